@@ -1,0 +1,201 @@
+package embedetcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/pkg/v3/featuregate"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Config describes the member. Start from NewConfig.
+type Config struct {
+	// Name is the member's name in the cluster.
+	Name string
+	// Dir holds the WAL and snapshots.
+	Dir string
+	// PeerURL is where other members reach this one (listen and advertise).
+	PeerURL string
+	// ClientURL is where etcd clients (etcdctl, other tools) reach it.
+	ClientURL string
+	// InitialCluster lists every member as NAME=PEER-URL,…; empty means
+	// this member alone.
+	InitialCluster string
+	// ClusterState is "new" to form a cluster, "existing" to join one.
+	ClusterState string
+	// LogLevel is etcd's own log level: debug, info, warn or error.
+	LogLevel string
+	// CompactionRetention is how much revision history etcd keeps for
+	// watches to resume from (periodic compaction).
+	CompactionRetention time.Duration
+	// StartTimeout bounds how long Start waits for the member to be ready
+	// (for a cluster: for a quorum to elect a leader).
+	StartTimeout time.Duration
+}
+
+// NewConfig returns a single-member configuration on etcd's default ports.
+func NewConfig() Config {
+	return Config{
+		Name:                "default",
+		Dir:                 "baton-data",
+		PeerURL:             "http://127.0.0.1:2380",
+		ClientURL:           "http://127.0.0.1:2379",
+		ClusterState:        embed.ClusterStateFlagNew,
+		LogLevel:            "warn",
+		CompactionRetention: time.Hour,
+		StartTimeout:        time.Minute,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	if c.Name == "" {
+		return errors.New("embedetcd: Name must not be empty")
+	}
+	if c.Dir == "" {
+		return errors.New("embedetcd: Dir must not be empty")
+	}
+	for field, u := range map[string]string{"PeerURL": c.PeerURL, "ClientURL": c.ClientURL} {
+		if _, err := parseURL(u); err != nil {
+			return fmt.Errorf("embedetcd: %s: %w", field, err)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("embedetcd: LogLevel %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if c.ClusterState != embed.ClusterStateFlagNew && c.ClusterState != embed.ClusterStateFlagExisting {
+		return fmt.Errorf("embedetcd: ClusterState %q: want new or existing", c.ClusterState)
+	}
+	return nil
+}
+
+func parseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http(s)://host:port URL", s)
+	}
+	return u, nil
+}
+
+// Member is a running embedded etcd member.
+type Member struct {
+	etcd   *embed.Etcd
+	client *clientv3.Client
+	once   sync.Once
+}
+
+// Start starts the member and waits until it is ready to serve. On error
+// nothing it started is left running.
+func Start(ctx context.Context, c Config) (*Member, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	peer, _ := parseURL(c.PeerURL)
+	client, _ := parseURL(c.ClientURL)
+	cfg := embed.NewConfig()
+	cfg.Name = c.Name
+	cfg.Dir = c.Dir
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
+	cfg.InitialCluster = c.InitialCluster
+	if cfg.InitialCluster == "" {
+		cfg.InitialCluster = c.Name + "=" + peer.String()
+	}
+	cfg.ClusterState = c.ClusterState
+	cfg.LogLevel = c.LogLevel
+	cfg.AutoCompactionMode = embed.CompactorModePeriodic
+	cfg.AutoCompactionRetention = c.CompactionRetention.String()
+	// Without checkpoints a restart or a new leader resets every lease to
+	// its full TTL; the audit trail's retention leases run for days.
+	if fg, ok := cfg.ServerFeatureGate.(featuregate.MutableFeatureGate); ok {
+		if err := fg.Set("LeaseCheckpoint=true,LeaseCheckpointPersist=true"); err != nil {
+			return nil, fmt.Errorf("embedetcd: enable lease checkpoints: %w", err)
+		}
+	}
+	lg, err := newLogger(c.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start etcd: %w", err)
+	}
+	timer := time.NewTimer(c.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("start etcd: %w", err)
+	case <-timer.C:
+		e.Close()
+		return nil, fmt.Errorf("start etcd: not ready within %s (is a quorum of the initial cluster up?)", c.StartTimeout)
+	case <-ctx.Done():
+		e.Close()
+		return nil, fmt.Errorf("start etcd: %w", ctx.Err())
+	}
+	return &Member{etcd: e, client: v3client.New(e.Server)}, nil
+}
+
+// Client returns the in-process client. It is closed by Close.
+func (m *Member) Client() *clientv3.Client { return m.client }
+
+// Etcd returns the embedded server, for cluster status.
+func (m *Member) Etcd() *embed.Etcd { return m.etcd }
+
+// Err reports fatal errors of the running server.
+func (m *Member) Err() <-chan error { return m.etcd.Err() }
+
+// Close stops the member. It is safe to call more than once.
+func (m *Member) Close() {
+	m.once.Do(func() {
+		m.client.Close()
+		m.etcd.Close()
+	})
+}
+
+// newLogger builds etcd's zap logger at level, writing JSON to stderr.
+func newLogger(level string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.Set(level); err != nil {
+		return nil, fmt.Errorf("embedetcd: log level: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil
+	lg, err := zc.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietCore{c} }))
+	if err != nil {
+		return nil, fmt.Errorf("embedetcd: build logger: %w", err)
+	}
+	return lg, nil
+}
+
+// quietCore drops the error etcd logs when an embedded server closes
+// normally ("setting up serving from embedded etcd failed … server
+// closed"): it is not a failure, and would alarm every operator.
+type quietCore struct{ zapcore.Core }
+
+func (q quietCore) With(f []zapcore.Field) zapcore.Core { return quietCore{q.Core.With(f)} }
+
+func (q quietCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if strings.Contains(ent.Message, "setting up serving from embedded etcd failed") {
+		return ce
+	}
+	return q.Core.Check(ent, ce)
+}

@@ -1,0 +1,544 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Acquire takes req.Name for the caller and returns the lock with its
+// fencing token. fresh is false when req.Session already held the lock
+// (acquire is idempotent within a session). When the lock is held, Acquire
+// queues for up to req.Wait, first come first served across every node,
+// then returns a *HeldError (errors.Is(err, ErrHeld)) naming the holder.
+//
+// The lock lives as long as its lease: the caller must renew it before
+// ExpiresAt, and must pass the token to whatever it protects, because a
+// paused caller can lose the lock without noticing. If the caller's ctx
+// ends, Acquire leaves nothing behind: no queue entry, no lease, no lock.
+func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fresh bool, err error) {
+	a, err := e.newAcquirer(req)
+	if err != nil {
+		return nil, false, err
+	}
+	defer a.dropLease()
+	if req.Wait == 0 {
+		l, fresh, err = a.tryNow(ctx)
+	} else {
+		l, fresh, err = a.wait(ctx)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+	}
+	return l, fresh, nil
+}
+
+// acquirer is one acquire in progress.
+type acquirer struct {
+	e       *Engine
+	req     AcquireRequest
+	session clientv3.LeaseID // the session's lease, or 0
+
+	// The lock's own lease when it has no session; granted lazily, and
+	// replaced when it may have aged too much to hand out.
+	lease     clientv3.LeaseID
+	leaseTTL  int64
+	grantedAt time.Time
+	used      bool
+
+	// guardRev is the ModRevision of a finished lock-delay guard that the
+	// next attempt replaces; 0 means the attempt expects no guard.
+	guardRev int64
+	// lastHolder is the holder seen by the latest failed attempt.
+	lastHolder *Lock
+	hold       string
+}
+
+func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
+	if err := checkName("name", req.Name); err != nil {
+		return nil, err
+	}
+	if err := checkOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	if err := checkMetadata(req.Metadata); err != nil {
+		return nil, err
+	}
+	a := &acquirer{e: e, req: req, hold: newHoldID()}
+	if req.Session != "" {
+		id, ok := parseLeaseHex(req.Session)
+		if !ok {
+			return nil, invalid("session", "must be a session ID as returned by POST /v1/sessions (hex)")
+		}
+		if req.TTL != 0 {
+			return nil, invalid("ttl", "must be absent when session is given: the lock lives as long as the session")
+		}
+		a.session = id
+		a.req.Session = leaseHex(id) // canonical spelling
+	} else {
+		if req.TTL == 0 {
+			a.req.TTL = e.cfg.DefaultTTL
+		}
+		if err := e.checkTTL("ttl", a.req.TTL); err != nil {
+			return nil, err
+		}
+	}
+	if req.Wait < 0 || req.Wait > e.cfg.MaxWait {
+		return nil, invalid("wait", "must be between 0s and %s", e.cfg.MaxWait)
+	}
+	if req.LockDelay < 0 || req.LockDelay > e.cfg.MaxLockDelay {
+		return nil, invalid("lock_delay", "must be between 0s and %s", e.cfg.MaxLockDelay)
+	}
+	return a, nil
+}
+
+func (e *Engine) checkTTL(field string, d time.Duration) error {
+	if d < e.cfg.MinTTL || d > e.cfg.MaxTTL {
+		return invalid(field, "must be between %s and %s", e.cfg.MinTTL, e.cfg.MaxTTL)
+	}
+	return nil
+}
+
+// ensureLease grants the lock's own lease. A lease granted long ago may
+// have run down while we waited; it is replaced once half its TTL passed,
+// so a granted lock always starts with most of its TTL.
+func (a *acquirer) ensureLease(ctx context.Context) error {
+	if a.session != 0 {
+		return nil
+	}
+	if a.lease != 0 && time.Since(a.grantedAt) < time.Duration(a.leaseTTL)*time.Second/2 {
+		return nil
+	}
+	a.dropLease()
+	octx, done := a.e.op(ctx)
+	defer done()
+	start := time.Now()
+	resp, err := a.e.cli.Grant(octx, ttlSeconds(a.req.TTL))
+	if err != nil {
+		return a.e.etcdErr(ctx, "grant lease", err)
+	}
+	a.lease, a.leaseTTL, a.grantedAt = resp.ID, resp.TTL, start
+	return nil
+}
+
+// dropLease revokes the own lease if no lock was granted with it.
+func (a *acquirer) dropLease() {
+	if a.lease == 0 || a.used {
+		return
+	}
+	id := a.lease
+	a.lease = 0
+	ctx, done := a.e.cleanupCtx()
+	defer done()
+	if _, err := a.e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+		a.e.log.Warn("revoke unused lease", "lease", leaseHex(id), "err", err)
+	}
+}
+
+// outcome is what an acquire transaction's else branch tells.
+type outcome int
+
+const (
+	won        outcome = iota
+	retryNow           // something changed under us; try again at once
+	heldBy             // someone holds it: wait for the key to go
+	behind             // an earlier waiter is queued: wait for it to go
+	delayed            // lock-delay: wait until retryAt
+	sameHolder         // our session holds it already
+	noSession          // the session is gone
+	dequeued           // our queue entry vanished (waiter lease lost)
+)
+
+type attemptResult struct {
+	outcome   outcome
+	lock      *Lock
+	watchKey  string // with heldBy/behind/delayed
+	watchRev  int64  // watch from here on
+	retryAt   time.Time
+	holder    *Lock
+	queueHead bool
+}
+
+// attempt runs one acquire transaction. queueKey/queueRev identify our
+// queue entry when waiting; "" means a direct attempt, which must not jump
+// ahead of queued waiters.
+func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64) (attemptResult, error) {
+	e, name := a.e, a.req.Name
+	if err := a.ensureLease(ctx); err != nil {
+		return attemptResult{}, err
+	}
+	lkey, gkey, qpfx := e.lockKey(name), e.delayKey(name), e.queuePrefix(name)
+	leaseID, ttl := a.lease, a.leaseTTL
+	if a.session != 0 {
+		leaseID = a.session
+	}
+	now := nowUTC()
+	rec := holderRecord{
+		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
+		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata,
+	}
+
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
+	if queueKey == "" {
+		// Nobody queued: a direct acquire never overtakes a waiter.
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
+	} else {
+		// Our entry exists and no entry is older than ours.
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(queueKey), "=", queueRev),
+			clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix())
+	}
+	if a.guardRev == 0 {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", a.guardRev))
+	}
+	var sessionOps []clientv3.Op
+	if a.session != 0 {
+		skey := e.sessionKey(a.req.Session)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
+		sessionOps = []clientv3.Op{clientv3.OpGet(skey)}
+	}
+
+	var resp *clientv3.TxnResponse
+	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		then := []clientv3.Op{
+			clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
+			clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(Event{
+				Time: now, Type: EventAcquired, Lock: name, Owner: rec.Owner, Session: rec.Session,
+			}), clientv3.WithLease(bucket)),
+		}
+		switch {
+		case a.req.LockDelay > 0:
+			then = append(then, clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
+		case a.guardRev != 0:
+			then = append(then, clientv3.OpDelete(gkey))
+		}
+		if queueKey != "" {
+			then = append(then, clientv3.OpDelete(queueKey))
+		}
+		then = append(then, sessionOps...)
+		els := []clientv3.Op{
+			clientv3.OpGet(lkey),
+			clientv3.OpGet(gkey),
+			clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		}
+		if queueKey != "" {
+			els = append(els,
+				clientv3.OpGet(queueKey),
+				clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev-1),
+					clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()))
+		}
+		els = append(els, sessionOps...)
+		// The txn is not bound to the caller's context: if the caller
+		// leaves mid-flight we still learn the outcome, and undo a grant.
+		octx, done := e.op(context.WithoutCancel(ctx))
+		defer done()
+		var err error
+		resp, err = e.cli.Txn(octx).If(cmps...).Then(then...).Else(els...).Commit()
+		return err
+	})
+	if err != nil {
+		if isLeaseNotFound(err) {
+			if a.session != 0 {
+				return attemptResult{outcome: noSession}, nil
+			}
+			a.lease = 0 // our own lease vanished; grant anew next time
+			return attemptResult{outcome: retryNow}, nil
+		}
+		return attemptResult{}, e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
+	}
+
+	if resp.Succeeded {
+		a.used = true
+		l := rec.toLock(name, resp.Header.Revision)
+		if a.session != 0 {
+			sr := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+			if len(sr.Kvs) > 0 {
+				var s sessionRecord
+				if json.Unmarshal(sr.Kvs[0].Value, &s) == nil {
+					l.TTL = time.Duration(s.TTL) * time.Second
+				}
+			}
+			l.ExpiresAt = e.leaseExpiry(ctx, a.session)
+		} else {
+			l.ExpiresAt = a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second).UTC().Truncate(time.Millisecond)
+		}
+		return attemptResult{outcome: won, lock: l}, nil
+	}
+	return a.analyse(ctx, resp, queueKey)
+}
+
+// analyse reads a failed acquire transaction's else branch.
+func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queueKey string) (attemptResult, error) {
+	e, name := a.e, a.req.Name
+	rs := resp.Responses
+	rev := resp.Header.Revision
+	lockKVs := rs[0].GetResponseRange().Kvs
+	guardKVs := rs[1].GetResponseRange().Kvs
+	queued := rs[2].GetResponseRange().Count
+	if a.session != 0 {
+		if len(rs[len(rs)-1].GetResponseRange().Kvs) == 0 {
+			return attemptResult{outcome: noSession}, nil
+		}
+	}
+	if queueKey != "" && len(rs[3].GetResponseRange().Kvs) == 0 {
+		return attemptResult{outcome: dequeued}, nil
+	}
+	if len(lockKVs) > 0 {
+		kv := lockKVs[0]
+		hr, err := decodeHolder(kv)
+		if err != nil {
+			return attemptResult{}, err
+		}
+		holder := hr.toLock(name, kv.ModRevision)
+		a.lastHolder = holder
+		if a.session != 0 && hr.Session == a.req.Session {
+			holder.ExpiresAt = e.leaseExpiry(ctx, a.session)
+			return attemptResult{outcome: sameHolder, lock: holder}, nil
+		}
+		if queueKey != "" {
+			if pred := rs[4].GetResponseRange().Kvs; len(pred) > 0 {
+				return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: rev, holder: holder}, nil
+			}
+		}
+		return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: rev, holder: holder}, nil
+	}
+	a.lastHolder = nil
+	if len(guardKVs) > 0 {
+		g := guardKVs[0]
+		var dr delayRecord
+		if err := json.Unmarshal(g.Value, &dr); err != nil {
+			return attemptResult{}, fmt.Errorf("decode lock-delay guard: %w", err)
+		}
+		now := time.Now()
+		if dr.Until == nil {
+			// The hold ended without a release, and nobody stamped the
+			// delay yet: the lease expired moments ago. Stamp it now.
+			until := now.Add(dr.LockDelay).UTC()
+			stamped := dr
+			stamped.Until = &until
+			octx, done := e.op(ctx)
+			tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(e.delayKey(name)), "=", g.ModRevision)).
+				Then(clientv3.OpPut(e.delayKey(name), mustJSON(stamped))).Commit()
+			done()
+			if err != nil {
+				return attemptResult{}, e.etcdErr(ctx, "stamp lock-delay", err)
+			}
+			if !tr.Succeeded {
+				return attemptResult{outcome: retryNow}, nil
+			}
+			return attemptResult{outcome: delayed, retryAt: until, watchKey: e.delayKey(name), watchRev: tr.Header.Revision}, nil
+		}
+		if now.Before(*dr.Until) {
+			return attemptResult{outcome: delayed, retryAt: *dr.Until, watchKey: e.delayKey(name), watchRev: rev}, nil
+		}
+		if a.guardRev != g.ModRevision {
+			a.guardRev = g.ModRevision // a spent guard: replace it next time
+			return attemptResult{outcome: retryNow}, nil
+		}
+	} else if a.guardRev != 0 {
+		a.guardRev = 0
+		return attemptResult{outcome: retryNow}, nil
+	}
+	if queueKey != "" {
+		if pred := rs[4].GetResponseRange().Kvs; len(pred) > 0 {
+			return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: rev}, nil
+		}
+	} else if queued > 0 {
+		return attemptResult{outcome: behind, queueHead: true}, nil
+	}
+	return attemptResult{outcome: retryNow}, nil
+}
+
+// leaseExpiry asks etcd when lease runs out. etcd answers in whole
+// seconds, rounded down, so the answer is never later than the truth.
+func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) time.Time {
+	now := time.Now()
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.TimeToLive(octx, id)
+	if err != nil || resp.TTL < 0 {
+		return now.UTC().Truncate(time.Millisecond)
+	}
+	return now.Add(time.Duration(resp.TTL) * time.Second).UTC().Truncate(time.Millisecond)
+}
+
+const maxImmediateRetries = 16
+
+// tryNow is an acquire without wait.
+func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
+	for range maxImmediateRetries {
+		r, err := a.attempt(ctx, "", 0)
+		if err != nil {
+			return nil, false, err
+		}
+		switch r.outcome {
+		case won:
+			return a.handBack(ctx, r.lock)
+		case sameHolder:
+			return r.lock, false, nil
+		case noSession:
+			return nil, false, ErrSessionNotFound
+		case heldBy:
+			return nil, false, &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
+		case delayed:
+			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: "lock-delay after the last holder's lease ended without a release"}
+		case behind:
+			return nil, false, &HeldError{Reason: "being handed to a queued waiter"}
+		case retryNow:
+			continue
+		}
+	}
+	return nil, false, &HeldError{Holder: a.lastHolder, Reason: "contended; try again"}
+}
+
+// handBack returns a won lock, unless the caller left while the txn was in
+// flight: then nobody will ever learn the token, so release it at once.
+func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
+	if err := ctx.Err(); err != nil {
+		cctx, done := a.e.cleanupCtx()
+		defer done()
+		if rerr := a.e.Release(cctx, l.Name, l.Token); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+			a.e.log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)
+		}
+		return nil, false, err
+	}
+	return l, true, nil
+}
+
+// wait queues for the lock. The queue is a set of keys under the lock's
+// queue prefix, ordered by CreateRevision; each waiter watches only the
+// key just ahead of it (or the lock, once it is first), so a handoff wakes
+// one waiter, not all of them.
+func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
+	e := a.e
+	// A lock that is free with nobody queued needs no queue entry.
+	r, err := a.attempt(ctx, "", 0)
+	if err != nil {
+		return nil, false, err
+	}
+	switch r.outcome {
+	case won:
+		return a.handBack(ctx, r.lock)
+	case sameHolder:
+		return r.lock, false, nil
+	case noSession:
+		return nil, false, ErrSessionNotFound
+	}
+
+	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
+	defer cancel()
+	wlease, lost, err := e.waiters.get(ctx, e)
+	if err != nil {
+		return nil, false, err
+	}
+	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(e.waiters.seq.Add(1), 10)
+	octx, done := e.op(ctx)
+	pr, err := e.cli.Put(octx, qkey, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: nowUTC()}), clientv3.WithLease(wlease))
+	done()
+	if err != nil {
+		// The put may have landed; delete it either way.
+		a.dequeue(qkey)
+		return nil, false, e.etcdErr(ctx, "enqueue", err)
+	}
+	queueRev := pr.Header.Revision
+	granted := false
+	defer func() {
+		if !granted {
+			a.dequeue(qkey)
+		}
+	}()
+
+	for {
+		r, err := a.attempt(ctx, qkey, queueRev)
+		if err != nil {
+			return nil, false, err
+		}
+		var timer <-chan time.Time
+		switch r.outcome {
+		case won:
+			granted = true // the txn deleted our entry
+			return a.handBack(ctx, r.lock)
+		case sameHolder:
+			return r.lock, false, nil
+		case noSession:
+			return nil, false, ErrSessionNotFound
+		case dequeued:
+			return nil, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", ErrUnavailable)
+		case retryNow:
+			continue
+		case delayed:
+			t := time.NewTimer(time.Until(r.retryAt))
+			defer t.Stop()
+			timer = t.C
+		}
+		// Watch from the revision we read at, so nothing that happened
+		// after our read can slip by unseen.
+		wctx, wcancel := context.WithCancel(deadline)
+		opts := []clientv3.OpOption{clientv3.WithRev(r.watchRev + 1)}
+		if r.outcome != delayed {
+			opts = append(opts, clientv3.WithFilterPut())
+		}
+		wch := e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, opts...)
+		select {
+		case <-wch:
+		case <-timer:
+		case <-lost:
+			wcancel()
+			return nil, false, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
+		case <-e.stop.Done():
+			wcancel()
+			return nil, false, ErrClosed
+		case <-deadline.Done():
+			wcancel()
+			if err := ctx.Err(); err != nil {
+				return nil, false, err
+			}
+			return nil, false, a.waitedOut()
+		}
+		wcancel()
+	}
+}
+
+func (a *acquirer) waitedOut() error {
+	if a.lastHolder != nil {
+		return &HeldError{Holder: a.lastHolder, Reason: fmt.Sprintf("still held by %q after waiting %s", a.lastHolder.Owner, a.req.Wait)}
+	}
+	return &HeldError{Reason: fmt.Sprintf("not granted within %s", a.req.Wait)}
+}
+
+// dequeue removes a queue entry, even though the caller has gone.
+func (a *acquirer) dequeue(qkey string) {
+	ctx, done := a.e.cleanupCtx()
+	defer done()
+	if _, err := a.e.cli.Delete(ctx, qkey); err != nil {
+		// The node's waiter lease removes it at the latest when the node stops.
+		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
+	}
+}
+
+// decodeLock renders a lock key with its expiry looked up in etcd.
+func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]time.Time) (*Lock, error) {
+	hr, err := decodeHolder(kv)
+	if err != nil {
+		return nil, err
+	}
+	name := string(kv.Key[len(e.locksPrefix()):])
+	l := hr.toLock(name, kv.ModRevision)
+	if t, ok := expiry[hr.Lease]; ok {
+		l.ExpiresAt = t
+	} else if id, ok := parseLeaseHex(hr.Lease); ok {
+		l.ExpiresAt = e.leaseExpiry(ctx, id)
+		if expiry != nil {
+			expiry[hr.Lease] = l.ExpiresAt
+		}
+	}
+	return l, nil
+}

@@ -1,0 +1,46 @@
+// Package lock is baton's lock engine: sessions, locks with fencing tokens,
+// FIFO waiting, lock-delay, fenced values and the audit trail, all kept in
+// etcd and reached only through a *clientv3.Client. It knows nothing of
+// HTTP, so it runs the same over the embedded member's in-process client or
+// over a client of an external etcd cluster.
+//
+// # Guarantees
+//
+// A lock is one etcd key. Acquire creates it in a transaction guarded by
+// CreateRevision == 0, so at most one holder exists at any revision. The
+// key's ModRevision is the fencing token: the key is never rewritten while
+// held, so the token never changes, and since etcd revisions only grow,
+// every grant's token exceeds every token handed out before it, for any
+// lock, across restarts and leader changes. Release, revoke and renew are
+// guarded by ModRevision == token, so a stale holder can never touch a
+// newer one. Holding a lock does not stop a paused holder from acting late:
+// only resources that check the token (see PutFenced) are safe.
+//
+// # Key schema
+//
+// Every key lives under Config.Prefix (default "/baton/"):
+//
+//	locks/<name>                  holder record; lease: the lock's own or its session's; token = ModRevision
+//	sessions/<id>                 session record; lease: the session (id is the lease ID in hex)
+//	queue/<name>/<waiter>         a waiting acquire; lease: the serving node's waiter lease; order = CreateRevision
+//	delay/<name>                  lock-delay guard of the current or last hold (no lease)
+//	audit/<name>/<hold>/a         the "acquired" event of one hold; lease: a retention bucket
+//	audit/<name>/<hold>/e         the event that ended that hold (released, expired, revoked, session_expired)
+//	fenced/<resource>             a fenced value: {token, value}
+//	fencemax/<resource>           the largest token seen for resource, zero-padded so Value compares order it
+//	meta/recorder                 revision up to which expiries have been recorded
+//
+// Each hold has a unique hold ID stored in its holder record, so its end
+// event has one possible key: whichever of release, revoke or the expiry
+// recorder of any node writes it first wins, and it is written exactly once.
+//
+// # Usage
+//
+//	eng, err := lock.New(ctx, cli, lock.DefaultConfig())
+//	if err != nil { ... }
+//	defer eng.Close()
+//	l, _, err := eng.Acquire(ctx, lock.AcquireRequest{Name: "nightly-recon", Owner: "w1"})
+//	if errors.Is(err, lock.ErrHeld) { ... }
+//	// write to storage with l.Token, then:
+//	err = eng.Release(ctx, "nightly-recon", l.Token)
+package lock

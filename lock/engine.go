@@ -1,0 +1,238 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Config tunes an Engine. Start from DefaultConfig.
+type Config struct {
+	// Prefix is prepended to every key baton writes.
+	Prefix string
+	// DefaultTTL is used when an acquire or a session names no TTL.
+	DefaultTTL time.Duration
+	// MinTTL and MaxTTL bound requested TTLs. MinTTL should not be below
+	// etcd's lease floor (1.5 × election timeout), or etcd raises it.
+	MinTTL, MaxTTL time.Duration
+	// MaxWait bounds an acquire's wait.
+	MaxWait time.Duration
+	// MaxLockDelay bounds lock_delay.
+	MaxLockDelay time.Duration
+	// HistoryRetention is how long audit events are kept. They are removed
+	// by etcd itself through lease expiry, at most HistoryRetention/24 (and
+	// at most an hour) late, so no request ever scans for old events.
+	HistoryRetention time.Duration
+	// OpTimeout bounds each etcd call, so that a request to a node cut off
+	// from its quorum answers ErrUnavailable instead of hanging.
+	OpTimeout time.Duration
+	// WaiterTTL is the TTL of the lease that holds this node's queue
+	// entries: if the node dies, its waiters leave the queue within it.
+	WaiterTTL time.Duration
+	// Logger receives the engine's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the configuration of API.md.
+func DefaultConfig() Config {
+	return Config{
+		Prefix:           "/baton/",
+		DefaultTTL:       30 * time.Second,
+		MinTTL:           2 * time.Second,
+		MaxTTL:           24 * time.Hour,
+		MaxWait:          5 * time.Minute,
+		MaxLockDelay:     time.Hour,
+		HistoryRetention: 7 * 24 * time.Hour,
+		OpTimeout:        5 * time.Second,
+		WaiterTTL:        5 * time.Second,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Prefix == "":
+		return errors.New("lock: Prefix must not be empty")
+	case c.MinTTL < time.Second:
+		return errors.New("lock: MinTTL must be at least 1s")
+	case c.MaxTTL < c.MinTTL:
+		return errors.New("lock: MaxTTL must be at least MinTTL")
+	case c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL:
+		return errors.New("lock: DefaultTTL must lie within [MinTTL, MaxTTL]")
+	case c.HistoryRetention < time.Second:
+		return errors.New("lock: HistoryRetention must be at least 1s")
+	case c.OpTimeout <= 0:
+		return errors.New("lock: OpTimeout must be positive")
+	case c.WaiterTTL < 2*time.Second:
+		return errors.New("lock: WaiterTTL must be at least 2s")
+	}
+	return nil
+}
+
+// Engine serves locks, sessions, fenced values and history from etcd. It is
+// safe for concurrent use. Several engines, on several nodes, may share
+// one etcd cluster: every guarantee holds across them.
+type Engine struct {
+	cli *clientv3.Client
+	cfg Config
+	log *slog.Logger
+
+	// stop ends waits and background loops when the engine closes.
+	stop     context.Context
+	stopFunc context.CancelFunc
+	wg       sync.WaitGroup
+	closeMu  sync.Once
+
+	waiters waiterLease
+	buckets bucketLease
+}
+
+// New starts an engine over cli. It does not own cli: closing the engine
+// leaves the client open. The expiry recorder starts at once, so every
+// lease expiry from now on is recorded in the audit trail.
+func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	stop, stopFunc := context.WithCancel(context.Background())
+	e := &Engine{cli: cli, cfg: cfg, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
+	rec, err := e.newRecorder(ctx)
+	if err != nil {
+		stopFunc()
+		return nil, err
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		rec.run(stop)
+	}()
+	return e, nil
+}
+
+// Close stops waits in progress (they return ErrClosed) and the background
+// loops, then revokes this node's waiter lease. Calling it again is a no-op.
+func (e *Engine) Close() error {
+	e.closeMu.Do(func() {
+		e.stopFunc()
+		e.wg.Wait()
+		e.waiters.close(e)
+	})
+	return nil
+}
+
+// Client returns the etcd client the engine uses.
+func (e *Engine) Client() *clientv3.Client { return e.cli }
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Keys.
+
+func (e *Engine) lockKey(name string) string      { return e.cfg.Prefix + "locks/" + name }
+func (e *Engine) locksPrefix() string             { return e.cfg.Prefix + "locks/" }
+func (e *Engine) sessionKey(id string) string     { return e.cfg.Prefix + "sessions/" + id }
+func (e *Engine) queuePrefix(name string) string  { return e.cfg.Prefix + "queue/" + name + "/" }
+func (e *Engine) delayKey(name string) string     { return e.cfg.Prefix + "delay/" + name }
+func (e *Engine) auditPrefix() string             { return e.cfg.Prefix + "audit/" }
+func (e *Engine) fencedKey(res string) string     { return e.cfg.Prefix + "fenced/" + res }
+func (e *Engine) fenceMaxKey(res string) string   { return e.cfg.Prefix + "fencemax/" + res }
+func (e *Engine) recorderKey() string             { return e.cfg.Prefix + "meta/recorder" }
+func (e *Engine) lockAuditPrefix(n string) string { return e.auditPrefix() + n + "/" }
+func (e *Engine) acquiredKey(name, hold string) string {
+	return e.auditPrefix() + name + "/" + hold + "/a"
+}
+func (e *Engine) endKey(name, hold string) string {
+	return e.auditPrefix() + name + "/" + hold + "/e"
+}
+
+// padToken renders n so that byte order is numeric order, which is what
+// etcd's Value compares use.
+func padToken(n int64) string { return fmt.Sprintf("%020d", n) }
+
+func leaseHex(id clientv3.LeaseID) string { return strconv.FormatInt(int64(id), 16) }
+
+func parseLeaseHex(s string) (clientv3.LeaseID, bool) {
+	if s == "" || len(s) > 16 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil || v == 0 || v > math.MaxInt64 {
+		return 0, false
+	}
+	return clientv3.LeaseID(v), true
+}
+
+// ttlSeconds rounds d up to whole seconds, etcd's lease unit.
+func ttlSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+// op bounds one etcd call by OpTimeout, so a node without quorum answers
+// instead of hanging. It also ends when the engine closes.
+func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+	stop := context.AfterFunc(e.stop, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// etcdErr turns an etcd failure into one of ours. parent is the caller's
+// context: if it ended, its error is returned as is, because the caller
+// went away and nothing is wrong with etcd.
+func (e *Engine) etcdErr(parent context.Context, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("%s: %w", what, perr)
+	}
+	if e.stop.Err() != nil {
+		return fmt.Errorf("%s: %w", what, ErrClosed)
+	}
+	if isUnavailable(err) {
+		return fmt.Errorf("%s: %w (%v)", what, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func isUnavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
+		return true
+	}
+	// etcd's client turns gRPC statuses into rpctypes.EtcdError; no
+	// leader, timeouts, leader changes and a full backend all carry one of
+	// these codes.
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		switch ee.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
+			return true
+		}
+	}
+	return false
+}
+
+func isLeaseNotFound(err error) bool {
+	return errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound) ||
+		rpctypes.ErrorDesc(err) == rpctypes.ErrLeaseNotFound.Error()
+}
+
+// cleanupCtx is for work that must finish after the caller went away, such
+// as removing a queue entry: bounded, but not tied to the request.
+func (e *Engine) cleanupCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.cfg.OpTimeout)
+}

@@ -1,0 +1,80 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Callers match them with errors.Is; the richer types below
+// wrap them and carry details.
+var (
+	// ErrHeld means someone else holds the lock (or lock-delay forbids it).
+	// The error is a *HeldError when a holder or a retry hint is known.
+	ErrHeld = errors.New("lock held")
+	// ErrNotHeld means nobody holds the lock.
+	ErrNotHeld = errors.New("lock not held")
+	// ErrTokenMismatch means the lock is held, but not with the given token.
+	ErrTokenMismatch = errors.New("token does not hold the lock")
+	// ErrSessionNotFound means the session expired, was deleted or never existed.
+	ErrSessionNotFound = errors.New("session not found")
+	// ErrStaleToken means a fenced write carried a token below the largest
+	// one seen for the resource. The error is a *StaleTokenError.
+	ErrStaleToken = errors.New("stale token")
+	// ErrNotHolder means a fenced write named a lock that its token does not hold.
+	ErrNotHolder = errors.New("token does not hold the named lock")
+	// ErrNotFound means a fenced value does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid means the request is malformed; the error is an *InvalidError.
+	ErrInvalid = errors.New("invalid request")
+	// ErrUnavailable means etcd could not serve the request in time (no
+	// leader, no quorum, overloaded). The request may or may not have taken
+	// effect; retrying is safe for every idempotent call.
+	ErrUnavailable = errors.New("etcd unavailable")
+	// ErrClosed means the engine is shutting down.
+	ErrClosed = errors.New("lock engine closed")
+)
+
+// HeldError is returned when a lock cannot be acquired.
+type HeldError struct {
+	// Holder is the current holder, nil when the lock is free but blocked
+	// by lock-delay or being handed to an earlier waiter.
+	Holder *Lock
+	// RetryAfter, when positive, is how long lock-delay still forbids acquiring.
+	RetryAfter time.Duration
+	// Reason explains the refusal for people.
+	Reason string
+}
+
+func (e *HeldError) Error() string { return "lock held: " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrHeld) hold.
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// StaleTokenError is returned by PutFenced when the token is below the
+// largest token already seen for the resource.
+type StaleTokenError struct {
+	Token, MaxToken int64
+}
+
+func (e *StaleTokenError) Error() string {
+	return fmt.Sprintf("stale token %d: a write with token %d was already accepted", e.Token, e.MaxToken)
+}
+
+// Unwrap makes errors.Is(err, ErrStaleToken) hold.
+func (e *StaleTokenError) Unwrap() error { return ErrStaleToken }
+
+// InvalidError names the request field that is wrong, and why.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

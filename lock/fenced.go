@@ -1,0 +1,109 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// MaxFencedValueBytes bounds a fenced value's JSON.
+const MaxFencedValueBytes = 32 << 10
+
+// PutFenced stores value in resource if token is at least the largest
+// token any earlier write to resource carried; equal tokens are accepted so
+// a holder can write many times. With lock set, the write also requires
+// that token holds lock at that moment. The check and the write are one
+// etcd transaction. Errors: *StaleTokenError (ErrStaleToken), ErrNotHolder.
+func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, value json.RawMessage, lock string) (*FencedValue, error) {
+	if err := checkName("resource", resource); err != nil {
+		return nil, err
+	}
+	if token <= 0 {
+		return nil, invalid("token", "must be a positive fencing token")
+	}
+	if len(value) == 0 {
+		return nil, invalid("value", "is required")
+	}
+	if !json.Valid(value) {
+		return nil, invalid("value", "must be valid JSON")
+	}
+	if len(value) > MaxFencedValueBytes {
+		return nil, invalid("value", "must be at most %d bytes of JSON", MaxFencedValueBytes)
+	}
+	if lock != "" {
+		if err := checkName("lock", lock); err != nil {
+			return nil, err
+		}
+	}
+	mkey, vkey := e.fenceMaxKey(resource), e.fencedKey(resource)
+	for range maxImmediateRetries {
+		// etcd compares no value of a missing key, so the first write
+		// compares CreateRevision, and later ones the padded maximum.
+		octx, done := e.op(ctx)
+		cur, err := e.cli.Get(octx, mkey)
+		done()
+		if err != nil {
+			return nil, e.etcdErr(ctx, "read fenced maximum", err)
+		}
+		var cmps []clientv3.Cmp
+		if len(cur.Kvs) == 0 {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(mkey), "=", 0))
+		} else {
+			// stored < token+1, i.e. stored <= token
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(mkey), "<", padToken(token+1)))
+		}
+		if lock != "" {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.lockKey(lock)), "=", token))
+		}
+		octx, done = e.op(ctx)
+		resp, err := e.cli.Txn(octx).If(cmps...).
+			Then(clientv3.OpPut(mkey, padToken(token)), clientv3.OpPut(vkey, mustJSON(fencedRecord{Token: token, Value: value}))).
+			Else(clientv3.OpGet(mkey), clientv3.OpGet(e.lockKey(lock))).
+			Commit()
+		done()
+		if err != nil {
+			return nil, e.etcdErr(ctx, "fenced write", err)
+		}
+		if resp.Succeeded {
+			return &FencedValue{Resource: resource, Token: token, Value: value, Revision: resp.Header.Revision}, nil
+		}
+		if lock != "" {
+			lk := resp.Responses[1].GetResponseRange().Kvs
+			if len(lk) == 0 || lk[0].ModRevision != token {
+				return nil, fmt.Errorf("fenced write to %q: %w %q", resource, ErrNotHolder, lock)
+			}
+		}
+		if mk := resp.Responses[0].GetResponseRange().Kvs; len(mk) > 0 {
+			max, _ := strconv.ParseInt(string(mk[0].Value), 10, 64)
+			if max > token {
+				return nil, &StaleTokenError{Token: token, MaxToken: max}
+			}
+		}
+		// The maximum was created or raised between our read and write.
+	}
+	return nil, fmt.Errorf("fenced write to %q: too much contention: %w", resource, ErrUnavailable)
+}
+
+// GetFenced returns the value of resource, or ErrNotFound.
+func (e *Engine) GetFenced(ctx context.Context, resource string) (*FencedValue, error) {
+	if err := checkName("resource", resource); err != nil {
+		return nil, err
+	}
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, e.fencedKey(resource))
+	if err != nil {
+		return nil, e.etcdErr(ctx, "read fenced value", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, ErrNotFound
+	}
+	var rec fencedRecord
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+		return nil, fmt.Errorf("decode fenced value: %w", err)
+	}
+	return &FencedValue{Resource: resource, Token: rec.Token, Value: rec.Value, Revision: resp.Kvs[0].ModRevision}, nil
+}

@@ -1,0 +1,301 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Get returns the current holder of name, or ErrNotHeld.
+func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	kv, err := e.getLock(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return e.decodeLock(ctx, kv, nil)
+}
+
+// getLock reads a lock key (linearizably); ErrNotHeld when absent.
+func (e *Engine) getLock(ctx context.Context, name string) (*mvccpb.KeyValue, error) {
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, e.lockKey(name))
+	if err != nil {
+		return nil, e.etcdErr(ctx, "get lock", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, ErrNotHeld
+	}
+	return resp.Kvs[0], nil
+}
+
+// heldWith returns the holder record of name if token holds it.
+func (e *Engine) heldWith(ctx context.Context, name string, token int64) (holderRecord, error) {
+	if err := checkName("name", name); err != nil {
+		return holderRecord{}, err
+	}
+	if token <= 0 {
+		return holderRecord{}, invalid("token", "must be a positive fencing token")
+	}
+	kv, err := e.getLock(ctx, name)
+	if err != nil {
+		return holderRecord{}, err
+	}
+	if kv.ModRevision != token {
+		return holderRecord{}, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
+	}
+	return decodeHolder(kv)
+}
+
+// ListOptions selects locks for List.
+type ListOptions struct {
+	// Prefix keeps only locks whose name starts with it.
+	Prefix string
+	// After resumes a listing after this lock name (exclusive).
+	After string
+	// Limit is the page size; 0 means 100.
+	Limit int
+}
+
+// MaxListLimit bounds a page of List and History.
+const MaxListLimit = 1000
+
+// List returns held locks sorted by name, and the name to pass as After
+// for the next page ("" when this is the last page).
+func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, error) {
+	if o.Limit == 0 {
+		o.Limit = 100
+	}
+	if o.Limit < 1 || o.Limit > MaxListLimit {
+		return nil, "", invalid("limit", "must be between 1 and %d", MaxListLimit)
+	}
+	if o.Prefix != "" && !ValidName(o.Prefix) {
+		return nil, "", invalid("prefix", "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
+	}
+	start := e.locksPrefix() + o.Prefix
+	if o.After != "" {
+		if !ValidName(o.After) {
+			return nil, "", invalid("cursor", "is not a cursor returned by a previous page")
+		}
+		if after := e.locksPrefix() + o.After + "\x00"; after > start {
+			start = after
+		}
+	}
+	end := clientv3.GetPrefixRangeEnd(e.locksPrefix() + o.Prefix)
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
+	done()
+	if err != nil {
+		return nil, "", e.etcdErr(ctx, "list locks", err)
+	}
+	kvs, next := resp.Kvs, ""
+	if len(kvs) > o.Limit {
+		kvs = kvs[:o.Limit]
+		next = string(kvs[len(kvs)-1].Key[len(e.locksPrefix()):])
+	}
+	// Sessions share leases: ask etcd once per lease, not once per lock.
+	expiry := map[string]time.Time{}
+	locks := make([]*Lock, 0, len(kvs))
+	for _, kv := range kvs {
+		l, err := e.decodeLock(ctx, kv, expiry)
+		if err != nil {
+			return nil, "", err
+		}
+		locks = append(locks, l)
+	}
+	return locks, next, nil
+}
+
+// Renew extends the lease of the lock that token holds, and returns the
+// lock with its new expiry. A lock in a session renews the whole session.
+// It returns ErrNotHeld or ErrTokenMismatch when token no longer holds it.
+func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, error) {
+	hr, err := e.heldWith(ctx, name, token)
+	if err != nil {
+		return nil, fmt.Errorf("renew %q: %w", name, err)
+	}
+	id, _ := parseLeaseHex(hr.Lease)
+	start := time.Now()
+	octx, done := e.op(ctx)
+	ka, err := e.cli.KeepAliveOnce(octx, id)
+	done()
+	if err != nil {
+		if isLeaseNotFound(err) {
+			return nil, fmt.Errorf("renew %q: %w", name, ErrNotHeld)
+		}
+		return nil, e.etcdErr(ctx, "renew "+name, err)
+	}
+	// The lease we renewed may have outlived the hold (a session's lease
+	// does): answer success only if token still holds the lock.
+	if _, err := e.heldWith(ctx, name, token); err != nil {
+		return nil, fmt.Errorf("renew %q: %w", name, err)
+	}
+	l := hr.toLock(name, token)
+	l.TTL = time.Duration(ka.TTL) * time.Second
+	l.ExpiresAt = start.Add(l.TTL).UTC().Truncate(time.Millisecond)
+	return l, nil
+}
+
+// Release ends the hold of token on name and records it as released. It
+// never touches a newer holder: ErrTokenMismatch if token is stale,
+// ErrNotHeld if nobody holds the lock.
+func (e *Engine) Release(ctx context.Context, name string, token int64) error {
+	if err := e.end(ctx, name, token, EventReleased, ""); err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	return nil
+}
+
+// Revoke forcibly ends whatever hold name has (an operator's action) and
+// records it as revoked with reason. Lock-delay applies afterwards.
+func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	if len(reason) > MaxReasonLen {
+		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	for range maxImmediateRetries {
+		kv, err := e.getLock(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("revoke %q: %w", name, err)
+		}
+		err = e.end(ctx, name, kv.ModRevision, EventRevoked, reason)
+		if err == nil {
+			hr, _ := decodeHolder(kv)
+			return hr.toLock(name, kv.ModRevision), nil
+		}
+		if !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) { // else raced with a release: look again
+			return nil, fmt.Errorf("revoke %q: %w", name, err)
+		}
+	}
+	return nil, fmt.Errorf("revoke %q: lock changes hands too fast: %w", name, ErrUnavailable)
+}
+
+// end deletes the lock key if token holds it and writes the hold's end
+// event in the same transaction, then revokes the lock's own lease.
+func (e *Engine) end(ctx context.Context, name string, token int64, typ EventType, detail string) error {
+	hr, err := e.heldWith(ctx, name, token)
+	if err != nil {
+		return err
+	}
+	lkey := e.lockKey(name)
+	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail}
+	var guardOp []clientv3.Op
+	if hr.LockDelay > 0 {
+		if typ == EventReleased {
+			guardOp = []clientv3.Op{clientv3.OpDelete(e.delayKey(name))}
+		} else {
+			until := ev.Time.Add(hr.LockDelay)
+			guardOp = []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until}))}
+		}
+	}
+	var resp *clientv3.TxnResponse
+	err = e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		octx, done := e.op(ctx)
+		defer done()
+		var err error
+		resp, err = e.cli.Txn(octx).
+			If(clientv3.Compare(clientv3.ModRevision(lkey), "=", token)).
+			Then(append([]clientv3.Op{
+				clientv3.OpDelete(lkey),
+				clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket)),
+			}, guardOp...)...).
+			Commit()
+		return err
+	})
+	if err != nil {
+		return e.etcdErr(ctx, "end hold", err)
+	}
+	if !resp.Succeeded {
+		// Someone else ended it between our read and our write.
+		if _, err := e.heldWith(ctx, name, token); err != nil {
+			return err
+		}
+		return ErrTokenMismatch
+	}
+	if hr.Session == "" {
+		e.revokeLease(hr.Lease)
+	}
+	return nil
+}
+
+// revokeLease ends a lock's own lease after its key is gone; failing only
+// leaves an empty lease that expires by itself.
+func (e *Engine) revokeLease(hex string) {
+	id, ok := parseLeaseHex(hex)
+	if !ok {
+		return
+	}
+	ctx, done := e.cleanupCtx()
+	defer done()
+	if _, err := e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+		e.log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
+	}
+}
+
+// Waiter is a queued acquire.
+type Waiter struct {
+	Owner    string
+	Session  string
+	Position int
+	Since    time.Time
+}
+
+// Waiters returns the queue of name in grant order.
+func (e *Engine) Waiters(ctx context.Context, name string) ([]Waiter, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, e.queuePrefix(name), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, e.etcdErr(ctx, "list waiters", err)
+	}
+	ws := make([]Waiter, 0, len(resp.Kvs))
+	for i, kv := range resp.Kvs {
+		var wr waiterRecord
+		if json.Unmarshal(kv.Value, &wr) != nil {
+			continue
+		}
+		ws = append(ws, Waiter{Owner: wr.Owner, Session: wr.Session, Position: i + 1, Since: wr.Since})
+	}
+	return ws, nil
+}
+
+// Stats counts what the cluster holds now, for metrics.
+type Stats struct {
+	LocksHeld int64
+	Waiters   int64
+	Sessions  int64
+}
+
+// Stats counts locks, waiters and sessions with count-only range reads.
+func (e *Engine) Stats(ctx context.Context) (Stats, error) {
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Txn(octx).Then(
+		clientv3.OpGet(e.locksPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(e.cfg.Prefix+"queue/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(e.cfg.Prefix+"sessions/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	).Commit()
+	if err != nil {
+		return Stats{}, e.etcdErr(ctx, "stats", err)
+	}
+	r := resp.Responses
+	return Stats{
+		LocksHeld: r[0].GetResponseRange().Count,
+		Waiters:   r[1].GetResponseRange().Count,
+		Sessions:  r[2].GetResponseRange().Count,
+	}, nil
+}

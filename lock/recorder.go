@@ -1,0 +1,290 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// recorder writes the end event of every hold that etcd ended by itself:
+// a lease that expired, or was revoked with its session. Release and
+// revoke write their events in their own transactions; a lone DELETE of a
+// lock key is one nobody recorded. Every node runs a recorder; the end key
+// of a hold is created only if absent, so each hold ends exactly once in
+// the audit trail however many nodes watch.
+type recorder struct {
+	e     *Engine
+	from  int64 // next revision to look at
+	saved int64 // cursor last written to etcd
+}
+
+const recorderSaveEvery = 5 * time.Second
+
+func (e *Engine) newRecorder(ctx context.Context) (*recorder, error) {
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, e.recorderKey())
+	if err != nil {
+		return nil, e.etcdErr(ctx, "read recorder cursor", err)
+	}
+	r := &recorder{e: e, from: resp.Header.Revision + 1}
+	if len(resp.Kvs) > 0 {
+		// Resume where the cluster last got to: expiries while no node
+		// was watching (an external etcd outliving baton) get recorded.
+		if n, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err == nil && n+1 < r.from {
+			r.from, r.saved = n+1, n
+		}
+	}
+	return r, nil
+}
+
+func (r *recorder) run(stop context.Context) {
+	e := r.e
+	backoff := 100 * time.Millisecond
+	for stop.Err() == nil {
+		err := r.watch(stop)
+		if stop.Err() != nil {
+			break
+		}
+		var compacted *compactedError
+		if errors.As(err, &compacted) {
+			e.log.Warn("expiry recorder fell behind compaction; scanning the audit trail", "compact_revision", compacted.rev)
+			rev, err := r.reconcile(stop)
+			if err == nil {
+				r.from = rev + 1
+				backoff = 100 * time.Millisecond
+				continue
+			}
+			e.log.Warn("reconcile audit trail", "err", err)
+		} else if err != nil {
+			e.log.Warn("expiry recorder watch ended; restarting", "err", err, "from", r.from)
+		}
+		// Back off after a failure so a dead etcd is not spun on.
+		select {
+		case <-time.After(backoff):
+		case <-stop.Done():
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	r.saveCursor()
+}
+
+type compactedError struct{ rev int64 }
+
+func (c *compactedError) Error() string { return fmt.Sprintf("compacted at revision %d", c.rev) }
+
+func (r *recorder) watch(stop context.Context) error {
+	e := r.e
+	ctx, cancel := context.WithCancel(stop)
+	defer cancel()
+	wch := e.cli.Watch(clientv3.WithRequireLeader(ctx), e.cfg.Prefix,
+		clientv3.WithPrefix(), clientv3.WithRev(r.from), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	tick := time.NewTicker(recorderSaveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop.Done():
+			return nil
+		case <-tick.C:
+			r.saveCursor()
+		case wr, ok := <-wch:
+			if !ok {
+				return errors.New("watch channel closed")
+			}
+			if wr.CompactRevision != 0 {
+				return &compactedError{rev: wr.CompactRevision}
+			}
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			for {
+				err := r.handle(stop, wr.Events)
+				if err == nil || stop.Err() != nil {
+					break
+				}
+				e.log.Warn("record expiries; retrying", "err", err)
+				select {
+				case <-time.After(time.Second):
+				case <-stop.Done():
+				}
+			}
+			if n := len(wr.Events); n > 0 {
+				r.from = wr.Events[n-1].Kv.ModRevision + 1
+			} else if wr.IsProgressNotify() {
+				r.from = max(r.from, wr.Header.Revision+1)
+			}
+		}
+	}
+}
+
+// handle records the lone lock deletions among events.
+func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
+	e := r.e
+	ended := map[string]bool{}
+	for _, ev := range events {
+		if ev.Type == mvccpb.PUT && strings.HasPrefix(string(ev.Kv.Key), e.auditPrefix()) && strings.HasSuffix(string(ev.Kv.Key), "/e") {
+			ended[string(ev.Kv.Key)] = true
+		}
+	}
+	for _, ev := range events {
+		if ev.Type != mvccpb.DELETE || ev.PrevKv == nil {
+			continue
+		}
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
+		if !ok {
+			continue
+		}
+		hr, err := decodeHolder(ev.PrevKv)
+		if err != nil {
+			e.log.Warn("skip undecodable lock record", "lock", name, "err", err)
+			continue
+		}
+		if ended[e.endKey(name, hr.Hold)] {
+			continue // released or revoked in the same txn
+		}
+		detail := fmt.Sprintf("lease %s ended; etcd deleted the lock at revision %d", hr.Lease, ev.Kv.ModRevision)
+		if err := e.recordEnd(ctx, name, ev.PrevKv.ModRevision, hr, detail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordEnd writes the expired (or session_expired) event of a hold unless
+// its end is already recorded, and starts its lock-delay.
+func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr holderRecord, detail string) error {
+	ekey := e.endKey(name, hr.Hold)
+	octx, done := e.op(ctx)
+	cur, err := e.cli.Get(octx, ekey, clientv3.WithCountOnly())
+	done()
+	if err != nil {
+		return e.etcdErr(ctx, "read end event", err)
+	}
+	if cur.Count > 0 {
+		return nil // another node got there first: nothing to write
+	}
+	typ := EventExpired
+	if hr.Session != "" {
+		typ = EventSessionExpired
+	}
+	now := nowUTC()
+	ev := Event{Time: now, Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail}
+	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		then := []clientv3.Op{clientv3.OpPut(ekey, mustJSON(ev), clientv3.WithLease(bucket))}
+		if hr.LockDelay > 0 {
+			until := now.Add(hr.LockDelay)
+			gkey := e.delayKey(name)
+			// The guard was created with the hold, so its ModRevision is
+			// the token until someone stamps it.
+			then = append(then, clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)},
+				[]clientv3.Op{clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until}))},
+				nil))
+		}
+		octx, done := e.op(ctx)
+		defer done()
+		_, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).Then(then...).Commit()
+		return err
+	})
+}
+
+// saveCursor records how far the recorder got, so a restart resumes there.
+// Several nodes share the key; it only moves forward.
+func (r *recorder) saveCursor() {
+	cur := r.from - 1
+	if cur <= r.saved {
+		return
+	}
+	e := r.e
+	ctx, done := e.cleanupCtx()
+	defer done()
+	key, val := e.recorderKey(), padToken(cur)
+	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, val)).
+		Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "<", val)}, []clientv3.Op{clientv3.OpPut(key, val)}, nil)).
+		Commit()
+	if err != nil {
+		e.log.Debug("save recorder cursor", "err", err)
+		return
+	}
+	r.saved = cur
+}
+
+// reconcile finds holds whose acquire is recorded but whose end is not,
+// though the lock no longer holds them, and records them as expired. It
+// is needed only when the watch history the recorder needed was compacted.
+func (r *recorder) reconcile(ctx context.Context) (int64, error) {
+	e := r.e
+	end := clientv3.GetPrefixRangeEnd(e.auditPrefix())
+	start := e.auditPrefix()
+	var rev int64
+	type open struct {
+		name, hold string
+		token      int64
+		ev         Event
+	}
+	var opens []open
+	lastOpen := false // the last key seen was an "a" still in opens
+	for {
+		octx, done := e.op(ctx)
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := e.cli.Get(octx, start, opts...)
+		done()
+		if err != nil {
+			if errors.Is(err, rpctypes.ErrCompacted) {
+				return 0, err
+			}
+			return 0, e.etcdErr(ctx, "scan audit trail", err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			rest := strings.TrimPrefix(string(kv.Key), e.auditPrefix())
+			parts := strings.Split(rest, "/")
+			if len(parts) != 3 {
+				continue
+			}
+			switch parts[2] {
+			case "a":
+				ev, _ := decodeEvent(kv)
+				opens = append(opens, open{name: parts[0], hold: parts[1], token: kv.CreateRevision, ev: ev})
+				lastOpen = true
+			case "e":
+				// Keys sort a hold's "a" just before its "e".
+				if o := len(opens) - 1; lastOpen && opens[o].name == parts[0] && opens[o].hold == parts[1] {
+					opens = opens[:o]
+				}
+				lastOpen = false
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	for _, o := range opens {
+		kv, err := e.getLock(ctx, o.name)
+		if err == nil && kv.ModRevision == o.token {
+			continue // still held
+		}
+		if err != nil && !errors.Is(err, ErrNotHeld) {
+			return 0, err
+		}
+		hr := holderRecord{Owner: o.ev.Owner, Hold: o.hold, Session: o.ev.Session}
+		if err := e.recordEnd(ctx, o.name, o.token, hr, "ended while no baton node was recording; time is when it was noticed"); err != nil {
+			return 0, err
+		}
+	}
+	return rev, nil
+}

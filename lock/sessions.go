@@ -1,0 +1,211 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// CreateSession grants a lease of ttl (0 means Config.DefaultTTL) that
+// locks can share. The session ends when it is not renewed within its TTL,
+// and every lock in it ends with it.
+func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
+	if err := checkOwner(owner); err != nil {
+		return nil, err
+	}
+	if ttl == 0 {
+		ttl = e.cfg.DefaultTTL
+	}
+	if err := e.checkTTL("ttl", ttl); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	octx, done := e.op(ctx)
+	defer done()
+	g, err := e.cli.Grant(octx, ttlSeconds(ttl))
+	if err != nil {
+		return nil, e.etcdErr(ctx, "create session", err)
+	}
+	id := leaseHex(g.ID)
+	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC()}
+	if _, err := e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID)); err != nil {
+		e.revokeLease(id)
+		return nil, e.etcdErr(ctx, "create session", err)
+	}
+	return &Session{
+		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
+		ExpiresAt: start.Add(time.Duration(g.TTL) * time.Second).UTC().Truncate(time.Millisecond),
+		Locks:     []string{},
+	}, nil
+}
+
+func (e *Engine) sessionLease(id string) (clientv3.LeaseID, error) {
+	lid, ok := parseLeaseHex(id)
+	if !ok {
+		return 0, ErrSessionNotFound
+	}
+	return lid, nil
+}
+
+// GetSession returns the session with its expiry and the locks it holds.
+func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
+	lid, err := e.sessionLease(id)
+	if err != nil {
+		return nil, err
+	}
+	id = leaseHex(lid)
+	rec, err := e.sessionRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	octx, done := e.op(ctx)
+	defer done()
+	ttl, err := e.cli.TimeToLive(octx, lid, clientv3.WithAttachedKeys())
+	if err != nil {
+		if isLeaseNotFound(err) {
+			return nil, ErrSessionNotFound
+		}
+		return nil, e.etcdErr(ctx, "get session", err)
+	}
+	if ttl.TTL < 0 {
+		return nil, ErrSessionNotFound
+	}
+	s := &Session{
+		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
+		ExpiresAt: now.Add(time.Duration(ttl.TTL) * time.Second).UTC().Truncate(time.Millisecond),
+		Locks:     []string{},
+	}
+	for _, k := range ttl.Keys {
+		if name, ok := strings.CutPrefix(string(k), e.locksPrefix()); ok {
+			s.Locks = append(s.Locks, name)
+		}
+	}
+	sort.Strings(s.Locks)
+	return s, nil
+}
+
+func (e *Engine) sessionRecord(ctx context.Context, id string) (sessionRecord, error) {
+	var rec sessionRecord
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, e.sessionKey(id))
+	if err != nil {
+		return rec, e.etcdErr(ctx, "get session", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return rec, ErrSessionNotFound
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+		return rec, fmt.Errorf("decode session record: %w", err)
+	}
+	return rec, nil
+}
+
+// RenewSession extends the session's lease by its TTL.
+func (e *Engine) RenewSession(ctx context.Context, id string) (*Session, error) {
+	lid, err := e.sessionLease(id)
+	if err != nil {
+		return nil, err
+	}
+	id = leaseHex(lid)
+	// The session key guards against renewing some other lease by its ID.
+	if _, err := e.sessionRecord(ctx, id); err != nil {
+		return nil, err
+	}
+	octx, done := e.op(ctx)
+	_, err = e.cli.KeepAliveOnce(octx, lid)
+	done()
+	if err != nil {
+		if isLeaseNotFound(err) {
+			return nil, ErrSessionNotFound
+		}
+		return nil, e.etcdErr(ctx, "renew session", err)
+	}
+	return e.GetSession(ctx, id)
+}
+
+// maxEndsPerTxn keeps a session's release under etcd's MaxTxnOps (128).
+const maxEndsPerTxn = 32
+
+// DeleteSession releases every lock of the session, each recorded as
+// released, then ends the session.
+func (e *Engine) DeleteSession(ctx context.Context, id string) error {
+	s, err := e.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	for len(s.Locks) > 0 {
+		batch := s.Locks[:min(len(s.Locks), maxEndsPerTxn)]
+		s.Locks = s.Locks[len(batch):]
+		if err := e.releaseAll(ctx, s.ID, batch); err != nil {
+			return fmt.Errorf("delete session %s: %w", s.ID, err)
+		}
+	}
+	lid, _ := parseLeaseHex(s.ID)
+	octx, done := e.op(ctx)
+	defer done()
+	// A lock taken in the session after we listed it goes with the lease;
+	// the expiry recorder then writes its end event.
+	if _, err := e.cli.Revoke(octx, lid); err != nil && !isLeaseNotFound(err) {
+		return e.etcdErr(ctx, "delete session", err)
+	}
+	return nil
+}
+
+// releaseAll releases names in one transaction: each is a nested txn that
+// deletes the lock only if it is still the hold we read.
+func (e *Engine) releaseAll(ctx context.Context, session string, names []string) error {
+	gets := make([]clientv3.Op, len(names))
+	for i, n := range names {
+		gets[i] = clientv3.OpGet(e.lockKey(n))
+	}
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(gets...).Commit()
+	done()
+	if err != nil {
+		return e.etcdErr(ctx, "read session locks", err)
+	}
+	now := nowUTC()
+	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		var ops []clientv3.Op
+		for i, r := range resp.Responses {
+			kvs := r.GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				continue
+			}
+			hr, err := decodeHolder(kvs[0])
+			if err != nil || hr.Session != session {
+				continue
+			}
+			name, tok := names[i], kvs[0].ModRevision
+			then := []clientv3.Op{
+				clientv3.OpDelete(e.lockKey(name)),
+				clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(Event{
+					Time: now, Type: EventReleased, Lock: name, Owner: hr.Owner, Token: tok, Session: session,
+					Detail: "session deleted",
+				}), clientv3.WithLease(bucket)),
+			}
+			if hr.LockDelay > 0 {
+				then = append(then, clientv3.OpDelete(e.delayKey(name)))
+			}
+			ops = append(ops, clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.lockKey(name)), "=", tok)}, then, nil))
+		}
+		if len(ops) == 0 {
+			return nil
+		}
+		octx, done := e.op(ctx)
+		defer done()
+		_, err := e.cli.Txn(octx).Then(ops...).Commit()
+		if err != nil {
+			return e.etcdErr(ctx, "release session locks", err)
+		}
+		return nil
+	})
+}

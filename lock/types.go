@@ -1,0 +1,157 @@
+package lock
+
+import (
+	"encoding/json"
+	"regexp"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Lock describes a held lock.
+type Lock struct {
+	Name  string
+	Owner string
+	// Token is the fencing token: the etcd revision at which this hold
+	// began. It is unique to the hold and greater than every token granted
+	// before it.
+	Token int64
+	// Session is the session's ID when the lock lives in a session, and
+	// empty when the lock has a lease of its own.
+	Session string
+	// TTL is the lease's TTL as etcd granted it (etcd may raise it).
+	TTL        time.Duration
+	AcquiredAt time.Time
+	// ExpiresAt is when the lease runs out unless renewed. etcd reports
+	// remaining TTLs in whole seconds, rounded down, so it may be up to a
+	// second early: never late.
+	ExpiresAt time.Time
+	LockDelay time.Duration
+	Metadata  map[string]string
+}
+
+// Session is a lease that many locks can share: when it ends, they all do.
+type Session struct {
+	ID        string
+	Owner     string
+	TTL       time.Duration
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// Locks are the names of the locks held in the session, sorted.
+	Locks []string
+}
+
+// EventType names what happened to a lock.
+type EventType string
+
+// The event types of the audit trail.
+const (
+	EventAcquired       EventType = "acquired"
+	EventReleased       EventType = "released"
+	EventExpired        EventType = "expired"
+	EventRevoked        EventType = "revoked"
+	EventSessionExpired EventType = "session_expired"
+)
+
+// Event is one entry of the audit trail.
+type Event struct {
+	// Revision is the etcd revision at which the event was recorded. For
+	// acquired, released and revoked it is the revision of the change
+	// itself; an expiry is recorded shortly after etcd deleted the key.
+	Revision int64     `json:"-"`
+	Time     time.Time `json:"time"`
+	Type     EventType `json:"type"`
+	Lock     string    `json:"lock"`
+	Owner    string    `json:"owner"`
+	Token    int64     `json:"token,omitempty"`
+	Session  string    `json:"session,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+}
+
+// FencedValue is the content of a fenced register.
+type FencedValue struct {
+	Resource string
+	// Token is the token of the write that stored Value.
+	Token int64
+	Value json.RawMessage
+	// Revision is the etcd revision of that write.
+	Revision int64
+}
+
+// AcquireRequest asks for a lock.
+type AcquireRequest struct {
+	Name  string
+	Owner string
+	// TTL of the lock's own lease; zero means Config.DefaultTTL. Must be
+	// zero when Session is set: the lock then lives as long as the session.
+	TTL     time.Duration
+	Session string
+	// Wait is how long to queue for the lock; zero fails at once.
+	Wait time.Duration
+	// LockDelay forbids acquiring the lock for this long after this hold
+	// ends by expiry or revoke (not by a clean release).
+	LockDelay time.Duration
+	Metadata  map[string]string
+}
+
+// Limits of the request contract (API.md).
+const (
+	MaxNameLen       = 128
+	MaxOwnerLen      = 128
+	MaxMetadataPairs = 16
+	MaxMetadataBytes = 4096
+	MaxReasonLen     = 1024
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// ValidName reports whether s is a valid lock or resource name.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+func checkName(field, s string) error {
+	if s == "" {
+		return invalid(field, "must not be empty")
+	}
+	if !ValidName(s) {
+		return invalid(field, "must be 1-128 characters from A-Z a-z 0-9 . _ : -")
+	}
+	return nil
+}
+
+func checkOwner(s string) error {
+	if s == "" {
+		return invalid("owner", "must not be empty")
+	}
+	if !utf8.ValidString(s) {
+		return invalid("owner", "must be valid UTF-8")
+	}
+	if utf8.RuneCountInString(s) > MaxOwnerLen {
+		return invalid("owner", "must be at most %d characters", MaxOwnerLen)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return invalid("owner", "must contain only printable characters")
+		}
+	}
+	return nil
+}
+
+func checkMetadata(md map[string]string) error {
+	if len(md) > MaxMetadataPairs {
+		return invalid("metadata", "at most %d pairs allowed, got %d", MaxMetadataPairs, len(md))
+	}
+	n := 0
+	for k, v := range md {
+		if k == "" {
+			return invalid("metadata", "keys must not be empty")
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return invalid("metadata", "keys and values must be valid UTF-8")
+		}
+		n += len(k) + len(v)
+	}
+	if n > MaxMetadataBytes {
+		return invalid("metadata", "at most %d bytes of keys and values allowed, got %d", MaxMetadataBytes, n)
+	}
+	return nil
+}
