@@ -188,14 +188,27 @@ func newLogger(level string) (*zap.Logger, error) {
 
 // quietCore drops the error etcd logs when an embedded server closes
 // normally ("setting up serving from embedded etcd failed … server
-// closed"): it is not a failure, and would alarm every operator.
+// closed"): it is not a failure, and would alarm every operator. It drops
+// a few warnings that do not apply to baton too (quietMessages).
 type quietCore struct{ zapcore.Core }
 
 func (q quietCore) With(f []zapcore.Field) zapcore.Core { return quietCore{q.Core.With(f)} }
 
 func (q quietCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if strings.Contains(ent.Message, "setting up serving from embedded etcd failed") {
-		return ce
+	for _, m := range quietMessages {
+		if strings.Contains(ent.Message, m) {
+			return ce
+		}
 	}
 	return q.Core.Check(ent, ce)
+}
+
+// quietMessages are warnings that do not apply to an embedded member:
+// baton's clients use the in-process client, not the shared client port,
+// the member name is baton's own flag, and baton does not use etcd auth.
+var quietMessages = []string{
+	"setting up serving from embedded etcd failed",
+	"Running http and grpc server on single port",
+	"it isn't recommended to use default name",
+	"simple token is not cryptographically signed",
 }

@@ -34,6 +34,12 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 		l, fresh, err = a.wait(ctx)
 	}
 	if err != nil {
+		var he *HeldError
+		if errors.As(err, &he) && he.Holder != nil && he.Holder.ExpiresAt.IsZero() {
+			if id, ok := parseLeaseHex(a.lastHolderLease); ok {
+				he.Holder.ExpiresAt = e.leaseExpiry(ctx, id)
+			}
+		}
 		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
 	}
 	return l, fresh, nil
@@ -56,7 +62,8 @@ type acquirer struct {
 	// next attempt replaces; 0 means the attempt expects no guard.
 	guardRev int64
 	// lastHolder is the holder seen by the latest failed attempt.
-	lastHolder *Lock
+	lastHolder      *Lock
+	lastHolderLease string
 	hold       string
 }
 
@@ -298,7 +305,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 			return attemptResult{}, err
 		}
 		holder := hr.toLock(name, kv.ModRevision)
-		a.lastHolder = holder
+		a.lastHolder, a.lastHolderLease = holder, hr.Lease
 		if a.session != 0 && hr.Session == a.req.Session {
 			holder.ExpiresAt = e.leaseExpiry(ctx, a.session)
 			return attemptResult{outcome: sameHolder, lock: holder}, nil
@@ -433,6 +440,9 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 		return nil, false, ErrSessionNotFound
 	}
 
+	if e.drain.Err() != nil {
+		return nil, false, ErrClosed
+	}
 	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
 	defer cancel()
 	wlease, lost, err := e.waiters.get(ctx, e)
@@ -493,7 +503,7 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 		case <-lost:
 			wcancel()
 			return nil, false, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
-		case <-e.stop.Done():
+		case <-e.drain.Done():
 			wcancel()
 			return nil, false, ErrClosed
 		case <-deadline.Done():

@@ -90,6 +90,10 @@ type Engine struct {
 	// stop ends waits and background loops when the engine closes.
 	stop     context.Context
 	stopFunc context.CancelFunc
+	// drain ends waiting acquires only, so an HTTP drain is not held up
+	// by them while the recorder keeps running.
+	drain     context.Context
+	drainFunc context.CancelFunc
 	wg       sync.WaitGroup
 	closeMu  sync.Once
 
@@ -109,6 +113,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	}
 	stop, stopFunc := context.WithCancel(context.Background())
 	e := &Engine{cli: cli, cfg: cfg, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
+	e.drain, e.drainFunc = context.WithCancel(stop)
 	rec, err := e.newRecorder(ctx)
 	if err != nil {
 		stopFunc()
@@ -121,6 +126,11 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	}()
 	return e, nil
 }
+
+// StopWaiting ends every acquire that is waiting in a queue (they return
+// ErrClosed) and refuses new waits, so a shutdown can drain HTTP quickly.
+// Everything else keeps working until Close.
+func (e *Engine) StopWaiting() { e.drainFunc() }
 
 // Close stops waits in progress (they return ErrClosed) and the background
 // loops, then revokes this node's waiter lease. Calling it again is a no-op.

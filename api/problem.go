@@ -1,0 +1,165 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// Problem is an RFC 9457 problem detail, the body of every error answer.
+type Problem struct {
+	Type   string `json:"type" example:"urn:baton:problem:lock_held"`
+	Title  string `json:"title" example:"Lock held"`
+	Status int    `json:"status" example:"409"`
+	Detail string `json:"detail,omitempty" example:"held by \"w1\""`
+	// Code is stable and machine-readable.
+	Code string `json:"code" example:"lock_held"`
+	// Field names the request field at fault (400 only).
+	Field string `json:"field,omitempty" example:"ttl"`
+	// Holder is the current holder (lock_held).
+	Holder *Lock `json:"holder,omitempty"`
+	// MaxToken is the largest token the resource has seen (stale_token).
+	MaxToken int64 `json:"max_token,omitempty" example:"4712"`
+	// RetryAfter is how many seconds to wait before trying again; the
+	// Retry-After header says the same.
+	RetryAfter int64 `json:"retry_after,omitempty" example:"1"`
+}
+
+// ProblemType is the type URI of a problem code.
+func ProblemType(code string) string { return "urn:baton:problem:" + code }
+
+// Error lets a *Problem travel as an error from handlers to ErrorHandler.
+func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+// unavailableRetryAfter is what a 503 tells clients to wait: about one
+// leader election.
+const unavailableRetryAfter = time.Second
+
+// errorTable maps engine errors to answers. The first entry whose error
+// matches (errors.Is) wins, so wrapped sentinels are found.
+var errorTable = []struct {
+	err    error
+	status int
+	code   string
+	title  string
+}{
+	{lock.ErrInvalid, http.StatusBadRequest, "invalid_request", "Invalid request"},
+	{lock.ErrHeld, http.StatusConflict, "lock_held", "Lock held"},
+	{lock.ErrTokenMismatch, http.StatusConflict, "token_mismatch", "Token does not hold the lock"},
+	{lock.ErrStaleToken, http.StatusConflict, "stale_token", "Stale fencing token"},
+	{lock.ErrNotHolder, http.StatusConflict, "not_holder", "Token does not hold the lock"},
+	{lock.ErrNotHeld, http.StatusNotFound, "not_held", "Lock not held"},
+	{lock.ErrSessionNotFound, http.StatusNotFound, "session_not_found", "Session not found"},
+	{lock.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
+	{lock.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
+	{lock.ErrClosed, http.StatusServiceUnavailable, "shutting_down", "Node shutting down"},
+}
+
+// toProblem turns any error into the answer to send. known is false for
+// errors nobody planned for, which deserve a log line.
+func toProblem(err error) (p *Problem, known bool) {
+	if errors.As(err, &p) {
+		return p, true
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return echoProblem(he), true
+	}
+	for _, row := range errorTable {
+		if !errors.Is(err, row.err) {
+			continue
+		}
+		p = &Problem{Type: ProblemType(row.code), Title: row.title, Status: row.status, Code: row.code, Detail: err.Error()}
+		var ie *lock.InvalidError
+		if errors.As(err, &ie) {
+			p.Field, p.Detail = ie.Field, ie.Error()
+		}
+		var held *lock.HeldError
+		if errors.As(err, &held) {
+			p.Holder = toLock(held.Holder)
+			p.Detail = held.Error()
+			if held.RetryAfter > 0 {
+				p.RetryAfter = ceilSeconds(held.RetryAfter)
+			}
+		}
+		var stale *lock.StaleTokenError
+		if errors.As(err, &stale) {
+			p.MaxToken = stale.MaxToken
+		}
+		if row.status == http.StatusServiceUnavailable {
+			p.RetryAfter = ceilSeconds(unavailableRetryAfter)
+			// The wrapped etcd message is context for operators, not for
+			// clients: say what happened in our words.
+			p.Detail = "etcd could not serve the request in time (no leader or no quorum); the request may or may not have taken effect; retry"
+			if row.code == "shutting_down" {
+				p.Detail = "this node is shutting down; retry on another node"
+			}
+		}
+		return p, true
+	}
+	return &Problem{
+		Type: ProblemType("internal"), Title: "Internal error", Status: http.StatusInternalServerError,
+		Code: "internal", Detail: "an unexpected error occurred; it has been logged",
+	}, false
+}
+
+func echoProblem(he *echo.HTTPError) *Problem {
+	code := "http_" + strconv.Itoa(he.Code)
+	switch he.Code {
+	case http.StatusNotFound:
+		code = "route_not_found"
+	case http.StatusMethodNotAllowed:
+		code = "method_not_allowed"
+	case http.StatusRequestEntityTooLarge:
+		code = "body_too_large"
+	case http.StatusUnsupportedMediaType:
+		code = "unsupported_media_type"
+	}
+	detail := http.StatusText(he.Code)
+	if s, ok := he.Message.(string); ok {
+		detail = s
+	}
+	return &Problem{Type: ProblemType(code), Title: http.StatusText(he.Code), Status: he.Code, Code: code, Detail: detail}
+}
+
+func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
+
+// ErrorHandler renders every error a handler returns as problem+json and
+// logs only the errors nobody planned for.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		p, known := toProblem(err)
+		if !known {
+			log.Error("unexpected error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		} else if p.Status >= 500 {
+			log.Warn("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "code", p.Code, "err", err)
+		}
+		if p.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.FormatInt(p.RetryAfter, 10))
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(p.Status)
+			return
+		}
+		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
+		_ = c.JSON(p.Status, p)
+	}
+}
+
+// badRequest is a 400 naming the field at fault.
+func badRequest(field, detail string) *Problem {
+	return &Problem{
+		Type: ProblemType("invalid_request"), Title: "Invalid request", Status: http.StatusBadRequest,
+		Code: "invalid_request", Field: field, Detail: detail,
+	}
+}

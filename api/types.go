@@ -1,0 +1,170 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// Time renders as RFC 3339 in UTC with milliseconds.
+type Time time.Time
+
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Time(t).UTC().Format(timeLayout))
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	*t = Time(v)
+	return err
+}
+
+// Lock is a held lock.
+type Lock struct {
+	Name       string            `json:"name" example:"nightly-recon"`
+	Owner      string            `json:"owner" example:"w1"`
+	Token      int64             `json:"token" example:"4711"`
+	Session    string            `json:"session,omitempty" example:"694d2279b4919071"`
+	TTL        string            `json:"ttl" example:"30s"`
+	AcquiredAt Time              `json:"acquired_at"`
+	ExpiresAt  Time              `json:"expires_at"`
+	LockDelay  string            `json:"lock_delay,omitempty" example:"10s"`
+	Metadata   map[string]string `json:"metadata"`
+}
+
+func toLock(l *lock.Lock) *Lock {
+	if l == nil {
+		return nil
+	}
+	out := &Lock{
+		Name: l.Name, Owner: l.Owner, Token: l.Token, Session: l.Session, TTL: l.TTL.String(),
+		AcquiredAt: Time(l.AcquiredAt), ExpiresAt: Time(l.ExpiresAt), Metadata: l.Metadata,
+	}
+	if l.LockDelay > 0 {
+		out.LockDelay = l.LockDelay.String()
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]string{}
+	}
+	return out
+}
+
+// LockList is a page of held locks.
+type LockList struct {
+	Locks      []*Lock `json:"locks"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// Session is a lease shared by locks.
+type Session struct {
+	ID        string   `json:"id" example:"694d2279b4919071"`
+	Owner     string   `json:"owner" example:"worker-1"`
+	TTL       string   `json:"ttl" example:"30s"`
+	CreatedAt Time     `json:"created_at"`
+	ExpiresAt Time     `json:"expires_at"`
+	Locks     []string `json:"locks"`
+}
+
+func toSession(s *lock.Session) *Session {
+	locks := s.Locks
+	if locks == nil {
+		locks = []string{}
+	}
+	return &Session{ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt), Locks: locks}
+}
+
+// Event is an entry of the audit trail.
+type Event struct {
+	Revision int64  `json:"revision" example:"4712"`
+	Time     Time   `json:"time"`
+	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired"`
+	Lock     string `json:"lock" example:"nightly-recon"`
+	Owner    string `json:"owner" example:"w1"`
+	Token    int64  `json:"token,omitempty" example:"4711"`
+	Session  string `json:"session,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+func toEvent(e lock.Event) Event {
+	return Event{
+		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Lock: e.Lock,
+		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail,
+	}
+}
+
+// History is a page of the audit trail, newest first.
+type History struct {
+	Events     []Event `json:"events"`
+	NextBefore int64   `json:"next_before,omitempty"`
+}
+
+// FencedValue is a fenced register's content.
+type FencedValue struct {
+	Resource string          `json:"resource" example:"ledger"`
+	Token    int64           `json:"token" example:"4711"`
+	Value    json.RawMessage `json:"value" swaggertype:"object"`
+	Revision int64           `json:"revision" example:"4713"`
+}
+
+func toFenced(f *lock.FencedValue) *FencedValue {
+	return &FencedValue{Resource: f.Resource, Token: f.Token, Value: f.Value, Revision: f.Revision}
+}
+
+// Member is an etcd member.
+type Member struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	PeerURLs   []string `json:"peer_urls"`
+	ClientURLs []string `json:"client_urls"`
+	IsLeader   bool     `json:"is_leader"`
+}
+
+// Cluster describes the etcd cluster.
+type Cluster struct {
+	Members  []Member `json:"members"`
+	Leader   string   `json:"leader"`
+	RaftTerm uint64   `json:"raft_term"`
+	Revision int64    `json:"revision"`
+}
+
+// AcquireRequest is the body of POST /v1/locks/{name}. Every field is optional.
+type AcquireRequest struct {
+	Owner     *string           `json:"owner,omitempty" example:"w1"`
+	TTL       *string           `json:"ttl,omitempty" example:"30s"`
+	Session   *string           `json:"session,omitempty" example:"694d2279b4919071"`
+	Wait      *string           `json:"wait,omitempty" example:"10s"`
+	LockDelay *string           `json:"lock_delay,omitempty" example:"0s"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+}
+
+// RenewRequest is the body of POST /v1/locks/{name}/renew.
+type RenewRequest struct {
+	Token *int64 `json:"token" example:"4711"`
+}
+
+// RevokeRequest is the body of POST /v1/locks/{name}/revoke.
+type RevokeRequest struct {
+	Reason string `json:"reason,omitempty" example:"holder wedged"`
+}
+
+// SessionRequest is the body of POST /v1/sessions.
+type SessionRequest struct {
+	TTL   *string `json:"ttl,omitempty" example:"30s"`
+	Owner *string `json:"owner,omitempty" example:"worker-1"`
+}
+
+// FencedRequest is the body of PUT /v1/fenced/{resource}.
+type FencedRequest struct {
+	Token *int64          `json:"token" example:"4711"`
+	Value json.RawMessage `json:"value" swaggertype:"object"`
+	Lock  string          `json:"lock,omitempty" example:"nightly-recon"`
+}

@@ -1,0 +1,120 @@
+// Command baton is a distributed lock service with fencing tokens, on an
+// embedded (or external) etcd cluster. With no subcommand, or with
+// "serve", it runs a node; see "baton --help".
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/baton-dev/baton/node"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	cfg := node.DefaultConfig()
+	var endpoints string
+	run := func(cmd *cobra.Command, _ []string) error {
+		if err := applyEnv(cmd.Flags()); err != nil {
+			return err
+		}
+		if endpoints != "" {
+			cfg.EtcdEndpoints = strings.Split(endpoints, ",")
+		}
+		cmd.SilenceUsage = true
+		return serve(cmd.Context(), cfg)
+	}
+	root := &cobra.Command{
+		Use:   "baton",
+		Short: "A distributed lock service with fencing tokens, on etcd",
+		Long: `baton serves locks with fencing tokens over HTTP/JSON. It embeds an etcd
+member for Raft consensus (one binary, one command), joins several baton
+nodes into one etcd cluster, or uses an existing etcd cluster.
+
+With no subcommand it runs a node, like "baton serve". Every flag has an
+environment twin: --http-addr is BATON_HTTP_ADDR, and so on; a flag given on
+the command line wins over its environment variable.`,
+		Args:          cobra.NoArgs,
+		RunE:          run,
+		SilenceErrors: false,
+	}
+	serveCmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a baton node (the default)",
+		Args:  cobra.NoArgs,
+		RunE:  run,
+	}
+	for _, fs := range []*pflag.FlagSet{root.Flags(), serveCmd.Flags()} {
+		addServeFlags(fs, &cfg, &endpoints)
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(serveCmd)
+	return root
+}
+
+func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address of the HTTP API, dashboard and metrics")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of etcd's data (WAL, snapshots)")
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "this node's etcd member name")
+	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL (listen and advertise)")
+	fs.StringVar(&cfg.ClientURL, "client-url", cfg.ClientURL, "etcd client URL (listen and advertise)")
+	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, "NAME=PEER-URL,… of every member, to form a cluster (default: this node alone)")
+	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated client URLs of an existing etcd cluster to use instead of embedding one")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn or error (etcd's own logs stay at warn unless debug)")
+	fs.DurationVar(&cfg.HistoryRetention, "history-retention", cfg.HistoryRetention, "how long audit events are kept")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a shutdown waits for requests in flight")
+	fs.VisitAll(func(f *pflag.Flag) {
+		f.Usage += " (env " + envName(f.Name) + ")"
+	})
+}
+
+// envName is a flag's environment twin: --http-addr ↔ BATON_HTTP_ADDR.
+func envName(flag string) string {
+	return "BATON_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment twin, so flags win over the environment.
+func applyEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, serr)
+			}
+		}
+	})
+	return err
+}
+
+func serve(ctx context.Context, cfg node.Config) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-n.Err():
+	}
+	if cerr := n.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/lock"
+)
+
+// Config describes the server.
+type Config struct {
+	Engine *lock.Engine
+	Logger *slog.Logger
+	// MaxWait is the longest acquire wait; the write timeout allows for it.
+	MaxWait time.Duration
+}
+
+// Server is baton's HTTP server.
+type Server struct {
+	echo *echo.Echo
+	http *http.Server
+	log  *slog.Logger
+}
+
+// New builds the server. Nothing listens until Serve.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = cfg.Engine.Config().MaxWait
+	}
+	reg := prometheus.NewRegistry()
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	// Trust no proxy headers by default: the owner label falls back to the
+	// client's address, which must not be spoofable by a header.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger)
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(requestMetrics(reg))
+
+	api.New(cfg.Engine, api.Options{Registerer: reg}).Register(e)
+	reg.MustRegister(&statsCollector{eng: cfg.Engine})
+	gather := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
+	e.GET("/", index)
+
+	return &Server{
+		echo: e,
+		log:  cfg.Logger,
+		http: &http.Server{
+			Handler:           e,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			// A waiting acquire holds its response for up to MaxWait.
+			WriteTimeout: cfg.MaxWait + 30*time.Second,
+			IdleTimeout:  2 * time.Minute,
+		},
+	}
+}
+
+// Handler returns the HTTP handler, for tests with httptest.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve answers requests on l until Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	err := s.http.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits for requests in flight
+// until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.http.Shutdown(ctx)
+}
+
+// requestMetrics counts requests by method, route template and status.
+func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_http_requests_total",
+		Help: "HTTP requests answered, by method, route and status code.",
+	}, []string{"method", "route", "code"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "baton_http_request_duration_seconds",
+		Help:    "Time to answer HTTP requests, by method and route.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"method", "route"})
+	reg.MustRegister(requests, latency)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			if err := next(c); err != nil {
+				// Render now, so the status we count is the one sent.
+				c.Error(err)
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			method := c.Request().Method
+			requests.WithLabelValues(method, route, strconv.Itoa(c.Response().Status)).Inc()
+			latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+			return nil
+		}
+	}
+}
+
+// statsCollector reports what the cluster holds at scrape time. The counts
+// come from etcd, so every node reports the cluster's numbers.
+type statsCollector struct{ eng *lock.Engine }
+
+var (
+	locksHeldDesc = prometheus.NewDesc("baton_locks_held", "Locks held in the cluster.", nil, nil)
+	waitersDesc   = prometheus.NewDesc("baton_waiters", "Acquires queued for a lock in the cluster.", nil, nil)
+	sessionsDesc  = prometheus.NewDesc("baton_sessions", "Live sessions in the cluster.", nil, nil)
+	statsUpDesc   = prometheus.NewDesc("baton_stats_up", "1 if the counts above could be read from etcd at this scrape.", nil, nil)
+)
+
+func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- locksHeldDesc
+	ch <- waitersDesc
+	ch <- sessionsDesc
+	ch <- statsUpDesc
+}
+
+func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := s.eng.Stats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(statsUpDesc, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(locksHeldDesc, prometheus.GaugeValue, float64(st.LocksHeld))
+	ch <- prometheus.MustNewConstMetric(waitersDesc, prometheus.GaugeValue, float64(st.Waiters))
+	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(st.Sessions))
+}
