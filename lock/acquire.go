@@ -64,7 +64,7 @@ type acquirer struct {
 	// lastHolder is the holder seen by the latest failed attempt.
 	lastHolder      *Lock
 	lastHolderLease string
-	hold       string
+	hold            string
 }
 
 func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {

@@ -94,8 +94,8 @@ type Engine struct {
 	// by them while the recorder keeps running.
 	drain     context.Context
 	drainFunc context.CancelFunc
-	wg       sync.WaitGroup
-	closeMu  sync.Once
+	wg        sync.WaitGroup
+	closeMu   sync.Once
 
 	waiters waiterLease
 	buckets bucketLease
