@@ -51,7 +51,10 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	if err := dec.Decode(v); err != nil {
 		return jsonProblem(err)
 	}
-	if dec.More() {
+	// Fix (found by TestBadInput_…/trailing_brace): dec.More() is false
+	// before a stray '}' or ']', so `{"owner":"w"}}` passed as valid.
+	// Whatever follows the object must be white space.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return badRequest("body", "unexpected data after the JSON object")
 	}
 	return nil

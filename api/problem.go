@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -60,7 +61,16 @@ var errorTable = []struct {
 	{lock.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
 	{lock.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
 	{lock.ErrClosed, http.StatusServiceUnavailable, "shutting_down", "Node shutting down"},
+	// Fix (found by TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace):
+	// a client that leaves, a waiter giving up say, cancels its request's
+	// context and the engine returns context.Canceled. API.md plans for
+	// that; it is no server fault, so it must not answer 500 nor be logged
+	// as unexpected. 499 is nginx's "client closed request"; nobody reads it.
+	{context.Canceled, statusClientClosedRequest, "client_closed_request", "Client closed request"},
 }
+
+// statusClientClosedRequest answers a request whose client went away.
+const statusClientClosedRequest = 499
 
 // toProblem turns any error into the answer to send. known is false for
 // errors nobody planned for, which deserve a log line.

@@ -117,6 +117,17 @@ func (e *Engine) checkTTL(field string, d time.Duration) error {
 // so a granted lock always starts with most of its TTL.
 func (a *acquirer) ensureLease(ctx context.Context) error {
 	if a.session != 0 {
+		// Fix: the holder record's TTL is what Get, List and a repeated
+		// acquire in the session report; it was written as 0 for session
+		// locks because no lease of our own is granted. Read the
+		// session's granted TTL once, before the first attempt.
+		if a.leaseTTL == 0 {
+			rec, err := a.e.sessionRecord(ctx, a.req.Session)
+			if err != nil {
+				return err
+			}
+			a.leaseTTL = rec.TTL
+		}
 		return nil
 	}
 	if a.lease != 0 && time.Since(a.grantedAt) < time.Duration(a.leaseTTL)*time.Second/2 {

@@ -19,7 +19,9 @@ type HistoryOptions struct {
 }
 
 // History returns audit events newest first, and the Before of the next
-// page (0 when this is the last page).
+// page (0 when this is the last page). A page never ends between events of
+// one revision, so it holds more than Limit events when more than Limit
+// share a revision.
 //
 // etcd sorts by revision only after reading the whole range, so a page
 // costs time in proportion to the events retained (for the lock, with
@@ -58,7 +60,26 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 	}
 	kvs, next := resp.Kvs, int64(0)
 	if len(kvs) > o.Limit {
-		kvs = kvs[:o.Limit]
+		// Fix (found by api's TestHistory_PagingKeepsEventsThatShareARevision):
+		// one txn may record several events at one revision (deleting a
+		// session releases its locks together), and the next page starts
+		// below next, so a page must not end inside such a group. End it
+		// before the group; if the group fills the page, return all of it
+		// (the only case where a page exceeds Limit).
+		cut, n := kvs[o.Limit].ModRevision, o.Limit
+		for n > 0 && kvs[n-1].ModRevision == cut {
+			n--
+		}
+		if n == 0 {
+			group, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision),
+				clientv3.WithMinModRev(cut), clientv3.WithMaxModRev(cut))
+			if err != nil {
+				return nil, 0, e.etcdErr(ctx, "read history", err)
+			}
+			kvs = group.Kvs
+		} else {
+			kvs = kvs[:n]
+		}
 		next = kvs[len(kvs)-1].ModRevision
 	}
 	events := make([]Event, 0, len(kvs))

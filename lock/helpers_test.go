@@ -1,0 +1,208 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+)
+
+// prefix is DefaultConfig's key prefix; tests read etcd under it directly
+// to check what the engine wrote (or did not write).
+const prefix = "/baton/"
+
+// newEngine starts an engine with DefaultConfig on a fresh embedded etcd member.
+func newEngine(t *testing.T) (*lock.Engine, *embedetcd.Member) {
+	t.Helper()
+	m := testetcd.Start(t)
+	return startEngine(t, m, lock.DefaultConfig()), m
+}
+
+// startEngine starts an engine over m's client, closed when the test ends
+// (before m, since cleanups run last-in first-out).
+func startEngine(t *testing.T, m *embedetcd.Member, cfg lock.Config) *lock.Engine {
+	t.Helper()
+	return startEngineOn(t, m.Client(), cfg)
+}
+
+func startEngineOn(t *testing.T, cli *clientv3.Client, cfg lock.Config) *lock.Engine {
+	t.Helper()
+	e, err := lock.New(context.Background(), cli, cfg)
+	if err != nil {
+		t.Fatalf("new engine: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// ctxT is a context that bounds a whole test, so a hang fails instead of
+// running into go test's global timeout.
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+const pollEvery = 25 * time.Millisecond
+
+// eventually polls cond until it holds, failing the test after timeout.
+// It is for conditions that etcd brings about by itself (lease expiry,
+// retention), which no watch of ours can announce.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
+		}
+		<-tick.C
+	}
+}
+
+// consistently asserts that cond keeps holding for d: used only after the
+// awaited event happened, to catch a duplicate that would follow it.
+func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		if !cond() {
+			t.Fatalf("no longer holds: %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// keysUnder lists the keys etcd holds under p (relative to p).
+func keysUnder(t *testing.T, cli *clientv3.Client, p string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatalf("get %s: %v", p, err)
+	}
+	keys := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		keys = append(keys, strings.TrimPrefix(string(kv.Key), p))
+	}
+	return keys
+}
+
+// leaseCount is the number of leases etcd holds.
+func leaseCount(t *testing.T, cli *clientv3.Client) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Leases(ctx)
+	if err != nil {
+		t.Fatalf("list leases: %v", err)
+	}
+	return len(resp.Leases)
+}
+
+// lockLease returns the lease the lock key of name is attached to.
+func lockLease(t *testing.T, cli *clientv3.Client, name string) clientv3.LeaseID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix+"locks/"+name)
+	if err != nil {
+		t.Fatalf("get lock key: %v", err)
+	}
+	if len(resp.Kvs) == 0 {
+		t.Fatalf("lock key of %q absent", name)
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease)
+}
+
+// remainingTTL is etcd's view of a lease's remaining TTL in seconds
+// (rounded down), -1 when the lease is gone.
+func remainingTTL(t *testing.T, cli *clientv3.Client, id clientv3.LeaseID) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.TimeToLive(ctx, id)
+	if err != nil {
+		t.Fatalf("time to live of lease %x: %v", int64(id), err)
+	}
+	return resp.TTL
+}
+
+// history returns every retained event (of one lock if name is set),
+// newest first.
+func history(t *testing.T, e *lock.Engine, name string) []lock.Event {
+	t.Helper()
+	evs, next, err := e.History(context.Background(), lock.HistoryOptions{Lock: name, Limit: lock.MaxListLimit})
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	if next != 0 {
+		t.Fatalf("history of %q does not fit in one page", name)
+	}
+	return evs
+}
+
+// eventsOf returns the events of type typ among evs.
+func eventsOf(evs []lock.Event, typ lock.EventType) []lock.Event {
+	var out []lock.Event
+	for _, ev := range evs {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// isNotHeld reports whether name is free, failing on any other error.
+func isNotHeld(t *testing.T, e *lock.Engine, name string) bool {
+	t.Helper()
+	_, err := e.Get(context.Background(), name)
+	if err == nil {
+		return false
+	}
+	if !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("get %q: %v", name, err)
+	}
+	return true
+}
+
+// mustAcquire acquires or fails the test.
+func mustAcquire(t *testing.T, e *lock.Engine, req lock.AcquireRequest) *lock.Lock {
+	t.Helper()
+	l, fresh, err := e.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatalf("acquire %q as %q: %v", req.Name, req.Owner, err)
+	}
+	if !fresh {
+		t.Fatalf("acquire %q as %q: fresh = false, want a new hold", req.Name, req.Owner)
+	}
+	if l.Token <= 0 {
+		t.Fatalf("acquire %q: token %d", req.Name, l.Token)
+	}
+	return l
+}
+
+// asHeld returns err as a *HeldError or fails the test.
+func asHeld(t *testing.T, err error) *lock.HeldError {
+	t.Helper()
+	var he *lock.HeldError
+	if !errors.Is(err, lock.ErrHeld) || !errors.As(err, &he) {
+		t.Fatalf("got %v, want a *lock.HeldError", err)
+	}
+	return he
+}
+
+func owner(i int) string { return fmt.Sprintf("w%02d", i) }

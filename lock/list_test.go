@@ -1,0 +1,309 @@
+package lock_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+)
+
+func lockNames(ls []*lock.Lock) []string {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Name
+	}
+	return names
+}
+
+func TestList_PrefixAndPagingSortedByName(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	// Acquired out of order, and with names that sort around the prefix.
+	all := []string{"app:c", "db:x", "app:a", "app-z", "app:b", "app:d", "app", "apq"}
+	tokens := map[string]int64{}
+	for i, n := range all {
+		tokens[n] = mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: owner(i)}).Token
+	}
+	sorted := slices.Clone(all)
+	slices.Sort(sorted)
+
+	ls, next, err := e.List(ctx, lock.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lockNames(ls), sorted) || next != "" {
+		t.Fatalf("list all = %v next %q, want %v", lockNames(ls), next, sorted)
+	}
+	for _, l := range ls {
+		if l.Token != tokens[l.Name] || l.ExpiresAt.IsZero() || l.TTL != 30*time.Second {
+			t.Fatalf("listed %+v, want token %d, TTL and expiry", l, tokens[l.Name])
+		}
+	}
+
+	cases := []struct {
+		name   string
+		prefix string
+		limit  int
+		pages  [][]string
+	}{
+		{"prefix in one page", "app:", 0, [][]string{{"app:a", "app:b", "app:c", "app:d"}}},
+		{"prefix in pages of 3", "app:", 3, [][]string{{"app:a", "app:b", "app:c"}, {"app:d"}}},
+		{"prefix in pages of 2, last page full", "app:", 2, [][]string{{"app:a", "app:b"}, {"app:c", "app:d"}}},
+		{"prefix that is itself a lock", "app", 4, [][]string{{"app", "app-z", "app:a", "app:b"}, {"app:c", "app:d"}}},
+		{"prefix matching nothing", "zzz", 2, [][]string{{}}},
+		{"everything in pages of 1", "", 1, func() [][]string {
+			var p [][]string
+			for _, n := range sorted {
+				p = append(p, []string{n})
+			}
+			return p
+		}()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			after := ""
+			for i, want := range tc.pages {
+				ls, next, err := e.List(ctx, lock.ListOptions{Prefix: tc.prefix, Limit: tc.limit, After: after})
+				if err != nil {
+					t.Fatalf("page %d: %v", i, err)
+				}
+				if got := lockNames(ls); !slices.Equal(got, want) {
+					t.Fatalf("page %d = %v, want %v", i, got, want)
+				}
+				last := i == len(tc.pages)-1
+				if last && next != "" {
+					t.Fatalf("last page has cursor %q", next)
+				}
+				if !last && next != want[len(want)-1] {
+					t.Fatalf("page %d cursor %q, want %q", i, next, want[len(want)-1])
+				}
+				after = next
+			}
+		})
+	}
+	// A cursor from another prefix does not widen the listing.
+	ls, _, err = e.List(ctx, lock.ListOptions{Prefix: "app:", After: "db:x"})
+	if err != nil || len(ls) != 0 {
+		t.Fatalf("list app: after db:x = %v, %v; want nothing", lockNames(ls), err)
+	}
+	ls, _, err = e.List(ctx, lock.ListOptions{Prefix: "app:", After: "a"})
+	if err != nil || !slices.Equal(lockNames(ls), []string{"app:a", "app:b", "app:c", "app:d"}) {
+		t.Fatalf("list app: after a = %v, %v", lockNames(ls), err)
+	}
+	// A released lock drops out.
+	if err := e.Release(ctx, "app:b", tokens["app:b"]); err != nil {
+		t.Fatal(err)
+	}
+	ls, _, err = e.List(ctx, lock.ListOptions{Prefix: "app:"})
+	if err != nil || !slices.Equal(lockNames(ls), []string{"app:a", "app:c", "app:d"}) {
+		t.Fatalf("list after release = %v, %v", lockNames(ls), err)
+	}
+}
+
+func TestList_SessionLocksShowTheirSession(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	s, err := e.CreateSession(ctx, "w1", 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"s1", "s2"} {
+		mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w1", Session: s.ID})
+	}
+	ls, _, err := e.List(ctx, lock.ListOptions{Prefix: "s"})
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("list = %v, %v", ls, err)
+	}
+	for _, l := range ls {
+		if l.Session != s.ID || l.TTL != s.TTL || l.ExpiresAt.After(s.ExpiresAt.Add(time.Second)) || l.ExpiresAt.Before(time.Now().Add(10*time.Second)) {
+			t.Fatalf("listed %+v, want session %s, TTL %s, expiry near %v", l, s.ID, s.TTL, s.ExpiresAt)
+		}
+	}
+}
+
+func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	// Names chosen so a prefix-based filter would confuse them.
+	for round := range 3 {
+		for _, n := range []string{"h", "h2", "h.x"} {
+			l := mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: fmt.Sprintf("%s-%d", n, round)})
+			if round == 2 && n == "h2" {
+				continue // leave one hold open
+			}
+			if err := e.Release(ctx, n, l.Token); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all := history(t, e, "")
+	if len(all) != 17 {
+		t.Fatalf("%d events, want 17", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Revision >= all[i-1].Revision {
+			t.Fatalf("history not newest first at %d: %d then %d", i, all[i-1].Revision, all[i].Revision)
+		}
+	}
+	if all[0].Lock != "h.x" || all[0].Type != lock.EventReleased || all[0].Owner != "h.x-2" {
+		t.Fatalf("newest event = %+v, want h.x released by h.x-2", all[0])
+	}
+
+	for _, limit := range []int{1, 2, 5, 17, 100} {
+		var paged []lock.Event
+		before := int64(0)
+		for pages := 0; ; pages++ {
+			if pages > 20 {
+				t.Fatalf("limit %d: paging does not end", limit)
+			}
+			evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) > limit {
+				t.Fatalf("limit %d: page of %d", limit, len(evs))
+			}
+			paged = append(paged, evs...)
+			if next == 0 {
+				break
+			}
+			if next != evs[len(evs)-1].Revision {
+				t.Fatalf("limit %d: next_before %d, want the page's oldest revision %d", limit, next, evs[len(evs)-1].Revision)
+			}
+			before = next
+		}
+		if len(paged) != len(all) {
+			t.Fatalf("limit %d: paging returned %d events, want %d", limit, len(paged), len(all))
+		}
+		for i := range all {
+			if paged[i].Revision != all[i].Revision || paged[i].Type != all[i].Type {
+				t.Fatalf("limit %d: event %d = %+v, want %+v", limit, i, paged[i], all[i])
+			}
+		}
+	}
+
+	// Before is exclusive: events strictly older than the revision.
+	evs, _, err := e.History(ctx, lock.HistoryOptions{Before: all[3].Revision, Limit: 2})
+	if err != nil || len(evs) != 2 || evs[0].Revision != all[4].Revision || evs[1].Revision != all[5].Revision {
+		t.Fatalf("before %d = %+v, %v", all[3].Revision, evs, err)
+	}
+
+	// The lock filter keeps exactly that lock's events.
+	for name, want := range map[string]int{"h": 6, "h2": 5, "h.x": 6} {
+		evs := history(t, e, name)
+		if len(evs) != want {
+			t.Fatalf("%s: %d events, want %d", name, len(evs), want)
+		}
+		for _, ev := range evs {
+			if ev.Lock != name {
+				t.Fatalf("filter %s returned %+v", name, ev)
+			}
+		}
+		// Paging works with the filter too.
+		page, next, err := e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2})
+		if err != nil || len(page) != 2 || next != page[1].Revision || page[0].Revision != evs[0].Revision {
+			t.Fatalf("%s first page: %+v next %d, %v", name, page, next, err)
+		}
+		page, _, err = e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2, Before: next})
+		if err != nil || len(page) != 2 || page[0].Revision != evs[2].Revision {
+			t.Fatalf("%s second page: %+v, %v", name, page, err)
+		}
+	}
+	// Acquired events carry the hold's token, as do the end events.
+	h := history(t, e, "h")
+	for i := 0; i+1 < len(h); i += 2 {
+		end, acq := h[i], h[i+1]
+		if end.Type != lock.EventReleased || acq.Type != lock.EventAcquired || end.Token != acq.Token || acq.Token != acq.Revision {
+			t.Fatalf("hold %d: acquired %+v, released %+v", i/2, acq, end)
+		}
+	}
+	if evs := history(t, e, "nothing-here"); len(evs) != 0 {
+		t.Fatalf("history of an unknown lock: %+v", evs)
+	}
+}
+
+// Deleting a session releases its locks in one transaction, so their
+// released events share one revision. Paging by revision must not skip
+// the ones that did not fit on a page.
+func TestHistory_PagingKeepsEventsThatShareARevision(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	s, err := e.CreateSession(ctx, "w1", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("batch-%d", i), Owner: "w1", Session: s.ID})
+	}
+	if err := e.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, e, lock.AcquireRequest{Name: "after", Owner: "w2"})
+	all := history(t, e, "")
+	if len(all) != 11 {
+		t.Fatalf("%d events, want 11", len(all))
+	}
+	released := eventsOf(all, lock.EventReleased)
+	if len(released) != 5 || released[0].Revision != released[4].Revision {
+		t.Fatalf("released events %+v: this test assumes they share a revision", released)
+	}
+	for _, limit := range []int{1, 2, 3, 4, 5, 6, 7} {
+		seen := map[string]int{}
+		before, n := int64(0), 0
+		for pages := 0; ; pages++ {
+			if pages > 20 {
+				t.Fatalf("limit %d: paging does not end", limit)
+			}
+			evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 0 && next != 0 {
+				t.Fatalf("limit %d: empty page with a next cursor", limit)
+			}
+			for _, ev := range evs {
+				seen[fmt.Sprintf("%s/%s/%d", ev.Lock, ev.Type, ev.Revision)]++
+				n++
+			}
+			if next == 0 {
+				break
+			}
+			before = next
+		}
+		if n != len(all) || len(seen) != len(all) {
+			t.Fatalf("limit %d: paging returned %d events (%d distinct), want each of %d once: %v", limit, n, len(seen), len(all), seen)
+		}
+	}
+}
+
+func TestHistory_RetentionDropsOldEvents(t *testing.T) {
+	t.Parallel()
+	m := testetcd.Start(t)
+	cfg := lock.DefaultConfig()
+	cfg.HistoryRetention = 2 * time.Second
+	e := startEngine(t, m, cfg)
+	ctx := ctxT(t)
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "old", Owner: "w1"})
+	if err := e.Release(ctx, "old", l.Token); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	if n := len(history(t, e, "")); n != 2 {
+		t.Fatalf("%d events right after writing, want 2", n)
+	}
+	eventually(t, 15*time.Second, "old events expire", func() bool {
+		return len(history(t, e, "")) == 0 && len(keysUnder(t, m.Client(), prefix+"audit/")) == 0
+	})
+	if kept := time.Since(written); kept < 1500*time.Millisecond {
+		t.Fatalf("events with a 2s retention vanished after %s", kept)
+	}
+	// The engine keeps recording once its first history bucket is gone.
+	l2 := mustAcquire(t, e, lock.AcquireRequest{Name: "new", Owner: "w2"})
+	evs := history(t, e, "")
+	if len(evs) != 1 || evs[0].Lock != "new" || evs[0].Token != l2.Token {
+		t.Fatalf("history after retention = %+v, want only the new acquire", evs)
+	}
+}

@@ -1,0 +1,369 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// critical tracks holders of one lock: inside counts the goroutines in the
+// critical section at once, which must never exceed 1.
+type critical struct {
+	inside   atomic.Int32
+	overlaps atomic.Int32
+
+	mu     sync.Mutex
+	order  []int
+	tokens []int64
+}
+
+// hold runs the critical section of contender i, holding token.
+func (c *critical) hold(i int, token int64) {
+	if c.inside.Add(1) != 1 {
+		c.overlaps.Add(1)
+	}
+	c.mu.Lock()
+	c.order = append(c.order, i)
+	c.tokens = append(c.tokens, token)
+	c.mu.Unlock()
+	runtime.Gosched() // give an overlapping holder, if any, a chance to show
+	if c.inside.Load() != 1 {
+		c.overlaps.Add(1)
+	}
+	c.inside.Add(-1)
+}
+
+// waitAll waits for wg, failing the test at ctx's end.
+func waitAll(t *testing.T, ctx context.Context, wg *sync.WaitGroup) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("contenders did not finish: %v", ctx.Err())
+	}
+}
+
+func checkNoQueueLeft(t *testing.T, e *lock.Engine, keys []string) {
+	t.Helper()
+	if len(keys) != 0 {
+		t.Fatalf("queue keys left in etcd: %v", keys)
+	}
+	if st, err := e.Stats(context.Background()); err != nil || st.Waiters != 0 {
+		t.Fatalf("stats after contention: %+v, %v", st, err)
+	}
+}
+
+// TestAcquire_ContendersAreServedFIFOOneAtATime queues 32 waiters in a known
+// order behind a holder: they must get the lock one at a time, in that
+// order, with strictly increasing tokens.
+func TestAcquire_ContendersAreServedFIFOOneAtATime(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	const n = 32
+	first := mustAcquire(t, e, lock.AcquireRequest{Name: "hot", Owner: "first"})
+
+	var c critical
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, fresh, err := e.Acquire(ctx, lock.AcquireRequest{Name: "hot", Owner: owner(i), Wait: 30 * time.Second})
+			if err != nil || !fresh {
+				errs <- fmt.Errorf("%s: acquire: %v (fresh=%v)", owner(i), err, fresh)
+				return
+			}
+			c.hold(i, l.Token)
+			if err := e.Release(context.Background(), "hot", l.Token); err != nil {
+				errs <- fmt.Errorf("%s: release: %v", owner(i), err)
+			}
+		}()
+		// Start the next waiter only once this one's queue entry is in
+		// etcd, so the arrival order is known.
+		eventually(t, 10*time.Second, fmt.Sprintf("%s is queued", owner(i)), func() bool {
+			ws, err := e.Waiters(ctx, "hot")
+			if err != nil {
+				t.Fatalf("waiters: %v", err)
+			}
+			return len(ws) == i+1 && ws[i].Owner == owner(i)
+		})
+	}
+	ws, err := e.Waiters(ctx, "hot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, w := range ws {
+		if w.Owner != owner(j) || w.Position != j+1 {
+			t.Fatalf("queue position %d: %+v, want %s at %d", j, w, owner(j), j+1)
+		}
+	}
+	if err := e.Release(ctx, "hot", first.Token); err != nil {
+		t.Fatalf("release first holder: %v", err)
+	}
+	waitAll(t, ctx, &wg)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+
+	if n := c.overlaps.Load(); n != 0 {
+		t.Fatalf("%d times two contenders were inside the critical section at once", n)
+	}
+	for k, i := range c.order {
+		if i != k {
+			t.Fatalf("grant order %v, want queue order 0..%d", c.order, n-1)
+		}
+	}
+	prev := first.Token
+	for k, tok := range c.tokens {
+		if tok <= prev {
+			t.Fatalf("grant %d got token %d after %d: tokens must strictly increase (%v)", k, tok, prev, c.tokens)
+		}
+		prev = tok
+	}
+	checkNoQueueLeft(t, e, keysUnder(t, m.Client(), prefix+"queue/"))
+	if !isNotHeld(t, e, "hot") {
+		t.Fatal("lock still held after every contender released it")
+	}
+	evs := history(t, e, "hot")
+	if a, r := len(eventsOf(evs, lock.EventAcquired)), len(eventsOf(evs, lock.EventReleased)); a != n+1 || r != n+1 {
+		t.Fatalf("history has %d acquired and %d released events, want %d each", a, r, n+1)
+	}
+}
+
+// TestAcquire_SimultaneousContendersNeverOverlap lets 32 goroutines race
+// for one lock at once, with no known order.
+func TestAcquire_SimultaneousContendersNeverOverlap(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	const n = 32
+	var c critical
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "race", Owner: owner(i), Wait: 30 * time.Second})
+			if err != nil {
+				errs <- fmt.Errorf("%s: acquire: %v", owner(i), err)
+				return
+			}
+			c.hold(i, l.Token)
+			if err := e.Release(context.Background(), "race", l.Token); err != nil {
+				errs <- fmt.Errorf("%s: release: %v", owner(i), err)
+			}
+		}()
+	}
+	close(start)
+	waitAll(t, ctx, &wg)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	if n := c.overlaps.Load(); n != 0 {
+		t.Fatalf("%d times two contenders were inside the critical section at once", n)
+	}
+	if len(c.order) != n {
+		t.Fatalf("%d grants, want %d", len(c.order), n)
+	}
+	for k := 1; k < len(c.tokens); k++ {
+		if c.tokens[k] <= c.tokens[k-1] {
+			t.Fatalf("tokens not strictly increasing in grant order: %v", c.tokens)
+		}
+	}
+	checkNoQueueLeft(t, e, keysUnder(t, m.Client(), prefix+"queue/"))
+}
+
+// A direct acquire never overtakes a queued waiter, even in the instant
+// between a release and the waiter's grant.
+func TestAcquire_DirectAcquireDoesNotOvertakeQueuedWaiter(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "holder"})
+	got := make(chan *lock.Lock, 1)
+	go func() {
+		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "waiter", Wait: 30 * time.Second})
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- l
+	}()
+	eventually(t, 10*time.Second, "the waiter is queued", func() bool {
+		ws, err := e.Waiters(ctx, "q")
+		return err == nil && len(ws) == 1
+	})
+	if err := e.Release(ctx, "q", h.Token); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "jumper"})
+	if he := asHeld(t, err); he.Holder != nil && he.Holder.Owner != "waiter" {
+		t.Fatalf("direct acquire refused naming %q, want the waiter or nobody", he.Holder.Owner)
+	}
+	var w *lock.Lock
+	select {
+	case w = <-got:
+	case <-ctx.Done():
+		t.Fatal("waiter never got the lock")
+	}
+	if w == nil || w.Owner != "waiter" || w.Token <= h.Token {
+		t.Fatalf("waiter got %+v", w)
+	}
+}
+
+func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	cli := m.Client()
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "busy", Owner: "holder"})
+	// A first waiter makes the node's shared waiter lease, which by design
+	// outlives single waiters; the baseline includes it.
+	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "warmup", Wait: 50 * time.Millisecond}); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("warm-up waiter: %v, want ErrHeld", err)
+	}
+	baseline := leaseCount(t, cli)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := e.Acquire(wctx, lock.AcquireRequest{Name: "busy", Owner: "quitter", Wait: 30 * time.Second})
+		done <- err
+	}()
+	eventually(t, 10*time.Second, "the waiter is queued", func() bool {
+		ws, err := e.Waiters(ctx, "busy")
+		return err == nil && len(ws) == 1 && ws[0].Owner == "quitter"
+	})
+	// While it waits, the waiter holds a lease granted for the lock: the
+	// check below that it is gone has teeth.
+	if n := leaseCount(t, cli); n != baseline+1 {
+		t.Fatalf("%d leases while waiting, want baseline %d + the waiter's own", n, baseline)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled waiter returned %v, want context.Canceled", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("cancelled waiter did not return")
+	}
+	if ws, err := e.Waiters(ctx, "busy"); err != nil || len(ws) != 0 {
+		t.Fatalf("waiters after cancel: %+v, %v", ws, err)
+	}
+	if keys := keysUnder(t, cli, prefix+"queue/"); len(keys) != 0 {
+		t.Fatalf("queue keys after cancel: %v", keys)
+	}
+	if n := leaseCount(t, cli); n != baseline {
+		t.Fatalf("%d leases after cancel, want the baseline %d", n, baseline)
+	}
+	if got, err := e.Get(ctx, "busy"); err != nil || got.Token != h.Token {
+		t.Fatalf("holder after cancel: %+v, %v", got, err)
+	}
+	// Once the holder leaves, nobody has the lock: the quitter took nothing.
+	if err := e.Release(ctx, "busy", h.Token); err != nil {
+		t.Fatal(err)
+	}
+	if !isNotHeld(t, e, "busy") {
+		t.Fatal("lock taken after release although its only waiter left")
+	}
+	for _, ev := range history(t, e, "busy") {
+		if ev.Owner != "holder" {
+			t.Fatalf("event of a waiter that never held the lock: %+v", ev)
+		}
+	}
+}
+
+func TestAcquire_WaitTimeoutNamesTheHolder(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "slow", Owner: "holder"})
+	const wait = 300 * time.Millisecond
+	start := time.Now()
+	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "slow", Owner: "impatient", Wait: wait})
+	if took := time.Since(start); took < wait {
+		t.Fatalf("gave up after %s, before the %s wait ran out", took, wait)
+	}
+	he := asHeld(t, err)
+	if he.Holder == nil || he.Holder.Owner != "holder" || he.Holder.Token != h.Token || he.Holder.Name != "slow" {
+		t.Fatalf("held error names %+v, want the holder with token %d", he.Holder, h.Token)
+	}
+	if keys := keysUnder(t, m.Client(), prefix+"queue/"); len(keys) != 0 {
+		t.Fatalf("queue keys after timeout: %v", keys)
+	}
+	// The lease count is back to the holder's own, the audit bucket and
+	// the node's waiter lease.
+	if n := leaseCount(t, m.Client()); n != 3 {
+		t.Fatalf("%d leases after the wait timed out, want 3", n)
+	}
+}
+
+func TestAcquire_WaiterGetsLockWhenHolderExpires(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "dead", Owner: "crashed", TTL: 2 * time.Second})
+	l, fresh, err := e.Acquire(ctx, lock.AcquireRequest{Name: "dead", Owner: "next", Wait: 20 * time.Second})
+	if err != nil || !fresh || l.Token <= h.Token {
+		t.Fatalf("waiter: %+v fresh=%v %v", l, fresh, err)
+	}
+	if l.ExpiresAt.Before(time.Now().Add(20 * time.Second)) {
+		t.Fatalf("waiter's lock expires at %v: a granted lock must start with (most of) its 30s TTL", l.ExpiresAt)
+	}
+	eventually(t, 10*time.Second, "the crashed holder's expiry is recorded", func() bool {
+		return len(eventsOf(history(t, e, "dead"), lock.EventExpired)) == 1
+	})
+}
+
+func TestClose_EndsWaitsWithErrClosed(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	mustAcquire(t, e, lock.AcquireRequest{Name: "c", Owner: "holder"})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "waiter", Wait: 30 * time.Second})
+		done <- err
+	}()
+	eventually(t, 10*time.Second, "the waiter is queued", func() bool {
+		ws, err := e.Waiters(ctx, "c")
+		return err == nil && len(ws) == 1
+	})
+	if err := e.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, lock.ErrClosed) {
+			t.Fatalf("waiter on a closing engine: %v, want ErrClosed", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("waiter did not return when the engine closed")
+	}
+	if keys := keysUnder(t, m.Client(), prefix+"queue/"); len(keys) != 0 {
+		t.Fatalf("queue keys after close: %v", keys)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "c2", Owner: "w"}); !errors.Is(err, lock.ErrClosed) {
+		t.Fatalf("acquire on a closed engine: %v, want ErrClosed", err)
+	}
+}
