@@ -390,6 +390,21 @@ func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) time.Time
 
 const maxImmediateRetries = 16
 
+// settle ends an acquire on the outcomes that need no waiting: won, held
+// by our own session already, or session gone. ok is false otherwise.
+func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh bool, err error, ok bool) {
+	switch r.outcome {
+	case won:
+		l, fresh, err = a.handBack(ctx, r.lock)
+		return l, fresh, err, true
+	case sameHolder:
+		return r.lock, false, nil, true
+	case noSession:
+		return nil, false, ErrSessionNotFound, true
+	}
+	return nil, false, nil, false
+}
+
 // tryNow is an acquire without wait.
 func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 	for range maxImmediateRetries {
@@ -397,21 +412,16 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
+		if l, fresh, err, ok := a.settle(ctx, r); ok {
+			return l, fresh, err
+		}
 		switch r.outcome {
-		case won:
-			return a.handBack(ctx, r.lock)
-		case sameHolder:
-			return r.lock, false, nil
-		case noSession:
-			return nil, false, ErrSessionNotFound
 		case heldBy:
 			return nil, false, &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
 		case delayed:
 			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: "lock-delay after the last holder's lease ended without a release"}
 		case behind:
 			return nil, false, &HeldError{Reason: "being handed to a queued waiter"}
-		case retryNow:
-			continue
 		}
 	}
 	return nil, false, &HeldError{Holder: a.lastHolder, Reason: "contended; try again"}
@@ -442,13 +452,8 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	switch r.outcome {
-	case won:
-		return a.handBack(ctx, r.lock)
-	case sameHolder:
-		return r.lock, false, nil
-	case noSession:
-		return nil, false, ErrSessionNotFound
+	if l, fresh, err, ok := a.settle(ctx, r); ok {
+		return l, fresh, err
 	}
 
 	if e.drain.Err() != nil {
@@ -476,56 +481,77 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 			a.dequeue(qkey)
 		}
 	}()
+	// A session that ends while we wait ends the wait: the next attempt
+	// then reports it.
+	var sessionGone clientv3.WatchChan
+	if a.session != 0 {
+		sctx, scancel := context.WithCancel(deadline)
+		defer scancel()
+		sessionGone = e.cli.Watch(sctx, e.sessionKey(a.req.Session), clientv3.WithRev(queueRev), clientv3.WithFilterPut())
+	}
 
 	for {
 		r, err := a.attempt(ctx, qkey, queueRev)
 		if err != nil {
 			return nil, false, err
 		}
-		var timer <-chan time.Time
-		switch r.outcome {
-		case won:
+		if r.outcome == won {
 			granted = true // the txn deleted our entry
-			return a.handBack(ctx, r.lock)
-		case sameHolder:
-			return r.lock, false, nil
-		case noSession:
-			return nil, false, ErrSessionNotFound
+		}
+		if l, fresh, err, ok := a.settle(ctx, r); ok {
+			return l, fresh, err
+		}
+		switch r.outcome {
 		case dequeued:
 			return nil, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", ErrUnavailable)
 		case retryNow:
 			continue
-		case delayed:
-			t := time.NewTimer(time.Until(r.retryAt))
-			defer t.Stop()
-			timer = t.C
 		}
-		// Watch from the revision we read at, so nothing that happened
-		// after our read can slip by unseen.
-		wctx, wcancel := context.WithCancel(deadline)
-		opts := []clientv3.OpOption{clientv3.WithRev(r.watchRev + 1)}
-		if r.outcome != delayed {
-			opts = append(opts, clientv3.WithFilterPut())
+		if err := a.sleep(ctx, deadline, r, lost, sessionGone); err != nil {
+			return nil, false, err
 		}
-		wch := e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, opts...)
-		select {
-		case <-wch:
-		case <-timer:
-		case <-lost:
-			wcancel()
-			return nil, false, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
-		case <-e.drain.Done():
-			wcancel()
-			return nil, false, ErrClosed
-		case <-deadline.Done():
-			wcancel()
-			if err := ctx.Err(); err != nil {
-				return nil, false, err
-			}
-			return nil, false, a.waitedOut()
-		}
-		wcancel()
 	}
+}
+
+// sleep blocks until what r says we wait for changes: the key ahead of us
+// is deleted, or lock-delay runs out. It returns an error when the wait
+// must end instead.
+func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-chan struct{}, sessionGone clientv3.WatchChan) error {
+	e := a.e
+	var timer <-chan time.Time
+	if r.outcome == delayed {
+		t := time.NewTimer(time.Until(r.retryAt))
+		defer t.Stop()
+		timer = t.C
+	}
+	// Watch from the revision we read at, so nothing that happened after
+	// our read can slip by unseen.
+	wctx, wcancel := context.WithCancel(deadline)
+	defer wcancel()
+	opts := []clientv3.OpOption{clientv3.WithRev(r.watchRev + 1)}
+	if r.outcome != delayed {
+		opts = append(opts, clientv3.WithFilterPut())
+	}
+	wch := e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, opts...)
+	select {
+	case <-wch:
+	case <-timer:
+	case _, ok := <-sessionGone:
+		if !ok {
+			// The watch broke (etcd trouble); without it we would spin.
+			return fmt.Errorf("watch on session ended: %w", ErrUnavailable)
+		}
+	case <-lost:
+		return fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
+	case <-e.drain.Done():
+		return ErrClosed
+	case <-deadline.Done():
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return a.waitedOut()
+	}
+	return nil
 }
 
 func (a *acquirer) waitedOut() error {

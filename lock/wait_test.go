@@ -367,3 +367,26 @@ func TestClose_EndsWaitsWithErrClosed(t *testing.T) {
 		t.Fatalf("acquire on a closed engine: %v, want ErrClosed", err)
 	}
 }
+
+func TestAcquire_WaiterWhoseSessionExpiresStopsWaiting(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "holder", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.CreateSession(ctx, "waiter", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "waiter", Session: s.ID, Wait: 40 * time.Second})
+	if !errors.Is(err, lock.ErrSessionNotFound) {
+		t.Fatalf("waiting in a session that expires: got %v, want ErrSessionNotFound", err)
+	}
+	// The session's TTL, plus the lessor's expiry check, is far below the wait.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the wait noticed the session's end only after %s", d)
+	}
+	checkNoQueueLeft(t, e, nil)
+}
