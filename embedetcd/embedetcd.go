@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -93,9 +94,10 @@ func parseURL(s string) (*url.URL, error) {
 
 // Member is a running embedded etcd member.
 type Member struct {
-	etcd   *embed.Etcd
-	client *clientv3.Client
-	once   sync.Once
+	etcd    *embed.Etcd
+	client  *clientv3.Client
+	once    sync.Once
+	closing *atomic.Bool
 }
 
 // Start starts the member and waits until it is ready to serve. On error
@@ -126,7 +128,8 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 			return nil, fmt.Errorf("embedetcd: enable lease checkpoints: %w", err)
 		}
 	}
-	lg, err := newLogger(c.LogLevel)
+	closing := new(atomic.Bool)
+	lg, err := newLogger(c.LogLevel, closing)
 	if err != nil {
 		return nil, err
 	}
@@ -141,16 +144,19 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
+		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("start etcd: %w", err)
 	case <-timer.C:
+		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("start etcd: not ready within %s (is a quorum of the initial cluster up?)", c.StartTimeout)
 	case <-ctx.Done():
+		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("start etcd: %w", ctx.Err())
 	}
-	return &Member{etcd: e, client: v3client.New(e.Server)}, nil
+	return &Member{etcd: e, client: v3client.New(e.Server), closing: closing}, nil
 }
 
 // Client returns the in-process client. It is closed by Close.
@@ -165,13 +171,14 @@ func (m *Member) Err() <-chan error { return m.etcd.Err() }
 // Close stops the member. It is safe to call more than once.
 func (m *Member) Close() {
 	m.once.Do(func() {
+		m.closing.Store(true)
 		m.client.Close()
 		m.etcd.Close()
 	})
 }
 
 // newLogger builds etcd's zap logger at level, writing JSON to stderr.
-func newLogger(level string) (*zap.Logger, error) {
+func newLogger(level string, closing *atomic.Bool) (*zap.Logger, error) {
 	var lvl zapcore.Level
 	if err := lvl.Set(level); err != nil {
 		return nil, fmt.Errorf("embedetcd: log level: %w", err)
@@ -179,25 +186,38 @@ func newLogger(level string) (*zap.Logger, error) {
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.Sampling = nil
-	lg, err := zc.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietCore{c} }))
+	lg, err := zc.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietCore{c, closing} }))
 	if err != nil {
 		return nil, fmt.Errorf("embedetcd: build logger: %w", err)
 	}
 	return lg, nil
 }
 
-// quietCore drops the error etcd logs when an embedded server closes
-// normally ("setting up serving from embedded etcd failed … server
-// closed"): it is not a failure, and would alarm every operator. It drops
-// a few warnings that do not apply to baton too (quietMessages).
-type quietCore struct{ zapcore.Core }
+// quietCore drops etcd log lines that mean nothing to a baton operator:
+// a few warnings that do not apply to an embedded member (quietMessages),
+// and, once Close has begun, the errors etcd logs about its own listeners
+// closing ("setting up serving from embedded etcd failed … server closed",
+// "stopping insecure grpc server due to error … use of closed network
+// connection"). Those would alarm on every clean shutdown; before Close
+// they still show, because then they are real.
+type quietCore struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
 
-func (q quietCore) With(f []zapcore.Field) zapcore.Core { return quietCore{q.Core.With(f)} }
+func (q quietCore) With(f []zapcore.Field) zapcore.Core { return quietCore{q.Core.With(f), q.closing} }
 
 func (q quietCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	for _, m := range quietMessages {
 		if strings.Contains(ent.Message, m) {
 			return ce
+		}
+	}
+	if q.closing.Load() {
+		for _, m := range closingMessages {
+			if strings.Contains(ent.Message, m) {
+				return ce
+			}
 		}
 	}
 	return q.Core.Check(ent, ce)
@@ -207,8 +227,13 @@ func (q quietCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 // baton's clients use the in-process client, not the shared client port,
 // the member name is baton's own flag, and baton does not use etcd auth.
 var quietMessages = []string{
-	"setting up serving from embedded etcd failed",
 	"Running http and grpc server on single port",
 	"it isn't recommended to use default name",
 	"simple token is not cryptographically signed",
+}
+
+// closingMessages are what a clean Close makes etcd log.
+var closingMessages = []string{
+	"setting up serving from embedded etcd failed",
+	"grpc server due to error",
 }
