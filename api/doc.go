@@ -9,3 +9,21 @@
 //	e.HTTPErrorHandler = api.ErrorHandler(logger)
 //	api.New(engine, api.Options{}).Register(e)
 package api
+
+// The general information of the OpenAPI document, read by swag (see
+// package openapi, which generates the document from these annotations).
+//
+//	@title				baton API
+//	@version			1
+//	@description		A distributed lock service with fencing tokens, on etcd. Every grant carries a token that grows with every grant of any lock; resources protected by a lock reject writes that carry an older token. Errors are RFC 9457 problem details with a stable `code`.
+//	@BasePath			/
+//	@tag.name			locks
+//	@tag.description	Acquire, renew, release and revoke locks with fencing tokens.
+//	@tag.name			sessions
+//	@tag.description	One lease shared by many locks.
+//	@tag.name			fenced
+//	@tag.description	A register that rejects writes carrying stale tokens.
+//	@tag.name			history
+//	@tag.description	The audit trail.
+//	@tag.name			operations
+//	@tag.description	Health, readiness, cluster status and metrics.

@@ -75,10 +75,30 @@ func (a *API) Register(e *echo.Echo) {
 	v1.GET("/cluster", a.cluster)
 }
 
+// healthz godoc
+//
+//	@Summary		Liveness
+//	@ID				healthz
+//	@Description	Answers 200 while the process runs, whatever etcd's state.
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	api.Status
+//	@Router			/healthz [get]
 func (a *API) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	return c.JSON(http.StatusOK, Status{Status: "ok"})
 }
 
+// readyz godoc
+//
+//	@Summary		Readiness
+//	@ID				readyz
+//	@Description	Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	api.Status
+//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/readyz [get]
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), a.readyTimeout)
 	defer cancel()
@@ -92,7 +112,7 @@ func (a *API) readyz(c echo.Context) error {
 		}
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	return c.JSON(http.StatusOK, Status{Status: "ready"})
 }
 
 // owner is the request's owner, or the client's address when absent.
@@ -103,6 +123,30 @@ func owner(c echo.Context, o *string) string {
 	return c.RealIP()
 }
 
+// acquire godoc
+//
+//	@Summary		Acquire a lock
+//	@ID				acquireLock
+//	@Description	Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+//	@Description	Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
+//	@Description	With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
+//	@Description	`lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
+//	@Tags			locks
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string				true	"Lock name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			request	body		api.AcquireRequest	false	"How to acquire"
+//	@Success		201		{object}	api.Lock			"Newly acquired"
+//	@Success		200		{object}	api.Lock			"Already held by the same session (idempotent)"
+//	@Failure		400		{object}	api.Problem			"invalid_request: the field named in `field` is wrong"
+//	@Failure		404		{object}	api.Problem			"session_not_found"
+//	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay"
+//	@Failure		413		{object}	api.Problem			"body_too_large"
+//	@Failure		415		{object}	api.Problem			"unsupported_media_type"
+//	@Failure		503		{object}	api.Problem			"unavailable or shutting_down; the acquire may or may not have taken effect"
+//	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
+//	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
+//	@Router			/v1/locks/{name} [post]
 func (a *API) acquire(c echo.Context) error {
 	// Fix (found by TestBadInput_…/unknown_query_parameter_on_acquire):
 	// handlers that take no query parameters ignored them, so
@@ -157,6 +201,20 @@ func (a *API) acquire(c echo.Context) error {
 	return c.JSON(status, toLock(l))
 }
 
+// getLock godoc
+//
+//	@Summary		Get a lock's holder
+//	@ID				getLock
+//	@Description	Returns the current holder with its token and expiry.
+//	@Tags			locks
+//	@Produce		json
+//	@Param			name	path		string	true	"Lock name"
+//	@Success		200		{object}	api.Lock
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		404		{object}	api.Problem	"not_held"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/locks/{name} [get]
 func (a *API) getLock(c echo.Context) error {
 	if _, err := query(c); err != nil {
 		return err
@@ -168,6 +226,21 @@ func (a *API) getLock(c echo.Context) error {
 	return c.JSON(http.StatusOK, toLock(l))
 }
 
+// listLocks godoc
+//
+//	@Summary		List held locks
+//	@ID				listLocks
+//	@Description	Held locks sorted by name, a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+//	@Tags			locks
+//	@Produce		json
+//	@Param			prefix	query		string	false	"Only locks whose name starts with this"
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			cursor	query		string	false	"next_cursor of the previous page"
+//	@Success		200		{object}	api.LockList
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
 	q, err := query(c, "prefix", "limit", "cursor")
 	if err != nil {
@@ -199,6 +272,25 @@ func (a *API) listLocks(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// renew godoc
+//
+//	@Summary		Renew a lock
+//	@ID				renewLock
+//	@Description	Extends the lease of the lock that `token` holds, and returns the new `expires_at`. A lock in a session renews the whole session. The token never changes.
+//	@Tags			locks
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string				true	"Lock name"
+//	@Param			request	body		api.RenewRequest	true	"The fencing token"
+//	@Success		200		{object}	api.Lock
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		404		{object}	api.Problem	"not_held"
+//	@Failure		409		{object}	api.Problem	"token_mismatch: held with another token"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/locks/{name}/renew [post]
 func (a *API) renew(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -217,6 +309,22 @@ func (a *API) renew(c echo.Context) error {
 	return c.JSON(http.StatusOK, toLock(l))
 }
 
+// release godoc
+//
+//	@Summary		Release a lock
+//	@ID				releaseLock
+//	@Description	Ends the hold of `token` and records it as `released`. A stale token never touches a newer holder.
+//	@Tags			locks
+//	@Produce		json
+//	@Param			name	path	string	true	"Lock name"
+//	@Param			token	query	int		true	"The fencing token"	format(int64)
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		404	{object}	api.Problem	"not_held"
+//	@Failure		409	{object}	api.Problem	"token_mismatch"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/locks/{name} [delete]
 func (a *API) release(c echo.Context) error {
 	q, err := query(c, "token")
 	if err != nil {
@@ -235,6 +343,24 @@ func (a *API) release(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// revoke godoc
+//
+//	@Summary		Revoke a lock (operators)
+//	@ID				revokeLock
+//	@Description	Forcibly ends whatever hold the lock has, recorded as `revoked` with the reason. The lock's `lock_delay` then applies.
+//	@Tags			locks
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path	string				true	"Lock name"
+//	@Param			request	body	api.RevokeRequest	false	"Why"
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		404	{object}	api.Problem	"not_held"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/locks/{name}/revoke [post]
 func (a *API) revoke(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -249,6 +375,22 @@ func (a *API) revoke(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// createSession godoc
+//
+//	@Summary		Create a session
+//	@ID				createSession
+//	@Description	A session is one lease that many locks share (like Chubby's and Consul's): renew it and they all live; let it expire, or delete it, and they all end. Its `id` is the etcd lease ID in hex.
+//	@Tags			sessions
+//	@Accept			json
+//	@Produce		json
+//	@Param			request	body		api.SessionRequest	false	"TTL (default 30s, from 2s to 24h) and owner (default: the client's address)"
+//	@Success		201		{object}	api.Session
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/sessions [post]
 func (a *API) createSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -271,6 +413,20 @@ func (a *API) createSession(c echo.Context) error {
 	return c.JSON(http.StatusCreated, toSession(s))
 }
 
+// getSession godoc
+//
+//	@Summary		Get a session
+//	@ID				getSession
+//	@Description	The session with its expiry and the locks it holds.
+//	@Tags			sessions
+//	@Produce		json
+//	@Param			id	path		string	true	"Session ID"
+//	@Success		200	{object}	api.Session
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/sessions/{id} [get]
 func (a *API) getSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -282,6 +438,22 @@ func (a *API) getSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, toSession(s))
 }
 
+// renewSession godoc
+//
+//	@Summary		Renew a session
+//	@ID				renewSession
+//	@Description	Extends the session's lease by its TTL, and with it every lock of the session.
+//	@Tags			sessions
+//	@Produce		json
+//	@Param			id	path		string	true	"Session ID"
+//	@Success		200	{object}	api.Session
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		404	{object}	api.Problem	"session_not_found: expired or unknown"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/sessions/{id}/renew [post]
 func (a *API) renewSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -296,6 +468,20 @@ func (a *API) renewSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, toSession(s))
 }
 
+// deleteSession godoc
+//
+//	@Summary		Delete a session
+//	@ID				deleteSession
+//	@Description	Releases every lock of the session, each recorded as `released`, then ends the session.
+//	@Tags			sessions
+//	@Produce		json
+//	@Param			id	path	string	true	"Session ID"
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/sessions/{id} [delete]
 func (a *API) deleteSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -306,6 +492,24 @@ func (a *API) deleteSession(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// putFenced godoc
+//
+//	@Summary		Write a fenced value
+//	@ID				putFenced
+//	@Description	Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+//	@Tags			fenced
+//	@Accept			json
+//	@Produce		json
+//	@Param			resource	path		string				true	"Resource name, same rules as lock names"
+//	@Param			request		body		api.FencedRequest	true	"Token, value (any JSON) and optional lock"
+//	@Success		200			{object}	api.FencedValue
+//	@Failure		400			{object}	api.Problem	"invalid_request"
+//	@Failure		409			{object}	api.Problem	"stale_token (with max_token) or not_holder"
+//	@Failure		413			{object}	api.Problem	"body_too_large"
+//	@Failure		415			{object}	api.Problem	"unsupported_media_type"
+//	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/fenced/{resource} [put]
 func (a *API) putFenced(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -324,6 +528,20 @@ func (a *API) putFenced(c echo.Context) error {
 	return c.JSON(http.StatusOK, toFenced(f))
 }
 
+// getFenced godoc
+//
+//	@Summary		Read a fenced value
+//	@ID				getFenced
+//	@Description	The value with the token of the write that stored it.
+//	@Tags			fenced
+//	@Produce		json
+//	@Param			resource	path		string	true	"Resource name"
+//	@Success		200			{object}	api.FencedValue
+//	@Failure		400			{object}	api.Problem	"invalid_request"
+//	@Failure		404			{object}	api.Problem	"not_found"
+//	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/fenced/{resource} [get]
 func (a *API) getFenced(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -335,6 +553,21 @@ func (a *API) getFenced(c echo.Context) error {
 	return c.JSON(http.StatusOK, toFenced(f))
 }
 
+// history godoc
+//
+//	@Summary		Read the audit trail
+//	@ID				getHistory
+//	@Description	Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+//	@Tags			history
+//	@Produce		json
+//	@Param			lock	query		string	false	"Only this lock's events"
+//	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
+//	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
+//	@Success		200		{object}	api.History
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
 	q, err := query(c, "lock", "limit", "before")
 	if err != nil {
@@ -359,6 +592,18 @@ func (a *API) history(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// cluster godoc
+//
+//	@Summary		Cluster status
+//	@ID				getCluster
+//	@Description	The etcd members (with which one leads), the raft term and the current revision.
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	api.Cluster
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/v1/cluster [get]
 func (a *API) cluster(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
@@ -369,7 +614,16 @@ func (a *API) cluster(c echo.Context) error {
 	}
 	out := Cluster{Leader: cs.Leader, RaftTerm: cs.RaftTerm, Revision: cs.Revision, Members: make([]Member, len(cs.Members))}
 	for i, m := range cs.Members {
-		out.Members[i] = Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLeader: m.IsLeader}
+		out.Members[i] = Member{ID: m.ID, Name: m.Name, PeerURLs: nonNil(m.PeerURLs), ClientURLs: nonNil(m.ClientURLs), IsLeader: m.IsLeader}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// nonNil keeps JSON arrays arrays: a member that has not started yet has no
+// client URLs, which must read [] and not null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/contract"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
@@ -55,7 +56,8 @@ func newTestServer(t *testing.T) *testServer {
 	}
 	t.Cleanup(func() { eng.Close() })
 	s := &testServer{t: t, eng: eng, member: m, srv: server.New(server.Config{Engine: eng, Logger: logger})}
-	h := s.srv.Handler()
+	// Every request of the suite goes through the OpenAPI contract check.
+	h := contract.Wrap(t, s.srv.Handler())
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)

@@ -27,7 +27,7 @@ type Problem struct {
 	// Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
 	// MaxToken is the largest token the resource has seen (stale_token).
-	MaxToken int64 `json:"max_token,omitempty" example:"4712"`
+	MaxToken int64 `json:"max_token,omitempty" format:"int64" example:"4712"`
 	// RetryAfter is how many seconds to wait before trying again; the
 	// Retry-After header says the same.
 	RetryAfter int64 `json:"retry_after,omitempty" example:"1"`

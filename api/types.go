@@ -32,11 +32,11 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 type Lock struct {
 	Name       string            `json:"name" example:"nightly-recon"`
 	Owner      string            `json:"owner" example:"w1"`
-	Token      int64             `json:"token" example:"4711"`
+	Token      int64             `json:"token" format:"int64" example:"4711"`
 	Session    string            `json:"session,omitempty" example:"694d2279b4919071"`
 	TTL        string            `json:"ttl" example:"30s"`
-	AcquiredAt Time              `json:"acquired_at"`
-	ExpiresAt  Time              `json:"expires_at"`
+	AcquiredAt Time              `json:"acquired_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
+	ExpiresAt  Time              `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
 	LockDelay  string            `json:"lock_delay,omitempty" example:"10s"`
 	Metadata   map[string]string `json:"metadata"`
 }
@@ -69,8 +69,8 @@ type Session struct {
 	ID        string   `json:"id" example:"694d2279b4919071"`
 	Owner     string   `json:"owner" example:"worker-1"`
 	TTL       string   `json:"ttl" example:"30s"`
-	CreatedAt Time     `json:"created_at"`
-	ExpiresAt Time     `json:"expires_at"`
+	CreatedAt Time     `json:"created_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
+	ExpiresAt Time     `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
 	Locks     []string `json:"locks"`
 }
 
@@ -84,12 +84,12 @@ func toSession(s *lock.Session) *Session {
 
 // Event is an entry of the audit trail.
 type Event struct {
-	Revision int64  `json:"revision" example:"4712"`
-	Time     Time   `json:"time"`
+	Revision int64  `json:"revision" format:"int64" example:"4712"`
+	Time     Time   `json:"time" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
 	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired"`
 	Lock     string `json:"lock" example:"nightly-recon"`
 	Owner    string `json:"owner" example:"w1"`
-	Token    int64  `json:"token,omitempty" example:"4711"`
+	Token    int64  `json:"token,omitempty" format:"int64" example:"4711"`
 	Session  string `json:"session,omitempty"`
 	Detail   string `json:"detail,omitempty"`
 }
@@ -104,15 +104,15 @@ func toEvent(e lock.Event) Event {
 // History is a page of the audit trail, newest first.
 type History struct {
 	Events     []Event `json:"events"`
-	NextBefore int64   `json:"next_before,omitempty"`
+	NextBefore int64   `json:"next_before,omitempty" format:"int64"`
 }
 
 // FencedValue is a fenced register's content.
 type FencedValue struct {
 	Resource string          `json:"resource" example:"ledger"`
-	Token    int64           `json:"token" example:"4711"`
+	Token    int64           `json:"token" format:"int64" example:"4711"`
 	Value    json.RawMessage `json:"value" swaggertype:"object"`
-	Revision int64           `json:"revision" example:"4713"`
+	Revision int64           `json:"revision" format:"int64" example:"4713"`
 }
 
 func toFenced(f *lock.FencedValue) *FencedValue {
@@ -132,8 +132,13 @@ type Member struct {
 type Cluster struct {
 	Members  []Member `json:"members"`
 	Leader   string   `json:"leader"`
-	RaftTerm uint64   `json:"raft_term"`
-	Revision int64    `json:"revision"`
+	RaftTerm uint64   `json:"raft_term" format:"int64"`
+	Revision int64    `json:"revision" format:"int64"`
+}
+
+// Status is the body of /healthz and /readyz.
+type Status struct {
+	Status string `json:"status" example:"ok"`
 }
 
 // AcquireRequest is the body of POST /v1/locks/{name}. Every field is optional.
@@ -148,7 +153,7 @@ type AcquireRequest struct {
 
 // RenewRequest is the body of POST /v1/locks/{name}/renew.
 type RenewRequest struct {
-	Token *int64 `json:"token" example:"4711"`
+	Token *int64 `json:"token" format:"int64" example:"4711"`
 }
 
 // RevokeRequest is the body of POST /v1/locks/{name}/revoke.
@@ -164,7 +169,7 @@ type SessionRequest struct {
 
 // FencedRequest is the body of PUT /v1/fenced/{resource}.
 type FencedRequest struct {
-	Token *int64          `json:"token" example:"4711"`
+	Token *int64          `json:"token" format:"int64" example:"4711"`
 	Value json.RawMessage `json:"value" swaggertype:"object"`
 	Lock  string          `json:"lock,omitempty" example:"nightly-recon"`
 }

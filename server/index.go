@@ -17,6 +17,7 @@ const indexPage = `<!doctype html>
 <p>A lock service with fencing tokens, on etcd. This node serves the HTTP API v1.
 The live dashboard is not built yet; until then, use the API:</p>
 <ul>
+<li><a href="/docs">/docs</a> — interactive API documentation (<a href="/openapi.json">OpenAPI 3 document</a>)</li>
 <li><a href="/v1/locks">/v1/locks</a> — locks held now</li>
 <li><a href="/v1/history">/v1/history</a> — the audit trail, newest first</li>
 <li><a href="/v1/cluster">/v1/cluster</a> — etcd members, leader, term, revision</li>

@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/openapi"
 )
 
 // Config describes the server.
@@ -59,8 +60,11 @@ func New(cfg Config) *Server {
 	api.New(cfg.Engine, api.Options{Registerer: reg}).Register(e)
 	reg.MustRegister(&statsCollector{eng: cfg.Engine})
 	gather := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
+	e.GET("/metrics", metrics(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
+	e.GET("/openapi.json", openapiDoc("application/json", openapi.JSON))
+	e.GET("/openapi.yaml", openapiDoc("application/yaml", openapi.YAML))
 	e.GET("/", index)
+	registerDocs(e)
 
 	return &Server{
 		echo: e,
@@ -92,6 +96,24 @@ func (s *Server) Serve(l net.Listener) error {
 // until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	return s.http.Shutdown(ctx)
+}
+
+// metrics godoc
+//
+//	@Summary		Prometheus metrics
+//	@ID				metrics
+//	@Description	baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, …), etcd's and Go's, in Prometheus text format.
+//	@Tags			operations
+//	@Produce		plain
+//	@Success		200	{string}	string	"Prometheus text format"
+//	@Router			/metrics [get]
+func metrics(h http.Handler) echo.HandlerFunc { return echo.WrapHandler(h) }
+
+// openapiDoc serves the embedded OpenAPI document.
+func openapiDoc(contentType string, doc []byte) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return c.Blob(http.StatusOK, contentType, doc)
+	}
 }
 
 // requestMetrics counts requests by method, route template and status.

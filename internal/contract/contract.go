@@ -1,0 +1,150 @@
+// Package contract checks HTTP traffic against baton's OpenAPI document,
+// for tests. Wrap puts a validator (kin-openapi's openapi3filter) in front
+// of a handler: every response must be documented for its operation, with
+// the documented content type and a body matching its schema, no extra
+// members allowed; and a request the document calls invalid must be
+// answered 4xx. Any mismatch fails the test.
+//
+//	h := contract.Wrap(t, srv.Handler())
+//	ts := httptest.NewServer(h)
+package contract
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/baton-dev/baton/openapi"
+)
+
+// Undocumented paths served for people, not for API clients.
+var undocumented = []string{"/", "/docs", "/docs/", "/openapi.json", "/openapi.yaml"}
+
+var (
+	once   sync.Once
+	router routers.Router
+	docErr error
+)
+
+func init() {
+	openapi3filter.RegisterBodyDecoder("application/problem+json", openapi3filter.JSONBodyDecoder)
+}
+
+// strictRouter loads the document once, with every object schema of the
+// components closed (additionalProperties: false): the published document
+// leaves them open so clients tolerate fields added later, but our server
+// must send exactly what it documents.
+func strictRouter() (routers.Router, error) {
+	once.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON)
+		if err != nil {
+			docErr = err
+			return
+		}
+		closed := false
+		for _, s := range doc.Components.Schemas {
+			if s.Value != nil && s.Value.Type.Is("object") && len(s.Value.Properties) > 0 && s.Value.AdditionalProperties.Schema == nil {
+				s.Value.AdditionalProperties = openapi3.AdditionalProperties{Has: &closed}
+			}
+		}
+		router, docErr = legacy.NewRouter(doc)
+	})
+	return router, docErr
+}
+
+// Wrap returns h behind the contract check.
+func Wrap(t testing.TB, h http.Handler) http.Handler {
+	r, err := strictRouter()
+	if err != nil {
+		t.Fatalf("load OpenAPI document: %v", err)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, req)
+		if req.Context().Err() != nil {
+			return // the client left: nobody receives this answer
+		}
+		if err := check(r, req, body, rec); err != nil {
+			t.Errorf("contract: %s %s → %d: %v", req.Method, req.URL, rec.status, err)
+		}
+	})
+}
+
+func check(r routers.Router, req *http.Request, body []byte, rec *recorder) error {
+	for _, p := range undocumented {
+		if req.URL.Path == p || strings.HasPrefix(req.URL.Path, "/docs/") {
+			return nil
+		}
+	}
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, err := r.FindRoute(vreq)
+	if err != nil {
+		// No documented operation: only a 404 or 405 may answer it.
+		if rec.status == http.StatusNotFound || rec.status == http.StatusMethodNotAllowed {
+			return nil
+		}
+		return fmt.Errorf("undocumented operation answered %d: %v", rec.status, err)
+	}
+	in := &openapi3filter.RequestValidationInput{
+		Request: vreq, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil && rec.status < 400 {
+		return fmt.Errorf("the document calls this request invalid, yet it succeeded: %v", err)
+	}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 rec.status,
+		Header:                 rec.Header(),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	out.SetBodyBytes(rec.body.Bytes())
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		return fmt.Errorf("response does not match the document: %v", err)
+	}
+	return nil
+}
+
+// recorder passes a response through while keeping a copy.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush keeps streaming responses streaming.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,153 @@
+// Package spec builds baton's OpenAPI 3 document from the swag annotations
+// of package api. swag v1 writes Swagger 2.0; kin-openapi's openapi2conv
+// converts it to OpenAPI 3.0, which kin-openapi's validator and
+// oapi-codegen both support fully (3.1 support is partial in both, and
+// swag v2, which writes 3.1, is not released). A few touches that
+// Swagger 2.0 cannot express are applied after the conversion.
+//
+// go generate in package openapi and the golden test both call Build, so
+// the committed document is exactly what the annotations produce.
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/swaggo/swag/gen"
+	"sigs.k8s.io/yaml"
+)
+
+// Build generates the document from the annotated handlers in
+// root/api and root/server, and returns it as JSON and as YAML.
+func Build(root string) (jsonDoc, yamlDoc []byte, err error) {
+	tmp, err := os.MkdirTemp("", "baton-swag-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	err = gen.New().Build(&gen.Config{
+		SearchDir:         filepath.Join(root, "api") + "," + filepath.Join(root, "server"),
+		MainAPIFile:       "doc.go",
+		OutputDir:         tmp,
+		OutputTypes:       []string{"json"},
+		ParseDepth:        1,
+		UseStructNames:    true, // "Lock", not "api.Lock": nicer names in generated clients
+		RequiredByDefault: true, // every field without omitempty is always present
+		Strict:            true,
+		Debugger:          quiet{},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("swag: %w", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(tmp, "swagger.json"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var doc2 openapi2.T
+	if err := json.Unmarshal(raw, &doc2); err != nil {
+		return nil, nil, fmt.Errorf("read swagger 2.0: %w", err)
+	}
+	doc, err := openapi2conv.ToV3(&doc2)
+	if err != nil {
+		return nil, nil, fmt.Errorf("convert to OpenAPI 3: %w", err)
+	}
+	if err := refine(doc); err != nil {
+		return nil, nil, err
+	}
+	jsonDoc, err = json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	jsonDoc = append(jsonDoc, '\n')
+	yamlDoc, err = yaml.JSONToYAML(jsonDoc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jsonDoc, yamlDoc, nil
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+const (
+	mimeJSON    = "application/json"
+	mimeProblem = "application/problem+json"
+	mimeText    = "text/plain"
+)
+
+// anyJSON marks the properties that hold any JSON value: Swagger 2.0 has
+// no way to say so, so swag wrote them as objects.
+var anyJSON = map[string][]string{
+	"FencedValue":   {"value"},
+	"FencedRequest": {"value"},
+}
+
+// refine applies what Swagger 2.0 cannot express: errors are
+// application/problem+json and successes application/json (swag can only
+// list produces per operation, not per status), request bodies are JSON
+// only, and fenced values are any JSON.
+func refine(doc *openapi3.T) error {
+	doc.OpenAPI = "3.0.3"
+	for _, path := range sortedPaths(doc) {
+		for method, op := range doc.Paths.Value(path).Operations() {
+			if op.RequestBody != nil && op.RequestBody.Value != nil {
+				if mt := op.RequestBody.Value.Content.Get(mimeJSON); mt != nil {
+					op.RequestBody.Value.Content = openapi3.Content{mimeJSON: mt}
+				}
+			}
+			for code, ref := range op.Responses.Map() {
+				resp := ref.Value
+				if resp == nil || len(resp.Content) == 0 {
+					continue
+				}
+				status, err := strconv.Atoi(code)
+				if err != nil {
+					return fmt.Errorf("%s %s: response %q is not a status code", method, path, code)
+				}
+				want := mimeJSON
+				switch {
+				case status >= 400:
+					want = mimeProblem
+				case resp.Content.Get(mimeText) != nil && resp.Content.Get(mimeJSON) == nil:
+					want = mimeText
+				}
+				var mt *openapi3.MediaType
+				for _, m := range resp.Content {
+					mt = m
+					break
+				}
+				resp.Content = openapi3.Content{want: mt}
+			}
+		}
+	}
+	for name, props := range anyJSON {
+		s := doc.Components.Schemas[name]
+		if s == nil || s.Value == nil {
+			return fmt.Errorf("schema %s not found", name)
+		}
+		for _, p := range props {
+			if s.Value.Properties[p] == nil {
+				return fmt.Errorf("schema %s has no property %s", name, p)
+			}
+			s.Value.Properties[p] = openapi3.NewSchemaRef("", &openapi3.Schema{Description: "Any JSON value, null included.", Nullable: true})
+		}
+	}
+	return doc.Validate(openapi3.NewLoader().Context)
+}
+
+func sortedPaths(doc *openapi3.T) []string {
+	var ps []string
+	for p := range doc.Paths.Map() {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"io/fs"
+	"net/http"
+	"path"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/openapi"
+)
+
+// docsCSP lets the docs page load from and connect to this origin only, so
+// "Try it out" cannot send requests anywhere else. Swagger UI draws its icons
+// from data: URIs, and some of its views inject inline styles; scripts stay
+// 'self' only, which is why the initializer is a file of its own. The
+// browser test fails on any violation of this policy.
+const docsCSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"
+
+// docsTypes fixes the content type by extension rather than leaving it to
+// mime.TypeByExtension, which the host's mime.types can change.
+var docsTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".png":  "image/png",
+	"":      "text/plain; charset=utf-8", // LICENSE, NOTICE, VERSION
+	".txt":  "text/plain; charset=utf-8",
+}
+
+// docsOurs are the files baton writes, which change with every build;
+// the rest is vendored Swagger UI, which changes only on an upgrade.
+var docsOurs = map[string]bool{"index.html": true, "swagger-initializer.js": true}
+
+// docsFile is one file of the docs directory, known at startup.
+type docsFile struct {
+	body        []byte
+	contentType string
+	etag        string
+	cache       string
+}
+
+// registerDocs serves the interactive API documentation (Swagger UI over
+// /openapi.json) at /docs, from files embedded in the binary.
+func registerDocs(e *echo.Echo) {
+	files := docsIndex(openapi.UI)
+	serve := func(c echo.Context, name string) error {
+		f, ok := files[name]
+		if !ok {
+			return echo.ErrNotFound
+		}
+		h := c.Response().Header()
+		h.Set(echo.HeaderContentType, f.contentType)
+		h.Set("Etag", f.etag)
+		h.Set("Cache-Control", f.cache)
+		// ServeContent answers 304 to a matching If-None-Match, and ranges.
+		http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(f.body))
+		return nil
+	}
+	headers := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set("Content-Security-Policy", docsCSP)
+			h.Set(echo.HeaderXContentTypeOptions, "nosniff")
+			return next(c)
+		}
+	}
+	index := func(c echo.Context) error { return serve(c, "index.html") }
+	e.GET("/docs", index, headers)
+	e.GET("/docs/*", func(c echo.Context) error {
+		name := c.Param("*")
+		if name == "" {
+			return index(c)
+		}
+		return serve(c, name)
+	}, headers)
+}
+
+// docsIndex reads the files under fsys (about 2 MB, held for the life of the
+// server) with their headers. Hashing them once here gives every file a
+// strong ETag, so a browser revalidating the 1.7 MB bundle gets a 304 instead
+// of the bundle again (embedded files have no modification time to go by).
+func docsIndex(fsys fs.FS) map[string]docsFile {
+	files := make(map[string]docsFile)
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		ct, ok := docsTypes[path.Ext(name)]
+		if !ok {
+			ct = "application/octet-stream"
+		}
+		cache := "public, max-age=86400"
+		if docsOurs[name] {
+			cache = "no-cache"
+		}
+		files[name] = docsFile{
+			body:        b,
+			contentType: ct,
+			etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`,
+			cache:       cache,
+		}
+		return nil
+	})
+	if err != nil {
+		// The files are embedded: only a broken build gets here.
+		panic("server: reading the embedded docs: " + err.Error())
+	}
+	return files
+}
