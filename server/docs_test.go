@@ -270,6 +270,33 @@ func TestDocs_SwaggerUIRendersAndTriesItOutInChromium(t *testing.T) {
 	}
 	screenshot("docs.png")
 
+	// As a new user would: acquire a lock with the example body the page
+	// offers, naming only the lock. The example must be one baton accepts.
+	const acq = "#operations-locks-acquireLock "
+	acquired, cancelAcq := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelAcq()
+	if err := chromedp.Do(acquired,
+		chromedp.Click(chromedp.CSS(acq+".opblock-summary-control")),
+		chromedp.SendKeys(chromedp.CSS(acq+`input[placeholder="name"]`), "from-the-docs"),
+		chromedp.Click(chromedp.CSS(acq+".btn.execute")),
+		chromedp.WaitVisible(chromedp.CSS(acq+".live-responses-table .response-col_status")),
+	); err != nil {
+		screenshot("docs-acquire-failed.png")
+		t.Fatalf("try it out on acquire: %v; page problems: %q", err, pageProblems())
+	}
+	status, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(acq+".live-responses-table tbody .response-col_status")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(status); len(f) == 0 || f[0] != "201" {
+		screenshot("docs-acquire-failed.png")
+		t.Errorf("acquire with the documented example answered %q, want 201", status)
+	}
+	if r := s.do("GET", "/v1/locks/from-the-docs", ""); r.Status != http.StatusOK {
+		t.Errorf("the lock taken from the docs page is not held: %d", r.Status)
+	}
+	screenshot("docs-acquire.png")
+
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Contains(requests, s.ts.URL+op) {

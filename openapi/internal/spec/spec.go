@@ -90,6 +90,17 @@ var anyJSON = map[string][]string{
 	"FencedRequest": {"value"},
 }
 
+// bodyExamples are request bodies a person can send as they are from the
+// /docs page. Without them Swagger UI builds one from every property's
+// example, which for acquire sets both session and ttl: a 400.
+var bodyExamples = map[string]any{
+	"acquireLock":   map[string]any{"owner": "w1", "ttl": "30s", "wait": "10s", "metadata": map[string]any{"job": "nightly"}},
+	"createSession": map[string]any{"owner": "worker-1", "ttl": "30s"},
+	"renewLock":     map[string]any{"token": 4711},
+	"revokeLock":    map[string]any{"reason": "holder is wedged"},
+	"putFenced":     map[string]any{"token": 4711, "value": map[string]any{"balance": 100}, "lock": "nightly-recon"},
+}
+
 // refine applies what Swagger 2.0 cannot express: errors are
 // application/problem+json and successes application/json (swag can only
 // list produces per operation, not per status), request bodies are JSON
@@ -101,6 +112,9 @@ func refine(doc *openapi3.T) error {
 			if op.RequestBody != nil && op.RequestBody.Value != nil {
 				if mt := op.RequestBody.Value.Content.Get(mimeJSON); mt != nil {
 					op.RequestBody.Value.Content = openapi3.Content{mimeJSON: mt}
+					if ex, ok := bodyExamples[op.OperationID]; ok {
+						mt.Example = ex
+					}
 				}
 			}
 			for code, ref := range op.Responses.Map() {
