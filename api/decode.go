@@ -151,3 +151,16 @@ func intParam(q url.Values, name string, lo, hi int64) (int64, bool, error) {
 	}
 	return n, true, nil
 }
+
+// timeParam reads an optional RFC 3339 time query parameter.
+func timeParam(q url.Values, name string) (time.Time, error) {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, badRequest(name, fmt.Sprintf("%s must be an RFC 3339 time such as 2026-11-29T14:00:00Z", name))
+	}
+	return t, nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,12 +22,16 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// ReadyTimeout bounds the /readyz probe.
 	ReadyTimeout time.Duration
+	// Heartbeat is how often an idle event stream gets a comment line;
+	// 0 means 15s.
+	Heartbeat time.Duration
 }
 
 // API serves the lock engine over HTTP.
 type API struct {
 	eng          *lock.Engine
 	readyTimeout time.Duration
+	heartbeat    time.Duration
 	acquireDur   *prometheus.HistogramVec
 }
 
@@ -35,9 +40,13 @@ func New(eng *lock.Engine, o Options) *API {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 2 * time.Second
 	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = defaultHeartbeat
+	}
 	a := &API{
 		eng:          eng,
 		readyTimeout: o.ReadyTimeout,
+		heartbeat:    o.Heartbeat,
 		acquireDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "baton_acquire_duration_seconds",
 			Help:    "Time to answer an acquire, including any wait, by result (acquired, reacquired, held, error).",
@@ -72,6 +81,7 @@ func (a *API) Register(e *echo.Echo) {
 	v1.GET("/fenced/:resource", a.getFenced)
 
 	v1.GET("/history", a.history)
+	v1.GET("/events", a.events)
 	v1.GET("/cluster", a.cluster)
 }
 
@@ -205,7 +215,7 @@ func (a *API) acquire(c echo.Context) error {
 //
 //	@Summary		Get a lock's holder
 //	@ID				getLock
-//	@Description	Returns the current holder with its token and expiry.
+//	@Description	Returns the current holder with its token and expiry, and the acquires queued for it in the order they will be granted.
 //	@Tags			locks
 //	@Produce		json
 //	@Param			name	path		string	true	"Lock name"
@@ -219,11 +229,21 @@ func (a *API) getLock(c echo.Context) error {
 	if _, err := query(c); err != nil {
 		return err
 	}
-	l, err := a.eng.Get(c.Request().Context(), c.Param("name"))
+	ctx := c.Request().Context()
+	l, err := a.eng.Get(ctx, c.Param("name"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toLock(l))
+	ws, err := a.eng.Waiters(ctx, l.Name)
+	if err != nil {
+		return err
+	}
+	out := toLock(l)
+	out.Waiters = make([]Waiter, len(ws))
+	for i, w := range ws {
+		out.Waiters[i] = Waiter{Owner: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since)}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // listLocks godoc
@@ -557,19 +577,23 @@ func (a *API) getFenced(c echo.Context) error {
 //
 //	@Summary		Read the audit trail
 //	@ID				getHistory
-//	@Description	Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+//	@Description	Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
 //	@Tags			history
 //	@Produce		json
 //	@Param			lock	query		string	false	"Only this lock's events"
 //	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
 //	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
+//	@Param			owner	query		string	false	"Only events of holds by this owner"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired"
+//	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
+//	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
-	q, err := query(c, "lock", "limit", "before")
+	q, err := query(c, "lock", "limit", "before", "owner", "type", "from", "to")
 	if err != nil {
 		return err
 	}
@@ -581,7 +605,19 @@ func (a *API) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	evs, next, err := a.eng.History(c.Request().Context(), lock.HistoryOptions{Lock: q.Get("lock"), Limit: int(limit), Before: before})
+	o := lock.HistoryOptions{Lock: q.Get("lock"), Limit: int(limit), Before: before, Owner: q.Get("owner")}
+	if t := q.Get("type"); t != "" {
+		for _, part := range strings.Split(t, ",") {
+			o.Types = append(o.Types, lock.EventType(strings.TrimSpace(part)))
+		}
+	}
+	if o.From, err = timeParam(q, "from"); err != nil {
+		return err
+	}
+	if o.To, err = timeParam(q, "to"); err != nil {
+		return err
+	}
+	evs, next, err := a.eng.History(c.Request().Context(), o)
 	if err != nil {
 		return err
 	}

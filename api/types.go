@@ -39,6 +39,17 @@ type Lock struct {
 	ExpiresAt  Time              `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
 	LockDelay  string            `json:"lock_delay,omitempty" example:"10s"`
 	Metadata   map[string]string `json:"metadata"`
+	// Waiters is the queue, first to be served first; only GET
+	// /v1/locks/{name} fills it in.
+	Waiters []Waiter `json:"waiters,omitempty"`
+}
+
+// Waiter is an acquire queued for a lock.
+type Waiter struct {
+	Owner    string `json:"owner" example:"w2"`
+	Session  string `json:"session,omitempty" example:"694d2279b4919071"`
+	Position int    `json:"position" example:"1"`
+	Since    Time   `json:"since" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
 }
 
 func toLock(l *lock.Lock) *Lock {

@@ -3,6 +3,9 @@ package lock
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,6 +19,33 @@ type HistoryOptions struct {
 	Before int64
 	// Limit is the page size; 0 means 100.
 	Limit int
+	// Owner keeps only the events of holds by this owner.
+	Owner string
+	// Types keeps only events of these types; empty means all.
+	Types []EventType
+	// From and To keep only events recorded in [From, To); zero means
+	// unbounded.
+	From, To time.Time
+}
+
+func (o HistoryOptions) filtered() bool {
+	return o.Owner != "" || len(o.Types) > 0 || !o.From.IsZero() || !o.To.IsZero()
+}
+
+func (o HistoryOptions) keep(ev Event) bool {
+	if o.Owner != "" && ev.Owner != o.Owner {
+		return false
+	}
+	if len(o.Types) > 0 && !slices.Contains(o.Types, ev.Type) {
+		return false
+	}
+	if !o.From.IsZero() && ev.Time.Before(o.From) {
+		return false
+	}
+	if !o.To.IsZero() && !ev.Time.Before(o.To) {
+		return false
+	}
+	return true
 }
 
 // History returns audit events newest first, and the Before of the next
@@ -37,12 +67,23 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 	if o.Before < 0 {
 		return nil, 0, invalid("before", "must be a positive revision")
 	}
+	for _, t := range o.Types {
+		if !slices.Contains(eventTypes, t) {
+			return nil, 0, invalid("type", "%q is not an event type (want %s)", t, joinTypes(eventTypes))
+		}
+	}
+	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
+		return nil, 0, invalid("from", "must be before to")
+	}
 	prefix := e.auditPrefix()
 	if o.Lock != "" {
 		if err := checkName("lock", o.Lock); err != nil {
 			return nil, 0, err
 		}
 		prefix = e.lockAuditPrefix(o.Lock)
+	}
+	if o.filtered() {
+		return e.filteredHistory(ctx, prefix, o)
 	}
 	opts := []clientv3.OpOption{
 		clientv3.WithPrefix(),
@@ -90,6 +131,55 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 		}
 	}
 	return events, next, nil
+}
+
+var eventTypes = []EventType{EventAcquired, EventReleased, EventExpired, EventRevoked, EventSessionExpired}
+
+func joinTypes(ts []EventType) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}
+
+// filteredHistory serves filters etcd cannot apply: it reads every event
+// before o.Before (one read, sorted by etcd) and filters here. Its cost
+// grows with the events retained, like the unfiltered read's.
+func (e *Engine) filteredHistory(ctx context.Context, prefix string, o HistoryOptions) ([]Event, int64, error) {
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend)}
+	if o.Before > 0 {
+		opts = append(opts, clientv3.WithMaxModRev(o.Before-1))
+	}
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, prefix, opts...)
+	if err != nil {
+		return nil, 0, e.etcdErr(ctx, "read history", err)
+	}
+	var events []Event
+	for _, kv := range resp.Kvs {
+		if ev, ok := decodeEvent(kv); ok && o.keep(ev) {
+			events = append(events, ev)
+		}
+	}
+	if len(events) <= o.Limit {
+		return append([]Event{}, events...), 0, nil
+	}
+	// As in History: never end a page inside a revision's group.
+	cut, n := events[o.Limit].Revision, o.Limit
+	for n > 0 && events[n-1].Revision == cut {
+		n--
+	}
+	if n == 0 {
+		for n < len(events) && events[n].Revision == cut {
+			n++
+		}
+	}
+	if n == len(events) {
+		return events, 0, nil
+	}
+	return events[:n], events[n-1].Revision, nil
 }
 
 func decodeEvent(kv *mvccpb.KeyValue) (Event, bool) {

@@ -23,6 +23,10 @@ type recorder struct {
 	e     *Engine
 	from  int64 // next revision to look at
 	saved int64 // cursor last written to etcd
+	// done is the last revision handled that was not a cursor write.
+	// Saving it, not from, keeps the cursor from chasing its own writes
+	// (and, with several nodes, each other's) for ever.
+	done int64
 }
 
 const recorderSaveEvery = 5 * time.Second
@@ -34,12 +38,14 @@ func (e *Engine) newRecorder(ctx context.Context) (*recorder, error) {
 	if err != nil {
 		return nil, e.etcdErr(ctx, "read recorder cursor", err)
 	}
-	r := &recorder{e: e, from: resp.Header.Revision + 1}
+	// A first start has nothing older to record: it saves the current
+	// revision as its cursor at the first tick.
+	r := &recorder{e: e, from: resp.Header.Revision + 1, done: resp.Header.Revision}
 	if len(resp.Kvs) > 0 {
 		// Resume where the cluster last got to: expiries while no node
 		// was watching (an external etcd outliving baton) get recorded.
 		if n, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err == nil && n+1 < r.from {
-			r.from, r.saved = n+1, n
+			r.from, r.saved, r.done = n+1, n, n
 		}
 	}
 	return r, nil
@@ -117,6 +123,11 @@ func (r *recorder) watch(stop context.Context) error {
 			}
 			if n := len(wr.Events); n > 0 {
 				r.from = wr.Events[n-1].Kv.ModRevision + 1
+				for _, ev := range wr.Events {
+					if string(ev.Kv.Key) != e.recorderKey() {
+						r.done = max(r.done, ev.Kv.ModRevision)
+					}
+				}
 			} else if wr.IsProgressNotify() {
 				r.from = max(r.from, wr.Header.Revision+1)
 			}
@@ -198,7 +209,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 // saveCursor records how far the recorder got, so a restart resumes there.
 // Several nodes share the key; it only moves forward.
 func (r *recorder) saveCursor() {
-	cur := r.from - 1
+	cur := r.done
 	if cur <= r.saved {
 		return
 	}

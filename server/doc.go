@@ -1,6 +1,6 @@
 // Package server builds baton's HTTP server: the echo instance with its
-// middleware, the API routes, /metrics and the landing page, and a
-// graceful shutdown that drains requests in flight.
+// middleware, the API routes, /metrics, the OpenAPI document and /docs,
+// the dashboard, and a graceful shutdown that drains requests in flight.
 //
 //	srv := server.New(server.Config{Engine: eng, Logger: logger})
 //	go srv.Serve(listener)

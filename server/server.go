@@ -63,7 +63,7 @@ func New(cfg Config) *Server {
 	e.GET("/metrics", metrics(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
 	e.GET("/openapi.json", openapiDoc("application/json", openapi.JSON))
 	e.GET("/openapi.yaml", openapiDoc("application/yaml", openapi.YAML))
-	e.GET("/", index)
+	registerDashboard(e)
 	registerDocs(e)
 
 	return &Server{

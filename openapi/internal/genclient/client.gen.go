@@ -157,6 +157,10 @@ type Lock struct {
 
 	// Ttl Example: 30s
 	Ttl string `json:"ttl"`
+
+	// Waiters Waiters is the queue, first to be served first; only GET
+	// /v1/locks/{name} fills it in.
+	Waiters *[]Waiter `json:"waiters,omitempty"`
 }
 
 // LockList defines model for LockList.
@@ -259,6 +263,33 @@ type Status struct {
 	Status string `json:"status"`
 }
 
+// Waiter defines model for Waiter.
+type Waiter struct {
+	// Owner Example: w2
+	Owner string `json:"owner"`
+
+	// Position Example: 1
+	Position int `json:"position"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Since Example: 2026-11-29T14:25:13.886Z
+	Since time.Time `json:"since"`
+}
+
+// StreamEventsParams defines parameters for StreamEvents.
+type StreamEventsParams struct {
+	// Lock Only this lock's events
+	Lock *string `form:"lock,omitempty" json:"lock,omitempty"`
+
+	// Since Replay events recorded after this revision first
+	Since *int64 `form:"since,omitempty" json:"since,omitempty"`
+
+	// LastEventID Same as since; wins over it (EventSource sends it when it reconnects)
+	LastEventID *int64 `json:"Last-Event-ID,omitempty"`
+}
+
 // GetHistoryParams defines parameters for GetHistory.
 type GetHistoryParams struct {
 	// Lock Only this lock's events
@@ -269,6 +300,18 @@ type GetHistoryParams struct {
 
 	// Before Only events recorded before this revision
 	Before *int64 `form:"before,omitempty" json:"before,omitempty"`
+
+	// Owner Only events of holds by this owner
+	Owner *string `form:"owner,omitempty" json:"owner,omitempty"`
+
+	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
+
+	// From Only events at or after this time (RFC 3339)
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only events before this time (RFC 3339)
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
 
 // ListLocksParams defines parameters for ListLocks.
@@ -406,6 +449,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamEvents Stream events (Server-Sent Events)
+	//
+	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly is disconnected, and resumes with `Last-Event-ID`.
+	//
+	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
+	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetFenced Read a fenced value
 	//
 	// The value with the token of the write that stored it.
@@ -433,7 +483,7 @@ type ClientInterface interface {
 
 	// GetHistory Read the audit trail
 	//
-	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
 	//
 	// Corresponds with GET /v1/history (the `GetHistory` operationId).
 	GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -454,7 +504,7 @@ type ClientInterface interface {
 
 	// GetLock Get a lock's holder
 	//
-	// Returns the current holder with its token and expiry.
+	// Returns the current holder with its token and expiry, and the acquires queued for it in the order they will be granted.
 	//
 	// Corresponds with GET /v1/locks/{name} (the `GetLock` operationId).
 	GetLock(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -627,6 +677,23 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
+// StreamEvents Stream events (Server-Sent Events)
+//
+// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly is disconnected, and resumes with `Last-Event-ID`.
+//
+// Corresponds with GET /v1/events (the `StreamEvents` operationId).
+func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetFenced Read a fenced value
 //
 // The value with the token of the write that stored it.
@@ -684,7 +751,7 @@ func (c *Client) PutFenced(ctx context.Context, resource string, body PutFencedJ
 
 // GetHistory Read the audit trail
 //
-// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
 //
 // Corresponds with GET /v1/history (the `GetHistory` operationId).
 func (c *Client) GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -735,7 +802,7 @@ func (c *Client) ReleaseLock(ctx context.Context, name string, params *ReleaseLo
 
 // GetLock Get a lock's holder
 //
-// Returns the current holder with its token and expiry.
+// Returns the current holder with its token and expiry, and the acquires queued for it in the order they will be granted.
 //
 // Corresponds with GET /v1/locks/{name} (the `GetLock` operationId).
 func (c *Client) GetLock(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1067,6 +1134,87 @@ func NewGetClusterRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewStreamEventsRequest constructs an http.Request for the StreamEvents method
+func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Lock != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lock", *params.Lock, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetFencedRequest constructs an http.Request for the GetFenced method
 func NewGetFencedRequest(server string, resource string) (*http.Request, error) {
 	var err error
@@ -1203,6 +1351,54 @@ func NewGetHistoryRequest(server string, params *GetHistoryParams) (*http.Reques
 		if params.Before != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Owner != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "owner", *params.Owner, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1758,6 +1954,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
 
+	// StreamEventsWithResponse Stream events (Server-Sent Events)
+	//
+	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly is disconnected, and resumes with `Last-Event-ID`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
+	StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error)
+
 	// GetFencedWithResponse Read a fenced value
 	//
 	// The value with the token of the write that stored it.
@@ -1787,7 +1992,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetHistoryWithResponse Read the audit trail
 	//
-	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1814,7 +2019,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetLockWithResponse Get a lock's holder
 	//
-	// Returns the current holder with its token and expiry.
+	// Returns the current holder with its token and expiry, and the acquires queued for it in the order they will be granted.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2113,6 +2318,61 @@ func (r GetClusterResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetClusterResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StreamEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamEvents
+type StreamEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StreamEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamEventsResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3153,6 +3413,21 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 	return ParseGetClusterResponse(rsp)
 }
 
+// StreamEventsWithResponse Stream events (Server-Sent Events)
+//
+// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly is disconnected, and resumes with `Last-Event-ID`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/events (the `StreamEvents` operationId).
+func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error) {
+	rsp, err := c.StreamEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamEventsResponse(rsp)
+}
+
 // GetFencedWithResponse Read a fenced value
 //
 // The value with the token of the write that stored it.
@@ -3200,7 +3475,7 @@ func (c *ClientWithResponses) PutFencedWithResponse(ctx context.Context, resourc
 
 // GetHistoryWithResponse Read the audit trail
 //
-// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3245,7 +3520,7 @@ func (c *ClientWithResponses) ReleaseLockWithResponse(ctx context.Context, name 
 
 // GetLockWithResponse Get a lock's holder
 //
-// Returns the current holder with its token and expiry.
+// Returns the current holder with its token and expiry, and the acquires queued for it in the order they will be granted.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3557,6 +3832,52 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 	switch {
 	case rsp.StatusCode == 503:
 		var headers GetClusterResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStreamEventsResponse parses an HTTP response from a StreamEventsWithResponse call
+func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers StreamEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -80,7 +80,6 @@ func (quiet) Printf(string, ...any) {}
 const (
 	mimeJSON    = "application/json"
 	mimeProblem = "application/problem+json"
-	mimeText    = "text/plain"
 )
 
 // anyJSON marks the properties that hold any JSON value: Swagger 2.0 has
@@ -126,17 +125,18 @@ func refine(doc *openapi3.T) error {
 				if err != nil {
 					return fmt.Errorf("%s %s: response %q is not a status code", method, path, code)
 				}
+				// swag gives every response all of the operation's
+				// produces; keep the one this response is sent as.
 				want := mimeJSON
-				switch {
-				case status >= 400:
-					want = mimeProblem
-				case resp.Content.Get(mimeText) != nil && resp.Content.Get(mimeJSON) == nil:
-					want = mimeText
-				}
 				var mt *openapi3.MediaType
-				for _, m := range resp.Content {
+				for name, m := range resp.Content {
 					mt = m
-					break
+					if status < 400 && resp.Content.Get(mimeJSON) == nil {
+						want = name // text/plain, text/event-stream: the only one
+					}
+				}
+				if status >= 400 {
+					want = mimeProblem
 				}
 				resp.Content = openapi3.Content{want: mt}
 			}

@@ -1,0 +1,180 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ErrSlowSubscriber ends a subscription whose reader fell more than its
+// buffer behind: one slow reader must not hold events in memory for ever
+// nor slow anyone else. It can resume from the last revision it read.
+var ErrSlowSubscriber = errors.New("subscriber too slow: resume from the last revision read")
+
+// SubscribeOptions selects the events of a subscription.
+type SubscribeOptions struct {
+	// Since replays the events recorded after this revision before the
+	// live ones; 0 means live events only.
+	Since int64
+	// Lock keeps only the events of one lock.
+	Lock string
+	// Buffer is how many events may wait for the reader; 0 means 1024.
+	Buffer int
+}
+
+// Subscription streams audit events in revision order.
+type Subscription struct {
+	// C delivers the events. It is closed when the subscription ends; Err
+	// then tells why.
+	C      <-chan Event
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	err    error
+}
+
+// Err returns why C was closed: the caller's context, ErrClosed when the
+// engine stops, ErrSlowSubscriber, or an etcd failure.
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() { s.cancel() }
+
+// Subscribe streams the audit trail: first the events recorded after
+// o.Since, read from etcd, then live events from a watch that starts
+// exactly where that read ended, so nothing is missed and nothing comes
+// twice. Events that share a revision (one transaction) arrive together.
+func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscription, error) {
+	if o.Since < 0 {
+		return nil, invalid("since", "must be a revision, 0 or more")
+	}
+	prefix := e.auditPrefix()
+	if o.Lock != "" {
+		if err := checkName("lock", o.Lock); err != nil {
+			return nil, err
+		}
+		prefix = e.lockAuditPrefix(o.Lock)
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 1024
+	}
+	if e.drain.Err() != nil {
+		return nil, ErrClosed
+	}
+	// The revision the replay reads at, and after which the watch starts.
+	octx, done := e.op(ctx)
+	head, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	done()
+	if err != nil {
+		return nil, e.etcdErr(ctx, "subscribe", err)
+	}
+	rev := head.Header.Revision
+
+	sctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.drain, cancel)
+	ch := make(chan Event, o.Buffer)
+	s := &Subscription{C: ch, cancel: cancel}
+	go func() {
+		defer stop()
+		defer close(ch)
+		err := e.replay(sctx, prefix, o.Since, rev, ch)
+		if err == nil {
+			err = e.follow(sctx, prefix, rev, ch)
+		}
+		if e.drain.Err() != nil {
+			err = ErrClosed
+		} else if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+	}()
+	return s, nil
+}
+
+// replayPage bounds each read of a replay.
+const replayPage = 1000
+
+// replay sends the events with since < revision <= rev, oldest first. The
+// reader pulls at its own pace here: the data waits in etcd, not in memory.
+func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch chan<- Event) error {
+	if since <= 0 || since >= rev {
+		return nil
+	}
+	from := since + 1
+	seen := map[string]bool{} // keys already sent at revision from
+	for {
+		octx, done := e.op(ctx)
+		resp, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev),
+			clientv3.WithMinModRev(from), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend),
+			clientv3.WithLimit(replayPage))
+		done()
+		if err != nil {
+			return e.etcdErr(ctx, "replay events", err)
+		}
+		sent := 0
+		for _, kv := range resp.Kvs {
+			if kv.ModRevision == from && seen[string(kv.Key)] {
+				continue
+			}
+			ev, ok := decodeEvent(kv)
+			if !ok {
+				continue
+			}
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			sent++
+			if kv.ModRevision != from {
+				from, seen = kv.ModRevision, map[string]bool{}
+			}
+			seen[string(kv.Key)] = true
+		}
+		if !resp.More || sent == 0 {
+			return nil
+		}
+	}
+}
+
+// follow sends live events recorded after rev. It never blocks on the
+// reader: a full buffer ends the subscription with ErrSlowSubscriber.
+func (e *Engine) follow(ctx context.Context, prefix string, rev int64, ch chan<- Event) error {
+	wch := e.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterDelete())
+	for wr := range wch {
+		if wr.CompactRevision != 0 {
+			return fmt.Errorf("events since %d were compacted away: %w", rev, ErrSlowSubscriber)
+		}
+		if err := wr.Err(); err != nil {
+			return e.etcdErr(ctx, "watch events", err)
+		}
+		for _, wev := range wr.Events {
+			if wev.Type != mvccpb.PUT || wev.Kv.Version != 1 || !strings.HasPrefix(string(wev.Kv.Key), e.auditPrefix()) {
+				continue
+			}
+			ev, ok := decodeEvent(wev.Kv)
+			if !ok {
+				continue
+			}
+			select {
+			case ch <- ev:
+			default:
+				return ErrSlowSubscriber
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("watch events: %w", ErrUnavailable)
+}

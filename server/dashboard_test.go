@@ -1,0 +1,577 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/baton-dev/baton/api"
+)
+
+const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'"
+
+var (
+	// scriptTag finds every script element with what it holds.
+	scriptTag = regexp.MustCompile(`(?s)<script\b([^>]*)>(.*?)</script>`)
+	// inlineStyle finds what style-src 'self' forbids in markup: style
+	// elements and attributes, and inline event handlers (script-src).
+	inlineStyle = regexp.MustCompile(`(?i)<style\b|\sstyle\s*=|\son[a-z]+\s*=`)
+	// absoluteURL finds anything the page could fetch from elsewhere.
+	absoluteURL = regexp.MustCompile(`(?i)(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
+)
+
+func TestDashboard_ServesThePageAndItsAssetsFromThisServerOnly(t *testing.T) {
+	s := newTestServer(t)
+	r := s.do("GET", "/", "")
+	wantStatus(t, r, http.StatusOK)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("GET /: Content-Type %q, want text/html", ct)
+	}
+	if csp := r.Header.Get("Content-Security-Policy"); csp != dashboardCSP {
+		t.Errorf("GET /: Content-Security-Policy %q, want %q", csp, dashboardCSP)
+	}
+	if r.Header.Get("X-Content-Type-Options") != "nosniff" || r.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("GET /: X-Content-Type-Options %q, X-Frame-Options %q: want nosniff and DENY",
+			r.Header.Get("X-Content-Type-Options"), r.Header.Get("X-Frame-Options"))
+	}
+	page := string(r.Body)
+	if !strings.Contains(page, "<title>baton dashboard</title>") {
+		t.Errorf("no dashboard title in %.200s", page)
+	}
+	if m := absoluteURL.FindString(page); m != "" {
+		t.Errorf("the page names %q, off this server; it must work offline", m)
+	}
+	for _, m := range scriptTag.FindAllStringSubmatch(page, -1) {
+		if !strings.Contains(m[1], "src=") || strings.TrimSpace(m[2]) != "" {
+			t.Errorf("inline script %q: the CSP allows script files only", m[0])
+		}
+	}
+	if m := inlineStyle.FindString(page); m != "" {
+		t.Errorf("the page has %q: the CSP forbids inline styles and handlers", m)
+	}
+
+	refs := docsAssetRef.FindAllStringSubmatch(page, -1)
+	wantType := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+	seen := map[string]bool{}
+	for _, m := range refs {
+		ref := m[1]
+		seen[path.Ext(ref)] = true
+		t.Run(ref, func(t *testing.T) {
+			if !strings.HasPrefix(ref, "/ui/") {
+				t.Fatalf("asset %q is not under /ui/ on this server", ref)
+			}
+			r := s.do("GET", ref, "")
+			wantStatus(t, r, http.StatusOK)
+			want, ok := wantType[path.Ext(ref)]
+			if !ok {
+				t.Fatalf("asset %q: unexpected kind of file", ref)
+			}
+			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
+				t.Errorf("Content-Type %q, want %s", ct, want)
+			}
+			if csp := r.Header.Get("Content-Security-Policy"); csp != dashboardCSP {
+				t.Errorf("Content-Security-Policy %q, want %q", csp, dashboardCSP)
+			}
+			if r.Header.Get("Etag") == "" || r.Header.Get("Cache-Control") != "no-cache" {
+				t.Errorf("ETag %q, Cache-Control %q: want an ETag, and no-cache so a new build is picked up",
+					r.Header.Get("Etag"), r.Header.Get("Cache-Control"))
+			}
+			if len(r.Body) == 0 {
+				t.Fatal("empty body")
+			}
+			body := string(r.Body)
+			if path.Ext(ref) == ".svg" {
+				body = strings.ReplaceAll(body, `xmlns="http://www.w3.org/2000/svg"`, "") // a name, not a fetch
+			}
+			if m := absoluteURL.FindString(body); m != "" {
+				t.Errorf("%s names %q, off this server; it must work offline", ref, m)
+			}
+		})
+	}
+	for _, ext := range []string{".js", ".css"} {
+		if !seen[ext] {
+			t.Errorf("the page loads no %s file: %q", ext, refs)
+		}
+	}
+}
+
+func TestDashboard_UnknownAssetIsA404Problem(t *testing.T) {
+	s := newTestServer(t)
+	for _, p := range []string{"/ui/nope.js", "/ui/index.html", "/ui/%2e%2e/web.go", "/ui/web.go", "/ui/doc.go"} {
+		t.Run(p, func(t *testing.T) {
+			wantProblem(t, s.do("GET", p, ""), http.StatusNotFound, "route_not_found")
+		})
+	}
+}
+
+// TestDashboard_ShowsLocksLiveAndRevokesInChromium drives the dashboard in
+// headless Chromium as an operator would: it watches locks appear, count
+// down and expire while the page stays loaded, opens a lock's queue, follows
+// a history link, filters and pages the history, and revokes a lock through
+// the confirmation dialog. Screenshots of each state go to the test's
+// artifact directory: run with -artifacts to keep them.
+func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
+	s := newTestServer(t)
+	b := startBrowser(t, s, 1280, 800)
+
+	// A fresh server holds nothing: the page says how to take a first lock.
+	b.do("open the dashboard", 30*time.Second,
+		chromedp.Navigate(s.ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="holders-empty"]`)),
+	)
+	// Set once; a reload would lose it.
+	b.eval(`window.batonTestLoaded = true`)
+	b.waitLive()
+	curl := evalAs[string](b, `document.querySelector('[data-testid="empty-curl"]').textContent`)
+	if !strings.Contains(curl, "curl -s -X POST "+s.ts.URL+"/v1/locks/my-first-lock") || !strings.Contains(curl, `"ttl":"60s"`) {
+		t.Errorf("the empty state's command %q does not take a lock on this server (%s)", curl, s.ts.URL)
+	}
+	b.waitFor("the cluster panel shows the leader and the revision", 10*time.Second, `
+		document.querySelector('[data-testid="cluster-member"][data-leader="true"]') &&
+		/^\d+$/.test(document.querySelector('[data-testid="cluster-revision"]').textContent) &&
+		/^\d+$/.test(document.querySelector('[data-testid="cluster-term"]').textContent)`)
+	b.screenshot("1-empty.png")
+
+	// A lock taken through the API shows up without a reload.
+	lk := wantJSON[api.Lock](t, s.do("POST", "/v1/locks/nightly-recon",
+		`{"owner":"w1","ttl":"60s","metadata":{"job":"recon","host":"db-2"}}`), http.StatusCreated)
+	row := `document.querySelector('[data-testid="holder-row"][data-lock="nightly-recon"]')`
+	b.waitFor("the new lock's row", 5*time.Second, row)
+	b.waitFor("the new lock's row filled in", 5*time.Second, fmt.Sprintf(`(() => {
+		const r = %s;
+		return r.querySelector('[data-testid="token"]').textContent === %q &&
+			r.textContent.includes("w1") && r.textContent.includes("job=recon");
+	})()`, row, fmt.Sprint(lk.Token)))
+	left := row + `.querySelector('[data-testid="time-left"]')`
+	first := evalAs[string](b, left+`.textContent`)
+	if !regexp.MustCompile(`^(?:\d+ s|\d+ m \d\d s) left$`).MatchString(first) {
+		t.Errorf("time left reads %q, want like \"59 s left\"", first)
+	}
+	// On hover, the absolute expiry as the API gives it; etcd counts a
+	// lease's time left in whole seconds, so each read may differ by one.
+	title := evalAs[string](b, left+`.title`)
+	if m := regexp.MustCompile(`\((\S+Z)\)$`).FindStringSubmatch(title); m == nil {
+		t.Errorf("time left's title %q does not give the absolute expiry", title)
+	} else if at, err := time.Parse(time.RFC3339Nano, m[1]); err != nil || at.Sub(time.Time(lk.ExpiresAt)).Abs() > 1500*time.Millisecond {
+		t.Errorf("time left's title %q, want the expiry %v", title, time.Time(lk.ExpiresAt))
+	}
+	b.waitFor("time left to count down", 5*time.Second, fmt.Sprintf(`%s.textContent !== %q`, left, first))
+	b.waitFor("the acquisition in the history", 5*time.Second,
+		`document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="nightly-recon"]')`)
+
+	// A queue: w4 waits for reports, held by w3. The waiting acquire ends
+	// with the test.
+	wantStatus(t, s.do("POST", "/v1/locks/reports", `{"owner":"w3","ttl":"60s"}`), http.StatusCreated)
+	waitCtx, cancelWait := context.WithCancel(context.Background())
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		_, _ = s.send(waitCtx, "POST", "/v1/locks/reports", `{"owner":"w4","wait":"2m"}`)
+	}()
+	t.Cleanup(func() { cancelWait(); <-waited })
+	eventually(t, 10*time.Second, "queued", func() bool { return s.count("queue/") == 1 })
+	b.do("open the queue of reports", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`tr[data-lock="reports"] [data-testid="waiters-toggle"]`)),
+	)
+	b.waitFor("w4 first in the queue of reports", 10*time.Second,
+		`document.querySelector('tbody[data-lock="reports"] [data-testid="waiter"][data-owner="w4"][data-position="1"]') &&
+		document.querySelector('tr[data-lock="reports"] [data-testid="waiters-count"]').textContent === "1 waiting"`)
+	b.screenshot("2-held-with-queue.png")
+
+	// A 2 s lock leaves by itself, and the history says it expired.
+	wantStatus(t, s.do("POST", "/v1/locks/short-lived", `{"owner":"cron","ttl":"2s"}`), http.StatusCreated)
+	b.waitFor("the 2 s lock's row", 5*time.Second, `document.querySelector('[data-testid="holder-row"][data-lock="short-lived"]')`)
+	b.screenshot("3-short-lived.png")
+	b.waitFor("the 2 s lock to leave", 15*time.Second, `!document.querySelector('[data-testid="holder-row"][data-lock="short-lived"]')`)
+	b.waitFor("the expiry in the history", 5*time.Second,
+		`document.querySelector('[data-testid="history-row"][data-type="expired"][data-lock="short-lived"]')`)
+	b.screenshot("4-expired.png")
+
+	// A history row links to its lock: the history narrows to that lock.
+	b.do("follow the history link of short-lived", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`[data-testid="history-row"][data-type="expired"][data-lock="short-lived"] a.lock-link`)),
+	)
+	b.waitFor("the history of short-lived only", 10*time.Second, `(() => {
+		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		return document.getElementById("history-lock").value === "short-lived" && rows.length === 2 &&
+			rows[0].dataset.type === "expired" && rows[1].dataset.type === "acquired" &&
+			rows.every(r => r.dataset.lock === "short-lived") &&
+			document.querySelector('[data-testid="history-lock-status"]').textContent.includes("not held now");
+	})()`)
+	b.screenshot("5-history-of-one-lock.png")
+	b.do("show every lock's history again", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`[data-testid="history-lock-clear"]`)),
+	)
+	b.waitFor("the whole history", 10*time.Second, `document.getElementById("history-lock").value === "" &&
+		document.querySelector('[data-testid="history-row"][data-lock="nightly-recon"]')`)
+
+	// Filter by type, then page: 30 more events make two pages of 25.
+	b.eval(`(() => { const s = document.getElementById("history-type"); s.value = "acquired"; s.dispatchEvent(new Event("change")); })()`)
+	b.waitFor("acquisitions only", 10*time.Second, `(() => {
+		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		return rows.length === 3 && rows.every(r => r.dataset.type === "acquired");
+	})()`)
+	b.eval(`(() => { const s = document.getElementById("history-type"); s.value = ""; s.dispatchEvent(new Event("change")); })()`)
+	for i := range 15 {
+		l := wantJSON[api.Lock](t, s.do("POST", fmt.Sprintf("/v1/locks/batch-%02d", i), `{"owner":"batch"}`), http.StatusCreated)
+		wantStatus(t, s.do("DELETE", fmt.Sprintf("/v1/locks/batch-%02d?token=%d", i, l.Token), ""), http.StatusNoContent)
+	}
+	b.waitFor("a full first page, newest first", 10*time.Second, `(() => {
+		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		return rows.length === 25 && rows[0].dataset.lock === "batch-14" && rows[0].dataset.type === "released" &&
+			!document.querySelector('[data-testid="history-older"]').disabled &&
+			document.querySelector('[data-testid="history-newer"]').disabled;
+	})()`)
+	b.do("page to older events", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-older"]`)))
+	b.waitFor("the second page", 10*time.Second, `(() => {
+		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		return document.querySelector('[data-testid="history-page"]').textContent === "page 2" &&
+			rows.length === 9 && rows[rows.length - 1].dataset.lock === "nightly-recon" &&
+			document.querySelector('[data-testid="history-older"]').disabled &&
+			!document.querySelector('[data-testid="history-newer"]').disabled;
+	})()`)
+	b.screenshot("6-history-page-2.png")
+	b.do("page back to the newest events", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-newer"]`)))
+	b.waitFor("the first page again", 10*time.Second, `document.querySelector('[data-testid="history-page"]').textContent === "newest" &&
+		document.querySelectorAll('[data-testid="history-row"]').length === 25`)
+
+	// The Revoke button works from the keyboard, and Escape cancels.
+	revokeButton := chromedp.CSS(`tr[data-lock="nightly-recon"] [data-testid="revoke-button"]`)
+	b.do("open the revoke dialog from the keyboard, then cancel it with Escape", 10*time.Second,
+		chromedp.Focus(revokeButton),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
+	)
+	if focused := evalAs[string](b, `document.activeElement.id`); focused != "revoke-reason" {
+		t.Errorf("the dialog opened with the focus on %q, want the reason field", focused)
+	}
+	b.do("cancel the dialog with Escape", 10*time.Second,
+		chromedp.KeyEvent(kb.Escape),
+		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="revoke-dialog"]`)),
+	)
+	if r := s.do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusOK {
+		t.Fatalf("cancelling the dialog revoked the lock: %d", r.Status)
+	}
+
+	// Revoke, confirm, and see the row go and the history say so.
+	b.do("open the revoke dialog", 10*time.Second,
+		chromedp.Click(revokeButton),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="revoke-reason"]`), "wedged in a test"),
+	)
+	if name := evalAs[string](b, `document.querySelector('[data-testid="revoke-name"]').textContent`); name != "nightly-recon" {
+		t.Errorf("the dialog names %q, want nightly-recon", name)
+	}
+	b.screenshot("7-revoke-dialog.png")
+	b.do("confirm the revoke", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="revoke-confirm"]`)))
+	b.waitFor("the revoked lock's row to go", 5*time.Second, `!`+row+` && !document.querySelector('[data-testid="revoke-dialog"]').open`)
+	b.waitFor("the revoke in the history, with its reason", 5*time.Second, `(() => {
+		const r = document.querySelector('[data-testid="history-row"][data-type="revoked"][data-lock="nightly-recon"]');
+		return r && r.textContent.includes("wedged in a test");
+	})()`)
+	b.screenshot("8-revoked.png")
+	if r := s.do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusNotFound {
+		t.Errorf("after the revoke GET /v1/locks/nightly-recon answered %d, want 404", r.Status)
+	}
+	if !evalAs[bool](b, `window.batonTestLoaded === true`) {
+		t.Error("the page reloaded; every change must show live")
+	}
+	b.check(false)
+
+	// The stream drops: the page says so, reconnects by itself and resumes
+	// where it stopped, so a lock taken meanwhile still shows up.
+	s.ts.CloseClientConnections()
+	b.waitFor("the page to say it is disconnected", 5*time.Second,
+		`document.querySelector('[data-testid="live-status"]').dataset.state === "disconnected"`)
+	if text := evalAs[string](b, `document.querySelector('[data-testid="live-status"]').textContent`); text != "disconnected — reconnecting" {
+		t.Errorf("the status reads %q while the stream is down", text)
+	}
+	wantStatus(t, s.do("POST", "/v1/locks/during-the-drop", `{"owner":"w5","ttl":"60s"}`), http.StatusCreated)
+	b.screenshot("9-disconnected.png")
+	b.waitLive()
+	b.waitFor("the lock taken during the drop", 10*time.Second,
+		`document.querySelector('[data-testid="holder-row"][data-lock="during-the-drop"]') &&
+		document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="during-the-drop"]')`)
+	b.screenshot("10-reconnected.png")
+	if !evalAs[bool](b, `window.batonTestLoaded === true`) {
+		t.Error("the page reloaded to reconnect")
+	}
+	// Requests cut by the drop are logged as network errors; nothing else
+	// may go wrong.
+	b.check(true)
+}
+
+// TestDashboard_FitsAPhoneScreenInChromium loads the dashboard at a phone's
+// width, empty and then with locks, and checks that nothing makes the page
+// scroll sideways.
+func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
+	s := newTestServer(t)
+	b := startBrowser(t, s, 390, 844)
+	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
+
+	b.do("open the dashboard at 390×844", 30*time.Second,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait),
+		chromedp.Navigate(s.ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="holders-empty"]`)),
+	)
+	b.waitLive()
+	if w := evalAs[int](b, `window.innerWidth`); w != 390 {
+		t.Fatalf("the page is %d px wide, want 390", w)
+	}
+	b.waitFor("no sideways scroll with the empty state", 5*time.Second, noOverflow)
+	b.screenshot("phone-empty.png")
+
+	long := strings.Repeat("very-long-lock-name.", 6) + "end"
+	wantStatus(t, s.do("POST", "/v1/locks/"+long, `{"owner":"a-worker-with-a-long-name@build-host-17.example","ttl":"5m","metadata":{"pipeline":"nightly-reconciliation-of-ledgers","commit":"0123456789abcdef0123456789abcdef01234567"}}`), http.StatusCreated)
+	sess := wantJSON[api.Session](t, s.do("POST", "/v1/sessions", `{"owner":"w2","ttl":"30s"}`), http.StatusCreated)
+	wantStatus(t, s.do("POST", "/v1/locks/reports", `{"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
+	b.waitFor("both rows", 5*time.Second, `document.querySelectorAll('[data-testid="holder-row"]').length === 2`)
+	b.waitFor("no sideways scroll with locks held", 5*time.Second, noOverflow)
+	b.screenshot("phone-locks.png")
+
+	b.do("open the revoke dialog", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`tr[data-lock="reports"] [data-testid="revoke-button"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
+	)
+	b.waitFor("the dialog inside the screen", 5*time.Second, `(() => {
+		const r = document.querySelector('[data-testid="revoke-dialog"]').getBoundingClientRect();
+		return r.left >= 0 && r.right <= window.innerWidth;
+	})()`)
+	b.screenshot("phone-revoke-dialog.png")
+	b.check(false)
+}
+
+// browser is a headless Chromium tab on the dashboard's server that records
+// every request the page makes and every error it reports.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	s   *testServer
+
+	mu       sync.Mutex
+	requests []string
+	problems []problem
+	checked  int // problems already reported by check
+}
+
+// problem is an error the page reported.
+type problem struct {
+	network bool // a failed request, as opposed to a script error or a CSP violation
+	text    string
+}
+
+// startBrowser starts Chromium with a window of width×height. Without
+// Chromium the test skips, except in CI, where it fails.
+func startBrowser(t *testing.T, s *testServer, width, height int) *browser {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must install chromium (.ci/run does): %v", err)
+		}
+		t.Skipf("no browser (%v); apt-get install chromium to run this test", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
+		chromedp.WindowSize(width, height),
+	)
+	// Cleanups run last first: the browser is gone before its profile
+	// directory (registered by t.TempDir above) is removed, and before the
+	// server closes (registered by newTestServer), so no stream is left open.
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(ctx)
+	t.Cleanup(cancelTab)
+
+	b := &browser{t: t, ctx: ctx, s: s}
+	err := chromedp.Listen(ctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			b.requests = append(b.requests, ev.Request.URL)
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.EntryLevelError && !raceNotFound(ev.Entry) {
+				b.problems = append(b.problems, problem{
+					network: ev.Entry.Source == log.EntrySourceNetwork,
+					text:    string(ev.Entry.Source) + ": " + ev.Entry.Text + " " + ev.Entry.URL,
+				})
+			}
+		case *runtime.EventExceptionThrown:
+			msg := ev.ExceptionDetails.Text
+			if x := ev.ExceptionDetails.Exception; x != nil {
+				msg += " " + x.Description
+			}
+			b.problems = append(b.problems, problem{text: "exception: " + msg})
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				var args []string
+				for _, a := range ev.Args {
+					if a.Description != "" {
+						args = append(args, a.Description)
+					} else {
+						args = append(args, string(a.Value))
+					}
+				}
+				b.problems = append(b.problems, problem{text: "console." + string(ev.Type) + ": " + strings.Join(args, " ")})
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return b
+}
+
+// raceNotFound tells a 404 from GET /v1/locks/{name} apart: the page reads
+// a lock's queue while holds come and go, and a hold that just ended
+// answers 404, which Chromium logs as an error.
+func raceNotFound(e *log.Entry) bool {
+	if e.Source != log.EntrySourceNetwork || !strings.Contains(e.Text, "404") {
+		return false
+	}
+	u, err := url.Parse(e.URL)
+	return err == nil && regexp.MustCompile(`^/v1/locks/[^/]+$`).MatchString(u.Path)
+}
+
+func (b *browser) pageProblems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, p := range b.problems {
+		out = append(out, p.text)
+	}
+	return out
+}
+
+// do runs steps, failing the test (with a screenshot) if they do not
+// finish within timeout.
+func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.fail(what, err)
+	}
+}
+
+// waitFor waits until the JavaScript expression is truthy.
+func (b *browser) waitFor(what string, timeout time.Duration, expr string) {
+	b.t.Helper()
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err != nil {
+		b.fail(what+" (within "+timeout.String()+")", err)
+	}
+}
+
+// waitLive waits for the page to follow the event stream; failing, it says
+// what GET /v1/events answers.
+func (b *browser) waitLive() {
+	b.t.Helper()
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="live-status"]').dataset.state === "live"`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+	if err == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.s.ts.URL+"/v1/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	stream := "no answer"
+	if resp, err := b.s.ts.Client().Do(req); err != nil {
+		stream = err.Error()
+	} else {
+		stream = fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		resp.Body.Close()
+	}
+	b.fail("the page to say it is live (GET /v1/events answers "+stream+")", err)
+}
+
+func (b *browser) fail(what string, err error) {
+	b.t.Helper()
+	b.screenshot("failed.png")
+	b.t.Fatalf("%s: %v; page problems: %q", what, err, b.pageProblems())
+}
+
+func (b *browser) eval(expr string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[chromedp.Void](expr)); err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+}
+
+func evalAs[T any](b *browser, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// screenshot saves the whole page as name in the test's artifact directory.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 makes a PNG
+	if err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	p := filepath.Join(b.t.ArtifactDir(), name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		b.t.Errorf("save screenshot: %v", err)
+		return
+	}
+	b.t.Logf("screenshot: %s", p)
+}
+
+// check fails the test for any request off this server and any error the
+// page reported since the last check, CSP violations among them; failed
+// requests pass when networkOK.
+func (b *browser) check(networkOK bool) {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, u := range b.requests {
+		if !strings.HasPrefix(u, b.s.ts.URL+"/") && !strings.HasPrefix(u, "data:") {
+			b.t.Errorf("the page requested %s, off this server", u)
+		}
+	}
+	for _, p := range b.problems[b.checked:] {
+		if !(networkOK && p.network) {
+			b.t.Errorf("page error: %s", p.text)
+		}
+	}
+	b.checked = len(b.problems)
+}
