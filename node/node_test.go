@@ -163,12 +163,27 @@ func TestNode_ShutdownEndsWaitingAcquiresQuickly(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	// An open event stream must not hold the shutdown up either.
+	streamReq, _ := http.NewRequest("GET", base+"/v1/events", nil)
+	stream, err := http.DefaultClient.Do(streamReq)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("open event stream: %v", err)
+	}
+	defer stream.Body.Close()
+	streamEnded := make(chan struct{})
+	go func() { io.Copy(io.Discard, stream.Body); close(streamEnded) }()
+
 	start := time.Now()
 	if err := n.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	if d := time.Since(start); d > cfg.ShutdownTimeout {
 		t.Fatalf("shutdown took %s; a waiting acquire held it up", d)
+	}
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("event stream still open after shutdown")
 	}
 	a := <-got
 	if a.status != http.StatusServiceUnavailable || a.code != "shutting_down" {
