@@ -160,7 +160,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 		if ended[e.endKey(name, hr.Hold)] {
 			continue // released or revoked in the same txn
 		}
-		detail := fmt.Sprintf("lease %s ended; etcd deleted the lock at revision %d", hr.Lease, ev.Kv.ModRevision)
+		detail := fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", ev.Kv.ModRevision)
 		if err := e.recordEnd(ctx, name, ev.PrevKv.ModRevision, hr, detail); err != nil {
 			return err
 		}
