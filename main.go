@@ -1,10 +1,13 @@
 // Command baton is a distributed lock service with fencing tokens, on an
 // embedded (or external) etcd cluster. With no subcommand, or with
-// "serve", it runs a node; see "baton --help".
+// "serve", it runs a node; its other subcommands are clients of a running
+// node ("baton exec NAME -- CMD" runs CMD only while holding NAME). See
+// "baton --help".
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,12 +17,18 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/baton-dev/baton/internal/cli"
 	"github.com/baton-dev/baton/node"
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		os.Exit(1)
+	root := newRootCmd()
+	if err := root.Execute(); err != nil {
+		var ee *cli.ExitError
+		if !errors.As(err, &ee) || !ee.Quiet {
+			fmt.Fprintln(os.Stderr, "baton:", err)
+		}
+		os.Exit(cli.ExitCode(err))
 	}
 }
 
@@ -46,9 +55,11 @@ nodes into one etcd cluster, or uses an existing etcd cluster.
 With no subcommand it runs a node, like "baton serve". Every flag has an
 environment twin: --http-addr is BATON_HTTP_ADDR, and so on; a flag given on
 the command line wins over its environment variable.`,
-		Args:          cobra.NoArgs,
-		RunE:          run,
-		SilenceErrors: false,
+		Args: cobra.NoArgs,
+		RunE: run,
+		// main prints errors itself, so exit codes and a command's own
+		// exit status stay clean.
+		SilenceErrors: true,
 	}
 	serveCmd := &cobra.Command{
 		Use:   "serve",
@@ -61,6 +72,8 @@ the command line wins over its environment variable.`,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(serveCmd)
+	root.AddCommand(cli.Commands()...)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.Usage(err) })
 	return root
 }
 

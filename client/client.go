@@ -1,0 +1,411 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultAddr is the endpoint DefaultConfig uses when BATON_ADDR is unset:
+// where `baton` listens by default.
+const DefaultAddr = "http://127.0.0.1:8080"
+
+// Defaults of Config.
+const (
+	DefaultTimeout      = 10 * time.Second
+	DefaultRetryBackoff = 200 * time.Millisecond
+)
+
+const (
+	// maxBackoff caps the client's own backoff between rounds of retries.
+	maxBackoff = 5 * time.Second
+	// maxRetryAfter caps how long a server's Retry-After may make a call
+	// wait: a misbehaving proxy must not park a call for an hour.
+	maxRetryAfter = 30 * time.Second
+	// maxErrorBody bounds how much of an error answer is read.
+	maxErrorBody = 64 << 10
+	userAgent    = "baton-go-client/1"
+)
+
+// Config configures a Client. Start from DefaultConfig.
+type Config struct {
+	// Endpoints are the base URLs of baton nodes, such as
+	// "http://10.0.0.1:8080"; "host:port" means http. Calls go to the node
+	// that answered last and move on to the next one when a node is down.
+	Endpoints []string
+	// HTTPClient makes the requests; nil means a client of our own. Leave
+	// its Timeout at 0: Timeout below bounds each request instead, and an
+	// event stream must be able to live longer than any timeout. Calls
+	// that must not be repeated go on new connections, through a copy of
+	// its transport without keep-alives, when that is an *http.Transport.
+	HTTPClient *http.Client
+	// Token, when set, is sent as "Authorization: Bearer <Token>".
+	Token string
+	// TokenFile, when set and Token is empty, is read by NewWithConfig;
+	// its content, trimmed, is the token.
+	TokenFile string
+	// Timeout bounds each attempt of a request; 0 means DefaultTimeout. An
+	// acquire's attempt gets its Wait on top, and an event stream is bound
+	// by it only until the server starts answering.
+	Timeout time.Duration
+	// RetryBackoff is the first pause between rounds of retries over the
+	// endpoints; it doubles each round, up to 5s. 0 means
+	// DefaultRetryBackoff. A Retry-After from the server is honoured when
+	// it asks for longer.
+	RetryBackoff time.Duration
+	// MaxRetries bounds how often a call that is safe to repeat is retried
+	// after its first attempt; the context bounds it too. 0 means the
+	// number of endpoints plus 2; negative means never retry.
+	MaxRetries int
+}
+
+// DefaultConfig returns the configuration that the environment describes,
+// as the CLI reads it:
+//
+//   - BATON_ADDR: comma-separated endpoints (default DefaultAddr);
+//   - BATON_TOKEN_FILE: a file holding the bearer token.
+//
+// It never fails: a token file that cannot be read makes NewWithConfig fail.
+func DefaultConfig() Config {
+	cfg := Config{
+		Endpoints:    []string{DefaultAddr},
+		Timeout:      DefaultTimeout,
+		RetryBackoff: DefaultRetryBackoff,
+	}
+	if v := os.Getenv("BATON_ADDR"); strings.TrimSpace(v) != "" {
+		cfg.Endpoints = nil
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				cfg.Endpoints = append(cfg.Endpoints, e)
+			}
+		}
+	}
+	cfg.TokenFile = os.Getenv("BATON_TOKEN_FILE")
+	return cfg
+}
+
+// Client talks to a baton cluster over HTTP. It is safe for concurrent use.
+type Client struct {
+	hc *http.Client
+	// fresh sends the calls that must not be repeated, each on a new
+	// connection: on a pooled one that the server has just closed (idle,
+	// or restarting) the request fails after it was written, and the
+	// client could no longer tell that the server never saw it. A new
+	// connection either cannot be made (safe to try another node) or
+	// carries the request to a server that accepted it.
+	fresh     *http.Client
+	endpoints []string // base URLs, without a trailing slash
+	token     string
+	timeout   time.Duration
+	backoff0  time.Duration
+	retries   int
+	// preferred is the index of the endpoint that answered last: calls
+	// start there, so a cluster with a dead node costs one failed dial per
+	// change of node, not one per call.
+	preferred atomic.Int64
+}
+
+// New returns a client configured by DefaultConfig, with endpoints instead
+// of BATON_ADDR's when any are given.
+func New(endpoints ...string) (*Client, error) {
+	cfg := DefaultConfig()
+	if len(endpoints) > 0 {
+		cfg.Endpoints = endpoints
+	}
+	return NewWithConfig(cfg)
+}
+
+// NewWithConfig returns a client for cfg. It fails on an endpoint that is
+// not an http(s) URL and on a token file that cannot be read.
+func NewWithConfig(cfg Config) (*Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("baton client: no endpoints")
+	}
+	c := &Client{hc: cfg.HTTPClient, token: cfg.Token, timeout: cfg.Timeout, backoff0: cfg.RetryBackoff}
+	for _, e := range cfg.Endpoints {
+		base, err := parseEndpoint(e)
+		if err != nil {
+			return nil, err
+		}
+		c.endpoints = append(c.endpoints, base)
+	}
+	if c.token == "" && cfg.TokenFile != "" {
+		b, err := os.ReadFile(cfg.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("baton client: read token file: %w", err)
+		}
+		if c.token = strings.TrimSpace(string(b)); c.token == "" {
+			return nil, fmt.Errorf("baton client: token file %s is empty", cfg.TokenFile)
+		}
+	}
+	if c.timeout < 0 || c.backoff0 < 0 {
+		return nil, errors.New("baton client: Timeout and RetryBackoff must not be negative")
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.backoff0 == 0 {
+		c.backoff0 = DefaultRetryBackoff
+	}
+	switch {
+	case cfg.MaxRetries < 0:
+		c.retries = 0
+	case cfg.MaxRetries == 0:
+		c.retries = len(c.endpoints) + 2
+	default:
+		c.retries = cfg.MaxRetries
+	}
+	if c.hc == nil {
+		// A transport of our own, so that one client's idle connections
+		// and limits are not shared with the rest of the program.
+		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	c.fresh = c.hc
+	tr := c.hc.Transport
+	if tr == nil {
+		tr = http.DefaultTransport
+	}
+	if t, ok := tr.(*http.Transport); ok {
+		t = t.Clone()
+		t.DisableKeepAlives = true
+		f := *c.hc
+		f.Transport = t
+		c.fresh = &f
+	}
+	return c, nil
+}
+
+// Endpoints returns the endpoints' base URLs as the client uses them.
+func (c *Client) Endpoints() []string { return append([]string(nil), c.endpoints...) }
+
+func parseEndpoint(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("baton client: endpoint %q: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("baton client: endpoint %q: want http(s)://host:port, optionally with a path", s)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// request is one API call.
+type request struct {
+	op     string // names the call in errors: `acquire "x"`
+	method string
+	path   string // escaped, from the API root: /v1/locks/x
+	query  url.Values
+	body   any // sent as JSON when not nil
+	// idempotent calls are retried on 503 and transport errors, on the
+	// next endpoint. Others are retried only when the request provably
+	// never left: the connection could not be made.
+	idempotent bool
+	timeout    time.Duration // per attempt; 0 means the client's
+}
+
+// attemptError is why one attempt failed.
+type attemptError struct {
+	err        error
+	retryable  bool // a node's trouble, not an answer about the request
+	sent       bool // the request may have reached the server
+	settled    bool // the server answered, and not with a 5xx: it says what happened
+	retryAfter time.Duration
+}
+
+// do runs r, retrying as its idempotency allows, and decodes a success
+// answer into out. It returns the status of the answer.
+func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
+	var payload []byte
+	if r.body != nil {
+		var err error
+		if payload, err = json.Marshal(r.body); err != nil {
+			return 0, fmt.Errorf("%s: encode request: %w", r.op, err)
+		}
+	}
+	n := len(c.endpoints)
+	start := int(c.preferred.Load())
+	// unsettled records that an earlier attempt may have taken effect
+	// unseen, so that a later answer such as not_held can say it may be
+	// about that attempt's doing.
+	unsettled := false
+	for attempt := 0; ; attempt++ {
+		i := (start + attempt) % n
+		status, f := c.attempt(ctx, c.endpoints[i], &r, payload, out)
+		if f == nil {
+			c.preferred.Store(int64(i))
+			return status, nil
+		}
+		err := f.err
+		if unsettled && f.settled {
+			err = fmt.Errorf("%w (an earlier attempt got no answer and may have taken effect)", err)
+		}
+		if !r.idempotent && f.sent && !f.settled {
+			return status, fmt.Errorf("%s: the outcome is unknown, the request may have taken effect: %w", r.op, err)
+		}
+		if ctx.Err() != nil || !f.retryable {
+			return status, fmt.Errorf("%s: %w", r.op, err)
+		}
+		// The next call starts on the next node: this one is in trouble.
+		c.preferred.CompareAndSwap(int64(i), int64((i+1)%n))
+		switch {
+		case !r.idempotent && attempt+1 >= n:
+			return status, fmt.Errorf("%s: %w", r.op, err) // every node refused the connection
+		case r.idempotent && attempt >= c.retries:
+			return status, fmt.Errorf("%s: gave up after %d attempts: %w", r.op, attempt+1, err)
+		}
+		unsettled = unsettled || f.sent
+		// A node not yet tried in this round is tried at once; a full
+		// round of failures earns a pause, so a cluster without a leader
+		// is not hammered.
+		if (attempt+1)%n == 0 {
+			round := (attempt + 1) / n
+			wait := max(c.backoff(round-1), min(f.retryAfter, maxRetryAfter))
+			if err := sleep(ctx, wait); err != nil {
+				return status, fmt.Errorf("%s: %w (while waiting to retry: %w)", r.op, f.err, err)
+			}
+		}
+	}
+}
+
+// backoff is the pause after the given number of failed rounds, with
+// jitter so that clients cut off together do not come back in step.
+func (c *Client) backoff(round int) time.Duration {
+	d := c.backoff0
+	for range min(round, 10) {
+		d *= 2
+	}
+	d = min(d, maxBackoff)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (c *Client) attempt(ctx context.Context, base string, r *request, payload []byte, out any) (int, *attemptError) {
+	timeout := r.timeout
+	if timeout == 0 {
+		timeout = c.timeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := c.newRequest(actx, base, r.method, r.path, r.query, payload)
+	if err != nil {
+		return 0, &attemptError{err: err, settled: true}
+	}
+	hc := c.hc
+	if !r.idempotent {
+		hc = c.fresh
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, transportError(ctx, base, err)
+	}
+	defer drainClose(resp.Body)
+	if resp.StatusCode >= 400 {
+		e := decodeError(resp)
+		return resp.StatusCode, &attemptError{
+			err: e, retryAfter: e.RetryAfter, sent: true, settled: resp.StatusCode < 500,
+			retryable: resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout,
+		}
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			var se *json.SyntaxError
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &se) || errors.As(err, &te) {
+				return resp.StatusCode, &attemptError{err: fmt.Errorf("%s answered %d with a body that is not what the API describes: %w", base, resp.StatusCode, err), sent: true, settled: true}
+			}
+			// Cut off mid-answer: the node's trouble.
+			return resp.StatusCode, &attemptError{err: fmt.Errorf("%w: %s: reading the answer: %w", ErrUnavailable, base, err), retryable: true, sent: true}
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func (c *Client) newRequest(ctx context.Context, base, method, path string, q url.Values, payload []byte) (*http.Request, error) {
+	u := base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload) // rewindable: the transport may resend it on a stale connection
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", userAgent)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// transportError classifies a failure to get an answer at all.
+func transportError(ctx context.Context, base string, err error) *attemptError {
+	if ctx.Err() != nil {
+		// The caller gave up; not the node's fault.
+		return &attemptError{err: err, sent: !isDialError(err)}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within the request timeout: %w", err)
+	}
+	return &attemptError{err: fmt.Errorf("%w: %s: %w", ErrUnavailable, base, err), retryable: true, sent: !isDialError(err)}
+}
+
+// isDialError reports whether err happened while connecting, before a
+// byte of the request was written: only then is a retry of a call that is
+// not idempotent safe.
+func isDialError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// drainClose reads what is left of a body (a little) and closes it, so the
+// connection goes back to the pool instead of being torn down.
+func drainClose(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxErrorBody))
+	_ = body.Close()
+}
+
+// sleep waits for d or until ctx ends, whichever comes first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isJSON reports whether a Content-Type is JSON of any kind
+// (application/json, application/problem+json).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+func pathEscape(s string) string { return url.PathEscape(s) }

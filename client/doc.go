@@ -1,0 +1,59 @@
+// Package client is the Go client of baton, the distributed lock service
+// with fencing tokens. It speaks baton's HTTP API, turns the server's
+// problem+json answers back into errors that errors.Is and errors.As
+// understand, renews held locks in the background, and says when a lock is
+// lost. It imports nothing but the standard library.
+//
+// # The fencing pattern
+//
+// A lock alone cannot protect a resource: its holder may stall (a GC
+// pause, a frozen VM, a partition) for longer than the lease, wake up and
+// write, unaware that somebody else holds the lock by now. So every grant
+// carries a token, a number greater than any granted before; the holder
+// passes it with each write, and the resource refuses a write whose token
+// is below one it has already seen:
+//
+//	c, err := client.New() // BATON_ADDR, or http://127.0.0.1:8080
+//	if err != nil { … }
+//	lk, err := c.Acquire(ctx, "ledger-writer", client.AcquireOptions{TTL: 30 * time.Second, Wait: time.Minute})
+//	if err != nil { … } // errors.Is(err, client.ErrHeld) when the wait ran out
+//	defer lk.Release(context.Background())
+//
+//	// The storage checks the token. For storage that cannot, baton keeps
+//	// a fenced register that does:
+//	_, err = c.PutFenced(ctx, "ledger", lk.Token(), balance, "")
+//	if errors.Is(err, client.ErrStaleToken) {
+//		// A newer holder has written: we lost the lock at some point.
+//	}
+//
+// Stop working when Lost is closed: the lock was revoked or released
+// elsewhere, or its lease ran out, judged by this client's own clock,
+// before a renew got through:
+//
+//	select {
+//	case <-lk.Lost():
+//		log.Print(lk.Err()) // wraps client.ErrLockLost
+//	case <-workDone:
+//	}
+//
+// Lost can only fire after the fact, so the token check remains what makes
+// writes safe.
+//
+// # Errors
+//
+// Answers of the server are *Error values carrying the problem's code,
+// detail and members (the holder of a held lock, the largest token a
+// register has seen). errors.Is matches them against ErrHeld, ErrNotHeld,
+// ErrTokenMismatch, ErrStaleToken, ErrNotHolder, ErrSessionNotFound,
+// ErrNotFound, ErrInvalid and ErrUnavailable.
+//
+// # Retries and failover
+//
+// With several endpoints, calls go to the node that answered last and move
+// on when a node is unreachable or answers 503. Calls that are safe to
+// repeat (reads, renewals, releases by token, fenced writes) are retried,
+// with backoff honouring Retry-After, within the context's deadline. An
+// acquire, a session creation or a revoke is not repeated once it may have
+// reached a node: it fails with ErrUnavailable, and its outcome is
+// unknown. Each call's doc comment says which it is.
+package client

@@ -1,0 +1,160 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Match them with errors.Is; the *Error behind them, found
+// with errors.As, carries the server's details.
+var (
+	// ErrHeld: someone else holds the lock, or lock-delay forbids taking
+	// it (then RetryAfter says for how long). Error.Holder is the holder.
+	ErrHeld = errors.New("baton: lock held")
+	// ErrNotHeld: nobody holds the lock (with this token).
+	ErrNotHeld = errors.New("baton: lock not held")
+	// ErrTokenMismatch: the lock is held, but by another token.
+	ErrTokenMismatch = errors.New("baton: token does not hold the lock")
+	// ErrStaleToken: a fenced write carried a token below one already
+	// seen; Error.MaxToken is the largest.
+	ErrStaleToken = errors.New("baton: stale token")
+	// ErrNotHolder: a fenced write named a lock its token does not hold.
+	ErrNotHolder = errors.New("baton: token does not hold the named lock")
+	// ErrSessionNotFound: the session expired, was deleted or never existed.
+	ErrSessionNotFound = errors.New("baton: session not found")
+	// ErrNotFound: no such fenced value.
+	ErrNotFound = errors.New("baton: not found")
+	// ErrInvalid: the server rejected the request as malformed;
+	// Error.Field names the field at fault.
+	ErrInvalid = errors.New("baton: invalid request")
+	// ErrUnavailable: no node could serve the call (no etcd leader or
+	// quorum, node shutting down or unreachable). For a call that is not
+	// idempotent, the outcome is unknown: it may have taken effect.
+	ErrUnavailable = errors.New("baton: unavailable")
+	// ErrLockLost: a *Lock is no longer held, or may no longer be: see
+	// Lock.Err for why.
+	ErrLockLost = errors.New("baton: lock lost")
+)
+
+// Error is an error answer from a baton node: its RFC 9457 problem
+// document. errors.Is matches it against the sentinels by its Code.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Code is the server's stable, machine-readable code ("lock_held").
+	Code   string
+	Title  string
+	Detail string
+	// Field names the request field at fault (invalid_request).
+	Field string
+	// Holder is the lock's current holder (lock_held), if known.
+	Holder *LockInfo
+	// MaxToken is the largest token the resource has seen (stale_token).
+	MaxToken int64
+	// RetryAfter is how long the server asks to wait (lock-delay, 503).
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "baton: %d", e.Status)
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
+	}
+	switch {
+	case e.Detail != "":
+		b.WriteString(": " + e.Detail)
+	case e.Title != "":
+		b.WriteString(": " + e.Title)
+	}
+	return b.String()
+}
+
+// codes maps the server's problem codes to the sentinels.
+var codes = map[string]error{
+	"lock_held":         ErrHeld,
+	"not_held":          ErrNotHeld,
+	"token_mismatch":    ErrTokenMismatch,
+	"stale_token":       ErrStaleToken,
+	"not_holder":        ErrNotHolder,
+	"session_not_found": ErrSessionNotFound,
+	"not_found":         ErrNotFound,
+	"invalid_request":   ErrInvalid,
+	"unavailable":       ErrUnavailable,
+	"shutting_down":     ErrUnavailable,
+}
+
+// Is reports whether the answer means target, so that
+// errors.Is(err, ErrHeld) works on errors from the wire. Any 5xx counts as
+// ErrUnavailable: it comes from the node or a proxy, not from the request.
+func (e *Error) Is(target error) bool {
+	if target == ErrUnavailable && e.Status >= 500 {
+		return true
+	}
+	s, ok := codes[e.Code]
+	return ok && s == target
+}
+
+// wireProblem is the problem+json body the server sends.
+type wireProblem struct {
+	Type       string    `json:"type"`
+	Title      string    `json:"title"`
+	Status     int       `json:"status"`
+	Detail     string    `json:"detail"`
+	Code       string    `json:"code"`
+	Field      string    `json:"field"`
+	Holder     *wireLock `json:"holder"`
+	MaxToken   int64     `json:"max_token"`
+	RetryAfter int64     `json:"retry_after"`
+}
+
+// decodeError reads an error answer. Whatever the body, the result says
+// at least the status; a body that is not a problem document (a proxy's
+// HTML page, say) is quoted, briefly, as the detail.
+func decodeError(resp *http.Response) *Error {
+	e := &Error{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var p wireProblem
+	if isJSON(resp.Header.Get("Content-Type")) && json.Unmarshal(body, &p) == nil && p.Code != "" {
+		e.Code, e.Detail, e.Field, e.MaxToken = p.Code, p.Detail, p.Field, p.MaxToken
+		if p.Title != "" {
+			e.Title = p.Title
+		}
+		if p.Holder != nil {
+			h := p.Holder.info()
+			e.Holder = &h
+		}
+		if e.RetryAfter == 0 && p.RetryAfter > 0 {
+			e.RetryAfter = time.Duration(p.RetryAfter) * time.Second
+		}
+		return e
+	}
+	detail := strings.TrimSpace(string(body))
+	if len(detail) > 200 {
+		detail = detail[:200] + "…"
+	}
+	e.Detail = detail
+	return e
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(h string) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}

@@ -1,0 +1,253 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultIdleTimeout is how long a stream may stay silent before it is
+// taken for dead: the server sends a comment every 15s, so three missed
+// ones mean a connection that died without a word (a half-open TCP
+// connection after a partition never errors by itself).
+const defaultIdleTimeout = 45 * time.Second
+
+// maxEventLine bounds one line of the stream.
+const maxEventLine = 1 << 20
+
+// EventsOptions select an event stream.
+type EventsOptions struct {
+	// Lock keeps one lock's events only.
+	Lock string
+	// Since replays the events recorded after this revision first; 0
+	// means the events from now on.
+	Since int64
+	// IdleTimeout is how long the stream may stay silent, heartbeats
+	// included, before the client reconnects; 0 means 45s.
+	IdleTimeout time.Duration
+}
+
+// Events streams the audit trail (GET /v1/events, Server-Sent Events):
+// events in revision order, every one exactly once. When the stream
+// breaks (a node stops, a proxy cuts it, the client reads too slowly) it
+// reconnects by itself, to the next endpoint, with Last-Event-ID, and
+// resumes without a gap or a duplicate.
+//
+// With Since 0, Events asks for the current revision before it returns,
+// so every event recorded after Events returns is delivered (unless no
+// node answers then; the stream then starts from whenever one does).
+//
+// The event channel is closed when the stream ends: when ctx ends, or
+// when the server refuses the request itself with a 4xx (an invalid lock
+// name, say), which no reconnection can mend. The error channel then
+// yields why, once, and is closed. Read events promptly: a reader that
+// falls far behind is disconnected by the server, and resumes.
+func (c *Client) Events(ctx context.Context, o EventsOptions) (<-chan Event, <-chan error) {
+	evc := make(chan Event, 16)
+	errc := make(chan error, 1)
+	s := &eventStream{c: c, o: o, out: evc, since: o.Since, haveBase: o.Since > 0, endpoint: int(c.preferred.Load())}
+	if s.o.IdleTimeout <= 0 {
+		s.o.IdleTimeout = defaultIdleTimeout
+	}
+	if !s.haveBase {
+		s.fetchBase(ctx)
+	}
+	go func() {
+		err := s.run(ctx)
+		close(evc)
+		errc <- err
+		close(errc)
+	}()
+	return evc, errc
+}
+
+// eventStream is the state of Events across connections.
+type eventStream struct {
+	c   *Client
+	o   EventsOptions
+	out chan<- Event
+
+	// since is where the next connection resumes: the server sends the
+	// events recorded after it.
+	since    int64
+	haveBase bool
+	// last is the revision of the latest event delivered, and seen the
+	// events of that revision delivered so far. A connection may break in
+	// the middle of one revision's events, so a reconnection asks for
+	// that whole revision again and skips what was delivered.
+	last     int64
+	seen     map[eventKey]bool
+	endpoint int
+}
+
+// eventKey tells apart the events of one revision (one transaction).
+type eventKey struct {
+	typ, lock, session string
+	token              int64
+}
+
+func (s *eventStream) fetchBase(ctx context.Context) {
+	if ci, err := s.c.Cluster(ctx); err == nil {
+		s.since, s.haveBase = ci.Revision, true
+	}
+}
+
+func (s *eventStream) run(ctx context.Context) error {
+	failures := 0
+	for {
+		var retryAfter time.Duration
+		var err error
+		connected := false
+		if !s.haveBase {
+			// Without a revision to resume from, a reconnection could not
+			// tell what it missed: no stream until a node says where we are.
+			s.fetchBase(ctx)
+		}
+		if s.haveBase {
+			connected, retryAfter, err = s.connect(ctx)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var e *Error
+		if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests {
+			return fmt.Errorf("events: %w", err)
+		}
+		if connected {
+			failures = 0
+		} else {
+			failures++
+		}
+		s.endpoint = (s.endpoint + 1) % len(s.c.endpoints)
+		// Even after a stream that worked there is a short pause: a node
+		// that accepts and at once drops the stream must not make us spin.
+		if sleep(ctx, max(s.c.backoff(failures), min(retryAfter, maxRetryAfter))) != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// connect runs one connection until it breaks. connected reports whether
+// the server accepted it, so that a stream that worked resets the backoff.
+func (s *eventStream) connect(ctx context.Context) (connected bool, retryAfter time.Duration, err error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The request timeout bounds the wait for the answer's head only; then
+	// the idle timer watches the stream.
+	watchdog := time.AfterFunc(s.c.timeout, cancel)
+	defer watchdog.Stop()
+
+	q := url.Values{}
+	if s.o.Lock != "" {
+		q.Set("lock", s.o.Lock)
+	}
+	base := s.c.endpoints[s.endpoint]
+	req, err := s.c.newRequest(cctx, base, http.MethodGet, "/v1/events", q, nil)
+	if err != nil {
+		return false, 0, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	if from := s.resumeFrom(); from > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(from, 10))
+	}
+	resp, err := s.c.hc.Do(req)
+	if err != nil {
+		return false, 0, err
+	}
+	defer drainClose(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		e := decodeError(resp)
+		return false, e.RetryAfter, e
+	}
+	s.c.preferred.Store(int64(s.endpoint))
+	watchdog.Reset(s.o.IdleTimeout)
+	connected = true
+
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 4096), maxEventLine)
+	var data strings.Builder
+	var id, typ string
+	for sc.Scan() {
+		watchdog.Reset(s.o.IdleTimeout)
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		if line == "" { // a blank line ends a message
+			if data.Len() > 0 {
+				if err := s.dispatch(cctx, watchdog, id, typ, data.String()); err != nil {
+					return connected, 0, err
+				}
+			}
+			data.Reset()
+			id, typ = "", ""
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue // a comment: heartbeat, or why the server ends the stream
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "data":
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(value)
+		case "id":
+			id = value
+		case "event":
+			typ = value
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return connected, 0, fmt.Errorf("%w: %s: event stream: %w", ErrUnavailable, base, err)
+	}
+	return connected, 0, fmt.Errorf("%w: %s: event stream ended", ErrUnavailable, base)
+}
+
+// resumeFrom is the revision after which the next connection starts.
+func (s *eventStream) resumeFrom() int64 {
+	if s.last > 0 {
+		return s.last - 1 // the last revision again: it may have been cut short
+	}
+	return s.since
+}
+
+// dispatch delivers one message unless it was delivered before.
+func (s *eventStream) dispatch(ctx context.Context, watchdog *time.Timer, id, typ, data string) error {
+	var w wireEvent
+	if err := json.Unmarshal([]byte(data), &w); err != nil {
+		return fmt.Errorf("%w: event stream: bad event %.100q: %w", ErrUnavailable, data, err)
+	}
+	ev := w.event()
+	if ev.Revision == 0 {
+		ev.Revision, _ = strconv.ParseInt(id, 10, 64)
+	}
+	if ev.Type == "" {
+		ev.Type = typ
+	}
+	k := eventKey{typ: ev.Type, lock: ev.Lock, session: ev.Session, token: ev.Token}
+	if ev.Revision < s.last || ev.Revision == s.last && s.seen[k] || s.last == 0 && ev.Revision <= s.since {
+		return nil // delivered already, or from before where we resumed
+	}
+	// A slow reader must not be taken for a dead stream.
+	watchdog.Stop()
+	defer watchdog.Reset(s.o.IdleTimeout)
+	select {
+	case s.out <- ev:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Only now: an event not handed over must be asked for again.
+	if ev.Revision > s.last {
+		s.last, s.seen = ev.Revision, map[eventKey]bool{}
+	}
+	s.seen[k] = true
+	return nil
+}

@@ -1,0 +1,134 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+// The fencing pattern: each writer passes its lock's token with every
+// write, and the storage (here baton's own fenced register) refuses a
+// write whose token is older than one it has seen. A holder that stalled
+// and lost its lock without knowing can then do no harm.
+func Example() {
+	c, err := client.New(exampleServer())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+
+	// Worker 1 takes the lock and writes with its token.
+	w1, err := c.Acquire(ctx, "example-ledger-writer", client.AcquireOptions{Owner: "w1", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := c.PutFenced(ctx, "example-ledger", w1.Token(), map[string]int{"balance": 100}, ""); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("w1 wrote balance 100")
+
+	// Worker 1 stalls (a long GC pause, say). An operator revokes its
+	// lock; worker 2 takes it over and writes with its own, newer token.
+	if err := c.Revoke(ctx, "example-ledger-writer", "w1 stalled"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	w2, err := c.Acquire(ctx, "example-ledger-writer", client.AcquireOptions{Owner: "w2", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w2.Release(ctx)
+	if _, err := c.PutFenced(ctx, "example-ledger", w2.Token(), map[string]int{"balance": 90}, ""); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("w2 wrote balance 90, token greater than w1's:", w2.Token() > w1.Token())
+
+	// Worker 1 wakes up and writes with its old token: refused.
+	_, err = c.PutFenced(ctx, "example-ledger", w1.Token(), map[string]int{"balance": 0}, "")
+	fmt.Println("w1's late write refused as stale:", errors.Is(err, client.ErrStaleToken))
+	var e *client.Error
+	if errors.As(err, &e) {
+		fmt.Println("the register has seen w2's token:", e.MaxToken == w2.Token())
+	}
+
+	v, err := c.GetFenced(ctx, "example-ledger")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("stored:", string(v.Value))
+
+	// And worker 1's release tells it what happened.
+	err = w1.Release(ctx)
+	fmt.Println("w1 had lost its lock:", errors.Is(err, client.ErrLockLost), errors.Is(err, client.ErrTokenMismatch))
+	// Output:
+	// w1 wrote balance 100
+	// w2 wrote balance 90, token greater than w1's: true
+	// w1's late write refused as stale: true
+	// the register has seen w2's token: true
+	// stored: {"balance":90}
+	// w1 had lost its lock: true true
+}
+
+// A lock taken by someone else fails with ErrHeld, and the error tells
+// who holds it.
+func ExampleClient_TryAcquire() {
+	c, err := client.New(exampleServer())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	lk, err := c.Acquire(ctx, "example-nightly-recon", client.AcquireOptions{Owner: "cron@host-a"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lk.Release(ctx)
+
+	_, err = c.TryAcquire(ctx, "example-nightly-recon", client.AcquireOptions{Owner: "cron@host-b"})
+	var e *client.Error
+	if errors.Is(err, client.ErrHeld) && errors.As(err, &e) {
+		fmt.Println("held by", e.Holder.Owner, "with the token we hold:", e.Holder.Token == lk.Token())
+	}
+	// Output:
+	// held by cron@host-a with the token we hold: true
+}
+
+// Lost closes when the lock is known lost; stop the protected work then.
+func ExampleLock_Lost() {
+	c, err := client.New(exampleServer())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	lk, err := c.Acquire(ctx, "example-leader", client.AcquireOptions{Owner: "leader-1", TTL: 3 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lk.Release(ctx)
+
+	// Somebody revokes it; the next renew, within a second, finds out.
+	if err := c.Revoke(ctx, "example-leader", "failover drill"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	select {
+	case <-lk.Lost():
+		fmt.Println("lost:", errors.Is(lk.Err(), client.ErrLockLost), errors.Is(lk.Err(), client.ErrNotHeld))
+	case <-time.After(10 * time.Second):
+		fmt.Println("still held?")
+	}
+	// Output:
+	// lost: true true
+}

@@ -1,0 +1,209 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// LockInfo describes a held lock.
+type LockInfo struct {
+	Name  string
+	Owner string
+	// Token is the fencing token: greater than every token granted before
+	// it, for any lock. Pass it to whatever the lock protects.
+	Token int64
+	// Session is the session the lock lives in, empty when it has a lease
+	// of its own.
+	Session string
+	// TTL is the lease's TTL as etcd granted it.
+	TTL        time.Duration
+	AcquiredAt time.Time
+	// ExpiresAt is when the lease runs out unless renewed, by the server's
+	// clock; it may be up to a second early, never late.
+	ExpiresAt time.Time
+	LockDelay time.Duration
+	Metadata  map[string]string
+	// Waiters is the queue, first served first; only Get fills it in.
+	Waiters []Waiter
+}
+
+// Waiter is an acquire queued for a lock.
+type Waiter struct {
+	Owner    string
+	Session  string
+	Position int
+	Since    time.Time
+}
+
+// Session is a lease that many locks share.
+type Session struct {
+	ID        string
+	Owner     string
+	TTL       time.Duration
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// Locks are the names of the locks held in the session.
+	Locks []string
+}
+
+// Event is an entry of the audit trail.
+type Event struct {
+	// Revision is the etcd revision at which the event was recorded;
+	// events of one transaction share it.
+	Revision int64
+	Time     time.Time
+	// Type is acquired, released, expired, revoked or session_expired.
+	Type    string
+	Lock    string
+	Owner   string
+	Token   int64
+	Session string
+	Detail  string
+}
+
+// FencedValue is a fenced register's content.
+type FencedValue struct {
+	Resource string
+	// Token is the token of the write that stored Value.
+	Token int64
+	Value json.RawMessage
+	// Revision is the etcd revision of that write.
+	Revision int64
+}
+
+// ClusterInfo describes the etcd cluster behind the service.
+type ClusterInfo struct {
+	Members []Member
+	// Leader is the leading member's ID.
+	Leader   string
+	RaftTerm uint64
+	// Revision is etcd's current revision; tokens and event revisions
+	// are on the same scale.
+	Revision int64
+}
+
+// Member is an etcd member.
+type Member struct {
+	ID         string
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+	IsLeader   bool
+}
+
+// The wire types mirror the server's JSON. Durations travel as Go
+// duration strings and times as RFC 3339 strings.
+
+type wireDuration time.Duration
+
+func (d *wireDuration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = wireDuration(v)
+	return nil
+}
+
+type wireTime time.Time
+
+func (t *wireTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s == "" {
+		*t = wireTime{}
+		return nil
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = wireTime(v)
+	return nil
+}
+
+type wireLock struct {
+	Name       string            `json:"name"`
+	Owner      string            `json:"owner"`
+	Token      int64             `json:"token"`
+	Session    string            `json:"session"`
+	TTL        wireDuration      `json:"ttl"`
+	AcquiredAt wireTime          `json:"acquired_at"`
+	ExpiresAt  wireTime          `json:"expires_at"`
+	LockDelay  wireDuration      `json:"lock_delay"`
+	Metadata   map[string]string `json:"metadata"`
+	Waiters    []struct {
+		Owner    string   `json:"owner"`
+		Session  string   `json:"session"`
+		Position int      `json:"position"`
+		Since    wireTime `json:"since"`
+	} `json:"waiters"`
+}
+
+func (w *wireLock) info() LockInfo {
+	l := LockInfo{
+		Name: w.Name, Owner: w.Owner, Token: w.Token, Session: w.Session, TTL: time.Duration(w.TTL),
+		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), LockDelay: time.Duration(w.LockDelay),
+		Metadata: w.Metadata,
+	}
+	for _, x := range w.Waiters {
+		l.Waiters = append(l.Waiters, Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since)})
+	}
+	return l
+}
+
+type wireSession struct {
+	ID        string       `json:"id"`
+	Owner     string       `json:"owner"`
+	TTL       wireDuration `json:"ttl"`
+	CreatedAt wireTime     `json:"created_at"`
+	ExpiresAt wireTime     `json:"expires_at"`
+	Locks     []string     `json:"locks"`
+}
+
+func (w *wireSession) session() *Session {
+	return &Session{
+		ID: w.ID, Owner: w.Owner, TTL: time.Duration(w.TTL),
+		CreatedAt: time.Time(w.CreatedAt), ExpiresAt: time.Time(w.ExpiresAt), Locks: w.Locks,
+	}
+}
+
+type wireEvent struct {
+	Revision int64    `json:"revision"`
+	Time     wireTime `json:"time"`
+	Type     string   `json:"type"`
+	Lock     string   `json:"lock"`
+	Owner    string   `json:"owner"`
+	Token    int64    `json:"token"`
+	Session  string   `json:"session"`
+	Detail   string   `json:"detail"`
+}
+
+func (w *wireEvent) event() Event {
+	return Event{
+		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Lock: w.Lock,
+		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail,
+	}
+}
+
+type wireFenced struct {
+	Resource string          `json:"resource"`
+	Token    int64           `json:"token"`
+	Value    json.RawMessage `json:"value"`
+	Revision int64           `json:"revision"`
+}
+
+func (w *wireFenced) fenced() *FencedValue {
+	return &FencedValue{Resource: w.Resource, Token: w.Token, Value: w.Value, Revision: w.Revision}
+}

@@ -1,0 +1,563 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-dev/baton/client"
+)
+
+// Exit codes; see the package doc.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitHeld        = 3
+	ExitNotHeld     = 4
+	ExitStale       = 5
+	ExitUnavailable = 6
+	ExitLost        = 10
+)
+
+// ExitError carries the exit code a command wants. Quiet ones (a child's
+// own exit code) need no message: the child spoke for itself.
+type ExitError struct {
+	Code  int
+	Err   error
+	Quiet bool
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode maps an error from a command to the process's exit code.
+func ExitCode(err error) int {
+	var ee *ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.Code
+	case errors.Is(err, client.ErrHeld):
+		return ExitHeld
+	case errors.Is(err, client.ErrNotHeld), errors.Is(err, client.ErrNotFound), errors.Is(err, client.ErrSessionNotFound):
+		return ExitNotHeld
+	case errors.Is(err, client.ErrTokenMismatch), errors.Is(err, client.ErrStaleToken), errors.Is(err, client.ErrNotHolder):
+		return ExitStale
+	case errors.Is(err, client.ErrUnavailable):
+		return ExitUnavailable
+	case errors.Is(err, client.ErrInvalid), isUsage(err):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// Usage marks err as a usage error (exit code 2); main uses it for cobra's
+// flag errors.
+func Usage(err error) error { return usageError{err} }
+
+// exactArgs is cobra.ExactArgs with a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %d argument(s), got %d; see %s --help", cmd.CommandPath(), n, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// noArgs is noArgs with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments; see %s --help", cmd.CommandPath(), cmd.CommandPath())
+	}
+	return nil
+}
+
+// globals are the flags every client subcommand takes.
+type globals struct {
+	addr   string
+	output string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func (g *globals) client() (*client.Client, error) {
+	cfg := client.DefaultConfig()
+	if g.addr != "" {
+		cfg.Endpoints = strings.Split(g.addr, ",")
+	}
+	return client.NewWithConfig(cfg)
+}
+
+func (g *globals) json() bool { return g.output == "json" }
+
+func (g *globals) printJSON(v any) error {
+	enc := json.NewEncoder(g.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Commands returns the client subcommands, sharing --addr and --output.
+func Commands() []*cobra.Command {
+	g := &globals{stdout: os.Stdout, stderr: os.Stderr}
+	cmds := []*cobra.Command{
+		acquireCmd(g), releaseCmd(g), renewCmd(g), statusCmd(g), listCmd(g),
+		historyCmd(g), revokeCmd(g), watchCmd(g), sessionsCmd(g), execCmd(g),
+	}
+	for _, c := range cmds {
+		addGlobals(c, g)
+	}
+	return cmds
+}
+
+func addGlobals(c *cobra.Command, g *globals) {
+	c.PersistentFlags().StringVar(&g.addr, "addr", "", "baton address(es), comma-separated (env BATON_ADDR; default http://127.0.0.1:8080)")
+	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if g.output != "table" && g.output != "json" {
+			return usagef("--output must be table or json, not %q", g.output)
+		}
+		g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return nil
+	}
+	c.SilenceUsage = true
+}
+
+func parseMeta(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	md := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--meta takes KEY=VALUE, not %q", kv)
+		}
+		md[k] = v
+	}
+	return md, nil
+}
+
+func acquireCmd(g *globals) *cobra.Command {
+	var o client.AcquireOptions
+	var meta []string
+	c := &cobra.Command{
+		Use:   "acquire NAME",
+		Short: "Take a lock once and print its fencing token (it is not renewed)",
+		Long: `Take a lock and print it with its fencing token. The lock is not renewed:
+it ends after its TTL unless renewed ("baton renew") or released ("baton
+release"). To hold a lock while a command runs, use "baton exec".`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			md, err := parseMeta(meta)
+			if err != nil {
+				return err
+			}
+			o.Metadata = md
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			l, err := cl.AcquireOnce(cmd.Context(), args[0], o)
+			if err != nil {
+				return heldDetail(err)
+			}
+			return g.showLock(l)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Owner, "owner", defaultOwner(), "owner label for people and the audit trail")
+	f.DurationVar(&o.TTL, "ttl", 0, "lease TTL (default 30s; not with --session)")
+	f.DurationVar(&o.Wait, "wait", 0, "queue for the lock this long if it is held")
+	f.DurationVar(&o.LockDelay, "lock-delay", 0, "forbid re-acquiring for this long after an expiry or revoke")
+	f.StringVar(&o.Session, "session", "", "acquire within this session")
+	f.StringArrayVar(&meta, "meta", nil, "metadata KEY=VALUE (repeatable)")
+	return c
+}
+
+// heldDetail adds the holder to a lock_held error's message.
+func heldDetail(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Holder != nil {
+		return fmt.Errorf("%w (held by %q with token %d until %s)", err, ce.Holder.Owner, ce.Holder.Token, ce.Holder.ExpiresAt.Format(time.RFC3339))
+	}
+	return err
+}
+
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	if u := os.Getenv("USER"); u != "" {
+		return u + "@" + host
+	}
+	return host
+}
+
+func releaseCmd(g *globals) *cobra.Command {
+	var token int64
+	c := &cobra.Command{
+		Use:   "release NAME --token N",
+		Short: "Release a lock held with the given token",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if token <= 0 {
+				return usagef("--token is required")
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			if err := cl.Release(cmd.Context(), args[0], token); err != nil {
+				return err
+			}
+			if !g.json() {
+				fmt.Fprintf(g.stdout, "released %s (token %d)\n", args[0], token)
+			}
+			return nil
+		},
+	}
+	c.Flags().Int64Var(&token, "token", 0, "the fencing token of the hold")
+	return c
+}
+
+func renewCmd(g *globals) *cobra.Command {
+	var token int64
+	c := &cobra.Command{
+		Use:   "renew NAME --token N",
+		Short: "Renew a lock's lease",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if token <= 0 {
+				return usagef("--token is required")
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			l, err := cl.Renew(cmd.Context(), args[0], token)
+			if err != nil {
+				return err
+			}
+			return g.showLock(l)
+		},
+	}
+	c.Flags().Int64Var(&token, "token", 0, "the fencing token of the hold")
+	return c
+}
+
+func statusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a lock's holder and queue",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			l, err := cl.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return g.showLock(l)
+		},
+	}
+}
+
+func (g *globals) showLock(l *client.LockInfo) error {
+	if g.json() {
+		return g.printJSON(lockJSON(l))
+	}
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "name\t%s\n", l.Name)
+	fmt.Fprintf(w, "owner\t%s\n", l.Owner)
+	fmt.Fprintf(w, "token\t%d\n", l.Token)
+	if l.Session != "" {
+		fmt.Fprintf(w, "session\t%s\n", l.Session)
+	}
+	fmt.Fprintf(w, "ttl\t%s\n", l.TTL)
+	fmt.Fprintf(w, "acquired\t%s\n", l.AcquiredAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "expires\t%s (in %s)\n", l.ExpiresAt.Local().Format(time.RFC3339), time.Until(l.ExpiresAt).Round(time.Second))
+	for _, k := range sortedKeys(l.Metadata) {
+		fmt.Fprintf(w, "meta %s\t%s\n", k, l.Metadata[k])
+	}
+	for _, wt := range l.Waiters {
+		fmt.Fprintf(w, "waiter %d\t%s (since %s)\n", wt.Position, wt.Owner, wt.Since.Local().Format(time.RFC3339))
+	}
+	return w.Flush()
+}
+
+func lockJSON(l *client.LockInfo) map[string]any {
+	m := map[string]any{
+		"name": l.Name, "owner": l.Owner, "token": l.Token, "ttl": l.TTL.String(),
+		"acquired_at": l.AcquiredAt, "expires_at": l.ExpiresAt, "metadata": l.Metadata,
+	}
+	if l.Session != "" {
+		m["session"] = l.Session
+	}
+	if len(l.Waiters) > 0 {
+		m["waiters"] = l.Waiters
+	}
+	return m
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func listCmd(g *globals) *cobra.Command {
+	var prefix string
+	var limit int
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List held locks",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			var all []client.LockInfo
+			cursor := ""
+			for {
+				page, next, err := cl.Locks(cmd.Context(), client.ListOptions{Prefix: prefix, Cursor: cursor, Limit: min(limit-len(all), 1000)})
+				if err != nil {
+					return err
+				}
+				all = append(all, page...)
+				if next == "" || len(all) >= limit {
+					break
+				}
+				cursor = next
+			}
+			if g.json() {
+				out := make([]map[string]any, len(all))
+				for i := range all {
+					out[i] = lockJSON(&all[i])
+				}
+				return g.printJSON(out)
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tOWNER\tTOKEN\tSESSION\tEXPIRES IN")
+			for _, l := range all {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", l.Name, l.Owner, l.Token, dash(l.Session), time.Until(l.ExpiresAt).Round(time.Second))
+			}
+			return w.Flush()
+		},
+	}
+	c.Flags().StringVar(&prefix, "prefix", "", "only locks whose name starts with this")
+	c.Flags().IntVar(&limit, "limit", 1000, "at most this many locks")
+	return c
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func historyCmd(g *globals) *cobra.Command {
+	var o client.HistoryOptions
+	var types string
+	c := &cobra.Command{
+		Use:   "history",
+		Short: "Show the audit trail, newest first",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if types != "" {
+				o.Types = strings.Split(types, ",")
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			evs, _, err := cl.History(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				return g.printJSON(evs)
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "REVISION\tTIME\tTYPE\tLOCK\tOWNER\tTOKEN\tDETAIL")
+			for _, e := range evs {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Revision, e.Time.Local().Format(time.RFC3339), e.Type, e.Lock, e.Owner, e.Token, e.Detail)
+			}
+			return w.Flush()
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Lock, "lock", "", "only this lock's events")
+	f.StringVar(&o.Owner, "owner", "", "only this owner's events")
+	f.StringVar(&types, "type", "", "only these types, comma-separated")
+	f.IntVar(&o.Limit, "limit", 50, "how many events")
+	f.Int64Var(&o.Before, "before", 0, "only events before this revision")
+	return c
+}
+
+func revokeCmd(g *globals) *cobra.Command {
+	var reason string
+	c := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Forcibly release a lock, whoever holds it (operators)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			if err := cl.Revoke(cmd.Context(), args[0], reason); err != nil {
+				return err
+			}
+			if !g.json() {
+				fmt.Fprintf(g.stdout, "revoked %s\n", args[0])
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	return c
+}
+
+func watchCmd(g *globals) *cobra.Command {
+	var o client.EventsOptions
+	c := &cobra.Command{
+		Use:   "watch",
+		Short: "Stream events as they happen (until interrupted)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			evs, errc := cl.Events(ctx, o)
+			enc := json.NewEncoder(g.stdout)
+			for ev := range evs {
+				if g.json() {
+					if err := enc.Encode(ev); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(g.stdout, "%d\t%s\t%-15s %s\towner=%s token=%d %s\n", ev.Revision, ev.Time.Local().Format(time.RFC3339), ev.Type, ev.Lock, ev.Owner, ev.Token, ev.Detail)
+			}
+			if err := <-errc; err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&o.Lock, "lock", "", "only this lock's events")
+	c.Flags().Int64Var(&o.Since, "since", 0, "replay events after this revision first")
+	return c
+}
+
+func sessionsCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "sessions", Short: "Create, show, renew and delete sessions"}
+	var ttl time.Duration
+	var owner string
+	create := &cobra.Command{
+		Use: "create", Short: "Create a session", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := cl.CreateSession(cmd.Context(), owner, ttl)
+			if err != nil {
+				return err
+			}
+			return g.showSession(s)
+		},
+	}
+	create.Flags().DurationVar(&ttl, "ttl", 0, "session TTL (default 30s)")
+	create.Flags().StringVar(&owner, "owner", defaultOwner(), "owner label")
+	get := &cobra.Command{
+		Use: "get ID", Short: "Show a session", Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := cl.GetSession(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return g.showSession(s)
+		},
+	}
+	renew := &cobra.Command{
+		Use: "renew ID", Short: "Renew a session", Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := cl.RenewSession(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return g.showSession(s)
+		},
+	}
+	del := &cobra.Command{
+		Use: "delete ID", Short: "Delete a session, releasing its locks", Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			if err := cl.DeleteSession(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			if !g.json() {
+				fmt.Fprintf(g.stdout, "deleted session %s\n", args[0])
+			}
+			return nil
+		},
+	}
+	c.AddCommand(create, get, renew, del)
+	return c
+}
+
+func (g *globals) showSession(s *client.Session) error {
+	if g.json() {
+		return g.printJSON(s)
+	}
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "id\t%s\nowner\t%s\nttl\t%s\nexpires\t%s\nlocks\t%s\n", s.ID, s.Owner, s.TTL,
+		s.ExpiresAt.Local().Format(time.RFC3339), dash(strings.Join(s.Locks, ", ")))
+	return w.Flush()
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return notifyContext(parent)
+}

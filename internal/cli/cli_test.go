@@ -1,0 +1,262 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/server"
+)
+
+// batonBin is the real baton binary, built once: exec's signal handling
+// and exit codes are only real in a real process.
+var (
+	buildOnce sync.Once
+	batonBin  string
+	buildErr  error
+)
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "baton-cli-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		batonBin = filepath.Join(dir, "baton")
+		out, err := exec.Command("go", "build", "-o", batonBin, "../..").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return batonBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if batonBin != "" {
+		os.RemoveAll(filepath.Dir(batonBin))
+	}
+	os.Exit(code)
+}
+
+// startServer runs a real baton server (engine over embedded etcd).
+func startServer(t *testing.T) (*lock.Engine, string) {
+	t.Helper()
+	m := testetcd.Start(t)
+	eng, err := lock.New(context.Background(), m.Client(), lock.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	ts := httptest.NewServer(server.New(server.Config{Engine: eng}).Handler())
+	t.Cleanup(ts.Close)
+	return eng, ts.URL
+}
+
+// run runs the baton binary against addr and returns its output and exit code.
+func run(t *testing.T, addr string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("run baton %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
+	}
+}
+
+func held(addr, name string) bool {
+	resp, err := http.Get(addr + "/v1/locks/" + name)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200
+}
+
+func TestCLI_AcquireStatusReleaseAndExitCodes(t *testing.T) {
+	_, addr := startServer(t)
+	out, errs, code := run(t, addr, "acquire", "job", "--owner", "me", "--ttl", "1m", "-o", "json")
+	if code != 0 {
+		t.Fatalf("acquire: code %d, %s", code, errs)
+	}
+	var l struct {
+		Token int64  `json:"token"`
+		Owner string `json:"owner"`
+	}
+	if err := json.Unmarshal([]byte(out), &l); err != nil || l.Token <= 0 || l.Owner != "me" {
+		t.Fatalf("acquire -o json: %q (%v)", out, err)
+	}
+	if _, errs, code := run(t, addr, "acquire", "job", "--owner", "other"); code != 3 || !strings.Contains(errs, `"me"`) {
+		t.Fatalf("acquire of a held lock: code %d, stderr %q; want 3 naming the holder", code, errs)
+	}
+	if out, _, code := run(t, addr, "status", "job"); code != 0 || !strings.Contains(out, "owner") || !strings.Contains(out, strconv.FormatInt(l.Token, 10)) {
+		t.Fatalf("status: code %d, %q", code, out)
+	}
+	if out, _, code := run(t, addr, "list"); code != 0 || !strings.Contains(out, "job") || !strings.HasPrefix(out, "NAME") {
+		t.Fatalf("list: code %d, %q", code, out)
+	}
+	if _, _, code := run(t, addr, "release", "job", "--token", strconv.FormatInt(l.Token-1, 10)); code != 5 {
+		t.Fatalf("release with a stale token: code %d, want 5", code)
+	}
+	if _, errs, code := run(t, addr, "release", "job", "--token", strconv.FormatInt(l.Token, 10)); code != 0 {
+		t.Fatalf("release: code %d, %s", code, errs)
+	}
+	if _, _, code := run(t, addr, "status", "job"); code != 4 {
+		t.Fatalf("status of a free lock: code %d, want 4", code)
+	}
+	if _, _, code := run(t, addr, "release", "job"); code != 2 {
+		t.Fatalf("release without --token: code %d, want 2", code)
+	}
+	if _, _, code := run(t, addr, "status"); code != 2 {
+		t.Fatalf("status without a name: code %d, want 2", code)
+	}
+	if out, _, code := run(t, addr, "history", "--lock", "job"); code != 0 || !strings.Contains(out, "released") || !strings.Contains(out, "acquired") {
+		t.Fatalf("history: code %d, %q", code, out)
+	}
+}
+
+func TestExec_PropagatesTheExitCodeAndReleases(t *testing.T) {
+	_, addr := startServer(t)
+	out, _, code := run(t, addr, "exec", "job", "--", "sh", "-c", `echo "$BATON_LOCK $BATON_TOKEN"; exit 7`)
+	if code != 7 {
+		t.Fatalf("exit code %d, want the command's 7", code)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 || f[0] != "job" {
+		t.Fatalf("command saw %q, want BATON_LOCK and BATON_TOKEN", out)
+	}
+	if tok, err := strconv.ParseInt(f[1], 10, 64); err != nil || tok <= 0 {
+		t.Fatalf("BATON_TOKEN %q", f[1])
+	}
+	if held(addr, "job") {
+		t.Fatal("lock still held after the command exited")
+	}
+}
+
+func TestExec_TwoConcurrentExecsNeverOverlap(t *testing.T) {
+	_, addr := startServer(t)
+	logf := filepath.Join(t.TempDir(), "log")
+	script := fmt.Sprintf(`echo "start $BATON_TOKEN" >> %[1]s; sleep 0.3; echo "end $BATON_TOKEN" >> %[1]s`, logf)
+	var wg sync.WaitGroup
+	codes := make([]int, 4)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, codes[i] = run(t, addr, "exec", "--wait", "30s", "shared", "--", "sh", "-c", script)
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 0 {
+			t.Fatalf("exec %d exited %d", i, c)
+		}
+	}
+	b, err := os.ReadFile(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("log %q", lines)
+	}
+	last := int64(0)
+	for i := 0; i < len(lines); i += 2 {
+		var s, e int64
+		if _, err := fmt.Sscanf(lines[i], "start %d", &s); err != nil {
+			t.Fatalf("line %d %q: want a start (runs overlapped): %q", i, lines[i], lines)
+		}
+		if _, err := fmt.Sscanf(lines[i+1], "end %d", &e); err != nil || e != s {
+			t.Fatalf("line %d %q: want the end of token %d (runs overlapped): %q", i+1, lines[i+1], s, lines)
+		}
+		if s <= last {
+			t.Fatalf("tokens did not increase: %q", lines)
+		}
+		last = s
+	}
+}
+
+func TestExec_RevokingTheLockStopsTheCommand(t *testing.T) {
+	_, addr := startServer(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "running")
+	script := fmt.Sprintf(`trap 'echo got-TERM; exit 0' TERM; touch %s; while :; do sleep 0.05; done`, marker)
+	type result struct {
+		out, errs string
+		code      int
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, e, c := run(t, addr, "exec", "--kill-after", "5s", "job", "--", "sh", "-c", script)
+		done <- result{o, e, c}
+	}()
+	waitFor(t, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
+	resp, err := http.Post(addr+"/v1/locks/job/revoke", "application/json", strings.NewReader(`{"reason":"test"}`))
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("revoke: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	select {
+	case r := <-done:
+		if r.code != 10 || !strings.Contains(r.out, "got-TERM") || !strings.Contains(r.errs, "lost") {
+			t.Fatalf("after revoke: code %d, stdout %q, stderr %q; want 10, the command's TERM handler, and a message", r.code, r.out, r.errs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("exec still running 30 s after its lock was revoked")
+	}
+}
+
+func TestExec_HeldLockExits3WithoutRunningTheCommand(t *testing.T) {
+	_, addr := startServer(t)
+	if _, _, code := run(t, addr, "acquire", "job", "--ttl", "1m"); code != 0 {
+		t.Fatal("acquire")
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	_, errs, code := run(t, addr, "exec", "job", "--", "touch", marker)
+	if code != 3 {
+		t.Fatalf("code %d (%s), want 3", code, errs)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran without the lock")
+	}
+}

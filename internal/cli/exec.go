@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/baton-dev/baton/client"
+)
+
+// forwarded are the signals "baton exec" passes on to its command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+func notifyContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+func execCmd(g *globals) *cobra.Command {
+	var o client.AcquireOptions
+	var killAfter time.Duration
+	c := &cobra.Command{
+		Use:   "exec [flags] NAME -- CMD [ARGS...]",
+		Short: "Run a command only while holding a lock",
+		Long: `exec takes NAME, runs CMD while it holds it (renewing the lock in the
+background), and releases it when CMD exits, exiting with CMD's exit code.
+CMD gets BATON_LOCK (the name) and BATON_TOKEN (the fencing token) in its
+environment: pass the token to whatever the lock protects.
+
+Signals sent to exec (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)
+are forwarded to CMD. If the lock is lost while CMD runs (revoked, expired,
+renewal refused, or baton unreachable for longer than the TTL), exec sends
+CMD SIGTERM, then SIGKILL after --kill-after, and exits with code 10.
+If the lock is held and --wait runs out, exec exits with code 3 without
+running CMD.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
+				return usagef("usage: baton exec [flags] NAME -- CMD [ARGS...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			return runExec(cmd.Context(), g, cl, args[0], args[1:], o, killAfter)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Owner, "owner", defaultOwner(), "owner label for people and the audit trail")
+	f.DurationVar(&o.TTL, "ttl", 30*time.Second, "lock TTL; the lock is renewed at about a third of it")
+	f.DurationVar(&o.Wait, "wait", 0, "queue for the lock this long if it is held (default: fail at once)")
+	f.DurationVar(&o.LockDelay, "lock-delay", 0, "forbid re-acquiring for this long after an expiry or revoke")
+	f.DurationVar(&killAfter, "kill-after", 10*time.Second, "after the lock is lost, wait this long after SIGTERM before SIGKILL")
+	return c
+}
+
+func runExec(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.AcquireOptions, killAfter time.Duration) error {
+	// Signals that arrive while we wait for the lock end the wait; once
+	// CMD runs they are CMD's.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+	actx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	l, err := cl.Acquire(actx, name, o)
+	cancel()
+	if err != nil {
+		return heldDetail(err)
+	}
+	defer func() {
+		rctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		if err := l.Release(rctx); err != nil && !errors.Is(err, client.ErrLockLost) {
+			fmt.Fprintf(g.stderr, "baton exec: release %s: %v\n", name, err)
+		}
+	}()
+
+	child := exec.Command(argv[0], argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, g.stdout, g.stderr
+	child.Env = append(os.Environ(), "BATON_LOCK="+name, "BATON_TOKEN="+strconv.FormatInt(l.Token(), 10))
+	if err := child.Start(); err != nil {
+		return &ExitError{Code: 127, Err: fmt.Errorf("start %s: %w", argv[0], err)}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+
+	lost := l.Lost()
+	var kill <-chan time.Time
+	lostErr := error(nil)
+	for {
+		select {
+		case s := <-sigs:
+			_ = child.Process.Signal(s)
+		case <-lost:
+			lost = nil
+			lostErr = l.Err()
+			fmt.Fprintf(g.stderr, "baton exec: lock %s lost (%v); stopping %s\n", name, lostErr, argv[0])
+			_ = child.Process.Signal(syscall.SIGTERM)
+			t := time.NewTimer(killAfter)
+			defer t.Stop()
+			kill = t.C
+		case <-kill:
+			fmt.Fprintf(g.stderr, "baton exec: %s still running %s after SIGTERM; killing it\n", argv[0], killAfter)
+			_ = child.Process.Kill()
+			kill = nil
+		case err := <-exited:
+			if lostErr != nil {
+				return &ExitError{Code: ExitLost, Err: fmt.Errorf("lock %s lost while %s ran: %w", name, argv[0], lostErr)}
+			}
+			return childExit(err)
+		}
+	}
+}
+
+// childExit turns CMD's end into exec's: its exit code, or 128+signal.
+func childExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return &ExitError{Code: 128 + int(ws.Signal()), Err: fmt.Errorf("command killed by %s", ws.Signal()), Quiet: true}
+		}
+		return &ExitError{Code: ee.ExitCode(), Err: fmt.Errorf("command exited with %d", ee.ExitCode()), Quiet: true}
+	}
+	return err
+}
