@@ -195,14 +195,24 @@ release"). To hold a lock while a command runs, use "baton exec".`,
 	return c
 }
 
-// heldDetail adds the holder to a lock_held error's message.
+// heldDetail says who holds the lock, in place of the wire error's text;
+// the error still matches client.ErrHeld for the exit code.
 func heldDetail(err error) error {
 	var ce *client.Error
 	if errors.As(err, &ce) && ce.Holder != nil {
-		return fmt.Errorf("%w (held by %q with token %d until %s)", err, ce.Holder.Owner, ce.Holder.Token, ce.Holder.ExpiresAt.Format(time.RFC3339))
+		h := ce.Holder
+		return &friendly{msg: fmt.Sprintf("%s is held by %q with token %d until %s", h.Name, h.Owner, h.Token, h.ExpiresAt.Local().Format(time.RFC3339)), err: err}
 	}
 	return err
 }
+
+type friendly struct {
+	msg string
+	err error
+}
+
+func (f *friendly) Error() string { return f.msg }
+func (f *friendly) Unwrap() error { return f.err }
 
 func defaultOwner() string {
 	host, _ := os.Hostname()
@@ -307,9 +317,11 @@ func (g *globals) showLock(l *client.LockInfo) error {
 }
 
 func lockJSON(l *client.LockInfo) map[string]any {
+	// The same shape and time format as the HTTP API's Lock.
+	const ms = "2006-01-02T15:04:05.000Z07:00"
 	m := map[string]any{
 		"name": l.Name, "owner": l.Owner, "token": l.Token, "ttl": l.TTL.String(),
-		"acquired_at": l.AcquiredAt, "expires_at": l.ExpiresAt, "metadata": l.Metadata,
+		"acquired_at": l.AcquiredAt.UTC().Format(ms), "expires_at": l.ExpiresAt.UTC().Format(ms), "metadata": l.Metadata,
 	}
 	if l.Session != "" {
 		m["session"] = l.Session
