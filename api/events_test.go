@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,7 +190,13 @@ func TestHistory_FiltersByOwnerTypeAndTime(t *testing.T) {
 	s.release("f1", a.Token)
 	b := s.acquire("f2", `{"owner":"bob"}`)
 	s.do("POST", "/v1/locks/f2/revoke", `{"reason":"test"}`)
-	mid := time.Now().UTC()
+	// Event times have millisecond precision: cut at a millisecond
+	// boundary that has passed, so every event so far is before it and
+	// every later one at or after it.
+	mid := time.Now().UTC().Truncate(time.Millisecond).Add(time.Millisecond)
+	for time.Now().Before(mid) {
+		runtime.Gosched()
+	}
 	s.acquire("f3", `{"owner":"alice"}`)
 
 	cases := []struct {

@@ -85,19 +85,9 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 	if o.filtered() {
 		return e.filteredHistory(ctx, prefix, o)
 	}
-	opts := []clientv3.OpOption{
-		clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend),
-		clientv3.WithLimit(int64(o.Limit + 1)),
-	}
-	if o.Before > 0 {
-		opts = append(opts, clientv3.WithMaxModRev(o.Before-1))
-	}
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Get(octx, prefix, opts...)
+	resp, err := e.readAudit(ctx, prefix, o.Before, o.Limit+1)
 	if err != nil {
-		return nil, 0, e.etcdErr(ctx, "read history", err)
+		return nil, 0, err
 	}
 	kvs, next := resp.Kvs, int64(0)
 	if len(kvs) > o.Limit {
@@ -112,8 +102,10 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 			n--
 		}
 		if n == 0 {
+			octx, done := e.op(ctx)
 			group, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision),
 				clientv3.WithMinModRev(cut), clientv3.WithMaxModRev(cut))
+			done()
 			if err != nil {
 				return nil, 0, e.etcdErr(ctx, "read history", err)
 			}
@@ -143,19 +135,32 @@ func joinTypes(ts []EventType) string {
 	return strings.Join(s, ", ")
 }
 
-// filteredHistory serves filters etcd cannot apply: it reads every event
-// before o.Before (one read, sorted by etcd) and filters here. Its cost
-// grows with the events retained, like the unfiltered read's.
-func (e *Engine) filteredHistory(ctx context.Context, prefix string, o HistoryOptions) ([]Event, int64, error) {
+// readAudit reads the audit records under prefix recorded before before
+// (0: all), newest first, at most limit of them (0: all).
+func (e *Engine) readAudit(ctx context.Context, prefix string, before int64, limit int) (*clientv3.GetResponse, error) {
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend)}
-	if o.Before > 0 {
-		opts = append(opts, clientv3.WithMaxModRev(o.Before-1))
+	if limit > 0 {
+		opts = append(opts, clientv3.WithLimit(int64(limit)))
+	}
+	if before > 0 {
+		opts = append(opts, clientv3.WithMaxModRev(before-1))
 	}
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, prefix, opts...)
 	if err != nil {
-		return nil, 0, e.etcdErr(ctx, "read history", err)
+		return nil, e.etcdErr(ctx, "read history", err)
+	}
+	return resp, nil
+}
+
+// filteredHistory serves filters etcd cannot apply: it reads every event
+// before o.Before (one read, sorted by etcd) and filters here. Its cost
+// grows with the events retained, like the unfiltered read's.
+func (e *Engine) filteredHistory(ctx context.Context, prefix string, o HistoryOptions) ([]Event, int64, error) {
+	resp, err := e.readAudit(ctx, prefix, o.Before, 0)
+	if err != nil {
+		return nil, 0, err
 	}
 	var events []Event
 	for _, kv := range resp.Kvs {
