@@ -36,7 +36,7 @@ var docsTypes = map[string]string{
 // the rest is vendored Swagger UI, which changes only on an upgrade.
 var docsOurs = map[string]bool{"index.html": true, "swagger-initializer.js": true}
 
-// docsFile is one file of the docs directory, known at startup.
+// docsFile is one embedded file, read at startup.
 type docsFile struct {
 	body        []byte
 	contentType string
@@ -48,27 +48,8 @@ type docsFile struct {
 // /openapi.json) at /docs, from files embedded in the binary.
 func registerDocs(e *echo.Echo) {
 	files := docsIndex(openapi.UI)
-	serve := func(c echo.Context, name string) error {
-		f, ok := files[name]
-		if !ok {
-			return echo.ErrNotFound
-		}
-		h := c.Response().Header()
-		h.Set(echo.HeaderContentType, f.contentType)
-		h.Set("Etag", f.etag)
-		h.Set("Cache-Control", f.cache)
-		// ServeContent answers 304 to a matching If-None-Match, and ranges.
-		http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(f.body))
-		return nil
-	}
-	headers := func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			h := c.Response().Header()
-			h.Set("Content-Security-Policy", docsCSP)
-			h.Set(echo.HeaderXContentTypeOptions, "nosniff")
-			return next(c)
-		}
-	}
+	serve := files.serve
+	headers := pageHeaders(docsCSP, false)
 	index := func(c echo.Context) error { return serve(c, "index.html") }
 	e.GET("/docs", index, headers)
 	e.GET("/docs/*", func(c echo.Context) error {
@@ -84,8 +65,8 @@ func registerDocs(e *echo.Echo) {
 // server) with their headers. Hashing them once here gives every file a
 // strong ETag, so a browser revalidating the 1.7 MB bundle gets a 304 instead
 // of the bundle again (embedded files have no modification time to go by).
-func docsIndex(fsys fs.FS) map[string]docsFile {
-	files := make(map[string]docsFile)
+func docsIndex(fsys fs.FS) assets {
+	files := make(assets)
 	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -116,4 +97,41 @@ func docsIndex(fsys fs.FS) map[string]docsFile {
 		panic("server: reading the embedded docs: " + err.Error())
 	}
 	return files
+}
+
+// assets are embedded files by name, served with their type, ETag and
+// caching rule.
+type assets map[string]docsFile
+
+// serve answers with the file name, or a 404 problem.
+func (a assets) serve(c echo.Context, name string) error {
+	f, ok := a[name]
+	if !ok {
+		return echo.ErrNotFound
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, f.contentType)
+	h.Set("Etag", f.etag)
+	h.Set("Cache-Control", f.cache)
+	// ServeContent answers 304 to a matching If-None-Match, and ranges.
+	http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(f.body))
+	return nil
+}
+
+// pageHeaders sets the security headers of the pages people open: the
+// page's Content-Security-Policy, no content sniffing, and, for pages with
+// buttons that change things, no framing by other sites (which could
+// trick a click).
+func pageHeaders(csp string, denyFraming bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set("Content-Security-Policy", csp)
+			h.Set(echo.HeaderXContentTypeOptions, "nosniff")
+			if denyFraming {
+				h.Set(echo.HeaderXFrameOptions, "DENY")
+			}
+			return next(c)
+		}
+	}
 }

@@ -1,11 +1,8 @@
 package server
 
 import (
-	"bytes"
-	"net/http"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,29 +31,9 @@ func registerDashboard(e *echo.Echo) {
 		f.cache = "no-cache"
 		files[name] = f
 	}
-	serve := func(c echo.Context, name string) error {
-		f, ok := files[name]
-		if !ok {
-			return echo.ErrNotFound
-		}
-		h := c.Response().Header()
-		h.Set(echo.HeaderContentType, f.contentType)
-		h.Set("Etag", f.etag)
-		h.Set("Cache-Control", f.cache)
-		http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(f.body))
-		return nil
-	}
-	headers := func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			h := c.Response().Header()
-			h.Set("Content-Security-Policy", dashboardCSP)
-			h.Set(echo.HeaderXContentTypeOptions, "nosniff")
-			// The page has a Revoke button: no other site may frame it
-			// and trick a click.
-			h.Set(echo.HeaderXFrameOptions, "DENY")
-			return next(c)
-		}
-	}
+	serve := files.serve
+	// The page has a Revoke button: no other site may frame it.
+	headers := pageHeaders(dashboardCSP, true)
 	e.GET("/", func(c echo.Context) error { return serve(c, "index.html") }, headers)
 	e.GET(web.Prefix+"*", func(c echo.Context) error {
 		name := c.Param("*")
