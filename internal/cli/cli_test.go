@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,5 +259,72 @@ func TestExec_HeldLockExits3WithoutRunningTheCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the command ran without the lock")
+	}
+}
+
+func TestExec_ForwardsSignalsToTheCommand(t *testing.T) {
+	_, addr := startServer(t)
+	marker := filepath.Join(t.TempDir(), "ready")
+	script := fmt.Sprintf(`trap 'echo got-USR1; exit 0' USR1; touch %s; while :; do sleep 0.05; done`, marker)
+	cmd := exec.Command(binary(t), "exec", "job", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitFor(t, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "got-USR1") {
+			t.Fatalf("after SIGUSR1: %v, output %q; want the command to handle it and exit 0", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("baton exec did not pass SIGUSR1 on")
+	}
+	if held(addr, "job") {
+		t.Fatal("lock still held after the command exited")
+	}
+}
+
+// TestExec_APausedHolderStopsItsCommandWhenItWakes is the GC-pause story:
+// baton exec is frozen past its TTL, the lock expires on the server, and on
+// waking exec must judge the lock lost by its own clock and stop the command.
+func TestExec_APausedHolderStopsItsCommandWhenItWakes(t *testing.T) {
+	_, addr := startServer(t)
+	marker := filepath.Join(t.TempDir(), "ready")
+	script := fmt.Sprintf(`trap 'echo got-TERM; exit 0' TERM; touch %s; while :; do sleep 0.05; done`, marker)
+	cmd := exec.Command(binary(t), "exec", "--ttl", "2s", "--kill-after", "5s", "job", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitFor(t, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the lock to expire while exec is frozen", func() bool { return !held(addr, "job") })
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 10 || !strings.Contains(out.String(), "got-TERM") || !strings.Contains(errb.String(), "lost") {
+			t.Fatalf("after waking: %v, stdout %q, stderr %q; want exit 10 after stopping the command", err, out.String(), errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("exec kept running its command after its lock expired")
 	}
 }
