@@ -37,7 +37,7 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 		var he *HeldError
 		if errors.As(err, &he) && he.Holder != nil && he.Holder.ExpiresAt.IsZero() {
 			if id, ok := parseLeaseHex(a.lastHolderLease); ok {
-				he.Holder.ExpiresAt = e.leaseExpiry(ctx, id)
+				e.fillLease(ctx, he.Holder, id)
 			}
 		}
 		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
@@ -117,17 +117,8 @@ func (e *Engine) checkTTL(field string, d time.Duration) error {
 // so a granted lock always starts with most of its TTL.
 func (a *acquirer) ensureLease(ctx context.Context) error {
 	if a.session != 0 {
-		// Fix: the holder record's TTL is what Get, List and a repeated
-		// acquire in the session report; it was written as 0 for session
-		// locks because no lease of our own is granted. Read the
-		// session's granted TTL once, before the first attempt.
-		if a.leaseTTL == 0 {
-			rec, err := a.e.sessionRecord(ctx, a.req.Session)
-			if err != nil {
-				return err
-			}
-			a.leaseTTL = rec.TTL
-		}
+		// A session lock's TTL is its session's: readers take it from the
+		// lease (leaseExpiry), so acquire reads nothing more here.
 		return nil
 	}
 	if a.lease != 0 && time.Since(a.grantedAt) < time.Duration(a.leaseTTL)*time.Second/2 {
@@ -284,7 +275,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 					l.TTL = time.Duration(s.TTL) * time.Second
 				}
 			}
-			l.ExpiresAt = e.leaseExpiry(ctx, a.session)
+			e.fillLease(ctx, l, a.session)
 		} else {
 			l.ExpiresAt = a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second).UTC().Truncate(time.Millisecond)
 		}
@@ -318,7 +309,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 		holder := hr.toLock(name, kv.ModRevision)
 		a.lastHolder, a.lastHolderLease = holder, hr.Lease
 		if a.session != 0 && hr.Session == a.req.Session {
-			holder.ExpiresAt = e.leaseExpiry(ctx, a.session)
+			e.fillLease(ctx, holder, a.session)
 			return attemptResult{outcome: sameHolder, lock: holder}, nil
 		}
 		if queueKey != "" {
@@ -375,17 +366,28 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 	return attemptResult{outcome: retryNow}, nil
 }
 
-// leaseExpiry asks etcd when lease runs out. etcd answers in whole
-// seconds, rounded down, so the answer is never later than the truth.
-func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) time.Time {
+// leaseExpiry asks etcd when lease runs out, and the TTL it was granted
+// with. etcd answers in whole seconds, rounded down, so the expiry is
+// never later than the truth.
+func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
 	now := time.Now()
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.TimeToLive(octx, id)
 	if err != nil || resp.TTL < 0 {
-		return now.UTC().Truncate(time.Millisecond)
+		return now.UTC().Truncate(time.Millisecond), 0
 	}
-	return now.Add(time.Duration(resp.TTL) * time.Second).UTC().Truncate(time.Millisecond)
+	return now.Add(time.Duration(resp.TTL) * time.Second).UTC().Truncate(time.Millisecond), time.Duration(resp.GrantedTTL) * time.Second
+}
+
+// fillLease sets l's expiry, and its TTL when the holder record has none
+// (a session lock's TTL is its session's).
+func (e *Engine) fillLease(ctx context.Context, l *Lock, id clientv3.LeaseID) {
+	var granted time.Duration
+	l.ExpiresAt, granted = e.leaseExpiry(ctx, id)
+	if l.TTL == 0 {
+		l.TTL = granted
+	}
 }
 
 const maxImmediateRetries = 16
@@ -571,8 +573,14 @@ func (a *acquirer) dequeue(qkey string) {
 	}
 }
 
+// leaseTimes caches one lease's answer across a listing.
+type leaseTimes struct {
+	at      time.Time
+	granted time.Duration
+}
+
 // decodeLock renders a lock key with its expiry looked up in etcd.
-func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]time.Time) (*Lock, error) {
+func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]leaseTimes) (*Lock, error) {
 	hr, err := decodeHolder(kv)
 	if err != nil {
 		return nil, err
@@ -580,11 +588,14 @@ func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map
 	name := string(kv.Key[len(e.locksPrefix()):])
 	l := hr.toLock(name, kv.ModRevision)
 	if t, ok := expiry[hr.Lease]; ok {
-		l.ExpiresAt = t
+		l.ExpiresAt = t.at
+		if l.TTL == 0 {
+			l.TTL = t.granted
+		}
 	} else if id, ok := parseLeaseHex(hr.Lease); ok {
-		l.ExpiresAt = e.leaseExpiry(ctx, id)
+		e.fillLease(ctx, l, id)
 		if expiry != nil {
-			expiry[hr.Lease] = l.ExpiresAt
+			expiry[hr.Lease] = leaseTimes{at: l.ExpiresAt, granted: l.TTL}
 		}
 	}
 	return l, nil

@@ -102,7 +102,7 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 		next = string(kvs[len(kvs)-1].Key[len(e.locksPrefix()):])
 	}
 	// Sessions share leases: ask etcd once per lease, not once per lock.
-	expiry := map[string]time.Time{}
+	expiry := map[string]leaseTimes{}
 	locks := make([]*Lock, 0, len(kvs))
 	for _, kv := range kvs {
 		l, err := e.decodeLock(ctx, kv, expiry)
