@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 // badRequest is one request that breaks one rule of API.md.
@@ -36,7 +37,7 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 	s := newTestServer(t)
 	sess := s.createSession(`{"owner":"w"}`)
 	held := s.acquire("held", `{"owner":"w"}`)
-	wantJSON[api.FencedValue](t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":1}`, held.Token)), http.StatusOK)
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":1}`, held.Token)), http.StatusOK)
 	long := strings.Repeat("a", 129)
 
 	rows := []badRequest{
@@ -147,7 +148,7 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
-			keys, leases := s.etcdKeys(), s.leases()
+			keys, leases := s.Keys(), s.Leases()
 			var rd *strings.Reader
 			if row.body != "" {
 				rd = strings.NewReader(row.body)
@@ -161,12 +162,12 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 				}
 				req.Header.Set("Content-Type", ct)
 			}
-			r := s.serve(req)
+			r := s.Serve(req)
 			status, code := row.status, row.code
 			if status == 0 {
 				status, code = http.StatusBadRequest, "invalid_request"
 			}
-			p := wantProblem(t, r, status, code)
+			p := testserver.WantProblem(t, r, status, code)
 			if p.Field != row.field {
 				t.Errorf("field = %q, want %q (detail %q)", p.Field, row.field, p.Detail)
 			}
@@ -181,12 +182,12 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 			if bytes.Contains(r.Body, []byte("etcdserver")) || bytes.Contains(r.Body, []byte("rpc error")) {
 				t.Errorf("problem leaks etcd's error: %s", r.Body)
 			}
-			for k := range s.etcdKeys() {
+			for k := range s.Keys() {
 				if !keys[k] {
 					t.Errorf("key %s written by a bad request", k)
 				}
 			}
-			for id := range s.leases() {
+			for id := range s.Leases() {
 				if !leases[id] {
 					t.Errorf("lease %x granted for a bad request", id)
 				}
@@ -194,10 +195,10 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 		})
 	}
 	// Nothing changed hands either.
-	if got := wantJSON[api.Lock](t, s.do("GET", "/v1/locks/held", ""), http.StatusOK); got.Token != held.Token {
+	if got := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/held", ""), http.StatusOK); got.Token != held.Token {
 		t.Fatalf("held lock's token %d, want %d", got.Token, held.Token)
 	}
-	if got := wantJSON[api.FencedValue](t, s.do("GET", "/v1/fenced/ledger", ""), http.StatusOK); string(got.Value) != "1" {
+	if got := testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusOK); string(got.Value) != "1" {
 		t.Fatalf("fenced value %s, want 1", got.Value)
 	}
 }
@@ -215,11 +216,11 @@ func TestBadInput_BodyOver64KiBAnswers413(t *testing.T) {
 		{"PUT", "/v1/fenced/ledger", strings.Repeat(" ", api.MaxBodyBytes+1)},
 	} {
 		t.Run(row.method+" "+row.path, func(t *testing.T) {
-			keys := s.etcdKeys()
+			keys := s.Keys()
 			req := httptest.NewRequest(row.method, row.path, strings.NewReader(row.body))
 			req.Header.Set("Content-Type", "application/json")
-			wantProblem(t, s.serve(req), http.StatusRequestEntityTooLarge, "body_too_large")
-			for k := range s.etcdKeys() {
+			testserver.WantProblem(t, s.Serve(req), http.StatusRequestEntityTooLarge, "body_too_large")
+			for k := range s.Keys() {
 				if !keys[k] {
 					t.Errorf("key %s written by a request that was too large", k)
 				}
@@ -227,18 +228,18 @@ func TestBadInput_BodyOver64KiBAnswers413(t *testing.T) {
 		})
 	}
 	// Over a real connection too.
-	wantProblem(t, s.do("POST", "/v1/locks/x", `{"owner":"`+huge+`"}`), http.StatusRequestEntityTooLarge, "body_too_large")
+	testserver.WantProblem(t, s.Do("POST", "/v1/locks/x", `{"owner":"`+huge+`"}`), http.StatusRequestEntityTooLarge, "body_too_large")
 	// Exactly at the limit is fine (and then judged on its content).
 	atLimit := `{"owner":"w","metadata":{"k":"` + strings.Repeat("v", api.MaxBodyBytes-len(`{"owner":"w","metadata":{"k":""}}`)) + `"}}`
 	req := httptest.NewRequest("POST", "/v1/locks/x", strings.NewReader(atLimit))
 	req.Header.Set("Content-Type", "application/json")
-	if p := wantProblem(t, s.serve(req), http.StatusBadRequest, "invalid_request"); p.Field != "metadata" {
+	if p := testserver.WantProblem(t, s.Serve(req), http.StatusBadRequest, "invalid_request"); p.Field != "metadata" {
 		t.Fatalf("a body of exactly %d bytes: field %q, want metadata", len(atLimit), p.Field)
 	}
 }
 
 func TestUnknownRouteAndMethod_AnswerProblems(t *testing.T) {
 	s := newTestServer(t)
-	wantProblem(t, s.do("GET", "/v1/nothing", ""), http.StatusNotFound, "route_not_found")
-	wantProblem(t, s.do("PATCH", "/v1/locks/x", `{}`), http.StatusMethodNotAllowed, "method_not_allowed")
+	testserver.WantProblem(t, s.Do("GET", "/v1/nothing", ""), http.StatusNotFound, "route_not_found")
+	testserver.WantProblem(t, s.Do("PATCH", "/v1/locks/x", `{}`), http.StatusMethodNotAllowed, "method_not_allowed")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 // sseMessage is one Server-Sent Events message.
@@ -34,11 +35,11 @@ type stream struct {
 func (s *testServer) openStream(t *testing.T, query, lastEventID string) *stream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", s.ts.URL+"/v1/events"+query, nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.TS.URL+"/v1/events"+query, nil)
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	resp, err := s.ts.Client().Do(req)
+	resp, err := s.TS.Client().Do(req)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -176,11 +177,11 @@ func TestEvents_LockFilterAndExpiry(t *testing.T) {
 func TestEvents_BadInputIsAProblem(t *testing.T) {
 	s := newTestServer(t)
 	for _, q := range []string{"?since=x", "?since=-1", "?lock=bad/name", "?nope=1"} {
-		wantProblem(t, s.do("GET", "/v1/events"+q, ""), 400, "invalid_request")
+		testserver.WantProblem(t, s.Do("GET", "/v1/events"+q, ""), 400, "invalid_request")
 	}
 	req, _ := http.NewRequest("GET", "/v1/events", nil)
 	req.Header.Set("Last-Event-ID", "yesterday")
-	wantProblem(t, s.serve(req), 400, "invalid_request")
+	testserver.WantProblem(t, s.Serve(req), 400, "invalid_request")
 }
 
 func TestHistory_FiltersByOwnerTypeAndTime(t *testing.T) {
@@ -189,7 +190,7 @@ func TestHistory_FiltersByOwnerTypeAndTime(t *testing.T) {
 	a := s.acquire("f1", `{"owner":"alice"}`)
 	s.release("f1", a.Token)
 	b := s.acquire("f2", `{"owner":"bob"}`)
-	s.do("POST", "/v1/locks/f2/revoke", `{"reason":"test"}`)
+	s.Do("POST", "/v1/locks/f2/revoke", `{"reason":"test"}`)
 	// Event times have millisecond precision: cut at a millisecond
 	// boundary that has passed, so every event so far is before it and
 	// every later one at or after it.
@@ -220,18 +221,18 @@ func TestHistory_FiltersByOwnerTypeAndTime(t *testing.T) {
 		}
 	}
 	// Paging with filters: each page continues where the last one ended.
-	h := wantJSON[api.History](t, s.do("GET", "/v1/history?owner=alice&limit=2", ""), 200)
+	h := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?owner=alice&limit=2", ""), 200)
 	if len(h.Events) != 2 || h.NextBefore == 0 {
 		t.Fatalf("first page %+v", h)
 	}
-	h2 := wantJSON[api.History](t, s.do("GET", fmt.Sprintf("/v1/history?owner=alice&limit=2&before=%d", h.NextBefore), ""), 200)
+	h2 := testserver.WantJSON[api.History](t, s.Do("GET", fmt.Sprintf("/v1/history?owner=alice&limit=2&before=%d", h.NextBefore), ""), 200)
 	if len(h2.Events) != 1 || h2.Events[0].Lock != "f1" || h2.Events[0].Type != "acquired" || h2.NextBefore != 0 {
 		t.Fatalf("second page %+v", h2)
 	}
 	_ = b
 	for _, q := range []string{"?type=exploded", "?from=yesterday", "?to=2026-13-01T00:00:00Z",
 		"?from=2026-11-29T10:00:00Z&to=2026-11-29T09:00:00Z"} {
-		wantProblem(t, s.do("GET", "/v1/history"+q, ""), 400, "invalid_request")
+		testserver.WantProblem(t, s.Do("GET", "/v1/history"+q, ""), 400, "invalid_request")
 	}
 }
 
@@ -241,14 +242,14 @@ func TestGetLock_ShowsTheQueueInGrantOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i, owner := range []string{"first", "second"} {
-		go s.send(ctx, "POST", "/v1/locks/queued", `{"owner":"`+owner+`","wait":"1m"}`)
-		eventually(t, 10*time.Second, "waiter queued", func() bool { return s.count("queue/queued/") == int64(i+1) })
+		go s.Send(ctx, "POST", "/v1/locks/queued", `{"owner":"`+owner+`","wait":"1m"}`)
+		testserver.Eventually(t, 10*time.Second, "waiter queued", func() bool { return s.Count("queue/queued/") == int64(i+1) })
 	}
-	l := wantJSON[api.Lock](t, s.do("GET", "/v1/locks/queued", ""), 200)
+	l := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/queued", ""), 200)
 	if len(l.Waiters) != 2 || l.Waiters[0].Owner != "first" || l.Waiters[0].Position != 1 ||
 		l.Waiters[1].Owner != "second" || l.Waiters[1].Position != 2 || time.Time(l.Waiters[0].Since).IsZero() {
 		t.Fatalf("waiters %+v, want first then second", l.Waiters)
 	}
 	cancel()
-	eventually(t, 10*time.Second, "waiters gone", func() bool { return s.count("queue/queued/") == 0 })
+	testserver.Eventually(t, 10*time.Second, "waiters gone", func() bool { return s.Count("queue/queued/") == 0 })
 }

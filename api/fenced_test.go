@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 func TestFenced_WriteThenReadTheSameObject(t *testing.T) {
 	s := newTestServer(t)
 	l := s.acquire("recon", `{"owner":"w1"}`)
 	value := `{"balance":42,"ids":[1,2,3],"note":"ok"}`
-	r := s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":%s,"lock":"recon"}`, l.Token, value))
-	put := wantJSON[api.FencedValue](t, r, http.StatusOK)
-	obj := rawObject(t, r.Body)
-	wantKeys(t, "fenced value", obj, fencedKeys, nil)
+	r := s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":%s,"lock":"recon"}`, l.Token, value))
+	put := testserver.WantJSON[api.FencedValue](t, r, http.StatusOK)
+	obj := testserver.RawObject(t, r.Body)
+	testserver.WantKeys(t, "fenced value", obj, fencedKeys, nil)
 	wantString(t, obj, "resource", "ledger")
 	if string(obj["value"]) != value {
 		t.Errorf("value = %s, want %s", obj["value"], value)
@@ -24,16 +25,16 @@ func TestFenced_WriteThenReadTheSameObject(t *testing.T) {
 		t.Errorf("put answered %+v, want token %d and a revision above it", put, l.Token)
 	}
 
-	r = s.do("GET", "/v1/fenced/ledger", "")
-	got := wantJSON[api.FencedValue](t, r, http.StatusOK)
-	wantKeys(t, "fenced value", rawObject(t, r.Body), fencedKeys, nil)
+	r = s.Do("GET", "/v1/fenced/ledger", "")
+	got := testserver.WantJSON[api.FencedValue](t, r, http.StatusOK)
+	testserver.WantKeys(t, "fenced value", testserver.RawObject(t, r.Body), fencedKeys, nil)
 	if got.Resource != "ledger" || got.Token != put.Token || got.Revision != put.Revision || string(got.Value) != value {
 		t.Errorf("GET answered %+v, want what PUT answered %+v", got, put)
 	}
 
 	// Any JSON is a value, without a lock too; equal tokens are accepted.
 	for _, v := range []string{`"text"`, `7`, `null`, `[]`, `true`} {
-		got := wantJSON[api.FencedValue](t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":%s}`, l.Token, v)), http.StatusOK)
+		got := testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":%s}`, l.Token, v)), http.StatusOK)
 		if string(got.Value) != v || got.Token != l.Token {
 			t.Errorf("put %s answered %+v", v, got)
 		}
@@ -45,19 +46,19 @@ func TestFenced_LowerTokenIsStaleAndChangesNothing(t *testing.T) {
 	old := s.acquire("recon", `{"owner":"w1"}`)
 	s.release("recon", old.Token)
 	cur := s.acquire("recon", `{"owner":"w2"}`)
-	wantJSON[api.FencedValue](t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"new"}`, cur.Token)), http.StatusOK)
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"new"}`, cur.Token)), http.StatusOK)
 
-	p := wantProblem(t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"old"}`, old.Token)), http.StatusConflict, "stale_token")
+	p := testserver.WantProblem(t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"old"}`, old.Token)), http.StatusConflict, "stale_token")
 	if p.MaxToken != cur.Token {
 		t.Errorf("max_token = %d, want %d", p.MaxToken, cur.Token)
 	}
-	got := wantJSON[api.FencedValue](t, s.do("GET", "/v1/fenced/ledger", ""), http.StatusOK)
+	got := testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusOK)
 	if string(got.Value) != `"new"` || got.Token != cur.Token {
 		t.Fatalf("after a stale write the value is %+v, want the newer holder's", got)
 	}
 	// A higher token moves the maximum up.
-	wantJSON[api.FencedValue](t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"newer"}`, cur.Token+10)), http.StatusOK)
-	p = wantProblem(t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"x"}`, cur.Token)), http.StatusConflict, "stale_token")
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"newer"}`, cur.Token+10)), http.StatusOK)
+	p = testserver.WantProblem(t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"x"}`, cur.Token)), http.StatusConflict, "stale_token")
 	if p.MaxToken != cur.Token+10 {
 		t.Errorf("max_token = %d, want %d", p.MaxToken, cur.Token+10)
 	}
@@ -79,20 +80,20 @@ func TestFenced_NamedLockMustBeHeldWithExactlyTheToken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := fmt.Sprintf(`{"token":%d,"value":1,"lock":%q}`, tc.token, tc.lock)
-			wantProblem(t, s.do("PUT", "/v1/fenced/ledger", body), http.StatusConflict, "not_holder")
+			testserver.WantProblem(t, s.Do("PUT", "/v1/fenced/ledger", body), http.StatusConflict, "not_holder")
 		})
 	}
-	wantProblem(t, s.do("GET", "/v1/fenced/ledger", ""), http.StatusNotFound, "not_found")
+	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusNotFound, "not_found")
 
-	got := wantJSON[api.FencedValue](t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":1,"lock":"recon"}`, cur.Token)), http.StatusOK)
+	got := testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":1,"lock":"recon"}`, cur.Token)), http.StatusOK)
 	if got.Token != cur.Token {
 		t.Fatalf("put with the holder's token answered %+v", got)
 	}
 	s.release("recon", cur.Token)
-	wantProblem(t, s.do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":2,"lock":"recon"}`, cur.Token)), http.StatusConflict, "not_holder")
+	testserver.WantProblem(t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":2,"lock":"recon"}`, cur.Token)), http.StatusConflict, "not_holder")
 }
 
 func TestFenced_UnknownResourceAnswersNotFound(t *testing.T) {
 	s := newTestServer(t)
-	wantProblem(t, s.do("GET", "/v1/fenced/nothing-here", ""), http.StatusNotFound, "not_found")
+	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/nothing-here", ""), http.StatusNotFound, "not_found")
 }

@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 func TestAcquire_FreshLockAnswers201WithTheLock(t *testing.T) {
 	s := newTestServer(t)
 	before := time.Now().Add(-time.Second)
-	r := s.do("POST", "/v1/locks/nightly-recon", `{"owner":"w1","ttl":"30s","metadata":{"k":"v"}}`)
-	wantStatus(t, r, http.StatusCreated)
-	obj := rawObject(t, r.Body)
+	r := s.Do("POST", "/v1/locks/nightly-recon", `{"owner":"w1","ttl":"30s","metadata":{"k":"v"}}`)
+	testserver.WantStatus(t, r, http.StatusCreated)
+	obj := testserver.RawObject(t, r.Body)
 	// API.md's Lock shows "session"; a lock with a lease of its own has
 	// none, and the server leaves the member out (reported, not hidden).
-	wantKeys(t, "lock", obj, without(lockKeys, "session"), append(lockExtra, "session"))
+	testserver.WantKeys(t, "lock", obj, without(lockKeys, "session"), append(lockExtra, "session"))
 	wantString(t, obj, "name", "nightly-recon")
 	wantString(t, obj, "owner", "w1")
 	wantString(t, obj, "ttl", "30s")
@@ -39,10 +40,10 @@ func TestAcquire_FreshLockAnswers201WithTheLock(t *testing.T) {
 		t.Errorf("metadata = %s, want {\"k\":\"v\"}", obj["metadata"])
 	}
 
-	l := decodeAs[api.Lock](t, r)
-	r = s.do("GET", "/v1/locks/nightly-recon", "")
-	got := wantJSON[api.Lock](t, r, http.StatusOK)
-	wantKeys(t, "lock", rawObject(t, r.Body), without(lockKeys, "session"), append(lockExtra, "session"))
+	l := testserver.DecodeAs[api.Lock](t, r)
+	r = s.Do("GET", "/v1/locks/nightly-recon", "")
+	got := testserver.WantJSON[api.Lock](t, r, http.StatusOK)
+	testserver.WantKeys(t, "lock", testserver.RawObject(t, r.Body), without(lockKeys, "session"), append(lockExtra, "session"))
 	if got.Token != l.Token || got.Owner != "w1" || got.TTL != "30s" || got.Metadata["k"] != "v" ||
 		!time.Time(got.AcquiredAt).Equal(time.Time(l.AcquiredAt)) {
 		t.Errorf("GET answered %+v, want the acquired lock %+v", got, l)
@@ -51,9 +52,9 @@ func TestAcquire_FreshLockAnswers201WithTheLock(t *testing.T) {
 
 func TestAcquire_EmptyBodyDefaultsOwnerToClientAddressAndTTLTo30s(t *testing.T) {
 	s := newTestServer(t)
-	r := s.do("POST", "/v1/locks/defaults", "")
-	wantStatus(t, r, http.StatusCreated)
-	obj := rawObject(t, r.Body)
+	r := s.Do("POST", "/v1/locks/defaults", "")
+	testserver.WantStatus(t, r, http.StatusCreated)
+	obj := testserver.RawObject(t, r.Body)
 	wantString(t, obj, "owner", "127.0.0.1")
 	wantString(t, obj, "ttl", "30s")
 	if string(obj["metadata"]) != "{}" {
@@ -70,21 +71,21 @@ func TestAcquire_HeldLockAnswersLockHeldWithTheHolder(t *testing.T) {
 	held := s.acquire("busy", `{"owner":"w1","metadata":{"job":"recon"}}`)
 	for _, body := range []string{`{"owner":"w2"}`, `{"owner":"w2","wait":"0s"}`} {
 		t.Run(body, func(t *testing.T) {
-			r := s.do("POST", "/v1/locks/busy", body)
+			r := s.Do("POST", "/v1/locks/busy", body)
 			if r.Took > 5*time.Second {
 				t.Errorf("answered after %s; without wait it must answer at once", r.Took)
 			}
-			p := wantProblem(t, r, http.StatusConflict, "lock_held")
+			p := testserver.WantProblem(t, r, http.StatusConflict, "lock_held")
 			if p.Holder == nil || p.Holder.Name != "busy" || p.Holder.Owner != "w1" || p.Holder.Token != held.Token || p.Holder.Metadata["job"] != "recon" {
 				t.Fatalf("holder = %+v, want w1's hold with token %d", p.Holder, held.Token)
 			}
-			holder := rawObject(t, rawObject(t, r.Body)["holder"])
-			wantKeys(t, "holder", holder, without(lockKeys, "session"), append(lockExtra, "session"))
+			holder := testserver.RawObject(t, testserver.RawObject(t, r.Body)["holder"])
+			testserver.WantKeys(t, "holder", holder, without(lockKeys, "session"), append(lockExtra, "session"))
 			wantTimestamp(t, holder, "expires_at")
 		})
 	}
 	// The refused acquires changed nothing.
-	if got := wantJSON[api.Lock](t, s.do("GET", "/v1/locks/busy", ""), http.StatusOK); got.Token != held.Token {
+	if got := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/busy", ""), http.StatusOK); got.Token != held.Token {
 		t.Fatalf("token %d after refused acquires, want %d", got.Token, held.Token)
 	}
 }
@@ -105,23 +106,23 @@ func TestAcquire_TokensGrowWithEveryAcquireOfAnyLock(t *testing.T) {
 func TestAcquire_WaitThatRunsOutAnswersLockHeldWithTheHolder(t *testing.T) {
 	s := newTestServer(t)
 	held := s.acquire("slow", `{"owner":"w1"}`)
-	r := s.do("POST", "/v1/locks/slow", `{"owner":"w2","wait":"1s"}`)
-	p := wantProblem(t, r, http.StatusConflict, "lock_held")
+	r := s.Do("POST", "/v1/locks/slow", `{"owner":"w2","wait":"1s"}`)
+	p := testserver.WantProblem(t, r, http.StatusConflict, "lock_held")
 	if p.Holder == nil || p.Holder.Owner != "w1" || p.Holder.Token != held.Token {
 		t.Fatalf("holder = %+v, want w1 with token %d", p.Holder, held.Token)
 	}
 	if r.Took < time.Second || r.Took > 10*time.Second {
 		t.Errorf("answered after %s, want after the 1s wait", r.Took)
 	}
-	eventually(t, 10*time.Second, "out of the queue", func() bool { return s.count("queue/") == 0 })
+	testserver.Eventually(t, 10*time.Second, "out of the queue", func() bool { return s.Count("queue/") == 0 })
 }
 
 // acquireAsync runs an acquire in a goroutine; the answer arrives on the
 // channel (a nil response means the request failed, reported by t.Error).
-func (s *testServer) acquireAsync(ctx context.Context, name, body string) <-chan *response {
-	ch := make(chan *response, 1)
+func (s *testServer) acquireAsync(ctx context.Context, name, body string) <-chan *testserver.Response {
+	ch := make(chan *testserver.Response, 1)
 	go func() {
-		r, err := s.send(ctx, "POST", "/v1/locks/"+name, body)
+		r, err := s.Send(ctx, "POST", "/v1/locks/"+name, body)
 		if err != nil && ctx.Err() == nil {
 			s.t.Errorf("acquire %s %s: %v", name, body, err)
 		}
@@ -130,8 +131,8 @@ func (s *testServer) acquireAsync(ctx context.Context, name, body string) <-chan
 	return ch
 }
 
-// answer waits for an async answer, at most requestTimeout.
-func answer(t *testing.T, ch <-chan *response) *response {
+// answer waits for an async answer, at most testserver.RequestTimeout.
+func answer(t *testing.T, ch <-chan *testserver.Response) *testserver.Response {
 	t.Helper()
 	select {
 	case r := <-ch:
@@ -139,7 +140,7 @@ func answer(t *testing.T, ch <-chan *response) *response {
 			t.Fatal("request failed")
 		}
 		return r
-	case <-time.After(requestTimeout):
+	case <-time.After(testserver.RequestTimeout):
 		t.Fatal("no answer")
 	}
 	return nil
@@ -149,15 +150,15 @@ func TestAcquire_WaitersAreServedFirstComeFirstServed(t *testing.T) {
 	s := newTestServer(t)
 	first := s.acquire("queue", `{"owner":"w1"}`)
 	w2 := s.acquireAsync(context.Background(), "queue", `{"owner":"w2","wait":"30s"}`)
-	eventually(t, 10*time.Second, "w2 queued", func() bool { return s.count("queue/queue/") == 1 })
+	testserver.Eventually(t, 10*time.Second, "w2 queued", func() bool { return s.Count("queue/queue/") == 1 })
 	w3 := s.acquireAsync(context.Background(), "queue", `{"owner":"w3","wait":"30s"}`)
-	eventually(t, 10*time.Second, "w3 queued", func() bool { return s.count("queue/queue/") == 2 })
+	testserver.Eventually(t, 10*time.Second, "w3 queued", func() bool { return s.Count("queue/queue/") == 2 })
 
 	// A direct acquire never overtakes the queue.
-	wantProblem(t, s.do("POST", "/v1/locks/queue", `{"owner":"w4"}`), http.StatusConflict, "lock_held")
+	testserver.WantProblem(t, s.Do("POST", "/v1/locks/queue", `{"owner":"w4"}`), http.StatusConflict, "lock_held")
 
 	s.release("queue", first.Token)
-	second := wantJSON[api.Lock](t, answer(t, w2), http.StatusCreated)
+	second := testserver.WantJSON[api.Lock](t, answer(t, w2), http.StatusCreated)
 	if second.Owner != "w2" || second.Token <= first.Token {
 		t.Fatalf("after w1 released: %+v, want w2 with a token above %d", second, first.Token)
 	}
@@ -167,11 +168,11 @@ func TestAcquire_WaitersAreServedFirstComeFirstServed(t *testing.T) {
 	default:
 	}
 	s.release("queue", second.Token)
-	third := wantJSON[api.Lock](t, answer(t, w3), http.StatusCreated)
+	third := testserver.WantJSON[api.Lock](t, answer(t, w3), http.StatusCreated)
 	if third.Owner != "w3" || third.Token <= second.Token {
 		t.Fatalf("after w2 released: %+v, want w3 with a token above %d", third, second.Token)
 	}
-	if n := s.count("queue/"); n != 0 {
+	if n := s.Count("queue/"); n != 0 {
 		t.Fatalf("%d queue entries left after every waiter was served", n)
 	}
 }
@@ -182,10 +183,10 @@ func TestAcquire_LockDelayAfterRevokeAnswersLockHeldWithRetryAfter(t *testing.T)
 	if l.LockDelay != "30s" {
 		t.Errorf("lock_delay = %q, want 30s", l.LockDelay)
 	}
-	wantStatus(t, s.do("POST", "/v1/locks/delayed/revoke", `{"reason":"wedged"}`), http.StatusNoContent)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/delayed/revoke", `{"reason":"wedged"}`), http.StatusNoContent)
 
-	r := s.do("POST", "/v1/locks/delayed", `{"owner":"w2"}`)
-	p := wantProblem(t, r, http.StatusConflict, "lock_held")
+	r := s.Do("POST", "/v1/locks/delayed", `{"owner":"w2"}`)
+	p := testserver.WantProblem(t, r, http.StatusConflict, "lock_held")
 	if p.RetryAfter < 1 || p.RetryAfter > 30 {
 		t.Errorf("retry_after = %d, want 1..30 seconds", p.RetryAfter)
 	}
@@ -202,10 +203,10 @@ func TestAcquire_LockDelayAfterRevokeAnswersLockHeldWithRetryAfter(t *testing.T)
 func TestRenew_ExtendsTheLockAndKeepsItsToken(t *testing.T) {
 	s := newTestServer(t)
 	l := s.acquire("renewed", `{"owner":"w1","ttl":"10s"}`)
-	r := s.do("POST", "/v1/locks/renewed/renew", fmt.Sprintf(`{"token":%d}`, l.Token))
-	got := wantJSON[api.Lock](t, r, http.StatusOK)
-	obj := rawObject(t, r.Body)
-	wantKeys(t, "lock", obj, without(lockKeys, "session"), append(lockExtra, "session"))
+	r := s.Do("POST", "/v1/locks/renewed/renew", fmt.Sprintf(`{"token":%d}`, l.Token))
+	got := testserver.WantJSON[api.Lock](t, r, http.StatusOK)
+	obj := testserver.RawObject(t, r.Body)
+	testserver.WantKeys(t, "lock", obj, without(lockKeys, "session"), append(lockExtra, "session"))
 	wantTimestamp(t, obj, "acquired_at")
 	expires := wantTimestamp(t, obj, "expires_at")
 	if got.Token != l.Token || got.Owner != "w1" || got.TTL != "10s" {
@@ -222,11 +223,11 @@ func TestReleaseAndRenew_StaleTokenNeverTouchesTheNewerHolder(t *testing.T) {
 	s.release("shared", old.Token)
 	cur := s.acquire("shared", `{"owner":"w2"}`)
 
-	wantProblem(t, s.do("DELETE", fmt.Sprintf("/v1/locks/shared?token=%d", old.Token), ""), http.StatusConflict, "token_mismatch")
-	wantProblem(t, s.do("POST", "/v1/locks/shared/renew", fmt.Sprintf(`{"token":%d}`, old.Token)), http.StatusConflict, "token_mismatch")
-	wantProblem(t, s.do("DELETE", fmt.Sprintf("/v1/locks/shared?token=%d", cur.Token+1000), ""), http.StatusConflict, "token_mismatch")
+	testserver.WantProblem(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/shared?token=%d", old.Token), ""), http.StatusConflict, "token_mismatch")
+	testserver.WantProblem(t, s.Do("POST", "/v1/locks/shared/renew", fmt.Sprintf(`{"token":%d}`, old.Token)), http.StatusConflict, "token_mismatch")
+	testserver.WantProblem(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/shared?token=%d", cur.Token+1000), ""), http.StatusConflict, "token_mismatch")
 
-	got := wantJSON[api.Lock](t, s.do("GET", "/v1/locks/shared", ""), http.StatusOK)
+	got := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/shared", ""), http.StatusOK)
 	if got.Token != cur.Token || got.Owner != "w2" {
 		t.Fatalf("after stale release and renew the lock is %+v, want w2's token %d", got, cur.Token)
 	}
@@ -245,7 +246,7 @@ func TestFreeLock_GetRenewReleaseAndRevokeAnswerNotHeld(t *testing.T) {
 		{"POST", "/v1/locks/never/revoke", ""},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			wantProblem(t, s.do(tc.method, tc.path, tc.body), http.StatusNotFound, "not_held")
+			testserver.WantProblem(t, s.Do(tc.method, tc.path, tc.body), http.StatusNotFound, "not_held")
 		})
 	}
 }
@@ -256,14 +257,14 @@ func TestRelease_EndsTheHoldAndItsLeaseAndIsAudited(t *testing.T) {
 	// stays; take it before counting.
 	warm := s.acquire("warmup", `{"owner":"w0"}`)
 	s.release("warmup", warm.Token)
-	leases := s.leases()
+	leases := s.Leases()
 	l := s.acquire("done", `{"owner":"w1"}`)
-	if n := len(s.leases()); n <= len(leases) {
+	if n := len(s.Leases()); n <= len(leases) {
 		t.Fatalf("acquire granted no lease (%d leases before and after)", n)
 	}
-	wantStatus(t, s.do("DELETE", fmt.Sprintf("/v1/locks/done?token=%d", l.Token), ""), http.StatusNoContent)
-	wantProblem(t, s.do("GET", "/v1/locks/done", ""), http.StatusNotFound, "not_held")
-	for id := range s.leases() {
+	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/done?token=%d", l.Token), ""), http.StatusNoContent)
+	testserver.WantProblem(t, s.Do("GET", "/v1/locks/done", ""), http.StatusNotFound, "not_held")
+	for id := range s.Leases() {
 		if !leases[id] {
 			t.Errorf("lease %x of the released lock is still alive", id)
 		}
@@ -277,17 +278,17 @@ func TestRelease_EndsTheHoldAndItsLeaseAndIsAudited(t *testing.T) {
 func TestRevoke_EndsTheHoldAndIsAuditedAsRevoked(t *testing.T) {
 	s := newTestServer(t)
 	l := s.acquire("stuck", `{"owner":"w1"}`)
-	wantStatus(t, s.do("POST", "/v1/locks/stuck/revoke", `{"reason":"holder wedged"}`), http.StatusNoContent)
-	wantProblem(t, s.do("GET", "/v1/locks/stuck", ""), http.StatusNotFound, "not_held")
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/stuck/revoke", `{"reason":"holder wedged"}`), http.StatusNoContent)
+	testserver.WantProblem(t, s.Do("GET", "/v1/locks/stuck", ""), http.StatusNotFound, "not_held")
 	evs := s.history("lock=stuck")
 	if len(evs) != 2 || evs[0].Type != "revoked" || evs[0].Token != l.Token || evs[0].Detail != "holder wedged" {
 		t.Fatalf("history %+v, want revoked with token %d and the reason", evs, l.Token)
 	}
 	// The old holder can no longer release.
-	wantProblem(t, s.do("DELETE", fmt.Sprintf("/v1/locks/stuck?token=%d", l.Token), ""), http.StatusNotFound, "not_held")
+	testserver.WantProblem(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/stuck?token=%d", l.Token), ""), http.StatusNotFound, "not_held")
 	// Revoke with no body works too (every field is optional).
 	s.acquire("stuck", `{"owner":"w2"}`)
-	wantStatus(t, s.do("POST", "/v1/locks/stuck/revoke", ""), http.StatusNoContent)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/stuck/revoke", ""), http.StatusNoContent)
 }
 
 func TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace(t *testing.T) {
@@ -295,40 +296,40 @@ func TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace(t *testing.T) {
 	held := s.acquire("contended", `{"owner":"holder"}`)
 	// This node's waiter lease is shared by all its waiters and outlives
 	// them; a first wait creates it, so it is not counted as a leftover.
-	wantProblem(t, s.do("POST", "/v1/locks/contended", `{"owner":"warmup","wait":"100ms"}`), http.StatusConflict, "lock_held")
-	eventually(t, 10*time.Second, "out of the queue", func() bool { return s.count("queue/") == 0 })
-	leases := s.leases()
-	keys := s.etcdKeys()
+	testserver.WantProblem(t, s.Do("POST", "/v1/locks/contended", `{"owner":"warmup","wait":"100ms"}`), http.StatusConflict, "lock_held")
+	testserver.Eventually(t, 10*time.Second, "out of the queue", func() bool { return s.Count("queue/") == 0 })
+	leases := s.Leases()
+	keys := s.Keys()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := s.acquireAsync(ctx, "contended", `{"owner":"leaver","wait":"30s"}`)
-	eventually(t, 10*time.Second, "the waiter queued", func() bool { return s.count("queue/contended/") == 1 })
+	testserver.Eventually(t, 10*time.Second, "the waiter queued", func() bool { return s.Count("queue/contended/") == 1 })
 	cancel()
 	select {
 	case r := <-ch:
 		if r != nil {
 			t.Fatalf("the cancelled request got an answer: %d %s", r.Status, r.Body)
 		}
-	case <-time.After(requestTimeout):
+	case <-time.After(testserver.RequestTimeout):
 		t.Fatal("the cancelled request did not return")
 	}
 
-	eventually(t, 10*time.Second, "the queue entry gone", func() bool { return s.count("queue/") == 0 })
-	eventually(t, 10*time.Second, "the waiter's lease gone", func() bool {
-		for id := range s.leases() {
+	testserver.Eventually(t, 10*time.Second, "the queue entry gone", func() bool { return s.Count("queue/") == 0 })
+	testserver.Eventually(t, 10*time.Second, "the waiter's lease gone", func() bool {
+		for id := range s.Leases() {
 			if !leases[id] {
 				return false
 			}
 		}
 		return true
 	})
-	for k := range s.etcdKeys() {
+	for k := range s.Keys() {
 		if !keys[k] {
 			t.Errorf("key %s appeared", k)
 		}
 	}
-	got := wantJSON[api.Lock](t, s.do("GET", "/v1/locks/contended", ""), http.StatusOK)
+	got := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/contended", ""), http.StatusOK)
 	if got.Token != held.Token {
 		t.Fatalf("lock token %d, want the holder's %d", got.Token, held.Token)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 func TestListLocks_PagesThroughAPrefixSortedByName(t *testing.T) {
@@ -34,14 +35,14 @@ func TestListLocks_PagesThroughAPrefixSortedByName(t *testing.T) {
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		r := s.do("GET", "/v1/locks?"+q.Encode(), "")
-		list := wantJSON[api.LockList](t, r, http.StatusOK)
-		obj := rawObject(t, r.Body)
+		r := s.Do("GET", "/v1/locks?"+q.Encode(), "")
+		list := testserver.WantJSON[api.LockList](t, r, http.StatusOK)
+		obj := testserver.RawObject(t, r.Body)
 		last := len(got)+len(list.Locks) == len(want)
 		if last {
-			wantKeys(t, "last page", obj, []string{"locks"}, []string{"next_cursor"})
+			testserver.WantKeys(t, "last page", obj, []string{"locks"}, []string{"next_cursor"})
 		} else {
-			wantKeys(t, "page", obj, []string{"locks", "next_cursor"}, nil)
+			testserver.WantKeys(t, "page", obj, []string{"locks", "next_cursor"}, nil)
 		}
 		if len(list.Locks) > 3 {
 			t.Fatalf("page %d has %d locks, limit 3", page, len(list.Locks))
@@ -49,7 +50,7 @@ func TestListLocks_PagesThroughAPrefixSortedByName(t *testing.T) {
 		var raw struct{ Locks []map[string]json.RawMessage }
 		decodeInto(t, r.Body, &raw)
 		for _, l := range raw.Locks {
-			wantKeys(t, "listed lock", l, without(lockKeys, "session"), append(lockExtra, "session"))
+			testserver.WantKeys(t, "listed lock", l, without(lockKeys, "session"), append(lockExtra, "session"))
 			wantTimestamp(t, l, "expires_at")
 		}
 		for i, l := range list.Locks {
@@ -68,7 +69,7 @@ func TestListLocks_PagesThroughAPrefixSortedByName(t *testing.T) {
 	}
 
 	// Without parameters: every lock, sorted, in one page.
-	all := wantJSON[api.LockList](t, s.do("GET", "/v1/locks", ""), http.StatusOK)
+	all := testserver.WantJSON[api.LockList](t, s.Do("GET", "/v1/locks", ""), http.StatusOK)
 	var names []string
 	for _, l := range all.Locks {
 		names = append(names, l.Name)
@@ -77,9 +78,9 @@ func TestListLocks_PagesThroughAPrefixSortedByName(t *testing.T) {
 		t.Fatalf("full list %v (next %q), want all %d locks sorted", names, all.NextCursor, len(tokens))
 	}
 	// Nothing held under a prefix: an empty array, not null.
-	r := s.do("GET", "/v1/locks?prefix=none", "")
-	wantStatus(t, r, http.StatusOK)
-	if string(rawObject(t, r.Body)["locks"]) != "[]" {
+	r := s.Do("GET", "/v1/locks?prefix=none", "")
+	testserver.WantStatus(t, r, http.StatusOK)
+	if string(testserver.RawObject(t, r.Body)["locks"]) != "[]" {
 		t.Fatalf("empty list answered %s, want locks []", r.Body)
 	}
 }
@@ -97,8 +98,8 @@ func historyPages(t *testing.T, s *testServer, query string, limit int, before i
 		if before != 0 {
 			q += fmt.Sprintf("&before=%d", before)
 		}
-		r := s.do("GET", "/v1/history?"+q, "")
-		h := wantJSON[api.History](t, r, http.StatusOK)
+		r := s.Do("GET", "/v1/history?"+q, "")
+		h := testserver.WantJSON[api.History](t, r, http.StatusOK)
 		// A page ends between revisions: it exceeds the limit only when
 		// more events than that share one revision.
 		if len(h.Events) > limit && h.Events[0].Revision != h.Events[len(h.Events)-1].Revision {
@@ -130,13 +131,13 @@ func TestHistory_NewestFirstWithStablePaging(t *testing.T) {
 		s.release("h", l.Token)
 	}
 	l := s.acquire("h", fmt.Sprintf(`{"owner":"w-s","session":%q}`, sess.ID))
-	wantStatus(t, s.do("POST", "/v1/locks/h/revoke", `{"reason":"audit me"}`), http.StatusNoContent)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/h/revoke", `{"reason":"audit me"}`), http.StatusNoContent)
 	s.acquire("unrelated", `{"owner":"x"}`)
 
-	r := s.do("GET", "/v1/history?lock=h", "")
-	h := wantJSON[api.History](t, r, http.StatusOK)
-	obj := rawObject(t, r.Body)
-	wantKeys(t, "history", obj, []string{"events"}, []string{"next_before"})
+	r := s.Do("GET", "/v1/history?lock=h", "")
+	h := testserver.WantJSON[api.History](t, r, http.StatusOK)
+	obj := testserver.RawObject(t, r.Body)
+	testserver.WantKeys(t, "history", obj, []string{"events"}, []string{"next_before"})
 	full := h.Events
 	var types []string
 	for _, e := range full {
@@ -161,13 +162,13 @@ func TestHistory_NewestFirstWithStablePaging(t *testing.T) {
 	// session lock; time is a timestamp.
 	var raw struct{ Events []map[string]json.RawMessage }
 	decodeInto(t, r.Body, &raw)
-	wantKeys(t, "revoked event", raw.Events[0], eventKeys, nil)
+	testserver.WantKeys(t, "revoked event", raw.Events[0], eventKeys, nil)
 	wantTimestamp(t, raw.Events[0], "time")
 	if full[0].Token != l.Token || full[0].Session != sess.ID || full[0].Detail != "audit me" || full[0].Owner != "w-s" {
 		t.Errorf("revoked event %+v", full[0])
 	}
 	// An acquired event without a session or detail leaves them out.
-	wantKeys(t, "acquired event", raw.Events[7], without(eventKeys, "session", "detail"), []string{"session", "detail"})
+	testserver.WantKeys(t, "acquired event", raw.Events[7], without(eventKeys, "session", "detail"), []string{"session", "detail"})
 
 	// Unfiltered, the other lock shows up too, newest first.
 	if all := s.history(""); len(all) != len(full)+1 || all[0].Lock != "unrelated" {
@@ -176,7 +177,7 @@ func TestHistory_NewestFirstWithStablePaging(t *testing.T) {
 
 	// Pages of 3 give the same events; events added between pages do not
 	// shift them (next_before pins the position).
-	first := wantJSON[api.History](t, s.do("GET", "/v1/history?lock=h&limit=3", ""), http.StatusOK)
+	first := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?lock=h&limit=3", ""), http.StatusOK)
 	if len(first.Events) != 3 || first.NextBefore == 0 {
 		t.Fatalf("first page %+v, want 3 events and next_before", first)
 	}
@@ -202,7 +203,7 @@ func TestHistory_PagingKeepsEventsThatShareARevision(t *testing.T) {
 	}
 	// Deleting the session releases its three locks in one transaction:
 	// three released events at one revision.
-	wantStatus(t, s.do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNoContent)
+	testserver.WantStatus(t, s.Do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNoContent)
 	full := s.history("")
 	if len(full) != 6 {
 		t.Fatalf("history %+v, want 3 acquired and 3 released", full)

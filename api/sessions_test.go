@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 func TestSession_CreateGetRenewAndDelete(t *testing.T) {
 	s := newTestServer(t)
-	r := s.do("POST", "/v1/sessions", `{"ttl":"30s","owner":"worker-1"}`)
-	wantStatus(t, r, http.StatusCreated)
-	obj := rawObject(t, r.Body)
-	wantKeys(t, "session", obj, sessionKeys, []string{"created_at"})
+	r := s.Do("POST", "/v1/sessions", `{"ttl":"30s","owner":"worker-1"}`)
+	testserver.WantStatus(t, r, http.StatusCreated)
+	obj := testserver.RawObject(t, r.Body)
+	testserver.WantKeys(t, "session", obj, sessionKeys, []string{"created_at"})
 	wantString(t, obj, "owner", "worker-1")
 	wantString(t, obj, "ttl", "30s")
 	if string(obj["locks"]) != "[]" {
@@ -26,31 +27,31 @@ func TestSession_CreateGetRenewAndDelete(t *testing.T) {
 	if exp := wantTimestamp(t, obj, "expires_at"); time.Until(exp) < 28*time.Second || time.Until(exp) > 31*time.Second {
 		t.Errorf("expires_at %v is not about 30s from now", exp)
 	}
-	sess := decodeAs[api.Session](t, r)
+	sess := testserver.DecodeAs[api.Session](t, r)
 	// id is the etcd lease ID in hex.
 	if !regexp.MustCompile(`^[0-9a-f]{1,16}$`).MatchString(sess.ID) {
 		t.Errorf("id = %q, want a lease ID in hex", sess.ID)
 	}
 
-	r = s.do("GET", "/v1/sessions/"+sess.ID, "")
-	got := wantJSON[api.Session](t, r, http.StatusOK)
-	wantKeys(t, "session", rawObject(t, r.Body), sessionKeys, []string{"created_at"})
+	r = s.Do("GET", "/v1/sessions/"+sess.ID, "")
+	got := testserver.WantJSON[api.Session](t, r, http.StatusOK)
+	testserver.WantKeys(t, "session", testserver.RawObject(t, r.Body), sessionKeys, []string{"created_at"})
 	if got.ID != sess.ID || got.Owner != "worker-1" || got.TTL != "30s" {
 		t.Errorf("GET answered %+v, want %+v", got, sess)
 	}
 
-	r = s.do("POST", "/v1/sessions/"+sess.ID+"/renew", "")
-	renewed := wantJSON[api.Session](t, r, http.StatusOK)
-	obj = rawObject(t, r.Body)
-	wantKeys(t, "session", obj, sessionKeys, []string{"created_at"})
+	r = s.Do("POST", "/v1/sessions/"+sess.ID+"/renew", "")
+	renewed := testserver.WantJSON[api.Session](t, r, http.StatusOK)
+	obj = testserver.RawObject(t, r.Body)
+	testserver.WantKeys(t, "session", obj, sessionKeys, []string{"created_at"})
 	// etcd reports a lease's remaining TTL in whole seconds, rounded down.
 	if d := time.Until(wantTimestamp(t, obj, "expires_at")); renewed.ID != sess.ID || d < 28*time.Second || d > 31*time.Second {
 		t.Errorf("renew answered %+v expiring in %s, want the session with a fresh 30s", renewed, d)
 	}
 
-	wantStatus(t, s.do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNoContent)
-	wantProblem(t, s.do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
-	wantProblem(t, s.do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
+	testserver.WantStatus(t, s.Do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNoContent)
+	testserver.WantProblem(t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
+	testserver.WantProblem(t, s.Do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
 }
 
 func TestSession_AcquireInASessionIsIdempotentAndListed(t *testing.T) {
@@ -58,41 +59,41 @@ func TestSession_AcquireInASessionIsIdempotentAndListed(t *testing.T) {
 	sess := s.createSession(`{"ttl":"20s","owner":"worker-1"}`)
 	body := fmt.Sprintf(`{"owner":"worker-1","session":%q}`, sess.ID)
 
-	r := s.do("POST", "/v1/locks/in-session", body)
-	wantStatus(t, r, http.StatusCreated)
-	obj := rawObject(t, r.Body)
-	wantKeys(t, "lock", obj, lockKeys, lockExtra)
+	r := s.Do("POST", "/v1/locks/in-session", body)
+	testserver.WantStatus(t, r, http.StatusCreated)
+	obj := testserver.RawObject(t, r.Body)
+	testserver.WantKeys(t, "lock", obj, lockKeys, lockExtra)
 	wantString(t, obj, "session", sess.ID)
 	wantString(t, obj, "ttl", "20s")
 	wantTimestamp(t, obj, "acquired_at")
 	wantTimestamp(t, obj, "expires_at")
-	first := decodeAs[api.Lock](t, r)
+	first := testserver.DecodeAs[api.Lock](t, r)
 
 	// Again in the same session: 200 and the same hold.
-	again := wantJSON[api.Lock](t, s.do("POST", "/v1/locks/in-session", body), http.StatusOK)
+	again := testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/in-session", body), http.StatusOK)
 	if again.Token != first.Token || again.Session != sess.ID {
 		t.Fatalf("idempotent acquire answered %+v, want token %d", again, first.Token)
 	}
 	// Another session does not share it.
 	other := s.createSession(`{"owner":"worker-2"}`)
-	p := wantProblem(t, s.do("POST", "/v1/locks/in-session", fmt.Sprintf(`{"session":%q}`, other.ID)), http.StatusConflict, "lock_held")
+	p := testserver.WantProblem(t, s.Do("POST", "/v1/locks/in-session", fmt.Sprintf(`{"session":%q}`, other.ID)), http.StatusConflict, "lock_held")
 	if p.Holder == nil || p.Holder.Session != sess.ID {
 		t.Fatalf("holder %+v, want the first session's hold", p.Holder)
 	}
 
 	s.acquire("also-in-session", body)
-	got := wantJSON[api.Session](t, s.do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
+	got := testserver.WantJSON[api.Session](t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
 	if fmt.Sprint(got.Locks) != "[also-in-session in-session]" {
 		t.Fatalf("session locks %v, want both, sorted", got.Locks)
 	}
 	// Renewing the lock renews the session; the token stays.
-	renewed := wantJSON[api.Lock](t, s.do("POST", "/v1/locks/in-session/renew", fmt.Sprintf(`{"token":%d}`, first.Token)), http.StatusOK)
+	renewed := testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/in-session/renew", fmt.Sprintf(`{"token":%d}`, first.Token)), http.StatusOK)
 	if renewed.Token != first.Token || renewed.Session != sess.ID {
 		t.Fatalf("renew answered %+v", renewed)
 	}
 	// A session lock can be released on its own; the session stays.
 	s.release("in-session", first.Token)
-	got = wantJSON[api.Session](t, s.do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
+	got = testserver.WantJSON[api.Session](t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
 	if fmt.Sprint(got.Locks) != "[also-in-session]" {
 		t.Fatalf("session locks after a release %v, want [also-in-session]", got.Locks)
 	}
@@ -104,9 +105,9 @@ func TestSession_DeleteReleasesEveryLockAuditedAsReleased(t *testing.T) {
 	body := fmt.Sprintf(`{"owner":"worker-1","session":%q}`, sess.ID)
 	a := s.acquire("s-a", body)
 	b := s.acquire("s-b", body)
-	wantStatus(t, s.do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNoContent)
+	testserver.WantStatus(t, s.Do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNoContent)
 	for _, l := range []api.Lock{a, b} {
-		wantProblem(t, s.do("GET", "/v1/locks/"+l.Name, ""), http.StatusNotFound, "not_held")
+		testserver.WantProblem(t, s.Do("GET", "/v1/locks/"+l.Name, ""), http.StatusNotFound, "not_held")
 		evs := s.history("lock=" + l.Name)
 		if len(evs) != 2 || evs[0].Type != "released" || evs[0].Token != l.Token || evs[0].Session != sess.ID {
 			t.Errorf("history of %s: %+v, want one released with token %d in session %s", l.Name, evs, l.Token, sess.ID)
@@ -119,10 +120,10 @@ func TestSession_DeleteReleasesEveryLockAuditedAsReleased(t *testing.T) {
 	s.acquire("sentinel", `{"owner":"sentinel"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := s.eng.Client().Delete(ctx, "/baton/locks/sentinel"); err != nil {
+	if _, err := s.Eng.Client().Delete(ctx, "/baton/locks/sentinel"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the sentinel recorded", func() bool {
+	testserver.Eventually(t, 10*time.Second, "the sentinel recorded", func() bool {
 		evs := s.history("lock=sentinel")
 		return len(evs) == 2 && evs[0].Type == "expired"
 	})
@@ -139,7 +140,7 @@ func TestSession_UnknownSessionAnswersSessionNotFound(t *testing.T) {
 	// retention lease) must not pass for one either.
 	s.acquire("own-lease", `{"owner":"w1"}`)
 	ids := []string{"694d2279b4919071", "1", "zz", "-1", "0"}
-	for id := range s.leases() {
+	for id := range s.Leases() {
 		ids = append(ids, strconv.FormatInt(int64(id), 16))
 	}
 	for _, id := range ids {
@@ -149,13 +150,13 @@ func TestSession_UnknownSessionAnswersSessionNotFound(t *testing.T) {
 			{"DELETE", "/v1/sessions/" + id, ""},
 		} {
 			t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-				wantProblem(t, s.do(tc.method, tc.path, tc.body), http.StatusNotFound, "session_not_found")
+				testserver.WantProblem(t, s.Do(tc.method, tc.path, tc.body), http.StatusNotFound, "session_not_found")
 			})
 		}
 	}
 	t.Run("acquire with an unknown session", func(t *testing.T) {
-		wantProblem(t, s.do("POST", "/v1/locks/lonely", `{"session":"694d2279b4919071"}`), http.StatusNotFound, "session_not_found")
-		wantProblem(t, s.do("GET", "/v1/locks/lonely", ""), http.StatusNotFound, "not_held")
+		testserver.WantProblem(t, s.Do("POST", "/v1/locks/lonely", `{"session":"694d2279b4919071"}`), http.StatusNotFound, "session_not_found")
+		testserver.WantProblem(t, s.Do("GET", "/v1/locks/lonely", ""), http.StatusNotFound, "not_held")
 	})
 }
 
@@ -164,17 +165,17 @@ func TestSession_ExpiredSessionAnswersSessionNotFoundAndEndsItsLocks(t *testing.
 	sess := s.createSession(`{"owner":"worker-1","ttl":"2s"}`)
 	l := s.acquire("short-lived", fmt.Sprintf(`{"owner":"worker-1","session":%q}`, sess.ID))
 
-	eventually(t, 15*time.Second, "expired", func() bool {
-		return s.do("GET", "/v1/sessions/"+sess.ID, "").Status == http.StatusNotFound
+	testserver.Eventually(t, 15*time.Second, "expired", func() bool {
+		return s.Do("GET", "/v1/sessions/"+sess.ID, "").Status == http.StatusNotFound
 	})
-	wantProblem(t, s.do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
-	wantProblem(t, s.do("POST", "/v1/sessions/"+sess.ID+"/renew", ""), http.StatusNotFound, "session_not_found")
-	wantProblem(t, s.do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
-	wantProblem(t, s.do("POST", "/v1/locks/other", fmt.Sprintf(`{"session":%q}`, sess.ID)), http.StatusNotFound, "session_not_found")
-	wantProblem(t, s.do("GET", "/v1/locks/short-lived", ""), http.StatusNotFound, "not_held")
+	testserver.WantProblem(t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
+	testserver.WantProblem(t, s.Do("POST", "/v1/sessions/"+sess.ID+"/renew", ""), http.StatusNotFound, "session_not_found")
+	testserver.WantProblem(t, s.Do("DELETE", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
+	testserver.WantProblem(t, s.Do("POST", "/v1/locks/other", fmt.Sprintf(`{"session":%q}`, sess.ID)), http.StatusNotFound, "session_not_found")
+	testserver.WantProblem(t, s.Do("GET", "/v1/locks/short-lived", ""), http.StatusNotFound, "not_held")
 
 	var ended api.Event
-	eventually(t, 10*time.Second, "recorded as session_expired", func() bool {
+	testserver.Eventually(t, 10*time.Second, "recorded as session_expired", func() bool {
 		evs := s.history("lock=short-lived")
 		if len(evs) == 0 || evs[0].Type == "acquired" {
 			return false

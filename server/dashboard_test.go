@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'"
@@ -36,9 +37,9 @@ var (
 )
 
 func TestDashboard_ServesThePageAndItsAssetsFromThisServerOnly(t *testing.T) {
-	s := newTestServer(t)
-	r := s.do("GET", "/", "")
-	wantStatus(t, r, http.StatusOK)
+	s := testserver.Start(t)
+	r := s.Do("GET", "/", "")
+	testserver.WantStatus(t, r, http.StatusOK)
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 		t.Fatalf("GET /: Content-Type %q, want text/html", ct)
 	}
@@ -75,8 +76,8 @@ func TestDashboard_ServesThePageAndItsAssetsFromThisServerOnly(t *testing.T) {
 			if !strings.HasPrefix(ref, "/ui/") {
 				t.Fatalf("asset %q is not under /ui/ on this server", ref)
 			}
-			r := s.do("GET", ref, "")
-			wantStatus(t, r, http.StatusOK)
+			r := s.Do("GET", ref, "")
+			testserver.WantStatus(t, r, http.StatusOK)
 			want, ok := wantType[path.Ext(ref)]
 			if !ok {
 				t.Fatalf("asset %q: unexpected kind of file", ref)
@@ -111,10 +112,10 @@ func TestDashboard_ServesThePageAndItsAssetsFromThisServerOnly(t *testing.T) {
 }
 
 func TestDashboard_UnknownAssetIsA404Problem(t *testing.T) {
-	s := newTestServer(t)
+	s := testserver.Start(t)
 	for _, p := range []string{"/ui/nope.js", "/ui/index.html", "/ui/%2e%2e/web.go", "/ui/web.go", "/ui/doc.go"} {
 		t.Run(p, func(t *testing.T) {
-			wantProblem(t, s.do("GET", p, ""), http.StatusNotFound, "route_not_found")
+			testserver.WantProblem(t, s.Do("GET", p, ""), http.StatusNotFound, "route_not_found")
 		})
 	}
 }
@@ -126,20 +127,20 @@ func TestDashboard_UnknownAssetIsA404Problem(t *testing.T) {
 // the confirmation dialog. Screenshots of each state go to the test's
 // artifact directory: run with -artifacts to keep them.
 func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
-	s := newTestServer(t)
+	s := testserver.Start(t)
 	b := startBrowser(t, s, 1280, 800)
 
 	// A fresh server holds nothing: the page says how to take a first lock.
 	b.do("open the dashboard", 30*time.Second,
-		chromedp.Navigate(s.ts.URL+"/"),
+		chromedp.Navigate(s.TS.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="holders-empty"]`)),
 	)
 	// Set once; a reload would lose it.
 	b.eval(`window.batonTestLoaded = true`)
 	b.waitLive()
 	curl := evalAs[string](b, `document.querySelector('[data-testid="empty-curl"]').textContent`)
-	if !strings.Contains(curl, "curl -s -X POST "+s.ts.URL+"/v1/locks/my-first-lock") || !strings.Contains(curl, `"ttl":"60s"`) {
-		t.Errorf("the empty state's command %q does not take a lock on this server (%s)", curl, s.ts.URL)
+	if !strings.Contains(curl, "curl -s -X POST "+s.TS.URL+"/v1/locks/my-first-lock") || !strings.Contains(curl, `"ttl":"60s"`) {
+		t.Errorf("the empty state's command %q does not take a lock on this server (%s)", curl, s.TS.URL)
 	}
 	b.waitFor("the cluster panel shows the leader and the revision", 10*time.Second, `
 		document.querySelector('[data-testid="cluster-member"][data-leader="true"]') &&
@@ -148,7 +149,7 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 	b.screenshot("1-empty.png")
 
 	// A lock taken through the API shows up without a reload.
-	lk := wantJSON[api.Lock](t, s.do("POST", "/v1/locks/nightly-recon",
+	lk := testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/nightly-recon",
 		`{"owner":"w1","ttl":"60s","metadata":{"job":"recon","host":"db-2"}}`), http.StatusCreated)
 	row := `document.querySelector('[data-testid="holder-row"][data-lock="nightly-recon"]')`
 	b.waitFor("the new lock's row", 5*time.Second, row)
@@ -176,15 +177,15 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 
 	// A queue: w4 waits for reports, held by w3. The waiting acquire ends
 	// with the test.
-	wantStatus(t, s.do("POST", "/v1/locks/reports", `{"owner":"w3","ttl":"60s"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/reports", `{"owner":"w3","ttl":"60s"}`), http.StatusCreated)
 	waitCtx, cancelWait := context.WithCancel(context.Background())
 	waited := make(chan struct{})
 	go func() {
 		defer close(waited)
-		_, _ = s.send(waitCtx, "POST", "/v1/locks/reports", `{"owner":"w4","wait":"2m"}`)
+		_, _ = s.Send(waitCtx, "POST", "/v1/locks/reports", `{"owner":"w4","wait":"2m"}`)
 	}()
 	t.Cleanup(func() { cancelWait(); <-waited })
-	eventually(t, 10*time.Second, "queued", func() bool { return s.count("queue/") == 1 })
+	testserver.Eventually(t, 10*time.Second, "queued", func() bool { return s.Count("queue/") == 1 })
 	b.do("open the queue of reports", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`tr[data-lock="reports"] [data-testid="waiters-toggle"]`)),
 	)
@@ -194,7 +195,7 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 	b.screenshot("2-held-with-queue.png")
 
 	// A 2 s lock leaves by itself, and the history says it expired.
-	wantStatus(t, s.do("POST", "/v1/locks/short-lived", `{"owner":"cron","ttl":"2s"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/short-lived", `{"owner":"cron","ttl":"2s"}`), http.StatusCreated)
 	b.waitFor("the 2 s lock's row", 5*time.Second, `document.querySelector('[data-testid="holder-row"][data-lock="short-lived"]')`)
 	b.screenshot("3-short-lived.png")
 	b.waitFor("the 2 s lock to leave", 15*time.Second, `!document.querySelector('[data-testid="holder-row"][data-lock="short-lived"]')`)
@@ -228,8 +229,8 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 	})()`)
 	b.eval(`(() => { const s = document.getElementById("history-type"); s.value = ""; s.dispatchEvent(new Event("change")); })()`)
 	for i := range 15 {
-		l := wantJSON[api.Lock](t, s.do("POST", fmt.Sprintf("/v1/locks/batch-%02d", i), `{"owner":"batch"}`), http.StatusCreated)
-		wantStatus(t, s.do("DELETE", fmt.Sprintf("/v1/locks/batch-%02d?token=%d", i, l.Token), ""), http.StatusNoContent)
+		l := testserver.WantJSON[api.Lock](t, s.Do("POST", fmt.Sprintf("/v1/locks/batch-%02d", i), `{"owner":"batch"}`), http.StatusCreated)
+		testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/batch-%02d?token=%d", i, l.Token), ""), http.StatusNoContent)
 	}
 	b.waitFor("a full first page, newest first", 10*time.Second, `(() => {
 		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
@@ -264,7 +265,7 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 		chromedp.KeyEvent(kb.Escape),
 		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="revoke-dialog"]`)),
 	)
-	if r := s.do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusOK {
+	if r := s.Do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusOK {
 		t.Fatalf("cancelling the dialog revoked the lock: %d", r.Status)
 	}
 
@@ -285,7 +286,7 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 		return r && r.textContent.includes("wedged in a test");
 	})()`)
 	b.screenshot("8-revoked.png")
-	if r := s.do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusNotFound {
+	if r := s.Do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusNotFound {
 		t.Errorf("after the revoke GET /v1/locks/nightly-recon answered %d, want 404", r.Status)
 	}
 	if !evalAs[bool](b, `window.batonTestLoaded === true`) {
@@ -295,13 +296,13 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 
 	// The stream drops: the page says so, reconnects by itself and resumes
 	// where it stopped, so a lock taken meanwhile still shows up.
-	s.ts.CloseClientConnections()
+	s.TS.CloseClientConnections()
 	b.waitFor("the page to say it is disconnected", 5*time.Second,
 		`document.querySelector('[data-testid="live-status"]').dataset.state === "disconnected"`)
 	if text := evalAs[string](b, `document.querySelector('[data-testid="live-status"]').textContent`); text != "disconnected — reconnecting" {
 		t.Errorf("the status reads %q while the stream is down", text)
 	}
-	wantStatus(t, s.do("POST", "/v1/locks/during-the-drop", `{"owner":"w5","ttl":"60s"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/during-the-drop", `{"owner":"w5","ttl":"60s"}`), http.StatusCreated)
 	b.screenshot("9-disconnected.png")
 	b.waitLive()
 	b.waitFor("the lock taken during the drop", 10*time.Second,
@@ -320,13 +321,13 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 // width, empty and then with locks, and checks that nothing makes the page
 // scroll sideways.
 func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
-	s := newTestServer(t)
+	s := testserver.Start(t)
 	b := startBrowser(t, s, 390, 844)
 	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
 
 	b.do("open the dashboard at 390×844", 30*time.Second,
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait),
-		chromedp.Navigate(s.ts.URL+"/"),
+		chromedp.Navigate(s.TS.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="holders-empty"]`)),
 	)
 	b.waitLive()
@@ -337,9 +338,9 @@ func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.screenshot("phone-empty.png")
 
 	long := strings.Repeat("very-long-lock-name.", 6) + "end"
-	wantStatus(t, s.do("POST", "/v1/locks/"+long, `{"owner":"a-worker-with-a-long-name@build-host-17.example","ttl":"5m","metadata":{"pipeline":"nightly-reconciliation-of-ledgers","commit":"0123456789abcdef0123456789abcdef01234567"}}`), http.StatusCreated)
-	sess := wantJSON[api.Session](t, s.do("POST", "/v1/sessions", `{"owner":"w2","ttl":"30s"}`), http.StatusCreated)
-	wantStatus(t, s.do("POST", "/v1/locks/reports", `{"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/"+long, `{"owner":"a-worker-with-a-long-name@build-host-17.example","ttl":"5m","metadata":{"pipeline":"nightly-reconciliation-of-ledgers","commit":"0123456789abcdef0123456789abcdef01234567"}}`), http.StatusCreated)
+	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"w2","ttl":"30s"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/reports", `{"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
 	b.waitFor("both rows", 5*time.Second, `document.querySelectorAll('[data-testid="holder-row"]').length === 2`)
 	b.waitFor("no sideways scroll with locks held", 5*time.Second, noOverflow)
 	b.screenshot("phone-locks.png")
@@ -361,7 +362,7 @@ func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
 type browser struct {
 	t   *testing.T
 	ctx context.Context
-	s   *testServer
+	s   *testserver.Server
 
 	mu       sync.Mutex
 	requests []string
@@ -377,7 +378,7 @@ type problem struct {
 
 // startBrowser starts Chromium with a window of width×height. Without
 // Chromium the test skips, except in CI, where it fails.
-func startBrowser(t *testing.T, s *testServer, width, height int) *browser {
+func startBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a browser")
@@ -406,7 +407,7 @@ func startBrowser(t *testing.T, s *testServer, width, height int) *browser {
 	)
 	// Cleanups run last first: the browser is gone before its profile
 	// directory (registered by t.TempDir above) is removed, and before the
-	// server closes (registered by newTestServer), so no stream is left open.
+	// server closes (registered by testserver.Start), so no stream is left open.
 	t.Cleanup(cancelAlloc)
 	ctx, cancelTab := chromedp.NewContext(ctx)
 	t.Cleanup(cancelTab)
@@ -504,10 +505,10 @@ func (b *browser) waitLive() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", b.s.ts.URL+"/v1/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.s.TS.URL+"/v1/events", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	stream := "no answer"
-	if resp, err := b.s.ts.Client().Do(req); err != nil {
+	if resp, err := b.s.TS.Client().Do(req); err != nil {
 		stream = err.Error()
 	} else {
 		stream = fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -564,7 +565,7 @@ func (b *browser) check(networkOK bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, u := range b.requests {
-		if !strings.HasPrefix(u, b.s.ts.URL+"/") && !strings.HasPrefix(u, "data:") {
+		if !strings.HasPrefix(u, b.s.TS.URL+"/") && !strings.HasPrefix(u, "data:") {
 			b.t.Errorf("the page requested %s, off this server", u)
 		}
 	}

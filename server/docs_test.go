@@ -17,6 +17,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/baton-dev/baton/internal/testserver"
 )
 
 const docsCSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"
@@ -25,11 +27,11 @@ const docsCSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'uns
 var docsAssetRef = regexp.MustCompile(`<(?:script|link)\b[^>]*\b(?:src|href)="([^"]*)"`)
 
 func TestDocs_ServesSwaggerUIFromLocalAssetsOnly(t *testing.T) {
-	s := newTestServer(t)
+	s := testserver.Start(t)
 	var page []byte
 	for _, p := range []string{"/docs", "/docs/"} {
-		r := s.do("GET", p, "")
-		wantStatus(t, r, http.StatusOK)
+		r := s.Do("GET", p, "")
+		testserver.WantStatus(t, r, http.StatusOK)
 		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 			t.Fatalf("GET %s: Content-Type %q, want text/html", p, ct)
 		}
@@ -57,8 +59,8 @@ func TestDocs_ServesSwaggerUIFromLocalAssetsOnly(t *testing.T) {
 			if !strings.HasPrefix(ref, "/docs/") {
 				t.Fatalf("asset %q is not under /docs/ on this server", ref)
 			}
-			r := s.do("GET", ref, "")
-			wantStatus(t, r, http.StatusOK)
+			r := s.Do("GET", ref, "")
+			testserver.WantStatus(t, r, http.StatusOK)
 			want, ok := wantType[path.Ext(ref)]
 			if !ok {
 				t.Fatalf("asset %q: unexpected kind of file", ref)
@@ -92,24 +94,24 @@ func TestDocs_ServesSwaggerUIFromLocalAssetsOnly(t *testing.T) {
 }
 
 func TestDocs_UnknownAssetIsA404Problem(t *testing.T) {
-	s := newTestServer(t)
+	s := testserver.Start(t)
 	for _, p := range []string{"/docs/nope.js", "/docs/ui/index.html", "/docs/%2e%2e/ui.go", "/docs/swagger-ui-bundle.js.map"} {
 		t.Run(p, func(t *testing.T) {
-			wantProblem(t, s.do("GET", p, ""), http.StatusNotFound, "route_not_found")
+			testserver.WantProblem(t, s.Do("GET", p, ""), http.StatusNotFound, "route_not_found")
 		})
 	}
 }
 
 func TestDocs_AssetRevalidatesWithItsETag(t *testing.T) {
-	s := newTestServer(t)
-	first := s.do("GET", "/docs/swagger-ui-bundle.js", "")
-	wantStatus(t, first, http.StatusOK)
-	req, err := http.NewRequest("GET", s.ts.URL+"/docs/swagger-ui-bundle.js", nil)
+	s := testserver.Start(t)
+	first := s.Do("GET", "/docs/swagger-ui-bundle.js", "")
+	testserver.WantStatus(t, first, http.StatusOK)
+	req, err := http.NewRequest("GET", s.TS.URL+"/docs/swagger-ui-bundle.js", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("If-None-Match", first.Header.Get("Etag"))
-	resp, err := s.ts.Client().Do(req)
+	resp, err := s.TS.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +139,8 @@ func TestDocs_SwaggerUIRendersAndTriesItOutInChromium(t *testing.T) {
 		}
 		t.Skipf("no browser (%v); apt-get install chromium to run this test", err)
 	}
-	s := newTestServer(t)
-	if r := s.do("GET", "/openapi.json", ""); r.Status == http.StatusNotFound {
+	s := testserver.Start(t)
+	if r := s.Do("GET", "/openapi.json", ""); r.Status == http.StatusNotFound {
 		t.Skip("GET /openapi.json answers 404: the OpenAPI document is not served yet, so Swagger UI has nothing to render")
 	}
 
@@ -228,7 +230,7 @@ func TestDocs_SwaggerUIRendersAndTriesItOutInChromium(t *testing.T) {
 	rendered, cancelRender := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelRender()
 	if err := chromedp.Do(rendered,
-		chromedp.Navigate(s.ts.URL+"/docs"),
+		chromedp.Navigate(s.TS.URL+"/docs"),
 		chromedp.WaitVisible(chromedp.CSS(".opblock")),
 	); err != nil {
 		screenshot("docs-failed.png")
@@ -292,18 +294,18 @@ func TestDocs_SwaggerUIRendersAndTriesItOutInChromium(t *testing.T) {
 		screenshot("docs-acquire-failed.png")
 		t.Errorf("acquire with the documented example answered %q, want 201", status)
 	}
-	if r := s.do("GET", "/v1/locks/from-the-docs", ""); r.Status != http.StatusOK {
+	if r := s.Do("GET", "/v1/locks/from-the-docs", ""); r.Status != http.StatusOK {
 		t.Errorf("the lock taken from the docs page is not held: %d", r.Status)
 	}
 	screenshot("docs-acquire.png")
 
 	mu.Lock()
 	defer mu.Unlock()
-	if !slices.Contains(requests, s.ts.URL+op) {
-		t.Errorf("try it out on GET %s did not request %s; requests: %q", op, s.ts.URL+op, requests)
+	if !slices.Contains(requests, s.TS.URL+op) {
+		t.Errorf("try it out on GET %s did not request %s; requests: %q", op, s.TS.URL+op, requests)
 	}
 	for _, u := range requests {
-		if !strings.HasPrefix(u, s.ts.URL+"/") && !strings.HasPrefix(u, "data:") {
+		if !strings.HasPrefix(u, s.TS.URL+"/") && !strings.HasPrefix(u, "data:") {
 			t.Errorf("the page requested %s, off this server", u)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/openapi"
 	"github.com/baton-dev/baton/server"
 )
@@ -18,8 +19,8 @@ var forPeople = map[string]bool{"/": true, "/docs": true, "/docs/": true, "/docs
 // TestOpenAPI_DocumentsEveryRouteAndNoOther compares the server's routes
 // with the document's operations, both ways.
 func TestOpenAPI_DocumentsEveryRouteAndNoOther(t *testing.T) {
-	s := newTestServer(t)
-	e := server.New(server.Config{Engine: s.eng}).Handler().(*echo.Echo)
+	s := testserver.Start(t)
+	e := server.New(server.Config{Engine: s.Eng}).Handler().(*echo.Echo)
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON)
 	if err != nil {
 		t.Fatal(err)

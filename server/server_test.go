@@ -14,24 +14,25 @@ import (
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
 )
 
 func TestHealthzAndReadyz_Answer200WhileEtcdServes(t *testing.T) {
-	s := newTestServer(t)
+	s := testserver.Start(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		t.Run(path, func(t *testing.T) {
-			wantJSON[map[string]string](t, s.do("GET", path, ""), http.StatusOK)
+			testserver.WantJSON[map[string]string](t, s.Do("GET", path, ""), http.StatusOK)
 		})
 	}
 }
 
 func TestCluster_ShowsOneMemberThatIsTheLeader(t *testing.T) {
-	s := newTestServer(t)
-	r := s.do("GET", "/v1/cluster", "")
-	c := wantJSON[api.Cluster](t, r, http.StatusOK)
-	obj := rawObject(t, r.Body)
-	wantKeys(t, "cluster", obj, "members", "raft_term", "revision")
+	s := testserver.Start(t)
+	r := s.Do("GET", "/v1/cluster", "")
+	c := testserver.WantJSON[api.Cluster](t, r, http.StatusOK)
+	obj := testserver.RawObject(t, r.Body)
+	testserver.WantKeys(t, "cluster", obj, []string{"members", "raft_term", "revision"}, []string{testserver.AnyOther})
 	if len(c.Members) != 1 {
 		t.Fatalf("members %+v, want one", c.Members)
 	}
@@ -39,7 +40,7 @@ func TestCluster_ShowsOneMemberThatIsTheLeader(t *testing.T) {
 	if err := json.Unmarshal(obj["members"], &members); err != nil {
 		t.Fatal(err)
 	}
-	wantKeys(t, "member", members[0], "name", "peer_urls", "client_urls", "is_leader")
+	testserver.WantKeys(t, "member", members[0], []string{"name", "peer_urls", "client_urls", "is_leader"}, []string{testserver.AnyOther})
 	m := c.Members[0]
 	if m.Name != "test" || !m.IsLeader || len(m.PeerURLs) != 1 || len(m.ClientURLs) != 1 || m.ID != c.Leader {
 		t.Errorf("member %+v (leader %q), want the test member, leading, with its URLs", m, c.Leader)
@@ -48,16 +49,16 @@ func TestCluster_ShowsOneMemberThatIsTheLeader(t *testing.T) {
 		t.Errorf("raft_term %d revision %d, want both positive", c.RaftTerm, c.Revision)
 	}
 	// The revision is the current one: a write moves it on.
-	wantStatus(t, s.do("POST", "/v1/locks/x", `{"owner":"w"}`), http.StatusCreated)
-	if c2 := wantJSON[api.Cluster](t, s.do("GET", "/v1/cluster", ""), http.StatusOK); c2.Revision <= c.Revision {
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/x", `{"owner":"w"}`), http.StatusCreated)
+	if c2 := testserver.WantJSON[api.Cluster](t, s.Do("GET", "/v1/cluster", ""), http.StatusOK); c2.Revision <= c.Revision {
 		t.Errorf("revision %d after a write, want above %d", c2.Revision, c.Revision)
 	}
 }
 
 func TestIndex_ServesTheLandingPage(t *testing.T) {
-	s := newTestServer(t)
-	r := s.do("GET", "/", "")
-	wantStatus(t, r, http.StatusOK)
+	s := testserver.Start(t)
+	r := s.Do("GET", "/", "")
+	testserver.WantStatus(t, r, http.StatusOK)
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !strings.Contains(string(r.Body), "baton") {
 		t.Fatalf("Content-Type %q body %.80s", ct, r.Body)
 	}
@@ -79,24 +80,24 @@ func metric(t *testing.T, body, series string) (float64, bool) {
 }
 
 func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
-	s := newTestServer(t)
-	wantStatus(t, s.do("POST", "/v1/locks/m", `{"owner":"w1"}`), http.StatusCreated)
-	wantStatus(t, s.do("POST", "/v1/locks/m", `{"owner":"w2"}`), http.StatusConflict)
-	wantStatus(t, s.do("GET", "/v1/locks/m", ""), http.StatusOK)
-	wantStatus(t, s.do("GET", "/v1/nowhere/at-all", ""), http.StatusNotFound)
+	s := testserver.Start(t)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/m", `{"owner":"w1"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/m", `{"owner":"w2"}`), http.StatusConflict)
+	testserver.WantStatus(t, s.Do("GET", "/v1/locks/m", ""), http.StatusOK)
+	testserver.WantStatus(t, s.Do("GET", "/v1/nowhere/at-all", ""), http.StatusNotFound)
 
 	// One waiter, queued until the end of the test.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = s.send(ctx, "POST", "/v1/locks/m", `{"owner":"w3","wait":"30s"}`)
+		_, _ = s.Send(ctx, "POST", "/v1/locks/m", `{"owner":"w3","wait":"30s"}`)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 10*time.Second, "queued", func() bool { return s.count("queue/") == 1 })
+	testserver.Eventually(t, 10*time.Second, "queued", func() bool { return s.Count("queue/") == 1 })
 
-	r := s.do("GET", "/metrics", "")
-	wantStatus(t, r, http.StatusOK)
+	r := s.Do("GET", "/metrics", "")
+	testserver.WantStatus(t, r, http.StatusOK)
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Errorf("Content-Type %q, want Prometheus text", ct)
 	}
@@ -130,10 +131,10 @@ func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
 }
 
 func TestEtcdStopped_RequestsAnswer503WithRetryAfterInsteadOfHanging(t *testing.T) {
-	s := newTestServer(t)
-	wantStatus(t, s.do("POST", "/v1/locks/before", `{"owner":"w"}`), http.StatusCreated)
-	s.member.Close()
-	s.allow5xx.Store(true)
+	s := testserver.Start(t)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/before", `{"owner":"w"}`), http.StatusCreated)
+	s.Member.Close()
+	s.Allow5xx.Store(true)
 
 	for _, tc := range []struct{ method, path, body string }{
 		{"GET", "/readyz", ""},
@@ -148,8 +149,8 @@ func TestEtcdStopped_RequestsAnswer503WithRetryAfterInsteadOfHanging(t *testing.
 		{"GET", "/v1/cluster", ""},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			r := s.do(tc.method, tc.path, tc.body)
-			p := wantProblem(t, r, http.StatusServiceUnavailable, "unavailable")
+			r := s.Do(tc.method, tc.path, tc.body)
+			p := testserver.WantProblem(t, r, http.StatusServiceUnavailable, "unavailable")
 			if r.Took > 10*time.Second {
 				t.Errorf("answered after %s, want at most 10s", r.Took)
 			}
@@ -162,9 +163,9 @@ func TestEtcdStopped_RequestsAnswer503WithRetryAfterInsteadOfHanging(t *testing.
 		})
 	}
 	// The process still runs, and metrics still answer.
-	wantStatus(t, s.do("GET", "/healthz", ""), http.StatusOK)
-	r := s.do("GET", "/metrics", "")
-	wantStatus(t, r, http.StatusOK)
+	testserver.WantStatus(t, s.Do("GET", "/healthz", ""), http.StatusOK)
+	r := s.Do("GET", "/metrics", "")
+	testserver.WantStatus(t, r, http.StatusOK)
 	if up, ok := metric(t, string(r.Body), "baton_stats_up"); !ok || up != 0 {
 		t.Errorf("baton_stats_up = %v (present %v), want 0", up, ok)
 	}
@@ -213,12 +214,12 @@ func TestQuorumLost_ReadyzAndRequestsAnswer503WithinTheirTimeouts(t *testing.T) 
 	// /readyz's own 2s timeout still ends its probe first.
 	cfg := lock.DefaultConfig()
 	cfg.OpTimeout = 3 * time.Second
-	s := newTestServerOn(t, a, cfg)
-	wantStatus(t, s.do("GET", "/readyz", ""), http.StatusOK)
-	wantStatus(t, s.do("POST", "/v1/locks/before", `{"owner":"w"}`), http.StatusCreated)
+	s := testserver.StartOn(t, a, cfg)
+	testserver.WantStatus(t, s.Do("GET", "/readyz", ""), http.StatusOK)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/before", `{"owner":"w"}`), http.StatusCreated)
 
 	b.Close()
-	s.allow5xx.Store(true)
+	s.Allow5xx.Store(true)
 	// Member a runs on but cannot reach a quorum: etcd calls hang until
 	// baton's own timeouts (readyz 2s, each etcd call 3s) end them.
 	t.Run("requests", func(t *testing.T) {
@@ -229,8 +230,8 @@ func TestQuorumLost_ReadyzAndRequestsAnswer503WithinTheirTimeouts(t *testing.T) 
 		} {
 			t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 				t.Parallel()
-				r := s.do(tc.method, tc.path, tc.body)
-				p := wantProblem(t, r, http.StatusServiceUnavailable, "unavailable")
+				r := s.Do(tc.method, tc.path, tc.body)
+				p := testserver.WantProblem(t, r, http.StatusServiceUnavailable, "unavailable")
 				if r.Took > 10*time.Second {
 					t.Errorf("answered after %s, want within the 3s etcd timeout and some slack", r.Took)
 				}
@@ -240,5 +241,5 @@ func TestQuorumLost_ReadyzAndRequestsAnswer503WithinTheirTimeouts(t *testing.T) 
 			})
 		}
 	})
-	wantStatus(t, s.do("GET", "/healthz", ""), http.StatusOK)
+	testserver.WantStatus(t, s.Do("GET", "/healthz", ""), http.StatusOK)
 }

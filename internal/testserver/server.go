@@ -1,0 +1,217 @@
+package testserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/contract"
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/server"
+)
+
+// RequestTimeout bounds every request made with Send or Do: nothing may
+// hang.
+const RequestTimeout = 30 * time.Second
+
+// Server is the real HTTP server over the real engine over a real
+// embedded etcd member, reached through a real loopback connection.
+type Server struct {
+	t      testing.TB
+	Eng    *lock.Engine
+	Member *embedetcd.Member
+	TS     *httptest.Server
+	// Handler is the server's handler behind the contract check and the
+	// 5xx guard, for in-process (ServeHTTP) tests; TS serves it.
+	Handler http.Handler
+	// Allow5xx switches off the guard that fails the test on any 5xx.
+	Allow5xx atomic.Bool
+}
+
+// Start starts a member of its own, an engine with lock.DefaultConfig and
+// the server over it.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartOn(t, testetcd.Start(t), lock.DefaultConfig())
+}
+
+// StartOn starts an engine with cfg (its Logger is replaced) and the server
+// over m, behind httptest.NewServer; t.Cleanup stops them before m. Any 5xx
+// the server writes, even to a client that already left, fails the test
+// unless Allow5xx is set.
+func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config) *Server {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	cfg.Logger = logger
+	eng, err := lock.New(context.Background(), m.Client(), cfg)
+	if err != nil {
+		t.Fatalf("new engine: %v", err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	s := &Server{t: t, Eng: eng, Member: m}
+	// Every request of the suite goes through the OpenAPI contract check.
+	h := contract.Wrap(t, server.New(server.Config{Engine: eng, Logger: logger}).Handler())
+	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if sw.status >= 500 && !s.Allow5xx.Load() {
+			t.Errorf("server answered %d to %s %s", sw.status, r.Method, r.URL)
+		}
+	})
+	s.TS = httptest.NewServer(s.Handler)
+	t.Cleanup(s.TS.Close)
+	return s
+}
+
+// testWriter sends the server's warnings to the test log (only with -v).
+type testWriter struct{ t testing.TB }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// statusWriter remembers the status the handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Response is an answer read in full.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Took   time.Duration
+}
+
+// Send makes a request with a JSON body (none when body is ""), bounded by
+// RequestTimeout. It is safe to call from any goroutine: it reports
+// failures, and a 5xx unless Allow5xx is set, as errors.
+func (s *Server) Send(ctx context.Context, method, path, body string) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.TS.URL+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := s.TS.Client().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read body of %s %s: %w", method, path, err)
+	}
+	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Took: time.Since(start)}
+	if r.Status >= 500 && !s.Allow5xx.Load() {
+		return r, fmt.Errorf("%s %s answered %d: %s", method, path, r.Status, b)
+	}
+	return r, nil
+}
+
+// Do is Send for the test goroutine: any transport failure or 5xx is fatal.
+func (s *Server) Do(method, path, body string) *Response {
+	s.t.Helper()
+	r, err := s.Send(context.Background(), method, path, body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return r
+}
+
+// Serve sends a request through Handler in process, without a connection
+// (httptest.NewRecorder).
+func (s *Server) Serve(req *http.Request) *Response {
+	s.t.Helper()
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	s.Handler.ServeHTTP(rec, req)
+	return &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes(), Took: time.Since(start)}
+}
+
+// Keys lists every key baton keeps under /baton/, except the expiry
+// recorder's cursor (under /baton/meta/), which moves by itself.
+func (s *Server) Keys() map[string]bool {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.Eng.Client().Get(ctx, "/baton/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		s.t.Fatalf("list keys: %v", err)
+	}
+	keys := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		if k := string(kv.Key); !strings.HasPrefix(k, "/baton/meta/") {
+			keys[k] = true
+		}
+	}
+	return keys
+}
+
+// Count counts the keys under /baton/ + prefix.
+func (s *Server) Count(prefix string) int64 {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.Eng.Client().Get(ctx, "/baton/"+prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		s.t.Fatalf("count %s: %v", prefix, err)
+	}
+	return resp.Count
+}
+
+// Leases lists the etcd leases alive now.
+func (s *Server) Leases() map[clientv3.LeaseID]bool {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.Eng.Client().Leases(ctx)
+	if err != nil {
+		s.t.Fatalf("list leases: %v", err)
+	}
+	out := map[clientv3.LeaseID]bool{}
+	for _, l := range resp.Leases {
+		out[l.ID] = true
+	}
+	return out
+}
