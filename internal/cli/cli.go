@@ -137,6 +137,9 @@ func addGlobals(c *cobra.Command, g *globals) {
 		if g.output != "table" && g.output != "json" {
 			return usagef("--output must be table or json, not %q", g.output)
 		}
+		// Arguments are valid by now: a failure from here on is not a
+		// usage mistake, so no usage text (subcommands included).
+		cmd.SilenceUsage = true
 		g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return nil
 	}
@@ -316,18 +319,49 @@ func (g *globals) showLock(l *client.LockInfo) error {
 	return w.Flush()
 }
 
+// -o json prints what the HTTP API sends: the same member names, Go
+// duration strings, and RFC 3339 UTC times with milliseconds.
+
+func apiTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
 func lockJSON(l *client.LockInfo) map[string]any {
-	// The same shape and time format as the HTTP API's Lock.
-	const ms = "2006-01-02T15:04:05.000Z07:00"
 	m := map[string]any{
 		"name": l.Name, "owner": l.Owner, "token": l.Token, "ttl": l.TTL.String(),
-		"acquired_at": l.AcquiredAt.UTC().Format(ms), "expires_at": l.ExpiresAt.UTC().Format(ms), "metadata": l.Metadata,
+		"acquired_at": apiTime(l.AcquiredAt), "expires_at": apiTime(l.ExpiresAt), "metadata": l.Metadata,
 	}
 	if l.Session != "" {
 		m["session"] = l.Session
 	}
 	if len(l.Waiters) > 0 {
-		m["waiters"] = l.Waiters
+		ws := make([]map[string]any, len(l.Waiters))
+		for i, w := range l.Waiters {
+			ws[i] = map[string]any{"owner": w.Owner, "position": w.Position, "since": apiTime(w.Since)}
+			if w.Session != "" {
+				ws[i]["session"] = w.Session
+			}
+		}
+		m["waiters"] = ws
+	}
+	return m
+}
+
+func eventJSON(e *client.Event) map[string]any {
+	m := map[string]any{"revision": e.Revision, "time": apiTime(e.Time), "type": e.Type, "lock": e.Lock, "owner": e.Owner}
+	if e.Token != 0 {
+		m["token"] = e.Token
+	}
+	if e.Session != "" {
+		m["session"] = e.Session
+	}
+	if e.Detail != "" {
+		m["detail"] = e.Detail
 	}
 	return m
 }
@@ -413,7 +447,11 @@ func historyCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if g.json() {
-				return g.printJSON(evs)
+				out := make([]map[string]any, len(evs))
+				for i := range evs {
+					out[i] = eventJSON(&evs[i])
+				}
+				return g.printJSON(out)
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "REVISION\tTIME\tTYPE\tLOCK\tOWNER\tTOKEN\tDETAIL")
@@ -473,7 +511,7 @@ func watchCmd(g *globals) *cobra.Command {
 			enc := json.NewEncoder(g.stdout)
 			for ev := range evs {
 				if g.json() {
-					if err := enc.Encode(ev); err != nil {
+					if err := enc.Encode(eventJSON(&ev)); err != nil {
 						return err
 					}
 					continue
@@ -511,34 +549,8 @@ func sessionsCmd(g *globals) *cobra.Command {
 	}
 	create.Flags().DurationVar(&ttl, "ttl", 0, "session TTL (default 30s)")
 	create.Flags().StringVar(&owner, "owner", defaultOwner(), "owner label")
-	get := &cobra.Command{
-		Use: "get ID", Short: "Show a session", Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			s, err := cl.GetSession(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return g.showSession(s)
-		},
-	}
-	renew := &cobra.Command{
-		Use: "renew ID", Short: "Renew a session", Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			s, err := cl.RenewSession(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return g.showSession(s)
-		},
-	}
+	get := sessionShowCmd(g, "get ID", "Show a session", (*client.Client).GetSession)
+	renew := sessionShowCmd(g, "renew ID", "Renew a session", (*client.Client).RenewSession)
 	del := &cobra.Command{
 		Use: "delete ID", Short: "Delete a session, releasing its locks", Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -559,9 +571,31 @@ func sessionsCmd(g *globals) *cobra.Command {
 	return c
 }
 
+// sessionShowCmd is a subcommand that calls call with a session ID and
+// shows the session it returns.
+func sessionShowCmd(g *globals, use, short string, call func(*client.Client, context.Context, string) (*client.Session, error)) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := call(cl, cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return g.showSession(s)
+		},
+	}
+}
+
 func (g *globals) showSession(s *client.Session) error {
 	if g.json() {
-		return g.printJSON(s)
+		return g.printJSON(map[string]any{
+			"id": s.ID, "owner": s.Owner, "ttl": s.TTL.String(), "created_at": apiTime(s.CreatedAt),
+			"expires_at": apiTime(s.ExpiresAt), "locks": nonNil(s.Locks),
+		})
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "id\t%s\nowner\t%s\nttl\t%s\nexpires\t%s\nlocks\t%s\n", s.ID, s.Owner, s.TTL,

@@ -328,3 +328,34 @@ func TestExec_APausedHolderStopsItsCommandWhenItWakes(t *testing.T) {
 		t.Fatal("exec kept running its command after its lock expired")
 	}
 }
+
+// TestCLI_JSONOutputHasTheAPIShape: scripts reading -o json see the member
+// names and formats of the HTTP API.
+func TestCLI_JSONOutputHasTheAPIShape(t *testing.T) {
+	_, addr := startServer(t)
+	out, errs, code := run(t, addr, "sessions", "create", "--owner", "svc", "--ttl", "1m", "-o", "json")
+	var s map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s["id"] == "" || s["ttl"] != "1m0s" || s["owner"] != "svc" {
+		t.Fatalf("sessions create -o json: code %d, %q %s", code, out, errs)
+	}
+	id, _ := s["id"].(string)
+	if _, errs, code := run(t, addr, "acquire", "job", "--session", id); code != 0 {
+		t.Fatalf("acquire in the session: %d %s", code, errs)
+	}
+	out, _, code = run(t, addr, "history", "-o", "json")
+	var evs []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &evs) != nil || len(evs) != 1 || evs[0]["type"] != "acquired" || evs[0]["session"] != id {
+		t.Fatalf("history -o json: code %d, %q", code, out)
+	}
+	if ts, _ := evs[0]["time"].(string); len(ts) != len("2026-11-29T16:09:11.866Z") {
+		t.Fatalf("event time %q is not RFC 3339 UTC with milliseconds", ts)
+	}
+	out, _, code = run(t, addr, "status", "job", "-o", "json")
+	var l map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || l["session"] != id || l["ttl"] != "1m0s" {
+		t.Fatalf("status -o json: code %d, %q", code, out)
+	}
+	if _, errs, code := run(t, addr, "sessions", "get", "ffff"); code != 4 || strings.Contains(errs, "Usage:") {
+		t.Fatalf("sessions get of an unknown session: code %d, stderr %q; want 4 without usage text", code, errs)
+	}
+}
