@@ -81,9 +81,12 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address of the HTTP API, dashboard and metrics")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of etcd's data (WAL, snapshots)")
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "this node's etcd member name")
-	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL (listen and advertise)")
-	fs.StringVar(&cfg.ClientURL, "client-url", cfg.ClientURL, "etcd client URL (listen and advertise)")
+	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL other members reach this node at (also where it listens, unless --listen-peer-url)")
+	fs.StringVar(&cfg.ClientURL, "client-url", cfg.ClientURL, "etcd client URL for etcd tools and \"baton member\" (also where it listens, unless --listen-client-url)")
+	fs.StringVar(&cfg.ListenPeerURL, "listen-peer-url", "", "where etcd listens for peers, if not at --peer-url (e.g. http://0.0.0.0:2380 in a container)")
+	fs.StringVar(&cfg.ListenClientURL, "listen-client-url", "", "where etcd listens for clients, if not at --client-url")
 	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, "NAME=PEER-URL,… of every member, to form a cluster (default: this node alone)")
+	fs.StringVar(&cfg.InitialClusterState, "initial-cluster-state", cfg.InitialClusterState, `"new" to form a cluster, "existing" to join a running one after "baton member add"`)
 	fs.StringVar(endpoints, "etcd-endpoints", "", "comma-separated client URLs of an existing etcd cluster to use instead of embedding one")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn or error (etcd's own logs stay at warn unless debug)")
 	fs.DurationVar(&cfg.HistoryRetention, "history-retention", cfg.HistoryRetention, "how long audit events are kept")
@@ -125,6 +128,12 @@ func serve(ctx context.Context, cfg node.Config) error {
 	select {
 	case <-ctx.Done():
 	case err = <-n.Err():
+		if errors.Is(err, node.ErrRemoved) {
+			// The operator asked for it ("baton member remove"): a clean
+			// stop, not a failure for a supervisor to restart.
+			fmt.Fprintln(os.Stderr, "baton:", err, "- stopping")
+			err = nil
+		}
 	}
 	if cerr := n.Close(); err == nil {
 		err = cerr

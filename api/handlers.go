@@ -64,25 +64,45 @@ func (a *API) Register(e *echo.Echo) {
 	e.GET("/healthz", a.healthz)
 	e.GET("/readyz", a.readyz)
 
+	// Every v1 route but /v1/cluster needs a leader: that one is how an
+	// operator sees that this node has none. The check is per route, not
+	// group middleware: echo gives a group with middleware a catch-all
+	// route, which would turn 405s into 404s.
 	v1 := e.Group("/v1")
-	v1.POST("/sessions", a.createSession)
-	v1.GET("/sessions/:id", a.getSession)
-	v1.POST("/sessions/:id/renew", a.renewSession)
-	v1.DELETE("/sessions/:id", a.deleteSession)
-
-	v1.GET("/locks", a.listLocks)
-	v1.POST("/locks/:name", a.acquire)
-	v1.GET("/locks/:name", a.getLock)
-	v1.POST("/locks/:name/renew", a.renew)
-	v1.DELETE("/locks/:name", a.release)
-	v1.POST("/locks/:name/revoke", a.revoke)
-
-	v1.PUT("/fenced/:resource", a.putFenced)
-	v1.GET("/fenced/:resource", a.getFenced)
-
-	v1.GET("/history", a.history)
-	v1.GET("/events", a.events)
 	v1.GET("/cluster", a.cluster)
+	for _, r := range []struct {
+		method, path string
+		h            echo.HandlerFunc
+	}{
+		{http.MethodPost, "/sessions", a.createSession},
+		{http.MethodGet, "/sessions/:id", a.getSession},
+		{http.MethodPost, "/sessions/:id/renew", a.renewSession},
+		{http.MethodDelete, "/sessions/:id", a.deleteSession},
+		{http.MethodGet, "/locks", a.listLocks},
+		{http.MethodPost, "/locks/:name", a.acquire},
+		{http.MethodGet, "/locks/:name", a.getLock},
+		{http.MethodPost, "/locks/:name/renew", a.renew},
+		{http.MethodDelete, "/locks/:name", a.release},
+		{http.MethodPost, "/locks/:name/revoke", a.revoke},
+		{http.MethodPut, "/fenced/:resource", a.putFenced},
+		{http.MethodGet, "/fenced/:resource", a.getFenced},
+		{http.MethodGet, "/history", a.history},
+		{http.MethodGet, "/events", a.events},
+	} {
+		v1.Add(r.method, r.path, r.h, a.requireLeader)
+	}
+}
+
+// requireLeader answers 503 at once while this node's etcd member knows no
+// leader. Without it a request to a node cut off from the majority would
+// wait out the engine's OpTimeout for a proposal that cannot commit.
+func (a *API) requireLeader(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := a.eng.CheckLeader(); err != nil {
+			return err
+		}
+		return next(c)
+	}
 }
 
 // healthz godoc
@@ -632,7 +652,7 @@ func (a *API) history(c echo.Context) error {
 //
 //	@Summary		Cluster status
 //	@ID				getCluster
-//	@Description	The etcd members (with which one leads), the raft term and the current revision.
+//	@Description	The etcd members (with which one leads), the raft term and the current revision, as this node's member sees them. It answers even while that member has no leader (then `leader` is empty), so an operator can see why a node answers 503.
 //	@Tags			operations
 //	@Produce		json
 //	@Success		200	{object}	api.Cluster

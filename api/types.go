@@ -141,10 +141,12 @@ type Member struct {
 
 // Cluster describes the etcd cluster.
 type Cluster struct {
-	Members  []Member `json:"members"`
-	Leader   string   `json:"leader"`
-	RaftTerm uint64   `json:"raft_term" format:"int64"`
-	Revision int64    `json:"revision" format:"int64"`
+	Members []Member `json:"members"`
+	// ID of the leader as this node's member sees it; empty while it knows
+	// none (an election, or this node is cut off from the majority).
+	Leader   string `json:"leader"`
+	RaftTerm uint64 `json:"raft_term" format:"int64"`
+	Revision int64  `json:"revision" format:"int64"`
 }
 
 // Status is the body of /healthz and /readyz.

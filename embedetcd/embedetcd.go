@@ -28,6 +28,11 @@ type Config struct {
 	PeerURL string
 	// ClientURL is where etcd clients (etcdctl, other tools) reach it.
 	ClientURL string
+	// ListenPeerURL and ListenClientURL are where the member listens,
+	// when that differs from the URLs it advertises (a container listens
+	// on 0.0.0.0 and is reached by its host name; etcd binds only to IP
+	// addresses). Empty means the advertised URL.
+	ListenPeerURL, ListenClientURL string
 	// InitialCluster lists every member as NAME=PEER-URL,…; empty means
 	// this member alone.
 	InitialCluster string
@@ -65,7 +70,10 @@ func (c Config) Validate() error {
 	if c.Dir == "" {
 		return errors.New("embedetcd: Dir must not be empty")
 	}
-	for field, u := range map[string]string{"PeerURL": c.PeerURL, "ClientURL": c.ClientURL} {
+	for field, u := range map[string]string{"PeerURL": c.PeerURL, "ClientURL": c.ClientURL, "ListenPeerURL": c.ListenPeerURL, "ListenClientURL": c.ListenClientURL} {
+		if u == "" && strings.HasPrefix(field, "Listen") {
+			continue
+		}
 		if _, err := parseURL(u); err != nil {
 			return fmt.Errorf("embedetcd: %s: %w", field, err)
 		}
@@ -108,11 +116,18 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 	}
 	peer, _ := parseURL(c.PeerURL)
 	client, _ := parseURL(c.ClientURL)
+	listenPeer, listenClient := peer, client
+	if c.ListenPeerURL != "" {
+		listenPeer, _ = parseURL(c.ListenPeerURL)
+	}
+	if c.ListenClientURL != "" {
+		listenClient, _ = parseURL(c.ListenClientURL)
+	}
 	cfg := embed.NewConfig()
 	cfg.Name = c.Name
 	cfg.Dir = c.Dir
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*listenPeer}, []url.URL{*peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*listenClient}, []url.URL{*client}
 	cfg.InitialCluster = c.InitialCluster
 	if cfg.InitialCluster == "" {
 		cfg.InitialCluster = c.Name + "=" + peer.String()
@@ -164,6 +179,35 @@ func (m *Member) Client() *clientv3.Client { return m.client }
 
 // Etcd returns the embedded server, for cluster status.
 func (m *Member) Etcd() *embed.Etcd { return m.etcd }
+
+// HasLeader reports whether the member knows a leader now. A member cut off
+// from the majority loses it within about an election timeout (raft's
+// pre-vote and check-quorum are on in etcd).
+func (m *Member) HasLeader() bool { return m.etcd.Server.Leader() != 0 }
+
+// Stopped is closed when the etcd server stops, by Close or on its own
+// (Removed tells whether it was taken out of the cluster).
+func (m *Member) Stopped() <-chan struct{} { return m.etcd.Server.StopNotify() }
+
+// LeaderChanged returns a channel closed at the member's next leader
+// change, including to no leader.
+func (m *Member) LeaderChanged() <-chan struct{} { return m.etcd.Server.LeaderChangedNotify() }
+
+// IsStopped reports whether the etcd server has stopped.
+func (m *Member) IsStopped() bool {
+	select {
+	case <-m.etcd.Server.StopNotify():
+		return true
+	default:
+		return false
+	}
+}
+
+// Removed reports whether this member was removed from the cluster; etcd
+// stops a removed member's server about a second after the removal.
+func (m *Member) Removed() bool {
+	return m.etcd.Server.IsIDRemoved(uint64(m.etcd.Server.MemberID()))
+}
 
 // Err reports fatal errors of the running server.
 func (m *Member) Err() <-chan error { return m.etcd.Err() }

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 
@@ -18,7 +19,7 @@ type Member struct {
 }
 
 // ClusterStatus describes the etcd cluster as the member behind the
-// engine's client sees it.
+// engine's client sees it. Leader is empty while that member knows none.
 type ClusterStatus struct {
 	Members  []Member
 	Leader   string
@@ -27,11 +28,18 @@ type ClusterStatus struct {
 }
 
 // Cluster returns the members, the leader, the raft term and the current
-// revision.
+// revision, as the member behind the client sees them: it answers even
+// without a leader, which is when an operator most wants to look.
 func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
+	if e.cfg.Stopped != nil && e.cfg.Stopped() {
+		return nil, fmt.Errorf("cluster status: %w: this node's etcd member has stopped", ErrUnavailable)
+	}
 	octx, done := e.op(ctx)
 	defer done()
-	ml, err := e.cli.MemberList(octx)
+	// Serializable: the member's own view, so that a node cut off from
+	// the majority still tells who it thinks is there (and that it has
+	// no leader) instead of answering 503.
+	ml, err := e.cli.MemberList(octx, clientv3.WithSerializable())
 	if err != nil {
 		return nil, e.etcdErr(ctx, "list members", err)
 	}
@@ -45,7 +53,10 @@ func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
 	if err != nil {
 		return nil, e.etcdErr(ctx, "member status", err)
 	}
-	cs := &ClusterStatus{RaftTerm: st.RaftTerm, Revision: st.Header.Revision, Leader: strconv.FormatUint(st.Leader, 16)}
+	cs := &ClusterStatus{RaftTerm: st.RaftTerm, Revision: st.Header.Revision}
+	if st.Leader != 0 {
+		cs.Leader = strconv.FormatUint(st.Leader, 16)
+	}
 	for _, m := range ml.Members {
 		cs.Members = append(cs.Members, Member{
 			ID: strconv.FormatUint(m.ID, 16), Name: m.Name,
@@ -59,6 +70,9 @@ func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
 // Ready reports whether etcd serves linearizable reads now: it needs a
 // leader and a quorum. It answers within OpTimeout, or ctx's deadline.
 func (e *Engine) Ready(ctx context.Context) error {
+	if err := e.CheckLeader(); err != nil {
+		return err
+	}
 	octx, done := e.op(ctx)
 	defer done()
 	if _, err := e.cli.Get(octx, e.recorderKey(), clientv3.WithCountOnly()); err != nil {

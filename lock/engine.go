@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -42,6 +43,22 @@ type Config struct {
 	WaiterTTL time.Duration
 	// Logger receives the engine's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// HasLeader, when set, reports whether the etcd member behind the
+	// client knows a leader. Requests fail fast with ErrUnavailable while
+	// it does not, instead of waiting OpTimeout for a proposal or a
+	// ReadIndex that cannot complete. The in-process client needs it: a
+	// remote client gets the same from etcd through WithRequireLeader.
+	HasLeader func() bool
+	// Stopped, when set, reports whether the embedded member has stopped.
+	// Cluster asks it before etcd's Status, which on a stopped member
+	// reads its closed backend and panics instead of failing.
+	Stopped func() bool
+	// LeaderChanged, when set, returns a channel that is closed at the
+	// member's next leader change (etcd's LeaderChangedNotify). The calls
+	// in flight then fail with ErrUnavailable at once: a proposal made
+	// under the old leader rarely survives the change, and a node cut off
+	// from the majority would otherwise hold each request for OpTimeout.
+	LeaderChanged func() <-chan struct{}
 }
 
 // DefaultConfig returns the configuration of API.md.
@@ -100,6 +117,10 @@ type Engine struct {
 
 	waiters waiterLease
 	buckets bucketLease
+
+	// term ends at the next leader change (Config.LeaderChanged), or
+	// with the engine; every etcd call is bound to the term it began in.
+	term atomic.Pointer[context.Context]
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine
@@ -115,6 +136,14 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	stop, stopFunc := context.WithCancel(context.Background())
 	e := &Engine{cli: cli, cfg: cfg, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
 	e.drain, e.drainFunc = context.WithCancel(stop)
+	e.term.Store(&stop)
+	if cfg.LeaderChanged != nil || cfg.HasLeader != nil {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.followLeader()
+		}()
+	}
 	rec, err := e.newRecorder(ctx)
 	if err != nil {
 		stopFunc()
@@ -192,9 +221,58 @@ func ttlSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / ti
 // op bounds one etcd call by OpTimeout, so a node without quorum answers
 // instead of hanging. It also ends when the engine closes.
 func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
-	stop := context.AfterFunc(e.stop, cancel)
+	// A remote etcd member with no leader then fails the call at once
+	// (ErrNoLeader) instead of holding it until the timeout.
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), e.cfg.OpTimeout)
+	stop := context.AfterFunc(*e.term.Load(), cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// followLeader starts a new term at every leader change, ending the old
+// one and so the etcd calls made in it. etcd announces a new leader, but
+// not its loss, so HasLeader is also polled: a node cut off from the
+// majority sees its leader go within about an election timeout, and
+// its calls in flight fail then instead of at OpTimeout.
+func (e *Engine) followLeader() {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	hasLeader := func() bool { return e.cfg.HasLeader == nil || e.cfg.HasLeader() }
+	for {
+		var changed <-chan struct{}
+		if e.cfg.LeaderChanged != nil {
+			changed = e.cfg.LeaderChanged()
+		}
+		term, end := context.WithCancel(e.stop)
+		e.term.Store(&term)
+		led := hasLeader()
+	wait:
+		for {
+			select {
+			case <-changed:
+				break wait
+			case <-tick.C:
+				if hasLeader() != led {
+					break wait
+				}
+			case <-e.stop.Done():
+				end()
+				return
+			}
+		}
+		end()
+	}
+}
+
+// ErrNoLeader is wrapped in the ErrUnavailable that CheckLeader returns.
+var errNoLeader = errors.New("no leader: this node's etcd member is cut off from the majority of its cluster, or an election is in progress")
+
+// CheckLeader returns an ErrUnavailable at once when the member behind the
+// engine knows no leader (Config.HasLeader), and nil otherwise.
+func (e *Engine) CheckLeader() error {
+	if e.cfg.HasLeader != nil && !e.cfg.HasLeader() {
+		return fmt.Errorf("%w: %w", ErrUnavailable, errNoLeader)
+	}
+	return nil
 }
 
 // etcdErr turns an etcd failure into one of ours. parent is the caller's

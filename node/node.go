@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -26,6 +27,13 @@ type Config struct {
 	PeerURL        string
 	ClientURL      string
 	InitialCluster string
+	// ListenPeerURL and ListenClientURL override where etcd listens;
+	// empty means PeerURL and ClientURL.
+	ListenPeerURL, ListenClientURL string
+	// InitialClusterState is "new" to form a cluster, "existing" to join
+	// one that a "baton member add" made room in. Only the first start on
+	// an empty data dir reads it.
+	InitialClusterState string
 	// EtcdEndpoints, when set, makes the node a client of that etcd
 	// cluster instead of embedding a member.
 	EtcdEndpoints []string
@@ -42,14 +50,15 @@ type Config struct {
 func DefaultConfig() Config {
 	e := embedetcd.NewConfig()
 	return Config{
-		HTTPAddr:         "127.0.0.1:8080",
-		DataDir:          "./baton-data",
-		Name:             e.Name,
-		PeerURL:          e.PeerURL,
-		ClientURL:        e.ClientURL,
-		LogLevel:         "info",
-		HistoryRetention: lock.DefaultConfig().HistoryRetention,
-		ShutdownTimeout:  10 * time.Second,
+		HTTPAddr:            "127.0.0.1:8080",
+		DataDir:             "./baton-data",
+		Name:                e.Name,
+		PeerURL:             e.PeerURL,
+		ClientURL:           e.ClientURL,
+		InitialClusterState: e.ClusterState,
+		LogLevel:            "info",
+		HistoryRetention:    lock.DefaultConfig().HistoryRetention,
+		ShutdownTimeout:     10 * time.Second,
 	}
 }
 
@@ -64,6 +73,7 @@ type Node struct {
 	listener net.Listener
 	errc     chan error
 	once     sync.Once
+	closing  atomic.Bool
 }
 
 // Start starts etcd (or connects to it), the engine and the HTTP server,
@@ -96,6 +106,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		ec := embedetcd.NewConfig()
 		ec.Name, ec.Dir = cfg.Name, cfg.DataDir
 		ec.PeerURL, ec.ClientURL, ec.InitialCluster = cfg.PeerURL, cfg.ClientURL, cfg.InitialCluster
+		ec.ClusterState = cfg.InitialClusterState
+		ec.ListenPeerURL, ec.ListenClientURL = cfg.ListenPeerURL, cfg.ListenClientURL
 		if cfg.LogLevel == "debug" {
 			ec.LogLevel = "debug"
 		}
@@ -104,16 +116,15 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 		cli = n.member.Client()
-		go func() {
-			if err := <-n.member.Err(); err != nil {
-				n.errc <- fmt.Errorf("embedded etcd: %w", err)
-			}
-		}()
+		go n.watchMember()
 	}
 
 	lc := lock.DefaultConfig()
 	lc.HistoryRetention = cfg.HistoryRetention
 	lc.Logger = log
+	if n.member != nil {
+		lc.HasLeader, lc.Stopped, lc.LeaderChanged = n.member.HasLeader, n.member.IsStopped, n.member.LeaderChanged
+	}
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
 	}
@@ -131,6 +142,30 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	return n, nil
 }
 
+// ErrRemoved is what Err reports when this node's member was removed from
+// the cluster ("baton member remove"): the node has nothing left to serve.
+var ErrRemoved = errors.New("this node's etcd member was removed from the cluster")
+
+// watchMember reports the embedded member's end on errc, unless Close
+// caused it: a member that stopped on its own leaves a node that could
+// only answer 503.
+func (n *Node) watchMember() {
+	select {
+	case err := <-n.member.Err():
+		if err != nil && !n.closing.Load() {
+			n.errc <- fmt.Errorf("embedded etcd: %w", err)
+		}
+	case <-n.member.Stopped():
+		switch {
+		case n.closing.Load():
+		case n.member.Removed():
+			n.errc <- ErrRemoved
+		default:
+			n.errc <- errors.New("embedded etcd stopped on its own; see its log above")
+		}
+	}
+}
+
 // Addr is the address the HTTP server listens on.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
 
@@ -146,6 +181,7 @@ func (n *Node) Err() <-chan error { return n.errc }
 func (n *Node) Close() error {
 	var errs []error
 	n.once.Do(func() {
+		n.closing.Store(true)
 		if n.srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 			if n.eng != nil {

@@ -127,7 +127,7 @@ func Commands() []*cobra.Command {
 	for _, c := range cmds {
 		addGlobals(c, g)
 	}
-	return cmds
+	return append(cmds, memberCmd(g))
 }
 
 func addGlobals(c *cobra.Command, g *globals) {

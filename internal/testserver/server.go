@@ -57,6 +57,10 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config) *Server {
 		logger = slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg.Logger = logger
+	// As node.Start does for its member.
+	if cfg.HasLeader == nil {
+		cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+	}
 	eng, err := lock.New(context.Background(), m.Client(), cfg)
 	if err != nil {
 		t.Fatalf("new engine: %v", err)

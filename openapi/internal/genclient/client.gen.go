@@ -65,6 +65,8 @@ type AcquireRequest struct {
 
 // Cluster defines model for Cluster.
 type Cluster struct {
+	// Leader ID of the leader as this node's member sees it; empty while it knows
+	// none (an election, or this node is cut off from the majority).
 	Leader   string   `json:"leader"`
 	Members  []Member `json:"members"`
 	RaftTerm int64    `json:"raft_term"`
@@ -444,7 +446,7 @@ type ClientInterface interface {
 
 	// GetCluster Cluster status
 	//
-	// The etcd members (with which one leads), the raft term and the current revision.
+	// The etcd members (with which one leads), the raft term and the current revision, as this node's member sees them. It answers even while that member has no leader (then `leader` is empty), so an operator can see why a node answers 503.
 	//
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -662,7 +664,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // GetCluster Cluster status
 //
-// The etcd members (with which one leads), the raft term and the current revision.
+// The etcd members (with which one leads), the raft term and the current revision, as this node's member sees them. It answers even while that member has no leader (then `leader` is empty), so an operator can see why a node answers 503.
 //
 // Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1947,7 +1949,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetClusterWithResponse Cluster status
 	//
-	// The etcd members (with which one leads), the raft term and the current revision.
+	// The etcd members (with which one leads), the raft term and the current revision, as this node's member sees them. It answers even while that member has no leader (then `leader` is empty), so an operator can see why a node answers 503.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3400,7 +3402,7 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // GetClusterWithResponse Cluster status
 //
-// The etcd members (with which one leads), the raft term and the current revision.
+// The etcd members (with which one leads), the raft term and the current revision, as this node's member sees them. It answers even while that member has no leader (then `leader` is empty), so an operator can see why a node answers 503.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -1,0 +1,689 @@
+package chaos
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// ErrCheckTimeout is returned by CheckLinearizable when porcupine gave up
+// before deciding. It is not a pass: the history may still be illegal.
+var ErrCheckTimeout = errors.New("linearizability check timed out")
+
+// Special holders of lockState.Holder. Real tokens are etcd revisions, so
+// they are always positive and never collide with these.
+const (
+	holderFree    int64 = 0
+	holderUnknown int64 = -1 // granted by an Unknown acquire whose token nobody saw
+)
+
+// lockState is the model's view of one lock and the fenced register of the
+// same name. It is comparable, so porcupine's default == tells states apart.
+type lockState struct {
+	// Holder is the token that holds the lock as far as the model knows,
+	// holderFree or holderUnknown. The real hold may already have expired:
+	// the model lets it vanish the moment an op shows it has.
+	Holder int64
+	// Last is the highest token known to have been granted for this lock.
+	// An unknown grant is newer than Last, but its token stays unknown
+	// until a get reveals it.
+	Last int64
+	// FMax and FVal are the register's highest accepted token and the
+	// value written with it; FMax 0 means never written.
+	FMax int64
+	FVal string
+}
+
+// pin returns s with its holder known to be token, and whether token can be
+// the holder at all: the known holder, or, when an Unknown acquire took the
+// lock, any token newer than every grant the model saw.
+func (s lockState) pin(token int64) (lockState, bool) {
+	switch {
+	case token <= 0:
+		return s, false
+	case s.Holder == token:
+		return s, true
+	case s.Holder == holderUnknown && token > s.Last:
+		s.Holder, s.Last = token, token
+		return s, true
+	}
+	return s, false
+}
+
+// vanished returns s after the hold of token ended, if token held it. A
+// renew or release refused as not_held or token_mismatch proves that
+// token's lease ran out; keeping the hold as an alternative would let a
+// later renew or release of it pass, which is the very bug to catch.
+func (s lockState) vanished(token int64) lockState {
+	if s.Holder == token {
+		s.Holder = holderFree
+	}
+	return s
+}
+
+// step returns every state s may move to when op takes effect; none means
+// op cannot be linearized here. A lease may run out at any moment, so no
+// op needs the holder to still be there except renew, release and get,
+// which observe it.
+func (s lockState) step(op Op) []lockState {
+	switch op.Kind {
+	case Acquire:
+		switch op.Result {
+		case OK:
+			// Revisions only grow, so a grant below what this lock already
+			// handed out is a replayed or invented token. Any holder is
+			// replaced: its lease must have expired first.
+			if op.OutToken <= s.Last {
+				return nil
+			}
+			return []lockState{{Holder: op.OutToken, Last: op.OutToken, FMax: s.FMax, FVal: s.FVal}}
+		case Rejected:
+			// Someone held it; whoever it was, nothing changed.
+			return []lockState{s}
+		case Unknown:
+			took := s
+			took.Holder = holderUnknown
+			return []lockState{s, took}
+		}
+	case Renew:
+		switch op.Result {
+		case OK:
+			if next, ok := s.pin(op.Token); ok {
+				return []lockState{next}
+			}
+			return nil
+		case Rejected:
+			return []lockState{s.vanished(op.Token)}
+		case Unknown:
+			// A renew changes no token: taking effect or not, same state.
+			return []lockState{s}
+		}
+	case Release:
+		switch op.Result {
+		case OK:
+			next, ok := s.pin(op.Token)
+			if !ok {
+				return nil
+			}
+			next.Holder = holderFree
+			return []lockState{next}
+		case Rejected:
+			return []lockState{s.vanished(op.Token)}
+		case Unknown:
+			return uniqueStates(s, s.vanished(op.Token))
+		}
+	case Get:
+		switch op.Result {
+		case OK:
+			if next, ok := s.pin(op.OutToken); ok {
+				return []lockState{next}
+			}
+			return nil
+		case Rejected:
+			// Nothing held: whatever the model thought held it expired.
+			s.Holder = holderFree
+			return []lockState{s}
+		case Unknown:
+			return []lockState{s}
+		}
+	case FPut:
+		written := s
+		written.FMax, written.FVal = op.Token, op.Value
+		switch op.Result {
+		case OK:
+			// Equal tokens pass so that one holder can write many times.
+			if op.Token < s.FMax {
+				return nil
+			}
+			return []lockState{written}
+		case Rejected:
+			if op.Code == "not_holder" {
+				// Refused by its lock guard, not by the register: it says
+				// nothing of FMax, and the guard may name another lock.
+				return []lockState{s}
+			}
+			if op.Token >= s.FMax {
+				return nil
+			}
+			return []lockState{s}
+		case Unknown:
+			if op.Token < s.FMax {
+				return []lockState{s}
+			}
+			return uniqueStates(s, written)
+		}
+	case FGet:
+		switch op.Result {
+		case OK:
+			if s.FMax == 0 || op.OutToken != s.FMax || op.OutValue != s.FVal {
+				return nil
+			}
+			return []lockState{s}
+		case Rejected:
+			if s.FMax != 0 {
+				return nil
+			}
+			return []lockState{s}
+		case Unknown:
+			return []lockState{s}
+		}
+	}
+	return nil
+}
+
+func uniqueStates(a, b lockState) []lockState {
+	if a == b {
+		return []lockState{a}
+	}
+	return []lockState{a, b}
+}
+
+// String is the state as the HTML visualisation shows it.
+func (s lockState) String() string {
+	var b strings.Builder
+	switch s.Holder {
+	case holderFree:
+		b.WriteString("free")
+	case holderUnknown:
+		b.WriteString("holder ?")
+	default:
+		fmt.Fprintf(&b, "holder %d", s.Holder)
+	}
+	fmt.Fprintf(&b, " last %d", s.Last)
+	if s.FMax == 0 {
+		b.WriteString(" fenced none")
+	} else {
+		fmt.Fprintf(&b, " fenced %d=%s", s.FMax, clipValue(s.FVal))
+	}
+	return b.String()
+}
+
+// LockModel is the sequential specification of one lock together with the
+// fenced register of the same name, for porcupine. Operations' Input,
+// Output and Metadata are all the Op: the step reads the request and the
+// result from it. The history is partitioned by Op.Lock, since locks (and
+// registers) never constrain each other; the global order of tokens across
+// locks is CheckTokenOrder's job.
+//
+// Expiry is nondeterministic: a lease may run out at any moment, so the
+// model lets the holder vanish whenever an op shows it has, but a vanished
+// hold is never again renewed or released; a renew or release Rejected
+// with the holder's token is such a sign. Feed it the ops as
+// CheckLinearizable prepares them: without Failed ops, with Unknown ops
+// pending to the end, and with JSON values in compact form.
+func LockModel() porcupine.Model {
+	// One seed for the model's lifetime: equal states must hash equally.
+	seed := maphash.MakeSeed()
+	nm := porcupine.NondeterministicModel{
+		Partition: partitionByLock,
+		Init: func() []any {
+			return []any{lockState{}}
+		},
+		Step: func(state, input, _ any) []any {
+			next := state.(lockState).step(input.(Op))
+			out := make([]any, len(next))
+			for i, s := range next {
+				out[i] = s
+			}
+			return out
+		},
+		Hash: func(state any) uint64 {
+			return maphash.Comparable(seed, state.(lockState))
+		},
+		DescribeOperation: func(input, _ any) string {
+			return describeOp(input.(Op))
+		},
+		DescribeState: func(state any) string {
+			return state.(lockState).String()
+		},
+		DescribeOperationMetadata: func(info any) string {
+			op, ok := info.(Op)
+			if !ok {
+				return ""
+			}
+			return describeOpDetail(op)
+		},
+	}
+	return nm.ToModel()
+}
+
+// partitionByLock keeps each lock's ops in their original order, so the
+// visualisation lists partitions in the order locks first appear.
+func partitionByLock(history []porcupine.Operation) [][]porcupine.Operation {
+	index := map[string]int{}
+	var parts [][]porcupine.Operation
+	for _, o := range history {
+		name := o.Input.(Op).Lock
+		i, ok := index[name]
+		if !ok {
+			i = len(parts)
+			index[name] = i
+			parts = append(parts, nil)
+		}
+		parts[i] = append(parts[i], o)
+	}
+	return parts
+}
+
+// describeOp reads like "acquire c3 → 4711" or "release 4711 → ok".
+func describeOp(op Op) string {
+	switch op.Kind {
+	case Acquire:
+		who := op.Owner
+		if who == "" {
+			who = fmt.Sprintf("c%d", op.Client)
+		}
+		switch op.Result {
+		case OK:
+			return fmt.Sprintf("acquire %s → %d", who, op.OutToken)
+		case Rejected:
+			return fmt.Sprintf("acquire %s → held", who)
+		}
+		return fmt.Sprintf("acquire %s → %s", who, op.Result)
+	case Renew, Release:
+		return fmt.Sprintf("%s %d → %s", op.Kind, op.Token, describeResult(op))
+	case Get:
+		switch op.Result {
+		case OK:
+			if op.OutOwner != "" {
+				return fmt.Sprintf("get → %d (%s)", op.OutToken, op.OutOwner)
+			}
+			return fmt.Sprintf("get → %d", op.OutToken)
+		case Rejected:
+			return "get → free"
+		}
+		return fmt.Sprintf("get → %s", op.Result)
+	case FPut:
+		return fmt.Sprintf("fput %d %s → %s", op.Token, clipValue(op.Value), describeResult(op))
+	case FGet:
+		switch op.Result {
+		case OK:
+			return fmt.Sprintf("fget → %d %s", op.OutToken, clipValue(op.OutValue))
+		case Rejected:
+			return "fget → none"
+		}
+		return fmt.Sprintf("fget → %s", op.Result)
+	}
+	return fmt.Sprintf("%s → %s", op.Kind, op.Result)
+}
+
+func describeResult(op Op) string {
+	if op.Result == Rejected && op.Code != "" {
+		return op.Code
+	}
+	return string(op.Result)
+}
+
+// describeOpDetail is the visualisation's tooltip: enough to find the op
+// in the run's log.
+func describeOpDetail(op Op) string {
+	s := fmt.Sprintf("op %d client %d node %d lock %s", op.ID, op.Client, op.Node, op.Lock)
+	if op.Status != 0 {
+		s += fmt.Sprintf(" status %d", op.Status)
+	}
+	if op.Code != "" {
+		s += " " + op.Code
+	}
+	if op.Err != "" {
+		s += " err " + op.Err
+	}
+	return s
+}
+
+// clipValue keeps large fenced values from swamping the visualisation.
+func clipValue(s string) string {
+	const runes = 40
+	n := 0
+	for i := range s {
+		if n == runes {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+// CheckLinearizable checks ops against LockModel. Failed ops are left out
+// (they never reached etcd), Unknown ops are pending until after the last
+// op returned (they may take effect at any time after their call), and
+// Unknown gets, fgets and renews are left out: taking effect or not, they
+// change nothing the model holds.
+//
+// ok is true only when porcupine proved the history linearizable. When it
+// found it illegal and htmlPath is not empty, the visualisation is written
+// there; failing to write it is err, alongside ok false. When the timeout
+// (0: none) runs out first, err is ErrCheckTimeout: not a pass.
+func CheckLinearizable(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
+	history, err := porcupineHistory(ops)
+	if err != nil {
+		return false, err
+	}
+	model := LockModel()
+	res, info := porcupine.CheckOperationsVerbose(model, history, timeout)
+	switch res {
+	case porcupine.Ok:
+		return true, nil
+	case porcupine.Illegal:
+		if htmlPath != "" {
+			if err := porcupine.VisualizePath(model, info, htmlPath); err != nil {
+				return false, fmt.Errorf("write linearizability visualisation: %w", err)
+			}
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("%w after %s (%d ops)", ErrCheckTimeout, timeout, len(history))
+}
+
+// porcupineHistory prepares ops for LockModel.
+func porcupineHistory(ops []Op) ([]porcupine.Operation, error) {
+	var end int64
+	for _, op := range ops {
+		end = max(end, op.Call, op.Return)
+	}
+	history := make([]porcupine.Operation, 0, len(ops))
+	for _, op := range ops {
+		switch op.Kind {
+		case Acquire, Renew, Release, Get, FPut, FGet:
+		default:
+			return nil, fmt.Errorf("op %d: unknown kind %q", op.ID, op.Kind)
+		}
+		switch op.Result {
+		case OK, Rejected:
+		case Failed:
+			continue
+		case Unknown:
+			if op.Kind == Get || op.Kind == FGet || op.Kind == Renew {
+				// Their step is the identity; leaving them out only
+				// spares the search.
+				continue
+			}
+			// Its effect, if any, may land after the client gave up,
+			// even after every other op returned.
+			op.Return = end + 1
+		default:
+			return nil, fmt.Errorf("op %d: unknown result %q", op.ID, op.Result)
+		}
+		// The server returns fenced values re-encoded, so only compact
+		// forms compare equal to what was sent.
+		op.Value, op.OutValue = compactValue(op.Value), compactValue(op.OutValue)
+		history = append(history, porcupine.Operation{
+			ClientId: op.Client,
+			Input:    op,
+			Call:     op.Call,
+			Output:   op,
+			Return:   op.Return,
+			Metadata: op,
+		})
+	}
+	return history, nil
+}
+
+// compactValue returns s compacted, or s itself when it is not JSON.
+func compactValue(s string) string {
+	if s == "" {
+		return s
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s
+	}
+	return b.String()
+}
+
+// CheckTokenOrder checks what global revisions promise of acquire OKs on
+// any locks: a grant that started after another grant returned carries a
+// strictly higher token, and no two grants of one lock share a token. It
+// returns one line per violation; none means the order holds.
+func CheckTokenOrder(ops []Op) []string {
+	var grants []Op
+	for _, op := range ops {
+		if op.Kind == Acquire && op.Result == OK {
+			grants = append(grants, op)
+		}
+	}
+	var problems []string
+	first := map[lockToken]Op{}
+	var unique []Op // a duplicate is reported once, not again as an inversion
+	for _, op := range grants {
+		k := lockToken{op.Lock, op.OutToken}
+		if prev, dup := first[k]; dup {
+			problems = append(problems, fmt.Sprintf("lock %q: token %d granted twice: op %d (client %d) and op %d (client %d)",
+				op.Lock, op.OutToken, prev.ID, prev.Client, op.ID, op.Client))
+			continue
+		}
+		first[k] = op
+		unique = append(unique, op)
+	}
+	outToken := func(op Op) int64 { return op.OutToken }
+	for _, v := range realTimeInversions(unique, outToken, false) {
+		problems = append(problems, fmt.Sprintf("acquire op %d (lock %q) returned token %d at %s, but acquire op %d (lock %q) called later at %s got token %d",
+			v.before.ID, v.before.Lock, v.before.OutToken, time.Duration(v.before.Return),
+			v.after.ID, v.after.Lock, time.Duration(v.after.Call), v.after.OutToken))
+	}
+	return problems
+}
+
+// CheckFencedOrder checks that no fenced register accepted a write after
+// it had accepted one with a higher token: for fput OKs A and B on one
+// resource, A returning before B was called means A.Token <= B.Token.
+func CheckFencedOrder(ops []Op) []string {
+	byResource := map[string][]Op{}
+	for _, op := range ops {
+		if op.Kind == FPut && op.Result == OK {
+			byResource[op.Lock] = append(byResource[op.Lock], op)
+		}
+	}
+	var problems []string
+	token := func(op Op) int64 { return op.Token }
+	for _, name := range sortedNames(byResource) {
+		for _, v := range realTimeInversions(byResource[name], token, true) {
+			problems = append(problems, fmt.Sprintf("fenced %q: fput op %d with token %d was accepted at %s after fput op %d with token %d was accepted at %s",
+				name, v.after.ID, v.after.Token, time.Duration(v.after.Return),
+				v.before.ID, v.before.Token, time.Duration(v.before.Return)))
+		}
+	}
+	return problems
+}
+
+// inversion is a pair of ops whose tokens contradict their real-time order.
+type inversion struct{ before, after Op }
+
+// realTimeInversions finds, for each op, the highest-token op that
+// returned before it was called, and reports the pair if that token is
+// above the op's own (or equal, unless allowEqual). Two sorts and one sweep
+// keep it O(n log n) on long runs.
+func realTimeInversions(ops []Op, token func(Op) int64, allowEqual bool) []inversion {
+	byReturn := slices.Clone(ops)
+	slices.SortStableFunc(byReturn, func(a, b Op) int {
+		return cmp.Or(cmp.Compare(a.Return, b.Return), cmp.Compare(a.ID, b.ID))
+	})
+	byCall := slices.Clone(ops)
+	slices.SortStableFunc(byCall, func(a, b Op) int {
+		return cmp.Or(cmp.Compare(a.Call, b.Call), cmp.Compare(a.ID, b.ID))
+	})
+	var found []inversion
+	var best Op
+	seen := false
+	i := 0
+	for _, b := range byCall {
+		for ; i < len(byReturn) && byReturn[i].Return < b.Call; i++ {
+			if !seen || token(byReturn[i]) > token(best) {
+				best, seen = byReturn[i], true
+			}
+		}
+		if !seen {
+			continue
+		}
+		if token(best) > token(b) || (!allowEqual && token(best) == token(b)) {
+			found = append(found, inversion{before: best, after: b})
+		}
+	}
+	return found
+}
+
+type lockToken struct {
+	lock  string
+	token int64
+}
+
+// The audit event types that end a hold.
+var endEventTypes = []string{"released", "expired", "revoked", "session_expired"}
+
+// CheckAudit checks the audit trail against what the clients saw. events
+// must be the whole /v1/history, read when nothing is held any more, so
+// every hold has ended. It checks that every acquire OK has exactly one
+// acquired event with its lock, token and owner; that every release OK's
+// hold ended as released; that every hold has exactly one acquired and one
+// end event; and that no lock the ops touched shows more grants than its
+// acquire OKs and Unknown acquires can explain (an Unknown acquire may or
+// may not have taken effect, so its event may or may not be there).
+func CheckAudit(ops []Op, events []AuditEvent) []string {
+	acquired := map[lockToken][]AuditEvent{}
+	ends := map[lockToken][]AuditEvent{}
+	for _, ev := range events {
+		k := lockToken{ev.Lock, ev.Token}
+		switch {
+		case ev.Type == "acquired":
+			acquired[k] = append(acquired[k], ev)
+		case slices.Contains(endEventTypes, ev.Type):
+			ends[k] = append(ends[k], ev)
+		}
+	}
+
+	var problems []string
+	for _, k := range sortedLockTokens(acquired) {
+		if n := len(acquired[k]); n > 1 {
+			problems = append(problems, fmt.Sprintf("lock %q token %d: %d acquired events", k.lock, k.token, n))
+		}
+		switch n := len(ends[k]); {
+		case n == 0:
+			problems = append(problems, fmt.Sprintf("lock %q token %d: acquired but never ended", k.lock, k.token))
+		case n > 1:
+			problems = append(problems, fmt.Sprintf("lock %q token %d: %d end events (%s)", k.lock, k.token, n, joinEventTypes(ends[k])))
+		}
+	}
+	for _, k := range sortedLockTokens(ends) {
+		if len(acquired[k]) == 0 {
+			problems = append(problems, fmt.Sprintf("lock %q token %d: %s without an acquired event", k.lock, k.token, joinEventTypes(ends[k])))
+		}
+	}
+
+	explained := map[lockToken]bool{}
+	unknownAcquires := map[string]int{}
+	touched := map[string]bool{}
+	for _, op := range ops {
+		touched[op.Lock] = true
+		switch {
+		case op.Kind == Acquire && op.Result == Unknown:
+			unknownAcquires[op.Lock]++
+		case op.Kind == Acquire && op.Result == OK:
+			k := lockToken{op.Lock, op.OutToken}
+			explained[k] = true
+			evs := acquired[k]
+			if len(evs) == 0 {
+				problems = append(problems, fmt.Sprintf("acquire op %d: lock %q token %d has no acquired event", op.ID, op.Lock, op.OutToken))
+				continue
+			}
+			if op.Owner != "" && evs[0].Owner != op.Owner {
+				problems = append(problems, fmt.Sprintf("acquire op %d: lock %q token %d acquired by %q, but the audit says %q", op.ID, op.Lock, op.OutToken, op.Owner, evs[0].Owner))
+			}
+		case op.Kind == Release && op.Result == OK:
+			k := lockToken{op.Lock, op.Token}
+			if !slices.ContainsFunc(ends[k], func(ev AuditEvent) bool { return ev.Type == "released" }) {
+				problems = append(problems, fmt.Sprintf("release op %d: lock %q token %d has no released event (ends: %s)", op.ID, op.Lock, op.Token, joinEventTypes(ends[k])))
+			}
+		}
+	}
+
+	// A grant that no op can account for was made by an acquire the
+	// clients were told failed or was refused.
+	phantoms := map[string][]int64{}
+	for _, k := range sortedLockTokens(acquired) {
+		if touched[k.lock] && !explained[k] {
+			phantoms[k.lock] = append(phantoms[k.lock], k.token)
+		}
+	}
+	for _, name := range sortedNames(phantoms) {
+		if n := len(phantoms[name]); n > unknownAcquires[name] {
+			problems = append(problems, fmt.Sprintf("lock %q: %d acquired events (tokens %v) match no acquire OK, but only %d acquires were Unknown",
+				name, n, phantoms[name], unknownAcquires[name]))
+		}
+	}
+	return problems
+}
+
+func joinEventTypes(evs []AuditEvent) string {
+	if len(evs) == 0 {
+		return "none"
+	}
+	types := make([]string, len(evs))
+	for i, ev := range evs {
+		types[i] = ev.Type
+	}
+	return strings.Join(types, ", ")
+}
+
+func sortedLockTokens[V any](m map[lockToken]V) []lockToken {
+	keys := make([]lockToken, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b lockToken) int {
+		return cmp.Or(strings.Compare(a.lock, b.lock), cmp.Compare(a.token, b.token))
+	})
+	return keys
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Summarize counts ops per kind and result on one line for the run's log,
+// e.g. "acquire ok=120 rejected=30 unknown=2 failed=5; release ok=…".
+// Kinds that never occurred are left out.
+func Summarize(ops []Op) string {
+	kinds := []Kind{Acquire, Renew, Release, Get, FPut, FGet}
+	results := []Result{OK, Rejected, Unknown, Failed}
+	counts := map[Kind]map[Result]int{}
+	for _, op := range ops {
+		if counts[op.Kind] == nil {
+			counts[op.Kind] = map[Result]int{}
+			if !slices.Contains(kinds, op.Kind) {
+				kinds = append(kinds, op.Kind) // a workload bug is worth seeing
+			}
+		}
+		counts[op.Kind][op.Result]++
+		if !slices.Contains(results, op.Result) {
+			results = append(results, op.Result)
+		}
+	}
+	var parts []string
+	for _, k := range kinds {
+		c := counts[k]
+		if c == nil {
+			continue
+		}
+		fields := []string{string(k)}
+		for _, r := range results {
+			fields = append(fields, fmt.Sprintf("%s=%d", r, c[r]))
+		}
+		parts = append(parts, strings.Join(fields, " "))
+	}
+	if len(parts) == 0 {
+		return "no ops"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,216 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// History collects Ops from many goroutines, with times relative to one
+// start on the test process's monotonic clock.
+type History struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []Op
+}
+
+// NewHistory starts the clock.
+func NewHistory() *History { return &History{start: time.Now()} }
+
+// Now is the time since the start, in nanoseconds.
+func (h *History) Now() int64 { return time.Since(h.start).Nanoseconds() }
+
+// Add records op and gives it its ID.
+func (h *History) Add(op Op) Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	op.ID = len(h.ops)
+	h.ops = append(h.ops, op)
+	return op
+}
+
+// Ops returns a copy of what was recorded.
+func (h *History) Ops() []Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Op(nil), h.ops...)
+}
+
+// Driver sends one client's requests to one node and records each as an
+// Op. It never retries: a retried write could happen twice, and the
+// checker must know what was sent.
+type Driver struct {
+	Client int
+	Node   int
+	Base   string // the node's URL
+	TTL    time.Duration
+	H      *History
+	HTTP   *http.Client
+}
+
+// NewHTTPClient is the client drivers use: its timeout is above baton's
+// own bound on etcd calls (5 s), so a node that can reach etcd answers
+// before the client gives up, and below the Go client's default (10 s).
+func NewHTTPClient() *http.Client {
+	return &http.Client{Timeout: 8 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+}
+
+type problem struct {
+	Code  string `json:"code"`
+	Token int64  `json:"token"`
+	Owner string `json:"owner"`
+	Value json.RawMessage
+}
+
+// do sends one request and fills op's outcome fields. body is JSON.
+func (d *Driver) do(ctx context.Context, op Op, method, path string, body any) (Op, []byte) {
+	op.Client, op.Node = d.Client, d.Node
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, d.Base+path, rd)
+	if err != nil {
+		panic(err) // the driver built a bad URL: a bug in the test
+	}
+	req.Header.Set("Content-Type", "application/json")
+	op.Call = d.H.Now()
+	resp, err := d.HTTP.Do(req)
+	var b []byte
+	if err == nil {
+		b, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	op.Return = d.H.Now()
+	if err != nil {
+		op.Err = err.Error()
+		// Refused: nothing listened, so nothing was sent. Anything
+		// else (a timeout, a reset) may have reached etcd.
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			op.Result = Failed
+		} else {
+			op.Result = Unknown
+		}
+		return op, nil
+	}
+	op.Status = resp.StatusCode
+	if resp.StatusCode >= 400 {
+		var p problem
+		json.Unmarshal(b, &p)
+		op.Code = p.Code
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		op.RetryAfter = resp.Header.Get("Retry-After")
+	}
+	return op, b
+}
+
+// classify sets op.Result from its status and code; rejected lists the
+// problem codes that are a definite "no" for this kind of op.
+func classify(op Op, rejected ...string) Op {
+	switch {
+	case op.Result != "":
+	case op.Status >= 200 && op.Status < 300:
+		op.Result = OK
+	case op.Status == http.StatusServiceUnavailable:
+		// An etcd timeout can come after the txn committed.
+		op.Result = Unknown
+	default:
+		for _, c := range rejected {
+			if op.Code == c {
+				op.Result = Rejected
+				return op
+			}
+		}
+		// A 500, or a 4xx the workload never provokes: the checker
+		// reports it; the op's effect is unknown.
+		op.Result = Unknown
+	}
+	return op
+}
+
+// Acquire asks for lock without waiting; on OK, op.OutToken is the token.
+func (d *Driver) Acquire(ctx context.Context, lock, owner string) Op {
+	op, b := d.do(ctx, Op{Kind: Acquire, Lock: lock, Owner: owner}, http.MethodPost, "/v1/locks/"+url.PathEscape(lock),
+		map[string]any{"owner": owner, "ttl": d.TTL.String()})
+	op = classify(op, "lock_held")
+	if op.Result == OK {
+		var l struct {
+			Token int64 `json:"token"`
+		}
+		if err := json.Unmarshal(b, &l); err != nil || l.Token == 0 {
+			op.Result, op.Err = Unknown, fmt.Sprintf("acquire answer %q has no token", b)
+		}
+		op.OutToken = l.Token
+	}
+	return d.H.Add(op)
+}
+
+// Renew extends the hold with token.
+func (d *Driver) Renew(ctx context.Context, lock string, token int64) Op {
+	op, _ := d.do(ctx, Op{Kind: Renew, Lock: lock, Token: token}, http.MethodPost,
+		"/v1/locks/"+url.PathEscape(lock)+"/renew", map[string]any{"token": token})
+	return d.H.Add(classify(op, "not_held", "token_mismatch"))
+}
+
+// Release ends the hold with token.
+func (d *Driver) Release(ctx context.Context, lock string, token int64) Op {
+	op, _ := d.do(ctx, Op{Kind: Release, Lock: lock, Token: token}, http.MethodDelete,
+		fmt.Sprintf("/v1/locks/%s?token=%d", url.PathEscape(lock), token), nil)
+	return d.H.Add(classify(op, "not_held", "token_mismatch"))
+}
+
+// Get reads the holder; Rejected means the lock is free.
+func (d *Driver) Get(ctx context.Context, lock string) Op {
+	op, b := d.do(ctx, Op{Kind: Get, Lock: lock}, http.MethodGet, "/v1/locks/"+url.PathEscape(lock), nil)
+	op = classify(op, "not_held", "not_found")
+	if op.Result == OK {
+		var l struct {
+			Token int64  `json:"token"`
+			Owner string `json:"owner"`
+		}
+		json.Unmarshal(b, &l)
+		op.OutToken, op.OutOwner = l.Token, l.Owner
+	}
+	return d.H.Add(readResult(op))
+}
+
+// FPut writes value to the fenced register named like lock, with token.
+func (d *Driver) FPut(ctx context.Context, lock string, token int64, value string) Op {
+	op, _ := d.do(ctx, Op{Kind: FPut, Lock: lock, Token: token, Value: value}, http.MethodPut,
+		"/v1/fenced/"+url.PathEscape(lock), map[string]any{"token": token, "value": value})
+	return d.H.Add(classify(op, "stale_token"))
+}
+
+// FGet reads the fenced register; Rejected means it was never written.
+func (d *Driver) FGet(ctx context.Context, lock string) Op {
+	op, b := d.do(ctx, Op{Kind: FGet, Lock: lock}, http.MethodGet, "/v1/fenced/"+url.PathEscape(lock), nil)
+	op = classify(op, "not_found")
+	if op.Result == OK {
+		var f struct {
+			Token int64  `json:"token"`
+			Value string `json:"value"`
+		}
+		json.Unmarshal(b, &f)
+		op.OutToken, op.OutValue = f.Token, f.Value
+	}
+	return d.H.Add(readResult(op))
+}
+
+// readResult turns a read that got no answer into Failed: a read changes
+// nothing, so one without an answer tells the checker nothing either.
+func readResult(op Op) Op {
+	if op.Result == Unknown && (op.Status == 0 || op.Status == http.StatusServiceUnavailable) {
+		op.Result = Failed
+	}
+	return op
+}

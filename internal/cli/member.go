@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// memberCmd changes the membership of the etcd cluster under baton. It
+// talks to etcd's client port, not to baton's HTTP API: membership is
+// etcd's, and a cluster that lost a member may have no baton answering.
+func memberCmd(g *globals) *cobra.Command {
+	var endpoints string
+	c := &cobra.Command{
+		Use:   "member",
+		Short: "List, add and remove the etcd members of a baton cluster",
+		Long: `member changes the etcd cluster that baton nodes form, through etcd's client
+port (a node's --client-url). To grow a cluster: "baton member add NAME
+PEER-URL" on any node, then start the new node with the flags it prints
+(they include --initial-cluster-state existing). To shrink it: "baton member
+remove NAME", then stop that node. Change one member at a time, and only
+while every other member is up: adding a voting member raises the quorum
+before the new node has started.`,
+	}
+	c.PersistentFlags().StringVar(&endpoints, "etcd-endpoints", "", "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379)")
+	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if g.output != "table" && g.output != "json" {
+			return usagef("--output must be table or json, not %q", g.output)
+		}
+		if endpoints == "" {
+			endpoints = os.Getenv("BATON_ETCD_ENDPOINTS")
+		}
+		if endpoints == "" {
+			endpoints = "http://127.0.0.1:2379"
+		}
+		cmd.SilenceUsage = true
+		g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return nil
+	}
+	c.SilenceUsage = true
+	dial := func() (*clientv3.Client, error) {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("connect to etcd %s: %w", endpoints, err)}
+		}
+		return cli, nil
+	}
+	call := func(cmd *cobra.Command, f func(ctx context.Context, cli *clientv3.Client) error) error {
+		cli, err := dial()
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+		defer cancel()
+		if err := f(ctx, cli); err != nil {
+			if ctx.Err() != nil {
+				return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("etcd at %s did not answer: %w", endpoints, err)}
+			}
+			return err
+		}
+		return nil
+	}
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the members",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
+				resp, err := cli.MemberList(ctx)
+				if err != nil {
+					return fmt.Errorf("list members: %w", err)
+				}
+				return g.showMembers(resp.Members)
+			})
+		},
+	}
+	add := &cobra.Command{
+		Use:   "add NAME PEER-URL",
+		Short: "Add a member, and print the flags to start it with",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, peer := args[0], args[1]
+			if u, err := url.Parse(peer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usagef("PEER-URL %q is not an http(s)://host:port URL", peer)
+			}
+			return call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
+				resp, err := cli.MemberAdd(ctx, []string{peer})
+				if err != nil {
+					return fmt.Errorf("add member %s at %s: %w", name, peer, err)
+				}
+				// The new member has no name until it starts; etcd's
+				// initial-cluster needs one for every member.
+				var ic []string
+				for _, m := range resp.Members {
+					n := m.Name
+					if m.ID == resp.Member.ID {
+						n = name
+					}
+					for _, p := range m.PeerURLs {
+						ic = append(ic, n+"="+p)
+					}
+				}
+				sort.Strings(ic)
+				flags := []string{"--name", name, "--peer-url", peer, "--initial-cluster", strings.Join(ic, ","), "--initial-cluster-state", "existing"}
+				if g.json() {
+					return g.printJSON(map[string]any{"id": strconv.FormatUint(resp.Member.ID, 16), "name": name, "peer_url": peer, "flags": flags})
+				}
+				fmt.Fprintf(g.stdout, "added member %s (%x) at %s\nstart it, with an empty --data-dir, its own --http-addr and --client-url, and:\n  baton %s\n",
+					name, resp.Member.ID, peer, strings.Join(flags, " "))
+				return nil
+			})
+		},
+	}
+	remove := &cobra.Command{
+		Use:   "remove NAME|ID",
+		Short: "Remove a member (then stop its node)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
+				resp, err := cli.MemberList(ctx)
+				if err != nil {
+					return fmt.Errorf("list members: %w", err)
+				}
+				for _, m := range resp.Members {
+					if m.Name == args[0] || strconv.FormatUint(m.ID, 16) == args[0] {
+						if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
+							return fmt.Errorf("remove member %s: %w", args[0], err)
+						}
+						if g.json() {
+							return g.printJSON(map[string]any{"id": strconv.FormatUint(m.ID, 16), "name": m.Name, "removed": true})
+						}
+						fmt.Fprintf(g.stdout, "removed member %s (%x)\n", m.Name, m.ID)
+						return nil
+					}
+				}
+				return &ExitError{Code: ExitNotHeld, Err: fmt.Errorf("no member named %q", args[0])}
+			})
+		},
+	}
+	c.AddCommand(list, add, remove)
+	return c
+}
+
+func (g *globals) showMembers(ms []*etcdserverpb.Member) error {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+	if g.json() {
+		out := make([]map[string]any, len(ms))
+		for i, m := range ms {
+			out[i] = map[string]any{"id": strconv.FormatUint(m.ID, 16), "name": m.Name,
+				"peer_urls": nonNil(m.PeerURLs), "client_urls": nonNil(m.ClientURLs), "is_learner": m.IsLearner}
+		}
+		return g.printJSON(map[string]any{"members": out})
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tPEER URLS\tCLIENT URLS")
+	for _, m := range ms {
+		name := m.Name
+		if name == "" {
+			name = "(not started)"
+		}
+		fmt.Fprintf(tw, "%s\t%x\t%s\t%s\n", name, m.ID, strings.Join(m.PeerURLs, ","), dash(strings.Join(m.ClientURLs, ",")))
+	}
+	return tw.Flush()
+}

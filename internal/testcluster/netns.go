@@ -1,0 +1,95 @@
+package testcluster
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// network is a private bridge with one network namespace per node. The
+// test process sits on the bridge too (its address ends in .254), so it
+// reaches every node while Partition drops traffic between nodes.
+type network struct {
+	id     string // short, unique on the machine: names must fit IFNAMSIZ
+	subnet string // "10.213.X"
+	nodes  int
+}
+
+func newNetwork(nodes int) (*network, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("not root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, err
+	}
+	nw := &network{id: fmt.Sprintf("%d%d", os.Getpid()%100000, rand.IntN(100)), nodes: nodes}
+	// A /24 no other interface uses; two test binaries may run at once.
+	for range 50 {
+		s := fmt.Sprintf("10.213.%d", 1+rand.IntN(250))
+		if out, _ := exec.Command("ip", "-o", "route", "show", s+".0/24").Output(); len(strings.TrimSpace(string(out))) == 0 {
+			nw.subnet = s
+			break
+		}
+	}
+	if nw.subnet == "" {
+		return nil, fmt.Errorf("no free 10.213.X.0/24")
+	}
+	steps := [][]string{
+		{"link", "add", nw.bridge(), "type", "bridge"},
+		{"addr", "add", nw.subnet + ".254/24", "dev", nw.bridge()},
+		{"link", "set", nw.bridge(), "up"},
+	}
+	for i := range nodes {
+		steps = append(steps,
+			[]string{"netns", "add", nw.ns(i)},
+			[]string{"link", "add", nw.veth(i), "type", "veth", "peer", "name", "eth0", "netns", nw.ns(i)},
+			[]string{"link", "set", nw.veth(i), "master", nw.bridge(), "up"},
+			[]string{"-n", nw.ns(i), "addr", "add", nw.ip(i) + "/24", "dev", "eth0"},
+			[]string{"-n", nw.ns(i), "link", "set", "eth0", "up"},
+			[]string{"-n", nw.ns(i), "link", "set", "lo", "up"},
+		)
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			nw.close()
+			return nil, err
+		}
+	}
+	return nw, nil
+}
+
+func (nw *network) bridge() string    { return "btb" + nw.id }
+func (nw *network) veth(i int) string { return fmt.Sprintf("btv%s%d", nw.id, i) }
+func (nw *network) ns(i int) string   { return fmt.Sprintf("baton-%s-%d", nw.id, i) }
+func (nw *network) ip(i int) string   { return fmt.Sprintf("%s.%d", nw.subnet, i+1) }
+
+// blackhole drops (or stops dropping) what node from sends to node to.
+func (nw *network) blackhole(from, to int, on bool) error {
+	verb := "add"
+	if !on {
+		verb = "del"
+		// Heal removes routes that may not be there.
+		if out, _ := exec.Command("ip", "-n", nw.ns(from), "route", "show", "type", "blackhole", nw.ip(to)).Output(); len(out) == 0 {
+			return nil
+		}
+	}
+	return ip("-n", nw.ns(from), "route", verb, "blackhole", nw.ip(to)+"/32")
+}
+
+// close removes the namespaces (which takes their veths along) and the
+// bridge. It is best effort: a half-built network is closed too.
+func (nw *network) close() {
+	for i := range nw.nodes {
+		exec.Command("ip", "netns", "del", nw.ns(i)).Run()
+	}
+	exec.Command("ip", "link", "del", nw.bridge()).Run()
+}
+
+func ip(args ...string) error {
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
