@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,4 +244,49 @@ func TestQuorumLost_ReadyzAndRequestsAnswer503WithinTheirTimeouts(t *testing.T) 
 		}
 	})
 	testserver.WantStatus(t, s.Do("GET", "/healthz", ""), http.StatusOK)
+}
+
+// A node whose member knows no leader (cut off from the majority, or in
+// an election) answers 503 at once instead of waiting for a proposal that
+// cannot commit, writes nothing, and still shows /v1/cluster.
+func TestNoLeader_RequestsAnswer503AtOnceAndClusterStillAnswers(t *testing.T) {
+	var hasLeader atomic.Bool
+	hasLeader.Store(true)
+	cfg := lock.DefaultConfig()
+	cfg.HasLeader = hasLeader.Load
+	s := testserver.StartOn(t, testetcd.Start(t), cfg)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/before", `{"owner":"w"}`), http.StatusCreated)
+
+	hasLeader.Store(false)
+	s.Allow5xx.Store(true)
+	keys := s.Keys()
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/readyz", ""},
+		{"POST", "/v1/locks/after", `{"owner":"w","wait":"30s"}`},
+		{"GET", "/v1/locks/before", ""},
+		{"POST", "/v1/sessions", `{"owner":"w"}`},
+		{"PUT", "/v1/fenced/ledger", `{"token":5,"value":1}`},
+		{"GET", "/v1/events", ""},
+	} {
+		r := s.Do(tc.method, tc.path, tc.body)
+		p := testserver.WantProblem(t, r, http.StatusServiceUnavailable, "unavailable")
+		if r.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "no leader") {
+			t.Errorf("%s %s: Retry-After %q, detail %q; want both, naming the missing leader", tc.method, tc.path, r.Header.Get("Retry-After"), p.Detail)
+		}
+		if r.Took > time.Second {
+			t.Errorf("%s %s answered after %s; want at once", tc.method, tc.path, r.Took)
+		}
+	}
+	// A wrong method is still a 405, not hidden behind the leader check.
+	testserver.WantProblem(t, s.Do("PATCH", "/v1/locks/before", ""), http.StatusMethodNotAllowed, "method_not_allowed")
+	c := testserver.WantJSON[api.Cluster](t, s.Do("GET", "/v1/cluster", ""), http.StatusOK)
+	if len(c.Members) != 1 {
+		t.Errorf("cluster without a leader: %+v", c)
+	}
+	if after := s.Keys(); !maps.Equal(after, keys) {
+		t.Errorf("keys changed without a leader:\nbefore %v\nafter  %v", keys, after)
+	}
+
+	hasLeader.Store(true)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/after", `{"owner":"w"}`), http.StatusCreated)
 }

@@ -359,3 +359,23 @@ func TestCLI_JSONOutputHasTheAPIShape(t *testing.T) {
 		t.Fatalf("sessions get of an unknown session: code %d, stderr %q; want 4 without usage text", code, errs)
 	}
 }
+
+func TestMember_BadInputIsAUsageErrorAndAnUnreachableEtcdIsUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"member", "add", "n4", "not-a-url"}, 2, "PEER-URL"},
+		{[]string{"member", "add", "n4"}, 2, "takes 2 argument"},
+		{[]string{"member", "list", "-o", "yaml"}, 2, "--output"},
+		// Nothing listens there: the command gives up at its --timeout,
+		// which is "unavailable", not a usage mistake.
+		{[]string{"member", "list", "--etcd-endpoints", "http://127.0.0.1:1", "--timeout", "1s"}, 6, "did not answer"},
+	} {
+		_, stderr, code := run(t, "http://127.0.0.1:1", tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("baton %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}

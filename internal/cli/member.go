@@ -21,6 +21,7 @@ import (
 // etcd's, and a cluster that lost a member may have no baton answering.
 func memberCmd(g *globals) *cobra.Command {
 	var endpoints string
+	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "member",
 		Short: "List, add and remove the etcd members of a baton cluster",
@@ -34,9 +35,13 @@ before the new node has started.`,
 	}
 	c.PersistentFlags().StringVar(&endpoints, "etcd-endpoints", "", "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379)")
 	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	c.PersistentFlags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "table" && g.output != "json" {
 			return usagef("--output must be table or json, not %q", g.output)
+		}
+		if timeout <= 0 {
+			return usagef("--timeout must be positive")
 		}
 		if endpoints == "" {
 			endpoints = os.Getenv("BATON_ETCD_ENDPOINTS")
@@ -62,7 +67,7 @@ before the new node has started.`,
 			return err
 		}
 		defer cli.Close()
-		ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 		defer cancel()
 		if err := f(ctx, cli); err != nil {
 			if ctx.Err() != nil {
