@@ -32,6 +32,26 @@ type recorder struct {
 const recorderSaveEvery = 5 * time.Second
 
 func (e *Engine) newRecorder(ctx context.Context) (*recorder, error) {
+	// A member that just became ready may see its cluster elect again
+	// ("leader changed"): that is a moment to wait out, not a reason for
+	// the node not to start. Until ctx ends.
+	backoff := 100 * time.Millisecond
+	for {
+		r, err := e.readRecorderCursor(ctx)
+		if !errors.Is(err, ErrUnavailable) {
+			return r, err
+		}
+		e.log.Warn("etcd not serving yet; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.recorderKey())

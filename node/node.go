@@ -89,9 +89,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	}
 	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2)}
+	// Fix (found by testcluster, a node whose start failed panicked):
+	// "return nil, err" sets n to nil before deferred calls run, so the
+	// cleanup must hold its own reference.
+	started := n
 	defer func() {
 		if err != nil {
-			n.Close()
+			started.Close()
 		}
 	}()
 

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +190,26 @@ func TestNode_ShutdownEndsWaitingAcquiresQuickly(t *testing.T) {
 	a := <-got
 	if a.status != http.StatusServiceUnavailable || a.code != "shutting_down" {
 		t.Fatalf("waiting acquire at shutdown: %d %q, want 503 shutting_down", a.status, a.code)
+	}
+}
+
+// A start that fails half-way (here: the HTTP address is taken) returns
+// the error and stops what it started, so the same data dir can be used
+// again at once.
+func TestNode_FailedStartReturnsTheErrorAndCleansUp(t *testing.T) {
+	cfg := testConfig(t)
+	taken, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, err := node.Start(ctx, cfg); err == nil || n != nil || !strings.Contains(err.Error(), "listen on") {
+		t.Fatalf("start on a taken address: node %v, err %v; want no node and the listen error", n, err)
+	}
+	taken.Close()
+	n := start(t, cfg)
+	if st := call(t, "POST", "http://"+n.Addr()+"/v1/locks/after", map[string]string{"owner": "w"}, nil); st != 201 {
+		t.Fatalf("acquire after a failed start on the same data dir: %d", st)
 	}
 }

@@ -38,15 +38,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(pausedClient())
 	}
-	b, cleanup, err := testcluster.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = b
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	os.Exit(testcluster.Main(m, &bin))
 }
 
 const (

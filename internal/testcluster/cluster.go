@@ -7,7 +7,7 @@
 //
 // Build the binary once per test binary, in TestMain:
 //
-//	bin, cleanup, err := testcluster.Build()
+//	func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, &bin)) }
 //	...
 //	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 3})
 //	leader := c.Leader(t)
@@ -48,6 +48,20 @@ func Build() (bin string, cleanup func(), err error) {
 		return "", nil, fmt.Errorf("go build baton: %v\n%s", err, out)
 	}
 	return bin, cleanup, nil
+}
+
+// Main is a TestMain for packages that start clusters: it builds baton,
+// stores the binary's path in *bin, runs the tests and removes the binary.
+// It returns the exit code for os.Exit.
+func Main(m *testing.M, bin *string) int {
+	b, cleanup, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	*bin = b
+	return m.Run()
 }
 
 // Options describes a cluster.

@@ -20,17 +20,7 @@ import (
 
 var bin string
 
-func TestMain(m *testing.M) {
-	b, cleanup, err := testcluster.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = b
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, &bin)) }
 
 // electionTimeout is etcd's default, which baton keeps.
 const electionTimeout = time.Second
