@@ -125,10 +125,17 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 		return nil
 	}
 	a.dropLease()
+	// etcd raises a TTL below its floor: pooled leases carry the granted
+	// TTL, so only one asked for with the same TTL is taken.
+	want := ttlSeconds(a.req.TTL)
+	if id, at := a.e.leases.take(ctx, a.e, want); id != 0 {
+		a.lease, a.leaseTTL, a.grantedAt = id, want, at
+		return nil
+	}
 	octx, done := a.e.op(ctx)
 	defer done()
 	start := time.Now()
-	resp, err := a.e.cli.Grant(octx, ttlSeconds(a.req.TTL))
+	resp, err := a.e.cli.Grant(octx, want)
 	if err != nil {
 		return a.e.etcdErr(ctx, "grant lease", err)
 	}
@@ -136,13 +143,17 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 	return nil
 }
 
-// dropLease revokes the own lease if no lock was granted with it.
+// dropLease gives the own lease back to the pool, or revokes it, if no
+// lock was granted with it.
 func (a *acquirer) dropLease() {
 	if a.lease == 0 || a.used {
 		return
 	}
 	id := a.lease
 	a.lease = 0
+	if a.e.leases.put(id, a.leaseTTL) {
+		return
+	}
 	ctx, done := a.e.cleanupCtx()
 	defer done()
 	if _, err := a.e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {

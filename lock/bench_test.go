@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -34,6 +35,7 @@ func BenchmarkFloor_TxnCycle(b *testing.B) {
 	ctx := context.Background()
 	var n atomic.Int64
 	b.SetParallelism(32)
+	defer reportRaftEntries(b)()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -49,6 +51,30 @@ func BenchmarkFloor_TxnCycle(b *testing.B) {
 	})
 }
 
+// reportRaftEntries reports the raft entries committed per op, from etcd's
+// own counter, between its call and the call of what it returns. Each
+// test binary has one registry, so benchmarks must not run in parallel.
+func reportRaftEntries(b *testing.B) func() {
+	before := proposalsCommitted(b)
+	return func() {
+		b.ReportMetric(float64(proposalsCommitted(b)-before)/float64(b.N), "raft/op")
+	}
+}
+
+func proposalsCommitted(b *testing.B) float64 {
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "etcd_server_proposals_committed_total" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	b.Fatal("etcd_server_proposals_committed_total not registered")
+	return 0
+}
+
 func benchCycle(b *testing.B, session bool) {
 	e, _ := benchEngine(b)
 	ctx := context.Background()
@@ -62,6 +88,7 @@ func benchCycle(b *testing.B, session bool) {
 	}
 	var n atomic.Int64
 	b.SetParallelism(32)
+	defer reportRaftEntries(b)()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

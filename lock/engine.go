@@ -117,6 +117,7 @@ type Engine struct {
 
 	waiters waiterLease
 	buckets bucketLease
+	leases  leasePool
 
 	// term ends at the next leader change (Config.LeaderChanged), or
 	// with the engine; every etcd call is bound to the term it began in.

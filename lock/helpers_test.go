@@ -113,6 +113,29 @@ func leaseCount(t *testing.T, cli *clientv3.Client) int {
 	return len(resp.Leases)
 }
 
+// keylessLeases counts leases with no key attached: the idle own leases
+// the engine keeps for reuse.
+func keylessLeases(t *testing.T, cli *clientv3.Client) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Leases(ctx)
+	if err != nil {
+		t.Fatalf("list leases: %v", err)
+	}
+	n := 0
+	for _, l := range resp.Leases {
+		ttl, err := cli.TimeToLive(ctx, l.ID, clientv3.WithAttachedKeys())
+		if err != nil {
+			t.Fatalf("time to live of lease %x: %v", int64(l.ID), err)
+		}
+		if ttl.TTL > 0 && len(ttl.Keys) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // lockLease returns the lease the lock key of name is attached to.
 func lockLease(t *testing.T, cli *clientv3.Client, name string) clientv3.LeaseID {
 	t.Helper()

@@ -133,3 +133,80 @@ func (e *Engine) withBucket(ctx context.Context, f func(bucket clientv3.LeaseID)
 		return err
 	}
 }
+
+// leasePool keeps the own leases of released locks, and of acquires that
+// did not win, for the next acquire with the same TTL on this node. A
+// lease grant is a raft entry (and an fsync) and so is its revoke; a
+// keep-alive is neither. Reusing a lease makes an own-lease
+// acquire+release cycle two raft entries (the acquire and release txns)
+// instead of four.
+//
+// A pooled lease holds no key: release deletes the lock key in its txn,
+// and nothing else is put under an own lease. take refreshes it to its full
+// TTL with a keep-alive before handing it out, and a lease that expired in
+// the pool is simply dropped (etcd already revoked it).
+//
+// One race is accepted: a holder's renew that read its lock just before
+// its own release can keep the lease alive just after the next holder got
+// it. That stretches the new hold, granted a moment before with the full
+// TTL, by that moment; it can never make a stale token hold anything.
+type leasePool struct {
+	mu   sync.Mutex
+	free map[int64][]pooledLease // by granted TTL in seconds
+}
+
+type pooledLease struct {
+	id clientv3.LeaseID
+	at time.Time // when it entered the pool; it lives TTL after at the most
+}
+
+// maxPooledPerTTL bounds the pool: a burst of releases leaves at most this
+// many idle leases per TTL, each expiring by itself within its TTL.
+const maxPooledPerTTL = 256
+
+// put offers an idle lease; false means the pool is full, and the caller
+// should revoke it.
+func (p *leasePool) put(id clientv3.LeaseID, ttl int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free[ttl]) >= maxPooledPerTTL {
+		return false
+	}
+	if p.free == nil {
+		p.free = map[int64][]pooledLease{}
+	}
+	p.free[ttl] = append(p.free[ttl], pooledLease{id: id, at: time.Now()})
+	return true
+}
+
+// take returns a pooled lease of ttl seconds, refreshed to its full TTL,
+// and when the refresh was sent; id 0 means none: grant one.
+func (p *leasePool) take(ctx context.Context, e *Engine, ttl int64) (clientv3.LeaseID, time.Time) {
+	for {
+		p.mu.Lock()
+		free := p.free[ttl]
+		if len(free) == 0 {
+			p.mu.Unlock()
+			return 0, time.Time{}
+		}
+		// The newest first: it is the least likely to have run out.
+		pl := free[len(free)-1]
+		p.free[ttl] = free[:len(free)-1]
+		p.mu.Unlock()
+		if time.Since(pl.at) >= time.Duration(ttl)*time.Second {
+			continue // surely expired: nobody kept it alive in the pool
+		}
+		start := time.Now()
+		octx, done := e.op(ctx)
+		ka, err := e.cli.KeepAliveOnce(octx, pl.id)
+		done()
+		if err == nil && ka.TTL == ttl {
+			return pl.id, start
+		}
+		if err != nil && !isLeaseNotFound(err) {
+			// etcd is in trouble: the grant that follows will say so; the
+			// lease, if alive, expires by itself.
+			return 0, time.Time{}
+		}
+	}
+}

@@ -247,7 +247,7 @@ func TestRevoke_RecordsReasonAndEndsTheLease(t *testing.T) {
 	}
 }
 
-func TestRelease_EndsTheOwnLeaseAndRecordsOnce(t *testing.T) {
+func TestRelease_PoolsTheOwnLeaseForTheNextAcquireAndRecordsOnce(t *testing.T) {
 	e, m := newEngine(t)
 	ctx := ctxT(t)
 	cli := m.Client()
@@ -256,12 +256,36 @@ func TestRelease_EndsTheOwnLeaseAndRecordsOnce(t *testing.T) {
 	if err := e.Release(ctx, "rel", l.Token); err != nil {
 		t.Fatal(err)
 	}
-	if ttl := remainingTTL(t, cli, lease); ttl != -1 {
-		t.Fatalf("released lock's own lease still has %ds", ttl)
-	}
 	evs := history(t, e, "rel")
 	if len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired ||
 		evs[0].Token != l.Token || evs[1].Token != l.Token || evs[0].Revision <= evs[1].Revision {
 		t.Fatalf("history = %+v, want acquired then released with token %d", evs, l.Token)
+	}
+	// The released lease holds nothing, and the next acquire with the same
+	// TTL takes it (no grant, no raft entry) with its full TTL again.
+	if n := keylessLeases(t, cli); n != 1 {
+		t.Fatalf("%d idle leases after the release, want the released one", n)
+	}
+	before := leaseCount(t, cli)
+	mustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w2"})
+	if got := lockLease(t, cli, "other"); got != lease {
+		t.Fatalf("next acquire got lease %x, want the pooled %x", int64(got), int64(lease))
+	}
+	if n := leaseCount(t, cli); n != before {
+		t.Fatalf("%d leases after reuse, want %d: a grant happened", n, before)
+	}
+	if ttl := remainingTTL(t, cli, lease); ttl < int64(lock.DefaultConfig().DefaultTTL/time.Second)-2 {
+		t.Fatalf("reused lease has %ds left, want about the full TTL", ttl)
+	}
+	// A stale token cannot touch the new hold on the reused lease.
+	if _, err := e.Renew(ctx, "rel", l.Token); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("renew of the released hold: %v, want ErrNotHeld", err)
+	}
+	// A revoke ends the lease, as the operator meant.
+	if _, err := e.Revoke(ctx, "other", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := remainingTTL(t, cli, lease); ttl != -1 {
+		t.Fatalf("revoked hold's lease still has %ds", ttl)
 	}
 }

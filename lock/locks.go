@@ -223,6 +223,12 @@ func (e *Engine) end(ctx context.Context, name string, token int64, typ EventTyp
 		return ErrTokenMismatch
 	}
 	if hr.Session == "" {
+		// A released lock's lease serves the next acquire with its TTL
+		// (leasePool). After a revoke or an expiry the lease is ended, as
+		// the operator or etcd meant.
+		if id, ok := parseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
+			return nil
+		}
 		e.revokeLease(hr.Lease)
 	}
 	return nil
