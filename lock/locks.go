@@ -24,10 +24,10 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 }
 
 // getLock reads a lock key (linearizably); ErrNotHeld when absent.
-func (e *Engine) getLock(ctx context.Context, name string) (*mvccpb.KeyValue, error) {
+func (e *Engine) getLock(ctx context.Context, name string, opts ...clientv3.OpOption) (*mvccpb.KeyValue, error) {
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.lockKey(name))
+	resp, err := e.cli.Get(octx, e.lockKey(name), opts...)
 	if err != nil {
 		return nil, e.etcdErr(ctx, "get lock", err)
 	}
@@ -180,10 +180,30 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 	return nil, fmt.Errorf("revoke %q: lock changes hands too fast: %w", name, ErrUnavailable)
 }
 
+// endingHold returns the holder record of the hold that token names, for
+// end's txn. It reads the member's local state first (a serializable read:
+// no ReadIndex round): the txn compares ModRevision with token, so a stale
+// read can never end the wrong hold, and a holder record is never
+// rewritten, so one read at ModRevision == token is that hold's. Only when
+// the local state does not show token holding the lock is the answer
+// confirmed by a linearizable read.
+func (e *Engine) endingHold(ctx context.Context, name string, token int64) (holderRecord, error) {
+	if err := checkName("name", name); err != nil {
+		return holderRecord{}, err
+	}
+	if token <= 0 {
+		return holderRecord{}, invalid("token", "must be a positive fencing token")
+	}
+	if kv, err := e.getLock(ctx, name, clientv3.WithSerializable()); err == nil && kv.ModRevision == token {
+		return decodeHolder(kv)
+	}
+	return e.heldWith(ctx, name, token)
+}
+
 // end deletes the lock key if token holds it and writes the hold's end
 // event in the same transaction, then revokes the lock's own lease.
 func (e *Engine) end(ctx context.Context, name string, token int64, typ EventType, detail string) error {
-	hr, err := e.heldWith(ctx, name, token)
+	hr, err := e.endingHold(ctx, name, token)
 	if err != nil {
 		return err
 	}
