@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary be the load generator too: run re-executes
+// os.Executable(), which in a test is this binary.
+func TestMain(m *testing.M) {
+	if os.Getenv(loadgenEnv) != "" {
+		os.Exit(loadgenMain(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+// TestRun_SmokeEveryScenario runs the whole harness for seconds, so it
+// never rots. It checks that every figure is there and sane, never how
+// fast anything was: speed is measured, not asserted.
+func TestRun_SmokeEveryScenario(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Duration = 300 * time.Millisecond
+	cfg.Clients = []int{1, 4}
+	cfg.ContentionClients = 4
+	cfg.ScaleSessions, cfg.ScaleLocks = 5, 10
+	cfg.ScaleDuration, cfg.ScaleRenew = 2*time.Second, 500*time.Millisecond
+	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
+	cfg.CPUProfile = filepath.Join(t.TempDir(), "cpu.out")
+	cfg.MemProfile = filepath.Join(t.TempDir(), "mem.out")
+	if testing.Verbose() {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var table bytes.Buffer
+	if err := run(ctx, cfg, &table); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", &table)
+	for _, s := range []string{"floor", "lease", "session", "contention", "scale", cfg.JSONPath} {
+		if !strings.Contains(table.String(), s) {
+			t.Errorf("table does not mention %q", s)
+		}
+	}
+	for _, p := range []string{cfg.CPUProfile, cfg.MemProfile} {
+		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s not written: %v", p, err)
+		}
+	}
+
+	raw, err := os.ReadFile(cfg.JSONPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sections map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &sections); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "contention", "scale"} {
+		if len(sections[s]) == 0 {
+			t.Errorf("JSON has no %q section", s)
+		}
+	}
+	var res Results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Machine.CPUs < 1 || res.Machine.GoVersion == "" {
+		t.Errorf("machine = %+v", res.Machine)
+	}
+
+	for _, sc := range res.cycleScenarios() {
+		if len(sc.results) != len(cfg.Clients) {
+			t.Fatalf("%s: %d results, want one per client count %v", sc.name, len(sc.results), cfg.Clients)
+		}
+		for i, c := range sc.results {
+			name := sc.name + "/" + strings.Repeat("c", c.Clients)
+			if c.Clients != cfg.Clients[i] || c.Errors != 0 || c.Cycles <= 0 || c.Seconds <= 0 || c.CyclesPerSec <= 0 {
+				t.Errorf("%s: %+v", name, c)
+			}
+			checkLatency(t, name, c.Latency, c.Cycles)
+			// Every cycle commits at least its acquire and its release.
+			if c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerCycle < 2 {
+				t.Errorf("%s: cpu s/1k %v, raft entries/cycle %v", name, c.CPUSecondsPer1k, c.RaftEntriesPerCycle)
+			}
+			// Only the HTTP scenarios have a load generator process.
+			if c.Cores.Node <= 0 || c.Cores.Other < 0 || (c.Cores.Loadgen > 0) != (sc.name != "floor") {
+				t.Errorf("%s: cores %+v", name, c.Cores)
+			}
+			switch {
+			case sc.name == "floor" && c.VsFloor != nil:
+				t.Errorf("%s: a ratio to itself", name)
+			case sc.name != "floor" && (c.VsFloor == nil || c.VsFloor.CyclesPerSec <= 0 || c.VsFloor.P50 <= 0 || c.VsFloor.P99 <= 0 || c.VsFloor.CPUSecondsPer1k <= 0):
+				t.Errorf("%s: ratios to the floor %+v", name, c.VsFloor)
+			}
+		}
+	}
+
+	c := res.Contention
+	if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {
+		t.Errorf("contention: %+v", c)
+	}
+	// An early handoff counts as 0, so the median may be 0 too.
+	if h := c.Handoff; h.Count != c.Grants-1 || h.P50 < 0 || h.P99 < h.P50 || h.Max < h.P99 || h.Max == 0 || c.HandoffsEarly > h.Count {
+		t.Errorf("contention handoffs: %+v, %d early, want %d of them, 0 ≤ p50 ≤ p99 ≤ max", h, c.HandoffsEarly, c.Grants-1)
+	}
+	if f := c.Fairness; f.Judged <= 0 || int64(f.Judged) > c.Grants || f.InOrder <= 0 || f.InOrder > 1 || f.MaxOvertaken < 0 || f.MaxOvertaken >= f.Judged {
+		t.Errorf("contention fairness: %+v", f)
+	}
+
+	s := res.Scale
+	if s.Sessions != cfg.ScaleSessions || s.LocksPerSession != cfg.ScaleLocks || s.Errors != 0 {
+		t.Errorf("scale: %+v", s)
+	}
+	if want := int64(cfg.ScaleSessions * cfg.ScaleLocks); s.LocksHeld != want {
+		t.Errorf("scale: etcd holds %d locks, want %d", s.LocksHeld, want)
+	}
+	if s.SetupSeconds <= 0 || s.Seconds <= 0 || s.RSSBeforeMiB <= 0 || s.RSSMaxMiB <= 0 || s.Cores.Node <= 0 || s.Cores.Loadgen <= 0 {
+		t.Errorf("scale: %+v", s)
+	}
+	checkLatency(t, "scale renew", s.Renew, -1)
+	checkLatency(t, "scale probe", s.Probe, -1)
+}
+
+// checkLatency wants count values (any positive count for -1) with
+// 0 < p50 ≤ p99 ≤ max.
+func checkLatency(t *testing.T, name string, l Latency, count int64) {
+	t.Helper()
+	if count == -1 && l.Count <= 0 || count != -1 && l.Count != count {
+		t.Errorf("%s: %d latencies, want %d", name, l.Count, count)
+	}
+	if l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
+		t.Errorf("%s: want 0 < p50 ≤ p99 ≤ max, got %+v", name, l)
+	}
+}
+
+func TestJudgeFairness_CountsOvertakes(t *testing.T) {
+	// Requests are sent at 1, 2, 3, …; token gives the grant order.
+	sentInOrder := func(tokens ...int64) []grant {
+		gs := make([]grant, len(tokens))
+		for i, tok := range tokens {
+			gs[i] = grant{sent: time.Duration(i + 1), token: tok}
+		}
+		return gs
+	}
+	for _, tc := range []struct {
+		name   string
+		grants []grant
+		want   fairness
+	}{
+		{"none", nil, fairness{}},
+		{"first come first served", sentInOrder(10, 20, 30, 40), fairness{Judged: 4, InOrder: 1}},
+		// The last sent is granted first: it overtook three, and it is
+		// the only grant out of order.
+		{"one jumps the queue", sentInOrder(20, 30, 40, 10), fairness{Judged: 4, InOrder: 0.75, MaxOvertaken: 1}},
+		// The first sent is granted last: three overtook it, and each of
+		// them was granted while it waited.
+		{"one left behind", sentInOrder(40, 10, 20, 30), fairness{Judged: 4, InOrder: 0.25, MaxOvertaken: 3}},
+		{"reversed", sentInOrder(40, 30, 20, 10), fairness{Judged: 4, InOrder: 0.25, MaxOvertaken: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := judgeFairness(tc.grants); got != tc.want {
+				t.Errorf("judgeFairness = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHandoffs_FromReleaseToNextGrant(t *testing.T) {
+	ms := time.Millisecond
+	// Listed out of order: handoffs follows the tokens.
+	lat, early := handoffs([]grant{
+		{granted: 10 * ms, released: 11 * ms, token: 2},
+		{granted: 0, released: 1 * ms, token: 1},
+		{granted: 14 * ms, released: 16 * ms, token: 3},
+		{granted: 15 * ms, released: 17 * ms, token: 4}, // answered before 3's release
+	})
+	// 1ms → 10ms, 11ms → 14ms and the early one as 0, within
+	// HdrHistogram's 0.1%.
+	sum := lat.summary()
+	near := func(us, want int64) bool { return us >= want && us <= want+want/1000 }
+	if sum.Count != 3 || !near(sum.P50, 3000) || !near(sum.Max, 9000) || early != 1 {
+		t.Errorf("handoffs = %+v, %d early; want 0, 3ms and 9ms, 1 early", sum, early)
+	}
+}
+
+func TestAfterOpening_DropsTheOpeningBurst(t *testing.T) {
+	ms := time.Millisecond
+	got := afterOpening([]grant{
+		{sent: 0, granted: 5 * ms, token: 2},
+		{sent: 1 * ms, granted: 2 * ms, token: 1}, // the first grant
+		{sent: 3 * ms, granted: 8 * ms, token: 3},
+	})
+	if len(got) != 1 || got[0].token != 3 {
+		t.Errorf("afterOpening kept %+v, want only the request sent after the first grant", got)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-clients", "2, 8", "-only", "floor,scale", "-scale-duration", "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Clients) != 2 || cfg.Clients[0] != 2 || cfg.Clients[1] != 8 || !cfg.runs("scale") || cfg.runs("lease") || cfg.ScaleDuration != time.Minute {
+		t.Errorf("parsed %+v", cfg)
+	}
+	for _, bad := range [][]string{{"-only", "floor,redis"}, {"-clients", "0"}, {"-clients", "x"}, {"-scale-renew", "20s"}, {"extra"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// cycles runs acquire+release cycles on distinct keys through the HTTP
+// API, in mode "lease" (a lease per lock) or "session" (one session per
+// client, made before the clock starts).
+func (b *bench) cycles(ctx context.Context, mode string, clients int) (CycleResult, error) {
+	lg, err := startLoadgen(ctx, loadSpec{
+		Kind:     kindCycles,
+		URL:      b.url,
+		Clients:  clients,
+		Duration: b.cfg.Duration,
+		Prefix:   fmt.Sprintf("%s-%d-", mode, clients),
+		Session:  mode == "session",
+	})
+	if err != nil {
+		return CycleResult{}, err
+	}
+	defer lg.close()
+	var loop loopResult
+	u, err := measured(func() (time.Duration, error) { return lg.run(&loop) })
+	if err != nil {
+		return CycleResult{}, err
+	}
+	if err := lg.wait(); err != nil {
+		return CycleResult{}, fmt.Errorf("load generator: %w", err)
+	}
+	return newCycleResult(clients, loop, u), nil
+}
+
+// genCycles is the load generator's side of cycles.
+func genCycles(ctx context.Context, spec loadSpec, p *parentConn) error {
+	a := newAPI(spec.URL, spec.Clients)
+	bodies := make([][]byte, spec.Clients)
+	var sessions []string
+	for w := range spec.Clients {
+		body := acquireBody{Owner: "bench-" + strconv.Itoa(w)}
+		if spec.Session {
+			id, err := a.createSession(ctx, body.Owner)
+			if err != nil {
+				return err
+			}
+			sessions = append(sessions, id)
+			body.Session = id
+		} else {
+			body.TTL = sessionTTL.String()
+		}
+		bodies[w] = body.encode()
+	}
+	renewCtx, stopRenewing := context.WithCancel(ctx)
+	renewing := make(chan error, 1)
+	go func() { renewing <- keepRenewing(renewCtx, a, sessions) }()
+
+	if err := p.ready(); err != nil {
+		stopRenewing()
+		return err
+	}
+	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
+		name := spec.Prefix + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
+		token, err := a.acquire(ctx, name, bodies[w])
+		if err != nil {
+			return err
+		}
+		return a.release(ctx, name, token)
+	})
+	stopRenewing()
+	if err := <-renewing; err != nil {
+		return err
+	}
+	if err := p.report(loop); err != nil {
+		return err
+	}
+	// After the report, so the parent's counters stop first, but before
+	// exiting, because the parent waits for that: sessions left to expire
+	// would be revoked by etcd in the middle of the next scenario.
+	for _, id := range sessions {
+		if err := a.deleteSession(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepRenewing renews every session a third of its TTL after the last
+// renew, as a client would, until ctx ends; it matters only for runs
+// longer than that.
+func keepRenewing(ctx context.Context, a *httpAPI, sessions []string) error {
+	if len(sessions) == 0 {
+		return nil
+	}
+	t := time.NewTicker(sessionTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, id := range sessions {
+			if err := a.renewSession(ctx, id); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("renew session %s: %w", id, err)
+			}
+		}
+	}
+}

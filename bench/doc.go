@@ -1,0 +1,33 @@
+// Command bench measures baton against the floor it is built on, in one
+// run on one machine, and prints the figures as a table (each as a ratio to
+// the floor where that means something) and as JSON.
+//
+//	go run ./bench                                  # every scenario, defaults
+//	go run ./bench -only floor,session -duration 5s # a subset
+//	go run ./bench -only session -cpuprofile cpu.out && go tool pprof -top cpu.out
+//
+// It starts one baton node (embedded etcd, engine and HTTP server) in this
+// process on a temporary data dir, then runs, in this order:
+//
+//   - floor: acquire+release cycles on distinct keys straight through the
+//     node's in-process etcd client, the two txns a lock needs and nothing
+//     else;
+//   - lease and session: the same cycles through baton's HTTP API, a lease
+//     per lock or one session per client;
+//   - contention: clients queueing with wait on one key: handoffs/s,
+//     handoff latency and grant order against arrival order;
+//   - scale: sessions holding many locks, renewed on schedule, with a small
+//     acquire+release probe alongside: RSS, renew and probe latency.
+//
+// The HTTP load comes from a second process, this binary re-executed with
+// BATON_BENCH_LOADGEN set, so the CPU time this process spends (measured
+// with getrusage around each scenario) is baton's and etcd's alone. The
+// load generator does its setup, says it is ready, waits until this process
+// has read its counters, runs, and reports its counts and latencies as JSON
+// on its stdout. Raft entries are counted from etcd's own
+// etcd_server_proposals_committed_total, read from this process's default
+// Prometheus registry, where the embedded member registers it.
+//
+// Speed is reported, never asserted: the smoke test checks only that every
+// figure is there and sane.
+package main

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-dev/baton/node"
+)
+
+// The scenarios, in the order they run. scale runs last because it leaves
+// its sessions and locks behind (see genScale).
+var scenarioNames = []string{"floor", "lease", "session", "contention", "scale"}
+
+// sessionTTL is the TTL of every session and per-lock lease the bench
+// makes: API.md's default, so the figures are those of an ordinary client.
+const sessionTTL = 30 * time.Second
+
+// Config is one run's settings; the fields mirror the flags.
+type Config struct {
+	// Duration is how long each throughput scenario (floor, lease,
+	// session, contention) keeps starting cycles.
+	Duration time.Duration
+	// Clients lists the concurrent clients each throughput scenario runs at.
+	Clients []int
+	// ContentionClients queue on the one key of the contention scenario.
+	ContentionClients int
+	// ScaleSessions × ScaleLocks locks are held for ScaleDuration, every
+	// session renewed once per ScaleRenew.
+	ScaleSessions, ScaleLocks int
+	ScaleDuration, ScaleRenew time.Duration
+	// Only lists the scenarios to run; empty means all.
+	Only []string
+	// CPUProfile and MemProfile, when set, receive this process's CPU
+	// profile over the HTTP scenarios and its allocation profile at the end.
+	CPUProfile, MemProfile string
+	// JSONPath receives the results as JSON.
+	JSONPath string
+	// Logger reports progress; the node logs at warn on stderr.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the settings of issue 7's harness.
+func DefaultConfig() Config {
+	return Config{
+		Duration:          10 * time.Second,
+		Clients:           []int{1, 64},
+		ContentionClients: 64,
+		ScaleSessions:     1000,
+		ScaleLocks:        100,
+		ScaleDuration:     3 * time.Minute,
+		ScaleRenew:        10 * time.Second,
+		JSONPath:          filepath.Join(os.TempDir(), "baton-bench.json"),
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Duration <= 0, c.ScaleDuration <= 0:
+		return errors.New("durations must be positive")
+	case len(c.Clients) == 0 || slices.Min(c.Clients) < 1:
+		return errors.New("clients: want a list of positive counts, e.g. 1,64")
+	case c.ContentionClients < 2:
+		return errors.New("contention-clients: want at least 2, or nothing is handed off")
+	case c.ScaleSessions < 1 || c.ScaleLocks < 1:
+		return errors.New("scale-sessions and scale-locks must be positive")
+	case c.ScaleRenew <= 0 || c.ScaleRenew > sessionTTL/2:
+		// Renewing less often than every half TTL lets a late renew lose
+		// the session, and with it the locks the scenario is about.
+		return fmt.Errorf("scale-renew must be between 0 and %s", sessionTTL/2)
+	case c.JSONPath == "":
+		return errors.New("json: want a file name")
+	}
+	for _, s := range c.Only {
+		if !slices.Contains(scenarioNames, s) {
+			return fmt.Errorf("only: unknown scenario %q; want some of %s", s, strings.Join(scenarioNames, ","))
+		}
+	}
+	return nil
+}
+
+func (c Config) runs(scenario string) bool {
+	return len(c.Only) == 0 || slices.Contains(c.Only, scenario)
+}
+
+func main() {
+	if os.Getenv(loadgenEnv) != "" {
+		os.Exit(loadgenMain(os.Stdin, os.Stdout))
+	}
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (Config, error) {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each throughput scenario runs")
+	clients := fs.String("clients", "1,64", "concurrent clients of the floor, lease and session scenarios")
+	fs.IntVar(&cfg.ContentionClients, "contention-clients", cfg.ContentionClients, "clients queueing on the contention scenario's one key")
+	fs.IntVar(&cfg.ScaleSessions, "scale-sessions", cfg.ScaleSessions, "sessions of the scale scenario")
+	fs.IntVar(&cfg.ScaleLocks, "scale-locks", cfg.ScaleLocks, "locks each scale session holds")
+	fs.DurationVar(&cfg.ScaleDuration, "scale-duration", cfg.ScaleDuration, "how long the scale scenario keeps its locks and measures")
+	fs.DurationVar(&cfg.ScaleRenew, "scale-renew", cfg.ScaleRenew, "how often each scale session is renewed (its TTL is 30s)")
+	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ","))
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write this process's CPU profile over the HTTP scenarios to `file`")
+	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write this process's allocation profile at the end to `file`")
+	fs.StringVar(&cfg.JSONPath, "json", cfg.JSONPath, "write the results as JSON to `file`")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.Clients = nil
+	for _, s := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return cfg, fmt.Errorf("clients: %q is not a number", s)
+		}
+		cfg.Clients = append(cfg.Clients, n)
+	}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
+	return cfg, cfg.Validate()
+}
+
+// bench is one run in progress.
+type bench struct {
+	cfg  Config
+	log  *slog.Logger
+	node *node.Node
+	url  string
+}
+
+// run starts a node, runs the scenarios cfg selects, prints the table to
+// out and writes the JSON to cfg.JSONPath.
+func run(ctx context.Context, cfg Config, out io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dir, err := os.MkdirTemp("", "baton-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	n, err := startNode(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr()}
+
+	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC()}
+	if err := b.scenarios(ctx, res); err != nil {
+		return err
+	}
+	res.compare()
+	if err := printTable(out, res); err != nil {
+		return err
+	}
+	if err := writeJSON(cfg.JSONPath, res); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "\nresults written to %s\n", cfg.JSONPath)
+	return err
+}
+
+// startNode starts baton as `baton serve` would, on free loopback ports.
+func startNode(ctx context.Context, dir string) (*node.Node, error) {
+	nc := node.DefaultConfig()
+	nc.Name = "bench"
+	nc.DataDir = filepath.Join(dir, "data")
+	nc.HTTPAddr = "127.0.0.1:0"
+	nc.LogLevel = "warn"
+	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		*u = "http://" + addr
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := node.Start(ctx, nc)
+	if err != nil {
+		return nil, fmt.Errorf("start baton: %w", err)
+	}
+	return n, nil
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago;
+// etcd needs its URLs before it listens, so ":0" cannot do.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (b *bench) scenarios(ctx context.Context, res *Results) error {
+	if b.cfg.runs("floor") {
+		for _, c := range b.cfg.Clients {
+			b.log.Info("running", "scenario", "floor", "clients", c)
+			r, err := b.floor(ctx, c)
+			if err != nil {
+				return fmt.Errorf("floor, %d clients: %w", c, err)
+			}
+			res.Floor = append(res.Floor, r)
+		}
+	}
+	// Every scenario after the floor goes through HTTP.
+	stopProfile, err := b.startCPUProfile()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	for _, mode := range []string{"lease", "session"} {
+		if !b.cfg.runs(mode) {
+			continue
+		}
+		for _, c := range b.cfg.Clients {
+			b.log.Info("running", "scenario", mode, "clients", c)
+			r, err := b.cycles(ctx, mode, c)
+			if err != nil {
+				return fmt.Errorf("%s, %d clients: %w", mode, c, err)
+			}
+			if mode == "lease" {
+				res.Lease = append(res.Lease, r)
+			} else {
+				res.Session = append(res.Session, r)
+			}
+		}
+	}
+	if b.cfg.runs("contention") {
+		b.log.Info("running", "scenario", "contention", "clients", b.cfg.ContentionClients)
+		if res.Contention, err = b.contention(ctx); err != nil {
+			return fmt.Errorf("contention: %w", err)
+		}
+	}
+	if b.cfg.runs("scale") {
+		b.log.Info("running", "scenario", "scale", "sessions", b.cfg.ScaleSessions, "locks", b.cfg.ScaleLocks)
+		if res.Scale, err = b.scale(ctx); err != nil {
+			return fmt.Errorf("scale: %w", err)
+		}
+	}
+	stopProfile()
+	return b.writeMemProfile()
+}
+
+// startCPUProfile starts the CPU profile if one was asked for; the
+// returned stop may be called more than once.
+func (b *bench) startCPUProfile() (stop func(), err error) {
+	if b.cfg.CPUProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(b.cfg.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	stopped := false
+	return func() {
+		if !stopped {
+			stopped = true
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+	}, nil
+}
+
+// writeMemProfile writes the allocation profile (every allocation since
+// the start, sampled), which shows what the hot path allocates.
+func (b *bench) writeMemProfile() error {
+	if b.cfg.MemProfile == "" {
+		return nil
+	}
+	f, err := os.Create(b.cfg.MemProfile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return fmt.Errorf("memory profile: %w", err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// maxLatency is the largest latency a histogram tells apart; anything
+// slower is recorded as maxLatency (and shows as the max).
+const maxLatency = 5 * time.Minute
+
+// latencies is a histogram of durations that many goroutines record into:
+// HdrHistogram with three significant digits, in microseconds.
+type latencies struct {
+	mu sync.Mutex
+	h  *hdrhistogram.Histogram
+}
+
+func newLatencies() *latencies {
+	return &latencies{h: hdrhistogram.New(1, maxLatency.Microseconds(), 3)}
+}
+
+func (l *latencies) record(d time.Duration) {
+	us := min(max(d.Microseconds(), 0), maxLatency.Microseconds())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Cannot fail: us is within the histogram's range.
+	_ = l.h.RecordValue(us)
+}
+
+// Latency summarises a histogram. Values are in microseconds, each the
+// upper end of its HdrHistogram bucket (within 0.1%).
+type Latency struct {
+	Count int64 `json:"count"`
+	P50   int64 `json:"p50_us"`
+	P99   int64 `json:"p99_us"`
+	Max   int64 `json:"max_us"`
+}
+
+func (l *latencies) summary() Latency {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Latency{
+		Count: l.h.TotalCount(),
+		P50:   l.h.ValueAtQuantile(50),
+		P99:   l.h.ValueAtQuantile(99),
+		Max:   l.h.Max(),
+	}
+}
+
+// errorCount counts failures and keeps the first one's text for the report.
+type errorCount struct {
+	n     atomic.Int64
+	once  sync.Once
+	first string
+}
+
+func (e *errorCount) add(err error) {
+	e.n.Add(1)
+	e.once.Do(func() { e.first = err.Error() })
+}
+
+// loopResult is what a closed loop measured; a load generator sends it as
+// its report.
+type loopResult struct {
+	Elapsed    time.Duration `json:"elapsed"`
+	Cycles     int64         `json:"cycles"`
+	Errors     int64         `json:"errors"`
+	FirstError string        `json:"first_error,omitempty"`
+	Latency    Latency       `json:"latency"`
+}
+
+// closedLoop runs workers goroutines that each repeat cycle back to back
+// and times every cycle. New cycles start until d has passed; cycles
+// already started run to the end, so every cycle counted is a whole one
+// and none leaves a lock behind. Elapsed runs until the last one ends.
+func closedLoop(ctx context.Context, workers int, d time.Duration, cycle func(ctx context.Context, worker, seq int) error) loopResult {
+	lat := newLatencies()
+	var errs errorCount
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for seq := 0; ctx.Err() == nil && time.Now().Before(deadline); seq++ {
+				t0 := time.Now()
+				if err := cycle(ctx, w, seq); err != nil {
+					errs.add(err)
+					continue
+				}
+				lat.record(time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	sum := lat.summary()
+	// Read errs.first only after Wait: the workers that set it are done.
+	return loopResult{Elapsed: time.Since(start), Cycles: sum.Count, Errors: errs.n.Load(), FirstError: errs.first, Latency: sum}
+}
+
+// pace calls f(k, due) in a goroutine of its own at due = start + k×step,
+// k = 0, 1, …, until ctx ends, then waits for the calls still running.
+// Callers time from due, not from when f ran, so a schedule that fell
+// behind (a starved scheduler) shows in the latencies instead of hiding.
+func pace(ctx context.Context, step time.Duration, f func(k int, due time.Time)) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	start := time.Now()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for k := 0; ; k++ {
+		due := start.Add(time.Duration(k) * step)
+		t.Reset(time.Until(due))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		wg.Go(func() { f(k, due) })
+	}
+}
+
+// parallel runs f(ctx, i) for i in [0, n) on workers goroutines and returns
+// the first error, after which no new i starts.
+func parallel(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// usage is what has been consumed so far.
+type usage struct {
+	at          time.Time
+	cpu         time.Duration // by this process: baton and etcd
+	machine     time.Duration // by every process on the machine
+	raftEntries float64       // committed by the embedded etcd member
+}
+
+// spent is what one scenario consumed.
+type spent struct {
+	wall        time.Duration
+	cpu         time.Duration
+	loadgenCPU  time.Duration
+	machine     time.Duration
+	raftEntries float64
+}
+
+// raftMetric is etcd's commit index as a gauge: every raft entry the
+// member committed, whatever proposed it.
+const raftMetric = "etcd_server_proposals_committed_total"
+
+func readUsage() (usage, error) {
+	cpu, err := processCPU()
+	if err != nil {
+		return usage{}, err
+	}
+	machine, err := machineCPU()
+	if err != nil {
+		return usage{}, err
+	}
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		return usage{}, fmt.Errorf("gather metrics: %w", err)
+	}
+	u := usage{at: time.Now(), cpu: cpu, machine: machine}
+	for _, mf := range mfs {
+		if mf.GetName() != raftMetric || len(mf.GetMetric()) == 0 {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if g := m.GetGauge(); g != nil {
+			u.raftEntries = g.GetValue()
+		} else {
+			u.raftEntries = m.GetCounter().GetValue()
+		}
+		return u, nil
+	}
+	return usage{}, fmt.Errorf("metric %s not registered: is the embedded etcd member in this process?", raftMetric)
+}
+
+// measured reads usage before and after f, which runs the scenario's load
+// and returns the CPU time its load generator spent (0 for load run in
+// this process).
+func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
+	before, err := readUsage()
+	if err != nil {
+		return spent{}, err
+	}
+	loadgenCPU, err := f()
+	if err != nil {
+		return spent{}, err
+	}
+	after, err := readUsage()
+	if err != nil {
+		return spent{}, err
+	}
+	return spent{
+		wall:        after.at.Sub(before.at),
+		cpu:         after.cpu - before.cpu,
+		loadgenCPU:  loadgenCPU,
+		machine:     after.machine - before.machine,
+		raftEntries: after.raftEntries - before.raftEntries,
+	}, nil
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/stat: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+// machineCPU is the CPU time every process on the machine has used, from
+// the first line of /proc/stat. Time stolen by the hypervisor counts: it
+// is CPU this machine wanted and did not get.
+func machineCPU() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read machine CPU: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	// cpu user nice system idle iowait irq softirq steal …
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("read machine CPU: unexpected /proc/stat line %q", line)
+	}
+	var busy int64
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read machine CPU: %q: %w", line, err)
+		}
+		busy += n
+	}
+	return time.Duration(busy) * time.Second / clockTicks, nil
+}
+
+// rssBytes reads this process's resident set size from /proc.
+func rssBytes() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("read RSS: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read RSS: VmRSS %q: %w", rest, err)
+		}
+		return kb << 10, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read RSS: %w", err)
+	}
+	return 0, errors.New("read RSS: no VmRSS in /proc/self/status")
+}

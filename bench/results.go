@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Results is one run, as written to the JSON file. Sections of scenarios
+// that did not run are absent.
+type Results struct {
+	Machine    Machine           `json:"machine"`
+	Settings   Settings          `json:"settings"`
+	Started    time.Time         `json:"started"`
+	Floor      []CycleResult     `json:"floor,omitempty"`
+	Lease      []CycleResult     `json:"lease,omitempty"`
+	Session    []CycleResult     `json:"session,omitempty"`
+	Contention *ContentionResult `json:"contention,omitempty"`
+	Scale      *ScaleResult      `json:"scale,omitempty"`
+}
+
+// Machine is where the run ran.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+}
+
+func describeMachine() Machine {
+	return Machine{CPUs: runtime.NumCPU(), CPUModel: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo, or "" off Linux.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// Settings are the run's settings, as the flags spell them.
+type Settings struct {
+	Duration          string   `json:"duration"`
+	Clients           []int    `json:"clients"`
+	ContentionClients int      `json:"contention_clients"`
+	ScaleSessions     int      `json:"scale_sessions"`
+	ScaleLocks        int      `json:"scale_locks"`
+	ScaleDuration     string   `json:"scale_duration"`
+	ScaleRenew        string   `json:"scale_renew"`
+	Only              []string `json:"only,omitempty"`
+}
+
+func (c Config) settings() Settings {
+	return Settings{
+		Duration:          c.Duration.String(),
+		Clients:           c.Clients,
+		ContentionClients: c.ContentionClients,
+		ScaleSessions:     c.ScaleSessions,
+		ScaleLocks:        c.ScaleLocks,
+		ScaleDuration:     c.ScaleDuration.String(),
+		ScaleRenew:        c.ScaleRenew.String(),
+		Only:              c.Only,
+	}
+}
+
+// CycleResult is one floor, lease or session scenario at one client count.
+type CycleResult struct {
+	Clients int `json:"clients"`
+	// Cycles is how many acquire+release cycles completed in Seconds.
+	Cycles       int64   `json:"cycles"`
+	Seconds      float64 `json:"seconds"`
+	CyclesPerSec float64 `json:"cycles_per_sec"`
+	// Latency is of whole cycles, acquire sent to release answered.
+	Latency Latency `json:"latency"`
+	// CPUSecondsPer1k is the CPU time of the process running etcd (and
+	// baton) per 1,000 cycles.
+	CPUSecondsPer1k float64 `json:"cpu_seconds_per_1k"`
+	// RaftEntriesPerCycle counts the raft entries etcd committed per cycle.
+	RaftEntriesPerCycle float64  `json:"raft_entries_per_cycle"`
+	Cores               CPUCores `json:"cores"`
+	Errors              int64    `json:"errors"`
+	FirstError          string   `json:"first_error,omitempty"`
+	// VsFloor divides this scenario's figures by the floor's at the same
+	// client count; absent for the floor itself or when it did not run.
+	VsFloor *Ratios `json:"vs_floor,omitempty"`
+}
+
+// Ratios are figures divided by the floor's.
+type Ratios struct {
+	CyclesPerSec    float64 `json:"cycles_per_sec"`
+	P50             float64 `json:"p50"`
+	P99             float64 `json:"p99"`
+	CPUSecondsPer1k float64 `json:"cpu_seconds_per_1k"`
+}
+
+// CPUCores says what used the machine's CPU during a scenario, in cores
+// (CPU seconds per second). Other work on the machine competes with the
+// bench for the same cores: a run whose Other is well above 0 is noisy.
+type CPUCores struct {
+	// Node is the process running baton and etcd (and, for the floor,
+	// the load too).
+	Node float64 `json:"node"`
+	// Loadgen is the load generator process.
+	Loadgen float64 `json:"loadgen"`
+	// Other is every other process on the machine, and CPU time the
+	// hypervisor stole.
+	Other float64 `json:"other"`
+}
+
+func (s spent) cores() CPUCores {
+	wall := s.wall.Seconds()
+	return CPUCores{
+		Node:    per(s.cpu.Seconds(), wall),
+		Loadgen: per(s.loadgenCPU.Seconds(), wall),
+		// /proc/stat counts in 10ms ticks: a short scenario can come out
+		// a little below what the two processes used.
+		Other: max(0, per((s.machine-s.cpu-s.loadgenCPU).Seconds(), wall)),
+	}
+}
+
+func newCycleResult(clients int, l loopResult, u spent) CycleResult {
+	return CycleResult{
+		Clients:             clients,
+		Cycles:              l.Cycles,
+		Seconds:             l.Elapsed.Seconds(),
+		CyclesPerSec:        per(float64(l.Cycles), l.Elapsed.Seconds()),
+		Latency:             l.Latency,
+		CPUSecondsPer1k:     per(u.cpu.Seconds()*1000, float64(l.Cycles)),
+		RaftEntriesPerCycle: per(u.raftEntries, float64(l.Cycles)),
+		Cores:               u.cores(),
+		Errors:              l.Errors,
+		FirstError:          l.FirstError,
+	}
+}
+
+// per divides, and answers 0 for nothing measured: JSON has no NaN.
+func per(x, y float64) float64 {
+	if y == 0 {
+		return 0
+	}
+	return x / y
+}
+
+// ContentionResult is the contention scenario.
+type ContentionResult struct {
+	Clients int `json:"clients"`
+	// Grants is how many acquires were granted in Seconds; every grant
+	// but the first is a handoff.
+	Grants         int64   `json:"grants"`
+	Seconds        float64 `json:"seconds"`
+	HandoffsPerSec float64 `json:"handoffs_per_sec"`
+	// Handoff is from a release being answered to the next acquire of the
+	// key being answered.
+	Handoff Latency `json:"handoff"`
+	// HandoffsEarly counts handoffs whose acquire was answered before the
+	// release; Handoff has them as 0.
+	HandoffsEarly       int64    `json:"handoffs_early"`
+	Fairness            fairness `json:"fairness"`
+	CPUSecondsPer1k     float64  `json:"cpu_seconds_per_1k"`
+	RaftEntriesPerGrant float64  `json:"raft_entries_per_grant"`
+	Cores               CPUCores `json:"cores"`
+	Errors              int64    `json:"errors"`
+	FirstError          string   `json:"first_error,omitempty"`
+}
+
+func newContentionResult(clients int, r contentionReport, u spent) *ContentionResult {
+	return &ContentionResult{
+		Clients:             clients,
+		Grants:              r.Grants,
+		Seconds:             r.Elapsed.Seconds(),
+		HandoffsPerSec:      per(float64(r.Grants), r.Elapsed.Seconds()),
+		Handoff:             r.Handoff,
+		HandoffsEarly:       r.HandoffsEarly,
+		Fairness:            r.Fairness,
+		CPUSecondsPer1k:     per(u.cpu.Seconds()*1000, float64(r.Grants)),
+		RaftEntriesPerGrant: per(u.raftEntries, float64(r.Grants)),
+		Cores:               u.cores(),
+		Errors:              r.Errors,
+		FirstError:          r.FirstError,
+	}
+}
+
+// ScaleResult is the scale scenario. Its measured phase starts once every
+// lock is held.
+type ScaleResult struct {
+	Sessions        int `json:"sessions"`
+	LocksPerSession int `json:"locks_per_session"`
+	// LocksHeld is counted in etcd at the end of the measured phase.
+	LocksHeld    int64   `json:"locks_held"`
+	SetupSeconds float64 `json:"setup_seconds"`
+	Seconds      float64 `json:"seconds"`
+	// RSS of the process running baton and etcd, in MiB: before the
+	// scenario, and the most seen in the measured phase.
+	RSSBeforeMiB float64 `json:"rss_before_mib"`
+	RSSMaxMiB    float64 `json:"rss_max_mib"`
+	// Renew is from a renew's scheduled time to its answer.
+	Renew Latency `json:"renew"`
+	// Probe is from a probe's scheduled time to its release's answer.
+	Probe             Latency  `json:"probe"`
+	Cores             CPUCores `json:"cores"`
+	RaftEntriesPerSec float64  `json:"raft_entries_per_sec"`
+	Errors            int64    `json:"errors"`
+	FirstError        string   `json:"first_error,omitempty"`
+}
+
+func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u spent) *ScaleResult {
+	const mib = 1 << 20
+	return &ScaleResult{
+		Sessions:          cfg.ScaleSessions,
+		LocksPerSession:   cfg.ScaleLocks,
+		LocksHeld:         held,
+		SetupSeconds:      r.Setup.Seconds(),
+		Seconds:           r.Elapsed.Seconds(),
+		RSSBeforeMiB:      float64(rssBefore) / mib,
+		RSSMaxMiB:         float64(rssMax) / mib,
+		Renew:             r.Renew,
+		Probe:             r.Probe,
+		Cores:             u.cores(),
+		RaftEntriesPerSec: per(u.raftEntries, r.Elapsed.Seconds()),
+		Errors:            r.Errors,
+		FirstError:        r.FirstError,
+	}
+}
+
+// compare fills in each HTTP scenario's ratios to the floor at the same
+// client count.
+func (r *Results) compare() {
+	for _, rs := range [][]CycleResult{r.Lease, r.Session} {
+		for i := range rs {
+			for _, f := range r.Floor {
+				if f.Clients != rs[i].Clients {
+					continue
+				}
+				rs[i].VsFloor = &Ratios{
+					CyclesPerSec:    per(rs[i].CyclesPerSec, f.CyclesPerSec),
+					P50:             per(float64(rs[i].Latency.P50), float64(f.Latency.P50)),
+					P99:             per(float64(rs[i].Latency.P99), float64(f.Latency.P99)),
+					CPUSecondsPer1k: per(rs[i].CPUSecondsPer1k, f.CPUSecondsPer1k),
+				}
+			}
+		}
+	}
+}
+
+// cycleSection is one of the cycle scenarios' results, named.
+type cycleSection struct {
+	name    string
+	results []CycleResult
+}
+
+// cycleScenarios lists the cycle sections in table order.
+func (r *Results) cycleScenarios() []cycleSection {
+	return []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}}
+}
+
+func printTable(out io.Writer, r *Results) error {
+	m := r.Machine
+	fmt.Fprintf(out, "baton bench: %d CPUs (%s), %s, %s per throughput scenario\n", m.CPUs, m.CPUModel, m.GoVersion, r.Settings.Duration)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	if len(r.Floor)+len(r.Lease)+len(r.Session) > 0 {
+		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
+		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\tcores node/gen/other\terrors\t")
+		for _, sc := range r.cycleScenarios() {
+			for _, c := range sc.results {
+				v := c.VsFloor
+				if v == nil {
+					v = &Ratios{}
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%.2f\t%s\t%d\t\n",
+					sc.name, c.Clients, c.CyclesPerSec, ratio(v.CyclesPerSec),
+					ms(c.Latency.P50), ratio(v.P50), ms(c.Latency.P99), ratio(v.P99),
+					c.CPUSecondsPer1k, ratio(v.CPUSecondsPer1k), c.RaftEntriesPerCycle, c.Cores, c.Errors)
+			}
+		}
+	}
+	if c := r.Contention; c != nil {
+		fmt.Fprintf(tw, "\ncontention: %d clients, acquire with wait then release, one key\n", c.Clients)
+		fmt.Fprintln(tw, "handoffs/s\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
+		fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t%d\t%.4f\t%d\t%.3f\t%.2f\t%s\t%d\t\n",
+			c.HandoffsPerSec, ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
+			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken,
+			c.CPUSecondsPer1k, c.RaftEntriesPerGrant, c.Cores, c.Errors)
+		fmt.Fprintln(tw, "handoff: release answered → next acquire answered; early: next acquire answered first (counted as 0)")
+		fmt.Fprintln(tw, "judged: requests sent after the first grant (the opening burst all races in at once)")
+		fmt.Fprintln(tw, "in order: share of judged grants that no earlier-sent request was still waiting for (1 = FIFO)")
+		fmt.Fprintln(tw, "max overtaken: most later-sent requests granted before any one judged request (0 = FIFO)")
+	}
+	if s := r.Scale; s != nil {
+		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",
+			s.Sessions, s.LocksPerSession, r.Settings.ScaleRenew, probeRate, r.Settings.ScaleDuration)
+		fmt.Fprintln(tw, "locks held\tsetup\trss before\trss max\trenews\trenew p50\trenew p99\tprobes\tprobe p50\tprobe p99\tcores node/gen/other\terrors\t")
+		fmt.Fprintf(tw, "%d\t%.1fs\t%.0f MiB\t%.0f MiB\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t\n",
+			s.LocksHeld, s.SetupSeconds, s.RSSBeforeMiB, s.RSSMaxMiB, s.Renew.Count, ms(s.Renew.P50), ms(s.Renew.P99),
+			s.Probe.Count, ms(s.Probe.P50), ms(s.Probe.P99), s.Cores, s.Errors)
+	}
+	fmt.Fprintln(tw, "\ncores: CPU seconds per second of baton's process, the load generator, and everything else on the machine (noise)")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range r.firstErrors() {
+		fmt.Fprintln(out, "first error:", e)
+	}
+	return nil
+}
+
+// firstErrors lists each scenario's first error, if it had any.
+func (r *Results) firstErrors() []string {
+	var errs []string
+	for _, sc := range r.cycleScenarios() {
+		for _, c := range sc.results {
+			if c.FirstError != "" {
+				errs = append(errs, fmt.Sprintf("%s, %d clients: %s", sc.name, c.Clients, c.FirstError))
+			}
+		}
+	}
+	if c := r.Contention; c != nil && c.FirstError != "" {
+		errs = append(errs, "contention: "+c.FirstError)
+	}
+	if s := r.Scale; s != nil && s.FirstError != "" {
+		errs = append(errs, "scale: "+s.FirstError)
+	}
+	return errs
+}
+
+func (c CPUCores) String() string { return fmt.Sprintf("%.2f/%.2f/%.2f", c.Node, c.Loadgen, c.Other) }
+
+// ms formats microseconds as milliseconds.
+func ms(us int64) string { return fmt.Sprintf("%.3fms", float64(us)/1000) }
+
+func ratio(x float64) string {
+	if x == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func writeJSON(path string, r *Results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
