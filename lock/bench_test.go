@@ -106,3 +106,43 @@ func benchCycle(b *testing.B, session bool) {
 
 func BenchmarkEngine_CycleOwnLease(b *testing.B) { benchCycle(b, false) }
 func BenchmarkEngine_CycleSession(b *testing.B)  { benchCycle(b, true) }
+
+// The serial pair shows one client's cycle without HTTP: the engine's
+// against the floor's, each cycle waiting for the one before.
+func BenchmarkFloor_TxnCycleSerial(b *testing.B) {
+	_, cli := benchEngine(b)
+	ctx := context.Background()
+	defer reportRaftEntries(b)()
+	b.ResetTimer()
+	for i := range b.N {
+		key := fmt.Sprintf("/floor/serial-%d", i)
+		r, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, "x")).Commit()
+		if err != nil || !r.Succeeded {
+			b.Fatal(err)
+		}
+		if _, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", r.Header.Revision)).Then(clientv3.OpDelete(key)).Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEngine_CycleSessionSerial(b *testing.B) {
+	e, _ := benchEngine(b)
+	ctx := context.Background()
+	s, err := e.CreateSession(ctx, "bench", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reportRaftEntries(b)()
+	b.ResetTimer()
+	for i := range b.N {
+		name := fmt.Sprintf("serial-%d", i)
+		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: name, Owner: "bench", Session: s.ID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Release(ctx, name, l.Token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
