@@ -31,7 +31,7 @@ type ClusterStatus struct {
 // revision, as the member behind the client sees them: it answers even
 // without a leader, which is when an operator most wants to look.
 func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
-	if e.cfg.Stopped != nil && e.cfg.Stopped() {
+	if e.memberStopped() {
 		return nil, fmt.Errorf("cluster status: %w: this node's etcd member has stopped", ErrUnavailable)
 	}
 	octx, done := e.op(ctx)

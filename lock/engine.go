@@ -50,8 +50,9 @@ type Config struct {
 	// remote client gets the same from etcd through WithRequireLeader.
 	HasLeader func() bool
 	// Stopped, when set, reports whether the embedded member has stopped.
-	// Cluster asks it before etcd's Status, which on a stopped member
-	// reads its closed backend and panics instead of failing.
+	// Local (serializable) reads and etcd's Status are not sent then: on a
+	// stopped member they read its closed backend and panic instead of
+	// failing.
 	Stopped func() bool
 	// LeaderChanged, when set, returns a channel that is closed at the
 	// member's next leader change (etcd's LeaderChangedNotify). The calls
@@ -266,6 +267,12 @@ func (e *Engine) followLeader() {
 
 // ErrNoLeader is wrapped in the ErrUnavailable that CheckLeader returns.
 var errNoLeader = errors.New("no leader: this node's etcd member is cut off from the majority of its cluster, or an election is in progress")
+
+// memberStopped reports whether the embedded member has stopped
+// (Config.Stopped). Serializable reads must not be sent then: on a stopped
+// member they read its closed backend and panic, where linearizable ones
+// fail cleanly.
+func (e *Engine) memberStopped() bool { return e.cfg.Stopped != nil && e.cfg.Stopped() }
 
 // CheckLeader returns an ErrUnavailable at once when the member behind the
 // engine knows no leader (Config.HasLeader), and nil otherwise.

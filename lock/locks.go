@@ -194,8 +194,10 @@ func (e *Engine) endingHold(ctx context.Context, name string, token int64) (hold
 	if token <= 0 {
 		return holderRecord{}, invalid("token", "must be a positive fencing token")
 	}
-	if kv, err := e.getLock(ctx, name, clientv3.WithSerializable()); err == nil && kv.ModRevision == token {
-		return decodeHolder(kv)
+	if !e.memberStopped() {
+		if kv, err := e.getLock(ctx, name, clientv3.WithSerializable()); err == nil && kv.ModRevision == token {
+			return decodeHolder(kv)
+		}
 	}
 	return e.heldWith(ctx, name, token)
 }
