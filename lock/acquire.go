@@ -65,6 +65,17 @@ type acquirer struct {
 	lastHolder      *Lock
 	lastHolderLease string
 	hold            string
+	// enqueue, when set, makes the next direct attempt put this queue
+	// entry in its else branch: a waiting acquire joins the queue in the
+	// same txn that found the lock taken, not in one more.
+	enqueue *queueEntry
+}
+
+// queueEntry is a waiter's queue key, to be put under the node's waiter
+// lease.
+type queueEntry struct {
+	key   string
+	lease clientv3.LeaseID
 }
 
 func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
@@ -183,6 +194,11 @@ type attemptResult struct {
 	retryAt   time.Time
 	holder    *Lock
 	queueHead bool
+	// enqueuedRev is the revision at which a failed direct attempt made
+	// with a.enqueue put our queue entry (its CreateRevision); ahead is
+	// the newest entry queued before it, "" if none.
+	enqueuedRev int64
+	ahead       string
 }
 
 // attempt runs one acquire transaction. queueKey/queueRev identify our
@@ -249,6 +265,13 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			clientv3.OpGet(gkey),
 			clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()),
 		}
+		if q := a.enqueue; queueKey == "" && q != nil {
+			// Ops run in order: the read sees the entries before ours.
+			els = append(els,
+				clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+					clientv3.WithLimit(1), clientv3.WithKeysOnly()),
+				clientv3.OpPut(q.key, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: now}), clientv3.WithLease(q.lease)))
+		}
 		if queueKey != "" {
 			els = append(els,
 				clientv3.OpGet(queueKey),
@@ -265,6 +288,15 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		return err
 	})
 	if err != nil {
+		if isLeaseNotFound(err) && queueKey == "" && a.enqueue != nil {
+			// The session's lease, our own or the node's waiter lease: the
+			// queued attempt that follows tells which (noSession, or our
+			// entry missing: dequeued).
+			if a.session == 0 {
+				a.lease = 0
+			}
+			return attemptResult{outcome: retryNow}, nil
+		}
 		if isLeaseNotFound(err) {
 			if a.session != 0 {
 				return attemptResult{outcome: noSession}, nil
@@ -292,7 +324,14 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		}
 		return attemptResult{outcome: won, lock: l}, nil
 	}
-	return a.analyse(ctx, resp, queueKey)
+	r, err := a.analyse(ctx, resp, queueKey)
+	if queueKey == "" && a.enqueue != nil {
+		r.enqueuedRev = resp.Header.Revision
+		if ahead := resp.Responses[3].GetResponseRange().Kvs; len(ahead) > 0 {
+			r.ahead = string(ahead[0].Key)
+		}
+	}
+	return r, err
 }
 
 // analyse reads a failed acquire transaction's else branch.
@@ -460,40 +499,52 @@ func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
 // one waiter, not all of them.
 func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 	e := a.e
-	// A lock that is free with nobody queued needs no queue entry.
-	r, err := a.attempt(ctx, "", 0)
-	if err != nil {
-		return nil, false, err
-	}
-	if l, fresh, err, ok := a.settle(ctx, r); ok {
-		return l, fresh, err
-	}
-
 	if e.drain.Err() != nil {
+		// Shutting down: a free lock is still granted, nobody queues.
+		r, err := a.attempt(ctx, "", 0)
+		if err != nil {
+			return nil, false, err
+		}
+		if l, fresh, err, ok := a.settle(ctx, r); ok {
+			return l, fresh, err
+		}
 		return nil, false, ErrClosed
 	}
-	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
-	defer cancel()
 	wlease, lost, err := e.waiters.get(ctx, e)
 	if err != nil {
 		return nil, false, err
 	}
 	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(e.waiters.seq.Add(1), 10)
-	octx, done := e.op(ctx)
-	pr, err := e.cli.Put(octx, qkey, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: nowUTC()}), clientv3.WithLease(wlease))
-	done()
-	if err != nil {
-		// The put may have landed; delete it either way.
-		a.dequeue(qkey)
-		return nil, false, e.etcdErr(ctx, "enqueue", err)
-	}
-	queueRev := pr.Header.Revision
 	granted := false
 	defer func() {
 		if !granted {
 			a.dequeue(qkey)
 		}
 	}()
+
+	// One txn takes a free lock with nobody queued, or else joins the
+	// queue: a waiting acquire costs no extra round trip to enqueue.
+	a.enqueue = &queueEntry{key: qkey, lease: wlease}
+	first, err := a.attempt(ctx, "", 0)
+	a.enqueue = nil
+	if err != nil {
+		return nil, false, err
+	}
+	if l, fresh, err, ok := a.settle(ctx, first); ok {
+		granted = first.outcome == won // the Then branch put no entry
+		return l, fresh, err
+	}
+	queueRev := first.enqueuedRev
+	if queueRev == 0 {
+		// The txn failed on a lease before it ran: join the queue on
+		// our own, and let the queued attempts tell which lease is gone.
+		if queueRev, err = a.joinQueue(ctx, qkey, wlease); err != nil {
+			return nil, false, err
+		}
+		first = attemptResult{outcome: retryNow}
+	}
+	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
+	defer cancel()
 	// A session that ends while we wait ends the wait: the next attempt
 	// then reports it.
 	var sessionGone clientv3.WatchChan
@@ -503,6 +554,16 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 		sessionGone = e.cli.Watch(sctx, e.sessionKey(a.req.Session), clientv3.WithRev(queueRev), clientv3.WithFilterPut())
 	}
 
+	// The first attempt already told what to wait for: the entry queued
+	// just ahead of ours, or the lock itself if there was none.
+	if first.ahead != "" && (first.outcome == heldBy || first.outcome == behind) {
+		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev}
+	}
+	if (first.outcome == heldBy || first.outcome == behind) && first.watchKey != "" {
+		if err := a.sleep(ctx, deadline, first, lost, sessionGone); err != nil {
+			return nil, false, err
+		}
+	}
 	for {
 		r, err := a.attempt(ctx, qkey, queueRev)
 		if err != nil {
@@ -524,6 +585,21 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 			return nil, false, err
 		}
 	}
+}
+
+// joinQueue puts a queue entry on its own and returns its CreateRevision.
+func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (int64, error) {
+	e := a.e
+	octx, done := e.op(ctx)
+	defer done()
+	pr, err := e.cli.Put(octx, qkey, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: nowUTC()}), clientv3.WithLease(wlease))
+	if err != nil {
+		if isLeaseNotFound(err) {
+			return 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)
+		}
+		return 0, e.etcdErr(ctx, "enqueue", err)
+	}
+	return pr.Header.Revision, nil
 }
 
 // sleep blocks until what r says we wait for changes: the key ahead of us
