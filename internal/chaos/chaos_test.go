@@ -482,7 +482,7 @@ func (r *run) settledHistory() []AuditEvent {
 		var locks struct {
 			Locks []any `json:"locks"`
 		}
-		err := getJSON(ctx, base+"/v1/locks", &locks)
+		err := testcluster.GetJSON(ctx, base+"/v1/locks", &locks)
 		if err == nil && len(locks.Locks) == 0 {
 			evs, err := r.audit(ctx)
 			if err == nil && allEnded(evs) {
@@ -528,7 +528,7 @@ func (r *run) audit(ctx context.Context) ([]AuditEvent, error) {
 			Events     []AuditEvent `json:"events"`
 			NextBefore int64        `json:"next_before"`
 		}
-		if err := getJSON(ctx, u, &page); err != nil {
+		if err := testcluster.GetJSON(ctx, u, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page.Events...)
@@ -542,19 +542,6 @@ func (r *run) audit(ctx context.Context) ([]AuditEvent, error) {
 		all[i], all[j] = all[j], all[i]
 	}
 	return all, nil
-}
-
-func getJSON(ctx context.Context, url string, out any) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // The paused client: a separate process (this test binary, run again)

@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/testetcd"
 )
 
@@ -338,24 +339,10 @@ func (n *Node) LogTail() string {
 	return fmt.Sprintf("--- %s log (%s) ---\n%s", n.Name, n.LogPath, b)
 }
 
-// Status is GET /v1/cluster.
-type Status struct {
-	Leader   string `json:"leader"`
-	RaftTerm uint64 `json:"raft_term"`
-	Revision int64  `json:"revision"`
-	Members  []struct {
-		ID         string   `json:"id"`
-		Name       string   `json:"name"`
-		PeerURLs   []string `json:"peer_urls"`
-		ClientURLs []string `json:"client_urls"`
-		IsLeader   bool     `json:"is_leader"`
-	} `json:"members"`
-}
-
 // Status asks node i for /v1/cluster.
-func (c *Cluster) Status(ctx context.Context, i int) (*Status, error) {
-	var st Status
-	if err := getJSON(ctx, c.Nodes[i].URL()+"/v1/cluster", &st); err != nil {
+func (c *Cluster) Status(ctx context.Context, i int) (*api.Cluster, error) {
+	var st api.Cluster
+	if err := GetJSON(ctx, c.Nodes[i].URL()+"/v1/cluster", &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
@@ -469,7 +456,8 @@ func dataDir(t testing.TB) string {
 	return d
 }
 
-func getJSON(ctx context.Context, url string, out any) error {
+// GetJSON decodes the JSON answer of a GET that must answer 200.
+func GetJSON(ctx context.Context, url string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
