@@ -289,3 +289,27 @@ func TestRelease_PoolsTheOwnLeaseForTheNextAcquireAndRecordsOnce(t *testing.T) {
 		t.Fatalf("revoked hold's lease still has %ds", ttl)
 	}
 }
+
+// A pooled lease that ran out while idle is never handed out: the next
+// acquire gets a lease that lives.
+func TestAcquire_SkipsAPooledLeaseThatExpired(t *testing.T) {
+	t.Parallel()
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	cli := m.Client()
+	req := lock.AcquireRequest{Name: "short", Owner: "w1", TTL: 2 * time.Second}
+	l := mustAcquire(t, e, req)
+	old := lockLease(t, cli, "short")
+	if err := e.Release(ctx, "short", l.Token); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the pooled lease expires", func() bool { return remainingTTL(t, cli, old) == -1 })
+	mustAcquire(t, e, req)
+	got := lockLease(t, cli, "short")
+	if got == old {
+		t.Fatalf("acquire got the expired lease %x", int64(old))
+	}
+	if ttl := remainingTTL(t, cli, got); ttl < 1 {
+		t.Fatalf("acquire's lease has %ds left, want about 2", ttl)
+	}
+}
