@@ -63,7 +63,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "contention", "scale"} {
+	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "scale"} {
 		if len(sections[s]) == 0 {
 			t.Errorf("JSON has no %q section", s)
 		}

@@ -2,23 +2,31 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 )
 
 // cycles runs acquire+release cycles on distinct keys through the HTTP
 // API, in mode "lease" (a lease per lock) or "session" (one session per
-// client, made before the clock starts).
+// client, made before the clock starts); or, in mode "etcd-gateway",
+// through etcd's own lock API on its HTTP gateway, the peer.
 func (b *bench) cycles(ctx context.Context, mode string, clients int) (CycleResult, error) {
-	lg, err := startLoadgen(ctx, loadSpec{
+	spec := loadSpec{
 		Kind:     kindCycles,
 		URL:      b.url,
 		Clients:  clients,
 		Duration: b.cfg.Duration,
 		Prefix:   fmt.Sprintf("%s-%d-", mode, clients),
 		Session:  mode == "session",
-	})
+	}
+	if mode == "etcd-gateway" {
+		spec.Kind, spec.URL = kindGateway, b.etcdURL
+	}
+	lg, err := startLoadgen(ctx, spec)
 	if err != nil {
 		return CycleResult{}, err
 	}
@@ -108,4 +116,52 @@ func keepRenewing(ctx context.Context, a *httpAPI, sessions []string) error {
 			}
 		}
 	}
+}
+
+// genGateway is the load generator's side of the etcd-gateway peer: the
+// lock+unlock cycles of etcd's v3lock API through etcd's grpc-gateway
+// (POST /v3/lock/lock, POST /v3/lock/unlock), all under one lease granted
+// before the clock starts, as etcd's own clients share a session's lease.
+// etcd's lock waits on the server until it is granted; with distinct keys
+// it never waits.
+func genGateway(ctx context.Context, spec loadSpec, p *parentConn) error {
+	a := newAPI(spec.URL, spec.Clients)
+	// One lease for the run; its TTL outlasts it, so no keep-alive runs.
+	ttl := int64((spec.Duration + sessionTTL) / time.Second)
+	var lease struct {
+		ID string `json:"ID"`
+	}
+	if err := a.call(ctx, http.MethodPost, "/v3/lease/grant", mustJSON(map[string]int64{"TTL": ttl}), http.StatusOK, &lease); err != nil {
+		return err
+	}
+	if err := p.ready(); err != nil {
+		return err
+	}
+	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
+		name := spec.Prefix + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
+		var held struct {
+			Key string `json:"key"`
+		}
+		body := mustJSON(map[string]string{"name": base64.StdEncoding.EncodeToString([]byte(name)), "lease": lease.ID})
+		if err := a.call(ctx, http.MethodPost, "/v3/lock/lock", body, http.StatusOK, &held); err != nil {
+			return err
+		}
+		if held.Key == "" {
+			return fmt.Errorf("lock %s: etcd answered no key", name)
+		}
+		return a.call(ctx, http.MethodPost, "/v3/lock/unlock", mustJSON(map[string]string{"key": held.Key}), http.StatusOK, nil)
+	})
+	if err := p.report(loop); err != nil {
+		return err
+	}
+	return a.call(ctx, http.MethodPost, "/v3/lease/revoke", mustJSON(map[string]string{"ID": lease.ID}), http.StatusOK, nil)
+}
+
+// mustJSON encodes a map of plain values, which cannot fail.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

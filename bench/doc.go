@@ -14,6 +14,8 @@
 //     else;
 //   - lease and session: the same cycles through baton's HTTP API, a lease
 //     per lock or one session per client;
+//   - etcd-gateway, the peer: the same cycles through etcd's own lock API
+//     (v3lock) on the embedded member's HTTP gateway, one shared lease;
 //   - contention: clients queueing with wait on one key: handoffs/s,
 //     handoff latency and grant order against arrival order;
 //   - scale: sessions holding many locks, renewed on schedule, with a small

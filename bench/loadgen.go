@@ -19,6 +19,7 @@ const loadgenEnv = "BATON_BENCH_LOADGEN"
 // The kinds of load a generator makes.
 const (
 	kindCycles     = "cycles"
+	kindGateway    = "etcd-gateway"
 	kindContention = "contention"
 	kindScale      = "scale"
 )
@@ -169,6 +170,8 @@ func generate(ctx context.Context, p *parentConn) error {
 	switch spec.Kind {
 	case kindCycles:
 		return genCycles(ctx, spec, p)
+	case kindGateway:
+		return genGateway(ctx, spec, p)
 	case kindContention:
 		return genContention(ctx, spec, p)
 	case kindScale:

@@ -24,7 +24,7 @@ import (
 
 // The scenarios, in the order they run. scale runs last because it leaves
 // its sessions and locks behind (see genScale).
-var scenarioNames = []string{"floor", "lease", "session", "contention", "scale"}
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "contention", "scale"}
 
 // sessionTTL is the TTL of every session and per-lock lease the bench
 // makes: API.md's default, so the figures are those of an ordinary client.
@@ -160,6 +160,9 @@ type bench struct {
 	log  *slog.Logger
 	node *node.Node
 	url  string
+	// etcdURL is the embedded member's client URL: etcd's own HTTP
+	// gateway, for the etcd-gateway peer.
+	etcdURL string
 }
 
 // run starts a node, runs the scenarios cfg selects, prints the table to
@@ -176,12 +179,12 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	n, err := startNode(ctx, dir)
+	n, etcdURL, err := startNode(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer n.Close()
-	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr()}
+	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr(), etcdURL: etcdURL}
 
 	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC()}
 	if err := b.scenarios(ctx, res); err != nil {
@@ -198,8 +201,9 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	return err
 }
 
-// startNode starts baton as `baton serve` would, on free loopback ports.
-func startNode(ctx context.Context, dir string) (*node.Node, error) {
+// startNode starts baton as `baton serve` would, on free loopback ports,
+// and returns it with its etcd member's client URL.
+func startNode(ctx context.Context, dir string) (*node.Node, string, error) {
 	nc := node.DefaultConfig()
 	nc.Name = "bench"
 	nc.DataDir = filepath.Join(dir, "data")
@@ -208,7 +212,7 @@ func startNode(ctx context.Context, dir string) (*node.Node, error) {
 	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
 		addr, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		*u = "http://" + addr
 	}
@@ -216,9 +220,9 @@ func startNode(ctx context.Context, dir string) (*node.Node, error) {
 	defer cancel()
 	n, err := node.Start(ctx, nc)
 	if err != nil {
-		return nil, fmt.Errorf("start baton: %w", err)
+		return nil, "", fmt.Errorf("start baton: %w", err)
 	}
-	return n, nil
+	return n, nc.ClientURL, nil
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago;
@@ -249,7 +253,7 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		return err
 	}
 	defer stopProfile()
-	for _, mode := range []string{"lease", "session"} {
+	for _, mode := range []string{"lease", "session", "etcd-gateway"} {
 		if !b.cfg.runs(mode) {
 			continue
 		}
@@ -259,10 +263,13 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 			if err != nil {
 				return fmt.Errorf("%s, %d clients: %w", mode, c, err)
 			}
-			if mode == "lease" {
+			switch mode {
+			case "lease":
 				res.Lease = append(res.Lease, r)
-			} else {
+			case "session":
 				res.Session = append(res.Session, r)
+			default:
+				res.EtcdGateway = append(res.EtcdGateway, r)
 			}
 		}
 	}

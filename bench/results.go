@@ -15,14 +15,17 @@ import (
 // Results is one run, as written to the JSON file. Sections of scenarios
 // that did not run are absent.
 type Results struct {
-	Machine    Machine           `json:"machine"`
-	Settings   Settings          `json:"settings"`
-	Started    time.Time         `json:"started"`
-	Floor      []CycleResult     `json:"floor,omitempty"`
-	Lease      []CycleResult     `json:"lease,omitempty"`
-	Session    []CycleResult     `json:"session,omitempty"`
-	Contention *ContentionResult `json:"contention,omitempty"`
-	Scale      *ScaleResult      `json:"scale,omitempty"`
+	Machine  Machine       `json:"machine"`
+	Settings Settings      `json:"settings"`
+	Started  time.Time     `json:"started"`
+	Floor    []CycleResult `json:"floor,omitempty"`
+	Lease    []CycleResult `json:"lease,omitempty"`
+	Session  []CycleResult `json:"session,omitempty"`
+	// EtcdGateway is the peer: etcd's own lock API through its HTTP
+	// gateway, on the same member, one shared lease.
+	EtcdGateway []CycleResult     `json:"etcd_gateway,omitempty"`
+	Contention  *ContentionResult `json:"contention,omitempty"`
+	Scale       *ScaleResult      `json:"scale,omitempty"`
 }
 
 // Machine is where the run ran.
@@ -241,7 +244,7 @@ func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u 
 // compare fills in each HTTP scenario's ratios to the floor at the same
 // client count.
 func (r *Results) compare() {
-	for _, rs := range [][]CycleResult{r.Lease, r.Session} {
+	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway} {
 		for i := range rs {
 			for _, f := range r.Floor {
 				if f.Clients != rs[i].Clients {
@@ -266,14 +269,14 @@ type cycleSection struct {
 
 // cycleScenarios lists the cycle sections in table order.
 func (r *Results) cycleScenarios() []cycleSection {
-	return []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}}
+	return []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}}
 }
 
 func printTable(out io.Writer, r *Results) error {
 	m := r.Machine
 	fmt.Fprintf(out, "baton bench: %d CPUs (%s), %s, %s per throughput scenario\n", m.CPUs, m.CPUModel, m.GoVersion, r.Settings.Duration)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	if len(r.Floor)+len(r.Lease)+len(r.Session) > 0 {
+	if len(r.Floor)+len(r.Lease)+len(r.Session)+len(r.EtcdGateway) > 0 {
 		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
 		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\tcores node/gen/other\terrors\t")
 		for _, sc := range r.cycleScenarios() {
