@@ -189,8 +189,8 @@ func (m *Member) HasLeader() bool { return m.etcd.Server.Leader() != 0 }
 // (Removed tells whether it was taken out of the cluster).
 func (m *Member) Stopped() <-chan struct{} { return m.etcd.Server.StopNotify() }
 
-// LeaderChanged returns a channel closed at the member's next leader
-// change, including to no leader.
+// LeaderChanged returns a channel closed when the member next learns of a
+// new leader. Losing the leader closes nothing: HasLeader tells that.
 func (m *Member) LeaderChanged() <-chan struct{} { return m.etcd.Server.LeaderChangedNotify() }
 
 // IsStopped reports whether the etcd server has stopped.

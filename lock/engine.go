@@ -54,8 +54,9 @@ type Config struct {
 	// stopped member they read its closed backend and panic instead of
 	// failing.
 	Stopped func() bool
-	// LeaderChanged, when set, returns a channel that is closed at the
-	// member's next leader change (etcd's LeaderChangedNotify). The calls
+	// LeaderChanged, when set, returns a channel that is closed when the
+	// member next learns of a new leader (etcd's LeaderChangedNotify; the
+	// loss of one is seen through HasLeader). The calls
 	// in flight then fail with ErrUnavailable at once: a proposal made
 	// under the old leader rarely survives the change, and a node cut off
 	// from the majority would otherwise hold each request for OpTimeout.
@@ -224,8 +225,14 @@ func ttlSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / ti
 // instead of hanging. It also ends when the engine closes.
 func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	// A remote etcd member with no leader then fails the call at once
-	// (ErrNoLeader) instead of holding it until the timeout.
-	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), e.cfg.OpTimeout)
+	// (ErrNoLeader) instead of holding it until the timeout. The
+	// in-process client skips etcd's interceptors, so with HasLeader set
+	// (an embedded member) the header would be an allocation per call for
+	// nothing: the terms below do that job.
+	if e.cfg.HasLeader == nil {
+		ctx = clientv3.WithRequireLeader(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 	stop := context.AfterFunc(*e.term.Load(), cancel)
 	return ctx, func() { stop(); cancel() }
 }
@@ -265,7 +272,7 @@ func (e *Engine) followLeader() {
 	}
 }
 
-// ErrNoLeader is wrapped in the ErrUnavailable that CheckLeader returns.
+// errNoLeader is wrapped in the ErrUnavailable that CheckLeader returns.
 var errNoLeader = errors.New("no leader: this node's etcd member is cut off from the majority of its cluster, or an election is in progress")
 
 // memberStopped reports whether the embedded member has stopped

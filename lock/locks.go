@@ -203,7 +203,8 @@ func (e *Engine) endingHold(ctx context.Context, name string, token int64) (hold
 }
 
 // end deletes the lock key if token holds it and writes the hold's end
-// event in the same transaction, then revokes the lock's own lease.
+// event in the same transaction. A released lock's own lease goes to the
+// pool for the next acquire; after a revoke it is revoked.
 func (e *Engine) end(ctx context.Context, name string, token int64, typ EventType, detail string) error {
 	hr, err := e.endingHold(ctx, name, token)
 	if err != nil {
