@@ -33,6 +33,7 @@ type API struct {
 	readyTimeout time.Duration
 	heartbeat    time.Duration
 	acquireDur   *prometheus.HistogramVec
+	streams      prometheus.Gauge
 }
 
 // New returns handlers over eng.
@@ -52,9 +53,17 @@ func New(eng *lock.Engine, o Options) *API {
 			Help:    "Time to answer an acquire, including any wait, by result (acquired, reacquired, held, error).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"result"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_event_streams",
+			Help: "Event streams (GET /v1/events, Server-Sent Events) open on this node.",
+		}),
+	}
+	// Every result's series exists from the start, so that alerts see it.
+	for _, r := range []string{"acquired", "reacquired", "held", "error"} {
+		a.acquireDur.WithLabelValues(r)
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(a.acquireDur)
+		o.Registerer.MustRegister(a.acquireDur, a.streams)
 	}
 	return a
 }
