@@ -50,7 +50,7 @@ func New(eng *lock.Engine, o Options) *API {
 		readyTimeout: o.ReadyTimeout,
 		heartbeat:    o.Heartbeat,
 		acquireDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "baton_acquire_duration_seconds",
+			Name: "baton_acquire_duration_seconds",
 			Help: "Time to answer an acquire, including any wait, by result (acquired, reacquired, held, error) " +
 				"and whether the request asked to wait (waited=\"true\"): latency alerts want waited=\"false\".",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
