@@ -91,6 +91,7 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn or error (etcd's own logs stay at warn unless debug)")
 	fs.DurationVar(&cfg.HistoryRetention, "history-retention", cfg.HistoryRetention, "how long audit events are kept")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a shutdown waits for requests in flight")
+	fs.BoolVar(&cfg.AccessLog, "access-log", cfg.AccessLog, `one "http request" line per request at info level (request ID, route, status, duration, credential ID; never tokens or query strings); --access-log=false to turn off`)
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"
 	})

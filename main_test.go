@@ -59,3 +59,23 @@ func TestApplyEnv_RejectsBadValues(t *testing.T) {
 		t.Fatal("applyEnv accepted BATON_HISTORY_RETENTION=soon")
 	}
 }
+
+func TestAccessLogFlag_IsOnByDefaultAndOffByItsEnvironmentTwin(t *testing.T) {
+	cfg := node.DefaultConfig()
+	if !cfg.AccessLog {
+		t.Fatal("the access log is off by default")
+	}
+	t.Setenv("BATON_ACCESS_LOG", "false")
+	var endpoints string
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	addServeFlags(fs, &cfg, &endpoints)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyEnv(fs); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AccessLog {
+		t.Fatal("BATON_ACCESS_LOG=false left the access log on")
+	}
+}

@@ -55,6 +55,8 @@ func (a *API) events(c echo.Context) error {
 		return err
 	}
 	defer sub.Close()
+	a.streams.Inc()
+	defer a.streams.Dec()
 
 	w := c.Response()
 	rc := http.NewResponseController(w.Writer)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type API struct {
 	readyTimeout time.Duration
 	heartbeat    time.Duration
 	acquireDur   *prometheus.HistogramVec
+	streams      prometheus.Gauge
 }
 
 // New returns handlers over eng.
@@ -48,13 +50,23 @@ func New(eng *lock.Engine, o Options) *API {
 		readyTimeout: o.ReadyTimeout,
 		heartbeat:    o.Heartbeat,
 		acquireDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "baton_acquire_duration_seconds",
-			Help:    "Time to answer an acquire, including any wait, by result (acquired, reacquired, held, error).",
+			Name: "baton_acquire_duration_seconds",
+			Help: "Time to answer an acquire, including any wait, by result (acquired, reacquired, held, error) " +
+				"and whether the request asked to wait (waited=\"true\"): latency alerts want waited=\"false\".",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
-		}, []string{"result"}),
+		}, []string{"result", "waited"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_event_streams",
+			Help: "Event streams (GET /v1/events, Server-Sent Events) open on this node.",
+		}),
+	}
+	// Every result's series exists from the start, so that alerts see it.
+	for _, r := range []string{"acquired", "reacquired", "held", "error"} {
+		a.acquireDur.WithLabelValues(r, "false")
+		a.acquireDur.WithLabelValues(r, "true")
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(a.acquireDur)
+		o.Registerer.MustRegister(a.acquireDur, a.streams)
 	}
 	return a
 }
@@ -220,7 +232,8 @@ func (a *API) acquire(c echo.Context) error {
 	case !fresh:
 		result = "reacquired"
 	}
-	a.acquireDur.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	// A wait is the caller's choice, not slowness: it gets its own series.
+	a.acquireDur.WithLabelValues(result, strconv.FormatBool(lr.Wait > 0)).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return err
 	}

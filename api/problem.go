@@ -31,6 +31,9 @@ type Problem struct {
 	// RetryAfter is how many seconds to wait before trying again; the
 	// Retry-After header says the same.
 	RetryAfter int64 `json:"retry_after,omitempty" example:"1"`
+	// RequestID is the request's X-Request-ID, as the response header
+	// says too: quote it when reporting a problem, it finds the log line.
+	RequestID string `json:"request_id,omitempty" example:"4f1c2b9a0d3e8f7a6b5c4d3e2f1a0b9c"`
 }
 
 // ProblemType is the type URI of a problem code.
@@ -149,10 +152,16 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		p, known := toProblem(err)
+		// The request-ID middleware has set the response header by now;
+		// a copy, because toProblem may hand back a shared *Problem.
+		if id := c.Response().Header().Get(echo.HeaderXRequestID); id != "" {
+			cp := *p
+			cp.RequestID, p = id, &cp
+		}
 		if !known {
-			log.Error("unexpected error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+			log.Error("unexpected error", "method", c.Request().Method, "path", c.Request().URL.Path, "request_id", p.RequestID, "err", err)
 		} else if p.Status >= 500 {
-			log.Warn("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "code", p.Code, "err", err)
+			log.Warn("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "request_id", p.RequestID, "code", p.Code, "err", err)
 		}
 		if p.RetryAfter > 0 {
 			c.Response().Header().Set("Retry-After", strconv.FormatInt(p.RetryAfter, 10))

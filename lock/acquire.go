@@ -31,7 +31,9 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)
 	} else {
+		e.metrics.waiting.Inc()
 		l, fresh, err = a.wait(ctx)
+		e.metrics.waiting.Dec()
 	}
 	if err != nil {
 		var he *HeldError
@@ -309,6 +311,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 
 	if resp.Succeeded {
 		a.used = true
+		e.recorded(EventAcquired, 1)
 		l := rec.toLock(name, resp.Header.Revision)
 		if a.session != 0 {
 			sr := resp.Responses[len(resp.Responses)-1].GetResponseRange()

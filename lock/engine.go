@@ -124,6 +124,9 @@ type Engine struct {
 	// term ends at the next leader change (Config.LeaderChanged), or
 	// with the engine; every etcd call is bound to the term it began in.
 	term atomic.Pointer[context.Context]
+
+	// metrics are this engine's Prometheus series (see Collector).
+	metrics *metrics
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine
@@ -140,6 +143,26 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e := &Engine{cli: cli, cfg: cfg, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
 	e.drain, e.drainFunc = context.WithCancel(stop)
 	e.term.Store(&stop)
+	// Whether there is a leader: the embedded member says so itself; over
+	// external etcd a poll asks (pollLeader).
+	rl := new(remoteLeader)
+	e.metrics = newMetrics(func() float64 {
+		known := rl.known.Load()
+		if cfg.HasLeader != nil {
+			known = cfg.HasLeader()
+		}
+		if known {
+			return 1
+		}
+		return 0
+	})
+	if cfg.HasLeader == nil {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.pollLeader(rl)
+		}()
+	}
 	if cfg.LeaderChanged != nil || cfg.HasLeader != nil {
 		e.wg.Add(1)
 		go func() {
@@ -258,6 +281,7 @@ func (e *Engine) followLeader() {
 		for {
 			select {
 			case <-changed:
+				e.metrics.leaderChanges.Inc()
 				break wait
 			case <-tick.C:
 				if hasLeader() != led {

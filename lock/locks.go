@@ -117,7 +117,12 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 // Renew extends the lease of the lock that token holds, and returns the
 // lock with its new expiry. A lock in a session renews the whole session.
 // It returns ErrNotHeld or ErrTokenMismatch when token no longer holds it.
-func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, error) {
+func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, err error) {
+	defer func() {
+		if err != nil {
+			e.renewFailed(renewLock, err)
+		}
+	}()
 	hr, err := e.heldWith(ctx, name, token)
 	if err != nil {
 		return nil, fmt.Errorf("renew %q: %w", name, err)
@@ -138,7 +143,7 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, er
 	if _, err := e.heldWith(ctx, name, token); err != nil {
 		return nil, fmt.Errorf("renew %q: %w", name, err)
 	}
-	l := hr.toLock(name, token)
+	l = hr.toLock(name, token)
 	l.TTL = time.Duration(ka.TTL) * time.Second
 	l.ExpiresAt = start.Add(l.TTL).UTC().Truncate(time.Millisecond)
 	return l, nil
@@ -245,6 +250,7 @@ func (e *Engine) end(ctx context.Context, name string, token int64, typ EventTyp
 		}
 		return ErrTokenMismatch
 	}
+	e.recorded(typ, 1)
 	if hr.Session == "" {
 		// A released lock's lease serves the next acquire with its TTL
 		// (leasePool). After a revoke or an expiry the lease is ended, as

@@ -221,7 +221,10 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 		}
 		octx, done := e.op(ctx)
 		defer done()
-		_, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).Then(then...).Commit()
+		resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).Then(then...).Commit()
+		if err == nil && resp.Succeeded {
+			e.recorded(typ, 1) // else another node wrote it between our read and this txn
+		}
 		return err
 	})
 }

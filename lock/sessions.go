@@ -108,7 +108,12 @@ func (e *Engine) sessionRecord(ctx context.Context, id string) (sessionRecord, e
 }
 
 // RenewSession extends the session's lease by its TTL.
-func (e *Engine) RenewSession(ctx context.Context, id string) (*Session, error) {
+func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err error) {
+	defer func() {
+		if err != nil {
+			e.renewFailed(renewSession, err)
+		}
+	}()
 	lid, err := e.sessionLease(id)
 	if err != nil {
 		return nil, err
@@ -202,10 +207,17 @@ func (e *Engine) releaseAll(ctx context.Context, session string, names []string)
 		}
 		octx, done := e.op(ctx)
 		defer done()
-		_, err := e.cli.Txn(octx).Then(ops...).Commit()
+		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 		if err != nil {
 			return e.etcdErr(ctx, "release session locks", err)
 		}
+		released := 0
+		for _, r := range resp.Responses {
+			if r.GetResponseTxn().GetSucceeded() {
+				released++
+			}
+		}
+		e.recorded(EventReleased, released)
 		return nil
 	})
 }

@@ -42,6 +42,8 @@ type Config struct {
 	LogLevel         string
 	HistoryRetention time.Duration
 	ShutdownTimeout  time.Duration
+	// AccessLog writes one info line per HTTP request (server.Config).
+	AccessLog bool
 	// Logger overrides the logger built from LogLevel.
 	Logger *slog.Logger
 }
@@ -59,6 +61,7 @@ func DefaultConfig() Config {
 		LogLevel:            "info",
 		HistoryRetention:    lock.DefaultConfig().HistoryRetention,
 		ShutdownTimeout:     10 * time.Second,
+		AccessLog:           true,
 	}
 }
 
@@ -132,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
 	}
-	n.srv = server.New(server.Config{Engine: n.eng, Logger: log})
+	n.srv = server.New(server.Config{Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}

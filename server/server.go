@@ -25,6 +25,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxWait is the longest acquire wait; the write timeout allows for it.
 	MaxWait time.Duration
+	// AccessLog writes one info line per request ("http request") to
+	// Logger; see accessLog for what it holds and leaves out.
+	AccessLog bool
 }
 
 // Server is baton's HTTP server.
@@ -49,16 +52,24 @@ func New(cfg Config) *Server {
 	// client's address, which must not be spoofable by a header.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger)
+	// Root-level middleware, outermost first. The request ID comes before
+	// all, so that every log line and problem body of the request has it;
+	// the access log before recover, so that it logs a panic's 500.
+	e.Use(requestID())
+	if cfg.AccessLog {
+		e.Use(accessLog(cfg.Logger))
+	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+				"err", err, "stack", string(stack))
 			return err
 		},
 	}))
 	e.Use(requestMetrics(reg))
 
 	api.New(cfg.Engine, api.Options{Registerer: reg}).Register(e)
-	reg.MustRegister(&statsCollector{eng: cfg.Engine})
+	reg.MustRegister(&statsCollector{eng: cfg.Engine}, cfg.Engine.Collector())
 	gather := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
 	e.GET("/metrics", metrics(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
 	e.GET("/openapi.json", openapiDoc("application/json", openapi.JSON))
@@ -102,7 +113,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 //
 //	@Summary		Prometheus metrics
 //	@ID				metrics
-//	@Description	baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, …), etcd's and Go's, in Prometheus text format.
+//	@Description	baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, `baton_lock_events_total`, `baton_renew_failures_total`, `baton_etcd_has_leader`, …), etcd's and Go's, in Prometheus text format. docs/OPERATIONS.md says what each means.
 //	@Tags			operations
 //	@Produce		plain
 //	@Success		200	{string}	string	"Prometheus text format"

@@ -112,15 +112,15 @@ func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
 		`baton_waiters`:    1,
 		`baton_sessions`:   0,
 		`baton_stats_up`:   1,
-		`baton_acquire_duration_seconds_count{result="acquired"}`: 1,
-		`baton_acquire_duration_seconds_count{result="held"}`:     1,
+		`baton_acquire_duration_seconds_count{result="acquired",waited="false"}`: 1,
+		`baton_acquire_duration_seconds_count{result="held",waited="false"}`:     1,
 	} {
 		got, ok := metric(t, body, series)
 		if !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
 		}
 	}
-	if _, ok := metric(t, body, `baton_acquire_duration_seconds_bucket{result="acquired",le="+Inf"}`); !ok {
+	if _, ok := metric(t, body, `baton_acquire_duration_seconds_bucket{result="acquired",waited="false",le="+Inf"}`); !ok {
 		t.Error("baton_acquire_duration_seconds has no buckets")
 	}
 	// Unknown paths must not become label values: one label for all.

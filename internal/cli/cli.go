@@ -127,7 +127,7 @@ func Commands() []*cobra.Command {
 	for _, c := range cmds {
 		addGlobals(c, g)
 	}
-	return append(cmds, memberCmd(g))
+	return append(cmds, memberCmd(g), snapshotCmd(g))
 }
 
 func addGlobals(c *cobra.Command, g *globals) {

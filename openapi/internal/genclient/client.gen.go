@@ -203,6 +203,12 @@ type Problem struct {
 	// Example: 4712
 	MaxToken *int64 `json:"max_token,omitempty"`
 
+	// RequestId RequestID is the request's X-Request-ID, as the response header
+	// says too: quote it when reporting a problem, it finds the log line.
+	//
+	// Example: 4f1c2b9a0d3e8f7a6b5c4d3e2f1a0b9c
+	RequestId *string `json:"request_id,omitempty"`
+
 	// RetryAfter RetryAfter is how many seconds to wait before trying again; the
 	// Retry-After header says the same.
 	//
@@ -432,7 +438,7 @@ type ClientInterface interface {
 
 	// Metrics Prometheus metrics
 	//
-	// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, …), etcd's and Go's, in Prometheus text format.
+	// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, `baton_lock_events_total`, `baton_renew_failures_total`, `baton_etcd_has_leader`, …), etcd's and Go's, in Prometheus text format. docs/OPERATIONS.md says what each means.
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -630,7 +636,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Metrics Prometheus metrics
 //
-// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, …), etcd's and Go's, in Prometheus text format.
+// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, `baton_lock_events_total`, `baton_renew_failures_total`, `baton_etcd_has_leader`, …), etcd's and Go's, in Prometheus text format. docs/OPERATIONS.md says what each means.
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1931,7 +1937,7 @@ type ClientWithResponsesInterface interface {
 
 	// MetricsWithResponse Prometheus metrics
 	//
-	// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, …), etcd's and Go's, in Prometheus text format.
+	// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, `baton_lock_events_total`, `baton_renew_failures_total`, `baton_etcd_has_leader`, …), etcd's and Go's, in Prometheus text format. docs/OPERATIONS.md says what each means.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3372,7 +3378,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // MetricsWithResponse Prometheus metrics
 //
-// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, …), etcd's and Go's, in Prometheus text format.
+// baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, `baton_lock_events_total`, `baton_renew_failures_total`, `baton_etcd_has_leader`, …), etcd's and Go's, in Prometheus text format. docs/OPERATIONS.md says what each means.
 //
 // Returns a wrapper object for the known response body format(s).
 //

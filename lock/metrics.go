@@ -1,0 +1,169 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// metrics are the engine's Prometheus series. Every one of them counts
+// what this engine did or saw, so they are per node: the HTTP layer
+// registers them through Engine.Collector and nothing in lock knows of
+// HTTP. The label values are fixed small sets (never a lock name, owner or
+// session), and every combination is created at zero up front, so that
+// alerts and rate() see a series before its first event.
+type metrics struct {
+	events        *prometheus.CounterVec
+	renewFailures *prometheus.CounterVec
+	leaderChanges prometheus.Counter
+	hasLeader     prometheus.GaugeFunc
+	waiting       prometheus.Gauge
+	all           []prometheus.Collector
+}
+
+// Renew kinds and failure reasons, the label values of
+// baton_renew_failures_total.
+const (
+	renewLock    = "lock"
+	renewSession = "session"
+)
+
+// renewReasons are the reasons each kind of renew can fail for.
+var renewReasons = map[string][]string{
+	renewLock:    {"not_held", "token_mismatch", "invalid", "unavailable", "canceled", "error"},
+	renewSession: {"session_not_found", "invalid", "unavailable", "canceled", "error"},
+}
+
+func newMetrics(hasLeader func() float64) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_lock_events_total",
+			Help: "Audit events this node wrote, by type (acquired, released, revoked, expired, session_expired). " +
+				"Each event is written by exactly one node, so sum over the nodes for the cluster's count. " +
+				"A write whose outcome etcd left unknown (a timeout) is not counted.",
+		}, []string{"type"}),
+		renewFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_renew_failures_total",
+			Help: "Renews this node answered with an error, by kind and reason: lock (not_held, token_mismatch, " +
+				"invalid, unavailable, canceled, error) and session (session_not_found, invalid, unavailable, canceled, error).",
+		}, []string{"kind", "reason"}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_etcd_leader_changes_total",
+			Help: "Leader changes this node's engine saw: new leaders its embedded member learned of, or, " +
+				"over external etcd, raft term changes seen by polling once a second (changes in between are missed).",
+		}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_acquires_waiting",
+			Help: "Acquires with a wait in progress on this node (queued, or about to queue).",
+		}),
+	}
+	m.hasLeader = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "baton_etcd_has_leader",
+		Help: "1 if the etcd member behind this node knows a leader, as baton sees it (for external etcd: " +
+			"the last once-a-second poll succeeded with a leader), 0 otherwise.",
+	}, hasLeader)
+	for _, t := range []EventType{EventAcquired, EventReleased, EventRevoked, EventExpired, EventSessionExpired} {
+		m.events.WithLabelValues(string(t))
+	}
+	for kind, reasons := range renewReasons {
+		for _, r := range reasons {
+			m.renewFailures.WithLabelValues(kind, r)
+		}
+	}
+	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting}
+	return m
+}
+
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.all {
+		c.Describe(ch)
+	}
+}
+
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.all {
+		c.Collect(ch)
+	}
+}
+
+// Collector returns the engine's metrics for a Prometheus registry:
+// baton_lock_events_total, baton_renew_failures_total,
+// baton_etcd_leader_changes_total, baton_etcd_has_leader and
+// baton_acquires_waiting. Register it once per registry.
+func (e *Engine) Collector() prometheus.Collector { return e.metrics }
+
+// recorded counts n audit events of typ written by this engine.
+func (e *Engine) recorded(typ EventType, n int) {
+	if n > 0 {
+		e.metrics.events.WithLabelValues(string(typ)).Add(float64(n))
+	}
+}
+
+// renewFailed counts a failed renew of kind (renewLock or renewSession).
+func (e *Engine) renewFailed(kind string, err error) {
+	reason := "error"
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		reason = "not_held"
+	case errors.Is(err, ErrTokenMismatch):
+		reason = "token_mismatch"
+	case errors.Is(err, ErrSessionNotFound):
+		reason = "session_not_found"
+	case errors.Is(err, ErrInvalid):
+		reason = "invalid"
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed):
+		reason = "unavailable"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		reason = "canceled"
+	}
+	e.metrics.renewFailures.WithLabelValues(kind, reason).Inc()
+}
+
+// leaderPollEvery is how often an engine over external etcd asks whether
+// there is a leader. etcd tells a remote client nothing of leader changes
+// unless asked; one serializable, count-only read a second is cheap.
+const leaderPollEvery = time.Second
+
+// remoteLeader tracks the leader of an external etcd cluster for the
+// metrics: a serializable read with WithRequireLeader fails when the
+// member answering knows no leader, and its header carries the raft term,
+// which grows with every election.
+type remoteLeader struct {
+	known atomic.Bool
+	term  uint64
+}
+
+// pollLeader runs until the engine stops. Over external etcd only: the
+// embedded member tells of leaders itself (Config.LeaderChanged).
+func (e *Engine) pollLeader(rl *remoteLeader) {
+	tick := time.NewTicker(leaderPollEvery)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(e.stop, leaderPollEvery)
+		var resp *clientv3.GetResponse
+		err := ErrUnavailable
+		if !e.memberStopped() { // a serializable read of a stopped member panics
+			resp, err = e.cli.Get(clientv3.WithRequireLeader(ctx), e.recorderKey(),
+				clientv3.WithSerializable(), clientv3.WithCountOnly())
+		}
+		cancel()
+		if err == nil {
+			if t := resp.Header.RaftTerm; t != rl.term {
+				if rl.term != 0 {
+					e.metrics.leaderChanges.Inc()
+				}
+				rl.term = t
+			}
+		}
+		rl.known.Store(err == nil)
+		select {
+		case <-e.stop.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
