@@ -20,5 +20,11 @@ VOLUME ["/data"]
 EXPOSE 8080 2379 2380
 ENV BATON_DATA_DIR=/data \
     BATON_HTTP_ADDR=0.0.0.0:8080
+# Ready means this node's etcd member has a leader and answers (GET /readyz).
+# "baton healthcheck" finds the node from BATON_HTTP_ADDR (0.0.0.0 is checked
+# on 127.0.0.1), over https:// when BATON_TLS_CERT is set; give it
+# BATON_CACERT (and BATON_CERT/BATON_KEY with --tls-client-ca) then. Exec
+# form: the distroless image has no shell.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["/usr/local/bin/baton","healthcheck"]
 ENTRYPOINT ["/usr/local/bin/baton"]
 CMD ["serve"]

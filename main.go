@@ -43,6 +43,14 @@ func newRootCmd() *cobra.Command {
 			cfg.EtcdEndpoints = strings.Split(endpoints, ",")
 		}
 		cmd.SilenceUsage = true
+		// A flag combination that cannot work is a usage mistake (exit 2);
+		// files that cannot be read fail the start itself (exit 1).
+		if f := cmd.Flags().Lookup("peer-client-cert-auth"); f.Changed && !cfg.PeerClientCertAuth && cfg.PeerTrustedCAFile != "" {
+			return cli.Usage(errors.New("--peer-client-cert-auth=false cannot be had with --peer-trusted-ca: etcd requires a client certificate from every peer whenever it has a peer CA"))
+		}
+		if err := cfg.Validate(); err != nil {
+			return cli.Usage(err)
+		}
 		return serve(cmd.Context(), cfg)
 	}
 	root := &cobra.Command{
@@ -92,6 +100,21 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.DurationVar(&cfg.HistoryRetention, "history-retention", cfg.HistoryRetention, "how long audit events are kept")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a shutdown waits for requests in flight")
 	fs.BoolVar(&cfg.AccessLog, "access-log", cfg.AccessLog, `one "http request" line per request at info level (request ID, route, status, duration, credential ID; never tokens or query strings); --access-log=false to turn off`)
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "PEM certificate (chain) to serve the HTTP API over HTTPS only, TLS 1.2+; reread on SIGHUP")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&cfg.TLSClientCAFile, "tls-client-ca", "", "PEM CA(s): HTTPS clients must present a certificate signed by one")
+	fs.StringVar(&cfg.PeerCertFile, "peer-cert", "", "PEM certificate for TLS between etcd members (server and client use; peer URLs must be https://)")
+	fs.StringVar(&cfg.PeerKeyFile, "peer-key", "", "PEM private key of --peer-cert")
+	fs.StringVar(&cfg.PeerTrustedCAFile, "peer-trusted-ca", "", "PEM CA that signs the members' peer certificates; every peer must then present one")
+	fs.BoolVar(&cfg.PeerClientCertAuth, "peer-client-cert-auth", false, "require peers' client certificates: always on with --peer-trusted-ca (etcd's rule); without it, verified against the system's roots")
+	fs.BoolVar(&cfg.PeerAutoTLS, "peer-auto-tls", false, "encrypt peer traffic with self-signed certificates: no authentication of peers")
+	fs.StringVar(&cfg.ClientCertFile, "client-cert", "", "PEM certificate to serve the etcd client URL over TLS (https://)")
+	fs.StringVar(&cfg.ClientKeyFile, "client-key", "", "PEM private key of --client-cert")
+	fs.StringVar(&cfg.ClientTrustedCAFile, "client-trusted-ca", "", "PEM CA: etcd clients must present a certificate signed by it")
+	fs.BoolVar(&cfg.ClientAutoTLS, "client-auto-tls", false, "serve the etcd client URL with a self-signed certificate (DATA-DIR/fixtures/client/cert.pem)")
+	fs.StringVar(&cfg.EtcdCACertFile, "etcd-cacert", "", "PEM CA that verifies https:// --etcd-endpoints (in place of the system's roots)")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-cert", "", "PEM client certificate for --etcd-endpoints")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-key", "", "PEM private key of --etcd-cert")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"
 	})
@@ -122,18 +145,31 @@ func applyEnv(fs *pflag.FlagSet) error {
 func serve(ctx context.Context, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP rereads the HTTPS certificate (before Start: its default
+	// action would end the process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-	case err = <-n.Err():
-		if errors.Is(err, node.ErrRemoved) {
-			// The operator asked for it ("baton member remove"): a clean
-			// stop, not a failure for a supervisor to restart.
-			fmt.Fprintln(os.Stderr, "baton:", err, "- stopping")
-			err = nil
+wait:
+	for {
+		select {
+		case <-hup:
+			// The node logs the outcome; on error the old pair stays.
+			_ = n.ReloadTLS()
+		case <-ctx.Done():
+			break wait
+		case err = <-n.Err():
+			if errors.Is(err, node.ErrRemoved) {
+				// The operator asked for it ("baton member remove"): a clean
+				// stop, not a failure for a supervisor to restart.
+				fmt.Fprintln(os.Stderr, "baton:", err, "- stopping")
+				err = nil
+			}
+			break wait
 		}
 	}
 	if cerr := n.Close(); err == nil {

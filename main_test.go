@@ -1,10 +1,14 @@
 package main
 
 import (
+	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 
+	"github.com/baton-dev/baton/internal/cli"
 	"github.com/baton-dev/baton/node"
 )
 
@@ -77,5 +81,44 @@ func TestAccessLogFlag_IsOnByDefaultAndOffByItsEnvironmentTwin(t *testing.T) {
 	}
 	if cfg.AccessLog {
 		t.Fatal("BATON_ACCESS_LOG=false left the access log on")
+	}
+}
+
+func TestServe_TLSFlagCombinationsThatCannotWorkAreUsageErrorsNamingTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{args: []string{"--tls-cert", "cert.pem"}, want: "--tls-cert needs --tls-key"},
+		{args: []string{"--tls-key", "key.pem"}, want: "--tls-key needs --tls-cert"},
+		{args: []string{"--tls-client-ca", "ca.pem"}, want: "--tls-client-ca needs --tls-cert"},
+		{env: map[string]string{"BATON_TLS_CERT": "cert.pem"}, want: "--tls-cert needs --tls-key"},
+		{args: []string{"--peer-cert", "p.pem", "--peer-key", "p-key.pem"}, want: "--peer-url"},
+		{args: []string{"--peer-auto-tls"}, want: "--peer-url"},
+		{args: []string{"--peer-url", "https://127.0.0.1:2380"}, want: "peer TLS is off"},
+		{args: []string{"--peer-url", "https://127.0.0.1:2380", "--peer-cert", "p.pem", "--peer-key", "k.pem", "--peer-trusted-ca", "ca.pem",
+			"--peer-client-cert-auth=false"}, want: "--peer-client-cert-auth=false"},
+		{args: []string{"--peer-trusted-ca", "ca.pem"}, want: "--peer-trusted-ca needs --peer-cert"},
+		{args: []string{"--client-auto-tls"}, want: "--client-url"},
+		{args: []string{"--etcd-cacert", "ca.pem"}, want: "--etcd-cacert is for --etcd-endpoints"},
+		{args: []string{"--etcd-endpoints", "http://10.0.0.1:2379", "--etcd-cacert", "ca.pem"}, want: "must be https://"},
+		{args: []string{"--etcd-endpoints", "https://10.0.0.1:2379", "--peer-auto-tls"}, want: "--peer-auto-tls configures the embedded etcd member"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			root := newRootCmd()
+			root.SetArgs(append([]string{"serve", "--data-dir", filepath.Join(t.TempDir(), "never")}, tc.args...))
+			root.SetOut(io.Discard)
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("serve %v: %v, want an error saying %q", tc.args, err, tc.want)
+			}
+			if code := cli.ExitCode(err); code != cli.ExitUsage {
+				t.Errorf("exit code %d, want %d (usage)", code, cli.ExitUsage)
+			}
+		})
 	}
 }

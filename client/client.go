@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,10 @@ type Config struct {
 	// TokenFile, when set and Token is empty, is read by NewWithConfig;
 	// its content, trimmed, is the token.
 	TokenFile string
+	// TLSConfig is the TLS for https:// endpoints: a CA to trust and a
+	// client certificate. It applies to the client's own transport, so it
+	// cannot be combined with HTTPClient (configure that one's transport).
+	TLSConfig TLSConfig
 	// Timeout bounds each attempt of a request; 0 means DefaultTimeout. An
 	// acquire's attempt gets its Wait on top, and an event stream is bound
 	// by it only until the server starts answering.
@@ -76,8 +81,11 @@ type Config struct {
 //
 //   - BATON_ADDR: comma-separated endpoints (default DefaultAddr);
 //   - BATON_TOKEN_FILE: a file holding the bearer token.
+//   - BATON_CACERT: a PEM file of CAs to trust besides the system's;
+//   - BATON_CERT, BATON_KEY: a client certificate and its key.
 //
-// It never fails: a token file that cannot be read makes NewWithConfig fail.
+// It never fails: a token file or TLS file that cannot be read makes
+// NewWithConfig fail.
 func DefaultConfig() Config {
 	cfg := Config{
 		Endpoints:    []string{DefaultAddr},
@@ -93,6 +101,7 @@ func DefaultConfig() Config {
 		}
 	}
 	cfg.TokenFile = os.Getenv("BATON_TOKEN_FILE")
+	cfg.TLSConfig = TLSConfig{CAFile: os.Getenv("BATON_CACERT"), CertFile: os.Getenv("BATON_CERT"), KeyFile: os.Getenv("BATON_KEY")}
 	return cfg
 }
 
@@ -128,7 +137,7 @@ func New(endpoints ...string) (*Client, error) {
 }
 
 // NewWithConfig returns a client for cfg. It fails on an endpoint that is
-// not an http(s) URL and on a token file that cannot be read.
+// not an http(s) URL and on a token or TLS file that cannot be read.
 func NewWithConfig(cfg Config) (*Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("baton client: no endpoints")
@@ -167,10 +176,28 @@ func NewWithConfig(cfg Config) (*Client, error) {
 	default:
 		c.retries = cfg.MaxRetries
 	}
+	if c.hc != nil && !cfg.TLSConfig.empty() {
+		return nil, errors.New("baton client: TLSConfig applies to the client's own transport: set TLS on HTTPClient's transport instead, or leave HTTPClient nil")
+	}
 	if c.hc == nil {
 		// A transport of our own, so that one client's idle connections
 		// and limits are not shared with the rest of the program.
-		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// HTTP/1.1 only: over HTTP/2 a refused TLS handshake (a node that
+		// wants a client certificate) surfaces as "client conn could not be
+		// established", without its cause, and looks like a request that
+		// may have been sent; and the retry rules above reason about one
+		// request per HTTP/1.1 connection.
+		tr.ForceAttemptHTTP2 = false
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+		if !cfg.TLSConfig.empty() {
+			tc, err := SetupTLSConfig(cfg.TLSConfig)
+			if err != nil {
+				return nil, err
+			}
+			tr.TLSClientConfig = tc
+		}
+		c.hc = &http.Client{Transport: tr}
 	}
 	c.fresh = c.hc
 	tr := c.hc.Transport
@@ -365,10 +392,28 @@ func transportError(ctx context.Context, base string, err error) *attemptError {
 		// The caller gave up; not the node's fault.
 		return &attemptError{err: err, sent: !isDialError(err)}
 	}
+	if tlsRefused(err) {
+		// A certificate that does not verify, a node that will not take
+		// ours, or TLS against plain HTTP: a configuration to fix, not a
+		// node in trouble, so neither retried nor ErrUnavailable. The node
+		// never read the request.
+		return &attemptError{err: fmt.Errorf("%s: TLS: %w", base, err)}
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within the request timeout: %w", err)
 	}
 	return &attemptError{err: fmt.Errorf("%w: %s: %w", ErrUnavailable, base, err), retryable: true, sent: !isDialError(err)}
+}
+
+// tlsRefused reports whether the TLS handshake failed on a certificate or
+// protocol mismatch: ours did not verify theirs (or they speak plain
+// HTTP), or theirs sent an alert, such as "certificate required".
+func tlsRefused(err error) bool {
+	var ve *tls.CertificateVerificationError
+	var re tls.RecordHeaderError
+	var oe *net.OpError
+	return errors.As(err, &ve) || errors.As(err, &re) || errors.Is(err, http.ErrSchemeMismatch) ||
+		errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 // isDialError reports whether err happened while connecting, before a

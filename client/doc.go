@@ -56,4 +56,16 @@
 // acquire, a session creation or a revoke is not repeated once it may have
 // reached a node: it fails with ErrUnavailable, and its outcome is
 // unknown. Each call's doc comment says which it is.
+//
+// # HTTPS
+//
+// https:// endpoints are verified against the system's roots plus
+// Config.TLSConfig.CAFile (BATON_CACERT); a node started with
+// --tls-client-ca also needs a client certificate, TLSConfig.CertFile and
+// KeyFile (BATON_CERT, BATON_KEY):
+//
+//	cfg := client.DefaultConfig()
+//	cfg.Endpoints = []string{"https://baton1:8080"}
+//	cfg.TLSConfig = client.TLSConfig{CAFile: "ca.pem", CertFile: "me.pem", KeyFile: "me-key.pem"}
+//	c, err := client.NewWithConfig(cfg)
 package client

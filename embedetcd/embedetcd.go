@@ -5,17 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/pkg/v3/featuregate"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/baton-dev/baton/internal/tlsfiles"
 )
 
 // Config describes the member. Start from NewConfig.
@@ -46,6 +50,30 @@ type Config struct {
 	// StartTimeout bounds how long Start waits for the member to be ready
 	// (for a cluster: for a quorum to elect a leader).
 	StartTimeout time.Duration
+
+	// PeerTLSInfo, with CertFile and KeyFile, puts traffic between members
+	// on TLS: the member serves its peer URL with that certificate and
+	// presents it when it dials other members, so it needs both the server
+	// and the client key usage, and its SANs must name the member's host
+	// (etcd checks a peer's client certificate against the address the
+	// peer connects from). With TrustedCAFile both sides verify against
+	// that CA, and etcd then requires every peer to present a certificate
+	// it signed, whatever ClientCertAuth says; ClientCertAuth without it
+	// verifies peers' certificates against the system's roots. Every peer
+	// URL, this member's and InitialCluster's, must then be https://. etcd
+	// reads the certificate and key at every handshake, so renewed files
+	// need no restart; the CA is read once.
+	PeerTLSInfo transport.TLSInfo
+	// PeerAutoTLS makes etcd generate a self-signed peer certificate under
+	// Dir: traffic is encrypted, but no member authenticates another, so it
+	// stops passive eavesdropping only. It excludes PeerTLSInfo.
+	PeerAutoTLS bool
+	// ClientTLSInfo and ClientAutoTLS do the same for the client URL, the
+	// port that etcdctl and "baton member" use (baton reaches its own member
+	// in-process). With ClientTLSInfo.TrustedCAFile every client must
+	// present a certificate signed by that CA.
+	ClientTLSInfo transport.TLSInfo
+	ClientAutoTLS bool
 }
 
 // NewConfig returns a single-member configuration on etcd's default ports.
@@ -85,6 +113,54 @@ func (c Config) Validate() error {
 	}
 	if c.ClusterState != embed.ClusterStateFlagNew && c.ClusterState != embed.ClusterStateFlagExisting {
 		return fmt.Errorf("embedetcd: ClusterState %q: want new or existing", c.ClusterState)
+	}
+	peerURLs := map[string]string{"PeerURL": c.PeerURL, "ListenPeerURL": c.ListenPeerURL}
+	for _, m := range strings.Split(c.InitialCluster, ",") {
+		if name, u, ok := strings.Cut(strings.TrimSpace(m), "="); ok {
+			peerURLs["InitialCluster member "+name] = u
+		}
+	}
+	if err := validateTLS("Peer", c.PeerTLSInfo, c.PeerAutoTLS, peerURLs); err != nil {
+		return err
+	}
+	return validateTLS("Client", c.ClientTLSInfo, c.ClientAutoTLS, map[string]string{"ClientURL": c.ClientURL, "ListenClientURL": c.ListenClientURL})
+}
+
+// validateTLS checks one side's TLS settings (kind is "Peer" or "Client")
+// against the URLs it serves or dials: TLS on means https:// everywhere,
+// and https:// needs TLS on. A mix would fail at the first handshake with
+// an error far from its cause.
+func validateTLS(kind string, info transport.TLSInfo, auto bool, urls map[string]string) error {
+	field := func(f string) string { return kind + "TLSInfo." + f }
+	switch {
+	case info.CertFile != "" && info.KeyFile == "":
+		return fmt.Errorf("embedetcd: %s is set without %s", field("CertFile"), field("KeyFile"))
+	case info.KeyFile != "" && info.CertFile == "":
+		return fmt.Errorf("embedetcd: %s is set without %s", field("KeyFile"), field("CertFile"))
+	case info.TrustedCAFile != "" && info.CertFile == "":
+		return fmt.Errorf("embedetcd: %s needs %s and %s: a CA alone turns no TLS on", field("TrustedCAFile"), field("CertFile"), field("KeyFile"))
+	case info.ClientCertAuth && info.CertFile == "":
+		return fmt.Errorf("embedetcd: %s needs %s and %s", field("ClientCertAuth"), field("CertFile"), field("KeyFile"))
+	case auto && (info.CertFile != "" || info.TrustedCAFile != "" || info.ClientCertAuth):
+		return fmt.Errorf("embedetcd: %sAutoTLS generates its own certificate: leave %sTLSInfo empty with it", kind, kind)
+	}
+	on := auto || info.CertFile != ""
+	names := make([]string, 0, len(urls))
+	for name := range urls {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the same error for the same config, every time
+	for _, name := range names {
+		u, err := url.Parse(urls[name])
+		if urls[name] == "" || err != nil {
+			continue // checked elsewhere, or etcd's own parse says more
+		}
+		switch {
+		case on && u.Scheme != "https":
+			return fmt.Errorf("embedetcd: %s %q must be https:// when %s TLS is on", name, urls[name], strings.ToLower(kind))
+		case !on && u.Scheme == "https":
+			return fmt.Errorf("embedetcd: %s %q is https:// but %s TLS is off (set %sTLSInfo or %sAutoTLS)", name, urls[name], strings.ToLower(kind), kind, kind)
+		}
 	}
 	return nil
 }
@@ -134,6 +210,18 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 		cfg.InitialCluster = c.Name + "=" + peer.String()
 	}
 	cfg.ClusterState = c.ClusterState
+	// etcd would find a bad file only at a listener's set-up (without
+	// naming it when the key does not match) or at the first handshake.
+	for _, s := range []struct {
+		kind string
+		info transport.TLSInfo
+	}{{"peer", c.PeerTLSInfo}, {"client", c.ClientTLSInfo}} {
+		if err := tlsfiles.Check(s.info.CertFile, s.info.KeyFile, s.info.TrustedCAFile); err != nil {
+			return nil, fmt.Errorf("embedetcd: %s TLS: %w", s.kind, err)
+		}
+	}
+	cfg.PeerTLSInfo, cfg.PeerAutoTLS = c.PeerTLSInfo, c.PeerAutoTLS
+	cfg.ClientTLSInfo, cfg.ClientAutoTLS = c.ClientTLSInfo, c.ClientAutoTLS
 	cfg.LogLevel = c.LogLevel
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = c.CompactionRetention.String()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/tlsfiles"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
 )
@@ -46,6 +48,35 @@ type Config struct {
 	AccessLog bool
 	// Logger overrides the logger built from LogLevel.
 	Logger *slog.Logger
+
+	// TLSCertFile and TLSKeyFile, when set, make the HTTP API HTTPS only
+	// (TLS 1.2 or later, Go's default cipher suites): a plain HTTP request
+	// on HTTPAddr is refused at the handshake. ReloadTLS reads them again.
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile makes the API require a client certificate signed by
+	// a CA of this PEM file (read once, at start).
+	TLSClientCAFile string
+
+	// PeerCertFile, PeerKeyFile and PeerTrustedCAFile put the embedded
+	// member's traffic with other members on TLS; see
+	// embedetcd.Config.PeerTLSInfo. With PeerTrustedCAFile every peer must
+	// present a certificate that CA signed (etcd's rule). PeerClientCertAuth
+	// requires client certificates without a CA too, verified against the
+	// system's roots. PeerAutoTLS uses a self-signed certificate instead:
+	// encrypted, not authenticated.
+	PeerCertFile, PeerKeyFile, PeerTrustedCAFile string
+	PeerClientCertAuth                           bool
+	PeerAutoTLS                                  bool
+	// ClientCertFile, ClientKeyFile, ClientTrustedCAFile and ClientAutoTLS
+	// do the same for the embedded member's client URL (etcdctl, "baton
+	// member"); with ClientTrustedCAFile every client must present a
+	// certificate that CA signed.
+	ClientCertFile, ClientKeyFile, ClientTrustedCAFile string
+	ClientAutoTLS                                      bool
+	// EtcdCACertFile, EtcdCertFile and EtcdKeyFile are for EtcdEndpoints
+	// (https://): the CA that verifies them (in place of the system's
+	// roots), and a client certificate.
+	EtcdCACertFile, EtcdCertFile, EtcdKeyFile string
 }
 
 // DefaultConfig returns the defaults of API.md's command-line section.
@@ -74,6 +105,7 @@ type Node struct {
 	eng      *lock.Engine
 	srv      *server.Server
 	listener net.Listener
+	httpCert *tlsfiles.KeyPair // nil without --tls-cert
 	errc     chan error
 	once     sync.Once
 	closing  atomic.Bool
@@ -91,7 +123,24 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	}
-	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2)}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// Every file is read before anything starts: a bad one fails the start
+	// at once, naming its flag and file.
+	httpCert, httpTLS, err := cfg.httpTLS()
+	if err != nil {
+		return nil, err
+	}
+	etcdTLS, err := cfg.etcdClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	peerTLS, clientTLS, err := cfg.memberTLS()
+	if err != nil {
+		return nil, err
+	}
+	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2), httpCert: httpCert}
 	// Fix (found by testcluster, a node whose start failed panicked):
 	// "return nil, err" sets n to nil before deferred calls run, so the
 	// cleanup must hold its own reference.
@@ -104,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	var cli *clientv3.Client
 	if len(cfg.EtcdEndpoints) > 0 {
-		cli, err = clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Context: ctx})
+		cli, err = clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Context: ctx, TLS: etcdTLS})
 		if err != nil {
 			return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(cfg.EtcdEndpoints, ","), err)
 		}
@@ -115,6 +164,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		ec.PeerURL, ec.ClientURL, ec.InitialCluster = cfg.PeerURL, cfg.ClientURL, cfg.InitialCluster
 		ec.ClusterState = cfg.InitialClusterState
 		ec.ListenPeerURL, ec.ListenClientURL = cfg.ListenPeerURL, cfg.ListenClientURL
+		ec.PeerTLSInfo, ec.PeerAutoTLS = peerTLS, cfg.PeerAutoTLS
+		ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS
 		if cfg.LogLevel == "debug" {
 			ec.LogLevel = "debug"
 		}
@@ -139,13 +190,21 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
+	if httpTLS != nil {
+		n.listener = tls.NewListener(n.listener, httpTLS)
+	}
 	go func() {
 		if err := n.srv.Serve(n.listener); err != nil {
 			n.errc <- fmt.Errorf("http server: %w", err)
 		}
 	}()
-	log.Info("baton serving", "http", "http://"+n.listener.Addr().String(), "name", cfg.Name,
+	log.Info("baton serving", "http", n.URL(), "name", cfg.Name,
 		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil)
+	if httpCert != nil {
+		leaf := httpCert.Leaf()
+		log.Info("https certificate", "cert_file", cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter,
+			"client_cert_required", cfg.TLSClientCAFile != "")
+	}
 	return n, nil
 }
 
@@ -175,6 +234,33 @@ func (n *Node) watchMember() {
 
 // Addr is the address the HTTP server listens on.
 func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// URL is the HTTP API's base URL: https://ADDR with --tls-cert, else http://ADDR.
+func (n *Node) URL() string {
+	if n.httpCert != nil {
+		return "https://" + n.Addr()
+	}
+	return "http://" + n.Addr()
+}
+
+// ReloadTLS reads the HTTP API's certificate and key files again; main
+// calls it on SIGHUP. Connections made from then on get the new pair;
+// on error the pair in use stays and the error names the file. It does
+// nothing when the API serves plain HTTP. The client CA is read only at
+// start, and etcd's own certificates need no reload: etcd reads those
+// files at every handshake.
+func (n *Node) ReloadTLS() error {
+	if n.httpCert == nil {
+		return nil
+	}
+	if err := n.httpCert.Reload(); err != nil {
+		n.log.Error("tls reload failed, keeping the certificate in use", "err", err)
+		return fmt.Errorf("reload --tls-cert/--tls-key: %w", err)
+	}
+	leaf := n.httpCert.Leaf()
+	n.log.Info("tls certificate reloaded", "cert_file", n.cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+	return nil
+}
 
 // Engine returns the node's lock engine.
 func (n *Node) Engine() *lock.Engine { return n.eng }

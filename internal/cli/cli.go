@@ -97,6 +97,8 @@ func noArgs(cmd *cobra.Command, args []string) error {
 type globals struct {
 	addr   string
 	output string
+	// tls overrides BATON_CACERT, BATON_CERT and BATON_KEY, field by field.
+	tls    client.TLSConfig
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -106,7 +108,18 @@ func (g *globals) client() (*client.Client, error) {
 	if g.addr != "" {
 		cfg.Endpoints = strings.Split(g.addr, ",")
 	}
+	cfg.TLSConfig = g.tlsConfig(cfg.TLSConfig)
 	return client.NewWithConfig(cfg)
+}
+
+// tlsConfig is env with the flags given on top.
+func (g *globals) tlsConfig(env client.TLSConfig) client.TLSConfig {
+	for _, f := range []struct{ flag, env *string }{{&g.tls.CAFile, &env.CAFile}, {&g.tls.CertFile, &env.CertFile}, {&g.tls.KeyFile, &env.KeyFile}} {
+		if *f.flag != "" {
+			*f.env = *f.flag
+		}
+	}
+	return env
 }
 
 func (g *globals) json() bool { return g.output == "json" }
@@ -127,11 +140,12 @@ func Commands() []*cobra.Command {
 	for _, c := range cmds {
 		addGlobals(c, g)
 	}
-	return append(cmds, memberCmd(g), snapshotCmd(g))
+	return append(cmds, memberCmd(g), snapshotCmd(g), healthcheckCmd(g))
 }
 
 func addGlobals(c *cobra.Command, g *globals) {
 	c.PersistentFlags().StringVar(&g.addr, "addr", "", "baton address(es), comma-separated (env BATON_ADDR; default http://127.0.0.1:8080)")
+	addTLSFlags(c, g)
 	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "table" && g.output != "json" {
@@ -606,4 +620,12 @@ func (g *globals) showSession(s *client.Session) error {
 // signalContext ends on SIGINT or SIGTERM.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return notifyContext(parent)
+}
+
+// addTLSFlags adds the client side of HTTPS: --cacert, --cert, --key.
+func addTLSFlags(c *cobra.Command, g *globals) {
+	f := c.PersistentFlags()
+	f.StringVar(&g.tls.CAFile, "cacert", "", "PEM CA(s) to trust for https:// addresses, besides the system's (env BATON_CACERT)")
+	f.StringVar(&g.tls.CertFile, "cert", "", "PEM client certificate, for nodes started with --tls-client-ca (env BATON_CERT)")
+	f.StringVar(&g.tls.KeyFile, "key", "", "PEM private key of --cert (env BATON_KEY)")
 }

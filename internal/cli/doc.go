@@ -1,11 +1,13 @@
 // Package cli holds baton's client subcommands (acquire, release, renew,
-// status, list, history, revoke, watch, sessions, exec), built on package
-// client. main adds them next to "serve".
+// status, list, history, revoke, watch, sessions, exec, member, healthcheck),
+// built on package client (member on etcd's client). main adds them next to
+// "serve".
 //
 //	root.AddCommand(cli.Commands()...)
 //
 // Exit codes: 0 success; 1 any other error; 2 bad usage; 3 the lock is
 // held by someone else; 4 not held or not found; 5 stale token or token
 // mismatch; 6 baton unavailable. "baton exec" exits with its command's
-// exit code, or 10 if the lock was lost while the command ran.
+// exit code, or 10 if the lock was lost while the command ran. "baton
+// healthcheck" exits 0 or 1 only, as a container HEALTHCHECK must.
 package cli

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,7 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/internal/tlsfiles"
 )
 
 // memberCmd changes the membership of the etcd cluster under baton. It
@@ -22,6 +26,7 @@ import (
 func memberCmd(g *globals) *cobra.Command {
 	var endpoints string
 	var timeout time.Duration
+	var etcdTLS transport.TLSInfo
 	c := &cobra.Command{
 		Use:   "member",
 		Short: "List, add and remove the etcd members of a baton cluster",
@@ -36,6 +41,9 @@ before the new node has started.`,
 	c.PersistentFlags().StringVar(&endpoints, "etcd-endpoints", "", "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379)")
 	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.PersistentFlags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
+	c.PersistentFlags().StringVar(&etcdTLS.TrustedCAFile, "etcd-cacert", "", "PEM CA that verifies https:// etcd endpoints, in place of the system's roots (env BATON_ETCD_CACERT)")
+	c.PersistentFlags().StringVar(&etcdTLS.CertFile, "etcd-cert", "", "PEM client certificate, for a member started with --client-trusted-ca (env BATON_ETCD_CERT)")
+	c.PersistentFlags().StringVar(&etcdTLS.KeyFile, "etcd-key", "", "PEM private key of --etcd-cert (env BATON_ETCD_KEY)")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "table" && g.output != "json" {
 			return usagef("--output must be table or json, not %q", g.output)
@@ -49,13 +57,36 @@ before the new node has started.`,
 		if endpoints == "" {
 			endpoints = "http://127.0.0.1:2379"
 		}
+		for _, f := range []struct {
+			v   *string
+			env string
+		}{{&etcdTLS.TrustedCAFile, "BATON_ETCD_CACERT"}, {&etcdTLS.CertFile, "BATON_ETCD_CERT"}, {&etcdTLS.KeyFile, "BATON_ETCD_KEY"}} {
+			if *f.v == "" {
+				*f.v = os.Getenv(f.env)
+			}
+		}
+		if (etcdTLS.CertFile == "") != (etcdTLS.KeyFile == "") {
+			return usagef("--etcd-cert and --etcd-key go together")
+		}
+		if etcdTLS.TrustedCAFile != "" || etcdTLS.CertFile != "" {
+			// etcd's client would drop TLS for an http:// endpoint silently.
+			for _, e := range strings.Split(endpoints, ",") {
+				if strings.HasPrefix(strings.TrimSpace(e), "http://") {
+					return usagef("--etcd-endpoints %q must be https:// with --etcd-cacert or --etcd-cert", e)
+				}
+			}
+		}
 		cmd.SilenceUsage = true
 		g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return nil
 	}
 	c.SilenceUsage = true
 	dial := func() (*clientv3.Client, error) {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second})
+		tc, err := etcdClientTLS(etcdTLS)
+		if err != nil {
+			return nil, err
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second, TLS: tc})
 		if err != nil {
 			return nil, &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("connect to etcd %s: %w", endpoints, err)}
 		}
@@ -125,6 +156,9 @@ before the new node has started.`,
 				}
 				fmt.Fprintf(g.stdout, "added member %s (%x) at %s\nstart it, with an empty --data-dir, its own --http-addr and --client-url, and:\n  baton %s\n",
 					name, resp.Member.ID, peer, strings.Join(flags, " "))
+				if strings.HasPrefix(peer, "https://") {
+					fmt.Fprintln(g.stdout, "plus the peer TLS flags the other members have (--peer-cert, --peer-key, --peer-trusted-ca, or --peer-auto-tls)")
+				}
 				return nil
 			})
 		},
@@ -179,4 +213,17 @@ func (g *globals) showMembers(ms []*etcdserverpb.Member) error {
 		fmt.Fprintf(tw, "%s\t%x\t%s\t%s\n", name, m.ID, strings.Join(m.PeerURLs, ","), dash(strings.Join(m.ClientURLs, ",")))
 	}
 	return tw.Flush()
+}
+
+// etcdClientTLS is the TLS for etcd's client port: nil without a CA or a
+// certificate (etcd's client then uses the system's roots for https://).
+// A bad file is named.
+func etcdClientTLS(info transport.TLSInfo) (*tls.Config, error) {
+	if info.TrustedCAFile == "" && info.CertFile == "" {
+		return nil, nil
+	}
+	if err := tlsfiles.Check(info.CertFile, info.KeyFile, info.TrustedCAFile); err != nil {
+		return nil, fmt.Errorf("etcd TLS: %w", err)
+	}
+	return info.ClientConfig()
 }
