@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,19 +12,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/baton-dev/baton/internal/tlsfiles"
 )
 
 // memberCmd changes the membership of the etcd cluster under baton. It
 // talks to etcd's client port, not to baton's HTTP API: membership is
 // etcd's, and a cluster that lost a member may have no baton answering.
 func memberCmd(g *globals) *cobra.Command {
-	var endpoints string
+	var etcd etcdFlags
 	var timeout time.Duration
-	var etcdTLS transport.TLSInfo
 	c := &cobra.Command{
 		Use:   "member",
 		Short: "List, add and remove the etcd members of a baton cluster",
@@ -38,12 +32,9 @@ remove NAME", then stop that node. Change one member at a time, and only
 while every other member is up: adding a voting member raises the quorum
 before the new node has started.`,
 	}
-	c.PersistentFlags().StringVar(&endpoints, "etcd-endpoints", "", "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379)")
+	etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379)")
 	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.PersistentFlags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
-	c.PersistentFlags().StringVar(&etcdTLS.TrustedCAFile, "etcd-cacert", "", "PEM CA that verifies https:// etcd endpoints, in place of the system's roots (env BATON_ETCD_CACERT)")
-	c.PersistentFlags().StringVar(&etcdTLS.CertFile, "etcd-cert", "", "PEM client certificate, for a member started with --client-trusted-ca (env BATON_ETCD_CERT)")
-	c.PersistentFlags().StringVar(&etcdTLS.KeyFile, "etcd-key", "", "PEM private key of --etcd-cert (env BATON_ETCD_KEY)")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "table" && g.output != "json" {
 			return usagef("--output must be table or json, not %q", g.output)
@@ -51,30 +42,8 @@ before the new node has started.`,
 		if timeout <= 0 {
 			return usagef("--timeout must be positive")
 		}
-		if endpoints == "" {
-			endpoints = os.Getenv("BATON_ETCD_ENDPOINTS")
-		}
-		if endpoints == "" {
-			endpoints = "http://127.0.0.1:2379"
-		}
-		for _, f := range []struct {
-			v   *string
-			env string
-		}{{&etcdTLS.TrustedCAFile, "BATON_ETCD_CACERT"}, {&etcdTLS.CertFile, "BATON_ETCD_CERT"}, {&etcdTLS.KeyFile, "BATON_ETCD_KEY"}} {
-			if *f.v == "" {
-				*f.v = os.Getenv(f.env)
-			}
-		}
-		if (etcdTLS.CertFile == "") != (etcdTLS.KeyFile == "") {
-			return usagef("--etcd-cert and --etcd-key go together")
-		}
-		if etcdTLS.TrustedCAFile != "" || etcdTLS.CertFile != "" {
-			// etcd's client would drop TLS for an http:// endpoint silently.
-			for _, e := range strings.Split(endpoints, ",") {
-				if strings.HasPrefix(strings.TrimSpace(e), "http://") {
-					return usagef("--etcd-endpoints %q must be https:// with --etcd-cacert or --etcd-cert", e)
-				}
-			}
+		if err := etcd.resolve(); err != nil {
+			return err
 		}
 		cmd.SilenceUsage = true
 		g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -82,13 +51,13 @@ before the new node has started.`,
 	}
 	c.SilenceUsage = true
 	dial := func() (*clientv3.Client, error) {
-		tc, err := etcdClientTLS(etcdTLS)
+		tc, err := etcd.tlsConfig()
 		if err != nil {
 			return nil, err
 		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second, TLS: tc})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.list(), DialTimeout: 5 * time.Second, TLS: tc})
 		if err != nil {
-			return nil, &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("connect to etcd %s: %w", endpoints, err)}
+			return nil, &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("connect to etcd %s: %w", etcd.endpoints, err)}
 		}
 		return cli, nil
 	}
@@ -102,7 +71,7 @@ before the new node has started.`,
 		defer cancel()
 		if err := f(ctx, cli); err != nil {
 			if ctx.Err() != nil {
-				return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("etcd at %s did not answer: %w", endpoints, err)}
+				return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("etcd at %s did not answer: %w", etcd.endpoints, err)}
 			}
 			return err
 		}
@@ -213,17 +182,4 @@ func (g *globals) showMembers(ms []*etcdserverpb.Member) error {
 		fmt.Fprintf(tw, "%s\t%x\t%s\t%s\n", name, m.ID, strings.Join(m.PeerURLs, ","), dash(strings.Join(m.ClientURLs, ",")))
 	}
 	return tw.Flush()
-}
-
-// etcdClientTLS is the TLS for etcd's client port: nil without a CA or a
-// certificate (etcd's client then uses the system's roots for https://).
-// A bad file is named.
-func etcdClientTLS(info transport.TLSInfo) (*tls.Config, error) {
-	if info.TrustedCAFile == "" && info.CertFile == "" {
-		return nil, nil
-	}
-	if err := tlsfiles.Check(info.CertFile, info.KeyFile, info.TrustedCAFile); err != nil {
-		return nil, fmt.Errorf("etcd TLS: %w", err)
-	}
-	return info.ClientConfig()
 }

@@ -66,7 +66,7 @@ handed out, even after the backup. See docs/OPERATIONS.md.`,
 }
 
 func snapshotSaveCmd(g *globals) *cobra.Command {
-	var endpoint string
+	var etcd etcdFlags
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "save FILE",
@@ -81,26 +81,27 @@ few writes is still a consistent past state.`,
 			if timeout <= 0 {
 				return usagef("--timeout must be positive")
 			}
-			if endpoint == "" {
-				endpoint = os.Getenv("BATON_ETCD_ENDPOINTS")
+			if err := etcd.resolve(); err != nil {
+				return err
 			}
-			if endpoint == "" {
-				endpoint = "http://127.0.0.1:2379"
+			if strings.Contains(etcd.endpoints, ",") {
+				return usagef("--etcd-endpoints: save reads one member, give one client URL, not %q", etcd.endpoints)
 			}
-			if strings.Contains(endpoint, ",") {
-				return usagef("--etcd-endpoints: save reads one member, give one client URL, not %q", endpoint)
+			tc, err := etcd.tlsConfig()
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			file := args[0]
 			version, err := clientsnap.SaveWithVersion(ctx, zap.NewNop(),
-				clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second}, file)
+				clientv3.Config{Endpoints: etcd.list(), DialTimeout: 5 * time.Second, TLS: tc}, file)
 			if err != nil {
 				code := ExitFailure
 				if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 					code = ExitUnavailable
 				}
-				return &ExitError{Code: code, Err: fmt.Errorf("save snapshot from %s: %w", endpoint, err)}
+				return &ExitError{Code: code, Err: fmt.Errorf("save snapshot from %s: %w", etcd.endpoints, err)}
 			}
 			st, err := snapshot.NewV3(zap.NewNop()).Status(file)
 			if err != nil {
@@ -109,7 +110,7 @@ few writes is still a consistent past state.`,
 			return g.showSnapshot("saved", file, st, version)
 		},
 	}
-	c.Flags().StringVar(&endpoint, "etcd-endpoints", "", "client URL of the one etcd member to read (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379, a node's default --client-url)")
+	etcd.add(c.Flags(), "client URL of the one etcd member to read (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379, a node's default --client-url)")
 	c.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long the whole save may take")
 	return c
 }

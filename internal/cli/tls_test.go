@@ -222,7 +222,7 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-func TestMember_TalksToATLSClientPortWithTheEtcdTLSFlags(t *testing.T) {
+func TestMemberAndSnapshot_TalkToATLSClientPortWithTheEtcdTLSFlags(t *testing.T) {
 	ca := testcerts.NewCA(t, "etcd client CA")
 	srv, me := ca.Server(t, "etcd", "127.0.0.1"), ca.Client(t, "ops")
 	clientURL := "https://" + testetcd.FreeAddr(t)
@@ -245,6 +245,18 @@ func TestMember_TalksToATLSClientPortWithTheEtcdTLSFlags(t *testing.T) {
 	}
 	if _, errs, code := runEnv(t, nil, "member", "list", "--etcd-endpoints", strings.Replace(clientURL, "https", "http", 1), "--etcd-cacert", ca.File); code != 2 || !strings.Contains(errs, "must be https://") {
 		t.Fatalf("--etcd-cacert with an http:// endpoint: exit %d, stderr %q; want a usage error", code, errs)
+	}
+	// snapshot save takes the same flags: a backup of a TLS-only member.
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if out, errs, code := runEnv(t, nil, "snapshot", "save", backup, "--etcd-endpoints", clientURL,
+		"--etcd-cacert", ca.File, "--etcd-cert", me.CertFile, "--etcd-key", me.KeyFile); code != 0 {
+		t.Fatalf("snapshot save with a client certificate: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(backup); err != nil {
+		t.Fatalf("snapshot save said it saved, but: %v", err)
+	}
+	if _, errs, code := runEnv(t, nil, "snapshot", "save", backup, "--etcd-endpoints", clientURL, "--etcd-cert", me.CertFile); code != 2 || !strings.Contains(errs, "go together") {
+		t.Fatalf("snapshot save with --etcd-cert but no --etcd-key: exit %d, stderr %q; want a usage error", code, errs)
 	}
 }
 
