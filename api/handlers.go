@@ -25,14 +25,23 @@ type Options struct {
 	// Heartbeat is how often an idle event stream gets a comment line;
 	// 0 means 15s.
 	Heartbeat time.Duration
+	// EventWriteTimeout bounds each write to an event stream: a client
+	// that does not read for that long is disconnected. 0 means 10s.
+	EventWriteTimeout time.Duration
+	// EventBuffer is how many events an event stream may hold for a
+	// client that reads slowly before it is disconnected; 0 means the
+	// engine's default (1024).
+	EventBuffer int
 }
 
 // API serves the lock engine over HTTP.
 type API struct {
-	eng          *lock.Engine
-	readyTimeout time.Duration
-	heartbeat    time.Duration
-	acquireDur   *prometheus.HistogramVec
+	eng               *lock.Engine
+	readyTimeout      time.Duration
+	heartbeat         time.Duration
+	eventWriteTimeout time.Duration
+	eventBuffer       int
+	acquireDur        *prometheus.HistogramVec
 }
 
 // New returns handlers over eng.
@@ -43,10 +52,15 @@ func New(eng *lock.Engine, o Options) *API {
 	if o.Heartbeat == 0 {
 		o.Heartbeat = defaultHeartbeat
 	}
+	if o.EventWriteTimeout == 0 {
+		o.EventWriteTimeout = defaultEventWriteTimeout
+	}
 	a := &API{
-		eng:          eng,
-		readyTimeout: o.ReadyTimeout,
-		heartbeat:    o.Heartbeat,
+		eng:               eng,
+		readyTimeout:      o.ReadyTimeout,
+		heartbeat:         o.Heartbeat,
+		eventWriteTimeout: o.EventWriteTimeout,
+		eventBuffer:       o.EventBuffer,
 		acquireDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "baton_acquire_duration_seconds",
 			Help:    "Time to answer an acquire, including any wait, by result (acquired, reacquired, held, error).",
@@ -170,11 +184,13 @@ func owner(c echo.Context, o *string) string {
 //	@Success		200		{object}	api.Lock			"Already held by the same session (idempotent)"
 //	@Failure		400		{object}	api.Problem			"invalid_request: the field named in `field` is wrong"
 //	@Failure		404		{object}	api.Problem			"session_not_found"
-//	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay"
+//	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay; or too_many_locks_in_session (with `limit`)"
 //	@Failure		413		{object}	api.Problem			"body_too_large"
 //	@Failure		415		{object}	api.Problem			"unsupported_media_type"
+//	@Failure		429		{object}	api.Problem			"rate_limited, or too_many_waiters (with `limit`)"
 //	@Failure		503		{object}	api.Problem			"unavailable or shutting_down; the acquire may or may not have taken effect"
 //	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
+//	@Header			429		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name} [post]
 func (a *API) acquire(c echo.Context) error {
@@ -242,7 +258,9 @@ func (a *API) acquire(c echo.Context) error {
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		404		{object}	api.Problem	"not_held"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name} [get]
 func (a *API) getLock(c echo.Context) error {
@@ -278,7 +296,9 @@ func (a *API) getLock(c echo.Context) error {
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.LockList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
@@ -328,7 +348,9 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Failure		409		{object}	api.Problem	"token_mismatch: held with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name}/renew [post]
 func (a *API) renew(c echo.Context) error {
@@ -362,7 +384,9 @@ func (a *API) renew(c echo.Context) error {
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		409	{object}	api.Problem	"token_mismatch"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name} [delete]
 func (a *API) release(c echo.Context) error {
@@ -398,7 +422,9 @@ func (a *API) release(c echo.Context) error {
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name}/revoke [post]
 func (a *API) revoke(c echo.Context) error {
@@ -428,7 +454,9 @@ func (a *API) revoke(c echo.Context) error {
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions [post]
 func (a *API) createSession(c echo.Context) error {
@@ -464,7 +492,9 @@ func (a *API) createSession(c echo.Context) error {
 //	@Success		200	{object}	api.Session
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions/{id} [get]
 func (a *API) getSession(c echo.Context) error {
@@ -491,7 +521,9 @@ func (a *API) getSession(c echo.Context) error {
 //	@Failure		404	{object}	api.Problem	"session_not_found: expired or unknown"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions/{id}/renew [post]
 func (a *API) renewSession(c echo.Context) error {
@@ -519,7 +551,9 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions/{id} [delete]
 func (a *API) deleteSession(c echo.Context) error {
@@ -547,7 +581,9 @@ func (a *API) deleteSession(c echo.Context) error {
 //	@Failure		409			{object}	api.Problem	"stale_token (with max_token) or not_holder"
 //	@Failure		413			{object}	api.Problem	"body_too_large"
 //	@Failure		415			{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429			{object}	api.Problem	"rate_limited"
 //	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/fenced/{resource} [put]
 func (a *API) putFenced(c echo.Context) error {
@@ -579,7 +615,9 @@ func (a *API) putFenced(c echo.Context) error {
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		404			{object}	api.Problem	"not_found"
+//	@Failure		429			{object}	api.Problem	"rate_limited"
 //	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/fenced/{resource} [get]
 func (a *API) getFenced(c echo.Context) error {
@@ -609,7 +647,9 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
@@ -657,7 +697,9 @@ func (a *API) history(c echo.Context) error {
 //	@Produce		json
 //	@Success		200	{object}	api.Cluster
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/cluster [get]
 func (a *API) cluster(c echo.Context) error {
