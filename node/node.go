@@ -42,6 +42,20 @@ type Config struct {
 	LogLevel         string
 	HistoryRetention time.Duration
 	ShutdownTimeout  time.Duration
+	// RateLimit and RateBurst limit each client address (requests per
+	// second, 0 = off; burst 0 = one second's worth).
+	RateLimit float64
+	RateBurst int
+	// CredentialRateLimit and CredentialRateBurst limit each credential.
+	CredentialRateLimit float64
+	CredentialRateBurst int
+	// Caps; 0 means none. See lock.Config.
+	MaxWaitersPerLock  int
+	MaxLocksPerSession int
+	MaxSessions        int
+	// MaxEventStreams caps this node's event streams (lock.Config's
+	// MaxSubscriptions).
+	MaxEventStreams int
 	// Logger overrides the logger built from LogLevel.
 	Logger *slog.Logger
 }
@@ -49,6 +63,7 @@ type Config struct {
 // DefaultConfig returns the defaults of API.md's command-line section.
 func DefaultConfig() Config {
 	e := embedetcd.NewConfig()
+	lc := lock.DefaultConfig()
 	return Config{
 		HTTPAddr:            "127.0.0.1:8080",
 		DataDir:             "./baton-data",
@@ -59,6 +74,10 @@ func DefaultConfig() Config {
 		LogLevel:            "info",
 		HistoryRetention:    lock.DefaultConfig().HistoryRetention,
 		ShutdownTimeout:     10 * time.Second,
+		MaxWaitersPerLock:   lc.MaxWaitersPerLock,
+		MaxLocksPerSession:  lc.MaxLocksPerSession,
+		MaxSessions:         lc.MaxSessions,
+		MaxEventStreams:     lc.MaxSubscriptions,
 	}
 }
 
@@ -87,6 +106,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, fmt.Errorf("log level %q: want debug, info, warn or error", cfg.LogLevel)
 		}
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	}
+	if cfg.RateLimit < 0 || cfg.RateBurst < 0 || cfg.CredentialRateLimit < 0 || cfg.CredentialRateBurst < 0 {
+		return nil, errors.New("rate-limit, rate-burst, credential-rate-limit and credential-rate-burst must not be negative (0 = off / default)")
 	}
 	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2)}
 	// Fix (found by testcluster, a node whose start failed panicked):
@@ -125,6 +147,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	lc := lock.DefaultConfig()
 	lc.HistoryRetention = cfg.HistoryRetention
+	lc.MaxWaitersPerLock, lc.MaxLocksPerSession = cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession
+	lc.MaxSessions, lc.MaxSubscriptions = cfg.MaxSessions, cfg.MaxEventStreams
 	lc.Logger = log
 	if n.member != nil {
 		lc.HasLeader, lc.Stopped, lc.LeaderChanged = n.member.HasLeader, n.member.IsStopped, n.member.LeaderChanged
@@ -132,7 +156,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
 	}
-	n.srv = server.New(server.Config{Engine: n.eng, Logger: log})
+	n.srv = server.New(server.Config{
+		Engine: n.eng, Logger: log,
+		RateLimit:           server.RateLimit{Rate: cfg.RateLimit, Burst: cfg.RateBurst},
+		CredentialRateLimit: server.RateLimit{Rate: cfg.CredentialRateLimit, Burst: cfg.CredentialRateBurst},
+	})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
