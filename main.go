@@ -115,6 +115,14 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.StringVar(&cfg.EtcdCACertFile, "etcd-cacert", "", "PEM CA that verifies https:// --etcd-endpoints (in place of the system's roots)")
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-cert", "", "PEM client certificate for --etcd-endpoints")
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-key", "", "PEM private key of --etcd-cert")
+	fs.Float64Var(&cfg.RateLimit, "rate-limit", cfg.RateLimit, "requests per second each client address may send (IPv6: each /64); over it, 429 rate_limited; 0 = off")
+	fs.IntVar(&cfg.RateBurst, "rate-burst", cfg.RateBurst, "requests a client address may send at once; 0 = one second's worth of --rate-limit")
+	fs.Float64Var(&cfg.CredentialRateLimit, "credential-rate-limit", cfg.CredentialRateLimit, "requests per second each credential may send; 0 = off")
+	fs.IntVar(&cfg.CredentialRateBurst, "credential-rate-burst", cfg.CredentialRateBurst, "requests a credential may send at once; 0 = one second's worth of --credential-rate-limit")
+	fs.IntVar(&cfg.MaxWaitersPerLock, "max-waiters-per-lock", cfg.MaxWaitersPerLock, "acquires that may queue for one lock; more get 429 too_many_waiters; 0 = no cap")
+	fs.IntVar(&cfg.MaxLocksPerSession, "max-locks-per-session", cfg.MaxLocksPerSession, "locks one session may hold; more get 409 too_many_locks_in_session; 0 = no cap")
+	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "sessions the cluster may hold; more get 429 too_many_sessions; 0 = no cap")
+	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", cfg.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"
 	})

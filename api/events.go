@@ -18,11 +18,17 @@ import (
 // connections without traffic.
 const defaultHeartbeat = 15 * time.Second
 
+// defaultEventWriteTimeout bounds each write to an event stream: a client
+// that stops reading fills its socket buffers, the write blocks, and the
+// stream is dropped when this passes, instead of pinning a goroutine and a
+// subscription for as long as the connection lives.
+const defaultEventWriteTimeout = 10 * time.Second
+
 // events godoc
 //
 //	@Summary		Stream events (Server-Sent Events)
 //	@ID				streamEvents
-//	@Description	The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly is disconnected, and resumes with `Last-Event-ID`.
+//	@Description	The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 //	@Tags			history
 //	@Produce		text/event-stream
 //	@Param			lock			query		string		false	"Only this lock's events"
@@ -30,7 +36,9 @@ const defaultHeartbeat = 15 * time.Second
 //	@Param			Last-Event-ID	header		int			false	"Same as since; wins over it (EventSource sends it when it reconnects)"	format(int64)
 //	@Success		200				{string}	string		"An endless text/event-stream"
 //	@Failure		400				{object}	api.Problem	"invalid_request"
-//	@Failure		503				{object}	api.Problem	"unavailable or shutting_down"
+//	@Failure		429				{object}	api.Problem	"rate_limited"
+//	@Failure		503				{object}	api.Problem	"unavailable, shutting_down, or too_many_streams (with `limit`): this node serves its maximum of streams"
+//	@Header			429				{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503				{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
@@ -50,30 +58,38 @@ func (a *API) events(c echo.Context) error {
 		since = n
 	}
 	ctx := c.Request().Context()
-	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{Since: since, Lock: q.Get("lock")})
+	// The engine caps the subscriptions of this node (too_many_streams)
+	// and the events each one buffers (a reader that falls behind is
+	// dropped, and resumes with Last-Event-ID).
+	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{Since: since, Lock: q.Get("lock"), Buffer: a.eventBuffer})
 	if err != nil {
 		return err
 	}
 	defer sub.Close()
-	a.streams.Inc()
-	defer a.streams.Dec()
 
 	w := c.Response()
 	rc := http.NewResponseController(w.Writer)
 	// The server's timeouts are for ordinary requests; a stream lives until
 	// the client or the server ends it. The read deadline matters too: when
-	// it passes, net/http cancels the request's context.
-	_ = rc.SetWriteDeadline(time.Time{})
+	// it passes, net/http cancels the request's context. Writes get a
+	// deadline each instead (send), so a healthy stream lives on and a
+	// client that stopped reading is dropped.
 	_ = rc.SetReadDeadline(time.Time{})
+	send := func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(a.eventWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // no buffering in nginx
 	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+	if send([]byte("retry: 2000\n\n")) != nil {
 		return nil
 	}
-	_ = rc.Flush()
 
 	beat := time.NewTicker(a.heartbeat)
 	defer beat.Stop()
@@ -85,8 +101,7 @@ func (a *API) events(c echo.Context) error {
 				// Tell the client why, as a comment: the stream's status
 				// line is long gone. EventSource reconnects by itself.
 				if err := sub.Err(); err != nil && !errors.Is(err, ctx.Err()) {
-					fmt.Fprintf(w, ": stream ended: %s\n\n", sanitize(err))
-					_ = rc.Flush()
+					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
 				}
 				return nil
 			}
@@ -105,15 +120,13 @@ func (a *API) events(c echo.Context) error {
 					more = false
 				}
 			}
-			if _, err := w.Write(buf); err != nil {
-				return nil
+			if send(buf) != nil {
+				return nil // the client left, or stopped reading
 			}
-			_ = rc.Flush()
 		case <-beat.C:
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+			if send([]byte(": heartbeat\n\n")) != nil {
 				return nil
 			}
-			_ = rc.Flush()
 		case <-ctx.Done():
 			return nil
 		}

@@ -26,15 +26,23 @@ type Options struct {
 	// Heartbeat is how often an idle event stream gets a comment line;
 	// 0 means 15s.
 	Heartbeat time.Duration
+	// EventWriteTimeout bounds each write to an event stream: a client
+	// that does not read for that long is disconnected. 0 means 10s.
+	EventWriteTimeout time.Duration
+	// EventBuffer is how many events an event stream may hold for a
+	// client that reads slowly before it is disconnected; 0 means the
+	// engine's default (1024).
+	EventBuffer int
 }
 
 // API serves the lock engine over HTTP.
 type API struct {
-	eng          *lock.Engine
-	readyTimeout time.Duration
-	heartbeat    time.Duration
-	acquireDur   *prometheus.HistogramVec
-	streams      prometheus.Gauge
+	eng               *lock.Engine
+	readyTimeout      time.Duration
+	heartbeat         time.Duration
+	eventWriteTimeout time.Duration
+	eventBuffer       int
+	acquireDur        *prometheus.HistogramVec
 }
 
 // New returns handlers over eng.
@@ -45,20 +53,21 @@ func New(eng *lock.Engine, o Options) *API {
 	if o.Heartbeat == 0 {
 		o.Heartbeat = defaultHeartbeat
 	}
+	if o.EventWriteTimeout == 0 {
+		o.EventWriteTimeout = defaultEventWriteTimeout
+	}
 	a := &API{
-		eng:          eng,
-		readyTimeout: o.ReadyTimeout,
-		heartbeat:    o.Heartbeat,
+		eng:               eng,
+		readyTimeout:      o.ReadyTimeout,
+		heartbeat:         o.Heartbeat,
+		eventWriteTimeout: o.EventWriteTimeout,
+		eventBuffer:       o.EventBuffer,
 		acquireDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "baton_acquire_duration_seconds",
 			Help: "Time to answer an acquire, including any wait, by result (acquired, reacquired, held, error) " +
 				"and whether the request asked to wait (waited=\"true\"): latency alerts want waited=\"false\".",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"result", "waited"}),
-		streams: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "baton_event_streams",
-			Help: "Event streams (GET /v1/events, Server-Sent Events) open on this node.",
-		}),
 	}
 	// Every result's series exists from the start, so that alerts see it.
 	for _, r := range []string{"acquired", "reacquired", "held", "error"} {
@@ -66,7 +75,7 @@ func New(eng *lock.Engine, o Options) *API {
 		a.acquireDur.WithLabelValues(r, "true")
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(a.acquireDur, a.streams)
+		o.Registerer.MustRegister(a.acquireDur)
 	}
 	return a
 }
@@ -182,11 +191,13 @@ func owner(c echo.Context, o *string) string {
 //	@Success		200		{object}	api.Lock			"Already held by the same session (idempotent)"
 //	@Failure		400		{object}	api.Problem			"invalid_request: the field named in `field` is wrong"
 //	@Failure		404		{object}	api.Problem			"session_not_found"
-//	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay"
+//	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay; or too_many_locks_in_session (with `limit`)"
 //	@Failure		413		{object}	api.Problem			"body_too_large"
 //	@Failure		415		{object}	api.Problem			"unsupported_media_type"
+//	@Failure		429		{object}	api.Problem			"rate_limited, or too_many_waiters (with `limit`)"
 //	@Failure		503		{object}	api.Problem			"unavailable or shutting_down; the acquire may or may not have taken effect"
 //	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
+//	@Header			429		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name} [post]
 func (a *API) acquire(c echo.Context) error {
@@ -255,7 +266,9 @@ func (a *API) acquire(c echo.Context) error {
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		404		{object}	api.Problem	"not_held"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name} [get]
 func (a *API) getLock(c echo.Context) error {
@@ -291,7 +304,9 @@ func (a *API) getLock(c echo.Context) error {
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.LockList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
@@ -341,7 +356,9 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Failure		409		{object}	api.Problem	"token_mismatch: held with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name}/renew [post]
 func (a *API) renew(c echo.Context) error {
@@ -375,7 +392,9 @@ func (a *API) renew(c echo.Context) error {
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		409	{object}	api.Problem	"token_mismatch"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name} [delete]
 func (a *API) release(c echo.Context) error {
@@ -411,7 +430,9 @@ func (a *API) release(c echo.Context) error {
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/locks/{name}/revoke [post]
 func (a *API) revoke(c echo.Context) error {
@@ -441,7 +462,9 @@ func (a *API) revoke(c echo.Context) error {
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions [post]
 func (a *API) createSession(c echo.Context) error {
@@ -477,7 +500,9 @@ func (a *API) createSession(c echo.Context) error {
 //	@Success		200	{object}	api.Session
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions/{id} [get]
 func (a *API) getSession(c echo.Context) error {
@@ -504,7 +529,9 @@ func (a *API) getSession(c echo.Context) error {
 //	@Failure		404	{object}	api.Problem	"session_not_found: expired or unknown"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions/{id}/renew [post]
 func (a *API) renewSession(c echo.Context) error {
@@ -532,7 +559,9 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/sessions/{id} [delete]
 func (a *API) deleteSession(c echo.Context) error {
@@ -560,7 +589,9 @@ func (a *API) deleteSession(c echo.Context) error {
 //	@Failure		409			{object}	api.Problem	"stale_token (with max_token) or not_holder"
 //	@Failure		413			{object}	api.Problem	"body_too_large"
 //	@Failure		415			{object}	api.Problem	"unsupported_media_type"
+//	@Failure		429			{object}	api.Problem	"rate_limited"
 //	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/fenced/{resource} [put]
 func (a *API) putFenced(c echo.Context) error {
@@ -592,7 +623,9 @@ func (a *API) putFenced(c echo.Context) error {
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		404			{object}	api.Problem	"not_found"
+//	@Failure		429			{object}	api.Problem	"rate_limited"
 //	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/fenced/{resource} [get]
 func (a *API) getFenced(c echo.Context) error {
@@ -622,7 +655,9 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
@@ -670,7 +705,9 @@ func (a *API) history(c echo.Context) error {
 //	@Produce		json
 //	@Success		200	{object}	api.Cluster
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/v1/cluster [get]
 func (a *API) cluster(c echo.Context) error {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -34,6 +35,9 @@ type Problem struct {
 	// RequestID is the request's X-Request-ID, as the response header
 	// says too: quote it when reporting a problem, it finds the log line.
 	RequestID string `json:"request_id,omitempty" example:"4f1c2b9a0d3e8f7a6b5c4d3e2f1a0b9c"`
+	// Limit is the cap that was reached (too_many_waiters,
+	// too_many_locks_in_session, too_many_sessions, too_many_streams).
+	Limit int `json:"limit,omitempty" example:"1000"`
 }
 
 // ProblemType is the type URI of a problem code.
@@ -62,6 +66,14 @@ var errorTable = []struct {
 	{lock.ErrNotHeld, http.StatusNotFound, "not_held", "Lock not held"},
 	{lock.ErrSessionNotFound, http.StatusNotFound, "session_not_found", "Session not found"},
 	{lock.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
+	// Caps (lock.Config): 429 for what clears by itself as others finish
+	// (try later), 409 for what only the caller can clear (its own
+	// session's locks), 503 for this node's capacity (try another node).
+	{lock.ErrTooManyWaiters, http.StatusTooManyRequests, "too_many_waiters", "Too many waiters for the lock"},
+	{lock.ErrTooManyLocks, http.StatusConflict, "too_many_locks_in_session", "Too many locks in the session"},
+	{lock.ErrTooManySessions, http.StatusTooManyRequests, "too_many_sessions", "Too many sessions"},
+	{lock.ErrTooManySubscriptions, http.StatusServiceUnavailable, "too_many_streams", "Too many event streams"},
+	{ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "Too many requests"},
 	{lock.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
 	{lock.ErrClosed, http.StatusServiceUnavailable, "shutting_down", "Node shutting down"},
 	// Fix (found by TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace):
@@ -71,6 +83,26 @@ var errorTable = []struct {
 	// as unexpected. 499 is nginx's "client closed request"; nobody reads it.
 	{context.Canceled, statusClientClosedRequest, "client_closed_request", "Client closed request"},
 }
+
+// ErrRateLimited means the client (an address or a credential) sent more
+// requests than its rate limit allows; the error is a *RateLimitedError.
+var ErrRateLimited = errors.New("rate limited")
+
+// RateLimitedError is a request refused by a rate limit, before it did
+// anything.
+type RateLimitedError struct {
+	// Scope says whose limit: "address" or "credential".
+	Scope string
+	// RetryAfter is when the limiter will have a token for the request.
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("too many requests from this %s; retry in %d s", e.Scope, max(1, ceilSeconds(e.RetryAfter)))
+}
+
+// Unwrap makes errors.Is(err, ErrRateLimited) hold.
+func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
 
 // statusClientClosedRequest answers a request whose client went away.
 const statusClientClosedRequest = 499
@@ -106,7 +138,19 @@ func toProblem(err error) (p *Problem, known bool) {
 		if errors.As(err, &stale) {
 			p.MaxToken = stale.MaxToken
 		}
-		if row.status == http.StatusServiceUnavailable {
+		var le *lock.LimitError
+		if errors.As(err, &le) {
+			p.Limit, p.Detail = le.Limit, le.Reason
+			if le.RetryAfter > 0 {
+				p.RetryAfter = ceilSeconds(le.RetryAfter)
+			}
+		}
+		var rl *RateLimitedError
+		if errors.As(err, &rl) {
+			p.Detail = rl.Error()
+			p.RetryAfter = max(1, ceilSeconds(rl.RetryAfter))
+		}
+		if row.code == "unavailable" || row.code == "shutting_down" {
 			p.RetryAfter = ceilSeconds(unavailableRetryAfter)
 			// The wrapped etcd message is context for operators, not for
 			// clients: say what happened in our words.

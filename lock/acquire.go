@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -201,6 +202,9 @@ type attemptResult struct {
 	// the newest entry queued before it, "" if none.
 	enqueuedRev int64
 	ahead       string
+	// queuedBefore is how many entries were queued before ours, by the
+	// same txn that put ours.
+	queuedBefore int64
 }
 
 // attempt runs one acquire transaction. queueKey/queueRev identify our
@@ -245,6 +249,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	}
 
 	var resp *clientv3.TxnResponse
+	tallyAt := -1 // where the Then branch reads the session's tallies
 	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
 		then := []clientv3.Op{
 			clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
@@ -260,6 +265,20 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		}
 		if queueKey != "" {
 			then = append(then, clientv3.OpDelete(queueKey))
+		}
+		tallyAt = -1
+		if a.session != 0 {
+			// Count the hold in the session's tally, then read the tallies
+			// (ours included): checked after the commit (see
+			// undoOverSessionCap), so the cap costs no round trip.
+			acquired := e.sessionTallyKey(a.req.Session, "acquired")
+			then = append(then, clientv3.OpPut(acquired, "", clientv3.WithLease(a.session)))
+			if e.cfg.MaxLocksPerSession > 0 {
+				tallyAt = len(then)
+				then = append(then,
+					clientv3.OpGet(acquired, clientv3.WithKeysOnly()),
+					clientv3.OpGet(e.sessionTallyKey(a.req.Session, "released"), clientv3.WithKeysOnly()))
+			}
 		}
 		then = append(then, sessionOps...)
 		els := []clientv3.Op{
@@ -313,6 +332,9 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		a.used = true
 		e.recorded(EventAcquired, 1)
 		l := rec.toLock(name, resp.Header.Revision)
+		if tallyAt >= 0 && heldInSession(resp, tallyAt) > int64(e.cfg.MaxLocksPerSession) {
+			return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
+		}
 		if a.session != 0 {
 			sr := resp.Responses[len(resp.Responses)-1].GetResponseRange()
 			if len(sr.Kvs) > 0 {
@@ -330,11 +352,49 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	r, err := a.analyse(ctx, resp, queueKey)
 	if queueKey == "" && a.enqueue != nil {
 		r.enqueuedRev = resp.Header.Revision
+		r.queuedBefore = resp.Responses[2].GetResponseRange().Count
 		if ahead := resp.Responses[3].GetResponseRange().Kvs; len(ahead) > 0 {
 			r.ahead = string(ahead[0].Key)
 		}
 	}
 	return r, err
+}
+
+// heldInSession reads the session's tallies from an acquire's Then branch:
+// the locks the session holds, the new one included.
+func heldInSession(resp *clientv3.TxnResponse, at int) int64 {
+	version := func(r *etcdserverpb.ResponseOp) int64 {
+		if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+			return kvs[0].Version
+		}
+		return 0
+	}
+	return version(resp.Responses[at]) - version(resp.Responses[at+1])
+}
+
+// undoOverSessionCap ends a hold that took its session past
+// MaxLocksPerSession, and returns the error for the caller. The check
+// comes after the commit because a txn cannot compare a count: the grant
+// and the read of the session's tallies (its own hold counted) are one
+// txn, and every acquire that counted more than the cap ends its own hold. So
+// once concurrent acquires settle the session holds at most the cap; in
+// between it may hold one more per acquire in flight, and a race near the
+// cap may refuse an acquire that would have fit. The token was never
+// handed out; the audit trail shows the hold acquired and at once
+// released, with the reason.
+func (a *acquirer) undoOverSessionCap(token int64, rec holderRecord) error {
+	e, limit := a.e, a.e.cfg.MaxLocksPerSession
+	reason := fmt.Sprintf("session %s already holds the maximum of %d locks; release some first", a.req.Session, limit)
+	ctx, done := e.cleanupCtx()
+	defer done()
+	err := e.endHold(ctx, a.req.Name, token, rec, EventReleased, "acquire refused: "+reason)
+	if err != nil && !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) {
+		// The session keeps a lock whose token nobody learnt: it shows in
+		// the session's locks and ends with it. Say the outcome is unknown.
+		e.log.Warn("end hold over the session's lock limit", "lock", a.req.Name, "token", token, "session", a.req.Session, "err", err)
+		return fmt.Errorf("undo acquire over the session's lock limit: %w", err)
+	}
+	return &LimitError{Err: ErrTooManyLocks, Limit: limit, Reason: reason}
 }
 
 // analyse reads a failed acquire transaction's else branch.
@@ -537,14 +597,25 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 		granted = first.outcome == won // the Then branch put no entry
 		return l, fresh, err
 	}
-	queueRev := first.enqueuedRev
+	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
 	if queueRev == 0 {
 		// The txn failed on a lease before it ran: join the queue on
 		// our own, and let the queued attempts tell which lease is gone.
-		if queueRev, err = a.joinQueue(ctx, qkey, wlease); err != nil {
+		if queueRev, queued, err = a.joinQueue(ctx, qkey, wlease); err != nil {
 			return nil, false, err
 		}
 		first = attemptResult{outcome: retryNow}
+	}
+	if limit := e.cfg.MaxWaitersPerLock; limit > 0 && queued > int64(limit) {
+		// Over the cap: leave (the deferred dequeue removes our entry).
+		// Counted by the txn that queued us, so it costs no round trip;
+		// and since every waiter that counted more than the cap leaves,
+		// the queue holds at most the cap once joiners settle. Waiters
+		// queued before us are not disturbed.
+		return nil, false, &LimitError{
+			Err: ErrTooManyWaiters, Limit: limit, RetryAfter: time.Second,
+			Reason: fmt.Sprintf("the queue of %q is full: %d acquires already wait for it", a.req.Name, limit),
+		}
 	}
 	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
 	defer cancel()
@@ -590,19 +661,23 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 	}
 }
 
-// joinQueue puts a queue entry on its own and returns its CreateRevision.
-func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (int64, error) {
+// joinQueue puts a queue entry on its own and returns its CreateRevision
+// and the length of the queue with it.
+func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (rev, queued int64, err error) {
 	e := a.e
 	octx, done := e.op(ctx)
 	defer done()
-	pr, err := e.cli.Put(octx, qkey, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: nowUTC()}), clientv3.WithLease(wlease))
+	resp, err := e.cli.Txn(octx).Then(
+		clientv3.OpPut(qkey, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: nowUTC()}), clientv3.WithLease(wlease)),
+		clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	).Commit()
 	if err != nil {
 		if isLeaseNotFound(err) {
-			return 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)
+			return 0, 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)
 		}
-		return 0, e.etcdErr(ctx, "enqueue", err)
+		return 0, 0, e.etcdErr(ctx, "enqueue", err)
 	}
-	return pr.Header.Revision, nil
+	return resp.Header.Revision, resp.Responses[1].GetResponseRange().Count, nil
 }
 
 // sleep blocks until what r says we wait for changes: the key ahead of us

@@ -41,6 +41,21 @@ type Config struct {
 	// WaiterTTL is the TTL of the lease that holds this node's queue
 	// entries: if the node dies, its waiters leave the queue within it.
 	WaiterTTL time.Duration
+	// MaxWaitersPerLock caps the acquires queued for one lock, cluster
+	// wide; the next one fails with ErrTooManyWaiters. 0 means no cap.
+	// Each waiter holds an HTTP request, a queue key and a watch for up to
+	// MaxWait, so an unbounded queue is memory anyone can take.
+	MaxWaitersPerLock int
+	// MaxLocksPerSession caps the locks one session holds; the next
+	// acquire in it fails with ErrTooManyLocks. 0 means no cap.
+	MaxLocksPerSession int
+	// MaxSessions caps the sessions of the cluster; the next
+	// CreateSession fails with ErrTooManySessions. 0 means no cap.
+	MaxSessions int
+	// MaxSubscriptions caps this engine's concurrent subscriptions (event
+	// streams): each holds a buffer of events and an etcd watch. The next
+	// Subscribe fails with ErrTooManySubscriptions. 0 means no cap.
+	MaxSubscriptions int
 	// Logger receives the engine's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// HasLeader, when set, reports whether the etcd member behind the
@@ -75,6 +90,18 @@ func DefaultConfig() Config {
 		HistoryRetention: 7 * 24 * time.Hour,
 		OpTimeout:        5 * time.Second,
 		WaiterTTL:        5 * time.Second,
+		// Caps far above any sane use (the bench holds 1,000 sessions of
+		// 100 locks; its contention scenario queues 64 waiters), low
+		// enough that one client cannot take the node's memory: 1,000
+		// waiters are 1,000 held requests and watches on one lock; a
+		// session of 10,000 locks is already 313 transactions to delete;
+		// 100,000 sessions are 100,000 leases, which etcd's lessor takes
+		// 100 s to revoke when they expire together (1,000/s). A node's
+		// 1,000 event streams buffer up to 1,024 events each.
+		MaxWaitersPerLock:  1000,
+		MaxLocksPerSession: 10000,
+		MaxSessions:        100000,
+		MaxSubscriptions:   1000,
 	}
 }
 
@@ -95,6 +122,8 @@ func (c Config) Validate() error {
 		return errors.New("lock: OpTimeout must be positive")
 	case c.WaiterTTL < 2*time.Second:
 		return errors.New("lock: WaiterTTL must be at least 2s")
+	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxSubscriptions < 0:
+		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxSubscriptions must not be negative (0 means no cap)")
 	}
 	return nil
 }
@@ -120,6 +149,8 @@ type Engine struct {
 	waiters waiterLease
 	buckets bucketLease
 	leases  leasePool
+	// subs counts the subscriptions in progress (MaxSubscriptions).
+	subs atomic.Int64
 
 	// term ends at the next leader change (Config.LeaderChanged), or
 	// with the engine; every etcd call is bound to the term it began in.
@@ -209,7 +240,8 @@ func (e *Engine) Config() Config { return e.cfg }
 
 func (e *Engine) lockKey(name string) string      { return e.cfg.Prefix + "locks/" + name }
 func (e *Engine) locksPrefix() string             { return e.cfg.Prefix + "locks/" }
-func (e *Engine) sessionKey(id string) string     { return e.cfg.Prefix + "sessions/" + id }
+func (e *Engine) sessionKey(id string) string     { return e.sessionsPrefix() + id }
+func (e *Engine) sessionsPrefix() string          { return e.cfg.Prefix + "sessions/" }
 func (e *Engine) queuePrefix(name string) string  { return e.cfg.Prefix + "queue/" + name + "/" }
 func (e *Engine) delayKey(name string) string     { return e.cfg.Prefix + "delay/" + name }
 func (e *Engine) auditPrefix() string             { return e.cfg.Prefix + "audit/" }
@@ -222,6 +254,17 @@ func (e *Engine) acquiredKey(name, hold string) string {
 }
 func (e *Engine) endKey(name, hold string) string {
 	return e.auditPrefix() + name + "/" + hold + "/e"
+}
+
+// sessionTallyKey is one of a session's two tallies, "acquired" and
+// "released": keys put (empty, under the session's lease) by every acquire
+// and every release of a lock in the session, so that their Versions count
+// them. Their difference is how many locks the session holds, read in the
+// acquire txn in constant time (MaxLocksPerSession); a count-only range
+// over per-lock keys would walk every key the session ever held since the
+// last compaction, inside etcd's apply loop.
+func (e *Engine) sessionTallyKey(id, which string) string {
+	return e.cfg.Prefix + "sessiontally/" + id + "/" + which
 }
 
 // padToken renders n so that byte order is numeric order, which is what

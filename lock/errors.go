@@ -33,6 +33,22 @@ var (
 	ErrUnavailable = errors.New("etcd unavailable")
 	// ErrClosed means the engine is shutting down.
 	ErrClosed = errors.New("lock engine closed")
+	// ErrTooManyWaiters means the lock's queue holds Config.MaxWaitersPerLock
+	// acquires already; the error is a *LimitError. It clears as waiters
+	// are served or give up: try later.
+	ErrTooManyWaiters = errors.New("too many waiters for the lock")
+	// ErrTooManyLocks means the session holds Config.MaxLocksPerSession
+	// locks already; the error is a *LimitError. Only the session's owner
+	// can clear it, by releasing some.
+	ErrTooManyLocks = errors.New("too many locks in the session")
+	// ErrTooManySessions means the cluster holds Config.MaxSessions
+	// sessions already; the error is a *LimitError. It clears as sessions
+	// are deleted or expire: try later.
+	ErrTooManySessions = errors.New("too many sessions")
+	// ErrTooManySubscriptions means this engine serves
+	// Config.MaxSubscriptions subscriptions already; the error is a
+	// *LimitError. Another node may have room.
+	ErrTooManySubscriptions = errors.New("too many event subscriptions")
 )
 
 // HeldError is returned when a lock cannot be acquired.
@@ -78,3 +94,24 @@ func (e *InvalidError) Unwrap() error { return ErrInvalid }
 func invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
+
+// LimitError is returned when a request would take a resource past one of
+// the Config caps (MaxWaitersPerLock, MaxLocksPerSession, MaxSessions,
+// MaxSubscriptions). It wrote nothing that stays behind.
+type LimitError struct {
+	// Err is the sentinel: ErrTooManyWaiters, ErrTooManyLocks,
+	// ErrTooManySessions or ErrTooManySubscriptions.
+	Err error
+	// Limit is the cap that was reached.
+	Limit int
+	// RetryAfter, when positive, is a hint of how long to wait before
+	// trying again; zero when waiting alone will not help.
+	RetryAfter time.Duration
+	// Reason explains the refusal for people.
+	Reason string
+}
+
+func (e *LimitError) Error() string { return e.Err.Error() + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, e.Err) hold.
+func (e *LimitError) Unwrap() error { return e.Err }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -69,11 +70,19 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if e.drain.Err() != nil {
 		return nil, ErrClosed
 	}
+	if n := e.subs.Add(1); e.cfg.MaxSubscriptions > 0 && n > int64(e.cfg.MaxSubscriptions) {
+		e.subs.Add(-1)
+		return nil, &LimitError{
+			Err: ErrTooManySubscriptions, Limit: e.cfg.MaxSubscriptions, RetryAfter: subscriptionsRetryAfter,
+			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", e.cfg.MaxSubscriptions),
+		}
+	}
 	// The revision the replay reads at, and after which the watch starts.
 	octx, done := e.op(ctx)
 	head, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	done()
 	if err != nil {
+		e.subs.Add(-1)
 		return nil, e.etcdErr(ctx, "subscribe", err)
 	}
 	rev := head.Header.Revision
@@ -83,6 +92,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	ch := make(chan Event, o.Buffer)
 	s := &Subscription{C: ch, cancel: cancel}
 	go func() {
+		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
 		err := e.replay(sctx, prefix, o.Since, rev, ch)
@@ -100,6 +110,14 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	}()
 	return s, nil
 }
+
+// subscriptionsRetryAfter is the hint given with ErrTooManySubscriptions.
+const subscriptionsRetryAfter = 5 * time.Second
+
+// Subscriptions is how many subscriptions the engine serves now: each
+// holds at most its Buffer of events, and one etcd watch while it follows
+// live events.
+func (e *Engine) Subscriptions() int { return int(e.subs.Load()) }
 
 // replayPage bounds each read of a replay.
 const replayPage = 1000
@@ -148,9 +166,21 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 }
 
 // follow sends live events recorded after rev. It never blocks on the
-// reader: a full buffer ends the subscription with ErrSlowSubscriber.
+// reader: when the buffer has no room for the events of a revision, the
+// subscription ends with ErrSlowSubscriber. Events of one revision are
+// sent all or none, so a reader that resumes from the last revision it
+// read misses nothing.
 func (e *Engine) follow(ctx context.Context, prefix string, rev int64, ch chan<- Event) error {
-	wch := e.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterDelete())
+	// Fix: etcd's client buffers a watch's responses without bound until
+	// they are read (clientv3 watch.go: "TODO pause channel if buffer gets
+	// too large"). When follow stopped reading and returned, the watch
+	// lived on until the subscriber's Close, and a handler stuck writing to
+	// a client that does not read never got there: every later event
+	// piled up in memory. The watch now ends with follow.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := e.cli.Watch(clientv3.WithRequireLeader(wctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterDelete())
+	var batch []Event
 	for wr := range wch {
 		if wr.CompactRevision != 0 {
 			return fmt.Errorf("events since %d were compacted away: %w", rev, ErrSlowSubscriber)
@@ -158,19 +188,24 @@ func (e *Engine) follow(ctx context.Context, prefix string, rev int64, ch chan<-
 		if err := wr.Err(); err != nil {
 			return e.etcdErr(ctx, "watch events", err)
 		}
-		for _, wev := range wr.Events {
-			if wev.Type != mvccpb.PUT || wev.Kv.Version != 1 || !strings.HasPrefix(string(wev.Kv.Key), e.auditPrefix()) {
+		// etcd never splits a revision's events across watch responses.
+		for i, wev := range wr.Events {
+			if wev.Type == mvccpb.PUT && wev.Kv.Version == 1 && strings.HasPrefix(string(wev.Kv.Key), e.auditPrefix()) {
+				if ev, ok := decodeEvent(wev.Kv); ok {
+					batch = append(batch, ev)
+				}
+			}
+			if i+1 < len(wr.Events) && wr.Events[i+1].Kv.ModRevision == wev.Kv.ModRevision {
 				continue
 			}
-			ev, ok := decodeEvent(wev.Kv)
-			if !ok {
-				continue
-			}
-			select {
-			case ch <- ev:
-			default:
+			// follow is the only sender: the room seen here only grows.
+			if len(batch) > cap(ch)-len(ch) {
 				return ErrSlowSubscriber
 			}
+			for _, ev := range batch {
+				ch <- ev
+			}
+			batch = batch[:0]
 		}
 	}
 	if err := ctx.Err(); err != nil {

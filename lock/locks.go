@@ -215,19 +215,29 @@ func (e *Engine) end(ctx context.Context, name string, token int64, typ EventTyp
 	if err != nil {
 		return err
 	}
+	return e.endHold(ctx, name, token, hr, typ, detail)
+}
+
+// endHold is end once the holder record of token's hold is known.
+func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holderRecord, typ EventType, detail string) error {
 	lkey := e.lockKey(name)
 	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail}
-	var guardOp []clientv3.Op
+	var extraOps []clientv3.Op
 	if hr.LockDelay > 0 {
 		if typ == EventReleased {
-			guardOp = []clientv3.Op{clientv3.OpDelete(e.delayKey(name))}
+			extraOps = []clientv3.Op{clientv3.OpDelete(e.delayKey(name))}
 		} else {
 			until := ev.Time.Add(hr.LockDelay)
-			guardOp = []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until}))}
+			extraOps = []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until}))}
 		}
 	}
+	if id, ok := parseLeaseHex(hr.Session); ok {
+		// One more release in the session's tally (MaxLocksPerSession).
+		// The compare below makes sure the session's lease still exists.
+		extraOps = append(extraOps, clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id)))
+	}
 	var resp *clientv3.TxnResponse
-	err = e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
 		octx, done := e.op(ctx)
 		defer done()
 		var err error
@@ -236,7 +246,7 @@ func (e *Engine) end(ctx context.Context, name string, token int64, typ EventTyp
 			Then(append([]clientv3.Op{
 				clientv3.OpDelete(lkey),
 				clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket)),
-			}, guardOp...)...).
+			}, extraOps...)...).
 			Commit()
 		return err
 	})

@@ -24,6 +24,9 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	if err := e.checkTTL("ttl", ttl); err != nil {
 		return nil, err
 	}
+	if err := e.checkSessionRoom(ctx); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	octx, done := e.op(ctx)
 	defer done()
@@ -33,15 +36,92 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	}
 	id := leaseHex(g.ID)
 	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC()}
-	if _, err := e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID)); err != nil {
+	put, err := e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
+	if err != nil {
 		e.revokeLease(id)
 		return nil, e.etcdErr(ctx, "create session", err)
+	}
+	if err := e.checkSessionsAfter(ctx, put.Header.Revision); err != nil {
+		e.revokeLease(id)
+		return nil, err
 	}
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: start.Add(time.Duration(g.TTL) * time.Second).UTC().Truncate(time.Millisecond),
 		Locks:     []string{},
 	}, nil
+}
+
+// checkSessionRoom refuses a new session at once when the member's own
+// copy of the store counts MaxSessions sessions already. It is a local
+// (serializable) read: no raft round, so a flood of creates against a full
+// cluster costs no lease grants. A member behind its leader may count a
+// few sessions too many or too few; that is fine, because the count after
+// the put (checkSessionsAfter) is the exact check. Counting walks etcd's
+// index over every session key since the last compaction (an hour by
+// default), live or not; a local read does that beside the apply loop.
+func (e *Engine) checkSessionRoom(ctx context.Context) error {
+	if e.cfg.MaxSessions == 0 || e.memberStopped() {
+		return nil
+	}
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, e.sessionsPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+	if err != nil {
+		return e.etcdErr(ctx, "count sessions", err)
+	}
+	if resp.Count >= int64(e.cfg.MaxSessions) {
+		return e.tooManySessions()
+	}
+	return nil
+}
+
+// checkSessionsAfter is the exact check, made once our session exists
+// (created at rev): a session that counts more than MaxSessions ends
+// itself. Counting all sessions, every create racing ours near the cap
+// would see the others and all of them would leave; so over the cap we
+// count only the sessions created up to ours, and the earliest stay. The
+// latest session that stays counted every session that stays, so once
+// concurrent creates settle there are at most MaxSessions. The reads are
+// linearizable: they see every session committed before ours whichever
+// member serves them. They are reads of their own rather than part of the
+// put's txn because counting walks every session key created since etcd's
+// last compaction, and inside a txn that walk would hold up every write.
+func (e *Engine) checkSessionsAfter(ctx context.Context, rev int64) error {
+	if e.cfg.MaxSessions == 0 {
+		return nil
+	}
+	octx, done := e.op(ctx)
+	defer done()
+	all, err := e.cli.Get(octx, e.sessionsPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return e.etcdErr(ctx, "count sessions", err)
+	}
+	if all.Count <= int64(e.cfg.MaxSessions) {
+		return nil
+	}
+	// Rare (creates racing at the cap), and it lists keys: etcd applies
+	// a revision filter to listed keys, not to a count.
+	upToOurs, err := e.cli.Get(octx, e.sessionsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(rev))
+	if err != nil {
+		return e.etcdErr(ctx, "count sessions", err)
+	}
+	if len(upToOurs.Kvs) > e.cfg.MaxSessions {
+		return e.tooManySessions()
+	}
+	return nil
+}
+
+// sessionsRetryAfter is the hint given with ErrTooManySessions: sessions
+// end by expiry (30 s by default) or deletion, so a slot is seconds away
+// at best, and a fleet retrying every second would only add load.
+const sessionsRetryAfter = 5 * time.Second
+
+func (e *Engine) tooManySessions() error {
+	return &LimitError{
+		Err: ErrTooManySessions, Limit: e.cfg.MaxSessions, RetryAfter: sessionsRetryAfter,
+		Reason: fmt.Sprintf("the cluster holds the maximum of %d sessions; delete unused sessions, or try later", e.cfg.MaxSessions),
+	}
 }
 
 func (e *Engine) sessionLease(id string) (clientv3.LeaseID, error) {
@@ -199,6 +279,10 @@ func (e *Engine) releaseAll(ctx context.Context, session string, names []string)
 			if hr.LockDelay > 0 {
 				then = append(then, clientv3.OpDelete(e.delayKey(name)))
 			}
+			// No release in the session's tally: the session ends right
+			// after, tallies and all. (If its revoke then fails, the
+			// tally counts these locks until the session ends, refusing
+			// acquires early rather than late.)
 			ops = append(ops, clientv3.OpTxn(
 				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.lockKey(name)), "=", tok)}, then, nil))
 		}

@@ -46,6 +46,20 @@ type Config struct {
 	ShutdownTimeout  time.Duration
 	// AccessLog writes one info line per HTTP request (server.Config).
 	AccessLog bool
+	// RateLimit and RateBurst limit each client address (requests per
+	// second, 0 = off; burst 0 = one second's worth).
+	RateLimit float64
+	RateBurst int
+	// CredentialRateLimit and CredentialRateBurst limit each credential.
+	CredentialRateLimit float64
+	CredentialRateBurst int
+	// Caps; 0 means none. See lock.Config.
+	MaxWaitersPerLock  int
+	MaxLocksPerSession int
+	MaxSessions        int
+	// MaxEventStreams caps this node's event streams (lock.Config's
+	// MaxSubscriptions).
+	MaxEventStreams int
 	// Logger overrides the logger built from LogLevel.
 	Logger *slog.Logger
 
@@ -82,6 +96,7 @@ type Config struct {
 // DefaultConfig returns the defaults of API.md's command-line section.
 func DefaultConfig() Config {
 	e := embedetcd.NewConfig()
+	lc := lock.DefaultConfig()
 	return Config{
 		HTTPAddr:            "127.0.0.1:8080",
 		DataDir:             "./baton-data",
@@ -93,6 +108,10 @@ func DefaultConfig() Config {
 		HistoryRetention:    lock.DefaultConfig().HistoryRetention,
 		ShutdownTimeout:     10 * time.Second,
 		AccessLog:           true,
+		MaxWaitersPerLock:   lc.MaxWaitersPerLock,
+		MaxLocksPerSession:  lc.MaxLocksPerSession,
+		MaxSessions:         lc.MaxSessions,
+		MaxEventStreams:     lc.MaxSubscriptions,
 	}
 }
 
@@ -179,6 +198,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	lc := lock.DefaultConfig()
 	lc.HistoryRetention = cfg.HistoryRetention
+	lc.MaxWaitersPerLock, lc.MaxLocksPerSession = cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession
+	lc.MaxSessions, lc.MaxSubscriptions = cfg.MaxSessions, cfg.MaxEventStreams
 	lc.Logger = log
 	if n.member != nil {
 		lc.HasLeader, lc.Stopped, lc.LeaderChanged = n.member.HasLeader, n.member.IsStopped, n.member.LeaderChanged
@@ -186,7 +207,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
 	}
-	n.srv = server.New(server.Config{Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog})
+	n.srv = server.New(server.Config{
+		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog,
+		RateLimit:           server.RateLimit{Rate: cfg.RateLimit, Burst: cfg.RateBurst},
+		CredentialRateLimit: server.RateLimit{Rate: cfg.CredentialRateLimit, Burst: cfg.CredentialRateBurst},
+	})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}

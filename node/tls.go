@@ -17,6 +17,9 @@ import (
 // URLs (or off with https:// ones), and settings for an etcd the node does
 // not use. Files are read by Start.
 func (c Config) Validate() error {
+	if c.RateLimit < 0 || c.RateBurst < 0 || c.CredentialRateLimit < 0 || c.CredentialRateBurst < 0 {
+		return errors.New("--rate-limit, --rate-burst, --credential-rate-limit and --credential-rate-burst must not be negative (0 = off / default)")
+	}
 	switch {
 	case c.TLSCertFile != "" && c.TLSKeyFile == "":
 		return errors.New("--tls-cert needs --tls-key")

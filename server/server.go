@@ -28,6 +28,17 @@ type Config struct {
 	// AccessLog writes one info line per request ("http request") to
 	// Logger; see accessLog for what it holds and leaves out.
 	AccessLog bool
+	// RateLimit limits each client address; the zero value is off.
+	RateLimit RateLimit
+	// CredentialRateLimit limits each credential (as authentication names
+	// it); the zero value is off.
+	CredentialRateLimit RateLimit
+	// EventWriteTimeout bounds each write to an event stream, so a client
+	// that stops reading is dropped; 0 means 10s.
+	EventWriteTimeout time.Duration
+	// EventBuffer is how many events a stream holds for a slow reader
+	// before it is dropped; 0 means 1024.
+	EventBuffer int
 }
 
 // Server is baton's HTTP server.
@@ -67,8 +78,19 @@ func New(cfg Config) *Server {
 		},
 	}))
 	e.Use(requestMetrics(reg))
+	// Per address before authentication, so that a flood with bad
+	// credentials is throttled too; per credential after it, since
+	// authentication names the credential.
+	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
+	e.Use(rateLimitByCredential(cfg.CredentialRateLimit, reg))
 
-	api.New(cfg.Engine, api.Options{Registerer: reg}).Register(e)
+	api.New(cfg.Engine, api.Options{
+		Registerer: reg, EventWriteTimeout: cfg.EventWriteTimeout, EventBuffer: cfg.EventBuffer,
+	}).Register(e)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "baton_event_streams",
+		Help: "Event streams (GET /v1/events) this node serves now.",
+	}, func() float64 { return float64(cfg.Engine.Subscriptions()) }))
 	reg.MustRegister(&statsCollector{eng: cfg.Engine}, cfg.Engine.Collector())
 	gather := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
 	e.GET("/metrics", metrics(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
@@ -84,12 +106,19 @@ func New(cfg Config) *Server {
 			Handler:           e,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       30 * time.Second,
-			// A waiting acquire holds its response for up to MaxWait.
+			// A waiting acquire holds its response for up to MaxWait. An
+			// event stream lifts this deadline and sets one per write.
 			WriteTimeout: cfg.MaxWait + 30*time.Second,
 			IdleTimeout:  2 * time.Minute,
+			// No request of ours needs net/http's 1 MiB of headers; each
+			// connection reading them holds that much.
+			MaxHeaderBytes: maxHeaderBytes,
 		},
 	}
 }
+
+// maxHeaderBytes bounds a request's headers; net/http answers 431 above.
+const maxHeaderBytes = 64 << 10
 
 // Handler returns the HTTP handler, for tests with httptest.
 func (s *Server) Handler() http.Handler { return s.echo }
@@ -116,7 +145,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 //	@Description	baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, `baton_lock_events_total`, `baton_renew_failures_total`, `baton_etcd_has_leader`, …), etcd's and Go's, in Prometheus text format. docs/OPERATIONS.md says what each means.
 //	@Tags			operations
 //	@Produce		plain
-//	@Success		200	{string}	string	"Prometheus text format"
+//	@Success		200	{string}	string		"Prometheus text format"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/metrics [get]
 func metrics(h http.Handler) echo.HandlerFunc { return echo.WrapHandler(h) }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,19 +40,44 @@ type Server struct {
 	Allow5xx atomic.Bool
 }
 
+// Option changes the server that Start and StartOn build.
+type Option func(*options)
+
+type options struct {
+	server     server.Config
+	sendBuffer int
+}
+
+// WithServer adjusts the server's configuration (rate limits, event
+// streams); Engine and Logger are set by StartOn.
+func WithServer(f func(*server.Config)) Option {
+	return func(o *options) { f(&o.server) }
+}
+
+// WithSendBuffer sets the kernel's send buffer of every connection the
+// server accepts to about n bytes, so that a client that stops reading
+// blocks the server's writes after a few KiB instead of megabytes.
+func WithSendBuffer(n int) Option {
+	return func(o *options) { o.sendBuffer = n }
+}
+
 // Start starts a member of its own, an engine with lock.DefaultConfig and
 // the server over it.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	return StartOn(t, testetcd.Start(t), lock.DefaultConfig())
+	return StartOn(t, testetcd.Start(t), lock.DefaultConfig(), opts...)
 }
 
 // StartOn starts an engine with cfg (its Logger is replaced) and the server
 // over m, behind httptest.NewServer; t.Cleanup stops them before m. Any 5xx
 // the server writes, even to a client that already left, fails the test
 // unless Allow5xx is set.
-func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config) *Server {
+func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -68,7 +94,8 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config) *Server {
 	t.Cleanup(func() { eng.Close() })
 	s := &Server{t: t, Eng: eng, Member: m}
 	// Every request of the suite goes through the OpenAPI contract check.
-	h := contract.Wrap(t, server.New(server.Config{Engine: eng, Logger: logger}).Handler())
+	o.server.Engine, o.server.Logger = eng, logger
+	h := contract.Wrap(t, server.New(o.server).Handler())
 	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
@@ -76,9 +103,27 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config) *Server {
 			t.Errorf("server answered %d to %s %s", sw.status, r.Method, r.URL)
 		}
 	})
-	s.TS = httptest.NewServer(s.Handler)
+	s.TS = httptest.NewUnstartedServer(s.Handler)
+	if o.sendBuffer > 0 {
+		s.TS.Listener = sendBufferListener{s.TS.Listener, o.sendBuffer}
+	}
+	s.TS.Start()
 	t.Cleanup(s.TS.Close)
 	return s
+}
+
+// sendBufferListener sets the send buffer of the connections it accepts.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size)
+	}
+	return c, err
 }
 
 // testWriter sends the server's warnings to the test log (only with -v).

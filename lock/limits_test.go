@@ -1,0 +1,456 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+)
+
+// newCappedEngine starts an engine whose config change sets.
+func newCappedEngine(t *testing.T, change func(*lock.Config)) *lock.Engine {
+	t.Helper()
+	cfg := lock.DefaultConfig()
+	change(&cfg)
+	return startEngine(t, testetcd.Start(t), cfg)
+}
+
+// dataKeys lists the keys under the prefix except the expiry recorder's
+// cursor, which comes and moves by itself.
+func dataKeys(t *testing.T, e *lock.Engine) []string {
+	t.Helper()
+	var keys []string
+	for _, k := range keysUnder(t, e.Client(), prefix) {
+		if !strings.HasPrefix(k, "meta/") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// asLimit returns err as a *LimitError of sentinel, or fails the test.
+func asLimit(t *testing.T, err, sentinel error) *lock.LimitError {
+	t.Helper()
+	var le *lock.LimitError
+	if !errors.Is(err, sentinel) || !errors.As(err, &le) {
+		t.Fatalf("got %v, want a *lock.LimitError for %v", err, sentinel)
+	}
+	return le
+}
+
+func TestAcquire_WaiterBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxWaitersPerLock = 2 })
+	ctx := ctxT(t)
+	cli := e.Client()
+	mustAcquire(t, e, lock.AcquireRequest{Name: "busy", Owner: "holder"})
+	// The node's waiter lease and a pooled own lease outlive single
+	// waiters by design: a warm-up makes them part of the baseline.
+	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "warmup", Wait: 50 * time.Millisecond}); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("warm-up waiter: %v, want ErrHeld", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, o := range []string{"first", "second"} {
+		go e.Acquire(wctx, lock.AcquireRequest{Name: "busy", Owner: o, Wait: time.Minute})
+		eventually(t, 10*time.Second, o+" queued", func() bool {
+			ws, err := e.Waiters(ctx, "busy")
+			return err == nil && len(ws) > 0 && ws[len(ws)-1].Owner == o
+		})
+	}
+	// And a try makes the pool hold a lease again, for the next acquire.
+	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "try"}); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("try: %v, want ErrHeld", err)
+	}
+	leases, keys := leaseCount(t, cli), dataKeys(t, e)
+
+	start := time.Now()
+	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "third", Wait: time.Minute})
+	le := asLimit(t, err, lock.ErrTooManyWaiters)
+	if le.Limit != 2 || le.RetryAfter <= 0 || !strings.Contains(le.Reason, `"busy"`) {
+		t.Fatalf("limit error %+v, want limit 2, a retry hint and the lock's name", le)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("refusal took %s: the third waiter waited instead of failing at once", took)
+	}
+	ws, err := e.Waiters(ctx, "busy")
+	if err != nil || len(ws) != 2 || ws[0].Owner != "first" || ws[1].Owner != "second" {
+		t.Fatalf("queue after the refusal: %+v, %v; want first and second, undisturbed", ws, err)
+	}
+	if after := dataKeys(t, e); !slices.Equal(after, keys) {
+		t.Fatalf("keys changed by a refused waiter:\nbefore %v\nafter  %v", keys, after)
+	}
+	if n := leaseCount(t, cli); n != leases {
+		t.Fatalf("%d leases after the refusal, want %d", n, leases)
+	}
+	for _, ev := range history(t, e, "busy") {
+		if ev.Owner == "third" {
+			t.Fatalf("the refused waiter is in the audit trail: %+v", ev)
+		}
+	}
+}
+
+func TestAcquire_ConcurrentJoinersSettleWithinTheWaiterCap(t *testing.T) {
+	const limit, joiners = 5, 24
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxWaitersPerLock = limit })
+	ctx := ctxT(t)
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "hot", Owner: "holder"})
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var refused, other atomic.Int32
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for i := range joiners {
+		wg.Go(func() {
+			<-release // all at once, as far as 2 cores allow
+			_, _, err := e.Acquire(wctx, lock.AcquireRequest{Name: "hot", Owner: owner(i), Wait: time.Minute})
+			switch {
+			case errors.Is(err, lock.ErrTooManyWaiters):
+				refused.Add(1)
+			case err == nil: // the head of the queue, once the holder left
+			case !errors.Is(err, context.Canceled):
+				other.Add(1)
+				t.Errorf("joiner %d: %v, want ErrTooManyWaiters or to wait", i, err)
+			}
+		})
+	}
+	close(release)
+	// Settled: every joiner either left with ErrTooManyWaiters or waits
+	// in the queue. Entries beyond the cap may exist for a moment, until
+	// their joiners see the count and leave.
+	queued := func() int {
+		ws, err := e.Waiters(ctx, "hot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ws)
+	}
+	eventually(t, 20*time.Second, "joiners settled within the cap", func() bool {
+		q := queued()
+		return q <= limit && q+int(refused.Load()) == joiners
+	})
+	consistently(t, 300*time.Millisecond, "the queue stays within the cap", func() bool {
+		q := queued()
+		return q <= limit && q+int(refused.Load()) == joiners
+	})
+	if q := queued(); q < 1 {
+		t.Fatalf("%d waiters queued: the first joiner always fits", q)
+	}
+	// The queue works on: the holder leaves, the head of the queue wins.
+	if err := e.Release(ctx, "hot", h.Token); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a queued joiner took the lock", func() bool { return !isNotHeld(t, e, "hot") })
+	cancel()
+	wg.Wait()
+	if other.Load() != 0 {
+		t.Fatalf("%d joiners failed otherwise", other.Load())
+	}
+}
+
+func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocksPerSession = 3 })
+	ctx := ctxT(t)
+	cli := e.Client()
+	s, err := e.CreateSession(ctx, "w", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []*lock.Lock
+	for _, n := range []string{"l1", "l2", "l3"} {
+		held = append(held, mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
+	}
+	leases := leaseCount(t, cli)
+
+	_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: "l4", Owner: "w", Session: s.ID})
+	le := asLimit(t, err, lock.ErrTooManyLocks)
+	if le.Limit != 3 || le.RetryAfter != 0 || !strings.Contains(le.Reason, s.ID) {
+		t.Fatalf("limit error %+v, want limit 3, no retry hint (only the session's owner can make room) and the session", le)
+	}
+	if !isNotHeld(t, e, "l4") {
+		t.Fatal("the refused lock is held")
+	}
+	got, err := e.GetSession(ctx, s.ID)
+	if err != nil || !slices.Equal(got.Locks, []string{"l1", "l2", "l3"}) {
+		t.Fatalf("session after the refusal: %+v, %v", got, err)
+	}
+	if held := keysUnder(t, cli, prefix+"locks/"); !slices.Equal(held, []string{"l1", "l2", "l3"}) {
+		t.Fatalf("lock keys %v, want l1 l2 l3", held)
+	}
+	if n := leaseCount(t, cli); n != leases {
+		t.Fatalf("%d leases after the refusal, want %d", n, leases)
+	}
+	// The grant was undone in the open: its token was never handed out,
+	// and the trail shows it ended at once, saying why.
+	evs := history(t, e, "l4")
+	if len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired ||
+		evs[0].Token != evs[1].Revision || !strings.Contains(evs[0].Detail, "refused") {
+		t.Fatalf("history of l4: %+v, want acquired then released with the reason", evs)
+	}
+
+	// A release makes room; acquire idempotence is not counted twice.
+	if err := e.Release(ctx, "l1", held[0].Token); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, e, lock.AcquireRequest{Name: "l4", Owner: "w", Session: s.ID})
+	if _, fresh, err := e.Acquire(ctx, lock.AcquireRequest{Name: "l4", Owner: "w", Session: s.ID}); err != nil || fresh {
+		t.Fatalf("acquire again in the same session at the cap: fresh=%v, %v; want the hold it has", fresh, err)
+	}
+	// A revoke makes room too, and the room is counted right: one more
+	// fits, and the next does not.
+	if _, err := e.Revoke(ctx, "l2", "test"); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, e, lock.AcquireRequest{Name: "l5", Owner: "w", Session: s.ID})
+	_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: "l6", Owner: "w", Session: s.ID})
+	asLimit(t, err, lock.ErrTooManyLocks)
+	// The session's tallies end with it.
+	if err := e.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if keys := keysUnder(t, cli, prefix+"sessiontally/"); len(keys) != 0 {
+		t.Fatalf("tally keys after the session's deletion: %v", keys)
+	}
+}
+
+func TestSession_ConcurrentAcquiresSettleWithinTheLockCap(t *testing.T) {
+	const limit, acquirers = 4, 20
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocksPerSession = limit })
+	ctx := ctxT(t)
+	s, err := e.CreateSession(ctx, "w", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var won, refused atomic.Int32
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for i := range acquirers {
+		wg.Go(func() {
+			<-release
+			_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: fmt.Sprintf("c%02d", i), Owner: "w", Session: s.ID})
+			switch {
+			case err == nil:
+				won.Add(1)
+			case errors.Is(err, lock.ErrTooManyLocks):
+				refused.Add(1)
+			default:
+				t.Errorf("acquire c%02d: %v", i, err)
+			}
+		})
+	}
+	close(release)
+	wg.Wait()
+	got, err := e.GetSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.Locks); n > limit || n < 1 || n != int(won.Load()) || int(won.Load()+refused.Load()) != acquirers {
+		t.Fatalf("session holds %v after %d won and %d refused; want at most %d, as many as won", got.Locks, won.Load(), refused.Load(), limit)
+	}
+	if held := keysUnder(t, e.Client(), prefix+"locks/"); !slices.Equal(held, got.Locks) {
+		t.Fatalf("lock keys %v, want only the session's %v", held, got.Locks)
+	}
+}
+
+func TestCreateSession_BeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxSessions = 3 })
+	ctx := ctxT(t)
+	cli := e.Client()
+	for range 3 {
+		if _, err := e.CreateSession(ctx, "w", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leases := leaseCount(t, cli)
+	_, err := e.CreateSession(ctx, "w", 30*time.Second)
+	le := asLimit(t, err, lock.ErrTooManySessions)
+	if le.Limit != 3 || le.RetryAfter <= 0 {
+		t.Fatalf("limit error %+v, want limit 3 and a retry hint", le)
+	}
+	if n := len(keysUnder(t, cli, prefix+"sessions/")); n != 3 {
+		t.Fatalf("%d sessions after the refusal, want 3", n)
+	}
+	if n := leaseCount(t, cli); n != leases {
+		t.Fatalf("%d leases after the refusal, want %d: no lease granted, or none left", n, leases)
+	}
+}
+
+func TestCreateSession_ConcurrentCreatesSettleWithinTheCap(t *testing.T) {
+	const limit, creators = 5, 24
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxSessions = limit })
+	ctx := ctxT(t)
+	cli := e.Client()
+	leases := leaseCount(t, cli)
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for i := range creators {
+		wg.Go(func() {
+			<-release
+			_, err := e.CreateSession(ctx, owner(i), 30*time.Second)
+			switch {
+			case err == nil:
+				won.Add(1)
+			case !errors.Is(err, lock.ErrTooManySessions):
+				t.Errorf("create session %d: %v", i, err)
+			}
+		})
+	}
+	close(release)
+	wg.Wait()
+	// Exactly the cap: the earliest creates stay even when all of them
+	// saw the others (no refusing everyone), and the rest leave.
+	n := len(keysUnder(t, cli, prefix+"sessions/"))
+	if n != limit || n != int(won.Load()) {
+		t.Fatalf("%d sessions after %d creates succeeded; want %d, as many as succeeded", n, won.Load(), limit)
+	}
+	// Every refused create that got as far as a lease revoked it.
+	if got := leaseCount(t, cli); got != leases+n {
+		t.Fatalf("%d leases, want %d (the sessions' only)", got, leases+n)
+	}
+}
+
+func TestSubscribe_BeyondTheCapIsRefusedUntilOneEnds(t *testing.T) {
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxSubscriptions = 2 })
+	ctx := ctxT(t)
+	a, err := e.Subscribe(ctx, lock.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Subscribe(ctx, lock.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, err = e.Subscribe(ctx, lock.SubscribeOptions{})
+	if le := asLimit(t, err, lock.ErrTooManySubscriptions); le.Limit != 2 || le.RetryAfter <= 0 {
+		t.Fatalf("limit error %+v, want limit 2 and a retry hint", le)
+	}
+	if n := e.Subscriptions(); n != 2 {
+		t.Fatalf("%d subscriptions counted, want 2", n)
+	}
+	a.Close()
+	drain(t, a)
+	eventually(t, 10*time.Second, "the closed subscription uncounted", func() bool { return e.Subscriptions() == 1 })
+	c, err := e.Subscribe(ctx, lock.SubscribeOptions{})
+	if err != nil {
+		t.Fatalf("subscribe after one ended: %v", err)
+	}
+	c.Close()
+}
+
+// etcdWatchers reads etcd's gauge of the watchers its store serves, for
+// every member of this process: tests that use it must not run in
+// parallel with others.
+func etcdWatchers(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "etcd_debugging_mvcc_watcher_total" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("etcd_debugging_mvcc_watcher_total not found")
+	return 0
+}
+
+func TestSubscribe_DroppedReaderHoldsNoWatchEvenUnclosed(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	// The engine's expiry recorder watches from the start: wait for it,
+	// and for the count to hold still.
+	before := -1.0
+	eventually(t, 10*time.Second, "etcd's count of watchers steady", func() bool {
+		v := etcdWatchers(t)
+		steady := v >= 1 && v == before
+		before = v
+		return steady
+	})
+	// Nobody reads, and nobody calls Close: a handler stuck writing to a
+	// client that does not read is in just this state.
+	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{Buffer: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	eventually(t, 10*time.Second, "the subscription's watch started", func() bool { return etcdWatchers(t) == before+1 })
+	for i := 0; sub.Err() == nil; i++ {
+		if i == 100 {
+			t.Fatal("100 events did not overflow a buffer of 2")
+		}
+		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("e%d", i), Owner: "w"})
+	}
+	if !errors.Is(sub.Err(), lock.ErrSlowSubscriber) {
+		t.Fatalf("subscription ended with %v, want ErrSlowSubscriber", sub.Err())
+	}
+	// Before the fix the watch lived on until Close, and etcd's client
+	// buffered every later event for it without bound.
+	eventually(t, 10*time.Second, "the dropped subscription's watch cancelled", func() bool { return etcdWatchers(t) == before })
+	if n := e.Subscriptions(); n != 0 {
+		t.Fatalf("%d subscriptions counted after the drop, want 0", n)
+	}
+	if n := len(sub.C); n > 2 {
+		t.Fatalf("%d events buffered, want at most the buffer's 2", n)
+	}
+}
+
+func TestSubscribe_SlowReaderIsDroppedBetweenRevisionsNotInside(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	s, err := e.CreateSession(ctx, "w", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"s1", "s2", "s3"} {
+		mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID})
+	}
+	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{Buffer: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	solo := mustAcquire(t, e, lock.AcquireRequest{Name: "solo", Owner: "w"})
+	// Deleting the session releases its three locks in one transaction:
+	// three events of one revision, with room for two in the buffer.
+	if err := e.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	evs := drain(t, sub)
+	if len(evs) != 1 || evs[0].Lock != "solo" || !errors.Is(sub.Err(), lock.ErrSlowSubscriber) {
+		t.Fatalf("got %+v and %v; want solo's event alone, then ErrSlowSubscriber", evs, sub.Err())
+	}
+	// Resuming from the last revision read gets the whole revision, once.
+	again, err := e.Subscribe(ctx, lock.SubscribeOptions{Since: solo.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	got := map[string]int{}
+	for len(got) < 3 {
+		select {
+		case ev := <-again.C:
+			if ev.Type != lock.EventReleased {
+				t.Fatalf("resumed with %+v, want the session's releases", ev)
+			}
+			got[ev.Lock]++
+		case <-time.After(20 * time.Second):
+			t.Fatalf("resumed subscription delivered only %v", got)
+		}
+	}
+	if fmt.Sprint(got) != "map[s1:1 s2:1 s3:1]" {
+		t.Fatalf("resumed with %v, want s1, s2 and s3 once each", got)
+	}
+}

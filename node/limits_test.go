@@ -1,0 +1,50 @@
+package node_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/node"
+)
+
+func TestNode_LimitsReachTheEngineAndTheServer(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession, cfg.MaxSessions, cfg.MaxEventStreams = 7, 8, 9, 10
+	cfg.RateLimit, cfg.RateBurst = 0.01, 2
+	n := start(t, cfg)
+	got := n.Engine().Config()
+	if got.MaxWaitersPerLock != 7 || got.MaxLocksPerSession != 8 || got.MaxSessions != 9 || got.MaxSubscriptions != 10 {
+		t.Fatalf("engine caps %d/%d/%d/%d, want 7/8/9/10", got.MaxWaitersPerLock, got.MaxLocksPerSession, got.MaxSessions, got.MaxSubscriptions)
+	}
+	url := "http://" + n.Addr() + "/v1/cluster"
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		if st := call(t, "GET", url, nil, nil); st != want {
+			t.Fatalf("request %d: %d, want %d (burst 2)", i+1, st, want)
+		}
+	}
+}
+
+func TestNode_DefaultsLeaveRatesUnlimitedAndCapsOn(t *testing.T) {
+	cfg := node.DefaultConfig()
+	if cfg.RateLimit != 0 || cfg.CredentialRateLimit != 0 {
+		t.Fatalf("rate limits %v/%v by default, want off", cfg.RateLimit, cfg.CredentialRateLimit)
+	}
+	// The bench's scale scenario holds 1,000 sessions of 100 locks and its
+	// contention scenario queues 64 waiters: the defaults must allow them.
+	if cfg.MaxSessions < 1000 || cfg.MaxLocksPerSession < 100 || cfg.MaxWaitersPerLock < 64 || cfg.MaxEventStreams < 1 {
+		t.Fatalf("caps %+v too low for the bench", cfg)
+	}
+}
+
+func TestNode_NegativeRateLimitIsRefused(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RateLimit = -1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, err := node.Start(ctx, cfg); err == nil || n != nil || !strings.Contains(err.Error(), "rate-limit") {
+		t.Fatalf("start with --rate-limit -1: node %v, err %v; want a clear error", n, err)
+	}
+}
