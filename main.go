@@ -91,6 +91,7 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn or error (etcd's own logs stay at warn unless debug)")
 	fs.DurationVar(&cfg.HistoryRetention, "history-retention", cfg.HistoryRetention, "how long audit events are kept")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a shutdown waits for requests in flight")
+	fs.StringVar(&cfg.AuthFile, "auth-file", cfg.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"
 	})
@@ -121,10 +122,29 @@ func applyEnv(fs *pflag.FlagSet) error {
 func serve(ctx context.Context, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP re-reads what can change without a restart (the auth file);
+	// a bad file is logged and changes nothing. It is caught from before
+	// the start, so one sent as soon as the node answers cannot kill it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	rctx, stopReloads := context.WithCancel(ctx)
+	reloads := make(chan struct{})
+	go func() {
+		defer close(reloads)
+		for {
+			select {
+			case <-hup:
+				_ = n.Reload() // Reload logs the outcome
+			case <-rctx.Done():
+				return
+			}
+		}
+	}()
 	select {
 	case <-ctx.Done():
 	case err = <-n.Err():
@@ -135,6 +155,8 @@ func serve(ctx context.Context, cfg node.Config) error {
 			err = nil
 		}
 	}
+	stopReloads()
+	<-reloads // no reload once Close runs
 	if cerr := n.Close(); err == nil {
 		err = cerr
 	}

@@ -30,8 +30,10 @@ const defaultHeartbeat = 15 * time.Second
 //	@Param			Last-Event-ID	header		int			false	"Same as since; wins over it (EventSource sends it when it reconnects)"	format(int64)
 //	@Success		200				{string}	string		"An endless text/event-stream"
 //	@Failure		400				{object}	api.Problem	"invalid_request"
+//	@Failure		401				{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		503				{object}	api.Problem	"unavailable or shutting_down"
 //	@Header			503				{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
 	q, err := query(c, "lock", "since")

@@ -33,6 +33,10 @@ var (
 	ErrUnavailable = errors.New("etcd unavailable")
 	// ErrClosed means the engine is shutting down.
 	ErrClosed = errors.New("lock engine closed")
+	// ErrNotOwner means the hold or session was created by another
+	// credential (see Caller): only that credential or an admin may end,
+	// renew or use it. Nothing was changed.
+	ErrNotOwner = errors.New("held by another credential")
 )
 
 // HeldError is returned when a lock cannot be acquired.

@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
@@ -42,6 +43,9 @@ type Config struct {
 	LogLevel         string
 	HistoryRetention time.Duration
 	ShutdownTimeout  time.Duration
+	// AuthFile, when set, turns authentication on with the credentials
+	// of this file (see package auth); Reload reads it again.
+	AuthFile string
 	// Logger overrides the logger built from LogLevel.
 	Logger *slog.Logger
 }
@@ -70,6 +74,7 @@ type Node struct {
 	extCli   *clientv3.Client  // nil with the embedded member
 	eng      *lock.Engine
 	srv      *server.Server
+	auth     *auth.Store // nil without AuthFile
 	listener net.Listener
 	errc     chan error
 	once     sync.Once
@@ -88,7 +93,15 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	}
-	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2)}
+	// The auth file first: a bad one fails the start before etcd starts.
+	var store *auth.Store
+	if cfg.AuthFile != "" {
+		if store, err = auth.Load(cfg.AuthFile); err != nil {
+			return nil, err
+		}
+		warnLooseMode(log, cfg.AuthFile)
+	}
+	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2), auth: store}
 	// Fix (found by testcluster, a node whose start failed panicked):
 	// "return nil, err" sets n to nil before deferred calls run, so the
 	// cleanup must hold its own reference.
@@ -132,7 +145,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
 	}
-	n.srv = server.New(server.Config{Engine: n.eng, Logger: log})
+	n.srv = server.New(server.Config{Engine: n.eng, Logger: log, Auth: n.auth})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
@@ -142,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 	}()
 	log.Info("baton serving", "http", "http://"+n.listener.Addr().String(), "name", cfg.Name,
-		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil)
+		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil)
 	return n, nil
 }
 
@@ -210,4 +223,31 @@ func (n *Node) Close() error {
 		n.log.Info("baton stopped", "name", n.cfg.Name)
 	})
 	return errors.Join(errs...)
+}
+
+// Reload re-reads what can change while the node runs: the auth file. A
+// file that cannot be used leaves the credentials in force as they were,
+// and the error names the line at fault (never a token). main calls it on
+// SIGHUP.
+func (n *Node) Reload() error {
+	if n.auth == nil {
+		n.log.Info("reload: nothing to reload (no --auth-file)")
+		return nil
+	}
+	c, err := n.auth.Reload()
+	if err != nil {
+		n.log.Error("reload: auth file rejected, the credentials in force stay", "err", err)
+		return err
+	}
+	warnLooseMode(n.log, n.auth.Path())
+	n.log.Info("reload: credentials swapped", "file", n.auth.Path(), "read", c.Count(auth.Read), "write", c.Count(auth.Write), "admin", c.Count(auth.Admin))
+	return nil
+}
+
+// warnLooseMode warns when others than the file's owner may read an auth
+// file: its tokens are passwords.
+func warnLooseMode(log *slog.Logger, path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("auth file is readable by others than its owner; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/openapi"
 )
@@ -25,6 +26,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxWait is the longest acquire wait; the write timeout allows for it.
 	MaxWait time.Duration
+	// Auth, when set, turns authentication on: every /v1 route and
+	// /metrics then need a bearer token of a role that allows the call
+	// (see RouteAccess). Nil serves every route to anyone.
+	Auth *auth.Store
 }
 
 // Server is baton's HTTP server.
@@ -56,6 +61,9 @@ func New(cfg Config) *Server {
 		},
 	}))
 	e.Use(requestMetrics(reg))
+	if cfg.Auth != nil {
+		e.Use(requireAuth(cfg.Auth, cfg.Logger))
+	}
 
 	api.New(cfg.Engine, api.Options{Registerer: reg}).Register(e)
 	reg.MustRegister(&statsCollector{eng: cfg.Engine})
@@ -65,6 +73,7 @@ func New(cfg Config) *Server {
 	e.GET("/openapi.yaml", openapiDoc("application/yaml", openapi.YAML))
 	registerDashboard(e)
 	registerDocs(e)
+	checkRouteAccess(e)
 
 	return &Server{
 		echo: e,
@@ -105,7 +114,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 //	@Description	baton's series (`baton_http_requests_total`, `baton_locks_held`, `baton_waiters`, `baton_sessions`, `baton_acquire_duration_seconds`, …), etcd's and Go's, in Prometheus text format.
 //	@Tags			operations
 //	@Produce		plain
-//	@Success		200	{string}	string	"Prometheus text format"
+//	@Success		200	{string}	string		"Prometheus text format"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Security		BearerAuth
 //	@Router			/metrics [get]
 func metrics(h http.Handler) echo.HandlerFunc { return echo.WrapHandler(h) }
 

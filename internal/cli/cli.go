@@ -26,6 +26,7 @@ const (
 	ExitNotHeld     = 4
 	ExitStale       = 5
 	ExitUnavailable = 6
+	ExitDenied      = 7
 	ExitLost        = 10
 )
 
@@ -56,6 +57,8 @@ func ExitCode(err error) int {
 		return ExitStale
 	case errors.Is(err, client.ErrUnavailable):
 		return ExitUnavailable
+	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
+		return ExitDenied
 	case errors.Is(err, client.ErrInvalid), isUsage(err):
 		return ExitUsage
 	}
@@ -95,16 +98,20 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 // globals are the flags every client subcommand takes.
 type globals struct {
-	addr   string
-	output string
-	stdout io.Writer
-	stderr io.Writer
+	addr      string
+	authToken string
+	output    string
+	stdout    io.Writer
+	stderr    io.Writer
 }
 
 func (g *globals) client() (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	if g.addr != "" {
 		cfg.Endpoints = strings.Split(g.addr, ",")
+	}
+	if g.authToken != "" {
+		cfg.Token = g.authToken
 	}
 	return client.NewWithConfig(cfg)
 }
@@ -132,6 +139,8 @@ func Commands() []*cobra.Command {
 
 func addGlobals(c *cobra.Command, g *globals) {
 	c.PersistentFlags().StringVar(&g.addr, "addr", "", "baton address(es), comma-separated (env BATON_ADDR; default http://127.0.0.1:8080)")
+	// Not --token: release and renew take the fencing token by that name.
+	c.PersistentFlags().StringVar(&g.authToken, "auth-token", "", "bearer token for a baton that runs with --auth-file (env BATON_AUTH_TOKEN, or a file named by BATON_TOKEN_FILE; the environment keeps it out of ps)")
 	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "table" && g.output != "json" {

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/contract"
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -37,23 +39,81 @@ type Server struct {
 	Handler http.Handler
 	// Allow5xx switches off the guard that fails the test on any 5xx.
 	Allow5xx atomic.Bool
+	// Auth is the credential store when WithAuth turned authentication
+	// on; a test may Swap other credentials in.
+	Auth *auth.Store
+}
+
+// Option changes what Start and StartOn start.
+type Option func(*options)
+
+type options struct {
+	auth *auth.Store
+	log  io.Writer
+}
+
+// WithAuth turns authentication on with the credentials of file, the
+// content of an auth file ("ROLE TOKEN" lines, see package auth). Requests
+// then need a token: see SendAs and DoAs.
+func WithAuth(t testing.TB, file string) Option {
+	t.Helper()
+	c, err := auth.Parse(strings.NewReader(file))
+	if err != nil {
+		t.Fatalf("testserver.WithAuth: %v", err)
+	}
+	return func(o *options) { o.auth = auth.NewStore(c) }
+}
+
+// WithLog sends everything the server and the engine log, from debug
+// level up, to w (which must be safe for concurrent writes, as LogBuffer
+// is), so a test can read the log.
+func WithLog(w io.Writer) Option {
+	return func(o *options) { o.log = w }
+}
+
+// LogBuffer collects a log for WithLog.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was logged so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Start starts a member of its own, an engine with lock.DefaultConfig and
 // the server over it.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	return StartOn(t, testetcd.Start(t), lock.DefaultConfig())
+	return StartOn(t, testetcd.Start(t), lock.DefaultConfig(), opts...)
 }
 
 // StartOn starts an engine with cfg (its Logger is replaced) and the server
 // over m, behind httptest.NewServer; t.Cleanup stops them before m. Any 5xx
 // the server writes, even to a client that already left, fails the test
 // unless Allow5xx is set.
-func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config) *Server {
+func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
+	switch {
+	case o.log != nil && testing.Verbose():
+		logger = slog.New(slog.NewTextHandler(io.MultiWriter(o.log, &testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case o.log != nil:
+		logger = slog.New(slog.NewTextHandler(o.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case testing.Verbose():
 		logger = slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg.Logger = logger
@@ -66,9 +126,9 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config) *Server {
 		t.Fatalf("new engine: %v", err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	s := &Server{t: t, Eng: eng, Member: m}
+	s := &Server{t: t, Eng: eng, Member: m, Auth: o.auth}
 	// Every request of the suite goes through the OpenAPI contract check.
-	h := contract.Wrap(t, server.New(server.Config{Engine: eng, Logger: logger}).Handler())
+	h := contract.Wrap(t, server.New(server.Config{Engine: eng, Logger: logger, Auth: o.auth}).Handler())
 	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
@@ -123,6 +183,11 @@ type Response struct {
 // RequestTimeout. It is safe to call from any goroutine: it reports
 // failures, and a 5xx unless Allow5xx is set, as errors.
 func (s *Server) Send(ctx context.Context, method, path, body string) (*Response, error) {
+	return s.SendAs(ctx, "", method, path, body)
+}
+
+// SendAs is Send with "Authorization: Bearer token" (none when token is "").
+func (s *Server) SendAs(ctx context.Context, token, method, path, body string) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -135,6 +200,9 @@ func (s *Server) Send(ctx context.Context, method, path, body string) (*Response
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	start := time.Now()
 	resp, err := s.TS.Client().Do(req)
@@ -156,7 +224,13 @@ func (s *Server) Send(ctx context.Context, method, path, body string) (*Response
 // Do is Send for the test goroutine: any transport failure or 5xx is fatal.
 func (s *Server) Do(method, path, body string) *Response {
 	s.t.Helper()
-	r, err := s.Send(context.Background(), method, path, body)
+	return s.DoAs("", method, path, body)
+}
+
+// DoAs is Do with "Authorization: Bearer token" (none when token is "").
+func (s *Server) DoAs(token, method, path, body string) *Response {
+	s.t.Helper()
+	r, err := s.SendAs(context.Background(), token, method, path, body)
 	if err != nil {
 		s.t.Fatal(err)
 	}
