@@ -181,7 +181,7 @@ func Parse(r io.Reader) (*Credentials, error) {
 		}
 		fields := strings.Fields(text)
 		if len(fields) != 2 {
-			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("want ROLE TOKEN (two fields, comments on lines of their own), found %d fields", len(fields))}
+			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("want ROLE TOKEN: two fields, comments on lines of their own; this line has %d", len(fields))}
 		}
 		role, ok := ParseRole(fields[0])
 		if !ok {

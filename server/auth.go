@@ -130,7 +130,7 @@ func requireAuth(store *auth.Store, log *slog.Logger) echo.MiddlewareFunc {
 				return fmt.Errorf("%w: the bearer token is not valid", auth.ErrUnauthorized)
 			}
 			if !cred.Role.Allows(acc.role) {
-				log.Info("request refused", "status", http.StatusForbidden, "method", req.Method, "route", c.Path(), "credential", cred.ID, "role", cred.Role, "need", acc.role)
+				log.Info("request refused", "status", http.StatusForbidden, "method", req.Method, "route", c.Path(), "remote", c.RealIP(), "credential", cred.ID, "role", cred.Role, "need", acc.role)
 				return &auth.RoleError{Need: acc.role, Have: cred.Role}
 			}
 			c.Set(CredentialKey, cred.ID)
