@@ -123,6 +123,7 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.IntVar(&cfg.MaxLocksPerSession, "max-locks-per-session", cfg.MaxLocksPerSession, "locks one session may hold; more get 409 too_many_locks_in_session; 0 = no cap")
 	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "sessions the cluster may hold; more get 429 too_many_sessions; 0 = no cap")
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", cfg.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
+	fs.StringVar(&cfg.AuthFile, "auth-file", cfg.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"
 	})
@@ -153,8 +154,10 @@ func applyEnv(fs *pflag.FlagSet) error {
 func serve(ctx context.Context, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// SIGHUP rereads the HTTPS certificate (before Start: its default
-	// action would end the process).
+	// SIGHUP re-reads what can change without a restart: the auth file and
+	// the HTTPS certificate. A bad file is logged and changes nothing. It
+	// is caught from before the start, since its default action would end
+	// the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -166,8 +169,7 @@ wait:
 	for {
 		select {
 		case <-hup:
-			// The node logs the outcome; on error the old pair stays.
-			_ = n.ReloadTLS()
+			_ = n.Reload() // Reload logs the outcome; on error the old files stay in use
 		case <-ctx.Done():
 			break wait
 		case err = <-n.Err():

@@ -4,13 +4,20 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"os"
 	"testing"
 
 	"github.com/spf13/pflag"
 
 	"github.com/baton-dev/baton/internal/cli"
+	"github.com/baton-dev/baton/internal/testcluster"
 	"github.com/baton-dev/baton/node"
 )
+
+// bin is baton built once for the tests that run it as a process.
+var bin string
+
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, &bin)) }
 
 func TestEnvName_IsTheFlagsTwin(t *testing.T) {
 	for flag, env := range map[string]string{

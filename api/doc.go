@@ -27,3 +27,8 @@ package api
 //	@tag.description	The audit trail.
 //	@tag.name			operations
 //	@tag.description	Health, readiness, cluster status and metrics.
+//
+//	@securityDefinitions.apikey	BearerAuth
+//	@in							header
+//	@name						Authorization
+//	@description				When the node runs with --auth-file, every /v1 call and /metrics need "Authorization: Bearer TOKEN", and the token's role must allow the call: read (list and get locks, sessions and fenced values, history, events, cluster, metrics), write (also acquire, renew, release, sessions, fenced writes), admin (also revoke, and act on holds and sessions of other credentials). A missing or unknown token answers 401 `unauthorized`, a role too weak 403 `forbidden`. Without --auth-file no token is needed.

@@ -36,10 +36,12 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Param			Last-Event-ID	header		int			false	"Same as since; wins over it (EventSource sends it when it reconnects)"	format(int64)
 //	@Success		200				{string}	string		"An endless text/event-stream"
 //	@Failure		400				{object}	api.Problem	"invalid_request"
+//	@Failure		401				{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		429				{object}	api.Problem	"rate_limited"
 //	@Failure		503				{object}	api.Problem	"unavailable, shutting_down, or too_many_streams (with `limit`): this node serves its maximum of streams"
 //	@Header			429				{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503				{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
 	q, err := query(c, "lock", "since")

@@ -190,6 +190,8 @@ func owner(c echo.Context, o *string) string {
 //	@Success		201		{object}	api.Lock			"Newly acquired"
 //	@Success		200		{object}	api.Lock			"Already held by the same session (idempotent)"
 //	@Failure		400		{object}	api.Problem			"invalid_request: the field named in `field` is wrong"
+//	@Failure		401		{object}	api.Problem			"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem			"forbidden: needs the write role, or the session belongs to another credential"
 //	@Failure		404		{object}	api.Problem			"session_not_found"
 //	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay; or too_many_locks_in_session (with `limit`)"
 //	@Failure		413		{object}	api.Problem			"body_too_large"
@@ -199,6 +201,7 @@ func owner(c echo.Context, o *string) string {
 //	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
 //	@Header			429		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [post]
 func (a *API) acquire(c echo.Context) error {
 	// Fix (found by TestBadInput_…/unknown_query_parameter_on_acquire):
@@ -265,11 +268,13 @@ func (a *API) acquire(c echo.Context) error {
 //	@Param			name	path		string	true	"Lock name"
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404		{object}	api.Problem	"not_held"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [get]
 func (a *API) getLock(c echo.Context) error {
 	if _, err := query(c); err != nil {
@@ -304,10 +309,12 @@ func (a *API) getLock(c echo.Context) error {
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.LockList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
 	q, err := query(c, "prefix", "limit", "cursor")
@@ -352,6 +359,8 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Param			request	body		api.RenewRequest	true	"The fencing token"
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential"
 //	@Failure		404		{object}	api.Problem	"not_held"
 //	@Failure		409		{object}	api.Problem	"token_mismatch: held with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
@@ -360,6 +369,7 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/locks/{name}/renew [post]
 func (a *API) renew(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -390,12 +400,15 @@ func (a *API) renew(c echo.Context) error {
 //	@Param			token	query	int		true	"The fencing token"	format(int64)
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		409	{object}	api.Problem	"token_mismatch"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [delete]
 func (a *API) release(c echo.Context) error {
 	q, err := query(c, "token")
@@ -427,6 +440,8 @@ func (a *API) release(c echo.Context) error {
 //	@Param			request	body	api.RevokeRequest	false	"Why"
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
@@ -434,6 +449,7 @@ func (a *API) release(c echo.Context) error {
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/locks/{name}/revoke [post]
 func (a *API) revoke(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -460,12 +476,15 @@ func (a *API) revoke(c echo.Context) error {
 //	@Param			request	body		api.SessionRequest	false	"TTL (default 30s, from 2s to 24h) and owner (default: the client's address)"
 //	@Success		201		{object}	api.Session
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
 //	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/sessions [post]
 func (a *API) createSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -499,11 +518,13 @@ func (a *API) createSession(c echo.Context) error {
 //	@Param			id	path		string	true	"Session ID"
 //	@Success		200	{object}	api.Session
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/sessions/{id} [get]
 func (a *API) getSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -526,6 +547,8 @@ func (a *API) getSession(c echo.Context) error {
 //	@Param			id	path		string	true	"Session ID"
 //	@Success		200	{object}	api.Session
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential"
 //	@Failure		404	{object}	api.Problem	"session_not_found: expired or unknown"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
@@ -533,6 +556,7 @@ func (a *API) getSession(c echo.Context) error {
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/sessions/{id}/renew [post]
 func (a *API) renewSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -558,11 +582,14 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Param			id	path	string	true	"Session ID"
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/sessions/{id} [delete]
 func (a *API) deleteSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -586,6 +613,8 @@ func (a *API) deleteSession(c echo.Context) error {
 //	@Param			request		body		api.FencedRequest	true	"Token, value (any JSON) and optional lock"
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
+//	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403			{object}	api.Problem	"forbidden: needs the write role"
 //	@Failure		409			{object}	api.Problem	"stale_token (with max_token) or not_holder"
 //	@Failure		413			{object}	api.Problem	"body_too_large"
 //	@Failure		415			{object}	api.Problem	"unsupported_media_type"
@@ -593,6 +622,7 @@ func (a *API) deleteSession(c echo.Context) error {
 //	@Failure		503			{object}	api.Problem	"unavailable"
 //	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [put]
 func (a *API) putFenced(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -622,11 +652,13 @@ func (a *API) putFenced(c echo.Context) error {
 //	@Param			resource	path		string	true	"Resource name"
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
+//	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404			{object}	api.Problem	"not_found"
 //	@Failure		429			{object}	api.Problem	"rate_limited"
 //	@Failure		503			{object}	api.Problem	"unavailable"
 //	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [get]
 func (a *API) getFenced(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
@@ -655,10 +687,12 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
 //	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
 	q, err := query(c, "lock", "limit", "before", "owner", "type", "from", "to")
@@ -705,10 +739,12 @@ func (a *API) history(c echo.Context) error {
 //	@Produce		json
 //	@Success		200	{object}	api.Cluster
 //	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/v1/cluster [get]
 func (a *API) cluster(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -39,6 +40,9 @@ type Problem struct {
 	// too_many_locks_in_session, too_many_sessions, too_many_streams).
 	Limit int `json:"limit,omitempty" example:"1000"`
 }
+
+// WWWAuthenticate is the challenge every 401 carries (RFC 6750).
+const WWWAuthenticate = `Bearer realm="baton"`
 
 // ProblemType is the type URI of a problem code.
 func ProblemType(code string) string { return "urn:baton:problem:" + code }
@@ -76,6 +80,11 @@ var errorTable = []struct {
 	{ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "Too many requests"},
 	{lock.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
 	{lock.ErrClosed, http.StatusServiceUnavailable, "shutting_down", "Node shutting down"},
+	// Authentication (server's auth middleware) and the engine's ownership
+	// check: one code for both refusals, the detail says which.
+	{auth.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Unauthorized"},
+	{auth.ErrForbidden, http.StatusForbidden, "forbidden", "Forbidden"},
+	{lock.ErrNotOwner, http.StatusForbidden, "forbidden", "Forbidden"},
 	// Fix (found by TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace):
 	// a client that leaves, a waiter giving up say, cancels its request's
 	// context and the engine returns context.Canceled. API.md plans for
@@ -209,6 +218,10 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		if p.RetryAfter > 0 {
 			c.Response().Header().Set("Retry-After", strconv.FormatInt(p.RetryAfter, 10))
+		}
+		if p.Status == http.StatusUnauthorized && c.Response().Header().Get(echo.HeaderWWWAuthenticate) == "" {
+			// RFC 9110: a 401 names the scheme that would work.
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, WWWAuthenticate)
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(p.Status)

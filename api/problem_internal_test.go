@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -82,6 +83,14 @@ func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
 				}
 			}},
 		{name: "client went away", err: context.Canceled, status: 499, code: "client_closed_request"},
+		{name: "no credential", err: fmt.Errorf("%w: send Authorization: Bearer TOKEN", auth.ErrUnauthorized), status: 401, code: "unauthorized"},
+		{name: "role too weak", err: &auth.RoleError{Need: auth.Admin, Have: auth.Write}, status: 403, code: "forbidden",
+			check: func(t *testing.T, p *Problem) {
+				if !strings.Contains(p.Detail, "admin role") {
+					t.Errorf("detail %q does not name the role needed", p.Detail)
+				}
+			}},
+		{name: "another credential's hold", err: lock.ErrNotOwner, status: 403, code: "forbidden"},
 		{name: "problem passes through", err: badRequest("limit", "limit must be an integer"), status: 400, code: "invalid_request",
 			check: func(t *testing.T, p *Problem) {
 				if p.Field != "limit" || p.Detail != "limit must be an integer" {
@@ -185,5 +194,19 @@ func TestErrorHandler_LeavesACommittedResponseAlone(t *testing.T) {
 	ErrorHandler(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))(lock.ErrNotHeld, c)
 	if rec.Code != 200 || rec.Body.String() != "done" {
 		t.Fatalf("committed response changed: %d %q", rec.Code, rec.Body)
+	}
+}
+
+func TestErrorHandler_401CarriesABearerChallenge(t *testing.T) {
+	rec, logs := render(t, "GET", fmt.Errorf("%w: no Authorization header", auth.ErrUnauthorized))
+	if rec.Code != 401 || rec.Header().Get("WWW-Authenticate") != `Bearer realm="baton"` {
+		t.Fatalf("status %d, WWW-Authenticate %q", rec.Code, rec.Header().Get("WWW-Authenticate"))
+	}
+	if logs != "" {
+		t.Errorf("a 401 was logged as an error: %s", logs)
+	}
+	rec, _ = render(t, "DELETE", fmt.Errorf("release: %w", lock.ErrNotOwner))
+	if rec.Code != 403 || rec.Header().Get("WWW-Authenticate") != "" {
+		t.Fatalf("ErrNotOwner: status %d, WWW-Authenticate %q; want 403 without a challenge", rec.Code, rec.Header().Get("WWW-Authenticate"))
 	}
 }

@@ -52,10 +52,12 @@ type Config struct {
 	// that must not be repeated go on new connections, through a copy of
 	// its transport without keep-alives, when that is an *http.Transport.
 	HTTPClient *http.Client
-	// Token, when set, is sent as "Authorization: Bearer <Token>".
+	// Token, when set, is sent as "Authorization: Bearer <Token>": the
+	// bearer token of a node that runs with --auth-file. (Not a fencing
+	// token, which identifies a hold.)
 	Token string
 	// TokenFile, when set and Token is empty, is read by NewWithConfig;
-	// its content, trimmed, is the token.
+	// its content, trimmed, is the bearer token.
 	TokenFile string
 	// TLSConfig is the TLS for https:// endpoints: a CA to trust and a
 	// client certificate. It applies to the client's own transport, so it
@@ -80,9 +82,15 @@ type Config struct {
 // as the CLI reads it:
 //
 //   - BATON_ADDR: comma-separated endpoints (default DefaultAddr);
-//   - BATON_TOKEN_FILE: a file holding the bearer token.
+//   - BATON_AUTH_TOKEN: the bearer token;
+//   - BATON_TOKEN_FILE: a file holding the bearer token, read when
+//     BATON_AUTH_TOKEN is unset;
 //   - BATON_CACERT: a PEM file of CAs to trust besides the system's;
 //   - BATON_CERT, BATON_KEY: a client certificate and its key.
+//
+// The bearer token's variable is not BATON_TOKEN: "baton exec" gives its
+// command the fencing token of its lock under that name, and a baton
+// client run by that command must not send it as its credential.
 //
 // It never fails: a token file or TLS file that cannot be read makes
 // NewWithConfig fail.
@@ -100,6 +108,7 @@ func DefaultConfig() Config {
 			}
 		}
 	}
+	cfg.Token = strings.TrimSpace(os.Getenv("BATON_AUTH_TOKEN"))
 	cfg.TokenFile = os.Getenv("BATON_TOKEN_FILE")
 	cfg.TLSConfig = TLSConfig{CAFile: os.Getenv("BATON_CACERT"), CertFile: os.Getenv("BATON_CERT"), KeyFile: os.Getenv("BATON_KEY")}
 	return cfg

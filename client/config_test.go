@@ -19,9 +19,11 @@ func TestDefaultConfig_ReadsTheEnvironment(t *testing.T) {
 	}
 	t.Setenv("BATON_ADDR", " 10.0.0.1:8080, https://b.example:8443/baton/ ,")
 	t.Setenv("BATON_TOKEN_FILE", tokenFile)
+	t.Setenv("BATON_AUTH_TOKEN", " from-the-env\n")
+	t.Setenv("BATON_TOKEN", "4711") // baton exec's fencing token: never a credential
 	cfg := client.DefaultConfig()
 	if !slices.Equal(cfg.Endpoints, []string{"10.0.0.1:8080", "https://b.example:8443/baton/"}) || cfg.TokenFile != tokenFile ||
-		cfg.Timeout != 10*time.Second || cfg.RetryBackoff <= 0 {
+		cfg.Token != "from-the-env" || cfg.Timeout != 10*time.Second || cfg.RetryBackoff <= 0 {
 		t.Errorf("DefaultConfig() = %+v", cfg)
 	}
 	c, err := client.New()
@@ -38,7 +40,8 @@ func TestDefaultConfig_ReadsTheEnvironment(t *testing.T) {
 
 	t.Setenv("BATON_ADDR", "")
 	t.Setenv("BATON_TOKEN_FILE", "")
-	if cfg := client.DefaultConfig(); !slices.Equal(cfg.Endpoints, []string{client.DefaultAddr}) || cfg.TokenFile != "" {
+	t.Setenv("BATON_AUTH_TOKEN", "")
+	if cfg := client.DefaultConfig(); !slices.Equal(cfg.Endpoints, []string{client.DefaultAddr}) || cfg.TokenFile != "" || cfg.Token != "" {
 		t.Errorf("without the environment: %+v", cfg)
 	}
 }

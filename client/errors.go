@@ -40,6 +40,13 @@ var (
 	// ErrLockLost: a *Lock is no longer held, or may no longer be: see
 	// Lock.Err for why.
 	ErrLockLost = errors.New("baton: lock lost")
+	// ErrUnauthorized: the node runs with authentication and the call
+	// carried no valid bearer token (Config.Token). Any 401 matches it.
+	ErrUnauthorized = errors.New("baton: unauthorized")
+	// ErrForbidden: the token is valid but its role does not allow the
+	// call, or the hold or session belongs to another credential;
+	// Error.Detail says which. Any 403 matches it.
+	ErrForbidden = errors.New("baton: forbidden")
 )
 
 // Error is an error answer from a baton node: its RFC 9457 problem
@@ -88,13 +95,20 @@ var codes = map[string]error{
 	"invalid_request":   ErrInvalid,
 	"unavailable":       ErrUnavailable,
 	"shutting_down":     ErrUnavailable,
+	"unauthorized":      ErrUnauthorized,
+	"forbidden":         ErrForbidden,
 }
 
 // Is reports whether the answer means target, so that
 // errors.Is(err, ErrHeld) works on errors from the wire. Any 5xx counts as
-// ErrUnavailable: it comes from the node or a proxy, not from the request.
+// ErrUnavailable: it comes from the node or a proxy, not from the request;
+// any 401 as ErrUnauthorized and any 403 as ErrForbidden.
 func (e *Error) Is(target error) bool {
-	if target == ErrUnavailable && e.Status >= 500 {
+	switch {
+	case target == ErrUnavailable && e.Status >= 500,
+		// A proxy in front of baton may answer these without a problem body.
+		target == ErrUnauthorized && e.Status == http.StatusUnauthorized,
+		target == ErrForbidden && e.Status == http.StatusForbidden:
 		return true
 	}
 	s, ok := codes[e.Code]

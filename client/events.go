@@ -46,9 +46,10 @@ type EventsOptions struct {
 //
 // The event channel is closed when the stream ends: when ctx ends, or
 // when the server refuses the request itself with a 4xx (an invalid lock
-// name, say), which no reconnection can mend. The error channel then
-// yields why, once, and is closed. Read events promptly: a reader that
-// falls far behind is disconnected by the server, and resumes.
+// name, a missing or wrong bearer token), which no reconnection can mend.
+// The error channel then yields why, once, and is closed. Read events
+// promptly: a reader that falls far behind is disconnected by the server,
+// and resumes.
 func (c *Client) Events(ctx context.Context, o EventsOptions) (<-chan Event, <-chan error) {
 	evc := make(chan Event, 16)
 	errc := make(chan error, 1)
@@ -57,7 +58,7 @@ func (c *Client) Events(ctx context.Context, o EventsOptions) (<-chan Event, <-c
 		s.o.IdleTimeout = defaultIdleTimeout
 	}
 	if !s.haveBase {
-		s.fetchBase(ctx)
+		_ = s.fetchBase(ctx) // run asks again, and reports a refusal
 	}
 	go func() {
 		err := s.run(ctx)
@@ -93,10 +94,21 @@ type eventKey struct {
 	token              int64
 }
 
-func (s *eventStream) fetchBase(ctx context.Context) {
-	if ci, err := s.c.Cluster(ctx); err == nil {
+// fetchBase asks a node for the current revision. Its error matters
+// only when it is the request's own fault (401, 403): see refused.
+func (s *eventStream) fetchBase(ctx context.Context) error {
+	ci, err := s.c.Cluster(ctx)
+	if err == nil {
 		s.since, s.haveBase = ci.Revision, true
 	}
+	return err
+}
+
+// refused reports whether err is a node's answer about the request itself
+// (a 4xx other than 408 and 429), which no reconnection can mend.
+func refused(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests
 }
 
 func (s *eventStream) run(ctx context.Context) error {
@@ -108,7 +120,11 @@ func (s *eventStream) run(ctx context.Context) error {
 		if !s.haveBase {
 			// Without a revision to resume from, a reconnection could not
 			// tell what it missed: no stream until a node says where we are.
-			s.fetchBase(ctx)
+			// A refusal (a bad token, say) ends the stream: asking again
+			// cannot mend it.
+			if berr := s.fetchBase(ctx); refused(berr) {
+				return fmt.Errorf("events: %w", berr)
+			}
 		}
 		if s.haveBase {
 			connected, retryAfter, err = s.connect(ctx)
@@ -116,8 +132,7 @@ func (s *eventStream) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var e *Error
-		if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests {
+		if refused(err) {
 			return fmt.Errorf("events: %w", err)
 		}
 		if connected {

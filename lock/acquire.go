@@ -28,6 +28,10 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if err != nil {
 		return nil, false, err
 	}
+	a.credential = credentialOf(ctx)
+	if err := a.checkSessionOwner(ctx); err != nil {
+		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+	}
 	defer a.dropLease()
 	if req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)
@@ -53,6 +57,12 @@ type acquirer struct {
 	e       *Engine
 	req     AcquireRequest
 	session clientv3.LeaseID // the session's lease, or 0
+	// credential is recorded on the hold (see Caller); "" without one.
+	credential string
+	// sessionRev, when set, is the CreateRevision of the session key whose
+	// record the ownership check read: the txn requires that very key, so
+	// the check holds at the revision the lock is granted.
+	sessionRev int64
 
 	// The lock's own lease when it has no session; granted lazily, and
 	// replaced when it may have aged too much to hand out.
@@ -223,7 +233,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	now := nowUTC()
 	rec := holderRecord{
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
-		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata,
+		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 	}
 
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
@@ -244,7 +254,11 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	var sessionOps []clientv3.Op
 	if a.session != 0 {
 		skey := e.sessionKey(a.req.Session)
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
+		if a.sessionRev != 0 {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
+		} else {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
+		}
 		sessionOps = []clientv3.Op{clientv3.OpGet(skey)}
 	}
 
@@ -791,4 +805,26 @@ func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map
 		}
 	}
 	return l, nil
+}
+
+// checkSessionOwner refuses an acquire into a session that another
+// credential created (see Caller). It costs a read only when there is
+// something to check: a session, and a caller that is not an admin. The
+// read is local when the member has the session; the txn then requires
+// the very key that was read (sessionRev), so a session deleted and made
+// anew meanwhile cannot slip through.
+func (a *acquirer) checkSessionOwner(ctx context.Context) error {
+	c, ok := CallerFrom(ctx)
+	if a.session == 0 || !ok || c.Admin {
+		return nil
+	}
+	rec, rev, err := a.e.readSession(ctx, a.req.Session)
+	if err != nil {
+		return err
+	}
+	if !mayActOn(ctx, rec.Credential) {
+		return fmt.Errorf("session %s was created by another credential: %w", a.req.Session, ErrNotOwner)
+	}
+	a.sessionRev = rev
+	return nil
 }

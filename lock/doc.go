@@ -16,6 +16,19 @@
 // newer one. Holding a lock does not stop a paused holder from acting late:
 // only resources that check the token (see PutFenced) are safe.
 //
+// # Ownership
+//
+// With a Caller in the context (WithCaller; the HTTP server puts the
+// request's credential there when authentication is on), a hold records
+// the credential that acquired it, and a session the one that created it.
+// Release and Renew of a hold, RenewSession and DeleteSession, and an
+// Acquire into a session then answer ErrNotOwner, changing nothing, to any
+// other credential but an admin. The check reads the records these calls
+// read anyway (only an Acquire into a session reads one more, the session
+// record, and then requires that key's CreateRevision in its txn), and it
+// holds at commit: a holder record is never rewritten and the end txn
+// compares ModRevision with the token.
+//
 // # Key schema
 //
 // Every key lives under Config.Prefix (default "/baton/"):

@@ -49,6 +49,10 @@ var (
 	// Config.MaxSubscriptions subscriptions already; the error is a
 	// *LimitError. Another node may have room.
 	ErrTooManySubscriptions = errors.New("too many event subscriptions")
+	// ErrNotOwner means the hold or session was created by another
+	// credential (see Caller): only that credential or an admin may end,
+	// renew or use it. Nothing was changed.
+	ErrNotOwner = errors.New("held by another credential")
 )
 
 // HeldError is returned when a lock cannot be acquired.

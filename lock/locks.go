@@ -116,7 +116,8 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 
 // Renew extends the lease of the lock that token holds, and returns the
 // lock with its new expiry. A lock in a session renews the whole session.
-// It returns ErrNotHeld or ErrTokenMismatch when token no longer holds it.
+// It returns ErrNotHeld or ErrTokenMismatch when token no longer holds it,
+// and ErrNotOwner when ctx's caller may not act on the hold (see Caller).
 func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, err error) {
 	defer func() {
 		if err != nil {
@@ -126,6 +127,9 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, 
 	hr, err := e.heldWith(ctx, name, token)
 	if err != nil {
 		return nil, fmt.Errorf("renew %q: %w", name, err)
+	}
+	if !mayActOn(ctx, hr.Credential) {
+		return nil, fmt.Errorf("renew %q: the hold with token %d was acquired by another credential: %w", name, token, ErrNotOwner)
 	}
 	id, _ := parseLeaseHex(hr.Lease)
 	start := time.Now()
@@ -151,7 +155,8 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, 
 
 // Release ends the hold of token on name and records it as released. It
 // never touches a newer holder: ErrTokenMismatch if token is stale,
-// ErrNotHeld if nobody holds the lock.
+// ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
+// nothing, when ctx's caller may not act on the hold (see Caller).
 func (e *Engine) Release(ctx context.Context, name string, token int64) error {
 	if err := e.end(ctx, name, token, EventReleased, ""); err != nil {
 		return fmt.Errorf("release %q: %w", name, err)
@@ -210,15 +215,24 @@ func (e *Engine) endingHold(ctx context.Context, name string, token int64) (hold
 // end deletes the lock key if token holds it and writes the hold's end
 // event in the same transaction. A released lock's own lease goes to the
 // pool for the next acquire; after a revoke it is revoked.
+//
+// The ownership check (see Caller) costs nothing more: it reads the holder
+// record that end reads anyway. It is race-free because a holder record is
+// never rewritten and the txn requires ModRevision == token, so the record
+// checked is the record of the hold that the txn ends, or the txn fails.
 func (e *Engine) end(ctx context.Context, name string, token int64, typ EventType, detail string) error {
 	hr, err := e.endingHold(ctx, name, token)
 	if err != nil {
 		return err
 	}
+	if !mayActOn(ctx, hr.Credential) {
+		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+	}
 	return e.endHold(ctx, name, token, hr, typ, detail)
 }
 
-// endHold is end once the holder record of token's hold is known.
+// endHold is end once the holder record of token's hold is known and the
+// caller may act on it.
 func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holderRecord, typ EventType, detail string) error {
 	lkey := e.lockKey(name)
 	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail}

@@ -34,8 +34,8 @@ const (
 
 // renewReasons are the reasons each kind of renew can fail for.
 var renewReasons = map[string][]string{
-	renewLock:    {"not_held", "token_mismatch", "invalid", "unavailable", "canceled", "error"},
-	renewSession: {"session_not_found", "invalid", "unavailable", "canceled", "error"},
+	renewLock:    {"not_held", "token_mismatch", "not_owner", "invalid", "unavailable", "canceled", "error"},
+	renewSession: {"session_not_found", "not_owner", "invalid", "unavailable", "canceled", "error"},
 }
 
 func newMetrics(hasLeader func() float64) *metrics {
@@ -48,8 +48,8 @@ func newMetrics(hasLeader func() float64) *metrics {
 		}, []string{"type"}),
 		renewFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_renew_failures_total",
-			Help: "Renews this node answered with an error, by kind and reason: lock (not_held, token_mismatch, " +
-				"invalid, unavailable, canceled, error) and session (session_not_found, invalid, unavailable, canceled, error).",
+			Help: "Renews this node answered with an error, by kind and reason: lock (not_held, token_mismatch, not_owner, " +
+				"invalid, unavailable, canceled, error) and session (session_not_found, not_owner, invalid, unavailable, canceled, error).",
 		}, []string{"kind", "reason"}),
 		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_etcd_leader_changes_total",
@@ -113,6 +113,8 @@ func (e *Engine) renewFailed(kind string, err error) {
 		reason = "token_mismatch"
 	case errors.Is(err, ErrSessionNotFound):
 		reason = "session_not_found"
+	case errors.Is(err, ErrNotOwner):
+		reason = "not_owner"
 	case errors.Is(err, ErrInvalid):
 		reason = "invalid"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed):

@@ -22,6 +22,10 @@ type holderRecord struct {
 	AcquiredAt time.Time         `json:"acquired_at"`
 	LockDelay  time.Duration     `json:"lock_delay,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
+	// Credential is the ID of the credential that acquired the hold (see
+	// Caller); absent without authentication, and in records written
+	// before it existed.
+	Credential string `json:"credential,omitempty"`
 }
 
 // delayRecord guards a lock with lock-delay. Acquire creates it with the
@@ -38,6 +42,9 @@ type sessionRecord struct {
 	Owner     string    `json:"owner"`
 	TTL       int64     `json:"ttl"`
 	CreatedAt time.Time `json:"created_at"`
+	// Credential is the ID of the credential that created the session,
+	// as in holderRecord.
+	Credential string `json:"credential,omitempty"`
 }
 
 type waiterRecord struct {
@@ -88,6 +95,7 @@ func (r holderRecord) toLock(name string, token int64) *Lock {
 		AcquiredAt: r.AcquiredAt,
 		LockDelay:  r.LockDelay,
 		Metadata:   md,
+		Credential: r.Credential,
 	}
 }
 

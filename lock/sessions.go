@@ -13,7 +13,8 @@ import (
 
 // CreateSession grants a lease of ttl (0 means Config.DefaultTTL) that
 // locks can share. The session ends when it is not renewed within its TTL,
-// and every lock in it ends with it.
+// and every lock in it ends with it. It belongs to ctx's caller, if any
+// (see Caller).
 func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		return nil, e.etcdErr(ctx, "create session", err)
 	}
 	id := leaseHex(g.ID)
-	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC()}
+	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC(), Credential: credentialOf(ctx)}
 	put, err := e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
 	if err != nil {
 		e.revokeLease(id)
@@ -47,8 +48,9 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	}
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt: start.Add(time.Duration(g.TTL) * time.Second).UTC().Truncate(time.Millisecond),
-		Locks:     []string{},
+		ExpiresAt:  start.Add(time.Duration(g.TTL) * time.Second).UTC().Truncate(time.Millisecond),
+		Locks:      []string{},
+		Credential: rec.Credential,
 	}, nil
 }
 
@@ -158,8 +160,9 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	}
 	s := &Session{
 		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt: now.Add(time.Duration(ttl.TTL) * time.Second).UTC().Truncate(time.Millisecond),
-		Locks:     []string{},
+		ExpiresAt:  now.Add(time.Duration(ttl.TTL) * time.Second).UTC().Truncate(time.Millisecond),
+		Locks:      []string{},
+		Credential: rec.Credential,
 	}
 	for _, k := range ttl.Keys {
 		if name, ok := strings.CutPrefix(string(k), e.locksPrefix()); ok {
@@ -171,23 +174,44 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 }
 
 func (e *Engine) sessionRecord(ctx context.Context, id string) (sessionRecord, error) {
+	rec, _, err := e.sessionRecordWith(ctx, id)
+	return rec, err
+}
+
+// sessionRecordWith reads a session record and its key's CreateRevision.
+func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clientv3.OpOption) (sessionRecord, int64, error) {
 	var rec sessionRecord
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.sessionKey(id))
+	resp, err := e.cli.Get(octx, e.sessionKey(id), opts...)
 	if err != nil {
-		return rec, e.etcdErr(ctx, "get session", err)
+		return rec, 0, e.etcdErr(ctx, "get session", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return rec, ErrSessionNotFound
+		return rec, 0, ErrSessionNotFound
 	}
 	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
-		return rec, fmt.Errorf("decode session record: %w", err)
+		return rec, 0, fmt.Errorf("decode session record: %w", err)
 	}
-	return rec, nil
+	return rec, resp.Kvs[0].CreateRevision, nil
 }
 
-// RenewSession extends the session's lease by its TTL.
+// readSession reads a session record for an ownership check: from the
+// member's local state first (no ReadIndex round), since a session record
+// is written once and never changed, and a caller that then requires the
+// key's CreateRevision in its txn acts on exactly what it read. Only a
+// session the local state does not show is looked up linearizably.
+func (e *Engine) readSession(ctx context.Context, id string) (sessionRecord, int64, error) {
+	if !e.memberStopped() {
+		if rec, rev, err := e.sessionRecordWith(ctx, id, clientv3.WithSerializable()); err == nil {
+			return rec, rev, nil
+		}
+	}
+	return e.sessionRecordWith(ctx, id)
+}
+
+// RenewSession extends the session's lease by its TTL. It returns
+// ErrNotOwner when ctx's caller may not act on the session (see Caller).
 func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err error) {
 	defer func() {
 		if err != nil {
@@ -200,8 +224,12 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	}
 	id = leaseHex(lid)
 	// The session key guards against renewing some other lease by its ID.
-	if _, err := e.sessionRecord(ctx, id); err != nil {
+	rec, err := e.sessionRecord(ctx, id)
+	if err != nil {
 		return nil, err
+	}
+	if !mayActOn(ctx, rec.Credential) {
+		return nil, fmt.Errorf("renew session %s: %w", id, ErrNotOwner)
 	}
 	octx, done := e.op(ctx)
 	_, err = e.cli.KeepAliveOnce(octx, lid)
@@ -219,11 +247,15 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 const maxEndsPerTxn = 32
 
 // DeleteSession releases every lock of the session, each recorded as
-// released, then ends the session.
+// released, then ends the session. It returns ErrNotOwner, and changes
+// nothing, when ctx's caller may not act on the session (see Caller).
 func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	s, err := e.GetSession(ctx, id)
 	if err != nil {
 		return err
+	}
+	if !mayActOn(ctx, s.Credential) {
+		return fmt.Errorf("delete session %s: %w", s.ID, ErrNotOwner)
 	}
 	for len(s.Locks) > 0 {
 		batch := s.Locks[:min(len(s.Locks), maxEndsPerTxn)]

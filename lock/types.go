@@ -28,6 +28,9 @@ type Lock struct {
 	ExpiresAt time.Time
 	LockDelay time.Duration
 	Metadata  map[string]string
+	// Credential is the ID of the credential that acquired the hold, when
+	// the caller had one (see Caller). The HTTP API does not show it.
+	Credential string
 }
 
 // Session is a lease that many locks can share: when it ends, they all do.
@@ -39,6 +42,9 @@ type Session struct {
 	ExpiresAt time.Time
 	// Locks are the names of the locks held in the session, sorted.
 	Locks []string
+	// Credential is the ID of the credential that created the session,
+	// when the caller had one (see Caller).
+	Credential string
 }
 
 // EventType names what happened to a lock.

@@ -15,6 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
 	"github.com/baton-dev/baton/lock"
@@ -60,6 +61,9 @@ type Config struct {
 	// MaxEventStreams caps this node's event streams (lock.Config's
 	// MaxSubscriptions).
 	MaxEventStreams int
+	// AuthFile, when set, turns authentication on with the credentials
+	// of this file (see package auth); Reload reads it again.
+	AuthFile string
 	// Logger overrides the logger built from LogLevel.
 	Logger *slog.Logger
 
@@ -123,6 +127,7 @@ type Node struct {
 	extCli   *clientv3.Client  // nil with the embedded member
 	eng      *lock.Engine
 	srv      *server.Server
+	auth     *auth.Store // nil without AuthFile
 	listener net.Listener
 	httpCert *tlsfiles.KeyPair // nil without --tls-cert
 	errc     chan error
@@ -159,7 +164,14 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2), httpCert: httpCert}
+	var store *auth.Store
+	if cfg.AuthFile != "" {
+		if store, err = auth.Load(cfg.AuthFile); err != nil {
+			return nil, err
+		}
+		warnLooseMode(log, cfg.AuthFile)
+	}
+	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2), httpCert: httpCert, auth: store}
 	// Fix (found by testcluster, a node whose start failed panicked):
 	// "return nil, err" sets n to nil before deferred calls run, so the
 	// cleanup must hold its own reference.
@@ -208,7 +220,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.srv = server.New(server.Config{
-		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog,
+		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog, Auth: n.auth,
 		RateLimit:           server.RateLimit{Rate: cfg.RateLimit, Burst: cfg.RateBurst},
 		CredentialRateLimit: server.RateLimit{Rate: cfg.CredentialRateLimit, Burst: cfg.CredentialRateBurst},
 	})
@@ -224,7 +236,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 	}()
 	log.Info("baton serving", "http", n.URL(), "name", cfg.Name,
-		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil)
+		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil)
 	if httpCert != nil {
 		leaf := httpCert.Leaf()
 		log.Info("https certificate", "cert_file", cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter,
@@ -324,4 +336,34 @@ func (n *Node) Close() error {
 		n.log.Info("baton stopped", "name", n.cfg.Name)
 	})
 	return errors.Join(errs...)
+}
+
+// Reload re-reads what can change while the node runs: the auth file and
+// the HTTPS certificate (ReloadTLS). A file that cannot be used leaves what
+// is in force as it was, and the error names the file or the line at fault
+// (never a token). main calls it on SIGHUP.
+func (n *Node) Reload() error {
+	return errors.Join(n.reloadAuth(), n.ReloadTLS())
+}
+
+func (n *Node) reloadAuth() error {
+	if n.auth == nil {
+		return nil
+	}
+	c, err := n.auth.Reload()
+	if err != nil {
+		n.log.Error("reload: auth file rejected, the credentials in force stay", "err", err)
+		return err
+	}
+	warnLooseMode(n.log, n.auth.Path())
+	n.log.Info("reload: credentials swapped", "file", n.auth.Path(), "read", c.Count(auth.Read), "write", c.Count(auth.Write), "admin", c.Count(auth.Admin))
+	return nil
+}
+
+// warnLooseMode warns when others than the file's owner may read an auth
+// file: its tokens are passwords.
+func warnLooseMode(log *slog.Logger, path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("auth file is readable by others than its owner; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	}
 }

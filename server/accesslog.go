@@ -8,11 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// credentialKey is where the auth middleware leaves the non-secret ID of
-// the credential a request presented ("cred-" + 12 hex digits of the
-// token's SHA-256); absent when auth is off or the route is open.
-const credentialKey = "baton.credential"
-
 // maxLoggedPath bounds the path in a log line. Lock and resource names are
 // at most 128 characters, so every real route fits; a client sending
 // megabytes of path gets them cut.
@@ -57,7 +52,7 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 				slog.Int64("bytes_out", res.Size),
 				slog.String("remote", req.RemoteAddr),
 			}
-			if cred, ok := c.Get(credentialKey).(string); ok && cred != "" {
+			if cred, ok := c.Get(CredentialKey).(string); ok && cred != "" {
 				attrs = append(attrs, slog.String("credential", cred))
 			}
 			// Not the request's context: it is often cancelled by now, and

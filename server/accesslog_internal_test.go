@@ -24,7 +24,7 @@ func TestAccessLog_LogsTheCredentialIDNeverTheToken(t *testing.T) {
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if strings.HasPrefix(c.Request().Header.Get("Authorization"), "Bearer ") {
-				c.Set(credentialKey, "cred-0123456789ab")
+				c.Set(CredentialKey, "cred-0123456789ab")
 			}
 			return next(c)
 		}

@@ -2,7 +2,13 @@
 // middleware, the API routes, /metrics, the OpenAPI document and /docs,
 // the dashboard, and a graceful shutdown that drains requests in flight.
 //
-//	srv := server.New(server.Config{Engine: eng, Logger: logger})
+// With Config.Auth set, every /v1 route and /metrics need a bearer token
+// whose role allows the call (RouteAccess decides each route; New refuses
+// a route without a decision), and the request's credential reaches the
+// lock engine's ownership checks (lock.Caller):
+//
+//	store, err := auth.Load("/etc/baton/auth")
+//	srv := server.New(server.Config{Engine: eng, Logger: logger, Auth: store})
 //	go srv.Serve(listener)
 //	...
 //	srv.Shutdown(ctx)

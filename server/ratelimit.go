@@ -49,7 +49,7 @@ func rateLimitByAddress(l RateLimit, reg prometheus.Registerer) echo.MiddlewareF
 // named it; requests without one (auth off, open routes) pass.
 func rateLimitByCredential(l RateLimit, reg prometheus.Registerer) echo.MiddlewareFunc {
 	return rateLimit("credential", l, reg, func(c echo.Context) string {
-		id, _ := c.Get(credentialKey).(string)
+		id, _ := c.Get(CredentialKey).(string)
 		return id
 	})
 }

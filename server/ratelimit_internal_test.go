@@ -114,7 +114,7 @@ func TestRateLimit_PerCredentialLimitsEachCredentialAlone(t *testing.T) {
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if id := c.Request().Header.Get("X-Test-Credential"); id != "" {
-				c.Set(credentialKey, id)
+				c.Set(CredentialKey, id)
 			}
 			return next(c)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/openapi"
 )
@@ -39,6 +40,10 @@ type Config struct {
 	// EventBuffer is how many events a stream holds for a slow reader
 	// before it is dropped; 0 means 1024.
 	EventBuffer int
+	// Auth, when set, turns authentication on: every /v1 route and
+	// /metrics then need a bearer token of a role that allows the call
+	// (see RouteAccess). Nil serves every route to anyone.
+	Auth *auth.Store
 }
 
 // Server is baton's HTTP server.
@@ -82,6 +87,9 @@ func New(cfg Config) *Server {
 	// credentials is throttled too; per credential after it, since
 	// authentication names the credential.
 	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
+	if cfg.Auth != nil {
+		e.Use(requireAuth(cfg.Auth, cfg.Logger))
+	}
 	e.Use(rateLimitByCredential(cfg.CredentialRateLimit, reg))
 
 	api.New(cfg.Engine, api.Options{
@@ -98,6 +106,7 @@ func New(cfg Config) *Server {
 	e.GET("/openapi.yaml", openapiDoc("application/yaml", openapi.YAML))
 	registerDashboard(e)
 	registerDocs(e)
+	checkRouteAccess(e)
 
 	return &Server{
 		echo: e,
@@ -146,8 +155,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 //	@Tags			operations
 //	@Produce		plain
 //	@Success		200	{string}	string		"Prometheus text format"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
 //	@Router			/metrics [get]
 func metrics(h http.Handler) echo.HandlerFunc { return echo.WrapHandler(h) }
 

@@ -4,13 +4,20 @@
 // The page is a client of the public API. It loads the held locks, the
 // history and the cluster, then follows GET /v1/events: every event makes it
 // reload what the event changed (a few coalesced requests), so what it shows
-// is always what the API says, whatever events were missed. Every value that
-// comes from the API is put on the page with textContent, never as HTML:
-// lock names, owners and metadata are chosen by clients.
+// is always what the API says, whatever events were missed.
+//
+// When baton runs with --auth-file, the API answers 401 until the page sends
+// a bearer token: the page then asks for one in a form, keeps it in
+// sessionStorage (this tab only; never localStorage, never a URL) and sends
+// it as an Authorization header. That is also why the event stream is read
+// with fetch() rather than EventSource, which cannot send headers.
+//
+// Every value that comes from the API is put on the page with textContent,
+// never as HTML: lock names, owners and metadata are chosen by clients.
 "use strict";
 
 (() => {
-  const EVENT_TYPES = ["acquired", "released", "expired", "revoked", "session_expired"];
+  const IDLE_MAX = 45000; // ms of silence (3 missed heartbeats) before the stream counts as dead
   const ENDED = new Set(["released", "expired", "revoked", "session_expired"]);
   const HISTORY_PAGE = 25;
   const LIST_PAGE = 1000; // the API's largest page
@@ -132,6 +139,114 @@
     }
   }
 
+  // ---- the bearer token ------------------------------------------------------------
+
+  // The token lives in sessionStorage: it survives a reload of this tab and
+  // dies with the tab. localStorage would keep it on disk for every tab
+  // and after the browser closes.
+  const TOKEN_KEY = "baton.token";
+
+  function storedToken() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY) || "";
+    } catch {
+      return ""; // storage disabled: the token lives in no storage at all
+    }
+  }
+
+  function storeToken(token) {
+    try {
+      if (token) sessionStorage.setItem(TOKEN_KEY, token);
+      else sessionStorage.removeItem(TOKEN_KEY);
+    } catch {
+      // Storage disabled: nothing to keep the token in; requests go without.
+    }
+    renderAuth();
+  }
+
+  function authHeaders(headers) {
+    const token = storedToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    return headers;
+  }
+
+  // needToken answers a 401. A token that was sent and refused is dropped
+  // (the operator removed it, or it was mistyped), and the form asks for
+  // another; the user may put it off ("Not now") and sign in later.
+  let signinPutOff = false;
+  function needToken(sent) {
+    if (!sent && storedToken()) return; // asked before a sign-in; the next call sends the token
+    if (sent && sent === storedToken()) storeToken("");
+    renderAuth(true);
+    if (signinPutOff) return;
+    openSignin(sent ? "baton no longer accepts the token this tab had. Sign in again." : "This baton asks for a token for its API.");
+  }
+
+  function renderAuth(required) {
+    const signedIn = storedToken() !== "";
+    if (required) state.authRequired = true;
+    $("auth-state").hidden = !signedIn;
+    $("signout").hidden = !signedIn;
+    $("signin-open").hidden = signedIn || !state.authRequired;
+  }
+
+  const signin = $("signin-dialog");
+
+  function openSignin(why) {
+    if (signin.open) return;
+    setText($("signin-why"), why);
+    clearProblem($("signin-error"));
+    $("signin-token").value = "";
+    $("signin-submit").disabled = false;
+    signin.showModal();
+  }
+
+  // submitSignin checks the token with the weakest call there is (GET
+  // /v1/cluster needs the read role) before keeping it: a wrong one is
+  // refused in the form, and never stored.
+  async function submitSignin(ev) {
+    ev.preventDefault();
+    const token = $("signin-token").value.trim();
+    if (!token) return;
+    const submit = $("signin-submit");
+    submit.disabled = true;
+    clearProblem($("signin-error"));
+    let resp;
+    try {
+      resp = await fetch("/v1/cluster", { headers: { Accept: "application/json", Authorization: `Bearer ${token}` }, cache: "no-store" });
+    } catch (err) {
+      showProblem($("signin-error"), new APIError(0, "Cannot reach baton", `${location.origin} did not answer (${err.message}).`, "network"));
+      submit.disabled = false;
+      return;
+    }
+    if (resp.status === 401) {
+      showProblem($("signin-error"), new APIError(401, "Token refused", "baton does not know this token. Check it and try again.", "unauthorized"));
+      submit.disabled = false;
+      $("signin-token").select();
+      return;
+    }
+    // Anything else (a 503 while etcd has no leader, say) is not about the
+    // token: keep it, and let the panels say what is wrong.
+    signinPutOff = false;
+    storeToken(token);
+    $("signin-token").value = "";
+    signin.close("signed-in");
+    reloadAll();
+    connect();
+  }
+
+  function signOut() {
+    storeToken("");
+    // A fresh page: nothing read with the token stays on the screen.
+    location.reload();
+  }
+
+  function reloadAll() {
+    loadLocksSoon();
+    loadHistorySoon();
+    loadCluster();
+  }
+
   // ---- the API ---------------------------------------------------------------
 
   class APIError extends Error {
@@ -148,8 +263,9 @@
   // api calls the API and returns the decoded JSON (null for 204). Failures
   // become an APIError carrying the problem+json title and detail.
   async function api(path, init) {
-    const opts = Object.assign({ headers: { Accept: "application/json" }, cache: "no-store" }, init || {});
+    const opts = Object.assign({ headers: authHeaders({ Accept: "application/json" }), cache: "no-store" }, init || {});
     if (opts.body !== undefined) opts.headers["Content-Type"] = "application/json";
+    const sent = storedToken();
     let resp;
     try {
       resp = await fetch(path, opts);
@@ -169,6 +285,7 @@
     }
     if (resp.ok) return body;
     const p = body && typeof body === "object" ? body : {};
+    if (resp.status === 401) needToken(sent);
     const retry = resp.headers.get("Retry-After");
     throw new APIError(
       resp.status,
@@ -251,6 +368,7 @@
     lastEventID: "",
     revision: 0,
     revoking: null, // the hold the revoke dialog is about
+    authRequired: false, // the API answered 401 at least once
   };
 
   // ---- held locks ------------------------------------------------------------
@@ -742,7 +860,7 @@
 
   // ---- the event stream ------------------------------------------------------------
 
-  let source = null;
+  let stream = null; // the AbortController of the stream being read
   let reconnectWait = 1000;
   let reconnectTimer = 0;
   let pollTimer = 0;
@@ -750,14 +868,20 @@
   function setLive(s) {
     const box = $("live-status");
     box.dataset.state = s;
-    const text = { live: "live", connecting: "connecting…", disconnected: "disconnected — reconnecting" }[s];
+    const text = {
+      live: "live",
+      connecting: "connecting…",
+      disconnected: "disconnected — reconnecting",
+      signedout: "sign in to follow live",
+    }[s];
     setText(box, text);
-    box.title =
-      s === "live"
-        ? "Following /v1/events: changes show as they happen."
-        : "The event stream is down. The page reloads every 5 s meanwhile, and reconnects by itself.";
-    // While the stream is down, poll, so the page never goes silently stale.
-    if (s === "live") {
+    box.title = {
+      live: "Following /v1/events: changes show as they happen.",
+      signedout: "baton asks for a token: sign in, and the page follows changes live.",
+    }[s] || "The event stream is down. The page reloads every 5 s meanwhile, and reconnects by itself.";
+    // While the stream is down, poll, so the page never goes silently
+    // stale; without a token polling would only be refused.
+    if (s === "live" || s === "signedout") {
       clearInterval(pollTimer);
       pollTimer = 0;
     } else if (!pollTimer) {
@@ -768,37 +892,132 @@
     }
   }
 
+  // connect (re)opens the event stream. It is read with fetch() because
+  // EventSource cannot send the Authorization header, and a token must
+  // never travel in a URL (logs, history, Referer). Resuming works as
+  // EventSource's does: the Last-Event-ID header names the last event seen.
   function connect() {
+    clearTimeout(reconnectTimer);
     reconnectTimer = 0;
-    if (source) source.close();
-    // The browser resends Last-Event-ID when it reconnects by itself; when
-    // we reopen the stream ourselves, since= resumes after the last event.
-    const url = state.lastEventID ? `/v1/events?since=${encodeURIComponent(state.lastEventID)}` : "/v1/events";
-    const es = new EventSource(url);
-    source = es;
+    if (stream) stream.abort();
+    const ctl = new AbortController();
+    stream = ctl;
     if ($("live-status").dataset.state !== "disconnected") setLive("connecting");
-    es.onopen = () => {
-      reconnectWait = 1000;
-      setLive("live");
-      // Catch up on whatever happened before the stream (re)opened.
-      loadLocksSoon();
-      if (state.history.before === 0) loadHistorySoon();
+    follow(ctl).catch((err) => {
+      if (!ctl.signal.aborted) console.warn(err); // follow handles its failures; this is a bug
+    });
+  }
+
+  // dropped schedules a reconnection after the stream ctl broke, backing
+  // off while it keeps failing.
+  function dropped(ctl) {
+    if (stream !== ctl || ctl.signal.aborted) return;
+    stream = null;
+    setLive("disconnected");
+    if (!reconnectTimer) {
+      reconnectTimer = setTimeout(connect, reconnectWait);
+      reconnectWait = Math.min(reconnectWait * 2, RECONNECT_MAX);
+    }
+  }
+
+  async function follow(ctl) {
+    const headers = authHeaders({ Accept: "text/event-stream" });
+    if (state.lastEventID) headers["Last-Event-ID"] = state.lastEventID;
+    const sent = headers.Authorization ? storedToken() : "";
+    let resp;
+    try {
+      resp = await fetch("/v1/events", { headers, cache: "no-store", signal: ctl.signal });
+    } catch {
+      dropped(ctl);
+      return;
+    }
+    if (resp.status === 401) {
+      resp.body?.cancel();
+      if (stream === ctl) stream = null;
+      setLive("signedout");
+      needToken(sent); // signing in reconnects
+      return;
+    }
+    const type = resp.headers.get("Content-Type") || "";
+    if (!resp.ok || !type.startsWith("text/event-stream") || !resp.body) {
+      resp.body?.cancel();
+      dropped(ctl);
+      return;
+    }
+    learnSkew(resp);
+    reconnectWait = 1000;
+    setLive("live");
+    // Catch up on whatever happened before the stream (re)opened.
+    loadLocksSoon();
+    if (state.history.before === 0) loadHistorySoon();
+
+    // The server sends a comment every 15 s: silence for much longer
+    // means a connection that died without a word (a sleeping laptop, a
+    // proxy): drop it and reconnect.
+    let idle = 0;
+    const watch = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => ctl.abort(), IDLE_MAX);
     };
-    es.onerror = () => {
-      if (source !== es) return;
-      setLive("disconnected");
-      if (es.readyState === EventSource.CLOSED) {
-        // The browser gave up (an HTTP error, a wrong content type): retry
-        // ourselves, backing off.
-        es.close();
-        if (!reconnectTimer) {
-          reconnectTimer = setTimeout(connect, reconnectWait);
-          reconnectWait = Math.min(reconnectWait * 2, RECONNECT_MAX);
+    watch();
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    const msg = { type: "", data: [] };
+    let buf = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        watch();
+        buf += value;
+        // Lines end with \n (baton's) or \r\n; a chunk may end mid-line.
+        for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+          const line = buf.slice(0, nl).replace(/\r$/, "");
+          buf = buf.slice(nl + 1);
+          sseLine(line, msg);
         }
       }
-    };
-    for (const type of EVENT_TYPES) es.addEventListener(type, onEvent);
-    es.onmessage = onEvent;
+    } catch {
+      // The connection broke, or the watchdog (or a sign-in) aborted it.
+    } finally {
+      clearTimeout(idle);
+    }
+    if (stream === ctl && ctl.signal.aborted) {
+      stream = null; // the watchdog's abort: reconnect below
+      setLive("disconnected");
+      reconnectTimer = setTimeout(connect, reconnectWait);
+      return;
+    }
+    dropped(ctl);
+  }
+
+  // sseLine takes one line of the stream (the Server-Sent Events format):
+  // fields build a message, and a blank line dispatches it.
+  function sseLine(line, msg) {
+    if (line === "") {
+      if (msg.data.length) onEvent({ lastEventId: msg.id || "", type: msg.type || "message", data: msg.data.join("\n") });
+      msg.type = "";
+      msg.data = [];
+      return;
+    }
+    if (line.startsWith(":")) return; // a comment: heartbeat, or why the server ends the stream
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    switch (field) {
+      case "data":
+        msg.data.push(value);
+        break;
+      case "event":
+        msg.type = value;
+        break;
+      case "id":
+        if (!value.includes("\0")) msg.id = value;
+        break;
+      case "retry":
+        if (/^\d+$/.test(value)) reconnectWait = Math.max(1000, Number(value));
+        break;
+    }
   }
 
   function onEvent(msg) {
@@ -998,12 +1217,27 @@
       state.revoking = null;
     });
 
+    $("signin-form").addEventListener("submit", submitSignin);
+    $("signin-cancel").addEventListener("click", () => signin.close("cancel"));
+    signin.addEventListener("close", () => {
+      // "Not now", or Escape: stop asking until the user clicks Sign in.
+      if (signin.returnValue !== "signed-in") signinPutOff = true;
+      $("signin-token").value = "";
+    });
+    $("signin-open").addEventListener("click", () => {
+      signinPutOff = false;
+      openSignin("This baton asks for a token for its API.");
+    });
+    $("signout").addEventListener("click", signOut);
+    renderAuth();
+
     applyHash();
     loadLocksSoon();
     loadHistorySoon();
     loadCluster();
     setInterval(tick, 1000);
     setInterval(() => {
+      if (state.authRequired && !storedToken()) return; // every call would be refused
       loadCluster();
       loadQueuesSoon();
     }, CLUSTER_EVERY);

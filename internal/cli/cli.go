@@ -26,6 +26,7 @@ const (
 	ExitNotHeld     = 4
 	ExitStale       = 5
 	ExitUnavailable = 6
+	ExitDenied      = 7
 	ExitLost        = 10
 )
 
@@ -56,6 +57,8 @@ func ExitCode(err error) int {
 		return ExitStale
 	case errors.Is(err, client.ErrUnavailable):
 		return ExitUnavailable
+	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
+		return ExitDenied
 	case errors.Is(err, client.ErrInvalid), isUsage(err):
 		return ExitUsage
 	}
@@ -95,8 +98,9 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 // globals are the flags every client subcommand takes.
 type globals struct {
-	addr   string
-	output string
+	addr      string
+	authToken string
+	output    string
 	// tls overrides BATON_CACERT, BATON_CERT and BATON_KEY, field by field.
 	tls    client.TLSConfig
 	stdout io.Writer
@@ -109,6 +113,9 @@ func (g *globals) client() (*client.Client, error) {
 		cfg.Endpoints = strings.Split(g.addr, ",")
 	}
 	cfg.TLSConfig = g.tlsConfig(cfg.TLSConfig)
+	if g.authToken != "" {
+		cfg.Token = g.authToken
+	}
 	return client.NewWithConfig(cfg)
 }
 
@@ -146,6 +153,8 @@ func Commands() []*cobra.Command {
 func addGlobals(c *cobra.Command, g *globals) {
 	c.PersistentFlags().StringVar(&g.addr, "addr", "", "baton address(es), comma-separated (env BATON_ADDR; default http://127.0.0.1:8080)")
 	addTLSFlags(c, g)
+	// Not --token: release and renew take the fencing token by that name.
+	c.PersistentFlags().StringVar(&g.authToken, "auth-token", "", "bearer token for a baton that runs with --auth-file (env BATON_AUTH_TOKEN, or a file named by BATON_TOKEN_FILE; the environment keeps it out of ps)")
 	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "table" && g.output != "json" {

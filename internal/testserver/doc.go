@@ -19,5 +19,13 @@
 //		testserver.Eventually(t, 5*time.Second, "released", func() bool { return s.Count("locks/") == 0 })
 //	}
 //
+// Options turn more on: WithAuth starts the server with authentication
+// (requests then carry a token through SendAs and DoAs), WithLog hands the
+// whole log to the test:
+//
+//	var logs testserver.LogBuffer
+//	s := testserver.Start(t, testserver.WithAuth(t, "write "+writeToken+"\n"), testserver.WithLog(&logs))
+//	r := s.DoAs(writeToken, "POST", "/v1/locks/build", `{"owner":"ci"}`)
+//
 // The package is for tests only; no non-test code may import it.
 package testserver

@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/contract"
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -38,14 +40,57 @@ type Server struct {
 	Handler http.Handler
 	// Allow5xx switches off the guard that fails the test on any 5xx.
 	Allow5xx atomic.Bool
+	// Auth is the credential store when WithAuth turned authentication
+	// on; a test may Swap other credentials in.
+	Auth *auth.Store
 }
 
-// Option changes the server that Start and StartOn build.
+// Option changes what Start and StartOn start.
 type Option func(*options)
 
 type options struct {
+	auth       *auth.Store
+	log        io.Writer
 	server     server.Config
 	sendBuffer int
+}
+
+// WithAuth turns authentication on with the credentials of file, the
+// content of an auth file ("ROLE TOKEN" lines, see package auth). Requests
+// then need a token: see SendAs and DoAs.
+func WithAuth(t testing.TB, file string) Option {
+	t.Helper()
+	c, err := auth.Parse(strings.NewReader(file))
+	if err != nil {
+		t.Fatalf("testserver.WithAuth: %v", err)
+	}
+	return func(o *options) { o.auth = auth.NewStore(c) }
+}
+
+// WithLog sends everything the server and the engine log, from debug
+// level up, to w (which must be safe for concurrent writes, as LogBuffer
+// is), so a test can read the log.
+func WithLog(w io.Writer) Option {
+	return func(o *options) { o.log = w }
+}
+
+// LogBuffer collects a log for WithLog.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was logged so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // WithServer adjusts the server's configuration (rate limits, event
@@ -79,7 +124,12 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config, opts ...Option)
 		opt(&o)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
+	switch {
+	case o.log != nil && testing.Verbose():
+		logger = slog.New(slog.NewTextHandler(io.MultiWriter(o.log, &testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case o.log != nil:
+		logger = slog.New(slog.NewTextHandler(o.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case testing.Verbose():
 		logger = slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg.Logger = logger
@@ -92,9 +142,9 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config, opts ...Option)
 		t.Fatalf("new engine: %v", err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	s := &Server{t: t, Eng: eng, Member: m}
+	s := &Server{t: t, Eng: eng, Member: m, Auth: o.auth}
 	// Every request of the suite goes through the OpenAPI contract check.
-	o.server.Engine, o.server.Logger = eng, logger
+	o.server.Engine, o.server.Logger, o.server.Auth = eng, logger, o.auth
 	h := contract.Wrap(t, server.New(o.server).Handler())
 	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
@@ -168,6 +218,11 @@ type Response struct {
 // RequestTimeout. It is safe to call from any goroutine: it reports
 // failures, and a 5xx unless Allow5xx is set, as errors.
 func (s *Server) Send(ctx context.Context, method, path, body string) (*Response, error) {
+	return s.SendAs(ctx, "", method, path, body)
+}
+
+// SendAs is Send with "Authorization: Bearer token" (none when token is "").
+func (s *Server) SendAs(ctx context.Context, token, method, path, body string) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -180,6 +235,9 @@ func (s *Server) Send(ctx context.Context, method, path, body string) (*Response
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	start := time.Now()
 	resp, err := s.TS.Client().Do(req)
@@ -201,7 +259,13 @@ func (s *Server) Send(ctx context.Context, method, path, body string) (*Response
 // Do is Send for the test goroutine: any transport failure or 5xx is fatal.
 func (s *Server) Do(method, path, body string) *Response {
 	s.t.Helper()
-	r, err := s.Send(context.Background(), method, path, body)
+	return s.DoAs("", method, path, body)
+}
+
+// DoAs is Do with "Authorization: Bearer token" (none when token is "").
+func (s *Server) DoAs(token, method, path, body string) *Response {
+	s.t.Helper()
+	r, err := s.SendAs(context.Background(), token, method, path, body)
 	if err != nil {
 		s.t.Fatal(err)
 	}

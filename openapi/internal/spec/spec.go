@@ -142,6 +142,15 @@ func refine(doc *openapi3.T) error {
 			}
 		}
 	}
+	// Swagger 2.0 has no bearer scheme, so swag wrote BearerAuth as an
+	// API key in the Authorization header, for which Swagger UI's
+	// Authorize dialog wants "Bearer TOKEN" typed in full. As OpenAPI 3's
+	// http bearer scheme, it asks for the token and sends the header.
+	bearer := doc.Components.SecuritySchemes["BearerAuth"]
+	if bearer == nil || bearer.Value == nil {
+		return fmt.Errorf("security scheme BearerAuth not found")
+	}
+	bearer.Value = &openapi3.SecurityScheme{Type: "http", Scheme: "bearer", Description: bearer.Value.Description}
 	for name, props := range anyJSON {
 		s := doc.Components.Schemas[name]
 		if s == nil || s.Value == nil {

@@ -1,0 +1,336 @@
+package auth
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Role is what a credential may do. Roles nest: Admin allows what Write
+// allows, and Write what Read allows.
+type Role uint8
+
+// The roles, weakest first. The zero Role allows nothing.
+const (
+	// Read may list and get locks, sessions and fenced values, read the
+	// history, follow the event stream, and read /v1/cluster and /metrics.
+	Read Role = iota + 1
+	// Write may also acquire, renew and release locks, create, renew and
+	// delete sessions, and write fenced values.
+	Write
+	// Admin may also revoke any lock, and act on holds and sessions of
+	// other credentials.
+	Admin
+)
+
+// ParseRole reads a role's name as the auth file spells it.
+func ParseRole(s string) (Role, bool) {
+	switch s {
+	case "read":
+		return Read, true
+	case "write":
+		return Write, true
+	case "admin":
+		return Admin, true
+	}
+	return 0, false
+}
+
+func (r Role) String() string {
+	switch r {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	case Admin:
+		return "admin"
+	}
+	return "none"
+}
+
+// Allows reports whether r may do what need may.
+func (r Role) Allows(need Role) bool { return need != 0 && r >= need }
+
+// Credential is who a valid token speaks for. It holds nothing secret.
+type Credential struct {
+	// ID is "cred-" and the first 12 hex digits of the token's SHA-256:
+	// stable across reloads as long as the token is, and safe to log.
+	ID   string
+	Role Role
+}
+
+// CredentialID is the ID of the credential whose token is token.
+func CredentialID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return idOf(sum)
+}
+
+func idOf(sum [sha256.Size]byte) string { return "cred-" + hex.EncodeToString(sum[:6]) }
+
+// Limits of a token.
+const (
+	// MinTokenLen is the shortest token accepted: shorter ones can be
+	// guessed.
+	MinTokenLen = 16
+	// MaxTokenLen bounds a token, and so an Authorization header worth
+	// hashing.
+	MaxTokenLen = 4096
+	// maxLine bounds a line of the file.
+	maxLine = 64 << 10
+)
+
+// Sentinel errors of authentication and authorisation, for the HTTP
+// server's error table.
+var (
+	// ErrUnauthorized means the request carries no valid credential:
+	// no Authorization header, a malformed one, or an unknown token.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden means the credential is valid but its role does not
+	// allow the call; the error is a *RoleError.
+	ErrForbidden = errors.New("forbidden")
+)
+
+// RoleError says which role a refused call needs.
+type RoleError struct {
+	Need, Have Role
+}
+
+func (e *RoleError) Error() string {
+	return fmt.Sprintf("this call needs the %s role; the credential has the %s role", e.Need, e.Have)
+}
+
+// Unwrap makes errors.Is(err, ErrForbidden) hold.
+func (e *RoleError) Unwrap() error { return ErrForbidden }
+
+// ParseError is a line of an auth file that cannot be used. It never
+// quotes the line: any field of it may be a token.
+type ParseError struct {
+	// Path is the file's path when it was read from a file.
+	Path string
+	// Line is the 1-based line number; 0 for the file as a whole.
+	Line   int
+	Reason string
+}
+
+func (e *ParseError) Error() string {
+	where := "auth file"
+	if e.Path != "" {
+		where = e.Path
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("%s: line %d: %s", where, e.Line, e.Reason)
+	}
+	return where + ": " + e.Reason
+}
+
+// entry is one credential as the Store keeps it: the digest of its token,
+// never the token.
+type entry struct {
+	digest [sha256.Size]byte
+	cred   Credential
+}
+
+// Credentials is a parsed auth file. It holds digests of the tokens only.
+type Credentials struct {
+	entries []entry
+}
+
+// Len is the number of credentials.
+func (c *Credentials) Len() int { return len(c.entries) }
+
+// Count is the number of credentials with role r.
+func (c *Credentials) Count(r Role) int {
+	n := 0
+	for _, e := range c.entries {
+		if e.cred.Role == r {
+			n++
+		}
+	}
+	return n
+}
+
+// Parse reads an auth file: one "ROLE TOKEN" a line, "#" comments on
+// lines of their own, blank lines. It fails on the first line that cannot
+// be used, naming its number, and on a file without any credential, which
+// would refuse every call.
+func Parse(r io.Reader) (*Credentials, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	c := &Credentials{}
+	seen := map[[sha256.Size]byte]int{} // digest -> line
+	ids := map[string]int{}             // credential ID -> line
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Bytes()
+		if n == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // a UTF-8 BOM some editors write
+		}
+		text := strings.TrimSpace(string(line))
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		fields := strings.Fields(text)
+		if len(fields) != 2 {
+			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("want ROLE TOKEN: two fields, comments on lines of their own; this line has %d", len(fields))}
+		}
+		role, ok := ParseRole(fields[0])
+		if !ok {
+			// Not quoted: a line written TOKEN ROLE has the token here.
+			return nil, &ParseError{Line: n, Reason: "the first field must be a role: read, write or admin"}
+		}
+		token := fields[1]
+		if err := checkToken(token); err != "" {
+			return nil, &ParseError{Line: n, Reason: err}
+		}
+		sum := sha256.Sum256([]byte(token))
+		if first, dup := seen[sum]; dup {
+			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("the same token as line %d: every credential needs a token of its own", first)}
+		}
+		id := idOf(sum)
+		if first, dup := ids[id]; dup {
+			// Two tokens whose IDs collide would count as one credential
+			// in ownership checks and rate limits.
+			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("this token's credential ID equals line %d's; choose another token", first)}
+		}
+		seen[sum], ids[id] = n, n
+		c.entries = append(c.entries, entry{digest: sum, cred: Credential{ID: id, Role: role}})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &ParseError{Line: n + 1, Reason: fmt.Sprintf("line longer than %d bytes", maxLine)}
+		}
+		return nil, &ParseError{Reason: "read: " + err.Error()}
+	}
+	if len(c.entries) == 0 {
+		return nil, &ParseError{Reason: "no credentials: every /v1 call would be refused; add lines ROLE TOKEN"}
+	}
+	return c, nil
+}
+
+// checkToken says what is wrong with a token, without quoting it.
+func checkToken(t string) string {
+	if len(t) < MinTokenLen {
+		return fmt.Sprintf("the token is shorter than %d characters", MinTokenLen)
+	}
+	if len(t) > MaxTokenLen {
+		return fmt.Sprintf("the token is longer than %d characters", MaxTokenLen)
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] <= ' ' || t[i] > '~' {
+			return "the token must be printable ASCII without whitespace"
+		}
+	}
+	return ""
+}
+
+// Store holds the credentials in force. Check is safe for concurrent use
+// with Reload and Swap, which replace the whole set at once: a request is
+// checked against the old set or the new one, never a mix.
+type Store struct {
+	path string
+	cur  atomic.Pointer[Credentials]
+
+	mu      sync.Mutex // serialises reloads, guards changed
+	changed chan struct{}
+}
+
+// NewStore returns a store holding c.
+func NewStore(c *Credentials) *Store {
+	s := &Store{changed: make(chan struct{})}
+	s.cur.Store(c)
+	return s
+}
+
+// Load reads the auth file at path into a new store; Reload reads it again.
+func Load(path string) (*Store, error) {
+	c, err := parseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := NewStore(c)
+	s.path = path
+	return s, nil
+}
+
+func parseFile(path string) (*Credentials, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth file: %w", err)
+	}
+	defer f.Close()
+	c, err := Parse(f)
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		pe.Path = path
+	}
+	return c, err
+}
+
+// Path is the file Load read, "" for a store made by NewStore.
+func (s *Store) Path() string { return s.path }
+
+// Reload reads the store's file again and, if it parses, swaps it in; if
+// not, the credentials in force stay, and the error names the line.
+func (s *Store) Reload() (*Credentials, error) {
+	if s.path == "" {
+		return nil, errors.New("auth: this store was not loaded from a file")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := parseFile(s.path)
+	if err != nil {
+		return nil, err
+	}
+	s.swapLocked(c)
+	return c, nil
+}
+
+// Swap puts c in force.
+func (s *Store) Swap(c *Credentials) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.swapLocked(c)
+}
+
+func (s *Store) swapLocked(c *Credentials) {
+	s.cur.Store(c)
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Changed returns a channel that is closed at the next Reload or Swap, so
+// that long requests (an event stream) can check their credential again.
+func (s *Store) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// Check returns the credential whose token is token. It compares the
+// token's SHA-256 with every credential's in constant time, and looks at
+// all of them whatever matches, so the time it takes tells nothing about
+// the tokens it holds.
+func (s *Store) Check(token string) (Credential, bool) {
+	if token == "" || len(token) > MaxTokenLen {
+		return Credential{}, false
+	}
+	sum := sha256.Sum256([]byte(token))
+	var found Credential
+	match := 0
+	for _, e := range s.cur.Load().entries {
+		if subtle.ConstantTimeCompare(sum[:], e.digest[:]) == 1 {
+			found, match = e.cred, 1
+		}
+	}
+	return found, match == 1
+}

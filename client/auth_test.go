@@ -1,0 +1,84 @@
+package client_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/internal/testserver"
+)
+
+const (
+	readTok   = "client-read-token-0123456"
+	writeTok  = "client-write-token-0123456"
+	otherTok  = "client-other-write-token-01"
+	wrongTok  = "client-read-token-0123457"
+	authLines = "read " + readTok + "\nwrite " + writeTok + "\nwrite " + otherTok + "\n"
+)
+
+func clientWith(t *testing.T, url, token string) *client.Client {
+	t.Helper()
+	c, err := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: token, Timeout: 5 * time.Second, RetryBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClient_AuthRefusalsAreTypedErrors(t *testing.T) {
+	s := testserver.Start(t, testserver.WithAuth(t, authLines))
+	ctx := ctxFor(t, time.Minute)
+	name := lockName(t, "l")
+
+	for _, tok := range []string{"", wrongTok} {
+		_, _, err := clientWith(t, s.TS.URL, tok).Locks(ctx, client.ListOptions{})
+		if !errors.Is(err, client.ErrUnauthorized) || errors.Is(err, client.ErrForbidden) {
+			t.Errorf("list with token %q: %v, want ErrUnauthorized only", tok, err)
+		}
+		var e *client.Error
+		if !errors.As(err, &e) || e.Status != 401 || e.Code != "unauthorized" {
+			t.Errorf("list with token %q: %#v, want a 401 unauthorized *Error", tok, e)
+		}
+	}
+	if _, _, err := clientWith(t, s.TS.URL, readTok).Locks(ctx, client.ListOptions{}); err != nil {
+		t.Errorf("list as a reader: %v", err)
+	}
+	_, err := clientWith(t, s.TS.URL, readTok).TryAcquire(ctx, name, client.AcquireOptions{})
+	var e *client.Error
+	if !errors.Is(err, client.ErrForbidden) || !errors.As(err, &e) || !strings.Contains(e.Detail, "write role") {
+		t.Errorf("acquire as a reader: %v, want ErrForbidden naming the write role", err)
+	}
+
+	lk, err := clientWith(t, s.TS.URL, writeTok).TryAcquire(ctx, name, client.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire as a writer: %v", err)
+	}
+	other := clientWith(t, s.TS.URL, otherTok)
+	if err := other.Release(ctx, name, lk.Token()); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("another writer releases with the right token: %v, want ErrForbidden", err)
+	}
+	if _, err := other.Renew(ctx, name, lk.Token()); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("another writer renews with the right token: %v, want ErrForbidden", err)
+	}
+	if err := lk.Release(ctx); err != nil {
+		t.Errorf("the acquirer releases: %v", err)
+	}
+}
+
+// TestEvents_AWrongTokenEndsTheStreamWithErrUnauthorized: a refusal is
+// not a node's trouble, so the stream does not retry it forever.
+func TestEvents_AWrongTokenEndsTheStreamWithErrUnauthorized(t *testing.T) {
+	s := testserver.Start(t, testserver.WithAuth(t, authLines))
+	ctx := ctxFor(t, time.Minute)
+	for _, o := range []client.EventsOptions{{}, {Since: 1}} { // without and with a revision to start from
+		evc, errc := clientWith(t, s.TS.URL, wrongTok).Events(ctx, o)
+		for range evc {
+			t.Error("an event on a refused stream")
+		}
+		if err := <-errc; !errors.Is(err, client.ErrUnauthorized) {
+			t.Errorf("Since %d: stream ended with %v, want ErrUnauthorized", o.Since, err)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package lock
+
+import "context"
+
+// Caller is who makes a request, for the ownership checks: with a caller
+// in the context (WithCaller), Acquire records its Credential on the hold
+// and CreateSession on the session, and Release, Renew, RenewSession and
+// DeleteSession, and an Acquire into a session, refuse with ErrNotOwner
+// when the hold or session was recorded for another credential, unless
+// the caller is Admin.
+//
+// Without a caller (no authentication) nothing is recorded or compared. A
+// hold or session recorded without a credential belongs to nobody in
+// particular: any caller may act on it.
+type Caller struct {
+	// Credential is a non-secret ID of the credential (never the token).
+	Credential string
+	// Admin may act on any hold or session.
+	Admin bool
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller ctx carries, if any.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok && c.Credential != ""
+}
+
+// credentialOf is what a new hold or session records: the caller's
+// credential, or "" without one.
+func credentialOf(ctx context.Context) string {
+	c, _ := CallerFrom(ctx)
+	return c.Credential
+}
+
+// mayActOn reports whether ctx's caller may end or renew what recorded was
+// created by.
+func mayActOn(ctx context.Context, recorded string) bool {
+	c, ok := CallerFrom(ctx)
+	return !ok || c.Admin || recorded == "" || recorded == c.Credential
+}

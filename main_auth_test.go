@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/internal/testcluster"
+	"github.com/baton-dev/baton/internal/testetcd"
+)
+
+const (
+	oldTok   = "old-read-token-5a4b3c2d1e0f"
+	newTok   = "new-read-token-0f1e2d3c4b5a"
+	adminTok = "admin-token-9f8e7d6c5b4a"
+)
+
+// writeAtomically replaces path as an operator should (and editors do):
+// a reload never reads a half-written file.
+func writeAtomically(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// status is what GET /v1/locks answers with token.
+func status(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/v1/locks", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET /v1/locks: %v", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// until polls cond every 50 ms until it holds or deadline passes.
+func until(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after %s", what, within)
+		}
+		<-tick.C
+	}
+}
+
+// TestServe_SIGHUPReloadsTheAuthFile runs baton as a process with an auth
+// file, replaces the file and sends SIGHUP: the new token works and the
+// old is refused; then a bad file changes nothing and is reported by line;
+// and no token ever reaches the log.
+func TestServe_SIGHUPReloadsTheAuthFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs baton as a process")
+	}
+	authFile := filepath.Join(t.TempDir(), "auth")
+	writeAtomically(t, authFile, "read "+oldTok+"\nadmin "+adminTok+"\n")
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1, Args: []string{"--auth-file", authFile, "--log-level", "info"}})
+	n := c.Nodes[0]
+	url := n.URL()
+	if st := status(t, url, oldTok); st != http.StatusOK {
+		t.Fatalf("the old token before the reload: %d", st)
+	}
+	if st := status(t, url, newTok); st != http.StatusUnauthorized {
+		t.Fatalf("the new token before the reload: %d", st)
+	}
+
+	// A stream opened with the old token ends with the reload.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+oldTok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("events with the old token: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry:") {
+		t.Fatalf("the stream's first line: %q, %v", line, err)
+	}
+	streamEnded := make(chan struct{})
+	go func() {
+		defer close(streamEnded)
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+
+	writeAtomically(t, authFile, "# rotated\nread "+newTok+"\nadmin "+adminTok+"\n")
+	if err := syscall.Kill(n.Pid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "accepting the new token", 10*time.Second, func() bool { return status(t, url, newTok) == http.StatusOK })
+	if st := status(t, url, oldTok); st != http.StatusUnauthorized {
+		t.Errorf("the old token after the reload: %d, want 401", st)
+	}
+	select {
+	case <-streamEnded:
+	case <-ctx.Done():
+		t.Error("the old token's event stream outlived the reload")
+	}
+
+	// A bad file: logged with its line, and the credentials stay.
+	writeAtomically(t, authFile, "read "+newTok+"\nread "+oldTok+" trailing-field\n")
+	if err := syscall.Kill(n.Pid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "logging the rejected file", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(n.LogPath)
+		return strings.Contains(string(b), "auth file rejected") && strings.Contains(string(b), "line 2")
+	})
+	if st := status(t, url, newTok); st != http.StatusOK {
+		t.Errorf("the new token after a bad reload: %d, want 200", st)
+	}
+	if st := status(t, url, oldTok); st != http.StatusUnauthorized {
+		t.Errorf("the old token, named again in the rejected file: %d, want 401", st)
+	}
+	if !n.Running() {
+		t.Fatal("baton exited after SIGHUP")
+	}
+
+	// The Go client with the admin token, and typed errors for the others.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	admin, err := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: adminTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lk, err := admin.TryAcquire(ctx2, "from-the-client", client.AcquireOptions{TTL: 30 * time.Second}); err != nil {
+		t.Errorf("acquire as admin: %v", err)
+	} else if err := lk.Release(ctx2); err != nil {
+		t.Errorf("release as admin: %v", err)
+	}
+	reader, _ := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: newTok})
+	if _, err := reader.TryAcquire(ctx2, "not-for-readers", client.AcquireOptions{}); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("acquire as a reader: %v, want ErrForbidden", err)
+	}
+	stale, _ := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: oldTok})
+	if _, _, err := stale.Locks(ctx2, client.ListOptions{}); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("list with the removed token: %v, want ErrUnauthorized", err)
+	}
+
+	n.Terminate()
+	<-n.Exited()
+	logs, err := os.ReadFile(n.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{oldTok, newTok, adminTok} {
+		if strings.Contains(string(logs), tok) {
+			t.Errorf("the log contains a token:\n%s", logs)
+		}
+	}
+	if !strings.Contains(string(logs), "credentials swapped") {
+		t.Errorf("the log does not record the good reload:\n%s", logs)
+	}
+}
+
+// TestServe_ABadAuthFileFailsTheStartNamingTheLine: the process exits at
+// once with the line at fault, before etcd starts, and without the token.
+func TestServe_ABadAuthFileFailsTheStartNamingTheLine(t *testing.T) {
+	dir := t.TempDir()
+	authFile := filepath.Join(dir, "auth")
+	writeAtomically(t, authFile, "# ok so far\nadmin "+adminTok+"\n"+oldTok+" read\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--auth-file", authFile, "--data-dir", filepath.Join(dir, "data"),
+		"--http-addr", testetcd.FreeAddr(t), "--peer-url", "http://"+testetcd.FreeAddr(t), "--client-url", "http://"+testetcd.FreeAddr(t))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("baton with a bad auth file: %v, want a failed start\n%s", err, out)
+	}
+	if !strings.Contains(string(out), authFile+": line 3") {
+		t.Errorf("the error does not name line 3 of %s:\n%s", authFile, out)
+	}
+	if strings.Contains(string(out), oldTok) || strings.Contains(string(out), adminTok) {
+		t.Errorf("the error shows a token:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
+		t.Error("etcd's data dir was created: the auth file must be read first")
+	}
+}

@@ -1,0 +1,152 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/auth"
+	"github.com/baton-dev/baton/internal/testserver"
+)
+
+// TestDashboard_AsksForATokenAndFollowsLiveWithItInChromium drives the
+// dashboard of a baton with authentication on, in headless Chromium: the
+// page asks for a token in a form, refuses a wrong one visibly, then shows
+// holders and live history with a right one, keeps it in sessionStorage
+// only and never in a URL, shows a 403 for a role too weak, asks again
+// when the operator removes the token, and forgets it on sign-out.
+func TestDashboard_AsksForATokenAndFollowsLiveWithItInChromium(t *testing.T) {
+	s := startWithAuth(t)
+	b := startBrowser(t, s, 1280, 800)
+	dialogOpen := `document.querySelector('[data-testid="signin-dialog"]').open`
+	live := `document.querySelector('[data-testid="live-status"]').dataset.state`
+	stored := `sessionStorage.getItem("baton.token")`
+
+	b.do("open the dashboard", 30*time.Second, chromedp.Navigate(s.TS.URL+"/"))
+	b.waitFor("the sign-in form", 10*time.Second, dialogOpen)
+	b.waitFor("the live status to ask for a sign-in", 10*time.Second, live+` === "signedout"`)
+	if why := evalAs[string](b, `document.querySelector('[data-testid="signin-why"]').textContent`); !strings.Contains(why, "asks for a token") {
+		t.Errorf("the form says %q", why)
+	}
+	b.screenshot("auth-1-sign-in.png")
+
+	// A wrong token is refused in the form and not kept.
+	b.do("sign in with a wrong token", 10*time.Second,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="signin-token"]`), wrongTok),
+		chromedp.Click(chromedp.CSS(`[data-testid="signin-submit"]`)),
+	)
+	b.waitFor("the refusal", 10*time.Second, `(() => {
+		const e = document.querySelector('[data-testid="signin-error"]');
+		return !e.hidden && e.textContent.includes("Token refused") && e.textContent.includes("401");
+	})()`)
+	if !evalAs[bool](b, dialogOpen) || evalAs[bool](b, stored+` !== null`) {
+		t.Fatal("after a wrong token the form closed, or the token was kept")
+	}
+	b.screenshot("auth-2-refused.png")
+
+	// A read token: the form closes, the page follows the event stream.
+	b.eval(`document.querySelector('[data-testid="signin-token"]').value = ""`)
+	b.do("sign in with a read token", 10*time.Second,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="signin-token"]`), readTok),
+		chromedp.Click(chromedp.CSS(`[data-testid="signin-submit"]`)),
+	)
+	b.waitFor("the form to close", 10*time.Second, `!`+dialogOpen)
+	b.waitLive()
+	b.waitFor("the empty state", 10*time.Second, `!document.querySelector('[data-testid="holders-empty"]').hidden`)
+	b.eval(`window.batonTestLoaded = true`)
+	lk := testserver.WantJSON[api.Lock](t, s.DoAs(writeTok, "POST", "/v1/locks/behind-auth", `{"owner":"w1","ttl":"60s"}`), http.StatusCreated)
+	row := `document.querySelector('[data-testid="holder-row"][data-lock="behind-auth"]')`
+	b.waitFor("the new lock's row", 10*time.Second, fmt.Sprintf(`%s && %s.querySelector('[data-testid="token"]').textContent === %q`, row, row, fmt.Sprint(lk.Token)))
+	b.waitFor("the acquisition in the history", 10*time.Second,
+		`document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="behind-auth"]')`)
+	b.waitFor("the cluster panel", 10*time.Second, `/^\d+$/.test(document.querySelector('[data-testid="cluster-revision"]').textContent)`)
+	if got := evalAs[string](b, stored); got != readTok {
+		t.Errorf("sessionStorage holds %q, want the token", got)
+	}
+	if n := evalAs[int](b, `localStorage.length`); n != 0 {
+		t.Errorf("localStorage holds %d items; the token must stay out of it", n)
+	}
+	if !evalAs[bool](b, `!document.querySelector('[data-testid="signout"]').hidden`) {
+		t.Error("no sign-out control while signed in")
+	}
+	b.screenshot("auth-3-signed-in.png")
+
+	// A reader may not revoke: the dialog says which role it takes.
+	b.do("try to revoke as a reader", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`tr[data-lock="behind-auth"] [data-testid="revoke-button"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="revoke-confirm"]`)),
+	)
+	b.waitFor("the 403 in the revoke dialog", 10*time.Second, `(() => {
+		const e = document.querySelector('[data-testid="revoke-error"]');
+		return !e.hidden && e.textContent.includes("admin role") && e.textContent.includes("403");
+	})()`)
+	b.screenshot("auth-4-revoke-forbidden.png")
+	b.do("cancel the revoke", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`[data-testid="revoke-cancel"]`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="revoke-dialog"]`)),
+	)
+	testserver.WantStatus(t, s.DoAs(readTok, "GET", "/v1/locks/behind-auth", ""), http.StatusOK)
+
+	// The operator removes the read token: the stream ends, and the page
+	// drops the token and asks again.
+	c, err := auth.Parse(strings.NewReader("write " + writeTok + "\nadmin " + adminTok + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Auth.Swap(c)
+	b.waitFor("the form to ask again", 15*time.Second, dialogOpen+` &&
+		document.querySelector('[data-testid="signin-why"]').textContent.includes("no longer accepts")`)
+	if evalAs[bool](b, stored+` !== null`) {
+		t.Error("the refused token is still kept")
+	}
+	b.screenshot("auth-5-token-removed.png")
+	b.do("sign in as admin", 10*time.Second,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="signin-token"]`), adminTok),
+		chromedp.Click(chromedp.CSS(`[data-testid="signin-submit"]`)),
+	)
+	b.waitFor("the form to close", 10*time.Second, `!`+dialogOpen)
+	b.waitLive()
+	testserver.WantStatus(t, s.DoAs(writeTok, "POST", "/v1/locks/after-rotation", `{"owner":"w2","ttl":"60s"}`), http.StatusCreated)
+	b.waitFor("the lock taken after the rotation, live", 10*time.Second,
+		`document.querySelector('[data-testid="holder-row"][data-lock="after-rotation"]') &&
+		document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="after-rotation"]')`)
+	if !evalAs[bool](b, `window.batonTestLoaded === true`) {
+		t.Error("the page reloaded; signing in again must not need a reload")
+	}
+
+	// A reload of the tab keeps the token; signing out forgets it.
+	b.do("reload the tab", 30*time.Second, chromedp.Reload())
+	b.waitLive()
+	if evalAs[bool](b, dialogOpen) {
+		t.Error("the form asks again after a reload of the same tab")
+	}
+	// Signing out reloads the page: wait for the new page's form.
+	b.do("sign out", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`[data-testid="signout"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-dialog"][open]`)),
+	)
+	if evalAs[bool](b, stored+` !== null`) || evalAs[bool](b, `document.querySelector('[data-testid="holder-row"]') !== null`) {
+		t.Error("after signing out the token is kept, or locks read with it are still shown")
+	}
+	b.screenshot("auth-6-signed-out.png")
+
+	// No token in any URL the page asked for.
+	b.mu.Lock()
+	for _, u := range b.requests {
+		for _, tok := range []string{wrongTok, readTok, adminTok} {
+			if strings.Contains(u, tok) {
+				t.Errorf("the page put a token in the URL %s", u)
+			}
+		}
+	}
+	b.mu.Unlock()
+	// 401s and the 403 are logged by Chromium as failed requests; nothing
+	// else may go wrong.
+	b.check(true)
+}
