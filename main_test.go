@@ -2,9 +2,9 @@ package main
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
-	"os"
 	"testing"
 
 	"github.com/spf13/pflag"
