@@ -111,14 +111,16 @@ func ExampleLock_Lost() {
 		return
 	}
 	ctx := context.Background()
-	lk, err := c.Acquire(ctx, "example-leader", client.AcquireOptions{Owner: "leader-1", TTL: 3 * time.Second})
+	lk, err := c.Acquire(ctx, "example-leader", client.AcquireOptions{Owner: "leader-1", TTL: 9 * time.Second})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer lk.Release(ctx)
 
-	// Somebody revokes it; the next renew, within a second, finds out.
+	// Somebody revokes it; the next renew, a third of the TTL after the
+	// acquire, finds out. (A TTL of seconds leaves a loaded machine time
+	// to answer that renew before the client's own clock declares it lost.)
 	if err := c.Revoke(ctx, "example-leader", "failover drill"); err != nil {
 		fmt.Println(err)
 		return
@@ -126,7 +128,7 @@ func ExampleLock_Lost() {
 	select {
 	case <-lk.Lost():
 		fmt.Println("lost:", errors.Is(lk.Err(), client.ErrLockLost), errors.Is(lk.Err(), client.ErrNotHeld))
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		fmt.Println("still held?")
 	}
 	// Output:
