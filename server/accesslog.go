@@ -33,6 +33,9 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 				// Render now, so the status logged is the one sent.
 				c.Error(err)
 			}
+			if !log.Enabled(context.Background(), slog.LevelInfo) {
+				return nil // a node at --log-level warn pays for no line it drops
+			}
 			req, res := c.Request(), c.Response()
 			route := c.Path()
 			if route == "" {
