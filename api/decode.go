@@ -2,17 +2,22 @@ package api
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/lock"
 )
 
 // MaxBodyBytes caps request bodies; larger ones get 413.
@@ -57,7 +62,56 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return badRequest("body", "unexpected data after the JSON object")
 	}
+	return exactNames(body, v)
+}
+
+// exactNames refuses a member whose name matches a field only without
+// regard to case.
+//
+// Fix (found by FuzzHTTP): encoding/json matches member names to fields
+// case-insensitively, so {"vAlue":1} or {"TTL":"1h"} passed as value and
+// ttl, although API.md and the OpenAPI document know no such members.
+func exactNames(body []byte, v any) error {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil // not an object (null): nothing to check
+	}
+	names := jsonNames(reflect.TypeOf(v))
+	for name := range members {
+		if names[name] {
+			continue
+		}
+		for known := range names {
+			if strings.EqualFold(name, known) {
+				return badRequest(name, fmt.Sprintf("unknown field %q; field names are case-sensitive: %q", name, known))
+			}
+		}
+	}
 	return nil
+}
+
+var jsonNamesCache sync.Map // reflect.Type -> map[string]bool
+
+// jsonNames returns the member names of the struct t points to.
+func jsonNames(t reflect.Type) map[string]bool {
+	if m, ok := jsonNamesCache.Load(t); ok {
+		return m.(map[string]bool)
+	}
+	names := map[string]bool{}
+	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		for f := range t.Elem().Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			names[name] = true
+		}
+	}
+	jsonNamesCache.Store(t, names)
+	return names
 }
 
 // isJSONish accepts JSON and, for curl users who forget -H, the form type
@@ -83,7 +137,17 @@ func jsonProblem(err error) *Problem {
 		return badRequest("body", "the JSON body ends too early")
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
+		// Fix (found by FuzzDecodeBody): encoding/json quotes the name with
+		// %q, so trimming the quotes left escapes in it (`a\"b`), and the
+		// problem named a member the body does not have. Unquote it.
+		if s, err := strconv.Unquote(name); err == nil {
+			name = s
+		}
+		// Fix (found by FuzzDecodeBody): a member named "" gave a 400 whose
+		// field was empty, so it named nothing (field is omitted when empty).
+		if name == "" {
+			return badRequest("body", "the body has a member with an empty name, which is no field of this request")
+		}
 		return badRequest(name, fmt.Sprintf("unknown field %q", name))
 	}
 	return badRequest("body", "invalid JSON body")
@@ -123,8 +187,19 @@ func parseDuration(field string, s *string) (time.Duration, error) {
 // query checks that the request names only allowed query parameters, each
 // at most once, so a typo is an error rather than silently ignored.
 func query(c echo.Context, allowed ...string) (url.Values, error) {
-	q := c.QueryParams()
+	// Fix (found by FuzzQueryParams): echo's QueryParams drops the pairs
+	// it cannot parse (`?limit=%G0`, `?token=5;x=1`) without a word, so a
+	// mistyped parameter was ignored. A query that does not parse is a 400.
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
+	}
 	for k, vs := range q {
+		if k == "" {
+			// Fix (found by FuzzQueryParams): `?=5` named a parameter "",
+			// and the 400 had no field.
+			return nil, badRequest("query", "the query string has a parameter with an empty name")
+		}
 		ok := false
 		for _, a := range allowed {
 			ok = ok || k == a
@@ -163,4 +238,37 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 		return time.Time{}, badRequest(name, fmt.Sprintf("%s must be an RFC 3339 time such as 2026-11-29T14:00:00Z", name))
 	}
 	return t, nil
+}
+
+// encodeCursor turns the last lock name of a page into the opaque cursor
+// of the next one.
+func encodeCursor(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+
+// decodeCursor reads a cursor made by encodeCursor; anything else is a 400.
+func decodeCursor(cur string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(cur)
+	if err != nil || !lock.ValidName(string(b)) {
+		return "", badRequest("cursor", "cursor is not one returned by a previous page")
+	}
+	return string(b), nil
+}
+
+// pathParam returns the path parameter name, percent-decoded.
+//
+// Fix (found by FuzzHTTP): echo routes on the escaped path whenever a
+// client escaped it differently from Go's default (URL.RawPath is set then)
+// and hands the parameters over still escaped. The dashboard builds paths
+// with encodeURIComponent, which turns the ':' that lock names may hold
+// into %3A, so it could not show or revoke "a:b": the name arrived as
+// "a%3Ab" and failed validation. An escape that does not decode is left as
+// it is, and the name's validation refuses it.
+func pathParam(c echo.Context, name string) string {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v // echo matched the decoded path: v is decoded already
+	}
+	if s, err := url.PathUnescape(v); err == nil {
+		return s
+	}
+	return v
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -216,7 +215,7 @@ func (a *API) acquire(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	lr := lock.AcquireRequest{Name: c.Param("name"), Owner: owner(c, req.Owner), Metadata: req.Metadata}
+	lr := lock.AcquireRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata}
 	var err error
 	if lr.TTL, err = parseDuration("ttl", req.TTL); err != nil {
 		return err
@@ -281,7 +280,7 @@ func (a *API) getLock(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	l, err := a.eng.Get(ctx, c.Param("name"))
+	l, err := a.eng.Get(ctx, pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -327,11 +326,9 @@ func (a *API) listLocks(c echo.Context) error {
 	}
 	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: int(limit)}
 	if cur := q.Get("cursor"); cur != "" {
-		b, err := base64.RawURLEncoding.DecodeString(cur)
-		if err != nil || !lock.ValidName(string(b)) {
-			return badRequest("cursor", "cursor is not one returned by a previous page")
+		if o.After, err = decodeCursor(cur); err != nil {
+			return err
 		}
-		o.After = string(b)
 	}
 	locks, next, err := a.eng.List(c.Request().Context(), o)
 	if err != nil {
@@ -342,7 +339,7 @@ func (a *API) listLocks(c echo.Context) error {
 		out.Locks[i] = toLock(l)
 	}
 	if next != "" {
-		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(next))
+		out.NextCursor = encodeCursor(next)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -382,7 +379,7 @@ func (a *API) renew(c echo.Context) error {
 	if req.Token == nil {
 		return badRequest("token", "token is required")
 	}
-	l, err := a.eng.Renew(c.Request().Context(), c.Param("name"), *req.Token)
+	l, err := a.eng.Renew(c.Request().Context(), pathParam(c, "name"), *req.Token)
 	if err != nil {
 		return err
 	}
@@ -422,7 +419,7 @@ func (a *API) release(c echo.Context) error {
 	if !ok {
 		return badRequest("token", "the token query parameter is required: DELETE /v1/locks/{name}?token=4711")
 	}
-	if err := a.eng.Release(c.Request().Context(), c.Param("name"), tok); err != nil {
+	if err := a.eng.Release(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -459,7 +456,7 @@ func (a *API) revoke(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	if _, err := a.eng.Revoke(c.Request().Context(), c.Param("name"), req.Reason); err != nil {
+	if _, err := a.eng.Revoke(c.Request().Context(), pathParam(c, "name"), req.Reason); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -530,7 +527,7 @@ func (a *API) getSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
 	}
-	s, err := a.eng.GetSession(c.Request().Context(), c.Param("id"))
+	s, err := a.eng.GetSession(c.Request().Context(), pathParam(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -565,7 +562,7 @@ func (a *API) renewSession(c echo.Context) error {
 	if err := decodeBody(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	s, err := a.eng.RenewSession(c.Request().Context(), c.Param("id"))
+	s, err := a.eng.RenewSession(c.Request().Context(), pathParam(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -595,7 +592,7 @@ func (a *API) deleteSession(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
 	}
-	if err := a.eng.DeleteSession(c.Request().Context(), c.Param("id")); err != nil {
+	if err := a.eng.DeleteSession(c.Request().Context(), pathParam(c, "id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -635,7 +632,7 @@ func (a *API) putFenced(c echo.Context) error {
 	if req.Token == nil {
 		return badRequest("token", "token is required")
 	}
-	f, err := a.eng.PutFenced(c.Request().Context(), c.Param("resource"), *req.Token, req.Value, req.Lock)
+	f, err := a.eng.PutFenced(c.Request().Context(), pathParam(c, "resource"), *req.Token, req.Value, req.Lock)
 	if err != nil {
 		return err
 	}
@@ -664,7 +661,7 @@ func (a *API) getFenced(c echo.Context) error {
 	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
 		return err
 	}
-	f, err := a.eng.GetFenced(c.Request().Context(), c.Param("resource"))
+	f, err := a.eng.GetFenced(c.Request().Context(), pathParam(c, "resource"))
 	if err != nil {
 		return err
 	}

@@ -208,6 +208,10 @@ func NewWithConfig(cfg Config) (*Client, error) {
 		}
 		c.hc = &http.Client{Transport: tr}
 	}
+	// A copy, so that the caller's client is left as it was.
+	hc := *c.hc
+	hc.CheckRedirect = sameMethodRedirects(hc.CheckRedirect)
+	c.hc = &hc
 	c.fresh = c.hc
 	tr := c.hc.Transport
 	if tr == nil {
@@ -350,7 +354,11 @@ func (c *Client) attempt(ctx context.Context, base string, r *request, payload [
 		return 0, transportError(ctx, base, err)
 	}
 	defer drainClose(resp.Body)
-	if resp.StatusCode >= 400 {
+	// Fix (found by FuzzClient_ServerAnswers): only a 2xx is a success. A
+	// 3xx (a proxy's redirect this client does not follow, see
+	// sameMethodRedirects) was taken for one, so a release that never
+	// reached baton returned nil.
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := decodeError(resp)
 		return resp.StatusCode, &attemptError{
 			err: e, retryAfter: e.RetryAfter, sent: true, settled: resp.StatusCode < 500,
@@ -358,17 +366,43 @@ func (c *Client) attempt(ctx context.Context, base string, r *request, payload [
 		}
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			var se *json.SyntaxError
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &se) || errors.As(err, &te) {
-				return resp.StatusCode, &attemptError{err: fmt.Errorf("%s answered %d with a body that is not what the API describes: %w", base, resp.StatusCode, err), sent: true, settled: true}
-			}
-			// Cut off mid-answer: the node's trouble.
+		// Fix (found by FuzzClient_ServerAnswers): the body is read whole
+		// before it is decoded, to tell a connection cut mid-answer (the
+		// node's trouble: unavailable, retried) from a whole answer that is
+		// not what the API describes (settled). Decoding from the stream
+		// took a bad duration or time in a whole answer, and one that ends
+		// early, for a cut connection.
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
 			return resp.StatusCode, &attemptError{err: fmt.Errorf("%w: %s: reading the answer: %w", ErrUnavailable, base, err), retryable: true, sent: true}
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, &attemptError{err: fmt.Errorf("%s answered %d with a body that is not what the API describes: %w", base, resp.StatusCode, err), sent: true, settled: true}
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// sameMethodRedirects follows a redirect only when the request keeps its
+// method (307 and 308; 301, 302 and 303 for reads), then as next says.
+//
+// Fix (found by FuzzClient_ServerAnswers): net/http turns a DELETE or POST
+// redirected with 301, 302 or 303 into a GET, so a release or acquire
+// behind a redirecting proxy read the lock instead, and reported success.
+// Such a redirect now ends the call with the 3xx as an *Error.
+func sameMethodRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if req.Method != via[0].Method {
+			return http.ErrUseLastResponse
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 }
 
 func (c *Client) newRequest(ctx context.Context, base, method, path string, q url.Values, payload []byte) (*http.Request, error) {

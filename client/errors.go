@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -136,7 +137,7 @@ func decodeError(resp *http.Response) *Error {
 	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var p wireProblem
-	if isJSON(resp.Header.Get("Content-Type")) && json.Unmarshal(body, &p) == nil && p.Code != "" {
+	if isJSON(resp.Header.Get("Content-Type")) && decodeProblem(body, &p) && p.Code != "" {
 		e.Code, e.Detail, e.Field, e.MaxToken = p.Code, p.Detail, p.Field, p.MaxToken
 		if p.Title != "" {
 			e.Title = p.Title
@@ -146,7 +147,7 @@ func decodeError(resp *http.Response) *Error {
 			e.Holder = &h
 		}
 		if e.RetryAfter == 0 && p.RetryAfter > 0 {
-			e.RetryAfter = time.Duration(p.RetryAfter) * time.Second
+			e.RetryAfter = seconds(p.RetryAfter)
 		}
 		return e
 	}
@@ -154,8 +155,36 @@ func decodeError(resp *http.Response) *Error {
 	if len(detail) > 200 {
 		detail = detail[:200] + "…"
 	}
+	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
+		detail = fmt.Sprintf("redirected to %.200q, which this client follows only when the method stays the same; use that URL as the endpoint", loc)
+	}
 	e.Detail = detail
 	return e
+}
+
+// decodeProblem decodes a problem document into p, and reports whether it
+// is one.
+//
+// Fix (found by FuzzClient_ServerAnswers): a problem with one member of
+// an unexpected type (a holder whose ttl does not parse, say) was no
+// problem at all, so its code was lost and a lock_held from such a server
+// did not match ErrHeld. What says what went wrong is kept whenever it
+// reads: the code, title, detail and field.
+func decodeProblem(body []byte, p *wireProblem) bool {
+	if json.Unmarshal(body, p) == nil {
+		return true
+	}
+	var core struct {
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+		Code   string `json:"code"`
+		Field  string `json:"field"`
+	}
+	if json.Unmarshal(body, &core) != nil {
+		return false
+	}
+	*p = wireProblem{Title: core.Title, Detail: core.Detail, Code: core.Code, Field: core.Field}
+	return true
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
@@ -165,10 +194,22 @@ func parseRetryAfter(h string) time.Duration {
 		return 0
 	}
 	if n, err := strconv.ParseInt(h, 10, 64); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
+		return seconds(n)
 	}
 	if t, err := http.ParseTime(h); err == nil {
 		return max(time.Until(t), 0)
 	}
 	return 0
+}
+
+// seconds is n seconds, n > 0, as a Duration.
+//
+// Fix (found by FuzzClient_ServerAnswers): n * time.Second overflows for n
+// above about 292 years' worth: "retry_after":9223372037 read as a wait
+// of minus 292 years. Such an n now reads as the longest Duration.
+func seconds(n int64) time.Duration {
+	if n > int64(math.MaxInt64/time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * time.Second
 }

@@ -82,6 +82,12 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 		}
 		prefix = e.lockAuditPrefix(o.Lock)
 	}
+	if o.Before == 1 {
+		// Fix (found by api's FuzzHTTP): etcd reads a maximum mod revision
+		// of 0 as none, so before=1 returned the whole trail. Nothing is
+		// older than revision 1, etcd's first.
+		return []Event{}, 0, nil
+	}
 	if o.filtered() {
 		return e.filteredHistory(ctx, prefix, o)
 	}
