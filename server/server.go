@@ -209,6 +209,7 @@ var (
 	waitersDesc   = prometheus.NewDesc("baton_waiters", "Acquires queued for a lock in the cluster.", nil, nil)
 	sessionsDesc  = prometheus.NewDesc("baton_sessions", "Live sessions in the cluster.", nil, nil)
 	statsUpDesc   = prometheus.NewDesc("baton_stats_up", "1 if the counts above could be read from etcd at this scrape.", nil, nil)
+	limitDesc     = prometheus.NewDesc("baton_limit", "The caps this node enforces, by name (max_sessions, max_waiters_per_lock, max_locks_per_session, max_event_streams); 0 means no cap. Alerts compare the counts with them.", []string{"name"}, nil)
 )
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -216,9 +217,17 @@ func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- waitersDesc
 	ch <- sessionsDesc
 	ch <- statsUpDesc
+	ch <- limitDesc
 }
 
 func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	cfg := s.eng.Config()
+	for name, v := range map[string]int{
+		"max_sessions": cfg.MaxSessions, "max_waiters_per_lock": cfg.MaxWaitersPerLock,
+		"max_locks_per_session": cfg.MaxLocksPerSession, "max_event_streams": cfg.MaxSubscriptions,
+	} {
+		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(v), name)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	st, err := s.eng.Stats(ctx)
