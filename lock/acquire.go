@@ -281,18 +281,18 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			then = append(then, clientv3.OpDelete(queueKey))
 		}
 		tallyAt = -1
-		if a.session != 0 {
+		if a.session != 0 && e.cfg.MaxLocksPerSession > 0 {
 			// Count the hold in the session's tally, then read the tallies
 			// (ours included): checked after the commit (see
-			// undoOverSessionCap), so the cap costs no round trip.
+			// undoOverSessionCap), so the cap costs no round trip. Without
+			// the cap no tally is kept: its put is a third of a session
+			// cycle's cost (BenchmarkEngine_CycleSession).
 			acquired := e.sessionTallyKey(a.req.Session, "acquired")
-			then = append(then, clientv3.OpPut(acquired, "", clientv3.WithLease(a.session)))
-			if e.cfg.MaxLocksPerSession > 0 {
-				tallyAt = len(then)
-				then = append(then,
-					clientv3.OpGet(acquired, clientv3.WithKeysOnly()),
-					clientv3.OpGet(e.sessionTallyKey(a.req.Session, "released"), clientv3.WithKeysOnly()))
-			}
+			tallyAt = len(then) + 1
+			then = append(then,
+				clientv3.OpPut(acquired, "", clientv3.WithLease(a.session)),
+				clientv3.OpGet(acquired, clientv3.WithKeysOnly()),
+				clientv3.OpGet(e.sessionTallyKey(a.req.Session, "released"), clientv3.WithKeysOnly()))
 		}
 		then = append(then, sessionOps...)
 		els := []clientv3.Op{

@@ -454,3 +454,39 @@ func TestSubscribe_SlowReaderIsDroppedBetweenRevisionsNotInside(t *testing.T) {
 		t.Fatalf("resumed with %v, want s1, s2 and s3 once each", got)
 	}
 }
+
+// Nodes of one cluster may disagree on the cap: one with it on counts the
+// session's locks, one with it off keeps no tally, but still counts the
+// releases of a session that has one, so the node with the cap never
+// refuses an acquire the session has room for.
+func TestSession_ReleasesOnANodeWithoutTheCapStillCountForANodeWithIt(t *testing.T) {
+	m := testetcd.Start(t)
+	capped := lock.DefaultConfig()
+	capped.MaxLocksPerSession = 2
+	on, off := startEngine(t, m, capped), startEngine(t, m, lock.DefaultConfig())
+	ctx := ctxT(t)
+	s, err := on.CreateSession(ctx, "w", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fill the session on the capped node, empty it on the other, three
+	// times over: without the other node's counting, the second round
+	// would already be refused.
+	for round := range 3 {
+		var held []*lock.Lock
+		for _, n := range []string{"a", "b"} {
+			held = append(held, mustAcquire(t, on, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
+		}
+		for _, l := range held {
+			if err := off.Release(ctx, l.Name, l.Token); err != nil {
+				t.Fatalf("round %d: release %s on the node without the cap: %v", round, l.Name, err)
+			}
+		}
+	}
+	// And the cap still holds.
+	mustAcquire(t, on, lock.AcquireRequest{Name: "a", Owner: "w", Session: s.ID})
+	mustAcquire(t, off, lock.AcquireRequest{Name: "b", Owner: "w", Session: s.ID}) // not counted: taken without the cap
+	mustAcquire(t, on, lock.AcquireRequest{Name: "c", Owner: "w", Session: s.ID})
+	_, _, err = on.Acquire(ctx, lock.AcquireRequest{Name: "d", Owner: "w", Session: s.ID})
+	asLimit(t, err, lock.ErrTooManyLocks)
+}

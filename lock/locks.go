@@ -246,9 +246,18 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holde
 		}
 	}
 	if id, ok := parseLeaseHex(hr.Session); ok {
-		// One more release in the session's tally (MaxLocksPerSession).
-		// The compare below makes sure the session's lease still exists.
-		extraOps = append(extraOps, clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id)))
+		// One more release in the session's tally, if it keeps one: the
+		// node that acquired into it may have MaxLocksPerSession on while
+		// this one has it off, and a release it does not count would make
+		// that node refuse acquires the session has room for. A session
+		// without a tally costs this release a compare and no write. The
+		// tally lives under the session's lease, so where it exists the
+		// lease does too, and the put cannot fail on a lease.
+		acquired := e.sessionTallyKey(hr.Session, "acquired")
+		extraOps = append(extraOps, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(acquired), ">", 0)},
+			[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id))},
+			nil))
 	}
 	var resp *clientv3.TxnResponse
 	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {

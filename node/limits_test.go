@@ -27,15 +27,19 @@ func TestNode_LimitsReachTheEngineAndTheServer(t *testing.T) {
 	}
 }
 
-func TestNode_DefaultsLeaveRatesUnlimitedAndCapsOn(t *testing.T) {
+func TestNode_DefaultsLeaveRatesUnlimitedAndCapsOnButLocksPerSession(t *testing.T) {
 	cfg := node.DefaultConfig()
 	if cfg.RateLimit != 0 || cfg.CredentialRateLimit != 0 {
 		t.Fatalf("rate limits %v/%v by default, want off", cfg.RateLimit, cfg.CredentialRateLimit)
 	}
 	// The bench's scale scenario holds 1,000 sessions of 100 locks and its
 	// contention scenario queues 64 waiters: the defaults must allow them.
-	if cfg.MaxSessions < 1000 || cfg.MaxLocksPerSession < 100 || cfg.MaxWaitersPerLock < 64 || cfg.MaxEventStreams < 1 {
+	if cfg.MaxSessions < 1000 || cfg.MaxWaitersPerLock < 64 || cfg.MaxEventStreams < 1 {
 		t.Fatalf("caps %+v too low for the bench", cfg)
+	}
+	// Off: it would cost every session cycle a write (lock.Config).
+	if cfg.MaxLocksPerSession != 0 {
+		t.Fatalf("MaxLocksPerSession %d by default, want 0 (off)", cfg.MaxLocksPerSession)
 	}
 }
 
