@@ -1,14 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baton-dev/baton/internal/testserver"
 )
@@ -18,25 +12,10 @@ const (
 	cliWriteTok = "cli-write-token-0123456789"
 )
 
-// runWith is run with extra environment variables.
+// runWith runs baton with BATON_ADDR=addr and env.
 func runWith(t *testing.T, env []string, addr string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = append(append(os.Environ(), "BATON_ADDR="+addr, "BATON_AUTH_TOKEN=", "BATON_TOKEN_FILE="), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("run baton %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
+	return runEnv(t, append([]string{"BATON_ADDR=" + addr}, env...), args...)
 }
 
 func TestCLI_AuthTokenFromTheFlagOrTheEnvironment(t *testing.T) {

@@ -155,10 +155,21 @@ func addGlobals(c *cobra.Command, g *globals) {
 	addTLSFlags(c, g)
 	// Not --token: release and renew take the fencing token by that name.
 	c.PersistentFlags().StringVar(&g.authToken, "auth-token", "", "bearer token for a baton that runs with --auth-file (env BATON_AUTH_TOKEN, or a file named by BATON_TOKEN_FILE; the environment keeps it out of ps)")
+	g.addOutput(c, nil)
+}
+
+// addOutput gives c and its subcommands -o/--output, and checks it and
+// then check (which may be nil) before any of them runs.
+func (g *globals) addOutput(c *cobra.Command, check func() error) {
 	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.output != "table" && g.output != "json" {
 			return usagef("--output must be table or json, not %q", g.output)
+		}
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
 		}
 		// Arguments are valid by now: a failure from here on is not a
 		// usage mistake, so no usage text (subcommands included).

@@ -31,6 +31,39 @@ var (
 	buildErr  error
 )
 
+// run runs baton against the node at addr.
+func run(t *testing.T, addr string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runEnv(t, []string{"BATON_ADDR=" + addr}, args...)
+}
+
+// runEnv runs the baton binary with env added to this process's (without
+// its BATON_ variables) and returns its output and exit code.
+func runEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BATON_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("run baton %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -71,27 +104,6 @@ func startServer(t *testing.T) (*lock.Engine, string) {
 	ts := httptest.NewServer(server.New(server.Config{Engine: eng}).Handler())
 	t.Cleanup(ts.Close)
 	return eng, ts.URL
-}
-
-// run runs the baton binary against addr and returns its output and exit code.
-func run(t *testing.T, addr string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
-	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("run baton %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

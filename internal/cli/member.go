@@ -33,23 +33,13 @@ while every other member is up: adding a voting member raises the quorum
 before the new node has started.`,
 	}
 	etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379)")
-	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	c.PersistentFlags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
-	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if g.output != "table" && g.output != "json" {
-			return usagef("--output must be table or json, not %q", g.output)
-		}
+	g.addOutput(c, func() error {
 		if timeout <= 0 {
 			return usagef("--timeout must be positive")
 		}
-		if err := etcd.resolve(); err != nil {
-			return err
-		}
-		cmd.SilenceUsage = true
-		g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-		return nil
-	}
-	c.SilenceUsage = true
+		return etcd.resolve()
+	})
 	dial := func() (*clientv3.Client, error) {
 		tc, err := etcd.tlsConfig()
 		if err != nil {

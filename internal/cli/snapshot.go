@@ -51,16 +51,7 @@ empty. It moves the revision --bump-revision past the snapshot's, so that
 every fencing token after the restore exceeds every token the old cluster
 handed out, even after the backup. See docs/OPERATIONS.md.`,
 	}
-	c.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
-	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if g.output != "table" && g.output != "json" {
-			return usagef("--output must be table or json, not %q", g.output)
-		}
-		cmd.SilenceUsage = true
-		g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-		return nil
-	}
-	c.SilenceUsage = true
+	g.addOutput(c, nil)
 	c.AddCommand(snapshotSaveCmd(g), snapshotStatusCmd(g), snapshotRestoreCmd(g))
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,33 +37,6 @@ func startNode(t *testing.T, tweak func(c *node.Config)) *node.Node {
 	}
 	t.Cleanup(func() { n.Close() })
 	return n
-}
-
-// runEnv runs the baton binary with env added to this process's (without
-// its BATON_ variables) and returns its output and exit code.
-func runEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BATON_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("run baton %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
 }
 
 func TestCLI_StatusOverHTTPSTrustsTheCAOfTheFlagOrTheEnvironment(t *testing.T) {
