@@ -145,8 +145,7 @@ func TestNode_ReloadTLSServesTheNewCertificateAndKeepsTheOldOnABadFile(t *testin
 	before := servedSerial(t, n.Addr(), ca)
 
 	renewed := ca.Server(t, "baton", "127.0.0.1")
-	copyFile(t, renewed.CertFile, cfg.TLSCertFile)
-	copyFile(t, renewed.KeyFile, cfg.TLSKeyFile)
+	renewed.CopyTo(t, cfg.TLSCertFile, cfg.TLSKeyFile)
 	if err := n.ReloadTLS(); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
@@ -165,16 +164,6 @@ func TestNode_ReloadTLSServesTheNewCertificateAndKeepsTheOldOnABadFile(t *testin
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestNode_StartErrorsNameTheFlagAndStartNothing(t *testing.T) {
 	ca := testcerts.NewCA(t, "baton test CA")

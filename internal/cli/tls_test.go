@@ -123,8 +123,7 @@ func TestServe_SIGHUPServesTheRenewedCertificate(t *testing.T) {
 	first := ca.Server(t, "baton", "127.0.0.1")
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	copyFile(t, first.CertFile, certFile)
-	copyFile(t, first.KeyFile, keyFile)
+	first.CopyTo(t, certFile, keyFile)
 	addr := testetcd.FreeAddr(t)
 	cmd := exec.Command(binary(t), "serve", "--data-dir", filepath.Join(dir, "data"), "--http-addr", addr,
 		"--peer-url", "http://"+testetcd.FreeAddr(t), "--client-url", "http://"+testetcd.FreeAddr(t),
@@ -167,8 +166,7 @@ func TestServe_SIGHUPServesTheRenewedCertificate(t *testing.T) {
 	waitServing("the first certificate", first.Cert.SerialNumber.String())
 
 	renewed := ca.Server(t, "baton", "127.0.0.1")
-	copyFile(t, renewed.CertFile, certFile)
-	copyFile(t, renewed.KeyFile, keyFile)
+	renewed.CopyTo(t, certFile, keyFile)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -183,16 +181,6 @@ func TestServe_SIGHUPServesTheRenewedCertificate(t *testing.T) {
 	exited <- nil // for the cleanup
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestMemberAndSnapshot_TalkToATLSClientPortWithTheEtcdTLSFlags(t *testing.T) {
 	ca := testcerts.NewCA(t, "etcd client CA")

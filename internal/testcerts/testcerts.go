@@ -42,6 +42,21 @@ func (p Pair) TLS(t testing.TB) tls.Certificate {
 	return c
 }
 
+// CopyTo writes the pair over certFile and keyFile, as a certificate
+// renewal does in place, for tests of a reload.
+func (p Pair) CopyTo(t testing.TB, certFile, keyFile string) {
+	t.Helper()
+	for from, to := range map[string]string{p.CertFile: certFile, p.KeyFile: keyFile} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // NewCA makes a self-signed CA named name.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
