@@ -164,7 +164,6 @@ func TestNode_ReloadTLSServesTheNewCertificateAndKeepsTheOldOnABadFile(t *testin
 	}
 }
 
-
 func TestNode_StartErrorsNameTheFlagAndStartNothing(t *testing.T) {
 	ca := testcerts.NewCA(t, "baton test CA")
 	srv, other := ca.Server(t, "baton", "127.0.0.1"), ca.Server(t, "other", "127.0.0.1")

@@ -181,7 +181,6 @@ func TestServe_SIGHUPServesTheRenewedCertificate(t *testing.T) {
 	exited <- nil // for the cleanup
 }
 
-
 func TestMemberAndSnapshot_TalkToATLSClientPortWithTheEtcdTLSFlags(t *testing.T) {
 	ca := testcerts.NewCA(t, "etcd client CA")
 	srv, me := ca.Server(t, "etcd", "127.0.0.1"), ca.Client(t, "ops")
