@@ -351,6 +351,14 @@ var errNoLeader = errors.New("no leader: this node's etcd member is cut off from
 // fail cleanly.
 func (e *Engine) memberStopped() bool { return e.cfg.Stopped != nil && e.cfg.Stopped() }
 
+// ownMember reports whether the engine's client is the in-process client
+// of an embedded member that is running (Config.Stopped is set only
+// then). Such a member answers a write after applying it itself, so a
+// local (serializable) read made after that answer sees the write and
+// everything committed before it, with no ReadIndex round. Over external
+// etcd the next read may go to another, lagging member.
+func (e *Engine) ownMember() bool { return e.cfg.Stopped != nil && !e.cfg.Stopped() }
+
 // CheckLeader returns an ErrUnavailable at once when the member behind the
 // engine knows no leader (Config.HasLeader), and nil otherwise.
 func (e *Engine) CheckLeader() error {

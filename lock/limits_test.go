@@ -285,9 +285,24 @@ func TestCreateSession_BeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	}
 }
 
+// Run over the engine's own embedded member (its exact check reads
+// locally) and as over external etcd (it reads linearizably).
 func TestCreateSession_ConcurrentCreatesSettleWithinTheCap(t *testing.T) {
-	const limit, creators = 5, 24
-	e := newCappedEngine(t, func(c *lock.Config) { c.MaxSessions = limit })
+	for _, own := range []bool{true, false} {
+		t.Run(map[bool]string{true: "own member", false: "external etcd"}[own], func(t *testing.T) {
+			m := testetcd.Start(t)
+			cfg := lock.DefaultConfig()
+			cfg.MaxSessions = 5
+			if own {
+				cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+			}
+			concurrentCreatesSettleWithinTheCap(t, startEngine(t, m, cfg), cfg.MaxSessions)
+		})
+	}
+}
+
+func concurrentCreatesSettleWithinTheCap(t *testing.T, e *lock.Engine, limit int) {
+	const creators = 24
 	ctx := ctxT(t)
 	cli := e.Client()
 	leases := leaseCount(t, cli)

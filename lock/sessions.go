@@ -84,18 +84,24 @@ func (e *Engine) checkSessionRoom(ctx context.Context) error {
 // would see the others and all of them would leave; so over the cap we
 // count only the sessions created up to ours, and the earliest stay. The
 // latest session that stays counted every session that stays, so once
-// concurrent creates settle there are at most MaxSessions. The reads are
-// linearizable: they see every session committed before ours whichever
-// member serves them. They are reads of their own rather than part of the
-// put's txn because counting walks every session key created since etcd's
-// last compaction, and inside a txn that walk would hold up every write.
+// concurrent creates settle there are at most MaxSessions. The reads must
+// see every session committed before ours: on the engine's own member a
+// local read does (ownMember), and costs no ReadIndex round on every
+// create; over external etcd they are linearizable. They are reads of
+// their own rather than part of the put's txn because counting walks
+// every session key created since etcd's last compaction, and inside a
+// txn that walk would hold up every write.
 func (e *Engine) checkSessionsAfter(ctx context.Context, rev int64) error {
 	if e.cfg.MaxSessions == 0 {
 		return nil
 	}
+	var local []clientv3.OpOption
+	if e.ownMember() {
+		local = []clientv3.OpOption{clientv3.WithSerializable()}
+	}
 	octx, done := e.op(ctx)
 	defer done()
-	all, err := e.cli.Get(octx, e.sessionsPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	all, err := e.cli.Get(octx, e.sessionsPrefix(), append(local, clientv3.WithPrefix(), clientv3.WithCountOnly())...)
 	if err != nil {
 		return e.etcdErr(ctx, "count sessions", err)
 	}
@@ -104,7 +110,7 @@ func (e *Engine) checkSessionsAfter(ctx context.Context, rev int64) error {
 	}
 	// Rare (creates racing at the cap), and it lists keys: etcd applies
 	// a revision filter to listed keys, not to a count.
-	upToOurs, err := e.cli.Get(octx, e.sessionsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(rev))
+	upToOurs, err := e.cli.Get(octx, e.sessionsPrefix(), append(local, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(rev))...)
 	if err != nil {
 		return e.etcdErr(ctx, "count sessions", err)
 	}
