@@ -72,6 +72,13 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 // case-insensitively, so {"vAlue":1} or {"TTL":"1h"} passed as value and
 // ttl, although API.md and the OpenAPI document know no such members.
 func exactNames(body []byte, v any) error {
+	if plainLower(body) {
+		// Every request member name is lower-case ASCII; a name that
+		// folds to one of them but differs needs an upper-case letter, a
+		// non-ASCII rune (ſ, K) or an escape. Most bodies have none, and
+		// need no second parse.
+		return nil
+	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(body, &members) != nil {
 		return nil // not an object (null): nothing to check
@@ -88,6 +95,17 @@ func exactNames(body []byte, v any) error {
 		}
 	}
 	return nil
+}
+
+// plainLower reports whether b holds no upper-case ASCII letter, no byte
+// beyond ASCII and no backslash.
+func plainLower(b []byte) bool {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' || c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 var jsonNamesCache sync.Map // reflect.Type -> map[string]bool
