@@ -222,6 +222,9 @@ func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
 	if err != nil {
 		return spent{}, err
 	}
+	if after.raftEntries, err = settledRaftEntries(after.raftEntries); err != nil {
+		return spent{}, err
+	}
 	return spent{
 		wall:        after.at.Sub(before.at),
 		cpu:         after.cpu - before.cpu,
@@ -229,6 +232,30 @@ func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
 		machine:     after.machine - before.machine,
 		raftEntries: after.raftEntries - before.raftEntries,
 	}, nil
+}
+
+// settledRaftEntries waits for etcd's commit-index gauge to stop moving
+// after a scenario, from its reading last. etcd hands committed entries
+// to be applied, and so answers their clients, before it sets the gauge
+// in the same loop, so a reading taken as the last answer arrives can lag
+// it by the last few entries (seen: 1.99 entries a cycle for the floor,
+// whose every cycle commits exactly 2). Three equal readings 20ms apart,
+// or a second, whichever comes first.
+func settledRaftEntries(last float64) (float64, error) {
+	deadline := time.Now().Add(time.Second)
+	for same := 0; same < 3 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // the pace of the readings
+		u, err := readUsage()
+		if err != nil {
+			return 0, err
+		}
+		if u.raftEntries == last {
+			same++
+		} else {
+			same, last = 0, u.raftEntries
+		}
+	}
+	return last, nil
 }
 
 // processCPU is the user and system CPU time this process has used.
