@@ -82,6 +82,11 @@ type acquirer struct {
 	// entry in its else branch: a waiting acquire joins the queue in the
 	// same txn that found the lock taken, not in one more.
 	enqueue *queueEntry
+	// queuedLease is the own lease our queue entry names in its grant
+	// (see waiterRecord.Grant), or 0. A release may put the lock under it
+	// as long as the entry exists, so it is kept alive, never replaced or
+	// given back to the pool until the entry is gone.
+	queuedLease clientv3.LeaseID
 }
 
 // queueEntry is a waiter's queue key, to be put under the node's waiter
@@ -148,6 +153,12 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 	if a.lease != 0 && time.Since(a.grantedAt) < time.Duration(a.leaseTTL)*time.Second/2 {
 		return nil
 	}
+	if a.lease != 0 && a.lease == a.queuedLease {
+		// A release may grant the lock under this lease: refresh it.
+		if err := a.keepQueuedLease(ctx); err != nil || a.lease != 0 {
+			return err
+		}
+	}
 	a.dropLease()
 	// etcd raises a TTL below its floor: pooled leases carry the granted
 	// TTL, so only one asked for with the same TTL is taken.
@@ -167,6 +178,26 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 	return nil
 }
 
+// keepQueuedLease refreshes the own lease that our queue entry names to
+// its full TTL with a keep-alive (no raft entry). If the lease is gone,
+// the entry can no longer be granted (the release falls back to a plain
+// one), and the next attempt takes a new lease.
+func (a *acquirer) keepQueuedLease(ctx context.Context) error {
+	octx, done := a.e.op(ctx)
+	defer done()
+	start := time.Now()
+	ka, err := a.e.cli.KeepAliveOnce(octx, a.lease)
+	if err != nil {
+		if isLeaseNotFound(err) {
+			a.lease, a.queuedLease = 0, 0
+			return nil
+		}
+		return a.e.etcdErr(ctx, "keep the queued lease alive", err)
+	}
+	a.leaseTTL, a.grantedAt = ka.TTL, start
+	return nil
+}
+
 // dropLease gives the own lease back to the pool, or revokes it, if no
 // lock was granted with it.
 func (a *acquirer) dropLease() {
@@ -175,6 +206,12 @@ func (a *acquirer) dropLease() {
 	}
 	id := a.lease
 	a.lease = 0
+	if id == a.queuedLease {
+		// Our queue entry may still name it (leaving the queue failed):
+		// a lease in the pool must hold no key, now or later.
+		a.e.revokeLease(leaseHex(id))
+		return
+	}
 	if a.e.leases.put(id, a.leaseTTL) {
 		return
 	}
@@ -226,15 +263,12 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		return attemptResult{}, err
 	}
 	lkey, gkey, qpfx := e.lockKey(name), e.delayKey(name), e.queuePrefix(name)
-	leaseID, ttl := a.lease, a.leaseTTL
+	leaseID := a.lease
 	if a.session != 0 {
 		leaseID = a.session
 	}
 	now := nowUTC()
-	rec := holderRecord{
-		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
-		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
-	}
+	rec := a.holder(now)
 
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
 	if queueKey == "" {
@@ -305,7 +339,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			els = append(els,
 				clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 					clientv3.WithLimit(1), clientv3.WithKeysOnly()),
-				clientv3.OpPut(q.key, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: now}), clientv3.WithLease(q.lease)))
+				clientv3.OpPut(q.key, mustJSON(a.waiterRecord(now)), clientv3.WithLease(q.lease)))
 		}
 		if queueKey != "" {
 			els = append(els,
@@ -374,6 +408,59 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	return r, err
 }
 
+// holder is the record of a hold of ours that begins at now.
+func (a *acquirer) holder(now time.Time) holderRecord {
+	leaseID, ttl := a.lease, a.leaseTTL
+	if a.session != 0 {
+		leaseID = a.session
+	}
+	return holderRecord{
+		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
+		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
+	}
+}
+
+// waiterRecord is our queue entry. It asks to be granted the lock on
+// release (see handoff) unless the grant would need more than the puts
+// a release can make for us: counting the hold against
+// MaxLocksPerSession is checked after the acquire txn, by this node.
+// It names the lease the lock is to live under; while the entry exists,
+// that lease is kept (see queuedLease).
+func (a *acquirer) waiterRecord(now time.Time) waiterRecord {
+	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: now}
+	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
+		return wr
+	}
+	if a.session == 0 && a.lease == 0 {
+		return wr
+	}
+	g := a.holder(time.Time{})
+	wr.Grant = &g
+	if a.session == 0 {
+		a.queuedLease = a.lease
+	}
+	return wr
+}
+
+// granted returns the lock if kv, the lock's key, shows the hold that our
+// queue entry asked for: a release granted it to us (see handoff).
+func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
+	hr, err := decodeHolder(kv)
+	if err != nil || hr.Hold != a.hold {
+		return nil, false
+	}
+	a.used = true
+	l := hr.toLock(a.req.Name, kv.ModRevision)
+	if a.session != 0 {
+		a.e.fillLease(ctx, l, a.session)
+	} else {
+		// The lease was refreshed at grantedAt at the latest (see
+		// keepQueuedLease), so it lives at least this long.
+		l.ExpiresAt = a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second).UTC().Truncate(time.Millisecond)
+	}
+	return l, true
+}
+
 // heldInSession reads the session's tallies from an acquire's Then branch:
 // the locks the session holds, the new one included.
 func heldInSession(resp *clientv3.TxnResponse, at int) int64 {
@@ -401,7 +488,7 @@ func (a *acquirer) undoOverSessionCap(token int64, rec holderRecord) error {
 	reason := fmt.Sprintf("session %s already holds the maximum of %d locks; release some first", a.req.Session, limit)
 	ctx, done := e.cleanupCtx()
 	defer done()
-	err := e.endHold(ctx, a.req.Name, token, rec, EventReleased, "acquire refused: "+reason)
+	err := e.endHold(ctx, a.req.Name, token, rec, nil, EventReleased, "acquire refused: "+reason)
 	if err != nil && !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) {
 		// The session keeps a lock whose token nobody learnt: it shows in
 		// the session's locks and ends with it. Say the outcome is unknown.
@@ -422,6 +509,11 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 	if a.session != 0 {
 		if len(rs[len(rs)-1].GetResponseRange().Kvs) == 0 {
 			return attemptResult{outcome: noSession}, nil
+		}
+	}
+	if len(lockKVs) > 0 {
+		if l, ok := a.granted(ctx, lockKVs[0]); ok {
+			return attemptResult{outcome: won, lock: l}, nil
 		}
 	}
 	if queueKey != "" && len(rs[3].GetResponseRange().Kvs) == 0 {
@@ -573,8 +665,10 @@ func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
 // wait queues for the lock. The queue is a set of keys under the lock's
 // queue prefix, ordered by CreateRevision; each waiter watches only the
 // key just ahead of it (or the lock, once it is first), so a handoff wakes
-// one waiter, not all of them.
-func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
+// one waiter, not all of them. The release of the hold before us usually
+// grants us the lock itself (see handoff): we then learn it from the
+// lock's key, with no txn of our own.
+func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 	e := a.e
 	if e.drain.Err() != nil {
 		// Shutting down: a free lock is still granted, nobody queues.
@@ -594,9 +688,22 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(e.waiters.seq.Add(1), 10)
 	granted := false
 	defer func() {
-		if !granted {
-			a.dequeue(qkey)
+		if granted {
+			return
 		}
+		got, lerr := a.leave(qkey)
+		if got == nil {
+			if lerr == nil {
+				a.queuedLease = 0 // the entry is gone: nobody can grant under the lease now
+			}
+			return
+		}
+		// A release granted us the lock as we gave up: hand it back
+		// unless the caller is gone (handBack then releases it). Failing
+		// the acquire instead would leave a hold that nobody knows the
+		// token of until its lease ends.
+		a.queuedLease = 0
+		l, fresh, err = a.handBack(ctx, got)
 	}()
 
 	// One txn takes a free lock with nobody queued, or else joins the
@@ -648,8 +755,13 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev}
 	}
 	if (first.outcome == heldBy || first.outcome == behind) && first.watchKey != "" {
-		if err := a.sleep(ctx, deadline, first, lost, sessionGone); err != nil {
+		got, err := a.sleep(ctx, deadline, first, lost, sessionGone)
+		if err != nil {
 			return nil, false, err
+		}
+		if got != nil {
+			granted = true // the release deleted our entry
+			return a.handBack(ctx, got)
 		}
 	}
 	for {
@@ -669,8 +781,13 @@ func (a *acquirer) wait(ctx context.Context) (*Lock, bool, error) {
 		case retryNow:
 			continue
 		}
-		if err := a.sleep(ctx, deadline, r, lost, sessionGone); err != nil {
+		got, err := a.sleep(ctx, deadline, r, lost, sessionGone)
+		if err != nil {
 			return nil, false, err
+		}
+		if got != nil {
+			granted = true
+			return a.handBack(ctx, got)
 		}
 	}
 }
@@ -682,7 +799,7 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpPut(qkey, mustJSON(waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: nowUTC()}), clientv3.WithLease(wlease)),
+		clientv3.OpPut(qkey, mustJSON(a.waiterRecord(nowUTC())), clientv3.WithLease(wlease)),
 		clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 	).Commit()
 	if err != nil {
@@ -695,22 +812,29 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 }
 
 // sleep blocks until what r says we wait for changes: the key ahead of us
-// is deleted, or lock-delay runs out. It returns an error when the wait
-// must end instead.
-func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-chan struct{}, sessionGone clientv3.WatchChan) error {
+// is deleted, the lock is released or handed to us, or lock-delay runs
+// out. It returns the lock if a release granted it to us, and an error
+// when the wait must end instead.
+func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-chan struct{}, sessionGone clientv3.WatchChan) (*Lock, error) {
 	e := a.e
 	var timer <-chan time.Time
 	wctx, wcancel := context.WithCancel(deadline)
 	defer wcancel()
 	var wch clientv3.WatchChan
-	if r.outcome == delayed {
+	// The head of the queue watches the lock itself, puts included: a
+	// release grants it to us by putting our record over its own.
+	head := r.outcome != delayed && r.watchKey == e.lockKey(a.req.Name)
+	switch {
+	case r.outcome == delayed:
 		t := time.NewTimer(time.Until(r.retryAt))
 		defer t.Stop()
 		timer = t.C
 		// Watch from the revision we read at, so no change of the guard
 		// after our read slips by unseen.
 		wch = e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, clientv3.WithRev(r.watchRev+1))
-	} else {
+	case head:
+		wch = e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, clientv3.WithCreatedNotify())
+	default:
 		// Fix (found by the bench harness: handoffs of up to 100 ms): a
 		// watch from a past revision starts in etcd's "unsynced" group,
 		// which etcd catches up only every 100 ms, so a release right after
@@ -719,47 +843,84 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 		wch = e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	}
 	next := func() (clientv3.WatchResponse, error) {
-		select {
-		case wr := <-wch:
-			return wr, nil
-		case <-timer:
-			return clientv3.WatchResponse{}, nil
-		case _, ok := <-sessionGone:
-			if !ok {
-				// The watch broke (etcd trouble); without it we would spin.
-				return clientv3.WatchResponse{}, fmt.Errorf("watch on session ended: %w", ErrUnavailable)
+		for {
+			// A long wait keeps the lease our grant names alive.
+			var refresh <-chan time.Time
+			if a.lease != 0 && a.lease == a.queuedLease {
+				t := time.NewTimer(time.Until(a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second / 3)))
+				refresh = t.C
+				defer t.Stop() // at most once per refresh, which are TTL/3 apart
 			}
-			return clientv3.WatchResponse{}, nil
-		case <-lost:
-			return clientv3.WatchResponse{}, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
-		case <-e.drain.Done():
-			return clientv3.WatchResponse{}, ErrClosed
-		case <-deadline.Done():
-			if err := ctx.Err(); err != nil {
-				return clientv3.WatchResponse{}, err
+			select {
+			case wr := <-wch:
+				return wr, nil
+			case <-refresh:
+				if err := a.keepQueuedLease(ctx); err != nil {
+					return clientv3.WatchResponse{}, err
+				}
+				continue
+			case <-timer:
+				return clientv3.WatchResponse{}, nil
+			case _, ok := <-sessionGone:
+				if !ok {
+					// The watch broke (etcd trouble); without it we would spin.
+					return clientv3.WatchResponse{}, fmt.Errorf("watch on session ended: %w", ErrUnavailable)
+				}
+				return clientv3.WatchResponse{}, nil
+			case <-lost:
+				return clientv3.WatchResponse{}, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
+			case <-e.drain.Done():
+				return clientv3.WatchResponse{}, ErrClosed
+			case <-deadline.Done():
+				if err := ctx.Err(); err != nil {
+					return clientv3.WatchResponse{}, err
+				}
+				return clientv3.WatchResponse{}, a.waitedOut()
 			}
-			return clientv3.WatchResponse{}, a.waitedOut()
 		}
 	}
 	wr, err := next()
 	if err != nil || r.outcome == delayed || !wr.Created {
-		return err
+		return nil, err
 	}
-	// The watch sees deletes after its start revision. If anything was
-	// committed since our read, the key may be gone already: look.
+	// The watch sees changes after its start revision. If anything was
+	// committed since our read, the key may be gone, or the lock ours,
+	// already: look.
 	if wr.Header.Revision > r.watchRev {
 		octx, done := e.op(ctx)
-		resp, err := e.cli.Get(octx, r.watchKey, clientv3.WithCountOnly())
+		opts := []clientv3.OpOption{clientv3.WithCountOnly()}
+		if head {
+			opts = nil
+		}
+		resp, err := e.cli.Get(octx, r.watchKey, opts...)
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "check the key waited for", err)
+			return nil, e.etcdErr(ctx, "check the key waited for", err)
 		}
 		if resp.Count == 0 {
-			return nil
+			return nil, nil
+		}
+		if head {
+			if l, ok := a.granted(ctx, resp.Kvs[0]); ok {
+				return l, nil
+			}
+			if r.holder == nil || resp.Kvs[0].ModRevision != r.holder.Token {
+				return nil, nil // it changed hands: look again
+			}
 		}
 	}
-	_, err = next()
-	return err
+	wr, err = next()
+	if err != nil || !head {
+		return nil, err
+	}
+	for _, ev := range wr.Events {
+		if ev.Type == mvccpb.PUT {
+			if l, ok := a.granted(ctx, ev.Kv); ok {
+				return l, nil
+			}
+		}
+	}
+	return nil, nil // released, handed to another, or the watch broke: look again
 }
 
 func (a *acquirer) waitedOut() error {
@@ -769,14 +930,25 @@ func (a *acquirer) waitedOut() error {
 	return &HeldError{Reason: fmt.Sprintf("not granted within %s", a.req.Wait)}
 }
 
-// dequeue removes a queue entry, even though the caller has gone.
-func (a *acquirer) dequeue(qkey string) {
+// leave removes our queue entry, even though the caller has gone, and
+// reads the lock in the same txn: once the entry is gone no release can
+// grant us the lock, so the read tells for good whether one did before.
+// It returns the lock if so.
+func (a *acquirer) leave(qkey string) (*Lock, error) {
 	ctx, done := a.e.cleanupCtx()
 	defer done()
-	if _, err := a.e.cli.Delete(ctx, qkey); err != nil {
+	resp, err := a.e.cli.Txn(ctx).Then(clientv3.OpDelete(qkey), clientv3.OpGet(a.e.lockKey(a.req.Name))).Commit()
+	if err != nil {
 		// The node's waiter lease removes it at the latest when the node stops.
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
+		return nil, err
 	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		if l, ok := a.granted(ctx, kvs[0]); ok {
+			return l, nil
+		}
+	}
+	return nil, nil
 }
 
 // leaseTimes caches one lease's answer across a listing.

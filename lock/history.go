@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -128,7 +129,29 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 			events = append(events, ev)
 		}
 	}
+	newestFirst(events)
 	return events, next, nil
+}
+
+// newestFirst orders events (read sorted by revision, newest first) within
+// each revision too: etcd leaves the order of equal revisions to its key
+// order, but a release that hands the lock over ends one hold and begins
+// the next in one revision, and the next hold's acquired event is the
+// newer of the two.
+func newestFirst(events []Event) {
+	slices.SortStableFunc(events, func(a, b Event) int {
+		if a.Revision != b.Revision {
+			return cmp.Compare(b.Revision, a.Revision)
+		}
+		return cmp.Compare(endRank(a.Type), endRank(b.Type))
+	})
+}
+
+func endRank(t EventType) int {
+	if t == EventAcquired {
+		return 0
+	}
+	return 1
 }
 
 var eventTypes = []EventType{EventAcquired, EventReleased, EventExpired, EventRevoked, EventSessionExpired}
@@ -174,6 +197,7 @@ func (e *Engine) filteredHistory(ctx context.Context, prefix string, o HistoryOp
 			events = append(events, ev)
 		}
 	}
+	newestFirst(events)
 	if len(events) <= o.Limit {
 		return append([]Event{}, events...), 0, nil
 	}

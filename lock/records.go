@@ -11,8 +11,10 @@ import (
 )
 
 // holderRecord is the value of a lock key. It is written once, when the
-// hold begins, and never rewritten: that keeps ModRevision, the token,
-// fixed for the whole hold.
+// hold begins, and never rewritten while the hold lasts: that keeps
+// ModRevision, the token, fixed for the whole hold. A release that hands
+// the lock to the queue's head puts the head's record over it, which
+// begins a new hold with a new token.
 type holderRecord struct {
 	Owner      string            `json:"owner"`
 	Hold       string            `json:"hold"`
@@ -47,10 +49,19 @@ type sessionRecord struct {
 	Credential string `json:"credential,omitempty"`
 }
 
+// waiterRecord is the value of a queue entry.
 type waiterRecord struct {
 	Owner   string    `json:"owner"`
 	Session string    `json:"session,omitempty"`
 	Since   time.Time `json:"since"`
+	// Grant, when set, is the holder record the waiter asks to be granted
+	// on release: the release txn of the hold before it puts it as the
+	// lock (see handoff), with the waiter's lease, so the lock changes
+	// hands in one raft entry. Without it (a node from before grants on
+	// release, or a waiter whose grant needs more than a put, see
+	// acquirer.handoffRecord) the waiter takes the lock itself when it
+	// sees the lock go.
+	Grant *holderRecord `json:"grant,omitempty"`
 }
 
 type fencedRecord struct {

@@ -1,0 +1,144 @@
+package lock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+)
+
+func newTestEngine(t *testing.T) *Engine {
+	t.Helper()
+	m := testetcd.Start(t)
+	e, err := New(context.Background(), m.Client(), DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// enqueued puts a queue entry for a, as its waiting acquire would, and
+// returns its key.
+func enqueued(t *testing.T, a *acquirer) string {
+	t.Helper()
+	ctx := context.Background()
+	e := a.e
+	if err := a.ensureLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wlease, _, err := e.waiters.get(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-test"
+	if _, err := e.cli.Put(ctx, qkey, mustJSON(a.waiterRecord(nowUTC())), clientv3.WithLease(wlease)); err != nil {
+		t.Fatal(err)
+	}
+	return qkey
+}
+
+// TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease: a release
+// may grant the lock to a waiter that is just giving up. Leaving the queue
+// must find that out, so the acquire answers with the lock instead of
+// leaving a hold nobody knows the token of, and the lease that holds it
+// must never go back to the pool.
+func TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease(t *testing.T) {
+	e := newTestEngine(t)
+	ctx := context.Background()
+	holder, _, err := e.Acquire(ctx, AcquireRequest{Name: "x", Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.newAcquirer(AcquireRequest{Name: "x", Owner: "leaver", Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qkey := enqueued(t, a)
+	if a.queuedLease == 0 {
+		t.Fatal("a waiter with its own lease did not name it for the grant")
+	}
+	if err := e.Release(ctx, "x", holder.Token); err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.leave(qkey)
+	if err != nil || l == nil {
+		t.Fatalf("leave after the release granted the lock: %+v, %v; want the lock", l, err)
+	}
+	cur, err := e.Get(ctx, "x")
+	if err != nil || cur.Token != l.Token || cur.Owner != "leaver" {
+		t.Fatalf("lock after the handover: %+v, %v; leave said %+v", cur, err, l)
+	}
+	pooled := len(e.leases.free[ttlSeconds(a.req.TTL)])
+	a.dropLease()
+	if n := len(e.leases.free[ttlSeconds(a.req.TTL)]); n != pooled {
+		t.Fatal("the lease holding the handed-over lock went to the pool")
+	}
+	if remaining, err := e.cli.TimeToLive(ctx, a.lease); err != nil || remaining.TTL <= 0 {
+		t.Fatalf("the lease holding the handed-over lock: %+v, %v", remaining, err)
+	}
+}
+
+// TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands: the
+// head of the queue may name a lease that ended (its session expired a
+// moment ago). A put under it fails the whole txn; the release must still
+// end the hold, and leave the lock free.
+func TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands(t *testing.T) {
+	e := newTestEngine(t)
+	ctx := context.Background()
+	holder, _, err := e.Acquire(ctx, AcquireRequest{Name: "y", Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.newAcquirer(AcquireRequest{Name: "y", Owner: "gone", Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qkey := enqueued(t, a)
+	if _, err := e.cli.Revoke(ctx, a.lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Release(ctx, "y", holder.Token); err != nil {
+		t.Fatalf("release with a dead head: %v", err)
+	}
+	if _, err := e.Get(ctx, "y"); err != ErrNotHeld {
+		t.Fatalf("lock after releasing past a dead head: %v, want ErrNotHeld", err)
+	}
+	evs, _, err := e.History(ctx, HistoryOptions{Lock: "y"})
+	if err != nil || len(evs) != 2 || evs[0].Type != EventReleased {
+		t.Fatalf("history %+v, %v: want the release recorded once, and no grant", evs, err)
+	}
+	if l, err := a.leave(qkey); err != nil || l != nil {
+		t.Fatalf("leave: %+v, %v", l, err)
+	}
+}
+
+// TestRelease_AHeadThatAsksForNoGrantTakesTheLockItself: queue entries
+// written without a grant (by a node from before grants on release, or
+// into a session with MaxLocksPerSession) are left to take the lock
+// themselves: the release only frees it.
+func TestRelease_AHeadThatAsksForNoGrantTakesTheLockItself(t *testing.T) {
+	e := newTestEngine(t)
+	ctx := context.Background()
+	holder, _, err := e.Acquire(ctx, AcquireRequest{Name: "z", Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wlease, _, err := e.waiters.get(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := waiterRecord{Owner: "old", Since: nowUTC()}
+	if _, err := e.cli.Put(ctx, e.queuePrefix("z")+leaseHex(wlease)+"-old", mustJSON(old), clientv3.WithLease(wlease)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Release(ctx, "z", holder.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Get(ctx, "z"); err != ErrNotHeld {
+		t.Fatalf("lock after release: %v, want ErrNotHeld", err)
+	}
+}
