@@ -765,9 +765,14 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 		}
 	}
 	for {
-		r, err := a.attempt(ctx, qkey, queueRev)
+		r, looked, err := a.look(ctx, qkey, queueRev)
 		if err != nil {
 			return nil, false, err
+		}
+		if !looked {
+			if r, err = a.attempt(ctx, qkey, queueRev); err != nil {
+				return nil, false, err
+			}
 		}
 		if r.outcome == won {
 			granted = true // the txn deleted our entry
@@ -790,6 +795,54 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 			return a.handBack(ctx, got)
 		}
 	}
+}
+
+// look reads what a queued attempt would find, without a txn, so that a
+// waiter woken while the lock changes hands goes back to waiting at no raft
+// entry: the waiter behind the head wakes when a release hands the lock
+// to the head, and finds it held. ok is false when an attempt must tell:
+// the lock looks free, our entry looks gone, or the lock is held in our
+// own session. On our own member the read is local (the watch event that
+// woke us came from it, so it has applied that far); otherwise it is
+// linearizable. Either way it only picks what to wait for, and sleep
+// checks that against etcd as its watch starts.
+func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r attemptResult, ok bool, err error) {
+	e, name := a.e, a.req.Name
+	var opts []clientv3.OpOption
+	if e.ownMember() {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	lkey := e.lockKey(name)
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(
+		clientv3.OpGet(lkey, opts...),
+		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
+		clientv3.OpGet(qkey, append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)...),
+	).Commit()
+	done()
+	if err != nil {
+		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
+	}
+	lockKVs := resp.Responses[0].GetResponseRange().Kvs
+	if len(lockKVs) == 0 || resp.Responses[2].GetResponseRange().Count == 0 {
+		return attemptResult{}, false, nil
+	}
+	kv := lockKVs[0]
+	if l, ok := a.granted(ctx, kv); ok {
+		return attemptResult{outcome: won, lock: l}, true, nil
+	}
+	hr, err := decodeHolder(kv)
+	if err != nil || (a.session != 0 && hr.Session == a.req.Session) {
+		return attemptResult{}, false, nil
+	}
+	holder := hr.toLock(name, kv.ModRevision)
+	a.lastHolder, a.lastHolderLease = holder, hr.Lease
+	rev := resp.Header.Revision
+	if ahead := resp.Responses[1].GetResponseRange().Kvs; len(ahead) > 0 {
+		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, holder: holder}, true, nil
+	}
+	return attemptResult{outcome: heldBy, watchKey: lkey, watchRev: rev, holder: holder}, true, nil
 }
 
 // joinQueue puts a queue entry on its own and returns its CreateRevision
