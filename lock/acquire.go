@@ -813,19 +813,30 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 		opts = append(opts, clientv3.WithSerializable())
 	}
 	lkey := e.lockKey(name)
-	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(
+	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
+	ops := []clientv3.Op{
 		clientv3.OpGet(lkey, opts...),
 		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
-		clientv3.OpGet(qkey, append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)...),
-	).Commit()
+		clientv3.OpGet(qkey, countOnly...),
+	}
+	if a.session != 0 {
+		// A session that ended is what may have woken us (sessionGone).
+		ops = append(ops, clientv3.OpGet(e.sessionKey(a.req.Session), countOnly...))
+	}
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 	done()
 	if err != nil {
 		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
 	}
+	for _, r := range resp.Responses[2:] {
+		if r.GetResponseRange().Count == 0 {
+			return attemptResult{}, false, nil // our entry, or our session, is gone
+		}
+	}
 	lockKVs := resp.Responses[0].GetResponseRange().Kvs
-	if len(lockKVs) == 0 || resp.Responses[2].GetResponseRange().Count == 0 {
+	if len(lockKVs) == 0 {
 		return attemptResult{}, false, nil
 	}
 	kv := lockKVs[0]
