@@ -1,9 +1,12 @@
 package lock
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -140,7 +143,7 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 			return e.etcdErr(ctx, "replay events", err)
 		}
 		sent := 0
-		for _, kv := range resp.Kvs {
+		for _, kv := range oldestFirst(resp.Kvs) {
 			if kv.ModRevision == from && seen[string(kv.Key)] {
 				continue
 			}
@@ -163,6 +166,28 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 			return nil
 		}
 	}
+}
+
+// oldestFirst orders audit records sorted by revision within each
+// revision as the live stream has them: a hold's end before the next
+// hold's begin, which a release that hands the lock over writes in one
+// revision (etcd leaves equal revisions in key order).
+func oldestFirst(kvs []*mvccpb.KeyValue) []*mvccpb.KeyValue {
+	slices.SortStableFunc(kvs, func(a, b *mvccpb.KeyValue) int {
+		if a.ModRevision != b.ModRevision {
+			return cmp.Compare(a.ModRevision, b.ModRevision)
+		}
+		return cmp.Compare(auditBegins(a.Key), auditBegins(b.Key))
+	})
+	return kvs
+}
+
+// auditBegins is 1 for the key of an acquired event ("…/a"), 0 for an end.
+func auditBegins(key []byte) int {
+	if bytes.HasSuffix(key, []byte("/a")) {
+		return 1
+	}
+	return 0
 }
 
 // follow sends live events recorded after rev. It never blocks on the

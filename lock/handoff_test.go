@@ -65,6 +65,22 @@ func TestRelease_HandsTheLockToTheOldestWaiterInTheSameTxn(t *testing.T) {
 		t.Fatalf("the waiter's token %d and acquired event (revision %d) are not the release's revision %d: the lock was not handed over in the release txn",
 			l.Token, evs[0].Revision, evs[1].Revision)
 	}
+	// A replayed stream, like the live one, has the end before the begin.
+	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{Lock: "h", Since: evs[2].Revision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for _, want := range []lock.EventType{lock.EventReleased, lock.EventAcquired} {
+		select {
+		case ev := <-sub.C:
+			if ev.Type != want || ev.Revision != l.Token {
+				t.Fatalf("replayed %+v, want %s at revision %d", ev, want, l.Token)
+			}
+		case <-ctx.Done():
+			t.Fatal("replay did not deliver the handover")
+		}
+	}
 	if l.Owner != "next" || l.Metadata["job"] != "nightly" || l.LockDelay != time.Second || l.TTL != 20*time.Second {
 		t.Fatalf("handed-over lock %+v lost what the waiter asked for", l)
 	}
