@@ -11,7 +11,16 @@
 // key's ModRevision is the fencing token: the key is never rewritten while
 // held, so the token never changes, and since etcd revisions only grow,
 // every grant's token exceeds every token handed out before it, for any
-// lock, across restarts and leader changes. Release, revoke and renew are
+// lock, across restarts and leader changes.
+//
+// A release hands the lock to the oldest waiter in its own transaction
+// when it can: it puts the holder record that the waiter's queue entry
+// carries over its own, under the waiter's lease, and deletes the entry,
+// if that entry is still the oldest (a compare, as the waiter's own
+// acquire would make). That begins the next hold at the release's
+// revision, its token, in one raft entry; the waiter learns of it from
+// the lock key's put. Its own lease is kept alive while it waits, so the
+// hold starts with its TTL. Release, revoke and renew are
 // guarded by ModRevision == token, so a stale holder can never touch a
 // newer one. Holding a lock does not stop a paused holder from acting late:
 // only resources that check the token (see PutFenced) are safe.
@@ -35,7 +44,7 @@
 //
 //	locks/<name>                  holder record; lease: the lock's own or its session's; token = ModRevision
 //	sessions/<id>                 session record; lease: the session (id is the lease ID in hex)
-//	queue/<name>/<waiter>         a waiting acquire; lease: the serving node's waiter lease; order = CreateRevision
+//	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
 //	audit/<name>/<hold>/a         the "acquired" event of one hold; lease: a retention bucket
 //	audit/<name>/<hold>/e         the event that ended that hold (released, expired, revoked, session_expired)
