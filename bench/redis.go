@@ -50,18 +50,22 @@ func (s *RedisServer) fsyncsEachWrite() bool {
 func (s *RedisServer) caveat() string {
 	conf := "appendonly no"
 	if s.AOFEnabled {
-		conf = "appendonly yes"
-		if s.AppendFsync != "" {
-			conf += ", appendfsync " + s.AppendFsync
+		conf = "appendonly yes, appendfsync " + s.AppendFsync
+		if s.AppendFsync == "" {
+			conf = "appendonly yes, appendfsync unknown: CONFIG GET refused"
 		}
 	}
 	what := fmt.Sprintf("redis: one redis-server %s (%s, %d replicas)", s.Version, conf, s.Replicas)
 	if s.fsyncsEachWrite() {
-		what += " fsyncs each write before answering it, as etcd does, but replicates, if at all, afterwards"
-	} else {
-		what += " answers a write before any disk has it, and replicates, if at all, afterwards"
+		return what + " fsyncs each write before answering it, as etcd does, but replicates, if at all, afterwards;\n" +
+			"       etcd in a cluster also waits for a quorum before answering: still not a like-for-like safety comparison"
 	}
-	return what + ";\n       etcd fsyncs every commit before answering (and in a cluster waits for a quorum): not a like-for-like safety comparison, but the speed users give up for it"
+	unless := ""
+	if s.AOFEnabled && s.AppendFsync == "" {
+		unless = " unless appendfsync is always"
+	}
+	return what + " answers a write before any disk has it" + unless + ", and replicates, if at all, afterwards;\n" +
+		"       etcd fsyncs every commit before answering (and in a cluster waits for a quorum): not a like-for-like safety comparison, but the speed users give up for it"
 }
 
 // newRedisClient returns a client of addr with a single connection.

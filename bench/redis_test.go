@@ -180,3 +180,23 @@ func TestStatCPU_CountsFromTheLastParenthesis(t *testing.T) {
 		t.Error("statCPU accepted a truncated line")
 	}
 }
+
+func TestRedisServer_CaveatSaysWhatWasMeasured(t *testing.T) {
+	for _, tc := range []struct {
+		s    RedisServer
+		want []string
+	}{
+		{RedisServer{Version: "7.0.15", AppendFsync: "everysec"}, []string{"7.0.15 (appendonly no, 0 replicas)", "before any disk has it", "not a like-for-like"}},
+		{RedisServer{Version: "7.2.4", AOFEnabled: true, AppendFsync: "everysec", Replicas: 2}, []string{"(appendonly yes, appendfsync everysec, 2 replicas)", "before any disk has it"}},
+		{RedisServer{Version: "7.2.4", AOFEnabled: true, AppendFsync: "always"}, []string{"appendfsync always", "fsyncs each write before answering", "still not a like-for-like"}},
+		// CONFIG GET refused: the fsync policy is unknown, so no claim that it syncs.
+		{RedisServer{Version: "7.2.4", AOFEnabled: true}, []string{"(appendonly yes, appendfsync unknown: CONFIG GET refused, 0 replicas)", "before any disk has it unless appendfsync is always"}},
+	} {
+		got := tc.s.caveat()
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("caveat of %+v = %q, want it to say %q", tc.s, got, w)
+			}
+		}
+	}
+}

@@ -307,7 +307,7 @@ func printTable(out io.Writer, r *Results) error {
 			if s.PID != 0 {
 				fmt.Fprintf(tw, "redis: cpu and node cores are redis-server's (pid %d); raft/cycle does not apply\n", s.PID)
 			} else {
-				fmt.Fprintf(tw, "redis: redis-server's CPU not read (%s); if it runs on this machine it is in other; raft/cycle does not apply\n", s.NoCPU)
+				fmt.Fprintf(tw, "redis: redis-server's CPU not read: %s. If it runs on this machine, it is in other. raft/cycle does not apply\n", s.NoCPU)
 			}
 		}
 	}
