@@ -252,7 +252,7 @@ func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u 
 	}
 }
 
-// compare fills in each HTTP scenario's ratios to the floor at the same
+// compare fills in each cycle scenario's ratios to the floor at the same
 // client count.
 func (r *Results) compare() {
 	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis} {
