@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,29 +77,26 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 		t.Errorf("machine = %+v", res.Machine)
 	}
 
+	if len(res.Redis) > 0 || res.RedisServer != nil || len(sections["redis"]) > 0 || len(sections["redis_server"]) > 0 {
+		t.Errorf("without -redis, the redis peer ran: %+v %+v", res.Redis, res.RedisServer)
+	}
 	for _, sc := range res.cycleScenarios() {
-		if len(sc.results) != len(cfg.Clients) {
-			t.Fatalf("%s: %d results, want one per client count %v", sc.name, len(sc.results), cfg.Clients)
+		if sc.name == "redis" {
+			continue // TestRun_SmokeRedis
 		}
-		for i, c := range sc.results {
+		checkCycles(t, sc.name, sc.results, cfg.Clients, sc.name != "floor")
+		for _, c := range sc.results {
 			name := sc.name + "/" + strings.Repeat("c", c.Clients)
-			if c.Clients != cfg.Clients[i] || c.Errors != 0 || c.Cycles <= 0 || c.Seconds <= 0 || c.CyclesPerSec <= 0 {
-				t.Errorf("%s: %+v", name, c)
-			}
-			checkLatency(t, name, c.Latency, c.Cycles)
 			// Every cycle commits at least its acquire and its release.
 			if c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerCycle < 2 {
 				t.Errorf("%s: cpu s/1k %v, raft entries/cycle %v", name, c.CPUSecondsPer1k, c.RaftEntriesPerCycle)
 			}
 			// Only the HTTP scenarios have a load generator process.
-			if c.Cores.Node <= 0 || c.Cores.Other < 0 || (c.Cores.Loadgen > 0) != (sc.name != "floor") {
+			if c.Cores.Node <= 0 || (c.Cores.Loadgen > 0) != (sc.name != "floor") {
 				t.Errorf("%s: cores %+v", name, c.Cores)
 			}
-			switch {
-			case sc.name == "floor" && c.VsFloor != nil:
-				t.Errorf("%s: a ratio to itself", name)
-			case sc.name != "floor" && (c.VsFloor == nil || c.VsFloor.CyclesPerSec <= 0 || c.VsFloor.P50 <= 0 || c.VsFloor.P99 <= 0 || c.VsFloor.CPUSecondsPer1k <= 0):
-				t.Errorf("%s: ratios to the floor %+v", name, c.VsFloor)
+			if v := c.VsFloor; v != nil && v.CPUSecondsPer1k <= 0 {
+				t.Errorf("%s: ratios to the floor %+v", name, v)
 			}
 		}
 	}
@@ -127,6 +125,33 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	}
 	checkLatency(t, "scale renew", s.Renew, -1)
 	checkLatency(t, "scale probe", s.Probe, -1)
+}
+
+// checkCycles checks what every cycle scenario reports, whatever it ran
+// on: one result per client count, whole cycles without errors, sane
+// latencies, and ratios to the floor (when vsFloor) of cycles/s, p50 and
+// p99.
+func checkCycles(t *testing.T, scenario string, results []CycleResult, clients []int, vsFloor bool) {
+	t.Helper()
+	if len(results) != len(clients) {
+		t.Fatalf("%s: %d results, want one per client count %v", scenario, len(results), clients)
+	}
+	for i, c := range results {
+		name := scenario + "/" + strings.Repeat("c", c.Clients)
+		if c.Clients != clients[i] || c.Errors != 0 || c.Cycles <= 0 || c.Seconds <= 0 || c.CyclesPerSec <= 0 {
+			t.Errorf("%s: %+v", name, c)
+		}
+		checkLatency(t, name, c.Latency, c.Cycles)
+		if c.Cores.Other < 0 {
+			t.Errorf("%s: cores %+v", name, c.Cores)
+		}
+		switch v := c.VsFloor; {
+		case !vsFloor && v != nil:
+			t.Errorf("%s: ratios to the floor %+v, want none", name, v)
+		case vsFloor && (v == nil || v.CyclesPerSec <= 0 || v.P50 <= 0 || v.P99 <= 0):
+			t.Errorf("%s: ratios to the floor %+v", name, v)
+		}
+	}
 }
 
 // checkLatency wants count values (any positive count for -1) with
@@ -211,9 +236,37 @@ func TestParseFlags(t *testing.T) {
 	if len(cfg.Clients) != 2 || cfg.Clients[0] != 2 || cfg.Clients[1] != 8 || !cfg.runs("scale") || cfg.runs("lease") || cfg.ScaleDuration != time.Minute {
 		t.Errorf("parsed %+v", cfg)
 	}
-	for _, bad := range [][]string{{"-only", "floor,redis"}, {"-clients", "0"}, {"-clients", "x"}, {"-scale-renew", "20s"}, {"extra"}} {
+	for _, bad := range [][]string{{"-only", "floor,gossip"}, {"-clients", "0"}, {"-clients", "x"}, {"-scale-renew", "20s"}, {"-redis", "nohost"}, {"extra"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseFlags_RedisRunsOnlyWithAnAddress(t *testing.T) {
+	_, err := parseFlags([]string{"-only", "floor,redis"})
+	if err == nil || !strings.Contains(err.Error(), "-redis") {
+		t.Errorf("-only redis without -redis: error %v, want one naming -redis", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false}, // every scenario, but no server
+		{[]string{"-redis", "127.0.0.1:6379"}, true}, // every scenario
+		{[]string{"-redis", "[::1]:6379", "-only", "redis,floor"}, true},
+		{[]string{"-redis", "localhost:6379", "-only", "floor"}, false},
+	} {
+		cfg, err := parseFlags(tc.args)
+		if err != nil {
+			t.Errorf("parseFlags(%q): %v", tc.args, err)
+			continue
+		}
+		if got := cfg.runs("redis"); got != tc.want {
+			t.Errorf("parseFlags(%q): runs redis = %v, want %v", tc.args, got, tc.want)
+		}
+		if cfg.runs("floor") != (len(cfg.Only) == 0 || slices.Contains(cfg.Only, "floor")) {
+			t.Errorf("parseFlags(%q): floor runs = %v", tc.args, cfg.runs("floor"))
 		}
 	}
 }

@@ -4,6 +4,7 @@
 //
 //	go run ./bench                                  # every scenario, defaults
 //	go run ./bench -only floor,session -duration 5s # a subset
+//	go run ./bench -only floor,session,redis -redis 127.0.0.1:6379
 //	go run ./bench -only session -cpuprofile cpu.out && go tool pprof -top cpu.out
 //
 // It starts one baton node (embedded etcd, engine and HTTP server) in this
@@ -16,6 +17,9 @@
 //     per lock or one session per client;
 //   - etcd-gateway, the peer: the same cycles through etcd's own lock API
 //     (v3lock) on the embedded member's HTTP gateway, one shared lease;
+//   - redis, the other peer, only with -redis host:port: the same cycles as
+//     SET key token NX PX 30000 and a compare-and-delete script (EVALSHA),
+//     with the CPU of redis-server when it is a process of this machine;
 //   - contention: clients queueing with wait on one key: handoffs/s,
 //     handoff latency and grant order against arrival order;
 //   - scale: sessions holding many locks, renewed on schedule, with a small

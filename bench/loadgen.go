@@ -20,6 +20,7 @@ const loadgenEnv = "BATON_BENCH_LOADGEN"
 const (
 	kindCycles     = "cycles"
 	kindGateway    = "etcd-gateway"
+	kindRedis      = "redis"
 	kindContention = "contention"
 	kindScale      = "scale"
 )
@@ -27,8 +28,11 @@ const (
 // loadSpec tells a load generator what to do; the parent writes it as
 // JSON on the generator's stdin.
 type loadSpec struct {
-	Kind     string        `json:"kind"`
+	Kind string `json:"kind"`
+	// URL is where the load goes; for kindRedis, the server's host:port,
+	// and Password its AUTH password.
 	URL      string        `json:"url"`
+	Password string        `json:"password,omitempty"`
 	Clients  int           `json:"clients"`
 	Duration time.Duration `json:"duration"`
 	// Prefix starts every lock name, so no two scenarios share a lock.
@@ -172,6 +176,8 @@ func generate(ctx context.Context, p *parentConn) error {
 		return genCycles(ctx, spec, p)
 	case kindGateway:
 		return genGateway(ctx, spec, p)
+	case kindRedis:
+		return genRedis(ctx, spec, p)
 	case kindContention:
 		return genContention(ctx, spec, p)
 	case kindScale:

@@ -24,7 +24,7 @@ import (
 
 // The scenarios, in the order they run. scale runs last because it leaves
 // its sessions and locks behind (see genScale).
-var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "contention", "scale"}
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "contention", "scale"}
 
 // sessionTTL is the TTL of every session and per-lock lease the bench
 // makes: API.md's default, so the figures are those of an ordinary client.
@@ -43,7 +43,11 @@ type Config struct {
 	// session renewed once per ScaleRenew.
 	ScaleSessions, ScaleLocks int
 	ScaleDuration, ScaleRenew time.Duration
-	// Only lists the scenarios to run; empty means all.
+	// Redis is the host:port of a Redis server for the redis peer, and
+	// RedisPassword its AUTH password; without Redis the peer does not run.
+	Redis, RedisPassword string
+	// Only lists the scenarios to run; empty means all (redis only when
+	// Redis is set).
 	Only []string
 	// CPUProfile and MemProfile, when set, receive this process's CPU
 	// profile over the HTTP scenarios and its allocation profile at the end.
@@ -91,10 +95,20 @@ func (c Config) Validate() error {
 			return fmt.Errorf("only: unknown scenario %q; want some of %s", s, strings.Join(scenarioNames, ","))
 		}
 	}
+	if c.Redis != "" {
+		if _, port, err := net.SplitHostPort(c.Redis); err != nil || port == "" {
+			return fmt.Errorf("redis: want host:port, got %q", c.Redis)
+		}
+	} else if slices.Contains(c.Only, "redis") {
+		return errors.New("only: the redis scenario needs a Redis server: -redis host:port")
+	}
 	return nil
 }
 
 func (c Config) runs(scenario string) bool {
+	if scenario == "redis" && c.Redis == "" {
+		return false
+	}
 	return len(c.Only) == 0 || slices.Contains(c.Only, scenario)
 }
 
@@ -130,7 +144,9 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.ScaleLocks, "scale-locks", cfg.ScaleLocks, "locks each scale session holds")
 	fs.DurationVar(&cfg.ScaleDuration, "scale-duration", cfg.ScaleDuration, "how long the scale scenario keeps its locks and measures")
 	fs.DurationVar(&cfg.ScaleRenew, "scale-renew", cfg.ScaleRenew, "how often each scale session is renewed (its TTL is 30s)")
-	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ","))
+	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis)")
+	fs.StringVar(&cfg.Redis, "redis", "", "run the redis peer against the Redis server at `host:port`")
+	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "the Redis server's AUTH `password`, if it wants one")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write this process's CPU profile over the HTTP scenarios to `file`")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write this process's allocation profile at the end to `file`")
 	fs.StringVar(&cfg.JSONPath, "json", cfg.JSONPath, "write the results as JSON to `file`")
@@ -163,6 +179,8 @@ type bench struct {
 	// etcdURL is the embedded member's client URL: etcd's own HTTP
 	// gateway, for the etcd-gateway peer.
 	etcdURL string
+	// redisServer is the redis peer's server, when it runs.
+	redisServer *RedisServer
 }
 
 // run starts a node, runs the scenarios cfg selects, prints the table to
@@ -174,6 +192,14 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	var redisServer *RedisServer
+	if cfg.runs("redis") {
+		// Before the node starts, so a wrong address fails at once.
+		var err error
+		if redisServer, err = inspectRedis(ctx, cfg.Redis, cfg.RedisPassword); err != nil {
+			return err
+		}
+	}
 	dir, err := os.MkdirTemp("", "baton-bench-")
 	if err != nil {
 		return err
@@ -184,9 +210,9 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer n.Close()
-	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr(), etcdURL: etcdURL}
+	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr(), etcdURL: etcdURL, redisServer: redisServer}
 
-	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC()}
+	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC(), RedisServer: redisServer}
 	if err := b.scenarios(ctx, res); err != nil {
 		return err
 	}
@@ -253,13 +279,19 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		return err
 	}
 	defer stopProfile()
-	for _, mode := range []string{"lease", "session", "etcd-gateway"} {
+	for _, mode := range []string{"lease", "session", "etcd-gateway", "redis"} {
 		if !b.cfg.runs(mode) {
 			continue
 		}
 		for _, c := range b.cfg.Clients {
 			b.log.Info("running", "scenario", mode, "clients", c)
-			r, err := b.cycles(ctx, mode, c)
+			var r CycleResult
+			var err error
+			if mode == "redis" {
+				r, err = b.redis(ctx, c)
+			} else {
+				r, err = b.cycles(ctx, mode, c)
+			}
 			if err != nil {
 				return fmt.Errorf("%s, %d clients: %w", mode, c, err)
 			}
@@ -268,8 +300,10 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 				res.Lease = append(res.Lease, r)
 			case "session":
 				res.Session = append(res.Session, r)
-			default:
+			case "etcd-gateway":
 				res.EtcdGateway = append(res.EtcdGateway, r)
+			default:
+				res.Redis = append(res.Redis, r)
 			}
 		}
 	}

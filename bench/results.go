@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +24,11 @@ type Results struct {
 	Session  []CycleResult `json:"session,omitempty"`
 	// EtcdGateway is the peer: etcd's own lock API through its HTTP
 	// gateway, on the same member, one shared lease.
-	EtcdGateway []CycleResult     `json:"etcd_gateway,omitempty"`
+	EtcdGateway []CycleResult `json:"etcd_gateway,omitempty"`
+	// Redis is the other peer, run when given a server: SET NX PX and a
+	// compare-and-delete script; RedisServer says what that server is.
+	Redis       []CycleResult     `json:"redis,omitempty"`
+	RedisServer *RedisServer      `json:"redis_server,omitempty"`
 	Contention  *ContentionResult `json:"contention,omitempty"`
 	Scale       *ScaleResult      `json:"scale,omitempty"`
 }
@@ -66,6 +71,7 @@ type Settings struct {
 	ScaleLocks        int      `json:"scale_locks"`
 	ScaleDuration     string   `json:"scale_duration"`
 	ScaleRenew        string   `json:"scale_renew"`
+	Redis             string   `json:"redis,omitempty"`
 	Only              []string `json:"only,omitempty"`
 }
 
@@ -78,11 +84,13 @@ func (c Config) settings() Settings {
 		ScaleLocks:        c.ScaleLocks,
 		ScaleDuration:     c.ScaleDuration.String(),
 		ScaleRenew:        c.ScaleRenew.String(),
+		Redis:             c.Redis,
 		Only:              c.Only,
 	}
 }
 
-// CycleResult is one floor, lease or session scenario at one client count.
+// CycleResult is one cycle scenario (floor, lease, session or a peer) at
+// one client count.
 type CycleResult struct {
 	Clients int `json:"clients"`
 	// Cycles is how many acquire+release cycles completed in Seconds.
@@ -92,10 +100,12 @@ type CycleResult struct {
 	// Latency is of whole cycles, acquire sent to release answered.
 	Latency Latency `json:"latency"`
 	// CPUSecondsPer1k is the CPU time of the process running etcd (and
-	// baton) per 1,000 cycles.
-	CPUSecondsPer1k float64 `json:"cpu_seconds_per_1k"`
-	// RaftEntriesPerCycle counts the raft entries etcd committed per cycle.
-	RaftEntriesPerCycle float64  `json:"raft_entries_per_cycle"`
+	// baton) per 1,000 cycles; for the redis peer, redis-server's, absent
+	// when it could not be read (see RedisServer.NoCPU).
+	CPUSecondsPer1k float64 `json:"cpu_seconds_per_1k,omitempty"`
+	// RaftEntriesPerCycle counts the raft entries etcd committed per
+	// cycle; absent for the redis peer, which has no raft log.
+	RaftEntriesPerCycle float64  `json:"raft_entries_per_cycle,omitempty"`
 	Cores               CPUCores `json:"cores"`
 	Errors              int64    `json:"errors"`
 	FirstError          string   `json:"first_error,omitempty"`
@@ -109,7 +119,7 @@ type Ratios struct {
 	CyclesPerSec    float64 `json:"cycles_per_sec"`
 	P50             float64 `json:"p50"`
 	P99             float64 `json:"p99"`
-	CPUSecondsPer1k float64 `json:"cpu_seconds_per_1k"`
+	CPUSecondsPer1k float64 `json:"cpu_seconds_per_1k,omitempty"`
 }
 
 // CPUCores says what used the machine's CPU during a scenario, in cores
@@ -117,8 +127,9 @@ type Ratios struct {
 // bench for the same cores: a run whose Other is well above 0 is noisy.
 type CPUCores struct {
 	// Node is the process running baton and etcd (and, for the floor,
-	// the load too).
-	Node float64 `json:"node"`
+	// the load too); for the redis peer, redis-server, absent when it
+	// could not be read (its CPU, if it runs here, is then in Other).
+	Node float64 `json:"node,omitempty"`
 	// Loadgen is the load generator process.
 	Loadgen float64 `json:"loadgen"`
 	// Other is every other process on the machine, and CPU time the
@@ -241,10 +252,10 @@ func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u 
 	}
 }
 
-// compare fills in each HTTP scenario's ratios to the floor at the same
+// compare fills in each cycle scenario's ratios to the floor at the same
 // client count.
 func (r *Results) compare() {
-	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway} {
+	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis} {
 		for i := range rs {
 			for _, f := range r.Floor {
 				if f.Clients != rs[i].Clients {
@@ -269,14 +280,14 @@ type cycleSection struct {
 
 // cycleScenarios lists the cycle sections in table order.
 func (r *Results) cycleScenarios() []cycleSection {
-	return []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}}
+	return []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}, {"redis", r.Redis}}
 }
 
 func printTable(out io.Writer, r *Results) error {
 	m := r.Machine
 	fmt.Fprintf(out, "baton bench: %d CPUs (%s), %s, %s per throughput scenario\n", m.CPUs, m.CPUModel, m.GoVersion, r.Settings.Duration)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	if len(r.Floor)+len(r.Lease)+len(r.Session)+len(r.EtcdGateway) > 0 {
+	if len(r.Floor)+len(r.Lease)+len(r.Session)+len(r.EtcdGateway)+len(r.Redis) > 0 {
 		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
 		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\tcores node/gen/other\terrors\t")
 		for _, sc := range r.cycleScenarios() {
@@ -285,10 +296,18 @@ func printTable(out io.Writer, r *Results) error {
 				if v == nil {
 					v = &Ratios{}
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%.2f\t%s\t%d\t\n",
+				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
 					sc.name, c.Clients, c.CyclesPerSec, ratio(v.CyclesPerSec),
 					ms(c.Latency.P50), ratio(v.P50), ms(c.Latency.P99), ratio(v.P99),
-					c.CPUSecondsPer1k, ratio(v.CPUSecondsPer1k), c.RaftEntriesPerCycle, c.Cores, c.Errors)
+					figure(c.CPUSecondsPer1k, 3), ratio(v.CPUSecondsPer1k), figure(c.RaftEntriesPerCycle, 2), c.Cores, c.Errors)
+			}
+		}
+		if s := r.RedisServer; s != nil && len(r.Redis) > 0 {
+			fmt.Fprintln(tw, s.caveat())
+			if s.PID != 0 {
+				fmt.Fprintf(tw, "redis: cpu and node cores are redis-server's (pid %d); raft/cycle does not apply\n", s.PID)
+			} else {
+				fmt.Fprintf(tw, "redis: redis-server's CPU not read: %s. If it runs on this machine, it is in other. raft/cycle does not apply\n", s.NoCPU)
 			}
 		}
 	}
@@ -341,14 +360,29 @@ func (r *Results) firstErrors() []string {
 	return errs
 }
 
-func (c CPUCores) String() string { return fmt.Sprintf("%.2f/%.2f/%.2f", c.Node, c.Loadgen, c.Other) }
+func (c CPUCores) String() string {
+	return fmt.Sprintf("%s/%.2f/%.2f", figure(c.Node, 2), c.Loadgen, c.Other)
+}
+
+// figure formats x with prec decimals, or "-" for a figure that does not
+// apply or was not read (see the omitempty fields of CycleResult).
+func figure(x float64, prec int) string {
+	if x == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}
 
 // ms formats microseconds as milliseconds.
 func ms(us int64) string { return fmt.Sprintf("%.3fms", float64(us)/1000) }
 
 func ratio(x float64) string {
-	if x == 0 {
+	switch {
+	case x == 0:
 		return "-"
+	case x < 0.1:
+		// A peer can be that much faster than the floor (redis's p99).
+		return fmt.Sprintf("%.3f", x)
 	}
 	return fmt.Sprintf("%.2f", x)
 }
