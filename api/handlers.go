@@ -254,7 +254,7 @@ func (a *API) acquire(c echo.Context) error {
 	if !fresh {
 		status = http.StatusOK
 	}
-	return c.JSON(status, toLock(l))
+	return writeLock(c, status, toLock(l))
 }
 
 // getLock godoc
@@ -293,7 +293,7 @@ func (a *API) getLock(c echo.Context) error {
 	for i, w := range ws {
 		out.Waiters[i] = Waiter{Owner: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since)}
 	}
-	return c.JSON(http.StatusOK, out)
+	return writeLock(c, http.StatusOK, out)
 }
 
 // listLocks godoc
@@ -383,7 +383,7 @@ func (a *API) renew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toLock(l))
+	return writeLock(c, http.StatusOK, toLock(l))
 }
 
 // release godoc
@@ -502,7 +502,7 @@ func (a *API) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toSession(s))
+	return writeSession(c, http.StatusCreated, toSession(s))
 }
 
 // getSession godoc
@@ -531,7 +531,7 @@ func (a *API) getSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toSession(s))
+	return writeSession(c, http.StatusOK, toSession(s))
 }
 
 // renewSession godoc
@@ -566,7 +566,7 @@ func (a *API) renewSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toSession(s))
+	return writeSession(c, http.StatusOK, toSession(s))
 }
 
 // deleteSession godoc
