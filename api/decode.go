@@ -135,7 +135,8 @@ func jsonNames(t reflect.Type) map[string]bool {
 // isJSONish accepts JSON and, for curl users who forget -H, the form type
 // curl -d sends by default; the body must still be JSON.
 func isJSONish(ct string) bool {
-	ct = strings.ToLower(strings.TrimSpace(strings.Split(ct, ";")[0]))
+	ct, _, _ = strings.Cut(ct, ";")
+	ct = strings.ToLower(strings.TrimSpace(ct))
 	return ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "application/x-www-form-urlencoded" || ct == "text/plain"
 }
 
@@ -208,7 +209,11 @@ func query(c echo.Context, allowed ...string) (url.Values, error) {
 	// Fix (found by FuzzQueryParams): echo's QueryParams drops the pairs
 	// it cannot parse (`?limit=%G0`, `?token=5;x=1`) without a word, so a
 	// mistyped parameter was ignored. A query that does not parse is a 400.
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	raw := c.Request().URL.RawQuery
+	if raw == "" {
+		return nil, nil // what ParseQuery finds in it, without a map
+	}
+	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
 	}

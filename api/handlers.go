@@ -121,7 +121,9 @@ func (a *API) Register(e *echo.Echo) {
 		{http.MethodGet, "/history", a.history},
 		{http.MethodGet, "/events", a.events},
 	} {
-		v1.Add(r.method, r.path, r.h, a.requireLeader)
+		// Wrapped here rather than passed as route middleware, which echo
+		// applies anew, a closure allocated, on every request.
+		v1.Add(r.method, r.path, a.requireLeader(r.h))
 	}
 }
 
