@@ -28,7 +28,12 @@ const MaxBodyBytes = 64 << 10
 // as {} when optional is set (every field of the request is optional).
 func decodeBody(c echo.Context, v any, optional bool) error {
 	r := c.Request()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes))
+	// Read into a pooled buffer: nothing decoded keeps a reference to it
+	// (encoding/json copies strings and RawMessages out).
+	bp := bufPool.Get().(*[]byte)
+	defer putBuf(bp)
+	body, err := readAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes), (*bp)[:0])
+	*bp = body
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -63,6 +68,23 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		return badRequest("body", "unexpected data after the JSON object")
 	}
 	return exactNames(body, v)
+}
+
+// readAll is io.ReadAll appending to b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
 }
 
 // exactNames refuses a member whose name matches a field only without

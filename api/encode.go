@@ -17,8 +17,9 @@ import (
 // and a fuzz target compare the two on every field, strings with
 // escapes, HTML characters and invalid UTF-8 included.
 
-// maxPooledBuf bounds the buffers kept for reuse: a Lock with 4 KiB of
-// metadata or a long queue should not pin a large buffer for good.
+// maxPooledBuf bounds the buffers kept for reuse (answers here, request
+// bodies in decodeBody): a Lock with 4 KiB of metadata, a long queue or
+// a 64 KiB body should not pin a large buffer for good.
 const maxPooledBuf = 16 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -42,12 +43,16 @@ func writeBuf(c echo.Context, status int, appendBody func([]byte) []byte) error 
 	bp := bufPool.Get().(*[]byte)
 	b := appendBody((*bp)[:0])
 	b = append(b, '\n') // json.Encoder ends every value with one
-	err := c.Blob(status, echo.MIMEApplicationJSON, b)
-	if cap(b) <= maxPooledBuf {
-		*bp = b
+	*bp = b
+	defer putBuf(bp)
+	return c.Blob(status, echo.MIMEApplicationJSON, b)
+}
+
+// putBuf returns a buffer of bufPool unless it grew too large to keep.
+func putBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledBuf {
 		bufPool.Put(bp)
 	}
-	return err
 }
 
 // appendLock appends l's JSON as encoding/json writes it (without the

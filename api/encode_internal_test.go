@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -248,6 +249,26 @@ func TestTimeMarshalJSON_IsTheQuotedFormat(t *testing.T) {
 		want, _ := json.Marshal(time.Time(tm).UTC().Format(timeLayout))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%v: got %s, want %s", time.Time(tm), got, want)
+		}
+	}
+}
+
+func BenchmarkDecodeBody(b *testing.B) {
+	e := echo.New()
+	body := []byte(`{"owner":"bench-7","session":"694d2279b4919071"}`)
+	rd := bytes.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, "/v1/locks/x", nil)
+	req.Header.Set("Content-Type", "application/json")
+	w := &discardWriter{h: http.Header{}}
+	c := e.NewContext(req, w)
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(body)
+		req.Body = io.NopCloser(rd)
+		c.Reset(req, w)
+		var v AcquireRequest
+		if err := decodeBody(c, &v, true); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
