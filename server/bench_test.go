@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -147,7 +148,8 @@ func benchCycle(b *testing.B, session, viaHTTP bool, clients int) {
 	ctx := context.Background()
 	sid := ""
 	if session {
-		s, err := eng.CreateSession(ctx, "bench", 0)
+		// An hour: a profiled run can outlast the default 30s.
+		s, err := eng.CreateSession(ctx, "bench", time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}
