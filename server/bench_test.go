@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -32,11 +33,13 @@ import (
 //	go test -run '^$' -bench HTTP -benchtime 3000x -count 3 ./server/
 
 // benchServer starts a member, an engine and the server as baton serve
-// does (access log on, logging at warn).
-func benchServer(b *testing.B) (*lock.Engine, http.Handler) {
+// does (access log on, a text log), logging at level (bench runs its
+// node at warn; baton serve's default is info, where the access log
+// writes a line per request).
+func benchServer(b *testing.B, level slog.Level) (*lock.Engine, http.Handler) {
 	b.Helper()
 	m := testetcd.Start(b)
-	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: level}))
 	cfg := lock.DefaultConfig()
 	cfg.Logger = log
 	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
@@ -144,7 +147,7 @@ func BenchmarkHTTP_Cycle(b *testing.B) {
 }
 
 func benchCycle(b *testing.B, session, viaHTTP bool, clients int) {
-	eng, h := benchServer(b)
+	eng, h := benchServer(b, slog.LevelWarn)
 	ctx := context.Background()
 	sid := ""
 	if session {
@@ -203,14 +206,19 @@ func benchCycle(b *testing.B, session, viaHTTP bool, clients int) {
 }
 
 // BenchmarkHTTP_Healthz is the middleware chain, routing and a JSON
-// answer alone: no etcd in the request.
+// answer alone: no etcd in the request. At log=info the access log
+// formats its line too (into io.Discard: no write).
 func BenchmarkHTTP_Healthz(b *testing.B) {
-	_, h := benchServer(b)
-	w := &benchWriter{h: http.Header{}}
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	b.ResetTimer()
-	for range b.N {
-		w.do(b, h, http.MethodGet, "/healthz", nil, http.StatusOK)
+	for _, level := range []slog.Level{slog.LevelWarn, slog.LevelInfo} {
+		b.Run("log="+strings.ToLower(level.String()), func(b *testing.B) {
+			_, h := benchServer(b, level)
+			w := &benchWriter{h: http.Header{}}
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			b.ResetTimer()
+			for range b.N {
+				w.do(b, h, http.MethodGet, "/healthz", nil, http.StatusOK)
+			}
+		})
 	}
 }
