@@ -28,7 +28,12 @@ const MaxBodyBytes = 64 << 10
 // as {} when optional is set (every field of the request is optional).
 func decodeBody(c echo.Context, v any, optional bool) error {
 	r := c.Request()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes))
+	// Read into a pooled buffer: nothing decoded keeps a reference to it
+	// (encoding/json copies strings and RawMessages out).
+	bp := bufPool.Get().(*[]byte)
+	defer putBuf(bp)
+	body, err := readAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes), (*bp)[:0])
+	*bp = body
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -63,6 +68,23 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		return badRequest("body", "unexpected data after the JSON object")
 	}
 	return exactNames(body, v)
+}
+
+// readAll is io.ReadAll appending to b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
 }
 
 // exactNames refuses a member whose name matches a field only without
@@ -135,7 +157,8 @@ func jsonNames(t reflect.Type) map[string]bool {
 // isJSONish accepts JSON and, for curl users who forget -H, the form type
 // curl -d sends by default; the body must still be JSON.
 func isJSONish(ct string) bool {
-	ct = strings.ToLower(strings.TrimSpace(strings.Split(ct, ";")[0]))
+	ct, _, _ = strings.Cut(ct, ";")
+	ct = strings.ToLower(strings.TrimSpace(ct))
 	return ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "application/x-www-form-urlencoded" || ct == "text/plain"
 }
 
@@ -208,7 +231,11 @@ func query(c echo.Context, allowed ...string) (url.Values, error) {
 	// Fix (found by FuzzQueryParams): echo's QueryParams drops the pairs
 	// it cannot parse (`?limit=%G0`, `?token=5;x=1`) without a word, so a
 	// mistyped parameter was ignored. A query that does not parse is a 400.
-	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	raw := c.Request().URL.RawQuery
+	if raw == "" {
+		return nil, nil // what ParseQuery finds in it, without a map
+	}
+	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
 	}

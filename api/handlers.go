@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +41,21 @@ type API struct {
 	eventWriteTimeout time.Duration
 	eventBuffer       int
 	acquireDur        *prometheus.HistogramVec
+	// acquireObs holds acquireDur's series by result and wait, so an
+	// acquire hashes no labels.
+	acquireObs [len(acquireResults)][2]prometheus.Observer
 }
+
+// acquireResults are the result labels of baton_acquire_duration_seconds,
+// indexed by the constants below.
+var acquireResults = [...]string{"acquired", "reacquired", "held", "error"}
+
+const (
+	resultAcquired = iota
+	resultReacquired
+	resultHeld
+	resultError
+)
 
 // New returns handlers over eng.
 func New(eng *lock.Engine, o Options) *API {
@@ -69,9 +82,8 @@ func New(eng *lock.Engine, o Options) *API {
 		}, []string{"result", "waited"}),
 	}
 	// Every result's series exists from the start, so that alerts see it.
-	for _, r := range []string{"acquired", "reacquired", "held", "error"} {
-		a.acquireDur.WithLabelValues(r, "false")
-		a.acquireDur.WithLabelValues(r, "true")
+	for i, r := range acquireResults {
+		a.acquireObs[i] = [2]prometheus.Observer{a.acquireDur.WithLabelValues(r, "false"), a.acquireDur.WithLabelValues(r, "true")}
 	}
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(a.acquireDur)
@@ -109,7 +121,9 @@ func (a *API) Register(e *echo.Echo) {
 		{http.MethodGet, "/history", a.history},
 		{http.MethodGet, "/events", a.events},
 	} {
-		v1.Add(r.method, r.path, r.h, a.requireLeader)
+		// Wrapped here rather than passed as route middleware, which echo
+		// applies anew, a closure allocated, on every request.
+		v1.Add(r.method, r.path, a.requireLeader(r.h))
 	}
 }
 
@@ -236,17 +250,21 @@ func (a *API) acquire(c echo.Context) error {
 		lr.Session = *req.Session
 	}
 	l, fresh, err := a.eng.Acquire(c.Request().Context(), lr)
-	result := "acquired"
+	result := resultAcquired
 	switch {
 	case errors.Is(err, lock.ErrHeld):
-		result = "held"
+		result = resultHeld
 	case err != nil:
-		result = "error"
+		result = resultError
 	case !fresh:
-		result = "reacquired"
+		result = resultReacquired
 	}
 	// A wait is the caller's choice, not slowness: it gets its own series.
-	a.acquireDur.WithLabelValues(result, strconv.FormatBool(lr.Wait > 0)).Observe(time.Since(start).Seconds())
+	waited := 0
+	if lr.Wait > 0 {
+		waited = 1
+	}
+	a.acquireObs[result][waited].Observe(time.Since(start).Seconds())
 	if err != nil {
 		return err
 	}
@@ -254,7 +272,7 @@ func (a *API) acquire(c echo.Context) error {
 	if !fresh {
 		status = http.StatusOK
 	}
-	return c.JSON(status, toLock(l))
+	return writeLock(c, status, toLock(l))
 }
 
 // getLock godoc
@@ -293,7 +311,7 @@ func (a *API) getLock(c echo.Context) error {
 	for i, w := range ws {
 		out.Waiters[i] = Waiter{Owner: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since)}
 	}
-	return c.JSON(http.StatusOK, out)
+	return writeLock(c, http.StatusOK, out)
 }
 
 // listLocks godoc
@@ -383,7 +401,7 @@ func (a *API) renew(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toLock(l))
+	return writeLock(c, http.StatusOK, toLock(l))
 }
 
 // release godoc
@@ -502,7 +520,7 @@ func (a *API) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toSession(s))
+	return writeSession(c, http.StatusCreated, toSession(s))
 }
 
 // getSession godoc
@@ -531,7 +549,7 @@ func (a *API) getSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toSession(s))
+	return writeSession(c, http.StatusOK, toSession(s))
 }
 
 // renewSession godoc
@@ -566,7 +584,7 @@ func (a *API) renewSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toSession(s))
+	return writeSession(c, http.StatusOK, toSession(s))
 }
 
 // deleteSession godoc

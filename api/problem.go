@@ -41,6 +41,10 @@ type Problem struct {
 	Limit int `json:"limit,omitempty" example:"1000"`
 }
 
+// requestIDHeader is echo.HeaderXRequestID in its canonical form: Get
+// with echo's spelling canonicalises it into a new string every call.
+var requestIDHeader = http.CanonicalHeaderKey(echo.HeaderXRequestID)
+
 // WWWAuthenticate is the challenge every 401 carries (RFC 6750).
 const WWWAuthenticate = `Bearer realm="baton"`
 
@@ -207,7 +211,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		p, known := toProblem(err)
 		// The request-ID middleware has set the response header by now;
 		// a copy, because toProblem may hand back a shared *Problem.
-		if id := c.Response().Header().Get(echo.HeaderXRequestID); id != "" {
+		if id := c.Response().Header().Get(requestIDHeader); id != "" {
 			cp := *p
 			cp.RequestID, p = id, &cp
 		}

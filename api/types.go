@@ -14,7 +14,7 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // MarshalJSON implements json.Marshaler.
 func (t Time) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Time(t).UTC().Format(timeLayout))
+	return appendTime(make([]byte, 0, len(timeLayout)+2), t), nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler.

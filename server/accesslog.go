@@ -46,7 +46,7 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 				path = path[:maxLoggedPath] + "…"
 			}
 			attrs := []slog.Attr{
-				slog.String("request_id", res.Header().Get(echo.HeaderXRequestID)),
+				slog.String("request_id", res.Header().Get(requestIDHeader)),
 				slog.String("method", req.Method),
 				slog.String("route", route),
 				slog.String("path", path),

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -250,6 +251,31 @@ func TestRequestID_ASaneClientIDIsKeptAHostileOneReplaced(t *testing.T) {
 	}
 	if all := l.log.String(); strings.Contains(all, "forged") || strings.Contains(all, "\x1b") {
 		t.Fatalf("a hostile request ID reached the log:\n%s", all)
+	}
+}
+
+// A request with several X-Request-ID headers keeps the first, alone, as
+// Header.Get and Header.Set did; a hostile first one is replaced.
+func TestRequestID_OfSeveralTheFirstIsKept(t *testing.T) {
+	l := startLogged(t, true)
+	for _, c := range []struct {
+		sent []string
+		kept bool
+	}{
+		{[]string{"first", "second"}, true},
+		{[]string{"x y", "second"}, false},
+	} {
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Header["X-Request-Id"] = c.sent
+		rec := httptest.NewRecorder()
+		l.srv.Handler().ServeHTTP(rec, req)
+		got := rec.Header().Values("X-Request-ID")
+		if len(got) != 1 || c.kept && got[0] != c.sent[0] || !c.kept && !generatedID.MatchString(got[0]) {
+			t.Errorf("sent %q: answered X-Request-ID %q, want one: the first when sane, else a generated one", c.sent, got)
+		}
+		if !slices.Equal(req.Header.Values("X-Request-ID"), got) {
+			t.Errorf("sent %q: the request's header %q, want the answer's %q", c.sent, req.Header.Values("X-Request-ID"), got)
+		}
 	}
 }
 

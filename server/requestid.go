@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 )
@@ -22,16 +23,31 @@ const maxRequestIDLen = 128
 func requestID() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			id := c.Request().Header.Get(echo.HeaderXRequestID)
-			if !saneRequestID(id) {
-				id = newRequestID()
+			// The header maps are used directly with the canonical key:
+			// Header.Get and Set canonicalise echo's "X-Request-ID" into a
+			// new string on every call.
+			req := c.Request()
+			ids := req.Header[requestIDHeader]
+			switch {
+			case len(ids) == 0 || !saneRequestID(ids[0]):
+				ids = []string{newRequestID()}
+				req.Header[requestIDHeader] = ids
+			case len(ids) > 1:
+				ids = ids[:1:1] // the first, as Header.Get read it
+				req.Header[requestIDHeader] = ids
 			}
-			c.Request().Header.Set(echo.HeaderXRequestID, id)
-			c.Response().Header().Set(echo.HeaderXRequestID, id)
+			// One slice for both headers: neither is changed in place
+			// (Set and Add replace or grow it), and it saves an
+			// allocation per request.
+			c.Response().Header()[requestIDHeader] = ids
 			return next(c)
 		}
 	}
 }
+
+// requestIDHeader is echo.HeaderXRequestID in its canonical form, the
+// key net/http stores it under.
+var requestIDHeader = http.CanonicalHeaderKey(echo.HeaderXRequestID)
 
 // saneRequestID reports whether id is 1 to maxRequestIDLen visible ASCII
 // characters (no space, no control character, nothing beyond ASCII).

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -77,7 +78,7 @@ func New(cfg Config) *Server {
 	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "request_id", c.Response().Header().Get(requestIDHeader),
 				"err", err, "stack", string(stack))
 			return err
 		},
@@ -181,6 +182,7 @@ func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 		Buckets: prometheus.DefBuckets,
 	}, []string{"method", "route"})
 	reg.MustRegister(requests, latency)
+	obs := &requestObservers{requests: requests, latency: latency, m: map[requestKey]requestObserver{}}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -192,12 +194,57 @@ func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 			if route == "" {
 				route = "unmatched"
 			}
-			method := c.Request().Method
-			requests.WithLabelValues(method, route, strconv.Itoa(c.Response().Status)).Inc()
-			latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+			o := obs.get(requestKey{c.Request().Method, route, c.Response().Status})
+			o.count.Inc()
+			o.latency.Observe(time.Since(start).Seconds())
 			return nil
 		}
 	}
+}
+
+// requestObservers keeps the series of each method, route and status, so
+// that a request costs one map lookup instead of two label hashes and
+// lookups in the vectors (and strconv's string for the status).
+type requestObservers struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+
+	mu sync.RWMutex
+	m  map[requestKey]requestObserver
+}
+
+type requestKey struct {
+	method, route string
+	status        int
+}
+
+type requestObserver struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
+}
+
+// maxCachedSeries bounds the cache: routes and statuses are few, but the
+// method is the client's. Past the bound the vectors are asked each time,
+// as before the cache.
+const maxCachedSeries = 512
+
+func (r *requestObservers) get(k requestKey) requestObserver {
+	r.mu.RLock()
+	o, ok := r.m[k]
+	r.mu.RUnlock()
+	if ok {
+		return o
+	}
+	o = requestObserver{
+		count:   r.requests.WithLabelValues(k.method, k.route, strconv.Itoa(k.status)),
+		latency: r.latency.WithLabelValues(k.method, k.route),
+	}
+	r.mu.Lock()
+	if len(r.m) < maxCachedSeries {
+		r.m[k] = o
+	}
+	r.mu.Unlock()
+	return o
 }
 
 // statsCollector reports what the cluster holds at scrape time. The counts
