@@ -194,12 +194,25 @@ func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 			if route == "" {
 				route = "unmatched"
 			}
-			o := obs.get(requestKey{c.Request().Method, route, c.Response().Status})
+			o := obs.get(requestKey{metricMethod(c.Request().Method), route, c.Response().Status})
 			o.count.Inc()
 			o.latency.Observe(time.Since(start).Seconds())
 			return nil
 		}
 	}
+}
+
+// metricMethod is the method label of a request: the client picks the
+// method, and any token is a valid one to net/http, so a label per
+// method seen would let clients grow the series without bound. Methods
+// outside HTTP's own are counted as "other", as promhttp does.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // requestObservers keeps the series of each method, route and status, so
@@ -223,9 +236,9 @@ type requestObserver struct {
 	latency prometheus.Observer
 }
 
-// maxCachedSeries bounds the cache: routes and statuses are few, but the
-// method is the client's. Past the bound the vectors are asked each time,
-// as before the cache.
+// maxCachedSeries bounds the cache. Methods (see metricMethod), routes
+// and statuses are few, so it is only a guard; past it the vectors are
+// asked each time, as before the cache.
 const maxCachedSeries = 512
 
 func (r *requestObservers) get(k requestKey) requestObserver {

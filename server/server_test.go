@@ -83,6 +83,13 @@ func metric(t *testing.T, body, series string) (float64, bool) {
 
 func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
 	s := testserver.Start(t)
+	// Methods are the client's: made-up ones must not become label values.
+	for i := range 20 {
+		r := s.Do(fmt.Sprintf("MADEUP%d", i), "/v1/locks/m", "")
+		if r.Status < 400 || r.Status >= 500 {
+			t.Fatalf("method MADEUP%d: status %d, want 4xx", i, r.Status)
+		}
+	}
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/m", `{"owner":"w1"}`), http.StatusCreated)
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/m", `{"owner":"w2"}`), http.StatusConflict)
 	testserver.WantStatus(t, s.Do("GET", "/v1/locks/m", ""), http.StatusOK)
@@ -130,6 +137,9 @@ func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
 	// Unknown paths must not become label values: one label for all.
 	if strings.Contains(body, "nowhere") {
 		t.Error("an unknown path became a label value")
+	}
+	if strings.Contains(body, "MADEUP") || !regexp.MustCompile(`baton_http_requests_total\{code="4\d\d",method="other",route="[^"]*"\} 20`).MatchString(body) {
+		t.Error("made-up methods are not counted together as method=\"other\"")
 	}
 	if !regexp.MustCompile(`baton_http_requests_total\{code="404",method="GET",route="[^"]*"\} 1`).MatchString(body) {
 		t.Error("the 404 of an unknown route is not counted")
