@@ -319,7 +319,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		octx, done := e.op(context.WithoutCancel(ctx))
 		defer done()
 		var err error
-		resp, err = e.cli.Txn(octx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err = e.txn(octx, cmps, then, els)
 		return err
 	})
 	if err != nil {

@@ -264,13 +264,13 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holde
 		octx, done := e.op(ctx)
 		defer done()
 		var err error
-		resp, err = e.cli.Txn(octx).
-			If(clientv3.Compare(clientv3.ModRevision(lkey), "=", token)).
-			Then(append([]clientv3.Op{
+		resp, err = e.txn(octx,
+			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)},
+			append([]clientv3.Op{
 				clientv3.OpDelete(lkey),
 				clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket)),
-			}, extraOps...)...).
-			Commit()
+			}, extraOps...),
+			nil)
 		return err
 	})
 	if err != nil {
