@@ -234,6 +234,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	rec := holderRecord{
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
+		NoTally: a.session != 0 && e.cfg.MaxLocksPerSession == 0,
 	}
 
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -408,5 +409,67 @@ func TestBatch_ConcurrentCyclesKeepEveryGuarantee(t *testing.T) {
 	checkNoQueueLeft(t, e, keysUnder(t, m.Client(), prefix+"queue/"))
 	if n := len(keysUnder(t, m.Client(), prefix+"locks/")); n != 0 {
 		t.Fatalf("%d locks still held", n)
+	}
+}
+
+// TestBatch_ReleasesInOneSessionShareABatchUnlessTheSessionIsCapped: a
+// release counts into its session's tally only if the acquire did
+// (MaxLocksPerSession on), and counted releases of one session write one
+// key, so only they go one per txn.
+func TestBatch_ReleasesInOneSessionShareABatchUnlessTheSessionIsCapped(t *testing.T) {
+	t.Parallel()
+	for _, capped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capped=%v", capped), func(t *testing.T) {
+			m := testetcd.Start(t)
+			cfg := lock.DefaultConfig()
+			if capped {
+				cfg.MaxLocksPerSession = 10
+			}
+			e := startEngine(t, m, cfg)
+			ctx := ctxT(t)
+			s, err := e.CreateSession(ctx, "w", 0)
+			if err != nil {
+				t.Fatalf("create session: %v", err)
+			}
+			var held []*lock.Lock
+			for _, n := range []string{"a", "b", "c"} {
+				held = append(held, mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
+			}
+			txns0, reqs0 := batchSizes(t, e)
+			release := lock.HoldTxnSlots(e)
+			var wg sync.WaitGroup
+			errs := make([]error, len(held))
+			for i, l := range held {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = e.Release(ctx, l.Name, l.Token)
+				}()
+			}
+			waitQueued(t, e, len(held))
+			release()
+			waitAll(t, ctx, &wg)
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("release %s: %v", held[i].Name, err)
+				}
+			}
+			txns, reqs := batchSizes(t, e)
+			txns, reqs = txns-txns0, reqs-reqs0
+			want := uint64(1)
+			if capped {
+				want = 3
+			}
+			if txns != want || reqs != 3 {
+				t.Fatalf("3 releases went out in %d txns (%v requests), want %d", txns, reqs, want)
+			}
+			// And the tally, where kept, counted all three: the session
+			// has room for its whole cap again.
+			if capped {
+				for i := range cfg.MaxLocksPerSession {
+					mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("r%d", i), Owner: "w", Session: s.ID})
+				}
+			}
+		})
 	}
 }

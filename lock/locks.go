@@ -245,8 +245,9 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holde
 			extraOps = []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until}))}
 		}
 	}
-	if id, ok := parseLeaseHex(hr.Session); ok {
-		// One more release in the session's tally, if it keeps one: the
+	if id, ok := parseLeaseHex(hr.Session); ok && !hr.NoTally {
+		// One more release in the session's tally, if it keeps one and
+		// the acquire counted this hold (holderRecord.NoTally): the
 		// node that acquired into it may have MaxLocksPerSession on while
 		// this one has it off, and a release it does not count would make
 		// that node refuse acquires the session has room for. A session
