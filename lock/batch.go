@@ -32,15 +32,23 @@ import (
 // would refuse the batch, and the order of two writes of one key must be
 // the order they were asked in), so a member's compares and its reads of
 // keys it writes agree. The acquire and end-hold txns of different lock
-// names touch disjoint keys, but for a session's tally keys; see
-// endHold and the acquire txn for why those tolerate either order.
+// names touch disjoint keys but for a session's tallies
+// (MaxLocksPerSession): a capped acquire reads the "released" tally that
+// a release in its session may write in the same batch. It then sees that
+// release or not, as it would for a release racing it in a txn of its
+// own; the cap's check tolerates either (at worst it refuses an acquire
+// near the cap, as undoOverSessionCap says).
 
 // txnsInFlight is how many txns (lone requests or batches) one engine has
-// in flight before further requests queue for the next batch. With one,
-// a busy node alternates between one txn in flight and one batch
-// gathering; more slots let etcd pipeline proposals, at the cost of
-// smaller batches. Measured on a 2-core machine (docs/PERFORMANCE.md).
-const txnsInFlight = 2
+// in flight before further requests queue for the next batch. With one, a
+// busy node alternates between one txn in flight and one batch gathering,
+// which gave the largest batches and the least CPU per cycle; two or four
+// let etcd pipeline proposals but split the same load into more, smaller
+// txns, and measured slower at 64 clients and no faster at 4 or 16
+// (docs/PERFORMANCE.md). etcd's raft loop persists one Ready at a time
+// anyway, so a request held back behind the txn in flight loses little:
+// the apply and answer of that txn, not a whole fsync.
+const txnsInFlight = 1
 
 // etcd's limits on one txn request, with the defaults of both the
 // embedded member and an etcd server (--max-txn-ops, --max-request-bytes).

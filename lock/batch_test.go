@@ -37,6 +37,30 @@ func batchSizes(t *testing.T, e *lock.Engine) (txns uint64, requests float64) {
 	return 0, 0
 }
 
+// overBoth runs f on an engine over the member's in-process client and on
+// one over a gRPC client of the same kind of member, as with
+// --etcd-endpoints.
+func overBoth(t *testing.T, f func(t *testing.T, e *lock.Engine, cli *clientv3.Client)) {
+	for _, remote := range []bool{false, true} {
+		t.Run(fmt.Sprintf("remote=%v", remote), func(t *testing.T) {
+			t.Parallel()
+			m := testetcd.Start(t)
+			cli := m.Client()
+			if remote {
+				var err error
+				cli, err = clientv3.New(clientv3.Config{
+					Endpoints: []string{m.Etcd().Config().AdvertiseClientUrls[0].String()}, DialTimeout: 5 * time.Second,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cli.Close() })
+			}
+			f(t, startEngineOn(t, cli, lock.DefaultConfig()), cli)
+		})
+	}
+}
+
 // waitQueued waits until n requests of e wait for a batch.
 func waitQueued(t *testing.T, e *lock.Engine, n int) {
 	t.Helper()
@@ -182,8 +206,10 @@ func TestBatch_AcquireInAnEndedSessionFailsAloneInItsBatch(t *testing.T) {
 // count (etcd checks only the branches it runs).
 func TestBatch_APutOnADeadLeaseFailsOnlyItsOwnRequest(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	cli := m.Client()
+	overBoth(t, testDeadLease)
+}
+
+func testDeadLease(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
 	ctx := ctxT(t)
 	g, err := cli.Grant(ctx, 60)
 	if err != nil {
@@ -300,7 +326,10 @@ func TestBatch_ACallerThatLeavesWhileQueuedIsNeverSent(t *testing.T) {
 // released.
 func TestBatch_ConcurrentCyclesKeepEveryGuarantee(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
+	overBoth(t, testConcurrentCycles)
+}
+
+func testConcurrentCycles(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
 	ctx := ctxT(t)
 	lock.SetTxnSlots(e, 1)
 	s, err := e.CreateSession(ctx, "w", 0)
@@ -406,8 +435,8 @@ func TestBatch_ConcurrentCyclesKeepEveryGuarantee(t *testing.T) {
 		t.Fatalf("%d txns carried %v requests: no batch had more than one", txns, reqs)
 	}
 	t.Logf("%d txns carried %v requests", txns, reqs)
-	checkNoQueueLeft(t, e, keysUnder(t, m.Client(), prefix+"queue/"))
-	if n := len(keysUnder(t, m.Client(), prefix+"locks/")); n != 0 {
+	checkNoQueueLeft(t, e, keysUnder(t, cli, prefix+"queue/"))
+	if n := len(keysUnder(t, cli, prefix+"locks/")); n != 0 {
 		t.Fatalf("%d locks still held", n)
 	}
 }

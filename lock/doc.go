@@ -11,10 +11,15 @@
 // key's ModRevision is the fencing token: the key is never rewritten while
 // held, so the token never changes, and since etcd revisions only grow,
 // every grant's token exceeds every token handed out before it, for any
-// lock, across restarts and leader changes. Release, revoke and renew are
-// guarded by ModRevision == token, so a stale holder can never touch a
-// newer one. Holding a lock does not stop a paused holder from acting late:
-// only resources that check the token (see PutFenced) are safe.
+// lock, across restarts and leader changes. Acquires and releases that
+// arrive while earlier ones are in flight go to etcd together, as nested
+// txns of one txn (one raft entry), so concurrent grants of different
+// locks may share a token value; two of one lock never do, and a grant
+// still exceeds every token handed out before it was asked for. Release,
+// revoke and renew are guarded by ModRevision == token, so a stale holder
+// can never touch a newer one. Holding a lock does not stop a paused
+// holder from acting late: only resources that check the token (see
+// PutFenced) are safe.
 //
 // # Ownership
 //
