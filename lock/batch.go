@@ -29,9 +29,8 @@ import (
 // compare of the whole outer txn is evaluated first, against the state
 // before the batch; reads in the branches then run in order and see the
 // writes of members before them. Members never write a common key (etcd
-// would refuse the batch, and the order of two writes of one key must be
-// the order they were asked in), so a member's compares and its reads of
-// keys it writes agree. The acquire and end-hold txns of different lock
+// refuses a txn that writes one key twice, nested siblings included), so
+// a member's compares and its reads of keys it writes agree. The acquire and end-hold txns of different lock
 // names touch disjoint keys but for a session's tallies
 // (MaxLocksPerSession): a capped acquire reads the "released" tally that
 // a release in its session may write in the same batch. It then sees that
@@ -170,18 +169,37 @@ func (e *Engine) txnAlone(ctx context.Context, cmps []clientv3.Cmp, then, els []
 }
 
 // txnDone gives a slot back, and fills it at once with a batch of what
-// queued meanwhile. The batch is sent from a goroutine of its own: the
-// caller whose txn just completed has its own answer to return.
+// queued meanwhile. What next leaves in the queue (requests writing a key
+// that an earlier one writes, or beyond a batch's limits) goes out at the
+// same time in further batches that take no slot: it may not share the
+// first batch's txn, but it need not wait for it either. Requests on one
+// key then race each other as they would without batching (concurrent
+// requests have no order to keep), instead of going one txn after
+// another, which in the bench's contention scenario (64 clients on one
+// lock) gave 4.0 raft entries per grant instead of 3.7, and a tenth fewer
+// handoffs (medians of four alternated runs).
+// Batches are sent from goroutines of their own: the caller whose txn
+// just completed has its own answer to return.
 func (e *Engine) txnDone() {
 	b := &e.batch
 	b.mu.Lock()
 	b.inFlight--
-	calls := b.next()
-	if len(calls) > 0 {
+	first := b.next()
+	var more [][]*txnCall
+	if len(first) > 0 {
 		b.inFlight++
+		for len(b.queue) > 0 {
+			more = append(more, b.next())
+		}
 	}
 	b.mu.Unlock()
-	if len(calls) > 0 {
+	if len(first) > 0 {
+		go func() {
+			defer e.txnDone()
+			e.sendBatch(first)
+		}()
+	}
+	for _, calls := range more {
 		go e.sendBatch(calls)
 	}
 }
@@ -203,9 +221,9 @@ func (b *txnBatcher) withdraw(c *txnCall) bool {
 // next takes the next batch off the queue, oldest first. A request that
 // writes a key written by a request looked at before it (taken or not)
 // stays queued, and so do the requests after it that write the same
-// keys: two writes of one key never share a batch, and they go out in
-// the order they were asked in. A batch is also cut at etcd's op budget
-// and at maxBatchBytes. The first request always fits, so a non-empty
+// keys: two writes of one key never share a batch, and the next batches
+// take them oldest first. A batch is also cut at etcd's op budget and at
+// maxBatchBytes. The first request always fits, so a non-empty
 // queue gives a non-empty batch.
 func (b *txnBatcher) next() []*txnCall {
 	if len(b.queue) == 0 {
@@ -270,9 +288,7 @@ func (b *txnBatcher) next() []*txnCall {
 }
 
 // sendBatch commits calls, taken by next, in one txn and answers each.
-// It holds a slot, given back when it returns.
 func (e *Engine) sendBatch(calls []*txnCall) {
-	defer e.txnDone()
 	e.metrics.txnBatchSize.Observe(float64(len(calls)))
 	ctx, done := e.op(context.Background())
 	defer done()

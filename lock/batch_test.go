@@ -95,8 +95,8 @@ func TestBatch_ALoneRequestGoesOutAtOnceAndAlone(t *testing.T) {
 
 // TestBatch_RequestsWritingOneKeyNeverShareABatch queues two acquires of
 // one lock and one of another while a txn is in flight. The acquires of
-// "x" write the same keys, so the first goes with "y" and the second
-// after them, and finds "x" taken.
+// "x" write the same keys, so the first goes with "y" and the second in a
+// txn of its own; whichever etcd applies first wins "x".
 func TestBatch_RequestsWritingOneKeyNeverShareABatch(t *testing.T) {
 	t.Parallel()
 	e, _ := newEngine(t)
@@ -138,10 +138,10 @@ func TestBatch_RequestsWritingOneKeyNeverShareABatch(t *testing.T) {
 	if he := asHeld(t, xLoser.err); he.Holder == nil || he.Holder.Token != xWinner.l.Token {
 		t.Fatalf("losing acquire of x: %+v, want held by token %d", he, xWinner.l.Token)
 	}
-	if y := got["c"]; y.err != nil || y.l.Token != xWinner.l.Token {
-		t.Fatalf("acquire of y: %+v %v, want it granted with x's winner, at token %d", y.l, y.err, xWinner.l.Token)
+	if y := got["c"]; y.err != nil {
+		t.Fatalf("acquire of y: %v", y.err)
 	}
-	// Two txns: x's winner with y, then x's loser alone.
+	// Two txns: one acquire of x with y, the other alone.
 	if txns, reqs := batchSizes(t, e); txns != 2 || reqs != 3 {
 		t.Fatalf("%d txns carried %v requests, want a batch of 2 and one of 1", txns, reqs)
 	}
