@@ -30,13 +30,13 @@ import (
 // before the batch; reads in the branches then run in order and see the
 // writes of members before them. Members never write a common key (etcd
 // refuses a txn that writes one key twice, nested siblings included), so
-// a member's compares and its reads of keys it writes agree. The acquire and end-hold txns of different lock
-// names touch disjoint keys but for a session's tallies
-// (MaxLocksPerSession): a capped acquire reads the "released" tally that
-// a release in its session may write in the same batch. It then sees that
-// release or not, as it would for a release racing it in a txn of its
-// own; the cap's check tolerates either (at worst it refuses an acquire
-// near the cap, as undoOverSessionCap says).
+// a member's compares and its reads of keys it writes agree. The acquire
+// and end-hold txns of different lock names touch disjoint keys but for a
+// session's tallies (MaxLocksPerSession): a capped acquire reads the
+// "released" tally that a release in its session may write in the same
+// batch. It then sees that release or not, as it would for a release
+// racing it in a txn of its own; the cap's check tolerates either (at
+// worst it refuses an acquire near the cap, as undoOverSessionCap says).
 
 // txnsInFlight is how many txns (lone requests or batches) one engine has
 // in flight before further requests queue for the next batch. With one, a
@@ -60,7 +60,8 @@ const (
 	etcdMaxTxnOps = 128
 	// maxBatchBytes keeps a batch far below MaxRequestBytes (1.5 MiB).
 	// Each request is estimated from its keys and values; an acquire
-	// carries at most 4 KiB of metadata, so 128 of the largest fit.
+	// carries at most 4 KiB of metadata, so a batch of the largest holds
+	// about a hundred, and a typical one is cut by the op budget first.
 	maxBatchBytes = 512 << 10
 	// opOverhead is an upper bound on the protobuf framing of one op or
 	// compare beyond its key, range end and value.
@@ -177,9 +178,9 @@ func (e *Engine) txnAlone(ctx context.Context, cmps []clientv3.Cmp, then, els []
 // requests have no order to keep), instead of going one txn after
 // another, which in the bench's contention scenario (64 clients on one
 // lock) gave 4.0 raft entries per grant instead of 3.7, and a tenth fewer
-// handoffs (medians of four alternated runs).
-// Batches are sent from goroutines of their own: the caller whose txn
-// just completed has its own answer to return.
+// handoffs (medians of four alternated runs). Batches are sent from
+// goroutines of their own: the caller whose txn just completed has its
+// own answer to return.
 func (e *Engine) txnDone() {
 	b := &e.batch
 	b.mu.Lock()
@@ -246,8 +247,8 @@ func (b *txnBatcher) next() []*txnCall {
 			continue
 		}
 		if c.ranged {
-			// A range delete may cover any key: it goes alone, and nothing
-			// queued after it overtakes it.
+			// A range delete may cover any key: it goes in a txn of its
+			// own, and next leaves what follows it for the next batch.
 			if len(batch) == 0 {
 				batch = append(batch, c)
 			} else {

@@ -112,7 +112,7 @@ func TestBatcher_BatchesStayWithinEtcdsOpBudgetAndSize(t *testing.T) {
 	}
 }
 
-func TestBatcher_ARangeDeleteGoesAloneAndIsNotOvertaken(t *testing.T) {
+func TestBatcher_ARangeDeleteGoesInATxnOfItsOwn(t *testing.T) {
 	b := &txnBatcher{}
 	ranged := &txnCall{then: []clientv3.Op{clientv3.OpDelete("r", clientv3.WithPrefix())}}
 	ranged.shape()
