@@ -502,3 +502,36 @@ func TestBatch_ReleasesInOneSessionShareABatchUnlessTheSessionIsCapped(t *testin
 		})
 	}
 }
+
+// TestBatch_ABatchIsBoundByTheEngineNotByItsCallers: what is queued when
+// the engine closes fails (as the engine's own etcd calls do then) instead
+// of being sent, and no caller waits beyond it.
+func TestBatch_ABatchIsBoundByTheEngineNotByItsCallers(t *testing.T) {
+	t.Parallel()
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	release := lock.HoldTxnSlots(e)
+	errs := make(chan error, 2)
+	for _, k := range []string{"a", "b"} {
+		go func() {
+			_, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"t/"+k, "v")}, nil)
+			errs <- err
+		}()
+	}
+	waitQueued(t, e, 2)
+	e.Close()
+	release()
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err == nil {
+				t.Fatal("a txn queued when the engine closed was committed")
+			}
+		case <-ctx.Done():
+			t.Fatal("a caller still waits after the engine closed")
+		}
+	}
+	if got := keysUnder(t, m.Client(), prefix+"t/"); len(got) != 0 {
+		t.Fatalf("keys %v written after the engine closed", got)
+	}
+}
