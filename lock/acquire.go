@@ -353,7 +353,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		octx, done := e.op(context.WithoutCancel(ctx))
 		defer done()
 		var err error
-		resp, err = e.cli.Txn(octx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err = e.txn(octx, cmps, then, els)
 		return err
 	})
 	if err != nil {
@@ -417,6 +417,7 @@ func (a *acquirer) holder(now time.Time) holderRecord {
 	return holderRecord{
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
+		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
 	}
 }
 

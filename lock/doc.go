@@ -11,7 +11,15 @@
 // key's ModRevision is the fencing token: the key is never rewritten while
 // held, so the token never changes, and since etcd revisions only grow,
 // every grant's token exceeds every token handed out before it, for any
-// lock, across restarts and leader changes.
+// lock, across restarts and leader changes. Acquires and releases that
+// arrive while earlier ones are in flight go to etcd together, as nested
+// txns of one txn (one raft entry), so concurrent grants of different
+// locks may share a token value; two of one lock never do, and a grant
+// still exceeds every token handed out before it was asked for. Release,
+// revoke and renew are guarded by ModRevision == token, so a stale holder
+// can never touch a newer one. Holding a lock does not stop a paused
+// holder from acting late: only resources that check the token (see
+// PutFenced) are safe.
 //
 // A release hands the lock to the oldest waiter in its own transaction
 // when it can: it puts the holder record that the waiter's queue entry
@@ -20,10 +28,7 @@
 // acquire would make). That begins the next hold at the release's
 // revision, its token, in one raft entry; the waiter learns of it from
 // the lock key's put. Its own lease is kept alive while it waits, so the
-// hold starts with its TTL. Release, revoke and renew are
-// guarded by ModRevision == token, so a stale holder can never touch a
-// newer one. Holding a lock does not stop a paused holder from acting late:
-// only resources that check the token (see PutFenced) are safe.
+// hold starts with its TTL.
 //
 // # Ownership
 //

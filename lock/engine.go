@@ -161,6 +161,9 @@ type Engine struct {
 
 	// metrics are this engine's Prometheus series (see Collector).
 	metrics *metrics
+
+	// batch groups concurrent acquire and end-hold txns (batch.go).
+	batch txnBatcher
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine

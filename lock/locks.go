@@ -347,8 +347,9 @@ func (e *Engine) endTxn(ctx context.Context, name string, token int64, hr holder
 	} else {
 		then = append(then, free...)
 	}
-	if id, ok := parseLeaseHex(hr.Session); ok {
-		// One more release in the session's tally, if it keeps one: the
+	if id, ok := parseLeaseHex(hr.Session); ok && !hr.NoTally {
+		// One more release in the session's tally, if it keeps one and
+		// the acquire counted this hold (holderRecord.NoTally): the
 		// node that acquired into it may have MaxLocksPerSession on while
 		// this one has it off, and a release it does not count would make
 		// that node refuse acquires the session has room for. A session
@@ -359,7 +360,7 @@ func (e *Engine) endTxn(ctx context.Context, name string, token int64, hr holder
 	}
 	octx, done := e.op(ctx)
 	defer done()
-	return e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(lkey), "=", token)).Then(then...).Commit()
+	return e.txn(octx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then, nil)
 }
 
 // tallyOp counts one more hold acquired or released in session id's
@@ -429,9 +430,8 @@ func (e *Engine) handoffOps(name string, hr holderRecord, at time.Time, head *qu
 	case hr.LockDelay > 0:
 		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
 	}
-	if id, ok := parseLeaseHex(g.Session); ok {
-		ops = append(ops, e.tallyOp(g.Session, "acquired", id))
-	}
+	// No tally to count: a waiter asks for a grant only when its node
+	// keeps none (see acquirer.waiterRecord), and its record says so.
 	return ops
 }
 

@@ -22,7 +22,10 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	hasLeader     prometheus.GaugeFunc
 	waiting       prometheus.Gauge
-	all           []prometheus.Collector
+	// txnBatchSize and txnBatchSplits watch the txn batcher (batch.go).
+	txnBatchSize   prometheus.Histogram
+	txnBatchSplits prometheus.Counter
+	all            []prometheus.Collector
 }
 
 // Renew kinds and failure reasons, the label values of
@@ -60,6 +63,17 @@ func newMetrics(hasLeader func() float64) *metrics {
 			Name: "baton_acquires_waiting",
 			Help: "Acquires with a wait in progress on this node (queued, or about to queue).",
 		}),
+		txnBatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "baton_etcd_txn_batch_size",
+			Help: "Acquire and end-hold (release, revoke) requests per etcd txn this node sent: 1 for a request sent alone, " +
+				"more when requests that arrived while earlier txns were in flight shared one txn (one raft entry).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+		}),
+		txnBatchSplits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_etcd_txn_batch_splits_total",
+			Help: "Batched txns etcd refused as a whole before applying them (mostly a put on a lease that had just expired), " +
+				"whose requests were then sent one by one.",
+		}),
 	}
 	m.hasLeader = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "baton_etcd_has_leader",
@@ -74,7 +88,7 @@ func newMetrics(hasLeader func() float64) *metrics {
 			m.renewFailures.WithLabelValues(kind, r)
 		}
 	}
-	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting}
+	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits}
 	return m
 }
 
@@ -92,8 +106,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 
 // Collector returns the engine's metrics for a Prometheus registry:
 // baton_lock_events_total, baton_renew_failures_total,
-// baton_etcd_leader_changes_total, baton_etcd_has_leader and
-// baton_acquires_waiting. Register it once per registry.
+// baton_etcd_leader_changes_total, baton_etcd_has_leader,
+// baton_acquires_waiting, baton_etcd_txn_batch_size and
+// baton_etcd_txn_batch_splits_total. Register it once per registry.
 func (e *Engine) Collector() prometheus.Collector { return e.metrics }
 
 // recorded counts n audit events of typ written by this engine.

@@ -28,6 +28,14 @@ type holderRecord struct {
 	// Caller); absent without authentication, and in records written
 	// before it existed.
 	Credential string `json:"credential,omitempty"`
+	// NoTally says the acquire did not count this hold in its session's
+	// tally (MaxLocksPerSession was off on the node that granted it), so
+	// its end is not counted either. Without it (records of capped nodes,
+	// and records written before it existed) the end counts into a tally
+	// if the session has one. It matters for batching: every counted end
+	// in a session writes the same tally key, and two writes of one key
+	// cannot share a txn, so counted ends of one session go one per txn.
+	NoTally bool `json:"no_tally,omitempty"`
 }
 
 // delayRecord guards a lock with lock-delay. Acquire creates it with the

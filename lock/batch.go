@@ -1,0 +1,398 @@
+package lock
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Group commit of the engine's acquire and end-hold txns.
+//
+// Each of those txns is a raft proposal of its own: an apply, and a wait
+// for the WAL's fsync. etcd txns nest, so independent txns that arrive
+// together can be sent as one outer txn whose Then holds one
+// OpTxn(cmps, then, els) per request: one raft entry, one apply pass, one
+// fsync wait, and each request still gets its own outcome (the nested
+// txn's Succeeded and Responses).
+//
+// There is no timer: while fewer than txnsInFlight txns are in flight a
+// request is sent at once, alone and as a plain txn, exactly as without
+// the batcher. Only requests that arrive while every slot is busy wait,
+// and they wait for a slot, not for a clock: when a txn in flight
+// completes, everything queued meanwhile goes out together. An idle node
+// pays nothing; a busy one sends fewer, larger txns.
+//
+// What a batch member sees (etcd's apply, server/etcdserver/txn): every
+// compare of the whole outer txn is evaluated first, against the state
+// before the batch; reads in the branches then run in order and see the
+// writes of members before them. Members never write a common key (etcd
+// refuses a txn that writes one key twice, nested siblings included), so
+// a member's compares and its reads of keys it writes agree. The acquire
+// and end-hold txns of different lock names touch disjoint keys but for a
+// session's tallies (MaxLocksPerSession): a capped acquire reads the
+// "released" tally that a release in its session may write in the same
+// batch. It then sees that release or not, as it would for a release
+// racing it in a txn of its own; the cap's check tolerates either (at
+// worst it refuses an acquire near the cap, as undoOverSessionCap says).
+
+// txnsInFlight is how many txns (lone requests or batches) one engine has
+// in flight before further requests queue for the next batch. With one, a
+// busy node alternates between one txn in flight and one batch gathering,
+// which gave the largest batches and the least CPU per cycle; two or four
+// let etcd pipeline proposals but split the same load into more, smaller
+// txns, and measured slower at 64 clients and no faster at 4 or 16
+// (docs/PERFORMANCE.md). etcd's raft loop persists one Ready at a time
+// anyway, so a request held back behind the txn in flight loses little:
+// the apply and answer of that txn, not a whole fsync.
+const txnsInFlight = 1
+
+// etcd's limits on one txn request, with the defaults of both the
+// embedded member and an etcd server (--max-txn-ops, --max-request-bytes).
+const (
+	// etcdMaxTxnOps is checked level by level with one shared budget: a
+	// txn nested at depth d may have at most MaxTxnOps minus the op counts
+	// of the levels above it (v3rpc checkTxnRequest). So a batch of n
+	// requests fits if n plus the deepest nested cost of any member is at
+	// most this.
+	etcdMaxTxnOps = 128
+	// maxBatchBytes keeps a batch far below MaxRequestBytes (1.5 MiB).
+	// Each request is estimated from its keys and values; an acquire
+	// carries at most 4 KiB of metadata, so a batch of the largest holds
+	// about a hundred, and a typical one is cut by the op budget first.
+	maxBatchBytes = 512 << 10
+	// opOverhead is an upper bound on the protobuf framing of one op or
+	// compare beyond its key, range end and value.
+	opOverhead = 32
+)
+
+// txnBatcher queues the requests that arrive while every txn slot is
+// busy. The zero value is ready for use.
+type txnBatcher struct {
+	mu       sync.Mutex
+	inFlight int
+	// queue holds requests waiting for a slot, oldest first. It is empty
+	// whenever a slot is free: every completion that frees a slot sends
+	// what is queued.
+	queue []*txnCall
+	// limit overrides txnsInFlight when positive (tests).
+	limit int
+	// blocked is next's scratch: hashes of the keys written by the
+	// requests it has looked at for the batch being formed.
+	blocked map[uint64]struct{}
+}
+
+// txnCall is one request: a txn, and where its answer goes.
+type txnCall struct {
+	cmps      []clientv3.Cmp
+	then, els []clientv3.Op
+
+	// Set by shape when the request is queued.
+	writes []uint64 // hashes of the keys it puts or deletes, either branch
+	ranged bool     // it deletes a range: only ever sent alone
+	cost   int      // op budget its deepest nesting path needs
+	size   int      // estimated bytes
+
+	done chan struct{} // closed when resp and err are set
+	resp *clientv3.TxnResponse
+	err  error
+}
+
+func (b *txnBatcher) slots() int {
+	if b.limit > 0 {
+		return b.limit
+	}
+	return txnsInFlight
+}
+
+// txn commits If(cmps).Then(then).Else(els) and returns its response as
+// etcd would for that txn alone: Succeeded, the Responses of the branch
+// taken, and a Header whose Revision is that of the commit (which, in a
+// batch, other requests' writes share). ctx bounds the caller's wait; a
+// request still queued when ctx ends is withdrawn and never sent, one
+// already sent may or may not have been applied, as with any txn whose
+// context ended. A batch is bounded by the engine's own op context, so a
+// caller that leaves does not cancel it for the others.
+func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	b := &e.batch
+	if b.takeSlot() {
+		return e.txnAlone(ctx, cmps, then, els)
+	}
+	// Every slot is busy: this request waits for the next batch. Its shape
+	// is worked out outside the lock, and only on this path, so a lone
+	// request pays nothing for it.
+	c := &txnCall{cmps: cmps, then: then, els: els, done: make(chan struct{})}
+	c.shape()
+	b.mu.Lock()
+	if b.inFlight < b.slots() {
+		// A slot freed meanwhile, so the queue is empty: go alone.
+		b.inFlight++
+		b.mu.Unlock()
+		return e.txnAlone(ctx, cmps, then, els)
+	}
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.resp, c.err
+	case <-ctx.Done():
+	}
+	if b.withdraw(c) {
+		return nil, ctx.Err()
+	}
+	select {
+	case <-c.done: // sent, and answered meanwhile
+		return c.resp, c.err
+	default:
+		return nil, ctx.Err()
+	}
+}
+
+// takeSlot takes a free txn slot if there is one.
+func (b *txnBatcher) takeSlot() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inFlight < b.slots() {
+		b.inFlight++
+		return true
+	}
+	return false
+}
+
+// txnAlone sends one request as a plain txn in a slot already taken, and
+// gives the slot back.
+func (e *Engine) txnAlone(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	defer e.txnDone()
+	e.metrics.txnBatchSize.Observe(1)
+	return e.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+}
+
+// txnDone gives a slot back, and fills it at once with a batch of what
+// queued meanwhile. What next leaves in the queue (requests writing a key
+// that an earlier one writes, or beyond a batch's limits) goes out at the
+// same time in further batches that take no slot: it may not share the
+// first batch's txn, but it need not wait for it either. Requests on one
+// key then race each other as they would without batching (concurrent
+// requests have no order to keep), instead of going one txn after
+// another, which in the bench's contention scenario (64 clients on one
+// lock) gave 4.0 raft entries per grant instead of 3.7, and a tenth fewer
+// handoffs (medians of four alternated runs). Batches are sent from
+// goroutines of their own: the caller whose txn just completed has its
+// own answer to return.
+func (e *Engine) txnDone() {
+	b := &e.batch
+	b.mu.Lock()
+	b.inFlight--
+	first := b.next()
+	var more [][]*txnCall
+	if len(first) > 0 {
+		b.inFlight++
+		for len(b.queue) > 0 {
+			more = append(more, b.next())
+		}
+	}
+	b.mu.Unlock()
+	if len(first) > 0 {
+		go func() {
+			defer e.txnDone()
+			e.sendBatch(first)
+		}()
+	}
+	for _, calls := range more {
+		go e.sendBatch(calls)
+	}
+}
+
+// withdraw removes c from the queue, and reports whether it was still
+// there (so it was never sent).
+func (b *txnBatcher) withdraw(c *txnCall) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if q == c {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// next takes the next batch off the queue, oldest first. A request that
+// writes a key written by a request looked at before it (taken or not)
+// stays queued, and so do the requests after it that write the same
+// keys: two writes of one key never share a batch, and the next batches
+// take them oldest first. A batch is also cut at etcd's op budget and at
+// maxBatchBytes. The first request always fits, so a non-empty
+// queue gives a non-empty batch.
+func (b *txnBatcher) next() []*txnCall {
+	if len(b.queue) == 0 {
+		return nil
+	}
+	if b.blocked == nil {
+		b.blocked = make(map[uint64]struct{})
+	}
+	clear(b.blocked)
+	var (
+		batch   []*txnCall
+		rest    = b.queue[:0]
+		bytes   int
+		maxCost int
+		full    bool
+	)
+	for _, c := range b.queue {
+		if full {
+			rest = append(rest, c)
+			continue
+		}
+		if c.ranged {
+			// A range delete may cover any key: it goes in a txn of its
+			// own, and next leaves what follows it for the next batch.
+			if len(batch) == 0 {
+				batch = append(batch, c)
+			} else {
+				rest = append(rest, c)
+			}
+			full = true
+			continue
+		}
+		fits := len(batch)+1+max(maxCost, c.cost) <= etcdMaxTxnOps && bytes+c.size <= maxBatchBytes
+		if !fits && len(batch) > 0 {
+			rest = append(rest, c)
+			full = true
+			continue
+		}
+		conflict := false
+		for _, h := range c.writes {
+			if _, ok := b.blocked[h]; ok {
+				conflict = true
+				break
+			}
+		}
+		for _, h := range c.writes {
+			b.blocked[h] = struct{}{}
+		}
+		if conflict {
+			rest = append(rest, c)
+			continue
+		}
+		batch = append(batch, c)
+		bytes += c.size
+		maxCost = max(maxCost, c.cost)
+	}
+	// rest reuses the queue's array; clear the tail so that sent calls
+	// are not kept alive by it.
+	clear(b.queue[len(rest):])
+	b.queue = rest
+	return batch
+}
+
+// sendBatch commits calls, taken by next, in one txn and answers each.
+func (e *Engine) sendBatch(calls []*txnCall) {
+	e.metrics.txnBatchSize.Observe(float64(len(calls)))
+	ctx, done := e.op(context.Background())
+	defer done()
+	if len(calls) == 1 {
+		// A plain txn is smaller, and etcd's errors then are this
+		// request's own.
+		c := calls[0]
+		c.resp, c.err = e.cli.Txn(ctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
+		close(c.done)
+		return
+	}
+	ops := make([]clientv3.Op, len(calls))
+	for i, c := range calls {
+		ops[i] = clientv3.OpTxn(c.cmps, c.then, c.els)
+	}
+	resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+	switch {
+	case err == nil:
+		for i, c := range calls {
+			r := (*clientv3.TxnResponse)(resp.Responses[i].GetResponseTxn())
+			r.Header = resp.Header
+			c.resp = r
+			close(c.done)
+		}
+	case refusedWhole(err):
+		// etcd refused the batch before writing anything: one member's
+		// put on a lease that is gone (a session or lease that just
+		// expired) fails the whole txn, as would a limit we misjudged.
+		// Each member alone gets its own answer: the others succeed.
+		e.metrics.txnBatchSplits.Inc()
+		var wg sync.WaitGroup
+		for _, c := range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cctx, cdone := e.op(context.Background())
+				c.resp, c.err = e.cli.Txn(cctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
+				cdone()
+				close(c.done)
+			}()
+		}
+		wg.Wait()
+	default:
+		// A timeout, no leader, a closed engine: what each member would
+		// have got alone, and the outcome is as unknown for each.
+		for _, c := range calls {
+			c.err = err
+			close(c.done)
+		}
+	}
+}
+
+// refusedWhole reports whether etcd refused a txn as a whole, before
+// applying any of it, for a reason that may lie with one member: a put on
+// a lease that does not exist (checked at apply, on the branches taken),
+// or the request checks of etcd's gRPC layer (which the in-process client
+// passes through as well).
+func refusedWhole(err error) bool {
+	if isLeaseNotFound(err) {
+		return true
+	}
+	switch rpctypes.ErrorDesc(err) {
+	case rpctypes.ErrTooManyOps.Error(), rpctypes.ErrDuplicateKey.Error(), rpctypes.ErrRequestTooLarge.Error():
+		return true
+	}
+	return false
+}
+
+// shape works out what next needs to know of c.
+func (c *txnCall) shape() {
+	c.writes = c.writes[:0]
+	c.cost, c.size = shapeTxn(c, c.cmps, c.then, c.els)
+}
+
+// writeSeed hashes written keys for next's conflict check. A collision
+// only makes two requests that could have shared a batch go in two.
+var writeSeed = maphash.MakeSeed()
+
+// shapeTxn returns the op budget that one txn needs (its own op count plus
+// its deepest nested txn's) and its estimated size, and collects the keys
+// it writes into c.
+func shapeTxn(c *txnCall, cmps []clientv3.Cmp, then, els []clientv3.Op) (cost, size int) {
+	own := max(len(cmps), len(then), len(els))
+	for i := range cmps {
+		pc := cmps[i].GetCompare()
+		size += opOverhead + len(pc.Key) + len(pc.RangeEnd) + len(pc.GetValue())
+	}
+	deepest := 0
+	for _, ops := range [2][]clientv3.Op{then, els} {
+		for _, op := range ops {
+			size += opOverhead + len(op.KeyBytes()) + len(op.RangeBytes()) + len(op.ValueBytes())
+			switch {
+			case op.IsTxn():
+				ncmps, nthen, nels := op.Txn()
+				ncost, nsize := shapeTxn(c, ncmps, nthen, nels)
+				deepest = max(deepest, ncost)
+				size += nsize
+			case op.IsDelete() && len(op.RangeBytes()) > 0:
+				c.ranged = true
+			case op.IsPut(), op.IsDelete():
+				c.writes = append(c.writes, maphash.Bytes(writeSeed, op.KeyBytes()))
+			}
+		}
+	}
+	return own + deepest, size
+}
