@@ -290,9 +290,20 @@ func (b *txnBatcher) next() []*txnCall {
 
 // sendBatch commits calls, taken by next, in one txn and answers each.
 func (e *Engine) sendBatch(calls []*txnCall) {
-	e.metrics.txnBatchSize.Observe(float64(len(calls)))
 	ctx, done := e.op(context.Background())
 	defer done()
+	if err := e.stop.Err(); err != nil {
+		// Closed while these waited. Their op context ends with the
+		// engine too, but asynchronously (context.AfterFunc), and etcd
+		// may still take a proposal whose context has just ended: fail
+		// them here, unsent, as the engine's other calls fail now.
+		for _, c := range calls {
+			c.err = err
+			close(c.done)
+		}
+		return
+	}
+	e.metrics.txnBatchSize.Observe(float64(len(calls)))
 	if len(calls) == 1 {
 		// A plain txn is smaller, and etcd's errors then are this
 		// request's own.

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -17,12 +18,25 @@ func SetTxnSlots(e *Engine, n int) {
 	e.batch.limit = n
 }
 
-// HoldTxnSlots takes every free txn slot of e, so the requests that follow
-// queue. release gives them back, which sends what queued as batches.
+// HoldTxnSlots takes every txn slot of e, once the txns in flight (a
+// batch split into lone txns answers its callers before it gives its slot
+// back) are done, so the requests that follow queue. release gives them
+// back, which sends what queued as batches.
 func HoldTxnSlots(e *Engine) (release func()) {
 	b := &e.batch
-	b.mu.Lock()
-	n := b.slots() - b.inFlight
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		if b.inFlight == 0 {
+			break
+		}
+		b.mu.Unlock()
+		if time.Now().After(deadline) {
+			panic("lock: txns still in flight after 10s")
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not waiting for time
+	}
+	n := b.slots()
 	b.inFlight += n
 	b.mu.Unlock()
 	return func() {
