@@ -237,18 +237,23 @@ const (
 )
 
 type attemptResult struct {
-	outcome   outcome
-	lock      *Lock
-	watchKey  string // with heldBy/behind/delayed
-	watchRev  int64  // watch from here on
-	retryAt   time.Time
-	holder    *Lock
-	queueHead bool
+	outcome  outcome
+	lock     *Lock
+	watchKey string // with heldBy/behind/delayed
+	watchRev int64  // watch from here on
+	// watchCreated is the CreateRevision of the queue entry at watchKey,
+	// with behind: queue keys are reused (waiterLease.slot), and a key
+	// created anew is another waiter's entry, not the one we wait for.
+	watchCreated int64
+	retryAt      time.Time
+	holder       *Lock
+	queueHead    bool
 	// enqueuedRev is the revision at which a failed direct attempt made
 	// with a.enqueue put our queue entry (its CreateRevision); ahead is
 	// the newest entry queued before it, "" if none.
 	enqueuedRev int64
 	ahead       string
+	aheadRev    int64 // ahead's CreateRevision
 	// queuedBefore is how many entries were queued before ours, by the
 	// same txn that put ours.
 	queuedBefore int64
@@ -402,7 +407,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		r.enqueuedRev = resp.Header.Revision
 		r.queuedBefore = resp.Responses[2].GetResponseRange().Count
 		if ahead := resp.Responses[3].GetResponseRange().Kvs; len(ahead) > 0 {
-			r.ahead = string(ahead[0].Key)
+			r.ahead, r.aheadRev = string(ahead[0].Key), ahead[0].CreateRevision
 		}
 	}
 	return r, err
@@ -534,7 +539,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 		}
 		if queueKey != "" {
 			if pred := rs[4].GetResponseRange().Kvs; len(pred) > 0 {
-				return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: rev, holder: holder}, nil
+				return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: rev, watchCreated: pred[0].CreateRevision, holder: holder}, nil
 			}
 		}
 		return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: rev, holder: holder}, nil
@@ -578,7 +583,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 	}
 	if queueKey != "" {
 		if pred := rs[4].GetResponseRange().Kvs; len(pred) > 0 {
-			return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: rev}, nil
+			return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: rev, watchCreated: pred[0].CreateRevision}, nil
 		}
 	} else if queued > 0 {
 		return attemptResult{outcome: behind, queueHead: true}, nil
@@ -686,13 +691,18 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(e.waiters.seq.Add(1), 10)
+	slot := e.waiters.slot()
+	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
 	granted := false
 	defer func() {
 		if granted {
+			e.waiters.putSlot(slot) // the txn that granted the lock deleted our entry
 			return
 		}
 		got, lerr := a.leave(qkey)
+		if lerr == nil {
+			e.waiters.putSlot(slot)
+		}
 		if got == nil {
 			if lerr == nil {
 				a.queuedLease = 0 // the entry is gone: nobody can grant under the lease now
@@ -753,7 +763,7 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 	// The first attempt already told what to wait for: the entry queued
 	// just ahead of ours, or the lock itself if there was none.
 	if first.ahead != "" && (first.outcome == heldBy || first.outcome == behind) {
-		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev}
+		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev, watchCreated: first.aheadRev}
 	}
 	if (first.outcome == heldBy || first.outcome == behind) && first.watchKey != "" {
 		got, err := a.sleep(ctx, deadline, first, lost, sessionGone)
@@ -852,7 +862,7 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
 	rev := resp.Header.Revision
 	if ahead := resp.Responses[1].GetResponseRange().Kvs; len(ahead) > 0 {
-		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, holder: holder}, true, nil
+		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision, holder: holder}, true, nil
 	}
 	return attemptResult{outcome: heldBy, watchKey: lkey, watchRev: rev, holder: holder}, true, nil
 }
@@ -953,7 +963,7 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 	// already: look.
 	if wr.Header.Revision > r.watchRev {
 		octx, done := e.op(ctx)
-		opts := []clientv3.OpOption{clientv3.WithCountOnly()}
+		opts := []clientv3.OpOption{clientv3.WithKeysOnly()}
 		if head {
 			opts = nil
 		}
@@ -962,8 +972,8 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 		if err != nil {
 			return nil, e.etcdErr(ctx, "check the key waited for", err)
 		}
-		if resp.Count == 0 {
-			return nil, nil
+		if len(resp.Kvs) == 0 || (r.watchCreated != 0 && resp.Kvs[0].CreateRevision != r.watchCreated) {
+			return nil, nil // gone, or gone and its key taken by a later entry
 		}
 		if head {
 			if l, ok := a.granted(ctx, resp.Kvs[0]); ok {

@@ -2,8 +2,11 @@ package lock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/lock"
 )
@@ -168,5 +171,69 @@ func TestAcquire_QueuedLeaseIsKeptAliveUntilTheHandover(t *testing.T) {
 	}
 	if _, err := e.Renew(ctx, "k", got.l.Token); err != nil {
 		t.Fatalf("renew the handed-over lock: %v", err)
+	}
+}
+
+// TestAcquire_WaitsReuseTheirQueueKeys: a lock with steady contention
+// must not pile up a new queue key per wait. A deleted key stays in etcd's
+// index until compaction, and every acquire, release and wake-up ranges
+// over the queue, so the keys one lock's queue ever had must stay as few
+// as the waits in progress at once.
+func TestAcquire_WaitsReuseTheirQueueKeys(t *testing.T) {
+	t.Parallel()
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	// Every queue key put, until the sentinel put after the contenders
+	// are done shows the watch has seen all of theirs.
+	sentinel := prefix + "queue/q/~end"
+	keys := map[string]bool{}
+	seen := make(chan struct{})
+	wch := m.Client().Watch(ctx, prefix+"queue/q/", clientv3.WithPrefix(), clientv3.WithFilterDelete())
+	go func() {
+		defer close(seen)
+		for wr := range wch {
+			for _, ev := range wr.Events {
+				if string(ev.Kv.Key) == sentinel {
+					return
+				}
+				keys[string(ev.Kv.Key)] = true
+			}
+		}
+	}()
+	const workers, rounds = 4, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: owner(i), Wait: 30 * time.Second})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := e.Release(ctx, "q", l.Token); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	waitAll(t, ctx, &wg)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if _, err := m.Client().Put(ctx, sentinel, ""); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-seen:
+	case <-ctx.Done():
+		t.Fatal("the watch never saw the sentinel")
+	}
+	if len(keys) == 0 || len(keys) > workers {
+		t.Fatalf("%d rounds of %d contenders used %d queue keys: %v; want at most one per contender", rounds, workers, len(keys), keys)
 	}
 }

@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,7 +17,46 @@ type waiterLease struct {
 	id     clientv3.LeaseID
 	lost   chan struct{} // closed when id stops being kept alive
 	cancel context.CancelFunc
-	seq    atomic.Uint64
+
+	// Queue entry names: see slot.
+	slotMu sync.Mutex
+	free   []uint64
+	slots  uint64
+}
+
+// slot returns a number for a queue entry's key, unique among this node's
+// waits in progress, and put gives it back once the entry is gone.
+//
+// Numbers are reused (last freed, first taken) so that the keys under a
+// lock's queue prefix stay as few as the node's waits at once. A deleted
+// key stays in etcd's key index until the next compaction (an hour by
+// default), and every range over the prefix visits it: FIFO's compares
+// and reads range over the queue on each acquire, release and wake-up.
+// With a new key per wait, a lock with steady contention piled up dead
+// keys at its handoff rate (the bench's contention scenario spent a third
+// of the node's CPU in etcd's index after 10 s of it); with reuse a key
+// gets a new generation instead, which etcd skips at no cost. A reused
+// key is told apart from its earlier life by its CreateRevision, which
+// every check of a queue entry compares.
+func (w *waiterLease) slot() uint64 {
+	w.slotMu.Lock()
+	defer w.slotMu.Unlock()
+	if n := len(w.free); n > 0 {
+		s := w.free[n-1]
+		w.free = w.free[:n-1]
+		return s
+	}
+	w.slots++
+	return w.slots
+}
+
+// putSlot gives s back. Only call it once the entry keyed by s is known to
+// be gone: a put on a key that still exists keeps its CreateRevision, and
+// the next waiter would take the old one's place in the queue.
+func (w *waiterLease) putSlot(s uint64) {
+	w.slotMu.Lock()
+	w.free = append(w.free, s)
+	w.slotMu.Unlock()
 }
 
 // get returns the live waiter lease, granting one if needed, and a channel
