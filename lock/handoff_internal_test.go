@@ -41,6 +41,20 @@ func enqueued(t *testing.T, a *acquirer) string {
 	return qkey
 }
 
+// heldWithWaiter has a holder take name, and queues a waiter as owner
+// behind it, as its waiting acquire would.
+func heldWithWaiter(t *testing.T, e *Engine, name, owner string) (holder *Lock, a *acquirer, qkey string) {
+	t.Helper()
+	holder, _, err := e.Acquire(context.Background(), AcquireRequest{Name: name, Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err = e.newAcquirer(AcquireRequest{Name: name, Owner: owner, Wait: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	return holder, a, enqueued(t, a)
+}
+
 // TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease: a release
 // may grant the lock to a waiter that is just giving up. Leaving the queue
 // must find that out, so the acquire answers with the lock instead of
@@ -49,15 +63,7 @@ func enqueued(t *testing.T, a *acquirer) string {
 func TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease(t *testing.T) {
 	e := newTestEngine(t)
 	ctx := context.Background()
-	holder, _, err := e.Acquire(ctx, AcquireRequest{Name: "x", Owner: "holder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.newAcquirer(AcquireRequest{Name: "x", Owner: "leaver", Wait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qkey := enqueued(t, a)
+	holder, a, qkey := heldWithWaiter(t, e, "x", "leaver")
 	if a.queuedLease == 0 {
 		t.Fatal("a waiter with its own lease did not name it for the grant")
 	}
@@ -89,15 +95,7 @@ func TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease(t *testing.T)
 func TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands(t *testing.T) {
 	e := newTestEngine(t)
 	ctx := context.Background()
-	holder, _, err := e.Acquire(ctx, AcquireRequest{Name: "y", Owner: "holder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.newAcquirer(AcquireRequest{Name: "y", Owner: "gone", Wait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qkey := enqueued(t, a)
+	holder, a, qkey := heldWithWaiter(t, e, "y", "gone")
 	if _, err := e.cli.Revoke(ctx, a.lease); err != nil {
 		t.Fatal(err)
 	}
