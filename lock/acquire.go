@@ -841,18 +841,20 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 	if err != nil {
 		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
 	}
-	for _, r := range resp.Responses[2:] {
-		if r.GetResponseRange().Count == 0 {
-			return attemptResult{}, false, nil // our entry, or our session, is gone
-		}
-	}
 	lockKVs := resp.Responses[0].GetResponseRange().Kvs
 	if len(lockKVs) == 0 {
 		return attemptResult{}, false, nil
 	}
 	kv := lockKVs[0]
 	if l, ok := a.granted(ctx, kv); ok {
+		// Before the look at our entry: the release that granted us
+		// the lock deleted it.
 		return attemptResult{outcome: won, lock: l}, true, nil
+	}
+	for _, r := range resp.Responses[2:] {
+		if r.GetResponseRange().Count == 0 {
+			return attemptResult{}, false, nil // our entry, or our session, is gone
+		}
 	}
 	hr, err := decodeHolder(kv)
 	if err != nil || (a.session != 0 && hr.Session == a.req.Session) {
