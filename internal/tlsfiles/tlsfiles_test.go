@@ -56,18 +56,7 @@ func TestKeyPair_ReloadSwapsThePairAndKeepsItOnError(t *testing.T) {
 	first, second := ca.Server(t, "a", "127.0.0.1"), ca.Server(t, "a", "127.0.0.1")
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	put := func(p testcerts.Pair) {
-		for from, to := range map[string]string{p.CertFile: certFile, p.KeyFile: keyFile} {
-			b, err := os.ReadFile(from)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(to, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	put(first)
+	first.CopyTo(t, certFile, keyFile)
 	kp, err := tlsfiles.NewKeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +68,7 @@ func TestKeyPair_ReloadSwapsThePairAndKeepsItOnError(t *testing.T) {
 	if serial() != first.Cert.SerialNumber.String() {
 		t.Fatal("not serving the first pair")
 	}
-	put(second)
+	second.CopyTo(t, certFile, keyFile)
 	if err := kp.Reload(); err != nil {
 		t.Fatal(err)
 	}
