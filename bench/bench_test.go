@@ -22,6 +22,29 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// smokeRun runs the harness with cfg, checks that its table mentions each
+// of mentions, and returns the JSON it wrote.
+func smokeRun(t *testing.T, cfg Config, mentions ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var table bytes.Buffer
+	if err := run(ctx, cfg, &table); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", &table)
+	for _, s := range mentions {
+		if !strings.Contains(table.String(), s) {
+			t.Errorf("table does not mention %q", s)
+		}
+	}
+	raw, err := os.ReadFile(cfg.JSONPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 // TestRun_SmokeEveryScenario runs the whole harness for seconds, so it
 // never rots. It checks that every figure is there and sane, never how
 // fast anything was: speed is measured, not asserted.
@@ -38,28 +61,13 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var table bytes.Buffer
-	if err := run(ctx, cfg, &table); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", &table)
-	for _, s := range []string{"floor", "lease", "session", "contention", "scale", cfg.JSONPath} {
-		if !strings.Contains(table.String(), s) {
-			t.Errorf("table does not mention %q", s)
-		}
-	}
+	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "scale", cfg.JSONPath)
 	for _, p := range []string{cfg.CPUProfile, cfg.MemProfile} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s not written: %v", p, err)
 		}
 	}
 
-	raw, err := os.ReadFile(cfg.JSONPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sections map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)

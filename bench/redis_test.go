@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -24,23 +23,7 @@ func TestRun_SmokeRedis(t *testing.T) {
 	cfg.Only = []string{"floor", "redis"}
 	cfg.Redis = addr
 	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var table bytes.Buffer
-	if err := run(ctx, cfg, &table); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", &table)
-	for _, s := range []string{"\nredis ", "appendonly no", "not a like-for-like safety comparison", "redis-server's (pid"} {
-		if !strings.Contains(table.String(), s) {
-			t.Errorf("table does not say %q", s)
-		}
-	}
-
-	raw, err := os.ReadFile(cfg.JSONPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := smokeRun(t, cfg, "\nredis ", "appendonly no", "not a like-for-like safety comparison", "redis-server's (pid")
 	var res Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
@@ -78,7 +61,7 @@ func TestRun_SmokeRedis(t *testing.T) {
 	// nothing else deletes them.
 	c := newRedisClient(addr, "")
 	defer c.Close()
-	if n, err := c.DBSize(ctx).Result(); err != nil || n != 0 {
+	if n, err := c.DBSize(context.Background()).Result(); err != nil || n != 0 {
 		t.Errorf("redis holds %d keys after the run (%v), want every lock released", n, err)
 	}
 }
