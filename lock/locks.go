@@ -356,20 +356,14 @@ func (e *Engine) endTxn(ctx context.Context, name string, token int64, hr holder
 		// without a tally costs this release a compare and no write. The
 		// tally lives under the session's lease, so where it exists the
 		// lease does too, and the put cannot fail on a lease.
-		then = append(then, e.tallyOp(hr.Session, "released", id))
+		then = append(then, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.sessionTallyKey(hr.Session, "acquired")), ">", 0)},
+			[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id))},
+			nil))
 	}
 	octx, done := e.op(ctx)
 	defer done()
 	return e.txn(octx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then, nil)
-}
-
-// tallyOp counts one more hold acquired or released in session id's
-// tally (see MaxLocksPerSession), if the session keeps one.
-func (e *Engine) tallyOp(session, which string, id clientv3.LeaseID) clientv3.Op {
-	return clientv3.OpTxn(
-		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.sessionTallyKey(session, "acquired")), ">", 0)},
-		[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(session, which), "", clientv3.WithLease(id))},
-		nil)
 }
 
 // guardAfter is what ending hr's hold does to the lock-delay guard, if the
