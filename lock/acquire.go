@@ -752,12 +752,15 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
 	defer cancel()
 	// A session that ends while we wait ends the wait: the next attempt
-	// then reports it.
-	var sessionGone clientv3.WatchChan
+	// then reports it. The txn that queued us found the session.
+	var sessionGone *keyWatch
 	if a.session != 0 {
-		sctx, scancel := context.WithCancel(deadline)
-		defer scancel()
-		sessionGone = e.cli.Watch(sctx, e.sessionKey(a.req.Session), clientv3.WithRev(queueRev), clientv3.WithFilterPut())
+		var missed bool
+		sessionGone, missed = e.waits.watchKey(e.sessionKey(a.req.Session), queueRev)
+		defer sessionGone.close()
+		if missed {
+			sessionGone.overflow() // wake once to look: it may have ended since
+		}
 	}
 
 	// The first attempt already told what to wait for: the entry queued
@@ -891,113 +894,130 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 // sleep blocks until what r says we wait for changes: the key ahead of us
 // is deleted, the lock is released or handed to us, or lock-delay runs
 // out. It returns the lock if a release granted it to us, and an error
-// when the wait must end instead.
-func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-chan struct{}, sessionGone clientv3.WatchChan) (*Lock, error) {
+// when the wait must end instead. It learns of changes from the engine's
+// waiter hub, never from a watch of its own.
+func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-chan struct{}, sessionGone *keyWatch) (*Lock, error) {
 	e := a.e
-	var timer <-chan time.Time
-	wctx, wcancel := context.WithCancel(deadline)
-	defer wcancel()
-	var wch clientv3.WatchChan
-	// The head of the queue watches the lock itself, puts included: a
+	// The head of the queue waits on the lock itself, puts included: a
 	// release grants it to us by putting our record over its own.
 	head := r.outcome != delayed && r.watchKey == e.lockKey(a.req.Name)
-	switch {
-	case r.outcome == delayed:
+	kw, missed := e.waits.watchKey(r.watchKey, r.watchRev)
+	defer kw.close()
+	var timer <-chan time.Time
+	if r.outcome == delayed {
 		t := time.NewTimer(time.Until(r.retryAt))
 		defer t.Stop()
 		timer = t.C
-		// Watch from the revision we read at, so no change of the guard
-		// after our read slips by unseen.
-		wch = e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, clientv3.WithRev(r.watchRev+1))
+	}
+	if missed {
+		// The hub went past our read before we registered: what changed
+		// in between is not coming, so read it.
+		if l, changed, err := a.changedSince(ctx, r, head); err != nil || changed {
+			return l, err
+		}
+	}
+	var sessionC <-chan struct{}
+	if sessionGone != nil {
+		sessionC = sessionGone.c
+	}
+	// A long wait keeps the lease our grant names alive.
+	refresh := time.NewTimer(time.Hour)
+	defer refresh.Stop()
+	keepAlive := func() {
+		refresh.Stop()
+		if a.lease != 0 && a.lease == a.queuedLease {
+			refresh.Reset(time.Until(a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second / 3)))
+		}
+	}
+	keepAlive()
+	for {
+		select {
+		case <-kw.c:
+			evs, dropped := kw.take()
+			if dropped {
+				return nil, nil // look again
+			}
+			for _, ev := range evs {
+				switch {
+				case head && ev.Type == mvccpb.PUT:
+					if l, ok := a.granted(ctx, ev.Kv); ok {
+						return l, nil
+					}
+					return nil, nil // taken by another: look again
+				case head, r.outcome == delayed:
+					return nil, nil // released, or the delay's guard changed
+				case ev.Type == mvccpb.DELETE:
+					return nil, nil // the entry ahead left
+				}
+				// A put of the entry ahead: a reused key's new entry
+				// after its delete, which woke us already.
+			}
+		case <-refresh.C:
+			if err := a.keepQueuedLease(ctx); err != nil {
+				return nil, err
+			}
+			keepAlive()
+		case <-timer:
+			return nil, nil
+		case <-sessionC:
+			evs, dropped := sessionGone.take()
+			if dropped {
+				return nil, nil
+			}
+			for _, ev := range evs {
+				if ev.Type == mvccpb.DELETE {
+					return nil, nil
+				}
+			}
+		case <-lost:
+			return nil, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
+		case <-e.drain.Done():
+			return nil, ErrClosed
+		case <-deadline.Done():
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, a.waitedOut()
+		}
+	}
+}
+
+// changedSince reads the key r waits on, and reports whether it changed
+// since r's read: the entry ahead gone (or gone and its key taken by a
+// later entry), the lock changed hands or granted to us (then the lock is
+// returned), or the delay's guard rewritten. On our own member the read is
+// local: the hub heard its changes from this member, so it has applied
+// them.
+func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
+	e := a.e
+	var opts []clientv3.OpOption
+	if !head {
+		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	if e.ownMember() {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, r.watchKey, opts...)
+	done()
+	if err != nil {
+		return nil, false, e.etcdErr(ctx, "check the key waited for", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, true, nil
+	}
+	kv := resp.Kvs[0]
+	switch {
+	case r.outcome == delayed:
+		return nil, kv.ModRevision > r.watchRev, nil
 	case head:
-		wch = e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, clientv3.WithCreatedNotify())
+		if l, ok := a.granted(ctx, kv); ok {
+			return l, true, nil
+		}
+		return nil, r.holder == nil || kv.ModRevision != r.holder.Token, nil
 	default:
-		// Fix (found by the bench harness: handoffs of up to 100 ms): a
-		// watch from a past revision starts in etcd's "unsynced" group,
-		// which etcd catches up only every 100 ms, so a release right after
-		// reached this waiter late. A watch from now is in sync at once;
-		// what happened between our read and its start is checked below.
-		wch = e.cli.Watch(clientv3.WithRequireLeader(wctx), r.watchKey, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+		return nil, r.watchCreated != 0 && kv.CreateRevision != r.watchCreated, nil
 	}
-	next := func() (clientv3.WatchResponse, error) {
-		for {
-			// A long wait keeps the lease our grant names alive.
-			var refresh <-chan time.Time
-			if a.lease != 0 && a.lease == a.queuedLease {
-				t := time.NewTimer(time.Until(a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second / 3)))
-				refresh = t.C
-				defer t.Stop() // at most once per refresh, which are TTL/3 apart
-			}
-			select {
-			case wr := <-wch:
-				return wr, nil
-			case <-refresh:
-				if err := a.keepQueuedLease(ctx); err != nil {
-					return clientv3.WatchResponse{}, err
-				}
-				continue
-			case <-timer:
-				return clientv3.WatchResponse{}, nil
-			case _, ok := <-sessionGone:
-				if !ok {
-					// The watch broke (etcd trouble); without it we would spin.
-					return clientv3.WatchResponse{}, fmt.Errorf("watch on session ended: %w", ErrUnavailable)
-				}
-				return clientv3.WatchResponse{}, nil
-			case <-lost:
-				return clientv3.WatchResponse{}, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
-			case <-e.drain.Done():
-				return clientv3.WatchResponse{}, ErrClosed
-			case <-deadline.Done():
-				if err := ctx.Err(); err != nil {
-					return clientv3.WatchResponse{}, err
-				}
-				return clientv3.WatchResponse{}, a.waitedOut()
-			}
-		}
-	}
-	wr, err := next()
-	if err != nil || r.outcome == delayed || !wr.Created {
-		return nil, err
-	}
-	// The watch sees changes after its start revision. If anything was
-	// committed since our read, the key may be gone, or the lock ours,
-	// already: look.
-	if wr.Header.Revision > r.watchRev {
-		octx, done := e.op(ctx)
-		opts := []clientv3.OpOption{clientv3.WithKeysOnly()}
-		if head {
-			opts = nil
-		}
-		resp, err := e.cli.Get(octx, r.watchKey, opts...)
-		done()
-		if err != nil {
-			return nil, e.etcdErr(ctx, "check the key waited for", err)
-		}
-		if len(resp.Kvs) == 0 || (r.watchCreated != 0 && resp.Kvs[0].CreateRevision != r.watchCreated) {
-			return nil, nil // gone, or gone and its key taken by a later entry
-		}
-		if head {
-			if l, ok := a.granted(ctx, resp.Kvs[0]); ok {
-				return l, nil
-			}
-			if r.holder == nil || resp.Kvs[0].ModRevision != r.holder.Token {
-				return nil, nil // it changed hands: look again
-			}
-		}
-	}
-	wr, err = next()
-	if err != nil || !head {
-		return nil, err
-	}
-	for _, ev := range wr.Events {
-		if ev.Type == mvccpb.PUT {
-			if l, ok := a.granted(ctx, ev.Kv); ok {
-				return l, nil
-			}
-		}
-	}
-	return nil, nil // released, handed to another, or the watch broke: look again
 }
 
 func (a *acquirer) waitedOut() error {

@@ -67,10 +67,15 @@ func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
 	return cs, nil
 }
 
-// Ready reports whether etcd serves linearizable reads now: it needs a
-// leader and a quorum. It answers within OpTimeout, or ctx's deadline.
+// Ready reports whether etcd serves linearizable reads now, which needs a
+// leader and a quorum, and whether the engine hears etcd's watches (it
+// wakes waiters, feeds event streams and records expiries from them). It
+// answers within OpTimeout, or ctx's deadline.
 func (e *Engine) Ready(ctx context.Context) error {
 	if err := e.CheckLeader(); err != nil {
+		return err
+	}
+	if err := e.hearing(); err != nil {
 		return err
 	}
 	octx, done := e.op(ctx)

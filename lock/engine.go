@@ -60,6 +60,11 @@ type Config struct {
 	// streams): each holds a buffer of events and an etcd watch. The next
 	// Subscribe fails with ErrTooManySubscriptions. 0 means no cap.
 	MaxSubscriptions int
+	// WatchStallTimeout is how long one of the engine's etcd watches may
+	// go without a response, while it asks for progress notifications,
+	// before it is declared stalled and opened again (feed.go). The
+	// engine is not ready while a watch is not hearing etcd.
+	WatchStallTimeout time.Duration
 	// Logger receives the engine's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// HasLeader, when set, reports whether the etcd member behind the
@@ -105,6 +110,7 @@ func DefaultConfig() Config {
 		MaxLocksPerSession: 0,
 		MaxSessions:        100000,
 		MaxSubscriptions:   1000,
+		WatchStallTimeout:  5 * time.Second,
 	}
 }
 
@@ -125,6 +131,8 @@ func (c Config) Validate() error {
 		return errors.New("lock: OpTimeout must be positive")
 	case c.WaiterTTL < 2*time.Second:
 		return errors.New("lock: WaiterTTL must be at least 2s")
+	case c.WatchStallTimeout < 2*probeAfter:
+		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*probeAfter)
 	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxSubscriptions < 0:
 		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxSubscriptions must not be negative (0 means no cap)")
 	}
@@ -164,6 +172,12 @@ type Engine struct {
 
 	// batch groups concurrent acquire and end-hold txns (batch.go).
 	batch txnBatcher
+
+	// waits wakes waiters, and streams feeds event streams: each is one
+	// etcd watch fanned out in process (hub.go). rec records expiries
+	// from a watch of its own.
+	waits, streams *hub
+	rec            *recorder
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine
@@ -212,12 +226,54 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		stopFunc()
 		return nil, err
 	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		rec.run(stop)
-	}()
+	e.rec = rec
+	// The hubs start at the revision the recorder's cursor was read at:
+	// nobody waits on anything older.
+	e.waits = newHub(e, "waiters", cfg.Prefix, rec.head+1, clientv3.WithPrefix())
+	e.streams = newHub(e, "events", e.auditPrefix(), rec.head+1, clientv3.WithPrefix(), clientv3.WithFilterDelete())
+	for _, run := range []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run} {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			run(stop)
+		}()
+	}
+	// The engine is ready once its watches hear etcd; one that has not
+	// opened within OpTimeout keeps trying, and Ready says so meanwhile.
+	octx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+	defer cancel()
+	for _, f := range e.feeds() {
+		select {
+		case <-f.opened:
+		case <-octx.Done():
+			if ctx.Err() != nil {
+				e.Close()
+				return nil, fmt.Errorf("open etcd watches: %w", ctx.Err())
+			}
+			e.log.Warn("etcd watch not open yet; the node is not ready until it is", "watch", f.name)
+		}
+	}
 	return e, nil
+}
+
+// feeds are the engine's etcd watches.
+func (e *Engine) feeds() []*feed { return []*feed{&e.rec.feed, &e.waits.feed, &e.streams.feed} }
+
+// errDeaf is wrapped in the ErrUnavailable that Ready returns while one of
+// the engine's watches is not hearing etcd.
+var errDeaf = errors.New("this node is not hearing etcd's watch")
+
+// hearing returns an ErrUnavailable when one of the engine's watches has
+// not heard from etcd within Config.WatchStallTimeout, and nil otherwise.
+// Waiters are then not woken, streams not fed, or expiries not recorded,
+// until the watch is open again.
+func (e *Engine) hearing() error {
+	for _, f := range e.feeds() {
+		if err := f.heard(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StopWaiting ends every acquire that is waiting in a queue (they return

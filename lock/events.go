@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -80,15 +79,12 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", e.cfg.MaxSubscriptions),
 		}
 	}
-	// The revision the replay reads at, and after which the watch starts.
-	octx, done := e.op(ctx)
-	head, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	done()
-	if err != nil {
+	// A stream needs the engine's event watch; etcd's own watch on it
+	// is shared by every stream of the node.
+	if err := e.streams.feed.heard(); err != nil {
 		e.subs.Add(-1)
-		return nil, e.etcdErr(ctx, "subscribe", err)
+		return nil, err
 	}
-	rev := head.Header.Revision
 
 	sctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.drain, cancel)
@@ -98,10 +94,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		err := e.replay(sctx, prefix, o.Since, rev, ch)
-		if err == nil {
-			err = e.follow(sctx, prefix, rev, ch)
-		}
+		err := e.stream(sctx, prefix, o.Since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
@@ -112,6 +105,35 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		s.mu.Unlock()
 	}()
 	return s, nil
+}
+
+// stream sends the events after since, then the live ones, on ch. The
+// replay reads etcd up to a revision the event hub has reached, and the
+// hub sends everything after it: nothing is missed and nothing comes
+// twice. A long replay first catches up leg by leg, so that live events
+// wait in memory only for the last, short leg.
+func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan Event) error {
+	if since > 0 {
+		for {
+			to := e.streams.revision()
+			n, err := e.replay(ctx, prefix, since, to, ch)
+			if err != nil {
+				return err
+			}
+			since = max(since, to)
+			if n < cap(ch)/2 {
+				break
+			}
+		}
+	}
+	sw, rev := e.streams.watchStream(prefix, ch)
+	defer sw.close()
+	if since > 0 {
+		if _, err := e.replay(ctx, prefix, since, rev, ch); err != nil {
+			return err
+		}
+	}
+	return sw.pump(ctx)
 }
 
 // subscriptionsRetryAfter is the hint given with ErrTooManySubscriptions.
@@ -125,12 +147,14 @@ func (e *Engine) Subscriptions() int { return int(e.subs.Load()) }
 // replayPage bounds each read of a replay.
 const replayPage = 1000
 
-// replay sends the events with since < revision <= rev, oldest first. The
-// reader pulls at its own pace here: the data waits in etcd, not in memory.
-func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch chan<- Event) error {
+// replay sends the events with since < revision <= rev, oldest first, and
+// says how many. The reader pulls at its own pace here: the data waits in
+// etcd, not in memory.
+func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch chan<- Event) (int, error) {
 	if since <= 0 || since >= rev {
-		return nil
+		return 0, nil
 	}
+	total := 0
 	from := since + 1
 	seen := map[string]bool{} // keys already sent at revision from
 	for {
@@ -140,7 +164,7 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 			clientv3.WithLimit(replayPage))
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "replay events", err)
+			return total, e.etcdErr(ctx, "replay events", err)
 		}
 		sent := 0
 		for _, kv := range oldestFirst(resp.Kvs) {
@@ -154,16 +178,17 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 			select {
 			case ch <- ev:
 			case <-ctx.Done():
-				return ctx.Err()
+				return total, ctx.Err()
 			}
 			sent++
+			total++
 			if kv.ModRevision != from {
 				from, seen = kv.ModRevision, map[string]bool{}
 			}
 			seen[string(kv.Key)] = true
 		}
 		if !resp.More || sent == 0 {
-			return nil
+			return total, nil
 		}
 	}
 }
@@ -188,53 +213,4 @@ func auditBegins(key []byte) int {
 		return 1
 	}
 	return 0
-}
-
-// follow sends live events recorded after rev. It never blocks on the
-// reader: when the buffer has no room for the events of a revision, the
-// subscription ends with ErrSlowSubscriber. Events of one revision are
-// sent all or none, so a reader that resumes from the last revision it
-// read misses nothing.
-func (e *Engine) follow(ctx context.Context, prefix string, rev int64, ch chan<- Event) error {
-	// Fix: etcd's client buffers a watch's responses without bound until
-	// they are read (clientv3 watch.go: "TODO pause channel if buffer gets
-	// too large"). When follow stopped reading and returned, the watch
-	// lived on until the subscriber's Close, and a handler stuck writing to
-	// a client that does not read never got there: every later event
-	// piled up in memory. The watch now ends with follow.
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wch := e.cli.Watch(clientv3.WithRequireLeader(wctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithFilterDelete())
-	var batch []Event
-	for wr := range wch {
-		if wr.CompactRevision != 0 {
-			return fmt.Errorf("events since %d were compacted away: %w", rev, ErrSlowSubscriber)
-		}
-		if err := wr.Err(); err != nil {
-			return e.etcdErr(ctx, "watch events", err)
-		}
-		// etcd never splits a revision's events across watch responses.
-		for i, wev := range wr.Events {
-			if wev.Type == mvccpb.PUT && wev.Kv.Version == 1 && strings.HasPrefix(string(wev.Kv.Key), e.auditPrefix()) {
-				if ev, ok := decodeEvent(wev.Kv); ok {
-					batch = append(batch, ev)
-				}
-			}
-			if i+1 < len(wr.Events) && wr.Events[i+1].Kv.ModRevision == wev.Kv.ModRevision {
-				continue
-			}
-			// follow is the only sender: the room seen here only grows.
-			if len(batch) > cap(ch)-len(ch) {
-				return ErrSlowSubscriber
-			}
-			for _, ev := range batch {
-				ch <- ev
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return fmt.Errorf("watch events: %w", ErrUnavailable)
 }

@@ -57,3 +57,42 @@ func QueuedTxns(e *Engine) int {
 func Txn(ctx context.Context, e *Engine, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	return e.txn(ctx, cmps, then, els)
 }
+
+// HubRegistrations counts the waiter and stream registrations of e's hubs
+// (hub.go): what waiters and event streams hold while they wait.
+func HubRegistrations(e *Engine) (keys, streams int) {
+	for _, h := range []*hub{e.waits, e.streams} {
+		h.mu.Lock()
+		for _, set := range h.keys {
+			keys += len(set)
+		}
+		streams += len(h.streams)
+		h.mu.Unlock()
+	}
+	return keys, streams
+}
+
+// StallWatch makes e's watch named name ("recorder", "waiters" or
+// "events") deaf: it drops every response from now on until the watch is
+// opened again, as a wedged stream would. It returns how many times that
+// watch has been opened so far.
+func StallWatch(e *Engine, name string) (opened int) {
+	for _, f := range e.feeds() {
+		if f.name == name {
+			g := f.generation.Load()
+			f.deafen.Store(g)
+			return int(g)
+		}
+	}
+	panic("lock: no watch " + name)
+}
+
+// WatchGeneration is how many times e's watch named name has been opened.
+func WatchGeneration(e *Engine, name string) int {
+	for _, f := range e.feeds() {
+		if f.name == name {
+			return int(f.generation.Load())
+		}
+	}
+	panic("lock: no watch " + name)
+}

@@ -25,8 +25,19 @@ type metrics struct {
 	// txnBatchSize and txnBatchSplits watch the txn batcher (batch.go).
 	txnBatchSize   prometheus.Histogram
 	txnBatchSplits prometheus.Counter
-	all            []prometheus.Collector
+	// watchRestarts and watchHearing watch the engine's etcd watches
+	// (feed.go).
+	watchRestarts *prometheus.CounterVec
+	watchHearing  *prometheus.GaugeVec
+	all           []prometheus.Collector
 }
+
+// The engine's watches and why one is opened again: the label values of
+// baton_watch_restarts_total and baton_watch_hearing.
+var (
+	watchNames          = []string{"recorder", "waiters", "events"}
+	watchRestartReasons = []string{"stalled", "error", "compacted"}
+)
 
 // Renew kinds and failure reasons, the label values of
 // baton_renew_failures_total.
@@ -75,6 +86,23 @@ func newMetrics(hasLeader func() float64) *metrics {
 				"whose requests were then sent one by one.",
 		}),
 	}
+	m.watchRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_watch_restarts_total",
+		Help: "Times one of this node's etcd watches (recorder: expiries; waiters: wake-ups; events: event streams) was opened again, " +
+			"by reason: stalled (nothing heard, not even a requested progress notification, within the stall timeout), " +
+			"error (the watch failed), compacted (the history it needed was compacted away).",
+	}, []string{"watch", "reason"})
+	m.watchHearing = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "baton_watch_hearing",
+		Help: "1 while this node's etcd watch hears etcd (it answered within the stall timeout), 0 while it is being re-established; " +
+			"/readyz answers 503 while any is 0.",
+	}, []string{"watch"})
+	for _, w := range watchNames {
+		m.watchHearing.WithLabelValues(w)
+		for _, r := range watchRestartReasons {
+			m.watchRestarts.WithLabelValues(w, r)
+		}
+	}
 	m.hasLeader = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "baton_etcd_has_leader",
 		Help: "1 if the etcd member behind this node knows a leader, as baton sees it (for external etcd: " +
@@ -88,7 +116,7 @@ func newMetrics(hasLeader func() float64) *metrics {
 			m.renewFailures.WithLabelValues(kind, r)
 		}
 	}
-	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits}
+	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits, m.watchRestarts, m.watchHearing}
 	return m
 }
 
@@ -107,8 +135,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // Collector returns the engine's metrics for a Prometheus registry:
 // baton_lock_events_total, baton_renew_failures_total,
 // baton_etcd_leader_changes_total, baton_etcd_has_leader,
-// baton_acquires_waiting, baton_etcd_txn_batch_size and
-// baton_etcd_txn_batch_splits_total. Register it once per registry.
+// baton_acquires_waiting, baton_etcd_txn_batch_size,
+// baton_etcd_txn_batch_splits_total, baton_watch_restarts_total and
+// baton_watch_hearing. Register it once per registry.
 func (e *Engine) Collector() prometheus.Collector { return e.metrics }
 
 // recorded counts n audit events of typ written by this engine.

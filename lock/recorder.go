@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -19,17 +20,30 @@ import (
 // lock key is one nobody recorded. Every node runs a recorder; the end key
 // of a hold is created only if absent, so each hold ends exactly once in
 // the audit trail however many nodes watch.
+//
+// It reads the whole prefix through a feed of its own, so no waiter or
+// event stream shares its watch. The feed moves past a response only once
+// every expiry in it is written, and the cursor saved for a restart is
+// never past a response not yet written: an expiry in flight when the
+// node stops is recorded after the restart, once.
 type recorder struct {
-	e     *Engine
-	from  int64 // next revision to look at
-	saved int64 // cursor last written to etcd
+	e    *Engine
+	feed feed
+	// head is the revision the cursor was read at.
+	head  int64
+	saved int64 // cursor last written to etcd; only the saver touches it
 	// done is the last revision handled that was not a cursor write.
-	// Saving it, not from, keeps the cursor from chasing its own writes
-	// (and, with several nodes, each other's) for ever.
-	done int64
+	// Saving it, not the feed's next revision, keeps the cursor from
+	// chasing its own writes (and, with several nodes, each other's) for
+	// ever.
+	done atomic.Int64
 }
 
 const recorderSaveEvery = 5 * time.Second
+
+// recordRetry is how long the recorder waits before writing an expiry
+// again after etcd failed it.
+const recordRetry = time.Second
 
 func (e *Engine) newRecorder(ctx context.Context) (*recorder, error) {
 	// A member that just became ready may see its cluster elect again
@@ -60,99 +74,82 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	}
 	// A first start has nothing older to record: it saves the current
 	// revision as its cursor at the first tick.
-	r := &recorder{e: e, from: resp.Header.Revision + 1, done: resp.Header.Revision}
+	r := &recorder{e: e, head: resp.Header.Revision}
+	from := resp.Header.Revision + 1
+	r.done.Store(resp.Header.Revision)
 	if len(resp.Kvs) > 0 {
 		// Resume where the cluster last got to: expiries while no node
 		// was watching (an external etcd outliving baton) get recorded.
-		if n, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err == nil && n+1 < r.from {
-			r.from, r.saved, r.done = n+1, n, n
+		if n, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err == nil && n+1 < from {
+			from, r.saved = n+1, n
+			r.done.Store(n)
 		}
 	}
+	r.feed = feed{e: e, name: "recorder", key: e.cfg.Prefix, opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()},
+		next: from, handle: r.handleResponse, compacted: r.compacted, opened: make(chan struct{})}
 	return r, nil
 }
 
 func (r *recorder) run(stop context.Context) {
-	e := r.e
-	backoff := 100 * time.Millisecond
-	for stop.Err() == nil {
-		err := r.watch(stop)
-		if stop.Err() != nil {
-			break
-		}
-		var compacted *compactedError
-		if errors.As(err, &compacted) {
-			e.log.Warn("expiry recorder fell behind compaction; scanning the audit trail", "compact_revision", compacted.rev)
-			rev, err := r.reconcile(stop)
-			if err == nil {
-				r.from = rev + 1
-				backoff = 100 * time.Millisecond
-				continue
+	saved := make(chan struct{})
+	go func() {
+		defer close(saved)
+		tick := time.NewTicker(recorderSaveEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				r.saveCursor()
+			case <-stop.Done():
+				return
 			}
-			e.log.Warn("reconcile audit trail", "err", err)
-		} else if err != nil {
-			e.log.Warn("expiry recorder watch ended; restarting", "err", err, "from", r.from)
 		}
-		// Back off after a failure so a dead etcd is not spun on.
-		select {
-		case <-time.After(backoff):
-		case <-stop.Done():
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	}()
+	r.feed.run(stop)
+	<-saved
 	r.saveCursor()
 }
 
-type compactedError struct{ rev int64 }
-
-func (c *compactedError) Error() string { return fmt.Sprintf("compacted at revision %d", c.rev) }
-
-func (r *recorder) watch(stop context.Context) error {
-	e := r.e
-	ctx, cancel := context.WithCancel(stop)
-	defer cancel()
-	wch := e.cli.Watch(clientv3.WithRequireLeader(ctx), e.cfg.Prefix,
-		clientv3.WithPrefix(), clientv3.WithRev(r.from), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
-	tick := time.NewTicker(recorderSaveEvery)
-	defer tick.Stop()
+// handleResponse records the expiries of one watch response, retrying
+// until they are written or the engine stops; only then does the cursor
+// move past it.
+func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchResponse) error {
+	if len(wr.Events) == 0 {
+		return nil
+	}
 	for {
+		err := r.handle(stop, wr.Events)
+		if err == nil {
+			break
+		}
+		if stop.Err() != nil {
+			return fmt.Errorf("record expiries: %w", ErrClosed)
+		}
+		r.e.log.Warn("record expiries; retrying", "err", err)
 		select {
+		case <-time.After(recordRetry):
 		case <-stop.Done():
-			return nil
-		case <-tick.C:
-			r.saveCursor()
-		case wr, ok := <-wch:
-			if !ok {
-				return errors.New("watch channel closed")
-			}
-			if wr.CompactRevision != 0 {
-				return &compactedError{rev: wr.CompactRevision}
-			}
-			if err := wr.Err(); err != nil {
-				return err
-			}
-			for {
-				err := r.handle(stop, wr.Events)
-				if err == nil || stop.Err() != nil {
-					break
-				}
-				e.log.Warn("record expiries; retrying", "err", err)
-				select {
-				case <-time.After(time.Second):
-				case <-stop.Done():
-				}
-			}
-			if n := len(wr.Events); n > 0 {
-				r.from = wr.Events[n-1].Kv.ModRevision + 1
-				for _, ev := range wr.Events {
-					if string(ev.Kv.Key) != e.recorderKey() {
-						r.done = max(r.done, ev.Kv.ModRevision)
-					}
-				}
-			} else if wr.IsProgressNotify() {
-				r.from = max(r.from, wr.Header.Revision+1)
-			}
+			return fmt.Errorf("record expiries: %w", ErrClosed)
 		}
 	}
+	for _, ev := range wr.Events {
+		if string(ev.Kv.Key) != r.e.recorderKey() && ev.Kv.ModRevision > r.done.Load() {
+			r.done.Store(ev.Kv.ModRevision)
+		}
+	}
+	return nil
+}
+
+// compacted scans the audit trail for holds that ended unrecorded while
+// the history the recorder needed was compacted, and resumes after the
+// revision it scanned at.
+func (r *recorder) compacted(stop context.Context, compactRev int64) (int64, error) {
+	r.e.log.Warn("expiry recorder fell behind compaction; scanning the audit trail", "compact_revision", compactRev)
+	rev, err := r.reconcile(stop)
+	if err != nil {
+		return 0, fmt.Errorf("reconcile audit trail: %w", err)
+	}
+	return rev + 1, nil
 }
 
 // handle records the lone lock deletions among events.
@@ -232,7 +229,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 // saveCursor records how far the recorder got, so a restart resumes there.
 // Several nodes share the key; it only moves forward.
 func (r *recorder) saveCursor() {
-	cur := r.done
+	cur := r.done.Load()
 	if cur <= r.saved {
 		return
 	}

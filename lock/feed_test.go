@@ -1,0 +1,171 @@
+package lock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+)
+
+// stallTimeout is the watchdog's bound in these tests.
+const stallTimeout = 2 * time.Second
+
+func stallEngine(t *testing.T) *lock.Engine {
+	t.Helper()
+	cfg := lock.DefaultConfig()
+	cfg.WatchStallTimeout = stallTimeout
+	return startEngine(t, testetcd.Start(t), cfg)
+}
+
+// stall deafens e's watch name and waits for the watchdog to notice: Ready
+// fails while it is deaf, and passes again once the watch is reopened.
+func stall(t *testing.T, e *lock.Engine, name string, during func()) {
+	t.Helper()
+	ctx := ctxT(t)
+	gen := lock.StallWatch(e, name)
+	during()
+	eventually(t, 3*stallTimeout, "Ready failing while the "+name+" watch is deaf", func() bool {
+		err := e.Ready(ctx)
+		return errors.Is(err, lock.ErrUnavailable)
+	})
+	eventually(t, 3*stallTimeout, "the "+name+" watch reopened", func() bool {
+		return lock.WatchGeneration(e, name) > gen && e.Ready(ctx) == nil
+	})
+}
+
+func TestWatch_AStalledWaiterWatchIsReopenedAndTheGrantArrives(t *testing.T) {
+	e := stallEngine(t)
+	ctx := ctxT(t)
+	held := mustAcquire(t, e, lock.AcquireRequest{Name: "w", Owner: "first"})
+	got := make(chan *lock.Lock, 1)
+	go func() {
+		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "w", Owner: "second", Wait: 30 * time.Second})
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- l
+	}()
+	eventually(t, 10*time.Second, "the waiter queued", func() bool {
+		w, err := e.Waiters(ctx, "w")
+		return err == nil && len(w) == 1
+	})
+	stall(t, e, "waiters", func() {
+		if err := e.Release(ctx, "w", held.Token); err != nil {
+			t.Fatal(err)
+		}
+	})
+	select {
+	case l := <-got:
+		if l == nil || l.Token <= held.Token {
+			t.Fatalf("waiter got %+v, want a grant after token %d", l, held.Token)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the grant made while the watch was deaf never reached the waiter")
+	}
+}
+
+func TestWatch_AStalledRecorderWatchIsReopenedAndRecordsTheExpiryOnce(t *testing.T) {
+	e := stallEngine(t)
+	ctx := ctxT(t)
+	stall(t, e, "recorder", func() {
+		mustAcquire(t, e, lock.AcquireRequest{Name: "lapse", Owner: "w", TTL: 2 * time.Second})
+	})
+	expired := func() int {
+		evs, _, err := e.History(ctx, lock.HistoryOptions{Lock: "lapse", Types: []lock.EventType{lock.EventExpired}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	eventually(t, 10*time.Second, "the expiry recorded", func() bool { return expired() > 0 })
+	if n := expired(); n != 1 {
+		t.Fatalf("expiry recorded %d times, want once", n)
+	}
+}
+
+func TestWatch_AStalledEventWatchIsReopenedWithNoGapNorDuplicate(t *testing.T) {
+	e := stallEngine(t)
+	ctx := ctxT(t)
+	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var tokens []int64
+	stall(t, e, "events", func() {
+		for _, n := range []string{"e1", "e2", "e3"} {
+			tokens = append(tokens, mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w"}).Token)
+		}
+	})
+	tokens = append(tokens, mustAcquire(t, e, lock.AcquireRequest{Name: "e4", Owner: "w"}).Token)
+	for i, want := range tokens {
+		select {
+		case ev := <-sub.C:
+			if ev.Type != lock.EventAcquired || ev.Token != want {
+				t.Fatalf("event %d is %s of token %d, want acquired with token %d", i, ev.Type, ev.Token, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the stream delivered %d of %d events: %v", i, len(tokens), sub.Err())
+		}
+	}
+	select {
+	case ev, ok := <-sub.C:
+		if ok {
+			t.Fatalf("an event after the last one: %+v", ev)
+		}
+	default:
+	}
+}
+
+// TestWatch_WaitersAndStreamsOpenNoEtcdWatch: every waiter and stream of
+// a node shares the engine's watches, so none of them can wedge etcd's
+// watch stream by leaving.
+func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	before := -1.0
+	eventually(t, 10*time.Second, "etcd's count of watchers steady", func() bool {
+		v := etcdWatchers(t)
+		steady := v >= 3 && v == before
+		before = v
+		return steady
+	})
+	held := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "first"})
+	done := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		go func() {
+			_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "waiter", Wait: 2 * time.Second})
+			done <- err
+		}()
+	}
+	var subs []*lock.Subscription
+	for i := 0; i < 20; i++ {
+		s, err := e.Subscribe(ctx, lock.SubscribeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, s)
+	}
+	eventually(t, 10*time.Second, "20 waiters queued", func() bool {
+		w, err := e.Waiters(ctx, "q")
+		return err == nil && len(w) == 20
+	})
+	if v := etcdWatchers(t); v != before {
+		t.Fatalf("etcd counts %v watchers with 20 waiters and 20 streams, want %v as before", v, before)
+	}
+	for i := 0; i < 20; i++ {
+		if err := <-done; !errors.Is(err, lock.ErrHeld) {
+			t.Fatalf("waiter: %v", err)
+		}
+	}
+	for _, s := range subs {
+		s.Close()
+	}
+	eventually(t, 10*time.Second, "every registration gone", func() bool {
+		keys, streams := lock.HubRegistrations(e)
+		return keys == 0 && streams == 0
+	})
+	_ = held
+}

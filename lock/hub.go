@@ -1,0 +1,336 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A hub fans one feed out in process: to waiters, each waiting for a change
+// of one key, and to event streams, each following a prefix of the audit
+// trail. Registering and leaving cost a map operation, not an etcd watch,
+// so any number of waiters may give up at once.
+//
+// Dispatch never blocks on a registration. A waiter whose backlog is full
+// is told to read etcd again (keyWatch.take's reset); a stream that cannot
+// take a revision's events ends with ErrSlowSubscriber and can resume from
+// the last revision it read.
+//
+// Invariant: under mu, every event with a revision up to rev has been
+// dispatched to every registration present at that time, and every later
+// event will be dispatched to every registration present when it comes.
+type hub struct {
+	feed feed
+
+	mu      sync.Mutex
+	rev     int64
+	keys    map[string]map[*keyWatch]struct{}
+	streams map[*streamWatch]struct{}
+}
+
+func newHub(e *Engine, name, key string, from int64, opts ...clientv3.OpOption) *hub {
+	h := &hub{rev: from - 1, keys: map[string]map[*keyWatch]struct{}{}, streams: map[*streamWatch]struct{}{}}
+	h.feed = feed{e: e, name: name, key: key, opts: opts, next: from, handle: h.dispatch, compacted: h.compacted, opened: make(chan struct{})}
+	return h
+}
+
+func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range wr.Events {
+		for kw := range h.keys[string(ev.Kv.Key)] {
+			kw.push(ev)
+		}
+	}
+	if len(h.streams) > 0 {
+		h.stream(wr.Events)
+	}
+	if n := len(wr.Events); n > 0 {
+		h.rev = max(h.rev, wr.Events[n-1].Kv.ModRevision)
+	} else if wr.IsProgressNotify() {
+		h.rev = max(h.rev, wr.Header.Revision)
+	}
+	return nil
+}
+
+// stream hands the audit events among evs to the streams, a revision at a
+// time: events of one revision (one txn) reach a stream all or none.
+// Each record is decoded once, whatever the number of streams.
+func (h *hub) stream(evs []*clientv3.Event) {
+	type keyed struct {
+		key string
+		ev  Event
+	}
+	var batch []keyed
+	audit := h.feed.e.auditPrefix()
+	for i, wev := range evs {
+		// Version 1: a record's first write. Retention leases never
+		// rewrite one, so later versions are not events.
+		if wev.Type == mvccpb.PUT && wev.Kv.Version == 1 && strings.HasPrefix(string(wev.Kv.Key), audit) {
+			if ev, ok := decodeEvent(wev.Kv); ok {
+				batch = append(batch, keyed{string(wev.Kv.Key), ev})
+			}
+		}
+		if i+1 < len(evs) && evs[i+1].Kv.ModRevision == wev.Kv.ModRevision {
+			continue
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		for sw := range h.streams {
+			var mine []Event
+			for _, k := range batch {
+				if strings.HasPrefix(k.key, sw.prefix) {
+					mine = append(mine, k.ev)
+				}
+			}
+			if len(mine) > 0 {
+				sw.push(mine)
+			}
+		}
+		batch = batch[:0]
+	}
+}
+
+// compacted is the feed's answer to a history compacted away under it:
+// every registration may have missed events, so each waiter reads etcd
+// again and each stream ends (to resume from the audit trail itself,
+// which compaction does not touch).
+func (h *hub) compacted(_ context.Context, compactRev int64) (int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.keys {
+		for kw := range set {
+			kw.overflow()
+		}
+	}
+	for sw := range h.streams {
+		sw.end(fmt.Errorf("events up to revision %d were compacted away: %w", compactRev, ErrSlowSubscriber))
+	}
+	h.rev = max(h.rev, compactRev)
+	return compactRev + 1, nil
+}
+
+// keyWatchBacklog bounds the events a waiter's registration holds. A waiter
+// takes them as soon as it is woken; more than a few mean it should read
+// the key instead.
+const keyWatchBacklog = 64
+
+// keyWatch is a waiter's registration for the changes of one key.
+type keyWatch struct {
+	h     *hub
+	key   string
+	after int64 // events up to this revision are already known to the waiter
+	// c is signalled when events arrive; take them with take.
+	c chan struct{}
+
+	mu     sync.Mutex
+	evs    []*clientv3.Event
+	missed bool
+}
+
+// watchKey registers for the changes of key after revision after, the
+// revision at which the caller read what it waits on. missed reports that
+// the hub had dispatched events past after before the registration: the
+// caller must read the key again to learn of a change in between.
+func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {
+	kw = &keyWatch{h: h, key: key, after: after, c: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.keys[key]
+	if set == nil {
+		set = map[*keyWatch]struct{}{}
+		h.keys[key] = set
+	}
+	set[kw] = struct{}{}
+	return kw, h.rev > after
+}
+
+// push is called by the hub under its lock.
+func (kw *keyWatch) push(ev *clientv3.Event) {
+	if ev.Kv.ModRevision <= kw.after {
+		return
+	}
+	kw.mu.Lock()
+	if len(kw.evs) < keyWatchBacklog {
+		kw.evs = append(kw.evs, ev)
+	} else {
+		kw.missed = true
+	}
+	kw.mu.Unlock()
+	kw.signal()
+}
+
+// overflow tells the waiter it may have missed events.
+func (kw *keyWatch) overflow() {
+	kw.mu.Lock()
+	kw.missed = true
+	kw.mu.Unlock()
+	kw.signal()
+}
+
+func (kw *keyWatch) signal() {
+	select {
+	case kw.c <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the events that arrived since the last take. missed means
+// some were dropped: the waiter must read the key.
+func (kw *keyWatch) take() (evs []*clientv3.Event, missed bool) {
+	kw.mu.Lock()
+	defer kw.mu.Unlock()
+	evs, missed = kw.evs, kw.missed
+	kw.evs, kw.missed = nil, false
+	return evs, missed
+}
+
+// close ends the registration. It may be called more than once.
+func (kw *keyWatch) close() {
+	h := kw.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if set := h.keys[kw.key]; set != nil {
+		delete(set, kw)
+		if len(set) == 0 {
+			delete(h.keys, kw.key)
+		}
+	}
+}
+
+// streamWatch is an event stream's registration for the audit events under
+// prefix. Its events wait in evs until the pump has put them into the
+// subscription's channel: evs and the channel together hold at most the
+// subscription's buffer, the bound of ErrSlowSubscriber.
+type streamWatch struct {
+	h      *hub
+	prefix string
+	ch     chan Event // the subscription's channel; only pump sends on it
+	c      chan struct{}
+
+	mu sync.Mutex
+	// evs are dispatched and not yet sent on ch; evs[0] may be on ch
+	// already while pump removes it.
+	evs []Event
+	// err is set once: the stream ends then, at the next revision, and
+	// what evs still hold is dropped (the reader resumes from the last
+	// revision it read).
+	err error
+}
+
+// watchStream registers a stream for the audit events under prefix, to be
+// sent on ch, and returns the revision up to which events had been
+// dispatched: the stream gets every event after it.
+func (h *hub) watchStream(prefix string, ch chan Event) (*streamWatch, int64) {
+	sw := &streamWatch{h: h, prefix: prefix, ch: ch, c: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.streams[sw] = struct{}{}
+	return sw, h.rev
+}
+
+// revision is the revision up to which the hub has dispatched events.
+func (h *hub) revision() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rev
+}
+
+// push is called by the hub under its lock with one revision's events.
+func (sw *streamWatch) push(evs []Event) {
+	sw.mu.Lock()
+	switch {
+	case sw.err != nil:
+	case len(sw.evs)+len(sw.ch)+len(evs) > cap(sw.ch):
+		sw.err = ErrSlowSubscriber
+	default:
+		sw.evs = append(sw.evs, evs...)
+	}
+	sw.mu.Unlock()
+	sw.signal()
+}
+
+func (sw *streamWatch) end(err error) {
+	sw.mu.Lock()
+	if sw.err == nil {
+		sw.err = err
+	}
+	sw.mu.Unlock()
+	sw.signal()
+}
+
+func (sw *streamWatch) signal() {
+	select {
+	case sw.c <- struct{}{}:
+	default:
+	}
+}
+
+// pump sends the stream's events on ch, in order, until ctx ends or the
+// stream does. It is ch's only sender once the replay is over. The end
+// comes between revisions, never inside one: the reader resumes from the
+// last revision it read, and must have read all of it.
+func (sw *streamWatch) pump(ctx context.Context) error {
+	var last int64 // the revision of the last event sent
+	for {
+		sw.mu.Lock()
+		var ev Event
+		pending := len(sw.evs) > 0
+		if pending {
+			ev = sw.evs[0]
+		}
+		err := sw.err
+		sw.mu.Unlock()
+		if err != nil && (!pending || ev.Revision != last) {
+			return err
+		}
+		if !pending {
+			select {
+			case <-sw.c:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
+		if ev.Revision == last {
+			// The rest of a revision: admitted whole, so it has room
+			// on ch unless a replay filled it.
+			select {
+			case sw.ch <- ev:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		} else {
+			select {
+			case sw.ch <- ev:
+			case <-sw.c:
+				continue // news, maybe the end: look again
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		last = ev.Revision
+		sw.mu.Lock()
+		sw.evs[0] = Event{}
+		sw.evs = sw.evs[1:]
+		sw.mu.Unlock()
+	}
+}
+
+func (sw *streamWatch) close() {
+	sw.h.mu.Lock()
+	defer sw.h.mu.Unlock()
+	delete(sw.h.streams, sw)
+}
+
+// streams is how many streams are registered.
+func (h *hub) streamCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.streams)
+}
