@@ -123,6 +123,8 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.IntVar(&cfg.MaxLocksPerSession, "max-locks-per-session", cfg.MaxLocksPerSession, "locks one session may hold; more get 409 too_many_locks_in_session; 0 = no cap")
 	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "sessions the cluster may hold; more get 429 too_many_sessions; 0 = no cap")
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", cfg.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
+	fs.IntVar(&cfg.MaxEventStreamsPerAddress, "max-event-streams-per-address", cfg.MaxEventStreamsPerAddress, "event streams one client address (an IPv6 /64) holds open on this node; more get 429 too_many_streams; 0 = no cap")
+	fs.IntVar(&cfg.MaxEventStreamsPerCredential, "max-event-streams-per-credential", cfg.MaxEventStreamsPerCredential, "event streams one credential holds open on this node (with --auth-file); more get 429 too_many_streams; 0 = no cap")
 	fs.StringVar(&cfg.AuthFile, "auth-file", cfg.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"

@@ -80,6 +80,7 @@ var errorTable = []struct {
 	{lock.ErrTooManyWaiters, http.StatusTooManyRequests, "too_many_waiters", "Too many waiters for the lock"},
 	{lock.ErrTooManyLocks, http.StatusConflict, "too_many_locks_in_session", "Too many locks in the session"},
 	{lock.ErrTooManySessions, http.StatusTooManyRequests, "too_many_sessions", "Too many sessions"},
+	{ErrTooManyClientStreams, http.StatusTooManyRequests, "too_many_streams", "Too many event streams"},
 	{lock.ErrTooManySubscriptions, http.StatusServiceUnavailable, "too_many_streams", "Too many event streams"},
 	{ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "Too many requests"},
 	{lock.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
@@ -96,6 +97,13 @@ var errorTable = []struct {
 	// as unexpected. 499 is nginx's "client closed request"; nobody reads it.
 	{context.Canceled, statusClientClosedRequest, "client_closed_request", "Client closed request"},
 }
+
+// ErrTooManyClientStreams means the client (an address or a credential)
+// holds as many event streams on this node as it may; the error is a
+// *lock.LimitError. It answers 429: the client clears it by closing one.
+// The node's own cap (lock.ErrTooManySubscriptions) answers 503, as
+// another node may have room.
+var ErrTooManyClientStreams = errors.New("too many event streams from this client")
 
 // ErrRateLimited means the client (an address or a credential) sent more
 // requests than its rate limit allows; the error is a *RateLimitedError.

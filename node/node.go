@@ -61,6 +61,10 @@ type Config struct {
 	// MaxEventStreams caps this node's event streams (lock.Config's
 	// MaxSubscriptions).
 	MaxEventStreams int
+	// MaxEventStreamsPerAddress and MaxEventStreamsPerCredential cap the
+	// event streams of one client address and of one credential on this
+	// node (server.StreamLimits); 0 means no cap.
+	MaxEventStreamsPerAddress, MaxEventStreamsPerCredential int
 	// AuthFile, when set, turns authentication on with the credentials
 	// of this file (see package auth); Reload reads it again.
 	AuthFile string
@@ -116,6 +120,9 @@ func DefaultConfig() Config {
 		MaxLocksPerSession:  lc.MaxLocksPerSession,
 		MaxSessions:         lc.MaxSessions,
 		MaxEventStreams:     lc.MaxSubscriptions,
+
+		MaxEventStreamsPerAddress:    server.DefaultStreamsPerAddress,
+		MaxEventStreamsPerCredential: server.DefaultStreamsPerCredential,
 	}
 }
 
@@ -223,6 +230,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog, Auth: n.auth,
 		RateLimit:           server.RateLimit{Rate: cfg.RateLimit, Burst: cfg.RateBurst},
 		CredentialRateLimit: server.RateLimit{Rate: cfg.CredentialRateLimit, Burst: cfg.CredentialRateBurst},
+		StreamLimits:        server.StreamLimits{PerAddress: cfg.MaxEventStreamsPerAddress, PerCredential: cfg.MaxEventStreamsPerCredential},
 	})
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)

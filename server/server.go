@@ -41,6 +41,10 @@ type Config struct {
 	// EventBuffer is how many events a stream holds for a slow reader
 	// before it is dropped; 0 means 1024.
 	EventBuffer int
+	// StreamLimits cap the event streams of one client address and of one
+	// credential; the zero value caps neither (DefaultStreamLimits has
+	// the defaults).
+	StreamLimits StreamLimits
 	// Auth, when set, turns authentication on: every /v1 route and
 	// /metrics then need a bearer token of a role that allows the call
 	// (see RouteAccess). Nil serves every route to anyone.
@@ -92,6 +96,7 @@ func New(cfg Config) *Server {
 		e.Use(requireAuth(cfg.Auth, cfg.Logger))
 	}
 	e.Use(rateLimitByCredential(cfg.CredentialRateLimit, reg))
+	e.Use(limitStreams(cfg.StreamLimits))
 
 	api.New(cfg.Engine, api.Options{
 		Registerer: reg, EventWriteTimeout: cfg.EventWriteTimeout, EventBuffer: cfg.EventBuffer,
