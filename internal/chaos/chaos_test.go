@@ -90,6 +90,7 @@ const (
 	clientProbe            // asks a cut-off node
 	clientPaused           // the paused client process
 	clientSuccessor        // takes the paused client's lock
+	clientBurst            // holds the burst fault's lock
 )
 
 func nemesisClient(role int) int { return *flagClients + role }
@@ -230,9 +231,9 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 // nemesis injects one fault at a time until the run's duration is over,
 // and waits for the cluster to be whole again after each.
 func (r *run) nemesis(rng *rand.Rand) {
-	kinds := []string{"kill-leader", "kill-follower", "pause-member", "pause-client", "partition-leader"}
+	kinds := []string{"kill-leader", "kill-follower", "pause-member", "pause-client", "burst", "partition-leader"}
 	if !r.c.CanPartition() {
-		kinds = kinds[:4]
+		kinds = kinds[:len(kinds)-1]
 		r.logf("no network namespaces here: partitions are not injected")
 	}
 	// The first faults cover every kind, so that a short run still
@@ -267,6 +268,8 @@ func (r *run) nemesis(rng *rand.Rand) {
 			r.pauseClient(rng)
 		case "partition-leader":
 			r.partition(rng)
+		case "burst":
+			r.burst(rng)
 		}
 		r.waitWhole()
 	}
