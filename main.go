@@ -90,7 +90,7 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of etcd's data (WAL, snapshots)")
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "this node's etcd member name")
 	fs.StringVar(&cfg.PeerURL, "peer-url", cfg.PeerURL, "etcd peer URL other members reach this node at (also where it listens, unless --listen-peer-url)")
-	fs.StringVar(&cfg.ClientURL, "client-url", cfg.ClientURL, "etcd client URL for etcd tools and \"baton member\" (also where it listens, unless --listen-client-url)")
+	fs.StringVar(&cfg.ClientURL, "client-url", cfg.ClientURL, "etcd client URL for etcd tools and \"baton member\" (also where it listens, unless --listen-client-url); with --auth-file served only with --client-trusted-ca; empty, or not served: only the socket DATA-DIR/etcd.sock")
 	fs.StringVar(&cfg.ListenPeerURL, "listen-peer-url", "", "where etcd listens for peers, if not at --peer-url (e.g. http://0.0.0.0:2380 in a container)")
 	fs.StringVar(&cfg.ListenClientURL, "listen-client-url", "", "where etcd listens for clients, if not at --client-url")
 	fs.StringVar(&cfg.InitialCluster, "initial-cluster", cfg.InitialCluster, "NAME=PEER-URL,… of every member, to form a cluster (default: this node alone)")
