@@ -127,8 +127,8 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ClientSocket {
-		if p := SocketPath(c.Dir); len(p) > maxSocketPath {
-			return fmt.Errorf("embedetcd: socket path %s is %d bytes, over the %d a unix socket allows: use a shorter Dir", p, len(p), maxSocketPath)
+		if p := SocketPath(c.Dir); len(p) > MaxSocketPath {
+			return fmt.Errorf("embedetcd: socket path %s is %d bytes, over the %d a unix socket allows: use a shorter Dir", p, len(p), MaxSocketPath)
 		}
 	}
 	switch c.LogLevel {
@@ -193,9 +193,9 @@ func validateTLS(kind string, info transport.TLSInfo, auto bool, urls map[string
 // SocketName is the file name of ClientSocket's socket in the data dir.
 const SocketName = "etcd.sock"
 
-// maxSocketPath is the longest path a unix socket can have: sun_path is
+// MaxSocketPath is the longest path a unix socket can have: sun_path is
 // 108 bytes on Linux (104 on the BSDs), its NUL included.
-const maxSocketPath = 103
+const MaxSocketPath = 103
 
 // SocketPath is where a member with ClientSocket and data dir dir serves
 // its client API. Its URL for etcd clients is SocketURL(dir).

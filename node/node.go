@@ -212,9 +212,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS
 		} else {
 			ec.ClientURL, ec.ClientSocket = "", true
-			log.Info("etcd client port not served over TCP: with --auth-file it needs --client-trusted-ca; "+
-				"baton member and snapshot save reach this member through its socket",
-				"socket", embedetcd.SocketURL(cfg.DataDir), "client_url", cfg.ClientURL)
+			why := "--client-url is empty"
+			if cfg.ClientURL != "" {
+				why = "with --auth-file it is served only with --client-trusted-ca"
+			}
+			log.Info("etcd client port not served over TCP; baton member and snapshot save reach this member through its socket",
+				"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
 		}
 		if cfg.LogLevel == "debug" {
 			ec.LogLevel = "debug"
