@@ -72,6 +72,14 @@ type Event struct {
 	Token    int64     `json:"token,omitempty"`
 	Session  string    `json:"session,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
+	// Credential is the ID of the credential (see Caller; never a token)
+	// whose request the event records: the acquirer's for acquired (also
+	// when a release hands the lock over), the releaser's or revoker's for
+	// released and revoked, and for expired and session_expired, which no
+	// request causes, the credential that acquired the hold. Owner is a
+	// label the client chose; Credential is what authentication proved.
+	// Empty without authentication.
+	Credential string `json:"credential,omitempty"`
 }
 
 // FencedValue is the content of a fenced register.

@@ -75,7 +75,16 @@ type Cluster struct {
 
 // Event defines model for Event.
 type Event struct {
-	Detail *string `json:"detail,omitempty"`
+	// Credential Credential is the ID of the credential whose request the event
+	// records (never the token): the acquirer's for acquired, the
+	// releaser's or revoker's for released and revoked, the hold's
+	// acquirer's for expired and session_expired. Unlike owner, which the
+	// client chooses, authentication proved it. Absent without
+	// authentication.
+	//
+	// Example: cred-a66317b406f5
+	Credential *string `json:"credential,omitempty"`
+	Detail     *string `json:"detail,omitempty"`
 
 	// Lock Example: nightly-recon
 	Lock string `json:"lock"`
