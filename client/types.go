@@ -10,8 +10,10 @@ import (
 type LockInfo struct {
 	Name  string
 	Owner string
-	// Token is the fencing token: greater than every token granted before
-	// it, for any lock. Pass it to whatever the lock protects.
+	// Token is the fencing token: greater than every earlier token of
+	// this lock, and never lower than any token granted before it, of any
+	// lock (grants of other locks committed together may share it). Pass
+	// it to whatever the lock protects.
 	Token int64
 	// Session is the session the lock lives in, empty when it has a lease
 	// of its own.

@@ -13,8 +13,10 @@ type Lock struct {
 	Name  string
 	Owner string
 	// Token is the fencing token: the etcd revision at which this hold
-	// began. It is unique to the hold and greater than every token granted
-	// before it.
+	// began. It is greater than every earlier token of this lock (so
+	// unique to the hold among the lock's), and never lower than any token
+	// granted before it, of any lock: grants of other locks committed in
+	// the same etcd transaction share its value.
 	Token int64
 	// Session is the session's ID when the lock lives in a session, and
 	// empty when the lock has a lease of its own.
