@@ -112,6 +112,7 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.StringVar(&cfg.ClientKeyFile, "client-key", "", "PEM private key of --client-cert")
 	fs.StringVar(&cfg.ClientTrustedCAFile, "client-trusted-ca", "", "PEM CA: etcd clients must present a certificate signed by it")
 	fs.BoolVar(&cfg.ClientAutoTLS, "client-auto-tls", false, "serve the etcd client URL with a self-signed certificate (DATA-DIR/fixtures/client/cert.pem)")
+	fs.BoolVar(&cfg.ClientJSONGateway, "client-json-gateway", false, "also serve etcd's HTTP/JSON gateway (/v3/...) on the etcd client URL; off because any web page could POST to it (etcdctl and baton member use gRPC)")
 	fs.StringVar(&cfg.EtcdCACertFile, "etcd-cacert", "", "PEM CA that verifies https:// --etcd-endpoints (in place of the system's roots)")
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-cert", "", "PEM client certificate for --etcd-endpoints")
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-key", "", "PEM private key of --etcd-cert")

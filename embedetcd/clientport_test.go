@@ -91,15 +91,17 @@ func TestValidate_NoClientURLMeansNoTCPSettingsAndAShortSocketPath(t *testing.T)
 	}
 }
 
-// get asks the member's client port over plain HTTP for path, with host
-// as the Host header and origin as Origin (when not empty).
-func get(t *testing.T, method, addr, path, host, origin string) *http.Response {
+// send asks the member's client port over plain HTTP for path, with host
+// as the Host header, origin as Origin (when not empty) and body as a
+// text/plain body: what a page on any site may send without a preflight.
+func send(t *testing.T, method, addr, path, host, origin, body string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(`{"key":"aw=="}`))
+	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Host = host
+	req.Header.Set("Content-Type", "text/plain")
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
@@ -113,36 +115,65 @@ func get(t *testing.T, method, addr, path, host, origin string) *http.Response {
 	return resp
 }
 
+const evil = "http://evil.example"
+
 // TestClientPort_AnswersNoBrowserPageAndOnlyLoopbackHostsOnLoopback: a
 // page on any site that a browser on the member's machine opens must not
-// read or change etcd through the client port, by CORS or by DNS
-// rebinding.
+// read or change etcd through the client port, by CORS, by a request
+// that needs no preflight, or by DNS rebinding.
 func TestClientPort_AnswersNoBrowserPageAndOnlyLoopbackHostsOnLoopback(t *testing.T) {
 	cfg := testetcd.Config(t)
-	testetcd.StartConfig(t, cfg)
+	m := testetcd.StartConfig(t, cfg)
 	addr := strings.TrimPrefix(cfg.ClientURL, "http://")
 	_, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
-	for _, method := range []string{"OPTIONS", "POST"} {
-		resp := get(t, method, addr, "/v3/kv/range", addr, "http://evil.example")
+	for _, method := range []string{"OPTIONS", "GET"} {
+		resp := send(t, method, addr, "/version", addr, evil, "")
 		if acao := resp.Header.Values("Access-Control-Allow-Origin"); len(acao) != 0 {
-			t.Errorf("%s with Origin http://evil.example: Access-Control-Allow-Origin %q, want none", method, acao)
+			t.Errorf("%s /version with Origin %s: Access-Control-Allow-Origin %q, want none", method, evil, acao)
 		}
 	}
-	if resp := get(t, "POST", addr, "/v3/kv/range", addr, ""); resp.StatusCode != http.StatusOK {
-		t.Fatalf("a plain range on the client port: %s, want 200", resp.Status)
+	// etcd's JSON gateway would run this delete (it reads JSON whatever
+	// the Content-Type); without it there is nothing to run it.
+	if _, err := m.Client().Put(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
 	}
+	send(t, "POST", addr, "/v3/kv/deleterange", addr, evil, `{"key":"aw=="}`)
+	if resp, err := m.Client().Get(ctx, "k"); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("a cross-site text/plain POST to /v3/kv/deleterange: key k %v (%v), want it still there", resp, err)
+	}
+
 	for host, want := range map[string]int{
 		"evil.example":                  http.StatusMisdirectedRequest,
 		"evil.example:" + port:          http.StatusMisdirectedRequest,
+		"rebound.attacker.test:" + port: http.StatusMisdirectedRequest,
 		"127.0.0.1:" + port:             http.StatusOK,
 		"localhost:" + port:             http.StatusOK,
 		"localhost":                     http.StatusOK,
 		"[::1]:" + port:                 http.StatusOK,
-		"rebound.attacker.test:" + port: http.StatusMisdirectedRequest,
 	} {
-		if resp := get(t, "GET", addr, "/version", host, ""); resp.StatusCode != want {
+		if resp := send(t, "GET", addr, "/version", host, "", ""); resp.StatusCode != want {
 			t.Errorf("GET /version with Host %q: %s, want %d", host, resp.Status, want)
+		}
+	}
+}
+
+// TestClientPort_WithTheJSONGatewayStillAnswersNoForeignOrigin: asked
+// for, the gateway serves etcd's JSON, and a page still cannot read it.
+func TestClientPort_WithTheJSONGatewayStillAnswersNoForeignOrigin(t *testing.T) {
+	cfg := testetcd.Config(t)
+	cfg.JSONGateway = true
+	testetcd.StartConfig(t, cfg)
+	addr := strings.TrimPrefix(cfg.ClientURL, "http://")
+	if resp := send(t, "POST", addr, "/v3/kv/range", addr, "", `{"key":"aw=="}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a range through the gateway: %s, want 200", resp.Status)
+	}
+	for _, method := range []string{"OPTIONS", "POST"} {
+		resp := send(t, method, addr, "/v3/kv/range", addr, evil, `{"key":"aw=="}`)
+		if acao := resp.Header.Values("Access-Control-Allow-Origin"); len(acao) != 0 {
+			t.Errorf("%s /v3/kv/range with Origin %s: Access-Control-Allow-Origin %q, want none", method, evil, acao)
 		}
 	}
 }

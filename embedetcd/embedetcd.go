@@ -44,6 +44,13 @@ type Config struct {
 	// anyway. It is advertised as the member's client URL when ClientURL
 	// is empty.
 	ClientSocket bool
+	// JSONGateway serves etcd's HTTP/JSON gateway (/v3/…) on the client
+	// listeners. It is off unless asked for: the gateway executes a POST
+	// whatever its Content-Type, and a browser sends a text/plain POST to
+	// any site without a preflight, so any web page open on the machine
+	// could delete keys through it, CORS or not. etcd's tools and "baton
+	// member" speak gRPC and need none of it.
+	JSONGateway bool
 	// ListenPeerURL and ListenClientURL are where the member listens,
 	// when that differs from the URLs it advertises (a container listens
 	// on 0.0.0.0 and is reached by its host name; etcd binds only to IP
@@ -271,6 +278,7 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 		}
 	}
 	cfg.CORS, cfg.HostWhitelist = noOrigin, allowedHosts(listenClient)
+	cfg.EnableGRPCGateway = c.JSONGateway
 	cfg.InitialCluster = c.InitialCluster
 	if cfg.InitialCluster == "" {
 		cfg.InitialCluster = c.Name + "=" + peer.String()

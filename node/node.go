@@ -92,6 +92,9 @@ type Config struct {
 	// only with ClientTrustedCAFile (ServesClientTCP).
 	ClientCertFile, ClientKeyFile, ClientTrustedCAFile string
 	ClientAutoTLS                                      bool
+	// ClientJSONGateway serves etcd's HTTP/JSON gateway on the client URL
+	// (embedetcd.Config.JSONGateway), for tools that speak etcd's JSON.
+	ClientJSONGateway bool
 	// EtcdCACertFile, EtcdCertFile and EtcdKeyFile are for EtcdEndpoints
 	// (https://): the CA that verifies them (in place of the system's
 	// roots), and a client certificate.
@@ -207,6 +210,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		ec.ClusterState = cfg.InitialClusterState
 		ec.ListenPeerURL = cfg.ListenPeerURL
 		ec.PeerTLSInfo, ec.PeerAutoTLS = peerTLS, cfg.PeerAutoTLS
+		ec.JSONGateway = cfg.ClientJSONGateway
 		if cfg.ServesClientTCP() {
 			ec.ClientURL, ec.ListenClientURL = cfg.ClientURL, cfg.ListenClientURL
 			ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS

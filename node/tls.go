@@ -30,7 +30,7 @@ func (c Config) Validate() error {
 		return errors.New("--tls-client-ca needs --tls-cert and --tls-key: client certificates are checked only over HTTPS")
 	}
 	if len(c.EtcdEndpoints) > 0 {
-		if f := c.embeddedTLSFlag(); f != "" {
+		if f := c.embeddedMemberFlag(); f != "" {
 			return fmt.Errorf("%s configures the embedded etcd member, and with --etcd-endpoints there is none (use --etcd-cacert, --etcd-cert and --etcd-key)", f)
 		}
 		return c.validateEtcdTLS()
@@ -77,8 +77,9 @@ func (c Config) Validate() error {
 	return client.validate()
 }
 
-// embeddedTLSFlag names a TLS flag of the embedded member that is set, if any.
-func (c Config) embeddedTLSFlag() string {
+// embeddedMemberFlag names a TLS or client-port flag of the embedded
+// member that is set, if any.
+func (c Config) embeddedMemberFlag() string {
 	for _, f := range []struct {
 		name string
 		set  bool
@@ -86,7 +87,7 @@ func (c Config) embeddedTLSFlag() string {
 		{"--peer-cert", c.PeerCertFile != ""}, {"--peer-key", c.PeerKeyFile != ""}, {"--peer-trusted-ca", c.PeerTrustedCAFile != ""},
 		{"--peer-client-cert-auth", c.PeerClientCertAuth}, {"--peer-auto-tls", c.PeerAutoTLS},
 		{"--client-cert", c.ClientCertFile != ""}, {"--client-key", c.ClientKeyFile != ""}, {"--client-trusted-ca", c.ClientTrustedCAFile != ""},
-		{"--client-auto-tls", c.ClientAutoTLS},
+		{"--client-auto-tls", c.ClientAutoTLS}, {"--client-json-gateway", c.ClientJSONGateway},
 	} {
 		if f.set {
 			return f.name
