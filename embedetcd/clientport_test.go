@@ -41,8 +41,12 @@ func TestStart_WithoutAClientURLTheSocketInThePrivateDataDirIsTheOnlyWayIn(t *te
 	if perm := fi.Mode().Perm(); perm != 0o700 {
 		t.Fatalf("data dir mode %v, want 0700: the socket is as private as its directory", perm)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.Dir, embedetcd.SocketName)); err != nil {
-		t.Fatalf("no socket in the data dir: %v", err)
+	sock, err := os.Stat(filepath.Join(cfg.Dir, embedetcd.SocketName))
+	if err != nil || sock.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("no socket in the data dir: %v %v", sock, err)
+	}
+	if perm := sock.Mode().Perm(); perm != 0o600 {
+		t.Fatalf("socket mode %v, want 0600", perm)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -317,6 +317,15 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
+	if c.ClientSocket {
+		// The directory already admits only its owner; the socket's own
+		// mode (umask's) should not say otherwise if it is ever loosened.
+		if err := os.Chmod(SocketPath(c.Dir), 0o600); err != nil {
+			closing.Store(true)
+			e.Close()
+			return nil, fmt.Errorf("start etcd: client socket: %w", err)
+		}
+	}
 	timer := time.NewTimer(c.StartTimeout)
 	defer timer.Stop()
 	select {
