@@ -272,10 +272,6 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 		if c.ClientURL == "" {
 			cfg.AdvertiseClientUrls = []url.URL{sock}
 		}
-		// etcd makes the data dir only after it has bound its listeners.
-		if err := privateDir(c.Dir); err != nil {
-			return nil, err
-		}
 	}
 	cfg.CORS, cfg.HostWhitelist = noOrigin, allowedHosts(listenClient)
 	cfg.EnableGRPCGateway = c.JSONGateway
@@ -313,6 +309,12 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 
+	if c.ClientSocket {
+		// etcd makes the data dir only after it has bound its listeners.
+		if err := privateDir(c.Dir); err != nil {
+			return nil, err
+		}
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
