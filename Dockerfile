@@ -16,8 +16,10 @@ COPY --from=build /out/baton /usr/local/bin/baton
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
 VOLUME ["/data"]
-# 8080: HTTP API, dashboard, metrics. 2379/2380: etcd client and peer.
-EXPOSE 8080 2379 2380
+# 8080: HTTP API, dashboard, metrics. 2380: etcd peer. etcd's client port
+# (--client-url, 2379) is for tools on the node's machine; publish it only
+# when served with --client-trusted-ca (docs/SECURITY.md).
+EXPOSE 8080 2380
 ENV BATON_DATA_DIR=/data \
     BATON_HTTP_ADDR=0.0.0.0:8080
 # Ready means this node's etcd member has a leader and answers (GET /readyz).

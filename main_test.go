@@ -111,6 +111,9 @@ func TestServe_TLSFlagCombinationsThatCannotWorkAreUsageErrorsNamingTheFlag(t *t
 		{args: []string{"--etcd-cacert", "ca.pem"}, want: "--etcd-cacert is for --etcd-endpoints"},
 		{args: []string{"--etcd-endpoints", "http://10.0.0.1:2379", "--etcd-cacert", "ca.pem"}, want: "must be https://"},
 		{args: []string{"--etcd-endpoints", "https://10.0.0.1:2379", "--peer-auto-tls"}, want: "--peer-auto-tls configures the embedded etcd member"},
+		{args: []string{"--etcd-endpoints", "https://10.0.0.1:2379", "--client-json-gateway"}, want: "--client-json-gateway configures the embedded etcd member"},
+		{args: []string{"--auth-file", "auth", "--listen-client-url", "http://0.0.0.0:2379"}, want: "--listen-client-url configures a client TCP listener"},
+		{args: []string{"--client-url", "", "--listen-client-url", "http://0.0.0.0:2379"}, want: "--client-url is empty"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			for k, v := range tc.env {

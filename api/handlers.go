@@ -191,7 +191,7 @@ func owner(c echo.Context, o *string) string {
 //
 //	@Summary		Acquire a lock
 //	@ID				acquireLock
-//	@Description	Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+//	@Description	Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 //	@Description	Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 //	@Description	With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 //	@Description	`lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.

@@ -103,12 +103,19 @@ type Event struct {
 	Token    int64  `json:"token,omitempty" format:"int64" example:"4711"`
 	Session  string `json:"session,omitempty"`
 	Detail   string `json:"detail,omitempty"`
+	// Credential is the ID of the credential whose request the event
+	// records (never the token): the acquirer's for acquired, the
+	// releaser's or revoker's for released and revoked, the hold's
+	// acquirer's for expired and session_expired. Unlike owner, which the
+	// client chooses, authentication proved it. Absent without
+	// authentication.
+	Credential string `json:"credential,omitempty" example:"cred-a66317b406f5"`
 }
 
 func toEvent(e lock.Event) Event {
 	return Event{
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Lock: e.Lock,
-		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail,
+		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
 	}
 }
 

@@ -235,6 +235,7 @@ func startNode(ctx context.Context, dir string) (*node.Node, string, error) {
 	nc.DataDir = filepath.Join(dir, "data")
 	nc.HTTPAddr = "127.0.0.1:0"
 	nc.LogLevel = "warn"
+	nc.ClientJSONGateway = true // the etcd-gateway peer drives etcd's own lock API over it
 	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
 		addr, err := freeAddr()
 		if err != nil {

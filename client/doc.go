@@ -9,7 +9,8 @@
 // A lock alone cannot protect a resource: its holder may stall (a GC
 // pause, a frozen VM, a partition) for longer than the lease, wake up and
 // write, unaware that somebody else holds the lock by now. So every grant
-// carries a token, a number greater than any granted before; the holder
+// carries a token, a number greater than any granted before for that
+// lock and never lower than any granted before for another; the holder
 // passes it with each write, and the resource refuses a write whose token
 // is below one it has already seen:
 //

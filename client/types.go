@@ -10,8 +10,10 @@ import (
 type LockInfo struct {
 	Name  string
 	Owner string
-	// Token is the fencing token: greater than every token granted before
-	// it, for any lock. Pass it to whatever the lock protects.
+	// Token is the fencing token: greater than every earlier token of
+	// this lock, and never lower than any token granted before it, of any
+	// lock (grants of other locks committed together may share it). Pass
+	// it to whatever the lock protects.
 	Token int64
 	// Session is the session the lock lives in, empty when it has a lease
 	// of its own.
@@ -60,6 +62,9 @@ type Event struct {
 	Token   int64
 	Session string
 	Detail  string
+	// Credential is the ID of the credential whose request the event
+	// records (the hold's, for an expiry); empty without authentication.
+	Credential string
 }
 
 // FencedValue is a fenced register's content.
@@ -180,20 +185,21 @@ func (w *wireSession) session() *Session {
 }
 
 type wireEvent struct {
-	Revision int64    `json:"revision"`
-	Time     wireTime `json:"time"`
-	Type     string   `json:"type"`
-	Lock     string   `json:"lock"`
-	Owner    string   `json:"owner"`
-	Token    int64    `json:"token"`
-	Session  string   `json:"session"`
-	Detail   string   `json:"detail"`
+	Revision   int64    `json:"revision"`
+	Time       wireTime `json:"time"`
+	Type       string   `json:"type"`
+	Lock       string   `json:"lock"`
+	Owner      string   `json:"owner"`
+	Token      int64    `json:"token"`
+	Session    string   `json:"session"`
+	Detail     string   `json:"detail"`
+	Credential string   `json:"credential"`
 }
 
 func (w *wireEvent) event() Event {
 	return Event{
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Lock: w.Lock,
-		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail,
+		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
 	}
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -30,8 +33,24 @@ type Config struct {
 	Dir string
 	// PeerURL is where other members reach this one (listen and advertise).
 	PeerURL string
-	// ClientURL is where etcd clients (etcdctl, other tools) reach it.
+	// ClientURL is where etcd clients (etcdctl, other tools) reach it over
+	// TCP. Empty means the member has no TCP client listener at all: baton
+	// itself needs none (Client is in-process), and ClientSocket keeps
+	// local tools working.
 	ClientURL string
+	// ClientSocket serves etcd's client API, plain, on a unix socket at
+	// SocketPath(Dir) as well. Start makes Dir 0700 first, so the socket
+	// admits only the data dir's owner (and root), who can read the WAL
+	// anyway. It is advertised as the member's client URL when ClientURL
+	// is empty.
+	ClientSocket bool
+	// JSONGateway serves etcd's HTTP/JSON gateway (/v3/…) on the client
+	// listeners. It is off unless asked for: the gateway executes a POST
+	// whatever its Content-Type, and a browser sends a text/plain POST to
+	// any site without a preflight, so any web page open on the machine
+	// could delete keys through it, CORS or not. etcd's tools and "baton
+	// member" speak gRPC and need none of it.
+	JSONGateway bool
 	// ListenPeerURL and ListenClientURL are where the member listens,
 	// when that differs from the URLs it advertises (a container listens
 	// on 0.0.0.0 and is reached by its host name; etcd binds only to IP
@@ -99,11 +118,24 @@ func (c Config) Validate() error {
 		return errors.New("embedetcd: Dir must not be empty")
 	}
 	for field, u := range map[string]string{"PeerURL": c.PeerURL, "ClientURL": c.ClientURL, "ListenPeerURL": c.ListenPeerURL, "ListenClientURL": c.ListenClientURL} {
-		if u == "" && strings.HasPrefix(field, "Listen") {
+		if u == "" && field != "PeerURL" {
 			continue
 		}
 		if _, err := parseURL(u); err != nil {
 			return fmt.Errorf("embedetcd: %s: %w", field, err)
+		}
+	}
+	if c.ClientURL == "" {
+		switch {
+		case c.ListenClientURL != "":
+			return errors.New("embedetcd: ListenClientURL is set without ClientURL: with no ClientURL there is no TCP client listener")
+		case !c.ClientTLSInfo.Empty() || c.ClientAutoTLS:
+			return errors.New("embedetcd: ClientTLSInfo and ClientAutoTLS need a ClientURL: the socket is served plain, guarded by the data dir's permissions")
+		}
+	}
+	if c.ClientSocket {
+		if p := SocketPath(c.Dir); len(p) > MaxSocketPath {
+			return fmt.Errorf("embedetcd: socket path %s is %d bytes, over the %d a unix socket allows: use a shorter Dir", p, len(p), MaxSocketPath)
 		}
 	}
 	switch c.LogLevel {
@@ -165,6 +197,27 @@ func validateTLS(kind string, info transport.TLSInfo, auto bool, urls map[string
 	return nil
 }
 
+// SocketName is the file name of ClientSocket's socket in the data dir.
+const SocketName = "etcd.sock"
+
+// MaxSocketPath is the longest path a unix socket can have: sun_path is
+// 108 bytes on Linux (104 on the BSDs), its NUL included.
+const MaxSocketPath = 103
+
+// SocketPath is where a member with ClientSocket and data dir dir serves
+// its client API. Its URL for etcd clients is SocketURL(dir).
+func SocketPath(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return filepath.Join(dir, SocketName)
+}
+
+// SocketURL is SocketPath as an etcd client endpoint (unix:///…).
+func SocketURL(dir string) string {
+	return (&url.URL{Scheme: "unix", Path: SocketPath(dir)}).String()
+}
+
 func parseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -192,19 +245,36 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 		return nil, err
 	}
 	peer, _ := parseURL(c.PeerURL)
-	client, _ := parseURL(c.ClientURL)
-	listenPeer, listenClient := peer, client
+	listenPeer := peer
 	if c.ListenPeerURL != "" {
 		listenPeer, _ = parseURL(c.ListenPeerURL)
-	}
-	if c.ListenClientURL != "" {
-		listenClient, _ = parseURL(c.ListenClientURL)
 	}
 	cfg := embed.NewConfig()
 	cfg.Name = c.Name
 	cfg.Dir = c.Dir
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*listenPeer}, []url.URL{*peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*listenClient}, []url.URL{*client}
+	// etcd runs with no client listener at all (nothing in its embed
+	// package needs one, and the in-process client needs none); the
+	// member list then shows no client URL for this member.
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = nil, nil
+	var listenClient *url.URL
+	if c.ClientURL != "" {
+		client, _ := parseURL(c.ClientURL)
+		listenClient = client
+		if c.ListenClientURL != "" {
+			listenClient, _ = parseURL(c.ListenClientURL)
+		}
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*listenClient}, []url.URL{*client}
+	}
+	if c.ClientSocket {
+		sock := url.URL{Scheme: "unix", Path: SocketPath(c.Dir)}
+		cfg.ListenClientUrls = append(cfg.ListenClientUrls, sock)
+		if c.ClientURL == "" {
+			cfg.AdvertiseClientUrls = []url.URL{sock}
+		}
+	}
+	cfg.CORS, cfg.HostWhitelist = noOrigin, allowedHosts(listenClient)
+	cfg.EnableGRPCGateway = c.JSONGateway
 	cfg.InitialCluster = c.InitialCluster
 	if cfg.InitialCluster == "" {
 		cfg.InitialCluster = c.Name + "=" + peer.String()
@@ -239,9 +309,24 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 
+	if c.ClientSocket {
+		// etcd makes the data dir only after it has bound its listeners.
+		if err := privateDir(c.Dir); err != nil {
+			return nil, err
+		}
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
+	}
+	if c.ClientSocket {
+		// The directory already admits only its owner; the socket's own
+		// mode (umask's) should not say otherwise if it is ever loosened.
+		if err := os.Chmod(SocketPath(c.Dir), 0o600); err != nil {
+			closing.Store(true)
+			e.Close()
+			return nil, fmt.Errorf("start etcd: client socket: %w", err)
+		}
 	}
 	timer := time.NewTimer(c.StartTimeout)
 	defer timer.Stop()
@@ -261,6 +346,46 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 		return nil, fmt.Errorf("start etcd: %w", ctx.Err())
 	}
 	return &Member{etcd: e, client: v3client.New(e.Server), closing: closing, removed: removed}, nil
+}
+
+// noOrigin is a CORS set that lets no browser page read an answer: etcd
+// answers any Origin when the set is empty or holds "*", and otherwise
+// only the origins in it. Its one entry is no origin a browser sends
+// (those are "null" or scheme://host[:port]), so no answer carries
+// Access-Control-Allow-Origin. Nothing etcd serves is meant for a page.
+var noOrigin = map[string]struct{}{"baton:no-cross-origin-access": {}}
+
+// loopbackHosts are the Host names a member listening on loopback (or on
+// its socket alone) answers over plain HTTP, any port: the HTTP API's
+// rule, against DNS rebinding. etcd compares the Host without its port;
+// "[::1]" is a Host without one.
+var loopbackHosts = map[string]struct{}{"localhost": {}, "127.0.0.1": {}, "::1": {}, "[::1]": {}}
+
+// allowedHosts is etcd's HostWhitelist for a client listener at listen
+// (nil: the socket only). etcd checks it on plain HTTP only; over TLS any
+// Host is served, as the HTTP API serves any on a non-loopback address.
+func allowedHosts(listen *url.URL) map[string]struct{} {
+	if listen == nil {
+		return loopbackHosts
+	}
+	h := listen.Hostname()
+	if ip := net.ParseIP(h); h == "localhost" || ip != nil && ip.IsLoopback() {
+		return loopbackHosts
+	}
+	return map[string]struct{}{"*": {}}
+}
+
+// privateDir makes dir, or narrows it, to 0700: the socket in it is
+// exactly as private as the directory (whatever the socket file's own
+// mode, which umask sets), and etcd wants its data dir 0700 anyway.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("embedetcd: data dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("embedetcd: data dir: %w", err)
+	}
+	return nil
 }
 
 // Client returns the in-process client. It is closed by Close.

@@ -307,7 +307,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		then := []clientv3.Op{
 			clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
 			clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(Event{
-				Time: now, Type: EventAcquired, Lock: name, Owner: rec.Owner, Session: rec.Session,
+				Time: now, Type: EventAcquired, Lock: name, Owner: rec.Owner, Session: rec.Session, Credential: rec.Credential,
 			}), clientv3.WithLease(bucket)),
 		}
 		switch {

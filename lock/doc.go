@@ -9,8 +9,9 @@
 // A lock is one etcd key. Acquire creates it in a transaction guarded by
 // CreateRevision == 0, so at most one holder exists at any revision. The
 // key's ModRevision is the fencing token: the key is never rewritten while
-// held, so the token never changes, and since etcd revisions only grow,
-// every grant's token exceeds every token handed out before it, for any
+// held, so the token never changes, and since etcd revisions only grow, a
+// lock's tokens strictly increase (each is unique to its lock), and a
+// grant's token is never lower than any token granted before it, of any
 // lock, across restarts and leader changes. Acquires and releases that
 // arrive while earlier ones are in flight go to etcd together, as nested
 // txns of one txn (one raft entry), so concurrent grants of different

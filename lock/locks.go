@@ -292,7 +292,8 @@ func (e *Engine) end(ctx context.Context, name string, token int64, typ EventTyp
 // caller may act on it. head, if not nil, is the waiter to hand the lock
 // to.
 func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
-	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail}
+	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
+		Credential: credentialOf(ctx)}
 	var resp *clientv3.TxnResponse
 	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
 		var err error
@@ -415,7 +416,7 @@ func (e *Engine) handoffOps(name string, hr holderRecord, at time.Time, head *qu
 		clientv3.OpPut(e.lockKey(name), mustJSON(g), clientv3.WithLease(lease)),
 		clientv3.OpDelete(head.key),
 		clientv3.OpPut(e.acquiredKey(name, g.Hold), mustJSON(Event{
-			Time: at, Type: EventAcquired, Lock: name, Owner: g.Owner, Session: g.Session,
+			Time: at, Type: EventAcquired, Lock: name, Owner: g.Owner, Session: g.Session, Credential: g.Credential,
 		}), clientv3.WithLease(bucket)),
 	}
 	switch {

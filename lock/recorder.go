@@ -203,7 +203,8 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 		typ = EventSessionExpired
 	}
 	now := nowUTC()
-	ev := Event{Time: now, Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail}
+	ev := Event{Time: now, Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
+		Credential: hr.Credential}
 	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
 		then := []clientv3.Op{clientv3.OpPut(ekey, mustJSON(ev), clientv3.WithLease(bucket))}
 		if hr.LockDelay > 0 {

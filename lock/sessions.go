@@ -311,7 +311,7 @@ func (e *Engine) releaseAll(ctx context.Context, session string, names []string)
 				clientv3.OpDelete(e.lockKey(name)),
 				clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(Event{
 					Time: now, Type: EventReleased, Lock: name, Owner: hr.Owner, Token: tok, Session: session,
-					Detail: "session deleted",
+					Detail: "session deleted", Credential: credentialOf(ctx),
 				}), clientv3.WithLease(bucket)),
 			}
 			if hr.LockDelay > 0 {

@@ -13,8 +13,10 @@ type Lock struct {
 	Name  string
 	Owner string
 	// Token is the fencing token: the etcd revision at which this hold
-	// began. It is unique to the hold and greater than every token granted
-	// before it.
+	// began. It is greater than every earlier token of this lock (so
+	// unique to the hold among the lock's), and never lower than any token
+	// granted before it, of any lock: grants of other locks committed in
+	// the same etcd transaction share its value.
 	Token int64
 	// Session is the session's ID when the lock lives in a session, and
 	// empty when the lock has a lease of its own.
@@ -72,6 +74,14 @@ type Event struct {
 	Token    int64     `json:"token,omitempty"`
 	Session  string    `json:"session,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
+	// Credential is the ID of the credential (see Caller; never a token)
+	// whose request the event records: the acquirer's for acquired (also
+	// when a release hands the lock over), the releaser's or revoker's for
+	// released and revoked, and for expired and session_expired, which no
+	// request causes, the credential that acquired the hold. Owner is a
+	// label the client chose; Credential is what authentication proved.
+	// Empty without authentication.
+	Credential string `json:"credential,omitempty"`
 }
 
 // FencedValue is the content of a fenced register.

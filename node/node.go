@@ -92,13 +92,27 @@ type Config struct {
 	// ClientCertFile, ClientKeyFile, ClientTrustedCAFile and ClientAutoTLS
 	// do the same for the embedded member's client URL (etcdctl, "baton
 	// member"); with ClientTrustedCAFile every client must present a
-	// certificate that CA signed.
+	// certificate that CA signed. With AuthFile the client URL is served
+	// only with ClientTrustedCAFile (ServesClientTCP).
 	ClientCertFile, ClientKeyFile, ClientTrustedCAFile string
 	ClientAutoTLS                                      bool
+	// ClientJSONGateway serves etcd's HTTP/JSON gateway on the client URL
+	// (embedetcd.Config.JSONGateway), for tools that speak etcd's JSON.
+	ClientJSONGateway bool
 	// EtcdCACertFile, EtcdCertFile and EtcdKeyFile are for EtcdEndpoints
 	// (https://): the CA that verifies them (in place of the system's
 	// roots), and a client certificate.
 	EtcdCACertFile, EtcdCertFile, EtcdKeyFile string
+}
+
+// ServesClientTCP reports whether the embedded member listens on
+// ClientURL. The client port speaks etcd's API with none of baton's
+// authentication, so with AuthFile it is served only to clients with a
+// certificate of ClientTrustedCAFile; without one, and with an empty
+// ClientURL, the member serves its client API on the unix socket
+// embedetcd.SocketPath(DataDir) alone, for tools on this machine.
+func (c Config) ServesClientTCP() bool {
+	return c.ClientURL != "" && (c.AuthFile == "" || c.ClientTrustedCAFile != "")
 }
 
 // DefaultConfig returns the defaults of API.md's command-line section.
@@ -199,11 +213,23 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	} else {
 		ec := embedetcd.NewConfig()
 		ec.Name, ec.Dir = cfg.Name, cfg.DataDir
-		ec.PeerURL, ec.ClientURL, ec.InitialCluster = cfg.PeerURL, cfg.ClientURL, cfg.InitialCluster
+		ec.PeerURL, ec.InitialCluster = cfg.PeerURL, cfg.InitialCluster
 		ec.ClusterState = cfg.InitialClusterState
-		ec.ListenPeerURL, ec.ListenClientURL = cfg.ListenPeerURL, cfg.ListenClientURL
+		ec.ListenPeerURL = cfg.ListenPeerURL
 		ec.PeerTLSInfo, ec.PeerAutoTLS = peerTLS, cfg.PeerAutoTLS
-		ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS
+		ec.JSONGateway = cfg.ClientJSONGateway
+		if cfg.ServesClientTCP() {
+			ec.ClientURL, ec.ListenClientURL = cfg.ClientURL, cfg.ListenClientURL
+			ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS
+		} else {
+			ec.ClientURL, ec.ClientSocket = "", true
+			why := "--client-url is empty"
+			if cfg.ClientURL != "" {
+				why = "with --auth-file it is served only with --client-trusted-ca"
+			}
+			log.Info("etcd client port not served over TCP; baton member and snapshot save reach this member through its socket",
+				"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
+		}
 		if cfg.LogLevel == "debug" {
 			ec.LogLevel = "debug"
 		}

@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
+	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
 )
 
@@ -29,7 +30,7 @@ func (c Config) Validate() error {
 		return errors.New("--tls-client-ca needs --tls-cert and --tls-key: client certificates are checked only over HTTPS")
 	}
 	if len(c.EtcdEndpoints) > 0 {
-		if f := c.embeddedTLSFlag(); f != "" {
+		if f := c.embeddedMemberFlag(); f != "" {
 			return fmt.Errorf("%s configures the embedded etcd member, and with --etcd-endpoints there is none (use --etcd-cacert, --etcd-cert and --etcd-key)", f)
 		}
 		return c.validateEtcdTLS()
@@ -41,6 +42,25 @@ func (c Config) Validate() error {
 		return errors.New("--etcd-cert and --etcd-key are for --etcd-endpoints; baton reaches its embedded member in-process")
 	case c.PeerClientCertAuth && c.PeerCertFile == "":
 		return errors.New("--peer-client-cert-auth needs --peer-cert and --peer-key")
+	}
+	if !c.ServesClientTCP() {
+		// Settings for a client listener that will not exist are a
+		// mistake to say, not to drop in silence.
+		why := "--client-url is empty"
+		if c.ClientURL != "" {
+			why = "with --auth-file the etcd client port is served only with --client-trusted-ca (etcd's API there knows no baton credential)"
+		}
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--listen-client-url", c.ListenClientURL != ""}, {"--client-cert", c.ClientCertFile != ""}, {"--client-key", c.ClientKeyFile != ""}, {"--client-auto-tls", c.ClientAutoTLS}} {
+			if f.set {
+				return fmt.Errorf("%s configures a client TCP listener, and there is none: %s; baton member and snapshot save use the socket unix://DATA-DIR/%s", f.name, why, embedetcd.SocketName)
+			}
+		}
+		if p := embedetcd.SocketPath(c.DataDir); len(p) > embedetcd.MaxSocketPath {
+			return fmt.Errorf("--data-dir: the etcd client socket %s would be %d bytes, over the %d a unix socket allows: use a shorter --data-dir", p, len(p), embedetcd.MaxSocketPath)
+		}
 	}
 	peerURLs := [][2]string{{"--peer-url", c.PeerURL}, {"--listen-peer-url", c.ListenPeerURL}}
 	for _, m := range strings.Split(c.InitialCluster, ",") {
@@ -57,8 +77,9 @@ func (c Config) Validate() error {
 	return client.validate()
 }
 
-// embeddedTLSFlag names a TLS flag of the embedded member that is set, if any.
-func (c Config) embeddedTLSFlag() string {
+// embeddedMemberFlag names a TLS or client-port flag of the embedded
+// member that is set, if any.
+func (c Config) embeddedMemberFlag() string {
 	for _, f := range []struct {
 		name string
 		set  bool
@@ -66,7 +87,7 @@ func (c Config) embeddedTLSFlag() string {
 		{"--peer-cert", c.PeerCertFile != ""}, {"--peer-key", c.PeerKeyFile != ""}, {"--peer-trusted-ca", c.PeerTrustedCAFile != ""},
 		{"--peer-client-cert-auth", c.PeerClientCertAuth}, {"--peer-auto-tls", c.PeerAutoTLS},
 		{"--client-cert", c.ClientCertFile != ""}, {"--client-key", c.ClientKeyFile != ""}, {"--client-trusted-ca", c.ClientTrustedCAFile != ""},
-		{"--client-auto-tls", c.ClientAutoTLS},
+		{"--client-auto-tls", c.ClientAutoTLS}, {"--client-json-gateway", c.ClientJSONGateway},
 	} {
 		if f.set {
 			return f.name

@@ -408,3 +408,31 @@ func TestAuth_AStreamEndsWhenItsCredentialIsRemoved(t *testing.T) {
 		t.Fatalf("admin after the swap: %d", r.Status)
 	}
 }
+
+// TestAuth_EventsNameTheCredentialThatActedNeverItsToken: the owner label
+// is the client's to choose, so the trail records the credential
+// authentication proved for each event.
+func TestAuth_EventsNameTheCredentialThatActedNeverItsToken(t *testing.T) {
+	s := startWithAuth(t)
+	name, tok := holdFor(t, s, writeTok)
+	testserver.WantStatus(t, s.DoAs(adminTok, "POST", "/v1/locks/"+name+"/revoke", `{"reason":"test"}`), http.StatusNoContent)
+	h := testserver.WantJSON[api.History](t, s.DoAs(readTok, "GET", "/v1/history?lock="+name, ""), http.StatusOK)
+	if len(h.Events) != 2 || h.Events[0].Type != "revoked" || h.Events[1].Type != "acquired" || h.Events[1].Token != tok {
+		t.Fatalf("history %+v, want revoked then acquired", h.Events)
+	}
+	if got, want := h.Events[1].Credential, auth.CredentialID(writeTok); got != want {
+		t.Errorf("acquired event credential %q, want the writer's %q", got, want)
+	}
+	if got, want := h.Events[0].Credential, auth.CredentialID(adminTok); got != want {
+		t.Errorf("revoked event credential %q, want the admin's %q", got, want)
+	}
+	body := string(s.DoAs(readTok, "GET", "/v1/history?lock="+name, "").Body)
+	for _, secret := range []string{writeTok, adminTok} {
+		if strings.Contains(body, secret) {
+			t.Fatalf("history carries a token:\n%s", body)
+		}
+	}
+	if !strings.Contains(body, `"credential":"`+auth.CredentialID(adminTok)+`"`) {
+		t.Fatalf("history JSON has no credential member:\n%s", body)
+	}
+}

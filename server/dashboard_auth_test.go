@@ -64,6 +64,10 @@ func TestDashboard_AsksForATokenAndFollowsLiveWithItInChromium(t *testing.T) {
 	b.waitFor("the new lock's row", 10*time.Second, fmt.Sprintf(`%s && %s.querySelector('[data-testid="token"]').textContent === %q`, row, row, fmt.Sprint(lk.Token)))
 	b.waitFor("the acquisition in the history", 10*time.Second,
 		`document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="behind-auth"]')`)
+	// The owner is the client's claim; the row also names the credential.
+	if got := evalAs[string](b, `document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="behind-auth"] .owner').title`); got != "credential "+auth.CredentialID(writeTok) {
+		t.Errorf("the history row's owner is titled %q, want the acquiring credential %s", got, auth.CredentialID(writeTok))
+	}
 	b.waitFor("the cluster panel", 10*time.Second, `/^\d+$/.test(document.querySelector('[data-testid="cluster-revision"]').textContent)`)
 	if got := evalAs[string](b, stored); got != readTok {
 		t.Errorf("sessionStorage holds %q, want the token", got)

@@ -24,7 +24,7 @@ import (
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
-const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'"
+const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'"
 
 var (
 	// scriptTag finds every script element with what it holds.

@@ -21,7 +21,7 @@ import (
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
-const docsCSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"
+const docsCSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"
 
 // docsAssetRef finds what a page loads: scripts and stylesheets or icons.
 var docsAssetRef = regexp.MustCompile(`<(?:script|link)\b[^>]*\b(?:src|href)="([^"]*)"`)
@@ -311,5 +311,22 @@ func TestDocs_SwaggerUIRendersAndTriesItOutInChromium(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("page error: %s", p)
+	}
+}
+
+// TestPages_NoOtherSiteMayFrameTheDocsOrTheDashboard: both pages send
+// calls with the operator's token (Try it out, Revoke), so a site that
+// frames them could trick a click into one.
+func TestPages_NoOtherSiteMayFrameTheDocsOrTheDashboard(t *testing.T) {
+	s := testserver.Start(t)
+	for _, p := range []string{"/", "/docs", "/docs/", "/docs/index.html"} {
+		r := s.Do("GET", p, "")
+		testserver.WantStatus(t, r, http.StatusOK)
+		if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("GET %s: Content-Security-Policy %q has no frame-ancestors 'none'", p, csp)
+		}
+		if xfo := r.Header.Get("X-Frame-Options"); xfo != "DENY" {
+			t.Errorf("GET %s: X-Frame-Options %q, want DENY (for browsers without frame-ancestors)", p, xfo)
+		}
 	}
 }

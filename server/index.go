@@ -11,9 +11,10 @@ import (
 
 // dashboardCSP lets the dashboard load from, and connect to, this origin
 // only: its script and stylesheet are files of their own (no inline script
-// or style anywhere), and its one image is the icon. The browser test fails
-// on any violation of this policy.
-const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'"
+// or style anywhere), and its one image is the icon. It has a Revoke
+// button: no site may frame it. The browser test fails on any violation of
+// this policy.
+const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'"
 
 // dashboardTypes adds what docsTypes lacks.
 var dashboardTypes = map[string]string{".svg": "image/svg+xml"}
@@ -32,8 +33,7 @@ func registerDashboard(e *echo.Echo) {
 		files[name] = f
 	}
 	serve := files.serve
-	// The page has a Revoke button: no other site may frame it.
-	headers := pageHeaders(dashboardCSP, true)
+	headers := pageHeaders(dashboardCSP)
 	e.GET("/", func(c echo.Context) error { return serve(c, "index.html") }, headers)
 	e.GET(web.Prefix+"*", func(c echo.Context) error {
 		name := c.Param("*")

@@ -731,7 +731,8 @@
       cell("When", timeEl("ago", e.time)),
       cell("Event", el("span", { class: `badge ${e.type}`, "data-testid": "history-type" }, e.type.replace("_", " "))),
       cell("Lock", link),
-      cell("Owner", el("span", { class: "owner" }, e.owner || "—")),
+      // The owner is what the client said; the credential, what auth proved.
+      cell("Owner", el("span", { class: "owner", title: e.credential ? `credential ${e.credential}` : undefined, "data-credential": e.credential }, e.owner || "—")),
       cell("Token", e.token ? el("code", {}, e.token) : el("span", { class: "none" }, "—")),
       el("td", { "data-label": "Detail", class: "detail" }, e.detail || ""),
       cell("Revision", el("code", { class: "rev" }, e.revision)),

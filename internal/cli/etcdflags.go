@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
+	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
 )
 
@@ -39,7 +40,7 @@ func (f *etcdFlags) resolve() error {
 		}
 	}
 	if f.endpoints == "" {
-		f.endpoints = "http://127.0.0.1:2379"
+		f.endpoints = defaultEndpoint()
 	}
 	if (f.tls.CertFile == "") != (f.tls.KeyFile == "") {
 		return usagef("--etcd-cert and --etcd-key go together")
@@ -53,6 +54,22 @@ func (f *etcdFlags) resolve() error {
 		}
 	}
 	return nil
+}
+
+// defaultEndpoint is the local node's socket when it serves one (a node
+// with --auth-file and no --client-trusted-ca, or an empty --client-url,
+// has no client TCP port), found in its data dir: BATON_DATA_DIR, as the
+// node reads it, else the node's default. Otherwise it is a node's
+// default --client-url.
+func defaultEndpoint() string {
+	dir := os.Getenv("BATON_DATA_DIR")
+	if dir == "" {
+		dir = embedetcd.NewConfig().Dir
+	}
+	if fi, err := os.Stat(embedetcd.SocketPath(dir)); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		return embedetcd.SocketURL(dir)
+	}
+	return embedetcd.NewConfig().ClientURL
 }
 
 func (f *etcdFlags) list() []string {

@@ -25,14 +25,16 @@ func memberCmd(g *globals) *cobra.Command {
 		Use:   "member",
 		Short: "List, add and remove the etcd members of a baton cluster",
 		Long: `member changes the etcd cluster that baton nodes form, through etcd's client
-port (a node's --client-url). To grow a cluster: "baton member add NAME
+port (a node's --client-url, or unix://DATA-DIR/etcd.sock on the node's machine
+when it serves no client TCP port, as with --auth-file and no
+--client-trusted-ca). To grow a cluster: "baton member add NAME
 PEER-URL" on any node, then start the new node with the flags it prints
 (they include --initial-cluster-state existing). To shrink it: "baton member
 remove NAME", then stop that node. Change one member at a time, and only
 while every other member is up: adding a voting member raises the quorum
 before the new node has started.`,
 	}
-	etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379)")
+	etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default: the socket unix://DATA-DIR/etcd.sock of a node on this machine that serves no client TCP port, DATA-DIR from BATON_DATA_DIR or ./baton-data; else http://127.0.0.1:2379)")
 	c.PersistentFlags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
 	g.addOutput(c, func() error {
 		if timeout <= 0 {

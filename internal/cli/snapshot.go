@@ -63,7 +63,8 @@ func snapshotSaveCmd(g *globals) *cobra.Command {
 		Use:   "save FILE",
 		Short: "Save a snapshot of one member's etcd database to FILE",
 		Long: `save streams a point-in-time copy of the etcd database from one member's client
-port (a node's --client-url) into FILE, through FILE.part, so that FILE is
+port (a node's --client-url, or unix://DATA-DIR/etcd.sock on the node's machine
+when it serves no client TCP port) into FILE, through FILE.part, so that FILE is
 whole or absent. An existing FILE is replaced. Any member will do: each
 holds all the data, and a snapshot of a member that lags its leader by a
 few writes is still a consistent past state.`,
@@ -101,7 +102,7 @@ few writes is still a consistent past state.`,
 			return g.showSnapshot("saved", file, st, version)
 		},
 	}
-	etcd.add(c.Flags(), "client URL of the one etcd member to read (env BATON_ETCD_ENDPOINTS; default http://127.0.0.1:2379, a node's default --client-url)")
+	etcd.add(c.Flags(), "client URL of the one etcd member to read (env BATON_ETCD_ENDPOINTS; default: the socket unix://DATA-DIR/etcd.sock of a node on this machine that serves no client TCP port, DATA-DIR from BATON_DATA_DIR or ./baton-data; else http://127.0.0.1:2379, a node's default --client-url)")
 	c.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long the whole save may take")
 	return c
 }

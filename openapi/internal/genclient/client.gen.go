@@ -75,7 +75,16 @@ type Cluster struct {
 
 // Event defines model for Event.
 type Event struct {
-	Detail *string `json:"detail,omitempty"`
+	// Credential Credential is the ID of the credential whose request the event
+	// records (never the token): the acquirer's for acquired, the
+	// releaser's or revoker's for released and revoked, the hold's
+	// acquirer's for expired and session_expired. Unlike owner, which the
+	// client chooses, authentication proved it. Absent without
+	// authentication.
+	//
+	// Example: cred-a66317b406f5
+	Credential *string `json:"credential,omitempty"`
+	Detail     *string `json:"detail,omitempty"`
 
 	// Lock Example: nightly-recon
 	Lock string `json:"lock"`
@@ -525,7 +534,7 @@ type ClientInterface interface {
 
 	// AcquireLockWithBody Acquire a lock
 	//
-	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 	// Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 	// With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 	// `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
@@ -537,7 +546,7 @@ type ClientInterface interface {
 
 	// AcquireLock Acquire a lock
 	//
-	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 	// Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 	// With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 	// `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
@@ -833,7 +842,7 @@ func (c *Client) GetLock(ctx context.Context, name string, reqEditors ...Request
 
 // AcquireLockWithBody Acquire a lock
 //
-// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 // Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 // With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 // `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
@@ -855,7 +864,7 @@ func (c *Client) AcquireLockWithBody(ctx context.Context, name string, contentTy
 
 // AcquireLock Acquire a lock
 //
-// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 // Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 // With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 // `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
@@ -2042,7 +2051,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcquireLockWithBodyWithResponse Acquire a lock
 	//
-	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 	// Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 	// With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 	// `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
@@ -2054,7 +2063,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcquireLockWithResponse Acquire a lock
 	//
-	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+	// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 	// Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 	// With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 	// `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
@@ -3941,7 +3950,7 @@ func (c *ClientWithResponses) GetLockWithResponse(ctx context.Context, name stri
 
 // AcquireLockWithBodyWithResponse Acquire a lock
 //
-// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 // Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 // With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 // `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
@@ -3959,7 +3968,7 @@ func (c *ClientWithResponses) AcquireLockWithBodyWithResponse(ctx context.Contex
 
 // AcquireLockWithResponse Acquire a lock
 //
-// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every token granted before, for any lock. Pass the token to whatever the lock protects.
+// Takes the lock and returns it with its fencing token: the etcd revision at which this hold began, greater than every earlier token of this lock and never lower than any token granted before, of any lock (grants of other locks committed in one etcd transaction share a value). Pass the token to whatever the lock protects.
 // Without `session`, the lock gets a lease of its own of `ttl` (default 30s, from 2s to 24h); with `session`, it lives as long as the session and `ttl` must be absent.
 // With `wait`, the request queues for up to that long (at most 5m), first come first served across every node; a client that disconnects leaves no trace. Without it, a held lock answers 409 at once.
 // `lock_delay`: after this hold ends by expiry or revoke (not by a release), nobody may acquire the lock for that long. Every field is optional; `owner` defaults to the client's address.
