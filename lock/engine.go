@@ -43,8 +43,9 @@ type Config struct {
 	WaiterTTL time.Duration
 	// MaxWaitersPerLock caps the acquires queued for one lock, cluster
 	// wide; the next one fails with ErrTooManyWaiters. 0 means no cap.
-	// Each waiter holds an HTTP request, a queue key and a watch for up to
-	// MaxWait, so an unbounded queue is memory anyone can take.
+	// Each waiter holds an HTTP request, a queue key and a registration
+	// with the waiter hub for up to MaxWait, so an unbounded queue is
+	// memory anyone can take.
 	MaxWaitersPerLock int
 	// MaxLocksPerSession caps the locks one session holds; the next
 	// acquire in it fails with ErrTooManyLocks. 0 means no cap, the
@@ -57,7 +58,7 @@ type Config struct {
 	// CreateSession fails with ErrTooManySessions. 0 means no cap.
 	MaxSessions int
 	// MaxSubscriptions caps this engine's concurrent subscriptions (event
-	// streams): each holds a buffer of events and an etcd watch. The next
+	// streams): each holds a buffer of events (all share one etcd watch). The next
 	// Subscribe fails with ErrTooManySubscriptions. 0 means no cap.
 	MaxSubscriptions int
 	// WatchStallTimeout is how long one of the engine's etcd watches may

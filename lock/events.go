@@ -52,9 +52,10 @@ func (s *Subscription) Err() error {
 func (s *Subscription) Close() { s.cancel() }
 
 // Subscribe streams the audit trail: first the events recorded after
-// o.Since, read from etcd, then live events from a watch that starts
-// exactly where that read ended, so nothing is missed and nothing comes
-// twice. Events that share a revision (one transaction) arrive together.
+// o.Since, read from etcd, then live events from the engine's event watch,
+// which takes over exactly where that read ended, so nothing is missed and
+// nothing comes twice. Events that share a revision (one transaction)
+// arrive together.
 func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscription, error) {
 	if o.Since < 0 {
 		return nil, invalid("since", "must be a revision, 0 or more")
@@ -79,8 +80,8 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", e.cfg.MaxSubscriptions),
 		}
 	}
-	// A stream needs the engine's event watch; etcd's own watch on it
-	// is shared by every stream of the node.
+	// Every stream of the node is fed from the engine's event watch: none
+	// starts while it is not hearing etcd.
 	if err := e.streams.feed.heard(); err != nil {
 		e.subs.Add(-1)
 		return nil, err
@@ -140,8 +141,7 @@ func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan
 const subscriptionsRetryAfter = 5 * time.Second
 
 // Subscriptions is how many subscriptions the engine serves now: each
-// holds at most its Buffer of events, and one etcd watch while it follows
-// live events.
+// holds at most its Buffer of events; they share one etcd watch.
 func (e *Engine) Subscriptions() int { return int(e.subs.Load()) }
 
 // replayPage bounds each read of a replay.
