@@ -327,10 +327,3 @@ func (sw *streamWatch) close() {
 	defer sw.h.mu.Unlock()
 	delete(sw.h.streams, sw)
 }
-
-// streams is how many streams are registered.
-func (h *hub) streamCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.streams)
-}
