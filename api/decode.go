@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/problem"
 )
 
 // MaxBodyBytes caps request bodies; larger ones get 413.
@@ -37,10 +38,7 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &Problem{
-				Type: ProblemType("body_too_large"), Title: "Request body too large", Status: http.StatusRequestEntityTooLarge,
-				Code: "body_too_large", Detail: fmt.Sprintf("request bodies are limited to %d bytes", MaxBodyBytes),
-			}
+			return newProblem(problem.BodyTooLarge, fmt.Sprintf("request bodies are limited to %d bytes", MaxBodyBytes))
 		}
 		return badRequest("body", "could not read the request body")
 	}
@@ -51,10 +49,7 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		return badRequest("body", "a JSON object is required")
 	}
 	if ct := r.Header.Get(echo.HeaderContentType); ct != "" && !isJSONish(ct) {
-		return &Problem{
-			Type: ProblemType("unsupported_media_type"), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-			Code: "unsupported_media_type", Detail: "send the body as application/json",
-		}
+		return newProblem(problem.UnsupportedMediaType, "send the body as application/json")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

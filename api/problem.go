@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/problem"
 )
 
 // Problem is an RFC 9457 problem detail, the body of every error answer.
@@ -49,7 +50,7 @@ var requestIDHeader = http.CanonicalHeaderKey(echo.HeaderXRequestID)
 const WWWAuthenticate = `Bearer realm="baton"`
 
 // ProblemType is the type URI of a problem code.
-func ProblemType(code string) string { return "urn:baton:problem:" + code }
+func ProblemType[S ~string](code S) string { return problem.Type(code) }
 
 // Error lets a *Problem travel as an error from handlers to ErrorHandler.
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
@@ -58,44 +59,71 @@ func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
 // leader election.
 const unavailableRetryAfter = time.Second
 
-// errorTable maps engine errors to answers. The first entry whose error
-// matches (errors.Is) wins, so wrapped sentinels are found.
+// errorTable maps engine errors to answers; code, status and title come
+// from package problem, the vocabulary the client and the CLI read too.
+// status, when set, overrides the code's usual one. The first entry whose
+// error matches (errors.Is) wins, so wrapped sentinels are found.
 var errorTable = []struct {
 	err    error
+	code   problem.Code
 	status int
-	code   string
-	title  string
 }{
-	{lock.ErrInvalid, http.StatusBadRequest, "invalid_request", "Invalid request"},
-	{lock.ErrHeld, http.StatusConflict, "lock_held", "Lock held"},
-	{lock.ErrTokenMismatch, http.StatusConflict, "token_mismatch", "Token does not hold the lock"},
-	{lock.ErrStaleToken, http.StatusConflict, "stale_token", "Stale fencing token"},
-	{lock.ErrNotHolder, http.StatusConflict, "not_holder", "Token does not hold the lock"},
-	{lock.ErrNotHeld, http.StatusNotFound, "not_held", "Lock not held"},
-	{lock.ErrSessionNotFound, http.StatusNotFound, "session_not_found", "Session not found"},
-	{lock.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
+	{lock.ErrInvalid, problem.InvalidRequest, 0},
+	{lock.ErrHeld, problem.LockHeld, 0},
+	{lock.ErrTokenMismatch, problem.TokenMismatch, 0},
+	{lock.ErrStaleToken, problem.StaleToken, 0},
+	{lock.ErrNotHolder, problem.NotHolder, 0},
+	{lock.ErrNotHeld, problem.NotHeld, 0},
+	{lock.ErrSessionNotFound, problem.SessionNotFound, 0},
+	{lock.ErrNotFound, problem.NotFound, 0},
 	// Caps (lock.Config): 429 for what clears by itself as others finish
 	// (try later), 409 for what only the caller can clear (its own
 	// session's locks), 503 for this node's capacity (try another node).
-	{lock.ErrTooManyWaiters, http.StatusTooManyRequests, "too_many_waiters", "Too many waiters for the lock"},
-	{lock.ErrTooManyLocks, http.StatusConflict, "too_many_locks_in_session", "Too many locks in the session"},
-	{lock.ErrTooManySessions, http.StatusTooManyRequests, "too_many_sessions", "Too many sessions"},
-	{ErrTooManyClientStreams, http.StatusTooManyRequests, "too_many_streams", "Too many event streams"},
-	{lock.ErrTooManySubscriptions, http.StatusServiceUnavailable, "too_many_streams", "Too many event streams"},
-	{ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "Too many requests"},
-	{lock.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
-	{lock.ErrClosed, http.StatusServiceUnavailable, "shutting_down", "Node shutting down"},
+	{lock.ErrTooManyWaiters, problem.TooManyWaiters, 0},
+	{lock.ErrTooManyLocks, problem.TooManyLocksInSession, 0},
+	{lock.ErrTooManySessions, problem.TooManySessions, 0},
+	{ErrTooManyClientStreams, problem.TooManyStreams, 0},
+	{lock.ErrTooManySubscriptions, problem.TooManyStreams, http.StatusServiceUnavailable},
+	{ErrRateLimited, problem.RateLimited, 0},
+	{lock.ErrUnavailable, problem.Unavailable, 0},
+	{lock.ErrClosed, problem.ShuttingDown, 0},
 	// Authentication (server's auth middleware) and the engine's ownership
 	// check: one code for both refusals, the detail says which.
-	{auth.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Unauthorized"},
-	{auth.ErrForbidden, http.StatusForbidden, "forbidden", "Forbidden"},
-	{lock.ErrNotOwner, http.StatusForbidden, "forbidden", "Forbidden"},
-	// Fix (found by TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace):
-	// a client that leaves, a waiter giving up say, cancels its request's
-	// context and the engine returns context.Canceled. API.md plans for
-	// that; it is no server fault, so it must not answer 500 nor be logged
-	// as unexpected. 499 is nginx's "client closed request"; nobody reads it.
-	{context.Canceled, statusClientClosedRequest, "client_closed_request", "Client closed request"},
+	{auth.ErrUnauthorized, problem.Unauthorized, 0},
+	{auth.ErrForbidden, problem.Forbidden, 0},
+	{lock.ErrNotOwner, problem.Forbidden, 0},
+	// A client that leaves (a waiter giving up, say) cancels its request's
+	// context and the engine returns context.Canceled: no server fault, so
+	// neither a 500 nor a log line.
+	{context.Canceled, problem.ClientClosedRequest, 0},
+}
+
+// newProblem is the answer of code, with its status and title from
+// package problem.
+func newProblem(code problem.Code, detail string) *Problem {
+	i := problem.Get(code)
+	return &Problem{Type: ProblemType(code), Title: i.Title, Status: i.Status, Code: string(code), Detail: detail}
+}
+
+// Codes returns every code the error table and the router's own errors
+// can answer, so that tests can hold the clients to knowing them all.
+func Codes() []problem.Code {
+	seen := map[problem.Code]bool{}
+	var out []problem.Code
+	add := func(c problem.Code) {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, row := range errorTable {
+		add(row.code)
+	}
+	for _, c := range []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType} {
+		add(problem.Code(echoProblem(echo.NewHTTPError(c)).Code))
+	}
+	add(problem.Internal)
+	return out
 }
 
 // ErrTooManyClientStreams means the client (an address or a credential)
@@ -125,9 +153,6 @@ func (e *RateLimitedError) Error() string {
 // Unwrap makes errors.Is(err, ErrRateLimited) hold.
 func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
 
-// statusClientClosedRequest answers a request whose client went away.
-const statusClientClosedRequest = 499
-
 // toProblem turns any error into the answer to send. known is false for
 // errors nobody planned for, which deserve a log line.
 func toProblem(err error) (p *Problem, known bool) {
@@ -142,7 +167,10 @@ func toProblem(err error) (p *Problem, known bool) {
 		if !errors.Is(err, row.err) {
 			continue
 		}
-		p = &Problem{Type: ProblemType(row.code), Title: row.title, Status: row.status, Code: row.code, Detail: err.Error()}
+		p = newProblem(row.code, err.Error())
+		if row.status != 0 {
+			p.Status = row.status
+		}
 		var ie *lock.InvalidError
 		if errors.As(err, &ie) {
 			p.Field, p.Detail = ie.Field, ie.Error()
@@ -171,40 +199,42 @@ func toProblem(err error) (p *Problem, known bool) {
 			p.Detail = rl.Error()
 			p.RetryAfter = max(1, ceilSeconds(rl.RetryAfter))
 		}
-		if row.code == "unavailable" || row.code == "shutting_down" {
+		if row.code == problem.Unavailable || row.code == problem.ShuttingDown {
 			p.RetryAfter = ceilSeconds(unavailableRetryAfter)
 			// The wrapped etcd message is context for operators, not for
 			// clients: say what happened in our words.
 			p.Detail = "etcd could not serve the request in time (no leader or no quorum); the request may or may not have taken effect; retry"
-			if row.code == "shutting_down" {
+			if row.code == problem.ShuttingDown {
 				p.Detail = "this node is shutting down; retry on another node"
 			}
 		}
 		return p, true
 	}
-	return &Problem{
-		Type: ProblemType("internal"), Title: "Internal error", Status: http.StatusInternalServerError,
-		Code: "internal", Detail: "an unexpected error occurred; it has been logged",
-	}, false
+	return newProblem(problem.Internal, "an unexpected error occurred; it has been logged"), false
 }
 
 func echoProblem(he *echo.HTTPError) *Problem {
-	code := "http_" + strconv.Itoa(he.Code)
-	switch he.Code {
-	case http.StatusNotFound:
-		code = "route_not_found"
-	case http.StatusMethodNotAllowed:
-		code = "method_not_allowed"
-	case http.StatusRequestEntityTooLarge:
-		code = "body_too_large"
-	case http.StatusUnsupportedMediaType:
-		code = "unsupported_media_type"
-	}
 	detail := http.StatusText(he.Code)
 	if s, ok := he.Message.(string); ok {
 		detail = s
 	}
-	return &Problem{Type: ProblemType(code), Title: http.StatusText(he.Code), Status: he.Code, Code: code, Detail: detail}
+	var code problem.Code
+	switch he.Code {
+	case http.StatusNotFound:
+		code = problem.RouteNotFound
+	case http.StatusMethodNotAllowed:
+		code = problem.MethodNotAllowed
+	case http.StatusRequestEntityTooLarge:
+		code = problem.BodyTooLarge
+	case http.StatusUnsupportedMediaType:
+		code = problem.UnsupportedMediaType
+	default:
+		// A status echo answers that has no code of ours: keep the
+		// status, and a code that says so.
+		c := "http_" + strconv.Itoa(he.Code)
+		return &Problem{Type: ProblemType(c), Title: http.StatusText(he.Code), Status: he.Code, Code: c, Detail: detail}
+	}
+	return newProblem(code, detail)
 }
 
 func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
@@ -246,8 +276,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 
 // badRequest is a 400 naming the field at fault.
 func badRequest(field, detail string) *Problem {
-	return &Problem{
-		Type: ProblemType("invalid_request"), Title: "Invalid request", Status: http.StatusBadRequest,
-		Code: "invalid_request", Field: field, Detail: detail,
-	}
+	p := newProblem(problem.InvalidRequest, detail)
+	p.Field = field
+	return p
 }

@@ -291,23 +291,23 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 			c.preferred.Store(int64(i))
 			return status, nil
 		}
-		err := f.err
+		err := opError(r.op, f.err)
 		if unsettled && f.settled {
 			err = fmt.Errorf("%w (an earlier attempt got no answer and may have taken effect)", err)
 		}
 		if !r.idempotent && f.sent && !f.settled {
-			return status, fmt.Errorf("%s: the outcome is unknown, the request may have taken effect: %w", r.op, err)
+			return status, fmt.Errorf("%w; the outcome is unknown: the request may have taken effect", err)
 		}
 		if ctx.Err() != nil || !f.retryable {
-			return status, fmt.Errorf("%s: %w", r.op, err)
+			return status, err
 		}
 		// The next call starts on the next node: this one is in trouble.
 		c.preferred.CompareAndSwap(int64(i), int64((i+1)%n))
 		switch {
 		case !r.idempotent && attempt+1 >= n:
-			return status, fmt.Errorf("%s: %w", r.op, err) // every node refused the connection
+			return status, err // every node refused the connection
 		case r.idempotent && attempt >= c.retries:
-			return status, fmt.Errorf("%s: gave up after %d attempts: %w", r.op, attempt+1, err)
+			return status, fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)
 		}
 		unsettled = unsettled || f.sent
 		// A node not yet tried in this round is tried at once; a full
@@ -317,10 +317,20 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 			round := (attempt + 1) / n
 			wait := max(c.backoff(round-1), min(f.retryAfter, maxRetryAfter))
 			if err := sleep(ctx, wait); err != nil {
-				return status, fmt.Errorf("%s: %w (while waiting to retry: %w)", r.op, f.err, err)
+				return status, fmt.Errorf("%w (while waiting to retry: %w)", opError(r.op, f.err), err)
 			}
 		}
 	}
+}
+
+// opError names the call op in err: a server's answer carries it as its
+// Op, any other error gets it as a prefix.
+func opError(op string, err error) error {
+	if e, ok := err.(*Error); ok && e.Op == "" {
+		e.Op = op
+		return e
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // backoff is the pause after the given number of failed rounds, with

@@ -10,49 +10,102 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baton-dev/baton/problem"
 )
 
 // Sentinel errors. Match them with errors.Is; the *Error behind them, found
-// with errors.As, carries the server's details.
+// with errors.As, carries the server's details. Every problem code of
+// package problem has a sentinel (Sentinel returns any of them); the
+// common ones are named here.
 var (
 	// ErrHeld: someone else holds the lock, or lock-delay forbids taking
 	// it (then RetryAfter says for how long). Error.Holder is the holder.
-	ErrHeld = errors.New("baton: lock held")
+	ErrHeld = Sentinel(problem.LockHeld)
 	// ErrNotHeld: nobody holds the lock (with this token).
-	ErrNotHeld = errors.New("baton: lock not held")
+	ErrNotHeld = Sentinel(problem.NotHeld)
 	// ErrTokenMismatch: the lock is held, but by another token.
-	ErrTokenMismatch = errors.New("baton: token does not hold the lock")
+	ErrTokenMismatch = Sentinel(problem.TokenMismatch)
 	// ErrStaleToken: a fenced write carried a token below one already
 	// seen; Error.MaxToken is the largest.
-	ErrStaleToken = errors.New("baton: stale token")
+	ErrStaleToken = Sentinel(problem.StaleToken)
 	// ErrNotHolder: a fenced write named a lock its token does not hold.
-	ErrNotHolder = errors.New("baton: token does not hold the named lock")
+	ErrNotHolder = Sentinel(problem.NotHolder)
 	// ErrSessionNotFound: the session expired, was deleted or never existed.
-	ErrSessionNotFound = errors.New("baton: session not found")
+	ErrSessionNotFound = Sentinel(problem.SessionNotFound)
 	// ErrNotFound: no such fenced value.
-	ErrNotFound = errors.New("baton: not found")
+	ErrNotFound = Sentinel(problem.NotFound)
 	// ErrInvalid: the server rejected the request as malformed;
 	// Error.Field names the field at fault.
-	ErrInvalid = errors.New("baton: invalid request")
+	ErrInvalid = Sentinel(problem.InvalidRequest)
 	// ErrUnavailable: no node could serve the call (no etcd leader or
 	// quorum, node shutting down or unreachable). For a call that is not
-	// idempotent, the outcome is unknown: it may have taken effect.
-	ErrUnavailable = errors.New("baton: unavailable")
-	// ErrLockLost: a *Lock is no longer held, or may no longer be: see
-	// Lock.Err for why.
-	ErrLockLost = errors.New("baton: lock lost")
+	// idempotent, the outcome is unknown: it may have taken effect. Any
+	// 5xx matches it, and so does every code retried Elsewhere.
+	ErrUnavailable = Sentinel(problem.Unavailable)
 	// ErrUnauthorized: the node runs with authentication and the call
 	// carried no valid bearer token (Config.Token). Any 401 matches it.
-	ErrUnauthorized = errors.New("baton: unauthorized")
+	ErrUnauthorized = Sentinel(problem.Unauthorized)
 	// ErrForbidden: the token is valid but its role does not allow the
 	// call, or the hold or session belongs to another credential;
 	// Error.Detail says which. Any 403 matches it.
-	ErrForbidden = errors.New("baton: forbidden")
+	ErrForbidden = Sentinel(problem.Forbidden)
+
+	// The caps. Error.Limit is the cap; Error.RetryAfter, when set, when
+	// to try again. Nothing was done.
+
+	// ErrTooManyWaiters: the lock's queue is full; try later.
+	ErrTooManyWaiters = Sentinel(problem.TooManyWaiters)
+	// ErrTooManyLocksInSession: the session holds as many locks as it may;
+	// release one of them first.
+	ErrTooManyLocksInSession = Sentinel(problem.TooManyLocksInSession)
+	// ErrTooManySessions: the cluster holds as many sessions as it may.
+	ErrTooManySessions = Sentinel(problem.TooManySessions)
+	// ErrTooManyStreams: this client (address or credential), or the node,
+	// has as many event streams open as it may.
+	ErrTooManyStreams = Sentinel(problem.TooManyStreams)
+	// ErrRateLimited: the client sent more requests than its rate limit
+	// allows; wait Error.RetryAfter.
+	ErrRateLimited = Sentinel(problem.RateLimited)
+
+	// ErrLockLost: a *Lock is no longer held, or may no longer be: see
+	// Lock.Err for why. It is the client's own judgement, no server code.
+	ErrLockLost = errors.New("baton: lock lost")
 )
+
+// codeError is the sentinel of one problem code.
+type codeError struct {
+	code problem.Code
+	msg  string
+}
+
+func (s *codeError) Error() string { return s.msg }
+
+// sentinels holds one sentinel per code of package problem.
+var sentinels = func() map[problem.Code]*codeError {
+	m := map[problem.Code]*codeError{}
+	for _, i := range problem.All() {
+		m[i.Code] = &codeError{code: i.Code, msg: "baton: " + strings.ToLower(i.Title[:1]) + i.Title[1:]}
+	}
+	return m
+}()
+
+// Sentinel returns the sentinel error of a problem code, which
+// errors.Is(err, Sentinel(code)) matches against an answer with that code,
+// or nil for a code this client does not know (a newer server's; Error.Code
+// still says it).
+func Sentinel[S ~string](code S) error {
+	if s, ok := sentinels[problem.Code(code)]; ok {
+		return s
+	}
+	return nil
+}
 
 // Error is an error answer from a baton node: its RFC 9457 problem
 // document. errors.Is matches it against the sentinels by its Code.
 type Error struct {
+	// Op names the call that got the answer (`revoke "wlock"`).
+	Op string
 	// Status is the HTTP status code.
 	Status int
 	// Code is the server's stable, machine-readable code ("lock_held").
@@ -65,55 +118,60 @@ type Error struct {
 	Holder *LockInfo
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64
+	// Limit is the cap that was reached (too_many_waiters and the other
+	// caps).
+	Limit int
 	// RetryAfter is how long the server asks to wait (lock-delay, 503).
 	RetryAfter time.Duration
 }
 
+// Error is one line: the call, what the server said, and its status and
+// code, as in `revoke "wlock": lock not held (404 not_held)`.
 func (e *Error) Error() string {
+	msg := e.Detail
+	if msg == "" {
+		msg = e.Title
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "baton: %d", e.Status)
+	if e.Op != "" {
+		// The server's detail names the operation too, as the engine
+		// wraps its errors: say it once.
+		msg = strings.TrimPrefix(msg, e.Op+": ")
+		b.WriteString(e.Op + ": ")
+	}
+	b.WriteString(msg)
+	fmt.Fprintf(&b, " (%d", e.Status)
 	if e.Code != "" {
 		b.WriteString(" " + e.Code)
 	}
-	switch {
-	case e.Detail != "":
-		b.WriteString(": " + e.Detail)
-	case e.Title != "":
-		b.WriteString(": " + e.Title)
-	}
+	b.WriteString(")")
 	return b.String()
-}
-
-// codes maps the server's problem codes to the sentinels.
-var codes = map[string]error{
-	"lock_held":         ErrHeld,
-	"not_held":          ErrNotHeld,
-	"token_mismatch":    ErrTokenMismatch,
-	"stale_token":       ErrStaleToken,
-	"not_holder":        ErrNotHolder,
-	"session_not_found": ErrSessionNotFound,
-	"not_found":         ErrNotFound,
-	"invalid_request":   ErrInvalid,
-	"unavailable":       ErrUnavailable,
-	"shutting_down":     ErrUnavailable,
-	"unauthorized":      ErrUnauthorized,
-	"forbidden":         ErrForbidden,
 }
 
 // Is reports whether the answer means target, so that
 // errors.Is(err, ErrHeld) works on errors from the wire. Any 5xx counts as
 // ErrUnavailable: it comes from the node or a proxy, not from the request;
-// any 401 as ErrUnauthorized and any 403 as ErrForbidden.
+// so does every code retried Elsewhere. Any 401 counts as ErrUnauthorized
+// and any 403 as ErrForbidden: a proxy in front of baton may answer these
+// without a problem body.
 func (e *Error) Is(target error) bool {
-	switch {
-	case target == ErrUnavailable && e.Status >= 500,
-		// A proxy in front of baton may answer these without a problem body.
-		target == ErrUnauthorized && e.Status == http.StatusUnauthorized,
-		target == ErrForbidden && e.Status == http.StatusForbidden:
+	s, ok := target.(*codeError)
+	if !ok {
+		return false
+	}
+	if string(s.code) == e.Code {
 		return true
 	}
-	s, ok := codes[e.Code]
-	return ok && s == target
+	switch s.code {
+	case problem.Unavailable:
+		i, known := problem.Lookup(e.Code)
+		return e.Status >= 500 || known && i.Retry == problem.Elsewhere
+	case problem.Unauthorized:
+		return e.Status == http.StatusUnauthorized
+	case problem.Forbidden:
+		return e.Status == http.StatusForbidden
+	}
+	return false
 }
 
 // wireProblem is the problem+json body the server sends.
@@ -127,6 +185,7 @@ type wireProblem struct {
 	Holder     *wireLock `json:"holder"`
 	MaxToken   int64     `json:"max_token"`
 	RetryAfter int64     `json:"retry_after"`
+	Limit      int       `json:"limit"`
 }
 
 // decodeError reads an error answer. Whatever the body, the result says
@@ -138,7 +197,7 @@ func decodeError(resp *http.Response) *Error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var p wireProblem
 	if isJSON(resp.Header.Get("Content-Type")) && decodeProblem(body, &p) && p.Code != "" {
-		e.Code, e.Detail, e.Field, e.MaxToken = p.Code, p.Detail, p.Field, p.MaxToken
+		e.Code, e.Detail, e.Field, e.MaxToken, e.Limit = p.Code, p.Detail, p.Field, p.MaxToken, p.Limit
 		if p.Title != "" {
 			e.Title = p.Title
 		}

@@ -2,11 +2,14 @@ package client_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/client"
+	problems "github.com/baton-dev/baton/problem"
 )
 
 // TestErrors_SurviveTheWire provokes each of the server's error codes and
@@ -169,5 +172,71 @@ func TestError_MapsCodesAndServerErrors(t *testing.T) {
 	}
 	if errors.Is(&client.Error{Status: 404, Code: "route_not_found"}, client.ErrNotFound) {
 		t.Error("route_not_found (a wrong URL) matches ErrNotFound (no such fenced value)")
+	}
+}
+
+// TestErrors_EveryCodeTheServerAnswersHasASentinel holds the client to the
+// server's vocabulary: every code the api can answer (its error table and
+// the router's own errors) has a sentinel that errors.Is matches, and
+// none matches another code's sentinel.
+func TestErrors_EveryCodeTheServerAnswersHasASentinel(t *testing.T) {
+	for _, code := range api.Codes() {
+		s := client.Sentinel(code)
+		if s == nil {
+			t.Errorf("the server answers %q; the client has no sentinel for it", code)
+			continue
+		}
+		info, ok := problems.Lookup(code)
+		if !ok {
+			t.Errorf("the server answers %q, which package problem does not list", code)
+			continue
+		}
+		e := &client.Error{Status: info.Status, Code: string(code)}
+		if !errors.Is(e, s) {
+			t.Errorf("%v does not match its own sentinel %v", e, s)
+		}
+		for _, other := range problems.All() {
+			if o := client.Sentinel(other.Code); other.Code != code && o != client.ErrUnavailable && o != client.ErrForbidden && errors.Is(e, o) {
+				t.Errorf("%v matches %q's sentinel too", e, other.Code)
+			}
+		}
+	}
+}
+
+// TestErrors_CapsAndRateLimitsHaveNamedSentinels: the codes the caps
+// answer are matched by name, as callers write them.
+func TestErrors_CapsAndRateLimitsHaveNamedSentinels(t *testing.T) {
+	for _, tc := range []struct {
+		e    client.Error
+		want error
+	}{
+		{client.Error{Status: 429, Code: "too_many_waiters"}, client.ErrTooManyWaiters},
+		{client.Error{Status: 409, Code: "too_many_locks_in_session"}, client.ErrTooManyLocksInSession},
+		{client.Error{Status: 429, Code: "too_many_sessions"}, client.ErrTooManySessions},
+		{client.Error{Status: 429, Code: "too_many_streams"}, client.ErrTooManyStreams},
+		{client.Error{Status: 503, Code: "too_many_streams"}, client.ErrTooManyStreams},
+		{client.Error{Status: 503, Code: "too_many_streams"}, client.ErrUnavailable},
+		{client.Error{Status: 429, Code: "rate_limited"}, client.ErrRateLimited},
+		{client.Error{Status: 403, Code: "cross_origin"}, client.ErrForbidden},
+	} {
+		if !errors.Is(&tc.e, tc.want) {
+			t.Errorf("%v does not match %v", &tc.e, tc.want)
+		}
+	}
+	if errors.Is(&client.Error{Status: 429, Code: "rate_limited"}, client.ErrUnavailable) {
+		t.Error("rate_limited (retry later, here) matches ErrUnavailable")
+	}
+}
+
+// TestError_OneLine: the call is named once, even though the server's
+// detail names it too.
+func TestError_OneLine(t *testing.T) {
+	f := newFront(t)
+	c := newClient(t, f.URL)
+	name := lockName(t, "free")
+	err := c.Revoke(ctxFor(t, time.Minute), name, "")
+	want := fmt.Sprintf("revoke %q: lock not held (404 not_held)", name)
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
 	}
 }

@@ -235,8 +235,8 @@ func checkClientResult(t *testing.T, call string, a *answer, err error) {
 	if e.RetryAfter < 0 {
 		t.Fatalf("%s: Retry-After %q, retry_after in %q read as %v", call, a.retryAfter, a.body, e.RetryAfter)
 	}
-	if !strings.HasPrefix(e.Error(), fmt.Sprintf("baton: %d", a.status)) {
-		t.Fatalf("%s: error text %q does not start with the status", call, e.Error())
+	if !strings.Contains(e.Error(), fmt.Sprintf("(%d", a.status)) || strings.Count(e.Error(), "\n") > 0 {
+		t.Fatalf("%s: error text %q is not one line with the status", call, e.Error())
 	}
 	// A problem document, as far as its members that say what went wrong
 	// go: a broken member elsewhere (a holder that does not parse) must

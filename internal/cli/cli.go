@@ -15,19 +15,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/problem"
 )
 
-// Exit codes; see the package doc.
+// Exit codes; see the package doc. A server's answer gets the exit code
+// package problem gives its code, so a code added there has one here too.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
-	ExitHeld        = 3
-	ExitNotHeld     = 4
-	ExitStale       = 5
-	ExitUnavailable = 6
-	ExitDenied      = 7
-	ExitLost        = 10
+	ExitOK          = problem.ExitOK
+	ExitFailure     = problem.ExitFailure
+	ExitUsage       = problem.ExitUsage
+	ExitHeld        = problem.ExitHeld
+	ExitNotHeld     = problem.ExitNotHeld
+	ExitStale       = problem.ExitStale
+	ExitUnavailable = problem.ExitUnavailable
+	ExitDenied      = problem.ExitDenied
+	ExitBusy        = problem.ExitBusy
+	ExitLost        = problem.ExitLost
 )
 
 // ExitError carries the exit code a command wants. Quiet ones (a child's
@@ -44,21 +47,31 @@ func (e *ExitError) Unwrap() error { return e.Err }
 // ExitCode maps an error from a command to the process's exit code.
 func ExitCode(err error) int {
 	var ee *ExitError
+	var ce *client.Error
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.Is(err, client.ErrHeld):
-		return ExitHeld
-	case errors.Is(err, client.ErrNotHeld), errors.Is(err, client.ErrNotFound), errors.Is(err, client.ErrSessionNotFound):
-		return ExitNotHeld
-	case errors.Is(err, client.ErrTokenMismatch), errors.Is(err, client.ErrStaleToken), errors.Is(err, client.ErrNotHolder):
-		return ExitStale
+	case errors.As(err, &ce):
+		if i, ok := problem.Lookup(ce.Code); ok {
+			return i.Exit
+		}
+		// A code this build does not know (a newer server's), or an
+		// answer without one (a proxy's): its status says what it can.
+		switch {
+		case ce.Status >= 500:
+			return ExitUnavailable
+		case ce.Status == 401, ce.Status == 403:
+			return ExitDenied
+		case ce.Status == 429:
+			return ExitBusy
+		}
+		return ExitFailure
 	case errors.Is(err, client.ErrUnavailable):
-		return ExitUnavailable
-	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden):
-		return ExitDenied
+		return ExitUnavailable // no answer at all
+	case errors.Is(err, client.ErrLockLost):
+		return ExitLost
 	case errors.Is(err, client.ErrInvalid), isUsage(err):
 		return ExitUsage
 	}
