@@ -133,6 +133,9 @@ type Client struct {
 	// start there, so a cluster with a dead node costs one failed dial per
 	// change of node, not one per call.
 	preferred atomic.Int64
+	// watch streams the audit trail for the locks held, so that a revoke
+	// or an expiry reaches Lock.Lost at once.
+	watch holdWatcher
 }
 
 // New returns a client configured by DefaultConfig, with endpoints instead
@@ -152,6 +155,7 @@ func NewWithConfig(cfg Config) (*Client, error) {
 		return nil, errors.New("baton client: no endpoints")
 	}
 	c := &Client{hc: cfg.HTTPClient, token: cfg.Token, timeout: cfg.Timeout, backoff0: cfg.RetryBackoff}
+	c.watch.c = c
 	for _, e := range cfg.Endpoints {
 		base, err := parseEndpoint(e)
 		if err != nil {

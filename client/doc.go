@@ -2,7 +2,8 @@
 // with fencing tokens. It speaks baton's HTTP API, turns the server's
 // problem+json answers back into errors that errors.Is and errors.As
 // understand, renews held locks in the background, and says when a lock is
-// lost. It imports nothing but the standard library.
+// lost. It imports nothing but the standard library and package problem,
+// the vocabulary of problem codes it shares with the server.
 //
 // # The fencing pattern
 //
@@ -38,15 +39,22 @@
 //	}
 //
 // Lost can only fire after the fact, so the token check remains what makes
-// writes safe.
+// writes safe. While a Client holds locks it keeps one event stream open
+// (GET /v1/events, filtered to the lock when all its holds have one
+// name), so a revoke or an expiry reaches Lost within milliseconds, not
+// at the next renew; renewals stay the liveness check, and a stream that
+// cannot connect never makes a lock look lost.
 //
 // # Errors
 //
 // Answers of the server are *Error values carrying the problem's code,
 // detail and members (the holder of a held lock, the largest token a
-// register has seen). errors.Is matches them against ErrHeld, ErrNotHeld,
-// ErrTokenMismatch, ErrStaleToken, ErrNotHolder, ErrSessionNotFound,
-// ErrNotFound, ErrInvalid and ErrUnavailable.
+// register has seen, the cap that was reached). errors.Is matches them
+// against ErrHeld, ErrNotHeld, ErrTokenMismatch, ErrStaleToken,
+// ErrNotHolder, ErrSessionNotFound, ErrNotFound, ErrInvalid,
+// ErrUnavailable, the caps' ErrTooManyWaiters, ErrTooManyLocksInSession,
+// ErrTooManySessions, ErrTooManyStreams and ErrRateLimited, and
+// Sentinel(code) for any code of package problem.
 //
 // # Retries and failover
 //

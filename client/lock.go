@@ -218,6 +218,7 @@ func (c *Client) newLock(info LockInfo, ttl time.Duration, deadline time.Time) *
 	l.expiry = time.AfterFunc(time.Until(deadline), l.checkExpiry)
 	l.mu.Unlock()
 	go l.keepAlive(ctx)
+	c.watch.register(l)
 	return l
 }
 
@@ -238,11 +239,16 @@ func (l *Lock) Info() LockInfo {
 }
 
 // Lost returns a channel that is closed as soon as the lock is known lost:
-// a renew was answered not_held or token_mismatch (released elsewhere,
-// revoked, expired), or the TTL ran out by the client's clock with no
-// renew confirmed (the cluster unreachable, renewals hanging). Stop the
-// protected work when it closes. Err says why. A Release does not close
-// it, unless the release finds the lock lost.
+// the audit trail recorded the hold's end (revoked, expired, its session
+// expired, or released by its token from elsewhere), which the Client's
+// event stream delivers within milliseconds; a renew was answered
+// not_held or token_mismatch; or the TTL ran out by the client's clock
+// with no renew confirmed (the cluster unreachable, renewals hanging).
+// Stop the protected work when it closes. Err says why. A Release does
+// not close it, unless the release finds the lock lost.
+//
+// The event stream only ever tells sooner: when it cannot connect, the
+// renewals alone decide, at about a third of the TTL.
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
 
 // Done returns a channel that is closed when the lock is no longer kept:
@@ -276,6 +282,8 @@ func (l *Lock) Release(ctx context.Context) error {
 	// lost lock look held for a moment.
 	l.stopRenew()
 	<-l.renewDone
+	// Before the release: its own released event is no loss.
+	l.c.watch.unregister(l)
 	// Even a lock the client judged lost is released: its clock errs
 	// early, so the server may still hold it, and others should not wait
 	// for the lease to run out.
@@ -335,7 +343,7 @@ func (l *Lock) keepAlive(ctx context.Context) {
 			failures = 0
 			l.extend(sent, info)
 		case isLostAnswer(err):
-			l.lose(fmt.Errorf("renew: %w", err))
+			l.lose(err) // the error names the renew
 			return
 		default:
 			failures++
@@ -386,6 +394,23 @@ func (l *Lock) checkExpiry() {
 	l.loseLocked(cause)
 }
 
+// LostError is why a *Lock was lost, as Lock.Err returns it. It matches
+// ErrLockLost and whatever Cause matches (ErrNotHeld for a revoke, an
+// expiry or a release elsewhere; ErrTokenMismatch; ErrUnavailable…).
+type LostError struct {
+	Name  string
+	Token int64
+	// Cause says how the loss became known: the audit trail's event, a
+	// renew's answer, or the TTL running out by the client's clock.
+	Cause error
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("baton: lock %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
+}
+
+func (e *LostError) Unwrap() []error { return []error{ErrLockLost, e.Cause} }
+
 func (l *Lock) lose(cause error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -396,7 +421,7 @@ func (l *Lock) loseLocked(cause error) {
 	if l.err != nil || l.finished {
 		return
 	}
-	l.err = fmt.Errorf("%w: %q (token %d): %w", ErrLockLost, l.name, l.token, cause)
+	l.err = &LostError{Name: l.name, Token: l.token, Cause: cause}
 	close(l.lost)
 	l.finishLocked()
 }
@@ -409,4 +434,5 @@ func (l *Lock) finishLocked() {
 	close(l.done)
 	l.expiry.Stop()
 	l.stopRenew()
+	l.c.watch.unregister(l)
 }

@@ -214,8 +214,10 @@ func TestLock_LostFiresWhenAnotherHolderTookOver(t *testing.T) {
 	}
 	releaseAtEnd(t, lk2)
 	waitClosed(t, lk.Lost(), shortTTL, "Lost once another holder has the lock")
-	if err := lk.Err(); !errors.Is(err, client.ErrLockLost) || !errors.Is(err, client.ErrTokenMismatch) {
-		t.Fatalf("Err() = %v, want ErrLockLost and ErrTokenMismatch", err)
+	// The released event usually tells first (not_held), a renew
+	// answered token_mismatch otherwise.
+	if err := lk.Err(); !errors.Is(err, client.ErrLockLost) || !errors.Is(err, client.ErrNotHeld) && !errors.Is(err, client.ErrTokenMismatch) {
+		t.Fatalf("Err() = %v, want ErrLockLost and ErrNotHeld or ErrTokenMismatch", err)
 	}
 	// The stale *Lock's release must not end the new holder's hold.
 	if err := lk.Release(ctx); !errors.Is(err, client.ErrLockLost) {

@@ -36,8 +36,10 @@ environment: pass the token to whatever the lock protects.
 
 Signals sent to exec (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)
 are forwarded to CMD. If the lock is lost while CMD runs (revoked, expired,
-renewal refused, or baton unreachable for longer than the TTL), exec sends
-CMD SIGTERM, then SIGKILL after --kill-after, and exits with code 10.
+released elsewhere, renewal refused, or baton unreachable for longer than
+the TTL), exec sends CMD SIGTERM, then SIGKILL after --kill-after, and
+exits with code 10. A revoke or an expiry is known within a second, from
+baton's event stream, whatever the TTL.
 If the lock is held and --wait runs out, exec exits with code 3 without
 running CMD.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -109,7 +111,7 @@ func runExec(ctx context.Context, g *globals, cl *client.Client, name string, ar
 		case <-lost:
 			lost = nil
 			lostErr = l.Err()
-			fmt.Fprintf(g.stderr, "baton exec: lock %s lost (%v); stopping %s\n", name, lostErr, argv[0])
+			fmt.Fprintf(g.stderr, "baton exec: %s; sending %s SIGTERM (SIGKILL after %s)\n", lostCause(name, l.Token(), lostErr), argv[0], killAfter)
 			_ = child.Process.Signal(syscall.SIGTERM)
 			t := time.NewTimer(killAfter)
 			defer t.Stop()
@@ -120,11 +122,20 @@ func runExec(ctx context.Context, g *globals, cl *client.Client, name string, ar
 			kill = nil
 		case err := <-exited:
 			if lostErr != nil {
-				return &ExitError{Code: ExitLost, Err: fmt.Errorf("lock %s lost while %s ran: %w", name, argv[0], lostErr)}
+				return &ExitError{Code: ExitLost, Err: &friendly{msg: fmt.Sprintf("%s stopped: %s", argv[0], lostCause(name, l.Token(), lostErr)), err: lostErr}}
 			}
 			return childExit(err)
 		}
 	}
+}
+
+// lostCause says, once, which hold was lost and how that became known.
+func lostCause(name string, token int64, err error) string {
+	var le *client.LostError
+	if errors.As(err, &le) {
+		return fmt.Sprintf("lock %q (token %d) lost: %v", name, token, le.Cause)
+	}
+	return err.Error()
 }
 
 // childExit turns CMD's end into exec's: its exit code, or 128+signal.
