@@ -447,6 +447,9 @@ func newLogger(level string, closing, removed *atomic.Bool) (*zap.Logger, error)
 	zc := zap.NewProductionConfig()
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.Sampling = nil
+	// Stack traces of etcd's own functions help etcd's developers, not an
+	// operator reading why a start failed: only at debug level.
+	zc.DisableStacktrace = lvl > zapcore.DebugLevel
 	lg, err := zc.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietCore{c, closing, removed} }))
 	if err != nil {
 		return nil, fmt.Errorf("embedetcd: build logger: %w", err)
@@ -509,6 +512,11 @@ var quietMessages = []string{
 	"Running http and grpc server on single port",
 	"it isn't recommended to use default name",
 	"simple token is not cryptographically signed",
+	// Logged only as StartEtcd fails, whose error (a port in use, say)
+	// baton reports itself, in one line.
+	"creating peer listener failed",
+	"closing peer listener",
+	"closing client listener",
 }
 
 // closingMessages are what a clean Close makes etcd log.

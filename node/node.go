@@ -154,6 +154,9 @@ type Node struct {
 	errc     chan error
 	once     sync.Once
 	closing  atomic.Bool
+	// started is set once Start succeeded: a start that failed has
+	// nothing to report stopped, its error says it all.
+	started atomic.Bool
 }
 
 // Start starts etcd (or connects to it), the engine and the HTTP server,
@@ -276,6 +279,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		log.Info("https certificate", "cert_file", cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter,
 			"client_cert_required", cfg.TLSClientCAFile != "")
 	}
+	n.started.Store(true)
 	return n, nil
 }
 
@@ -367,7 +371,9 @@ func (n *Node) Close() error {
 		if n.extCli != nil {
 			n.extCli.Close()
 		}
-		n.log.Info("baton stopped", "name", n.cfg.Name)
+		if n.started.Load() {
+			n.log.Info("baton stopped", "name", n.cfg.Name)
+		}
 	})
 	return errors.Join(errs...)
 }
