@@ -47,7 +47,8 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 		{rule: "owner of the wrong type", method: "POST", path: "/v1/locks/x", body: `{"owner":5}`, field: "owner"},
 		{rule: "ttl of the wrong type", method: "POST", path: "/v1/locks/x", body: `{"ttl":30}`, field: "ttl"},
 		{rule: "metadata of the wrong type", method: "POST", path: "/v1/locks/x", body: `{"metadata":["a"]}`, field: "metadata"},
-		{rule: "metadata value of the wrong type", method: "POST", path: "/v1/locks/x", body: `{"metadata":{"k":1}}`, field: "metadata"},
+		{rule: "metadata value of the wrong type", method: "POST", path: "/v1/locks/x", body: `{"metadata":{"k":1}}`, field: "metadata.k"},
+		{rule: "metadata value nested", method: "POST", path: "/v1/locks/x", body: `{"metadata":{"a":"x","k":{"n":"v"}}}`, field: "metadata.k"},
 		{rule: "body that is no object", method: "POST", path: "/v1/locks/x", body: `["owner"]`, field: "body"},
 		{rule: "invalid JSON", method: "POST", path: "/v1/locks/x", body: `{"owner":}`, field: "body"},
 		{rule: "truncated JSON", method: "POST", path: "/v1/locks/x", body: `{"owner":"w"`, field: "body"},
@@ -200,6 +201,17 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 	}
 	if got := testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusOK); string(got.Value) != "1" {
 		t.Fatalf("fenced value %s, want 1", got.Value)
+	}
+}
+
+// TestBadInput_ANestedMetadataValueIsNamed: the problem names the member
+// at fault and says what its values must be, not that metadata must be a
+// string.
+func TestBadInput_ANestedMetadataValueIsNamed(t *testing.T) {
+	s := newTestServer(t)
+	p := testserver.WantProblem(t, s.Do("POST", "/v1/locks/x", `{"metadata":{"env":"prod","owner":{"team":"db"}}}`), http.StatusBadRequest, "invalid_request")
+	if want := "metadata.owner: values of metadata must be strings, not a JSON object"; p.Field != "metadata.owner" || p.Detail != want {
+		t.Errorf("field %q, detail %q; want metadata.owner and %q", p.Field, p.Detail, want)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,9 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if p := mapValueProblem(err, body); p != nil {
+			return p
+		}
 		return jsonProblem(err)
 	}
 	// Fix (found by TestBadInput_…/trailing_brace): dec.More() is false
@@ -155,6 +159,34 @@ func isJSONish(ct string) bool {
 	ct, _, _ = strings.Cut(ct, ";")
 	ct = strings.ToLower(strings.TrimSpace(ct))
 	return ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "application/x-www-form-urlencoded" || ct == "text/plain"
+}
+
+// mapValueProblem names the member at fault when a value inside an
+// object of strings (metadata) has another type: encoding/json names only
+// the object, and says the object "must be a string", which it need not.
+// It returns nil for any other error.
+func mapValueProblem(err error, body []byte) *Problem {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" || strings.Contains(te.Field, ".") || te.Type.Kind() != reflect.String {
+		return nil
+	}
+	var top map[string]json.RawMessage
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || json.Unmarshal(top[te.Field], &obj) != nil {
+		return nil // the member itself is no object: jsonProblem says so
+	}
+	keys := make([]string, 0, len(obj))
+	for k, raw := range obj {
+		if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '"' {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	field := te.Field + "." + keys[0]
+	return badRequest(field, fmt.Sprintf("%s: values of %s must be strings, not a JSON %s", field, te.Field, te.Value))
 }
 
 func jsonProblem(err error) *Problem {
