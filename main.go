@@ -23,11 +23,8 @@ import (
 
 func main() {
 	root := newRootCmd()
-	if err := root.Execute(); err != nil {
-		var ee *cli.ExitError
-		if !errors.As(err, &ee) || !ee.Quiet {
-			fmt.Fprintln(os.Stderr, "baton:", err)
-		}
+	if cmd, err := root.ExecuteC(); err != nil {
+		cli.Report(cmd, err, os.Stdout, os.Stderr)
 		os.Exit(cli.ExitCode(err))
 	}
 }

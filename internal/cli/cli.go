@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -427,7 +429,7 @@ func listCmd(g *globals) *cobra.Command {
 	var limit int
 	c := &cobra.Command{
 		Use:   "list",
-		Short: "List held locks",
+		Short: "List held locks and their queues",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := g.client()
@@ -447,6 +449,9 @@ func listCmd(g *globals) *cobra.Command {
 				}
 				cursor = next
 			}
+			// The list answer carries no queues (they cost the server a
+			// read per lock), so each lock's comes from its own GET.
+			fillWaiters(cmd.Context(), cl, all)
 			if g.json() {
 				out := make([]map[string]any, len(all))
 				for i := range all {
@@ -455,9 +460,9 @@ func listCmd(g *globals) *cobra.Command {
 				return g.printJSON(out)
 			}
 			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tOWNER\tTOKEN\tSESSION\tEXPIRES IN")
+			fmt.Fprintln(w, "NAME\tOWNER\tTOKEN\tSESSION\tEXPIRES IN\tWAITERS")
 			for _, l := range all {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", l.Name, l.Owner, l.Token, dash(l.Session), time.Until(l.ExpiresAt).Round(time.Second))
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", l.Name, l.Owner, l.Token, dash(l.Session), time.Until(l.ExpiresAt).Round(time.Second), waitersCell(l.Waiters))
 			}
 			return w.Flush()
 		},
@@ -465,6 +470,36 @@ func listCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&prefix, "prefix", "", "only locks whose name starts with this")
 	c.Flags().IntVar(&limit, "limit", 1000, "at most this many locks")
 	return c
+}
+
+// fillWaiters sets each lock's queue, a few GETs at a time. A lock that
+// ended since the list, or a GET that failed, keeps none: the list is a
+// snapshot either way.
+func fillWaiters(ctx context.Context, cl *client.Client, locks []client.LockInfo) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range locks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if l, err := cl.Get(ctx, locks[i].Name); err == nil && l.Token == locks[i].Token {
+				locks[i].Waiters = l.Waiters
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// waitersCell is the queue in one cell: how many, and who is first.
+func waitersCell(ws []client.Waiter) string {
+	switch len(ws) {
+	case 0:
+		return "-"
+	case 1:
+		return "1 (" + ws[0].Owner + ")"
+	}
+	return fmt.Sprintf("%d (%s, …)", len(ws), ws[0].Owner)
 }
 
 func dash(s string) string {
@@ -556,6 +591,9 @@ func watchCmd(g *globals) *cobra.Command {
 			defer stop()
 			evs, errc := cl.Events(ctx, o)
 			enc := json.NewEncoder(g.stdout)
+			if !g.json() {
+				fmt.Fprintln(g.stdout, watchLine("REVISION", "TIME", "TYPE", "LOCK", "OWNER", "TOKEN", "DETAIL"))
+			}
 			for ev := range evs {
 				if g.json() {
 					if err := enc.Encode(eventJSON(&ev)); err != nil {
@@ -563,7 +601,8 @@ func watchCmd(g *globals) *cobra.Command {
 					}
 					continue
 				}
-				fmt.Fprintf(g.stdout, "%d\t%s\t%-15s %s\towner=%s token=%d %s\n", ev.Revision, ev.Time.Local().Format(time.RFC3339), ev.Type, ev.Lock, ev.Owner, ev.Token, ev.Detail)
+				fmt.Fprintln(g.stdout, watchLine(strconv.FormatInt(ev.Revision, 10), ev.Time.Local().Format(time.RFC3339),
+					ev.Type, ev.Lock, ev.Owner, strconv.FormatInt(ev.Token, 10), ev.Detail))
 			}
 			if err := <-errc; err != nil && ctx.Err() == nil {
 				return err
@@ -574,6 +613,25 @@ func watchCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&o.Lock, "lock", "", "only this lock's events")
 	c.Flags().Int64Var(&o.Since, "since", 0, "replay events after this revision first")
 	return c
+}
+
+// watchLine is one line of watch's table. Events arrive one at a time,
+// so the columns have fixed widths (a tabwriter aligns only what it has
+// seen): wide enough for the usual values, and a longer one is cut with
+// "…" rather than push the columns after it out of line. The detail,
+// last, is never cut.
+func watchLine(rev, at, typ, lock, owner, token, detail string) string {
+	return strings.TrimRight(fmt.Sprintf("%-9s %-25s %-15s %-24s %-20s %-9s %s",
+		fit(rev, 9), fit(at, 25), fit(typ, 15), fit(lock, 24), fit(owner, 20), fit(token, 9), detail), " ")
+}
+
+// fit cuts s to n runes, ending in "…" when cut.
+func fit(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func sessionsCmd(g *globals) *cobra.Command {

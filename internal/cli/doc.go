@@ -12,6 +12,14 @@
 // cap or rate limit was reached (too_many_waiters, rate_limited, …): try
 // later. Each server answer's exit code comes from its problem code, in
 // package problem.
+//
+// Errors: one line on stderr, "baton: " and the call and what the server
+// said, with its status and code: baton: revoke "wlock": lock not held
+// (404 not_held). With -o json a failure also prints one JSON object on
+// stdout: the server's problem document (type, title, status, code,
+// detail; field, holder, max_token, retry_after, limit when set), or for
+// the CLI's own failures code "unavailable" (no node answered), "usage",
+// "lock_lost" or "error"; with message (the stderr line) and exit_code.
 // "baton exec" exits with its command's exit code, or 10 if the lock was
 // lost while the command ran. "baton healthcheck" exits 0 or 1 only, as a
 // container HEALTHCHECK must.
