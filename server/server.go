@@ -75,11 +75,14 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger)
 	// Root-level middleware, outermost first. The request ID comes before
 	// all, so that every log line and problem body of the request has it;
-	// the access log before recover, so that it logs a panic's 500.
+	// the access log and the request metrics before recover, so that a
+	// panic's 500 is logged and counted like any other answer (the 5xx
+	// alert reads baton_http_requests_total).
 	e.Use(requestID())
 	if cfg.AccessLog {
 		e.Use(accessLog(cfg.Logger))
 	}
+	e.Use(requestMetrics(reg))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "request_id", c.Response().Header().Get(requestIDHeader),
@@ -87,7 +90,6 @@ func New(cfg Config) *Server {
 			return err
 		},
 	}))
-	e.Use(requestMetrics(reg))
 	// Per address before authentication, so that a flood with bad
 	// credentials is throttled too; per credential after it, since
 	// authentication names the credential.
@@ -176,6 +178,8 @@ func openapiDoc(contentType string, doc []byte) echo.HandlerFunc {
 }
 
 // requestMetrics counts requests by method, route template and status.
+// It runs outside recover, so a handler's panic counts as the 500 that
+// recover answers.
 func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_http_requests_total",
