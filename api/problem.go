@@ -90,6 +90,11 @@ var errorTable = []struct {
 	{auth.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Unauthorized"},
 	{auth.ErrForbidden, http.StatusForbidden, "forbidden", "Forbidden"},
 	{lock.ErrNotOwner, http.StatusForbidden, "forbidden", "Forbidden"},
+	// Browser safety (server's middleware): refused before any handler
+	// runs, so nothing was done.
+	{ErrUnsupportedMediaType, http.StatusUnsupportedMediaType, "unsupported_media_type", "Unsupported media type"},
+	{ErrCrossOrigin, http.StatusForbidden, "cross_origin", "Cross-origin request refused"},
+	{ErrHostNotAllowed, http.StatusMisdirectedRequest, "host_not_allowed", "Host not allowed"},
 	// Fix (found by TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace):
 	// a client that leaves, a waiter giving up say, cancels its request's
 	// context and the engine returns context.Canceled. API.md plans for
@@ -104,6 +109,23 @@ var errorTable = []struct {
 // The node's own cap (lock.ErrTooManySubscriptions) answers 503, as
 // another node may have room.
 var ErrTooManyClientStreams = errors.New("too many event streams from this client")
+
+// ErrUnsupportedMediaType means a request that changes state carries a
+// body without saying Content-Type: application/json. A web page can make
+// a browser send a text/plain or form body to any site without asking
+// first, never a JSON one; so the rule keeps pages of other sites from
+// writing, whatever the body holds.
+var ErrUnsupportedMediaType = errors.New("unsupported media type")
+
+// ErrCrossOrigin means a browser marked a request that changes state as
+// sent by a page of another origin (Sec-Fetch-Site, or an Origin that is
+// not the Host asked for).
+var ErrCrossOrigin = errors.New("cross-origin request refused")
+
+// ErrHostNotAllowed means the request's Host is not one the node answers
+// (server.Config.AllowedHosts): on a loopback node, a page whose DNS name
+// was rebound to 127.0.0.1.
+var ErrHostNotAllowed = errors.New("host not allowed")
 
 // ErrRateLimited means the client (an address or a credential) sent more
 // requests than its rate limit allows; the error is a *RateLimitedError.
