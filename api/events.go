@@ -37,6 +37,7 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Success		200				{string}	string		"An endless text/event-stream"
 //	@Failure		400				{object}	api.Problem	"invalid_request"
 //	@Failure		401				{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421				{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429				{object}	api.Problem	"rate_limited, or too_many_streams (with `limit`): this client address or credential holds its maximum of streams on this node"
 //	@Failure		503				{object}	api.Problem	"unavailable, shutting_down, or too_many_streams (with `limit`): this node serves its maximum of streams"
 //	@Header			429				{integer}	Retry-After	"Seconds to wait before retrying"

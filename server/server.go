@@ -92,8 +92,11 @@ func New(cfg Config) *Server {
 	}))
 	// Per address before authentication, so that a flood with bad
 	// credentials is throttled too; per credential after it, since
-	// authentication names the credential.
+	// authentication names the credential. Browser safety before
+	// authentication too: a page's forged request is refused as such,
+	// whatever credential it may carry.
 	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
+	e.Use(browserSafety(cfg.Logger))
 	if cfg.Auth != nil {
 		e.Use(requireAuth(cfg.Auth, cfg.Logger))
 	}
@@ -164,6 +167,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 //	@Produce		plain
 //	@Success		200	{string}	string		"Prometheus text format"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
