@@ -126,6 +126,7 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", cfg.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
 	fs.IntVar(&cfg.MaxEventStreamsPerAddress, "max-event-streams-per-address", cfg.MaxEventStreamsPerAddress, "event streams one client address (an IPv6 /64) holds open on this node; more get 429 too_many_streams; 0 = no cap")
 	fs.IntVar(&cfg.MaxEventStreamsPerCredential, "max-event-streams-per-credential", cfg.MaxEventStreamsPerCredential, "event streams one credential holds open on this node (with --auth-file); more get 429 too_many_streams; 0 = no cap")
+	fs.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", cfg.AllowedHosts, "comma-separated Host names (no port; any port is answered) the HTTP API answers, * for any; others get 421 host_not_allowed; default: localhost, 127.0.0.1 and [::1] when --http-addr is a loopback address (against DNS rebinding), else any")
 	fs.StringVar(&cfg.AuthFile, "auth-file", cfg.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"

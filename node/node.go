@@ -65,6 +65,11 @@ type Config struct {
 	// event streams of one client address and of one credential on this
 	// node (server.StreamLimits); 0 means no cap.
 	MaxEventStreamsPerAddress, MaxEventStreamsPerCredential int
+	// AllowedHosts are the Host names the HTTP API answers, any port
+	// (server.Config.AllowedHosts; server.AnyHost for any); others get 421
+	// host_not_allowed. Empty means server.DefaultAllowedHosts(HTTPAddr):
+	// the loopback names on a loopback address, else any.
+	AllowedHosts []string
 	// AuthFile, when set, turns authentication on with the credentials
 	// of this file (see package auth); Reload reads it again.
 	AuthFile string
@@ -252,8 +257,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
 	}
+	hosts := cfg.AllowedHosts
+	if len(hosts) == 0 {
+		hosts = server.DefaultAllowedHosts(cfg.HTTPAddr)
+	}
 	n.srv = server.New(server.Config{
-		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog, Auth: n.auth,
+		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog, Auth: n.auth, AllowedHosts: hosts,
 		RateLimit:           server.RateLimit{Rate: cfg.RateLimit, Burst: cfg.RateBurst},
 		CredentialRateLimit: server.RateLimit{Rate: cfg.CredentialRateLimit, Burst: cfg.CredentialRateBurst},
 		StreamLimits:        server.StreamLimits{PerAddress: cfg.MaxEventStreamsPerAddress, PerCredential: cfg.MaxEventStreamsPerCredential},
@@ -269,8 +278,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			n.errc <- fmt.Errorf("http server: %w", err)
 		}
 	}()
+	allowed := strings.Join(hosts, ",")
+	if allowed == "" {
+		allowed = server.AnyHost
+	}
 	log.Info("baton serving", "http", n.URL(), "name", cfg.Name,
-		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil)
+		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil, "allowed_hosts", allowed)
 	if httpCert != nil {
 		leaf := httpCert.Leaf()
 		log.Info("https certificate", "cert_file", cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter,

@@ -45,6 +45,10 @@ type Config struct {
 	// credential; the zero value caps neither (DefaultStreamLimits has
 	// the defaults).
 	StreamLimits StreamLimits
+	// AllowedHosts are the Host names the server answers, with any port
+	// (see DefaultAllowedHosts and CheckAllowedHosts); others get 421
+	// host_not_allowed. Empty, or holding AnyHost, answers every Host.
+	AllowedHosts []string
 	// Auth, when set, turns authentication on: every /v1 route and
 	// /metrics then need a bearer token of a role that allows the call
 	// (see RouteAccess). Nil serves every route to anyone.
@@ -90,11 +94,13 @@ func New(cfg Config) *Server {
 			return err
 		},
 	}))
-	// Per address before authentication, so that a flood with bad
+	// The Host first: a node does not answer for names it is not. Per
+	// address before authentication, so that a flood with bad
 	// credentials is throttled too; per credential after it, since
 	// authentication names the credential. Browser safety before
 	// authentication too: a page's forged request is refused as such,
 	// whatever credential it may carry.
+	e.Use(allowHosts(cfg.AllowedHosts, cfg.Logger))
 	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
 	e.Use(browserSafety(cfg.Logger))
 	if cfg.Auth != nil {
