@@ -24,6 +24,8 @@ type rawRequest struct {
 	header             http.Header
 	// chunked sends the body with no Content-Length, as a stream.
 	chunked bool
+	// host, when set, is sent as Host in place of the server's address.
+	host string
 }
 
 // sendRaw sends r to s over a real connection and reads the answer.
@@ -41,6 +43,9 @@ func sendRaw(t *testing.T, s *testserver.Server, r rawRequest) *testserver.Respo
 		t.Fatal(err)
 	}
 	maps.Copy(req.Header, r.header)
+	if r.host != "" {
+		req.Host = r.host
+	}
 	resp, err := s.TS.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

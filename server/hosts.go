@@ -44,11 +44,14 @@ func DefaultAllowedHosts(addr string) []string {
 
 // CheckAllowedHosts reports the first entry of an allowed-hosts list that
 // can never match a Host: an empty one, one with a port (every port of a
-// name is answered), a scheme or a path.
+// name is answered), a scheme or a path, or a wildcard pattern (AnyHost
+// alone is the one wildcard).
 func CheckAllowedHosts(hosts []string) error {
 	for _, h := range hosts {
 		switch {
 		case h == AnyHost:
+		case strings.Contains(h, "*"):
+			return fmt.Errorf("allowed host %q: the only wildcard is %s alone, for any Host; list each name", h, AnyHost)
 		case h == "" || strings.ContainsAny(h, "/ \t,@?#"):
 			return fmt.Errorf("allowed host %q is no host name: give names such as baton.example.com or 10.0.0.1, or %s for any", h, AnyHost)
 		case hostName(h) != strings.ToLower(strings.Trim(h, "[]")):
@@ -91,7 +94,9 @@ func allowHosts(hosts []string, log *slog.Logger) echo.MiddlewareFunc {
 			}
 			log.Info("request refused", "status", http.StatusMisdirectedRequest, "method", req.Method, "path", clip(req.URL.Path), "remote", c.RealIP(),
 				"reason", "host_not_allowed", "host", clip(req.Host))
-			return fmt.Errorf("%w: this node does not answer the Host %q; it answers %s (--allowed-hosts)", api.ErrHostNotAllowed, clip(req.Host), strings.Join(hosts, ", "))
+			// The detail does not list the names answered: a node reached
+			// by its IP would tell anyone the names it serves under.
+			return fmt.Errorf("%w: this node does not answer the Host %q; reach it by a name of its --allowed-hosts", api.ErrHostNotAllowed, clip(req.Host))
 		}
 	}
 }

@@ -149,7 +149,7 @@ func TestCheckAllowedHosts_RefusesEntriesNoHostCanMatch(t *testing.T) {
 	}
 	for bad, want := range map[string]string{
 		"baton.example.com:8080": "port", "[::1]:8080": "port", "127.0.0.1:80": "port",
-		"": "no host name", "https://baton.example.com": "no host name", "a b": "no host name", "baton.example.com/x": "no host name",
+		"*.example.com": "wildcard", "": "no host name", "https://baton.example.com": "no host name", "a b": "no host name", "baton.example.com/x": "no host name",
 	} {
 		if err := server.CheckAllowedHosts([]string{"localhost", bad}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error saying %q", bad, err, want)
