@@ -70,6 +70,11 @@ type acquirer struct {
 	leaseTTL  int64
 	grantedAt time.Time
 	used      bool
+	// leaseDoubtful is set when a txn that puts the lock under lease
+	// failed without a definite outcome: it may have committed, so the
+	// lease may carry a lock whose token nobody learnt. It is revoked,
+	// never pooled, which ends such a ghost at once.
+	leaseDoubtful bool
 
 	// guardRev is the ModRevision of a finished lock-delay guard that the
 	// next attempt replaces; 0 means the attempt expects no guard.
@@ -206,9 +211,11 @@ func (a *acquirer) dropLease() {
 	}
 	id := a.lease
 	a.lease = 0
-	if id == a.queuedLease {
-		// Our queue entry may still name it (leaving the queue failed):
-		// a lease in the pool must hold no key, now or later.
+	if id == a.queuedLease || a.leaseDoubtful {
+		// Our queue entry may still name it (leaving the queue failed),
+		// or a txn of doubtful outcome may have put the lock under it: a
+		// lease in the pool must hold no key, now or later.
+		a.leaseDoubtful = false
 		a.e.revokeLease(leaseHex(id))
 		return
 	}
@@ -378,6 +385,10 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			a.lease = 0 // our own lease vanished; grant anew next time
 			return attemptResult{outcome: retryNow}, nil
 		}
+		// The txn may have committed (a timeout, a leader change): the
+		// lease may hold a lock whose token nobody knows, so it must
+		// never go back to the pool.
+		a.leaseDoubtful = a.session == 0
 		return attemptResult{}, e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
 	}
 
