@@ -158,6 +158,40 @@ func TestEvents_ResumeReplaysWhatWasMissedThenContinuesLive(t *testing.T) {
 	}
 }
 
+func TestEvents_SinceIsExclusiveSoZeroReplaysEveryEvent(t *testing.T) {
+	for _, from := range []struct{ name, query, header string }{
+		{"since=0", "?since=0", ""},
+		{"Last-Event-ID: 0", "", "0"},
+	} {
+		t.Run(from.name, func(t *testing.T) {
+			s := newTestServer(t)
+			first := s.acquire("early", `{"owner":"w1"}`)
+			s.release("early", first.Token)
+			st := s.openStream(t, from.query, from.header)
+			if _, ev := st.next(); ev.Type != "acquired" || ev.Token != first.Token {
+				t.Fatalf("first event %+v, want the very first acquire (token %d)", ev, first.Token)
+			}
+			if _, ev := st.next(); ev.Type != "released" || ev.Token != first.Token {
+				t.Fatalf("second event %+v, want its release", ev)
+			}
+			// Then live, as ever.
+			later := s.acquire("later", `{"owner":"w2"}`)
+			if _, ev := st.next(); ev.Type != "acquired" || ev.Token != later.Token {
+				t.Fatalf("third event %+v, want the live acquire of token %d", ev, later.Token)
+			}
+		})
+	}
+	t.Run("no since", func(t *testing.T) {
+		s := newTestServer(t)
+		s.acquire("early", `{"owner":"w1"}`)
+		st := s.openStream(t, "", "")
+		later := s.acquire("later", `{"owner":"w2"}`)
+		if _, ev := st.next(); ev.Lock != "later" || ev.Token != later.Token {
+			t.Fatalf("first event without since: %+v, want only live events", ev)
+		}
+	})
+}
+
 func TestEvents_LockFilterAndExpiry(t *testing.T) {
 	s := newTestServer(t)
 	st := s.openStream(t, "?lock=short", "")

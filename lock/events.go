@@ -21,9 +21,11 @@ var ErrSlowSubscriber = errors.New("subscriber too slow: resume from the last re
 
 // SubscribeOptions selects the events of a subscription.
 type SubscribeOptions struct {
-	// Since replays the events recorded after this revision before the
-	// live ones; 0 means live events only.
-	Since int64
+	// Replay sends the events recorded after revision Since (exclusive:
+	// Since 0 replays every retained event) before the live ones. Without
+	// it only live events come.
+	Replay bool
+	Since  int64
 	// Lock keeps only the events of one lock.
 	Lock string
 	// Buffer is how many events may wait for the reader; 0 means 1024.
@@ -95,7 +97,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		err := e.stream(sctx, prefix, o.Since, ch)
+		since := int64(-1) // live only
+		if o.Replay {
+			since = o.Since
+		}
+		err := e.stream(sctx, prefix, since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
@@ -108,13 +114,14 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	return s, nil
 }
 
-// stream sends the events after since, then the live ones, on ch. The
+// stream sends the events after since (none when since is negative),
+// then the live ones, on ch. The
 // replay reads etcd up to a revision the event hub has reached, and the
 // hub sends everything after it: nothing is missed and nothing comes
 // twice. A long replay first catches up leg by leg, so that live events
 // wait in memory only for the last, short leg.
 func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan Event) error {
-	if since > 0 {
+	if since >= 0 {
 		for {
 			to := e.streams.revision()
 			n, err := e.replay(ctx, prefix, since, to, ch)
@@ -129,7 +136,7 @@ func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan
 	}
 	sw, rev := e.streams.watchStream(prefix, ch)
 	defer sw.close()
-	if since > 0 {
+	if since >= 0 {
 		if _, err := e.replay(ctx, prefix, since, rev, ch); err != nil {
 			return err
 		}
@@ -151,7 +158,7 @@ const replayPage = 1000
 // says how many. The reader pulls at its own pace here: the data waits in
 // etcd, not in memory.
 func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch chan<- Event) (int, error) {
-	if since <= 0 || since >= rev {
+	if since >= rev {
 		return 0, nil
 	}
 	total := 0

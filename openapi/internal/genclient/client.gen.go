@@ -306,7 +306,7 @@ type StreamEventsParams struct {
 	// Lock Only this lock's events
 	Lock *string `form:"lock,omitempty" json:"lock,omitempty"`
 
-	// Since Replay events recorded after this revision first
+	// Since Replay events recorded after this revision first (exclusive: 0 replays every retained event); without it only live events come
 	Since *int64 `form:"since,omitempty" json:"since,omitempty"`
 
 	// LastEventID Same as since; wins over it (EventSource sends it when it reconnects)
@@ -474,7 +474,7 @@ type ClientInterface interface {
 
 	// StreamEvents Stream events (Server-Sent Events)
 	//
-	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -702,7 +702,7 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // StreamEvents Stream events (Server-Sent Events)
 //
-// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1979,7 +1979,7 @@ type ClientWithResponsesInterface interface {
 
 	// StreamEventsWithResponse Stream events (Server-Sent Events)
 	//
-	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3830,7 +3830,7 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 
 // StreamEventsWithResponse Stream events (Server-Sent Events)
 //
-// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
