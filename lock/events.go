@@ -28,6 +28,10 @@ type SubscribeOptions struct {
 	Since  int64
 	// Lock keeps only the events of one lock.
 	Lock string
+	// Kind keeps only the events about one kind of thing, and Name only
+	// those about the thing of that name, as in HistoryOptions.
+	Kind EventKind
+	Name string
 	// Buffer is how many events may wait for the reader; 0 means 1024.
 	Buffer int
 }
@@ -62,6 +66,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if o.Since < 0 {
 		return nil, invalid("since", "must be a revision, 0 or more")
 	}
+	lockName, err := lockOfName(o.Kind, o.Name, o.Lock)
+	if err != nil {
+		return nil, err
+	}
+	o.Lock = lockName
 	prefix := e.auditPrefix()
 	if o.Lock != "" {
 		if err := checkName("lock", o.Lock); err != nil {
@@ -101,7 +110,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		if o.Replay {
 			since = o.Since
 		}
-		err := e.stream(sctx, prefix, since, ch)
+		err := e.stream(sctx, prefix, eventFilter{kind: o.Kind, name: o.Name}, since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
@@ -120,11 +129,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 // hub sends everything after it: nothing is missed and nothing comes
 // twice. A long replay first catches up leg by leg, so that live events
 // wait in memory only for the last, short leg.
-func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan Event) error {
+func (e *Engine) stream(ctx context.Context, prefix string, f eventFilter, since int64, ch chan Event) error {
 	if since >= 0 {
 		for {
 			to := e.streams.revision()
-			n, err := e.replay(ctx, prefix, since, to, ch)
+			n, err := e.replay(ctx, prefix, f, since, to, ch)
 			if err != nil {
 				return err
 			}
@@ -134,14 +143,26 @@ func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan
 			}
 		}
 	}
-	sw, rev := e.streams.watchStream(prefix, ch)
+	sw, rev := e.streams.watchStream(prefix, f, ch)
 	defer sw.close()
 	if since >= 0 {
-		if _, err := e.replay(ctx, prefix, since, rev, ch); err != nil {
+		if _, err := e.replay(ctx, prefix, f, since, rev, ch); err != nil {
 			return err
 		}
 	}
 	return sw.pump(ctx)
+}
+
+// eventFilter keeps the events about one kind of thing, or one thing: the
+// filters beyond the key prefix (a lock's events have a prefix of their
+// own).
+type eventFilter struct {
+	kind EventKind
+	name string
+}
+
+func (f eventFilter) keep(ev Event) bool {
+	return (f.kind == "" || ev.Kind == f.kind) && (f.name == "" || ev.Name == f.name)
 }
 
 // subscriptionsRetryAfter is the hint given with ErrTooManySubscriptions.
@@ -157,7 +178,7 @@ const replayPage = 1000
 // replay sends the events with since < revision <= rev, oldest first, and
 // says how many. The reader pulls at its own pace here: the data waits in
 // etcd, not in memory.
-func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch chan<- Event) (int, error) {
+func (e *Engine) replay(ctx context.Context, prefix string, f eventFilter, since, rev int64, ch chan<- Event) (int, error) {
 	if since >= rev {
 		return 0, nil
 	}
@@ -173,13 +194,18 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 		if err != nil {
 			return total, e.etcdErr(ctx, "replay events", err)
 		}
-		sent := 0
+		read := 0 // records passed, sent or not
 		for _, kv := range oldestFirst(resp.Kvs) {
 			if kv.ModRevision == from && seen[string(kv.Key)] {
 				continue
 			}
+			read++
+			if kv.ModRevision != from {
+				from, seen = kv.ModRevision, map[string]bool{}
+			}
+			seen[string(kv.Key)] = true
 			ev, ok := decodeEvent(kv)
-			if !ok {
+			if !ok || !f.keep(ev) {
 				continue
 			}
 			select {
@@ -187,14 +213,9 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 			case <-ctx.Done():
 				return total, ctx.Err()
 			}
-			sent++
 			total++
-			if kv.ModRevision != from {
-				from, seen = kv.ModRevision, map[string]bool{}
-			}
-			seen[string(kv.Key)] = true
 		}
-		if !resp.More || sent == 0 {
+		if !resp.More || read == 0 {
 			return total, nil
 		}
 	}

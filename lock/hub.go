@@ -84,7 +84,7 @@ func (h *hub) stream(evs []*clientv3.Event) {
 		for sw := range h.streams {
 			var mine []Event
 			for _, k := range batch {
-				if strings.HasPrefix(k.key, sw.prefix) {
+				if strings.HasPrefix(k.key, sw.prefix) && sw.filter.keep(k.ev) {
 					mine = append(mine, k.ev)
 				}
 			}
@@ -210,6 +210,7 @@ func (kw *keyWatch) close() {
 type streamWatch struct {
 	h      *hub
 	prefix string
+	filter eventFilter
 	ch     chan Event // the subscription's channel; only pump sends on it
 	c      chan struct{}
 
@@ -223,11 +224,11 @@ type streamWatch struct {
 	err error
 }
 
-// watchStream registers a stream for the audit events under prefix, to be
-// sent on ch, and returns the revision up to which events had been
+// watchStream registers a stream for the audit events under prefix that f
+// keeps, to be sent on ch, and returns the revision up to which events had been
 // dispatched: the stream gets every event after it.
-func (h *hub) watchStream(prefix string, ch chan Event) (*streamWatch, int64) {
-	sw := &streamWatch{h: h, prefix: prefix, ch: ch, c: make(chan struct{}, 1)}
+func (h *hub) watchStream(prefix string, f eventFilter, ch chan Event) (*streamWatch, int64) {
+	sw := &streamWatch{h: h, prefix: prefix, filter: f, ch: ch, c: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.streams[sw] = struct{}{}

@@ -21,7 +21,7 @@ func (k slowKV) Txn(ctx context.Context) clientv3.Txn { return slowTxn{k.KV.Txn(
 
 type slowTxn struct{ clientv3.Txn }
 
-func (t slowTxn) If(cs ...clientv3.Cmp) clientv3.Txn    { return slowTxn{t.Txn.If(cs...)} }
+func (t slowTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { return slowTxn{t.Txn.If(cs...)} }
 func (t slowTxn) Then(ops ...clientv3.Op) clientv3.Txn { return slowTxn{t.Txn.Then(ops...)} }
 func (t slowTxn) Else(ops ...clientv3.Op) clientv3.Txn { return slowTxn{t.Txn.Else(ops...)} }
 func (t slowTxn) Commit() (*clientv3.TxnResponse, error) {
