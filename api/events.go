@@ -32,6 +32,8 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Tags			history
 //	@Produce		text/event-stream
 //	@Param			lock			query		string		false	"Only this lock's events"
+//	@Param			kind			query		string		false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			name			query		string		false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
 //	@Param			since			query		int			false	"Replay events recorded after this revision first (exclusive: 0 replays every retained event); without it only live events come"	format(int64)
 //	@Param			Last-Event-ID	header		int			false	"Same as since; wins over it (EventSource sends it when it reconnects)"	format(int64)
 //	@Success		200				{string}	string		"An endless text/event-stream"
@@ -44,7 +46,7 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
-	q, err := query(c, "lock", "since")
+	q, err := query(c, "lock", "kind", "name", "since")
 	if err != nil {
 		return err
 	}
@@ -65,7 +67,9 @@ func (a *API) events(c echo.Context) error {
 	// The engine caps the subscriptions of this node (too_many_streams)
 	// and the events each one buffers (a reader that falls behind is
 	// dropped, and resumes with Last-Event-ID).
-	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{Replay: replay, Since: since, Lock: q.Get("lock"), Buffer: a.eventBuffer})
+	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{
+		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"), Buffer: a.eventBuffer,
+	})
 	if err != nil {
 		return err
 	}

@@ -208,6 +208,32 @@ func TestEvents_LockFilterAndExpiry(t *testing.T) {
 	}
 }
 
+func TestEvents_CarryKindAndNameAndFilterOnThem(t *testing.T) {
+	s := newTestServer(t)
+	byName := s.openStream(t, "?kind=lock&name=kn-b", "")
+	s.acquire("kn-a", `{"owner":"w1"}`)
+	b := s.acquire("kn-b", `{"owner":"w2"}`)
+	if _, ev := byName.next(); ev.Kind != "lock" || ev.Name != "kn-b" || ev.Lock != "kn-b" || ev.Token != b.Token {
+		t.Fatalf("stream of kind=lock&name=kn-b sent %+v", ev)
+	}
+	h := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?name=kn-a", ""), 200)
+	if len(h.Events) != 1 || h.Events[0].Kind != "lock" || h.Events[0].Name != "kn-a" {
+		t.Fatalf("history of name=kn-a: %+v", h.Events)
+	}
+	// No election has events yet.
+	if h := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?kind=election", ""), 200); len(h.Events) != 0 {
+		t.Fatalf("history of kind=election: %+v, want none", h.Events)
+	}
+	for _, q := range []string{"?kind=mutex", "?name=bad/name", "?lock=kn-a&name=kn-b"} {
+		for _, path := range []string{"/v1/history", "/v1/events"} {
+			p := testserver.WantProblem(t, s.Do("GET", path+q, ""), 400, "invalid_request")
+			if want := map[string]string{"?kind=mutex": "kind"}[q]; want != "" && p.Field != want {
+				t.Fatalf("%s%s names field %q, want %q", path, q, p.Field, want)
+			}
+		}
+	}
+}
+
 func TestEvents_BadInputIsAProblem(t *testing.T) {
 	s := newTestServer(t)
 	for _, q := range []string{"?since=x", "?since=-1", "?lock=bad/name", "?nope=1"} {

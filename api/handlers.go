@@ -694,10 +694,12 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Tags			history
 //	@Produce		json
 //	@Param			lock	query		string	false	"Only this lock's events"
+//	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			name	query		string	false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
 //	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
 //	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
 //	@Param			owner	query		string	false	"Only events of holds by this owner"
-//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared"
 //	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
@@ -710,7 +712,7 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
-	q, err := query(c, "lock", "limit", "before", "owner", "type", "from", "to")
+	q, err := query(c, "lock", "kind", "name", "limit", "before", "owner", "type", "from", "to")
 	if err != nil {
 		return err
 	}
@@ -722,7 +724,10 @@ func (a *API) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o := lock.HistoryOptions{Lock: q.Get("lock"), Limit: int(limit), Before: before, Owner: q.Get("owner")}
+	o := lock.HistoryOptions{
+		Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+		Limit: int(limit), Before: before, Owner: q.Get("owner"),
+	}
 	if t := q.Get("type"); t != "" {
 		for _, part := range strings.Split(t, ",") {
 			o.Types = append(o.Types, lock.EventType(strings.TrimSpace(part)))

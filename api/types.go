@@ -97,12 +97,16 @@ func toSession(s *lock.Session) *Session {
 type Event struct {
 	Revision int64  `json:"revision" format:"int64" example:"4712"`
 	Time     Time   `json:"time" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
-	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired"`
-	Lock     string `json:"lock" example:"nightly-recon"`
-	Owner    string `json:"owner" example:"w1"`
-	Token    int64  `json:"token,omitempty" format:"int64" example:"4711"`
-	Session  string `json:"session,omitempty"`
-	Detail   string `json:"detail,omitempty"`
+	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared"`
+	// Kind and Name say what the event is about: a lock's events have
+	// kind lock and the lock's name (lock says it too).
+	Kind    string `json:"kind" example:"lock" enums:"lock,election,semaphore,rwlock,fence"`
+	Name    string `json:"name" example:"nightly-recon"`
+	Lock    string `json:"lock" example:"nightly-recon"`
+	Owner   string `json:"owner" example:"w1"`
+	Token   int64  `json:"token,omitempty" format:"int64" example:"4711"`
+	Session string `json:"session,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 	// Credential is the ID of the credential whose request the event
 	// records (never the token): the acquirer's for acquired, the
 	// releaser's or revoker's for released and revoked, the hold's
@@ -114,7 +118,7 @@ type Event struct {
 
 func toEvent(e lock.Event) Event {
 	return Event{
-		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Lock: e.Lock,
+		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
 	}
 }

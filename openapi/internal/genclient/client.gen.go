@@ -17,11 +17,43 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for EventKind.
+const (
+	EventKindElection  EventKind = "election"
+	EventKindFence     EventKind = "fence"
+	EventKindLock      EventKind = "lock"
+	EventKindRwlock    EventKind = "rwlock"
+	EventKindSemaphore EventKind = "semaphore"
+)
+
+// Valid indicates whether the value is a known member of the EventKind enum.
+func (e EventKind) Valid() bool {
+	switch e {
+	case EventKindElection:
+		return true
+	case EventKindFence:
+		return true
+	case EventKindLock:
+		return true
+	case EventKindRwlock:
+		return true
+	case EventKindSemaphore:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventType.
 const (
 	Acquired       EventType = "acquired"
+	DelayCleared   EventType = "delay_cleared"
+	Elected        EventType = "elected"
 	Expired        EventType = "expired"
+	FenceReset     EventType = "fence_reset"
+	Proclaimed     EventType = "proclaimed"
 	Released       EventType = "released"
+	Resigned       EventType = "resigned"
 	Revoked        EventType = "revoked"
 	SessionExpired EventType = "session_expired"
 )
@@ -31,13 +63,77 @@ func (e EventType) Valid() bool {
 	switch e {
 	case Acquired:
 		return true
+	case DelayCleared:
+		return true
+	case Elected:
+		return true
 	case Expired:
 		return true
+	case FenceReset:
+		return true
+	case Proclaimed:
+		return true
 	case Released:
+		return true
+	case Resigned:
 		return true
 	case Revoked:
 		return true
 	case SessionExpired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamEventsParamsKind.
+const (
+	StreamEventsParamsKindElection  StreamEventsParamsKind = "election"
+	StreamEventsParamsKindFence     StreamEventsParamsKind = "fence"
+	StreamEventsParamsKindLock      StreamEventsParamsKind = "lock"
+	StreamEventsParamsKindRwlock    StreamEventsParamsKind = "rwlock"
+	StreamEventsParamsKindSemaphore StreamEventsParamsKind = "semaphore"
+)
+
+// Valid indicates whether the value is a known member of the StreamEventsParamsKind enum.
+func (e StreamEventsParamsKind) Valid() bool {
+	switch e {
+	case StreamEventsParamsKindElection:
+		return true
+	case StreamEventsParamsKindFence:
+		return true
+	case StreamEventsParamsKindLock:
+		return true
+	case StreamEventsParamsKindRwlock:
+		return true
+	case StreamEventsParamsKindSemaphore:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetHistoryParamsKind.
+const (
+	GetHistoryParamsKindElection  GetHistoryParamsKind = "election"
+	GetHistoryParamsKindFence     GetHistoryParamsKind = "fence"
+	GetHistoryParamsKindLock      GetHistoryParamsKind = "lock"
+	GetHistoryParamsKindRwlock    GetHistoryParamsKind = "rwlock"
+	GetHistoryParamsKindSemaphore GetHistoryParamsKind = "semaphore"
+)
+
+// Valid indicates whether the value is a known member of the GetHistoryParamsKind enum.
+func (e GetHistoryParamsKind) Valid() bool {
+	switch e {
+	case GetHistoryParamsKindElection:
+		return true
+	case GetHistoryParamsKindFence:
+		return true
+	case GetHistoryParamsKindLock:
+		return true
+	case GetHistoryParamsKindRwlock:
+		return true
+	case GetHistoryParamsKindSemaphore:
 		return true
 	default:
 		return false
@@ -86,8 +182,17 @@ type Event struct {
 	Credential *string `json:"credential,omitempty"`
 	Detail     *string `json:"detail,omitempty"`
 
+	// Kind Kind and Name say what the event is about: a lock's events have
+	// kind lock and the lock's name (lock says it too).
+	//
+	// Example: lock
+	Kind EventKind `json:"kind"`
+
 	// Lock Example: nightly-recon
 	Lock string `json:"lock"`
+
+	// Name Example: nightly-recon
+	Name string `json:"name"`
 
 	// Owner Example: w1
 	Owner string `json:"owner"`
@@ -105,6 +210,12 @@ type Event struct {
 	// Type Example: acquired
 	Type EventType `json:"type"`
 }
+
+// EventKind Kind and Name say what the event is about: a lock's events have
+// kind lock and the lock's name (lock says it too).
+//
+// Example: lock
+type EventKind string
 
 // EventType Example: acquired
 type EventType string
@@ -306,6 +417,12 @@ type StreamEventsParams struct {
 	// Lock Only this lock's events
 	Lock *string `form:"lock,omitempty" json:"lock,omitempty"`
 
+	// Kind Only events about this kind of thing
+	Kind *StreamEventsParamsKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Name Only events about the thing of this name (with kind lock, or no kind: the same as lock)
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
 	// Since Replay events recorded after this revision first (exclusive: 0 replays every retained event); without it only live events come
 	Since *int64 `form:"since,omitempty" json:"since,omitempty"`
 
@@ -313,10 +430,19 @@ type StreamEventsParams struct {
 	LastEventID *int64 `json:"Last-Event-ID,omitempty"`
 }
 
+// StreamEventsParamsKind defines parameters for StreamEvents.
+type StreamEventsParamsKind string
+
 // GetHistoryParams defines parameters for GetHistory.
 type GetHistoryParams struct {
 	// Lock Only this lock's events
 	Lock *string `form:"lock,omitempty" json:"lock,omitempty"`
+
+	// Kind Only events about this kind of thing
+	Kind *GetHistoryParamsKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Name Only events about the thing of this name (with kind lock, or no kind: the same as lock)
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
 
 	// Limit Page size, 1-1000
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -327,7 +453,7 @@ type GetHistoryParams struct {
 	// Owner Only events of holds by this owner
 	Owner *string `form:"owner,omitempty" json:"owner,omitempty"`
 
-	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired
+	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared
 	Type *string `form:"type,omitempty" json:"type,omitempty"`
 
 	// From Only events at or after this time (RFC 3339)
@@ -336,6 +462,9 @@ type GetHistoryParams struct {
 	// To Only events before this time (RFC 3339)
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
+
+// GetHistoryParamsKind defines parameters for GetHistory.
+type GetHistoryParamsKind string
 
 // ListLocksParams defines parameters for ListLocks.
 type ListLocksParams struct {
@@ -1197,6 +1326,30 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 
 		}
 
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Since != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -1350,6 +1503,30 @@ func NewGetHistoryRequest(server string, params *GetHistoryParams) (*http.Reques
 		if params.Lock != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lock", *params.Lock, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
