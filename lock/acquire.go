@@ -921,8 +921,8 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 		timer = t.C
 	}
 	if missed {
-		// The hub went past our read before we registered: what changed
-		// in between is not coming, so read it.
+		// The hub no longer holds what it dispatched between our read and
+		// the registration: read what changed meanwhile.
 		if l, changed, err := a.changedSince(ctx, r, head); err != nil || changed {
 			return l, err
 		}
@@ -996,17 +996,13 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 // changedSince reads the key r waits on, and reports whether it changed
 // since r's read: the entry ahead gone (or gone and its key taken by a
 // later entry), the lock changed hands or granted to us (then the lock is
-// returned), or the delay's guard rewritten. On our own member the read is
-// local: the hub heard its changes from this member, so it has applied
-// them.
+// returned), or the delay's guard rewritten. The read is linearizable: a
+// member's local read can lag what its watches already sent.
 func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
 	e := a.e
 	var opts []clientv3.OpOption
 	if !head {
 		opts = append(opts, clientv3.WithKeysOnly())
-	}
-	if e.ownMember() {
-		opts = append(opts, clientv3.WithSerializable())
 	}
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Get(octx, r.watchKey, opts...)
