@@ -1,0 +1,116 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/lock"
+)
+
+// smallQuota is the backend quota of the tests that fill etcd: small, so
+// that filling it takes a second or two.
+const smallQuota = 16 << 20
+
+// newSmallServer starts the server over a member with smallQuota.
+func newSmallServer(t *testing.T) *testServer {
+	t.Helper()
+	ec := testetcd.Config(t)
+	ec.QuotaBackendBytes = smallQuota
+	cfg := lock.DefaultConfig()
+	cfg.BackendQuota = smallQuota
+	s := &testServer{Server: testserver.StartOn(t, testetcd.StartConfig(t, ec), cfg), t: t}
+	// 507 and the readiness probe's 503 are what these tests are about.
+	s.Allow5xx.Store(true)
+	return s
+}
+
+// fill writes 32 KiB fenced values with token, round-robin over names
+// resources, from several goroutines, until etcd refuses for space. Every
+// write rewrites a resource, so what fills the backend is history (old
+// revisions), which compaction frees.
+func fill(t *testing.T, e *lock.Engine, token int64, names int) {
+	t.Helper()
+	value, _ := json.Marshal(strings.Repeat("x", 32<<10-16))
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var next sync.Mutex
+	n := 0
+	for range 8 {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				i := n
+				n++
+				next.Unlock()
+				if i > 4*smallQuota/len(value) {
+					t.Errorf("%d writes of %d bytes without NOSPACE", i, len(value))
+					return
+				}
+				_, err := e.PutFenced(ctx, fmt.Sprintf("res-%d", i%names), token, value, "")
+				if errors.Is(err, lock.ErrNoSpace) {
+					return
+				}
+				if err != nil {
+					t.Errorf("fill: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+func TestNoSpace_WritesGet507ReadsWorkAndRecoverBringsWritesBack(t *testing.T) {
+	s := newSmallServer(t)
+	held := s.acquire("job", `{"owner":"w1"}`)
+	sess := s.createSession(`{"owner":"w1"}`)
+	fill(t, s.Eng, held.Token, 20)
+
+	// Every write: 507 with our own words, never "no leader".
+	for _, w := range []struct{ method, path, body string }{
+		{"PUT", "/v1/fenced/res-0", fmt.Sprintf(`{"token":%d,"value":1}`, held.Token)},
+		{"POST", "/v1/locks/other", `{"owner":"w2"}`},
+		{"POST", "/v1/sessions", `{"owner":"w2"}`},
+		{"POST", "/v1/locks/insession", `{"session":"` + sess.ID + `"}`},
+	} {
+		p := testserver.WantProblem(t, s.Do(w.method, w.path, w.body), http.StatusInsufficientStorage, "insufficient_storage")
+		if !strings.Contains(p.Detail, "full") || !strings.Contains(p.Detail, "baton maintenance recover") || strings.Contains(p.Detail, "leader") {
+			t.Errorf("%s %s: detail %q, want what is full and what to do", w.method, w.path, p.Detail)
+		}
+	}
+	// Reads keep working.
+	testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/job", ""), http.StatusOK)
+	testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/res-1", ""), http.StatusOK)
+	testserver.WantJSON[api.Session](t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
+	testserver.WantProblem(t, s.Do("GET", "/v1/locks/other", ""), http.StatusNotFound, "not_held")
+	// The node is not ready: a load balancer should send it no writes.
+	r := s.Do("GET", "/readyz", "")
+	p := testserver.WantProblem(t, r, http.StatusServiceUnavailable, "nospace")
+	if r.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "full") {
+		t.Fatalf("readyz problem %+v, Retry-After %q; want the data store named full and a retry hint", p, r.Header.Get("Retry-After"))
+	}
+
+	got := testserver.WantJSON[api.RecoverResult](t, s.Do("POST", "/v1/maintenance/recover", ""), http.StatusOK)
+	if got.CompactedRevision <= held.Token || len(got.Defragmented) != 1 || got.Defragmented[0] != "test" || len(got.Alarms) != 0 {
+		t.Fatalf("recover = %+v, want a compaction past the fill, member test defragmented, no alarm left", got)
+	}
+	if got.DBSize <= 0 || got.DBSize >= smallQuota/2 || got.Quota != smallQuota {
+		t.Fatalf("recover = %+v, want the backend well under the quota of %d", got, smallQuota)
+	}
+	testserver.WantJSON[api.Status](t, s.Do("GET", "/readyz", ""), http.StatusOK)
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/res-0", fmt.Sprintf(`{"token":%d,"value":"after"}`, held.Token)), http.StatusOK)
+	s.acquire("other", `{"owner":"w2"}`)
+	s.createSession(`{"owner":"w2"}`)
+}
