@@ -122,6 +122,10 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.IntVar(&cfg.MaxWaitersPerLock, "max-waiters-per-lock", cfg.MaxWaitersPerLock, "acquires that may queue for one lock; more get 429 too_many_waiters; 0 = no cap")
 	fs.IntVar(&cfg.MaxLocksPerSession, "max-locks-per-session", cfg.MaxLocksPerSession, "locks one session may hold; more get 409 too_many_locks_in_session; 0 = no cap")
 	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "sessions the cluster may hold; more get 429 too_many_sessions; 0 = no cap")
+	fs.IntVar(&cfg.MaxLocks, "max-locks", cfg.MaxLocks, "locks the cluster may hold; more get 429 too_many_locks; 0 = no cap")
+	fs.IntVar(&cfg.MaxFencedValues, "max-fenced-values", cfg.MaxFencedValues, "fenced values (resources) the cluster may hold; a write that would make one more gets 429 too_many_fenced_values; 0 = no cap")
+	fs.IntVar(&cfg.MaxFencedValueBytes, "max-fenced-value-bytes", cfg.MaxFencedValueBytes, "largest fenced value, in bytes of JSON; larger ones get 413 value_too_large")
+	fs.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-bytes", cfg.EtcdQuotaBytes, "etcd's backend quota in bytes (8 GiB at most is advised): past it every write gets 507 insufficient_storage until \"baton maintenance recover\"; with --etcd-endpoints, the external cluster's quota; 0 = etcd's default (2 GiB)")
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", cfg.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
 	fs.StringVar(&cfg.AuthFile, "auth-file", cfg.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")
 	fs.VisitAll(func(f *pflag.Flag) {

@@ -58,6 +58,15 @@ type Config struct {
 	MaxWaitersPerLock  int
 	MaxLocksPerSession int
 	MaxSessions        int
+	// MaxLocks, MaxFencedValues and MaxFencedValueBytes bound what clients
+	// can make etcd store (lock.Config).
+	MaxLocks            int
+	MaxFencedValues     int
+	MaxFencedValueBytes int
+	// EtcdQuotaBytes is the embedded member's backend quota (etcd's
+	// --quota-backend-bytes); 0 means etcd's default, 2 GiB. With
+	// --etcd-endpoints it tells baton the external cluster's quota.
+	EtcdQuotaBytes int64
 	// MaxEventStreams caps this node's event streams (lock.Config's
 	// MaxSubscriptions).
 	MaxEventStreams int
@@ -116,6 +125,10 @@ func DefaultConfig() Config {
 		MaxLocksPerSession:  lc.MaxLocksPerSession,
 		MaxSessions:         lc.MaxSessions,
 		MaxEventStreams:     lc.MaxSubscriptions,
+		MaxLocks:            lc.MaxLocks,
+		MaxFencedValues:     lc.MaxFencedValues,
+		MaxFencedValueBytes: lc.MaxFencedValueBytes,
+		EtcdQuotaBytes:      2 << 30,
 	}
 }
 
@@ -197,6 +210,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		ec.ListenPeerURL, ec.ListenClientURL = cfg.ListenPeerURL, cfg.ListenClientURL
 		ec.PeerTLSInfo, ec.PeerAutoTLS = peerTLS, cfg.PeerAutoTLS
 		ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS
+		ec.QuotaBackendBytes = cfg.EtcdQuotaBytes
 		if cfg.LogLevel == "debug" {
 			ec.LogLevel = "debug"
 		}
@@ -212,9 +226,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	lc.HistoryRetention = cfg.HistoryRetention
 	lc.MaxWaitersPerLock, lc.MaxLocksPerSession = cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession
 	lc.MaxSessions, lc.MaxSubscriptions = cfg.MaxSessions, cfg.MaxEventStreams
+	lc.MaxLocks, lc.MaxFencedValues, lc.MaxFencedValueBytes = cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes
+	lc.BackendQuota = cfg.EtcdQuotaBytes
 	lc.Logger = log
 	if n.member != nil {
 		lc.HasLeader, lc.Stopped, lc.LeaderChanged = n.member.HasLeader, n.member.IsStopped, n.member.LeaderChanged
+		lc.NoSpace, lc.DefragmentLocal, lc.DialMember = n.member.NoSpace, n.member.Defragment, dialMember(clientTLS)
 	}
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
