@@ -199,8 +199,9 @@ func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (in
 			return 0, e.etcdErr(ctx, "recover: status of member "+m.Name, err)
 		}
 		return st.DbSize, nil
-	case m.ID == local && e.cfg.Stopped != nil:
-		return 0, fmt.Errorf("recover: defragment member %s: %w: an embedded member needs Config.DefragmentLocal", m.Name, ErrUnavailable)
+	case m.ID == local && len(e.cli.Endpoints()) == 0:
+		// An in-process client has no endpoints; its Defragment panics.
+		return 0, fmt.Errorf("recover: defragment member %s: %w: the engine's in-process client needs Config.DefragmentLocal", m.Name, ErrUnavailable)
 	case len(m.ClientURLs) == 0:
 		return 0, fmt.Errorf("recover: defragment member %s: %w: it has no client URL (not started yet?)", m.Name, ErrUnavailable)
 	case e.cfg.DialMember != nil:
