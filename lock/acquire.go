@@ -33,7 +33,7 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
 	}
 	// MaxLocks (space.go): a slot for the lock this acquire may create.
-	endSlot, err := e.reserveLock(ctx)
+	endSlot, err := e.reserveLock(ctx, req)
 	if err != nil {
 		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
 	}

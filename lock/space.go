@@ -249,16 +249,31 @@ func (e *Engine) tooManyFenced() error {
 }
 
 // reserveLock takes a slot under MaxLocks for an acquire; the returned
-// function ends it, given whether the acquire created a lock.
-func (e *Engine) reserveLock(ctx context.Context) (func(created bool), error) {
+// function ends it, given whether the acquire created a lock. At the cap,
+// an acquire in a session that holds the lock already passes without a
+// slot: it creates nothing (the idempotent 200).
+func (e *Engine) reserveLock(ctx context.Context, req AcquireRequest) (func(created bool), error) {
 	ok, err := e.reserve(ctx, e.space.locks)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, e.tooManyLocks()
+	if ok {
+		return e.space.locks.finish, nil
 	}
-	return e.space.locks.finish, nil
+	if lid, isLease := parseLeaseHex(req.Session); isLease {
+		// Not keys-only: etcd 3.7 answers a keys-only range from its
+		// index, without the keys' leases.
+		octx, done := e.op(ctx)
+		resp, err := e.cli.Get(octx, e.lockKey(req.Name))
+		done()
+		if err != nil {
+			return nil, e.etcdErr(ctx, "read lock", err)
+		}
+		if len(resp.Kvs) == 1 && resp.Kvs[0].Lease == int64(lid) {
+			return func(bool) {}, nil
+		}
+	}
+	return nil, e.tooManyLocks()
 }
 
 // reserveFenced takes a slot under MaxFencedValues for a write that would

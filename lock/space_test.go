@@ -1,0 +1,259 @@
+package lock_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+)
+
+func TestAcquire_BeyondTheLockCapIsRefusedAndLeavesNothing(t *testing.T) {
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocks = 2 })
+	ctx := ctxT(t)
+	cli := e.Client()
+	a := mustAcquire(t, e, lock.AcquireRequest{Name: "a", Owner: "w"})
+	s, err := e.CreateSession(ctx, "w", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, e, lock.AcquireRequest{Name: "b", Owner: "w", Session: s.ID}) // locks in sessions count too
+	leases := leaseCount(t, cli)
+
+	for _, req := range []lock.AcquireRequest{{Name: "c", Owner: "w"}, {Name: "c", Owner: "w", Session: s.ID}} {
+		_, _, err := e.Acquire(ctx, req)
+		le := asLimit(t, err, lock.ErrTooManyHeldLocks)
+		if le.Limit != 2 || le.RetryAfter <= 0 {
+			t.Fatalf("limit error %+v, want limit 2 and a retry hint", le)
+		}
+	}
+	if held := keysUnder(t, cli, prefix+"locks/"); !slices.Equal(held, []string{"a", "b"}) {
+		t.Fatalf("lock keys %v, want a b", held)
+	}
+	if n := leaseCount(t, cli); n != leases {
+		t.Fatalf("%d leases after the refusals, want %d", n, leases)
+	}
+	// Holding what one has is no new lock.
+	if _, fresh, err := e.Acquire(ctx, lock.AcquireRequest{Name: "b", Owner: "w", Session: s.ID}); err != nil || fresh {
+		t.Fatalf("acquire again in the same session at the cap: fresh=%v, %v", fresh, err)
+	}
+	// A release makes room, seen at the latest by the recount a refusal
+	// makes once the count is older than a tenth of a second.
+	if err := e.Release(ctx, "a", a.Token); err != nil {
+		t.Fatal(err)
+	}
+	var got *lock.Lock
+	eventually(t, 5*time.Second, "c acquired after a's release", func() bool {
+		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "w"})
+		if err != nil && !errors.Is(err, lock.ErrTooManyHeldLocks) {
+			t.Fatal(err)
+		}
+		got = l
+		return err == nil
+	})
+	if got.Token <= a.Token {
+		t.Fatalf("token %d after %d", got.Token, a.Token)
+	}
+}
+
+// One engine never lets more locks than the cap be held, however many
+// acquires race for the last slots.
+func TestAcquire_ConcurrentAcquiresSettleWithinTheLockCap(t *testing.T) {
+	const limit, acquirers = 5, 24
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocks = limit })
+	ctx := ctxT(t)
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range acquirers {
+		wg.Go(func() {
+			<-start
+			_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: fmt.Sprintf("l%d", i), Owner: owner(i)})
+			switch {
+			case err == nil:
+				won.Add(1)
+			case !errors.Is(err, lock.ErrTooManyHeldLocks):
+				t.Errorf("acquire %d: %v", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := len(keysUnder(t, e.Client(), prefix+"locks/")); n != limit || won.Load() != limit {
+		t.Fatalf("%d locks held after %d acquires succeeded; want %d", n, won.Load(), limit)
+	}
+}
+
+// An engine counts what the others hold before it refuses or admits its
+// first acquire, and sees their releases within CountRefresh.
+func TestAcquire_LockCapCountsWhatOtherNodesHold(t *testing.T) {
+	m := testetcd.Start(t)
+	cfg := lock.DefaultConfig()
+	cfg.MaxLocks = 2
+	e1, e2 := startEngine(t, m, cfg), startEngine(t, m, cfg)
+	ctx := ctxT(t)
+	a := mustAcquire(t, e1, lock.AcquireRequest{Name: "a", Owner: "w"})
+	mustAcquire(t, e1, lock.AcquireRequest{Name: "b", Owner: "w"})
+	_, _, err := e2.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "w"})
+	asLimit(t, err, lock.ErrTooManyHeldLocks)
+	if err := e1.Release(ctx, "a", a.Token); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "c acquired on the other node", func() bool {
+		_, _, err := e2.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "w"})
+		if err != nil && !errors.Is(err, lock.ErrTooManyHeldLocks) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+}
+
+func TestFenced_ValueOverTheSizeCapIsRefusedAndWritesNothing(t *testing.T) {
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxFencedValueBytes = 100 })
+	ctx := ctxT(t)
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	fits, _ := json.Marshal(strings.Repeat("x", 98))
+	if _, err := e.PutFenced(ctx, "res", l.Token, fits, ""); err != nil {
+		t.Fatalf("a value of exactly the cap: %v", err)
+	}
+	big, _ := json.Marshal(strings.Repeat("y", 99))
+	_, err := e.PutFenced(ctx, "res", l.Token, big, "")
+	if le := asLimit(t, err, lock.ErrValueTooLarge); le.Limit != 100 || !strings.Contains(le.Reason, "101") {
+		t.Fatalf("limit error %+v, want limit 100 and the size named", le)
+	}
+	got, err := e.GetFenced(ctx, "res")
+	if err != nil || string(got.Value) != string(fits) {
+		t.Fatalf("value after the refusal: %+v, %v; want the first", got, err)
+	}
+	if _, err := e.PutFenced(ctx, "new", l.Token, big, ""); !errors.Is(err, lock.ErrValueTooLarge) {
+		t.Fatalf("a new resource with a large value: %v", err)
+	}
+	if keys := keysUnder(t, e.Client(), prefix+"fencemax/"); !slices.Equal(keys, []string{"res"}) {
+		t.Fatalf("fenced maxima %v, want res alone", keys)
+	}
+}
+
+func TestFenced_NewResourceBeyondTheCapIsRefusedExistingOnesStayWritable(t *testing.T) {
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxFencedValues = 2 })
+	ctx := ctxT(t)
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	for _, r := range []string{"r1", "r2"} {
+		if _, err := e.PutFenced(ctx, r, l.Token, json.RawMessage(`1`), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.PutFenced(ctx, "r3", l.Token, json.RawMessage(`1`), "")
+	if le := asLimit(t, err, lock.ErrTooManyFencedValues); le.Limit != 2 {
+		t.Fatalf("limit error %+v, want limit 2", le)
+	}
+	if _, err := e.GetFenced(ctx, "r3"); !errors.Is(err, lock.ErrNotFound) {
+		t.Fatalf("r3 after the refusal: %v, want ErrNotFound", err)
+	}
+	if keys := keysUnder(t, e.Client(), prefix+"fencemax/"); !slices.Equal(keys, []string{"r1", "r2"}) {
+		t.Fatalf("fenced maxima %v, want r1 r2", keys)
+	}
+	if _, err := e.PutFenced(ctx, "r1", l.Token, json.RawMessage(`2`), ""); err != nil {
+		t.Fatalf("rewrite of an existing resource at the cap: %v", err)
+	}
+}
+
+// Tokens are revisions: one above the current revision was never issued,
+// and must neither be stored nor turn into a fault. MaxInt64 used to
+// overflow the stale check.
+func TestFenced_TokenNeverIssuedIsRefused(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	if _, err := e.PutFenced(ctx, "res", l.Token, json.RawMessage(`"kept"`), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		res   string
+		token int64
+	}{{"res", math.MaxInt64}, {"res", l.Token + 1000}, {"fresh", math.MaxInt64}} {
+		start := time.Now()
+		_, err := e.PutFenced(ctx, tc.res, tc.token, json.RawMessage(`"never"`), "")
+		if !errors.Is(err, lock.ErrUnknownToken) || errors.Is(err, lock.ErrUnavailable) {
+			t.Fatalf("token %d on %s: %v, want ErrUnknownToken", tc.token, tc.res, err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("token %d on %s took %s: retried instead of refused", tc.token, tc.res, took)
+		}
+	}
+	got, err := e.GetFenced(ctx, "res")
+	if err != nil || got.Token != l.Token || string(got.Value) != `"kept"` {
+		t.Fatalf("res after the refusals: %+v, %v", got, err)
+	}
+	if _, err := e.GetFenced(ctx, "fresh"); !errors.Is(err, lock.ErrNotFound) {
+		t.Fatalf("fresh after the refusal: %v, want ErrNotFound", err)
+	}
+	// The holder's own token still writes.
+	if _, err := e.PutFenced(ctx, "res", l.Token, json.RawMessage(`"again"`), ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// When the data kept fills the quota, compaction and defragmentation
+// cannot help: Recover says what holds the space and leaves the alarm.
+func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
+	const quota = 16 << 20
+	ec := testetcd.Config(t)
+	ec.QuotaBackendBytes = quota
+	m := testetcd.StartConfig(t, ec)
+	cfg := lock.DefaultConfig()
+	cfg.BackendQuota = quota
+	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+	cfg.NoSpace, cfg.DefragmentLocal = m.NoSpace, m.Defragment
+	e := startEngine(t, m, cfg)
+	ctx := ctxT(t)
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	// Every write a new resource: live values, not history.
+	value, _ := json.Marshal(strings.Repeat("v", 32<<10-16))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > 4*quota/int64(len(value)) {
+					t.Errorf("no NOSPACE after %d writes", i)
+					return
+				}
+				_, err := e.PutFenced(ctx, fmt.Sprintf("r%d", i), l.Token, value, "")
+				if errors.Is(err, lock.ErrNoSpace) {
+					return
+				}
+				if err != nil {
+					t.Errorf("fill: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	if !e.NoSpace() || !errors.Is(e.Ready(ctx), lock.ErrNoSpace) {
+		t.Fatal("NOSPACE alarm not reported after the fill")
+	}
+	_, err := e.Recover(ctx)
+	var sf *lock.StillFullError
+	if !errors.Is(err, lock.ErrStillFull) || !errors.As(err, &sf) {
+		t.Fatalf("recover: %v, want a *StillFullError", err)
+	}
+	if sf.Keys["fenced values"] < 100 || sf.Quota != quota || sf.DBSize < quota*9/10 || !strings.Contains(err.Error(), "fenced values") {
+		t.Fatalf("still full: %+v (%v), want the fenced values named", sf, err)
+	}
+	if !e.NoSpace() {
+		t.Fatal("the alarm was disarmed although the store is still full")
+	}
+}
