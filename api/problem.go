@@ -24,7 +24,8 @@ type Problem struct {
 	Detail string `json:"detail,omitempty" example:"held by \"w1\""`
 	// Code is stable and machine-readable.
 	Code string `json:"code" example:"lock_held"`
-	// Field names the request field at fault (400 only).
+	// Field names the request field at fault (400, and 413
+	// value_too_large).
 	Field string `json:"field,omitempty" example:"ttl"`
 	// Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
@@ -169,7 +170,7 @@ func toProblem(err error) (p *Problem, known bool) {
 		}
 		var le *lock.LimitError
 		if errors.As(err, &le) {
-			p.Limit, p.Detail = le.Limit, le.Reason
+			p.Limit, p.Detail, p.Field = le.Limit, le.Reason, le.Field
 			if le.RetryAfter > 0 {
 				p.RetryAfter = ceilSeconds(le.RetryAfter)
 			}

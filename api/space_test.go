@@ -114,3 +114,56 @@ func TestNoSpace_WritesGet507ReadsWorkAndRecoverBringsWritesBack(t *testing.T) {
 	s.acquire("other", `{"owner":"w2"}`)
 	s.createSession(`{"owner":"w2"}`)
 }
+
+func TestPutFenced_ValueOverTheCapGets413WithLimit(t *testing.T) {
+	s := newCappedServer(t, func(c *lock.Config) { c.MaxFencedValueBytes = 64 })
+	held := s.acquire("job", `{"owner":"w1"}`)
+	r := s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"%s"}`, held.Token, strings.Repeat("v", 100)))
+	p := testserver.WantProblem(t, r, http.StatusRequestEntityTooLarge, "value_too_large")
+	if p.Limit != 64 {
+		t.Fatalf("problem %+v, want limit 64", p)
+	}
+	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusNotFound, "not_found")
+}
+
+func TestPutFenced_NewResourceBeyondTheCapGets429WithLimit(t *testing.T) {
+	s := newCappedServer(t, func(c *lock.Config) { c.MaxFencedValues = 1 })
+	held := s.acquire("job", `{"owner":"w1"}`)
+	body := fmt.Sprintf(`{"token":%d,"value":1}`, held.Token)
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/one", body), http.StatusOK)
+	p := testserver.WantProblem(t, s.Do("PUT", "/v1/fenced/two", body), http.StatusTooManyRequests, "too_many_fenced_values")
+	if p.Limit != 1 {
+		t.Fatalf("problem %+v, want limit 1", p)
+	}
+	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/two", ""), http.StatusNotFound, "not_found")
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/one", body), http.StatusOK)
+}
+
+func TestAcquire_BeyondTheLockCapGets429TooManyLocks(t *testing.T) {
+	s := newCappedServer(t, func(c *lock.Config) { c.MaxLocks = 1 })
+	s.acquire("one", `{"owner":"w1"}`)
+	leases := s.Leases()
+	r := s.Do("POST", "/v1/locks/two", `{"owner":"w2"}`)
+	p := testserver.WantProblem(t, r, http.StatusTooManyRequests, "too_many_locks")
+	if p.Limit != 1 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("problem %+v, Retry-After %q; want limit 1 and a retry hint", p, r.Header.Get("Retry-After"))
+	}
+	testserver.WantProblem(t, s.Do("GET", "/v1/locks/two", ""), http.StatusNotFound, "not_held")
+	if got := s.Leases(); len(got) != len(leases) {
+		t.Fatalf("%d leases after the refusal, want %d", len(got), len(leases))
+	}
+}
+
+// A token no lock was granted with, MaxInt64 above all, is the client's
+// mistake: 409 unknown_token at once, nothing written.
+func TestPutFenced_TokenNeverIssuedGets409UnknownToken(t *testing.T) {
+	s := newTestServer(t)
+	held := s.acquire("job", `{"owner":"w1"}`)
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"kept"}`, held.Token)), http.StatusOK)
+	r := s.Do("PUT", "/v1/fenced/ledger", `{"token":9223372036854775807,"value":"never"}`)
+	testserver.WantProblem(t, r, http.StatusConflict, "unknown_token")
+	got := testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusOK)
+	if got.Token != held.Token || string(got.Value) != `"kept"` {
+		t.Fatalf("ledger after the refusal: %+v", got)
+	}
+}

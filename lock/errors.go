@@ -141,6 +141,9 @@ type LimitError struct {
 	RetryAfter time.Duration
 	// Reason explains the refusal for people.
 	Reason string
+	// Field names the request field at fault, when one is (the value
+	// of ErrValueTooLarge).
+	Field string
 }
 
 func (e *LimitError) Error() string { return e.Err.Error() + ": " + e.Reason }

@@ -33,7 +33,7 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 	}
 	if len(value) > e.cfg.MaxFencedValueBytes {
 		return nil, &LimitError{
-			Err: ErrValueTooLarge, Limit: e.cfg.MaxFencedValueBytes,
+			Err: ErrValueTooLarge, Limit: e.cfg.MaxFencedValueBytes, Field: "value",
 			Reason: fmt.Sprintf("value is %d bytes of JSON, more than the maximum of %d", len(value), e.cfg.MaxFencedValueBytes),
 		}
 	}
