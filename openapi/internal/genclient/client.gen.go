@@ -190,7 +190,8 @@ type Problem struct {
 	// Detail Example: held by "w1"
 	Detail *string `json:"detail,omitempty"`
 
-	// Field Field names the request field at fault (400 only).
+	// Field Field names the request field at fault (400, and 413
+	// value_too_large).
 	//
 	// Example: ttl
 	Field *string `json:"field,omitempty"`
