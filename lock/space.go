@@ -36,9 +36,9 @@ func isNoSpace(err error) bool {
 // noSpaceErr wraps a NOSPACE refusal in ErrNoSpace, and remembers that the
 // alarm is raised for Ready and NoSpace (over external etcd, where no
 // hook reports it).
-func (e *Engine) noSpaceErr(what string) error {
+func (e *Engine) noSpaceErr(what string, err error) error {
 	e.space.alarm.Store(true)
-	return fmt.Errorf("%s: %w", what, ErrNoSpace)
+	return fmt.Errorf("%s: %w (%v)", what, ErrNoSpace, err)
 }
 
 // NoSpace reports whether etcd's NOSPACE alarm is raised: from the
