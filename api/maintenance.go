@@ -34,6 +34,8 @@ func noSpaceNotReady() *Problem {
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role"
 //	@Failure		409	{object}	api.Problem	"still_full"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable: no leader, or a member could not be reached; call again"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
