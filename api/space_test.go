@@ -167,3 +167,17 @@ func TestPutFenced_TokenNeverIssuedGets409UnknownToken(t *testing.T) {
 		t.Fatalf("ledger after the refusal: %+v", got)
 	}
 }
+
+// Live data that fills the quota cannot be compacted away: 409 still_full
+// names what holds the space, and writes stay refused.
+func TestRecover_StillFullGets409NamingWhatHoldsTheSpace(t *testing.T) {
+	s := newSmallServer(t)
+	held := s.acquire("job", `{"owner":"w1"}`)
+	fill(t, s.Eng, held.Token, 1<<30) // a new resource every write
+	p := testserver.WantProblem(t, s.Do("POST", "/v1/maintenance/recover", ""), http.StatusConflict, "still_full")
+	if !strings.Contains(p.Detail, "fenced values") || !strings.Contains(p.Detail, "--etcd-quota-bytes") {
+		t.Fatalf("detail %q, want what holds the space and what to do", p.Detail)
+	}
+	testserver.WantProblem(t, s.Do("POST", "/v1/locks/other", `{"owner":"w2"}`), http.StatusInsufficientStorage, "insufficient_storage")
+	testserver.WantProblem(t, s.Do("GET", "/readyz", ""), http.StatusServiceUnavailable, "nospace")
+}

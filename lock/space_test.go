@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
@@ -201,21 +204,13 @@ func TestFenced_TokenNeverIssuedIsRefused(t *testing.T) {
 	}
 }
 
-// When the data kept fills the quota, compaction and defragmentation
-// cannot help: Recover says what holds the space and leaves the alarm.
-func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
-	const quota = 16 << 20
-	ec := testetcd.Config(t)
-	ec.QuotaBackendBytes = quota
-	m := testetcd.StartConfig(t, ec)
-	cfg := lock.DefaultConfig()
-	cfg.BackendQuota = quota
-	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
-	cfg.NoSpace, cfg.DefragmentLocal = m.NoSpace, m.Defragment
-	e := startEngine(t, m, cfg)
+// fillFenced writes 32 KiB values with token from several goroutines
+// until etcd refuses for space: to names distinct resources round-robin
+// (history, which compaction frees), or to a new resource each time when
+// names is 0 (live values, which it does not).
+func fillFenced(t *testing.T, e *lock.Engine, token int64, names int, quota int64) {
+	t.Helper()
 	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
-	// Every write a new resource: live values, not history.
 	value, _ := json.Marshal(strings.Repeat("v", 32<<10-16))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -227,7 +222,11 @@ func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
 					t.Errorf("no NOSPACE after %d writes", i)
 					return
 				}
-				_, err := e.PutFenced(ctx, fmt.Sprintf("r%d", i), l.Token, value, "")
+				res := fmt.Sprintf("r%d", i)
+				if names > 0 {
+					res = fmt.Sprintf("r%d", i%int64(names))
+				}
+				_, err := e.PutFenced(ctx, res, token, value, "")
 				if errors.Is(err, lock.ErrNoSpace) {
 					return
 				}
@@ -242,6 +241,29 @@ func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+}
+
+// smallMember starts a member with a 16 MiB quota, and the engine config
+// that knows it.
+func smallMember(t *testing.T) (*embedetcd.Member, lock.Config) {
+	const quota = 16 << 20
+	ec := testetcd.Config(t)
+	ec.QuotaBackendBytes = quota
+	cfg := lock.DefaultConfig()
+	cfg.BackendQuota = quota
+	return testetcd.StartConfig(t, ec), cfg
+}
+
+// When the data kept fills the quota, compaction and defragmentation
+// cannot help: Recover says what holds the space and leaves the alarm.
+func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
+	m, cfg := smallMember(t)
+	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+	cfg.NoSpace, cfg.DefragmentLocal = m.NoSpace, m.Defragment
+	e := startEngine(t, m, cfg)
+	ctx := ctxT(t)
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	fillFenced(t, e, l.Token, 0, cfg.BackendQuota)
 	if !e.NoSpace() || !errors.Is(e.Ready(ctx), lock.ErrNoSpace) {
 		t.Fatal("NOSPACE alarm not reported after the fill")
 	}
@@ -250,10 +272,48 @@ func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
 	if !errors.Is(err, lock.ErrStillFull) || !errors.As(err, &sf) {
 		t.Fatalf("recover: %v, want a *StillFullError", err)
 	}
-	if sf.Keys["fenced values"] < 100 || sf.Quota != quota || sf.DBSize < quota*9/10 || !strings.Contains(err.Error(), "fenced values") {
+	if sf.Keys["fenced values"] < 100 || sf.Quota != cfg.BackendQuota || sf.DBSize < cfg.BackendQuota*9/10 || !strings.Contains(err.Error(), "fenced values") {
 		t.Fatalf("still full: %+v (%v), want the fenced values named", sf, err)
 	}
 	if !e.NoSpace() {
 		t.Fatal("the alarm was disarmed although the store is still full")
 	}
+}
+
+// Over a gRPC client (--etcd-endpoints) the engine has no hooks: it learns
+// of the alarm from a refused write, and defragments through the client
+// at the member's client URL.
+func TestRecover_OverARemoteClientAsWithExternalEtcd(t *testing.T) {
+	m, cfg := smallMember(t)
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{m.Etcd().Config().AdvertiseClientUrls[0].String()}, DialTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	e := startEngineOn(t, cli, cfg)
+	ctx := ctxT(t)
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	fillFenced(t, e, l.Token, 20, cfg.BackendQuota)
+	if !e.NoSpace() || !errors.Is(e.Ready(ctx), lock.ErrNoSpace) {
+		t.Fatal("NOSPACE not reported after a write was refused for it")
+	}
+	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "other", Owner: "w"}); !errors.Is(err, lock.ErrNoSpace) {
+		t.Fatalf("acquire on a full store: %v, want ErrNoSpace", err)
+	}
+	if _, err := e.GetFenced(ctx, "r1"); err != nil {
+		t.Fatalf("read on a full store: %v", err)
+	}
+	r, err := e.Recover(ctx)
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	if !slices.Equal(r.Defragmented, []string{"test"}) || len(r.Alarms) != 0 || r.DBSize >= cfg.BackendQuota/2 {
+		t.Fatalf("recover = %+v, want member test defragmented well under the quota and no alarm", r)
+	}
+	if e.NoSpace() || e.Ready(ctx) != nil {
+		t.Fatal("still not ready after the recovery")
+	}
+	mustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w"})
 }
