@@ -387,7 +387,6 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -578,7 +577,6 @@ func (a *API) getSession(c echo.Context) error {
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth

@@ -3289,8 +3289,6 @@ type RenewLockResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
-	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
-	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RenewLockResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3345,11 +3343,6 @@ func (r RenewLockResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r RenewLockResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
-}
-
-// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
-func (r RenewLockResponse) GetApplicationproblemJSON507() *Problem {
-	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3932,8 +3925,6 @@ type RenewSessionResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
-	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
-	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RenewSessionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3983,11 +3974,6 @@ func (r RenewSessionResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r RenewSessionResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
-}
-
-// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
-func (r RenewSessionResponse) GetApplicationproblemJSON507() *Problem {
-	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -5406,13 +5392,6 @@ func ParseRenewLockResponse(rsp *http.Response) (*RenewLockResponse, error) {
 		}
 		response.ApplicationproblemJSON503 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON507 = &dest
-
 	}
 
 	switch {
@@ -6013,13 +5992,6 @@ func ParseRenewSessionResponse(rsp *http.Response) (*RenewSessionResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON507 = &dest
 
 	}
 
