@@ -90,7 +90,9 @@ func TestNoSpace_WritesGet507ReadsWorkAndRecoverBringsWritesBack(t *testing.T) {
 			t.Errorf("%s %s: detail %q, want what is full and what to do", w.method, w.path, p.Detail)
 		}
 	}
-	// Reads keep working.
+	// Reads and renewals keep working: keepalives are no raft writes.
+	testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/job/renew", fmt.Sprintf(`{"token":%d}`, held.Token)), http.StatusOK)
+	testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions/"+sess.ID+"/renew", ""), http.StatusOK)
 	testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/job", ""), http.StatusOK)
 	testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/res-1", ""), http.StatusOK)
 	testserver.WantJSON[api.Session](t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
