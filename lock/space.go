@@ -236,7 +236,8 @@ func hasNoSpace(resp *clientv3.AlarmResponse) bool {
 
 func (e *Engine) tooManyLocks() error {
 	return &LimitError{
-		Err: ErrTooManyHeldLocks, Limit: e.cfg.MaxLocks, RetryAfter: sessionsRetryAfter,
+		// A slot freed anywhere is seen within CountRefresh.
+		Err: ErrTooManyHeldLocks, Limit: e.cfg.MaxLocks, RetryAfter: max(time.Second, e.cfg.CountRefresh),
 		Reason: fmt.Sprintf("the cluster holds the maximum of %d locks; release locks that are no longer needed, or try later", e.cfg.MaxLocks),
 	}
 }
