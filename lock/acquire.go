@@ -37,7 +37,7 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if err != nil {
 		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
 	}
-	defer func() { endSlot(err == nil && fresh) }()
+	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
 	defer a.dropLease()
 	if req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)

@@ -85,7 +85,9 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 			Commit()
 		done()
 		if err != nil {
-			return nil, e.etcdErr(ctx, "fenced write", err)
+			err = e.etcdErr(ctx, "fenced write", err)
+			created = len(cur.Kvs) == 0 && mayHaveCreated(err)
+			return nil, err
 		}
 		if resp.Succeeded {
 			created = len(cur.Kvs) == 0

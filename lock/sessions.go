@@ -48,7 +48,9 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	_, err = e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
 	if err != nil {
 		e.revokeLease(id)
-		return nil, e.etcdErr(ctx, "create session", err)
+		err = e.etcdErr(ctx, "create session", err)
+		created = mayHaveCreated(err)
+		return nil, err
 	}
 	created = true
 	return &Session{

@@ -73,8 +73,9 @@ type space struct {
 // Config.CountRefresh, or at once when a check would refuse and the count
 // is older than recountAfter), plus pending (slots reserved by checks of
 // this engine whose write has not finished), plus done (writes of this
-// engine that created a key since that read began). It never counts too
-// few keys for this engine's own creates; keys others delete are seen at
+// engine that created a key since that read began, or may have: a create
+// whose outcome etcd left unknown counts). It never counts too few keys
+// for this engine's own creates; keys others delete are seen at
 // the next read, so a slot freed elsewhere, or by this engine, is offered
 // again within CountRefresh. Keys other engines create are seen at the
 // next read too: that is how far the cap can be overshot, at most what the
@@ -124,6 +125,11 @@ func (e *Engine) reserve(ctx context.Context, t *tally) (bool, error) {
 		}
 	}
 }
+
+// mayHaveCreated reports whether a create that failed with err may have
+// happened anyway (etcd left its outcome unknown): a tally counts it, so
+// that the cap errs on the side of refusing until the next count.
+func mayHaveCreated(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // finish ends a reservation: created says whether the write made the key.
 func (t *tally) finish(created bool) {
