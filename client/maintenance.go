@@ -44,12 +44,14 @@ const recoverTimeout = 10 * time.Minute
 // Recover frees the data store's space after etcd's NOSPACE alarm (an
 // operator's action, role admin): the node compacts etcd's history,
 // defragments every member one at a time and disarms the alarm. It
-// returns ErrStillFull when what is kept leaves too little room. Retried:
-// each step is safe to repeat.
+// returns ErrStillFull when what is kept leaves too little room. Every
+// step is safe to repeat, but a repeat blocks each member once more while
+// it defragments, so a 503 (a member the node could not reach) is not
+// retried: it is returned, naming the member, for the operator to act on.
 func (c *Client) Recover(ctx context.Context) (*RecoverResult, error) {
 	var r RecoverResult
 	if _, err := c.do(ctx, request{
-		op: "recover", method: http.MethodPost, path: "/v1/maintenance/recover", idempotent: true, timeout: recoverTimeout,
+		op: "recover", method: http.MethodPost, path: "/v1/maintenance/recover", timeout: recoverTimeout,
 	}, &r); err != nil {
 		return nil, err
 	}
