@@ -119,6 +119,43 @@ func TestAcquire_LockCapCountsWhatOtherNodesHold(t *testing.T) {
 	})
 }
 
+// The documented bound of the approximation: an engine admits against
+// its last count plus its own creates, so the cluster can exceed the cap
+// by what the other engines created since that count, and no more.
+func TestAcquire_LockCapOvershootIsWhatOthersCreatedSinceTheCount(t *testing.T) {
+	const limit = 4
+	m := testetcd.Start(t)
+	cfg := lock.DefaultConfig()
+	cfg.MaxLocks, cfg.CountRefresh = limit, time.Hour // no background count in this test
+	e1, e2 := startEngine(t, m, cfg), startEngine(t, m, cfg)
+	ctx := ctxT(t)
+	acquireAll := func(e *lock.Engine, prefix string) (n int) {
+		for i := 0; ; i++ {
+			_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: fmt.Sprintf("%s%d", prefix, i), Owner: "w"})
+			if errors.Is(err, lock.ErrTooManyHeldLocks) {
+				return n
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	mustAcquire(t, e1, lock.AcquireRequest{Name: "first", Owner: "w"})  // e1 counts 0
+	mustAcquire(t, e2, lock.AcquireRequest{Name: "second", Owner: "w"}) // e2 counts 1
+	n1 := acquireAll(e1, "a")                                           // e1 does not see e2's
+	n2 := acquireAll(e2, "b")                                           // nor e2 e1's since its count
+	held := len(keysUnder(t, e1.Client(), prefix+"locks/"))
+	if n1 != limit-1 || n2 != limit-2 || held != limit+n1 {
+		t.Fatalf("e1 took %d more, e2 %d more, %d held; want %d, %d and %d: the cap plus what e2 did not see", n1, n2, held, limit-1, limit-2, limit+n1)
+	}
+	// At their estimates' cap both refuse, counting again first.
+	for _, e := range []*lock.Engine{e1, e2} {
+		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "late", Owner: "w"})
+		asLimit(t, err, lock.ErrTooManyHeldLocks)
+	}
+}
+
 func TestFenced_ValueOverTheSizeCapIsRefusedAndWritesNothing(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxFencedValueBytes = 100 })
 	ctx := ctxT(t)
