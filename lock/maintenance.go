@@ -17,8 +17,9 @@ import (
 // defaultBackendQuota is etcd's default backend quota (2 GiB).
 const defaultBackendQuota = 2 << 30
 
-// defragTimeout bounds the defragmentation of one member: it rewrites the
-// member's whole backend file, about a second per few hundred MB.
+// defragTimeout bounds the compaction, and the defragmentation of each
+// member: a defragmentation rewrites the member's whole backend file,
+// about a second per few hundred MB.
 const defragTimeout = 5 * time.Minute
 
 // headroomFraction is the part of the quota that must be free after
@@ -105,11 +106,12 @@ func (e *Engine) Recover(ctx context.Context) (*RecoverResult, error) {
 		return nil, e.etcdErr(ctx, "recover: read the revision", err)
 	}
 	res.CompactedRevision = cur.Header.Revision
-	octx, done = e.op(ctx)
 	// Physical: return once the backend has dropped the old revisions,
-	// so that the defragmentation below finds them gone.
-	_, err = e.cli.Compact(octx, res.CompactedRevision, clientv3.WithCompactPhysical())
-	done()
+	// so that the defragmentation below finds them gone. That takes
+	// longer than OpTimeout on a large backend.
+	cctx, cancel := context.WithTimeout(ctx, defragTimeout)
+	_, err = e.cli.Compact(cctx, res.CompactedRevision, clientv3.WithCompactPhysical())
+	cancel()
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return nil, e.etcdErr(ctx, "recover: compact", err)
 	}
