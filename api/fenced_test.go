@@ -57,10 +57,11 @@ func TestFenced_LowerTokenIsStaleAndChangesNothing(t *testing.T) {
 		t.Fatalf("after a stale write the value is %+v, want the newer holder's", got)
 	}
 	// A higher token moves the maximum up.
-	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"newer"}`, cur.Token+10)), http.StatusOK)
+	newer := s.acquire("other", `{"owner":"w3"}`)
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"newer"}`, newer.Token)), http.StatusOK)
 	p = testserver.WantProblem(t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"x"}`, cur.Token)), http.StatusConflict, "stale_token")
-	if p.MaxToken != cur.Token+10 {
-		t.Errorf("max_token = %d, want %d", p.MaxToken, cur.Token+10)
+	if p.MaxToken != newer.Token {
+		t.Errorf("max_token = %d, want %d", p.MaxToken, newer.Token)
 	}
 }
 
@@ -69,6 +70,7 @@ func TestFenced_NamedLockMustBeHeldWithExactlyTheToken(t *testing.T) {
 	old := s.acquire("recon", `{"owner":"w1"}`)
 	s.release("recon", old.Token)
 	cur := s.acquire("recon", `{"owner":"w2"}`)
+	s.acquire("later", `{"owner":"w3"}`) // so that cur.Token+1 has been issued
 	for _, tc := range []struct {
 		name  string
 		token int64

@@ -120,6 +120,7 @@ func (a *API) Register(e *echo.Echo) {
 		{http.MethodGet, "/fenced/:resource", a.getFenced},
 		{http.MethodGet, "/history", a.history},
 		{http.MethodGet, "/events", a.events},
+		{http.MethodPost, "/maintenance/recover", a.recoverSpace},
 	} {
 		// Wrapped here rather than passed as route middleware, which echo
 		// applies anew, a closure allocated, on every request.
@@ -156,11 +157,11 @@ func (a *API) healthz(c echo.Context) error {
 //
 //	@Summary		Readiness
 //	@ID				readyz
-//	@Description	Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+//	@Description	Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 //	@Tags			operations
 //	@Produce		json
 //	@Success		200	{object}	api.Status
-//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum"
+//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum; nospace: the data store is full"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/readyz [get]
 func (a *API) readyz(c echo.Context) error {
@@ -173,6 +174,9 @@ func (a *API) readyz(c echo.Context) error {
 		// time is what "not ready" means: 503, as API.md says.
 		if errors.Is(err, context.DeadlineExceeded) && c.Request().Context().Err() == nil {
 			err = fmt.Errorf("%w: %w", lock.ErrUnavailable, err)
+		}
+		if errors.Is(err, lock.ErrNoSpace) {
+			return noSpaceNotReady()
 		}
 		return err
 	}
@@ -209,8 +213,9 @@ func owner(c echo.Context, o *string) string {
 //	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay; or too_many_locks_in_session (with `limit`)"
 //	@Failure		413		{object}	api.Problem			"body_too_large"
 //	@Failure		415		{object}	api.Problem			"unsupported_media_type"
-//	@Failure		429		{object}	api.Problem			"rate_limited, or too_many_waiters (with `limit`)"
+//	@Failure		429		{object}	api.Problem			"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem			"unavailable or shutting_down; the acquire may or may not have taken effect"
+//	@Failure		507		{object}	api.Problem			"insufficient_storage: the data store is full; nothing was written"
 //	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
 //	@Header			429		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
@@ -421,6 +426,7 @@ func (a *API) renew(c echo.Context) error {
 //	@Failure		409	{object}	api.Problem	"token_mismatch"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -462,6 +468,7 @@ func (a *API) release(c echo.Context) error {
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -497,6 +504,7 @@ func (a *API) revoke(c echo.Context) error {
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
 //	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -602,6 +610,7 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Failure		404	{object}	api.Problem	"session_not_found"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -630,11 +639,12 @@ func (a *API) deleteSession(c echo.Context) error {
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403			{object}	api.Problem	"forbidden: needs the write role"
-//	@Failure		409			{object}	api.Problem	"stale_token (with max_token) or not_holder"
-//	@Failure		413			{object}	api.Problem	"body_too_large"
+//	@Failure		409			{object}	api.Problem	"stale_token (with max_token), not_holder, or unknown_token (above the cluster's current revision: never issued)"
+//	@Failure		413			{object}	api.Problem	"body_too_large, or value_too_large (with `limit` in bytes)"
 //	@Failure		415			{object}	api.Problem	"unsupported_media_type"
-//	@Failure		429			{object}	api.Problem	"rate_limited"
+//	@Failure		429			{object}	api.Problem	"rate_limited, or too_many_fenced_values (with `limit`): the write would make one resource too many"
 //	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Failure		507			{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth

@@ -32,6 +32,12 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if err := a.checkSessionOwner(ctx); err != nil {
 		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
 	}
+	// MaxLocks (space.go): a slot for the lock this acquire may create.
+	endSlot, err := e.reserveLock(ctx, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+	}
+	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
 	defer a.dropLease()
 	if req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)

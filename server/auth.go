@@ -69,6 +69,9 @@ var routeAccess = map[string]access{
 	"DELETE /v1/sessions/:id":     writeRole,
 	"PUT /v1/fenced/:resource":    writeRole,
 	"POST /v1/locks/:name/revoke": adminRole,
+
+	// Recovery from a full data store (api/maintenance.go).
+	"POST /v1/maintenance/recover": adminRole,
 }
 
 // RouteAccess reports what the route of method and path (an echo path

@@ -172,6 +172,9 @@ var samples = map[string]sample{
 	"DELETE /v1/sessions/:id": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		return "DELETE", "/v1/sessions/" + sessionFor(t, s, fixtureToken(c)), ""
 	},
+	"POST /v1/maintenance/recover": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		return "POST", "/v1/maintenance/recover", ""
+	},
 	"GET /v1/fenced/:resource": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		res := unique("res")
 		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/fenced/"+res, `{"token":1,"value":"x"}`), http.StatusOK)

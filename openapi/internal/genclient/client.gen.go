@@ -310,7 +310,8 @@ type Problem struct {
 	// Detail Example: held by "w1"
 	Detail *string `json:"detail,omitempty"`
 
-	// Field Field names the request field at fault (400 only).
+	// Field Field names the request field at fault (400, and 413
+	// value_too_large).
 	//
 	// Example: ttl
 	Field *string `json:"field,omitempty"`
@@ -319,7 +320,8 @@ type Problem struct {
 	Holder *Lock `json:"holder,omitempty"`
 
 	// Limit Limit is the cap that was reached (too_many_waiters,
-	// too_many_locks_in_session, too_many_sessions, too_many_streams).
+	// too_many_locks_in_session, too_many_sessions, too_many_streams,
+	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
 	//
 	// Example: 1000
 	Limit *int `json:"limit,omitempty"`
@@ -349,6 +351,34 @@ type Problem struct {
 
 	// Type Example: urn:baton:problem:lock_held
 	Type string `json:"type"`
+}
+
+// RecoverResult defines model for RecoverResult.
+type RecoverResult struct {
+	// Alarms Alarms are the alarms still raised afterwards: empty on success.
+	//
+	// Example: [""]
+	Alarms []string `json:"alarms"`
+
+	// CompactedRevision CompactedRevision is the revision etcd's history was compacted to.
+	//
+	// Example: 48213
+	CompactedRevision int64 `json:"compacted_revision"`
+
+	// DbSize DBSize is the largest member's backend file, in bytes, afterwards.
+	//
+	// Example: 1048576
+	DbSize int64 `json:"db_size"`
+
+	// Defragmented Defragmented names the members defragmented, in order.
+	//
+	// Example: ["n1","n2","n3"]
+	Defragmented []string `json:"defragmented"`
+
+	// Quota Quota is the backend quota, in bytes.
+	//
+	// Example: 2147483648
+	Quota int64 `json:"quota"`
 }
 
 // RenewRequest defines model for RenewRequest.
@@ -589,7 +619,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+	// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -721,6 +751,14 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLock(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RecoverSpace Recover from a full data store (operators)
+	//
+	// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+	// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+	//
+	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+	RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateSessionWithBody Create a session
 	//
 	// A session is one lease that many locks share (like Chubby's and Consul's): renew it and they all live; let it expire, or delete it, and they all end. Its `id` is the etcd lease ID in hex.
@@ -797,7 +835,7 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness
 //
-// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1079,6 +1117,24 @@ func (c *Client) RevokeLockWithBody(ctx context.Context, name string, contentTyp
 // Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 func (c *Client) RevokeLock(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeLockRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverSpace Recover from a full data store (operators)
+//
+// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+//
+// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+func (c *Client) RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverSpaceRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -1932,6 +1988,33 @@ func NewRevokeLockRequestWithBody(server string, name string, contentType string
 	return req, nil
 }
 
+// NewRecoverSpaceRequest constructs an http.Request for the RecoverSpace method
+func NewRecoverSpaceRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/maintenance/recover")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateSessionRequest calls the generic CreateSession builder with application/json body
 func NewCreateSessionRequest(server string, body CreateSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -2138,7 +2221,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+	// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2285,6 +2368,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLockWithResponse(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeLockResponse, error)
+
+	// RecoverSpaceWithResponse Recover from a full data store (operators)
+	//
+	// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+	// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+	RecoverSpaceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RecoverSpaceResponse, error)
 
 	// CreateSessionWithBodyWithResponse Create a session
 	//
@@ -2763,6 +2856,8 @@ type PutFencedResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutFencedResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -2812,6 +2907,11 @@ func (r PutFencedResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r PutFencedResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PutFencedResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3036,6 +3136,8 @@ type ReleaseLockResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReleaseLockResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3075,6 +3177,11 @@ func (r ReleaseLockResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r ReleaseLockResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r ReleaseLockResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3236,6 +3343,8 @@ type AcquireLockResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *AcquireLockResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -3297,6 +3406,11 @@ func (r AcquireLockResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r AcquireLockResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r AcquireLockResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3475,6 +3589,8 @@ type RevokeLockResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RevokeLockResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3521,6 +3637,11 @@ func (r RevokeLockResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
 }
 
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r RevokeLockResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
 // GetBody returns the raw response body bytes
 func (r RevokeLockResponse) GetBody() []byte {
 	return r.Body
@@ -3544,6 +3665,117 @@ func (r RevokeLockResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeLockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RecoverSpaceResponse429Headers the declared response headers of an HTTP 429 response for RecoverSpace
+type RecoverSpaceResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RecoverSpaceResponse503Headers the declared response headers of an HTTP 503 response for RecoverSpace
+type RecoverSpaceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RecoverSpaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecoverResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecoverSpaceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RecoverSpaceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RecoverSpaceResponse) GetJSON200() *RecoverResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RecoverSpaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecoverSpaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecoverSpaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecoverSpaceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3579,6 +3811,8 @@ type CreateSessionResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateSessionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3623,6 +3857,11 @@ func (r CreateSessionResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateSessionResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3679,6 +3918,8 @@ type DeleteSessionResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteSessionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3713,6 +3954,11 @@ func (r DeleteSessionResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r DeleteSessionResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r DeleteSessionResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3977,7 +4223,7 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness
 //
-// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4219,6 +4465,22 @@ func (c *ClientWithResponses) RevokeLockWithResponse(ctx context.Context, name s
 		return nil, err
 	}
 	return ParseRevokeLockResponse(rsp)
+}
+
+// RecoverSpaceWithResponse Recover from a full data store (operators)
+//
+// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+func (c *ClientWithResponses) RecoverSpaceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RecoverSpaceResponse, error) {
+	rsp, err := c.RecoverSpace(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverSpaceResponse(rsp)
 }
 
 // CreateSessionWithBodyWithResponse Create a session
@@ -4722,6 +4984,13 @@ func ParsePutFencedResponse(rsp *http.Response) (*PutFencedResponse, error) {
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
 	}
 
 	switch {
@@ -4970,6 +5239,13 @@ func ParseReleaseLockResponse(rsp *http.Response) (*ReleaseLockResponse, error) 
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
 	}
 
 	switch {
@@ -5172,6 +5448,13 @@ func ParseAcquireLockResponse(rsp *http.Response) (*AcquireLockResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
@@ -5396,6 +5679,13 @@ func ParseRevokeLockResponse(rsp *http.Response) (*RevokeLockResponse, error) {
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
 	}
 
 	switch {
@@ -5411,6 +5701,111 @@ func ParseRevokeLockResponse(rsp *http.Response) (*RevokeLockResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeLockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRecoverSpaceResponse parses an HTTP response from a RecoverSpaceWithResponse call
+func ParseRecoverSpaceResponse(rsp *http.Response) (*RecoverSpaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecoverSpaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecoverResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RecoverSpaceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RecoverSpaceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5493,6 +5888,13 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
@@ -5580,6 +5982,13 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
