@@ -99,3 +99,21 @@ func TestFenced_UnknownResourceAnswersNotFound(t *testing.T) {
 	s := newTestServer(t)
 	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/nothing-here", ""), http.StatusNotFound, "not_found")
 }
+
+func TestResetFenced_AdminResetAnswers204AndThen404(t *testing.T) {
+	s := newTestServer(t)
+	l := s.acquire("reg", `{"owner":"w"}`)
+	if r := s.Do("PUT", "/v1/fenced/reg", fmt.Sprintf(`{"token":%d,"value":1}`, l.Token)); r.Status != 200 {
+		t.Fatalf("put: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("DELETE", "/v1/fenced/reg?reason=typo", ""); r.Status != 204 {
+		t.Fatalf("reset: %d %s", r.Status, r.Body)
+	}
+	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/reg", ""), 404, "not_found")
+	testserver.WantProblem(t, s.Do("DELETE", "/v1/fenced/reg", ""), 404, "not_found")
+	testserver.WantProblem(t, s.Do("DELETE", "/v1/fenced/reg?why=typo", ""), 400, "invalid_request")
+	h := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?kind=fence&name=reg", ""), 200)
+	if len(h.Events) != 1 || h.Events[0].Type != "fence_reset" || h.Events[0].Detail != "typo" || h.Events[0].Kind != "fence" {
+		t.Fatalf("history: %+v", h.Events)
+	}
+}

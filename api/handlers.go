@@ -118,6 +118,7 @@ func (a *API) Register(e *echo.Echo) {
 		{http.MethodPost, "/locks/:name/revoke", a.revoke},
 		{http.MethodPut, "/fenced/:resource", a.putFenced},
 		{http.MethodGet, "/fenced/:resource", a.getFenced},
+		{http.MethodDelete, "/fenced/:resource", a.resetFenced},
 		{http.MethodGet, "/history", a.history},
 		{http.MethodGet, "/events", a.events},
 		{http.MethodPost, "/maintenance/recover", a.recoverSpace},

@@ -69,6 +69,7 @@ var routeAccess = map[string]access{
 	"DELETE /v1/sessions/:id":     writeRole,
 	"PUT /v1/fenced/:resource":    writeRole,
 	"POST /v1/locks/:name/revoke": adminRole,
+	"DELETE /v1/fenced/:resource": adminRole,
 
 	// Recovery from a full data store (api/maintenance.go).
 	"POST /v1/maintenance/recover": adminRole,
