@@ -116,6 +116,7 @@ func (a *API) Register(e *echo.Echo) {
 		{http.MethodPost, "/locks/:name/renew", a.renew},
 		{http.MethodDelete, "/locks/:name", a.release},
 		{http.MethodPost, "/locks/:name/revoke", a.revoke},
+		{http.MethodDelete, "/locks/:name/delay", a.clearDelay},
 		{http.MethodPut, "/fenced/:resource", a.putFenced},
 		{http.MethodGet, "/fenced/:resource", a.getFenced},
 		{http.MethodDelete, "/fenced/:resource", a.resetFenced},
@@ -292,7 +293,7 @@ func (a *API) acquire(c echo.Context) error {
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		404		{object}	api.Problem	"not_held"
+//	@Failure		404		{object}	api.Problem	"not_held; a free lock under lock-delay says until when in `delayed_until` and `retry_after`"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
@@ -354,13 +355,16 @@ func (a *API) listLocks(c echo.Context) error {
 			return err
 		}
 	}
-	locks, next, err := a.eng.List(c.Request().Context(), o)
+	locks, delays, next, err := a.eng.ListWithDelays(c.Request().Context(), o)
 	if err != nil {
 		return err
 	}
 	out := LockList{Locks: make([]*Lock, len(locks))}
 	for i, l := range locks {
 		out.Locks[i] = toLock(l)
+	}
+	for _, d := range delays {
+		out.Delayed = append(out.Delayed, Delay{Name: d.Name, DelayedUntil: Time(d.Until), RetryAfter: ceilSeconds(time.Until(d.Until)), Cause: string(d.Cause)})
 	}
 	if next != "" {
 		out.NextCursor = encodeCursor(next)

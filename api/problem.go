@@ -37,6 +37,9 @@ type Problem struct {
 	// RequestID is the request's X-Request-ID, as the response header
 	// says too: quote it when reporting a problem, it finds the log line.
 	RequestID string `json:"request_id,omitempty" example:"4f1c2b9a0d3e8f7a6b5c4d3e2f1a0b9c"`
+	// DelayedUntil is when lock-delay lets the lock be acquired again
+	// (not_held of a free lock under lock-delay).
+	DelayedUntil *Time `json:"delayed_until,omitempty" swaggertype:"string" format:"date-time"`
 	// Limit is the cap that was reached (too_many_waiters,
 	// too_many_locks_in_session, too_many_sessions, too_many_streams,
 	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
@@ -78,6 +81,7 @@ var errorTable = []struct {
 	{lock.ErrTokenMismatch, http.StatusConflict, "token_mismatch", "Token does not hold the lock"},
 	{lock.ErrStaleToken, http.StatusConflict, "stale_token", "Stale fencing token"},
 	{lock.ErrNotHolder, http.StatusConflict, "not_holder", "Token does not hold the lock"},
+	{lock.ErrNotDelayed, http.StatusNotFound, "not_delayed", "Lock not delayed"},
 	{lock.ErrNotHeld, http.StatusNotFound, "not_held", "Lock not held"},
 	{lock.ErrSessionNotFound, http.StatusNotFound, "session_not_found", "Session not found"},
 	{lock.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
@@ -171,6 +175,11 @@ func toProblem(err error) (p *Problem, known bool) {
 			if held.RetryAfter > 0 {
 				p.RetryAfter = ceilSeconds(held.RetryAfter)
 			}
+		}
+		var delayed *lock.DelayedError
+		if errors.As(err, &delayed) {
+			until := Time(delayed.Until)
+			p.DelayedUntil, p.RetryAfter = &until, max(1, ceilSeconds(time.Until(delayed.Until)))
 		}
 		var stale *lock.StaleTokenError
 		if errors.As(err, &stale) {

@@ -71,8 +71,21 @@ func toLock(l *lock.Lock) *Lock {
 
 // LockList is a page of held locks.
 type LockList struct {
-	Locks      []*Lock `json:"locks"`
+	Locks []*Lock `json:"locks"`
+	// Delayed are the free locks under lock-delay whose names fall in
+	// this page's range, by name.
+	Delayed    []Delay `json:"delayed,omitempty"`
 	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// Delay is a free lock that lock-delay keeps free for now.
+type Delay struct {
+	Name         string `json:"name" example:"nightly-recon"`
+	DelayedUntil Time   `json:"delayed_until" swaggertype:"string" format:"date-time" example:"2026-11-29T15:25:13.886Z"`
+	// RetryAfter is how many seconds are left, rounded up.
+	RetryAfter int64 `json:"retry_after" example:"42"`
+	// Cause is how the last hold ended: expired, session_expired or revoked.
+	Cause string `json:"cause,omitempty" example:"revoked" enums:"expired,session_expired,revoked"`
 }
 
 // Session is a lease shared by locks.

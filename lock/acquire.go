@@ -259,6 +259,7 @@ type attemptResult struct {
 	// created anew is another waiter's entry, not the one we wait for.
 	watchCreated int64
 	retryAt      time.Time
+	delayCause   EventType // with delayed: how the hold ended
 	holder       *Lock
 	queueHead    bool
 	// enqueuedRev is the revision at which a failed direct attempt made
@@ -574,7 +575,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 			// delay yet: the lease expired moments ago. Stamp it now.
 			until := now.Add(dr.LockDelay).UTC()
 			stamped := dr
-			stamped.Until = &until
+			stamped.Until, stamped.Cause = &until, EventExpired
 			octx, done := e.op(ctx)
 			tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(e.delayKey(name)), "=", g.ModRevision)).
 				Then(clientv3.OpPut(e.delayKey(name), mustJSON(stamped))).Commit()
@@ -585,10 +586,10 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 			if !tr.Succeeded {
 				return attemptResult{outcome: retryNow}, nil
 			}
-			return attemptResult{outcome: delayed, retryAt: until, watchKey: e.delayKey(name), watchRev: tr.Header.Revision}, nil
+			return attemptResult{outcome: delayed, retryAt: until, delayCause: EventExpired, watchKey: e.delayKey(name), watchRev: tr.Header.Revision}, nil
 		}
 		if now.Before(*dr.Until) {
-			return attemptResult{outcome: delayed, retryAt: *dr.Until, watchKey: e.delayKey(name), watchRev: rev}, nil
+			return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: e.delayKey(name), watchRev: rev}, nil
 		}
 		if a.guardRev != g.ModRevision {
 			a.guardRev = g.ModRevision // a spent guard: replace it next time
@@ -663,7 +664,8 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 		case heldBy:
 			return nil, false, &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
 		case delayed:
-			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: "lock-delay after the last holder's lease ended without a release"}
+			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
+				r.retryAt.UTC().Format(time.RFC3339Nano), causeText(r.delayCause))}
 		case behind:
 			return nil, false, &HeldError{Reason: "being handed to a queued waiter"}
 		}

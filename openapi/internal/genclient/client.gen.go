@@ -17,6 +17,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for DelayCause.
+const (
+	DelayCauseExpired        DelayCause = "expired"
+	DelayCauseRevoked        DelayCause = "revoked"
+	DelayCauseSessionExpired DelayCause = "session_expired"
+)
+
+// Valid indicates whether the value is a known member of the DelayCause enum.
+func (e DelayCause) Valid() bool {
+	switch e {
+	case DelayCauseExpired:
+		return true
+	case DelayCauseRevoked:
+		return true
+	case DelayCauseSessionExpired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventKind.
 const (
 	EventKindElection  EventKind = "election"
@@ -46,40 +67,40 @@ func (e EventKind) Valid() bool {
 
 // Defines values for EventType.
 const (
-	Acquired       EventType = "acquired"
-	DelayCleared   EventType = "delay_cleared"
-	Elected        EventType = "elected"
-	Expired        EventType = "expired"
-	FenceReset     EventType = "fence_reset"
-	Proclaimed     EventType = "proclaimed"
-	Released       EventType = "released"
-	Resigned       EventType = "resigned"
-	Revoked        EventType = "revoked"
-	SessionExpired EventType = "session_expired"
+	EventTypeAcquired       EventType = "acquired"
+	EventTypeDelayCleared   EventType = "delay_cleared"
+	EventTypeElected        EventType = "elected"
+	EventTypeExpired        EventType = "expired"
+	EventTypeFenceReset     EventType = "fence_reset"
+	EventTypeProclaimed     EventType = "proclaimed"
+	EventTypeReleased       EventType = "released"
+	EventTypeResigned       EventType = "resigned"
+	EventTypeRevoked        EventType = "revoked"
+	EventTypeSessionExpired EventType = "session_expired"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
-	case Acquired:
+	case EventTypeAcquired:
 		return true
-	case DelayCleared:
+	case EventTypeDelayCleared:
 		return true
-	case Elected:
+	case EventTypeElected:
 		return true
-	case Expired:
+	case EventTypeExpired:
 		return true
-	case FenceReset:
+	case EventTypeFenceReset:
 		return true
-	case Proclaimed:
+	case EventTypeProclaimed:
 		return true
-	case Released:
+	case EventTypeReleased:
 		return true
-	case Resigned:
+	case EventTypeResigned:
 		return true
-	case Revoked:
+	case EventTypeRevoked:
 		return true
-	case SessionExpired:
+	case EventTypeSessionExpired:
 		return true
 	default:
 		return false
@@ -168,6 +189,30 @@ type Cluster struct {
 	RaftTerm int64    `json:"raft_term"`
 	Revision int64    `json:"revision"`
 }
+
+// Delay defines model for Delay.
+type Delay struct {
+	// Cause Cause is how the last hold ended: expired, session_expired or revoked.
+	//
+	// Example: revoked
+	Cause *DelayCause `json:"cause,omitempty"`
+
+	// DelayedUntil Example: 2026-11-29T15:25:13.886Z
+	DelayedUntil time.Time `json:"delayed_until"`
+
+	// Name Example: nightly-recon
+	Name string `json:"name"`
+
+	// RetryAfter RetryAfter is how many seconds are left, rounded up.
+	//
+	// Example: 42
+	RetryAfter int `json:"retry_after"`
+}
+
+// DelayCause Cause is how the last hold ended: expired, session_expired or revoked.
+//
+// Example: revoked
+type DelayCause string
 
 // Event defines model for Event.
 type Event struct {
@@ -287,8 +332,11 @@ type Lock struct {
 
 // LockList defines model for LockList.
 type LockList struct {
-	Locks      []Lock  `json:"locks"`
-	NextCursor *string `json:"next_cursor,omitempty"`
+	// Delayed Delayed are the free locks under lock-delay whose names fall in
+	// this page's range, by name.
+	Delayed    *[]Delay `json:"delayed,omitempty"`
+	Locks      []Lock   `json:"locks"`
+	NextCursor *string  `json:"next_cursor,omitempty"`
 }
 
 // Member defines model for Member.
@@ -306,6 +354,10 @@ type Problem struct {
 	//
 	// Example: lock_held
 	Code string `json:"code"`
+
+	// DelayedUntil DelayedUntil is when lock-delay lets the lock be acquired again
+	// (not_held of a free lock under lock-delay).
+	DelayedUntil *time.Time `json:"delayed_until,omitempty"`
 
 	// Detail Example: held by "w1"
 	Detail *string `json:"detail,omitempty"`
@@ -520,6 +572,12 @@ type ReleaseLockParams struct {
 	Token int64 `form:"token" json:"token"`
 }
 
+// ClearLockDelayParams defines parameters for ClearLockDelay.
+type ClearLockDelayParams struct {
+	// Reason Why, for the audit trail (at most 1,024 bytes)
+	Reason *string `form:"reason,omitempty" json:"reason,omitempty"`
+}
+
 // PutFencedJSONRequestBody defines body for PutFenced for application/json ContentType.
 type PutFencedJSONRequestBody = FencedRequest
 
@@ -727,6 +785,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/locks/{name} (the `AcquireLock` operationId).
 	AcquireLock(ctx context.Context, name string, body AcquireLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClearLockDelay Lift a lock's lock-delay (operators)
+	//
+	// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+	//
+	// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+	ClearLockDelay(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RenewLockWithBody Renew a lock
 	//
@@ -1071,6 +1136,23 @@ func (c *Client) AcquireLockWithBody(ctx context.Context, name string, contentTy
 // Corresponds with POST /v1/locks/{name} (the `AcquireLock` operationId).
 func (c *Client) AcquireLock(ctx context.Context, name string, body AcquireLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAcquireLockRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClearLockDelay Lift a lock's lock-delay (operators)
+//
+// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+//
+// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+func (c *Client) ClearLockDelay(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClearLockDelayRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1985,6 +2067,67 @@ func NewAcquireLockRequestWithBody(server string, name string, contentType strin
 	return req, nil
 }
 
+// NewClearLockDelayRequest constructs an http.Request for the ClearLockDelay method
+func NewClearLockDelayRequest(server string, name string, params *ClearLockDelayParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locks/%s/delay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRenewLockRequest calls the generic RenewLock builder with application/json body
 func NewRenewLockRequest(server string, name string, body RenewLockJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -2432,6 +2575,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/locks/{name} (the `AcquireLock` operationId).
 	AcquireLockWithResponse(ctx context.Context, name string, body AcquireLockJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireLockResponse, error)
+
+	// ClearLockDelayWithResponse Lift a lock's lock-delay (operators)
+	//
+	// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+	ClearLockDelayWithResponse(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*ClearLockDelayResponse, error)
 
 	// RenewLockWithBodyWithResponse Renew a lock
 	//
@@ -3639,6 +3791,103 @@ func (r AcquireLockResponse) ContentType() string {
 	return ""
 }
 
+// ClearLockDelayResponse429Headers the declared response headers of an HTTP 429 response for ClearLockDelay
+type ClearLockDelayResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ClearLockDelayResponse503Headers the declared response headers of an HTTP 503 response for ClearLockDelay
+type ClearLockDelayResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ClearLockDelayResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ClearLockDelayResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ClearLockDelayResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r ClearLockDelayResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClearLockDelayResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClearLockDelayResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClearLockDelayResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RenewLockResponse429Headers the declared response headers of an HTTP 429 response for RenewLock
 type RenewLockResponse429Headers struct {
 	RetryAfter *int
@@ -4617,6 +4866,21 @@ func (c *ClientWithResponses) AcquireLockWithResponse(ctx context.Context, name 
 		return nil, err
 	}
 	return ParseAcquireLockResponse(rsp)
+}
+
+// ClearLockDelayWithResponse Lift a lock's lock-delay (operators)
+//
+// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+func (c *ClientWithResponses) ClearLockDelayWithResponse(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*ClearLockDelayResponse, error) {
+	rsp, err := c.ClearLockDelay(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClearLockDelayResponse(rsp)
 }
 
 // RenewLockWithBodyWithResponse Renew a lock
@@ -5787,6 +6051,100 @@ func ParseAcquireLockResponse(rsp *http.Response) (*AcquireLockResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AcquireLockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseClearLockDelayResponse parses an HTTP response from a ClearLockDelayWithResponse call
+func ParseClearLockDelayResponse(rsp *http.Response) (*ClearLockDelayResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClearLockDelayResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ClearLockDelayResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ClearLockDelayResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
