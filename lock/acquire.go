@@ -217,11 +217,18 @@ func (a *acquirer) dropLease() {
 	}
 	id := a.lease
 	a.lease = 0
-	if id == a.queuedLease || a.leaseDoubtful {
-		// Our queue entry may still name it (leaving the queue failed),
-		// or a txn of doubtful outcome may have put the lock under it: a
-		// lease in the pool must hold no key, now or later.
+	if a.leaseDoubtful {
+		// A txn of doubtful outcome may have put the lock under it: a
+		// lease in the pool must hold no key. The revoke does not hold up
+		// the answer: etcd was just unable to answer in time, and may
+		// still be (a node cut off from its quorum).
 		a.leaseDoubtful = false
+		go a.e.revokeLease(leaseHex(id))
+		return
+	}
+	if id == a.queuedLease {
+		// Our queue entry may still name it (leaving the queue failed):
+		// a lease in the pool must hold no key, now or later.
 		a.e.revokeLease(leaseHex(id))
 		return
 	}
