@@ -116,10 +116,13 @@ func (a *API) Register(e *echo.Echo) {
 		{http.MethodPost, "/locks/:name/renew", a.renew},
 		{http.MethodDelete, "/locks/:name", a.release},
 		{http.MethodPost, "/locks/:name/revoke", a.revoke},
+		{http.MethodDelete, "/locks/:name/delay", a.clearDelay},
 		{http.MethodPut, "/fenced/:resource", a.putFenced},
 		{http.MethodGet, "/fenced/:resource", a.getFenced},
+		{http.MethodDelete, "/fenced/:resource", a.resetFenced},
 		{http.MethodGet, "/history", a.history},
 		{http.MethodGet, "/events", a.events},
+		{http.MethodPost, "/maintenance/recover", a.recoverSpace},
 	} {
 		// Wrapped here rather than passed as route middleware, which echo
 		// applies anew, a closure allocated, on every request.
@@ -156,11 +159,11 @@ func (a *API) healthz(c echo.Context) error {
 //
 //	@Summary		Readiness
 //	@ID				readyz
-//	@Description	Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+//	@Description	Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 //	@Tags			operations
 //	@Produce		json
 //	@Success		200	{object}	api.Status
-//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum"
+//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum; nospace: the data store is full"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/readyz [get]
 func (a *API) readyz(c echo.Context) error {
@@ -173,6 +176,9 @@ func (a *API) readyz(c echo.Context) error {
 		// time is what "not ready" means: 503, as API.md says.
 		if errors.Is(err, context.DeadlineExceeded) && c.Request().Context().Err() == nil {
 			err = fmt.Errorf("%w: %w", lock.ErrUnavailable, err)
+		}
+		if errors.Is(err, lock.ErrNoSpace) {
+			return noSpaceNotReady()
 		}
 		return err
 	}
@@ -210,8 +216,9 @@ func owner(c echo.Context, o *string) string {
 //	@Failure		413		{object}	api.Problem			"body_too_large"
 //	@Failure		415		{object}	api.Problem			"unsupported_media_type"
 //	@Failure		421		{object}	api.Problem			"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem			"rate_limited, or too_many_waiters (with `limit`)"
+//	@Failure		429		{object}	api.Problem			"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem			"unavailable or shutting_down; the acquire may or may not have taken effect"
+//	@Failure		507		{object}	api.Problem			"insufficient_storage: the data store is full; nothing was written"
 //	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
 //	@Header			429		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
@@ -287,7 +294,7 @@ func (a *API) acquire(c echo.Context) error {
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		404		{object}	api.Problem	"not_held"
+//	@Failure		404		{object}	api.Problem	"not_held; a free lock under lock-delay says until when in `delayed_until` and `retry_after`"
 //	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
@@ -351,13 +358,16 @@ func (a *API) listLocks(c echo.Context) error {
 			return err
 		}
 	}
-	locks, next, err := a.eng.List(c.Request().Context(), o)
+	locks, delays, next, err := a.eng.ListWithDelays(c.Request().Context(), o)
 	if err != nil {
 		return err
 	}
 	out := LockList{Locks: make([]*Lock, len(locks))}
 	for i, l := range locks {
 		out.Locks[i] = toLock(l)
+	}
+	for _, d := range delays {
+		out.Delayed = append(out.Delayed, Delay{Name: d.Name, DelayedUntil: Time(d.Until), RetryAfter: ceilSeconds(time.Until(d.Until)), Cause: string(d.Cause)})
 	}
 	if next != "" {
 		out.NextCursor = encodeCursor(next)
@@ -427,6 +437,7 @@ func (a *API) renew(c echo.Context) error {
 //	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -469,6 +480,7 @@ func (a *API) release(c echo.Context) error {
 //	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -505,6 +517,7 @@ func (a *API) revoke(c echo.Context) error {
 //	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -614,6 +627,7 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -642,12 +656,13 @@ func (a *API) deleteSession(c echo.Context) error {
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403			{object}	api.Problem	"forbidden: needs the write role; or cross_origin: a browser sent it for a page of another origin"
-//	@Failure		409			{object}	api.Problem	"stale_token (with max_token) or not_holder"
-//	@Failure		413			{object}	api.Problem	"body_too_large"
+//	@Failure		409			{object}	api.Problem	"stale_token (with max_token), not_holder, or unknown_token (above the cluster's current revision: never issued)"
+//	@Failure		413			{object}	api.Problem	"body_too_large, or value_too_large (with `limit` in bytes)"
 //	@Failure		415			{object}	api.Problem	"unsupported_media_type"
 //	@Failure		421			{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429			{object}	api.Problem	"rate_limited"
+//	@Failure		429			{object}	api.Problem	"rate_limited, or too_many_fenced_values (with `limit`): the write would make one resource too many"
 //	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Failure		507			{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -708,10 +723,12 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Tags			history
 //	@Produce		json
 //	@Param			lock	query		string	false	"Only this lock's events"
+//	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			name	query		string	false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
 //	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
 //	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
 //	@Param			owner	query		string	false	"Only events of holds by this owner"
-//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared"
 //	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
@@ -725,7 +742,7 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
-	q, err := query(c, "lock", "limit", "before", "owner", "type", "from", "to")
+	q, err := query(c, "lock", "kind", "name", "limit", "before", "owner", "type", "from", "to")
 	if err != nil {
 		return err
 	}
@@ -737,7 +754,10 @@ func (a *API) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o := lock.HistoryOptions{Lock: q.Get("lock"), Limit: int(limit), Before: before, Owner: q.Get("owner")}
+	o := lock.HistoryOptions{
+		Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+		Limit: int(limit), Before: before, Owner: q.Get("owner"),
+	}
 	if t := q.Get("type"); t != "" {
 		for _, part := range strings.Split(t, ",") {
 			o.Types = append(o.Types, lock.EventType(strings.TrimSpace(part)))

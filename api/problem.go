@@ -24,7 +24,8 @@ type Problem struct {
 	Detail string `json:"detail,omitempty" example:"held by \"w1\""`
 	// Code is stable and machine-readable.
 	Code string `json:"code" example:"lock_held"`
-	// Field names the request field at fault (400 only).
+	// Field names the request field at fault (400, and 413
+	// value_too_large).
 	Field string `json:"field,omitempty" example:"ttl"`
 	// Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
@@ -36,8 +37,12 @@ type Problem struct {
 	// RequestID is the request's X-Request-ID, as the response header
 	// says too: quote it when reporting a problem, it finds the log line.
 	RequestID string `json:"request_id,omitempty" example:"4f1c2b9a0d3e8f7a6b5c4d3e2f1a0b9c"`
+	// DelayedUntil is when lock-delay lets the lock be acquired again
+	// (not_held of a free lock under lock-delay).
+	DelayedUntil *Time `json:"delayed_until,omitempty" swaggertype:"string" format:"date-time"`
 	// Limit is the cap that was reached (too_many_waiters,
-	// too_many_locks_in_session, too_many_sessions, too_many_streams).
+	// too_many_locks_in_session, too_many_sessions, too_many_streams,
+	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
 	Limit int `json:"limit,omitempty" example:"1000"`
 }
 
@@ -53,6 +58,11 @@ func ProblemType(code string) string { return "urn:baton:problem:" + code }
 
 // Error lets a *Problem travel as an error from handlers to ErrorHandler.
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+// noSpaceDetail is the detail of every insufficient_storage answer.
+const noSpaceDetail = "the data store is full (etcd's NOSPACE alarm is raised): nothing was written, and no write will succeed " +
+	"until an operator frees space; reads still work. Operators: run \"baton maintenance recover\" " +
+	"(POST /v1/maintenance/recover), see docs/OPERATIONS.md"
 
 // unavailableRetryAfter is what a 503 tells clients to wait: about one
 // leader election.
@@ -71,6 +81,7 @@ var errorTable = []struct {
 	{lock.ErrTokenMismatch, http.StatusConflict, "token_mismatch", "Token does not hold the lock"},
 	{lock.ErrStaleToken, http.StatusConflict, "stale_token", "Stale fencing token"},
 	{lock.ErrNotHolder, http.StatusConflict, "not_holder", "Token does not hold the lock"},
+	{lock.ErrNotDelayed, http.StatusNotFound, "not_delayed", "Lock not delayed"},
 	{lock.ErrNotHeld, http.StatusNotFound, "not_held", "Lock not held"},
 	{lock.ErrSessionNotFound, http.StatusNotFound, "session_not_found", "Session not found"},
 	{lock.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
@@ -83,6 +94,16 @@ var errorTable = []struct {
 	{ErrTooManyClientStreams, http.StatusTooManyRequests, "too_many_streams", "Too many event streams"},
 	{lock.ErrTooManySubscriptions, http.StatusServiceUnavailable, "too_many_streams", "Too many event streams"},
 	{ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "Too many requests"},
+	{lock.ErrTooManyHeldLocks, http.StatusTooManyRequests, "too_many_locks", "Too many locks held"},
+	{lock.ErrTooManyFencedValues, http.StatusTooManyRequests, "too_many_fenced_values", "Too many fenced values"},
+	{lock.ErrValueTooLarge, http.StatusRequestEntityTooLarge, "value_too_large", "Fenced value too large"},
+	{lock.ErrUnknownToken, http.StatusConflict, "unknown_token", "Token never issued"},
+	// A full data store is no outage: retrying does not help, an operator
+	// must free space (POST /v1/maintenance/recover). Before
+	// ErrUnavailable, which etcd's code for it (ResourceExhausted) once
+	// matched.
+	{lock.ErrNoSpace, http.StatusInsufficientStorage, "insufficient_storage", "Data store full"},
+	{lock.ErrStillFull, http.StatusConflict, "still_full", "Data store still full"},
 	{lock.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
 	{lock.ErrClosed, http.StatusServiceUnavailable, "shutting_down", "Node shutting down"},
 	// Authentication (server's auth middleware) and the engine's ownership
@@ -177,13 +198,18 @@ func toProblem(err error) (p *Problem, known bool) {
 				p.RetryAfter = ceilSeconds(held.RetryAfter)
 			}
 		}
+		var delayed *lock.DelayedError
+		if errors.As(err, &delayed) {
+			until := Time(delayed.Until)
+			p.DelayedUntil, p.RetryAfter = &until, max(1, ceilSeconds(time.Until(delayed.Until)))
+		}
 		var stale *lock.StaleTokenError
 		if errors.As(err, &stale) {
 			p.MaxToken = stale.MaxToken
 		}
 		var le *lock.LimitError
 		if errors.As(err, &le) {
-			p.Limit, p.Detail = le.Limit, le.Reason
+			p.Limit, p.Detail, p.Field = le.Limit, le.Reason, le.Field
 			if le.RetryAfter > 0 {
 				p.RetryAfter = ceilSeconds(le.RetryAfter)
 			}
@@ -192,6 +218,9 @@ func toProblem(err error) (p *Problem, known bool) {
 		if errors.As(err, &rl) {
 			p.Detail = rl.Error()
 			p.RetryAfter = max(1, ceilSeconds(rl.RetryAfter))
+		}
+		if row.code == "insufficient_storage" {
+			p.Detail = noSpaceDetail
 		}
 		if row.code == "unavailable" || row.code == "shutting_down" {
 			p.RetryAfter = ceilSeconds(unavailableRetryAfter)

@@ -46,7 +46,9 @@
 // detail and members (the holder of a held lock, the largest token a
 // register has seen). errors.Is matches them against ErrHeld, ErrNotHeld,
 // ErrTokenMismatch, ErrStaleToken, ErrNotHolder, ErrSessionNotFound,
-// ErrNotFound, ErrInvalid and ErrUnavailable.
+// ErrNotFound, ErrInvalid and ErrUnavailable; a full data store also
+// matches ErrNoSpace (and, as a 5xx, ErrUnavailable), and an operator's
+// Recover that freed too little ErrStillFull.
 //
 // # Retries and failover
 //

@@ -58,6 +58,15 @@ type Config struct {
 	MaxWaitersPerLock  int
 	MaxLocksPerSession int
 	MaxSessions        int
+	// MaxLocks, MaxFencedValues and MaxFencedValueBytes bound what clients
+	// can make etcd store (lock.Config).
+	MaxLocks            int
+	MaxFencedValues     int
+	MaxFencedValueBytes int
+	// EtcdQuotaBytes is the embedded member's backend quota (etcd's
+	// --quota-backend-bytes); 0 means etcd's default, 2 GiB. With
+	// --etcd-endpoints it tells baton the external cluster's quota.
+	EtcdQuotaBytes int64
 	// MaxEventStreams caps this node's event streams (lock.Config's
 	// MaxSubscriptions).
 	MaxEventStreams int
@@ -142,6 +151,10 @@ func DefaultConfig() Config {
 
 		MaxEventStreamsPerAddress:    server.DefaultStreamsPerAddress,
 		MaxEventStreamsPerCredential: server.DefaultStreamsPerCredential,
+		MaxLocks:                     lc.MaxLocks,
+		MaxFencedValues:              lc.MaxFencedValues,
+		MaxFencedValueBytes:          lc.MaxFencedValueBytes,
+		EtcdQuotaBytes:               2 << 30,
 	}
 }
 
@@ -235,6 +248,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			log.Info("etcd client port not served over TCP; baton member and snapshot save reach this member through its socket",
 				"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
 		}
+		ec.QuotaBackendBytes = cfg.EtcdQuotaBytes
 		if cfg.LogLevel == "debug" {
 			ec.LogLevel = "debug"
 		}
@@ -250,9 +264,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	lc.HistoryRetention = cfg.HistoryRetention
 	lc.MaxWaitersPerLock, lc.MaxLocksPerSession = cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession
 	lc.MaxSessions, lc.MaxSubscriptions = cfg.MaxSessions, cfg.MaxEventStreams
+	lc.MaxLocks, lc.MaxFencedValues, lc.MaxFencedValueBytes = cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes
+	lc.BackendQuota = cfg.EtcdQuotaBytes
 	lc.Logger = log
 	if n.member != nil {
 		lc.HasLeader, lc.Stopped, lc.LeaderChanged = n.member.HasLeader, n.member.IsStopped, n.member.LeaderChanged
+		lc.NoSpace, lc.DefragmentLocal, lc.DialMember = n.member.NoSpace, n.member.Defragment, dialMember(clientTLS)
 	}
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err

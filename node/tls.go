@@ -26,6 +26,9 @@ func (c Config) Validate() error {
 	if c.RateLimit < 0 || c.RateBurst < 0 || c.CredentialRateLimit < 0 || c.CredentialRateBurst < 0 {
 		return errors.New("--rate-limit, --rate-burst, --credential-rate-limit and --credential-rate-burst must not be negative (0 = off / default)")
 	}
+	if c.EtcdQuotaBytes < 0 {
+		return errors.New("--etcd-quota-bytes must not be negative (0 = etcd's default, 2 GiB)")
+	}
 	switch {
 	case c.TLSCertFile != "" && c.TLSKeyFile == "":
 		return errors.New("--tls-cert needs --tls-key")

@@ -116,6 +116,15 @@ func New(cfg Config) *Server {
 		Name: "baton_event_streams",
 		Help: "Event streams (GET /v1/events) this node serves now.",
 	}, func() float64 { return float64(cfg.Engine.Subscriptions()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "baton_etcd_nospace",
+		Help: "1 while etcd's NOSPACE alarm is raised: the data store is full and every write answers 507 until \"baton maintenance recover\".",
+	}, func() float64 {
+		if cfg.Engine.NoSpace() {
+			return 1
+		}
+		return 0
+	}))
 	reg.MustRegister(&statsCollector{eng: cfg.Engine}, cfg.Engine.Collector())
 	gather := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
 	e.GET("/metrics", metrics(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
@@ -288,7 +297,7 @@ var (
 	waitersDesc   = prometheus.NewDesc("baton_waiters", "Acquires queued for a lock in the cluster.", nil, nil)
 	sessionsDesc  = prometheus.NewDesc("baton_sessions", "Live sessions in the cluster.", nil, nil)
 	statsUpDesc   = prometheus.NewDesc("baton_stats_up", "1 if the counts above could be read from etcd at this scrape.", nil, nil)
-	limitDesc     = prometheus.NewDesc("baton_limit", "The caps this node enforces, by name (max_sessions, max_waiters_per_lock, max_locks_per_session, max_event_streams); 0 means no cap. Alerts compare the counts with them.", []string{"name"}, nil)
+	limitDesc     = prometheus.NewDesc("baton_limit", "The caps this node enforces, by name (max_sessions, max_waiters_per_lock, max_locks_per_session, max_event_streams, max_locks, max_fenced_values, max_fenced_value_bytes); 0 means no cap. Alerts compare the counts with them.", []string{"name"}, nil)
 )
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -304,6 +313,7 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, v := range map[string]int{
 		"max_sessions": cfg.MaxSessions, "max_waiters_per_lock": cfg.MaxWaitersPerLock,
 		"max_locks_per_session": cfg.MaxLocksPerSession, "max_event_streams": cfg.MaxSubscriptions,
+		"max_locks": cfg.MaxLocks, "max_fenced_values": cfg.MaxFencedValues, "max_fenced_value_bytes": cfg.MaxFencedValueBytes,
 	} {
 		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(v), name)
 	}

@@ -7,7 +7,7 @@
 //
 // Exit codes: 0 success; 1 any other error; 2 bad usage; 3 the lock is
 // held by someone else; 4 not held or not found; 5 stale token or token
-// mismatch; 6 baton unavailable; 7 refused: no valid bearer token
+// mismatch; 6 baton unavailable (a full data store included); 7 refused: no valid bearer token
 // (--auth-token, BATON_AUTH_TOKEN) or a role too weak for the call.
 // "baton exec" exits with its command's exit code, or 10 if the lock was
 // lost while the command ran. "baton healthcheck" exits 0 or 1 only, as a
