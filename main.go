@@ -120,9 +120,14 @@ func addServeFlags(fs *pflag.FlagSet, cfg *node.Config, endpoints *string) {
 	fs.IntVar(&cfg.MaxWaitersPerLock, "max-waiters-per-lock", cfg.MaxWaitersPerLock, "acquires that may queue for one lock; more get 429 too_many_waiters; 0 = no cap")
 	fs.IntVar(&cfg.MaxLocksPerSession, "max-locks-per-session", cfg.MaxLocksPerSession, "locks one session may hold; more get 409 too_many_locks_in_session; 0 = no cap")
 	fs.IntVar(&cfg.MaxSessions, "max-sessions", cfg.MaxSessions, "sessions the cluster may hold; more get 429 too_many_sessions; 0 = no cap")
+	fs.IntVar(&cfg.MaxLocks, "max-locks", cfg.MaxLocks, "locks the cluster may hold; more get 429 too_many_locks; 0 = no cap")
+	fs.IntVar(&cfg.MaxFencedValues, "max-fenced-values", cfg.MaxFencedValues, "fenced values (resources) the cluster may hold; a write that would make one more gets 429 too_many_fenced_values; 0 = no cap")
+	fs.IntVar(&cfg.MaxFencedValueBytes, "max-fenced-value-bytes", cfg.MaxFencedValueBytes, "largest fenced value, in bytes of JSON; larger ones get 413 value_too_large")
+	fs.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-bytes", cfg.EtcdQuotaBytes, "etcd's backend quota in bytes (8 GiB at most is advised): past it every write gets 507 insufficient_storage until \"baton maintenance recover\"; with --etcd-endpoints, the external cluster's quota; 0 = etcd's default (2 GiB)")
 	fs.IntVar(&cfg.MaxEventStreams, "max-event-streams", cfg.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
 	fs.IntVar(&cfg.MaxEventStreamsPerAddress, "max-event-streams-per-address", cfg.MaxEventStreamsPerAddress, "event streams one client address (an IPv6 /64) holds open on this node; more get 429 too_many_streams; 0 = no cap")
 	fs.IntVar(&cfg.MaxEventStreamsPerCredential, "max-event-streams-per-credential", cfg.MaxEventStreamsPerCredential, "event streams one credential holds open on this node (with --auth-file); more get 429 too_many_streams; 0 = no cap")
+	fs.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", cfg.AllowedHosts, "comma-separated Host names (no port; any port is answered) the HTTP API answers, * for any; others get 421 host_not_allowed; default: localhost, 127.0.0.1 and [::1] when --http-addr is a loopback address (against DNS rebinding), else any")
 	fs.StringVar(&cfg.AuthFile, "auth-file", cfg.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " (env " + envName(f.Name) + ")"

@@ -132,3 +132,43 @@ func TestServe_TLSFlagCombinationsThatCannotWorkAreUsageErrorsNamingTheFlag(t *t
 		})
 	}
 }
+
+func TestAllowedHostsFlag_IsAListFromTheFlagOrItsEnvironmentTwin(t *testing.T) {
+	parse := func(args ...string) node.Config {
+		t.Helper()
+		cfg := node.DefaultConfig()
+		var endpoints string
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		addServeFlags(fs, &cfg, &endpoints)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyEnv(fs); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if got := parse().AllowedHosts; len(got) != 0 {
+		t.Errorf("AllowedHosts %q by default, want none (the node derives them from --http-addr)", got)
+	}
+	t.Setenv("BATON_ALLOWED_HOSTS", "baton.example.com,10.0.0.7")
+	if got := strings.Join(parse().AllowedHosts, " "); got != "baton.example.com 10.0.0.7" {
+		t.Errorf("from BATON_ALLOWED_HOSTS: %q", got)
+	}
+	if got := strings.Join(parse("--allowed-hosts", "*").AllowedHosts, " "); got != "*" {
+		t.Errorf("the flag over the environment: %q, want *", got)
+	}
+}
+
+func TestServe_AnAllowedHostWithAPortIsAUsageError(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"serve", "--data-dir", filepath.Join(t.TempDir(), "never"), "--allowed-hosts", "localhost,baton.example.com:8080"})
+	root.SetOut(io.Discard)
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--allowed-hosts") || !strings.Contains(err.Error(), "port") {
+		t.Fatalf("serve --allowed-hosts baton.example.com:8080: %v, want an error naming the flag and the port", err)
+	}
+	if code := cli.ExitCode(err); code != cli.ExitUsage {
+		t.Errorf("exit code %d, want %d (usage)", code, cli.ExitUsage)
+	}
+}

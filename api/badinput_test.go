@@ -137,7 +137,7 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 		{rule: "fenced with token 0", method: "PUT", path: "/v1/fenced/ledger", body: `{"token":0,"value":1}`, field: "token"},
 		{rule: "fenced with a string token", method: "PUT", path: "/v1/fenced/ledger", body: `{"token":"1","value":1}`, field: "token"},
 		{rule: "fenced value not JSON", method: "PUT", path: "/v1/fenced/ledger", body: fmt.Sprintf(`{"token":%d,"value":nope}`, held.Token), field: "body"},
-		{rule: "fenced value over 32 KiB", method: "PUT", path: "/v1/fenced/ledger", body: fmt.Sprintf(`{"token":%d,"value":"%s"}`, held.Token, strings.Repeat("v", 33<<10)), field: "value"},
+		{rule: "fenced value over 32 KiB", method: "PUT", path: "/v1/fenced/ledger", body: fmt.Sprintf(`{"token":%d,"value":"%s"}`, held.Token, strings.Repeat("v", 33<<10)), field: "value", status: http.StatusRequestEntityTooLarge, code: "value_too_large"},
 		{rule: "fenced with a bad lock name", method: "PUT", path: "/v1/fenced/ledger", body: fmt.Sprintf(`{"token":%d,"value":1,"lock":"a!b"}`, held.Token), field: "lock"},
 		{rule: "fenced with a bad resource name", method: "PUT", path: "/v1/fenced/a!b", body: fmt.Sprintf(`{"token":%d,"value":1}`, held.Token), field: "resource"},
 		{rule: "fenced with an unknown field", method: "PUT", path: "/v1/fenced/ledger", body: fmt.Sprintf(`{"token":%d,"value":1,"force":true}`, held.Token), field: "force"},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -43,14 +44,18 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		}
 		return badRequest("body", "could not read the request body")
 	}
+	// Any byte is a body, white space too: an optional body of blanks
+	// sent as text/plain must not pass for none (see CheckMediaType).
+	if len(body) > 0 {
+		if err := CheckMediaType(r.Header); err != nil {
+			return err
+		}
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if optional {
 			return nil
 		}
 		return badRequest("body", "a JSON object is required")
-	}
-	if ct := r.Header.Get(echo.HeaderContentType); ct != "" && !isJSONish(ct) {
-		return newProblem(problem.UnsupportedMediaType, "send the body as application/json")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -153,12 +158,31 @@ func jsonNames(t reflect.Type) map[string]bool {
 	return names
 }
 
-// isJSONish accepts JSON and, for curl users who forget -H, the form type
-// curl -d sends by default; the body must still be JSON.
-func isJSONish(ct string) bool {
-	ct, _, _ = strings.Cut(ct, ";")
-	ct = strings.ToLower(strings.TrimSpace(ct))
-	return ct == "application/json" || strings.HasSuffix(ct, "+json") || ct == "application/x-www-form-urlencoded" || ct == "text/plain"
+// CheckMediaType returns an ErrUnsupportedMediaType error unless h says
+// Content-Type: application/json (parameters such as charset aside), once.
+// It is the rule for every request body: a browser sends text/plain, form
+// and multipart bodies, or none of the type at all, to any site without a
+// CORS preflight, and a JSON one only to a site that allows it, which
+// baton never does. So a body of any other type, even one that holds
+// JSON (curl -d sends it as a form), is refused before anything is done.
+func CheckMediaType(h http.Header) error {
+	cts := h.Values(echo.HeaderContentType)
+	switch {
+	case len(cts) == 0:
+		return fmt.Errorf("%w: the request has a body and no Content-Type; send it as JSON with Content-Type: application/json (curl: -H 'Content-Type: application/json')", ErrUnsupportedMediaType)
+	case len(cts) > 1:
+		return fmt.Errorf("%w: the request has more than one Content-Type; send one, application/json", ErrUnsupportedMediaType)
+	}
+	if !isJSON(cts[0]) {
+		return fmt.Errorf("%w: the body is sent as %.64q; send it as JSON with Content-Type: application/json (curl: -H 'Content-Type: application/json')", ErrUnsupportedMediaType, cts[0])
+	}
+	return nil
+}
+
+// isJSON reports whether the Content-Type value ct is application/json.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return (err == nil || errors.Is(err, mime.ErrInvalidMediaParameter)) && mt == "application/json"
 }
 
 // mapValueProblem names the member at fault when a value inside an

@@ -28,15 +28,18 @@ const defaultEventWriteTimeout = 10 * time.Second
 //
 //	@Summary		Stream events (Server-Sent Events)
 //	@ID				streamEvents
-//	@Description	The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+//	@Description	The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 //	@Tags			history
 //	@Produce		text/event-stream
 //	@Param			lock			query		string		false	"Only this lock's events"
-//	@Param			since			query		int			false	"Replay events recorded after this revision first"						format(int64)
+//	@Param			kind			query		string		false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			name			query		string		false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
+//	@Param			since			query		int			false	"Replay events recorded after this revision first (exclusive: 0 replays every retained event); without it only live events come"	format(int64)
 //	@Param			Last-Event-ID	header		int			false	"Same as since; wins over it (EventSource sends it when it reconnects)"	format(int64)
 //	@Success		200				{string}	string		"An endless text/event-stream"
 //	@Failure		400				{object}	api.Problem	"invalid_request"
 //	@Failure		401				{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421				{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429				{object}	api.Problem	"rate_limited, or too_many_streams (with `limit`): this client address or credential holds its maximum of streams on this node"
 //	@Failure		503				{object}	api.Problem	"unavailable, shutting_down, or too_many_streams (with `limit`): this node serves its maximum of streams"
 //	@Header			429				{integer}	Retry-After	"Seconds to wait before retrying"
@@ -44,11 +47,13 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
-	q, err := query(c, "lock", "since")
+	q, err := query(c, "lock", "kind", "name", "since")
 	if err != nil {
 		return err
 	}
-	since, _, err := intParam(q, "since", 0, 1<<62)
+	// since is exclusive: since=0 replays every retained event; without
+	// since (or Last-Event-ID) only live events come.
+	since, replay, err := intParam(q, "since", 0, 1<<62)
 	if err != nil {
 		return err
 	}
@@ -57,13 +62,15 @@ func (a *API) events(c echo.Context) error {
 		if err != nil || n < 0 {
 			return badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
 		}
-		since = n
+		since, replay = n, true
 	}
 	ctx := c.Request().Context()
 	// The engine caps the subscriptions of this node (too_many_streams)
 	// and the events each one buffers (a reader that falls behind is
 	// dropped, and resumes with Last-Event-ID).
-	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{Since: since, Lock: q.Get("lock"), Buffer: a.eventBuffer})
+	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{
+		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"), Buffer: a.eventBuffer,
+	})
 	if err != nil {
 		return err
 	}

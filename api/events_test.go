@@ -158,6 +158,40 @@ func TestEvents_ResumeReplaysWhatWasMissedThenContinuesLive(t *testing.T) {
 	}
 }
 
+func TestEvents_SinceIsExclusiveSoZeroReplaysEveryEvent(t *testing.T) {
+	for _, from := range []struct{ name, query, header string }{
+		{"since=0", "?since=0", ""},
+		{"Last-Event-ID: 0", "", "0"},
+	} {
+		t.Run(from.name, func(t *testing.T) {
+			s := newTestServer(t)
+			first := s.acquire("early", `{"owner":"w1"}`)
+			s.release("early", first.Token)
+			st := s.openStream(t, from.query, from.header)
+			if _, ev := st.next(); ev.Type != "acquired" || ev.Token != first.Token {
+				t.Fatalf("first event %+v, want the very first acquire (token %d)", ev, first.Token)
+			}
+			if _, ev := st.next(); ev.Type != "released" || ev.Token != first.Token {
+				t.Fatalf("second event %+v, want its release", ev)
+			}
+			// Then live, as ever.
+			later := s.acquire("later", `{"owner":"w2"}`)
+			if _, ev := st.next(); ev.Type != "acquired" || ev.Token != later.Token {
+				t.Fatalf("third event %+v, want the live acquire of token %d", ev, later.Token)
+			}
+		})
+	}
+	t.Run("no since", func(t *testing.T) {
+		s := newTestServer(t)
+		s.acquire("early", `{"owner":"w1"}`)
+		st := s.openStream(t, "", "")
+		later := s.acquire("later", `{"owner":"w2"}`)
+		if _, ev := st.next(); ev.Lock != "later" || ev.Token != later.Token {
+			t.Fatalf("first event without since: %+v, want only live events", ev)
+		}
+	})
+}
+
 func TestEvents_LockFilterAndExpiry(t *testing.T) {
 	s := newTestServer(t)
 	st := s.openStream(t, "?lock=short", "")
@@ -171,6 +205,32 @@ func TestEvents_LockFilterAndExpiry(t *testing.T) {
 	_, ev = st.next()
 	if ev.Lock != "short" || ev.Type != "expired" || ev.Token != l.Token {
 		t.Fatalf("after the TTL: %+v, want expired of token %d", ev, l.Token)
+	}
+}
+
+func TestEvents_CarryKindAndNameAndFilterOnThem(t *testing.T) {
+	s := newTestServer(t)
+	byName := s.openStream(t, "?kind=lock&name=kn-b", "")
+	s.acquire("kn-a", `{"owner":"w1"}`)
+	b := s.acquire("kn-b", `{"owner":"w2"}`)
+	if _, ev := byName.next(); ev.Kind != "lock" || ev.Name != "kn-b" || ev.Lock != "kn-b" || ev.Token != b.Token {
+		t.Fatalf("stream of kind=lock&name=kn-b sent %+v", ev)
+	}
+	h := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?name=kn-a", ""), 200)
+	if len(h.Events) != 1 || h.Events[0].Kind != "lock" || h.Events[0].Name != "kn-a" {
+		t.Fatalf("history of name=kn-a: %+v", h.Events)
+	}
+	// No election has events yet.
+	if h := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?kind=election", ""), 200); len(h.Events) != 0 {
+		t.Fatalf("history of kind=election: %+v, want none", h.Events)
+	}
+	for _, q := range []string{"?kind=mutex", "?name=bad/name", "?lock=kn-a&name=kn-b"} {
+		for _, path := range []string{"/v1/history", "/v1/events"} {
+			p := testserver.WantProblem(t, s.Do("GET", path+q, ""), 400, "invalid_request")
+			if want := map[string]string{"?kind=mutex": "kind"}[q]; want != "" && p.Field != want {
+				t.Fatalf("%s%s names field %q, want %q", path, q, p.Field, want)
+			}
+		}
 	}
 }
 

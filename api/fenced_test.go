@@ -57,10 +57,11 @@ func TestFenced_LowerTokenIsStaleAndChangesNothing(t *testing.T) {
 		t.Fatalf("after a stale write the value is %+v, want the newer holder's", got)
 	}
 	// A higher token moves the maximum up.
-	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"newer"}`, cur.Token+10)), http.StatusOK)
+	newer := s.acquire("other", `{"owner":"w3"}`)
+	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"newer"}`, newer.Token)), http.StatusOK)
 	p = testserver.WantProblem(t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":"x"}`, cur.Token)), http.StatusConflict, "stale_token")
-	if p.MaxToken != cur.Token+10 {
-		t.Errorf("max_token = %d, want %d", p.MaxToken, cur.Token+10)
+	if p.MaxToken != newer.Token {
+		t.Errorf("max_token = %d, want %d", p.MaxToken, newer.Token)
 	}
 }
 
@@ -69,6 +70,7 @@ func TestFenced_NamedLockMustBeHeldWithExactlyTheToken(t *testing.T) {
 	old := s.acquire("recon", `{"owner":"w1"}`)
 	s.release("recon", old.Token)
 	cur := s.acquire("recon", `{"owner":"w2"}`)
+	s.acquire("later", `{"owner":"w3"}`) // so that cur.Token+1 has been issued
 	for _, tc := range []struct {
 		name  string
 		token int64
@@ -96,4 +98,22 @@ func TestFenced_NamedLockMustBeHeldWithExactlyTheToken(t *testing.T) {
 func TestFenced_UnknownResourceAnswersNotFound(t *testing.T) {
 	s := newTestServer(t)
 	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/nothing-here", ""), http.StatusNotFound, "not_found")
+}
+
+func TestResetFenced_AdminResetAnswers204AndThen404(t *testing.T) {
+	s := newTestServer(t)
+	l := s.acquire("reg", `{"owner":"w"}`)
+	if r := s.Do("PUT", "/v1/fenced/reg", fmt.Sprintf(`{"token":%d,"value":1}`, l.Token)); r.Status != 200 {
+		t.Fatalf("put: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("DELETE", "/v1/fenced/reg?reason=typo", ""); r.Status != 204 {
+		t.Fatalf("reset: %d %s", r.Status, r.Body)
+	}
+	testserver.WantProblem(t, s.Do("GET", "/v1/fenced/reg", ""), 404, "not_found")
+	testserver.WantProblem(t, s.Do("DELETE", "/v1/fenced/reg", ""), 404, "not_found")
+	testserver.WantProblem(t, s.Do("DELETE", "/v1/fenced/reg?why=typo", ""), 400, "invalid_request")
+	h := testserver.WantJSON[api.History](t, s.Do("GET", "/v1/history?kind=fence&name=reg", ""), 200)
+	if len(h.Events) != 1 || h.Events[0].Type != "fence_reset" || h.Events[0].Detail != "typo" || h.Events[0].Kind != "fence" {
+		t.Fatalf("history: %+v", h.Events)
+	}
 }

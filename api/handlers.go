@@ -116,10 +116,13 @@ func (a *API) Register(e *echo.Echo) {
 		{http.MethodPost, "/locks/:name/renew", a.renew},
 		{http.MethodDelete, "/locks/:name", a.release},
 		{http.MethodPost, "/locks/:name/revoke", a.revoke},
+		{http.MethodDelete, "/locks/:name/delay", a.clearDelay},
 		{http.MethodPut, "/fenced/:resource", a.putFenced},
 		{http.MethodGet, "/fenced/:resource", a.getFenced},
+		{http.MethodDelete, "/fenced/:resource", a.resetFenced},
 		{http.MethodGet, "/history", a.history},
 		{http.MethodGet, "/events", a.events},
+		{http.MethodPost, "/maintenance/recover", a.recoverSpace},
 	} {
 		// Wrapped here rather than passed as route middleware, which echo
 		// applies anew, a closure allocated, on every request.
@@ -156,11 +159,11 @@ func (a *API) healthz(c echo.Context) error {
 //
 //	@Summary		Readiness
 //	@ID				readyz
-//	@Description	Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+//	@Description	Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 //	@Tags			operations
 //	@Produce		json
 //	@Success		200	{object}	api.Status
-//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum"
+//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum; nospace: the data store is full"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/readyz [get]
 func (a *API) readyz(c echo.Context) error {
@@ -173,6 +176,9 @@ func (a *API) readyz(c echo.Context) error {
 		// time is what "not ready" means: 503, as API.md says.
 		if errors.Is(err, context.DeadlineExceeded) && c.Request().Context().Err() == nil {
 			err = fmt.Errorf("%w: %w", lock.ErrUnavailable, err)
+		}
+		if errors.Is(err, lock.ErrNoSpace) {
+			return noSpaceNotReady()
 		}
 		return err
 	}
@@ -204,13 +210,15 @@ func owner(c echo.Context, o *string) string {
 //	@Success		200		{object}	api.Lock			"Already held by the same session (idempotent)"
 //	@Failure		400		{object}	api.Problem			"invalid_request: the field named in `field` is wrong"
 //	@Failure		401		{object}	api.Problem			"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403		{object}	api.Problem			"forbidden: needs the write role, or the session belongs to another credential"
+//	@Failure		403		{object}	api.Problem			"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404		{object}	api.Problem			"session_not_found"
 //	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay; or too_many_locks_in_session (with `limit`)"
 //	@Failure		413		{object}	api.Problem			"body_too_large"
 //	@Failure		415		{object}	api.Problem			"unsupported_media_type"
-//	@Failure		429		{object}	api.Problem			"rate_limited, or too_many_waiters (with `limit`)"
+//	@Failure		421		{object}	api.Problem			"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem			"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem			"unavailable or shutting_down; the acquire may or may not have taken effect"
+//	@Failure		507		{object}	api.Problem			"insufficient_storage: the data store is full; nothing was written"
 //	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
 //	@Header			429		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
@@ -286,7 +294,8 @@ func (a *API) acquire(c echo.Context) error {
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		404		{object}	api.Problem	"not_held"
+//	@Failure		404		{object}	api.Problem	"not_held; a free lock under lock-delay says until when in `delayed_until` and `retry_after`"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
@@ -327,6 +336,7 @@ func (a *API) getLock(c echo.Context) error {
 //	@Success		200		{object}	api.LockList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
@@ -348,13 +358,16 @@ func (a *API) listLocks(c echo.Context) error {
 			return err
 		}
 	}
-	locks, next, err := a.eng.List(c.Request().Context(), o)
+	locks, delays, next, err := a.eng.ListWithDelays(c.Request().Context(), o)
 	if err != nil {
 		return err
 	}
 	out := LockList{Locks: make([]*Lock, len(locks))}
 	for i, l := range locks {
 		out.Locks[i] = toLock(l)
+	}
+	for _, d := range delays {
+		out.Delayed = append(out.Delayed, Delay{Name: d.Name, DelayedUntil: Time(d.Until), RetryAfter: ceilSeconds(time.Until(d.Until)), Cause: string(d.Cause)})
 	}
 	if next != "" {
 		out.NextCursor = encodeCursor(next)
@@ -375,11 +388,12 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404		{object}	api.Problem	"not_held"
 //	@Failure		409		{object}	api.Problem	"token_mismatch: held with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
@@ -416,11 +430,14 @@ func (a *API) renew(c echo.Context) error {
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		409	{object}	api.Problem	"token_mismatch"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -456,12 +473,14 @@ func (a *API) release(c echo.Context) error {
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -492,11 +511,13 @@ func (a *API) revoke(c echo.Context) error {
 //	@Success		201		{object}	api.Session
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -535,6 +556,7 @@ func (a *API) createSession(c echo.Context) error {
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
@@ -563,10 +585,11 @@ func (a *API) getSession(c echo.Context) error {
 //	@Success		200	{object}	api.Session
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"session_not_found: expired or unknown"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
@@ -598,10 +621,13 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -629,12 +655,14 @@ func (a *API) deleteSession(c echo.Context) error {
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403			{object}	api.Problem	"forbidden: needs the write role"
-//	@Failure		409			{object}	api.Problem	"stale_token (with max_token) or not_holder"
-//	@Failure		413			{object}	api.Problem	"body_too_large"
+//	@Failure		403			{object}	api.Problem	"forbidden: needs the write role; or cross_origin: a browser sent it for a page of another origin"
+//	@Failure		409			{object}	api.Problem	"stale_token (with max_token), not_holder, or unknown_token (above the cluster's current revision: never issued)"
+//	@Failure		413			{object}	api.Problem	"body_too_large, or value_too_large (with `limit` in bytes)"
 //	@Failure		415			{object}	api.Problem	"unsupported_media_type"
-//	@Failure		429			{object}	api.Problem	"rate_limited"
+//	@Failure		421			{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429			{object}	api.Problem	"rate_limited, or too_many_fenced_values (with `limit`): the write would make one resource too many"
 //	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Failure		507			{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
 //	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -669,6 +697,7 @@ func (a *API) putFenced(c echo.Context) error {
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404			{object}	api.Problem	"not_found"
+//	@Failure		421			{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429			{object}	api.Problem	"rate_limited"
 //	@Failure		503			{object}	api.Problem	"unavailable"
 //	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
@@ -694,15 +723,18 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Tags			history
 //	@Produce		json
 //	@Param			lock	query		string	false	"Only this lock's events"
+//	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			name	query		string	false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
 //	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
 //	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
 //	@Param			owner	query		string	false	"Only events of holds by this owner"
-//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared"
 //	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited"
 //	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
@@ -710,7 +742,7 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
-	q, err := query(c, "lock", "limit", "before", "owner", "type", "from", "to")
+	q, err := query(c, "lock", "kind", "name", "limit", "before", "owner", "type", "from", "to")
 	if err != nil {
 		return err
 	}
@@ -722,7 +754,10 @@ func (a *API) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o := lock.HistoryOptions{Lock: q.Get("lock"), Limit: int(limit), Before: before, Owner: q.Get("owner")}
+	o := lock.HistoryOptions{
+		Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+		Limit: int(limit), Before: before, Owner: q.Get("owner"),
+	}
 	if t := q.Get("type"); t != "" {
 		for _, part := range strings.Split(t, ",") {
 			o.Types = append(o.Types, lock.EventType(strings.TrimSpace(part)))
@@ -755,6 +790,7 @@ func (a *API) history(c echo.Context) error {
 //	@Success		200	{object}	api.Cluster
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"

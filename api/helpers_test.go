@@ -68,7 +68,7 @@ var (
 	lockKeys    = []string{"name", "owner", "token", "session", "ttl", "acquired_at", "expires_at", "metadata"}
 	lockExtra   = []string{"lock_delay"}
 	sessionKeys = []string{"id", "owner", "ttl", "expires_at", "locks"}
-	eventKeys   = []string{"revision", "time", "type", "lock", "owner", "token", "session", "detail"}
+	eventKeys   = []string{"revision", "time", "type", "kind", "name", "lock", "owner", "token", "session", "detail"}
 	fencedKeys  = []string{"resource", "token", "value", "revision"}
 )
 

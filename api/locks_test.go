@@ -344,3 +344,22 @@ func TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace(t *testing.T) {
 		}
 	}
 }
+
+func TestLockDelay_GetListAndClearShowTheDelay(t *testing.T) {
+	s := newTestServer(t)
+	s.acquire("late", `{"owner":"w1","lock_delay":"1h"}`)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/late/revoke", `{"reason":"test"}`), http.StatusNoContent)
+
+	r := s.Do("GET", "/v1/locks/late", "")
+	p := testserver.WantProblem(t, r, http.StatusNotFound, "not_held")
+	if p.DelayedUntil == nil || p.RetryAfter < 3500 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("problem %+v (Retry-After %q), want delayed_until and about 3600 s of retry_after", p, r.Header.Get("Retry-After"))
+	}
+	list := testserver.WantJSON[api.LockList](t, s.Do("GET", "/v1/locks", ""), http.StatusOK)
+	if len(list.Delayed) != 1 || list.Delayed[0].Name != "late" || list.Delayed[0].Cause != "revoked" {
+		t.Fatalf("list's delays %+v, want late's, caused by revoked", list.Delayed)
+	}
+	testserver.WantStatus(t, s.Do("DELETE", "/v1/locks/late/delay?reason=mistake", ""), http.StatusNoContent)
+	testserver.WantProblem(t, s.Do("DELETE", "/v1/locks/late/delay", ""), http.StatusNotFound, "not_delayed")
+	s.acquire("late", `{"owner":"w2"}`)
+}

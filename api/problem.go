@@ -25,7 +25,8 @@ type Problem struct {
 	Detail string `json:"detail,omitempty" example:"held by \"w1\""`
 	// Code is stable and machine-readable.
 	Code string `json:"code" example:"lock_held"`
-	// Field names the request field at fault (400 only).
+	// Field names the request field at fault (400, and 413
+	// value_too_large).
 	Field string `json:"field,omitempty" example:"ttl"`
 	// Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
@@ -37,8 +38,12 @@ type Problem struct {
 	// RequestID is the request's X-Request-ID, as the response header
 	// says too: quote it when reporting a problem, it finds the log line.
 	RequestID string `json:"request_id,omitempty" example:"4f1c2b9a0d3e8f7a6b5c4d3e2f1a0b9c"`
+	// DelayedUntil is when lock-delay lets the lock be acquired again
+	// (not_held of a free lock under lock-delay).
+	DelayedUntil *Time `json:"delayed_until,omitempty" swaggertype:"string" format:"date-time"`
 	// Limit is the cap that was reached (too_many_waiters,
-	// too_many_locks_in_session, too_many_sessions, too_many_streams).
+	// too_many_locks_in_session, too_many_sessions, too_many_streams,
+	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
 	Limit int `json:"limit,omitempty" example:"1000"`
 }
 
@@ -54,6 +59,11 @@ func ProblemType[S ~string](code S) string { return problem.Type(code) }
 
 // Error lets a *Problem travel as an error from handlers to ErrorHandler.
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+// noSpaceDetail is the detail of every insufficient_storage answer.
+const noSpaceDetail = "the data store is full (etcd's NOSPACE alarm is raised): nothing was written, and no write will succeed " +
+	"until an operator frees space; reads still work. Operators: run \"baton maintenance recover\" " +
+	"(POST /v1/maintenance/recover), see docs/OPERATIONS.md"
 
 // unavailableRetryAfter is what a 503 tells clients to wait: about one
 // leader election.
@@ -73,6 +83,7 @@ var errorTable = []struct {
 	{lock.ErrTokenMismatch, problem.TokenMismatch, 0},
 	{lock.ErrStaleToken, problem.StaleToken, 0},
 	{lock.ErrNotHolder, problem.NotHolder, 0},
+	{lock.ErrNotDelayed, problem.NotDelayed, 0},
 	{lock.ErrNotHeld, problem.NotHeld, 0},
 	{lock.ErrSessionNotFound, problem.SessionNotFound, 0},
 	{lock.ErrNotFound, problem.NotFound, 0},
@@ -85,6 +96,16 @@ var errorTable = []struct {
 	{ErrTooManyClientStreams, problem.TooManyStreams, 0},
 	{lock.ErrTooManySubscriptions, problem.TooManyStreams, http.StatusServiceUnavailable},
 	{ErrRateLimited, problem.RateLimited, 0},
+	{lock.ErrTooManyHeldLocks, problem.TooManyLocks, 0},
+	{lock.ErrTooManyFencedValues, problem.TooManyFencedValues, 0},
+	{lock.ErrValueTooLarge, problem.ValueTooLarge, 0},
+	{lock.ErrUnknownToken, problem.UnknownToken, 0},
+	// A full data store is no outage: retrying does not help, an operator
+	// must free space (POST /v1/maintenance/recover). Before
+	// ErrUnavailable, which etcd's code for it (ResourceExhausted) once
+	// matched.
+	{lock.ErrNoSpace, problem.InsufficientStorage, 0},
+	{lock.ErrStillFull, problem.StillFull, 0},
 	{lock.ErrUnavailable, problem.Unavailable, 0},
 	{lock.ErrClosed, problem.ShuttingDown, 0},
 	// Authentication (server's auth middleware) and the engine's ownership
@@ -92,6 +113,11 @@ var errorTable = []struct {
 	{auth.ErrUnauthorized, problem.Unauthorized, 0},
 	{auth.ErrForbidden, problem.Forbidden, 0},
 	{lock.ErrNotOwner, problem.Forbidden, 0},
+	// Browser safety (server's middleware): refused before any handler
+	// runs, so nothing was done.
+	{ErrUnsupportedMediaType, problem.UnsupportedMediaType, 0},
+	{ErrCrossOrigin, problem.CrossOrigin, 0},
+	{ErrHostNotAllowed, problem.HostNotAllowed, 0},
 	// A client that leaves (a waiter giving up, say) cancels its request's
 	// context and the engine returns context.Canceled: no server fault, so
 	// neither a 500 nor a log line.
@@ -123,6 +149,7 @@ func Codes() []problem.Code {
 		add(problem.Code(echoProblem(echo.NewHTTPError(c)).Code))
 	}
 	add(problem.Internal)
+	add(problem.NoSpace) // /readyz's
 	return out
 }
 
@@ -132,6 +159,23 @@ func Codes() []problem.Code {
 // The node's own cap (lock.ErrTooManySubscriptions) answers 503, as
 // another node may have room.
 var ErrTooManyClientStreams = errors.New("too many event streams from this client")
+
+// ErrUnsupportedMediaType means a request that changes state carries a
+// body without saying Content-Type: application/json. A web page can make
+// a browser send a text/plain or form body to any site without asking
+// first, never a JSON one; so the rule keeps pages of other sites from
+// writing, whatever the body holds.
+var ErrUnsupportedMediaType = errors.New("unsupported media type")
+
+// ErrCrossOrigin means a browser marked a request that changes state as
+// sent by a page of another origin (Sec-Fetch-Site, or an Origin that is
+// not the Host asked for).
+var ErrCrossOrigin = errors.New("cross-origin request refused")
+
+// ErrHostNotAllowed means the request's Host is not one the node answers
+// (server.Config.AllowedHosts): on a loopback node, a page whose DNS name
+// was rebound to 127.0.0.1.
+var ErrHostNotAllowed = errors.New("host not allowed")
 
 // ErrRateLimited means the client (an address or a credential) sent more
 // requests than its rate limit allows; the error is a *RateLimitedError.
@@ -183,13 +227,18 @@ func toProblem(err error) (p *Problem, known bool) {
 				p.RetryAfter = ceilSeconds(held.RetryAfter)
 			}
 		}
+		var delayed *lock.DelayedError
+		if errors.As(err, &delayed) {
+			until := Time(delayed.Until)
+			p.DelayedUntil, p.RetryAfter = &until, max(1, ceilSeconds(time.Until(delayed.Until)))
+		}
 		var stale *lock.StaleTokenError
 		if errors.As(err, &stale) {
 			p.MaxToken = stale.MaxToken
 		}
 		var le *lock.LimitError
 		if errors.As(err, &le) {
-			p.Limit, p.Detail = le.Limit, le.Reason
+			p.Limit, p.Detail, p.Field = le.Limit, le.Reason, le.Field
 			if le.RetryAfter > 0 {
 				p.RetryAfter = ceilSeconds(le.RetryAfter)
 			}
@@ -198,6 +247,9 @@ func toProblem(err error) (p *Problem, known bool) {
 		if errors.As(err, &rl) {
 			p.Detail = rl.Error()
 			p.RetryAfter = max(1, ceilSeconds(rl.RetryAfter))
+		}
+		if row.code == problem.InsufficientStorage {
+			p.Detail = noSpaceDetail
 		}
 		if row.code == problem.Unavailable || row.code == problem.ShuttingDown {
 			p.RetryAfter = ceilSeconds(unavailableRetryAfter)

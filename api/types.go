@@ -71,8 +71,21 @@ func toLock(l *lock.Lock) *Lock {
 
 // LockList is a page of held locks.
 type LockList struct {
-	Locks      []*Lock `json:"locks"`
+	Locks []*Lock `json:"locks"`
+	// Delayed are the free locks under lock-delay whose names fall in
+	// this page's range, by name.
+	Delayed    []Delay `json:"delayed,omitempty"`
 	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// Delay is a free lock that lock-delay keeps free for now.
+type Delay struct {
+	Name         string `json:"name" example:"nightly-recon"`
+	DelayedUntil Time   `json:"delayed_until" swaggertype:"string" format:"date-time" example:"2026-11-29T15:25:13.886Z"`
+	// RetryAfter is how many seconds are left, rounded up.
+	RetryAfter int64 `json:"retry_after" example:"42"`
+	// Cause is how the last hold ended: expired, session_expired or revoked.
+	Cause string `json:"cause,omitempty" example:"revoked" enums:"expired,session_expired,revoked"`
 }
 
 // Session is a lease shared by locks.
@@ -97,12 +110,16 @@ func toSession(s *lock.Session) *Session {
 type Event struct {
 	Revision int64  `json:"revision" format:"int64" example:"4712"`
 	Time     Time   `json:"time" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
-	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired"`
-	Lock     string `json:"lock" example:"nightly-recon"`
-	Owner    string `json:"owner" example:"w1"`
-	Token    int64  `json:"token,omitempty" format:"int64" example:"4711"`
-	Session  string `json:"session,omitempty"`
-	Detail   string `json:"detail,omitempty"`
+	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared"`
+	// Kind and Name say what the event is about: a lock's events have
+	// kind lock and the lock's name (lock says it too).
+	Kind    string `json:"kind" example:"lock" enums:"lock,election,semaphore,rwlock,fence"`
+	Name    string `json:"name" example:"nightly-recon"`
+	Lock    string `json:"lock" example:"nightly-recon"`
+	Owner   string `json:"owner" example:"w1"`
+	Token   int64  `json:"token,omitempty" format:"int64" example:"4711"`
+	Session string `json:"session,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 	// Credential is the ID of the credential whose request the event
 	// records (never the token): the acquirer's for acquired, the
 	// releaser's or revoker's for released and revoked, the hold's
@@ -114,7 +131,7 @@ type Event struct {
 
 func toEvent(e lock.Event) Event {
 	return Event{
-		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Lock: e.Lock,
+		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
 	}
 }

@@ -54,7 +54,9 @@
 // ErrNotHolder, ErrSessionNotFound, ErrNotFound, ErrInvalid,
 // ErrUnavailable, the caps' ErrTooManyWaiters, ErrTooManyLocksInSession,
 // ErrTooManySessions, ErrTooManyStreams and ErrRateLimited, and
-// Sentinel(code) for any code of package problem.
+// Sentinel(code) for any code of package problem. A full data store
+// matches ErrNoSpace (and, as a 5xx, ErrUnavailable), and an operator's
+// Recover that freed too little ErrStillFull.
 //
 // # Retries and failover
 //

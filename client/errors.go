@@ -35,6 +35,11 @@ var (
 	ErrSessionNotFound = Sentinel(problem.SessionNotFound)
 	// ErrNotFound: no such fenced value.
 	ErrNotFound = Sentinel(problem.NotFound)
+	// ErrNotDelayed: ClearDelay found the lock under no lock-delay.
+	ErrNotDelayed = Sentinel(problem.NotDelayed)
+	// ErrUnknownToken: a fenced write carried a token greater than any
+	// baton has issued; nothing was written.
+	ErrUnknownToken = Sentinel(problem.UnknownToken)
 	// ErrInvalid: the server rejected the request as malformed;
 	// Error.Field names the field at fault.
 	ErrInvalid = Sentinel(problem.InvalidRequest)
@@ -67,6 +72,14 @@ var (
 	// ErrRateLimited: the client sent more requests than its rate limit
 	// allows; wait Error.RetryAfter.
 	ErrRateLimited = Sentinel(problem.RateLimited)
+	// ErrTooManyLocks: the cluster holds as many locks as it may.
+	ErrTooManyLocks = Sentinel(problem.TooManyLocks)
+	// ErrTooManyFencedValues: the cluster holds as many fenced values as
+	// it may; a write to an existing one still succeeds.
+	ErrTooManyFencedValues = Sentinel(problem.TooManyFencedValues)
+	// ErrValueTooLarge: the fenced value is larger than the node allows;
+	// Error.Limit is the limit in bytes.
+	ErrValueTooLarge = Sentinel(problem.ValueTooLarge)
 
 	// ErrLockLost: a *Lock is no longer held, or may no longer be: see
 	// Lock.Err for why. It is the client's own judgement, no server code.

@@ -26,7 +26,13 @@ func TestErrors_SurviveTheWire(t *testing.T) {
 		t.Fatalf("acquire: %v", err)
 	}
 	releaseAtEnd(t, lk)
-	if _, err := c.PutFenced(ctx, res, lk.Token()+1000, map[string]string{"v": "future"}, ""); err != nil {
+	// A later hold's token raises the resource's maximum above lk's.
+	later, err := c.Acquire(ctx, lockName(t, "l2"), client.AcquireOptions{Owner: "w3", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	releaseAtEnd(t, later)
+	if _, err := c.PutFenced(ctx, res, later.Token(), map[string]string{"v": "future"}, ""); err != nil {
 		t.Fatalf("put fenced: %v", err)
 	}
 
@@ -59,8 +65,8 @@ func TestErrors_SurviveTheWire(t *testing.T) {
 		if !errors.Is(err, client.ErrStaleToken) {
 			t.Fatalf("%v, want ErrStaleToken", err)
 		}
-		if e := asError(t, err); e.MaxToken != lk.Token()+1000 || e.Status != http.StatusConflict {
-			t.Errorf("%+v, want max_token %d", e, lk.Token()+1000)
+		if e := asError(t, err); e.MaxToken != later.Token() || e.Status != http.StatusConflict {
+			t.Errorf("%+v, want max_token %d", e, later.Token())
 		}
 	})
 	t.Run("not_holder", func(t *testing.T) {

@@ -66,6 +66,11 @@ type Config struct {
 	// CompactionRetention is how much revision history etcd keeps for
 	// watches to resume from (periodic compaction).
 	CompactionRetention time.Duration
+	// QuotaBackendBytes is the member's backend quota (etcd's
+	// --quota-backend-bytes): past it etcd raises its NOSPACE alarm and
+	// refuses every write until space is freed and the alarm disarmed.
+	// 0 means etcd's default, 2 GiB.
+	QuotaBackendBytes int64
 	// StartTimeout bounds how long Start waits for the member to be ready
 	// (for a cluster: for a quorum to elect a leader).
 	StartTimeout time.Duration
@@ -293,6 +298,7 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 	cfg.PeerTLSInfo, cfg.PeerAutoTLS = c.PeerTLSInfo, c.PeerAutoTLS
 	cfg.ClientTLSInfo, cfg.ClientAutoTLS = c.ClientTLSInfo, c.ClientAutoTLS
 	cfg.LogLevel = c.LogLevel
+	cfg.QuotaBackendBytes = c.QuotaBackendBytes
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = c.CompactionRetention.String()
 	// Without checkpoints a restart or a new leader resets every lease to

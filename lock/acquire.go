@@ -32,6 +32,12 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if err := a.checkSessionOwner(ctx); err != nil {
 		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
 	}
+	// MaxLocks (space.go): a slot for the lock this acquire may create.
+	endSlot, err := e.reserveLock(ctx, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+	}
+	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
 	defer a.dropLease()
 	if req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)
@@ -70,6 +76,11 @@ type acquirer struct {
 	leaseTTL  int64
 	grantedAt time.Time
 	used      bool
+	// leaseDoubtful is set when a txn that puts the lock under lease
+	// failed without a definite outcome: it may have committed, so the
+	// lease may carry a lock whose token nobody learnt. It is revoked,
+	// never pooled, which ends such a ghost at once.
+	leaseDoubtful bool
 
 	// guardRev is the ModRevision of a finished lock-delay guard that the
 	// next attempt replaces; 0 means the attempt expects no guard.
@@ -206,6 +217,15 @@ func (a *acquirer) dropLease() {
 	}
 	id := a.lease
 	a.lease = 0
+	if a.leaseDoubtful {
+		// A txn of doubtful outcome may have put the lock under it: a
+		// lease in the pool must hold no key. The revoke does not hold up
+		// the answer: etcd was just unable to answer in time, and may
+		// still be (a node cut off from its quorum).
+		a.leaseDoubtful = false
+		go a.e.revokeLease(leaseHex(id))
+		return
+	}
 	if id == a.queuedLease {
 		// Our queue entry may still name it (leaving the queue failed):
 		// a lease in the pool must hold no key, now or later.
@@ -246,6 +266,7 @@ type attemptResult struct {
 	// created anew is another waiter's entry, not the one we wait for.
 	watchCreated int64
 	retryAt      time.Time
+	delayCause   EventType // with delayed: how the hold ended
 	holder       *Lock
 	queueHead    bool
 	// enqueuedRev is the revision at which a failed direct attempt made
@@ -378,6 +399,10 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			a.lease = 0 // our own lease vanished; grant anew next time
 			return attemptResult{outcome: retryNow}, nil
 		}
+		// The txn may have committed (a timeout, a leader change): the
+		// lease may hold a lock whose token nobody knows, so it must
+		// never go back to the pool.
+		a.leaseDoubtful = a.session == 0
 		return attemptResult{}, e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
 	}
 
@@ -557,7 +582,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 			// delay yet: the lease expired moments ago. Stamp it now.
 			until := now.Add(dr.LockDelay).UTC()
 			stamped := dr
-			stamped.Until = &until
+			stamped.Until, stamped.Cause = &until, EventExpired
 			octx, done := e.op(ctx)
 			tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(e.delayKey(name)), "=", g.ModRevision)).
 				Then(clientv3.OpPut(e.delayKey(name), mustJSON(stamped))).Commit()
@@ -568,10 +593,10 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, queu
 			if !tr.Succeeded {
 				return attemptResult{outcome: retryNow}, nil
 			}
-			return attemptResult{outcome: delayed, retryAt: until, watchKey: e.delayKey(name), watchRev: tr.Header.Revision}, nil
+			return attemptResult{outcome: delayed, retryAt: until, delayCause: EventExpired, watchKey: e.delayKey(name), watchRev: tr.Header.Revision}, nil
 		}
 		if now.Before(*dr.Until) {
-			return attemptResult{outcome: delayed, retryAt: *dr.Until, watchKey: e.delayKey(name), watchRev: rev}, nil
+			return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: e.delayKey(name), watchRev: rev}, nil
 		}
 		if a.guardRev != g.ModRevision {
 			a.guardRev = g.ModRevision // a spent guard: replace it next time
@@ -646,7 +671,8 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 		case heldBy:
 			return nil, false, &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
 		case delayed:
-			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: "lock-delay after the last holder's lease ended without a release"}
+			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
+				r.retryAt.UTC().Format(time.RFC3339Nano), causeText(r.delayCause))}
 		case behind:
 			return nil, false, &HeldError{Reason: "being handed to a queued waiter"}
 		}
@@ -910,8 +936,8 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 		timer = t.C
 	}
 	if missed {
-		// The hub went past our read before we registered: what changed
-		// in between is not coming, so read it.
+		// The hub no longer holds what it dispatched between our read and
+		// the registration: read what changed meanwhile.
 		if l, changed, err := a.changedSince(ctx, r, head); err != nil || changed {
 			return l, err
 		}
@@ -985,17 +1011,13 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 // changedSince reads the key r waits on, and reports whether it changed
 // since r's read: the entry ahead gone (or gone and its key taken by a
 // later entry), the lock changed hands or granted to us (then the lock is
-// returned), or the delay's guard rewritten. On our own member the read is
-// local: the hub heard its changes from this member, so it has applied
-// them.
+// returned), or the delay's guard rewritten. The read is linearizable: a
+// member's local read can lag what its watches already sent.
 func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
 	e := a.e
 	var opts []clientv3.OpOption
 	if !head {
 		opts = append(opts, clientv3.WithKeysOnly())
-	}
-	if e.ownMember() {
-		opts = append(opts, clientv3.WithSerializable())
 	}
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Get(octx, r.watchKey, opts...)

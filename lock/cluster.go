@@ -67,9 +67,10 @@ func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
 	return cs, nil
 }
 
-// Ready reports whether etcd serves linearizable reads now, which needs a
-// leader and a quorum, and whether the engine hears etcd's watches (it
-// wakes waiters, feeds event streams and records expiries from them). It
+// Ready reports whether etcd serves linearizable reads now (it needs a
+// leader and a quorum) and takes writes (ErrNoSpace while etcd's NOSPACE
+// alarm is raised), and whether the engine hears etcd's watches (it wakes
+// waiters, feeds event streams and records expiries from them). It
 // answers within OpTimeout, or ctx's deadline.
 func (e *Engine) Ready(ctx context.Context) error {
 	if err := e.CheckLeader(); err != nil {
@@ -82,6 +83,9 @@ func (e *Engine) Ready(ctx context.Context) error {
 	defer done()
 	if _, err := e.cli.Get(octx, e.recorderKey(), clientv3.WithCountOnly()); err != nil {
 		return e.etcdErr(ctx, "linearizable read", err)
+	}
+	if e.NoSpace() {
+		return fmt.Errorf("ready: %w: etcd's NOSPACE alarm is raised", ErrNoSpace)
 	}
 	return nil
 }

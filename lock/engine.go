@@ -57,6 +57,42 @@ type Config struct {
 	// MaxSessions caps the sessions of the cluster; the next
 	// CreateSession fails with ErrTooManySessions. 0 means no cap.
 	MaxSessions int
+	// MaxLocks caps the locks held in the cluster, with or without a
+	// session; the next acquire fails with ErrTooManyHeldLocks. 0 means no
+	// cap. Without it a client takes etcd's space and every node's memory
+	// one lease at a time. It is approximate: see CountRefresh.
+	MaxLocks int
+	// MaxFencedValues caps the fenced values (resources) of the cluster;
+	// a write that would make a new one fails with ErrTooManyFencedValues.
+	// 0 means no cap. Approximate: see CountRefresh.
+	MaxFencedValues int
+	// MaxFencedValueBytes bounds a fenced value's JSON; a larger one fails
+	// with ErrValueTooLarge. It must be positive.
+	MaxFencedValueBytes int
+	// CountRefresh is how often the engine counts the keys that
+	// MaxSessions, MaxLocks and MaxFencedValues cap. A create costs no
+	// count: it is checked against that count plus this engine's own
+	// creates since. So a cap can be overshot by what other nodes create
+	// within one CountRefresh (never with one node), and a slot freed by
+	// a release or an expiry is offered again within it.
+	CountRefresh time.Duration
+	// NoSpace, when set, reports whether etcd's NOSPACE alarm is raised,
+	// from the embedded member's own alarm store. Without it the engine
+	// lists etcd's alarms every 10 s (a raft round each).
+	NoSpace func() bool
+	// BackendQuota is etcd's backend quota in bytes, for Recover to tell
+	// whether defragmenting freed enough; 0 means etcd's default, 2 GiB.
+	BackendQuota int64
+	// DefragmentLocal, when set, defragments the embedded member behind
+	// the in-process client, whose own Maintenance.Defragment cannot be
+	// used (embedetcd.Member.Defragment says why).
+	DefragmentLocal func() error
+	// DialMember, when set, returns a client of the etcd member reached at
+	// clientURLs, closed by the caller: Recover defragments every member
+	// through one, because the in-process client reaches only its own
+	// member. Without it, Recover reaches other members through the
+	// engine's client, which works only over external etcd.
+	DialMember func(ctx context.Context, clientURLs []string) (*clientv3.Client, error)
 	// MaxSubscriptions caps this engine's concurrent subscriptions (event
 	// streams): each holds a buffer of events (all share one etcd watch). The next
 	// Subscribe fails with ErrTooManySubscriptions. 0 means no cap.
@@ -112,6 +148,14 @@ func DefaultConfig() Config {
 		MaxSessions:        100000,
 		MaxSubscriptions:   1000,
 		WatchStallTimeout:  5 * time.Second,
+		// 200,000 locks are twice the bench's scale scenario (1,000
+		// sessions of 100 locks), about 680 MB of each node's memory and,
+		// with full metadata, 800 MB of etcd; 10,000 fenced values of the
+		// largest size are 320 MB of etcd, a sixth of its default quota.
+		MaxLocks:            200000,
+		MaxFencedValues:     10000,
+		MaxFencedValueBytes: 32 << 10,
+		CountRefresh:        time.Second,
 	}
 }
 
@@ -136,6 +180,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*probeAfter)
 	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxSubscriptions < 0:
 		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxSubscriptions must not be negative (0 means no cap)")
+	case c.MaxLocks < 0, c.MaxFencedValues < 0:
+		return errors.New("lock: MaxLocks and MaxFencedValues must not be negative (0 means no cap)")
+	case c.MaxFencedValueBytes <= 0:
+		return errors.New("lock: MaxFencedValueBytes must be positive")
+	case c.CountRefresh <= 0:
+		return errors.New("lock: CountRefresh must be positive")
+	case c.BackendQuota < 0:
+		return errors.New("lock: BackendQuota must not be negative (0 means etcd's default)")
 	}
 	return nil
 }
@@ -179,6 +231,8 @@ type Engine struct {
 	// from a watch of its own.
 	waits, streams *hub
 	rec            *recorder
+	// space holds the storage caps' tallies and the alarm (space.go).
+	space space
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine
@@ -222,6 +276,12 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 			e.followLeader()
 		}()
 	}
+	e.newSpace()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.runSpace()
+	}()
 	rec, err := e.newRecorder(ctx)
 	if err != nil {
 		stopFunc()
@@ -440,6 +500,9 @@ func (e *Engine) etcdErr(parent context.Context, what string, err error) error {
 	}
 	if e.stop.Err() != nil {
 		return fmt.Errorf("%s: %w", what, ErrClosed)
+	}
+	if isNoSpace(err) {
+		return e.noSpaceErr(what, err)
 	}
 	if isUnavailable(err) {
 		return fmt.Errorf("%s: %w (%v)", what, ErrUnavailable, err)

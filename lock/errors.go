@@ -49,6 +49,32 @@ var (
 	// Config.MaxSubscriptions subscriptions already; the error is a
 	// *LimitError. Another node may have room.
 	ErrTooManySubscriptions = errors.New("too many event subscriptions")
+	// ErrNoSpace means etcd refused a write because its backend is full:
+	// its NOSPACE alarm is raised, and every write fails until an operator
+	// frees space and disarms it (Recover). Reads keep working. Nothing
+	// was written.
+	ErrNoSpace = errors.New("the data store is full")
+	// ErrStillFull means Recover compacted and defragmented, but the data
+	// kept leaves too little room under the quota to disarm the alarm;
+	// the error is a *StillFullError saying what holds the space.
+	ErrStillFull = errors.New("the data store is still full")
+	// ErrTooManyHeldLocks means the cluster holds Config.MaxLocks locks
+	// already; the error is a *LimitError. It clears as locks are
+	// released or expire: try later.
+	ErrTooManyHeldLocks = errors.New("too many locks held")
+	// ErrTooManyFencedValues means the cluster holds
+	// Config.MaxFencedValues fenced values already, and the write would
+	// make a new one; the error is a *LimitError. Writes to existing
+	// resources still work.
+	ErrTooManyFencedValues = errors.New("too many fenced values")
+	// ErrValueTooLarge means a fenced value exceeds
+	// Config.MaxFencedValueBytes; the error is a *LimitError. Nothing was
+	// written.
+	ErrValueTooLarge = errors.New("fenced value too large")
+	// ErrUnknownToken means a fenced write carried a token greater than
+	// the cluster's current revision: no lock was ever granted with it
+	// (a typo, or a timestamp passed as a token). Nothing was written.
+	ErrUnknownToken = errors.New("token was never issued")
 	// ErrNotOwner means the hold or session was created by another
 	// credential (see Caller): only that credential or an admin may end,
 	// renew or use it. Nothing was changed.
@@ -101,10 +127,12 @@ func invalid(field, format string, args ...any) error {
 
 // LimitError is returned when a request would take a resource past one of
 // the Config caps (MaxWaitersPerLock, MaxLocksPerSession, MaxSessions,
-// MaxSubscriptions). It wrote nothing that stays behind.
+// MaxSubscriptions, MaxLocks, MaxFencedValues, MaxFencedValueBytes). It
+// wrote nothing that stays behind.
 type LimitError struct {
 	// Err is the sentinel: ErrTooManyWaiters, ErrTooManyLocks,
-	// ErrTooManySessions or ErrTooManySubscriptions.
+	// ErrTooManySessions, ErrTooManySubscriptions, ErrTooManyHeldLocks,
+	// ErrTooManyFencedValues or ErrValueTooLarge.
 	Err error
 	// Limit is the cap that was reached.
 	Limit int
@@ -113,6 +141,9 @@ type LimitError struct {
 	RetryAfter time.Duration
 	// Reason explains the refusal for people.
 	Reason string
+	// Field names the request field at fault, when one is (the value
+	// of ErrValueTooLarge).
+	Field string
 }
 
 func (e *LimitError) Error() string { return e.Err.Error() + ": " + e.Reason }

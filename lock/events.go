@@ -21,11 +21,17 @@ var ErrSlowSubscriber = errors.New("subscriber too slow: resume from the last re
 
 // SubscribeOptions selects the events of a subscription.
 type SubscribeOptions struct {
-	// Since replays the events recorded after this revision before the
-	// live ones; 0 means live events only.
-	Since int64
+	// Replay sends the events recorded after revision Since (exclusive:
+	// Since 0 replays every retained event) before the live ones. Without
+	// it only live events come.
+	Replay bool
+	Since  int64
 	// Lock keeps only the events of one lock.
 	Lock string
+	// Kind keeps only the events about one kind of thing, and Name only
+	// those about the thing of that name, as in HistoryOptions.
+	Kind EventKind
+	Name string
 	// Buffer is how many events may wait for the reader; 0 means 1024.
 	Buffer int
 }
@@ -60,6 +66,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if o.Since < 0 {
 		return nil, invalid("since", "must be a revision, 0 or more")
 	}
+	lockName, err := lockOfName(o.Kind, o.Name, o.Lock)
+	if err != nil {
+		return nil, err
+	}
+	o.Lock = lockName
 	prefix := e.auditPrefix()
 	if o.Lock != "" {
 		if err := checkName("lock", o.Lock); err != nil {
@@ -95,7 +106,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		err := e.stream(sctx, prefix, o.Since, ch)
+		since := int64(-1) // live only
+		if o.Replay {
+			since = o.Since
+		}
+		err := e.stream(sctx, prefix, eventFilter{kind: o.Kind, name: o.Name}, since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
@@ -108,16 +123,17 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	return s, nil
 }
 
-// stream sends the events after since, then the live ones, on ch. The
+// stream sends the events after since (none when since is negative),
+// then the live ones, on ch. The
 // replay reads etcd up to a revision the event hub has reached, and the
 // hub sends everything after it: nothing is missed and nothing comes
 // twice. A long replay first catches up leg by leg, so that live events
 // wait in memory only for the last, short leg.
-func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan Event) error {
-	if since > 0 {
+func (e *Engine) stream(ctx context.Context, prefix string, f eventFilter, since int64, ch chan Event) error {
+	if since >= 0 {
 		for {
 			to := e.streams.revision()
-			n, err := e.replay(ctx, prefix, since, to, ch)
+			n, err := e.replay(ctx, prefix, f, since, to, ch)
 			if err != nil {
 				return err
 			}
@@ -127,14 +143,26 @@ func (e *Engine) stream(ctx context.Context, prefix string, since int64, ch chan
 			}
 		}
 	}
-	sw, rev := e.streams.watchStream(prefix, ch)
+	sw, rev := e.streams.watchStream(prefix, f, ch)
 	defer sw.close()
-	if since > 0 {
-		if _, err := e.replay(ctx, prefix, since, rev, ch); err != nil {
+	if since >= 0 {
+		if _, err := e.replay(ctx, prefix, f, since, rev, ch); err != nil {
 			return err
 		}
 	}
 	return sw.pump(ctx)
+}
+
+// eventFilter keeps the events about one kind of thing, or one thing: the
+// filters beyond the key prefix (a lock's events have a prefix of their
+// own).
+type eventFilter struct {
+	kind EventKind
+	name string
+}
+
+func (f eventFilter) keep(ev Event) bool {
+	return (f.kind == "" || ev.Kind == f.kind) && (f.name == "" || ev.Name == f.name)
 }
 
 // subscriptionsRetryAfter is the hint given with ErrTooManySubscriptions.
@@ -150,8 +178,8 @@ const replayPage = 1000
 // replay sends the events with since < revision <= rev, oldest first, and
 // says how many. The reader pulls at its own pace here: the data waits in
 // etcd, not in memory.
-func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch chan<- Event) (int, error) {
-	if since <= 0 || since >= rev {
+func (e *Engine) replay(ctx context.Context, prefix string, f eventFilter, since, rev int64, ch chan<- Event) (int, error) {
+	if since >= rev {
 		return 0, nil
 	}
 	total := 0
@@ -166,13 +194,18 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 		if err != nil {
 			return total, e.etcdErr(ctx, "replay events", err)
 		}
-		sent := 0
+		read := 0 // records passed, sent or not
 		for _, kv := range oldestFirst(resp.Kvs) {
 			if kv.ModRevision == from && seen[string(kv.Key)] {
 				continue
 			}
+			read++
+			if kv.ModRevision != from {
+				from, seen = kv.ModRevision, map[string]bool{}
+			}
+			seen[string(kv.Key)] = true
 			ev, ok := decodeEvent(kv)
-			if !ok {
+			if !ok || !f.keep(ev) {
 				continue
 			}
 			select {
@@ -180,14 +213,9 @@ func (e *Engine) replay(ctx context.Context, prefix string, since, rev int64, ch
 			case <-ctx.Done():
 				return total, ctx.Err()
 			}
-			sent++
 			total++
-			if kv.ModRevision != from {
-				from, seen = kv.ModRevision, map[string]bool{}
-			}
-			seen[string(kv.Key)] = true
 		}
-		if !resp.More || sent == 0 {
+		if !resp.More || read == 0 {
 			return total, nil
 		}
 	}

@@ -50,7 +50,7 @@ func TestSubscribe_SlowReaderIsDroppedNotBuffered(t *testing.T) {
 	if len(evs) > 0 {
 		since = evs[len(evs)-1].Revision
 	}
-	again, err := e.Subscribe(ctx, lock.SubscribeOptions{Since: since})
+	again, err := e.Subscribe(ctx, lock.SubscribeOptions{Replay: true, Since: since})
 	if err != nil {
 		t.Fatal(err)
 	}

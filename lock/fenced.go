@@ -9,14 +9,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// MaxFencedValueBytes bounds a fenced value's JSON.
-const MaxFencedValueBytes = 32 << 10
-
 // PutFenced stores value in resource if token is at least the largest
 // token any earlier write to resource carried; equal tokens are accepted so
 // a holder can write many times. With lock set, the write also requires
 // that token holds lock at that moment. The check and the write are one
-// etcd transaction. Errors: *StaleTokenError (ErrStaleToken), ErrNotHolder.
+// etcd transaction. Errors: *StaleTokenError (ErrStaleToken), ErrNotHolder,
+// ErrUnknownToken for a token above the current revision (none was ever
+// issued); a *LimitError for a value above Config.MaxFencedValueBytes
+// (ErrValueTooLarge) or a new resource past Config.MaxFencedValues
+// (ErrTooManyFencedValues). Every error leaves the resource as it was.
 func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, value json.RawMessage, lock string) (*FencedValue, error) {
 	if err := checkName("resource", resource); err != nil {
 		return nil, err
@@ -30,8 +31,11 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 	if !json.Valid(value) {
 		return nil, invalid("value", "must be valid JSON")
 	}
-	if len(value) > MaxFencedValueBytes {
-		return nil, invalid("value", "must be at most %d bytes of JSON", MaxFencedValueBytes)
+	if len(value) > e.cfg.MaxFencedValueBytes {
+		return nil, &LimitError{
+			Err: ErrValueTooLarge, Limit: e.cfg.MaxFencedValueBytes, Field: "value",
+			Reason: fmt.Sprintf("value is %d bytes of JSON, more than the maximum of %d", len(value), e.cfg.MaxFencedValueBytes),
+		}
 	}
 	if lock != "" {
 		if err := checkName("lock", lock); err != nil {
@@ -39,6 +43,10 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 		}
 	}
 	mkey, vkey := e.fenceMaxKey(resource), e.fencedKey(resource)
+	// A write that makes a new resource holds a slot of MaxFencedValues
+	// (space.go) from when it first finds none until it returns.
+	var endSlot func(bool)
+	created := false
 	for range maxImmediateRetries {
 		// etcd compares no value of a missing key, so the first write
 		// compares CreateRevision, and later ones the padded maximum.
@@ -48,8 +56,20 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 		if err != nil {
 			return nil, e.etcdErr(ctx, "read fenced maximum", err)
 		}
+		// Tokens are revisions, so none exceeds the revision of this
+		// linearizable read. This also keeps token+1 below from
+		// overflowing.
+		if token > cur.Header.Revision {
+			return nil, fmt.Errorf("fenced write to %q: %w: token %d is above the cluster's current revision %d", resource, ErrUnknownToken, token, cur.Header.Revision)
+		}
 		var cmps []clientv3.Cmp
 		if len(cur.Kvs) == 0 {
+			if endSlot == nil {
+				if endSlot, err = e.reserveFenced(ctx); err != nil {
+					return nil, err
+				}
+				defer func() { endSlot(created) }()
+			}
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(mkey), "=", 0))
 		} else {
 			// stored < token+1, i.e. stored <= token
@@ -65,9 +85,12 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 			Commit()
 		done()
 		if err != nil {
-			return nil, e.etcdErr(ctx, "fenced write", err)
+			err = e.etcdErr(ctx, "fenced write", err)
+			created = len(cur.Kvs) == 0 && mayHaveCreated(err)
+			return nil, err
 		}
 		if resp.Succeeded {
+			created = len(cur.Kvs) == 0
 			return &FencedValue{Resource: resource, Token: token, Value: value, Revision: resp.Header.Revision}, nil
 		}
 		if lock != "" {

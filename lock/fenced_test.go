@@ -3,6 +3,7 @@ package lock_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -71,11 +72,12 @@ func TestFenced_EqualTokenAcceptedLowerRejected(t *testing.T) {
 		t.Fatalf("write to another resource: %v", err)
 	}
 	// A higher token raises the maximum for everyone below it.
-	if _, err := e.PutFenced(ctx, "res", cur.Token+1000, json.RawMessage(`3`), ""); err != nil {
+	newer := mustAcquire(t, e, lock.AcquireRequest{Name: "other-job", Owner: "w3"})
+	if _, err := e.PutFenced(ctx, "res", newer.Token, json.RawMessage(`3`), ""); err != nil {
 		t.Fatalf("write with a higher token: %v", err)
 	}
-	if _, err := e.PutFenced(ctx, "res", cur.Token, json.RawMessage(`4`), ""); !errors.As(err, &se) || se.MaxToken != cur.Token+1000 {
-		t.Fatalf("write below the raised maximum: %v, want MaxToken %d", err, cur.Token+1000)
+	if _, err := e.PutFenced(ctx, "res", cur.Token, json.RawMessage(`4`), ""); !errors.As(err, &se) || se.MaxToken != newer.Token {
+		t.Fatalf("write below the raised maximum: %v, want MaxToken %d", err, newer.Token)
 	}
 }
 
@@ -83,6 +85,13 @@ func TestFenced_EqualTokenAcceptedLowerRejected(t *testing.T) {
 func TestFenced_TokensCompareNumerically(t *testing.T) {
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
+	// Tokens up to the current revision have been issued (see
+	// TestFenced_TokenNeverIssuedIsRefused): make it reach 100.
+	for i := range 100 {
+		if _, err := e.Client().Put(ctx, fmt.Sprintf("/bump/%d", i), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := e.PutFenced(ctx, "num", 10, json.RawMessage(`10`), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +123,10 @@ func TestFenced_WithLockRequiresTheHoldingToken(t *testing.T) {
 		t.Fatalf("write after release: %v, want ErrNotHolder", err)
 	}
 	cur := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w2"})
+	// One more revision, so that cur.Token+1 has been issued.
+	if _, err := e.Client().Put(ctx, "/bump", "x"); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		token int64

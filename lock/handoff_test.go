@@ -69,7 +69,7 @@ func TestRelease_HandsTheLockToTheOldestWaiterInTheSameTxn(t *testing.T) {
 			l.Token, evs[0].Revision, evs[1].Revision)
 	}
 	// A replayed stream, like the live one, has the end before the begin.
-	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{Lock: "h", Since: evs[2].Revision})
+	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{Lock: "h", Replay: true, Since: evs[2].Revision})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,11 @@ import (
 type HistoryOptions struct {
 	// Lock keeps only the events of one lock.
 	Lock string
+	// Kind keeps only the events about one kind of thing (KindLock, …);
+	// Name only those about the thing of that name. Name with KindLock,
+	// or with no Kind, is the same as Lock.
+	Kind EventKind
+	Name string
 	// Before keeps only events recorded before this revision; 0 means now.
 	Before int64
 	// Limit is the page size; 0 means 100.
@@ -30,10 +35,16 @@ type HistoryOptions struct {
 }
 
 func (o HistoryOptions) filtered() bool {
-	return o.Owner != "" || len(o.Types) > 0 || !o.From.IsZero() || !o.To.IsZero()
+	return o.Owner != "" || len(o.Types) > 0 || !o.From.IsZero() || !o.To.IsZero() || o.Kind != ""
 }
 
 func (o HistoryOptions) keep(ev Event) bool {
+	if o.Kind != "" && ev.Kind != o.Kind {
+		return false
+	}
+	if o.Name != "" && ev.Name != o.Name {
+		return false
+	}
 	if o.Owner != "" && ev.Owner != o.Owner {
 		return false
 	}
@@ -75,6 +86,10 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 	}
 	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
 		return nil, 0, invalid("from", "must be before to")
+	}
+	var err error
+	if o.Lock, err = lockOfName(o.Kind, o.Name, o.Lock); err != nil {
+		return nil, 0, err
 	}
 	prefix := e.auditPrefix()
 	if o.Lock != "" {
@@ -154,7 +169,10 @@ func endRank(t EventType) int {
 	return 1
 }
 
-var eventTypes = []EventType{EventAcquired, EventReleased, EventExpired, EventRevoked, EventSessionExpired}
+var eventTypes = []EventType{
+	EventAcquired, EventReleased, EventExpired, EventRevoked, EventSessionExpired,
+	EventElected, EventResigned, EventProclaimed, EventFenceReset, EventDelayCleared,
+}
 
 func joinTypes(ts []EventType) string {
 	s := make([]string, len(ts))
@@ -217,12 +235,34 @@ func (e *Engine) filteredHistory(ctx context.Context, prefix string, o HistoryOp
 	return events[:n], events[n-1].Revision, nil
 }
 
+// lockOfName resolves the name filter of kind: a lock's name is its Lock
+// filter. The audit trail holds records of locks only (their kind is
+// derived), so a filter on another kind keeps its name for keep to apply.
+func lockOfName(kind EventKind, name, lock string) (string, error) {
+	if err := checkKind(kind); err != nil {
+		return "", err
+	}
+	if name == "" || kind != "" && kind != KindLock {
+		return lock, nil
+	}
+	if err := checkName("name", name); err != nil {
+		return "", err
+	}
+	if lock != "" && lock != name {
+		return "", invalid("name", "names another lock than lock (%q): give one of them", lock)
+	}
+	return name, nil
+}
+
 func decodeEvent(kv *mvccpb.KeyValue) (Event, bool) {
 	var ev Event
 	if json.Unmarshal(kv.Value, &ev) != nil {
 		return ev, false
 	}
 	ev.Revision = kv.ModRevision
+	if ev.Kind == "" {
+		ev.Kind, ev.Name = KindLock, ev.Lock
+	}
 	if ev.Type == EventAcquired {
 		// Written in the acquire txn, before the token existed: the
 		// record's own revision is the token.

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -23,6 +24,13 @@ import (
 // Invariant: under mu, every event with a revision up to rev has been
 // dispatched to every registration present at that time, and every later
 // event will be dispatched to every registration present when it comes.
+//
+// A waiter registers after it read what it waits on, at some revision;
+// events between that read and the registration were dispatched without
+// it. The hub keeps the latest events (recent) so that the registration
+// gets them anyway. A read cannot stand in for them: a member's local
+// read may still see the revision before the one it has just sent out
+// on its watches.
 type hub struct {
 	feed feed
 
@@ -30,10 +38,19 @@ type hub struct {
 	rev     int64
 	keys    map[string]map[*keyWatch]struct{}
 	streams map[*streamWatch]struct{}
+	// recent holds the latest dispatched events in revision order, at
+	// most recentEvents; every event with a revision above floor is in it.
+	recent []*clientv3.Event
+	floor  int64
 }
 
+// recentEvents bounds the events a hub keeps for late registrations: more
+// than are committed between a waiter's read and its registration, bar
+// a long stall of the waiter's goroutine (then it reads etcd instead).
+const recentEvents = 4096
+
 func newHub(e *Engine, name, key string, from int64, opts ...clientv3.OpOption) *hub {
-	h := &hub{rev: from - 1, keys: map[string]map[*keyWatch]struct{}{}, streams: map[*streamWatch]struct{}{}}
+	h := &hub{rev: from - 1, floor: from - 1, keys: map[string]map[*keyWatch]struct{}{}, streams: map[*streamWatch]struct{}{}}
 	h.feed = feed{e: e, name: name, key: key, opts: opts, next: from, handle: h.dispatch, compacted: h.compacted, opened: make(chan struct{})}
 	return h
 }
@@ -46,6 +63,7 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 			kw.push(ev)
 		}
 	}
+	h.remember(wr.Events)
 	if len(h.streams) > 0 {
 		h.stream(wr.Events)
 	}
@@ -55,6 +73,21 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 		h.rev = max(h.rev, wr.Header.Revision)
 	}
 	return nil
+}
+
+// remember keeps evs in recent, evicting the oldest beyond recentEvents.
+func (h *hub) remember(evs []*clientv3.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	h.recent = append(h.recent, evs...)
+	if over := len(h.recent) - recentEvents; over > 0 {
+		h.floor = max(h.floor, h.recent[over-1].Kv.ModRevision)
+		// Shift rather than reslice, so the array does not grow for ever.
+		n := copy(h.recent, h.recent[over:])
+		clear(h.recent[n:])
+		h.recent = h.recent[:n]
+	}
 }
 
 // stream hands the audit events among evs to the streams, a revision at a
@@ -84,7 +117,7 @@ func (h *hub) stream(evs []*clientv3.Event) {
 		for sw := range h.streams {
 			var mine []Event
 			for _, k := range batch {
-				if strings.HasPrefix(k.key, sw.prefix) {
+				if strings.HasPrefix(k.key, sw.prefix) && sw.filter.keep(k.ev) {
 					mine = append(mine, k.ev)
 				}
 			}
@@ -112,6 +145,7 @@ func (h *hub) compacted(_ context.Context, compactRev int64) (int64, error) {
 		sw.end(fmt.Errorf("events up to revision %d were compacted away: %w", compactRev, ErrSlowSubscriber))
 	}
 	h.rev = max(h.rev, compactRev)
+	h.recent, h.floor = nil, h.rev
 	return compactRev + 1, nil
 }
 
@@ -134,9 +168,11 @@ type keyWatch struct {
 }
 
 // watchKey registers for the changes of key after revision after, the
-// revision at which the caller read what it waits on. missed reports that
-// the hub had dispatched events past after before the registration: the
-// caller must read the key again to learn of a change in between.
+// revision at which the caller read what it waits on. Changes already
+// dispatched after that revision are handed to the registration at once,
+// from recent. missed reports that recent no longer reaches back to
+// after: the caller must then read the key with a linearizable read to
+// learn of a change in between.
 func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {
 	kw = &keyWatch{h: h, key: key, after: after, c: make(chan struct{}, 1)}
 	h.mu.Lock()
@@ -147,7 +183,20 @@ func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {
 		h.keys[key] = set
 	}
 	set[kw] = struct{}{}
-	return kw, h.rev > after
+	if h.rev <= after {
+		return kw, false
+	}
+	if after < h.floor {
+		return kw, true
+	}
+	// recent is in revision order: its events after after are its tail.
+	i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision > after })
+	for _, ev := range h.recent[i:] {
+		if string(ev.Kv.Key) == key {
+			kw.push(ev)
+		}
+	}
+	return kw, false
 }
 
 // push is called by the hub under its lock.
@@ -210,6 +259,7 @@ func (kw *keyWatch) close() {
 type streamWatch struct {
 	h      *hub
 	prefix string
+	filter eventFilter
 	ch     chan Event // the subscription's channel; only pump sends on it
 	c      chan struct{}
 
@@ -223,11 +273,11 @@ type streamWatch struct {
 	err error
 }
 
-// watchStream registers a stream for the audit events under prefix, to be
-// sent on ch, and returns the revision up to which events had been
+// watchStream registers a stream for the audit events under prefix that f
+// keeps, to be sent on ch, and returns the revision up to which events had been
 // dispatched: the stream gets every event after it.
-func (h *hub) watchStream(prefix string, ch chan Event) (*streamWatch, int64) {
-	sw := &streamWatch{h: h, prefix: prefix, ch: ch, c: make(chan struct{}, 1)}
+func (h *hub) watchStream(prefix string, f eventFilter, ch chan Event) (*streamWatch, int64) {
+	sw := &streamWatch{h: h, prefix: prefix, filter: f, ch: ch, c: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.streams[sw] = struct{}{}

@@ -444,7 +444,7 @@ func TestSubscribe_SlowReaderIsDroppedBetweenRevisionsNotInside(t *testing.T) {
 		t.Fatalf("got %+v and %v; want solo's event alone, then ErrSlowSubscriber", evs, sub.Err())
 	}
 	// Resuming from the last revision read gets the whole revision, once.
-	again, err := e.Subscribe(ctx, lock.SubscribeOptions{Since: solo.Token})
+	again, err := e.Subscribe(ctx, lock.SubscribeOptions{Replay: true, Since: solo.Token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,23 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
-	kv, err := e.getLock(ctx, name)
+	// The guard comes in the same read: a free lock under lock-delay
+	// answers a *DelayedError (still ErrNotHeld).
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.lockKey(name)), clientv3.OpGet(e.delayKey(name))).Commit()
+	done()
 	if err != nil {
-		return nil, err
+		return nil, e.etcdErr(ctx, "get lock", err)
 	}
-	return e.decodeLock(ctx, kv, nil)
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		return e.decodeLock(ctx, kvs[0], nil)
+	}
+	if g := resp.Responses[1].GetResponseRange().Kvs; len(g) > 0 {
+		if d, ok := activeDelay(name, g[0], time.Now()); ok {
+			return nil, d
+		}
+	}
+	return nil, ErrNotHeld
 }
 
 // getLock reads a lock key (linearizably); ErrNotHeld when absent.
@@ -63,6 +75,33 @@ type ListOptions struct {
 	After string
 	// Limit is the page size; 0 means 100.
 	Limit int
+}
+
+// ListWithDelays is List, with the free locks under lock-delay whose names
+// fall in the same page: from o.After to the page's last name, or to the
+// end of the prefix on the last page. It reads at most o.Limit guards;
+// when the range holds more, the page ends at the last guard read, so
+// every delay appears on exactly one page.
+func (e *Engine) ListWithDelays(ctx context.Context, o ListOptions) ([]*Lock, []Delay, string, error) {
+	locks, next, err := e.List(ctx, o)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if o.Limit == 0 {
+		o.Limit = 100
+	}
+	delays, cut, err := e.delaysOf(ctx, o, next)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if cut != "" {
+		i := 0
+		for i < len(locks) && locks[i].Name <= cut {
+			i++
+		}
+		locks, next = locks[:i], cut
+	}
+	return locks, delays, next, nil
 }
 
 // MaxListLimit bounds a page of List and History.
@@ -378,7 +417,7 @@ func (e *Engine) guardAfter(name string, hr holderRecord, ev Event) []clientv3.O
 		return []clientv3.Op{clientv3.OpDelete(e.delayKey(name))}
 	}
 	until := ev.Time.Add(hr.LockDelay)
-	return []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until}))}
+	return []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until, Cause: ev.Type}))}
 }
 
 // handoffCmps hold when the release of token's hold may grant the lock to

@@ -214,7 +214,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 			// the token until someone stamps it.
 			then = append(then, clientv3.OpTxn(
 				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)},
-				[]clientv3.Op{clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until}))},
+				[]clientv3.Op{clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until, Cause: typ}))},
 				nil))
 		}
 		octx, done := e.op(ctx)

@@ -46,6 +46,9 @@ type delayRecord struct {
 	Hold      string        `json:"hold"`
 	LockDelay time.Duration `json:"lock_delay"`
 	Until     *time.Time    `json:"until,omitempty"`
+	// Cause is how the hold ended, once Until is stamped: expired,
+	// session_expired or revoked.
+	Cause EventType `json:"cause,omitempty"`
 }
 
 type sessionRecord struct {

@@ -14,7 +14,9 @@ import (
 // CreateSession grants a lease of ttl (0 means Config.DefaultTTL) that
 // locks can share. The session ends when it is not renewed within its TTL,
 // and every lock in it ends with it. It belongs to ctx's caller, if any
-// (see Caller).
+// (see Caller). Past Config.MaxSessions it fails with ErrTooManySessions
+// (a *LimitError), checked in constant time against the engine's tally
+// (space.go), so the cap is approximate as CountRefresh says.
 func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, err
@@ -25,9 +27,15 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	if err := e.checkTTL("ttl", ttl); err != nil {
 		return nil, err
 	}
-	if err := e.checkSessionRoom(ctx); err != nil {
+	ok, err := e.reserve(ctx, e.space.sessions)
+	if err != nil {
 		return nil, err
 	}
+	if !ok {
+		return nil, e.tooManySessions()
+	}
+	created := false
+	defer func() { e.space.sessions.finish(created) }()
 	start := time.Now()
 	octx, done := e.op(ctx)
 	defer done()
@@ -37,87 +45,20 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	}
 	id := leaseHex(g.ID)
 	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC(), Credential: credentialOf(ctx)}
-	put, err := e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
+	_, err = e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
 	if err != nil {
 		e.revokeLease(id)
-		return nil, e.etcdErr(ctx, "create session", err)
-	}
-	if err := e.checkSessionsAfter(ctx, put.Header.Revision); err != nil {
-		e.revokeLease(id)
+		err = e.etcdErr(ctx, "create session", err)
+		created = mayHaveCreated(err)
 		return nil, err
 	}
+	created = true
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt:  start.Add(time.Duration(g.TTL) * time.Second).UTC().Truncate(time.Millisecond),
 		Locks:      []string{},
 		Credential: rec.Credential,
 	}, nil
-}
-
-// checkSessionRoom refuses a new session at once when the member's own
-// copy of the store counts MaxSessions sessions already. It is a local
-// (serializable) read: no raft round, so a flood of creates against a full
-// cluster costs no lease grants. A member behind its leader may count a
-// few sessions too many or too few; that is fine, because the count after
-// the put (checkSessionsAfter) is the exact check. Counting walks etcd's
-// index over every session key since the last compaction (an hour by
-// default), live or not; a local read does that beside the apply loop.
-func (e *Engine) checkSessionRoom(ctx context.Context) error {
-	if e.cfg.MaxSessions == 0 || e.memberStopped() {
-		return nil
-	}
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Get(octx, e.sessionsPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
-	if err != nil {
-		return e.etcdErr(ctx, "count sessions", err)
-	}
-	if resp.Count >= int64(e.cfg.MaxSessions) {
-		return e.tooManySessions()
-	}
-	return nil
-}
-
-// checkSessionsAfter is the exact check, made once our session exists
-// (created at rev): a session that counts more than MaxSessions ends
-// itself. Counting all sessions, every create racing ours near the cap
-// would see the others and all of them would leave; so over the cap we
-// count only the sessions created up to ours, and the earliest stay. The
-// latest session that stays counted every session that stays, so once
-// concurrent creates settle there are at most MaxSessions. The reads must
-// see every session committed before ours: on the engine's own member a
-// local read does (ownMember), and costs no ReadIndex round on every
-// create; over external etcd they are linearizable. They are reads of
-// their own rather than part of the put's txn because counting walks
-// every session key created since etcd's last compaction, and inside a
-// txn that walk would hold up every write.
-func (e *Engine) checkSessionsAfter(ctx context.Context, rev int64) error {
-	if e.cfg.MaxSessions == 0 {
-		return nil
-	}
-	var local []clientv3.OpOption
-	if e.ownMember() {
-		local = []clientv3.OpOption{clientv3.WithSerializable()}
-	}
-	octx, done := e.op(ctx)
-	defer done()
-	all, err := e.cli.Get(octx, e.sessionsPrefix(), append(local, clientv3.WithPrefix(), clientv3.WithCountOnly())...)
-	if err != nil {
-		return e.etcdErr(ctx, "count sessions", err)
-	}
-	if all.Count <= int64(e.cfg.MaxSessions) {
-		return nil
-	}
-	// Rare (creates racing at the cap), and it lists keys: etcd applies
-	// a revision filter to listed keys, not to a count.
-	upToOurs, err := e.cli.Get(octx, e.sessionsPrefix(), append(local, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMaxCreateRev(rev))...)
-	if err != nil {
-		return e.etcdErr(ctx, "count sessions", err)
-	}
-	if len(upToOurs.Kvs) > e.cfg.MaxSessions {
-		return e.tooManySessions()
-	}
-	return nil
 }
 
 // sessionsRetryAfter is the hint given with ErrTooManySessions: sessions

@@ -3,6 +3,7 @@ package lock
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -49,17 +50,47 @@ type Session struct {
 	Credential string
 }
 
-// EventType names what happened to a lock.
+// EventType names what happened.
 type EventType string
 
-// The event types of the audit trail.
+// The event types of the audit trail. elected, resigned and proclaimed
+// are an election's; fence_reset a fenced register's; delay_cleared a
+// lock's, as are the first five.
 const (
 	EventAcquired       EventType = "acquired"
 	EventReleased       EventType = "released"
 	EventExpired        EventType = "expired"
 	EventRevoked        EventType = "revoked"
 	EventSessionExpired EventType = "session_expired"
+	EventElected        EventType = "elected"
+	EventResigned       EventType = "resigned"
+	EventProclaimed     EventType = "proclaimed"
+	EventFenceReset     EventType = "fence_reset"
+	EventDelayCleared   EventType = "delay_cleared"
 )
+
+// EventKind names what an event is about: a lock, an election, a
+// semaphore, a read/write lock or a fenced register.
+type EventKind string
+
+// The kinds of the audit trail.
+const (
+	KindLock      EventKind = "lock"
+	KindElection  EventKind = "election"
+	KindSemaphore EventKind = "semaphore"
+	KindRWLock    EventKind = "rwlock"
+	KindFence     EventKind = "fence"
+)
+
+// EventKinds lists every kind, for validation and documentation.
+var EventKinds = []EventKind{KindLock, KindElection, KindSemaphore, KindRWLock, KindFence}
+
+func checkKind(k EventKind) error {
+	if k != "" && !slices.Contains(EventKinds, k) {
+		return invalid("kind", "%q is not a kind (want lock, election, semaphore, rwlock or fence)", k)
+	}
+	return nil
+}
 
 // Event is one entry of the audit trail.
 type Event struct {
@@ -69,11 +100,16 @@ type Event struct {
 	Revision int64     `json:"-"`
 	Time     time.Time `json:"time"`
 	Type     EventType `json:"type"`
-	Lock     string    `json:"lock"`
-	Owner    string    `json:"owner"`
-	Token    int64     `json:"token,omitempty"`
-	Session  string    `json:"session,omitempty"`
-	Detail   string    `json:"detail,omitempty"`
+	// Kind and Name say what the event is about: for a lock's events,
+	// KindLock and the lock's name (Lock says it too). Records that do not
+	// store them are a lock's.
+	Kind    EventKind `json:"kind,omitempty"`
+	Name    string    `json:"name,omitempty"`
+	Lock    string    `json:"lock"`
+	Owner   string    `json:"owner"`
+	Token   int64     `json:"token,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
 	// Credential is the ID of the credential (see Caller; never a token)
 	// whose request the event records: the acquirer's for acquired (also
 	// when a release hands the lock over), the releaser's or revoker's for

@@ -105,11 +105,6 @@ func TestValidation_BadInputIsRejectedAndWritesNothing(t *testing.T) {
 			_, err := e.PutFenced(ctx, "r", 5, json.RawMessage(`{nope`), "")
 			return err
 		}, "value"},
-		{"fenced/value too large", func(ctx context.Context, e *lock.Engine) error {
-			big, _ := json.Marshal(strings.Repeat("x", lock.MaxFencedValueBytes))
-			_, err := e.PutFenced(ctx, "r", 5, big, "")
-			return err
-		}, "value"},
 		{"fenced/lock bad", func(ctx context.Context, e *lock.Engine) error {
 			_, err := e.PutFenced(ctx, "r", 5, json.RawMessage(`1`), "a b")
 			return err

@@ -13,11 +13,16 @@ import (
 func TestNode_LimitsReachTheEngineAndTheServer(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession, cfg.MaxSessions, cfg.MaxEventStreams = 7, 8, 9, 10
+	cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes, cfg.EtcdQuotaBytes = 11, 12, 13, 64<<20
 	cfg.RateLimit, cfg.RateBurst = 0.01, 2
 	n := start(t, cfg)
 	got := n.Engine().Config()
 	if got.MaxWaitersPerLock != 7 || got.MaxLocksPerSession != 8 || got.MaxSessions != 9 || got.MaxSubscriptions != 10 {
 		t.Fatalf("engine caps %d/%d/%d/%d, want 7/8/9/10", got.MaxWaitersPerLock, got.MaxLocksPerSession, got.MaxSessions, got.MaxSubscriptions)
+	}
+	if got.MaxLocks != 11 || got.MaxFencedValues != 12 || got.MaxFencedValueBytes != 13 || got.BackendQuota != 64<<20 || got.NoSpace == nil || got.DefragmentLocal == nil {
+		t.Fatalf("engine storage caps %d/%d/%d, quota %d, hooks %v/%v; want 11/12/13, 64 MiB and both hooks",
+			got.MaxLocks, got.MaxFencedValues, got.MaxFencedValueBytes, got.BackendQuota, got.NoSpace != nil, got.DefragmentLocal != nil)
 	}
 	url := "http://" + n.Addr() + "/v1/cluster"
 	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
@@ -34,7 +39,7 @@ func TestNode_DefaultsLeaveRatesUnlimitedAndCapsOnButLocksPerSession(t *testing.
 	}
 	// The bench's scale scenario holds 1,000 sessions of 100 locks and its
 	// contention scenario queues 64 waiters: the defaults must allow them.
-	if cfg.MaxSessions < 1000 || cfg.MaxWaitersPerLock < 64 || cfg.MaxEventStreams < 1 {
+	if cfg.MaxSessions < 1000 || cfg.MaxLocks < 1000*100 || cfg.MaxWaitersPerLock < 64 || cfg.MaxEventStreams < 1 {
 		t.Fatalf("caps %+v too low for the bench", cfg)
 	}
 	// Off: it would cost every session cycle a write (lock.Config).

@@ -58,6 +58,15 @@ type Config struct {
 	MaxWaitersPerLock  int
 	MaxLocksPerSession int
 	MaxSessions        int
+	// MaxLocks, MaxFencedValues and MaxFencedValueBytes bound what clients
+	// can make etcd store (lock.Config).
+	MaxLocks            int
+	MaxFencedValues     int
+	MaxFencedValueBytes int
+	// EtcdQuotaBytes is the embedded member's backend quota (etcd's
+	// --quota-backend-bytes); 0 means etcd's default, 2 GiB. With
+	// --etcd-endpoints it tells baton the external cluster's quota.
+	EtcdQuotaBytes int64
 	// MaxEventStreams caps this node's event streams (lock.Config's
 	// MaxSubscriptions).
 	MaxEventStreams int
@@ -65,6 +74,11 @@ type Config struct {
 	// event streams of one client address and of one credential on this
 	// node (server.StreamLimits); 0 means no cap.
 	MaxEventStreamsPerAddress, MaxEventStreamsPerCredential int
+	// AllowedHosts are the Host names the HTTP API answers, any port
+	// (server.Config.AllowedHosts; server.AnyHost for any); others get 421
+	// host_not_allowed. Empty means server.DefaultAllowedHosts(HTTPAddr):
+	// the loopback names on a loopback address, else any.
+	AllowedHosts []string
 	// AuthFile, when set, turns authentication on with the credentials
 	// of this file (see package auth); Reload reads it again.
 	AuthFile string
@@ -137,6 +151,10 @@ func DefaultConfig() Config {
 
 		MaxEventStreamsPerAddress:    server.DefaultStreamsPerAddress,
 		MaxEventStreamsPerCredential: server.DefaultStreamsPerCredential,
+		MaxLocks:                     lc.MaxLocks,
+		MaxFencedValues:              lc.MaxFencedValues,
+		MaxFencedValueBytes:          lc.MaxFencedValueBytes,
+		EtcdQuotaBytes:               2 << 30,
 	}
 }
 
@@ -233,6 +251,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			log.Info("etcd client port not served over TCP; baton member and snapshot save reach this member through its socket",
 				"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
 		}
+		ec.QuotaBackendBytes = cfg.EtcdQuotaBytes
 		if cfg.LogLevel == "debug" {
 			ec.LogLevel = "debug"
 		}
@@ -248,15 +267,22 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	lc.HistoryRetention = cfg.HistoryRetention
 	lc.MaxWaitersPerLock, lc.MaxLocksPerSession = cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession
 	lc.MaxSessions, lc.MaxSubscriptions = cfg.MaxSessions, cfg.MaxEventStreams
+	lc.MaxLocks, lc.MaxFencedValues, lc.MaxFencedValueBytes = cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes
+	lc.BackendQuota = cfg.EtcdQuotaBytes
 	lc.Logger = log
 	if n.member != nil {
 		lc.HasLeader, lc.Stopped, lc.LeaderChanged = n.member.HasLeader, n.member.IsStopped, n.member.LeaderChanged
+		lc.NoSpace, lc.DefragmentLocal, lc.DialMember = n.member.NoSpace, n.member.Defragment, dialMember(clientTLS)
 	}
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err
 	}
+	hosts := cfg.AllowedHosts
+	if len(hosts) == 0 {
+		hosts = server.DefaultAllowedHosts(cfg.HTTPAddr)
+	}
 	n.srv = server.New(server.Config{
-		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog, Auth: n.auth,
+		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog, Auth: n.auth, AllowedHosts: hosts,
 		RateLimit:           server.RateLimit{Rate: cfg.RateLimit, Burst: cfg.RateBurst},
 		CredentialRateLimit: server.RateLimit{Rate: cfg.CredentialRateLimit, Burst: cfg.CredentialRateBurst},
 		StreamLimits:        server.StreamLimits{PerAddress: cfg.MaxEventStreamsPerAddress, PerCredential: cfg.MaxEventStreamsPerCredential},
@@ -272,8 +298,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			n.errc <- fmt.Errorf("http server: %w", err)
 		}
 	}()
+	allowed := strings.Join(hosts, ",")
+	if allowed == "" {
+		allowed = server.AnyHost
+	}
 	log.Info("baton serving", "http", n.URL(), "name", cfg.Name,
-		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil)
+		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil, "allowed_hosts", allowed)
 	if httpCert != nil {
 		leaf := httpCert.Leaf()
 		log.Info("https certificate", "cert_file", cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter,

@@ -11,15 +11,23 @@ import (
 
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
+	"github.com/baton-dev/baton/server"
 )
 
 // Validate reports the first TLS setting that cannot work, naming its
 // flag: half a key pair, a CA without a certificate, TLS on with http://
 // URLs (or off with https:// ones), and settings for an etcd the node does
-// not use. Files are read by Start.
+// not use; and an --allowed-hosts entry that no Host can match. Files
+// are read by Start.
 func (c Config) Validate() error {
+	if err := server.CheckAllowedHosts(c.AllowedHosts); err != nil {
+		return fmt.Errorf("--allowed-hosts: %w", err)
+	}
 	if c.RateLimit < 0 || c.RateBurst < 0 || c.CredentialRateLimit < 0 || c.CredentialRateBurst < 0 {
 		return errors.New("--rate-limit, --rate-burst, --credential-rate-limit and --credential-rate-burst must not be negative (0 = off / default)")
+	}
+	if c.EtcdQuotaBytes < 0 {
+		return errors.New("--etcd-quota-bytes must not be negative (0 = etcd's default, 2 GiB)")
 	}
 	switch {
 	case c.TLSCertFile != "" && c.TLSKeyFile == "":

@@ -36,7 +36,7 @@ const (
 	TooManyLocksInSession Code = "too_many_locks_in_session"
 	TooManySessions       Code = "too_many_sessions"
 	TooManyLocks          Code = "too_many_locks"
-	TooManyRegisters      Code = "too_many_registers"
+	TooManyFencedValues   Code = "too_many_fenced_values"
 	TooManyStreams        Code = "too_many_streams"
 	RateLimited           Code = "rate_limited"
 
@@ -50,6 +50,7 @@ const (
 	Unavailable         Code = "unavailable"
 	ShuttingDown        Code = "shutting_down"
 	InsufficientStorage Code = "insufficient_storage"
+	NoSpace             Code = "nospace"
 	StillFull           Code = "still_full"
 	ClientClosedRequest Code = "client_closed_request"
 	Internal            Code = "internal"
@@ -116,7 +117,7 @@ type Info struct {
 var table = []Info{
 	{InvalidRequest, http.StatusBadRequest, "Invalid request", Final, ExitUsage},
 	{BodyTooLarge, http.StatusRequestEntityTooLarge, "Request body too large", Final, ExitUsage},
-	{ValueTooLarge, http.StatusRequestEntityTooLarge, "Value too large", Final, ExitUsage},
+	{ValueTooLarge, http.StatusRequestEntityTooLarge, "Fenced value too large", Final, ExitUsage},
 	{UnsupportedMediaType, http.StatusUnsupportedMediaType, "Unsupported media type", Final, ExitUsage},
 	{RouteNotFound, http.StatusNotFound, "No such route", Final, ExitFailure},
 	{MethodNotAllowed, http.StatusMethodNotAllowed, "Method not allowed", Final, ExitFailure},
@@ -129,7 +130,7 @@ var table = []Info{
 	{UnknownToken, http.StatusConflict, "Token never issued", Final, ExitStale},
 	{SessionNotFound, http.StatusNotFound, "Session not found", Final, ExitNotHeld},
 	{NotFound, http.StatusNotFound, "Not found", Final, ExitNotHeld},
-	{NotDelayed, http.StatusNotFound, "Lock not under lock-delay", Final, ExitNotHeld},
+	{NotDelayed, http.StatusNotFound, "Lock not delayed", Final, ExitNotHeld},
 	{ElectionHeld, http.StatusConflict, "Election has a leader", Final, ExitHeld},
 	{NoLeader, http.StatusNotFound, "No leader", Final, ExitNotHeld},
 	{SemaphoreFull, http.StatusConflict, "Semaphore full", Final, ExitHeld},
@@ -140,8 +141,8 @@ var table = []Info{
 	{TooManyWaiters, http.StatusTooManyRequests, "Too many waiters for the lock", Later, ExitBusy},
 	{TooManyLocksInSession, http.StatusConflict, "Too many locks in the session", Final, ExitBusy},
 	{TooManySessions, http.StatusTooManyRequests, "Too many sessions", Later, ExitBusy},
-	{TooManyLocks, http.StatusTooManyRequests, "Too many locks", Later, ExitBusy},
-	{TooManyRegisters, http.StatusTooManyRequests, "Too many fenced values", Later, ExitBusy},
+	{TooManyLocks, http.StatusTooManyRequests, "Too many locks held", Later, ExitBusy},
+	{TooManyFencedValues, http.StatusTooManyRequests, "Too many fenced values", Later, ExitBusy},
 	// 429 for the client's own cap; 503 for the node's, where another
 	// node may have room.
 	{TooManyStreams, http.StatusTooManyRequests, "Too many event streams", Later, ExitBusy},
@@ -157,6 +158,9 @@ var table = []Info{
 	// Writes fail until an operator frees space; reads keep working.
 	{InsufficientStorage, http.StatusInsufficientStorage, "Data store full", Final, ExitUnavailable},
 	{StillFull, http.StatusConflict, "Data store still full", Final, ExitUnavailable},
+	// /readyz's answer while the store is full: the node reads, never
+	// writes, until an operator recovers.
+	{NoSpace, http.StatusServiceUnavailable, "Data store full", Final, ExitUnavailable},
 	// nginx's "client closed request": the caller left; nobody reads it.
 	{ClientClosedRequest, 499, "Client closed request", Final, ExitFailure},
 	{Internal, http.StatusInternalServerError, "Internal error", Final, ExitFailure},

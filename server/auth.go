@@ -61,14 +61,19 @@ var routeAccess = map[string]access{
 	"GET /v1/history":          readRole,
 	"GET /v1/events":           {role: auth.Read, stream: true},
 
-	"POST /v1/locks/:name":        writeRole,
-	"POST /v1/locks/:name/renew":  writeRole,
-	"DELETE /v1/locks/:name":      writeRole,
-	"POST /v1/sessions":           writeRole,
-	"POST /v1/sessions/:id/renew": writeRole,
-	"DELETE /v1/sessions/:id":     writeRole,
-	"PUT /v1/fenced/:resource":    writeRole,
-	"POST /v1/locks/:name/revoke": adminRole,
+	"POST /v1/locks/:name":         writeRole,
+	"POST /v1/locks/:name/renew":   writeRole,
+	"DELETE /v1/locks/:name":       writeRole,
+	"POST /v1/sessions":            writeRole,
+	"POST /v1/sessions/:id/renew":  writeRole,
+	"DELETE /v1/sessions/:id":      writeRole,
+	"PUT /v1/fenced/:resource":     writeRole,
+	"POST /v1/locks/:name/revoke":  adminRole,
+	"DELETE /v1/fenced/:resource":  adminRole,
+	"DELETE /v1/locks/:name/delay": adminRole,
+
+	// Recovery from a full data store (api/maintenance.go).
+	"POST /v1/maintenance/recover": adminRole,
 }
 
 // RouteAccess reports what the route of method and path (an echo path

@@ -172,6 +172,20 @@ var samples = map[string]sample{
 	"DELETE /v1/sessions/:id": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		return "DELETE", "/v1/sessions/" + sessionFor(t, s, fixtureToken(c)), ""
 	},
+	"POST /v1/maintenance/recover": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		return "POST", "/v1/maintenance/recover", ""
+	},
+	"DELETE /v1/locks/:name/delay": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name := unique("delayed")
+		testserver.WantStatus(t, s.DoAs(writeTok, "POST", "/v1/locks/"+name, `{"owner":"fixture","ttl":"60s","lock_delay":"1h"}`), http.StatusCreated)
+		testserver.WantStatus(t, s.DoAs(adminTok, "POST", "/v1/locks/"+name+"/revoke", `{"reason":"fixture"}`), http.StatusNoContent)
+		return "DELETE", "/v1/locks/" + name + "/delay?reason=test", ""
+	},
+	"DELETE /v1/fenced/:resource": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		res := unique("res")
+		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/fenced/"+res, `{"token":1,"value":"x"}`), http.StatusOK)
+		return "DELETE", "/v1/fenced/" + res + "?reason=test", ""
+	},
 	"GET /v1/fenced/:resource": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		res := unique("res")
 		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/fenced/"+res, `{"token":1,"value":"x"}`), http.StatusOK)
@@ -261,7 +275,8 @@ func TestAuth_RolesAreDecidedAsDocumented(t *testing.T) {
 	for route, want := range map[string]auth.Role{
 		"GET /v1/locks": auth.Read, "GET /v1/events": auth.Read, "GET /metrics": auth.Read, "GET /v1/cluster": auth.Read,
 		"POST /v1/locks/:name": auth.Write, "DELETE /v1/sessions/:id": auth.Write, "PUT /v1/fenced/:resource": auth.Write,
-		"POST /v1/locks/:name/revoke": auth.Admin,
+		"POST /v1/locks/:name/revoke": auth.Admin, "DELETE /v1/fenced/:resource": auth.Admin,
+		"DELETE /v1/locks/:name/delay": auth.Admin,
 	} {
 		m, p, _ := strings.Cut(route, " ")
 		if got, open, ok := server.RouteAccess(m, p); !ok || open || got != want {

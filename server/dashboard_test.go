@@ -576,3 +576,26 @@ func (b *browser) check(networkOK bool) {
 	}
 	b.checked = len(b.problems)
 }
+
+func TestDashboard_ShowsLockDelaysAndLiftsThemInChromium(t *testing.T) {
+	s := testserver.Start(t)
+	b := startBrowser(t, s, 1280, 800)
+	b.do("open the dashboard", 30*time.Second,
+		chromedp.Navigate(s.TS.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="holders-empty"]`)),
+	)
+	b.waitLive()
+
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/paused-job", `{"owner":"w1","ttl":"60s","lock_delay":"1h"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/paused-job/revoke", `{"reason":"stuck"}`), http.StatusNoContent)
+	row := `document.querySelector('[data-testid="delay-row"][data-lock="paused-job"]')`
+	b.waitFor("the delayed lock listed, free in about an hour, revoked", 10*time.Second, fmt.Sprintf(`(() => {
+		const r = %s;
+		return r && /left/.test(r.querySelector('[data-testid="delay-left"]').textContent) && r.textContent.includes("revoked");
+	})()`, row))
+	b.screenshot("delays.png")
+	b.do("lift the delay", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="delay-row"][data-lock="paused-job"] [data-testid="clear-delay"]`)))
+	b.waitFor("the delay gone from the page", 10*time.Second, `!`+row+` && document.querySelector('[data-testid="delays"]').hidden`)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/paused-job", `{"owner":"w2","ttl":"60s"}`), http.StatusCreated)
+	b.check(false)
+}

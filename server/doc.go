@@ -12,4 +12,11 @@
 //	go srv.Serve(listener)
 //	...
 //	srv.Shutdown(ctx)
+//
+// Whatever the configuration, a request that changes state is refused
+// before any handler runs when a browser marks it as sent for a page of
+// another origin (403 cross_origin) or when its body is not sent as
+// application/json (415 unsupported_media_type); Config.AllowedHosts
+// (DefaultAllowedHosts for a listen address) limits the Host names
+// answered (421 host_not_allowed). docs/SECURITY.md says why.
 package server

@@ -45,6 +45,10 @@ type Config struct {
 	// credential; the zero value caps neither (DefaultStreamLimits has
 	// the defaults).
 	StreamLimits StreamLimits
+	// AllowedHosts are the Host names the server answers, with any port
+	// (see DefaultAllowedHosts and CheckAllowedHosts); others get 421
+	// host_not_allowed. Empty, or holding AnyHost, answers every Host.
+	AllowedHosts []string
 	// Auth, when set, turns authentication on: every /v1 route and
 	// /metrics then need a bearer token of a role that allows the call
 	// (see RouteAccess). Nil serves every route to anyone.
@@ -75,11 +79,14 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger)
 	// Root-level middleware, outermost first. The request ID comes before
 	// all, so that every log line and problem body of the request has it;
-	// the access log before recover, so that it logs a panic's 500.
+	// the access log and the request metrics before recover, so that a
+	// panic's 500 is logged and counted like any other answer (the 5xx
+	// alert reads baton_http_requests_total).
 	e.Use(requestID())
 	if cfg.AccessLog {
 		e.Use(accessLog(cfg.Logger))
 	}
+	e.Use(requestMetrics(reg))
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "request_id", c.Response().Header().Get(requestIDHeader),
@@ -87,11 +94,15 @@ func New(cfg Config) *Server {
 			return err
 		},
 	}))
-	e.Use(requestMetrics(reg))
-	// Per address before authentication, so that a flood with bad
+	// The Host first: a node does not answer for names it is not. Per
+	// address before authentication, so that a flood with bad
 	// credentials is throttled too; per credential after it, since
-	// authentication names the credential.
+	// authentication names the credential. Browser safety before
+	// authentication too: a page's forged request is refused as such,
+	// whatever credential it may carry.
+	e.Use(allowHosts(cfg.AllowedHosts, cfg.Logger))
 	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
+	e.Use(browserSafety(cfg.Logger))
 	if cfg.Auth != nil {
 		e.Use(requireAuth(cfg.Auth, cfg.Logger))
 	}
@@ -105,6 +116,15 @@ func New(cfg Config) *Server {
 		Name: "baton_event_streams",
 		Help: "Event streams (GET /v1/events) this node serves now.",
 	}, func() float64 { return float64(cfg.Engine.Subscriptions()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "baton_etcd_nospace",
+		Help: "1 while etcd's NOSPACE alarm is raised: the data store is full and every write answers 507 until \"baton maintenance recover\".",
+	}, func() float64 {
+		if cfg.Engine.NoSpace() {
+			return 1
+		}
+		return 0
+	}))
 	reg.MustRegister(&statsCollector{eng: cfg.Engine}, cfg.Engine.Collector())
 	gather := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
 	e.GET("/metrics", metrics(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
@@ -162,6 +182,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 //	@Produce		plain
 //	@Success		200	{string}	string		"Prometheus text format"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
@@ -176,6 +197,8 @@ func openapiDoc(contentType string, doc []byte) echo.HandlerFunc {
 }
 
 // requestMetrics counts requests by method, route template and status.
+// It runs outside recover, so a handler's panic counts as the 500 that
+// recover answers.
 func requestMetrics(reg prometheus.Registerer) echo.MiddlewareFunc {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_http_requests_total",
@@ -274,7 +297,7 @@ var (
 	waitersDesc   = prometheus.NewDesc("baton_waiters", "Acquires queued for a lock in the cluster.", nil, nil)
 	sessionsDesc  = prometheus.NewDesc("baton_sessions", "Live sessions in the cluster.", nil, nil)
 	statsUpDesc   = prometheus.NewDesc("baton_stats_up", "1 if the counts above could be read from etcd at this scrape.", nil, nil)
-	limitDesc     = prometheus.NewDesc("baton_limit", "The caps this node enforces, by name (max_sessions, max_waiters_per_lock, max_locks_per_session, max_event_streams); 0 means no cap. Alerts compare the counts with them.", []string{"name"}, nil)
+	limitDesc     = prometheus.NewDesc("baton_limit", "The caps this node enforces, by name (max_sessions, max_waiters_per_lock, max_locks_per_session, max_event_streams, max_locks, max_fenced_values, max_fenced_value_bytes); 0 means no cap. Alerts compare the counts with them.", []string{"name"}, nil)
 )
 
 func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -290,6 +313,7 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, v := range map[string]int{
 		"max_sessions": cfg.MaxSessions, "max_waiters_per_lock": cfg.MaxWaitersPerLock,
 		"max_locks_per_session": cfg.MaxLocksPerSession, "max_event_streams": cfg.MaxSubscriptions,
+		"max_locks": cfg.MaxLocks, "max_fenced_values": cfg.MaxFencedValues, "max_fenced_value_bytes": cfg.MaxFencedValueBytes,
 	} {
 		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(v), name)
 	}

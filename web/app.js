@@ -378,6 +378,7 @@
   async function loadLocks() {
     const prefix = $("filter-prefix").value.trim();
     const locks = [];
+    const delays = [];
     let cursor = "";
     let pages = 0;
     try {
@@ -387,6 +388,7 @@
         if (cursor) q.set("cursor", cursor);
         const page = await api(`/v1/locks?${q}`);
         locks.push(...(page.locks || []));
+        delays.push(...(page.delayed || []));
         cursor = page.next_cursor || "";
         pages++;
       } while (cursor && pages < LIST_MAX_PAGES);
@@ -408,6 +410,7 @@
     }
     clearProblem($("holders-error"));
     state.locks = locks;
+    state.delays = delays;
     state.loaded = true;
     state.truncated = cursor !== "";
     renderHolders();
@@ -465,7 +468,42 @@
     trunc.hidden = !state.truncated;
     if (state.truncated) trunc.textContent = `Showing the first ${state.locks.length} locks by name. Narrow the list with a name prefix.`;
     renderLockStatus();
+    renderDelays();
     if (state.revoking) checkRevokeTarget();
+  }
+
+  // renderDelays lists the free locks under lock-delay, each with a button
+  // that lifts its delay (DELETE /v1/locks/{name}/delay, admin only).
+  function renderDelays() {
+    const delays = state.delays || [];
+    $("delays").hidden = delays.length === 0;
+    const list = $("delays-list");
+    list.replaceChildren(
+      ...delays.map((d) => {
+        const lift = el("button", { type: "button", class: "small", "data-testid": "clear-delay", "aria-label": `Lift the lock-delay of ${d.name}` }, "Lift delay");
+        lift.addEventListener("click", async () => {
+          lift.disabled = true;
+          try {
+            await api(`${lockPath(d.name)}/delay?reason=${encodeURIComponent("lifted from the dashboard")}`, { method: "DELETE" });
+            clearProblem($("holders-error"));
+          } catch (err) {
+            if (err.status !== 404) showProblem($("holders-error"), err);
+          }
+          loadLocksSoon();
+        });
+        const cause = { revoked: "revoked", expired: "expired", session_expired: "its session expired" }[d.cause] || "ended without a release";
+        return el(
+          "li",
+          { "data-testid": "delay-row", "data-lock": d.name },
+          el("a", { href: `#lock=${encodeURIComponent(d.name)}`, class: linkClass(d.name, "name"), title: `Show the history of ${d.name}` }, d.name),
+          " lock-delay: ",
+          timeEl("left", d.delayed_until, { "data-testid": "delay-left" }),
+          el("span", { class: "hint" }, ` (last hold ${cause})`),
+          " ",
+          lift,
+        );
+      }),
+    );
   }
 
   // linkClass keeps a lock name on one line (names break at hyphens

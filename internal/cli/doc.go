@@ -7,11 +7,14 @@
 //
 // Exit codes: 0 success; 1 any other error; 2 bad usage; 3 the lock is
 // held by someone else; 4 not held or not found; 5 stale token or token
-// mismatch; 6 baton unavailable; 7 refused: no valid bearer token
-// (--auth-token, BATON_AUTH_TOKEN) or a role too weak for the call; 8 a
-// cap or rate limit was reached (too_many_waiters, rate_limited, …): try
-// later. Each server answer's exit code comes from its problem code, in
-// package problem.
+// mismatch; 6 baton unavailable (a full data store included); 7 refused:
+// no valid bearer token (--auth-token, BATON_AUTH_TOKEN) or a role too
+// weak for the call; 8 a cap or rate limit was reached (too_many_waiters,
+// rate_limited, …): try later. Each server answer's exit code comes from
+// its problem code, in package problem.
+// "baton exec" exits with its command's exit code, or 10 if the lock was
+// lost while the command ran. "baton healthcheck" exits 0 or 1 only, as a
+// container HEALTHCHECK must.
 //
 // Errors: one line on stderr, "baton: " and the call and what the server
 // said, with its status and code: baton: revoke "wlock": lock not held
@@ -20,7 +23,4 @@
 // detail; field, holder, max_token, retry_after, limit when set), or for
 // the CLI's own failures code "unavailable" (no node answered), "usage",
 // "lock_lost" or "error"; with message (the stderr line) and exit_code.
-// "baton exec" exits with its command's exit code, or 10 if the lock was
-// lost while the command ran. "baton healthcheck" exits 0 or 1 only, as a
-// container HEALTHCHECK must.
 package cli

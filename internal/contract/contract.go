@@ -170,12 +170,9 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // by api's FuzzHTTP):
 //   - a query parameter with an empty value is absent (API.md writes
 //     `?prefix=&limit=100&cursor=`); the document cannot say so;
-//   - a body of white space only is no body, whatever its Content-Type
-//     (api.decodeBody);
-//   - a body is read as JSON when its Content-Type is absent, any +json
-//     type, or what curl -d sends by default (form-urlencoded, or
-//     text/plain), for curl users who forget -H; the document says
-//     application/json only.
+//   - a body of white space only is no body (api.decodeBody); sent as
+//     anything but application/json it is refused all the same, with a
+//     415 the document lists.
 func asServerReadsIt(req *http.Request, body []byte) {
 	if q := req.URL.Query(); len(q) > 0 {
 		for k, vs := range q {
@@ -188,10 +185,5 @@ func asServerReadsIt(req *http.Request, body []byte) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 		req.Header.Del("Content-Type")
-		return
-	}
-	ct := strings.ToLower(strings.TrimSpace(strings.Split(req.Header.Get("Content-Type"), ";")[0]))
-	if ct == "" || strings.HasSuffix(ct, "+json") || ct == "application/x-www-form-urlencoded" || ct == "text/plain" {
-		req.Header.Set("Content-Type", "application/json")
 	}
 }

@@ -136,6 +136,7 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config, opts ...Option)
 	// As node.Start does for its member.
 	if cfg.HasLeader == nil {
 		cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+		cfg.NoSpace, cfg.DefragmentLocal = m.NoSpace, m.Defragment
 	}
 	eng, err := lock.New(context.Background(), m.Client(), cfg)
 	if err != nil {

@@ -17,27 +17,144 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for DelayCause.
+const (
+	DelayCauseExpired        DelayCause = "expired"
+	DelayCauseRevoked        DelayCause = "revoked"
+	DelayCauseSessionExpired DelayCause = "session_expired"
+)
+
+// Valid indicates whether the value is a known member of the DelayCause enum.
+func (e DelayCause) Valid() bool {
+	switch e {
+	case DelayCauseExpired:
+		return true
+	case DelayCauseRevoked:
+		return true
+	case DelayCauseSessionExpired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventKind.
+const (
+	EventKindElection  EventKind = "election"
+	EventKindFence     EventKind = "fence"
+	EventKindLock      EventKind = "lock"
+	EventKindRwlock    EventKind = "rwlock"
+	EventKindSemaphore EventKind = "semaphore"
+)
+
+// Valid indicates whether the value is a known member of the EventKind enum.
+func (e EventKind) Valid() bool {
+	switch e {
+	case EventKindElection:
+		return true
+	case EventKindFence:
+		return true
+	case EventKindLock:
+		return true
+	case EventKindRwlock:
+		return true
+	case EventKindSemaphore:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventType.
 const (
-	Acquired       EventType = "acquired"
-	Expired        EventType = "expired"
-	Released       EventType = "released"
-	Revoked        EventType = "revoked"
-	SessionExpired EventType = "session_expired"
+	EventTypeAcquired       EventType = "acquired"
+	EventTypeDelayCleared   EventType = "delay_cleared"
+	EventTypeElected        EventType = "elected"
+	EventTypeExpired        EventType = "expired"
+	EventTypeFenceReset     EventType = "fence_reset"
+	EventTypeProclaimed     EventType = "proclaimed"
+	EventTypeReleased       EventType = "released"
+	EventTypeResigned       EventType = "resigned"
+	EventTypeRevoked        EventType = "revoked"
+	EventTypeSessionExpired EventType = "session_expired"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
-	case Acquired:
+	case EventTypeAcquired:
 		return true
-	case Expired:
+	case EventTypeDelayCleared:
 		return true
-	case Released:
+	case EventTypeElected:
 		return true
-	case Revoked:
+	case EventTypeExpired:
 		return true
-	case SessionExpired:
+	case EventTypeFenceReset:
+		return true
+	case EventTypeProclaimed:
+		return true
+	case EventTypeReleased:
+		return true
+	case EventTypeResigned:
+		return true
+	case EventTypeRevoked:
+		return true
+	case EventTypeSessionExpired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamEventsParamsKind.
+const (
+	StreamEventsParamsKindElection  StreamEventsParamsKind = "election"
+	StreamEventsParamsKindFence     StreamEventsParamsKind = "fence"
+	StreamEventsParamsKindLock      StreamEventsParamsKind = "lock"
+	StreamEventsParamsKindRwlock    StreamEventsParamsKind = "rwlock"
+	StreamEventsParamsKindSemaphore StreamEventsParamsKind = "semaphore"
+)
+
+// Valid indicates whether the value is a known member of the StreamEventsParamsKind enum.
+func (e StreamEventsParamsKind) Valid() bool {
+	switch e {
+	case StreamEventsParamsKindElection:
+		return true
+	case StreamEventsParamsKindFence:
+		return true
+	case StreamEventsParamsKindLock:
+		return true
+	case StreamEventsParamsKindRwlock:
+		return true
+	case StreamEventsParamsKindSemaphore:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetHistoryParamsKind.
+const (
+	GetHistoryParamsKindElection  GetHistoryParamsKind = "election"
+	GetHistoryParamsKindFence     GetHistoryParamsKind = "fence"
+	GetHistoryParamsKindLock      GetHistoryParamsKind = "lock"
+	GetHistoryParamsKindRwlock    GetHistoryParamsKind = "rwlock"
+	GetHistoryParamsKindSemaphore GetHistoryParamsKind = "semaphore"
+)
+
+// Valid indicates whether the value is a known member of the GetHistoryParamsKind enum.
+func (e GetHistoryParamsKind) Valid() bool {
+	switch e {
+	case GetHistoryParamsKindElection:
+		return true
+	case GetHistoryParamsKindFence:
+		return true
+	case GetHistoryParamsKindLock:
+		return true
+	case GetHistoryParamsKindRwlock:
+		return true
+	case GetHistoryParamsKindSemaphore:
 		return true
 	default:
 		return false
@@ -73,6 +190,30 @@ type Cluster struct {
 	Revision int64    `json:"revision"`
 }
 
+// Delay defines model for Delay.
+type Delay struct {
+	// Cause Cause is how the last hold ended: expired, session_expired or revoked.
+	//
+	// Example: revoked
+	Cause *DelayCause `json:"cause,omitempty"`
+
+	// DelayedUntil Example: 2026-11-29T15:25:13.886Z
+	DelayedUntil time.Time `json:"delayed_until"`
+
+	// Name Example: nightly-recon
+	Name string `json:"name"`
+
+	// RetryAfter RetryAfter is how many seconds are left, rounded up.
+	//
+	// Example: 42
+	RetryAfter int `json:"retry_after"`
+}
+
+// DelayCause Cause is how the last hold ended: expired, session_expired or revoked.
+//
+// Example: revoked
+type DelayCause string
+
 // Event defines model for Event.
 type Event struct {
 	// Credential Credential is the ID of the credential whose request the event
@@ -86,8 +227,17 @@ type Event struct {
 	Credential *string `json:"credential,omitempty"`
 	Detail     *string `json:"detail,omitempty"`
 
+	// Kind Kind and Name say what the event is about: a lock's events have
+	// kind lock and the lock's name (lock says it too).
+	//
+	// Example: lock
+	Kind EventKind `json:"kind"`
+
 	// Lock Example: nightly-recon
 	Lock string `json:"lock"`
+
+	// Name Example: nightly-recon
+	Name string `json:"name"`
 
 	// Owner Example: w1
 	Owner string `json:"owner"`
@@ -105,6 +255,12 @@ type Event struct {
 	// Type Example: acquired
 	Type EventType `json:"type"`
 }
+
+// EventKind Kind and Name say what the event is about: a lock's events have
+// kind lock and the lock's name (lock says it too).
+//
+// Example: lock
+type EventKind string
 
 // EventType Example: acquired
 type EventType string
@@ -176,8 +332,11 @@ type Lock struct {
 
 // LockList defines model for LockList.
 type LockList struct {
-	Locks      []Lock  `json:"locks"`
-	NextCursor *string `json:"next_cursor,omitempty"`
+	// Delayed Delayed are the free locks under lock-delay whose names fall in
+	// this page's range, by name.
+	Delayed    *[]Delay `json:"delayed,omitempty"`
+	Locks      []Lock   `json:"locks"`
+	NextCursor *string  `json:"next_cursor,omitempty"`
 }
 
 // Member defines model for Member.
@@ -196,10 +355,15 @@ type Problem struct {
 	// Example: lock_held
 	Code string `json:"code"`
 
+	// DelayedUntil DelayedUntil is when lock-delay lets the lock be acquired again
+	// (not_held of a free lock under lock-delay).
+	DelayedUntil *time.Time `json:"delayed_until,omitempty"`
+
 	// Detail Example: held by "w1"
 	Detail *string `json:"detail,omitempty"`
 
-	// Field Field names the request field at fault (400 only).
+	// Field Field names the request field at fault (400, and 413
+	// value_too_large).
 	//
 	// Example: ttl
 	Field *string `json:"field,omitempty"`
@@ -208,7 +372,8 @@ type Problem struct {
 	Holder *Lock `json:"holder,omitempty"`
 
 	// Limit Limit is the cap that was reached (too_many_waiters,
-	// too_many_locks_in_session, too_many_sessions, too_many_streams).
+	// too_many_locks_in_session, too_many_sessions, too_many_streams,
+	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
 	//
 	// Example: 1000
 	Limit *int `json:"limit,omitempty"`
@@ -238,6 +403,34 @@ type Problem struct {
 
 	// Type Example: urn:baton:problem:lock_held
 	Type string `json:"type"`
+}
+
+// RecoverResult defines model for RecoverResult.
+type RecoverResult struct {
+	// Alarms Alarms are the alarms still raised afterwards: empty on success.
+	//
+	// Example: [""]
+	Alarms []string `json:"alarms"`
+
+	// CompactedRevision CompactedRevision is the revision etcd's history was compacted to.
+	//
+	// Example: 48213
+	CompactedRevision int64 `json:"compacted_revision"`
+
+	// DbSize DBSize is the largest member's backend file, in bytes, afterwards.
+	//
+	// Example: 1048576
+	DbSize int64 `json:"db_size"`
+
+	// Defragmented Defragmented names the members defragmented, in order.
+	//
+	// Example: ["n1","n2","n3"]
+	Defragmented []string `json:"defragmented"`
+
+	// Quota Quota is the backend quota, in bytes.
+	//
+	// Example: 2147483648
+	Quota int64 `json:"quota"`
 }
 
 // RenewRequest defines model for RenewRequest.
@@ -306,17 +499,38 @@ type StreamEventsParams struct {
 	// Lock Only this lock's events
 	Lock *string `form:"lock,omitempty" json:"lock,omitempty"`
 
-	// Since Replay events recorded after this revision first
+	// Kind Only events about this kind of thing
+	Kind *StreamEventsParamsKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Name Only events about the thing of this name (with kind lock, or no kind: the same as lock)
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Since Replay events recorded after this revision first (exclusive: 0 replays every retained event); without it only live events come
 	Since *int64 `form:"since,omitempty" json:"since,omitempty"`
 
 	// LastEventID Same as since; wins over it (EventSource sends it when it reconnects)
 	LastEventID *int64 `json:"Last-Event-ID,omitempty"`
 }
 
+// StreamEventsParamsKind defines parameters for StreamEvents.
+type StreamEventsParamsKind string
+
+// ResetFencedParams defines parameters for ResetFenced.
+type ResetFencedParams struct {
+	// Reason Why, for the audit trail (at most 1,024 bytes)
+	Reason *string `form:"reason,omitempty" json:"reason,omitempty"`
+}
+
 // GetHistoryParams defines parameters for GetHistory.
 type GetHistoryParams struct {
 	// Lock Only this lock's events
 	Lock *string `form:"lock,omitempty" json:"lock,omitempty"`
+
+	// Kind Only events about this kind of thing
+	Kind *GetHistoryParamsKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Name Only events about the thing of this name (with kind lock, or no kind: the same as lock)
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
 
 	// Limit Page size, 1-1000
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -327,7 +541,7 @@ type GetHistoryParams struct {
 	// Owner Only events of holds by this owner
 	Owner *string `form:"owner,omitempty" json:"owner,omitempty"`
 
-	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired
+	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared
 	Type *string `form:"type,omitempty" json:"type,omitempty"`
 
 	// From Only events at or after this time (RFC 3339)
@@ -336,6 +550,9 @@ type GetHistoryParams struct {
 	// To Only events before this time (RFC 3339)
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
+
+// GetHistoryParamsKind defines parameters for GetHistory.
+type GetHistoryParamsKind string
 
 // ListLocksParams defines parameters for ListLocks.
 type ListLocksParams struct {
@@ -353,6 +570,12 @@ type ListLocksParams struct {
 type ReleaseLockParams struct {
 	// Token The fencing token
 	Token int64 `form:"token" json:"token"`
+}
+
+// ClearLockDelayParams defines parameters for ClearLockDelay.
+type ClearLockDelayParams struct {
+	// Reason Why, for the audit trail (at most 1,024 bytes)
+	Reason *string `form:"reason,omitempty" json:"reason,omitempty"`
 }
 
 // PutFencedJSONRequestBody defines body for PutFenced for application/json ContentType.
@@ -460,7 +683,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+	// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -474,10 +697,17 @@ type ClientInterface interface {
 
 	// StreamEvents Stream events (Server-Sent Events)
 	//
-	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetFenced Reset a fenced register (operators)
+	//
+	// Removes the resource's value and its largest-token record, so the next write with any issued token is accepted again: the way back for a register that a wrong token pushed past every real holder. Audited as `fence_reset` (kind `fence`) with the reason in `detail` and the caller's address as `owner`.
+	//
+	// Corresponds with DELETE /v1/fenced/{resource} (the `ResetFenced` operationId).
+	ResetFenced(ctx context.Context, resource string, params *ResetFencedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetFenced Read a fenced value
 	//
@@ -556,6 +786,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/locks/{name} (the `AcquireLock` operationId).
 	AcquireLock(ctx context.Context, name string, body AcquireLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ClearLockDelay Lift a lock's lock-delay (operators)
+	//
+	// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+	//
+	// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+	ClearLockDelay(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RenewLockWithBody Renew a lock
 	//
 	// Extends the lease of the lock that `token` holds, and returns the new `expires_at`. A lock in a session renews the whole session. The token never changes.
@@ -591,6 +828,14 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLock(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverSpace Recover from a full data store (operators)
+	//
+	// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+	// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+	//
+	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+	RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSessionWithBody Create a session
 	//
@@ -668,7 +913,7 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness
 //
-// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -702,11 +947,28 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // StreamEvents Stream events (Server-Sent Events)
 //
-// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetFenced Reset a fenced register (operators)
+//
+// Removes the resource's value and its largest-token record, so the next write with any issued token is accepted again: the way back for a register that a wrong token pushed past every real holder. Audited as `fence_reset` (kind `fence`) with the reason in `detail` and the caller's address as `owner`.
+//
+// Corresponds with DELETE /v1/fenced/{resource} (the `ResetFenced` operationId).
+func (c *Client) ResetFenced(ctx context.Context, resource string, params *ResetFencedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetFencedRequest(c.Server, resource, params)
 	if err != nil {
 		return nil, err
 	}
@@ -884,6 +1146,23 @@ func (c *Client) AcquireLock(ctx context.Context, name string, body AcquireLockJ
 	return c.Client.Do(req)
 }
 
+// ClearLockDelay Lift a lock's lock-delay (operators)
+//
+// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+//
+// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+func (c *Client) ClearLockDelay(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClearLockDelayRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RenewLockWithBody Renew a lock
 //
 // Extends the lease of the lock that `token` holds, and returns the new `expires_at`. A lock in a session renews the whole session. The token never changes.
@@ -950,6 +1229,24 @@ func (c *Client) RevokeLockWithBody(ctx context.Context, name string, contentTyp
 // Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 func (c *Client) RevokeLock(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeLockRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverSpace Recover from a full data store (operators)
+//
+// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+//
+// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+func (c *Client) RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverSpaceRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -1197,6 +1494,30 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 
 		}
 
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Since != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -1233,6 +1554,67 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 			req.Header.Set("Last-Event-ID", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewResetFencedRequest constructs an http.Request for the ResetFenced method
+func NewResetFencedRequest(server string, resource string, params *ResetFencedParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "resource", resource, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/fenced/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -1350,6 +1732,30 @@ func NewGetHistoryRequest(server string, params *GetHistoryParams) (*http.Reques
 		if params.Lock != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lock", *params.Lock, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1661,6 +2067,67 @@ func NewAcquireLockRequestWithBody(server string, name string, contentType strin
 	return req, nil
 }
 
+// NewClearLockDelayRequest constructs an http.Request for the ClearLockDelay method
+func NewClearLockDelayRequest(server string, name string, params *ClearLockDelayParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locks/%s/delay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRenewLockRequest calls the generic RenewLock builder with application/json body
 func NewRenewLockRequest(server string, name string, body RenewLockJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -1751,6 +2218,33 @@ func NewRevokeLockRequestWithBody(server string, name string, contentType string
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRecoverSpaceRequest constructs an http.Request for the RecoverSpace method
+func NewRecoverSpaceRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/maintenance/recover")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -1961,7 +2455,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+	// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1979,12 +2473,21 @@ type ClientWithResponsesInterface interface {
 
 	// StreamEventsWithResponse Stream events (Server-Sent Events)
 	//
-	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
 	StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error)
+
+	// ResetFencedWithResponse Reset a fenced register (operators)
+	//
+	// Removes the resource's value and its largest-token record, so the next write with any issued token is accepted again: the way back for a register that a wrong token pushed past every real holder. Audited as `fence_reset` (kind `fence`) with the reason in `detail` and the caller's address as `owner`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/fenced/{resource} (the `ResetFenced` operationId).
+	ResetFencedWithResponse(ctx context.Context, resource string, params *ResetFencedParams, reqEditors ...RequestEditorFn) (*ResetFencedResponse, error)
 
 	// GetFencedWithResponse Read a fenced value
 	//
@@ -2073,6 +2576,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/locks/{name} (the `AcquireLock` operationId).
 	AcquireLockWithResponse(ctx context.Context, name string, body AcquireLockJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireLockResponse, error)
 
+	// ClearLockDelayWithResponse Lift a lock's lock-delay (operators)
+	//
+	// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+	ClearLockDelayWithResponse(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*ClearLockDelayResponse, error)
+
 	// RenewLockWithBodyWithResponse Renew a lock
 	//
 	// Extends the lease of the lock that `token` holds, and returns the new `expires_at`. A lock in a session renews the whole session. The token never changes.
@@ -2108,6 +2620,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLockWithResponse(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeLockResponse, error)
+
+	// RecoverSpaceWithResponse Recover from a full data store (operators)
+	//
+	// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+	// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+	RecoverSpaceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RecoverSpaceResponse, error)
 
 	// CreateSessionWithBodyWithResponse Create a session
 	//
@@ -2206,6 +2728,8 @@ type MetricsResponse struct {
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -2215,6 +2739,11 @@ type MetricsResponse struct {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r MetricsResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -2325,6 +2854,8 @@ type GetClusterResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2348,6 +2879,11 @@ func (r GetClusterResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetClusterResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetClusterResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -2406,6 +2942,8 @@ type StreamEventsResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2424,6 +2962,11 @@ func (r StreamEventsResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r StreamEventsResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -2465,6 +3008,117 @@ func (r StreamEventsResponse) ContentType() string {
 	return ""
 }
 
+// ResetFencedResponse429Headers the declared response headers of an HTTP 429 response for ResetFenced
+type ResetFencedResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ResetFencedResponse503Headers the declared response headers of an HTTP 503 response for ResetFenced
+type ResetFencedResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResetFencedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResetFencedResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResetFencedResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r ResetFencedResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r ResetFencedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResetFencedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResetFencedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResetFencedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetFencedResponse429Headers the declared response headers of an HTTP 429 response for GetFenced
 type GetFencedResponse429Headers struct {
 	RetryAfter *int
@@ -2486,6 +3140,8 @@ type GetFencedResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2514,6 +3170,11 @@ func (r GetFencedResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetFencedResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetFencedResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -2582,10 +3243,14 @@ type PutFencedResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutFencedResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -2627,6 +3292,11 @@ func (r PutFencedResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r PutFencedResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r PutFencedResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
@@ -2635,6 +3305,11 @@ func (r PutFencedResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r PutFencedResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PutFencedResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -2685,6 +3360,8 @@ type GetHistoryResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2708,6 +3385,11 @@ func (r GetHistoryResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetHistoryResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetHistoryResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -2768,6 +3450,8 @@ type ListLocksResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2791,6 +3475,11 @@ func (r ListLocksResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListLocksResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListLocksResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -2855,10 +3544,16 @@ type ReleaseLockResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReleaseLockResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -2890,6 +3585,16 @@ func (r ReleaseLockResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
 }
 
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReleaseLockResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ReleaseLockResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r ReleaseLockResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
@@ -2898,6 +3603,11 @@ func (r ReleaseLockResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r ReleaseLockResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r ReleaseLockResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -2950,6 +3660,8 @@ type GetLockResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -2978,6 +3690,11 @@ func (r GetLockResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetLockResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetLockResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -3055,10 +3772,14 @@ type AcquireLockResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *AcquireLockResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -3112,6 +3833,11 @@ func (r AcquireLockResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r AcquireLockResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r AcquireLockResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
@@ -3120,6 +3846,11 @@ func (r AcquireLockResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r AcquireLockResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r AcquireLockResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3145,6 +3876,117 @@ func (r AcquireLockResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AcquireLockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ClearLockDelayResponse429Headers the declared response headers of an HTTP 429 response for ClearLockDelay
+type ClearLockDelayResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ClearLockDelayResponse503Headers the declared response headers of an HTTP 503 response for ClearLockDelay
+type ClearLockDelayResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ClearLockDelayResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ClearLockDelayResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ClearLockDelayResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r ClearLockDelayResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r ClearLockDelayResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClearLockDelayResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClearLockDelayResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClearLockDelayResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3180,6 +4022,8 @@ type RenewLockResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -3228,6 +4072,11 @@ func (r RenewLockResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r RenewLockResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RenewLockResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -3294,10 +4143,14 @@ type RevokeLockResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RevokeLockResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3334,6 +4187,11 @@ func (r RevokeLockResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RevokeLockResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r RevokeLockResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
@@ -3342,6 +4200,11 @@ func (r RevokeLockResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r RevokeLockResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r RevokeLockResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3373,6 +4236,124 @@ func (r RevokeLockResponse) ContentType() string {
 	return ""
 }
 
+// RecoverSpaceResponse429Headers the declared response headers of an HTTP 429 response for RecoverSpace
+type RecoverSpaceResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RecoverSpaceResponse503Headers the declared response headers of an HTTP 503 response for RecoverSpace
+type RecoverSpaceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RecoverSpaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RecoverResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecoverSpaceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RecoverSpaceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RecoverSpaceResponse) GetJSON200() *RecoverResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RecoverSpaceResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RecoverSpaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecoverSpaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecoverSpaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecoverSpaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateSessionResponse429Headers the declared response headers of an HTTP 429 response for CreateSession
 type CreateSessionResponse429Headers struct {
 	RetryAfter *int
@@ -3398,10 +4379,14 @@ type CreateSessionResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateSessionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3438,6 +4423,11 @@ func (r CreateSessionResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r CreateSessionResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
@@ -3446,6 +4436,11 @@ func (r CreateSessionResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateSessionResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3498,10 +4493,16 @@ type DeleteSessionResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteSessionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3528,6 +4529,16 @@ func (r DeleteSessionResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
 }
 
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r DeleteSessionResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r DeleteSessionResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r DeleteSessionResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
@@ -3536,6 +4547,11 @@ func (r DeleteSessionResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r DeleteSessionResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r DeleteSessionResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetBody returns the raw response body bytes
@@ -3588,6 +4604,8 @@ type GetSessionResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -3616,6 +4634,11 @@ func (r GetSessionResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetSessionResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetSessionResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -3684,6 +4707,8 @@ type RenewSessionResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -3727,6 +4752,11 @@ func (r RenewSessionResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r RenewSessionResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RenewSessionResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -3800,7 +4830,7 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness
 //
-// Answers 200 only when this node's etcd member has a leader and serves linearizable reads; 503 otherwise, within about two seconds.
+// Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3830,7 +4860,7 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 
 // StreamEventsWithResponse Stream events (Server-Sent Events)
 //
-// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
+// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3841,6 +4871,21 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseStreamEventsResponse(rsp)
+}
+
+// ResetFencedWithResponse Reset a fenced register (operators)
+//
+// Removes the resource's value and its largest-token record, so the next write with any issued token is accepted again: the way back for a register that a wrong token pushed past every real holder. Audited as `fence_reset` (kind `fence`) with the reason in `detail` and the caller's address as `owner`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/fenced/{resource} (the `ResetFenced` operationId).
+func (c *ClientWithResponses) ResetFencedWithResponse(ctx context.Context, resource string, params *ResetFencedParams, reqEditors ...RequestEditorFn) (*ResetFencedResponse, error) {
+	rsp, err := c.ResetFenced(ctx, resource, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetFencedResponse(rsp)
 }
 
 // GetFencedWithResponse Read a fenced value
@@ -3984,6 +5029,21 @@ func (c *ClientWithResponses) AcquireLockWithResponse(ctx context.Context, name 
 	return ParseAcquireLockResponse(rsp)
 }
 
+// ClearLockDelayWithResponse Lift a lock's lock-delay (operators)
+//
+// Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/locks/{name}/delay (the `ClearLockDelay` operationId).
+func (c *ClientWithResponses) ClearLockDelayWithResponse(ctx context.Context, name string, params *ClearLockDelayParams, reqEditors ...RequestEditorFn) (*ClearLockDelayResponse, error) {
+	rsp, err := c.ClearLockDelay(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClearLockDelayResponse(rsp)
+}
+
 // RenewLockWithBodyWithResponse Renew a lock
 //
 // Extends the lease of the lock that `token` holds, and returns the new `expires_at`. A lock in a session renews the whole session. The token never changes.
@@ -4042,6 +5102,22 @@ func (c *ClientWithResponses) RevokeLockWithResponse(ctx context.Context, name s
 		return nil, err
 	}
 	return ParseRevokeLockResponse(rsp)
+}
+
+// RecoverSpaceWithResponse Recover from a full data store (operators)
+//
+// Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+// 409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
+func (c *ClientWithResponses) RecoverSpaceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RecoverSpaceResponse, error) {
+	rsp, err := c.RecoverSpace(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverSpaceResponse(rsp)
 }
 
 // CreateSessionWithBodyWithResponse Create a session
@@ -4166,6 +5242,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4272,6 +5355,13 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4342,6 +5432,13 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4371,6 +5468,114 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResetFencedResponse parses an HTTP response from a ResetFencedWithResponse call
+func ParseResetFencedResponse(rsp *http.Response) (*ResetFencedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResetFencedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ResetFencedResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResetFencedResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -4425,6 +5630,13 @@ func ParseGetFencedResponse(rsp *http.Response) (*GetFencedResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
@@ -4531,6 +5743,13 @@ func ParsePutFencedResponse(rsp *http.Response) (*PutFencedResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4544,6 +5763,13 @@ func ParsePutFencedResponse(rsp *http.Response) (*PutFencedResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
@@ -4607,6 +5833,13 @@ func ParseGetHistoryResponse(rsp *http.Response) (*GetHistoryResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
@@ -4684,6 +5917,13 @@ func ParseListLocksResponse(rsp *http.Response) (*ListLocksResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
@@ -4779,6 +6019,20 @@ func ParseReleaseLockResponse(rsp *http.Response) (*ReleaseLockResponse, error) 
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4792,6 +6046,13 @@ func ParseReleaseLockResponse(rsp *http.Response) (*ReleaseLockResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
@@ -4862,6 +6123,13 @@ func ParseGetLockResponse(rsp *http.Response) (*GetLockResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
@@ -4982,6 +6250,13 @@ func ParseAcquireLockResponse(rsp *http.Response) (*AcquireLockResponse, error) 
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4995,6 +6270,13 @@ func ParseAcquireLockResponse(rsp *http.Response) (*AcquireLockResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
@@ -5021,6 +6303,114 @@ func ParseAcquireLockResponse(rsp *http.Response) (*AcquireLockResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AcquireLockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseClearLockDelayResponse parses an HTTP response from a ClearLockDelayWithResponse call
+func ParseClearLockDelayResponse(rsp *http.Response) (*ClearLockDelayResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClearLockDelayResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ClearLockDelayResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ClearLockDelayResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5103,6 +6493,13 @@ func ParseRenewLockResponse(rsp *http.Response) (*RenewLockResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
@@ -5205,6 +6602,132 @@ func ParseRevokeLockResponse(rsp *http.Response) (*RevokeLockResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokeLockResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeLockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRecoverSpaceResponse parses an HTTP response from a RecoverSpaceWithResponse call
+func ParseRecoverSpaceResponse(rsp *http.Response) (*RecoverSpaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecoverSpaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RecoverResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5223,7 +6746,7 @@ func ParseRevokeLockResponse(rsp *http.Response) (*RevokeLockResponse, error) {
 
 	switch {
 	case rsp.StatusCode == 429:
-		var headers RevokeLockResponse429Headers
+		var headers RecoverSpaceResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5233,7 +6756,7 @@ func ParseRevokeLockResponse(rsp *http.Response) (*RevokeLockResponse, error) {
 		}
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
-		var headers RevokeLockResponse503Headers
+		var headers RecoverSpaceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5303,6 +6826,13 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5316,6 +6846,13 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
@@ -5390,6 +6927,20 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5403,6 +6954,13 @@ func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	}
 
@@ -5473,6 +7031,13 @@ func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
@@ -5578,6 +7143,13 @@ func ParseRenewSessionResponse(rsp *http.Response) (*RenewSessionResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/problem"
+)
+
+// noSpaceRetryAfter is what /readyz's nospace answer tells probes to wait:
+// the state lasts until an operator acts, minutes at best.
+const noSpaceRetryAfter = 30
+
+// noSpaceNotReady is /readyz's answer while etcd's NOSPACE alarm is
+// raised: the node serves reads but no write, so a load balancer should
+// send it nothing that writes.
+func noSpaceNotReady() *Problem {
+	p := newProblem(problem.NoSpace, noSpaceDetail)
+	p.RetryAfter = noSpaceRetryAfter
+	return p
+}
+
+// recoverSpace godoc
+//
+//	@Summary		Recover from a full data store (operators)
+//	@ID				recoverSpace
+//	@Description	Frees etcd's space after its NOSPACE alarm (every write answers 507 `insufficient_storage`): compacts the history to the current revision, defragments every member one at a time, then disarms the alarm. Safe to call at any time; without an alarm it only compacts and defragments. Each member is blocked while it is defragmented, for a second or so per hundred MB.
+//	@Description	409 `still_full` when what is kept (live locks, sessions, fenced values, the audit trail) still leaves too little room under the quota: the alarm stays raised, and the detail says what holds the space.
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	api.RecoverResult
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin: a browser sent it for a page of another origin"
+//	@Failure		409	{object}	api.Problem	"still_full"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable: no leader, or a member could not be reached; call again"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/maintenance/recover [post]
+func (a *API) recoverSpace(c echo.Context) error {
+	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
+		return err
+	}
+	if err := decodeBody(c, &struct{}{}, true); err != nil {
+		return err
+	}
+	r, err := a.eng.Recover(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, RecoverResult{
+		CompactedRevision: r.CompactedRevision, Defragmented: nonNil(r.Defragmented), Alarms: nonNil(r.Alarms),
+		DBSize: r.DBSize, Quota: r.Quota,
+	})
+}
+
+// RecoverResult is what POST /v1/maintenance/recover did.
+type RecoverResult struct {
+	// CompactedRevision is the revision etcd's history was compacted to.
+	CompactedRevision int64 `json:"compacted_revision" format:"int64" example:"48213"`
+	// Defragmented names the members defragmented, in order.
+	Defragmented []string `json:"defragmented" example:"n1,n2,n3"`
+	// Alarms are the alarms still raised afterwards: empty on success.
+	Alarms []string `json:"alarms" example:""`
+	// DBSize is the largest member's backend file, in bytes, afterwards.
+	DBSize int64 `json:"db_size" format:"int64" example:"1048576"`
+	// Quota is the backend quota, in bytes.
+	Quota int64 `json:"quota" format:"int64" example:"2147483648"`
+}

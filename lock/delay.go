@@ -1,0 +1,153 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ErrNotDelayed means a lock is under no lock-delay: it is held, free, or
+// its delay has run out.
+var ErrNotDelayed = errors.New("lock not delayed")
+
+// DelayedError is ErrNotHeld for a free lock that lock-delay keeps free
+// until Until: its last hold ended by Cause (expired, session_expired or
+// revoked), not by a release.
+type DelayedError struct {
+	Name  string
+	Until time.Time
+	Cause EventType
+}
+
+func (e *DelayedError) Error() string {
+	return fmt.Sprintf("lock not held: under lock-delay until %s, after its last hold %s", e.Until.Format(time.RFC3339Nano), causeText(e.Cause))
+}
+
+// Unwrap makes errors.Is(err, ErrNotHeld) hold.
+func (e *DelayedError) Unwrap() error { return ErrNotHeld }
+
+// causeText says how a hold ended, for people.
+func causeText(c EventType) string {
+	switch c {
+	case EventRevoked:
+		return "was revoked"
+	case EventSessionExpired:
+		return "ended with its session"
+	default:
+		return "expired"
+	}
+}
+
+// Delay is a free lock under lock-delay.
+type Delay struct {
+	Name  string
+	Until time.Time
+	Cause EventType
+}
+
+// activeDelay decodes a lock-delay guard and returns the delay it imposes
+// now, if any: a guard without Until belongs to a hold still running.
+func activeDelay(name string, kv *mvccpb.KeyValue, now time.Time) (*DelayedError, bool) {
+	var dr delayRecord
+	if json.Unmarshal(kv.Value, &dr) != nil || dr.Until == nil || !now.Before(*dr.Until) {
+		return nil, false
+	}
+	return &DelayedError{Name: name, Until: *dr.Until, Cause: dr.Cause}, true
+}
+
+// ClearDelay lifts the lock-delay of a free lock, so it can be acquired at
+// once; an operator's remedy for a delay set by mistake. It is audited as
+// delay_cleared (reason in detail, actor as owner) in the same txn. It
+// returns ErrNotDelayed when the lock is under no delay.
+func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) error {
+	if err := checkName("name", name); err != nil {
+		return err
+	}
+	if len(reason) > MaxReasonLen {
+		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	lkey, gkey := e.lockKey(name), e.delayKey(name)
+	for range maxImmediateRetries {
+		octx, done := e.op(ctx)
+		resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(lkey, clientv3.WithKeysOnly()), clientv3.OpGet(gkey)).Commit()
+		done()
+		if err != nil {
+			return e.etcdErr(ctx, "read lock-delay", err)
+		}
+		guard := resp.Responses[1].GetResponseRange().Kvs
+		if len(resp.Responses[0].GetResponseRange().Kvs) > 0 || len(guard) == 0 {
+			return fmt.Errorf("clear lock-delay of %q: %w", name, ErrNotDelayed)
+		}
+		d, ok := activeDelay(name, guard[0], time.Now())
+		if !ok {
+			return fmt.Errorf("clear lock-delay of %q: %w", name, ErrNotDelayed)
+		}
+		ev := Event{
+			Time: nowUTC(), Type: EventDelayCleared, Lock: name, Owner: actor, Credential: credentialOf(ctx),
+			Detail: fmt.Sprintf("lock-delay until %s lifted: %s", d.Until.Format(time.RFC3339Nano), reason),
+		}
+		var tr *clientv3.TxnResponse
+		err = e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+			octx, done := e.op(ctx)
+			defer done()
+			var err error
+			tr, err = e.cli.Txn(octx).If(
+				clientv3.Compare(clientv3.ModRevision(gkey), "=", guard[0].ModRevision),
+				clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0),
+			).Then(
+				clientv3.OpDelete(gkey),
+				clientv3.OpPut(e.lockAuditPrefix(name)+newHoldID()+"/d", mustJSON(ev), clientv3.WithLease(bucket)),
+			).Commit()
+			return err
+		})
+		if err != nil {
+			return e.etcdErr(ctx, "clear lock-delay", err)
+		}
+		if tr.Succeeded {
+			e.recorded(EventDelayCleared, 1)
+			return nil
+		}
+		// The guard or the lock changed meanwhile: look again.
+	}
+	return fmt.Errorf("clear lock-delay of %q: the lock changes too fast: %w", name, ErrUnavailable)
+}
+
+// delaysOf returns the delays among the guards of the names in the range
+// a page of List covers: after (exclusive) to through (inclusive; "" is
+// the end of the prefix). It reads at most limit guards; when there are
+// more, cut is the last name it read, and the page must end there.
+func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (delays []Delay, cut string, err error) {
+	base := e.cfg.Prefix + "delay/"
+	start := base + o.Prefix
+	if o.After != "" {
+		if after := base + o.After + "\x00"; after > start {
+			start = after
+		}
+	}
+	end := clientv3.GetPrefixRangeEnd(base + o.Prefix)
+	if through != "" {
+		end = base + through + "\x00"
+	}
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit)))
+	done()
+	if err != nil {
+		return nil, "", e.etcdErr(ctx, "list lock-delays", err)
+	}
+	now := time.Now()
+	for _, kv := range resp.Kvs {
+		name := string(kv.Key[len(base):])
+		if d, ok := activeDelay(name, kv, now); ok {
+			delays = append(delays, Delay{Name: name, Until: d.Until, Cause: d.Cause})
+		}
+	}
+	if resp.More && len(resp.Kvs) > 0 {
+		cut = string(resp.Kvs[len(resp.Kvs)-1].Key[len(base):])
+	}
+	return delays, cut, nil
+}

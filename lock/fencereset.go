@@ -1,0 +1,65 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// fenceAuditKey is the audit record of a fence_reset of resource. Lock
+// names cannot hold "~", so no lock's records share the prefix, and the
+// per-lock filters never see these.
+func (e *Engine) fenceAuditKey(resource, id string) string {
+	return e.auditPrefix() + "~fence/" + resource + "/" + id
+}
+
+// ResetFenced removes resource's value and its largest-token record, so
+// the next write with any issued token is accepted: the way back for a
+// register that a wrong token (a typo, a timestamp) pushed past every real
+// holder. It is an operator's action, audited as fence_reset (kind fence,
+// reason in detail, actor as owner) in the same txn as the removal. It
+// returns ErrNotFound when resource holds nothing.
+func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string) error {
+	if err := checkName("resource", resource); err != nil {
+		return err
+	}
+	if len(reason) > MaxReasonLen {
+		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	mkey, vkey := e.fenceMaxKey(resource), e.fencedKey(resource)
+	ev := Event{
+		Time: nowUTC(), Type: EventFenceReset, Kind: KindFence, Name: resource, Owner: actor,
+		Detail: reason, Credential: credentialOf(ctx),
+	}
+	var found bool
+	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		octx, done := e.op(ctx)
+		defer done()
+		// Either key is enough to reset: a write puts both, and a reset
+		// must also clear a maximum whose value write failed.
+		resp, err := e.cli.Txn(octx).
+			If(clientv3.Compare(clientv3.CreateRevision(mkey), ">", 0)).
+			Then(clientv3.OpDelete(mkey), clientv3.OpDelete(vkey),
+				clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev), clientv3.WithLease(bucket))).
+			Else(clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(vkey), ">", 0)},
+				[]clientv3.Op{clientv3.OpDelete(vkey),
+					clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev), clientv3.WithLease(bucket))},
+				nil)).
+			Commit()
+		if err != nil {
+			return err
+		}
+		found = resp.Succeeded || resp.Responses[0].GetResponseTxn().Succeeded
+		return nil
+	})
+	if err != nil {
+		return e.etcdErr(ctx, fmt.Sprintf("reset fenced %q", resource), err)
+	}
+	if !found {
+		return fmt.Errorf("reset fenced %q: %w", resource, ErrNotFound)
+	}
+	e.recorded(EventFenceReset, 1)
+	return nil
+}
