@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baton-dev/baton/problem"
 )
 
 // defaultIdleTimeout is how long a stream may stay silent before it is
@@ -105,10 +107,18 @@ func (s *eventStream) fetchBase(ctx context.Context) error {
 }
 
 // refused reports whether err is a node's answer about the request itself
-// (a 4xx other than 408 and 429), which no reconnection can mend.
+// (a 4xx whose code is Final in package problem: a bad lock name, no valid
+// bearer token), which no reconnection can mend. A cap that clears by
+// itself (too_many_streams, rate_limited) or a 408 is waited out.
 func refused(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests
+	if !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusRequestTimeout {
+		return false
+	}
+	if i, ok := problem.Lookup(e.Code); ok {
+		return i.Retry == problem.Final
+	}
+	return e.Status != http.StatusTooManyRequests
 }
 
 func (s *eventStream) run(ctx context.Context) error {

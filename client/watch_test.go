@@ -179,3 +179,31 @@ func TestLock_AStreamThatCannotConnectLeavesTheLockHeld(t *testing.T) {
 		t.Errorf("Err() = %v, want ErrNotHeld from the renew", err)
 	}
 }
+
+// TestLock_ASessionDeletedElsewhereReachesLostWithinASecond: the locks of
+// a session end with it (audited as released); its holders learn at once.
+func TestLock_ASessionDeletedElsewhereReachesLostWithinASecond(t *testing.T) {
+	t.Parallel()
+	f := newFront(t)
+	c := newClient(t, f.URL)
+	ctx := ctxFor(t, time.Minute)
+	s, err := c.CreateSession(ctx, "w1", longTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := c.Acquire(ctx, lockName(t, "l"), client.AcquireOptions{Session: s.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseAtEnd(t, lk)
+	sent := time.Now()
+	if err := newClient(t, f.URL).DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if took := waitClosed(t, lk.Lost(), 5*time.Second, "Lost after the session's delete").Sub(sent); took > time.Second {
+		t.Errorf("Lost fired %s after the session was deleted, want within 1 s", took)
+	}
+	if err := lk.Err(); !errors.Is(err, client.ErrNotHeld) {
+		t.Errorf("Err() = %v, want ErrNotHeld", err)
+	}
+}
