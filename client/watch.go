@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -31,8 +32,9 @@ const maxEndedMemory = 1024
 type holdWatcher struct {
 	c  *Client
 	mu sync.Mutex
-	// holds are the locks watched, by name and token.
-	holds map[holdKey]*Lock
+	// holds are the locks watched, by name and token: several *Locks
+	// share a hold when a session acquired the lock again (a 200).
+	holds map[holdKey][]*Lock
 	// ended remembers ends of holds not (yet) registered, oldest first in
 	// endedOrder: a revoke can be streamed in the moment between the
 	// acquire's answer and the lock's registration.
@@ -60,12 +62,12 @@ func (w *holdWatcher) register(l *Lock) {
 	k := holdKey{l.name, l.token}
 	w.mu.Lock()
 	if w.holds == nil {
-		w.holds = map[holdKey]*Lock{}
+		w.holds = map[holdKey][]*Lock{}
 		w.ended = map[holdKey]Event{}
 	}
 	ev, ended := w.ended[k]
 	if !ended {
-		w.holds[k] = l
+		w.holds[k] = append(w.holds[k], l)
 		covered := w.cancel != nil && (w.filter == "" || w.filter == l.name) && w.from < l.token
 		if !covered {
 			// The events after token-1 include every end of this hold;
@@ -85,7 +87,13 @@ func (w *holdWatcher) unregister(l *Lock) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := holdKey{l.name, l.token}
-	if w.holds[k] != l {
+	ls := w.holds[k]
+	i := slices.Index(ls, l)
+	if i < 0 {
+		return
+	}
+	if ls = slices.Delete(ls, i, i+1); len(ls) > 0 {
+		w.holds[k] = ls
 		return
 	}
 	delete(w.holds, k)
@@ -163,7 +171,7 @@ func (w *holdWatcher) restartLocked(since int64) {
 
 // handle takes one event of stream gen.
 func (w *holdWatcher) handle(gen uint64, ev Event) {
-	var lost *Lock
+	var lost []*Lock
 	w.mu.Lock()
 	if w.gen != gen {
 		w.mu.Unlock()
@@ -176,8 +184,8 @@ func (w *holdWatcher) handle(gen uint64, ev Event) {
 		// doing (a release by its token elsewhere, a session deleted):
 		// Lock.Release unregisters before it releases.
 		k := holdKey{ev.Lock, ev.Token}
-		if l, ok := w.holds[k]; ok {
-			lost = l // lose unregisters it, and stops the stream with the last
+		if ls, ok := w.holds[k]; ok {
+			lost = slices.Clone(ls) // lose unregisters each, and stops the stream with the last
 		} else if _, dup := w.ended[k]; !dup {
 			w.ended[k] = ev
 			w.endedOrder = append(w.endedOrder, k)
@@ -188,10 +196,10 @@ func (w *holdWatcher) handle(gen uint64, ev Event) {
 		}
 	}
 	w.mu.Unlock()
-	if lost != nil {
-		// Outside mu: lose takes the lock's mutex, and holds it while it
-		// unregisters (taking mu).
-		lost.lose(endedError{ev})
+	// Outside mu: lose takes the lock's mutex, and holds it while it
+	// unregisters (taking mu).
+	for _, l := range lost {
+		l.lose(endedError{ev})
 	}
 }
 

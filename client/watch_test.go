@@ -207,3 +207,32 @@ func TestLock_ASessionDeletedElsewhereReachesLostWithinASecond(t *testing.T) {
 		t.Errorf("Err() = %v, want ErrNotHeld", err)
 	}
 }
+
+// TestLock_TwoLocksOfOneHoldAreBothLost: a session that acquires a lock it
+// holds gets the same hold again (200), as a second *Lock; a revoke ends
+// both.
+func TestLock_TwoLocksOfOneHoldAreBothLost(t *testing.T) {
+	t.Parallel()
+	f := newFront(t)
+	c := newClient(t, f.URL)
+	ctx := ctxFor(t, time.Minute)
+	s, err := c.CreateSession(ctx, "w1", longTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeleteSession(context.Background(), s.ID) })
+	name := lockName(t, "l")
+	a, err := c.Acquire(ctx, name, client.AcquireOptions{Session: s.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Acquire(ctx, name, client.AcquireOptions{Session: s.ID})
+	if err != nil || b.Token() != a.Token() {
+		t.Fatalf("second acquire: %v, token %d; want the same hold", err, b.Token())
+	}
+	if err := c.Revoke(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, a.Lost(), 5*time.Second, "the first Lock's Lost")
+	waitClosed(t, b.Lost(), 5*time.Second, "the second Lock's Lost")
+}
