@@ -181,3 +181,24 @@ func TestClientPort_WithTheJSONGatewayStillAnswersNoForeignOrigin(t *testing.T) 
 		}
 	}
 }
+
+// TestClientPort_FollowsTheAllowedHostsItIsGiven: baton passes its own
+// --allowed-hosts down, so the client port answers the names the HTTP API
+// answers.
+func TestClientPort_FollowsTheAllowedHostsItIsGiven(t *testing.T) {
+	cfg := testetcd.Config(t)
+	cfg.AllowedHosts = []string{"baton.internal", "[::1]"}
+	testetcd.StartConfig(t, cfg)
+	addr := strings.TrimPrefix(cfg.ClientURL, "http://")
+	_, port, _ := net.SplitHostPort(addr)
+	for host, want := range map[string]int{
+		"baton.internal:" + port: http.StatusOK,
+		"[::1]:" + port:          http.StatusOK,
+		"localhost:" + port:      http.StatusMisdirectedRequest,
+		"evil.example:" + port:   http.StatusMisdirectedRequest,
+	} {
+		if resp := send(t, "GET", addr, "/version", host, "", ""); resp.StatusCode != want {
+			t.Errorf("GET /version with Host %q: %s, want %d", host, resp.Status, want)
+		}
+	}
+}

@@ -51,6 +51,12 @@ type Config struct {
 	// could delete keys through it, CORS or not. etcd's tools and "baton
 	// member" speak gRPC and need none of it.
 	JSONGateway bool
+	// AllowedHosts, when set, are the Host names the client listeners
+	// answer over plain HTTP (any port; "*" for any), in place of the
+	// default: the loopback names on a loopback listener, any Host
+	// otherwise. baton passes its own --allowed-hosts, so the client port
+	// keeps the HTTP API's Host rule.
+	AllowedHosts []string
 	// ListenPeerURL and ListenClientURL are where the member listens,
 	// when that differs from the URLs it advertises (a container listens
 	// on 0.0.0.0 and is reached by its host name; etcd binds only to IP
@@ -279,6 +285,9 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 		}
 	}
 	cfg.CORS, cfg.HostWhitelist = noOrigin, allowedHosts(listenClient)
+	if c.AllowedHosts != nil {
+		cfg.HostWhitelist = hostSet(c.AllowedHosts)
+	}
 	cfg.EnableGRPCGateway = c.JSONGateway
 	cfg.InitialCluster = c.InitialCluster
 	if cfg.InitialCluster == "" {
@@ -379,6 +388,20 @@ func allowedHosts(listen *url.URL) map[string]struct{} {
 		return loopbackHosts
 	}
 	return map[string]struct{}{"*": {}}
+}
+
+// hostSet is etcd's form of an allowed-hosts list: it compares a Host
+// without its port, and "[::1]" also as "::1".
+func hostSet(hosts []string) map[string]struct{} {
+	set := map[string]struct{}{}
+	for _, h := range hosts {
+		h = strings.ToLower(h)
+		set[h] = struct{}{}
+		if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+			set[h[1:len(h)-1]] = struct{}{}
+		}
+	}
+	return set
 }
 
 // privateDir makes dir, or narrows it, to 0700: the socket in it is

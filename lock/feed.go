@@ -41,14 +41,13 @@ type feed struct {
 	opts []clientv3.OpOption // the range and options, but the revision
 	// next is the first revision not yet handled: a new watch starts there.
 	next int64
-	// handle gets each response. The feed moves past a response only
-	// when handle returns nil; an error ends the watch, which is opened
-	// again from the same response (after a back-off), so handle must be
-	// idempotent. A compacted history reaches it as a response with
-	// CompactRevision set: it decides where to go on (compacted's result).
+	// handle gets each response, progress notifications included. The
+	// feed moves past a response only when handle returns nil; an error
+	// ends the watch, which is opened again from the same response (after
+	// a back-off), so handle must be idempotent.
 	handle func(ctx context.Context, wr clientv3.WatchResponse) error
-	// compacted is called when the revisions from next on were compacted
-	// away; it returns the revision to resume from.
+	// compacted is called instead when the revisions from next on were
+	// compacted away; it returns the revision to resume from.
 	compacted func(ctx context.Context, compactRev int64) (int64, error)
 
 	// hearing is true while the current watch has answered within the

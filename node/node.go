@@ -239,6 +239,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		ec.ListenPeerURL = cfg.ListenPeerURL
 		ec.PeerTLSInfo, ec.PeerAutoTLS = peerTLS, cfg.PeerAutoTLS
 		ec.JSONGateway = cfg.ClientJSONGateway
+		ec.AllowedHosts = cfg.AllowedHosts
 		if cfg.ServesClientTCP() {
 			ec.ClientURL, ec.ListenClientURL = cfg.ClientURL, cfg.ListenClientURL
 			ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS
