@@ -55,8 +55,14 @@ type Event struct {
 	// events of one transaction share it.
 	Revision int64
 	Time     time.Time
-	// Type is acquired, released, expired, revoked or session_expired.
-	Type    string
+	// Type is acquired, released, expired, revoked, session_expired,
+	// delay_cleared or fence_reset (elected, resigned and proclaimed are
+	// an election's).
+	Type string
+	// Kind is what the event is about (lock, election, semaphore, rwlock
+	// or fence), and Name the thing's name; a lock's events have Lock too.
+	Kind    string
+	Name    string
 	Lock    string
 	Owner   string
 	Token   int64
@@ -188,6 +194,8 @@ type wireEvent struct {
 	Revision   int64    `json:"revision"`
 	Time       wireTime `json:"time"`
 	Type       string   `json:"type"`
+	Kind       string   `json:"kind"`
+	Name       string   `json:"name"`
 	Lock       string   `json:"lock"`
 	Owner      string   `json:"owner"`
 	Token      int64    `json:"token"`
@@ -198,7 +206,7 @@ type wireEvent struct {
 
 func (w *wireEvent) event() Event {
 	return Event{
-		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Lock: w.Lock,
+		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
 	}
 }

@@ -27,8 +27,8 @@ func TestCLI_DelayClearAndFencedReset(t *testing.T) {
 	if out, errs, code := run(t, addr, "delay", "clear", "stuck", "--reason", "by mistake"); code != 0 || !strings.Contains(out, "lifted") {
 		t.Fatalf("delay clear: code %d, %q %q", code, out, errs)
 	}
-	if _, errs, code := run(t, addr, "delay", "clear", "stuck"); code == 0 || !strings.Contains(errs, "not_delayed") {
-		t.Fatalf("delay clear of a lock under no delay: code %d, stderr %q; want a failure naming not_delayed", code, errs)
+	if _, errs, code := run(t, addr, "delay", "clear", "stuck"); code != 4 || !strings.Contains(errs, "not_delayed") {
+		t.Fatalf("delay clear of a lock under no delay: code %d, stderr %q; want 4 naming not_delayed", code, errs)
 	}
 	if _, err := eng.PutFenced(ctx, "reg", l.Token, json.RawMessage(`1`), ""); err != nil {
 		t.Fatal(err)
