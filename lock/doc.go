@@ -50,6 +50,7 @@
 //
 //	locks/<name>                  holder record; lease: the lock's own or its session's; token = ModRevision
 //	sessions/<id>                 session record; lease: the session (id is the lease ID in hex)
+//	sessionowners/<owner>\x00<id> the same record, to list sessions by owner prefix; lease: the session
 //	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
 //	audit/<name>/<hold>/a         the "acquired" event of one hold; lease: a retention bucket

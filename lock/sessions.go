@@ -45,7 +45,13 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	}
 	id := leaseHex(g.ID)
 	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC(), Credential: credentialOf(ctx)}
-	_, err = e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
+	// The owner index entry (sessionlist.go) goes in the same txn and
+	// under the same lease: it exists exactly while the session does.
+	val := mustJSON(rec)
+	_, err = e.cli.Txn(octx).Then(
+		clientv3.OpPut(e.sessionKey(id), val, clientv3.WithLease(g.ID)),
+		clientv3.OpPut(e.sessionOwnerKey(owner, id), val, clientv3.WithLease(g.ID)),
+	).Commit()
 	if err != nil {
 		e.revokeLease(id)
 		err = e.etcdErr(ctx, "create session", err)
@@ -187,6 +193,7 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 		}
 		return nil, e.etcdErr(ctx, "renew session", err)
 	}
+	e.indexLegacySession(ctx, lid, id, rec)
 	return e.GetSession(ctx, id)
 }
 

@@ -1,0 +1,221 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Sessions are keyed by lease ID, so an owner prefix is no key range of
+// sessions/. Each session therefore has a second key, its owner index
+// entry,
+//
+//	sessionowners/<owner>\x00<id>
+//
+// holding a copy of the session record. It is written in the same txn as
+// the session key and under the same lease, so it exists exactly while the
+// session does: a deleted or expired session leaves the index with its
+// lease, in the same revision, and nothing ever has to clean it up. Owners
+// are printable, so they hold no NUL, and index keys sort by owner, then
+// by ID; a page is one range read from the owner prefix with a limit, so
+// listing costs O(page) whatever the number of sessions of other owners.
+//
+// The alternative, a bounded scan of sessions/ that filters by owner and
+// hands back a cursor even when its page is short, would bound each
+// request but make a client walk every session of the cluster to find the
+// few of one owner. The index costs one more key per session, in the same
+// raft entry.
+func (e *Engine) sessionOwnersPrefix() string { return e.cfg.Prefix + "sessionowners/" }
+
+func (e *Engine) sessionOwnerKey(owner, id string) string {
+	return e.sessionOwnersPrefix() + owner + "\x00" + id
+}
+
+// SessionListOptions selects sessions for ListSessions.
+type SessionListOptions struct {
+	// Prefix keeps only sessions whose owner starts with it.
+	Prefix string
+	// After resumes a listing after this cursor (exclusive): the Next
+	// that ListSessions returned for the previous page.
+	After string
+	// Limit is the page size; 0 means 100, at most MaxListLimit.
+	Limit int
+}
+
+// listTTLLookups bounds the lease lookups one page makes at once.
+const listTTLLookups = 8
+
+// ListSessions returns live sessions sorted by owner, then ID, and the
+// cursor to pass as After for the next page ("" on the last page).
+//
+// A listed session has no Locks (nil): they are its lease's attached keys,
+// which etcd returns all at once, so one session with thousands of locks
+// would make a page read them all. GetSession returns them.
+//
+// Cost: one range read of at most Limit+1 index keys, and one lease
+// lookup (TimeToLive, without keys) per session listed, in parallel. The
+// range also steps over index keys of sessions that ended since etcd's
+// last compaction (an hour by default), as every range over deleted keys
+// does.
+//
+// A session created by a node without the owner index (before an upgrade)
+// has no index entry: it is listed from its first renew through
+// RenewSession on an upgraded node, and never if it is not renewed so.
+// Locks renewing the session's lease (Renew) do not add it.
+func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Session, string, error) {
+	if o.Limit == 0 {
+		o.Limit = 100
+	}
+	if o.Limit < 1 || o.Limit > MaxListLimit {
+		return nil, "", invalid("limit", "must be between 1 and %d", MaxListLimit)
+	}
+	if err := checkOwnerPrefix(o.Prefix); err != nil {
+		return nil, "", err
+	}
+	base := e.sessionOwnersPrefix()
+	start := base + o.Prefix
+	if o.After != "" {
+		if !validSessionCursor(o.After) {
+			return nil, "", invalid("cursor", "is not a cursor returned by a previous page")
+		}
+		if after := base + o.After + "\x00"; after > start {
+			start = after
+		}
+	}
+	end := clientv3.GetPrefixRangeEnd(base + o.Prefix)
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
+	done()
+	if err != nil {
+		return nil, "", e.etcdErr(ctx, "list sessions", err)
+	}
+	kvs, next := resp.Kvs, ""
+	if len(kvs) > o.Limit {
+		kvs = kvs[:o.Limit]
+		next = string(kvs[len(kvs)-1].Key[len(base):])
+	}
+	page := make([]*Session, len(kvs))
+	for i, kv := range kvs {
+		owner, id, ok := strings.Cut(string(kv.Key[len(base):]), "\x00")
+		var rec sessionRecord
+		if !ok || json.Unmarshal(kv.Value, &rec) != nil {
+			e.log.Warn("skip undecodable session index entry", "key", string(kv.Key))
+			continue
+		}
+		page[i] = &Session{ID: id, Owner: owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt, Credential: rec.Credential}
+	}
+	if err := e.fillSessionExpiries(ctx, page); err != nil {
+		return nil, "", err
+	}
+	out := make([]*Session, 0, len(page))
+	for _, s := range page {
+		if s != nil && !s.ExpiresAt.IsZero() {
+			out = append(out, s)
+		}
+	}
+	return out, next, nil
+}
+
+// fillSessionExpiries sets each session's ExpiresAt from its lease. A
+// session whose lease ended since the range read keeps a zero ExpiresAt:
+// it is gone, and the caller drops it.
+func (e *Engine) fillSessionExpiries(ctx context.Context, page []*Session) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	sem := make(chan struct{}, listTTLLookups)
+	for _, s := range page {
+		if s == nil {
+			continue
+		}
+		lid, ok := parseLeaseHex(s.ID)
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			now := time.Now()
+			octx, done := e.op(ctx)
+			ttl, err := e.cli.TimeToLive(octx, lid)
+			done()
+			switch {
+			case err != nil && !isLeaseNotFound(err):
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = e.etcdErr(ctx, "list sessions", err)
+				}
+				mu.Unlock()
+			case err == nil && ttl.TTL >= 0:
+				s.ExpiresAt = now.Add(time.Duration(ttl.TTL) * time.Second).UTC().Truncate(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// checkOwnerPrefix accepts what may begin an owner: printable UTF-8 of at
+// most MaxOwnerLen characters, or nothing.
+func checkOwnerPrefix(p string) error {
+	if p == "" {
+		return nil
+	}
+	if !utf8.ValidString(p) || utf8.RuneCountInString(p) > MaxOwnerLen {
+		return invalid("prefix", "must be valid UTF-8 of at most %d characters", MaxOwnerLen)
+	}
+	for _, r := range p {
+		if !unicode.IsPrint(r) {
+			return invalid("prefix", "must contain only printable characters")
+		}
+	}
+	return nil
+}
+
+// validSessionCursor reports whether c has the shape of a ListSessions
+// cursor: an owner, a NUL and a session ID.
+func validSessionCursor(c string) bool {
+	owner, id, ok := strings.Cut(c, "\x00")
+	if !ok || checkOwner(owner) != nil {
+		return false
+	}
+	_, ok = parseLeaseHex(id)
+	return ok
+}
+
+// indexLegacySession gives a session that has no owner index entry (one
+// created before the index existed) its entry, under its lease, so that
+// it is listed from now on. It costs a renew one local read; the write
+// happens once per such session, and only while its session key exists.
+// Failing only leaves the session unlisted, so errors are logged, not
+// returned.
+func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec sessionRecord) {
+	ikey := e.sessionOwnerKey(rec.Owner, id)
+	var local []clientv3.OpOption
+	if !e.memberStopped() {
+		local = []clientv3.OpOption{clientv3.WithSerializable()}
+	}
+	octx, done := e.op(ctx)
+	defer done()
+	got, err := e.cli.Get(octx, ikey, append(local, clientv3.WithCountOnly())...)
+	if err != nil || got.Count > 0 {
+		return
+	}
+	skey := e.sessionKey(id)
+	_, err = e.cli.Txn(octx).
+		If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0), clientv3.Compare(clientv3.CreateRevision(ikey), "=", 0)).
+		Then(clientv3.OpPut(ikey, mustJSON(rec), clientv3.WithLease(lid))).
+		Commit()
+	if err != nil && !isLeaseNotFound(err) {
+		e.log.Debug("index session by owner", "session", id, "err", err)
+	}
+}
