@@ -107,6 +107,7 @@ func (a *API) Register(e *echo.Echo) {
 		h            echo.HandlerFunc
 	}{
 		{http.MethodPost, "/sessions", a.createSession},
+		{http.MethodGet, "/sessions", a.listSessions},
 		{http.MethodGet, "/sessions/:id", a.getSession},
 		{http.MethodPost, "/sessions/:id/renew", a.renewSession},
 		{http.MethodDelete, "/sessions/:id", a.deleteSession},

@@ -56,6 +56,7 @@ var routeAccess = map[string]access{
 	"GET /v1/cluster":          readRole,
 	"GET /v1/locks":            readRole,
 	"GET /v1/locks/:name":      readRole,
+	"GET /v1/sessions":         readRole,
 	"GET /v1/sessions/:id":     readRole,
 	"GET /v1/fenced/:resource": readRole,
 	"GET /v1/history":          readRole,

@@ -163,6 +163,10 @@ var samples = map[string]sample{
 		name, _ := holdFor(t, s, writeTok)
 		return "POST", "/v1/locks/" + name + "/revoke", `{"reason":"test"}`
 	},
+	"GET /v1/sessions": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		sessionFor(t, s, writeTok)
+		return "GET", "/v1/sessions?limit=5", ""
+	},
 	"GET /v1/sessions/:id": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		return "GET", "/v1/sessions/" + sessionFor(t, s, writeTok), ""
 	},

@@ -298,6 +298,24 @@ type History struct {
 	NextBefore *int64  `json:"next_before,omitempty"`
 }
 
+// ListedSession defines model for ListedSession.
+type ListedSession struct {
+	// CreatedAt Example: 2026-11-29T14:25:13.886Z
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt Example: 2026-11-29T14:25:43.881Z
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Id Example: 694d2279b4919071
+	Id string `json:"id"`
+
+	// Owner Example: worker-1
+	Owner string `json:"owner"`
+
+	// Ttl Example: 30s
+	Ttl string `json:"ttl"`
+}
+
 // Lock defines model for Lock.
 type Lock struct {
 	// AcquiredAt Example: 2026-11-29T14:25:13.886Z
@@ -464,6 +482,12 @@ type Session struct {
 	Ttl string `json:"ttl"`
 }
 
+// SessionList defines model for SessionList.
+type SessionList struct {
+	NextCursor *string         `json:"next_cursor,omitempty"`
+	Sessions   []ListedSession `json:"sessions"`
+}
+
 // SessionRequest defines model for SessionRequest.
 type SessionRequest struct {
 	// Owner Example: worker-1
@@ -576,6 +600,18 @@ type ReleaseLockParams struct {
 type ClearLockDelayParams struct {
 	// Reason Why, for the audit trail (at most 1,024 bytes)
 	Reason *string `form:"reason,omitempty" json:"reason,omitempty"`
+}
+
+// ListSessionsParams defines parameters for ListSessions.
+type ListSessionsParams struct {
+	// Prefix Only sessions whose owner starts with this
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit Page size, 1-1000
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // PutFencedJSONRequestBody defines body for PutFenced for application/json ContentType.
@@ -836,6 +872,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 	RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSessions List sessions
+	//
+	// Live sessions sorted by owner, then ID, a page at a time; `prefix` keeps those whose owner starts with it. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+	// Cost: one etcd range read of at most `limit`+1 keys from an owner index (one key per session, under the session's lease), plus one lease lookup per session listed, however many sessions other owners hold. A listed session has no `locks` member: GET /v1/sessions/{id} returns them.
+	// A session created before this node's version (which added the owner index) is listed from its first renew through POST /v1/sessions/{id}/renew.
+	//
+	// Corresponds with GET /v1/sessions (the `ListSessions` operationId).
+	ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSessionWithBody Create a session
 	//
@@ -1247,6 +1292,25 @@ func (c *Client) RevokeLock(ctx context.Context, name string, body RevokeLockJSO
 // Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 func (c *Client) RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRecoverSpaceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSessions List sessions
+//
+// Live sessions sorted by owner, then ID, a page at a time; `prefix` keeps those whose owner starts with it. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+// Cost: one etcd range read of at most `limit`+1 keys from an owner index (one key per session, under the session's lease), plus one lease lookup per session listed, however many sessions other owners hold. A listed session has no `locks` member: GET /v1/sessions/{id} returns them.
+// A session created before this node's version (which added the owner index) is listed from its first renew through POST /v1/sessions/{id}/renew.
+//
+// Corresponds with GET /v1/sessions (the `ListSessions` operationId).
+func (c *Client) ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSessionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2249,6 +2313,84 @@ func NewRecoverSpaceRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListSessionsRequest constructs an http.Request for the ListSessions method
+func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateSessionRequest calls the generic CreateSession builder with application/json body
 func NewCreateSessionRequest(server string, body CreateSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -2630,6 +2772,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 	RecoverSpaceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RecoverSpaceResponse, error)
+
+	// ListSessionsWithResponse List sessions
+	//
+	// Live sessions sorted by owner, then ID, a page at a time; `prefix` keeps those whose owner starts with it. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+	// Cost: one etcd range read of at most `limit`+1 keys from an owner index (one key per session, under the session's lease), plus one lease lookup per session listed, however many sessions other owners hold. A listed session has no `locks` member: GET /v1/sessions/{id} returns them.
+	// A session created before this node's version (which added the owner index) is listed from its first renew through POST /v1/sessions/{id}/renew.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/sessions (the `ListSessions` operationId).
+	ListSessionsWithResponse(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*ListSessionsResponse, error)
 
 	// CreateSessionWithBodyWithResponse Create a session
 	//
@@ -4354,6 +4507,96 @@ func (r RecoverSpaceResponse) ContentType() string {
 	return ""
 }
 
+// ListSessionsResponse429Headers the declared response headers of an HTTP 429 response for ListSessions
+type ListSessionsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListSessionsResponse503Headers the declared response headers of an HTTP 503 response for ListSessions
+type ListSessionsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListSessionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SessionList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSessionsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSessionsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSessionsResponse) GetJSON200() *SessionList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSessionsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSessionsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListSessionsResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSessionsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListSessionsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSessionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSessionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSessionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSessionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateSessionResponse429Headers the declared response headers of an HTTP 429 response for CreateSession
 type CreateSessionResponse429Headers struct {
 	RetryAfter *int
@@ -5118,6 +5361,23 @@ func (c *ClientWithResponses) RecoverSpaceWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseRecoverSpaceResponse(rsp)
+}
+
+// ListSessionsWithResponse List sessions
+//
+// Live sessions sorted by owner, then ID, a page at a time; `prefix` keeps those whose owner starts with it. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+// Cost: one etcd range read of at most `limit`+1 keys from an owner index (one key per session, under the session's lease), plus one lease lookup per session listed, however many sessions other owners hold. A listed session has no `locks` member: GET /v1/sessions/{id} returns them.
+// A session created before this node's version (which added the owner index) is listed from its first renew through POST /v1/sessions/{id}/renew.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/sessions (the `ListSessions` operationId).
+func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*ListSessionsResponse, error) {
+	rsp, err := c.ListSessions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSessionsResponse(rsp)
 }
 
 // CreateSessionWithBodyWithResponse Create a session
@@ -6757,6 +7017,90 @@ func ParseRecoverSpaceResponse(rsp *http.Response) (*RecoverSpaceResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RecoverSpaceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSessionsResponse parses an HTTP response from a ListSessionsWithResponse call
+func ParseListSessionsResponse(rsp *http.Response) (*ListSessionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSessionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SessionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSessionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSessionsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

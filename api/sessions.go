@@ -1,0 +1,85 @@
+package api
+
+import (
+	"encoding/base64"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// ListedSession is a session as GET /v1/sessions lists it: a Session
+// without `locks`. A session's locks are its lease's attached keys, which
+// etcd hands back all at once, so listing them would make one page of
+// sessions read every lock of every session on it; GET
+// /v1/sessions/{id} returns them.
+type ListedSession struct {
+	ID        string `json:"id" example:"694d2279b4919071"`
+	Owner     string `json:"owner" example:"worker-1"`
+	TTL       string `json:"ttl" example:"30s"`
+	CreatedAt Time   `json:"created_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
+	ExpiresAt Time   `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
+}
+
+// SessionList is a page of live sessions.
+type SessionList struct {
+	Sessions   []ListedSession `json:"sessions"`
+	NextCursor string          `json:"next_cursor,omitempty"`
+}
+
+// listSessions godoc
+//
+//	@Summary		List sessions
+//	@ID				listSessions
+//	@Description	Live sessions sorted by owner, then ID, a page at a time; `prefix` keeps those whose owner starts with it. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+//	@Description	Cost: one etcd range read of at most `limit`+1 keys from an owner index (one key per session, under the session's lease), plus one lease lookup per session listed, however many sessions other owners hold. A listed session has no `locks` member: GET /v1/sessions/{id} returns them.
+//	@Description	A session created before this node's version (which added the owner index) is listed from its first renew through POST /v1/sessions/{id}/renew.
+//	@Tags			sessions
+//	@Produce		json
+//	@Param			prefix	query		string	false	"Only sessions whose owner starts with this"
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			cursor	query		string	false	"next_cursor of the previous page"
+//	@Success		200		{object}	api.SessionList
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/sessions [get]
+func (a *API) listSessions(c echo.Context) error {
+	q, err := query(c, "prefix", "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
+	if err != nil {
+		return err
+	}
+	o := lock.SessionListOptions{Prefix: q.Get("prefix"), Limit: int(limit)}
+	if cur := q.Get("cursor"); cur != "" {
+		// The engine checks the cursor's shape (owner, NUL, ID).
+		b, err := base64.RawURLEncoding.DecodeString(cur)
+		if err != nil || len(b) == 0 {
+			return badRequest("cursor", "cursor is not one returned by a previous page")
+		}
+		o.After = string(b)
+	}
+	sessions, next, err := a.eng.ListSessions(c.Request().Context(), o)
+	if err != nil {
+		return err
+	}
+	out := SessionList{Sessions: make([]ListedSession, len(sessions))}
+	for i, s := range sessions {
+		out.Sessions[i] = ListedSession{
+			ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt),
+		}
+	}
+	if next != "" {
+		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(next))
+	}
+	return c.JSON(http.StatusOK, out)
+}
