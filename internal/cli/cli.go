@@ -636,7 +636,7 @@ func fit(s string, n int) string {
 }
 
 func sessionsCmd(g *globals) *cobra.Command {
-	c := &cobra.Command{Use: "sessions", Short: "Create, show, renew and delete sessions"}
+	c := &cobra.Command{Use: "sessions", Short: "Create, list, show, renew and delete sessions"}
 	var ttl time.Duration
 	var owner string
 	create := &cobra.Command{
@@ -673,7 +673,7 @@ func sessionsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(create, get, renew, del)
+	c.AddCommand(create, get, renew, del, sessionsListCmd(g))
 	return c
 }
 
