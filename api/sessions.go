@@ -33,7 +33,7 @@ type SessionList struct {
 //	@Summary		List sessions
 //	@ID				listSessions
 //	@Description	Live sessions sorted by owner, then ID, a page at a time; `prefix` keeps those whose owner starts with it. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
-//	@Description	Cost: one etcd range read of at most `limit`+1 keys from an owner index (one key per session, under the session's lease), plus one lease lookup per session listed, however many sessions other owners hold. A listed session has no `locks` member: GET /v1/sessions/{id} returns them.
+//	@Description	Cost: one etcd range read of at most `limit`+1 values from an owner index (one key per session, under the session's lease), plus one lease lookup per session listed. Sessions of owners outside `prefix` cost nothing; etcd counts, in memory, the index entries of the matching owners' sessions after the cursor (about 1 ms per 10,000). A listed session has no `locks` member: GET /v1/sessions/{id} returns them, so a page never reads every lock of its sessions.
 //	@Description	A session created before this node's version (which added the owner index) is listed from its first renew through POST /v1/sessions/{id}/renew.
 //	@Tags			sessions
 //	@Produce		json
