@@ -122,6 +122,11 @@ type Config struct {
 	// under the old leader rarely survives the change, and a node cut off
 	// from the majority would otherwise hold each request for OpTimeout.
 	LeaderChanged func() <-chan struct{}
+
+	// recorderSaveEvery is how often the expiry recorder saves its cursor
+	// when it has moved; 0 means recorderSaveEvery's default. Tests
+	// shorten it (export_test.go).
+	recorderSaveEvery time.Duration
 }
 
 // DefaultConfig returns the configuration of API.md.

@@ -96,3 +96,7 @@ func WatchGeneration(e *Engine, name string) int {
 	}
 	panic("lock: no watch " + name)
 }
+
+// SetRecorderSaveEvery sets how often an engine started with cfg saves its
+// expiry recorder's cursor, when it has moved.
+func SetRecorderSaveEvery(cfg *Config, d time.Duration) { cfg.recorderSaveEvery = d }

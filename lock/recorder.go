@@ -39,6 +39,9 @@ type recorder struct {
 	done atomic.Int64
 }
 
+// recorderSaveEvery is how often the recorder saves its cursor, if it
+// moved (Config.recorderSaveEvery overrides it). A cursor that did not
+// move is not written: an idle cluster writes nothing.
 const recorderSaveEvery = 5 * time.Second
 
 // recordRetry is how long the recorder waits before writing an expiry
@@ -94,7 +97,11 @@ func (r *recorder) run(stop context.Context) {
 	saved := make(chan struct{})
 	go func() {
 		defer close(saved)
-		tick := time.NewTicker(recorderSaveEvery)
+		every := r.e.cfg.recorderSaveEvery
+		if every <= 0 {
+			every = recorderSaveEvery
+		}
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
@@ -228,7 +235,11 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 }
 
 // saveCursor records how far the recorder got, so a restart resumes there.
-// Several nodes share the key; it only moves forward.
+// Several nodes share the key; it only moves forward. It writes only when
+// done moved past what this node saved, and done never counts the
+// cursor's own writes (handleResponse), so an idle node writes nothing
+// once its cursor is saved, however many nodes share the key: another
+// node's cursor write does not move this node's done either.
 func (r *recorder) saveCursor() {
 	cur := r.done.Load()
 	if cur <= r.saved {

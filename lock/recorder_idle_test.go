@@ -1,0 +1,105 @@
+package lock_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/lock"
+)
+
+// write is one key etcd changed.
+type write struct {
+	key, value string
+}
+
+// writesDuring watches every key for d from the revision after rev and
+// returns what was written meanwhile: the observation itself, not a wait
+// for anything.
+func writesDuring(t *testing.T, cli *clientv3.Client, rev int64, d time.Duration) []write {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var ws []write
+	for wr := range cli.Watch(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
+		if err := wr.Err(); err != nil && ctx.Err() == nil {
+			t.Fatalf("watch from %d: %v", rev+1, err)
+		}
+		for _, ev := range wr.Events {
+			ws = append(ws, write{string(ev.Kv.Key), string(ev.Kv.Value)})
+		}
+	}
+	return ws
+}
+
+func currentRevision(t *testing.T, cli *clientv3.Client) int64 {
+	t.Helper()
+	resp, err := cli.Get(ctxT(t), "meta-probe", clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
+}
+
+// savedCursor is the recorder's cursor in etcd, 0 when none is saved.
+func savedCursor(t *testing.T, cli *clientv3.Client) int64 {
+	t.Helper()
+	resp, err := cli.Get(ctxT(t), prefix+"meta/recorder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		t.Fatalf("recorder cursor %q: %v", resp.Kvs[0].Value, err)
+	}
+	return n
+}
+
+// TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved runs two nodes
+// (engines sharing one member and prefix) that save their cursor every
+// 20ms if it moved, and counts the etcd revisions while they idle for 2s
+// (100 save intervals): there must be none, before some activity and
+// after it, once the cursor is saved past it.
+func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
+	m := testetcd.Start(t)
+	cli := m.Client()
+	cfg := lock.DefaultConfig()
+	lock.SetRecorderSaveEvery(&cfg, 20*time.Millisecond)
+	e := startEngine(t, m, cfg)
+	startEngine(t, m, cfg)
+	eventually(t, 5*time.Second, "the first cursor saved", func() bool { return savedCursor(t, cli) > 0 })
+
+	rev := currentRevision(t, cli)
+	if ws := writesDuring(t, cli, rev, 2*time.Second); len(ws) > 0 {
+		t.Fatalf("idle nodes wrote %q", ws)
+	}
+	if now := currentRevision(t, cli); now != rev {
+		t.Fatalf("revision moved from %d to %d while idle", rev, now)
+	}
+
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1", TTL: time.Minute})
+	if err := e.Release(ctxT(t), "job", l.Token); err != nil {
+		t.Fatal(err)
+	}
+	// The release's revision: that of its end event. (The current
+	// revision may already be past it, by a cursor write.)
+	var released int64
+	for _, ev := range history(t, e, "job") {
+		released = max(released, ev.Revision)
+	}
+	eventually(t, 5*time.Second, "the cursor saved past the release", func() bool { return savedCursor(t, cli) >= released })
+	// Once the key holds the release's revision no node can write it
+	// again: a save must raise it, and cursor writes do not move a
+	// node's progress.
+	rev = currentRevision(t, cli)
+	if ws := writesDuring(t, cli, rev, 2*time.Second); len(ws) > 0 {
+		t.Fatalf("nodes idle again wrote %q", ws)
+	}
+}
