@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/testcluster"
+)
+
+// readmeAddr is the address the README's walkthrough talks to: baton's
+// default. The test points it at its own node.
+const readmeAddr = "localhost:8080"
+
+// walkStep is one command of the walkthrough with what the README says it
+// answers.
+type walkStep struct {
+	command  string   // shell text, continuation lines included
+	status   string   // the "# NNN" line under it
+	codes    []string // problem codes its "# {…}" lines show
+	captures []string // variables it assigns with NAME=$(…)
+}
+
+var (
+	statusLine = regexp.MustCompile(`^# (\d{3})$`)
+	codeMember = regexp.MustCompile(`"code":"([a-z_]+)"`)
+	capture    = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=\$\(`)
+)
+
+// walkthrough returns the steps of the shell blocks (indented by four
+// spaces) of README.md's "Try it" section.
+func walkthrough(t *testing.T, readme string) []walkStep {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "\n## Try it\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Try it" section`)
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	var steps []walkStep
+	continued := false
+	for _, line := range strings.Split(section, "\n") {
+		code, ok := strings.CutPrefix(line, "    ")
+		if !ok {
+			continued = false
+			continue
+		}
+		switch {
+		case continued:
+			s := &steps[len(steps)-1]
+			s.command += "\n" + code
+		case strings.HasPrefix(code, "#"):
+			if len(steps) == 0 {
+				t.Fatalf("README walkthrough: comment %q before any command", code)
+			}
+			s := &steps[len(steps)-1]
+			if m := statusLine.FindStringSubmatch(code); m != nil {
+				s.status = m[1]
+			}
+			for _, m := range codeMember.FindAllStringSubmatch(code, -1) {
+				s.codes = append(s.codes, m[1])
+			}
+		default:
+			steps = append(steps, walkStep{command: code})
+			if m := capture.FindStringSubmatch(code); m != nil {
+				steps[len(steps)-1].captures = append(steps[len(steps)-1].captures, m[1])
+			}
+		}
+		continued = strings.HasSuffix(code, `\`)
+	}
+	return steps
+}
+
+// TestREADME_TryItWalkthroughRunsAsWritten pastes the README's walkthrough
+// into bash against a real baton process on a fresh data dir, with the
+// README's address rewritten to the node's, and checks that every step
+// answers the status its "# NNN" line shows, with the problem code it
+// shows, and that every variable it keeps is set.
+func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs baton as a process")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: the README's walkthrough is a bash session")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: the README's walkthrough runs curl")
+	}
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	steps := walkthrough(t, readme)
+	if len(steps) < 5 {
+		t.Fatalf("README walkthrough has %d steps; the parser lost them", len(steps))
+	}
+	for i, s := range steps {
+		if !strings.Contains(s.command, readmeAddr) {
+			t.Errorf("README walkthrough step %d does not talk to %s, so this test cannot point it at its node:\n%s", i+1, readmeAddr, s.command)
+		}
+		if s.status == "" {
+			t.Errorf("README walkthrough step %d has no \"# NNN\" line saying what status it answers:\n%s", i+1, s.command)
+		}
+		if strings.Contains(s.command, " -d ") && !strings.Contains(s.command, "-H 'Content-Type: application/json'") {
+			t.Errorf("README walkthrough step %d sends a body without -H 'Content-Type: application/json':\n%s", i+1, s.command)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1})
+	addr := c.Nodes[0].HTTPAddr
+	var script strings.Builder
+	script.WriteString("exec 2>&1\n")
+	for i, s := range steps {
+		fmt.Fprintf(&script, "echo '@@step %d'\n%s\n", i, strings.ReplaceAll(s.command, readmeAddr, addr))
+		for _, v := range s.captures {
+			fmt.Fprintf(&script, "echo \"@@captured %s=${%s}\"\n", v, v)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-u")
+	cmd.Stdin = strings.NewReader(script.String())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bash: %v\n%s", err, out.String())
+	}
+
+	t.Logf("walkthrough transcript:\n%s", out.String())
+	outputs := make([][]string, len(steps))
+	cur := -1
+	for _, line := range strings.Split(out.String(), "\n") {
+		var n int
+		if _, err := fmt.Sscanf(line, "@@step %d", &n); err == nil {
+			cur = n
+			continue
+		}
+		if cur < 0 || strings.TrimSpace(line) == "" {
+			continue
+		}
+		outputs[cur] = append(outputs[cur], line)
+	}
+	for i, s := range steps {
+		var answer []string
+		captured := map[string]string{}
+		for _, line := range outputs[i] {
+			if kv, ok := strings.CutPrefix(line, "@@captured "); ok {
+				k, v, _ := strings.Cut(kv, "=")
+				captured[k] = v
+				continue
+			}
+			answer = append(answer, line)
+		}
+		shown := strings.Join(answer, "\n")
+		if len(answer) == 0 || answer[len(answer)-1] != s.status {
+			t.Errorf("README walkthrough step %d answered\n%s\nwant status %s; the step:\n%s", i+1, shown, s.status, s.command)
+			continue
+		}
+		for _, code := range s.codes {
+			if !strings.Contains(shown, `"code":"`+code+`"`) {
+				t.Errorf("README walkthrough step %d answered\n%s\nwant problem code %s", i+1, shown, code)
+			}
+		}
+		for _, v := range s.captures {
+			if captured[v] == "" {
+				t.Errorf("README walkthrough step %d left %s empty; it answered\n%s", i+1, v, shown)
+			}
+		}
+	}
+}
