@@ -96,6 +96,9 @@ func FuzzHTTP(f *testing.F) {
 		{13, "", "", "", "", false, "-1"},
 		{14, "", "", "", "", false, ""},
 		{14, "", "verbose=1", "", "", false, ""},
+		{15, "", "prefix=w&limit=1", "", "", false, ""},
+		{15, "", "cursor=d29ya2VyLTEANjk0ZA", "", "", false, ""},
+		{15, "", "limit=0", "", "", false, ""},
 	} {
 		f.Add(s.route, s.param, s.escapeAll, s.query, s.ct, []byte(s.body), s.lastEventID)
 	}
@@ -128,6 +131,7 @@ var fuzzRoutes = []fuzzRoute{
 	{http.MethodGet, "/v1/history", ""},
 	{http.MethodGet, "/v1/events", ""},
 	{http.MethodGet, "/v1/cluster", ""},
+	{http.MethodGet, "/v1/sessions", ""},
 }
 
 // fuzzTB hands the server's failure reports (the contract check's and the
@@ -512,6 +516,10 @@ func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.V
 		if r.method == http.MethodDelete {
 			return
 		}
+		if r.method == http.MethodGet && r.path == "/v1/sessions" {
+			h.checkSessionList(t, q, b)
+			return
+		}
 		var s api.Session
 		decode(&s)
 		ttl, err := time.ParseDuration(s.TTL)
@@ -662,4 +670,37 @@ func (h *httpFuzz) serve(t *testing.T, req *http.Request, cancel context.CancelF
 	}
 	_, _ = io.Copy(io.Discard, req.Body)
 	return w
+}
+
+// checkSessionList checks a page of GET /v1/sessions: within the limit,
+// every owner under the prefix, sorted by owner then ID, every session
+// within API.md's bounds.
+func (h *httpFuzz) checkSessionList(t *testing.T, q url.Values, b []byte) {
+	t.Helper()
+	var page api.SessionList
+	if err := json.Unmarshal(b, &page); err != nil {
+		t.Fatalf("GET /v1/sessions answered %s: %v", b, err)
+	}
+	limit := 100
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
+		limit = n
+	}
+	if len(page.Sessions) > limit {
+		t.Fatalf("list with limit %d returned %d sessions", limit, len(page.Sessions))
+	}
+	for i, s := range page.Sessions {
+		ttl, err := time.ParseDuration(s.TTL)
+		if id, perr := strconv.ParseUint(s.ID, 16, 63); perr != nil || id == 0 || err != nil || ttl < 2*time.Second || ttl > 24*time.Hour || !ownerOK(s.Owner) {
+			t.Fatalf("listed session %+v breaks API.md", s)
+		}
+		if !strings.HasPrefix(s.Owner, q.Get("prefix")) {
+			t.Fatalf("list %v: owner %q outside the prefix", q, s.Owner)
+		}
+		if i > 0 {
+			prev := page.Sessions[i-1]
+			if s.Owner+"\x00"+s.ID <= prev.Owner+"\x00"+prev.ID {
+				t.Fatalf("list %v: session %+v out of order after %+v", q, s, prev)
+			}
+		}
+	}
 }
