@@ -98,6 +98,7 @@ func FuzzHTTP(f *testing.F) {
 		{14, "", "verbose=1", "", "", false, ""},
 		{15, "", "prefix=w&limit=1", "", "", false, ""},
 		{15, "", "cursor=d29ya2VyLTEANjk0ZA", "", "", false, ""},
+		{15, "", "prefix=a&cursor=d29ya2VyLTEANjk0ZA", "", "", false, ""}, // a cursor past the prefix's range
 		{15, "", "limit=0", "", "", false, ""},
 	} {
 		f.Add(s.route, s.param, s.escapeAll, s.query, s.ct, []byte(s.body), s.lastEventID)
