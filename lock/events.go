@@ -91,11 +91,18 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", e.cfg.MaxSubscriptions),
 		}
 	}
-	// Every stream of the node is fed from the engine's event watch: none
-	// starts while it is not hearing etcd.
-	if err := e.streams.feed.heard(); err != nil {
-		e.subs.Add(-1)
-		return nil, err
+	since := o.Since
+	if !o.Replay {
+		// Live events are those after the revision etcd is at now; the
+		// hub may not have sent out the ones before it yet.
+		octx, done := e.op(ctx)
+		head, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		done()
+		if err != nil {
+			e.subs.Add(-1)
+			return nil, e.etcdErr(ctx, "subscribe", err)
+		}
+		since = head.Header.Revision
 	}
 
 	sctx, cancel := context.WithCancel(ctx)
@@ -106,10 +113,6 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		since := int64(-1) // live only
-		if o.Replay {
-			since = o.Since
-		}
 		err := e.stream(sctx, prefix, eventFilter{kind: o.Kind, name: o.Name}, since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
@@ -123,32 +126,31 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	return s, nil
 }
 
-// stream sends the events after since (none when since is negative),
-// then the live ones, on ch. The
+// stream sends the events after since, then the live ones, on ch. The
 // replay reads etcd up to a revision the event hub has reached, and the
 // hub sends everything after it: nothing is missed and nothing comes
 // twice. A long replay first catches up leg by leg, so that live events
 // wait in memory only for the last, short leg.
 func (e *Engine) stream(ctx context.Context, prefix string, f eventFilter, since int64, ch chan Event) error {
-	if since >= 0 {
-		for {
-			to := e.streams.revision()
-			n, err := e.replay(ctx, prefix, f, since, to, ch)
-			if err != nil {
-				return err
-			}
-			since = max(since, to)
-			if n < cap(ch)/2 {
-				break
-			}
+	for {
+		to := e.streams.revision()
+		if to <= since {
+			break
 		}
-	}
-	sw, rev := e.streams.watchStream(prefix, f, ch)
-	defer sw.close()
-	if since >= 0 {
-		if _, err := e.replay(ctx, prefix, f, since, rev, ch); err != nil {
+		n, err := e.replay(ctx, prefix, f, since, to, ch)
+		if err != nil {
 			return err
 		}
+		since = to
+		if n < cap(ch)/2 {
+			break
+		}
+	}
+	// The hub sends what comes after both since and what it had reached.
+	sw, rev := e.streams.watchStream(prefix, f, since, ch)
+	defer sw.close()
+	if _, err := e.replay(ctx, prefix, f, since, rev, ch); err != nil {
+		return err
 	}
 	return sw.pump(ctx)
 }

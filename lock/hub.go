@@ -115,6 +115,9 @@ func (h *hub) stream(evs []*clientv3.Event) {
 			continue
 		}
 		for sw := range h.streams {
+			if wev.Kv.ModRevision <= sw.after {
+				continue
+			}
 			var mine []Event
 			for _, k := range batch {
 				if strings.HasPrefix(k.key, sw.prefix) && sw.filter.keep(k.ev) {
@@ -260,6 +263,7 @@ type streamWatch struct {
 	h      *hub
 	prefix string
 	filter eventFilter
+	after  int64 // events up to this revision are the replay's, not the hub's
 	ch     chan Event // the subscription's channel; only pump sends on it
 	c      chan struct{}
 
@@ -274,12 +278,13 @@ type streamWatch struct {
 }
 
 // watchStream registers a stream for the audit events under prefix that f
-// keeps, to be sent on ch, and returns the revision up to which events had been
-// dispatched: the stream gets every event after it.
-func (h *hub) watchStream(prefix string, f eventFilter, ch chan Event) (*streamWatch, int64) {
+// keeps, to be sent on ch, and returns the revision up to which events had
+// been dispatched: the stream gets every event after it and after since.
+func (h *hub) watchStream(prefix string, f eventFilter, since int64, ch chan Event) (*streamWatch, int64) {
 	sw := &streamWatch{h: h, prefix: prefix, filter: f, ch: ch, c: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	sw.after = max(since, h.rev)
 	h.streams[sw] = struct{}{}
 	return sw, h.rev
 }
