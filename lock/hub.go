@@ -263,7 +263,7 @@ type streamWatch struct {
 	h      *hub
 	prefix string
 	filter eventFilter
-	after  int64 // events up to this revision are the replay's, not the hub's
+	after  int64      // events up to this revision are the replay's, not the hub's
 	ch     chan Event // the subscription's channel; only pump sends on it
 	c      chan struct{}
 
