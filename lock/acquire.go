@@ -167,10 +167,15 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 		a.lease, a.leaseTTL, a.grantedAt = id, want, at
 		return nil
 	}
-	octx, done := a.e.op(ctx)
-	defer done()
-	start := time.Now()
-	resp, err := a.e.cli.Grant(octx, want)
+	var (
+		start time.Time
+		resp  *clientv3.LeaseGrantResponse
+	)
+	err := a.e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		resp, err = a.e.cli.Grant(octx, want)
+		return err
+	})
 	if err != nil {
 		return a.e.etcdErr(ctx, "grant lease", err)
 	}
@@ -182,20 +187,48 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 // its full TTL with a keep-alive (no raft entry). If the lease is gone,
 // the entry can no longer be granted (the release falls back to a plain
 // one), and the next attempt takes a new lease.
+//
+// A keep-alive that fails for etcd's own reasons (isUnavailable: a leader
+// change, not primary, no leader) is sent again until the lease would run
+// out: etcd keeps a lease whose keep-alives fail for a while, and a new
+// leader even extends it by an election timeout, so the wait goes on.
+// Only once the lease may have expired unrenewed does the wait fail with
+// ErrUnavailable, since no grant can then be promised under it.
 func (a *acquirer) keepQueuedLease(ctx context.Context) error {
-	octx, done := a.e.op(ctx)
-	defer done()
-	start := time.Now()
-	ka, err := a.e.cli.KeepAliveOnce(octx, a.lease)
-	if err != nil {
-		if isLeaseNotFound(err) {
+	e := a.e
+	runsOut := a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second)
+	pause := notAppliedPause
+	for {
+		start := time.Now()
+		octx, done := e.op(ctx)
+		ka, err := e.cli.KeepAliveOnce(octx, a.lease)
+		done()
+		switch {
+		case err == nil:
+			a.leaseTTL, a.grantedAt = ka.TTL, start
+			return nil
+		case isLeaseNotFound(err):
 			a.lease, a.queuedLease = 0, 0
 			return nil
+		case !isUnavailable(err) || ctx.Err() != nil || e.stop.Err() != nil:
+			return e.etcdErr(ctx, "keep the queued lease alive", err)
 		}
-		return a.e.etcdErr(ctx, "keep the queued lease alive", err)
+		left := time.Until(runsOut)
+		if left <= 0 {
+			return e.etcdErr(ctx, "keep the queued lease alive", err)
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-e.drain.Done():
+		}
+		t.Stop()
+		if e.drain.Err() != nil {
+			return ErrClosed
+		}
+		pause = min(2*pause, time.Second)
 	}
-	a.leaseTTL, a.grantedAt = ka.TTL, start
-	return nil
 }
 
 // dropLease gives the own lease back to the pool, or revokes it, if no
@@ -355,11 +388,10 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		els = append(els, sessionOps...)
 		// The txn is not bound to the caller's context: if the caller
 		// leaves mid-flight we still learn the outcome, and undo a grant.
-		octx, done := e.op(context.WithoutCancel(ctx))
-		defer done()
-		var err error
-		resp, err = e.txn(octx, cmps, then, els)
-		return err
+		return e.retryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
+			resp, err = e.txn(octx, cmps, then, els)
+			return err
+		})
 	})
 	if err != nil {
 		if isLeaseNotFound(err) && queueKey == "" && a.enqueue != nil {
@@ -873,12 +905,14 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 // and the length of the queue with it.
 func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (rev, queued int64, err error) {
 	e := a.e
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpPut(qkey, mustJSON(a.waiterRecord(nowUTC())), clientv3.WithLease(wlease)),
-		clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	).Commit()
+	var resp *clientv3.TxnResponse
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.cli.Txn(octx).Then(
+			clientv3.OpPut(qkey, mustJSON(a.waiterRecord(nowUTC())), clientv3.WithLease(wlease)),
+			clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		).Commit()
+		return err
+	})
 	if err != nil {
 		if isLeaseNotFound(err) {
 			return 0, 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)

@@ -345,7 +345,11 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 		wg.Wait()
 	default:
 		// A timeout, no leader, a closed engine: what each member would
-		// have got alone, and the outcome is as unknown for each.
+		// have got alone, and the outcome is as unknown for each. A
+		// dropped proposal (notApplied) is one raft entry refused whole,
+		// before any member was applied: each member's caller sends its
+		// request again (retryNotApplied), in the batches that follow,
+		// so it fails none of them by itself.
 		for _, c := range calls {
 			c.err = err
 			close(c.done)

@@ -28,16 +28,25 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	if err := e.checkSessionRoom(ctx); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	octx, done := e.op(ctx)
-	defer done()
-	g, err := e.cli.Grant(octx, ttlSeconds(ttl))
+	var (
+		start time.Time
+		g     *clientv3.LeaseGrantResponse
+	)
+	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		g, err = e.cli.Grant(octx, ttlSeconds(ttl))
+		return err
+	})
 	if err != nil {
 		return nil, e.etcdErr(ctx, "create session", err)
 	}
 	id := leaseHex(g.ID)
 	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC(), Credential: credentialOf(ctx)}
-	put, err := e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
+	var put *clientv3.PutResponse
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		put, err = e.cli.Put(octx, e.sessionKey(id), mustJSON(rec), clientv3.WithLease(g.ID))
+		return err
+	})
 	if err != nil {
 		e.revokeLease(id)
 		return nil, e.etcdErr(ctx, "create session", err)
@@ -237,9 +246,10 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	if !mayActOn(ctx, rec.Credential) {
 		return nil, fmt.Errorf("renew session %s: %w", id, ErrNotOwner)
 	}
-	octx, done := e.op(ctx)
-	_, err = e.cli.KeepAliveOnce(octx, lid)
-	done()
+	err = e.retryNotApplied(ctx, func(octx context.Context) error {
+		_, err := e.cli.KeepAliveOnce(octx, lid)
+		return err
+	})
 	if err != nil {
 		if isLeaseNotFound(err) {
 			return nil, ErrSessionNotFound
