@@ -70,6 +70,9 @@ type acquirer struct {
 	leaseTTL  int64
 	grantedAt time.Time
 	used      bool
+	// unsure is set when an acquire txn under lease failed with an
+	// outcome unknown: it may have granted the lock under the lease.
+	unsure bool
 
 	// guardRev is the ModRevision of a finished lock-delay guard that the
 	// next attempt replaces; 0 means the attempt expects no guard.
@@ -239,9 +242,11 @@ func (a *acquirer) dropLease() {
 	}
 	id := a.lease
 	a.lease = 0
-	if id == a.queuedLease {
-		// Our queue entry may still name it (leaving the queue failed):
-		// a lease in the pool must hold no key, now or later.
+	if id == a.queuedLease || a.unsure {
+		// Our queue entry may still name it (leaving the queue failed),
+		// or an acquire txn of unknown outcome may have put the lock
+		// under it: a lease in the pool must hold no key, now or later,
+		// or the pool's keep-alives would keep the key for good.
 		a.e.revokeLease(leaseHex(id))
 		return
 	}
@@ -250,7 +255,11 @@ func (a *acquirer) dropLease() {
 	}
 	ctx, done := a.e.cleanupCtx()
 	defer done()
-	if _, err := a.e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+	err := a.e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := a.e.cli.Revoke(ctx, id)
+		return err
+	})
+	if err != nil && !isLeaseNotFound(err) {
 		a.e.log.Warn("revoke unused lease", "lease", leaseHex(id), "err", err)
 	}
 }
@@ -409,6 +418,13 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			}
 			a.lease = 0 // our own lease vanished; grant anew next time
 			return attemptResult{outcome: retryNow}, nil
+		}
+		if !notApplied(err) {
+			// A timeout or a term's end can come after the commit: the
+			// lock may be ours under our own lease, and nobody will
+			// learn the token. dropLease revokes the lease, which ends
+			// such a hold at once.
+			a.unsure = true
 		}
 		return attemptResult{}, e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
 	}
@@ -1048,7 +1064,11 @@ func (a *acquirer) waitedOut() error {
 func (a *acquirer) leave(qkey string) (*Lock, error) {
 	ctx, done := a.e.cleanupCtx()
 	defer done()
-	resp, err := a.e.cli.Txn(ctx).Then(clientv3.OpDelete(qkey), clientv3.OpGet(a.e.lockKey(a.req.Name))).Commit()
+	var resp *clientv3.TxnResponse
+	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
+		resp, err = a.e.cli.Txn(ctx).Then(clientv3.OpDelete(qkey), clientv3.OpGet(a.e.lockKey(a.req.Name))).Commit()
+		return err
+	})
 	if err != nil {
 		// The node's waiter lease removes it at the latest when the node stops.
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)

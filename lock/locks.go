@@ -446,7 +446,11 @@ func (e *Engine) revokeLease(hex string) {
 	}
 	ctx, done := e.cleanupCtx()
 	defer done()
-	if _, err := e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+	err := e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := e.cli.Revoke(ctx, id)
+		return err
+	})
+	if err != nil && !isLeaseNotFound(err) {
 		e.log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
 	}
 }

@@ -187,6 +187,24 @@ func (e *Engine) retryNotApplied(ctx context.Context, call func(octx context.Con
 	}
 }
 
+// retryCleanup runs call, cleanup that must happen though its caller has
+// gone (ctx comes from cleanupCtx, which no term ends), and runs it again
+// while etcd refuses it unapplied, until ctx ends. A cleanup left undone
+// around a leader change would stay undone: a queue entry blocks the
+// waiters behind it, and a lease that should have been revoked is renewed
+// by every new leader (etcd extends every lease when it takes over).
+func (e *Engine) retryCleanup(ctx context.Context, call func(ctx context.Context) error) error {
+	pause := notAppliedPause
+	for {
+		term := *e.term.Load()
+		err := call(ctx)
+		if err == nil || !notApplied(err) || !e.awaitLeader(ctx, term, pause) {
+			return err
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
 // awaitLeader waits until a term after term begins with a leader known
 // (Config.LeaderChanged, Config.HasLeader), or for d, and reports whether
 // a retry is worth it: false when ctx ended or the engine closed.
