@@ -110,11 +110,17 @@ func (b *txnBatcher) slots() int {
 // txn commits If(cmps).Then(then).Else(els) and returns its response as
 // etcd would for that txn alone: Succeeded, the Responses of the branch
 // taken, and a Header whose Revision is that of the commit (which, in a
-// batch, other requests' writes share). ctx bounds the caller's wait; a
-// request still queued when ctx ends is withdrawn and never sent, one
-// already sent may or may not have been applied, as with any txn whose
-// context ended. A batch is bounded by the engine's own op context, so a
-// caller that leaves does not cancel it for the others.
+// batch, other requests' writes share). A request still queued when ctx
+// ends is withdrawn and never sent; a lone txn whose ctx ends may or may
+// not have been applied, as with any txn. A request already taken into a
+// batch is waited for even after ctx ends:
+// the batch is bounded by the engine's own op context (so a caller that
+// leaves does not cancel it for the others), and it may be sent only after
+// ctx ended, when that op context belongs to a new term. A caller told
+// "unknown" then would clean up before the batch applies its request: a
+// waiter would leave the queue before its queue entry is put, and the
+// entry, under the node's waiter lease, would block the lock's queue for
+// as long as the node runs.
 func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	b := &e.batch
 	if b.takeSlot() {
@@ -142,12 +148,8 @@ func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clien
 	if b.withdraw(c) {
 		return nil, ctx.Err()
 	}
-	select {
-	case <-c.done: // sent, and answered meanwhile
-		return c.resp, c.err
-	default:
-		return nil, ctx.Err()
-	}
+	<-c.done // sendBatch answers every call it took, within its op context
+	return c.resp, c.err
 }
 
 // takeSlot takes a free txn slot if there is one.

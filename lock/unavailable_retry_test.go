@@ -31,6 +31,10 @@ type flaky struct {
 	drops, notPrimary atomic.Int32
 	// refused counts the refusals made.
 	refused atomic.Int32
+	// hold, when set, holds the commits of txns that write a lock key
+	// until it is closed; held counts the commits it holds.
+	hold atomic.Pointer[chan struct{}]
+	held atomic.Int32
 }
 
 func newFlakyEngine(t *testing.T, cfg lock.Config) (*lock.Engine, *flaky, *clientv3.Client) {
@@ -89,6 +93,10 @@ func (t *flakyTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 func (t *flakyTxn) Commit() (*clientv3.TxnResponse, error) {
 	if t.writes && t.f.take(&t.f.drops) {
 		return nil, clientv3.ContextError(t.ctx, status.Error(codes.Unknown, raft.ErrProposalDropped.Error()))
+	}
+	if h := t.f.hold.Load(); t.writes && h != nil {
+		t.f.held.Add(1)
+		<-*h
 	}
 	return t.Txn.Commit()
 }
@@ -235,5 +243,47 @@ func TestUnavailable_QueuedLeaseOutlivesFailedKeepAlives(t *testing.T) {
 	}
 	if r.l.Token <= held.Token {
 		t.Fatalf("waiter's token %d, want above the holder's %d", r.l.Token, held.Token)
+	}
+}
+
+// A request taken into a batch learns the batch's outcome even when its
+// own context ends first (the batch may go out in a new term, after the
+// caller's op context ended with the old one): told "unknown" instead, a
+// waiter would leave the queue before the batch put its entry.
+func TestUnavailable_ACallerWhoseBatchIsInFlightGetsItsOutcome(t *testing.T) {
+	e, f, raw := newFlakyEngine(t, lock.DefaultConfig())
+	ctx := ctxT(t)
+	lock.SetTxnSlots(e, 1)
+	release := lock.HoldTxnSlots(e)
+	gone, cancel := context.WithCancel(ctx)
+	type result struct {
+		resp *clientv3.TxnResponse
+		err  error
+	}
+	left, stays := make(chan result, 1), make(chan result, 1)
+	go func() {
+		resp, err := lock.Txn(gone, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"locks/gone", "v")}, nil)
+		left <- result{resp, err}
+	}()
+	go func() {
+		resp, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"locks/stays", "v")}, nil)
+		stays <- result{resp, err}
+	}()
+	eventually(t, 10*time.Second, "both requests queued", func() bool { return lock.QueuedTxns(e) == 2 })
+	hold := make(chan struct{})
+	f.hold.Store(&hold)
+	release()
+	eventually(t, 10*time.Second, "the batch's commit under way", func() bool { return f.held.Load() == 1 })
+	cancel()
+	consistently(t, 300*time.Millisecond, "the caller that left waits for its batch", func() bool { return len(left) == 0 })
+	close(hold)
+	for what, ch := range map[string]chan result{"left": left, "stayed": stays} {
+		r := <-ch
+		if r.err != nil || !r.resp.Succeeded {
+			t.Errorf("caller that %s: %+v, %v; want its batch's success", what, r.resp, r.err)
+		}
+	}
+	if got := keysUnder(t, raw, prefix+"locks/"); fmt.Sprint(got) != "[gone stays]" {
+		t.Fatalf("keys %v, want both written", got)
 	}
 }
