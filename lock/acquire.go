@@ -193,8 +193,9 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 //
 // A keep-alive that fails for etcd's own reasons (isUnavailable: a leader
 // change, not primary, no leader) is sent again until the lease would run
-// out: etcd keeps a lease whose keep-alives fail for a while, and a new
-// leader even extends it by an election timeout, so the wait goes on.
+// out: etcd keeps a lease whose keep-alives fail until its TTL has passed
+// (and a new leader renews every lease in full as it takes over), so the
+// wait goes on.
 // Only once the lease may have expired unrenewed does the wait fail with
 // ErrUnavailable, since no grant can then be promised under it.
 func (a *acquirer) keepQueuedLease(ctx context.Context) error {
