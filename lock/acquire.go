@@ -201,10 +201,13 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 func (a *acquirer) keepQueuedLease(ctx context.Context) error {
 	e := a.e
 	runsOut := a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second)
+	// No try outlives the lease: past runsOut it may be gone.
+	tctx, cancel := context.WithDeadline(ctx, runsOut)
+	defer cancel()
 	pause := notAppliedPause
 	for {
 		start := time.Now()
-		octx, done := e.op(ctx)
+		octx, done := e.op(tctx)
 		ka, err := e.cli.KeepAliveOnce(octx, a.lease)
 		done()
 		switch {

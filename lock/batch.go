@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -88,6 +89,9 @@ type txnBatcher struct {
 type txnCall struct {
 	cmps      []clientv3.Cmp
 	then, els []clientv3.Op
+	// ctx is the caller's: a batch is never sent for a caller that has
+	// gone, and never outlives the earliest deadline of its callers.
+	ctx context.Context
 
 	// Set by shape when the request is queued.
 	writes []uint64 // hashes of the keys it puts or deletes, either branch
@@ -112,15 +116,18 @@ func (b *txnBatcher) slots() int {
 // taken, and a Header whose Revision is that of the commit (which, in a
 // batch, other requests' writes share). A request still queued when ctx
 // ends is withdrawn and never sent; a lone txn whose ctx ends may or may
-// not have been applied, as with any txn. A request already taken into a
-// batch is waited for even after ctx ends:
-// the batch is bounded by the engine's own op context (so a caller that
-// leaves does not cancel it for the others), and it may be sent only after
-// ctx ended, when that op context belongs to a new term. A caller told
-// "unknown" then would clean up before the batch applies its request: a
-// waiter would leave the queue before its queue entry is put, and the
-// entry, under the node's waiter lease, would block the lock's queue for
-// as long as the node runs.
+// not have been applied, as with any txn.
+//
+// A request already taken into a batch is answered by the batch, even
+// after ctx ends: with its outcome, or with ctx's error if the batch left
+// it out unsent because ctx had ended (sendBatch). The batch runs under an
+// op context of its own, so that a caller who leaves does not cancel it
+// for the others, which ends no later than the earliest deadline of its
+// callers: no caller waits past its own. A caller told "unknown" while its
+// request was still to be sent would clean up before the batch applied
+// it: a waiter would leave the queue before the batch put its queue entry,
+// and the entry, under the node's waiter lease, would block the lock's
+// queue for as long as the node runs.
 func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	b := &e.batch
 	if b.takeSlot() {
@@ -129,7 +136,7 @@ func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clien
 	// Every slot is busy: this request waits for the next batch. Its shape
 	// is worked out outside the lock, and only on this path, so a lone
 	// request pays nothing for it.
-	c := &txnCall{cmps: cmps, then: then, els: els, done: make(chan struct{})}
+	c := &txnCall{cmps: cmps, then: then, els: els, ctx: ctx, done: make(chan struct{})}
 	c.shape()
 	b.mu.Lock()
 	if b.inFlight < b.slots() {
@@ -292,7 +299,27 @@ func (b *txnBatcher) next() []*txnCall {
 
 // sendBatch commits calls, taken by next, in one txn and answers each.
 func (e *Engine) sendBatch(calls []*txnCall) {
-	ctx, done := e.op(context.Background())
+	// Callers that left while their request waited are answered unsent.
+	live := calls[:0]
+	for _, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	calls = live
+	if len(calls) == 0 {
+		return
+	}
+	base := context.Background()
+	if d, ok := earliestDeadline(calls); ok {
+		var cancel context.CancelFunc
+		base, cancel = context.WithDeadline(base, d)
+		defer cancel()
+	}
+	ctx, done := e.op(base)
 	defer done()
 	if err := e.stop.Err(); err != nil {
 		// Closed while these waited. Their op context ends with the
@@ -338,7 +365,7 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cctx, cdone := e.op(context.Background())
+				cctx, cdone := e.op(base)
 				c.resp, c.err = e.cli.Txn(cctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
 				cdone()
 				close(c.done)
@@ -357,6 +384,21 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 			close(c.done)
 		}
 	}
+}
+
+// earliestDeadline is the earliest deadline among the contexts of calls,
+// if any has one.
+func earliestDeadline(calls []*txnCall) (time.Time, bool) {
+	var (
+		first time.Time
+		ok    bool
+	)
+	for _, c := range calls {
+		if d, has := c.ctx.Deadline(); has && (!ok || d.Before(first)) {
+			first, ok = d, true
+		}
+	}
+	return first, ok
 }
 
 // refusedWhole reports whether etcd refused a txn as a whole, before

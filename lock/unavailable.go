@@ -163,14 +163,17 @@ const (
 // op) each time, and sends it again while etcd refuses it unapplied
 // (notApplied), at most notAppliedRetries more times. A retry goes out as
 // soon as the member knows a leader in a new term, or after a pause
-// (notAppliedPause, doubling), whichever is first; ctx bounds the pauses.
-// It returns call's last error, for the caller to turn into one of ours
-// (etcdErr).
+// (notAppliedPause, doubling), whichever is first. All tries together
+// take at most OpTimeout, as one call would: a retry never makes a
+// request answer ErrUnavailable later. It returns call's last error, for
+// the caller to turn into one of ours (etcdErr).
 //
 // Only notApplied errors are retried: after any other failure the call
 // may have taken effect (a timeout can come after the commit), and the
 // caller must be told so.
 func (e *Engine) retryNotApplied(ctx context.Context, call func(octx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+	defer cancel()
 	pause := notAppliedPause
 	for try := 0; ; try++ {
 		term := *e.term.Load()
