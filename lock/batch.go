@@ -89,9 +89,11 @@ type txnBatcher struct {
 type txnCall struct {
 	cmps      []clientv3.Cmp
 	then, els []clientv3.Op
-	// ctx is the caller's: a batch is never sent for a caller that has
-	// gone, and never outlives the earliest deadline of its callers.
-	ctx context.Context
+	// ctx is the caller's, and term the engine's term when it called
+	// (Engine.op): a batch is sent only for callers whose ctx and term
+	// have not ended, in that term, and never outlives the earliest
+	// deadline of its callers.
+	ctx, term context.Context
 
 	// Set by shape when the request is queued.
 	writes []uint64 // hashes of the keys it puts or deletes, either branch
@@ -136,7 +138,7 @@ func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clien
 	// Every slot is busy: this request waits for the next batch. Its shape
 	// is worked out outside the lock, and only on this path, so a lone
 	// request pays nothing for it.
-	c := &txnCall{cmps: cmps, then: then, els: els, ctx: ctx, done: make(chan struct{})}
+	c := &txnCall{cmps: cmps, then: then, els: els, ctx: ctx, term: *e.term.Load(), done: make(chan struct{})}
 	c.shape()
 	b.mu.Lock()
 	if b.inFlight < b.slots() {
@@ -299,10 +301,19 @@ func (b *txnBatcher) next() []*txnCall {
 
 // sendBatch commits calls, taken by next, in one txn and answers each.
 func (e *Engine) sendBatch(calls []*txnCall) {
-	// Callers that left while their request waited are answered unsent.
+	// Callers that left while their request waited are answered unsent,
+	// and so are those of an earlier term: their op contexts end with it,
+	// asynchronously (context.AfterFunc), and a batch sent in this term
+	// would outlive them. Only one term is current, so the batch runs in
+	// the term of every caller it carries, and ends when theirs do.
+	term := *e.term.Load()
 	live := calls[:0]
 	for _, c := range calls {
-		if err := c.ctx.Err(); err != nil {
+		err := c.ctx.Err()
+		if err == nil && c.term != term {
+			err = context.Canceled
+		}
+		if err != nil {
 			c.err = err
 			close(c.done)
 			continue
@@ -319,7 +330,7 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 		base, cancel = context.WithDeadline(base, d)
 		defer cancel()
 	}
-	ctx, done := e.op(base)
+	ctx, done := e.opIn(base, term)
 	defer done()
 	if err := e.stop.Err(); err != nil {
 		// Closed while these waited. Their op context ends with the
@@ -365,7 +376,7 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cctx, cdone := e.op(base)
+				cctx, cdone := e.opIn(base, term)
 				c.resp, c.err = e.cli.Txn(cctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
 				cdone()
 				close(c.done)

@@ -292,6 +292,11 @@ func ttlSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / ti
 // op bounds one etcd call by OpTimeout, so a node without quorum answers
 // instead of hanging. It also ends when the engine closes.
 func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return e.opIn(ctx, *e.term.Load())
+}
+
+// opIn is op bound to term, which may have ended already.
+func (e *Engine) opIn(ctx, term context.Context) (context.Context, context.CancelFunc) {
 	// A remote etcd member with no leader then fails the call at once
 	// (ErrNoLeader) instead of holding it until the timeout. The
 	// in-process client skips etcd's interceptors, so with HasLeader set
@@ -301,7 +306,7 @@ func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
 		ctx = clientv3.WithRequireLeader(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
-	stop := context.AfterFunc(*e.term.Load(), cancel)
+	stop := context.AfterFunc(term, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
