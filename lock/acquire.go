@@ -246,11 +246,18 @@ func (a *acquirer) dropLease() {
 	}
 	id := a.lease
 	a.lease = 0
-	if id == a.queuedLease || a.unsure {
-		// Our queue entry may still name it (leaving the queue failed),
-		// or an acquire txn of unknown outcome may have put the lock
-		// under it: a lease in the pool must hold no key, now or later,
-		// or the pool's keep-alives would keep the key for good.
+	// A lease in the pool must hold no key, now or later, or the pool's
+	// keep-alives would keep the key for good.
+	if a.unsure {
+		// An acquire txn of unknown outcome may have put the lock under
+		// it. The revoke is not in the answer's way: with etcd in
+		// trouble it may take its whole bound, and if it fails the
+		// lease, kept alive by nobody, ends by itself.
+		go a.e.revokeLease(leaseHex(id))
+		return
+	}
+	if id == a.queuedLease {
+		// Our queue entry may still name it (leaving the queue failed).
 		a.e.revokeLease(leaseHex(id))
 		return
 	}

@@ -174,37 +174,35 @@ const (
 func (e *Engine) retryNotApplied(ctx context.Context, call func(octx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 	defer cancel()
-	pause := notAppliedPause
-	for try := 0; ; try++ {
-		term := *e.term.Load()
+	return e.retry(ctx, func(ctx context.Context) error {
 		octx, done := e.op(ctx)
-		err := call(octx)
-		done()
-		if err == nil || try == notAppliedRetries || !notApplied(err) {
-			return err
-		}
-		if !e.awaitLeader(ctx, term, pause) {
-			return err
-		}
-		pause *= 2
-	}
+		defer done()
+		return call(octx)
+	})
 }
 
 // retryCleanup runs call, cleanup that must happen though its caller has
 // gone (ctx comes from cleanupCtx, which no term ends), and runs it again
-// while etcd refuses it unapplied, until ctx ends. A cleanup left undone
-// around a leader change would stay undone: a queue entry blocks the
-// waiters behind it, and a lease that should have been revoked is renewed
-// by every new leader (etcd extends every lease when it takes over).
+// as retryNotApplied does. A cleanup left undone around a leader change
+// would stay undone: a queue entry blocks the waiters behind it, and a
+// lease that should have been revoked is renewed by every new leader
+// (etcd renews every lease when it takes over). The retries are as few
+// as retryNotApplied's: cleanup runs before its request answers, and a
+// member without a leader refuses every try at once.
 func (e *Engine) retryCleanup(ctx context.Context, call func(ctx context.Context) error) error {
+	return e.retry(ctx, call)
+}
+
+// retry is retryNotApplied's and retryCleanup's loop.
+func (e *Engine) retry(ctx context.Context, call func(ctx context.Context) error) error {
 	pause := notAppliedPause
-	for {
+	for try := 0; ; try++ {
 		term := *e.term.Load()
 		err := call(ctx)
-		if err == nil || !notApplied(err) || !e.awaitLeader(ctx, term, pause) {
+		if err == nil || try == notAppliedRetries || !notApplied(err) || !e.awaitLeader(ctx, term, pause) {
 			return err
 		}
-		pause = min(2*pause, time.Second)
+		pause *= 2
 	}
 }
 
