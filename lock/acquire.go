@@ -73,6 +73,11 @@ type acquirer struct {
 	// unsure is set when an acquire txn under lease failed with an
 	// outcome unknown: it may have granted the lock under the lease.
 	unsure bool
+	// entry is the value of our queue entry as last sent; entryUnsure is
+	// set when a txn that puts it failed with an outcome unknown: it may
+	// still be applied after we leave the queue (see leave).
+	entry       string
+	entryUnsure bool
 
 	// guardRev is the ModRevision of a finished lock-delay guard that the
 	// next attempt replaces; 0 means the attempt expects no guard.
@@ -397,7 +402,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			els = append(els,
 				clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 					clientv3.WithLimit(1), clientv3.WithKeysOnly()),
-				clientv3.OpPut(q.key, mustJSON(a.waiterRecord(now)), clientv3.WithLease(q.lease)))
+				clientv3.OpPut(q.key, a.entryValue(now), clientv3.WithLease(q.lease)))
 		}
 		if queueKey != "" {
 			els = append(els,
@@ -436,6 +441,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			// learn the token. dropLease revokes the lease, which ends
 			// such a hold at once.
 			a.unsure = true
+			a.entryUnsure = a.entryUnsure || (queueKey == "" && a.enqueue != nil)
 		}
 		return attemptResult{}, e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
 	}
@@ -935,7 +941,7 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 	var resp *clientv3.TxnResponse
 	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.cli.Txn(octx).Then(
-			clientv3.OpPut(qkey, mustJSON(a.waiterRecord(nowUTC())), clientv3.WithLease(wlease)),
+			clientv3.OpPut(qkey, a.entryValue(nowUTC()), clientv3.WithLease(wlease)),
 			clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 		).Commit()
 		return err
@@ -943,6 +949,9 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 	if err != nil {
 		if isLeaseNotFound(err) {
 			return 0, 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)
+		}
+		if !notApplied(err) {
+			a.entryUnsure = true
 		}
 		return 0, 0, e.etcdErr(ctx, "enqueue", err)
 	}
@@ -1080,17 +1089,63 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 		resp, err = a.e.cli.Txn(ctx).Then(clientv3.OpDelete(qkey), clientv3.OpGet(a.e.lockKey(a.req.Name))).Commit()
 		return err
 	})
-	if err != nil {
-		// The node's waiter lease removes it at the latest when the node stops.
+	if err != nil || a.entryUnsure {
+		// A txn of unknown outcome may put our entry after this delete
+		// (a proposal forwarded by a member that just stopped leading
+		// can reach the new leader after our later ones), or the delete
+		// failed: sweep the entry later, if it is still ours, so that it
+		// does not block the waiters behind it while the node runs (its
+		// waiter lease would remove it only then). Its key is not reused
+		// meanwhile.
+		if a.entry != "" {
+			go a.e.sweepEntry(qkey, a.entry)
+		}
+		if err == nil {
+			err = errEntryMayReturn
+		}
+	}
+	if err != nil && !errors.Is(err, errEntryMayReturn) {
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
 		return nil, err
 	}
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 		if l, ok := a.granted(ctx, kvs[0]); ok {
-			return l, nil
+			return l, err
 		}
 	}
-	return nil, nil
+	return nil, err
+}
+
+// errEntryMayReturn is leave's answer when the queue entry is gone but a
+// txn of unknown outcome may put it again: its key must not be reused.
+var errEntryMayReturn = errors.New("the queue entry may be put again by a txn of unknown outcome")
+
+// entryValue is our queue entry's value for a txn that puts it at now.
+func (a *acquirer) entryValue(now time.Time) string {
+	a.entry = mustJSON(a.waiterRecord(now))
+	return a.entry
+}
+
+// sweepEntry deletes the queue entry at key if it still holds value, once
+// any txn of unknown outcome that puts it has been applied or lost: such
+// a txn is in etcd's log within an op timeout, or never will be.
+func (e *Engine) sweepEntry(key, value string) {
+	t := time.NewTimer(e.cfg.OpTimeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-e.stop.Done():
+		return
+	}
+	ctx, done := e.cleanupCtx()
+	defer done()
+	err := e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
+		return err
+	})
+	if err != nil {
+		e.log.Warn("sweep queue entry", "key", key, "err", err)
+	}
 }
 
 // leaseTimes caches one lease's answer across a listing.
