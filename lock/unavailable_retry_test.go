@@ -35,6 +35,11 @@ type flaky struct {
 	// until it is closed; held counts the commits it holds.
 	hold atomic.Pointer[chan struct{}]
 	held atomic.Int32
+	// late, when set, makes the next txn that writes a lock key fail with
+	// an unknown outcome (its caller's context canceled) and commit only
+	// once late is closed, as a proposal that reaches the leader after
+	// its caller gave up.
+	late atomic.Pointer[chan struct{}]
 }
 
 func newFlakyEngine(t *testing.T, cfg lock.Config) (*lock.Engine, *flaky, *clientv3.Client) {
@@ -68,24 +73,34 @@ type flakyKV struct {
 }
 
 func (k *flakyKV) Txn(ctx context.Context) clientv3.Txn {
-	return &flakyTxn{Txn: k.KV.Txn(ctx), ctx: ctx, f: k.f}
+	return &flakyTxn{Txn: k.KV.Txn(ctx), ctx: ctx, f: k.f, kv: k.KV}
 }
 
 type flakyTxn struct {
 	clientv3.Txn
 	ctx    context.Context
 	f      *flaky
+	kv     clientv3.KV
 	writes bool // it writes a lock key, in either branch or a nested txn
+
+	cmps      []clientv3.Cmp
+	then, els []clientv3.Op
 }
 
-func (t *flakyTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+func (t *flakyTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
+	t.cmps = append(t.cmps, cs...)
+	t.Txn = t.Txn.If(cs...)
+	return t
+}
 func (t *flakyTxn) Then(ops ...clientv3.Op) clientv3.Txn {
 	t.writes = t.writes || writesLock(ops)
+	t.then = append(t.then, ops...)
 	t.Txn = t.Txn.Then(ops...)
 	return t
 }
 func (t *flakyTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 	t.writes = t.writes || writesLock(ops)
+	t.els = append(t.els, ops...)
 	t.Txn = t.Txn.Else(ops...)
 	return t
 }
@@ -93,6 +108,13 @@ func (t *flakyTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 func (t *flakyTxn) Commit() (*clientv3.TxnResponse, error) {
 	if t.writes && t.f.take(&t.f.drops) {
 		return nil, clientv3.ContextError(t.ctx, status.Error(codes.Unknown, raft.ErrProposalDropped.Error()))
+	}
+	if l := t.f.late.Load(); t.writes && l != nil && t.f.late.CompareAndSwap(l, nil) {
+		go func() {
+			<-*l
+			t.kv.Txn(context.Background()).If(t.cmps...).Then(t.then...).Else(t.els...).Commit()
+		}()
+		return nil, context.Canceled
 	}
 	if h := t.f.hold.Load(); t.writes && h != nil {
 		t.f.held.Add(1)
@@ -285,5 +307,54 @@ func TestUnavailable_ACallerWhoseBatchIsInFlightGetsItsOutcome(t *testing.T) {
 	}
 	if got := keysUnder(t, raw, prefix+"locks/"); fmt.Sprint(got) != "[gone stays]" {
 		t.Fatalf("keys %v, want both written", got)
+	}
+}
+
+// A waiter whose enqueueing txn has an unknown outcome answers
+// ErrUnavailable and leaves; when that txn is applied only afterwards (a
+// proposal can reach the leader after later ones), its queue entry is
+// swept, so that it does not block the waiters behind it.
+func TestUnavailable_AQueueEntryPutAfterItsWaiterLeftIsSwept(t *testing.T) {
+	cfg := lock.DefaultConfig()
+	cfg.OpTimeout = time.Second
+	e, f, raw := newFlakyEngine(t, cfg)
+	holderEngine := startEngineOn(t, raw, lock.DefaultConfig())
+	ctx := ctxT(t)
+	held := mustAcquire(t, holderEngine, lock.AcquireRequest{Name: "g", Owner: "holder", TTL: 30 * time.Second})
+
+	late := make(chan struct{})
+	f.late.Store(&late)
+	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "g", Owner: "gone", Wait: 10 * time.Second})
+	if !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("acquire whose txn has an unknown outcome: %v, want ErrUnavailable", err)
+	}
+	if keys := keysUnder(t, raw, prefix+"queue/g/"); len(keys) != 0 {
+		t.Fatalf("queue entries before the late txn: %v", keys)
+	}
+	close(late)
+	eventually(t, 10*time.Second, "the late txn put the departed waiter's entry", func() bool {
+		return len(keysUnder(t, raw, prefix+"queue/g/")) == 1
+	})
+	eventually(t, 10*time.Second, "the entry swept", func() bool {
+		return len(keysUnder(t, raw, prefix+"queue/g/")) == 0
+	})
+	// The queue is not blocked: the next waiter is served on release.
+	type result struct {
+		l   *lock.Lock
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "g", Owner: "next", Wait: 10 * time.Second})
+		done <- result{l, err}
+	}()
+	eventually(t, 10*time.Second, "the next waiter queued", func() bool {
+		return len(keysUnder(t, raw, prefix+"queue/g/")) == 1
+	})
+	if err := holderEngine.Release(ctx, "g", held.Token); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || r.l.Owner != "next" {
+		t.Fatalf("next waiter: %+v, %v", r.l, r.err)
 	}
 }
