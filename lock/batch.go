@@ -123,13 +123,13 @@ func (b *txnBatcher) slots() int {
 // A request already taken into a batch is answered by the batch, even
 // after ctx ends: with its outcome, or with ctx's error if the batch left
 // it out unsent because ctx had ended (sendBatch). The batch runs under an
-// op context of its own, so that a caller who leaves does not cancel it
-// for the others, which ends no later than the earliest deadline of its
-// callers: no caller waits past its own. A caller told "unknown" while its
-// request was still to be sent would clean up before the batch applied
-// it: a waiter would leave the queue before the batch put its queue entry,
-// and the entry, under the node's waiter lease, would block the lock's
-// queue for as long as the node runs.
+// op context of its own, so that one caller leaving does not cancel it
+// for the others; that context ends with its callers' term and by their
+// earliest deadline, so no caller waits past its own bound. Answering
+// "unknown" while the request is still to be sent would let the caller
+// clean up before the batch applies it: a waiter would leave the queue
+// before the batch put its queue entry, and the entry, under the node's
+// waiter lease, would block the lock's queue for as long as the node runs.
 func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	b := &e.batch
 	if b.takeSlot() {
