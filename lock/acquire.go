@@ -76,11 +76,14 @@ type acquirer struct {
 	leaseTTL  int64
 	grantedAt time.Time
 	used      bool
-	// leaseDoubtful is set when a txn that puts the lock under lease
-	// failed without a definite outcome: it may have committed, so the
-	// lease may carry a lock whose token nobody learnt. It is revoked,
-	// never pooled, which ends such a ghost at once.
-	leaseDoubtful bool
+	// unsure is set when an acquire txn under lease failed with an
+	// outcome unknown: it may have granted the lock under the lease.
+	unsure bool
+	// entry is the value of our queue entry as last sent; entryUnsure is
+	// set when a txn that puts it failed with an outcome unknown: it may
+	// still be applied after we leave the queue (see leave).
+	entry       string
+	entryUnsure bool
 
 	// guardRev is the ModRevision of a finished lock-delay guard that the
 	// next attempt replaces; 0 means the attempt expects no guard.
@@ -178,10 +181,15 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 		a.lease, a.leaseTTL, a.grantedAt = id, want, at
 		return nil
 	}
-	octx, done := a.e.op(ctx)
-	defer done()
-	start := time.Now()
-	resp, err := a.e.cli.Grant(octx, want)
+	var (
+		start time.Time
+		resp  *clientv3.LeaseGrantResponse
+	)
+	err := a.e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		resp, err = a.e.cli.Grant(octx, want)
+		return err
+	})
 	if err != nil {
 		return a.e.etcdErr(ctx, "grant lease", err)
 	}
@@ -193,20 +201,52 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 // its full TTL with a keep-alive (no raft entry). If the lease is gone,
 // the entry can no longer be granted (the release falls back to a plain
 // one), and the next attempt takes a new lease.
+//
+// A keep-alive that fails for etcd's own reasons (isUnavailable: a leader
+// change, not primary, no leader) is sent again until the lease would run
+// out: etcd keeps a lease whose keep-alives fail until its TTL has passed
+// (and a new leader renews every lease in full as it takes over), so the
+// wait goes on.
+// Only once the lease may have expired unrenewed does the wait fail with
+// ErrUnavailable, since no grant can then be promised under it.
 func (a *acquirer) keepQueuedLease(ctx context.Context) error {
-	octx, done := a.e.op(ctx)
-	defer done()
-	start := time.Now()
-	ka, err := a.e.cli.KeepAliveOnce(octx, a.lease)
-	if err != nil {
-		if isLeaseNotFound(err) {
+	e := a.e
+	runsOut := a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second)
+	// No try outlives the lease: past runsOut it may be gone.
+	tctx, cancel := context.WithDeadline(ctx, runsOut)
+	defer cancel()
+	pause := notAppliedPause
+	for {
+		start := time.Now()
+		octx, done := e.op(tctx)
+		ka, err := e.cli.KeepAliveOnce(octx, a.lease)
+		done()
+		switch {
+		case err == nil:
+			a.leaseTTL, a.grantedAt = ka.TTL, start
+			return nil
+		case isLeaseNotFound(err):
 			a.lease, a.queuedLease = 0, 0
 			return nil
+		case !isUnavailable(err) || ctx.Err() != nil || e.stop.Err() != nil:
+			return e.etcdErr(ctx, "keep the queued lease alive", err)
 		}
-		return a.e.etcdErr(ctx, "keep the queued lease alive", err)
+		left := time.Until(runsOut)
+		if left <= 0 {
+			return e.etcdErr(ctx, "keep the queued lease alive", err)
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-e.drain.Done():
+		}
+		t.Stop()
+		if e.drain.Err() != nil {
+			return ErrClosed
+		}
+		pause = min(2*pause, time.Second)
 	}
-	a.leaseTTL, a.grantedAt = ka.TTL, start
-	return nil
 }
 
 // dropLease gives the own lease back to the pool, or revokes it, if no
@@ -217,18 +257,18 @@ func (a *acquirer) dropLease() {
 	}
 	id := a.lease
 	a.lease = 0
-	if a.leaseDoubtful {
-		// A txn of doubtful outcome may have put the lock under it: a
-		// lease in the pool must hold no key. The revoke does not hold up
-		// the answer: etcd was just unable to answer in time, and may
-		// still be (a node cut off from its quorum).
-		a.leaseDoubtful = false
+	// A lease in the pool must hold no key, now or later, or the pool's
+	// keep-alives would keep the key for good.
+	if a.unsure {
+		// An acquire txn of unknown outcome may have put the lock under
+		// it. The revoke is not in the answer's way: with etcd in
+		// trouble it may take its whole bound, and if it fails the
+		// lease, kept alive by nobody, ends by itself.
 		go a.e.revokeLease(leaseHex(id))
 		return
 	}
 	if id == a.queuedLease {
-		// Our queue entry may still name it (leaving the queue failed):
-		// a lease in the pool must hold no key, now or later.
+		// Our queue entry may still name it (leaving the queue failed).
 		a.e.revokeLease(leaseHex(id))
 		return
 	}
@@ -237,7 +277,11 @@ func (a *acquirer) dropLease() {
 	}
 	ctx, done := a.e.cleanupCtx()
 	defer done()
-	if _, err := a.e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+	err := a.e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := a.e.cli.Revoke(ctx, id)
+		return err
+	})
+	if err != nil && !isLeaseNotFound(err) {
 		a.e.log.Warn("revoke unused lease", "lease", leaseHex(id), "err", err)
 	}
 }
@@ -365,7 +409,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			els = append(els,
 				clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 					clientv3.WithLimit(1), clientv3.WithKeysOnly()),
-				clientv3.OpPut(q.key, mustJSON(a.waiterRecord(now)), clientv3.WithLease(q.lease)))
+				clientv3.OpPut(q.key, a.entryValue(now), clientv3.WithLease(q.lease)))
 		}
 		if queueKey != "" {
 			els = append(els,
@@ -376,11 +420,10 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		els = append(els, sessionOps...)
 		// The txn is not bound to the caller's context: if the caller
 		// leaves mid-flight we still learn the outcome, and undo a grant.
-		octx, done := e.op(context.WithoutCancel(ctx))
-		defer done()
-		var err error
-		resp, err = e.txn(octx, cmps, then, els)
-		return err
+		return e.retryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
+			resp, err = e.txn(octx, cmps, then, els)
+			return err
+		})
 	})
 	if err != nil {
 		if isLeaseNotFound(err) && queueKey == "" && a.enqueue != nil {
@@ -399,10 +442,14 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			a.lease = 0 // our own lease vanished; grant anew next time
 			return attemptResult{outcome: retryNow}, nil
 		}
-		// The txn may have committed (a timeout, a leader change): the
-		// lease may hold a lock whose token nobody knows, so it must
-		// never go back to the pool.
-		a.leaseDoubtful = a.session == 0
+		if !notApplied(err) {
+			// A timeout or a term's end can come after the commit: the
+			// lock may be ours under our own lease, and nobody will
+			// learn the token. dropLease revokes the lease, which ends
+			// such a hold at once.
+			a.unsure = true
+			a.entryUnsure = a.entryUnsure || (queueKey == "" && a.enqueue != nil)
+		}
 		return attemptResult{}, e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
 	}
 
@@ -902,15 +949,20 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 // and the length of the queue with it.
 func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (rev, queued int64, err error) {
 	e := a.e
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpPut(qkey, mustJSON(a.waiterRecord(nowUTC())), clientv3.WithLease(wlease)),
-		clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	).Commit()
+	var resp *clientv3.TxnResponse
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.cli.Txn(octx).Then(
+			clientv3.OpPut(qkey, a.entryValue(nowUTC()), clientv3.WithLease(wlease)),
+			clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		).Commit()
+		return err
+	})
 	if err != nil {
 		if isLeaseNotFound(err) {
 			return 0, 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)
+		}
+		if !notApplied(err) {
+			a.entryUnsure = true
 		}
 		return 0, 0, e.etcdErr(ctx, "enqueue", err)
 	}
@@ -1056,18 +1108,68 @@ func (a *acquirer) waitedOut() error {
 func (a *acquirer) leave(qkey string) (*Lock, error) {
 	ctx, done := a.e.cleanupCtx()
 	defer done()
-	resp, err := a.e.cli.Txn(ctx).Then(clientv3.OpDelete(qkey), clientv3.OpGet(a.e.lockKey(a.req.Name))).Commit()
-	if err != nil {
-		// The node's waiter lease removes it at the latest when the node stops.
+	var resp *clientv3.TxnResponse
+	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
+		resp, err = a.e.cli.Txn(ctx).Then(clientv3.OpDelete(qkey), clientv3.OpGet(a.e.lockKey(a.req.Name))).Commit()
+		return err
+	})
+	if err != nil || a.entryUnsure {
+		// A txn of unknown outcome may put our entry after this delete
+		// (a proposal forwarded by a member that just stopped leading
+		// can reach the new leader after our later ones), or the delete
+		// failed: sweep the entry later, if it is still ours, so that it
+		// does not block the waiters behind it while the node runs (its
+		// waiter lease would remove it only then). Its key is not reused
+		// meanwhile.
+		if a.entry != "" {
+			go a.e.sweepEntry(qkey, a.entry)
+		}
+		if err == nil {
+			err = errEntryMayReturn
+		}
+	}
+	if err != nil && !errors.Is(err, errEntryMayReturn) {
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
 		return nil, err
 	}
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 		if l, ok := a.granted(ctx, kvs[0]); ok {
-			return l, nil
+			return l, err
 		}
 	}
-	return nil, nil
+	return nil, err
+}
+
+// errEntryMayReturn is leave's answer when the queue entry is gone but a
+// txn of unknown outcome may put it again: its key must not be reused.
+var errEntryMayReturn = errors.New("the queue entry may be put again by a txn of unknown outcome")
+
+// entryValue is our queue entry's value for a txn that puts it at now.
+func (a *acquirer) entryValue(now time.Time) string {
+	a.entry = mustJSON(a.waiterRecord(now))
+	return a.entry
+}
+
+// sweepEntry deletes the queue entry at key if it still holds value, once
+// any txn of unknown outcome that puts it has been applied or lost: such
+// a txn is in etcd's log within an op timeout, or never will be.
+func (e *Engine) sweepEntry(key, value string) {
+	t := time.NewTimer(e.cfg.OpTimeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-e.stop.Done():
+		return
+	}
+	ctx, done := e.cleanupCtx()
+	defer done()
+	err := e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
+		return err
+	})
+	if err != nil {
+		e.log.Warn("sweep queue entry", "key", key, "err", err)
+	}
 }
 
 // leaseTimes caches one lease's answer across a listing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -88,6 +89,11 @@ type txnBatcher struct {
 type txnCall struct {
 	cmps      []clientv3.Cmp
 	then, els []clientv3.Op
+	// ctx is the caller's, and term the engine's term when it called
+	// (Engine.op): a batch is sent only for callers whose ctx and term
+	// have not ended, in that term, and never outlives the earliest
+	// deadline of its callers.
+	ctx, term context.Context
 
 	// Set by shape when the request is queued.
 	writes []uint64 // hashes of the keys it puts or deletes, either branch
@@ -110,11 +116,20 @@ func (b *txnBatcher) slots() int {
 // txn commits If(cmps).Then(then).Else(els) and returns its response as
 // etcd would for that txn alone: Succeeded, the Responses of the branch
 // taken, and a Header whose Revision is that of the commit (which, in a
-// batch, other requests' writes share). ctx bounds the caller's wait; a
-// request still queued when ctx ends is withdrawn and never sent, one
-// already sent may or may not have been applied, as with any txn whose
-// context ended. A batch is bounded by the engine's own op context, so a
-// caller that leaves does not cancel it for the others.
+// batch, other requests' writes share). A request still queued when ctx
+// ends is withdrawn and never sent; a lone txn whose ctx ends may or may
+// not have been applied, as with any txn.
+//
+// A request already taken into a batch is answered by the batch, even
+// after ctx ends: with its outcome, or with ctx's error if the batch left
+// it out unsent because ctx had ended (sendBatch). The batch runs under an
+// op context of its own, so that one caller leaving does not cancel it
+// for the others; that context ends with its callers' term and by their
+// earliest deadline, so no caller waits past its own bound. Answering
+// "unknown" while the request is still to be sent would let the caller
+// clean up before the batch applies it: a waiter would leave the queue
+// before the batch put its queue entry, and the entry, under the node's
+// waiter lease, would block the lock's queue for as long as the node runs.
 func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	b := &e.batch
 	if b.takeSlot() {
@@ -123,7 +138,7 @@ func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clien
 	// Every slot is busy: this request waits for the next batch. Its shape
 	// is worked out outside the lock, and only on this path, so a lone
 	// request pays nothing for it.
-	c := &txnCall{cmps: cmps, then: then, els: els, done: make(chan struct{})}
+	c := &txnCall{cmps: cmps, then: then, els: els, ctx: ctx, term: *e.term.Load(), done: make(chan struct{})}
 	c.shape()
 	b.mu.Lock()
 	if b.inFlight < b.slots() {
@@ -142,12 +157,8 @@ func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clien
 	if b.withdraw(c) {
 		return nil, ctx.Err()
 	}
-	select {
-	case <-c.done: // sent, and answered meanwhile
-		return c.resp, c.err
-	default:
-		return nil, ctx.Err()
-	}
+	<-c.done // sendBatch answers every call it took, within its op context
+	return c.resp, c.err
 }
 
 // takeSlot takes a free txn slot if there is one.
@@ -290,7 +301,36 @@ func (b *txnBatcher) next() []*txnCall {
 
 // sendBatch commits calls, taken by next, in one txn and answers each.
 func (e *Engine) sendBatch(calls []*txnCall) {
-	ctx, done := e.op(context.Background())
+	// Callers that left while their request waited are answered unsent,
+	// and so are those of an earlier term: their op contexts end with it,
+	// asynchronously (context.AfterFunc), and a batch sent in this term
+	// would outlive them. Only one term is current, so the batch runs in
+	// the term of every caller it carries, and ends when theirs do.
+	term := *e.term.Load()
+	live := calls[:0]
+	for _, c := range calls {
+		err := c.ctx.Err()
+		if err == nil && c.term != term {
+			err = context.Canceled
+		}
+		if err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	calls = live
+	if len(calls) == 0 {
+		return
+	}
+	base := context.Background()
+	if d, ok := earliestDeadline(calls); ok {
+		var cancel context.CancelFunc
+		base, cancel = context.WithDeadline(base, d)
+		defer cancel()
+	}
+	ctx, done := e.opIn(base, term)
 	defer done()
 	if err := e.stop.Err(); err != nil {
 		// Closed while these waited. Their op context ends with the
@@ -336,7 +376,7 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cctx, cdone := e.op(context.Background())
+				cctx, cdone := e.opIn(base, term)
 				c.resp, c.err = e.cli.Txn(cctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
 				cdone()
 				close(c.done)
@@ -345,12 +385,31 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 		wg.Wait()
 	default:
 		// A timeout, no leader, a closed engine: what each member would
-		// have got alone, and the outcome is as unknown for each.
+		// have got alone, and the outcome is as unknown for each. A
+		// dropped proposal (notApplied) is one raft entry refused whole,
+		// before any member was applied: each member's caller sends its
+		// request again (retryNotApplied), in the batches that follow,
+		// so it fails none of them by itself.
 		for _, c := range calls {
 			c.err = err
 			close(c.done)
 		}
 	}
+}
+
+// earliestDeadline is the earliest deadline among the contexts of calls,
+// if any has one.
+func earliestDeadline(calls []*txnCall) (time.Time, bool) {
+	var (
+		first time.Time
+		ok    bool
+	)
+	for _, c := range calls {
+		if d, has := c.ctx.Deadline(); has && (!ok || d.Before(first)) {
+			first, ok = d, true
+		}
+	}
+	return first, ok
 }
 
 // refusedWhole reports whether etcd refused a txn as a whole, before

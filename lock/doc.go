@@ -44,6 +44,20 @@
 // holds at commit: a holder record is never rewritten and the end txn
 // compares ModRevision with the token.
 //
+// # Leader changes
+//
+// While etcd's leadership moves, a member restarts or the quorum is lost,
+// every call may fail with ErrUnavailable (the HTTP API answers 503 with
+// Retry-After), never with another error for it. A request that etcd
+// refused before applying it (a dropped proposal, a keep-alive to a member
+// that just stopped leading) is sent again within the call, twice at most,
+// before that. Otherwise the call may or may not have taken effect: an
+// Acquire without a session that answers ErrUnavailable revokes its own
+// lease, so a grant it could not report ends with it (in a session, such
+// a grant shows among the session's locks); Release and Renew are safe to
+// repeat. A waiting Acquire keeps its queued lease alive through the
+// change.
+//
 // # Key schema
 //
 // Every key lives under Config.Prefix (default "/baton/"):

@@ -11,11 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/raft/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Config tunes an Engine. Start from DefaultConfig.
@@ -418,6 +414,11 @@ func ttlSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / ti
 // op bounds one etcd call by OpTimeout, so a node without quorum answers
 // instead of hanging. It also ends when the engine closes.
 func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return e.opIn(ctx, *e.term.Load())
+}
+
+// opIn is op bound to term, which may have ended already.
+func (e *Engine) opIn(ctx, term context.Context) (context.Context, context.CancelFunc) {
 	// A remote etcd member with no leader then fails the call at once
 	// (ErrNoLeader) instead of holding it until the timeout. The
 	// in-process client skips etcd's interceptors, so with HasLeader set
@@ -427,7 +428,7 @@ func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
 		ctx = clientv3.WithRequireLeader(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
-	stop := context.AfterFunc(*e.term.Load(), cancel)
+	stop := context.AfterFunc(term, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
@@ -513,39 +514,6 @@ func (e *Engine) etcdErr(parent context.Context, what string, err error) error {
 		return fmt.Errorf("%s: %w (%v)", what, ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-func isUnavailable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return true
-	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
-		return true
-	}
-	// Fix (found by server's TestEtcdStopped_RequestsAnswer503…): a
-	// stopped member fails proposals (lease grants) with raft's ErrStopped,
-	// which etcd does not map to a gRPC code; it arrives as Unknown with
-	// only its message, and was answered as a 500.
-	if rpctypes.ErrorDesc(err) == raft.ErrStopped.Error() {
-		return true
-	}
-	// etcd's client turns gRPC statuses into rpctypes.EtcdError; no
-	// leader, timeouts, leader changes and a full backend all carry one of
-	// these codes.
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		switch ee.Code() {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
-			return true
-		}
-	}
-	return false
-}
-
-func isLeaseNotFound(err error) bool {
-	return errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound) ||
-		rpctypes.ErrorDesc(err) == rpctypes.ErrLeaseNotFound.Error()
 }
 
 // cleanupCtx is for work that must finish after the caller went away, such

@@ -78,12 +78,14 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 		if lock != "" {
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.lockKey(lock)), "=", token))
 		}
-		octx, done = e.op(ctx)
-		resp, err := e.cli.Txn(octx).If(cmps...).
-			Then(clientv3.OpPut(mkey, padToken(token)), clientv3.OpPut(vkey, mustJSON(fencedRecord{Token: token, Value: value}))).
-			Else(clientv3.OpGet(mkey), clientv3.OpGet(e.lockKey(lock))).
-			Commit()
-		done()
+		var resp *clientv3.TxnResponse
+		err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+			resp, err = e.cli.Txn(octx).If(cmps...).
+				Then(clientv3.OpPut(mkey, padToken(token)), clientv3.OpPut(vkey, mustJSON(fencedRecord{Token: token, Value: value}))).
+				Else(clientv3.OpGet(mkey), clientv3.OpGet(e.lockKey(lock))).
+				Commit()
+			return err
+		})
 		if err != nil {
 			err = e.etcdErr(ctx, "fenced write", err)
 			created = len(cur.Kvs) == 0 && mayHaveCreated(err)

@@ -70,9 +70,11 @@ func (w *waiterLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, <-c
 	if e.stop.Err() != nil {
 		return 0, nil, ErrClosed
 	}
-	octx, done := e.op(ctx)
-	resp, err := e.cli.Grant(octx, ttlSeconds(e.cfg.WaiterTTL))
-	done()
+	var resp *clientv3.LeaseGrantResponse
+	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.cli.Grant(octx, ttlSeconds(e.cfg.WaiterTTL))
+		return err
+	})
 	if err != nil {
 		return 0, nil, e.etcdErr(ctx, "grant waiter lease", err)
 	}
@@ -135,9 +137,11 @@ func (b *bucketLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, err
 		return b.id, nil
 	}
 	width := e.bucketWidth()
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Grant(octx, ttlSeconds(e.cfg.HistoryRetention+width))
+	var resp *clientv3.LeaseGrantResponse
+	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.cli.Grant(octx, ttlSeconds(e.cfg.HistoryRetention+width))
+		return err
+	})
 	if err != nil {
 		return 0, e.etcdErr(ctx, "grant history bucket lease", err)
 	}

@@ -171,10 +171,15 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, 
 		return nil, fmt.Errorf("renew %q: the hold with token %d was acquired by another credential: %w", name, token, ErrNotOwner)
 	}
 	id, _ := parseLeaseHex(hr.Lease)
-	start := time.Now()
-	octx, done := e.op(ctx)
-	ka, err := e.cli.KeepAliveOnce(octx, id)
-	done()
+	var (
+		start time.Time
+		ka    *clientv3.LeaseKeepAliveResponse
+	)
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		ka, err = e.cli.KeepAliveOnce(octx, id)
+		return err
+	})
 	if err != nil {
 		if isLeaseNotFound(err) {
 			return nil, fmt.Errorf("renew %q: %w", name, ErrNotHeld)
@@ -401,9 +406,12 @@ func (e *Engine) endTxn(ctx context.Context, name string, token int64, hr holder
 			[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id))},
 			nil))
 	}
-	octx, done := e.op(ctx)
-	defer done()
-	return e.txn(octx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then, nil)
+	var resp *clientv3.TxnResponse
+	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.txn(octx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then, nil)
+		return err
+	})
+	return resp, err
 }
 
 // guardAfter is what ending hr's hold does to the lock-delay guard, if the
@@ -478,7 +486,11 @@ func (e *Engine) revokeLease(hex string) {
 	}
 	ctx, done := e.cleanupCtx()
 	defer done()
-	if _, err := e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+	err := e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := e.cli.Revoke(ctx, id)
+		return err
+	})
+	if err != nil && !isLeaseNotFound(err) {
 		e.log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
 	}
 }

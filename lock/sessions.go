@@ -36,10 +36,15 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	}
 	created := false
 	defer func() { e.space.sessions.finish(created) }()
-	start := time.Now()
-	octx, done := e.op(ctx)
-	defer done()
-	g, err := e.cli.Grant(octx, ttlSeconds(ttl))
+	var (
+		start time.Time
+		g     *clientv3.LeaseGrantResponse
+	)
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		g, err = e.cli.Grant(octx, ttlSeconds(ttl))
+		return err
+	})
 	if err != nil {
 		return nil, e.etcdErr(ctx, "create session", err)
 	}
@@ -48,10 +53,13 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	// The owner index entry (sessionlist.go) goes in the same txn and
 	// under the same lease: it exists exactly while the session does.
 	val := mustJSON(rec)
-	_, err = e.cli.Txn(octx).Then(
-		clientv3.OpPut(e.sessionKey(id), val, clientv3.WithLease(g.ID)),
-		clientv3.OpPut(e.sessionOwnerKey(owner, id), val, clientv3.WithLease(g.ID)),
-	).Commit()
+	err = e.retryNotApplied(ctx, func(octx context.Context) error {
+		_, err := e.cli.Txn(octx).Then(
+			clientv3.OpPut(e.sessionKey(id), val, clientv3.WithLease(g.ID)),
+			clientv3.OpPut(e.sessionOwnerKey(owner, id), val, clientv3.WithLease(g.ID)),
+		).Commit()
+		return err
+	})
 	if err != nil {
 		e.revokeLease(id)
 		err = e.etcdErr(ctx, "create session", err)
@@ -184,9 +192,10 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	if !mayActOn(ctx, rec.Credential) {
 		return nil, fmt.Errorf("renew session %s: %w", id, ErrNotOwner)
 	}
-	octx, done := e.op(ctx)
-	_, err = e.cli.KeepAliveOnce(octx, lid)
-	done()
+	err = e.retryNotApplied(ctx, func(octx context.Context) error {
+		_, err := e.cli.KeepAliveOnce(octx, lid)
+		return err
+	})
 	if err != nil {
 		if isLeaseNotFound(err) {
 			return nil, ErrSessionNotFound

@@ -56,7 +56,8 @@ const (
 
 // TestChaos runs the fault-injection suite once per seed: three baton
 // processes, clients on every node, and a nemesis that kills, pauses and
-// partitions members and pauses a client; then it checks the history.
+// partitions members, moves etcd's leadership and pauses a client; then it
+// checks the history.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection takes minutes")
@@ -231,9 +232,10 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 // nemesis injects one fault at a time until the run's duration is over,
 // and waits for the cluster to be whole again after each.
 func (r *run) nemesis(rng *rand.Rand) {
-	kinds := []string{"kill-leader", "kill-follower", "pause-member", "pause-client", "burst", "partition-leader"}
-	if !r.c.CanPartition() {
-		kinds = kinds[:len(kinds)-1]
+	kinds := []string{"kill-leader", "kill-follower", "pause-member", "pause-client", "move-leader", "burst"}
+	if r.c.CanPartition() {
+		kinds = append(kinds, "partition-leader")
+	} else {
 		r.logf("no network namespaces here: partitions are not injected")
 	}
 	// The first faults cover every kind, so that a short run still
@@ -266,6 +268,8 @@ func (r *run) nemesis(rng *rand.Rand) {
 			r.logf("SIGCONT %s", n.Name)
 		case "pause-client":
 			r.pauseClient(rng)
+		case "move-leader":
+			r.moveLeader(rng)
 		case "partition-leader":
 			r.partition(rng)
 		case "burst":
@@ -330,6 +334,33 @@ func (r *run) kill(rng *rand.Rand, leader bool) {
 			n.Name, took, got.Result, got.Status, got.Code, freeBound)
 	}
 	d.Release(ctx, orphan, got.OutToken)
+}
+
+// moveLeader hands etcd's leadership from member to member two to four
+// times in a row, 0.5 to 1.5 s apart, as an operator's move-leader (or a
+// leader's transfer as it shuts down) does. No process stops: every node
+// can answer all along, and for the time leadership moves etcd drops
+// proposals, refuses keep-alives as not primary and cancels reads; the
+// checks afterwards hold that nothing but 503 answered for it.
+func (r *run) moveLeader(rng *rand.Rand) {
+	n := 2 + rng.IntN(3)
+	for i := range n {
+		if i > 0 {
+			r.quiet(rng, 500*time.Millisecond, 1500*time.Millisecond)
+		}
+		l := r.leader()
+		to := (l + 1 + rng.IntN(len(r.c.Nodes)-1)) % len(r.c.Nodes)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := r.c.MoveLeader(ctx, to)
+		cancel()
+		if err != nil {
+			// etcd may refuse a transfer (to a member that lags, say):
+			// that is etcd's call, not a failure of baton's.
+			r.logf("move leadership %s -> %s: %v", r.c.Nodes[l].Name, r.c.Nodes[to].Name, err)
+			continue
+		}
+		r.logf("moved leadership %s -> %s", r.c.Nodes[l].Name, r.c.Nodes[to].Name)
+	}
 }
 
 // waitingAcquire asks for lock with wait and records it as an acquire.

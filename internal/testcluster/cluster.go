@@ -31,6 +31,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/testetcd"
 )
@@ -383,6 +386,50 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 		select {
 		case <-ctx.Done():
 			return -1, fmt.Errorf("no leader agreed on by a majority: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// MoveLeader hands etcd's leadership to node to, as an operator's
+// "etcdctl move-leader" does (Maintenance.MoveLeader, which etcd takes
+// from the current leader only), and waits until a majority of the running
+// nodes name it leader. It returns at once if to leads already.
+func (c *Cluster) MoveLeader(ctx context.Context, to int) error {
+	from, err := c.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	if from == to {
+		return nil
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{c.Nodes[from].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("etcd client of %s: %w", c.Nodes[from].Name, err)
+	}
+	defer cli.Close()
+	st, err := cli.Status(ctx, c.Nodes[to].ClientURL)
+	if err != nil {
+		return fmt.Errorf("etcd status of %s: %w", c.Nodes[to].Name, err)
+	}
+	if _, err := cli.MoveLeader(ctx, st.Header.MemberId); err != nil {
+		return fmt.Errorf("move etcd leadership from %s to %s: %w", c.Nodes[from].Name, c.Nodes[to].Name, err)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		l, err := c.Leader(ctx)
+		if err != nil {
+			return err
+		}
+		if l == to {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not lead after the transfer: %w", c.Nodes[to].Name, ctx.Err())
 		case <-tick.C:
 		}
 	}

@@ -1,0 +1,231 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	etcderrors "go.etcd.io/etcd/server/v3/etcdserver/errors"
+	"go.etcd.io/etcd/server/v3/lease"
+	"go.etcd.io/raft/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// What etcd answers while it cannot serve for now (a leader change, a
+// member restarting, a lost quorum), and which of those answers say that
+// nothing was written.
+//
+// The engine sees etcd's errors in three forms:
+//   - over gRPC, the status the server sent (the rpctypes.ErrGRPC* values,
+//     or code Unknown with the server error's message), which etcd's client
+//     turns into an rpctypes.EtcdError when it knows the message
+//     (clientv3.ContextError);
+//   - through the in-process client (v3client), the server error as v3rpc's
+//     togRPCError converts it (server/etcdserver/api/v3rpc/util.go): the
+//     same ErrGRPC* values for the errors in its table, a status with code
+//     Unknown and only the message for any other; then the client's same
+//     conversion. etcd's gRPC interceptors (ErrGRPCNotCapable, the
+//     require-leader check) do not run on this path;
+//   - the op context's own error, when OpTimeout passes, a term ends (see
+//     Engine.op) or the engine closes.
+//
+// Codes and exported values are matched wherever etcd gives one. A few
+// errors have neither in togRPCError's table: raft's ErrProposalDropped
+// and ErrStopped, the lessor's ErrNotPrimary and etcdserver's
+// ErrTimeoutLeaderTransfer. They reach the client, in-process and over
+// gRPC alike, as code Unknown with the message alone, so for them the
+// message is the only stable thing: it is compared with the exported
+// error's own text (never a copy of it), and TestIsUnavailable fails if
+// etcd ever changes how they arrive.
+
+// isUnavailable reports whether err is etcd failing to serve for now: no
+// leader, a leader change, a timeout, a member stopping or starting, a
+// lost connection, a full backend, a watch resumed from a compacted
+// revision. Such a request may be retried, and its caller gets
+// ErrUnavailable (503 with Retry-After); whether it took effect is unknown
+// unless notApplied says it did not.
+func isUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	switch codeOf(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
+		// No leader, leader changed, server stopped, the timeouts,
+		// unhealthy cluster, too many requests, no space, a connection
+		// refused or lost.
+		return true
+	}
+	if isEtcdErr(err, rpctypes.ErrGRPCNotLeader) || isEtcdErr(err, rpctypes.ErrGRPCCompacted) {
+		// A request that raced a leader change on a member that just
+		// stopped leading; a watch resumed from a revision compacted
+		// while it was away. Both carry codes (FailedPrecondition,
+		// OutOfRange) that also mean real refusals, so the value is
+		// matched, not the code.
+		return true
+	}
+	return notApplied(err) || isUnknownWith(err, raft.ErrStopped) || isUnknownWith(err, etcderrors.ErrTimeoutLeaderTransfer)
+}
+
+// notApplied reports whether err says that etcd refused the request
+// before it could take effect, so that sending it again cannot apply it
+// twice:
+//   - raft dropped the proposal (raft.ErrProposalDropped): the member knew
+//     no leader, or leadership was being transferred. It never entered the
+//     log. (etcd's server packages export no error of their own for it.)
+//   - the lessor is not primary (lease.ErrNotPrimary): a keep-alive
+//     reached a member that still thought it led, and whose leadership
+//     check failed; nothing was renewed.
+//   - the gRPC layer refused the call before any handler ran
+//     (rpctypes.ErrGRPCNotCapable: the member does not know the cluster's
+//     version yet, as just after a restart).
+//
+// Every error notApplied accepts, isUnavailable accepts.
+func notApplied(err error) bool {
+	if err == nil {
+		return false
+	}
+	return isUnknownWith(err, raft.ErrProposalDropped) || isUnknownWith(err, lease.ErrNotPrimary) ||
+		isEtcdErr(err, rpctypes.ErrGRPCNotCapable)
+}
+
+// isLeaseNotFound reports whether err says the lease does not exist (it
+// expired or was revoked), in each of the forms above.
+func isLeaseNotFound(err error) bool {
+	return err != nil && (isEtcdErr(err, rpctypes.ErrGRPCLeaseNotFound) || errors.Is(err, lease.ErrLeaseNotFound))
+}
+
+// statusOf returns the gRPC status that err is or wraps, with its own
+// message (status.FromError would give a wrapped one the whole chain's).
+func statusOf(err error) (*status.Status, bool) {
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &gs) {
+		if s := gs.GRPCStatus(); s != nil {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// codeOf returns the gRPC code that err carries: a status's, or that of
+// the rpctypes.EtcdError the client made of one; codes.Unknown if none.
+func codeOf(err error) codes.Code {
+	if s, ok := statusOf(err); ok {
+		return s.Code()
+	}
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code()
+	}
+	return codes.Unknown
+}
+
+// isEtcdErr reports whether err is, or wraps, grpcErr (one of the
+// rpctypes.ErrGRPC* values) in either of the forms a client returns: the
+// status itself (a status received over gRPC is equal to it, not the same
+// value, and errors.Is compares them as statuses), or the
+// rpctypes.EtcdError the client makes of it.
+func isEtcdErr(err, grpcErr error) bool {
+	if errors.Is(err, grpcErr) {
+		return true
+	}
+	ee := rpctypes.Error(grpcErr)
+	return ee != grpcErr && errors.Is(err, ee)
+}
+
+// isUnknownWith reports whether err is serverErr itself, or the status
+// with code Unknown and serverErr's message that togRPCError makes of a
+// server error outside its table.
+func isUnknownWith(err, serverErr error) bool {
+	if errors.Is(err, serverErr) {
+		return true
+	}
+	s, ok := statusOf(err)
+	return ok && s.Code() == codes.Unknown && s.Message() == serverErr.Error()
+}
+
+const (
+	// notAppliedRetries is how many more times one etcd call is sent
+	// after etcd refused it unapplied (notApplied), within its request.
+	notAppliedRetries = 2
+	// notAppliedPause is the longest first pause before such a retry; it
+	// doubles for the next. A leader transfer ends in a few heartbeats;
+	// a leader that died takes an election timeout (1 s by default) or
+	// more to replace, and then the request answers ErrUnavailable.
+	notAppliedPause = 100 * time.Millisecond
+)
+
+// retryNotApplied runs call, one etcd call, under a fresh op context (see
+// op) each time, and sends it again while etcd refuses it unapplied
+// (notApplied), at most notAppliedRetries more times. A retry goes out as
+// soon as the member knows a leader in a new term, or after a pause
+// (notAppliedPause, doubling), whichever is first. All tries together
+// take at most OpTimeout, as one call would: a retry never makes a
+// request answer ErrUnavailable later. It returns call's last error, for
+// the caller to turn into one of ours (etcdErr).
+//
+// Only notApplied errors are retried: after any other failure the call
+// may have taken effect (a timeout can come after the commit), and the
+// caller must be told so.
+func (e *Engine) retryNotApplied(ctx context.Context, call func(octx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+	defer cancel()
+	return e.retry(ctx, func(ctx context.Context) error {
+		octx, done := e.op(ctx)
+		defer done()
+		return call(octx)
+	})
+}
+
+// retryCleanup runs call, cleanup that must happen though its caller has
+// gone (ctx comes from cleanupCtx, which no term ends), and runs it again
+// as retryNotApplied does. A cleanup left undone around a leader change
+// would stay undone: a queue entry blocks the waiters behind it, and a
+// lease that should have been revoked is renewed by every new leader
+// (etcd renews every lease when it takes over). The retries are as few
+// as retryNotApplied's: cleanup runs before its request answers, and a
+// member without a leader refuses every try at once.
+func (e *Engine) retryCleanup(ctx context.Context, call func(ctx context.Context) error) error {
+	return e.retry(ctx, call)
+}
+
+// retry is retryNotApplied's and retryCleanup's loop.
+func (e *Engine) retry(ctx context.Context, call func(ctx context.Context) error) error {
+	pause := notAppliedPause
+	for try := 0; ; try++ {
+		term := *e.term.Load()
+		err := call(ctx)
+		if err == nil || try == notAppliedRetries || !notApplied(err) || !e.awaitLeader(ctx, term, pause) {
+			return err
+		}
+		pause *= 2
+	}
+}
+
+// awaitLeader waits until a term after term begins with a leader known
+// (Config.LeaderChanged, Config.HasLeader), or for d, and reports whether
+// a retry is worth it: false when ctx ended or the engine closed.
+func (e *Engine) awaitLeader(ctx context.Context, term context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-term.Done():
+		// A term ends when a new leader is known or when the member
+		// loses its leader: only in the first case is it time already.
+		if e.stop.Err() == nil && e.CheckLeader() != nil {
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			case <-e.stop.Done():
+			}
+		}
+	case <-t.C:
+	case <-ctx.Done():
+	case <-e.stop.Done():
+	}
+	return ctx.Err() == nil && e.stop.Err() == nil
+}
