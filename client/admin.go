@@ -11,15 +11,7 @@ import (
 // admin role with auth on), audited as delay_cleared with reason. It
 // returns ErrNotDelayed when the lock is under no delay.
 func (c *Client) ClearDelay(ctx context.Context, name, reason string) error {
-	q := url.Values{}
-	if reason != "" {
-		q.Set("reason", reason)
-	}
-	_, err := c.do(ctx, request{
-		op: fmt.Sprintf("clear the lock-delay of %q", name), method: http.MethodDelete,
-		path: "/v1/locks/" + pathEscape(name) + "/delay", query: q,
-	}, nil)
-	return err
+	return c.adminDelete(ctx, fmt.Sprintf("clear the lock-delay of %q", name), "/v1/locks/"+pathEscape(name)+"/delay", reason)
 }
 
 // ResetFenced removes a fenced register's value and its largest-token
@@ -27,13 +19,17 @@ func (c *Client) ClearDelay(ctx context.Context, name, reason string) error {
 // fence_reset with reason, so that the next write with any issued token is
 // accepted. It returns ErrNotFound when the resource holds nothing.
 func (c *Client) ResetFenced(ctx context.Context, resource, reason string) error {
+	return c.adminDelete(ctx, fmt.Sprintf("reset fenced %q", resource), "/v1/fenced/"+pathEscape(resource), reason)
+}
+
+// adminDelete sends an operator's DELETE with its audited reason. It is
+// not retried: a repeat after an answer lost on the way would be refused
+// (the first one did its work), and say so as an error.
+func (c *Client) adminDelete(ctx context.Context, op, path, reason string) error {
 	q := url.Values{}
 	if reason != "" {
 		q.Set("reason", reason)
 	}
-	_, err := c.do(ctx, request{
-		op: fmt.Sprintf("reset fenced %q", resource), method: http.MethodDelete,
-		path: "/v1/fenced/" + pathEscape(resource), query: q,
-	}, nil)
+	_, err := c.do(ctx, request{op: op, method: http.MethodDelete, path: path, query: q}, nil)
 	return err
 }
