@@ -126,7 +126,11 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 			req, _ := http.NewRequestWithContext(ctx, "GET", s.TS.URL+"/v1/events", nil)
 			resp, err := s.TS.Client().Do(req)
 			if err != nil {
-				t.Errorf("open stream: %v", err)
+				// The server counts a stream before its answer reaches the
+				// client: the drop may come first.
+				if ctx.Err() == nil {
+					t.Errorf("open stream: %v", err)
+				}
 				return
 			}
 			if resp.StatusCode != http.StatusOK {
