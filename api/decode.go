@@ -323,6 +323,17 @@ func intParam(q url.Values, name string, lo, hi int64) (int64, bool, error) {
 	return n, true, nil
 }
 
+// listQuery reads a listing's query: prefix, limit (0 when absent) and
+// cursor, and nothing else.
+func listQuery(c echo.Context) (url.Values, int, error) {
+	q, err := query(c, "prefix", "limit", "cursor")
+	if err != nil {
+		return nil, 0, err
+	}
+	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
+	return q, int(limit), err
+}
+
 // timeParam reads an optional RFC 3339 time query parameter.
 func timeParam(q url.Values, name string) (time.Time, error) {
 	s := q.Get(name)

@@ -345,15 +345,11 @@ func (a *API) getLock(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
-	q, err := query(c, "prefix", "limit", "cursor")
+	q, limit, err := listQuery(c)
 	if err != nil {
 		return err
 	}
-	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
-	if err != nil {
-		return err
-	}
-	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: int(limit)}
+	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
 	if cur := q.Get("cursor"); cur != "" {
 		if o.After, err = decodeCursor(cur); err != nil {
 			return err

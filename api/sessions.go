@@ -51,15 +51,11 @@ type SessionList struct {
 //	@Security		BearerAuth
 //	@Router			/v1/sessions [get]
 func (a *API) listSessions(c echo.Context) error {
-	q, err := query(c, "prefix", "limit", "cursor")
+	q, limit, err := listQuery(c)
 	if err != nil {
 		return err
 	}
-	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
-	if err != nil {
-		return err
-	}
-	o := lock.SessionListOptions{Prefix: q.Get("prefix"), Limit: int(limit)}
+	o := lock.SessionListOptions{Prefix: q.Get("prefix"), Limit: limit}
 	if cur := q.Get("cursor"); cur != "" {
 		// The engine checks the cursor's shape (owner, NUL, ID).
 		b, err := base64.RawURLEncoding.DecodeString(cur)

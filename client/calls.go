@@ -52,9 +52,8 @@ type ListOptions struct {
 	Cursor string
 }
 
-// Locks returns a page of held locks sorted by name, and the cursor of the
-// next page, empty on the last page. Retried.
-func (c *Client) Locks(ctx context.Context, o ListOptions) ([]LockInfo, string, error) {
+// query is o as a listing's query string.
+func (o ListOptions) query() url.Values {
 	q := url.Values{}
 	if o.Prefix != "" {
 		q.Set("prefix", o.Prefix)
@@ -65,6 +64,13 @@ func (c *Client) Locks(ctx context.Context, o ListOptions) ([]LockInfo, string, 
 	if o.Cursor != "" {
 		q.Set("cursor", o.Cursor)
 	}
+	return q
+}
+
+// Locks returns a page of held locks sorted by name, and the cursor of the
+// next page, empty on the last page. Retried.
+func (c *Client) Locks(ctx context.Context, o ListOptions) ([]LockInfo, string, error) {
+	q := o.query()
 	var w struct {
 		Locks      []wireLock `json:"locks"`
 		NextCursor string     `json:"next_cursor"`

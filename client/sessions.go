@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"strconv"
 )
 
 // Sessions returns a page of live sessions sorted by owner, then ID, and
@@ -12,16 +10,7 @@ import (
 // sessions whose owner starts with it. A listed session's Locks are nil:
 // the listing does not read them; GetSession does. Retried.
 func (c *Client) Sessions(ctx context.Context, o ListOptions) ([]Session, string, error) {
-	q := url.Values{}
-	if o.Prefix != "" {
-		q.Set("prefix", o.Prefix)
-	}
-	if o.Limit != 0 {
-		q.Set("limit", strconv.Itoa(o.Limit))
-	}
-	if o.Cursor != "" {
-		q.Set("cursor", o.Cursor)
-	}
+	q := o.query()
 	var w struct {
 		Sessions   []wireSession `json:"sessions"`
 		NextCursor string        `json:"next_cursor"`
