@@ -425,6 +425,24 @@ func sortedKeys(m map[string]string) []string {
 	return ks
 }
 
+// pages reads a listing page by page (at most 1,000 a page, the server's
+// bound) until limit items or the last page.
+func pages[T any](ctx context.Context, prefix string, limit int, page func(context.Context, client.ListOptions) ([]T, string, error)) ([]T, error) {
+	var all []T
+	cursor := ""
+	for {
+		items, next, err := page(ctx, client.ListOptions{Prefix: prefix, Cursor: cursor, Limit: min(limit-len(all), 1000)})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" || len(all) >= limit {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
 func listCmd(g *globals) *cobra.Command {
 	var prefix string
 	var limit int
@@ -437,18 +455,9 @@ func listCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var all []client.LockInfo
-			cursor := ""
-			for {
-				page, next, err := cl.Locks(cmd.Context(), client.ListOptions{Prefix: prefix, Cursor: cursor, Limit: min(limit-len(all), 1000)})
-				if err != nil {
-					return err
-				}
-				all = append(all, page...)
-				if next == "" || len(all) >= limit {
-					break
-				}
-				cursor = next
+			all, err := pages(cmd.Context(), prefix, limit, cl.Locks)
+			if err != nil {
+				return err
 			}
 			// The list answer carries no queues (they cost the server a
 			// read per lock), so each lock's comes from its own GET.

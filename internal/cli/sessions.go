@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/baton-dev/baton/client"
 )
 
 // sessionsListCmd is `baton sessions list`: live sessions by owner, as
@@ -28,18 +26,9 @@ func sessionsListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var all []client.Session
-			cursor := ""
-			for {
-				page, next, err := cl.Sessions(cmd.Context(), client.ListOptions{Prefix: prefix, Cursor: cursor, Limit: min(limit-len(all), 1000)})
-				if err != nil {
-					return err
-				}
-				all = append(all, page...)
-				if next == "" || len(all) >= limit {
-					break
-				}
-				cursor = next
+			all, err := pages(cmd.Context(), prefix, limit, cl.Sessions)
+			if err != nil {
+				return err
 			}
 			if g.json() {
 				out := make([]map[string]any, len(all))
