@@ -152,7 +152,7 @@ func (e *Error) Error() string {
 		msg = strings.TrimPrefix(msg, e.Op+": ")
 		b.WriteString(e.Op + ": ")
 	}
-	b.WriteString(msg)
+	b.WriteString(oneLine(msg))
 	fmt.Fprintf(&b, " (%d", e.Status)
 	if e.Code != "" {
 		b.WriteString(" " + e.Code)
@@ -201,6 +201,16 @@ type wireProblem struct {
 	Limit      int       `json:"limit"`
 }
 
+// oneLine folds every run of white space in s, line breaks included, into
+// one space: an error's text is one line whatever the server sent, so
+// that logs and the CLI's stderr keep one record per failure.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n\t\v\f") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
 // decodeError reads an error answer. Whatever the body, the result says
 // at least the status; a body that is not a problem document (a proxy's
 // HTML page, say) is quoted, briefly, as the detail.
@@ -237,11 +247,10 @@ func decodeError(resp *http.Response) *Error {
 // decodeProblem decodes a problem document into p, and reports whether it
 // is one.
 //
-// Fix (found by FuzzClient_ServerAnswers): a problem with one member of
-// an unexpected type (a holder whose ttl does not parse, say) was no
-// problem at all, so its code was lost and a lock_held from such a server
-// did not match ErrHeld. What says what went wrong is kept whenever it
-// reads: the code, title, detail and field.
+// A member of an unexpected type (a holder whose ttl does not parse, say)
+// does not make the document no problem at all: what says what went wrong
+// is kept whenever it reads (the code, title, detail and field), so that a
+// lock_held from such a server still matches ErrHeld.
 func decodeProblem(body []byte, p *wireProblem) bool {
 	if json.Unmarshal(body, p) == nil {
 		return true
