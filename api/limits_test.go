@@ -70,7 +70,7 @@ func TestCreateSession_BeyondTheCapGets429TooManySessions(t *testing.T) {
 }
 
 func TestEvents_BeyondTheStreamCapGets503TooManyStreams(t *testing.T) {
-	s := newCappedServer(t, func(c *lock.Config) { c.MaxSubscriptions = 1 })
+	s := newCappedServer(t, func(c *lock.Config) { c.MaxEventStreams = 1 })
 	s.Allow5xx.Store(true) // the 503 is the point
 	st := s.openStream(t, "", "")
 	r := s.Do("GET", "/v1/events", "")
@@ -134,7 +134,7 @@ func TestEvents_ClientThatStopsReadingIsDroppedAndResumesExactlyOnce(t *testing.
 		t.Fatalf("first message: %d %q %v, want the acquire of token %d", id, typ, ok, first.Token)
 	}
 	got = append(got, first.Token)
-	if n := s.Eng.Subscriptions(); n != 1 {
+	if n := s.Eng.EventStreams(); n != 1 {
 		t.Fatalf("%d streams held, want 1", n)
 	}
 
@@ -149,7 +149,7 @@ func TestEvents_ClientThatStopsReadingIsDroppedAndResumesExactlyOnce(t *testing.
 		cycles++
 		s.acquire(name, `{"owner":"w"}`)
 		testserver.WantStatus(t, s.Do("POST", "/v1/locks/"+name+"/revoke", `{"reason":"`+reason+`"}`), http.StatusNoContent)
-		return s.Eng.Subscriptions() == 0
+		return s.Eng.EventStreams() == 0
 	})
 	// What the server held for it is gone: the stream and its
 	// subscription, with its buffered events and its etcd watch.

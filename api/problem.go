@@ -94,7 +94,7 @@ var errorTable = []struct {
 	{lock.ErrTooManyLocks, problem.TooManyLocksInSession, 0},
 	{lock.ErrTooManySessions, problem.TooManySessions, 0},
 	{ErrTooManyClientStreams, problem.TooManyStreams, 0},
-	{lock.ErrTooManySubscriptions, problem.TooManyStreams, http.StatusServiceUnavailable},
+	{lock.ErrTooManyStreams, problem.TooManyStreams, http.StatusServiceUnavailable},
 	{ErrRateLimited, problem.RateLimited, 0},
 	{lock.ErrTooManyHeldLocks, problem.TooManyLocks, 0},
 	{lock.ErrTooManyFencedValues, problem.TooManyFencedValues, 0},
@@ -156,7 +156,7 @@ func Codes() []problem.Code {
 // ErrTooManyClientStreams means the client (an address or a credential)
 // holds as many event streams on this node as it may; the error is a
 // *lock.LimitError. It answers 429: the client clears it by closing one.
-// The node's own cap (lock.ErrTooManySubscriptions) answers 503, as
+// The node's own cap (lock.ErrTooManyStreams) answers 503, as
 // another node may have room.
 var ErrTooManyClientStreams = errors.New("too many event streams from this client")
 

@@ -87,7 +87,7 @@ func TestBurst_StreamsClosingTogetherLeaveTheNodeHearing(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 10*time.Second, "every subscription counted out", func() bool { return e.Subscriptions() == 0 })
+	eventually(t, 10*time.Second, "every subscription counted out", func() bool { return e.EventStreams() == 0 })
 	checkNodeHears(t, e)
 }
 

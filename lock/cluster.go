@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -71,7 +72,8 @@ func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
 // leader and a quorum) and takes writes (ErrNoSpace while etcd's NOSPACE
 // alarm is raised), and whether the engine hears etcd's watches (it wakes
 // waiters, feeds event streams and records expiries from them). It
-// answers within OpTimeout, or ctx's deadline.
+// answers within OpTimeout, or ctx's deadline: a deadline that passes
+// first is reported as ErrUnavailable, for that is what a probe asks.
 func (e *Engine) Ready(ctx context.Context) error {
 	if err := e.CheckLeader(); err != nil {
 		return err
@@ -82,6 +84,12 @@ func (e *Engine) Ready(ctx context.Context) error {
 	octx, done := e.op(ctx)
 	defer done()
 	if _, err := e.cli.Get(octx, e.recorderKey(), clientv3.WithCountOnly()); err != nil {
+		// A probe that gives etcd until a deadline and hears nothing by
+		// then has its answer: not ready. Only a caller that went away
+		// gets its own context's error.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("ready: %w: no answer to a linearizable read within the probe's deadline", ErrUnavailable)
+		}
 		return e.etcdErr(ctx, "linearizable read", err)
 	}
 	if e.NoSpace() {

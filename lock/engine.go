@@ -72,27 +72,20 @@ type Config struct {
 	// within one CountRefresh (never with one node), and a slot freed by
 	// a release or an expiry is offered again within it.
 	CountRefresh time.Duration
-	// NoSpace, when set, reports whether etcd's NOSPACE alarm is raised,
-	// from the embedded member's own alarm store. Without it the engine
-	// lists etcd's alarms every 10 s (a raft round each).
-	NoSpace func() bool
 	// BackendQuota is etcd's backend quota in bytes, for Recover to tell
 	// whether defragmenting freed enough; 0 means etcd's default, 2 GiB.
 	BackendQuota int64
-	// DefragmentLocal, when set, defragments the embedded member behind
-	// the in-process client, whose own Maintenance.Defragment cannot be
-	// used (embedetcd.Member.Defragment says why).
-	DefragmentLocal func() error
 	// DialMember, when set, returns a client of the etcd member reached at
 	// clientURLs, closed by the caller: Recover defragments every member
 	// through one, because the in-process client reaches only its own
 	// member. Without it, Recover reaches other members through the
 	// engine's client, which works only over external etcd.
 	DialMember func(ctx context.Context, clientURLs []string) (*clientv3.Client, error)
-	// MaxSubscriptions caps this engine's concurrent subscriptions (event
-	// streams): each holds a buffer of events (all share one etcd watch). The next
-	// Subscribe fails with ErrTooManySubscriptions. 0 means no cap.
-	MaxSubscriptions int
+	// MaxEventStreams caps this engine's concurrent event streams
+	// (subscriptions): each holds a buffer of events, and all share one
+	// etcd watch. The next Subscribe fails with ErrTooManyStreams. 0
+	// means no cap.
+	MaxEventStreams int
 	// WatchStallTimeout is how long one of the engine's etcd watches may
 	// go without a response, while it asks for progress notifications,
 	// before it is declared stalled and opened again (feed.go). The
@@ -100,29 +93,49 @@ type Config struct {
 	WatchStallTimeout time.Duration
 	// Logger receives the engine's logs; nil means slog.Default().
 	Logger *slog.Logger
-	// HasLeader, when set, reports whether the etcd member behind the
-	// client knows a leader. Requests fail fast with ErrUnavailable while
-	// it does not, instead of waiting OpTimeout for a proposal or a
-	// ReadIndex that cannot complete. The in-process client needs it: a
-	// remote client gets the same from etcd through WithRequireLeader.
-	HasLeader func() bool
-	// Stopped, when set, reports whether the embedded member has stopped.
-	// Local (serializable) reads and etcd's Status are not sent then: on a
-	// stopped member they read its closed backend and panic instead of
-	// failing.
-	Stopped func() bool
-	// LeaderChanged, when set, returns a channel that is closed when the
-	// member next learns of a new leader (etcd's LeaderChangedNotify; the
-	// loss of one is seen through HasLeader). The calls
-	// in flight then fail with ErrUnavailable at once: a proposal made
-	// under the old leader rarely survives the change, and a node cut off
-	// from the majority would otherwise hold each request for OpTimeout.
-	LeaderChanged func() <-chan struct{}
+	// Member is the embedded etcd member whose in-process client cli is
+	// (embedetcd.Member is one); nil means cli reaches etcd over the
+	// network. It is what tells the engine it runs on its own member:
+	// requests then fail fast with ErrUnavailable while the member knows
+	// no leader, a new leader ends the calls in flight, local reads see
+	// the engine's own writes, and NOSPACE and defragmenting go through
+	// the member (see EmbeddedMember).
+	Embedded EmbeddedMember
 
 	// recorderSaveEvery is how often the expiry recorder saves its cursor
 	// when it has moved; 0 means recorderSaveEvery's default. Tests
 	// shorten it (export_test.go).
 	recorderSaveEvery time.Duration
+}
+
+// EmbeddedMember is what the engine needs of the etcd member it is
+// embedded with, beyond the in-process client, which skips etcd's
+// interceptors and reaches no other member.
+type EmbeddedMember interface {
+	// HasLeader reports whether the member knows a leader. Requests fail
+	// fast with ErrUnavailable while it does not, instead of waiting
+	// OpTimeout for a proposal or a ReadIndex that cannot complete (a
+	// remote client gets the same from etcd through WithRequireLeader).
+	HasLeader() bool
+	// LeaderChanged returns a channel closed when the member next learns
+	// of a new leader (etcd's LeaderChangedNotify; the loss of one is seen
+	// through HasLeader). The calls in flight then fail with
+	// ErrUnavailable at once: a proposal made under the old leader rarely
+	// survives the change, and a node cut off from the majority would
+	// otherwise hold each request for OpTimeout.
+	LeaderChanged() <-chan struct{}
+	// IsStopped reports whether the member has stopped. Local
+	// (serializable) reads and etcd's Status are not sent then: on a
+	// stopped member they read its closed backend and panic instead of
+	// failing.
+	IsStopped() bool
+	// NoSpace reports whether etcd's NOSPACE alarm is raised, from the
+	// member's own alarm store; without one the engine lists etcd's
+	// alarms every alarmPoll (a raft round each).
+	NoSpace() bool
+	// Defragment defragments the member, whose in-process client cannot
+	// (embedetcd.Member.Defragment says why).
+	Defragment() error
 }
 
 // DefaultConfig returns the configuration of API.md.
@@ -147,7 +160,7 @@ func DefaultConfig() Config {
 		MaxWaitersPerLock:  1000,
 		MaxLocksPerSession: 0,
 		MaxSessions:        100000,
-		MaxSubscriptions:   1000,
+		MaxEventStreams:    1000,
 		WatchStallTimeout:  5 * time.Second,
 		// 200,000 locks are twice the bench's scale scenario (1,000
 		// sessions of 100 locks), about 680 MB of each node's memory and,
@@ -179,8 +192,8 @@ func (c Config) Validate() error {
 		return errors.New("lock: WaiterTTL must be at least 2s")
 	case c.WatchStallTimeout < 2*probeAfter:
 		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*probeAfter)
-	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxSubscriptions < 0:
-		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxSubscriptions must not be negative (0 means no cap)")
+	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxEventStreams < 0:
+		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxEventStreams must not be negative (0 means no cap)")
 	case c.MaxLocks < 0, c.MaxFencedValues < 0:
 		return errors.New("lock: MaxLocks and MaxFencedValues must not be negative (0 means no cap)")
 	case c.MaxFencedValueBytes <= 0:
@@ -214,7 +227,7 @@ type Engine struct {
 	waiters waiterLease
 	buckets bucketLease
 	leases  leasePool
-	// subs counts the subscriptions in progress (MaxSubscriptions).
+	// subs counts the subscriptions in progress (MaxEventStreams).
 	subs atomic.Int64
 
 	// term ends at the next leader change (Config.LeaderChanged), or
@@ -255,22 +268,21 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	rl := new(remoteLeader)
 	e.metrics = newMetrics(func() float64 {
 		known := rl.known.Load()
-		if cfg.HasLeader != nil {
-			known = cfg.HasLeader()
+		if cfg.Embedded != nil {
+			known = cfg.Embedded.HasLeader()
 		}
 		if known {
 			return 1
 		}
 		return 0
 	})
-	if cfg.HasLeader == nil {
+	if cfg.Embedded == nil {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
 			e.pollLeader(rl)
 		}()
-	}
-	if cfg.LeaderChanged != nil || cfg.HasLeader != nil {
+	} else {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
@@ -421,10 +433,10 @@ func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
 func (e *Engine) opIn(ctx, term context.Context) (context.Context, context.CancelFunc) {
 	// A remote etcd member with no leader then fails the call at once
 	// (ErrNoLeader) instead of holding it until the timeout. The
-	// in-process client skips etcd's interceptors, so with HasLeader set
-	// (an embedded member) the header would be an allocation per call for
-	// nothing: the terms below do that job.
-	if e.cfg.HasLeader == nil {
+	// in-process client skips etcd's interceptors, so on an embedded
+	// member the header would be an allocation per call for nothing: the
+	// terms below do that job.
+	if e.cfg.Embedded == nil {
 		ctx = clientv3.WithRequireLeader(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
@@ -440,12 +452,9 @@ func (e *Engine) opIn(ctx, term context.Context) (context.Context, context.Cance
 func (e *Engine) followLeader() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	hasLeader := func() bool { return e.cfg.HasLeader == nil || e.cfg.HasLeader() }
+	hasLeader := e.cfg.Embedded.HasLeader
 	for {
-		var changed <-chan struct{}
-		if e.cfg.LeaderChanged != nil {
-			changed = e.cfg.LeaderChanged()
-		}
+		changed := e.cfg.Embedded.LeaderChanged()
 		term, end := context.WithCancel(e.stop)
 		e.term.Store(&term)
 		led := hasLeader()
@@ -472,23 +481,22 @@ func (e *Engine) followLeader() {
 var errNoLeader = errors.New("no leader: this node's etcd member is cut off from the majority of its cluster, or an election is in progress")
 
 // memberStopped reports whether the embedded member has stopped
-// (Config.Stopped). Serializable reads must not be sent then: on a stopped
-// member they read its closed backend and panic, where linearizable ones
-// fail cleanly.
-func (e *Engine) memberStopped() bool { return e.cfg.Stopped != nil && e.cfg.Stopped() }
+// (EmbeddedMember.IsStopped). Serializable reads must not be sent then: on a
+// stopped member they read its closed backend and panic, where
+// linearizable ones fail cleanly.
+func (e *Engine) memberStopped() bool { return e.cfg.Embedded != nil && e.cfg.Embedded.IsStopped() }
 
 // ownMember reports whether the engine's client is the in-process client
-// of an embedded member that is running (Config.Stopped is set only
-// then). Such a member answers a write after applying it itself, so a
+// of an embedded member (Config.Embedded) that is running. Such a member answers a write after applying it itself, so a
 // local (serializable) read made after that answer sees the write and
 // everything committed before it, with no ReadIndex round. Over external
 // etcd the next read may go to another, lagging member.
-func (e *Engine) ownMember() bool { return e.cfg.Stopped != nil && !e.cfg.Stopped() }
+func (e *Engine) ownMember() bool { return e.cfg.Embedded != nil && !e.cfg.Embedded.IsStopped() }
 
 // CheckLeader returns an ErrUnavailable at once when the member behind the
-// engine knows no leader (Config.HasLeader), and nil otherwise.
+// engine knows no leader (EmbeddedMember.HasLeader), and nil otherwise.
 func (e *Engine) CheckLeader() error {
-	if e.cfg.HasLeader != nil && !e.cfg.HasLeader() {
+	if e.cfg.Embedded != nil && !e.cfg.Embedded.HasLeader() {
 		return fmt.Errorf("%w: %w", ErrUnavailable, errNoLeader)
 	}
 	return nil

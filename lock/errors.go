@@ -45,10 +45,10 @@ var (
 	// sessions already; the error is a *LimitError. It clears as sessions
 	// are deleted or expire: try later.
 	ErrTooManySessions = errors.New("too many sessions")
-	// ErrTooManySubscriptions means this engine serves
-	// Config.MaxSubscriptions subscriptions already; the error is a
-	// *LimitError. Another node may have room.
-	ErrTooManySubscriptions = errors.New("too many event subscriptions")
+	// ErrTooManyStreams means this engine serves Config.MaxEventStreams
+	// event streams (subscriptions) already; the error is a *LimitError.
+	// Another node may have room.
+	ErrTooManyStreams = errors.New("too many event streams")
 	// ErrNoSpace means etcd refused a write because its backend is full:
 	// its NOSPACE alarm is raised, and every write fails until an operator
 	// frees space and disarms it (Recover). Reads keep working. Nothing
@@ -127,11 +127,11 @@ func invalid(field, format string, args ...any) error {
 
 // LimitError is returned when a request would take a resource past one of
 // the Config caps (MaxWaitersPerLock, MaxLocksPerSession, MaxSessions,
-// MaxSubscriptions, MaxLocks, MaxFencedValues, MaxFencedValueBytes). It
+// MaxEventStreams, MaxLocks, MaxFencedValues, MaxFencedValueBytes). It
 // wrote nothing that stays behind.
 type LimitError struct {
 	// Err is the sentinel: ErrTooManyWaiters, ErrTooManyLocks,
-	// ErrTooManySessions, ErrTooManySubscriptions, ErrTooManyHeldLocks,
+	// ErrTooManySessions, ErrTooManyStreams, ErrTooManyHeldLocks,
 	// ErrTooManyFencedValues or ErrValueTooLarge.
 	Err error
 	// Limit is the cap that was reached.

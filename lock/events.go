@@ -84,11 +84,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if e.drain.Err() != nil {
 		return nil, ErrClosed
 	}
-	if n := e.subs.Add(1); e.cfg.MaxSubscriptions > 0 && n > int64(e.cfg.MaxSubscriptions) {
+	if n := e.subs.Add(1); e.cfg.MaxEventStreams > 0 && n > int64(e.cfg.MaxEventStreams) {
 		e.subs.Add(-1)
 		return nil, &LimitError{
-			Err: ErrTooManySubscriptions, Limit: e.cfg.MaxSubscriptions, RetryAfter: subscriptionsRetryAfter,
-			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", e.cfg.MaxSubscriptions),
+			Err: ErrTooManyStreams, Limit: e.cfg.MaxEventStreams, RetryAfter: streamsRetryAfter,
+			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", e.cfg.MaxEventStreams),
 		}
 	}
 	since := o.Since
@@ -167,12 +167,13 @@ func (f eventFilter) keep(ev Event) bool {
 	return (f.kind == "" || ev.Kind == f.kind) && (f.name == "" || ev.Name == f.name)
 }
 
-// subscriptionsRetryAfter is the hint given with ErrTooManySubscriptions.
-const subscriptionsRetryAfter = 5 * time.Second
+// streamsRetryAfter is the hint given with ErrTooManyStreams.
+const streamsRetryAfter = 5 * time.Second
 
-// Subscriptions is how many subscriptions the engine serves now: each
-// holds at most its Buffer of events; they share one etcd watch.
-func (e *Engine) Subscriptions() int { return int(e.subs.Load()) }
+// EventStreams is how many subscriptions (event streams) the engine
+// serves now: each holds at most its Buffer of events; they share one
+// etcd watch.
+func (e *Engine) EventStreams() int { return int(e.subs.Load()) }
 
 // replayPage bounds each read of a replay.
 const replayPage = 1000

@@ -122,7 +122,7 @@ func (f *feed) watch(stop context.Context) (reason string, err error) {
 	ctx, cancel := context.WithCancel(stop)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, "baton-watch", fmt.Sprintf("%s-%d", f.name, gen))
-	if e.cfg.HasLeader == nil {
+	if e.cfg.Embedded == nil {
 		// Remote etcd: a member that loses its leader ends the watch, so
 		// the feed does not hear a partitioned member's silence as news.
 		ctx = clientv3.WithRequireLeader(ctx)

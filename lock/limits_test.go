@@ -294,7 +294,7 @@ func TestCreateSession_ConcurrentCreatesSettleWithinTheCap(t *testing.T) {
 			cfg := lock.DefaultConfig()
 			cfg.MaxSessions = 5
 			if own {
-				cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+				cfg.Embedded = m
 			}
 			concurrentCreatesSettleWithinTheCap(t, startEngine(t, m, cfg), cfg.MaxSessions)
 		})
@@ -336,7 +336,7 @@ func concurrentCreatesSettleWithinTheCap(t *testing.T, e *lock.Engine, limit int
 }
 
 func TestSubscribe_BeyondTheCapIsRefusedUntilOneEnds(t *testing.T) {
-	e := newCappedEngine(t, func(c *lock.Config) { c.MaxSubscriptions = 2 })
+	e := newCappedEngine(t, func(c *lock.Config) { c.MaxEventStreams = 2 })
 	ctx := ctxT(t)
 	a, err := e.Subscribe(ctx, lock.SubscribeOptions{})
 	if err != nil {
@@ -348,15 +348,15 @@ func TestSubscribe_BeyondTheCapIsRefusedUntilOneEnds(t *testing.T) {
 	}
 	defer b.Close()
 	_, err = e.Subscribe(ctx, lock.SubscribeOptions{})
-	if le := asLimit(t, err, lock.ErrTooManySubscriptions); le.Limit != 2 || le.RetryAfter <= 0 {
+	if le := asLimit(t, err, lock.ErrTooManyStreams); le.Limit != 2 || le.RetryAfter <= 0 {
 		t.Fatalf("limit error %+v, want limit 2 and a retry hint", le)
 	}
-	if n := e.Subscriptions(); n != 2 {
+	if n := e.EventStreams(); n != 2 {
 		t.Fatalf("%d subscriptions counted, want 2", n)
 	}
 	a.Close()
 	drain(t, a)
-	eventually(t, 10*time.Second, "the closed subscription uncounted", func() bool { return e.Subscriptions() == 1 })
+	eventually(t, 10*time.Second, "the closed subscription uncounted", func() bool { return e.EventStreams() == 1 })
 	c, err := e.Subscribe(ctx, lock.SubscribeOptions{})
 	if err != nil {
 		t.Fatalf("subscribe after one ended: %v", err)
@@ -410,7 +410,7 @@ func TestSubscribe_DroppedReaderHoldsNoRegistrationEvenUnclosed(t *testing.T) {
 		_, streams := lock.HubRegistrations(e)
 		return streams == 0
 	})
-	if n := e.Subscriptions(); n != 0 {
+	if n := e.EventStreams(); n != 0 {
 		t.Fatalf("%d subscriptions counted after the drop, want 0", n)
 	}
 	if n := len(sub.C); n > 2 {

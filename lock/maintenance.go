@@ -188,8 +188,8 @@ func (e *Engine) Recover(ctx context.Context) (*RecoverResult, error) {
 func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (int64, error) {
 	cli, endpoint := e.cli, ""
 	switch {
-	case m.ID == local && e.cfg.DefragmentLocal != nil:
-		if err := e.cfg.DefragmentLocal(); err != nil {
+	case m.ID == local && e.cfg.Embedded != nil:
+		if err := e.cfg.Embedded.Defragment(); err != nil {
 			return 0, fmt.Errorf("recover: defragment member %s: %w (%v)", m.Name, ErrUnavailable, err)
 		}
 		// The in-process client's Status reaches its own member,
@@ -203,7 +203,7 @@ func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (in
 		return st.DbSize, nil
 	case m.ID == local && len(e.cli.Endpoints()) == 0:
 		// An in-process client has no endpoints; its Defragment panics.
-		return 0, fmt.Errorf("recover: defragment member %s: %w: the engine's in-process client needs Config.DefragmentLocal", m.Name, ErrUnavailable)
+		return 0, fmt.Errorf("recover: defragment member %s: %w: the engine's in-process client needs Config.Embedded", m.Name, ErrUnavailable)
 	case len(m.ClientURLs) == 0:
 		return 0, fmt.Errorf("recover: defragment member %s: %w: it has no client URL (not started yet?)", m.Name, ErrUnavailable)
 	case e.cfg.DialMember != nil:

@@ -239,7 +239,7 @@ func TestMetrics_HasLeaderFollowsTheEmbeddedMember(t *testing.T) {
 	t.Parallel()
 	m := testetcd.Start(t)
 	cfg := lock.DefaultConfig()
-	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+	cfg.Embedded = m
 	e := startEngine(t, m, cfg)
 	if v := metric(t, e, "baton_etcd_has_leader"); v != 1 {
 		t.Fatalf("has_leader %v on a ready single member, want 1", v)

@@ -42,12 +42,12 @@ func (e *Engine) noSpaceErr(what string, err error) error {
 }
 
 // NoSpace reports whether etcd's NOSPACE alarm is raised: from the
-// embedded member's own alarm store when Config.NoSpace is set, else as
+// embedded member's own alarm store (Config.Embedded), else as
 // this engine last saw it (a write refused for space, or the background
 // check of the alarm list, every alarmPoll).
 func (e *Engine) NoSpace() bool {
-	if e.cfg.NoSpace != nil {
-		return e.cfg.NoSpace()
+	if e.cfg.Embedded != nil {
+		return e.cfg.Embedded.NoSpace()
 	}
 	return e.space.alarm.Load()
 }
@@ -211,7 +211,7 @@ func (e *Engine) runSpace() {
 				_ = e.recount(e.stop, t)
 			}
 		}
-		if e.cfg.NoSpace == nil && time.Since(lastAlarm) >= alarmPoll {
+		if e.cfg.Embedded == nil && time.Since(lastAlarm) >= alarmPoll {
 			lastAlarm = time.Now()
 			e.pollAlarm()
 		}

@@ -45,7 +45,7 @@ func benchCreateSessionAt(b *testing.B, sessions int) {
 		}
 	}
 	cfg := lock.DefaultConfig()
-	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+	cfg.Embedded = m
 	e, err := lock.New(ctx, cli, cfg)
 	if err != nil {
 		b.Fatal(err)

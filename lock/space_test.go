@@ -295,8 +295,7 @@ func smallMember(t *testing.T) (*embedetcd.Member, lock.Config) {
 // cannot help: Recover says what holds the space and leaves the alarm.
 func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
 	m, cfg := smallMember(t)
-	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
-	cfg.NoSpace, cfg.DefragmentLocal = m.NoSpace, m.Defragment
+	cfg.Embedded = m
 	e := startEngine(t, m, cfg)
 	ctx := ctxT(t)
 	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})

@@ -17,12 +17,12 @@ func TestNode_LimitsReachTheEngineAndTheServer(t *testing.T) {
 	cfg.RateLimit, cfg.RateBurst = 0.01, 2
 	n := start(t, cfg)
 	got := n.Engine().Config()
-	if got.MaxWaitersPerLock != 7 || got.MaxLocksPerSession != 8 || got.MaxSessions != 9 || got.MaxSubscriptions != 10 {
-		t.Fatalf("engine caps %d/%d/%d/%d, want 7/8/9/10", got.MaxWaitersPerLock, got.MaxLocksPerSession, got.MaxSessions, got.MaxSubscriptions)
+	if got.MaxWaitersPerLock != 7 || got.MaxLocksPerSession != 8 || got.MaxSessions != 9 || got.MaxEventStreams != 10 {
+		t.Fatalf("engine caps %d/%d/%d/%d, want 7/8/9/10", got.MaxWaitersPerLock, got.MaxLocksPerSession, got.MaxSessions, got.MaxEventStreams)
 	}
-	if got.MaxLocks != 11 || got.MaxFencedValues != 12 || got.MaxFencedValueBytes != 13 || got.BackendQuota != 64<<20 || got.NoSpace == nil || got.DefragmentLocal == nil {
-		t.Fatalf("engine storage caps %d/%d/%d, quota %d, hooks %v/%v; want 11/12/13, 64 MiB and both hooks",
-			got.MaxLocks, got.MaxFencedValues, got.MaxFencedValueBytes, got.BackendQuota, got.NoSpace != nil, got.DefragmentLocal != nil)
+	if got.MaxLocks != 11 || got.MaxFencedValues != 12 || got.MaxFencedValueBytes != 13 || got.BackendQuota != 64<<20 || got.Embedded == nil {
+		t.Fatalf("engine storage caps %d/%d/%d, quota %d, member %v; want 11/12/13, 64 MiB and the embedded member",
+			got.MaxLocks, got.MaxFencedValues, got.MaxFencedValueBytes, got.BackendQuota, got.Embedded)
 	}
 	url := "http://" + n.Addr() + "/v1/cluster"
 	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {

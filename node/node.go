@@ -67,8 +67,7 @@ type Config struct {
 	// --quota-backend-bytes); 0 means etcd's default, 2 GiB. With
 	// --etcd-endpoints it tells baton the external cluster's quota.
 	EtcdQuotaBytes int64
-	// MaxEventStreams caps this node's event streams (lock.Config's
-	// MaxSubscriptions).
+	// MaxEventStreams caps this node's event streams (lock.Config).
 	MaxEventStreams int
 	// MaxEventStreamsPerAddress and MaxEventStreamsPerCredential cap the
 	// event streams of one client address and of one credential on this
@@ -147,7 +146,7 @@ func DefaultConfig() Config {
 		MaxWaitersPerLock:   lc.MaxWaitersPerLock,
 		MaxLocksPerSession:  lc.MaxLocksPerSession,
 		MaxSessions:         lc.MaxSessions,
-		MaxEventStreams:     lc.MaxSubscriptions,
+		MaxEventStreams:     lc.MaxEventStreams,
 
 		MaxEventStreamsPerAddress:    server.DefaultStreamsPerAddress,
 		MaxEventStreamsPerCredential: server.DefaultStreamsPerCredential,
@@ -267,13 +266,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	lc := lock.DefaultConfig()
 	lc.HistoryRetention = cfg.HistoryRetention
 	lc.MaxWaitersPerLock, lc.MaxLocksPerSession = cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession
-	lc.MaxSessions, lc.MaxSubscriptions = cfg.MaxSessions, cfg.MaxEventStreams
+	lc.MaxSessions, lc.MaxEventStreams = cfg.MaxSessions, cfg.MaxEventStreams
 	lc.MaxLocks, lc.MaxFencedValues, lc.MaxFencedValueBytes = cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes
 	lc.BackendQuota = cfg.EtcdQuotaBytes
 	lc.Logger = log
 	if n.member != nil {
-		lc.HasLeader, lc.Stopped, lc.LeaderChanged = n.member.HasLeader, n.member.IsStopped, n.member.LeaderChanged
-		lc.NoSpace, lc.DefragmentLocal, lc.DialMember = n.member.NoSpace, n.member.Defragment, dialMember(clientTLS)
+		lc.Embedded, lc.DialMember = n.member, dialMember(clientTLS)
 	}
 	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ func startLogged(t *testing.T, accessLog bool) *logged {
 	logger := slog.New(slog.NewJSONHandler(lb, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := lock.DefaultConfig()
 	cfg.Logger = logger
-	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+	cfg.Embedded = m
 	eng, err := lock.New(context.Background(), m.Client(), cfg)
 	if err != nil {
 		t.Fatal(err)

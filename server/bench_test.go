@@ -42,7 +42,7 @@ func benchServer(b *testing.B, level slog.Level) (*lock.Engine, http.Handler) {
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: level}))
 	cfg := lock.DefaultConfig()
 	cfg.Logger = log
-	cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
+	cfg.Embedded = m
 	eng, err := lock.New(context.Background(), m.Client(), cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -115,7 +115,7 @@ func New(cfg Config) *Server {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "baton_event_streams",
 		Help: "Event streams (GET /v1/events) this node serves now.",
-	}, func() float64 { return float64(cfg.Engine.Subscriptions()) }))
+	}, func() float64 { return float64(cfg.Engine.EventStreams()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "baton_etcd_nospace",
 		Help: "1 while etcd's NOSPACE alarm is raised: the data store is full and every write answers 507 until \"baton maintenance recover\".",
@@ -312,7 +312,7 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	cfg := s.eng.Config()
 	for name, v := range map[string]int{
 		"max_sessions": cfg.MaxSessions, "max_waiters_per_lock": cfg.MaxWaitersPerLock,
-		"max_locks_per_session": cfg.MaxLocksPerSession, "max_event_streams": cfg.MaxSubscriptions,
+		"max_locks_per_session": cfg.MaxLocksPerSession, "max_event_streams": cfg.MaxEventStreams,
 		"max_locks": cfg.MaxLocks, "max_fenced_values": cfg.MaxFencedValues, "max_fenced_value_bytes": cfg.MaxFencedValueBytes,
 	} {
 		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(v), name)

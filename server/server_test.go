@@ -122,7 +122,7 @@ func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
 		`baton_limit{name="max_sessions"}`:          float64(lock.DefaultConfig().MaxSessions),
 		`baton_limit{name="max_waiters_per_lock"}`:  float64(lock.DefaultConfig().MaxWaitersPerLock),
 		`baton_limit{name="max_locks_per_session"}`: float64(lock.DefaultConfig().MaxLocksPerSession),
-		`baton_limit{name="max_event_streams"}`:     float64(lock.DefaultConfig().MaxSubscriptions),
+		`baton_limit{name="max_event_streams"}`:     float64(lock.DefaultConfig().MaxEventStreams),
 		`baton_acquire_duration_seconds_count{result="acquired",waited="false"}`: 1,
 		`baton_acquire_duration_seconds_count{result="held",waited="false"}`:     1,
 	} {
@@ -260,15 +260,24 @@ func TestQuorumLost_ReadyzAndRequestsAnswer503WithinTheirTimeouts(t *testing.T) 
 	testserver.WantStatus(t, s.Do("GET", "/healthz", ""), http.StatusOK)
 }
 
+// leaderSwitch is an embedded member whose leader the test takes away.
+type leaderSwitch struct {
+	*embedetcd.Member
+	has *atomic.Bool
+}
+
+func (l leaderSwitch) HasLeader() bool { return l.has.Load() }
+
 // A node whose member knows no leader (cut off from the majority, or in
 // an election) answers 503 at once instead of waiting for a proposal that
 // cannot commit, writes nothing, and still shows /v1/cluster.
 func TestNoLeader_RequestsAnswer503AtOnceAndClusterStillAnswers(t *testing.T) {
 	var hasLeader atomic.Bool
 	hasLeader.Store(true)
+	m := testetcd.Start(t)
 	cfg := lock.DefaultConfig()
-	cfg.HasLeader = hasLeader.Load
-	s := testserver.StartOn(t, testetcd.Start(t), cfg)
+	cfg.Embedded = leaderSwitch{m, &hasLeader}
+	s := testserver.StartOn(t, m, cfg)
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/before", `{"owner":"w"}`), http.StatusCreated)
 
 	hasLeader.Store(false)

@@ -12,7 +12,7 @@ import (
 )
 
 // StreamLimits cap the event streams one client holds open on this node,
-// beside the node's own cap (lock.Config.MaxSubscriptions): without them
+// beside the node's own cap (lock.Config.MaxEventStreams): without them
 // one client could take every slot, and every other client would get 503.
 type StreamLimits struct {
 	// PerAddress caps the streams of one client address (an IPv6 /64, as

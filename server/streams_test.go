@@ -142,9 +142,9 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 		}()
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for s.Eng.Subscriptions() < 1000 {
+	for s.Eng.EventStreams() < 1000 {
 		if time.Now().After(deadline) || t.Failed() {
-			t.Fatalf("%d of 1000 streams open", s.Eng.Subscriptions())
+			t.Fatalf("%d of 1000 streams open", s.Eng.EventStreams())
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition
 	}
@@ -156,9 +156,9 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 	}
 	cancel()
 	wg.Wait()
-	for s.Eng.Subscriptions() != 0 {
+	for s.Eng.EventStreams() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("baton_event_streams stuck at %d after every client left", s.Eng.Subscriptions())
+			t.Fatalf("baton_event_streams stuck at %d after every client left", s.Eng.EventStreams())
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition
 	}

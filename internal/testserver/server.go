@@ -134,9 +134,8 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config, opts ...Option)
 	}
 	cfg.Logger = logger
 	// As node.Start does for its member.
-	if cfg.HasLeader == nil {
-		cfg.HasLeader, cfg.Stopped, cfg.LeaderChanged = m.HasLeader, m.IsStopped, m.LeaderChanged
-		cfg.NoSpace, cfg.DefragmentLocal = m.NoSpace, m.Defragment
+	if cfg.Embedded == nil {
+		cfg.Embedded = m
 	}
 	eng, err := lock.New(context.Background(), m.Client(), cfg)
 	if err != nil {
