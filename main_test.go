@@ -37,9 +37,8 @@ func TestApplyEnv_FlagsWinOverEnvironment(t *testing.T) {
 	t.Setenv("BATON_DATA_DIR", "/from/env")
 	t.Setenv("BATON_HISTORY_RETENTION", "1h")
 	cfg := node.DefaultConfig()
-	var endpoints string
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	addServeFlags(fs, &cfg, &endpoints)
+	addServeFlags(fs, &cfg)
 	if err := fs.Parse([]string{"--data-dir", "/from/flag"}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +59,8 @@ func TestApplyEnv_FlagsWinOverEnvironment(t *testing.T) {
 func TestApplyEnv_RejectsBadValues(t *testing.T) {
 	t.Setenv("BATON_HISTORY_RETENTION", "soon")
 	cfg := node.DefaultConfig()
-	var endpoints string
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	addServeFlags(fs, &cfg, &endpoints)
+	addServeFlags(fs, &cfg)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +75,8 @@ func TestAccessLogFlag_IsOnByDefaultAndOffByItsEnvironmentTwin(t *testing.T) {
 		t.Fatal("the access log is off by default")
 	}
 	t.Setenv("BATON_ACCESS_LOG", "false")
-	var endpoints string
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	addServeFlags(fs, &cfg, &endpoints)
+	addServeFlags(fs, &cfg)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +134,8 @@ func TestAllowedHostsFlag_IsAListFromTheFlagOrItsEnvironmentTwin(t *testing.T) {
 	parse := func(args ...string) node.Config {
 		t.Helper()
 		cfg := node.DefaultConfig()
-		var endpoints string
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		addServeFlags(fs, &cfg, &endpoints)
+		addServeFlags(fs, &cfg)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/server"
 )
 
 func TestNode_LimitsReachTheEngineAndTheServer(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession, cfg.MaxSessions, cfg.MaxEventStreams = 7, 8, 9, 10
-	cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes, cfg.EtcdQuotaBytes = 11, 12, 13, 64<<20
-	cfg.RateLimit, cfg.RateBurst = 0.01, 2
+	cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes, cfg.BackendQuota = 11, 12, 13, 64<<20
+	cfg.RateLimit = server.RateLimit{Rate: 0.01, Burst: 2}
 	n := start(t, cfg)
 	got := n.Engine().Config()
 	if got.MaxWaitersPerLock != 7 || got.MaxLocksPerSession != 8 || got.MaxSessions != 9 || got.MaxEventStreams != 10 {
@@ -34,7 +35,7 @@ func TestNode_LimitsReachTheEngineAndTheServer(t *testing.T) {
 
 func TestNode_DefaultsLeaveRatesUnlimitedAndCapsOnButLocksPerSession(t *testing.T) {
 	cfg := node.DefaultConfig()
-	if cfg.RateLimit != 0 || cfg.CredentialRateLimit != 0 {
+	if cfg.RateLimit.Rate != 0 || cfg.CredentialRateLimit.Rate != 0 {
 		t.Fatalf("rate limits %v/%v by default, want off", cfg.RateLimit, cfg.CredentialRateLimit)
 	}
 	// The bench's scale scenario holds 1,000 sessions of 100 locks and its
@@ -50,7 +51,7 @@ func TestNode_DefaultsLeaveRatesUnlimitedAndCapsOnButLocksPerSession(t *testing.
 
 func TestNode_NegativeRateLimitIsRefused(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.RateLimit = -1
+	cfg.RateLimit.Rate = -1
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if n, err := node.Start(ctx, cfg); err == nil || n != nil || !strings.Contains(err.Error(), "rate-limit") {

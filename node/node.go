@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/auth"
@@ -21,141 +22,6 @@ import (
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
 )
-
-// Config describes a node; the fields mirror the command-line flags.
-type Config struct {
-	HTTPAddr       string
-	DataDir        string
-	Name           string
-	PeerURL        string
-	ClientURL      string
-	InitialCluster string
-	// ListenPeerURL and ListenClientURL override where etcd listens;
-	// empty means PeerURL and ClientURL.
-	ListenPeerURL, ListenClientURL string
-	// InitialClusterState is "new" to form a cluster, "existing" to join
-	// one that a "baton member add" made room in. Only the first start on
-	// an empty data dir reads it.
-	InitialClusterState string
-	// EtcdEndpoints, when set, makes the node a client of that etcd
-	// cluster instead of embedding a member.
-	EtcdEndpoints []string
-	// LogLevel is baton's: debug, info, warn or error. etcd's own logs stay
-	// at warn unless it is debug.
-	LogLevel         string
-	HistoryRetention time.Duration
-	ShutdownTimeout  time.Duration
-	// AccessLog writes one info line per HTTP request (server.Config).
-	AccessLog bool
-	// RateLimit and RateBurst limit each client address (requests per
-	// second, 0 = off; burst 0 = one second's worth).
-	RateLimit float64
-	RateBurst int
-	// CredentialRateLimit and CredentialRateBurst limit each credential.
-	CredentialRateLimit float64
-	CredentialRateBurst int
-	// Caps; 0 means none. See lock.Config.
-	MaxWaitersPerLock  int
-	MaxLocksPerSession int
-	MaxSessions        int
-	// MaxLocks, MaxFencedValues and MaxFencedValueBytes bound what clients
-	// can make etcd store (lock.Config).
-	MaxLocks            int
-	MaxFencedValues     int
-	MaxFencedValueBytes int
-	// EtcdQuotaBytes is the embedded member's backend quota (etcd's
-	// --quota-backend-bytes); 0 means etcd's default, 2 GiB. With
-	// --etcd-endpoints it tells baton the external cluster's quota.
-	EtcdQuotaBytes int64
-	// MaxEventStreams caps this node's event streams (lock.Config).
-	MaxEventStreams int
-	// MaxEventStreamsPerAddress and MaxEventStreamsPerCredential cap the
-	// event streams of one client address and of one credential on this
-	// node (server.StreamLimits); 0 means no cap.
-	MaxEventStreamsPerAddress, MaxEventStreamsPerCredential int
-	// AllowedHosts are the Host names the HTTP API answers, any port
-	// (server.Config.AllowedHosts; server.AnyHost for any); others get 421
-	// host_not_allowed. Empty means server.DefaultAllowedHosts(HTTPAddr):
-	// the loopback names on a loopback address, else any.
-	AllowedHosts []string
-	// AuthFile, when set, turns authentication on with the credentials
-	// of this file (see package auth); Reload reads it again.
-	AuthFile string
-	// Logger overrides the logger built from LogLevel.
-	Logger *slog.Logger
-
-	// TLSCertFile and TLSKeyFile, when set, make the HTTP API HTTPS only
-	// (TLS 1.2 or later, Go's default cipher suites): a plain HTTP request
-	// on HTTPAddr is refused at the handshake. ReloadTLS reads them again.
-	TLSCertFile, TLSKeyFile string
-	// TLSClientCAFile makes the API require a client certificate signed by
-	// a CA of this PEM file (read once, at start).
-	TLSClientCAFile string
-
-	// PeerCertFile, PeerKeyFile and PeerTrustedCAFile put the embedded
-	// member's traffic with other members on TLS; see
-	// embedetcd.Config.PeerTLSInfo. With PeerTrustedCAFile every peer must
-	// present a certificate that CA signed (etcd's rule). PeerClientCertAuth
-	// requires client certificates without a CA too, verified against the
-	// system's roots. PeerAutoTLS uses a self-signed certificate instead:
-	// encrypted, not authenticated.
-	PeerCertFile, PeerKeyFile, PeerTrustedCAFile string
-	PeerClientCertAuth                           bool
-	PeerAutoTLS                                  bool
-	// ClientCertFile, ClientKeyFile, ClientTrustedCAFile and ClientAutoTLS
-	// do the same for the embedded member's client URL (etcdctl, "baton
-	// member"); with ClientTrustedCAFile every client must present a
-	// certificate that CA signed. With AuthFile the client URL is served
-	// only with ClientTrustedCAFile (ServesClientTCP).
-	ClientCertFile, ClientKeyFile, ClientTrustedCAFile string
-	ClientAutoTLS                                      bool
-	// ClientJSONGateway serves etcd's HTTP/JSON gateway on the client URL
-	// (embedetcd.Config.JSONGateway), for tools that speak etcd's JSON.
-	ClientJSONGateway bool
-	// EtcdCACertFile, EtcdCertFile and EtcdKeyFile are for EtcdEndpoints
-	// (https://): the CA that verifies them (in place of the system's
-	// roots), and a client certificate.
-	EtcdCACertFile, EtcdCertFile, EtcdKeyFile string
-}
-
-// ServesClientTCP reports whether the embedded member listens on
-// ClientURL. The client port speaks etcd's API with none of baton's
-// authentication, so with AuthFile it is served only to clients with a
-// certificate of ClientTrustedCAFile; without one, and with an empty
-// ClientURL, the member serves its client API on the unix socket
-// embedetcd.SocketPath(DataDir) alone, for tools on this machine.
-func (c Config) ServesClientTCP() bool {
-	return c.ClientURL != "" && (c.AuthFile == "" || c.ClientTrustedCAFile != "")
-}
-
-// DefaultConfig returns the defaults of API.md's command-line section.
-func DefaultConfig() Config {
-	e := embedetcd.NewConfig()
-	lc := lock.DefaultConfig()
-	return Config{
-		HTTPAddr:            "127.0.0.1:8080",
-		DataDir:             "./baton-data",
-		Name:                e.Name,
-		PeerURL:             e.PeerURL,
-		ClientURL:           e.ClientURL,
-		InitialClusterState: e.ClusterState,
-		LogLevel:            "info",
-		HistoryRetention:    lock.DefaultConfig().HistoryRetention,
-		ShutdownTimeout:     10 * time.Second,
-		AccessLog:           true,
-		MaxWaitersPerLock:   lc.MaxWaitersPerLock,
-		MaxLocksPerSession:  lc.MaxLocksPerSession,
-		MaxSessions:         lc.MaxSessions,
-		MaxEventStreams:     lc.MaxEventStreams,
-
-		MaxEventStreamsPerAddress:    server.DefaultStreamsPerAddress,
-		MaxEventStreamsPerCredential: server.DefaultStreamsPerCredential,
-		MaxLocks:                     lc.MaxLocks,
-		MaxFencedValues:              lc.MaxFencedValues,
-		MaxFencedValueBytes:          lc.MaxFencedValueBytes,
-		EtcdQuotaBytes:               2 << 30,
-	}
-}
 
 // Node is a running baton node.
 type Node struct {
@@ -180,112 +46,160 @@ type Node struct {
 // and returns once the node answers requests. On error, everything it
 // started is stopped again.
 func Start(ctx context.Context, cfg Config) (n *Node, err error) {
-	log := cfg.Logger
-	if log == nil {
-		var lvl slog.Level
-		if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-			return nil, fmt.Errorf("log level %q: want debug, info, warn or error", cfg.LogLevel)
-		}
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	log, err := cfg.logger()
+	if err != nil {
+		return nil, err
 	}
+	cfg.Logger = log
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	// Every file is read before anything starts: a bad one fails the start
 	// at once, naming its flag and file.
-	httpCert, httpTLS, err := cfg.httpTLS()
+	files, err := cfg.readFiles(log)
 	if err != nil {
 		return nil, err
 	}
-	etcdTLS, err := cfg.etcdClientTLS()
-	if err != nil {
-		return nil, err
-	}
-	peerTLS, clientTLS, err := cfg.memberTLS()
-	if err != nil {
-		return nil, err
-	}
-	var store *auth.Store
-	if cfg.AuthFile != "" {
-		if store, err = auth.Load(cfg.AuthFile); err != nil {
-			return nil, err
-		}
-		warnLooseMode(log, cfg.AuthFile)
-	}
-	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2), httpCert: httpCert, auth: store}
-	// Fix (found by testcluster, a node whose start failed panicked):
-	// "return nil, err" sets n to nil before deferred calls run, so the
-	// cleanup must hold its own reference.
+	n = &Node{cfg: cfg, log: log, errc: make(chan error, 2), httpCert: files.httpCert, auth: files.auth}
+	// The cleanup holds its own reference to the node: a failing
+	// "return nil, err" sets n to nil before deferred calls run.
 	started := n
 	defer func() {
 		if err != nil {
 			started.Close()
 		}
 	}()
+	cli, err := n.startEtcd(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.startEngine(ctx, cli, files.clientTLS); err != nil {
+		return nil, err
+	}
+	hosts, err := n.serveHTTP(files.httpTLS)
+	if err != nil {
+		return nil, err
+	}
+	n.logServing(hosts)
+	n.started.Store(true)
+	return n, nil
+}
 
-	var cli *clientv3.Client
+// logger is cfg.Logger, or else a text logger to stderr at LogLevel.
+func (c Config) logger() (*slog.Logger, error) {
+	if c.Logger != nil {
+		return c.Logger, nil
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// startFiles is what Start reads before it starts anything.
+type startFiles struct {
+	httpCert           *tlsfiles.KeyPair // nil without --tls-cert
+	httpTLS, etcdTLS   *tls.Config
+	peerTLS, clientTLS transport.TLSInfo
+	auth               *auth.Store // nil without --auth-file
+}
+
+func (c Config) readFiles(log *slog.Logger) (f startFiles, err error) {
+	if f.httpCert, f.httpTLS, err = c.httpTLS(); err != nil {
+		return f, err
+	}
+	if f.etcdTLS, err = c.etcdClientTLS(); err != nil {
+		return f, err
+	}
+	if f.peerTLS, f.clientTLS, err = c.memberTLS(); err != nil {
+		return f, err
+	}
+	if c.AuthFile != "" {
+		if f.auth, err = auth.Load(c.AuthFile); err != nil {
+			return f, err
+		}
+		warnLooseMode(log, c.AuthFile)
+	}
+	return f, nil
+}
+
+// startEtcd connects to EtcdEndpoints, or else starts the embedded
+// member, and returns the engine's client.
+func (n *Node) startEtcd(ctx context.Context, files startFiles) (*clientv3.Client, error) {
+	cfg := n.cfg
 	if len(cfg.EtcdEndpoints) > 0 {
-		cli, err = clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Context: ctx, TLS: etcdTLS})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.EtcdEndpoints, DialTimeout: 5 * time.Second, Context: ctx, TLS: files.etcdTLS})
 		if err != nil {
 			return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(cfg.EtcdEndpoints, ","), err)
 		}
 		n.extCli = cli
-	} else {
-		ec := embedetcd.NewConfig()
-		ec.Name, ec.Dir = cfg.Name, cfg.DataDir
-		ec.PeerURL, ec.InitialCluster = cfg.PeerURL, cfg.InitialCluster
-		ec.ClusterState = cfg.InitialClusterState
-		ec.ListenPeerURL = cfg.ListenPeerURL
-		ec.PeerTLSInfo, ec.PeerAutoTLS = peerTLS, cfg.PeerAutoTLS
-		ec.JSONGateway = cfg.ClientJSONGateway
-		ec.AllowedHosts = cfg.AllowedHosts
-		if cfg.ServesClientTCP() {
-			ec.ClientURL, ec.ListenClientURL = cfg.ClientURL, cfg.ListenClientURL
-			ec.ClientTLSInfo, ec.ClientAutoTLS = clientTLS, cfg.ClientAutoTLS
-		} else {
-			ec.ClientURL, ec.ClientSocket = "", true
-			why := "--client-url is empty"
-			if cfg.ClientURL != "" {
-				why = "with --auth-file it is served only with --client-trusted-ca"
-			}
-			log.Info("etcd client port not served over TCP; baton member and snapshot save reach this member through its socket",
-				"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
-		}
-		ec.QuotaBackendBytes = cfg.EtcdQuotaBytes
-		if cfg.LogLevel == "debug" {
-			ec.LogLevel = "debug"
-		}
-		n.member, err = embedetcd.Start(ctx, ec)
-		if err != nil {
-			return nil, err
-		}
-		cli = n.member.Client()
-		go n.watchMember()
+		return cli, nil
 	}
+	m, err := embedetcd.Start(ctx, n.memberConfig(files))
+	if err != nil {
+		return nil, err
+	}
+	n.member = m
+	go n.watchMember()
+	return m.Client(), nil
+}
 
-	lc := lock.DefaultConfig()
-	lc.HistoryRetention = cfg.HistoryRetention
-	lc.MaxWaitersPerLock, lc.MaxLocksPerSession = cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession
-	lc.MaxSessions, lc.MaxEventStreams = cfg.MaxSessions, cfg.MaxEventStreams
-	lc.MaxLocks, lc.MaxFencedValues, lc.MaxFencedValueBytes = cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes
-	lc.BackendQuota = cfg.EtcdQuotaBytes
-	lc.Logger = log
+// memberConfig is the embedded member's configuration.
+func (n *Node) memberConfig(files startFiles) embedetcd.Config {
+	cfg := n.cfg
+	ec := embedetcd.NewConfig()
+	ec.Name, ec.Dir = cfg.Name, cfg.DataDir
+	ec.PeerURL, ec.InitialCluster = cfg.PeerURL, cfg.InitialCluster
+	ec.ClusterState = cfg.InitialClusterState
+	ec.ListenPeerURL = cfg.ListenPeerURL
+	ec.PeerTLSInfo, ec.PeerAutoTLS = files.peerTLS, cfg.PeerAutoTLS
+	ec.JSONGateway = cfg.ClientJSONGateway
+	ec.AllowedHosts = cfg.AllowedHosts
+	if cfg.ServesClientTCP() {
+		ec.ClientURL, ec.ListenClientURL = cfg.ClientURL, cfg.ListenClientURL
+		ec.ClientTLSInfo, ec.ClientAutoTLS = files.clientTLS, cfg.ClientAutoTLS
+	} else {
+		ec.ClientURL, ec.ClientSocket = "", true
+		why := "--client-url is empty"
+		if cfg.ClientURL != "" {
+			why = "with --auth-file it is served only with --client-trusted-ca"
+		}
+		n.log.Info("etcd client port not served over TCP; baton member and snapshot save reach this member through its socket",
+			"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
+	}
+	ec.QuotaBackendBytes = cfg.BackendQuota
+	if cfg.LogLevel == "debug" {
+		ec.LogLevel = "debug"
+	}
+	return ec
+}
+
+// startEngine starts the lock engine on cli with the node's lock.Config,
+// telling it whether it runs on the node's own member.
+func (n *Node) startEngine(ctx context.Context, cli *clientv3.Client, clientTLS transport.TLSInfo) (err error) {
+	lc := n.cfg.Config
+	lc.Embedded, lc.DialMember = nil, nil
 	if n.member != nil {
 		lc.Embedded, lc.DialMember = n.member, dialMember(clientTLS)
 	}
-	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
-		return nil, err
-	}
+	n.eng, err = lock.New(ctx, cli, lc)
+	return err
+}
+
+// serveHTTP starts the HTTP server on HTTPAddr (over TLS with httpTLS)
+// and returns the Host names it answers; none means any.
+func (n *Node) serveHTTP(httpTLS *tls.Config) ([]string, error) {
+	cfg := n.cfg
 	hosts := cfg.AllowedHosts
 	if len(hosts) == 0 {
 		hosts = server.DefaultAllowedHosts(cfg.HTTPAddr)
 	}
 	n.srv = server.New(server.Config{
-		Engine: n.eng, Logger: log, AccessLog: cfg.AccessLog, Auth: n.auth, AllowedHosts: hosts,
-		RateLimit:           server.RateLimit{Rate: cfg.RateLimit, Burst: cfg.RateBurst},
-		CredentialRateLimit: server.RateLimit{Rate: cfg.CredentialRateLimit, Burst: cfg.CredentialRateBurst},
-		StreamLimits:        server.StreamLimits{PerAddress: cfg.MaxEventStreamsPerAddress, PerCredential: cfg.MaxEventStreamsPerCredential},
+		Engine: n.eng, Logger: n.log, AccessLog: cfg.AccessLog, Auth: n.auth, AllowedHosts: hosts,
+		RateLimit: cfg.RateLimit, CredentialRateLimit: cfg.CredentialRateLimit, StreamLimits: cfg.StreamLimits,
 	})
+	var err error
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
@@ -297,19 +211,21 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			n.errc <- fmt.Errorf("http server: %w", err)
 		}
 	}()
+	return hosts, nil
+}
+
+func (n *Node) logServing(hosts []string) {
 	allowed := strings.Join(hosts, ",")
 	if allowed == "" {
 		allowed = server.AnyHost
 	}
-	log.Info("baton serving", "http", n.URL(), "name", cfg.Name,
-		"data_dir", cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil, "allowed_hosts", allowed)
-	if httpCert != nil {
-		leaf := httpCert.Leaf()
-		log.Info("https certificate", "cert_file", cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter,
-			"client_cert_required", cfg.TLSClientCAFile != "")
+	n.log.Info("baton serving", "http", n.URL(), "name", n.cfg.Name,
+		"data_dir", n.cfg.DataDir, "embedded_etcd", n.member != nil, "auth", n.auth != nil, "allowed_hosts", allowed)
+	if n.httpCert != nil {
+		leaf := n.httpCert.Leaf()
+		n.log.Info("https certificate", "cert_file", n.cfg.TLSCertFile, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter,
+			"client_cert_required", n.cfg.TLSClientCAFile != "")
 	}
-	n.started.Store(true)
-	return n, nil
 }
 
 // ErrRemoved is what Err reports when this node's member was removed from

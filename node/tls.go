@@ -5,85 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
-	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
-	"github.com/baton-dev/baton/server"
 )
-
-// Validate reports the first TLS setting that cannot work, naming its
-// flag: half a key pair, a CA without a certificate, TLS on with http://
-// URLs (or off with https:// ones), and settings for an etcd the node does
-// not use; and an --allowed-hosts entry that no Host can match. Files
-// are read by Start.
-func (c Config) Validate() error {
-	if err := server.CheckAllowedHosts(c.AllowedHosts); err != nil {
-		return fmt.Errorf("--allowed-hosts: %w", err)
-	}
-	if c.RateLimit < 0 || c.RateBurst < 0 || c.CredentialRateLimit < 0 || c.CredentialRateBurst < 0 {
-		return errors.New("--rate-limit, --rate-burst, --credential-rate-limit and --credential-rate-burst must not be negative (0 = off / default)")
-	}
-	if c.EtcdQuotaBytes < 0 {
-		return errors.New("--etcd-quota-bytes must not be negative (0 = etcd's default, 2 GiB)")
-	}
-	switch {
-	case c.TLSCertFile != "" && c.TLSKeyFile == "":
-		return errors.New("--tls-cert needs --tls-key")
-	case c.TLSKeyFile != "" && c.TLSCertFile == "":
-		return errors.New("--tls-key needs --tls-cert")
-	case c.TLSClientCAFile != "" && c.TLSCertFile == "":
-		return errors.New("--tls-client-ca needs --tls-cert and --tls-key: client certificates are checked only over HTTPS")
-	}
-	if len(c.EtcdEndpoints) > 0 {
-		if f := c.embeddedMemberFlag(); f != "" {
-			return fmt.Errorf("%s configures the embedded etcd member, and with --etcd-endpoints there is none (use --etcd-cacert, --etcd-cert and --etcd-key)", f)
-		}
-		return c.validateEtcdTLS()
-	}
-	switch {
-	case c.EtcdCACertFile != "":
-		return errors.New("--etcd-cacert is for --etcd-endpoints; baton reaches its embedded member in-process")
-	case c.EtcdCertFile != "" || c.EtcdKeyFile != "":
-		return errors.New("--etcd-cert and --etcd-key are for --etcd-endpoints; baton reaches its embedded member in-process")
-	case c.PeerClientCertAuth && c.PeerCertFile == "":
-		return errors.New("--peer-client-cert-auth needs --peer-cert and --peer-key")
-	}
-	if !c.ServesClientTCP() {
-		// Settings for a client listener that will not exist are a
-		// mistake to say, not to drop in silence.
-		why := "--client-url is empty"
-		if c.ClientURL != "" {
-			why = "with --auth-file the etcd client port is served only with --client-trusted-ca (etcd's API there knows no baton credential)"
-		}
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"--listen-client-url", c.ListenClientURL != ""}, {"--client-cert", c.ClientCertFile != ""}, {"--client-key", c.ClientKeyFile != ""}, {"--client-auto-tls", c.ClientAutoTLS}} {
-			if f.set {
-				return fmt.Errorf("%s configures a client TCP listener, and there is none: %s; baton member and snapshot save use the socket unix://DATA-DIR/%s", f.name, why, embedetcd.SocketName)
-			}
-		}
-		if p := embedetcd.SocketPath(c.DataDir); len(p) > embedetcd.MaxSocketPath {
-			return fmt.Errorf("--data-dir: the etcd client socket %s would be %d bytes, over the %d a unix socket allows: use a shorter --data-dir", p, len(p), embedetcd.MaxSocketPath)
-		}
-	}
-	peerURLs := [][2]string{{"--peer-url", c.PeerURL}, {"--listen-peer-url", c.ListenPeerURL}}
-	for _, m := range strings.Split(c.InitialCluster, ",") {
-		if name, u, ok := strings.Cut(strings.TrimSpace(m), "="); ok {
-			peerURLs = append(peerURLs, [2]string{"--initial-cluster member " + name, u})
-		}
-	}
-	peer := tlsSide{flag: "peer", cert: c.PeerCertFile, key: c.PeerKeyFile, ca: c.PeerTrustedCAFile, auto: c.PeerAutoTLS, urls: peerURLs}
-	if err := peer.validate(); err != nil {
-		return err
-	}
-	client := tlsSide{flag: "client", cert: c.ClientCertFile, key: c.ClientKeyFile, ca: c.ClientTrustedCAFile, auto: c.ClientAutoTLS,
-		urls: [][2]string{{"--client-url", c.ClientURL}, {"--listen-client-url", c.ListenClientURL}}}
-	return client.validate()
-}
 
 // embeddedMemberFlag names a TLS or client-port flag of the embedded
 // member that is set, if any.
