@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/baton-dev/baton/internal/testcluster"
 )
 
@@ -177,6 +179,61 @@ func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
 			if captured[v] == "" {
 				t.Errorf("README walkthrough step %d left %s empty; it answered\n%s", i+1, v, shown)
 			}
+		}
+	}
+}
+
+// readmeFlagTable returns the flags named in the first column of the
+// table in README.md's "Running it" section, with the row naming each.
+func readmeFlagTable(t *testing.T, readme string) map[string]string {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "\n## Running it\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Running it" section`)
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	flags := map[string]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `--") {
+			continue
+		}
+		first := strings.Split(line, "|")[1]
+		for _, m := range tableFlag.FindAllStringSubmatch(first, -1) {
+			flags[m[1]] = line
+		}
+	}
+	return flags
+}
+
+var tableFlag = regexp.MustCompile("`--([a-z0-9-]+)`")
+
+// TestREADME_FlagTableNamesEveryServeFlag keeps README.md's flag table
+// and the flags of "baton serve" in step: a flag added without its row,
+// or a row left for a flag that is gone, fails here.
+func TestREADME_FlagTableNamesEveryServeFlag(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := readmeFlagTable(t, string(b))
+	if len(table) == 0 {
+		t.Fatal(`README.md's "Running it" section has no flag table; the parser lost it`)
+	}
+	root := newRootCmd()
+	serve, _, err := root.Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve.Flags().VisitAll(func(f *pflag.Flag) {
+		if _, ok := table[f.Name]; !ok {
+			t.Errorf("--%s has no row in README.md's flag table (Running it)", f.Name)
+		}
+	})
+	for name, row := range table {
+		if serve.Flags().Lookup(name) == nil {
+			t.Errorf("README.md's flag table names --%s, which baton serve does not have:\n%s", name, row)
 		}
 	}
 }

@@ -8,4 +8,7 @@
 //	if err != nil { ... }
 //	defer n.Close()
 //	fmt.Println("serving on", n.Addr())
+//
+// Config embeds the engine's lock.Config, and Config.AddFlags registers
+// the flags of "baton serve" on a pflag.FlagSet, each bound to its field.
 package node
