@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testcluster"
 	"github.com/baton-dev/baton/internal/testetcd"
 )
@@ -52,20 +53,6 @@ func status(t *testing.T, url, token string) int {
 	return resp.StatusCode
 }
 
-// until polls cond every 50 ms until it holds or deadline passes.
-func until(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after %s", what, within)
-		}
-		<-tick.C
-	}
-}
-
 // TestServe_SIGHUPReloadsTheAuthFile runs baton as a process with an auth
 // file, replaces the file and sends SIGHUP: the new token works and the
 // old is refused; then a bad file changes nothing and is reported by line;
@@ -89,27 +76,13 @@ func TestServe_SIGHUPReloadsTheAuthFile(t *testing.T) {
 	// A stream opened with the old token ends with the reload.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+oldTok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("events with the old token: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry:") {
-		t.Fatalf("the stream's first line: %q, %v", line, err)
-	}
-	streamEnded := make(chan struct{})
-	go func() {
-		defer close(streamEnded)
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}()
+	streamEnded := openEvents(ctx, t, url, oldTok)
 
 	writeAtomically(t, authFile, "# rotated\nread "+newTok+"\nadmin "+adminTok+"\n")
 	if err := syscall.Kill(n.Pid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "accepting the new token", 10*time.Second, func() bool { return status(t, url, newTok) == http.StatusOK })
+	poll.Until(t, 10*time.Second, "accepting the new token", func() bool { return status(t, url, newTok) == http.StatusOK })
 	if st := status(t, url, oldTok); st != http.StatusUnauthorized {
 		t.Errorf("the old token after the reload: %d, want 401", st)
 	}
@@ -124,7 +97,7 @@ func TestServe_SIGHUPReloadsTheAuthFile(t *testing.T) {
 	if err := syscall.Kill(n.Pid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "logging the rejected file", 10*time.Second, func() bool {
+	poll.Until(t, 10*time.Second, "logging the rejected file", func() bool {
 		b, _ := os.ReadFile(n.LogPath)
 		return strings.Contains(string(b), "auth file rejected") && strings.Contains(string(b), "line 2")
 	})
@@ -139,25 +112,7 @@ func TestServe_SIGHUPReloadsTheAuthFile(t *testing.T) {
 	}
 
 	// The Go client with the admin token, and typed errors for the others.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel2()
-	admin, err := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: adminTok})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lk, err := admin.TryAcquire(ctx2, "from-the-client", client.AcquireOptions{TTL: 30 * time.Second}); err != nil {
-		t.Errorf("acquire as admin: %v", err)
-	} else if err := lk.Release(ctx2); err != nil {
-		t.Errorf("release as admin: %v", err)
-	}
-	reader, _ := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: newTok})
-	if _, err := reader.TryAcquire(ctx2, "not-for-readers", client.AcquireOptions{}); !errors.Is(err, client.ErrForbidden) {
-		t.Errorf("acquire as a reader: %v, want ErrForbidden", err)
-	}
-	stale, _ := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: oldTok})
-	if _, _, err := stale.Locks(ctx2, client.ListOptions{}); !errors.Is(err, client.ErrUnauthorized) {
-		t.Errorf("list with the removed token: %v, want ErrUnauthorized", err)
-	}
+	checkClientRoles(t, url)
 
 	n.Terminate()
 	<-n.Exited()
@@ -172,6 +127,53 @@ func TestServe_SIGHUPReloadsTheAuthFile(t *testing.T) {
 	}
 	if !strings.Contains(string(logs), "credentials swapped") {
 		t.Errorf("the log does not record the good reload:\n%s", logs)
+	}
+}
+
+// openEvents opens an event stream with tok and reads its first line; the
+// channel it returns is closed when the stream ends.
+func openEvents(ctx context.Context, t *testing.T, url, tok string) <-chan struct{} {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("events: %v %v", resp, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry:") {
+		t.Fatalf("the stream's first line: %q, %v", line, err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	return ended
+}
+
+// checkClientRoles drives the Go client with the admin token, which may
+// acquire, the new read token, which may not, and the removed token.
+func checkClientRoles(t *testing.T, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: adminTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lk, err := admin.TryAcquire(ctx, "from-the-client", client.AcquireOptions{TTL: 30 * time.Second}); err != nil {
+		t.Errorf("acquire as admin: %v", err)
+	} else if err := lk.Release(ctx); err != nil {
+		t.Errorf("release as admin: %v", err)
+	}
+	reader, _ := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: newTok})
+	if _, err := reader.TryAcquire(ctx, "not-for-readers", client.AcquireOptions{}); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("acquire as a reader: %v, want ErrForbidden", err)
+	}
+	stale, _ := client.NewWithConfig(client.Config{Endpoints: []string{url}, Token: oldTok})
+	if _, _, err := stale.Locks(ctx, client.ListOptions{}); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("list with the removed token: %v, want ErrUnauthorized", err)
 	}
 }
 

@@ -100,8 +100,20 @@ func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	steps := walkthrough(t, readme)
+	steps := walkthrough(t, string(b))
+	checkWalkthroughSteps(t, steps)
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1})
+	out := runWalkthrough(t, bash, steps, c.Nodes[0].HTTPAddr)
+	t.Logf("walkthrough transcript:\n%s", out)
+	for i, output := range splitTranscript(out, len(steps)) {
+		checkWalkthroughAnswer(t, i, steps[i], output)
+	}
+}
+
+// checkWalkthroughSteps fails the test unless every step can be checked:
+// it talks to readmeAddr, says its status, and sends JSON as JSON.
+func checkWalkthroughSteps(t *testing.T, steps []walkStep) {
+	t.Helper()
 	if len(steps) < 5 {
 		t.Fatalf("README walkthrough has %d steps; the parser lost them", len(steps))
 	}
@@ -119,9 +131,13 @@ func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+}
 
-	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1})
-	addr := c.Nodes[0].HTTPAddr
+// runWalkthrough runs the steps in one bash against addr and returns what
+// they printed, each step's output after an "@@step N" line and each
+// captured variable on an "@@captured NAME=VALUE" line.
+func runWalkthrough(t *testing.T, bash string, steps []walkStep, addr string) string {
+	t.Helper()
 	var script strings.Builder
 	script.WriteString("exec 2>&1\n")
 	for i, s := range steps {
@@ -139,14 +155,17 @@ func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("bash: %v\n%s", err, out.String())
 	}
+	return out.String()
+}
 
-	t.Logf("walkthrough transcript:\n%s", out.String())
-	outputs := make([][]string, len(steps))
+// splitTranscript returns the non-empty lines each of n steps printed.
+func splitTranscript(out string, n int) [][]string {
+	outputs := make([][]string, n)
 	cur := -1
-	for _, line := range strings.Split(out.String(), "\n") {
-		var n int
-		if _, err := fmt.Sscanf(line, "@@step %d", &n); err == nil {
-			cur = n
+	for _, line := range strings.Split(out, "\n") {
+		var i int
+		if _, err := fmt.Sscanf(line, "@@step %d", &i); err == nil {
+			cur = i
 			continue
 		}
 		if cur < 0 || strings.TrimSpace(line) == "" {
@@ -154,31 +173,36 @@ func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
 		}
 		outputs[cur] = append(outputs[cur], line)
 	}
-	for i, s := range steps {
-		var answer []string
-		captured := map[string]string{}
-		for _, line := range outputs[i] {
-			if kv, ok := strings.CutPrefix(line, "@@captured "); ok {
-				k, v, _ := strings.Cut(kv, "=")
-				captured[k] = v
-				continue
-			}
-			answer = append(answer, line)
-		}
-		shown := strings.Join(answer, "\n")
-		if len(answer) == 0 || answer[len(answer)-1] != s.status {
-			t.Errorf("README walkthrough step %d answered\n%s\nwant status %s; the step:\n%s", i+1, shown, s.status, s.command)
+	return outputs
+}
+
+// checkWalkthroughAnswer checks step i's output against what the README
+// shows for it: its status last, its problem codes, its variables set.
+func checkWalkthroughAnswer(t *testing.T, i int, s walkStep, output []string) {
+	t.Helper()
+	var answer []string
+	captured := map[string]string{}
+	for _, line := range output {
+		if kv, ok := strings.CutPrefix(line, "@@captured "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			captured[k] = v
 			continue
 		}
-		for _, code := range s.codes {
-			if !strings.Contains(shown, `"code":"`+code+`"`) {
-				t.Errorf("README walkthrough step %d answered\n%s\nwant problem code %s", i+1, shown, code)
-			}
+		answer = append(answer, line)
+	}
+	shown := strings.Join(answer, "\n")
+	if len(answer) == 0 || answer[len(answer)-1] != s.status {
+		t.Errorf("README walkthrough step %d answered\n%s\nwant status %s; the step:\n%s", i+1, shown, s.status, s.command)
+		return
+	}
+	for _, code := range s.codes {
+		if !strings.Contains(shown, `"code":"`+code+`"`) {
+			t.Errorf("README walkthrough step %d answered\n%s\nwant problem code %s", i+1, shown, code)
 		}
-		for _, v := range s.captures {
-			if captured[v] == "" {
-				t.Errorf("README walkthrough step %d left %s empty; it answered\n%s", i+1, v, shown)
-			}
+	}
+	for _, v := range s.captures {
+		if captured[v] == "" {
+			t.Errorf("README walkthrough step %d left %s empty; it answered\n%s", i+1, v, shown)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
@@ -104,17 +105,6 @@ func startServer(t *testing.T) (*lock.Engine, string) {
 	ts := httptest.NewServer(server.New(server.Config{Engine: eng}).Handler())
 	t.Cleanup(ts.Close)
 	return eng, ts.URL
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
-	}
 }
 
 func held(addr, name string) bool {
@@ -243,7 +233,7 @@ func TestExec_RevokingTheLockStopsTheCommand(t *testing.T) {
 		o, e, c := run(t, addr, "exec", "--kill-after", "5s", "job", "--", "sh", "-c", script)
 		done <- result{o, e, c}
 	}()
-	waitFor(t, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
+	poll.Until(t, 20*time.Second, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
 	resp, err := http.Post(addr+"/v1/locks/job/revoke", "application/json", strings.NewReader(`{"reason":"test"}`))
 	if err != nil || resp.StatusCode != 204 {
 		t.Fatalf("revoke: %v %v", err, resp)
@@ -287,7 +277,7 @@ func TestExec_ForwardsSignalsToTheCommand(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	waitFor(t, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
+	poll.Until(t, 20*time.Second, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
 	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
@@ -321,11 +311,11 @@ func TestExec_APausedHolderStopsItsCommandWhenItWakes(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	waitFor(t, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
+	poll.Until(t, 20*time.Second, "the command to run", func() bool { _, err := os.Stat(marker); return err == nil })
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the lock to expire while exec is frozen", func() bool { return !held(addr, "job") })
+	poll.Until(t, 20*time.Second, "the lock to expire while exec is frozen", func() bool { return !held(addr, "job") })
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

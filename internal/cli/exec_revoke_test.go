@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/internal/poll"
 )
 
 // TestExec_ARevokeStopsTheCommandWithinASecond: with a 30 s TTL the next
@@ -26,14 +28,14 @@ func TestExec_ARevokeStopsTheCommandWithinASecond(t *testing.T) {
 		_, e, c := run(t, addr, "exec", "--ttl", "30s", "--kill-after", "5s", "job", "--", "sh", "-c", script)
 		done <- result{e, c}
 	}()
-	waitFor(t, "the command to run", func() bool { _, err := os.Stat(running); return err == nil })
+	poll.Until(t, 20*time.Second, "the command to run", func() bool { _, err := os.Stat(running); return err == nil })
 	sent := time.Now()
 	resp, err := http.Post(addr+"/v1/locks/job/revoke", "application/json", strings.NewReader(`{"reason":"maintenance"}`))
 	if err != nil || resp.StatusCode != 204 {
 		t.Fatalf("revoke: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	waitFor(t, "the command to get SIGTERM", func() bool { _, err := os.Stat(termed); return err == nil })
+	poll.Until(t, 20*time.Second, "the command to get SIGTERM", func() bool { _, err := os.Stat(termed); return err == nil })
 	took := time.Since(sent)
 	t.Logf("revoke → the command's SIGTERM handler: %s", took)
 	if took > time.Second {

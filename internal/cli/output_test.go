@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/internal/poll"
 )
 
 // TestCLI_AnErrorIsOneLine: the call and the server's words, once each.
@@ -72,7 +74,7 @@ func TestCLI_ListShowsTheQueues(t *testing.T) {
 		_, _, code := run(t, addr, "exec", "--owner", "next-in-line", "--wait", "1m", "job", "--", "true")
 		waited <- code
 	}()
-	waitFor(t, "a waiter to queue", func() bool {
+	poll.Until(t, 20*time.Second, "a waiter to queue", func() bool {
 		resp, err := http.Get(addr + "/v1/locks/job")
 		if err != nil {
 			return false

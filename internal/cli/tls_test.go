@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testcerts"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/node"
@@ -150,18 +151,15 @@ func TestServe_SIGHUPServesTheRenewedCertificate(t *testing.T) {
 	}
 	waitServing := func(what, want string) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for serial() != want {
+		poll.Until(t, time.Minute, what, func() bool {
 			select {
 			case err := <-exited:
+				exited <- err // for the cleanup
 				t.Fatalf("baton exited (%v) while waiting for %s\n%s", err, what, logs.String())
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(50 * time.Millisecond) // polling a condition, with a deadline
-		}
+			return serial() == want
+		})
 	}
 	waitServing("the first certificate", first.Cert.SerialNumber.String())
 
