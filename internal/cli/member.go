@@ -19,8 +19,6 @@ import (
 // talks to etcd's client port, not to baton's HTTP API: membership is
 // etcd's, and a cluster that lost a member may have no baton answering.
 func memberCmd(g *globals) *cobra.Command {
-	var etcd etcdFlags
-	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "member",
 		Short: "List, add and remove the etcd members of a baton cluster",
@@ -34,57 +32,77 @@ remove NAME", then stop that node. Change one member at a time, and only
 while every other member is up: adding a voting member raises the quorum
 before the new node has started.`,
 	}
-	etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default: the socket unix://DATA-DIR/etcd.sock of a node on this machine that serves no client TCP port, DATA-DIR from BATON_DATA_DIR or ./baton-data; else http://127.0.0.1:2379)")
-	c.PersistentFlags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
+	m := &memberClient{g: g}
+	m.etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default: the socket unix://DATA-DIR/etcd.sock of a node on this machine that serves no client TCP port, DATA-DIR from BATON_DATA_DIR or ./baton-data; else http://127.0.0.1:2379)")
+	c.PersistentFlags().DurationVar(&m.timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
 	g.addOutput(c, func() error {
-		if timeout <= 0 {
+		if m.timeout <= 0 {
 			return usagef("--timeout must be positive")
 		}
-		return etcd.resolve()
+		return m.etcd.resolve()
 	})
-	dial := func() (*clientv3.Client, error) {
-		tc, err := etcd.tlsConfig()
-		if err != nil {
-			return nil, err
-		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.list(), DialTimeout: 5 * time.Second, TLS: tc})
-		if err != nil {
-			return nil, &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("connect to etcd %s: %w", etcd.endpoints, err)}
-		}
-		return cli, nil
-	}
-	call := func(cmd *cobra.Command, f func(ctx context.Context, cli *clientv3.Client) error) error {
-		cli, err := dial()
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-		defer cancel()
-		if err := f(ctx, cli); err != nil {
-			if ctx.Err() != nil {
-				return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("etcd at %s did not answer: %w", etcd.endpoints, err)}
-			}
-			return err
-		}
-		return nil
-	}
+	c.AddCommand(m.listCmd(), m.addCmd(), m.removeCmd())
+	return c
+}
 
-	list := &cobra.Command{
+// memberClient is what the member subcommands share: how to reach etcd,
+// and how long to wait for it.
+type memberClient struct {
+	g       *globals
+	etcd    etcdFlags
+	timeout time.Duration
+}
+
+func (m *memberClient) dial() (*clientv3.Client, error) {
+	tc, err := m.etcd.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: m.etcd.list(), DialTimeout: 5 * time.Second, TLS: tc})
+	if err != nil {
+		return nil, &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("connect to etcd %s: %w", m.etcd.endpoints, err)}
+	}
+	return cli, nil
+}
+
+// call runs f with a client of etcd and a context of --timeout; a call
+// that ran out of it is reported as etcd not answering.
+func (m *memberClient) call(cmd *cobra.Command, f func(ctx context.Context, cli *clientv3.Client) error) error {
+	cli, err := m.dial()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), m.timeout)
+	defer cancel()
+	if err := f(ctx, cli); err != nil {
+		if ctx.Err() != nil {
+			return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("etcd at %s did not answer: %w", m.etcd.endpoints, err)}
+		}
+		return err
+	}
+	return nil
+}
+
+func (m *memberClient) listCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "list",
 		Short: "List the members",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
+			return m.call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
 				resp, err := cli.MemberList(ctx)
 				if err != nil {
 					return fmt.Errorf("list members: %w", err)
 				}
-				return g.showMembers(resp.Members)
+				return m.g.showMembers(resp.Members)
 			})
 		},
 	}
-	add := &cobra.Command{
+}
+
+func (m *memberClient) addCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "add NAME PEER-URL",
 		Short: "Add a member, and print the flags to start it with",
 		Args:  exactArgs(2),
@@ -93,56 +111,64 @@ before the new node has started.`,
 			if u, err := url.Parse(peer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return usagef("PEER-URL %q is not an http(s)://host:port URL", peer)
 			}
-			return call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
+			return m.call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
 				resp, err := cli.MemberAdd(ctx, []string{peer})
 				if err != nil {
 					return fmt.Errorf("add member %s at %s: %w", name, peer, err)
 				}
-				// The new member has no name until it starts; etcd's
-				// initial-cluster needs one for every member.
-				var ic []string
-				for _, m := range resp.Members {
-					n := m.Name
-					if m.ID == resp.Member.ID {
-						n = name
-					}
-					for _, p := range m.PeerURLs {
-						ic = append(ic, n+"="+p)
-					}
-				}
-				sort.Strings(ic)
-				flags := []string{"--name", name, "--peer-url", peer, "--initial-cluster", strings.Join(ic, ","), "--initial-cluster-state", "existing"}
-				if g.json() {
-					return g.printJSON(map[string]any{"id": strconv.FormatUint(resp.Member.ID, 16), "name": name, "peer_url": peer, "flags": flags})
-				}
-				fmt.Fprintf(g.stdout, "added member %s (%x) at %s\nstart it, with an empty --data-dir, its own --http-addr and --client-url, and:\n  baton %s\n",
-					name, resp.Member.ID, peer, strings.Join(flags, " "))
-				if strings.HasPrefix(peer, "https://") {
-					fmt.Fprintln(g.stdout, "plus the peer TLS flags the other members have (--peer-cert, --peer-key, --peer-trusted-ca, or --peer-auto-tls)")
-				}
-				return nil
+				return m.g.showAdded(resp, name, peer)
 			})
 		},
 	}
-	remove := &cobra.Command{
+}
+
+// showAdded prints the flags that start the member just added as name.
+func (g *globals) showAdded(resp *clientv3.MemberAddResponse, name, peer string) error {
+	// The new member has no name until it starts; etcd's initial-cluster
+	// needs one for every member.
+	var ic []string
+	for _, m := range resp.Members {
+		n := m.Name
+		if m.ID == resp.Member.ID {
+			n = name
+		}
+		for _, p := range m.PeerURLs {
+			ic = append(ic, n+"="+p)
+		}
+	}
+	sort.Strings(ic)
+	flags := []string{"--name", name, "--peer-url", peer, "--initial-cluster", strings.Join(ic, ","), "--initial-cluster-state", "existing"}
+	if g.json() {
+		return g.printJSON(map[string]any{"id": strconv.FormatUint(resp.Member.ID, 16), "name": name, "peer_url": peer, "flags": flags})
+	}
+	fmt.Fprintf(g.stdout, "added member %s (%x) at %s\nstart it, with an empty --data-dir, its own --http-addr and --client-url, and:\n  baton %s\n",
+		name, resp.Member.ID, peer, strings.Join(flags, " "))
+	if strings.HasPrefix(peer, "https://") {
+		fmt.Fprintln(g.stdout, "plus the peer TLS flags the other members have (--peer-cert, --peer-key, --peer-trusted-ca, or --peer-auto-tls)")
+	}
+	return nil
+}
+
+func (m *memberClient) removeCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "remove NAME|ID",
 		Short: "Remove a member (then stop its node)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
+			return m.call(cmd, func(ctx context.Context, cli *clientv3.Client) error {
 				resp, err := cli.MemberList(ctx)
 				if err != nil {
 					return fmt.Errorf("list members: %w", err)
 				}
-				for _, m := range resp.Members {
-					if m.Name == args[0] || strconv.FormatUint(m.ID, 16) == args[0] {
-						if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
+				for _, mb := range resp.Members {
+					if mb.Name == args[0] || strconv.FormatUint(mb.ID, 16) == args[0] {
+						if _, err := cli.MemberRemove(ctx, mb.ID); err != nil {
 							return fmt.Errorf("remove member %s: %w", args[0], err)
 						}
-						if g.json() {
-							return g.printJSON(map[string]any{"id": strconv.FormatUint(m.ID, 16), "name": m.Name, "removed": true})
+						if m.g.json() {
+							return m.g.printJSON(map[string]any{"id": strconv.FormatUint(mb.ID, 16), "name": mb.Name, "removed": true})
 						}
-						fmt.Fprintf(g.stdout, "removed member %s (%x)\n", m.Name, m.ID)
+						fmt.Fprintf(m.g.stdout, "removed member %s (%x)\n", mb.Name, mb.ID)
 						return nil
 					}
 				}
@@ -150,8 +176,6 @@ before the new node has started.`,
 			})
 		},
 	}
-	c.AddCommand(list, add, remove)
-	return c
 }
 
 func (g *globals) showMembers(ms []*etcdserverpb.Member) error {

@@ -14,6 +14,8 @@ import (
 	clientsnap "go.etcd.io/etcd/client/v3/snapshot"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+
+	"github.com/baton-dev/baton/embedetcd"
 )
 
 // DefaultRevisionBump is how far "baton snapshot restore" moves etcd's
@@ -123,11 +125,7 @@ func snapshotStatusCmd(g *globals) *cobra.Command {
 }
 
 func snapshotRestoreCmd(g *globals) *cobra.Command {
-	var (
-		dataDir, name, peerURL, initialCluster, token string
-		bump                                          uint64
-		skipHash                                      bool
-	)
+	var o restoreOptions
 	c := &cobra.Command{
 		Use:   "restore FILE --data-dir DIR --name NAME --peer-url URL [--initial-cluster ...]",
 		Short: "Restore a snapshot into a new, empty data dir for one member",
@@ -143,68 +141,81 @@ which etcd restarts at their full TTL when the new cluster elects its
 leader: a holder that still renews keeps its lock, and the others expire
 (recorded in the audit trail as expired or session_expired).`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if dataDir == "" {
-				return usagef("--data-dir is required: the new data dir to write (it must not exist, or be empty)")
-			}
-			if name == "" {
-				return usagef("--name must not be empty")
-			}
-			if u, err := url.Parse(peerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return usagef("--peer-url %q is not an http(s)://host:port URL", peerURL)
-			}
-			if initialCluster == "" {
-				initialCluster = name + "=" + peerURL
-			}
-			file := args[0]
-			lg := zap.NewNop()
-			st, err := snapshot.NewV3(lg).Status(file)
-			if err != nil {
-				return fmt.Errorf("read snapshot %s: %w", file, err)
-			}
-			if token == "" {
-				// etcd derives member and cluster IDs from the token and
-				// the peer URLs: with the old cluster's token and the same
-				// URLs, a member of the old cluster left running would be
-				// taken for one of the new, with another history.
-				token = fmt.Sprintf("baton-restored-%08x", st.Hash)
-			}
-			_, statErr := os.Stat(dataDir)
-			created := errors.Is(statErr, os.ErrNotExist)
-			err = snapshot.NewV3(lg).Restore(snapshot.RestoreConfig{
-				SnapshotPath: file, Name: name, OutputDataDir: dataDir,
-				PeerURLs: []string{peerURL}, InitialCluster: initialCluster, InitialClusterToken: token,
-				SkipHashCheck: skipHash, RevisionBump: bump, MarkCompacted: bump > 0,
-			})
-			if err != nil {
-				if created {
-					// Half a data dir must not be mistaken for a whole one.
-					os.RemoveAll(dataDir)
-				}
-				return fmt.Errorf("restore %s into %s: %w", file, dataDir, err)
-			}
-			flags := []string{"--data-dir", dataDir, "--name", name, "--peer-url", peerURL, "--initial-cluster", initialCluster}
-			if g.json() {
-				return g.printJSON(map[string]any{
-					"file": file, "data_dir": dataDir, "snapshot_revision": st.Revision,
-					"revision": st.Revision + int64(bump), "keys": st.TotalKey, "flags": flags,
-				})
-			}
-			fmt.Fprintf(g.stdout, "restored %s (revision %d, %d keys) into %s; tokens continue above revision %d\n"+
-				"start the node with its usual --http-addr and --client-url, and:\n  baton %s\n",
-				file, st.Revision, st.TotalKey, dataDir, st.Revision+int64(bump), strings.Join(flags, " "))
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(g, args[0]) },
 	}
+	// A node's defaults, so that a restored member starts with the flags
+	// its node would have.
+	member := embedetcd.NewConfig()
 	f := c.Flags()
-	f.StringVar(&dataDir, "data-dir", "", "the NEW data dir to write; it must not exist or must be empty")
-	f.StringVar(&name, "name", "default", "the member's name, as the node will be started with")
-	f.StringVar(&peerURL, "peer-url", "http://127.0.0.1:2380", "the member's peer URL, as the node will be started with")
-	f.StringVar(&initialCluster, "initial-cluster", "", "NAME=PEER-URL,… of every member of the restored cluster (default: this member alone)")
-	f.StringVar(&token, "initial-cluster-token", "", `the new cluster's token, the same for every member restored (default "baton-restored-" and FILE's hash, so every member restored from one file agrees, and no member of the old cluster, bootstrapped with etcd's "etcd-cluster", is taken for one of the new)`)
-	f.Uint64Var(&bump, "bump-revision", DefaultRevisionBump, "how far past the snapshot's revision the restored cluster starts, so fencing tokens never go back; 0 for none (only if the backed-up cluster handed out no token after the snapshot)")
-	f.BoolVar(&skipHash, "skip-hash-check", false, "accept a file without etcd's SHA-256 trailer (a member's member/snap/db copied by hand)")
+	f.StringVar(&o.dataDir, "data-dir", "", "the NEW data dir to write; it must not exist or must be empty")
+	f.StringVar(&o.name, "name", member.Name, "the member's name, as the node will be started with")
+	f.StringVar(&o.peerURL, "peer-url", member.PeerURL, "the member's peer URL, as the node will be started with")
+	f.StringVar(&o.initialCluster, "initial-cluster", "", "NAME=PEER-URL,… of every member of the restored cluster (default: this member alone)")
+	f.StringVar(&o.token, "initial-cluster-token", "", `the new cluster's token, the same for every member restored (default "baton-restored-" and FILE's hash, so every member restored from one file agrees, and no member of the old cluster, bootstrapped with etcd's "etcd-cluster", is taken for one of the new)`)
+	f.Uint64Var(&o.bump, "bump-revision", DefaultRevisionBump, "how far past the snapshot's revision the restored cluster starts, so fencing tokens never go back; 0 for none (only if the backed-up cluster handed out no token after the snapshot)")
+	f.BoolVar(&o.skipHash, "skip-hash-check", false, "accept a file without etcd's SHA-256 trailer (a member's member/snap/db copied by hand)")
 	return c
+}
+
+// restoreOptions are the flags of "baton snapshot restore".
+type restoreOptions struct {
+	dataDir, name, peerURL, initialCluster, token string
+	bump                                          uint64
+	skipHash                                      bool
+}
+
+// run restores file into o.dataDir, and prints the flags to start the
+// restored member with.
+func (o restoreOptions) run(g *globals, file string) error {
+	if o.dataDir == "" {
+		return usagef("--data-dir is required: the new data dir to write (it must not exist, or be empty)")
+	}
+	if o.name == "" {
+		return usagef("--name must not be empty")
+	}
+	if u, err := url.Parse(o.peerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--peer-url %q is not an http(s)://host:port URL", o.peerURL)
+	}
+	if o.initialCluster == "" {
+		o.initialCluster = o.name + "=" + o.peerURL
+	}
+	lg := zap.NewNop()
+	st, err := snapshot.NewV3(lg).Status(file)
+	if err != nil {
+		return fmt.Errorf("read snapshot %s: %w", file, err)
+	}
+	if o.token == "" {
+		// etcd derives member and cluster IDs from the token and the peer
+		// URLs: with the old cluster's token and the same URLs, a member
+		// of the old cluster left running would be taken for one of the
+		// new, with another history.
+		o.token = fmt.Sprintf("baton-restored-%08x", st.Hash)
+	}
+	_, statErr := os.Stat(o.dataDir)
+	created := errors.Is(statErr, os.ErrNotExist)
+	err = snapshot.NewV3(lg).Restore(snapshot.RestoreConfig{
+		SnapshotPath: file, Name: o.name, OutputDataDir: o.dataDir,
+		PeerURLs: []string{o.peerURL}, InitialCluster: o.initialCluster, InitialClusterToken: o.token,
+		SkipHashCheck: o.skipHash, RevisionBump: o.bump, MarkCompacted: o.bump > 0,
+	})
+	if err != nil {
+		if created {
+			// Half a data dir must not be mistaken for a whole one.
+			os.RemoveAll(o.dataDir)
+		}
+		return fmt.Errorf("restore %s into %s: %w", file, o.dataDir, err)
+	}
+	flags := []string{"--data-dir", o.dataDir, "--name", o.name, "--peer-url", o.peerURL, "--initial-cluster", o.initialCluster}
+	if g.json() {
+		return g.printJSON(map[string]any{
+			"file": file, "data_dir": o.dataDir, "snapshot_revision": st.Revision,
+			"revision": st.Revision + int64(o.bump), "keys": st.TotalKey, "flags": flags,
+		})
+	}
+	fmt.Fprintf(g.stdout, "restored %s (revision %d, %d keys) into %s; tokens continue above revision %d\n"+
+		"start the node with its usual --http-addr and --client-url, and:\n  baton %s\n",
+		file, st.Revision, st.TotalKey, o.dataDir, st.Revision+int64(o.bump), strings.Join(flags, " "))
+	return nil
 }
 
 func (g *globals) showSnapshot(what, file string, st snapshot.Status, version string) error {
