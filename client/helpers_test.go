@@ -223,8 +223,7 @@ func lockName(t *testing.T, suffix string) string {
 }
 
 // skipShort skips, under go test -short (the fast tier), a test that
-// lets several lease TTLs pass: each takes 5 s or more, however fast
-// the machine.
+// lets several lease TTLs pass: time that no machine makes shorter.
 func skipShort(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
