@@ -27,7 +27,8 @@ import (
 var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "contention", "scale"}
 
 // sessionTTL is the TTL of every session and per-lock lease the bench
-// makes: API.md's default, so the figures are those of an ordinary client.
+// makes: the API's default (docs/API.md, Locks), so the figures are those
+// of an ordinary client.
 const sessionTTL = 30 * time.Second
 
 // Config is one run's settings; the fields mirror the flags.

@@ -238,9 +238,8 @@ func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
 // after a scenario, from its reading last. etcd hands committed entries
 // to be applied, and so answers their clients, before it sets the gauge
 // in the same loop, so a reading taken as the last answer arrives can lag
-// it by the last few entries (seen: 1.99 entries a cycle for the floor,
-// whose every cycle commits exactly 2). Three equal readings 20ms apart,
-// or a second, whichever comes first.
+// it by the last few entries. Three equal readings 20ms apart, or a
+// second, whichever comes first.
 func settledRaftEntries(last float64) (float64, error) {
 	deadline := time.Now().Add(time.Second)
 	for same := 0; same < 3 && time.Now().Before(deadline); {

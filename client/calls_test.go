@@ -11,9 +11,7 @@ import (
 )
 
 func TestLocks_PagesByNameWithinAPrefix(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	_, c, ctx := setup(t)
 	prefix := lockName(t, "")
 	var want []string
 	for _, s := range []string{"c", "a", "e", "b", "d"} {
@@ -55,9 +53,7 @@ func TestLocks_PagesByNameWithinAPrefix(t *testing.T) {
 }
 
 func TestHistory_FiltersAndPagesTheAuditTrail(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	_, c, ctx := setup(t)
 	name := lockName(t, "l")
 	before := time.Now().Add(-time.Second)
 	var tokens []int64
@@ -101,9 +97,7 @@ func TestHistory_FiltersAndPagesTheAuditTrail(t *testing.T) {
 }
 
 func TestFenced_WritesAndReadsWithTheToken(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	_, c, ctx := setup(t)
 	name, res := lockName(t, "l"), lockName(t, "r")
 	lk, err := c.Acquire(ctx, name, client.AcquireOptions{})
 	if err != nil {
@@ -128,9 +122,7 @@ func TestFenced_WritesAndReadsWithTheToken(t *testing.T) {
 }
 
 func TestSessions_CreateRenewGetDelete(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	_, c, ctx := setup(t)
 	s, err := c.CreateSession(ctx, "worker-9", 0)
 	if err != nil {
 		t.Fatalf("create: %v", err)
@@ -157,9 +149,8 @@ func TestSessions_CreateRenewGetDelete(t *testing.T) {
 }
 
 func TestCluster_DescribesTheMember(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ci, err := c.Cluster(ctxFor(t, time.Minute))
+	_, c, ctx := setup(t)
+	ci, err := c.Cluster(ctx)
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}

@@ -368,10 +368,9 @@ func (c *Client) attempt(ctx context.Context, base string, r *request, payload [
 		return 0, transportError(ctx, base, err)
 	}
 	defer drainClose(resp.Body)
-	// Fix (found by FuzzClient_ServerAnswers): only a 2xx is a success. A
-	// 3xx (a proxy's redirect this client does not follow, see
-	// sameMethodRedirects) was taken for one, so a release that never
-	// reached baton returned nil.
+	// Only a 2xx is a success. A 3xx here is a redirect this client did
+	// not follow (sameMethodRedirects): the request never reached baton,
+	// so it is an error, never a release or acquire that happened.
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := decodeError(resp)
 		return resp.StatusCode, &attemptError{
@@ -380,12 +379,11 @@ func (c *Client) attempt(ctx context.Context, base string, r *request, payload [
 		}
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent {
-		// Fix (found by FuzzClient_ServerAnswers): the body is read whole
-		// before it is decoded, to tell a connection cut mid-answer (the
-		// node's trouble: unavailable, retried) from a whole answer that is
-		// not what the API describes (settled). Decoding from the stream
-		// took a bad duration or time in a whole answer, and one that ends
-		// early, for a cut connection.
+		// The body is read whole before it is decoded, so that a
+		// connection cut mid-answer (the node's trouble: unavailable,
+		// retried) is told apart from a whole answer that is not what the
+		// API describes (settled): a decoder reading the stream reports
+		// both alike.
 		b, err := io.ReadAll(resp.Body)
 		if err != nil {
 			return resp.StatusCode, &attemptError{err: fmt.Errorf("%w: %s: reading the answer: %w", ErrUnavailable, base, err), retryable: true, sent: true}
@@ -400,10 +398,9 @@ func (c *Client) attempt(ctx context.Context, base string, r *request, payload [
 // sameMethodRedirects follows a redirect only when the request keeps its
 // method (307 and 308; 301, 302 and 303 for reads), then as next says.
 //
-// Fix (found by FuzzClient_ServerAnswers): net/http turns a DELETE or POST
-// redirected with 301, 302 or 303 into a GET, so a release or acquire
-// behind a redirecting proxy read the lock instead, and reported success.
-// Such a redirect now ends the call with the 3xx as an *Error.
+// net/http turns a DELETE or POST redirected with 301, 302 or 303 into a
+// GET, which would read the lock where a release or acquire was asked
+// for. Such a redirect ends the call instead, with the 3xx as an *Error.
 func sameMethodRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if req.Method != via[0].Method {

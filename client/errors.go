@@ -283,11 +283,9 @@ func parseRetryAfter(h string) time.Duration {
 	return 0
 }
 
-// seconds is n seconds, n > 0, as a Duration.
-//
-// Fix (found by FuzzClient_ServerAnswers): n * time.Second overflows for n
-// above about 292 years' worth: "retry_after":9223372037 read as a wait
-// of minus 292 years. Such an n now reads as the longest Duration.
+// seconds is n seconds, n > 0, as a Duration. An n too large for a
+// Duration (above about 292 years, where n * time.Second would overflow
+// into a negative wait) reads as the longest Duration.
 func seconds(n int64) time.Duration {
 	if n > int64(math.MaxInt64/time.Second) {
 		return math.MaxInt64

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,143 +16,176 @@ import (
 // TestErrors_SurviveTheWire provokes each of the server's error codes and
 // checks that errors.Is finds the sentinel and errors.As the details.
 func TestErrors_SurviveTheWire(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
-	name := lockName(t, "l")
-	res := lockName(t, "r")
+	w := newWire(t)
+	t.Run("lock_held carries the holder", w.lockHeld)
+	t.Run("stale_token carries max_token", w.staleToken)
+	t.Run("not_holder", w.notHolder)
+	t.Run("token_mismatch", w.tokenMismatch)
+	t.Run("not_held", w.notHeld)
+	t.Run("not_found", w.notFound)
+	t.Run("session_not_found", w.sessionNotFound)
+	t.Run("invalid_request names the field", w.invalidRequest)
+	t.Run("lock-delay answers with retry_after", w.lockDelay)
+	t.Run("a sentinel matches its code only", w.sentinelMatchesItsCodeOnly)
+}
 
-	lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w1", TTL: 30 * time.Second, Metadata: map[string]string{"host": "db-2"}})
+// wire is what TestErrors_SurviveTheWire provokes errors with: a lock
+// that w1 holds (lk, of name), and a fenced resource (res) whose largest
+// token is that of a later hold.
+type wire struct {
+	c         *client.Client
+	ctx       context.Context
+	name, res string
+	lk, later *client.Lock
+}
+
+func newWire(t *testing.T) *wire {
+	_, c, ctx := setup(t)
+	w := &wire{c: c, ctx: ctx, name: lockName(t, "l"), res: lockName(t, "r")}
+	var err error
+	w.lk, err = c.Acquire(ctx, w.name, client.AcquireOptions{Owner: "w1", TTL: 30 * time.Second, Metadata: map[string]string{"host": "db-2"}})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	releaseAtEnd(t, lk)
+	releaseAtEnd(t, w.lk)
 	// A later hold's token raises the resource's maximum above lk's.
-	later, err := c.Acquire(ctx, lockName(t, "l2"), client.AcquireOptions{Owner: "w3", TTL: 30 * time.Second})
+	w.later, err = c.Acquire(ctx, lockName(t, "l2"), client.AcquireOptions{Owner: "w3", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	releaseAtEnd(t, later)
-	if _, err := c.PutFenced(ctx, res, later.Token(), map[string]string{"v": "future"}, ""); err != nil {
+	releaseAtEnd(t, w.later)
+	if _, err := c.PutFenced(ctx, w.res, w.later.Token(), map[string]string{"v": "future"}, ""); err != nil {
 		t.Fatalf("put fenced: %v", err)
 	}
+	return w
+}
 
-	asError := func(t *testing.T, err error) *client.Error {
-		t.Helper()
-		var e *client.Error
-		if !errors.As(err, &e) {
-			t.Fatalf("%v (%T) is not a *client.Error", err, err)
-		}
-		return e
+// asError is err as a *client.Error, or the test's end.
+func asError(t *testing.T, err error) *client.Error {
+	t.Helper()
+	var e *client.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%v (%T) is not a *client.Error", err, err)
 	}
+	return e
+}
 
-	t.Run("lock_held carries the holder", func(t *testing.T) {
-		_, err := c.TryAcquire(ctx, name, client.AcquireOptions{Owner: "w2"})
-		if !errors.Is(err, client.ErrHeld) {
-			t.Fatalf("%v, want ErrHeld", err)
+func (w *wire) lockHeld(t *testing.T) {
+	_, err := w.c.TryAcquire(w.ctx, w.name, client.AcquireOptions{Owner: "w2"})
+	if !errors.Is(err, client.ErrHeld) {
+		t.Fatalf("%v, want ErrHeld", err)
+	}
+	e := asError(t, err)
+	h := e.Holder
+	if e.Status != http.StatusConflict || e.Code != "lock_held" || h == nil {
+		t.Fatalf("%+v", e)
+	}
+	if h.Owner != "w1" || h.Token != w.lk.Token() || h.Name != w.name || h.TTL != 30*time.Second || h.Metadata["host"] != "db-2" ||
+		h.AcquiredAt.IsZero() || !h.ExpiresAt.After(h.AcquiredAt) {
+		t.Errorf("holder %+v, want w1's hold with token %d", h, w.lk.Token())
+	}
+}
+
+func (w *wire) staleToken(t *testing.T) {
+	_, err := w.c.PutFenced(w.ctx, w.res, w.lk.Token(), "late", "")
+	if !errors.Is(err, client.ErrStaleToken) {
+		t.Fatalf("%v, want ErrStaleToken", err)
+	}
+	if e := asError(t, err); e.MaxToken != w.later.Token() || e.Status != http.StatusConflict {
+		t.Errorf("%+v, want max_token %d", e, w.later.Token())
+	}
+}
+
+func (w *wire) notHolder(t *testing.T) {
+	_, err := w.c.PutFenced(w.ctx, lockName(t, "r2"), w.lk.Token()-1, "x", w.name)
+	if !errors.Is(err, client.ErrNotHolder) {
+		t.Fatalf("%v, want ErrNotHolder", err)
+	}
+}
+
+func (w *wire) tokenMismatch(t *testing.T) {
+	if _, err := w.c.Renew(w.ctx, w.name, w.lk.Token()-1); !errors.Is(err, client.ErrTokenMismatch) {
+		t.Errorf("renew: %v, want ErrTokenMismatch", err)
+	}
+	if err := w.c.Release(w.ctx, w.name, w.lk.Token()-1); !errors.Is(err, client.ErrTokenMismatch) {
+		t.Errorf("release: %v, want ErrTokenMismatch", err)
+	}
+}
+
+func (w *wire) notHeld(t *testing.T) {
+	free := lockName(t, "free")
+	if _, err := w.c.Get(w.ctx, free); !errors.Is(err, client.ErrNotHeld) || errors.Is(err, client.ErrNotFound) {
+		t.Errorf("get: %v, want ErrNotHeld only", err)
+	}
+	if err := w.c.Release(w.ctx, free, 1); !errors.Is(err, client.ErrNotHeld) {
+		t.Errorf("release: %v, want ErrNotHeld", err)
+	}
+	if err := w.c.Revoke(w.ctx, free, ""); !errors.Is(err, client.ErrNotHeld) {
+		t.Errorf("revoke: %v, want ErrNotHeld", err)
+	}
+}
+
+func (w *wire) notFound(t *testing.T) {
+	if _, err := w.c.GetFenced(w.ctx, lockName(t, "nothing")); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("%v, want ErrNotFound", err)
+	}
+}
+
+func (w *wire) sessionNotFound(t *testing.T) {
+	c, ctx := w.c, w.ctx
+	for _, err := range []error{
+		func() error { _, err := c.GetSession(ctx, "694d2279b4919071"); return err }(),
+		func() error { _, err := c.RenewSession(ctx, "694d2279b4919071"); return err }(),
+		c.DeleteSession(ctx, "694d2279b4919071"),
+		func() error {
+			_, err := c.Acquire(ctx, lockName(t, "s"), client.AcquireOptions{Session: "694d2279b4919071"})
+			return err
+		}(),
+	} {
+		if !errors.Is(err, client.ErrSessionNotFound) {
+			t.Errorf("%v, want ErrSessionNotFound", err)
 		}
-		e := asError(t, err)
-		h := e.Holder
-		if e.Status != http.StatusConflict || e.Code != "lock_held" || h == nil {
-			t.Fatalf("%+v", e)
+	}
+}
+
+func (w *wire) invalidRequest(t *testing.T) {
+	_, err := w.c.Acquire(w.ctx, lockName(t, "x"), client.AcquireOptions{TTL: time.Second})
+	if !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("%v, want ErrInvalid", err)
+	}
+	if e := asError(t, err); e.Field != "ttl" || e.Status != http.StatusBadRequest || e.Detail == "" {
+		t.Errorf("%+v, want field ttl", e)
+	}
+	_, err = w.c.Get(w.ctx, "no spaces allowed")
+	if e := asError(t, err); !errors.Is(err, client.ErrInvalid) || e.Field != "name" {
+		t.Errorf("%v (%+v), want ErrInvalid on name", err, e)
+	}
+}
+
+func (w *wire) lockDelay(t *testing.T) {
+	d := lockName(t, "delay")
+	lk, err := w.c.Acquire(w.ctx, d, client.AcquireOptions{LockDelay: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if err := w.c.Revoke(w.ctx, d, "test"); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	_, err = w.c.TryAcquire(w.ctx, d, client.AcquireOptions{})
+	e := asError(t, err)
+	if !errors.Is(err, client.ErrHeld) || e.RetryAfter <= 0 || e.RetryAfter > 30*time.Second {
+		t.Errorf("%v (%+v), want ErrHeld with a retry after of at most 30s", err, e)
+	}
+	_ = lk.Release(w.ctx)
+}
+
+func (w *wire) sentinelMatchesItsCodeOnly(t *testing.T) {
+	_, err := w.c.TryAcquire(w.ctx, w.name, client.AcquireOptions{})
+	for _, s := range []error{client.ErrNotHeld, client.ErrTokenMismatch, client.ErrUnavailable, client.ErrInvalid, client.ErrLockLost} {
+		if errors.Is(err, s) {
+			t.Errorf("%v matches %v", err, s)
 		}
-		if h.Owner != "w1" || h.Token != lk.Token() || h.Name != name || h.TTL != 30*time.Second || h.Metadata["host"] != "db-2" ||
-			h.AcquiredAt.IsZero() || !h.ExpiresAt.After(h.AcquiredAt) {
-			t.Errorf("holder %+v, want w1's hold with token %d", h, lk.Token())
-		}
-	})
-	t.Run("stale_token carries max_token", func(t *testing.T) {
-		_, err := c.PutFenced(ctx, res, lk.Token(), "late", "")
-		if !errors.Is(err, client.ErrStaleToken) {
-			t.Fatalf("%v, want ErrStaleToken", err)
-		}
-		if e := asError(t, err); e.MaxToken != later.Token() || e.Status != http.StatusConflict {
-			t.Errorf("%+v, want max_token %d", e, later.Token())
-		}
-	})
-	t.Run("not_holder", func(t *testing.T) {
-		_, err := c.PutFenced(ctx, lockName(t, "r2"), lk.Token()-1, "x", name)
-		if !errors.Is(err, client.ErrNotHolder) {
-			t.Fatalf("%v, want ErrNotHolder", err)
-		}
-	})
-	t.Run("token_mismatch", func(t *testing.T) {
-		if _, err := c.Renew(ctx, name, lk.Token()-1); !errors.Is(err, client.ErrTokenMismatch) {
-			t.Errorf("renew: %v, want ErrTokenMismatch", err)
-		}
-		if err := c.Release(ctx, name, lk.Token()-1); !errors.Is(err, client.ErrTokenMismatch) {
-			t.Errorf("release: %v, want ErrTokenMismatch", err)
-		}
-	})
-	t.Run("not_held", func(t *testing.T) {
-		free := lockName(t, "free")
-		if _, err := c.Get(ctx, free); !errors.Is(err, client.ErrNotHeld) || errors.Is(err, client.ErrNotFound) {
-			t.Errorf("get: %v, want ErrNotHeld only", err)
-		}
-		if err := c.Release(ctx, free, 1); !errors.Is(err, client.ErrNotHeld) {
-			t.Errorf("release: %v, want ErrNotHeld", err)
-		}
-		if err := c.Revoke(ctx, free, ""); !errors.Is(err, client.ErrNotHeld) {
-			t.Errorf("revoke: %v, want ErrNotHeld", err)
-		}
-	})
-	t.Run("not_found", func(t *testing.T) {
-		if _, err := c.GetFenced(ctx, lockName(t, "nothing")); !errors.Is(err, client.ErrNotFound) {
-			t.Errorf("%v, want ErrNotFound", err)
-		}
-	})
-	t.Run("session_not_found", func(t *testing.T) {
-		for _, err := range []error{
-			func() error { _, err := c.GetSession(ctx, "694d2279b4919071"); return err }(),
-			func() error { _, err := c.RenewSession(ctx, "694d2279b4919071"); return err }(),
-			c.DeleteSession(ctx, "694d2279b4919071"),
-			func() error {
-				_, err := c.Acquire(ctx, lockName(t, "s"), client.AcquireOptions{Session: "694d2279b4919071"})
-				return err
-			}(),
-		} {
-			if !errors.Is(err, client.ErrSessionNotFound) {
-				t.Errorf("%v, want ErrSessionNotFound", err)
-			}
-		}
-	})
-	t.Run("invalid_request names the field", func(t *testing.T) {
-		_, err := c.Acquire(ctx, lockName(t, "x"), client.AcquireOptions{TTL: time.Second})
-		if !errors.Is(err, client.ErrInvalid) {
-			t.Fatalf("%v, want ErrInvalid", err)
-		}
-		if e := asError(t, err); e.Field != "ttl" || e.Status != http.StatusBadRequest || e.Detail == "" {
-			t.Errorf("%+v, want field ttl", e)
-		}
-		_, err = c.Get(ctx, "no spaces allowed")
-		if e := asError(t, err); !errors.Is(err, client.ErrInvalid) || e.Field != "name" {
-			t.Errorf("%v (%+v), want ErrInvalid on name", err, e)
-		}
-	})
-	t.Run("lock-delay answers with retry_after", func(t *testing.T) {
-		d := lockName(t, "delay")
-		lk, err := c.Acquire(ctx, d, client.AcquireOptions{LockDelay: 30 * time.Second})
-		if err != nil {
-			t.Fatalf("acquire: %v", err)
-		}
-		if err := c.Revoke(ctx, d, "test"); err != nil {
-			t.Fatalf("revoke: %v", err)
-		}
-		_, err = c.TryAcquire(ctx, d, client.AcquireOptions{})
-		e := asError(t, err)
-		if !errors.Is(err, client.ErrHeld) || e.RetryAfter <= 0 || e.RetryAfter > 30*time.Second {
-			t.Errorf("%v (%+v), want ErrHeld with a retry after of at most 30s", err, e)
-		}
-		_ = lk.Release(ctx)
-	})
-	t.Run("a sentinel matches its code only", func(t *testing.T) {
-		_, err := c.TryAcquire(ctx, name, client.AcquireOptions{})
-		for _, s := range []error{client.ErrNotHeld, client.ErrTokenMismatch, client.ErrUnavailable, client.ErrInvalid, client.ErrLockLost} {
-			if errors.Is(err, s) {
-				t.Errorf("%v matches %v", err, s)
-			}
-		}
-	})
+	}
 }
 
 func TestError_MapsCodesAndServerErrors(t *testing.T) {
@@ -237,10 +271,9 @@ func TestErrors_CapsAndRateLimitsHaveNamedSentinels(t *testing.T) {
 // TestError_OneLine: the call is named once, even though the server's
 // detail names it too.
 func TestError_OneLine(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	_, c, ctx := setup(t)
 	name := lockName(t, "free")
-	err := c.Revoke(ctxFor(t, time.Minute), name, "")
+	err := c.Revoke(ctx, name, "")
 	want := fmt.Sprintf("revoke %q: lock not held (404 not_held)", name)
 	if err == nil || err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)

@@ -30,9 +30,8 @@ func nextEvent(t *testing.T, evc <-chan client.Event, errc <-chan error) client.
 }
 
 func TestEvents_ResumeWithoutGapOrDuplicateAfterTheConnectionDrops(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	f, c, ctx := setup(t)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	name := lockName(t, "l")
 
@@ -167,9 +166,8 @@ func TestEvents_ReconnectsWhenTheStreamFallsSilent(t *testing.T) {
 }
 
 func TestEvents_EndWhenTheServerRefusesTheRequest(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	evc, errc := c.Events(ctxFor(t, time.Minute), client.EventsOptions{Lock: "not a lock name"})
+	_, c, ctx := setup(t)
+	evc, errc := c.Events(ctx, client.EventsOptions{Lock: "not a lock name"})
 	for range evc {
 		t.Error("an event from an invalid stream")
 	}

@@ -268,57 +268,9 @@ func checkClientResult(t *testing.T, call string, a *answer, err error) {
 // delivered must come in revision order, each once, after where the
 // stream began; the reconnection must resume from the last one.
 func FuzzClient_EventStream(f *testing.F) {
-	// Seeds: what the server writes (api/events.go), and broken streams.
-	ev := func(rev int64, typ, lock string, token int64) string {
-		b, _ := json.Marshal(map[string]any{"revision": rev, "time": "2026-11-29T14:25:13.886Z", "type": typ, "lock": lock, "owner": "w1", "token": token})
-		return fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", rev, typ, b)
-	}
-	for _, s := range []struct {
-		since int64
-		body  string
-	}{
-		{1, "retry: 2000\n\n" + ev(5, "acquired", "x", 5) + ev(6, "released", "x", 5) + ": heartbeat\n\n"},
-		{5, ev(5, "acquired", "x", 5) + ev(7, "acquired", "y", 7) + ev(7, "acquired", "z", 7) + ev(6, "released", "x", 5) + ev(7, "acquired", "y", 7)},
-		{0, ev(9, "acquired", "x", 9) + ": stream ended: client too slow; reconnect with Last-Event-ID\n\n"},
-		{1, "id: 3\r\nevent: acquired\r\ndata: {\"lock\":\"x\",\r\ndata: \"token\":3}\r\n\r\n"},
-		{1, "data: not json\n\n"},
-		{1, "id: abc\ndata: {}\n\n"},
-		{1, "data: {\"revision\":-5}\n\n"},
-		{1, "data: {\"revision\":9223372036854775807}\n\ndata: {\"revision\":1}\n\n"},
-		{1, "event\ndata\n\nid\n:\n\n"},
-		{1, ev(3, "acquired", "x", 3)[:40]},
-	} {
-		f.Add(s.since, []byte(s.body))
-	}
-	type iteration struct {
-		body    []byte
-		conns   atomic.Int32
-		resumed atomic.Pointer[string] // Last-Event-ID of the reconnection; "-" when absent
-	}
-	var cur atomic.Pointer[iteration]
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		it := cur.Load()
-		switch {
-		case it == nil:
-			http.Error(w, "no iteration running", http.StatusTeapot)
-		case r.URL.Path == "/v1/cluster":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"members":[],"leader":"1","raft_term":2,"revision":4}`)
-		case it.conns.Add(1) == 1:
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = w.Write(it.body)
-		default:
-			id, ok := r.Header["Last-Event-Id"]
-			seen := "-"
-			if ok {
-				seen = strings.Join(id, ",")
-			}
-			it.resumed.CompareAndSwap(nil, &seen)
-			w.Header().Set("Content-Type", "application/problem+json")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, `{"type":"urn:baton:problem:invalid_request","title":"Invalid request","status":400,"code":"invalid_request","detail":"stop","field":"lock"}`)
-		}
-	}))
+	addStreamSeeds(f)
+	var cur atomic.Pointer[streamIteration]
+	ts := httptest.NewServer(streamServer(&cur))
 	f.Cleanup(ts.Close)
 	c, err := client.NewWithConfig(client.Config{Endpoints: []string{ts.URL}, Timeout: 5 * time.Second, RetryBackoff: time.Millisecond})
 	if err != nil {
@@ -328,7 +280,7 @@ func FuzzClient_EventStream(f *testing.F) {
 		if since < 0 {
 			since = -(since + 1)
 		}
-		it := &iteration{body: body}
+		it := &streamIteration{body: body}
 		cur.Store(it)
 		defer cur.Store(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -350,34 +302,105 @@ func FuzzClient_EventStream(f *testing.F) {
 		if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
 			t.Fatalf("Events ended with %v, want the 400 of the reconnection", err)
 		}
-		type key struct {
-			rev             int64
-			typ, lock, sess string
-			token           int64
-		}
-		delivered := map[key]bool{}
-		for i, ev := range got {
-			k := key{ev.Revision, ev.Type, ev.Lock, ev.Session, ev.Token}
-			switch {
-			case ev.Revision <= base:
-				t.Fatalf("event %d of revision %d delivered; the stream began after %d", i, ev.Revision, base)
-			case i > 0 && ev.Revision < got[i-1].Revision:
-				t.Fatalf("event %d of revision %d after one of %d", i, ev.Revision, got[i-1].Revision)
-			case delivered[k]:
-				t.Fatalf("event %+v delivered twice", ev)
+		checkStream(t, got, base, it)
+	})
+}
+
+// addStreamSeeds seeds FuzzClient_EventStream with what the server writes
+// (api/events.go), and with broken streams.
+func addStreamSeeds(f *testing.F) {
+	ev := func(rev int64, typ, lock string, token int64) string {
+		b, _ := json.Marshal(map[string]any{"revision": rev, "time": "2026-11-29T14:25:13.886Z", "type": typ, "lock": lock, "owner": "w1", "token": token})
+		return fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", rev, typ, b)
+	}
+	for _, s := range []struct {
+		since int64
+		body  string
+	}{
+		{1, "retry: 2000\n\n" + ev(5, "acquired", "x", 5) + ev(6, "released", "x", 5) + ": heartbeat\n\n"},
+		{5, ev(5, "acquired", "x", 5) + ev(7, "acquired", "y", 7) + ev(7, "acquired", "z", 7) + ev(6, "released", "x", 5) + ev(7, "acquired", "y", 7)},
+		{0, ev(9, "acquired", "x", 9) + ": stream ended: client too slow; reconnect with Last-Event-ID\n\n"},
+		{1, "id: 3\r\nevent: acquired\r\ndata: {\"lock\":\"x\",\r\ndata: \"token\":3}\r\n\r\n"},
+		{1, "data: not json\n\n"},
+		{1, "id: abc\ndata: {}\n\n"},
+		{1, "data: {\"revision\":-5}\n\n"},
+		{1, "data: {\"revision\":9223372036854775807}\n\ndata: {\"revision\":1}\n\n"},
+		{1, "event\ndata\n\nid\n:\n\n"},
+		{1, ev(3, "acquired", "x", 3)[:40]},
+	} {
+		f.Add(s.since, []byte(s.body))
+	}
+}
+
+// streamIteration is what FuzzClient_EventStream's server serves in one
+// iteration, and what it saw.
+type streamIteration struct {
+	body    []byte
+	conns   atomic.Int32
+	resumed atomic.Pointer[string] // Last-Event-ID of the reconnection; "-" when absent
+}
+
+// streamServer answers /v1/cluster with revision 4, the first stream
+// request with the iteration's body, and every later one with a 400
+// after noting its Last-Event-ID.
+func streamServer(cur *atomic.Pointer[streamIteration]) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		it := cur.Load()
+		switch {
+		case it == nil:
+			http.Error(w, "no iteration running", http.StatusTeapot)
+		case r.URL.Path == "/v1/cluster":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"members":[],"leader":"1","raft_term":2,"revision":4}`)
+		case it.conns.Add(1) == 1:
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(it.body)
+		default:
+			id, ok := r.Header["Last-Event-Id"]
+			seen := "-"
+			if ok {
+				seen = strings.Join(id, ",")
 			}
-			delivered[k] = true
-		}
-		want := base
-		if len(got) > 0 {
-			want = got[len(got)-1].Revision - 1
-		}
-		wantHeader := "-"
-		if want > 0 {
-			wantHeader = strconv.FormatInt(want, 10)
-		}
-		if p := it.resumed.Load(); p == nil || *p != wantHeader {
-			t.Fatalf("reconnected with Last-Event-ID %v, want %q (%d events delivered)", p, wantHeader, len(got))
+			it.resumed.CompareAndSwap(nil, &seen)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"type":"urn:baton:problem:invalid_request","title":"Invalid request","status":400,"code":"invalid_request","detail":"stop","field":"lock"}`)
 		}
 	})
+}
+
+// checkStream checks the events a stream that began after base
+// delivered: in revision order, each once, all after base; and that the
+// reconnection resumed from the last one.
+func checkStream(t *testing.T, got []client.Event, base int64, it *streamIteration) {
+	t.Helper()
+	type key struct {
+		rev             int64
+		typ, lock, sess string
+		token           int64
+	}
+	delivered := map[key]bool{}
+	for i, ev := range got {
+		k := key{ev.Revision, ev.Type, ev.Lock, ev.Session, ev.Token}
+		switch {
+		case ev.Revision <= base:
+			t.Fatalf("event %d of revision %d delivered; the stream began after %d", i, ev.Revision, base)
+		case i > 0 && ev.Revision < got[i-1].Revision:
+			t.Fatalf("event %d of revision %d after one of %d", i, ev.Revision, got[i-1].Revision)
+		case delivered[k]:
+			t.Fatalf("event %+v delivered twice", ev)
+		}
+		delivered[k] = true
+	}
+	want := base
+	if len(got) > 0 {
+		want = got[len(got)-1].Revision - 1
+	}
+	wantHeader := "-"
+	if want > 0 {
+		wantHeader = strconv.FormatInt(want, 10)
+	}
+	if p := it.resumed.Load(); p == nil || *p != wantHeader {
+		t.Fatalf("reconnected with Last-Event-ID %v, want %q (%d events delivered)", p, wantHeader, len(got))
+	}
 }

@@ -182,6 +182,15 @@ func (f *front) matching(method, pathSuffix string) []*http.Request {
 	return out
 }
 
+// setup is how most tests start: a server of their own over the shared
+// backend, a client of it, and a context that ends with the test or
+// after a minute.
+func setup(t *testing.T) (*front, *client.Client, context.Context) {
+	t.Helper()
+	f := newFront(t)
+	return f, newClient(t, f.URL), ctxFor(t, time.Minute)
+}
+
 // newClient returns a client of endpoints with short pauses between
 // retries, so that tests of failure run quickly.
 func newClient(t *testing.T, endpoints ...string) *client.Client {
@@ -213,24 +222,20 @@ func lockName(t *testing.T, suffix string) string {
 	return n
 }
 
+// skipShort skips, under go test -short (the fast tier), a test that
+// lets several lease TTLs pass: time that no machine makes shorter.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("lets several lease TTLs pass; runs without -short")
+	}
+}
+
 // ctxFor returns a context that ends with the test, or after d.
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		tick := time.NewTimer(20 * time.Millisecond)
-		<-tick.C
-	}
 }
 
 // waitClosed waits for ch to close, failing the test after timeout.

@@ -10,17 +10,17 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
 
 const shortTTL = 2 * time.Second // the server's minimum
 
 func TestAcquire_AutoRenewKeepsA2sLockForSeveralTTLs(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	f, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	start := time.Now()
 	lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w1", TTL: shortTTL, Metadata: map[string]string{"job": "recon"}})
@@ -79,10 +79,8 @@ func TestAcquire_AutoRenewKeepsA2sLockForSeveralTTLs(t *testing.T) {
 
 func TestLock_LostFiresWhenTheLockIsRevoked(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	_, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w1", TTL: shortTTL})
 	if err != nil {
@@ -117,10 +115,8 @@ func TestLock_LostFiresWhenTheLockIsRevoked(t *testing.T) {
 
 func TestLock_LostFiresWhenTheServerIsUnreachablePastTheTTL(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	f, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	start := time.Now()
 	lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w1", TTL: shortTTL})
@@ -151,10 +147,8 @@ func TestLock_LostFiresWhenTheServerIsUnreachablePastTheTTL(t *testing.T) {
 
 func TestLock_LostFiresByTheClientsClockWhenRenewsHang(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	f, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	start := time.Now()
 	lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w1", TTL: shortTTL})
@@ -193,10 +187,8 @@ func TestLock_LostFiresByTheClientsClockWhenRenewsHang(t *testing.T) {
 
 func TestLock_LostFiresWhenAnotherHolderTookOver(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	_, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w1", TTL: shortTTL})
 	if err != nil {
@@ -232,10 +224,8 @@ func TestLock_LostFiresWhenAnotherHolderTookOver(t *testing.T) {
 }
 
 func TestAcquire_WaitsInLineAndGetsAGreaterToken(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	_, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	first, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w1", TTL: 10 * time.Second})
 	if err != nil {
@@ -251,7 +241,7 @@ func TestAcquire_WaitsInLineAndGetsAGreaterToken(t *testing.T) {
 		lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w2", TTL: 10 * time.Second, Wait: 30 * time.Second})
 		got <- result{lk, err}
 	}()
-	eventually(t, 10*time.Second, "w2 queued", func() bool {
+	poll.Until(t, 10*time.Second, "w2 queued", func() bool {
 		l, err := c.Get(ctx, name)
 		return err == nil && len(l.Waiters) == 1 && l.Waiters[0].Owner == "w2" && l.Waiters[0].Position == 1 && !l.Waiters[0].Since.IsZero()
 	})
@@ -269,11 +259,10 @@ func TestAcquire_WaitsInLineAndGetsAGreaterToken(t *testing.T) {
 }
 
 func TestAcquire_AfterAWaitLongerThanTheTTLStartsWithAFreshLease(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	f, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 	eng, _ := backend()
 
 	// A bare 2s hold, taken on the engine, that nobody renews: it runs
@@ -316,10 +305,8 @@ func TestAcquire_AfterAWaitLongerThanTheTTLStartsWithAFreshLease(t *testing.T) {
 }
 
 func TestTryAcquire_AnswersAtOnceWithTheHolder(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	_, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	lk, err := c.TryAcquire(ctx, name, client.AcquireOptions{Owner: "w1"})
 	if err != nil {
@@ -341,10 +328,9 @@ func TestTryAcquire_AnswersAtOnceWithTheHolder(t *testing.T) {
 }
 
 func TestSession_LockRenewsItsSessionAndEndsWithIt(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	_, c, ctx := setup(t)
 
 	s, err := c.CreateSession(ctx, "worker-1", shortTTL)
 	if err != nil {
@@ -409,10 +395,8 @@ func TestSession_LockRenewsItsSessionAndEndsWithIt(t *testing.T) {
 
 func TestAcquireOnce_IsNotRenewedAndEndsWithItsTTL(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	f, c, ctx := setup(t)
 	name := lockName(t, "l")
-	ctx := ctxFor(t, time.Minute)
 
 	l, err := c.AcquireOnce(ctx, name, client.AcquireOptions{Owner: "cli", TTL: shortTTL})
 	if err != nil {
@@ -425,7 +409,7 @@ func TestAcquireOnce_IsNotRenewedAndEndsWithItsTTL(t *testing.T) {
 		t.Fatalf("second acquire: %v, want ErrHeld", err)
 	}
 	// Nobody renews it: the server lets it go after its TTL.
-	eventually(t, 3*shortTTL, "the lease to run out", func() bool {
+	poll.Until(t, 3*shortTTL, "the lease to run out", func() bool {
 		_, err := c.Get(ctx, name)
 		return errors.Is(err, client.ErrNotHeld)
 	})

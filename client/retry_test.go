@@ -300,9 +300,7 @@ func TestClient_DrainsBodiesSoConnectionsAreReused(t *testing.T) {
 // the node never saw it. Calls that must not be repeated therefore go on
 // connections of their own.
 func TestAcquire_IsNotAmbiguousAfterTheNodeDroppedIdleConnections(t *testing.T) {
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	f, c, ctx := setup(t)
 	for i := range 5 {
 		name := lockName(t, fmt.Sprint(i))
 		if _, err := c.Get(ctx, name); !errors.Is(err, client.ErrNotHeld) { // leaves a pooled connection

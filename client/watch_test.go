@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/internal/poll"
 )
 
 // longTTL puts the next renew 10 s away: a loss noticed within a second
@@ -20,9 +21,7 @@ const longTTL = 30 * time.Second
 // revoke must stop the holder now, not at its next renew.
 func TestLock_RevokeReachesLostWithinASecond(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	f, c, ctx := setup(t)
 	var worst time.Duration
 	for range 3 {
 		name := lockName(t, "l")
@@ -58,9 +57,7 @@ func TestLock_RevokeReachesLostWithinASecond(t *testing.T) {
 // different names watches them all, each loss reaching its own Lock only.
 func TestLock_LocksOfSeveralNamesShareOneStream(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	f, c, ctx := setup(t)
 	var open, most atomic.Int64
 	f.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/v1/events" {
@@ -103,7 +100,7 @@ func TestLock_LocksOfSeveralNamesShareOneStream(t *testing.T) {
 	if m := most.Load(); m > 2 {
 		t.Errorf("%d event streams open at once for one client, want one (two while one replaces the other)", m)
 	}
-	eventually(t, 10*time.Second, "the stream to close with the last hold", func() bool { return open.Load() == 0 })
+	poll.Until(t, 10*time.Second, "the stream to close with the last hold", func() bool { return open.Load() == 0 })
 }
 
 // TestLock_ReleasedElsewhereReachesLostWithinASecond: a release by the
@@ -111,10 +108,8 @@ func TestLock_LocksOfSeveralNamesShareOneStream(t *testing.T) {
 // the Lock's own Release does not make it lost.
 func TestLock_ReleasedElsewhereReachesLostWithinASecond(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
+	f, c, ctx := setup(t)
 	other := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
 
 	lk, err := c.Acquire(ctx, lockName(t, "l"), client.AcquireOptions{TTL: longTTL})
 	if err != nil {
@@ -150,9 +145,7 @@ func TestLock_ReleasedElsewhereReachesLostWithinASecond(t *testing.T) {
 // the lock, and a revoke is still noticed, by the next renew.
 func TestLock_AStreamThatCannotConnectLeavesTheLockHeld(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	f, c, ctx := setup(t)
 	f.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path != "/v1/events" {
 			return false
@@ -165,7 +158,7 @@ func TestLock_AStreamThatCannotConnectLeavesTheLockHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	releaseAtEnd(t, lk)
-	eventually(t, 20*time.Second, "three renews and two refused streams", func() bool {
+	poll.Until(t, 20*time.Second, "three renews and two refused streams", func() bool {
 		return f.count(http.MethodPost, "/renew") >= 3 && f.count(http.MethodGet, "/v1/events") >= 2
 	})
 	if isClosed(lk.Lost()) {
@@ -184,9 +177,7 @@ func TestLock_AStreamThatCannotConnectLeavesTheLockHeld(t *testing.T) {
 // a session end with it (audited as released); its holders learn at once.
 func TestLock_ASessionDeletedElsewhereReachesLostWithinASecond(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	f, c, ctx := setup(t)
 	s, err := c.CreateSession(ctx, "w1", longTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -213,9 +204,7 @@ func TestLock_ASessionDeletedElsewhereReachesLostWithinASecond(t *testing.T) {
 // both.
 func TestLock_TwoLocksOfOneHoldAreBothLost(t *testing.T) {
 	t.Parallel()
-	f := newFront(t)
-	c := newClient(t, f.URL)
-	ctx := ctxFor(t, time.Minute)
+	_, c, ctx := setup(t)
 	s, err := c.CreateSession(ctx, "w1", longTTL)
 	if err != nil {
 		t.Fatal(err)

@@ -108,8 +108,8 @@ func check(r routers.Router, req *http.Request, body []byte, rec *recorder) erro
 	}
 	// kin-openapi's router ignores a trailing slash (/v1/locks/ finds GET
 	// /v1/locks) and lets a path parameter be empty; the server routes
-	// neither, and answers 404 or 405 as for any unknown path (found by
-	// api's FuzzHTTP). That is no undocumented answer of an operation.
+	// neither, and answers 404 or 405 as for any unknown path. That is no
+	// undocumented answer of an operation.
 	if strings.HasSuffix(req.URL.Path, "/") && (rec.status == http.StatusNotFound || rec.status == http.StatusMethodNotAllowed) {
 		return nil
 	}
@@ -166,10 +166,9 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // asServerReadsIt makes the copy of a request that is validated say what
 // the server reads in it, where the server is knowingly more liberal than
-// the document, and kin-openapi would call the request invalid (each found
-// by api's FuzzHTTP):
-//   - a query parameter with an empty value is absent (API.md writes
-//     `?prefix=&limit=100&cursor=`); the document cannot say so;
+// the document, and kin-openapi would call the request invalid:
+//   - a query parameter with an empty value is absent (docs/API.md, Locks,
+//     writes `?prefix=&limit=100&cursor=`); the document cannot say so;
 //   - a body of white space only is no body (api.decodeBody); sent as
 //     anything but application/json it is refused all the same, with a
 //     415 the document lists.
