@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,11 +14,11 @@ import (
 
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -357,93 +355,32 @@ func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.check(false)
 }
 
-// browser is a headless Chromium tab on the dashboard's server that records
-// every request the page makes and every error it reports.
+// browser is a Chromium tab (package testbrowser) on the dashboard's
+// server. Its lower-case methods are the tab's, bound to the server where
+// they need it.
 type browser struct {
+	*testbrowser.Tab
 	t   *testing.T
-	ctx context.Context
 	s   *testserver.Server
+	ctx context.Context // the tab's (Tab.Context), for chromedp calls of a test's own
 
+	// mu guards requests: every URL the page asked for, as Tab.Requests
+	// gives them, for the tests that read them as a field.
 	mu       sync.Mutex
 	requests []string
-	problems []problem
-	checked  int // problems already reported by check
-}
-
-// problem is an error the page reported.
-type problem struct {
-	network bool // a failed request, as opposed to a script error or a CSP violation
-	text    string
 }
 
 // startBrowser starts Chromium with a window of width×height. Without
 // Chromium the test skips, except in CI, where it fails.
 func startBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install chromium (.ci/run does): %v", err)
-		}
-		t.Skipf("no browser (%v); apt-get install chromium to run this test", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
-		chromedp.WindowSize(width, height),
-	)
-	// Cleanups run last first: the browser is gone before its profile
-	// directory (registered by t.TempDir above) is removed, and before the
-	// server closes (registered by testserver.Start), so no stream is left open.
-	t.Cleanup(cancelAlloc)
-	ctx, cancelTab := chromedp.NewContext(ctx)
-	t.Cleanup(cancelTab)
-
-	b := &browser{t: t, ctx: ctx, s: s}
-	err := chromedp.Listen(ctx, func(ev any) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
+	tab := testbrowser.Start(t, testbrowser.WindowSize(width, height), testbrowser.Expected(raceNotFound))
+	b := &browser{Tab: tab, t: t, s: s, ctx: tab.Context()}
+	err := chromedp.Listen(tab.Context(), func(ev any) {
+		if ev, ok := ev.(*network.EventRequestWillBeSent); ok {
+			b.mu.Lock()
+			defer b.mu.Unlock()
 			b.requests = append(b.requests, ev.Request.URL)
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.EntryLevelError && !raceNotFound(ev.Entry) {
-				b.problems = append(b.problems, problem{
-					network: ev.Entry.Source == log.EntrySourceNetwork,
-					text:    string(ev.Entry.Source) + ": " + ev.Entry.Text + " " + ev.Entry.URL,
-				})
-			}
-		case *runtime.EventExceptionThrown:
-			msg := ev.ExceptionDetails.Text
-			if x := ev.ExceptionDetails.Exception; x != nil {
-				msg += " " + x.Description
-			}
-			b.problems = append(b.problems, problem{text: "exception: " + msg})
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				var args []string
-				for _, a := range ev.Args {
-					if a.Description != "" {
-						args = append(args, a.Description)
-					} else {
-						args = append(args, string(a.Value))
-					}
-				}
-				b.problems = append(b.problems, problem{text: "console." + string(ev.Type) + ": " + strings.Join(args, " ")})
-			}
 		}
 	})
 	if err != nil {
@@ -460,46 +397,53 @@ func raceNotFound(e *log.Entry) bool {
 		return false
 	}
 	u, err := url.Parse(e.URL)
-	return err == nil && regexp.MustCompile(`^/v1/locks/[^/]+$`).MatchString(u.Path)
+	return err == nil && lockPath.MatchString(u.Path)
 }
 
-func (b *browser) pageProblems() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, p := range b.problems {
-		out = append(out, p.text)
-	}
-	return out
-}
+var lockPath = regexp.MustCompile(`^/v1/locks/[^/]+$`)
 
 // do runs steps, failing the test (with a screenshot) if they do not
 // finish within timeout.
 func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, timeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		b.fail(what, err)
-	}
+	b.Do(what, timeout, steps...)
 }
 
 // waitFor waits until the JavaScript expression is truthy.
 func (b *browser) waitFor(what string, timeout time.Duration, expr string) {
 	b.t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
-	if err != nil {
-		b.fail(what+" (within "+timeout.String()+")", err)
-	}
+	b.WaitFor(what, timeout, expr)
+}
+
+func (b *browser) eval(expr string) {
+	b.t.Helper()
+	b.Eval(expr)
+}
+
+func evalAs[T any](b *browser, expr string) T {
+	b.t.Helper()
+	return testbrowser.EvalAs[T](b.Tab, expr)
+}
+
+// screenshot saves the whole page as name in the test's artifact directory.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	b.Screenshot(name)
+}
+
+// check fails the test for any request off this server and any error the
+// page reported since the last check, CSP violations among them; failed
+// requests pass when networkOK.
+func (b *browser) check(networkOK bool) {
+	b.t.Helper()
+	b.Check(b.s.TS.URL, networkOK)
 }
 
 // waitLive waits for the page to follow the event stream; failing, it says
 // what GET /v1/events answers.
 func (b *browser) waitLive() {
 	b.t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="live-status"]').dataset.state === "live"`,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+	err := b.Poll(10*time.Second, `document.querySelector('[data-testid="live-status"]').dataset.state === "live"`)
 	if err == nil {
 		return
 	}
@@ -514,67 +458,7 @@ func (b *browser) waitLive() {
 		stream = fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 		resp.Body.Close()
 	}
-	b.fail("the page to say it is live (GET /v1/events answers "+stream+")", err)
-}
-
-func (b *browser) fail(what string, err error) {
-	b.t.Helper()
-	b.screenshot("failed.png")
-	b.t.Fatalf("%s: %v; page problems: %q", what, err, b.pageProblems())
-}
-
-func (b *browser) eval(expr string) {
-	b.t.Helper()
-	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[chromedp.Void](expr)); err != nil {
-		b.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-}
-
-func evalAs[T any](b *browser, expr string) T {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		b.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
-
-// screenshot saves the whole page as name in the test's artifact directory.
-func (b *browser) screenshot(name string) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 makes a PNG
-	if err != nil {
-		b.t.Errorf("screenshot %s: %v", name, err)
-		return
-	}
-	p := filepath.Join(b.t.ArtifactDir(), name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		b.t.Errorf("save screenshot: %v", err)
-		return
-	}
-	b.t.Logf("screenshot: %s", p)
-}
-
-// check fails the test for any request off this server and any error the
-// page reported since the last check, CSP violations among them; failed
-// requests pass when networkOK.
-func (b *browser) check(networkOK bool) {
-	b.t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, u := range b.requests {
-		if !strings.HasPrefix(u, b.s.TS.URL+"/") && !strings.HasPrefix(u, "data:") {
-			b.t.Errorf("the page requested %s, off this server", u)
-		}
-	}
-	for _, p := range b.problems[b.checked:] {
-		if !(networkOK && p.network) {
-			b.t.Errorf("page error: %s", p.text)
-		}
-	}
-	b.checked = len(b.problems)
+	b.Fail("the page to say it is live (GET /v1/events answers "+stream+")", err)
 }
 
 func TestDashboard_ShowsLockDelaysAndLiftsThemInChromium(t *testing.T) {
