@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"path"
@@ -20,6 +21,7 @@ import (
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/web"
 )
 
 const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'"
@@ -65,48 +67,97 @@ func TestDashboard_ServesThePageAndItsAssetsFromThisServerOnly(t *testing.T) {
 	}
 
 	refs := docsAssetRef.FindAllStringSubmatch(page, -1)
-	wantType := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 	seen := map[string]bool{}
 	for _, m := range refs {
 		ref := m[1]
 		seen[path.Ext(ref)] = true
-		t.Run(ref, func(t *testing.T) {
-			if !strings.HasPrefix(ref, "/ui/") {
-				t.Fatalf("asset %q is not under /ui/ on this server", ref)
-			}
-			r := s.Do("GET", ref, "")
-			testserver.WantStatus(t, r, http.StatusOK)
-			want, ok := wantType[path.Ext(ref)]
-			if !ok {
-				t.Fatalf("asset %q: unexpected kind of file", ref)
-			}
-			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
-				t.Errorf("Content-Type %q, want %s", ct, want)
-			}
-			if csp := r.Header.Get("Content-Security-Policy"); csp != dashboardCSP {
-				t.Errorf("Content-Security-Policy %q, want %q", csp, dashboardCSP)
-			}
-			if r.Header.Get("Etag") == "" || r.Header.Get("Cache-Control") != "no-cache" {
-				t.Errorf("ETag %q, Cache-Control %q: want an ETag, and no-cache so a new build is picked up",
-					r.Header.Get("Etag"), r.Header.Get("Cache-Control"))
-			}
-			if len(r.Body) == 0 {
-				t.Fatal("empty body")
-			}
-			body := string(r.Body)
-			if path.Ext(ref) == ".svg" {
-				body = strings.ReplaceAll(body, `xmlns="http://www.w3.org/2000/svg"`, "") // a name, not a fetch
-			}
-			if m := absoluteURL.FindString(body); m != "" {
-				t.Errorf("%s names %q, off this server; it must work offline", ref, m)
-			}
-		})
+		t.Run(ref, func(t *testing.T) { wantDashboardAsset(t, s, ref) })
 	}
 	for _, ext := range []string{".js", ".css"} {
 		if !seen[ext] {
 			t.Errorf("the page loads no %s file: %q", ext, refs)
 		}
 	}
+}
+
+// moduleImport finds what a script module imports (import … from "./x.js",
+// export … from "./x.js", import "./x.js").
+var moduleImport = regexp.MustCompile(`(?m)^(?:import|export)\b[^;"']*?["'](\.{1,2}/[^"']+)["']`)
+
+// TestDashboard_ServesEveryModuleOfItsScript: the page's script is ES
+// modules, which a browser runs only when served as JavaScript; every
+// module imports is served like the page's own assets, and every module
+// in package web is imported by one.
+func TestDashboard_ServesEveryModuleOfItsScript(t *testing.T) {
+	s := testserver.Start(t)
+	page := s.Do("GET", "/", "")
+	testserver.WantStatus(t, page, http.StatusOK)
+	entry := regexp.MustCompile(`<script type="module" src="([^"]+)"></script>`).FindStringSubmatch(string(page.Body))
+	if entry == nil {
+		t.Fatalf("the page loads no script module:\n%s", page.Body)
+	}
+	loaded := map[string]bool{entry[1]: true}
+	for todo := []string{entry[1]}; len(todo) > 0; todo = todo[1:] {
+		ref := todo[0]
+		body := wantDashboardAsset(t, s, ref)
+		for _, m := range moduleImport.FindAllStringSubmatch(body, -1) {
+			dep := path.Join(path.Dir(ref), m[1])
+			if !loaded[dep] {
+				loaded[dep] = true
+				todo = append(todo, dep)
+			}
+		}
+	}
+	modules, err := fs.Glob(web.Assets, "*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range modules {
+		if !loaded[web.Prefix+m] {
+			t.Errorf("web/%s is imported by no module of the page", m)
+		}
+	}
+	if len(loaded) < 2 {
+		t.Errorf("the script imports no module: %v", loaded)
+	}
+}
+
+// wantDashboardAsset fetches the asset ref of the dashboard and checks
+// that it is served under /ui/ with its type, the dashboard's CSP and
+// revalidation, and names nothing off this server. It returns the body.
+func wantDashboardAsset(t *testing.T, s *testserver.Server, ref string) string {
+	t.Helper()
+	wantType := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+	if !strings.HasPrefix(ref, web.Prefix) {
+		t.Fatalf("asset %q is not under %s on this server", ref, web.Prefix)
+	}
+	r := s.Do("GET", ref, "")
+	testserver.WantStatus(t, r, http.StatusOK)
+	want, ok := wantType[path.Ext(ref)]
+	if !ok {
+		t.Fatalf("asset %q: unexpected kind of file", ref)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
+		t.Errorf("%s: Content-Type %q, want %s", ref, ct, want)
+	}
+	if csp := r.Header.Get("Content-Security-Policy"); csp != dashboardCSP {
+		t.Errorf("%s: Content-Security-Policy %q, want %q", ref, csp, dashboardCSP)
+	}
+	if r.Header.Get("Etag") == "" || r.Header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("%s: ETag %q, Cache-Control %q: want an ETag, and no-cache so a new build is picked up",
+			ref, r.Header.Get("Etag"), r.Header.Get("Cache-Control"))
+	}
+	if len(r.Body) == 0 {
+		t.Fatalf("%s: empty body", ref)
+	}
+	body := string(r.Body)
+	if path.Ext(ref) == ".svg" {
+		body = strings.ReplaceAll(body, `xmlns="http://www.w3.org/2000/svg"`, "") // a name, not a fetch
+	}
+	if m := absoluteURL.FindString(body); m != "" {
+		t.Errorf("%s names %q, off this server; it must work offline", ref, m)
+	}
+	return string(r.Body)
 }
 
 func TestDashboard_UnknownAssetIsA404Problem(t *testing.T) {
