@@ -581,6 +581,9 @@ func (b *browser) waitLive() {
 	b.Fail("the page to say it is live (GET /v1/events answers "+stream+")", err)
 }
 
+// TestDashboard_ShowsLockDelaysAndLiftsThemInChromium: a revoked hold that
+// asked for a lock-delay leaves its lock under delay, listed with the time
+// left and why; its Lift button frees the lock for the next acquire.
 func TestDashboard_ShowsLockDelaysAndLiftsThemInChromium(t *testing.T) {
 	s := testserver.Start(t)
 	b := startBrowser(t, s, 1280, 800)
