@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	clientv3 "go.etcd.io/etcd/client/v3"
-)
 
-const chromiumPath = "/usr/bin/chromium"
+	"github.com/baton-dev/baton/internal/testbrowser"
+)
 
 // TestClientPort_APageOfAnotherSiteCanNeitherReadNorDeleteInChromium: a
 // page a browser on the node's machine opens, from any site, fetches the
@@ -21,15 +20,8 @@ const chromiumPath = "/usr/bin/chromium"
 // blind text/plain POST to etcd's delete endpoint deletes nothing (no
 // JSON gateway).
 func TestClientPort_APageOfAnotherSiteCanNeitherReadNorDeleteInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install chromium (.ci/run does): %v", err)
-		}
-		t.Skipf("no browser (%v); apt-get install chromium to run this test", err)
-	}
+	// First, so that without a browser the test skips before a node starts.
+	b := testbrowser.Start(t, testbrowser.Timeout(2*time.Minute))
 	cfg := testConfig(t) // no auth: the plain loopback client port
 	start(t, cfg)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, DialTimeout: 5 * time.Second})
@@ -47,15 +39,8 @@ func TestClientPort_APageOfAnotherSiteCanNeitherReadNorDeleteInChromium(t *testi
 	}))
 	defer site.Close()
 
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-background-networking", true))
-	defer cancelAlloc()
-	bctx, cancelTab := chromedp.NewContext(actx)
-	defer cancelTab()
-
-	js := fmt.Sprintf(`(async () => {
+	b.Do("open a page of another site", 30*time.Second, chromedp.Navigate(site.URL))
+	out := testbrowser.EvalAs[map[string]string](b, fmt.Sprintf(`(async () => {
 		const out = {};
 		try { const r = await fetch(%[1]q + "/version"); out.read = await r.text(); } catch (e) { out.read = "blocked"; }
 		try {
@@ -63,14 +48,7 @@ func TestClientPort_APageOfAnotherSiteCanNeitherReadNorDeleteInChromium(t *testi
 			out.sent = "sent";
 		} catch (e) { out.sent = String(e); }
 		return out;
-	})()`, cfg.ClientURL)
-	if err := chromedp.Do(bctx, chromedp.Navigate(site.URL)); err != nil {
-		t.Fatalf("browser: %v", err)
-	}
-	out, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]string](js, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("browser: %v", err)
-	}
+	})()`, cfg.ClientURL), chromedp.EvalAwaitPromise)
 	if out["read"] != "blocked" {
 		t.Errorf("the page read %q from the client port", out["read"])
 	}

@@ -3,11 +3,10 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,12 +15,14 @@ import (
 
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/web"
 )
 
 const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'"
@@ -67,48 +68,97 @@ func TestDashboard_ServesThePageAndItsAssetsFromThisServerOnly(t *testing.T) {
 	}
 
 	refs := docsAssetRef.FindAllStringSubmatch(page, -1)
-	wantType := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 	seen := map[string]bool{}
 	for _, m := range refs {
 		ref := m[1]
 		seen[path.Ext(ref)] = true
-		t.Run(ref, func(t *testing.T) {
-			if !strings.HasPrefix(ref, "/ui/") {
-				t.Fatalf("asset %q is not under /ui/ on this server", ref)
-			}
-			r := s.Do("GET", ref, "")
-			testserver.WantStatus(t, r, http.StatusOK)
-			want, ok := wantType[path.Ext(ref)]
-			if !ok {
-				t.Fatalf("asset %q: unexpected kind of file", ref)
-			}
-			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
-				t.Errorf("Content-Type %q, want %s", ct, want)
-			}
-			if csp := r.Header.Get("Content-Security-Policy"); csp != dashboardCSP {
-				t.Errorf("Content-Security-Policy %q, want %q", csp, dashboardCSP)
-			}
-			if r.Header.Get("Etag") == "" || r.Header.Get("Cache-Control") != "no-cache" {
-				t.Errorf("ETag %q, Cache-Control %q: want an ETag, and no-cache so a new build is picked up",
-					r.Header.Get("Etag"), r.Header.Get("Cache-Control"))
-			}
-			if len(r.Body) == 0 {
-				t.Fatal("empty body")
-			}
-			body := string(r.Body)
-			if path.Ext(ref) == ".svg" {
-				body = strings.ReplaceAll(body, `xmlns="http://www.w3.org/2000/svg"`, "") // a name, not a fetch
-			}
-			if m := absoluteURL.FindString(body); m != "" {
-				t.Errorf("%s names %q, off this server; it must work offline", ref, m)
-			}
-		})
+		t.Run(ref, func(t *testing.T) { wantDashboardAsset(t, s, ref) })
 	}
 	for _, ext := range []string{".js", ".css"} {
 		if !seen[ext] {
 			t.Errorf("the page loads no %s file: %q", ext, refs)
 		}
 	}
+}
+
+// moduleImport finds what a script module imports (import … from "./x.js",
+// export … from "./x.js", import "./x.js").
+var moduleImport = regexp.MustCompile(`(?m)^(?:import|export)\b[^;"']*?["'](\.{1,2}/[^"']+)["']`)
+
+// TestDashboard_ServesEveryModuleOfItsScript: the page's script is ES
+// modules, which a browser runs only when served as JavaScript; every
+// module imports is served like the page's own assets, and every module
+// in package web is imported by one.
+func TestDashboard_ServesEveryModuleOfItsScript(t *testing.T) {
+	s := testserver.Start(t)
+	page := s.Do("GET", "/", "")
+	testserver.WantStatus(t, page, http.StatusOK)
+	entry := regexp.MustCompile(`<script type="module" src="([^"]+)"></script>`).FindStringSubmatch(string(page.Body))
+	if entry == nil {
+		t.Fatalf("the page loads no script module:\n%s", page.Body)
+	}
+	loaded := map[string]bool{entry[1]: true}
+	for todo := []string{entry[1]}; len(todo) > 0; todo = todo[1:] {
+		ref := todo[0]
+		body := wantDashboardAsset(t, s, ref)
+		for _, m := range moduleImport.FindAllStringSubmatch(body, -1) {
+			dep := path.Join(path.Dir(ref), m[1])
+			if !loaded[dep] {
+				loaded[dep] = true
+				todo = append(todo, dep)
+			}
+		}
+	}
+	modules, err := fs.Glob(web.Assets, "*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range modules {
+		if !loaded[web.Prefix+m] {
+			t.Errorf("web/%s is imported by no module of the page", m)
+		}
+	}
+	if len(loaded) < 2 {
+		t.Errorf("the script imports no module: %v", loaded)
+	}
+}
+
+// wantDashboardAsset fetches the asset ref of the dashboard and checks
+// that it is served under /ui/ with its type, the dashboard's CSP and
+// revalidation, and names nothing off this server. It returns the body.
+func wantDashboardAsset(t *testing.T, s *testserver.Server, ref string) string {
+	t.Helper()
+	wantType := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+	if !strings.HasPrefix(ref, web.Prefix) {
+		t.Fatalf("asset %q is not under %s on this server", ref, web.Prefix)
+	}
+	r := s.Do("GET", ref, "")
+	testserver.WantStatus(t, r, http.StatusOK)
+	want, ok := wantType[path.Ext(ref)]
+	if !ok {
+		t.Fatalf("asset %q: unexpected kind of file", ref)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
+		t.Errorf("%s: Content-Type %q, want %s", ref, ct, want)
+	}
+	if csp := r.Header.Get("Content-Security-Policy"); csp != dashboardCSP {
+		t.Errorf("%s: Content-Security-Policy %q, want %q", ref, csp, dashboardCSP)
+	}
+	if r.Header.Get("Etag") == "" || r.Header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("%s: ETag %q, Cache-Control %q: want an ETag, and no-cache so a new build is picked up",
+			ref, r.Header.Get("Etag"), r.Header.Get("Cache-Control"))
+	}
+	if len(r.Body) == 0 {
+		t.Fatalf("%s: empty body", ref)
+	}
+	body := string(r.Body)
+	if path.Ext(ref) == ".svg" {
+		body = strings.ReplaceAll(body, `xmlns="http://www.w3.org/2000/svg"`, "") // a name, not a fetch
+	}
+	if m := absoluteURL.FindString(body); m != "" {
+		t.Errorf("%s names %q, off this server; it must work offline", ref, m)
+	}
+	return string(r.Body)
 }
 
 func TestDashboard_UnknownAssetIsA404Problem(t *testing.T) {
@@ -123,35 +173,82 @@ func TestDashboard_UnknownAssetIsA404Problem(t *testing.T) {
 // TestDashboard_ShowsLocksLiveAndRevokesInChromium drives the dashboard in
 // headless Chromium as an operator would: it watches locks appear, count
 // down and expire while the page stays loaded, opens a lock's queue, follows
-// a history link, filters and pages the history, and revokes a lock through
-// the confirmation dialog. Screenshots of each state go to the test's
-// artifact directory: run with -artifacts to keep them.
+// a history link, filters and pages the history, revokes a lock through
+// the confirmation dialog, and sees the page resume after the event stream
+// drops. Screenshots of each state go to the test's artifact directory: run
+// with -artifacts to keep them.
 func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 	s := testserver.Start(t)
 	b := startBrowser(t, s, 1280, 800)
 
-	// A fresh server holds nothing: the page says how to take a first lock.
 	b.do("open the dashboard", 30*time.Second,
 		chromedp.Navigate(s.TS.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="holders-empty"]`)),
 	)
-	// Set once; a reload would lose it.
-	b.eval(`window.batonTestLoaded = true`)
+	b.eval(`window.batonTestLoaded = true`) // set once; a reload would lose it
 	b.waitLive()
+	seeHowToTakeAFirstLock(t, b)
+	seeALockArriveAndCountDown(t, b)
+	seeAQueue(t, b)
+	seeALockExpire(t, b)
+	followAHistoryLink(t, b)
+	filterAndPageTheHistory(t, b)
+	cancelARevokeFromTheKeyboard(t, b)
+	revokeALock(t, b)
+	wantNoReload(t, b, "every change must show live")
+	b.check(false)
+
+	seeTheStreamDropAndResume(t, b)
+	wantNoReload(t, b, "the page reloaded to reconnect")
+	// Requests cut by the drop are logged as network errors; nothing else
+	// may go wrong.
+	b.check(true)
+}
+
+// holderRow is the row of the lock name in the held locks, or null.
+func holderRow(name string) string {
+	return fmt.Sprintf(`document.querySelector('[data-testid="holder-row"][data-lock=%q]')`, name)
+}
+
+// historyRow is the newest row of an event of type about lock in the
+// history shown, or null.
+func historyRow(typ, lock string) string {
+	return fmt.Sprintf(`document.querySelector('[data-testid="history-row"][data-type=%q][data-lock=%q]')`, typ, lock)
+}
+
+// historyRows are the rows of the history shown, as an array.
+const historyRows = `[...document.querySelectorAll('[data-testid="history-row"]')]`
+
+func wantNoReload(t *testing.T, b *browser, why string) {
+	t.Helper()
+	if !evalAs[bool](b, `window.batonTestLoaded === true`) {
+		t.Errorf("the page reloaded; %s", why)
+	}
+}
+
+// seeHowToTakeAFirstLock: a fresh server holds nothing, and the page says
+// how to take a first lock on it; the cluster panel shows its member.
+func seeHowToTakeAFirstLock(t *testing.T, b *browser) {
+	t.Helper()
 	curl := evalAs[string](b, `document.querySelector('[data-testid="empty-curl"]').textContent`)
-	if !strings.Contains(curl, "curl -s -X POST "+s.TS.URL+"/v1/locks/my-first-lock") || !strings.Contains(curl, `"ttl":"60s"`) {
-		t.Errorf("the empty state's command %q does not take a lock on this server (%s)", curl, s.TS.URL)
+	if !strings.Contains(curl, "curl -s -X POST "+b.s.TS.URL+"/v1/locks/my-first-lock") || !strings.Contains(curl, `"ttl":"60s"`) {
+		t.Errorf("the empty state's command %q does not take a lock on this server (%s)", curl, b.s.TS.URL)
 	}
 	b.waitFor("the cluster panel shows the leader and the revision", 10*time.Second, `
 		document.querySelector('[data-testid="cluster-member"][data-leader="true"]') &&
 		/^\d+$/.test(document.querySelector('[data-testid="cluster-revision"]').textContent) &&
 		/^\d+$/.test(document.querySelector('[data-testid="cluster-term"]').textContent)`)
 	b.screenshot("1-empty.png")
+}
 
-	// A lock taken through the API shows up without a reload.
-	lk := testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/nightly-recon",
+// seeALockArriveAndCountDown: a lock taken through the API shows up
+// without a reload, with its token and metadata, its time left counting
+// down, and its acquisition in the history.
+func seeALockArriveAndCountDown(t *testing.T, b *browser) {
+	t.Helper()
+	lk := testserver.WantJSON[api.Lock](t, b.s.Do("POST", "/v1/locks/nightly-recon",
 		`{"owner":"w1","ttl":"60s","metadata":{"job":"recon","host":"db-2"}}`), http.StatusCreated)
-	row := `document.querySelector('[data-testid="holder-row"][data-lock="nightly-recon"]')`
+	row := holderRow("nightly-recon")
 	b.waitFor("the new lock's row", 5*time.Second, row)
 	b.waitFor("the new lock's row filled in", 5*time.Second, fmt.Sprintf(`(() => {
 		const r = %s;
@@ -172,11 +269,14 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 		t.Errorf("time left's title %q, want the expiry %v", title, time.Time(lk.ExpiresAt))
 	}
 	b.waitFor("time left to count down", 5*time.Second, fmt.Sprintf(`%s.textContent !== %q`, left, first))
-	b.waitFor("the acquisition in the history", 5*time.Second,
-		`document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="nightly-recon"]')`)
+	b.waitFor("the acquisition in the history", 5*time.Second, historyRow("acquired", "nightly-recon"))
+}
 
-	// A queue: w4 waits for reports, held by w3. The waiting acquire ends
-	// with the test.
+// seeAQueue: w4 waits for reports, held by w3, and the lock's queue on
+// the page says so. The waiting acquire ends with the test.
+func seeAQueue(t *testing.T, b *browser) {
+	t.Helper()
+	s := b.s
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/reports", `{"owner":"w3","ttl":"60s"}`), http.StatusCreated)
 	waitCtx, cancelWait := context.WithCancel(context.Background())
 	waited := make(chan struct{})
@@ -185,7 +285,9 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 		_, _ = s.Send(waitCtx, "POST", "/v1/locks/reports", `{"owner":"w4","wait":"2m"}`)
 	}()
 	t.Cleanup(func() { cancelWait(); <-waited })
-	testserver.Eventually(t, 10*time.Second, "queued", func() bool { return s.Count("queue/") == 1 })
+	poll.Until(t, 10*time.Second, "w4 in the queue of reports", func() bool {
+		return len(testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/reports", ""), http.StatusOK).Waiters) == 1
+	})
 	b.do("open the queue of reports", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`tr[data-lock="reports"] [data-testid="waiters-toggle"]`)),
 	)
@@ -193,22 +295,29 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 		`document.querySelector('tbody[data-lock="reports"] [data-testid="waiter"][data-owner="w4"][data-position="1"]') &&
 		document.querySelector('tr[data-lock="reports"] [data-testid="waiters-count"]').textContent === "1 waiting"`)
 	b.screenshot("2-held-with-queue.png")
+}
 
-	// A 2 s lock leaves by itself, and the history says it expired.
-	testserver.WantStatus(t, s.Do("POST", "/v1/locks/short-lived", `{"owner":"cron","ttl":"2s"}`), http.StatusCreated)
-	b.waitFor("the 2 s lock's row", 5*time.Second, `document.querySelector('[data-testid="holder-row"][data-lock="short-lived"]')`)
+// seeALockExpire: a 2 s lock leaves by itself, and the history says it
+// expired.
+func seeALockExpire(t *testing.T, b *browser) {
+	t.Helper()
+	testserver.WantStatus(t, b.s.Do("POST", "/v1/locks/short-lived", `{"owner":"cron","ttl":"2s"}`), http.StatusCreated)
+	b.waitFor("the 2 s lock's row", 5*time.Second, holderRow("short-lived"))
 	b.screenshot("3-short-lived.png")
-	b.waitFor("the 2 s lock to leave", 15*time.Second, `!document.querySelector('[data-testid="holder-row"][data-lock="short-lived"]')`)
-	b.waitFor("the expiry in the history", 5*time.Second,
-		`document.querySelector('[data-testid="history-row"][data-type="expired"][data-lock="short-lived"]')`)
+	b.waitFor("the 2 s lock to leave", 15*time.Second, `!`+holderRow("short-lived"))
+	b.waitFor("the expiry in the history", 5*time.Second, historyRow("expired", "short-lived"))
 	b.screenshot("4-expired.png")
+}
 
-	// A history row links to its lock: the history narrows to that lock.
+// followAHistoryLink: a history row links to its lock, and the history
+// narrows to that lock until the filter is cleared.
+func followAHistoryLink(t *testing.T, b *browser) {
+	t.Helper()
 	b.do("follow the history link of short-lived", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`[data-testid="history-row"][data-type="expired"][data-lock="short-lived"] a.lock-link`)),
 	)
 	b.waitFor("the history of short-lived only", 10*time.Second, `(() => {
-		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		const rows = `+historyRows+`;
 		return document.getElementById("history-lock").value === "short-lived" && rows.length === 2 &&
 			rows[0].dataset.type === "expired" && rows[1].dataset.type === "acquired" &&
 			rows.every(r => r.dataset.lock === "short-lived") &&
@@ -218,29 +327,34 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 	b.do("show every lock's history again", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`[data-testid="history-lock-clear"]`)),
 	)
-	b.waitFor("the whole history", 10*time.Second, `document.getElementById("history-lock").value === "" &&
-		document.querySelector('[data-testid="history-row"][data-lock="nightly-recon"]')`)
+	b.waitFor("the whole history", 10*time.Second, `document.getElementById("history-lock").value === "" && `+
+		historyRow("acquired", "nightly-recon"))
+}
 
-	// Filter by type, then page: 30 more events make two pages of 25.
-	b.eval(`(() => { const s = document.getElementById("history-type"); s.value = "acquired"; s.dispatchEvent(new Event("change")); })()`)
+// filterAndPageTheHistory filters the history by type, then pages it: 30
+// more events make two pages of 25.
+func filterAndPageTheHistory(t *testing.T, b *browser) {
+	t.Helper()
+	const chooseType = `(() => { const s = document.getElementById("history-type"); s.value = %q; s.dispatchEvent(new Event("change")); })()`
+	b.eval(fmt.Sprintf(chooseType, "acquired"))
 	b.waitFor("acquisitions only", 10*time.Second, `(() => {
-		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		const rows = `+historyRows+`;
 		return rows.length === 3 && rows.every(r => r.dataset.type === "acquired");
 	})()`)
-	b.eval(`(() => { const s = document.getElementById("history-type"); s.value = ""; s.dispatchEvent(new Event("change")); })()`)
+	b.eval(fmt.Sprintf(chooseType, ""))
 	for i := range 15 {
-		l := testserver.WantJSON[api.Lock](t, s.Do("POST", fmt.Sprintf("/v1/locks/batch-%02d", i), `{"owner":"batch"}`), http.StatusCreated)
-		testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/batch-%02d?token=%d", i, l.Token), ""), http.StatusNoContent)
+		l := testserver.WantJSON[api.Lock](t, b.s.Do("POST", fmt.Sprintf("/v1/locks/batch-%02d", i), `{"owner":"batch"}`), http.StatusCreated)
+		testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/locks/batch-%02d?token=%d", i, l.Token), ""), http.StatusNoContent)
 	}
 	b.waitFor("a full first page, newest first", 10*time.Second, `(() => {
-		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		const rows = `+historyRows+`;
 		return rows.length === 25 && rows[0].dataset.lock === "batch-14" && rows[0].dataset.type === "released" &&
 			!document.querySelector('[data-testid="history-older"]').disabled &&
 			document.querySelector('[data-testid="history-newer"]').disabled;
 	})()`)
 	b.do("page to older events", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-older"]`)))
 	b.waitFor("the second page", 10*time.Second, `(() => {
-		const rows = [...document.querySelectorAll('[data-testid="history-row"]')];
+		const rows = `+historyRows+`;
 		return document.querySelector('[data-testid="history-page"]').textContent === "page 2" &&
 			rows.length === 9 && rows[rows.length - 1].dataset.lock === "nightly-recon" &&
 			document.querySelector('[data-testid="history-older"]').disabled &&
@@ -250,10 +364,16 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 	b.do("page back to the newest events", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-newer"]`)))
 	b.waitFor("the first page again", 10*time.Second, `document.querySelector('[data-testid="history-page"]').textContent === "newest" &&
 		document.querySelectorAll('[data-testid="history-row"]').length === 25`)
+}
 
-	// The Revoke button works from the keyboard, and Escape cancels.
-	revokeButton := chromedp.CSS(`tr[data-lock="nightly-recon"] [data-testid="revoke-button"]`)
-	b.do("open the revoke dialog from the keyboard, then cancel it with Escape", 10*time.Second,
+// revokeButton is nightly-recon's Revoke button.
+var revokeButton = chromedp.CSS(`tr[data-lock="nightly-recon"] [data-testid="revoke-button"]`)
+
+// cancelARevokeFromTheKeyboard: the Revoke button works from the
+// keyboard, the dialog opens on the reason, and Escape cancels.
+func cancelARevokeFromTheKeyboard(t *testing.T, b *browser) {
+	t.Helper()
+	b.do("open the revoke dialog from the keyboard", 10*time.Second,
 		chromedp.Focus(revokeButton),
 		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
@@ -265,11 +385,15 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 		chromedp.KeyEvent(kb.Escape),
 		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="revoke-dialog"]`)),
 	)
-	if r := s.Do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusOK {
+	if r := b.s.Do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusOK {
 		t.Fatalf("cancelling the dialog revoked the lock: %d", r.Status)
 	}
+}
 
-	// Revoke, confirm, and see the row go and the history say so.
+// revokeALock revokes nightly-recon with a reason, confirms, and sees the
+// row go and the history say so.
+func revokeALock(t *testing.T, b *browser) {
+	t.Helper()
 	b.do("open the revoke dialog", 10*time.Second,
 		chromedp.Click(revokeButton),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
@@ -280,41 +404,35 @@ func TestDashboard_ShowsLocksLiveAndRevokesInChromium(t *testing.T) {
 	}
 	b.screenshot("7-revoke-dialog.png")
 	b.do("confirm the revoke", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="revoke-confirm"]`)))
-	b.waitFor("the revoked lock's row to go", 5*time.Second, `!`+row+` && !document.querySelector('[data-testid="revoke-dialog"]').open`)
+	b.waitFor("the revoked lock's row to go", 5*time.Second,
+		`!`+holderRow("nightly-recon")+` && !document.querySelector('[data-testid="revoke-dialog"]').open`)
 	b.waitFor("the revoke in the history, with its reason", 5*time.Second, `(() => {
-		const r = document.querySelector('[data-testid="history-row"][data-type="revoked"][data-lock="nightly-recon"]');
+		const r = `+historyRow("revoked", "nightly-recon")+`;
 		return r && r.textContent.includes("wedged in a test");
 	})()`)
 	b.screenshot("8-revoked.png")
-	if r := s.Do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusNotFound {
+	if r := b.s.Do("GET", "/v1/locks/nightly-recon", ""); r.Status != http.StatusNotFound {
 		t.Errorf("after the revoke GET /v1/locks/nightly-recon answered %d, want 404", r.Status)
 	}
-	if !evalAs[bool](b, `window.batonTestLoaded === true`) {
-		t.Error("the page reloaded; every change must show live")
-	}
-	b.check(false)
+}
 
-	// The stream drops: the page says so, reconnects by itself and resumes
-	// where it stopped, so a lock taken meanwhile still shows up.
-	s.TS.CloseClientConnections()
+// seeTheStreamDropAndResume: the stream drops; the page says so,
+// reconnects by itself and resumes where it stopped, so a lock taken
+// meanwhile still shows up.
+func seeTheStreamDropAndResume(t *testing.T, b *browser) {
+	t.Helper()
+	b.s.TS.CloseClientConnections()
 	b.waitFor("the page to say it is disconnected", 5*time.Second,
 		`document.querySelector('[data-testid="live-status"]').dataset.state === "disconnected"`)
 	if text := evalAs[string](b, `document.querySelector('[data-testid="live-status"]').textContent`); text != "disconnected — reconnecting" {
 		t.Errorf("the status reads %q while the stream is down", text)
 	}
-	testserver.WantStatus(t, s.Do("POST", "/v1/locks/during-the-drop", `{"owner":"w5","ttl":"60s"}`), http.StatusCreated)
+	testserver.WantStatus(t, b.s.Do("POST", "/v1/locks/during-the-drop", `{"owner":"w5","ttl":"60s"}`), http.StatusCreated)
 	b.screenshot("9-disconnected.png")
 	b.waitLive()
 	b.waitFor("the lock taken during the drop", 10*time.Second,
-		`document.querySelector('[data-testid="holder-row"][data-lock="during-the-drop"]') &&
-		document.querySelector('[data-testid="history-row"][data-type="acquired"][data-lock="during-the-drop"]')`)
+		holderRow("during-the-drop")+` && `+historyRow("acquired", "during-the-drop"))
 	b.screenshot("10-reconnected.png")
-	if !evalAs[bool](b, `window.batonTestLoaded === true`) {
-		t.Error("the page reloaded to reconnect")
-	}
-	// Requests cut by the drop are logged as network errors; nothing else
-	// may go wrong.
-	b.check(true)
 }
 
 // TestDashboard_FitsAPhoneScreenInChromium loads the dashboard at a phone's
@@ -357,93 +475,32 @@ func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.check(false)
 }
 
-// browser is a headless Chromium tab on the dashboard's server that records
-// every request the page makes and every error it reports.
+// browser is a Chromium tab (package testbrowser) on the dashboard's
+// server. Its lower-case methods are the tab's, bound to the server where
+// they need it.
 type browser struct {
+	*testbrowser.Tab
 	t   *testing.T
-	ctx context.Context
 	s   *testserver.Server
+	ctx context.Context // the tab's (Tab.Context), for chromedp calls of a test's own
 
+	// mu guards requests: every URL the page asked for, as Tab.Requests
+	// gives them, for the tests that read them as a field.
 	mu       sync.Mutex
 	requests []string
-	problems []problem
-	checked  int // problems already reported by check
-}
-
-// problem is an error the page reported.
-type problem struct {
-	network bool // a failed request, as opposed to a script error or a CSP violation
-	text    string
 }
 
 // startBrowser starts Chromium with a window of width×height. Without
 // Chromium the test skips, except in CI, where it fails.
 func startBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install chromium (.ci/run does): %v", err)
-		}
-		t.Skipf("no browser (%v); apt-get install chromium to run this test", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
-		chromedp.WindowSize(width, height),
-	)
-	// Cleanups run last first: the browser is gone before its profile
-	// directory (registered by t.TempDir above) is removed, and before the
-	// server closes (registered by testserver.Start), so no stream is left open.
-	t.Cleanup(cancelAlloc)
-	ctx, cancelTab := chromedp.NewContext(ctx)
-	t.Cleanup(cancelTab)
-
-	b := &browser{t: t, ctx: ctx, s: s}
-	err := chromedp.Listen(ctx, func(ev any) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
+	tab := testbrowser.Start(t, testbrowser.WindowSize(width, height), testbrowser.Expected(raceNotFound))
+	b := &browser{Tab: tab, t: t, s: s, ctx: tab.Context()}
+	err := chromedp.Listen(tab.Context(), func(ev any) {
+		if ev, ok := ev.(*network.EventRequestWillBeSent); ok {
+			b.mu.Lock()
+			defer b.mu.Unlock()
 			b.requests = append(b.requests, ev.Request.URL)
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.EntryLevelError && !raceNotFound(ev.Entry) {
-				b.problems = append(b.problems, problem{
-					network: ev.Entry.Source == log.EntrySourceNetwork,
-					text:    string(ev.Entry.Source) + ": " + ev.Entry.Text + " " + ev.Entry.URL,
-				})
-			}
-		case *runtime.EventExceptionThrown:
-			msg := ev.ExceptionDetails.Text
-			if x := ev.ExceptionDetails.Exception; x != nil {
-				msg += " " + x.Description
-			}
-			b.problems = append(b.problems, problem{text: "exception: " + msg})
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				var args []string
-				for _, a := range ev.Args {
-					if a.Description != "" {
-						args = append(args, a.Description)
-					} else {
-						args = append(args, string(a.Value))
-					}
-				}
-				b.problems = append(b.problems, problem{text: "console." + string(ev.Type) + ": " + strings.Join(args, " ")})
-			}
 		}
 	})
 	if err != nil {
@@ -460,46 +517,53 @@ func raceNotFound(e *log.Entry) bool {
 		return false
 	}
 	u, err := url.Parse(e.URL)
-	return err == nil && regexp.MustCompile(`^/v1/locks/[^/]+$`).MatchString(u.Path)
+	return err == nil && lockPath.MatchString(u.Path)
 }
 
-func (b *browser) pageProblems() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, p := range b.problems {
-		out = append(out, p.text)
-	}
-	return out
-}
+var lockPath = regexp.MustCompile(`^/v1/locks/[^/]+$`)
 
 // do runs steps, failing the test (with a screenshot) if they do not
 // finish within timeout.
 func (b *browser) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, timeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		b.fail(what, err)
-	}
+	b.Do(what, timeout, steps...)
 }
 
 // waitFor waits until the JavaScript expression is truthy.
 func (b *browser) waitFor(what string, timeout time.Duration, expr string) {
 	b.t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
-	if err != nil {
-		b.fail(what+" (within "+timeout.String()+")", err)
-	}
+	b.WaitFor(what, timeout, expr)
+}
+
+func (b *browser) eval(expr string) {
+	b.t.Helper()
+	b.Eval(expr)
+}
+
+func evalAs[T any](b *browser, expr string) T {
+	b.t.Helper()
+	return testbrowser.EvalAs[T](b.Tab, expr)
+}
+
+// screenshot saves the whole page as name in the test's artifact directory.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	b.Screenshot(name)
+}
+
+// check fails the test for any request off this server and any error the
+// page reported since the last check, CSP violations among them; failed
+// requests pass when networkOK.
+func (b *browser) check(networkOK bool) {
+	b.t.Helper()
+	b.Check(b.s.TS.URL, networkOK)
 }
 
 // waitLive waits for the page to follow the event stream; failing, it says
 // what GET /v1/events answers.
 func (b *browser) waitLive() {
 	b.t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="live-status"]').dataset.state === "live"`,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+	err := b.Poll(10*time.Second, `document.querySelector('[data-testid="live-status"]').dataset.state === "live"`)
 	if err == nil {
 		return
 	}
@@ -514,69 +578,12 @@ func (b *browser) waitLive() {
 		stream = fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 		resp.Body.Close()
 	}
-	b.fail("the page to say it is live (GET /v1/events answers "+stream+")", err)
+	b.Fail("the page to say it is live (GET /v1/events answers "+stream+")", err)
 }
 
-func (b *browser) fail(what string, err error) {
-	b.t.Helper()
-	b.screenshot("failed.png")
-	b.t.Fatalf("%s: %v; page problems: %q", what, err, b.pageProblems())
-}
-
-func (b *browser) eval(expr string) {
-	b.t.Helper()
-	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[chromedp.Void](expr)); err != nil {
-		b.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-}
-
-func evalAs[T any](b *browser, expr string) T {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		b.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
-
-// screenshot saves the whole page as name in the test's artifact directory.
-func (b *browser) screenshot(name string) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 makes a PNG
-	if err != nil {
-		b.t.Errorf("screenshot %s: %v", name, err)
-		return
-	}
-	p := filepath.Join(b.t.ArtifactDir(), name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		b.t.Errorf("save screenshot: %v", err)
-		return
-	}
-	b.t.Logf("screenshot: %s", p)
-}
-
-// check fails the test for any request off this server and any error the
-// page reported since the last check, CSP violations among them; failed
-// requests pass when networkOK.
-func (b *browser) check(networkOK bool) {
-	b.t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, u := range b.requests {
-		if !strings.HasPrefix(u, b.s.TS.URL+"/") && !strings.HasPrefix(u, "data:") {
-			b.t.Errorf("the page requested %s, off this server", u)
-		}
-	}
-	for _, p := range b.problems[b.checked:] {
-		if !(networkOK && p.network) {
-			b.t.Errorf("page error: %s", p.text)
-		}
-	}
-	b.checked = len(b.problems)
-}
-
+// TestDashboard_ShowsLockDelaysAndLiftsThemInChromium: a revoked hold that
+// asked for a lock-delay leaves its lock under delay, listed with the time
+// left and why; its Lift button frees the lock for the next acquire.
 func TestDashboard_ShowsLockDelaysAndLiftsThemInChromium(t *testing.T) {
 	s := testserver.Start(t)
 	b := startBrowser(t, s, 1280, 800)

@@ -1,21 +1,14 @@
 package server_test
 
 import (
-	"context"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-dev/baton/internal/testserver"
@@ -121,125 +114,39 @@ func TestDocs_AssetRevalidatesWithItsETag(t *testing.T) {
 	}
 }
 
-// chromiumPath is where Debian's chromium package puts the browser.
-const chromiumPath = "/usr/bin/chromium"
-
 // TestDocs_SwaggerUIRendersAndTriesItOutInChromium loads /docs in headless
 // Chromium, waits for Swagger UI to list the operations, runs one with
 // "Try it out", and checks that the page made no request off this server and
-// broke no Content-Security-Policy rule. The screenshot goes to the test's
-// artifact directory: run with -artifacts to keep it.
+// broke no Content-Security-Policy rule. The screenshots go to the test's
+// artifact directory: run with -artifacts to keep them.
 func TestDocs_SwaggerUIRendersAndTriesItOutInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install chromium (.ci/run does): %v", err)
-		}
-		t.Skipf("no browser (%v); apt-get install chromium to run this test", err)
-	}
 	s := testserver.Start(t)
-	if r := s.Do("GET", "/openapi.json", ""); r.Status == http.StatusNotFound {
-		t.Skip("GET /openapi.json answers 404: the OpenAPI document is not served yet, so Swagger UI has nothing to render")
+	if r := s.Do("GET", "/openapi.json", ""); r.Status != http.StatusOK {
+		t.Fatalf("GET /openapi.json answered %d: Swagger UI would have nothing to render", r.Status)
 	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), // containers have a small /dev/shm
-		chromedp.WindowSize(1280, 1600),
-	)
-	// Runs before t.TempDir's cleanup: the browser is gone before its
-	// profile directory is removed.
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(ctx)
-	defer cancelTab()
-
-	var (
-		mu       sync.Mutex
-		requests []string // every URL the page asked for
-		problems []string // errors in the console, CSP violations among them
-	)
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, ev.Request.URL)
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.EntryLevelError {
-				problems = append(problems, string(ev.Entry.Source)+": "+ev.Entry.Text+" "+ev.Entry.URL)
-			}
-		case *runtime.EventExceptionThrown:
-			msg := ev.ExceptionDetails.Text
-			if x := ev.ExceptionDetails.Exception; x != nil {
-				msg += " " + x.Description
-			}
-			problems = append(problems, "exception: "+msg)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError {
-				var args []string
-				for _, a := range ev.Args {
-					if a.Description != "" {
-						args = append(args, a.Description)
-					} else {
-						args = append(args, string(a.Value))
-					}
-				}
-				problems = append(problems, "console.error: "+strings.Join(args, " "))
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	pageProblems := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(problems)
-	}
-
-	screenshot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 makes a PNG
-		if err != nil {
-			t.Errorf("screenshot: %v", err)
-			return
-		}
-		p := filepath.Join(t.ArtifactDir(), name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Errorf("save screenshot: %v", err)
-			return
-		}
-		t.Logf("screenshot: %s", p)
-	}
-
-	// The operations list appears once Swagger UI has fetched and rendered
-	// /openapi.json.
-	rendered, cancelRender := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelRender()
-	if err := chromedp.Do(rendered,
+	b := startBrowser(t, s, 1280, 1600)
+	b.do("open the docs: Swagger UI lists the operations of /openapi.json", 30*time.Second,
 		chromedp.Navigate(s.TS.URL+"/docs"),
 		chromedp.WaitVisible(chromedp.CSS(".opblock")),
-	); err != nil {
-		screenshot("docs-failed.png")
-		t.Fatalf("Swagger UI did not list the operations: %v; page problems: %q", err, pageProblems())
+	)
+
+	op := tryAnOperationWithoutInput(t, b)
+	b.screenshot("docs.png")
+	if !slices.Contains(b.Requests(), s.TS.URL+op) {
+		t.Errorf("try it out on GET %s did not request %s; requests: %q", op, s.TS.URL+op, b.Requests())
 	}
 
-	// Try it out on an operation that needs no input (the event stream
-	// never ends, so not that one).
-	op, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+	acquireWithTheDocumentedExample(t, b)
+	b.screenshot("docs-acquire.png")
+	b.check(false)
+}
+
+// tryAnOperationWithoutInput runs "Try it out" on a GET that takes no
+// parameters (the event stream never ends, so not that one), wants a 200,
+// and returns the operation's path.
+func tryAnOperationWithoutInput(t *testing.T, b *browser) string {
+	t.Helper()
+	op := evalAs[string](b, `(() => {
 		const pathOf = b => b.querySelector(".opblock-summary-path")?.getAttribute("data-path") || "";
 		const ops = [...document.querySelectorAll(".opblock.opblock-get")]
 			.filter(b => !pathOf(b).includes("{") && !pathOf(b).endsWith("/events"));
@@ -247,71 +154,56 @@ func TestDocs_SwaggerUIRendersAndTriesItOutInChromium(t *testing.T) {
 		if (!op) return "";
 		op.setAttribute("data-test-try", "");
 		return pathOf(op);
-	})()`))
-	if err != nil || op == "" {
-		t.Fatalf("no GET operation without parameters to try (err %v)", err)
+	})()`)
+	if op == "" {
+		t.Fatal("no GET operation without parameters to try")
 	}
 	t.Logf("trying out GET %s", op)
-	const sel = "[data-test-try] "
-	tried, cancelTry := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelTry()
-	if err := chromedp.Do(tried,
-		chromedp.Click(chromedp.CSS(sel+".opblock-summary-control")),
-		chromedp.Click(chromedp.CSS(sel+".btn.execute")),
-		chromedp.WaitVisible(chromedp.CSS(sel+".live-responses-table .response-col_status")),
-	); err != nil {
-		screenshot("docs-failed.png")
-		t.Fatalf("try it out on GET %s: %v; page problems: %q", op, err, pageProblems())
-	}
-	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel+".live-responses-table tbody .response-col_status")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := strings.Fields(status); len(f) == 0 || f[0] != "200" {
+	const tried = "[data-test-try] "
+	b.do("try it out on GET "+op, 30*time.Second,
+		chromedp.Click(chromedp.CSS(tried+".opblock-summary-control")),
+		chromedp.Click(chromedp.CSS(tried+".btn.execute")),
+		chromedp.WaitVisible(chromedp.CSS(tried+".live-responses-table .response-col_status")),
+	)
+	if status := responseStatus(b, tried); status != "200" {
 		t.Errorf("try it out on GET %s answered %q, want 200", op, status)
 	}
-	screenshot("docs.png")
+	return op
+}
 
-	// As a new user would: acquire a lock with the example body the page
-	// offers, naming only the lock. The example must be one baton accepts.
-	const acq = "#operations-locks-acquireLock "
-	acquired, cancelAcq := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelAcq()
-	if err := chromedp.Do(acquired,
-		chromedp.Click(chromedp.CSS(acq+".opblock-summary-control")),
-		chromedp.SendKeys(chromedp.CSS(acq+`input[placeholder="name"]`), "from-the-docs"),
-		chromedp.Click(chromedp.CSS(acq+".btn.execute")),
-		chromedp.WaitVisible(chromedp.CSS(acq+".live-responses-table .response-col_status")),
-	); err != nil {
-		screenshot("docs-acquire-failed.png")
-		t.Fatalf("try it out on acquire: %v; page problems: %q", err, pageProblems())
-	}
-	status, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(acq+".live-responses-table tbody .response-col_status")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := strings.Fields(status); len(f) == 0 || f[0] != "201" {
-		screenshot("docs-acquire-failed.png")
+// acquireWithTheDocumentedExample does as a new user would: acquire a lock
+// with the example body the page offers, naming only the lock. The example
+// must be one baton accepts.
+func acquireWithTheDocumentedExample(t *testing.T, b *browser) {
+	t.Helper()
+	const acquire = "#operations-locks-acquireLock "
+	b.do("try it out on acquire", 30*time.Second,
+		chromedp.Click(chromedp.CSS(acquire+".opblock-summary-control")),
+		chromedp.SendKeys(chromedp.CSS(acquire+`input[placeholder="name"]`), "from-the-docs"),
+		chromedp.Click(chromedp.CSS(acquire+".btn.execute")),
+		chromedp.WaitVisible(chromedp.CSS(acquire+".live-responses-table .response-col_status")),
+	)
+	if status := responseStatus(b, acquire); status != "201" {
+		b.screenshot("docs-acquire-failed.png")
 		t.Errorf("acquire with the documented example answered %q, want 201", status)
 	}
-	if r := s.Do("GET", "/v1/locks/from-the-docs", ""); r.Status != http.StatusOK {
+	if r := b.s.Do("GET", "/v1/locks/from-the-docs", ""); r.Status != http.StatusOK {
 		t.Errorf("the lock taken from the docs page is not held: %d", r.Status)
 	}
-	screenshot("docs-acquire.png")
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Contains(requests, s.TS.URL+op) {
-		t.Errorf("try it out on GET %s did not request %s; requests: %q", op, s.TS.URL+op, requests)
+// responseStatus is the status code Swagger UI shows for the last try of
+// the operation whose block the selector op names.
+func responseStatus(b *browser, op string) string {
+	b.t.Helper()
+	text, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(op+".live-responses-table tbody .response-col_status")))
+	if err != nil {
+		b.Fail("read the response status", err)
 	}
-	for _, u := range requests {
-		if !strings.HasPrefix(u, s.TS.URL+"/") && !strings.HasPrefix(u, "data:") {
-			t.Errorf("the page requested %s, off this server", u)
-		}
+	if f := strings.Fields(text); len(f) > 0 {
+		return f[0]
 	}
-	for _, p := range problems {
-		t.Errorf("page error: %s", p)
-	}
+	return ""
 }
 
 // TestPages_NoOtherSiteMayFrameTheDocsOrTheDashboard: both pages send

@@ -1,16 +1,34 @@
 // Package web holds baton's dashboard: one HTML page, its script and its
-// stylesheet, written by hand (vanilla JavaScript and CSS, no framework, no
-// build step) and embedded in the binary with go:embed, so that the
-// dashboard works offline and `go run .` needs nothing else.
+// stylesheet, written by hand (vanilla JavaScript modules and CSS, no
+// framework, no build step) and embedded in the binary with go:embed, so
+// that the dashboard works offline and `go run .` needs nothing else.
 //
 // The page is a client of the public HTTP API and nothing more: it reads
 // GET /v1/locks, GET /v1/locks/{name} (for waiters), GET /v1/history and
 // GET /v1/cluster, follows GET /v1/events (Server-Sent Events, read with
 // fetch() so that it can send a bearer token) to update itself live, and
-// calls POST /v1/locks/{name}/revoke. When the API answers 401 it asks for a
-// token, which it keeps in sessionStorage only. It loads nothing from
-// another origin and uses no inline script or style, so it runs under a
-// strict Content-Security-Policy.
+// calls POST /v1/locks/{name}/revoke and DELETE /v1/locks/{name}/delay.
+// When the API answers 401 it asks for a token, which it keeps in
+// sessionStorage only. It loads nothing from another origin and uses no
+// inline script or style, so it runs under a strict
+// Content-Security-Policy.
+//
+// The script is ES modules by concern, loaded with
+// <script type="module" src="/ui/app.js">; app.js connects them:
+//
+//	app.js      wiring: what each module sets off in the others
+//	api.js      fetch, problem+json errors and how they show
+//	token.js    the bearer token in sessionStorage
+//	auth.js     the sign-in form, sign-out
+//	stream.js   following /v1/events live, reconnecting; sse.js parses it
+//	locks.js    the held locks and their queues; lockrow.js draws a row,
+//	            delays.js the locks under lock-delay
+//	history.js  the history, filtered and paged
+//	follow.js   following one lock from a history link
+//	revoke.js   the revoke dialog
+//	cluster.js  the cluster panel
+//	clock.js    relative times, against the server's clock
+//	dom.js, schedule.js, state.js, empty.js: helpers, shared state, the empty state
 //
 // index.html names its assets by absolute /ui/ paths; the server mounts
 // Assets there and serves index.html at /:

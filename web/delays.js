@@ -1,0 +1,39 @@
+// The free locks under lock-delay, each with a button that lifts its delay
+// (DELETE /v1/locks/{name}/delay, admin only).
+
+import { api, clearProblem, lockPath, showProblem } from "./api.js";
+import { timeEl } from "./clock.js";
+import { $, el, linkClass } from "./dom.js";
+
+const causes = { revoked: "revoked", expired: "expired", session_expired: "its session expired" };
+
+// renderDelays lists delays; lifted runs after each Lift, to reload.
+export function renderDelays(delays, lifted) {
+  $("delays").hidden = delays.length === 0;
+  $("delays-list").replaceChildren(...delays.map((d) => delayRow(d, lifted)));
+}
+
+function delayRow(d, lifted) {
+  const lift = el("button", { type: "button", class: "small", "data-testid": "clear-delay", "aria-label": `Lift the lock-delay of ${d.name}` }, "Lift delay");
+  lift.addEventListener("click", async () => {
+    lift.disabled = true;
+    try {
+      await api(`${lockPath(d.name)}/delay?reason=${encodeURIComponent("lifted from the dashboard")}`, { method: "DELETE" });
+      clearProblem($("holders-error"));
+    } catch (err) {
+      if (err.status !== 404) showProblem($("holders-error"), err);
+    }
+    lifted();
+  });
+  const cause = causes[d.cause] || "ended without a release";
+  return el(
+    "li",
+    { "data-testid": "delay-row", "data-lock": d.name },
+    el("a", { href: `#lock=${encodeURIComponent(d.name)}`, class: linkClass(d.name, "name"), title: `Show the history of ${d.name}` }, d.name),
+    " lock-delay: ",
+    timeEl("left", d.delayed_until, { "data-testid": "delay-left" }),
+    el("span", { class: "hint" }, ` (last hold ${cause})`),
+    " ",
+    lift,
+  );
+}

@@ -1,0 +1,24 @@
+// The empty state: how to take a first lock from a terminal, on this server.
+
+import { $, setText } from "./dom.js";
+
+export function fillEmptyState() {
+  const origin = location.origin;
+  $("empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/locks/my-first-lock \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"owner":"me","ttl":"60s"}'`;
+  $("empty-release").textContent = `curl -s -X DELETE '${origin}/v1/locks/my-first-lock?token=TOKEN'`;
+  const copy = $("copy-curl");
+  if (navigator.clipboard && window.isSecureContext) {
+    copy.hidden = false;
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText($("empty-curl").textContent);
+        setText(copy, "Copied");
+      } catch {
+        setText(copy, "Copy failed");
+      }
+      setTimeout(() => setText(copy, "Copy"), 2000);
+    });
+  }
+}

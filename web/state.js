@@ -1,0 +1,16 @@
+// What the page knows, shared by its modules. Each field is written by the
+// module named beside it; the others only read it.
+export const state = {
+  locks: [], // the held locks under the name prefix, sorted by name (locks.js; stream.js drops ended holds)
+  delays: [], // the free locks under lock-delay (locks.js)
+  loaded: false, // locks has been read once (locks.js)
+  truncated: false, // more locks match than the page reads (locks.js)
+  queues: new Map(), // name -> {token, waiters: [...], error} (locks.js)
+  expanded: new Set(), // names whose queue is shown (locks.js)
+  highlight: "", // the lock a history link pointed at (follow.js)
+  history: { before: 0, older: [], next: 0 }, // the page of history shown (history.js)
+  lastEventID: "", // the last event seen, to resume the stream after it (stream.js)
+  revision: 0, // the newest etcd revision seen (cluster.js)
+  revoking: null, // the hold the revoke dialog is about (revoke.js)
+  authRequired: false, // the API answered 401 at least once (auth.js)
+};
