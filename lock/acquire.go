@@ -167,6 +167,11 @@ func (a *acquirer) holder(now time.Time) holderRecord {
 
 const maxImmediateRetries = 16
 
+// settles reports whether r ends an acquire with no waiting (settle).
+func (r attemptResult) settles() bool {
+	return r.outcome == won || r.outcome == sameHolder || r.outcome == noSession
+}
+
 // settle ends an acquire on the outcomes that need no waiting: won, held
 // by our own session already, or session gone. ok is false otherwise.
 func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh bool, err error, ok bool) {

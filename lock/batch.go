@@ -42,10 +42,9 @@ import (
 // txnsInFlight is how many txns (lone requests or batches) one engine has
 // in flight before further requests queue for the next batch. With one, a
 // busy node alternates between one txn in flight and one batch gathering,
-// which gave the largest batches and the least CPU per cycle; two or four
+// which gives the largest batches and the least CPU per cycle; two or four
 // let etcd pipeline proposals but split the same load into more, smaller
-// txns, and measured slower at 64 clients and no faster at 4 or 16
-// (docs/PERFORMANCE.md). etcd's raft loop persists one Ready at a time
+// txns (docs/PERFORMANCE.md has the measurements). etcd's raft loop persists one Ready at a time
 // anyway, so a request held back behind the txn in flight loses little:
 // the apply and answer of that txn, not a whole fsync.
 const txnsInFlight = 1
@@ -187,9 +186,8 @@ func (e *Engine) txnAlone(ctx context.Context, cmps []clientv3.Cmp, then, els []
 // first batch's txn, but it need not wait for it either. Requests on one
 // key then race each other as they would without batching (concurrent
 // requests have no order to keep), instead of going one txn after
-// another, which in the bench's contention scenario (64 clients on one
-// lock) gave 4.0 raft entries per grant instead of 3.7, and a tenth fewer
-// handoffs (medians of four alternated runs). Batches are sent from
+// another, which costs more raft entries per grant and fewer handovers
+// under contention (docs/PERFORMANCE.md). Batches are sent from
 // goroutines of their own: the caller whose txn just completed has its
 // own answer to return.
 func (e *Engine) txnDone() {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -16,7 +18,7 @@ import (
 // ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
 // nothing, when ctx's caller may not act on the hold (see Caller).
 func (e *Engine) Release(ctx context.Context, name string, token int64) error {
-	if err := e.end(ctx, name, token, EventReleased, ""); err != nil {
+	if err := e.endHold(ctx, name, token, EventReleased, ""); err != nil {
 		return fmt.Errorf("release %q: %w", name, err)
 	}
 	return nil
@@ -36,7 +38,7 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 		if err != nil {
 			return nil, fmt.Errorf("revoke %q: %w", name, err)
 		}
-		err = e.end(ctx, name, kv.ModRevision, EventRevoked, reason)
+		err = e.endHold(ctx, name, kv.ModRevision, EventRevoked, reason)
 		if err == nil {
 			hr, _ := decodeHolder(kv)
 			return hr.toLock(name, kv.ModRevision), nil
@@ -48,31 +50,79 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 	return nil, fmt.Errorf("revoke %q: lock changes hands too fast: %w", name, ErrUnavailable)
 }
 
-// endingHold returns the holder record of the hold that token names, for
-// end's txn, and, when withHead is set, the oldest waiter of the lock (nil
-// if none). It reads the member's local state first (a serializable read:
-// no ReadIndex round): the txn compares ModRevision with token, so a stale
-// read can never end the wrong hold, and a holder record is never
-// rewritten while its hold lasts, so one read at ModRevision == token is
-// that hold's. A stale head is as harmless: the grant to it requires that
-// very entry to be the oldest (see handoff). Only when the local state
-// does not show token holding the lock is the answer confirmed by a
-// linearizable read.
-func (e *Engine) endingHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, *queueHead, error) {
+// How a hold ends. Every end, whoever makes it, writes the same things
+// (holdEnd): the hold's end event and what becomes of its lock-delay
+// guard. A release or revoke (endHold) and a session's deletion
+// (releaseSession) also delete the lock key in that txn, and hand the
+// lock to the oldest waiter when it asks for that (handOverOps); the
+// expiry recorder (recordEnd) writes the end of a hold whose key etcd
+// deleted with its lease. The path of one release:
+//
+//	endHold    reads the hold (readHold), checks the caller may end it
+//	commitEnd  runs the end txn, without the handover if the waiter's lease is gone
+//	endTxn     builds it: the end (holdEnd), the handover or the key's delete, the tally
+
+// endHold ends the hold of token on name by typ (released or revoked),
+// with detail in its end event. A release hands the lock to the oldest
+// waiter in the same txn when it can (handOverOps). A released lock's own
+// lease goes to the pool for the next acquire; after a revoke it is
+// revoked.
+//
+// The ownership check (see Caller) costs nothing more: it reads the holder
+// record that endHold reads anyway. It is race-free because a holder
+// record is never rewritten while its hold lasts and the txn requires
+// ModRevision == token, so the record checked is the record of the hold
+// that the txn ends, or the txn fails.
+func (e *Engine) endHold(ctx context.Context, name string, token int64, typ EventType, detail string) error {
+	hr, head, err := e.readHold(ctx, name, token, typ == EventReleased)
+	if err != nil {
+		return err
+	}
+	if !mayActOn(ctx, hr.Credential) {
+		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+	}
+	return e.commitEnd(ctx, name, token, hr, head, typ, detail)
+}
+
+// readHold returns the holder record of the hold that token names and,
+// when withHead is set, the oldest waiter of the lock if it asks to be
+// handed the lock (nil otherwise). It reads the member's local state first
+// (a serializable read: no ReadIndex round): the end txn compares
+// ModRevision with token, so a stale read can never end the wrong hold,
+// and a holder record is never rewritten while its hold lasts, so one read
+// at ModRevision == token is that hold's. A stale head is as harmless: the
+// handover requires that very entry to be the oldest (handOverCmps). Only
+// when the local state does not show token holding the lock is the answer
+// confirmed by a linearizable read.
+func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, *queueHead, error) {
 	if err := checkName("name", name); err != nil {
 		return holderRecord{}, nil, err
 	}
 	if token <= 0 {
 		return holderRecord{}, nil, invalid("token", "must be a positive fencing token")
 	}
+	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
+		ops, ix := e.holdReadOps(name, withHead, opts...)
+		octx, done := e.op(ctx)
+		defer done()
+		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		if err != nil {
+			return nil, nil, e.etcdErr(ctx, "get lock", err)
+		}
+		kv, head := ix.read(resp)
+		if kv == nil {
+			return nil, nil, ErrNotHeld
+		}
+		return kv, head, nil
+	}
 	if !e.memberStopped() {
-		kv, head, err := e.readEnding(ctx, name, withHead, clientv3.WithSerializable())
+		kv, head, err := read(clientv3.WithSerializable())
 		if err == nil && kv.ModRevision == token {
 			hr, err := decodeHolder(kv)
 			return hr, head, err
 		}
 	}
-	kv, head, err := e.readEnding(ctx, name, withHead)
+	kv, head, err := read()
 	if err != nil {
 		return holderRecord{}, nil, err
 	}
@@ -83,37 +133,53 @@ func (e *Engine) endingHold(ctx context.Context, name string, token int64, withH
 	return hr, head, err
 }
 
-// queueHead is the oldest queue entry of a lock that asks to be granted
-// the lock on release.
+// queueHead is the oldest queue entry of a lock, when it asks to be
+// handed the lock on release.
 type queueHead struct {
 	key   string
 	rev   int64 // its CreateRevision
 	grant holderRecord
 }
 
-// readEnding reads a lock key and, with withHead, its oldest queue entry,
-// in one read. ErrNotHeld when the lock key is absent.
-func (e *Engine) readEnding(ctx context.Context, name string, withHead bool, opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
-	if !withHead {
-		kv, err := e.getLock(ctx, name, opts...)
-		return kv, nil, err
+// holdReadIx names the responses of holdReadOps among a txn's responses.
+type holdReadIx struct {
+	lock int
+	head int // -1 without the head
+}
+
+// holdReadOps read a lock key and, with withHead, its oldest queue entry;
+// opts are added to each read.
+func (e *Engine) holdReadOps(name string, withHead bool, opts ...clientv3.OpOption) ([]clientv3.Op, holdReadIx) {
+	ops := []clientv3.Op{clientv3.OpGet(e.lockKey(name), opts...)}
+	ix := holdReadIx{lock: 0, head: -1}
+	if withHead {
+		ix.head, ops = len(ops), append(ops, clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1)}, opts...)...))
 	}
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(e.lockKey(name), opts...),
-		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1)}, opts...)...),
-	).Commit()
-	if err != nil {
-		return nil, nil, e.etcdErr(ctx, "get lock", err)
+	return ops, ix
+}
+
+// shifted is ix for ops placed at offset in a txn.
+func (ix holdReadIx) shifted(offset int) holdReadIx {
+	ix.lock += offset
+	if ix.head >= 0 {
+		ix.head += offset
 	}
-	lock := resp.Responses[0].GetResponseRange().Kvs
+	return ix
+}
+
+// read returns the lock key (nil if absent) and the queue head that
+// resp's reads found.
+func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHead) {
+	lock := resp.Responses[ix.lock].GetResponseRange().Kvs
 	if len(lock) == 0 {
-		return nil, nil, ErrNotHeld
+		return nil, nil
 	}
 	var head *queueHead
-	if q := resp.Responses[1].GetResponseRange().Kvs; len(q) > 0 {
+	if ix.head < 0 {
+		return lock[0], nil
+	}
+	if q := resp.Responses[ix.head].GetResponseRange().Kvs; len(q) > 0 {
 		var wr waiterRecord
 		// A record that does not decode, or asks for no grant, is a
 		// waiter that takes the lock itself once it sees it go.
@@ -121,48 +187,35 @@ func (e *Engine) readEnding(ctx context.Context, name string, withHead bool, opt
 			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant}
 		}
 	}
-	return lock[0], head, nil
+	return lock[0], head
 }
 
-// end deletes the lock key if token holds it and writes the hold's end
-// event in the same transaction. A release hands the lock to the oldest
-// waiter in that transaction when it can (see handoff). A released lock's
-// own lease goes to the pool for the next acquire; after a revoke it is
-// revoked.
-//
-// The ownership check (see Caller) costs nothing more: it reads the holder
-// record that end reads anyway. It is race-free because a holder record is
-// never rewritten while its hold lasts and the txn requires ModRevision ==
-// token, so the record checked is the record of the hold that the txn
-// ends, or the txn fails.
-func (e *Engine) end(ctx context.Context, name string, token int64, typ EventType, detail string) error {
-	hr, head, err := e.endingHold(ctx, name, token, typ == EventReleased)
-	if err != nil {
-		return err
-	}
-	if !mayActOn(ctx, hr.Credential) {
-		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
-	}
-	return e.endHold(ctx, name, token, hr, head, typ, detail)
-}
-
-// endHold is end once the holder record of token's hold is known and the
-// caller may act on it. head, if not nil, is the waiter to hand the lock
-// to.
-func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
+// commitEnd ends a hold whose holder record hr is known, and which the
+// caller may end, handing the lock to head if it is not nil.
+func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
 	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
 		Credential: credentialOf(ctx)}
-	var resp *clientv3.TxnResponse
+	var (
+		resp *clientv3.TxnResponse
+		t    endTxn
+	)
 	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
 		var err error
-		resp, err = e.endTxn(ctx, name, token, hr, ev, head, bucket)
+		send := func() error {
+			t = e.endTxn(name, token, hr, ev, head, bucket, true)
+			return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+				resp, err = e.txn(octx, t.cmps, t.then, nil)
+				return err
+			})
+		}
+		err = send()
 		if err != nil && head != nil && isLeaseNotFound(err) {
 			// Most likely the head's lease (its own, or its session's)
 			// ended while it waited: end the hold without handing the
 			// lock over; the waiters then take it as they see it go. If
 			// it was the bucket's, withBucket tries once more.
 			head = nil
-			resp, err = e.endTxn(ctx, name, token, hr, ev, nil, bucket)
+			err = send()
 		}
 		return err
 	})
@@ -177,7 +230,7 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holde
 		return ErrTokenMismatch
 	}
 	e.recorded(typ, 1)
-	if head != nil && resp.Responses[1].GetResponseTxn().Succeeded {
+	if t.handedOver(resp.Responses) {
 		e.recorded(EventAcquired, 1)
 	}
 	if hr.Session == "" {
@@ -193,20 +246,38 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holde
 	return nil
 }
 
-// endTxn runs the txn that ends token's hold: it deletes the lock key, or
-// hands the lock to head, and records the end.
-func (e *Engine) endTxn(ctx context.Context, name string, token int64, hr holderRecord, ev Event, head *queueHead, bucket clientv3.LeaseID) (*clientv3.TxnResponse, error) {
+// endTxn is the txn that ends a hold, built by Engine.endTxn.
+type endTxn struct {
+	cmps []clientv3.Cmp
+	then []clientv3.Op
+	// handOver is the index, in then, of the nested txn that hands the
+	// lock to the queue's head, or -1.
+	handOver int
+}
+
+// handedOver reports whether the end txn's responses rs show the lock
+// handed to the queue's head.
+func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) bool {
+	return t.handOver >= 0 && rs[t.handOver].GetResponseTxn().GetSucceeded()
+}
+
+// endTxn builds the txn that ends token's hold, ended by ev: it records
+// the end (holdEnd), deletes the lock key or hands the lock to head, and,
+// with tally, counts the release in the session's tally.
+func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, bucket clientv3.LeaseID, tally bool) endTxn {
 	lkey := e.lockKey(name)
+	event, guard := e.holdEnd(name, token, hr, ev, bucket)
 	// The end event comes first, so a watcher of the trail sees the hold
 	// end before the next one begins in the same revision.
-	then := []clientv3.Op{clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket))}
-	free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, e.guardAfter(name, hr, ev)...)
+	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: []clientv3.Op{event}, handOver: -1}
+	free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
 	if head != nil {
-		then = append(then, clientv3.OpTxn(e.handoffCmps(name, token, hr, head), e.handoffOps(name, hr, ev.Time, head, bucket), free))
+		t.handOver, t.then = len(t.then), append(t.then,
+			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head, bucket), free))
 	} else {
-		then = append(then, free...)
+		t.then = append(t.then, free...)
 	}
-	if id, ok := parseLeaseHex(hr.Session); ok && !hr.NoTally {
+	if id, ok := parseLeaseHex(hr.Session); ok && tally && !hr.NoTally {
 		// One more release in the session's tally, if it keeps one and
 		// the acquire counted this hold (holderRecord.NoTally): the
 		// node that acquired into it may have MaxLocksPerSession on while
@@ -215,40 +286,41 @@ func (e *Engine) endTxn(ctx context.Context, name string, token int64, hr holder
 		// without a tally costs this release a compare and no write. The
 		// tally lives under the session's lease, so where it exists the
 		// lease does too, and the put cannot fail on a lease.
-		then = append(then, clientv3.OpTxn(
+		t.then = append(t.then, clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.sessionTallyKey(hr.Session, "acquired")), ">", 0)},
 			[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id))},
 			nil))
 	}
-	var resp *clientv3.TxnResponse
-	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.txn(octx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then, nil)
-		return err
-	})
-	return resp, err
+	return t
 }
 
-// guardAfter is what ending hr's hold does to the lock-delay guard, if the
-// hold has one: a clean release deletes it, any other end starts the
-// delay.
-func (e *Engine) guardAfter(name string, hr holderRecord, ev Event) []clientv3.Op {
+// holdEnd is what every end of token's hold hr writes, whoever ends it:
+// its end event ev (under bucket) and, if the hold has a lock-delay, what
+// becomes of the guard: a clean release deletes it, any other end starts
+// the delay from ev.Time. The guard is the hold's own while its
+// ModRevision is token (it is put with the hold, and changes only after
+// the hold ended): a guard already stamped, by an acquire that found the
+// lease expired, or already replaced by the next hold's, is left alone.
+func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event, bucket clientv3.LeaseID) (event clientv3.Op, guard []clientv3.Op) {
+	event = clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket))
 	if hr.LockDelay <= 0 {
-		return nil
+		return event, nil
 	}
-	if ev.Type == EventReleased {
-		return []clientv3.Op{clientv3.OpDelete(e.delayKey(name))}
+	gkey := e.delayKey(name)
+	op := clientv3.OpDelete(gkey)
+	if ev.Type != EventReleased {
+		op = clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.ended(ev.Time, ev.Type)))
 	}
-	until := ev.Time.Add(hr.LockDelay)
-	return []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until, Cause: ev.Type}))}
+	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
 }
 
-// handoffCmps hold when the release of token's hold may grant the lock to
+// handOverCmps hold when the release of token's hold may grant the lock to
 // head: what an acquire by head would require at that moment. Head's
 // entry is still there and still the oldest (so FIFO holds whatever the
 // releaser read), the lock-delay guard is as the hold left it, and head's
 // session, if any, still exists. Head's lease is checked by etcd itself:
-// a put under a lease that ended fails the whole txn (see endHold).
-func (e *Engine) handoffCmps(name string, token int64, hr holderRecord, head *queueHead) []clientv3.Cmp {
+// a put under a lease that ended fails the whole txn (see commitEnd).
+func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *queueHead) []clientv3.Cmp {
 	gkey := e.delayKey(name)
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev),
@@ -266,10 +338,10 @@ func (e *Engine) handoffCmps(name string, token int64, hr holderRecord, head *qu
 	return cmps
 }
 
-// handoffOps grant the lock to head, as its own acquire txn would have:
+// handOverOps grant the lock to head, as its own acquire txn would have:
 // its holder record under its lease, its queue entry gone, its acquired
 // event, its lock-delay guard.
-func (e *Engine) handoffOps(name string, hr holderRecord, at time.Time, head *queueHead, bucket clientv3.LeaseID) []clientv3.Op {
+func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead, bucket clientv3.LeaseID) []clientv3.Op {
 	g := head.grant
 	g.AcquiredAt = at
 	lease, _ := parseLeaseHex(g.Lease)
@@ -287,7 +359,7 @@ func (e *Engine) handoffOps(name string, hr holderRecord, at time.Time, head *qu
 		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
 	}
 	// No tally to count: a waiter asks for a grant only when its node
-	// keeps none (see acquirer.waiterRecord), and its record says so.
+	// keeps none (see acquirer.queueEntryRecord), and its record says so.
 	return ops
 }
 

@@ -138,7 +138,7 @@ type EmbeddedMember interface {
 	Defragment() error
 }
 
-// DefaultConfig returns the configuration of API.md.
+// DefaultConfig returns the defaults that docs/API.md documents.
 func DefaultConfig() Config {
 	return Config{
 		Prefix:           "/baton/",
@@ -163,9 +163,10 @@ func DefaultConfig() Config {
 		MaxEventStreams:    1000,
 		WatchStallTimeout:  5 * time.Second,
 		// 200,000 locks are twice the bench's scale scenario (1,000
-		// sessions of 100 locks), about 680 MB of each node's memory and,
-		// with full metadata, 800 MB of etcd; 10,000 fenced values of the
-		// largest size are 320 MB of etcd, a sixth of its default quota.
+		// sessions of 100 locks), within one node's memory and etcd's
+		// default quota even with full metadata (docs/PERFORMANCE.md);
+		// 10,000 fenced values of the largest size are 320 MB of etcd, a
+		// sixth of its default quota.
 		MaxLocks:            200000,
 		MaxFencedValues:     10000,
 		MaxFencedValueBytes: 32 << 10,

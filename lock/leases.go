@@ -33,8 +33,8 @@ type waiterLease struct {
 // default), and every range over the prefix visits it: FIFO's compares
 // and reads range over the queue on each acquire, release and wake-up.
 // With a new key per wait, a lock with steady contention piled up dead
-// keys at its handoff rate (the bench's contention scenario spent a third
-// of the node's CPU in etcd's index after 10 s of it); with reuse a key
+// keys at its handover rate, and etcd's index over them came to cost a
+// large share of the node's CPU (docs/PERFORMANCE.md); with reuse a key
 // gets a new generation instead, which etcd skips at no cost. A reused
 // key is told apart from its earlier life by its CreateRevision, which
 // every check of a queue entry compares.

@@ -191,9 +191,8 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 		t.Fatalf("before %d = %+v, %v", all[3].Revision, evs, err)
 	}
 
-	// Nothing is older than revision 1, etcd's first, filtered or not.
-	// (etcd reads a maximum mod revision of 0 as none: before=1 returned
-	// the whole trail; found by api's FuzzHTTP.)
+	// Nothing is older than revision 1, etcd's first, filtered or not
+	// (etcd reads a maximum mod revision of 0 as no bound at all).
 	for _, o := range []lock.HistoryOptions{{Before: 1}, {Before: 1, Lock: "h"}, {Before: 1, Owner: "h-0"}} {
 		if evs, next, err := e.History(ctx, o); err != nil || len(evs) != 0 || next != 0 {
 			t.Fatalf("%+v: %d events, next %d, %v; want none", o, len(evs), next, err)

@@ -192,7 +192,7 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, 
 	}
 	l = hr.toLock(name, token)
 	l.TTL = time.Duration(ka.TTL) * time.Second
-	l.ExpiresAt = start.Add(l.TTL).UTC().Truncate(time.Millisecond)
+	l.ExpiresAt = expiryAt(start, l.TTL)
 	return l, nil
 }
 
@@ -291,9 +291,15 @@ func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Tim
 	defer done()
 	resp, err := e.cli.TimeToLive(octx, id)
 	if err != nil || resp.TTL < 0 {
-		return now.UTC().Truncate(time.Millisecond), 0
+		return expiryAt(now, 0), 0
 	}
-	return now.Add(time.Duration(resp.TTL) * time.Second).UTC().Truncate(time.Millisecond), time.Duration(resp.GrantedTTL) * time.Second
+	return expiryAt(now, time.Duration(resp.TTL)*time.Second), time.Duration(resp.GrantedTTL) * time.Second
+}
+
+// expiryAt is when a lease with ttl left at from runs out, as the API
+// shows it: UTC, to the millisecond.
+func expiryAt(from time.Time, ttl time.Duration) time.Time {
+	return from.Add(ttl).UTC().Truncate(time.Millisecond)
 }
 
 // fillLease sets l's expiry, and its TTL when the holder record has none

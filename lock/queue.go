@@ -14,10 +14,10 @@ import (
 
 // wait queues for the lock. The queue is a set of keys under the lock's
 // queue prefix, ordered by CreateRevision; each waiter watches only the
-// key just ahead of it (or the lock, once it is first), so a handoff wakes
+// key just ahead of it (or the lock, once it is first), so a release wakes
 // one waiter, not all of them. The release of the hold before us usually
-// grants us the lock itself (see handoff): we then learn it from the
-// lock's key, with no txn of our own.
+// grants us the lock itself (Engine.handOverOps): we then learn it from
+// the lock's key, with no txn of our own.
 func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 	e := a.e
 	if e.drain.Err() != nil {
@@ -43,55 +43,43 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 			e.waiters.putSlot(slot) // the txn that granted the lock deleted our entry
 			return
 		}
-		got, lerr := a.leave(qkey)
-		if lerr == nil {
-			e.waiters.putSlot(slot)
+		if got := a.dequeue(qkey, slot); got != nil {
+			// A release granted us the lock as we gave up: hand it back
+			// unless the caller is gone (handBack then releases it).
+			// Failing the acquire instead would leave a hold that nobody
+			// knows the token of until its lease ends.
+			l, fresh, err = a.handBack(ctx, got)
 		}
-		if got == nil {
-			if lerr == nil {
-				a.queuedLease = 0 // the entry is gone: nobody can grant under the lease now
-			}
-			return
-		}
-		// A release granted us the lock as we gave up: hand it back
-		// unless the caller is gone (handBack then releases it). Failing
-		// the acquire instead would leave a hold that nobody knows the
-		// token of until its lease ends.
-		a.queuedLease = 0
-		l, fresh, err = a.handBack(ctx, got)
 	}()
+	l, fresh, granted, err = a.queueUp(ctx, qkey, wlease, lost)
+	return l, fresh, err
+}
 
-	// One txn takes a free lock with nobody queued, or else joins the
-	// queue: a waiting acquire costs no extra round trip to enqueue.
-	a.enqueue = &queueEntry{key: qkey, lease: wlease}
-	first, err := a.attempt(ctx, "", 0)
-	a.enqueue = nil
+// dequeue leaves the queue once the wait ends without a grant, and gives
+// the entry's slot back if the entry is gone for good. It returns the lock
+// if a release granted it to us meanwhile.
+func (a *acquirer) dequeue(qkey string, slot uint64) *Lock {
+	got, err := a.leave(qkey)
+	if err == nil {
+		a.e.waiters.putSlot(slot)
+	}
+	if got != nil || err == nil {
+		a.queuedLease = 0 // the entry is gone: nobody can grant under the lease now
+	}
+	return got
+}
+
+// queueUp joins the queue and waits in it until the lock is ours or the
+// wait must end. granted is set when a txn that granted us the lock also
+// deleted our entry.
+func (a *acquirer) queueUp(ctx context.Context, qkey string, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh, granted bool, err error) {
+	e := a.e
+	first, queueRev, err := a.join(ctx, qkey, wlease)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if l, fresh, err, ok := a.settle(ctx, first); ok {
-		granted = first.outcome == won // the Then branch put no entry
-		return l, fresh, err
-	}
-	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
-	if queueRev == 0 {
-		// The txn failed on a lease before it ran: join the queue on
-		// our own, and let the queued attempts tell which lease is gone.
-		if queueRev, queued, err = a.joinQueue(ctx, qkey, wlease); err != nil {
-			return nil, false, err
-		}
-		first = attemptResult{outcome: retryNow}
-	}
-	if limit := e.cfg.MaxWaitersPerLock; limit > 0 && queued > int64(limit) {
-		// Over the cap: leave (the deferred dequeue removes our entry).
-		// Counted by the txn that queued us, so it costs no round trip;
-		// and since every waiter that counted more than the cap leaves,
-		// the queue holds at most the cap once joiners settle. Waiters
-		// queued before us are not disturbed.
-		return nil, false, &LimitError{
-			Err: ErrTooManyWaiters, Limit: limit, RetryAfter: time.Second,
-			Reason: fmt.Sprintf("the queue of %q is full: %d acquires already wait for it", a.req.Name, limit),
-		}
+		return l, fresh, first.outcome == won, err // the Then branch put no entry
 	}
 	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
 	defer cancel()
@@ -106,53 +94,124 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 			sessionGone.overflow() // wake once to look: it may have ended since
 		}
 	}
+	q := queued{key: qkey, rev: queueRev, deadline: deadline, lost: lost, sessionGone: sessionGone}
+	return a.waitInQueue(ctx, q, first)
+}
 
+// queued is our place in the queue while we wait in it.
+type queued struct {
+	key         string // our entry
+	rev         int64  // its CreateRevision
+	deadline    context.Context
+	lost        <-chan struct{} // the node's waiter lease is lost
+	sessionGone *keyWatch       // our session's key, or nil
+}
+
+// join puts our queue entry, in the txn of a first direct attempt that
+// may take the lock at once, and returns that attempt's result with the
+// entry's CreateRevision (0 if the attempt settles the acquire).
+func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseID) (attemptResult, int64, error) {
+	// One txn takes a free lock with nobody queued, or else joins the
+	// queue: a waiting acquire costs no extra round trip to enqueue.
+	a.enqueue = &queueEntry{key: qkey, lease: wlease}
+	first, err := a.attempt(ctx, "", 0)
+	a.enqueue = nil
+	if err != nil || first.settles() {
+		return first, 0, err
+	}
+	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
+	if queueRev == 0 {
+		// The txn failed on a lease before it ran: join the queue on
+		// our own, and let the queued attempts tell which lease is gone.
+		if queueRev, queued, err = a.joinQueue(ctx, qkey, wlease); err != nil {
+			return attemptResult{}, 0, err
+		}
+		first = attemptResult{outcome: retryNow}
+	}
+	if limit := a.e.cfg.MaxWaitersPerLock; limit > 0 && queued > int64(limit) {
+		// Over the cap: leave (wait's deferred dequeue removes our entry).
+		// Counted by the txn that queued us, so it costs no round trip;
+		// and since every waiter that counted more than the cap leaves,
+		// the queue holds at most the cap once joiners settle. Waiters
+		// queued before us are not disturbed.
+		return attemptResult{}, 0, &LimitError{
+			Err: ErrTooManyWaiters, Limit: limit, RetryAfter: time.Second,
+			Reason: fmt.Sprintf("the queue of %q is full: %d acquires already wait for it", a.req.Name, limit),
+		}
+	}
 	// The first attempt already told what to wait for: the entry queued
 	// just ahead of ours, or the lock itself if there was none.
 	if first.ahead != "" && (first.outcome == heldBy || first.outcome == behind) {
 		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev, watchCreated: first.aheadRev}
 	}
-	if (first.outcome == heldBy || first.outcome == behind) && first.watchKey != "" {
-		got, err := a.sleep(ctx, deadline, first, lost, sessionGone)
-		if err != nil {
-			return nil, false, err
-		}
-		if got != nil {
-			granted = true // the release deleted our entry
-			return a.handBack(ctx, got)
-		}
-	}
+	return first, queueRev, nil
+}
+
+// waitInQueue waits, from our place q in the queue, for what first says,
+// then looks again, until the lock is ours or the wait ends.
+func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResult) (l *Lock, fresh, granted bool, err error) {
+	r := first
+	watch := (r.outcome == heldBy || r.outcome == behind) && r.watchKey != ""
 	for {
-		r, looked, err := a.look(ctx, qkey, queueRev)
-		if err != nil {
-			return nil, false, err
-		}
-		if !looked {
-			if r, err = a.attempt(ctx, qkey, queueRev); err != nil {
-				return nil, false, err
+		if watch {
+			got, err := a.awaitChange(ctx, q, r)
+			if err != nil {
+				return nil, false, false, err
+			}
+			if got != nil {
+				l, fresh, err = a.handBack(ctx, got)
+				return l, fresh, true, err // the release deleted our entry
 			}
 		}
-		if r.outcome == won {
-			granted = true // the txn deleted our entry
-		}
-		if l, fresh, err, ok := a.settle(ctx, r); ok {
-			return l, fresh, err
-		}
-		switch r.outcome {
-		case dequeued:
-			return nil, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", ErrUnavailable)
-		case retryNow:
-			continue
-		}
-		got, err := a.sleep(ctx, deadline, r, lost, sessionGone)
-		if err != nil {
-			return nil, false, err
-		}
-		if got != nil {
-			granted = true
-			return a.handBack(ctx, got)
+		watch = true
+		for {
+			var looked bool
+			if r, looked, err = a.look(ctx, q.key, q.rev); err != nil {
+				return nil, false, false, err
+			}
+			if !looked {
+				if r, err = a.attempt(ctx, q.key, q.rev); err != nil {
+					return nil, false, false, err
+				}
+			}
+			granted = r.outcome == won // the txn deleted our entry
+			if l, fresh, err, ok := a.settle(ctx, r); ok {
+				return l, fresh, granted, err
+			}
+			if r.outcome == dequeued {
+				return nil, false, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", ErrUnavailable)
+			}
+			if r.outcome != retryNow {
+				break
+			}
 		}
 	}
+}
+
+// lookIx names the responses of look's read.
+type lookIx struct {
+	lock    int
+	pred    int // the entry just ahead of ours
+	entry   int // our entry (a count)
+	session int // our session's key (a count), or -1
+}
+
+// lookOps are the reads of look: opts are added to each.
+func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOption) ([]clientv3.Op, lookIx) {
+	e, name := a.e, a.req.Name
+	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
+	ix := lookIx{lock: 0, pred: 1, entry: 2, session: -1}
+	ops := []clientv3.Op{
+		clientv3.OpGet(e.lockKey(name), opts...),
+		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
+		clientv3.OpGet(qkey, countOnly...),
+	}
+	if a.session != 0 {
+		// A session that ended is what may have woken us (sessionGone).
+		ix.session, ops = len(ops), append(ops, clientv3.OpGet(e.sessionKey(a.req.Session), countOnly...))
+	}
+	return ops, ix
 }
 
 // look reads what a queued attempt would find, without a txn, so that a
@@ -162,33 +221,23 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 // the lock looks free, our entry looks gone, or the lock is held in our
 // own session. On our own member the read is local (the watch event that
 // woke us came from it, so it has applied that far); otherwise it is
-// linearizable. Either way it only picks what to wait for, and sleep
-// checks that against etcd as its watch starts.
+// linearizable. Either way it only picks what to wait for, and
+// awaitChange checks that against etcd as its watch starts.
 func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r attemptResult, ok bool, err error) {
 	e, name := a.e, a.req.Name
 	var opts []clientv3.OpOption
 	if e.ownMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
-	lkey := e.lockKey(name)
-	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
-	ops := []clientv3.Op{
-		clientv3.OpGet(lkey, opts...),
-		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
-		clientv3.OpGet(qkey, countOnly...),
-	}
-	if a.session != 0 {
-		// A session that ended is what may have woken us (sessionGone).
-		ops = append(ops, clientv3.OpGet(e.sessionKey(a.req.Session), countOnly...))
-	}
+	ops, ix := a.lookOps(qkey, queueRev, opts...)
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 	done()
 	if err != nil {
 		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
 	}
-	lockKVs := resp.Responses[0].GetResponseRange().Kvs
+	rs := resp.Responses
+	lockKVs := rs[ix.lock].GetResponseRange().Kvs
 	if len(lockKVs) == 0 {
 		return attemptResult{}, false, nil
 	}
@@ -198,10 +247,8 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 		// the lock deleted it.
 		return attemptResult{outcome: won, lock: l}, true, nil
 	}
-	for _, r := range resp.Responses[2:] {
-		if r.GetResponseRange().Count == 0 {
-			return attemptResult{}, false, nil // our entry, or our session, is gone
-		}
+	if rs[ix.entry].GetResponseRange().Count == 0 || (ix.session >= 0 && rs[ix.session].GetResponseRange().Count == 0) {
+		return attemptResult{}, false, nil // our entry, or our session, is gone
 	}
 	hr, err := decodeHolder(kv)
 	if err != nil || (a.session != 0 && hr.Session == a.req.Session) {
@@ -210,10 +257,10 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 	holder := hr.toLock(name, kv.ModRevision)
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
 	rev := resp.Header.Revision
-	if ahead := resp.Responses[1].GetResponseRange().Kvs; len(ahead) > 0 {
+	if ahead := rs[ix.pred].GetResponseRange().Kvs; len(ahead) > 0 {
 		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision, holder: holder}, true, nil
 	}
-	return attemptResult{outcome: heldBy, watchKey: lkey, watchRev: rev, holder: holder}, true, nil
+	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: rev, holder: holder}, true, nil
 }
 
 // joinQueue puts a queue entry on its own and returns its CreateRevision
@@ -240,12 +287,13 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 	return resp.Header.Revision, resp.Responses[1].GetResponseRange().Count, nil
 }
 
-// sleep blocks until what r says we wait for changes: the key ahead of us
-// is deleted, the lock is released or handed to us, or lock-delay runs
-// out. It returns the lock if a release granted it to us, and an error
-// when the wait must end instead. It learns of changes from the engine's
-// waiter hub, never from a watch of its own.
-func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-chan struct{}, sessionGone *keyWatch) (*Lock, error) {
+// awaitChange blocks until what r says we wait for changes in etcd: the
+// key ahead of us is deleted, the lock is released or handed to us, or
+// the lock-delay's guard changes or runs out. It returns the lock if a
+// release granted it to us, and an error when the wait must end instead.
+// It learns of changes from the engine's waiter hub, never from a watch
+// of its own.
+func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (*Lock, error) {
 	e := a.e
 	// The head of the queue waits on the lock itself, puts included: a
 	// release grants it to us by putting our record over its own.
@@ -266,8 +314,8 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 		}
 	}
 	var sessionC <-chan struct{}
-	if sessionGone != nil {
-		sessionC = sessionGone.c
+	if q.sessionGone != nil {
+		sessionC = q.sessionGone.c
 	}
 	// A long wait keeps the lease our grant names alive.
 	refresh := time.NewTimer(time.Hour)
@@ -282,24 +330,8 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 	for {
 		select {
 		case <-kw.c:
-			evs, dropped := kw.take()
-			if dropped {
-				return nil, nil // look again
-			}
-			for _, ev := range evs {
-				switch {
-				case head && ev.Type == mvccpb.PUT:
-					if l, ok := a.granted(ctx, ev.Kv); ok {
-						return l, nil
-					}
-					return nil, nil // taken by another: look again
-				case head, r.outcome == delayed:
-					return nil, nil // released, or the delay's guard changed
-				case ev.Type == mvccpb.DELETE:
-					return nil, nil // the entry ahead left
-				}
-				// A put of the entry ahead: a reused key's new entry
-				// after its delete, which woke us already.
+			if l, wake := a.watched(ctx, kw, r, head); wake {
+				return l, nil
 			}
 		case <-refresh.C:
 			if err := a.keepQueuedLease(ctx); err != nil {
@@ -309,26 +341,61 @@ func (a *acquirer) sleep(ctx, deadline context.Context, r attemptResult, lost <-
 		case <-timer:
 			return nil, nil
 		case <-sessionC:
-			evs, dropped := sessionGone.take()
-			if dropped {
+			if sessionEnded(q.sessionGone) {
 				return nil, nil
 			}
-			for _, ev := range evs {
-				if ev.Type == mvccpb.DELETE {
-					return nil, nil
-				}
-			}
-		case <-lost:
+		case <-q.lost:
 			return nil, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
 		case <-e.drain.Done():
 			return nil, ErrClosed
-		case <-deadline.Done():
+		case <-q.deadline.Done():
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			return nil, a.waitedOut()
 		}
 	}
+}
+
+// watched reads what the key awaitChange watches did. wake is set when the
+// wait is over: l is the lock if a release granted it to us, nil when we
+// must look again.
+func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, head bool) (l *Lock, wake bool) {
+	evs, dropped := kw.take()
+	if dropped {
+		return nil, true // look again
+	}
+	for _, ev := range evs {
+		switch {
+		case head && ev.Type == mvccpb.PUT:
+			if l, ok := a.granted(ctx, ev.Kv); ok {
+				return l, true
+			}
+			return nil, true // taken by another: look again
+		case head, r.outcome == delayed:
+			return nil, true // released, or the delay's guard changed
+		case ev.Type == mvccpb.DELETE:
+			return nil, true // the entry ahead left
+		}
+		// A put of the entry ahead: a reused key's new entry
+		// after its delete, which woke us already.
+	}
+	return nil, false
+}
+
+// sessionEnded reports whether our session's key may be gone: deleted, or
+// events were dropped.
+func sessionEnded(kw *keyWatch) bool {
+	evs, dropped := kw.take()
+	if dropped {
+		return true
+	}
+	for _, ev := range evs {
+		if ev.Type == mvccpb.DELETE {
+			return true
+		}
+	}
+	return false
 }
 
 // changedSince reads the key r waits on, and reports whether it changed
@@ -417,17 +484,17 @@ var errEntryMayReturn = errors.New("the queue entry may be put again by a txn of
 
 // entryValue is our queue entry's value for a txn that puts it at now.
 func (a *acquirer) entryValue(now time.Time) string {
-	a.entry = mustJSON(a.waiterRecord(now))
+	a.entry = mustJSON(a.queueEntryRecord(now))
 	return a.entry
 }
 
-// waiterRecord is our queue entry. It asks to be granted the lock on
-// release (see handoff) unless the grant would need more than the puts
+// queueEntryRecord is our queue entry's value. It asks to be granted the
+// lock on release (Engine.handOverOps) unless the grant would need more than the puts
 // a release can make for us: counting the hold against
 // MaxLocksPerSession is checked after the acquire txn, by this node.
 // It names the lease the lock is to live under; while the entry exists,
 // that lease is kept (see queuedLease).
-func (a *acquirer) waiterRecord(now time.Time) waiterRecord {
+func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: now}
 	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
 		return wr
