@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -64,7 +66,7 @@ func overBoth(t *testing.T, f func(t *testing.T, e *lock.Engine, cli *clientv3.C
 // waitQueued waits until n requests of e wait for a batch.
 func waitQueued(t *testing.T, e *lock.Engine, n int) {
 	t.Helper()
-	eventually(t, 20*time.Second, fmt.Sprintf("%d requests queued for a batch", n), func() bool {
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%d requests queued for a batch", n), func() bool {
 		return lock.QueuedTxns(e) >= n
 	})
 	if got := lock.QueuedTxns(e); got != n {
