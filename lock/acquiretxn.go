@@ -100,7 +100,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		// The txn is not bound to the caller's context: if the caller
 		// leaves mid-flight we still learn the outcome, and undo a grant.
 		return e.retryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
-			resp, err = e.txn(octx, t.cmps, t.then, t.els)
+			resp, err = e.batch.Txn(octx, t.cmps, t.then, t.els)
 			return err
 		})
 	})

@@ -204,7 +204,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		send := func() error {
 			t = e.endTxn(name, token, hr, ev, head, bucket, true)
 			return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-				resp, err = e.txn(octx, t.cmps, t.then, nil)
+				resp, err = e.batch.Txn(octx, t.cmps, t.then, nil)
 				return err
 			})
 		}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/internal/txnbatch"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -238,8 +239,8 @@ type Engine struct {
 	// metrics are this engine's Prometheus series (see Collector).
 	metrics *metrics
 
-	// batch groups concurrent acquire and end-hold txns (batch.go).
-	batch txnBatcher
+	// batch groups concurrent acquire and end-hold txns (group commit).
+	batch txnbatch.Batcher
 
 	// waits wakes waiters, and streams feeds event streams: each is one
 	// etcd watch fanned out in process (hub.go). rec records expiries
@@ -264,6 +265,11 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e := &Engine{cli: cli, cfg: cfg, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
 	e.drain, e.drainFunc = context.WithCancel(stop)
 	e.term.Store(&stop)
+	e.batch = txnbatch.Batcher{
+		KV: cli, Term: func() context.Context { return *e.term.Load() }, Op: e.opIn, Closed: e.stop.Err,
+		Observe: func(n int) { e.metrics.txnBatchSize.Observe(float64(n)) },
+		Split:   func() { e.metrics.txnBatchSplits.Inc() },
+	}
 	rl := new(remoteLeader)
 	e.metrics = newMetrics(e.hasLeader(rl))
 	e.trackLeader(rl)

@@ -18,8 +18,8 @@ import (
 const defaultBackendQuota = 2 << 30
 
 // defragTimeout bounds the compaction, and the defragmentation of each
-// member: a defragmentation rewrites the member's whole backend file,
-// about a second per few hundred MB.
+// member: a defragmentation rewrites the member's whole backend file, in
+// time that grows with its size (docs/PERFORMANCE.md).
 const defragTimeout = 5 * time.Minute
 
 // headroomFraction is the part of the quota that must be free after

@@ -19,7 +19,7 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	hasLeader     prometheus.GaugeFunc
 	waiting       prometheus.Gauge
-	// txnBatchSize and txnBatchSplits watch the txn batcher (batch.go).
+	// txnBatchSize and txnBatchSplits watch the txn batcher (internal/txnbatch).
 	txnBatchSize   prometheus.Histogram
 	txnBatchSplits prometheus.Counter
 	// watchRestarts and watchHearing watch the engine's etcd watches
