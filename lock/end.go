@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -53,10 +52,11 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 // How a hold ends. Every end, whoever makes it, writes the same things
 // (holdEnd): the hold's end event and what becomes of its lock-delay
 // guard. A release or revoke (endHold) and a session's deletion
-// (releaseSession) also delete the lock key in that txn, and hand the
-// lock to the oldest waiter when it asks for that (handOverOps); the
-// expiry recorder (recordEnd) writes the end of a hold whose key etcd
-// deleted with its lease. The path of one release:
+// (releaseSession) also delete the lock key in that txn; a release and a
+// deletion, which are clean ends, hand the lock to the oldest waiter
+// instead when it asks for that (handOverOps). The expiry recorder
+// (recordEnd) writes the end of a hold whose key etcd deleted with its
+// lease. The path of one release:
 //
 //	endHold    reads the hold (readHold), checks the caller may end it
 //	commitEnd  runs the end txn, without the handover if the waiter's lease is gone
