@@ -17,16 +17,17 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 	}
 	// The guard comes in the same read: a free lock under lock-delay
 	// answers a *DelayedError (still ErrNotHeld).
+	const lockAt, guardAt = 0, 1
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.lockKey(name)), clientv3.OpGet(e.delayKey(name))).Commit()
 	done()
 	if err != nil {
 		return nil, e.etcdErr(ctx, "get lock", err)
 	}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
 		return e.decodeLock(ctx, kvs[0], nil)
 	}
-	if g := resp.Responses[1].GetResponseRange().Kvs; len(g) > 0 {
+	if g := resp.Responses[guardAt].GetResponseRange().Kvs; len(g) > 0 {
 		if d, ok := activeDelay(name, g[0], time.Now()); ok {
 			return nil, d
 		}
@@ -246,12 +247,9 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, e.etcdErr(ctx, "stats", err)
 	}
-	r := resp.Responses
-	return Stats{
-		LocksHeld: r[0].GetResponseRange().Count,
-		Waiters:   r[1].GetResponseRange().Count,
-		Sessions:  r[2].GetResponseRange().Count,
-	}, nil
+	count := func(i int) int64 { return resp.Responses[i].GetResponseRange().Count }
+	const locksAt, waitersAt, sessionsAt = 0, 1, 2
+	return Stats{LocksHeld: count(locksAt), Waiters: count(waitersAt), Sessions: count(sessionsAt)}, nil
 }
 
 // leaseTimes caches one lease's answer across a listing.

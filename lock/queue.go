@@ -267,6 +267,7 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (rev, queued int64, err error) {
 	e := a.e
 	var resp *clientv3.TxnResponse
+	const queuedAt = 1 // the count of the queue, ours included, after our put
 	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.cli.Txn(octx).Then(
 			clientv3.OpPut(qkey, a.entryValue(nowUTC()), clientv3.WithLease(wlease)),
@@ -283,7 +284,7 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 		}
 		return 0, 0, e.etcdErr(ctx, "enqueue", err)
 	}
-	return resp.Header.Revision, resp.Responses[1].GetResponseRange().Count, nil
+	return resp.Header.Revision, resp.Responses[queuedAt].GetResponseRange().Count, nil
 }
 
 // awaitChange blocks until what r says we wait for changes in etcd: the
@@ -446,8 +447,10 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 	ctx, done := a.e.cleanupCtx()
 	defer done()
 	var resp *clientv3.TxnResponse
+	ops := []clientv3.Op{clientv3.OpDelete(qkey)}
+	lockAt, ops := len(ops), append(ops, clientv3.OpGet(a.e.lockKey(a.req.Name)))
 	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
-		resp, err = a.e.cli.Txn(ctx).Then(clientv3.OpDelete(qkey), clientv3.OpGet(a.e.lockKey(a.req.Name))).Commit()
+		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
 		return err
 	})
 	if err != nil || a.entryUnsure {
@@ -469,7 +472,7 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
 		return nil, err
 	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
 		if l, ok := a.granted(ctx, kvs[0]); ok {
 			return l, err
 		}
