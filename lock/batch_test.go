@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -64,7 +66,7 @@ func overBoth(t *testing.T, f func(t *testing.T, e *lock.Engine, cli *clientv3.C
 // waitQueued waits until n requests of e wait for a batch.
 func waitQueued(t *testing.T, e *lock.Engine, n int) {
 	t.Helper()
-	eventually(t, 20*time.Second, fmt.Sprintf("%d requests queued for a batch", n), func() bool {
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%d requests queued for a batch", n), func() bool {
 		return lock.QueuedTxns(e) >= n
 	})
 	if got := lock.QueuedTxns(e); got != n {
@@ -396,40 +398,7 @@ func testConcurrentCycles(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
 		return
 	}
 	close(holds)
-	byName := map[string][]int64{}
-	for l := range holds {
-		byName[l.Name] = append(byName[l.Name], l.Token)
-	}
-	for j := range crit {
-		c := &crit[j]
-		if n := c.overlaps.Load(); n != 0 {
-			t.Errorf("shared-%d: %d times two holders at once", j, n)
-		}
-		for k := 1; k < len(c.tokens); k++ {
-			if c.tokens[k] <= c.tokens[k-1] {
-				t.Errorf("shared-%d: tokens not increasing in grant order: %v", j, c.tokens)
-				break
-			}
-		}
-	}
-	for name, tokens := range byName {
-		evs := history(t, e, name)
-		acquired, released := map[int64]int{}, map[int64]int{}
-		for _, ev := range eventsOf(evs, lock.EventAcquired) {
-			acquired[ev.Token]++
-		}
-		for _, ev := range eventsOf(evs, lock.EventReleased) {
-			released[ev.Token]++
-		}
-		if len(evs) != 2*len(tokens) {
-			t.Errorf("%s: %d audit events for %d holds", name, len(evs), len(tokens))
-		}
-		for _, tok := range tokens {
-			if acquired[tok] != 1 || released[tok] != 1 {
-				t.Errorf("%s: hold %d audited %d× acquired, %d× released; want once each", name, tok, acquired[tok], released[tok])
-			}
-		}
-	}
+	checkCycles(t, e, crit, holds)
 	txns, reqs := batchSizes(t, e)
 	if reqs <= float64(txns) {
 		t.Fatalf("%d txns carried %v requests: no batch had more than one", txns, reqs)
@@ -533,5 +502,46 @@ func TestBatch_ABatchIsBoundByTheEngineNotByItsCallers(t *testing.T) {
 	}
 	if got := keysUnder(t, m.Client(), prefix+"t/"); len(got) != 0 {
 		t.Fatalf("keys %v written after the engine closed", got)
+	}
+}
+
+// checkCycles checks the holds of testConcurrentCycles: the shared locks
+// never had two holders at once and granted increasing tokens, and every
+// hold was audited once acquired and once released.
+func checkCycles(t *testing.T, e *lock.Engine, crit []critical, holds <-chan *lock.Lock) {
+	t.Helper()
+	byName := map[string][]int64{}
+	for l := range holds {
+		byName[l.Name] = append(byName[l.Name], l.Token)
+	}
+	for j := range crit {
+		c := &crit[j]
+		if n := c.overlaps.Load(); n != 0 {
+			t.Errorf("shared-%d: %d times two holders at once", j, n)
+		}
+		for k := 1; k < len(c.tokens); k++ {
+			if c.tokens[k] <= c.tokens[k-1] {
+				t.Errorf("shared-%d: tokens not increasing in grant order: %v", j, c.tokens)
+				break
+			}
+		}
+	}
+	for name, tokens := range byName {
+		evs := history(t, e, name)
+		acquired, released := map[int64]int{}, map[int64]int{}
+		for _, ev := range eventsOf(evs, lock.EventAcquired) {
+			acquired[ev.Token]++
+		}
+		for _, ev := range eventsOf(evs, lock.EventReleased) {
+			released[ev.Token]++
+		}
+		if len(evs) != 2*len(tokens) {
+			t.Errorf("%s: %d audit events for %d holds", name, len(evs), len(tokens))
+		}
+		for _, tok := range tokens {
+			if acquired[tok] != 1 || released[tok] != 1 {
+				t.Errorf("%s: hold %d audited %d× acquired, %d× released; want once each", name, tok, acquired[tok], released[tok])
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -87,7 +88,7 @@ func TestBurst_StreamsClosingTogetherLeaveTheNodeHearing(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 10*time.Second, "every subscription counted out", func() bool { return e.EventStreams() == 0 })
+	poll.Until(t, 10*time.Second, "every subscription counted out", func() bool { return e.EventStreams() == 0 })
 	checkNodeHears(t, e)
 }
 
@@ -120,7 +121,7 @@ func checkNodeHears(t *testing.T, e *lock.Engine) {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "after", Owner: "second", Wait: 20 * time.Second})
 		got <- result{l, time.Now(), err}
 	}()
-	eventually(t, 10*time.Second, "the second acquire queued", func() bool {
+	poll.Until(t, 10*time.Second, "the second acquire queued", func() bool {
 		w, err := e.Waiters(ctx, "after")
 		return err == nil && len(w) == 1
 	})
@@ -144,7 +145,7 @@ func checkNodeHears(t *testing.T, e *lock.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ttl+2*time.Second+time.Until(brief.ExpiresAt.Add(-ttl)), "the expiry of brief recorded", func() bool {
+	poll.Until(t, ttl+2*time.Second+time.Until(brief.ExpiresAt.Add(-ttl)), "the expiry of brief recorded", func() bool {
 		evs, _, err := e.History(ctx, lock.HistoryOptions{Lock: "brief", Types: []lock.EventType{lock.EventExpired}})
 		return err == nil && len(evs) == 1
 	})

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -91,7 +92,7 @@ func TestEvents_RecordTheCredentialOfEachRequestNotTheOwnerItClaims(t *testing.T
 		t.Fatal(err)
 	}
 	expiredOnce(t, []*lock.Engine{e}, map[string]int64{"expires": own.Token})
-	eventually(t, 30*time.Second, "the session's lock to be recorded as session_expired", func() bool {
+	poll.Until(t, 30*time.Second, "the session's lock to be recorded as session_expired", func() bool {
 		return len(eventsOf(history(t, e, "lapses"), lock.EventSessionExpired)) == 1
 	})
 	wantCredentials(t, e, "expires", [2]string{"acquired", credB}, [2]string{"expired", credB})

@@ -72,6 +72,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
 	lkey, gkey := e.lockKey(name), e.delayKey(name)
+	const lockAt, guardAt = 0, 1
 	for range maxImmediateRetries {
 		octx, done := e.op(ctx)
 		resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(lkey, clientv3.WithKeysOnly()), clientv3.OpGet(gkey)).Commit()
@@ -79,8 +80,8 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 		if err != nil {
 			return e.etcdErr(ctx, "read lock-delay", err)
 		}
-		guard := resp.Responses[1].GetResponseRange().Kvs
-		if len(resp.Responses[0].GetResponseRange().Kvs) > 0 || len(guard) == 0 {
+		guard := resp.Responses[guardAt].GetResponseRange().Kvs
+		if len(resp.Responses[lockAt].GetResponseRange().Kvs) > 0 || len(guard) == 0 {
 			return fmt.Errorf("clear lock-delay of %q: %w", name, ErrNotDelayed)
 		}
 		d, ok := activeDelay(name, guard[0], time.Now())

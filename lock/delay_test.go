@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -48,7 +49,7 @@ func TestLockDelay_BlocksAcquireAfterExpiryUntilItPasses(t *testing.T) {
 	ctx := ctxT(t)
 	const delay = 3 * time.Second
 	l := mustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "w1", TTL: 2 * time.Second, LockDelay: delay})
-	eventually(t, 15*time.Second, "the lock expires", func() bool { return isNotHeld(t, e, "d") })
+	poll.Until(t, 15*time.Second, "the lock expires", func() bool { return isNotHeld(t, e, "d") })
 	goneAt := time.Now()
 
 	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "d", Owner: "w2"})
@@ -56,7 +57,7 @@ func TestLockDelay_BlocksAcquireAfterExpiryUntilItPasses(t *testing.T) {
 		t.Fatalf("acquire right after expiry: %+v, want RetryAfter within (0, %s] and no holder", he, delay)
 	}
 	var got *lock.Lock
-	eventually(t, 15*time.Second, "the lock-delay passes", func() bool {
+	poll.Until(t, 15*time.Second, "the lock-delay passes", func() bool {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "d", Owner: "w2"})
 		if err != nil {
 			if he := asHeld(t, err); he.Holder != nil {

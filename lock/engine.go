@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/internal/txnbatch"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -138,7 +139,7 @@ type EmbeddedMember interface {
 	Defragment() error
 }
 
-// DefaultConfig returns the configuration of API.md.
+// DefaultConfig returns the defaults that docs/API.md documents.
 func DefaultConfig() Config {
 	return Config{
 		Prefix:           "/baton/",
@@ -163,9 +164,10 @@ func DefaultConfig() Config {
 		MaxEventStreams:    1000,
 		WatchStallTimeout:  5 * time.Second,
 		// 200,000 locks are twice the bench's scale scenario (1,000
-		// sessions of 100 locks), about 680 MB of each node's memory and,
-		// with full metadata, 800 MB of etcd; 10,000 fenced values of the
-		// largest size are 320 MB of etcd, a sixth of its default quota.
+		// sessions of 100 locks), within one node's memory and etcd's
+		// default quota even with full metadata (docs/PERFORMANCE.md);
+		// 10,000 fenced values of the largest size are 320 MB of etcd, a
+		// sixth of its default quota.
 		MaxLocks:            200000,
 		MaxFencedValues:     10000,
 		MaxFencedValueBytes: 32 << 10,
@@ -237,8 +239,8 @@ type Engine struct {
 	// metrics are this engine's Prometheus series (see Collector).
 	metrics *metrics
 
-	// batch groups concurrent acquire and end-hold txns (batch.go).
-	batch txnBatcher
+	// batch groups concurrent acquire and end-hold txns (group commit).
+	batch txnbatch.Batcher
 
 	// waits wakes waiters, and streams feeds event streams: each is one
 	// etcd watch fanned out in process (hub.go). rec records expiries
@@ -263,32 +265,14 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e := &Engine{cli: cli, cfg: cfg, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
 	e.drain, e.drainFunc = context.WithCancel(stop)
 	e.term.Store(&stop)
-	// Whether there is a leader: the embedded member says so itself; over
-	// external etcd a poll asks (pollLeader).
-	rl := new(remoteLeader)
-	e.metrics = newMetrics(func() float64 {
-		known := rl.known.Load()
-		if cfg.Embedded != nil {
-			known = cfg.Embedded.HasLeader()
-		}
-		if known {
-			return 1
-		}
-		return 0
-	})
-	if cfg.Embedded == nil {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.pollLeader(rl)
-		}()
-	} else {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.followLeader()
-		}()
+	e.batch = txnbatch.Batcher{
+		KV: cli, Term: func() context.Context { return *e.term.Load() }, Op: e.opIn, Closed: e.stop.Err,
+		Observe: func(n int) { e.metrics.txnBatchSize.Observe(float64(n)) },
+		Split:   func() { e.metrics.txnBatchSplits.Inc() },
 	}
+	rl := new(remoteLeader)
+	e.metrics = newMetrics(e.hasLeader(rl))
+	e.trackLeader(rl)
 	e.newSpace()
 	e.wg.Add(1)
 	go func() {
@@ -444,42 +428,6 @@ func (e *Engine) opIn(ctx, term context.Context) (context.Context, context.Cance
 	return ctx, func() { stop(); cancel() }
 }
 
-// followLeader starts a new term at every leader change, ending the old
-// one and so the etcd calls made in it. etcd announces a new leader, but
-// not its loss, so HasLeader is also polled: a node cut off from the
-// majority sees its leader go within about an election timeout, and
-// its calls in flight fail then instead of at OpTimeout.
-func (e *Engine) followLeader() {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	hasLeader := e.cfg.Embedded.HasLeader
-	for {
-		changed := e.cfg.Embedded.LeaderChanged()
-		term, end := context.WithCancel(e.stop)
-		e.term.Store(&term)
-		led := hasLeader()
-	wait:
-		for {
-			select {
-			case <-changed:
-				e.metrics.leaderChanges.Inc()
-				break wait
-			case <-tick.C:
-				if hasLeader() != led {
-					break wait
-				}
-			case <-e.stop.Done():
-				end()
-				return
-			}
-		}
-		end()
-	}
-}
-
-// errNoLeader is wrapped in the ErrUnavailable that CheckLeader returns.
-var errNoLeader = errors.New("no leader: this node's etcd member is cut off from the majority of its cluster, or an election is in progress")
-
 // memberStopped reports whether the embedded member has stopped
 // (EmbeddedMember.IsStopped). Serializable reads must not be sent then: on a
 // stopped member they read its closed backend and panic, where
@@ -492,15 +440,6 @@ func (e *Engine) memberStopped() bool { return e.cfg.Embedded != nil && e.cfg.Em
 // everything committed before it, with no ReadIndex round. Over external
 // etcd the next read may go to another, lagging member.
 func (e *Engine) ownMember() bool { return e.cfg.Embedded != nil && !e.cfg.Embedded.IsStopped() }
-
-// CheckLeader returns an ErrUnavailable at once when the member behind the
-// engine knows no leader (EmbeddedMember.HasLeader), and nil otherwise.
-func (e *Engine) CheckLeader() error {
-	if e.cfg.Embedded != nil && !e.cfg.Embedded.HasLeader() {
-		return fmt.Errorf("%w: %w", ErrUnavailable, errNoLeader)
-	}
-	return nil
-}
 
 // etcdErr turns an etcd failure into one of ours. parent is the caller's
 // context: if it ended, its error is returned as is, because the caller

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -14,7 +15,7 @@ import (
 // ended by exactly one expired event, and checks no duplicate follows.
 func expiredOnce(t *testing.T, engines []*lock.Engine, tokens map[string]int64) {
 	t.Helper()
-	eventually(t, 15*time.Second, "every lock's lease expires", func() bool {
+	poll.Until(t, 15*time.Second, "every lock's lease expires", func() bool {
 		for name := range tokens {
 			if !isNotHeld(t, engines[0], name) {
 				return false
@@ -32,10 +33,10 @@ func expiredOnce(t *testing.T, engines []*lock.Engine, tokens map[string]int64) 
 		}
 		return true
 	}
-	eventually(t, 10*time.Second, "one expired event per lock", oneEach)
+	poll.Until(t, 10*time.Second, "one expired event per lock", oneEach)
 	// Every recorder reacts within milliseconds of the deletion; a second
 	// record would show up well within this window.
-	consistently(t, time.Second, "still exactly one expired event per lock", oneEach)
+	poll.Consistently(t, time.Second, "still exactly one expired event per lock", oneEach)
 	for name, tok := range tokens {
 		evs := history(t, engines[0], name)
 		if len(evs) != 2 {
@@ -111,7 +112,7 @@ func TestExpiry_RecordedAfterNoNodeWasWatching(t *testing.T) {
 	cli := m.Client()
 	l := mustAcquire(t, e1, lock.AcquireRequest{Name: "unwatched", Owner: "w1", TTL: 2 * time.Second})
 	e1.Close()
-	eventually(t, 15*time.Second, "the lock key expires", func() bool {
+	poll.Until(t, 15*time.Second, "the lock key expires", func() bool {
 		return len(keysUnder(t, cli, prefix+"locks/")) == 0
 	})
 	e2 := startEngine(t, m, lock.DefaultConfig())

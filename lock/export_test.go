@@ -7,55 +7,23 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Hooks into the txn batcher (batch.go) for the tests of package
+// Hooks into the txn batcher (internal/txnbatch) for the tests of package
 // lock_test: they take its slots as txns in flight would, so that a test
 // decides what queues and when it goes out, instead of racing for it.
 
 // SetTxnSlots sets how many txns e keeps in flight before requests queue.
-func SetTxnSlots(e *Engine, n int) {
-	e.batch.mu.Lock()
-	defer e.batch.mu.Unlock()
-	e.batch.limit = n
-}
+func SetTxnSlots(e *Engine, n int) { e.batch.SetLimit(n) }
 
-// HoldTxnSlots takes every txn slot of e, once the txns in flight (a
-// batch split into lone txns answers its callers before it gives its slot
-// back) are done, so the requests that follow queue. release gives them
-// back, which sends what queued as batches.
-func HoldTxnSlots(e *Engine) (release func()) {
-	b := &e.batch
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b.mu.Lock()
-		if b.inFlight == 0 {
-			break
-		}
-		b.mu.Unlock()
-		if time.Now().After(deadline) {
-			panic("lock: txns still in flight after 10s")
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not waiting for time
-	}
-	n := b.slots()
-	b.inFlight += n
-	b.mu.Unlock()
-	return func() {
-		for range n {
-			e.txnDone()
-		}
-	}
-}
+// HoldTxnSlots takes every txn slot of e (txnbatch.Batcher.Hold), so the
+// requests that follow queue; release sends what queued as batches.
+func HoldTxnSlots(e *Engine) (release func()) { return e.batch.Hold() }
 
 // QueuedTxns is how many requests of e wait for a batch.
-func QueuedTxns(e *Engine) int {
-	e.batch.mu.Lock()
-	defer e.batch.mu.Unlock()
-	return len(e.batch.queue)
-}
+func QueuedTxns(e *Engine) int { return e.batch.Queued() }
 
 // Txn is the engine's batched txn, as the acquire and end-hold txns call it.
 func Txn(ctx context.Context, e *Engine, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
-	return e.txn(ctx, cmps, then, els)
+	return e.batch.Txn(ctx, cmps, then, els)
 }
 
 // HubRegistrations counts the waiter and stream registrations of e's hubs

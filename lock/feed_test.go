@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
@@ -26,11 +27,11 @@ func stall(t *testing.T, e *lock.Engine, name string, during func()) {
 	ctx := ctxT(t)
 	gen := lock.StallWatch(e, name)
 	during()
-	eventually(t, 3*stallTimeout, "Ready failing while the "+name+" watch is deaf", func() bool {
+	poll.Until(t, 3*stallTimeout, "Ready failing while the "+name+" watch is deaf", func() bool {
 		err := e.Ready(ctx)
 		return errors.Is(err, lock.ErrUnavailable)
 	})
-	eventually(t, 3*stallTimeout, "the "+name+" watch reopened", func() bool {
+	poll.Until(t, 3*stallTimeout, "the "+name+" watch reopened", func() bool {
 		return lock.WatchGeneration(e, name) > gen && e.Ready(ctx) == nil
 	})
 }
@@ -47,7 +48,7 @@ func TestWatch_AStalledWaiterWatchIsReopenedAndTheGrantArrives(t *testing.T) {
 		}
 		got <- l
 	}()
-	eventually(t, 10*time.Second, "the waiter queued", func() bool {
+	poll.Until(t, 10*time.Second, "the waiter queued", func() bool {
 		w, err := e.Waiters(ctx, "w")
 		return err == nil && len(w) == 1
 	})
@@ -79,7 +80,7 @@ func TestWatch_AStalledRecorderWatchIsReopenedAndRecordsTheExpiryOnce(t *testing
 		}
 		return len(evs)
 	}
-	eventually(t, 10*time.Second, "the expiry recorded", func() bool { return expired() > 0 })
+	poll.Until(t, 10*time.Second, "the expiry recorded", func() bool { return expired() > 0 })
 	if n := expired(); n != 1 {
 		t.Fatalf("expiry recorded %d times, want once", n)
 	}
@@ -126,7 +127,7 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
 	before := -1.0
-	eventually(t, 10*time.Second, "etcd's count of watchers steady", func() bool {
+	poll.Until(t, 10*time.Second, "etcd's count of watchers steady", func() bool {
 		v := etcdWatchers(t)
 		steady := v >= 3 && v == before
 		before = v
@@ -148,7 +149,7 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 		}
 		subs = append(subs, s)
 	}
-	eventually(t, 10*time.Second, "20 waiters queued", func() bool {
+	poll.Until(t, 10*time.Second, "20 waiters queued", func() bool {
 		w, err := e.Waiters(ctx, "q")
 		return err == nil && len(w) == 20
 	})
@@ -163,7 +164,7 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 	for _, s := range subs {
 		s.Close()
 	}
-	eventually(t, 10*time.Second, "every registration gone", func() bool {
+	poll.Until(t, 10*time.Second, "every registration gone", func() bool {
 		keys, streams := lock.HubRegistrations(e)
 		return keys == 0 && streams == 0
 	})

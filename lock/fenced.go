@@ -19,30 +19,10 @@ import (
 // (ErrValueTooLarge) or a new resource past Config.MaxFencedValues
 // (ErrTooManyFencedValues). Every error leaves the resource as it was.
 func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, value json.RawMessage, lock string) (*FencedValue, error) {
-	if err := checkName("resource", resource); err != nil {
+	if err := e.checkFencedPut(resource, token, value, lock); err != nil {
 		return nil, err
 	}
-	if token <= 0 {
-		return nil, invalid("token", "must be a positive fencing token")
-	}
-	if len(value) == 0 {
-		return nil, invalid("value", "is required")
-	}
-	if !json.Valid(value) {
-		return nil, invalid("value", "must be valid JSON")
-	}
-	if len(value) > e.cfg.MaxFencedValueBytes {
-		return nil, &LimitError{
-			Err: ErrValueTooLarge, Limit: e.cfg.MaxFencedValueBytes, Field: "value",
-			Reason: fmt.Sprintf("value is %d bytes of JSON, more than the maximum of %d", len(value), e.cfg.MaxFencedValueBytes),
-		}
-	}
-	if lock != "" {
-		if err := checkName("lock", lock); err != nil {
-			return nil, err
-		}
-	}
-	mkey, vkey := e.fenceMaxKey(resource), e.fencedKey(resource)
+	mkey := e.fenceMaxKey(resource)
 	// A write that makes a new resource holds a slot of MaxFencedValues
 	// (space.go) from when it first finds none until it returns.
 	var endSlot func(bool)
@@ -62,54 +42,112 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 		if token > cur.Header.Revision {
 			return nil, fmt.Errorf("fenced write to %q: %w: token %d is above the cluster's current revision %d", resource, ErrUnknownToken, token, cur.Header.Revision)
 		}
-		var cmps []clientv3.Cmp
-		if len(cur.Kvs) == 0 {
-			if endSlot == nil {
-				if endSlot, err = e.reserveFenced(ctx); err != nil {
-					return nil, err
-				}
-				defer func() { endSlot(created) }()
+		first := len(cur.Kvs) == 0
+		if first && endSlot == nil {
+			if endSlot, err = e.reserveFenced(ctx); err != nil {
+				return nil, err
 			}
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(mkey), "=", 0))
-		} else {
-			// stored < token+1, i.e. stored <= token
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(mkey), "<", padToken(token+1)))
+			defer func() { endSlot(created) }()
 		}
-		if lock != "" {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.lockKey(lock)), "=", token))
-		}
+		t := e.fencedPutTxn(resource, token, value, lock, first)
 		var resp *clientv3.TxnResponse
 		err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-			resp, err = e.cli.Txn(octx).If(cmps...).
-				Then(clientv3.OpPut(mkey, padToken(token)), clientv3.OpPut(vkey, mustJSON(fencedRecord{Token: token, Value: value}))).
-				Else(clientv3.OpGet(mkey), clientv3.OpGet(e.lockKey(lock))).
-				Commit()
+			resp, err = e.cli.Txn(octx).If(t.cmps...).Then(t.then...).Else(t.els...).Commit()
 			return err
 		})
 		if err != nil {
 			err = e.etcdErr(ctx, "fenced write", err)
-			created = len(cur.Kvs) == 0 && mayHaveCreated(err)
+			created = first && mayHaveCreated(err)
 			return nil, err
 		}
 		if resp.Succeeded {
-			created = len(cur.Kvs) == 0
+			created = first
 			return &FencedValue{Resource: resource, Token: token, Value: value, Revision: resp.Header.Revision}, nil
 		}
-		if lock != "" {
-			lk := resp.Responses[1].GetResponseRange().Kvs
-			if len(lk) == 0 || lk[0].ModRevision != token {
-				return nil, fmt.Errorf("fenced write to %q: %w %q", resource, ErrNotHolder, lock)
-			}
-		}
-		if mk := resp.Responses[0].GetResponseRange().Kvs; len(mk) > 0 {
-			max, _ := strconv.ParseInt(string(mk[0].Value), 10, 64)
-			if max > token {
-				return nil, &StaleTokenError{Token: token, MaxToken: max}
-			}
+		if err := fencedRefusal(resp, t.ix, resource, token, lock); err != nil {
+			return nil, err
 		}
 		// The maximum was created or raised between our read and write.
 	}
 	return nil, fmt.Errorf("fenced write to %q: too much contention: %w", resource, ErrUnavailable)
+}
+
+// checkFencedPut validates PutFenced's arguments.
+func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMessage, lock string) error {
+	if err := checkName("resource", resource); err != nil {
+		return err
+	}
+	if token <= 0 {
+		return invalid("token", "must be a positive fencing token")
+	}
+	if len(value) == 0 {
+		return invalid("value", "is required")
+	}
+	if !json.Valid(value) {
+		return invalid("value", "must be valid JSON")
+	}
+	if len(value) > e.cfg.MaxFencedValueBytes {
+		return &LimitError{
+			Err: ErrValueTooLarge, Limit: e.cfg.MaxFencedValueBytes, Field: "value",
+			Reason: fmt.Sprintf("value is %d bytes of JSON, more than the maximum of %d", len(value), e.cfg.MaxFencedValueBytes),
+		}
+	}
+	if lock != "" {
+		return checkName("lock", lock)
+	}
+	return nil
+}
+
+// fencedPutIx names the responses of a fenced write's else branch.
+type fencedPutIx struct {
+	max  int // the resource's maximum token
+	lock int // the lock the write requires token to hold
+}
+
+// fencedPut is the txn of a fenced write.
+type fencedPut struct {
+	cmps      []clientv3.Cmp
+	then, els []clientv3.Op
+	ix        fencedPutIx
+}
+
+// fencedPutTxn builds the txn that writes value to resource under token:
+// first is set when the resource has no maximum yet.
+func (e *Engine) fencedPutTxn(resource string, token int64, value json.RawMessage, lock string, first bool) fencedPut {
+	mkey := e.fenceMaxKey(resource)
+	var t fencedPut
+	if first {
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(mkey), "=", 0))
+	} else {
+		// stored < token+1, i.e. stored <= token
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.Value(mkey), "<", padToken(token+1)))
+	}
+	if lock != "" {
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.ModRevision(e.lockKey(lock)), "=", token))
+	}
+	t.then = []clientv3.Op{clientv3.OpPut(mkey, padToken(token)), clientv3.OpPut(e.fencedKey(resource), mustJSON(fencedRecord{Token: token, Value: value}))}
+	t.ix.max, t.els = len(t.els), append(t.els, clientv3.OpGet(mkey))
+	t.ix.lock, t.els = len(t.els), append(t.els, clientv3.OpGet(e.lockKey(lock)))
+	return t
+}
+
+// fencedRefusal says why a fenced write's txn failed: token no longer
+// holds lock, or a larger token wrote since. nil means the maximum
+// changed under us: try again.
+func fencedRefusal(resp *clientv3.TxnResponse, ix fencedPutIx, resource string, token int64, lock string) error {
+	if lock != "" {
+		lk := resp.Responses[ix.lock].GetResponseRange().Kvs
+		if len(lk) == 0 || lk[0].ModRevision != token {
+			return fmt.Errorf("fenced write to %q: %w %q", resource, ErrNotHolder, lock)
+		}
+	}
+	if mk := resp.Responses[ix.max].GetResponseRange().Kvs; len(mk) > 0 {
+		max, _ := strconv.ParseInt(string(mk[0].Value), 10, 64)
+		if max > token {
+			return &StaleTokenError{Token: token, MaxToken: max}
+		}
+	}
+	return nil
 }
 
 // GetFenced returns the value of resource, or ErrNotFound.

@@ -51,7 +51,8 @@ func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string
 		if err != nil {
 			return err
 		}
-		found = resp.Succeeded || resp.Responses[0].GetResponseTxn().Succeeded
+		const valueOnlyAt = 0 // the Else branch's reset of a value without a maximum
+		found = resp.Succeeded || resp.Responses[valueOnlyAt].GetResponseTxn().Succeeded
 		return nil
 	})
 	if err != nil {

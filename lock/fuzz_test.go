@@ -18,7 +18,7 @@ import (
 // that got past them would reach etcd, and fail the target loudly there
 // (nil client) rather than quietly.
 
-// Independent statements of API.md's rules, written from the contract and
+// Independent statements of docs/API.md's rules, written from the contract and
 // not from the validators, so that the two check each other.
 
 func nameOK(s string) bool {
@@ -128,7 +128,7 @@ func FuzzAcquireValidation(f *testing.F) {
 			Name: name, Owner: owner, Session: session, Metadata: splitMetadata(md),
 			TTL: time.Duration(ttl), Wait: time.Duration(wait), LockDelay: time.Duration(delay),
 		}
-		// What API.md allows, field by field. The TTL is the default when
+		// What docs/API.md allows, field by field. The TTL is the default when
 		// absent (zero) and must be absent with a session.
 		sid, sessOK := sessionOK(session)
 		bad := map[string]bool{
@@ -152,12 +152,12 @@ func FuzzAcquireValidation(f *testing.F) {
 				t.Fatalf("%+v: error %T %v, want an *InvalidError with a reason", req, err, err)
 			}
 			if !bad[ie.Field] {
-				t.Fatalf("%+v: refused for %q (%s), which API.md allows; at fault: %v", req, ie.Field, ie.Reason, bad)
+				t.Fatalf("%+v: refused for %q (%s), which docs/API.md allows; at fault: %v", req, ie.Field, ie.Reason, bad)
 			}
 			return
 		}
 		if anyBad {
-			t.Fatalf("%+v accepted, yet API.md forbids %v", req, bad)
+			t.Fatalf("%+v accepted, yet docs/API.md forbids %v", req, bad)
 		}
 		if session != "" {
 			if a.session != clientLease(sid) || a.req.Session != strconv.FormatInt(sid, 16) {
@@ -188,7 +188,7 @@ func FuzzSessionValidation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, owner string, ttl int64, id string) {
 		// CreateSession checks its owner and TTL so, before any call.
 		if err := checkOwner(owner); (err == nil) != ownerOK(owner) {
-			t.Fatalf("owner %q: checkOwner says %v, API.md says ok=%v", owner, err, ownerOK(owner))
+			t.Fatalf("owner %q: checkOwner says %v, docs/API.md says ok=%v", owner, err, ownerOK(owner))
 		} else if err != nil && !isInvalid(err, "owner") {
 			t.Fatalf("owner %q: %v does not name owner", owner, err)
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -78,7 +80,7 @@ func TestAcquire_ATxnOfDoubtfulOutcomeLeavesNoGhostLock(t *testing.T) {
 		t.Fatalf("acquire whose txn timed out after committing: %v, want ErrUnavailable", err)
 	}
 	// The txn did commit: the lock was taken, by nobody who knows it.
-	eventually(t, 3*time.Second, "the ghost lock ended well before its 30s TTL", func() bool {
+	poll.Until(t, 3*time.Second, "the ghost lock ended well before its 30s TTL", func() bool {
 		_, err := e.Get(ctx, "ghost")
 		return errors.Is(err, lock.ErrNotHeld)
 	})

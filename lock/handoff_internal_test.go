@@ -35,7 +35,7 @@ func enqueued(t *testing.T, a *acquirer) string {
 		t.Fatal(err)
 	}
 	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-test"
-	if _, err := e.cli.Put(ctx, qkey, mustJSON(a.waiterRecord(nowUTC())), clientv3.WithLease(wlease)); err != nil {
+	if _, err := e.cli.Put(ctx, qkey, mustJSON(a.queueEntryRecord(nowUTC())), clientv3.WithLease(wlease)); err != nil {
 		t.Fatal(err)
 	}
 	return qkey

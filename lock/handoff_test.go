@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/lock"
@@ -14,7 +16,7 @@ import (
 // queued waits until name has n waiters.
 func queued(t *testing.T, e *lock.Engine, name string, n int) {
 	t.Helper()
-	eventually(t, 10*time.Second, "the waiters are queued", func() bool {
+	poll.Until(t, 10*time.Second, "the waiters are queued", func() bool {
 		ws, err := e.Waiters(context.Background(), name)
 		return err == nil && len(ws) == n
 	})
@@ -154,7 +156,7 @@ func TestAcquire_QueuedLeaseIsKeptAliveUntilTheHandover(t *testing.T) {
 	next := acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: "next", TTL: 2 * time.Second, Wait: 30 * time.Second})
 	queued(t, e, "k", 1)
 	// Two TTLs of the waiter's lease: without keep-alives it would be gone.
-	consistently(t, 4*time.Second, "the waiter stays queued", func() bool {
+	poll.Consistently(t, 4*time.Second, "the waiter stays queued", func() bool {
 		ws, err := e.Waiters(ctx, "k")
 		return err == nil && len(ws) == 1
 	})

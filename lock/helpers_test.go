@@ -52,39 +52,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-const pollEvery = 25 * time.Millisecond
-
-// eventually polls cond until it holds, failing the test after timeout.
-// It is for conditions that etcd brings about by itself (lease expiry,
-// retention), which no watch of ours can announce.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
-// consistently asserts that cond keeps holding for d: used only after the
-// awaited event happened, to catch a duplicate that would follow it.
-func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("no longer holds: %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // keysUnder lists the keys etcd holds under p (relative to p).
 func keysUnder(t *testing.T, cli *clientv3.Client, p string) []string {
 	t.Helper()

@@ -99,9 +99,9 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 		prefix = e.lockAuditPrefix(o.Lock)
 	}
 	if o.Before == 1 {
-		// Fix (found by api's FuzzHTTP): etcd reads a maximum mod revision
-		// of 0 as none, so before=1 returned the whole trail. Nothing is
-		// older than revision 1, etcd's first.
+		// Nothing is older than revision 1, etcd's first; and etcd reads
+		// the maximum mod revision before-1 = 0 as no bound at all, so
+		// this page must not reach etcd.
 		return []Event{}, 0, nil
 	}
 	if o.filtered() {
@@ -113,10 +113,9 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 	}
 	kvs, next := resp.Kvs, int64(0)
 	if len(kvs) > o.Limit {
-		// Fix (found by api's TestHistory_PagingKeepsEventsThatShareARevision):
-		// one txn may record several events at one revision (deleting a
-		// session releases its locks together), and the next page starts
-		// below next, so a page must not end inside such a group. End it
+		// A page never ends inside a revision: one txn may record several
+		// events at one revision (deleting a session releases its locks
+		// together), and the next page starts below next. End it
 		// before the group; if the group fills the page, return all of it
 		// (the only case where a page exceeds Limit).
 		cut, n := kvs[o.Limit].ModRevision, o.Limit

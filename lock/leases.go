@@ -33,8 +33,8 @@ type waiterLease struct {
 // default), and every range over the prefix visits it: FIFO's compares
 // and reads range over the queue on each acquire, release and wake-up.
 // With a new key per wait, a lock with steady contention piled up dead
-// keys at its handoff rate (the bench's contention scenario spent a third
-// of the node's CPU in etcd's index after 10 s of it); with reuse a key
+// keys at its handover rate, and etcd's index over them came to cost a
+// large share of the node's CPU (docs/PERFORMANCE.md); with reuse a key
 // gets a new generation instead, which etcd skips at no cost. A reused
 // key is told apart from its earlier life by its CreateRevision, which
 // every check of a queue entry compares.
@@ -250,5 +250,136 @@ func (p *leasePool) take(ctx context.Context, e *Engine, ttl int64) (clientv3.Le
 			// lease, if alive, expires by itself.
 			return 0, time.Time{}
 		}
+	}
+}
+
+// ensureLease grants the lock's own lease. A lease granted long ago may
+// have run down while we waited; it is replaced once half its TTL passed,
+// so a granted lock always starts with most of its TTL.
+func (a *acquirer) ensureLease(ctx context.Context) error {
+	if a.session != 0 {
+		// A session lock's TTL is its session's: readers take it from the
+		// lease (leaseExpiry), so acquire reads nothing more here.
+		return nil
+	}
+	if a.lease != 0 && time.Since(a.grantedAt) < time.Duration(a.leaseTTL)*time.Second/2 {
+		return nil
+	}
+	if a.lease != 0 && a.lease == a.queuedLease {
+		// A release may grant the lock under this lease: refresh it.
+		if err := a.keepQueuedLease(ctx); err != nil || a.lease != 0 {
+			return err
+		}
+	}
+	a.dropLease()
+	// etcd raises a TTL below its floor: pooled leases carry the granted
+	// TTL, so only one asked for with the same TTL is taken.
+	want := ttlSeconds(a.req.TTL)
+	if id, at := a.e.leases.take(ctx, a.e, want); id != 0 {
+		a.lease, a.leaseTTL, a.grantedAt = id, want, at
+		return nil
+	}
+	var (
+		start time.Time
+		resp  *clientv3.LeaseGrantResponse
+	)
+	err := a.e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		resp, err = a.e.cli.Grant(octx, want)
+		return err
+	})
+	if err != nil {
+		return a.e.etcdErr(ctx, "grant lease", err)
+	}
+	a.lease, a.leaseTTL, a.grantedAt = resp.ID, resp.TTL, start
+	return nil
+}
+
+// keepQueuedLease refreshes the own lease that our queue entry names to
+// its full TTL with a keep-alive (no raft entry). If the lease is gone,
+// the entry can no longer be granted (the release falls back to a plain
+// one), and the next attempt takes a new lease.
+//
+// A keep-alive that fails for etcd's own reasons (isUnavailable: a leader
+// change, not primary, no leader) is sent again until the lease would run
+// out: etcd keeps a lease whose keep-alives fail until its TTL has passed
+// (and a new leader renews every lease in full as it takes over), so the
+// wait goes on.
+// Only once the lease may have expired unrenewed does the wait fail with
+// ErrUnavailable, since no grant can then be promised under it.
+func (a *acquirer) keepQueuedLease(ctx context.Context) error {
+	e := a.e
+	runsOut := a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second)
+	// No try outlives the lease: past runsOut it may be gone.
+	tctx, cancel := context.WithDeadline(ctx, runsOut)
+	defer cancel()
+	pause := notAppliedPause
+	for {
+		start := time.Now()
+		octx, done := e.op(tctx)
+		ka, err := e.cli.KeepAliveOnce(octx, a.lease)
+		done()
+		switch {
+		case err == nil:
+			a.leaseTTL, a.grantedAt = ka.TTL, start
+			return nil
+		case isLeaseNotFound(err):
+			a.lease, a.queuedLease = 0, 0
+			return nil
+		case !isUnavailable(err) || ctx.Err() != nil || e.stop.Err() != nil:
+			return e.etcdErr(ctx, "keep the queued lease alive", err)
+		}
+		left := time.Until(runsOut)
+		if left <= 0 {
+			return e.etcdErr(ctx, "keep the queued lease alive", err)
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-e.drain.Done():
+		}
+		t.Stop()
+		if e.drain.Err() != nil {
+			return ErrClosed
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// dropLease gives the own lease back to the pool, or revokes it, if no
+// lock was granted with it.
+func (a *acquirer) dropLease() {
+	if a.lease == 0 || a.used {
+		return
+	}
+	id := a.lease
+	a.lease = 0
+	// A lease in the pool must hold no key, now or later, or the pool's
+	// keep-alives would keep the key for good.
+	if a.unsure {
+		// An acquire txn of unknown outcome may have put the lock under
+		// it. The revoke is not in the answer's way: with etcd in
+		// trouble it may take its whole bound, and if it fails the
+		// lease, kept alive by nobody, ends by itself.
+		go a.e.revokeLease(leaseHex(id))
+		return
+	}
+	if id == a.queuedLease {
+		// Our queue entry may still name it (leaving the queue failed).
+		a.e.revokeLease(leaseHex(id))
+		return
+	}
+	if a.e.leases.put(id, a.leaseTTL) {
+		return
+	}
+	ctx, done := a.e.cleanupCtx()
+	defer done()
+	err := a.e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := a.e.cli.Revoke(ctx, id)
+		return err
+	})
+	if err != nil && !isLeaseNotFound(err) {
+		a.e.log.Warn("revoke unused lease", "lease", leaseHex(id), "err", err)
 	}
 }

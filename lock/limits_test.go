@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -62,7 +64,7 @@ func TestAcquire_WaiterBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	defer cancel()
 	for _, o := range []string{"first", "second"} {
 		go e.Acquire(wctx, lock.AcquireRequest{Name: "busy", Owner: o, Wait: time.Minute})
-		eventually(t, 10*time.Second, o+" queued", func() bool {
+		poll.Until(t, 10*time.Second, o+" queued", func() bool {
 			ws, err := e.Waiters(ctx, "busy")
 			return err == nil && len(ws) > 0 && ws[len(ws)-1].Owner == o
 		})
@@ -135,11 +137,11 @@ func TestAcquire_ConcurrentJoinersSettleWithinTheWaiterCap(t *testing.T) {
 		}
 		return len(ws)
 	}
-	eventually(t, 20*time.Second, "joiners settled within the cap", func() bool {
+	poll.Until(t, 20*time.Second, "joiners settled within the cap", func() bool {
 		q := queued()
 		return q <= limit && q+int(refused.Load()) == joiners
 	})
-	consistently(t, 300*time.Millisecond, "the queue stays within the cap", func() bool {
+	poll.Consistently(t, 300*time.Millisecond, "the queue stays within the cap", func() bool {
 		q := queued()
 		return q <= limit && q+int(refused.Load()) == joiners
 	})
@@ -150,7 +152,7 @@ func TestAcquire_ConcurrentJoinersSettleWithinTheWaiterCap(t *testing.T) {
 	if err := e.Release(ctx, "hot", h.Token); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a queued joiner took the lock", func() bool { return !isNotHeld(t, e, "hot") })
+	poll.Until(t, 10*time.Second, "a queued joiner took the lock", func() bool { return !isNotHeld(t, e, "hot") })
 	cancel()
 	wg.Wait()
 	if other.Load() != 0 {
@@ -356,7 +358,7 @@ func TestSubscribe_BeyondTheCapIsRefusedUntilOneEnds(t *testing.T) {
 	}
 	a.Close()
 	drain(t, a)
-	eventually(t, 10*time.Second, "the closed subscription uncounted", func() bool { return e.EventStreams() == 1 })
+	poll.Until(t, 10*time.Second, "the closed subscription uncounted", func() bool { return e.EventStreams() == 1 })
 	c, err := e.Subscribe(ctx, lock.SubscribeOptions{})
 	if err != nil {
 		t.Fatalf("subscribe after one ended: %v", err)
@@ -392,7 +394,7 @@ func TestSubscribe_DroppedReaderHoldsNoRegistrationEvenUnclosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	eventually(t, 10*time.Second, "the subscription registered with the event hub", func() bool {
+	poll.Until(t, 10*time.Second, "the subscription registered with the event hub", func() bool {
 		_, streams := lock.HubRegistrations(e)
 		return streams == 1
 	})
@@ -406,7 +408,7 @@ func TestSubscribe_DroppedReaderHoldsNoRegistrationEvenUnclosed(t *testing.T) {
 		t.Fatalf("subscription ended with %v, want ErrSlowSubscriber", sub.Err())
 	}
 	// A registration that lived on would collect every later event.
-	eventually(t, 10*time.Second, "the dropped subscription's registration gone", func() bool {
+	poll.Until(t, 10*time.Second, "the dropped subscription's registration gone", func() bool {
 		_, streams := lock.HubRegistrations(e)
 		return streams == 0
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
@@ -63,26 +64,7 @@ func TestList_PrefixAndPagingSortedByName(t *testing.T) {
 		}()},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			after := ""
-			for i, want := range tc.pages {
-				ls, next, err := e.List(ctx, lock.ListOptions{Prefix: tc.prefix, Limit: tc.limit, After: after})
-				if err != nil {
-					t.Fatalf("page %d: %v", i, err)
-				}
-				if got := lockNames(ls); !slices.Equal(got, want) {
-					t.Fatalf("page %d = %v, want %v", i, got, want)
-				}
-				last := i == len(tc.pages)-1
-				if last && next != "" {
-					t.Fatalf("last page has cursor %q", next)
-				}
-				if !last && next != want[len(want)-1] {
-					t.Fatalf("page %d cursor %q, want %q", i, next, want[len(want)-1])
-				}
-				after = next
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkListPages(t, e, tc.prefix, tc.limit, tc.pages) })
 	}
 	// A cursor from another prefix does not widen the listing.
 	ls, _, err = e.List(ctx, lock.ListOptions{Prefix: "app:", After: "db:x"})
@@ -153,36 +135,7 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 	}
 
 	for _, limit := range []int{1, 2, 5, 17, 100} {
-		var paged []lock.Event
-		before := int64(0)
-		for pages := 0; ; pages++ {
-			if pages > 20 {
-				t.Fatalf("limit %d: paging does not end", limit)
-			}
-			evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(evs) > limit {
-				t.Fatalf("limit %d: page of %d", limit, len(evs))
-			}
-			paged = append(paged, evs...)
-			if next == 0 {
-				break
-			}
-			if next != evs[len(evs)-1].Revision {
-				t.Fatalf("limit %d: next_before %d, want the page's oldest revision %d", limit, next, evs[len(evs)-1].Revision)
-			}
-			before = next
-		}
-		if len(paged) != len(all) {
-			t.Fatalf("limit %d: paging returned %d events, want %d", limit, len(paged), len(all))
-		}
-		for i := range all {
-			if paged[i].Revision != all[i].Revision || paged[i].Type != all[i].Type {
-				t.Fatalf("limit %d: event %d = %+v, want %+v", limit, i, paged[i], all[i])
-			}
-		}
+		checkHistoryPages(t, e, limit, all)
 	}
 
 	// Before is exclusive: events strictly older than the revision.
@@ -191,9 +144,8 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 		t.Fatalf("before %d = %+v, %v", all[3].Revision, evs, err)
 	}
 
-	// Nothing is older than revision 1, etcd's first, filtered or not.
-	// (etcd reads a maximum mod revision of 0 as none: before=1 returned
-	// the whole trail; found by api's FuzzHTTP.)
+	// Nothing is older than revision 1, etcd's first, filtered or not
+	// (etcd reads a maximum mod revision of 0 as no bound at all).
 	for _, o := range []lock.HistoryOptions{{Before: 1}, {Before: 1, Lock: "h"}, {Before: 1, Owner: "h-0"}} {
 		if evs, next, err := e.History(ctx, o); err != nil || len(evs) != 0 || next != 0 {
 			t.Fatalf("%+v: %d events, next %d, %v; want none", o, len(evs), next, err)
@@ -202,24 +154,7 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 
 	// The lock filter keeps exactly that lock's events.
 	for name, want := range map[string]int{"h": 6, "h2": 5, "h.x": 6} {
-		evs := history(t, e, name)
-		if len(evs) != want {
-			t.Fatalf("%s: %d events, want %d", name, len(evs), want)
-		}
-		for _, ev := range evs {
-			if ev.Lock != name {
-				t.Fatalf("filter %s returned %+v", name, ev)
-			}
-		}
-		// Paging works with the filter too.
-		page, next, err := e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2})
-		if err != nil || len(page) != 2 || next != page[1].Revision || page[0].Revision != evs[0].Revision {
-			t.Fatalf("%s first page: %+v next %d, %v", name, page, next, err)
-		}
-		page, _, err = e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2, Before: next})
-		if err != nil || len(page) != 2 || page[0].Revision != evs[2].Revision {
-			t.Fatalf("%s second page: %+v, %v", name, page, err)
-		}
+		checkHistoryOfLock(t, e, name, want)
 	}
 	// Acquired events carry the hold's token, as do the end events.
 	h := history(t, e, "h")
@@ -303,7 +238,7 @@ func TestHistory_RetentionDropsOldEvents(t *testing.T) {
 	if n := len(history(t, e, "")); n != 2 {
 		t.Fatalf("%d events right after writing, want 2", n)
 	}
-	eventually(t, 15*time.Second, "old events expire", func() bool {
+	poll.Until(t, 15*time.Second, "old events expire", func() bool {
 		return len(history(t, e, "")) == 0 && len(keysUnder(t, m.Client(), prefix+"audit/")) == 0
 	})
 	if kept := time.Since(written); kept < 1500*time.Millisecond {
@@ -314,5 +249,92 @@ func TestHistory_RetentionDropsOldEvents(t *testing.T) {
 	evs := history(t, e, "")
 	if len(evs) != 1 || evs[0].Lock != "new" || evs[0].Token != l2.Token {
 		t.Fatalf("history after retention = %+v, want only the new acquire", evs)
+	}
+}
+
+// checkListPages lists the locks under prefix in pages of limit, and
+// checks that the pages and their cursors are pages.
+func checkListPages(t *testing.T, e *lock.Engine, prefix string, limit int, pages [][]string) {
+	t.Helper()
+	ctx := ctxT(t)
+	after := ""
+	for i, want := range pages {
+		ls, next, err := e.List(ctx, lock.ListOptions{Prefix: prefix, Limit: limit, After: after})
+		if err != nil {
+			t.Fatalf("page %d: %v", i, err)
+		}
+		if got := lockNames(ls); !slices.Equal(got, want) {
+			t.Fatalf("page %d = %v, want %v", i, got, want)
+		}
+		last := i == len(pages)-1
+		if last && next != "" {
+			t.Fatalf("last page has cursor %q", next)
+		}
+		if !last && next != want[len(want)-1] {
+			t.Fatalf("page %d cursor %q, want %q", i, next, want[len(want)-1])
+		}
+		after = next
+	}
+}
+
+// checkHistoryPages pages through the whole history in pages of limit,
+// and checks that it gets all, newest first.
+func checkHistoryPages(t *testing.T, e *lock.Engine, limit int, all []lock.Event) {
+	t.Helper()
+	ctx := ctxT(t)
+	var paged []lock.Event
+	before := int64(0)
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatalf("limit %d: paging does not end", limit)
+		}
+		evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) > limit {
+			t.Fatalf("limit %d: page of %d", limit, len(evs))
+		}
+		paged = append(paged, evs...)
+		if next == 0 {
+			break
+		}
+		if next != evs[len(evs)-1].Revision {
+			t.Fatalf("limit %d: next_before %d, want the page's oldest revision %d", limit, next, evs[len(evs)-1].Revision)
+		}
+		before = next
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("limit %d: paging returned %d events, want %d", limit, len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i].Revision != all[i].Revision || paged[i].Type != all[i].Type {
+			t.Fatalf("limit %d: event %d = %+v, want %+v", limit, i, paged[i], all[i])
+		}
+	}
+}
+
+// checkHistoryOfLock checks that the history of name has its want events
+// and no other lock's, and pages with the filter.
+func checkHistoryOfLock(t *testing.T, e *lock.Engine, name string, want int) {
+	t.Helper()
+	ctx := ctxT(t)
+	evs := history(t, e, name)
+	if len(evs) != want {
+		t.Fatalf("%s: %d events, want %d", name, len(evs), want)
+	}
+	for _, ev := range evs {
+		if ev.Lock != name {
+			t.Fatalf("filter %s returned %+v", name, ev)
+		}
+	}
+	// Paging works with the filter too.
+	page, next, err := e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2})
+	if err != nil || len(page) != 2 || next != page[1].Revision || page[0].Revision != evs[0].Revision {
+		t.Fatalf("%s first page: %+v next %d, %v", name, page, next, err)
+	}
+	page, _, err = e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2, Before: next})
+	if err != nil || len(page) != 2 || page[0].Revision != evs[2].Revision {
+		t.Fatalf("%s second page: %+v, %v", name, page, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
@@ -128,7 +129,7 @@ func TestRenew_ExtendsTheLeaseAndKeepsTheToken(t *testing.T) {
 	}
 	lease := lockLease(t, cli, "r")
 	// Let the lease run down by at least a second, so a renewal shows.
-	eventually(t, 10*time.Second, "the lease runs down", func() bool { return remainingTTL(t, cli, lease) <= 3 })
+	poll.Until(t, 10*time.Second, "the lease runs down", func() bool { return remainingTTL(t, cli, lease) <= 3 })
 	r, err := e.Renew(ctx, "r", l.Token)
 	if err != nil {
 		t.Fatalf("renew: %v", err)
@@ -303,7 +304,7 @@ func TestAcquire_SkipsAPooledLeaseThatExpired(t *testing.T) {
 	if err := e.Release(ctx, "short", l.Token); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the pooled lease expires", func() bool { return remainingTTL(t, cli, old) == -1 })
+	poll.Until(t, 10*time.Second, "the pooled lease expires", func() bool { return remainingTTL(t, cli, old) == -1 })
 	mustAcquire(t, e, req)
 	got := lockLease(t, cli, "short")
 	if got == old {

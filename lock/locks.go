@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,16 +17,17 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 	}
 	// The guard comes in the same read: a free lock under lock-delay
 	// answers a *DelayedError (still ErrNotHeld).
+	const lockAt, guardAt = 0, 1
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.lockKey(name)), clientv3.OpGet(e.delayKey(name))).Commit()
 	done()
 	if err != nil {
 		return nil, e.etcdErr(ctx, "get lock", err)
 	}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
 		return e.decodeLock(ctx, kvs[0], nil)
 	}
-	if g := resp.Responses[1].GetResponseRange().Kvs; len(g) > 0 {
+	if g := resp.Responses[guardAt].GetResponseRange().Kvs; len(g) > 0 {
 		if d, ok := activeDelay(name, g[0], time.Now()); ok {
 			return nil, d
 		}
@@ -193,306 +193,8 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, 
 	}
 	l = hr.toLock(name, token)
 	l.TTL = time.Duration(ka.TTL) * time.Second
-	l.ExpiresAt = start.Add(l.TTL).UTC().Truncate(time.Millisecond)
+	l.ExpiresAt = expiryAt(start, l.TTL)
 	return l, nil
-}
-
-// Release ends the hold of token on name and records it as released. It
-// never touches a newer holder: ErrTokenMismatch if token is stale,
-// ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
-// nothing, when ctx's caller may not act on the hold (see Caller).
-func (e *Engine) Release(ctx context.Context, name string, token int64) error {
-	if err := e.end(ctx, name, token, EventReleased, ""); err != nil {
-		return fmt.Errorf("release %q: %w", name, err)
-	}
-	return nil
-}
-
-// Revoke forcibly ends whatever hold name has (an operator's action) and
-// records it as revoked with reason. Lock-delay applies afterwards.
-func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
-		return nil, err
-	}
-	if len(reason) > MaxReasonLen {
-		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
-	}
-	for range maxImmediateRetries {
-		kv, err := e.getLock(ctx, name)
-		if err != nil {
-			return nil, fmt.Errorf("revoke %q: %w", name, err)
-		}
-		err = e.end(ctx, name, kv.ModRevision, EventRevoked, reason)
-		if err == nil {
-			hr, _ := decodeHolder(kv)
-			return hr.toLock(name, kv.ModRevision), nil
-		}
-		if !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) { // else raced with a release: look again
-			return nil, fmt.Errorf("revoke %q: %w", name, err)
-		}
-	}
-	return nil, fmt.Errorf("revoke %q: lock changes hands too fast: %w", name, ErrUnavailable)
-}
-
-// endingHold returns the holder record of the hold that token names, for
-// end's txn, and, when withHead is set, the oldest waiter of the lock (nil
-// if none). It reads the member's local state first (a serializable read:
-// no ReadIndex round): the txn compares ModRevision with token, so a stale
-// read can never end the wrong hold, and a holder record is never
-// rewritten while its hold lasts, so one read at ModRevision == token is
-// that hold's. A stale head is as harmless: the grant to it requires that
-// very entry to be the oldest (see handoff). Only when the local state
-// does not show token holding the lock is the answer confirmed by a
-// linearizable read.
-func (e *Engine) endingHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, *queueHead, error) {
-	if err := checkName("name", name); err != nil {
-		return holderRecord{}, nil, err
-	}
-	if token <= 0 {
-		return holderRecord{}, nil, invalid("token", "must be a positive fencing token")
-	}
-	if !e.memberStopped() {
-		kv, head, err := e.readEnding(ctx, name, withHead, clientv3.WithSerializable())
-		if err == nil && kv.ModRevision == token {
-			hr, err := decodeHolder(kv)
-			return hr, head, err
-		}
-	}
-	kv, head, err := e.readEnding(ctx, name, withHead)
-	if err != nil {
-		return holderRecord{}, nil, err
-	}
-	if kv.ModRevision != token {
-		return holderRecord{}, nil, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
-	}
-	hr, err := decodeHolder(kv)
-	return hr, head, err
-}
-
-// queueHead is the oldest queue entry of a lock that asks to be granted
-// the lock on release.
-type queueHead struct {
-	key   string
-	rev   int64 // its CreateRevision
-	grant holderRecord
-}
-
-// readEnding reads a lock key and, with withHead, its oldest queue entry,
-// in one read. ErrNotHeld when the lock key is absent.
-func (e *Engine) readEnding(ctx context.Context, name string, withHead bool, opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
-	if !withHead {
-		kv, err := e.getLock(ctx, name, opts...)
-		return kv, nil, err
-	}
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(e.lockKey(name), opts...),
-		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1)}, opts...)...),
-	).Commit()
-	if err != nil {
-		return nil, nil, e.etcdErr(ctx, "get lock", err)
-	}
-	lock := resp.Responses[0].GetResponseRange().Kvs
-	if len(lock) == 0 {
-		return nil, nil, ErrNotHeld
-	}
-	var head *queueHead
-	if q := resp.Responses[1].GetResponseRange().Kvs; len(q) > 0 {
-		var wr waiterRecord
-		// A record that does not decode, or asks for no grant, is a
-		// waiter that takes the lock itself once it sees it go.
-		if json.Unmarshal(q[0].Value, &wr) == nil && wr.Grant != nil {
-			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant}
-		}
-	}
-	return lock[0], head, nil
-}
-
-// end deletes the lock key if token holds it and writes the hold's end
-// event in the same transaction. A release hands the lock to the oldest
-// waiter in that transaction when it can (see handoff). A released lock's
-// own lease goes to the pool for the next acquire; after a revoke it is
-// revoked.
-//
-// The ownership check (see Caller) costs nothing more: it reads the holder
-// record that end reads anyway. It is race-free because a holder record is
-// never rewritten while its hold lasts and the txn requires ModRevision ==
-// token, so the record checked is the record of the hold that the txn
-// ends, or the txn fails.
-func (e *Engine) end(ctx context.Context, name string, token int64, typ EventType, detail string) error {
-	hr, head, err := e.endingHold(ctx, name, token, typ == EventReleased)
-	if err != nil {
-		return err
-	}
-	if !mayActOn(ctx, hr.Credential) {
-		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
-	}
-	return e.endHold(ctx, name, token, hr, head, typ, detail)
-}
-
-// endHold is end once the holder record of token's hold is known and the
-// caller may act on it. head, if not nil, is the waiter to hand the lock
-// to.
-func (e *Engine) endHold(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
-	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
-		Credential: credentialOf(ctx)}
-	var resp *clientv3.TxnResponse
-	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		var err error
-		resp, err = e.endTxn(ctx, name, token, hr, ev, head, bucket)
-		if err != nil && head != nil && isLeaseNotFound(err) {
-			// Most likely the head's lease (its own, or its session's)
-			// ended while it waited: end the hold without handing the
-			// lock over; the waiters then take it as they see it go. If
-			// it was the bucket's, withBucket tries once more.
-			head = nil
-			resp, err = e.endTxn(ctx, name, token, hr, ev, nil, bucket)
-		}
-		return err
-	})
-	if err != nil {
-		return e.etcdErr(ctx, "end hold", err)
-	}
-	if !resp.Succeeded {
-		// Someone else ended it between our read and our write.
-		if _, err := e.heldWith(ctx, name, token); err != nil {
-			return err
-		}
-		return ErrTokenMismatch
-	}
-	e.recorded(typ, 1)
-	if head != nil && resp.Responses[1].GetResponseTxn().Succeeded {
-		e.recorded(EventAcquired, 1)
-	}
-	if hr.Session == "" {
-		// A released lock's lease serves the next acquire with its TTL
-		// (leasePool): a hold handed over is under the new holder's
-		// lease, so this one holds no key any more. After a revoke or an
-		// expiry the lease is ended, as the operator or etcd meant.
-		if id, ok := parseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
-			return nil
-		}
-		e.revokeLease(hr.Lease)
-	}
-	return nil
-}
-
-// endTxn runs the txn that ends token's hold: it deletes the lock key, or
-// hands the lock to head, and records the end.
-func (e *Engine) endTxn(ctx context.Context, name string, token int64, hr holderRecord, ev Event, head *queueHead, bucket clientv3.LeaseID) (*clientv3.TxnResponse, error) {
-	lkey := e.lockKey(name)
-	// The end event comes first, so a watcher of the trail sees the hold
-	// end before the next one begins in the same revision.
-	then := []clientv3.Op{clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket))}
-	free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, e.guardAfter(name, hr, ev)...)
-	if head != nil {
-		then = append(then, clientv3.OpTxn(e.handoffCmps(name, token, hr, head), e.handoffOps(name, hr, ev.Time, head, bucket), free))
-	} else {
-		then = append(then, free...)
-	}
-	if id, ok := parseLeaseHex(hr.Session); ok && !hr.NoTally {
-		// One more release in the session's tally, if it keeps one and
-		// the acquire counted this hold (holderRecord.NoTally): the
-		// node that acquired into it may have MaxLocksPerSession on while
-		// this one has it off, and a release it does not count would make
-		// that node refuse acquires the session has room for. A session
-		// without a tally costs this release a compare and no write. The
-		// tally lives under the session's lease, so where it exists the
-		// lease does too, and the put cannot fail on a lease.
-		then = append(then, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.sessionTallyKey(hr.Session, "acquired")), ">", 0)},
-			[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id))},
-			nil))
-	}
-	var resp *clientv3.TxnResponse
-	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.txn(octx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then, nil)
-		return err
-	})
-	return resp, err
-}
-
-// guardAfter is what ending hr's hold does to the lock-delay guard, if the
-// hold has one: a clean release deletes it, any other end starts the
-// delay.
-func (e *Engine) guardAfter(name string, hr holderRecord, ev Event) []clientv3.Op {
-	if hr.LockDelay <= 0 {
-		return nil
-	}
-	if ev.Type == EventReleased {
-		return []clientv3.Op{clientv3.OpDelete(e.delayKey(name))}
-	}
-	until := ev.Time.Add(hr.LockDelay)
-	return []clientv3.Op{clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until, Cause: ev.Type}))}
-}
-
-// handoffCmps hold when the release of token's hold may grant the lock to
-// head: what an acquire by head would require at that moment. Head's
-// entry is still there and still the oldest (so FIFO holds whatever the
-// releaser read), the lock-delay guard is as the hold left it, and head's
-// session, if any, still exists. Head's lease is checked by etcd itself:
-// a put under a lease that ended fails the whole txn (see endHold).
-func (e *Engine) handoffCmps(name string, token int64, hr holderRecord, head *queueHead) []clientv3.Cmp {
-	gkey := e.delayKey(name)
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev),
-		clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(name)), ">", head.rev-1).WithPrefix(),
-	}
-	if hr.LockDelay > 0 {
-		// The guard was put with the hold, so its ModRevision is token.
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", token))
-	} else {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
-	}
-	if head.grant.Session != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.sessionKey(head.grant.Session)), ">", 0))
-	}
-	return cmps
-}
-
-// handoffOps grant the lock to head, as its own acquire txn would have:
-// its holder record under its lease, its queue entry gone, its acquired
-// event, its lock-delay guard.
-func (e *Engine) handoffOps(name string, hr holderRecord, at time.Time, head *queueHead, bucket clientv3.LeaseID) []clientv3.Op {
-	g := head.grant
-	g.AcquiredAt = at
-	lease, _ := parseLeaseHex(g.Lease)
-	ops := []clientv3.Op{
-		clientv3.OpPut(e.lockKey(name), mustJSON(g), clientv3.WithLease(lease)),
-		clientv3.OpDelete(head.key),
-		clientv3.OpPut(e.acquiredKey(name, g.Hold), mustJSON(Event{
-			Time: at, Type: EventAcquired, Lock: name, Owner: g.Owner, Session: g.Session, Credential: g.Credential,
-		}), clientv3.WithLease(bucket)),
-	}
-	switch {
-	case g.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
-	case hr.LockDelay > 0:
-		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
-	}
-	// No tally to count: a waiter asks for a grant only when its node
-	// keeps none (see acquirer.waiterRecord), and its record says so.
-	return ops
-}
-
-// revokeLease ends a lock's own lease after its key is gone; failing only
-// leaves an empty lease that expires by itself.
-func (e *Engine) revokeLease(hex string) {
-	id, ok := parseLeaseHex(hex)
-	if !ok {
-		return
-	}
-	ctx, done := e.cleanupCtx()
-	defer done()
-	err := e.retryCleanup(ctx, func(ctx context.Context) error {
-		_, err := e.cli.Revoke(ctx, id)
-		return err
-	})
-	if err != nil && !isLeaseNotFound(err) {
-		e.log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
-	}
 }
 
 // Waiter is a queued acquire.
@@ -545,10 +247,65 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, e.etcdErr(ctx, "stats", err)
 	}
-	r := resp.Responses
-	return Stats{
-		LocksHeld: r[0].GetResponseRange().Count,
-		Waiters:   r[1].GetResponseRange().Count,
-		Sessions:  r[2].GetResponseRange().Count,
-	}, nil
+	count := func(i int) int64 { return resp.Responses[i].GetResponseRange().Count }
+	const locksAt, waitersAt, sessionsAt = 0, 1, 2
+	return Stats{LocksHeld: count(locksAt), Waiters: count(waitersAt), Sessions: count(sessionsAt)}, nil
+}
+
+// leaseTimes caches one lease's answer across a listing.
+type leaseTimes struct {
+	at      time.Time
+	granted time.Duration
+}
+
+// decodeLock renders a lock key with its expiry looked up in etcd.
+func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]leaseTimes) (*Lock, error) {
+	hr, err := decodeHolder(kv)
+	if err != nil {
+		return nil, err
+	}
+	name := string(kv.Key[len(e.locksPrefix()):])
+	l := hr.toLock(name, kv.ModRevision)
+	if t, ok := expiry[hr.Lease]; ok {
+		l.ExpiresAt = t.at
+		if l.TTL == 0 {
+			l.TTL = t.granted
+		}
+	} else if id, ok := parseLeaseHex(hr.Lease); ok {
+		e.fillLease(ctx, l, id)
+		if expiry != nil {
+			expiry[hr.Lease] = leaseTimes{at: l.ExpiresAt, granted: l.TTL}
+		}
+	}
+	return l, nil
+}
+
+// leaseExpiry asks etcd when lease runs out, and the TTL it was granted
+// with. etcd answers in whole seconds, rounded down, so the expiry is
+// never later than the truth.
+func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
+	now := time.Now()
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.TimeToLive(octx, id)
+	if err != nil || resp.TTL < 0 {
+		return expiryAt(now, 0), 0
+	}
+	return expiryAt(now, time.Duration(resp.TTL)*time.Second), time.Duration(resp.GrantedTTL) * time.Second
+}
+
+// expiryAt is when a lease with ttl left at from runs out, as the API
+// shows it: UTC, to the millisecond.
+func expiryAt(from time.Time, ttl time.Duration) time.Time {
+	return from.Add(ttl).UTC().Truncate(time.Millisecond)
+}
+
+// fillLease sets l's expiry, and its TTL when the holder record has none
+// (a session lock's TTL is its session's).
+func (e *Engine) fillLease(ctx context.Context, l *Lock, id clientv3.LeaseID) {
+	var granted time.Duration
+	l.ExpiresAt, granted = e.leaseExpiry(ctx, id)
+	if l.TTL == 0 {
+		l.TTL = granted
+	}
 }

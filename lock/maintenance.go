@@ -18,8 +18,8 @@ import (
 const defaultBackendQuota = 2 << 30
 
 // defragTimeout bounds the compaction, and the defragmentation of each
-// member: a defragmentation rewrites the member's whole backend file,
-// about a second per few hundred MB.
+// member: a defragmentation rewrites the member's whole backend file, in
+// time that grows with its size (docs/PERFORMANCE.md).
 const defragTimeout = 5 * time.Minute
 
 // headroomFraction is the part of the quota that must be free after
@@ -99,84 +99,20 @@ func (e *Engine) Recover(ctx context.Context) (*RecoverResult, error) {
 	}
 	res := &RecoverResult{Quota: quota, Defragmented: []string{}, Alarms: []string{}}
 
-	octx, done := e.op(ctx)
-	cur, err := e.cli.Get(octx, e.recorderKey(), clientv3.WithCountOnly())
-	done()
+	rev, member, err := e.compactAll(ctx)
 	if err != nil {
-		return nil, e.etcdErr(ctx, "recover: read the revision", err)
+		return nil, err
 	}
-	res.CompactedRevision = cur.Header.Revision
-	// Physical: return once the backend has dropped the old revisions,
-	// so that the defragmentation below finds them gone. That takes
-	// longer than OpTimeout on a large backend.
-	cctx, cancel := context.WithTimeout(ctx, defragTimeout)
-	_, err = e.cli.Compact(cctx, res.CompactedRevision, clientv3.WithCompactPhysical())
-	cancel()
-	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return nil, e.etcdErr(ctx, "recover: compact", err)
-	}
-
-	octx, done = e.op(ctx)
-	ml, err := e.cli.MemberList(octx)
-	done()
+	res.CompactedRevision = rev
+	names, err := e.defragmentAll(ctx, member, res)
 	if err != nil {
-		return nil, e.etcdErr(ctx, "recover: list members", err)
+		return nil, err
 	}
-	members := ml.Members
-	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
-	names := map[uint64]string{}
-	for _, m := range members {
-		names[m.ID] = m.Name
-		size, err := e.defragment(ctx, m, cur.Header.MemberId)
-		if err != nil {
-			return nil, err
-		}
-		res.Defragmented = append(res.Defragmented, m.Name)
-		res.DBSize = max(res.DBSize, size)
-	}
-
 	if res.DBSize >= quota-quota/headroomFraction {
-		sf := &StillFullError{DBSize: res.DBSize, Quota: quota, Keys: map[string]int64{}}
-		for kind, p := range map[string]string{
-			"audit events": e.auditPrefix(), "fenced values": e.cfg.Prefix + "fenced/", "locks": e.locksPrefix(),
-			"sessions": e.sessionsPrefix(), "waiters": e.cfg.Prefix + "queue/",
-		} {
-			// Count-only: no keys or values come back, however many.
-			octx, done := e.op(ctx)
-			r, err := e.cli.Get(octx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
-			done()
-			if err != nil {
-				return nil, e.etcdErr(ctx, "recover: count "+kind, err)
-			}
-			sf.Keys[kind] = r.Count
-		}
-		return nil, fmt.Errorf("recover: %w", sf)
+		return nil, fmt.Errorf("recover: %w", e.stillFull(ctx, res))
 	}
-
-	octx, done = e.op(ctx)
-	defer done()
-	alarms, err := e.cli.AlarmList(octx)
-	if err != nil {
-		return nil, e.etcdErr(ctx, "recover: list alarms", err)
-	}
-	for _, a := range alarms.Alarms {
-		if a.Alarm != pb.AlarmType_NOSPACE {
-			continue
-		}
-		if _, err := e.cli.AlarmDisarm(octx, (*clientv3.AlarmMember)(a)); err != nil {
-			return nil, e.etcdErr(ctx, "recover: disarm the alarm", err)
-		}
-	}
-	e.space.alarm.Store(false)
-	if alarms, err = e.cli.AlarmList(octx); err != nil {
-		return nil, e.etcdErr(ctx, "recover: list alarms", err)
-	}
-	for _, a := range alarms.Alarms {
-		name := names[a.MemberID]
-		if name == "" {
-			name = strconv.FormatUint(a.MemberID, 16)
-		}
-		res.Alarms = append(res.Alarms, a.Alarm.String()+" on "+name)
+	if res.Alarms, err = e.disarmNoSpace(ctx, names); err != nil {
+		return nil, err
 	}
 	e.log.Info("recovered space", "compacted_revision", res.CompactedRevision, "defragmented", res.Defragmented,
 		"db_size", res.DBSize, "quota", quota, "alarms", res.Alarms)
@@ -228,4 +164,101 @@ func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (in
 		return 0, fmt.Errorf("recover: status of member %s: %w (%v)", m.Name, ErrUnavailable, err)
 	}
 	return st.DbSize, nil
+}
+
+// compactAll compacts the history to the current revision, and returns it
+// with the ID of the member that answered.
+func (e *Engine) compactAll(ctx context.Context) (rev int64, member uint64, err error) {
+	octx, done := e.op(ctx)
+	cur, err := e.cli.Get(octx, e.recorderKey(), clientv3.WithCountOnly())
+	done()
+	if err != nil {
+		return 0, 0, e.etcdErr(ctx, "recover: read the revision", err)
+	}
+	// Physical: return once the backend has dropped the old revisions,
+	// so that the defragmentation below finds them gone. That takes
+	// longer than OpTimeout on a large backend.
+	cctx, cancel := context.WithTimeout(ctx, defragTimeout)
+	_, err = e.cli.Compact(cctx, cur.Header.Revision, clientv3.WithCompactPhysical())
+	cancel()
+	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return 0, 0, e.etcdErr(ctx, "recover: compact", err)
+	}
+	return cur.Header.Revision, cur.Header.MemberId, nil
+}
+
+// defragmentAll defragments every member in name order, noting each in
+// res with the largest backend size, and returns the members' names by ID.
+func (e *Engine) defragmentAll(ctx context.Context, self uint64, res *RecoverResult) (map[uint64]string, error) {
+	octx, done := e.op(ctx)
+	ml, err := e.cli.MemberList(octx)
+	done()
+	if err != nil {
+		return nil, e.etcdErr(ctx, "recover: list members", err)
+	}
+	members := ml.Members
+	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+	names := map[uint64]string{}
+	for _, m := range members {
+		names[m.ID] = m.Name
+		size, err := e.defragment(ctx, m, self)
+		if err != nil {
+			return nil, err
+		}
+		res.Defragmented = append(res.Defragmented, m.Name)
+		res.DBSize = max(res.DBSize, size)
+	}
+	return names, nil
+}
+
+// stillFull is the error of a Recover that left the backend too full,
+// with what fills it.
+func (e *Engine) stillFull(ctx context.Context, res *RecoverResult) error {
+	sf := &StillFullError{DBSize: res.DBSize, Quota: res.Quota, Keys: map[string]int64{}}
+	for kind, p := range map[string]string{
+		"audit events": e.auditPrefix(), "fenced values": e.cfg.Prefix + "fenced/", "locks": e.locksPrefix(),
+		"sessions": e.sessionsPrefix(), "waiters": e.cfg.Prefix + "queue/",
+	} {
+		// Count-only: no keys or values come back, however many.
+		octx, done := e.op(ctx)
+		r, err := e.cli.Get(octx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		done()
+		if err != nil {
+			return e.etcdErr(ctx, "recover: count "+kind, err)
+		}
+		sf.Keys[kind] = r.Count
+	}
+	return sf
+}
+
+// disarmNoSpace disarms every NOSPACE alarm and returns the alarms still
+// raised ("NOSPACE on n1"), members named by names.
+func (e *Engine) disarmNoSpace(ctx context.Context, names map[uint64]string) ([]string, error) {
+	octx, done := e.op(ctx)
+	defer done()
+	alarms, err := e.cli.AlarmList(octx)
+	if err != nil {
+		return nil, e.etcdErr(ctx, "recover: list alarms", err)
+	}
+	for _, a := range alarms.Alarms {
+		if a.Alarm != pb.AlarmType_NOSPACE {
+			continue
+		}
+		if _, err := e.cli.AlarmDisarm(octx, (*clientv3.AlarmMember)(a)); err != nil {
+			return nil, e.etcdErr(ctx, "recover: disarm the alarm", err)
+		}
+	}
+	e.space.alarm.Store(false)
+	if alarms, err = e.cli.AlarmList(octx); err != nil {
+		return nil, e.etcdErr(ctx, "recover: list alarms", err)
+	}
+	raised := []string{}
+	for _, a := range alarms.Alarms {
+		name := names[a.MemberID]
+		if name == "" {
+			name = strconv.FormatUint(a.MemberID, 16)
+		}
+		raised = append(raised, a.Alarm.String()+" on "+name)
+	}
+	return raised, nil
 }

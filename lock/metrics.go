@@ -3,11 +3,8 @@ package lock
 import (
 	"context"
 	"errors"
-	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // metrics are the engine's Prometheus series. Every one of them counts
@@ -22,7 +19,7 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	hasLeader     prometheus.GaugeFunc
 	waiting       prometheus.Gauge
-	// txnBatchSize and txnBatchSplits watch the txn batcher (batch.go).
+	// txnBatchSize and txnBatchSplits watch the txn batcher (internal/txnbatch).
 	txnBatchSize   prometheus.Histogram
 	txnBatchSplits prometheus.Counter
 	// watchRestarts and watchHearing watch the engine's etcd watches
@@ -167,49 +164,4 @@ func (e *Engine) renewFailed(kind string, err error) {
 		reason = "canceled"
 	}
 	e.metrics.renewFailures.WithLabelValues(kind, reason).Inc()
-}
-
-// leaderPollEvery is how often an engine over external etcd asks whether
-// there is a leader. etcd tells a remote client nothing of leader changes
-// unless asked; one serializable, count-only read a second is cheap.
-const leaderPollEvery = time.Second
-
-// remoteLeader tracks the leader of an external etcd cluster for the
-// metrics: a serializable read with WithRequireLeader fails when the
-// member answering knows no leader, and its header carries the raft term,
-// which grows with every election.
-type remoteLeader struct {
-	known atomic.Bool
-	term  uint64
-}
-
-// pollLeader runs until the engine stops. Over external etcd only: the
-// embedded member tells of leaders itself (Config.LeaderChanged).
-func (e *Engine) pollLeader(rl *remoteLeader) {
-	tick := time.NewTicker(leaderPollEvery)
-	defer tick.Stop()
-	for {
-		ctx, cancel := context.WithTimeout(e.stop, leaderPollEvery)
-		var resp *clientv3.GetResponse
-		err := ErrUnavailable
-		if !e.memberStopped() { // a serializable read of a stopped member panics
-			resp, err = e.cli.Get(clientv3.WithRequireLeader(ctx), e.recorderKey(),
-				clientv3.WithSerializable(), clientv3.WithCountOnly())
-		}
-		cancel()
-		if err == nil {
-			if t := resp.Header.RaftTerm; t != rl.term {
-				if rl.term != 0 {
-					e.metrics.leaderChanges.Inc()
-				}
-				rl.term = t
-			}
-		}
-		rl.known.Store(err == nil)
-		select {
-		case <-e.stop.Done():
-			return
-		case <-tick.C:
-		}
-	}
 }

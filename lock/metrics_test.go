@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -175,12 +177,12 @@ func TestMetrics_AnExpiryIsCountedOnceAcrossNodes(t *testing.T) {
 		return metric(t, engines[0], "baton_lock_events_total", "type="+typ) +
 			metric(t, engines[1], "baton_lock_events_total", "type="+typ)
 	}
-	eventually(t, 20*time.Second, "both expiries counted", func() bool {
+	poll.Until(t, 20*time.Second, "both expiries counted", func() bool {
 		return sum("expired") >= 1 && sum("session_expired") >= 1
 	})
 	// Both recorders saw both deletions; the one whose write lost the race
 	// must not count. The audit trail is the reference.
-	consistently(t, time.Second, "each expiry counted once", func() bool {
+	poll.Consistently(t, time.Second, "each expiry counted once", func() bool {
 		return sum("expired") == 1 && sum("session_expired") == 1
 	})
 	if n := len(eventsOf(history(t, engines[0], "exp"), lock.EventExpired)); n != 1 {
@@ -198,7 +200,7 @@ func TestMetrics_WaitingAcquiresAreAGauge(t *testing.T) {
 		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "w", Owner: "w2", Wait: 30 * time.Second})
 		done <- err
 	}()
-	eventually(t, 10*time.Second, "the waiting acquire shows", func() bool {
+	poll.Until(t, 10*time.Second, "the waiting acquire shows", func() bool {
 		return metric(t, e, "baton_acquires_waiting") == 1
 	})
 	if err := e.Release(ctx, "w", l.Token); err != nil {
@@ -225,12 +227,12 @@ func TestMetrics_HasLeaderOverExternalEtcd(t *testing.T) {
 	}
 	t.Cleanup(func() { cli.Close() })
 	e := startEngineOn(t, cli, lock.DefaultConfig())
-	eventually(t, 10*time.Second, "baton_etcd_has_leader is 1", func() bool {
+	poll.Until(t, 10*time.Second, "baton_etcd_has_leader is 1", func() bool {
 		return metric(t, e, "baton_etcd_has_leader") == 1
 	})
 	// Stop the member: the poll fails, and the gauge says so.
 	m.Close()
-	eventually(t, 15*time.Second, "baton_etcd_has_leader is 0 with etcd gone", func() bool {
+	poll.Until(t, 15*time.Second, "baton_etcd_has_leader is 0 with etcd gone", func() bool {
 		return metric(t, e, "baton_etcd_has_leader") == 0
 	})
 }

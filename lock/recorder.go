@@ -192,8 +192,9 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	return nil
 }
 
-// recordEnd writes the expired (or session_expired) event of a hold unless
-// its end is already recorded, and starts its lock-delay.
+// recordEnd writes the expired (or session_expired) end of a hold whose
+// key etcd deleted, unless its end is already recorded: its event and its
+// lock-delay, as every end does (holdEnd).
 func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr holderRecord, detail string) error {
 	ekey := e.endKey(name, hr.Hold)
 	octx, done := e.op(ctx)
@@ -213,17 +214,8 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 	ev := Event{Time: now, Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
 		Credential: hr.Credential}
 	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		then := []clientv3.Op{clientv3.OpPut(ekey, mustJSON(ev), clientv3.WithLease(bucket))}
-		if hr.LockDelay > 0 {
-			until := now.Add(hr.LockDelay)
-			gkey := e.delayKey(name)
-			// The guard was created with the hold, so its ModRevision is
-			// the token until someone stamps it.
-			then = append(then, clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)},
-				[]clientv3.Op{clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay, Until: &until, Cause: typ}))},
-				nil))
-		}
+		event, guard := e.holdEnd(name, token, hr, ev, bucket)
+		then := append([]clientv3.Op{event}, guard...)
 		octx, done := e.op(ctx)
 		defer done()
 		resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).Then(then...).Commit()

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -74,7 +76,7 @@ func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
 	lock.SetRecorderSaveEvery(&cfg, 20*time.Millisecond)
 	e := startEngine(t, m, cfg)
 	startEngine(t, m, cfg)
-	eventually(t, 5*time.Second, "the first cursor saved", func() bool { return savedCursor(t, cli) > 0 })
+	poll.Until(t, 5*time.Second, "the first cursor saved", func() bool { return savedCursor(t, cli) > 0 })
 
 	rev := currentRevision(t, cli)
 	if ws := writesDuring(t, cli, rev, 2*time.Second); len(ws) > 0 {
@@ -94,7 +96,7 @@ func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
 	for _, ev := range history(t, e, "job") {
 		released = max(released, ev.Revision)
 	}
-	eventually(t, 5*time.Second, "the cursor saved past the release", func() bool { return savedCursor(t, cli) >= released })
+	poll.Until(t, 5*time.Second, "the cursor saved past the release", func() bool { return savedCursor(t, cli) >= released })
 	// Once the key holds the release's revision no node can write it
 	// again: a save must raise it, and cursor writes do not move a
 	// node's progress.

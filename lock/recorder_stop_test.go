@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -55,7 +57,7 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 		}
 		return len(evs)
 	}
-	eventually(t, 15*time.Second, "the recorder part way through the expiries", func() bool {
+	poll.Until(t, 15*time.Second, "the recorder part way through the expiries", func() bool {
 		return recorded(e) >= 10
 	})
 	e.Close()
@@ -70,7 +72,7 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 	}
 	t.Logf("%d of %d expiries recorded at the stop", ends, n)
 	e2 := startEngine(t, m, lock.DefaultConfig())
-	eventually(t, 15*time.Second, "every expiry recorded after the restart", func() bool { return recorded(e2) >= n })
+	poll.Until(t, 15*time.Second, "every expiry recorded after the restart", func() bool { return recorded(e2) >= n })
 	for i := range n {
 		name := fmt.Sprintf("lapse-%d", i)
 		evs, _, err := e2.History(ctx, lock.HistoryOptions{Lock: name, Types: []lock.EventType{lock.EventExpired}})

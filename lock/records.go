@@ -51,6 +51,14 @@ type delayRecord struct {
 	Cause EventType `json:"cause,omitempty"`
 }
 
+// ended is the guard once its hold ended at at by cause: it keeps the
+// lock free until at plus the hold's lock-delay.
+func (d delayRecord) ended(at time.Time, cause EventType) delayRecord {
+	until := at.Add(d.LockDelay).UTC()
+	d.Until, d.Cause = &until, cause
+	return d
+}
+
 type sessionRecord struct {
 	Owner     string    `json:"owner"`
 	TTL       int64     `json:"ttl"`
@@ -67,11 +75,11 @@ type waiterRecord struct {
 	Since   time.Time `json:"since"`
 	// Grant, when set, is the holder record the waiter asks to be granted
 	// on release: the release txn of the hold before it puts it as the
-	// lock (see handoff), with the waiter's lease, so the lock changes
-	// hands in one raft entry. Without it (a node from before grants on
-	// release, or a waiter whose grant needs more than a put, see
-	// acquirer.handoffRecord) the waiter takes the lock itself when it
-	// sees the lock go.
+	// lock (Engine.handOverOps), with the waiter's lease, so the lock
+	// changes hands in one raft entry. Without it (a node from before
+	// grants on release, or a waiter whose grant needs more than a put,
+	// see acquirer.queueEntryRecord) the waiter takes the lock itself
+	// when it sees the lock go.
 	Grant *holderRecord `json:"grant,omitempty"`
 }
 

@@ -31,8 +31,9 @@ import (
 // RangeStream skips that, and the in-process client cannot use it). So a
 // page reads at most limit+1 values but walks, in memory, the index
 // entries from the cursor to the end of the prefix's range: a listing
-// without a prefix, or with one that most owners share, costs about 1 ms
-// per 10,000 such sessions on top of the page (see BenchmarkListSessions).
+// without a prefix, or with one that most owners share, costs time in
+// proportion to such sessions on top of the page (BenchmarkListSessions
+// measures it).
 //
 // The alternative, a bounded scan of sessions/ that filters by owner and
 // hands back a cursor even when its page is short, would bound each
@@ -165,7 +166,7 @@ func (e *Engine) fillSessionExpiries(ctx context.Context, page []*Session) error
 				}
 				mu.Unlock()
 			case err == nil && ttl.TTL >= 0:
-				s.ExpiresAt = now.Add(time.Duration(ttl.TTL) * time.Second).UTC().Truncate(time.Millisecond)
+				s.ExpiresAt = expiryAt(now, time.Duration(ttl.TTL)*time.Second)
 			}
 		}()
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/lock"
@@ -140,7 +142,7 @@ func TestListSessions_DeletedAndExpiredSessionsDisappear(t *testing.T) {
 	if slices.Contains(got, "w-del/"+del.ID) {
 		t.Errorf("deleted session still listed: %v", got)
 	}
-	eventually(t, 10*time.Second, "the 2s session to expire and leave the list", func() bool {
+	poll.Until(t, 10*time.Second, "the 2s session to expire and leave the list", func() bool {
 		got, _ := listAll(t, e, "w-", 10)
 		return !slices.Contains(got, "w-lapse/"+lapse.ID)
 	})

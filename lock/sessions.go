@@ -69,7 +69,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	created = true
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt:  start.Add(time.Duration(g.TTL) * time.Second).UTC().Truncate(time.Millisecond),
+		ExpiresAt:  expiryAt(start, time.Duration(g.TTL)*time.Second),
 		Locks:      []string{},
 		Credential: rec.Credential,
 	}, nil
@@ -121,7 +121,7 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	}
 	s := &Session{
 		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt:  now.Add(time.Duration(ttl.TTL) * time.Second).UTC().Truncate(time.Millisecond),
+		ExpiresAt:  expiryAt(now, time.Duration(ttl.TTL)*time.Second),
 		Locks:      []string{},
 		Credential: rec.Credential,
 	}
@@ -210,7 +210,8 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 const maxEndsPerTxn = 32
 
 // DeleteSession releases every lock of the session, each recorded as
-// released, then ends the session. It returns ErrNotOwner, and changes
+// released and handed to its oldest waiter as a release would, then ends
+// the session. It returns ErrNotOwner, and changes
 // nothing, when ctx's caller may not act on the session (see Caller).
 func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	s, err := e.GetSession(ctx, id)
@@ -223,7 +224,7 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	for len(s.Locks) > 0 {
 		batch := s.Locks[:min(len(s.Locks), maxEndsPerTxn)]
 		s.Locks = s.Locks[len(batch):]
-		if err := e.releaseAll(ctx, s.ID, batch); err != nil {
+		if err := e.releaseSession(ctx, s.ID, batch); err != nil {
 			return fmt.Errorf("delete session %s: %w", s.ID, err)
 		}
 	}
@@ -238,65 +239,91 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// releaseAll releases names in one transaction: each is a nested txn that
-// deletes the lock only if it is still the hold we read.
-func (e *Engine) releaseAll(ctx context.Context, session string, names []string) error {
-	gets := make([]clientv3.Op, len(names))
+// releaseSession releases names, locks of session, in one transaction, as
+// a release does (endTxn): each is a nested txn that ends the hold only if
+// it is still the one we read, and hands the lock to the oldest waiter
+// when it asks for that. No release is counted in the session's tally:
+// the session ends right after, tallies and all (if its revoke then
+// fails, the tally counts these locks until the session ends, refusing
+// acquires early rather than late), and one txn may not write the tally
+// key once per lock.
+func (e *Engine) releaseSession(ctx context.Context, session string, names []string) error {
+	var ops []clientv3.Op
+	ixs := make([]holdReadIx, len(names))
 	for i, n := range names {
-		gets[i] = clientv3.OpGet(e.lockKey(n))
+		o, ix := e.holdReadOps(n, true)
+		ixs[i], ops = ix.shifted(len(ops)), append(ops, o...)
 	}
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(gets...).Commit()
+	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 	done()
 	if err != nil {
 		return e.etcdErr(ctx, "read session locks", err)
 	}
-	now := nowUTC()
-	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		var ops []clientv3.Op
-		for i, r := range resp.Responses {
-			kvs := r.GetResponseRange().Kvs
-			if len(kvs) == 0 {
-				continue
-			}
-			hr, err := decodeHolder(kvs[0])
-			if err != nil || hr.Session != session {
-				continue
-			}
-			name, tok := names[i], kvs[0].ModRevision
-			then := []clientv3.Op{
-				clientv3.OpDelete(e.lockKey(name)),
-				clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(Event{
-					Time: now, Type: EventReleased, Lock: name, Owner: hr.Owner, Token: tok, Session: session,
-					Detail: "session deleted", Credential: credentialOf(ctx),
-				}), clientv3.WithLease(bucket)),
-			}
-			if hr.LockDelay > 0 {
-				then = append(then, clientv3.OpDelete(e.delayKey(name)))
-			}
-			// No release in the session's tally: the session ends right
-			// after, tallies and all. (If its revoke then fails, the
-			// tally counts these locks until the session ends, refusing
-			// acquires early rather than late.)
-			ops = append(ops, clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.lockKey(name)), "=", tok)}, then, nil))
+	var ends []sessionEnd
+	for i, ix := range ixs {
+		kv, head := ix.read(resp)
+		if kv == nil {
+			continue
 		}
-		if len(ops) == 0 {
-			return nil
+		hr, err := decodeHolder(kv)
+		if err != nil || hr.Session != session {
+			continue
 		}
-		octx, done := e.op(ctx)
-		defer done()
-		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
-		if err != nil {
-			return e.etcdErr(ctx, "release session locks", err)
-		}
-		released := 0
-		for _, r := range resp.Responses {
-			if r.GetResponseTxn().GetSucceeded() {
-				released++
-			}
-		}
-		e.recorded(EventReleased, released)
+		ends = append(ends, sessionEnd{name: names[i], token: kv.ModRevision, hr: hr, head: head})
+	}
+	if len(ends) == 0 {
 		return nil
+	}
+	ev := Event{Time: nowUTC(), Type: EventReleased, Session: session, Detail: "session deleted", Credential: credentialOf(ctx)}
+	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		err := e.commitSessionEnds(ctx, ends, ev, bucket)
+		if err != nil && isLeaseNotFound(err) {
+			// Most likely a head's lease ended while it waited (see
+			// commitEnd): end the holds without handing them over.
+			for i := range ends {
+				ends[i].head = nil
+			}
+			err = e.commitSessionEnds(ctx, ends, ev, bucket)
+		}
+		return err
 	})
+}
+
+// sessionEnd is one lock that deleting its session releases.
+type sessionEnd struct {
+	name  string
+	token int64
+	hr    holderRecord
+	head  *queueHead
+}
+
+// commitSessionEnds runs one txn that ends every hold of ends, by ev.
+func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, ev Event, bucket clientv3.LeaseID) error {
+	ops := make([]clientv3.Op, len(ends))
+	txns := make([]endTxn, len(ends))
+	for i, end := range ends {
+		ev := ev
+		ev.Lock, ev.Owner, ev.Token = end.name, end.hr.Owner, end.token
+		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, bucket, false)
+		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
+	}
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+	if err != nil {
+		return e.etcdErr(ctx, "release session locks", err)
+	}
+	released, handedOver := 0, 0
+	for i, r := range resp.Responses {
+		if tr := r.GetResponseTxn(); tr.GetSucceeded() {
+			released++
+			if txns[i].handedOver(tr.Responses) {
+				handedOver++
+			}
+		}
+	}
+	e.recorded(EventReleased, released)
+	e.recorded(EventAcquired, handedOver)
+	return nil
 }

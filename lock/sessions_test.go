@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/lock"
@@ -45,6 +47,26 @@ func TestSession_CreateGetRenewAndIdempotentAcquire(t *testing.T) {
 		t.Fatal("session lock is not attached to the session's lease")
 	}
 
+	checkAcquireInSessionIsIdempotent(t, e, s, a)
+	if st, err := e.Stats(ctx); err != nil || st.Sessions != 2 || st.LocksHeld != 2 {
+		t.Fatalf("stats = %+v, %v; want 2 sessions and 2 locks", st, err)
+	}
+	gs, err := e.GetSession(ctx, s.ID)
+	if err != nil {
+		t.Fatalf("get session: %v", err)
+	}
+	if !slices.Equal(gs.Locks, []string{"a", "b"}) || gs.Owner != "w1" || gs.TTL != s.TTL {
+		t.Fatalf("get session = %+v, want locks [a b]", gs)
+	}
+
+	checkRenewSession(t, e, cli, s, b)
+}
+
+// checkAcquireInSessionIsIdempotent: acquiring a again in s gives the same
+// hold; another session, or a lock of its own, is refused.
+func checkAcquireInSessionIsIdempotent(t *testing.T, e *lock.Engine, s *lock.Session, a *lock.Lock) {
+	t.Helper()
+	ctx := ctxT(t)
 	// Acquiring again in the same session is idempotent: same hold, same
 	// token, reported as not fresh, even with the ID spelled in upper case.
 	for _, sid := range []string{s.ID, strings.ToUpper(s.ID)} {
@@ -76,21 +98,18 @@ func TestSession_CreateGetRenewAndIdempotentAcquire(t *testing.T) {
 		t.Fatalf("idempotent and refused acquires left %d events for a, want 1", n)
 	}
 
-	if st, err := e.Stats(ctx); err != nil || st.Sessions != 2 || st.LocksHeld != 2 {
-		t.Fatalf("stats = %+v, %v; want 2 sessions and 2 locks", st, err)
-	}
-	gs, err := e.GetSession(ctx, s.ID)
-	if err != nil {
-		t.Fatalf("get session: %v", err)
-	}
-	if !slices.Equal(gs.Locks, []string{"a", "b"}) || gs.Owner != "w1" || gs.TTL != s.TTL {
-		t.Fatalf("get session = %+v, want locks [a b]", gs)
-	}
+}
 
+// checkRenewSession: renewing s, or its lock b, renews s's lease; releasing
+// b leaves s and its other lock alone.
+func checkRenewSession(t *testing.T, e *lock.Engine, cli *clientv3.Client, s *lock.Session, b *lock.Lock) {
+	t.Helper()
+	ctx := ctxT(t)
+	id, _ := strconv.ParseInt(s.ID, 16, 64)
 	lease := clientv3.LeaseID(id)
 	// Two seconds at least, so the renewed expiry is clearly later even
 	// though etcd reports remaining TTLs rounded down to whole seconds.
-	eventually(t, 10*time.Second, "the session lease runs down", func() bool { return remainingTTL(t, cli, lease) <= 17 })
+	poll.Until(t, 10*time.Second, "the session lease runs down", func() bool { return remainingTTL(t, cli, lease) <= 17 })
 	rs, err := e.RenewSession(ctx, s.ID)
 	if err != nil {
 		t.Fatalf("renew session: %v", err)
@@ -227,7 +246,7 @@ func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
 	for _, n := range names {
 		tokens[n] = mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w1", Session: s.ID}).Token
 	}
-	eventually(t, 15*time.Second, "the session's locks go with its lease", func() bool {
+	poll.Until(t, 15*time.Second, "the session's locks go with its lease", func() bool {
 		for _, n := range names {
 			if !isNotHeld(t, e, n) {
 				return false
@@ -243,8 +262,8 @@ func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
 		}
 		return true
 	}
-	eventually(t, 10*time.Second, "one session_expired event per lock", oneEach)
-	consistently(t, time.Second, "still exactly one session_expired per lock", oneEach)
+	poll.Until(t, 10*time.Second, "one session_expired event per lock", oneEach)
+	poll.Consistently(t, time.Second, "still exactly one session_expired per lock", oneEach)
 	for _, n := range names {
 		evs := history(t, e, n)
 		if len(evs) != 2 {

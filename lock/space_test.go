@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/embedetcd"
@@ -54,7 +56,7 @@ func TestAcquire_BeyondTheLockCapIsRefusedAndLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got *lock.Lock
-	eventually(t, 5*time.Second, "c acquired after a's release", func() bool {
+	poll.Until(t, 5*time.Second, "c acquired after a's release", func() bool {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "w"})
 		if err != nil && !errors.Is(err, lock.ErrTooManyHeldLocks) {
 			t.Fatal(err)
@@ -110,7 +112,7 @@ func TestAcquire_LockCapCountsWhatOtherNodesHold(t *testing.T) {
 	if err := e1.Release(ctx, "a", a.Token); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "c acquired on the other node", func() bool {
+	poll.Until(t, 5*time.Second, "c acquired on the other node", func() bool {
 		_, _, err := e2.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "w"})
 		if err != nil && !errors.Is(err, lock.ErrTooManyHeldLocks) {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
@@ -45,8 +46,8 @@ func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T
 	grant(e, lock.AcquireRequest{Name: "other", Owner: "w3"})
 	// Expired.
 	expiring := grant(e, lock.AcquireRequest{Name: "tok", Owner: "w4", TTL: 2 * time.Second})
-	eventually(t, 15*time.Second, "the 2s lock expires", func() bool { return isNotHeld(t, e, "tok") })
-	eventually(t, 10*time.Second, "its expiry is recorded", func() bool {
+	poll.Until(t, 15*time.Second, "the 2s lock expires", func() bool { return isNotHeld(t, e, "tok") })
+	poll.Until(t, 10*time.Second, "its expiry is recorded", func() bool {
 		return len(eventsOf(history(t, e, "tok"), lock.EventExpired)) == 1
 	})
 	grant(e, lock.AcquireRequest{Name: "tok", Owner: "w5"})
@@ -64,6 +65,29 @@ func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T
 	m2 := testetcd.StartConfig(t, cfg)
 	e2 := startEngine(t, m2, lock.DefaultConfig())
 
+	checkSurvivedRestart(t, e2, survivor, expiring.Token, historyBefore)
+
+	// After the restart, tokens keep growing, for new and old names.
+	grant(e2, lock.AcquireRequest{Name: "fresh-after-restart", Owner: "w7"})
+	cur, err := e2.Get(ctx, "tok")
+	if err != nil {
+		t.Fatalf("get tok: %v", err)
+	}
+	if err := e2.Release(ctx, "tok", cur.Token); err != nil {
+		t.Fatalf("release after restart: %v", err)
+	}
+	grant(e2, lock.AcquireRequest{Name: "tok", Owner: "w8"})
+	if _, err := e2.PutFenced(ctx, "res", survivor.Token-1, json.RawMessage(`"stale"`), ""); !errors.Is(err, lock.ErrStaleToken) {
+		t.Fatalf("stale fenced write after restart: %v, want ErrStaleToken", err)
+	}
+}
+
+// checkSurvivedRestart: after a restart, e still has the survivor's hold
+// and fenced value, and the history from before it, whole and
+// unduplicated, with one expired event for the hold of token expired.
+func checkSurvivedRestart(t *testing.T, e2 *lock.Engine, survivor *lock.Lock, expired int64, historyBefore []lock.Event) {
+	t.Helper()
+	ctx := ctxT(t)
 	got, err := e2.Get(ctx, "survivor")
 	if err != nil {
 		t.Fatalf("lock with a live lease after restart: %v", err)
@@ -96,21 +120,7 @@ func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T
 	if n := len(eventsOf(history(t, e2, "tok"), lock.EventExpired)); n != 1 {
 		t.Fatalf("%d expired events for the expired hold after restart, want 1", n)
 	}
-	if ev := eventsOf(history(t, e2, "tok"), lock.EventExpired); ev[0].Token != expiring.Token {
-		t.Fatalf("expired event has token %d, want %d", ev[0].Token, expiring.Token)
-	}
-
-	// After the restart, tokens keep growing, for new and old names.
-	grant(e2, lock.AcquireRequest{Name: "fresh-after-restart", Owner: "w7"})
-	cur, err := e2.Get(ctx, "tok")
-	if err != nil {
-		t.Fatalf("get tok: %v", err)
-	}
-	if err := e2.Release(ctx, "tok", cur.Token); err != nil {
-		t.Fatalf("release after restart: %v", err)
-	}
-	grant(e2, lock.AcquireRequest{Name: "tok", Owner: "w8"})
-	if _, err := e2.PutFenced(ctx, "res", survivor.Token-1, json.RawMessage(`"stale"`), ""); !errors.Is(err, lock.ErrStaleToken) {
-		t.Fatalf("stale fenced write after restart: %v, want ErrStaleToken", err)
+	if ev := eventsOf(history(t, e2, "tok"), lock.EventExpired); ev[0].Token != expired {
+		t.Fatalf("expired event has token %d, want %d", ev[0].Token, expired)
 	}
 }

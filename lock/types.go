@@ -146,7 +146,7 @@ type AcquireRequest struct {
 	Metadata  map[string]string
 }
 
-// Limits of the request contract (API.md).
+// Limits of the request contract (docs/API.md, Locks).
 const (
 	MaxNameLen       = 128
 	MaxOwnerLen      = 128

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.etcd.io/etcd/server/v3/lease"
@@ -212,7 +214,7 @@ func TestUnavailable_DroppedBatchServesEveryMember(t *testing.T) {
 			_, _, errs[i] = e.Acquire(ctx, lock.AcquireRequest{Name: fmt.Sprintf("b%d", i), Owner: owner(i)})
 		}()
 	}
-	eventually(t, 10*time.Second, "every acquire queued for the batch", func() bool { return lock.QueuedTxns(e) == n })
+	poll.Until(t, 10*time.Second, "every acquire queued for the batch", func() bool { return lock.QueuedTxns(e) == n })
 	f.drops.Store(1)
 	release()
 	wg.Wait()
@@ -248,7 +250,7 @@ func TestUnavailable_QueuedLeaseOutlivesFailedKeepAlives(t *testing.T) {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "waiter", TTL: 3 * time.Second, Wait: 30 * time.Second})
 		done <- result{l, err}
 	}()
-	eventually(t, 20*time.Second, "the waiter's keep-alives refused three times", func() bool {
+	poll.Until(t, 20*time.Second, "the waiter's keep-alives refused three times", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("the wait ended before the release: %v", r.err)
@@ -291,13 +293,13 @@ func TestUnavailable_ACallerWhoseBatchIsInFlightGetsItsOutcome(t *testing.T) {
 		resp, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"locks/stays", "v")}, nil)
 		stays <- result{resp, err}
 	}()
-	eventually(t, 10*time.Second, "both requests queued", func() bool { return lock.QueuedTxns(e) == 2 })
+	poll.Until(t, 10*time.Second, "both requests queued", func() bool { return lock.QueuedTxns(e) == 2 })
 	hold := make(chan struct{})
 	f.hold.Store(&hold)
 	release()
-	eventually(t, 10*time.Second, "the batch's commit under way", func() bool { return f.held.Load() == 1 })
+	poll.Until(t, 10*time.Second, "the batch's commit under way", func() bool { return f.held.Load() == 1 })
 	cancel()
-	consistently(t, 300*time.Millisecond, "the caller that left waits for its batch", func() bool { return len(left) == 0 })
+	poll.Consistently(t, 300*time.Millisecond, "the caller that left waits for its batch", func() bool { return len(left) == 0 })
 	close(hold)
 	for what, ch := range map[string]chan result{"left": left, "stayed": stays} {
 		r := <-ch
@@ -332,10 +334,10 @@ func TestUnavailable_AQueueEntryPutAfterItsWaiterLeftIsSwept(t *testing.T) {
 		t.Fatalf("queue entries before the late txn: %v", keys)
 	}
 	close(late)
-	eventually(t, 10*time.Second, "the late txn put the departed waiter's entry", func() bool {
+	poll.Until(t, 10*time.Second, "the late txn put the departed waiter's entry", func() bool {
 		return len(keysUnder(t, raw, prefix+"queue/g/")) == 1
 	})
-	eventually(t, 10*time.Second, "the entry swept", func() bool {
+	poll.Until(t, 10*time.Second, "the entry swept", func() bool {
 		return len(keysUnder(t, raw, prefix+"queue/g/")) == 0
 	})
 	// The queue is not blocked: the next waiter is served on release.
@@ -348,7 +350,7 @@ func TestUnavailable_AQueueEntryPutAfterItsWaiterLeftIsSwept(t *testing.T) {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "g", Owner: "next", Wait: 10 * time.Second})
 		done <- result{l, err}
 	}()
-	eventually(t, 10*time.Second, "the next waiter queued", func() bool {
+	poll.Until(t, 10*time.Second, "the next waiter queued", func() bool {
 		return len(keysUnder(t, raw, prefix+"queue/g/")) == 1
 	})
 	if err := holderEngine.Release(ctx, "g", held.Token); err != nil {

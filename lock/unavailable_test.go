@@ -39,50 +39,7 @@ func inProcess(grpcErr error) error { return clientv3.ContextError(context.Backg
 // or an interceptor); interceptorOnly marks errors that only etcd's gRPC
 // interceptors return, which the in-process client never sees.
 func TestIsUnavailable(t *testing.T) {
-	tests := []struct {
-		name            string
-		server          error
-		grpc            error
-		interceptorOnly bool
-		unavailable     bool
-		notApplied      bool
-	}{
-		// A leader change.
-		{name: "proposal dropped", server: raft.ErrProposalDropped, grpc: unknownStatus(raft.ErrProposalDropped), unavailable: true, notApplied: true},
-		{name: "lessor not primary", server: lease.ErrNotPrimary, grpc: unknownStatus(lease.ErrNotPrimary), unavailable: true, notApplied: true},
-		{name: "leader changed", server: etcderrors.ErrLeaderChanged, grpc: rpctypes.ErrGRPCLeaderChanged, unavailable: true},
-		{name: "not leader", server: etcderrors.ErrNotLeader, grpc: rpctypes.ErrGRPCNotLeader, unavailable: true},
-		{name: "no leader", server: etcderrors.ErrNoLeader, grpc: rpctypes.ErrGRPCNoLeader, unavailable: true},
-		{name: "no leader (require-leader check)", grpc: rpctypes.ErrGRPCNoLeader, interceptorOnly: true, unavailable: true},
-		{name: "timeout, leader transfer", server: etcderrors.ErrTimeoutLeaderTransfer, grpc: unknownStatus(etcderrors.ErrTimeoutLeaderTransfer), unavailable: true},
-		// Timeouts: the request may have been applied.
-		{name: "timeout", server: etcderrors.ErrTimeout, grpc: rpctypes.ErrGRPCTimeout, unavailable: true},
-		{name: "timeout, leader failed", server: etcderrors.ErrTimeoutDueToLeaderFail, grpc: rpctypes.ErrGRPCTimeoutDueToLeaderFail, unavailable: true},
-		{name: "timeout, connection lost", server: etcderrors.ErrTimeoutDueToConnectionLost, grpc: rpctypes.ErrGRPCTimeoutDueToConnectionLost, unavailable: true},
-		{name: "timeout, applied index", server: etcderrors.ErrTimeoutWaitAppliedIndex, grpc: rpctypes.ErrGRPCTimeoutWaitAppliedIndex, unavailable: true},
-		{name: "canceled", server: etcderrors.ErrCanceled, grpc: rpctypes.ErrGRPCCanceled, unavailable: true},
-		{name: "context deadline", server: context.DeadlineExceeded, grpc: rpctypes.ErrGRPCDeadlineExceeded, unavailable: true},
-		// A member stopping or starting.
-		{name: "server stopped", server: etcderrors.ErrStopped, grpc: rpctypes.ErrGRPCStopped, unavailable: true},
-		{name: "raft stopped", server: raft.ErrStopped, grpc: unknownStatus(raft.ErrStopped), unavailable: true},
-		{name: "not capable", grpc: rpctypes.ErrGRPCNotCapable, interceptorOnly: true, unavailable: true, notApplied: true},
-		{name: "connection refused", grpc: status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\""), interceptorOnly: true, unavailable: true},
-		// A lost quorum, an overloaded or full cluster.
-		{name: "unhealthy", server: etcderrors.ErrUnhealthy, grpc: rpctypes.ErrGRPCUnhealthy, unavailable: true},
-		{name: "too many requests", server: etcderrors.ErrTooManyRequests, grpc: rpctypes.ErrTooManyRequests, unavailable: true},
-		{name: "no space", server: etcderrors.ErrNoSpace, grpc: rpctypes.ErrGRPCNoSpace, unavailable: true},
-		// A watch resumed from a revision compacted meanwhile.
-		{name: "compacted", server: mvcc.ErrCompacted, grpc: rpctypes.ErrGRPCCompacted, unavailable: true},
-		// Answers, not trouble: they must reach the caller as they are.
-		{name: "lease not found", server: lease.ErrLeaseNotFound, grpc: rpctypes.ErrGRPCLeaseNotFound},
-		{name: "duplicate key", grpc: rpctypes.ErrGRPCDuplicateKey},
-		{name: "too many ops", grpc: rpctypes.ErrGRPCTooManyOps},
-		{name: "request too large", server: etcderrors.ErrRequestTooLarge, grpc: rpctypes.ErrGRPCRequestTooLarge},
-		{name: "future revision", server: mvcc.ErrFutureRev, grpc: rpctypes.ErrGRPCFutureRev},
-		{name: "permission denied", grpc: rpctypes.ErrGRPCPermissionDenied},
-		{name: "corrupt", server: etcderrors.ErrCorrupt, grpc: rpctypes.ErrGRPCCorrupt},
-		{name: "unknown server error", server: errors.New("boom"), grpc: unknownStatus(errors.New("boom"))},
-	}
+	tests := etcdErrorCases()
 	for _, tt := range tests {
 		forms := map[string]error{"grpc": overTheWire(tt.grpc)}
 		if !tt.interceptorOnly {
@@ -146,5 +103,56 @@ func TestIsLeaseNotFound(t *testing.T) {
 		if isLeaseNotFound(err) {
 			t.Errorf("isLeaseNotFound(%v) = true", err)
 		}
+	}
+}
+
+// etcdErrorCase is one error etcd returns, and how the engine must take it.
+type etcdErrorCase struct {
+	name            string
+	server          error
+	grpc            error
+	interceptorOnly bool
+	unavailable     bool
+	notApplied      bool
+}
+
+// etcdErrorCases are TestIsUnavailable's table.
+func etcdErrorCases() []etcdErrorCase {
+	return []etcdErrorCase{
+		// A leader change.
+		{name: "proposal dropped", server: raft.ErrProposalDropped, grpc: unknownStatus(raft.ErrProposalDropped), unavailable: true, notApplied: true},
+		{name: "lessor not primary", server: lease.ErrNotPrimary, grpc: unknownStatus(lease.ErrNotPrimary), unavailable: true, notApplied: true},
+		{name: "leader changed", server: etcderrors.ErrLeaderChanged, grpc: rpctypes.ErrGRPCLeaderChanged, unavailable: true},
+		{name: "not leader", server: etcderrors.ErrNotLeader, grpc: rpctypes.ErrGRPCNotLeader, unavailable: true},
+		{name: "no leader", server: etcderrors.ErrNoLeader, grpc: rpctypes.ErrGRPCNoLeader, unavailable: true},
+		{name: "no leader (require-leader check)", grpc: rpctypes.ErrGRPCNoLeader, interceptorOnly: true, unavailable: true},
+		{name: "timeout, leader transfer", server: etcderrors.ErrTimeoutLeaderTransfer, grpc: unknownStatus(etcderrors.ErrTimeoutLeaderTransfer), unavailable: true},
+		// Timeouts: the request may have been applied.
+		{name: "timeout", server: etcderrors.ErrTimeout, grpc: rpctypes.ErrGRPCTimeout, unavailable: true},
+		{name: "timeout, leader failed", server: etcderrors.ErrTimeoutDueToLeaderFail, grpc: rpctypes.ErrGRPCTimeoutDueToLeaderFail, unavailable: true},
+		{name: "timeout, connection lost", server: etcderrors.ErrTimeoutDueToConnectionLost, grpc: rpctypes.ErrGRPCTimeoutDueToConnectionLost, unavailable: true},
+		{name: "timeout, applied index", server: etcderrors.ErrTimeoutWaitAppliedIndex, grpc: rpctypes.ErrGRPCTimeoutWaitAppliedIndex, unavailable: true},
+		{name: "canceled", server: etcderrors.ErrCanceled, grpc: rpctypes.ErrGRPCCanceled, unavailable: true},
+		{name: "context deadline", server: context.DeadlineExceeded, grpc: rpctypes.ErrGRPCDeadlineExceeded, unavailable: true},
+		// A member stopping or starting.
+		{name: "server stopped", server: etcderrors.ErrStopped, grpc: rpctypes.ErrGRPCStopped, unavailable: true},
+		{name: "raft stopped", server: raft.ErrStopped, grpc: unknownStatus(raft.ErrStopped), unavailable: true},
+		{name: "not capable", grpc: rpctypes.ErrGRPCNotCapable, interceptorOnly: true, unavailable: true, notApplied: true},
+		{name: "connection refused", grpc: status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:2379: connect: connection refused\""), interceptorOnly: true, unavailable: true},
+		// A lost quorum, an overloaded or full cluster.
+		{name: "unhealthy", server: etcderrors.ErrUnhealthy, grpc: rpctypes.ErrGRPCUnhealthy, unavailable: true},
+		{name: "too many requests", server: etcderrors.ErrTooManyRequests, grpc: rpctypes.ErrTooManyRequests, unavailable: true},
+		{name: "no space", server: etcderrors.ErrNoSpace, grpc: rpctypes.ErrGRPCNoSpace, unavailable: true},
+		// A watch resumed from a revision compacted meanwhile.
+		{name: "compacted", server: mvcc.ErrCompacted, grpc: rpctypes.ErrGRPCCompacted, unavailable: true},
+		// Answers, not trouble: they must reach the caller as they are.
+		{name: "lease not found", server: lease.ErrLeaseNotFound, grpc: rpctypes.ErrGRPCLeaseNotFound},
+		{name: "duplicate key", grpc: rpctypes.ErrGRPCDuplicateKey},
+		{name: "too many ops", grpc: rpctypes.ErrGRPCTooManyOps},
+		{name: "request too large", server: etcderrors.ErrRequestTooLarge, grpc: rpctypes.ErrGRPCRequestTooLarge},
+		{name: "future revision", server: mvcc.ErrFutureRev, grpc: rpctypes.ErrGRPCFutureRev},
+		{name: "permission denied", grpc: rpctypes.ErrGRPCPermissionDenied},
+		{name: "corrupt", server: etcderrors.ErrCorrupt, grpc: rpctypes.ErrGRPCCorrupt},
+		{name: "unknown server error", server: errors.New("boom"), grpc: unknownStatus(errors.New("boom"))},
 	}
 }

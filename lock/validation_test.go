@@ -36,110 +36,7 @@ func TestValidation_BadInputIsRejectedAndWritesNothing(t *testing.T) {
 	cli := m.Client()
 	leasesBefore := leaseCount(t, cli)
 
-	cases := []struct {
-		name  string
-		call  func(context.Context, *lock.Engine) error
-		field string
-	}{
-		{"acquire/name empty", acquireWith(func(r *lock.AcquireRequest) { r.Name = "" }), "name"},
-		{"acquire/name too long", acquireWith(func(r *lock.AcquireRequest) { r.Name = strings.Repeat("n", lock.MaxNameLen+1) }), "name"},
-		{"acquire/name with slash", acquireWith(func(r *lock.AcquireRequest) { r.Name = "a/b" }), "name"},
-		{"acquire/name with space", acquireWith(func(r *lock.AcquireRequest) { r.Name = "a b" }), "name"},
-		{"acquire/name with non-ASCII", acquireWith(func(r *lock.AcquireRequest) { r.Name = "schlüssel" }), "name"},
-		{"acquire/owner empty", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "" }), "owner"},
-		{"acquire/owner too long", acquireWith(func(r *lock.AcquireRequest) { r.Owner = strings.Repeat("o", lock.MaxOwnerLen+1) }), "owner"},
-		{"acquire/owner with NUL", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "w\x001" }), "owner"},
-		{"acquire/owner with newline", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "w\n1" }), "owner"},
-		{"acquire/owner invalid UTF-8", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "w\xff" }), "owner"},
-		{"acquire/metadata 17 pairs", acquireWith(func(r *lock.AcquireRequest) { r.Metadata = metadataPairs(lock.MaxMetadataPairs+1, 1) }), "metadata"},
-		{"acquire/metadata over 4KiB", acquireWith(func(r *lock.AcquireRequest) { r.Metadata = metadataPairs(2, 2100) }), "metadata"},
-		{"acquire/metadata empty key", acquireWith(func(r *lock.AcquireRequest) { r.Metadata = map[string]string{"": "v"} }), "metadata"},
-		{"acquire/ttl below 2s", acquireWith(func(r *lock.AcquireRequest) { r.TTL = 1999 * time.Millisecond }), "ttl"},
-		{"acquire/ttl negative", acquireWith(func(r *lock.AcquireRequest) { r.TTL = -time.Second }), "ttl"},
-		{"acquire/ttl over 24h", acquireWith(func(r *lock.AcquireRequest) { r.TTL = 24*time.Hour + time.Second }), "ttl"},
-		{"acquire/ttl with session", acquireWith(func(r *lock.AcquireRequest) { r.Session, r.TTL = "694d2279b4919071", 10*time.Second }), "ttl"},
-		{"acquire/wait over 5m", acquireWith(func(r *lock.AcquireRequest) { r.Wait = 5*time.Minute + time.Millisecond }), "wait"},
-		{"acquire/wait negative", acquireWith(func(r *lock.AcquireRequest) { r.Wait = -time.Second }), "wait"},
-		{"acquire/lock_delay negative", acquireWith(func(r *lock.AcquireRequest) { r.LockDelay = -time.Second }), "lock_delay"},
-		{"acquire/session not hex", acquireWith(func(r *lock.AcquireRequest) { r.Session = "not-a-lease" }), "session"},
-		{"acquire/session zero", acquireWith(func(r *lock.AcquireRequest) { r.Session = "0" }), "session"},
-		{"acquire/session too long", acquireWith(func(r *lock.AcquireRequest) { r.Session = "1234567890abcdef0" }), "session"},
-		{"acquire/session above int64", acquireWith(func(r *lock.AcquireRequest) { r.Session = "ffffffffffffffff" }), "session"},
-
-		{"session/owner empty", func(ctx context.Context, e *lock.Engine) error { _, err := e.CreateSession(ctx, "", 0); return err }, "owner"},
-		{"session/owner non-printable", func(ctx context.Context, e *lock.Engine) error { _, err := e.CreateSession(ctx, "w\t1", 0); return err }, "owner"},
-		{"session/ttl below 2s", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.CreateSession(ctx, "w1", time.Second)
-			return err
-		}, "ttl"},
-		{"session/ttl over 24h", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.CreateSession(ctx, "w1", 25*time.Hour)
-			return err
-		}, "ttl"},
-
-		{"get/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Get(ctx, "a/b"); return err }, "name"},
-		{"renew/token zero", func(ctx context.Context, e *lock.Engine) error { _, err := e.Renew(ctx, "ok", 0); return err }, "token"},
-		{"renew/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Renew(ctx, "", 5); return err }, "name"},
-		{"release/token negative", func(ctx context.Context, e *lock.Engine) error { return e.Release(ctx, "ok", -1) }, "token"},
-		{"release/name bad", func(ctx context.Context, e *lock.Engine) error { return e.Release(ctx, "a b", 5) }, "name"},
-		{"revoke/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Revoke(ctx, "", "r"); return err }, "name"},
-		{"revoke/reason too long", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.Revoke(ctx, "ok", strings.Repeat("r", lock.MaxReasonLen+1))
-			return err
-		}, "reason"},
-		{"waiters/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Waiters(ctx, "a/b"); return err }, "name"},
-
-		{"fenced/resource bad", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.PutFenced(ctx, "a/b", 5, json.RawMessage(`1`), "")
-			return err
-		}, "resource"},
-		{"fenced/token zero", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.PutFenced(ctx, "r", 0, json.RawMessage(`1`), "")
-			return err
-		}, "token"},
-		{"fenced/value missing", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.PutFenced(ctx, "r", 5, nil, "")
-			return err
-		}, "value"},
-		{"fenced/value not JSON", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.PutFenced(ctx, "r", 5, json.RawMessage(`{nope`), "")
-			return err
-		}, "value"},
-		{"fenced/lock bad", func(ctx context.Context, e *lock.Engine) error {
-			_, err := e.PutFenced(ctx, "r", 5, json.RawMessage(`1`), "a b")
-			return err
-		}, "lock"},
-		{"fenced/get resource bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.GetFenced(ctx, ""); return err }, "resource"},
-
-		{"list/limit negative", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.List(ctx, lock.ListOptions{Limit: -1})
-			return err
-		}, "limit"},
-		{"list/limit too large", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.List(ctx, lock.ListOptions{Limit: lock.MaxListLimit + 1})
-			return err
-		}, "limit"},
-		{"list/prefix bad", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.List(ctx, lock.ListOptions{Prefix: "a/"})
-			return err
-		}, "prefix"},
-		{"list/cursor bad", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.List(ctx, lock.ListOptions{After: "x\x00"})
-			return err
-		}, "cursor"},
-		{"history/limit too large", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.History(ctx, lock.HistoryOptions{Limit: lock.MaxListLimit + 1})
-			return err
-		}, "limit"},
-		{"history/before negative", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.History(ctx, lock.HistoryOptions{Before: -1})
-			return err
-		}, "before"},
-		{"history/lock bad", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.History(ctx, lock.HistoryOptions{Lock: "a/b"})
-			return err
-		}, "lock"},
-	}
+	cases := append(append(badAcquires(), badLockCalls()...), badReadsAndWrites()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call(ctx, e)
@@ -212,5 +109,127 @@ func TestValidation_BoundaryValuesAreAccepted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// badInput is a call with one bad argument, and the field it must name.
+type badInput struct {
+	name  string
+	call  func(context.Context, *lock.Engine) error
+	field string
+}
+
+// badAcquires are acquires with one bad field each.
+func badAcquires() []badInput {
+	return []badInput{
+		{"acquire/name empty", acquireWith(func(r *lock.AcquireRequest) { r.Name = "" }), "name"},
+		{"acquire/name too long", acquireWith(func(r *lock.AcquireRequest) { r.Name = strings.Repeat("n", lock.MaxNameLen+1) }), "name"},
+		{"acquire/name with slash", acquireWith(func(r *lock.AcquireRequest) { r.Name = "a/b" }), "name"},
+		{"acquire/name with space", acquireWith(func(r *lock.AcquireRequest) { r.Name = "a b" }), "name"},
+		{"acquire/name with non-ASCII", acquireWith(func(r *lock.AcquireRequest) { r.Name = "schlüssel" }), "name"},
+		{"acquire/owner empty", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "" }), "owner"},
+		{"acquire/owner too long", acquireWith(func(r *lock.AcquireRequest) { r.Owner = strings.Repeat("o", lock.MaxOwnerLen+1) }), "owner"},
+		{"acquire/owner with NUL", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "w\x001" }), "owner"},
+		{"acquire/owner with newline", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "w\n1" }), "owner"},
+		{"acquire/owner invalid UTF-8", acquireWith(func(r *lock.AcquireRequest) { r.Owner = "w\xff" }), "owner"},
+		{"acquire/metadata 17 pairs", acquireWith(func(r *lock.AcquireRequest) { r.Metadata = metadataPairs(lock.MaxMetadataPairs+1, 1) }), "metadata"},
+		{"acquire/metadata over 4KiB", acquireWith(func(r *lock.AcquireRequest) { r.Metadata = metadataPairs(2, 2100) }), "metadata"},
+		{"acquire/metadata empty key", acquireWith(func(r *lock.AcquireRequest) { r.Metadata = map[string]string{"": "v"} }), "metadata"},
+		{"acquire/ttl below 2s", acquireWith(func(r *lock.AcquireRequest) { r.TTL = 1999 * time.Millisecond }), "ttl"},
+		{"acquire/ttl negative", acquireWith(func(r *lock.AcquireRequest) { r.TTL = -time.Second }), "ttl"},
+		{"acquire/ttl over 24h", acquireWith(func(r *lock.AcquireRequest) { r.TTL = 24*time.Hour + time.Second }), "ttl"},
+		{"acquire/ttl with session", acquireWith(func(r *lock.AcquireRequest) { r.Session, r.TTL = "694d2279b4919071", 10*time.Second }), "ttl"},
+		{"acquire/wait over 5m", acquireWith(func(r *lock.AcquireRequest) { r.Wait = 5*time.Minute + time.Millisecond }), "wait"},
+		{"acquire/wait negative", acquireWith(func(r *lock.AcquireRequest) { r.Wait = -time.Second }), "wait"},
+		{"acquire/lock_delay negative", acquireWith(func(r *lock.AcquireRequest) { r.LockDelay = -time.Second }), "lock_delay"},
+		{"acquire/session not hex", acquireWith(func(r *lock.AcquireRequest) { r.Session = "not-a-lease" }), "session"},
+		{"acquire/session zero", acquireWith(func(r *lock.AcquireRequest) { r.Session = "0" }), "session"},
+		{"acquire/session too long", acquireWith(func(r *lock.AcquireRequest) { r.Session = "1234567890abcdef0" }), "session"},
+		{"acquire/session above int64", acquireWith(func(r *lock.AcquireRequest) { r.Session = "ffffffffffffffff" }), "session"},
+	}
+}
+
+// badLockCalls are session and lock calls with one bad argument each.
+func badLockCalls() []badInput {
+	return []badInput{
+		{"session/owner empty", func(ctx context.Context, e *lock.Engine) error { _, err := e.CreateSession(ctx, "", 0); return err }, "owner"},
+		{"session/owner non-printable", func(ctx context.Context, e *lock.Engine) error { _, err := e.CreateSession(ctx, "w\t1", 0); return err }, "owner"},
+		{"session/ttl below 2s", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.CreateSession(ctx, "w1", time.Second)
+			return err
+		}, "ttl"},
+		{"session/ttl over 24h", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.CreateSession(ctx, "w1", 25*time.Hour)
+			return err
+		}, "ttl"},
+
+		{"get/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Get(ctx, "a/b"); return err }, "name"},
+		{"renew/token zero", func(ctx context.Context, e *lock.Engine) error { _, err := e.Renew(ctx, "ok", 0); return err }, "token"},
+		{"renew/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Renew(ctx, "", 5); return err }, "name"},
+		{"release/token negative", func(ctx context.Context, e *lock.Engine) error { return e.Release(ctx, "ok", -1) }, "token"},
+		{"release/name bad", func(ctx context.Context, e *lock.Engine) error { return e.Release(ctx, "a b", 5) }, "name"},
+		{"revoke/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Revoke(ctx, "", "r"); return err }, "name"},
+		{"revoke/reason too long", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.Revoke(ctx, "ok", strings.Repeat("r", lock.MaxReasonLen+1))
+			return err
+		}, "reason"},
+		{"waiters/name bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.Waiters(ctx, "a/b"); return err }, "name"},
+	}
+}
+
+// badReadsAndWrites are fenced writes, listings and history reads with
+// one bad argument each.
+func badReadsAndWrites() []badInput {
+	return []badInput{
+		{"fenced/resource bad", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.PutFenced(ctx, "a/b", 5, json.RawMessage(`1`), "")
+			return err
+		}, "resource"},
+		{"fenced/token zero", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.PutFenced(ctx, "r", 0, json.RawMessage(`1`), "")
+			return err
+		}, "token"},
+		{"fenced/value missing", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.PutFenced(ctx, "r", 5, nil, "")
+			return err
+		}, "value"},
+		{"fenced/value not JSON", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.PutFenced(ctx, "r", 5, json.RawMessage(`{nope`), "")
+			return err
+		}, "value"},
+		{"fenced/lock bad", func(ctx context.Context, e *lock.Engine) error {
+			_, err := e.PutFenced(ctx, "r", 5, json.RawMessage(`1`), "a b")
+			return err
+		}, "lock"},
+		{"fenced/get resource bad", func(ctx context.Context, e *lock.Engine) error { _, err := e.GetFenced(ctx, ""); return err }, "resource"},
+
+		{"list/limit negative", func(ctx context.Context, e *lock.Engine) error {
+			_, _, err := e.List(ctx, lock.ListOptions{Limit: -1})
+			return err
+		}, "limit"},
+		{"list/limit too large", func(ctx context.Context, e *lock.Engine) error {
+			_, _, err := e.List(ctx, lock.ListOptions{Limit: lock.MaxListLimit + 1})
+			return err
+		}, "limit"},
+		{"list/prefix bad", func(ctx context.Context, e *lock.Engine) error {
+			_, _, err := e.List(ctx, lock.ListOptions{Prefix: "a/"})
+			return err
+		}, "prefix"},
+		{"list/cursor bad", func(ctx context.Context, e *lock.Engine) error {
+			_, _, err := e.List(ctx, lock.ListOptions{After: "x\x00"})
+			return err
+		}, "cursor"},
+		{"history/limit too large", func(ctx context.Context, e *lock.Engine) error {
+			_, _, err := e.History(ctx, lock.HistoryOptions{Limit: lock.MaxListLimit + 1})
+			return err
+		}, "limit"},
+		{"history/before negative", func(ctx context.Context, e *lock.Engine) error {
+			_, _, err := e.History(ctx, lock.HistoryOptions{Before: -1})
+			return err
+		}, "before"},
+		{"history/lock bad", func(ctx context.Context, e *lock.Engine) error {
+			_, _, err := e.History(ctx, lock.HistoryOptions{Lock: "a/b"})
+			return err
+		}, "lock"},
 	}
 }

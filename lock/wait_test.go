@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -90,7 +91,7 @@ func TestAcquire_ContendersAreServedFIFOOneAtATime(t *testing.T) {
 		}()
 		// Start the next waiter only once this one's queue entry is in
 		// etcd, so the arrival order is known.
-		eventually(t, 10*time.Second, fmt.Sprintf("%s is queued", owner(i)), func() bool {
+		poll.Until(t, 10*time.Second, fmt.Sprintf("%s is queued", owner(i)), func() bool {
 			ws, err := e.Waiters(ctx, "hot")
 			if err != nil {
 				t.Fatalf("waiters: %v", err)
@@ -207,7 +208,7 @@ func TestAcquire_DirectAcquireDoesNotOvertakeQueuedWaiter(t *testing.T) {
 		}
 		got <- l
 	}()
-	eventually(t, 10*time.Second, "the waiter is queued", func() bool {
+	poll.Until(t, 10*time.Second, "the waiter is queued", func() bool {
 		ws, err := e.Waiters(ctx, "q")
 		return err == nil && len(ws) == 1
 	})
@@ -248,7 +249,7 @@ func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
 		_, _, err := e.Acquire(wctx, lock.AcquireRequest{Name: "busy", Owner: "quitter", Wait: 30 * time.Second})
 		done <- err
 	}()
-	eventually(t, 10*time.Second, "the waiter is queued", func() bool {
+	poll.Until(t, 10*time.Second, "the waiter is queued", func() bool {
 		ws, err := e.Waiters(ctx, "busy")
 		return err == nil && len(ws) == 1 && ws[0].Owner == "quitter"
 	})
@@ -335,7 +336,7 @@ func TestAcquire_WaiterGetsLockWhenHolderExpires(t *testing.T) {
 	if l.ExpiresAt.Before(time.Now().Add(20 * time.Second)) {
 		t.Fatalf("waiter's lock expires at %v: a granted lock must start with (most of) its 30s TTL", l.ExpiresAt)
 	}
-	eventually(t, 10*time.Second, "the crashed holder's expiry is recorded", func() bool {
+	poll.Until(t, 10*time.Second, "the crashed holder's expiry is recorded", func() bool {
 		return len(eventsOf(history(t, e, "dead"), lock.EventExpired)) == 1
 	})
 }
@@ -349,7 +350,7 @@ func TestClose_EndsWaitsWithErrClosed(t *testing.T) {
 		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "waiter", Wait: 30 * time.Second})
 		done <- err
 	}()
-	eventually(t, 10*time.Second, "the waiter is queued", func() bool {
+	poll.Until(t, 10*time.Second, "the waiter is queued", func() bool {
 		ws, err := e.Waiters(ctx, "c")
 		return err == nil && len(ws) == 1
 	})

@@ -1,4 +1,4 @@
-package lock
+package txnbatch
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func names(calls []*txnCall) string {
 }
 
 // drain takes batches off b until its queue is empty.
-func drain(b *txnBatcher) []string {
+func drain(b *Batcher) []string {
 	var out []string
 	for len(b.queue) > 0 {
 		out = append(out, names(b.next()))
@@ -42,7 +42,7 @@ func drain(b *txnBatcher) []string {
 }
 
 func TestBatcher_RequestsWritingOneKeyGoToLaterBatchesInOrder(t *testing.T) {
-	b := &txnBatcher{}
+	b := &Batcher{}
 	// b1 and b2 write k, as a does; c writes a key of its own; d
 	// writes both b2's other key and a fresh one.
 	b.queue = []*txnCall{call("a", "k"), call("b1", "k"), call("c"), call("b2", "k", "m"), call("d", "m")}
@@ -54,7 +54,7 @@ func TestBatcher_RequestsWritingOneKeyGoToLaterBatchesInOrder(t *testing.T) {
 }
 
 func TestBatcher_DeletesConflictWithPutsAndThenElseMayShareAKey(t *testing.T) {
-	b := &txnBatcher{}
+	b := &Batcher{}
 	release := &txnCall{then: []clientv3.Op{clientv3.OpPut("rel", ""), clientv3.OpDelete("lock")}}
 	release.shape()
 	// Like an acquire: the lock key in Then, a queue key in Else, and
@@ -73,7 +73,7 @@ func TestBatcher_DeletesConflictWithPutsAndThenElseMayShareAKey(t *testing.T) {
 func TestBatcher_BatchesStayWithinEtcdsOpBudgetAndSize(t *testing.T) {
 	// 200 one-put requests: each needs 1 of the budget, so a batch holds
 	// n with n+1 <= 128.
-	b := &txnBatcher{}
+	b := &Batcher{}
 	for i := range 200 {
 		b.queue = append(b.queue, call(fmt.Sprintf("k%03d", i)))
 	}
@@ -83,7 +83,7 @@ func TestBatcher_BatchesStayWithinEtcdsOpBudgetAndSize(t *testing.T) {
 	}
 	// A nested txn counts its own ops too: 10 puts in a nested txn make
 	// a cost of 1+10 for its request.
-	b = &txnBatcher{}
+	b = &Batcher{}
 	for i := range 200 {
 		var nested []clientv3.Op
 		for j := range 10 {
@@ -100,7 +100,7 @@ func TestBatcher_BatchesStayWithinEtcdsOpBudgetAndSize(t *testing.T) {
 		t.Fatalf("batch of %d, want %d", n, etcdMaxTxnOps-12)
 	}
 	// Large values: cut by size.
-	b = &txnBatcher{}
+	b = &Batcher{}
 	big := strings.Repeat("x", 100<<10)
 	for i := range 20 {
 		c := &txnCall{then: []clientv3.Op{clientv3.OpPut(fmt.Sprintf("k%03d", i), big)}}
@@ -113,7 +113,7 @@ func TestBatcher_BatchesStayWithinEtcdsOpBudgetAndSize(t *testing.T) {
 }
 
 func TestBatcher_ARangeDeleteGoesInATxnOfItsOwn(t *testing.T) {
-	b := &txnBatcher{}
+	b := &Batcher{}
 	ranged := &txnCall{then: []clientv3.Op{clientv3.OpDelete("r", clientv3.WithPrefix())}}
 	ranged.shape()
 	b.queue = []*txnCall{call("a"), ranged, call("b")}

@@ -1,18 +1,18 @@
-package lock
+package txnbatch
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/lease"
 )
 
-// Group commit of the engine's acquire and end-hold txns.
-//
-// Each of those txns is a raft proposal of its own: an apply, and a wait
+// Each txn is a raft proposal of its own: an apply, and a wait
 // for the WAL's fsync. etcd txns nest, so independent txns that arrive
 // together can be sent as one outer txn whose Then holds one
 // OpTxn(cmps, then, els) per request: one raft entry, one apply pass, one
@@ -32,20 +32,18 @@ import (
 // writes of members before them. Members never write a common key (etcd
 // refuses a txn that writes one key twice, nested siblings included), so
 // a member's compares and its reads of keys it writes agree. The acquire
-// and end-hold txns of different lock names touch disjoint keys but for a
-// session's tallies (MaxLocksPerSession): a capped acquire reads the
-// "released" tally that a release in its session may write in the same
-// batch. It then sees that release or not, as it would for a release
-// racing it in a txn of its own; the cap's check tolerates either (at
-// worst it refuses an acquire near the cap, as undoOverSessionCap says).
+// and end-hold txns of lock's different lock names touch disjoint keys but
+// for a session's tallies (lock's MaxLocksPerSession): a capped acquire
+// reads the "released" tally that a release in its session may write in
+// the same batch. It then sees that release or not, as it would for a
+// release racing it in a txn of its own; the cap's check tolerates either.
 
-// txnsInFlight is how many txns (lone requests or batches) one engine has
+// txnsInFlight is how many txns (lone requests or batches) one Batcher has
 // in flight before further requests queue for the next batch. With one, a
 // busy node alternates between one txn in flight and one batch gathering,
-// which gave the largest batches and the least CPU per cycle; two or four
+// which gives the largest batches and the least CPU per cycle; two or four
 // let etcd pipeline proposals but split the same load into more, smaller
-// txns, and measured slower at 64 clients and no faster at 4 or 16
-// (docs/PERFORMANCE.md). etcd's raft loop persists one Ready at a time
+// txns (docs/PERFORMANCE.md has the measurements). etcd's raft loop persists one Ready at a time
 // anyway, so a request held back behind the txn in flight loses little:
 // the apply and answer of that txn, not a whole fsync.
 const txnsInFlight = 1
@@ -69,17 +67,36 @@ const (
 	opOverhead = 32
 )
 
-// txnBatcher queues the requests that arrive while every txn slot is
-// busy. The zero value is ready for use.
-type txnBatcher struct {
+// Batcher sends txns through KV, alone while a slot is free, and queues
+// the requests that arrive while every slot is busy for the next batch.
+// Set its fields before the first Txn; it is safe for concurrent use.
+type Batcher struct {
+	// KV sends the txns.
+	KV clientv3.KV
+	// Term is the current term: a context that ends at the next leader
+	// change (or when the caller's engine closes). A batch is sent only
+	// for callers of the current term, in that term.
+	Term func() context.Context
+	// Op bounds one etcd call made with ctx in term (lock's Engine.opIn).
+	Op func(ctx, term context.Context) (context.Context, context.CancelFunc)
+	// Closed is non-nil once the owner of the Batcher is closed: queued
+	// requests then fail with it, unsent.
+	Closed func() error
+	// Observe, if set, is told the number of requests in every txn sent
+	// (1 for a request sent alone).
+	Observe func(requests int)
+	// Split, if set, is called when etcd refused a batch as a whole and
+	// its requests were sent one by one.
+	Split func()
+	// Limit overrides the number of txns in flight when positive (tests).
+	Limit int
+
 	mu       sync.Mutex
 	inFlight int
 	// queue holds requests waiting for a slot, oldest first. It is empty
 	// whenever a slot is free: every completion that frees a slot sends
 	// what is queued.
 	queue []*txnCall
-	// limit overrides txnsInFlight when positive (tests).
-	limit int
 	// blocked is next's scratch: hashes of the keys written by the
 	// requests it has looked at for the batch being formed.
 	blocked map[uint64]struct{}
@@ -89,8 +106,8 @@ type txnBatcher struct {
 type txnCall struct {
 	cmps      []clientv3.Cmp
 	then, els []clientv3.Op
-	// ctx is the caller's, and term the engine's term when it called
-	// (Engine.op): a batch is sent only for callers whose ctx and term
+	// ctx is the caller's, and term the Batcher's term when it called:
+	// a batch is sent only for callers whose ctx and term
 	// have not ended, in that term, and never outlives the earliest
 	// deadline of its callers.
 	ctx, term context.Context
@@ -106,14 +123,14 @@ type txnCall struct {
 	err  error
 }
 
-func (b *txnBatcher) slots() int {
-	if b.limit > 0 {
-		return b.limit
+func (b *Batcher) slots() int {
+	if b.Limit > 0 {
+		return b.Limit
 	}
 	return txnsInFlight
 }
 
-// txn commits If(cmps).Then(then).Else(els) and returns its response as
+// Txn commits If(cmps).Then(then).Else(els) and returns its response as
 // etcd would for that txn alone: Succeeded, the Responses of the branch
 // taken, and a Header whose Revision is that of the commit (which, in a
 // batch, other requests' writes share). A request still queued when ctx
@@ -130,22 +147,21 @@ func (b *txnBatcher) slots() int {
 // clean up before the batch applies it: a waiter would leave the queue
 // before the batch put its queue entry, and the entry, under the node's
 // waiter lease, would block the lock's queue for as long as the node runs.
-func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
-	b := &e.batch
+func (b *Batcher) Txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	if b.takeSlot() {
-		return e.txnAlone(ctx, cmps, then, els)
+		return b.txnAlone(ctx, cmps, then, els)
 	}
 	// Every slot is busy: this request waits for the next batch. Its shape
 	// is worked out outside the lock, and only on this path, so a lone
 	// request pays nothing for it.
-	c := &txnCall{cmps: cmps, then: then, els: els, ctx: ctx, term: *e.term.Load(), done: make(chan struct{})}
+	c := &txnCall{cmps: cmps, then: then, els: els, ctx: ctx, term: b.Term(), done: make(chan struct{})}
 	c.shape()
 	b.mu.Lock()
 	if b.inFlight < b.slots() {
 		// A slot freed meanwhile, so the queue is empty: go alone.
 		b.inFlight++
 		b.mu.Unlock()
-		return e.txnAlone(ctx, cmps, then, els)
+		return b.txnAlone(ctx, cmps, then, els)
 	}
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
@@ -162,7 +178,7 @@ func (e *Engine) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clien
 }
 
 // takeSlot takes a free txn slot if there is one.
-func (b *txnBatcher) takeSlot() bool {
+func (b *Batcher) takeSlot() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.inFlight < b.slots() {
@@ -174,10 +190,10 @@ func (b *txnBatcher) takeSlot() bool {
 
 // txnAlone sends one request as a plain txn in a slot already taken, and
 // gives the slot back.
-func (e *Engine) txnAlone(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
-	defer e.txnDone()
-	e.metrics.txnBatchSize.Observe(1)
-	return e.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+func (b *Batcher) txnAlone(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	defer b.txnDone()
+	b.observe(1)
+	return b.KV.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 }
 
 // txnDone gives a slot back, and fills it at once with a batch of what
@@ -187,13 +203,11 @@ func (e *Engine) txnAlone(ctx context.Context, cmps []clientv3.Cmp, then, els []
 // first batch's txn, but it need not wait for it either. Requests on one
 // key then race each other as they would without batching (concurrent
 // requests have no order to keep), instead of going one txn after
-// another, which in the bench's contention scenario (64 clients on one
-// lock) gave 4.0 raft entries per grant instead of 3.7, and a tenth fewer
-// handoffs (medians of four alternated runs). Batches are sent from
+// another, which costs more raft entries per grant and fewer handovers
+// under contention (docs/PERFORMANCE.md). Batches are sent from
 // goroutines of their own: the caller whose txn just completed has its
 // own answer to return.
-func (e *Engine) txnDone() {
-	b := &e.batch
+func (b *Batcher) txnDone() {
 	b.mu.Lock()
 	b.inFlight--
 	first := b.next()
@@ -207,18 +221,18 @@ func (e *Engine) txnDone() {
 	b.mu.Unlock()
 	if len(first) > 0 {
 		go func() {
-			defer e.txnDone()
-			e.sendBatch(first)
+			defer b.txnDone()
+			b.sendBatch(first)
 		}()
 	}
 	for _, calls := range more {
-		go e.sendBatch(calls)
+		go b.sendBatch(calls)
 	}
 }
 
 // withdraw removes c from the queue, and reports whether it was still
 // there (so it was never sent).
-func (b *txnBatcher) withdraw(c *txnCall) bool {
+func (b *Batcher) withdraw(c *txnCall) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, q := range b.queue {
@@ -237,7 +251,7 @@ func (b *txnBatcher) withdraw(c *txnCall) bool {
 // take them oldest first. A batch is also cut at etcd's op budget and at
 // maxBatchBytes. The first request always fits, so a non-empty
 // queue gives a non-empty batch.
-func (b *txnBatcher) next() []*txnCall {
+func (b *Batcher) next() []*txnCall {
 	if len(b.queue) == 0 {
 		return nil
 	}
@@ -300,27 +314,14 @@ func (b *txnBatcher) next() []*txnCall {
 }
 
 // sendBatch commits calls, taken by next, in one txn and answers each.
-func (e *Engine) sendBatch(calls []*txnCall) {
+func (b *Batcher) sendBatch(calls []*txnCall) {
 	// Callers that left while their request waited are answered unsent,
 	// and so are those of an earlier term: their op contexts end with it,
 	// asynchronously (context.AfterFunc), and a batch sent in this term
 	// would outlive them. Only one term is current, so the batch runs in
 	// the term of every caller it carries, and ends when theirs do.
-	term := *e.term.Load()
-	live := calls[:0]
-	for _, c := range calls {
-		err := c.ctx.Err()
-		if err == nil && c.term != term {
-			err = context.Canceled
-		}
-		if err != nil {
-			c.err = err
-			close(c.done)
-			continue
-		}
-		live = append(live, c)
-	}
-	calls = live
+	term := b.Term()
+	calls = live(calls, term)
 	if len(calls) == 0 {
 		return
 	}
@@ -330,25 +331,22 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 		base, cancel = context.WithDeadline(base, d)
 		defer cancel()
 	}
-	ctx, done := e.opIn(base, term)
+	ctx, done := b.Op(base, term)
 	defer done()
-	if err := e.stop.Err(); err != nil {
+	if err := b.Closed(); err != nil {
 		// Closed while these waited. Their op context ends with the
-		// engine too, but asynchronously (context.AfterFunc), and etcd
+		// owner too, but asynchronously (context.AfterFunc), and etcd
 		// may still take a proposal whose context has just ended: fail
-		// them here, unsent, as the engine's other calls fail now.
-		for _, c := range calls {
-			c.err = err
-			close(c.done)
-		}
+		// them here, unsent, as the owner's other calls fail now.
+		answerAll(calls, err)
 		return
 	}
-	e.metrics.txnBatchSize.Observe(float64(len(calls)))
+	b.observe(len(calls))
 	if len(calls) == 1 {
 		// A plain txn is smaller, and etcd's errors then are this
 		// request's own.
 		c := calls[0]
-		c.resp, c.err = e.cli.Txn(ctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
+		c.resp, c.err = b.KV.Txn(ctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
 		close(c.done)
 		return
 	}
@@ -356,7 +354,7 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 	for i, c := range calls {
 		ops[i] = clientv3.OpTxn(c.cmps, c.then, c.els)
 	}
-	resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+	resp, err := b.KV.Txn(ctx).Then(ops...).Commit()
 	switch {
 	case err == nil:
 		for i, c := range calls {
@@ -370,30 +368,67 @@ func (e *Engine) sendBatch(calls []*txnCall) {
 		// put on a lease that is gone (a session or lease that just
 		// expired) fails the whole txn, as would a limit we misjudged.
 		// Each member alone gets its own answer: the others succeed.
-		e.metrics.txnBatchSplits.Inc()
-		var wg sync.WaitGroup
-		for _, c := range calls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cctx, cdone := e.opIn(base, term)
-				c.resp, c.err = e.cli.Txn(cctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
-				cdone()
-				close(c.done)
-			}()
+		if b.Split != nil {
+			b.Split()
 		}
-		wg.Wait()
+		b.sendEach(calls, base, term)
 	default:
-		// A timeout, no leader, a closed engine: what each member would
+		// A timeout, no leader, a closed owner: what each member would
 		// have got alone, and the outcome is as unknown for each. A
-		// dropped proposal (notApplied) is one raft entry refused whole,
-		// before any member was applied: each member's caller sends its
-		// request again (retryNotApplied), in the batches that follow,
-		// so it fails none of them by itself.
-		for _, c := range calls {
+		// dropped proposal (a raft entry refused whole, before any
+		// member was applied) is for each member's caller to send again
+		// (lock's retryNotApplied), in the batches that follow, so it
+		// fails none of them by itself.
+		answerAll(calls, err)
+	}
+}
+
+// live answers, unsent, the calls whose caller left or whose term is not
+// term, and returns the others.
+func live(calls []*txnCall, term context.Context) []*txnCall {
+	kept := calls[:0]
+	for _, c := range calls {
+		err := c.ctx.Err()
+		if err == nil && c.term != term {
+			err = context.Canceled
+		}
+		if err != nil {
 			c.err = err
 			close(c.done)
+			continue
 		}
+		kept = append(kept, c)
+	}
+	return kept
+}
+
+// answerAll answers every call with err.
+func answerAll(calls []*txnCall, err error) {
+	for _, c := range calls {
+		c.err = err
+		close(c.done)
+	}
+}
+
+// sendEach sends every call as a txn of its own, at once, in term.
+func (b *Batcher) sendEach(calls []*txnCall, base, term context.Context) {
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cdone := b.Op(base, term)
+			c.resp, c.err = b.KV.Txn(cctx).If(c.cmps...).Then(c.then...).Else(c.els...).Commit()
+			cdone()
+			close(c.done)
+		}()
+	}
+	wg.Wait()
+}
+
+func (b *Batcher) observe(n int) {
+	if b.Observe != nil {
+		b.Observe(n)
 	}
 }
 
@@ -418,7 +453,7 @@ func earliestDeadline(calls []*txnCall) (time.Time, bool) {
 // or the request checks of etcd's gRPC layer (which the in-process client
 // passes through as well).
 func refusedWhole(err error) bool {
-	if isLeaseNotFound(err) {
+	if errors.Is(err, lease.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound) || errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return true
 	}
 	switch rpctypes.ErrorDesc(err) {
@@ -465,4 +500,49 @@ func shapeTxn(c *txnCall, cmps []clientv3.Cmp, then, els []clientv3.Op) (cost, s
 		}
 	}
 	return own + deepest, size
+}
+
+// Hooks for tests of the Batcher's owner: they take its slots as txns in
+// flight would, so that a test decides what queues and when it goes out,
+// instead of racing for it.
+
+// Hold takes every txn slot, once the txns in flight (a batch split into
+// lone txns answers its callers before it gives its slot back) are done,
+// so the requests that follow queue. release gives them back, which sends
+// what queued as batches.
+func (b *Batcher) Hold() (release func()) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.mu.Lock()
+		if b.inFlight == 0 {
+			break
+		}
+		b.mu.Unlock()
+		if time.Now().After(deadline) {
+			panic("txnbatch: txns still in flight after 10s")
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not waiting for time
+	}
+	n := b.slots()
+	b.inFlight += n
+	b.mu.Unlock()
+	return func() {
+		for range n {
+			b.txnDone()
+		}
+	}
+}
+
+// Queued is how many requests wait for a batch.
+func (b *Batcher) Queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
+// SetLimit sets how many txns are kept in flight before requests queue.
+func (b *Batcher) SetLimit(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.Limit = n
 }

@@ -1,0 +1,446 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// outcome is what an acquire transaction's else branch tells.
+type outcome int
+
+const (
+	won        outcome = iota
+	retryNow           // something changed under us; try again at once
+	heldBy             // someone holds it: wait for the key to go
+	behind             // an earlier waiter is queued: wait for it to go
+	delayed            // lock-delay: wait until retryAt
+	sameHolder         // our session holds it already
+	noSession          // the session is gone
+	dequeued           // our queue entry vanished (waiter lease lost)
+	unstamped          // an expired hold's lock-delay has no end yet: stamp it (stampLockDelay)
+)
+
+type attemptResult struct {
+	outcome  outcome
+	lock     *Lock
+	watchKey string // with heldBy/behind/delayed
+	watchRev int64  // watch from here on
+	// watchCreated is the CreateRevision of the queue entry at watchKey,
+	// with behind: queue keys are reused (waiterLease.slot), and a key
+	// created anew is another waiter's entry, not the one we wait for.
+	watchCreated int64
+	retryAt      time.Time
+	delayCause   EventType // with delayed: how the hold ended
+	// guard is the lock-delay guard read, with unstamped; guardRev is
+	// its ModRevision.
+	guard    delayRecord
+	guardRev int64
+	holder   *Lock
+	// enqueuedRev is the revision at which a failed direct attempt made
+	// with a.enqueue put our queue entry (its CreateRevision); ahead is
+	// the newest entry queued before it, "" if none.
+	enqueuedRev int64
+	ahead       string
+	aheadRev    int64 // ahead's CreateRevision
+	// queuedBefore is how many entries were queued before ours, by the
+	// same txn that put ours.
+	queuedBefore int64
+}
+
+// acquireTxn is one acquire transaction, built by acquirer.acquireTxn.
+type acquireTxn struct {
+	cmps      []clientv3.Cmp
+	then, els []clientv3.Op
+	ix        acquireIx
+}
+
+// acquireIx names the responses of an acquire txn; an op the txn does not
+// carry has index -1.
+type acquireIx struct {
+	// won is the Then branch: the lock was granted.
+	won struct {
+		acquired, released int // the session's tallies (MaxLocksPerSession)
+		session            int // the session record
+	}
+	// lost is the Else branch.
+	lost struct {
+		lock, guard int
+		queued      int // count of the lock's queue
+		ahead       int // with enqueue: the newest entry queued before ours
+		entry       int // queued attempt: our queue entry
+		pred        int // queued attempt: the entry just ahead of ours
+		session     int // the session record
+	}
+}
+
+// attempt runs one acquire transaction. queueKey/queueRev identify our
+// queue entry when waiting; "" means a direct attempt, which must not jump
+// ahead of queued waiters.
+func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64) (attemptResult, error) {
+	e := a.e
+	if err := a.ensureLease(ctx); err != nil {
+		return attemptResult{}, err
+	}
+	now := nowUTC()
+	rec := a.holder(now)
+	var (
+		resp *clientv3.TxnResponse
+		ix   acquireIx
+	)
+	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		t := a.acquireTxn(queueKey, queueRev, rec, now, bucket)
+		ix = t.ix
+		// The txn is not bound to the caller's context: if the caller
+		// leaves mid-flight we still learn the outcome, and undo a grant.
+		return e.retryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
+			resp, err = e.batch.Txn(octx, t.cmps, t.then, t.els)
+			return err
+		})
+	})
+	if err != nil {
+		return a.attemptFailed(ctx, queueKey, err)
+	}
+	if resp.Succeeded {
+		return a.won(ctx, resp, ix, rec)
+	}
+	r, err := a.analyse(ctx, resp, ix, queueKey)
+	if err == nil && r.outcome == unstamped {
+		r, err = a.stampLockDelay(ctx, r)
+	}
+	if queueKey == "" && a.enqueue != nil {
+		r.enqueuedRev = resp.Header.Revision
+		r.queuedBefore = resp.Responses[ix.lost.queued].GetResponseRange().Count
+		if ahead := resp.Responses[ix.lost.ahead].GetResponseRange().Kvs; len(ahead) > 0 {
+			r.ahead, r.aheadRev = string(ahead[0].Key), ahead[0].CreateRevision
+		}
+	}
+	return r, err
+}
+
+// acquireTxn builds the acquire txn for the hold rec, begun at now, with
+// its acquired event under bucket. queueKey/queueRev are as for attempt.
+// The Then branch grants the lock; the Else branch reads what stood in
+// the way and, for a direct attempt with a.enqueue, joins the queue.
+func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time, bucket clientv3.LeaseID) acquireTxn {
+	e, name := a.e, a.req.Name
+	lkey, gkey, qpfx := e.lockKey(name), e.delayKey(name), e.queuePrefix(name)
+	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev)}
+	leaseID, _ := parseLeaseHex(rec.Lease)
+	t.then = []clientv3.Op{
+		clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
+		clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(Event{
+			Time: now, Type: EventAcquired, Lock: name, Owner: rec.Owner, Session: rec.Session, Credential: rec.Credential,
+		}), clientv3.WithLease(bucket)),
+	}
+	switch {
+	case a.req.LockDelay > 0:
+		t.then = append(t.then, clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
+	case a.guardRev != 0:
+		t.then = append(t.then, clientv3.OpDelete(gkey))
+	}
+	if queueKey != "" {
+		t.then = append(t.then, clientv3.OpDelete(queueKey))
+	}
+	won := &t.ix.won
+	won.acquired, won.released, won.session = -1, -1, -1
+	if a.session != 0 && e.cfg.MaxLocksPerSession > 0 {
+		// Count the hold in the session's tally, then read the tallies
+		// (ours included): checked after the commit (see
+		// undoOverSessionCap), so the cap costs no round trip. Without
+		// the cap no tally is kept, and a session's acquire writes no
+		// key but its lock and its event (BenchmarkEngine_CycleSession
+		// measures what that saves).
+		acquired := e.sessionTallyKey(a.req.Session, "acquired")
+		t.then = append(t.then, clientv3.OpPut(acquired, "", clientv3.WithLease(a.session)))
+		won.acquired, t.then = len(t.then), append(t.then, clientv3.OpGet(acquired, clientv3.WithKeysOnly()))
+		won.released, t.then = len(t.then), append(t.then,
+			clientv3.OpGet(e.sessionTallyKey(a.req.Session, "released"), clientv3.WithKeysOnly()))
+	}
+	if a.session != 0 {
+		won.session, t.then = len(t.then), append(t.then, clientv3.OpGet(e.sessionKey(a.req.Session)))
+	}
+
+	lost := &t.ix.lost
+	lost.lock, lost.guard, lost.queued = 0, 1, 2
+	lost.ahead, lost.entry, lost.pred, lost.session = -1, -1, -1, -1
+	t.els = []clientv3.Op{
+		clientv3.OpGet(lkey),
+		clientv3.OpGet(gkey),
+		clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	}
+	if q := a.enqueue; queueKey == "" && q != nil {
+		// Ops run in order: the read sees the entries before ours.
+		lost.ahead, t.els = len(t.els), append(t.els,
+			clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithLimit(1), clientv3.WithKeysOnly()))
+		t.els = append(t.els, clientv3.OpPut(q.key, a.entryValue(now), clientv3.WithLease(q.lease)))
+	}
+	if queueKey != "" {
+		lost.entry, t.els = len(t.els), append(t.els, clientv3.OpGet(queueKey))
+		lost.pred, t.els = len(t.els), append(t.els,
+			clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev-1),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()))
+	}
+	if a.session != 0 {
+		lost.session, t.els = len(t.els), append(t.els, clientv3.OpGet(e.sessionKey(a.req.Session)))
+	}
+	return t
+}
+
+// acquireCmps hold when the acquire may take the lock: it is free, no
+// waiter is ahead of us, the lock-delay guard is as we expect, and our
+// session exists.
+func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
+	e, name := a.e, a.req.Name
+	lkey, gkey, qpfx := e.lockKey(name), e.delayKey(name), e.queuePrefix(name)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
+	if queueKey == "" {
+		// Nobody queued: a direct acquire never overtakes a waiter.
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
+	} else {
+		// Our entry exists and no entry is older than ours.
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(queueKey), "=", queueRev),
+			clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix())
+	}
+	if a.guardRev == 0 {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", a.guardRev))
+	}
+	if a.session != 0 {
+		skey := e.sessionKey(a.req.Session)
+		if a.sessionRev != 0 {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
+		} else {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
+		}
+	}
+	return cmps
+}
+
+// attemptFailed is attempt's answer when its txn failed.
+func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error) (attemptResult, error) {
+	if isLeaseNotFound(err) && queueKey == "" && a.enqueue != nil {
+		// The session's lease, our own or the node's waiter lease: the
+		// queued attempt that follows tells which (noSession, or our
+		// entry missing: dequeued).
+		if a.session == 0 {
+			a.lease = 0
+		}
+		return attemptResult{outcome: retryNow}, nil
+	}
+	if isLeaseNotFound(err) {
+		if a.session != 0 {
+			return attemptResult{outcome: noSession}, nil
+		}
+		a.lease = 0 // our own lease vanished; grant anew next time
+		return attemptResult{outcome: retryNow}, nil
+	}
+	if !notApplied(err) {
+		// A timeout or a term's end can come after the commit: the
+		// lock may be ours under our own lease, and nobody will
+		// learn the token. dropLease revokes the lease, which ends
+		// such a hold at once.
+		a.unsure = true
+		a.entryUnsure = a.entryUnsure || (queueKey == "" && a.enqueue != nil)
+	}
+	return attemptResult{}, a.e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
+}
+
+// won is attempt's answer when its txn granted the lock.
+func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, rec holderRecord) (attemptResult, error) {
+	e := a.e
+	a.used = true
+	e.recorded(EventAcquired, 1)
+	l := rec.toLock(a.req.Name, resp.Header.Revision)
+	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
+		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
+	}
+	if a.session != 0 {
+		if sr := resp.Responses[ix.won.session].GetResponseRange(); len(sr.Kvs) > 0 {
+			var s sessionRecord
+			if json.Unmarshal(sr.Kvs[0].Value, &s) == nil {
+				l.TTL = time.Duration(s.TTL) * time.Second
+			}
+		}
+		e.fillLease(ctx, l, a.session)
+	} else {
+		l.ExpiresAt = a.expiresAt()
+	}
+	return attemptResult{outcome: won, lock: l}, nil
+}
+
+// expiresAt is when the own lease runs out at the latest: it was granted,
+// or refreshed, at grantedAt.
+func (a *acquirer) expiresAt() time.Time {
+	return expiryAt(a.grantedAt, time.Duration(a.leaseTTL)*time.Second)
+}
+
+// analyse reads a failed acquire transaction's else branch.
+func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, queueKey string) (attemptResult, error) {
+	e, name, rs := a.e, a.req.Name, resp.Responses
+	if a.session != 0 && len(rs[ix.lost.session].GetResponseRange().Kvs) == 0 {
+		return attemptResult{outcome: noSession}, nil
+	}
+	lockKVs := rs[ix.lost.lock].GetResponseRange().Kvs
+	if len(lockKVs) > 0 {
+		if l, ok := a.granted(ctx, lockKVs[0]); ok {
+			return attemptResult{outcome: won, lock: l}, nil
+		}
+	}
+	if queueKey != "" && len(rs[ix.lost.entry].GetResponseRange().Kvs) == 0 {
+		return attemptResult{outcome: dequeued}, nil
+	}
+	// behind is the result when a queued waiter is ahead of us.
+	behindOf := func(holder *Lock) (attemptResult, bool) {
+		if queueKey == "" {
+			return attemptResult{}, false
+		}
+		pred := rs[ix.lost.pred].GetResponseRange().Kvs
+		if len(pred) == 0 {
+			return attemptResult{}, false
+		}
+		return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: resp.Header.Revision, watchCreated: pred[0].CreateRevision, holder: holder}, true
+	}
+	if len(lockKVs) > 0 {
+		kv := lockKVs[0]
+		hr, err := decodeHolder(kv)
+		if err != nil {
+			return attemptResult{}, err
+		}
+		holder := hr.toLock(name, kv.ModRevision)
+		a.lastHolder, a.lastHolderLease = holder, hr.Lease
+		if a.session != 0 && hr.Session == a.req.Session {
+			e.fillLease(ctx, holder, a.session)
+			return attemptResult{outcome: sameHolder, lock: holder}, nil
+		}
+		if r, ok := behindOf(holder); ok {
+			return r, nil
+		}
+		return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: resp.Header.Revision, holder: holder}, nil
+	}
+	a.lastHolder = nil
+	if r, ok, err := a.analyseGuard(resp, rs[ix.lost.guard].GetResponseRange().Kvs); ok || err != nil {
+		return r, err
+	}
+	if r, ok := behindOf(nil); ok {
+		return r, nil
+	}
+	if queueKey == "" && rs[ix.lost.queued].GetResponseRange().Count > 0 {
+		return attemptResult{outcome: behind}, nil
+	}
+	return attemptResult{outcome: retryNow}, nil
+}
+
+// analyseGuard reads the lock-delay guard of a free lock, from a failed
+// acquire txn. ok is false when the guard is no reason not to take the
+// lock.
+func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.KeyValue) (r attemptResult, ok bool, err error) {
+	if len(guardKVs) == 0 {
+		if a.guardRev != 0 {
+			a.guardRev = 0
+			return attemptResult{outcome: retryNow}, true, nil
+		}
+		return attemptResult{}, false, nil
+	}
+	g := guardKVs[0]
+	var dr delayRecord
+	if err := json.Unmarshal(g.Value, &dr); err != nil {
+		return attemptResult{}, false, fmt.Errorf("decode lock-delay guard: %w", err)
+	}
+	switch {
+	case dr.Until == nil:
+		// The hold ended without a release, and nobody stamped the
+		// delay yet: the lease expired moments ago.
+		return attemptResult{outcome: unstamped, guard: dr, guardRev: g.ModRevision}, true, nil
+	case time.Now().Before(*dr.Until):
+		return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: a.e.delayKey(a.req.Name), watchRev: resp.Header.Revision}, true, nil
+	case a.guardRev != g.ModRevision:
+		a.guardRev = g.ModRevision // a spent guard: replace it next time
+		return attemptResult{outcome: retryNow}, true, nil
+	}
+	return attemptResult{}, false, nil
+}
+
+// stampLockDelay starts the lock-delay of a hold that expired unrecorded
+// (r is unstamped): from now, as the recorder would. It answers delayed,
+// or retryNow if the guard changed meanwhile.
+func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attemptResult, error) {
+	e, gkey := a.e, a.e.delayKey(a.req.Name)
+	stamped := r.guard.ended(time.Now(), EventExpired)
+	octx, done := e.op(ctx)
+	tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(gkey), "=", r.guardRev)).
+		Then(clientv3.OpPut(gkey, mustJSON(stamped))).Commit()
+	done()
+	if err != nil {
+		return attemptResult{}, e.etcdErr(ctx, "stamp lock-delay", err)
+	}
+	if !tr.Succeeded {
+		return attemptResult{outcome: retryNow}, nil
+	}
+	return attemptResult{outcome: delayed, retryAt: *stamped.Until, delayCause: EventExpired, watchKey: gkey, watchRev: tr.Header.Revision}, nil
+}
+
+// granted returns the lock if kv, the lock's key, shows the hold that our
+// queue entry asked for: a release granted it to us (Engine.handOverOps).
+func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
+	hr, err := decodeHolder(kv)
+	if err != nil || hr.Hold != a.hold {
+		return nil, false
+	}
+	a.used = true
+	l := hr.toLock(a.req.Name, kv.ModRevision)
+	if a.session != 0 {
+		a.e.fillLease(ctx, l, a.session)
+	} else {
+		// The lease was refreshed at grantedAt at the latest (see
+		// keepQueuedLease), so it lives at least this long.
+		l.ExpiresAt = a.expiresAt()
+	}
+	return l, true
+}
+
+// heldInSession reads the session's tallies from an acquire's Then branch:
+// the locks the session holds, the new one included.
+func heldInSession(resp *clientv3.TxnResponse, ix acquireIx) int64 {
+	version := func(r *etcdserverpb.ResponseOp) int64 {
+		if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
+			return kvs[0].Version
+		}
+		return 0
+	}
+	return version(resp.Responses[ix.won.acquired]) - version(resp.Responses[ix.won.released])
+}
+
+// undoOverSessionCap ends a hold that took its session past
+// MaxLocksPerSession, and returns the error for the caller. The check
+// comes after the commit because a txn cannot compare a count: the grant
+// and the read of the session's tallies (its own hold counted) are one
+// txn, and every acquire that counted more than the cap ends its own hold. So
+// once concurrent acquires settle the session holds at most the cap; in
+// between it may hold one more per acquire in flight, and a race near the
+// cap may refuse an acquire that would have fit. The token was never
+// handed out; the audit trail shows the hold acquired and at once
+// released, with the reason.
+func (a *acquirer) undoOverSessionCap(token int64, rec holderRecord) error {
+	e, limit := a.e, a.e.cfg.MaxLocksPerSession
+	reason := fmt.Sprintf("session %s already holds the maximum of %d locks; release some first", a.req.Session, limit)
+	ctx, done := e.cleanupCtx()
+	defer done()
+	err := e.commitEnd(ctx, a.req.Name, token, rec, nil, EventReleased, "acquire refused: "+reason)
+	if err != nil && !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) {
+		// The session keeps a lock whose token nobody learnt: it shows in
+		// the session's locks and ends with it. Say the outcome is unknown.
+		e.log.Warn("end hold over the session's lock limit", "lock", a.req.Name, "token", token, "session", a.req.Session, "err", err)
+		return fmt.Errorf("undo acquire over the session's lock limit: %w", err)
+	}
+	return &LimitError{Err: ErrTooManyLocks, Limit: limit, Reason: reason}
+}

@@ -1,0 +1,382 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Release ends the hold of token on name and records it as released. It
+// never touches a newer holder: ErrTokenMismatch if token is stale,
+// ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
+// nothing, when ctx's caller may not act on the hold (see Caller).
+func (e *Engine) Release(ctx context.Context, name string, token int64) error {
+	if err := e.endHold(ctx, name, token, EventReleased, ""); err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	return nil
+}
+
+// Revoke forcibly ends whatever hold name has (an operator's action) and
+// records it as revoked with reason. Lock-delay applies afterwards.
+func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	if len(reason) > MaxReasonLen {
+		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	for range maxImmediateRetries {
+		kv, err := e.getLock(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("revoke %q: %w", name, err)
+		}
+		err = e.endHold(ctx, name, kv.ModRevision, EventRevoked, reason)
+		if err == nil {
+			hr, _ := decodeHolder(kv)
+			return hr.toLock(name, kv.ModRevision), nil
+		}
+		if !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) { // else raced with a release: look again
+			return nil, fmt.Errorf("revoke %q: %w", name, err)
+		}
+	}
+	return nil, fmt.Errorf("revoke %q: lock changes hands too fast: %w", name, ErrUnavailable)
+}
+
+// How a hold ends. Every end, whoever makes it, writes the same things
+// (holdEnd): the hold's end event and what becomes of its lock-delay
+// guard. A release or revoke (endHold) and a session's deletion
+// (releaseSession) also delete the lock key in that txn; a release and a
+// deletion, which are clean ends, hand the lock to the oldest waiter
+// instead when it asks for that (handOverOps). The expiry recorder
+// (recordEnd) writes the end of a hold whose key etcd deleted with its
+// lease. The path of one release:
+//
+//	endHold    reads the hold (readHold), checks the caller may end it
+//	commitEnd  runs the end txn, without the handover if the waiter's lease is gone
+//	endTxn     builds it: the end (holdEnd), the handover or the key's delete, the tally
+
+// endHold ends the hold of token on name by typ (released or revoked),
+// with detail in its end event. A release hands the lock to the oldest
+// waiter in the same txn when it can (handOverOps). A released lock's own
+// lease goes to the pool for the next acquire; after a revoke it is
+// revoked.
+//
+// The ownership check (see Caller) costs nothing more: it reads the holder
+// record that endHold reads anyway. It is race-free because a holder
+// record is never rewritten while its hold lasts and the txn requires
+// ModRevision == token, so the record checked is the record of the hold
+// that the txn ends, or the txn fails.
+func (e *Engine) endHold(ctx context.Context, name string, token int64, typ EventType, detail string) error {
+	hr, head, err := e.readHold(ctx, name, token, typ == EventReleased)
+	if err != nil {
+		return err
+	}
+	if !mayActOn(ctx, hr.Credential) {
+		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+	}
+	return e.commitEnd(ctx, name, token, hr, head, typ, detail)
+}
+
+// readHold returns the holder record of the hold that token names and,
+// when withHead is set, the oldest waiter of the lock if it asks to be
+// handed the lock (nil otherwise). It reads the member's local state first
+// (a serializable read: no ReadIndex round): the end txn compares
+// ModRevision with token, so a stale read can never end the wrong hold,
+// and a holder record is never rewritten while its hold lasts, so one read
+// at ModRevision == token is that hold's. A stale head is as harmless: the
+// handover requires that very entry to be the oldest (handOverCmps). Only
+// when the local state does not show token holding the lock is the answer
+// confirmed by a linearizable read.
+func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, *queueHead, error) {
+	if err := checkName("name", name); err != nil {
+		return holderRecord{}, nil, err
+	}
+	if token <= 0 {
+		return holderRecord{}, nil, invalid("token", "must be a positive fencing token")
+	}
+	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
+		ops, ix := e.holdReadOps(name, withHead, opts...)
+		octx, done := e.op(ctx)
+		defer done()
+		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		if err != nil {
+			return nil, nil, e.etcdErr(ctx, "get lock", err)
+		}
+		kv, head := ix.read(resp)
+		if kv == nil {
+			return nil, nil, ErrNotHeld
+		}
+		return kv, head, nil
+	}
+	if !e.memberStopped() {
+		kv, head, err := read(clientv3.WithSerializable())
+		if err == nil && kv.ModRevision == token {
+			hr, err := decodeHolder(kv)
+			return hr, head, err
+		}
+	}
+	kv, head, err := read()
+	if err != nil {
+		return holderRecord{}, nil, err
+	}
+	if kv.ModRevision != token {
+		return holderRecord{}, nil, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
+	}
+	hr, err := decodeHolder(kv)
+	return hr, head, err
+}
+
+// queueHead is the oldest queue entry of a lock, when it asks to be
+// handed the lock on release.
+type queueHead struct {
+	key   string
+	rev   int64 // its CreateRevision
+	grant holderRecord
+}
+
+// holdReadIx names the responses of holdReadOps among a txn's responses.
+type holdReadIx struct {
+	lock int
+	head int // -1 without the head
+}
+
+// holdReadOps read a lock key and, with withHead, its oldest queue entry;
+// opts are added to each read.
+func (e *Engine) holdReadOps(name string, withHead bool, opts ...clientv3.OpOption) ([]clientv3.Op, holdReadIx) {
+	ops := []clientv3.Op{clientv3.OpGet(e.lockKey(name), opts...)}
+	ix := holdReadIx{lock: 0, head: -1}
+	if withHead {
+		ix.head, ops = len(ops), append(ops, clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1)}, opts...)...))
+	}
+	return ops, ix
+}
+
+// shifted is ix for ops placed at offset in a txn.
+func (ix holdReadIx) shifted(offset int) holdReadIx {
+	ix.lock += offset
+	if ix.head >= 0 {
+		ix.head += offset
+	}
+	return ix
+}
+
+// read returns the lock key (nil if absent) and the queue head that
+// resp's reads found.
+func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHead) {
+	lock := resp.Responses[ix.lock].GetResponseRange().Kvs
+	if len(lock) == 0 {
+		return nil, nil
+	}
+	var head *queueHead
+	if ix.head < 0 {
+		return lock[0], nil
+	}
+	if q := resp.Responses[ix.head].GetResponseRange().Kvs; len(q) > 0 {
+		var wr waiterRecord
+		// A record that does not decode, or asks for no grant, is a
+		// waiter that takes the lock itself once it sees it go.
+		if json.Unmarshal(q[0].Value, &wr) == nil && wr.Grant != nil {
+			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant}
+		}
+	}
+	return lock[0], head
+}
+
+// commitEnd ends a hold whose holder record hr is known, and which the
+// caller may end, handing the lock to head if it is not nil.
+func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
+	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
+		Credential: credentialOf(ctx)}
+	var (
+		resp *clientv3.TxnResponse
+		t    endTxn
+	)
+	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
+		var err error
+		send := func() error {
+			t = e.endTxn(name, token, hr, ev, head, bucket, true)
+			return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+				resp, err = e.batch.Txn(octx, t.cmps, t.then, nil)
+				return err
+			})
+		}
+		err = send()
+		if err != nil && head != nil && isLeaseNotFound(err) {
+			// Most likely the head's lease (its own, or its session's)
+			// ended while it waited: end the hold without handing the
+			// lock over; the waiters then take it as they see it go. If
+			// it was the bucket's, withBucket tries once more.
+			head = nil
+			err = send()
+		}
+		return err
+	})
+	if err != nil {
+		return e.etcdErr(ctx, "end hold", err)
+	}
+	if !resp.Succeeded {
+		// Someone else ended it between our read and our write.
+		if _, err := e.heldWith(ctx, name, token); err != nil {
+			return err
+		}
+		return ErrTokenMismatch
+	}
+	e.recorded(typ, 1)
+	if t.handedOver(resp.Responses) {
+		e.recorded(EventAcquired, 1)
+	}
+	if hr.Session == "" {
+		// A released lock's lease serves the next acquire with its TTL
+		// (leasePool): a hold handed over is under the new holder's
+		// lease, so this one holds no key any more. After a revoke or an
+		// expiry the lease is ended, as the operator or etcd meant.
+		if id, ok := parseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
+			return nil
+		}
+		e.revokeLease(hr.Lease)
+	}
+	return nil
+}
+
+// endTxn is the txn that ends a hold, built by Engine.endTxn.
+type endTxn struct {
+	cmps []clientv3.Cmp
+	then []clientv3.Op
+	// handOver is the index, in then, of the nested txn that hands the
+	// lock to the queue's head, or -1.
+	handOver int
+}
+
+// handedOver reports whether the end txn's responses rs show the lock
+// handed to the queue's head.
+func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) bool {
+	return t.handOver >= 0 && rs[t.handOver].GetResponseTxn().GetSucceeded()
+}
+
+// endTxn builds the txn that ends token's hold, ended by ev: it records
+// the end (holdEnd), deletes the lock key or hands the lock to head, and,
+// with tally, counts the release in the session's tally.
+func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, bucket clientv3.LeaseID, tally bool) endTxn {
+	lkey := e.lockKey(name)
+	event, guard := e.holdEnd(name, token, hr, ev, bucket)
+	// The end event comes first, so a watcher of the trail sees the hold
+	// end before the next one begins in the same revision.
+	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: []clientv3.Op{event}, handOver: -1}
+	free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
+	if head != nil {
+		t.handOver, t.then = len(t.then), append(t.then,
+			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head, bucket), free))
+	} else {
+		t.then = append(t.then, free...)
+	}
+	if id, ok := parseLeaseHex(hr.Session); ok && tally && !hr.NoTally {
+		// One more release in the session's tally, if it keeps one and
+		// the acquire counted this hold (holderRecord.NoTally): the
+		// node that acquired into it may have MaxLocksPerSession on while
+		// this one has it off, and a release it does not count would make
+		// that node refuse acquires the session has room for. A session
+		// without a tally costs this release a compare and no write. The
+		// tally lives under the session's lease, so where it exists the
+		// lease does too, and the put cannot fail on a lease.
+		t.then = append(t.then, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.sessionTallyKey(hr.Session, "acquired")), ">", 0)},
+			[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id))},
+			nil))
+	}
+	return t
+}
+
+// holdEnd is what every end of token's hold hr writes, whoever ends it:
+// its end event ev (under bucket) and, if the hold has a lock-delay, what
+// becomes of the guard: a clean release deletes it, any other end starts
+// the delay from ev.Time. The guard is the hold's own while its
+// ModRevision is token (it is put with the hold, and changes only after
+// the hold ended): a guard already stamped, by an acquire that found the
+// lease expired, or already replaced by the next hold's, is left alone.
+func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event, bucket clientv3.LeaseID) (event clientv3.Op, guard []clientv3.Op) {
+	event = clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket))
+	if hr.LockDelay <= 0 {
+		return event, nil
+	}
+	gkey := e.delayKey(name)
+	op := clientv3.OpDelete(gkey)
+	if ev.Type != EventReleased {
+		op = clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.ended(ev.Time, ev.Type)))
+	}
+	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
+}
+
+// handOverCmps hold when the release of token's hold may grant the lock to
+// head: what an acquire by head would require at that moment. Head's
+// entry is still there and still the oldest (so FIFO holds whatever the
+// releaser read), the lock-delay guard is as the hold left it, and head's
+// session, if any, still exists. Head's lease is checked by etcd itself:
+// a put under a lease that ended fails the whole txn (see commitEnd).
+func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *queueHead) []clientv3.Cmp {
+	gkey := e.delayKey(name)
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev),
+		clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(name)), ">", head.rev-1).WithPrefix(),
+	}
+	if hr.LockDelay > 0 {
+		// The guard was put with the hold, so its ModRevision is token.
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", token))
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
+	}
+	if head.grant.Session != "" {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.sessionKey(head.grant.Session)), ">", 0))
+	}
+	return cmps
+}
+
+// handOverOps grant the lock to head, as its own acquire txn would have:
+// its holder record under its lease, its queue entry gone, its acquired
+// event, its lock-delay guard.
+func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead, bucket clientv3.LeaseID) []clientv3.Op {
+	g := head.grant
+	g.AcquiredAt = at
+	lease, _ := parseLeaseHex(g.Lease)
+	ops := []clientv3.Op{
+		clientv3.OpPut(e.lockKey(name), mustJSON(g), clientv3.WithLease(lease)),
+		clientv3.OpDelete(head.key),
+		clientv3.OpPut(e.acquiredKey(name, g.Hold), mustJSON(Event{
+			Time: at, Type: EventAcquired, Lock: name, Owner: g.Owner, Session: g.Session, Credential: g.Credential,
+		}), clientv3.WithLease(bucket)),
+	}
+	switch {
+	case g.LockDelay > 0:
+		ops = append(ops, clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
+	case hr.LockDelay > 0:
+		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
+	}
+	// No tally to count: a waiter asks for a grant only when its node
+	// keeps none (see acquirer.queueEntryRecord), and its record says so.
+	return ops
+}
+
+// revokeLease ends a lock's own lease after its key is gone; failing only
+// leaves an empty lease that expires by itself.
+func (e *Engine) revokeLease(hex string) {
+	id, ok := parseLeaseHex(hex)
+	if !ok {
+		return
+	}
+	ctx, done := e.cleanupCtx()
+	defer done()
+	err := e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := e.cli.Revoke(ctx, id)
+		return err
+	})
+	if err != nil && !isLeaseNotFound(err) {
+		e.log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
+	}
+}

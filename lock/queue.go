@@ -1,0 +1,535 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// wait queues for the lock. The queue is a set of keys under the lock's
+// queue prefix, ordered by CreateRevision; each waiter watches only the
+// key just ahead of it (or the lock, once it is first), so a release wakes
+// one waiter, not all of them. The release of the hold before us usually
+// grants us the lock itself (Engine.handOverOps): we then learn it from
+// the lock's key, with no txn of our own.
+func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
+	e := a.e
+	if e.drain.Err() != nil {
+		// Shutting down: a free lock is still granted, nobody queues.
+		r, err := a.attempt(ctx, "", 0)
+		if err != nil {
+			return nil, false, err
+		}
+		if l, fresh, err, ok := a.settle(ctx, r); ok {
+			return l, fresh, err
+		}
+		return nil, false, ErrClosed
+	}
+	wlease, lost, err := e.waiters.get(ctx, e)
+	if err != nil {
+		return nil, false, err
+	}
+	slot := e.waiters.slot()
+	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
+	granted := false
+	defer func() {
+		if granted {
+			e.waiters.putSlot(slot) // the txn that granted the lock deleted our entry
+			return
+		}
+		if got := a.dequeue(qkey, slot); got != nil {
+			// A release granted us the lock as we gave up: hand it back
+			// unless the caller is gone (handBack then releases it).
+			// Failing the acquire instead would leave a hold that nobody
+			// knows the token of until its lease ends.
+			l, fresh, err = a.handBack(ctx, got)
+		}
+	}()
+	l, fresh, granted, err = a.queueUp(ctx, qkey, wlease, lost)
+	return l, fresh, err
+}
+
+// dequeue leaves the queue once the wait ends without a grant, and gives
+// the entry's slot back if the entry is gone for good. It returns the lock
+// if a release granted it to us meanwhile.
+func (a *acquirer) dequeue(qkey string, slot uint64) *Lock {
+	got, err := a.leave(qkey)
+	if err == nil {
+		a.e.waiters.putSlot(slot)
+	}
+	if got != nil || err == nil {
+		a.queuedLease = 0 // the entry is gone: nobody can grant under the lease now
+	}
+	return got
+}
+
+// queueUp joins the queue and waits in it until the lock is ours or the
+// wait must end. granted is set when a txn that granted us the lock also
+// deleted our entry.
+func (a *acquirer) queueUp(ctx context.Context, qkey string, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh, granted bool, err error) {
+	e := a.e
+	first, queueRev, err := a.join(ctx, qkey, wlease)
+	if err != nil {
+		return nil, false, false, err
+	}
+	if l, fresh, err, ok := a.settle(ctx, first); ok {
+		return l, fresh, first.outcome == won, err // the Then branch put no entry
+	}
+	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
+	defer cancel()
+	// A session that ends while we wait ends the wait: the next attempt
+	// then reports it. The txn that queued us found the session.
+	var sessionGone *keyWatch
+	if a.session != 0 {
+		var missed bool
+		sessionGone, missed = e.waits.watchKey(e.sessionKey(a.req.Session), queueRev)
+		defer sessionGone.close()
+		if missed {
+			sessionGone.overflow() // wake once to look: it may have ended since
+		}
+	}
+	q := queued{key: qkey, rev: queueRev, deadline: deadline, lost: lost, sessionGone: sessionGone}
+	return a.waitInQueue(ctx, q, first)
+}
+
+// queued is our place in the queue while we wait in it.
+type queued struct {
+	key         string // our entry
+	rev         int64  // its CreateRevision
+	deadline    context.Context
+	lost        <-chan struct{} // the node's waiter lease is lost
+	sessionGone *keyWatch       // our session's key, or nil
+}
+
+// join puts our queue entry, in the txn of a first direct attempt that
+// may take the lock at once, and returns that attempt's result with the
+// entry's CreateRevision (0 if the attempt settles the acquire).
+func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseID) (attemptResult, int64, error) {
+	// One txn takes a free lock with nobody queued, or else joins the
+	// queue: a waiting acquire costs no extra round trip to enqueue.
+	a.enqueue = &queueEntry{key: qkey, lease: wlease}
+	first, err := a.attempt(ctx, "", 0)
+	a.enqueue = nil
+	if err != nil || first.settles() {
+		return first, 0, err
+	}
+	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
+	if queueRev == 0 {
+		// The txn failed on a lease before it ran: join the queue on
+		// our own, and let the queued attempts tell which lease is gone.
+		if queueRev, queued, err = a.joinQueue(ctx, qkey, wlease); err != nil {
+			return attemptResult{}, 0, err
+		}
+		first = attemptResult{outcome: retryNow}
+	}
+	if limit := a.e.cfg.MaxWaitersPerLock; limit > 0 && queued > int64(limit) {
+		// Over the cap: leave (wait's deferred dequeue removes our entry).
+		// Counted by the txn that queued us, so it costs no round trip;
+		// and since every waiter that counted more than the cap leaves,
+		// the queue holds at most the cap once joiners settle. Waiters
+		// queued before us are not disturbed.
+		return attemptResult{}, 0, &LimitError{
+			Err: ErrTooManyWaiters, Limit: limit, RetryAfter: time.Second,
+			Reason: fmt.Sprintf("the queue of %q is full: %d acquires already wait for it", a.req.Name, limit),
+		}
+	}
+	// The first attempt already told what to wait for: the entry queued
+	// just ahead of ours, or the lock itself if there was none.
+	if first.ahead != "" && (first.outcome == heldBy || first.outcome == behind) {
+		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev, watchCreated: first.aheadRev}
+	}
+	return first, queueRev, nil
+}
+
+// waitInQueue waits, from our place q in the queue, for what first says,
+// then looks again, until the lock is ours or the wait ends.
+func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResult) (l *Lock, fresh, granted bool, err error) {
+	r := first
+	watch := (r.outcome == heldBy || r.outcome == behind) && r.watchKey != ""
+	for {
+		if watch {
+			got, err := a.awaitChange(ctx, q, r)
+			if err != nil {
+				return nil, false, false, err
+			}
+			if got != nil {
+				l, fresh, err = a.handBack(ctx, got)
+				return l, fresh, true, err // the release deleted our entry
+			}
+		}
+		watch = true
+		for {
+			var looked bool
+			if r, looked, err = a.look(ctx, q.key, q.rev); err != nil {
+				return nil, false, false, err
+			}
+			if !looked {
+				if r, err = a.attempt(ctx, q.key, q.rev); err != nil {
+					return nil, false, false, err
+				}
+			}
+			granted = r.outcome == won // the txn deleted our entry
+			if l, fresh, err, ok := a.settle(ctx, r); ok {
+				return l, fresh, granted, err
+			}
+			if r.outcome == dequeued {
+				return nil, false, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", ErrUnavailable)
+			}
+			if r.outcome != retryNow {
+				break
+			}
+		}
+	}
+}
+
+// lookIx names the responses of look's read.
+type lookIx struct {
+	lock    int
+	pred    int // the entry just ahead of ours
+	entry   int // our entry (a count)
+	session int // our session's key (a count), or -1
+}
+
+// lookOps are the reads of look: opts are added to each.
+func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOption) ([]clientv3.Op, lookIx) {
+	e, name := a.e, a.req.Name
+	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
+	ix := lookIx{lock: 0, pred: 1, entry: 2, session: -1}
+	ops := []clientv3.Op{
+		clientv3.OpGet(e.lockKey(name), opts...),
+		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
+		clientv3.OpGet(qkey, countOnly...),
+	}
+	if a.session != 0 {
+		// A session that ended is what may have woken us (sessionGone).
+		ix.session, ops = len(ops), append(ops, clientv3.OpGet(e.sessionKey(a.req.Session), countOnly...))
+	}
+	return ops, ix
+}
+
+// look reads what a queued attempt would find, without a txn, so that a
+// waiter woken while the lock changes hands goes back to waiting at no raft
+// entry: the waiter behind the head wakes when a release hands the lock
+// to the head, and finds it held. ok is false when an attempt must tell:
+// the lock looks free, our entry looks gone, or the lock is held in our
+// own session. On our own member the read is local (the watch event that
+// woke us came from it, so it has applied that far); otherwise it is
+// linearizable. Either way it only picks what to wait for, and
+// awaitChange checks that against etcd as its watch starts.
+func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r attemptResult, ok bool, err error) {
+	e, name := a.e, a.req.Name
+	var opts []clientv3.OpOption
+	if e.ownMember() {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	ops, ix := a.lookOps(qkey, queueRev, opts...)
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+	done()
+	if err != nil {
+		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
+	}
+	rs := resp.Responses
+	lockKVs := rs[ix.lock].GetResponseRange().Kvs
+	if len(lockKVs) == 0 {
+		return attemptResult{}, false, nil
+	}
+	kv := lockKVs[0]
+	if l, ok := a.granted(ctx, kv); ok {
+		// Before the look at our entry: the release that granted us
+		// the lock deleted it.
+		return attemptResult{outcome: won, lock: l}, true, nil
+	}
+	if rs[ix.entry].GetResponseRange().Count == 0 || (ix.session >= 0 && rs[ix.session].GetResponseRange().Count == 0) {
+		return attemptResult{}, false, nil // our entry, or our session, is gone
+	}
+	hr, err := decodeHolder(kv)
+	if err != nil || (a.session != 0 && hr.Session == a.req.Session) {
+		return attemptResult{}, false, nil
+	}
+	holder := hr.toLock(name, kv.ModRevision)
+	a.lastHolder, a.lastHolderLease = holder, hr.Lease
+	rev := resp.Header.Revision
+	if ahead := rs[ix.pred].GetResponseRange().Kvs; len(ahead) > 0 {
+		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision, holder: holder}, true, nil
+	}
+	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: rev, holder: holder}, true, nil
+}
+
+// joinQueue puts a queue entry on its own and returns its CreateRevision
+// and the length of the queue with it.
+func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (rev, queued int64, err error) {
+	e := a.e
+	var resp *clientv3.TxnResponse
+	const queuedAt = 1 // the count of the queue, ours included, after our put
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.cli.Txn(octx).Then(
+			clientv3.OpPut(qkey, a.entryValue(nowUTC()), clientv3.WithLease(wlease)),
+			clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		).Commit()
+		return err
+	})
+	if err != nil {
+		if isLeaseNotFound(err) {
+			return 0, 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)
+		}
+		if !notApplied(err) {
+			a.entryUnsure = true
+		}
+		return 0, 0, e.etcdErr(ctx, "enqueue", err)
+	}
+	return resp.Header.Revision, resp.Responses[queuedAt].GetResponseRange().Count, nil
+}
+
+// awaitChange blocks until what r says we wait for changes in etcd: the
+// key ahead of us is deleted, the lock is released or handed to us, or
+// the lock-delay's guard changes or runs out. It returns the lock if a
+// release granted it to us, and an error when the wait must end instead.
+// It learns of changes from the engine's waiter hub, never from a watch
+// of its own.
+func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (*Lock, error) {
+	e := a.e
+	// The head of the queue waits on the lock itself, puts included: a
+	// release grants it to us by putting our record over its own.
+	head := r.outcome != delayed && r.watchKey == e.lockKey(a.req.Name)
+	kw, missed := e.waits.watchKey(r.watchKey, r.watchRev)
+	defer kw.close()
+	var timer <-chan time.Time
+	if r.outcome == delayed {
+		t := time.NewTimer(time.Until(r.retryAt))
+		defer t.Stop()
+		timer = t.C
+	}
+	if missed {
+		// The hub no longer holds what it dispatched between our read and
+		// the registration: read what changed meanwhile.
+		if l, changed, err := a.changedSince(ctx, r, head); err != nil || changed {
+			return l, err
+		}
+	}
+	var sessionC <-chan struct{}
+	if q.sessionGone != nil {
+		sessionC = q.sessionGone.c
+	}
+	// A long wait keeps the lease our grant names alive.
+	refresh := time.NewTimer(time.Hour)
+	defer refresh.Stop()
+	keepAlive := func() {
+		refresh.Stop()
+		if a.lease != 0 && a.lease == a.queuedLease {
+			refresh.Reset(time.Until(a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second / 3)))
+		}
+	}
+	keepAlive()
+	for {
+		select {
+		case <-kw.c:
+			if l, wake := a.watched(ctx, kw, r, head); wake {
+				return l, nil
+			}
+		case <-refresh.C:
+			if err := a.keepQueuedLease(ctx); err != nil {
+				return nil, err
+			}
+			keepAlive()
+		case <-timer:
+			return nil, nil
+		case <-sessionC:
+			if sessionEnded(q.sessionGone) {
+				return nil, nil
+			}
+		case <-q.lost:
+			return nil, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
+		case <-e.drain.Done():
+			return nil, ErrClosed
+		case <-q.deadline.Done():
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, a.waitedOut()
+		}
+	}
+}
+
+// watched reads what the key awaitChange watches did. wake is set when the
+// wait is over: l is the lock if a release granted it to us, nil when we
+// must look again.
+func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, head bool) (l *Lock, wake bool) {
+	evs, dropped := kw.take()
+	if dropped {
+		return nil, true // look again
+	}
+	for _, ev := range evs {
+		switch {
+		case head && ev.Type == mvccpb.PUT:
+			if l, ok := a.granted(ctx, ev.Kv); ok {
+				return l, true
+			}
+			return nil, true // taken by another: look again
+		case head, r.outcome == delayed:
+			return nil, true // released, or the delay's guard changed
+		case ev.Type == mvccpb.DELETE:
+			return nil, true // the entry ahead left
+		}
+		// A put of the entry ahead: a reused key's new entry
+		// after its delete, which woke us already.
+	}
+	return nil, false
+}
+
+// sessionEnded reports whether our session's key may be gone: deleted, or
+// events were dropped.
+func sessionEnded(kw *keyWatch) bool {
+	evs, dropped := kw.take()
+	if dropped {
+		return true
+	}
+	for _, ev := range evs {
+		if ev.Type == mvccpb.DELETE {
+			return true
+		}
+	}
+	return false
+}
+
+// changedSince reads the key r waits on, and reports whether it changed
+// since r's read: the entry ahead gone (or gone and its key taken by a
+// later entry), the lock changed hands or granted to us (then the lock is
+// returned), or the delay's guard rewritten. The read is linearizable: a
+// member's local read can lag what its watches already sent.
+func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
+	e := a.e
+	var opts []clientv3.OpOption
+	if !head {
+		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, r.watchKey, opts...)
+	done()
+	if err != nil {
+		return nil, false, e.etcdErr(ctx, "check the key waited for", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, true, nil
+	}
+	kv := resp.Kvs[0]
+	switch {
+	case r.outcome == delayed:
+		return nil, kv.ModRevision > r.watchRev, nil
+	case head:
+		if l, ok := a.granted(ctx, kv); ok {
+			return l, true, nil
+		}
+		return nil, r.holder == nil || kv.ModRevision != r.holder.Token, nil
+	default:
+		return nil, r.watchCreated != 0 && kv.CreateRevision != r.watchCreated, nil
+	}
+}
+
+func (a *acquirer) waitedOut() error {
+	if a.lastHolder != nil {
+		return &HeldError{Holder: a.lastHolder, Reason: fmt.Sprintf("still held by %q after waiting %s", a.lastHolder.Owner, a.req.Wait)}
+	}
+	return &HeldError{Reason: fmt.Sprintf("not granted within %s", a.req.Wait)}
+}
+
+// leave removes our queue entry, even though the caller has gone, and
+// reads the lock in the same txn: once the entry is gone no release can
+// grant us the lock, so the read tells for good whether one did before.
+// It returns the lock if so.
+func (a *acquirer) leave(qkey string) (*Lock, error) {
+	ctx, done := a.e.cleanupCtx()
+	defer done()
+	var resp *clientv3.TxnResponse
+	ops := []clientv3.Op{clientv3.OpDelete(qkey)}
+	lockAt, ops := len(ops), append(ops, clientv3.OpGet(a.e.lockKey(a.req.Name)))
+	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
+		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
+	if err != nil || a.entryUnsure {
+		// A txn of unknown outcome may put our entry after this delete
+		// (a proposal forwarded by a member that just stopped leading
+		// can reach the new leader after our later ones), or the delete
+		// failed: sweep the entry later, if it is still ours, so that it
+		// does not block the waiters behind it while the node runs (its
+		// waiter lease would remove it only then). Its key is not reused
+		// meanwhile.
+		if a.entry != "" {
+			go a.e.sweepEntry(qkey, a.entry)
+		}
+		if err == nil {
+			err = errEntryMayReturn
+		}
+	}
+	if err != nil && !errors.Is(err, errEntryMayReturn) {
+		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
+		return nil, err
+	}
+	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
+		if l, ok := a.granted(ctx, kvs[0]); ok {
+			return l, err
+		}
+	}
+	return nil, err
+}
+
+// errEntryMayReturn is leave's answer when the queue entry is gone but a
+// txn of unknown outcome may put it again: its key must not be reused.
+var errEntryMayReturn = errors.New("the queue entry may be put again by a txn of unknown outcome")
+
+// entryValue is our queue entry's value for a txn that puts it at now.
+func (a *acquirer) entryValue(now time.Time) string {
+	a.entry = mustJSON(a.queueEntryRecord(now))
+	return a.entry
+}
+
+// queueEntryRecord is our queue entry's value. It asks to be granted the
+// lock on release (Engine.handOverOps) unless the grant would need more than the puts
+// a release can make for us: counting the hold against
+// MaxLocksPerSession is checked after the acquire txn, by this node.
+// It names the lease the lock is to live under; while the entry exists,
+// that lease is kept (see queuedLease).
+func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
+	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: now}
+	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
+		return wr
+	}
+	if a.session == 0 && a.lease == 0 {
+		return wr
+	}
+	g := a.holder(time.Time{})
+	wr.Grant = &g
+	if a.session == 0 {
+		a.queuedLease = a.lease
+	}
+	return wr
+}
+
+// sweepEntry deletes the queue entry at key if it still holds value, once
+// any txn of unknown outcome that puts it has been applied or lost: such
+// a txn is in etcd's log within an op timeout, or never will be.
+func (e *Engine) sweepEntry(key, value string) {
+	t := time.NewTimer(e.cfg.OpTimeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-e.stop.Done():
+		return
+	}
+	ctx, done := e.cleanupCtx()
+	defer done()
+	err := e.retryCleanup(ctx, func(ctx context.Context) error {
+		_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
+		return err
+	})
+	if err != nil {
+		e.log.Warn("sweep queue entry", "key", key, "err", err)
+	}
+}

@@ -1,0 +1,166 @@
+package lock
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// opIs fails t unless op reads (get), puts or deletes key, as kind says.
+func opIs(t *testing.T, what string, ops []clientv3.Op, i int, kind, key string) clientv3.Op {
+	t.Helper()
+	if i < 0 || i >= len(ops) {
+		t.Fatalf("%s: index %d outside the branch's %d ops", what, i, len(ops))
+	}
+	op := ops[i]
+	ok := map[string]bool{"get": op.IsGet(), "put": op.IsPut(), "delete": op.IsDelete(), "txn": op.IsTxn()}[kind]
+	if !ok || (kind != "txn" && string(op.KeyBytes()) != key) {
+		t.Fatalf("%s: op %d is not a %s of %q (key %q)", what, i, kind, key, op.KeyBytes())
+	}
+	return op
+}
+
+// TestAcquireTxn_IndicesNameTheirOpsInEveryLayout builds the acquire txn
+// in each of its layouts (direct, direct joining the queue, queued; with
+// and without a session, with and without the session cap) and checks
+// that every named index points at the op its name says, and that an
+// index the layout lacks is -1.
+func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
+	for _, session := range []bool{false, true} {
+		for _, capped := range []bool{false, true} {
+			for _, layout := range []string{"direct", "enqueue", "queued"} {
+				cfg := DefaultConfig()
+				if capped {
+					cfg.MaxLocksPerSession = 10
+				}
+				e := &Engine{cfg: cfg}
+				a := &acquirer{e: e, req: AcquireRequest{Name: "n", Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, hold: "h", lease: 0x10, leaseTTL: 10}
+				if session {
+					a.session, a.req.Session, a.req.TTL = 0x20, leaseHex(0x20), 0
+				}
+				queueKey, queueRev := "", int64(0)
+				switch layout {
+				case "enqueue":
+					a.enqueue = &queueEntry{key: e.queuePrefix("n") + "w-1", lease: 0x30}
+				case "queued":
+					queueKey, queueRev = e.queuePrefix("n")+"w-1", 42
+				}
+				now := nowUTC()
+				tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now, 0x40)
+				what := layout
+				if session {
+					what += ", session"
+				}
+				if capped {
+					what += ", capped"
+				}
+				checkAcquireIx(t, what, e, a, tx, queueKey, queueRev)
+			}
+		}
+	}
+}
+
+func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn, queueKey string, queueRev int64) {
+	t.Helper()
+	won, lost := tx.ix.won, tx.ix.lost
+	skey := e.sessionKey(a.req.Session)
+	tallied := a.session != 0 && e.cfg.MaxLocksPerSession > 0
+	if tallied {
+		opIs(t, what+": won.acquired", tx.then, won.acquired, "get", e.sessionTallyKey(a.req.Session, "acquired"))
+		opIs(t, what+": won.released", tx.then, won.released, "get", e.sessionTallyKey(a.req.Session, "released"))
+	} else if won.acquired != -1 || won.released != -1 {
+		t.Fatalf("%s: tally indices %d, %d without a tally", what, won.acquired, won.released)
+	}
+	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.lockKey("n"))
+	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.delayKey("n"))
+	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.queuePrefix("n")); !q.IsCountOnly() {
+		t.Fatalf("%s: lost.queued is not a count", what)
+	}
+	if a.session != 0 {
+		opIs(t, what+": won.session", tx.then, won.session, "get", skey)
+		opIs(t, what+": lost.session", tx.els, lost.session, "get", skey)
+	} else if won.session != -1 || lost.session != -1 {
+		t.Fatalf("%s: session indices %d, %d without a session", what, won.session, lost.session)
+	}
+	if a.enqueue != nil {
+		if op := opIs(t, what+": lost.ahead", tx.els, lost.ahead, "get", e.queuePrefix("n")); op.IsCountOnly() || !op.IsKeysOnly() {
+			t.Fatalf("%s: lost.ahead is not the read of the entry ahead", what)
+		}
+	} else if lost.ahead != -1 {
+		t.Fatalf("%s: lost.ahead %d without enqueue", what, lost.ahead)
+	}
+	if queueKey != "" {
+		opIs(t, what+": lost.entry", tx.els, lost.entry, "get", queueKey)
+		if op := opIs(t, what+": lost.pred", tx.els, lost.pred, "get", e.queuePrefix("n")); op.MaxCreateRev() != queueRev-1 {
+			t.Fatalf("%s: lost.pred reads entries up to %d, want %d", what, op.MaxCreateRev(), queueRev-1)
+		}
+	} else if lost.entry != -1 || lost.pred != -1 {
+		t.Fatalf("%s: lost.entry %d, lost.pred %d for a direct attempt", what, lost.entry, lost.pred)
+	}
+}
+
+// TestLookOps_IndicesNameTheirOps: with and without a session.
+func TestLookOps_IndicesNameTheirOps(t *testing.T) {
+	e := &Engine{cfg: DefaultConfig()}
+	for _, session := range []bool{false, true} {
+		a := &acquirer{e: e, req: AcquireRequest{Name: "n"}}
+		if session {
+			a.session, a.req.Session = 0x20, leaseHex(0x20)
+		}
+		qkey := e.queuePrefix("n") + "w-1"
+		ops, ix := a.lookOps(qkey, 42)
+		opIs(t, "lock", ops, ix.lock, "get", e.lockKey("n"))
+		if op := opIs(t, "pred", ops, ix.pred, "get", e.queuePrefix("n")); op.MaxCreateRev() != 41 {
+			t.Fatalf("pred reads up to %d, want 41", op.MaxCreateRev())
+		}
+		opIs(t, "entry", ops, ix.entry, "get", qkey)
+		if session {
+			opIs(t, "session", ops, ix.session, "get", e.sessionKey(a.req.Session))
+		} else if ix.session != -1 {
+			t.Fatalf("session index %d without a session", ix.session)
+		}
+	}
+}
+
+// TestEndTxn_IndicesNameTheirOps: the end txn with and without a
+// handover, and the hold reads at an offset (as a session's deletion
+// packs them).
+func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
+	e := &Engine{cfg: DefaultConfig()}
+	hr := holderRecord{Owner: "o", Hold: "h", Lease: leaseHex(0x10), LockDelay: time.Second}
+	ev := Event{Time: nowUTC(), Type: EventReleased, Lock: "n"}
+	head := &queueHead{key: e.queuePrefix("n") + "w-1", rev: 7, grant: holderRecord{Owner: "next", Hold: "h2", Lease: leaseHex(0x11)}}
+	for _, h := range []*queueHead{nil, head} {
+		tx := e.endTxn("n", 5, hr, ev, h, 0x40, true)
+		opIs(t, "end event", tx.then, 0, "put", e.endKey("n", "h"))
+		if h == nil {
+			if tx.handOver != -1 {
+				t.Fatalf("handOver %d without a head", tx.handOver)
+			}
+			opIs(t, "lock delete", tx.then, 1, "delete", e.lockKey("n"))
+		} else {
+			opIs(t, "handOver", tx.then, tx.handOver, "txn", "")
+		}
+	}
+	for _, offset := range []int{0, 6} {
+		ops, ix := e.holdReadOps("n", true)
+		ix = ix.shifted(offset)
+		all := append(make([]clientv3.Op, offset), ops...)
+		opIs(t, "lock", all, ix.lock, "get", e.lockKey("n"))
+		opIs(t, "head", all, ix.head, "get", e.queuePrefix("n"))
+	}
+	if _, ix := e.holdReadOps("n", false); ix.shifted(3).head != -1 {
+		t.Fatalf("head index %d without the head", ix.shifted(3).head)
+	}
+}
+
+// TestFencedPutTxn_IndicesNameTheirOps: the first write and a later one.
+func TestFencedPutTxn_IndicesNameTheirOps(t *testing.T) {
+	e := &Engine{cfg: DefaultConfig()}
+	for _, first := range []bool{false, true} {
+		tx := e.fencedPutTxn("r", 5, []byte(`1`), "n", first)
+		opIs(t, "max", tx.els, tx.ix.max, "get", e.fenceMaxKey("r"))
+		opIs(t, "lock", tx.els, tx.ix.lock, "get", e.lockKey("n"))
+	}
+}
