@@ -98,7 +98,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 			// Every cycle commits at least its acquire and its release;
 			// baton's may share raft entries with other cycles' (an etcd
 			// txn carries fewer than 128 of its acquires and releases,
-			// lock/batch.go), the floor's and etcd's own may not.
+			// internal/txnbatch), the floor's and etcd's own may not.
 			minRaft := 2.0
 			if sc.name == "lease" || sc.name == "session" {
 				minRaft = 2.0 / 128
