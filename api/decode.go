@@ -276,38 +276,32 @@ func parseDuration(field string, s *string) (time.Duration, error) {
 	return d, nil
 }
 
-// query checks that the request names only allowed query parameters, each
-// at most once, so a typo is an error rather than silently ignored.
-func query(c echo.Context, allowed ...string) (url.Values, error) {
-	// Fix (found by FuzzQueryParams): echo's QueryParams drops the pairs
-	// it cannot parse (`?limit=%G0`, `?token=5;x=1`) without a word, so a
-	// mistyped parameter was ignored. A query that does not parse is a 400.
-	raw := c.Request().URL.RawQuery
+// checkQueryString checks a raw query string against the names a route
+// allows, so that a typo is an error rather than silently ignored. Every
+// pair must parse (echo's QueryParams drops those that do not, such as
+// `?limit=%G0` or `?token=5;x=1`), every name must be one of allowed and
+// appear once, and the 400 always names a field: "query" when the fault
+// is no single parameter's.
+func checkQueryString(raw string, allowed []string) error {
 	if raw == "" {
-		return nil, nil // what ParseQuery finds in it, without a map
+		return nil
 	}
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil, badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
+		return badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
 	}
 	for k, vs := range q {
 		if k == "" {
-			// Fix (found by FuzzQueryParams): `?=5` named a parameter "",
-			// and the 400 had no field.
-			return nil, badRequest("query", "the query string has a parameter with an empty name")
+			return badRequest("query", "the query string has a parameter with an empty name")
 		}
-		ok := false
-		for _, a := range allowed {
-			ok = ok || k == a
-		}
-		if !ok {
-			return nil, badRequest(k, fmt.Sprintf("unknown query parameter %q", k))
+		if !slices.Contains(allowed, k) {
+			return badRequest(k, fmt.Sprintf("unknown query parameter %q", k))
 		}
 		if len(vs) > 1 {
-			return nil, badRequest(k, fmt.Sprintf("query parameter %q given more than once", k))
+			return badRequest(k, fmt.Sprintf("query parameter %q given more than once", k))
 		}
 	}
-	return q, nil
+	return nil
 }
 
 // intParam reads an optional integer query parameter within [lo, hi].
@@ -324,12 +318,9 @@ func intParam(q url.Values, name string, lo, hi int64) (int64, bool, error) {
 }
 
 // listQuery reads a listing's query: prefix, limit (0 when absent) and
-// cursor, and nothing else.
+// cursor.
 func listQuery(c echo.Context) (url.Values, int, error) {
-	q, err := query(c, "prefix", "limit", "cursor")
-	if err != nil {
-		return nil, 0, err
-	}
+	q := queryOf(c)
 	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
 	return q, int(limit), err
 }

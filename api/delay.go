@@ -30,10 +30,7 @@ import (
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name}/delay [delete]
 func (a *API) clearDelay(c echo.Context) error {
-	q, err := query(c, "reason")
-	if err != nil {
-		return err
-	}
+	q := queryOf(c)
 	if err := a.eng.ClearDelay(c.Request().Context(), pathParam(c, "name"), q.Get("reason"), c.RealIP()); err != nil {
 		return err
 	}

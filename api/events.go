@@ -47,10 +47,7 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
-	q, err := query(c, "lock", "kind", "name", "since")
-	if err != nil {
-		return err
-	}
+	q := queryOf(c)
 	// since is exclusive: since=0 replays every retained event; without
 	// since (or Last-Event-ID) only live events come.
 	since, replay, err := intParam(q, "since", 0, 1<<62)

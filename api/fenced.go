@@ -30,10 +30,7 @@ import (
 //	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [delete]
 func (a *API) resetFenced(c echo.Context) error {
-	q, err := query(c, "reason")
-	if err != nil {
-		return err
-	}
+	q := queryOf(c)
 	if err := a.eng.ResetFenced(c.Request().Context(), pathParam(c, "resource"), q.Get("reason"), c.RealIP()); err != nil {
 		return err
 	}

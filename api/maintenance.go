@@ -44,9 +44,6 @@ func noSpaceNotReady() *Problem {
 //	@Security		BearerAuth
 //	@Router			/v1/maintenance/recover [post]
 func (a *API) recoverSpace(c echo.Context) error {
-	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
-		return err
-	}
 	if err := decodeBody(c, &struct{}{}, true); err != nil {
 		return err
 	}

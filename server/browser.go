@@ -36,7 +36,7 @@ import (
 //
 // Requests that matched no route (404, 405) pass to their answer: they do
 // nothing, and which routes exist is no secret.
-func browserSafety(log *slog.Logger) echo.MiddlewareFunc {
+func browserSafety(routes routeTable, log *slog.Logger) echo.MiddlewareFunc {
 	cop := http.NewCrossOriginProtection()
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -45,7 +45,7 @@ func browserSafety(log *slog.Logger) echo.MiddlewareFunc {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
 				return next(c)
 			}
-			if _, ok := routeAccess[req.Method+" "+c.Path()]; !ok {
+			if routes.of(c) == nil {
 				return next(c)
 			}
 			if err := cop.Check(req); err != nil {
