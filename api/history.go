@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,68 @@ import (
 
 	"github.com/baton-dev/baton/lock"
 )
+
+// history godoc
+//
+//	@Summary		Read the audit trail
+//	@ID				getHistory
+//	@Description	Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+//	@Tags			history
+//	@Produce		json
+//	@Param			lock	query		string	false	"Only this lock's events"
+//	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			name	query		string	false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
+//	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
+//	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
+//	@Param			owner	query		string	false	"Only events of holds by this owner"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared"
+//	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
+//	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
+//	@Success		200		{object}	api.History
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/history [get]
+func (a *API) history(c echo.Context) error {
+	q := queryOf(c)
+	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
+	if err != nil {
+		return err
+	}
+	before, _, err := intParam(q, "before", 1, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	o := lock.HistoryOptions{
+		Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+		Limit: int(limit), Before: before, Owner: q.Get("owner"),
+	}
+	if t := q.Get("type"); t != "" {
+		for _, part := range strings.Split(t, ",") {
+			o.Types = append(o.Types, lock.EventType(strings.TrimSpace(part)))
+		}
+	}
+	if o.From, err = timeParam(q, "from"); err != nil {
+		return err
+	}
+	if o.To, err = timeParam(q, "to"); err != nil {
+		return err
+	}
+	evs, next, err := a.eng.History(c.Request().Context(), o)
+	if err != nil {
+		return err
+	}
+	out := History{Events: make([]Event, len(evs)), NextBefore: next}
+	for i, e := range evs {
+		out.Events[i] = toEvent(e)
+	}
+	return c.JSON(http.StatusOK, out)
+}
 
 // defaultHeartbeat keeps idle streams alive through proxies that close
 // connections without traffic.
