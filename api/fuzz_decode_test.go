@@ -92,7 +92,7 @@ func FuzzDecodeBody(f *testing.F) {
 		trimmed := bytes.TrimSpace(body)
 
 		if err != nil {
-			p, known := toProblem(err)
+			p, known := toProblem(err, errorTable)
 			if !known {
 				t.Fatalf("%s body %q: error %T %v, which the error table does not know", k.name, body, err, err)
 			}

@@ -114,7 +114,7 @@ func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
 			err  error
 		}{{"bare", tc.err}, {"wrapped", wrap(tc.err)}} {
 			t.Run(tc.name+"/"+variant.name, func(t *testing.T) {
-				p, known := toProblem(variant.err)
+				p, known := toProblem(variant.err, errorTable)
 				if known == tc.unexpected {
 					t.Errorf("known = %v, want %v", known, !tc.unexpected)
 				}
@@ -131,13 +131,16 @@ func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
 
 func TestErrorTable_NoRowShadowsAnother(t *testing.T) {
 	for _, row := range errorTable {
-		p, known := toProblem(fmt.Errorf("context: %w", row.err))
-		status := row.status
+		p, known := toProblem(fmt.Errorf("context: %w", row.Err), errorTable)
+		status := row.Status
 		if status == 0 {
-			status = problem.Get(row.code).Status
+			status = problem.Get(row.Code).Status
 		}
-		if !known || p.Code != string(row.code) || p.Status != status {
-			t.Errorf("%v maps to %d %s, want its own row %d %s", row.err, p.Status, p.Code, status, row.code)
+		if !known || p.Code != string(row.Code) || p.Status != status {
+			t.Errorf("%v maps to %d %s, want its own row %d %s", row.Err, p.Status, p.Code, status, row.Code)
+		}
+		if row.Detail != "" && p.Detail != row.Detail || row.RetryAfter > 0 && p.RetryAfter != ceilSeconds(row.RetryAfter) {
+			t.Errorf("%v: detail %q retry_after %d, want the row's %q and %v", row.Err, p.Detail, p.RetryAfter, row.Detail, row.RetryAfter)
 		}
 	}
 }

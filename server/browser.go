@@ -51,7 +51,7 @@ func browserSafety(routes routeTable, log *slog.Logger) echo.MiddlewareFunc {
 			if err := cop.Check(req); err != nil {
 				log.Info("request refused", "status", http.StatusForbidden, "method", req.Method, "route", c.Path(), "remote", c.RealIP(),
 					"reason", "cross_origin", "origin", clip(req.Header.Get("Origin")), "sec_fetch_site", clip(req.Header.Get("Sec-Fetch-Site")))
-				return fmt.Errorf("%w: %s", api.ErrCrossOrigin, crossOriginDetail(req))
+				return fmt.Errorf("%w: %s", ErrCrossOrigin, crossOriginDetail(req))
 			}
 			if carriesBody(req) {
 				if err := api.CheckMediaType(req.Header); err != nil {

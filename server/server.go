@@ -82,7 +82,7 @@ func New(cfg Config) *Server {
 	// Trust no proxy headers by default: the owner label falls back to the
 	// client's address, which must not be spoofable by a header.
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger)
+	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger, errorRows...)
 	useMiddleware(e, cfg, reg, table)
 	a.Register(e, routes)
 	table.checkRegistered(e)

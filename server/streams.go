@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -97,7 +96,7 @@ func limitStreams(l StreamLimits, routes routeTable) echo.MiddlewareFunc {
 
 func streamLimitError(whose string, limit int) error {
 	return &lock.LimitError{
-		Err: api.ErrTooManyClientStreams, Limit: limit, RetryAfter: streamRetryAfter,
+		Err: ErrTooManyClientStreams, Limit: limit, RetryAfter: streamRetryAfter,
 		Reason: fmt.Sprintf("this %s has %d event streams open on this node, its maximum; close one, or follow several locks in one stream", whose, limit),
 	}
 }
