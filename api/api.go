@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -91,4 +92,16 @@ func owner(c echo.Context, o *string) string {
 		return *o
 	}
 	return c.RealIP()
+}
+
+// ttl reads an optional ttl member. The engine reads a TTL of 0 as its
+// default and checks every other against its MinTTL and MaxTTL; a ttl
+// the request names as 0 is below MinTTL, and this says so with the
+// engine's own bound, whatever it is configured to.
+func (a *API) ttl(s *string) (time.Duration, error) {
+	d, err := parseDuration("ttl", s)
+	if err == nil && s != nil && d == 0 {
+		err = badRequest("ttl", fmt.Sprintf("ttl must be at least %s", a.eng.Config().MinTTL))
+	}
+	return d, err
 }

@@ -224,3 +224,32 @@ func TestEvents_HealthyStreamOutlivesTheServersWriteTimeout(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // the pace of events, not synchronisation
 	}
 }
+
+// The bounds a request is held to, and the words of its 400, are the
+// engine's configuration, not the defaults.
+func TestLimits_TheBoundsAndTheirWordsFollowTheEnginesConfig(t *testing.T) {
+	s := newCappedServer(t, func(c *lock.Config) {
+		c.MinTTL, c.MaxTTL, c.MaxWait, c.MaxLockDelay = 5*time.Second, time.Hour, time.Minute, 10*time.Second
+	})
+	for _, tc := range []struct{ path, body, field, bound string }{
+		{"/v1/locks/a", `{"ttl":"0s"}`, "ttl", "5s"},
+		{"/v1/locks/a", `{"ttl":"3s"}`, "ttl", "5s"}, // within the default bounds
+		{"/v1/locks/a", `{"ttl":"2h"}`, "ttl", "1h0m0s"},
+		{"/v1/locks/a", `{"wait":"90s"}`, "wait", "1m0s"},
+		{"/v1/locks/a", `{"lock_delay":"20s"}`, "lock_delay", "10s"},
+		{"/v1/sessions", `{"ttl":"0s"}`, "ttl", "5s"},
+		{"/v1/sessions", `{"ttl":"3s"}`, "ttl", "5s"},
+	} {
+		p := testserver.WantProblem(t, s.Do("POST", tc.path, tc.body), http.StatusBadRequest, "invalid_request")
+		if p.Field != tc.field || !strings.Contains(p.Detail, tc.bound) {
+			t.Errorf("POST %s %s: field %q detail %q, want %s named with the configured bound %s", tc.path, tc.body, p.Field, p.Detail, tc.field, tc.bound)
+		}
+	}
+	testserver.WantProblem(t, s.Do("GET", "/v1/locks/a", ""), http.StatusNotFound, "not_held")
+	if l := s.acquire("a", `{"ttl":"5s","wait":"1m","lock_delay":"10s"}`); l.TTL != "5s" || l.LockDelay != "10s" {
+		t.Errorf("acquired %+v, want ttl 5s and lock_delay 10s: the configured bounds themselves are allowed", l)
+	}
+	if sess := s.createSession(`{"ttl":"1h"}`); sess.TTL != "1h0m0s" {
+		t.Errorf("session ttl %q, want 1h0m0s", sess.TTL)
+	}
+}

@@ -50,11 +50,8 @@ func (a *API) acquire(c echo.Context) error {
 	}
 	lr := lock.AcquireRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata}
 	var err error
-	if lr.TTL, err = parseDuration("ttl", req.TTL); err != nil {
+	if lr.TTL, err = a.ttl(req.TTL); err != nil {
 		return err
-	}
-	if req.TTL != nil && lr.TTL == 0 {
-		return badRequest("ttl", "ttl must be at least 2s")
 	}
 	if lr.Wait, err = parseDuration("wait", req.Wait); err != nil {
 		return err

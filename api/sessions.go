@@ -56,12 +56,9 @@ func (a *API) createSession(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	ttl, err := parseDuration("ttl", req.TTL)
+	ttl, err := a.ttl(req.TTL)
 	if err != nil {
 		return err
-	}
-	if req.TTL != nil && ttl == 0 {
-		return badRequest("ttl", "ttl must be at least 2s")
 	}
 	s, err := a.eng.CreateSession(c.Request().Context(), owner(c, req.Owner), ttl)
 	if err != nil {
