@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,27 +111,16 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
-	q := queryOf(c)
-	// since is exclusive: since=0 replays every retained event; without
-	// since (or Last-Event-ID) only live events come.
-	since, replay, err := intParam(q, "since", 0, 1<<62)
+	o, err := subscribeOptions(c)
 	if err != nil {
 		return err
 	}
-	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
-		n, err := strconv.ParseInt(h, 10, 64)
-		if err != nil || n < 0 {
-			return badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
-		}
-		since, replay = n, true
-	}
+	o.Buffer = a.eventBuffer
 	ctx := c.Request().Context()
 	// The engine caps the subscriptions of this node (too_many_streams)
 	// and the events each one buffers (a reader that falls behind is
 	// dropped, and resumes with Last-Event-ID).
-	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{
-		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"), Buffer: a.eventBuffer,
-	})
+	sub, err := a.eng.Subscribe(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -159,7 +149,34 @@ func (a *API) events(c echo.Context) error {
 	if send([]byte("retry: 2000\n\n")) != nil {
 		return nil
 	}
+	a.stream(ctx, sub, send)
+	return nil
+}
 
+// subscribeOptions reads an event stream's filters and where it starts.
+// since is exclusive: since=0 replays every retained event; without since
+// (or Last-Event-ID, which wins) only live events come.
+func subscribeOptions(c echo.Context) (lock.SubscribeOptions, error) {
+	q := queryOf(c)
+	since, replay, err := intParam(q, "since", 0, 1<<62)
+	if err != nil {
+		return lock.SubscribeOptions{}, err
+	}
+	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
+		n, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || n < 0 {
+			return lock.SubscribeOptions{}, badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
+		}
+		since, replay = n, true
+	}
+	return lock.SubscribeOptions{
+		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+	}, nil
+}
+
+// stream sends sub's events, and a heartbeat while there are none, until
+// the subscription ends, the client leaves or a write to it fails.
+func (a *API) stream(ctx context.Context, sub *lock.Subscription, send func([]byte) error) {
 	beat := time.NewTicker(a.heartbeat)
 	defer beat.Stop()
 	var buf []byte
@@ -172,7 +189,7 @@ func (a *API) events(c echo.Context) error {
 				if err := sub.Err(); err != nil && !errors.Is(err, ctx.Err()) {
 					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
 				}
-				return nil
+				return
 			}
 			buf = appendEvent(buf[:0], ev)
 			// Whatever else is ready goes in the same write, so the events
@@ -190,14 +207,14 @@ func (a *API) events(c echo.Context) error {
 				}
 			}
 			if send(buf) != nil {
-				return nil // the client left, or stopped reading
+				return // the client left, or stopped reading
 			}
 		case <-beat.C:
 			if send([]byte(": heartbeat\n\n")) != nil {
-				return nil
+				return
 			}
 		case <-ctx.Done():
-			return nil
+			return
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
@@ -32,14 +33,14 @@ func TestAcquire_WaiterBeyondTheCapGets429TooManyWaiters(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.acquireAsync(ctx, "q", `{"owner":"first","wait":"1m"}`)
-	testserver.Eventually(t, 10*time.Second, "first queued", func() bool { return s.Count("queue/q/") == 1 })
+	poll.Until(t, 10*time.Second, "first queued", func() bool { return s.waiters("q") == 1 })
 
 	r := s.Do("POST", "/v1/locks/q", `{"owner":"second","wait":"1m"}`)
 	p := testserver.WantProblem(t, r, http.StatusTooManyRequests, "too_many_waiters")
 	if p.Limit != 1 || p.RetryAfter != 1 || r.Header.Get("Retry-After") != "1" {
 		t.Fatalf("problem %+v with Retry-After %q, want limit 1 and a retry of 1 s", p, r.Header.Get("Retry-After"))
 	}
-	if n := s.Count("queue/q/"); n != 1 {
+	if n := s.waiters("q"); n != 1 {
 		t.Fatalf("%d queued after the refusal, want the first alone", n)
 	}
 }
@@ -64,7 +65,7 @@ func TestCreateSession_BeyondTheCapGets429TooManySessions(t *testing.T) {
 	if p.Limit != 1 || r.Header.Get("Retry-After") != "5" {
 		t.Fatalf("problem %+v with Retry-After %q, want limit 1 and 5 s", p, r.Header.Get("Retry-After"))
 	}
-	if n := s.Count("sessions/"); n != 1 {
+	if n := s.stats().Sessions; n != 1 {
 		t.Fatalf("%d sessions, want 1", n)
 	}
 }
@@ -144,7 +145,7 @@ func TestEvents_ClientThatStopsReadingIsDroppedAndResumesExactlyOnce(t *testing.
 	// 16 events fills.
 	reason := strings.Repeat("r", 1000)
 	cycles := 0
-	testserver.Eventually(t, 60*time.Second, "the stream of a client that stopped reading dropped", func() bool {
+	poll.Until(t, 60*time.Second, "the stream of a client that stopped reading dropped", func() bool {
 		name := fmt.Sprintf("flood-%d", cycles)
 		cycles++
 		s.acquire(name, `{"owner":"w"}`)

@@ -20,21 +20,25 @@ import (
 	"github.com/baton-dev/baton/problem"
 )
 
-// The engine's errors are made here by hand: the table sits in front of
-// etcd and needs none to be tested.
-func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
-	wrap := func(err error) error { return fmt.Errorf("acquire %q: %w", "a", fmt.Errorf("txn: %w", err)) }
+// A sentinelCase is an error as the engine, authentication or echo
+// raise it, and the answer it must get.
+type sentinelCase struct {
+	name       string
+	err        error
+	status     int
+	code       string
+	check      func(t *testing.T, p *Problem)
+	unexpected bool
+}
+
+const etcdMsg = "etcdserver: request timed out"
+
+// sentinelCases are made here by hand: the table sits in front of etcd
+// and needs none to be tested.
+func sentinelCases() []sentinelCase {
 	held := &lock.HeldError{Holder: &lock.Lock{Name: "a", Owner: "w1", Token: 7, TTL: 30 * time.Second}, Reason: `held by "w1"`}
 	delayed := &lock.HeldError{RetryAfter: 1500 * time.Millisecond, Reason: "lock-delay"}
-	etcdMsg := "etcdserver: request timed out"
-	for _, tc := range []struct {
-		name       string
-		err        error
-		status     int
-		code       string
-		check      func(t *testing.T, p *Problem)
-		unexpected bool
-	}{
+	return []sentinelCase{
 		{name: "invalid", err: &lock.InvalidError{Field: "ttl", Reason: "must be between 2s and 24h0m0s"}, status: 400, code: "invalid_request",
 			check: func(t *testing.T, p *Problem) {
 				if p.Field != "ttl" || !strings.Contains(p.Detail, "ttl") {
@@ -108,7 +112,12 @@ func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
 					t.Errorf("detail %q leaks the error", p.Detail)
 				}
 			}},
-	} {
+	}
+}
+
+func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("acquire %q: %w", "a", fmt.Errorf("txn: %w", err)) }
+	for _, tc := range sentinelCases() {
 		for _, variant := range []struct {
 			name string
 			err  error
