@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
-// badRequest is one request that breaks one rule of API.md.
+// badRequest is one request that breaks one rule of docs/API.md.
 type badRequest struct {
 	rule        string
 	method      string
@@ -38,9 +39,23 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 	sess := s.createSession(`{"owner":"w"}`)
 	held := s.acquire("held", `{"owner":"w"}`)
 	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":1}`, held.Token)), http.StatusOK)
-	long := strings.Repeat("a", 129)
+	for _, row := range slices.Concat(badLockRequests(sess, held), badOtherRequests(sess, held)) {
+		t.Run(row.rule, func(t *testing.T) { checkBadRequest(t, s, row) })
+	}
+	// Nothing changed hands either.
+	if got := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/held", ""), http.StatusOK); got.Token != held.Token {
+		t.Fatalf("held lock's token %d, want %d", got.Token, held.Token)
+	}
+	if got := testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusOK); string(got.Value) != "1" {
+		t.Fatalf("fenced value %s, want 1", got.Value)
+	}
+}
 
-	rows := []badRequest{
+// badLockRequests break the rules of acquire, get, renew, release and
+// revoke.
+func badLockRequests(sess api.Session, held api.Lock) []badRequest {
+	long := strings.Repeat("a", 129)
+	return []badRequest{
 		// Acquire: strict JSON.
 		{rule: "unknown body field", method: "POST", path: "/v1/locks/x", body: `{"owner":"w","colour":"red"}`, field: "colour"},
 		{rule: "unknown query parameter on acquire", method: "POST", path: "/v1/locks/x?wait=10s", body: `{"owner":"w"}`, field: "wait"},
@@ -98,7 +113,14 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 		{rule: "revoke with a reason over 1 KiB", method: "POST", path: "/v1/locks/held/revoke", body: `{"reason":"` + strings.Repeat("r", 1025) + `"}`, field: "reason"},
 		{rule: "revoke with an unknown field", method: "POST", path: "/v1/locks/held/revoke", body: `{"why":"x"}`, field: "why"},
 		{rule: "unknown query parameter on revoke", method: "POST", path: "/v1/locks/held/revoke?reason=x", field: "reason"},
+	}
+}
 
+// badOtherRequests break the rules of listings, history, sessions,
+// fenced values and the cluster.
+func badOtherRequests(sess api.Session, held api.Lock) []badRequest {
+	long := strings.Repeat("a", 129)
+	return []badRequest{
 		// List.
 		{rule: "list with limit 0", method: "GET", path: "/v1/locks?limit=0", field: "limit"},
 		{rule: "list with limit 1001", method: "GET", path: "/v1/locks?limit=1001", field: "limit"},
@@ -147,60 +169,54 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 		{rule: "unknown query parameter on cluster", method: "GET", path: "/v1/cluster?verbose=1", field: "verbose"},
 		{rule: "fenced read with a bad resource name", method: "GET", path: "/v1/fenced/a!b", field: "resource"},
 	}
-	for _, row := range rows {
-		t.Run(row.rule, func(t *testing.T) {
-			keys, leases := s.Keys(), s.Leases()
-			var rd *strings.Reader
-			if row.body != "" {
-				rd = strings.NewReader(row.body)
-			}
-			req := httptest.NewRequest(row.method, row.path, nil)
-			if rd != nil {
-				req = httptest.NewRequest(row.method, row.path, rd)
-				ct := row.contentType
-				if ct == "" {
-					ct = "application/json"
-				}
-				req.Header.Set("Content-Type", ct)
-			}
-			r := s.Serve(req)
-			status, code := row.status, row.code
-			if status == 0 {
-				status, code = http.StatusBadRequest, "invalid_request"
-			}
-			p := testserver.WantProblem(t, r, status, code)
-			if p.Field != row.field {
-				t.Errorf("field = %q, want %q (detail %q)", p.Field, row.field, p.Detail)
-			}
-			switch {
-			case row.field == "body":
-				if !strings.Contains(p.Detail, "JSON") && !strings.Contains(p.Detail, "body") {
-					t.Errorf("detail %q does not say what is wrong with the body", p.Detail)
-				}
-			case row.field != "" && !strings.Contains(p.Detail, row.field):
-				t.Errorf("detail %q does not name %q", p.Detail, row.field)
-			}
-			if bytes.Contains(r.Body, []byte("etcdserver")) || bytes.Contains(r.Body, []byte("rpc error")) {
-				t.Errorf("problem leaks etcd's error: %s", r.Body)
-			}
-			for k := range s.Keys() {
-				if !keys[k] {
-					t.Errorf("key %s written by a bad request", k)
-				}
-			}
-			for id := range s.Leases() {
-				if !leases[id] {
-					t.Errorf("lease %x granted for a bad request", id)
-				}
-			}
-		})
+}
+
+// checkBadRequest sends row, which must answer its problem naming its
+// field, and write nothing: no key and no lease.
+func checkBadRequest(t *testing.T, s *testServer, row badRequest) {
+	keys, leases := s.Keys(), s.Leases()
+	var rd *strings.Reader
+	if row.body != "" {
+		rd = strings.NewReader(row.body)
 	}
-	// Nothing changed hands either.
-	if got := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/held", ""), http.StatusOK); got.Token != held.Token {
-		t.Fatalf("held lock's token %d, want %d", got.Token, held.Token)
+	req := httptest.NewRequest(row.method, row.path, nil)
+	if rd != nil {
+		req = httptest.NewRequest(row.method, row.path, rd)
+		ct := row.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
 	}
-	if got := testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusOK); string(got.Value) != "1" {
-		t.Fatalf("fenced value %s, want 1", got.Value)
+	r := s.Serve(req)
+	status, code := row.status, row.code
+	if status == 0 {
+		status, code = http.StatusBadRequest, "invalid_request"
+	}
+	p := testserver.WantProblem(t, r, status, code)
+	if p.Field != row.field {
+		t.Errorf("field = %q, want %q (detail %q)", p.Field, row.field, p.Detail)
+	}
+	switch {
+	case row.field == "body":
+		if !strings.Contains(p.Detail, "JSON") && !strings.Contains(p.Detail, "body") {
+			t.Errorf("detail %q does not say what is wrong with the body", p.Detail)
+		}
+	case row.field != "" && !strings.Contains(p.Detail, row.field):
+		t.Errorf("detail %q does not name %q", p.Detail, row.field)
+	}
+	if bytes.Contains(r.Body, []byte("etcdserver")) || bytes.Contains(r.Body, []byte("rpc error")) {
+		t.Errorf("problem leaks etcd's error: %s", r.Body)
+	}
+	for k := range s.Keys() {
+		if !keys[k] {
+			t.Errorf("key %s written by a bad request", k)
+		}
+	}
+	for id := range s.Leases() {
+		if !leases[id] {
+			t.Errorf("lease %x granted for a bad request", id)
+		}
 	}
 }
 

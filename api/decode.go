@@ -65,9 +65,9 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		}
 		return jsonProblem(err)
 	}
-	// Fix (found by TestBadInput_…/trailing_brace): dec.More() is false
-	// before a stray '}' or ']', so `{"owner":"w"}}` passed as valid.
-	// Whatever follows the object must be white space.
+	// Whatever follows the object must be white space: dec.More() is
+	// false before a stray '}' or ']', so it cannot tell `{"owner":"w"}}`
+	// from a body that ends.
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return badRequest("body", "unexpected data after the JSON object")
 	}
@@ -92,11 +92,10 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 }
 
 // exactNames refuses a member whose name matches a field only without
-// regard to case.
-//
-// Fix (found by FuzzHTTP): encoding/json matches member names to fields
-// case-insensitively, so {"vAlue":1} or {"TTL":"1h"} passed as value and
-// ttl, although API.md and the OpenAPI document know no such members.
+// regard to case. Member names are case-sensitive (docs/API.md, Errors;
+// the OpenAPI document), and encoding/json matches them to fields
+// case-insensitively, so without this {"vAlue":1} or {"TTL":"1h"} would
+// pass as value and ttl.
 func exactNames(body []byte, v any) error {
 	if plainLower(body) {
 		// Every request member name is lower-case ASCII; a name that
@@ -229,14 +228,13 @@ func jsonProblem(err error) *Problem {
 		return badRequest("body", "the JSON body ends too early")
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		// Fix (found by FuzzDecodeBody): encoding/json quotes the name with
-		// %q, so trimming the quotes left escapes in it (`a\"b`), and the
-		// problem named a member the body does not have. Unquote it.
+		// encoding/json quotes the name with %q: unquoted, the problem
+		// names the member as the body spells it (`a"b`, not `a\"b`).
 		if s, err := strconv.Unquote(name); err == nil {
 			name = s
 		}
-		// Fix (found by FuzzDecodeBody): a member named "" gave a 400 whose
-		// field was empty, so it named nothing (field is omitted when empty).
+		// A 400 always names a field, and field is omitted when empty: a
+		// member named "" is the body's fault.
 		if name == "" {
 			return badRequest("body", "the body has a member with an empty name, which is no field of this request")
 		}
@@ -276,38 +274,32 @@ func parseDuration(field string, s *string) (time.Duration, error) {
 	return d, nil
 }
 
-// query checks that the request names only allowed query parameters, each
-// at most once, so a typo is an error rather than silently ignored.
-func query(c echo.Context, allowed ...string) (url.Values, error) {
-	// Fix (found by FuzzQueryParams): echo's QueryParams drops the pairs
-	// it cannot parse (`?limit=%G0`, `?token=5;x=1`) without a word, so a
-	// mistyped parameter was ignored. A query that does not parse is a 400.
-	raw := c.Request().URL.RawQuery
+// checkQueryString checks a raw query string against the names a route
+// allows, so that a typo is an error rather than silently ignored. Every
+// pair must parse (echo's QueryParams drops those that do not, such as
+// `?limit=%G0` or `?token=5;x=1`), every name must be one of allowed and
+// appear once, and the 400 always names a field: "query" when the fault
+// is no single parameter's.
+func checkQueryString(raw string, allowed []string) error {
 	if raw == "" {
-		return nil, nil // what ParseQuery finds in it, without a map
+		return nil
 	}
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil, badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
+		return badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
 	}
 	for k, vs := range q {
 		if k == "" {
-			// Fix (found by FuzzQueryParams): `?=5` named a parameter "",
-			// and the 400 had no field.
-			return nil, badRequest("query", "the query string has a parameter with an empty name")
+			return badRequest("query", "the query string has a parameter with an empty name")
 		}
-		ok := false
-		for _, a := range allowed {
-			ok = ok || k == a
-		}
-		if !ok {
-			return nil, badRequest(k, fmt.Sprintf("unknown query parameter %q", k))
+		if !slices.Contains(allowed, k) {
+			return badRequest(k, fmt.Sprintf("unknown query parameter %q", k))
 		}
 		if len(vs) > 1 {
-			return nil, badRequest(k, fmt.Sprintf("query parameter %q given more than once", k))
+			return badRequest(k, fmt.Sprintf("query parameter %q given more than once", k))
 		}
 	}
-	return q, nil
+	return nil
 }
 
 // intParam reads an optional integer query parameter within [lo, hi].
@@ -324,12 +316,9 @@ func intParam(q url.Values, name string, lo, hi int64) (int64, bool, error) {
 }
 
 // listQuery reads a listing's query: prefix, limit (0 when absent) and
-// cursor, and nothing else.
+// cursor.
 func listQuery(c echo.Context) (url.Values, int, error) {
-	q, err := query(c, "prefix", "limit", "cursor")
-	if err != nil {
-		return nil, 0, err
-	}
+	q := queryOf(c)
 	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
 	return q, int(limit), err
 }
@@ -360,15 +349,13 @@ func decodeCursor(cur string) (string, error) {
 	return string(b), nil
 }
 
-// pathParam returns the path parameter name, percent-decoded.
-//
-// Fix (found by FuzzHTTP): echo routes on the escaped path whenever a
-// client escaped it differently from Go's default (URL.RawPath is set then)
-// and hands the parameters over still escaped. The dashboard builds paths
-// with encodeURIComponent, which turns the ':' that lock names may hold
-// into %3A, so it could not show or revoke "a:b": the name arrived as
-// "a%3Ab" and failed validation. An escape that does not decode is left as
-// it is, and the name's validation refuses it.
+// pathParam returns the path parameter name, percent-decoded, however the
+// client escaped it. echo routes on the escaped path whenever a client
+// escaped it differently from Go's default (URL.RawPath is set then), and
+// hands the parameters over still escaped: the dashboard's
+// encodeURIComponent sends the ':' that lock names may hold as %3A, and
+// "a%3Ab" must reach the engine as "a:b". An escape that does not decode
+// is left as it is, and the name's validation refuses it.
 func pathParam(c echo.Context, name string) string {
 	v := c.Param(name)
 	if c.Request().URL.RawPath == "" {

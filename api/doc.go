@@ -1,13 +1,19 @@
-// Package api holds baton's HTTP handlers (labstack/echo v4): the request
-// and response types of API.md, their validation, and the one table that
-// maps the lock engine's errors to RFC 9457 problem+json answers.
+// Package api holds baton's HTTP handlers (labstack/echo v4), a file per
+// resource (locks.go, sessions.go, fenced.go, history.go, ops.go): the
+// request and response types of docs/API.md, their validation, the one
+// table of routes (Routes: method, path, handler, role, query, stream)
+// and the one table that maps errors to RFC 9457 problem+json answers.
 //
 // Handlers return errors; ErrorHandler renders every one of them, so a
 // handler never writes an error body itself:
 //
 //	e := echo.New()
 //	e.HTTPErrorHandler = api.ErrorHandler(logger)
-//	api.New(engine, api.Options{}).Register(e)
+//	a := api.New(engine, api.Options{})
+//	a.Register(e, a.Routes())
+//
+// A new resource is a file of handlers (with their swag annotations) and
+// its rows in Routes.
 package api
 
 // The general information of the OpenAPI document, read by swag (see

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -236,12 +237,18 @@ func TestEvents_CarryKindAndNameAndFilterOnThem(t *testing.T) {
 
 func TestEvents_BadInputIsAProblem(t *testing.T) {
 	s := newTestServer(t)
-	for _, q := range []string{"?since=x", "?since=-1", "?lock=bad/name", "?nope=1"} {
-		testserver.WantProblem(t, s.Do("GET", "/v1/events"+q, ""), 400, "invalid_request")
+	for _, tc := range []struct{ query, field string }{
+		{"?since=x", "since"}, {"?since=-1", "since"}, {"?lock=bad/name", "lock"}, {"?nope=1", "nope"},
+	} {
+		if p := testserver.WantProblem(t, s.Do("GET", "/v1/events"+tc.query, ""), 400, "invalid_request"); p.Field != tc.field {
+			t.Errorf("%s: field %q, want %q (detail %q)", tc.query, p.Field, tc.field, p.Detail)
+		}
 	}
 	req, _ := http.NewRequest("GET", "/v1/events", nil)
 	req.Header.Set("Last-Event-ID", "yesterday")
-	testserver.WantProblem(t, s.Serve(req), 400, "invalid_request")
+	if p := testserver.WantProblem(t, s.Serve(req), 400, "invalid_request"); p.Field != "Last-Event-ID" {
+		t.Errorf("Last-Event-ID: yesterday: field %q, want Last-Event-ID (detail %q)", p.Field, p.Detail)
+	}
 }
 
 func TestHistory_FiltersByOwnerTypeAndTime(t *testing.T) {
@@ -303,7 +310,7 @@ func TestGetLock_ShowsTheQueueInGrantOrder(t *testing.T) {
 	defer cancel()
 	for i, owner := range []string{"first", "second"} {
 		go s.Send(ctx, "POST", "/v1/locks/queued", `{"owner":"`+owner+`","wait":"1m"}`)
-		testserver.Eventually(t, 10*time.Second, "waiter queued", func() bool { return s.Count("queue/queued/") == int64(i+1) })
+		poll.Until(t, 10*time.Second, "waiter queued", func() bool { return s.waiters("queued") == int64(i+1) })
 	}
 	l := testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/queued", ""), 200)
 	if len(l.Waiters) != 2 || l.Waiters[0].Owner != "first" || l.Waiters[0].Position != 1 ||
@@ -311,5 +318,5 @@ func TestGetLock_ShowsTheQueueInGrantOrder(t *testing.T) {
 		t.Fatalf("waiters %+v, want first then second", l.Waiters)
 	}
 	cancel()
-	testserver.Eventually(t, 10*time.Second, "waiters gone", func() bool { return s.Count("queue/queued/") == 0 })
+	poll.Until(t, 10*time.Second, "waiters gone", func() bool { return s.waiters("queued") == 0 })
 }

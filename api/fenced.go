@@ -6,6 +6,73 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// putFenced godoc
+//
+//	@Summary		Write a fenced value
+//	@ID				putFenced
+//	@Description	Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+//	@Tags			fenced
+//	@Accept			json
+//	@Produce		json
+//	@Param			resource	path		string				true	"Resource name, same rules as lock names"
+//	@Param			request		body		api.FencedRequest	true	"Token, value (any JSON) and optional lock"
+//	@Success		200			{object}	api.FencedValue
+//	@Failure		400			{object}	api.Problem	"invalid_request"
+//	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403			{object}	api.Problem	"forbidden: needs the write role; or cross_origin: a browser sent it for a page of another origin"
+//	@Failure		409			{object}	api.Problem	"stale_token (with max_token), not_holder, or unknown_token (above the cluster's current revision: never issued)"
+//	@Failure		413			{object}	api.Problem	"body_too_large, or value_too_large (with `limit` in bytes)"
+//	@Failure		415			{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421			{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429			{object}	api.Problem	"rate_limited, or too_many_fenced_values (with `limit`): the write would make one resource too many"
+//	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Failure		507			{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
+//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/fenced/{resource} [put]
+func (a *API) putFenced(c echo.Context) error {
+	var req FencedRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required")
+	}
+	f, err := a.eng.PutFenced(c.Request().Context(), pathParam(c, "resource"), *req.Token, req.Value, req.Lock)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toFenced(f))
+}
+
+// getFenced godoc
+//
+//	@Summary		Read a fenced value
+//	@ID				getFenced
+//	@Description	The value with the token of the write that stored it.
+//	@Tags			fenced
+//	@Produce		json
+//	@Param			resource	path		string	true	"Resource name"
+//	@Success		200			{object}	api.FencedValue
+//	@Failure		400			{object}	api.Problem	"invalid_request"
+//	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		404			{object}	api.Problem	"not_found"
+//	@Failure		421			{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429			{object}	api.Problem	"rate_limited"
+//	@Failure		503			{object}	api.Problem	"unavailable"
+//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/fenced/{resource} [get]
+func (a *API) getFenced(c echo.Context) error {
+	f, err := a.eng.GetFenced(c.Request().Context(), pathParam(c, "resource"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toFenced(f))
+}
+
 // resetFenced godoc
 //
 //	@Summary		Reset a fenced register (operators)
@@ -30,10 +97,7 @@ import (
 //	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [delete]
 func (a *API) resetFenced(c echo.Context) error {
-	q, err := query(c, "reason")
-	if err != nil {
-		return err
-	}
+	q := queryOf(c)
 	if err := a.eng.ResetFenced(c.Request().Context(), pathParam(c, "resource"), q.Get("reason"), c.RealIP()); err != nil {
 		return err
 	}

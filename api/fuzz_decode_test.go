@@ -25,12 +25,7 @@ import (
 
 // bodyKinds are the request bodies of the API, each with the fields its
 // JSON object may carry and whether an empty body is allowed.
-var bodyKinds = []struct {
-	name     string
-	new      func() any
-	fields   []string
-	optional bool
-}{
+var bodyKinds = []bodyKind{
 	{"acquire", func() any { return new(AcquireRequest) }, []string{"owner", "ttl", "session", "wait", "lock_delay", "metadata"}, true},
 	{"renew", func() any { return new(RenewRequest) }, []string{"token"}, false},
 	{"revoke", func() any { return new(RevokeRequest) }, []string{"reason"}, true},
@@ -39,136 +34,122 @@ var bodyKinds = []struct {
 	{"session renew", func() any { return new(struct{}) }, nil, true},
 }
 
+// decodeBodySeeds are the bodies of the handler tests (badinput_test.go
+// and the route tests), good and bad, by bodyKinds index.
+var decodeBodySeeds = []struct {
+	kind uint8
+	ct   string
+	body string
+}{}
+
 func FuzzDecodeBody(f *testing.F) {
-	// Seeds: the bodies of the handler tests (badinput_test.go and the
-	// route tests), good and bad.
-	for _, s := range []struct {
-		kind uint8
-		ct   string
-		body string
-	}{
-		{0, "application/json", `{"owner":"w1","ttl":"30s"}`},
-		{0, "application/json", `{"owner":"w1","ttl":"30s","session":"694d2279b4919071","wait":"10s","lock_delay":"0s","metadata":{"k":"v"}}`},
-		{0, "application/json", `{"owner":"w","colour":"red"}`},
-		{0, "application/json", `{"owner":5}`},
-		{0, "application/json", `{"metadata":{"k":1}}`},
-		{0, "application/json", `{"metadata":["a"]}`},
-		{0, "application/json", `["owner"]`},
-		{0, "application/json", `{"owner":}`},
-		{0, "application/json", `{"owner":"w"`},
-		{0, "application/json", `{"owner":"w"} {"owner":"v"}`},
-		{0, "application/json", `{"owner":"w"}}`},
-		{0, "application/xml", `<lock/>`},
-		{0, "", ``},
-		{0, "text/plain; charset=utf-8", `{"owner":"curl"}`},
-		{0, "", `{"owner":"no content type"}`},
-		{0, "Application/JSON; charset=utf-8", `{"owner":"w1"}`},
-		{2, "text/plain", " "},
-		{2, "application/x-www-form-urlencoded", `reason=x`},
-		{0, "application/json", `{"a\"b":1}`},
-		{0, "application/json", `{"OWNER":"w","Ttl":"30s"}`},
-		{4, "application/json", `{"token":1,"vAlue":{}}`},
-		{1, "application/json", `{"token":4711}`},
-		{1, "application/json", `{"token":"4711"}`},
-		{1, "application/json", `{"token":1.5}`},
-		{1, "application/json", ``},
-		{2, "application/json", `{"reason":"holder wedged"}`},
-		{2, "application/json", `{"why":"x"}`},
-		{3, "application/json", `{"ttl":"30s","owner":"worker-1"}`},
-		{3, "application/problem+json", `{"owner":"w","locks":["a"]}`},
-		{4, "application/json", `{"token":4711,"value":{"balance":100},"lock":"nightly-recon"}`},
-		{4, "application/json", `{"token":1,"value": [ 1, 2 ] }`},
-		{4, "application/json", `{"token":1,"value":nope}`},
-		{5, "application/json", `{}`},
-		{5, "application/json", `{"ttl":"1h"}`},
-	} {
+	for _, s := range decodeBodySeeds {
 		f.Add(s.kind, s.ct, []byte(s.body))
 	}
 	e := echo.New()
 	f.Fuzz(func(t *testing.T, kind uint8, ct string, body []byte) {
 		k := bodyKinds[int(kind)%len(bodyKinds)]
 		v := k.new()
-		err := decodeBody(newContext(e, ct, body), v, k.optional)
-		trimmed := bytes.TrimSpace(body)
-
-		if err != nil {
-			p, known := toProblem(err)
-			if !known {
-				t.Fatalf("%s body %q: error %T %v, which the error table does not know", k.name, body, err, err)
-			}
-			checkProblem(t, p)
-			switch p.Status {
-			case http.StatusRequestEntityTooLarge:
-				if len(body) <= MaxBodyBytes {
-					t.Fatalf("%d bytes answered 413; the limit is %d", len(body), MaxBodyBytes)
-				}
-				return
-			case http.StatusUnsupportedMediaType:
-				if len(body) == 0 || isJSON(ct) {
-					t.Fatalf("content type %q with %d bytes of body answered 415", ct, len(body))
-				}
-				return
-			case http.StatusBadRequest:
-			default:
-				t.Fatalf("%s body %q: status %d, want 400, 413 or 415", k.name, body, p.Status)
-			}
-			// The field named must be at fault: the body as a whole, a
-			// field of this request (or a member of one: metadata.KEY), or a
-			// member the request does not have.
-			top, _, _ := strings.Cut(p.Field, ".")
-			if p.Field != "body" && !slicesContain(k.fields, p.Field) && !slicesContain(k.fields, top) && !hasKey(trimmed, p.Field) {
-				t.Fatalf("%s body %q: problem names field %q, which is neither body, a field of the request nor a member of the body (detail %q)", k.name, body, p.Field, p.Detail)
-			}
-			// A body that the standard library reads without complaint,
-			// with no unknown member, must not be refused.
-			if len(body) <= MaxBodyBytes && (len(body) == 0 || isJSON(ct)) && (len(trimmed) > 0 || k.optional) &&
-				(len(trimmed) == 0 || json.Unmarshal(body, k.new()) == nil && len(unknownKeys(trimmed, k.fields)) == 0 && isObjectOrNull(trimmed)) {
-				t.Fatalf("%s body %q (content type %q) is valid, yet refused: %v", k.name, body, ct, err)
-			}
+		if err := decodeBody(newContext(e, ct, body), v, k.optional); err != nil {
+			checkRefusal(t, k, ct, body, err)
 			return
 		}
-
-		if len(body) > MaxBodyBytes {
-			t.Fatalf("a body of %d bytes was accepted; the limit is %d", len(body), MaxBodyBytes)
-		}
-		if len(body) > 0 && !isJSON(ct) {
-			t.Fatalf("a body of %d bytes with content type %q accepted; only application/json may carry one", len(body), ct)
-		}
-		if len(trimmed) == 0 {
-			if !k.optional {
-				t.Fatalf("%s: an empty body was accepted where one is required", k.name)
-			}
-			if !reflect.DeepEqual(v, k.new()) {
-				t.Fatalf("%s: an empty body decoded as %+v, want the zero request", k.name, v)
-			}
-			return
-		}
-		if !json.Valid(body) || !isObjectOrNull(trimmed) {
-			t.Fatalf("%s body %q accepted: not one JSON object", k.name, body)
-		}
-		if u := unknownKeys(trimmed, k.fields); len(u) > 0 {
-			t.Fatalf("%s body %q accepted with unknown members %q", k.name, body, u)
-		}
-		// decode -> encode -> decode gives the same request. Except a
-		// fenced write without value: it encodes as "value":null, the JSON
-		// value null, which is a request of its own. It never reaches the
-		// engine (value is required) and the document says value is
-		// required, so FencedRequest keeps no omitempty for it.
-		if fr, ok := v.(*FencedRequest); ok && fr.Value == nil {
-			return
-		}
-		again, err := json.Marshal(v)
-		if err != nil {
-			t.Fatalf("re-encode %+v: %v", v, err)
-		}
-		v2 := k.new()
-		if err := decodeBody(newContext(e, "application/json", again), v2, k.optional); err != nil {
-			t.Fatalf("%s: %s re-encoded as %s, which is refused: %v", k.name, body, again, err)
-		}
-		if !reflect.DeepEqual(normalize(v), normalize(v2)) {
-			t.Fatalf("%s: %s decodes to %+v, its re-encoding %s to %+v", k.name, body, v, again, v2)
-		}
+		checkAccepted(t, e, k, ct, body, v)
 	})
+}
+
+// bodyKind is a row of bodyKinds.
+type bodyKind = struct {
+	name     string
+	new      func() any
+	fields   []string
+	optional bool
+}
+
+// checkRefusal checks that decodeBody refused body of kind k rightly: a
+// problem the table knows, of the right status, naming a field at fault,
+// for a body the standard library would not take as it is.
+func checkRefusal(t *testing.T, k bodyKind, ct string, body []byte, err error) {
+	trimmed := bytes.TrimSpace(body)
+	p, known := toProblem(err, errorTable)
+	if !known {
+		t.Fatalf("%s body %q: error %T %v, which the error table does not know", k.name, body, err, err)
+	}
+	checkProblem(t, p)
+	switch p.Status {
+	case http.StatusRequestEntityTooLarge:
+		if len(body) <= MaxBodyBytes {
+			t.Fatalf("%d bytes answered 413; the limit is %d", len(body), MaxBodyBytes)
+		}
+		return
+	case http.StatusUnsupportedMediaType:
+		if len(body) == 0 || isJSON(ct) {
+			t.Fatalf("content type %q with %d bytes of body answered 415", ct, len(body))
+		}
+		return
+	case http.StatusBadRequest:
+	default:
+		t.Fatalf("%s body %q: status %d, want 400, 413 or 415", k.name, body, p.Status)
+	}
+	// The field named must be at fault: the body as a whole, a
+	// field of this request (or a member of one: metadata.KEY), or a
+	// member the request does not have.
+	top, _, _ := strings.Cut(p.Field, ".")
+	if p.Field != "body" && !slicesContain(k.fields, p.Field) && !slicesContain(k.fields, top) && !hasKey(trimmed, p.Field) {
+		t.Fatalf("%s body %q: problem names field %q, which is neither body, a field of the request nor a member of the body (detail %q)", k.name, body, p.Field, p.Detail)
+	}
+	// A body that the standard library reads without complaint,
+	// with no unknown member, must not be refused.
+	if len(body) <= MaxBodyBytes && (len(body) == 0 || isJSON(ct)) && (len(trimmed) > 0 || k.optional) &&
+		(len(trimmed) == 0 || json.Unmarshal(body, k.new()) == nil && len(unknownKeys(trimmed, k.fields)) == 0 && isObjectOrNull(trimmed)) {
+		t.Fatalf("%s body %q (content type %q) is valid, yet refused: %v", k.name, body, ct, err)
+	}
+}
+
+// checkAccepted checks that a body decodeBody took into v is one JSON
+// object of known members, sent as JSON, that survives a round trip.
+func checkAccepted(t *testing.T, e *echo.Echo, k bodyKind, ct string, body []byte, v any) {
+	trimmed := bytes.TrimSpace(body)
+	if len(body) > MaxBodyBytes {
+		t.Fatalf("a body of %d bytes was accepted; the limit is %d", len(body), MaxBodyBytes)
+	}
+	if len(body) > 0 && !isJSON(ct) {
+		t.Fatalf("a body of %d bytes with content type %q accepted; only application/json may carry one", len(body), ct)
+	}
+	if len(trimmed) == 0 {
+		if !k.optional {
+			t.Fatalf("%s: an empty body was accepted where one is required", k.name)
+		}
+		if !reflect.DeepEqual(v, k.new()) {
+			t.Fatalf("%s: an empty body decoded as %+v, want the zero request", k.name, v)
+		}
+		return
+	}
+	if !json.Valid(body) || !isObjectOrNull(trimmed) {
+		t.Fatalf("%s body %q accepted: not one JSON object", k.name, body)
+	}
+	if u := unknownKeys(trimmed, k.fields); len(u) > 0 {
+		t.Fatalf("%s body %q accepted with unknown members %q", k.name, body, u)
+	}
+	// decode -> encode -> decode gives the same request. Except a
+	// fenced write without value: it encodes as "value":null, the JSON
+	// value null, which is a request of its own. It never reaches the
+	// engine (value is required) and the document says value is
+	// required, so FencedRequest keeps no omitempty for it.
+	if fr, ok := v.(*FencedRequest); ok && fr.Value == nil {
+		return
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("re-encode %+v: %v", v, err)
+	}
+	v2 := k.new()
+	if err := decodeBody(newContext(e, "application/json", again), v2, k.optional); err != nil {
+		t.Fatalf("%s: %s re-encoded as %s, which is refused: %v", k.name, body, again, err)
+	}
+	if !reflect.DeepEqual(normalize(v), normalize(v2)) {
+		t.Fatalf("%s: %s decodes to %+v, its re-encoding %s to %+v", k.name, body, v, again, v2)
+	}
 }
 
 func newContext(e *echo.Echo, ct string, body []byte) echo.Context {
@@ -202,7 +183,7 @@ func hasKey(b []byte, key string) bool {
 }
 
 // unknownKeys returns the members of the JSON object b that name no field,
-// exactly: API.md's field names are case-sensitive (encoding/json's are
+// exactly: docs/API.md's field names are case-sensitive (encoding/json's are
 // not).
 func unknownKeys(b []byte, fields []string) []string {
 	var m map[string]json.RawMessage
@@ -282,7 +263,8 @@ func FuzzQueryParams(f *testing.F) {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.URL.RawQuery = rawQuery
 		c := e.NewContext(req, httptest.NewRecorder())
-		q, err := query(c, allowed...)
+		err := checkQueryString(rawQuery, allowed)
+		q := queryOf(c) // what a handler reads once the check has passed
 		parsed, perr := url.ParseQuery(rawQuery)
 		_, emptyName := parsed[""]
 		if err != nil {
@@ -305,68 +287,86 @@ func FuzzQueryParams(f *testing.F) {
 			}
 		}
 		// Every parameter the routes read, each through its own parser.
-		for _, p := range []struct {
-			name   string
-			lo, hi int64
-		}{{"limit", 1, lock.MaxListLimit}, {"token", 1, 1<<63 - 1}, {"before", 1, 1<<63 - 1}, {"since", 0, 1 << 62}} {
-			n, ok, err := intParam(q, p.name, p.lo, p.hi)
-			s := q.Get(p.name)
-			switch {
-			case err != nil:
-				if pr := wantBadRequest(t, err); pr.Field != p.name {
-					t.Fatalf("%s=%q: problem names %q", p.name, s, pr.Field)
-				}
-				if m, perr := strconv.ParseInt(s, 10, 64); perr == nil && m >= p.lo && m <= p.hi {
-					t.Fatalf("%s=%q refused, yet it is an integer in [%d, %d]", p.name, s, p.lo, p.hi)
-				}
-			case !ok:
-				if s != "" {
-					t.Fatalf("%s=%q read as absent", p.name, s)
-				}
-			default:
-				if n < p.lo || n > p.hi {
-					t.Fatalf("%s=%q accepted as %d, outside [%d, %d]", p.name, s, n, p.lo, p.hi)
-				}
-				if m, perr := strconv.ParseInt(s, 10, 64); perr != nil || m != n {
-					t.Fatalf("%s=%q accepted as %d", p.name, s, n)
-				}
-			}
-		}
-		for _, name := range []string{"from", "to"} {
-			tm, err := timeParam(q, name)
-			s := q.Get(name)
-			if err != nil {
-				if pr := wantBadRequest(t, err); pr.Field != name {
-					t.Fatalf("%s=%q: problem names %q", name, s, pr.Field)
-				}
-				continue
-			}
-			if s == "" {
-				if !tm.IsZero() {
-					t.Fatalf("absent %s read as %v", name, tm)
-				}
-				continue
-			}
-			if back, err := time.Parse(time.RFC3339Nano, tm.Format(time.RFC3339Nano)); err != nil || !back.Equal(tm) {
-				t.Fatalf("%s=%q read as %v, which does not survive a round trip (%v, %v)", name, s, tm, back, err)
-			}
-		}
-		if cur := q.Get("cursor"); cur != "" {
-			name, err := decodeCursor(cur)
-			if err != nil {
-				if pr := wantBadRequest(t, err); pr.Field != "cursor" {
-					t.Fatalf("cursor=%q: problem names %q", cur, pr.Field)
-				}
-			} else {
-				if !lock.ValidName(name) {
-					t.Fatalf("cursor=%q accepted as %q, not a lock name", cur, name)
-				}
-				if back, err := decodeCursor(encodeCursor(name)); err != nil || back != name {
-					t.Fatalf("cursor of %q does not survive a round trip: %q, %v", name, back, err)
-				}
-			}
-		}
+		checkIntParams(t, q)
+		checkTimeParams(t, q)
+		checkCursorParam(t, q)
 	})
+}
+
+// checkIntParams reads the integer parameters of q: each is refused
+// naming itself, or read as the integer it spells within its bounds.
+func checkIntParams(t *testing.T, q url.Values) {
+	for _, p := range []struct {
+		name   string
+		lo, hi int64
+	}{{"limit", 1, lock.MaxListLimit}, {"token", 1, 1<<63 - 1}, {"before", 1, 1<<63 - 1}, {"since", 0, 1 << 62}} {
+		n, ok, err := intParam(q, p.name, p.lo, p.hi)
+		s := q.Get(p.name)
+		switch {
+		case err != nil:
+			if pr := wantBadRequest(t, err); pr.Field != p.name {
+				t.Fatalf("%s=%q: problem names %q", p.name, s, pr.Field)
+			}
+			if m, perr := strconv.ParseInt(s, 10, 64); perr == nil && m >= p.lo && m <= p.hi {
+				t.Fatalf("%s=%q refused, yet it is an integer in [%d, %d]", p.name, s, p.lo, p.hi)
+			}
+		case !ok:
+			if s != "" {
+				t.Fatalf("%s=%q read as absent", p.name, s)
+			}
+		default:
+			if n < p.lo || n > p.hi {
+				t.Fatalf("%s=%q accepted as %d, outside [%d, %d]", p.name, s, n, p.lo, p.hi)
+			}
+			if m, perr := strconv.ParseInt(s, 10, 64); perr != nil || m != n {
+				t.Fatalf("%s=%q accepted as %d", p.name, s, n)
+			}
+		}
+	}
+}
+
+// checkTimeParams reads from and to: each is refused naming itself, or
+// read as a time that survives a round trip.
+func checkTimeParams(t *testing.T, q url.Values) {
+	for _, name := range []string{"from", "to"} {
+		tm, err := timeParam(q, name)
+		s := q.Get(name)
+		if err != nil {
+			if pr := wantBadRequest(t, err); pr.Field != name {
+				t.Fatalf("%s=%q: problem names %q", name, s, pr.Field)
+			}
+			continue
+		}
+		if s == "" {
+			if !tm.IsZero() {
+				t.Fatalf("absent %s read as %v", name, tm)
+			}
+			continue
+		}
+		if back, err := time.Parse(time.RFC3339Nano, tm.Format(time.RFC3339Nano)); err != nil || !back.Equal(tm) {
+			t.Fatalf("%s=%q read as %v, which does not survive a round trip (%v, %v)", name, s, tm, back, err)
+		}
+	}
+}
+
+// checkCursorParam reads the cursor: refused naming itself, or a lock
+// name that survives a round trip.
+func checkCursorParam(t *testing.T, q url.Values) {
+	if cur := q.Get("cursor"); cur != "" {
+		name, err := decodeCursor(cur)
+		if err != nil {
+			if pr := wantBadRequest(t, err); pr.Field != "cursor" {
+				t.Fatalf("cursor=%q: problem names %q", cur, pr.Field)
+			}
+		} else {
+			if !lock.ValidName(name) {
+				t.Fatalf("cursor=%q accepted as %q, not a lock name", cur, name)
+			}
+			if back, err := decodeCursor(encodeCursor(name)); err != nil || back != name {
+				t.Fatalf("cursor of %q does not survive a round trip: %q, %v", name, back, err)
+			}
+		}
+	}
 }
 
 func FuzzParseDuration(f *testing.F) {

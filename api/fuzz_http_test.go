@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,10 +35,10 @@ import (
 //
 //   - the answer is never 5xx, and matches the OpenAPI document;
 //   - a 4xx is problem+json with a code, and a 400 names the field;
-//   - a 4xx writes nothing to etcd (see checkNoWrite for how that is told
-//     apart from the node's own background writes), and a 400, 413 or 415
-//     grants no lease either;
-//   - a 2xx says what API.md says (names valid, TTLs in bounds, pages
+//   - a 4xx changes nothing the engine reports (see checkNoWrite for how
+//     that is told apart from the node's own background writes), and a
+//     400, 413 or 415 grants no lease either;
+//   - a 2xx says what docs/API.md says (names valid, TTLs in bounds, pages
 //     sorted and filtered, history before `before`), and the harness then
 //     undoes what it did, so iterations do not depend on each other.
 //
@@ -171,9 +172,9 @@ const (
 type httpFuzz struct {
 	tb      *fuzzTB
 	s       *testserver.Server
-	cli     *clientv3.Client
-	token   int64  // of the lock "held"
-	session string // the session the harness keeps
+	token   int64           // of the lock "held"
+	session string          // the session the harness keeps
+	fenced  map[string]bool // the fenced values written since restore
 }
 
 func startHTTPFuzz(f *testing.F) *httpFuzz {
@@ -181,7 +182,7 @@ func startHTTPFuzz(f *testing.F) *httpFuzz {
 	cfg := lock.DefaultConfig()
 	cfg.MaxWait = fuzzMaxWait
 	s := testserver.StartOn(tb, testetcd.Start(tb), cfg)
-	h := &httpFuzz{tb: tb, s: s, cli: s.Eng.Client()}
+	h := &httpFuzz{tb: tb, s: s, fenced: map[string]bool{}}
 	if err := h.restore(f); err != nil {
 		f.Fatal(err)
 	}
@@ -194,78 +195,98 @@ func (h *httpFuzz) ctx(tb testing.TB) context.Context {
 	return ctx
 }
 
-// restore brings etcd back to the harness's state: "held" held, the
-// session alive, the ledger written; any other lock released (cleanly, so
-// no lock-delay is left), session deleted and fenced value removed.
+// restore brings the engine back to the harness's state: "held" held,
+// the session alive, the ledger written; any other lock released
+// (cleanly, so no lock-delay is left), session deleted and fenced value
+// reset. It reads that state through the engine, as a client would.
 func (h *httpFuzz) restore(tb testing.TB) error {
 	ctx, eng := h.ctx(tb), h.s.Eng
-	resp, err := h.cli.Get(ctx, "/baton/locks/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err := h.restoreLocks(ctx); err != nil {
+		return err
+	}
+	if err := h.restoreSessions(ctx); err != nil {
+		return err
+	}
+	for name := range h.fenced {
+		if name == ledgerName {
+			continue // the harness's own, which the next write may overwrite
+		}
+		if err := eng.ResetFenced(ctx, name, "fuzz: restore", "fuzz"); err != nil && !errors.Is(err, lock.ErrNotFound) {
+			return fmt.Errorf("reset fenced %q: %w", name, err)
+		}
+	}
+	clear(h.fenced)
+	// Nothing may be left behind that changes later iterations.
+	_, delays, _, err := eng.ListWithDelays(ctx, lock.ListOptions{Limit: lock.MaxListLimit})
+	if err != nil {
+		return err
+	}
+	st, err := eng.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if len(delays) != 0 || st.Waiters != 0 {
+		return fmt.Errorf("left behind: %d locks under lock-delay, %d waiters", len(delays), st.Waiters)
+	}
+	return nil
+}
+
+// restoreLocks releases every lock but the harness's, and takes that
+// again when it is gone, with the ledger written under it.
+func (h *httpFuzz) restoreLocks(ctx context.Context) error {
+	eng := h.s.Eng
+	locks, _, err := eng.List(ctx, lock.ListOptions{Limit: lock.MaxListLimit})
 	if err != nil {
 		return err
 	}
 	heldOK := false
-	for _, kv := range resp.Kvs {
-		name := strings.TrimPrefix(string(kv.Key), "/baton/locks/")
-		if name == heldName && kv.ModRevision == h.token {
+	for _, l := range locks {
+		if l.Name == heldName && l.Token == h.token {
 			heldOK = true
 			continue
 		}
-		if err := eng.Release(ctx, name, kv.ModRevision); err != nil {
-			return fmt.Errorf("release %q: %w", name, err)
+		if err := eng.Release(ctx, l.Name, l.Token); err != nil {
+			return fmt.Errorf("release %q: %w", l.Name, err)
 		}
 	}
-	if !heldOK {
-		l, _, err := eng.Acquire(ctx, lock.AcquireRequest{Name: heldName, Owner: "fuzz", TTL: 24 * time.Hour})
-		if err != nil {
-			return fmt.Errorf("acquire %q: %w", heldName, err)
-		}
-		h.token = l.Token
-		if _, err := eng.PutFenced(ctx, ledgerName, h.token, json.RawMessage(`1`), ""); err != nil {
-			return err
-		}
+	if heldOK {
+		return nil
 	}
-	if resp, err = h.cli.Get(ctx, "/baton/sessions/", clientv3.WithPrefix(), clientv3.WithKeysOnly()); err != nil {
+	l, _, err := eng.Acquire(ctx, lock.AcquireRequest{Name: heldName, Owner: "fuzz", TTL: 24 * time.Hour})
+	if err != nil {
+		return fmt.Errorf("acquire %q: %w", heldName, err)
+	}
+	h.token = l.Token
+	_, err = eng.PutFenced(ctx, ledgerName, h.token, json.RawMessage(`1`), "")
+	return err
+}
+
+// restoreSessions deletes every session but the harness's, and creates
+// that again when it is gone.
+func (h *httpFuzz) restoreSessions(ctx context.Context) error {
+	eng := h.s.Eng
+	sessions, _, err := eng.ListSessions(ctx, lock.SessionListOptions{Limit: lock.MaxListLimit})
+	if err != nil {
 		return err
 	}
 	sessOK := false
-	for _, kv := range resp.Kvs {
-		id := strings.TrimPrefix(string(kv.Key), "/baton/sessions/")
-		if id == h.session {
+	for _, s := range sessions {
+		if s.ID == h.session {
 			sessOK = true
 			continue
 		}
-		if err := eng.DeleteSession(ctx, id); err != nil {
-			return fmt.Errorf("delete session %s: %w", id, err)
+		if err := eng.DeleteSession(ctx, s.ID); err != nil {
+			return fmt.Errorf("delete session %s: %w", s.ID, err)
 		}
 	}
-	if !sessOK {
-		s, err := eng.CreateSession(ctx, "fuzz", 24*time.Hour)
-		if err != nil {
-			return err
-		}
-		h.session = s.ID
+	if sessOK {
+		return nil
 	}
-	for _, p := range []string{"/baton/fenced/", "/baton/fencemax/"} {
-		if resp, err = h.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly()); err != nil {
-			return err
-		}
-		for _, kv := range resp.Kvs {
-			if strings.TrimPrefix(string(kv.Key), p) != ledgerName {
-				if _, err := h.cli.Delete(ctx, string(kv.Key)); err != nil {
-					return err
-				}
-			}
-		}
+	s, err := eng.CreateSession(ctx, "fuzz", 24*time.Hour)
+	if err != nil {
+		return err
 	}
-	// Nothing may be left behind that changes later iterations.
-	for _, p := range []string{"/baton/delay/", "/baton/queue/"} {
-		if resp, err = h.cli.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
-			return err
-		}
-		if resp.Count != 0 {
-			return fmt.Errorf("%d keys left under %s", resp.Count, p)
-		}
-	}
+	h.session = s.ID
 	return nil
 }
 
@@ -349,7 +370,7 @@ func (h *httpFuzz) one(t *testing.T, r fuzzRoute, param string, escapeAll bool, 
 		if status == http.StatusBadRequest && r.param != "" && p.Field == r.param && validParam(r.param, param) {
 			t.Fatalf("%s %s: %s %q is valid, yet the answer blames it: %s", r.method, target, r.param, param, p.Detail)
 		}
-		h.checkNoWrite(t, rev0, status)
+		h.checkNoWrite(t, rev0, status, param)
 		if status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge || status == http.StatusUnsupportedMediaType {
 			for id := range h.s.Leases() {
 				if !leases0[id] {
@@ -360,6 +381,9 @@ func (h *httpFuzz) one(t *testing.T, r fuzzRoute, param string, escapeAll bool, 
 		return
 	}
 	h.checkSuccess(t, r, param, u.Query(), body, w)
+	if r.method == http.MethodPut {
+		h.fenced[param] = true
+	}
 	if r.method != http.MethodGet {
 		if err := h.restore(t); err != nil {
 			t.Fatalf("after %s %s (%d): restore: %v", r.method, target, status, err)
@@ -396,67 +420,61 @@ func wantFuzzProblem(t *testing.T, w *fuzzRecorder) api.Problem {
 	return p
 }
 
-// revision is etcd's current revision. A serializable read suffices: the
-// only member applied our request's writes before the request answered.
+// revision is etcd's current revision, from the header of a read. A
+// serializable read suffices: the only member applied our request's
+// writes before the request answered.
 func (h *httpFuzz) revision(t *testing.T) int64 {
-	resp, err := h.cli.Get(h.ctx(t), "/baton/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+	resp, err := h.s.Eng.Client().Get(h.ctx(t), "revision", clientv3.WithCountOnly(), clientv3.WithSerializable())
 	if err != nil {
 		t.Fatalf("read revision: %v", err)
 	}
 	return resp.Header.Revision
 }
 
-// checkNoWrite fails unless every change etcd made since rev0 is the
-// node's own background work. The revision alone cannot tell: the expiry
-// recorder saves its cursor (/baton/meta/recorder) every few seconds after
-// any activity, whatever the request. So when the revision moved, the
-// changes since rev0 are read back with a watch (etcd keeps its history;
-// the member compacts only hourly) and each key is judged. Nothing else
-// runs in the background here: the harness's lock and session live 24h,
-// and pooled leases hold no keys, so their expiry writes nothing. A wait
-// (409 after it runs out) puts its queue entry and deletes it; that is
-// allowed, but only if it is gone again.
-func (h *httpFuzz) checkNoWrite(t *testing.T, rev0 int64, status int) {
-	rev1 := h.revision(t)
-	if rev1 == rev0 {
+// checkNoWrite fails unless the engine holds what it held at rev0, before
+// a request that answered status. When etcd's revision has not moved,
+// nothing was written. It may move without the request: the expiry
+// recorder saves its cursor every few seconds after any activity. So then
+// the engine is asked: the harness's state holds before every request
+// (restore makes it, and a GET or a refusal keeps it), so every lock must
+// be older than rev0, the harness's session the only one, no waiter left
+// (a wait that ran out, 409, queued and must have left), no lock-delay,
+// no event recorded after rev0, and no fenced value of param written
+// after it.
+func (h *httpFuzz) checkNoWrite(t *testing.T, rev0 int64, status int, param string) {
+	if h.revision(t) == rev0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	queue := map[string]bool{}
-	wch := h.cli.Watch(ctx, "", clientv3.WithPrefix(), clientv3.WithRev(rev0+1))
-	for wr := range wch {
-		if err := wr.Err(); err != nil {
-			t.Fatalf("read etcd's changes since %d: %v", rev0, err)
-		}
-		for _, ev := range wr.Events {
-			if ev.Kv.ModRevision > rev1 {
-				continue
-			}
-			k := string(ev.Kv.Key)
-			switch {
-			case strings.HasPrefix(k, "/baton/meta/"):
-			case strings.HasPrefix(k, "/baton/queue/") && status == http.StatusConflict:
-				queue[k] = ev.Type == clientv3.EventTypePut
-			default:
-				t.Fatalf("a request answered %d wrote: %s %s at revision %d", status, ev.Type, k, ev.Kv.ModRevision)
-			}
-		}
-		if wr.Header.Revision >= rev1 && len(wr.Events) > 0 && wr.Events[len(wr.Events)-1].Kv.ModRevision >= rev1 {
-			break
+	ctx, eng := h.ctx(t), h.s.Eng
+	locks, delays, _, err := eng.ListWithDelays(ctx, lock.ListOptions{Limit: lock.MaxListLimit})
+	if err != nil {
+		t.Fatalf("list locks: %v", err)
+	}
+	for _, l := range locks {
+		if l.Token > rev0 {
+			t.Fatalf("a request answered %d acquired %q (token %d, after revision %d)", status, l.Name, l.Token, rev0)
 		}
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("read etcd's changes from %d to %d: %v", rev0, rev1, ctx.Err())
+	sessions, _, err := eng.ListSessions(ctx, lock.SessionListOptions{Limit: lock.MaxListLimit})
+	if err != nil || len(sessions) != 1 || sessions[0].ID != h.session {
+		t.Fatalf("a request answered %d left sessions %v (%v), want the harness's %s alone", status, sessions, err, h.session)
 	}
-	for k, present := range queue {
-		if present {
-			t.Fatalf("a request answered %d left its queue entry %s", status, k)
+	st, err := eng.Stats(ctx)
+	if err != nil || st.Waiters != 0 || len(delays) != 0 {
+		t.Fatalf("a request answered %d left %d waiters and %d lock-delays (%v)", status, st.Waiters, len(delays), err)
+	}
+	evs, _, err := eng.History(ctx, lock.HistoryOptions{Limit: 1})
+	if err != nil || len(evs) > 0 && evs[0].Revision > rev0 {
+		t.Fatalf("a request answered %d recorded %+v (%v)", status, evs, err)
+	}
+	for _, name := range []string{ledgerName, param} {
+		if fv, err := eng.GetFenced(ctx, name); err == nil && fv.Revision > rev0 {
+			t.Fatalf("a request answered %d wrote the fenced value %q at revision %d", status, name, fv.Revision)
 		}
 	}
 }
 
-// checkSuccess checks a 2xx against API.md.
+// checkSuccess checks a 2xx against docs/API.md.
 func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.Values, body []byte, w *fuzzRecorder) {
 	t.Helper()
 	b := w.body.Bytes()
@@ -481,23 +499,7 @@ func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.V
 	case "/v1/locks":
 		var page api.LockList
 		decode(&page)
-		limit := 100
-		if n, err := strconv.Atoi(q.Get("limit")); err == nil {
-			limit = n
-		}
-		if len(page.Locks) > limit {
-			t.Fatalf("list with limit %d returned %d locks", limit, len(page.Locks))
-		}
-		after := ""
-		if cur := q.Get("cursor"); cur != "" {
-			after = cursorName(t, cur)
-		}
-		for i, l := range page.Locks {
-			if !strings.HasPrefix(l.Name, q.Get("prefix")) || l.Name <= after || i > 0 && l.Name <= page.Locks[i-1].Name {
-				t.Fatalf("list %v: lock %q out of order or outside the page (prefix %q, after %q)", q, l.Name, q.Get("prefix"), after)
-			}
-			h.checkLock(t, *l, l.Name)
-		}
+		h.checkLockList(t, q, page)
 	case "/v1/fenced/%s":
 		var fv api.FencedValue
 		decode(&fv)
@@ -523,15 +525,7 @@ func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.V
 		}
 		var s api.Session
 		decode(&s)
-		ttl, err := time.ParseDuration(s.TTL)
-		if id, perr := strconv.ParseUint(s.ID, 16, 63); perr != nil || id == 0 || err != nil || ttl < 2*time.Second || ttl > 24*time.Hour || !ownerOK(s.Owner) {
-			t.Fatalf("session %+v breaks API.md", s)
-		}
-		if r.path != "/v1/sessions" {
-			if want, _ := strconv.ParseUint(param, 16, 64); s.ID != strconv.FormatUint(want, 16) {
-				t.Fatalf("session %q answered as %q", param, s.ID)
-			}
-		}
+		checkSession(t, r, param, s)
 	case "/v1/history":
 		var page api.History
 		decode(&page)
@@ -543,6 +537,44 @@ func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.V
 	}
 }
 
+// checkLockList checks a page of locks against the query that asked
+// for it: at most limit locks, sorted, after the cursor, with the prefix.
+func (h *httpFuzz) checkLockList(t *testing.T, q url.Values, page api.LockList) {
+	t.Helper()
+	limit := 100
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
+		limit = n
+	}
+	if len(page.Locks) > limit {
+		t.Fatalf("list with limit %d returned %d locks", limit, len(page.Locks))
+	}
+	after := ""
+	if cur := q.Get("cursor"); cur != "" {
+		after = cursorName(t, cur)
+	}
+	for i, l := range page.Locks {
+		if !strings.HasPrefix(l.Name, q.Get("prefix")) || l.Name <= after || i > 0 && l.Name <= page.Locks[i-1].Name {
+			t.Fatalf("list %v: lock %q out of order or outside the page (prefix %q, after %q)", q, l.Name, q.Get("prefix"), after)
+		}
+		h.checkLock(t, *l, l.Name)
+	}
+}
+
+// checkSession checks a session a route of r answered, for the path
+// parameter param.
+func checkSession(t *testing.T, r fuzzRoute, param string, s api.Session) {
+	t.Helper()
+	ttl, err := time.ParseDuration(s.TTL)
+	if id, perr := strconv.ParseUint(s.ID, 16, 63); perr != nil || id == 0 || err != nil || ttl < 2*time.Second || ttl > 24*time.Hour || !ownerOK(s.Owner) {
+		t.Fatalf("session %+v breaks docs/API.md", s)
+	}
+	if r.path != "/v1/sessions" {
+		if want, _ := strconv.ParseUint(param, 16, 64); s.ID != strconv.FormatUint(want, 16) {
+			t.Fatalf("session %q answered as %q", param, s.ID)
+		}
+	}
+}
+
 func (h *httpFuzz) checkLock(t *testing.T, l api.Lock, name string) {
 	t.Helper()
 	ttl, err := time.ParseDuration(l.TTL)
@@ -550,7 +582,7 @@ func (h *httpFuzz) checkLock(t *testing.T, l api.Lock, name string) {
 	case l.Name != name || !lock.ValidName(l.Name):
 		t.Fatalf("lock %q answered as %+v", name, l)
 	case l.Token < 1 || !ownerOK(l.Owner) || len(l.Metadata) > lock.MaxMetadataPairs:
-		t.Fatalf("lock %+v breaks API.md", l)
+		t.Fatalf("lock %+v breaks docs/API.md", l)
 	case err != nil || l.Session == "" && (ttl < 2*time.Second || ttl > 24*time.Hour):
 		t.Fatalf("lock %q has TTL %q", l.Name, l.TTL)
 	}
@@ -603,7 +635,7 @@ func compact(b []byte) string {
 	return buf.String()
 }
 
-// ownerOK is API.md's rule for owners: 1-128 printable characters.
+// ownerOK is docs/API.md's rule for owners: 1-128 printable characters.
 func ownerOK(s string) bool {
 	n := utf8.RuneCountInString(s)
 	return utf8.ValidString(s) && n >= 1 && n <= 128 && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
@@ -675,7 +707,7 @@ func (h *httpFuzz) serve(t *testing.T, req *http.Request, cancel context.CancelF
 
 // checkSessionList checks a page of GET /v1/sessions: within the limit,
 // every owner under the prefix, sorted by owner then ID, every session
-// within API.md's bounds.
+// within docs/API.md's bounds.
 func (h *httpFuzz) checkSessionList(t *testing.T, q url.Values, b []byte) {
 	t.Helper()
 	var page api.SessionList
@@ -692,7 +724,7 @@ func (h *httpFuzz) checkSessionList(t *testing.T, q url.Values, b []byte) {
 	for i, s := range page.Sessions {
 		ttl, err := time.ParseDuration(s.TTL)
 		if id, perr := strconv.ParseUint(s.ID, 16, 63); perr != nil || id == 0 || err != nil || ttl < 2*time.Second || ttl > 24*time.Hour || !ownerOK(s.Owner) {
-			t.Fatalf("listed session %+v breaks API.md", s)
+			t.Fatalf("listed session %+v breaks docs/API.md", s)
 		}
 		if !strings.HasPrefix(s.Owner, q.Get("prefix")) {
 			t.Fatalf("list %v: owner %q outside the prefix", q, s.Owner)

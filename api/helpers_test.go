@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/lock"
 )
 
 // testServer is the shared harness (internal/testserver: the real server
@@ -37,7 +39,7 @@ func decodeInto(t *testing.T, b []byte, v any) {
 	}
 }
 
-// timestampRE is API.md's timestamp: RFC 3339, UTC, milliseconds.
+// timestampRE is docs/API.md's timestamp: RFC 3339, UTC, milliseconds.
 var timestampRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
 // wantTimestamp checks that obj[key] is a timestamp string and returns it.
@@ -63,7 +65,7 @@ func wantString(t *testing.T, obj map[string]json.RawMessage, key, want string) 
 	}
 }
 
-// Member names of API.md.
+// Member names of docs/API.md.
 var (
 	lockKeys    = []string{"name", "owner", "token", "session", "ttl", "acquired_at", "expires_at", "metadata"}
 	lockExtra   = []string{"lock_delay"}
@@ -109,4 +111,25 @@ func (s *testServer) createSession(body string) api.Session {
 func (s *testServer) history(query string) []api.Event {
 	s.t.Helper()
 	return testserver.WantJSON[api.History](s.t, s.Do("GET", "/v1/history?"+query, ""), http.StatusOK).Events
+}
+
+// waiters counts the acquires queued for name, as the engine lists them.
+func (s *testServer) waiters(name string) int64 {
+	s.t.Helper()
+	ws, err := s.Eng.Waiters(context.Background(), name)
+	if err != nil {
+		s.t.Fatalf("waiters of %s: %v", name, err)
+	}
+	return int64(len(ws))
+}
+
+// stats counts the cluster's locks, waiters and sessions, as the engine
+// does for its metrics.
+func (s *testServer) stats() lock.Stats {
+	s.t.Helper()
+	st, err := s.Eng.Stats(context.Background())
+	if err != nil {
+		s.t.Fatalf("stats: %v", err)
+	}
+	return st
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
@@ -32,14 +33,14 @@ func TestAcquire_WaiterBeyondTheCapGets429TooManyWaiters(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.acquireAsync(ctx, "q", `{"owner":"first","wait":"1m"}`)
-	testserver.Eventually(t, 10*time.Second, "first queued", func() bool { return s.Count("queue/q/") == 1 })
+	poll.Until(t, 10*time.Second, "first queued", func() bool { return s.waiters("q") == 1 })
 
 	r := s.Do("POST", "/v1/locks/q", `{"owner":"second","wait":"1m"}`)
 	p := testserver.WantProblem(t, r, http.StatusTooManyRequests, "too_many_waiters")
 	if p.Limit != 1 || p.RetryAfter != 1 || r.Header.Get("Retry-After") != "1" {
 		t.Fatalf("problem %+v with Retry-After %q, want limit 1 and a retry of 1 s", p, r.Header.Get("Retry-After"))
 	}
-	if n := s.Count("queue/q/"); n != 1 {
+	if n := s.waiters("q"); n != 1 {
 		t.Fatalf("%d queued after the refusal, want the first alone", n)
 	}
 }
@@ -64,7 +65,7 @@ func TestCreateSession_BeyondTheCapGets429TooManySessions(t *testing.T) {
 	if p.Limit != 1 || r.Header.Get("Retry-After") != "5" {
 		t.Fatalf("problem %+v with Retry-After %q, want limit 1 and 5 s", p, r.Header.Get("Retry-After"))
 	}
-	if n := s.Count("sessions/"); n != 1 {
+	if n := s.stats().Sessions; n != 1 {
 		t.Fatalf("%d sessions, want 1", n)
 	}
 }
@@ -144,7 +145,7 @@ func TestEvents_ClientThatStopsReadingIsDroppedAndResumesExactlyOnce(t *testing.
 	// 16 events fills.
 	reason := strings.Repeat("r", 1000)
 	cycles := 0
-	testserver.Eventually(t, 60*time.Second, "the stream of a client that stopped reading dropped", func() bool {
+	poll.Until(t, 60*time.Second, "the stream of a client that stopped reading dropped", func() bool {
 		name := fmt.Sprintf("flood-%d", cycles)
 		cycles++
 		s.acquire(name, `{"owner":"w"}`)
@@ -222,5 +223,34 @@ func TestEvents_HealthyStreamOutlivesTheServersWriteTimeout(t *testing.T) {
 				i, 2*time.Second-time.Until(deadline), id, ok, l.Token)
 		}
 		time.Sleep(100 * time.Millisecond) // the pace of events, not synchronisation
+	}
+}
+
+// The bounds a request is held to, and the words of its 400, are the
+// engine's configuration, not the defaults.
+func TestLimits_TheBoundsAndTheirWordsFollowTheEnginesConfig(t *testing.T) {
+	s := newCappedServer(t, func(c *lock.Config) {
+		c.MinTTL, c.MaxTTL, c.MaxWait, c.MaxLockDelay = 5*time.Second, time.Hour, time.Minute, 10*time.Second
+	})
+	for _, tc := range []struct{ path, body, field, bound string }{
+		{"/v1/locks/a", `{"ttl":"0s"}`, "ttl", "5s"},
+		{"/v1/locks/a", `{"ttl":"3s"}`, "ttl", "5s"}, // within the default bounds
+		{"/v1/locks/a", `{"ttl":"2h"}`, "ttl", "1h0m0s"},
+		{"/v1/locks/a", `{"wait":"90s"}`, "wait", "1m0s"},
+		{"/v1/locks/a", `{"lock_delay":"20s"}`, "lock_delay", "10s"},
+		{"/v1/sessions", `{"ttl":"0s"}`, "ttl", "5s"},
+		{"/v1/sessions", `{"ttl":"3s"}`, "ttl", "5s"},
+	} {
+		p := testserver.WantProblem(t, s.Do("POST", tc.path, tc.body), http.StatusBadRequest, "invalid_request")
+		if p.Field != tc.field || !strings.Contains(p.Detail, tc.bound) {
+			t.Errorf("POST %s %s: field %q detail %q, want %s named with the configured bound %s", tc.path, tc.body, p.Field, p.Detail, tc.field, tc.bound)
+		}
+	}
+	testserver.WantProblem(t, s.Do("GET", "/v1/locks/a", ""), http.StatusNotFound, "not_held")
+	if l := s.acquire("a", `{"ttl":"5s","wait":"1m","lock_delay":"10s"}`); l.TTL != "5s" || l.LockDelay != "10s" {
+		t.Errorf("acquired %+v, want ttl 5s and lock_delay 10s: the configured bounds themselves are allowed", l)
+	}
+	if sess := s.createSession(`{"ttl":"1h"}`); sess.TTL != "1h0m0s" {
+		t.Errorf("session ttl %q, want 1h0m0s", sess.TTL)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -19,7 +20,7 @@ func TestAcquire_FreshLockAnswers201WithTheLock(t *testing.T) {
 	r := s.Do("POST", "/v1/locks/nightly-recon", `{"owner":"w1","ttl":"30s","metadata":{"k":"v"}}`)
 	testserver.WantStatus(t, r, http.StatusCreated)
 	obj := testserver.RawObject(t, r.Body)
-	// API.md's Lock shows "session"; a lock with a lease of its own has
+	// docs/API.md's Lock shows "session"; a lock with a lease of its own has
 	// none, and the server leaves the member out (reported, not hidden).
 	testserver.WantKeys(t, "lock", obj, without(lockKeys, "session"), append(lockExtra, "session"))
 	wantString(t, obj, "name", "nightly-recon")
@@ -114,7 +115,7 @@ func TestAcquire_WaitThatRunsOutAnswersLockHeldWithTheHolder(t *testing.T) {
 	if r.Took < time.Second || r.Took > 10*time.Second {
 		t.Errorf("answered after %s, want after the 1s wait", r.Took)
 	}
-	testserver.Eventually(t, 10*time.Second, "out of the queue", func() bool { return s.Count("queue/") == 0 })
+	poll.Until(t, 10*time.Second, "out of the queue", func() bool { return s.stats().Waiters == 0 })
 }
 
 // acquireAsync runs an acquire in a goroutine; the answer arrives on the
@@ -150,9 +151,9 @@ func TestAcquire_WaitersAreServedFirstComeFirstServed(t *testing.T) {
 	s := newTestServer(t)
 	first := s.acquire("queue", `{"owner":"w1"}`)
 	w2 := s.acquireAsync(context.Background(), "queue", `{"owner":"w2","wait":"30s"}`)
-	testserver.Eventually(t, 10*time.Second, "w2 queued", func() bool { return s.Count("queue/queue/") == 1 })
+	poll.Until(t, 10*time.Second, "w2 queued", func() bool { return s.waiters("queue") == 1 })
 	w3 := s.acquireAsync(context.Background(), "queue", `{"owner":"w3","wait":"30s"}`)
-	testserver.Eventually(t, 10*time.Second, "w3 queued", func() bool { return s.Count("queue/queue/") == 2 })
+	poll.Until(t, 10*time.Second, "w3 queued", func() bool { return s.waiters("queue") == 2 })
 
 	// A direct acquire never overtakes the queue.
 	testserver.WantProblem(t, s.Do("POST", "/v1/locks/queue", `{"owner":"w4"}`), http.StatusConflict, "lock_held")
@@ -172,7 +173,7 @@ func TestAcquire_WaitersAreServedFirstComeFirstServed(t *testing.T) {
 	if third.Owner != "w3" || third.Token <= second.Token {
 		t.Fatalf("after w2 released: %+v, want w3 with a token above %d", third, second.Token)
 	}
-	if n := s.Count("queue/"); n != 0 {
+	if n := s.stats().Waiters; n != 0 {
 		t.Fatalf("%d queue entries left after every waiter was served", n)
 	}
 }
@@ -298,14 +299,14 @@ func TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace(t *testing.T) {
 	// This node's waiter lease is shared by all its waiters and outlives
 	// them; a first wait creates it, so it is not counted as a leftover.
 	testserver.WantProblem(t, s.Do("POST", "/v1/locks/contended", `{"owner":"warmup","wait":"100ms"}`), http.StatusConflict, "lock_held")
-	testserver.Eventually(t, 10*time.Second, "out of the queue", func() bool { return s.Count("queue/") == 0 })
+	poll.Until(t, 10*time.Second, "out of the queue", func() bool { return s.stats().Waiters == 0 })
 	leases := s.Leases()
 	keys := s.Keys()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := s.acquireAsync(ctx, "contended", `{"owner":"leaver","wait":"30s"}`)
-	testserver.Eventually(t, 10*time.Second, "the waiter queued", func() bool { return s.Count("queue/contended/") == 1 })
+	poll.Until(t, 10*time.Second, "the waiter queued", func() bool { return s.waiters("contended") == 1 })
 	cancel()
 	select {
 	case r := <-ch:
@@ -316,8 +317,8 @@ func TestAcquire_ClientThatDisconnectsWhileWaitingLeavesNoTrace(t *testing.T) {
 		t.Fatal("the cancelled request did not return")
 	}
 
-	testserver.Eventually(t, 10*time.Second, "the queue entry gone", func() bool { return s.Count("queue/") == 0 })
-	testserver.Eventually(t, 10*time.Second, "the waiter's lease gone", func() bool {
+	poll.Until(t, 10*time.Second, "the queue entry gone", func() bool { return s.stats().Waiters == 0 })
+	poll.Until(t, 10*time.Second, "the waiter's lease gone", func() bool {
 		for id := range s.Leases() {
 			if !leases[id] {
 				return false

@@ -158,7 +158,7 @@ func TestHistory_NewestFirstWithStablePaging(t *testing.T) {
 	if full[7].Token != tokens[0] || full[6].Token != tokens[0] || full[7].Owner != "w0" {
 		t.Errorf("oldest hold's events %+v %+v, want token %d", full[7], full[6], tokens[0])
 	}
-	// Event shape: every member of API.md appears on the revoke of a
+	// Event shape: every member of docs/API.md appears on the revoke of a
 	// session lock; time is a timestamp.
 	var raw struct{ Events []map[string]json.RawMessage }
 	decodeInto(t, r.Body, &raw)

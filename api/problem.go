@@ -3,10 +3,10 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -69,59 +69,69 @@ const noSpaceDetail = "the data store is full (etcd's NOSPACE alarm is raised): 
 // leader election.
 const unavailableRetryAfter = time.Second
 
-// errorTable maps engine errors to answers; code, status and title come
-// from package problem, the vocabulary the client and the CLI read too.
-// status, when set, overrides the code's usual one. The first entry whose
-// error matches (errors.Is) wins, so wrapped sentinels are found.
-var errorTable = []struct {
-	err    error
-	code   problem.Code
-	status int
-}{
-	{lock.ErrInvalid, problem.InvalidRequest, 0},
-	{lock.ErrHeld, problem.LockHeld, 0},
-	{lock.ErrTokenMismatch, problem.TokenMismatch, 0},
-	{lock.ErrStaleToken, problem.StaleToken, 0},
-	{lock.ErrNotHolder, problem.NotHolder, 0},
-	{lock.ErrNotDelayed, problem.NotDelayed, 0},
-	{lock.ErrNotHeld, problem.NotHeld, 0},
-	{lock.ErrSessionNotFound, problem.SessionNotFound, 0},
-	{lock.ErrNotFound, problem.NotFound, 0},
+// ErrorRow maps an error to its answer. Code, status and title come from
+// package problem, the vocabulary the client and the CLI read too.
+type ErrorRow struct {
+	// Err is matched with errors.Is, so wrapped sentinels are found.
+	Err  error
+	Code problem.Code
+	// Status, when set, overrides the code's usual one.
+	Status int
+	// RetryAfter is the answer's Retry-After when the error itself says
+	// none.
+	RetryAfter time.Duration
+	// Detail, when set, is the answer's detail in place of the error's
+	// text: the text wraps etcd's messages, context for operators (who
+	// get it in the log), not for clients.
+	Detail string
+}
+
+// errorTable maps the errors of the engine, of authentication and of
+// this package to answers. The first row whose error matches wins.
+// ErrorHandler's caller adds the rows of errors it raises itself (the
+// server's middleware).
+var errorTable = []ErrorRow{
+	{Err: lock.ErrInvalid, Code: problem.InvalidRequest},
+	{Err: lock.ErrHeld, Code: problem.LockHeld},
+	{Err: lock.ErrTokenMismatch, Code: problem.TokenMismatch},
+	{Err: lock.ErrStaleToken, Code: problem.StaleToken},
+	{Err: lock.ErrNotHolder, Code: problem.NotHolder},
+	{Err: lock.ErrNotDelayed, Code: problem.NotDelayed},
+	{Err: lock.ErrNotHeld, Code: problem.NotHeld},
+	{Err: lock.ErrSessionNotFound, Code: problem.SessionNotFound},
+	{Err: lock.ErrNotFound, Code: problem.NotFound},
 	// Caps (lock.Config): 429 for what clears by itself as others finish
 	// (try later), 409 for what only the caller can clear (its own
 	// session's locks), 503 for this node's capacity (try another node).
-	{lock.ErrTooManyWaiters, problem.TooManyWaiters, 0},
-	{lock.ErrTooManyLocks, problem.TooManyLocksInSession, 0},
-	{lock.ErrTooManySessions, problem.TooManySessions, 0},
-	{ErrTooManyClientStreams, problem.TooManyStreams, 0},
-	{lock.ErrTooManyStreams, problem.TooManyStreams, http.StatusServiceUnavailable},
-	{ErrRateLimited, problem.RateLimited, 0},
-	{lock.ErrTooManyHeldLocks, problem.TooManyLocks, 0},
-	{lock.ErrTooManyFencedValues, problem.TooManyFencedValues, 0},
-	{lock.ErrValueTooLarge, problem.ValueTooLarge, 0},
-	{lock.ErrUnknownToken, problem.UnknownToken, 0},
+	{Err: lock.ErrTooManyWaiters, Code: problem.TooManyWaiters},
+	{Err: lock.ErrTooManyLocks, Code: problem.TooManyLocksInSession},
+	{Err: lock.ErrTooManySessions, Code: problem.TooManySessions},
+	{Err: lock.ErrTooManyStreams, Code: problem.TooManyStreams, Status: http.StatusServiceUnavailable},
+	{Err: lock.ErrTooManyHeldLocks, Code: problem.TooManyLocks},
+	{Err: lock.ErrTooManyFencedValues, Code: problem.TooManyFencedValues},
+	{Err: lock.ErrValueTooLarge, Code: problem.ValueTooLarge},
+	{Err: lock.ErrUnknownToken, Code: problem.UnknownToken},
 	// A full data store is no outage: retrying does not help, an operator
 	// must free space (POST /v1/maintenance/recover). Before
-	// ErrUnavailable, which etcd's code for it (ResourceExhausted) once
-	// matched.
-	{lock.ErrNoSpace, problem.InsufficientStorage, 0},
-	{lock.ErrStillFull, problem.StillFull, 0},
-	{lock.ErrUnavailable, problem.Unavailable, 0},
-	{lock.ErrClosed, problem.ShuttingDown, 0},
+	// ErrUnavailable, so that an error wrapping both answers 507.
+	{Err: lock.ErrNoSpace, Code: problem.InsufficientStorage, Detail: noSpaceDetail},
+	{Err: lock.ErrStillFull, Code: problem.StillFull},
+	{Err: lock.ErrUnavailable, Code: problem.Unavailable, RetryAfter: unavailableRetryAfter,
+		Detail: "etcd could not serve the request in time (no leader or no quorum); the request may or may not have taken effect; retry"},
+	{Err: lock.ErrClosed, Code: problem.ShuttingDown, RetryAfter: unavailableRetryAfter,
+		Detail: "this node is shutting down; retry on another node"},
 	// Authentication (server's auth middleware) and the engine's ownership
 	// check: one code for both refusals, the detail says which.
-	{auth.ErrUnauthorized, problem.Unauthorized, 0},
-	{auth.ErrForbidden, problem.Forbidden, 0},
-	{lock.ErrNotOwner, problem.Forbidden, 0},
-	// Browser safety (server's middleware): refused before any handler
-	// runs, so nothing was done.
-	{ErrUnsupportedMediaType, problem.UnsupportedMediaType, 0},
-	{ErrCrossOrigin, problem.CrossOrigin, 0},
-	{ErrHostNotAllowed, problem.HostNotAllowed, 0},
+	{Err: auth.ErrUnauthorized, Code: problem.Unauthorized},
+	{Err: auth.ErrForbidden, Code: problem.Forbidden},
+	{Err: lock.ErrNotOwner, Code: problem.Forbidden},
+	// A body not sent as JSON (CheckMediaType, for the handlers and the
+	// server's browser safety).
+	{Err: ErrUnsupportedMediaType, Code: problem.UnsupportedMediaType},
 	// A client that leaves (a waiter giving up, say) cancels its request's
 	// context and the engine returns context.Canceled: no server fault, so
 	// neither a 500 nor a log line.
-	{context.Canceled, problem.ClientClosedRequest, 0},
+	{Err: context.Canceled, Code: problem.ClientClosedRequest},
 }
 
 // newProblem is the answer of code, with its status and title from
@@ -131,9 +141,10 @@ func newProblem(code problem.Code, detail string) *Problem {
 	return &Problem{Type: ProblemType(code), Title: i.Title, Status: i.Status, Code: string(code), Detail: detail}
 }
 
-// Codes returns every code the error table and the router's own errors
-// can answer, so that tests can hold the clients to knowing them all.
-func Codes() []problem.Code {
+// Codes returns every code the error table, with extra rows, and the
+// router's own errors can answer, so that tests can hold the clients to
+// knowing them all.
+func Codes(extra ...ErrorRow) []problem.Code {
 	seen := map[problem.Code]bool{}
 	var out []problem.Code
 	add := func(c problem.Code) {
@@ -142,8 +153,8 @@ func Codes() []problem.Code {
 			out = append(out, c)
 		}
 	}
-	for _, row := range errorTable {
-		add(row.code)
+	for _, row := range slices.Concat(errorTable, extra) {
+		add(row.Code)
 	}
 	for _, c := range []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType} {
 		add(problem.Code(echoProblem(echo.NewHTTPError(c)).Code))
@@ -153,13 +164,6 @@ func Codes() []problem.Code {
 	return out
 }
 
-// ErrTooManyClientStreams means the client (an address or a credential)
-// holds as many event streams on this node as it may; the error is a
-// *lock.LimitError. It answers 429: the client clears it by closing one.
-// The node's own cap (lock.ErrTooManyStreams) answers 503, as
-// another node may have room.
-var ErrTooManyClientStreams = errors.New("too many event streams from this client")
-
 // ErrUnsupportedMediaType means a request that changes state carries a
 // body without saying Content-Type: application/json. A web page can make
 // a browser send a text/plain or form body to any site without asking
@@ -167,39 +171,18 @@ var ErrTooManyClientStreams = errors.New("too many event streams from this clien
 // writing, whatever the body holds.
 var ErrUnsupportedMediaType = errors.New("unsupported media type")
 
-// ErrCrossOrigin means a browser marked a request that changes state as
-// sent by a page of another origin (Sec-Fetch-Site, or an Origin that is
-// not the Host asked for).
-var ErrCrossOrigin = errors.New("cross-origin request refused")
-
-// ErrHostNotAllowed means the request's Host is not one the node answers
-// (server.Config.AllowedHosts): on a loopback node, a page whose DNS name
-// was rebound to 127.0.0.1.
-var ErrHostNotAllowed = errors.New("host not allowed")
-
-// ErrRateLimited means the client (an address or a credential) sent more
-// requests than its rate limit allows; the error is a *RateLimitedError.
-var ErrRateLimited = errors.New("rate limited")
-
-// RateLimitedError is a request refused by a rate limit, before it did
-// anything.
-type RateLimitedError struct {
-	// Scope says whose limit: "address" or "credential".
-	Scope string
-	// RetryAfter is when the limiter will have a token for the request.
-	RetryAfter time.Duration
+// retryAfterError is an error that says when to try again (the server's
+// rate limit): its answer's detail is its own text, without what wraps
+// it, and its wait is the Retry-After.
+type retryAfterError interface {
+	error
+	RetryAfter() time.Duration
 }
 
-func (e *RateLimitedError) Error() string {
-	return fmt.Sprintf("too many requests from this %s; retry in %d s", e.Scope, max(1, ceilSeconds(e.RetryAfter)))
-}
-
-// Unwrap makes errors.Is(err, ErrRateLimited) hold.
-func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
-
-// toProblem turns any error into the answer to send. known is false for
-// errors nobody planned for, which deserve a log line.
-func toProblem(err error) (p *Problem, known bool) {
+// toProblem turns any error into the answer to send, by the first row of
+// table that matches. known is false for errors nobody planned for, which
+// deserve a log line.
+func toProblem(err error, table []ErrorRow) (p *Problem, known bool) {
 	if errors.As(err, &p) {
 		return p, true
 	}
@@ -207,62 +190,62 @@ func toProblem(err error) (p *Problem, known bool) {
 	if errors.As(err, &he) {
 		return echoProblem(he), true
 	}
-	for _, row := range errorTable {
-		if !errors.Is(err, row.err) {
+	for _, row := range table {
+		if !errors.Is(err, row.Err) {
 			continue
 		}
-		p = newProblem(row.code, err.Error())
-		if row.status != 0 {
-			p.Status = row.status
+		p = newProblem(row.Code, err.Error())
+		if row.Status != 0 {
+			p.Status = row.Status
 		}
-		var ie *lock.InvalidError
-		if errors.As(err, &ie) {
-			p.Field, p.Detail = ie.Field, ie.Error()
+		addDetails(p, err)
+		if row.Detail != "" {
+			p.Detail = row.Detail
 		}
-		var held *lock.HeldError
-		if errors.As(err, &held) {
-			p.Holder = toLock(held.Holder)
-			p.Detail = held.Error()
-			if held.RetryAfter > 0 {
-				p.RetryAfter = ceilSeconds(held.RetryAfter)
-			}
-		}
-		var delayed *lock.DelayedError
-		if errors.As(err, &delayed) {
-			until := Time(delayed.Until)
-			p.DelayedUntil, p.RetryAfter = &until, max(1, ceilSeconds(time.Until(delayed.Until)))
-		}
-		var stale *lock.StaleTokenError
-		if errors.As(err, &stale) {
-			p.MaxToken = stale.MaxToken
-		}
-		var le *lock.LimitError
-		if errors.As(err, &le) {
-			p.Limit, p.Detail, p.Field = le.Limit, le.Reason, le.Field
-			if le.RetryAfter > 0 {
-				p.RetryAfter = ceilSeconds(le.RetryAfter)
-			}
-		}
-		var rl *RateLimitedError
-		if errors.As(err, &rl) {
-			p.Detail = rl.Error()
-			p.RetryAfter = max(1, ceilSeconds(rl.RetryAfter))
-		}
-		if row.code == problem.InsufficientStorage {
-			p.Detail = noSpaceDetail
-		}
-		if row.code == problem.Unavailable || row.code == problem.ShuttingDown {
-			p.RetryAfter = ceilSeconds(unavailableRetryAfter)
-			// The wrapped etcd message is context for operators, not for
-			// clients: say what happened in our words.
-			p.Detail = "etcd could not serve the request in time (no leader or no quorum); the request may or may not have taken effect; retry"
-			if row.code == problem.ShuttingDown {
-				p.Detail = "this node is shutting down; retry on another node"
-			}
+		if p.RetryAfter == 0 && row.RetryAfter > 0 {
+			p.RetryAfter = ceilSeconds(row.RetryAfter)
 		}
 		return p, true
 	}
 	return newProblem(problem.Internal, "an unexpected error occurred; it has been logged"), false
+}
+
+// addDetails copies into p what the error's type says beyond its
+// sentinel: the field at fault, the holder, the caps, when to retry.
+func addDetails(p *Problem, err error) {
+	var ie *lock.InvalidError
+	if errors.As(err, &ie) {
+		p.Field, p.Detail = ie.Field, ie.Error()
+	}
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		p.Holder = toLock(held.Holder)
+		p.Detail = held.Error()
+		if held.RetryAfter > 0 {
+			p.RetryAfter = ceilSeconds(held.RetryAfter)
+		}
+	}
+	var delayed *lock.DelayedError
+	if errors.As(err, &delayed) {
+		until := Time(delayed.Until)
+		p.DelayedUntil, p.RetryAfter = &until, max(1, ceilSeconds(time.Until(delayed.Until)))
+	}
+	var stale *lock.StaleTokenError
+	if errors.As(err, &stale) {
+		p.MaxToken = stale.MaxToken
+	}
+	var le *lock.LimitError
+	if errors.As(err, &le) {
+		p.Limit, p.Detail, p.Field = le.Limit, le.Reason, le.Field
+		if le.RetryAfter > 0 {
+			p.RetryAfter = ceilSeconds(le.RetryAfter)
+		}
+	}
+	var ra retryAfterError
+	if errors.As(err, &ra) {
+		p.Detail = ra.Error()
+		p.RetryAfter = max(1, ceilSeconds(ra.RetryAfter()))
+	}
 }
 
 func echoProblem(he *echo.HTTPError) *Problem {
@@ -291,14 +274,16 @@ func echoProblem(he *echo.HTTPError) *Problem {
 
 func ceilSeconds(d time.Duration) int64 { return int64(math.Ceil(d.Seconds())) }
 
-// ErrorHandler renders every error a handler returns as problem+json and
-// logs only the errors nobody planned for.
-func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+// ErrorHandler renders every error a handler or a middleware returns as
+// problem+json and logs only the errors nobody planned for. extra are the
+// rows of the errors the caller raises itself, after the table's own.
+func ErrorHandler(log *slog.Logger, extra ...ErrorRow) echo.HTTPErrorHandler {
+	table := slices.Concat(errorTable, extra)
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
-		p, known := toProblem(err)
+		p, known := toProblem(err, table)
 		// The request-ID middleware has set the response header by now;
 		// a copy, because toProblem may hand back a shared *Problem.
 		if id := c.Response().Header().Get(requestIDHeader); id != "" {

@@ -20,21 +20,25 @@ import (
 	"github.com/baton-dev/baton/problem"
 )
 
-// The engine's errors are made here by hand: the table sits in front of
-// etcd and needs none to be tested.
-func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
-	wrap := func(err error) error { return fmt.Errorf("acquire %q: %w", "a", fmt.Errorf("txn: %w", err)) }
+// A sentinelCase is an error as the engine, authentication or echo
+// raise it, and the answer it must get.
+type sentinelCase struct {
+	name       string
+	err        error
+	status     int
+	code       string
+	check      func(t *testing.T, p *Problem)
+	unexpected bool
+}
+
+const etcdMsg = "etcdserver: request timed out"
+
+// sentinelCases are made here by hand: the table sits in front of etcd
+// and needs none to be tested.
+func sentinelCases() []sentinelCase {
 	held := &lock.HeldError{Holder: &lock.Lock{Name: "a", Owner: "w1", Token: 7, TTL: 30 * time.Second}, Reason: `held by "w1"`}
 	delayed := &lock.HeldError{RetryAfter: 1500 * time.Millisecond, Reason: "lock-delay"}
-	etcdMsg := "etcdserver: request timed out"
-	for _, tc := range []struct {
-		name       string
-		err        error
-		status     int
-		code       string
-		check      func(t *testing.T, p *Problem)
-		unexpected bool
-	}{
+	return []sentinelCase{
 		{name: "invalid", err: &lock.InvalidError{Field: "ttl", Reason: "must be between 2s and 24h0m0s"}, status: 400, code: "invalid_request",
 			check: func(t *testing.T, p *Problem) {
 				if p.Field != "ttl" || !strings.Contains(p.Detail, "ttl") {
@@ -108,13 +112,18 @@ func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
 					t.Errorf("detail %q leaks the error", p.Detail)
 				}
 			}},
-	} {
+	}
+}
+
+func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("acquire %q: %w", "a", fmt.Errorf("txn: %w", err)) }
+	for _, tc := range sentinelCases() {
 		for _, variant := range []struct {
 			name string
 			err  error
 		}{{"bare", tc.err}, {"wrapped", wrap(tc.err)}} {
 			t.Run(tc.name+"/"+variant.name, func(t *testing.T) {
-				p, known := toProblem(variant.err)
+				p, known := toProblem(variant.err, errorTable)
 				if known == tc.unexpected {
 					t.Errorf("known = %v, want %v", known, !tc.unexpected)
 				}
@@ -131,13 +140,16 @@ func TestErrorTable_MapsEverySentinelWrappedOrNot(t *testing.T) {
 
 func TestErrorTable_NoRowShadowsAnother(t *testing.T) {
 	for _, row := range errorTable {
-		p, known := toProblem(fmt.Errorf("context: %w", row.err))
-		status := row.status
+		p, known := toProblem(fmt.Errorf("context: %w", row.Err), errorTable)
+		status := row.Status
 		if status == 0 {
-			status = problem.Get(row.code).Status
+			status = problem.Get(row.Code).Status
 		}
-		if !known || p.Code != string(row.code) || p.Status != status {
-			t.Errorf("%v maps to %d %s, want its own row %d %s", row.err, p.Status, p.Code, status, row.code)
+		if !known || p.Code != string(row.Code) || p.Status != status {
+			t.Errorf("%v maps to %d %s, want its own row %d %s", row.Err, p.Status, p.Code, status, row.Code)
+		}
+		if row.Detail != "" && p.Detail != row.Detail || row.RetryAfter > 0 && p.RetryAfter != ceilSeconds(row.RetryAfter) {
+			t.Errorf("%v: detail %q retry_after %d, want the row's %q and %v", row.Err, p.Detail, p.RetryAfter, row.Detail, row.RetryAfter)
 		}
 	}
 }

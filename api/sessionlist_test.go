@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -134,7 +135,7 @@ func TestListSessions_ExpiredSessionLeavesTheList(t *testing.T) {
 	if got := s.listSessions(url.Values{}); len(got) != 1 || got[0].ID != short.ID {
 		t.Fatalf("listed %+v, want the 2s session", got)
 	}
-	testserver.Eventually(t, 10*time.Second, "rid of the expired session", func() bool {
+	poll.Until(t, 10*time.Second, "rid of the expired session", func() bool {
 		return len(s.listSessions(url.Values{})) == 0
 	})
 }

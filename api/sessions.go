@@ -28,6 +28,45 @@ type SessionList struct {
 	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
+// createSession godoc
+//
+//	@Summary		Create a session
+//	@ID				createSession
+//	@Description	A session is one lease that many locks share (like Chubby's and Consul's): renew it and they all live; let it expire, or delete it, and they all end. Its `id` is the etcd lease ID in hex.
+//	@Tags			sessions
+//	@Accept			json
+//	@Produce		json
+//	@Param			request	body		api.SessionRequest	false	"TTL (default 30s, from 2s to 24h) and owner (default: the client's address)"
+//	@Success		201		{object}	api.Session
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role; or cross_origin: a browser sent it for a page of another origin"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/sessions [post]
+func (a *API) createSession(c echo.Context) error {
+	var req SessionRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	ttl, err := a.ttl(req.TTL)
+	if err != nil {
+		return err
+	}
+	s, err := a.eng.CreateSession(c.Request().Context(), owner(c, req.Owner), ttl)
+	if err != nil {
+		return err
+	}
+	return writeSession(c, http.StatusCreated, toSession(s))
+}
+
 // listSessions godoc
 //
 //	@Summary		List sessions
@@ -78,4 +117,93 @@ func (a *API) listSessions(c echo.Context) error {
 		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(next))
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// getSession godoc
+//
+//	@Summary		Get a session
+//	@ID				getSession
+//	@Description	The session with its expiry and the locks it holds.
+//	@Tags			sessions
+//	@Produce		json
+//	@Param			id	path		string	true	"Session ID"
+//	@Success		200	{object}	api.Session
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/sessions/{id} [get]
+func (a *API) getSession(c echo.Context) error {
+	s, err := a.eng.GetSession(c.Request().Context(), pathParam(c, "id"))
+	if err != nil {
+		return err
+	}
+	return writeSession(c, http.StatusOK, toSession(s))
+}
+
+// renewSession godoc
+//
+//	@Summary		Renew a session
+//	@ID				renewSession
+//	@Description	Extends the session's lease by its TTL, and with it every lock of the session.
+//	@Tags			sessions
+//	@Produce		json
+//	@Param			id	path		string	true	"Session ID"
+//	@Success		200	{object}	api.Session
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
+//	@Failure		404	{object}	api.Problem	"session_not_found: expired or unknown"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/sessions/{id}/renew [post]
+func (a *API) renewSession(c echo.Context) error {
+	if err := decodeBody(c, &struct{}{}, true); err != nil {
+		return err
+	}
+	s, err := a.eng.RenewSession(c.Request().Context(), pathParam(c, "id"))
+	if err != nil {
+		return err
+	}
+	return writeSession(c, http.StatusOK, toSession(s))
+}
+
+// deleteSession godoc
+//
+//	@Summary		Delete a session
+//	@ID				deleteSession
+//	@Description	Releases every lock of the session, each recorded as `released`, then ends the session.
+//	@Tags			sessions
+//	@Produce		json
+//	@Param			id	path	string	true	"Session ID"
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
+//	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/sessions/{id} [delete]
+func (a *API) deleteSession(c echo.Context) error {
+	if err := a.eng.DeleteSession(c.Request().Context(), pathParam(c, "id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -115,15 +115,10 @@ func TestSession_DeleteReleasesEveryLockAuditedAsReleased(t *testing.T) {
 	}
 	// The expiry recorder must not record these ends a second time. It
 	// handles etcd's changes in order, so once it has recorded a later
-	// lone deletion (a sentinel lock key deleted behind baton's back), it
-	// has seen the session's end.
-	s.acquire("sentinel", `{"owner":"sentinel"}`)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := s.Eng.Client().Delete(ctx, "/baton/locks/sentinel"); err != nil {
-		t.Fatal(err)
-	}
-	testserver.Eventually(t, 10*time.Second, "the sentinel recorded", func() bool {
+	// expiry (a sentinel lock left to run out its shortest TTL), it has
+	// seen the session's end.
+	s.acquire("sentinel", `{"owner":"sentinel","ttl":"2s"}`)
+	poll.Until(t, 10*time.Second, "the sentinel recorded", func() bool {
 		evs := s.history("lock=sentinel")
 		return len(evs) == 2 && evs[0].Type == "expired"
 	})
@@ -165,7 +160,7 @@ func TestSession_ExpiredSessionAnswersSessionNotFoundAndEndsItsLocks(t *testing.
 	sess := s.createSession(`{"owner":"worker-1","ttl":"2s"}`)
 	l := s.acquire("short-lived", fmt.Sprintf(`{"owner":"worker-1","session":%q}`, sess.ID))
 
-	testserver.Eventually(t, 15*time.Second, "expired", func() bool {
+	poll.Until(t, 15*time.Second, "expired", func() bool {
 		return s.Do("GET", "/v1/sessions/"+sess.ID, "").Status == http.StatusNotFound
 	})
 	testserver.WantProblem(t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusNotFound, "session_not_found")
@@ -175,7 +170,7 @@ func TestSession_ExpiredSessionAnswersSessionNotFoundAndEndsItsLocks(t *testing.
 	testserver.WantProblem(t, s.Do("GET", "/v1/locks/short-lived", ""), http.StatusNotFound, "not_held")
 
 	var ended api.Event
-	testserver.Eventually(t, 10*time.Second, "recorded as session_expired", func() bool {
+	poll.Until(t, 10*time.Second, "recorded as session_expired", func() bool {
 		evs := s.history("lock=short-lived")
 		if len(evs) == 0 || evs[0].Type == "acquired" {
 			return false

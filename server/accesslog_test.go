@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
 )
@@ -63,7 +63,7 @@ func (b *logBuffer) accessLines(t *testing.T) []map[string]any {
 func (b *logBuffer) waitLines(t *testing.T, n int) []map[string]any {
 	t.Helper()
 	var lines []map[string]any
-	testserver.Eventually(t, 10*time.Second, "access log lines", func() bool {
+	poll.Until(t, 10*time.Second, "access log lines", func() bool {
 		lines = b.accessLines(t)
 		return len(lines) >= n
 	})
@@ -306,7 +306,7 @@ func TestAccessLog_AnEventStreamLogsOnceWhenItEnds(t *testing.T) {
 	cancel()
 	heldFor := time.Since(opened)
 	var stream []map[string]any
-	testserver.Eventually(t, 10*time.Second, "the stream's line", func() bool {
+	poll.Until(t, 10*time.Second, "the stream's line", func() bool {
 		stream = stream[:0]
 		for _, line := range l.log.accessLines(t) {
 			if line["request_id"] == "stream-1" {
@@ -321,7 +321,7 @@ func TestAccessLog_AnEventStreamLogsOnceWhenItEnds(t *testing.T) {
 	if d := time.Duration(stream[0]["duration"].(float64)); d < heldFor {
 		t.Fatalf("stream duration %s, want at least the %s it was open", d, heldFor)
 	}
-	testserver.Eventually(t, 10*time.Second, "baton_event_streams back to 0", func() bool {
+	poll.Until(t, 10*time.Second, "baton_event_streams back to 0", func() bool {
 		_, mbody := l.do(t, "GET", "/metrics", "")
 		v, ok := metric(t, string(mbody), "baton_event_streams")
 		return ok && v == 0

@@ -55,32 +55,7 @@ func TestAlerts_EverySeriesTheRulesNameExists(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := testserver.Start(t)
-	// Some traffic, so that the series with dynamic labels exist too.
-	testserver.WantStatus(t, s.Do("POST", "/v1/locks/a", `{"owner":"w1"}`), http.StatusCreated)
-	testserver.WantStatus(t, s.Do("GET", "/v1/locks/nobody", ""), http.StatusNotFound)
-	r := s.Do("GET", "/metrics", "")
-	testserver.WantStatus(t, r, http.StatusOK)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(r.Body))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	exists := func(name string) bool {
-		if _, ok := fams[name]; ok {
-			return true
-		}
-		// A histogram's series are NAME_bucket, NAME_sum and NAME_count.
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if base, ok := strings.CutSuffix(name, suffix); ok {
-				if f, ok := fams[base]; ok && (f.GetType().String() == "HISTOGRAM" || f.GetType().String() == "SUMMARY") {
-					return true
-				}
-			}
-		}
-		return false
-	}
-
+	exists := seriesOnMetrics(t)
 	alerts, checked := 0, map[string]bool{}
 	for _, g := range rules.Groups {
 		if g.Name == "" || len(g.Rules) == 0 {
@@ -127,4 +102,34 @@ func TestAlerts_EverySeriesTheRulesNameExists(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("series checked: %s", strings.Join(names, " "))
+}
+
+// seriesOnMetrics reports whether a series of that name is on a server's
+// /metrics, after some traffic so that the series with dynamic labels
+// exist too.
+func seriesOnMetrics(t *testing.T) func(name string) bool {
+	s := testserver.Start(t)
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/a", `{"owner":"w1"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("GET", "/v1/locks/nobody", ""), http.StatusNotFound)
+	r := s.Do("GET", "/metrics", "")
+	testserver.WantStatus(t, r, http.StatusOK)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(r.Body))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return func(name string) bool {
+		if _, ok := fams[name]; ok {
+			return true
+		}
+		// A histogram's series are NAME_bucket, NAME_sum and NAME_count.
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(name, suffix); ok {
+				if f, ok := fams[base]; ok && (f.GetType().String() == "HISTOGRAM" || f.GetType().String() == "SUMMARY") {
+					return true
+				}
+			}
+		}
+		return false
+	}
 }

@@ -36,7 +36,7 @@ import (
 //
 // Requests that matched no route (404, 405) pass to their answer: they do
 // nothing, and which routes exist is no secret.
-func browserSafety(log *slog.Logger) echo.MiddlewareFunc {
+func browserSafety(routes routeTable, log *slog.Logger) echo.MiddlewareFunc {
 	cop := http.NewCrossOriginProtection()
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -45,13 +45,13 @@ func browserSafety(log *slog.Logger) echo.MiddlewareFunc {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
 				return next(c)
 			}
-			if _, ok := routeAccess[req.Method+" "+c.Path()]; !ok {
+			if routes.of(c) == nil {
 				return next(c)
 			}
 			if err := cop.Check(req); err != nil {
 				log.Info("request refused", "status", http.StatusForbidden, "method", req.Method, "route", c.Path(), "remote", c.RealIP(),
 					"reason", "cross_origin", "origin", clip(req.Header.Get("Origin")), "sec_fetch_site", clip(req.Header.Get("Sec-Fetch-Site")))
-				return fmt.Errorf("%w: %s", api.ErrCrossOrigin, crossOriginDetail(req))
+				return fmt.Errorf("%w: %s", ErrCrossOrigin, crossOriginDetail(req))
 			}
 			if carriesBody(req) {
 				if err := api.CheckMediaType(req.Header); err != nil {

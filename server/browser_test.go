@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -275,7 +276,7 @@ func TestBrowser_APageOfAnotherSiteCannotWriteInChromium(t *testing.T) {
 	}
 	// The form's answer loads in the frame when it will: wait for the node
 	// to have refused all five.
-	testserver.Eventually(t, 10*time.Second, "the page's requests refused", func() bool {
+	poll.Until(t, 10*time.Second, "the page's requests refused", func() bool {
 		return strings.Count(logs.String(), "reason=cross_origin") >= sent
 	})
 	if n := strings.Count(logs.String(), "reason=cross_origin"); n != sent {

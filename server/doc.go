@@ -3,8 +3,8 @@
 // the dashboard, and a graceful shutdown that drains requests in flight.
 //
 // With Config.Auth set, every /v1 route and /metrics need a bearer token
-// whose role allows the call (RouteAccess decides each route; New refuses
-// a route without a decision), and the request's credential reaches the
+// whose role allows the call (each route's row of Server.Routes says which;
+// api.Register refuses a row without a decision), and the request's credential reaches the
 // lock engine's ownership checks (lock.Caller):
 //
 //	store, err := auth.Load("/etc/baton/auth")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/openapi"
 )
 
@@ -47,21 +48,22 @@ type docsFile struct {
 	cache       string
 }
 
-// registerDocs serves the interactive API documentation (Swagger UI over
+// docsRoutes serve the interactive API documentation (Swagger UI over
 // /openapi.json) at /docs, from files embedded in the binary.
-func registerDocs(e *echo.Echo) {
+func docsRoutes() []api.Route {
 	files := docsIndex(openapi.UI)
-	serve := files.serve
 	headers := pageHeaders(docsCSP)
-	index := func(c echo.Context) error { return serve(c, "index.html") }
-	e.GET("/docs", index, headers)
-	e.GET("/docs/*", func(c echo.Context) error {
-		name := c.Param("*")
-		if name == "" {
-			return index(c)
-		}
-		return serve(c, name)
-	}, headers)
+	index := func(c echo.Context) error { return files.serve(c, "index.html") }
+	return []api.Route{
+		{Method: http.MethodGet, Path: "/docs", Handler: headers(index), Open: true, AnyQuery: true},
+		{Method: http.MethodGet, Path: "/docs/*", Handler: headers(func(c echo.Context) error {
+			name := c.Param("*")
+			if name == "" {
+				return index(c)
+			}
+			return files.serve(c, name)
+		}), Open: true, AnyQuery: true},
+	}
 }
 
 // docsIndex reads the files under fsys (about 2 MB, held for the life of the

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/baton-dev/baton/api"
 )
 
 // LoopbackHosts are the Host names a node listening on a loopback address
@@ -96,7 +94,7 @@ func allowHosts(hosts []string, log *slog.Logger) echo.MiddlewareFunc {
 				"reason", "host_not_allowed", "host", clip(req.Host))
 			// The detail does not list the names answered: a node reached
 			// by its IP would tell anyone the names it serves under.
-			return fmt.Errorf("%w: this node does not answer the Host %q; reach it by a name of its --allowed-hosts", api.ErrHostNotAllowed, clip(req.Host))
+			return fmt.Errorf("%w: this node does not answer the Host %q; reach it by a name of its --allowed-hosts", ErrHostNotAllowed, clip(req.Host))
 		}
 	}
 }

@@ -83,7 +83,7 @@ func TestHosts_ALoopbackNodeRefusesAForeignHostWith421AndDoesNothing(t *testing.
 	}
 }
 
-// s0Addr is where a node listens by default (API.md): loopback.
+// s0Addr is where a node listens by default (docs/API.md, Command line): loopback.
 const s0Addr = "127.0.0.1:8080"
 
 func TestHosts_AnAllowedListAnswersItsNamesOnly(t *testing.T) {

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"net/http"
 	"path"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/web"
 )
 
@@ -19,11 +21,11 @@ const dashboardCSP = "default-src 'self'; connect-src 'self'; img-src 'self' dat
 // dashboardTypes adds what docsTypes lacks.
 var dashboardTypes = map[string]string{".svg": "image/svg+xml"}
 
-// registerDashboard serves the dashboard (package web) at / and its assets
+// dashboardRoutes serve the dashboard (package web) at / and its assets
 // under web.Prefix, from files embedded in the binary. Every file is ours
 // and changes with a build, so browsers revalidate each load (a 304 by
 // ETag) rather than cache it.
-func registerDashboard(e *echo.Echo) {
+func dashboardRoutes() []api.Route {
 	files := docsIndex(web.Assets)
 	for name, f := range files {
 		if ct, ok := dashboardTypes[path.Ext(name)]; ok {
@@ -32,14 +34,15 @@ func registerDashboard(e *echo.Echo) {
 		f.cache = "no-cache"
 		files[name] = f
 	}
-	serve := files.serve
 	headers := pageHeaders(dashboardCSP)
-	e.GET("/", func(c echo.Context) error { return serve(c, "index.html") }, headers)
-	e.GET(web.Prefix+"*", func(c echo.Context) error {
-		name := c.Param("*")
-		if name == "index.html" || strings.Contains(name, "/") {
-			return echo.ErrNotFound // the page itself lives at / only
-		}
-		return serve(c, name)
-	}, headers)
+	return []api.Route{
+		{Method: http.MethodGet, Path: "/", Handler: headers(func(c echo.Context) error { return files.serve(c, "index.html") }), Open: true, AnyQuery: true},
+		{Method: http.MethodGet, Path: web.Prefix + "*", Handler: headers(func(c echo.Context) error {
+			name := c.Param("*")
+			if name == "index.html" || strings.Contains(name, "/") {
+				return echo.ErrNotFound // the page itself lives at / only
+			}
+			return files.serve(c, name)
+		}), Open: true, AnyQuery: true},
+	}
 }

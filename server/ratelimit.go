@@ -10,8 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
-
-	"github.com/baton-dev/baton/api"
 )
 
 // RateLimit is a token bucket per client: Rate requests per second on
@@ -87,7 +85,7 @@ func rateLimit(scope string, l RateLimit, reg prometheus.Registerer, key func(ec
 			}
 			if wait := lim.take(k); wait > 0 {
 				refused.Inc()
-				return &api.RateLimitedError{Scope: scope, RetryAfter: wait}
+				return &RateLimitedError{Scope: scope, Wait: wait}
 			}
 			return next(c)
 		}

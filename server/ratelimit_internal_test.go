@@ -110,7 +110,7 @@ func TestAddressKey_IPv4AloneIPv6ByItsSlash64(t *testing.T) {
 // authentication (between the two limits).
 func TestRateLimit_PerCredentialLimitsEachCredentialAlone(t *testing.T) {
 	e := echo.New()
-	e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e.HTTPErrorHandler = api.ErrorHandler(slog.New(slog.NewTextHandler(io.Discard, nil)), errorRows...)
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if id := c.Request().Header.Get("X-Test-Credential"); id != "" {

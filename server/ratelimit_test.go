@@ -47,7 +47,7 @@ func TestRateLimit_BurstBeyondTheLimitGets429AndDoesNothing(t *testing.T) {
 		t.Fatalf("%d acquired and %d refused, want %d and %d", len(took), refused, burst, extra)
 	}
 	// A refused acquire wrote nothing: no lock, no audit event, no lease.
-	if n := s.Count("locks/"); n != int64(burst) {
+	if n := stats(t, s).LocksHeld; n != int64(burst) {
 		t.Fatalf("%d lock keys, want the %d acquired", n, burst)
 	}
 	for k := range s.Keys() {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -13,12 +14,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
-	"github.com/baton-dev/baton/openapi"
 )
 
 // Config describes the server.
@@ -51,15 +50,17 @@ type Config struct {
 	AllowedHosts []string
 	// Auth, when set, turns authentication on: every /v1 route and
 	// /metrics then need a bearer token of a role that allows the call
-	// (see RouteAccess). Nil serves every route to anyone.
+	// (see the Role of each row of Routes). Nil serves every route to
+	// anyone.
 	Auth *auth.Store
 }
 
 // Server is baton's HTTP server.
 type Server struct {
-	echo *echo.Echo
-	http *http.Server
-	log  *slog.Logger
+	echo   *echo.Echo
+	http   *http.Server
+	log    *slog.Logger
+	routes []api.Route
 }
 
 // New builds the server. Nothing listens until Serve.
@@ -71,72 +72,26 @@ func New(cfg Config) *Server {
 		cfg.MaxWait = cfg.Engine.Config().MaxWait
 	}
 	reg := prometheus.NewRegistry()
+	a := api.New(cfg.Engine, api.Options{
+		Registerer: reg, EventWriteTimeout: cfg.EventWriteTimeout, EventBuffer: cfg.EventBuffer,
+	})
+	routes := slices.Concat(a.Routes(), ownRoutes(prometheus.Gatherers{reg, prometheus.DefaultGatherer}))
+	table := newRouteTable(routes)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// Trust no proxy headers by default: the owner label falls back to the
 	// client's address, which must not be spoofable by a header.
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger)
-	// Root-level middleware, outermost first. The request ID comes before
-	// all, so that every log line and problem body of the request has it;
-	// the access log and the request metrics before recover, so that a
-	// panic's 500 is logged and counted like any other answer (the 5xx
-	// alert reads baton_http_requests_total).
-	e.Use(requestID())
-	if cfg.AccessLog {
-		e.Use(accessLog(cfg.Logger))
-	}
-	e.Use(requestMetrics(reg))
-	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
-		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "request_id", c.Response().Header().Get(requestIDHeader),
-				"err", err, "stack", string(stack))
-			return err
-		},
-	}))
-	// The Host first: a node does not answer for names it is not. Per
-	// address before authentication, so that a flood with bad
-	// credentials is throttled too; per credential after it, since
-	// authentication names the credential. Browser safety before
-	// authentication too: a page's forged request is refused as such,
-	// whatever credential it may carry.
-	e.Use(allowHosts(cfg.AllowedHosts, cfg.Logger))
-	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
-	e.Use(browserSafety(cfg.Logger))
-	if cfg.Auth != nil {
-		e.Use(requireAuth(cfg.Auth, cfg.Logger))
-	}
-	e.Use(rateLimitByCredential(cfg.CredentialRateLimit, reg))
-	e.Use(limitStreams(cfg.StreamLimits))
-
-	api.New(cfg.Engine, api.Options{
-		Registerer: reg, EventWriteTimeout: cfg.EventWriteTimeout, EventBuffer: cfg.EventBuffer,
-	}).Register(e)
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "baton_event_streams",
-		Help: "Event streams (GET /v1/events) this node serves now.",
-	}, func() float64 { return float64(cfg.Engine.EventStreams()) }))
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "baton_etcd_nospace",
-		Help: "1 while etcd's NOSPACE alarm is raised: the data store is full and every write answers 507 until \"baton maintenance recover\".",
-	}, func() float64 {
-		if cfg.Engine.NoSpace() {
-			return 1
-		}
-		return 0
-	}))
-	reg.MustRegister(&statsCollector{eng: cfg.Engine}, cfg.Engine.Collector())
-	gather := prometheus.Gatherers{reg, prometheus.DefaultGatherer}
-	e.GET("/metrics", metrics(promhttp.HandlerFor(gather, promhttp.HandlerOpts{})))
-	e.GET("/openapi.json", openapiDoc("application/json", openapi.JSON))
-	e.GET("/openapi.yaml", openapiDoc("application/yaml", openapi.YAML))
-	registerDashboard(e)
-	registerDocs(e)
-	checkRouteAccess(e)
+	e.HTTPErrorHandler = api.ErrorHandler(cfg.Logger, errorRows...)
+	useMiddleware(e, cfg, reg, table)
+	a.Register(e, routes)
+	table.checkRegistered(e)
+	registerGauges(reg, cfg.Engine)
 
 	return &Server{
-		echo: e,
-		log:  cfg.Logger,
+		echo:   e,
+		log:    cfg.Logger,
+		routes: routes,
 		http: &http.Server{
 			Handler:           e,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -150,6 +105,59 @@ func New(cfg Config) *Server {
 			MaxHeaderBytes: maxHeaderBytes,
 		},
 	}
+}
+
+// useMiddleware adds the root-level middleware, outermost first. The
+// request ID comes before all, so that every log line and problem body of
+// the request has it; the access log and the request metrics before
+// recover, so that a panic's 500 is logged and counted like any other
+// answer (the 5xx alert reads baton_http_requests_total).
+//
+// The Host first among the checks: a node does not answer for names it is
+// not. Per address before authentication, so that a flood with bad
+// credentials is throttled too; per credential after it, since
+// authentication names the credential. Browser safety before
+// authentication too: a page's forged request is refused as such,
+// whatever credential it may carry.
+func useMiddleware(e *echo.Echo, cfg Config, reg prometheus.Registerer, routes routeTable) {
+	e.Use(requestID())
+	if cfg.AccessLog {
+		e.Use(accessLog(cfg.Logger))
+	}
+	e.Use(requestMetrics(reg))
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			cfg.Logger.Error("panic in handler", "path", c.Request().URL.Path, "request_id", c.Response().Header().Get(requestIDHeader),
+				"err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(allowHosts(cfg.AllowedHosts, cfg.Logger))
+	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
+	e.Use(browserSafety(routes, cfg.Logger))
+	if cfg.Auth != nil {
+		e.Use(requireAuth(cfg.Auth, routes, cfg.Logger))
+	}
+	e.Use(rateLimitByCredential(cfg.CredentialRateLimit, reg))
+	e.Use(limitStreams(cfg.StreamLimits, routes))
+}
+
+// registerGauges adds the gauges read from the engine at scrape time.
+func registerGauges(reg prometheus.Registerer, eng *lock.Engine) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "baton_event_streams",
+		Help: "Event streams (GET /v1/events) this node serves now.",
+	}, func() float64 { return float64(eng.EventStreams()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "baton_etcd_nospace",
+		Help: "1 while etcd's NOSPACE alarm is raised: the data store is full and every write answers 507 until \"baton maintenance recover\".",
+	}, func() float64 {
+		if eng.NoSpace() {
+			return 1
+		}
+		return 0
+	}))
+	reg.MustRegister(&statsCollector{eng: eng}, eng.Collector())
 }
 
 // maxHeaderBytes bounds a request's headers; net/http answers 431 above.

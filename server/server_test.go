@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
@@ -22,9 +23,12 @@ import (
 
 func TestHealthzAndReadyz_Answer200WhileEtcdServes(t *testing.T) {
 	s := testserver.Start(t)
-	for _, path := range []string{"/healthz", "/readyz"} {
+	for path, status := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
 		t.Run(path, func(t *testing.T) {
-			testserver.WantJSON[map[string]string](t, s.Do("GET", path, ""), http.StatusOK)
+			r := s.Do("GET", path, "")
+			if body := testserver.WantJSON[map[string]string](t, r, http.StatusOK); body["status"] != status || len(body) != 1 {
+				t.Errorf("%s answered %s, want {\"status\":%q}", path, r.Body, status)
+			}
 		})
 	}
 }
@@ -103,7 +107,7 @@ func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
 		_, _ = s.Send(ctx, "POST", "/v1/locks/m", `{"owner":"w3","wait":"30s"}`)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	testserver.Eventually(t, 10*time.Second, "queued", func() bool { return s.Count("queue/") == 1 })
+	poll.Until(t, 10*time.Second, "queued", func() bool { return stats(t, s).Waiters == 1 })
 
 	r := s.Do("GET", "/metrics", "")
 	testserver.WantStatus(t, r, http.StatusOK)
@@ -312,4 +316,15 @@ func TestNoLeader_RequestsAnswer503AtOnceAndClusterStillAnswers(t *testing.T) {
 
 	hasLeader.Store(true)
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/after", `{"owner":"w"}`), http.StatusCreated)
+}
+
+// stats counts the cluster's locks, waiters and sessions, as the engine
+// does for its metrics.
+func stats(t *testing.T, s *testserver.Server) lock.Stats {
+	t.Helper()
+	st, err := s.Eng.Stats(context.Background())
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	return st
 }

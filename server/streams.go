@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -66,15 +65,15 @@ func (s *streamCounts) give(key string) {
 }
 
 // limitStreams answers 429 too_many_streams, with the cap in `limit`, to a
-// stream (a route marked stream in routeAccess) whose client address or
+// stream (a route whose row is marked Stream) whose client address or
 // credential holds its cap of streams on this node already. It runs after
 // authentication, which names the credential.
-func limitStreams(l StreamLimits) echo.MiddlewareFunc {
+func limitStreams(l StreamLimits, routes routeTable) echo.MiddlewareFunc {
 	byAddress := &streamCounts{n: map[string]int{}}
 	byCredential := &streamCounts{n: map[string]int{}}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if acc, ok := routeAccess[c.Request().Method+" "+c.Path()]; !ok || !acc.stream {
+			if r := routes.of(c); r == nil || !r.Stream {
 				return next(c)
 			}
 			if l.PerAddress > 0 {
@@ -97,7 +96,7 @@ func limitStreams(l StreamLimits) echo.MiddlewareFunc {
 
 func streamLimitError(whose string, limit int) error {
 	return &lock.LimitError{
-		Err: api.ErrTooManyClientStreams, Limit: limit, RetryAfter: streamRetryAfter,
+		Err: ErrTooManyClientStreams, Limit: limit, RetryAfter: streamRetryAfter,
 		Reason: fmt.Sprintf("this %s has %d event streams open on this node, its maximum; close one, or follow several locks in one stream", whose, limit),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/server"
 )
@@ -58,20 +59,12 @@ func TestStreams_OneAddressCannotTakeEverySlot(t *testing.T) {
 	checkStreamRefused(t, third, 2)
 	cancel()
 	// The slots come back as the streams end.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "a stream slot back after the streams closed", func() bool {
 		ctx2, cancel2 := context.WithCancel(context.Background())
+		defer cancel2()
 		resp, _ := openSSE(t, ctx2, s, "")
-		ok := resp.StatusCode == http.StatusOK
-		cancel2()
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no stream slot came back after the streams closed: %d", resp.StatusCode)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition
-	}
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 func TestStreams_OneCredentialCannotTakeEverySlot(t *testing.T) {
@@ -141,12 +134,9 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 			resp.Body.Close()
 		}()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for s.Eng.EventStreams() < 1000 {
-		if time.Now().After(deadline) || t.Failed() {
-			t.Fatalf("%d of 1000 streams open", s.Eng.EventStreams())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition
+	poll.Until(t, 30*time.Second, "1000 streams open", func() bool { return s.Eng.EventStreams() >= 1000 || t.Failed() })
+	if t.Failed() {
+		t.FailNow()
 	}
 	// Something on the way to every stream as they drop.
 	lk := s.Do("POST", "/v1/locks/busy", `{"owner":"w"}`)
@@ -156,17 +146,17 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 	}
 	cancel()
 	wg.Wait()
-	for s.Eng.EventStreams() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("baton_event_streams stuck at %d after every client left", s.Eng.EventStreams())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition
-	}
+	poll.Until(t, 30*time.Second, "baton_event_streams back to 0 after every client left", func() bool { return s.Eng.EventStreams() == 0 })
 	body := string(s.Do("GET", "/metrics", "").Body)
 	if !strings.Contains(body, "\nbaton_event_streams 0\n") {
 		t.Fatalf("baton_event_streams is not 0 after every stream ended")
 	}
+	checkStreamsStillHeard(t, s)
+}
 
+// checkStreamsStillHeard opens a stream, which must hear the next events,
+// and queues a waiter, which the release must wake at once.
+func checkStreamsStillHeard(t *testing.T, s *testserver.Server) {
 	// A stream opened now hears the next events.
 	sctx, scancel := context.WithCancel(context.Background())
 	defer scancel()
@@ -188,16 +178,10 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 		}
 		got <- time.Now()
 	}()
-	for {
+	poll.Until(t, 10*time.Second, "the waiter queued", func() bool {
 		w, err := s.Eng.Waiters(context.Background(), "after")
-		if err == nil && len(w) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the waiter never queued")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition
-	}
+		return err == nil && len(w) == 1
+	})
 	if r := s.Do("DELETE", "/v1/locks/after?token="+strconv.FormatInt(h.Token, 10), ""); r.Status != http.StatusNoContent {
 		t.Fatalf("release: %d %s", r.Status, r.Body)
 	}

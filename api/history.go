@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +15,68 @@ import (
 
 	"github.com/baton-dev/baton/lock"
 )
+
+// history godoc
+//
+//	@Summary		Read the audit trail
+//	@ID				getHistory
+//	@Description	Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+//	@Tags			history
+//	@Produce		json
+//	@Param			lock	query		string	false	"Only this lock's events"
+//	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			name	query		string	false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
+//	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
+//	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
+//	@Param			owner	query		string	false	"Only events of holds by this owner"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared"
+//	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
+//	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
+//	@Success		200		{object}	api.History
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/history [get]
+func (a *API) history(c echo.Context) error {
+	q := queryOf(c)
+	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
+	if err != nil {
+		return err
+	}
+	before, _, err := intParam(q, "before", 1, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	o := lock.HistoryOptions{
+		Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+		Limit: int(limit), Before: before, Owner: q.Get("owner"),
+	}
+	if t := q.Get("type"); t != "" {
+		for _, part := range strings.Split(t, ",") {
+			o.Types = append(o.Types, lock.EventType(strings.TrimSpace(part)))
+		}
+	}
+	if o.From, err = timeParam(q, "from"); err != nil {
+		return err
+	}
+	if o.To, err = timeParam(q, "to"); err != nil {
+		return err
+	}
+	evs, next, err := a.eng.History(c.Request().Context(), o)
+	if err != nil {
+		return err
+	}
+	out := History{Events: make([]Event, len(evs)), NextBefore: next}
+	for i, e := range evs {
+		out.Events[i] = toEvent(e)
+	}
+	return c.JSON(http.StatusOK, out)
+}
 
 // defaultHeartbeat keeps idle streams alive through proxies that close
 // connections without traffic.
@@ -47,30 +111,16 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
-	q, err := query(c, "lock", "kind", "name", "since")
+	o, err := subscribeOptions(c)
 	if err != nil {
 		return err
 	}
-	// since is exclusive: since=0 replays every retained event; without
-	// since (or Last-Event-ID) only live events come.
-	since, replay, err := intParam(q, "since", 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
-		n, err := strconv.ParseInt(h, 10, 64)
-		if err != nil || n < 0 {
-			return badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
-		}
-		since, replay = n, true
-	}
+	o.Buffer = a.eventBuffer
 	ctx := c.Request().Context()
 	// The engine caps the subscriptions of this node (too_many_streams)
 	// and the events each one buffers (a reader that falls behind is
 	// dropped, and resumes with Last-Event-ID).
-	sub, err := a.eng.Subscribe(ctx, lock.SubscribeOptions{
-		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"), Buffer: a.eventBuffer,
-	})
+	sub, err := a.eng.Subscribe(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -99,7 +149,34 @@ func (a *API) events(c echo.Context) error {
 	if send([]byte("retry: 2000\n\n")) != nil {
 		return nil
 	}
+	a.stream(ctx, sub, send)
+	return nil
+}
 
+// subscribeOptions reads an event stream's filters and where it starts.
+// since is exclusive: since=0 replays every retained event; without since
+// (or Last-Event-ID, which wins) only live events come.
+func subscribeOptions(c echo.Context) (lock.SubscribeOptions, error) {
+	q := queryOf(c)
+	since, replay, err := intParam(q, "since", 0, 1<<62)
+	if err != nil {
+		return lock.SubscribeOptions{}, err
+	}
+	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
+		n, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || n < 0 {
+			return lock.SubscribeOptions{}, badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
+		}
+		since, replay = n, true
+	}
+	return lock.SubscribeOptions{
+		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+	}, nil
+}
+
+// stream sends sub's events, and a heartbeat while there are none, until
+// the subscription ends, the client leaves or a write to it fails.
+func (a *API) stream(ctx context.Context, sub *lock.Subscription, send func([]byte) error) {
 	beat := time.NewTicker(a.heartbeat)
 	defer beat.Stop()
 	var buf []byte
@@ -112,7 +189,7 @@ func (a *API) events(c echo.Context) error {
 				if err := sub.Err(); err != nil && !errors.Is(err, ctx.Err()) {
 					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
 				}
-				return nil
+				return
 			}
 			buf = appendEvent(buf[:0], ev)
 			// Whatever else is ready goes in the same write, so the events
@@ -130,14 +207,14 @@ func (a *API) events(c echo.Context) error {
 				}
 			}
 			if send(buf) != nil {
-				return nil // the client left, or stopped reading
+				return // the client left, or stopped reading
 			}
 		case <-beat.C:
 			if send([]byte(": heartbeat\n\n")) != nil {
-				return nil
+				return
 			}
 		case <-ctx.Done():
-			return nil
+			return
 		}
 	}
 }

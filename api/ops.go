@@ -1,12 +1,89 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/problem"
 )
+
+// healthz godoc
+//
+//	@Summary		Liveness
+//	@ID				healthz
+//	@Description	Answers 200 while the process runs, whatever etcd's state.
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	api.Status
+//	@Router			/healthz [get]
+func (a *API) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, Status{Status: "ok"})
+}
+
+// readyz godoc
+//
+//	@Summary		Readiness
+//	@ID				readyz
+//	@Description	Answers 200 only when this node's etcd member has a leader, serves linearizable reads and takes writes; 503 otherwise, within about two seconds: `unavailable` (no leader or no quorum) or `nospace` (etcd's NOSPACE alarm is raised: the data store is full, see POST /v1/maintenance/recover).
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	api.Status
+//	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum; nospace: the data store is full"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Router			/readyz [get]
+func (a *API) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), a.readyTimeout)
+	defer cancel()
+	if err := a.eng.Ready(ctx); err != nil {
+		if errors.Is(err, lock.ErrNoSpace) {
+			return noSpaceNotReady()
+		}
+		return err
+	}
+	return c.JSON(http.StatusOK, Status{Status: "ready"})
+}
+
+// cluster godoc
+//
+//	@Summary		Cluster status
+//	@ID				getCluster
+//	@Description	The etcd members (with which one leads), the raft term and the current revision, as this node's member sees them. It answers even while that member has no leader (then `leader` is empty), so an operator can see why a node answers 503.
+//	@Tags			operations
+//	@Produce		json
+//	@Success		200	{object}	api.Cluster
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/cluster [get]
+func (a *API) cluster(c echo.Context) error {
+	cs, err := a.eng.Cluster(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := Cluster{Leader: cs.Leader, RaftTerm: cs.RaftTerm, Revision: cs.Revision, Members: make([]Member, len(cs.Members))}
+	for i, m := range cs.Members {
+		out.Members[i] = Member{ID: m.ID, Name: m.Name, PeerURLs: nonNil(m.PeerURLs), ClientURLs: nonNil(m.ClientURLs), IsLeader: m.IsLeader}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// nonNil keeps JSON arrays arrays: a member that has not started yet has no
+// client URLs, which must read [] and not null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
 
 // noSpaceRetryAfter is what /readyz's nospace answer tells probes to wait:
 // the state lasts until an operator acts, minutes at best.
@@ -44,9 +121,6 @@ func noSpaceNotReady() *Problem {
 //	@Security		BearerAuth
 //	@Router			/v1/maintenance/recover [post]
 func (a *API) recoverSpace(c echo.Context) error {
-	if _, err := query(c); err != nil { // no query parameters: a typo must not pass unnoticed
-		return err
-	}
 	if err := decodeBody(c, &struct{}{}, true); err != nil {
 		return err
 	}
