@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/client"
 	problems "github.com/baton-dev/baton/problem"
+	"github.com/baton-dev/baton/server"
 )
 
 // TestErrors_SurviveTheWire provokes each of the server's error codes and
@@ -216,11 +216,12 @@ func TestError_MapsCodesAndServerErrors(t *testing.T) {
 }
 
 // TestErrors_EveryCodeTheServerAnswersHasASentinel holds the client to the
-// server's vocabulary: every code the api can answer (its error table and
-// the router's own errors) has a sentinel that errors.Is matches, and
-// none matches another code's sentinel.
+// server's vocabulary: every code the server can answer (server.Codes:
+// the api's error table, the server's own and the router's errors) has a
+// sentinel that errors.Is matches, and none matches another code's
+// sentinel.
 func TestErrors_EveryCodeTheServerAnswersHasASentinel(t *testing.T) {
-	for _, code := range api.Codes() {
+	for _, code := range server.Codes() {
 		s := client.Sentinel(code)
 		if s == nil {
 			t.Errorf("the server answers %q; the client has no sentinel for it", code)

@@ -238,7 +238,7 @@ func TestBrowser_APageOfAnotherSiteCannotWriteInChromium(t *testing.T) {
 	// another port of the same one.
 	b.do("open the other site", 30*time.Second, chromedp.Navigate("http://localhost:"+u.Port()+"/"))
 	const sent = 5
-	out, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](fmt.Sprintf(`(async () => {
+	out, err := chromedp.Run(b.Context(), chromedp.Evaluate[map[string]string](fmt.Sprintf(`(async () => {
 		const node = %q, out = {};
 		const tries = {
 			revokeNoBody: [node + "/v1/locks/held/revoke", {method: "POST", mode: "no-cors"}],

@@ -9,12 +9,10 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -480,14 +478,8 @@ func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
 // they need it.
 type browser struct {
 	*testbrowser.Tab
-	t   *testing.T
-	s   *testserver.Server
-	ctx context.Context // the tab's (Tab.Context), for chromedp calls of a test's own
-
-	// mu guards requests: every URL the page asked for, as Tab.Requests
-	// gives them, for the tests that read them as a field.
-	mu       sync.Mutex
-	requests []string
+	t *testing.T
+	s *testserver.Server
 }
 
 // startBrowser starts Chromium with a window of width×height. Without
@@ -495,18 +487,7 @@ type browser struct {
 func startBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
 	t.Helper()
 	tab := testbrowser.Start(t, testbrowser.WindowSize(width, height), testbrowser.Expected(raceNotFound))
-	b := &browser{Tab: tab, t: t, s: s, ctx: tab.Context()}
-	err := chromedp.Listen(tab.Context(), func(ev any) {
-		if ev, ok := ev.(*network.EventRequestWillBeSent); ok {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.requests = append(b.requests, ev.Request.URL)
-		}
-	})
-	if err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return b
+	return &browser{Tab: tab, t: t, s: s}
 }
 
 // raceNotFound tells a 404 from GET /v1/locks/{name} apart: the page reads

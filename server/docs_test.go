@@ -196,7 +196,7 @@ func acquireWithTheDocumentedExample(t *testing.T, b *browser) {
 // the operation whose block the selector op names.
 func responseStatus(b *browser, op string) string {
 	b.t.Helper()
-	text, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(op+".live-responses-table tbody .response-col_status")))
+	text, err := chromedp.Run(b.Context(), chromedp.Text(chromedp.CSS(op+".live-responses-table tbody .response-col_status")))
 	if err != nil {
 		b.Fail("read the response status", err)
 	}

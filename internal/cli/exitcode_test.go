@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/internal/cli"
 	"github.com/baton-dev/baton/problem"
+	"github.com/baton-dev/baton/server"
 )
 
 // TestExitCode_EveryCodeTheServerAnswersHasItsOwn: the exit code of an
-// answer is its code's, from package problem, for every code the api can
-// answer; the caps and rate limits exit 8 (try later), not 1.
+// answer is its code's, from package problem, for every code the server
+// can answer (server.Codes); the caps and rate limits exit 8 (try later), not 1.
 func TestExitCode_EveryCodeTheServerAnswersHasItsOwn(t *testing.T) {
-	for _, code := range api.Codes() {
+	for _, code := range server.Codes() {
 		info, ok := problem.Lookup(code)
 		if !ok {
 			t.Errorf("the server answers %q, which package problem does not list", code)

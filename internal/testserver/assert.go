@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baton-dev/baton/api"
 )
@@ -101,17 +100,3 @@ func keysOf(m map[string]json.RawMessage) []string {
 	return ks
 }
 
-// Eventually polls cond every 20ms until it holds, failing the test after
-// timeout.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after %s", what, timeout)
-		}
-		<-tick.C
-	}
-}
