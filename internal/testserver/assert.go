@@ -99,4 +99,3 @@ func keysOf(m map[string]json.RawMessage) []string {
 	sort.Strings(ks)
 	return ks
 }
-
