@@ -194,6 +194,9 @@ func TestEvents_SinceIsExclusiveSoZeroReplaysEveryEvent(t *testing.T) {
 }
 
 func TestEvents_LockFilterAndExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	s := newTestServer(t)
 	st := s.openStream(t, "?lock=short", "")
 	s.acquire("other", `{"owner":"w1"}`)

@@ -195,6 +195,9 @@ func TestEvents_ClientThatStopsReadingIsDroppedAndResumesExactlyOnce(t *testing.
 }
 
 func TestEvents_HealthyStreamOutlivesTheServersWriteTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("outlives a write timeout: not in the fast tier")
+	}
 	s := newTestServer(t)
 	// The same handler behind an http.Server whose WriteTimeout would end
 	// any response after 500ms (baton's is MaxWait + 30s): the stream sets

@@ -130,6 +130,9 @@ func TestListSessions_DeletedSessionLeavesTheList(t *testing.T) {
 }
 
 func TestListSessions_ExpiredSessionLeavesTheList(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	s := newTestServer(t)
 	short := s.createSession(`{"ttl":"2s","owner":"w-short"}`)
 	if got := s.listSessions(url.Values{}); len(got) != 1 || got[0].ID != short.ID {

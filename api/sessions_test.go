@@ -100,6 +100,9 @@ func TestSession_AcquireInASessionIsIdempotentAndListed(t *testing.T) {
 }
 
 func TestSession_DeleteReleasesEveryLockAuditedAsReleased(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	s := newTestServer(t)
 	sess := s.createSession(`{"owner":"worker-1"}`)
 	body := fmt.Sprintf(`{"owner":"worker-1","session":%q}`, sess.ID)
@@ -156,6 +159,9 @@ func TestSession_UnknownSessionAnswersSessionNotFound(t *testing.T) {
 }
 
 func TestSession_ExpiredSessionAnswersSessionNotFoundAndEndsItsLocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	s := newTestServer(t)
 	sess := s.createSession(`{"owner":"worker-1","ttl":"2s"}`)
 	l := s.acquire("short-lived", fmt.Sprintf(`{"owner":"worker-1","session":%q}`, sess.ID))

@@ -80,6 +80,14 @@ type Config struct {
 	// StartTimeout bounds how long Start waits for the member to be ready
 	// (for a cluster: for a quorum to elect a leader).
 	StartTimeout time.Duration
+	// HeartbeatInterval and ElectionTimeout are etcd's raft timing
+	// (--heartbeat-interval, --election-timeout); 0 means etcd's defaults,
+	// 100 ms and 1 s, which baton's nodes keep. A member alone in its
+	// cluster has no peer to miss a heartbeat from, so tests shorten both
+	// to elect it in a few milliseconds instead of about one election
+	// timeout. etcd's shortest lease is 1.5 election timeouts, rounded up
+	// to a second.
+	HeartbeatInterval, ElectionTimeout time.Duration
 
 	// PeerTLSInfo, with CertFile and KeyFile, puts traffic between members
 	// on TLS: the member serves its peer URL with that certificate and
@@ -290,6 +298,12 @@ func (c Config) embedConfig() (*embed.Config, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = c.Name
 	cfg.Dir = c.Dir
+	if c.HeartbeatInterval > 0 {
+		cfg.TickMs = uint(c.HeartbeatInterval.Milliseconds())
+	}
+	if c.ElectionTimeout > 0 {
+		cfg.ElectionMs = uint(c.ElectionTimeout.Milliseconds())
+	}
 	peer := c.setURLs(cfg)
 	cfg.EnableGRPCGateway = c.JSONGateway
 	cfg.InitialCluster = c.InitialCluster

@@ -39,6 +39,9 @@ func wantCredentials(t *testing.T, e *lock.Engine, name string, want ...[2]strin
 // acquirer (also on a handover), the releaser or revoker, and for an
 // expiry, which no request causes, the hold's acquirer.
 func TestEvents_RecordTheCredentialOfEachRequestNotTheOwnerItClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)

@@ -10,6 +10,9 @@ import (
 )
 
 func TestLockDelay_BlocksAcquireAfterRevokeUntilItPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
@@ -44,6 +47,9 @@ func TestLockDelay_BlocksAcquireAfterRevokeUntilItPasses(t *testing.T) {
 }
 
 func TestLockDelay_BlocksAcquireAfterExpiryUntilItPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)

@@ -53,6 +53,9 @@ func expiredOnce(t *testing.T, engines []*lock.Engine, tokens map[string]int64) 
 }
 
 func TestExpiry_UnrenewedLockDisappearsWithOneExpiredEvent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, m := newEngine(t)
 	cli := m.Client()
@@ -86,6 +89,9 @@ func TestExpiry_UnrenewedLockDisappearsWithOneExpiredEvent(t *testing.T) {
 // every expiry, and still each is recorded once. A third node serves one
 // acquire and is gone when that lease expires: the others record it.
 func TestExpiry_TwoEnginesRecordEachExpiryOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e1, m := newEngine(t)
 	e2 := startEngine(t, m, lock.DefaultConfig())
@@ -107,6 +113,9 @@ func TestExpiry_TwoEnginesRecordEachExpiryOnce(t *testing.T) {
 // No node runs while the lease expires: the next engine to start resumes
 // from the cluster's recorder cursor and records it.
 func TestExpiry_RecordedAfterNoNodeWasWatching(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e1, m := newEngine(t)
 	cli := m.Client()

@@ -37,6 +37,9 @@ func stall(t *testing.T, e *lock.Engine, name string, during func()) {
 }
 
 func TestWatch_AStalledWaiterWatchIsReopenedAndTheGrantArrives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a stalled watch: not in the fast tier")
+	}
 	e := stallEngine(t)
 	ctx := ctxT(t)
 	held := mustAcquire(t, e, lock.AcquireRequest{Name: "w", Owner: "first"})
@@ -68,6 +71,9 @@ func TestWatch_AStalledWaiterWatchIsReopenedAndTheGrantArrives(t *testing.T) {
 }
 
 func TestWatch_AStalledRecorderWatchIsReopenedAndRecordsTheExpiryOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a stalled watch and a TTL: not in the fast tier")
+	}
 	e := stallEngine(t)
 	ctx := ctxT(t)
 	stall(t, e, "recorder", func() {
@@ -87,6 +93,9 @@ func TestWatch_AStalledRecorderWatchIsReopenedAndRecordsTheExpiryOnce(t *testing
 }
 
 func TestWatch_AStalledEventWatchIsReopenedWithNoGapNorDuplicate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a stalled watch: not in the fast tier")
+	}
 	e := stallEngine(t)
 	ctx := ctxT(t)
 	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{})
@@ -124,6 +133,9 @@ func TestWatch_AStalledEventWatchIsReopenedWithNoGapNorDuplicate(t *testing.T) {
 // a node shares the engine's watches, so none of them can wedge etcd's
 // watch stream by leaving.
 func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out its waiters' waits: not in the fast tier")
+	}
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
 	before := -1.0

@@ -149,6 +149,9 @@ func TestRelease_HandsTheLockIntoTheWaitersSession(t *testing.T) {
 // outlives a wait longer than its TTL, so the release can still grant the
 // lock under it, and the holder gets all of its TTL.
 func TestAcquire_QueuedLeaseIsKeptAliveUntilTheHandover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)

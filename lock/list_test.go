@@ -224,6 +224,9 @@ func TestHistory_PagingKeepsEventsThatShareARevision(t *testing.T) {
 }
 
 func TestHistory_RetentionDropsOldEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	m := testetcd.Start(t)
 	cfg := lock.DefaultConfig()

@@ -155,7 +155,9 @@ func TestRenew_ExtendsTheLeaseAndKeepsTheToken(t *testing.T) {
 // etcd raises a TTL below its lease floor (1.5 × election timeout, 2s by
 // default); the engine must report what etcd granted, not what was asked.
 func TestRenew_ReportsTheTTLEtcdGranted(t *testing.T) {
-	m := testetcd.Start(t)
+	mc := testetcd.Config(t)
+	mc.HeartbeatInterval, mc.ElectionTimeout = 100*time.Millisecond, time.Second // etcd's defaults, baton's
+	m := testetcd.StartConfig(t, mc)
 	cfg := lock.DefaultConfig()
 	cfg.MinTTL = time.Second // let a 1s request through to etcd
 	e := startEngine(t, m, cfg)
@@ -294,6 +296,9 @@ func TestRelease_PoolsTheOwnLeaseForTheNextAcquireAndRecordsOnce(t *testing.T) {
 // A pooled lease that ran out while idle is never handed out: the next
 // acquire gets a lease that lives.
 func TestAcquire_SkipsAPooledLeaseThatExpired(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, m := newEngine(t)
 	ctx := ctxT(t)

@@ -163,6 +163,9 @@ func TestMetrics_AuditEventsAreCountedByTheNodeThatWroteThem(t *testing.T) {
 }
 
 func TestMetrics_AnExpiryIsCountedOnceAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	m := testetcd.Start(t)
 	engines := []*lock.Engine{startEngine(t, m, lock.DefaultConfig()), startEngine(t, m, lock.DefaultConfig())}
@@ -215,6 +218,9 @@ func TestMetrics_WaitingAcquiresAreAGauge(t *testing.T) {
 }
 
 func TestMetrics_HasLeaderOverExternalEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the leader poll over external etcd: not in the fast tier")
+	}
 	t.Parallel()
 	m := testetcd.Start(t)
 	// A remote client, as with --etcd-endpoints: no HasLeader hook, so the

@@ -70,6 +70,9 @@ func savedCursor(t *testing.T, cli *clientv3.Client) int64 {
 // (100 save intervals): there must be none, before some activity and
 // after it, once the cursor is saved past it.
 func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	m := testetcd.Start(t)
 	cli := m.Client()
 	cfg := lock.DefaultConfig()

@@ -36,6 +36,9 @@ func (t slowTxn) Commit() (*clientv3.TxnResponse, error) {
 // starts it again, and checks that every expiry is in the audit trail
 // exactly once: the saved cursor never passes an expiry not yet written.
 func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	m := testetcd.Start(t)
 	base := m.Client()
 	slow := clientv3.NewCtxClient(context.Background())

@@ -117,6 +117,9 @@ func splitPair(p string) (string, string) {
 }
 
 func TestListSessions_DeletedAndExpiredSessionsDisappear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	e, m := newEngine(t)
 	ctx := ctxT(t)
 	keep, err := e.CreateSession(ctx, "w-keep", 30*time.Second)

@@ -234,6 +234,9 @@ func TestSession_UnknownSessionIsNotFound(t *testing.T) {
 }
 
 func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, m := newEngine(t)
 	ctx := ctxT(t)

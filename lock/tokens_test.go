@@ -15,6 +15,9 @@ import (
 // out tokens for one lock and others across every way a hold can end,
 // and across a restart of etcd and the engine on the same data directory.
 func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	cfg := testetcd.Config(t)
 	m := testetcd.StartConfig(t, cfg)

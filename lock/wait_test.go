@@ -325,6 +325,9 @@ func TestAcquire_WaitTimeoutNamesTheHolder(t *testing.T) {
 }
 
 func TestAcquire_WaiterGetsLockWhenHolderExpires(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
@@ -377,6 +380,9 @@ func TestClose_EndsWaitsWithErrClosed(t *testing.T) {
 }
 
 func TestAcquire_WaiterWhoseSessionExpiresStopsWaiting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out TTLs: not in the fast tier")
+	}
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)

@@ -90,6 +90,9 @@ func TestNode_AuthWithoutAClientCAServesNoClientTCPListener(t *testing.T) {
 // TestNode_AuthWithAClientCAServesTheClientPortToCertificatesOnly: the
 // port is an etcd admin door, opened by a certificate of that CA alone.
 func TestNode_AuthWithAClientCAServesTheClientPortToCertificatesOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes over TLS: not in the fast tier")
+	}
 	ca := testcerts.NewCA(t, "etcd client CA")
 	srv, me := ca.Server(t, "etcd", "127.0.0.1"), ca.Client(t, "ops")
 	cfg := testConfig(t)

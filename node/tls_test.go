@@ -302,6 +302,9 @@ func lockAcrossNodes(t *testing.T, nodes []*node.Node, name string) {
 }
 
 func TestCluster_PeerTLSWithACAFormsServesALockAndShutsOutAnotherCAsMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("forms clusters: not in the fast tier")
+	}
 	ca := testcerts.NewCA(t, "baton peers CA")
 	cfgs := clusterConfigs(t, 3, func(i int, c *node.Config) {
 		p := ca.Server(t, c.Name, "127.0.0.1")
@@ -409,6 +412,9 @@ func etcdClient(t *testing.T, n *node.Node) *clientv3.Client {
 }
 
 func TestCluster_PeerAutoTLSFormsAClusterOnSelfSignedCertificates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("forms a cluster: not in the fast tier")
+	}
 	cfgs := clusterConfigs(t, 3, func(_ int, c *node.Config) { c.PeerAutoTLS = true })
 	nodes := startAll(t, cfgs)
 	lockAcrossNodes(t, nodes, "auto-tls")
@@ -434,6 +440,9 @@ func TestCluster_PeerAutoTLSFormsAClusterOnSelfSignedCertificates(t *testing.T) 
 }
 
 func TestNode_ExternalEtcdOverTLSWithAClientCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a member and a node over TLS: not in the fast tier")
+	}
 	ca := testcerts.NewCA(t, "etcd client CA")
 	// A node whose member serves its client port over TLS, and requires
 	// a certificate of the CA there.

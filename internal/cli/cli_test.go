@@ -299,6 +299,9 @@ func TestExec_ForwardsSignalsToTheCommand(t *testing.T) {
 // baton exec is frozen past its TTL, the lock expires on the server, and on
 // waking exec must judge the lock lost by its own clock and stop the command.
 func TestExec_APausedHolderStopsItsCommandWhenItWakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a TTL: not in the fast tier")
+	}
 	_, addr := startServer(t)
 	marker := filepath.Join(t.TempDir(), "ready")
 	script := fmt.Sprintf(`trap 'echo got-TERM; exit 0' TERM; touch %s; while :; do sleep 0.05; done`, marker)

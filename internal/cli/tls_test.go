@@ -180,6 +180,9 @@ func TestServe_SIGHUPServesTheRenewedCertificate(t *testing.T) {
 }
 
 func TestMemberAndSnapshot_TalkToATLSClientPortWithTheEtcdTLSFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes over TLS: not in the fast tier")
+	}
 	ca := testcerts.NewCA(t, "etcd client CA")
 	srv, me := ca.Server(t, "etcd", "127.0.0.1"), ca.Client(t, "ops")
 	clientURL := "https://" + testetcd.FreeAddr(t)
@@ -218,6 +221,9 @@ func TestMemberAndSnapshot_TalkToATLSClientPortWithTheEtcdTLSFlags(t *testing.T)
 }
 
 func TestMember_ReachesAnAutoTLSClientPortTrustingItsSelfSignedCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes over TLS: not in the fast tier")
+	}
 	clientURL := "https://" + testetcd.FreeAddr(t)
 	var dataDir string
 	startNode(t, func(c *node.Config) {

@@ -116,9 +116,14 @@ type Node struct {
 func (n *Node) URL() string { return "http://" + n.HTTPAddr }
 
 // Start starts the cluster and waits until every node answers /readyz.
-// Everything is stopped and removed when the test ends.
+// Everything is stopped and removed when the test ends. The fast tier
+// (go test -short) skips the test: a cluster of processes takes seconds
+// to form and to stop.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a cluster of baton processes: not in the fast tier")
+	}
 	if opts.Nodes == 0 {
 		opts.Nodes = 3
 	}
