@@ -16,7 +16,7 @@
 //		testserver.WantKeys(t, "lock", testserver.RawObject(t, r.Body), []string{"name", "token"}, []string{testserver.AnyOther})
 //		r = s.Do("DELETE", fmt.Sprintf("/v1/locks/build?token=%d", l.Token), "")
 //		testserver.WantStatus(t, r, http.StatusNoContent)
-//		poll.Until(t, 5*time.Second, "released", func() bool { return s.Count("locks/") == 0 })
+//		testserver.WantStatus(t, s.Do("GET", "/v1/locks/build", ""), http.StatusNotFound)
 //	}
 //
 // Options turn more on: WithAuth starts the server with authentication

@@ -301,18 +301,6 @@ func (s *Server) Keys() map[string]bool {
 	return keys
 }
 
-// Count counts the keys under /baton/ + prefix.
-func (s *Server) Count(prefix string) int64 {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := s.Eng.Client().Get(ctx, "/baton/"+prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		s.t.Fatalf("count %s: %v", prefix, err)
-	}
-	return resp.Count
-}
-
 // Leases lists the etcd leases alive now.
 func (s *Server) Leases() map[clientv3.LeaseID]bool {
 	s.t.Helper()
