@@ -44,32 +44,11 @@ func TestDocs_ServesSwaggerUIFromLocalAssetsOnly(t *testing.T) {
 	if len(refs) < 3 { // stylesheet, bundle, initializer at least
 		t.Fatalf("the page loads %d assets, want the stylesheet, the bundle and the initializer:\n%s", len(refs), page)
 	}
-	wantType := map[string]string{".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
 	var initializer []byte
 	for _, m := range refs {
 		ref := m[1]
 		t.Run(ref, func(t *testing.T) {
-			if !strings.HasPrefix(ref, "/docs/") {
-				t.Fatalf("asset %q is not under /docs/ on this server", ref)
-			}
-			r := s.Do("GET", ref, "")
-			testserver.WantStatus(t, r, http.StatusOK)
-			want, ok := wantType[path.Ext(ref)]
-			if !ok {
-				t.Fatalf("asset %q: unexpected kind of file", ref)
-			}
-			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
-				t.Errorf("Content-Type %q, want %s", ct, want)
-			}
-			if r.Header.Get("Cache-Control") == "" || r.Header.Get("Etag") == "" {
-				t.Errorf("Cache-Control %q, ETag %q: want both", r.Header.Get("Cache-Control"), r.Header.Get("Etag"))
-			}
-			if csp := r.Header.Get("Content-Security-Policy"); csp != docsCSP {
-				t.Errorf("Content-Security-Policy %q, want %q", csp, docsCSP)
-			}
-			if len(r.Body) == 0 {
-				t.Errorf("empty body")
-			}
+			r := wantAsset(t, s, ref, "/docs/", docsCSP)
 			if path.Base(ref) == "swagger-initializer.js" {
 				initializer = r.Body
 			}
