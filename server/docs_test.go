@@ -141,13 +141,24 @@ func tryAnOperationWithoutInput(t *testing.T, b *browser) string {
 	const tried = "[data-test-try] "
 	b.do("try it out on GET "+op, 30*time.Second,
 		chromedp.Click(chromedp.CSS(tried+".opblock-summary-control")),
-		chromedp.Click(chromedp.CSS(tried+".btn.execute")),
+		execute(tried),
 		chromedp.WaitVisible(chromedp.CSS(tried+".live-responses-table .response-col_status")),
 	)
 	if status := responseStatus(b, tried); status != "200" {
 		t.Errorf("try it out on GET %s answered %q, want 200", op, status)
 	}
 	return op
+}
+
+// execute clicks the Execute button of the opened operation op once the
+// button is shown and enabled, so that the click lands on the button and
+// not where it will be.
+func execute(op string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.WaitVisible(chromedp.CSS(op+".btn.execute")),
+		chromedp.WaitEnabled(chromedp.CSS(op+".btn.execute")),
+		chromedp.Click(chromedp.CSS(op+".btn.execute")),
+	)
 }
 
 // acquireWithTheDocumentedExample does as a new user would: acquire a lock
@@ -159,7 +170,7 @@ func acquireWithTheDocumentedExample(t *testing.T, b *browser) {
 	b.do("try it out on acquire", 30*time.Second,
 		chromedp.Click(chromedp.CSS(acquire+".opblock-summary-control")),
 		chromedp.SendKeys(chromedp.CSS(acquire+`input[placeholder="name"]`), "from-the-docs"),
-		chromedp.Click(chromedp.CSS(acquire+".btn.execute")),
+		execute(acquire),
 		chromedp.WaitVisible(chromedp.CSS(acquire+".live-responses-table .response-col_status")),
 	)
 	if status := responseStatus(b, acquire); status != "201" {
