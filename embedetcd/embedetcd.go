@@ -555,6 +555,12 @@ func (q quietCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 	if ent.Message == removedMessage {
 		q.removed.Store(true)
 	}
+	if ent.Message == storageVersionMessage {
+		if !q.Core.Enabled(ent.Level) {
+			return ce
+		}
+		return ce.AddCore(ent, termPendingCore{q.Core})
+	}
 	for _, m := range quietMessages {
 		if strings.Contains(ent.Message, m) {
 			return ce
@@ -568,6 +574,27 @@ func (q quietCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.C
 		}
 	}
 	return q.Core.Check(ent, ce)
+}
+
+// storageVersionMessage is what etcd's storage-version monitor logs when it
+// cannot record the cluster's version in the backend.
+const storageVersionMessage = "failed to update storage version"
+
+// termPendingCore drops storageVersionMessage when its error is that the
+// backend holds no raft term yet. The monitor first runs as the cluster
+// version is set, which on a member that elects itself within a backend
+// commit interval (100 ms) comes before the commit that saves the term;
+// it tries again every 4 s and then succeeds, so the line says nothing.
+// Any other error still shows.
+type termPendingCore struct{ zapcore.Core }
+
+func (t termPendingCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
+	for _, f := range fields {
+		if err, ok := f.Interface.(error); ok && f.Key == "error" && strings.Contains(err.Error(), "missing term information") {
+			return nil
+		}
+	}
+	return t.Core.Write(ent, fields)
 }
 
 // quietMessages are warnings that do not apply to an embedded member:

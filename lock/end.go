@@ -269,13 +269,15 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 	event, guard := e.holdEnd(name, token, hr, ev, bucket)
 	// The end event comes first, so a watcher of the trail sees the hold
 	// end before the next one begins in the same revision.
-	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: []clientv3.Op{event}, handOver: -1}
-	free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
+	// At most four ops: the event, the delete (or the handover), the guard
+	// and the tally.
+	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 4), event), handOver: -1}
 	if head != nil {
+		free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
 		t.handOver, t.then = len(t.then), append(t.then,
 			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head, bucket), free))
 	} else {
-		t.then = append(t.then, free...)
+		t.then = append(append(t.then, clientv3.OpDelete(lkey)), guard...)
 	}
 	if id, ok := parseLeaseHex(hr.Session); ok && tally && !hr.NoTally {
 		// One more release in the session's tally, if it keeps one and
