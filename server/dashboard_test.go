@@ -382,7 +382,12 @@ func revokeALock(t *testing.T, b *browser) {
 		t.Errorf("the dialog names %q, want nightly-recon", name)
 	}
 	b.screenshot("7-revoke-dialog.png")
-	b.do("confirm the revoke", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="revoke-confirm"]`)))
+	// Clicked from script: a mouse click goes to the button's place as
+	// measured a moment before, and in a loaded CI run it was seen to land
+	// nowhere, leaving the dialog open and untouched.
+	b.do("confirm the revoke", 10*time.Second,
+		chromedp.WaitEnabled(chromedp.CSS(`[data-testid="revoke-confirm"]`)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="revoke-confirm"]').click()`))
 	// The dialog closes once the revoke is answered, and the row goes with
 	// the revoked event or the reload after it. On a loaded 2-core machine
 	// under -race that can take seconds: the deadline is generous, and a
