@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,5 +57,53 @@ func TestDeleteSession_HandsItsLocksToTheirWaitersAsReleaseDoes(t *testing.T) {
 	var de *lock.DelayedError
 	if _, err := e.Get(ctx, "sd"); !errors.As(err, &de) || de.Cause != lock.EventRevoked {
 		t.Fatalf("get after revoking the handed-over hold: %v; want a DelayedError caused by the revoke", err)
+	}
+}
+
+// TestDeleteSession_ReleasesMoreLocksThanOneTxnTakes: a session holding
+// more locks than one release txn ends (they go in batches, under etcd's
+// MaxTxnOps) has every one released, each recorded once, and a waiter
+// queued on a lock of a later batch is handed it.
+func TestDeleteSession_ReleasesMoreLocksThanOneTxnTakes(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	s, err := e.CreateSession(ctx, "svc", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 70 // three batches
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("many-%02d", i)
+		mustAcquire(t, e, lock.AcquireRequest{Name: names[i], Owner: "svc", Session: s.ID})
+	}
+	last := names[n-1]
+	next := acquireAsync(ctx, e, lock.AcquireRequest{Name: last, Owner: "next", TTL: 20 * time.Second, Wait: 30 * time.Second})
+	queued(t, e, last, 1)
+	if err := e.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatalf("delete session: %v", err)
+	}
+	select {
+	case got := <-next:
+		if got.err != nil || got.l.Owner != "next" {
+			t.Fatalf("waiter on %s: %+v, %v", last, got.l, got.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the waiter on %s did not get it within 5s of the session's deletion", last)
+	}
+	for _, name := range names[:n-1] {
+		if _, err := e.Get(ctx, name); !errors.Is(err, lock.ErrNotHeld) {
+			t.Fatalf("%s after the deletion: %v, want ErrNotHeld", name, err)
+		}
+		released := 0
+		for _, ev := range history(t, e, name) {
+			if ev.Type == lock.EventReleased && ev.Detail == "session deleted" {
+				released++
+			}
+		}
+		if released != 1 {
+			t.Fatalf("%s: %d releases recorded for the deletion, want 1", name, released)
+		}
 	}
 }
