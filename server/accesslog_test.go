@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,34 +11,19 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
 )
 
 // logBuffer collects a server's JSON log lines; the server writes from
 // its own goroutines while the test reads.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ testserver.LogBuffer }
 
 // accessLines returns the "http request" lines logged so far.
 func (b *logBuffer) accessLines(t *testing.T) []map[string]any {
