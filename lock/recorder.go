@@ -213,17 +213,22 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 	now := nowUTC()
 	ev := Event{Time: now, Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
 		Credential: hr.Credential}
-	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		event, guard := e.holdEnd(name, token, hr, ev, bucket)
-		then := append([]clientv3.Op{event}, guard...)
-		octx, done := e.op(ctx)
-		defer done()
-		resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).Then(then...).Commit()
-		if err == nil && resp.Succeeded {
-			e.recorded(typ, 1) // else another node wrote it between our read and this txn
-		}
-		return err
-	})
+	event, guard := e.holdEnd(name, token, hr, ev)
+	then := append([]clientv3.Op{event}, guard...)
+	octx, done = e.op(ctx)
+	defer done()
+	// The hold's acquired record is there until the history index has
+	// taken in the hold's end (it then deletes both, historyIndex.end): a
+	// recorder that comes late to an end already indexed finds it gone,
+	// and writes nothing.
+	resp, err := e.cli.Txn(octx).If(
+		clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(e.acquiredKey(name, hr.Hold)), "=", token),
+	).Then(then...).Commit()
+	if err == nil && resp.Succeeded {
+		e.recorded(typ, 1) // else another node wrote it between our read and this txn
+	}
+	return err
 }
 
 // saveCursor records how far the recorder got, so a restart resumes there.
