@@ -304,7 +304,10 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e.rec = rec
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
-	e.waits = newHub(e, "waiters", cfg.Prefix, rec.head+1, clientv3.WithPrefix())
+	// Waiters wait on lock keys, queue entries, lock-delay guards and
+	// session keys: delay/ to sessions/ in key order, which leaves out
+	// the audit trail's writes (audit/ before, trail/ after).
+	e.waits = newHub(e, "waiters", e.delayKey(""), rec.head+1, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.sessionsPrefix())))
 	e.streams = newHub(e, "events", e.auditPrefix(), rec.head+1, clientv3.WithPrefix(), clientv3.WithFilterDelete())
 	for _, run := range []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run, e.hist.run} {
 		e.wg.Add(1)

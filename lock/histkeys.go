@@ -19,8 +19,8 @@ import (
 // them all. The history index (historyindex.go) copies each pending
 // record, once committed, into the trail proper:
 //
-//	hist/<rev>/<entry>                 the event, value: its JSON
-//	hname/<kind>/<name>/<rev>/<entry>  the same event in its thing's index, no value
+//	trail/<rev>/<entry>                    the event, value: its JSON
+//	trailname/<kind>/<name>/<rev>/<entry>  the same event in its thing's index, no value
 //
 // where <rev> is revKey(revision), so that ascending key order, the only
 // order etcd pages with a limit, is newest first, and <entry> orders the
@@ -29,9 +29,9 @@ import (
 // acquired event (entry rank 0) is the newer of the two (rank 1). A page
 // is then one range with a limit, whatever the trail holds.
 
-func (e *Engine) histPrefix() string { return e.cfg.Prefix + "hist/" }
+func (e *Engine) histPrefix() string { return e.cfg.Prefix + "trail/" }
 func (e *Engine) histNamePrefix(kind EventKind, name string) string {
-	return e.cfg.Prefix + "hname/" + string(kind) + "/" + name + "/"
+	return e.cfg.Prefix + "trailname/" + string(kind) + "/" + name + "/"
 }
 func (e *Engine) historyMetaKey() string { return e.cfg.Prefix + "meta/history" }
 
@@ -139,7 +139,7 @@ func (e *Engine) decodeIndexed(kv *mvccpb.KeyValue) (Event, bool) {
 	return ev, true
 }
 
-// histKeyOfName is the hist key a hname key points at.
+// histKeyOfName is the trail/ key a trailname/ key points at.
 func (e *Engine) histKeyOfName(nameKey, namePrefix string) string {
 	return e.histPrefix() + strings.TrimPrefix(nameKey, namePrefix)
 }

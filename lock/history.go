@@ -152,8 +152,8 @@ func (e *Engine) trailOf(lock string, kind EventKind, name string) (trailSource,
 	return trailSource{prefix: e.histPrefix()}, nil
 }
 
-// trailSource is an index of the trail: hist/ itself, or one thing's
-// hname/ keys, which point into it.
+// trailSource is an index of the trail: trail/ itself, or one thing's
+// trailname/ keys, which point into it.
 type trailSource struct {
 	prefix string
 	byName bool

@@ -99,7 +99,7 @@ func TestHistory_PagesOfTheIndexHoldEveryEventOnceAndNoPendingRecordIsLeft(t *te
 	poll.Until(t, 10*time.Second, "no pending audit record left", func() bool {
 		return len(keysUnder(t, m.Client(), prefix+"audit/")) == 0
 	})
-	if got := len(keysUnder(t, m.Client(), prefix+"hist/")); got != 120 {
+	if got := len(keysUnder(t, m.Client(), prefix+"trail/")); got != 120 {
 		t.Fatalf("%d indexed events; want 120", got)
 	}
 }
@@ -160,7 +160,7 @@ func TestHistory_TheCountBoundDropsTheOldestEventsWhileLocksKeepBeingGranted(t *
 		t.Errorf("the oldest lock's events are still there: %v", got)
 	}
 	// The pending records of the dropped events went with their indexing.
-	if n := len(keysUnder(t, m.Client(), prefix+"hname/lock/oldest/")); n != 0 {
+	if n := len(keysUnder(t, m.Client(), prefix+"trailname/lock/oldest/")); n != 0 {
 		t.Errorf("%d index keys of dropped events are left", n)
 	}
 }
@@ -215,7 +215,7 @@ func TestHistory_TwoIndexersOfOneTrailIndexEachEventOnce(t *testing.T) {
 	checkTrail(t, allPages(t, a, lock.HistoryOptions{Limit: 50}), 200)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := m.Client().Get(ctx, prefix+"hist/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := m.Client().Get(ctx, prefix+"trail/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 400 {
 		t.Fatalf("%d indexed entries, %v; want 400", resp.Count, err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // historyEventBytes is what an event of the trail takes in etcd's backend,
 // measured (docs/PERFORMANCE.md): about 580 bytes in use after compaction
-// over its three keys (hist, hname and the pending record it replaced),
+// over its three keys (trail/, trailname/ and the pending record it replaced),
 // rounded up.
 const historyEventBytes = 600
 

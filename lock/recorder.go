@@ -88,7 +88,11 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 			r.done.Store(n)
 		}
 	}
-	r.feed = feed{e: e, name: "recorder", key: e.cfg.Prefix, opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()},
+	// It needs the end records (audit/) and the deletes of lock keys
+	// (locks/): the range between them holds those and little else, and
+	// none of the history index's writes (trail/ sorts after locks/).
+	r.feed = feed{e: e, name: "recorder", key: e.auditPrefix(),
+		opts: []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.locksPrefix())), clientv3.WithPrevKV()},
 		next: from, handle: r.handleResponse, compacted: r.compacted, opened: make(chan struct{})}
 	return r, nil
 }
