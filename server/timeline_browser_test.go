@@ -1,0 +1,190 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testserver"
+)
+
+// tlHold is a hold the test made through the API, as the timeline must
+// draw it: its lock, owner and token, and how it ended ("open" while
+// held).
+type tlHold struct {
+	lock, owner string
+	token       int64
+	end         string
+}
+
+// tlAcquire takes lock for owner with the JSON fields extra (",…" or "").
+func tlAcquire(t *testing.T, s *testserver.Server, lock, owner, extra string) tlHold {
+	t.Helper()
+	l := testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/"+lock, fmt.Sprintf(`{"owner":%q,"ttl":"60s"%s}`, owner, extra)), http.StatusCreated)
+	return tlHold{lock: lock, owner: owner, token: l.Token, end: "open"}
+}
+
+func tlRelease(t *testing.T, s *testserver.Server, h *tlHold) {
+	t.Helper()
+	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/%s?token=%d", h.lock, h.token), ""), http.StatusNoContent)
+	h.end = "released"
+}
+
+// tlMakeHolds: tl-alpha taken and released by a, then by b; tl-beta
+// taken by c and revoked; tl-gamma held by d.
+func tlMakeHolds(t *testing.T, s *testserver.Server) []tlHold {
+	t.Helper()
+	a := tlAcquire(t, s, "tl-alpha", "a", "")
+	tlRelease(t, s, &a)
+	b := tlAcquire(t, s, "tl-alpha", "b", "")
+	tlRelease(t, s, &b)
+	c := tlAcquire(t, s, "tl-beta", "c", "")
+	testserver.WantStatus(t, s.Do("POST", "/v1/locks/tl-beta/revoke", `{"reason":"stuck in a test"}`), http.StatusNoContent)
+	c.end = "revoked"
+	d := tlAcquire(t, s, "tl-gamma", "d", "")
+	return []tlHold{a, b, c, d}
+}
+
+// tlBar is the timeline's bar of the hold h, or null.
+func tlBar(h tlHold) string {
+	return fmt.Sprintf(`document.querySelector('[data-testid="tl-hold"][data-lock=%q][data-owner=%q][data-token="%d"]')`, h.lock, h.owner, h.token)
+}
+
+// tlCell is the text of the busiest-locks table's cell testid for lock.
+func tlCell(lock, testid string) string {
+	return fmt.Sprintf(`(document.querySelector('[data-testid="busiest-row"][data-lock=%q] [data-testid=%q]') || {}).textContent`, lock, testid)
+}
+
+// TestTimeline_DrawsHoldsWaitsAndTheBusiestLocksInChromium: holds made
+// before the page opened are drawn as bars with their owners and tokens,
+// the revoke marked and the grants counted; zooming changes the window,
+// a hold taken later and an expiry appear live, and the history's lock
+// filter narrows the timeline to one lock.
+func TestTimeline_DrawsHoldsWaitsAndTheBusiestLocksInChromium(t *testing.T) {
+	s := testserver.Start(t)
+	holds := tlMakeHolds(t, s)
+	b := startBrowser(t, s, 1280, 900)
+	b.do("open the dashboard", 30*time.Second,
+		chromedp.Navigate(s.TS.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="timeline-svg"] [data-testid="tl-row"]`)),
+	)
+	b.eval(`window.batonTestLoaded = true`)
+	b.waitLive()
+	tlSeeTheHolds(t, b, holds)
+	tlSeeTheBusiestLocks(t, b)
+	tlZoomIn(t, b)
+	tlSeeHoldsArriveLive(t, b, holds[3])
+	b.screenshot("timeline-1-holds.png")
+	tlFilterByLock(t, b)
+	wantNoReload(t, b, "the timeline must follow the stream")
+	b.check(false)
+}
+
+// tlSeeTheHolds: each hold is a bar with its owner and token, its end
+// and, in its tooltip, the same; the revoked one carries a revoke mark.
+func tlSeeTheHolds(t *testing.T, b *browser, holds []tlHold) {
+	t.Helper()
+	for _, h := range holds {
+		b.waitFor(fmt.Sprintf("the bar of %s's hold of %s, %s", h.owner, h.lock, h.end), 10*time.Second,
+			fmt.Sprintf(`(%s || {dataset: {}}).dataset.end === %q`, tlBar(h), h.end))
+		title := evalAs[string](b, tlBar(h)+`.querySelector("title").textContent`)
+		if !strings.Contains(title, fmt.Sprintf("%s: %s, token %d", h.lock, h.owner, h.token)) {
+			t.Errorf("the tooltip of %s's hold of %s reads %q, want its owner and token %d", h.owner, h.lock, title, h.token)
+		}
+	}
+	if !evalAs[bool](b, tlBar(holds[2])+`.querySelector('.tl-revoked[data-testid="tl-mark"]') !== null`) {
+		t.Errorf("the revoked hold of tl-beta has no revoke mark")
+	}
+	if n := evalAs[int](b, `document.querySelectorAll('[data-testid="tl-mark"]').length`); n != 1 {
+		t.Errorf("%d end marks, want 1 (the revoke): releases and open holds are not marked", n)
+	}
+	if n := evalAs[int](b, `document.querySelectorAll('[data-testid="tl-wait"]').length`); n != 0 {
+		t.Errorf("%d wait bars, want none: nobody waited", n)
+	}
+	rows := evalAs[[]string](b, `[...document.querySelectorAll('[data-testid="tl-row"]')].map(r => r.dataset.lock)`)
+	if strings.Join(rows, " ") != "tl-alpha tl-beta tl-gamma" {
+		t.Errorf("timeline rows %q, want tl-alpha tl-beta tl-gamma", rows)
+	}
+}
+
+// tlSeeTheBusiestLocks: the table counts each lock's grants, revokes and
+// expiries, most grants first, and says no one waited.
+func tlSeeTheBusiestLocks(t *testing.T, b *browser) {
+	t.Helper()
+	b.waitFor("the busiest locks", 10*time.Second, tlCell("tl-alpha", "busiest-grants")+` === "2"`)
+	type row struct{ lock, grants, wait, p99, expiries, revokes string }
+	want := []row{{"tl-alpha", "2", "—", "—", "0", "0"}, {"tl-beta", "1", "—", "—", "0", "1"}, {"tl-gamma", "1", "—", "—", "0", "0"}}
+	for _, w := range want {
+		got := row{w.lock, "", "", "", "", ""}
+		for _, f := range []struct {
+			to     *string
+			testid string
+		}{{&got.grants, "busiest-grants"}, {&got.wait, "busiest-wait"}, {&got.p99, "busiest-p99"}, {&got.expiries, "busiest-expiries"}, {&got.revokes, "busiest-revokes"}} {
+			*f.to = evalAs[string](b, tlCell(w.lock, f.testid))
+		}
+		if got != w {
+			t.Errorf("busiest row %+v, want %+v", got, w)
+		}
+	}
+	order := evalAs[[]string](b, `[...document.querySelectorAll('[data-testid="busiest-row"]')].map(r => r.dataset.lock)`)
+	if len(order) != 3 || order[0] != "tl-alpha" {
+		t.Errorf("busiest rows %q, want tl-alpha (2 grants) first of 3", order)
+	}
+}
+
+// tlZoomIn: the 1m button narrows the window to a minute ending now, and
+// the axis counts in seconds.
+func tlZoomIn(t *testing.T, b *browser) {
+	t.Helper()
+	const window = `(() => { const d = document.querySelector('[data-testid="timeline-svg"]').dataset; return Number(d.to) - Number(d.from); })()`
+	const ticks = `[...document.querySelectorAll('[data-testid="tl-tick"]')].map(t => t.textContent)`
+	if w := evalAs[int](b, window); w != 15*60*1000 {
+		t.Errorf("the window opens %d ms long, want 15 minutes", w)
+	}
+	before := evalAs[[]string](b, ticks)
+	b.do("zoom to a minute", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] button[data-span="1m"]`)))
+	b.waitFor("a window of a minute", 10*time.Second, window+` === 60000`)
+	after := evalAs[[]string](b, ticks)
+	if len(after) < 3 || strings.Join(after, " ") == strings.Join(before, " ") || strings.Count(after[0], ":") != 2 {
+		t.Errorf("axis labels %q after zooming to 1m (before %q): want several, changed, with seconds", after, before)
+	}
+	if p := evalAs[string](b, `document.querySelector('[data-testid="timeline-zoom"] button[data-span="1m"]').getAttribute("aria-pressed")`); p != "true" {
+		t.Errorf("the 1m button is aria-pressed=%q after the click", p)
+	}
+}
+
+// tlSeeHoldsArriveLive: a hold taken and one that expires after the page
+// loaded show up without a reload, the expiry marked and counted; the
+// open hold of gamma grows until its bar is wide enough for its label.
+func tlSeeHoldsArriveLive(t *testing.T, b *browser, gamma tlHold) {
+	t.Helper()
+	e := tlAcquire(t, b.s, "tl-live", "e", "")
+	b.waitFor("the hold taken after the page loaded", 10*time.Second, tlBar(e)+` && `+tlBar(e)+`.dataset.end === "open"`)
+	short := testserver.WantJSON[api.Lock](t, b.s.Do("POST", "/v1/locks/tl-short", `{"owner":"cron","ttl":"2s"}`), http.StatusCreated)
+	exp := tlHold{lock: "tl-short", owner: "cron", token: short.Token, end: "expired"}
+	b.waitFor("the 2 s hold to expire, marked", 20*time.Second,
+		fmt.Sprintf(`(() => { const g = %s; return g && g.dataset.end === "expired" && g.querySelector('.tl-expired[data-testid="tl-mark"]'); })()`, tlBar(exp)))
+	b.waitFor("the expiry counted", 5*time.Second, tlCell("tl-short", "busiest-expiries")+` === "1"`)
+	label := fmt.Sprintf("d #%d", gamma.token)
+	b.waitFor("gamma's open bar labelled "+label, 20*time.Second,
+		fmt.Sprintf(`(%s.querySelector(".tl-bar-label") || {}).textContent === %q`, tlBar(gamma), label))
+}
+
+// tlFilterByLock: the history's lock filter narrows the timeline and the
+// table to that lock.
+func tlFilterByLock(t *testing.T, b *browser) {
+	t.Helper()
+	b.do("filter the history by tl-alpha", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`[data-testid="history-lock"]`), "tl-alpha"))
+	b.waitFor("the timeline of tl-alpha only", 10*time.Second, `(() => {
+		const rows = [...document.querySelectorAll('[data-testid="tl-row"]')];
+		const table = [...document.querySelectorAll('[data-testid="busiest-row"]')];
+		return rows.length === 1 && rows[0].dataset.lock === "tl-alpha" && rows[0].querySelectorAll('[data-testid="tl-hold"]').length === 2 &&
+			table.length === 1 && table[0].dataset.lock === "tl-alpha";
+	})()`)
+	b.screenshot("timeline-2-one-lock.png")
+}
