@@ -137,6 +137,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 		clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
 		clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(Event{
 			Time: now, Type: EventAcquired, Lock: name, Owner: rec.Owner, Session: rec.Session, Credential: rec.Credential,
+			QueuedAt: queuedAt(a.queuedAt),
 		}), clientv3.WithLease(bucket)),
 	}
 	switch {

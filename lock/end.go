@@ -139,6 +139,7 @@ type queueHead struct {
 	key   string
 	rev   int64 // its CreateRevision
 	grant holderRecord
+	since time.Time // when it joined the queue
 }
 
 // holdReadIx names the responses of holdReadOps among a txn's responses.
@@ -184,7 +185,7 @@ func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueH
 		// A record that does not decode, or asks for no grant, is a
 		// waiter that takes the lock itself once it sees it go.
 		if json.Unmarshal(q[0].Value, &wr) == nil && wr.Grant != nil {
-			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant}
+			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant, since: wr.Since}
 		}
 	}
 	return lock[0], head
@@ -352,6 +353,7 @@ func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *q
 		clientv3.OpDelete(head.key),
 		clientv3.OpPut(e.acquiredKey(name, g.Hold), mustJSON(Event{
 			Time: at, Type: EventAcquired, Lock: name, Owner: g.Owner, Session: g.Session, Credential: g.Credential,
+			QueuedAt: queuedAt(head.since),
 		}), clientv3.WithLease(bucket)),
 	}
 	switch {
