@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -79,6 +82,7 @@ func TestTimeline_DrawsHoldsWaitsAndTheBusiestLocksInChromium(t *testing.T) {
 	tlSeeTheBusiestLocks(t, b)
 	tlZoomIn(t, b)
 	tlSeeHoldsArriveLive(t, b, holds[3])
+	tlSeeAWait(t, b)
 	b.screenshot("timeline-1-holds.png")
 	tlFilterByLock(t, b)
 	wantNoReload(t, b, "the timeline must follow the stream")
@@ -187,4 +191,50 @@ func tlFilterByLock(t *testing.T, b *browser) {
 			table.length === 1 && table[0].dataset.lock === "tl-alpha";
 	})()`)
 	b.screenshot("timeline-2-one-lock.png")
+}
+
+// tlSeeAWait: b asks for tl-queue while a holds it and waits; once a has
+// held it a few seconds (its bar is labelled) a releases, and b's hold is
+// drawn with a wait bar before it, counted in the table.
+func tlSeeAWait(t *testing.T, b *browser) {
+	t.Helper()
+	s := b.s
+	a := tlAcquire(t, s, "tl-queue", "a", "")
+	type answer struct {
+		lock api.Lock
+		err  error
+	}
+	granted := make(chan answer, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a test failing before the grant ends the waiting acquire
+	go func() {
+		r, err := s.Send(ctx, "POST", "/v1/locks/tl-queue", `{"owner":"b","ttl":"60s","wait":"30s"}`)
+		var l api.Lock
+		if err == nil && r.Status != http.StatusCreated {
+			err = fmt.Errorf("status %d: %s", r.Status, r.Body)
+		} else if err == nil {
+			err = json.Unmarshal(r.Body, &l)
+		}
+		granted <- answer{l, err}
+	}()
+	poll.Until(t, 10*time.Second, "b in the queue of tl-queue", func() bool {
+		return len(testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/tl-queue", ""), http.StatusOK).Waiters) == 1
+	})
+	b.waitFor("a's hold of tl-queue labelled", 20*time.Second,
+		fmt.Sprintf(`(%s.querySelector(".tl-bar-label") || {}).textContent === "a #%d"`, tlBar(a), a.token))
+	tlRelease(t, s, &a)
+	got := <-granted
+	if got.err != nil {
+		t.Fatalf("b's waiting acquire of tl-queue: %v", got.err)
+	}
+	bh := tlHold{lock: "tl-queue", owner: "b", token: got.lock.Token, end: "open"}
+	b.waitFor("b's hold of tl-queue with a wait bar before it", 10*time.Second, fmt.Sprintf(`(() => {
+		const g = %s, w = g && g.querySelector('[data-testid="tl-wait"]');
+		return w && Number(w.getAttribute("width")) > 10 && g.querySelector("title").textContent.includes("waited");
+	})()`, tlBar(bh)))
+	for _, id := range []string{"busiest-wait", "busiest-p99"} {
+		if v := evalAs[string](b, tlCell("tl-queue", id)); !strings.HasSuffix(v, " s") {
+			t.Errorf("tl-queue's %s reads %q, want the seconds b waited", id, v)
+		}
+	}
 }

@@ -23,10 +23,10 @@ export function renderBusiest(stats) {
         { "data-testid": "busiest-row", "data-lock": s.name },
         cell("Lock", el("a", { href: `#lock=${encodeURIComponent(s.name)}`, class: linkClass(s.name), title: `Show ${s.name}: its history and timeline` }, s.name)),
         cell("Grants", count(s.grants, "busiest-grants")),
-        cell("Total wait", wait(s.waited ? s.totalWait : null, "busiest-wait", `${s.waited} of ${s.grants} grants waited`)),
+        cell("Waited", wait(s.waited ? s.totalWait : null, "busiest-wait", `${s.waited} of ${s.grants} grants waited`)),
         cell("p99 wait", wait(s.p99Wait, "busiest-p99", `99% of the ${s.waited} waits were this long or shorter`)),
-        cell("Expiries", count(s.expiries, "busiest-expiries")),
-        cell("Revokes", count(s.revokes, "busiest-revokes")),
+        cell("Expired", count(s.expiries, "busiest-expiries")),
+        cell("Revoked", count(s.revokes, "busiest-revokes")),
       ),
     ),
   );

@@ -115,16 +115,21 @@ export function timelineEvent(e) {
   drawSoon();
 }
 
+const DRAW_GAP = 250; // ms between redraws, at least, however fast events come
+
 let drawTimer = 0;
 let drawnAt = 0;
 let hovering = false;
 
 function drawSoon() {
   if (!drawTimer)
-    drawTimer = setTimeout(() => {
-      drawTimer = 0;
-      drawNow();
-    }, 0);
+    drawTimer = setTimeout(
+      () => {
+        drawTimer = 0;
+        drawNow();
+      },
+      Math.max(0, drawnAt + DRAW_GAP - Date.now()),
+    );
 }
 
 // forget drops the events before from, and the oldest past the budget

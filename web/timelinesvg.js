@@ -7,8 +7,12 @@ import { absolute, elapsed } from "./clock.js";
 
 const LABEL_W = 170; // px, the column of lock names
 const AXIS_H = 26; // px above the first row
-const ROW_H = 28;
+// A row holds a lane of bars and, under it, a lane of waits: a wait
+// mostly overlaps the hold before it, which stays readable above it.
+const ROW_H = 32;
+const BAR_TOP = 4; // px from the row's top
 const BAR_H = 16;
+const WAIT_TOP = 23;
 const WAIT_H = 6;
 const PAD_R = 16;
 const CHAR_W = 6.7; // px, a character of the bar labels' font, a little generously
@@ -65,9 +69,10 @@ function axis(x, from, to, plotW, height) {
   for (const t of out) {
     const px = x(t);
     g.append(node("line", { class: "tl-grid", x1: px, x2: px, y1: AXIS_H - 4, y2: height }));
-    if (px - LABEL_W > 24 && x(to) - px > 24)
+    if (px - LABEL_W > 24 && x(to) - px > 44)
       g.append(node("text", { class: "tl-tick", "data-testid": "tl-tick", x: px, y: AXIS_H - 9, "text-anchor": "middle" }, clock(t, step)));
   }
+  g.append(node("text", { class: "tl-tick tl-now-label", x: x(to), y: AXIS_H - 9, "text-anchor": "end" }, "now"));
   g.append(node("line", { class: "tl-baseline", x1: LABEL_W, x2: x(to), y1: AXIS_H - 0.5, y2: AXIS_H - 0.5 }));
   return g;
 }
@@ -88,13 +93,13 @@ function hold(h, x, y, to) {
   const x0 = x(h.start);
   const x1 = Math.max(x0 + 2, x(h.end === null ? to : h.end));
   const w = x1 - x0;
-  const top = y + (ROW_H - BAR_H) / 2;
+  const top = y + BAR_TOP;
   const cls = ["tl-hold", colour(h.owner), h.end === null ? "tl-open" : "", h.clipped ? "tl-clipped" : ""].filter(Boolean).join(" ");
   const g = node("g", { class: cls, "data-testid": "tl-hold", "data-lock": h.lock, "data-owner": h.owner, "data-token": h.token, "data-end": h.ended });
   g.append(node("title", {}, holdTitle(h)));
   if (h.queued !== null) {
     const wx = x(h.queued);
-    g.append(node("rect", { class: "tl-wait", "data-testid": "tl-wait", x: wx, y: y + (ROW_H - WAIT_H) / 2, width: Math.max(1, x0 - wx), height: WAIT_H }));
+    g.append(node("rect", { class: "tl-wait", "data-testid": "tl-wait", x: wx, y: y + WAIT_TOP, width: Math.max(1, x0 - wx), height: WAIT_H }));
   }
   g.append(node("rect", { class: "tl-bar", x: x0, y: top, width: w, height: BAR_H, rx: 3 }));
   const mark = { expired: "tl-expired", session_expired: "tl-expired", revoked: "tl-revoked" }[h.ended];
@@ -112,7 +117,7 @@ function stripe(i, width) {
 function row(r, i, x, to) {
   const y = AXIS_H + i * ROW_H;
   const g = node("g", { class: "tl-row", "data-testid": "tl-row", "data-lock": r.name });
-  g.append(node("text", { class: "tl-label", x: 8, y: y + ROW_H / 2 + 4 }, node("title", {}, r.name), fit(r.name, LABEL_W - 16)));
+  g.append(node("text", { class: "tl-label", x: 8, y: y + BAR_TOP + BAR_H / 2 + 4 }, node("title", {}, r.name), fit(r.name, LABEL_W - 16)));
   for (const h of r.holds) g.append(hold(h, x, y, to));
   return g;
 }
@@ -121,7 +126,7 @@ function defs() {
   return node(
     "defs",
     {},
-    node("pattern", { id: "tl-hatch", width: 5, height: 5, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, node("rect", { class: "tl-hatch-line", width: 2, height: 5 })),
+    node("pattern", { id: "tl-hatch", width: 4, height: 4, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, node("rect", { class: "tl-hatch-line", width: 1.5, height: 4 })),
   );
 }
 
