@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -237,4 +238,95 @@ func tlSeeAWait(t *testing.T, b *browser) {
 			t.Errorf("tl-queue's %s reads %q, want the seconds b waited", id, v)
 		}
 	}
+}
+
+// tlModel is what the timeline's pure functions (web/holds.js) make of a
+// few events, as the page's own module computes it.
+type tlModel struct {
+	Holds []struct {
+		Lock, Owner, Ended string
+		Token              int64
+		Start              float64
+		End                *float64
+		Queued             *float64
+		Clipped            bool
+	}
+	Stats []struct {
+		Name              string
+		Grants, Waited    int
+		TotalWait         float64
+		P99Wait           *float64
+		Expiries, Revokes int
+	}
+}
+
+// TestTimeline_ReadsHoldsAndWaitsFromEventsInChromium: a hold granted
+// before the window starts there, clipped; one not ended is open; a held
+// lock no event shows is added once; p99 is by nearest rank; expiries
+// count session expiries, and events before the window count for nothing.
+func TestTimeline_ReadsHoldsAndWaitsFromEventsInChromium(t *testing.T) {
+	s := testserver.Start(t)
+	b := startBrowser(t, s, 800, 600)
+	b.do("open the dashboard", 30*time.Second, chromedp.Navigate(s.TS.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="timeline-zoom"]`)))
+	const script = `(async () => {
+		const { readHolds, heldHolds, lockStats } = await import("/ui/holds.js");
+		const ev = (revision, at, type, lock, owner, token, queued) =>
+			({ revision, at, time: new Date(at).toISOString(), type, lock, owner, token, queued_at: queued === undefined ? undefined : new Date(queued).toISOString() });
+		const events = [
+			ev(1, 500, "acquired", "old", "o", 1),
+			ev(2, 1500, "expired", "old", "o", 1),
+			ev(3, 2000, "acquired", "q", "w", 2, 1900),
+			ev(4, 3000, "session_expired", "q", "w", 2),
+			ev(5, 4000, "acquired", "open", "x", 3),
+		];
+		for (let i = 1; i <= 100; i++) events.push(ev(5 + 2 * i, 10000 + i * 1000, "acquired", "busy", "b", 100 + i, 10000 + i * 1000 - i), ev(6 + 2 * i, 10000 + i * 1000 + 1, "released", "busy", "b", 100 + i));
+		const within = events.filter((e) => e.at >= 1000); // the window starts at 1000: the grant of old is not read
+		const byLock = readHolds(within, 1000);
+		heldHolds(byLock, [{ name: "open", owner: "x", token: 3, acquired_at: new Date(4000).toISOString() }, { name: "stuck", owner: "s", token: 9, acquired_at: new Date(10).toISOString() }], 1000);
+		const holds = [...byLock.values()].flatMap((l) => l.holds).filter((h) => h.lock !== "busy");
+		return { holds, stats: lockStats(events, 1000) };
+	})()`
+	m := testbrowser.EvalAs[tlModel](b.Tab, script, chromedp.EvalAwaitPromise)
+	got := map[string]string{}
+	for _, h := range m.Holds {
+		end := "nil"
+		if h.End != nil {
+			end = fmt.Sprint(*h.End)
+		}
+		queued := "nil"
+		if h.Queued != nil {
+			queued = fmt.Sprint(*h.Queued)
+		}
+		got[h.Lock] = fmt.Sprintf("%s #%d %v-%s %s queued %s clipped %v", h.Owner, h.Token, h.Start, end, h.Ended, queued, h.Clipped)
+	}
+	want := map[string]string{
+		"old":   "o #1 1000-1500 expired queued nil clipped true",
+		"q":     "w #2 2000-3000 session_expired queued 1900 clipped false",
+		"open":  "x #3 4000-nil open queued nil clipped false",
+		"stuck": "s #9 1000-nil open queued nil clipped true",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(m.Holds) != len(want) {
+		t.Errorf("holds\n%v\nwant\n%v (%d holds)", got, want, len(m.Holds))
+	}
+	var order []string
+	for _, st := range m.Stats {
+		order = append(order, st.Name)
+	}
+	// Most grants first; of as many, the one with more lost holds.
+	if strings.Join(order, " ") != "busy q open old" {
+		t.Fatalf("stats of %q, want busy q open old", order)
+	}
+	busy, q := m.Stats[0], m.Stats[1]
+	if busy.Grants != 100 || busy.Waited != 100 || busy.TotalWait != 5050 || busy.P99Wait == nil || *busy.P99Wait != 99 {
+		t.Errorf("busy: %+v, want 100 grants that waited 1…100 ms: 5050 in all, p99 99", busy)
+	}
+	if q.Name != "q" || q.Grants != 1 || q.Expiries != 1 || q.P99Wait == nil || *q.P99Wait != 100 {
+		t.Errorf("q: %+v, want 1 grant that waited 100 ms and a session expiry", q)
+	}
+	for _, st := range m.Stats {
+		if st.Name == "old" && (st.Grants != 0 || st.Expiries != 1) {
+			t.Errorf("old: %+v, want its expiry only: its grant came before the window", st)
+		}
+	}
+	b.check(false)
 }
