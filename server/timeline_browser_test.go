@@ -59,6 +59,12 @@ func tlBar(h tlHold) string {
 	return fmt.Sprintf(`document.querySelector('[data-testid="tl-hold"][data-lock=%q][data-owner=%q][data-token="%d"]')`, h.lock, h.owner, h.token)
 }
 
+// tlLabel is the text drawn in the bar of the hold h ("" for none, or no
+// bar).
+func tlLabel(h tlHold) string {
+	return fmt.Sprintf(`((%s || document.createElement("g")).querySelector(".tl-bar-label") || {}).textContent || ""`, tlBar(h))
+}
+
 // tlCell is the text of the busiest-locks table's cell testid for lock.
 func tlCell(lock, testid string) string {
 	return fmt.Sprintf(`(document.querySelector('[data-testid="busiest-row"][data-lock=%q] [data-testid=%q]') || {}).textContent`, lock, testid)
@@ -177,7 +183,7 @@ func tlSeeHoldsArriveLive(t *testing.T, b *browser, gamma tlHold) {
 	b.waitFor("the expiry counted", 5*time.Second, tlCell("tl-short", "busiest-expiries")+` === "1"`)
 	label := fmt.Sprintf("d #%d", gamma.token)
 	b.waitFor("gamma's open bar labelled "+label, 20*time.Second,
-		fmt.Sprintf(`(%s.querySelector(".tl-bar-label") || {}).textContent === %q`, tlBar(gamma), label))
+		fmt.Sprintf(`%s === %q`, tlLabel(gamma), label))
 }
 
 // tlFilterByLock: the history's lock filter narrows the timeline and the
@@ -222,7 +228,7 @@ func tlSeeAWait(t *testing.T, b *browser) {
 		return len(testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/tl-queue", ""), http.StatusOK).Waiters) == 1
 	})
 	b.waitFor("a's hold of tl-queue labelled", 20*time.Second,
-		fmt.Sprintf(`(%s.querySelector(".tl-bar-label") || {}).textContent === "a #%d"`, tlBar(a), a.token))
+		fmt.Sprintf(`%s === "a #%d"`, tlLabel(a), a.token))
 	tlRelease(t, s, &a)
 	got := <-granted
 	if got.err != nil {
@@ -328,5 +334,30 @@ func TestTimeline_ReadsHoldsAndWaitsFromEventsInChromium(t *testing.T) {
 			t.Errorf("old: %+v, want its expiry only: its grant came before the window", st)
 		}
 	}
+	b.check(false)
+}
+
+// TestTimeline_FitsAPhoneScreenInChromium: at a phone's width the
+// timeline and its table fit the screen, the chart no wider than its
+// panel.
+func TestTimeline_FitsAPhoneScreenInChromium(t *testing.T) {
+	s := testserver.Start(t)
+	holds := tlMakeHolds(t, s)
+	b := startBrowser(t, s, 390, 844)
+	b.do("open the dashboard at 390×844", 30*time.Second,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait),
+		chromedp.Navigate(s.TS.URL+"/"),
+	)
+	b.waitLive()
+	b.waitFor("the bars and the table", 10*time.Second, tlBar(holds[3])+` && `+tlCell("tl-alpha", "busiest-grants")+` === "2"`)
+	b.waitFor("no sideways scroll", 5*time.Second, `document.documentElement.scrollWidth <= window.innerWidth`)
+	if over := evalAs[bool](b, `(() => {
+		const svg = document.querySelector('[data-testid="timeline-svg"]');
+		return svg.getBoundingClientRect().right > svg.parentElement.getBoundingClientRect().right + 1;
+	})()`); over {
+		t.Errorf("the timeline is wider than its panel on a phone")
+	}
+	b.do("scroll to the timeline", 5*time.Second, chromedp.ScrollIntoView(chromedp.CSS(`#timeline`)))
+	b.screenshot("timeline-phone.png")
 	b.check(false)
 }

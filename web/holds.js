@@ -13,6 +13,13 @@ function lockOf(byLock, name) {
   return l;
 }
 
+// hold is a hold of e's lock, owner and token from start (ms), not ended
+// yet; queued is when its acquirer began waiting (null for no wait);
+// clipped says it was granted before start.
+function hold(e, start, queued, clipped) {
+  return { lock: e.lock, owner: e.owner, token: e.token, session: e.session, start, queued, end: null, ended: "open", detail: "", clipped };
+}
+
 // readHolds turns events, oldest first, into each lock's holds. A hold
 // whose grant came before start (the window's start, or the oldest event
 // read) starts there, clipped; one not ended yet has end null.
@@ -27,7 +34,7 @@ export function readHolds(events, start) {
     const held = open.get(e.lock);
     if (e.type === "acquired") {
       const queued = Date.parse(e.queued_at || "");
-      const h = { lock: e.lock, owner: e.owner, token: e.token, session: e.session, start: e.at, queued: Number.isNaN(queued) ? null : queued, end: null, ended: "open", detail: "", clipped: false };
+      const h = hold(e, e.at, Number.isNaN(queued) ? null : queued, false);
       held.set(e.token, h);
       l.holds.push(h);
       continue;
@@ -36,7 +43,7 @@ export function readHolds(events, start) {
     // the newest hold open.
     let h = held.get(e.token) || (e.token ? undefined : [...held.values()].at(-1));
     if (!h) {
-      h = { lock: e.lock, owner: e.owner, token: e.token, session: e.session, start, queued: null, end: null, ended: "open", detail: "", clipped: true };
+      h = hold(e, start, null, true);
       l.holds.push(h);
     }
     held.delete(h.token);
@@ -56,7 +63,7 @@ export function heldHolds(byLock, locks, start) {
     if (l.holds.some((h) => h.token === lk.token)) continue;
     const at = Date.parse(lk.acquired_at);
     l.events++; // it is busy now, so it competes for a row
-    l.holds.push({ lock: lk.name, owner: lk.owner, token: lk.token, session: lk.session, start: Math.max(at, start), queued: null, end: null, ended: "open", detail: "", clipped: !(at >= start) });
+    l.holds.push(hold({ lock: lk.name, owner: lk.owner, token: lk.token, session: lk.session }, Math.max(at, start), null, !(at >= start)));
   }
 }
 

@@ -13,7 +13,7 @@ import { state } from "./state.js";
 import { drawTimeline } from "./timelinesvg.js";
 
 // SPANS are the windows the zoom buttons choose, by their label.
-export const SPANS = { "1m": 60e3, "5m": 300e3, "15m": 900e3, "1h": 3600e3, "6h": 21600e3, "24h": 86400e3 };
+const SPANS = { "1m": 60e3, "5m": 300e3, "15m": 900e3, "1h": 3600e3, "6h": 21600e3, "24h": 86400e3 };
 
 // A window load reads at most PAGES pages of PAGE events: a filtered page
 // may hold fewer events than asked (the server reads a bounded number of
@@ -150,7 +150,8 @@ function drawNow() {
   const to = now();
   const from = to - tl.span;
   forget(from);
-  const horizon = tl.truncated ? Math.max(from, tl.horizon) : from;
+  if (tl.truncated && tl.horizon <= from) tl.truncated = false; // the window has moved past what was not read
+  const horizon = tl.truncated ? tl.horizon : from;
   const f = filterOf();
   const events = [...tl.events.values()].sort((a, b) => a.revision - b.revision);
   const byLock = readHolds(events, horizon);
@@ -174,7 +175,8 @@ function renderNotes(locks, rows, events) {
   $("timeline-scope").hidden = more === "";
   const trunc = $("timeline-truncated");
   trunc.hidden = !tl.truncated;
-  if (tl.truncated) trunc.textContent = `Showing the newest ${events} events of this window: older ones were not read. Filter the history by lock or owner to see further back.`;
+  if (tl.truncated)
+    trunc.textContent = `Showing the newest ${events} events of this window: older ones were not read (shaded). Filter the history by lock or owner to see further back.`;
 }
 
 // tickTimeline keeps the window ending now: it redraws when now has moved

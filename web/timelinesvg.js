@@ -6,6 +6,7 @@
 import { absolute, elapsed } from "./clock.js";
 
 const LABEL_W = 170; // px, the column of lock names
+const LABEL_W_NARROW = 110; // the same, on a phone
 const AXIS_H = 26; // px above the first row
 // A row holds a lane of bars and, under it, a lane of waits: a wait
 // mostly overlaps the hold before it, which stays readable above it.
@@ -62,18 +63,18 @@ function ticks(from, to, plotW) {
   return { step, out };
 }
 
-function axis(x, from, to, plotW, height) {
+function axis(x, left, from, to, plotW, height) {
   const { step, out } = ticks(from, to, plotW);
   const g = node("g", { class: "tl-axis" });
   g.append(node("text", { class: "tl-head", x: 8, y: AXIS_H - 9 }, "Lock"));
   for (const t of out) {
     const px = x(t);
     g.append(node("line", { class: "tl-grid", x1: px, x2: px, y1: AXIS_H - 4, y2: height }));
-    if (px - LABEL_W > 24 && x(to) - px > 44)
+    if (px - left > 24 && x(to) - px > 44)
       g.append(node("text", { class: "tl-tick", "data-testid": "tl-tick", x: px, y: AXIS_H - 9, "text-anchor": "middle" }, clock(t, step)));
   }
   g.append(node("text", { class: "tl-tick tl-now-label", x: x(to), y: AXIS_H - 9, "text-anchor": "end" }, "now"));
-  g.append(node("line", { class: "tl-baseline", x1: LABEL_W, x2: x(to), y1: AXIS_H - 0.5, y2: AXIS_H - 0.5 }));
+  g.append(node("line", { class: "tl-baseline", x1: left, x2: x(to), y1: AXIS_H - 0.5, y2: AXIS_H - 0.5 }));
   return g;
 }
 
@@ -114,43 +115,43 @@ function stripe(i, width) {
   return node("rect", { class: i % 2 ? "tl-stripe odd" : "tl-stripe", x: 0, y: AXIS_H + i * ROW_H, width, height: ROW_H });
 }
 
-function row(r, i, x, to) {
+function row(r, i, x, left, to) {
   const y = AXIS_H + i * ROW_H;
   const g = node("g", { class: "tl-row", "data-testid": "tl-row", "data-lock": r.name });
-  g.append(node("text", { class: "tl-label", x: 8, y: y + BAR_TOP + BAR_H / 2 + 4 }, node("title", {}, r.name), fit(r.name, LABEL_W - 16)));
+  g.append(node("text", { class: "tl-label", x: 8, y: y + BAR_TOP + BAR_H / 2 + 4 }, node("title", {}, r.name), fit(r.name, left - 16)));
   for (const h of r.holds) g.append(hold(h, x, y, to));
   return g;
 }
 
+// defs holds the hatching of wait bars (.tl-wait's fill in app.css).
 function defs() {
-  return node(
-    "defs",
-    {},
-    node("pattern", { id: "tl-hatch", width: 4, height: 4, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, node("rect", { class: "tl-hatch-line", width: 1.5, height: 4 })),
-  );
+  const hatch = node("pattern", { id: "tl-hatch", width: 4, height: 4, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" });
+  hatch.append(node("rect", { class: "tl-hatch-line", width: 1.5, height: 4 }));
+  return node("defs", {}, hatch);
 }
 
 // drawTimeline draws m ({from, to, horizon, rows: [{name, holds}]}) in
 // svg, as wide as its box. Before horizon nothing was read: it is shaded.
 export function drawTimeline(svg, m) {
   ns = svg.namespaceURI;
-  const width = Math.max(480, svg.parentElement.clientWidth);
+  const width = Math.max(320, svg.parentElement.clientWidth);
+  const left = width < 600 ? LABEL_W_NARROW : LABEL_W;
   const height = AXIS_H + Math.max(1, m.rows.length) * ROW_H + 1;
-  const plotW = width - LABEL_W - PAD_R;
-  const x = (t) => LABEL_W + ((Math.min(Math.max(t, m.from), m.to) - m.from) / (m.to - m.from)) * plotW;
+  const plotW = width - left - PAD_R;
+  const x = (t) => left + ((Math.min(Math.max(t, m.from), m.to) - m.from) / (m.to - m.from)) * plotW;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
   svg.dataset.from = String(Math.round(m.from));
   svg.dataset.to = String(Math.round(m.to));
-  const kids = [defs(), ...m.rows.map((_, i) => stripe(i, width)), axis(x, m.from, m.to, plotW, height)];
+  const kids = [defs(), ...m.rows.map((_, i) => stripe(i, width)), axis(x, left, m.from, m.to, plotW, height)];
   if (m.horizon > m.from) {
-    const unread = node("rect", { class: "tl-unread", x: LABEL_W, y: AXIS_H, width: x(m.horizon) - LABEL_W, height: height - AXIS_H });
+    const unread = node("rect", { class: "tl-unread", x: left, y: AXIS_H, width: x(m.horizon) - left, height: height - AXIS_H });
     unread.append(node("title", {}, "Not read: the window holds more events than the page reads at once"));
     kids.push(unread);
   }
-  kids.push(node("line", { class: "tl-divider", x1: LABEL_W - 0.5, x2: LABEL_W - 0.5, y1: AXIS_H, y2: height }));
-  kids.push(...m.rows.map((r, i) => row(r, i, x, m.to)));
+  kids.push(node("line", { class: "tl-divider", x1: left - 0.5, x2: left - 0.5, y1: AXIS_H, y2: height }));
+  kids.push(...m.rows.map((r, i) => row(r, i, x, left, m.to)));
   kids.push(node("line", { class: "tl-now", x1: x(m.to), x2: x(m.to), y1: AXIS_H - 4, y2: height }));
   svg.replaceChildren(...kids);
 }
