@@ -361,3 +361,44 @@ func TestTimeline_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.screenshot("timeline-phone.png")
 	b.check(false)
 }
+
+// TestTimeline_SaysWhenItsBudgetStopsTheRead: a window with more events
+// than the page reads at once shows the newest it read, says so and
+// shades the part not read; with the budget back, the whole window shows.
+func TestTimeline_SaysWhenItsBudgetStopsTheRead(t *testing.T) {
+	s := testserver.Start(t)
+	for range 12 {
+		h := tlAcquire(t, s, "tl-many", "m", "")
+		tlRelease(t, s, &h)
+	}
+	b := startBrowser(t, s, 1280, 800)
+	b.do("open the dashboard", 30*time.Second, chromedp.Navigate(s.TS.URL+"/"))
+	b.waitLive()
+	b.waitFor("the whole window", 10*time.Second, tlCell("tl-many", "busiest-grants")+` === "12"`)
+	const budget = `(() => { const d = document.getElementById("timeline-chart").dataset; d.pages = %q; d.pageSize = %q; })()`
+	b.eval(fmt.Sprintf(budget, "2", "5"))
+	b.do("read the window again", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] button[data-span="5m"]`)))
+	b.waitFor("the newest 10 events only, said and shaded", 10*time.Second, `(() => {
+		const note = document.querySelector('[data-testid="timeline-truncated"]');
+		return !note.hidden && note.textContent.includes("newest 10 events") && document.querySelector(".tl-unread") &&
+			document.querySelectorAll('[data-testid="tl-hold"][data-lock="tl-many"]').length === 5;
+	})()`)
+	if g := evalAs[string](b, tlCell("tl-many", "busiest-grants")); g != "5" {
+		t.Errorf("tl-many counts %s grants in the 10 events read, want 5", g)
+	}
+	var small int
+	for _, u := range b.Requests() {
+		if strings.Contains(u, "/v1/history?") && strings.Contains(u, "limit=5&") {
+			small++
+		}
+	}
+	if small != 2 {
+		t.Errorf("%d requests of 5 events for the window, want 2 (the budget)", small)
+	}
+	b.screenshot("timeline-truncated.png")
+	b.eval(fmt.Sprintf(budget, "20", "500"))
+	b.do("read the window again", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] button[data-span="15m"]`)))
+	b.waitFor("the whole window again, no note", 10*time.Second, tlCell("tl-many", "busiest-grants")+` === "12" && `+
+		`document.querySelector('[data-testid="timeline-truncated"]').hidden && !document.querySelector(".tl-unread")`)
+	b.check(false)
+}

@@ -15,12 +15,17 @@ import { drawTimeline } from "./timelinesvg.js";
 // SPANS are the windows the zoom buttons choose, by their label.
 const SPANS = { "1m": 60e3, "5m": 300e3, "15m": 900e3, "1h": 3600e3, "6h": 21600e3, "24h": 86400e3 };
 
-// A window load reads at most PAGES pages of PAGE events: a filtered page
-// may hold fewer events than asked (the server reads a bounded number of
-// records per request), so the bound is on requests as well as events.
-const PAGE = 500;
-const PAGES = 20;
-const MAX_EVENTS = PAGE * PAGES;
+// budget is how much a window load reads: at most pages pages of size
+// events. A filtered page may hold fewer events than asked (the server
+// reads a bounded number of records per request), so the bound is on
+// requests as well as events. index.html sets it on the chart
+// (data-pages, data-page-size), where a test can make it small.
+function budget() {
+  const d = $("timeline-chart").dataset;
+  const size = Number(d.pageSize) || 500;
+  const pages = Number(d.pages) || 20;
+  return { size, pages, events: size * pages };
+}
 const ROWS = 20; // locks drawn, the busiest of the window
 
 const tl = state.timeline;
@@ -54,12 +59,13 @@ function keep(events, e) {
 // within the budget. It returns the events and whether the budget stopped
 // it before the window's start.
 async function readWindow(f, from) {
+  const max = budget();
   const events = new Map();
   let before = 0;
   let pages = 0;
   let reachedStart = false;
   do {
-    const q = new URLSearchParams({ limit: String(PAGE), kind: "lock", from: new Date(from).toISOString() });
+    const q = new URLSearchParams({ limit: String(max.size), kind: "lock", from: new Date(from).toISOString() });
     if (f.lock) q.set("name", f.lock);
     if (f.owner) q.set("owner", f.owner);
     if (before) q.set("before", String(before));
@@ -69,7 +75,7 @@ async function readWindow(f, from) {
     pages++;
     const last = (page.events || []).at(-1);
     reachedStart = last !== undefined && Date.parse(last.time) < from;
-  } while (before && !reachedStart && pages < PAGES && events.size < MAX_EVENTS);
+  } while (before && !reachedStart && pages < max.pages && events.size < max.events);
   return { events, truncated: before !== 0 && !reachedStart };
 }
 
@@ -136,12 +142,13 @@ function drawSoon() {
 // (moving the horizon up to what is kept), so that a page left open on a
 // busy cluster stays small.
 function forget(from) {
+  const max = budget().events;
   for (const [k, e] of tl.events) if (e.at < from) tl.events.delete(k);
-  if (tl.events.size <= MAX_EVENTS) return;
+  if (tl.events.size <= max) return;
   const sorted = [...tl.events.entries()].sort((a, b) => a[1].revision - b[1].revision);
-  for (const [k] of sorted.slice(0, sorted.length - MAX_EVENTS)) tl.events.delete(k);
+  for (const [k] of sorted.slice(0, sorted.length - max)) tl.events.delete(k);
   tl.truncated = true;
-  tl.horizon = sorted[sorted.length - MAX_EVENTS][1].at;
+  tl.horizon = sorted[sorted.length - max][1].at;
 }
 
 function drawNow() {
