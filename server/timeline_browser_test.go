@@ -186,17 +186,27 @@ func tlSeeHoldsArriveLive(t *testing.T, b *browser, gamma tlHold) {
 		fmt.Sprintf(`%s === %q`, tlLabel(gamma), label))
 }
 
-// tlFilterByLock: the history's lock filter narrows the timeline and the
-// table to that lock.
-func tlFilterByLock(t *testing.T, b *browser) {
-	t.Helper()
-	b.do("filter the history by tl-alpha", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`[data-testid="history-lock"]`), "tl-alpha"))
-	b.waitFor("the timeline of tl-alpha only", 10*time.Second, `(() => {
+// tlOnly is true when the timeline and the table show lock alone, with
+// holds bars on its row.
+func tlOnly(lock string, holds int) string {
+	return fmt.Sprintf(`(() => {
 		const rows = [...document.querySelectorAll('[data-testid="tl-row"]')];
 		const table = [...document.querySelectorAll('[data-testid="busiest-row"]')];
-		return rows.length === 1 && rows[0].dataset.lock === "tl-alpha" && rows[0].querySelectorAll('[data-testid="tl-hold"]').length === 2 &&
-			table.length === 1 && table[0].dataset.lock === "tl-alpha";
-	})()`)
+		return rows.length === 1 && rows[0].dataset.lock === %[1]q && rows[0].querySelectorAll('[data-testid="tl-hold"]').length === %[2]d &&
+			table.length === 1 && table[0].dataset.lock === %[1]q;
+	})()`, lock, holds)
+}
+
+// tlFilterByLock: a lock link in the table, then the history's lock
+// filter typed, narrow the timeline and the table to that lock.
+func tlFilterByLock(t *testing.T, b *browser) {
+	t.Helper()
+	b.do("follow the table's link to tl-beta", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="busiest-row"][data-lock="tl-beta"] a`)))
+	b.waitFor("the timeline of tl-beta only", 10*time.Second, tlOnly("tl-beta", 1))
+	b.do("show every lock again", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-lock-clear"]`)))
+	b.waitFor("every lock again", 10*time.Second, `document.querySelectorAll('[data-testid="tl-row"]').length > 3`)
+	b.do("filter the history by tl-alpha", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`[data-testid="history-lock"]`), "tl-alpha"))
+	b.waitFor("the timeline of tl-alpha only", 10*time.Second, tlOnly("tl-alpha", 2))
 	b.screenshot("timeline-2-one-lock.png")
 }
 

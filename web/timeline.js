@@ -90,6 +90,14 @@ async function loadTimeline() {
   } catch (err) {
     tl.pending = null;
     showProblem($("timeline-error"), err);
+    if (filterKey(f) !== tl.filter || span !== tl.shown) {
+      // What is drawn is of another filter or window: show only the
+      // problem until a reconnection, a sign-in or another filter reads
+      // again.
+      $("timeline-body").hidden = true;
+      tl.filter = filterKey(f);
+      tl.loaded = false;
+    }
     return;
   }
   const live = tl.pending;
@@ -99,9 +107,11 @@ async function loadTimeline() {
     return;
   }
   clearProblem($("timeline-error"));
+  $("timeline-body").hidden = false;
   for (const e of live) keep(read.events, e);
   tl.events = read.events;
   tl.filter = filterKey(f);
+  tl.shown = span;
   tl.truncated = read.truncated;
   // Past the budget, what is known starts at the oldest event read (or,
   // when no page had any, at the read itself).
@@ -151,9 +161,16 @@ function forget(from) {
   tl.horizon = sorted[sorted.length - max][1].at;
 }
 
+// filterChanged reads the window again if the history's filters are not
+// those it was read with (a lock link sets them without an input event).
+function filterChanged() {
+  if (tl.filter === filterKey(filterOf())) return false;
+  loadTimelineSoon();
+  return true;
+}
+
 function drawNow() {
-  if (!tl.loaded) return;
-  if (tl.filter !== filterKey(filterOf())) loadTimelineSoon(); // a lock link changed the filter
+  if (!tl.loaded || filterChanged()) return;
   const to = now();
   const from = to - tl.span;
   forget(from);
@@ -190,6 +207,7 @@ function renderNotes(locks, rows, events) {
 // by a pixel's worth of time, except while the pointer rests on the chart
 // (a redraw would take its tooltip away).
 export function tickTimeline() {
+  if (!tl.loaded || filterChanged()) return;
   const width = $("timeline-svg").clientWidth || 1000;
   if (hovering || Date.now() - drawnAt < Math.max(1000, tl.span / width)) return;
   drawNow();
