@@ -62,7 +62,7 @@ func tlBar(h tlHold) string {
 // tlLabel is the text drawn in the bar of the hold h ("" for none, or no
 // bar).
 func tlLabel(h tlHold) string {
-	return fmt.Sprintf(`((%s || document.createElement("g")).querySelector(".tl-bar-label") || {}).textContent || ""`, tlBar(h))
+	return fmt.Sprintf(`(((%s || document.createElement("g")).querySelector(".tl-bar-label") || {}).textContent || "")`, tlBar(h))
 }
 
 // tlCell is the text of the busiest-locks table's cell testid for lock.

@@ -209,7 +209,9 @@ function renderNotes(locks, rows, events) {
 export function tickTimeline() {
   if (!tl.loaded || filterChanged()) return;
   const width = $("timeline-svg").clientWidth || 1000;
-  if (hovering || Date.now() - drawnAt < Math.max(1000, tl.span / width)) return;
+  // 900 ms, not 1000: the tick that calls this comes every second, give
+  // or take a few ms, and must not skip every other redraw.
+  if (hovering || Date.now() - drawnAt < Math.max(900, tl.span / width)) return;
   drawNow();
 }
 
