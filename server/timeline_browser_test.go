@@ -94,6 +94,23 @@ func TestTimeline_DrawsHoldsWaitsAndTheBusiestLocksInChromium(t *testing.T) {
 	tlFilterByLock(t, b)
 	wantNoReload(t, b, "the timeline must follow the stream")
 	b.check(false)
+	tlSeeTheStreamResume(t, b)
+	// Requests cut by the drop are logged as network errors; nothing else
+	// may go wrong.
+	b.check(true)
+}
+
+// tlSeeTheStreamResume: the stream drops, a hold is taken meanwhile, and
+// once the page is live again the timeline shows it, without a reload.
+func tlSeeTheStreamResume(t *testing.T, b *browser) {
+	t.Helper()
+	b.s.TS.CloseClientConnections()
+	b.waitFor("the page to say it is disconnected", 5*time.Second,
+		`document.querySelector('[data-testid="live-status"]').dataset.state === "disconnected"`)
+	h := tlAcquire(t, b.s, "tl-alpha", "f", "")
+	b.waitLive()
+	b.waitFor("the hold taken during the drop", 10*time.Second, tlBar(h))
+	wantNoReload(t, b, "the page reloaded to reconnect")
 }
 
 // tlSeeTheHolds: each hold is a bar with its owner and token, its end

@@ -24,7 +24,7 @@ import { dropHold, initLocks, loadLocksSoon, loadQueuesSoon } from "./locks.js";
 import { checkRevokeTarget, holdEnded, initRevoke, openRevoke } from "./revoke.js";
 import { state } from "./state.js";
 import { connect, initStream } from "./stream.js";
-import { initTimeline, loadTimelineSoon, tickTimeline, timelineEvent } from "./timeline.js";
+import { initTimeline, loadTimelineSoon, pollTimeline, tickTimeline, timelineEvent } from "./timeline.js";
 import { storedToken } from "./token.js";
 
 const ENDED = new Set(["released", "expired", "revoked", "session_expired"]);
@@ -63,7 +63,7 @@ initStream({
   // The timeline reads its window again only when the stream (re)opens or
   // is down: while it is live, events extend the window as they come.
   connected: loadTimelineSoon,
-  polled: loadTimelineSoon,
+  polled: pollTimeline,
   event: (e) => {
     showRevision(e.revision);
     timelineEvent(e);

@@ -123,6 +123,17 @@ async function loadTimeline() {
 // loadTimelineSoon reads the window again, once for a burst of calls.
 export const loadTimelineSoon = coalesce(loadTimeline, 300);
 
+const POLL_GAP = 30000; // ms between window reads while the stream is down
+let polledAt = 0;
+
+// pollTimeline reads the window again while the event stream is down,
+// less often than the rest of the page: a read may take many requests.
+export function pollTimeline() {
+  if (Date.now() - polledAt < POLL_GAP) return;
+  polledAt = Date.now();
+  loadTimelineSoon();
+}
+
 // timelineEvent adds an event of the stream to the window.
 export function timelineEvent(e) {
   if (!matches(filterOf(), e)) return;
