@@ -69,8 +69,9 @@ function axis(x, left, from, to, plotW, height) {
   g.append(node("text", { class: "tl-head", x: 8, y: AXIS_H - 9 }, "Lock"));
   for (const t of out) {
     const px = x(t);
+    if (px - left < 24) continue; // its label would not fit, and its line would double the name column's edge
     g.append(node("line", { class: "tl-grid", x1: px, x2: px, y1: AXIS_H - 4, y2: height }));
-    if (px - left > 24 && x(to) - px > 44)
+    if (x(to) - px > 44)
       g.append(node("text", { class: "tl-tick", "data-testid": "tl-tick", x: px, y: AXIS_H - 9, "text-anchor": "middle" }, clock(t, step)));
   }
   g.append(node("text", { class: "tl-tick tl-now-label", x: x(to), y: AXIS_H - 9, "text-anchor": "end" }, "now"));
