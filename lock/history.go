@@ -77,13 +77,17 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 		// Nothing is older than revision 1, etcd's first.
 		return []Event{}, 0, nil
 	}
-	if err := e.awaitIndexed(ctx); err != nil {
+	top, err := e.awaitIndexed(ctx)
+	if err != nil {
 		return nil, 0, err
+	}
+	if o.Before == 0 || o.Before > top {
+		o.Before = top + 1
 	}
 	if o.filtered() {
 		return e.filteredHistory(ctx, src, o)
 	}
-	evs, err := e.readTrail(ctx, src, src.from(o.Before), src.end(), o.Limit+1)
+	evs, err := e.readNewest(ctx, src, o.Before, o.Limit+1)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -168,6 +172,31 @@ func (s trailSource) from(before int64) string {
 }
 
 func (s trailSource) end() string { return clientv3.GetPrefixRangeEnd(s.prefix) }
+
+// readNewest reads the want newest events of src recorded before before
+// (or all, if fewer), newest first. etcd counts every key of a range,
+// whatever its limit (docs/PERFORMANCE.md), so it reads a window of
+// revisions at a time, from 4×want wide, twice as wide after each that
+// held too few: what it walks grows with what it returns, not with the
+// trail.
+func (e *Engine) readNewest(ctx context.Context, src trailSource, before int64, want int) ([]Event, error) {
+	var out []Event
+	width := int64(4 * want)
+	for hi := before; len(out) < want && hi > 1; {
+		lo := max(hi-width, 1) // the window: lo <= revision < hi
+		end := src.end()
+		if lo > 1 {
+			end = src.prefix + revKey(lo-1)
+		}
+		evs, err := e.readTrail(ctx, src, src.prefix+revKey(hi-1), end, want-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+		hi, width = lo, min(2*width, 1<<40)
+	}
+	return out, nil
+}
 
 // readTrail reads at most limit events (0: all) of src in [start, end),
 // newest first.
@@ -293,7 +322,7 @@ func (e *Engine) filteredHistory(ctx context.Context, src trailSource, o History
 func (e *Engine) scanTrail(ctx context.Context, src trailSource, before int64, budget int, visit func(group []Event) bool) (int64, error) {
 	for budget > 0 {
 		n := min(scanPage, budget)
-		evs, err := e.readTrail(ctx, src, src.from(before), src.end(), n+1)
+		evs, err := e.readNewest(ctx, src, before, n+1)
 		if err != nil {
 			return 0, err
 		}

@@ -1,6 +1,8 @@
 package lock_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,11 +27,18 @@ func TestHistory_ASmallQuotaAndATinyBoundKeepGrantingLocksUnderSustainedLoad(t *
 	cfg.HistoryMaxEvents = 1000
 	e := startEngine(t, m, cfg)
 
-	const n = 30000 // 60,000 events: 36 MB of trail, unbounded
-	if n*2*600 <= quota {
+	// Long lock names make each event about 1,300 bytes of etcd (each
+	// is in four keys or values): the load is one the quota could not
+	// hold unbounded, in fewer cycles.
+	names := make([]string, 8)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", strings.Repeat("n", 120), i)
+	}
+	const n = 14000
+	if n*2*1300 <= quota {
 		t.Fatal("the load must write more events than the quota holds")
 	}
-	cycles(t, e, []string{"q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7"}, n, 8)
+	cycles(t, e, names, n, 8)
 	be := m.Etcd().Server.Backend()
 	t.Logf("backend: %d bytes, %d in use, of a %d quota", be.Size(), be.SizeInUse(), quota)
 	if m.NoSpace() {

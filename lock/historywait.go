@@ -12,21 +12,22 @@ import (
 // the call: it reads the current revision, learns from the event hub the
 // newest pending record up to it, and waits for the index to pass that.
 // Without it a page read just after a release could miss the release.
-func (e *Engine) awaitIndexed(ctx context.Context) error {
+// It returns the revision it read: no event of a later one is waited for.
+func (e *Engine) awaitIndexed(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 	defer cancel()
 	indexed, backlog, rev, err := e.readIndexed(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if indexed >= rev {
-		return nil
+		return rev, nil
 	}
 	last, err := e.streams.eventsThrough(ctx, rev)
 	if err != nil {
-		return e.indexBehind(ctx, indexed, rev, err)
+		return 0, e.indexBehind(ctx, indexed, rev, err)
 	}
-	return e.awaitIndexedThrough(ctx, max(last, backlog))
+	return rev, e.awaitIndexedThrough(ctx, max(last, backlog))
 }
 
 // readIndexed reads meta/history's Indexed, and the revision read at.

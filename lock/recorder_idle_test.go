@@ -93,13 +93,17 @@ func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
 	if err := e.Release(ctxT(t), "job", l.Token); err != nil {
 		t.Fatal(err)
 	}
-	// The release's revision: that of its end event. (The current
-	// revision may already be past it, by a cursor write.)
-	var released int64
-	for _, ev := range history(t, e, "job") {
-		released = max(released, ev.Revision)
+	// The last write the release caused is the history index's, which
+	// takes its events in and deletes their pending records in one txn
+	// with meta/history: the recorder watches those records' range, so
+	// its cursor goes up to that txn's revision.
+	history(t, e, "job")
+	meta, err := cli.Get(ctxT(t), prefix+"meta/history")
+	if err != nil || len(meta.Kvs) == 0 {
+		t.Fatalf("history index meta: %v", err)
 	}
-	poll.Until(t, 5*time.Second, "the cursor saved past the release", func() bool { return savedCursor(t, cli) >= released })
+	settled := meta.Kvs[0].ModRevision
+	poll.Until(t, 5*time.Second, "the cursor saved past the release and its indexing", func() bool { return savedCursor(t, cli) >= settled })
 	// Once the key holds the release's revision no node can write it
 	// again: a save must raise it, and cursor writes do not move a
 	// node's progress.
