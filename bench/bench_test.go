@@ -85,9 +85,6 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 		t.Errorf("machine = %+v", res.Machine)
 	}
 
-	if len(sections["history"]) > 0 {
-		t.Error("without -only history, the history scenario ran")
-	}
 	if len(res.Redis) > 0 || res.RedisServer != nil || len(sections["redis"]) > 0 || len(sections["redis_server"]) > 0 {
 		t.Errorf("without -redis, the redis peer ran: %+v %+v", res.Redis, res.RedisServer)
 	}
