@@ -102,30 +102,29 @@ type historyPageBody struct {
 
 // timeReads sends GET path up to n times, one at a time, after
 // historyWarmup unmeasured requests, for at most historyReadLimit. A
-// request that fails is counted, not timed.
+// measured request that fails is counted, not timed; the warm-up's
+// failures are not counted.
 func timeReads(ctx context.Context, a *httpAPI, path string, n int, target time.Duration) (HistoryRead, error) {
 	r := HistoryRead{Path: path, TargetP99: target.Microseconds()}
 	var page historyPageBody
-	var errs errorCount
-	get := func() bool {
+	get := func() error {
 		page = historyPageBody{}
-		if err := a.call(ctx, http.MethodGet, path, nil, http.StatusOK, &page); err != nil {
-			errs.add(err)
-			return false
-		}
-		return true
+		return a.call(ctx, http.MethodGet, path, nil, http.StatusOK, &page)
 	}
 	for range historyWarmup {
-		get()
+		_ = get()
 	}
 	lat := newLatencies()
+	var errs errorCount
 	deadline := time.Now().Add(historyReadLimit)
 	for i := 0; i < n && time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 		t0 := time.Now()
-		if get() {
-			lat.record(time.Since(t0))
-			r.Events, r.NextBefore = len(page.Events), page.NextBefore
+		if err := get(); err != nil {
+			errs.add(err)
+			continue
 		}
+		lat.record(time.Since(t0))
+		r.Events, r.NextBefore = len(page.Events), page.NextBefore
 	}
 	if err := ctx.Err(); err != nil {
 		return r, err

@@ -461,8 +461,10 @@ type HistoryRead struct {
 	NextBefore int64 `json:"next_before,omitempty"`
 	// TargetP99 is the p99 this read should stay within, in
 	// microseconds; Met says whether it did.
-	TargetP99  int64  `json:"target_p99_us"`
-	Met        bool   `json:"met"`
+	TargetP99 int64 `json:"target_p99_us"`
+	Met       bool  `json:"met"`
+	// Errors counts the measured requests that failed (Latency counts
+	// those that did not).
 	Errors     int64  `json:"errors"`
 	FirstError string `json:"first_error,omitempty"`
 }
@@ -509,7 +511,7 @@ func (h *HistoryResult) reads() []HistoryRead {
 func printHistory(tw io.Writer, h *HistoryResult) {
 	fmt.Fprintf(tw, "\nhistory: %d events filled through the engine in-process (%d workers as %d owners, %d locks) in %.1fs, %.0f events/s; %d revoked, %d expired; revisions %d..%d\n",
 		h.Events, h.FillWorkers, h.FillOwners, historyNames, h.FillSeconds, h.FillEventsPerSec, h.Revoked, h.Expired, h.FirstRevision, h.LastRevision)
-	fmt.Fprintln(tw, "GET\trequests\tp50\tp99\tmax\ttarget p99\t\tlast page\tnext_before\terrors\t")
+	fmt.Fprintln(tw, "GET\ttimed\tp50\tp99\tmax\ttarget p99\t\tlast page\tnext_before\terrors\t")
 	for _, r := range h.reads() {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t≤ %s\t%s\t%d\t%d\t%d\t\n", r.Path, r.Latency.Count,
 			ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), ms(r.TargetP99), met(r.Met), r.Events, r.NextBefore, r.Errors)
