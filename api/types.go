@@ -127,13 +127,21 @@ type Event struct {
 	// client chooses, authentication proved it. Absent without
 	// authentication.
 	Credential string `json:"credential,omitempty" example:"cred-a66317b406f5"`
+	// QueuedAt, on an acquired event, is when the acquirer began waiting
+	// in the lock's queue; absent when the lock was granted at once.
+	QueuedAt *Time `json:"queued_at,omitempty" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:12.401Z"`
 }
 
 func toEvent(e lock.Event) Event {
-	return Event{
+	ev := Event{
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
 	}
+	if e.QueuedAt != nil {
+		q := Time(*e.QueuedAt)
+		ev.QueuedAt = &q
+	}
+	return ev
 }
 
 // History is a page of the audit trail, newest first.

@@ -464,6 +464,12 @@ func (m *Member) Etcd() *embed.Etcd { return m.etcd }
 // pre-vote and check-quorum are on in etcd).
 func (m *Member) HasLeader() bool { return m.etcd.Server.Leader() != 0 }
 
+// IsLeader reports whether this member leads its cluster now.
+func (m *Member) IsLeader() bool {
+	s := m.etcd.Server
+	return s.Leader() != 0 && s.Leader() == s.MemberID()
+}
+
 // Stopped is closed when the etcd server stops, by Close or on its own
 // (Removed tells whether it was taken out of the cluster).
 func (m *Member) Stopped() <-chan struct{} { return m.etcd.Server.StopNotify() }

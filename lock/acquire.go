@@ -81,6 +81,9 @@ type acquirer struct {
 	// still be applied after we leave the queue (see leave).
 	entry       string
 	entryUnsure bool
+	// queuedAt is when the acquire first joined the queue; zero until
+	// then. Its acquired event records it (Event.QueuedAt).
+	queuedAt time.Time
 
 	// guardRev is the ModRevision of a finished lock-delay guard that the
 	// next attempt replaces; 0 means the attempt expects no guard.

@@ -94,15 +94,13 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		resp *clientv3.TxnResponse
 		ix   acquireIx
 	)
-	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		t := a.acquireTxn(queueKey, queueRev, rec, now, bucket)
-		ix = t.ix
-		// The txn is not bound to the caller's context: if the caller
-		// leaves mid-flight we still learn the outcome, and undo a grant.
-		return e.retryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
-			resp, err = e.batch.Txn(octx, t.cmps, t.then, t.els)
-			return err
-		})
+	t := a.acquireTxn(queueKey, queueRev, rec, now)
+	ix = t.ix
+	// The txn is not bound to the caller's context: if the caller leaves
+	// mid-flight we still learn the outcome, and undo a grant.
+	err := e.retryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
+		resp, err = e.batch.Txn(octx, t.cmps, t.then, t.els)
+		return err
 	})
 	if err != nil {
 		return a.attemptFailed(ctx, queueKey, err)
@@ -125,10 +123,10 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 }
 
 // acquireTxn builds the acquire txn for the hold rec, begun at now, with
-// its acquired event under bucket. queueKey/queueRev are as for attempt.
+// its acquired event. queueKey/queueRev are as for attempt.
 // The Then branch grants the lock; the Else branch reads what stood in
 // the way and, for a direct attempt with a.enqueue, joins the queue.
-func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time, bucket clientv3.LeaseID) acquireTxn {
+func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time) acquireTxn {
 	e, name := a.e, a.req.Name
 	lkey, gkey, qpfx := e.lockKey(name), e.delayKey(name), e.queuePrefix(name)
 	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev)}
@@ -137,7 +135,8 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 		clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
 		clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(Event{
 			Time: now, Type: EventAcquired, Lock: name, Owner: rec.Owner, Session: rec.Session, Credential: rec.Credential,
-		}), clientv3.WithLease(bucket)),
+			QueuedAt: queuedAt(a.queuedAt),
+		})),
 	}
 	switch {
 	case a.req.LockDelay > 0:

@@ -93,19 +93,15 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 			Detail: fmt.Sprintf("lock-delay until %s lifted: %s", d.Until.Format(time.RFC3339Nano), reason),
 		}
 		var tr *clientv3.TxnResponse
-		err = e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-			octx, done := e.op(ctx)
-			defer done()
-			var err error
-			tr, err = e.cli.Txn(octx).If(
-				clientv3.Compare(clientv3.ModRevision(gkey), "=", guard[0].ModRevision),
-				clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0),
-			).Then(
-				clientv3.OpDelete(gkey),
-				clientv3.OpPut(e.lockAuditPrefix(name)+newHoldID()+"/d", mustJSON(ev), clientv3.WithLease(bucket)),
-			).Commit()
-			return err
-		})
+		octx, done = e.op(ctx)
+		tr, err = e.cli.Txn(octx).If(
+			clientv3.Compare(clientv3.ModRevision(gkey), "=", guard[0].ModRevision),
+			clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0),
+		).Then(
+			clientv3.OpDelete(gkey),
+			clientv3.OpPut(e.lockAuditPrefix(name)+newHoldID()+"/d", mustJSON(ev)),
+		).Commit()
+		done()
 		if err != nil {
 			return e.etcdErr(ctx, "clear lock-delay", err)
 		}

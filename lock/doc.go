@@ -67,8 +67,12 @@
 //	sessionowners/<owner>\x00<id> the same record, to list sessions by owner prefix; lease: the session
 //	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
-//	audit/<name>/<hold>/a         the "acquired" event of one hold; lease: a retention bucket
-//	audit/<name>/<hold>/e         the event that ended that hold (released, expired, revoked, session_expired)
+//	audit/<name>/<hold>/a         pending record of the "acquired" event of one hold; kept until its end is indexed (no lease)
+//	audit/<name>/<hold>/e         pending record of the event that ended that hold (released, expired, revoked, session_expired)
+//	audit/<name>/<id>/d           pending record of a delay_cleared; audit/~fence/<resource>/<id>: of a fence_reset
+//	trail/<rev>/<entry>           an event of the trail, newest first in key order (histkeys.go); lease: a retention bucket
+//	trailname/<kind>/<name>/<rev>/<entry> the same event in its thing's index (no value); same lease
+//	meta/history                  the history index's cursor, size and buckets (historyindex.go)
 //	fenced/<resource>             a fenced value: {token, value}
 //	fencemax/<resource>           the largest token seen for resource, zero-padded so Value compares order it
 //	meta/recorder                 revision up to which expiries have been recorded
@@ -76,6 +80,8 @@
 // Each hold has a unique hold ID stored in its holder record, so its end
 // event has one possible key: whichever of release, revoke or the expiry
 // recorder of any node writes it first wins, and it is written exactly once.
+// The history index then copies each pending record into trail/ and trailname/
+// under keys its revision gives, once, and deletes the records it replaced.
 //
 // # Usage
 //

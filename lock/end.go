@@ -139,6 +139,7 @@ type queueHead struct {
 	key   string
 	rev   int64 // its CreateRevision
 	grant holderRecord
+	since time.Time // when it joined the queue
 }
 
 // holdReadIx names the responses of holdReadOps among a txn's responses.
@@ -184,7 +185,7 @@ func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueH
 		// A record that does not decode, or asks for no grant, is a
 		// waiter that takes the lock itself once it sees it go.
 		if json.Unmarshal(q[0].Value, &wr) == nil && wr.Grant != nil {
-			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant}
+			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant, since: wr.Since}
 		}
 	}
 	return lock[0], head
@@ -199,26 +200,21 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		resp *clientv3.TxnResponse
 		t    endTxn
 	)
-	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		var err error
-		send := func() error {
-			t = e.endTxn(name, token, hr, ev, head, bucket, true)
-			return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-				resp, err = e.batch.Txn(octx, t.cmps, t.then, nil)
-				return err
-			})
-		}
+	send := func() error {
+		t = e.endTxn(name, token, hr, ev, head, true)
+		return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+			resp, err = e.batch.Txn(octx, t.cmps, t.then, nil)
+			return err
+		})
+	}
+	err := send()
+	if err != nil && head != nil && isLeaseNotFound(err) {
+		// The head's lease (its own, or its session's) ended while it
+		// waited: end the hold without handing the lock over; the
+		// waiters then take it as they see it go.
+		head = nil
 		err = send()
-		if err != nil && head != nil && isLeaseNotFound(err) {
-			// Most likely the head's lease (its own, or its session's)
-			// ended while it waited: end the hold without handing the
-			// lock over; the waiters then take it as they see it go. If
-			// it was the bucket's, withBucket tries once more.
-			head = nil
-			err = send()
-		}
-		return err
-	})
+	}
 	if err != nil {
 		return e.etcdErr(ctx, "end hold", err)
 	}
@@ -264,9 +260,9 @@ func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) bool {
 // endTxn builds the txn that ends token's hold, ended by ev: it records
 // the end (holdEnd), deletes the lock key or hands the lock to head, and,
 // with tally, counts the release in the session's tally.
-func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, bucket clientv3.LeaseID, tally bool) endTxn {
+func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, tally bool) endTxn {
 	lkey := e.lockKey(name)
-	event, guard := e.holdEnd(name, token, hr, ev, bucket)
+	event, guard := e.holdEnd(name, token, hr, ev)
 	// The end event comes first, so a watcher of the trail sees the hold
 	// end before the next one begins in the same revision.
 	// At most four ops: the event, the delete (or the handover), the guard
@@ -275,7 +271,7 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 	if head != nil {
 		free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
 		t.handOver, t.then = len(t.then), append(t.then,
-			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head, bucket), free))
+			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head), free))
 	} else {
 		t.then = append(append(t.then, clientv3.OpDelete(lkey)), guard...)
 	}
@@ -303,8 +299,8 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 // ModRevision is token (it is put with the hold, and changes only after
 // the hold ended): a guard already stamped, by an acquire that found the
 // lease expired, or already replaced by the next hold's, is left alone.
-func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event, bucket clientv3.LeaseID) (event clientv3.Op, guard []clientv3.Op) {
-	event = clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev), clientv3.WithLease(bucket))
+func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event) (event clientv3.Op, guard []clientv3.Op) {
+	event = clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev))
 	if hr.LockDelay <= 0 {
 		return event, nil
 	}
@@ -343,7 +339,7 @@ func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *q
 // handOverOps grant the lock to head, as its own acquire txn would have:
 // its holder record under its lease, its queue entry gone, its acquired
 // event, its lock-delay guard.
-func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead, bucket clientv3.LeaseID) []clientv3.Op {
+func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead) []clientv3.Op {
 	g := head.grant
 	g.AcquiredAt = at
 	lease, _ := parseLeaseHex(g.Lease)
@@ -352,7 +348,8 @@ func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *q
 		clientv3.OpDelete(head.key),
 		clientv3.OpPut(e.acquiredKey(name, g.Hold), mustJSON(Event{
 			Time: at, Type: EventAcquired, Lock: name, Owner: g.Owner, Session: g.Session, Credential: g.Credential,
-		}), clientv3.WithLease(bucket)),
+			QueuedAt: queuedAt(head.since),
+		})),
 	}
 	switch {
 	case g.LockDelay > 0:

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,10 +29,16 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxLockDelay bounds lock_delay.
 	MaxLockDelay time.Duration
-	// HistoryRetention is how long audit events are kept. They are removed
-	// by etcd itself through lease expiry, at most HistoryRetention/24 (and
-	// at most an hour) late, so no request ever scans for old events.
+	// HistoryRetention is how long audit events are kept, and
+	// HistoryMaxEvents how many: whichever bound is reached first drops
+	// the oldest events. They are removed by etcd itself through lease
+	// expiry or revocation, a slice of the trail at a time (at most
+	// HistoryRetention/24, and an hour, late; at most 1/64 of
+	// HistoryMaxEvents early), so no request ever scans for old events.
 	HistoryRetention time.Duration
+	// HistoryMaxEvents 0 means as many as fit in a half of BackendQuota
+	// (historyEventBytes each), and at most defaultHistoryMaxEvents.
+	HistoryMaxEvents int
 	// OpTimeout bounds each etcd call, so that a request to a node cut off
 	// from its quorum answers ErrUnavailable instead of hanging.
 	OpTimeout time.Duration
@@ -137,6 +144,9 @@ type EmbeddedMember interface {
 	// Defragment defragments the member, whose in-process client cannot
 	// (embedetcd.Member.Defragment says why).
 	Defragment() error
+	// IsLeader reports whether the member leads etcd: that node's engine
+	// keeps the history index (historyIndex).
+	IsLeader() bool
 }
 
 // DefaultConfig returns the defaults that docs/API.md documents.
@@ -188,6 +198,8 @@ func (c Config) Validate() error {
 		return errors.New("lock: DefaultTTL must lie within [MinTTL, MaxTTL]")
 	case c.HistoryRetention < time.Second:
 		return errors.New("lock: HistoryRetention must be at least 1s")
+	case c.HistoryMaxEvents < 0 || c.HistoryMaxEvents > 0 && c.HistoryMaxEvents < historyBuckets:
+		return fmt.Errorf("lock: HistoryMaxEvents must be 0 (derived from the quota) or at least %d", historyBuckets)
 	case c.OpTimeout <= 0:
 		return errors.New("lock: OpTimeout must be positive")
 	case c.WaiterTTL < 2*time.Second:
@@ -204,6 +216,9 @@ func (c Config) Validate() error {
 		return errors.New("lock: CountRefresh must be positive")
 	case c.BackendQuota < 0:
 		return errors.New("lock: BackendQuota must not be negative (0 means etcd's default)")
+	case int64(c.HistoryMaxEvents) > historyMaxEventsFor(c.BackendQuota):
+		return fmt.Errorf("lock: HistoryMaxEvents (--history-max-events) of %d could fill half of etcd's quota of %d bytes (--etcd-quota-bytes) by itself: at most %d",
+			c.HistoryMaxEvents, cmp.Or(c.BackendQuota, defaultBackendQuota), historyMaxEventsFor(c.BackendQuota))
 	}
 	return nil
 }
@@ -227,7 +242,6 @@ type Engine struct {
 	closeMu   sync.Once
 
 	waiters waiterLease
-	buckets bucketLease
 	leases  leasePool
 	// subs counts the subscriptions in progress (MaxEventStreams).
 	subs atomic.Int64
@@ -247,6 +261,8 @@ type Engine struct {
 	// from a watch of its own.
 	waits, streams *hub
 	rec            *recorder
+	// hist keeps the indexed trail (historyindex.go).
+	hist *historyIndex
 	// space holds the storage caps' tallies and the alarm (space.go).
 	space space
 }
@@ -271,7 +287,8 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		Split:   func() { e.metrics.txnBatchSplits.Inc() },
 	}
 	rl := new(remoteLeader)
-	e.metrics = newMetrics(e.hasLeader(rl))
+	e.hist = newHistoryIndex(e)
+	e.metrics = newMetrics(e.hasLeader(rl), e.hist.events)
 	e.trackLeader(rl)
 	e.newSpace()
 	e.wg.Add(1)
@@ -287,9 +304,12 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e.rec = rec
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
-	e.waits = newHub(e, "waiters", cfg.Prefix, rec.head+1, clientv3.WithPrefix())
+	// Waiters wait on lock keys, queue entries, lock-delay guards and
+	// session keys: delay/ to sessions/ in key order, which leaves out
+	// the audit trail's writes (audit/ before, trail/ after).
+	e.waits = newHub(e, "waiters", e.delayKey(""), rec.head+1, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.sessionsPrefix())))
 	e.streams = newHub(e, "events", e.auditPrefix(), rec.head+1, clientv3.WithPrefix(), clientv3.WithFilterDelete())
-	for _, run := range []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run} {
+	for _, run := range []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run, e.hist.run} {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()

@@ -1,16 +1,12 @@
 package lock
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -71,11 +67,12 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		return nil, err
 	}
 	o.Lock = lockName
-	prefix := e.auditPrefix()
+	src, err := e.trailOf(o.Lock, o.Kind, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	prefix := e.auditPrefix() // of the pending records the live events come from
 	if o.Lock != "" {
-		if err := checkName("lock", o.Lock); err != nil {
-			return nil, err
-		}
 		prefix = e.lockAuditPrefix(o.Lock)
 	}
 	if o.Buffer <= 0 {
@@ -96,7 +93,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		// Live events are those after the revision etcd is at now; the
 		// hub may not have sent out the ones before it yet.
 		octx, done := e.op(ctx)
-		head, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		head, err := e.cli.Get(octx, e.historyMetaKey(), clientv3.WithCountOnly())
 		done()
 		if err != nil {
 			e.subs.Add(-1)
@@ -113,7 +110,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		err := e.stream(sctx, prefix, eventFilter{kind: o.Kind, name: o.Name}, since, ch)
+		err := e.stream(sctx, src, prefix, eventFilter{kind: o.Kind, name: o.Name}, since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
@@ -131,13 +128,13 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 // hub sends everything after it: nothing is missed and nothing comes
 // twice. A long replay first catches up leg by leg, so that live events
 // wait in memory only for the last, short leg.
-func (e *Engine) stream(ctx context.Context, prefix string, f eventFilter, since int64, ch chan Event) error {
+func (e *Engine) stream(ctx context.Context, src trailSource, prefix string, f eventFilter, since int64, ch chan Event) error {
 	for {
 		to := e.streams.revision()
 		if to <= since {
 			break
 		}
-		n, err := e.replay(ctx, prefix, f, since, to, ch)
+		n, err := e.replay(ctx, src, f, since, to, ch)
 		if err != nil {
 			return err
 		}
@@ -149,7 +146,7 @@ func (e *Engine) stream(ctx context.Context, prefix string, f eventFilter, since
 	// The hub sends what comes after both since and what it had reached.
 	sw, rev := e.streams.watchStream(prefix, f, since, ch)
 	defer sw.close()
-	if _, err := e.replay(ctx, prefix, f, since, rev, ch); err != nil {
+	if _, err := e.replay(ctx, src, f, since, rev, ch); err != nil {
 		return err
 	}
 	return sw.pump(ctx)
@@ -178,70 +175,62 @@ func (e *Engine) EventStreams() int { return int(e.subs.Load()) }
 // replayPage bounds each read of a replay.
 const replayPage = 1000
 
-// replay sends the events with since < revision <= rev, oldest first, and
+// replay sends the events with since < revision <= to, oldest first, and
 // says how many. The reader pulls at its own pace here: the data waits in
-// etcd, not in memory.
-func (e *Engine) replay(ctx context.Context, prefix string, f eventFilter, since, rev int64, ch chan<- Event) (int, error) {
-	if since >= rev {
+// etcd, not in memory. The trail is keyed newest first, so the replay
+// reads it a window of revisions at a time, each read newest first and
+// sent reversed; a window is narrowed until its events fit a page, and
+// widened while they are few.
+func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, since, to int64, ch chan<- Event) (int, error) {
+	if since >= to {
 		return 0, nil
 	}
+	if err := e.awaitReplay(ctx, to); err != nil {
+		return 0, err
+	}
 	total := 0
-	from := since + 1
-	seen := map[string]bool{} // keys already sent at revision from
-	for {
-		octx, done := e.op(ctx)
-		resp, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev),
-			clientv3.WithMinModRev(from), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend),
-			clientv3.WithLimit(replayPage))
-		done()
-		if err != nil {
-			return total, e.etcdErr(ctx, "replay events", err)
+	width := int64(replayPage)
+	for lo := since; lo < to; {
+		hi := min(lo+width, to)
+		limit := replayPage + 1
+		if hi == lo+1 {
+			limit = 0 // one revision: all of it
 		}
-		read := 0 // records passed, sent or not
-		for _, kv := range oldestFirst(resp.Kvs) {
-			if kv.ModRevision == from && seen[string(kv.Key)] {
-				continue
-			}
-			read++
-			if kv.ModRevision != from {
-				from, seen = kv.ModRevision, map[string]bool{}
-			}
-			seen[string(kv.Key)] = true
-			ev, ok := decodeEvent(kv)
-			if !ok || !f.keep(ev) {
+		evs, err := e.readTrail(ctx, src, src.prefix+revKey(hi), src.prefix+revKey(lo), limit)
+		if err != nil {
+			return total, err
+		}
+		if limit != 0 && len(evs) == limit {
+			width = max((hi-lo)/2, 1)
+			continue
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if !f.keep(evs[i]) {
 				continue
 			}
 			select {
-			case ch <- ev:
+			case ch <- evs[i]:
 			case <-ctx.Done():
 				return total, ctx.Err()
 			}
 			total++
 		}
-		if !resp.More || read == 0 {
-			return total, nil
+		lo = hi
+		if len(evs) < replayPage/4 {
+			width = min(2*width, 1<<40)
 		}
 	}
+	return total, nil
 }
 
-// oldestFirst orders audit records sorted by revision within each
-// revision as the live stream has them: a hold's end before the next
-// hold's begin, which a release that hands the lock over writes in one
-// revision (etcd leaves equal revisions in key order).
-func oldestFirst(kvs []*mvccpb.KeyValue) []*mvccpb.KeyValue {
-	slices.SortStableFunc(kvs, func(a, b *mvccpb.KeyValue) int {
-		if a.ModRevision != b.ModRevision {
-			return cmp.Compare(a.ModRevision, b.ModRevision)
-		}
-		return cmp.Compare(auditBegins(a.Key), auditBegins(b.Key))
-	})
-	return kvs
-}
-
-// auditBegins is 1 for the key of an acquired event ("…/a"), 0 for an end.
-func auditBegins(key []byte) int {
-	if bytes.HasSuffix(key, []byte("/a")) {
-		return 1
+// awaitReplay waits until the index holds every event the hub has heard
+// of up to to.
+func (e *Engine) awaitReplay(ctx context.Context, to int64) error {
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+	defer cancel()
+	last, err := e.streams.eventsThrough(wctx, to)
+	if err != nil {
+		return e.indexBehind(wctx, 0, to, err)
 	}
-	return 0
+	return e.awaitIndexedThrough(wctx, min(last, to))
 }

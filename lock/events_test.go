@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -85,5 +86,56 @@ func TestSubscribe_EndsWhenTheEngineStopsWaiting(t *testing.T) {
 	}
 	if _, err := e.Subscribe(context.Background(), lock.SubscribeOptions{}); !errors.Is(err, lock.ErrClosed) {
 		t.Fatalf("subscribe after StopWaiting: %v, want ErrClosed", err)
+	}
+}
+
+// An acquired event says when its acquirer began waiting, whether the
+// release handed the lock over or the waiter took it itself, and says
+// nothing of a wait when there was none.
+func TestHistory_AcquiredEventCarriesWhenItsAcquirerQueued(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	first := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "a", TTL: 30 * time.Second})
+	type result struct {
+		l   *lock.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	joined := time.Now().UTC()
+	go func() {
+		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "b", TTL: 30 * time.Second, Wait: 20 * time.Second})
+		got <- result{l, err}
+	}()
+	poll.Until(t, 10*time.Second, "b queued", func() bool {
+		ws, err := e.Waiters(ctx, "q")
+		return err == nil && len(ws) == 1
+	})
+	if err := e.Release(ctx, "q", first.Token); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var direct, waited *lock.Event
+	for _, ev := range eventsOf(history(t, e, "q"), lock.EventAcquired) {
+		switch ev.Owner {
+		case "a":
+			direct = &ev
+		case "b":
+			waited = &ev
+		}
+	}
+	if direct == nil || waited == nil {
+		t.Fatalf("acquired events of a and b: %v, %v", direct, waited)
+	}
+	if direct.QueuedAt != nil {
+		t.Errorf("a's acquire did not wait, yet its event says it queued at %v", *direct.QueuedAt)
+	}
+	if waited.QueuedAt == nil {
+		t.Fatal("b waited, yet its acquired event has no QueuedAt")
+	}
+	if q := *waited.QueuedAt; q.Before(joined.Add(-time.Second)) || q.After(waited.Time) {
+		t.Errorf("b queued at %v: want between %v and its grant at %v", q, joined, waited.Time)
 	}
 }

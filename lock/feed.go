@@ -62,6 +62,18 @@ type feed struct {
 	// deafen is a test hook (export_test.go): the watch of this
 	// generation drops every response, as a wedged stream would.
 	deafen atomic.Int64
+	// poke asks the watch for a progress notification now (see
+	// requestProgress); nil for a feed nobody pokes.
+	poke chan struct{}
+}
+
+// requestProgress asks etcd to tell the feed's watch how far it has
+// caught up, without waiting for the answer.
+func (f *feed) requestProgress() {
+	select {
+	case f.poke <- struct{}{}:
+	default: // one is on its way
+	}
 }
 
 func (f *feed) setHearing(b bool) {
@@ -134,6 +146,19 @@ func (f *feed) watch(stop context.Context) (reason string, err error) {
 	defer tick.Stop()
 	heard := time.Now()
 	var probing atomic.Bool
+	probe := func() {
+		if !probing.CompareAndSwap(false, true) {
+			return
+		}
+		// RequestProgress blocks while the stream is wedged: never in
+		// the loop.
+		go func() {
+			defer probing.Store(false)
+			pctx, done := context.WithTimeout(ctx, e.cfg.WatchStallTimeout)
+			defer done()
+			_ = e.cli.RequestProgress(pctx)
+		}()
+	}
 	for {
 		select {
 		case <-stop.Done():
@@ -143,16 +168,11 @@ func (f *feed) watch(stop context.Context) (reason string, err error) {
 			if silent >= e.cfg.WatchStallTimeout {
 				return "stalled", fmt.Errorf("nothing heard from etcd for %s", silent.Round(time.Millisecond))
 			}
-			if silent >= probeAfter && probing.CompareAndSwap(false, true) {
-				// RequestProgress blocks while the stream is wedged: never
-				// in this loop.
-				go func() {
-					defer probing.Store(false)
-					pctx, done := context.WithTimeout(ctx, e.cfg.WatchStallTimeout)
-					defer done()
-					_ = e.cli.RequestProgress(pctx)
-				}()
+			if silent >= probeAfter {
+				probe()
 			}
+		case <-f.poke:
+			probe()
 		case wr, ok := <-wch:
 			if !ok {
 				return "error", errors.New("watch channel closed")

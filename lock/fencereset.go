@@ -33,28 +33,22 @@ func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string
 		Detail: reason, Credential: credentialOf(ctx),
 	}
 	var found bool
-	err := e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		octx, done := e.op(ctx)
-		defer done()
-		// Either key is enough to reset: a write puts both, and a reset
-		// must also clear a maximum whose value write failed.
-		resp, err := e.cli.Txn(octx).
-			If(clientv3.Compare(clientv3.CreateRevision(mkey), ">", 0)).
-			Then(clientv3.OpDelete(mkey), clientv3.OpDelete(vkey),
-				clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev), clientv3.WithLease(bucket))).
-			Else(clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(vkey), ">", 0)},
-				[]clientv3.Op{clientv3.OpDelete(vkey),
-					clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev), clientv3.WithLease(bucket))},
-				nil)).
-			Commit()
-		if err != nil {
-			return err
-		}
+	octx, done := e.op(ctx)
+	defer done()
+	// Either key is enough to reset: a write puts both, and a reset must
+	// also clear a maximum whose value write failed.
+	resp, err := e.cli.Txn(octx).
+		If(clientv3.Compare(clientv3.CreateRevision(mkey), ">", 0)).
+		Then(clientv3.OpDelete(mkey), clientv3.OpDelete(vkey), clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev))).
+		Else(clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(vkey), ">", 0)},
+			[]clientv3.Op{clientv3.OpDelete(vkey), clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev))},
+			nil)).
+		Commit()
+	if err == nil {
 		const valueOnlyAt = 0 // the Else branch's reset of a value without a maximum
 		found = resp.Succeeded || resp.Responses[valueOnlyAt].GetResponseTxn().Succeeded
-		return nil
-	})
+	}
 	if err != nil {
 		return e.etcdErr(ctx, fmt.Sprintf("reset fenced %q", resource), err)
 	}

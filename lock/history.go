@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -65,107 +64,171 @@ func (o HistoryOptions) keep(ev Event) bool {
 // one revision, so it holds more than Limit events when more than Limit
 // share a revision.
 //
-// etcd sorts by revision only after reading the whole range, so a page
-// costs time in proportion to the events retained (for the lock, with
-// Lock set). Retention bounds that; the live event index of the SSE stream
-// is the place to make it cheaper.
+// A page is one range with a limit over the indexed trail (histkeys.go),
+// or over one thing's index with Lock or Kind and Name: it costs Limit
+// events whatever the trail holds. Other filters read at most
+// HistoryScanBudget events per call (filteredHistory).
 func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64, error) {
+	src, err := e.checkHistory(&o)
+	if err != nil {
+		return nil, 0, err
+	}
+	if o.Before == 1 {
+		// Nothing is older than revision 1, etcd's first.
+		return []Event{}, 0, nil
+	}
+	if err := e.awaitIndexed(ctx); err != nil {
+		return nil, 0, err
+	}
+	if o.filtered() {
+		return e.filteredHistory(ctx, src, o)
+	}
+	evs, err := e.readTrail(ctx, src, src.from(o.Before), src.end(), o.Limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(evs) <= o.Limit {
+		return evs, 0, nil
+	}
+	// A page never ends inside a revision: one txn may record several
+	// events at one revision (deleting a session releases its locks
+	// together), and the next page starts below next. End it before the
+	// group; if the group fills the page, return all of it (the only case
+	// where a page exceeds Limit).
+	cut, n := evs[o.Limit].Revision, o.Limit
+	for n > 0 && evs[n-1].Revision == cut {
+		n--
+	}
+	if n > 0 {
+		evs = evs[:n]
+	} else if evs, err = e.readRevision(ctx, src, cut); err != nil {
+		return nil, 0, err
+	}
+	return evs, evs[len(evs)-1].Revision, nil
+}
+
+// checkHistory validates o, filling in its defaults, and returns the
+// index its pages are read from.
+func (e *Engine) checkHistory(o *HistoryOptions) (trailSource, error) {
 	if o.Limit == 0 {
 		o.Limit = 100
 	}
 	if o.Limit < 1 || o.Limit > MaxListLimit {
-		return nil, 0, invalid("limit", "must be between 1 and %d", MaxListLimit)
+		return trailSource{}, invalid("limit", "must be between 1 and %d", MaxListLimit)
 	}
 	if o.Before < 0 {
-		return nil, 0, invalid("before", "must be a positive revision")
+		return trailSource{}, invalid("before", "must be a positive revision")
 	}
 	for _, t := range o.Types {
 		if !slices.Contains(eventTypes, t) {
-			return nil, 0, invalid("type", "%q is not an event type (want %s)", t, joinTypes(eventTypes))
+			return trailSource{}, invalid("type", "%q is not an event type (want %s)", t, joinTypes(eventTypes))
 		}
 	}
 	if !o.From.IsZero() && !o.To.IsZero() && !o.From.Before(o.To) {
-		return nil, 0, invalid("from", "must be before to")
+		return trailSource{}, invalid("from", "must be before to")
 	}
 	var err error
 	if o.Lock, err = lockOfName(o.Kind, o.Name, o.Lock); err != nil {
-		return nil, 0, err
+		return trailSource{}, err
 	}
-	prefix := e.auditPrefix()
-	if o.Lock != "" {
-		if err := checkName("lock", o.Lock); err != nil {
-			return nil, 0, err
+	return e.trailOf(o.Lock, o.Kind, o.Name)
+}
+
+// trailOf is the index of one lock's events (lock set), of the thing of
+// kind named name, or the whole trail.
+func (e *Engine) trailOf(lock string, kind EventKind, name string) (trailSource, error) {
+	switch {
+	case lock != "":
+		if err := checkName("lock", lock); err != nil {
+			return trailSource{}, err
 		}
-		prefix = e.lockAuditPrefix(o.Lock)
+		return trailSource{prefix: e.histNamePrefix(KindLock, lock), byName: true}, nil
+	case kind != "" && name != "":
+		if err := checkName("name", name); err != nil {
+			return trailSource{}, err
+		}
+		return trailSource{prefix: e.histNamePrefix(kind, name), byName: true}, nil
 	}
-	if o.Before == 1 {
-		// Nothing is older than revision 1, etcd's first; and etcd reads
-		// the maximum mod revision before-1 = 0 as no bound at all, so
-		// this page must not reach etcd.
-		return []Event{}, 0, nil
+	return trailSource{prefix: e.histPrefix()}, nil
+}
+
+// trailSource is an index of the trail: trail/ itself, or one thing's
+// trailname/ keys, which point into it.
+type trailSource struct {
+	prefix string
+	byName bool
+}
+
+// from is the first key of the events recorded before before (0: all).
+func (s trailSource) from(before int64) string {
+	if before > 0 {
+		return s.prefix + revKey(before-1)
 	}
-	if o.filtered() {
-		return e.filteredHistory(ctx, prefix, o)
+	return s.prefix
+}
+
+func (s trailSource) end() string { return clientv3.GetPrefixRangeEnd(s.prefix) }
+
+// readTrail reads at most limit events (0: all) of src in [start, end),
+// newest first.
+func (e *Engine) readTrail(ctx context.Context, src trailSource, start, end string, limit int) ([]Event, error) {
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(limit))}
+	if src.byName {
+		opts = append(opts, clientv3.WithKeysOnly())
 	}
-	resp, err := e.readAudit(ctx, prefix, o.Before, o.Limit+1)
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, start, opts...)
+	done()
 	if err != nil {
-		return nil, 0, err
+		return nil, e.etcdErr(ctx, "read history", err)
 	}
-	kvs, next := resp.Kvs, int64(0)
-	if len(kvs) > o.Limit {
-		// A page never ends inside a revision: one txn may record several
-		// events at one revision (deleting a session releases its locks
-		// together), and the next page starts below next. End it
-		// before the group; if the group fills the page, return all of it
-		// (the only case where a page exceeds Limit).
-		cut, n := kvs[o.Limit].ModRevision, o.Limit
-		for n > 0 && kvs[n-1].ModRevision == cut {
-			n--
+	kvs := resp.Kvs
+	if src.byName {
+		if kvs, err = e.readPointed(ctx, src, kvs, resp.Header.Revision); err != nil {
+			return nil, err
 		}
-		if n == 0 {
-			octx, done := e.op(ctx)
-			group, err := e.cli.Get(octx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision),
-				clientv3.WithMinModRev(cut), clientv3.WithMaxModRev(cut))
-			done()
-			if err != nil {
-				return nil, 0, e.etcdErr(ctx, "read history", err)
-			}
-			kvs = group.Kvs
-		} else {
-			kvs = kvs[:n]
-		}
-		next = kvs[len(kvs)-1].ModRevision
 	}
 	events := make([]Event, 0, len(kvs))
 	for _, kv := range kvs {
-		ev, ok := decodeEvent(kv)
-		if ok {
+		if ev, ok := e.decodeIndexed(kv); ok {
 			events = append(events, ev)
 		}
 	}
-	newestFirst(events)
-	return events, next, nil
+	return events, nil
 }
 
-// newestFirst orders events (read sorted by revision, newest first) within
-// each revision too: etcd leaves the order of equal revisions to its key
-// order, but a release that hands the lock over ends one hold and begins
-// the next in one revision, and the next hold's acquired event is the
-// newer of the two.
-func newestFirst(events []Event) {
-	slices.SortStableFunc(events, func(a, b Event) int {
-		if a.Revision != b.Revision {
-			return cmp.Compare(b.Revision, a.Revision)
+// pointedPerTxn bounds the reads of one txn (etcd's --max-txn-ops is 128
+// by default).
+const pointedPerTxn = 100
+
+// readPointed reads the hist entries that a thing's index keys point at,
+// at rev, so an entry dropped since the index was read is simply absent.
+func (e *Engine) readPointed(ctx context.Context, src trailSource, keys []*mvccpb.KeyValue, rev int64) ([]*mvccpb.KeyValue, error) {
+	out := make([]*mvccpb.KeyValue, 0, len(keys))
+	for len(keys) > 0 {
+		n := min(len(keys), pointedPerTxn)
+		ops := make([]clientv3.Op, n)
+		for i, kv := range keys[:n] {
+			ops[i] = clientv3.OpGet(e.histKeyOfName(string(kv.Key), src.prefix), clientv3.WithRev(rev))
 		}
-		return cmp.Compare(endRank(a.Type), endRank(b.Type))
-	})
+		octx, done := e.op(ctx)
+		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		done()
+		if err != nil {
+			return nil, e.etcdErr(ctx, "read history", err)
+		}
+		for _, r := range resp.Responses {
+			out = append(out, r.GetResponseRange().Kvs...)
+		}
+		keys = keys[n:]
+	}
+	return out, nil
 }
 
-func endRank(t EventType) int {
-	if t == EventAcquired {
-		return 0
-	}
-	return 1
+// readRevision reads every event of src at rev.
+func (e *Engine) readRevision(ctx context.Context, src trailSource, rev int64) ([]Event, error) {
+	p := src.prefix + revKey(rev) + "/"
+	return e.readTrail(ctx, src, p, clientv3.GetPrefixRangeEnd(p), 0)
 }
 
 var eventTypes = []EventType{
@@ -181,57 +244,92 @@ func joinTypes(ts []EventType) string {
 	return strings.Join(s, ", ")
 }
 
-// readAudit reads the audit records under prefix recorded before before
-// (0: all), newest first, at most limit of them (0: all).
-func (e *Engine) readAudit(ctx context.Context, prefix string, before int64, limit int) (*clientv3.GetResponse, error) {
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend)}
-	if limit > 0 {
-		opts = append(opts, clientv3.WithLimit(int64(limit)))
-	}
-	if before > 0 {
-		opts = append(opts, clientv3.WithMaxModRev(before-1))
-	}
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Get(octx, prefix, opts...)
-	if err != nil {
-		return nil, e.etcdErr(ctx, "read history", err)
-	}
-	return resp, nil
-}
+// HistoryScanBudget bounds the events a filtered History call reads: a
+// filter that matches rarely returns a short (even empty) page with a
+// next Before, where the next call goes on, so no call reads the whole
+// trail. At 5,000 events a call stays within tens of milliseconds.
+const HistoryScanBudget = 5000
 
-// filteredHistory serves filters etcd cannot apply: it reads every event
-// before o.Before (one read, sorted by etcd) and filters here. Its cost
-// grows with the events retained, like the unfiltered read's.
-func (e *Engine) filteredHistory(ctx context.Context, prefix string, o HistoryOptions) ([]Event, int64, error) {
-	resp, err := e.readAudit(ctx, prefix, o.Before, 0)
+// scanPage is how many events a scan reads at a time.
+const scanPage = 1000
+
+// clockSkew is how much older than From an event may look, by its
+// writer's clock, and still be followed by events of From or later: the
+// scan of a From filter ends past it.
+const clockSkew = 10 * time.Second
+
+// filteredHistory serves the filters no index answers: it scans src
+// newest first from o.Before, a revision at a time, keeping what o keeps,
+// until the page is full, HistoryScanBudget events were read, or the
+// events are older than o.From.
+func (e *Engine) filteredHistory(ctx context.Context, src trailSource, o HistoryOptions) ([]Event, int64, error) {
+	events := []Event{}
+	pastFrom := false
+	next, err := e.scanTrail(ctx, src, o.Before, HistoryScanBudget, func(group []Event) bool {
+		for _, ev := range group {
+			if o.keep(ev) {
+				events = append(events, ev)
+			}
+		}
+		if !o.From.IsZero() && group[len(group)-1].Time.Before(o.From.Add(-clockSkew)) {
+			pastFrom = true // nothing older can match
+			return false
+		}
+		return len(events) < o.Limit
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	var events []Event
-	for _, kv := range resp.Kvs {
-		if ev, ok := decodeEvent(kv); ok && o.keep(ev) {
-			events = append(events, ev)
+	if pastFrom {
+		next = 0
+	}
+	return events, next, nil
+}
+
+// scanTrail hands visit the events of src recorded before before (0: all),
+// newest first, a revision's events at a time, until visit returns false
+// or budget events were read. It returns the Before that goes on where it
+// stopped, 0 at the trail's end.
+func (e *Engine) scanTrail(ctx context.Context, src trailSource, before int64, budget int, visit func(group []Event) bool) (int64, error) {
+	for budget > 0 {
+		n := min(scanPage, budget)
+		evs, err := e.readTrail(ctx, src, src.from(before), src.end(), n+1)
+		if err != nil {
+			return 0, err
 		}
-	}
-	newestFirst(events)
-	if len(events) <= o.Limit {
-		return append([]Event{}, events...), 0, nil
-	}
-	// As in History: never end a page inside a revision's group.
-	cut, n := events[o.Limit].Revision, o.Limit
-	for n > 0 && events[n-1].Revision == cut {
-		n--
-	}
-	if n == 0 {
-		for n < len(events) && events[n].Revision == cut {
-			n++
+		if len(evs) == 0 {
+			return 0, nil
 		}
+		more := len(evs) > n
+		if more {
+			// Hold back the revision that may go on past the read.
+			last, k := evs[n].Revision, n
+			for k > 0 && evs[k-1].Revision == last {
+				k--
+			}
+			if k > 0 {
+				evs = evs[:k]
+			} else if evs, err = e.readRevision(ctx, src, last); err != nil {
+				return 0, err
+			}
+		}
+		budget -= len(evs)
+		for i := 0; i < len(evs); {
+			j := i + 1
+			for j < len(evs) && evs[j].Revision == evs[i].Revision {
+				j++
+			}
+			if !visit(evs[i:j]) {
+				return evs[i].Revision, nil
+			}
+			i = j
+		}
+		if !more {
+			return 0, nil
+		}
+		before = evs[len(evs)-1].Revision
 	}
-	if n == len(events) {
-		return events, 0, nil
-	}
-	return events[:n], events[n-1].Revision, nil
+	return before, nil
 }
 
 // lockOfName resolves the name filter of kind: a lock's name is its Lock

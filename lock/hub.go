@@ -42,6 +42,10 @@ type hub struct {
 	// most recentEvents; every event with a revision above floor is in it.
 	recent []*clientv3.Event
 	floor  int64
+	// lastEvent is the revision of the newest pending audit record
+	// dispatched; advanced is closed and replaced when rev moves.
+	lastEvent int64
+	advanced  chan struct{}
 }
 
 // recentEvents bounds the events a hub keeps for late registrations: more
@@ -50,8 +54,10 @@ type hub struct {
 const recentEvents = 4096
 
 func newHub(e *Engine, name, key string, from int64, opts ...clientv3.OpOption) *hub {
-	h := &hub{rev: from - 1, floor: from - 1, keys: map[string]map[*keyWatch]struct{}{}, streams: map[*streamWatch]struct{}{}}
-	h.feed = feed{e: e, name: name, key: key, opts: opts, next: from, handle: h.dispatch, compacted: h.compacted, opened: make(chan struct{})}
+	h := &hub{rev: from - 1, floor: from - 1, keys: map[string]map[*keyWatch]struct{}{}, streams: map[*streamWatch]struct{}{},
+		advanced: make(chan struct{})}
+	h.feed = feed{e: e, name: name, key: key, opts: opts, next: from, handle: h.dispatch, compacted: h.compacted, opened: make(chan struct{}),
+		poke: make(chan struct{}, 1)}
 	return h
 }
 
@@ -67,12 +73,42 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 	if len(h.streams) > 0 {
 		h.stream(wr.Events)
 	}
+	for _, ev := range wr.Events {
+		if ev.Type == mvccpb.PUT && h.feed.e.isEventRecord(ev.Kv) {
+			h.lastEvent = max(h.lastEvent, ev.Kv.ModRevision)
+		}
+	}
+	was := h.rev
 	if n := len(wr.Events); n > 0 {
 		h.rev = max(h.rev, wr.Events[n-1].Kv.ModRevision)
 	} else if wr.IsProgressNotify() {
 		h.rev = max(h.rev, wr.Header.Revision)
 	}
+	if h.rev > was {
+		close(h.advanced)
+		h.advanced = make(chan struct{})
+	}
 	return nil
+}
+
+// eventsThrough returns the revision of the newest pending audit record
+// at or before rev, once the hub has heard everything up to rev (or a
+// later one); it asks etcd for progress if it has to wait.
+func (h *hub) eventsThrough(ctx context.Context, rev int64) (int64, error) {
+	for {
+		h.mu.Lock()
+		reached, last, advanced := h.rev, h.lastEvent, h.advanced
+		h.mu.Unlock()
+		if reached >= rev {
+			return last, nil
+		}
+		h.feed.requestProgress()
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 }
 
 // remember keeps evs in recent, evicting the oldest beyond recentEvents.

@@ -116,66 +116,6 @@ func (w *waiterLease) close(e *Engine) {
 	}
 }
 
-// bucketLease hands out the lease that audit events are written under.
-// A new bucket starts every width; each bucket's lease outlives its last
-// event by HistoryRetention, then etcd deletes the whole bucket at once.
-type bucketLease struct {
-	mu    sync.Mutex
-	id    clientv3.LeaseID
-	until time.Time
-}
-
-func (e *Engine) bucketWidth() time.Duration {
-	return min(max(e.cfg.HistoryRetention/24, time.Second), time.Hour)
-}
-
-func (b *bucketLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	if b.id != 0 && now.Before(b.until) {
-		return b.id, nil
-	}
-	width := e.bucketWidth()
-	var resp *clientv3.LeaseGrantResponse
-	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.cli.Grant(octx, ttlSeconds(e.cfg.HistoryRetention+width))
-		return err
-	})
-	if err != nil {
-		return 0, e.etcdErr(ctx, "grant history bucket lease", err)
-	}
-	b.id, b.until = resp.ID, now.Add(width)
-	return b.id, nil
-}
-
-// forget drops id after etcd said it no longer exists (the node was
-// paused for longer than the retention, say), so the next get grants anew.
-func (b *bucketLease) forget(id clientv3.LeaseID) {
-	b.mu.Lock()
-	if b.id == id {
-		b.id = 0
-	}
-	b.mu.Unlock()
-}
-
-// withBucket runs f with the current bucket lease, once more with a fresh
-// one if etcd reports the lease gone.
-func (e *Engine) withBucket(ctx context.Context, f func(bucket clientv3.LeaseID) error) error {
-	for attempt := 0; ; attempt++ {
-		id, err := e.buckets.get(ctx, e)
-		if err != nil {
-			return err
-		}
-		err = f(id)
-		if err != nil && isLeaseNotFound(err) && attempt == 0 {
-			e.buckets.forget(id)
-			continue
-		}
-		return err
-	}
-}
-
 // leasePool keeps the own leases of released locks, and of acquires that
 // did not win, for the next acquire with the same TTL on this node. A
 // lease grant is a raft entry (and an fsync) and so is its revoke; a

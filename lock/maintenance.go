@@ -216,7 +216,7 @@ func (e *Engine) defragmentAll(ctx context.Context, self uint64, res *RecoverRes
 func (e *Engine) stillFull(ctx context.Context, res *RecoverResult) error {
 	sf := &StillFullError{DBSize: res.DBSize, Quota: res.Quota, Keys: map[string]int64{}}
 	for kind, p := range map[string]string{
-		"audit events": e.auditPrefix(), "fenced values": e.cfg.Prefix + "fenced/", "locks": e.locksPrefix(),
+		"audit events": e.histPrefix(), "pending audit events": e.auditPrefix(), "fenced values": e.cfg.Prefix + "fenced/", "locks": e.locksPrefix(),
 		"sessions": e.sessionsPrefix(), "waiters": e.cfg.Prefix + "queue/",
 	} {
 		// Count-only: no keys or values come back, however many.

@@ -26,13 +26,17 @@ type metrics struct {
 	// (feed.go).
 	watchRestarts *prometheus.CounterVec
 	watchHearing  *prometheus.GaugeVec
-	all           []prometheus.Collector
+	// historyDropped and historyEvents watch the trail's retention
+	// (historyindex.go).
+	historyDropped *prometheus.CounterVec
+	historyEvents  prometheus.GaugeFunc
+	all            []prometheus.Collector
 }
 
 // The engine's watches and why one is opened again: the label values of
 // baton_watch_restarts_total and baton_watch_hearing.
 var (
-	watchNames          = []string{"recorder", "waiters", "events"}
+	watchNames          = []string{"recorder", "waiters", "events", "history"}
 	watchRestartReasons = []string{"stalled", "error", "compacted"}
 )
 
@@ -49,7 +53,7 @@ var renewReasons = map[string][]string{
 	renewSession: {"session_not_found", "not_owner", "invalid", "unavailable", "canceled", "error"},
 }
 
-func newMetrics(hasLeader func() float64) *metrics {
+func newMetrics(hasLeader, historyEvents func() float64) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_lock_events_total",
@@ -108,12 +112,24 @@ func newMetrics(hasLeader func() float64) *metrics {
 	for _, t := range []EventType{EventAcquired, EventReleased, EventRevoked, EventExpired, EventSessionExpired} {
 		m.events.WithLabelValues(string(t))
 	}
+	m.historyDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_history_dropped_events_total",
+		Help: "Audit events this node dropped from the trail, oldest first, by reason: age (older than --history-retention) " +
+			"or size (the trail held more than --history-max-events). Only the node keeping the history index (the etcd leader's) drops.",
+	}, []string{"reason"})
+	m.historyDropped.WithLabelValues("age")
+	m.historyDropped.WithLabelValues("size")
+	m.historyEvents = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "baton_history_events",
+		Help: "Audit events the trail holds, as this node last read or wrote the history index (exact on the node keeping it).",
+	}, historyEvents)
 	for kind, reasons := range renewReasons {
 		for _, r := range reasons {
 			m.renewFailures.WithLabelValues(kind, r)
 		}
 	}
-	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits, m.watchRestarts, m.watchHearing}
+	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits, m.watchRestarts, m.watchHearing,
+		m.historyDropped, m.historyEvents}
 	return m
 }
 
@@ -133,8 +149,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // baton_lock_events_total, baton_renew_failures_total,
 // baton_etcd_leader_changes_total, baton_etcd_has_leader,
 // baton_acquires_waiting, baton_etcd_txn_batch_size,
-// baton_etcd_txn_batch_splits_total, baton_watch_restarts_total and
-// baton_watch_hearing. Register it once per registry.
+// baton_etcd_txn_batch_splits_total, baton_watch_restarts_total,
+// baton_watch_hearing, baton_history_dropped_events_total and
+// baton_history_events. Register it once per registry.
 func (e *Engine) Collector() prometheus.Collector { return e.metrics }
 
 // recorded counts n audit events of typ written by this engine.
@@ -142,6 +159,13 @@ func (e *Engine) recorded(typ EventType, n int) {
 	if n > 0 {
 		e.metrics.events.WithLabelValues(string(typ)).Add(float64(n))
 	}
+}
+
+// historyDropped counts n events dropped from the trail for reason.
+func (e *Engine) historyDropped(reason string, n int64) {
+	e.metrics.historyDropped.WithLabelValues(reason).Add(float64(n))
+	e.log.Info("dropped the oldest audit events", "reason", reason, "events", n,
+		"retention", e.cfg.HistoryRetention, "max_events", e.historyMaxEvents())
 }
 
 // renewFailed counts a failed renew of kind (renewLock or renewSession).

@@ -497,7 +497,10 @@ func (a *acquirer) entryValue(now time.Time) string {
 // It names the lease the lock is to live under; while the entry exists,
 // that lease is kept (see queuedLease).
 func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
-	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: now}
+	if a.queuedAt.IsZero() {
+		a.queuedAt = now
+	}
+	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt}
 	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
 		return wr
 	}
@@ -532,4 +535,14 @@ func (e *Engine) sweepEntry(key, value string) {
 	if err != nil {
 		e.log.Warn("sweep queue entry", "key", key, "err", err)
 	}
+}
+
+// queuedAt is the QueuedAt of an acquired event whose acquirer joined the
+// queue at since (zero: it never waited).
+func queuedAt(since time.Time) *time.Time {
+	if since.IsZero() {
+		return nil
+	}
+	t := since.UTC()
+	return &t
 }

@@ -88,7 +88,11 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 			r.done.Store(n)
 		}
 	}
-	r.feed = feed{e: e, name: "recorder", key: e.cfg.Prefix, opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()},
+	// It needs the end records (audit/) and the deletes of lock keys
+	// (locks/): the range between them holds those and little else, and
+	// none of the history index's writes (trail/ sorts after locks/).
+	r.feed = feed{e: e, name: "recorder", key: e.auditPrefix(),
+		opts: []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.locksPrefix())), clientv3.WithPrevKV()},
 		next: from, handle: r.handleResponse, compacted: r.compacted, opened: make(chan struct{})}
 	return r, nil
 }
@@ -213,17 +217,22 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 	now := nowUTC()
 	ev := Event{Time: now, Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
 		Credential: hr.Credential}
-	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		event, guard := e.holdEnd(name, token, hr, ev, bucket)
-		then := append([]clientv3.Op{event}, guard...)
-		octx, done := e.op(ctx)
-		defer done()
-		resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0)).Then(then...).Commit()
-		if err == nil && resp.Succeeded {
-			e.recorded(typ, 1) // else another node wrote it between our read and this txn
-		}
-		return err
-	})
+	event, guard := e.holdEnd(name, token, hr, ev)
+	then := append([]clientv3.Op{event}, guard...)
+	octx, done = e.op(ctx)
+	defer done()
+	// The hold's acquired record is there until the history index has
+	// taken in the hold's end (it then deletes both, historyIndex.end): a
+	// recorder that comes late to an end already indexed finds it gone,
+	// and writes nothing.
+	resp, err := e.cli.Txn(octx).If(
+		clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(e.acquiredKey(name, hr.Hold)), "=", token),
+	).Then(then...).Commit()
+	if err == nil && resp.Succeeded {
+		e.recorded(typ, 1) // else another node wrote it between our read and this txn
+	}
+	return err
 }
 
 // saveCursor records how far the recorder got, so a restart resumes there.

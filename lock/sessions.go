@@ -276,18 +276,16 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		return nil
 	}
 	ev := Event{Time: nowUTC(), Type: EventReleased, Session: session, Detail: "session deleted", Credential: credentialOf(ctx)}
-	return e.withBucket(ctx, func(bucket clientv3.LeaseID) error {
-		err := e.commitSessionEnds(ctx, ends, ev, bucket)
-		if err != nil && isLeaseNotFound(err) {
-			// Most likely a head's lease ended while it waited (see
-			// commitEnd): end the holds without handing them over.
-			for i := range ends {
-				ends[i].head = nil
-			}
-			err = e.commitSessionEnds(ctx, ends, ev, bucket)
+	err = e.commitSessionEnds(ctx, ends, ev)
+	if err != nil && isLeaseNotFound(err) {
+		// A head's lease ended while it waited (see commitEnd): end the
+		// holds without handing them over.
+		for i := range ends {
+			ends[i].head = nil
 		}
-		return err
-	})
+		err = e.commitSessionEnds(ctx, ends, ev)
+	}
+	return err
 }
 
 // sessionEnd is one lock that deleting its session releases.
@@ -299,13 +297,13 @@ type sessionEnd struct {
 }
 
 // commitSessionEnds runs one txn that ends every hold of ends, by ev.
-func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, ev Event, bucket clientv3.LeaseID) error {
+func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, ev Event) error {
 	ops := make([]clientv3.Op, len(ends))
 	txns := make([]endTxn, len(ends))
 	for i, end := range ends {
 		ev := ev
 		ev.Lock, ev.Owner, ev.Token = end.name, end.hr.Owner, end.token
-		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, bucket, false)
+		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, false)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
 	}
 	octx, done := e.op(ctx)

@@ -47,7 +47,7 @@ func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
 					queueKey, queueRev = e.queuePrefix("n")+"w-1", 42
 				}
 				now := nowUTC()
-				tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now, 0x40)
+				tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now)
 				what := layout
 				if session {
 					what += ", session"
@@ -132,7 +132,7 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 	ev := Event{Time: nowUTC(), Type: EventReleased, Lock: "n"}
 	head := &queueHead{key: e.queuePrefix("n") + "w-1", rev: 7, grant: holderRecord{Owner: "next", Hold: "h2", Lease: leaseHex(0x11)}}
 	for _, h := range []*queueHead{nil, head} {
-		tx := e.endTxn("n", 5, hr, ev, h, 0x40, true)
+		tx := e.endTxn("n", 5, hr, ev, h, true)
 		opIs(t, "end event", tx.then, 0, "put", e.endKey("n", "h"))
 		if h == nil {
 			if tx.handOver != -1 {

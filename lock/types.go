@@ -118,6 +118,10 @@ type Event struct {
 	// label the client chose; Credential is what authentication proved.
 	// Empty without authentication.
 	Credential string `json:"credential,omitempty"`
+	// QueuedAt, on an acquired event, is when the acquirer joined the
+	// lock's queue: the hold was granted after waiting from then. Nil
+	// when the lock was free at the first attempt.
+	QueuedAt *time.Time `json:"queued_at,omitempty"`
 }
 
 // FencedValue is the content of a fenced register.

@@ -24,6 +24,7 @@ import { dropHold, initLocks, loadLocksSoon, loadQueuesSoon } from "./locks.js";
 import { checkRevokeTarget, holdEnded, initRevoke, openRevoke } from "./revoke.js";
 import { state } from "./state.js";
 import { connect, initStream } from "./stream.js";
+import { initTimeline, loadTimelineSoon, pollTimeline, tickTimeline, timelineEvent } from "./timeline.js";
 import { storedToken } from "./token.js";
 
 const ENDED = new Set(["released", "expired", "revoked", "session_expired"]);
@@ -34,10 +35,15 @@ initLocks({
   revoke: openRevoke,
   rendered: () => {
     renderLockStatus();
+    tickTimeline(); // held locks no event of the window shows are drawn too
     if (state.revoking) checkRevokeTarget();
   },
 });
-initHistory(historyFiltered);
+initHistory(() => {
+  historyFiltered();
+  loadTimelineSoon(); // the timeline follows the history's lock and owner filters
+});
+initTimeline();
 initRevoke(() => {
   loadLocksSoon();
   loadHistorySoon();
@@ -45,6 +51,7 @@ initRevoke(() => {
 initAuth(() => {
   loadLocksSoon();
   loadHistorySoon();
+  loadTimelineSoon();
   loadCluster();
   connect();
 });
@@ -53,8 +60,13 @@ initStream({
     loadLocksSoon();
     if (state.history.before === 0) loadHistorySoon(); // an older page does not change
   },
+  // The timeline reads its window again only when the stream (re)opens or
+  // is down: while it is live, events extend the window as they come.
+  connected: loadTimelineSoon,
+  polled: pollTimeline,
   event: (e) => {
     showRevision(e.revision);
+    timelineEvent(e);
     if (ENDED.has(e.type)) {
       dropHold(e.lock, e.token);
       holdEnded(e.lock, e.token, e.type);
@@ -65,8 +77,12 @@ initStream({
 initFollow();
 loadLocksSoon();
 loadHistorySoon();
+loadTimelineSoon();
 loadCluster();
-setInterval(tick, 1000);
+setInterval(() => {
+  tick();
+  tickTimeline();
+}, 1000);
 setInterval(() => {
   if (state.authRequired && !storedToken()) return; // every call would be refused
   loadCluster();

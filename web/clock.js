@@ -32,6 +32,15 @@ function span(ms) {
   return h % 24 ? `${d} d ${h % 24} h` : `${d} d`;
 }
 
+// elapsed renders a short length of time precisely (waits, holds): ms
+// under a second, tenths of a second under a minute, then as span does.
+export function elapsed(ms) {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3600000) return `${Math.floor(ms / 60000)} m ${String(Math.floor(ms / 1000) % 60).padStart(2, "0")} s`;
+  return span(ms);
+}
+
 // duration renders a Go duration ("1m0s", "1h30m0s", "500ms") like span.
 export function duration(d) {
   const units = { h: 3600000, m: 60000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };

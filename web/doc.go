@@ -24,6 +24,9 @@
 //	locks.js    the held locks and their queues; lockrow.js draws a row,
 //	            delays.js the locks under lock-delay
 //	history.js  the history, filtered and paged
+//	timeline.js the timeline of the busiest locks' holds and waits over a
+//	            window ending now; holds.js reads holds from events,
+//	            timelinesvg.js draws them, busiest.js tabulates them
 //	follow.js   following one lock from a history link
 //	revoke.js   the revoke dialog
 //	cluster.js  the cluster panel

@@ -22,8 +22,9 @@ let reconnectTimer = 0;
 let pollTimer = 0;
 
 // hooks are set by initStream: reload() reads again what may have changed,
-// event(e) applies one event before that reload.
-const hooks = { reload: () => {}, event: () => {} };
+// event(e) applies one event before that reload, connected() runs when
+// the stream (re)opens and polled() on each reload while it is down.
+const hooks = { reload: () => {}, event: () => {}, connected: () => {}, polled: () => {} };
 
 const titles = {
   live: "Following /v1/events: changes show as they happen.",
@@ -47,7 +48,10 @@ function setLive(s) {
     clearInterval(pollTimer);
     pollTimer = 0;
   } else if (!pollTimer) {
-    pollTimer = setInterval(() => hooks.reload(), POLL_EVERY);
+    pollTimer = setInterval(() => {
+      hooks.reload();
+      hooks.polled();
+    }, POLL_EVERY);
   }
 }
 
@@ -113,6 +117,7 @@ async function follow(ctl) {
   reconnectWait = 1000;
   setLive("live");
   hooks.reload(); // catch up on whatever happened before the stream (re)opened
+  hooks.connected();
 
   // The server sends a comment every 15 s: silence for much longer
   // means a connection that died without a word (a sleeping laptop, a
@@ -159,8 +164,12 @@ function onMessage(msg) {
 
 // initStream sets what the stream changes: reload() reads again what may
 // have changed (after each event, on (re)connecting, and every 5 s while
-// the stream is down); event(e) applies one event first.
-export function initStream({ reload, event }) {
+// the stream is down); event(e) applies one event first. connected() runs
+// on each (re)connection, polled() with each reload while the stream is
+// down, for what only needs reading again then.
+export function initStream({ reload, event, connected, polled }) {
   hooks.reload = reload;
   hooks.event = event;
+  if (connected) hooks.connected = connected;
+  if (polled) hooks.polled = polled;
 }

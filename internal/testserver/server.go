@@ -282,12 +282,25 @@ func (s *Server) Serve(req *http.Request) *Response {
 	return &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes(), Took: time.Since(start)}
 }
 
-// Keys lists every key baton keeps under /baton/, except the expiry
-// recorder's cursor (under /baton/meta/), which moves by itself.
+// settle waits until the history index holds every event so far: it
+// writes (entries, a bucket lease) after the request that made an event
+// has answered, and a key or lease it writes then is not the next
+// request's.
+func (s *Server) settle(ctx context.Context) {
+	s.t.Helper()
+	if _, _, err := s.Eng.History(ctx, lock.HistoryOptions{Limit: 1}); err != nil {
+		s.t.Fatalf("wait for the history index: %v", err)
+	}
+}
+
+// Keys lists every key baton keeps under /baton/, except the cursors of
+// the expiry recorder and the history index (under /baton/meta/), which
+// move by themselves, once the history index holds every event so far.
 func (s *Server) Keys() map[string]bool {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	s.settle(ctx)
 	resp, err := s.Eng.Client().Get(ctx, "/baton/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		s.t.Fatalf("list keys: %v", err)
@@ -301,11 +314,13 @@ func (s *Server) Keys() map[string]bool {
 	return keys
 }
 
-// Leases lists the etcd leases alive now.
+// Leases lists the etcd leases alive now, once the history index holds
+// every event so far (its bucket leases are among them).
 func (s *Server) Leases() map[clientv3.LeaseID]bool {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	s.settle(ctx)
 	resp, err := s.Eng.Client().Leases(ctx)
 	if err != nil {
 		s.t.Fatalf("list leases: %v", err)

@@ -242,6 +242,12 @@ type Event struct {
 	// Owner Example: w1
 	Owner string `json:"owner"`
 
+	// QueuedAt QueuedAt, on an acquired event, is when the acquirer began waiting
+	// in the lock's queue; absent when the lock was granted at once.
+	//
+	// Example: 2026-11-29T14:25:12.401Z
+	QueuedAt *time.Time `json:"queued_at,omitempty"`
+
 	// Revision Example: 4712
 	Revision int64   `json:"revision"`
 	Session  *string `json:"session,omitempty"`

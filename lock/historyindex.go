@@ -1,0 +1,393 @@
+package lock
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// historyIndex copies every pending audit record into the indexed trail
+// (histkeys.go), in revision order, exactly once, and bounds the trail by
+// age and by count.
+//
+// One node at a time does it: with an embedded member, the node whose
+// member leads etcd; with an external etcd every node tries. Every write
+// it makes is one txn that compares meta/history's ModRevision with the
+// one it last wrote, and writes the index entries, the deletions of the
+// pending records they replace and the new meta/history together: two
+// indexers never both index a record, and a crash leaves the index and
+// its cursor in step.
+//
+// Retention: entries are put under bucket leases, a new one every
+// Config.HistoryMaxEvents/historyBuckets events or HistoryRetention/24,
+// whichever comes first. A bucket's lease outlives its newest event by
+// HistoryRetention, so etcd drops events by age itself, a bucket at a
+// time; when the trail holds more than HistoryMaxEvents, the index
+// revokes the oldest bucket, and etcd drops it at once. Either way no
+// request ever scans for old events.
+type historyIndex struct {
+	e *Engine
+
+	// mu serialises the index's writes (indexing and trimming).
+	mu      sync.Mutex
+	meta    historyMeta
+	metaRev int64 // ModRevision of meta/history as last read or written
+
+	// indexed is the Indexed of the latest meta/history this node has
+	// seen; changed is closed and replaced when it moves.
+	notify  sync.Mutex
+	indexed int64
+	changed chan struct{}
+	count   atomic.Int64 // meta.Events, for the metric
+}
+
+// historyMeta is the value of meta/history.
+type historyMeta struct {
+	// Indexed is the revision up to which every pending record is
+	// indexed, bar the first Partial records of revision Indexed+1 (in
+	// entry order), which a revision too large for one txn left done.
+	Indexed int64 `json:"indexed"`
+	Partial int   `json:"partial,omitempty"`
+	// Events is how many events the trail holds.
+	Events int64 `json:"events"`
+	// Buckets are the leases the trail's entries live under, oldest
+	// first.
+	Buckets []historyBucket `json:"buckets,omitempty"`
+	// Backfill, while set, is the scan indexing the pending records
+	// written before there was an index (a data dir of an older baton),
+	// or missed while compaction ran ahead of the index.
+	Backfill *historyBackfill `json:"backfill,omitempty"`
+}
+
+type historyBucket struct {
+	Lease   clientv3.LeaseID `json:"lease"`
+	Opened  time.Time        `json:"opened"`
+	Expires time.Time        `json:"expires"`
+	Events  int64            `json:"events"`
+}
+
+type historyBackfill struct {
+	// Through is the revision the scan indexes up to; the index resumes
+	// watching after it.
+	Through int64 `json:"through"`
+	// After is the last pending key scanned.
+	After string `json:"after,omitempty"`
+}
+
+// historyBuckets is how many buckets share HistoryMaxEvents: the count
+// bound drops a 1/historyBuckets slice of the trail at a time.
+const historyBuckets = 64
+
+// indexChunk bounds the events of one index txn: each costs at most four
+// ops (two puts, two deletes), and etcd's default --max-txn-ops is 128.
+const indexChunk = 30
+
+// errIndexMoved says another node wrote meta/history: this one reads it
+// again before writing.
+var errIndexMoved = errors.New("another node indexed the history meanwhile")
+
+func newHistoryIndex(e *Engine) *historyIndex {
+	return &historyIndex{e: e, changed: make(chan struct{})}
+}
+
+// events is the trail's size as last read or written (a metric).
+func (x *historyIndex) events() float64 { return float64(x.count.Load()) }
+
+// run indexes while this node is the one to, until stop.
+func (x *historyIndex) run(stop context.Context) {
+	e := x.e
+	backoff := 100 * time.Millisecond
+	for stop.Err() == nil {
+		if !x.active() {
+			select {
+			case <-stop.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		err := x.serve(stop)
+		if stop.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, errIndexMoved) {
+			e.log.Warn("history index; retrying", "err", err, "in", backoff)
+			select {
+			case <-stop.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+	}
+}
+
+// active says whether this node indexes: the etcd leader's node, or any
+// with an external etcd.
+func (x *historyIndex) active() bool {
+	m := x.e.cfg.Embedded
+	return m == nil || m.IsLeader()
+}
+
+// serve reads meta/history, finishes a backfill, then indexes what its
+// watch brings until the node stops being the one to, or a write of
+// another node's comes between.
+func (x *historyIndex) serve(stop context.Context) error {
+	ctx, cancel := context.WithCancel(stop)
+	defer cancel()
+	if err := x.load(ctx); err != nil {
+		return err
+	}
+	if x.meta.Backfill != nil {
+		if err := x.backfill(ctx); err != nil {
+			return err
+		}
+	}
+	var failed error
+	var once sync.Once
+	fail := func(err error) {
+		once.Do(func() { failed = err })
+		cancel()
+	}
+	// The watch hands pending records to a writer through q, so that
+	// the index writes as many as came meanwhile in one go instead of a
+	// txn per watch response (one per revision, when the watch keeps up).
+	// meta/history, not the watch, is the cursor: after a failure serve
+	// starts over from it.
+	q := make(chan []pendingRecord, indexQueue)
+	f := &feed{e: x.e, name: "history", key: x.e.auditPrefix(),
+		opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterDelete()}, next: x.meta.Indexed + 1,
+		handle: func(ctx context.Context, wr clientv3.WatchResponse) error {
+			recs := x.e.pendingOf(wr)
+			if len(recs) == 0 {
+				return nil
+			}
+			select {
+			case q <- recs:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		compacted: x.compacted, opened: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() { x.supervise(ctx, fail) })
+	wg.Go(func() { x.write(ctx, q, fail) })
+	f.run(ctx)
+	cancel()
+	wg.Wait()
+	return failed
+}
+
+// indexQueue bounds the watch responses waiting for the writer; indexBatch
+// is how many events the writer takes at once.
+const (
+	indexQueue = 256
+	indexBatch = 8 * indexChunk
+)
+
+// write indexes what q brings, all that waits at a time, until ctx ends
+// or a write fails.
+func (x *historyIndex) write(ctx context.Context, q <-chan []pendingRecord, fail func(error)) {
+	for {
+		var recs []pendingRecord
+		select {
+		case recs = <-q:
+		case <-ctx.Done():
+			return
+		}
+	more:
+		for len(recs) < indexBatch {
+			select {
+			case r := <-q:
+				recs = append(recs, r...)
+			default:
+				break more
+			}
+		}
+		x.mu.Lock()
+		err := x.index(ctx, recs)
+		x.mu.Unlock()
+		if err != nil {
+			fail(err)
+			return
+		}
+	}
+}
+
+// supervise trims by age on a timer and ends serve once this node is no
+// longer the one to index.
+func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !x.active() {
+			fail(errIndexMoved)
+			return
+		}
+		if err := x.trim(ctx); err != nil {
+			if errors.Is(err, errIndexMoved) {
+				fail(err)
+				return
+			}
+			x.e.log.Warn("trim history", "err", err)
+		}
+	}
+}
+
+// load reads meta/history; a first start over a data dir with pending
+// records and no index starts a backfill of them.
+func (x *historyIndex) load(ctx context.Context) error {
+	e := x.e
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, e.historyMetaKey())
+	done()
+	if err != nil {
+		return e.etcdErr(ctx, "read history meta", err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(resp.Kvs) == 0 {
+		m := historyMeta{Backfill: &historyBackfill{Through: resp.Header.Revision}}
+		return x.commit(ctx, m, nil)
+	}
+	var m historyMeta
+	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
+		return fmt.Errorf("decode history meta: %w", err)
+	}
+	x.meta, x.metaRev = m, resp.Kvs[0].ModRevision
+	x.count.Store(m.Events)
+	x.seen(m.Indexed)
+	return nil
+}
+
+// commit writes ops and m as the new meta/history, if nobody else wrote
+// it since metaRev. The caller holds mu.
+func (x *historyIndex) commit(ctx context.Context, m historyMeta, ops []clientv3.Op) error {
+	e := x.e
+	key := e.historyMetaKey()
+	ops = append(ops, clientv3.OpPut(key, mustJSON(m)))
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", x.metaRev)).Then(ops...).Commit()
+	if err != nil {
+		return e.etcdErr(ctx, "write history index", err)
+	}
+	if !resp.Succeeded {
+		return errIndexMoved
+	}
+	x.meta, x.metaRev = m, resp.Header.Revision
+	x.count.Store(m.Events)
+	x.seen(m.Indexed)
+	return nil
+}
+
+// seen notes that the index reached indexed.
+func (x *historyIndex) seen(indexed int64) {
+	x.notify.Lock()
+	defer x.notify.Unlock()
+	if indexed > x.indexed {
+		x.indexed = indexed
+		close(x.changed)
+		x.changed = make(chan struct{})
+	}
+}
+
+// pendingOf parses the pending records put in wr.
+func (e *Engine) pendingOf(wr clientv3.WatchResponse) []pendingRecord {
+	var recs []pendingRecord
+	for _, ev := range wr.Events {
+		if ev.Type != mvccpb.PUT || !e.isEventRecord(ev.Kv) {
+			continue
+		}
+		if p, ok := e.parsePending(ev.Kv); ok {
+			recs = append(recs, p)
+		}
+	}
+	return recs
+}
+
+// index writes recs (one watch response's, or one backfill page's) in
+// txns of at most indexChunk events, skipping those meta says are done.
+// The caller holds mu.
+func (x *historyIndex) index(ctx context.Context, recs []pendingRecord) error {
+	slices.SortFunc(recs, func(a, b pendingRecord) int {
+		return cmp.Or(cmp.Compare(a.ev.Revision, b.ev.Revision), cmp.Compare(a.entry, b.entry))
+	})
+	m := x.meta
+	recs = slices.DeleteFunc(recs, func(p pendingRecord) bool { return p.ev.Revision <= m.Indexed })
+	if m.Partial > 0 {
+		n := 0
+		for n < len(recs) && n < m.Partial && recs[n].ev.Revision == m.Indexed+1 {
+			n++
+		}
+		recs = recs[n:]
+	}
+	for len(recs) > 0 {
+		n := min(len(recs), indexChunk)
+		if err := x.indexChunk(ctx, recs[:n], n == len(recs) || recs[n].ev.Revision != recs[n-1].ev.Revision); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return x.trimCount(ctx)
+}
+
+// indexChunk writes one txn of recs; whole says the chunk ends its last
+// revision.
+func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, whole bool) error {
+	m := x.meta
+	m.Buckets = slices.Clone(m.Buckets)
+	bucket, err := x.bucket(ctx, &m, len(recs))
+	if err != nil {
+		return err
+	}
+	ops := x.entryOps(recs, bucket)
+	last := recs[len(recs)-1].ev.Revision
+	switch {
+	case whole:
+		m.Indexed, m.Partial = last, 0
+	case last == m.Indexed+1:
+		m.Partial += len(recs)
+	default:
+		m.Indexed, m.Partial = last-1, 0
+		for _, p := range recs {
+			if p.ev.Revision == last {
+				m.Partial++
+			}
+		}
+	}
+	m.Events += int64(len(recs))
+	m.Buckets[len(m.Buckets)-1].Events += int64(len(recs))
+	return x.commit(ctx, m, ops)
+}
+
+// entryOps index recs under bucket and delete the pending records they
+// replace.
+func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID) []clientv3.Op {
+	ops := make([]clientv3.Op, 0, 4*len(recs))
+	for _, p := range recs {
+		ops = append(ops, clientv3.OpPut(x.e.histKey(p), indexedValue(p), clientv3.WithLease(bucket)),
+			clientv3.OpPut(x.e.histNameKey(p), "", clientv3.WithLease(bucket)))
+		for _, k := range p.deletes {
+			ops = append(ops, clientv3.OpDelete(k))
+		}
+	}
+	return ops
+}

@@ -1,0 +1,120 @@
+package lock
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// historyEventBytes is what an event of the trail takes in etcd's backend,
+// measured (docs/PERFORMANCE.md): about 580 bytes in use after compaction
+// over its three keys (trail/, trailname/ and the pending record it replaced),
+// rounded up.
+const historyEventBytes = 600
+
+// historyMaxEventsFor is the most events a trail may keep under quota
+// (0: etcd's default): their bytes must stay under half of it, so the
+// trail alone never raises NOSPACE and locks keep being granted.
+func historyMaxEventsFor(quota int64) int64 {
+	return cmp.Or(quota, defaultBackendQuota) / 2 / historyEventBytes
+}
+
+// bucket returns the lease for n more events, opening a new bucket in m
+// when the newest is full or old.
+func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clientv3.LeaseID, error) {
+	e := x.e
+	now := time.Now()
+	width := e.historyBucketWidth()
+	// A bucket of at least a chunk: a lease per txn at most.
+	per := max(e.historyMaxEvents()/historyBuckets, indexChunk)
+	if k := len(m.Buckets); k > 0 {
+		b := m.Buckets[k-1]
+		if b.Events+int64(n) <= per && now.Before(b.Opened.Add(width)) {
+			return b.Lease, nil
+		}
+	}
+	ttl := e.cfg.HistoryRetention + width
+	var resp *clientv3.LeaseGrantResponse
+	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.cli.Grant(octx, ttlSeconds(ttl))
+		return err
+	})
+	if err != nil {
+		return 0, e.etcdErr(ctx, "grant history bucket lease", err)
+	}
+	m.Buckets = append(m.Buckets, historyBucket{Lease: resp.ID, Opened: now.UTC(), Expires: now.Add(time.Duration(resp.TTL) * time.Second).UTC()})
+	return resp.ID, nil
+}
+
+// historyBucketWidth is how long a bucket takes new events: the
+// granularity of retention by age.
+func (e *Engine) historyBucketWidth() time.Duration {
+	return min(max(e.cfg.HistoryRetention/24, time.Second), time.Hour)
+}
+
+// trim drops the buckets etcd expired, and the oldest while the trail
+// holds more than HistoryMaxEvents.
+func (x *historyIndex) trim(ctx context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.meta
+	now := time.Now()
+	n := 0
+	var dropped int64
+	// The newest bucket stays: it is the one being written.
+	for n < len(m.Buckets)-1 && now.After(m.Buckets[n].Expires) {
+		dropped += m.Buckets[n].Events
+		n++
+	}
+	if n == 0 {
+		return x.trimCount(ctx)
+	}
+	m.Buckets = slices.Clone(m.Buckets[n:])
+	m.Events -= dropped
+	if err := x.commit(ctx, m, nil); err != nil {
+		return err
+	}
+	x.e.historyDropped("age", dropped)
+	return x.trimCount(ctx)
+}
+
+// trimCount revokes the oldest buckets while the trail holds more than
+// HistoryMaxEvents. The caller holds mu.
+func (x *historyIndex) trimCount(ctx context.Context) error {
+	e := x.e
+	for x.meta.Events > e.historyMaxEvents() && len(x.meta.Buckets) > 1 {
+		m := x.meta
+		b := m.Buckets[0]
+		// Revoke first: if the node stops before the meta write, the
+		// next load finds the lease gone (verifyBuckets) and counts it.
+		err := e.retryNotApplied(ctx, func(octx context.Context) error {
+			_, err := e.cli.Revoke(octx, b.Lease)
+			return err
+		})
+		if err != nil && !isLeaseNotFound(err) {
+			return e.etcdErr(ctx, "drop oldest history", err)
+		}
+		m.Buckets = slices.Clone(m.Buckets[1:])
+		m.Events -= b.Events
+		if err := x.commit(ctx, m, nil); err != nil {
+			return err
+		}
+		e.historyDropped("size", b.Events)
+	}
+	return nil
+}
+
+// defaultHistoryMaxEvents bounds the trail when HistoryMaxEvents is 0: a
+// million events take about a quarter of etcd's default quota.
+const defaultHistoryMaxEvents = 1000000
+
+// historyMaxEvents is the trail's bound in force.
+func (e *Engine) historyMaxEvents() int64 {
+	if n := e.cfg.HistoryMaxEvents; n > 0 {
+		return int64(n)
+	}
+	return max(min(defaultHistoryMaxEvents, historyMaxEventsFor(e.cfg.BackendQuota)), historyBuckets)
+}

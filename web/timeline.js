@@ -1,0 +1,246 @@
+// The timeline: who held each lock when, and who waited for it, over a
+// window ending now. It reads the window from GET /v1/history, then
+// follows the page's event stream; holds.js turns the events into holds,
+// timelinesvg.js draws them and busiest.js tabulates them.
+
+import { api, clearProblem, showProblem } from "./api.js";
+import { renderBusiest } from "./busiest.js";
+import { now } from "./clock.js";
+import { $, setText } from "./dom.js";
+import { heldHolds, lockStats, readHolds } from "./holds.js";
+import { coalesce } from "./schedule.js";
+import { state } from "./state.js";
+import { drawTimeline } from "./timelinesvg.js";
+
+// SPANS are the windows the zoom buttons choose, by their label.
+const SPANS = { "1m": 60e3, "5m": 300e3, "15m": 900e3, "1h": 3600e3, "6h": 21600e3, "24h": 86400e3 };
+
+// budget is how much a window load reads: at most pages pages of size
+// events. A filtered page may hold fewer events than asked (the server
+// reads a bounded number of records per request), so the bound is on
+// requests as well as events. index.html sets it on the chart
+// (data-pages, data-page-size), where a test can make it small.
+function budget() {
+  const d = $("timeline-chart").dataset;
+  const size = Number(d.pageSize) || 500;
+  const pages = Number(d.pages) || 20;
+  return { size, pages, events: size * pages };
+}
+const ROWS = 20; // locks drawn, the busiest of the window
+
+const tl = state.timeline;
+
+// filterOf is what the history's filters ask of the timeline: one lock,
+// one owner. The type filter does not apply: a hold needs both its ends.
+function filterOf() {
+  return { lock: $("history-lock").value.trim(), owner: $("history-owner").value.trim() };
+}
+
+function filterKey(f) {
+  return JSON.stringify(f);
+}
+
+function matches(f, e) {
+  return (!f.lock || e.lock === f.lock) && (!f.owner || e.owner === f.owner);
+}
+
+function eventKey(e) {
+  return `${e.revision}/${e.type}/${e.lock}/${e.token || 0}`;
+}
+
+function keep(events, e) {
+  if (e.kind && e.kind !== "lock") return;
+  const at = Date.parse(e.time);
+  if (Number.isNaN(at)) return;
+  events.set(eventKey(e), Object.assign({ at }, e));
+}
+
+// readWindow follows next_before from the newest event back to from,
+// within the budget. It returns the events and whether the budget stopped
+// it before the window's start.
+async function readWindow(f, from) {
+  const max = budget();
+  const events = new Map();
+  let before = 0;
+  let pages = 0;
+  let reachedStart = false;
+  do {
+    const q = new URLSearchParams({ limit: String(max.size), kind: "lock", from: new Date(from).toISOString() });
+    if (f.lock) q.set("name", f.lock);
+    if (f.owner) q.set("owner", f.owner);
+    if (before) q.set("before", String(before));
+    const page = await api(`/v1/history?${q}`);
+    for (const e of page.events || []) keep(events, e);
+    before = page.next_before || 0;
+    pages++;
+    const last = (page.events || []).at(-1);
+    reachedStart = last !== undefined && Date.parse(last.time) < from;
+  } while (before && !reachedStart && pages < max.pages && events.size < max.events);
+  return { events, truncated: before !== 0 && !reachedStart };
+}
+
+async function loadTimeline() {
+  const f = filterOf();
+  const span = tl.span;
+  const from = now() - span;
+  tl.pending = [];
+  let read;
+  try {
+    read = await readWindow(f, from);
+  } catch (err) {
+    tl.pending = null;
+    showProblem($("timeline-error"), err);
+    if (filterKey(f) !== tl.filter || span !== tl.shown) {
+      // What is drawn is of another filter or window: show only the
+      // problem until a reconnection, a sign-in or another filter reads
+      // again.
+      $("timeline-body").hidden = true;
+      tl.filter = filterKey(f);
+      tl.loaded = false;
+    }
+    return;
+  }
+  const live = tl.pending;
+  tl.pending = null;
+  if (filterKey(f) !== filterKey(filterOf()) || span !== tl.span) {
+    loadTimelineSoon(); // the filter or the window changed meanwhile
+    return;
+  }
+  clearProblem($("timeline-error"));
+  $("timeline-body").hidden = false;
+  for (const e of live) keep(read.events, e);
+  tl.events = read.events;
+  tl.filter = filterKey(f);
+  tl.shown = span;
+  tl.truncated = read.truncated;
+  // Past the budget, what is known starts at the oldest event read (or,
+  // when no page had any, at the read itself).
+  tl.horizon = read.truncated ? [...read.events.values()].reduce((m, e) => Math.min(m, e.at), now()) : 0;
+  tl.loaded = true;
+  drawNow();
+}
+
+// loadTimelineSoon reads the window again, once for a burst of calls.
+export const loadTimelineSoon = coalesce(loadTimeline, 300);
+
+const POLL_GAP = 30000; // ms between window reads while the stream is down
+let polledAt = 0;
+
+// pollTimeline reads the window again while the event stream is down,
+// less often than the rest of the page: a read may take many requests.
+export function pollTimeline() {
+  if (Date.now() - polledAt < POLL_GAP) return;
+  polledAt = Date.now();
+  loadTimelineSoon();
+}
+
+// timelineEvent adds an event of the stream to the window.
+export function timelineEvent(e) {
+  if (!matches(filterOf(), e)) return;
+  if (tl.pending) tl.pending.push(e); // a load is reading the window: it keeps this too
+  keep(tl.events, e);
+  drawSoon();
+}
+
+const DRAW_GAP = 250; // ms between redraws, at least, however fast events come
+
+let drawTimer = 0;
+let drawnAt = 0;
+let hovering = false;
+
+function drawSoon() {
+  if (!drawTimer)
+    drawTimer = setTimeout(
+      () => {
+        drawTimer = 0;
+        drawNow();
+      },
+      Math.max(0, drawnAt + DRAW_GAP - Date.now()),
+    );
+}
+
+// forget drops the events before from, and the oldest past the budget
+// (moving the horizon up to what is kept), so that a page left open on a
+// busy cluster stays small.
+function forget(from) {
+  const max = budget().events;
+  for (const [k, e] of tl.events) if (e.at < from) tl.events.delete(k);
+  if (tl.events.size <= max) return;
+  const sorted = [...tl.events.entries()].sort((a, b) => a[1].revision - b[1].revision);
+  for (const [k] of sorted.slice(0, sorted.length - max)) tl.events.delete(k);
+  tl.truncated = true;
+  tl.horizon = sorted[sorted.length - max][1].at;
+}
+
+// filterChanged reads the window again if the history's filters are not
+// those it was read with (a lock link sets them without an input event).
+function filterChanged() {
+  if (tl.filter === filterKey(filterOf())) return false;
+  loadTimelineSoon();
+  return true;
+}
+
+function drawNow() {
+  if (!tl.loaded || filterChanged()) return;
+  const to = now();
+  const from = to - tl.span;
+  forget(from);
+  if (tl.truncated && tl.horizon <= from) tl.truncated = false; // the window has moved past what was not read
+  const horizon = tl.truncated ? tl.horizon : from;
+  const f = filterOf();
+  const events = [...tl.events.values()].sort((a, b) => a.revision - b.revision);
+  const byLock = readHolds(events, horizon);
+  heldHolds(byLock, state.locks.filter((l) => matches(f, { lock: l.name, owner: l.owner })), horizon);
+  const names = [...byLock.keys()];
+  const busiest = names.sort((a, b) => byLock.get(b).events - byLock.get(a).events || (a < b ? -1 : 1)).slice(0, ROWS);
+  const rows = busiest.sort().map((name) => ({ name, holds: byLock.get(name).holds }));
+  drawTimeline($("timeline-svg"), { from, to, horizon, rows });
+  renderBusiest(lockStats(events, from).slice(0, ROWS));
+  renderNotes(names.length, rows.length, events.length);
+  drawnAt = Date.now();
+}
+
+function renderNotes(locks, rows, events) {
+  const label = Object.keys(SPANS).find((k) => SPANS[k] === tl.span);
+  $("timeline-empty").hidden = rows !== 0;
+  setText($("timeline-empty"), `No lock was taken, released or lost in the last ${label}.`);
+  $("timeline-svg").classList.toggle("tl-none", rows === 0);
+  const more = locks > rows ? `The ${rows} busiest of ${locks} locks in the last ${label}.` : "";
+  setText($("timeline-scope"), more);
+  $("timeline-scope").hidden = more === "";
+  const trunc = $("timeline-truncated");
+  trunc.hidden = !tl.truncated;
+  if (tl.truncated)
+    trunc.textContent = `Showing the newest ${events} events of this window: older ones were not read (shaded). Filter the history by lock or owner to see further back.`;
+}
+
+// tickTimeline keeps the window ending now: it redraws when now has moved
+// by a pixel's worth of time, except while the pointer rests on the chart
+// (a redraw would take its tooltip away).
+export function tickTimeline() {
+  if (!tl.loaded || filterChanged()) return;
+  const width = $("timeline-svg").clientWidth || 1000;
+  // 900 ms, not 1000: the tick that calls this comes every second, give
+  // or take a few ms, and must not skip every other redraw.
+  if (hovering || Date.now() - drawnAt < Math.max(900, tl.span / width)) return;
+  drawNow();
+}
+
+function zoom(label) {
+  tl.span = SPANS[label];
+  for (const b of $("timeline-zoom").querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.span === label));
+  tl.loaded = false;
+  loadTimelineSoon();
+}
+
+// initTimeline wires the zoom buttons and redraws on resizing.
+export function initTimeline() {
+  for (const b of $("timeline-zoom").querySelectorAll("button")) b.addEventListener("click", () => zoom(b.dataset.span));
+  const svg = $("timeline-svg");
+  svg.addEventListener("pointerenter", () => (hovering = true));
+  svg.addEventListener("pointerleave", () => {
+    hovering = false;
+    tickTimeline();
+  });
+  new ResizeObserver(drawSoon).observe($("timeline-chart"));
+}
