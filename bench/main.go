@@ -224,7 +224,11 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	n, etcdURL, err := startNode(ctx, dir)
+	var historyEvents int
+	if cfg.runs("history") {
+		historyEvents = cfg.HistoryEvents
+	}
+	n, etcdURL, err := startNode(ctx, dir, historyEvents)
 	if err != nil {
 		return err
 	}
@@ -246,15 +250,27 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	return err
 }
 
+// historyQuotaPerEvent is the backend quota the engine asks of each event
+// HistoryMaxEvents keeps: it keeps events of about 600 bytes in at most
+// half of the quota (lock.Config.Validate).
+const historyQuotaPerEvent = 1200
+
 // startNode starts baton as `baton serve` would, on free loopback ports,
-// and returns it with its etcd member's client URL.
-func startNode(ctx context.Context, dir string) (*node.Node, string, error) {
+// and returns it with its etcd member's client URL. With historyEvents,
+// the audit trail keeps at least twice that many events (and etcd's quota
+// grows to match), so the history scenario reads a trail retention has
+// not trimmed.
+func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, string, error) {
 	nc := node.DefaultConfig()
 	nc.Name = "bench"
 	nc.DataDir = filepath.Join(dir, "data")
 	nc.HTTPAddr = "127.0.0.1:0"
 	nc.LogLevel = "warn"
 	nc.ClientJSONGateway = true // the etcd-gateway peer drives etcd's own lock API over it
+	if historyEvents > 0 {
+		nc.HistoryMaxEvents = max(2*historyEvents, 1000000)
+		nc.BackendQuota = max(nc.BackendQuota, int64(nc.HistoryMaxEvents)*historyQuotaPerEvent)
+	}
 	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
 		addr, err := freeAddr()
 		if err != nil {

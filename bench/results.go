@@ -428,11 +428,14 @@ type HistoryResult struct {
 	FillEventsPerSec float64 `json:"fill_events_per_sec"`
 	// FillWorkers called the engine at once, as FillOwners owners, on
 	// historyNames locks.
-	FillWorkers int   `json:"fill_workers"`
-	FillOwners  int   `json:"fill_owners"`
-	Cycles      int64 `json:"cycles"`
-	Revoked     int64 `json:"revoked"`
-	Expired     int   `json:"expired"`
+	FillWorkers int `json:"fill_workers"`
+	FillOwners  int `json:"fill_owners"`
+	// IndexedSeconds is how long after the fill the first page could be
+	// read (see awaitHistory).
+	IndexedSeconds float64 `json:"indexed_seconds"`
+	Cycles         int64   `json:"cycles"`
+	Revoked        int64   `json:"revoked"`
+	Expired        int     `json:"expired"`
 	// FirstRevision and LastRevision are the lowest and highest token the
 	// fill's acquires were granted; the middle and oldest pages are read
 	// before revisions of that range.
@@ -511,6 +514,7 @@ func (h *HistoryResult) reads() []HistoryRead {
 func printHistory(tw io.Writer, h *HistoryResult) {
 	fmt.Fprintf(tw, "\nhistory: %d events filled through the engine in-process (%d workers as %d owners, %d locks) in %.1fs, %.0f events/s; %d revoked, %d expired; revisions %d..%d\n",
 		h.Events, h.FillWorkers, h.FillOwners, historyNames, h.FillSeconds, h.FillEventsPerSec, h.Revoked, h.Expired, h.FirstRevision, h.LastRevision)
+	fmt.Fprintf(tw, "first page %.1fs after the fill (the trail indexed)\n", h.IndexedSeconds)
 	fmt.Fprintln(tw, "GET\ttimed\tp50\tp99\tmax\ttarget p99\t\tlast page\tnext_before\terrors\t")
 	for _, r := range h.reads() {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t≤ %s\t%s\t%d\t%d\t%d\t\n", r.Path, r.Latency.Count,
