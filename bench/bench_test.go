@@ -142,6 +142,58 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	checkLatency(t, "scale probe", s.Probe, -1)
 }
 
+// TestRun_SmokeHistory fills a small audit trail and reads it as the
+// history scenario does at a million events; it checks that every figure
+// is there and sane, and that the replay counts the very events the fill
+// says it made.
+func TestRun_SmokeHistory(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Only = []string{"history"}
+	cfg.HistoryEvents, cfg.HistoryRequests = 2000, 20
+	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
+	raw := smokeRun(t, cfg, "history", "/v1/history?limit=100&owner=nobody", "replay", "target")
+	var res Results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	h := res.History
+	if h == nil || len(res.Floor)+len(res.Session) > 0 || res.Scale != nil {
+		t.Fatalf("-only history ran %+v", res)
+	}
+	cycles := int64(cfg.HistoryEvents-2*historyExpiries) / 2
+	if h.Events != int64(cfg.HistoryEvents) || h.Cycles != cycles || h.Revoked != cycles/revokeEvery || h.Revoked == 0 || h.Expired != historyExpiries {
+		t.Errorf("fill: %d events, %d cycles, %d revoked, %d expired; want %d, %d, %d (> 0), %d",
+			h.Events, h.Cycles, h.Revoked, h.Expired, cfg.HistoryEvents, cycles, cycles/revokeEvery, historyExpiries)
+	}
+	if h.FillSeconds <= 0 || h.FillEventsPerSec <= 0 || h.FirstRevision <= 0 || h.LastRevision <= h.FirstRevision {
+		t.Errorf("fill: %+v", h)
+	}
+	for _, r := range h.reads() {
+		checkLatency(t, r.Path, r.Latency, int64(cfg.HistoryRequests))
+		if r.Errors != 0 || r.Events > historyPage+historyWorkers || r.TargetP99 <= 0 {
+			t.Errorf("%s: %+v", r.Path, r)
+		}
+	}
+	for _, r := range []HistoryRead{h.Newest, h.Middle, h.Oldest} {
+		if r.Events == 0 {
+			t.Errorf("%s: an empty page of a trail of %d events", r.Path, h.Events)
+		}
+	}
+	if h.Owner.Events != 0 || h.Type.Events != int(h.Revoked) {
+		t.Errorf("owner=nobody found %d events, type=revoked %d; want 0 and %d", h.Owner.Events, h.Type.Events, h.Revoked)
+	}
+	if s := h.RSS; s.Reads != historyRSSReads || s.Errors != 0 || s.BeforeMiB <= 0 || s.AfterMiB <= 0 || s.TargetMiB <= 0 {
+		t.Errorf("rss: %+v", s)
+	}
+	// The trail holds the fill's events and nothing else.
+	if p := h.Replay; !p.Complete || p.Events != h.Events || p.FirstSeconds <= 0 || p.Seconds < p.FirstSeconds || p.RSSMaxMiB <= 0 {
+		t.Errorf("replay: %+v, want all %d events", p, h.Events)
+	}
+	if res.Settings.HistoryEvents != cfg.HistoryEvents || res.Settings.HistoryRequests != cfg.HistoryRequests {
+		t.Errorf("settings: %+v", res.Settings)
+	}
+}
+
 // checkCycles checks what every cycle scenario reports, whatever it ran
 // on: one result per client count, whole cycles without errors, sane
 // latencies, and ratios to the floor (when vsFloor) of cycles/s, p50 and
@@ -255,6 +307,29 @@ func TestParseFlags(t *testing.T) {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}
+	}
+}
+
+func TestParseFlags_HistoryRunsOnlyWhenNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false}, // every scenario but history
+		{[]string{"-only", "floor"}, false},
+		{[]string{"-only", "history", "-history-events", "5000"}, true},
+	} {
+		cfg, err := parseFlags(tc.args)
+		if err != nil {
+			t.Errorf("parseFlags(%q): %v", tc.args, err)
+			continue
+		}
+		if got := cfg.runs("history"); got != tc.want {
+			t.Errorf("parseFlags(%q): runs history = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{"-only", "history", "-history-events", "1"}); err == nil {
+		t.Error("-history-events 1 accepted")
 	}
 }
 

@@ -6,6 +6,7 @@
 //	go run ./bench -only floor,session -duration 5s # a subset
 //	go run ./bench -only floor,session,redis -redis 127.0.0.1:6379
 //	go run ./bench -only session -cpuprofile cpu.out && go tool pprof -top cpu.out
+//	go run ./bench -only history -history-events 100000
 //
 // It starts one baton node (embedded etcd, engine and HTTP server) in this
 // process on a temporary data dir, then runs, in this order:
@@ -22,6 +23,14 @@
 //     with the CPU of redis-server when it is a process of this machine;
 //   - contention: clients queueing with wait on one key: handoffs/s,
 //     handoff latency and grant order against arrival order;
+//   - history, only when -only names it (it takes minutes at its default
+//     million events): the audit trail filled through the node's engine in
+//     this process (acquire+release cycles in sessions on 1,000 locks, a
+//     few revoked, a few left to expire), then read through the HTTP API
+//     one request at a time: the newest, a middle and an old page,
+//     filtered pages (an owner nobody is, the rare revokes), one lock's
+//     page, RSS before and after 100 filtered reads, and the SSE replay
+//     from revision 0, each beside its target;
 //   - scale: sessions holding many locks, renewed on schedule, with a small
 //     acquire+release probe alongside: RSS, renew and probe latency.
 //

@@ -23,8 +23,13 @@ import (
 )
 
 // The scenarios, in the order they run. scale runs last because it leaves
-// its sessions and locks behind (see genScale).
-var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "contention", "scale"}
+// its sessions and locks behind (see genScale); history before it, because
+// the expiry of those sessions would land in the trail it reads.
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "contention", "history", "scale"}
+
+// askedOnly are the scenarios that run only when -only names them:
+// history takes minutes at its default size.
+var askedOnly = []string{"history"}
 
 // sessionTTL is the TTL of every session and per-lock lease the bench
 // makes: the API's default (docs/API.md, Locks), so the figures are those
@@ -44,11 +49,15 @@ type Config struct {
 	// session renewed once per ScaleRenew.
 	ScaleSessions, ScaleLocks int
 	ScaleDuration, ScaleRenew time.Duration
+	// HistoryEvents is how many audit events the history scenario makes
+	// before it reads them; HistoryRequests how many requests each of its
+	// reads is timed over (at most; each stops after 30 s).
+	HistoryEvents, HistoryRequests int
 	// Redis is the host:port of a Redis server for the redis peer, and
 	// RedisPassword its AUTH password; without Redis the peer does not run.
 	Redis, RedisPassword string
-	// Only lists the scenarios to run; empty means all (redis only when
-	// Redis is set).
+	// Only lists the scenarios to run; empty means all but history
+	// (redis only when Redis is set).
 	Only []string
 	// CPUProfile and MemProfile, when set, receive this process's CPU
 	// profile over the HTTP scenarios and its allocation profile at the end.
@@ -69,6 +78,8 @@ func DefaultConfig() Config {
 		ScaleLocks:        100,
 		ScaleDuration:     3 * time.Minute,
 		ScaleRenew:        10 * time.Second,
+		HistoryEvents:     1000000,
+		HistoryRequests:   200,
 		JSONPath:          filepath.Join(os.TempDir(), "baton-bench.json"),
 	}
 }
@@ -88,6 +99,8 @@ func (c Config) Validate() error {
 		// Renewing less often than every half TTL lets a late renew lose
 		// the session, and with it the locks the scenario is about.
 		return fmt.Errorf("scale-renew must be between 0 and %s", sessionTTL/2)
+	case c.HistoryEvents < 2 || c.HistoryRequests < 1:
+		return errors.New("history-events must be at least 2 and history-requests positive")
 	case c.JSONPath == "":
 		return errors.New("json: want a file name")
 	}
@@ -109,6 +122,9 @@ func (c Config) Validate() error {
 func (c Config) runs(scenario string) bool {
 	if scenario == "redis" && c.Redis == "" {
 		return false
+	}
+	if slices.Contains(askedOnly, scenario) {
+		return slices.Contains(c.Only, scenario)
 	}
 	return len(c.Only) == 0 || slices.Contains(c.Only, scenario)
 }
@@ -145,7 +161,9 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.ScaleLocks, "scale-locks", cfg.ScaleLocks, "locks each scale session holds")
 	fs.DurationVar(&cfg.ScaleDuration, "scale-duration", cfg.ScaleDuration, "how long the scale scenario keeps its locks and measures")
 	fs.DurationVar(&cfg.ScaleRenew, "scale-renew", cfg.ScaleRenew, "how often each scale session is renewed (its TTL is 30s)")
-	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis)")
+	fs.IntVar(&cfg.HistoryEvents, "history-events", cfg.HistoryEvents, "audit events the history scenario makes before it reads them")
+	fs.IntVar(&cfg.HistoryRequests, "history-requests", cfg.HistoryRequests, "requests each history read is timed over (each stops after 30s)")
+	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis; history runs only when named)")
 	fs.StringVar(&cfg.Redis, "redis", "", "run the redis peer against the Redis server at `host:port`")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "the Redis server's AUTH `password`, if it wants one")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write this process's CPU profile over the HTTP scenarios to `file`")
@@ -206,7 +224,11 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	n, etcdURL, err := startNode(ctx, dir)
+	var historyEvents int
+	if cfg.runs("history") {
+		historyEvents = cfg.HistoryEvents
+	}
+	n, etcdURL, err := startNode(ctx, dir, historyEvents)
 	if err != nil {
 		return err
 	}
@@ -228,15 +250,27 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	return err
 }
 
+// historyQuotaPerEvent is the backend quota the engine asks of each event
+// HistoryMaxEvents keeps: it keeps events of about 600 bytes in at most
+// half of the quota (lock.Config.Validate).
+const historyQuotaPerEvent = 1200
+
 // startNode starts baton as `baton serve` would, on free loopback ports,
-// and returns it with its etcd member's client URL.
-func startNode(ctx context.Context, dir string) (*node.Node, string, error) {
+// and returns it with its etcd member's client URL. With historyEvents,
+// the audit trail keeps at least twice that many events (and etcd's quota
+// grows to match), so the history scenario reads a trail retention has
+// not trimmed.
+func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, string, error) {
 	nc := node.DefaultConfig()
 	nc.Name = "bench"
 	nc.DataDir = filepath.Join(dir, "data")
 	nc.HTTPAddr = "127.0.0.1:0"
 	nc.LogLevel = "warn"
 	nc.ClientJSONGateway = true // the etcd-gateway peer drives etcd's own lock API over it
+	if historyEvents > 0 {
+		nc.HistoryMaxEvents = max(2*historyEvents, 1000000)
+		nc.BackendQuota = max(nc.BackendQuota, int64(nc.HistoryMaxEvents)*historyQuotaPerEvent)
+	}
 	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
 		addr, err := freeAddr()
 		if err != nil {
@@ -313,6 +347,12 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		b.log.Info("running", "scenario", "contention", "clients", b.cfg.ContentionClients)
 		if res.Contention, err = b.contention(ctx); err != nil {
 			return fmt.Errorf("contention: %w", err)
+		}
+	}
+	if b.cfg.runs("history") {
+		b.log.Info("running", "scenario", "history", "events", b.cfg.HistoryEvents)
+		if res.History, err = b.history(ctx); err != nil {
+			return fmt.Errorf("history: %w", err)
 		}
 	}
 	if b.cfg.runs("scale") {

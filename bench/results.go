@@ -31,6 +31,7 @@ type Results struct {
 	RedisServer *RedisServer      `json:"redis_server,omitempty"`
 	Contention  *ContentionResult `json:"contention,omitempty"`
 	Scale       *ScaleResult      `json:"scale,omitempty"`
+	History     *HistoryResult    `json:"history,omitempty"`
 }
 
 // Machine is where the run ran.
@@ -73,10 +74,12 @@ type Settings struct {
 	ScaleRenew        string   `json:"scale_renew"`
 	Redis             string   `json:"redis,omitempty"`
 	Only              []string `json:"only,omitempty"`
+	HistoryEvents     int      `json:"history_events,omitempty"`
+	HistoryRequests   int      `json:"history_requests,omitempty"`
 }
 
 func (c Config) settings() Settings {
-	return Settings{
+	s := Settings{
 		Duration:          c.Duration.String(),
 		Clients:           c.Clients,
 		ContentionClients: c.ContentionClients,
@@ -87,6 +90,10 @@ func (c Config) settings() Settings {
 		Redis:             c.Redis,
 		Only:              c.Only,
 	}
+	if c.runs("history") {
+		s.HistoryEvents, s.HistoryRequests = c.HistoryEvents, c.HistoryRequests
+	}
+	return s
 }
 
 // CycleResult is one cycle scenario (floor, lease, session or a peer) at
@@ -331,6 +338,9 @@ func printTable(out io.Writer, r *Results) error {
 			s.LocksHeld, s.SetupSeconds, s.RSSBeforeMiB, s.RSSMaxMiB, s.Renew.Count, ms(s.Renew.P50), ms(s.Renew.P99),
 			s.Probe.Count, ms(s.Probe.P50), ms(s.Probe.P99), s.Cores, s.Errors)
 	}
+	if h := r.History; h != nil {
+		printHistory(tw, h)
+	}
 	fmt.Fprintln(tw, "\ncores: CPU seconds per second of baton's process, the load generator, and everything else on the machine (noise)")
 	if err := tw.Flush(); err != nil {
 		return err
@@ -356,6 +366,16 @@ func (r *Results) firstErrors() []string {
 	}
 	if s := r.Scale; s != nil && s.FirstError != "" {
 		errs = append(errs, "scale: "+s.FirstError)
+	}
+	if h := r.History; h != nil {
+		for _, hr := range h.reads() {
+			if hr.FirstError != "" {
+				errs = append(errs, "history "+hr.Path+": "+hr.FirstError)
+			}
+		}
+		if h.RSS.FirstError != "" {
+			errs = append(errs, "history "+h.RSS.Path+": "+h.RSS.FirstError)
+		}
 	}
 	return errs
 }
@@ -396,4 +416,125 @@ func writeJSON(path string, r *Results) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return nil
+}
+
+// HistoryResult is the history scenario: the audit trail filled through
+// the engine, then read through the HTTP API at that size.
+type HistoryResult struct {
+	// Events counts the audit events the fill made, FillSeconds the time
+	// its cycles took.
+	Events           int64   `json:"events"`
+	FillSeconds      float64 `json:"fill_seconds"`
+	FillEventsPerSec float64 `json:"fill_events_per_sec"`
+	// FillWorkers called the engine at once, as FillOwners owners, on
+	// historyNames locks.
+	FillWorkers int `json:"fill_workers"`
+	FillOwners  int `json:"fill_owners"`
+	// IndexedSeconds is how long after the fill the first page could be
+	// read (see awaitHistory).
+	IndexedSeconds float64 `json:"indexed_seconds"`
+	Cycles         int64   `json:"cycles"`
+	Revoked        int64   `json:"revoked"`
+	Expired        int     `json:"expired"`
+	// FirstRevision and LastRevision are the lowest and highest token the
+	// fill's acquires were granted; the middle and oldest pages are read
+	// before revisions of that range.
+	FirstRevision int64 `json:"first_revision"`
+	LastRevision  int64 `json:"last_revision"`
+	// Pages of 100 events: the newest, the one before the middle of the
+	// fill's range, the one before its first 100 revisions, one lock's.
+	Newest HistoryRead `json:"newest"`
+	Middle HistoryRead `json:"middle"`
+	Oldest HistoryRead `json:"oldest"`
+	Lock   HistoryRead `json:"lock"`
+	// Filtered reads: an owner no event has, and the rare revokes.
+	Owner  HistoryRead   `json:"owner"`
+	Type   HistoryRead   `json:"type"`
+	RSS    HistoryRSS    `json:"rss"`
+	Replay HistoryReplay `json:"replay"`
+}
+
+// HistoryRead is one kind of GET /v1/history, requested one at a time.
+type HistoryRead struct {
+	Path    string  `json:"path"`
+	Latency Latency `json:"latency"`
+	// Events and NextBefore are those of the last page read: a filtered
+	// read may answer a short page with a next_before to go on from.
+	Events     int   `json:"events"`
+	NextBefore int64 `json:"next_before,omitempty"`
+	// TargetP99 is the p99 this read should stay within, in
+	// microseconds; Met says whether it did.
+	TargetP99 int64 `json:"target_p99_us"`
+	Met       bool  `json:"met"`
+	// Errors counts the measured requests that failed (Latency counts
+	// those that did not).
+	Errors     int64  `json:"errors"`
+	FirstError string `json:"first_error,omitempty"`
+}
+
+// HistoryRSS is this process's RSS (the node's, and the bench's, small
+// while it only reads) before and after Reads requests of Path.
+type HistoryRSS struct {
+	Path       string  `json:"path"`
+	Reads      int     `json:"reads"`
+	BeforeMiB  float64 `json:"before_mib"`
+	AfterMiB   float64 `json:"after_mib"`
+	GrowthMiB  float64 `json:"growth_mib"`
+	TargetMiB  float64 `json:"target_mib"`
+	Met        bool    `json:"met"`
+	Errors     int64   `json:"errors"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// HistoryReplay is GET /v1/events?since=0, read until 100,000 events, 10 s
+// or the newest event recorded before it started (Complete).
+type HistoryReplay struct {
+	Events       int64   `json:"events"`
+	Seconds      float64 `json:"seconds"`
+	EventsPerSec float64 `json:"events_per_sec"`
+	// FirstSeconds is the time to the first 1,000 events, 0 if fewer came.
+	FirstSeconds float64 `json:"first_1000_seconds"`
+	Complete     bool    `json:"complete"`
+	RSSMaxMiB    float64 `json:"rss_max_mib"`
+}
+
+func newHistoryResult(f historyFill) *HistoryResult {
+	return &HistoryResult{
+		Events: f.events, FillSeconds: f.elapsed.Seconds(), FillEventsPerSec: per(float64(f.events), f.elapsed.Seconds()),
+		FillWorkers: f.workers, FillOwners: f.clients, Cycles: f.cycles, Revoked: f.revoked, Expired: f.expired,
+		FirstRevision: f.first, LastRevision: f.last,
+	}
+}
+
+// reads lists the timed reads in table order.
+func (h *HistoryResult) reads() []HistoryRead {
+	return []HistoryRead{h.Newest, h.Middle, h.Oldest, h.Lock, h.Owner, h.Type}
+}
+
+func printHistory(tw io.Writer, h *HistoryResult) {
+	fmt.Fprintf(tw, "\nhistory: %d events filled through the engine in-process (%d workers as %d owners, %d locks) in %.1fs, %.0f events/s; %d revoked, %d expired; revisions %d..%d\n",
+		h.Events, h.FillWorkers, h.FillOwners, historyNames, h.FillSeconds, h.FillEventsPerSec, h.Revoked, h.Expired, h.FirstRevision, h.LastRevision)
+	fmt.Fprintf(tw, "first page %.1fs after the fill (the trail indexed)\n", h.IndexedSeconds)
+	fmt.Fprintln(tw, "GET\ttimed\tp50\tp99\tmax\ttarget p99\t\tlast page\tnext_before\terrors\t")
+	for _, r := range h.reads() {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t≤ %s\t%s\t%d\t%d\t%d\t\n", r.Path, r.Latency.Count,
+			ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), ms(r.TargetP99), met(r.Met), r.Events, r.NextBefore, r.Errors)
+	}
+	s := h.RSS
+	fmt.Fprintf(tw, "rss around %d reads of %s: %.0f MiB before, %.0f MiB after, growth %.1f MiB (target ≤ %.0f MiB: %s), %d errors\n",
+		s.Reads, s.Path, s.BeforeMiB, s.AfterMiB, s.GrowthMiB, s.TargetMiB, met(s.Met), s.Errors)
+	p := h.Replay
+	complete := "stopped before the newest event"
+	if p.Complete {
+		complete = "through the newest event"
+	}
+	fmt.Fprintf(tw, "replay /v1/events?since=0: %d events in %.1fs (%.0f/s, %s), first %d in %.3fs, rss max %.0f MiB\n",
+		p.Events, p.Seconds, p.EventsPerSec, complete, replayFirst, p.FirstSeconds, p.RSSMaxMiB)
+}
+
+func met(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISSED"
 }

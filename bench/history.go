@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// How the history scenario reads.
+const (
+	// historyWarmup unmeasured requests precede each measured read.
+	historyWarmup = 3
+	// historyReadLimit bounds each measured read's time as well as its
+	// count (Config.HistoryRequests), so a node whose pages cost seconds
+	// still ends; the count of requests measured says which bound ended it.
+	historyReadLimit = 30 * time.Second
+	// historyRSSReads filtered reads are made between the two RSS readings.
+	historyRSSReads = 100
+	// The replay from revision 0 is read until replayMaxEvents events,
+	// replayMaxTime or the newest event recorded before it started,
+	// whichever comes first; replayFirst events are timed apart.
+	replayMaxEvents = 100000
+	replayMaxTime   = 10 * time.Second
+	replayFirst     = 1000
+	// historyPage is the page size of every read.
+	historyPage = 100
+	// indexWait bounds the wait for the first page after the fill.
+	indexWait = 10 * time.Minute
+)
+
+// The targets the history scenario's figures are printed beside.
+const (
+	pageTargetP99     = 20 * time.Millisecond
+	filteredTargetP99 = 50 * time.Millisecond
+	rssGrowthTarget   = 20 << 20
+)
+
+// history fills the audit trail through the engine, then measures reading
+// it through the HTTP API at that size (see HistoryResult).
+func (b *bench) history(ctx context.Context) (*HistoryResult, error) {
+	fill, err := b.fillHistory(ctx, b.cfg.HistoryEvents)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Info("history filled", "events", fill.events, "seconds", fill.elapsed.Seconds())
+	res := newHistoryResult(fill)
+	if res.IndexedSeconds, err = b.awaitHistory(ctx); err != nil {
+		return nil, err
+	}
+	a := newAPI(b.url, 1)
+	// Before any read, so the reads measured here are the first of their
+	// kind: later ones would find memory the earlier ones left.
+	if res.RSS, err = rssAround(ctx, a, "/v1/history?owner=nobody&limit="+strconv.Itoa(historyPage)); err != nil {
+		return nil, err
+	}
+	n := b.cfg.HistoryRequests
+	q := "/v1/history?limit=" + strconv.Itoa(historyPage)
+	reads := []struct {
+		to     *HistoryRead
+		path   string
+		target time.Duration
+	}{
+		{&res.Newest, q, pageTargetP99},
+		{&res.Middle, q + "&before=" + strconv.FormatInt((fill.first+fill.last)/2, 10), pageTargetP99},
+		{&res.Oldest, q + "&before=" + strconv.FormatInt(oldestBefore(fill), 10), pageTargetP99},
+		{&res.Lock, q + "&lock=peer-7", pageTargetP99},
+		{&res.Owner, q + "&owner=nobody", filteredTargetP99},
+		{&res.Type, q + "&type=revoked", filteredTargetP99},
+	}
+	for _, r := range reads {
+		b.log.Info("reading history", "path", r.path)
+		if *r.to, err = timeReads(ctx, a, r.path, n, r.target); err != nil {
+			return nil, err
+		}
+	}
+	newest, atNewest, err := newestRevision(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Info("replaying history", "through", newest)
+	if res.Replay, err = replay(ctx, b.url, newest, atNewest); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// awaitHistory returns once a page of history can be read, and how long
+// that took: an engine that indexes its trail apart from the writes
+// answers a page only once the index holds every event committed before
+// it, and fails it (unavailable) after its OpTimeout, which is not the
+// figure the reads are after.
+func (b *bench) awaitHistory(ctx context.Context) (float64, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, indexWait)
+	defer cancel()
+	for {
+		_, _, err := b.node.Engine().History(ctx, lock.HistoryOptions{Limit: 1})
+		switch {
+		case err == nil:
+			return time.Since(start).Seconds(), nil
+		case !errors.Is(err, lock.ErrUnavailable) || ctx.Err() != nil:
+			return 0, fmt.Errorf("read history after the fill (%s): %w", time.Since(start).Round(time.Second), err)
+		}
+		// The engine waited its OpTimeout for the index, or etcd failed
+		// at once: a moment before the next try, not a spin.
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// oldestBefore is the before of a page among the fill's oldest: 0.5% into
+// its revisions. The engine batches acquires and releases, so a revision
+// holds tens of events: first+1 would be a page of one.
+func oldestBefore(f historyFill) int64 {
+	return f.first + (f.last-f.first)/200 + 1
+}
+
+// historyPageBody is what the bench reads of GET /v1/history.
+type historyPageBody struct {
+	Events []struct {
+		Revision int64 `json:"revision"`
+	} `json:"events"`
+	NextBefore int64 `json:"next_before"`
+}
+
+// timeReads sends GET path up to n times, one at a time, after
+// historyWarmup unmeasured requests, for at most historyReadLimit. A
+// measured request that fails is counted, not timed; the warm-up's
+// failures are not counted.
+func timeReads(ctx context.Context, a *httpAPI, path string, n int, target time.Duration) (HistoryRead, error) {
+	r := HistoryRead{Path: path, TargetP99: target.Microseconds()}
+	var page historyPageBody
+	get := func() error {
+		page = historyPageBody{}
+		return a.call(ctx, http.MethodGet, path, nil, http.StatusOK, &page)
+	}
+	for range historyWarmup {
+		_ = get()
+	}
+	lat := newLatencies()
+	var errs errorCount
+	deadline := time.Now().Add(historyReadLimit)
+	for i := 0; i < n && time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+		t0 := time.Now()
+		if err := get(); err != nil {
+			errs.add(err)
+			continue
+		}
+		lat.record(time.Since(t0))
+		r.Events, r.NextBefore = len(page.Events), page.NextBefore
+	}
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
+	r.Latency, r.Errors, r.FirstError = lat.summary(), errs.n.Load(), errs.first
+	r.Met = r.Latency.Count > 0 && r.Latency.P99 <= r.TargetP99
+	return r, nil
+}
+
+// rssAround reads this process's RSS before and after historyRSSReads
+// requests of path. The garbage of the fill is given back to the system
+// first, so the growth is the reads'.
+func rssAround(ctx context.Context, a *httpAPI, path string) (HistoryRSS, error) {
+	debug.FreeOSMemory()
+	before, err := rssBytes()
+	if err != nil {
+		return HistoryRSS{}, err
+	}
+	r := HistoryRSS{Path: path}
+	var errs errorCount
+	deadline := time.Now().Add(historyReadLimit)
+	for ; r.Reads < historyRSSReads && time.Now().Before(deadline); r.Reads++ {
+		if err := a.call(ctx, http.MethodGet, path, nil, http.StatusOK, nil); err != nil {
+			if ctx.Err() != nil {
+				return r, ctx.Err()
+			}
+			errs.add(err)
+		}
+	}
+	after, err := rssBytes()
+	if err != nil {
+		return HistoryRSS{}, err
+	}
+	const mib = 1 << 20
+	r.BeforeMiB, r.AfterMiB = float64(before)/mib, float64(after)/mib
+	r.GrowthMiB = float64(after-before) / mib
+	r.TargetMiB = rssGrowthTarget / mib
+	r.Met = r.GrowthMiB <= r.TargetMiB
+	r.Errors, r.FirstError = errs.n.Load(), errs.first
+	return r, nil
+}
+
+// newestRevision returns the revision of the newest event and how many
+// events it has: a page never splits a revision, so the newest page holds
+// all of them.
+func newestRevision(ctx context.Context, a *httpAPI) (rev int64, events int, err error) {
+	var page historyPageBody
+	if err := a.call(ctx, http.MethodGet, "/v1/history?limit=1", nil, http.StatusOK, &page); err != nil {
+		return 0, 0, err
+	}
+	if len(page.Events) == 0 {
+		return 0, 0, errors.New("history: the newest page is empty")
+	}
+	rev = page.Events[0].Revision
+	for _, e := range page.Events {
+		if e.Revision == rev {
+			events++
+		}
+	}
+	return rev, events, nil
+}
+
+// replay streams GET /v1/events?since=0 until replayMaxEvents events,
+// replayMaxTime, or the atNewest events of revision newest (the newest
+// recorded before it started) have come, while sampling RSS.
+func replay(ctx context.Context, base string, newest int64, atNewest int) (HistoryReplay, error) {
+	ctx, cancel := context.WithTimeout(ctx, replayMaxTime)
+	defer cancel()
+	var rssMax int64
+	sampling, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan error, 1)
+	go func() { sampled <- sampleRSS(sampling, &rssMax) }()
+	r, err := readReplay(ctx, base, newest, atNewest)
+	stopSampling()
+	if serr := <-sampled; err == nil {
+		err = serr
+	}
+	r.RSSMaxMiB = float64(rssMax) / (1 << 20)
+	return r, err
+}
+
+// readReplay reads the stream replay describes and counts its events.
+func readReplay(ctx context.Context, base string, newest int64, atNewest int) (HistoryReplay, error) {
+	var r HistoryReplay
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/events?since=0", nil)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return r, fmt.Errorf("replay: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return r, fmt.Errorf("replay: status %d", resp.StatusCode)
+	}
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	seenNewest := 0
+	for r.Events < replayMaxEvents && seenNewest < atNewest {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
+				break // replayMaxTime passed
+			}
+			return r, fmt.Errorf("replay: %w", err)
+		}
+		id, ok := bytes.CutPrefix(line, []byte("id: "))
+		if !ok {
+			continue
+		}
+		r.Events++
+		if r.Events == replayFirst {
+			r.FirstSeconds = time.Since(start).Seconds()
+		}
+		if rev, err := strconv.ParseInt(string(bytes.TrimSpace(id)), 10, 64); err == nil && rev == newest {
+			seenNewest++
+		}
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.Complete = seenNewest == atNewest
+	r.EventsPerSec = per(float64(r.Events), r.Seconds)
+	return r, nil
+}
