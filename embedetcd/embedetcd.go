@@ -325,6 +325,7 @@ func (c Config) embedConfig() (*embed.Config, error) {
 	cfg.ClientTLSInfo, cfg.ClientAutoTLS = c.ClientTLSInfo, c.ClientAutoTLS
 	cfg.LogLevel = c.LogLevel
 	cfg.QuotaBackendBytes = c.QuotaBackendBytes
+	cfg.MaxTxnOps = MaxTxnOps
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = c.CompactionRetention.String()
 	// Without checkpoints a restart or a new leader resets every lease to
@@ -463,6 +464,15 @@ func (m *Member) Etcd() *embed.Etcd { return m.etcd }
 // from the majority loses it within about an election timeout (raft's
 // pre-vote and check-quorum are on in etcd).
 func (m *Member) HasLeader() bool { return m.etcd.Server.Leader() != 0 }
+
+// MaxTxnOps is the members' --max-txn-ops: eight times etcd's default,
+// so that the history index writes a few hundred events per txn (lock's
+// historyIndex). The limit is checked where a txn is received, so a txn
+// of this many ops is fine on this member whatever other members set.
+const MaxTxnOps = 1024
+
+// MaxTxnOps is the most ops a txn sent to this member may hold.
+func (m *Member) MaxTxnOps() int { return MaxTxnOps }
 
 // IsLeader reports whether this member leads its cluster now.
 func (m *Member) IsLeader() bool {

@@ -147,6 +147,9 @@ type EmbeddedMember interface {
 	// IsLeader reports whether the member leads etcd: that node's engine
 	// keeps the history index (historyIndex).
 	IsLeader() bool
+	// MaxTxnOps is the most ops the member takes in one txn (etcd's
+	// --max-txn-ops); the history index fills its txns up to it.
+	MaxTxnOps() int
 }
 
 // DefaultConfig returns the defaults that docs/API.md documents.

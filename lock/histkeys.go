@@ -121,22 +121,13 @@ func indexedValue(p pendingRecord) string {
 	return string(b)
 }
 
-// decodeIndexed reads an event back from its hist key and value.
-func (e *Engine) decodeIndexed(kv *mvccpb.KeyValue) (Event, bool) {
-	rest, ok := strings.CutPrefix(string(kv.Key), e.histPrefix())
-	if !ok || len(rest) < revKeyLen {
-		return Event{}, false
+// trailRevision is the revision a trail/ key holds.
+func (e *Engine) trailRevision(key []byte) (int64, bool) {
+	p := e.histPrefix()
+	if len(key) < len(p)+revKeyLen || string(key[:len(p)]) != p {
+		return 0, false
 	}
-	rev, ok := parseRevKey(rest[:revKeyLen])
-	if !ok {
-		return Event{}, false
-	}
-	var ev Event
-	if json.Unmarshal(kv.Value, &ev) != nil {
-		return Event{}, false
-	}
-	ev.Revision = rev
-	return ev, true
+	return parseRevKey(string(key[len(p) : len(p)+revKeyLen]))
 }
 
 // histKeyOfName is the trail/ key a trailname/ key points at.

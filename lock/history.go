@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -163,44 +164,78 @@ type trailSource struct {
 	byName bool
 }
 
-// from is the first key of the events recorded before before (0: all).
-func (s trailSource) from(before int64) string {
-	if before > 0 {
-		return s.prefix + revKey(before-1)
-	}
-	return s.prefix
-}
-
 func (s trailSource) end() string { return clientv3.GetPrefixRangeEnd(s.prefix) }
 
 // readNewest reads the want newest events of src recorded before before
-// (or all, if fewer), newest first. etcd counts every key of a range,
-// whatever its limit (docs/PERFORMANCE.md), so it reads a window of
-// revisions at a time, from 4×want wide, twice as wide after each that
-// held too few: what it walks grows with what it returns, not with the
-// trail.
+// (or all, if fewer), newest first.
 func (e *Engine) readNewest(ctx context.Context, src trailSource, before int64, want int) ([]Event, error) {
-	var out []Event
-	width := int64(4 * want)
+	kvs, err := e.readNewestKVs(ctx, src, before, want)
+	return decodeTrail(kvs), err
+}
+
+// readNewestKVs is readNewest's records, undecoded. etcd counts every
+// key of a range, whatever its limit (docs/PERFORMANCE.md), so it reads a
+// window of revisions at a time, firstWindow wide, then twice as wide
+// after each that held too few: what it walks grows with what it
+// returns, not with the trail.
+func (e *Engine) readNewestKVs(ctx context.Context, src trailSource, before int64, want int) ([]trailKV, error) {
+	var out []trailKV
+	width := int64(firstWindow)
 	for hi := before; len(out) < want && hi > 1; {
 		lo := max(hi-width, 1) // the window: lo <= revision < hi
 		end := src.end()
 		if lo > 1 {
 			end = src.prefix + revKey(lo-1)
 		}
-		evs, err := e.readTrail(ctx, src, src.prefix+revKey(hi-1), end, want-len(out))
+		kvs, err := e.readTrailKVs(ctx, src, src.prefix+revKey(hi-1), end, want-len(out))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, evs...)
+		out = append(out, kvs...)
 		hi, width = lo, min(2*width, 1<<40)
 	}
 	return out, nil
 }
 
+// firstWindow is readNewestKVs' first window, in revisions. A revision
+// holds from one event to a batch's worth (tens, under load), so it
+// walks from 32 to a few thousand keys; a sparse trail costs a few more
+// reads, each twice as wide.
+const firstWindow = 32
+
+// trailKV is a record of the trail and its revision (from its key).
+type trailKV struct {
+	rev int64
+	kv  *mvccpb.KeyValue
+}
+
+func decodeTrail(kvs []trailKV) []Event {
+	events := make([]Event, 0, len(kvs))
+	for _, t := range kvs {
+		if ev, ok := t.decode(); ok {
+			events = append(events, ev)
+		}
+	}
+	return events
+}
+
+func (t trailKV) decode() (Event, bool) {
+	var ev Event
+	if json.Unmarshal(t.kv.Value, &ev) != nil {
+		return Event{}, false
+	}
+	ev.Revision = t.rev
+	return ev, true
+}
+
 // readTrail reads at most limit events (0: all) of src in [start, end),
 // newest first.
 func (e *Engine) readTrail(ctx context.Context, src trailSource, start, end string, limit int) ([]Event, error) {
+	kvs, err := e.readTrailKVs(ctx, src, start, end, limit)
+	return decodeTrail(kvs), err
+}
+
+func (e *Engine) readTrailKVs(ctx context.Context, src trailSource, start, end string, limit int) ([]trailKV, error) {
 	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(limit))}
 	if src.byName {
 		opts = append(opts, clientv3.WithKeysOnly())
@@ -217,13 +252,13 @@ func (e *Engine) readTrail(ctx context.Context, src trailSource, start, end stri
 			return nil, err
 		}
 	}
-	events := make([]Event, 0, len(kvs))
+	out := make([]trailKV, 0, len(kvs))
 	for _, kv := range kvs {
-		if ev, ok := e.decodeIndexed(kv); ok {
-			events = append(events, ev)
+		if rev, ok := e.trailRevision(kv.Key); ok {
+			out = append(out, trailKV{rev, kv})
 		}
 	}
-	return events, nil
+	return out, nil
 }
 
 // pointedPerTxn bounds the reads of one txn (etcd's --max-txn-ops is 128
@@ -256,8 +291,13 @@ func (e *Engine) readPointed(ctx context.Context, src trailSource, keys []*mvccp
 
 // readRevision reads every event of src at rev.
 func (e *Engine) readRevision(ctx context.Context, src trailSource, rev int64) ([]Event, error) {
+	kvs, err := e.readRevisionKVs(ctx, src, rev)
+	return decodeTrail(kvs), err
+}
+
+func (e *Engine) readRevisionKVs(ctx context.Context, src trailSource, rev int64) ([]trailKV, error) {
 	p := src.prefix + revKey(rev) + "/"
-	return e.readTrail(ctx, src, p, clientv3.GetPrefixRangeEnd(p), 0)
+	return e.readTrailKVs(ctx, src, p, clientv3.GetPrefixRangeEnd(p), 0)
 }
 
 var eventTypes = []EventType{
@@ -294,15 +334,21 @@ const clockSkew = 10 * time.Second
 func (e *Engine) filteredHistory(ctx context.Context, src trailSource, o HistoryOptions) ([]Event, int64, error) {
 	events := []Event{}
 	pastFrom := false
-	next, err := e.scanTrail(ctx, src, o.Before, HistoryScanBudget, func(group []Event) bool {
-		for _, ev := range group {
-			if o.keep(ev) {
+	candidate := o.prefilter()
+	next, err := e.scanTrail(ctx, src, o.Before, HistoryScanBudget, func(group []trailKV) bool {
+		for _, t := range group {
+			if !candidate(t.kv.Value) {
+				continue
+			}
+			if ev, ok := t.decode(); ok && o.keep(ev) {
 				events = append(events, ev)
 			}
 		}
-		if !o.From.IsZero() && group[len(group)-1].Time.Before(o.From.Add(-clockSkew)) {
-			pastFrom = true // nothing older can match
-			return false
+		if !o.From.IsZero() {
+			if oldest, ok := group[len(group)-1].decode(); ok && oldest.Time.Before(o.From.Add(-clockSkew)) {
+				pastFrom = true // nothing older can match
+				return false
+			}
 		}
 		return len(events) < o.Limit
 	})
@@ -315,48 +361,80 @@ func (e *Engine) filteredHistory(ctx context.Context, src trailSource, o History
 	return events, next, nil
 }
 
-// scanTrail hands visit the events of src recorded before before (0: all),
-// newest first, a revision's events at a time, until visit returns false
-// or budget events were read. It returns the Before that goes on where it
+// prefilter says, from an event's JSON alone, whether it may pass o's
+// owner, type and kind filters: most records of a scan fail them, and a
+// byte search is much cheaper than decoding. It never rejects an event
+// keep would keep: the trail's values are encoding/json's, which writes
+// each field as "name":value with value as json.Marshal writes it alone.
+func (o HistoryOptions) prefilter() func(value []byte) bool {
+	var all [][]byte
+	if o.Owner != "" {
+		all = append(all, jsonField("owner", o.Owner))
+	}
+	if o.Kind != "" {
+		all = append(all, jsonField("kind", string(o.Kind)))
+	}
+	anyType := make([][]byte, len(o.Types))
+	for i, t := range o.Types {
+		anyType[i] = jsonField("type", string(t))
+	}
+	return func(v []byte) bool {
+		for _, f := range all {
+			if !bytes.Contains(v, f) {
+				return false
+			}
+		}
+		return len(anyType) == 0 || slices.ContainsFunc(anyType, func(f []byte) bool { return bytes.Contains(v, f) })
+	}
+}
+
+func jsonField(name, value string) []byte {
+	b, _ := json.Marshal(value) // a string always encodes
+	return append([]byte(`"`+name+`":`), b...)
+}
+
+// scanTrail hands visit the records of src recorded before before, newest
+// first, a revision's records at a time, until visit returns false or
+// budget records were read. It returns the Before that goes on where it
 // stopped, 0 at the trail's end.
-func (e *Engine) scanTrail(ctx context.Context, src trailSource, before int64, budget int, visit func(group []Event) bool) (int64, error) {
+func (e *Engine) scanTrail(ctx context.Context, src trailSource, before int64, budget int, visit func(group []trailKV) bool) (int64, error) {
 	for budget > 0 {
 		n := min(scanPage, budget)
-		evs, err := e.readNewest(ctx, src, before, n+1)
+		kvs, err := e.readNewestKVs(ctx, src, before, n+1)
 		if err != nil {
 			return 0, err
 		}
-		if len(evs) == 0 {
+		if len(kvs) == 0 {
 			return 0, nil
 		}
-		more := len(evs) > n
+		more := len(kvs) > n
 		if more {
 			// Hold back the revision that may go on past the read.
-			last, k := evs[n].Revision, n
-			for k > 0 && evs[k-1].Revision == last {
+			last, k := kvs[n].rev, n
+			for k > 0 && kvs[k-1].rev == last {
 				k--
 			}
 			if k > 0 {
-				evs = evs[:k]
-			} else if evs, err = e.readRevision(ctx, src, last); err != nil {
+				kvs = kvs[:k]
+			} else if kvs, err = e.readRevisionKVs(ctx, src, last); err != nil {
 				return 0, err
 			}
 		}
-		budget -= len(evs)
-		for i := 0; i < len(evs); {
+		budget -= len(kvs)
+		for i := 0; i < len(kvs); {
 			j := i + 1
-			for j < len(evs) && evs[j].Revision == evs[i].Revision {
+			for j < len(kvs) && kvs[j].rev == kvs[i].rev {
 				j++
 			}
-			if !visit(evs[i:j]) {
-				return evs[i].Revision, nil
+			if !visit(kvs[i:j]) {
+				return kvs[i].rev, nil
 			}
 			i = j
 		}
 		if !more {
 			return 0, nil
 		}
-		before = evs[len(evs)-1].Revision
+		before = kvs[len(kvs)-1].rev
 	}
 	return before, nil
 }

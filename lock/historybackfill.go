@@ -94,7 +94,7 @@ func (x *historyIndex) backfill(ctx context.Context) error {
 // The caller holds mu.
 func (x *historyIndex) backfillChunks(ctx context.Context, recs []pendingRecord, bf historyBackfill) error {
 	for {
-		n := min(len(recs), indexChunk)
+		n := min(len(recs), x.chunk())
 		m := x.meta
 		m.Buckets = slices.Clone(m.Buckets)
 		var ops []clientv3.Op

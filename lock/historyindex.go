@@ -87,9 +87,18 @@ type historyBackfill struct {
 // bound drops a 1/historyBuckets slice of the trail at a time.
 const historyBuckets = 64
 
-// indexChunk bounds the events of one index txn: each costs at most four
-// ops (two puts, two deletes), and etcd's default --max-txn-ops is 128.
+// indexChunk bounds the events of one index txn over an external etcd:
+// each costs at most four ops (two puts, two deletes), and etcd's default
+// --max-txn-ops is 128. An embedded member takes more (chunk).
 const indexChunk = 30
+
+// chunk is how many events one index txn holds.
+func (x *historyIndex) chunk() int {
+	if m := x.e.cfg.Embedded; m != nil {
+		return max((m.MaxTxnOps()-1)/4, indexChunk)
+	}
+	return indexChunk
+}
 
 // errIndexMoved says another node wrote meta/history: this one reads it
 // again before writing.
@@ -191,10 +200,10 @@ func (x *historyIndex) serve(stop context.Context) error {
 }
 
 // indexQueue bounds the watch responses waiting for the writer; indexBatch
-// is how many events the writer takes at once.
+// is about how many events the writer takes at once.
 const (
 	indexQueue = 256
-	indexBatch = 8 * indexChunk
+	indexBatch = 1024
 )
 
 // write indexes what q brings, all that waits at a time, until ctx ends
@@ -323,8 +332,8 @@ func (e *Engine) pendingOf(wr clientv3.WatchResponse) []pendingRecord {
 	return recs
 }
 
-// index writes recs (one watch response's, or one backfill page's) in
-// txns of at most indexChunk events, skipping those meta says are done.
+// index writes recs (watch responses', or one backfill page's) in
+// txns of at most chunk events, skipping those meta says are done.
 // The caller holds mu.
 func (x *historyIndex) index(ctx context.Context, recs []pendingRecord) error {
 	slices.SortFunc(recs, func(a, b pendingRecord) int {
@@ -340,7 +349,7 @@ func (x *historyIndex) index(ctx context.Context, recs []pendingRecord) error {
 		recs = recs[n:]
 	}
 	for len(recs) > 0 {
-		n := min(len(recs), indexChunk)
+		n := min(len(recs), x.chunk())
 		if err := x.indexChunk(ctx, recs[:n], n == len(recs) || recs[n].ev.Revision != recs[n-1].ev.Revision); err != nil {
 			return err
 		}

@@ -237,3 +237,22 @@ func TestConfig_AHistoryBoundThatCouldFillHalfTheQuotaIsRefused(t *testing.T) {
 		t.Fatalf("50,000 events under a 64 MiB quota: %v", err)
 	}
 }
+
+// A filter finds an owner whatever its characters: the scan's byte search
+// must match the trail's JSON exactly as encoding/json wrote it.
+func TestHistory_AnOwnerFilterFindsOwnersThatJSONEscapes(t *testing.T) {
+	e, _ := newEngine(t)
+	for _, owner := range []string{`quo"te`, `<tag>&amp`, "ünï ✓", `back\slash`} {
+		mustAcquire(t, e, lock.AcquireRequest{Name: "esc", Owner: owner, TTL: 30 * time.Second})
+		evs, _, err := e.History(context.Background(), lock.HistoryOptions{Owner: owner, Types: []lock.EventType{lock.EventAcquired}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Owner != owner {
+			t.Fatalf("owner %q: %v; want its acquire", owner, evs)
+		}
+		if err := e.Release(context.Background(), "esc", evs[0].Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
