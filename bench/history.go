@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -169,13 +170,18 @@ func timeReads(ctx context.Context, a *httpAPI, path string, n int, target time.
 
 // rssAround reads this process's RSS before and after historyRSSReads
 // requests of path. The garbage of the fill is given back to the system
-// first, so the growth is the reads'.
+// first, so the growth is the reads'. It also reports what the reads
+// allocated (the process's heap, node and bench alike) and the RSS once
+// that is collected and given back: the growth a GC leaves is what the
+// reads kept.
 func rssAround(ctx context.Context, a *httpAPI, path string) (HistoryRSS, error) {
 	debug.FreeOSMemory()
 	before, err := rssBytes()
 	if err != nil {
 		return HistoryRSS{}, err
 	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	r := HistoryRSS{Path: path}
 	var errs errorCount
 	deadline := time.Now().Add(historyReadLimit)
@@ -191,7 +197,17 @@ func rssAround(ctx context.Context, a *httpAPI, path string) (HistoryRSS, error)
 	if err != nil {
 		return HistoryRSS{}, err
 	}
+	runtime.ReadMemStats(&ms1)
+	// What the reads left behind once collected: growth that a GC does
+	// not take back is memory a read kept.
+	debug.FreeOSMemory()
+	collected, err := rssBytes()
+	if err != nil {
+		return HistoryRSS{}, err
+	}
 	const mib = 1 << 20
+	r.AllocatedMiB = float64(ms1.TotalAlloc-ms0.TotalAlloc) / mib
+	r.RetainedMiB = float64(collected-before) / mib
 	r.BeforeMiB, r.AfterMiB = float64(before)/mib, float64(after)/mib
 	r.GrowthMiB = float64(after-before) / mib
 	r.TargetMiB = rssGrowthTarget / mib

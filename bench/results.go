@@ -475,15 +475,20 @@ type HistoryRead struct {
 // HistoryRSS is this process's RSS (the node's, and the bench's, small
 // while it only reads) before and after Reads requests of Path.
 type HistoryRSS struct {
-	Path       string  `json:"path"`
-	Reads      int     `json:"reads"`
-	BeforeMiB  float64 `json:"before_mib"`
-	AfterMiB   float64 `json:"after_mib"`
-	GrowthMiB  float64 `json:"growth_mib"`
-	TargetMiB  float64 `json:"target_mib"`
-	Met        bool    `json:"met"`
-	Errors     int64   `json:"errors"`
-	FirstError string  `json:"first_error,omitempty"`
+	Path      string  `json:"path"`
+	Reads     int     `json:"reads"`
+	BeforeMiB float64 `json:"before_mib"`
+	AfterMiB  float64 `json:"after_mib"`
+	GrowthMiB float64 `json:"growth_mib"`
+	// AllocatedMiB is what the process allocated during the reads, and
+	// RetainedMiB the growth left once a GC collected it and gave it
+	// back.
+	AllocatedMiB float64 `json:"allocated_mib"`
+	RetainedMiB  float64 `json:"retained_mib"`
+	TargetMiB    float64 `json:"target_mib"`
+	Met          bool    `json:"met"`
+	Errors       int64   `json:"errors"`
+	FirstError   string  `json:"first_error,omitempty"`
 }
 
 // HistoryReplay is GET /v1/events?since=0, read until 100,000 events, 10 s
@@ -523,6 +528,7 @@ func printHistory(tw io.Writer, h *HistoryResult) {
 	s := h.RSS
 	fmt.Fprintf(tw, "rss around %d reads of %s: %.0f MiB before, %.0f MiB after, growth %.1f MiB (target ≤ %.0f MiB: %s), %d errors\n",
 		s.Reads, s.Path, s.BeforeMiB, s.AfterMiB, s.GrowthMiB, s.TargetMiB, met(s.Met), s.Errors)
+	fmt.Fprintf(tw, "  the reads allocated %.0f MiB; after a GC the growth is %.1f MiB\n", s.AllocatedMiB, s.RetainedMiB)
 	p := h.Replay
 	complete := "stopped before the newest event"
 	if p.Complete {
