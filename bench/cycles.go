@@ -63,7 +63,7 @@ func genCycles(ctx context.Context, spec loadSpec, p *parentConn) error {
 	}
 	renewCtx, stopRenewing := context.WithCancel(ctx)
 	renewing := make(chan error, 1)
-	go func() { renewing <- keepRenewing(renewCtx, a, sessions) }()
+	go func() { renewing <- keepRenewing(renewCtx, sessions, a.renewSession) }()
 
 	if err := p.ready(); err != nil {
 		stopRenewing()
@@ -95,10 +95,10 @@ func genCycles(ctx context.Context, spec loadSpec, p *parentConn) error {
 	return nil
 }
 
-// keepRenewing renews every session a third of its TTL after the last
-// renew, as a client would, until ctx ends; it matters only for runs
-// longer than that.
-func keepRenewing(ctx context.Context, a *httpAPI, sessions []string) error {
+// keepRenewing renews every session with renew a third of its TTL after
+// the last renew, as a client would, until ctx ends; it matters only for
+// runs longer than that.
+func keepRenewing(ctx context.Context, sessions []string, renew func(ctx context.Context, id string) error) error {
 	if len(sessions) == 0 {
 		return nil
 	}
@@ -111,7 +111,7 @@ func keepRenewing(ctx context.Context, a *httpAPI, sessions []string) error {
 		case <-t.C:
 		}
 		for _, id := range sessions {
-			if err := a.renewSession(ctx, id); err != nil && ctx.Err() == nil {
+			if err := renew(ctx, id); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("renew session %s: %w", id, err)
 			}
 		}

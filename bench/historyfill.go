@@ -71,7 +71,12 @@ func (b *bench) fillHistory(ctx context.Context, events int) (historyFill, error
 	defer expiries.close()
 	renewCtx, stopRenewing := context.WithCancel(ctx)
 	renewed := make(chan error, 1)
-	go func() { renewed <- renewEngineSessions(renewCtx, eng, ids) }()
+	go func() {
+		renewed <- keepRenewing(renewCtx, ids, func(ctx context.Context, id string) error {
+			_, err := eng.RenewSession(ctx, id)
+			return err
+		})
+	}()
 
 	cycles := max(int64(events-2*historyExpiries), 0) / 2
 	ranges := make([]revRange, historyWorkers)
@@ -161,25 +166,6 @@ func fillSessions(ctx context.Context, eng *lock.Engine) ([]string, error) {
 		return nil, fmt.Errorf("create fill sessions: %w", err)
 	}
 	return ids, nil
-}
-
-// renewEngineSessions renews every session a third of its TTL after the
-// last renew until ctx ends: a fill can outlast a session's TTL.
-func renewEngineSessions(ctx context.Context, eng *lock.Engine, ids []string) error {
-	t := time.NewTicker(sessionTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		for _, id := range ids {
-			if _, err := eng.RenewSession(ctx, id); err != nil && ctx.Err() == nil {
-				return fmt.Errorf("renew fill session %s: %w", id, err)
-			}
-		}
-	}
 }
 
 // parallelWorkers runs f(ctx, w) for w in [0, n) at once and returns the

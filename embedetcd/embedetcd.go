@@ -77,6 +77,9 @@ type Config struct {
 	// refuses every write until space is freed and the alarm disarmed.
 	// 0 means etcd's default, 2 GiB.
 	QuotaBackendBytes int64
+	// MaxTxnOps is the most ops a txn sent to this member may hold
+	// (etcd's --max-txn-ops); NewConfig sets DefaultMaxTxnOps.
+	MaxTxnOps int
 	// StartTimeout bounds how long Start waits for the member to be ready
 	// (for a cluster: for a quorum to elect a leader).
 	StartTimeout time.Duration
@@ -125,6 +128,7 @@ func NewConfig() Config {
 		LogLevel:            "warn",
 		CompactionRetention: time.Hour,
 		StartTimeout:        time.Minute,
+		MaxTxnOps:           DefaultMaxTxnOps,
 	}
 }
 
@@ -135,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if c.Dir == "" {
 		return errors.New("embedetcd: Dir must not be empty")
+	}
+	if c.MaxTxnOps < 128 {
+		return errors.New("embedetcd: MaxTxnOps must be at least 128, etcd's default (start from NewConfig)")
 	}
 	for field, u := range map[string]string{"PeerURL": c.PeerURL, "ClientURL": c.ClientURL, "ListenPeerURL": c.ListenPeerURL, "ListenClientURL": c.ListenClientURL} {
 		if u == "" && field != "PeerURL" {
@@ -255,6 +262,8 @@ type Member struct {
 	once    sync.Once
 	closing *atomic.Bool
 	removed *atomic.Bool // etcd said so in its log (see quietCore)
+	// maxTxnOps is the Config's MaxTxnOps.
+	maxTxnOps int
 }
 
 // Start starts the member and waits until it is ready to serve. On error
@@ -289,7 +298,7 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 		e.Close()
 		return nil, err
 	}
-	return &Member{etcd: e, client: v3client.New(e.Server), closing: closing, removed: removed}, nil
+	return &Member{etcd: e, client: v3client.New(e.Server), closing: closing, removed: removed, maxTxnOps: c.MaxTxnOps}, nil
 }
 
 // embedConfig is etcd's configuration of the member c describes, but for
@@ -325,7 +334,7 @@ func (c Config) embedConfig() (*embed.Config, error) {
 	cfg.ClientTLSInfo, cfg.ClientAutoTLS = c.ClientTLSInfo, c.ClientAutoTLS
 	cfg.LogLevel = c.LogLevel
 	cfg.QuotaBackendBytes = c.QuotaBackendBytes
-	cfg.MaxTxnOps = MaxTxnOps
+	cfg.MaxTxnOps = uint(c.MaxTxnOps)
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = c.CompactionRetention.String()
 	// Without checkpoints a restart or a new leader resets every lease to
@@ -465,14 +474,15 @@ func (m *Member) Etcd() *embed.Etcd { return m.etcd }
 // pre-vote and check-quorum are on in etcd).
 func (m *Member) HasLeader() bool { return m.etcd.Server.Leader() != 0 }
 
-// MaxTxnOps is the members' --max-txn-ops: eight times etcd's default,
-// so that the history index writes a few hundred events per txn (lock's
-// historyIndex). The limit is checked where a txn is received, so a txn
-// of this many ops is fine on this member whatever other members set.
-const MaxTxnOps = 1024
+// DefaultMaxTxnOps is a member's --max-txn-ops unless its Config says
+// otherwise: eight times etcd's default, so that the history index
+// writes a few hundred events per txn (lock's historyIndex). The limit
+// is checked where a txn is received, so a txn of this many ops is fine
+// on this member whatever other members set.
+const DefaultMaxTxnOps = 1024
 
 // MaxTxnOps is the most ops a txn sent to this member may hold.
-func (m *Member) MaxTxnOps() int { return MaxTxnOps }
+func (m *Member) MaxTxnOps() int { return m.maxTxnOps }
 
 // IsLeader reports whether this member leads its cluster now.
 func (m *Member) IsLeader() bool {

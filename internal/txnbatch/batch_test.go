@@ -127,7 +127,9 @@ func TestBatcher_ARangeDeleteGoesInATxnOfItsOwn(t *testing.T) {
 // what the outer txn left, not per level.
 func TestBatcher_EtcdAcceptsTheLargestBatchAndRefusesOneMore(t *testing.T) {
 	t.Parallel()
-	cli := testetcd.Start(t).Client()
+	cfg := testetcd.Config(t)
+	cfg.MaxTxnOps = 128 // etcd's default, as an external cluster has it
+	cli := testetcd.StartConfig(t, cfg).Client()
 	ctx := context.Background()
 	batch := func(n int) error {
 		ops := make([]clientv3.Op, n)
