@@ -20,7 +20,7 @@ import (
 //
 //	@Summary		Read the audit trail
 //	@ID				getHistory
-//	@Description	Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+//	@Description	Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one. A page of the whole trail, of one lock (`lock`) or of one thing (`kind` with `name`) costs `limit` events however long the trail is; `owner`, `type`, `kind` alone, `from` and `to` are applied as the trail is read, at most 5,000 events per request, so a short or even empty page may carry `next_before`: follow it until it is absent.
 //	@Tags			history
 //	@Produce		json
 //	@Param			lock	query		string	false	"Only this lock's events"

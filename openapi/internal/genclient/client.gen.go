@@ -778,7 +778,7 @@ type ClientInterface interface {
 
 	// GetHistory Read the audit trail
 	//
-	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one. A page of the whole trail, of one lock (`lock`) or of one thing (`kind` with `name`) costs `limit` events however long the trail is; `owner`, `type`, `kind` alone, `from` and `to` are applied as the trail is read, at most 5,000 events per request, so a short or even empty page may carry `next_before`: follow it until it is absent.
 	//
 	// Corresponds with GET /v1/history (the `GetHistory` operationId).
 	GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1087,7 +1087,7 @@ func (c *Client) PutFenced(ctx context.Context, resource string, body PutFencedJ
 
 // GetHistory Read the audit trail
 //
-// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one. A page of the whole trail, of one lock (`lock`) or of one thing (`kind` with `name`) costs `limit` events however long the trail is; `owner`, `type`, `kind` alone, `from` and `to` are applied as the trail is read, at most 5,000 events per request, so a short or even empty page may carry `next_before`: follow it until it is absent.
 //
 // Corresponds with GET /v1/history (the `GetHistory` operationId).
 func (c *Client) GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2666,7 +2666,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetHistoryWithResponse Read the audit trail
 	//
-	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+	// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one. A page of the whole trail, of one lock (`lock`) or of one thing (`kind` with `name`) costs `limit` events however long the trail is; `owner`, `type`, `kind` alone, `from` and `to` are applied as the trail is read, at most 5,000 events per request, so a short or even empty page may carry `next_before`: follow it until it is absent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5184,7 +5184,7 @@ func (c *ClientWithResponses) PutFencedWithResponse(ctx context.Context, resourc
 
 // GetHistoryWithResponse Read the audit trail
 //
-// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one.
+// Every acquire, release, expiry, session expiry and revoke, newest first, exactly once. Filters combine; paging with `before` stays stable while new events arrive. Pass `next_before` as `before` for the next page; it is absent on the last page. A page never splits events of one revision, so it may exceed `limit` when more events than that share one. A page of the whole trail, of one lock (`lock`) or of one thing (`kind` with `name`) costs `limit` events however long the trail is; `owner`, `type`, `kind` alone, `from` and `to` are applied as the trail is read, at most 5,000 events per request, so a short or even empty page may carry `next_before`: follow it until it is absent.
 //
 // Returns a wrapper object for the known response body format(s).
 //
