@@ -71,7 +71,7 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 	}
 	h.remember(wr.Events)
 	if len(h.streams) > 0 {
-		h.stream(wr.Events)
+		h.stream(wr.Events, h.streams)
 	}
 	for _, ev := range wr.Events {
 		if ev.Type == mvccpb.PUT && h.feed.e.isEventRecord(ev.Kv) {
@@ -129,7 +129,7 @@ func (h *hub) remember(evs []*clientv3.Event) {
 // stream hands the audit events among evs to the streams, a revision at a
 // time: events of one revision (one txn) reach a stream all or none.
 // Each record is decoded once, whatever the number of streams.
-func (h *hub) stream(evs []*clientv3.Event) {
+func (h *hub) stream(evs []*clientv3.Event, to map[*streamWatch]struct{}) {
 	type keyed struct {
 		key string
 		ev  Event
@@ -150,7 +150,7 @@ func (h *hub) stream(evs []*clientv3.Event) {
 		if len(batch) == 0 {
 			continue
 		}
-		for sw := range h.streams {
+		for sw := range to {
 			if wev.Kv.ModRevision <= sw.after {
 				continue
 			}
@@ -314,14 +314,29 @@ type streamWatch struct {
 }
 
 // watchStream registers a stream for the audit events under prefix that f
-// keeps, to be sent on ch, and returns the revision up to which events had
-// been dispatched: the stream gets every event after it and after since.
+// keeps, to be sent on ch, and returns the revision up to which the caller
+// must read events itself: the stream gets every event after it and after
+// since. That is since when the hub's recent events cover the gap, and
+// the revision up to which it had dispatched otherwise.
 func (h *hub) watchStream(prefix string, f eventFilter, since int64, ch chan Event) (*streamWatch, int64) {
 	sw := &streamWatch{h: h, prefix: prefix, filter: f, ch: ch, c: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	sw.after = max(since, h.rev)
 	h.streams[sw] = struct{}{}
+	if since < h.rev && since >= h.floor {
+		// The events after since are in recent: when they are few, the
+		// stream gets them from there, and its caller has nothing left
+		// to read from the trail (which would wait for the history index
+		// while live events pile up).
+		i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision > since })
+		if len(h.recent)-i <= cap(ch)/2 {
+			sw.after = since
+			h.stream(h.recent[i:], map[*streamWatch]struct{}{sw: {}})
+			sw.after = h.rev
+			return sw, since
+		}
+	}
+	sw.after = max(since, h.rev)
 	return sw, h.rev
 }
 
