@@ -291,9 +291,14 @@ type cycleSection struct {
 	results []CycleResult
 }
 
-// cycleScenarios lists the cycle sections in table order.
+// cycleScenarios lists the cycle sections in table order; zookeeper's
+// only when it ran, as its server may not be installed.
 func (r *Results) cycleScenarios() []cycleSection {
-	return []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}, {"redis", r.Redis}, {"zookeeper", r.ZooKeeper}}
+	sections := []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}, {"redis", r.Redis}}
+	if len(r.ZooKeeper) > 0 {
+		sections = append(sections, cycleSection{"zookeeper", r.ZooKeeper})
+	}
+	return sections
 }
 
 func printTable(out io.Writer, r *Results) error {

@@ -190,3 +190,26 @@ func TestZkMutex_AWaiterThatGivesUpLeavesNoNode(t *testing.T) {
 		t.Errorf("lock after the only holder left: %+v, %v; want it at once", next, err)
 	}
 }
+
+// TestParseFlags_ZooKeeperRunsWhenInstalled checks that the peer runs by
+// default where its jar is, is skipped where it is not, and that -only
+// zookeeper without it fails and says what to install.
+func TestParseFlags_ZooKeeperRunsWhenInstalled(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "zookeeper.jar")
+	if _, err := parseFlags([]string{"-only", "zookeeper", "-zookeeper-jar", missing}); err == nil || !strings.Contains(err.Error(), "apt-get install zookeeper") {
+		t.Errorf("-only zookeeper without its jar: %v, want an error that says to install it", err)
+	}
+	if _, err := parseFlags([]string{"-only", "zookeeper", "-zookeeper-jar", ""}); err == nil || !strings.Contains(err.Error(), "-zookeeper-jar") {
+		t.Errorf("-only zookeeper with no jar: %v, want an error that names -zookeeper-jar", err)
+	}
+	for _, args := range [][]string{{"-zookeeper-jar", missing}, {"-zookeeper-jar", ""}} {
+		cfg, err := parseFlags(args)
+		if err != nil || cfg.runs("zookeeper") {
+			t.Errorf("parseFlags(%q): %v, zookeeper runs = %v; want it skipped", args, err, cfg.runs("zookeeper"))
+		}
+	}
+	cfg, err := parseFlags(nil)
+	if installed := zooKeeperInstalled(zooKeeperJar) == nil; err != nil || cfg.runs("zookeeper") != installed {
+		t.Errorf("parseFlags(): %v, zookeeper runs = %v; want %v, as its package is installed or not", err, cfg.runs("zookeeper"), installed)
+	}
+}
