@@ -37,7 +37,7 @@ const zooKeeperStart = time.Minute
 // and stops it at the end.
 type ZooKeeperServer struct {
 	Addr string `json:"addr"`
-	// Version is the first line of its srvr answer.
+	// Version is what srvr answers after "Zookeeper version:".
 	Version string `json:"version"`
 	// PID is the java process whose CPU the zookeeper rows report.
 	PID int `json:"pid"`
@@ -80,7 +80,7 @@ func zooKeeperInstalled(jar string) error {
 }
 
 // startZooKeeper starts a standalone server from jar on a free loopback
-// port and returns once it answers ruok, or cleans up and fails.
+// port and returns once it serves (see await), or cleans up and fails.
 func startZooKeeper(ctx context.Context, jar string) (*ZooKeeperServer, error) {
 	dir, err := os.MkdirTemp("", "baton-bench-zk-")
 	if err != nil {
