@@ -25,7 +25,7 @@ import (
 // The scenarios, in the order they run. scale runs last because it leaves
 // its sessions and locks behind (see genScale); history before it, because
 // the expiry of those sessions would land in the trail it reads.
-var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "contention", "history", "scale"}
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "contention", "history", "scale"}
 
 // askedOnly are the scenarios that run only when -only names them:
 // history takes minutes at its default size.
@@ -56,6 +56,10 @@ type Config struct {
 	// Redis is the host:port of a Redis server for the redis peer, and
 	// RedisPassword its AUTH password; without Redis the peer does not run.
 	Redis, RedisPassword string
+	// ZooKeeperJar is the server jar the zookeeper peer starts a
+	// standalone server of; the peer runs only when it is there. Empty
+	// here, as Redis is; the flag's default is Debian's.
+	ZooKeeperJar string
 	// Only lists the scenarios to run; empty means all but history
 	// (redis only when Redis is set).
 	Only []string
@@ -116,11 +120,19 @@ func (c Config) Validate() error {
 	} else if slices.Contains(c.Only, "redis") {
 		return errors.New("only: the redis scenario needs a Redis server: -redis host:port")
 	}
+	if slices.Contains(c.Only, "zookeeper") {
+		if err := zooKeeperInstalled(c.ZooKeeperJar); err != nil {
+			return fmt.Errorf("only: %w", err)
+		}
+	}
 	return nil
 }
 
 func (c Config) runs(scenario string) bool {
 	if scenario == "redis" && c.Redis == "" {
+		return false
+	}
+	if scenario == "zookeeper" && zooKeeperInstalled(c.ZooKeeperJar) != nil {
 		return false
 	}
 	if slices.Contains(askedOnly, scenario) {
@@ -163,8 +175,9 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&cfg.ScaleRenew, "scale-renew", cfg.ScaleRenew, "how often each scale session is renewed (its TTL is 30s)")
 	fs.IntVar(&cfg.HistoryEvents, "history-events", cfg.HistoryEvents, "audit events the history scenario makes before it reads them")
 	fs.IntVar(&cfg.HistoryRequests, "history-requests", cfg.HistoryRequests, "requests each history read is timed over (each stops after 30s)")
-	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis; history runs only when named)")
+	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis, zookeeper the zookeeper package; history runs only when named)")
 	fs.StringVar(&cfg.Redis, "redis", "", "run the redis peer against the Redis server at `host:port`")
+	fs.StringVar(&cfg.ZooKeeperJar, "zookeeper-jar", zooKeeperJar, "run the zookeeper peer on a server of its own started from `jar` (Debian's zookeeper package), if it is there; empty: do not")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "the Redis server's AUTH `password`, if it wants one")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write this process's CPU profile over the HTTP scenarios to `file`")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write this process's allocation profile at the end to `file`")
@@ -200,6 +213,8 @@ type bench struct {
 	etcdURL string
 	// redisServer is the redis peer's server, when it runs.
 	redisServer *RedisServer
+	// zkServer is the zookeeper peer's server, when it runs.
+	zkServer *ZooKeeperServer
 }
 
 // run starts a node, runs the scenarios cfg selects, prints the table to
@@ -219,6 +234,13 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 			return err
 		}
 	}
+	zkServer, err := zooKeeperPeer(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if zkServer != nil {
+		defer zkServer.close()
+	}
 	dir, err := os.MkdirTemp("", "baton-bench-")
 	if err != nil {
 		return err
@@ -233,9 +255,9 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer n.Close()
-	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr(), etcdURL: etcdURL, redisServer: redisServer}
+	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr(), etcdURL: etcdURL, redisServer: redisServer, zkServer: zkServer}
 
-	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC(), RedisServer: redisServer}
+	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC(), RedisServer: redisServer, ZooKeeperServer: zkServer}
 	if err := b.scenarios(ctx, res); err != nil {
 		return err
 	}
@@ -315,7 +337,7 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		return err
 	}
 	defer stopProfile()
-	for _, mode := range []string{"lease", "session", "etcd-gateway", "redis"} {
+	for _, mode := range []string{"lease", "session", "etcd-gateway", "redis", "zookeeper"} {
 		if !b.cfg.runs(mode) {
 			continue
 		}
@@ -325,6 +347,8 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 			var err error
 			if mode == "redis" {
 				r, err = b.redis(ctx, c)
+			} else if mode == "zookeeper" {
+				r, err = b.zookeeper(ctx, c)
 			} else {
 				r, err = b.cycles(ctx, mode, c)
 			}
@@ -338,6 +362,8 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 				res.Session = append(res.Session, r)
 			case "etcd-gateway":
 				res.EtcdGateway = append(res.EtcdGateway, r)
+			case "zookeeper":
+				res.ZooKeeper = append(res.ZooKeeper, r)
 			default:
 				res.Redis = append(res.Redis, r)
 			}
@@ -347,6 +373,12 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		b.log.Info("running", "scenario", "contention", "clients", b.cfg.ContentionClients)
 		if res.Contention, err = b.contention(ctx); err != nil {
 			return fmt.Errorf("contention: %w", err)
+		}
+	}
+	if b.cfg.runs("zookeeper") {
+		b.log.Info("running", "scenario", "zookeeper contention", "clients", b.cfg.ContentionClients)
+		if res.ZooKeeperContention, err = b.zookeeperContention(ctx); err != nil {
+			return fmt.Errorf("zookeeper contention: %w", err)
 		}
 	}
 	if b.cfg.runs("history") {

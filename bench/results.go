@@ -32,6 +32,12 @@ type Results struct {
 	Contention  *ContentionResult `json:"contention,omitempty"`
 	Scale       *ScaleResult      `json:"scale,omitempty"`
 	History     *HistoryResult    `json:"history,omitempty"`
+
+	// ZooKeeper is the lock recipe of Curator on a standalone server the
+	// bench started, ZooKeeperContention the contention scenario on it.
+	ZooKeeper           []CycleResult     `json:"zookeeper,omitempty"`
+	ZooKeeperContention *ContentionResult `json:"zookeeper_contention,omitempty"`
+	ZooKeeperServer     *ZooKeeperServer  `json:"zookeeper_server,omitempty"`
 }
 
 // Machine is where the run ran.
@@ -262,7 +268,7 @@ func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u 
 // compare fills in each cycle scenario's ratios to the floor at the same
 // client count.
 func (r *Results) compare() {
-	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis} {
+	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis, r.ZooKeeper} {
 		for i := range rs {
 			for _, f := range r.Floor {
 				if f.Clients != rs[i].Clients {
@@ -285,16 +291,21 @@ type cycleSection struct {
 	results []CycleResult
 }
 
-// cycleScenarios lists the cycle sections in table order.
+// cycleScenarios lists the cycle sections in table order; zookeeper's
+// only when it ran, as its server may not be installed.
 func (r *Results) cycleScenarios() []cycleSection {
-	return []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}, {"redis", r.Redis}}
+	sections := []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}, {"redis", r.Redis}}
+	if len(r.ZooKeeper) > 0 {
+		sections = append(sections, cycleSection{"zookeeper", r.ZooKeeper})
+	}
+	return sections
 }
 
 func printTable(out io.Writer, r *Results) error {
 	m := r.Machine
 	fmt.Fprintf(out, "baton bench: %d CPUs (%s), %s, %s per throughput scenario\n", m.CPUs, m.CPUModel, m.GoVersion, r.Settings.Duration)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	if len(r.Floor)+len(r.Lease)+len(r.Session)+len(r.EtcdGateway)+len(r.Redis) > 0 {
+	if len(r.Floor)+len(r.Lease)+len(r.Session)+len(r.EtcdGateway)+len(r.Redis)+len(r.ZooKeeper) > 0 {
 		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
 		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\tcores node/gen/other\terrors\t")
 		for _, sc := range r.cycleScenarios() {
@@ -317,6 +328,9 @@ func printTable(out io.Writer, r *Results) error {
 				fmt.Fprintf(tw, "redis: redis-server's CPU not read: %s. If it runs on this machine, it is in other. raft/cycle does not apply\n", s.NoCPU)
 			}
 		}
+		if s := r.ZooKeeperServer; s != nil && len(r.ZooKeeper) > 0 {
+			fmt.Fprintln(tw, s.caveat())
+		}
 	}
 	if c := r.Contention; c != nil {
 		fmt.Fprintf(tw, "\ncontention: %d clients, acquire with wait then release, one key\n", c.Clients)
@@ -330,6 +344,7 @@ func printTable(out io.Writer, r *Results) error {
 		fmt.Fprintln(tw, "in order: share of judged grants that no earlier-sent request was still waiting for (1 = FIFO)")
 		fmt.Fprintln(tw, "max overtaken: most later-sent requests granted before any one judged request (0 = FIFO)")
 	}
+	printZooKeeperContention(tw, r.ZooKeeperContention)
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",
 			s.Sessions, s.LocksPerSession, r.Settings.ScaleRenew, probeRate, r.Settings.ScaleDuration)
@@ -363,6 +378,9 @@ func (r *Results) firstErrors() []string {
 	}
 	if c := r.Contention; c != nil && c.FirstError != "" {
 		errs = append(errs, "contention: "+c.FirstError)
+	}
+	if c := r.ZooKeeperContention; c != nil && c.FirstError != "" {
+		errs = append(errs, "zookeeper contention: "+c.FirstError)
 	}
 	if s := r.Scale; s != nil && s.FirstError != "" {
 		errs = append(errs, "scale: "+s.FirstError)

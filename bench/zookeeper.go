@@ -1,0 +1,547 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// zooKeeperJar is where Debian's zookeeper package (through
+// libzookeeper-java) puts the server; its manifest's Class-Path names
+// every jar it needs.
+const zooKeeperJar = "/usr/share/java/zookeeper.jar"
+
+// zooKeeperHeap is the server's -Xmx, ZK_SERVER_HEAP's default in
+// upstream's zkEnv.sh, which Debian's zkServer.sh does not set.
+const zooKeeperHeap = "-Xmx1000m"
+
+// zooKeeperStart bounds how long the JVM may take to start and answer.
+const zooKeeperStart = time.Minute
+
+// ZooKeeperServer is the standalone ZooKeeper the zookeeper peer ran
+// against: the bench starts one of its own, on a temporary directory,
+// and stops it at the end.
+type ZooKeeperServer struct {
+	Addr string `json:"addr"`
+	// Version is what srvr answers after "Zookeeper version:".
+	Version string `json:"version"`
+	// PID is the java process whose CPU the zookeeper rows report.
+	PID int `json:"pid"`
+
+	cmd    *exec.Cmd
+	dir    string
+	exited chan struct{}
+	err    error // cmd.Wait's, once exited is closed
+}
+
+// zooKeeperConfig is the zoo.cfg of the bench's server: a standalone
+// server as shipped (forceSync, the default, fsyncs the transaction log
+// before every answer), with no limit on connections per address, since
+// every worker opens its own session from 127.0.0.1, and no admin HTTP
+// server to find a port for.
+func zooKeeperConfig(dataDir string, port string) string {
+	return strings.Join([]string{
+		"tickTime=2000",
+		"dataDir=" + dataDir,
+		"clientPort=" + port,
+		"clientPortAddress=127.0.0.1",
+		"maxClientCnxns=0",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=ruok,srvr",
+	}, "\n") + "\n"
+}
+
+// zooKeeperInstalled says why the zookeeper peer cannot run, or nil.
+func zooKeeperInstalled(jar string) error {
+	if jar == "" {
+		return errors.New("the zookeeper peer needs a server: -zookeeper-jar " + zooKeeperJar)
+	}
+	if _, err := os.Stat(jar); err != nil {
+		return fmt.Errorf("the zookeeper peer needs Debian's zookeeper package (apt-get install zookeeper): %w", err)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		return fmt.Errorf("the zookeeper peer needs java to run %s: %w", jar, err)
+	}
+	return nil
+}
+
+// startZooKeeper starts a standalone server from jar on a free loopback
+// port and returns once it serves (see await), or cleans up and fails.
+func startZooKeeper(ctx context.Context, jar string) (*ZooKeeperServer, error) {
+	dir, err := os.MkdirTemp("", "baton-bench-zk-")
+	if err != nil {
+		return nil, err
+	}
+	s := &ZooKeeperServer{dir: dir, exited: make(chan struct{})}
+	if err := s.start(jar); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.await(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *ZooKeeperServer) start(jar string) error {
+	var err error
+	if s.Addr, err = freeAddr(); err != nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(s.Addr)
+	cfg := filepath.Join(s.dir, "zoo.cfg")
+	if err := os.WriteFile(cfg, []byte(zooKeeperConfig(filepath.Join(s.dir, "data"), port)), 0o644); err != nil {
+		return err
+	}
+	log, err := os.Create(filepath.Join(s.dir, "zookeeper.log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	// The server's own main, not zkServer.sh, which daemonises it: the
+	// pid is then java's, whose CPU the rows report.
+	s.cmd = exec.Command("java", zooKeeperHeap, "-cp", jar, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	// A bench killed before it could stop the server takes it along.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("start zookeeper: %w", err)
+	}
+	s.PID = s.cmd.Process.Pid
+	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
+	return nil
+}
+
+// await polls the server until it answers ruok with imok and srvr with
+// its version: it says imok as soon as it listens, and serves requests
+// only once it has loaded its database. It fails with the server's log if
+// the JVM exits first.
+func (s *ZooKeeperServer) await(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, zooKeeperStart)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond) // the pace of the polls
+	defer tick.Stop()
+	for {
+		ans, err := fourLetters(ctx, s.Addr, "ruok")
+		if err == nil && ans == "imok" {
+			ans, err = fourLetters(ctx, s.Addr, "srvr")
+			if version, _, _ := strings.Cut(ans, "\n"); err == nil && strings.HasPrefix(version, "Zookeeper version:") {
+				s.Version = strings.TrimSpace(strings.TrimPrefix(version, "Zookeeper version:"))
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("zookeeper exited: %v\n%s", s.err, s.log())
+		case <-ctx.Done():
+			return fmt.Errorf("zookeeper not serving within %s (last answer %q, %v)\n%s", zooKeeperStart, ans, err, s.log())
+		case <-tick.C:
+		}
+	}
+}
+
+// fourLetters sends one of ZooKeeper's four-letter commands and returns
+// its answer; the server closes the connection after it.
+func fourLetters(ctx context.Context, addr, cmd string) (string, error) {
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	c.SetDeadline(deadline)
+	if _, err := io.WriteString(c, cmd); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c)
+	return strings.TrimSpace(string(b)), err
+}
+
+func (s *ZooKeeperServer) log() []byte {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "zookeeper.log"))
+	return b
+}
+
+// close stops the server and removes its data.
+func (s *ZooKeeperServer) close() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	os.RemoveAll(s.dir)
+}
+
+// caveat says, under the table, what the zookeeper rows measured.
+func (s *ZooKeeperServer) caveat() string {
+	version, _, _ := strings.Cut(s.Version, ",") // before ", built on"
+	return fmt.Sprintf("zookeeper: one standalone ZooKeeper %s (forceSync as shipped: fsyncs its log before answering), %s, the lock recipe of Curator's InterProcessMutex,\n"+
+		"       one session per worker, in the bench's process; cpu and node cores are the server's (pid %d), gen the bench's; raft/cycle does not apply",
+		version, zooKeeperHeap, s.PID)
+}
+
+// zkLocksRoot holds a persistent node per lock name; the lock recipe's
+// sequential children go under it.
+const zkLocksRoot = "/locks"
+
+// zkLockPrefix is the name of every contender's node, after the
+// "_c_<guid>-" of CreateProtectedEphemeralSequential and before the
+// sequence number the server appends.
+const zkLockPrefix = "lock-"
+
+// zkSession opens a ZooKeeper session and waits until it is established.
+func zkSession(ctx context.Context, addr string) (*zk.Conn, error) {
+	has := make(chan struct{})
+	var once sync.Once
+	conn, _, err := zk.Connect([]string{addr}, sessionTTL,
+		zk.WithLogger(zkQuiet{}),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				once.Do(func() { close(has) })
+			}
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	select {
+	case <-has:
+		return conn, nil
+	case <-ctx.Done():
+		conn.Close()
+		return nil, fmt.Errorf("zookeeper %s: no session: %w", addr, ctx.Err())
+	}
+}
+
+// zkQuiet drops the client's logging: its errors come back from the calls.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
+// zkEnsure creates path and its parents as persistent nodes, if absent.
+func zkEnsure(conn *zk.Conn, path string) error {
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		_, err := conn.Create(path[:i], nil, 0, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", path[:i], err)
+		}
+	}
+	return nil
+}
+
+// zkMutex is the ZooKeeper lock recipe as Curator's InterProcessMutex
+// implements it, on the lock node dir: each contender creates an
+// ephemeral sequential child; the lowest sequence number holds the lock;
+// every other contender watches only the child just below its own, so a
+// release wakes one contender, not the whole queue (no herd). Release
+// deletes the child; so does the end of the session that made it.
+type zkMutex struct {
+	conn *zk.Conn
+	dir  string
+}
+
+// zkHold is one acquisition of a zkMutex.
+type zkHold struct {
+	path string
+	// seq is the child's sequence number, which orders the holds.
+	seq int64
+	// waits counts the watches that fired before the hold: at most one
+	// when no contender gives up waiting, since a predecessor's node goes
+	// only when it has held and released the lock.
+	waits int
+}
+
+// lock waits for the lock until ctx ends; on failure it deletes its child,
+// so that it does not hold up the contenders behind it.
+func (m zkMutex) lock(ctx context.Context) (zkHold, error) {
+	path, err := m.conn.CreateProtectedEphemeralSequential(m.dir+"/"+zkLockPrefix, nil, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		return zkHold{}, fmt.Errorf("lock %s: create: %w", m.dir, err)
+	}
+	h := zkHold{path: path}
+	if h.seq, err = zkSequence(path); err == nil {
+		err = m.await(ctx, &h)
+	}
+	if err != nil {
+		// The session may be gone too; then the server deleted the node.
+		m.conn.Delete(path, -1)
+		return zkHold{}, fmt.Errorf("lock %s: %w", m.dir, err)
+	}
+	return h, nil
+}
+
+// await returns once h's child is the lowest, watching its predecessor.
+func (m zkMutex) await(ctx context.Context, h *zkHold) error {
+	for {
+		children, _, err := m.conn.Children(m.dir)
+		if err != nil {
+			return fmt.Errorf("children: %w", err)
+		}
+		pred, err := zkPredecessor(children, h.seq)
+		if err != nil || pred == "" {
+			return err
+		}
+		// A data watch, as Curator sets: unlike an exists watch, it is not
+		// left behind on the server when the predecessor is already gone.
+		_, _, ch, err := m.conn.GetW(m.dir + "/" + pred)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", pred, err)
+		}
+		select {
+		case ev := <-ch:
+			if ev.Err != nil {
+				return fmt.Errorf("watch %s: %w", pred, ev.Err)
+			}
+			h.waits++
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// unlock releases h.
+func (m zkMutex) unlock(h zkHold) error {
+	if err := m.conn.Delete(h.path, -1); err != nil {
+		return fmt.Errorf("unlock %s: %w", h.path, err)
+	}
+	return nil
+}
+
+// zkSequence reads the sequence number the server appended to a
+// sequential node's name: ten digits.
+func zkSequence(name string) (int64, error) {
+	if len(name) < 10 {
+		return 0, fmt.Errorf("node %q has no sequence number", name)
+	}
+	n, err := strconv.ParseInt(name[len(name)-10:], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("node %q has no sequence number: %w", name, err)
+	}
+	return n, nil
+}
+
+// zkPredecessor is the contender just before seq among a lock's children,
+// or "" when seq is the lowest and holds the lock. Children are ordered by
+// sequence number alone: the guids before it are random.
+func zkPredecessor(children []string, seq int64) (string, error) {
+	pred, predSeq := "", int64(-1)
+	for _, c := range children {
+		if !strings.Contains(c, zkLockPrefix) {
+			continue // not a contender's node
+		}
+		s, err := zkSequence(c)
+		if err != nil {
+			return "", err
+		}
+		if s < seq && s > predSeq {
+			pred, predSeq = c, s
+		}
+	}
+	return pred, nil
+}
+
+// zkSessions opens n sessions, one per worker, before the clock starts.
+func zkSessions(ctx context.Context, addr string, n int) ([]*zk.Conn, func(), error) {
+	conns := make([]*zk.Conn, n)
+	closeAll := func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}
+	err := parallel(ctx, min(n, 16), n, func(ctx context.Context, i int) error {
+		var err error
+		conns[i], err = zkSession(ctx, addr)
+		return err
+	})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return conns, closeAll, nil
+}
+
+// zkMeasured runs load in this process and returns what it spent: the
+// server's CPU as the node's, this process's (the clients') as the load
+// generator's; the node in this process only idles meanwhile, and nothing
+// goes through raft.
+func (b *bench) zkMeasured(load func() error) (spent, error) {
+	var server time.Duration
+	u, err := measured(func() (time.Duration, error) {
+		before, err := procCPU(b.zkServer.PID)
+		if err != nil {
+			return 0, err
+		}
+		if err := load(); err != nil {
+			return 0, err
+		}
+		after, err := procCPU(b.zkServer.PID)
+		server = after - before
+		return 0, err
+	})
+	u.loadgenCPU, u.cpu, u.raftEntries = u.cpu, server, 0
+	return u, err
+}
+
+// zookeeper runs the zookeeper peer's throughput at clients: each worker
+// locks and unlocks a lock name of its own, back to back.
+func (b *bench) zookeeper(ctx context.Context, clients int) (CycleResult, error) {
+	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, clients)
+	if err != nil {
+		return CycleResult{}, err
+	}
+	defer closeAll()
+	mutexes := make([]zkMutex, clients)
+	for w := range mutexes {
+		mutexes[w] = zkMutex{conn: conns[w], dir: fmt.Sprintf("%s/zookeeper-%d-%d", zkLocksRoot, clients, w)}
+		if err := zkEnsure(conns[w], mutexes[w].dir); err != nil {
+			return CycleResult{}, err
+		}
+	}
+	var loop loopResult
+	u, err := b.zkMeasured(func() error {
+		loop = closedLoop(ctx, clients, b.cfg.Duration, func(ctx context.Context, w, _ int) error {
+			h, err := mutexes[w].lock(ctx)
+			if err != nil {
+				return err
+			}
+			if h.waits != 0 {
+				return fmt.Errorf("lock %s: waited on a lock only this worker takes", mutexes[w].dir)
+			}
+			return mutexes[w].unlock(h)
+		})
+		return nil
+	})
+	if err != nil {
+		return CycleResult{}, err
+	}
+	return newCycleResult(clients, loop, u), nil
+}
+
+// zookeeperContention runs the contention scenario's clients on one
+// ZooKeeper lock: each waits in the recipe's queue, then unlocks at once.
+// The sequence number of a hold is its token: holds come in its order.
+func (b *bench) zookeeperContention(ctx context.Context) (*ContentionResult, error) {
+	clients := b.cfg.ContentionClients
+	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, clients)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	dir := zkLocksRoot + "/zookeeper-contention-one"
+	if err := zkEnsure(conns[0], dir); err != nil {
+		return nil, err
+	}
+	var rep contentionReport
+	u, err := b.zkMeasured(func() error {
+		rep = zkContend(ctx, conns, dir, b.cfg.Duration)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newContentionResult(clients, rep, u), nil
+}
+
+// zkContend is genContention's loop on a zkMutex per session.
+func zkContend(ctx context.Context, conns []*zk.Conn, dir string, d time.Duration) contentionReport {
+	var errs errorCount
+	start := time.Now()
+	deadline := start.Add(d)
+	perClient := make([][]grant, len(conns))
+	var wg sync.WaitGroup
+	for w, conn := range conns {
+		m := zkMutex{conn: conn, dir: dir}
+		wg.Go(func() {
+			// As genContention: at least two turns each, and every
+			// acquire started is seen through.
+			for turn := 0; ctx.Err() == nil && (turn < 2 || time.Now().Before(deadline)); turn++ {
+				g := grant{sent: time.Since(start)}
+				wctx, cancel := context.WithTimeout(ctx, contentionWait)
+				h, err := m.lock(wctx)
+				cancel()
+				g.granted = time.Since(start)
+				if err != nil {
+					errs.add(err)
+					continue
+				}
+				err = m.unlock(h)
+				g.released = time.Since(start)
+				if err != nil {
+					errs.add(err)
+					continue
+				}
+				g.token = h.seq
+				perClient[w] = append(perClient[w], g)
+			}
+		})
+	}
+	wg.Wait()
+	rep := contentionReport{Elapsed: time.Since(start), Errors: errs.n.Load(), FirstError: errs.first}
+	grants := slices.Concat(perClient...)
+	rep.Grants = int64(len(grants))
+	lat, early := handoffs(grants)
+	rep.Handoff, rep.HandoffsEarly = lat.summary(), early
+	rep.Fairness = judgeFairness(afterOpening(grants))
+	return rep
+}
+
+// printZooKeeperContention prints the zookeeper peer's contention, as
+// printTable prints baton's.
+func printZooKeeperContention(tw *tabwriter.Writer, c *ContentionResult) {
+	if c != nil {
+		fmt.Fprintf(tw, "\nzookeeper contention: %d clients, the lock recipe on one lock node, unlock at once\n", c.Clients)
+		fmt.Fprintln(tw, "handoffs/s\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
+		fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t%d\t%.4f\t%d\t%s\t%s\t%s\t%d\t\n",
+			c.HandoffsPerSec, ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
+			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken,
+			figure(c.CPUSecondsPer1k, 3), figure(c.RaftEntriesPerGrant, 2), c.Cores, c.Errors)
+		fmt.Fprintln(tw, "zookeeper contention: cpu and node cores are the server's; token order is the sequence numbers' order")
+	}
+}
+
+// zooKeeperPeer starts the zookeeper peer's server when the peer runs.
+// Without the package the peer is skipped, and says so, unless -only
+// named it (Validate fails then); with no jar at all, it is skipped
+// quietly.
+func zooKeeperPeer(ctx context.Context, cfg Config) (*ZooKeeperServer, error) {
+	if !cfg.runs("zookeeper") {
+		if err := zooKeeperInstalled(cfg.ZooKeeperJar); err != nil && cfg.ZooKeeperJar != "" && len(cfg.Only) == 0 {
+			cfg.Logger.Warn("skipping the zookeeper peer", "why", err)
+		}
+		return nil, nil
+	}
+	s, err := startZooKeeper(ctx, cfg.ZooKeeperJar)
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper peer: %w", err)
+	}
+	return s, nil
+}
