@@ -35,7 +35,7 @@ func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 			if c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerCycle < 2 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {
 				t.Errorf("%s: cpu s/1k %v, raft entries/cycle %v, cores %+v", name, c.CPUSecondsPer1k, c.RaftEntriesPerCycle, c.Cores)
 			}
-			if v := c.SessionVs; v == nil || v.CyclesPerSec <= 0 || v.P50 <= 0 || v.P99 <= 0 || v.CPUSecondsPer1k <= 0 {
+			if v := c.BatonVs; v == nil || v.CyclesPerSec <= 0 || v.P50 <= 0 || v.P99 <= 0 || v.CPUSecondsPer1k <= 0 {
 				t.Errorf("%s: baton's session against it %+v", name, v)
 			}
 		}
@@ -44,7 +44,7 @@ func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 	if c == nil {
 		t.Fatal("no etcd-mutex contention")
 	}
-	if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 || c.SessionVs <= 0 {
+	if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 || c.BatonVs <= 0 {
 		t.Errorf("etcd-mutex contention: %+v", c)
 	}
 	if h := c.Handoff; h.Count != c.Grants-1 || h.P99 < h.P50 || h.Max == 0 {

@@ -128,14 +128,14 @@ type CycleResult struct {
 	// VsFloor divides this scenario's figures by the floor's at the same
 	// client count; absent for the floor itself or when it did not run.
 	VsFloor *Ratios `json:"vs_floor,omitempty"`
-	// SessionVs divides baton's session figures at the same client count
-	// by this peer's (see peerSections): cycles/s above 1 and p50 below 1
-	// are baton ahead. Absent for baton's own rows.
-	SessionVs *Ratios `json:"session_vs,omitempty"`
+	// BatonVs divides baton's session-mode figures at the same client
+	// count by this peer's (see peerSections): cycles/s above 1 and p50
+	// below 1 are baton ahead. Absent for baton's own rows.
+	BatonVs *Ratios `json:"baton_vs,omitempty"`
 }
 
 // Ratios are one scenario's figures divided by another's: the floor's
-// (VsFloor), or a peer's (SessionVs).
+// (VsFloor), or a peer's (BatonVs).
 type Ratios struct {
 	CyclesPerSec    float64 `json:"cycles_per_sec"`
 	P50             float64 `json:"p50"`
@@ -212,9 +212,9 @@ type ContentionResult struct {
 	Cores               CPUCores `json:"cores"`
 	Errors              int64    `json:"errors"`
 	FirstError          string   `json:"first_error,omitempty"`
-	// SessionVs divides baton's handoffs/s by this peer's (above 1 is
-	// baton ahead); absent for baton's own.
-	SessionVs float64 `json:"session_vs,omitempty"`
+	// BatonVs divides the handoffs/s of baton's contention scenario by
+	// this peer's (above 1 is baton ahead); absent for baton's own.
+	BatonVs float64 `json:"baton_vs,omitempty"`
 }
 
 func newContentionResult(clients int, r contentionReport, u spent) *ContentionResult {
@@ -318,8 +318,9 @@ func (r *Results) peerContention() []peerContentionResult {
 	return ps
 }
 
-// compareToSession divides baton's session figures by each peer's at the
-// same client count, and baton's handoffs/s by each peer's.
+// compareToSession divides baton's session-mode figures by each peer's
+// at the same client count, and the handoffs/s of baton's contention
+// scenario by each contention peer's.
 func (r *Results) compareToSession() {
 	for _, sc := range r.peerSections() {
 		for i := range sc.results {
@@ -328,7 +329,7 @@ func (r *Results) compareToSession() {
 				if s.Clients != p.Clients {
 					continue
 				}
-				p.SessionVs = &Ratios{
+				p.BatonVs = &Ratios{
 					CyclesPerSec:    per(s.CyclesPerSec, p.CyclesPerSec),
 					P50:             per(float64(s.Latency.P50), float64(p.Latency.P50)),
 					P99:             per(float64(s.Latency.P99), float64(p.Latency.P99)),
@@ -339,7 +340,7 @@ func (r *Results) compareToSession() {
 	}
 	if c := r.Contention; c != nil {
 		for _, p := range r.peerContention() {
-			p.result.SessionVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
+			p.result.BatonVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
 		}
 	}
 }
@@ -350,7 +351,7 @@ func printPeers(tw io.Writer, r *Results) {
 	var rows []string
 	for _, sc := range r.peerSections() {
 		for _, p := range sc.results {
-			if v := p.SessionVs; v != nil {
+			if v := p.BatonVs; v != nil {
 				rows = append(rows, fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", sc.name, p.Clients, p.CyclesPerSec,
 					ratio(v.CyclesPerSec), ms(p.Latency.P50), ratio(v.P50), ms(p.Latency.P99), ratio(v.P99), ratio(v.CPUSecondsPer1k)))
 			}
@@ -367,12 +368,12 @@ func printPeers(tw io.Writer, r *Results) {
 	if len(ps) == 0 {
 		return
 	}
-	fmt.Fprintf(tw, "\ncontention of the peers: %d clients, lock (waiting) then unlock, one lock (×: baton's handoffs/s ÷ the peer's)\n", ps[0].result.Clients)
+	fmt.Fprintf(tw, "\ncontention of the peers: %d clients, lock (waiting) then unlock, one lock (×: the contention scenario's handoffs/s ÷ the peer's)\n", ps[0].result.Clients)
 	fmt.Fprintln(tw, "peer\thandoffs/s\t×\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
 	for _, p := range ps {
 		c := p.result
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%.3f\t%.2f\t%s\t%d\t\n",
-			p.name, c.HandoffsPerSec, ratio(c.SessionVs), ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
+			p.name, c.HandoffsPerSec, ratio(c.BatonVs), ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
 			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken, c.CPUSecondsPer1k, c.RaftEntriesPerGrant, c.Cores, c.Errors)
 	}
 }
