@@ -25,7 +25,7 @@ import (
 // The scenarios, in the order they run. scale runs last because it leaves
 // its sessions and locks behind (see genScale); history before it, because
 // the expiry of those sessions would land in the trail it reads.
-var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "contention", "history", "scale"}
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "etcd-mutex", "httpfloor", "contention", "history", "scale"}
 
 // askedOnly are the scenarios that run only when -only names them:
 // history takes minutes at its default size.
@@ -368,6 +368,12 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 				res.Redis = append(res.Redis, r)
 			}
 		}
+	}
+	if err := b.runEtcdMutex(ctx, res); err != nil {
+		return err
+	}
+	if err := b.runHTTPFloor(ctx, res); err != nil {
+		return err
 	}
 	if b.cfg.runs("contention") {
 		b.log.Info("running", "scenario", "contention", "clients", b.cfg.ContentionClients)

@@ -38,6 +38,14 @@ type Results struct {
 	ZooKeeper           []CycleResult     `json:"zookeeper,omitempty"`
 	ZooKeeperContention *ContentionResult `json:"zookeeper_contention,omitempty"`
 	ZooKeeperServer     *ZooKeeperServer  `json:"zookeeper_server,omitempty"`
+	// EtcdMutex is etcd's own Go recipe, clientv3/concurrency's Session
+	// and Mutex, over gRPC to the same member, a session per worker; and
+	// EtcdMutexContention its workers on one Mutex.
+	EtcdMutex           []CycleResult     `json:"etcd_mutex,omitempty"`
+	EtcdMutexContention *ContentionResult `json:"etcd_mutex_contention,omitempty"`
+	// HTTPFloor is the limit of an HTTP/JSON lock on embedded etcd: a
+	// bare net/http server, one txn per acquire and one per release.
+	HTTPFloor []CycleResult `json:"httpfloor,omitempty"`
 }
 
 // Machine is where the run ran.
@@ -125,9 +133,14 @@ type CycleResult struct {
 	// VsFloor divides this scenario's figures by the floor's at the same
 	// client count; absent for the floor itself or when it did not run.
 	VsFloor *Ratios `json:"vs_floor,omitempty"`
+	// BatonVs divides baton's session-mode figures at the same client
+	// count by this peer's (see peerSections): cycles/s above 1 and p50
+	// below 1 are baton ahead. Absent for baton's own rows.
+	BatonVs *Ratios `json:"baton_vs,omitempty"`
 }
 
-// Ratios are figures divided by the floor's.
+// Ratios are one scenario's figures divided by another's: the floor's
+// (VsFloor), or a peer's (BatonVs).
 type Ratios struct {
 	CyclesPerSec    float64 `json:"cycles_per_sec"`
 	P50             float64 `json:"p50"`
@@ -204,6 +217,9 @@ type ContentionResult struct {
 	Cores               CPUCores `json:"cores"`
 	Errors              int64    `json:"errors"`
 	FirstError          string   `json:"first_error,omitempty"`
+	// BatonVs divides the handoffs/s of baton's contention scenario by
+	// this peer's (above 1 is baton ahead); absent for baton's own.
+	BatonVs float64 `json:"baton_vs,omitempty"`
 }
 
 func newContentionResult(clients int, r contentionReport, u spent) *ContentionResult {
@@ -268,7 +284,7 @@ func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u 
 // compare fills in each cycle scenario's ratios to the floor at the same
 // client count.
 func (r *Results) compare() {
-	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis, r.ZooKeeper} {
+	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis, r.ZooKeeper, r.EtcdMutex, r.HTTPFloor} {
 		for i := range rs {
 			for _, f := range r.Floor {
 				if f.Clients != rs[i].Clients {
@@ -282,6 +298,88 @@ func (r *Results) compare() {
 				}
 			}
 		}
+	}
+	r.compareToSession()
+}
+
+// peerSections are the cycle scenarios baton's session mode is held
+// against, in table order: etcd's own recipe, and the HTTP floor.
+func (r *Results) peerSections() []cycleSection {
+	return []cycleSection{{"etcd-mutex", r.EtcdMutex}, {"httpfloor", r.HTTPFloor}}
+}
+
+// peerContentionResult is a peer's contention scenario, named.
+type peerContentionResult struct {
+	name   string
+	result *ContentionResult
+}
+
+// peerContention lists the peers' contention results that ran.
+func (r *Results) peerContention() []peerContentionResult {
+	var ps []peerContentionResult
+	if r.EtcdMutexContention != nil {
+		ps = append(ps, peerContentionResult{"etcd-mutex", r.EtcdMutexContention})
+	}
+	return ps
+}
+
+// compareToSession divides baton's session-mode figures by each peer's
+// at the same client count, and the handoffs/s of baton's contention
+// scenario by each contention peer's.
+func (r *Results) compareToSession() {
+	for _, sc := range r.peerSections() {
+		for i := range sc.results {
+			p := &sc.results[i]
+			for _, s := range r.Session {
+				if s.Clients != p.Clients {
+					continue
+				}
+				p.BatonVs = &Ratios{
+					CyclesPerSec:    per(s.CyclesPerSec, p.CyclesPerSec),
+					P50:             per(float64(s.Latency.P50), float64(p.Latency.P50)),
+					P99:             per(float64(s.Latency.P99), float64(p.Latency.P99)),
+					CPUSecondsPer1k: per(s.CPUSecondsPer1k, p.CPUSecondsPer1k),
+				}
+			}
+		}
+	}
+	if c := r.Contention; c != nil {
+		for _, p := range r.peerContention() {
+			p.result.BatonVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
+		}
+	}
+}
+
+// printPeers prints baton's session mode beside each peer at the same
+// client count, and the peers' contention beside baton's.
+func printPeers(tw io.Writer, r *Results) {
+	var rows []string
+	for _, sc := range r.peerSections() {
+		for _, p := range sc.results {
+			if v := p.BatonVs; v != nil {
+				rows = append(rows, fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", sc.name, p.Clients, p.CyclesPerSec,
+					ratio(v.CyclesPerSec), ms(p.Latency.P50), ratio(v.P50), ms(p.Latency.P99), ratio(v.P99), ratio(v.CPUSecondsPer1k)))
+			}
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(tw, "\nbaton's session mode against the peers (×: baton's session figure ÷ the peer's, same clients)")
+		fmt.Fprintln(tw, "peer\tclients\tcycles/s\t×\tp50\t×\tp99\t×\tcpu s/1k ×\t")
+		for _, row := range rows {
+			fmt.Fprint(tw, row)
+		}
+	}
+	ps := r.peerContention()
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(tw, "\ncontention of the peers: %d clients, lock (waiting) then unlock, one lock (×: the contention scenario's handoffs/s ÷ the peer's)\n", ps[0].result.Clients)
+	fmt.Fprintln(tw, "peer\thandoffs/s\t×\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
+	for _, p := range ps {
+		c := p.result
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%.3f\t%.2f\t%s\t%d\t\n",
+			p.name, c.HandoffsPerSec, ratio(c.BatonVs), ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
+			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken, c.CPUSecondsPer1k, c.RaftEntriesPerGrant, c.Cores, c.Errors)
 	}
 }
 
@@ -298,14 +396,24 @@ func (r *Results) cycleScenarios() []cycleSection {
 	if len(r.ZooKeeper) > 0 {
 		sections = append(sections, cycleSection{"zookeeper", r.ZooKeeper})
 	}
-	return sections
+	return append(sections, cycleSection{"etcd-mutex", r.EtcdMutex}, cycleSection{"httpfloor", r.HTTPFloor})
+}
+
+// hasCycles reports whether any cycle scenario ran.
+func (r *Results) hasCycles() bool {
+	for _, sc := range r.cycleScenarios() {
+		if len(sc.results) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func printTable(out io.Writer, r *Results) error {
 	m := r.Machine
 	fmt.Fprintf(out, "baton bench: %d CPUs (%s), %s, %s per throughput scenario\n", m.CPUs, m.CPUModel, m.GoVersion, r.Settings.Duration)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	if len(r.Floor)+len(r.Lease)+len(r.Session)+len(r.EtcdGateway)+len(r.Redis)+len(r.ZooKeeper) > 0 {
+	if r.hasCycles() {
 		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
 		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\tcores node/gen/other\terrors\t")
 		for _, sc := range r.cycleScenarios() {
@@ -345,6 +453,7 @@ func printTable(out io.Writer, r *Results) error {
 		fmt.Fprintln(tw, "max overtaken: most later-sent requests granted before any one judged request (0 = FIFO)")
 	}
 	printZooKeeperContention(tw, r.ZooKeeperContention)
+	printPeers(tw, r)
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",
 			s.Sessions, s.LocksPerSession, r.Settings.ScaleRenew, probeRate, r.Settings.ScaleDuration)
@@ -381,6 +490,11 @@ func (r *Results) firstErrors() []string {
 	}
 	if c := r.ZooKeeperContention; c != nil && c.FirstError != "" {
 		errs = append(errs, "zookeeper contention: "+c.FirstError)
+	}
+	for _, p := range r.peerContention() {
+		if p.result.FirstError != "" {
+			errs = append(errs, p.name+" contention: "+p.result.FirstError)
+		}
 	}
 	if s := r.Scale; s != nil && s.FirstError != "" {
 		errs = append(errs, "scale: "+s.FirstError)

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The httpfloor scenario is the limit of the shape "HTTP/JSON lock on
+// embedded etcd", not a competitor: a bare net/http server in the node's
+// process, on the node's in-process etcd client, whose acquire is one
+// create-if-absent txn and whose release is one delete-if-revision txn.
+// No audit, no queue, no fencing checks, no lease per lock: every key is
+// put on one lease granted when the server starts. It speaks baton's
+// routes and status codes (201 on acquire, 204 on release, 409 when the
+// lock is taken or no longer the caller's), so the very load generator
+// of baton's session scenario drives it, with the same request bodies.
+
+// httpFloorPrefix starts every httpfloor key: outside baton's prefix, so
+// the engine never sees them.
+const httpFloorPrefix = "bench-httpfloor/"
+
+// runHTTPFloor runs the httpfloor scenario at every client count.
+func (b *bench) runHTTPFloor(ctx context.Context, res *Results) error {
+	if !b.cfg.runs("httpfloor") {
+		return nil
+	}
+	for _, c := range b.cfg.Clients {
+		b.log.Info("running", "scenario", "httpfloor", "clients", c)
+		r, err := b.httpFloor(ctx, c)
+		if err != nil {
+			return fmt.Errorf("httpfloor, %d clients: %w", c, err)
+		}
+		res.HTTPFloor = append(res.HTTPFloor, r)
+	}
+	return nil
+}
+
+// httpFloor starts a floor server, runs session-mode cycles against it
+// from a load generator, and stops the server.
+func (b *bench) httpFloor(ctx context.Context, clients int) (CycleResult, error) {
+	f, err := startHTTPFloor(ctx, b.node.Engine().Client())
+	if err != nil {
+		return CycleResult{}, err
+	}
+	defer f.close()
+	spec := loadSpec{Kind: kindCycles, URL: f.url, Clients: clients, Duration: b.cfg.Duration, Prefix: fmt.Sprintf("httpfloor-%d-", clients), Session: true}
+	var loop loopResult
+	u, err := measuredLoad(ctx, spec, &loop)
+	if err != nil {
+		return CycleResult{}, err
+	}
+	if err := f.close(); err != nil {
+		return CycleResult{}, err
+	}
+	return newCycleResult(clients, loop, u), nil
+}
+
+// floorServer is a running httpfloor server.
+type floorServer struct {
+	cli   *clientv3.Client
+	lease clientv3.LeaseID
+	srv   *http.Server
+	url   string
+	done  chan error // Serve's return
+}
+
+// startHTTPFloor grants the floor's one lease and serves on a free
+// loopback port.
+func startHTTPFloor(ctx context.Context, cli *clientv3.Client) (*floorServer, error) {
+	lease, err := cli.Grant(ctx, int64(sessionTTL/time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("httpfloor lease: %w", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cli.Revoke(ctx, lease.ID)
+		return nil, err
+	}
+	f := &floorServer{cli: cli, lease: lease.ID, url: "http://" + l.Addr().String(), done: make(chan error, 1)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/locks/{name}", f.acquire)
+	mux.HandleFunc("DELETE /v1/locks/{name}", f.release)
+	// A session is the one lease: made before the clock starts, renewed
+	// every third of its TTL by the load generator.
+	mux.HandleFunc("POST /v1/sessions", f.createSession)
+	mux.HandleFunc("POST /v1/sessions/{id}/renew", f.renewSession)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: requestTimeout}
+	go func() { f.done <- f.srv.Serve(l) }()
+	return f, nil
+}
+
+// close stops the server and revokes the lease, and with it any key left
+// behind; it may be called more than once.
+func (f *floorServer) close() error {
+	if f.done == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := f.srv.Shutdown(ctx)
+	if serr := <-f.done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	f.done = nil
+	if _, rerr := f.cli.Revoke(ctx, f.lease); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("revoke httpfloor lease: %w", rerr))
+	}
+	return err
+}
+
+// floorLock is the floor's answer to an acquire: the fields of baton's,
+// so that the answers are of a size.
+type floorLock struct {
+	Name       string    `json:"name"`
+	Owner      string    `json:"owner"`
+	Token      int64     `json:"token"`
+	Session    string    `json:"session,omitempty"`
+	TTL        string    `json:"ttl"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// acquire takes the lock if nobody holds it; the token is the revision
+// of the txn that put the key, which is the key's ModRevision.
+func (f *floorServer) acquire(w http.ResponseWriter, r *http.Request) {
+	var body acquireBody
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		floorProblem(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	name := r.PathValue("name")
+	key := httpFloorPrefix + name
+	resp, err := f.cli.Txn(r.Context()).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, body.Owner, clientv3.WithLease(f.lease))).
+		Commit()
+	if err != nil {
+		floorProblem(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	if !resp.Succeeded {
+		floorProblem(w, http.StatusConflict, "lock held")
+		return
+	}
+	now := time.Now().UTC()
+	writeFloorJSON(w, http.StatusCreated, floorLock{
+		Name: name, Owner: body.Owner, Token: resp.Header.Revision, Session: body.Session,
+		TTL: sessionTTL.String(), AcquiredAt: now, ExpiresAt: now.Add(sessionTTL),
+	})
+}
+
+// release deletes the key if it is still the hold the token names: the
+// compare on ModRevision keeps a stale token from freeing a newer hold.
+func (f *floorServer) release(w http.ResponseWriter, r *http.Request) {
+	token, err := strconv.ParseInt(r.URL.Query().Get("token"), 10, 64)
+	if err != nil {
+		floorProblem(w, http.StatusBadRequest, "token: "+err.Error())
+		return
+	}
+	key := httpFloorPrefix + r.PathValue("name")
+	resp, err := f.cli.Txn(r.Context()).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", token)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+	if err != nil {
+		floorProblem(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	if !resp.Succeeded {
+		floorProblem(w, http.StatusConflict, "not held with this token")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// createSession answers the floor's one lease as the session.
+func (f *floorServer) createSession(w http.ResponseWriter, r *http.Request) {
+	writeFloorJSON(w, http.StatusCreated, map[string]string{"id": strconv.FormatInt(int64(f.lease), 16)})
+}
+
+// renewSession keeps the one lease alive, whichever session id it is
+// asked to renew.
+func (f *floorServer) renewSession(w http.ResponseWriter, r *http.Request) {
+	if _, err := f.cli.KeepAliveOnce(r.Context(), f.lease); err != nil {
+		floorProblem(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func writeFloorJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// A write error is the client's going away; there is no one to tell.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func floorProblem(w http.ResponseWriter, status int, detail string) {
+	writeFloorJSON(w, status, map[string]any{"status": status, "detail": detail})
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/testetcd"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestHTTPFloor_TakenLockAndStaleTokenAreRefused drives a floor server on a
+// member of its own as the load generator does, and checks the two txns'
+// compares: a held lock is not taken again, a stale token frees nothing,
+// and closing the server revokes its lease with whatever it held.
+func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
+	m := testetcd.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := startHTTPFloor(ctx, m.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	a := newAPI(f.url, 1)
+	id, err := a.createSession(ctx, "w1")
+	if err != nil || id == "" {
+		t.Fatalf("create session: %q, %v", id, err)
+	}
+	body := acquireBody{Owner: "w1", Session: id}.encode()
+	token, err := a.acquire(ctx, "a", body)
+	if err != nil || token <= 0 {
+		t.Fatalf("acquire: token %d, %v", token, err)
+	}
+	if _, err := a.acquire(ctx, "a", body); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Errorf("acquire of a held lock: %v, want 409", err)
+	}
+	if err := a.release(ctx, "a", token-1); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Errorf("release with a stale token: %v, want 409", err)
+	}
+	if err := a.release(ctx, "a", token); err != nil {
+		t.Errorf("release: %v", err)
+	}
+	again, err := a.acquire(ctx, "a", body)
+	if err != nil || again <= token {
+		t.Errorf("acquire after release: token %d (first %d), %v", again, token, err)
+	}
+	if err := a.renewSession(ctx, id); err != nil {
+		t.Errorf("renew: %v", err)
+	}
+	if err := a.deleteSession(ctx, id); err != nil {
+		t.Errorf("delete session: %v", err)
+	}
+
+	// "a" is still held; the lease takes it with it.
+	if err := f.close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.Client().Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 0 {
+		t.Errorf("after close, %d floor keys, want none", resp.Count)
+	}
+}
