@@ -21,6 +21,20 @@
 //   - redis, the other peer, only with -redis host:port: the same cycles as
 //     SET key token NX PX 30000 and a compare-and-delete script (EVALSHA),
 //     with the CPU of redis-server when it is a process of this machine;
+//   - zookeeper, when Debian's zookeeper package is installed (-zookeeper-jar):
+//     a standalone server the bench starts on a temp dir, fsync on as
+//     shipped, and Curator's lock recipe (InterProcessMutex: a protected
+//     ephemeral-sequential child, lowest wins, a watch on the predecessor
+//     only) over go-zookeeper, one session per worker: the same cycles, then
+//     the contention scenario on one lock, with the server's CPU;
+//   - etcd-mutex, what a Go user of etcd would write: clientv3/concurrency's
+//     Session and Mutex over gRPC to the same member, a session and client
+//     per worker: the same cycles, then -contention-clients workers on one
+//     Mutex;
+//   - httpfloor, the limit of an HTTP/JSON lock on embedded etcd, not a
+//     competitor: a bare net/http server in the node's process, one txn per
+//     acquire and one per release on the in-process client, one shared
+//     lease, driven by the session scenario's own load generator;
 //   - contention: clients queueing with wait on one key: handoffs/s,
 //     handoff latency and grant order against arrival order;
 //   - history, only when -only names it (it takes minutes at its default
