@@ -48,6 +48,8 @@ type historyIndex struct {
 	indexed int64
 	changed chan struct{}
 	count   atomic.Int64 // meta.Events, for the metric
+	// flush cuts the writer's wait for more events short (flushNow).
+	flush chan struct{}
 }
 
 // historyMeta is the value of meta/history.
@@ -105,7 +107,7 @@ func (x *historyIndex) chunk() int {
 var errIndexMoved = errors.New("another node indexed the history meanwhile")
 
 func newHistoryIndex(e *Engine) *historyIndex {
-	return &historyIndex{e: e, changed: make(chan struct{})}
+	return &historyIndex{e: e, changed: make(chan struct{}), flush: make(chan struct{}, 1)}
 }
 
 // events is the trail's size as last read or written (a metric).
@@ -206,9 +208,16 @@ const (
 	indexBatch = 1024
 )
 
-// write indexes what q brings, all that waits at a time, until ctx ends
-// or a write fails.
+// write indexes what q brings until ctx ends or a write fails. It waits
+// up to indexDelay after the first record for more to come, so that a
+// txn of the index carries many events even when the watch hands them
+// over one revision at a time (one client acquiring and releasing): an
+// index txn per event would double the raft entries of a lock cycle. A
+// reader waiting for the index on this node (awaitIndexedThrough) cuts
+// the wait short.
 func (x *historyIndex) write(ctx context.Context, q <-chan []pendingRecord, fail func(error)) {
+	delay := time.NewTimer(indexDelay)
+	defer delay.Stop()
 	for {
 		var recs []pendingRecord
 		select {
@@ -216,13 +225,18 @@ func (x *historyIndex) write(ctx context.Context, q <-chan []pendingRecord, fail
 		case <-ctx.Done():
 			return
 		}
+		delay.Reset(indexDelay)
 	more:
 		for len(recs) < indexBatch {
 			select {
 			case r := <-q:
 				recs = append(recs, r...)
-			default:
+			case <-delay.C:
 				break more
+			case <-x.flush:
+				break more
+			case <-ctx.Done():
+				return
 			}
 		}
 		x.mu.Lock()
@@ -232,6 +246,20 @@ func (x *historyIndex) write(ctx context.Context, q <-chan []pendingRecord, fail
 			fail(err)
 			return
 		}
+	}
+}
+
+// indexDelay is how long the index waits for more events before it
+// writes those it has; what a reader on another node may wait for them
+// on top of the write.
+const indexDelay = 10 * time.Millisecond
+
+// flushNow asks the writer to write what it holds without waiting out
+// indexDelay.
+func (x *historyIndex) flushNow() {
+	select {
+	case x.flush <- struct{}{}:
+	default: // one is on its way
 	}
 }
 

@@ -69,6 +69,7 @@ func (e *Engine) awaitIndexedThrough(ctx context.Context, rev int64) error {
 		if indexed >= rev {
 			return nil
 		}
+		x.flushNow()
 		t := time.NewTimer(backoff)
 		select {
 		case <-changed:
