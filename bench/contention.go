@@ -99,13 +99,17 @@ func genContention(ctx context.Context, spec loadSpec, p *parentConn) error {
 		})
 	}
 	wg.Wait()
-	rep := contentionReport{Elapsed: time.Since(start), Errors: errs.n.Load(), FirstError: errs.first}
-	grants := slices.Concat(perClient...)
-	rep.Grants = int64(len(grants))
+	return p.report(grantReport(time.Since(start), &errs, slices.Concat(perClient...)))
+}
+
+// grantReport is the contention report of grants, the run's, over
+// elapsed.
+func grantReport(elapsed time.Duration, errs *errorCount, grants []grant) contentionReport {
+	rep := contentionReport{Elapsed: elapsed, Grants: int64(len(grants)), Errors: errs.n.Load(), FirstError: errs.first}
 	lat, early := handoffs(grants)
 	rep.Handoff, rep.HandoffsEarly = lat.summary(), early
 	rep.Fairness = judgeFairness(afterOpening(grants))
-	return p.report(rep)
+	return rep
 }
 
 // afterOpening drops the opening burst: every client sends at once, before

@@ -168,11 +168,7 @@ func genEtcdMutexContention(ctx context.Context, spec loadSpec, p *parentConn) e
 	for i, h := range holds {
 		grants[i] = h.grant
 	}
-	rep := contentionReport{Elapsed: elapsed, Grants: int64(len(grants)), Errors: errs.n.Load(), FirstError: errs.first}
-	lat, early := handoffs(grants)
-	rep.Handoff, rep.HandoffsEarly = lat.summary(), early
-	rep.Fairness = judgeFairness(afterOpening(grants))
-	if err := p.report(rep); err != nil {
+	if err := p.report(grantReport(elapsed, errs, grants)); err != nil {
 		return err
 	}
 	return closeAll()

@@ -505,13 +505,7 @@ func zkContend(ctx context.Context, conns []*zk.Conn, dir string, d time.Duratio
 		})
 	}
 	wg.Wait()
-	rep := contentionReport{Elapsed: time.Since(start), Errors: errs.n.Load(), FirstError: errs.first}
-	grants := slices.Concat(perClient...)
-	rep.Grants = int64(len(grants))
-	lat, early := handoffs(grants)
-	rep.Handoff, rep.HandoffsEarly = lat.summary(), early
-	rep.Fairness = judgeFairness(afterOpening(grants))
-	return rep
+	return grantReport(time.Since(start), &errs, slices.Concat(perClient...))
 }
 
 // printZooKeeperContention prints the zookeeper peer's contention, as
