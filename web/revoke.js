@@ -108,7 +108,10 @@ export function initRevoke(onRevoked) {
   revoked = onRevoked;
   $("revoke-form").addEventListener("submit", confirmRevoke);
   $("revoke-cancel").addEventListener("click", () => dialog.close("cancel"));
+  // A dialog's close event is dispatched as a later task, so it can arrive
+  // after the dialog was opened again (Escape, then Revoke straight away):
+  // only a dialog that is still closed forgets its hold.
   dialog.addEventListener("close", () => {
-    state.revoking = null;
+    if (!dialog.open) state.revoking = null;
   });
 }
