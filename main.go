@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/baton-dev/baton/internal/cli"
+	"github.com/baton-dev/baton/internal/gctune"
 	"github.com/baton-dev/baton/node"
 )
 
@@ -119,6 +121,7 @@ func serve(ctx context.Context, cfg node.Config) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	gctune.Apply(slog.Default())
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err

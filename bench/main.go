@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-dev/baton/internal/gctune"
 	"github.com/baton-dev/baton/node"
 )
 
@@ -283,6 +284,7 @@ const historyQuotaPerEvent = 1200
 // grows to match), so the history scenario reads a trail retention has
 // not trimmed.
 func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, string, error) {
+	gctune.Apply(slog.Default()) // the collector's settings of baton serve
 	nc := node.DefaultConfig()
 	nc.Name = "bench"
 	nc.DataDir = filepath.Join(dir, "data")
