@@ -263,6 +263,7 @@ func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acqui
 	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
+	e.holds.put(a.req.Name, l.Token, rec)
 	if a.session != 0 {
 		if sr := resp.Responses[ix.won.session].GetResponseRange(); len(sr.Kvs) > 0 {
 			var s sessionRecord

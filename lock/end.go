@@ -74,6 +74,16 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 // ModRevision == token, so the record checked is the record of the hold
 // that the txn ends, or the txn fails.
 func (e *Engine) endHold(ctx context.Context, name string, token int64, typ EventType, detail string) error {
+	if typ == EventReleased && token > 0 {
+		if hr, ok := e.holds.take(name, token); ok {
+			if !mayActOn(ctx, hr.Credential) {
+				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+			}
+			if ended, err := e.releaseKnown(ctx, name, token, hr); ended || err != nil {
+				return err
+			}
+		}
+	}
 	hr, head, err := e.readHold(ctx, name, token, typ == EventReleased)
 	if err != nil {
 		return err
@@ -225,8 +235,15 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		}
 		return ErrTokenMismatch
 	}
+	e.ended(typ, hr, t.handedOver(resp.Responses))
+	return nil
+}
+
+// ended counts a hold's end by typ, and the grant it handed over, and
+// does what is left to do with the hold's own lease once its key is gone.
+func (e *Engine) ended(typ EventType, hr holderRecord, handedOver bool) {
 	e.recorded(typ, 1)
-	if t.handedOver(resp.Responses) {
+	if handedOver {
 		e.recorded(EventAcquired, 1)
 	}
 	if hr.Session == "" {
@@ -235,11 +252,10 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		// lease, so this one holds no key any more. After a revoke or an
 		// expiry the lease is ended, as the operator or etcd meant.
 		if id, ok := parseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
-			return nil
+			return
 		}
 		e.revokeLease(hr.Lease)
 	}
-	return nil
 }
 
 // endTxn is the txn that ends a hold, built by Engine.endTxn.

@@ -268,6 +268,9 @@ type Engine struct {
 	hist *historyIndex
 	// space holds the storage caps' tallies and the alarm (space.go).
 	space space
+	// holds keeps the records of the holds this node granted, so their
+	// releases need not read them (holdcache.go).
+	holds holdCache
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine

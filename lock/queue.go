@@ -119,6 +119,7 @@ func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseI
 		return first, 0, err
 	}
 	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
+	a.e.holds.sawWaiter(a.req.Name) // its holder's release must hand over, not try the one-txn release first
 	if queueRev == 0 {
 		// The txn failed on a lease before it ran: join the queue on
 		// our own, and let the queued attempts tell which lease is gone.

@@ -1,0 +1,121 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A release must know the hold it ends: its owner, session and credential
+// for the end event and the ownership check, its lock-delay, its lease.
+// Read from etcd, that is a round trip before the end txn (readHold). The
+// node that granted a hold wrote that record itself, and a holder record
+// is never rewritten while its hold lasts, so the node keeps the records
+// of the holds it granted (holdCache), and a release it receives for one
+// of them ends the hold in one txn (releaseKnown).
+//
+// The cache is a hint, never the truth: the end txn still requires
+// ModRevision == token, so a record of a hold that ended elsewhere (an
+// expiry, a revoke, a release through another node) only makes that txn
+// fail, and the release then reads the hold as it would without the
+// cache. It never ends a hold it does not name.
+
+// holdCacheSize is how many holds one generation of the cache keeps; with
+// two generations a node remembers between this many and twice as many of
+// the holds it granted last. A hold older than that is read from etcd at
+// its release, as without the cache.
+const holdCacheSize = 16384
+
+// contendedFor is how long a name counts as contended once a waiter was
+// seen on it: its releases then read the queue's head before their txn
+// (to hand the lock over), instead of trying the one-txn release first
+// and paying a failed txn for the waiter it finds.
+const contendedFor = time.Second
+
+// holdCache is the holder records of the holds this node granted, by lock
+// name, and the names on which waiters were seen lately.
+type holdCache struct {
+	mu sync.Mutex
+	// cur and prev are two generations: a record goes into cur; when cur
+	// is full it becomes prev, and the old prev is dropped.
+	cur, prev map[string]cachedHold
+	// contended is when each name last had a waiter; it is cleared
+	// whenever it grows past holdCacheSize.
+	contended map[string]time.Time
+}
+
+type cachedHold struct {
+	token int64
+	hr    holderRecord
+}
+
+// put remembers hr as the record of the hold token of name.
+func (c *holdCache) put(name string, token int64, hr holderRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || len(c.cur) >= holdCacheSize {
+		c.prev, c.cur = c.cur, make(map[string]cachedHold, 64)
+	}
+	c.cur[name] = cachedHold{token: token, hr: hr}
+}
+
+// take returns the record of the hold token of name and forgets it, if the
+// node has it and name has had no waiter lately.
+func (c *holdCache) take(name string, token int64) (holderRecord, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.cur[name]
+	if ok {
+		delete(c.cur, name)
+	} else if h, ok = c.prev[name]; ok {
+		delete(c.prev, name)
+	}
+	if !ok || h.token != token {
+		return holderRecord{}, false
+	}
+	if at, seen := c.contended[name]; seen && time.Since(at) < contendedFor {
+		return holderRecord{}, false
+	}
+	return h.hr, true
+}
+
+// sawWaiter notes that name has waiters.
+func (c *holdCache) sawWaiter(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.contended == nil || len(c.contended) >= holdCacheSize {
+		c.contended = make(map[string]time.Time)
+	}
+	c.contended[name] = time.Now()
+}
+
+// releaseKnown releases the hold token of name, whose holder record hr
+// this node granted, in one txn: it ends the hold if token still holds
+// name and nobody waits for it. ended is false when the txn found either
+// not so; the release then goes the way of a release without the record,
+// which reads the hold and the queue's head first.
+func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr holderRecord) (ended bool, err error) {
+	ev := Event{Time: nowUTC(), Type: EventReleased, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session,
+		Credential: credentialOf(ctx)}
+	t := e.endTxn(name, token, hr, ev, nil, true)
+	// No waiter, so none to hand the lock to: a waiter that asked for a
+	// grant must get it from this txn (handOverOps), and one that did not
+	// takes the lock once it sees the key go.
+	cmps := append(t.cmps, clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(name)), "=", 0).WithPrefix())
+	var resp *clientv3.TxnResponse
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.batch.Txn(octx, cmps, t.then, nil)
+		return err
+	})
+	if err != nil {
+		return false, e.etcdErr(ctx, "end hold", err)
+	}
+	if !resp.Succeeded {
+		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
+		return false, nil
+	}
+	e.ended(EventReleased, hr, false)
+	return true, nil
+}
