@@ -26,7 +26,7 @@ func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range res.peerSections() {
+	for _, sc := range []cycleSection{{"etcd-mutex", res.EtcdMutex}, {"httpfloor", res.HTTPFloor}} {
 		checkCycles(t, sc.name, sc.results, cfg.Clients, false)
 		for _, c := range sc.results {
 			name := sc.name + "/" + strings.Repeat("c", c.Clients)

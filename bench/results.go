@@ -305,7 +305,7 @@ func (r *Results) compare() {
 // peerSections are the cycle scenarios baton's session mode is held
 // against, in table order: etcd's own recipe, and the HTTP floor.
 func (r *Results) peerSections() []cycleSection {
-	return []cycleSection{{"etcd-mutex", r.EtcdMutex}, {"httpfloor", r.HTTPFloor}}
+	return []cycleSection{{"zookeeper", r.ZooKeeper}, {"etcd-mutex", r.EtcdMutex}, {"httpfloor", r.HTTPFloor}}
 }
 
 // peerContentionResult is a peer's contention scenario, named.
@@ -317,6 +317,9 @@ type peerContentionResult struct {
 // peerContention lists the peers' contention results that ran.
 func (r *Results) peerContention() []peerContentionResult {
 	var ps []peerContentionResult
+	if r.ZooKeeperContention != nil {
+		ps = append(ps, peerContentionResult{"zookeeper", r.ZooKeeperContention})
+	}
 	if r.EtcdMutexContention != nil {
 		ps = append(ps, peerContentionResult{"etcd-mutex", r.EtcdMutexContention})
 	}
@@ -377,9 +380,12 @@ func printPeers(tw io.Writer, r *Results) {
 	fmt.Fprintln(tw, "peer\thandoffs/s\t×\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
 	for _, p := range ps {
 		c := p.result
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%.3f\t%.2f\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%s\t%s\t%s\t%d\t\n",
 			p.name, c.HandoffsPerSec, ratio(c.BatonVs), ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
-			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken, c.CPUSecondsPer1k, c.RaftEntriesPerGrant, c.Cores, c.Errors)
+			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken, figure(c.CPUSecondsPer1k, 3), figure(c.RaftEntriesPerGrant, 2), c.Cores, c.Errors)
+	}
+	if r.ZooKeeperContention != nil {
+		fmt.Fprintln(tw, "zookeeper contention: cpu and node cores are the server's; token order is the sequence numbers' order")
 	}
 }
 
@@ -452,7 +458,6 @@ func printTable(out io.Writer, r *Results) error {
 		fmt.Fprintln(tw, "in order: share of judged grants that no earlier-sent request was still waiting for (1 = FIFO)")
 		fmt.Fprintln(tw, "max overtaken: most later-sent requests granted before any one judged request (0 = FIFO)")
 	}
-	printZooKeeperContention(tw, r.ZooKeeperContention)
 	printPeers(tw, r)
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -506,20 +505,6 @@ func zkContend(ctx context.Context, conns []*zk.Conn, dir string, d time.Duratio
 	}
 	wg.Wait()
 	return grantReport(time.Since(start), &errs, slices.Concat(perClient...))
-}
-
-// printZooKeeperContention prints the zookeeper peer's contention, as
-// printTable prints baton's.
-func printZooKeeperContention(tw *tabwriter.Writer, c *ContentionResult) {
-	if c != nil {
-		fmt.Fprintf(tw, "\nzookeeper contention: %d clients, the lock recipe on one lock node, unlock at once\n", c.Clients)
-		fmt.Fprintln(tw, "handoffs/s\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
-		fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t%d\t%.4f\t%d\t%s\t%s\t%s\t%d\t\n",
-			c.HandoffsPerSec, ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
-			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken,
-			figure(c.CPUSecondsPer1k, 3), figure(c.RaftEntriesPerGrant, 2), c.Cores, c.Errors)
-		fmt.Fprintln(tw, "zookeeper contention: cpu and node cores are the server's; token order is the sequence numbers' order")
-	}
 }
 
 // zooKeeperPeer starts the zookeeper peer's server when the peer runs.

@@ -26,19 +26,20 @@ func needZooKeeper(t *testing.T) {
 	}
 }
 
-// TestRun_SmokeZooKeeper runs the zookeeper peer beside the floor for
+// TestRun_SmokeZooKeeper runs the zookeeper peer beside baton for
 // seconds, on the server the harness starts, and checks that its figures
-// are there and sane and that the server is stopped after the run.
+// are there and sane, that baton is held against them, and that the
+// server is stopped after the run.
 func TestRun_SmokeZooKeeper(t *testing.T) {
 	needZooKeeper(t)
 	cfg := DefaultConfig()
 	cfg.Duration = 300 * time.Millisecond
 	cfg.Clients = []int{1, 4}
 	cfg.ContentionClients = 4
-	cfg.Only = []string{"floor", "zookeeper"}
+	cfg.Only = []string{"floor", "session", "zookeeper", "contention"}
 	cfg.ZooKeeperJar = zooKeeperJar
 	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
-	raw := smokeRun(t, cfg, "\nzookeeper ", "forceSync as shipped", "zookeeper contention: 4 clients")
+	raw := smokeRun(t, cfg, "\nzookeeper ", "forceSync as shipped", "contention of the peers: 4 clients", "zookeeper contention: cpu and node cores are the server's")
 	var res Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
@@ -54,6 +55,9 @@ func TestRun_SmokeZooKeeper(t *testing.T) {
 			t.Errorf("zookeeper/%d: raft entries %v, cores %+v", c.Clients, c.RaftEntriesPerCycle, c.Cores)
 		}
 		serverCPU += c.CPUSecondsPer1k * float64(c.Cycles) / 1000
+		if v := c.BatonVs; v == nil || v.CyclesPerSec <= 0 || v.P50 <= 0 {
+			t.Errorf("zookeeper/%d: baton's session against it %+v", c.Clients, v)
+		}
 	}
 	// /proc counts in 10ms ticks: one short row may read 0, not both.
 	if serverCPU <= 0 {
@@ -65,7 +69,7 @@ func TestRun_SmokeZooKeeper(t *testing.T) {
 	}
 	// Every client has at least two turns; every grant but the first
 	// is a handoff.
-	if c.Errors != 0 || c.Grants < 2*int64(c.Clients) || c.HandoffsPerSec <= 0 || c.Handoff.Count != c.Grants-1 || c.Fairness.Judged == 0 {
+	if c.Errors != 0 || c.Grants < 2*int64(c.Clients) || c.HandoffsPerSec <= 0 || c.Handoff.Count != c.Grants-1 || c.Fairness.Judged == 0 || c.BatonVs <= 0 {
 		t.Errorf("zookeeper contention: %+v", c)
 	}
 	if conn, err := net.DialTimeout("tcp", s.Addr, time.Second); err == nil {
