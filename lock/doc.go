@@ -70,8 +70,8 @@
 //	audit/<name>/<hold>/a         pending record of the "acquired" event of one hold; kept until its end is indexed (no lease)
 //	audit/<name>/<hold>/e         pending record of the event that ended that hold (released, expired, revoked, session_expired)
 //	audit/<name>/<id>/d           pending record of a delay_cleared; audit/~fence/<resource>/<id>: of a fence_reset
-//	trail/<rev>/<entry>           an event of the trail, newest first in key order (histkeys.go); lease: a retention bucket
-//	trailname/<kind>/<name>/<rev>/<entry> the same event in its thing's index (no value); same lease
+//	trail/<rev>/<entry>           the events of one revision (a JSON array), newest first in key order (histkeys.go); lease: a retention bucket
+//	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON); same lease
 //	meta/history                  the history index's cursor, size and buckets (historyindex.go)
 //	fenced/<resource>             a fenced value: {token, value}
 //	fencemax/<resource>           the largest token seen for resource, zero-padded so Value compares order it

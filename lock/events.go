@@ -172,7 +172,8 @@ const streamsRetryAfter = 5 * time.Second
 // etcd watch.
 func (e *Engine) EventStreams() int { return int(e.subs.Load()) }
 
-// replayPage bounds each read of a replay.
+// replayPage bounds each read of a replay, in events (about, for the
+// trail's keys of a revision each: keysFor).
 const replayPage = 1000
 
 // replay sends the events with since < revision <= to, oldest first, and
@@ -188,22 +189,24 @@ func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, sin
 	if err := e.awaitReplay(ctx, to); err != nil {
 		return 0, err
 	}
-	total := 0
+	total, read, keys := 0, 0, 0
 	width := int64(replayPage)
 	for lo := since; lo < to; {
 		hi := min(lo+width, to)
-		limit := replayPage + 1
+		limit := src.keysFor(replayPage, read, keys)
 		if hi == lo+1 {
 			limit = 0 // one revision: all of it
 		}
-		evs, err := e.readTrail(ctx, src, src.prefix+revKey(hi), src.prefix+revKey(lo), limit)
+		r, err := e.readTrailKVs(ctx, src, src.prefix+revKey(hi), src.prefix+revKey(lo), limit)
 		if err != nil {
 			return total, err
 		}
-		if limit != 0 && len(evs) == limit {
+		read, keys = read+len(r.events), keys+r.keys
+		if r.more {
 			width = max((hi-lo)/2, 1)
 			continue
 		}
+		evs := decodeTrail(r.events)
 		for i := len(evs) - 1; i >= 0; i-- {
 			if !f.keep(evs[i]) {
 				continue

@@ -19,8 +19,8 @@ import (
 // them all. The history index (historyindex.go) copies each pending
 // record, once committed, into the trail proper:
 //
-//	trail/<rev>/<entry>                    the event, value: its JSON
-//	trailname/<kind>/<name>/<rev>/<entry>  the same event in its thing's index, no value
+//	trail/<rev>/<entry>                    the events of one revision, value: a JSON array of them
+//	trailname/<kind>/<name>/<rev>/<entry>  one event in its thing's index, value: its JSON
 //
 // where <rev> is revKey(revision), so that ascending key order, the only
 // order etcd pages with a limit, is newest first, and <entry> orders the
@@ -28,6 +28,14 @@ import (
 // over ends one hold and begins the next in one txn, and the next hold's
 // acquired event (entry rank 0) is the newer of the two (rank 1). A page
 // is then one range with a limit, whatever the trail holds.
+//
+// Under load one revision holds a batch's worth of events (tens), and a
+// key of its own for each cost the index a put per event: so trail/ keeps
+// a revision's events together, in entry order, under the entry of the
+// first. An index txn holds a bounded number of events, so a revision
+// with more is split over several keys, each named by its first entry.
+// A thing's index keeps each of its events whole, so that its pages read
+// its events only, not the revisions they share with others.
 
 func (e *Engine) histPrefix() string { return e.cfg.Prefix + "trail/" }
 func (e *Engine) histNamePrefix(kind EventKind, name string) string {
@@ -102,17 +110,19 @@ func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	return p, true
 }
 
-// histKey and histNameKey are the indexed keys of p.
+// histKey is the trail/ key of the events of one revision from p on.
 func (e *Engine) histKey(p pendingRecord) string {
 	return e.histPrefix() + revKey(p.ev.Revision) + "/" + p.entry
 }
 
+// histNameKey is p's key in its thing's index.
 func (e *Engine) histNameKey(p pendingRecord) string {
 	return e.histNamePrefix(p.ev.Kind, p.ev.Name) + revKey(p.ev.Revision) + "/" + p.entry
 }
 
-// indexedValue is the value of p's hist key: the event as read, revision
-// aside (the key holds it).
+// indexedValue is the value of p's trailname/ key, and its part of its
+// revision's trail/ value: the event as read, revision aside (the key
+// holds it).
 func indexedValue(p pendingRecord) string {
 	b, err := json.Marshal(p.ev)
 	if err != nil {
@@ -121,16 +131,37 @@ func indexedValue(p pendingRecord) string {
 	return string(b)
 }
 
-// trailRevision is the revision a trail/ key holds.
-func (e *Engine) trailRevision(key []byte) (int64, bool) {
-	p := e.histPrefix()
-	if len(key) < len(p)+revKeyLen || string(key[:len(p)]) != p {
-		return 0, false
-	}
-	return parseRevKey(string(key[len(p) : len(p)+revKeyLen]))
+// groupValue is the trail/ value of events (their indexedValues, in
+// entry order).
+func groupValue(events []string) string {
+	return "[" + strings.Join(events, ",") + "]"
 }
 
-// histKeyOfName is the trail/ key a trailname/ key points at.
-func (e *Engine) histKeyOfName(nameKey, namePrefix string) string {
-	return e.histPrefix() + strings.TrimPrefix(nameKey, namePrefix)
+// revision is the revision a key of s holds.
+func (s trailSource) revision(key []byte) (int64, bool) {
+	if len(key) < len(s.prefix)+revKeyLen || string(key[:len(s.prefix)]) != s.prefix {
+		return 0, false
+	}
+	return parseRevKey(string(key[len(s.prefix) : len(s.prefix)+revKeyLen]))
+}
+
+// events appends the events of kv, a key of s, to out: a trail/ key holds
+// a JSON array of them, a trailname/ key one. A value that does not
+// decode (nothing baton writes) adds none.
+func (s trailSource) events(kv *mvccpb.KeyValue, out []trailKV) []trailKV {
+	rev, ok := s.revision(kv.Key)
+	if !ok {
+		return out
+	}
+	if s.byName {
+		return append(out, trailKV{rev, kv.Value})
+	}
+	var group []json.RawMessage
+	if json.Unmarshal(kv.Value, &group) != nil {
+		return out
+	}
+	for _, v := range group {
+		out = append(out, trailKV{rev, v})
+	}
+	return out
 }

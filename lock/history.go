@@ -177,21 +177,29 @@ func (e *Engine) readNewest(ctx context.Context, src trailSource, before int64, 
 // key of a range, whatever its limit (docs/PERFORMANCE.md), so it reads a
 // window of revisions at a time, firstWindow wide, then twice as wide
 // after each that held too few: what it walks grows with what it
-// returns, not with the trail.
+// returns, not with the trail. It may return more than want, up to the
+// end of the last trail/ key read (src.keysFor bounds how far).
 func (e *Engine) readNewestKVs(ctx context.Context, src trailSource, before int64, want int) ([]trailKV, error) {
 	var out []trailKV
+	keys := 0 // trail/ keys read, for src.keysFor
 	width := int64(firstWindow)
 	for hi := before; len(out) < want && hi > 1; {
 		lo := max(hi-width, 1) // the window: lo <= revision < hi
-		end := src.end()
+		start, end := src.prefix+revKey(hi-1), src.end()
 		if lo > 1 {
 			end = src.prefix + revKey(lo-1)
 		}
-		kvs, err := e.readTrailKVs(ctx, src, src.prefix+revKey(hi-1), end, want-len(out))
-		if err != nil {
-			return nil, err
+		for len(out) < want {
+			r, err := e.readTrailKVs(ctx, src, start, end, src.keysFor(want-len(out), len(out), keys))
+			if err != nil {
+				return nil, err
+			}
+			out, keys = append(out, r.events...), keys+r.keys
+			if !r.more {
+				break
+			}
+			start = r.last + "\x00"
 		}
-		out = append(out, kvs...)
 		hi, width = lo, min(2*width, 1<<40)
 	}
 	return out, nil
@@ -199,14 +207,34 @@ func (e *Engine) readNewestKVs(ctx context.Context, src trailSource, before int6
 
 // firstWindow is readNewestKVs' first window, in revisions. A revision
 // holds from one event to a batch's worth (tens, under load), so it
-// walks from 32 to a few thousand keys; a sparse trail costs a few more
+// walks from 32 to a few thousand events; a sparse trail costs a few more
 // reads, each twice as wide.
 const firstWindow = 32
 
-// trailKV is a record of the trail and its revision (from its key).
+// firstGroups is how many trail/ keys the first read of a page asks for,
+// before it knows how many events a key holds here.
+const firstGroups = 4
+
+// keysFor is how many keys of s to read for want more events, when read
+// events came from keys keys already: a trailname/ key is one event; a
+// trail/ key is a revision's events, as many as those read so far held
+// on average (firstGroups at first), so a read goes past want by about
+// one key's worth.
+func (s trailSource) keysFor(want, read, keys int) int {
+	if s.byName {
+		return want
+	}
+	if keys == 0 || read == 0 {
+		return min(want, firstGroups)
+	}
+	return max(1, min(want, want*keys/read+1))
+}
+
+// trailKV is one event of the trail, undecoded, and its revision (from
+// its key).
 type trailKV struct {
-	rev int64
-	kv  *mvccpb.KeyValue
+	rev   int64
+	value []byte
 }
 
 func decodeTrail(kvs []trailKV) []Event {
@@ -221,72 +249,38 @@ func decodeTrail(kvs []trailKV) []Event {
 
 func (t trailKV) decode() (Event, bool) {
 	var ev Event
-	if json.Unmarshal(t.kv.Value, &ev) != nil {
+	if json.Unmarshal(t.value, &ev) != nil {
 		return Event{}, false
 	}
 	ev.Revision = t.rev
 	return ev, true
 }
 
-// readTrail reads at most limit events (0: all) of src in [start, end),
-// newest first.
-func (e *Engine) readTrail(ctx context.Context, src trailSource, start, end string, limit int) ([]Event, error) {
-	kvs, err := e.readTrailKVs(ctx, src, start, end, limit)
-	return decodeTrail(kvs), err
+// trailRead is what one read of trail keys found.
+type trailRead struct {
+	events []trailKV
+	keys   int    // keys read
+	last   string // the last of them
+	more   bool   // the range holds keys past last
 }
 
-func (e *Engine) readTrailKVs(ctx context.Context, src trailSource, start, end string, limit int) ([]trailKV, error) {
-	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(limit))}
-	if src.byName {
-		opts = append(opts, clientv3.WithKeysOnly())
-	}
+// readTrailKVs reads the events of at most limit keys (0: all) of src in
+// [start, end), newest first.
+func (e *Engine) readTrailKVs(ctx context.Context, src trailSource, start, end string, limit int) (trailRead, error) {
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, start, opts...)
+	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(limit)))
 	done()
 	if err != nil {
-		return nil, e.etcdErr(ctx, "read history", err)
+		return trailRead{}, e.etcdErr(ctx, "read history", err)
 	}
-	kvs := resp.Kvs
-	if src.byName {
-		if kvs, err = e.readPointed(ctx, src, kvs, resp.Header.Revision); err != nil {
-			return nil, err
-		}
+	r := trailRead{events: make([]trailKV, 0, len(resp.Kvs)), keys: len(resp.Kvs), more: resp.More}
+	for _, kv := range resp.Kvs {
+		r.events = src.events(kv, r.events)
 	}
-	out := make([]trailKV, 0, len(kvs))
-	for _, kv := range kvs {
-		if rev, ok := e.trailRevision(kv.Key); ok {
-			out = append(out, trailKV{rev, kv})
-		}
+	if r.keys > 0 {
+		r.last = string(resp.Kvs[r.keys-1].Key)
 	}
-	return out, nil
-}
-
-// pointedPerTxn bounds the reads of one txn (etcd's --max-txn-ops is 128
-// by default).
-const pointedPerTxn = 100
-
-// readPointed reads the hist entries that a thing's index keys point at,
-// at rev, so an entry dropped since the index was read is simply absent.
-func (e *Engine) readPointed(ctx context.Context, src trailSource, keys []*mvccpb.KeyValue, rev int64) ([]*mvccpb.KeyValue, error) {
-	out := make([]*mvccpb.KeyValue, 0, len(keys))
-	for len(keys) > 0 {
-		n := min(len(keys), pointedPerTxn)
-		ops := make([]clientv3.Op, n)
-		for i, kv := range keys[:n] {
-			ops[i] = clientv3.OpGet(e.histKeyOfName(string(kv.Key), src.prefix), clientv3.WithRev(rev))
-		}
-		octx, done := e.op(ctx)
-		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
-		done()
-		if err != nil {
-			return nil, e.etcdErr(ctx, "read history", err)
-		}
-		for _, r := range resp.Responses {
-			out = append(out, r.GetResponseRange().Kvs...)
-		}
-		keys = keys[n:]
-	}
-	return out, nil
+	return r, nil
 }
 
 // readRevision reads every event of src at rev.
@@ -297,7 +291,8 @@ func (e *Engine) readRevision(ctx context.Context, src trailSource, rev int64) (
 
 func (e *Engine) readRevisionKVs(ctx context.Context, src trailSource, rev int64) ([]trailKV, error) {
 	p := src.prefix + revKey(rev) + "/"
-	return e.readTrailKVs(ctx, src, p, clientv3.GetPrefixRangeEnd(p), 0)
+	r, err := e.readTrailKVs(ctx, src, p, clientv3.GetPrefixRangeEnd(p), 0)
+	return r.events, err
 }
 
 var eventTypes = []EventType{
@@ -316,7 +311,9 @@ func joinTypes(ts []EventType) string {
 // HistoryScanBudget bounds the events a filtered History call reads: a
 // filter that matches rarely returns a short (even empty) page with a
 // next Before, where the next call goes on, so no call reads the whole
-// trail. At 5,000 events a call stays within tens of milliseconds.
+// trail. At 5,000 events a call stays within tens of milliseconds. The
+// trail is read a revision's events at a time (histkeys.go), so a call
+// may read the rest of the last revision it reached beyond the budget.
 const HistoryScanBudget = 5000
 
 // scanPage is how many events a scan reads at a time.
@@ -337,7 +334,7 @@ func (e *Engine) filteredHistory(ctx context.Context, src trailSource, o History
 	candidate := o.prefilter()
 	next, err := e.scanTrail(ctx, src, o.Before, HistoryScanBudget, func(group []trailKV) bool {
 		for _, t := range group {
-			if !candidate(t.kv.Value) {
+			if !candidate(t.value) {
 				continue
 			}
 			if ev, ok := t.decode(); ok && o.keep(ev) {

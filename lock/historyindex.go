@@ -418,12 +418,20 @@ func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, who
 // entryOps index recs under bucket and delete the pending records they
 // replace.
 func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID) []clientv3.Op {
-	ops := make([]clientv3.Op, 0, 4*len(recs))
-	for _, p := range recs {
-		ops = append(ops, clientv3.OpPut(x.e.histKey(p), indexedValue(p), clientv3.WithLease(bucket)),
-			clientv3.OpPut(x.e.histNameKey(p), "", clientv3.WithLease(bucket)))
+	ops := make([]clientv3.Op, 0, 3*len(recs)+1)
+	// recs are in revision and entry order (index): each run of one
+	// revision is one trail/ key, under the entry of its first.
+	var group []string
+	for i, p := range recs {
+		v := indexedValue(p)
+		group = append(group, v)
+		ops = append(ops, clientv3.OpPut(x.e.histNameKey(p), v, clientv3.WithLease(bucket)))
 		for _, k := range p.deletes {
 			ops = append(ops, clientv3.OpDelete(k))
+		}
+		if i+1 == len(recs) || recs[i+1].ev.Revision != p.ev.Revision {
+			ops = append(ops, clientv3.OpPut(x.e.histKey(recs[i+1-len(group)]), groupValue(group), clientv3.WithLease(bucket)))
+			group = group[:0]
 		}
 	}
 	return ops

@@ -99,7 +99,7 @@ func TestHistory_PagesOfTheIndexHoldEveryEventOnceAndNoPendingRecordIsLeft(t *te
 	poll.Until(t, 10*time.Second, "no pending audit record left", func() bool {
 		return len(keysUnder(t, m.Client(), prefix+"audit/")) == 0
 	})
-	if got := len(keysUnder(t, m.Client(), prefix+"trail/")); got != 120 {
+	if got := len(keysUnder(t, m.Client(), prefix+"trailname/")); got != 120 {
 		t.Fatalf("%d indexed events; want 120", got)
 	}
 }
@@ -215,7 +215,7 @@ func TestHistory_TwoIndexersOfOneTrailIndexEachEventOnce(t *testing.T) {
 	checkTrail(t, allPages(t, a, lock.HistoryOptions{Limit: 50}), 200)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := m.Client().Get(ctx, prefix+"trail/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := m.Client().Get(ctx, prefix+"trailname/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 400 {
 		t.Fatalf("%d indexed entries, %v; want 400", resp.Count, err)
 	}
@@ -227,14 +227,14 @@ func TestConfig_AHistoryBoundThatCouldFillHalfTheQuotaIsRefused(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 	cfg.BackendQuota = 64 << 20
-	cfg.HistoryMaxEvents = 100000 // 60 MB of a 64 MiB quota
+	cfg.HistoryMaxEvents = 100000 // 70 MB of a 64 MiB quota
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "--history-max-events") || !strings.Contains(err.Error(), "--etcd-quota-bytes") {
 		t.Fatalf("Validate: %v; want a refusal naming both flags", err)
 	}
-	cfg.HistoryMaxEvents = 50000
+	cfg.HistoryMaxEvents = 40000
 	if err := cfg.Validate(); err != nil {
-		t.Fatalf("50,000 events under a 64 MiB quota: %v", err)
+		t.Fatalf("40,000 events under a 64 MiB quota: %v", err)
 	}
 }
 

@@ -10,10 +10,10 @@ import (
 )
 
 // historyEventBytes is what an event of the trail takes in etcd's backend,
-// measured (docs/PERFORMANCE.md): about 580 bytes in use after compaction
-// over its three keys (trail/, trailname/ and the pending record it replaced),
-// rounded up.
-const historyEventBytes = 600
+// measured (docs/PERFORMANCE.md): about 640 bytes in use after compaction
+// over its keys (its trailname/ entry, its share of its revision's trail/
+// key, and the pending record it replaced), rounded up.
+const historyEventBytes = 700
 
 // historyMaxEventsFor is the most events a trail may keep under quota
 // (0: etcd's default): their bytes must stay under half of it, so the
