@@ -24,8 +24,9 @@ import (
 
 // holdCacheSize is how many holds one generation of the cache keeps; with
 // two generations a node remembers between this many and twice as many of
-// the holds it granted last. A hold older than that is read from etcd at
-// its release, as without the cache.
+// the holds it granted last (a few hundred bytes each, metadata left out:
+// about 10 MB at most). A hold older than that is read from etcd at its
+// release, as without the cache.
 const holdCacheSize = 16384
 
 // contendedFor is how long a name counts as contended once a waiter was
@@ -51,8 +52,10 @@ type cachedHold struct {
 	hr    holderRecord
 }
 
-// put remembers hr as the record of the hold token of name.
+// put remembers hr as the record of the hold token of name. The end of a
+// hold does not use its metadata, which may be kilobytes: it is not kept.
 func (c *holdCache) put(name string, token int64, hr holderRecord) {
+	hr.Metadata = nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil || len(c.cur) >= holdCacheSize {
