@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/gctune"
+	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/node"
 )
 
@@ -273,11 +274,6 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	return err
 }
 
-// historyQuotaPerEvent is the backend quota the engine asks of each event
-// HistoryMaxEvents keeps: it keeps events of about 600 bytes in at most
-// half of the quota (lock.Config.Validate).
-const historyQuotaPerEvent = 1200
-
 // startNode starts baton as `baton serve` would, on free loopback ports,
 // and returns it with its etcd member's client URL. With historyEvents,
 // the audit trail keeps at least twice that many events (and etcd's quota
@@ -293,7 +289,7 @@ func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, 
 	nc.ClientJSONGateway = true // the etcd-gateway peer drives etcd's own lock API over it
 	if historyEvents > 0 {
 		nc.HistoryMaxEvents = max(2*historyEvents, 1000000)
-		nc.BackendQuota = max(nc.BackendQuota, int64(nc.HistoryMaxEvents)*historyQuotaPerEvent)
+		nc.BackendQuota = max(nc.BackendQuota, lock.HistoryQuotaFor(int64(nc.HistoryMaxEvents)))
 	}
 	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
 		addr, err := freeAddr()

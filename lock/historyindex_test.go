@@ -236,6 +236,16 @@ func TestConfig_AHistoryBoundThatCouldFillHalfTheQuotaIsRefused(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("40,000 events under a 64 MiB quota: %v", err)
 	}
+	// HistoryQuotaFor is the least quota a bound passes with.
+	cfg.HistoryMaxEvents = 1000000
+	cfg.BackendQuota = lock.HistoryQuotaFor(int64(cfg.HistoryMaxEvents))
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a million events under HistoryQuotaFor's %d bytes: %v", cfg.BackendQuota, err)
+	}
+	cfg.BackendQuota -= 1 << 20
+	if err := cfg.Validate(); err == nil {
+		t.Fatalf("a million events under a quota 1 MiB short of HistoryQuotaFor's passed")
+	}
 }
 
 // A filter finds an owner whatever its characters: the scan's byte search

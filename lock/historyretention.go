@@ -22,6 +22,10 @@ func historyMaxEventsFor(quota int64) int64 {
 	return cmp.Or(quota, defaultBackendQuota) / 2 / historyEventBytes
 }
 
+// HistoryQuotaFor is the smallest backend quota (Config.BackendQuota)
+// under which Validate accepts a HistoryMaxEvents of events.
+func HistoryQuotaFor(events int64) int64 { return 2 * events * historyEventBytes }
+
 // bucket returns the lease for n more events, opening a new bucket in m
 // when the newest is full or old.
 func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clientv3.LeaseID, error) {
