@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -400,6 +401,19 @@ func (e *Engine) acquiredKey(name, hold string) string {
 }
 func (e *Engine) endKey(name, hold string) string {
 	return e.auditPrefix() + name + "/" + hold + "/e"
+}
+
+// endRecordOf parses an endKey (names and holds hold no "/").
+func (e *Engine) endRecordOf(key []byte) (name, hold string, ok bool) {
+	rest, ok := strings.CutPrefix(string(key), e.auditPrefix())
+	if !ok {
+		return "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[2] != "e" || parts[0] == "" || parts[1] == "" {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
 }
 
 // sessionTallyKey is one of a session's two tallies, "acquired" and

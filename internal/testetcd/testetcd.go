@@ -7,8 +7,10 @@ package testetcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,10 +30,22 @@ func Config(t testing.TB) embedetcd.Config {
 	return cfg
 }
 
-// Start starts a member with Config(t).
+// Start starts a member with Config(t). A port that FreeAddr found free
+// can be taken by another process, or by a connection's local end,
+// before etcd listens on it: then Start tries again on new ports.
 func Start(t testing.TB) *embedetcd.Member {
 	t.Helper()
-	return StartConfig(t, Config(t))
+	for attempt := 1; ; attempt++ {
+		m, err := start(Config(t))
+		if err == nil {
+			t.Cleanup(m.Close)
+			return m
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 3 {
+			t.Fatalf("start etcd: %v", err)
+		}
+		t.Logf("start etcd: %v; again on other ports", err)
+	}
 }
 
 // StartConfig starts a member with cfg and stops it when the test ends.
@@ -41,12 +55,7 @@ func Start(t testing.TB) *embedetcd.Member {
 // second, which most tests would spend waiting.
 func StartConfig(t testing.TB, cfg embedetcd.Config) *embedetcd.Member {
 	t.Helper()
-	if cfg.InitialCluster == "" && cfg.HeartbeatInterval == 0 && cfg.ElectionTimeout == 0 {
-		cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, err := embedetcd.Start(ctx, cfg)
+	m, err := start(cfg)
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
@@ -54,9 +63,19 @@ func StartConfig(t testing.TB, cfg embedetcd.Config) *embedetcd.Member {
 	return m
 }
 
+// start starts a member with cfg, with StartConfig's raft timing.
+func start(cfg embedetcd.Config) (*embedetcd.Member, error) {
+	if cfg.InitialCluster == "" && cfg.HeartbeatInterval == 0 && cfg.ElectionTimeout == 0 {
+		cfg.HeartbeatInterval, cfg.ElectionTimeout = 10*time.Millisecond, 100*time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return embedetcd.Start(ctx, cfg)
+}
+
 // FreeAddr returns a loopback address with a port that was free a moment
-// ago. Another process may take it before we do; on a test machine that
-// is rare enough, and a clash fails loudly at listen time.
+// ago. Another process may take it before we do: Start then tries again,
+// and other callers fail loudly at listen time.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
