@@ -13,14 +13,21 @@ import (
 // not the whole story: a waiter queued through another node B, which A
 // never saw, and a hold that ended and was taken again through B.
 
+// twoNodes is A and B: two engines over one member, as two nodes of one
+// cluster are.
+func twoNodes(t *testing.T) (a, b *lock.Engine) {
+	t.Helper()
+	a, m := newEngine(t)
+	return a, startEngine(t, m, lock.DefaultConfig())
+}
+
 // TestRelease_ThroughTheGrantingNodeHandsOverToAWaiterItNeverSaw: the
 // one-txn release requires an empty queue, so a waiter queued through
 // another node still gets the lock in the release's own txn, first in
 // line.
 func TestRelease_ThroughTheGrantingNodeHandsOverToAWaiterItNeverSaw(t *testing.T) {
 	t.Parallel()
-	a, m := newEngine(t)
-	b := startEngine(t, m, lock.DefaultConfig())
+	a, b := twoNodes(t)
 	ctx := ctxT(t)
 	first := mustAcquire(t, a, lock.AcquireRequest{Name: "h", Owner: "first", TTL: 10 * time.Second})
 	next := acquireAsync(ctx, b, lock.AcquireRequest{Name: "h", Owner: "next", TTL: 10 * time.Second, Wait: 30 * time.Second})
@@ -50,8 +57,7 @@ func TestRelease_ThroughTheGrantingNodeHandsOverToAWaiterItNeverSaw(t *testing.T
 // would without the record, and the hold taken since stays.
 func TestRelease_ThroughTheGrantingNodeNeverEndsALaterHold(t *testing.T) {
 	t.Parallel()
-	a, m := newEngine(t)
-	b := startEngine(t, m, lock.DefaultConfig())
+	a, b := twoNodes(t)
 	ctx := ctxT(t)
 	old := mustAcquire(t, a, lock.AcquireRequest{Name: "h", Owner: "old", TTL: 10 * time.Second})
 	if _, err := b.Revoke(ctx, "h", "test"); err != nil {
