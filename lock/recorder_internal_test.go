@@ -1,0 +1,62 @@
+package lock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/poll"
+)
+
+// TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded: the
+// recorder watches without previous values, so it reads the hold a lone
+// delete ended at the revision before; the expiry names that hold.
+func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) {
+	e := newTestEngine(t)
+	ctx := context.Background()
+	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "x", Owner: "w1", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What etcd does when the hold's lease runs out: a delete in a
+	// revision of its own.
+	if _, err := e.cli.Delete(ctx, e.lockKey("x")); err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	poll.Until(t, 10*time.Second, "the expiry in the history", func() bool {
+		got, _, err = e.History(ctx, HistoryOptions{Lock: "x"})
+		return err == nil && len(got) == 2
+	})
+	if ev := got[0]; ev.Type != EventExpired || ev.Owner != "w1" || ev.Token != l.Token {
+		t.Fatalf("history %+v; want the expiry of w1's hold %d, newest first", got, l.Token)
+	}
+}
+
+// TestRecorder_AHoldCompactedAwayIsLeftToReconcile: when the revision
+// before a lone delete is compacted, the recorder cannot read the hold,
+// and reconcile, which reads what is there now, takes over.
+func TestRecorder_AHoldCompactedAwayIsLeftToReconcile(t *testing.T) {
+	e := newTestEngine(t)
+	ctx := context.Background()
+	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "y", Owner: "w1", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.cli.Get(ctx, "any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cli.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	// A delete recorded at l.Token would be read at l.Token-1, which is
+	// compacted away.
+	if err := e.rec.recordLone(ctx, l.Token, []string{"y"}); err != nil {
+		t.Fatalf("recordLone over a compacted revision: %v, want reconcile to take over", err)
+	}
+	evs, _, err := e.History(ctx, HistoryOptions{Lock: "y"})
+	if err != nil || len(evs) != 1 || evs[0].Type != EventAcquired {
+		t.Fatalf("history %+v, %v; want only the acquire: the lock is still held", evs, err)
+	}
+}
