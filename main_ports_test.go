@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/internal/testetcd"
 )
 
 // TestServe_APortInUseIsOneLine: a second node started on a running one's
@@ -21,14 +23,7 @@ func TestServe_APortInUseIsOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
+	free := func() string { return testetcd.FreeAddr(t) }
 	for _, tc := range []struct{ name, peer, client string }{
 		{"peer port", taken.Addr().String(), free()},
 		{"client port", free(), taken.Addr().String()},

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-dev/baton/internal/freeport"
 	"github.com/baton-dev/baton/internal/gctune"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/node"
@@ -309,14 +310,7 @@ func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, 
 
 // freeAddr returns a loopback address whose port was free a moment ago;
 // etcd needs its URLs before it listens, so ":0" cannot do.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+func freeAddr() (string, error) { return freeport.Addr() }
 
 func (b *bench) scenarios(ctx context.Context, res *Results) error {
 	if b.cfg.runs("floor") {

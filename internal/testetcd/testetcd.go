@@ -9,12 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/freeport"
 )
 
 // Config returns a single-member configuration in a fresh temporary
@@ -74,14 +74,14 @@ func start(cfg embedetcd.Config) (*embedetcd.Member, error) {
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment
-// ago. Another process may take it before we do: Start then tries again,
-// and other callers fail loudly at listen time.
+// ago (freeport.Addr). Another process may take it before the caller
+// listens: Start then tries again, and other callers fail loudly at
+// listen time.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }

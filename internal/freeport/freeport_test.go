@@ -1,0 +1,29 @@
+package freeport
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+// TestAddr_IsBelowTheEphemeralRangeAndCanBeListenedOn: the address is
+// free to listen on, and its port is one no outgoing connection takes.
+func TestAddr_IsBelowTheEphemeralRangeAndCanBeListenedOn(t *testing.T) {
+	lo, hi := portRange()
+	for range 20 {
+		addr, err := Addr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		if port < lo || port >= hi {
+			t.Errorf("port %d outside [%d, %d)", port, lo, hi)
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen on %s: %v", addr, err)
+		}
+		l.Close()
+	}
+}
