@@ -212,8 +212,12 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 	)
 	send := func() error {
 		t = e.endTxn(name, token, hr, ev, head, true)
+		txn := e.batch.Txn
+		if head != nil {
+			txn = e.batch.TxnUrgent // the next holder waits on this commit
+		}
 		return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-			resp, err = e.batch.Txn(octx, t.cmps, t.then, nil)
+			resp, err = txn(octx, t.cmps, t.then, nil)
 			return err
 		})
 	}

@@ -45,7 +45,9 @@ import (
 // let etcd pipeline proposals but split the same load into more, smaller
 // txns (docs/PERFORMANCE.md has the measurements). etcd's raft loop persists one Ready at a time
 // anyway, so a request held back behind the txn in flight loses little:
-// the apply and answer of that txn, not a whole fsync.
+// the apply and answer of that txn, not a whole fsync. That little is on
+// every handover's path under contention, so a release that hands a lock
+// over may go beside the txn in flight (TxnUrgent), one at a time.
 const txnsInFlight = 1
 
 // etcd's limits on one txn request, with the defaults of both the
@@ -93,6 +95,8 @@ type Batcher struct {
 
 	mu       sync.Mutex
 	inFlight int
+	// urgent is set while a TxnUrgent request is out beside the slots.
+	urgent bool
 	// queue holds requests waiting for a slot, oldest first. It is empty
 	// whenever a slot is free: every completion that frees a slot sends
 	// what is queued.
@@ -175,6 +179,31 @@ func (b *Batcher) Txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clie
 	}
 	<-c.done // sendBatch answers every call it took, within its op context
 	return c.resp, c.err
+}
+
+// TxnUrgent is Txn for a request that others wait on: a release that
+// hands a lock to its next holder, where every handover waits for it.
+// While nothing is queued it goes out at once as a txn of its own, beside
+// the txn in flight, instead of waiting for that txn's commit; one such
+// request at a time, so that it never splits a busy node's batches. Under
+// load (requests queued) it queues as Txn does.
+func (b *Batcher) TxnUrgent(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	b.mu.Lock()
+	now := !b.urgent
+	if now {
+		b.urgent = true
+	}
+	b.mu.Unlock()
+	if !now {
+		return b.Txn(ctx, cmps, then, els)
+	}
+	defer func() {
+		b.mu.Lock()
+		b.urgent = false
+		b.mu.Unlock()
+	}()
+	b.observe(1)
+	return b.KV.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 }
 
 // takeSlot takes a free txn slot if there is one.

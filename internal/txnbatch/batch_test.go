@@ -2,13 +2,16 @@ package txnbatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 )
 
@@ -150,5 +153,51 @@ func TestBatcher_EtcdAcceptsTheLargestBatchAndRefusesOneMore(t *testing.T) {
 	}
 	if err := batch(largest + 1); !refusedWhole(err) || rpctypes.ErrorDesc(err) != rpctypes.ErrTooManyOps.Error() {
 		t.Fatalf("batch of %d: %v, want too many operations", largest+1, err)
+	}
+}
+
+// TestBatcher_AnUrgentRequestGoesBesideTheTxnInFlightOneAtATime: with
+// every slot busy, a TxnUrgent request commits at once instead of waiting
+// for the next batch; a second one, while the first is out, queues as
+// Txn does.
+func TestBatcher_AnUrgentRequestGoesBesideTheTxnInFlightOneAtATime(t *testing.T) {
+	t.Parallel()
+	cli := testetcd.Start(t).Client()
+	b := &Batcher{KV: cli, Term: context.Background, Op: func(ctx, _ context.Context) (context.Context, context.CancelFunc) {
+		return context.WithCancel(ctx)
+	}, Closed: func() error { return nil }}
+	b.inFlight = b.slots() // a txn in flight that never completes here
+	put := func(k string) ([]clientv3.Cmp, []clientv3.Op) {
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}, []clientv3.Op{clientv3.OpPut(k, "v")}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmps, then := put("first")
+	resp, err := b.TxnUrgent(ctx, cmps, then, nil)
+	if err != nil || !resp.Succeeded {
+		t.Fatalf("urgent request with the slot busy: %v, %v; want it committed at once", resp, err)
+	}
+
+	b.mu.Lock()
+	b.urgent = true // the first is still out
+	b.mu.Unlock()
+	qctx, leave := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	cmps, then = put("second")
+	go func() {
+		_, err := b.TxnUrgent(qctx, cmps, then, nil)
+		done <- err
+	}()
+	poll.Until(t, 5*time.Second, "the second urgent request queued", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == 1
+	})
+	leave()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("queued urgent request, withdrawn: %v, want context.Canceled", err)
+	}
+	if got, err := cli.Get(ctx, "second"); err != nil || got.Count != 0 {
+		t.Fatalf("the withdrawn request was sent: %v, %v", got, err)
 	}
 }
