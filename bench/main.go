@@ -293,7 +293,7 @@ func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, 
 		nc.BackendQuota = max(nc.BackendQuota, lock.HistoryQuotaFor(int64(nc.HistoryMaxEvents)))
 	}
 	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
-		addr, err := freeAddr()
+		addr, err := freeport.Addr()
 		if err != nil {
 			return nil, "", err
 		}
@@ -307,10 +307,6 @@ func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, 
 	}
 	return n, nc.ClientURL, nil
 }
-
-// freeAddr returns a loopback address whose port was free a moment ago;
-// etcd needs its URLs before it listens, so ":0" cannot do.
-func freeAddr() (string, error) { return freeport.Addr() }
 
 func (b *bench) scenarios(ctx context.Context, res *Results) error {
 	if b.cfg.runs("floor") {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/internal/freeport"
 )
 
 // TestRun_SmokeRedis runs the redis peer beside the floor against a
@@ -79,7 +81,7 @@ func startRedis(t *testing.T) (addr string, pid int) {
 		t.Skip("redis-server is not installed (apt-get install redis-server)")
 	}
 	dir := t.TempDir()
-	if addr, err = freeAddr(); err != nil {
+	if addr, err = freeport.Addr(); err != nil {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(addr)
@@ -142,7 +144,7 @@ func TestListensHere_FindsTheListeningProcess(t *testing.T) {
 	if err := listensHere(os.Getppid(), l.Addr().String()); err == nil {
 		t.Errorf("process %d does not listen on %s, but listensHere says it does", os.Getppid(), l.Addr())
 	}
-	closed, err := freeAddr()
+	closed, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/baton-dev/baton/internal/freeport"
 )
 
 // zooKeeperJar is where Debian's zookeeper package (through
@@ -99,7 +101,7 @@ func startZooKeeper(ctx context.Context, jar string) (*ZooKeeperServer, error) {
 
 func (s *ZooKeeperServer) start(jar string) error {
 	var err error
-	if s.Addr, err = freeAddr(); err != nil {
+	if s.Addr, err = freeport.Addr(); err != nil {
 		return err
 	}
 	_, port, _ := net.SplitHostPort(s.Addr)
