@@ -134,6 +134,16 @@ func appendSession(b []byte, s *Session) []byte {
 		}
 		b = append(b, ']')
 	}
+	if len(s.Elections) > 0 {
+		b = append(b, `,"elections":[`...)
+		for i, name := range s.Elections {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, name)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 

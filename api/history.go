@@ -125,7 +125,17 @@ func (a *API) events(c echo.Context) error {
 		return err
 	}
 	defer sub.Close()
+	send, ok := a.openStream(c)
+	if !ok {
+		return nil
+	}
+	a.stream(ctx, sub, send)
+	return nil
+}
 
+// openStream begins a text/event-stream answer, and returns the function
+// that sends each part of it: ok is false when the client left already.
+func (a *API) openStream(c echo.Context) (send func([]byte) error, ok bool) {
 	w := c.Response()
 	rc := http.NewResponseController(w.Writer)
 	// The server's timeouts are for ordinary requests; a stream lives until
@@ -134,7 +144,7 @@ func (a *API) events(c echo.Context) error {
 	// deadline each instead (send), so a healthy stream lives on and a
 	// client that stopped reading is dropped.
 	_ = rc.SetReadDeadline(time.Time{})
-	send := func(b []byte) error {
+	send = func(b []byte) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(a.eventWriteTimeout))
 		if _, err := w.Write(b); err != nil {
 			return err
@@ -146,11 +156,7 @@ func (a *API) events(c echo.Context) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // no buffering in nginx
 	w.WriteHeader(http.StatusOK)
-	if send([]byte("retry: 2000\n\n")) != nil {
-		return nil
-	}
-	a.stream(ctx, sub, send)
-	return nil
+	return send, send([]byte("retry: 2000\n\n")) == nil
 }
 
 // subscribeOptions reads an event stream's filters and where it starts.

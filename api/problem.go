@@ -30,6 +30,8 @@ type Problem struct {
 	Field string `json:"field,omitempty" example:"ttl"`
 	// Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
+	// Leader is the current leader (election_held).
+	Leader *Leader `json:"leader,omitempty"`
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64 `json:"max_token,omitempty" format:"int64" example:"4712"`
 	// RetryAfter is how many seconds to wait before trying again; the
@@ -93,6 +95,8 @@ type ErrorRow struct {
 var errorTable = []ErrorRow{
 	{Err: lock.ErrInvalid, Code: problem.InvalidRequest},
 	{Err: lock.ErrHeld, Code: problem.LockHeld},
+	{Err: lock.ErrElectionHeld, Code: problem.ElectionHeld},
+	{Err: lock.ErrNoLeader, Code: problem.NoLeader},
 	{Err: lock.ErrTokenMismatch, Code: problem.TokenMismatch},
 	{Err: lock.ErrStaleToken, Code: problem.StaleToken},
 	{Err: lock.ErrNotHolder, Code: problem.NotHolder},
@@ -219,7 +223,11 @@ func addDetails(p *Problem, err error) {
 	}
 	var held *lock.HeldError
 	if errors.As(err, &held) {
-		p.Holder = toLock(held.Holder)
+		if held.Kind == lock.KindElection {
+			p.Leader = toLeader(held.Holder)
+		} else {
+			p.Holder = toLock(held.Holder)
+		}
 		p.Detail = held.Error()
 		if held.RetryAfter > 0 {
 			p.RetryAfter = ceilSeconds(held.RetryAfter)

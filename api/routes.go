@@ -70,6 +70,15 @@ func (a *API) Routes() []Route {
 		{Method: post, Path: "/v1/locks/:name/revoke", Handler: a.revoke, Role: auth.Admin, Leader: true},
 		{Method: del, Path: "/v1/locks/:name/delay", Handler: a.clearDelay, Role: auth.Admin, Query: []string{"reason"}, Leader: true},
 
+		{Method: get, Path: "/v1/elections", Handler: a.listElections, Role: auth.Read, Query: list, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/campaign", Handler: a.campaign, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/elections/:name", Handler: a.getElection, Role: auth.Read, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/proclaim", Handler: a.proclaim, Role: auth.Write, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/renew", Handler: a.renewLeadership, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/elections/:name/leader", Handler: a.resign, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/revoke", Handler: a.revokeLeadership, Role: auth.Admin, Leader: true},
+		{Method: get, Path: "/v1/elections/:name/observe", Handler: a.observe, Role: auth.Read, Stream: true, Leader: true},
+
 		{Method: put, Path: "/v1/fenced/:resource", Handler: a.putFenced, Role: auth.Write, Leader: true},
 		{Method: get, Path: "/v1/fenced/:resource", Handler: a.getFenced, Role: auth.Read, Leader: true},
 		{Method: del, Path: "/v1/fenced/:resource", Handler: a.resetFenced, Role: auth.Admin, Query: []string{"reason"}, Leader: true},

@@ -96,6 +96,8 @@ type Session struct {
 	CreatedAt Time     `json:"created_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
 	ExpiresAt Time     `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
 	Locks     []string `json:"locks"`
+	// Elections are those the session leads.
+	Elections []string `json:"elections,omitempty"`
 }
 
 func toSession(s *lock.Session) *Session {
@@ -103,7 +105,8 @@ func toSession(s *lock.Session) *Session {
 	if locks == nil {
 		locks = []string{}
 	}
-	return &Session{ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt), Locks: locks}
+	return &Session{ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt), Locks: locks,
+		Elections: s.Elections}
 }
 
 // Event is an entry of the audit trail.
@@ -130,12 +133,18 @@ type Event struct {
 	// QueuedAt, on an acquired event, is when the acquirer began waiting
 	// in the lock's queue; absent when the lock was granted at once.
 	QueuedAt *Time `json:"queued_at,omitempty" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:12.401Z"`
+	// Term is an election's event's leadership term; Value the leader's
+	// value on elected (what it campaigned with) and proclaimed (the new
+	// one).
+	Term  int64           `json:"term,omitempty" format:"int64" example:"3"`
+	Value json.RawMessage `json:"value,omitempty" swaggertype:"object"`
 }
 
 func toEvent(e lock.Event) Event {
 	ev := Event{
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
+		Term: e.Term, Value: e.Value,
 	}
 	if e.QueuedAt != nil {
 		q := Time(*e.QueuedAt)
@@ -217,4 +226,7 @@ type FencedRequest struct {
 	Token *int64          `json:"token" format:"int64" example:"4711"`
 	Value json.RawMessage `json:"value" swaggertype:"object"`
 	Lock  string          `json:"lock,omitempty" example:"nightly-recon"`
+	// Election, instead of lock, requires that token leads this
+	// election at that moment.
+	Election string `json:"election,omitempty" example:"billing"`
 }

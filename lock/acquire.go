@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -20,19 +21,36 @@ import (
 // ExpiresAt, and must pass the token to whatever it protects, because a
 // paused caller can lose the lock without noticing. If the caller's ctx
 // ends, Acquire leaves nothing behind: no queue entry, no lease, no lock.
-func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fresh bool, err error) {
+func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, error) {
+	if err := checkName("name", req.Name); err != nil {
+		return nil, false, err
+	}
+	l, fresh, err := e.acquire(ctx, req)
+	if err != nil {
+		var ie *InvalidError
+		if errors.As(err, &ie) {
+			return nil, false, err
+		}
+		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+	}
+	return l, fresh, nil
+}
+
+// acquire is Acquire of the thing kept under the key name req.Name (see
+// keyName), which the caller has checked.
+func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fresh bool, err error) {
 	a, err := e.newAcquirer(req)
 	if err != nil {
 		return nil, false, err
 	}
 	a.credential = credentialOf(ctx)
 	if err := a.checkSessionOwner(ctx); err != nil {
-		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+		return nil, false, err
 	}
 	// MaxLocks (space.go): a slot for the lock this acquire may create.
 	endSlot, err := e.reserveLock(ctx, req)
 	if err != nil {
-		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+		return nil, false, err
 	}
 	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
 	defer a.dropLease()
@@ -50,16 +68,26 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 				e.fillLease(ctx, he.Holder, id)
 			}
 		}
-		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+		return nil, false, err
 	}
 	return l, fresh, nil
 }
 
 // acquirer is one acquire in progress.
 type acquirer struct {
-	e       *Engine
-	req     AcquireRequest
+	e   *Engine
+	req AcquireRequest // Name is the key name (keyName)
+	// kind is what req.Name is (thingOf). An election's grant also
+	// counts its term (see termCmp).
+	kind    EventKind
 	session clientv3.LeaseID // the session's lease, or 0
+	// term is the election's term as last read, and termRead whether it
+	// was read: the grant's term is one more, and its txn requires that
+	// term to be current.
+	term     int64
+	termRead bool
+	// value is the election's value the candidate campaigns with.
+	value json.RawMessage
 	// credential is recorded on the hold (see Caller); "" without one.
 	credential string
 	// sessionRev, when set, is the CreateRevision of the session key whose
@@ -111,7 +139,8 @@ type queueEntry struct {
 }
 
 func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
-	if err := checkName("name", req.Name); err != nil {
+	kind, name := thingOf(req.Name)
+	if err := checkName("name", name); err != nil {
 		return nil, err
 	}
 	if err := checkOwner(req.Owner); err != nil {
@@ -120,7 +149,7 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	if err := checkMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	a := &acquirer{e: e, req: req, hold: newHoldID()}
+	a := &acquirer{e: e, req: req, kind: kind, hold: newHoldID(), value: req.value}
 	if req.Session != "" {
 		id, ok := parseLeaseHex(req.Session)
 		if !ok {
@@ -165,7 +194,17 @@ func (a *acquirer) holder(now time.Time) holderRecord {
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
+		Term:    a.nextTerm(), Value: a.value,
 	}
+}
+
+// nextTerm is the term this acquire's grant begins: 0 for what has no
+// terms.
+func (a *acquirer) nextTerm() int64 {
+	if a.kind != KindElection {
+		return 0
+	}
+	return a.term + 1
 }
 
 const maxImmediateRetries = 16
@@ -219,7 +258,7 @@ func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
 		cctx, done := a.e.cleanupCtx()
 		defer done()
-		if rerr := a.e.Release(cctx, l.Name, l.Token); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+		if rerr := a.e.endHold(cctx, a.req.Name, l.Token, EventReleased, ""); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 			a.e.log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)
 		}
 		return nil, false, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -77,6 +78,7 @@ type acquireIx struct {
 		entry       int // queued attempt: our queue entry
 		pred        int // queued attempt: the entry just ahead of ours
 		session     int // the session record
+		term        int // an election's term key
 	}
 }
 
@@ -87,6 +89,11 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	e := a.e
 	if err := a.ensureLease(ctx); err != nil {
 		return attemptResult{}, err
+	}
+	if a.kind == KindElection && !a.termRead {
+		if err := a.readTerm(ctx); err != nil {
+			return attemptResult{}, err
+		}
 	}
 	now := nowUTC()
 	rec := a.holder(now)
@@ -133,10 +140,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	leaseID, _ := parseLeaseHex(rec.Lease)
 	t.then = []clientv3.Op{
 		clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
-		clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(Event{
-			Time: now, Type: EventAcquired, Lock: name, Owner: rec.Owner, Session: rec.Session, Credential: rec.Credential,
-			QueuedAt: queuedAt(a.queuedAt),
-		})),
+		clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(rec.acquiredEvent(name, now, a.queuedAt))),
 	}
 	switch {
 	case a.req.LockDelay > 0:
@@ -146,6 +150,9 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	}
 	if queueKey != "" {
 		t.then = append(t.then, clientv3.OpDelete(queueKey))
+	}
+	if a.kind == KindElection {
+		t.then = append(t.then, clientv3.OpPut(e.termKey(name), strconv.FormatInt(rec.Term, 10)))
 	}
 	won := &t.ix.won
 	won.acquired, won.released, won.session = -1, -1, -1
@@ -168,7 +175,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 
 	lost := &t.ix.lost
 	lost.lock, lost.guard, lost.queued = 0, 1, 2
-	lost.ahead, lost.entry, lost.pred, lost.session = -1, -1, -1, -1
+	lost.ahead, lost.entry, lost.pred, lost.session, lost.term = -1, -1, -1, -1, -1
 	t.els = []clientv3.Op{
 		clientv3.OpGet(lkey),
 		clientv3.OpGet(gkey),
@@ -189,6 +196,9 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	}
 	if a.session != 0 {
 		lost.session, t.els = len(t.els), append(t.els, clientv3.OpGet(e.sessionKey(a.req.Session)))
+	}
+	if a.kind == KindElection {
+		lost.term, t.els = len(t.els), append(t.els, clientv3.OpGet(e.termKey(name)))
 	}
 	return t
 }
@@ -222,7 +232,51 @@ func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
 		}
 	}
+	if a.kind == KindElection {
+		cmps = append(cmps, e.termCmp(name, a.term))
+	}
 	return cmps
+}
+
+// termCmp holds while term is the election's current term. Every grant
+// of an election puts its term key, with the grant's term as its value:
+// an acquire requires the term it read, so two grants never count the
+// same term, and a release that hands the election over knows the term
+// from the holder record it ends (while a hold lasts nothing else grants
+// the election, so the term key is that hold's).
+func (e *Engine) termCmp(name string, term int64) clientv3.Cmp {
+	key := e.termKey(name)
+	if term == 0 {
+		return clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	}
+	return clientv3.Compare(clientv3.Value(key), "=", strconv.FormatInt(term, 10))
+}
+
+// readTerm reads the election's term before the first attempt, locally on
+// our own member: the attempt's compare catches a stale read, and its
+// else branch reads the term again.
+func (a *acquirer) readTerm(ctx context.Context) error {
+	e := a.e
+	var opts []clientv3.OpOption
+	if e.ownMember() {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, e.termKey(a.req.Name), opts...)
+	done()
+	if err != nil {
+		return e.etcdErr(ctx, "read term", err)
+	}
+	a.setTerm(resp.Kvs)
+	return nil
+}
+
+// setTerm takes the term from a read of the term key.
+func (a *acquirer) setTerm(kvs []*mvccpb.KeyValue) {
+	a.term, a.termRead = 0, true
+	if len(kvs) > 0 {
+		a.term, _ = strconv.ParseInt(string(kvs[0].Value), 10, 64)
+	}
 }
 
 // attemptFailed is attempt's answer when its txn failed.
@@ -287,6 +341,9 @@ func (a *acquirer) expiresAt() time.Time {
 // analyse reads a failed acquire transaction's else branch.
 func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, queueKey string) (attemptResult, error) {
 	e, name, rs := a.e, a.req.Name, resp.Responses
+	if ix.lost.term >= 0 {
+		a.setTerm(rs[ix.lost.term].GetResponseRange().Kvs)
+	}
 	if a.session != 0 && len(rs[ix.lost.session].GetResponseRange().Kvs) == 0 {
 		return attemptResult{outcome: noSession}, nil
 	}

@@ -120,13 +120,12 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 // more, cut is the last name it read, and the page must end there.
 func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (delays []Delay, cut string, err error) {
 	base := e.cfg.Prefix + "delay/"
-	start := base + o.Prefix
+	start, end := kindRange(base, KindLock, o.Prefix)
 	if o.After != "" {
 		if after := base + o.After + "\x00"; after > start {
 			start = after
 		}
 	}
-	end := clientv3.GetPrefixRangeEnd(base + o.Prefix)
 	if through != "" {
 		end = base + through + "\x00"
 	}

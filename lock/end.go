@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -17,6 +18,9 @@ import (
 // ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
 // nothing, when ctx's caller may not act on the hold (see Caller).
 func (e *Engine) Release(ctx context.Context, name string, token int64) error {
+	if err := checkName("name", name); err != nil {
+		return err
+	}
 	if err := e.endHold(ctx, name, token, EventReleased, ""); err != nil {
 		return fmt.Errorf("release %q: %w", name, err)
 	}
@@ -32,10 +36,19 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 	if len(reason) > MaxReasonLen {
 		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
+	l, err := e.revoke(ctx, name, reason)
+	if err != nil {
+		return nil, fmt.Errorf("revoke %q: %w", name, err)
+	}
+	return l, nil
+}
+
+// revoke is Revoke of the thing kept under key name (keyName).
+func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error) {
 	for range maxImmediateRetries {
 		kv, err := e.getLock(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("revoke %q: %w", name, err)
+			return nil, err
 		}
 		err = e.endHold(ctx, name, kv.ModRevision, EventRevoked, reason)
 		if err == nil {
@@ -43,10 +56,10 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 			return hr.toLock(name, kv.ModRevision), nil
 		}
 		if !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) { // else raced with a release: look again
-			return nil, fmt.Errorf("revoke %q: %w", name, err)
+			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("revoke %q: lock changes hands too fast: %w", name, ErrUnavailable)
+	return nil, fmt.Errorf("it changes hands too fast: %w", ErrUnavailable)
 }
 
 // How a hold ends. Every end, whoever makes it, writes the same things
@@ -105,9 +118,6 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 // when the local state does not show token holding the lock is the answer
 // confirmed by a linearizable read.
 func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, *queueHead, error) {
-	if err := checkName("name", name); err != nil {
-		return holderRecord{}, nil, err
-	}
 	if token <= 0 {
 		return holderRecord{}, nil, invalid("token", "must be a positive fencing token")
 	}
@@ -204,8 +214,7 @@ func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueH
 // commitEnd ends a hold whose holder record hr is known, and which the
 // caller may end, handing the lock to head if it is not nil.
 func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
-	ev := Event{Time: nowUTC(), Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
-		Credential: credentialOf(ctx)}
+	ev := hr.endEvent(ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
 		t    endTxn
@@ -285,15 +294,20 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 	event, guard := e.holdEnd(name, token, hr, ev)
 	// The end event comes first, so a watcher of the trail sees the hold
 	// end before the next one begins in the same revision.
-	// At most four ops: the event, the delete (or the handover), the guard
-	// and the tally.
-	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 4), event), handOver: -1}
+	// At most five ops: the event, the delete (or the handover), the
+	// guard, an election's value and the tally.
+	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 5), event), handOver: -1}
 	if head != nil {
 		free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
 		t.handOver, t.then = len(t.then), append(t.then,
 			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head), free))
 	} else {
 		t.then = append(append(t.then, clientv3.OpDelete(lkey)), guard...)
+	}
+	if kind, _ := thingOf(name); kind == KindElection {
+		// A proclaimed value is the hold's (Engine.Proclaim): it goes
+		// with it, whoever leads next.
+		t.then = append(t.then, clientv3.OpDelete(e.valueKey(name)))
 	}
 	if id, ok := parseLeaseHex(hr.Session); ok && tally && !hr.NoTally {
 		// One more release in the session's tally, if it keeps one and
@@ -362,20 +376,24 @@ func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *q
 func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead) []clientv3.Op {
 	g := head.grant
 	g.AcquiredAt = at
+	kind, _ := thingOf(name)
+	if kind == KindElection {
+		g.Term = hr.Term + 1 // the term key is hr's: see termCmp
+	}
 	lease, _ := parseLeaseHex(g.Lease)
 	ops := []clientv3.Op{
 		clientv3.OpPut(e.lockKey(name), mustJSON(g), clientv3.WithLease(lease)),
 		clientv3.OpDelete(head.key),
-		clientv3.OpPut(e.acquiredKey(name, g.Hold), mustJSON(Event{
-			Time: at, Type: EventAcquired, Lock: name, Owner: g.Owner, Session: g.Session, Credential: g.Credential,
-			QueuedAt: queuedAt(head.since),
-		})),
+		clientv3.OpPut(e.acquiredKey(name, g.Hold), mustJSON(g.acquiredEvent(name, at, head.since))),
 	}
 	switch {
 	case g.LockDelay > 0:
 		ops = append(ops, clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
 	case hr.LockDelay > 0:
 		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
+	}
+	if kind == KindElection {
+		ops = append(ops, clientv3.OpPut(e.termKey(name), strconv.FormatInt(g.Term, 10)))
 	}
 	// No tally to count: a waiter asks for a grant only when its node
 	// keeps none (see acquirer.queueEntryRecord), and its record says so.

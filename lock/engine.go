@@ -395,6 +395,8 @@ func (e *Engine) auditPrefix() string             { return e.cfg.Prefix + "audit
 func (e *Engine) fencedKey(res string) string     { return e.cfg.Prefix + "fenced/" + res }
 func (e *Engine) fenceMaxKey(res string) string   { return e.cfg.Prefix + "fencemax/" + res }
 func (e *Engine) recorderKey() string             { return e.cfg.Prefix + "meta/recorder" }
+func (e *Engine) termKey(name string) string      { return e.cfg.Prefix + "term/" + name }
+func (e *Engine) valueKey(name string) string     { return e.cfg.Prefix + "value/" + name }
 func (e *Engine) lockAuditPrefix(n string) string { return e.auditPrefix() + n + "/" }
 func (e *Engine) acquiredKey(name, hold string) string {
 	return e.auditPrefix() + name + "/" + hold + "/a"

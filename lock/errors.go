@@ -68,21 +68,31 @@ var (
 	// resources still work.
 	ErrTooManyFencedValues = errors.New("too many fenced values")
 	// ErrValueTooLarge means a fenced value exceeds
-	// Config.MaxFencedValueBytes; the error is a *LimitError. Nothing was
-	// written.
-	ErrValueTooLarge = errors.New("fenced value too large")
+	// Config.MaxFencedValueBytes, or an election's value MaxValueBytes;
+	// the error is a *LimitError. Nothing was written.
+	ErrValueTooLarge = errors.New("value too large")
 	// ErrUnknownToken means a fenced write carried a token greater than
 	// the cluster's current revision: no lock was ever granted with it
 	// (a typo, or a timestamp passed as a token). Nothing was written.
 	ErrUnknownToken = errors.New("token was never issued")
+	// ErrElectionHeld means someone else leads the election (or
+	// lock-delay forbids a new leader yet); the error is a *HeldError
+	// with Kind KindElection.
+	ErrElectionHeld = errors.New("election held")
+	// ErrNoLeader means nobody leads the election.
+	ErrNoLeader = errors.New("no leader")
 	// ErrNotOwner means the hold or session was created by another
 	// credential (see Caller): only that credential or an admin may end,
 	// renew or use it. Nothing was changed.
 	ErrNotOwner = errors.New("held by another credential")
 )
 
-// HeldError is returned when a lock cannot be acquired.
+// HeldError is returned when a lock cannot be acquired, or an election
+// won.
 type HeldError struct {
+	// Kind is what was asked for: KindLock (or empty), or KindElection,
+	// whose Holder is the leader.
+	Kind EventKind
 	// Holder is the current holder, nil when the lock is free but blocked
 	// by lock-delay or being handed to an earlier waiter.
 	Holder *Lock
@@ -92,10 +102,16 @@ type HeldError struct {
 	Reason string
 }
 
-func (e *HeldError) Error() string { return "lock held: " + e.Reason }
+func (e *HeldError) Error() string { return e.Unwrap().Error() + ": " + e.Reason }
 
-// Unwrap makes errors.Is(err, ErrHeld) hold.
-func (e *HeldError) Unwrap() error { return ErrHeld }
+// Unwrap makes errors.Is(err, ErrHeld) hold, or for an election
+// errors.Is(err, ErrElectionHeld).
+func (e *HeldError) Unwrap() error {
+	if e.Kind == KindElection {
+		return ErrElectionHeld
+	}
+	return ErrHeld
+}
 
 // StaleTokenError is returned by PutFenced when the token is below the
 // largest token already seen for the resource.

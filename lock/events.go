@@ -30,6 +30,8 @@ type SubscribeOptions struct {
 	Name string
 	// Buffer is how many events may wait for the reader; 0 means 1024.
 	Buffer int
+	// marks asks for a mark after each revision's events (eventFilter).
+	marks bool
 }
 
 // Subscription streams audit events in revision order.
@@ -72,8 +74,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		return nil, err
 	}
 	prefix := e.auditPrefix() // of the pending records the live events come from
-	if o.Lock != "" {
+	switch {
+	case o.Lock != "":
 		prefix = e.lockAuditPrefix(o.Lock)
+	case o.Kind == KindElection && o.Name != "":
+		prefix = e.lockAuditPrefix(keyName(o.Kind, o.Name))
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 1024
@@ -110,7 +115,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		err := e.stream(sctx, src, prefix, eventFilter{kind: o.Kind, name: o.Name}, since, ch)
+		err := e.stream(sctx, src, prefix, eventFilter{kind: o.Kind, name: o.Name, marks: o.marks}, since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
@@ -154,11 +159,20 @@ func (e *Engine) stream(ctx context.Context, src trailSource, prefix string, f e
 
 // eventFilter keeps the events about one kind of thing, or one thing: the
 // filters beyond the key prefix (a lock's events have a prefix of their
-// own).
+// own). With marks, each revision's events that it keeps are followed by
+// a mark, an Event with only Revision set, so that a reader knows when it
+// has all of a revision (Observe).
 type eventFilter struct {
-	kind EventKind
-	name string
+	kind  EventKind
+	name  string
+	marks bool
 }
+
+// mark is the mark that ends revision rev's events (eventFilter.marks).
+func mark(rev int64) Event { return Event{Revision: rev} }
+
+// isMark reports whether ev is a mark.
+func isMark(ev Event) bool { return ev.Type == "" }
 
 func (f eventFilter) keep(ev Event) bool {
 	return (f.kind == "" || ev.Kind == f.kind) && (f.name == "" || ev.Name == f.name)
@@ -207,16 +221,24 @@ func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, sin
 			continue
 		}
 		evs := decodeTrail(r.events)
+		kept := false // an event of the revision at hand was sent
 		for i := len(evs) - 1; i >= 0; i-- {
-			if !f.keep(evs[i]) {
-				continue
+			if f.keep(evs[i]) {
+				select {
+				case ch <- evs[i]:
+				case <-ctx.Done():
+					return total, ctx.Err()
+				}
+				total, kept = total+1, true
 			}
-			select {
-			case ch <- evs[i]:
-			case <-ctx.Done():
-				return total, ctx.Err()
+			if kept && f.marks && (i == 0 || evs[i-1].Revision != evs[i].Revision) {
+				select {
+				case ch <- mark(evs[i].Revision):
+				case <-ctx.Done():
+					return total, ctx.Err()
+				}
+				kept = false
 			}
-			total++
 		}
 		lo = hi
 		if len(evs) < replayPage/4 {

@@ -19,8 +19,34 @@ import (
 // (ErrValueTooLarge) or a new resource past Config.MaxFencedValues
 // (ErrTooManyFencedValues). Every error leaves the resource as it was.
 func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, value json.RawMessage, lock string) (*FencedValue, error) {
-	if err := e.checkFencedPut(resource, token, value, lock); err != nil {
+	var h Holder
+	if lock != "" {
+		h = Holder{Kind: KindLock, Name: lock}
+	}
+	return e.PutFencedHeld(ctx, resource, token, value, h)
+}
+
+// Holder names the hold a fenced write requires: the lock, or the
+// election, Name held with exactly the write's token. The zero Holder
+// requires none.
+type Holder struct {
+	Kind EventKind // KindLock or KindElection
+	Name string
+}
+
+// field is the request field that names the holder.
+func (h Holder) field() string { return string(h.Kind) }
+
+// PutFencedHeld is PutFenced requiring the hold h, which may be an
+// election's: a fenced write may ask that its token be the current
+// leader's.
+func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64, value json.RawMessage, h Holder) (*FencedValue, error) {
+	if err := e.checkFencedPut(resource, token, value, h); err != nil {
 		return nil, err
+	}
+	lock := "" // the key name of the hold the write requires
+	if h.Name != "" {
+		lock = keyName(h.Kind, h.Name)
 	}
 	mkey := e.fenceMaxKey(resource)
 	// A write that makes a new resource holds a slot of MaxFencedValues
@@ -64,7 +90,7 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 			created = first
 			return &FencedValue{Resource: resource, Token: token, Value: value, Revision: resp.Header.Revision}, nil
 		}
-		if err := fencedRefusal(resp, t.ix, resource, token, lock); err != nil {
+		if err := fencedRefusal(resp, t.ix, resource, token, h); err != nil {
 			return nil, err
 		}
 		// The maximum was created or raised between our read and write.
@@ -73,7 +99,7 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 }
 
 // checkFencedPut validates PutFenced's arguments.
-func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMessage, lock string) error {
+func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMessage, h Holder) error {
 	if err := checkName("resource", resource); err != nil {
 		return err
 	}
@@ -92,8 +118,15 @@ func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMess
 			Reason: fmt.Sprintf("value is %d bytes of JSON, more than the maximum of %d", len(value), e.cfg.MaxFencedValueBytes),
 		}
 	}
-	if lock != "" {
-		return checkName("lock", lock)
+	switch h.Kind {
+	case "":
+		if h.Name != "" {
+			return invalid("lock", "names a holder of no kind")
+		}
+	case KindLock, KindElection:
+		return checkName(h.field(), h.Name)
+	default:
+		return invalid(h.field(), "a fenced write can require a lock or an election, not a %s", h.Kind)
 	}
 	return nil
 }
@@ -132,13 +165,16 @@ func (e *Engine) fencedPutTxn(resource string, token int64, value json.RawMessag
 }
 
 // fencedRefusal says why a fenced write's txn failed: token no longer
-// holds lock, or a larger token wrote since. nil means the maximum
-// changed under us: try again.
-func fencedRefusal(resp *clientv3.TxnResponse, ix fencedPutIx, resource string, token int64, lock string) error {
-	if lock != "" {
+// holds h, or a larger token wrote since. nil means the maximum changed
+// under us: try again.
+func fencedRefusal(resp *clientv3.TxnResponse, ix fencedPutIx, resource string, token int64, h Holder) error {
+	if h.Name != "" {
 		lk := resp.Responses[ix.lock].GetResponseRange().Kvs
 		if len(lk) == 0 || lk[0].ModRevision != token {
-			return fmt.Errorf("fenced write to %q: %w %q", resource, ErrNotHolder, lock)
+			if h.Kind == KindElection {
+				return fmt.Errorf("fenced write to %q: %w: election %q is not led with token %d", resource, ErrNotHolder, h.Name, token)
+			}
+			return fmt.Errorf("fenced write to %q: %w %q", resource, ErrNotHolder, h.Name)
 		}
 	}
 	if mk := resp.Responses[ix.max].GetResponseRange().Kvs; len(mk) > 0 {

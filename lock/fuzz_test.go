@@ -132,7 +132,7 @@ func FuzzAcquireValidation(f *testing.F) {
 		// absent (zero) and must be absent with a session.
 		sid, sessOK := sessionOK(session)
 		bad := map[string]bool{
-			"name":       !nameOK(name),
+			"name":       !nameOK(thingName(name)),
 			"owner":      !ownerOK(owner),
 			"metadata":   !metadataOK(req.Metadata),
 			"session":    session != "" && !sessOK,
@@ -229,3 +229,10 @@ func isInvalid(err error, field string) bool {
 }
 
 func clientLease(n int64) clientv3.LeaseID { return clientv3.LeaseID(n) }
+
+// thingName is the name of the thing kept under key name name: the
+// engine takes the key names of every kind (kinds.go).
+func thingName(name string) string {
+	_, n := thingOf(name)
+	return n
+}

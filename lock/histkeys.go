@@ -67,7 +67,7 @@ type pendingRecord struct {
 	entry string // <entry> of its indexed keys
 	// deletes are the pending keys the index removes once it holds the
 	// event: for a hold's end, the end and the hold's acquired record;
-	// for an acquired event none (it guards the hold's end until then,
+	// for an acquired (or elected) event none (it guards the hold's end until then,
 	// see recordEnd); for any other event, its own record.
 	deletes []string
 }
@@ -102,8 +102,8 @@ func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 		p.entry = "0" + parts[1] + "a"
 	case parts[2] == "e":
 		p.entry, p.deletes = "1"+parts[1]+"e", []string{key, e.acquiredKey(parts[0], parts[1])}
-	case parts[2] == "d":
-		p.entry, p.deletes = "1"+parts[1]+"d", []string{key}
+	case parts[2] == "d", parts[2] == "p":
+		p.entry, p.deletes = "1"+parts[1]+parts[2], []string{key}
 	default:
 		return pendingRecord{}, false
 	}

@@ -464,7 +464,7 @@ func decodeEvent(kv *mvccpb.KeyValue) (Event, bool) {
 	if ev.Kind == "" {
 		ev.Kind, ev.Name = KindLock, ev.Lock
 	}
-	if ev.Type == EventAcquired {
+	if beginsHold(ev.Type) {
 		// Written in the acquire txn, before the token existed: the
 		// record's own revision is the token.
 		ev.Token = kv.CreateRevision

@@ -53,9 +53,10 @@ type cachedHold struct {
 }
 
 // put remembers hr as the record of the hold token of name. The end of a
-// hold does not use its metadata, which may be kilobytes: it is not kept.
+// hold does not use its metadata or value, which may be kilobytes: they
+// are not kept.
 func (c *holdCache) put(name string, token int64, hr holderRecord) {
-	hr.Metadata = nil
+	hr.Metadata, hr.Value = nil, nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil || len(c.cur) >= holdCacheSize {
@@ -100,8 +101,7 @@ func (c *holdCache) sawWaiter(name string) {
 // not so; the release then goes the way of a release without the record,
 // which reads the hold and the queue's head first.
 func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr holderRecord) (ended bool, err error) {
-	ev := Event{Time: nowUTC(), Type: EventReleased, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session,
-		Credential: credentialOf(ctx)}
+	ev := hr.endEvent(ctx, name, token, EventReleased, "")
 	t := e.endTxn(name, token, hr, ev, nil, true)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
 	// grant must get it from this txn (handOverOps), and one that did not

@@ -161,6 +161,9 @@ func (h *hub) stream(evs []*clientv3.Event, to map[*streamWatch]struct{}) {
 				}
 			}
 			if len(mine) > 0 {
+				if sw.filter.marks {
+					mine = append(mine, mark(wev.Kv.ModRevision))
+				}
 				sw.push(mine)
 			}
 		}

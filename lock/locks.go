@@ -51,9 +51,6 @@ func (e *Engine) getLock(ctx context.Context, name string, opts ...clientv3.OpOp
 
 // heldWith returns the holder record of name if token holds it.
 func (e *Engine) heldWith(ctx context.Context, name string, token int64) (holderRecord, error) {
-	if err := checkName("name", name); err != nil {
-		return holderRecord{}, err
-	}
 	if token <= 0 {
 		return holderRecord{}, invalid("token", "must be a positive fencing token")
 	}
@@ -110,6 +107,11 @@ const MaxListLimit = 1000
 // List returns held locks sorted by name, and the name to pass as After
 // for the next page ("" when this is the last page).
 func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, error) {
+	return e.list(ctx, KindLock, o)
+}
+
+// list is List of the holds of the things of kind k (see kindRange).
+func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock, string, error) {
 	if o.Limit == 0 {
 		o.Limit = 100
 	}
@@ -119,16 +121,15 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 	if o.Prefix != "" && !ValidName(o.Prefix) {
 		return nil, "", invalid("prefix", "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
 	}
-	start := e.locksPrefix() + o.Prefix
+	start, end := kindRange(e.locksPrefix(), k, o.Prefix)
 	if o.After != "" {
 		if !ValidName(o.After) {
 			return nil, "", invalid("cursor", "is not a cursor returned by a previous page")
 		}
-		if after := e.locksPrefix() + o.After + "\x00"; after > start {
+		if after := e.locksPrefix() + keyName(k, o.After) + "\x00"; after > start {
 			start = after
 		}
 	}
-	end := clientv3.GetPrefixRangeEnd(e.locksPrefix() + o.Prefix)
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
 	done()
@@ -138,7 +139,7 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 	kvs, next := resp.Kvs, ""
 	if len(kvs) > o.Limit {
 		kvs = kvs[:o.Limit]
-		next = string(kvs[len(kvs)-1].Key[len(e.locksPrefix()):])
+		_, next = thingOf(string(kvs[len(kvs)-1].Key[len(e.locksPrefix()):]))
 	}
 	// Sessions share leases: ask etcd once per lease, not once per lock.
 	expiry := map[string]leaseTimes{}
@@ -157,7 +158,19 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 // lock with its new expiry. A lock in a session renews the whole session.
 // It returns ErrNotHeld or ErrTokenMismatch when token no longer holds it,
 // and ErrNotOwner when ctx's caller may not act on the hold (see Caller).
-func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, err error) {
+func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	l, err := e.renew(ctx, name, token)
+	if err != nil {
+		return nil, fmt.Errorf("renew %q: %w", name, err)
+	}
+	return l, nil
+}
+
+// renew is Renew of the thing kept under key name (keyName).
+func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, err error) {
 	defer func() {
 		if err != nil {
 			e.renewFailed(renewLock, err)
@@ -165,10 +178,10 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, 
 	}()
 	hr, err := e.heldWith(ctx, name, token)
 	if err != nil {
-		return nil, fmt.Errorf("renew %q: %w", name, err)
+		return nil, err
 	}
 	if !mayActOn(ctx, hr.Credential) {
-		return nil, fmt.Errorf("renew %q: the hold with token %d was acquired by another credential: %w", name, token, ErrNotOwner)
+		return nil, fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 	}
 	id, _ := parseLeaseHex(hr.Lease)
 	var (
@@ -182,14 +195,14 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (l *Lock, 
 	})
 	if err != nil {
 		if isLeaseNotFound(err) {
-			return nil, fmt.Errorf("renew %q: %w", name, ErrNotHeld)
+			return nil, ErrNotHeld
 		}
-		return nil, e.etcdErr(ctx, "renew "+name, err)
+		return nil, e.etcdErr(ctx, "keep the lease alive", err)
 	}
 	// The lease we renewed may have outlived the hold (a session's lease
 	// does): answer success only if token still holds the lock.
 	if _, err := e.heldWith(ctx, name, token); err != nil {
-		return nil, fmt.Errorf("renew %q: %w", name, err)
+		return nil, err
 	}
 	l = hr.toLock(name, token)
 	l.TTL = time.Duration(ka.TTL) * time.Second
@@ -205,7 +218,8 @@ type Waiter struct {
 	Since    time.Time
 }
 
-// Waiters returns the queue of name in grant order.
+// Waiters returns the queue of name in grant order: its first
+// MaxListLimit waiters, when Config.MaxWaitersPerLock allows more.
 func (e *Engine) Waiters(ctx context.Context, name string) ([]Waiter, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
@@ -213,19 +227,24 @@ func (e *Engine) Waiters(ctx context.Context, name string) ([]Waiter, error) {
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.queuePrefix(name), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit))
 	if err != nil {
 		return nil, e.etcdErr(ctx, "list waiters", err)
 	}
-	ws := make([]Waiter, 0, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
+	return waitersOf(resp.Kvs), nil
+}
+
+// waitersOf decodes a read of a queue, in grant order.
+func waitersOf(kvs []*mvccpb.KeyValue) []Waiter {
+	ws := make([]Waiter, 0, len(kvs))
+	for i, kv := range kvs {
 		var wr waiterRecord
 		if json.Unmarshal(kv.Value, &wr) != nil {
 			continue
 		}
 		ws = append(ws, Waiter{Owner: wr.Owner, Session: wr.Session, Position: i + 1, Since: wr.Since})
 	}
-	return ws, nil
+	return ws
 }
 
 // Stats counts what the cluster holds now, for metrics.

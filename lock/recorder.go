@@ -274,8 +274,8 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 		typ = EventSessionExpired
 	}
 	now := nowUTC()
-	ev := Event{Time: now, Type: typ, Lock: name, Owner: hr.Owner, Token: token, Session: hr.Session, Detail: detail,
-		Credential: hr.Credential}
+	ev := hr.event(name, typ, now) // Credential: the acquirer's, as no request ends it
+	ev.Token, ev.Detail = token, detail
 	event, guard := e.holdEnd(name, token, hr, ev)
 	then := append([]clientv3.Op{event}, guard...)
 	octx, done = e.op(ctx)
@@ -384,7 +384,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 		if err != nil && !errors.Is(err, ErrNotHeld) {
 			return 0, err
 		}
-		hr := holderRecord{Owner: o.ev.Owner, Hold: o.hold, Session: o.ev.Session}
+		hr := holderRecord{Owner: o.ev.Owner, Hold: o.hold, Session: o.ev.Session, Term: o.ev.Term}
 		if err := e.recordEnd(ctx, o.name, o.token, hr, "ended while no baton node was recording; time is when it was noticed"); err != nil {
 			return 0, err
 		}

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -36,6 +37,11 @@ type holderRecord struct {
 	// in a session writes the same tally key, and two writes of one key
 	// cannot share a txn, so counted ends of one session go one per txn.
 	NoTally bool `json:"no_tally,omitempty"`
+	// Term and Value are an election's: the term this hold is, and the
+	// value the candidate campaigned with (a proclaim writes its value
+	// beside the record, never into it: see Engine.Proclaim).
+	Term  int64           `json:"term,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
 }
 
 // delayRecord guards a lock with lock-delay. Acquire creates it with the
@@ -111,11 +117,12 @@ func newHoldID() string {
 }
 
 // toLock renders a holder record; expires is filled by the caller.
-func (r holderRecord) toLock(name string, token int64) *Lock {
+func (r holderRecord) toLock(key string, token int64) *Lock {
 	md := r.Metadata
 	if md == nil {
 		md = map[string]string{}
 	}
+	_, name := thingOf(key)
 	return &Lock{
 		Name:       name,
 		Owner:      r.Owner,
@@ -126,7 +133,36 @@ func (r holderRecord) toLock(name string, token int64) *Lock {
 		LockDelay:  r.LockDelay,
 		Metadata:   md,
 		Credential: r.Credential,
+		Term:       r.Term,
+		Value:      r.Value,
 	}
+}
+
+// acquiredEvent is the event of this hold's beginning at at, by an
+// acquire that joined the queue at queued (zero: it never waited).
+func (r holderRecord) acquiredEvent(key string, at, queued time.Time) Event {
+	ev := r.event(key, EventAcquired, at)
+	ev.QueuedAt = queuedAt(queued)
+	return ev
+}
+
+// endEvent is the event of this hold's end by typ, with detail, at a
+// request of ctx's caller.
+func (r holderRecord) endEvent(ctx context.Context, key string, token int64, typ EventType, detail string) Event {
+	ev := r.event(key, typ, nowUTC())
+	ev.Token, ev.Detail, ev.Credential = token, detail, credentialOf(ctx)
+	return ev
+}
+
+// event is the event typ of this hold of the thing kept under key, at
+// at, as its kind names it (holdEvent).
+func (r holderRecord) event(key string, typ EventType, at time.Time) Event {
+	ev := holdEvent(key, typ)
+	ev.Time, ev.Owner, ev.Session, ev.Credential, ev.Term = at, r.Owner, r.Session, r.Credential, r.Term
+	if beginsHold(ev.Type) {
+		ev.Value = r.Value
+	}
+	return ev
 }
 
 func nowUTC() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,8 +70,8 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	created = true
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt:  expiryAt(start, time.Duration(g.TTL)*time.Second),
-		Locks:      []string{},
+		ExpiresAt: expiryAt(start, time.Duration(g.TTL)*time.Second),
+		Locks:     []string{}, Elections: []string{},
 		Credential: rec.Credential,
 	}, nil
 }
@@ -121,16 +122,24 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	}
 	s := &Session{
 		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt:  expiryAt(now, time.Duration(ttl.TTL)*time.Second),
-		Locks:      []string{},
+		ExpiresAt: expiryAt(now, time.Duration(ttl.TTL)*time.Second),
+		Locks:     []string{}, Elections: []string{},
 		Credential: rec.Credential,
 	}
 	for _, k := range ttl.Keys {
-		if name, ok := strings.CutPrefix(string(k), e.locksPrefix()); ok {
+		key, ok := strings.CutPrefix(string(k), e.locksPrefix())
+		if !ok {
+			continue
+		}
+		switch kind, name := thingOf(key); kind {
+		case KindLock:
 			s.Locks = append(s.Locks, name)
+		case KindElection:
+			s.Elections = append(s.Elections, name)
 		}
 	}
 	sort.Strings(s.Locks)
+	sort.Strings(s.Elections)
 	return s, nil
 }
 
@@ -209,7 +218,8 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 // maxEndsPerTxn keeps a session's release under etcd's MaxTxnOps (128).
 const maxEndsPerTxn = 32
 
-// DeleteSession releases every lock of the session, each recorded as
+// DeleteSession releases every lock of the session (an election it
+// leads resigns), each recorded as
 // released and handed to its oldest waiter as a release would, then ends
 // the session. It returns ErrNotOwner, and changes
 // nothing, when ctx's caller may not act on the session (see Caller).
@@ -221,9 +231,13 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	if !mayActOn(ctx, s.Credential) {
 		return fmt.Errorf("delete session %s: %w", s.ID, ErrNotOwner)
 	}
-	for len(s.Locks) > 0 {
-		batch := s.Locks[:min(len(s.Locks), maxEndsPerTxn)]
-		s.Locks = s.Locks[len(batch):]
+	keys := slices.Clone(s.Locks)
+	for _, n := range s.Elections {
+		keys = append(keys, keyName(KindElection, n))
+	}
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), maxEndsPerTxn)]
+		keys = keys[len(batch):]
 		if err := e.releaseSession(ctx, s.ID, batch); err != nil {
 			return fmt.Errorf("delete session %s: %w", s.ID, err)
 		}
@@ -296,13 +310,14 @@ type sessionEnd struct {
 	head  *queueHead
 }
 
-// commitSessionEnds runs one txn that ends every hold of ends, by ev.
-func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, ev Event) error {
+// commitSessionEnds runs one txn that ends every hold of ends, each by
+// an event like of.
+func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, of Event) error {
 	ops := make([]clientv3.Op, len(ends))
 	txns := make([]endTxn, len(ends))
 	for i, end := range ends {
-		ev := ev
-		ev.Lock, ev.Owner, ev.Token = end.name, end.hr.Owner, end.token
+		ev := end.hr.endEvent(ctx, end.name, end.token, of.Type, of.Detail)
+		ev.Time = of.Time
 		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, false)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
 	}

@@ -34,6 +34,10 @@ type Lock struct {
 	// Credential is the ID of the credential that acquired the hold, when
 	// the caller had one (see Caller). The HTTP API does not show it.
 	Credential string
+	// Term and Value are an election's (see Leader): how many leaders
+	// it has had, this one included, and this leader's value.
+	Term  int64
+	Value json.RawMessage
 }
 
 // Session is a lease that many locks can share: when it ends, they all do.
@@ -43,8 +47,10 @@ type Session struct {
 	TTL       time.Duration
 	CreatedAt time.Time
 	ExpiresAt time.Time
-	// Locks are the names of the locks held in the session, sorted.
-	Locks []string
+	// Locks are the names of the locks held in the session, sorted, and
+	// Elections those of the elections it leads.
+	Locks     []string
+	Elections []string
 	// Credential is the ID of the credential that created the session,
 	// when the caller had one (see Caller).
 	Credential string
@@ -118,6 +124,11 @@ type Event struct {
 	// label the client chose; Credential is what authentication proved.
 	// Empty without authentication.
 	Credential string `json:"credential,omitempty"`
+	// Term and Value are an election's: the leadership's term on each of
+	// its events, and the leader's value on elected (the candidate's) and
+	// proclaimed (the new one).
+	Term  int64           `json:"term,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
 	// QueuedAt, on an acquired event, is when the acquirer joined the
 	// lock's queue: the hold was granted after waiting from then. Nil
 	// when the lock was free at the first attempt.
@@ -148,6 +159,9 @@ type AcquireRequest struct {
 	// ends by expiry or revoke (not by a clean release).
 	LockDelay time.Duration
 	Metadata  map[string]string
+	// value is the value an election's candidate campaigns with
+	// (CampaignRequest).
+	value json.RawMessage
 }
 
 // Limits of the request contract (docs/API.md, Locks).

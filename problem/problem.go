@@ -117,7 +117,7 @@ type Info struct {
 var table = []Info{
 	{InvalidRequest, http.StatusBadRequest, "Invalid request", Final, ExitUsage},
 	{BodyTooLarge, http.StatusRequestEntityTooLarge, "Request body too large", Final, ExitUsage},
-	{ValueTooLarge, http.StatusRequestEntityTooLarge, "Fenced value too large", Final, ExitUsage},
+	{ValueTooLarge, http.StatusRequestEntityTooLarge, "Value too large", Final, ExitUsage},
 	{UnsupportedMediaType, http.StatusUnsupportedMediaType, "Unsupported media type", Final, ExitUsage},
 	{RouteNotFound, http.StatusNotFound, "No such route", Final, ExitFailure},
 	{MethodNotAllowed, http.StatusMethodNotAllowed, "Method not allowed", Final, ExitFailure},

@@ -111,6 +111,13 @@ func holdFor(t *testing.T, s *testserver.Server, token string) (string, int64) {
 	return name, l.Token
 }
 
+func leaderFor(t *testing.T, s *testserver.Server, token string) (string, int64) {
+	t.Helper()
+	name := unique("election")
+	l := testserver.WantJSON[api.Leader](t, s.DoAs(token, "POST", "/v1/elections/"+name+"/campaign", `{"candidate":"fixture","ttl":"60s"}`), http.StatusCreated)
+	return name, l.Token
+}
+
 func sessionFor(t *testing.T, s *testserver.Server, token string) string {
 	t.Helper()
 	return testserver.WantJSON[api.Session](t, s.DoAs(token, "POST", "/v1/sessions", `{"owner":"fixture","ttl":"60s"}`), http.StatusCreated).ID
@@ -189,6 +196,33 @@ var samples = map[string]sample{
 		res := unique("res")
 		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/fenced/"+res, `{"token":1,"value":"x"}`), http.StatusOK)
 		return "DELETE", "/v1/fenced/" + res + "?reason=test", ""
+	},
+	"GET /v1/elections": fixed("GET", "/v1/elections", ""),
+	"GET /v1/elections/:name/observe": func(*testing.T, *testserver.Server, caller) (string, string, string) {
+		return "GET", "/v1/elections/" + unique("observed") + "/observe", ""
+	},
+	"POST /v1/elections/:name/campaign": func(*testing.T, *testserver.Server, caller) (string, string, string) {
+		return "POST", "/v1/elections/" + unique("el") + "/campaign", `{"candidate":"c","ttl":"30s"}`
+	},
+	"GET /v1/elections/:name": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, _ := leaderFor(t, s, writeTok)
+		return "GET", "/v1/elections/" + name, ""
+	},
+	"POST /v1/elections/:name/proclaim": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := leaderFor(t, s, fixtureToken(c))
+		return "POST", "/v1/elections/" + name + "/proclaim", fmt.Sprintf(`{"token":%d,"value":"v"}`, tok)
+	},
+	"POST /v1/elections/:name/renew": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := leaderFor(t, s, fixtureToken(c))
+		return "POST", "/v1/elections/" + name + "/renew", fmt.Sprintf(`{"token":%d}`, tok)
+	},
+	"DELETE /v1/elections/:name/leader": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := leaderFor(t, s, fixtureToken(c))
+		return "DELETE", fmt.Sprintf("/v1/elections/%s/leader?token=%d", name, tok), ""
+	},
+	"POST /v1/elections/:name/revoke": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, _ := leaderFor(t, s, writeTok)
+		return "POST", "/v1/elections/" + name + "/revoke", `{"reason":"test"}`
 	},
 	"GET /v1/fenced/:resource": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		res := unique("res")

@@ -180,6 +180,46 @@ type AcquireRequest struct {
 	Wait *string `json:"wait,omitempty"`
 }
 
+// CampaignRequest defines model for CampaignRequest.
+type CampaignRequest struct {
+	// Candidate Example: node-a
+	Candidate *string `json:"candidate,omitempty"`
+
+	// LockDelay Example: 0s
+	LockDelay *string `json:"lock_delay,omitempty"`
+
+	// Metadata Metadata, at most 16 string pairs and 4 KiB, for people and the
+	// dashboard.
+	Metadata *map[string]string `json:"metadata,omitempty"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Ttl Example: 15s
+	Ttl *string `json:"ttl,omitempty"`
+
+	// Value Any JSON value, null included.
+	Value interface{} `json:"value,omitempty"`
+
+	// Wait Example: 30s
+	Wait *string `json:"wait,omitempty"`
+}
+
+// Candidate defines model for Candidate.
+type Candidate struct {
+	// Candidate Example: node-b
+	Candidate string `json:"candidate"`
+
+	// Position Example: 1
+	Position int `json:"position"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Since Example: 2026-11-29T14:25:13.886Z
+	Since time.Time `json:"since"`
+}
+
 // Cluster defines model for Cluster.
 type Cluster struct {
 	// Leader ID of the leader as this node's member sees it; empty while it knows
@@ -252,6 +292,13 @@ type Event struct {
 	Revision int64   `json:"revision"`
 	Session  *string `json:"session,omitempty"`
 
+	// Term Term is an election's event's leadership term; Value the leader's
+	// value on elected (what it campaigned with) and proclaimed (the new
+	// one).
+	//
+	// Example: 3
+	Term *int64 `json:"term,omitempty"`
+
 	// Time Example: 2026-11-29T14:25:13.886Z
 	Time time.Time `json:"time"`
 
@@ -260,6 +307,9 @@ type Event struct {
 
 	// Type Example: acquired
 	Type EventType `json:"type"`
+
+	// Value Any JSON value, null included.
+	Value interface{} `json:"value,omitempty"`
 }
 
 // EventKind Kind and Name say what the event is about: a lock's events have
@@ -273,6 +323,12 @@ type EventType string
 
 // FencedRequest defines model for FencedRequest.
 type FencedRequest struct {
+	// Election Election, instead of lock, requires that token leads this
+	// election at that moment.
+	//
+	// Example: billing
+	Election *string `json:"election,omitempty"`
+
 	// Lock Example: nightly-recon
 	Lock *string `json:"lock,omitempty"`
 
@@ -302,6 +358,59 @@ type FencedValue struct {
 type History struct {
 	Events     []Event `json:"events"`
 	NextBefore *int64  `json:"next_before,omitempty"`
+}
+
+// Leader defines model for Leader.
+type Leader struct {
+	// Candidate Example: node-a
+	Candidate string `json:"candidate"`
+
+	// Candidates Candidates are those waiting, in the order they would lead; only
+	// GET /v1/elections/{name} fills it in.
+	Candidates *[]Candidate `json:"candidates,omitempty"`
+
+	// ElectedAt Example: 2026-11-29T14:25:13.886Z
+	ElectedAt *time.Time `json:"elected_at,omitempty"`
+
+	// ExpiresAt ExpiresAt is when the leadership's lease runs out unless renewed.
+	// A change an observer is sent has none (it moves with every
+	// renewal): GET the election for it.
+	//
+	// Example: 2026-11-29T14:25:28.881Z
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// LockDelay Example: 5s
+	LockDelay *string           `json:"lock_delay,omitempty"`
+	Metadata  map[string]string `json:"metadata"`
+
+	// Name Example: billing
+	Name string `json:"name"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Term Term counts the leaders the election has had, this one included.
+	//
+	// Example: 3
+	Term int64 `json:"term"`
+
+	// Token Token is the leadership's fencing token, from the same sequence as
+	// lock tokens.
+	//
+	// Example: 4711
+	Token int64 `json:"token"`
+
+	// Ttl Example: 15s
+	Ttl *string `json:"ttl,omitempty"`
+
+	// Value Any JSON value, null included.
+	Value interface{} `json:"value"`
+}
+
+// LeaderList defines model for LeaderList.
+type LeaderList struct {
+	Elections  []Leader `json:"elections"`
+	NextCursor *string  `json:"next_cursor,omitempty"`
 }
 
 // ListedSession defines model for ListedSession.
@@ -395,6 +504,9 @@ type Problem struct {
 	// Holder Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
 
+	// Leader Leader is the current leader (election_held).
+	Leader *Leader `json:"leader,omitempty"`
+
 	// Limit Limit is the cap that was reached (too_many_waiters,
 	// too_many_locks_in_session, too_many_sessions, too_many_streams,
 	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
@@ -427,6 +539,15 @@ type Problem struct {
 
 	// Type Example: urn:baton:problem:lock_held
 	Type string `json:"type"`
+}
+
+// ProclaimRequest defines model for ProclaimRequest.
+type ProclaimRequest struct {
+	// Token Example: 4711
+	Token int64 `json:"token"`
+
+	// Value Any JSON value, null included.
+	Value interface{} `json:"value"`
 }
 
 // RecoverResult defines model for RecoverResult.
@@ -473,6 +594,9 @@ type RevokeRequest struct {
 type Session struct {
 	// CreatedAt Example: 2026-11-29T14:25:13.886Z
 	CreatedAt time.Time `json:"created_at"`
+
+	// Elections Elections are those the session leads.
+	Elections *[]string `json:"elections,omitempty"`
 
 	// ExpiresAt Example: 2026-11-29T14:25:43.881Z
 	ExpiresAt time.Time `json:"expires_at"`
@@ -522,6 +646,30 @@ type Waiter struct {
 
 	// Since Example: 2026-11-29T14:25:13.886Z
 	Since time.Time `json:"since"`
+}
+
+// ListElectionsParams defines parameters for ListElections.
+type ListElectionsParams struct {
+	// Prefix Only elections whose name starts with this
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit Page size, 1-1000
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ResignParams defines parameters for Resign.
+type ResignParams struct {
+	// Token The leadership's token
+	Token int64 `form:"token" json:"token"`
+}
+
+// ObserveElectionParams defines parameters for ObserveElection.
+type ObserveElectionParams struct {
+	// LastEventID Resume after this revision
+	LastEventID *int64 `json:"Last-Event-ID,omitempty"`
 }
 
 // StreamEventsParams defines parameters for StreamEvents.
@@ -619,6 +767,18 @@ type ListSessionsParams struct {
 	// Cursor next_cursor of the previous page
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// CampaignJSONRequestBody defines body for Campaign for application/json ContentType.
+type CampaignJSONRequestBody = CampaignRequest
+
+// ProclaimJSONRequestBody defines body for Proclaim for application/json ContentType.
+type ProclaimJSONRequestBody = ProclaimRequest
+
+// RenewLeadershipJSONRequestBody defines body for RenewLeadership for application/json ContentType.
+type RenewLeadershipJSONRequestBody = RenewRequest
+
+// RevokeLeadershipJSONRequestBody defines body for RevokeLeadership for application/json ContentType.
+type RevokeLeadershipJSONRequestBody = RevokeRequest
 
 // PutFencedJSONRequestBody defines body for PutFenced for application/json ContentType.
 type PutFencedJSONRequestBody = FencedRequest
@@ -737,6 +897,111 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListElections List elections with a leader
+	//
+	// Elections that have a leader, sorted by name, a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+	//
+	// Corresponds with GET /v1/elections (the `ListElections` operationId).
+	ListElections(ctx context.Context, params *ListElectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetElection Get an election's leader
+	//
+	// Returns who leads, with token, term, value and expiry, and the candidates waiting, in the order they would lead (the first 1,000).
+	//
+	// Corresponds with GET /v1/elections/{name} (the `GetElection` operationId).
+	GetElection(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CampaignWithBody Campaign to lead an election
+	//
+	// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+	// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+	// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+	CampaignWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Campaign Campaign to lead an election
+	//
+	// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+	// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+	// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+	Campaign(ctx context.Context, name string, body CampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Resign Resign
+	//
+	// Ends the leadership that `token` holds, audited as `resigned`. The first candidate in line leads from the same etcd transaction.
+	//
+	// Corresponds with DELETE /v1/elections/{name}/leader (the `Resign` operationId).
+	Resign(ctx context.Context, name string, params *ResignParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ObserveElection Observe an election (Server-Sent Events)
+	//
+	// The election's changes, live, as `text/event-stream`. The first message is the current state; then one message per change, in order: `event: leader` (data: Leader) when a leader is elected or proclaims a new value, `event: vacant` (data: `{"name":…}`) when nobody leads. A resignation that hands over is one change, to the next leader. Each message's `id:` is the revision of the change.
+	// With the `Last-Event-ID` header (a reconnecting EventSource sends it), the changes after that revision are sent instead of the current state, from the audit trail and then live, with no gap and no duplicate. A change's Leader has no `expires_at` or `ttl` (they move with every renewal); GET the election for them. A comment line every 15 s keeps idle streams open.
+	//
+	// Corresponds with GET /v1/elections/{name}/observe (the `ObserveElection` operationId).
+	ObserveElection(ctx context.Context, name string, params *ObserveElectionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ProclaimWithBody Proclaim a new value
+	//
+	// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+	ProclaimWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Proclaim Proclaim a new value
+	//
+	// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+	Proclaim(ctx context.Context, name string, body ProclaimJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewLeadershipWithBody Renew a leadership
+	//
+	// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+	RenewLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewLeadership Renew a leadership
+	//
+	// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+	RenewLeadership(ctx context.Context, name string, body RenewLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeLeadershipWithBody Revoke a leadership (operator)
+	//
+	// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+	RevokeLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeLeadership Revoke a leadership (operator)
+	//
+	// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+	RevokeLeadership(ctx context.Context, name string, body RevokeLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StreamEvents Stream events (Server-Sent Events)
 	//
 	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
@@ -760,7 +1025,7 @@ type ClientInterface interface {
 
 	// PutFencedWithBody Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -769,7 +1034,7 @@ type ClientInterface interface {
 
 	// PutFenced Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -996,6 +1261,231 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
+// ListElections List elections with a leader
+//
+// Elections that have a leader, sorted by name, a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+//
+// Corresponds with GET /v1/elections (the `ListElections` operationId).
+func (c *Client) ListElections(ctx context.Context, params *ListElectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListElectionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetElection Get an election's leader
+//
+// Returns who leads, with token, term, value and expiry, and the candidates waiting, in the order they would lead (the first 1,000).
+//
+// Corresponds with GET /v1/elections/{name} (the `GetElection` operationId).
+func (c *Client) GetElection(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetElectionRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CampaignWithBody Campaign to lead an election
+//
+// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+func (c *Client) CampaignWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCampaignRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Campaign Campaign to lead an election
+//
+// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+func (c *Client) Campaign(ctx context.Context, name string, body CampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCampaignRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Resign Resign
+//
+// Ends the leadership that `token` holds, audited as `resigned`. The first candidate in line leads from the same etcd transaction.
+//
+// Corresponds with DELETE /v1/elections/{name}/leader (the `Resign` operationId).
+func (c *Client) Resign(ctx context.Context, name string, params *ResignParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResignRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ObserveElection Observe an election (Server-Sent Events)
+//
+// The election's changes, live, as `text/event-stream`. The first message is the current state; then one message per change, in order: `event: leader` (data: Leader) when a leader is elected or proclaims a new value, `event: vacant` (data: `{"name":…}`) when nobody leads. A resignation that hands over is one change, to the next leader. Each message's `id:` is the revision of the change.
+// With the `Last-Event-ID` header (a reconnecting EventSource sends it), the changes after that revision are sent instead of the current state, from the audit trail and then live, with no gap and no duplicate. A change's Leader has no `expires_at` or `ttl` (they move with every renewal); GET the election for them. A comment line every 15 s keeps idle streams open.
+//
+// Corresponds with GET /v1/elections/{name}/observe (the `ObserveElection` operationId).
+func (c *Client) ObserveElection(ctx context.Context, name string, params *ObserveElectionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewObserveElectionRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProclaimWithBody Proclaim a new value
+//
+// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+func (c *Client) ProclaimWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProclaimRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Proclaim Proclaim a new value
+//
+// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+func (c *Client) Proclaim(ctx context.Context, name string, body ProclaimJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProclaimRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewLeadershipWithBody Renew a leadership
+//
+// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+func (c *Client) RenewLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewLeadershipRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewLeadership Renew a leadership
+//
+// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+func (c *Client) RenewLeadership(ctx context.Context, name string, body RenewLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewLeadershipRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeLeadershipWithBody Revoke a leadership (operator)
+//
+// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+func (c *Client) RevokeLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeLeadershipRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeLeadership Revoke a leadership (operator)
+//
+// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+func (c *Client) RevokeLeadership(ctx context.Context, name string, body RevokeLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeLeadershipRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // StreamEvents Stream events (Server-Sent Events)
 //
 // The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
@@ -1049,7 +1539,7 @@ func (c *Client) GetFenced(ctx context.Context, resource string, reqEditors ...R
 
 // PutFencedWithBody Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1068,7 +1558,7 @@ func (c *Client) PutFencedWithBody(ctx context.Context, resource string, content
 
 // PutFenced Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1520,6 +2010,412 @@ func NewGetClusterRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListElectionsRequest constructs an http.Request for the ListElections method
+func NewListElectionsRequest(server string, params *ListElectionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetElectionRequest constructs an http.Request for the GetElection method
+func NewGetElectionRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCampaignRequest calls the generic Campaign builder with application/json body
+func NewCampaignRequest(server string, name string, body CampaignJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCampaignRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewCampaignRequestWithBody constructs an http.Request for the Campaign method, with any body, and a specified content type
+func NewCampaignRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/campaign", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResignRequest constructs an http.Request for the Resign method
+func NewResignRequest(server string, name string, params *ResignParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/leader", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewObserveElectionRequest constructs an http.Request for the ObserveElection method
+func NewObserveElectionRequest(server string, name string, params *ObserveElectionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/observe", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewProclaimRequest calls the generic Proclaim builder with application/json body
+func NewProclaimRequest(server string, name string, body ProclaimJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewProclaimRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewProclaimRequestWithBody constructs an http.Request for the Proclaim method, with any body, and a specified content type
+func NewProclaimRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/proclaim", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRenewLeadershipRequest calls the generic RenewLeadership builder with application/json body
+func NewRenewLeadershipRequest(server string, name string, body RenewLeadershipJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRenewLeadershipRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewRenewLeadershipRequestWithBody constructs an http.Request for the RenewLeadership method, with any body, and a specified content type
+func NewRenewLeadershipRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/renew", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeLeadershipRequest calls the generic RevokeLeadership builder with application/json body
+func NewRevokeLeadershipRequest(server string, name string, body RevokeLeadershipJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevokeLeadershipRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewRevokeLeadershipRequestWithBody constructs an http.Request for the RevokeLeadership method, with any body, and a specified content type
+func NewRevokeLeadershipRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -2619,6 +3515,119 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
 
+	// ListElectionsWithResponse List elections with a leader
+	//
+	// Elections that have a leader, sorted by name, a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/elections (the `ListElections` operationId).
+	ListElectionsWithResponse(ctx context.Context, params *ListElectionsParams, reqEditors ...RequestEditorFn) (*ListElectionsResponse, error)
+
+	// GetElectionWithResponse Get an election's leader
+	//
+	// Returns who leads, with token, term, value and expiry, and the candidates waiting, in the order they would lead (the first 1,000).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/elections/{name} (the `GetElection` operationId).
+	GetElectionWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetElectionResponse, error)
+
+	// CampaignWithBodyWithResponse Campaign to lead an election
+	//
+	// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+	// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+	// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+	CampaignWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CampaignResponse, error)
+
+	// CampaignWithResponse Campaign to lead an election
+	//
+	// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+	// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+	// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+	CampaignWithResponse(ctx context.Context, name string, body CampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*CampaignResponse, error)
+
+	// ResignWithResponse Resign
+	//
+	// Ends the leadership that `token` holds, audited as `resigned`. The first candidate in line leads from the same etcd transaction.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/elections/{name}/leader (the `Resign` operationId).
+	ResignWithResponse(ctx context.Context, name string, params *ResignParams, reqEditors ...RequestEditorFn) (*ResignResponse, error)
+
+	// ObserveElectionWithResponse Observe an election (Server-Sent Events)
+	//
+	// The election's changes, live, as `text/event-stream`. The first message is the current state; then one message per change, in order: `event: leader` (data: Leader) when a leader is elected or proclaims a new value, `event: vacant` (data: `{"name":…}`) when nobody leads. A resignation that hands over is one change, to the next leader. Each message's `id:` is the revision of the change.
+	// With the `Last-Event-ID` header (a reconnecting EventSource sends it), the changes after that revision are sent instead of the current state, from the audit trail and then live, with no gap and no duplicate. A change's Leader has no `expires_at` or `ttl` (they move with every renewal); GET the election for them. A comment line every 15 s keeps idle streams open.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/elections/{name}/observe (the `ObserveElection` operationId).
+	ObserveElectionWithResponse(ctx context.Context, name string, params *ObserveElectionParams, reqEditors ...RequestEditorFn) (*ObserveElectionResponse, error)
+
+	// ProclaimWithBodyWithResponse Proclaim a new value
+	//
+	// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+	ProclaimWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProclaimResponse, error)
+
+	// ProclaimWithResponse Proclaim a new value
+	//
+	// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+	ProclaimWithResponse(ctx context.Context, name string, body ProclaimJSONRequestBody, reqEditors ...RequestEditorFn) (*ProclaimResponse, error)
+
+	// RenewLeadershipWithBodyWithResponse Renew a leadership
+	//
+	// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+	RenewLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewLeadershipResponse, error)
+
+	// RenewLeadershipWithResponse Renew a leadership
+	//
+	// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+	RenewLeadershipWithResponse(ctx context.Context, name string, body RenewLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewLeadershipResponse, error)
+
+	// RevokeLeadershipWithBodyWithResponse Revoke a leadership (operator)
+	//
+	// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+	RevokeLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeLeadershipResponse, error)
+
+	// RevokeLeadershipWithResponse Revoke a leadership (operator)
+	//
+	// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+	RevokeLeadershipWithResponse(ctx context.Context, name string, body RevokeLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeLeadershipResponse, error)
+
 	// StreamEventsWithResponse Stream events (Server-Sent Events)
 	//
 	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
@@ -2648,7 +3657,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutFencedWithBodyWithResponse Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2657,7 +3666,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutFencedWithResponse Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3078,6 +4087,894 @@ func (r GetClusterResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetClusterResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListElectionsResponse429Headers the declared response headers of an HTTP 429 response for ListElections
+type ListElectionsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListElectionsResponse503Headers the declared response headers of an HTTP 503 response for ListElections
+type ListElectionsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListElectionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaderList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListElectionsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListElectionsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListElectionsResponse) GetJSON200() *LeaderList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListElectionsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListElectionsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListElectionsResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListElectionsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListElectionsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListElectionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListElectionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListElectionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListElectionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetElectionResponse429Headers the declared response headers of an HTTP 429 response for GetElection
+type GetElectionResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetElectionResponse503Headers the declared response headers of an HTTP 503 response for GetElection
+type GetElectionResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetElectionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Leader
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetElectionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetElectionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetElectionResponse) GetJSON200() *Leader {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetElectionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetElectionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetElectionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetElectionResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetElectionResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetElectionResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetElectionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetElectionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetElectionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetElectionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CampaignResponse409Headers the declared response headers of an HTTP 409 response for Campaign
+type CampaignResponse409Headers struct {
+	RetryAfter *int
+}
+
+// CampaignResponse429Headers the declared response headers of an HTTP 429 response for Campaign
+type CampaignResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CampaignResponse503Headers the declared response headers of an HTTP 503 response for Campaign
+type CampaignResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CampaignResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Leader
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Leader
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CampaignResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CampaignResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CampaignResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CampaignResponse) GetJSON200() *Leader {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CampaignResponse) GetJSON201() *Leader {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r CampaignResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r CampaignResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CampaignResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CampaignResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CampaignResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResignResponse429Headers the declared response headers of an HTTP 429 response for Resign
+type ResignResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ResignResponse503Headers the declared response headers of an HTTP 503 response for Resign
+type ResignResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResignResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResignResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResignResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResignResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResignResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResignResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResignResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResignResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ObserveElectionResponse429Headers the declared response headers of an HTTP 429 response for ObserveElection
+type ObserveElectionResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ObserveElectionResponse503Headers the declared response headers of an HTTP 503 response for ObserveElection
+type ObserveElectionResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ObserveElectionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ObserveElectionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ObserveElectionResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ObserveElectionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ObserveElectionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ObserveElectionResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ObserveElectionResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ObserveElectionResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ObserveElectionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ObserveElectionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ObserveElectionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ObserveElectionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ProclaimResponse429Headers the declared response headers of an HTTP 429 response for Proclaim
+type ProclaimResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ProclaimResponse503Headers the declared response headers of an HTTP 503 response for Proclaim
+type ProclaimResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ProclaimResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Leader
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProclaimResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ProclaimResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProclaimResponse) GetJSON200() *Leader {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r ProclaimResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r ProclaimResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProclaimResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProclaimResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProclaimResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RenewLeadershipResponse429Headers the declared response headers of an HTTP 429 response for RenewLeadership
+type RenewLeadershipResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RenewLeadershipResponse503Headers the declared response headers of an HTTP 503 response for RenewLeadership
+type RenewLeadershipResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RenewLeadershipResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Leader
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RenewLeadershipResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RenewLeadershipResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RenewLeadershipResponse) GetJSON200() *Leader {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RenewLeadershipResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RenewLeadershipResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RenewLeadershipResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RenewLeadershipResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RenewLeadershipResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeLeadershipResponse429Headers the declared response headers of an HTTP 429 response for RevokeLeadership
+type RevokeLeadershipResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokeLeadershipResponse503Headers the declared response headers of an HTTP 503 response for RevokeLeadership
+type RevokeLeadershipResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokeLeadershipResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeLeadershipResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeLeadershipResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RevokeLeadershipResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeLeadershipResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeLeadershipResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeLeadershipResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeLeadershipResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5107,6 +7004,191 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 	return ParseGetClusterResponse(rsp)
 }
 
+// ListElectionsWithResponse List elections with a leader
+//
+// Elections that have a leader, sorted by name, a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/elections (the `ListElections` operationId).
+func (c *ClientWithResponses) ListElectionsWithResponse(ctx context.Context, params *ListElectionsParams, reqEditors ...RequestEditorFn) (*ListElectionsResponse, error) {
+	rsp, err := c.ListElections(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListElectionsResponse(rsp)
+}
+
+// GetElectionWithResponse Get an election's leader
+//
+// Returns who leads, with token, term, value and expiry, and the candidates waiting, in the order they would lead (the first 1,000).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/elections/{name} (the `GetElection` operationId).
+func (c *ClientWithResponses) GetElectionWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetElectionResponse, error) {
+	rsp, err := c.GetElection(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetElectionResponse(rsp)
+}
+
+// CampaignWithBodyWithResponse Campaign to lead an election
+//
+// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+func (c *ClientWithResponses) CampaignWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CampaignResponse, error) {
+	rsp, err := c.CampaignWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCampaignResponse(rsp)
+}
+
+// CampaignWithResponse Campaign to lead an election
+//
+// Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+// With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+// `value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/campaign (the `Campaign` operationId).
+func (c *ClientWithResponses) CampaignWithResponse(ctx context.Context, name string, body CampaignJSONRequestBody, reqEditors ...RequestEditorFn) (*CampaignResponse, error) {
+	rsp, err := c.Campaign(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCampaignResponse(rsp)
+}
+
+// ResignWithResponse Resign
+//
+// Ends the leadership that `token` holds, audited as `resigned`. The first candidate in line leads from the same etcd transaction.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/elections/{name}/leader (the `Resign` operationId).
+func (c *ClientWithResponses) ResignWithResponse(ctx context.Context, name string, params *ResignParams, reqEditors ...RequestEditorFn) (*ResignResponse, error) {
+	rsp, err := c.Resign(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResignResponse(rsp)
+}
+
+// ObserveElectionWithResponse Observe an election (Server-Sent Events)
+//
+// The election's changes, live, as `text/event-stream`. The first message is the current state; then one message per change, in order: `event: leader` (data: Leader) when a leader is elected or proclaims a new value, `event: vacant` (data: `{"name":…}`) when nobody leads. A resignation that hands over is one change, to the next leader. Each message's `id:` is the revision of the change.
+// With the `Last-Event-ID` header (a reconnecting EventSource sends it), the changes after that revision are sent instead of the current state, from the audit trail and then live, with no gap and no duplicate. A change's Leader has no `expires_at` or `ttl` (they move with every renewal); GET the election for them. A comment line every 15 s keeps idle streams open.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/elections/{name}/observe (the `ObserveElection` operationId).
+func (c *ClientWithResponses) ObserveElectionWithResponse(ctx context.Context, name string, params *ObserveElectionParams, reqEditors ...RequestEditorFn) (*ObserveElectionResponse, error) {
+	rsp, err := c.ObserveElection(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseObserveElectionResponse(rsp)
+}
+
+// ProclaimWithBodyWithResponse Proclaim a new value
+//
+// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+func (c *ClientWithResponses) ProclaimWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ProclaimResponse, error) {
+	rsp, err := c.ProclaimWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProclaimResponse(rsp)
+}
+
+// ProclaimWithResponse Proclaim a new value
+//
+// Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/proclaim (the `Proclaim` operationId).
+func (c *ClientWithResponses) ProclaimWithResponse(ctx context.Context, name string, body ProclaimJSONRequestBody, reqEditors ...RequestEditorFn) (*ProclaimResponse, error) {
+	rsp, err := c.Proclaim(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProclaimResponse(rsp)
+}
+
+// RenewLeadershipWithBodyWithResponse Renew a leadership
+//
+// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+func (c *ClientWithResponses) RenewLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewLeadershipResponse, error) {
+	rsp, err := c.RenewLeadershipWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewLeadershipResponse(rsp)
+}
+
+// RenewLeadershipWithResponse Renew a leadership
+//
+// Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/renew (the `RenewLeadership` operationId).
+func (c *ClientWithResponses) RenewLeadershipWithResponse(ctx context.Context, name string, body RenewLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewLeadershipResponse, error) {
+	rsp, err := c.RenewLeadership(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewLeadershipResponse(rsp)
+}
+
+// RevokeLeadershipWithBodyWithResponse Revoke a leadership (operator)
+//
+// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+func (c *ClientWithResponses) RevokeLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeLeadershipResponse, error) {
+	rsp, err := c.RevokeLeadershipWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeLeadershipResponse(rsp)
+}
+
+// RevokeLeadershipWithResponse Revoke a leadership (operator)
+//
+// Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
+func (c *ClientWithResponses) RevokeLeadershipWithResponse(ctx context.Context, name string, body RevokeLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeLeadershipResponse, error) {
+	rsp, err := c.RevokeLeadership(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeLeadershipResponse(rsp)
+}
+
 // StreamEventsWithResponse Stream events (Server-Sent Events)
 //
 // The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
@@ -5154,7 +7236,7 @@ func (c *ClientWithResponses) GetFencedWithResponse(ctx context.Context, resourc
 
 // PutFencedWithBodyWithResponse Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5169,7 +7251,7 @@ func (c *ClientWithResponses) PutFencedWithBodyWithResponse(ctx context.Context,
 
 // PutFencedWithResponse Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5657,6 +7739,855 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetClusterResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListElectionsResponse parses an HTTP response from a ListElectionsWithResponse call
+func ParseListElectionsResponse(rsp *http.Response) (*ListElectionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListElectionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaderList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListElectionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListElectionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetElectionResponse parses an HTTP response from a GetElectionWithResponse call
+func ParseGetElectionResponse(rsp *http.Response) (*GetElectionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetElectionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Leader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetElectionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetElectionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCampaignResponse parses an HTTP response from a CampaignWithResponse call
+func ParseCampaignResponse(rsp *http.Response) (*CampaignResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CampaignResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Leader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Leader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 409:
+		var headers CampaignResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CampaignResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CampaignResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResignResponse parses an HTTP response from a ResignWithResponse call
+func ParseResignResponse(rsp *http.Response) (*ResignResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResignResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ResignResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResignResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseObserveElectionResponse parses an HTTP response from a ObserveElectionWithResponse call
+func ParseObserveElectionResponse(rsp *http.Response) (*ObserveElectionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ObserveElectionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ObserveElectionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ObserveElectionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseProclaimResponse parses an HTTP response from a ProclaimWithResponse call
+func ParseProclaimResponse(rsp *http.Response) (*ProclaimResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProclaimResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Leader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ProclaimResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ProclaimResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRenewLeadershipResponse parses an HTTP response from a RenewLeadershipWithResponse call
+func ParseRenewLeadershipResponse(rsp *http.Response) (*RenewLeadershipResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RenewLeadershipResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Leader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RenewLeadershipResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RenewLeadershipResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeLeadershipResponse parses an HTTP response from a RevokeLeadershipWithResponse call
+func ParseRevokeLeadershipResponse(rsp *http.Response) (*RevokeLeadershipResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeLeadershipResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokeLeadershipResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeLeadershipResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -85,8 +85,12 @@ const (
 // anyJSON marks the properties that hold any JSON value: Swagger 2.0 has
 // no way to say so, so swag wrote them as objects.
 var anyJSON = map[string][]string{
-	"FencedValue":   {"value"},
-	"FencedRequest": {"value"},
+	"FencedValue":     {"value"},
+	"FencedRequest":   {"value"},
+	"Leader":          {"value"},
+	"CampaignRequest": {"value"},
+	"ProclaimRequest": {"value"},
+	"Event":           {"value"},
 }
 
 // bodyExamples are request bodies a person can send as they are from the
@@ -98,12 +102,14 @@ var bodyExamples = map[string]any{
 	"renewLock":     map[string]any{"token": 4711},
 	"revokeLock":    map[string]any{"reason": "holder is wedged"},
 	"putFenced":     map[string]any{"token": 4711, "value": map[string]any{"balance": 100}, "lock": "nightly-recon"},
+	"campaign":      map[string]any{"candidate": "node-a", "value": map[string]any{"addr": "10.0.0.5:8080"}, "ttl": "15s", "wait": "30s"},
+	"proclaim":      map[string]any{"token": 4711, "value": map[string]any{"addr": "10.0.0.6:8080"}},
 }
 
 // refine applies what Swagger 2.0 cannot express: errors are
 // application/problem+json and successes application/json (swag can only
 // list produces per operation, not per status), request bodies are JSON
-// only, and fenced values are any JSON.
+// only, and fenced and election values are any JSON.
 func refine(doc *openapi3.T) error {
 	doc.OpenAPI = "3.0.3"
 	for _, path := range sortedPaths(doc) {

@@ -1,0 +1,489 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// Leader is an election's leadership.
+type Leader struct {
+	Name      string `json:"name" example:"billing"`
+	Candidate string `json:"candidate" example:"node-a"`
+	// Value is the leader's value: what it campaigned with, or what it
+	// proclaimed since; null when it gave none.
+	Value json.RawMessage `json:"value" swaggertype:"object"`
+	// Token is the leadership's fencing token, from the same sequence as
+	// lock tokens.
+	Token int64 `json:"token" format:"int64" example:"4711"`
+	// Term counts the leaders the election has had, this one included.
+	Term      int64  `json:"term" format:"int64" example:"3"`
+	Session   string `json:"session,omitempty" example:"694d2279b4919071"`
+	TTL       string `json:"ttl,omitempty" example:"15s"`
+	ElectedAt *Time  `json:"elected_at,omitempty" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
+	// ExpiresAt is when the leadership's lease runs out unless renewed.
+	// A change an observer is sent has none (it moves with every
+	// renewal): GET the election for it.
+	ExpiresAt *Time             `json:"expires_at,omitempty" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:28.881Z"`
+	LockDelay string            `json:"lock_delay,omitempty" example:"5s"`
+	Metadata  map[string]string `json:"metadata"`
+	// Candidates are those waiting, in the order they would lead; only
+	// GET /v1/elections/{name} fills it in.
+	Candidates []Candidate `json:"candidates,omitempty"`
+}
+
+// Candidate is a campaign waiting to lead.
+type Candidate struct {
+	Candidate string `json:"candidate" example:"node-b"`
+	Session   string `json:"session,omitempty" example:"694d2279b4919071"`
+	Position  int    `json:"position" example:"1"`
+	Since     Time   `json:"since" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
+}
+
+// LeaderList is a page of elections that have a leader.
+type LeaderList struct {
+	Elections  []*Leader `json:"elections"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// Vacancy is the data of an observer's vacant message: nobody leads.
+type Vacancy struct {
+	Name string `json:"name" example:"billing"`
+}
+
+// CampaignRequest is the body of POST /v1/elections/{name}/campaign.
+type CampaignRequest struct {
+	Candidate *string         `json:"candidate,omitempty" example:"node-a"`
+	Value     json.RawMessage `json:"value,omitempty" swaggertype:"object"`
+	TTL       *string         `json:"ttl,omitempty" example:"15s"`
+	Session   *string         `json:"session,omitempty" example:"694d2279b4919071"`
+	Wait      *string         `json:"wait,omitempty" example:"30s"`
+	LockDelay *string         `json:"lock_delay,omitempty" example:"0s"`
+	// Metadata, at most 16 string pairs and 4 KiB, for people and the
+	// dashboard.
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// ProclaimRequest is the body of POST /v1/elections/{name}/proclaim.
+type ProclaimRequest struct {
+	Token *int64          `json:"token" format:"int64" example:"4711"`
+	Value json.RawMessage `json:"value" swaggertype:"object"`
+}
+
+func toLeader(l *lock.Lock) *Leader {
+	if l == nil {
+		return nil
+	}
+	out := &Leader{
+		Name: l.Name, Candidate: l.Owner, Value: l.Value, Token: l.Token, Term: l.Term, Session: l.Session,
+		Metadata: l.Metadata,
+	}
+	if l.TTL > 0 {
+		out.TTL = l.TTL.String()
+	}
+	if !l.AcquiredAt.IsZero() {
+		t := Time(l.AcquiredAt)
+		out.ElectedAt = &t
+	}
+	if !l.ExpiresAt.IsZero() {
+		t := Time(l.ExpiresAt)
+		out.ExpiresAt = &t
+	}
+	if l.LockDelay > 0 {
+		out.LockDelay = l.LockDelay.String()
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]string{}
+	}
+	return out
+}
+
+// campaign godoc
+//
+//	@Summary		Campaign to lead an election
+//	@ID				campaign
+//	@Description	Makes the caller the leader and returns its leadership: a fencing token from the same sequence as lock tokens (fenced writes accept it, and may name `election` to require exactly this leadership), and `term`, the number of leaders the election has had.
+//	@Description	With `wait`, the candidate waits in line for up to that long (at most 5m), first come first served across every node; a candidate that disconnects leaves no trace. Without it, an election with a leader answers 409 at once.
+//	@Description	`value` is any JSON the leader publishes (its address, say), at most 4 KiB. `ttl`, `session` and `lock_delay` are as for locks: the leadership lives as long as its lease, and after it ends by expiry or revoke nobody leads for `lock_delay`. Every field is optional; `candidate` defaults to the client's address.
+//	@Tags			elections
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string					true	"Election name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			request	body		api.CampaignRequest		false	"How to campaign"
+//	@Success		201		{object}	api.Leader				"The caller now leads"
+//	@Success		200		{object}	api.Leader				"The same session already leads (idempotent)"
+//	@Failure		400		{object}	api.Problem				"invalid_request: the field named in `field` is wrong"
+//	@Failure		401		{object}	api.Problem				"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem				"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem				"session_not_found"
+//	@Failure		409		{object}	api.Problem				"election_held: with `leader`, and `retry_after` under lock-delay"
+//	@Failure		413		{object}	api.Problem				"body_too_large, or value_too_large (with `limit`)"
+//	@Failure		415		{object}	api.Problem				"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem				"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem				"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
+//	@Failure		503		{object}	api.Problem				"unavailable or shutting_down; the campaign may or may not have taken effect"
+//	@Failure		507		{object}	api.Problem				"insufficient_storage: the data store is full; nothing was written"
+//	@Header			409		{integer}	Retry-After				"Seconds until lock-delay ends (lock-delay only)"
+//	@Header			429		{integer}	Retry-After				"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After				"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name}/campaign [post]
+func (a *API) campaign(c echo.Context) error {
+	var req CampaignRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	cr := lock.CampaignRequest{Name: pathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata}
+	var err error
+	if cr.TTL, err = a.ttl(req.TTL); err != nil {
+		return err
+	}
+	if cr.Wait, err = parseDuration("wait", req.Wait); err != nil {
+		return err
+	}
+	if cr.LockDelay, err = parseDuration("lock_delay", req.LockDelay); err != nil {
+		return err
+	}
+	if req.Session != nil {
+		if *req.Session == "" {
+			return badRequest("session", "session must not be empty when given")
+		}
+		cr.Session = *req.Session
+	}
+	l, fresh, err := a.eng.Campaign(c.Request().Context(), cr)
+	if err != nil {
+		return candidateField(err)
+	}
+	status := http.StatusCreated
+	if !fresh {
+		status = http.StatusOK
+	}
+	return c.JSON(status, toLeader(l))
+}
+
+// candidateField names the candidate field where the engine, which
+// validates a candidate as a lock's owner, says owner.
+func candidateField(err error) error {
+	p, _ := toProblem(err, errorTable)
+	if p.Field == "owner" {
+		p.Field = "candidate"
+		p.Detail = strings.Replace(p.Detail, "owner", "candidate", 1)
+		return p
+	}
+	return err
+}
+
+// getElection godoc
+//
+//	@Summary		Get an election's leader
+//	@ID				getElection
+//	@Description	Returns who leads, with token, term, value and expiry, and the candidates waiting, in the order they would lead (the first 1,000).
+//	@Tags			elections
+//	@Produce		json
+//	@Param			name	path		string	true	"Election name"
+//	@Success		200		{object}	api.Leader
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		404		{object}	api.Problem	"no_leader"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name} [get]
+func (a *API) getElection(c echo.Context) error {
+	l, ws, err := a.eng.Leader(c.Request().Context(), pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	out := toLeader(l)
+	out.Candidates = make([]Candidate, len(ws))
+	for i, w := range ws {
+		out.Candidates[i] = Candidate{Candidate: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since)}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// listElections godoc
+//
+//	@Summary		List elections with a leader
+//	@ID				listElections
+//	@Description	Elections that have a leader, sorted by name, a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
+//	@Tags			elections
+//	@Produce		json
+//	@Param			prefix	query		string	false	"Only elections whose name starts with this"
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			cursor	query		string	false	"next_cursor of the previous page"
+//	@Success		200		{object}	api.LeaderList
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections [get]
+func (a *API) listElections(c echo.Context) error {
+	q, limit, err := listQuery(c)
+	if err != nil {
+		return err
+	}
+	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
+	if cur := q.Get("cursor"); cur != "" {
+		if o.After, err = decodeCursor(cur); err != nil {
+			return err
+		}
+	}
+	ls, next, err := a.eng.Elections(c.Request().Context(), o)
+	if err != nil {
+		return err
+	}
+	out := LeaderList{Elections: make([]*Leader, len(ls))}
+	for i, l := range ls {
+		out.Elections[i] = toLeader(l)
+	}
+	if next != "" {
+		out.NextCursor = encodeCursor(next)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// proclaim godoc
+//
+//	@Summary		Proclaim a new value
+//	@ID				proclaim
+//	@Description	Changes the leader's value without losing leadership: token and term stay. Observers are sent the new value. `value` is required (null is a value).
+//	@Tags			elections
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string					true	"Election name"
+//	@Param			request	body		api.ProclaimRequest		true	"The leadership's token and the new value"
+//	@Success		200		{object}	api.Leader
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the leadership was won by another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem	"no_leader"
+//	@Failure		409		{object}	api.Problem	"token_mismatch: led with another token"
+//	@Failure		413		{object}	api.Problem	"body_too_large, or value_too_large (with `limit`)"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name}/proclaim [post]
+func (a *API) proclaim(c echo.Context) error {
+	var req ProclaimRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required")
+	}
+	l, err := a.eng.Proclaim(c.Request().Context(), pathParam(c, "name"), *req.Token, req.Value)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toLeader(l))
+}
+
+// renewLeadership godoc
+//
+//	@Summary		Renew a leadership
+//	@ID				renewLeadership
+//	@Description	Extends the lease of the leadership that `token` holds, and returns the new `expires_at`. A leadership in a session renews the whole session. Token and term never change.
+//	@Tags			elections
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string				true	"Election name"
+//	@Param			request	body		api.RenewRequest	true	"The leadership's token"
+//	@Success		200		{object}	api.Leader
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the leadership was won by another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem	"no_leader"
+//	@Failure		409		{object}	api.Problem	"token_mismatch: led with another token"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name}/renew [post]
+func (a *API) renewLeadership(c echo.Context) error {
+	var req RenewRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required")
+	}
+	l, err := a.eng.RenewLeadership(c.Request().Context(), pathParam(c, "name"), *req.Token)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toLeader(l))
+}
+
+// resign godoc
+//
+//	@Summary		Resign
+//	@ID				resign
+//	@Description	Ends the leadership that `token` holds, audited as `resigned`. The first candidate in line leads from the same etcd transaction.
+//	@Tags			elections
+//	@Param			name	path	string	true	"Election name"
+//	@Param			token	query	int		true	"The leadership's token"	format(int64)
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the leadership was won by another credential; or cross_origin"
+//	@Failure		404	{object}	api.Problem	"no_leader"
+//	@Failure		409	{object}	api.Problem	"token_mismatch: led with another token"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name}/leader [delete]
+func (a *API) resign(c echo.Context) error {
+	tok, ok, err := intParam(queryOf(c), "token", 1, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return badRequest("token", "the token query parameter is required: DELETE /v1/elections/{name}/leader?token=4711")
+	}
+	if err := a.eng.Resign(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// revokeLeadership godoc
+//
+//	@Summary		Revoke a leadership (operator)
+//	@ID				revokeLeadership
+//	@Description	Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
+//	@Tags			elections
+//	@Accept			json
+//	@Param			name	path	string				true	"Election name"
+//	@Param			request	body	api.RevokeRequest	false	"Why"
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin"
+//	@Failure		404	{object}	api.Problem	"no_leader"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name}/revoke [post]
+func (a *API) revokeLeadership(c echo.Context) error {
+	var req RevokeRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	if _, err := a.eng.RevokeLeadership(c.Request().Context(), pathParam(c, "name"), req.Reason); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// observe godoc
+//
+//	@Summary		Observe an election (Server-Sent Events)
+//	@ID				observeElection
+//	@Description	The election's changes, live, as `text/event-stream`. The first message is the current state; then one message per change, in order: `event: leader` (data: Leader) when a leader is elected or proclaims a new value, `event: vacant` (data: `{"name":…}`) when nobody leads. A resignation that hands over is one change, to the next leader. Each message's `id:` is the revision of the change.
+//	@Description	With the `Last-Event-ID` header (a reconnecting EventSource sends it), the changes after that revision are sent instead of the current state, from the audit trail and then live, with no gap and no duplicate. A change's Leader has no `expires_at` or `ttl` (they move with every renewal); GET the election for them. A comment line every 15 s keeps idle streams open.
+//	@Tags			elections
+//	@Produce		text/event-stream
+//	@Param			name			path		string		true	"Election name"
+//	@Param			Last-Event-ID	header		int			false	"Resume after this revision"	format(int64)
+//	@Success		200				{string}	string		"An endless text/event-stream"
+//	@Failure		400				{object}	api.Problem	"invalid_request"
+//	@Failure		401				{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421				{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429				{object}	api.Problem	"rate_limited, or too_many_streams (with `limit`): this client address or credential holds its maximum of streams on this node"
+//	@Failure		503				{object}	api.Problem	"unavailable, shutting_down, or too_many_streams (with `limit`): this node serves its maximum of streams"
+//	@Header			429				{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503				{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name}/observe [get]
+func (a *API) observe(c echo.Context) error {
+	var since int64
+	resume := false
+	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
+		n, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || n < 0 {
+			return badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
+		}
+		since, resume = n, true
+	}
+	ctx := c.Request().Context()
+	name := pathParam(c, "name")
+	o, err := a.eng.Observe(ctx, name, since, resume)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	send, ok := a.openStream(c)
+	if !ok {
+		return nil
+	}
+	beat := time.NewTicker(a.heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case ch, ok := <-o.C:
+			if !ok {
+				if err := o.Err(); err != nil && ctx.Err() == nil {
+					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
+				}
+				return nil
+			}
+			if send(appendChange(nil, name, ch)) != nil {
+				return nil
+			}
+		case <-beat.C:
+			if send([]byte(": heartbeat\n\n")) != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// appendChange appends an observer's message for ch.
+func appendChange(b []byte, name string, ch lock.ElectionChange) []byte {
+	var data []byte
+	typ := "leader"
+	if ch.Leader == nil {
+		typ = "vacant"
+		data, _ = json.Marshal(Vacancy{Name: name})
+	} else {
+		data, _ = json.Marshal(toLeader(ch.Leader))
+	}
+	b = fmt.Appendf(b, "id: %d\nevent: %s\ndata: ", ch.Revision, typ)
+	b = append(b, data...)
+	return append(b, '\n', '\n')
+}

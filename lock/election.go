@@ -1,0 +1,308 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// An election is a lock kept under the election's key name (kinds.go):
+// the leader is its holder, the leadership's fencing token the hold's,
+// and candidates wait in its queue, so a resignation hands leadership to
+// the oldest candidate in its own txn and everything a lock has (sessions,
+// lock-delay, the recorder, the trail, batching) an election has too.
+// What an election adds:
+//
+//	term/<key>   the term of its latest leader: every grant puts it (termCmp), so a term is counted once
+//	value/<key>  the value its leader proclaimed last, under the leader's lease; every end deletes it
+//
+// A proclaim never rewrites the holder record: the record's ModRevision is
+// the token, and the node that granted a hold caches the record
+// (holdcache.go). So the leader's value is the value key's when that key
+// was written during this leadership (ModRevision above the token), and
+// else the value the leader campaigned with, kept in its holder record.
+
+// MaxValueBytes bounds an election's value, as JSON.
+const MaxValueBytes = 4096
+
+// CampaignRequest asks to lead an election.
+type CampaignRequest struct {
+	Name      string
+	Candidate string
+	// Value is any JSON the leader publishes (its address, say); empty
+	// means null.
+	Value json.RawMessage
+	// TTL, Session, Wait, LockDelay and Metadata are as in
+	// AcquireRequest: the leadership is a hold of the election's lock.
+	TTL       time.Duration
+	Session   string
+	Wait      time.Duration
+	LockDelay time.Duration
+	Metadata  map[string]string
+}
+
+// Campaign makes the caller the leader of req.Name, waiting in line for up
+// to req.Wait behind the leader and earlier candidates (first come, first
+// served across every node), and returns its leadership: a *Lock whose
+// Owner is the candidate, Token the fencing token, Term the election's
+// count of leaders so far, and Value the leader's value. fresh is false
+// when req.Session already led. It answers a *HeldError (errors.Is(err,
+// ErrElectionHeld)) naming the leader when the wait runs out, and leaves
+// nothing behind when ctx ends.
+func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fresh bool, err error) {
+	if err := checkName("name", req.Name); err != nil {
+		return nil, false, err
+	}
+	if err := checkValue(req.Value); err != nil {
+		return nil, false, err
+	}
+	key := keyName(KindElection, req.Name)
+	l, fresh, err = e.acquire(ctx, AcquireRequest{
+		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait,
+		LockDelay: req.LockDelay, Metadata: req.Metadata, value: req.Value,
+	})
+	if err != nil {
+		var he *HeldError
+		if errors.As(err, &he) && he.Holder != nil {
+			e.readValue(ctx, key, he.Holder)
+		}
+		return nil, false, electionErr("campaign for", req.Name, err)
+	}
+	if !fresh {
+		e.readValue(ctx, key, l) // the session led already, and may have proclaimed
+	}
+	return l, fresh, nil
+}
+
+// Leader returns who leads name, with the candidates waiting in the order
+// they would lead (at most MaxListLimit of them), or ErrNoLeader.
+func (e *Engine) Leader(ctx context.Context, name string) (*Lock, []Waiter, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, nil, err
+	}
+	key := keyName(KindElection, name)
+	const lockAt, valueAt, queueAt = 0, 1, 2
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(
+		clientv3.OpGet(e.lockKey(key)),
+		clientv3.OpGet(e.valueKey(key)),
+		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
+	).Commit()
+	done()
+	if err != nil {
+		return nil, nil, e.etcdErr(ctx, "read election", err)
+	}
+	kvs := resp.Responses[lockAt].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return nil, nil, fmt.Errorf("election %q: %w", name, ErrNoLeader)
+	}
+	l, err := e.decodeLock(ctx, kvs[0], nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	setValue(l, resp.Responses[valueAt].GetResponseRange().Kvs)
+	return l, waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs), nil
+}
+
+// Elections returns the elections that have a leader, sorted by name, a
+// page at a time, as List does for locks.
+func (e *Engine) Elections(ctx context.Context, o ListOptions) ([]*Lock, string, error) {
+	ls, next, err := e.list(ctx, KindElection, o)
+	if err != nil || len(ls) == 0 {
+		return ls, next, err
+	}
+	// The page's proclaimed values: value keys live only as long as the
+	// leadership that wrote them, so the page's range holds at most one
+	// per leader listed.
+	from := e.valueKey(keyName(KindElection, ls[0].Name))
+	to := e.valueKey(keyName(KindElection, ls[len(ls)-1].Name)) + "\x00"
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, from, clientv3.WithRange(to))
+	done()
+	if err != nil {
+		return nil, "", e.etcdErr(ctx, "read election values", err)
+	}
+	byName := make(map[string]*mvccpb.KeyValue, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		byName[string(kv.Key)] = kv
+	}
+	for _, l := range ls {
+		if kv, ok := byName[e.valueKey(keyName(KindElection, l.Name))]; ok {
+			setValue(l, []*mvccpb.KeyValue{kv})
+		}
+	}
+	return ls, next, nil
+}
+
+// Proclaim changes the value of the leadership that token holds, keeping
+// its token and term, and records it as proclaimed. It answers ErrNoLeader
+// or ErrTokenMismatch when token does not lead name, and ErrNotOwner when
+// ctx's caller may not act on the leadership (see Caller).
+func (e *Engine) Proclaim(ctx context.Context, name string, token int64, value json.RawMessage) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	if len(value) == 0 {
+		return nil, invalid("value", "is required (null is a value)")
+	}
+	if err := checkValue(value); err != nil {
+		return nil, err
+	}
+	key := keyName(KindElection, name)
+	l, err := e.proclaim(ctx, key, token, value)
+	if err != nil {
+		return nil, electionErr("proclaim in", name, err)
+	}
+	return l, nil
+}
+
+func (e *Engine) proclaim(ctx context.Context, key string, token int64, value json.RawMessage) (*Lock, error) {
+	hr, _, err := e.readHold(ctx, key, token, false)
+	if err != nil {
+		return nil, err
+	}
+	if !mayActOn(ctx, hr.Credential) {
+		return nil, fmt.Errorf("the leadership with token %d was won by another credential: %w", token, ErrNotOwner)
+	}
+	ev := hr.event(key, EventProclaimed, nowUTC())
+	ev.Token, ev.Value, ev.Credential = token, value, credentialOf(ctx)
+	lease, _ := parseLeaseHex(hr.Lease)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.lockKey(key)), "=", token)}
+	then := []clientv3.Op{
+		// Under the leader's lease: an expiry takes the value with the
+		// leadership, and every other end deletes it (endTxn).
+		clientv3.OpPut(e.valueKey(key), string(value), clientv3.WithLease(lease)),
+		clientv3.OpPut(e.lockAuditPrefix(key)+newHoldID()+"/p", mustJSON(ev)),
+	}
+	var resp *clientv3.TxnResponse
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.batch.Txn(octx, cmps, then, nil)
+		return err
+	})
+	if err != nil {
+		if isLeaseNotFound(err) {
+			return nil, ErrNotHeld // the lease ended, and the leadership with it
+		}
+		return nil, e.etcdErr(ctx, "proclaim", err)
+	}
+	if !resp.Succeeded {
+		if _, err := e.heldWith(ctx, key, token); err != nil {
+			return nil, err
+		}
+		return nil, ErrTokenMismatch
+	}
+	e.recorded(EventProclaimed, 1)
+	l := hr.toLock(key, token)
+	l.Value = value
+	if id, ok := parseLeaseHex(hr.Lease); ok {
+		e.fillLease(ctx, l, id)
+	}
+	return l, nil
+}
+
+// RenewLeadership extends the lease of the leadership that token holds, as
+// Renew does for a lock.
+func (e *Engine) RenewLeadership(ctx context.Context, name string, token int64) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	key := keyName(KindElection, name)
+	l, err := e.renew(ctx, key, token)
+	if err != nil {
+		return nil, electionErr("renew leadership of", name, err)
+	}
+	e.readValue(ctx, key, l)
+	return l, nil
+}
+
+// Resign ends the leadership that token holds, recorded as resigned; the
+// oldest waiting candidate leads from the same txn. Errors as for Release,
+// with ErrNoLeader for ErrNotHeld.
+func (e *Engine) Resign(ctx context.Context, name string, token int64) error {
+	if err := checkName("name", name); err != nil {
+		return err
+	}
+	if err := e.endHold(ctx, keyName(KindElection, name), token, EventReleased, ""); err != nil {
+		return electionErr("resign from", name, err)
+	}
+	return nil
+}
+
+// RevokeLeadership ends whoever leads name (an operator's action),
+// recorded as revoked with reason, and returns the leadership it ended.
+// The oldest candidate then wins as the leadership's lease would have
+// expired: after its lock-delay, if it had one.
+func (e *Engine) RevokeLeadership(ctx context.Context, name, reason string) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	if len(reason) > MaxReasonLen {
+		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	l, err := e.revoke(ctx, keyName(KindElection, name), reason)
+	if err != nil {
+		return nil, electionErr("revoke leadership of", name, err)
+	}
+	return l, nil
+}
+
+// readValue sets l's value to the proclaimed one, if its leader has
+// proclaimed. A failed read leaves the campaign's value: the answer it
+// completes has what matters (the token) already.
+func (e *Engine) readValue(ctx context.Context, key string, l *Lock) {
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, e.valueKey(key))
+	done()
+	if err == nil {
+		setValue(l, resp.Kvs)
+	}
+}
+
+// setValue sets l's value from a read of its election's value key: the
+// key's, if its leader wrote it.
+func setValue(l *Lock, kvs []*mvccpb.KeyValue) {
+	if len(kvs) > 0 && kvs[0].ModRevision > l.Token {
+		l.Value = json.RawMessage(kvs[0].Value)
+	}
+}
+
+// checkValue validates an election's value (empty: none given).
+func checkValue(v json.RawMessage) error {
+	if len(v) == 0 {
+		return nil
+	}
+	if !json.Valid(v) {
+		return invalid("value", "must be valid JSON")
+	}
+	if len(v) > MaxValueBytes {
+		return &LimitError{
+			Err: ErrValueTooLarge, Limit: MaxValueBytes, Field: "value",
+			Reason: fmt.Sprintf("value is %d bytes of JSON, more than the maximum of %d", len(v), MaxValueBytes),
+		}
+	}
+	return nil
+}
+
+// electionErr is err, from the lock machinery under an election, as the
+// election's: no leader for a lock not held, an election held for a lock
+// held. what and name say which call failed.
+func electionErr(what, name string, err error) error {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return err
+	}
+	var he *HeldError
+	if errors.As(err, &he) {
+		he.Kind = KindElection
+	}
+	if errors.Is(err, ErrNotHeld) {
+		return fmt.Errorf("%s %q: %w", what, name, ErrNoLeader)
+	}
+	return fmt.Errorf("%s %q: %w", what, name, err)
+}
