@@ -35,8 +35,14 @@ type stream struct {
 // openStream connects to /v1/events with query and optional Last-Event-ID.
 func (s *testServer) openStream(t *testing.T, query, lastEventID string) *stream {
 	t.Helper()
+	return s.openStreamAt(t, "/v1/events"+query, lastEventID)
+}
+
+// openStreamAt connects to the event stream at path.
+func (s *testServer) openStreamAt(t *testing.T, path, lastEventID string) *stream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", s.TS.URL+"/v1/events"+query, nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.TS.URL+path, nil)
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
@@ -47,7 +53,7 @@ func (s *testServer) openStream(t *testing.T, query, lastEventID string) *stream
 	}
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		cancel()
-		t.Fatalf("GET /v1/events%s: %d %s", query, resp.StatusCode, resp.Header.Get("Content-Type"))
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	st := &stream{t: t, resp: resp, msgs: make(chan sseMessage, 1024), comments: make(chan string, 1024), cancel: cancel}
 	go func() {

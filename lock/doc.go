@@ -1,8 +1,8 @@
 // Package lock is baton's lock engine: sessions, locks with fencing tokens,
-// FIFO waiting, lock-delay, fenced values and the audit trail, all kept in
-// etcd and reached only through a *clientv3.Client. It knows nothing of
-// HTTP, so it runs the same over the embedded member's in-process client or
-// over a client of an external etcd cluster.
+// leader elections, FIFO waiting, lock-delay, fenced values and the audit
+// trail, all kept in etcd and reached only through a *clientv3.Client. It
+// knows nothing of HTTP, so it runs the same over the embedded member's
+// in-process client or over a client of an external etcd cluster.
 //
 // # Guarantees
 //
@@ -69,13 +69,20 @@
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
 //	audit/<name>/<hold>/a         pending record of the "acquired" event of one hold; kept until its end is indexed (no lease)
 //	audit/<name>/<hold>/e         pending record of the event that ended that hold (released, expired, revoked, session_expired)
-//	audit/<name>/<id>/d           pending record of a delay_cleared; audit/~fence/<resource>/<id>: of a fence_reset
+//	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed); audit/~fence/<resource>/<id>: of a fence_reset
 //	trail/<rev>/<entry>           the events of one revision (a JSON array), newest first in key order (histkeys.go); lease: a retention bucket
 //	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON); same lease
 //	meta/history                  the history index's cursor, size and buckets (historyindex.go)
 //	fenced/<resource>             a fenced value: {token, value}
 //	fencemax/<resource>           the largest token seen for resource, zero-padded so Value compares order it
 //	meta/recorder                 revision up to which expiries have been recorded
+//	term/<key>                    an election's latest term; put by every grant (acquiretxn.go, termCmp)
+//	value/<key>                   an election's proclaimed value; lease: its leader's (election.go)
+//
+// <name> above is a key name (kinds.go): a lock's own name, or for any
+// other kind its name behind a tag no lock name can hold, so an election
+// is a lock of the engine under "~election:<name>", with its term and
+// value beside it.
 //
 // Each hold has a unique hold ID stored in its holder record, so its end
 // event has one possible key: whichever of release, revoke or the expiry
@@ -92,4 +99,9 @@
 //	if errors.Is(err, lock.ErrHeld) { ... }
 //	// write to storage with l.Token, then:
 //	err = eng.Release(ctx, "nightly-recon", l.Token)
+//
+//	// Leader election: the leadership is a hold with a term and a value.
+//	ld, _, err := eng.Campaign(ctx, lock.CampaignRequest{Name: "billing", Candidate: "node-a", Wait: time.Minute})
+//	// lead, writing with ld.Token; then:
+//	err = eng.Resign(ctx, "billing", ld.Token)
 package lock
