@@ -312,7 +312,7 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, rec holderRecord) (attemptResult, error) {
 	e := a.e
 	a.used = true
-	e.recorded(EventAcquired, 1)
+	e.recordedOf(a.req.Name, EventAcquired, 1)
 	l := rec.toLock(a.req.Name, resp.Header.Revision)
 	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)

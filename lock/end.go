@@ -248,16 +248,17 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		}
 		return ErrTokenMismatch
 	}
-	e.ended(typ, hr, t.handedOver(resp.Responses))
+	e.ended(name, typ, hr, t.handedOver(resp.Responses))
 	return nil
 }
 
-// ended counts a hold's end by typ, and the grant it handed over, and
+// ended counts the end by typ of a hold of name, and the grant it handed
+// over, and
 // does what is left to do with the hold's own lease once its key is gone.
-func (e *Engine) ended(typ EventType, hr holderRecord, handedOver bool) {
-	e.recorded(typ, 1)
+func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver bool) {
+	e.recordedOf(name, typ, 1)
 	if handedOver {
-		e.recorded(EventAcquired, 1)
+		e.recordedOf(name, EventAcquired, 1)
 	}
 	if hr.Session == "" {
 		// A released lock's lease serves the next acquire with its TTL

@@ -119,6 +119,6 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
-	e.ended(EventReleased, hr, false)
+	e.ended(name, EventReleased, hr, false)
 	return true, nil
 }

@@ -250,16 +250,22 @@ func waitersOf(kvs []*mvccpb.KeyValue) []Waiter {
 // Stats counts what the cluster holds now, for metrics.
 type Stats struct {
 	LocksHeld int64
-	Waiters   int64
-	Sessions  int64
+	// ElectionsLed counts the elections that have a leader.
+	ElectionsLed int64
+	// Waiters counts queued acquires and campaigns.
+	Waiters  int64
+	Sessions int64
 }
 
 // Stats counts locks, waiters and sessions with count-only range reads.
 func (e *Engine) Stats(ctx context.Context) (Stats, error) {
+	locksFrom, locksTo := kindRange(e.locksPrefix(), KindLock, "")
+	electionsFrom, electionsTo := kindRange(e.locksPrefix(), KindElection, "")
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(e.locksPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(locksFrom, clientv3.WithRange(locksTo), clientv3.WithCountOnly()),
+		clientv3.OpGet(electionsFrom, clientv3.WithRange(electionsTo), clientv3.WithCountOnly()),
 		clientv3.OpGet(e.cfg.Prefix+"queue/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
 		clientv3.OpGet(e.cfg.Prefix+"sessions/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
 	).Commit()
@@ -267,8 +273,8 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, e.etcdErr(ctx, "stats", err)
 	}
 	count := func(i int) int64 { return resp.Responses[i].GetResponseRange().Count }
-	const locksAt, waitersAt, sessionsAt = 0, 1, 2
-	return Stats{LocksHeld: count(locksAt), Waiters: count(waitersAt), Sessions: count(sessionsAt)}, nil
+	const locksAt, electionsAt, waitersAt, sessionsAt = 0, 1, 2, 3
+	return Stats{LocksHeld: count(locksAt), ElectionsLed: count(electionsAt), Waiters: count(waitersAt), Sessions: count(sessionsAt)}, nil
 }
 
 // leaseTimes caches one lease's answer across a listing.

@@ -154,6 +154,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // baton_history_events. Register it once per registry.
 func (e *Engine) Collector() prometheus.Collector { return e.metrics }
 
+// recordedOf counts n events typ of holds of the thing kept under key
+// name name, by the type its kind names them (holdEvent).
+func (e *Engine) recordedOf(name string, typ EventType, n int) {
+	e.recorded(holdEvent(name, typ).Type, n)
+}
+
 // recorded counts n audit events of typ written by this engine.
 func (e *Engine) recorded(typ EventType, n int) {
 	if n > 0 {

@@ -289,7 +289,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 		clientv3.Compare(clientv3.CreateRevision(e.acquiredKey(name, hr.Hold)), "=", token),
 	).Then(then...).Commit()
 	if err == nil && resp.Succeeded {
-		e.recorded(typ, 1) // else another node wrote it between our read and this txn
+		e.recordedOf(name, typ, 1) // else another node wrote it between our read and this txn
 	}
 	return err
 }

@@ -327,16 +327,13 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, of Ev
 	if err != nil {
 		return e.etcdErr(ctx, "release session locks", err)
 	}
-	released, handedOver := 0, 0
 	for i, r := range resp.Responses {
 		if tr := r.GetResponseTxn(); tr.GetSucceeded() {
-			released++
+			e.recordedOf(ends[i].name, EventReleased, 1)
 			if txns[i].handedOver(tr.Responses) {
-				handedOver++
+				e.recordedOf(ends[i].name, EventAcquired, 1)
 			}
 		}
 	}
-	e.recorded(EventReleased, released)
-	e.recorded(EventAcquired, handedOver)
 	return nil
 }
