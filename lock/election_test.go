@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -430,4 +431,42 @@ func TestElection_ExpiryIsRecordedAsTheElections(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestElection_TermsAndTokensGrowAcrossRestart: the term of a restarted
+// cluster's election goes on from the last leader's, a leadership
+// outlives the restart with its value, and its candidate in line leads
+// next.
+func TestElection_TermsAndTokensGrowAcrossRestart(t *testing.T) {
+	t.Parallel()
+	cfg := testetcd.Config(t)
+	m := testetcd.StartConfig(t, cfg)
+	e := startEngine(t, m, lock.DefaultConfig())
+	ctx := ctxT(t)
+	first := mustCampaign(t, e, lock.CampaignRequest{Name: "r", Candidate: "a", TTL: time.Minute})
+	if err := e.Resign(ctx, "r", first.Token); err != nil {
+		t.Fatal(err)
+	}
+	second := mustCampaign(t, e, lock.CampaignRequest{Name: "r", Candidate: "b", TTL: time.Minute})
+	if _, err := e.Proclaim(ctx, "r", second.Token, json.RawMessage(`"kept"`)); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	m.Close()
+	m2 := testetcd.StartConfig(t, cfg)
+	e2 := startEngine(t, m2, lock.DefaultConfig())
+
+	now, _, err := e2.Leader(ctx, "r")
+	if err != nil || now.Token != second.Token || now.Term != 2 || string(now.Value) != `"kept"` {
+		t.Fatalf("leader after the restart: %+v, %v", now, err)
+	}
+	next := campaignAsync(ctx, e2, lock.CampaignRequest{Name: "r", Candidate: "c", Wait: 30 * time.Second})
+	candidates(t, e2, "r", 1)
+	if err := e2.Resign(ctx, "r", second.Token); err != nil {
+		t.Fatal(err)
+	}
+	got := <-next
+	if got.err != nil || got.l.Term != 3 || got.l.Token <= second.Token || got.l.Value != nil {
+		t.Fatalf("third leadership: %+v, %v", got.l, got.err)
+	}
 }
