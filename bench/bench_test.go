@@ -61,7 +61,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "scale", cfg.JSONPath)
+	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "scale", cfg.JSONPath)
 	for _, p := range []string{cfg.CPUProfile, cfg.MemProfile} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s not written: %v", p, err)
@@ -72,7 +72,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "scale"} {
+	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "scale"} {
 		if len(sections[s]) == 0 {
 			t.Errorf("JSON has no %q section", s)
 		}
@@ -116,16 +116,11 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 		}
 	}
 
-	c := res.Contention
-	if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {
-		t.Errorf("contention: %+v", c)
-	}
-	// An early handoff counts as 0, so the median may be 0 too.
-	if h := c.Handoff; h.Count != c.Grants-1 || h.P50 < 0 || h.P99 < h.P50 || h.Max < h.P99 || h.Max == 0 || c.HandoffsEarly > h.Count {
-		t.Errorf("contention handoffs: %+v, %d early, want %d of them, 0 ≤ p50 ≤ p99 ≤ max", h, c.HandoffsEarly, c.Grants-1)
-	}
-	if f := c.Fairness; f.Judged <= 0 || int64(f.Judged) > c.Grants || f.InOrder <= 0 || f.InOrder > 1 || f.MaxOvertaken < 0 || f.MaxOvertaken >= f.Judged {
-		t.Errorf("contention fairness: %+v", f)
+	checkHandoffs(t, "contention", res.Contention, cfg.ContentionClients)
+	checkHandoffs(t, "election", res.Election, cfg.ContentionClients)
+	checkHandoffs(t, "etcd-election", res.EtcdElection, cfg.ContentionClients)
+	if v := res.EtcdElection.BatonVs; v <= 0 {
+		t.Errorf("election: baton against etcd-election %v", v)
 	}
 
 	s := res.Scale
@@ -358,5 +353,25 @@ func TestParseFlags_RedisRunsOnlyWithAnAddress(t *testing.T) {
 		if cfg.runs("floor") != (len(cfg.Only) == 0 || slices.Contains(cfg.Only, "floor")) {
 			t.Errorf("parseFlags(%q): floor runs = %v", tc.args, cfg.runs("floor"))
 		}
+	}
+}
+
+// checkHandoffs checks the figures of a contention-like scenario: grants,
+// handoffs, fairness and costs are there and consistent.
+func checkHandoffs(t *testing.T, name string, c *ContentionResult, clients int) {
+	t.Helper()
+	if c == nil {
+		t.Errorf("%s: no result", name)
+		return
+	}
+	if c.Clients != clients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {
+		t.Errorf("%s: %+v", name, c)
+	}
+	// An early handoff counts as 0, so the median may be 0 too.
+	if h := c.Handoff; h.Count != c.Grants-1 || h.P50 < 0 || h.P99 < h.P50 || h.Max < h.P99 || h.Max == 0 || c.HandoffsEarly > h.Count {
+		t.Errorf("%s handoffs: %+v, %d early, want %d of them, 0 ≤ p50 ≤ p99 ≤ max", name, h, c.HandoffsEarly, c.Grants-1)
+	}
+	if f := c.Fairness; f.Judged <= 0 || int64(f.Judged) > c.Grants || f.InOrder <= 0 || f.InOrder > 1 || f.MaxOvertaken < 0 || f.MaxOvertaken >= f.Judged {
+		t.Errorf("%s fairness: %+v", name, f)
 	}
 }

@@ -64,30 +64,35 @@ type grant struct {
 func genContention(ctx context.Context, spec loadSpec, p *parentConn) error {
 	a := newAPI(spec.URL, spec.Clients)
 	name := spec.Prefix + "one"
-	if err := p.ready(); err != nil {
-		return err
-	}
-	var errs errorCount
-	start := time.Now()
-	deadline := start.Add(spec.Duration)
-	perClient := make([][]grant, spec.Clients)
-	var wg sync.WaitGroup
-	for w := range spec.Clients {
+	return contend(ctx, spec, p, func(w int) (take func(context.Context) (int64, error), give func(context.Context, int64) error) {
 		body := acquireBody{Owner: "contender-" + strconv.Itoa(w), TTL: sessionTTL.String(), Wait: contentionWait.String()}.encode()
+		take = func(ctx context.Context) (int64, error) { return a.acquire(ctx, name, body) }
+		give = func(ctx context.Context, token int64) error { return a.release(ctx, name, token) }
+		return take, give
+	})
+}
+
+// turnsOf runs worker w's take then give over and over, one goroutine a
+// worker, and returns every turn that succeeded, timed from start. No
+// new take after the deadline, but every take started is seen through,
+// so each one has its grant for fairness; and every worker has at least
+// two turns, so that some requests follow the opening burst, however
+// short the run.
+func turnsOf(ctx context.Context, start, deadline time.Time, takes []func(context.Context) (int64, error),
+	gives []func(context.Context, int64) error, errs *errorCount) []grant {
+	perClient := make([][]grant, len(takes))
+	var wg sync.WaitGroup
+	for w := range takes {
 		wg.Go(func() {
-			// No new request after the deadline, but every request sent
-			// is seen through, so each one has its grant for fairness.
-			// Every client has at least two turns, so that some requests
-			// follow the opening burst, however short the run.
 			for turn := 0; ctx.Err() == nil && (turn < 2 || time.Now().Before(deadline)); turn++ {
 				g := grant{sent: time.Since(start)}
-				token, err := a.acquire(ctx, name, body)
+				token, err := takes[w](ctx)
 				g.granted = time.Since(start)
 				if err != nil {
 					errs.add(err)
 					continue
 				}
-				err = a.release(ctx, name, token)
+				err = gives[w](ctx, token)
 				g.released = time.Since(start)
 				if err != nil {
 					errs.add(err)
@@ -99,7 +104,7 @@ func genContention(ctx context.Context, spec loadSpec, p *parentConn) error {
 		})
 	}
 	wg.Wait()
-	return p.report(grantReport(time.Since(start), &errs, slices.Concat(perClient...)))
+	return slices.Concat(perClient...)
 }
 
 // grantReport is the contention report of grants, the run's, over

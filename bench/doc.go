@@ -7,6 +7,7 @@
 //	go run ./bench -only floor,session,redis -redis 127.0.0.1:6379
 //	go run ./bench -only session -cpuprofile cpu.out && go tool pprof -top cpu.out
 //	go run ./bench -only history -history-events 100000
+//	go run ./bench -only election,zookeeper -clients 1  # elections beside both peers
 //
 // It starts one baton node (embedded etcd, engine and HTTP server) in this
 // process on a temporary data dir, then runs, in this order:
@@ -37,6 +38,13 @@
 //     lease, driven by the session scenario's own load generator;
 //   - contention: clients queueing with wait on one key: handoffs/s,
 //     handoff latency and grant order against arrival order;
+//   - election: the contention loop on one election, -contention-clients
+//     candidates each campaigning (waiting) and resigning as soon as it
+//     leads: handovers of leadership per second, beside etcd's own
+//     recipe (clientv3/concurrency's Election, Campaign then Resign, a
+//     session per candidate) and, when the zookeeper peer runs,
+//     Curator's LeaderSelector, whose leadership is its lock recipe on
+//     the election's path;
 //   - history, only when -only names it (it takes minutes at its default
 //     million events): the audit trail filled through the node's engine in
 //     this process (acquire+release cycles in sessions on 1,000 locks, a

@@ -31,13 +31,16 @@ func newAPI(base string, conns int) *httpAPI {
 	return &httpAPI{base: base, hc: &http.Client{Transport: tr, Timeout: requestTimeout}}
 }
 
-// acquireBody is the body of POST /v1/locks/{name}. Each caller encodes
+// acquireBody is the body of POST /v1/locks/{name}, or of a campaign
+// (POST /v1/elections/{name}/campaign) with Candidate set. Each caller encodes
 // its own once and reuses it for every cycle.
 type acquireBody struct {
-	Owner   string `json:"owner"`
-	TTL     string `json:"ttl,omitempty"`
-	Session string `json:"session,omitempty"`
-	Wait    string `json:"wait,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// Candidate instead of Owner makes it a campaign's body.
+	Candidate string `json:"candidate,omitempty"`
+	TTL       string `json:"ttl,omitempty"`
+	Session   string `json:"session,omitempty"`
+	Wait      string `json:"wait,omitempty"`
 }
 
 func (b acquireBody) encode() []byte {

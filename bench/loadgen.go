@@ -180,6 +180,10 @@ func generate(ctx context.Context, p *parentConn) error {
 		return genRedis(ctx, spec, p)
 	case kindContention:
 		return genContention(ctx, spec, p)
+	case kindElection:
+		return genElection(ctx, spec, p)
+	case kindEtcdElection:
+		return genEtcdElection(ctx, spec, p)
 	case kindEtcdMutex:
 		return genEtcdMutex(ctx, spec, p)
 	case kindEtcdMutexContention:

@@ -43,6 +43,13 @@ type Results struct {
 	// EtcdMutexContention its workers on one Mutex.
 	EtcdMutex           []CycleResult     `json:"etcd_mutex,omitempty"`
 	EtcdMutexContention *ContentionResult `json:"etcd_mutex_contention,omitempty"`
+	// Election is the election scenario: candidates take turns leading
+	// one election (campaign, waiting; resign at once). EtcdElection is
+	// etcd's own recipe on the same loop, ZooKeeperElection Curator's
+	// LeaderSelector (the lock recipe) when the zookeeper peer runs.
+	Election          *ContentionResult `json:"election,omitempty"`
+	EtcdElection      *ContentionResult `json:"etcd_election,omitempty"`
+	ZooKeeperElection *ContentionResult `json:"zookeeper_election,omitempty"`
 	// HTTPFloor is the limit of an HTTP/JSON lock on embedded etcd: a
 	// bare net/http server, one txn per acquire and one per release.
 	HTTPFloor []CycleResult `json:"httpfloor,omitempty"`
@@ -351,6 +358,23 @@ func (r *Results) compareToSession() {
 			p.result.BatonVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
 		}
 	}
+	if c := r.Election; c != nil {
+		for _, p := range r.peerElections() {
+			p.result.BatonVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
+		}
+	}
+}
+
+// peerElections lists the peers' election results that ran.
+func (r *Results) peerElections() []peerContentionResult {
+	var ps []peerContentionResult
+	if r.ZooKeeperElection != nil {
+		ps = append(ps, peerContentionResult{"zookeeper", r.ZooKeeperElection})
+	}
+	if r.EtcdElection != nil {
+		ps = append(ps, peerContentionResult{"etcd-election", r.EtcdElection})
+	}
+	return ps
 }
 
 // printPeers prints baton's session mode beside each peer at the same
@@ -372,20 +396,30 @@ func printPeers(tw io.Writer, r *Results) {
 			fmt.Fprint(tw, row)
 		}
 	}
-	ps := r.peerContention()
-	if len(ps) == 0 {
-		return
+	if ps := r.peerContention(); len(ps) > 0 {
+		fmt.Fprintf(tw, "\ncontention of the peers: %d clients, lock (waiting) then unlock, one lock (×: the contention scenario's handoffs/s ÷ the peer's)\n", ps[0].result.Clients)
+		printHandoffs(tw, ps)
+		if r.ZooKeeperContention != nil {
+			fmt.Fprintln(tw, "zookeeper contention: cpu and node cores are the server's; token order is the sequence numbers' order")
+		}
 	}
-	fmt.Fprintf(tw, "\ncontention of the peers: %d clients, lock (waiting) then unlock, one lock (×: the contention scenario's handoffs/s ÷ the peer's)\n", ps[0].result.Clients)
+	if r.Election != nil {
+		fmt.Fprintf(tw, "\nelection: %d candidates, campaign (waiting) then resign, one election (×: baton's handovers/s ÷ the peer's)\n", r.Election.Clients)
+		printHandoffs(tw, append([]peerContentionResult{{"baton", r.Election}}, r.peerElections()...))
+		if r.ZooKeeperElection != nil {
+			fmt.Fprintln(tw, "zookeeper election: Curator's LeaderSelector takes leadership with its lock recipe, which is what runs here")
+		}
+	}
+}
+
+// printHandoffs prints a row of handoff figures for each of ps.
+func printHandoffs(tw io.Writer, ps []peerContentionResult) {
 	fmt.Fprintln(tw, "peer\thandoffs/s\t×\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
 	for _, p := range ps {
 		c := p.result
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%s\t%s\t%s\t%d\t\n",
 			p.name, c.HandoffsPerSec, ratio(c.BatonVs), ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
 			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken, figure(c.CPUSecondsPer1k, 3), figure(c.RaftEntriesPerGrant, 2), c.Cores, c.Errors)
-	}
-	if r.ZooKeeperContention != nil {
-		fmt.Fprintln(tw, "zookeeper contention: cpu and node cores are the server's; token order is the sequence numbers' order")
 	}
 }
 

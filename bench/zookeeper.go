@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -451,13 +450,19 @@ func (b *bench) zookeeper(ctx context.Context, clients int) (CycleResult, error)
 // ZooKeeper lock: each waits in the recipe's queue, then unlocks at once.
 // The sequence number of a hold is its token: holds come in its order.
 func (b *bench) zookeeperContention(ctx context.Context) (*ContentionResult, error) {
+	return b.zookeeperOneLock(ctx, "zookeeper-contention-one")
+}
+
+// zookeeperOneLock runs the contention scenario's clients on the one
+// ZooKeeper lock at zkLocksRoot/name.
+func (b *bench) zookeeperOneLock(ctx context.Context, name string) (*ContentionResult, error) {
 	clients := b.cfg.ContentionClients
 	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, clients)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
-	dir := zkLocksRoot + "/zookeeper-contention-one"
+	dir := zkLocksRoot + "/" + name
 	if err := zkEnsure(conns[0], dir); err != nil {
 		return nil, err
 	}
@@ -474,39 +479,24 @@ func (b *bench) zookeeperContention(ctx context.Context) (*ContentionResult, err
 
 // zkContend is genContention's loop on a zkMutex per session.
 func zkContend(ctx context.Context, conns []*zk.Conn, dir string, d time.Duration) contentionReport {
-	var errs errorCount
-	start := time.Now()
-	deadline := start.Add(d)
-	perClient := make([][]grant, len(conns))
-	var wg sync.WaitGroup
+	takes := make([]func(context.Context) (int64, error), len(conns))
+	gives := make([]func(context.Context, int64) error, len(conns))
 	for w, conn := range conns {
 		m := zkMutex{conn: conn, dir: dir}
-		wg.Go(func() {
-			// As genContention: at least two turns each, and every
-			// acquire started is seen through.
-			for turn := 0; ctx.Err() == nil && (turn < 2 || time.Now().Before(deadline)); turn++ {
-				g := grant{sent: time.Since(start)}
-				wctx, cancel := context.WithTimeout(ctx, contentionWait)
-				h, err := m.lock(wctx)
-				cancel()
-				g.granted = time.Since(start)
-				if err != nil {
-					errs.add(err)
-					continue
-				}
-				err = m.unlock(h)
-				g.released = time.Since(start)
-				if err != nil {
-					errs.add(err)
-					continue
-				}
-				g.token = h.seq
-				perClient[w] = append(perClient[w], g)
-			}
-		})
+		var h zkHold // the worker's hold between its take and give
+		takes[w] = func(ctx context.Context) (int64, error) {
+			wctx, cancel := context.WithTimeout(ctx, contentionWait)
+			defer cancel()
+			var err error
+			h, err = m.lock(wctx)
+			return h.seq, err
+		}
+		gives[w] = func(context.Context, int64) error { return m.unlock(h) }
 	}
-	wg.Wait()
-	return grantReport(time.Since(start), &errs, slices.Concat(perClient...))
+	var errs errorCount
+	start := time.Now()
+	grants := turnsOf(ctx, start, start.Add(d), takes, gives, &errs)
+	return grantReport(time.Since(start), &errs, grants)
 }
 
 // zooKeeperPeer starts the zookeeper peer's server when the peer runs.
