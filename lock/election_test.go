@@ -470,3 +470,33 @@ func TestElection_TermsAndTokensGrowAcrossRestart(t *testing.T) {
 		t.Fatalf("third leadership: %+v, %v", got.l, got.err)
 	}
 }
+
+// TestElection_ALockDelayKeepsTheElectionVacantAfterARevoke: a campaign
+// may ask for lock-delay, as an acquire may; after its leader is revoked
+// nobody leads until the delay has passed, and the candidate in line
+// leads then, with the next term.
+func TestElection_ALockDelayKeepsTheElectionVacantAfterARevoke(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	const delay = time.Second
+	l := mustCampaign(t, e, lock.CampaignRequest{Name: "d", Candidate: "a", LockDelay: delay})
+	next := campaignAsync(ctx, e, lock.CampaignRequest{Name: "d", Candidate: "b", Wait: 30 * time.Second})
+	candidates(t, e, "d", 1)
+	revoked := time.Now()
+	if _, err := e.RevokeLeadership(ctx, "d", "wedged"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Campaign(ctx, lock.CampaignRequest{Name: "d", Candidate: "c"}); !errors.Is(err, lock.ErrElectionHeld) {
+		t.Fatalf("campaign under lock-delay: %v; want ErrElectionHeld", err)
+	}
+	got := <-next
+	if got.err != nil || got.l.Owner != "b" || got.l.Term != l.Term+1 {
+		t.Fatalf("the candidate after the delay: %+v, %v", got.l, got.err)
+	}
+	// The delay runs from the revoke's event time, kept to the
+	// millisecond, so it may start up to a millisecond before revoked.
+	if waited := time.Since(revoked); waited < delay-time.Millisecond {
+		t.Fatalf("b led %s after the revoke, within the %s lock-delay", waited, delay)
+	}
+}
