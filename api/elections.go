@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -361,12 +360,9 @@ func (a *API) renewLeadership(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/leader [delete]
 func (a *API) resign(c echo.Context) error {
-	tok, ok, err := intParam(queryOf(c), "token", 1, math.MaxInt64)
+	tok, err := tokenQuery(c, "/v1/elections/{name}/leader")
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return badRequest("token", "the token query parameter is required: DELETE /v1/elections/{name}/leader?token=4711")
 	}
 	if err := a.eng.Resign(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
 		return err

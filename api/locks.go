@@ -241,13 +241,9 @@ func (a *API) renew(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [delete]
 func (a *API) release(c echo.Context) error {
-	q := queryOf(c)
-	tok, ok, err := intParam(q, "token", 1, math.MaxInt64)
+	tok, err := tokenQuery(c, "/v1/locks/{name}")
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return badRequest("token", "the token query parameter is required: DELETE /v1/locks/{name}?token=4711")
 	}
 	if err := a.eng.Release(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
 		return err
@@ -320,4 +316,16 @@ func (a *API) clearDelay(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// tokenQuery reads the token query parameter that DELETE path requires.
+func tokenQuery(c echo.Context, path string) (int64, error) {
+	tok, ok, err := intParam(queryOf(c), "token", 1, math.MaxInt64)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, badRequest("token", "the token query parameter is required: DELETE "+path+"?token=4711")
+	}
+	return tok, nil
 }
