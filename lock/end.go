@@ -253,8 +253,8 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 }
 
 // ended counts the end by typ of a hold of name, and the grant it handed
-// over, and
-// does what is left to do with the hold's own lease once its key is gone.
+// over, and does what is left to do with the hold's own lease once its
+// key is gone.
 func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver bool) {
 	e.recordedOf(name, typ, 1)
 	if handedOver {
