@@ -23,42 +23,51 @@ func opIs(t *testing.T, what string, ops []clientv3.Op, i int, kind, key string)
 
 // TestAcquireTxn_IndicesNameTheirOpsInEveryLayout builds the acquire txn
 // in each of its layouts (direct, direct joining the queue, queued; with
-// and without a session, with and without the session cap) and checks
-// that every named index points at the op its name says, and that an
-// index the layout lacks is -1.
+// and without a session, with and without the session cap; of a lock and
+// of an election) and checks that every named index points at the op its
+// name says, and that an index the layout lacks is -1.
 func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
-	for _, session := range []bool{false, true} {
-		for _, capped := range []bool{false, true} {
-			for _, layout := range []string{"direct", "enqueue", "queued"} {
-				cfg := DefaultConfig()
-				if capped {
-					cfg.MaxLocksPerSession = 10
+	for _, kind := range []EventKind{KindLock, KindElection} {
+		for _, session := range []bool{false, true} {
+			for _, capped := range []bool{false, true} {
+				for _, layout := range []string{"direct", "enqueue", "queued"} {
+					acquireTxnLayout(t, kind, session, capped, layout)
 				}
-				e := &Engine{cfg: cfg}
-				a := &acquirer{e: e, req: AcquireRequest{Name: "n", Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, hold: "h", lease: 0x10, leaseTTL: 10}
-				if session {
-					a.session, a.req.Session, a.req.TTL = 0x20, leaseHex(0x20), 0
-				}
-				queueKey, queueRev := "", int64(0)
-				switch layout {
-				case "enqueue":
-					a.enqueue = &queueEntry{key: e.queuePrefix("n") + "w-1", lease: 0x30}
-				case "queued":
-					queueKey, queueRev = e.queuePrefix("n")+"w-1", 42
-				}
-				now := nowUTC()
-				tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now)
-				what := layout
-				if session {
-					what += ", session"
-				}
-				if capped {
-					what += ", capped"
-				}
-				checkAcquireIx(t, what, e, a, tx, queueKey, queueRev)
 			}
 		}
 	}
+}
+
+// acquireTxnLayout builds one layout of the acquire txn and checks it.
+func acquireTxnLayout(t *testing.T, kind EventKind, session, capped bool, layout string) {
+	t.Helper()
+	cfg := DefaultConfig()
+	if capped {
+		cfg.MaxLocksPerSession = 10
+	}
+	e := &Engine{cfg: cfg}
+	name := keyName(kind, "n")
+	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, kind: kind, term: 7, hold: "h", lease: 0x10, leaseTTL: 10}
+	if session {
+		a.session, a.req.Session, a.req.TTL = 0x20, leaseHex(0x20), 0
+	}
+	queueKey, queueRev := "", int64(0)
+	switch layout {
+	case "enqueue":
+		a.enqueue = &queueEntry{key: e.queuePrefix(name) + "w-1", lease: 0x30}
+	case "queued":
+		queueKey, queueRev = e.queuePrefix(name)+"w-1", 42
+	}
+	now := nowUTC()
+	tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now)
+	what := string(kind) + ", " + layout
+	if session {
+		what += ", session"
+	}
+	if capped {
+		what += ", capped"
+	}
+	checkAcquireIx(t, what, e, a, tx, queueKey, queueRev)
 }
 
 func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn, queueKey string, queueRev int64) {
@@ -72,9 +81,10 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 	} else if won.acquired != -1 || won.released != -1 {
 		t.Fatalf("%s: tally indices %d, %d without a tally", what, won.acquired, won.released)
 	}
-	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.lockKey("n"))
-	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.delayKey("n"))
-	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.queuePrefix("n")); !q.IsCountOnly() {
+	name := a.req.Name
+	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.lockKey(name))
+	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.delayKey(name))
+	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.queuePrefix(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}
 	if a.session != 0 {
@@ -84,7 +94,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 		t.Fatalf("%s: session indices %d, %d without a session", what, won.session, lost.session)
 	}
 	if a.enqueue != nil {
-		if op := opIs(t, what+": lost.ahead", tx.els, lost.ahead, "get", e.queuePrefix("n")); op.IsCountOnly() || !op.IsKeysOnly() {
+		if op := opIs(t, what+": lost.ahead", tx.els, lost.ahead, "get", e.queuePrefix(name)); op.IsCountOnly() || !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.ahead is not the read of the entry ahead", what)
 		}
 	} else if lost.ahead != -1 {
@@ -92,12 +102,44 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 	}
 	if queueKey != "" {
 		opIs(t, what+": lost.entry", tx.els, lost.entry, "get", queueKey)
-		if op := opIs(t, what+": lost.pred", tx.els, lost.pred, "get", e.queuePrefix("n")); op.MaxCreateRev() != queueRev-1 {
+		if op := opIs(t, what+": lost.pred", tx.els, lost.pred, "get", e.queuePrefix(name)); op.MaxCreateRev() != queueRev-1 {
 			t.Fatalf("%s: lost.pred reads entries up to %d, want %d", what, op.MaxCreateRev(), queueRev-1)
 		}
 	} else if lost.entry != -1 || lost.pred != -1 {
 		t.Fatalf("%s: lost.entry %d, lost.pred %d for a direct attempt", what, lost.entry, lost.pred)
 	}
+	checkTermOps(t, what, e, a, tx)
+}
+
+// checkTermOps: an election's grant requires the term it read and puts
+// the next, and its else branch reads the term; a lock's does neither.
+func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn) {
+	t.Helper()
+	tkey := e.termKey(a.req.Name)
+	puts, cmps := 0, 0
+	for _, op := range tx.then {
+		if op.IsPut() && string(op.KeyBytes()) == tkey {
+			puts++
+			if string(op.ValueBytes()) != "8" {
+				t.Fatalf("%s: the grant puts term %q, want 8 (one more than the term read)", what, op.ValueBytes())
+			}
+		}
+	}
+	for _, c := range tx.cmps {
+		if string(c.KeyBytes()) == tkey {
+			cmps++
+		}
+	}
+	if a.kind != KindElection {
+		if puts != 0 || cmps != 0 || tx.ix.lost.term != -1 {
+			t.Fatalf("%s: a lock's txn touches a term (%d puts, %d compares, index %d)", what, puts, cmps, tx.ix.lost.term)
+		}
+		return
+	}
+	if puts != 1 || cmps != 1 {
+		t.Fatalf("%s: %d term puts and %d term compares, want one of each", what, puts, cmps)
+	}
+	opIs(t, what+": lost.term", tx.els, tx.ix.lost.term, "get", tkey)
 }
 
 // TestLookOps_IndicesNameTheirOps: with and without a session.
