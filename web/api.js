@@ -67,6 +67,10 @@ export function lockPath(name) {
   return `/v1/locks/${encodeURIComponent(name)}`;
 }
 
+export function electionPath(name) {
+  return `/v1/elections/${encodeURIComponent(name)}`;
+}
+
 // showProblem renders an error readably in box: title, detail and the
 // status and code for whoever reports it.
 export function showProblem(box, err) {

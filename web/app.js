@@ -3,9 +3,12 @@
 // index.html loads this one.
 //
 // The page is a client of the public API. It loads the held locks, the
-// history and the cluster, then follows GET /v1/events: every event makes it
-// reload what the event changed (a few coalesced requests), so what it shows
-// is always what the API says, whatever events were missed.
+// elections, the history and the cluster, then follows GET /v1/events:
+// every event makes it reload what the event changed (a few coalesced
+// requests), so what it shows is always what the API says, whatever events
+// were missed. Elections are changed by their events in place and read
+// again in full when the stream (re)opens, since the stream resumes
+// without a gap.
 //
 // When baton runs with --auth-file, the API answers 401 until the page sends
 // a bearer token: the page then asks for one in a form (auth.js), keeps it
@@ -17,6 +20,7 @@
 import { initAuth } from "./auth.js";
 import { tick } from "./clock.js";
 import { loadCluster, showRevision } from "./cluster.js";
+import { electionEvent, initElections, loadCandidatesSoon, loadElectionsSoon } from "./elections.js";
 import { fillEmptyState } from "./empty.js";
 import { historyFiltered, initFollow, renderLockStatus } from "./follow.js";
 import { initHistory, loadHistorySoon } from "./history.js";
@@ -27,8 +31,8 @@ import { connect, initStream } from "./stream.js";
 import { initTimeline, loadTimelineSoon, pollTimeline, tickTimeline, timelineEvent } from "./timeline.js";
 import { storedToken } from "./token.js";
 
-const ENDED = new Set(["released", "expired", "revoked", "session_expired"]);
-const CLUSTER_EVERY = 5000; // ms between cluster (and queue) refreshes
+const ENDED = new Set(["released", "expired", "revoked", "session_expired", "resigned"]);
+const CLUSTER_EVERY = 5000; // ms between cluster (and queue, and candidate) refreshes
 
 fillEmptyState();
 initLocks({
@@ -39,17 +43,25 @@ initLocks({
     if (state.revoking) checkRevokeTarget();
   },
 });
+initElections({
+  revoke: (l) => openRevoke(l, "election"),
+  rendered: () => {
+    if (state.revoking) checkRevokeTarget();
+  },
+});
 initHistory(() => {
   historyFiltered();
   loadTimelineSoon(); // the timeline follows the history's lock and owner filters
 });
 initTimeline();
-initRevoke(() => {
-  loadLocksSoon();
+initRevoke((kind) => {
+  if (kind === "election") loadElectionsSoon();
+  else loadLocksSoon();
   loadHistorySoon();
 });
 initAuth(() => {
   loadLocksSoon();
+  loadElectionsSoon();
   loadHistorySoon();
   loadTimelineSoon();
   loadCluster();
@@ -62,20 +74,29 @@ initStream({
   },
   // The timeline reads its window again only when the stream (re)opens or
   // is down: while it is live, events extend the window as they come.
-  connected: loadTimelineSoon,
-  polled: pollTimeline,
+  connected: () => {
+    loadTimelineSoon();
+    loadElectionsSoon();
+  },
+  polled: () => {
+    pollTimeline();
+    loadElectionsSoon();
+  },
   event: (e) => {
     showRevision(e.revision);
     timelineEvent(e);
-    if (ENDED.has(e.type)) {
-      dropHold(e.lock, e.token);
-      holdEnded(e.lock, e.token, e.type);
+    electionEvent(e);
+    const kind = e.kind || "lock";
+    if (ENDED.has(e.type) && (kind === "lock" || kind === "election")) {
+      if (kind === "lock") dropHold(e.lock, e.token);
+      holdEnded(kind, e.name || e.lock, e.token, e.type);
     }
   },
 });
 
 initFollow();
 loadLocksSoon();
+loadElectionsSoon();
 loadHistorySoon();
 loadTimelineSoon();
 loadCluster();
@@ -87,5 +108,6 @@ setInterval(() => {
   if (state.authRequired && !storedToken()) return; // every call would be refused
   loadCluster();
   loadQueuesSoon();
+  loadCandidatesSoon();
 }, CLUSTER_EVERY);
 connect();

@@ -73,6 +73,8 @@ function relative(kind, at, now) {
       return `held ${span(Math.max(0, now - at))}`;
     case "waiting":
       return `waiting ${span(Math.max(0, now - at))}`;
+    case "leading":
+      return `leading ${span(Math.max(0, now - at))}`;
     default: // "ago"
       return now - at < 1000 ? "just now" : `${span(now - at)} ago`;
   }
@@ -83,8 +85,8 @@ export function absolute(at, iso) {
   return `${new Date(at).toLocaleString()} (${iso})`;
 }
 
-// timeEl shows a time relative to now (kind is "left", "held", "waiting"
-// or "ago") and, on hover, absolute. tick keeps the text current.
+// timeEl shows a time relative to now (kind is "left", "held", "waiting",
+// "leading" or "ago") and, on hover, absolute. tick keeps the text current.
 export function timeEl(kind, iso, attrs) {
   const at = Date.parse(iso);
   const t = el("time", Object.assign({ datetime: iso, "data-rel": kind, "data-at": at }, attrs || {}));

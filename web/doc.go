@@ -4,10 +4,12 @@
 // that the dashboard works offline and `go run .` needs nothing else.
 //
 // The page is a client of the public HTTP API and nothing more: it reads
-// GET /v1/locks, GET /v1/locks/{name} (for waiters), GET /v1/history and
+// GET /v1/locks, GET /v1/locks/{name} (for waiters), GET /v1/elections,
+// GET /v1/elections/{name} (for candidates), GET /v1/history and
 // GET /v1/cluster, follows GET /v1/events (Server-Sent Events, read with
 // fetch() so that it can send a bearer token) to update itself live, and
-// calls POST /v1/locks/{name}/revoke and DELETE /v1/locks/{name}/delay.
+// calls POST /v1/locks/{name}/revoke, POST /v1/elections/{name}/revoke and
+// DELETE /v1/locks/{name}/delay.
 // When the API answers 401 it asks for a token, which it keeps in
 // sessionStorage only. It loads nothing from another origin and uses no
 // inline script or style, so it runs under a strict
@@ -23,12 +25,14 @@
 //	stream.js   following /v1/events live, reconnecting; sse.js parses it
 //	locks.js    the held locks and their queues; lockrow.js draws a row,
 //	            delays.js the locks under lock-delay
+//	elections.js the elections that have a leader, and their candidates;
+//	            electionrow.js draws a row
 //	history.js  the history, filtered and paged
 //	timeline.js the timeline of the busiest locks' holds and waits over a
 //	            window ending now; holds.js reads holds from events,
 //	            timelinesvg.js draws them, busiest.js tabulates them
 //	follow.js   following one lock from a history link
-//	revoke.js   the revoke dialog
+//	revoke.js   the revoke dialog, for a lock or a leadership
 //	cluster.js  the cluster panel
 //	clock.js    relative times, against the server's clock
 //	dom.js, schedule.js, state.js, empty.js: helpers, shared state, the empty state

@@ -1,4 +1,5 @@
-// The empty state: how to take a first lock from a terminal, on this server.
+// The empty states: how to take a first lock, and how to campaign in a
+// first election, from a terminal, on this server.
 
 import { $, setText } from "./dom.js";
 
@@ -8,6 +9,9 @@ export function fillEmptyState() {
     `curl -s -X POST ${origin}/v1/locks/my-first-lock \\\n` +
     `     -H 'Content-Type: application/json' -d '{"owner":"me","ttl":"60s"}'`;
   $("empty-release").textContent = `curl -s -X DELETE '${origin}/v1/locks/my-first-lock?token=TOKEN'`;
+  $("elections-empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/elections/my-first-election/campaign \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"candidate":"me","value":{"addr":"10.0.0.5:8080"},"ttl":"15s"}'`;
   const copy = $("copy-curl");
   if (navigator.clipboard && window.isSecureContext) {
     copy.hidden = false;

@@ -51,8 +51,10 @@ export function resetHistoryPaging() {
   state.history.older = [];
 }
 
+// eventKey names an event among those of a page: one revision can end
+// several holds (a session's), of locks or of other kinds.
 function eventKey(e) {
-  return `${e.revision}/${e.type}/${e.lock}`;
+  return `${e.revision}/${e.type}/${e.kind || "lock"}/${e.name || e.lock}`;
 }
 
 function renderHistory(events) {
@@ -98,14 +100,19 @@ function renderRows(events) {
 }
 
 function buildEvent(e) {
-  const link = el(
-    "a",
-    { href: `#lock=${encodeURIComponent(e.lock)}`, class: linkClass(e.lock), title: `Show ${e.lock}: its history, and its row if held` },
-    e.lock,
-  );
+  // Another primitive's event (an election's, say) names no lock: it shows
+  // its name and kind, with no link to follow a lock by.
+  const link =
+    e.kind && e.kind !== "lock"
+      ? el("span", { class: linkClass(e.name || ""), "data-testid": "history-name" }, e.name || "", " ", el("span", { class: "kind" }, e.kind))
+      : el(
+          "a",
+          { href: `#lock=${encodeURIComponent(e.lock)}`, class: linkClass(e.lock), title: `Show ${e.lock}: its history, and its row if held` },
+          e.lock,
+        );
   return el(
     "tr",
-    { "data-testid": "history-row", "data-key": eventKey(e), "data-type": e.type, "data-lock": e.lock },
+    { "data-testid": "history-row", "data-key": eventKey(e), "data-type": e.type, "data-lock": e.lock, "data-kind": e.kind || "lock", "data-name": e.name || e.lock },
     cell("When", timeEl("ago", e.time)),
     cell("Event", el("span", { class: `badge ${e.type}`, "data-testid": "history-type" }, e.type.replace("_", " "))),
     cell("Lock", link),

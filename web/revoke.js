@@ -1,36 +1,66 @@
-// The revoke dialog: it names the hold it ends, checks that the hold is
-// still the one shown, and asks for a reason for the history.
+// The revoke dialog: it names the hold it ends (a lock's, or an
+// election's leadership), checks that the hold is still the one shown,
+// and asks for a reason for the history.
 
-import { api, APIError, clearProblem, lockPath, showProblem } from "./api.js";
+import { api, APIError, clearProblem, electionPath, lockPath, showProblem } from "./api.js";
 import { $, el, setText } from "./dom.js";
 import { state } from "./state.js";
 
 const dialog = $("revoke-dialog");
 
-// revoked runs after a revoke (set by initRevoke), to reload.
+// kinds says, for each kind of hold the dialog revokes, how it reads and
+// where it lives: path(name) is its resource, current() the holds of that
+// kind the page shows now, gone the problem code of a hold that ended,
+// focus the heading that takes the focus from the row that goes.
+const kinds = {
+  lock: {
+    what: "Revoke lock ",
+    confirm: "Revoke lock",
+    path: lockPath,
+    current: () => state.locks,
+    holder: (h) => h.owner,
+    gone: "not_held",
+    focus: "holders-title",
+    hint: "The hold ends now, and the next waiter (if any) gets the lock. The holder is not told: a fenced resource rejects its writes once a newer token has written. The revoke is recorded in the history with your reason.",
+    says: (t) => ["Held by ", el("strong", {}, t.holder), " with token ", el("code", {}, t.token)],
+    done: (t) => `Revoked ${t.name} (token ${t.token}, held by ${t.holder}).`,
+    now: (name, h) => `${name} changed hands: ${h.owner} holds it now, with token ${h.token}.`,
+    ended: (name) => `${name} is no longer held; nothing was revoked.`,
+  },
+  election: {
+    what: "Depose the leader of ",
+    confirm: "Revoke leadership",
+    path: electionPath,
+    current: () => state.elections.list,
+    holder: (h) => h.candidate,
+    gone: "no_leader",
+    focus: "elections-title",
+    hint: "The leadership ends now, and the first candidate in line leads next (once the leadership's lock-delay, if it has one, has passed). The leader is not told: a fenced resource rejects its writes once a newer token has written. The revoke is recorded in the history with your reason.",
+    says: (t) => ["Led by ", el("strong", {}, t.holder), ` in term ${t.term}, with token `, el("code", {}, t.token)],
+    done: (t) => `Revoked the leadership of ${t.name} (term ${t.term}, token ${t.token}, led by ${t.holder}).`,
+    now: (name, h) => `${name} has a new leader: ${h.candidate} leads it now, in term ${h.term} with token ${h.token}.`,
+    ended: (name) => `${name} has no leader any more; nothing was revoked.`,
+  },
+};
+
+// revoked runs after a revoke (set by initRevoke), with the kind revoked.
 let revoked = () => {};
 
-// openRevoke asks whether to revoke the hold l.
-export function openRevoke(l) {
-  state.revoking = { name: l.name, token: l.token, owner: l.owner };
-  setText($("revoke-name"), l.name);
-  $("revoke-holder").replaceChildren(
-    el(
-      "span",
-      {},
-      "Held by ",
-      el("strong", {}, l.owner),
-      " with token ",
-      el("code", {}, l.token),
-      l.session ? [" in session ", el("code", {}, l.session)] : "",
-      ".",
-    ),
-  );
+// openRevoke asks whether to revoke the hold h, of kind "lock" (a Lock)
+// or "election" (a Leader).
+export function openRevoke(h, kind = "lock") {
+  const k = kinds[kind];
+  const t = { kind, name: h.name, token: h.token, holder: k.holder(h), term: h.term };
+  state.revoking = t;
+  setText($("revoke-what"), k.what);
+  setText($("revoke-name"), h.name);
+  setText($("revoke-hint"), k.hint);
+  $("revoke-holder").replaceChildren(el("span", {}, k.says(t), h.session ? [" in session ", el("code", {}, h.session)] : "", "."));
   $("revoke-reason").value = "";
   clearProblem($("revoke-error"));
   const confirm = $("revoke-confirm");
   confirm.disabled = false;
-  setText(confirm, "Revoke lock");
+  setText(confirm, k.confirm);
   dialog.showModal(); // the reason field has autofocus; Escape cancels
 }
 
@@ -39,20 +69,22 @@ function revokeGone(message) {
   $("revoke-confirm").disabled = true;
 }
 
-// checkRevokeTarget, after the locks were read again, says so in the
-// dialog when the lock changed hands.
+// checkRevokeTarget, after the holds of a kind were read again, says so
+// in the dialog when the one it is about changed hands.
 export function checkRevokeTarget() {
   const r = state.revoking;
   if (!r || !dialog.open || $("revoke-confirm").disabled) return;
-  const now = state.locks.find((l) => l.name === r.name);
-  if (now && now.token !== r.token) revokeGone(`${r.name} changed hands: ${now.owner} holds it now, with token ${now.token}.`);
+  const k = kinds[r.kind];
+  const now = k.current().find((h) => h.name === r.name);
+  if (now && now.token !== r.token) revokeGone(k.now(r.name, now));
 }
 
 // holdEnded tells the dialog that an event (of type) ended the hold
-// token of name.
-export function holdEnded(name, token, type) {
+// token of name, of kind.
+export function holdEnded(kind, name, token, type) {
   const r = state.revoking;
-  if (r && r.name === name && (!token || r.token === token)) revokeGone(`This hold has just ended (${type.replace("_", " ")}); there is nothing left to revoke.`);
+  if (r && r.kind === kind && r.name === name && (!token || r.token === token))
+    revokeGone(`This ${kind === "lock" ? "hold" : "leadership"} has just ended (${type.replace("_", " ")}); there is nothing left to revoke.`);
 }
 
 async function confirmRevoke(ev) {
@@ -60,34 +92,35 @@ async function confirmRevoke(ev) {
   const r = state.revoking;
   const confirm = $("revoke-confirm");
   if (!r || confirm.disabled) return;
+  const k = kinds[r.kind];
   confirm.disabled = true;
   setText(confirm, "Revoking…");
   clearProblem($("revoke-error"));
   try {
     // Revoke ends whichever hold is current, so make sure it is still the
     // one the operator looked at.
-    const now = await api(lockPath(r.name));
+    const now = await api(k.path(r.name));
     if (now.token !== r.token) {
-      revokeGone(`${r.name} changed hands: ${now.owner} holds it now, with token ${now.token}. Nothing was revoked.`);
-      setText(confirm, "Revoke lock");
+      revokeGone(`${k.now(r.name, now)} Nothing was revoked.`);
+      setText(confirm, k.confirm);
       return;
     }
     const reason = $("revoke-reason").value.trim();
-    await api(`${lockPath(r.name)}/revoke`, { method: "POST", body: JSON.stringify(reason ? { reason } : {}) });
+    await api(`${k.path(r.name)}/revoke`, { method: "POST", body: JSON.stringify(reason ? { reason } : {}) });
   } catch (err) {
-    if (err.status === 404 && err.code === "not_held") revokeGone(`${r.name} is no longer held; nothing was revoked.`);
+    if (err.status === 404 && err.code === k.gone) revokeGone(k.ended(r.name));
     else {
       showProblem($("revoke-error"), err);
       confirm.disabled = false;
     }
-    setText(confirm, "Revoke lock");
+    setText(confirm, k.confirm);
     return;
   }
   state.revoking = null;
   dialog.close("revoked");
-  notify(`Revoked ${r.name} (token ${r.token}, held by ${r.owner}).`);
-  $("holders-title").focus(); // the row that had the focus is going
-  revoked();
+  notify(k.done(r));
+  $(k.focus).focus(); // the row that had the focus is going
+  revoked(r.kind);
 }
 
 let noticeTimer = 0;
@@ -103,7 +136,7 @@ function notify(text) {
   }, 6000);
 }
 
-// initRevoke wires the dialog; onRevoked runs after each revoke.
+// initRevoke wires the dialog; onRevoked(kind) runs after each revoke.
 export function initRevoke(onRevoked) {
   revoked = onRevoked;
   $("revoke-form").addEventListener("submit", confirmRevoke);

@@ -7,6 +7,15 @@ export const state = {
   truncated: false, // more locks match than the page reads (locks.js)
   queues: new Map(), // name -> {token, waiters: [...], error} (locks.js)
   expanded: new Set(), // names whose queue is shown (locks.js)
+  // The elections that have a leader under the name prefix, sorted by name,
+  // and what goes with them (elections.js).
+  elections: {
+    list: [], // Leaders, without candidates
+    loaded: false, // list has been read once
+    truncated: false, // more elections match than the page reads
+    candidates: new Map(), // name -> {token, candidates: [...], error}
+    expanded: new Set(), // names whose candidates are shown
+  },
   highlight: "", // the lock a history link pointed at (follow.js)
   history: { before: 0, older: [], next: 0 }, // the page of history shown (history.js)
   // The timeline's window (timeline.js): the length in ms chosen and the
@@ -17,6 +26,6 @@ export const state = {
   timeline: { span: 900000, shown: 0, events: new Map(), filter: "", truncated: false, horizon: 0, loaded: false, pending: null },
   lastEventID: "", // the last event seen, to resume the stream after it (stream.js)
   revision: 0, // the newest etcd revision seen (cluster.js)
-  revoking: null, // the hold the revoke dialog is about (revoke.js)
+  revoking: null, // the hold (a lock's or a leadership) the revoke dialog is about (revoke.js)
   authRequired: false, // the API answered 401 at least once (auth.js)
 };
