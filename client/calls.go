@@ -202,11 +202,29 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 // concurrently, rather than one after the other, are unordered anyway; a
 // retried one may land after a later one.)
 func (c *Client) PutFenced(ctx context.Context, resource string, token int64, value any, lock string) (*FencedValue, error) {
+	return c.PutFencedWith(ctx, resource, token, value, PutFencedOptions{Lock: lock})
+}
+
+// PutFencedOptions say what else a fenced write requires of its token, at
+// the moment it is written. At most one may be set.
+type PutFencedOptions struct {
+	// Lock requires that the token holds this lock (ErrNotHolder
+	// otherwise).
+	Lock string
+	// Election requires that the token leads this election: exactly the
+	// leadership whose Token it is (ErrNotHolder otherwise).
+	Election string
+}
+
+// PutFencedWith is PutFenced with what the write requires in o: a lock
+// held by the token, or the election it leads. Retried as PutFenced is.
+func (c *Client) PutFencedWith(ctx context.Context, resource string, token int64, value any, o PutFencedOptions) (*FencedValue, error) {
 	body := struct {
-		Token int64  `json:"token"`
-		Value any    `json:"value"`
-		Lock  string `json:"lock,omitempty"`
-	}{token, value, lock}
+		Token    int64  `json:"token"`
+		Value    any    `json:"value"`
+		Lock     string `json:"lock,omitempty"`
+		Election string `json:"election,omitempty"`
+	}{token, value, o.Lock, o.Election}
 	var w wireFenced
 	if _, err := c.do(ctx, request{
 		op: fmt.Sprintf("put fenced %q", resource), method: http.MethodPut, path: "/v1/fenced/" + pathEscape(resource), body: body, idempotent: true,

@@ -24,6 +24,13 @@ var (
 	ErrHeld = Sentinel(problem.LockHeld)
 	// ErrNotHeld: nobody holds the lock (with this token).
 	ErrNotHeld = Sentinel(problem.NotHeld)
+	// ErrElectionHeld: the election has a leader, and the campaign did
+	// not get to lead (it had no Wait, or the wait ran out; under
+	// lock-delay RetryAfter says for how long). Error.Leader is the
+	// leader.
+	ErrElectionHeld = Sentinel(problem.ElectionHeld)
+	// ErrNoLeader: nobody leads the election (with this token).
+	ErrNoLeader = Sentinel(problem.NoLeader)
 	// ErrTokenMismatch: the lock is held, but by another token.
 	ErrTokenMismatch = Sentinel(problem.TokenMismatch)
 	// ErrStaleToken: a fenced write carried a token below one already
@@ -81,8 +88,9 @@ var (
 	// Error.Limit is the limit in bytes.
 	ErrValueTooLarge = Sentinel(problem.ValueTooLarge)
 
-	// ErrLockLost: a *Lock is no longer held, or may no longer be: see
-	// Lock.Err for why. It is the client's own judgement, no server code.
+	// ErrLockLost: a *Lock or a *Leadership is no longer held, or may no
+	// longer be: see their Err for why. It is the client's own judgement,
+	// no server code.
 	ErrLockLost = errors.New("baton: lock lost")
 )
 
@@ -129,6 +137,8 @@ type Error struct {
 	Field string
 	// Holder is the lock's current holder (lock_held), if known.
 	Holder *LockInfo
+	// Leader is the election's current leader (election_held), if known.
+	Leader *LeaderInfo
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64
 	// Limit is the cap that was reached (too_many_waiters and the other
@@ -189,16 +199,17 @@ func (e *Error) Is(target error) bool {
 
 // wireProblem is the problem+json body the server sends.
 type wireProblem struct {
-	Type       string    `json:"type"`
-	Title      string    `json:"title"`
-	Status     int       `json:"status"`
-	Detail     string    `json:"detail"`
-	Code       string    `json:"code"`
-	Field      string    `json:"field"`
-	Holder     *wireLock `json:"holder"`
-	MaxToken   int64     `json:"max_token"`
-	RetryAfter int64     `json:"retry_after"`
-	Limit      int       `json:"limit"`
+	Type       string      `json:"type"`
+	Title      string      `json:"title"`
+	Status     int         `json:"status"`
+	Detail     string      `json:"detail"`
+	Code       string      `json:"code"`
+	Field      string      `json:"field"`
+	Holder     *wireLock   `json:"holder"`
+	Leader     *wireLeader `json:"leader"`
+	MaxToken   int64       `json:"max_token"`
+	RetryAfter int64       `json:"retry_after"`
+	Limit      int         `json:"limit"`
 }
 
 // oneLine folds every run of white space in s, line breaks included, into
@@ -227,6 +238,9 @@ func decodeError(resp *http.Response) *Error {
 		if p.Holder != nil {
 			h := p.Holder.info()
 			e.Holder = &h
+		}
+		if p.Leader != nil {
+			e.Leader = p.Leader.info()
 		}
 		if e.RetryAfter == 0 && p.RetryAfter > 0 {
 			e.RetryAfter = seconds(p.RetryAfter)

@@ -28,6 +28,9 @@ const maxEventLine = 1 << 20
 type EventsOptions struct {
 	// Lock keeps one lock's events only.
 	Lock string
+	// Kind and Name keep the events of one kind of thing ("lock",
+	// "election", …) and, with Name, of the thing of that name only.
+	Kind, Name string
 	// Since replays the events recorded after this revision first; 0
 	// means the events from now on.
 	Since int64
@@ -54,21 +57,53 @@ type EventsOptions struct {
 // and resumes.
 func (c *Client) Events(ctx context.Context, o EventsOptions) (<-chan Event, <-chan error) {
 	evc := make(chan Event, 16)
-	errc := make(chan error, 1)
-	s := &eventStream{c: c, o: o, out: evc, since: o.Since, haveBase: o.Since > 0, endpoint: int(c.preferred.Load())}
-	if s.o.IdleTimeout <= 0 {
-		s.o.IdleTimeout = defaultIdleTimeout
-	}
+	s := &eventStream{c: c, o: o, out: evc, since: o.Since, haveBase: o.Since > 0}
 	if !s.haveBase {
-		_ = s.fetchBase(ctx) // run asks again, and reports a refusal
+		_ = s.fetchBase(ctx) // the stream asks again, and reports a refusal
 	}
+	errc := c.stream(ctx, "events", o.IdleTimeout, s, func() { close(evc) })
+	return evc, errc
+}
+
+// sseSource is one kind of Server-Sent Events stream, which sseStream
+// keeps connected: what to ask for, and what to do with each message.
+type sseSource interface {
+	// prepare readies the next connection: false when it cannot be made
+	// yet, with err saying why (a refusal ends the stream).
+	prepare(ctx context.Context) (bool, error)
+	// target is the next connection's path and query, and the
+	// Last-Event-ID to send (0: none).
+	target() (path string, q url.Values, lastID int64)
+	// dispatch takes one message; an error ends the connection.
+	dispatch(ctx context.Context, id, typ, data string) error
+}
+
+// sseStream keeps an sseSource connected: it reconnects, to the next
+// endpoint, with a backoff, until ctx ends or a node refuses the request
+// itself.
+type sseStream struct {
+	c        *Client
+	what     string // names the stream in errors
+	idle     time.Duration
+	src      sseSource
+	endpoint int
+}
+
+// stream runs src until ctx ends or it is refused, then calls closeOut
+// and yields why on the returned channel, once.
+func (c *Client) stream(ctx context.Context, what string, idle time.Duration, src sseSource, closeOut func()) <-chan error {
+	if idle <= 0 {
+		idle = defaultIdleTimeout
+	}
+	s := &sseStream{c: c, what: what, idle: idle, src: src, endpoint: int(c.preferred.Load())}
+	errc := make(chan error, 1)
 	go func() {
 		err := s.run(ctx)
-		close(evc)
+		closeOut()
 		errc <- err
 		close(errc)
 	}()
-	return evc, errc
+	return errc
 }
 
 // eventStream is the state of Events across connections.
@@ -85,15 +120,14 @@ type eventStream struct {
 	// events of that revision delivered so far. A connection may break in
 	// the middle of one revision's events, so a reconnection asks for
 	// that whole revision again and skips what was delivered.
-	last     int64
-	seen     map[eventKey]bool
-	endpoint int
+	last int64
+	seen map[eventKey]bool
 }
 
 // eventKey tells apart the events of one revision (one transaction).
 type eventKey struct {
-	typ, lock, session string
-	token              int64
+	typ, kind, name, lock, session string
+	token                          int64
 }
 
 // fetchBase asks a node for the current revision. Its error matters
@@ -121,29 +155,43 @@ func refused(err error) bool {
 	return e.Status != http.StatusTooManyRequests
 }
 
-func (s *eventStream) run(ctx context.Context) error {
+// prepare: without a revision to resume from, a reconnection could not
+// tell what it missed, so there is no stream until a node says where we
+// are.
+func (s *eventStream) prepare(ctx context.Context) (bool, error) {
+	if s.haveBase {
+		return true, nil
+	}
+	err := s.fetchBase(ctx)
+	return s.haveBase, err
+}
+
+func (s *eventStream) target() (string, url.Values, int64) {
+	q := url.Values{}
+	for k, v := range map[string]string{"lock": s.o.Lock, "kind": s.o.Kind, "name": s.o.Name} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return "/v1/events", q, s.resumeFrom()
+}
+
+func (s *sseStream) run(ctx context.Context) error {
 	failures := 0
 	for {
 		var retryAfter time.Duration
-		var err error
 		connected := false
-		if !s.haveBase {
-			// Without a revision to resume from, a reconnection could not
-			// tell what it missed: no stream until a node says where we are.
-			// A refusal (a bad token, say) ends the stream: asking again
-			// cannot mend it.
-			if berr := s.fetchBase(ctx); refused(berr) {
-				return fmt.Errorf("events: %w", berr)
-			}
-		}
-		if s.haveBase {
+		// A refusal (a bad token, say) ends the stream: asking again
+		// cannot mend it.
+		ok, err := s.src.prepare(ctx)
+		if ok {
 			connected, retryAfter, err = s.connect(ctx)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if refused(err) {
-			return fmt.Errorf("events: %w", err)
+			return fmt.Errorf("%s: %w", s.what, err)
 		}
 		if connected {
 			failures = 0
@@ -161,7 +209,7 @@ func (s *eventStream) run(ctx context.Context) error {
 
 // connect runs one connection until it breaks. connected reports whether
 // the server accepted it, so that a stream that worked resets the backoff.
-func (s *eventStream) connect(ctx context.Context) (connected bool, retryAfter time.Duration, err error) {
+func (s *sseStream) connect(ctx context.Context) (connected bool, retryAfter time.Duration, err error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The request timeout bounds the wait for the answer's head only; then
@@ -169,18 +217,15 @@ func (s *eventStream) connect(ctx context.Context) (connected bool, retryAfter t
 	watchdog := time.AfterFunc(s.c.timeout, cancel)
 	defer watchdog.Stop()
 
-	q := url.Values{}
-	if s.o.Lock != "" {
-		q.Set("lock", s.o.Lock)
-	}
+	path, q, from := s.src.target()
 	base := s.c.endpoints[s.endpoint]
-	req, err := s.c.newRequest(cctx, base, http.MethodGet, "/v1/events", q, nil)
+	req, err := s.c.newRequest(cctx, base, http.MethodGet, path, q, nil)
 	if err != nil {
 		return false, 0, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
-	if from := s.resumeFrom(); from > 0 {
+	if from > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(from, 10))
 	}
 	resp, err := s.c.hc.Do(req)
@@ -193,7 +238,7 @@ func (s *eventStream) connect(ctx context.Context) (connected bool, retryAfter t
 		return false, e.RetryAfter, e
 	}
 	s.c.preferred.Store(int64(s.endpoint))
-	watchdog.Reset(s.o.IdleTimeout)
+	watchdog.Reset(s.idle)
 	connected = true
 
 	sc := bufio.NewScanner(resp.Body)
@@ -201,11 +246,15 @@ func (s *eventStream) connect(ctx context.Context) (connected bool, retryAfter t
 	var data strings.Builder
 	var id, typ string
 	for sc.Scan() {
-		watchdog.Reset(s.o.IdleTimeout)
+		watchdog.Reset(s.idle)
 		line := strings.TrimSuffix(sc.Text(), "\r")
 		if line == "" { // a blank line ends a message
 			if data.Len() > 0 {
-				if err := s.dispatch(cctx, watchdog, id, typ, data.String()); err != nil {
+				// A slow reader must not be taken for a dead stream.
+				watchdog.Stop()
+				err := s.src.dispatch(cctx, id, typ, data.String())
+				watchdog.Reset(s.idle)
+				if err != nil {
 					return connected, 0, err
 				}
 			}
@@ -231,9 +280,9 @@ func (s *eventStream) connect(ctx context.Context) (connected bool, retryAfter t
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return connected, 0, fmt.Errorf("%w: %s: event stream: %w", ErrUnavailable, base, err)
+		return connected, 0, fmt.Errorf("%w: %s: %s stream: %w", ErrUnavailable, base, s.what, err)
 	}
-	return connected, 0, fmt.Errorf("%w: %s: event stream ended", ErrUnavailable, base)
+	return connected, 0, fmt.Errorf("%w: %s: %s stream ended", ErrUnavailable, base, s.what)
 }
 
 // resumeFrom is the revision after which the next connection starts.
@@ -245,7 +294,7 @@ func (s *eventStream) resumeFrom() int64 {
 }
 
 // dispatch delivers one message unless it was delivered before.
-func (s *eventStream) dispatch(ctx context.Context, watchdog *time.Timer, id, typ, data string) error {
+func (s *eventStream) dispatch(ctx context.Context, id, typ, data string) error {
 	var w wireEvent
 	if err := json.Unmarshal([]byte(data), &w); err != nil {
 		return fmt.Errorf("%w: event stream: bad event %.100q: %w", ErrUnavailable, data, err)
@@ -257,13 +306,10 @@ func (s *eventStream) dispatch(ctx context.Context, watchdog *time.Timer, id, ty
 	if ev.Type == "" {
 		ev.Type = typ
 	}
-	k := eventKey{typ: ev.Type, lock: ev.Lock, session: ev.Session, token: ev.Token}
+	k := eventKey{typ: ev.Type, kind: ev.Kind, name: ev.Name, lock: ev.Lock, session: ev.Session, token: ev.Token}
 	if ev.Revision < s.last || ev.Revision == s.last && s.seen[k] || s.last == 0 && ev.Revision <= s.since {
 		return nil // delivered already, or from before where we resumed
 	}
-	// A slow reader must not be taken for a dead stream.
-	watchdog.Stop()
-	defer watchdog.Reset(s.o.IdleTimeout)
 	select {
 	case s.out <- ev:
 	case <-ctx.Done():

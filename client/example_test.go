@@ -134,3 +134,73 @@ func ExampleLock_Lost() {
 	// Output:
 	// lost: true true
 }
+
+// Leader-only work: the leader does the work and writes with its token,
+// each write requiring that exact leadership, so a leader deposed without
+// knowing (a long pause, say) cannot write once another has taken over.
+func ExampleClient_Campaign() {
+	c, err := client.New(exampleServer())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	const election = "example-billing-leader"
+	fenced := client.PutFencedOptions{Election: election}
+
+	n1, err := c.Campaign(ctx, election, client.CampaignOptions{Candidate: "node-1", Value: "10.0.0.1:8080", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("node-1 leads")
+	if _, err := c.PutFencedWith(ctx, "example-billing-run", n1.Token(), "run 1 by node-1", fenced); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// An operator deposes node-1; it is told at once.
+	if err := c.RevokeLeadership(ctx, election, "failover drill"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-n1.Lost()
+	fmt.Println("node-1 lost its leadership:", errors.Is(n1.Err(), client.ErrLockLost))
+
+	// Had it missed that, its next write would be refused all the same.
+	_, err = c.PutFencedWith(ctx, "example-billing-run", n1.Token(), "run 2 by node-1", fenced)
+	fmt.Println("node-1's late write refused:", errors.Is(err, client.ErrNotHolder))
+
+	n2, err := c.Campaign(ctx, election, client.CampaignOptions{Candidate: "node-2", Value: "10.0.0.2:8080", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer n2.Resign(ctx)
+	fmt.Println("node-2 leads, next term:", n2.Term() == n1.Term()+1)
+	if _, err := c.PutFencedWith(ctx, "example-billing-run", n2.Token(), "run 2 by node-2", fenced); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// Anyone can ask who leads, and where to find it.
+	l, err := c.Leader(ctx, election)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leader:", l.Candidate, string(l.Value))
+	v, err := c.GetFenced(ctx, "example-billing-run")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("stored:", string(v.Value))
+	// Output:
+	// node-1 leads
+	// node-1 lost its leadership: true
+	// node-1's late write refused: true
+	// node-2 leads, next term: true
+	// leader: node-2 "10.0.0.2:8080"
+	// stored: "run 2 by node-2"
+}

@@ -71,6 +71,11 @@ type Event struct {
 	// Credential is the ID of the credential whose request the event
 	// records (the hold's, for an expiry); empty without authentication.
 	Credential string
+	// Term is an election's event's leadership term; Value the leader's
+	// value on elected (what it campaigned with) and proclaimed (the new
+	// one).
+	Term  int64
+	Value json.RawMessage
 }
 
 // FencedValue is a fenced register's content.
@@ -191,23 +196,26 @@ func (w *wireSession) session() *Session {
 }
 
 type wireEvent struct {
-	Revision   int64    `json:"revision"`
-	Time       wireTime `json:"time"`
-	Type       string   `json:"type"`
-	Kind       string   `json:"kind"`
-	Name       string   `json:"name"`
-	Lock       string   `json:"lock"`
-	Owner      string   `json:"owner"`
-	Token      int64    `json:"token"`
-	Session    string   `json:"session"`
-	Detail     string   `json:"detail"`
-	Credential string   `json:"credential"`
+	Revision   int64           `json:"revision"`
+	Time       wireTime        `json:"time"`
+	Type       string          `json:"type"`
+	Kind       string          `json:"kind"`
+	Name       string          `json:"name"`
+	Lock       string          `json:"lock"`
+	Owner      string          `json:"owner"`
+	Token      int64           `json:"token"`
+	Session    string          `json:"session"`
+	Detail     string          `json:"detail"`
+	Credential string          `json:"credential"`
+	Term       int64           `json:"term"`
+	Value      json.RawMessage `json:"value"`
 }
 
 func (w *wireEvent) event() Event {
 	return Event{
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
+		Term: w.Term, Value: w.Value,
 	}
 }
 

@@ -11,84 +11,117 @@ import (
 // watcher remembers (see holdWatcher.ended).
 const maxEndedMemory = 1024
 
-// holdWatcher is a Client's one event stream for all the locks it holds,
-// so that Lost fires as soon as the audit trail records a hold's end
-// (revoked, expired, session_expired, or released by someone else),
-// rather than at the next renew.
+// holdWatcher is a Client's one event stream for all the holds it keeps
+// (locks and leaderships), so that Lost fires as soon as the audit trail
+// records a hold's end (revoked, expired, session_expired, or released or
+// resigned by someone else), rather than at the next renew.
 //
 // One stream per Client, not one per lock: nodes cap event streams per
 // client address (250) and per credential (500), and a process holding
 // hundreds of locks, or many processes behind one address, must not spend
-// those slots on watching. While every hold has the same name (one lock,
-// the usual case, as in "baton exec") the stream asks for that lock's
-// events only; holds of several names widen it to every event, and it
-// narrows again when they end. A change of filter reconnects from where
-// the old stream was, so no event falls in between.
+// those slots on watching. While every hold is of one thing (one lock or
+// one election, the usual case, as in "baton exec" or "baton elect") the
+// stream asks for that thing's events only (lock=NAME for a lock,
+// kind=election&name=NAME for an election); holds of several things widen
+// it to every event, and it narrows again when they end. A change of
+// filter reconnects from where the old stream was, so no event falls in
+// between.
 //
-// The stream only ever makes a lock lost sooner: renewal stays the
+// The stream only ever makes a hold lost sooner: renewal stays the
 // liveness check. A stream that cannot connect, or that a node refuses,
-// changes nothing, and the lock is then lost by a renew's answer or by
+// changes nothing, and the hold is then lost by a renew's answer or by
 // its TTL as before.
 type holdWatcher struct {
 	c  *Client
 	mu sync.Mutex
-	// holds are the locks watched, by name and token: several *Locks
-	// share a hold when a session acquired the lock again (a 200).
-	holds map[holdKey][]*Lock
+	// holds are the holds watched, by kind, name and token: several
+	// share a key when a session acquired the lock again (a 200).
+	holds map[holdKey][]*hold
 	// ended remembers ends of holds not (yet) registered, oldest first in
 	// endedOrder: a revoke can be streamed in the moment between the
-	// acquire's answer and the lock's registration.
+	// grant's answer and the hold's registration.
 	ended      map[holdKey]Event
 	endedOrder []holdKey
 
 	// The current stream: cancel is nil when none runs. It delivers the
-	// events after revision from, of lock filter ("" for every lock); pos
+	// events after revision from, of the thing filter (zero: every
+	// event); pos
 	// is the latest revision it delivered. gen tells a stream's events
 	// from those of the stream it replaced.
 	cancel context.CancelFunc
-	filter string
+	filter thing
 	from   int64
 	pos    int64
 	gen    uint64
 }
 
+// thing is what events are about: a kind ("lock", "election") and a name.
+type thing struct{ kind, name string }
+
+// holdKey names a hold as its events do.
 type holdKey struct {
-	name  string
+	thing
 	token int64
 }
 
-// register starts watching l.
-func (w *holdWatcher) register(l *Lock) {
-	k := holdKey{l.name, l.token}
+// eventHold is the hold ev is about. A lock's events name it in lock
+// too; a server from before kinds existed sends no kind.
+func eventHold(ev Event) holdKey {
+	k := holdKey{thing{ev.Kind, ev.Name}, ev.Token}
+	if k.kind == "" || k.kind == kindLock {
+		k.kind = kindLock
+		if ev.Lock != "" {
+			k.name = ev.Lock
+		}
+	}
+	return k
+}
+
+// endsHold reports whether an event of type typ ends a hold of kind.
+func endsHold(kind, typ string) bool {
+	switch typ {
+	case "revoked", "expired", "session_expired":
+		return true
+	case "released":
+		return kind == kindLock
+	case "resigned":
+		return kind == kindElection
+	}
+	return false
+}
+
+// register starts watching h.
+func (w *holdWatcher) register(h *hold) {
+	k := h.key
 	w.mu.Lock()
 	if w.holds == nil {
-		w.holds = map[holdKey][]*Lock{}
+		w.holds = map[holdKey][]*hold{}
 		w.ended = map[holdKey]Event{}
 	}
 	ev, ended := w.ended[k]
 	if !ended {
-		w.holds[k] = append(w.holds[k], l)
-		covered := w.cancel != nil && (w.filter == "" || w.filter == l.name) && w.from < l.token
+		w.holds[k] = append(w.holds[k], h)
+		covered := w.cancel != nil && (w.filter == thing{} || w.filter == k.thing) && w.from < k.token
 		if !covered {
 			// The events after token-1 include every end of this hold;
 			// the events after pos, every event the other holds still
 			// wait for.
-			w.restartLocked(min(w.resumeLocked(), l.token-1))
+			w.restartLocked(min(w.resumeLocked(), k.token-1))
 		}
 	}
 	w.mu.Unlock()
 	if ended {
-		l.lose(endedError{ev})
+		h.lose(endedError{ev})
 	}
 }
 
-// unregister stops watching l; the stream stops with the last hold.
-func (w *holdWatcher) unregister(l *Lock) {
+// unregister stops watching h; the stream stops with the last hold.
+func (w *holdWatcher) unregister(h *hold) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	k := holdKey{l.name, l.token}
+	k := h.key
 	ls := w.holds[k]
-	i := slices.Index(ls, l)
+	i := slices.Index(ls, h)
 	if i < 0 {
 		return
 	}
@@ -101,22 +134,33 @@ func (w *holdWatcher) unregister(l *Lock) {
 	case len(w.holds) == 0:
 		w.stopLocked()
 		w.ended, w.endedOrder = map[holdKey]Event{}, nil
-	case w.filter == "" && w.wantFilterLocked() != "":
+	case w.filter == thing{} && w.wantFilterLocked() != thing{}:
 		w.restartLocked(w.resumeLocked())
 	}
 }
 
-// wantFilterLocked is the lock filter the holds allow: their name when
-// they all have the same, else "" (every lock).
-func (w *holdWatcher) wantFilterLocked() string {
-	name := ""
+// wantFilterLocked is the filter the holds allow: their thing when they
+// are all of the same, else the zero thing (every event).
+func (w *holdWatcher) wantFilterLocked() thing {
+	var t thing
 	for k := range w.holds {
-		if name != "" && k.name != name {
-			return ""
+		if t != (thing{}) && k.thing != t {
+			return thing{}
 		}
-		name = k.name
+		t = k.thing
 	}
-	return name
+	return t
+}
+
+// options is the event stream that filter f asks for.
+func (f thing) options(since int64) EventsOptions {
+	switch f.kind {
+	case "":
+		return EventsOptions{Since: since}
+	case kindLock:
+		return EventsOptions{Lock: f.name, Since: since}
+	}
+	return EventsOptions{Kind: f.kind, Name: f.name, Since: since}
 }
 
 // resumeLocked is where a new stream must start so the current one's
@@ -151,7 +195,7 @@ func (w *holdWatcher) restartLocked(since int64) {
 	w.cancel, w.filter, w.from, w.pos = cancel, w.wantFilterLocked(), max(since, 0), 0
 	gen := w.gen
 	// Since 0 would mean "from now"; revision 0 holds no event anyway.
-	evc, errc := w.c.Events(ctx, EventsOptions{Lock: w.filter, Since: max(since, 1)})
+	evc, errc := w.c.Events(ctx, w.filter.options(max(since, 1)))
 	go func() {
 		for ev := range evc {
 			w.handle(gen, ev)
@@ -171,19 +215,17 @@ func (w *holdWatcher) restartLocked(since int64) {
 
 // handle takes one event of stream gen.
 func (w *holdWatcher) handle(gen uint64, ev Event) {
-	var lost []*Lock
+	var lost []*hold
 	w.mu.Lock()
 	if w.gen != gen {
 		w.mu.Unlock()
 		return // a replaced stream's: its successor delivers it again
 	}
 	w.pos = max(w.pos, ev.Revision)
-	switch ev.Type {
-	case "revoked", "expired", "session_expired", "released":
-		// A released event for a registered hold is someone else's
-		// doing (a release by its token elsewhere, a session deleted):
-		// Lock.Release unregisters before it releases.
-		k := holdKey{ev.Lock, ev.Token}
+	if k := eventHold(ev); endsHold(k.kind, ev.Type) {
+		// A released or resigned event for a registered hold is someone
+		// else's doing (a release by its token elsewhere, a session
+		// deleted): the hold's own release unregisters it first.
 		if ls, ok := w.holds[k]; ok {
 			lost = slices.Clone(ls) // lose unregisters each, and stops the stream with the last
 		} else if _, dup := w.ended[k]; !dup {
@@ -196,15 +238,16 @@ func (w *holdWatcher) handle(gen uint64, ev Event) {
 		}
 	}
 	w.mu.Unlock()
-	// Outside mu: lose takes the lock's mutex, and holds it while it
+	// Outside mu: lose takes the hold's mutex, and holds it while it
 	// unregisters (taking mu).
-	for _, l := range lost {
-		l.lose(endedError{ev})
+	for _, h := range lost {
+		h.lose(endedError{ev})
 	}
 }
 
 // endedError is a hold's end as the audit trail recorded it. It matches
-// ErrNotHeld: the token no longer holds the lock.
+// ErrNotHeld for a lock, ErrNoLeader for a leadership: the token no
+// longer holds it.
 type endedError struct{ ev Event }
 
 func (e endedError) Error() string {
@@ -215,4 +258,9 @@ func (e endedError) Error() string {
 	return s
 }
 
-func (e endedError) Is(target error) bool { return target == ErrNotHeld }
+func (e endedError) Is(target error) bool {
+	if e.ev.Kind == kindElection {
+		return target == ErrNoLeader
+	}
+	return target == ErrNotHeld
+}
