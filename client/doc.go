@@ -45,18 +45,35 @@
 // at the next renew; renewals stay the liveness check, and a stream that
 // cannot connect never makes a lock look lost.
 //
+// # Leader election
+//
+// Campaign makes the caller the leader of an election, or waits in line
+// for it (first come, first served, across nodes). A *Leadership is kept
+// as a *Lock is, by the same renewal, client clock and event stream, so
+// its Lost fires within a second of a revoke, an expiry or a resignation
+// elsewhere. Its token fences the leader's writes, and a fenced write may
+// require exactly that leadership:
+//
+//	ld, err := c.Campaign(ctx, "billing", client.CampaignOptions{Value: "10.0.0.5:8080", Wait: time.Minute})
+//	if err != nil { … } // errors.Is(err, client.ErrElectionHeld) when the wait ran out
+//	defer ld.Resign(context.Background())
+//	_, err = c.PutFencedWith(ctx, "ledger", ld.Token(), balance, client.PutFencedOptions{Election: "billing"})
+//
+// Leader says who leads; Observe follows every change of leader or value,
+// resuming after a broken stream without a gap or a repeat.
+//
 // # Errors
 //
 // Answers of the server are *Error values carrying the problem's code,
 // detail and members (the holder of a held lock, the largest token a
 // register has seen, the cap that was reached). errors.Is matches them
-// against ErrHeld, ErrNotHeld, ErrTokenMismatch, ErrStaleToken,
-// ErrNotHolder, ErrSessionNotFound, ErrNotFound, ErrInvalid,
-// ErrUnavailable, the caps' ErrTooManyWaiters, ErrTooManyLocksInSession,
-// ErrTooManySessions, ErrTooManyStreams and ErrRateLimited, and
-// Sentinel(code) for any code of package problem. A full data store
-// matches ErrNoSpace (and, as a 5xx, ErrUnavailable), and an operator's
-// Recover that freed too little ErrStillFull.
+// against ErrHeld, ErrNotHeld, ErrElectionHeld, ErrNoLeader,
+// ErrTokenMismatch, ErrStaleToken, ErrNotHolder, ErrSessionNotFound,
+// ErrNotFound, ErrInvalid, ErrUnavailable, the caps' ErrTooManyWaiters,
+// ErrTooManyLocksInSession, ErrTooManySessions, ErrTooManyStreams and
+// ErrRateLimited, and Sentinel(code) for any code of package problem. A
+// full data store matches ErrNoSpace (and, as a 5xx, ErrUnavailable), and
+// an operator's Recover that freed too little ErrStillFull.
 //
 // # Retries and failover
 //

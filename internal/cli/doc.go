@@ -1,7 +1,7 @@
 // Package cli holds baton's client subcommands (acquire, release, renew,
-// status, list, history, revoke, watch, sessions, exec, member, healthcheck),
-// built on package client (member on etcd's client). main adds them next to
-// "serve".
+// status, list, history, revoke, watch, sessions, exec, elect, leader,
+// member, healthcheck), built on package client (member on etcd's
+// client). main adds them next to "serve".
 //
 //	root.AddCommand(cli.Commands()...)
 //
@@ -12,8 +12,8 @@
 // weak for the call; 8 a cap or rate limit was reached (too_many_waiters,
 // rate_limited, …): try later. Each server answer's exit code comes from
 // its problem code, in package problem.
-// "baton exec" exits with its command's exit code, or 10 if the lock was
-// lost while the command ran. "baton healthcheck" exits 0 or 1 only, as a
+// "baton exec" and "baton elect" exit with their command's exit code, or
+// 10 if the lock (the leadership) was lost while the command ran. "baton healthcheck" exits 0 or 1 only, as a
 // container HEALTHCHECK must.
 //
 // Errors: one line on stderr, "baton: " and the call and what the server

@@ -66,63 +66,104 @@ running CMD.`,
 }
 
 func runExec(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.AcquireOptions, killAfter time.Duration) error {
-	// Signals that arrive while we wait for the lock end the wait; once
-	// CMD runs they are CMD's.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
-	actx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-actx.Done():
-		}
-	}()
+	r := startHeldRun(g, "baton exec", argv, killAfter)
+	defer r.stop()
+	actx, cancel := r.untilSignal(ctx)
 	l, err := cl.Acquire(actx, name, o)
 	cancel()
 	if err != nil {
 		return heldDetail(err)
 	}
+	env := []string{"BATON_LOCK=" + name, "BATON_TOKEN=" + strconv.FormatInt(l.Token(), 10)}
+	return r.run(l, "release "+name, l.Release, env)
+}
+
+// kept is a hold a command runs under: a *client.Lock or a
+// *client.Leadership.
+type kept interface {
+	Token() int64
+	Lost() <-chan struct{}
+	Err() error
+}
+
+// heldRun runs a command under a hold, as "baton exec" and "baton elect"
+// do: signals are forwarded to it, it is stopped (SIGTERM, then SIGKILL
+// after killAfter) when the hold is lost, and the hold ends when it exits.
+type heldRun struct {
+	g         *globals
+	who       string // prefixes the messages: "baton exec"
+	argv      []string
+	killAfter time.Duration
+	sigs      chan os.Signal
+}
+
+// startHeldRun begins catching the forwarded signals: those that arrive
+// while the hold is sought end the wait (untilSignal); once the command
+// runs they are the command's. stop ends that.
+func startHeldRun(g *globals, who string, argv []string, killAfter time.Duration) *heldRun {
+	r := &heldRun{g: g, who: who, argv: argv, killAfter: killAfter, sigs: make(chan os.Signal, 8)}
+	signal.Notify(r.sigs, forwarded...)
+	return r
+}
+
+func (r *heldRun) stop() { signal.Stop(r.sigs) }
+
+// untilSignal is ctx, ended also by a forwarded signal: for the wait for
+// the hold.
+func (r *heldRun) untilSignal(ctx context.Context) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-r.sigs:
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	return actx, cancel
+}
+
+// run runs the command with env added to ours while h lasts, and then
+// ends h with end (what names that in its message). It returns the
+// command's exit, or an ExitLost error when h was lost while it ran.
+func (r *heldRun) run(h kept, what string, end func(context.Context) error, env []string) error {
 	defer func() {
 		rctx, done := context.WithTimeout(context.Background(), 10*time.Second)
 		defer done()
-		if err := l.Release(rctx); err != nil && !errors.Is(err, client.ErrLockLost) {
-			fmt.Fprintf(g.stderr, "baton exec: release %s: %v\n", name, err)
+		if err := end(rctx); err != nil && !errors.Is(err, client.ErrLockLost) {
+			fmt.Fprintf(r.g.stderr, "%s: %s: %v\n", r.who, what, err)
 		}
 	}()
-
-	child := exec.Command(argv[0], argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, g.stdout, g.stderr
-	child.Env = append(os.Environ(), "BATON_LOCK="+name, "BATON_TOKEN="+strconv.FormatInt(l.Token(), 10))
+	child := exec.Command(r.argv[0], r.argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, r.g.stdout, r.g.stderr
+	child.Env = append(os.Environ(), env...)
 	if err := child.Start(); err != nil {
-		return &ExitError{Code: 127, Err: fmt.Errorf("start %s: %w", argv[0], err)}
+		return &ExitError{Code: 127, Err: fmt.Errorf("start %s: %w", r.argv[0], err)}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 
-	lost := l.Lost()
+	lost := h.Lost()
 	var kill <-chan time.Time
 	lostErr := error(nil)
 	for {
 		select {
-		case s := <-sigs:
+		case s := <-r.sigs:
 			_ = child.Process.Signal(s)
 		case <-lost:
 			lost = nil
-			lostErr = l.Err()
-			fmt.Fprintf(g.stderr, "baton exec: %s; sending %s SIGTERM (SIGKILL after %s)\n", lostCause(name, l.Token(), lostErr), argv[0], killAfter)
+			lostErr = h.Err()
+			fmt.Fprintf(r.g.stderr, "%s: %s; sending %s SIGTERM (SIGKILL after %s)\n", r.who, lostCause(lostErr), r.argv[0], r.killAfter)
 			_ = child.Process.Signal(syscall.SIGTERM)
-			t := time.NewTimer(killAfter)
+			t := time.NewTimer(r.killAfter)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
-			fmt.Fprintf(g.stderr, "baton exec: %s still running %s after SIGTERM; killing it\n", argv[0], killAfter)
+			fmt.Fprintf(r.g.stderr, "%s: %s still running %s after SIGTERM; killing it\n", r.who, r.argv[0], r.killAfter)
 			_ = child.Process.Kill()
 			kill = nil
 		case err := <-exited:
 			if lostErr != nil {
-				return &ExitError{Code: ExitLost, Err: &friendly{msg: fmt.Sprintf("%s stopped: %s", argv[0], lostCause(name, l.Token(), lostErr)), err: lostErr}}
+				return &ExitError{Code: ExitLost, Err: &friendly{msg: fmt.Sprintf("%s stopped: %s", r.argv[0], lostCause(lostErr)), err: lostErr}}
 			}
 			return childExit(err)
 		}
@@ -130,10 +171,13 @@ func runExec(ctx context.Context, g *globals, cl *client.Client, name string, ar
 }
 
 // lostCause says, once, which hold was lost and how that became known.
-func lostCause(name string, token int64, err error) string {
+func lostCause(err error) string {
 	var le *client.LostError
 	if errors.As(err, &le) {
-		return fmt.Sprintf("lock %q (token %d) lost: %v", name, token, le.Cause)
+		if le.Kind == "election" {
+			return fmt.Sprintf("leadership of %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
+		}
+		return fmt.Sprintf("lock %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 	}
 	return err.Error()
 }

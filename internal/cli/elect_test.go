@@ -1,0 +1,190 @@
+package cli_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/poll"
+)
+
+// post sends body to addr+path and wants status back, returning the body.
+func post(t *testing.T, addr, path, body string, status int) []byte {
+	t.Helper()
+	resp, err := http.Post(addr+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("POST %s: %d %s, want %d", path, resp.StatusCode, b, status)
+	}
+	return b
+}
+
+// TestElect_RunsTheCommandWhileLeadingAndResigns: the command sees the
+// election, its token and its term, its exit code is elect's, and the
+// leadership ends with it; with someone leading, elect fails at once.
+func TestElect_RunsTheCommandWhileLeadingAndResigns(t *testing.T) {
+	_, addr := startServer(t)
+	out, errs, code := run(t, addr, "elect", "--value", `{"addr":"a:1"}`, "billing", "--", "sh", "-c",
+		`echo "$BATON_ELECTION $BATON_TOKEN $BATON_TERM"; exit 7`)
+	if code != 7 {
+		t.Fatalf("exit code %d (stderr %q), want the command's 7", code, errs)
+	}
+	f := strings.Fields(out)
+	if len(f) != 3 || f[0] != "billing" || f[2] != "1" {
+		t.Fatalf("command saw %q, want BATON_ELECTION, BATON_TOKEN and BATON_TERM 1", out)
+	}
+	if tok, err := strconv.ParseInt(f[1], 10, 64); err != nil || tok <= 0 {
+		t.Fatalf("BATON_TOKEN %q", f[1])
+	}
+	if _, _, code := run(t, addr, "leader", "billing"); code != 4 {
+		t.Fatalf("leader after the command exited: code %d, want 4 (nobody leads)", code)
+	}
+
+	var leader struct {
+		Token int64 `json:"token"`
+	}
+	if err := json.Unmarshal(post(t, addr, "/v1/elections/billing/campaign", `{"candidate":"other","ttl":"1m"}`, 201), &leader); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code = run(t, addr, "elect", "billing", "--", "true")
+	if code != 3 || !strings.Contains(errs, `"other"`) {
+		t.Fatalf("elect against a leader: code %d, stderr %q; want 3 naming the leader", code, errs)
+	}
+	out, errs, code = run(t, addr, "leader", "billing", "-o", "json")
+	var got struct {
+		Candidate string `json:"candidate"`
+		Token     int64  `json:"token"`
+		Term      int64  `json:"term"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Candidate != "other" || got.Token != leader.Token || got.Term != 2 {
+		t.Fatalf("leader -o json: code %d, %q (stderr %q); want other with token %d, term 2", code, out, errs, leader.Token)
+	}
+	if out, _, code := run(t, addr, "leader", "billing"); code != 0 || !strings.Contains(out, "other") || !strings.Contains(out, "term") {
+		t.Fatalf("leader: code %d, %q", code, out)
+	}
+}
+
+// TestElect_ARevokeStopsTheCommandWithinASecond: with a 30 s TTL the next
+// renew is 10 s away; an operator who deposes the leader expects its work
+// to stop now.
+func TestElect_ARevokeStopsTheCommandWithinASecond(t *testing.T) {
+	_, addr := startServer(t)
+	dir := t.TempDir()
+	running, termed := filepath.Join(dir, "running"), filepath.Join(dir, "termed")
+	script := fmt.Sprintf(`trap 'touch %s; exit 0' TERM; touch %s; while :; do sleep 0.05; done`, termed, running)
+	type result struct {
+		errs string
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, e, c := run(t, addr, "elect", "--ttl", "30s", "--kill-after", "5s", "primary", "--", "sh", "-c", script)
+		done <- result{e, c}
+	}()
+	poll.Until(t, 20*time.Second, "the command to run", func() bool { _, err := os.Stat(running); return err == nil })
+	sent := time.Now()
+	post(t, addr, "/v1/elections/primary/revoke", `{"reason":"maintenance"}`, 204)
+	poll.Until(t, 20*time.Second, "the command to get SIGTERM", func() bool { _, err := os.Stat(termed); return err == nil })
+	took := time.Since(sent)
+	t.Logf("revoke → the command's SIGTERM handler: %s", took)
+	if took > time.Second {
+		t.Errorf("the command got SIGTERM %s after the revoke, want within 1 s", took)
+	}
+	r := <-done
+	if r.code != 10 {
+		t.Fatalf("exit %d, stderr %q; want 10", r.code, r.errs)
+	}
+	t.Logf("stderr:\n%s", r.errs)
+	lines := strings.Split(strings.TrimSpace(r.errs), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `leadership of "primary"`) || !strings.Contains(lines[0], "revoked") ||
+		!strings.Contains(lines[0], "maintenance") || strings.Contains(r.errs, "renew") || strings.Count(lines[1], "lost") != 1 {
+		t.Errorf("stderr %q; want a line naming the revoke and its reason, then a one-line summary", r.errs)
+	}
+}
+
+// TestLeader_WatchPrintsEveryChange: the state, then each change, until
+// interrupted.
+func TestLeader_WatchPrintsEveryChange(t *testing.T) {
+	_, addr := startServer(t)
+	cmd := exec.Command(binary(t), "leader", "web", "--watch", "-o", "json")
+	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var last int64
+	expect := func(candidate, value string) {
+		t.Helper()
+		var line string
+		select {
+		case line = <-lines:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no line within 20 s; want leader %q", candidate)
+		}
+		var ch struct {
+			Revision int64 `json:"revision"`
+			Leader   *struct {
+				Candidate string          `json:"candidate"`
+				Value     json.RawMessage `json:"value"`
+			} `json:"leader"`
+		}
+		if err := json.Unmarshal([]byte(line), &ch); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got, gotValue := "", ""
+		if ch.Leader != nil {
+			got, gotValue = ch.Leader.Candidate, string(ch.Leader.Value)
+		}
+		if ch.Revision <= last || got != candidate || gotValue != value {
+			t.Fatalf("line %q after revision %d; want leader %q with %s, later", line, last, candidate, value)
+		}
+		last = ch.Revision
+	}
+	expect("", "")
+	var a struct {
+		Token int64 `json:"token"`
+	}
+	if err := json.Unmarshal(post(t, addr, "/v1/elections/web/campaign", `{"candidate":"a","value":"10.0.0.1"}`, 201), &a); err != nil {
+		t.Fatal(err)
+	}
+	expect("a", `"10.0.0.1"`)
+	post(t, addr, "/v1/elections/web/proclaim", fmt.Sprintf(`{"token":%d,"value":"10.0.0.2"}`, a.Token), 200)
+	expect("a", `"10.0.0.2"`)
+	post(t, addr, "/v1/elections/web/revoke", `{}`, 204)
+	expect("", "")
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("leader --watch after SIGINT: %v, want exit 0", err)
+	}
+}
