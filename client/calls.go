@@ -247,10 +247,14 @@ func (c *Client) GetFenced(ctx context.Context, resource string) (*FencedValue, 
 
 // HistoryOptions filter the audit trail; they combine.
 type HistoryOptions struct {
-	Lock  string
-	Owner string
+	Lock string
+	// Kind keeps the events about one kind of thing (lock, election,
+	// semaphore, rwlock, fence), and Name, with it, those about the thing
+	// of that name.
+	Kind, Name string
+	Owner      string
 	// Types keeps these event types (acquired, released, expired,
-	// revoked, session_expired).
+	// revoked, session_expired; elected, resigned, proclaimed…).
 	Types []string
 	// From and To keep events at or after From and before To.
 	From, To time.Time
@@ -271,6 +275,8 @@ func (c *Client) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 		}
 	}
 	set("lock", o.Lock)
+	set("kind", o.Kind)
+	set("name", o.Name)
 	set("owner", o.Owner)
 	set("type", strings.Join(o.Types, ","))
 	if !o.From.IsZero() {

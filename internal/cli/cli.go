@@ -402,10 +402,26 @@ func lockJSON(l *client.LockInfo) map[string]any {
 	return m
 }
 
+// eventThing is what an event is about, for a table's LOCK column: a
+// lock's name, or another kind's as kind:name (election:billing).
+func eventThing(e *client.Event) string {
+	if e.Kind == "" || e.Kind == "lock" {
+		return e.Lock
+	}
+	return e.Kind + ":" + e.Name
+}
+
 func eventJSON(e *client.Event) map[string]any {
-	m := map[string]any{"revision": e.Revision, "time": apiTime(e.Time), "type": e.Type, "lock": e.Lock, "owner": e.Owner}
+	m := map[string]any{"revision": e.Revision, "time": apiTime(e.Time), "type": e.Type, "kind": e.Kind, "name": e.Name,
+		"lock": e.Lock, "owner": e.Owner}
 	if e.Token != 0 {
 		m["token"] = e.Token
+	}
+	if e.Term != 0 {
+		m["term"] = e.Term
+	}
+	if len(e.Value) > 0 {
+		m["value"] = e.Value
 	}
 	if e.Session != "" {
 		m["session"] = e.Session
@@ -530,6 +546,9 @@ func historyCmd(g *globals) *cobra.Command {
 			if types != "" {
 				o.Types = strings.Split(types, ",")
 			}
+			if o.Name != "" {
+				o.Kind = "election"
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
@@ -548,13 +567,14 @@ func historyCmd(g *globals) *cobra.Command {
 			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "REVISION\tTIME\tTYPE\tLOCK\tOWNER\tTOKEN\tDETAIL")
 			for _, e := range evs {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Revision, e.Time.Local().Format(time.RFC3339), e.Type, e.Lock, e.Owner, e.Token, e.Detail)
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Revision, e.Time.Local().Format(time.RFC3339), e.Type, eventThing(&e), e.Owner, e.Token, e.Detail)
 			}
 			return w.Flush()
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.Lock, "lock", "", "only this lock's events")
+	f.StringVar(&o.Name, "election", "", "only this election's events")
 	f.StringVar(&o.Owner, "owner", "", "only this owner's events")
 	f.StringVar(&types, "type", "", "only these types, comma-separated")
 	f.IntVar(&o.Limit, "limit", 50, "how many events")
@@ -593,6 +613,9 @@ func watchCmd(g *globals) *cobra.Command {
 		Short: "Stream events as they happen (until interrupted)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Name != "" {
+				o.Kind = "election"
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
@@ -612,7 +635,7 @@ func watchCmd(g *globals) *cobra.Command {
 					continue
 				}
 				fmt.Fprintln(g.stdout, watchLine(strconv.FormatInt(ev.Revision, 10), ev.Time.Local().Format(time.RFC3339),
-					ev.Type, ev.Lock, ev.Owner, strconv.FormatInt(ev.Token, 10), ev.Detail))
+					ev.Type, eventThing(&ev), ev.Owner, strconv.FormatInt(ev.Token, 10), ev.Detail))
 			}
 			if err := <-errc; err != nil && ctx.Err() == nil {
 				return err
@@ -621,6 +644,7 @@ func watchCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&o.Lock, "lock", "", "only this lock's events")
+	c.Flags().StringVar(&o.Name, "election", "", "only this election's events")
 	c.Flags().Int64Var(&o.Since, "since", 0, "replay events after this revision first")
 	return c
 }

@@ -76,6 +76,11 @@ func TestElect_RunsTheCommandWhileLeadingAndResigns(t *testing.T) {
 	if out, _, code := run(t, addr, "leader", "billing"); code != 0 || !strings.Contains(out, "other") || !strings.Contains(out, "term") {
 		t.Fatalf("leader: code %d, %q", code, out)
 	}
+	// The trail names the election, not an empty lock: elected, resigned,
+	// elected.
+	if out, _, code := run(t, addr, "history", "--election", "billing"); code != 0 || strings.Count(out, "election:billing") != 3 || !strings.Contains(out, "resigned") {
+		t.Fatalf("history --election: code %d, %q", code, out)
+	}
 }
 
 // TestElect_ARevokeStopsTheCommandWithinASecond: with a 30 s TTL the next
