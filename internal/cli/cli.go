@@ -584,25 +584,34 @@ func historyCmd(g *globals) *cobra.Command {
 
 func revokeCmd(g *globals) *cobra.Command {
 	var reason string
+	var election bool
 	c := &cobra.Command{
 		Use:   "revoke NAME",
-		Short: "Forcibly release a lock, whoever holds it (operators)",
+		Short: "Forcibly release a lock, or depose an election's leader, whoever holds it (operators)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {
 				return err
 			}
-			if err := cl.Revoke(cmd.Context(), args[0], reason); err != nil {
+			what := args[0]
+			if election {
+				what = "the leadership of " + args[0]
+				err = cl.RevokeLeadership(cmd.Context(), args[0], reason)
+			} else {
+				err = cl.Revoke(cmd.Context(), args[0], reason)
+			}
+			if err != nil {
 				return err
 			}
 			if !g.json() {
-				fmt.Fprintf(g.stdout, "revoked %s\n", args[0])
+				fmt.Fprintf(g.stdout, "revoked %s\n", what)
 			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
+	c.Flags().BoolVar(&election, "election", false, "NAME is an election: depose its leader")
 	return c
 }
 

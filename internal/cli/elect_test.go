@@ -81,6 +81,12 @@ func TestElect_RunsTheCommandWhileLeadingAndResigns(t *testing.T) {
 	if out, _, code := run(t, addr, "history", "--election", "billing"); code != 0 || strings.Count(out, "election:billing") != 3 || !strings.Contains(out, "resigned") {
 		t.Fatalf("history --election: code %d, %q", code, out)
 	}
+	if out, errs, code := run(t, addr, "revoke", "--election", "billing", "--reason", "drill"); code != 0 || !strings.Contains(out, "leadership of billing") {
+		t.Fatalf("revoke --election: code %d, %q (stderr %q)", code, out, errs)
+	}
+	if _, _, code := run(t, addr, "leader", "billing"); code != 4 {
+		t.Fatalf("leader after the revoke: code %d, want 4", code)
+	}
 }
 
 // TestElect_ARevokeStopsTheCommandWithinASecond: with a 30 s TTL the next
