@@ -56,7 +56,9 @@
 // lease, so a grant it could not report ends with it (in a session, such
 // a grant shows among the session's locks); Release and Renew are safe to
 // repeat. A waiting Acquire keeps its queued lease alive through the
-// change.
+// change; one whose wait runs out while its queue entry cannot be removed
+// answers ErrUnavailable, not ErrHeld, since a release may still grant
+// the entry (its own lease is revoked, which ends such a grant).
 //
 // # Key schema
 //

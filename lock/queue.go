@@ -42,12 +42,22 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 			e.waiters.putSlot(slot) // the txn that granted the lock deleted our entry
 			return
 		}
-		if got := a.dequeue(qkey, slot); got != nil {
+		got, lerr := a.dequeue(qkey, slot)
+		switch {
+		case got != nil:
 			// A release granted us the lock as we gave up: hand it back
 			// unless the caller is gone (handBack then releases it).
 			// Failing the acquire instead would leave a hold that nobody
 			// knows the token of until its lease ends.
 			l, fresh, err = a.handBack(ctx, got)
+		case lerr != nil && err != nil && ctx.Err() == nil:
+			// The wait ended without a grant, but the entry may still be
+			// in the queue (etcd did not confirm its removal), and a
+			// release may yet grant it: "held" would be a lie. The
+			// outcome is unknown; the own lease is revoked (dropLease),
+			// which ends such a grant, and in a session the grant shows
+			// among the session's locks.
+			err = fmt.Errorf("%w: the wait ended, but removing its queue entry failed (%v), so it may still be granted", ErrUnavailable, lerr)
 		}
 	}()
 	l, fresh, granted, err = a.queueUp(ctx, qkey, wlease, lost)
@@ -56,8 +66,9 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 
 // dequeue leaves the queue once the wait ends without a grant, and gives
 // the entry's slot back if the entry is gone for good. It returns the lock
-// if a release granted it to us meanwhile.
-func (a *acquirer) dequeue(qkey string, slot uint64) *Lock {
+// if a release granted it to us meanwhile, and an error when the entry may
+// still be there (or come back), so that a release may yet grant it.
+func (a *acquirer) dequeue(qkey string, slot uint64) (*Lock, error) {
 	got, err := a.leave(qkey)
 	if err == nil {
 		a.e.waiters.putSlot(slot)
@@ -65,7 +76,7 @@ func (a *acquirer) dequeue(qkey string, slot uint64) *Lock {
 	if got != nil || err == nil {
 		a.queuedLease = 0 // the entry is gone: nobody can grant under the lease now
 	}
-	return got
+	return got, err
 }
 
 // queueUp joins the queue and waits in it until the lock is ours or the

@@ -42,6 +42,9 @@ type flaky struct {
 	// once late is closed, as a proposal that reaches the leader after
 	// its caller gave up.
 	late atomic.Pointer[chan struct{}]
+	// stuckQueue, while set, fails every txn that deletes a queue entry
+	// with a request timeout, as a member cut off from its quorum does.
+	stuckQueue atomic.Bool
 }
 
 func newFlakyEngine(t *testing.T, cfg lock.Config) (*lock.Engine, *flaky, *clientv3.Client) {
@@ -108,6 +111,9 @@ func (t *flakyTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 }
 
 func (t *flakyTxn) Commit() (*clientv3.TxnResponse, error) {
+	if t.f.stuckQueue.Load() && (deletesQueue(t.then) || deletesQueue(t.els)) {
+		return nil, clientv3.ContextError(t.ctx, status.Error(codes.Unavailable, "etcdserver: request timed out"))
+	}
 	if t.writes && t.f.take(&t.f.drops) {
 		return nil, clientv3.ContextError(t.ctx, status.Error(codes.Unknown, raft.ErrProposalDropped.Error()))
 	}
@@ -123,6 +129,17 @@ func (t *flakyTxn) Commit() (*clientv3.TxnResponse, error) {
 		<-*h
 	}
 	return t.Txn.Commit()
+}
+
+// deletesQueue reports whether ops delete a queue entry at their top
+// level, as a waiter that leaves the queue does.
+func deletesQueue(ops []clientv3.Op) bool {
+	for _, op := range ops {
+		if op.IsDelete() && strings.HasPrefix(string(op.KeyBytes()), prefix+"queue/") {
+			return true
+		}
+	}
+	return false
 }
 
 func writesLock(ops []clientv3.Op) bool {
@@ -358,5 +375,56 @@ func TestUnavailable_AQueueEntryPutAfterItsWaiterLeftIsSwept(t *testing.T) {
 	}
 	if r := <-done; r.err != nil || r.l.Owner != "next" {
 		t.Fatalf("next waiter: %+v, %v", r.l, r.err)
+	}
+}
+
+// TestUnavailable_AWaitThatCannotLeaveTheQueueIsNoRefusal: when a wait
+// runs out but etcd does not confirm the removal of its queue entry, a
+// release may yet grant the entry, so the answer is ErrUnavailable (the
+// outcome is unknown), never ErrHeld; and the own lease the entry names
+// is revoked, so such a grant cannot outlive the answer.
+func TestUnavailable_AWaitThatCannotLeaveTheQueueIsNoRefusal(t *testing.T) {
+	cfg := lock.DefaultConfig()
+	cfg.OpTimeout = time.Second
+	e, f, raw := newFlakyEngine(t, cfg)
+	holderEngine := startEngineOn(t, raw, lock.DefaultConfig())
+	ctx := ctxT(t)
+	for _, kind := range []string{"lock", "election"} {
+		name := "stuck-" + kind
+		var token int64
+		var err error
+		f.stuckQueue.Store(true)
+		if kind == "lock" {
+			token = mustAcquire(t, holderEngine, lock.AcquireRequest{Name: name, Owner: "holder", TTL: 30 * time.Second}).Token
+			_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: name, Owner: "waiter", TTL: 30 * time.Second, Wait: 300 * time.Millisecond})
+		} else {
+			l, _, cerr := holderEngine.Campaign(ctx, lock.CampaignRequest{Name: name, Candidate: "leader", TTL: 30 * time.Second})
+			if cerr != nil {
+				t.Fatal(cerr)
+			}
+			token = l.Token
+			_, _, err = e.Campaign(ctx, lock.CampaignRequest{Name: name, Candidate: "waiter", TTL: 30 * time.Second, Wait: 300 * time.Millisecond})
+		}
+		f.stuckQueue.Store(false)
+		if !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrHeld) || errors.Is(err, lock.ErrElectionHeld) {
+			t.Fatalf("%s: a wait whose queue entry could not be removed answered %v; want ErrUnavailable", kind, err)
+		}
+		key := name
+		if kind == "election" {
+			key = "~election:" + name
+		}
+		// The release hands the lock to the entry if it is still there,
+		// under its revoked lease: no hold outlives the answer.
+		if kind == "lock" {
+			err = holderEngine.Release(ctx, name, token)
+		} else {
+			err = holderEngine.Resign(ctx, name, token)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, 10*time.Second, kind+": nobody holds it, and the entry is swept", func() bool {
+			return len(keysUnder(t, raw, prefix+"locks/"+key)) == 0 && len(keysUnder(t, raw, prefix+"queue/"+key+"/")) == 0
+		})
 	}
 }
