@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ var (
 	flagKeep     = flag.Bool("chaos.keep", false, "keep the history folders of runs that pass")
 	flagClients  = flag.Int("chaos.clients", 8, "concurrent clients, spread over the nodes")
 	flagLocks    = flag.Int("chaos.locks", 5, "locks the clients contend for")
+	flagElectors = flag.Int("chaos.electors", 4, "concurrent election clients, spread over the nodes, beside the lock clients")
+	flagElects   = flag.Int("chaos.elections", 2, "elections the election clients campaign in")
+	flagWaits    = flag.Bool("chaos.campaign-wait", true, "let half the campaigns wait in line; false: every campaign is refused at once while someone leads")
 )
 
 var bin string
@@ -84,7 +88,8 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-// The nemesis's own clients. Their IDs follow the workload's (nemesisClient):
+// The nemesis's own clients. Their IDs follow the workload's, lock clients
+// then election clients (nemesisClient):
 // porcupine's visualisation draws client ID n on row n.
 const (
 	clientOrphan    = iota // holds a lock that dies with a killed node
@@ -94,7 +99,7 @@ const (
 	clientBurst            // holds the burst fault's lock
 )
 
-func nemesisClient(role int) int { return *flagClients + role }
+func nemesisClient(role int) int { return *flagClients + *flagElectors + role }
 
 // run is one seed's state.
 type run struct {
@@ -104,6 +109,9 @@ type run struct {
 	h     *History
 	dir   string
 	locks []string
+	// elections are the election clients' elections; no lock or other
+	// fenced resource shares their names.
+	elections []string
 
 	mu     sync.Mutex
 	faults []string       // what the nemesis did, with times
@@ -151,6 +159,9 @@ func runChaos(t *testing.T, seed uint64) {
 	for i := range *flagLocks {
 		r.locks = append(r.locks, fmt.Sprintf("chaos-%d", i))
 	}
+	for i := range *flagElects {
+		r.elections = append(r.elections, fmt.Sprintf("vote-%d", i))
+	}
 	defer r.save()
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -160,6 +171,13 @@ func runChaos(t *testing.T, seed uint64) {
 		go func() {
 			defer wg.Done()
 			r.client(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
+		}()
+	}
+	for i := *flagClients; i < *flagClients+*flagElectors; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.elector(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
 		}()
 	}
 	r.nemesis(rand.New(rand.NewPCG(seed, 0)))
@@ -443,7 +461,8 @@ func (r *run) heal() {
 	r.waitWhole()
 }
 
-// save writes the history and the nemesis's log to the run's folder, and
+// save writes the history and the nemesis's log to the run's folder (check
+// adds the settled audit trail, audit.json), and
 // removes the folder of a run that passed unless -chaos.keep.
 func (r *run) save() {
 	b, _ := json.MarshalIndent(r.h.Ops(), "", " ")
@@ -466,15 +485,18 @@ func (r *run) check() {
 	// Wait until no lock is held (every workload TTL has run out) and
 	// every hold has its end in the audit trail.
 	events := r.settledHistory()
+	if b, err := json.MarshalIndent(events, "", " "); err == nil {
+		os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
+	}
 	ops := r.h.Ops()
 	t.Logf("history: %s", Summarize(ops))
 
 	for _, op := range ops {
 		if op.Status >= 500 && op.Status != http.StatusServiceUnavailable {
-			t.Errorf("op %d (%s %s on n%d) answered %d %s", op.ID, op.Kind, op.Lock, op.Node+1, op.Status, op.Code)
+			t.Errorf("op %d (%s %s on n%d) answered %d %s", op.ID, op.Kind, op.name(), op.Node+1, op.Status, op.Code)
 		}
 		if op.Status >= 400 && op.Status < 500 && op.Result != Rejected {
-			t.Errorf("op %d (%s %s on n%d): unexpected %d %s", op.ID, op.Kind, op.Lock, op.Node+1, op.Status, op.Code)
+			t.Errorf("op %d (%s %s on n%d): unexpected %d %s", op.ID, op.Kind, op.name(), op.Node+1, op.Status, op.Code)
 		}
 		if op.Status == http.StatusServiceUnavailable {
 			if op.RetryAfter == "" {
@@ -504,10 +526,12 @@ func (r *run) check() {
 	case !ok:
 		t.Errorf("the history is not linearizable for the lock model; porcupine's visualisation: %s", html)
 	}
+	r.checkElections(ops, events)
 }
 
-// settledHistory waits until no lock is held and every acquired token has
-// an end event, then returns the whole audit trail, oldest first.
+// settledHistory waits until no lock is held, nobody leads an election,
+// and every hold and leadership has an end event, then returns the whole
+// audit trail, oldest first.
 func (r *run) settledHistory() []AuditEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -516,8 +540,14 @@ func (r *run) settledHistory() []AuditEvent {
 		var locks struct {
 			Locks []any `json:"locks"`
 		}
+		var elections struct {
+			Elections []any `json:"elections"`
+		}
 		err := testcluster.GetJSON(ctx, base+"/v1/locks", &locks)
-		if err == nil && len(locks.Locks) == 0 {
+		if err == nil {
+			err = testcluster.GetJSON(ctx, base+"/v1/elections", &elections)
+		}
+		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 {
 			evs, err := r.audit(ctx)
 			if err == nil && allEnded(evs) {
 				return evs
@@ -525,7 +555,7 @@ func (r *run) settledHistory() []AuditEvent {
 		}
 		select {
 		case <-ctx.Done():
-			r.t.Fatalf("locks still held or holds without an end 30 s after the run (last error %v)", err)
+			r.t.Fatalf("locks still held, elections led, or holds without an end 30 s after the run (last error %v)", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -534,10 +564,14 @@ func (r *run) settledHistory() []AuditEvent {
 func allEnded(evs []AuditEvent) bool {
 	open := map[string]int{}
 	for _, e := range evs {
-		k := fmt.Sprintf("%s/%d", e.Lock, e.Token)
-		if e.Type == "acquired" {
+		k := fmt.Sprintf("lock %s/%d", e.Lock, e.Token)
+		if !e.isLock() {
+			k = fmt.Sprintf("%s %s/%d", e.Kind, e.Name, e.Token)
+		}
+		switch {
+		case e.Type == "acquired" || e.Type == "elected":
 			open[k]++
-		} else {
+		case slices.Contains(endEventTypes, e.Type) || slices.Contains(leadershipEnds, e.Type):
 			open[k]--
 		}
 	}

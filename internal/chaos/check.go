@@ -28,6 +28,12 @@ const (
 // lockState is the model's view of one lock and the fenced register of the
 // same name. It is comparable, so porcupine's default == tells states apart.
 type lockState struct {
+	hold
+	fenced
+}
+
+// hold is who holds a lock (or leads an election) as far as a model knows.
+type hold struct {
 	// Holder is the token that holds the lock as far as the model knows,
 	// holderFree or holderUnknown. The real hold may already have expired:
 	// the model lets it vanish the moment an op shows it has.
@@ -36,8 +42,11 @@ type lockState struct {
 	// An unknown grant is newer than Last, but its token stays unknown
 	// until a get reveals it.
 	Last int64
-	// FMax and FVal are the register's highest accepted token and the
-	// value written with it; FMax 0 means never written.
+}
+
+// fenced is a fenced register: FMax and FVal are its highest accepted
+// token and the value written with it; FMax 0 means never written.
+type fenced struct {
 	FMax int64
 	FVal string
 }
@@ -45,7 +54,7 @@ type lockState struct {
 // pin returns s with its holder known to be token, and whether token can be
 // the holder at all: the known holder, or, when an Unknown acquire took the
 // lock, any token newer than every grant the model saw.
-func (s lockState) pin(token int64) (lockState, bool) {
+func (s hold) pin(token int64) (hold, bool) {
 	switch {
 	case token <= 0:
 		return s, false
@@ -62,7 +71,7 @@ func (s lockState) pin(token int64) (lockState, bool) {
 // renew or release refused as not_held or token_mismatch proves that
 // token's lease ran out; keeping the hold as an alternative would let a
 // later renew or release of it pass, which is the very bug to catch.
-func (s lockState) vanished(token int64) lockState {
+func (s hold) vanished(token int64) hold {
 	if s.Holder == token {
 		s.Holder = holderFree
 	}
@@ -84,7 +93,8 @@ func (s lockState) step(op Op) []lockState {
 			if op.OutToken <= s.Last {
 				return nil
 			}
-			return []lockState{{Holder: op.OutToken, Last: op.OutToken, FMax: s.FMax, FVal: s.FVal}}
+			s.Holder, s.Last = op.OutToken, op.OutToken
+			return []lockState{s}
 		case Rejected:
 			// Someone held it; whoever it was, nothing changed.
 			return []lockState{s}
@@ -96,12 +106,14 @@ func (s lockState) step(op Op) []lockState {
 	case Renew:
 		switch op.Result {
 		case OK:
-			if next, ok := s.pin(op.Token); ok {
-				return []lockState{next}
+			if h, ok := s.pin(op.Token); ok {
+				s.hold = h
+				return []lockState{s}
 			}
 			return nil
 		case Rejected:
-			return []lockState{s.vanished(op.Token)}
+			s.hold = s.vanished(op.Token)
+			return []lockState{s}
 		case Unknown:
 			// A renew changes no token: taking effect or not, same state.
 			return []lockState{s}
@@ -109,22 +121,27 @@ func (s lockState) step(op Op) []lockState {
 	case Release:
 		switch op.Result {
 		case OK:
-			next, ok := s.pin(op.Token)
+			h, ok := s.pin(op.Token)
 			if !ok {
 				return nil
 			}
-			next.Holder = holderFree
-			return []lockState{next}
+			s.hold = h
+			s.Holder = holderFree
+			return []lockState{s}
 		case Rejected:
-			return []lockState{s.vanished(op.Token)}
+			s.hold = s.vanished(op.Token)
+			return []lockState{s}
 		case Unknown:
-			return uniqueStates(s, s.vanished(op.Token))
+			gone := s
+			gone.hold = s.vanished(op.Token)
+			return uniqueStates(s, gone)
 		}
 	case Get:
 		switch op.Result {
 		case OK:
-			if next, ok := s.pin(op.OutToken); ok {
-				return []lockState{next}
+			if h, ok := s.pin(op.OutToken); ok {
+				s.hold = h
+				return []lockState{s}
 			}
 			return nil
 		case Rejected:
@@ -135,55 +152,70 @@ func (s lockState) step(op Op) []lockState {
 			return []lockState{s}
 		}
 	case FPut:
-		written := s
-		written.FMax, written.FVal = op.Token, op.Value
-		switch op.Result {
-		case OK:
-			// Equal tokens pass so that one holder can write many times.
-			if op.Token < s.FMax {
-				return nil
-			}
-			return []lockState{written}
-		case Rejected:
-			if op.Code == "not_holder" {
-				// Refused by its lock guard, not by the register: it says
-				// nothing of FMax, and the guard may name another lock.
-				return []lockState{s}
-			}
-			if op.Token >= s.FMax {
-				return nil
-			}
-			return []lockState{s}
-		case Unknown:
-			if op.Token < s.FMax {
-				return []lockState{s}
-			}
-			return uniqueStates(s, written)
+		var out []lockState
+		for _, f := range s.put(op) {
+			next := s
+			next.fenced = f
+			out = append(out, next)
 		}
+		return out
 	case FGet:
-		switch op.Result {
-		case OK:
-			if s.FMax == 0 || op.OutToken != s.FMax || op.OutValue != s.FVal {
-				return nil
-			}
-			return []lockState{s}
-		case Rejected:
-			if s.FMax != 0 {
-				return nil
-			}
-			return []lockState{s}
-		case Unknown:
+		if s.get(op) {
 			return []lockState{s}
 		}
 	}
 	return nil
 }
 
-func uniqueStates(a, b lockState) []lockState {
-	if a == b {
-		return []lockState{a}
+// put returns every state the register may move to when the fput op takes
+// effect, as far as the register's own check goes; none means op cannot be
+// linearized here. A guard's not_holder says nothing of the register.
+func (f fenced) put(op Op) []fenced {
+	written := fenced{FMax: op.Token, FVal: op.Value}
+	switch op.Result {
+	case OK:
+		// Equal tokens pass so that one holder can write many times.
+		if op.Token < f.FMax {
+			return nil
+		}
+		return []fenced{written}
+	case Rejected:
+		if op.Code == "not_holder" {
+			// Refused by its guard, not by the register: it says
+			// nothing of FMax, and the guard may name another lock.
+			return []fenced{f}
+		}
+		if op.Token >= f.FMax {
+			return nil
+		}
+		return []fenced{f}
+	case Unknown:
+		if op.Token < f.FMax {
+			return []fenced{f}
+		}
+		return uniqueStates(f, written)
 	}
-	return []lockState{a, b}
+	return nil
+}
+
+// get reports whether the fget op can read f.
+func (f fenced) get(op Op) bool {
+	switch op.Result {
+	case OK:
+		return f.FMax != 0 && op.OutToken == f.FMax && op.OutValue == f.FVal
+	case Rejected:
+		return f.FMax == 0
+	case Unknown:
+		return true
+	}
+	return false
+}
+
+func uniqueStates[S comparable](a, b S) []S {
+	if a == b {
+		return []S{a}
+	}
+	return []S{a, b}
 }
 
 // String is the state as the HTML visualisation shows it.
@@ -198,12 +230,16 @@ func (s lockState) String() string {
 		fmt.Fprintf(&b, "holder %d", s.Holder)
 	}
 	fmt.Fprintf(&b, " last %d", s.Last)
-	if s.FMax == 0 {
-		b.WriteString(" fenced none")
-	} else {
-		fmt.Fprintf(&b, " fenced %d=%s", s.FMax, clipValue(s.FVal))
-	}
+	b.WriteString(s.fenced.String())
 	return b.String()
+}
+
+// String is the register as the visualisation shows it, after a space.
+func (f fenced) String() string {
+	if f.FMax == 0 {
+		return " fenced none"
+	}
+	return fmt.Sprintf(" fenced %d=%s", f.FMax, clipValue(f.FVal))
 }
 
 // LockModel is the sequential specification of one lock together with the
@@ -219,16 +255,27 @@ func (s lockState) String() string {
 // with the holder's token is such a sign. Feed it the ops as
 // CheckLinearizable prepares them: without Failed ops, with Unknown ops
 // pending to the end, and with JSON values in compact form.
-func LockModel() porcupine.Model {
+func LockModel() porcupine.Model { return newModel(lockState{}) }
+
+// modelState is a model's state for one partition: comparable, so that
+// porcupine's == and a hash tell states apart, with the step of an Op.
+type modelState[S any] interface {
+	comparable
+	step(Op) []S
+	String() string
+}
+
+// newModel is the porcupine model whose every partition starts at init.
+func newModel[S modelState[S]](init S) porcupine.Model {
 	// One seed for the model's lifetime: equal states must hash equally.
 	seed := maphash.MakeSeed()
 	nm := porcupine.NondeterministicModel{
-		Partition: partitionByLock,
+		Partition: partitionByName,
 		Init: func() []any {
-			return []any{lockState{}}
+			return []any{init}
 		},
 		Step: func(state, input, _ any) []any {
-			next := state.(lockState).step(input.(Op))
+			next := state.(S).step(input.(Op))
 			out := make([]any, len(next))
 			for i, s := range next {
 				out[i] = s
@@ -236,13 +283,13 @@ func LockModel() porcupine.Model {
 			return out
 		},
 		Hash: func(state any) uint64 {
-			return maphash.Comparable(seed, state.(lockState))
+			return maphash.Comparable(seed, state.(S))
 		},
 		DescribeOperation: func(input, _ any) string {
 			return describeOp(input.(Op))
 		},
 		DescribeState: func(state any) string {
-			return state.(lockState).String()
+			return state.(S).String()
 		},
 		DescribeOperationMetadata: func(info any) string {
 			op, ok := info.(Op)
@@ -255,13 +302,14 @@ func LockModel() porcupine.Model {
 	return nm.ToModel()
 }
 
-// partitionByLock keeps each lock's ops in their original order, so the
-// visualisation lists partitions in the order locks first appear.
-func partitionByLock(history []porcupine.Operation) [][]porcupine.Operation {
+// partitionByName keeps each lock's (or election's) ops in their original
+// order, so the visualisation lists partitions in the order they first
+// appear.
+func partitionByName(history []porcupine.Operation) [][]porcupine.Operation {
 	index := map[string]int{}
 	var parts [][]porcupine.Operation
 	for _, o := range history {
-		name := o.Input.(Op).Lock
+		name := o.Input.(Op).name()
 		i, ok := index[name]
 		if !ok {
 			i = len(parts)
@@ -303,6 +351,8 @@ func describeOp(op Op) string {
 		return fmt.Sprintf("get → %s", op.Result)
 	case FPut:
 		return fmt.Sprintf("fput %d %s → %s", op.Token, clipValue(op.Value), describeResult(op))
+	case Campaign, Proclaim, Resign, RenewLeader, Leader:
+		return describeElectionOp(op)
 	case FGet:
 		switch op.Result {
 		case OK:
@@ -326,6 +376,9 @@ func describeResult(op Op) string {
 // in the run's log.
 func describeOpDetail(op Op) string {
 	s := fmt.Sprintf("op %d client %d node %d lock %s", op.ID, op.Client, op.Node, op.Lock)
+	if op.onElection() {
+		s = fmt.Sprintf("op %d client %d node %d election %s", op.ID, op.Client, op.Node, op.Election)
+	}
 	if op.Status != 0 {
 		s += fmt.Sprintf(" status %d", op.Status)
 	}
@@ -351,22 +404,27 @@ func clipValue(s string) string {
 	return s
 }
 
-// CheckLinearizable checks ops against LockModel. Failed ops are left out
-// (they never reached etcd), Unknown ops are pending until after the last
-// op returned (they may take effect at any time after their call), and
-// Unknown gets, fgets and renews are left out: taking effect or not, they
-// change nothing the model holds.
+// CheckLinearizable checks the lock ops of ops (those without Election)
+// against LockModel. Failed ops are left out (they never reached etcd),
+// Unknown ops are pending until after the last op returned (they may take
+// effect at any time after their call), and Unknown gets, fgets and renews
+// are left out: taking effect or not, they change nothing the model holds.
 //
 // ok is true only when porcupine proved the history linearizable. When it
 // found it illegal and htmlPath is not empty, the visualisation is written
 // there; failing to write it is err, alongside ok false. When the timeout
 // (0: none) runs out first, err is ErrCheckTimeout: not a pass.
 func CheckLinearizable(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	history, err := porcupineHistory(ops)
+	return checkModel(LockModel(), func(op Op) bool { return !op.onElection() }, ops, timeout, htmlPath)
+}
+
+// checkModel checks the ops that model takes against it, as
+// CheckLinearizable describes.
+func checkModel(model porcupine.Model, takes func(Op) bool, ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
+	history, err := porcupineHistory(ops, takes)
 	if err != nil {
 		return false, err
 	}
-	model := LockModel()
 	res, info := porcupine.CheckOperationsVerbose(model, history, timeout)
 	switch res {
 	case porcupine.Ok:
@@ -382,25 +440,28 @@ func CheckLinearizable(ops []Op, timeout time.Duration, htmlPath string) (ok boo
 	return false, fmt.Errorf("%w after %s (%d ops)", ErrCheckTimeout, timeout, len(history))
 }
 
-// porcupineHistory prepares ops for LockModel.
-func porcupineHistory(ops []Op) ([]porcupine.Operation, error) {
+// porcupineHistory prepares the ops a model takes for it. Every op's kind
+// must be one of either model's.
+func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, error) {
 	var end int64
 	for _, op := range ops {
 		end = max(end, op.Call, op.Return)
 	}
 	history := make([]porcupine.Operation, 0, len(ops))
 	for _, op := range ops {
-		switch op.Kind {
-		case Acquire, Renew, Release, Get, FPut, FGet:
-		default:
+		if !slices.Contains(lockKinds, op.Kind) && !slices.Contains(electionKinds, op.Kind) {
 			return nil, fmt.Errorf("op %d: unknown kind %q", op.ID, op.Kind)
+		}
+		if !takes(op) {
+			continue
 		}
 		switch op.Result {
 		case OK, Rejected:
 		case Failed:
 			continue
 		case Unknown:
-			if op.Kind == Get || op.Kind == FGet || op.Kind == Renew {
+			switch op.Kind {
+			case Get, FGet, Renew, Leader, RenewLeader:
 				// Their step is the identity; leaving them out only
 				// spares the search.
 				continue
@@ -438,14 +499,15 @@ func compactValue(s string) string {
 	return b.String()
 }
 
-// CheckTokenOrder checks what global revisions promise of acquire OKs on
-// any locks: a grant that started after another grant returned carries a
-// strictly higher token, and no two grants of one lock share a token. It
-// returns one line per violation; none means the order holds.
+// CheckTokenOrder checks what global revisions promise of acquire and
+// campaign OKs on any locks and elections: a grant that started after
+// another grant returned carries a strictly higher token, and no two
+// grants of one lock (or election) share a token. It returns one line per
+// violation; none means the order holds.
 func CheckTokenOrder(ops []Op) []string {
 	var grants []Op
 	for _, op := range ops {
-		if op.Kind == Acquire && op.Result == OK {
+		if (op.Kind == Acquire || op.Kind == Campaign) && op.Result == OK {
 			grants = append(grants, op)
 		}
 	}
@@ -453,10 +515,10 @@ func CheckTokenOrder(ops []Op) []string {
 	first := map[lockToken]Op{}
 	var unique []Op // a duplicate is reported once, not again as an inversion
 	for _, op := range grants {
-		k := lockToken{op.Lock, op.OutToken}
+		k := lockToken{string(op.Kind) + " " + op.name(), op.OutToken}
 		if prev, dup := first[k]; dup {
-			problems = append(problems, fmt.Sprintf("lock %q: token %d granted twice: op %d (client %d) and op %d (client %d)",
-				op.Lock, op.OutToken, prev.ID, prev.Client, op.ID, op.Client))
+			problems = append(problems, fmt.Sprintf("%s %q: token %d granted twice: op %d (client %d) and op %d (client %d)",
+				grantOf(op), op.name(), op.OutToken, prev.ID, prev.Client, op.ID, op.Client))
 			continue
 		}
 		first[k] = op
@@ -464,11 +526,19 @@ func CheckTokenOrder(ops []Op) []string {
 	}
 	outToken := func(op Op) int64 { return op.OutToken }
 	for _, v := range realTimeInversions(unique, outToken, false) {
-		problems = append(problems, fmt.Sprintf("acquire op %d (lock %q) returned token %d at %s, but acquire op %d (lock %q) called later at %s got token %d",
-			v.before.ID, v.before.Lock, v.before.OutToken, time.Duration(v.before.Return),
-			v.after.ID, v.after.Lock, time.Duration(v.after.Call), v.after.OutToken))
+		problems = append(problems, fmt.Sprintf("%s op %d (%s %q) returned token %d at %s, but %s op %d (%s %q) called later at %s got token %d",
+			v.before.Kind, v.before.ID, grantOf(v.before), v.before.name(), v.before.OutToken, time.Duration(v.before.Return),
+			v.after.Kind, v.after.ID, grantOf(v.after), v.after.name(), time.Duration(v.after.Call), v.after.OutToken))
 	}
 	return problems
+}
+
+// grantOf names what a grant is of: "lock" or "election".
+func grantOf(op Op) string {
+	if op.onElection() {
+		return "election"
+	}
+	return "lock"
 }
 
 // CheckFencedOrder checks that no fenced register accepted a write after
@@ -478,7 +548,7 @@ func CheckFencedOrder(ops []Op) []string {
 	byResource := map[string][]Op{}
 	for _, op := range ops {
 		if op.Kind == FPut && op.Result == OK {
-			byResource[op.Lock] = append(byResource[op.Lock], op)
+			byResource[op.name()] = append(byResource[op.name()], op)
 		}
 	}
 	var problems []string
@@ -549,6 +619,9 @@ func CheckAudit(ops []Op, events []AuditEvent) []string {
 	acquired := map[lockToken][]AuditEvent{}
 	ends := map[lockToken][]AuditEvent{}
 	for _, ev := range events {
+		if !ev.isLock() {
+			continue // CheckElectionAudit's
+		}
 		k := lockToken{ev.Lock, ev.Token}
 		switch {
 		case ev.Type == "acquired":
@@ -580,6 +653,9 @@ func CheckAudit(ops []Op, events []AuditEvent) []string {
 	unknownAcquires := map[string]int{}
 	touched := map[string]bool{}
 	for _, op := range ops {
+		if op.onElection() {
+			continue
+		}
 		touched[op.Lock] = true
 		switch {
 		case op.Kind == Acquire && op.Result == Unknown:
@@ -655,7 +731,7 @@ func sortedNames[V any](m map[string]V) []string {
 // e.g. "acquire ok=120 rejected=30 unknown=2 failed=5; release ok=…".
 // Kinds that never occurred are left out.
 func Summarize(ops []Op) string {
-	kinds := []Kind{Acquire, Renew, Release, Get, FPut, FGet}
+	kinds := slices.Concat(lockKinds, electionKinds)
 	results := []Result{OK, Rejected, Unknown, Failed}
 	counts := map[Kind]map[Result]int{}
 	for _, op := range ops {

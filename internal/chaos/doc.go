@@ -7,6 +7,31 @@
 // request (Op, History, Driver), and then checks the history:
 // linearizability for a lock with its fenced register (porcupine,
 // LockModel), token order in real time, and an exactly-once audit trail.
-// docs/CLUSTER.md describes what it injects and
-// how to run it for longer.
+//
+// Beside the lock clients, election clients campaign (half of them waiting
+// in line), renew, proclaim, write to a fenced resource under their
+// leadership (a write that names the election), read the leader and
+// resign, and sometimes stall past their TTL and act as leader after. Their
+// ops are checked against ElectionModel (CheckElections: one leader at a
+// time, terms one apart, proclaim, renew and resign only by the current
+// leader, fenced writes only while leading) and the trail against them
+// (CheckElectionAudit: terms 1, 2, 3, … with rising tokens, every
+// acknowledged campaign, proclaim and resign recorded exactly once, no
+// refused candidate elected).
+//
+// Flags (after the package on go test's command line): -chaos.duration is
+// how long each seed injects faults (40s by default, the CI profile),
+// -chaos.seeds the fixed seeds, -chaos.random one more random seed,
+// -chaos.electors and -chaos.elections the election workload (0 electors:
+// none), -chaos.campaign-wait=false campaigns that never wait. Two-minute
+// seeds, with go test's timeout lifted:
+//
+//	go test -race ./internal/chaos -run TestChaos -chaos.duration 2m -chaos.seeds 1,2,3 -timeout 0 -v
+//
+// A run's folder (history.json, audit.json, nemesis.log, node logs and
+// any porcupine visualisation, linearizability.html or elections.html) is
+// kept when it fails, or with -chaos.keep; -chaos.replay FOLDER checks it
+// again without a cluster (TestReplay) and logs the ops where a model
+// first fails. docs/CLUSTER.md describes what the suite injects and how
+// to run it for longer.
 package chaos

@@ -193,7 +193,12 @@ func (d *Driver) FPut(ctx context.Context, lock string, token int64, value strin
 
 // FGet reads the fenced register; Rejected means it was never written.
 func (d *Driver) FGet(ctx context.Context, lock string) Op {
-	op, b := d.do(ctx, Op{Kind: FGet, Lock: lock}, http.MethodGet, "/v1/fenced/"+url.PathEscape(lock), nil)
+	return d.H.Add(d.fget(ctx, Op{Kind: FGet, Lock: lock}))
+}
+
+// fget reads the fenced resource op names, without recording it.
+func (d *Driver) fget(ctx context.Context, op Op) Op {
+	op, b := d.do(ctx, op, http.MethodGet, "/v1/fenced/"+url.PathEscape(op.name()), nil)
 	op = classify(op, "not_found")
 	if op.Result == OK {
 		var f struct {
@@ -203,7 +208,7 @@ func (d *Driver) FGet(ctx context.Context, lock string) Op {
 		json.Unmarshal(b, &f)
 		op.OutToken, op.OutValue = f.Token, f.Value
 	}
-	return d.H.Add(readResult(op))
+	return readResult(op)
 }
 
 // readResult turns a read that got no answer into Failed: a read changes

@@ -1,5 +1,7 @@
 package chaos
 
+import "encoding/json"
+
 // Op is one client operation as the workload saw it: one HTTP request,
 // never retried, so that it happened at most once.
 type Op struct {
@@ -8,9 +10,17 @@ type Op struct {
 	Node   int    `json:"node"`
 	Kind   Kind   `json:"kind"`
 	Lock   string `json:"lock"` // the lock; fput and fget use the fenced resource of the same name
-	Owner  string `json:"owner,omitempty"`
-	Token  int64  `json:"token,omitempty"` // the token sent (renew, release, fput)
-	Value  string `json:"value,omitempty"` // the value sent (fput)
+	// Election is the election of an election op; an fput or fget with
+	// Election set (and Lock empty) is on the fenced resource named like
+	// the election, and an fput names the election as its guard, so it
+	// needs its token to lead. The workload keeps lock and election names
+	// apart, so no resource is written under both.
+	Election string `json:"election,omitempty"`
+	Owner    string `json:"owner,omitempty"` // acquire: the owner; campaign: the candidate
+	Token    int64  `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader)
+	Value    string `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
+	// Wait is a campaign's wait ("" for none).
+	Wait string `json:"wait,omitempty"`
 
 	// Call and Return are nanoseconds since the run began. An Unknown
 	// op's Return is when its client gave up; the checker treats it as
@@ -19,9 +29,10 @@ type Op struct {
 	Return int64 `json:"return"`
 
 	Result   Result `json:"result"`
-	OutToken int64  `json:"out_token,omitempty"` // acquire ok: the token granted; get ok: the holder's; fget ok: the stored one
-	OutOwner string `json:"out_owner,omitempty"` // get ok: the holder
-	OutValue string `json:"out_value,omitempty"` // fget ok: the stored value (the workload writes strings)
+	OutToken int64  `json:"out_token,omitempty"` // acquire, campaign ok: the token granted; get, leader, proclaim, renew-leader ok: the holder's; fget ok: the stored one
+	OutOwner string `json:"out_owner,omitempty"` // get ok: the holder; leader ok: the candidate
+	OutValue string `json:"out_value,omitempty"` // fget ok: the stored value; campaign, leader, proclaim ok: the leader's value (the workload writes strings)
+	OutTerm  int64  `json:"out_term,omitempty"`  // campaign, leader, proclaim, renew-leader ok: the leadership's term
 	Status   int    `json:"status,omitempty"`    // HTTP status; 0 when none came
 	Code     string `json:"code,omitempty"`      // problem+json code
 	Err      string `json:"err,omitempty"`       // transport error
@@ -40,7 +51,34 @@ const (
 	Get     Kind = "get"     // GET /v1/locks/{name}
 	FPut    Kind = "fput"    // PUT /v1/fenced/{name}
 	FGet    Kind = "fget"    // GET /v1/fenced/{name}
+
+	Campaign    Kind = "campaign"     // POST /v1/elections/{name}/campaign, with or without wait
+	Proclaim    Kind = "proclaim"     // POST /v1/elections/{name}/proclaim {"token":…,"value":…}
+	Resign      Kind = "resign"       // DELETE /v1/elections/{name}/leader?token=
+	RenewLeader Kind = "renew-leader" // POST /v1/elections/{name}/renew {"token":…}
+	Leader      Kind = "leader"       // GET /v1/elections/{name}
 )
+
+// lockKinds and electionKinds are the kinds of each model; fput and fget
+// belong to the election model when they have Election set.
+var (
+	lockKinds     = []Kind{Acquire, Renew, Release, Get, FPut, FGet}
+	electionKinds = []Kind{Campaign, Proclaim, Resign, RenewLeader, Leader}
+)
+
+// name is what op is about: its election if it has one, else its lock.
+// For fput and fget it is also the fenced resource.
+func (op Op) name() string {
+	if op.Election != "" {
+		return op.Election
+	}
+	return op.Lock
+}
+
+// onElection reports whether op belongs to ElectionModel.
+func (op Op) onElection() bool {
+	return op.Election != ""
+}
 
 // Result is what came of an Op.
 type Result string
@@ -50,9 +88,11 @@ const (
 	// OK is a 2xx: it took effect (for get and fget: it read that).
 	OK Result = "ok"
 	// Rejected is a definite refusal that changed nothing: 409 lock_held
-	// for acquire; 404 not_held or 409 token_mismatch for renew and
-	// release; 409 stale_token for fput; 404 not_held or not_found for
-	// get and fget (nothing there).
+	// for acquire, 409 election_held for campaign; 404 not_held (no_leader)
+	// or 409 token_mismatch for renew and release (proclaim, resign and
+	// renew-leader); 409 stale_token for fput, and not_holder for an fput
+	// under an election; 404 not_held, no_leader or not_found for get,
+	// leader and fget (nothing there).
 	Rejected Result = "rejected"
 	// Unknown is an op that may or may not have taken effect: no answer
 	// before the client's timeout, a connection cut after the request
@@ -63,11 +103,24 @@ const (
 	Failed Result = "failed"
 )
 
-// AuditEvent is one event of GET /v1/history.
+// AuditEvent is one event of GET /v1/history. Kind and Name say what it
+// is about: a lock's events have Lock set too (and Kind "lock", or none in
+// hand-made trails), an election's have Kind "election", Term, and on
+// elected and proclaimed the leader's Value.
 type AuditEvent struct {
-	Revision int64  `json:"revision"`
-	Type     string `json:"type"`
-	Lock     string `json:"lock"`
-	Owner    string `json:"owner"`
-	Token    int64  `json:"token"`
+	Revision int64           `json:"revision"`
+	Type     string          `json:"type"`
+	Kind     string          `json:"kind,omitempty"`
+	Name     string          `json:"name,omitempty"`
+	Lock     string          `json:"lock"`
+	Owner    string          `json:"owner"`
+	Token    int64           `json:"token"`
+	Term     int64           `json:"term,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
 }
+
+// isLock reports whether ev is a lock's event.
+func (ev AuditEvent) isLock() bool { return ev.Kind == "" || ev.Kind == "lock" }
+
+// isElection reports whether ev is an election's event.
+func (ev AuditEvent) isElection() bool { return ev.Kind == "election" }

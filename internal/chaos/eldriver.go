@@ -1,0 +1,96 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// leaderAnswer is the part of a Leader answer the election ops record.
+type leaderAnswer struct {
+	Candidate string `json:"candidate"`
+	Value     string `json:"value"`
+	Token     int64  `json:"token"`
+	Term      int64  `json:"term"`
+}
+
+// leaderOut fills op's outcome from a Leader answer b. An OK without a
+// token or a term is not a Leader: its effect is unknown, and the checker
+// reports the op.
+func leaderOut(op Op, b []byte) Op {
+	if op.Result != OK {
+		return op
+	}
+	var l leaderAnswer
+	if err := json.Unmarshal(b, &l); err != nil || l.Token == 0 || l.Term == 0 {
+		op.Result, op.Err = Unknown, fmt.Sprintf("%s answer %q is not a Leader", op.Kind, b)
+		return op
+	}
+	op.OutToken, op.OutTerm, op.OutOwner, op.OutValue = l.Token, l.Term, l.Candidate, l.Value
+	return op
+}
+
+func electionPath(election, rest string) string {
+	return "/v1/elections/" + url.PathEscape(election) + rest
+}
+
+// Election values are strings, sent as JSON strings, as the fenced values
+// of the lock workload are.
+
+// Campaign asks to lead election with value, waiting in line for up
+// to wait (0: refused at once while someone leads). On OK, op.OutToken and
+// op.OutTerm are the leadership's.
+func (d *Driver) Campaign(ctx context.Context, election, candidate, value string, wait time.Duration) Op {
+	op := Op{Kind: Campaign, Election: election, Owner: candidate, Value: value}
+	body := map[string]any{"candidate": candidate, "value": value, "ttl": d.TTL.String()}
+	if wait > 0 {
+		op.Wait = wait.String()
+		body["wait"] = op.Wait
+	}
+	op, b := d.do(ctx, op, http.MethodPost, electionPath(election, "/campaign"), body)
+	return d.H.Add(leaderOut(classify(op, "election_held"), b))
+}
+
+// Proclaim sets the value of the leadership of token.
+func (d *Driver) Proclaim(ctx context.Context, election string, token int64, value string) Op {
+	op, b := d.do(ctx, Op{Kind: Proclaim, Election: election, Token: token, Value: value}, http.MethodPost,
+		electionPath(election, "/proclaim"), map[string]any{"token": token, "value": value})
+	return d.H.Add(leaderOut(classify(op, "no_leader", "token_mismatch"), b))
+}
+
+// RenewLeader extends the leadership of token.
+func (d *Driver) RenewLeader(ctx context.Context, election string, token int64) Op {
+	op, b := d.do(ctx, Op{Kind: RenewLeader, Election: election, Token: token}, http.MethodPost,
+		electionPath(election, "/renew"), map[string]any{"token": token})
+	return d.H.Add(leaderOut(classify(op, "no_leader", "token_mismatch"), b))
+}
+
+// Resign ends the leadership of token.
+func (d *Driver) Resign(ctx context.Context, election string, token int64) Op {
+	op, _ := d.do(ctx, Op{Kind: Resign, Election: election, Token: token}, http.MethodDelete,
+		fmt.Sprintf("%s?token=%d", electionPath(election, "/leader"), token), nil)
+	return d.H.Add(classify(op, "no_leader", "token_mismatch"))
+}
+
+// Leader reads who leads election; Rejected means nobody does.
+func (d *Driver) Leader(ctx context.Context, election string) Op {
+	op, b := d.do(ctx, Op{Kind: Leader, Election: election}, http.MethodGet, electionPath(election, ""), nil)
+	return d.H.Add(readResult(leaderOut(classify(op, "no_leader"), b)))
+}
+
+// LedFPut writes value to the fenced resource named like election, with
+// token and the election as its guard: it needs token to lead.
+func (d *Driver) LedFPut(ctx context.Context, election string, token int64, value string) Op {
+	op, _ := d.do(ctx, Op{Kind: FPut, Election: election, Token: token, Value: value}, http.MethodPut,
+		"/v1/fenced/"+url.PathEscape(election), map[string]any{"token": token, "value": value, "election": election})
+	return d.H.Add(classify(op, "stale_token", "not_holder"))
+}
+
+// LedFGet reads the fenced resource named like election.
+func (d *Driver) LedFGet(ctx context.Context, election string) Op {
+	op := d.fget(ctx, Op{Kind: FGet, Election: election})
+	return d.H.Add(op)
+}
