@@ -14,7 +14,8 @@
 // resign, and sometimes stall past their TTL and act as leader after. Their
 // ops are checked against ElectionModel (CheckElections: one leader at a
 // time, terms one apart, proclaim, renew and resign only by the current
-// leader, fenced writes only while leading) and the trail against them
+// leader, fenced writes only while leading), once ResolveCampaigns has
+// settled each Unknown campaign by the trail, and the trail against them
 // (CheckElectionAudit: terms 1, 2, 3, … with rising tokens, every
 // acknowledged campaign, proclaim and resign recorded exactly once, no
 // refused candidate elected).

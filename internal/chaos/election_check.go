@@ -224,6 +224,49 @@ func CheckElections(ops []Op, timeout time.Duration, htmlPath string) (ok bool, 
 	return checkModel(ElectionModel(), Op.onElection, ops, timeout, htmlPath)
 }
 
+// ResolveCampaigns returns ops with each Unknown campaign settled by the
+// trail, for CheckElections: an Unknown campaign branches the model's
+// search (won, with the next term, or not), and a history with a dozen of
+// them that is illegal takes porcupine minutes to prove so. A campaign
+// whose candidate no other campaign used either has an elected event
+// under that candidate, and is then an OK with the event's token, term
+// and value, still pending to the end of the history (its grant may land
+// after its client gave up), or has none, and then never took effect
+// (Failed). events must be the settled trail; CheckElectionAudit checks
+// it against the ops on its own.
+func ResolveCampaigns(ops []Op, events []AuditEvent) []Op {
+	var end int64
+	uses := map[electionCandidate]int{}
+	for _, op := range ops {
+		end = max(end, op.Call, op.Return)
+		if op.Kind == Campaign {
+			uses[electionCandidate{op.Election, op.Owner}]++
+		}
+	}
+	won := map[electionCandidate]AuditEvent{}
+	for _, ev := range events {
+		if ev.isElection() && ev.Type == "elected" {
+			won[electionCandidate{ev.Name, ev.Owner}] = ev
+		}
+	}
+	out := slices.Clone(ops)
+	for i, op := range out {
+		k := electionCandidate{op.Election, op.Owner}
+		if op.Kind != Campaign || op.Result != Unknown || uses[k] != 1 {
+			continue
+		}
+		ev, ok := won[k]
+		if !ok {
+			out[i].Result, out[i].Err = Failed, "Unknown, and never elected: "+op.Err
+			continue
+		}
+		out[i].Result, out[i].Err = OK, "Unknown, and elected by the trail: "+op.Err
+		out[i].OutToken, out[i].OutTerm, out[i].OutOwner, out[i].OutValue = ev.Token, ev.Term, ev.Owner, eventValue(ev)
+		out[i].Return = end + 1
+	}
+	return out
+}
+
 // describeElectionOp reads like "campaign c3 → 4711 t2" or "proclaim 4711 x → ok".
 func describeElectionOp(op Op) string {
 	out := describeResult(op)

@@ -378,6 +378,43 @@ func TestCheckElectionAudit(t *testing.T) {
 	}
 }
 
+func TestResolveCampaigns(t *testing.T) {
+	ops := mkHistory(
+		mkCampaign(0, 0, 10, OK, 5, 1, "a"),
+		mkCampaign(1, 20, 30, Unknown, 0, 0, "b"), // won, as the trail says
+		mkCampaign(2, 20, 30, Unknown, 0, 0, "c"), // never won
+		mkCampaign(3, 20, 30, Unknown, 0, 0, "d"),
+		mkCampaign(3, 40, 50, Rejected, 0, 0, "d"), // c3 campaigned twice: left alone
+		mkLeader(4, 60, 70, OK, 9, 2, "b"),
+	)
+	events := []AuditEvent{
+		{Type: "elected", Kind: "election", Name: "e", Owner: "c0", Token: 5, Term: 1, Value: []byte(`"a"`)},
+		{Type: "elected", Kind: "election", Name: "e", Owner: "c1", Token: 9, Term: 2, Value: []byte(`"b"`)},
+		{Type: "elected", Kind: "election", Name: "e", Owner: "c3", Token: 12, Term: 3, Value: []byte(`"d"`)},
+	}
+	got := ResolveCampaigns(ops, events)
+	if b := got[1]; b.Result != OK || b.OutToken != 9 || b.OutTerm != 2 || b.OutValue != "b" || b.Return != 71 {
+		t.Errorf("the campaign that won: %+v; want OK, token 9, term 2, value b, pending past the last return", b)
+	}
+	if c := got[2]; c.Result != Failed {
+		t.Errorf("the campaign that never won: %s; want failed", c.Result)
+	}
+	if d := got[3]; d.Result != Unknown {
+		t.Errorf("a campaign whose candidate campaigned twice: %s; want it left Unknown", d.Result)
+	}
+	if ops[1].Result != Unknown {
+		t.Error("ResolveCampaigns changed its argument")
+	}
+	if ok, err := CheckElections(got, 10*time.Second, ""); !ok || err != nil {
+		t.Errorf("CheckElections of the resolved history = %v, %v; want true, nil", ok, err)
+	}
+	// The trail's term for the campaign that won contradicts the read.
+	events[1].Term = 3
+	if ok, err := CheckElections(ResolveCampaigns(ops, events), 10*time.Second, ""); ok || err != nil {
+		t.Errorf("CheckElections with the term the trail gives = %v, %v; want false, nil", ok, err)
+	}
+}
+
 // Leaderships and holds share one sequence of tokens.
 func TestCheckTokenOrder_SpansLocksAndElections(t *testing.T) {
 	assertProblems(t, CheckTokenOrder(mkHistory(

@@ -119,7 +119,7 @@ func (r *run) checkElections(ops []Op, events []AuditEvent) {
 		t.Error("election audit:", v)
 	}
 	html := filepath.Join(r.dir, "elections.html")
-	ok, err := CheckElections(ops, 5*time.Minute, html)
+	ok, err := CheckElections(ResolveCampaigns(ops, events), 5*time.Minute, html)
 	switch {
 	case err != nil:
 		t.Errorf("elections' linearizability: %v", err)
