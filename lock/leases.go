@@ -100,6 +100,17 @@ func (w *waiterLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, <-c
 	return id, lost, nil
 }
 
+// forget drops id, a waiter lease etcd no longer has, so that the next
+// get grants another; its keep-alives stop, and its lost channel closes.
+func (w *waiterLease) forget(id clientv3.LeaseID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.id == id {
+		w.id = 0
+		w.cancel()
+	}
+}
+
 func (w *waiterLease) close(e *Engine) {
 	w.mu.Lock()
 	id, cancel := w.id, w.cancel
@@ -297,17 +308,14 @@ func (a *acquirer) dropLease() {
 	a.lease = 0
 	// A lease in the pool must hold no key, now or later, or the pool's
 	// keep-alives would keep the key for good.
-	if a.unsure {
+	if a.unsure || id == a.queuedLease {
 		// An acquire txn of unknown outcome may have put the lock under
-		// it. The revoke is not in the answer's way: with etcd in
-		// trouble it may take its whole bound, and if it fails the
-		// lease, kept alive by nobody, ends by itself.
+		// it, or our queue entry may still name it (leaving the queue
+		// failed) for a release to grant. The revoke is not in the
+		// answer's way: with etcd in trouble it may take its whole
+		// bound, and if it fails the lease, kept alive by nobody, ends
+		// by itself.
 		go a.e.revokeLease(leaseHex(id))
-		return
-	}
-	if id == a.queuedLease {
-		// Our queue entry may still name it (leaving the queue failed).
-		a.e.revokeLease(leaseHex(id))
 		return
 	}
 	if a.e.leases.put(id, a.leaseTTL) {

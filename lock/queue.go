@@ -30,10 +30,30 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 		}
 		return nil, false, ErrClosed
 	}
-	wlease, lost, err := e.waiters.get(ctx, e)
-	if err != nil {
-		return nil, false, err
+	for first := true; ; first = false {
+		wlease, lost, err := e.waiters.get(ctx, e)
+		if err != nil {
+			return nil, false, err
+		}
+		l, fresh, err = a.waitUnder(ctx, wlease, lost)
+		if !first || !errors.Is(err, errWaiterLeaseGone) {
+			return l, fresh, err
+		}
+		// etcd ended the node's waiter lease before the node heard (a
+		// partition or a pause longer than WaiterTTL): queue again under
+		// a new one.
+		e.waiters.forget(wlease)
 	}
+}
+
+// errWaiterLeaseGone is a queue entry's put refused for the node's waiter
+// lease: etcd no longer has it.
+var errWaiterLeaseGone = fmt.Errorf("the node's waiter lease is gone: %w", ErrUnavailable)
+
+// waitUnder is wait with queue entries under the node's waiter lease
+// wlease, which lost says the loss of.
+func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh bool, err error) {
+	e := a.e
 	slot := e.waiters.slot()
 	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
 	granted := false
@@ -289,7 +309,7 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 	})
 	if err != nil {
 		if isLeaseNotFound(err) {
-			return 0, 0, fmt.Errorf("enqueue: the node's waiter lease is gone: %w", ErrUnavailable)
+			return 0, 0, fmt.Errorf("enqueue: %w", errWaiterLeaseGone)
 		}
 		if !notApplied(err) {
 			a.entryUnsure = true

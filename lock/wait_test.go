@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
@@ -405,4 +409,40 @@ func TestAcquire_WaiterWhoseSessionExpiresStopsWaiting(t *testing.T) {
 		t.Fatalf("the wait noticed the session's end only after %s", d)
 	}
 	checkNoQueueLeft(t, e, nil)
+}
+
+// TestAcquire_QueuesAgainWhenEtcdEndedTheNodesWaiterLease: etcd ending
+// the node's waiter lease behind its back (a partition or a pause longer
+// than WaiterTTL) costs the next waiting acquire nothing: it queues under
+// a new lease and is served.
+func TestAcquire_QueuesAgainWhenEtcdEndedTheNodesWaiterLease(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	cli := m.Client()
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "wl", Owner: "holder"})
+	wctx, cancel := context.WithCancel(ctx)
+	gone := acquireAsync(wctx, e, lock.AcquireRequest{Name: "wl", Owner: "first", Wait: time.Minute})
+	queued(t, e, "wl", 1)
+	keys := keysUnder(t, cli, prefix+"queue/wl/")
+	if len(keys) != 1 {
+		t.Fatalf("queue keys %v", keys)
+	}
+	hexID, _, _ := strings.Cut(keys[0], "-")
+	id, err := strconv.ParseInt(hexID, 16, 64)
+	if err != nil {
+		t.Fatalf("queue key %q names no lease: %v", keys[0], err)
+	}
+	cancel()
+	<-gone
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(id)); err != nil {
+		t.Fatal(err)
+	}
+	next := acquireAsync(ctx, e, lock.AcquireRequest{Name: "wl", Owner: "next", Wait: time.Minute})
+	queued(t, e, "wl", 1)
+	if err := e.Release(ctx, "wl", h.Token); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-next; got.err != nil || got.l.Owner != "next" {
+		t.Fatalf("the waiter after the waiter lease ended: %+v, %v", got.l, got.err)
+	}
 }
