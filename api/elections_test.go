@@ -188,3 +188,20 @@ func TestObserve_SendsTheStateThenEachChangeAndResumes(t *testing.T) {
 	}
 	re.none()
 }
+
+// TestCampaign_InTheSessionThatLeadsIsIdempotent: the session that leads
+// campaigns again and gets its leadership back, 200, not a second one.
+func TestCampaign_InTheSessionThatLeadsIsIdempotent(t *testing.T) {
+	s := newTestServer(t)
+	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"node-a","ttl":"30s"}`), http.StatusCreated)
+	body := fmt.Sprintf(`{"candidate":"node-a","session":%q,"value":"v"}`, sess.ID)
+	first := s.campaign(t, "idem", body)
+	again := testserver.WantJSON[api.Leader](t, s.Do("POST", "/v1/elections/idem/campaign", body), http.StatusOK)
+	if again.Token != first.Token || again.Term != 1 || again.Session != sess.ID {
+		t.Fatalf("campaign again in the leading session: %+v; want %+v", again, first)
+	}
+	got := testserver.WantJSON[api.Session](t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
+	if len(got.Elections) != 1 || got.Elections[0] != "idem" || len(got.Locks) != 0 {
+		t.Fatalf("session %+v; want it to lead idem", got)
+	}
+}
