@@ -70,14 +70,16 @@ func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost 
 			// Failing the acquire instead would leave a hold that nobody
 			// knows the token of until its lease ends.
 			l, fresh, err = a.handBack(ctx, got)
-		case lerr != nil && err != nil && ctx.Err() == nil:
-			// The wait ended without a grant, but the entry may still be
-			// in the queue (etcd did not confirm its removal), and a
-			// release may yet grant it: "held" would be a lie. The
-			// outcome is unknown; the own lease is revoked (dropLease),
-			// which ends such a grant, and in a session the grant shows
-			// among the session's locks.
-			err = fmt.Errorf("%w: the wait ended, but removing its queue entry failed (%v), so it may still be granted", ErrUnavailable, lerr)
+		case lerr != nil && err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrClosed):
+			// The wait ended without a grant we know of, but the entry
+			// may still be in the queue (etcd did not confirm its
+			// removal) for a release to grant, or was gone already (a
+			// release may have granted it a hold that ended unseen):
+			// "held" would be a lie. The outcome is unknown (as an
+			// ErrUnavailable already says); the own
+			// lease is revoked (dropLease), which ends such a grant, and
+			// in a session it shows among the session's locks.
+			err = fmt.Errorf("%w: the wait ended, but not as a refusal: %v", ErrUnavailable, lerr)
 		}
 	}()
 	l, fresh, granted, err = a.queueUp(ctx, qkey, wlease, lost)
@@ -479,6 +481,7 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 	ctx, done := a.e.cleanupCtx()
 	defer done()
 	var resp *clientv3.TxnResponse
+	const entryAt = 0
 	ops := []clientv3.Op{clientv3.OpDelete(qkey)}
 	lockAt, ops := len(ops), append(ops, clientv3.OpGet(a.e.lockKey(a.req.Name)))
 	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
@@ -509,12 +512,22 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 			return l, err
 		}
 	}
+	if err == nil && a.entry != "" && resp.Responses[entryAt].GetResponseDeleteRange().Deleted == 0 {
+		err = errEntryVanished
+	}
 	return nil, err
 }
 
 // errEntryMayReturn is leave's answer when the queue entry is gone but a
 // txn of unknown outcome may put it again: its key must not be reused.
 var errEntryMayReturn = errors.New("the queue entry may be put again by a txn of unknown outcome")
+
+// errEntryVanished is leave's answer when the queue entry was gone before
+// it deleted it, and the lock is not ours: a release may have granted it
+// to us, and the hold ended before we learnt of it (its lease ran out
+// while this node was cut off, say). Whether the acquire took effect is
+// unknown.
+var errEntryVanished = errors.New("the queue entry was gone before the waiter left: a release may have granted it a hold that has ended since")
 
 // entryValue is our queue entry's value for a txn that puts it at now.
 func (a *acquirer) entryValue(now time.Time) string {

@@ -446,3 +446,23 @@ func TestAcquire_QueuesAgainWhenEtcdEndedTheNodesWaiterLease(t *testing.T) {
 		t.Fatalf("the waiter after the waiter lease ended: %+v, %v", got.l, got.err)
 	}
 }
+
+// TestAcquire_AWaitWhoseEntryVanishedIsNoRefusal: a wait that runs out to
+// find its queue entry gone already (a release may have granted it a hold
+// that ended before the waiter heard) does not answer "held": whether the
+// acquire took effect is unknown.
+func TestAcquire_AWaitWhoseEntryVanishedIsNoRefusal(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	cli := m.Client()
+	mustAcquire(t, e, lock.AcquireRequest{Name: "vanish", Owner: "holder"})
+	w := acquireAsync(ctx, e, lock.AcquireRequest{Name: "vanish", Owner: "waiter", Wait: 2 * time.Second})
+	queued(t, e, "vanish", 1)
+	if _, err := cli.Delete(ctx, prefix+"queue/vanish/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	got := <-w
+	if !errors.Is(got.err, lock.ErrUnavailable) || errors.Is(got.err, lock.ErrHeld) {
+		t.Fatalf("a wait whose entry vanished answered %v; want ErrUnavailable", got.err)
+	}
+}
