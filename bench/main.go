@@ -260,6 +260,12 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	defer n.Close()
 	b := &bench{cfg: cfg, log: cfg.Logger, node: n, url: "http://" + n.Addr(), etcdURL: etcdURL, redisServer: redisServer, zkServer: zkServer}
 
+	if zkServer != nil {
+		cfg.Logger.Info("warming up the zookeeper peer", "for", cfg.Duration)
+		if err := b.warmZooKeeper(ctx); err != nil {
+			return fmt.Errorf("zookeeper peer: %w", err)
+		}
+	}
 	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC(), RedisServer: redisServer, ZooKeeperServer: zkServer}
 	if err := b.scenarios(ctx, res); err != nil {
 		return err

@@ -196,7 +196,7 @@ func (s *ZooKeeperServer) close() {
 func (s *ZooKeeperServer) caveat() string {
 	version, _, _ := strings.Cut(s.Version, ",") // before ", built on"
 	return fmt.Sprintf("zookeeper: one standalone ZooKeeper %s (forceSync as shipped: fsyncs its log before answering), %s, the lock recipe of Curator's InterProcessMutex,\n"+
-		"       one session per worker, in the bench's process; cpu and node cores are the server's (pid %d), gen the bench's; raft/cycle does not apply",
+		"       one session per worker, in the bench's process, after an untimed warm-up of the server's JVM; cpu and node cores are the server's (pid %d), gen the bench's; raft/cycle does not apply",
 		version, zooKeeperHeap, s.PID)
 }
 
@@ -451,6 +451,27 @@ func (b *bench) zookeeper(ctx context.Context, clients int) (CycleResult, error)
 // The sequence number of a hold is its token: holds come in its order.
 func (b *bench) zookeeperContention(ctx context.Context) (*ContentionResult, error) {
 	return b.zookeeperOneLock(ctx, "zookeeper-contention-one")
+}
+
+// warmZooKeeper runs the contention loop on the server for the run's
+// duration, untimed, before any zookeeper scenario. The server is a JVM:
+// it interprets its code at first and compiles the hot paths as they run,
+// so a cold server's first scenarios measure the JIT (a later scenario of
+// the same recipe ran about 25% faster before this warm-up).
+func (b *bench) warmZooKeeper(ctx context.Context) error {
+	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, b.cfg.ContentionClients)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	dir := zkLocksRoot + "/warm-up"
+	if err := zkEnsure(conns[0], dir); err != nil {
+		return err
+	}
+	if rep := zkContend(ctx, conns, dir, b.cfg.Duration); rep.Errors > 0 {
+		return fmt.Errorf("warm-up: %d errors, the first: %s", rep.Errors, rep.FirstError)
+	}
+	return nil
 }
 
 // zookeeperOneLock runs the contention scenario's clients on the one
