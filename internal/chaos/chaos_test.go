@@ -188,9 +188,10 @@ func runChaos(t *testing.T, seed uint64) {
 	r.check()
 }
 
-// client is one workload client bound to one node: acquire, renew, a
-// fenced write, reads, and a release, with the mistakes real clients make
-// (releasing twice, stalling past the TTL, abandoning a lock).
+// client is one workload client bound to one node: acquire (a quarter of
+// them waiting in the lock's queue), renew, a fenced write, reads, and a
+// release, with the mistakes real clients make (releasing twice, stalling
+// past the TTL, abandoning a lock).
 func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 	d := &Driver{Client: id, Node: id % len(r.c.Nodes), Base: r.c.Nodes[id%len(r.c.Nodes)].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
 	// Requests already sent are not cut off when the run ends: their
@@ -204,7 +205,11 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 	}
 	for seq := 0; ctx.Err() == nil; seq++ {
 		lock := r.locks[rng.IntN(len(r.locks))]
-		a := d.Acquire(rctx, lock, fmt.Sprintf("c%d-%d", id, seq))
+		var wait time.Duration // a quarter of the acquires wait in line
+		if rng.IntN(4) == 0 {
+			wait = 200*time.Millisecond + time.Duration(rng.Int64N(int64(1300*time.Millisecond)))
+		}
+		a := d.AcquireWaiting(rctx, lock, fmt.Sprintf("c%d-%d", id, seq), wait)
 		if a.Result != OK {
 			if a.Result == Failed || a.Result == Unknown {
 				pace(300 * time.Millisecond) // its node is down or cut off

@@ -140,8 +140,18 @@ func classify(op Op, rejected ...string) Op {
 
 // Acquire asks for lock without waiting; on OK, op.OutToken is the token.
 func (d *Driver) Acquire(ctx context.Context, lock, owner string) Op {
-	op, b := d.do(ctx, Op{Kind: Acquire, Lock: lock, Owner: owner}, http.MethodPost, "/v1/locks/"+url.PathEscape(lock),
-		map[string]any{"owner": owner, "ttl": d.TTL.String()})
+	return d.AcquireWaiting(ctx, lock, owner, 0)
+}
+
+// AcquireWaiting asks for lock, waiting in its queue for up to wait (0:
+// not at all).
+func (d *Driver) AcquireWaiting(ctx context.Context, lock, owner string, wait time.Duration) Op {
+	body := map[string]any{"owner": owner, "ttl": d.TTL.String()}
+	in := Op{Kind: Acquire, Lock: lock, Owner: owner}
+	if wait > 0 {
+		body["wait"], in.Wait = wait.String(), wait.String()
+	}
+	op, b := d.do(ctx, in, http.MethodPost, "/v1/locks/"+url.PathEscape(lock), body)
 	op = classify(op, "lock_held")
 	if op.Result == OK {
 		var l struct {

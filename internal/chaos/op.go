@@ -19,7 +19,7 @@ type Op struct {
 	Owner    string `json:"owner,omitempty"` // acquire: the owner; campaign: the candidate
 	Token    int64  `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader)
 	Value    string `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
-	// Wait is a campaign's wait ("" for none).
+	// Wait is a waiting acquire's or campaign's wait ("" for none).
 	Wait string `json:"wait,omitempty"`
 
 	// Call and Return are nanoseconds since the run began. An Unknown
