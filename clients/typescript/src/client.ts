@@ -1,0 +1,676 @@
+import { BatonError, errorFromProblem } from "./errors.js";
+import { Hold, HoldWatcher, kindElection, kindLock, type Grant } from "./hold.js";
+import { Leadership, Lock } from "./lock.js";
+import { Channel, EventsSource, isJSON, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
+import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, Session } from "./types.js";
+import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
+
+/** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
+export const defaultAddr = "http://127.0.0.1:8080";
+
+const maxBackoff = 5000;
+/** A misbehaving proxy must not park a call for an hour. */
+const maxRetryAfter = 30_000;
+
+/** ClientOptions configure a Client. Every field is optional. */
+export interface ClientOptions {
+  /**
+   * The bearer token of a node that runs with --auth-file, sent as
+   * "Authorization: Bearer …"; default BATON_AUTH_TOKEN on Node. (Not a
+   * fencing token.)
+   */
+  token?: string;
+  /** Bounds each attempt of a request; default 10 s. An acquire's attempt gets its wait on top. */
+  timeout?: Duration;
+  /** The first pause between rounds of retries; it doubles each round, up to 5 s. Default 200 ms. */
+  retryBackoff?: Duration;
+  /** How often a call that is safe to repeat is retried after its first attempt; default the endpoints plus 2; negative: never. */
+  maxRetries?: number;
+  /** The fetch to use; default globalThis.fetch. */
+  fetch?: typeof fetch;
+}
+
+/** Options every call takes. */
+export interface CallOptions {
+  /** Abandons the call. */
+  signal?: AbortSignal;
+}
+
+/** AcquireOptions say how to acquire a lock. */
+export interface AcquireOptions extends CallOptions {
+  /** The lease's TTL, 2 s to 24 h; default the server's (30 s). Not with session: the session's TTL applies. */
+  ttl?: Duration;
+  /** Queue for the lock for up to this long (at most 5 m), first come first served; default: fail at once with HeldError. */
+  wait?: Duration;
+  /** Labels the hold for people and the audit trail; default the client's address as the server sees it. */
+  owner?: string;
+  /** Puts the lock in a session: it lives and dies with it. */
+  session?: string;
+  /** When this hold ends by expiry or revoke (not release), nobody may take the lock for this long. */
+  lockDelay?: Duration;
+  /** Shown with the lock: at most 16 pairs, 4 KiB in all. */
+  metadata?: Record<string, string>;
+}
+
+/** CampaignOptions say how to campaign for an election. */
+export interface CampaignOptions extends CallOptions {
+  /** What the leader publishes (its address, say): any JSON value, at most 4 KiB. */
+  value?: unknown;
+  ttl?: Duration;
+  /** Wait in line to lead for up to this long (at most 5 m); default: fail at once with ElectionHeldError. */
+  wait?: Duration;
+  /** Labels the leader; default the client's address. */
+  candidate?: string;
+  session?: string;
+  lockDelay?: Duration;
+  metadata?: Record<string, string>;
+}
+
+/** ListOptions select a page of a listing. */
+export interface ListOptions extends CallOptions {
+  prefix?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** HistoryOptions filter the audit trail; they combine. */
+export interface HistoryOptions extends CallOptions {
+  lock?: string;
+  kind?: string;
+  name?: string;
+  owner?: string;
+  /** acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed… */
+  types?: string[];
+  from?: Date | string;
+  to?: Date | string;
+  /** Events recorded before this revision: the nextBefore of the previous page. */
+  before?: number;
+  limit?: number;
+}
+
+/** PutFencedOptions say what else a fenced write requires of its token; at most one. */
+export interface PutFencedOptions extends CallOptions {
+  /** The token must hold this lock (NotHolderError otherwise). */
+  lock?: string;
+  /** The token must lead this election, exactly that leadership (NotHolderError otherwise). */
+  election?: string;
+}
+
+/** One API call. */
+interface Req {
+  op: string;
+  method: string;
+  path: string;
+  query?: Record<string, string | undefined>;
+  body?: unknown;
+  /**
+   * Idempotent calls are retried on 503 and transport errors, on the next
+   * endpoint. Others are retried only when the request provably never
+   * left: the connection could not be made.
+   */
+  idempotent: boolean;
+  /** Per attempt, ms; default the client's. */
+  timeout?: number;
+  signal?: AbortSignal;
+}
+
+/** Why one attempt failed. */
+interface Failure {
+  err: BatonError;
+  /** A node's trouble, not an answer about the request. */
+  retryable: boolean;
+  /** The request may have reached the server. */
+  sent: boolean;
+  /** The server answered, and not with a 5xx: it says what happened. */
+  settled: boolean;
+  retryAfter: number;
+}
+
+// Node's fetch (undici) names the cause of a failure to connect with one
+// of these: the request never left, so any call may go to another node.
+const dialCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "UND_ERR_CONNECT_TIMEOUT"]);
+
+function isDialError(e: unknown): boolean {
+  for (let c: unknown = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
+    const code = (c as { code?: string }).code;
+    if (code && dialCodes.has(code)) return true;
+    const errs = (c as { errors?: unknown[] }).errors; // AggregateError of each address tried
+    if (Array.isArray(errs) && errs.length > 0 && errs.every((x) => dialCodes.has((x as { code?: string }).code ?? ""))) return true;
+  }
+  return false;
+}
+
+/**
+ * Client talks to a baton cluster over HTTP with fetch, on Node ≥ 18 and
+ * in browsers. It keeps the locks and leaderships it grants alive in the
+ * background and, while it holds any, one event stream that tells it of
+ * their loss.
+ *
+ * Calls go to the endpoint that answered last and move on when one is
+ * unreachable or answers 503. Calls that are safe to repeat (reads,
+ * renewals, releases by token, fenced writes) are retried with backoff
+ * honouring Retry-After. An acquire or campaign outside a session, a
+ * session creation or a revoke is not repeated once it may have reached a
+ * node: it fails with UnavailableError and its outcome is unknown.
+ */
+export class Client {
+  /** The endpoints' base URLs, without a trailing slash. */
+  readonly endpoints: string[];
+  private readonly token?: string;
+  /** @internal */
+  readonly timeoutMs: number;
+  private readonly backoff0: number;
+  private readonly retries: number;
+  /** @internal */
+  readonly fetchImpl: typeof fetch;
+  // preferred is the endpoint that answered last: calls start there.
+  private preferred = 0;
+  /** @internal */
+  readonly watcher: HoldWatcher;
+
+  /**
+   * new Client(addr) talks to addr: a base URL ("http://10.0.0.1:8080"),
+   * "host:port" (http), several of them comma-separated or as an array.
+   * Without addr: BATON_ADDR where there is a process environment, else
+   * http://127.0.0.1:8080.
+   */
+  constructor(addr?: string | string[], options: ClientOptions = {}) {
+    const list = addr ?? env("BATON_ADDR") ?? defaultAddr;
+    const parts = (Array.isArray(list) ? list : list.split(",")).map((s) => s.trim()).filter((s) => s !== "");
+    if (parts.length === 0) throw new TypeError("baton client: no endpoints");
+    this.endpoints = parts.map(parseEndpoint);
+    this.token = options.token ?? env("BATON_AUTH_TOKEN");
+    this.timeoutMs = toMillis(options.timeout ?? 10_000);
+    this.backoff0 = toMillis(options.retryBackoff ?? 200);
+    if (this.timeoutMs <= 0 || this.backoff0 < 0) throw new TypeError("baton client: timeout must be positive and retryBackoff not negative");
+    const r = options.maxRetries ?? 0;
+    this.retries = r < 0 ? 0 : r === 0 ? this.endpoints.length + 2 : r;
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new TypeError("baton client: no fetch: Node ≥ 18 or a browser is needed");
+    this.fetchImpl = f.bind(globalThis);
+    this.watcher = new HoldWatcher(this);
+  }
+
+  // ---- transport ----
+
+  /** @internal */
+  preferredEndpoint(): number {
+    return this.preferred;
+  }
+
+  /** @internal */
+  setPreferred(i: number): void {
+    this.preferred = i;
+  }
+
+  /** @internal */
+  authHeaders(): Record<string, string> {
+    return this.token ? { Authorization: `Bearer ${this.token}` } : {};
+  }
+
+  /** @internal */
+  url(base: string, path: string, query?: Record<string, string | undefined>): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== "") q.set(k, v);
+    const s = q.toString();
+    return base + path + (s ? "?" + s : "");
+  }
+
+  /** @internal backoff is the pause after the given number of failed rounds, with jitter. */
+  backoff(round: number): number {
+    return jitter(Math.min(this.backoff0 * 2 ** Math.min(round, 10), maxBackoff));
+  }
+
+  /** call runs r, retrying as its idempotency allows, and returns the answer's status and body. */
+  private async call<T>(r: Req): Promise<{ status: number; data: T }> {
+    const payload = r.body === undefined ? undefined : JSON.stringify(r.body);
+    const n = this.endpoints.length;
+    const start = this.preferred;
+    // unsettled records that an earlier attempt may have taken effect
+    // unseen, so that a later answer such as not_held can say so.
+    let unsettled = false;
+    for (let attempt = 0; ; attempt++) {
+      const i = (start + attempt) % n;
+      const res = await this.attempt<T>(this.endpoints[i], r, payload);
+      if ("data" in res) {
+        this.preferred = i;
+        return res;
+      }
+      const f = res;
+      const err = f.err.setOp(r.op);
+      if (unsettled && f.settled) err.message += " (an earlier attempt got no answer and may have taken effect)";
+      if (!r.idempotent && f.sent && !f.settled) {
+        err.message += "; the outcome is unknown: the request may have taken effect";
+        throw err;
+      }
+      if (r.signal?.aborted) throw r.signal.reason;
+      if (!f.retryable) throw err;
+      // The next call starts on the next node: this one is in trouble.
+      if (this.preferred === i) this.preferred = (i + 1) % n;
+      if (!r.idempotent && attempt + 1 >= n) throw err; // every node refused the connection
+      if (r.idempotent && attempt >= this.retries) {
+        err.message += ` (gave up after ${attempt + 1} attempts)`;
+        throw err;
+      }
+      unsettled ||= f.sent;
+      // A node not yet tried in this round is tried at once; a full round
+      // of failures earns a pause, so a cluster without a leader is not
+      // hammered.
+      if ((attempt + 1) % n === 0) {
+        const round = (attempt + 1) / n;
+        await sleep(Math.max(this.backoff(round - 1), Math.min(f.retryAfter, maxRetryAfter)), r.signal);
+      }
+    }
+  }
+
+  private async attempt<T>(base: string, r: Req, payload: string | undefined): Promise<{ status: number; data: T } | Failure> {
+    const { ctl, unlink } = linked(r.signal);
+    const timeout = r.timeout ?? this.timeoutMs;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ctl.abort(new Error(`no answer within the request timeout (${timeout} ms)`));
+    }, timeout);
+    const headers: Record<string, string> = { Accept: "application/json, application/problem+json", ...this.authHeaders() };
+    if (payload !== undefined) headers["Content-Type"] = "application/json";
+    const u = this.url(base, r.path, r.query);
+    try {
+      let res: Response;
+      try {
+        // Only reads follow redirects: fetch turns a redirected POST or
+        // DELETE into a GET, which would read where a write was asked for.
+        const redirect = r.method === "GET" ? "follow" : "manual";
+        res = await this.fetchImpl(u, { method: r.method, headers, body: payload, signal: ctl.signal, redirect });
+      } catch (e) {
+        return this.transportFailure(base, r, e, timedOut);
+      }
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (e) {
+        // Cut mid-answer: the node's trouble, and it may have done it.
+        const f = this.transportFailure(base, r, e, timedOut);
+        return { ...f, sent: true };
+      }
+      if (res.status < 200 || res.status > 299) {
+        const e = errorFromProblem(res.status, text, isJSON(res.headers.get("Content-Type")), res.headers.get("Retry-After"));
+        if (res.status === 0 || (res.status >= 300 && res.status < 400)) {
+          e.detail = `redirected${res.headers.get("Location") ? " to " + res.headers.get("Location") : ""}, which this client follows only for reads; use that URL as the endpoint`;
+          e.message = e.detail;
+        }
+        const st = res.status;
+        return { err: e, retryAfter: e.retryAfter ?? 0, sent: true, settled: st > 0 && st < 500, retryable: st === 502 || st === 503 || st === 504 };
+      }
+      if (res.status === 204 || text === "") return { status: res.status, data: undefined as T };
+      try {
+        return { status: res.status, data: JSON.parse(text) as T };
+      } catch {
+        const e = new BatonError(res.status, "", "Bad answer", `${base} answered ${res.status} with a body that is not what the API describes`);
+        return { err: e, retryAfter: 0, sent: true, settled: true, retryable: false };
+      }
+    } finally {
+      clearTimeout(timer);
+      unlink();
+    }
+  }
+
+  /** transportFailure classifies a failure to get an answer at all. */
+  private transportFailure(base: string, r: Req, e: unknown, timedOut: boolean): Failure {
+    const dial = isDialError(e);
+    if (r.signal?.aborted) {
+      // The caller gave up; not the node's fault.
+      const err = new BatonError(0, "", "Aborted", String((r.signal.reason as Error)?.message ?? r.signal.reason), { cause: r.signal.reason });
+      return { err, retryable: false, sent: !dial, settled: false, retryAfter: 0 };
+    }
+    const why = timedOut ? `no answer within the request timeout` : describeFetchError(e);
+    return { err: unavailable(base, why, e), retryable: true, sent: !dial, settled: false, retryAfter: 0 };
+  }
+
+  // ---- locks ----
+
+  /**
+   * acquire takes the lock name, waiting up to o.wait for it, and returns
+   * it held, renewing itself in the background until release(). It
+   * rejects with HeldError, whose holder is the holder, when the wait runs
+   * out.
+   *
+   * Not retried after a 503 or a broken connection (it is when the
+   * connection could not be made at all): a repeat could take a second
+   * hold. The error is then an UnavailableError and the outcome unknown;
+   * a lock taken that way expires after its TTL. In a session it is
+   * idempotent on the server and retried.
+   */
+  async acquire(name: string, o: AcquireOptions = {}): Promise<Lock> {
+    const op = `acquire ${JSON.stringify(name)}`;
+    const { info, status, sent } = await this.acquireRaw(op, name, o);
+    let lock: Lock | undefined;
+    const hold = new Hold(this, { kind: kindLock, name: info.name, token: info.token }, {
+      renew: async (timeout, signal) => lock!.record(await this.renewLock(name, info.token, { signal, timeout })),
+      release: (signal) => this.release(name, info.token, { signal }),
+    });
+    lock = new Lock(hold, info);
+    const ttl = info.ttl ? toMillis(info.ttl) : 0;
+    const left = Date.parse(info.expires_at) - Date.parse(info.acquired_at);
+    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
+    return lock;
+  }
+
+  /**
+   * withLock acquires the lock, runs fn with it, and releases it whatever
+   * fn does; it returns fn's value. Stop the work when lk.lost aborts. A
+   * lock lost during fn makes withLock reject with the LockLostError once
+   * fn has returned, unless fn threw.
+   */
+  async withLock<T>(name: string, o: AcquireOptions, fn: (lk: Lock) => Promise<T> | T): Promise<T> {
+    const lk = await this.acquire(name, o);
+    let value: T;
+    try {
+      value = await fn(lk);
+    } catch (e) {
+      await lk.release().catch(() => {});
+      throw e;
+    }
+    await lk.release();
+    return value;
+  }
+
+  /**
+   * acquireOnce takes the lock as acquire does and returns it as the
+   * server describes it: nothing renews it. For holders that keep the
+   * token rather than a Lock. Retried as acquire is.
+   */
+  async acquireOnce(name: string, o: AcquireOptions = {}): Promise<LockInfo> {
+    return (await this.acquireRaw(`acquire ${JSON.stringify(name)}`, name, o)).info;
+  }
+
+  private async acquireRaw(op: string, name: string, o: AcquireOptions): Promise<{ info: LockInfo; status: number; sent: number }> {
+    const body = {
+      owner: o.owner || undefined,
+      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
+      session: o.session || undefined,
+      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+      lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined,
+      metadata: o.metadata,
+    };
+    const sent = now();
+    const { status, data } = await this.call<LockInfo>({
+      op, method: "POST", path: lockPath(name), body,
+      // In a session the server hands a lock the session holds back (200),
+      // so a repeat cannot take a second hold.
+      idempotent: !!o.session,
+      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
+      signal: o.signal,
+    });
+    return { info: data, status, sent };
+  }
+
+  /** get returns the lock's holder and its queue. NotHeldError when nobody holds it. Retried. */
+  async get(name: string, o: CallOptions = {}): Promise<LockInfo> {
+    return (await this.call<LockInfo>({ op: `get lock ${JSON.stringify(name)}`, method: "GET", path: lockPath(name), idempotent: true, signal: o.signal })).data;
+  }
+
+  /** locks returns a page of held locks sorted by name, and the next page's cursor ("" on the last). Retried. */
+  async locks(o: ListOptions = {}): Promise<{ locks: LockInfo[]; nextCursor: string }> {
+    const { data } = await this.call<{ locks: LockInfo[]; next_cursor?: string }>({ op: "list locks", method: "GET", path: "/v1/locks", query: listQuery(o), idempotent: true, signal: o.signal });
+    return { locks: data.locks ?? [], nextCursor: data.next_cursor ?? "" };
+  }
+
+  /**
+   * renewLock extends the lease of the lock token holds. NotHeldError or
+   * TokenMismatchError when token no longer holds it. Retried. A Lock
+   * renews itself: this is for holders that keep the token only.
+   */
+  async renewLock(name: string, token: number, o: CallOptions & { timeout?: number } = {}): Promise<LockInfo> {
+    return (await this.call<LockInfo>({
+      op: `renew ${JSON.stringify(name)}`, method: "POST", path: lockPath(name) + "/renew", body: { token }, idempotent: true, timeout: o.timeout, signal: o.signal,
+    })).data;
+  }
+
+  /**
+   * release ends the hold of token on name. A stale token never touches a
+   * newer holder: TokenMismatchError, and NotHeldError when nobody holds
+   * it. Retried: it names the token.
+   */
+  async release(name: string, token: number, o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `release ${JSON.stringify(name)}`, method: "DELETE", path: lockPath(name), query: { token: String(token) }, idempotent: true, signal: o.signal });
+  }
+
+  /**
+   * revoke forcibly ends whatever hold the lock has (an operator's
+   * action). NotHeldError when nobody holds it. Not retried: it names no
+   * token, so a repeat could revoke the next holder.
+   */
+  async revoke(name: string, reason = "", o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `revoke ${JSON.stringify(name)}`, method: "POST", path: lockPath(name) + "/revoke", body: reason ? { reason } : undefined, idempotent: false, signal: o.signal });
+  }
+
+  // ---- sessions ----
+
+  /**
+   * createSession makes a session: one lease (ttl, default 30 s) that many
+   * locks and leaderships share. Keep it alive with renewSession, or by
+   * holding a Lock in it (whose renewals renew the session). Not retried:
+   * a repeat would make a second session.
+   */
+  async createSession(o: CallOptions & { ttl?: Duration; owner?: string } = {}): Promise<Session> {
+    const body = { ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined, owner: o.owner || undefined };
+    return (await this.call<Session>({ op: "create session", method: "POST", path: "/v1/sessions", body, idempotent: false, signal: o.signal })).data;
+  }
+
+  /** getSession returns the session with its locks, or SessionNotFoundError. Retried. */
+  async getSession(id: string, o: CallOptions = {}): Promise<Session> {
+    return (await this.call<Session>({ op: `get session ${id}`, method: "GET", path: sessionPath(id), idempotent: true, signal: o.signal })).data;
+  }
+
+  /** renewSession extends the session, and every lock in it, by its TTL. Retried. */
+  async renewSession(id: string, o: CallOptions = {}): Promise<Session> {
+    return (await this.call<Session>({ op: `renew session ${id}`, method: "POST", path: sessionPath(id) + "/renew", idempotent: true, signal: o.signal })).data;
+  }
+
+  /** deleteSession ends the session and releases every lock in it. Retried. */
+  async deleteSession(id: string, o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `delete session ${id}`, method: "DELETE", path: sessionPath(id), idempotent: true, signal: o.signal });
+  }
+
+  /** sessions returns a page of live sessions sorted by owner, then ID. Retried. */
+  async sessions(o: ListOptions = {}): Promise<{ sessions: ListedSession[]; nextCursor: string }> {
+    const { data } = await this.call<{ sessions: ListedSession[]; next_cursor?: string }>({ op: "list sessions", method: "GET", path: "/v1/sessions", query: listQuery(o), idempotent: true, signal: o.signal });
+    return { sessions: data.sessions ?? [], nextCursor: data.next_cursor ?? "" };
+  }
+
+  // ---- fenced values, history, events ----
+
+  /**
+   * putFenced writes value (any JSON value) to the fenced register
+   * resource, unless token is below the largest token an earlier write
+   * carried: then StaleTokenError, whose maxToken is that token. With
+   * o.lock the token must hold that lock, with o.election lead that
+   * election (NotHolderError otherwise). Retried: a repeat carries the
+   * same token.
+   */
+  async putFenced(resource: string, token: number, value: unknown, o: PutFencedOptions = {}): Promise<FencedValue> {
+    const body = { token, value: value === undefined ? null : value, lock: o.lock || undefined, election: o.election || undefined };
+    return (await this.call<FencedValue>({ op: `put fenced ${JSON.stringify(resource)}`, method: "PUT", path: "/v1/fenced/" + enc(resource), body, idempotent: true, signal: o.signal })).data;
+  }
+
+  /** getFenced reads a fenced register, or NotFoundError. Retried. */
+  async getFenced(resource: string, o: CallOptions = {}): Promise<FencedValue> {
+    return (await this.call<FencedValue>({ op: `get fenced ${JSON.stringify(resource)}`, method: "GET", path: "/v1/fenced/" + enc(resource), idempotent: true, signal: o.signal })).data;
+  }
+
+  /** history returns a page of the audit trail, newest first, and the before of the next page (0 on the last). Retried. */
+  async history(o: HistoryOptions = {}): Promise<{ events: Event[]; nextBefore: number }> {
+    const time = (t?: Date | string) => (t === undefined ? undefined : typeof t === "string" ? t : t.toISOString());
+    const query = {
+      lock: o.lock, kind: o.kind, name: o.name, owner: o.owner, type: o.types?.join(","), from: time(o.from), to: time(o.to),
+      before: o.before ? String(o.before) : undefined, limit: o.limit ? String(o.limit) : undefined,
+    };
+    const { data } = await this.call<{ events: Event[]; next_before?: number }>({ op: "history", method: "GET", path: "/v1/history", query, idempotent: true, signal: o.signal });
+    return { events: data.events ?? [], nextBefore: data.next_before ?? 0 };
+  }
+
+  /** cluster returns the etcd members, the leader, the raft term and the current revision. Retried. */
+  async cluster(o: CallOptions = {}): Promise<Cluster> {
+    return (await this.call<Cluster>({ op: "cluster", method: "GET", path: "/v1/cluster", idempotent: true, signal: o.signal })).data;
+  }
+
+  /**
+   * events streams the audit trail (GET /v1/events): events in revision
+   * order, each exactly once. When the stream breaks it reconnects by
+   * itself, to the next endpoint, with Last-Event-ID, and resumes without
+   * a gap or a repeat. Without since it starts from the current revision:
+   * every event recorded after `await stream.ready` is delivered.
+   *
+   * The iterator ends when o.signal aborts or the loop is left, and throws
+   * when a node refuses the request itself (a 4xx no reconnection mends).
+   */
+  events(o: EventsOptions = {}): Stream<Event> {
+    const ch = new Channel<Event>();
+    const { ctl } = linked(o.signal);
+    const src = new EventsSource(this, o, (ev, signal) => ch.put(ev, signal));
+    runStream(this, "events", src, ctl.signal, o.idleTimeout)
+      .then(() => ch.close(), (e) => ch.close(e))
+      .finally(() => src.end());
+    return new Stream(ch, ctl, src.based);
+  }
+
+  // ---- elections ----
+
+  /**
+   * campaign makes the caller the leader of the election name, waiting in
+   * line up to o.wait, and returns its leadership, renewing itself until
+   * resign(). It rejects with ElectionHeldError, whose leader is the
+   * leader, when the wait runs out. Retried as acquire is.
+   */
+  async campaign(name: string, o: CampaignOptions = {}): Promise<Leadership> {
+    const op = `campaign for ${JSON.stringify(name)}`;
+    const body = {
+      candidate: o.candidate || undefined,
+      value: o.value,
+      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
+      session: o.session || undefined,
+      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+      lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined,
+      metadata: o.metadata,
+    };
+    const sent = now();
+    const { status, data: info } = await this.call<LeaderInfo>({
+      op, method: "POST", path: electionPath(name) + "/campaign", body,
+      // In a session the server answers a leadership the session holds (200).
+      idempotent: !!o.session,
+      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
+      signal: o.signal,
+    });
+    let ld: Leadership | undefined;
+    const hold = new Hold(this, { kind: kindElection, name: info.name, token: info.token }, {
+      renew: (timeout, signal) => ld!.renew(timeout, signal),
+      release: (signal) => this.resignLeadership(name, info.token, { signal }),
+    });
+    ld = new Leadership(hold, this, info);
+    const ttl = info.ttl ? toMillis(info.ttl) : 0;
+    const left = info.expires_at && info.elected_at ? Date.parse(info.expires_at) - Date.parse(info.elected_at) : 0;
+    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
+    return ld;
+  }
+
+  /** withLeadership campaigns, runs fn as the leader, and resigns whatever fn does; it returns fn's value. */
+  async withLeadership<T>(name: string, o: CampaignOptions, fn: (ld: Leadership) => Promise<T> | T): Promise<T> {
+    const ld = await this.campaign(name, o);
+    let value: T;
+    try {
+      value = await fn(ld);
+    } catch (e) {
+      await ld.resign().catch(() => {});
+      throw e;
+    }
+    await ld.resign();
+    return value;
+  }
+
+  /** leader returns who leads the election, with the candidates in line. NoLeaderError when nobody does. Retried. */
+  async leader(name: string, o: CallOptions = {}): Promise<LeaderInfo> {
+    return (await this.call<LeaderInfo>({ op: `get election ${JSON.stringify(name)}`, method: "GET", path: electionPath(name), idempotent: true, signal: o.signal })).data;
+  }
+
+  /** elections returns a page of the elections that have a leader, sorted by name. Retried. */
+  async elections(o: ListOptions = {}): Promise<{ elections: LeaderInfo[]; nextCursor: string }> {
+    const { data } = await this.call<{ elections: LeaderInfo[]; next_cursor?: string }>({ op: "list elections", method: "GET", path: "/v1/elections", query: listQuery(o), idempotent: true, signal: o.signal });
+    return { elections: data.elections ?? [], nextCursor: data.next_cursor ?? "" };
+  }
+
+  /** proclaim sets the value of the leadership token holds, keeping token and term. Retried. */
+  async proclaim(name: string, token: number, value: unknown, o: CallOptions = {}): Promise<LeaderInfo> {
+    return (await this.call<LeaderInfo>({
+      op: `proclaim in ${JSON.stringify(name)}`, method: "POST", path: electionPath(name) + "/proclaim", body: { token, value: value === undefined ? null : value }, idempotent: true, signal: o.signal,
+    })).data;
+  }
+
+  /** renewLeadership extends the lease of the leadership token holds. Retried. */
+  async renewLeadership(name: string, token: number, o: CallOptions & { timeout?: number } = {}): Promise<LeaderInfo> {
+    return (await this.call<LeaderInfo>({
+      op: `renew leadership of ${JSON.stringify(name)}`, method: "POST", path: electionPath(name) + "/renew", body: { token }, idempotent: true, timeout: o.timeout, signal: o.signal,
+    })).data;
+  }
+
+  /** resignLeadership ends the leadership token holds; the next candidate leads. Retried. */
+  async resignLeadership(name: string, token: number, o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `resign from ${JSON.stringify(name)}`, method: "DELETE", path: electionPath(name) + "/leader", query: { token: String(token) }, idempotent: true, signal: o.signal });
+  }
+
+  /** revokeLeadership deposes whoever leads (an operator's action). Not retried. */
+  async revokeLeadership(name: string, reason = "", o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `revoke leadership of ${JSON.stringify(name)}`, method: "POST", path: electionPath(name) + "/revoke", body: reason ? { reason } : undefined, idempotent: false, signal: o.signal });
+  }
+
+  /**
+   * observe streams the changes of the election name: first the state it
+   * is in now, then each change in order (a leader elected, a value
+   * proclaimed, nobody leading), leader null when nobody leads. It
+   * reconnects by itself with Last-Event-ID and resumes after the last
+   * change delivered, without a gap or a repeat.
+   */
+  observe(name: string, o: CallOptions = {}): Stream<LeaderChange> {
+    const ch = new Channel<LeaderChange>();
+    const { ctl } = linked(o.signal);
+    const src = new ObserveSource(electionPath(name) + "/observe", (c, signal) => ch.put(c, signal));
+    runStream(this, `observe ${JSON.stringify(name)}`, src, ctl.signal).then(() => ch.close(), (e) => ch.close(e));
+    return new Stream(ch, ctl, Promise.resolve());
+  }
+}
+
+function grantOf(status: number, sent: number, ttl: number, left: number, session?: string): Grant {
+  return { status, sent, ttl, left: Number.isFinite(left) ? left : 0, inSession: !!session };
+}
+
+function parseEndpoint(s: string): string {
+  const withScheme = s.includes("://") ? s : "http://" + s;
+  let u: URL;
+  try {
+    u = new URL(withScheme);
+  } catch {
+    throw new TypeError(`baton client: endpoint ${JSON.stringify(s)}: want http(s)://host:port`);
+  }
+  if ((u.protocol !== "http:" && u.protocol !== "https:") || !u.host || u.search || u.hash || u.username) {
+    throw new TypeError(`baton client: endpoint ${JSON.stringify(s)}: want http(s)://host:port, optionally with a path`);
+  }
+  return u.toString().replace(/\/+$/, "");
+}
+
+function describeFetchError(e: unknown): string {
+  const parts: string[] = [];
+  for (let c: unknown = e, i = 0; c && i < 4; c = (c as { cause?: unknown }).cause, i++) {
+    const m = (c as Error).message ?? String(c);
+    if (m && !parts.includes(m)) parts.push(m);
+  }
+  return parts.join(": ") || "fetch failed";
+}
+
+const enc = encodeURIComponent;
+const lockPath = (name: string) => "/v1/locks/" + enc(name);
+const sessionPath = (id: string) => "/v1/sessions/" + enc(id);
+const electionPath = (name: string) => "/v1/elections/" + enc(name);
+
+function listQuery(o: ListOptions): Record<string, string | undefined> {
+  return { prefix: o.prefix, limit: o.limit ? String(o.limit) : undefined, cursor: o.cursor };
+}
+

@@ -1,0 +1,10 @@
+// baton-client: the TypeScript client of baton, the distributed lock
+// service with fencing tokens. See README.md.
+export { Client, defaultAddr } from "./client.js";
+export type { AcquireOptions, CallOptions, CampaignOptions, ClientOptions, HistoryOptions, ListOptions, PutFencedOptions } from "./client.js";
+export { Lock, Leadership } from "./lock.js";
+export { Stream } from "./sse.js";
+export type { EventsOptions } from "./sse.js";
+export * from "./errors.js";
+export type * from "./types.js";
+export type { Duration } from "./util.js";

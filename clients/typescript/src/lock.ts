@@ -1,0 +1,169 @@
+import type { Client } from "./client.js";
+import type { LockLostError } from "./errors.js";
+import { Hold } from "./hold.js";
+import type { LeaderInfo, LockInfo } from "./types.js";
+import { toMillis } from "./util.js";
+
+/**
+ * Lock is a held lock that renews itself, at about a third of its TTL,
+ * until release() or until it is lost.
+ *
+ * `lost` aborts as soon as the lock is known lost: the audit trail
+ * recorded the hold's end (revoked, expired, its session expired, or
+ * released by its token from elsewhere), which the Client's one event
+ * stream delivers within milliseconds; a renew was answered not_held or
+ * token_mismatch; or the TTL ran out by this client's clock with no renew
+ * confirmed. Its reason is a LockLostError saying which. Pass it to fetch
+ * and timers, or check `lost.aborted`, and stop the protected work.
+ *
+ * `lost` can only fire after the fact: only work checked against `token`,
+ * by whatever the lock protects, is safe from a holder that lost its lock
+ * without knowing (see Client.putFenced).
+ */
+export class Lock {
+  private current: LockInfo;
+
+  /** @internal */
+  constructor(
+    private readonly hold: Hold,
+    info: LockInfo,
+  ) {
+    this.current = info;
+  }
+
+  /** The lock's name. */
+  get name(): string {
+    return this.hold.key.name;
+  }
+
+  /** The fencing token: pass it with every write the lock protects. It never changes while the hold lasts. */
+  get token(): number {
+    return this.hold.key.token;
+  }
+
+  /** The lock as the latest acquire or renew described it. */
+  get info(): LockInfo {
+    return { ...this.current, metadata: { ...this.current.metadata } };
+  }
+
+  /** Aborts when the lock is known lost; its reason is a LockLostError. A clean release does not abort it. */
+  get lost(): AbortSignal {
+    return this.hold.lost;
+  }
+
+  /** Why the lock was lost, or undefined while it is held or after a clean release. */
+  get err(): LockLostError | undefined {
+    return this.hold.lostError;
+  }
+
+  /**
+   * release stops the renewal and releases the lock with its token. It
+   * resolves when it released the hold, and rejects with the
+   * LockLostError when the lock was lost before. Calling it again gives
+   * the same result. When it gets no answer (UnavailableError) the
+   * outcome is unknown and another call tries again; without one the
+   * lease runs out after its TTL.
+   */
+  release(signal?: AbortSignal): Promise<void> {
+    return this.hold.release(signal);
+  }
+
+  /** @internal */
+  record(info: LockInfo): number {
+    this.current = { ...info, metadata: info.metadata ?? this.current.metadata };
+    return info.ttl ? toMillis(info.ttl) : 0;
+  }
+}
+
+/**
+ * Leadership is an election won: it renews itself until resign() or until
+ * it is lost, by the same machinery as a Lock (client clock, renewals, the
+ * Client's event stream). `lost` aborts within a second of a revoke, an
+ * expiry or a resignation elsewhere. Its token fences the leader's writes:
+ * `c.putFenced(resource, ld.token, value, { election: ld.name })`.
+ */
+export class Leadership {
+  private current: LeaderInfo;
+  // proclaims counts proclaim calls begun, so that a renew answered
+  // before a proclaim does not bring an older value back.
+  private proclaims = 0;
+
+  /** @internal */
+  constructor(
+    private readonly hold: Hold,
+    private readonly c: Client,
+    info: LeaderInfo,
+  ) {
+    this.current = info;
+  }
+
+  /** The election's name. */
+  get name(): string {
+    return this.hold.key.name;
+  }
+
+  /** The leadership's fencing token. It never changes while the leadership lasts. */
+  get token(): number {
+    return this.hold.key.token;
+  }
+
+  /** The leadership's term: the count of leaders the election has had, this one included. */
+  get term(): number {
+    return this.current.term;
+  }
+
+  /** The leader's value as the latest campaign, renew or proclaim answer described it. */
+  get value(): unknown {
+    return this.current.value;
+  }
+
+  /** The leadership as the latest campaign, renew or proclaim described it. */
+  get info(): LeaderInfo {
+    return { ...this.current, metadata: { ...this.current.metadata } };
+  }
+
+  /** Aborts when the leadership is known lost; its reason is a LockLostError. */
+  get lost(): AbortSignal {
+    return this.hold.lost;
+  }
+
+  /** Why the leadership was lost, or undefined. */
+  get err(): LockLostError | undefined {
+    return this.hold.lostError;
+  }
+
+  /**
+   * proclaim sets the leader's value, keeping token and term; observers
+   * are told. It rejects with NoLeaderError or TokenMismatchError when the
+   * leadership is over (lost aborts soon after).
+   */
+  async proclaim(value: unknown, signal?: AbortSignal): Promise<void> {
+    this.proclaims++;
+    const info = await this.c.proclaim(this.name, this.token, value, { signal });
+    this.set(info);
+  }
+
+  /**
+   * resign stops the renewal and ends the leadership with its token; the
+   * first candidate in line leads next. It resolves when it resigned, and
+   * rejects with the LockLostError when the leadership was lost before.
+   * Calling it again gives the same result.
+   */
+  resign(signal?: AbortSignal): Promise<void> {
+    return this.hold.release(signal);
+  }
+
+  /** @internal */
+  async renew(timeout: number, signal: AbortSignal): Promise<number> {
+    const seq = this.proclaims;
+    const info = await this.c.renewLeadership(this.name, this.token, { signal, timeout });
+    if (this.proclaims !== seq) info.value = this.current.value;
+    this.set(info);
+    return info.ttl ? toMillis(info.ttl) : 0;
+  }
+
+  private set(info: LeaderInfo): void {
+    const old = this.current;
+    this.current = { ...info, candidates: undefined, metadata: info.metadata ?? old.metadata, elected_at: info.elected_at ?? old.elected_at };
+  }
+}

@@ -1,0 +1,160 @@
+// The API's documents, as the server sends them: field names as on the
+// wire (snake_case), durations as Go duration strings ("30s", "1m30s"),
+// times as RFC 3339 strings. test/openapi.test.mjs compares each
+// interface here with its schema in openapi/openapi.json, field by field,
+// required and optional alike: keep one field per line.
+//
+// Tokens and revisions are int64 on the server; they are JavaScript numbers
+// here, exact up to 2^53, which an etcd revision does not reach.
+
+/** A held lock (schema Lock). */
+export interface LockInfo {
+  name: string;
+  owner: string;
+  /** The fencing token: pass it with every write the lock protects. */
+  token: number;
+  /** The session the lock lives in; absent when it has a lease of its own. */
+  session?: string;
+  ttl: string;
+  acquired_at: string;
+  /** When the lease runs out unless renewed, by the server's clock. */
+  expires_at: string;
+  lock_delay?: string;
+  metadata: Record<string, string>;
+  /** The queue, first served first; only Client.get fills it in. */
+  waiters?: Waiter[];
+}
+
+/** An acquire queued for a lock (schema Waiter). */
+export interface Waiter {
+  owner: string;
+  session?: string;
+  position: number;
+  since: string;
+}
+
+/** An election's leadership (schema Leader). */
+export interface LeaderInfo {
+  name: string;
+  candidate: string;
+  /** What the leader published; null when it gave nothing. */
+  value: unknown;
+  /** The leadership's fencing token, from the same sequence as lock tokens. */
+  token: number;
+  /** The count of leaders the election has had, this one included. */
+  term: number;
+  session?: string;
+  /** Absent on a change from observe(): it moves with every renewal. */
+  ttl?: string;
+  elected_at?: string;
+  expires_at?: string;
+  lock_delay?: string;
+  metadata: Record<string, string>;
+  /** Those waiting, in the order they would lead; only Client.leader fills it in. */
+  candidates?: Candidate[];
+}
+
+/** A campaign waiting to lead (schema Candidate). */
+export interface Candidate {
+  candidate: string;
+  session?: string;
+  position: number;
+  since: string;
+}
+
+/** A lease that many locks and leaderships share (schema Session). */
+export interface Session {
+  id: string;
+  owner: string;
+  ttl: string;
+  created_at: string;
+  expires_at: string;
+  locks: string[];
+  /** The elections the session leads. */
+  elections?: string[];
+}
+
+/** A session as a listing shows it (schema ListedSession). */
+export interface ListedSession {
+  id: string;
+  owner: string;
+  ttl: string;
+  created_at: string;
+  expires_at: string;
+}
+
+/** An entry of the audit trail (schema Event). */
+export interface Event {
+  /** The etcd revision it was recorded at; events of one transaction share it. */
+  revision: number;
+  time: string;
+  /** acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed… */
+  type: string;
+  /** What the event is about: lock, election, semaphore, rwlock or fence. */
+  kind: string;
+  name: string;
+  /** A lock's events name it here too. */
+  lock: string;
+  owner: string;
+  token?: number;
+  session?: string;
+  detail?: string;
+  credential?: string;
+  term?: number;
+  value?: unknown;
+  queued_at?: string;
+}
+
+/** A fenced register's content (schema FencedValue). */
+export interface FencedValue {
+  resource: string;
+  /** The token of the write that stored value. */
+  token: number;
+  value: unknown;
+  revision: number;
+}
+
+/** An RFC 9457 problem document, the body of every error answer (schema Problem). */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  /** Stable and machine-readable: "lock_held". */
+  code: string;
+  detail?: string;
+  field?: string;
+  holder?: LockInfo;
+  leader?: LeaderInfo;
+  max_token?: number;
+  /** Seconds. */
+  retry_after?: number;
+  limit?: number;
+  request_id?: string;
+  delayed_until?: string;
+}
+
+/** The etcd cluster behind the service (schema Cluster). */
+export interface Cluster {
+  members: Member[];
+  leader: string;
+  raft_term: number;
+  /** etcd's current revision: tokens and event revisions are on this scale. */
+  revision: number;
+}
+
+/** An etcd member (schema Member). */
+export interface Member {
+  id: string;
+  name: string;
+  peer_urls: string[];
+  client_urls: string[];
+  is_leader: boolean;
+}
+
+/** A change of an election's state, as observe() yields it. */
+export interface LeaderChange {
+  /** The etcd revision of the change. */
+  revision: number;
+  /** Who leads from then on, or null when nobody does. */
+  leader: LeaderInfo | null;
+}
