@@ -246,6 +246,7 @@ export function parseRetryAfter(h: string | null): number | undefined {
 }
 
 /**
+ * @internal
  * refused reports whether err is a node's answer about the request itself
  * (a 4xx whose code is final), which no reconnection of a stream can mend;
  * a cap that clears by itself, or a 408, is waited out.

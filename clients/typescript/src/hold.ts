@@ -130,7 +130,8 @@ export class Hold {
     this.ttl = ttl;
     this.deadline = deadline;
     this.expiry = background(setTimeout(() => this.checkExpiry(), deadline - now()));
-    this.renewing = this.keepAlive();
+    // keepAlive handles its own errors; anything else it throws ends the hold.
+    this.renewing = this.keepAlive().catch((e) => this.lose(`renewal failed: ${(e as Error)?.message ?? e}`, e));
     this.c.watcher.register(this);
   }
 

@@ -92,6 +92,8 @@ export async function startProxy(target) {
   const streams = new Set();
   const proxy = {
     seen: [],
+    /** Every request's full URL and Authorization header. */
+    requests: [],
     rule: () => "pass",
     retryAfter: 0,
     cutStreams() {
@@ -104,6 +106,7 @@ export async function startProxy(target) {
   };
   const srv = http.createServer((req, res) => {
     proxy.seen.push(`${req.method} ${req.url.split("?")[0]}`);
+    proxy.requests.push({ method: req.method, url: req.url, authorization: req.headers.authorization });
     const what = proxy.rule(req);
     const body = [];
     req.on("data", (b) => body.push(b));

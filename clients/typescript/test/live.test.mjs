@@ -132,6 +132,16 @@ describe("locks", () => {
     await assert.rejects(c.get(name), NotHeldError);
   });
 
+  test("withLock rejects with the LockLostError when the lock was lost while the callback ran", async () => {
+    const name = unique("with-lost");
+    const e = await c.withLock(name, { ttl: "10s" }, async (lk) => {
+      await c.revoke(name, "mid-work");
+      await aborted(lk.lost, 1000, "lost");
+      return "done anyway";
+    }).then(() => assert.fail("withLock returned"), (e) => e);
+    assert.ok(e instanceof LockLostError, `${e}`);
+  });
+
   test("holds of two locks widen the one event stream, and both still learn of a revoke", async () => {
     const a = await c.acquire(unique("two-a"), { ttl: "30s" });
     const b = await c.acquire(unique("two-b"), { ttl: "30s" });
@@ -155,6 +165,28 @@ test("a lock whose renewals get no answer is lost by the client's clock at its T
   assert.match(why.message, /ran out by this client's clock/);
   proxy.rule = () => "pass";
   await assert.rejects(lk.release(), LockLostError);
+  await proxy.close();
+});
+
+test("the one event stream asks for one lock's or one election's events, and for all with several", async () => {
+  const proxy = await startProxy(baton.addr);
+  const pc = new Client(proxy.addr, { token: "not-checked-here" });
+  const streams = () => proxy.requests.filter((r) => r.url.startsWith("/v1/events")).map((r) => new URL(r.url, "http://x").searchParams.toString());
+  const a = await pc.acquire(unique("filter-a"), { ttl: "10s" });
+  await waitFor(() => streams().length === 1, 2000, "the stream");
+  assert.deepEqual(streams(), [`lock=${a.name}`]);
+  const b = await pc.acquire(unique("filter-b"), { ttl: "10s" });
+  await waitFor(() => streams().length === 2, 2000, "the widened stream");
+  assert.equal(streams()[1], "", "every event");
+  await b.release();
+  await waitFor(() => streams().length === 3, 2000, "the narrowed stream");
+  assert.equal(streams()[2], `lock=${a.name}`);
+  await a.release();
+  const ld = await pc.campaign(unique("filter-e"), { ttl: "10s" });
+  await waitFor(() => streams().length === 4, 2000, "the election's stream");
+  assert.equal(streams()[3], `kind=election&name=${ld.name}`);
+  await ld.resign();
+  assert.ok(proxy.requests.every((r) => r.authorization === "Bearer not-checked-here"), "every request carries the bearer token");
   await proxy.close();
 });
 
