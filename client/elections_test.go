@@ -433,3 +433,49 @@ func TestLeadership_AndALockOfTheSameNameAreWatchedApart(t *testing.T) {
 		t.Errorf("with the lock gone the stream asked for %s, want the election's events", reqs[2].URL.RawQuery)
 	}
 }
+
+// TestSession_NamesTheElectionsItLeadsAndEventsTheirWait: a session's
+// elections come back with it, and a grant after waiting says since when
+// in its event.
+func TestSession_NamesTheElectionsItLeadsAndEventsTheirWait(t *testing.T) {
+	t.Parallel()
+	_, c, ctx := setup(t)
+	name := lockName(t, "se")
+	s, err := c.CreateSession(ctx, "node", longTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Campaign(ctx, name, client.CampaignOptions{Candidate: "first", TTL: longTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := campaignAsync(ctx, c, name, "second")
+	waitCandidates(t, ctx, c, name, 1)
+	if err := first.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := leaderOf(t, bc)
+	resignAtEnd(t, second)
+	ld, err := c.Campaign(ctx, name+"-s", client.CampaignOptions{Candidate: "node", Session: s.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resignAtEnd(t, ld)
+	got, err := c.GetSession(ctx, s.ID)
+	if err != nil || len(got.Elections) != 1 || got.Elections[0] != name+"-s" {
+		t.Fatalf("session %+v, %v; want it to lead %s", got, err, name+"-s")
+	}
+	evs, _, err := c.History(ctx, client.HistoryOptions{Kind: "election", Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == "elected" && ev.Token == second.Token() {
+			if ev.QueuedAt.IsZero() || ev.QueuedAt.After(ev.Time) {
+				t.Fatalf("the waiting candidate's elected event: queued at %v, elected at %v", ev.QueuedAt, ev.Time)
+			}
+			return
+		}
+	}
+	t.Fatalf("no elected event of token %d in %+v", second.Token(), evs)
+}

@@ -45,8 +45,10 @@ type Session struct {
 	TTL       time.Duration
 	CreatedAt time.Time
 	ExpiresAt time.Time
-	// Locks are the names of the locks held in the session.
-	Locks []string
+	// Locks are the names of the locks held in the session, and
+	// Elections those of the elections it leads.
+	Locks     []string
+	Elections []string
 }
 
 // Event is an entry of the audit trail.
@@ -76,6 +78,9 @@ type Event struct {
 	// one).
 	Term  int64
 	Value json.RawMessage
+	// QueuedAt, on an acquired (or elected) event, is when the holder
+	// began waiting in line; zero when it was granted at once.
+	QueuedAt time.Time
 }
 
 // FencedValue is a fenced register's content.
@@ -186,12 +191,13 @@ type wireSession struct {
 	CreatedAt wireTime     `json:"created_at"`
 	ExpiresAt wireTime     `json:"expires_at"`
 	Locks     []string     `json:"locks"`
+	Elections []string     `json:"elections"`
 }
 
 func (w *wireSession) session() *Session {
 	return &Session{
 		ID: w.ID, Owner: w.Owner, TTL: time.Duration(w.TTL),
-		CreatedAt: time.Time(w.CreatedAt), ExpiresAt: time.Time(w.ExpiresAt), Locks: w.Locks,
+		CreatedAt: time.Time(w.CreatedAt), ExpiresAt: time.Time(w.ExpiresAt), Locks: w.Locks, Elections: w.Elections,
 	}
 }
 
@@ -209,14 +215,19 @@ type wireEvent struct {
 	Credential string          `json:"credential"`
 	Term       int64           `json:"term"`
 	Value      json.RawMessage `json:"value"`
+	QueuedAt   *wireTime       `json:"queued_at"`
 }
 
 func (w *wireEvent) event() Event {
-	return Event{
+	ev := Event{
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
 		Term: w.Term, Value: w.Value,
 	}
+	if w.QueuedAt != nil {
+		ev.QueuedAt = time.Time(*w.QueuedAt)
+	}
+	return ev
 }
 
 type wireFenced struct {
