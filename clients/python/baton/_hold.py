@@ -1,0 +1,556 @@
+"""Holds kept alive in the background: locks and leaderships.
+
+A hold is renewed by a thread at about a third of its TTL, judged lost by
+this client's own clock (time.monotonic) when its lease runs out with no
+renew confirmed, and watched through the Client's one event stream
+(HoldWatcher), so that a revoke, an expiry or a release elsewhere sets
+lost within milliseconds instead of at the next renew.
+
+The client errs on the side of "lost": a lease of TTL d whose latest
+successful renew (or the grant) was sent at t is taken to end at t+d,
+although the server granted it a little later.
+
+Lock order: a hold's _mu may be held while the watcher's _mu is taken,
+never the other way round.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import threading
+import time
+
+from ._sse import EventSource, Stream
+from .errors import (BatonError, LockLostError, NoLeaderError, NotHeldError, SessionNotFoundError,
+                     TokenMismatchError)
+from .types import Event, LeaderInfo, LockInfo
+
+# etcd's lease floor and the server's minimum TTL: it stands in for a TTL
+# the server did not report, shorter being the safe side.
+MIN_TTL = 2.0
+KIND_LOCK = "lock"
+KIND_ELECTION = "election"
+MAX_ENDED_MEMORY = 1024
+
+
+def is_lost_answer(e: BaseException) -> bool:
+    """Whether a renew's error means the hold is over."""
+    return isinstance(e, (NotHeldError, NoLeaderError, TokenMismatchError, SessionNotFoundError))
+
+
+def _timer(delay: float, fn) -> threading.Timer:
+    t = threading.Timer(max(delay, 0.0), fn)
+    t.daemon = True
+    t.start()
+    return t
+
+
+class Hold:
+    """What every kept hold shares, whatever its kind. renew(timeout,
+    deadline) renews by token and returns the TTL reported (or None);
+    release() gives the hold back by token."""
+
+    def __init__(self, client, kind: str, name: str, token: int, renew, release):
+        self.c = client
+        self.kind, self.name, self.token = kind, name, token
+        self.key = (kind, name, token)
+        self._renew = renew
+        self._release = release
+        self.lost = threading.Event()
+        self.done = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._mu = threading.Lock()
+        self._ttl = MIN_TTL
+        self._deadline = 0.0
+        self._expiry: threading.Timer | None = None
+        self._last_err: BaseException | None = None
+        self.error: LockLostError | None = None
+        self._finished = False
+        self._release_mu = threading.Lock()
+        self._released = False
+        self._release_err: BaseException | None = None
+
+    def start(self, op: str, status: int, sent: float, ttl: float | None, left: float | None,
+              in_session: bool) -> None:
+        """Keeps the hold alive from its grant on. sent is when the
+        granting request left (monotonic); left what the server measured
+        of the lease at the grant. Raises (and leaves nothing running)
+        when the hold is lost or its deadline unknowable at once."""
+        ttl = ttl if ttl and ttl > 0 else MIN_TTL
+        deadline = None
+        if not in_session:
+            # The hold's own lease was granted with ttl after we sent.
+            deadline = sent + ttl
+        elif status == 201:
+            # The session's lease is older than the request; the server
+            # measured what was left of it when the hold began.
+            deadline = sent + min(ttl, left if left is not None else ttl)
+        # else 200: the session held it already, since an unknown time.
+        if deadline is None or deadline - time.monotonic() < 2 * ttl / 3:
+            # The first renew is due already: renew before handing the
+            # hold over, so that it starts with a deadline we know.
+            rsent = time.monotonic()
+            try:
+                ttl = self._renew(None, None) or ttl
+                deadline = rsent + ttl
+            except BatonError as e:
+                if is_lost_answer(e):
+                    raise LockLostError(self.kind, self.name, self.token,
+                                        f"{op}: granted, then lost before its first renew: {e}") from e
+                if deadline is None or deadline <= time.monotonic():
+                    if not in_session:
+                        try:
+                            self._release()
+                        except BatonError:
+                            pass
+                    raise
+        with self._mu:
+            self._ttl, self._deadline = ttl, deadline
+            self._expiry = _timer(deadline - time.monotonic(), self._check_expiry)
+        self._thread = threading.Thread(target=self._keep_alive, name=f"baton-renew-{self.name}", daemon=True)
+        self._thread.start()
+        self.c._watch.register(self)
+
+    def _keep_alive(self) -> None:
+        failures = 0
+        while True:
+            with self._mu:
+                deadline, ttl = self._deadline, self._ttl
+            wait = deadline - 2 * ttl / 3 - time.monotonic()
+            if failures:
+                wait = min(self.c._t.backoff(failures - 1), ttl / 6)
+            if self._stop.wait(max(wait, 0.0)):
+                return
+            sent = time.monotonic()
+            try:
+                # Each attempt gets a third of the TTL, so that a hung node
+                # leaves time to try another; none is any use past the deadline.
+                rttl = self._renew(min(self.c._t.timeout, max(ttl / 3, 0.1)), deadline)
+            except Exception as e:  # noqa: BLE001: any failure is retried until the deadline
+                if self._stop.is_set():
+                    return
+                if is_lost_answer(e):
+                    self.lose(e)
+                    return
+                failures += 1
+                with self._mu:
+                    self._last_err = e
+                continue
+            if self._stop.is_set():
+                return
+            failures = 0
+            with self._mu:
+                if self._finished:
+                    return
+                if rttl:
+                    self._ttl = rttl
+                self._deadline = max(self._deadline, sent + self._ttl)
+                self._last_err = None
+
+    def _check_expiry(self) -> None:
+        with self._mu:
+            if self._finished:
+                return
+            left = self._deadline - time.monotonic()
+            if left > 0:
+                # A renew moved the deadline: wait for the new one.
+                self._expiry = _timer(left, self._check_expiry)
+                return
+            cause = f"its {self._ttl:g}s lease ran out by this client's clock with no renew confirmed"
+            if self._last_err is not None:
+                cause += f"; last renew: {self._last_err}"
+            self._lose_locked(cause)
+
+    def lose(self, cause) -> None:
+        with self._mu:
+            self._lose_locked(cause)
+
+    def _lose_locked(self, cause) -> None:
+        if self.error is not None or self._finished:
+            return
+        self.error = LockLostError(self.kind, self.name, self.token, cause)
+        # Finished first: whoever wakes on lost finds the hold done, its
+        # renewal stopping and the watcher no longer watching it.
+        self._finish_locked()
+        self.lost.set()
+
+    def _finish_locked(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self.done.set()
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._stop.set()
+        self.c._watch.unregister(self)
+
+    def release(self) -> None:
+        """Stops the renewal and gives the hold back by its token. Raises
+        LockLostError when the hold was lost before; calling it again
+        gives the same result. Without an answer (UnavailableError) the
+        outcome is unknown, and another call tries again."""
+        with self._release_mu:
+            if self._released:
+                if self._release_err is not None:
+                    raise self._release_err
+                return
+            # Renewal stops first: a renew racing the release could only
+            # make a lost hold look held for a moment.
+            self._stop.set()
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join()
+            # Before the release: its own end's event is no loss.
+            self.c._watch.unregister(self)
+            err = None
+            try:
+                # Even a hold judged lost is given back: the client's clock
+                # errs early, and others should not wait for the lease.
+                self._release()
+            except BatonError as e:
+                err = e
+            with self._mu:
+                if err is not None and not is_lost_answer(err):
+                    if self.error is not None:
+                        raise LockLostError(self.kind, self.name, self.token,
+                                            f"{self.error.cause}; release: {err}") from err
+                    raise err
+                if err is not None:
+                    self._lose_locked(err)
+                self._released = True
+                self._finish_locked()
+                self._release_err = self.error
+            if self._release_err is not None:
+                raise self._release_err
+
+    def release_quietly(self) -> None:
+        try:
+            self.release()
+        except BatonError:
+            pass
+
+
+def _ended(ev: Event) -> BatonError:
+    """A hold's end as the audit trail recorded it: the token no longer
+    holds it."""
+    msg = f"{ev.type} at revision {ev.revision}" + (f": {ev.detail}" if ev.detail else "")
+    if ev.kind == KIND_ELECTION:
+        return NoLeaderError(msg, code="no_leader")
+    return NotHeldError(msg, code="not_held")
+
+
+def _ends_hold(kind: str, typ: str) -> bool:
+    if typ in ("revoked", "expired", "session_expired"):
+        return True
+    return typ == "released" and kind == KIND_LOCK or typ == "resigned" and kind == KIND_ELECTION
+
+
+def _event_key(ev: Event):
+    kind, name = ev.kind or KIND_LOCK, ev.name
+    if kind == KIND_LOCK and ev.lock:
+        name = ev.lock
+    return kind, name, ev.token
+
+
+_EVERYTHING = ("", "")
+
+
+class HoldWatcher:
+    """A Client's one event stream for all the holds it keeps.
+
+    One stream per Client, not one per hold: nodes cap event streams per
+    client address and per credential. While every hold is of one thing
+    (one lock, one election) the stream asks for that thing's events only
+    (lock=NAME, or kind=election&name=NAME); holds of several things widen
+    it to every event, and it narrows again when they end. A change of
+    filter reconnects from where the old stream was, so no event falls in
+    between. The stream only ever makes a hold lost sooner: one that
+    cannot connect changes nothing, and renewals decide as before."""
+
+    def __init__(self, client):
+        self.c = client
+        self._mu = threading.Lock()
+        self._holds: dict[tuple, list[Hold]] = {}
+        # Ends of holds not (yet) registered: a revoke can be streamed
+        # between the grant's answer and the hold's registration.
+        self._ended: collections.OrderedDict[tuple, Event] = collections.OrderedDict()
+        self._stream: Stream | None = None
+        self._filter = _EVERYTHING
+        self._from = 0
+        self._pos = 0
+        self._gen = 0
+
+    def register(self, h: Hold) -> None:
+        k = h.key
+        with self._mu:
+            ev = self._ended.get(k)
+            if ev is None:
+                self._holds.setdefault(k, []).append(h)
+                covered = self._stream is not None and self._filter in (_EVERYTHING, k[:2]) and self._from < k[2]
+                if not covered:
+                    # The events after token-1 include every end of this
+                    # hold; those after pos, every one the others await.
+                    self._restart_locked(min(self._resume_locked(), k[2] - 1))
+        if ev is not None:
+            h.lose(_ended(ev))
+
+    def unregister(self, h: Hold) -> None:
+        with self._mu:
+            ls = self._holds.get(h.key)
+            if not ls or h not in ls:
+                return
+            ls.remove(h)
+            if ls:
+                return
+            del self._holds[h.key]
+            if not self._holds:
+                self._stop_locked()
+                self._ended.clear()
+            elif self._filter == _EVERYTHING and self._want_filter_locked() != _EVERYTHING:
+                self._restart_locked(self._resume_locked())
+
+    def close(self) -> None:
+        with self._mu:
+            self._stop_locked()
+
+    def _want_filter_locked(self):
+        things = {k[:2] for k in self._holds}
+        return things.pop() if len(things) == 1 else _EVERYTHING
+
+    def _resume_locked(self) -> int:
+        if self._stream is not None:
+            # The latest revision delivered, again: the stream may have
+            # been cut in the middle of its events. Repeats are harmless.
+            return max(self._from, self._pos - 1)
+        return min((k[2] - 1 for k in self._holds), default=0)
+
+    def _stop_locked(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self._gen += 1
+
+    def _restart_locked(self, since: int) -> None:
+        self._stop_locked()
+        self._filter = self._want_filter_locked()
+        self._from, self._pos = max(since, 0), 0
+        kind, name = self._filter
+        opts = {}
+        if kind == KIND_LOCK:
+            opts["lock"] = name
+        elif kind:
+            opts["kind"], opts["name"] = kind, name
+        # since 0 would mean "from now"; revision 0 holds no event anyway.
+        src = EventSource(None, since=max(since, 1), **opts)
+        stream = Stream(self.c._t, "events", src)
+        self._stream = stream
+        gen = self._gen
+        threading.Thread(target=self._run, args=(gen, stream), name="baton-hold-watch", daemon=True).start()
+
+    def _run(self, gen: int, stream: Stream) -> None:
+        try:
+            for ev in stream:
+                self._handle(gen, ev)
+        except BatonError:
+            # A refused stream (no credential for events, say) is not
+            # retried here: renewals go on, the next registration retries.
+            pass
+        finally:
+            with self._mu:
+                if self._gen == gen:
+                    self._stream = None
+
+    def _handle(self, gen: int, ev: Event) -> None:
+        lost: list[Hold] = []
+        with self._mu:
+            if self._gen != gen:
+                return  # a replaced stream's: its successor delivers it again
+            self._pos = max(self._pos, ev.revision)
+            k = _event_key(ev)
+            if _ends_hold(k[0], ev.type):
+                # A released or resigned event for a registered hold is
+                # someone else's doing: its own release unregisters first.
+                if k in self._holds:
+                    lost = list(self._holds[k])
+                elif k not in self._ended:
+                    self._ended[k] = ev
+                    if len(self._ended) > MAX_ENDED_MEMORY:
+                        self._ended.popitem(last=False)
+        # Outside _mu: lose takes the hold's lock, then ours.
+        for h in lost:
+            h.lose(_ended(ev))
+
+
+class Lock:
+    """A held lock that renews itself until released or lost; safe to
+    share between threads.
+
+    lost is a threading.Event set as soon as the lock is known lost: the
+    audit trail recorded the hold's end (revoked, expired, its session
+    expired or deleted, or released by its token elsewhere), which the
+    Client's event stream delivers within milliseconds; a renew was
+    answered not_held or token_mismatch; or the TTL ran out by this
+    client's clock with no renew confirmed. Stop the protected work then;
+    error says why. A release does not set it, unless the release finds
+    the lock lost. lost can only tell after the fact: the fencing token,
+    checked by whatever the lock protects, is what makes writes safe.
+
+    In a with block, the lock is released on exit; the release raises
+    LockLostError when the lock was lost during the block (unless the
+    block raised, whose exception then propagates)."""
+
+    def __init__(self, client, info: LockInfo):
+        self._info = info
+        self._info_mu = threading.Lock()
+        self._hold = Hold(client, KIND_LOCK, info.name, info.token, self._renew, self._give_back)
+        self.lost = self._hold.lost
+        self.done = self._hold.done
+
+    def _renew(self, timeout, deadline):
+        info = self._hold.c._renew(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
+        with self._info_mu:
+            if not info.metadata:
+                info.metadata = self._info.metadata
+            self._info = info
+        return info.ttl
+
+    def _give_back(self):
+        self._hold.c.release(self._hold.name, self._hold.token)
+
+    @property
+    def name(self) -> str:
+        return self._hold.name
+
+    @property
+    def token(self) -> int:
+        """The fencing token: pass it with every write the lock protects."""
+        return self._hold.token
+
+    @property
+    def info(self) -> LockInfo:
+        """The lock as the latest acquire or renew described it."""
+        with self._info_mu:
+            return copy.deepcopy(self._info)
+
+    @property
+    def error(self) -> LockLostError | None:
+        """Why the lock was lost, or None."""
+        return self._hold.error
+
+    def release(self) -> None:
+        """Stops renewing and releases the lock by its token. Raises
+        LockLostError when it was lost before; again, the same result.
+        On UnavailableError the outcome is unknown: call it again, or the
+        lease runs out after its TTL."""
+        self._hold.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.release()
+        else:
+            self._hold.release_quietly()
+        return False
+
+    def __repr__(self) -> str:
+        return f"<baton.Lock {self.name!r} token={self.token}{' lost' if self.lost.is_set() else ''}>"
+
+
+class Leadership:
+    """An election won, kept as a Lock is (the same renewal, clock and
+    event stream): lost is set within a second of a revoke, an expiry or
+    a resignation elsewhere. token fences the leader's writes; term counts
+    the election's leaders; value is what it published. resign() ends it
+    and hands over to the first candidate in line; in a with block it
+    resigns on exit."""
+
+    def __init__(self, client, info: LeaderInfo):
+        self._info = info
+        self._info_mu = threading.Lock()
+        self._proclaims = 0
+        self._hold = Hold(client, KIND_ELECTION, info.name, info.token, self._renew, self._give_back)
+        self.lost = self._hold.lost
+        self.done = self._hold.done
+
+    def _renew(self, timeout, deadline):
+        with self._info_mu:
+            seq = self._proclaims
+        info = self._hold.c._renew_leadership(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
+        with self._info_mu:
+            if self._proclaims != seq:
+                # A proclaim began meanwhile: this answer's value may be older.
+                info.value = self._info.value
+            self._set_locked(info)
+        return info.ttl
+
+    def _set_locked(self, info: LeaderInfo) -> None:
+        old = self._info
+        info.candidates = []
+        if not info.metadata:
+            info.metadata = old.metadata
+        if info.elected_at is None:
+            info.elected_at = old.elected_at
+        self._info = info
+
+    def _give_back(self):
+        self._hold.c.resign(self._hold.name, self._hold.token)
+
+    @property
+    def name(self) -> str:
+        return self._hold.name
+
+    @property
+    def token(self) -> int:
+        """The leadership's fencing token."""
+        return self._hold.token
+
+    @property
+    def term(self) -> int:
+        with self._info_mu:
+            return self._info.term
+
+    @property
+    def value(self):
+        """The leader's value (decoded JSON) as last campaigned, renewed or proclaimed."""
+        with self._info_mu:
+            return copy.deepcopy(self._info.value)
+
+    @property
+    def info(self) -> LeaderInfo:
+        with self._info_mu:
+            return copy.deepcopy(self._info)
+
+    @property
+    def error(self) -> LockLostError | None:
+        return self._hold.error
+
+    def proclaim(self, value) -> None:
+        """Sets the leader's value, keeping token and term; observers are
+        told. Raises NoLeaderError or TokenMismatchError when the
+        leadership is over."""
+        with self._info_mu:
+            self._proclaims += 1
+        info = self._hold.c.proclaim(self._hold.name, self._hold.token, value)
+        with self._info_mu:
+            self._set_locked(info)
+
+    def resign(self) -> None:
+        """Stops renewing and resigns by token; raises LockLostError when
+        the leadership was lost before."""
+        self._hold.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.resign()
+        else:
+            self._hold.release_quietly()
+        return False
+
+    def __repr__(self) -> str:
+        return f"<baton.Leadership {self.name!r} token={self.token} term={self.term}>"

@@ -1,0 +1,369 @@
+"""The Client: baton's HTTP API, with the Go client's retry rules.
+
+Which calls are repeated after a 503 or a broken connection is decided per
+call, as in the Go client (client/calls.go), and said in each docstring:
+
+- reads are retried;
+- renewals are retried: renewing twice is renewing;
+- release, resign and session delete are retried: they name the token (or
+  the session), so a repeat can never end someone else's hold;
+- fenced writes are retried: a repeat carries the same token, so the
+  register rejects it wherever it would have rejected the original;
+- acquire and campaign outside a session, session create and revoke are
+  not: a repeat could take a second hold, make a second lease or revoke
+  the next holder. They raise UnavailableError with outcome_unknown set.
+
+Every call moves on to the next endpoint when a connection cannot be made
+at all: the request never left, so that is safe for any call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import ssl
+import time
+import urllib.parse
+
+from ._hold import HoldWatcher, Leadership, Lock
+from ._http import Transport, parse_endpoint
+from ._sse import DEFAULT_IDLE, EventSource, ObserveSource, Stream
+from .types import (Cluster, Event, FencedValue, LeaderInfo, LockInfo, Session, decode, duration_seconds,
+                    format_duration)
+
+DEFAULT_ADDR = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_RETRY_BACKOFF = 0.2
+
+
+def _q(s: str) -> str:
+    return urllib.parse.quote(s, safe="")
+
+
+def _lock_path(name: str) -> str:
+    return "/v1/locks/" + _q(name)
+
+
+def _election_path(name: str) -> str:
+    return "/v1/elections/" + _q(name)
+
+
+def _omit_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _rfc3339(t) -> str | None:
+    if t is None or isinstance(t, str):
+        return t
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return t.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class Client:
+    """A client of a baton cluster; safe to share between threads.
+
+    Client() reads the environment as the Go client and the CLI do:
+    BATON_ADDR (comma-separated endpoints, default http://127.0.0.1:8080),
+    BATON_AUTH_TOKEN (the bearer token), BATON_TOKEN_FILE (a file holding
+    it, read when BATON_AUTH_TOKEN is unset), BATON_CACERT, BATON_CERT and
+    BATON_KEY (TLS). Arguments given win over the environment. (The
+    bearer token's variable is not BATON_TOKEN: `baton exec` gives its
+    command the fencing token under that name.)
+
+    timeout bounds each attempt (an acquire's gets its wait on top);
+    retry_backoff is the first pause between rounds of retries, doubling
+    up to 5 s; max_retries bounds retries of a call that is safe to repeat
+    (0: the number of endpoints plus 2; negative: never).
+    """
+
+    def __init__(self, addr: str | list[str] | None = None, *, token: str | None = None,
+                 token_file: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 retry_backoff: float = DEFAULT_RETRY_BACKOFF, max_retries: int = 0,
+                 cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None):
+        if addr is None:
+            addr = os.environ.get("BATON_ADDR", "").strip() or DEFAULT_ADDR
+        if isinstance(addr, str):
+            addr = [a for a in (x.strip() for x in addr.split(",")) if a]
+        if not addr:
+            raise ValueError("baton client: no endpoints")
+        endpoints = [parse_endpoint(a) for a in addr]
+        if token is None:
+            token = os.environ.get("BATON_AUTH_TOKEN", "").strip()
+        if not token:
+            token_file = token_file or os.environ.get("BATON_TOKEN_FILE") or None
+            if token_file:
+                with open(token_file, encoding="utf-8") as f:
+                    token = f.read().strip()
+                if not token:
+                    raise ValueError(f"baton client: token file {token_file} is empty")
+        if timeout < 0 or retry_backoff < 0:
+            raise ValueError("baton client: timeout and retry_backoff must not be negative")
+        retries = len(endpoints) + 2 if max_retries == 0 else max(max_retries, 0)
+        ctx = None
+        cafile = cafile or os.environ.get("BATON_CACERT") or None
+        certfile = certfile or os.environ.get("BATON_CERT") or None
+        keyfile = keyfile or os.environ.get("BATON_KEY") or None
+        if any(e.scheme == "https" for e in endpoints) or cafile or certfile:
+            ctx = ssl.create_default_context()
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            if cafile:
+                ctx.load_verify_locations(cafile)
+            if certfile:
+                ctx.load_cert_chain(certfile, keyfile)
+        self._t = Transport(endpoints, token or "", timeout or DEFAULT_TIMEOUT,
+                            retry_backoff or DEFAULT_RETRY_BACKOFF, retries, ctx)
+        self._watch = HoldWatcher(self)
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [str(e) for e in self._t.endpoints]
+
+    def close(self) -> None:
+        """Stops the event stream that watches held locks. Holds still
+        renew until released."""
+        self._watch.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _do(self, op, method, path, **kw):
+        return self._t.do(op, method, path, **kw)
+
+    # Locks.
+
+    def acquire(self, name: str, ttl=None, wait=None, owner: str | None = None, session: str | None = None,
+                metadata: dict[str, str] | None = None, lock_delay=None) -> Lock:
+        """Takes the lock name, waiting up to wait (a duration: "10s",
+        seconds, a timedelta; None fails at once) in line for it, and
+        returns it held, renewed in the background at about a third of its
+        TTL until released. ttl is the lease's (2s to 24h; None: the
+        server's default, 30s; it must be None with session, whose TTL
+        applies). Raises HeldError, with .holder, when the wait runs out.
+
+        Not retried after a 503 or a broken connection outside a session:
+        a repeat could take a second hold. The UnavailableError then has
+        outcome_unknown set; a lock taken that way expires after its TTL.
+        In a session the server hands back a lock the session holds, so
+        the acquire is retried."""
+        op = f"acquire {name!r}"
+        status, info, sent = self._acquire(op, name, ttl, wait, owner, session, metadata, lock_delay)
+        lk = Lock(self, info)
+        left = None
+        if info.expires_at and info.acquired_at:
+            left = (info.expires_at - info.acquired_at).total_seconds()
+        lk._hold.start(op, status, sent, info.ttl, left, session is not None)
+        return lk
+
+    @contextlib.contextmanager
+    def lock(self, name: str, **kw):
+        """acquire(name, **kw) for a with block: the lock is released on
+        exit. The release raises LockLostError when the lock was lost in
+        the block, unless the block raised."""
+        lk = self.acquire(name, **kw)
+        with lk:
+            yield lk
+
+    def acquire_once(self, name: str, ttl=None, wait=None, owner=None, session=None, metadata=None,
+                     lock_delay=None) -> LockInfo:
+        """Takes the lock as acquire does and returns it as the server
+        describes it: nothing renews it. Retried as acquire is."""
+        return self._acquire(f"acquire {name!r}", name, ttl, wait, owner, session, metadata, lock_delay)[1]
+
+    def _acquire(self, op, name, ttl, wait, owner, session, metadata, lock_delay):
+        body = _omit_none({"owner": owner, "ttl": format_duration(ttl), "session": session,
+                           "wait": format_duration(wait), "lock_delay": format_duration(lock_delay),
+                           "metadata": metadata})
+        sent = time.monotonic()
+        status, w = self._do(op, "POST", _lock_path(name), body=body, idempotent=session is not None,
+                             timeout=self._t.timeout + duration_seconds(wait))
+        return status, decode(LockInfo, w), sent
+
+    def get(self, name: str) -> LockInfo:
+        """The lock's holder and queue; NotHeldError when free. Retried."""
+        return decode(LockInfo, self._do(f"get lock {name!r}", "GET", _lock_path(name), idempotent=True)[1])
+
+    def locks(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None):
+        """A page of held locks, by name, and the next cursor ("" on the
+        last page). Retried."""
+        _, w = self._do("list locks", "GET", "/v1/locks", query={"prefix": prefix, "limit": limit, "cursor": cursor},
+                        idempotent=True)
+        return [decode(LockInfo, x) for x in w.get("locks") or []], w.get("next_cursor") or ""
+
+    def renew(self, name: str, token: int) -> LockInfo:
+        """Extends the lease of the lock token holds (in a session: the
+        session's); NotHeldError or TokenMismatchError when it no longer
+        does. Retried. A Lock renews itself: this is for holders that keep
+        the token only."""
+        return self._renew(name, token)
+
+    def _renew(self, name, token, timeout=None, deadline=None) -> LockInfo:
+        _, w = self._do(f"renew {name!r}", "POST", _lock_path(name) + "/renew", body={"token": token},
+                        idempotent=True, timeout=timeout, deadline=deadline)
+        return decode(LockInfo, w)
+
+    def release(self, name: str, token: int) -> None:
+        """Ends token's hold on name. A stale token never touches a newer
+        holder: TokenMismatchError; NotHeldError when free. Retried."""
+        self._do(f"release {name!r}", "DELETE", _lock_path(name), query={"token": token}, idempotent=True)
+
+    def revoke(self, name: str, reason: str | None = None) -> None:
+        """Forcibly ends whatever hold the lock has (an operator's act).
+        NotHeldError when free. Not retried: it names no token."""
+        self._do(f"revoke {name!r}", "POST", _lock_path(name) + "/revoke",
+                 body={"reason": reason} if reason else None)
+
+    # Sessions.
+
+    def create_session(self, owner: str | None = None, ttl=None) -> Session:
+        """Makes a session: one lease (ttl; None: 30s) that many locks
+        share. Not retried: a repeat would make a second session."""
+        _, w = self._do("create session", "POST", "/v1/sessions",
+                        body=_omit_none({"owner": owner, "ttl": format_duration(ttl)}))
+        return decode(Session, w)
+
+    def get_session(self, id: str) -> Session:
+        """The session with its locks; SessionNotFoundError. Retried."""
+        return decode(Session, self._do(f"get session {id}", "GET", "/v1/sessions/" + _q(id), idempotent=True)[1])
+
+    def renew_session(self, id: str) -> Session:
+        """Extends the session, and every lock in it, by its TTL. Retried."""
+        _, w = self._do(f"renew session {id}", "POST", "/v1/sessions/" + _q(id) + "/renew", idempotent=True)
+        return decode(Session, w)
+
+    def delete_session(self, id: str) -> None:
+        """Ends the session and releases its locks. Retried."""
+        self._do(f"delete session {id}", "DELETE", "/v1/sessions/" + _q(id), idempotent=True)
+
+    def sessions(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None):
+        """A page of live sessions (by owner, then ID) and the next cursor.
+        Listed sessions' locks are empty: get_session reads them. Retried."""
+        _, w = self._do("list sessions", "GET", "/v1/sessions",
+                        query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
+        return [decode(Session, x) for x in w.get("sessions") or []], w.get("next_cursor") or ""
+
+    # Fenced registers.
+
+    def put_fenced(self, resource: str, token: int, value, lock: str | None = None,
+                   election: str | None = None) -> FencedValue:
+        """Writes value (any JSON) to the fenced register resource unless
+        token is below one an earlier write carried: then StaleTokenError,
+        with .max_token. With lock (or election), the token must also hold
+        that lock (lead that election) right then, or NotHolderError.
+        Retried: a repeat carries the same token."""
+        body = _omit_none({"token": token, "lock": lock, "election": election})
+        body["value"] = value
+        _, w = self._do(f"put fenced {resource!r}", "PUT", "/v1/fenced/" + _q(resource), body=body, idempotent=True)
+        return decode(FencedValue, w)
+
+    def get_fenced(self, resource: str) -> FencedValue:
+        """A fenced register's value and the token that wrote it;
+        NotFoundError. Retried."""
+        _, w = self._do(f"get fenced {resource!r}", "GET", "/v1/fenced/" + _q(resource), idempotent=True)
+        return decode(FencedValue, w)
+
+    # The audit trail.
+
+    def history(self, lock: str | None = None, kind: str | None = None, name: str | None = None,
+                owner: str | None = None, types: list[str] | None = None, from_=None, to=None,
+                before: int | None = None, limit: int | None = None):
+        """A page of the audit trail, newest first, and the before of the
+        next page (0 on the last). Retried."""
+        q = {"lock": lock, "kind": kind, "name": name, "owner": owner, "type": ",".join(types) if types else None,
+             "from": _rfc3339(from_), "to": _rfc3339(to), "before": before, "limit": limit}
+        _, w = self._do("history", "GET", "/v1/history", query=q, idempotent=True)
+        return [decode(Event, x) for x in w.get("events") or []], w.get("next_before") or 0
+
+    def events(self, since: int | None = None, lock: str | None = None, kind: str | None = None,
+               name: str | None = None, idle_timeout: float = DEFAULT_IDLE) -> Stream:
+        """Streams the audit trail (GET /v1/events) as an iterator of
+        Event, in revision order, every one exactly once: when the stream
+        breaks it reconnects, to the next endpoint, with Last-Event-ID,
+        without a gap or a duplicate. since replays the events after that
+        revision first; None means from now (the current revision is read
+        before this returns). It raises when a node refuses the request
+        itself (a bad name, no valid token); close() ends it, from any
+        thread. Use it in a with block, or close it."""
+        src = EventSource(lambda: self.cluster().revision, lock=lock, kind=kind, name=name, since=since)
+        if since is None:
+            with contextlib.suppress(Exception):
+                src.fetch_base()  # the stream asks again, and raises a refusal
+        return Stream(self._t, "events", src, idle_timeout)
+
+    def cluster(self) -> Cluster:
+        """The etcd members, leader, raft term and current revision. Retried."""
+        return decode(Cluster, self._do("cluster", "GET", "/v1/cluster", idempotent=True)[1])
+
+    # Elections.
+
+    def campaign(self, name: str, value=None, ttl=None, wait=None, candidate: str | None = None,
+                 session: str | None = None, metadata: dict[str, str] | None = None,
+                 lock_delay=None) -> Leadership:
+        """Makes the caller the leader of the election name, waiting in
+        line up to wait, and returns the Leadership, renewed in the
+        background as a Lock is. value (any JSON) is what the leader
+        publishes. Raises ElectionHeldError, with .leader, when the wait
+        runs out. Retried as acquire is: not after a 503 or a broken
+        connection outside a session."""
+        op = f"campaign for {name!r}"
+        body = _omit_none({"candidate": candidate, "value": value, "ttl": format_duration(ttl),
+                           "session": session, "wait": format_duration(wait),
+                           "lock_delay": format_duration(lock_delay), "metadata": metadata})
+        sent = time.monotonic()
+        status, w = self._do(op, "POST", _election_path(name) + "/campaign", body=body,
+                             idempotent=session is not None, timeout=self._t.timeout + duration_seconds(wait))
+        info = decode(LeaderInfo, w)
+        ld = Leadership(self, info)
+        left = None
+        if info.expires_at and info.elected_at:
+            left = (info.expires_at - info.elected_at).total_seconds()
+        ld._hold.start(op, status, sent, info.ttl, left, session is not None)
+        return ld
+
+    def leader(self, name: str) -> LeaderInfo:
+        """Who leads, with the candidates in line; NoLeaderError. Retried."""
+        _, w = self._do(f"get election {name!r}", "GET", _election_path(name), idempotent=True)
+        return decode(LeaderInfo, w)
+
+    def elections(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None):
+        """A page of the elections that have a leader, and the next cursor. Retried."""
+        _, w = self._do("list elections", "GET", "/v1/elections",
+                        query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
+        return [decode(LeaderInfo, x) for x in w.get("elections") or []], w.get("next_cursor") or ""
+
+    def proclaim(self, name: str, token: int, value) -> LeaderInfo:
+        """Sets the value of the leadership token holds. Retried."""
+        _, w = self._do(f"proclaim in {name!r}", "POST", _election_path(name) + "/proclaim",
+                        body={"token": token, "value": value}, idempotent=True)
+        return decode(LeaderInfo, w)
+
+    def renew_leadership(self, name: str, token: int) -> LeaderInfo:
+        """Extends the leadership token holds. Retried."""
+        return self._renew_leadership(name, token)
+
+    def _renew_leadership(self, name, token, timeout=None, deadline=None) -> LeaderInfo:
+        _, w = self._do(f"renew leadership of {name!r}", "POST", _election_path(name) + "/renew",
+                        body={"token": token}, idempotent=True, timeout=timeout, deadline=deadline)
+        return decode(LeaderInfo, w)
+
+    def resign(self, name: str, token: int) -> None:
+        """Ends the leadership token holds; the next in line leads.
+        TokenMismatchError for a stale token, NoLeaderError. Retried."""
+        self._do(f"resign from {name!r}", "DELETE", _election_path(name) + "/leader", query={"token": token},
+                 idempotent=True)
+
+    def revoke_leadership(self, name: str, reason: str | None = None) -> None:
+        """Deposes whoever leads (an operator's act). Not retried."""
+        self._do(f"revoke leadership of {name!r}", "POST", _election_path(name) + "/revoke",
+                 body={"reason": reason} if reason else None)
+
+    def observe(self, name: str) -> Stream:
+        """Streams the election's changes as LeaderChange(revision,
+        leader or None): first the state now, then each change, one per
+        revision. It reconnects with Last-Event-ID after a broken stream,
+        without a gap or a repeat; close() ends it."""
+        return Stream(self._t, f"observe {name!r}", ObserveSource(name))

@@ -1,0 +1,266 @@
+"""What baton's API answers, as dataclasses.
+
+Field names are the API's JSON members, one for one (tests/test_types.py
+compares them with openapi/openapi.json's schemas). Durations are float
+seconds, times timezone-aware datetimes, values decoded JSON; a member
+the answer leaves out is None (or empty, for lists and maps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DUR = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(s: str | None) -> float | None:
+    """Reads a Go duration ("30s", "1m30s", "1.5s", "500ms") as seconds."""
+    if s is None or s == "":
+        return None
+    neg = s.startswith("-")
+    rest = s.lstrip("+-")
+    if rest == "0":
+        return 0.0
+    total, pos = 0.0, 0
+    for m in _DUR.finditer(rest):
+        if m.start() != pos:
+            raise ValueError(f"duration {s!r}")
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(rest) or pos == 0:
+        raise ValueError(f"duration {s!r}")
+    return -total if neg else total
+
+
+def format_duration(d: Any) -> str | None:
+    """Writes a duration for the API: a string as it is (Go syntax), a
+    number as seconds, a timedelta by its seconds."""
+    if d is None:
+        return None
+    if isinstance(d, str):
+        return d
+    if isinstance(d, datetime.timedelta):
+        d = d.total_seconds()
+    if isinstance(d, bool) or not isinstance(d, (int, float)):
+        raise TypeError(f"duration: want str, seconds or timedelta, not {type(d).__name__}")
+    if float(d).is_integer():
+        return f"{int(d)}s"
+    return f"{float(d):.9f}".rstrip("0") + "s"
+
+
+def duration_seconds(d: Any) -> float:
+    """A duration as seconds (0 for None)."""
+    s = format_duration(d)
+    return (parse_duration(s) or 0.0) if s is not None else 0.0
+
+
+def parse_time(s: str | None) -> datetime.datetime | None:
+    """Reads an RFC 3339 time, nanoseconds included (cut to microseconds)."""
+    if not s:
+        return None
+    m = re.match(r"^(.*T\d\d:\d\d:\d\d)(\.\d+)?(.*)$", s)
+    if m and m.group(2) and len(m.group(2)) > 7:
+        s = m.group(1) + m.group(2)[:7] + m.group(3)
+    return datetime.datetime.fromisoformat(s)
+
+
+def _list(cls):
+    return lambda v: [decode(cls, x) for x in (v or [])]
+
+
+def _opt(cls):
+    return lambda v: None if v is None else decode(cls, v)
+
+
+def decode(cls, d: dict | None):
+    """Builds dataclass cls from a JSON object, converting the members
+    that cls._convert names; unknown members are ignored (a newer
+    server's), and missing ones keep their defaults."""
+    d = d or {}
+    conv = getattr(cls, "_convert", {})
+    kw = {}
+    for f in dataclasses.fields(cls):
+        if f.name in d:
+            v = d[f.name]
+            c = conv.get(f.name)
+            kw[f.name] = c(v) if c else v
+    return cls(**kw)
+
+
+def _METADATA(v):
+    return dict(v or {})
+
+
+def _STRLIST(v):
+    return list(v or [])
+
+
+@dataclass
+class Waiter:
+    """An acquire queued for a lock."""
+
+    owner: str = ""
+    position: int = 0
+    session: str | None = None
+    since: datetime.datetime | None = None
+    _convert = {"since": parse_time}
+
+
+@dataclass
+class LockInfo:
+    """A held lock as the server describes it (schema Lock)."""
+
+    name: str = ""
+    owner: str = ""
+    token: int = 0
+    session: str | None = None
+    ttl: float | None = None
+    acquired_at: datetime.datetime | None = None
+    expires_at: datetime.datetime | None = None
+    lock_delay: float | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    waiters: list[Waiter] = field(default_factory=list)
+    _convert = {
+        "ttl": parse_duration, "lock_delay": parse_duration, "acquired_at": parse_time,
+        "expires_at": parse_time, "metadata": _METADATA, "waiters": _list(Waiter),
+    }
+
+
+@dataclass
+class Candidate:
+    """A campaign waiting to lead."""
+
+    candidate: str = ""
+    position: int = 0
+    session: str | None = None
+    since: datetime.datetime | None = None
+    _convert = {"since": parse_time}
+
+
+@dataclass
+class LeaderInfo:
+    """An election's leadership (schema Leader). value is the leader's
+    value, decoded; ttl and expires_at are None in an observed change."""
+
+    name: str = ""
+    candidate: str = ""
+    value: Any = None
+    token: int = 0
+    term: int = 0
+    session: str | None = None
+    ttl: float | None = None
+    elected_at: datetime.datetime | None = None
+    expires_at: datetime.datetime | None = None
+    lock_delay: float | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
+    _convert = {
+        "ttl": parse_duration, "lock_delay": parse_duration, "elected_at": parse_time,
+        "expires_at": parse_time, "metadata": _METADATA, "candidates": _list(Candidate),
+    }
+
+
+@dataclass
+class Session:
+    """A lease that many locks and leaderships share. A listed session's
+    locks and elections are empty: only get_session reads them."""
+
+    id: str = ""
+    owner: str = ""
+    ttl: float | None = None
+    created_at: datetime.datetime | None = None
+    expires_at: datetime.datetime | None = None
+    locks: list[str] = field(default_factory=list)
+    elections: list[str] = field(default_factory=list)
+    _convert = {
+        "ttl": parse_duration, "created_at": parse_time, "expires_at": parse_time,
+        "locks": _STRLIST, "elections": _STRLIST,
+    }
+
+
+@dataclass
+class Event:
+    """An entry of the audit trail. Events of one transaction share a
+    revision; a lock's events name it in lock too."""
+
+    revision: int = 0
+    time: datetime.datetime | None = None
+    type: str = ""
+    kind: str = ""
+    name: str = ""
+    lock: str = ""
+    owner: str = ""
+    token: int = 0
+    session: str | None = None
+    detail: str | None = None
+    credential: str | None = None
+    queued_at: datetime.datetime | None = None
+    term: int | None = None
+    value: Any = None
+    _convert = {"time": parse_time, "queued_at": parse_time}
+
+
+@dataclass
+class FencedValue:
+    """A fenced register's content: the value and the token that wrote it."""
+
+    resource: str = ""
+    token: int = 0
+    value: Any = None
+    revision: int = 0
+
+
+@dataclass
+class Problem:
+    """An error answer's RFC 9457 problem document."""
+
+    type: str = ""
+    title: str = ""
+    status: int = 0
+    code: str = ""
+    detail: str | None = None
+    field: str | None = None
+    holder: LockInfo | None = None
+    leader: LeaderInfo | None = None
+    max_token: int | None = None
+    limit: int | None = None
+    retry_after: int | None = None
+    delayed_until: datetime.datetime | None = None
+    request_id: str | None = None
+    _convert = {"holder": _opt(LockInfo), "leader": _opt(LeaderInfo), "delayed_until": parse_time}
+
+
+@dataclass
+class Member:
+    """An etcd member."""
+
+    id: str = ""
+    name: str = ""
+    peer_urls: list[str] = field(default_factory=list)
+    client_urls: list[str] = field(default_factory=list)
+    is_leader: bool = False
+
+
+@dataclass
+class Cluster:
+    """The etcd cluster behind the service. revision is on the scale of
+    tokens and event revisions."""
+
+    members: list[Member] = field(default_factory=list)
+    leader: str = ""
+    raft_term: int = 0
+    revision: int = 0
+    _convert = {"members": _list(Member)}
+
+
+class LeaderChange(NamedTuple):
+    """An election's state from revision on: who leads, or None. A tuple,
+    so that `for revision, leader in c.observe(name)` reads it."""
+
+    revision: int
+    leader: LeaderInfo | None
