@@ -58,24 +58,46 @@ def _die_with_parent():
         pass
 
 
-class _Server:
-    def __init__(self):
-        self.tmp = tempfile.mkdtemp(prefix="baton-py-")
-        atexit.register(self.stop)
-        binary = os.environ.get("BATON_BIN")
-        if not binary:
-            binary = os.path.join(self.tmp, "baton")
-            r = subprocess.run(["go", "build", "-o", binary, "."], cwd=REPO, capture_output=True, text=True)
+_binary = None
+
+
+def _build() -> str:
+    """The baton binary: BATON_BIN, or built once from this repository."""
+    global _binary
+    if _binary is None:
+        _binary = os.environ.get("BATON_BIN")
+        if not _binary:
+            tmp = tempfile.mkdtemp(prefix="baton-py-bin-")
+            atexit.register(shutil.rmtree, tmp, True)
+            _binary = os.path.join(tmp, "baton")
+            r = subprocess.run(["go", "build", "-o", _binary, "."], cwd=REPO, capture_output=True, text=True)
             if r.returncode != 0:
                 raise RuntimeError(f"go build failed:\n{r.stderr}")
+    return _binary
+
+
+class _Server:
+    """One baton node on free ports. auth, when given, is the content of
+    its --auth-file (its etcd client URL is then the socket only, as
+    --auth-file requires without client certificates)."""
+
+    def __init__(self, auth: str | None = None):
+        binary = _build()
+        self.tmp = tempfile.mkdtemp(prefix="baton-py-")
+        atexit.register(self.stop)
         http_port, peer, client = free_port(), free_port(), free_port()
         self.addr = f"http://127.0.0.1:{http_port}"
+        args = [binary, "--http-addr", f"127.0.0.1:{http_port}", "--data-dir", os.path.join(self.tmp, "data"),
+                "--peer-url", f"http://127.0.0.1:{peer}", "--initial-cluster", f"default=http://127.0.0.1:{peer}"]
+        if auth is None:
+            args += ["--client-url", f"http://127.0.0.1:{client}"]
+        else:
+            path = os.path.join(self.tmp, "auth")
+            with open(path, "w") as f:
+                f.write(auth)
+            args += ["--client-url", "", "--auth-file", path]
         self.log = open(os.path.join(self.tmp, "baton.log"), "wb")
-        self.proc = subprocess.Popen(
-            [binary, "--http-addr", f"127.0.0.1:{http_port}", "--data-dir", os.path.join(self.tmp, "data"),
-             "--peer-url", f"http://127.0.0.1:{peer}", "--client-url", f"http://127.0.0.1:{client}",
-             "--initial-cluster", f"default=http://127.0.0.1:{peer}"],
-            stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         wait_until(self._ready, timeout=30, what="baton /readyz")
 
     def _ready(self):
@@ -95,16 +117,16 @@ class _Server:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-_server = None
+_servers: dict[str | None, _Server] = {}
 _server_mu = threading.Lock()
 
 
-def server() -> _Server:
-    global _server
+def server(auth: str | None = None) -> _Server:
+    """The node of this test run (one per auth file), started on first use."""
     with _server_mu:
-        if _server is None:
-            _server = _Server()
-        return _server
+        if auth not in _servers:
+            _servers[auth] = _Server(auth)
+        return _servers[auth]
 
 
 class LiveTest(unittest.TestCase):
