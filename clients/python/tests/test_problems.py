@@ -20,7 +20,9 @@ def go_status(s: str) -> int:
     if s.isdigit():
         return int(s)
     name = re.sub(r"(?<!^)(?=[A-Z])", "_", s.removeprefix("http.Status")).upper()
-    return http.HTTPStatus[name].value
+    # Go's names, where Python (3.13) renamed its constant.
+    renamed = {"REQUEST_ENTITY_TOO_LARGE": 413, "UNPROCESSABLE_ENTITY": 422}
+    return http.HTTPStatus[name].value if name in http.HTTPStatus.__members__ else renamed[name]
 
 
 def go_table():
