@@ -346,6 +346,20 @@ func statusCmd(g *globals) *cobra.Command {
 	}
 }
 
+// writeHold writes the rows a lock's hold and a leadership share: its
+// session, lease, since when (as began says) and metadata.
+func writeHold(w io.Writer, session string, ttl time.Duration, began string, at, expires time.Time, md map[string]string) {
+	if session != "" {
+		fmt.Fprintf(w, "session\t%s\n", session)
+	}
+	fmt.Fprintf(w, "ttl\t%s\n", ttl)
+	fmt.Fprintf(w, "%s\t%s\n", began, at.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "expires\t%s (in %s)\n", expires.Local().Format(time.RFC3339), time.Until(expires).Round(time.Second))
+	for _, k := range sortedKeys(md) {
+		fmt.Fprintf(w, "meta %s\t%s\n", k, md[k])
+	}
+}
+
 func (g *globals) showLock(l *client.LockInfo) error {
 	if g.json() {
 		return g.printJSON(lockJSON(l))
@@ -354,15 +368,7 @@ func (g *globals) showLock(l *client.LockInfo) error {
 	fmt.Fprintf(w, "name\t%s\n", l.Name)
 	fmt.Fprintf(w, "owner\t%s\n", l.Owner)
 	fmt.Fprintf(w, "token\t%d\n", l.Token)
-	if l.Session != "" {
-		fmt.Fprintf(w, "session\t%s\n", l.Session)
-	}
-	fmt.Fprintf(w, "ttl\t%s\n", l.TTL)
-	fmt.Fprintf(w, "acquired\t%s\n", l.AcquiredAt.Local().Format(time.RFC3339))
-	fmt.Fprintf(w, "expires\t%s (in %s)\n", l.ExpiresAt.Local().Format(time.RFC3339), time.Until(l.ExpiresAt).Round(time.Second))
-	for _, k := range sortedKeys(l.Metadata) {
-		fmt.Fprintf(w, "meta %s\t%s\n", k, l.Metadata[k])
-	}
+	writeHold(w, l.Session, l.TTL, "acquired", l.AcquiredAt, l.ExpiresAt, l.Metadata)
 	for _, wt := range l.Waiters {
 		fmt.Fprintf(w, "waiter %d\t%s (since %s)\n", wt.Position, wt.Owner, wt.Since.Local().Format(time.RFC3339))
 	}

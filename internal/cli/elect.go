@@ -139,15 +139,7 @@ func (g *globals) showLeader(l *client.LeaderInfo) error {
 	fmt.Fprintf(w, "value\t%s\n", l.Value)
 	fmt.Fprintf(w, "token\t%d\n", l.Token)
 	fmt.Fprintf(w, "term\t%d\n", l.Term)
-	if l.Session != "" {
-		fmt.Fprintf(w, "session\t%s\n", l.Session)
-	}
-	fmt.Fprintf(w, "ttl\t%s\n", l.TTL)
-	fmt.Fprintf(w, "elected\t%s\n", l.ElectedAt.Local().Format(time.RFC3339))
-	fmt.Fprintf(w, "expires\t%s (in %s)\n", l.ExpiresAt.Local().Format(time.RFC3339), time.Until(l.ExpiresAt).Round(time.Second))
-	for _, k := range sortedKeys(l.Metadata) {
-		fmt.Fprintf(w, "meta %s\t%s\n", k, l.Metadata[k])
-	}
+	writeHold(w, l.Session, l.TTL, "elected", l.ElectedAt, l.ExpiresAt, l.Metadata)
 	for _, c := range l.Candidates {
 		fmt.Fprintf(w, "candidate %d\t%s (since %s)\n", c.Position, c.Candidate, c.Since.Local().Format(time.RFC3339))
 	}
