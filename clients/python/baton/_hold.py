@@ -382,7 +382,50 @@ class HoldWatcher:
             h.lose(_ended(ev))
 
 
-class Lock:
+class _Kept:
+    """What a Lock and a Leadership share: the Hold that keeps them, the
+    info the latest answer gave (under _info_mu), and a with block that
+    ends them on exit (quietly when the block raised)."""
+
+    def __init__(self, client, kind: str, info):
+        self._info = info
+        self._info_mu = threading.Lock()
+        self._hold = Hold(client, kind, info.name, info.token, self._renew, self._give_back)
+        self.lost = self._hold.lost
+        self.done = self._hold.done
+
+    @property
+    def name(self) -> str:
+        return self._hold.name
+
+    @property
+    def token(self) -> int:
+        """The fencing token: pass it with every write it protects."""
+        return self._hold.token
+
+    @property
+    def info(self):
+        """The hold as the latest answer described it."""
+        with self._info_mu:
+            return copy.deepcopy(self._info)
+
+    @property
+    def error(self) -> LockLostError | None:
+        """Why it was lost, or None."""
+        return self._hold.error
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self._hold.release()
+        else:
+            self._hold.release_quietly()
+        return False
+
+
+class Lock(_Kept):
     """A held lock that renews itself until released or lost; safe to
     share between threads.
 
@@ -401,11 +444,7 @@ class Lock:
     block raised, whose exception then propagates)."""
 
     def __init__(self, client, info: LockInfo):
-        self._info = info
-        self._info_mu = threading.Lock()
-        self._hold = Hold(client, KIND_LOCK, info.name, info.token, self._renew, self._give_back)
-        self.lost = self._hold.lost
-        self.done = self._hold.done
+        super().__init__(client, KIND_LOCK, info)
 
     def _renew(self, timeout, deadline):
         info = self._hold.c._renew(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
@@ -418,26 +457,6 @@ class Lock:
     def _give_back(self):
         self._hold.c.release(self._hold.name, self._hold.token)
 
-    @property
-    def name(self) -> str:
-        return self._hold.name
-
-    @property
-    def token(self) -> int:
-        """The fencing token: pass it with every write the lock protects."""
-        return self._hold.token
-
-    @property
-    def info(self) -> LockInfo:
-        """The lock as the latest acquire or renew described it."""
-        with self._info_mu:
-            return copy.deepcopy(self._info)
-
-    @property
-    def error(self) -> LockLostError | None:
-        """Why the lock was lost, or None."""
-        return self._hold.error
-
     def release(self) -> None:
         """Stops renewing and releases the lock by its token. Raises
         LockLostError when it was lost before; again, the same result.
@@ -445,21 +464,11 @@ class Lock:
         lease runs out after its TTL."""
         self._hold.release()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.release()
-        else:
-            self._hold.release_quietly()
-        return False
-
     def __repr__(self) -> str:
         return f"<baton.Lock {self.name!r} token={self.token}{' lost' if self.lost.is_set() else ''}>"
 
 
-class Leadership:
+class Leadership(_Kept):
     """An election won, kept as a Lock is (the same renewal, clock and
     event stream): lost is set within a second of a revoke, an expiry or
     a resignation elsewhere. token fences the leader's writes; term counts
@@ -468,12 +477,8 @@ class Leadership:
     resigns on exit."""
 
     def __init__(self, client, info: LeaderInfo):
-        self._info = info
-        self._info_mu = threading.Lock()
         self._proclaims = 0
-        self._hold = Hold(client, KIND_ELECTION, info.name, info.token, self._renew, self._give_back)
-        self.lost = self._hold.lost
-        self.done = self._hold.done
+        super().__init__(client, KIND_ELECTION, info)
 
     def _renew(self, timeout, deadline):
         with self._info_mu:
@@ -499,15 +504,6 @@ class Leadership:
         self._hold.c.resign(self._hold.name, self._hold.token)
 
     @property
-    def name(self) -> str:
-        return self._hold.name
-
-    @property
-    def token(self) -> int:
-        """The leadership's fencing token."""
-        return self._hold.token
-
-    @property
     def term(self) -> int:
         with self._info_mu:
             return self._info.term
@@ -517,15 +513,6 @@ class Leadership:
         """The leader's value (decoded JSON) as last campaigned, renewed or proclaimed."""
         with self._info_mu:
             return copy.deepcopy(self._info.value)
-
-    @property
-    def info(self) -> LeaderInfo:
-        with self._info_mu:
-            return copy.deepcopy(self._info)
-
-    @property
-    def error(self) -> LockLostError | None:
-        return self._hold.error
 
     def proclaim(self, value) -> None:
         """Sets the leader's value, keeping token and term; observers are
@@ -541,16 +528,6 @@ class Leadership:
         """Stops renewing and resigns by token; raises LockLostError when
         the leadership was lost before."""
         self._hold.release()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.resign()
-        else:
-            self._hold.release_quietly()
-        return False
 
     def __repr__(self) -> str:
         return f"<baton.Leadership {self.name!r} token={self.token} term={self.term}>"
