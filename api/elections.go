@@ -233,15 +233,9 @@ func (a *API) getElection(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/elections [get]
 func (a *API) listElections(c echo.Context) error {
-	q, limit, err := listQuery(c)
+	o, err := listOptions(c)
 	if err != nil {
 		return err
-	}
-	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
-	if cur := q.Get("cursor"); cur != "" {
-		if o.After, err = decodeCursor(cur); err != nil {
-			return err
-		}
 	}
 	ls, next, err := a.eng.Elections(c.Request().Context(), o)
 	if err != nil {

@@ -134,17 +134,25 @@ func appendSession(b []byte, s *Session) []byte {
 		}
 		b = append(b, ']')
 	}
-	if len(s.Elections) > 0 {
-		b = append(b, `,"elections":[`...)
-		for i, name := range s.Elections {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, name)
-		}
-		b = append(b, ']')
-	}
+	b = appendNames(b, `,"elections":[`, s.Elections)
+	b = appendNames(b, `,"semaphores":[`, s.Semaphores)
 	return append(b, '}')
+}
+
+// appendNames appends field, which opens a list, and names, unless there
+// are none (the field is omitempty).
+func appendNames(b []byte, field string, names []string) []byte {
+	if len(names) == 0 {
+		return b
+	}
+	b = append(b, field...)
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, name)
+	}
+	return append(b, ']')
 }
 
 // appendTime appends t as Time.MarshalJSON renders it. The layout yields

@@ -121,11 +121,32 @@ func (a *API) getLock(c echo.Context) error {
 		return err
 	}
 	out := toLock(l)
-	out.Waiters = make([]Waiter, len(ws))
-	for i, w := range ws {
-		out.Waiters[i] = Waiter{Owner: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since)}
-	}
+	out.Waiters = toWaiters(ws)
 	return writeLock(c, http.StatusOK, out)
+}
+
+// toWaiters renders a queue.
+func toWaiters(ws []lock.Waiter) []Waiter {
+	out := make([]Waiter, len(ws))
+	for i, w := range ws {
+		out[i] = Waiter{Owner: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since)}
+	}
+	return out
+}
+
+// listOptions reads a listing's query: prefix, limit and cursor.
+func listOptions(c echo.Context) (lock.ListOptions, error) {
+	q, limit, err := listQuery(c)
+	if err != nil {
+		return lock.ListOptions{}, err
+	}
+	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
+	if cur := q.Get("cursor"); cur != "" {
+		if o.After, err = decodeCursor(cur); err != nil {
+			return lock.ListOptions{}, err
+		}
+	}
+	return o, nil
 }
 
 // listLocks godoc
@@ -149,15 +170,9 @@ func (a *API) getLock(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
-	q, limit, err := listQuery(c)
+	o, err := listOptions(c)
 	if err != nil {
 		return err
-	}
-	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
-	if cur := q.Get("cursor"); cur != "" {
-		if o.After, err = decodeCursor(cur); err != nil {
-			return err
-		}
 	}
 	locks, delays, next, err := a.eng.ListWithDelays(c.Request().Context(), o)
 	if err != nil {

@@ -32,6 +32,8 @@ type Problem struct {
 	Holder *Lock `json:"holder,omitempty"`
 	// Leader is the current leader (election_held).
 	Leader *Leader `json:"leader,omitempty"`
+	// Holders are the permits held (semaphore_full).
+	Holders []*Permit `json:"holders,omitempty"`
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64 `json:"max_token,omitempty" format:"int64" example:"4712"`
 	// RetryAfter is how many seconds to wait before trying again; the
@@ -45,7 +47,8 @@ type Problem struct {
 	DelayedUntil *Time `json:"delayed_until,omitempty" swaggertype:"string" format:"date-time"`
 	// Limit is the cap that was reached (too_many_waiters,
 	// too_many_locks_in_session, too_many_sessions, too_many_streams,
-	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
+	// too_many_locks, too_many_fenced_values; value_too_large: bytes),
+	// or the semaphore's limit (limit_mismatch).
 	Limit int `json:"limit,omitempty" example:"1000"`
 }
 
@@ -97,6 +100,8 @@ var errorTable = []ErrorRow{
 	{Err: lock.ErrHeld, Code: problem.LockHeld},
 	{Err: lock.ErrElectionHeld, Code: problem.ElectionHeld},
 	{Err: lock.ErrNoLeader, Code: problem.NoLeader},
+	{Err: lock.ErrSemaphoreFull, Code: problem.SemaphoreFull},
+	{Err: lock.ErrLimitMismatch, Code: problem.LimitMismatch},
 	{Err: lock.ErrTokenMismatch, Code: problem.TokenMismatch},
 	{Err: lock.ErrStaleToken, Code: problem.StaleToken},
 	{Err: lock.ErrNotHolder, Code: problem.NotHolder},
@@ -223,9 +228,12 @@ func addDetails(p *Problem, err error) {
 	}
 	var held *lock.HeldError
 	if errors.As(err, &held) {
-		if held.Kind == lock.KindElection {
+		switch held.Kind {
+		case lock.KindElection:
 			p.Leader = toLeader(held.Holder)
-		} else {
+		case lock.KindSemaphore:
+			p.Holders = toPermits(held.Holders)
+		default:
 			p.Holder = toLock(held.Holder)
 		}
 		p.Detail = held.Error()
@@ -237,6 +245,10 @@ func addDetails(p *Problem, err error) {
 	if errors.As(err, &delayed) {
 		until := Time(delayed.Until)
 		p.DelayedUntil, p.RetryAfter = &until, max(1, ceilSeconds(time.Until(delayed.Until)))
+	}
+	var mismatch *lock.LimitMismatchError
+	if errors.As(err, &mismatch) {
+		p.Limit = mismatch.Limit
 	}
 	var stale *lock.StaleTokenError
 	if errors.As(err, &stale) {

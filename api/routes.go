@@ -79,6 +79,13 @@ func (a *API) Routes() []Route {
 		{Method: post, Path: "/v1/elections/:name/revoke", Handler: a.revokeLeadership, Role: auth.Admin, Leader: true},
 		{Method: get, Path: "/v1/elections/:name/observe", Handler: a.observe, Role: auth.Read, Stream: true, Leader: true},
 
+		{Method: get, Path: "/v1/semaphores", Handler: a.listSemaphores, Role: auth.Read, Query: list, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name", Handler: a.acquirePermit, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/semaphores/:name", Handler: a.getSemaphore, Role: auth.Read, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name/renew", Handler: a.renewPermit, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/semaphores/:name", Handler: a.releasePermit, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name/revoke", Handler: a.revokePermit, Role: auth.Admin, Leader: true},
+
 		{Method: put, Path: "/v1/fenced/:resource", Handler: a.putFenced, Role: auth.Write, Leader: true},
 		{Method: get, Path: "/v1/fenced/:resource", Handler: a.getFenced, Role: auth.Read, Leader: true},
 		{Method: del, Path: "/v1/fenced/:resource", Handler: a.resetFenced, Role: auth.Admin, Query: []string{"reason"}, Leader: true},

@@ -98,6 +98,8 @@ type Session struct {
 	Locks     []string `json:"locks"`
 	// Elections are those the session leads.
 	Elections []string `json:"elections,omitempty"`
+	// Semaphores are those the session holds permits of.
+	Semaphores []string `json:"semaphores,omitempty"`
 }
 
 func toSession(s *lock.Session) *Session {
@@ -106,7 +108,7 @@ func toSession(s *lock.Session) *Session {
 		locks = []string{}
 	}
 	return &Session{ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt), Locks: locks,
-		Elections: s.Elections}
+		Elections: s.Elections, Semaphores: s.Semaphores}
 }
 
 // Event is an entry of the audit trail.
@@ -138,13 +140,16 @@ type Event struct {
 	// one).
 	Term  int64           `json:"term,omitempty" format:"int64" example:"3"`
 	Value json.RawMessage `json:"value,omitempty" swaggertype:"object"`
+	// Limit, on a semaphore's acquired event, is the limit the permit
+	// was granted under.
+	Limit int `json:"limit,omitempty" example:"3"`
 }
 
 func toEvent(e lock.Event) Event {
 	ev := Event{
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
-		Term: e.Term, Value: e.Value,
+		Term: e.Term, Value: e.Value, Limit: e.Limit,
 	}
 	if e.QueuedAt != nil {
 		q := Time(*e.QueuedAt)

@@ -88,6 +88,12 @@ type acquirer struct {
 	termRead bool
 	// value is the election's value the candidate campaigns with.
 	value json.RawMessage
+	// seat is the key name of the holder key the next attempt takes:
+	// req.Name, but for a semaphore the seat its permit takes (seats.go).
+	seat string
+	// sem is a semaphore acquire's view of the semaphore; nil for the
+	// kinds with one holder.
+	sem *semView
 	// credential is recorded on the hold (see Caller); "" without one.
 	credential string
 	// sessionRev, when set, is the CreateRevision of the session key whose
@@ -149,7 +155,14 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	if err := checkMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	a := &acquirer{e: e, req: req, kind: kind, hold: newHoldID(), value: req.value}
+	a := &acquirer{e: e, req: req, kind: kind, hold: newHoldID(), value: req.value, seat: req.Name}
+	if kind == KindSemaphore {
+		if err := checkLimit(req.limit); err != nil {
+			return nil, err
+		}
+		a.sem = &semView{limit: req.limit}
+		a.seat = seatKey(req.Name, 0) // until readSeats picks one
+	}
 	if req.Session != "" {
 		id, ok := parseLeaseHex(req.Session)
 		if !ok {
@@ -194,7 +207,7 @@ func (a *acquirer) holder(now time.Time) holderRecord {
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
-		Term:    a.nextTerm(), Value: a.value,
+		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit,
 	}
 }
 
@@ -211,7 +224,7 @@ const maxImmediateRetries = 16
 
 // settles reports whether r ends an acquire with no waiting (settle).
 func (r attemptResult) settles() bool {
-	return r.outcome == won || r.outcome == sameHolder || r.outcome == noSession
+	return r.outcome == won || r.outcome == sameHolder || r.outcome == noSession || r.outcome == mismatched
 }
 
 // settle ends an acquire on the outcomes that need no waiting: won, held
@@ -225,6 +238,8 @@ func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh 
 		return r.lock, false, nil, true
 	case noSession:
 		return nil, false, ErrSessionNotFound, true
+	case mismatched:
+		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: a.sem.limit}, true
 	}
 	return nil, false, nil, false
 }
@@ -258,7 +273,7 @@ func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
 		cctx, done := a.e.cleanupCtx()
 		defer done()
-		if rerr := a.e.endHold(cctx, a.req.Name, l.Token, EventReleased, ""); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+		if rerr := a.e.endHold(cctx, a.seat, l.Token, EventReleased, ""); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 			a.e.log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)
 		}
 		return nil, false, err

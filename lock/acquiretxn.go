@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -26,6 +27,7 @@ const (
 	noSession          // the session is gone
 	dequeued           // our queue entry vanished (waiter lease lost)
 	unstamped          // an expired hold's lock-delay has no end yet: stamp it (stampLockDelay)
+	mismatched         // a semaphore's permits are held or waited for under another limit
 )
 
 type attemptResult struct {
@@ -53,6 +55,8 @@ type attemptResult struct {
 	// queuedBefore is how many entries were queued before ours, by the
 	// same txn that put ours.
 	queuedBefore int64
+	// limit is the semaphore's stored limit, with mismatched.
+	limit int
 }
 
 // acquireTxn is one acquire transaction, built by acquirer.acquireTxn.
@@ -79,6 +83,8 @@ type acquireIx struct {
 		pred        int // queued attempt: the entry just ahead of ours
 		session     int // the session record
 		term        int // an election's term key
+		limit       int // a semaphore's stored limit
+		seats       int // a semaphore's seats, keys only
 	}
 }
 
@@ -92,6 +98,11 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	}
 	if a.kind == KindElection && !a.termRead {
 		if err := a.readTerm(ctx); err != nil {
+			return attemptResult{}, err
+		}
+	}
+	if a.sem != nil && !a.sem.read {
+		if err := a.readSeats(ctx); err != nil {
 			return attemptResult{}, err
 		}
 	}
@@ -135,12 +146,12 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 // the way and, for a direct attempt with a.enqueue, joins the queue.
 func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time) acquireTxn {
 	e, name := a.e, a.req.Name
-	lkey, gkey, qpfx := e.lockKey(name), e.delayKey(name), e.queuePrefix(name)
+	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), e.queuePrefix(name)
 	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev)}
 	leaseID, _ := parseLeaseHex(rec.Lease)
 	t.then = []clientv3.Op{
 		clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
-		clientv3.OpPut(e.acquiredKey(name, a.hold), mustJSON(rec.acquiredEvent(name, now, a.queuedAt))),
+		clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.acquiredEvent(a.seat, now, a.queuedAt))),
 	}
 	switch {
 	case a.req.LockDelay > 0:
@@ -153,6 +164,9 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	}
 	if a.kind == KindElection {
 		t.then = append(t.then, clientv3.OpPut(e.termKey(name), strconv.FormatInt(rec.Term, 10)))
+	}
+	if a.sem != nil && a.sem.replace {
+		t.then = append(t.then, clientv3.OpPut(e.limitKey(name), strconv.Itoa(a.sem.limit)))
 	}
 	won := &t.ix.won
 	won.acquired, won.released, won.session = -1, -1, -1
@@ -175,7 +189,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 
 	lost := &t.ix.lost
 	lost.lock, lost.guard, lost.queued = 0, 1, 2
-	lost.ahead, lost.entry, lost.pred, lost.session, lost.term = -1, -1, -1, -1, -1
+	lost.ahead, lost.entry, lost.pred, lost.session, lost.term, lost.limit, lost.seats = -1, -1, -1, -1, -1, -1, -1
 	t.els = []clientv3.Op{
 		clientv3.OpGet(lkey),
 		clientv3.OpGet(gkey),
@@ -200,6 +214,10 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	if a.kind == KindElection {
 		lost.term, t.els = len(t.els), append(t.els, clientv3.OpGet(e.termKey(name)))
 	}
+	if a.sem != nil {
+		lost.limit, t.els = len(t.els), append(t.els, clientv3.OpGet(e.limitKey(name)))
+		lost.seats, t.els = len(t.els), append(t.els, a.seatsRead())
+	}
 	return t
 }
 
@@ -208,7 +226,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 // session exists.
 func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 	e, name := a.e, a.req.Name
-	lkey, gkey, qpfx := e.lockKey(name), e.delayKey(name), e.queuePrefix(name)
+	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), e.queuePrefix(name)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
 	if queueKey == "" {
 		// Nobody queued: a direct acquire never overtakes a waiter.
@@ -234,6 +252,9 @@ func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 	}
 	if a.kind == KindElection {
 		cmps = append(cmps, e.termCmp(name, a.term))
+	}
+	if a.sem != nil {
+		cmps = append(cmps, a.limitCmps()...)
 	}
 	return cmps
 }
@@ -313,11 +334,11 @@ func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acqui
 	e := a.e
 	a.used = true
 	e.recordedOf(a.req.Name, EventAcquired, 1)
-	l := rec.toLock(a.req.Name, resp.Header.Revision)
+	l := rec.toLock(a.seat, resp.Header.Revision)
 	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
-	e.holds.put(a.req.Name, l.Token, rec)
+	e.holds.put(a.seat, l.Token, rec)
 	if a.session != 0 {
 		if sr := resp.Responses[ix.won.session].GetResponseRange(); len(sr.Kvs) > 0 {
 			var s sessionRecord
@@ -354,7 +375,20 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		}
 	}
 	if queueKey != "" && len(rs[ix.lost.entry].GetResponseRange().Kvs) == 0 {
+		if a.sem != nil {
+			// A release granted us whichever seat it freed.
+			return a.seatGranted(ctx)
+		}
 		return attemptResult{outcome: dequeued}, nil
+	}
+	if a.sem != nil {
+		r, settled, free := a.analyseSeats(rs, ix, queueKey)
+		if settled {
+			return r, nil
+		}
+		if free {
+			lockKVs = nil // the seat picked anew is free
+		}
 	}
 	// behind is the result when a queued waiter is ahead of us.
 	behindOf := func(holder *Lock) (attemptResult, bool) {
@@ -375,14 +409,14 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		}
 		holder := hr.toLock(name, kv.ModRevision)
 		a.lastHolder, a.lastHolderLease = holder, hr.Lease
-		if a.session != 0 && hr.Session == a.req.Session {
+		if a.session != 0 && hr.Session == a.req.Session && a.sem == nil {
 			e.fillLease(ctx, holder, a.session)
 			return attemptResult{outcome: sameHolder, lock: holder}, nil
 		}
 		if r, ok := behindOf(holder); ok {
 			return r, nil
 		}
-		return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: resp.Header.Revision, holder: holder}, nil
+		return attemptResult{outcome: heldBy, watchKey: a.headKey(), watchRev: resp.Header.Revision, holder: holder}, nil
 	}
 	a.lastHolder = nil
 	if r, ok, err := a.analyseGuard(resp, rs[ix.lost.guard].GetResponseRange().Kvs); ok || err != nil {
@@ -419,7 +453,7 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 		// delay yet: the lease expired moments ago.
 		return attemptResult{outcome: unstamped, guard: dr, guardRev: g.ModRevision}, true, nil
 	case time.Now().Before(*dr.Until):
-		return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: a.e.delayKey(a.req.Name), watchRev: resp.Header.Revision}, true, nil
+		return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: a.e.delayKey(a.seat), watchRev: resp.Header.Revision}, true, nil
 	case a.guardRev != g.ModRevision:
 		a.guardRev = g.ModRevision // a spent guard: replace it next time
 		return attemptResult{outcome: retryNow}, true, nil
@@ -431,7 +465,7 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 // (r is unstamped): from now, as the recorder would. It answers delayed,
 // or retryNow if the guard changed meanwhile.
 func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attemptResult, error) {
-	e, gkey := a.e, a.e.delayKey(a.req.Name)
+	e, gkey := a.e, a.e.delayKey(a.seat)
 	stamped := r.guard.ended(time.Now(), EventExpired)
 	octx, done := e.op(ctx)
 	tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(gkey), "=", r.guardRev)).
@@ -454,7 +488,8 @@ func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, boo
 		return nil, false
 	}
 	a.used = true
-	l := hr.toLock(a.req.Name, kv.ModRevision)
+	a.seat = strings.TrimPrefix(string(kv.Key), a.e.locksPrefix())
+	l := hr.toLock(a.seat, kv.ModRevision)
 	if a.session != 0 {
 		a.e.fillLease(ctx, l, a.session)
 	} else {
@@ -492,7 +527,7 @@ func (a *acquirer) undoOverSessionCap(token int64, rec holderRecord) error {
 	reason := fmt.Sprintf("session %s already holds the maximum of %d locks; release some first", a.req.Session, limit)
 	ctx, done := e.cleanupCtx()
 	defer done()
-	err := e.commitEnd(ctx, a.req.Name, token, rec, nil, EventReleased, "acquire refused: "+reason)
+	err := e.commitEnd(ctx, a.seat, token, rec, nil, EventReleased, "acquire refused: "+reason)
 	if err != nil && !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) {
 		// The session keeps a lock whose token nobody learnt: it shows in
 		// the session's locks and ends with it. Say the outcome is unknown.

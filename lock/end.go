@@ -88,14 +88,18 @@ func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error)
 // that the txn ends, or the txn fails.
 func (e *Engine) endHold(ctx context.Context, name string, token int64, typ EventType, detail string) error {
 	if typ == EventReleased && token > 0 {
-		if hr, ok := e.holds.take(name, token); ok {
-			if !mayActOn(ctx, hr.Credential) {
+		if h, ok := e.holds.take(name, token); ok {
+			if !mayActOn(ctx, h.hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 			}
-			if ended, err := e.releaseKnown(ctx, name, token, hr); ended || err != nil {
+			if ended, err := e.releaseKnown(ctx, h.seat, token, h.hr); ended || err != nil {
 				return err
 			}
 		}
+	}
+	name, err := e.seatOf(ctx, name, token)
+	if err != nil {
+		return err
 	}
 	hr, head, err := e.readHold(ctx, name, token, typ == EventReleased)
 	if err != nil {
@@ -367,6 +371,10 @@ func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *q
 	}
 	if head.grant.Session != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.sessionKey(head.grant.Session)), ">", 0))
+	}
+	if kind, _ := thingOf(name); kind == KindSemaphore {
+		// The seat is below the stored limit; the waiter's must be it.
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.limitKey(name)), "=", strconv.Itoa(head.grant.Limit)))
 	}
 	return cmps
 }

@@ -385,11 +385,13 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // Keys.
 
-func (e *Engine) lockKey(name string) string      { return e.cfg.Prefix + "locks/" + name }
-func (e *Engine) locksPrefix() string             { return e.cfg.Prefix + "locks/" }
-func (e *Engine) sessionKey(id string) string     { return e.sessionsPrefix() + id }
-func (e *Engine) sessionsPrefix() string          { return e.cfg.Prefix + "sessions/" }
-func (e *Engine) queuePrefix(name string) string  { return e.cfg.Prefix + "queue/" + name + "/" }
+func (e *Engine) lockKey(name string) string  { return e.cfg.Prefix + "locks/" + name }
+func (e *Engine) locksPrefix() string         { return e.cfg.Prefix + "locks/" }
+func (e *Engine) sessionKey(id string) string { return e.sessionsPrefix() + id }
+func (e *Engine) sessionsPrefix() string      { return e.cfg.Prefix + "sessions/" }
+func (e *Engine) queuePrefix(name string) string {
+	return e.cfg.Prefix + "queue/" + thingKey(name) + "/"
+}
 func (e *Engine) delayKey(name string) string     { return e.cfg.Prefix + "delay/" + name }
 func (e *Engine) auditPrefix() string             { return e.cfg.Prefix + "audit/" }
 func (e *Engine) fencedKey(res string) string     { return e.cfg.Prefix + "fenced/" + res }
@@ -397,6 +399,7 @@ func (e *Engine) fenceMaxKey(res string) string   { return e.cfg.Prefix + "fence
 func (e *Engine) recorderKey() string             { return e.cfg.Prefix + "meta/recorder" }
 func (e *Engine) termKey(name string) string      { return e.cfg.Prefix + "term/" + name }
 func (e *Engine) valueKey(name string) string     { return e.cfg.Prefix + "value/" + name }
+func (e *Engine) limitKey(name string) string     { return e.cfg.Prefix + "limit/" + thingKey(name) }
 func (e *Engine) lockAuditPrefix(n string) string { return e.auditPrefix() + n + "/" }
 func (e *Engine) acquiredKey(name, hold string) string {
 	return e.auditPrefix() + name + "/" + hold + "/a"

@@ -81,6 +81,13 @@ var (
 	ErrElectionHeld = errors.New("election held")
 	// ErrNoLeader means nobody leads the election.
 	ErrNoLeader = errors.New("no leader")
+	// ErrSemaphoreFull means the semaphore's permits are all held (or
+	// an earlier waiter is next); the error is a *HeldError with Kind
+	// KindSemaphore and the permits in Holders.
+	ErrSemaphoreFull = errors.New("semaphore full")
+	// ErrLimitMismatch means permits of the semaphore are held or waited
+	// for under another limit; the error is a *LimitMismatchError.
+	ErrLimitMismatch = errors.New("limit mismatch")
 	// ErrNotOwner means the hold or session was created by another
 	// credential (see Caller): only that credential or an admin may end,
 	// renew or use it. Nothing was changed.
@@ -90,12 +97,14 @@ var (
 // HeldError is returned when a lock cannot be acquired, or an election
 // won.
 type HeldError struct {
-	// Kind is what was asked for: KindLock (or empty), or KindElection,
-	// whose Holder is the leader.
+	// Kind is what was asked for: KindLock (or empty), KindElection,
+	// whose Holder is the leader, or KindSemaphore, whose Holders are the
+	// permits held.
 	Kind EventKind
 	// Holder is the current holder, nil when the lock is free but blocked
 	// by lock-delay or being handed to an earlier waiter.
-	Holder *Lock
+	Holder  *Lock
+	Holders []*Lock
 	// RetryAfter, when positive, is how long lock-delay still forbids acquiring.
 	RetryAfter time.Duration
 	// Reason explains the refusal for people.
@@ -107,11 +116,28 @@ func (e *HeldError) Error() string { return e.Unwrap().Error() + ": " + e.Reason
 // Unwrap makes errors.Is(err, ErrHeld) hold, or for an election
 // errors.Is(err, ErrElectionHeld).
 func (e *HeldError) Unwrap() error {
-	if e.Kind == KindElection {
+	switch e.Kind {
+	case KindElection:
 		return ErrElectionHeld
+	case KindSemaphore:
+		return ErrSemaphoreFull
 	}
 	return ErrHeld
 }
+
+// LimitMismatchError is returned when a permit is asked for under
+// another limit than the one its semaphore's permits are held under.
+type LimitMismatchError struct {
+	// Limit is the semaphore's, and Asked the request's.
+	Limit, Asked int
+}
+
+func (e *LimitMismatchError) Error() string {
+	return fmt.Sprintf("%v: the semaphore's permits are held or waited for under limit %d, not %d", ErrLimitMismatch, e.Limit, e.Asked)
+}
+
+// Unwrap makes errors.Is(err, ErrLimitMismatch) hold.
+func (e *LimitMismatchError) Unwrap() error { return ErrLimitMismatch }
 
 // StaleTokenError is returned by PutFenced when the token is below the
 // largest token already seen for the resource.

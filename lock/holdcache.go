@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -50,49 +51,64 @@ type holdCache struct {
 type cachedHold struct {
 	token int64
 	hr    holderRecord
+	seat  string // the key name the hold is kept under
 }
 
-// put remembers hr as the record of the hold token of name. The end of a
-// hold does not use its metadata or value, which may be kilobytes: they
-// are not kept.
-func (c *holdCache) put(name string, token int64, hr holderRecord) {
+// holdCacheKey is the cache's key of the hold token kept under key name
+// seat: the name, or for a thing with seats (kinds.go) its key name and
+// the token, so that a release, which names the thing and the token,
+// finds the seat.
+func holdCacheKey(seat string, token int64) string {
+	if k, _ := thingOf(seat); k == KindSemaphore {
+		return thingKey(seat) + "\x00" + strconv.FormatInt(token, 10)
+	}
+	return seat
+}
+
+// put remembers hr as the record of the hold token kept under seat. The
+// end of a hold does not use its metadata or value, which may be
+// kilobytes: they are not kept.
+func (c *holdCache) put(seat string, token int64, hr holderRecord) {
 	hr.Metadata, hr.Value = nil, nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil || len(c.cur) >= holdCacheSize {
 		c.prev, c.cur = c.cur, make(map[string]cachedHold, 64)
 	}
-	c.cur[name] = cachedHold{token: token, hr: hr}
+	c.cur[holdCacheKey(seat, token)] = cachedHold{token: token, hr: hr, seat: seat}
 }
 
-// take returns the record of the hold token of name and forgets it, if the
-// node has it and name has had no waiter lately.
-func (c *holdCache) take(name string, token int64) (holderRecord, bool) {
+// take returns the hold token of name (a thing's key name, or a seat's)
+// and forgets it, if the node has it and the thing has had no waiter
+// lately.
+func (c *holdCache) take(name string, token int64) (cachedHold, bool) {
+	key := holdCacheKey(name, token)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h, ok := c.cur[name]
+	h, ok := c.cur[key]
 	if ok {
-		delete(c.cur, name)
-	} else if h, ok = c.prev[name]; ok {
-		delete(c.prev, name)
+		delete(c.cur, key)
+	} else if h, ok = c.prev[key]; ok {
+		delete(c.prev, key)
 	}
 	if !ok || h.token != token {
-		return holderRecord{}, false
+		return cachedHold{}, false
 	}
-	if at, seen := c.contended[name]; seen && time.Since(at) < contendedFor {
-		return holderRecord{}, false
+	if at, seen := c.contended[thingKey(name)]; seen && time.Since(at) < contendedFor {
+		return cachedHold{}, false
 	}
-	return h.hr, true
+	return h, true
 }
 
-// sawWaiter notes that name has waiters.
+// sawWaiter notes that the thing name (or the thing of a seat) has
+// waiters.
 func (c *holdCache) sawWaiter(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.contended == nil || len(c.contended) >= holdCacheSize {
 		c.contended = make(map[string]time.Time)
 	}
-	c.contended[name] = time.Now()
+	c.contended[thingKey(name)] = time.Now()
 }
 
 // releaseKnown releases the hold token of name, whose holder record hr

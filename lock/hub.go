@@ -65,8 +65,14 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ev := range wr.Events {
-		for kw := range h.keys[string(ev.Kv.Key)] {
+		key := string(ev.Kv.Key)
+		for kw := range h.keys[key] {
 			kw.push(ev)
+		}
+		if g, ok := seatGroup(key); ok {
+			for kw := range h.keys[g] {
+				kw.push(ev)
+			}
 		}
 	}
 	h.remember(wr.Events)
@@ -210,7 +216,8 @@ type keyWatch struct {
 }
 
 // watchKey registers for the changes of key after revision after, the
-// revision at which the caller read what it waits on. Changes already
+// revision at which the caller read what it waits on; a key that ends in
+// the seat separator (seatsOf) registers for every seat of its thing. Changes already
 // dispatched after that revision are handed to the registration at once,
 // from recent. missed reports that recent no longer reaches back to
 // after: the caller must then read the key with a linearizable read to
@@ -234,11 +241,22 @@ func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {
 	// recent is in revision order: its events after after are its tail.
 	i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision > after })
 	for _, ev := range h.recent[i:] {
-		if string(ev.Kv.Key) == key {
+		if k := string(ev.Kv.Key); k == key || strings.HasSuffix(key, string(seatSep)) && strings.HasPrefix(k, key) {
 			kw.push(ev)
 		}
 	}
 	return kw, false
+}
+
+// seatGroup is the registration key that stands for every seat of the
+// thing whose seat key is key (seatsOf): a waiter registered under it
+// hears of every seat's changes. ok is false for a key that is no seat.
+func seatGroup(key string) (string, bool) {
+	i := strings.LastIndexByte(key, seatSep)
+	if i < 0 {
+		return "", false
+	}
+	return key[:i+1], true
 }
 
 // push is called by the hub under its lock.

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"strconv"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,28 +20,84 @@ import (
 //
 //	locks/billing             the lock "billing"
 //	locks/~election:billing   the election "billing"
+//	locks/~semaphore:jobs#0   permit 0 of the semaphore "jobs"
 //
 // Tagged keys sort after every lock's ("~" is above every name
 // character), so a listing of locks stops before them (kindRange).
+//
+// A lock or an election has one holder, so one holder key: its key name.
+// A semaphore has up to its limit of holders at once, each in a seat of
+// its own: the key name, "#" (no name character either) and the seat's
+// number, below the limit. Each seat is a lock of the engine (its
+// holder key, its token, its audit records, its expiry); what makes
+// them one semaphore is that they share the thing's queue (queuePrefix
+// takes the thing's key name of a seat's), so a waiter is granted
+// whichever seat frees first, and the limit, which bounds the seat
+// numbers (semaphore.go).
 
-// electionTag prefixes an election's key name.
-const electionTag = "~election:"
+// The tags of the kinds that are not locks.
+const (
+	electionTag  = "~election:"
+	semaphoreTag = "~semaphore:"
+)
+
+// seatSep separates a thing's key name from one of its seats'.
+const seatSep = '#'
 
 // keyName is the name the engine keeps the thing of kind k named name
 // under. name must be valid (ValidName).
 func keyName(k EventKind, name string) string {
-	if k == KindElection {
+	switch k {
+	case KindElection:
 		return electionTag + name
+	case KindSemaphore:
+		return semaphoreTag + name
 	}
 	return name
 }
 
-// thingOf is the kind and name of the thing kept under key name key.
+// thingOf is the kind and name of the thing kept under key name key, or
+// under one of its seats.
 func thingOf(key string) (EventKind, string) {
+	key = thingKey(key)
 	if name, ok := strings.CutPrefix(key, electionTag); ok {
 		return KindElection, name
 	}
+	if name, ok := strings.CutPrefix(key, semaphoreTag); ok {
+		return KindSemaphore, name
+	}
 	return KindLock, key
+}
+
+// thingKey is the key name of the thing that key, a key name or a seat's
+// (seatKey), belongs to.
+func thingKey(key string) string {
+	if i := strings.IndexByte(key, seatSep); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// seatKey is the key name of seat i of the thing kept under key name
+// thing.
+func seatKey(thing string, i int) string {
+	return thing + string(seatSep) + strconv.Itoa(i)
+}
+
+// seatsOf is the key prefix of every seat of thing under base (such as
+// locksPrefix): it matches seat keys only, since "#" follows the whole
+// name.
+func seatsOf(base, thing string) string { return base + thing + string(seatSep) }
+
+// seatNumber is the number of the seat kept under key name seat, and
+// false for a key name that is no seat.
+func seatNumber(seat string) (int, bool) {
+	i := strings.IndexByte(seat, seatSep)
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(seat[i+1:])
+	return n, err == nil && n >= 0
 }
 
 // kindRange is the range of keys under base (such as locksPrefix) that
@@ -53,21 +110,23 @@ func kindRange(base string, k EventKind, prefix string) (start, end string) {
 	return start, clientv3.GetPrefixRangeEnd(start)
 }
 
-// holdEvent is the event typ of a hold of the thing kept under key: its
-// kind names it, and an election's hold begins as elected and ends by a
-// release as resigned. A lock's events keep the layout they always had
+// holdEvent is the event typ of a hold of the thing kept under key (or
+// one of its seats): its kind names it, and an election's hold begins as
+// elected and ends by a release as resigned. A lock's events keep the layout they always had
 // (Lock set, Kind left for decodeEvent to fill), so a lock's records are
 // the same bytes as before elections existed.
 func holdEvent(key string, typ EventType) Event {
 	kind, name := thingOf(key)
-	if kind == KindLock {
+	switch kind {
+	case KindLock:
 		return Event{Type: typ, Lock: name}
-	}
-	switch typ {
-	case EventAcquired:
-		typ = EventElected
-	case EventReleased:
-		typ = EventResigned
+	case KindElection:
+		switch typ {
+		case EventAcquired:
+			typ = EventElected
+		case EventReleased:
+			typ = EventResigned
+		}
 	}
 	return Event{Type: typ, Kind: kind, Name: name}
 }

@@ -112,20 +112,11 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 
 // list is List of the holds of the things of kind k (see kindRange).
 func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock, string, error) {
-	if o.Limit == 0 {
-		o.Limit = 100
-	}
-	if o.Limit < 1 || o.Limit > MaxListLimit {
-		return nil, "", invalid("limit", "must be between 1 and %d", MaxListLimit)
-	}
-	if o.Prefix != "" && !ValidName(o.Prefix) {
-		return nil, "", invalid("prefix", "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
+	if err := checkListOptions(&o); err != nil {
+		return nil, "", err
 	}
 	start, end := kindRange(e.locksPrefix(), k, o.Prefix)
 	if o.After != "" {
-		if !ValidName(o.After) {
-			return nil, "", invalid("cursor", "is not a cursor returned by a previous page")
-		}
 		if after := e.locksPrefix() + keyName(k, o.After) + "\x00"; after > start {
 			start = after
 		}
@@ -154,6 +145,23 @@ func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock,
 	return locks, next, nil
 }
 
+// checkListOptions checks o, and sets its default page size.
+func checkListOptions(o *ListOptions) error {
+	if o.Limit == 0 {
+		o.Limit = 100
+	}
+	if o.Limit < 1 || o.Limit > MaxListLimit {
+		return invalid("limit", "must be between 1 and %d", MaxListLimit)
+	}
+	if o.Prefix != "" && !ValidName(o.Prefix) {
+		return invalid("prefix", "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
+	}
+	if o.After != "" && !ValidName(o.After) {
+		return invalid("cursor", "is not a cursor returned by a previous page")
+	}
+	return nil
+}
+
 // Renew extends the lease of the lock that token holds, and returns the
 // lock with its new expiry. A lock in a session renews the whole session.
 // It returns ErrNotHeld or ErrTokenMismatch when token no longer holds it,
@@ -176,6 +184,9 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 			e.renewFailed(renewLock, err)
 		}
 	}()
+	if name, err = e.seatOf(ctx, name, token); err != nil {
+		return nil, err
+	}
 	hr, err := e.heldWith(ctx, name, token)
 	if err != nil {
 		return nil, err

@@ -234,8 +234,12 @@ func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOptio
 	e, name := a.e, a.req.Name
 	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
 	ix := lookIx{lock: 0, pred: 1, entry: 2, session: -1}
+	holder := clientv3.OpGet(e.lockKey(name), opts...)
+	if a.sem != nil {
+		holder = a.seatsRead(opts...)
+	}
 	ops := []clientv3.Op{
-		clientv3.OpGet(e.lockKey(name), opts...),
+		holder,
 		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
 		clientv3.OpGet(qkey, countOnly...),
@@ -270,6 +274,9 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
 	}
 	rs := resp.Responses
+	if a.sem != nil {
+		return a.lookSeats(resp, ix)
+	}
 	lockKVs := rs[ix.lock].GetResponseRange().Kvs
 	if len(lockKVs) == 0 {
 		return attemptResult{}, false, nil
@@ -331,7 +338,7 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 	e := a.e
 	// The head of the queue waits on the lock itself, puts included: a
 	// release grants it to us by putting our record over its own.
-	head := r.outcome != delayed && r.watchKey == e.lockKey(a.req.Name)
+	head := r.outcome != delayed && r.watchKey == a.headKey()
 	kw, missed := e.waits.watchKey(r.watchKey, r.watchRev)
 	defer kw.close()
 	var timer <-chan time.Time
@@ -443,6 +450,19 @@ func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool)
 	if !head {
 		opts = append(opts, clientv3.WithKeysOnly())
 	}
+	if head && a.sem != nil {
+		// Every seat: whichever was handed to us, or freed.
+		kvs, err := a.readSeatHolders(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, kv := range kvs {
+			if l, ok := a.granted(ctx, kv); ok {
+				return l, true, nil
+			}
+		}
+		return nil, true, nil // look again: the attempt tells
+	}
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Get(octx, r.watchKey, opts...)
 	done()
@@ -483,7 +503,12 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 	var resp *clientv3.TxnResponse
 	const entryAt = 0
 	ops := []clientv3.Op{clientv3.OpDelete(qkey)}
-	lockAt, ops := len(ops), append(ops, clientv3.OpGet(a.e.lockKey(a.req.Name)))
+	holder := clientv3.OpGet(a.e.lockKey(a.req.Name))
+	if a.sem != nil {
+		// Any seat may be the one a release granted us.
+		holder = clientv3.OpGet(seatsOf(a.e.locksPrefix(), a.req.Name), clientv3.WithPrefix())
+	}
+	lockAt, ops := len(ops), append(ops, holder)
 	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
 		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
 		return err
@@ -507,8 +532,8 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
 		return nil, err
 	}
-	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
-		if l, ok := a.granted(ctx, kvs[0]); ok {
+	for _, kv := range resp.Responses[lockAt].GetResponseRange().Kvs {
+		if l, ok := a.granted(ctx, kv); ok {
 			return l, err
 		}
 	}

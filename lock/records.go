@@ -42,6 +42,9 @@ type holderRecord struct {
 	// beside the record, never into it: see Engine.Proclaim).
 	Term  int64           `json:"term,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
+	// Limit is a semaphore permit's: the limit it was granted under,
+	// which a handover of its seat requires to be the semaphore's.
+	Limit int `json:"limit,omitempty"`
 }
 
 // delayRecord guards a lock with lock-delay. Acquire creates it with the
@@ -135,6 +138,7 @@ func (r holderRecord) toLock(key string, token int64) *Lock {
 		Credential: r.Credential,
 		Term:       r.Term,
 		Value:      r.Value,
+		Limit:      r.Limit,
 	}
 }
 
@@ -160,7 +164,7 @@ func (r holderRecord) event(key string, typ EventType, at time.Time) Event {
 	ev := holdEvent(key, typ)
 	ev.Time, ev.Owner, ev.Session, ev.Credential, ev.Term = at, r.Owner, r.Session, r.Credential, r.Term
 	if beginsHold(ev.Type) {
-		ev.Value = r.Value
+		ev.Value, ev.Limit = r.Value, r.Limit
 	}
 	return ev
 }

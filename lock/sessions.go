@@ -71,7 +71,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: expiryAt(start, time.Duration(g.TTL)*time.Second),
-		Locks:     []string{}, Elections: []string{},
+		Locks:     []string{}, Elections: []string{}, Semaphores: []string{},
 		Credential: rec.Credential,
 	}, nil
 }
@@ -123,7 +123,7 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	s := &Session{
 		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: expiryAt(now, time.Duration(ttl.TTL)*time.Second),
-		Locks:     []string{}, Elections: []string{},
+		Locks:     []string{}, Elections: []string{}, Semaphores: []string{},
 		Credential: rec.Credential,
 	}
 	for _, k := range ttl.Keys {
@@ -136,10 +136,16 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 			s.Locks = append(s.Locks, name)
 		case KindElection:
 			s.Elections = append(s.Elections, name)
+		case KindSemaphore:
+			s.seats = append(s.seats, key)
+			if !slices.Contains(s.Semaphores, name) {
+				s.Semaphores = append(s.Semaphores, name)
+			}
 		}
 	}
 	sort.Strings(s.Locks)
 	sort.Strings(s.Elections)
+	sort.Strings(s.Semaphores)
 	return s, nil
 }
 
@@ -235,6 +241,7 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	for _, n := range s.Elections {
 		keys = append(keys, keyName(KindElection, n))
 	}
+	keys = append(keys, s.seats...)
 	for len(keys) > 0 {
 		batch := keys[:min(len(keys), maxEndsPerTxn)]
 		keys = keys[len(batch):]
@@ -275,6 +282,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		return e.etcdErr(ctx, "read session locks", err)
 	}
 	var ends []sessionEnd
+	handed := map[string]bool{} // queue heads handed a hold already
 	for i, ix := range ixs {
 		kv, head := ix.read(resp)
 		if kv == nil {
@@ -283,6 +291,15 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		hr, err := decodeHolder(kv)
 		if err != nil || hr.Session != session {
 			continue
+		}
+		if head != nil && handed[head.key] {
+			// Seats of one semaphore share its queue: its head takes
+			// one of them, and the next waiter the others once it sees
+			// them free (one txn may not delete its entry twice).
+			head = nil
+		}
+		if head != nil {
+			handed[head.key] = true
 		}
 		ends = append(ends, sessionEnd{name: names[i], token: kv.ModRevision, hr: hr, head: head})
 	}

@@ -23,11 +23,11 @@ func opIs(t *testing.T, what string, ops []clientv3.Op, i int, kind, key string)
 
 // TestAcquireTxn_IndicesNameTheirOpsInEveryLayout builds the acquire txn
 // in each of its layouts (direct, direct joining the queue, queued; with
-// and without a session, with and without the session cap; of a lock and
-// of an election) and checks that every named index points at the op its
+// and without a session, with and without the session cap; of a lock, of
+// an election and of a semaphore's permit) and checks that every named index points at the op its
 // name says, and that an index the layout lacks is -1.
 func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
-	for _, kind := range []EventKind{KindLock, KindElection} {
+	for _, kind := range []EventKind{KindLock, KindElection, KindSemaphore} {
 		for _, session := range []bool{false, true} {
 			for _, capped := range []bool{false, true} {
 				for _, layout := range []string{"direct", "enqueue", "queued"} {
@@ -47,7 +47,10 @@ func acquireTxnLayout(t *testing.T, kind EventKind, session, capped bool, layout
 	}
 	e := &Engine{cfg: cfg}
 	name := keyName(kind, "n")
-	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, kind: kind, term: 7, hold: "h", lease: 0x10, leaseTTL: 10}
+	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, kind: kind, term: 7, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
+	if kind == KindSemaphore {
+		a.req.LockDelay, a.req.limit, a.sem, a.seat = 0, 3, &semView{limit: 3, read: true}, seatKey(name, 1)
+	}
 	if session {
 		a.session, a.req.Session, a.req.TTL = 0x20, leaseHex(0x20), 0
 	}
@@ -82,8 +85,16 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 		t.Fatalf("%s: tally indices %d, %d without a tally", what, won.acquired, won.released)
 	}
 	name := a.req.Name
-	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.lockKey(name))
-	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.delayKey(name))
+	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.lockKey(a.seat))
+	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.delayKey(a.seat))
+	if a.sem != nil {
+		opIs(t, what+": lost.limit", tx.els, lost.limit, "get", e.limitKey(name))
+		if op := opIs(t, what+": lost.seats", tx.els, lost.seats, "get", seatsOf(e.locksPrefix(), name)); !op.IsKeysOnly() {
+			t.Fatalf("%s: lost.seats is not keys only", what)
+		}
+	} else if lost.limit != -1 || lost.seats != -1 {
+		t.Fatalf("%s: semaphore indices %d, %d for a %s", what, lost.limit, lost.seats, a.kind)
+	}
 	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.queuePrefix(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}

@@ -38,6 +38,9 @@ type Lock struct {
 	// it has had, this one included, and this leader's value.
 	Term  int64
 	Value json.RawMessage
+	// Limit is a semaphore permit's: the semaphore's limit, under which
+	// it was granted.
+	Limit int
 }
 
 // Session is a lease that many locks can share: when it ends, they all do.
@@ -47,10 +50,14 @@ type Session struct {
 	TTL       time.Duration
 	CreatedAt time.Time
 	ExpiresAt time.Time
-	// Locks are the names of the locks held in the session, sorted, and
-	// Elections those of the elections it leads.
-	Locks     []string
-	Elections []string
+	// Locks are the names of the locks held in the session, sorted,
+	// Elections those of the elections it leads, and Semaphores those
+	// of the semaphores it holds permits of (each once).
+	Locks      []string
+	Elections  []string
+	Semaphores []string
+	// seats are the key names of the permits held (kinds.go).
+	seats []string
 	// Credential is the ID of the credential that created the session,
 	// when the caller had one (see Caller).
 	Credential string
@@ -129,6 +136,9 @@ type Event struct {
 	// proclaimed (the new one).
 	Term  int64           `json:"term,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
+	// Limit, on a semaphore's acquired event, is the limit the permit
+	// was granted under.
+	Limit int `json:"limit,omitempty"`
 	// QueuedAt, on an acquired event, is when the acquirer joined the
 	// lock's queue: the hold was granted after waiting from then. Nil
 	// when the lock was free at the first attempt.
@@ -162,6 +172,8 @@ type AcquireRequest struct {
 	// value is the value an election's candidate campaigns with
 	// (CampaignRequest).
 	value json.RawMessage
+	// limit is a semaphore's limit (PermitRequest).
+	limit int
 }
 
 // Limits of the request contract (docs/API.md, Locks).

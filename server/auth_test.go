@@ -118,6 +118,13 @@ func leaderFor(t *testing.T, s *testserver.Server, token string) (string, int64)
 	return name, l.Token
 }
 
+func permitFor(t *testing.T, s *testserver.Server, token string) (string, int64) {
+	t.Helper()
+	name := unique("semaphore")
+	p := testserver.WantJSON[api.Permit](t, s.DoAs(token, "POST", "/v1/semaphores/"+name, `{"limit":2,"owner":"fixture","ttl":"60s"}`), http.StatusCreated)
+	return name, p.Token
+}
+
 func sessionFor(t *testing.T, s *testserver.Server, token string) string {
 	t.Helper()
 	return testserver.WantJSON[api.Session](t, s.DoAs(token, "POST", "/v1/sessions", `{"owner":"fixture","ttl":"60s"}`), http.StatusCreated).ID
@@ -198,6 +205,26 @@ var samples = map[string]sample{
 		return "DELETE", "/v1/fenced/" + res + "?reason=test", ""
 	},
 	"GET /v1/elections": fixed("GET", "/v1/elections", ""),
+	"GET /v1/semaphores": fixed("GET", "/v1/semaphores", ""),
+	"POST /v1/semaphores/:name": func(*testing.T, *testserver.Server, caller) (string, string, string) {
+		return "POST", "/v1/semaphores/" + unique("sem"), `{"limit":3,"owner":"c","ttl":"30s"}`
+	},
+	"GET /v1/semaphores/:name": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, _ := permitFor(t, s, writeTok)
+		return "GET", "/v1/semaphores/" + name, ""
+	},
+	"POST /v1/semaphores/:name/renew": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := permitFor(t, s, fixtureToken(c))
+		return "POST", "/v1/semaphores/" + name + "/renew", fmt.Sprintf(`{"token":%d}`, tok)
+	},
+	"DELETE /v1/semaphores/:name": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := permitFor(t, s, fixtureToken(c))
+		return "DELETE", fmt.Sprintf("/v1/semaphores/%s?token=%d", name, tok), ""
+	},
+	"POST /v1/semaphores/:name/revoke": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := permitFor(t, s, writeTok)
+		return "POST", "/v1/semaphores/" + name + "/revoke", fmt.Sprintf(`{"token":%d,"reason":"test"}`, tok)
+	},
 	"GET /v1/elections/:name/observe": func(*testing.T, *testserver.Server, caller) (string, string, string) {
 		return "GET", "/v1/elections/" + unique("observed") + "/observe", ""
 	},

@@ -273,6 +273,12 @@ type Event struct {
 	// Example: lock
 	Kind EventKind `json:"kind"`
 
+	// Limit Limit, on a semaphore's acquired event, is the limit the permit
+	// was granted under.
+	//
+	// Example: 3
+	Limit *int `json:"limit,omitempty"`
+
 	// Lock Example: nightly-recon
 	Lock string `json:"lock"`
 
@@ -481,6 +487,70 @@ type Member struct {
 	PeerUrls   []string `json:"peer_urls"`
 }
 
+// Permit defines model for Permit.
+type Permit struct {
+	// AcquiredAt Example: 2026-11-29T14:25:13.886Z
+	AcquiredAt time.Time `json:"acquired_at"`
+
+	// ExpiresAt Example: 2026-11-29T14:25:43.881Z
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Limit Limit is the semaphore's: how many permits it has.
+	//
+	// Example: 3
+	Limit    int               `json:"limit"`
+	Metadata map[string]string `json:"metadata"`
+
+	// Name Example: heavy-jobs
+	Name string `json:"name"`
+
+	// Owner Example: w1
+	Owner string `json:"owner"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Token Token is the permit's own fencing token, from the same sequence as
+	// lock tokens.
+	//
+	// Example: 4711
+	Token int64 `json:"token"`
+
+	// Ttl Example: 30s
+	Ttl string `json:"ttl"`
+}
+
+// PermitRequest defines model for PermitRequest.
+type PermitRequest struct {
+	// Limit Limit is how many permits the semaphore has, 1-10000: it must be
+	// the limit its permits are held or waited for under, if any are.
+	//
+	// Example: 3
+	Limit    int                `json:"limit"`
+	Metadata *map[string]string `json:"metadata,omitempty"`
+
+	// Owner Example: w1
+	Owner *string `json:"owner,omitempty"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Ttl Example: 30s
+	Ttl *string `json:"ttl,omitempty"`
+
+	// Wait Example: 10s
+	Wait *string `json:"wait,omitempty"`
+}
+
+// PermitRevokeRequest defines model for PermitRevokeRequest.
+type PermitRevokeRequest struct {
+	// Reason Example: holder wedged
+	Reason *string `json:"reason,omitempty"`
+
+	// Token Example: 4711
+	Token int64 `json:"token"`
+}
+
 // Problem defines model for Problem.
 type Problem struct {
 	// Code Code is stable and machine-readable.
@@ -504,12 +574,16 @@ type Problem struct {
 	// Holder Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
 
+	// Holders Holders are the permits held (semaphore_full).
+	Holders *[]Permit `json:"holders,omitempty"`
+
 	// Leader Leader is the current leader (election_held).
 	Leader *Leader `json:"leader,omitempty"`
 
 	// Limit Limit is the cap that was reached (too_many_waiters,
 	// too_many_locks_in_session, too_many_sessions, too_many_streams,
-	// too_many_locks, too_many_fenced_values; value_too_large: bytes).
+	// too_many_locks, too_many_fenced_values; value_too_large: bytes),
+	// or the semaphore's limit (limit_mismatch).
 	//
 	// Example: 1000
 	Limit *int `json:"limit,omitempty"`
@@ -590,6 +664,28 @@ type RevokeRequest struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
+// Semaphore defines model for Semaphore.
+type Semaphore struct {
+	// Holders Holders are the permits held, oldest first.
+	Holders []Permit `json:"holders"`
+
+	// Limit Example: 3
+	Limit int `json:"limit"`
+
+	// Name Example: heavy-jobs
+	Name string `json:"name"`
+
+	// Waiters Waiters are the acquires waiting, first to be served first; only
+	// GET /v1/semaphores/{name} fills it in (the first 1,000).
+	Waiters *[]Waiter `json:"waiters,omitempty"`
+}
+
+// SemaphoreList defines model for SemaphoreList.
+type SemaphoreList struct {
+	NextCursor *string     `json:"next_cursor,omitempty"`
+	Semaphores []Semaphore `json:"semaphores"`
+}
+
 // Session defines model for Session.
 type Session struct {
 	// CreatedAt Example: 2026-11-29T14:25:13.886Z
@@ -607,6 +703,9 @@ type Session struct {
 
 	// Owner Example: worker-1
 	Owner string `json:"owner"`
+
+	// Semaphores Semaphores are those the session holds permits of.
+	Semaphores *[]string `json:"semaphores,omitempty"`
 
 	// Ttl Example: 30s
 	Ttl string `json:"ttl"`
@@ -756,6 +855,24 @@ type ClearLockDelayParams struct {
 	Reason *string `form:"reason,omitempty" json:"reason,omitempty"`
 }
 
+// ListSemaphoresParams defines parameters for ListSemaphores.
+type ListSemaphoresParams struct {
+	// Prefix Only semaphores whose name starts with this
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit Page size, 1-1000
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ReleasePermitParams defines parameters for ReleasePermit.
+type ReleasePermitParams struct {
+	// Token The permit's token
+	Token int64 `form:"token" json:"token"`
+}
+
 // ListSessionsParams defines parameters for ListSessions.
 type ListSessionsParams struct {
 	// Prefix Only sessions whose owner starts with this
@@ -791,6 +908,15 @@ type RenewLockJSONRequestBody = RenewRequest
 
 // RevokeLockJSONRequestBody defines body for RevokeLock for application/json ContentType.
 type RevokeLockJSONRequestBody = RevokeRequest
+
+// AcquirePermitJSONRequestBody defines body for AcquirePermit for application/json ContentType.
+type AcquirePermitJSONRequestBody = PermitRequest
+
+// RenewPermitJSONRequestBody defines body for RenewPermit for application/json ContentType.
+type RenewPermitJSONRequestBody = RenewRequest
+
+// RevokePermitJSONRequestBody defines body for RevokePermit for application/json ContentType.
+type RevokePermitJSONRequestBody = PermitRevokeRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionRequest
@@ -1143,6 +1269,83 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 	RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSemaphores List semaphores with permits held
+	//
+	// Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
+	//
+	// Corresponds with GET /v1/semaphores (the `ListSemaphores` operationId).
+	ListSemaphores(ctx context.Context, params *ListSemaphoresParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleasePermit Give a permit back
+	//
+	// Ends the permit that `token` holds, audited as `released`. The oldest waiter gets a permit from the same etcd transaction.
+	//
+	// Corresponds with DELETE /v1/semaphores/{name} (the `ReleasePermit` operationId).
+	ReleasePermit(ctx context.Context, name string, params *ReleasePermitParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSemaphore Get a semaphore
+	//
+	// Returns the semaphore's limit, its permits held (oldest first) and its waiters, in the order they will be served (the first 1,000).
+	//
+	// Corresponds with GET /v1/semaphores/{name} (the `GetSemaphore` operationId).
+	GetSemaphore(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcquirePermitWithBody Take a permit of a semaphore
+	//
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+	AcquirePermitWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcquirePermit Take a permit of a semaphore
+	//
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+	AcquirePermit(ctx context.Context, name string, body AcquirePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewPermitWithBody Renew a permit
+	//
+	// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+	RenewPermitWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewPermit Renew a permit
+	//
+	// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+	RenewPermit(ctx context.Context, name string, body RenewPermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokePermitWithBody Revoke a permit (operator)
+	//
+	// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+	RevokePermitWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokePermit Revoke a permit (operator)
+	//
+	// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+	RevokePermit(ctx context.Context, name string, body RevokePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSessions List sessions
 	//
@@ -1788,6 +1991,173 @@ func (c *Client) RevokeLock(ctx context.Context, name string, body RevokeLockJSO
 // Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 func (c *Client) RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRecoverSpaceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSemaphores List semaphores with permits held
+//
+// Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
+//
+// Corresponds with GET /v1/semaphores (the `ListSemaphores` operationId).
+func (c *Client) ListSemaphores(ctx context.Context, params *ListSemaphoresParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSemaphoresRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleasePermit Give a permit back
+//
+// Ends the permit that `token` holds, audited as `released`. The oldest waiter gets a permit from the same etcd transaction.
+//
+// Corresponds with DELETE /v1/semaphores/{name} (the `ReleasePermit` operationId).
+func (c *Client) ReleasePermit(ctx context.Context, name string, params *ReleasePermitParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleasePermitRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSemaphore Get a semaphore
+//
+// Returns the semaphore's limit, its permits held (oldest first) and its waiters, in the order they will be served (the first 1,000).
+//
+// Corresponds with GET /v1/semaphores/{name} (the `GetSemaphore` operationId).
+func (c *Client) GetSemaphore(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSemaphoreRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcquirePermitWithBody Take a permit of a semaphore
+//
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+func (c *Client) AcquirePermitWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcquirePermitRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcquirePermit Take a permit of a semaphore
+//
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+func (c *Client) AcquirePermit(ctx context.Context, name string, body AcquirePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcquirePermitRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewPermitWithBody Renew a permit
+//
+// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+func (c *Client) RenewPermitWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewPermitRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewPermit Renew a permit
+//
+// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+func (c *Client) RenewPermit(ctx context.Context, name string, body RenewPermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewPermitRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokePermitWithBody Revoke a permit (operator)
+//
+// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+func (c *Client) RevokePermitWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokePermitRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokePermit Revoke a permit (operator)
+//
+// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+func (c *Client) RevokePermit(ctx context.Context, name string, body RevokePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokePermitRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3215,6 +3585,316 @@ func NewRecoverSpaceRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListSemaphoresRequest constructs an http.Request for the ListSemaphores method
+func NewListSemaphoresRequest(server string, params *ListSemaphoresParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/semaphores")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReleasePermitRequest constructs an http.Request for the ReleasePermit method
+func NewReleasePermitRequest(server string, name string, params *ReleasePermitParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/semaphores/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSemaphoreRequest constructs an http.Request for the GetSemaphore method
+func NewGetSemaphoreRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/semaphores/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAcquirePermitRequest calls the generic AcquirePermit builder with application/json body
+func NewAcquirePermitRequest(server string, name string, body AcquirePermitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcquirePermitRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewAcquirePermitRequestWithBody constructs an http.Request for the AcquirePermit method, with any body, and a specified content type
+func NewAcquirePermitRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/semaphores/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRenewPermitRequest calls the generic RenewPermit builder with application/json body
+func NewRenewPermitRequest(server string, name string, body RenewPermitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRenewPermitRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewRenewPermitRequestWithBody constructs an http.Request for the RenewPermit method, with any body, and a specified content type
+func NewRenewPermitRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/semaphores/%s/renew", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokePermitRequest calls the generic RevokePermit builder with application/json body
+func NewRevokePermitRequest(server string, name string, body RevokePermitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevokePermitRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewRevokePermitRequestWithBody constructs an http.Request for the RevokePermit method, with any body, and a specified content type
+func NewRevokePermitRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/semaphores/%s/revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListSessionsRequest constructs an http.Request for the ListSessions method
 func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Request, error) {
 	var err error
@@ -3787,6 +4467,89 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 	RecoverSpaceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RecoverSpaceResponse, error)
+
+	// ListSemaphoresWithResponse List semaphores with permits held
+	//
+	// Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/semaphores (the `ListSemaphores` operationId).
+	ListSemaphoresWithResponse(ctx context.Context, params *ListSemaphoresParams, reqEditors ...RequestEditorFn) (*ListSemaphoresResponse, error)
+
+	// ReleasePermitWithResponse Give a permit back
+	//
+	// Ends the permit that `token` holds, audited as `released`. The oldest waiter gets a permit from the same etcd transaction.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/semaphores/{name} (the `ReleasePermit` operationId).
+	ReleasePermitWithResponse(ctx context.Context, name string, params *ReleasePermitParams, reqEditors ...RequestEditorFn) (*ReleasePermitResponse, error)
+
+	// GetSemaphoreWithResponse Get a semaphore
+	//
+	// Returns the semaphore's limit, its permits held (oldest first) and its waiters, in the order they will be served (the first 1,000).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/semaphores/{name} (the `GetSemaphore` operationId).
+	GetSemaphoreWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetSemaphoreResponse, error)
+
+	// AcquirePermitWithBodyWithResponse Take a permit of a semaphore
+	//
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+	AcquirePermitWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcquirePermitResponse, error)
+
+	// AcquirePermitWithResponse Take a permit of a semaphore
+	//
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+	AcquirePermitWithResponse(ctx context.Context, name string, body AcquirePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquirePermitResponse, error)
+
+	// RenewPermitWithBodyWithResponse Renew a permit
+	//
+	// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+	RenewPermitWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewPermitResponse, error)
+
+	// RenewPermitWithResponse Renew a permit
+	//
+	// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+	RenewPermitWithResponse(ctx context.Context, name string, body RenewPermitJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewPermitResponse, error)
+
+	// RevokePermitWithBodyWithResponse Revoke a permit (operator)
+	//
+	// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+	RevokePermitWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokePermitResponse, error)
+
+	// RevokePermitWithResponse Revoke a permit (operator)
+	//
+	// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+	RevokePermitWithResponse(ctx context.Context, name string, body RevokePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePermitResponse, error)
 
 	// ListSessionsWithResponse List sessions
 	//
@@ -6410,6 +7173,651 @@ func (r RecoverSpaceResponse) ContentType() string {
 	return ""
 }
 
+// ListSemaphoresResponse429Headers the declared response headers of an HTTP 429 response for ListSemaphores
+type ListSemaphoresResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListSemaphoresResponse503Headers the declared response headers of an HTTP 503 response for ListSemaphores
+type ListSemaphoresResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListSemaphoresResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SemaphoreList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSemaphoresResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSemaphoresResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSemaphoresResponse) GetJSON200() *SemaphoreList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSemaphoresResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSemaphoresResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListSemaphoresResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSemaphoresResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListSemaphoresResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSemaphoresResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSemaphoresResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSemaphoresResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSemaphoresResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleasePermitResponse429Headers the declared response headers of an HTTP 429 response for ReleasePermit
+type ReleasePermitResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ReleasePermitResponse503Headers the declared response headers of an HTTP 503 response for ReleasePermit
+type ReleasePermitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReleasePermitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReleasePermitResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReleasePermitResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReleasePermitResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReleasePermitResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReleasePermitResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReleasePermitResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ReleasePermitResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReleasePermitResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReleasePermitResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleasePermitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleasePermitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleasePermitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleasePermitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSemaphoreResponse429Headers the declared response headers of an HTTP 429 response for GetSemaphore
+type GetSemaphoreResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetSemaphoreResponse503Headers the declared response headers of an HTTP 503 response for GetSemaphore
+type GetSemaphoreResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetSemaphoreResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Semaphore
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSemaphoreResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSemaphoreResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSemaphoreResponse) GetJSON200() *Semaphore {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSemaphoreResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSemaphoreResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSemaphoreResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetSemaphoreResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetSemaphoreResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetSemaphoreResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSemaphoreResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSemaphoreResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSemaphoreResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSemaphoreResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AcquirePermitResponse429Headers the declared response headers of an HTTP 429 response for AcquirePermit
+type AcquirePermitResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AcquirePermitResponse503Headers the declared response headers of an HTTP 503 response for AcquirePermit
+type AcquirePermitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcquirePermitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Permit
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcquirePermitResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcquirePermitResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AcquirePermitResponse) GetJSON201() *Permit {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r AcquirePermitResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r AcquirePermitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcquirePermitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcquirePermitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcquirePermitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RenewPermitResponse429Headers the declared response headers of an HTTP 429 response for RenewPermit
+type RenewPermitResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RenewPermitResponse503Headers the declared response headers of an HTTP 503 response for RenewPermit
+type RenewPermitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RenewPermitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Permit
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RenewPermitResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RenewPermitResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RenewPermitResponse) GetJSON200() *Permit {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RenewPermitResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RenewPermitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RenewPermitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RenewPermitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RenewPermitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokePermitResponse429Headers the declared response headers of an HTTP 429 response for RevokePermit
+type RevokePermitResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokePermitResponse503Headers the declared response headers of an HTTP 503 response for RevokePermit
+type RevokePermitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokePermitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokePermitResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokePermitResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RevokePermitResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokePermitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokePermitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokePermitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokePermitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSessionsResponse429Headers the declared response headers of an HTTP 429 response for ListSessions
 type ListSessionsResponse429Headers struct {
 	RetryAfter *int
@@ -7449,6 +8857,143 @@ func (c *ClientWithResponses) RecoverSpaceWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseRecoverSpaceResponse(rsp)
+}
+
+// ListSemaphoresWithResponse List semaphores with permits held
+//
+// Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/semaphores (the `ListSemaphores` operationId).
+func (c *ClientWithResponses) ListSemaphoresWithResponse(ctx context.Context, params *ListSemaphoresParams, reqEditors ...RequestEditorFn) (*ListSemaphoresResponse, error) {
+	rsp, err := c.ListSemaphores(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSemaphoresResponse(rsp)
+}
+
+// ReleasePermitWithResponse Give a permit back
+//
+// Ends the permit that `token` holds, audited as `released`. The oldest waiter gets a permit from the same etcd transaction.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/semaphores/{name} (the `ReleasePermit` operationId).
+func (c *ClientWithResponses) ReleasePermitWithResponse(ctx context.Context, name string, params *ReleasePermitParams, reqEditors ...RequestEditorFn) (*ReleasePermitResponse, error) {
+	rsp, err := c.ReleasePermit(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleasePermitResponse(rsp)
+}
+
+// GetSemaphoreWithResponse Get a semaphore
+//
+// Returns the semaphore's limit, its permits held (oldest first) and its waiters, in the order they will be served (the first 1,000).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/semaphores/{name} (the `GetSemaphore` operationId).
+func (c *ClientWithResponses) GetSemaphoreWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetSemaphoreResponse, error) {
+	rsp, err := c.GetSemaphore(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSemaphoreResponse(rsp)
+}
+
+// AcquirePermitWithBodyWithResponse Take a permit of a semaphore
+//
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+func (c *ClientWithResponses) AcquirePermitWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcquirePermitResponse, error) {
+	rsp, err := c.AcquirePermitWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcquirePermitResponse(rsp)
+}
+
+// AcquirePermitWithResponse Take a permit of a semaphore
+//
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name} (the `AcquirePermit` operationId).
+func (c *ClientWithResponses) AcquirePermitWithResponse(ctx context.Context, name string, body AcquirePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquirePermitResponse, error) {
+	rsp, err := c.AcquirePermit(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcquirePermitResponse(rsp)
+}
+
+// RenewPermitWithBodyWithResponse Renew a permit
+//
+// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+func (c *ClientWithResponses) RenewPermitWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewPermitResponse, error) {
+	rsp, err := c.RenewPermitWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewPermitResponse(rsp)
+}
+
+// RenewPermitWithResponse Renew a permit
+//
+// Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name}/renew (the `RenewPermit` operationId).
+func (c *ClientWithResponses) RenewPermitWithResponse(ctx context.Context, name string, body RenewPermitJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewPermitResponse, error) {
+	rsp, err := c.RenewPermit(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewPermitResponse(rsp)
+}
+
+// RevokePermitWithBodyWithResponse Revoke a permit (operator)
+//
+// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+func (c *ClientWithResponses) RevokePermitWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokePermitResponse, error) {
+	rsp, err := c.RevokePermitWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokePermitResponse(rsp)
+}
+
+// RevokePermitWithResponse Revoke a permit (operator)
+//
+// Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
+func (c *ClientWithResponses) RevokePermitWithResponse(ctx context.Context, name string, body RevokePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePermitResponse, error) {
+	rsp, err := c.RevokePermit(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokePermitResponse(rsp)
 }
 
 // ListSessionsWithResponse List sessions
@@ -9954,6 +11499,621 @@ func ParseRecoverSpaceResponse(rsp *http.Response) (*RecoverSpaceResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RecoverSpaceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSemaphoresResponse parses an HTTP response from a ListSemaphoresWithResponse call
+func ParseListSemaphoresResponse(rsp *http.Response) (*ListSemaphoresResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSemaphoresResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SemaphoreList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSemaphoresResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSemaphoresResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleasePermitResponse parses an HTTP response from a ReleasePermitWithResponse call
+func ParseReleasePermitResponse(rsp *http.Response) (*ReleasePermitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleasePermitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ReleasePermitResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReleasePermitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSemaphoreResponse parses an HTTP response from a GetSemaphoreWithResponse call
+func ParseGetSemaphoreResponse(rsp *http.Response) (*GetSemaphoreResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSemaphoreResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Semaphore
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetSemaphoreResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSemaphoreResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAcquirePermitResponse parses an HTTP response from a AcquirePermitWithResponse call
+func ParseAcquirePermitResponse(rsp *http.Response) (*AcquirePermitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcquirePermitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Permit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers AcquirePermitResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcquirePermitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRenewPermitResponse parses an HTTP response from a RenewPermitWithResponse call
+func ParseRenewPermitResponse(rsp *http.Response) (*RenewPermitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RenewPermitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Permit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RenewPermitResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RenewPermitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokePermitResponse parses an HTTP response from a RevokePermitWithResponse call
+func ParseRevokePermitResponse(rsp *http.Response) (*RevokePermitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokePermitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokePermitResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokePermitResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1,0 +1,314 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// Permit is one of a semaphore's permits.
+type Permit struct {
+	Name  string `json:"name" example:"heavy-jobs"`
+	Owner string `json:"owner" example:"w1"`
+	// Token is the permit's own fencing token, from the same sequence as
+	// lock tokens.
+	Token int64 `json:"token" format:"int64" example:"4711"`
+	// Limit is the semaphore's: how many permits it has.
+	Limit      int               `json:"limit" example:"3"`
+	Session    string            `json:"session,omitempty" example:"694d2279b4919071"`
+	TTL        string            `json:"ttl" example:"30s"`
+	AcquiredAt Time              `json:"acquired_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
+	ExpiresAt  Time              `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
+	Metadata   map[string]string `json:"metadata"`
+}
+
+// Semaphore is a semaphore's state.
+type Semaphore struct {
+	Name  string `json:"name" example:"heavy-jobs"`
+	Limit int    `json:"limit" example:"3"`
+	// Holders are the permits held, oldest first.
+	Holders []*Permit `json:"holders"`
+	// Waiters are the acquires waiting, first to be served first; only
+	// GET /v1/semaphores/{name} fills it in (the first 1,000).
+	Waiters []Waiter `json:"waiters,omitempty"`
+}
+
+// SemaphoreList is a page of semaphores that have permits held.
+type SemaphoreList struct {
+	Semaphores []*Semaphore `json:"semaphores"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// PermitRequest is the body of POST /v1/semaphores/{name}.
+type PermitRequest struct {
+	// Limit is how many permits the semaphore has, 1-10000: it must be
+	// the limit its permits are held or waited for under, if any are.
+	Limit    *int              `json:"limit" example:"3"`
+	Owner    *string           `json:"owner,omitempty" example:"w1"`
+	TTL      *string           `json:"ttl,omitempty" example:"30s"`
+	Session  *string           `json:"session,omitempty" example:"694d2279b4919071"`
+	Wait     *string           `json:"wait,omitempty" example:"10s"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// PermitRevokeRequest is the body of POST /v1/semaphores/{name}/revoke.
+type PermitRevokeRequest struct {
+	Token  *int64 `json:"token" format:"int64" example:"4711"`
+	Reason string `json:"reason,omitempty" example:"holder wedged"`
+}
+
+func toPermit(l *lock.Lock) *Permit {
+	out := &Permit{
+		Name: l.Name, Owner: l.Owner, Token: l.Token, Limit: l.Limit, Session: l.Session, TTL: l.TTL.String(),
+		AcquiredAt: Time(l.AcquiredAt), ExpiresAt: Time(l.ExpiresAt), Metadata: l.Metadata,
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]string{}
+	}
+	return out
+}
+
+func toPermits(ls []*lock.Lock) []*Permit {
+	out := make([]*Permit, len(ls))
+	for i, l := range ls {
+		out[i] = toPermit(l)
+	}
+	return out
+}
+
+func toSemaphore(s *lock.Semaphore) *Semaphore {
+	return &Semaphore{Name: s.Name, Limit: s.Limit, Holders: toPermits(s.Holders)}
+}
+
+// acquirePermit godoc
+//
+//	@Summary		Take a permit of a semaphore
+//	@ID				acquirePermit
+//	@Description	Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+//	@Description	With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
+//	@Tags			semaphores
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string				true	"Semaphore name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			request	body		api.PermitRequest	true	"The limit, and how to hold the permit"
+//	@Success		201		{object}	api.Permit
+//	@Failure		400		{object}	api.Problem	"invalid_request: the field named in `field` is wrong"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem	"session_not_found"
+//	@Failure		409		{object}	api.Problem	"semaphore_full, with `holders` (the permits held); or limit_mismatch, with the semaphore's `limit`"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
+//	@Failure		503		{object}	api.Problem	"unavailable or shutting_down; the request may or may not have taken effect"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/semaphores/{name} [post]
+func (a *API) acquirePermit(c echo.Context) error {
+	var req PermitRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Limit == nil {
+		return badRequest("limit", "limit is required: how many permits the semaphore has (1-10000)")
+	}
+	pr := lock.PermitRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Limit: *req.Limit, Metadata: req.Metadata}
+	var err error
+	if pr.TTL, err = a.ttl(req.TTL); err != nil {
+		return err
+	}
+	if pr.Wait, err = parseDuration("wait", req.Wait); err != nil {
+		return err
+	}
+	if req.Session != nil {
+		if *req.Session == "" {
+			return badRequest("session", "session must not be empty when given")
+		}
+		pr.Session = *req.Session
+	}
+	l, err := a.eng.AcquirePermit(c.Request().Context(), pr)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toPermit(l))
+}
+
+// getSemaphore godoc
+//
+//	@Summary		Get a semaphore
+//	@ID				getSemaphore
+//	@Description	Returns the semaphore's limit, its permits held (oldest first) and its waiters, in the order they will be served (the first 1,000).
+//	@Tags			semaphores
+//	@Produce		json
+//	@Param			name	path		string	true	"Semaphore name"
+//	@Success		200		{object}	api.Semaphore
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		404		{object}	api.Problem	"not_held: no permit is held"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/semaphores/{name} [get]
+func (a *API) getSemaphore(c echo.Context) error {
+	s, err := a.eng.Semaphore(c.Request().Context(), pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	out := toSemaphore(s)
+	out.Waiters = toWaiters(s.Waiters)
+	return c.JSON(http.StatusOK, out)
+}
+
+// listSemaphores godoc
+//
+//	@Summary		List semaphores with permits held
+//	@ID				listSemaphores
+//	@Description	Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
+//	@Tags			semaphores
+//	@Produce		json
+//	@Param			prefix	query		string	false	"Only semaphores whose name starts with this"
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			cursor	query		string	false	"next_cursor of the previous page"
+//	@Success		200		{object}	api.SemaphoreList
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/semaphores [get]
+func (a *API) listSemaphores(c echo.Context) error {
+	o, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	ss, next, err := a.eng.Semaphores(c.Request().Context(), o)
+	if err != nil {
+		return err
+	}
+	out := SemaphoreList{Semaphores: make([]*Semaphore, len(ss))}
+	for i, s := range ss {
+		out.Semaphores[i] = toSemaphore(s)
+	}
+	if next != "" {
+		out.NextCursor = encodeCursor(next)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// renewPermit godoc
+//
+//	@Summary		Renew a permit
+//	@ID				renewPermit
+//	@Description	Extends the lease of the permit that `token` holds, and returns the new `expires_at`. A permit in a session renews the whole session. The token never changes.
+//	@Tags			semaphores
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string				true	"Semaphore name"
+//	@Param			request	body		api.RenewRequest	true	"The permit's token"
+//	@Success		200		{object}	api.Permit
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the permit was taken by another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem	"not_held: no permit of the semaphore has this token"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/semaphores/{name}/renew [post]
+func (a *API) renewPermit(c echo.Context) error {
+	var req RenewRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required")
+	}
+	l, err := a.eng.RenewPermit(c.Request().Context(), pathParam(c, "name"), *req.Token)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toPermit(l))
+}
+
+// releasePermit godoc
+//
+//	@Summary		Give a permit back
+//	@ID				releasePermit
+//	@Description	Ends the permit that `token` holds, audited as `released`. The oldest waiter gets a permit from the same etcd transaction.
+//	@Tags			semaphores
+//	@Param			name	path	string	true	"Semaphore name"
+//	@Param			token	query	int		true	"The permit's token"	format(int64)
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the permit was taken by another credential; or cross_origin"
+//	@Failure		404	{object}	api.Problem	"not_held: no permit of the semaphore has this token"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/semaphores/{name} [delete]
+func (a *API) releasePermit(c echo.Context) error {
+	tok, err := tokenQuery(c, "/v1/semaphores/{name}")
+	if err != nil {
+		return err
+	}
+	if err := a.eng.ReleasePermit(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// revokePermit godoc
+//
+//	@Summary		Revoke a permit (operator)
+//	@ID				revokePermit
+//	@Description	Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
+//	@Tags			semaphores
+//	@Accept			json
+//	@Param			name	path	string					true	"Semaphore name"
+//	@Param			request	body	api.PermitRevokeRequest	true	"The permit's token, and why"
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin"
+//	@Failure		404	{object}	api.Problem	"not_held: no permit of the semaphore has this token"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/semaphores/{name}/revoke [post]
+func (a *API) revokePermit(c echo.Context) error {
+	var req PermitRevokeRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required: the permit to revoke")
+	}
+	if err := a.eng.RevokePermit(c.Request().Context(), pathParam(c, "name"), *req.Token, req.Reason); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

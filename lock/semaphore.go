@@ -1,0 +1,247 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A semaphore is a thing with seats (kinds.go): each permit is a hold of
+// the engine in a seat of its own, with its own token, lease (or
+// session), audit records and expiry, and its waiters share the
+// semaphore's queue, so a release hands its seat to the oldest waiter in
+// its own txn and everything a lock has (sessions, the recorder, the
+// trail, batching, the waiter cap) a semaphore has too. What it adds:
+//
+//	limit/<key>   the limit its permits are held under (seats.go says when it may change)
+//
+// A semaphore takes no lock-delay: the contract has none for it.
+
+// PermitRequest asks for one of a semaphore's permits.
+type PermitRequest struct {
+	Name  string
+	Owner string
+	// Limit is how many permits the semaphore has; it must be the limit
+	// its permits are held or waited for under, if any are.
+	Limit int
+	// TTL, Session, Wait and Metadata are as in AcquireRequest: the
+	// permit is a hold of the engine.
+	TTL      time.Duration
+	Session  string
+	Wait     time.Duration
+	Metadata map[string]string
+}
+
+// Semaphore is a semaphore's state: its permits held, sorted by token,
+// and its waiters in the order they will be served.
+type Semaphore struct {
+	Name    string
+	Limit   int
+	Holders []*Lock
+	Waiters []Waiter
+}
+
+// AcquirePermit takes one of the permits of semaphore req.Name, waiting
+// in line for up to req.Wait (first come, first served across every
+// node), and returns it: a *Lock whose Token is the permit's own fencing
+// token and Limit the semaphore's. Each call takes a permit of its own,
+// in a session too. It answers a *HeldError (errors.Is(err,
+// ErrSemaphoreFull)) with the permits held when none is free in time, a
+// *LimitMismatchError when permits are held or waited for under another
+// limit, and leaves nothing behind when ctx ends.
+func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, error) {
+	if err := checkName("name", req.Name); err != nil {
+		return nil, err
+	}
+	key := keyName(KindSemaphore, req.Name)
+	l, _, err := e.acquire(ctx, AcquireRequest{
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, limit: req.Limit,
+	})
+	if err != nil {
+		var he *HeldError
+		if errors.As(err, &he) {
+			he.Kind, he.Holder = KindSemaphore, nil
+			if s, serr := e.Semaphore(ctx, req.Name); serr == nil {
+				he.Holders = s.Holders
+			}
+		}
+		return nil, semaphoreErr("acquire a permit of", req.Name, err)
+	}
+	return l, nil
+}
+
+// Semaphore returns the permits of name and its waiters (at most
+// MaxListLimit of them), or ErrNotHeld when no permit is held.
+func (e *Engine) Semaphore(ctx context.Context, name string) (*Semaphore, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	key := keyName(KindSemaphore, name)
+	const seatsAt, queueAt = 0, 1
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(
+		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix()),
+		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
+	).Commit()
+	done()
+	if err != nil {
+		return nil, e.etcdErr(ctx, "read semaphore", err)
+	}
+	s, err := e.semaphoreOf(ctx, name, resp.Responses[seatsAt].GetResponseRange().Kvs, map[string]leaseTimes{})
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Holders) == 0 {
+		return nil, fmt.Errorf("semaphore %q: %w", name, ErrNotHeld)
+	}
+	s.Waiters = waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs)
+	return s, nil
+}
+
+// semaphoreOf renders the seats kvs of semaphore name. Its limit is its
+// permits': every seat held was granted under the stored limit (seats.go).
+func (e *Engine) semaphoreOf(ctx context.Context, name string, kvs []*mvccpb.KeyValue, expiry map[string]leaseTimes) (*Semaphore, error) {
+	s := &Semaphore{Name: name, Holders: make([]*Lock, 0, len(kvs)), Waiters: []Waiter{}}
+	for _, kv := range kvs {
+		l, err := e.decodeLock(ctx, kv, expiry)
+		if err != nil {
+			return nil, err
+		}
+		s.Holders = append(s.Holders, l)
+		s.Limit = max(s.Limit, l.Limit)
+	}
+	sort.Slice(s.Holders, func(i, j int) bool { return s.Holders[i].Token < s.Holders[j].Token })
+	return s, nil
+}
+
+// Semaphores returns the semaphores that have permits held, sorted by
+// name, a page at a time as List does for locks (without their waiters).
+// A page reads at most MaxListLimit seats, plus the rest of its last
+// semaphore's (at most MaxSemaphoreLimit).
+func (e *Engine) Semaphores(ctx context.Context, o ListOptions) ([]*Semaphore, string, error) {
+	if err := checkListOptions(&o); err != nil {
+		return nil, "", err
+	}
+	base := e.locksPrefix()
+	start, end := kindRange(base, KindSemaphore, o.Prefix)
+	if o.After != "" {
+		// Past every seat of After: "#" sorts below every name
+		// character, so they all come before the next name.
+		if after := clientv3.GetPrefixRangeEnd(seatsOf(base, keyName(KindSemaphore, o.After))); after > start {
+			start = after
+		}
+	}
+	kvs, more, err := e.readSeatPage(ctx, start, end)
+	if err != nil {
+		return nil, "", err
+	}
+	var (
+		names  []string
+		byName = map[string][]*mvccpb.KeyValue{}
+	)
+	for _, kv := range kvs {
+		_, name := thingOf(string(kv.Key[len(base):]))
+		if _, ok := byName[name]; !ok {
+			names = append(names, name)
+		}
+		byName[name] = append(byName[name], kv)
+	}
+	next := ""
+	if len(names) > o.Limit {
+		names, next = names[:o.Limit], names[o.Limit-1]
+	} else if more && len(names) > 0 {
+		next = names[len(names)-1]
+	}
+	expiry := map[string]leaseTimes{}
+	page := make([]*Semaphore, 0, len(names))
+	for _, name := range names {
+		s, err := e.semaphoreOf(ctx, name, byName[name], expiry)
+		if err != nil {
+			return nil, "", err
+		}
+		page = append(page, s)
+	}
+	return page, next, nil
+}
+
+// readSeatPage reads at most MaxListLimit seats from start to end, and
+// then the rest of the last semaphore read, so that no semaphore is cut
+// in two. more reports that the range holds more semaphores.
+func (e *Engine) readSeatPage(ctx context.Context, start, end string) (kvs []*mvccpb.KeyValue, more bool, err error) {
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
+	if err != nil {
+		return nil, false, e.etcdErr(ctx, "list semaphores", err)
+	}
+	if !resp.More || len(resp.Kvs) == 0 {
+		return resp.Kvs, false, nil
+	}
+	last := resp.Kvs[len(resp.Kvs)-1].Key
+	rest, err := e.cli.Get(octx, string(last)+"\x00",
+		clientv3.WithRange(clientv3.GetPrefixRangeEnd(seatsOf(e.locksPrefix(), thingKey(string(last[len(e.locksPrefix()):]))))))
+	if err != nil {
+		return nil, false, e.etcdErr(ctx, "list semaphores", err)
+	}
+	return append(resp.Kvs, rest.Kvs...), true, nil
+}
+
+// RenewPermit extends the lease of the permit token of semaphore name, as
+// Renew does a lock's.
+func (e *Engine) RenewPermit(ctx context.Context, name string, token int64) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	l, err := e.renew(ctx, keyName(KindSemaphore, name), token)
+	if err != nil {
+		return nil, semaphoreErr("renew a permit of", name, err)
+	}
+	return l, nil
+}
+
+// ReleasePermit gives the permit token of semaphore name back, handing
+// its seat to the oldest waiter in the same txn. ErrNotHeld when token
+// holds no permit of name.
+func (e *Engine) ReleasePermit(ctx context.Context, name string, token int64) error {
+	if err := checkName("name", name); err != nil {
+		return err
+	}
+	if err := e.endHold(ctx, keyName(KindSemaphore, name), token, EventReleased, ""); err != nil {
+		return semaphoreErr("release a permit of", name, err)
+	}
+	return nil
+}
+
+// RevokePermit forcibly ends the permit token of semaphore name (an
+// operator's action), recorded as revoked with reason.
+func (e *Engine) RevokePermit(ctx context.Context, name string, token int64, reason string) error {
+	if err := checkName("name", name); err != nil {
+		return err
+	}
+	if len(reason) > MaxReasonLen {
+		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	if err := e.endHold(ctx, keyName(KindSemaphore, name), token, EventRevoked, reason); err != nil {
+		return semaphoreErr("revoke a permit of", name, err)
+	}
+	return nil
+}
+
+// semaphoreErr is err, from the lock machinery under a semaphore, as the
+// semaphore's: a token that holds no permit is a permit not held.
+func semaphoreErr(what, name string, err error) error {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return err
+	}
+	if errors.Is(err, ErrTokenMismatch) {
+		return fmt.Errorf("%s %q: %w", what, name, ErrNotHeld)
+	}
+	return fmt.Errorf("%s %q: %w", what, name, err)
+}
