@@ -204,7 +204,7 @@ var samples = map[string]sample{
 		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/fenced/"+res, `{"token":1,"value":"x"}`), http.StatusOK)
 		return "DELETE", "/v1/fenced/" + res + "?reason=test", ""
 	},
-	"GET /v1/elections": fixed("GET", "/v1/elections", ""),
+	"GET /v1/elections":  fixed("GET", "/v1/elections", ""),
 	"GET /v1/semaphores": fixed("GET", "/v1/semaphores", ""),
 	"POST /v1/semaphores/:name": func(*testing.T, *testserver.Server, caller) (string, string, string) {
 		return "POST", "/v1/semaphores/" + unique("sem"), `{"limit":3,"owner":"c","ttl":"30s"}`
