@@ -89,11 +89,14 @@ type acquirer struct {
 	// value is the election's value the candidate campaigns with.
 	value json.RawMessage
 	// seat is the key name of the holder key the next attempt takes:
-	// req.Name, but for a semaphore the seat its permit takes (seats.go).
+	// req.Name, or for a thing with seats the seat the hold takes
+	// (seats.go).
 	seat string
-	// sem is a semaphore acquire's view of the semaphore; nil for the
-	// kinds with one holder.
-	sem *semView
+	// seats is the view of an acquire that picks its seat (a permit, a
+	// read hold); nil for one that does not.
+	seats *seatView
+	// mode is a read/write lock hold's.
+	mode RWMode
 	// credential is recorded on the hold (see Caller); "" without one.
 	credential string
 	// sessionRev, when set, is the CreateRevision of the session key whose
@@ -156,12 +159,8 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 		return nil, err
 	}
 	a := &acquirer{e: e, req: req, kind: kind, hold: newHoldID(), value: req.value, seat: req.Name}
-	if kind == KindSemaphore {
-		if err := checkLimit(req.limit); err != nil {
-			return nil, err
-		}
-		a.sem = &semView{limit: req.limit}
-		a.seat = seatKey(req.Name, 0) // until readSeats picks one
+	if err := a.pickSeats(); err != nil {
+		return nil, err
 	}
 	if req.Session != "" {
 		id, ok := parseLeaseHex(req.Session)
@@ -207,7 +206,7 @@ func (a *acquirer) holder(now time.Time) holderRecord {
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
-		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit,
+		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit, Mode: a.mode,
 	}
 }
 
@@ -239,7 +238,7 @@ func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh 
 	case noSession:
 		return nil, false, ErrSessionNotFound, true
 	case mismatched:
-		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: a.sem.limit}, true
+		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: a.seats.limit}, true
 	}
 	return nil, false, nil, false
 }

@@ -84,7 +84,8 @@ type acquireIx struct {
 		session     int // the session record
 		term        int // an election's term key
 		limit       int // a semaphore's stored limit
-		seats       int // a semaphore's seats, keys only
+		seats       int // the seats the acquire picks from, keys only
+		blocker     int // a read/write lock's hold in the way: the writer's, or (a writer's acquire) a reader's
 	}
 }
 
@@ -101,7 +102,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			return attemptResult{}, err
 		}
 	}
-	if a.sem != nil && !a.sem.read {
+	if a.seats != nil && !a.seats.read {
 		if err := a.readSeats(ctx); err != nil {
 			return attemptResult{}, err
 		}
@@ -165,8 +166,8 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	if a.kind == KindElection {
 		t.then = append(t.then, clientv3.OpPut(e.termKey(name), strconv.FormatInt(rec.Term, 10)))
 	}
-	if a.sem != nil && a.sem.replace {
-		t.then = append(t.then, clientv3.OpPut(e.limitKey(name), strconv.Itoa(a.sem.limit)))
+	if a.grouped() {
+		t.then = append(t.then, clientv3.OpPut(e.seatsKey(name), seatRecord(rec)))
 	}
 	won := &t.ix.won
 	won.acquired, won.released, won.session = -1, -1, -1
@@ -189,7 +190,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 
 	lost := &t.ix.lost
 	lost.lock, lost.guard, lost.queued = 0, 1, 2
-	lost.ahead, lost.entry, lost.pred, lost.session, lost.term, lost.limit, lost.seats = -1, -1, -1, -1, -1, -1, -1
+	lost.ahead, lost.entry, lost.pred, lost.session, lost.term, lost.limit, lost.seats, lost.blocker = -1, -1, -1, -1, -1, -1, -1, -1
 	t.els = []clientv3.Op{
 		clientv3.OpGet(lkey),
 		clientv3.OpGet(gkey),
@@ -214,9 +215,8 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	if a.kind == KindElection {
 		lost.term, t.els = len(t.els), append(t.els, clientv3.OpGet(e.termKey(name)))
 	}
-	if a.sem != nil {
-		lost.limit, t.els = len(t.els), append(t.els, clientv3.OpGet(e.limitKey(name)))
-		lost.seats, t.els = len(t.els), append(t.els, a.seatsRead())
+	if a.grouped() {
+		t.els, lost.limit, lost.seats, lost.blocker = a.seatOps(t.els)
 	}
 	return t
 }
@@ -253,8 +253,8 @@ func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 	if a.kind == KindElection {
 		cmps = append(cmps, e.termCmp(name, a.term))
 	}
-	if a.sem != nil {
-		cmps = append(cmps, a.limitCmps()...)
+	if a.grouped() {
+		cmps = append(cmps, a.seatCmps()...)
 	}
 	return cmps
 }
@@ -375,20 +375,18 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		}
 	}
 	if queueKey != "" && len(rs[ix.lost.entry].GetResponseRange().Kvs) == 0 {
-		if a.sem != nil {
-			// A release granted us whichever seat it freed.
+		if a.grouped() {
+			// A release may have granted us a seat it chose.
 			return a.seatGranted(ctx)
 		}
 		return attemptResult{outcome: dequeued}, nil
 	}
-	if a.sem != nil {
-		r, settled, free := a.analyseSeats(rs, ix, queueKey)
+	if a.grouped() {
+		r, settled, blocker := a.analyseSeats(rs, ix, queueKey, lockKVs)
 		if settled {
 			return r, nil
 		}
-		if free {
-			lockKVs = nil // the seat picked anew is free
-		}
+		lockKVs = blocker
 	}
 	// behind is the result when a queued waiter is ahead of us.
 	behindOf := func(holder *Lock) (attemptResult, bool) {
@@ -409,7 +407,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		}
 		holder := hr.toLock(name, kv.ModRevision)
 		a.lastHolder, a.lastHolderLease = holder, hr.Lease
-		if a.session != 0 && hr.Session == a.req.Session && a.sem == nil {
+		if a.session != 0 && hr.Session == a.req.Session && a.seats == nil && string(kv.Key) == e.lockKey(a.seat) {
 			e.fillLease(ctx, holder, a.session)
 			return attemptResult{outcome: sameHolder, lock: holder}, nil
 		}

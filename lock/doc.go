@@ -1,5 +1,5 @@
 // Package lock is baton's lock engine: sessions, locks with fencing tokens,
-// leader elections, FIFO waiting, lock-delay, fenced values and the audit
+// leader elections, semaphores, read/write locks, FIFO waiting, lock-delay, fenced values and the audit
 // trail, all kept in etcd and reached only through a *clientv3.Client. It
 // knows nothing of HTTP, so it runs the same over the embedded member's
 // in-process client or over a client of an external etcd cluster.
@@ -80,11 +80,14 @@
 //	meta/recorder                 revision up to which expiries have been recorded
 //	term/<key>                    an election's latest term; put by every grant (acquiretxn.go, termCmp)
 //	value/<key>                   an election's proclaimed value; lease: its leader's (election.go)
+//	seats/<key>                   a thing with seats' record (a semaphore's limit); put by each of its grants (handover.go)
 //
 // <name> above is a key name (kinds.go): a lock's own name, or for any
 // other kind its name behind a tag no lock name can hold, so an election
 // is a lock of the engine under "~election:<name>", with its term and
-// value beside it.
+// value beside it. A semaphore's permits and a read/write lock's holds
+// are locks of the engine in seats, "~semaphore:<name>#3" or
+// "~rwlock:<name>#w", which share their thing's queue.
 //
 // Each hold has a unique hold ID stored in its holder record, so its end
 // event has one possible key: whichever of release, revoke or the expiry

@@ -399,7 +399,7 @@ func (e *Engine) fenceMaxKey(res string) string   { return e.cfg.Prefix + "fence
 func (e *Engine) recorderKey() string             { return e.cfg.Prefix + "meta/recorder" }
 func (e *Engine) termKey(name string) string      { return e.cfg.Prefix + "term/" + name }
 func (e *Engine) valueKey(name string) string     { return e.cfg.Prefix + "value/" + name }
-func (e *Engine) limitKey(name string) string     { return e.cfg.Prefix + "limit/" + thingKey(name) }
+func (e *Engine) seatsKey(name string) string     { return e.cfg.Prefix + "seats/" + thingKey(name) }
 func (e *Engine) lockAuditPrefix(n string) string { return e.auditPrefix() + n + "/" }
 func (e *Engine) acquiredKey(name, hold string) string {
 	return e.auditPrefix() + name + "/" + hold + "/a"

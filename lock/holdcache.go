@@ -59,7 +59,7 @@ type cachedHold struct {
 // the token, so that a release, which names the thing and the token,
 // finds the seat.
 func holdCacheKey(seat string, token int64) string {
-	if k, _ := thingOf(seat); k == KindSemaphore {
+	if hasSeats(seat) {
 		return thingKey(seat) + "\x00" + strconv.FormatInt(token, 10)
 	}
 	return seat
@@ -135,6 +135,6 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
-	e.ended(name, EventReleased, hr, false)
+	e.ended(name, EventReleased, hr, 0)
 	return true, nil
 }

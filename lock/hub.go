@@ -217,9 +217,9 @@ type keyWatch struct {
 
 // watchKey registers for the changes of key after revision after, the
 // revision at which the caller read what it waits on; a key that ends in
-// the seat separator (seatsOf) registers for every seat of its thing. Changes already
-// dispatched after that revision are handed to the registration at once,
-// from recent. missed reports that recent no longer reaches back to
+// the seat separator (seatsOf) registers for every seat of its thing.
+// Changes already dispatched after that revision are handed to the
+// registration at once, from recent. missed reports that recent no longer reaches back to
 // after: the caller must then read the key with a linearizable read to
 // learn of a change in between.
 func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {

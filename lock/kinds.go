@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"strconv"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,6 +20,8 @@ import (
 //	locks/billing             the lock "billing"
 //	locks/~election:billing   the election "billing"
 //	locks/~semaphore:jobs#0   permit 0 of the semaphore "jobs"
+//	locks/~rwlock:catalog#w   the write hold of the read/write lock "catalog"
+//	locks/~rwlock:catalog#r0  a read hold of it
 //
 // Tagged keys sort after every lock's ("~" is above every name
 // character), so a listing of locks stops before them (kindRange).
@@ -33,12 +34,17 @@ import (
 // them one semaphore is that they share the thing's queue (queuePrefix
 // takes the thing's key name of a seat's), so a waiter is granted
 // whichever seat frees first, and the limit, which bounds the seat
-// numbers (semaphore.go).
+// numbers (semaphore.go). A read/write lock has a writer's seat, "#w",
+// and readers' seats, "#r" and a number, taken lowest free first
+// (rwlock.go). Seats are numbered, never named after their holds, so
+// their keys are reused: etcd keeps a deleted key in its index until
+// compaction, and ranges over seats would otherwise slow down.
 
 // The tags of the kinds that are not locks.
 const (
 	electionTag  = "~election:"
 	semaphoreTag = "~semaphore:"
+	rwlockTag    = "~rwlock:"
 )
 
 // seatSep separates a thing's key name from one of its seats'.
@@ -52,6 +58,8 @@ func keyName(k EventKind, name string) string {
 		return electionTag + name
 	case KindSemaphore:
 		return semaphoreTag + name
+	case KindRWLock:
+		return rwlockTag + name
 	}
 	return name
 }
@@ -66,6 +74,9 @@ func thingOf(key string) (EventKind, string) {
 	if name, ok := strings.CutPrefix(key, semaphoreTag); ok {
 		return KindSemaphore, name
 	}
+	if name, ok := strings.CutPrefix(key, rwlockTag); ok {
+		return KindRWLock, name
+	}
 	return KindLock, key
 }
 
@@ -78,27 +89,23 @@ func thingKey(key string) string {
 	return key
 }
 
-// seatKey is the key name of seat i of the thing kept under key name
-// thing.
-func seatKey(thing string, i int) string {
-	return thing + string(seatSep) + strconv.Itoa(i)
+// writerSeat is the key name of the writer's seat of the read/write lock
+// kept under key name thing, and readerSeats that of its readers' seats
+// but for their numbers.
+func writerSeat(thing string) string  { return thing + string(seatSep) + "w" }
+func readerSeats(thing string) string { return thing + string(seatSep) + "r" }
+
+// hasSeats reports whether the thing kept under key name key (or one of
+// its seats) keeps its holds in seats.
+func hasSeats(key string) bool {
+	k, _ := thingOf(key)
+	return k == KindSemaphore || k == KindRWLock
 }
 
 // seatsOf is the key prefix of every seat of thing under base (such as
 // locksPrefix): it matches seat keys only, since "#" follows the whole
 // name.
 func seatsOf(base, thing string) string { return base + thing + string(seatSep) }
-
-// seatNumber is the number of the seat kept under key name seat, and
-// false for a key name that is no seat.
-func seatNumber(seat string) (int, bool) {
-	i := strings.IndexByte(seat, seatSep)
-	if i < 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(seat[i+1:])
-	return n, err == nil && n >= 0
-}
 
 // kindRange is the range of keys under base (such as locksPrefix) that
 // holds the things of kind k whose names start with prefix.
@@ -112,9 +119,9 @@ func kindRange(base string, k EventKind, prefix string) (start, end string) {
 
 // holdEvent is the event typ of a hold of the thing kept under key (or
 // one of its seats): its kind names it, and an election's hold begins as
-// elected and ends by a release as resigned. A lock's events keep the layout they always had
-// (Lock set, Kind left for decodeEvent to fill), so a lock's records are
-// the same bytes as before elections existed.
+// elected and ends by a release as resigned. A lock's events keep the
+// layout they always had (Lock set, Kind left for decodeEvent to fill),
+// so a lock's records are the same bytes as before elections existed.
 func holdEvent(key string, typ EventType) Event {
 	kind, name := thingOf(key)
 	switch kind {

@@ -227,6 +227,8 @@ type Waiter struct {
 	Session  string
 	Position int
 	Since    time.Time
+	// Mode is a read/write lock's waiter's.
+	Mode RWMode
 }
 
 // Waiters returns the queue of name in grant order: its first
@@ -253,7 +255,7 @@ func waitersOf(kvs []*mvccpb.KeyValue) []Waiter {
 		if json.Unmarshal(kv.Value, &wr) != nil {
 			continue
 		}
-		ws = append(ws, Waiter{Owner: wr.Owner, Session: wr.Session, Position: i + 1, Since: wr.Since})
+		ws = append(ws, Waiter{Owner: wr.Owner, Session: wr.Session, Position: i + 1, Since: wr.Since, Mode: wr.Mode})
 	}
 	return ws
 }

@@ -45,6 +45,9 @@ type holderRecord struct {
 	// Limit is a semaphore permit's: the limit it was granted under,
 	// which a handover of its seat requires to be the semaphore's.
 	Limit int `json:"limit,omitempty"`
+	// Mode is a read/write lock hold's; a handover grants a writer the
+	// writer's seat and readers readers' seats (handOverPlan).
+	Mode RWMode `json:"mode,omitempty"`
 }
 
 // delayRecord guards a lock with lock-delay. Acquire creates it with the
@@ -90,6 +93,8 @@ type waiterRecord struct {
 	// see acquirer.queueEntryRecord) the waiter takes the lock itself
 	// when it sees the lock go.
 	Grant *holderRecord `json:"grant,omitempty"`
+	// Mode is a read/write lock's waiter's.
+	Mode RWMode `json:"mode,omitempty"`
 }
 
 type fencedRecord struct {
@@ -139,6 +144,7 @@ func (r holderRecord) toLock(key string, token int64) *Lock {
 		Term:       r.Term,
 		Value:      r.Value,
 		Limit:      r.Limit,
+		Mode:       r.Mode,
 	}
 }
 
@@ -162,7 +168,7 @@ func (r holderRecord) endEvent(ctx context.Context, key string, token int64, typ
 // at, as its kind names it (holdEvent).
 func (r holderRecord) event(key string, typ EventType, at time.Time) Event {
 	ev := holdEvent(key, typ)
-	ev.Time, ev.Owner, ev.Session, ev.Credential, ev.Term = at, r.Owner, r.Session, r.Credential, r.Term
+	ev.Time, ev.Owner, ev.Session, ev.Credential, ev.Term, ev.Mode = at, r.Owner, r.Session, r.Credential, r.Term, r.Mode
 	if beginsHold(ev.Type) {
 		ev.Value, ev.Limit = r.Value, r.Limit
 	}

@@ -33,10 +33,17 @@ func checkLimit(n int) error {
 	return nil
 }
 
-// semView is what a permit's acquire knows of its semaphore.
-type semView struct {
-	limit int // the limit asked for
-	read  bool
+// seatView is what an acquire that picks its seat knows of the seats it
+// picks from: a permit's (every seat of its semaphore), a read hold's
+// (its read/write lock's reader seats).
+type seatView struct {
+	limit int // the seats are numbered below it
+	// prefix is the key name of seat i but for i (seatKey).
+	prefix string
+	// stored says the limit is stored with the thing and compared (a
+	// semaphore's, limitCmps).
+	stored bool
+	read   bool
 	// held is the seats held, as last read.
 	held map[int]bool
 	// replace is set when the next attempt is to store limit: the
@@ -46,26 +53,56 @@ type semView struct {
 	limitRev int64
 }
 
-// seatsRead reads the seats of the semaphore, keys only: from etcd's
-// index, at most the limit's number of keys.
+// pickSeats sets up an acquire of a thing with seats: the seat it takes,
+// or the seats it picks from.
+func (a *acquirer) pickSeats() error {
+	switch a.kind {
+	case KindSemaphore:
+		if err := checkLimit(a.req.limit); err != nil {
+			return err
+		}
+		a.seats = &seatView{limit: a.req.limit, prefix: a.req.Name + string(seatSep), stored: true}
+	case KindRWLock:
+		switch a.mode = a.req.mode; a.mode {
+		case ModeRead:
+			a.seats = &seatView{limit: MaxReaders, prefix: readerSeats(a.req.Name)}
+		case ModeWrite:
+			a.seat = writerSeat(a.req.Name)
+			return nil
+		default:
+			return invalid("mode", "must be read or write")
+		}
+	default:
+		return nil
+	}
+	a.seat = a.seats.prefix + "0" // until readSeats picks one
+	return nil
+}
+
+// grouped reports whether the acquire's thing has seats: its holds may
+// be in any of them, and the head of its queue waits on them all.
+func (a *acquirer) grouped() bool { return a.kind == KindSemaphore || a.kind == KindRWLock }
+
+// seatsRead reads the seats the acquire picks from, keys only: from
+// etcd's index, at most the limit's number of keys.
 func (a *acquirer) seatsRead(opts ...clientv3.OpOption) clientv3.Op {
-	return clientv3.OpGet(seatsOf(a.e.locksPrefix(), a.req.Name),
+	return clientv3.OpGet(a.e.locksPrefix()+a.seats.prefix,
 		append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly()}, opts...)...)
 }
 
 // headKey is what the head of the queue waits on: the lock's key, or
-// every seat of a semaphore (a hub registration for them all).
+// every seat of a thing with seats (a hub registration for them all).
 func (a *acquirer) headKey() string {
-	if a.sem != nil {
+	if a.grouped() {
 		return seatsOf(a.e.locksPrefix(), a.req.Name)
 	}
 	return a.e.lockKey(a.req.Name)
 }
 
-// readSeats reads the semaphore's stored limit and seats before the first
-// attempt, locally on our own member, to pick the seat the attempt
-// takes: its compares catch a stale read, and its else branch reads both
-// again.
+// readSeats reads the seats the acquire picks from (and a semaphore's
+// stored limit) before the first attempt, locally on our own member, to
+// pick the seat the attempt takes: its compares catch a stale read, and
+// its else branch reads both again.
 func (a *acquirer) readSeats(ctx context.Context) error {
 	e := a.e
 	var opts []clientv3.OpOption
@@ -73,15 +110,17 @@ func (a *acquirer) readSeats(ctx context.Context) error {
 		opts = append(opts, clientv3.WithSerializable())
 	}
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.limitKey(a.req.Name), opts...), a.seatsRead(opts...)).Commit()
+	resp, err := e.cli.Txn(octx).Then(a.seatsRead(opts...), clientv3.OpGet(e.seatsKey(a.req.Name), opts...)).Commit()
 	done()
 	if err != nil {
-		return e.etcdErr(ctx, "read semaphore", err)
+		return e.etcdErr(ctx, "read seats", err)
 	}
-	stored, rev := storedLimit(resp.Responses[0].GetResponseRange().Kvs)
-	seats := resp.Responses[1].GetResponseRange().Kvs
-	a.sem.read = true
-	a.sem.replace, a.sem.limitRev = stored != a.sem.limit && len(seats) == 0, rev
+	seats := resp.Responses[0].GetResponseRange().Kvs
+	a.seats.read = true
+	if a.seats.stored {
+		stored, rev := storedLimit(resp.Responses[1].GetResponseRange().Kvs)
+		a.seats.replace, a.seats.limitRev = stored != a.seats.limit && len(seats) == 0, rev
+	}
 	a.noteSeats(seats)
 	a.pickSeat()
 	return nil
@@ -100,12 +139,13 @@ func storedLimit(kvs []*mvccpb.KeyValue) (limit int, rev int64) {
 // noteSeats keeps which seats a read of them found held.
 func (a *acquirer) noteSeats(kvs []*mvccpb.KeyValue) {
 	held := make(map[int]bool, len(kvs))
+	from := a.e.locksPrefix() + a.seats.prefix
 	for _, kv := range kvs {
-		if n, ok := seatNumber(strings.TrimPrefix(string(kv.Key), a.e.locksPrefix())); ok {
+		if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), from)); err == nil {
 			held[n] = true
 		}
 	}
-	a.sem.held = held
+	a.seats.held = held
 }
 
 // pickSeat makes the lowest free seat below the limit the next attempt's,
@@ -113,59 +153,120 @@ func (a *acquirer) noteSeats(kvs []*mvccpb.KeyValue) {
 // seat 0, held as last read: the attempt then takes it only if it was
 // freed since, and otherwise fails, and its else branch joins the queue.
 func (a *acquirer) pickSeat() bool {
-	for i := range a.sem.limit {
-		if !a.sem.held[i] {
-			a.seat = seatKey(a.req.Name, i)
+	for i := range a.seats.limit {
+		if !a.seats.held[i] {
+			a.seat = a.seats.prefix + strconv.Itoa(i)
 			return true
 		}
 	}
-	a.seat = seatKey(a.req.Name, 0)
+	a.seat = a.seats.prefix + "0"
 	return false
+}
+
+// seatOps appends to a failed attempt's else branch what it reads of the
+// seats, and returns the indices of a semaphore's stored limit, the seats
+// it picks from and a read/write lock's hold in the way (-1 where the
+// acquire has none).
+func (a *acquirer) seatOps(els []clientv3.Op) (ops []clientv3.Op, limit, seats, blocker int) {
+	e, thing := a.e, a.req.Name
+	limit, seats, blocker = -1, -1, -1
+	if a.seats != nil && a.seats.stored {
+		limit, els = len(els), append(els, clientv3.OpGet(e.seatsKey(thing)))
+	}
+	if a.seats != nil {
+		seats, els = len(els), append(els, a.seatsRead())
+	}
+	switch a.mode {
+	case ModeRead:
+		blocker, els = len(els), append(els, clientv3.OpGet(e.lockKey(writerSeat(thing))))
+	case ModeWrite:
+		blocker, els = len(els), append(els, clientv3.OpGet(e.locksPrefix()+readerSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
+	}
+	return els, limit, seats, blocker
+}
+
+// seatCmps hold when the acquire may take its seat, beyond the seat's
+// being free: a semaphore's limit is its own (limitCmps); a read hold's
+// lock has no writer; a write hold's has no hold at all.
+func (a *acquirer) seatCmps() []clientv3.Cmp {
+	e, thing := a.e, a.req.Name
+	switch a.mode {
+	case ModeRead:
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.lockKey(writerSeat(thing))), "=", 0)}
+	case ModeWrite:
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(seatsOf(e.locksPrefix(), thing)), "=", 0).WithPrefix()}
+	}
+	return a.limitCmps()
 }
 
 // limitCmps hold when the semaphore's stored limit is ours, or, when the
 // attempt replaces it, when it is still as read and no seat is held (a
 // direct attempt also requires the queue empty: acquireCmps).
 func (a *acquirer) limitCmps() []clientv3.Cmp {
-	key := a.e.limitKey(a.req.Name)
-	if !a.sem.replace {
-		return []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", strconv.Itoa(a.sem.limit))}
+	key := a.e.seatsKey(a.req.Name)
+	if !a.seats.replace {
+		return []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", strconv.Itoa(a.seats.limit))}
 	}
 	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(key), "=", a.sem.limitRev),
+		clientv3.Compare(clientv3.ModRevision(key), "=", a.seats.limitRev),
 		clientv3.Compare(clientv3.CreateRevision(seatsOf(a.e.locksPrefix(), a.req.Name)), "=", 0).WithPrefix(),
 	}
 }
 
-// analyseSeats reads a failed permit attempt's view of the semaphore.
-// settled is set when r is the attempt's outcome; otherwise free tells
-// whether the seat the next attempt takes (picked anew if ours was
-// taken) was free, and analyse goes on as for a lock.
-func (a *acquirer) analyseSeats(rs []*etcdserverpb.ResponseOp, ix acquireIx, queueKey string) (r attemptResult, settled, free bool) {
-	s := a.sem
-	seats := rs[ix.lost.seats].GetResponseRange().Kvs
-	stored, rev := storedLimit(rs[ix.lost.limit].GetResponseRange().Kvs)
-	a.noteSeats(seats)
-	if stored != s.limit {
-		// Only an idle semaphore takes a new limit: no seat held, and
-		// nobody queued (counted before a direct attempt's own entry).
-		if len(seats) == 0 && queueKey == "" && rs[ix.lost.queued].GetResponseRange().Count == 0 {
-			s.replace, s.limitRev = true, rev
-			a.pickSeat()
-			return attemptResult{outcome: retryNow}, true, false
+// analyseSeats reads a failed attempt's view of its thing's seats.
+// settled is set when r is the attempt's outcome; otherwise blocker is
+// the hold in the way (nil when the seat the next attempt takes, picked
+// anew if ours was taken, looked free), and analyse goes on as for a
+// lock held by it. lockKVs is the read of our seat.
+func (a *acquirer) analyseSeats(rs []*etcdserverpb.ResponseOp, ix acquireIx, queueKey string, lockKVs []*mvccpb.KeyValue) (r attemptResult, settled bool, blocker []*mvccpb.KeyValue) {
+	if a.seats != nil {
+		a.noteSeats(rs[ix.lost.seats].GetResponseRange().Kvs)
+	}
+	if a.seats != nil && a.seats.stored {
+		if r, settled := a.analyseLimit(rs, ix, queueKey); settled {
+			return r, true, nil
 		}
-		return attemptResult{outcome: mismatched, limit: stored}, true, false
 	}
-	s.replace = false
-	if !s.held[mustSeat(a.seat)] {
-		return attemptResult{}, false, true
+	if ix.lost.blocker >= 0 {
+		kvs := rs[ix.lost.blocker].GetResponseRange().Kvs
+		switch {
+		case len(kvs) > 0 && a.mode == ModeRead:
+			return attemptResult{}, false, kvs // a writer holds the lock
+		case len(kvs) > 0 && len(lockKVs) == 0:
+			return attemptResult{}, false, kvs // a writer's acquire: readers hold it
+		}
 	}
-	return attemptResult{}, false, a.pickSeat()
+	if a.seats == nil {
+		return attemptResult{}, false, lockKVs // the one seat it takes
+	}
+	if !a.seats.held[a.seatIndex()] || a.pickSeat() {
+		return attemptResult{}, false, nil // the seat picked looked free
+	}
+	return attemptResult{}, false, lockKVs
 }
 
-// mustSeat is the number of seat, a seat's key name.
-func mustSeat(seat string) int {
-	n, _ := seatNumber(seat)
+// analyseLimit reads a failed permit attempt's view of the stored limit:
+// settled when it ends the attempt, or makes the next replace it.
+func (a *acquirer) analyseLimit(rs []*etcdserverpb.ResponseOp, ix acquireIx, queueKey string) (attemptResult, bool) {
+	s := a.seats
+	stored, rev := storedLimit(rs[ix.lost.limit].GetResponseRange().Kvs)
+	if stored == s.limit {
+		s.replace = false
+		return attemptResult{}, false
+	}
+	// Only an idle semaphore takes a new limit: no seat held, and nobody
+	// queued (counted before a direct attempt's own entry).
+	if len(s.held) == 0 && queueKey == "" && rs[ix.lost.queued].GetResponseRange().Count == 0 {
+		s.replace, s.limitRev = true, rev
+		a.pickSeat()
+		return attemptResult{outcome: retryNow}, true
+	}
+	return attemptResult{outcome: mismatched, limit: stored}, true
+}
+
+// seatIndex is the number of the seat the next attempt takes.
+func (a *acquirer) seatIndex() int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(a.seat, a.seats.prefix))
 	return n
 }
 
@@ -199,34 +300,62 @@ func (a *acquirer) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, err
 	return resp.Kvs, nil
 }
 
-// lookSeats is look for a permit: resp read the seats where a lock's look
-// reads its key. Our entry's going is left to an attempt (seatGranted
-// finds the seat a release granted us); so is a seat that looks free.
+// lookSeatsRead is what look reads of a thing with seats where a lock's
+// look reads its key: the seats the acquire picks from, a reader's
+// writer, or a count of a writer's holders.
+func (a *acquirer) lookSeatsRead(opts ...clientv3.OpOption) clientv3.Op {
+	switch a.mode {
+	case ModeRead:
+		return clientv3.OpGet(a.e.lockKey(writerSeat(a.req.Name)), opts...)
+	case ModeWrite:
+		return clientv3.OpGet(seatsOf(a.e.locksPrefix(), a.req.Name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, opts...)...)
+	}
+	return a.seatsRead(opts...)
+}
+
+// lookSeats is look for a thing with seats. Our entry's going is left
+// to an attempt (seatGranted finds the seat a release granted us); so
+// is a seat that looks free.
 func (a *acquirer) lookSeats(resp *clientv3.TxnResponse, ix lookIx) (attemptResult, bool, error) {
 	rs := resp.Responses
 	if rs[ix.entry].GetResponseRange().Count == 0 || (ix.session >= 0 && rs[ix.session].GetResponseRange().Count == 0) {
 		return attemptResult{}, false, nil
 	}
-	a.noteSeats(rs[ix.lock].GetResponseRange().Kvs)
 	rev := resp.Header.Revision
 	if ahead := rs[ix.pred].GetResponseRange().Kvs; len(ahead) > 0 {
 		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision}, true, nil
 	}
-	if a.pickSeat() {
-		return attemptResult{}, false, nil
+	held := rs[ix.lock].GetResponseRange()
+	switch a.mode {
+	case ModeRead:
+		if len(held.Kvs) == 0 {
+			return attemptResult{}, false, nil
+		}
+		if hr, err := decodeHolder(held.Kvs[0]); err == nil {
+			a.lastHolder, a.lastHolderLease = hr.toLock(a.req.Name, held.Kvs[0].ModRevision), hr.Lease
+		}
+	case ModeWrite:
+		if held.Count == 0 {
+			return attemptResult{}, false, nil
+		}
+	default:
+		a.noteSeats(held.Kvs)
+		if a.pickSeat() {
+			return attemptResult{}, false, nil
+		}
 	}
 	return attemptResult{outcome: heldBy, watchKey: a.headKey(), watchRev: rev, holder: a.lastHolder}, true, nil
 }
 
 // seatOf is the key name the hold token of name is kept under: name
-// itself, but for a semaphore's the seat whose ModRevision is token. The
-// seats are read keys only (at most the limit's number, from etcd's
-// index), locally first: a hold's seat never changes while it lasts,
+// itself, but for a thing with seats the seat whose ModRevision is
+// token. The seats are read keys only (at most a semaphore's limit, or a
+// read/write lock's MaxReaders and its writer, from etcd's index), locally first: a hold's seat never changes while it lasts,
 // and the end txn compares ModRevision == token anyway. Only when the
 // local read finds no such seat is it read again linearizably.
 // ErrNotHeld when no seat has token.
 func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, error) {
-	if k, _ := thingOf(name); k != KindSemaphore || strings.IndexByte(name, seatSep) >= 0 {
+	if !hasSeats(name) || strings.IndexByte(name, seatSep) >= 0 {
 		return name, nil
 	}
 	if token <= 0 {

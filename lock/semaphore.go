@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -70,7 +69,7 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 				he.Holders = s.Holders
 			}
 		}
-		return nil, semaphoreErr("acquire a permit of", req.Name, err)
+		return nil, seatsErr("acquire a permit of", req.Name, err)
 	}
 	return l, nil
 }
@@ -107,89 +106,32 @@ func (e *Engine) Semaphore(ctx context.Context, name string) (*Semaphore, error)
 // semaphoreOf renders the seats kvs of semaphore name. Its limit is its
 // permits': every seat held was granted under the stored limit (seats.go).
 func (e *Engine) semaphoreOf(ctx context.Context, name string, kvs []*mvccpb.KeyValue, expiry map[string]leaseTimes) (*Semaphore, error) {
-	s := &Semaphore{Name: name, Holders: make([]*Lock, 0, len(kvs)), Waiters: []Waiter{}}
-	for _, kv := range kvs {
-		l, err := e.decodeLock(ctx, kv, expiry)
-		if err != nil {
-			return nil, err
-		}
-		s.Holders = append(s.Holders, l)
+	holders, err := e.holdsOf(ctx, kvs, expiry)
+	if err != nil {
+		return nil, err
+	}
+	s := &Semaphore{Name: name, Holders: holders, Waiters: []Waiter{}}
+	for _, l := range holders {
 		s.Limit = max(s.Limit, l.Limit)
 	}
-	sort.Slice(s.Holders, func(i, j int) bool { return s.Holders[i].Token < s.Holders[j].Token })
 	return s, nil
 }
 
 // Semaphores returns the semaphores that have permits held, sorted by
 // name, a page at a time as List does for locks (without their waiters).
-// A page reads at most MaxListLimit seats, plus the rest of its last
-// semaphore's (at most MaxSemaphoreLimit).
 func (e *Engine) Semaphores(ctx context.Context, o ListOptions) ([]*Semaphore, string, error) {
-	if err := checkListOptions(&o); err != nil {
-		return nil, "", err
-	}
-	base := e.locksPrefix()
-	start, end := kindRange(base, KindSemaphore, o.Prefix)
-	if o.After != "" {
-		// Past every seat of After: "#" sorts below every name
-		// character, so they all come before the next name.
-		if after := clientv3.GetPrefixRangeEnd(seatsOf(base, keyName(KindSemaphore, o.After))); after > start {
-			start = after
-		}
-	}
-	kvs, more, err := e.readSeatPage(ctx, start, end)
+	groups, next, err := e.seatPage(ctx, KindSemaphore, o)
 	if err != nil {
 		return nil, "", err
 	}
-	var (
-		names  []string
-		byName = map[string][]*mvccpb.KeyValue{}
-	)
-	for _, kv := range kvs {
-		_, name := thingOf(string(kv.Key[len(base):]))
-		if _, ok := byName[name]; !ok {
-			names = append(names, name)
+	page := make([]*Semaphore, len(groups))
+	for i, g := range groups {
+		page[i] = &Semaphore{Name: g.name, Holders: g.holders, Waiters: []Waiter{}}
+		for _, l := range g.holders {
+			page[i].Limit = max(page[i].Limit, l.Limit)
 		}
-		byName[name] = append(byName[name], kv)
-	}
-	next := ""
-	if len(names) > o.Limit {
-		names, next = names[:o.Limit], names[o.Limit-1]
-	} else if more && len(names) > 0 {
-		next = names[len(names)-1]
-	}
-	expiry := map[string]leaseTimes{}
-	page := make([]*Semaphore, 0, len(names))
-	for _, name := range names {
-		s, err := e.semaphoreOf(ctx, name, byName[name], expiry)
-		if err != nil {
-			return nil, "", err
-		}
-		page = append(page, s)
 	}
 	return page, next, nil
-}
-
-// readSeatPage reads at most MaxListLimit seats from start to end, and
-// then the rest of the last semaphore read, so that no semaphore is cut
-// in two. more reports that the range holds more semaphores.
-func (e *Engine) readSeatPage(ctx context.Context, start, end string) (kvs []*mvccpb.KeyValue, more bool, err error) {
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
-	if err != nil {
-		return nil, false, e.etcdErr(ctx, "list semaphores", err)
-	}
-	if !resp.More || len(resp.Kvs) == 0 {
-		return resp.Kvs, false, nil
-	}
-	last := resp.Kvs[len(resp.Kvs)-1].Key
-	rest, err := e.cli.Get(octx, string(last)+"\x00",
-		clientv3.WithRange(clientv3.GetPrefixRangeEnd(seatsOf(e.locksPrefix(), thingKey(string(last[len(e.locksPrefix()):]))))))
-	if err != nil {
-		return nil, false, e.etcdErr(ctx, "list semaphores", err)
-	}
-	return append(resp.Kvs, rest.Kvs...), true, nil
 }
 
 // RenewPermit extends the lease of the permit token of semaphore name, as
@@ -200,7 +142,7 @@ func (e *Engine) RenewPermit(ctx context.Context, name string, token int64) (*Lo
 	}
 	l, err := e.renew(ctx, keyName(KindSemaphore, name), token)
 	if err != nil {
-		return nil, semaphoreErr("renew a permit of", name, err)
+		return nil, seatsErr("renew a permit of", name, err)
 	}
 	return l, nil
 }
@@ -209,39 +151,11 @@ func (e *Engine) RenewPermit(ctx context.Context, name string, token int64) (*Lo
 // its seat to the oldest waiter in the same txn. ErrNotHeld when token
 // holds no permit of name.
 func (e *Engine) ReleasePermit(ctx context.Context, name string, token int64) error {
-	if err := checkName("name", name); err != nil {
-		return err
-	}
-	if err := e.endHold(ctx, keyName(KindSemaphore, name), token, EventReleased, ""); err != nil {
-		return semaphoreErr("release a permit of", name, err)
-	}
-	return nil
+	return e.endSeat(ctx, KindSemaphore, name, token, EventReleased, "")
 }
 
 // RevokePermit forcibly ends the permit token of semaphore name (an
 // operator's action), recorded as revoked with reason.
 func (e *Engine) RevokePermit(ctx context.Context, name string, token int64, reason string) error {
-	if err := checkName("name", name); err != nil {
-		return err
-	}
-	if len(reason) > MaxReasonLen {
-		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
-	}
-	if err := e.endHold(ctx, keyName(KindSemaphore, name), token, EventRevoked, reason); err != nil {
-		return semaphoreErr("revoke a permit of", name, err)
-	}
-	return nil
-}
-
-// semaphoreErr is err, from the lock machinery under a semaphore, as the
-// semaphore's: a token that holds no permit is a permit not held.
-func semaphoreErr(what, name string, err error) error {
-	var ie *InvalidError
-	if errors.As(err, &ie) {
-		return err
-	}
-	if errors.Is(err, ErrTokenMismatch) {
-		return fmt.Errorf("%s %q: %w", what, name, ErrNotHeld)
-	}
-	return fmt.Errorf("%s %q: %w", what, name, err)
+	return e.endSeat(ctx, KindSemaphore, name, token, EventRevoked, reason)
 }

@@ -125,8 +125,8 @@ func TestSemaphore_AnotherLimitIsRefusedWhileHeldAndTakenWhenIdle(t *testing.T) 
 
 // TestSemaphore_NeverMoreThanTheLimitAndServedInLine: 32 goroutines on
 // two nodes take permits of a semaphore of 4 with wait, count themselves
-// inside, and never count more than 4; waiters are granted in the order
-// they queued.
+// inside, and never count more than 4; every permit's token is its own,
+// and every grant is in the trail.
 func TestSemaphore_NeverMoreThanTheLimitAndServedInLine(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
@@ -134,7 +134,9 @@ func TestSemaphore_NeverMoreThanTheLimitAndServedInLine(t *testing.T) {
 	const limit, workers, rounds = 4, 32, 3
 	var inside, most atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	var mu sync.Mutex
+	tokens := map[int64]string{}
+	errs := make(chan error, workers*rounds)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -149,6 +151,12 @@ func TestSemaphore_NeverMoreThanTheLimitAndServedInLine(t *testing.T) {
 					errs <- fmt.Errorf("worker %d: %w", w, err)
 					return
 				}
+				mu.Lock()
+				if other, dup := tokens[l.Token]; dup {
+					errs <- fmt.Errorf("workers %s and %d got token %d", other, w, l.Token)
+				}
+				tokens[l.Token] = owner(w)
+				mu.Unlock()
 				n := inside.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}

@@ -284,7 +284,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 	var ends []sessionEnd
 	handed := map[string]bool{} // queue heads handed a hold already
 	for i, ix := range ixs {
-		kv, head := ix.read(resp)
+		kv, heads := ix.read(resp)
 		if kv == nil {
 			continue
 		}
@@ -292,16 +292,17 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		if err != nil || hr.Session != session {
 			continue
 		}
-		if head != nil && handed[head.key] {
-			// Seats of one semaphore share its queue: its head takes
-			// one of them, and the next waiter the others once it sees
-			// them free (one txn may not delete its entry twice).
-			head = nil
+		if len(heads) > 0 && handed[heads[0].key] {
+			// Seats of one thing share its queue: its heads take what
+			// one of them hands over, and the next waiters the others
+			// once they see them free (one txn may not delete an entry
+			// twice).
+			heads = nil
 		}
-		if head != nil {
-			handed[head.key] = true
+		if len(heads) > 0 {
+			handed[heads[0].key] = true
 		}
-		ends = append(ends, sessionEnd{name: names[i], token: kv.ModRevision, hr: hr, head: head})
+		ends = append(ends, sessionEnd{name: names[i], token: kv.ModRevision, hr: hr, heads: heads})
 	}
 	if len(ends) == 0 {
 		return nil
@@ -312,7 +313,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		// A head's lease ended while it waited (see commitEnd): end the
 		// holds without handing them over.
 		for i := range ends {
-			ends[i].head = nil
+			ends[i].heads = nil
 		}
 		err = e.commitSessionEnds(ctx, ends, ev)
 	}
@@ -324,7 +325,7 @@ type sessionEnd struct {
 	name  string
 	token int64
 	hr    holderRecord
-	head  *queueHead
+	heads []*queueHead
 }
 
 // commitSessionEnds runs one txn that ends every hold of ends, each by
@@ -335,7 +336,7 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, of Ev
 	for i, end := range ends {
 		ev := end.hr.endEvent(ctx, end.name, end.token, of.Type, of.Detail)
 		ev.Time = of.Time
-		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, false)
+		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.heads, false)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
 	}
 	octx, done := e.op(ctx)
@@ -347,9 +348,7 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, of Ev
 	for i, r := range resp.Responses {
 		if tr := r.GetResponseTxn(); tr.GetSucceeded() {
 			e.recordedOf(ends[i].name, EventReleased, 1)
-			if txns[i].handedOver(tr.Responses) {
-				e.recordedOf(ends[i].name, EventAcquired, 1)
-			}
+			e.recordedOf(ends[i].name, EventAcquired, txns[i].handedOver(tr.Responses))
 		}
 	}
 	return nil

@@ -27,11 +27,14 @@ func opIs(t *testing.T, what string, ops []clientv3.Op, i int, kind, key string)
 // an election and of a semaphore's permit) and checks that every named index points at the op its
 // name says, and that an index the layout lacks is -1.
 func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
-	for _, kind := range []EventKind{KindLock, KindElection, KindSemaphore} {
+	for _, k := range []struct {
+		kind EventKind
+		mode RWMode
+	}{{KindLock, ""}, {KindElection, ""}, {KindSemaphore, ""}, {KindRWLock, ModeRead}, {KindRWLock, ModeWrite}} {
 		for _, session := range []bool{false, true} {
 			for _, capped := range []bool{false, true} {
 				for _, layout := range []string{"direct", "enqueue", "queued"} {
-					acquireTxnLayout(t, kind, session, capped, layout)
+					acquireTxnLayout(t, k.kind, k.mode, session, capped, layout)
 				}
 			}
 		}
@@ -39,7 +42,7 @@ func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
 }
 
 // acquireTxnLayout builds one layout of the acquire txn and checks it.
-func acquireTxnLayout(t *testing.T, kind EventKind, session, capped bool, layout string) {
+func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped bool, layout string) {
 	t.Helper()
 	cfg := DefaultConfig()
 	if capped {
@@ -48,8 +51,17 @@ func acquireTxnLayout(t *testing.T, kind EventKind, session, capped bool, layout
 	e := &Engine{cfg: cfg}
 	name := keyName(kind, "n")
 	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, kind: kind, term: 7, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
-	if kind == KindSemaphore {
-		a.req.LockDelay, a.req.limit, a.sem, a.seat = 0, 3, &semView{limit: 3, read: true}, seatKey(name, 1)
+	if kind == KindSemaphore || kind == KindRWLock {
+		a.req.LockDelay, a.req.limit, a.req.mode = 0, 3, mode
+		if kind == KindRWLock {
+			a.req.limit = 0
+		}
+		if err := a.pickSeats(); err != nil {
+			t.Fatal(err)
+		}
+		if a.seats != nil {
+			a.seat = a.seats.prefix + "1"
+		}
 	}
 	if session {
 		a.session, a.req.Session, a.req.TTL = 0x20, leaseHex(0x20), 0
@@ -63,7 +75,7 @@ func acquireTxnLayout(t *testing.T, kind EventKind, session, capped bool, layout
 	}
 	now := nowUTC()
 	tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now)
-	what := string(kind) + ", " + layout
+	what := string(kind) + string(mode) + ", " + layout
 	if session {
 		what += ", session"
 	}
@@ -87,14 +99,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 	name := a.req.Name
 	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.lockKey(a.seat))
 	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.delayKey(a.seat))
-	if a.sem != nil {
-		opIs(t, what+": lost.limit", tx.els, lost.limit, "get", e.limitKey(name))
-		if op := opIs(t, what+": lost.seats", tx.els, lost.seats, "get", seatsOf(e.locksPrefix(), name)); !op.IsKeysOnly() {
-			t.Fatalf("%s: lost.seats is not keys only", what)
-		}
-	} else if lost.limit != -1 || lost.seats != -1 {
-		t.Fatalf("%s: semaphore indices %d, %d for a %s", what, lost.limit, lost.seats, a.kind)
-	}
+	checkSeatOps(t, what, e, a, tx)
 	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.queuePrefix(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}
@@ -184,7 +189,7 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 	hr := holderRecord{Owner: "o", Hold: "h", Lease: leaseHex(0x10), LockDelay: time.Second}
 	ev := Event{Time: nowUTC(), Type: EventReleased, Lock: "n"}
 	head := &queueHead{key: e.queuePrefix("n") + "w-1", rev: 7, grant: holderRecord{Owner: "next", Hold: "h2", Lease: leaseHex(0x11)}}
-	for _, h := range []*queueHead{nil, head} {
+	for _, h := range [][]*queueHead{nil, {head}} {
 		tx := e.endTxn("n", 5, hr, ev, h, true)
 		opIs(t, "end event", tx.then, 0, "put", e.endKey("n", "h"))
 		if h == nil {
@@ -215,5 +220,35 @@ func TestFencedPutTxn_IndicesNameTheirOps(t *testing.T) {
 		tx := e.fencedPutTxn("r", 5, []byte(`1`), "n", first)
 		opIs(t, "max", tx.els, tx.ix.max, "get", e.fenceMaxKey("r"))
 		opIs(t, "lock", tx.els, tx.ix.lock, "get", e.lockKey("n"))
+	}
+}
+
+// checkSeatOps: a permit's else branch reads the stored limit and the
+// seats, a read hold's the readers' seats and the writer, a write hold's
+// a reader; a lock's none of them.
+func checkSeatOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn) {
+	t.Helper()
+	lost, name := tx.ix.lost, a.req.Name
+	if a.seats != nil && a.seats.stored {
+		opIs(t, what+": lost.limit", tx.els, lost.limit, "get", e.seatsKey(name))
+	} else if lost.limit != -1 {
+		t.Fatalf("%s: lost.limit %d without a stored limit", what, lost.limit)
+	}
+	if a.seats != nil {
+		if op := opIs(t, what+": lost.seats", tx.els, lost.seats, "get", e.locksPrefix()+a.seats.prefix); !op.IsKeysOnly() {
+			t.Fatalf("%s: lost.seats is not keys only", what)
+		}
+	} else if lost.seats != -1 {
+		t.Fatalf("%s: lost.seats %d for an acquire that picks no seat", what, lost.seats)
+	}
+	switch a.mode {
+	case ModeRead:
+		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.lockKey(writerSeat(name)))
+	case ModeWrite:
+		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.locksPrefix()+readerSeats(name))
+	default:
+		if lost.blocker != -1 {
+			t.Fatalf("%s: lost.blocker %d for a %s", what, lost.blocker, a.kind)
+		}
 	}
 }

@@ -41,6 +41,8 @@ type Lock struct {
 	// Limit is a semaphore permit's: the semaphore's limit, under which
 	// it was granted.
 	Limit int
+	// Mode is a read/write lock hold's.
+	Mode RWMode
 }
 
 // Session is a lease that many locks can share: when it ends, they all do.
@@ -139,6 +141,8 @@ type Event struct {
 	// Limit, on a semaphore's acquired event, is the limit the permit
 	// was granted under.
 	Limit int `json:"limit,omitempty"`
+	// Mode, on a read/write lock's events, is the hold's.
+	Mode RWMode `json:"mode,omitempty"`
 	// QueuedAt, on an acquired event, is when the acquirer joined the
 	// lock's queue: the hold was granted after waiting from then. Nil
 	// when the lock was free at the first attempt.
@@ -172,8 +176,10 @@ type AcquireRequest struct {
 	// value is the value an election's candidate campaigns with
 	// (CampaignRequest).
 	value json.RawMessage
-	// limit is a semaphore's limit (PermitRequest).
+	// limit is a semaphore's limit (PermitRequest), mode a read/write
+	// lock's hold's (RWRequest).
 	limit int
+	mode  RWMode
 }
 
 // Limits of the request contract (docs/API.md, Locks).

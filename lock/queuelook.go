@@ -1,0 +1,93 @@
+package lock
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A waiter woken by a change looks before it acts: most wakes (the
+// waiter behind the head, when the lock changes hands) change nothing
+// for it, and a read costs no raft entry where an attempt's txn does.
+
+// lookIx names the responses of look's read.
+type lookIx struct {
+	lock    int
+	pred    int // the entry just ahead of ours
+	entry   int // our entry (a count)
+	session int // our session's key (a count), or -1
+}
+
+// lookOps are the reads of look: opts are added to each.
+func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOption) ([]clientv3.Op, lookIx) {
+	e, name := a.e, a.req.Name
+	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
+	ix := lookIx{lock: 0, pred: 1, entry: 2, session: -1}
+	holder := clientv3.OpGet(e.lockKey(name), opts...)
+	if a.grouped() {
+		holder = a.lookSeatsRead(opts...)
+	}
+	ops := []clientv3.Op{
+		holder,
+		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
+		clientv3.OpGet(qkey, countOnly...),
+	}
+	if a.session != 0 {
+		// A session that ended is what may have woken us (sessionGone).
+		ix.session, ops = len(ops), append(ops, clientv3.OpGet(e.sessionKey(a.req.Session), countOnly...))
+	}
+	return ops, ix
+}
+
+// look reads what a queued attempt would find, without a txn, so that a
+// waiter woken while the lock changes hands goes back to waiting at no raft
+// entry: the waiter behind the head wakes when a release hands the lock
+// to the head, and finds it held. ok is false when an attempt must tell:
+// the lock looks free, our entry looks gone, or the lock is held in our
+// own session. On our own member the read is local (the watch event that
+// woke us came from it, so it has applied that far); otherwise it is
+// linearizable. Either way it only picks what to wait for, and
+// awaitChange checks that against etcd as its watch starts.
+func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r attemptResult, ok bool, err error) {
+	e, name := a.e, a.req.Name
+	var opts []clientv3.OpOption
+	if e.ownMember() {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	ops, ix := a.lookOps(qkey, queueRev, opts...)
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+	done()
+	if err != nil {
+		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
+	}
+	rs := resp.Responses
+	if a.grouped() {
+		return a.lookSeats(resp, ix)
+	}
+	lockKVs := rs[ix.lock].GetResponseRange().Kvs
+	if len(lockKVs) == 0 {
+		return attemptResult{}, false, nil
+	}
+	kv := lockKVs[0]
+	if l, ok := a.granted(ctx, kv); ok {
+		// Before the look at our entry: the release that granted us
+		// the lock deleted it.
+		return attemptResult{outcome: won, lock: l}, true, nil
+	}
+	if rs[ix.entry].GetResponseRange().Count == 0 || (ix.session >= 0 && rs[ix.session].GetResponseRange().Count == 0) {
+		return attemptResult{}, false, nil // our entry, or our session, is gone
+	}
+	hr, err := decodeHolder(kv)
+	if err != nil || (a.session != 0 && hr.Session == a.req.Session) {
+		return attemptResult{}, false, nil
+	}
+	holder := hr.toLock(name, kv.ModRevision)
+	a.lastHolder, a.lastHolderLease = holder, hr.Lease
+	rev := resp.Header.Revision
+	if ahead := rs[ix.pred].GetResponseRange().Kvs; len(ahead) > 0 {
+		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision, holder: holder}, true, nil
+	}
+	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: rev, holder: holder}, true, nil
+}

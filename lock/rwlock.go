@@ -1,0 +1,158 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// RWMode is how a read/write lock is held: shared, or exclusive.
+type RWMode string
+
+// The modes of a read/write lock's holds.
+const (
+	ModeRead  RWMode = "read"
+	ModeWrite RWMode = "write"
+)
+
+// MaxReaders bounds the read holds of one read/write lock at once: a
+// read acquire reads its lock's readers' seats, keys only, to pick one.
+const MaxReaders = 10000
+
+// A read/write lock is a thing with seats (kinds.go): a writer's seat and
+// readers' seats, each hold of the engine in its own, with its own
+// token, lease (or session), audit records and expiry. Every acquire,
+// reader's or writer's, waits in the lock's one queue, so it is served
+// strictly first come, first served: a direct acquire never passes a
+// waiter (acquireCmps), so a reader that comes while a writer waits
+// queues behind it, and writers never starve. Readers next to each
+// other at the head are granted together, by the writer's release
+// (handover.go). What a seat's acquire requires (seatCmps):
+//
+//	a read hold    no writer's seat held, and a reader's seat free
+//	a write hold   no seat held at all
+//
+// So a writer excludes every other hold, and a write hold's token, the
+// revision of its grant, exceeds the token of every hold that ended
+// before it. A read/write lock takes no lock-delay: the contract has
+// none for it.
+
+// RWRequest asks for a hold of a read/write lock.
+type RWRequest struct {
+	Name string
+	Mode RWMode
+	// Owner, TTL, Session, Wait and Metadata are as in AcquireRequest.
+	Owner    string
+	TTL      time.Duration
+	Session  string
+	Wait     time.Duration
+	Metadata map[string]string
+}
+
+// RWLock is a read/write lock's state: its holds, sorted by token (a
+// write hold alone, or read holds), and its waiters in the order they
+// will be served.
+type RWLock struct {
+	Name string
+	// Mode is the holds': ModeWrite or ModeRead.
+	Mode    RWMode
+	Holders []*Lock
+	Waiters []Waiter
+}
+
+// AcquireRW takes a hold of read/write lock req.Name in req.Mode, waiting
+// in line for up to req.Wait, and returns it: a *Lock whose Token is the
+// hold's own fencing token and Mode its mode. A write hold in the session
+// that holds the write hold already is that hold (fresh false); every
+// read acquire is a hold of its own. It answers a *HeldError
+// (errors.Is(err, ErrHeld), Kind KindRWLock) with the holds in the way
+// when the wait runs out, and leaves nothing behind when ctx ends.
+func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh bool, err error) {
+	if err := checkName("name", req.Name); err != nil {
+		return nil, false, err
+	}
+	key := keyName(KindRWLock, req.Name)
+	l, fresh, err = e.acquire(ctx, AcquireRequest{
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, mode: req.Mode,
+	})
+	if err != nil {
+		var he *HeldError
+		if errors.As(err, &he) {
+			he.Kind, he.Holder = KindRWLock, nil
+			if rw, rerr := e.RWLock(ctx, req.Name); rerr == nil {
+				he.Holders = rw.Holders
+			}
+		}
+		return nil, false, seatsErr("acquire", req.Name, err)
+	}
+	return l, fresh, nil
+}
+
+// RWLock returns the holds of name and its waiters (at most
+// MaxListLimit of each), or ErrNotHeld when nothing holds it.
+func (e *Engine) RWLock(ctx context.Context, name string) (*RWLock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	key := keyName(KindRWLock, name)
+	const seatsAt, queueAt = 0, 1
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(
+		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
+		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
+	).Commit()
+	done()
+	if err != nil {
+		return nil, e.etcdErr(ctx, "read rwlock", err)
+	}
+	holders, err := e.holdsOf(ctx, resp.Responses[seatsAt].GetResponseRange().Kvs, map[string]leaseTimes{})
+	if err != nil {
+		return nil, err
+	}
+	if len(holders) == 0 {
+		return nil, fmt.Errorf("rwlock %q: %w", name, ErrNotHeld)
+	}
+	return &RWLock{Name: name, Mode: holders[0].Mode, Holders: holders, Waiters: waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs)}, nil
+}
+
+// RWLocks returns the read/write locks that are held, sorted by name, a
+// page at a time as Semaphores does (without their waiters).
+func (e *Engine) RWLocks(ctx context.Context, o ListOptions) ([]*RWLock, string, error) {
+	groups, next, err := e.seatPage(ctx, KindRWLock, o)
+	if err != nil {
+		return nil, "", err
+	}
+	page := make([]*RWLock, len(groups))
+	for i, g := range groups {
+		page[i] = &RWLock{Name: g.name, Mode: g.holders[0].Mode, Holders: g.holders, Waiters: []Waiter{}}
+	}
+	return page, next, nil
+}
+
+// RenewRW extends the lease of the hold token of read/write lock name.
+func (e *Engine) RenewRW(ctx context.Context, name string, token int64) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	l, err := e.renew(ctx, keyName(KindRWLock, name), token)
+	if err != nil {
+		return nil, seatsErr("renew a hold of", name, err)
+	}
+	return l, nil
+}
+
+// ReleaseRW ends the hold token of read/write lock name, handing the lock
+// on in the same txn when it can (handover.go).
+func (e *Engine) ReleaseRW(ctx context.Context, name string, token int64) error {
+	return e.endSeat(ctx, KindRWLock, name, token, EventReleased, "")
+}
+
+// RevokeRW forcibly ends the hold token of read/write lock name (an
+// operator's action), recorded as revoked with reason.
+func (e *Engine) RevokeRW(ctx context.Context, name string, token int64, reason string) error {
+	return e.endSeat(ctx, KindRWLock, name, token, EventRevoked, reason)
+}

@@ -1,0 +1,293 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/lock"
+)
+
+type rwHeld struct {
+	l   *lock.Lock
+	err error
+}
+
+func rwAsync(ctx context.Context, e *lock.Engine, req lock.RWRequest) <-chan rwHeld {
+	ch := make(chan rwHeld, 1)
+	go func() {
+		l, _, err := e.AcquireRW(ctx, req)
+		ch <- rwHeld{l, err}
+	}()
+	return ch
+}
+
+func mustRW(t *testing.T, e *lock.Engine, req lock.RWRequest) *lock.Lock {
+	t.Helper()
+	l, _, err := e.AcquireRW(context.Background(), req)
+	if err != nil {
+		t.Fatalf("acquire %+v: %v", req, err)
+	}
+	return l
+}
+
+// rwWaiters waits until n acquires wait in line for rwlock name.
+func rwWaiters(t *testing.T, e *lock.Engine, name string, n int) {
+	t.Helper()
+	poll.Until(t, 10*time.Second, "the acquires wait in line", func() bool {
+		rw, err := e.RWLock(context.Background(), name)
+		return err == nil && len(rw.Waiters) == n
+	})
+}
+
+func rwHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
+	t.Helper()
+	evs, _, err := e.History(context.Background(), lock.HistoryOptions{Kind: lock.KindRWLock, Name: name, Limit: lock.MaxListLimit})
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	return evs
+}
+
+// TestRWLock_ReadersShareAWriterExcludes: two readers hold at once; a
+// writer is refused with both named; a reader is refused while a writer
+// holds; tokens are each hold's own.
+func TestRWLock_ReadersShareAWriterExcludes(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	r1 := mustRW(t, e, lock.RWRequest{Name: "cat", Mode: lock.ModeRead, Owner: "r1"})
+	r2 := mustRW(t, e, lock.RWRequest{Name: "cat", Mode: lock.ModeRead, Owner: "r2"})
+	if r1.Mode != lock.ModeRead || r2.Token <= r1.Token || r2.Name != "cat" {
+		t.Fatalf("read holds %+v, %+v", r1, r2)
+	}
+	_, _, err := e.AcquireRW(ctx, lock.RWRequest{Name: "cat", Mode: lock.ModeWrite, Owner: "w"})
+	var he *lock.HeldError
+	if !errors.Is(err, lock.ErrHeld) || !errors.As(err, &he) || len(he.Holders) != 2 {
+		t.Fatalf("write while read: %v (%+v); want held with the two readers", err, he)
+	}
+	for _, tok := range []int64{r1.Token, r2.Token} {
+		if err := e.ReleaseRW(ctx, "cat", tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := mustRW(t, e, lock.RWRequest{Name: "cat", Mode: lock.ModeWrite, Owner: "w"})
+	if w.Mode != lock.ModeWrite || w.Token <= r2.Token {
+		t.Fatalf("write hold %+v", w)
+	}
+	if _, _, err := e.AcquireRW(ctx, lock.RWRequest{Name: "cat", Mode: lock.ModeRead, Owner: "r3"}); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("read while written: %v; want held", err)
+	}
+	rw, err := e.RWLock(ctx, "cat")
+	if err != nil || rw.Mode != lock.ModeWrite || len(rw.Holders) != 1 || rw.Holders[0].Token != w.Token {
+		t.Fatalf("rwlock %+v, %v", rw, err)
+	}
+	if _, err := e.RenewRW(ctx, "cat", w.Token); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if err := e.ReleaseRW(ctx, "cat", w.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.RWLock(ctx, "cat"); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("free rwlock: %v; want not held", err)
+	}
+}
+
+// TestRWLock_StrictFIFOWithReadersGrantedTogether: while a writer holds,
+// a reader, a writer and two readers queue (across two nodes). The
+// writer's release grants the first reader alone (a writer is next), its
+// release the writer, and the writer's release the next reader, in its
+// own txn, and the reader behind it at once after, with a token of its
+// own; a reader arriving behind a waiting writer waits.
+func TestRWLock_StrictFIFOWithReadersGrantedTogether(t *testing.T) {
+	t.Parallel()
+	a, b := twoNodes(t)
+	ctx := ctxT(t)
+	w0 := mustRW(t, a, lock.RWRequest{Name: "q", Mode: lock.ModeWrite, Owner: "w0"})
+	wait := 30 * time.Second
+	r1 := rwAsync(ctx, b, lock.RWRequest{Name: "q", Mode: lock.ModeRead, Owner: "r1", Wait: wait})
+	rwWaiters(t, a, "q", 1)
+	w2 := rwAsync(ctx, a, lock.RWRequest{Name: "q", Mode: lock.ModeWrite, Owner: "w2", Wait: wait})
+	rwWaiters(t, a, "q", 2)
+	r3 := rwAsync(ctx, b, lock.RWRequest{Name: "q", Mode: lock.ModeRead, Owner: "r3", Wait: wait})
+	rwWaiters(t, a, "q", 3)
+	r4 := rwAsync(ctx, a, lock.RWRequest{Name: "q", Mode: lock.ModeRead, Owner: "r4", Wait: wait})
+	rwWaiters(t, a, "q", 4)
+
+	if err := a.ReleaseRW(ctx, "q", w0.Token); err != nil {
+		t.Fatal(err)
+	}
+	got1 := <-r1
+	if got1.err != nil || got1.l.Owner != "r1" {
+		t.Fatalf("r1: %+v", got1)
+	}
+	rwWaiters(t, a, "q", 3) // w2 waits for r1; r3 and r4 behind it
+	if err := b.ReleaseRW(ctx, "q", got1.l.Token); err != nil {
+		t.Fatal(err)
+	}
+	got2 := <-w2
+	if got2.err != nil || got2.l.Mode != lock.ModeWrite {
+		t.Fatalf("w2: %+v", got2)
+	}
+	if err := a.ReleaseRW(ctx, "q", got2.l.Token); err != nil {
+		t.Fatal(err)
+	}
+	got3, got4 := <-r3, <-r4
+	if got3.err != nil || got4.err != nil {
+		t.Fatalf("r3 %+v, r4 %+v", got3, got4)
+	}
+	if got3.l.Token == got4.l.Token {
+		t.Fatalf("r3 and r4 share token %d; every hold has its own", got3.l.Token)
+	}
+	// Granted together: both hold at once, neither waited for a release
+	// after w2's, and the first was granted by w2's release itself.
+	if rw, err := a.RWLock(ctx, "q"); err != nil || rw.Mode != lock.ModeRead || len(rw.Holders) != 2 {
+		t.Fatalf("after w2: %+v, %v; want r3 and r4 reading", rw, err)
+	}
+	var w2Release int64
+	for _, ev := range eventsOf(rwHistory(t, a, "q"), lock.EventReleased) {
+		if ev.Owner == "w2" {
+			w2Release = ev.Revision
+		}
+	}
+	if first := min(got3.l.Token, got4.l.Token); first != w2Release {
+		t.Fatalf("w2's release at %d, the first reader's grant at %d; want the release to grant it", w2Release, first)
+	}
+}
+
+// TestRWLock_ReadersOverlapAndWritersExcludeUnderContention: 12 readers
+// and 4 writers on two nodes, with wait, count themselves inside: a
+// writer is always alone, and readers did overlap.
+func TestRWLock_ReadersOverlapAndWritersExcludeUnderContention(t *testing.T) {
+	t.Parallel()
+	a, b := twoNodes(t)
+	ctx := ctxT(t)
+	var readers, writers, overlap atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, mode := a, lock.ModeRead
+			if w%2 == 1 {
+				e = b
+			}
+			if w%4 == 3 {
+				mode = lock.ModeWrite
+			}
+			for range 4 {
+				l, _, err := e.AcquireRW(ctx, lock.RWRequest{Name: "c", Mode: mode, Owner: owner(w), Wait: time.Minute})
+				if err != nil {
+					errs <- fmt.Errorf("worker %d: %w", w, err)
+					return
+				}
+				if mode == lock.ModeWrite {
+					if writers.Add(1) != 1 || readers.Load() != 0 {
+						errs <- fmt.Errorf("writer %d not alone: %d writers, %d readers", w, writers.Load(), readers.Load())
+					}
+					writers.Add(-1)
+				} else {
+					if readers.Add(1) > 1 {
+						overlap.Add(1)
+					}
+					if writers.Load() != 0 {
+						errs <- fmt.Errorf("reader %d beside a writer", w)
+					}
+					readers.Add(-1)
+				}
+				if err := e.ReleaseRW(ctx, "c", l.Token); err != nil {
+					errs <- fmt.Errorf("worker %d release: %w", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := len(eventsOf(rwHistory(t, a, "c"), lock.EventAcquired)); got != 64 {
+		t.Fatalf("%d acquired events; want 64", got)
+	}
+}
+
+// TestRWLock_AWriterIsNotStarvedByAStreamOfReaders: readers keep coming
+// and going; a writer that queues is granted once the readers that held
+// before it leave, and readers that came after it wait for it.
+func TestRWLock_AWriterIsNotStarvedByAStreamOfReaders(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	first := mustRW(t, e, lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: "r0"})
+	w := rwAsync(ctx, e, lock.RWRequest{Name: "s", Mode: lock.ModeWrite, Owner: "w", Wait: time.Minute})
+	rwWaiters(t, e, "s", 1)
+	// Readers behind the writer: none may overtake it.
+	var later []<-chan rwHeld
+	for i := range 5 {
+		later = append(later, rwAsync(ctx, e, lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: owner(i), Wait: time.Minute}))
+		rwWaiters(t, e, "s", 2+i)
+	}
+	if err := e.ReleaseRW(ctx, "s", first.Token); err != nil {
+		t.Fatal(err)
+	}
+	got := <-w
+	if got.err != nil {
+		t.Fatalf("writer: %v", got.err)
+	}
+	for _, ch := range later {
+		select {
+		case r := <-ch:
+			t.Fatalf("a reader queued behind the writer got in beside it: %+v", r)
+		default:
+		}
+	}
+	if evs := rwHistory(t, e, "s"); evs[0].Type != lock.EventAcquired || evs[0].Owner != "w" || evs[0].Revision != got.l.Token {
+		t.Fatalf("the last event is not the writer's grant by the last reader's release: %+v", evs[0])
+	}
+	if err := e.ReleaseRW(ctx, "s", got.l.Token); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range later {
+		if r := <-ch; r.err != nil || r.l.Token <= got.l.Token {
+			t.Fatalf("reader after the writer: %+v", r)
+		}
+	}
+}
+
+// TestRWLock_AnExpiredWriterFreesTheReaders: a writer whose lease runs out
+// leaves no hold, and the readers waiting get in.
+func TestRWLock_AnExpiredWriterFreesTheReaders(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	mustRW(t, e, lock.RWRequest{Name: "x", Mode: lock.ModeWrite, Owner: "dies", TTL: 2 * time.Second})
+	r1 := rwAsync(ctx, e, lock.RWRequest{Name: "x", Mode: lock.ModeRead, Owner: "r1", Wait: time.Minute})
+	r2 := rwAsync(ctx, e, lock.RWRequest{Name: "x", Mode: lock.ModeRead, Owner: "r2", Wait: time.Minute})
+	for _, ch := range []<-chan rwHeld{r1, r2} {
+		if got := <-ch; got.err != nil {
+			t.Fatalf("reader after expiry: %v", got.err)
+		}
+	}
+	poll.Until(t, 10*time.Second, "the expiry is recorded", func() bool {
+		return len(eventsOf(rwHistory(t, e, "x"), lock.EventExpired)) == 1
+	})
+}
+
+// TestRWLock_BadMode: a mode that is neither read nor write is refused
+// naming the field.
+func TestRWLock_BadMode(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	_, _, err := e.AcquireRW(ctxT(t), lock.RWRequest{Name: "m", Mode: "both", Owner: "o"})
+	var ie *lock.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "mode" {
+		t.Fatalf("bad mode: %v; want invalid mode", err)
+	}
+}

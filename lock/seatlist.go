@@ -1,0 +1,140 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// What the things with seats (kinds.go) share beyond acquiring: listing
+// their holds, a page at a time, and ending one by its token.
+
+// holdsOf renders the seat keys kvs, sorted by token.
+func (e *Engine) holdsOf(ctx context.Context, kvs []*mvccpb.KeyValue, expiry map[string]leaseTimes) ([]*Lock, error) {
+	holders := make([]*Lock, 0, len(kvs))
+	for _, kv := range kvs {
+		l, err := e.decodeLock(ctx, kv, expiry)
+		if err != nil {
+			return nil, err
+		}
+		holders = append(holders, l)
+	}
+	sort.Slice(holders, func(i, j int) bool { return holders[i].Token < holders[j].Token })
+	return holders, nil
+}
+
+// heldThing is one thing of a page of seatPage: its name and holds.
+type heldThing struct {
+	name    string
+	holders []*Lock
+}
+
+// seatPage returns the things of kind k that have holds, sorted by name,
+// a page at a time as List does for locks. A page reads at most
+// MaxListLimit seats, plus the rest of its last thing's (at most
+// MaxSemaphoreLimit, or MaxReaders and the writer), so it may hold fewer
+// things than o.Limit, and no thing is cut in two.
+func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]heldThing, string, error) {
+	if err := checkListOptions(&o); err != nil {
+		return nil, "", err
+	}
+	base := e.locksPrefix()
+	start, end := kindRange(base, k, o.Prefix)
+	if o.After != "" {
+		// Past every seat of After: "#" sorts below every name
+		// character, so they all come before the next name.
+		if after := clientv3.GetPrefixRangeEnd(seatsOf(base, keyName(k, o.After))); after > start {
+			start = after
+		}
+	}
+	kvs, more, err := e.readSeatPage(ctx, start, end)
+	if err != nil {
+		return nil, "", err
+	}
+	var (
+		names  []string
+		byName = map[string][]*mvccpb.KeyValue{}
+	)
+	for _, kv := range kvs {
+		_, name := thingOf(string(kv.Key[len(base):]))
+		if _, ok := byName[name]; !ok {
+			names = append(names, name)
+		}
+		byName[name] = append(byName[name], kv)
+	}
+	next := ""
+	if len(names) > o.Limit {
+		names, next = names[:o.Limit], names[o.Limit-1]
+	} else if more && len(names) > 0 {
+		next = names[len(names)-1]
+	}
+	expiry := map[string]leaseTimes{}
+	page := make([]heldThing, len(names))
+	for i, name := range names {
+		holders, err := e.holdsOf(ctx, byName[name], expiry)
+		if err != nil {
+			return nil, "", err
+		}
+		page[i] = heldThing{name: name, holders: holders}
+	}
+	return page, next, nil
+}
+
+// readSeatPage reads at most MaxListLimit seats from start to end, and
+// then the rest of the last thing read, so that no thing is cut in two.
+// more reports that the range holds more things.
+func (e *Engine) readSeatPage(ctx context.Context, start, end string) (kvs []*mvccpb.KeyValue, more bool, err error) {
+	octx, done := e.op(ctx)
+	defer done()
+	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
+	if err != nil {
+		return nil, false, e.etcdErr(ctx, "list seats", err)
+	}
+	if !resp.More || len(resp.Kvs) == 0 {
+		return resp.Kvs, false, nil
+	}
+	last := resp.Kvs[len(resp.Kvs)-1].Key
+	rest, err := e.cli.Get(octx, string(last)+"\x00",
+		clientv3.WithRange(clientv3.GetPrefixRangeEnd(seatsOf(e.locksPrefix(), thingKey(string(last[len(e.locksPrefix()):]))))))
+	if err != nil {
+		return nil, false, e.etcdErr(ctx, "list seats", err)
+	}
+	return append(resp.Kvs, rest.Kvs...), true, nil
+}
+
+// endSeat ends the hold token of the thing of kind k named name by typ
+// (released or revoked), with detail; the release hands on in its txn
+// as any release does.
+func (e *Engine) endSeat(ctx context.Context, k EventKind, name string, token int64, typ EventType, detail string) error {
+	if err := checkName("name", name); err != nil {
+		return err
+	}
+	if len(detail) > MaxReasonLen {
+		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	what := "release a hold of"
+	if typ == EventRevoked {
+		what = "revoke a hold of"
+	}
+	if err := e.endHold(ctx, keyName(k, name), token, typ, detail); err != nil {
+		return seatsErr(what, name, err)
+	}
+	return nil
+}
+
+// seatsErr is err, from the lock machinery under a thing with seats, as
+// the thing's: a token that holds none of its seats is a hold not held.
+func seatsErr(what, name string, err error) error {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return err
+	}
+	if errors.Is(err, ErrTokenMismatch) {
+		return fmt.Errorf("%s %q: %w", what, name, ErrNotHeld)
+	}
+	return fmt.Errorf("%s %q: %w", what, name, err)
+}
