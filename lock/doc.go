@@ -1,8 +1,9 @@
 // Package lock is baton's lock engine: sessions, locks with fencing
 // tokens, leader elections, semaphores, read/write locks, FIFO waiting,
-// lock-delay, fenced values and the audit trail, all kept in etcd and reached only through a *clientv3.Client. It
-// knows nothing of HTTP, so it runs the same over the embedded member's
-// in-process client or over a client of an external etcd cluster.
+// lock-delay, fenced values and the audit trail, all kept in etcd and
+// reached only through a *clientv3.Client. It knows nothing of HTTP, so
+// it runs the same over the embedded member's in-process client or over
+// a client of an external etcd cluster.
 //
 // # Guarantees
 //
