@@ -62,12 +62,30 @@
 // Leader says who leads; Observe follows every change of leader or value,
 // resuming after a broken stream without a gap or a repeat.
 //
+// # Semaphores
+//
+// AcquirePermit takes one of a semaphore's limit permits, or waits in line
+// for one (first come, first served, across nodes). A *Permit is kept as
+// a *Lock is, by the same renewal, client clock and event stream, and has
+// a fencing token of its own; its Lost fires within a second of a revoke,
+// an expiry or a release elsewhere. The limit is stored with the
+// semaphore, so holders cannot silently disagree about it:
+//
+//	p, err := c.AcquirePermit(ctx, "heavy-jobs", 3, client.PermitOptions{Wait: time.Minute})
+//	if err != nil { … } // errors.Is(err, client.ErrSemaphoreFull) when the wait ran out (Error.Holders);
+//	                    // client.ErrLimitMismatch when it is held under another limit (Error.Limit)
+//	defer p.Release(context.Background())
+//
+// Semaphore shows its permits and waiters, Semaphores lists those held,
+// and RevokePermit ends one permit by its token.
+//
 // # Errors
 //
 // Answers of the server are *Error values carrying the problem's code,
-// detail and members (the holder of a held lock, the largest token a
-// register has seen, the cap that was reached). errors.Is matches them
-// against ErrHeld, ErrNotHeld, ErrElectionHeld, ErrNoLeader,
+// detail and members (the holder of a held lock, the permits of a full
+// semaphore, the largest token a register has seen, the cap that was
+// reached). errors.Is matches them against ErrHeld, ErrNotHeld,
+// ErrElectionHeld, ErrNoLeader, ErrSemaphoreFull, ErrLimitMismatch,
 // ErrTokenMismatch, ErrStaleToken, ErrNotHolder, ErrSessionNotFound,
 // ErrNotFound, ErrInvalid, ErrUnavailable, the caps' ErrTooManyWaiters,
 // ErrTooManyLocksInSession, ErrTooManySessions, ErrTooManyStreams and

@@ -31,6 +31,14 @@ var (
 	ErrElectionHeld = Sentinel(problem.ElectionHeld)
 	// ErrNoLeader: nobody leads the election (with this token).
 	ErrNoLeader = Sentinel(problem.NoLeader)
+	// ErrSemaphoreFull: every permit of the semaphore is held, and the
+	// acquire did not get one (it had no Wait, or the wait ran out).
+	// Error.Holders are the permits held.
+	ErrSemaphoreFull = Sentinel(problem.SemaphoreFull)
+	// ErrLimitMismatch: the semaphore's permits are held or waited for
+	// under another limit than the acquire's; Error.Limit is the
+	// semaphore's. Nothing was done.
+	ErrLimitMismatch = Sentinel(problem.LimitMismatch)
 	// ErrTokenMismatch: the lock is held, but by another token.
 	ErrTokenMismatch = Sentinel(problem.TokenMismatch)
 	// ErrStaleToken: a fenced write carried a token below one already
@@ -88,8 +96,8 @@ var (
 	// Error.Limit is the limit in bytes.
 	ErrValueTooLarge = Sentinel(problem.ValueTooLarge)
 
-	// ErrLockLost: a *Lock or a *Leadership is no longer held, or may no
-	// longer be: see their Err for why. It is the client's own judgement,
+	// ErrLockLost: a *Lock, a *Leadership or a *Permit is no longer
+	// held, or may no longer be: see their Err for why. It is the client's own judgement,
 	// no server code.
 	ErrLockLost = errors.New("baton: lock lost")
 )
@@ -139,10 +147,12 @@ type Error struct {
 	Holder *LockInfo
 	// Leader is the election's current leader (election_held), if known.
 	Leader *LeaderInfo
+	// Holders are the semaphore's permits held (semaphore_full).
+	Holders []PermitInfo
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64
 	// Limit is the cap that was reached (too_many_waiters and the other
-	// caps).
+	// caps), or the semaphore's limit (limit_mismatch).
 	Limit int
 	// RetryAfter is how long the server asks to wait (lock-delay, 503).
 	RetryAfter time.Duration
@@ -199,17 +209,18 @@ func (e *Error) Is(target error) bool {
 
 // wireProblem is the problem+json body the server sends.
 type wireProblem struct {
-	Type       string      `json:"type"`
-	Title      string      `json:"title"`
-	Status     int         `json:"status"`
-	Detail     string      `json:"detail"`
-	Code       string      `json:"code"`
-	Field      string      `json:"field"`
-	Holder     *wireLock   `json:"holder"`
-	Leader     *wireLeader `json:"leader"`
-	MaxToken   int64       `json:"max_token"`
-	RetryAfter int64       `json:"retry_after"`
-	Limit      int         `json:"limit"`
+	Type       string       `json:"type"`
+	Title      string       `json:"title"`
+	Status     int          `json:"status"`
+	Detail     string       `json:"detail"`
+	Code       string       `json:"code"`
+	Field      string       `json:"field"`
+	Holder     *wireLock    `json:"holder"`
+	Leader     *wireLeader  `json:"leader"`
+	Holders    []wirePermit `json:"holders"`
+	MaxToken   int64        `json:"max_token"`
+	RetryAfter int64        `json:"retry_after"`
+	Limit      int          `json:"limit"`
 }
 
 // oneLine folds every run of white space in s, line breaks included, into
@@ -242,6 +253,7 @@ func decodeError(resp *http.Response) *Error {
 		if p.Leader != nil {
 			e.Leader = p.Leader.info()
 		}
+		e.Holders = permitInfos(p.Holders)
 		if e.RetryAfter == 0 && p.RetryAfter > 0 {
 			e.RetryAfter = seconds(p.RetryAfter)
 		}

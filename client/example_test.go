@@ -204,3 +204,65 @@ func ExampleClient_Campaign() {
 	// leader: node-2 "10.0.0.2:8080"
 	// stored: "run 2 by node-2"
 }
+
+// A semaphore lets at most limit holders work at once: here two heavy
+// jobs. Each permit has a token of its own, and a third job either waits
+// in line or is told who holds the permits.
+func ExampleClient_AcquirePermit() {
+	c, err := client.New(exampleServer())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	const sem = "example-heavy-jobs"
+
+	j1, err := c.AcquirePermit(ctx, sem, 2, client.PermitOptions{Owner: "job-1", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	j2, err := c.AcquirePermit(ctx, sem, 2, client.PermitOptions{Owner: "job-2", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer j2.Release(ctx)
+	fmt.Println("two permits of", j1.Limit(), "with tokens of their own:", j1.Token() != j2.Token())
+
+	_, err = c.AcquirePermit(ctx, sem, 2, client.PermitOptions{Owner: "job-3"})
+	var e *client.Error
+	if errors.Is(err, client.ErrSemaphoreFull) && errors.As(err, &e) {
+		fmt.Println("job-3: semaphore full, permits held:", len(e.Holders))
+	}
+	_, err = c.AcquirePermit(ctx, sem, 5, client.PermitOptions{Owner: "job-3"})
+	if errors.Is(err, client.ErrLimitMismatch) && errors.As(err, &e) {
+		fmt.Println("job-3 with another limit: the semaphore's is", e.Limit)
+	}
+
+	// job-1 finishes: its permit goes to whoever asks next.
+	if err := j1.Release(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	j3, err := c.AcquirePermit(ctx, sem, 2, client.PermitOptions{Owner: "job-3", TTL: 30 * time.Second, Wait: time.Minute})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer j3.Release(ctx)
+	s, err := c.Semaphore(ctx, sem)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, h := range s.Holders {
+		fmt.Println("holder:", h.Owner)
+	}
+	// Output:
+	// two permits of 2 with tokens of their own: true
+	// job-3: semaphore full, permits held: 2
+	// job-3 with another limit: the semaphore's is 2
+	// holder: job-2
+	// holder: job-3
+}

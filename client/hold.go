@@ -15,12 +15,13 @@ const minTTL = 2 * time.Second
 
 // Kinds of hold, as the audit trail's events name them.
 const (
-	kindLock     = "lock"
-	kindElection = "election"
+	kindLock      = "lock"
+	kindElection  = "election"
+	kindSemaphore = "semaphore"
 )
 
 // hold is what every hold a Client keeps alive shares, whatever its kind
-// (a *Lock, a *Leadership): the background renewal, the deadline by the
+// (a *Lock, a *Leadership, a *Permit): the background renewal, the deadline by the
 // client's own clock, registration with the Client's event stream, and
 // how the hold ends (lost or given back). What differs per kind is in
 // ops: how it is renewed and released, by its token.
@@ -275,12 +276,13 @@ func (h *hold) checkExpiry() {
 	h.loseLocked(cause)
 }
 
-// LostError is why a *Lock or a *Leadership was lost, as their Err
-// returns it. It matches ErrLockLost and whatever Cause matches
-// (ErrNotHeld for a lock's revoke, expiry or release elsewhere, ErrNoLeader
-// for a leadership's; ErrTokenMismatch; ErrUnavailable…).
+// LostError is why a *Lock, a *Leadership or a *Permit was lost, as
+// their Err returns it. It matches ErrLockLost and whatever Cause matches
+// (ErrNotHeld for a lock's or a permit's revoke, expiry or release
+// elsewhere, ErrNoLeader for a leadership's; ErrTokenMismatch;
+// ErrUnavailable…).
 type LostError struct {
-	// Kind is "lock" or "election".
+	// Kind is "lock", "election" or "semaphore".
 	Kind  string
 	Name  string
 	Token int64
@@ -290,8 +292,11 @@ type LostError struct {
 }
 
 func (e *LostError) Error() string {
-	if e.Kind == kindElection {
+	switch e.Kind {
+	case kindElection:
 		return fmt.Sprintf("baton: leadership of %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
+	case kindSemaphore:
+		return fmt.Sprintf("baton: permit of %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 	}
 	return fmt.Sprintf("baton: lock %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 }

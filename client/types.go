@@ -45,10 +45,12 @@ type Session struct {
 	TTL       time.Duration
 	CreatedAt time.Time
 	ExpiresAt time.Time
-	// Locks are the names of the locks held in the session, and
-	// Elections those of the elections it leads.
-	Locks     []string
-	Elections []string
+	// Locks are the names of the locks held in the session, Elections
+	// those of the elections it leads, and Semaphores those of the
+	// semaphores it holds permits of.
+	Locks      []string
+	Elections  []string
+	Semaphores []string
 }
 
 // Event is an entry of the audit trail.
@@ -78,6 +80,9 @@ type Event struct {
 	// one).
 	Term  int64
 	Value json.RawMessage
+	// Limit, on a semaphore's acquired event, is the limit the permit was
+	// granted under.
+	Limit int
 	// QueuedAt, on an acquired (or elected) event, is when the holder
 	// began waiting in line; zero when it was granted at once.
 	QueuedAt time.Time
@@ -185,19 +190,21 @@ func (w *wireLock) info() LockInfo {
 }
 
 type wireSession struct {
-	ID        string       `json:"id"`
-	Owner     string       `json:"owner"`
-	TTL       wireDuration `json:"ttl"`
-	CreatedAt wireTime     `json:"created_at"`
-	ExpiresAt wireTime     `json:"expires_at"`
-	Locks     []string     `json:"locks"`
-	Elections []string     `json:"elections"`
+	ID         string       `json:"id"`
+	Owner      string       `json:"owner"`
+	TTL        wireDuration `json:"ttl"`
+	CreatedAt  wireTime     `json:"created_at"`
+	ExpiresAt  wireTime     `json:"expires_at"`
+	Locks      []string     `json:"locks"`
+	Elections  []string     `json:"elections"`
+	Semaphores []string     `json:"semaphores"`
 }
 
 func (w *wireSession) session() *Session {
 	return &Session{
 		ID: w.ID, Owner: w.Owner, TTL: time.Duration(w.TTL),
 		CreatedAt: time.Time(w.CreatedAt), ExpiresAt: time.Time(w.ExpiresAt), Locks: w.Locks, Elections: w.Elections,
+		Semaphores: w.Semaphores,
 	}
 }
 
@@ -215,6 +222,7 @@ type wireEvent struct {
 	Credential string          `json:"credential"`
 	Term       int64           `json:"term"`
 	Value      json.RawMessage `json:"value"`
+	Limit      int             `json:"limit"`
 	QueuedAt   *wireTime       `json:"queued_at"`
 }
 
@@ -222,7 +230,7 @@ func (w *wireEvent) event() Event {
 	ev := Event{
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
-		Term: w.Term, Value: w.Value,
+		Term: w.Term, Value: w.Value, Limit: w.Limit,
 	}
 	if w.QueuedAt != nil {
 		ev.QueuedAt = time.Time(*w.QueuedAt)

@@ -12,7 +12,7 @@ import (
 const maxEndedMemory = 1024
 
 // holdWatcher is a Client's one event stream for all the holds it keeps
-// (locks and leaderships), so that Lost fires as soon as the audit trail
+// (locks, leaderships and permits), so that Lost fires as soon as the audit trail
 // records a hold's end (revoked, expired, session_expired, or released or
 // resigned by someone else), rather than at the next renew.
 //
@@ -20,9 +20,10 @@ const maxEndedMemory = 1024
 // client address (250) and per credential (500), and a process holding
 // hundreds of locks, or many processes behind one address, must not spend
 // those slots on watching. While every hold is of one thing (one lock or
-// one election, the usual case, as in "baton exec" or "baton elect") the
-// stream asks for that thing's events only (lock=NAME for a lock,
-// kind=election&name=NAME for an election); holds of several things widen
+// one election or permits of one semaphore, the usual case, as in "baton
+// exec" or "baton elect") the stream asks for that thing's events only
+// (lock=NAME for a lock, kind=election&name=NAME for an election,
+// kind=semaphore&name=NAME for a semaphore); holds of several things widen
 // it to every event, and it narrows again when they end. A change of
 // filter reconnects from where the old stream was, so no event falls in
 // between.
@@ -55,7 +56,9 @@ type holdWatcher struct {
 	gen    uint64
 }
 
-// thing is what events are about: a kind ("lock", "election") and a name.
+// thing is what events are about: a kind ("lock", "election",
+// "semaphore") and a name. A semaphore's permits are all one thing; each
+// is a hold of its own, told apart by its token.
 type thing struct{ kind, name string }
 
 // holdKey names a hold as its events do.
@@ -83,7 +86,7 @@ func endsHold(kind, typ string) bool {
 	case "revoked", "expired", "session_expired":
 		return true
 	case "released":
-		return kind == kindLock
+		return kind == kindLock || kind == kindSemaphore
 	case "resigned":
 		return kind == kindElection
 	}
@@ -246,8 +249,8 @@ func (w *holdWatcher) handle(gen uint64, ev Event) {
 }
 
 // endedError is a hold's end as the audit trail recorded it. It matches
-// ErrNotHeld for a lock, ErrNoLeader for a leadership: the token no
-// longer holds it.
+// ErrNotHeld for a lock or a permit, ErrNoLeader for a leadership: the
+// token no longer holds it.
 type endedError struct{ ev Event }
 
 func (e endedError) Error() string {

@@ -1,0 +1,345 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// This file holds semaphores: a *Permit is kept by the same hold
+// machinery as a *Lock (hold.go), and the plain calls are retried as the
+// lock calls are (calls.go): reads, renew and release name the permit's
+// token and are retried; an acquire is not, in a session neither, since
+// each request takes a permit of its own.
+
+// PermitOptions say how to take a permit. Every field is optional.
+type PermitOptions struct {
+	// Owner labels the permit for people and the audit trail; empty
+	// means the client's address as the server sees it. Identity is the
+	// token.
+	Owner string
+	// TTL is the permit's lease TTL, 2s to 24h; 0 means the server's
+	// default (30s). It must be 0 with Session: the session's TTL applies.
+	TTL time.Duration
+	// Wait waits in line for a permit for up to this long (at most 5m),
+	// first come first served across the cluster; 0 fails at once with
+	// ErrSemaphoreFull.
+	Wait time.Duration
+	// Session puts the permit in a session: it lives and dies with it. A
+	// session may hold several permits of one semaphore.
+	Session string
+	// Metadata is shown with the permit: at most 16 pairs, 4 KiB in all.
+	Metadata map[string]string
+}
+
+// PermitInfo describes a permit held.
+type PermitInfo struct {
+	Name  string
+	Owner string
+	// Token is the permit's own fencing token, from the same sequence as
+	// lock tokens: pass it to whatever the semaphore protects.
+	Token int64
+	// Limit is the semaphore's: how many permits it has.
+	Limit      int
+	Session    string
+	TTL        time.Duration
+	AcquiredAt time.Time
+	// ExpiresAt is when the lease runs out unless renewed, by the
+	// server's clock.
+	ExpiresAt time.Time
+	Metadata  map[string]string
+}
+
+// SemaphoreInfo describes a semaphore with permits held.
+type SemaphoreInfo struct {
+	Name  string
+	Limit int
+	// Holders are the permits held, oldest first.
+	Holders []PermitInfo
+	// Waiters are the acquires waiting, first served first; only
+	// Semaphore fills them in.
+	Waiters []Waiter
+}
+
+type wirePermit struct {
+	Name       string            `json:"name"`
+	Owner      string            `json:"owner"`
+	Token      int64             `json:"token"`
+	Limit      int               `json:"limit"`
+	Session    string            `json:"session"`
+	TTL        wireDuration      `json:"ttl"`
+	AcquiredAt wireTime          `json:"acquired_at"`
+	ExpiresAt  wireTime          `json:"expires_at"`
+	Metadata   map[string]string `json:"metadata"`
+}
+
+func (w *wirePermit) info() PermitInfo {
+	return PermitInfo{
+		Name: w.Name, Owner: w.Owner, Token: w.Token, Limit: w.Limit, Session: w.Session, TTL: time.Duration(w.TTL),
+		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), Metadata: w.Metadata,
+	}
+}
+
+func permitInfos(ws []wirePermit) []PermitInfo {
+	if ws == nil {
+		return nil
+	}
+	out := make([]PermitInfo, len(ws))
+	for i := range ws {
+		out[i] = ws[i].info()
+	}
+	return out
+}
+
+type wireSemaphore struct {
+	Name    string       `json:"name"`
+	Limit   int          `json:"limit"`
+	Holders []wirePermit `json:"holders"`
+	// Waiters have a lock's waiters' members.
+	Waiters []struct {
+		Owner    string   `json:"owner"`
+		Session  string   `json:"session"`
+		Position int      `json:"position"`
+		Since    wireTime `json:"since"`
+	} `json:"waiters"`
+}
+
+func (w *wireSemaphore) info() SemaphoreInfo {
+	s := SemaphoreInfo{Name: w.Name, Limit: w.Limit, Holders: permitInfos(w.Holders)}
+	for _, x := range w.Waiters {
+		s.Waiters = append(s.Waiters, Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since)})
+	}
+	return s
+}
+
+func semaphorePath(name string) string { return "/v1/semaphores/" + pathEscape(name) }
+
+// AcquirePermit takes one of the limit permits of the semaphore name,
+// waiting in line up to o.Wait, and returns it held. The permit renews
+// itself in the background until Release, at about a third of its TTL,
+// exactly as a *Lock does. It fails with ErrSemaphoreFull, with the
+// permits held in Error.Holders, when the wait runs out, and with
+// ErrLimitMismatch, with the semaphore's limit in Error.Limit, when the
+// semaphore's permits are held or waited for under another limit.
+//
+// A permit can still be lost, by expiry during a pause or a partition or
+// by an operator's revoke: Lost tells. Only work checked against Token is
+// safe from a holder that lost its permit without knowing.
+//
+// AcquirePermit is never retried once the request may have reached a
+// node, in a session neither: each request takes a permit of its own, so
+// a repeat could take a second one. The error then wraps ErrUnavailable
+// and the outcome is unknown; a permit taken that way ends with its lease
+// (or shows in its session's Semaphores).
+func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, o PermitOptions) (*Permit, error) {
+	op := fmt.Sprintf("acquire a permit of %q", name)
+	info, status, sent, err := c.acquirePermit(ctx, op, name, limit, o)
+	if err != nil {
+		return nil, err
+	}
+	p := &Permit{hold: newHold(c, holdKey{thing{kindSemaphore, info.Name}, info.Token}), info: info}
+	p.hold.ops = holdOps{renew: p.renew, release: p.giveBack}
+	g := grant{status: status, sent: sent, ttl: info.TTL, left: info.ExpiresAt.Sub(info.AcquiredAt), inSession: o.Session != ""}
+	if err := p.hold.start(ctx, op, g); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// acquirePermit sends the acquire request. sent is when it left, on the
+// monotonic clock: whatever lease the server grants, it grants after that.
+func (c *Client) acquirePermit(ctx context.Context, op, name string, limit int, o PermitOptions) (info PermitInfo, status int, sent time.Time, err error) {
+	body := struct {
+		Limit    int               `json:"limit"`
+		Owner    string            `json:"owner,omitempty"`
+		TTL      string            `json:"ttl,omitempty"`
+		Session  string            `json:"session,omitempty"`
+		Wait     string            `json:"wait,omitempty"`
+		Metadata map[string]string `json:"metadata,omitempty"`
+	}{Limit: limit, Owner: o.Owner, Session: o.Session, Metadata: o.Metadata}
+	if o.TTL != 0 {
+		body.TTL = o.TTL.String()
+	}
+	if o.Wait != 0 {
+		body.Wait = o.Wait.String()
+	}
+	sent = time.Now()
+	var w wirePermit
+	status, err = c.do(ctx, request{
+		op: op, method: http.MethodPost, path: semaphorePath(name), body: body, timeout: c.timeout + max(o.Wait, 0),
+	}, &w)
+	if err != nil {
+		return PermitInfo{}, status, sent, err
+	}
+	return w.info(), status, sent, nil
+}
+
+// Semaphore returns the semaphore's limit, its permits held and its
+// waiters in the order they will be served. It returns ErrNotHeld when
+// no permit is held. Retried.
+func (c *Client) Semaphore(ctx context.Context, name string) (*SemaphoreInfo, error) {
+	var w wireSemaphore
+	if _, err := c.do(ctx, request{
+		op: fmt.Sprintf("get semaphore %q", name), method: http.MethodGet, path: semaphorePath(name), idempotent: true,
+	}, &w); err != nil {
+		return nil, err
+	}
+	s := w.info()
+	return &s, nil
+}
+
+// Semaphores returns a page of the semaphores that have permits held,
+// sorted by name, with their permits (not their waiters), and the cursor
+// of the next page, empty on the last. A page may hold fewer semaphores
+// than o.Limit (the server bounds the permits it reads). Retried.
+func (c *Client) Semaphores(ctx context.Context, o ListOptions) ([]SemaphoreInfo, string, error) {
+	var w struct {
+		Semaphores []wireSemaphore `json:"semaphores"`
+		NextCursor string          `json:"next_cursor"`
+	}
+	if _, err := c.do(ctx, request{op: "list semaphores", method: http.MethodGet, path: "/v1/semaphores", query: o.query(), idempotent: true}, &w); err != nil {
+		return nil, "", err
+	}
+	out := make([]SemaphoreInfo, len(w.Semaphores))
+	for i := range w.Semaphores {
+		out[i] = w.Semaphores[i].info()
+	}
+	return out, w.NextCursor, nil
+}
+
+// RenewPermit extends the lease of the permit that token holds (in a
+// session: the session's lease) and returns it with its new expiry. It
+// returns ErrNotHeld when no permit of name has that token. Retried. A
+// *Permit renews itself: this is for holders that keep the token only.
+func (c *Client) RenewPermit(ctx context.Context, name string, token int64) (*PermitInfo, error) {
+	return c.renewPermit(ctx, name, token, 0)
+}
+
+func (c *Client) renewPermit(ctx context.Context, name string, token int64, timeout time.Duration) (*PermitInfo, error) {
+	var w wirePermit
+	if _, err := c.do(ctx, request{
+		op: fmt.Sprintf("renew permit %d of %q", token, name), method: http.MethodPost, path: semaphorePath(name) + "/renew",
+		body: struct {
+			Token int64 `json:"token"`
+		}{token}, idempotent: true, timeout: timeout,
+	}, &w); err != nil {
+		return nil, err
+	}
+	p := w.info()
+	return &p, nil
+}
+
+// ReleasePermit gives back the permit that token holds; the oldest waiter
+// gets it. It returns ErrNotHeld when no permit of name has that token.
+// Retried, as Release is: if an earlier attempt may have released it, a
+// not_held answer says so.
+func (c *Client) ReleasePermit(ctx context.Context, name string, token int64) error {
+	_, err := c.do(ctx, request{
+		op: fmt.Sprintf("release permit %d of %q", token, name), method: http.MethodDelete, path: semaphorePath(name),
+		query: url.Values{"token": {strconv.FormatInt(token, 10)}}, idempotent: true,
+	}, nil)
+	return err
+}
+
+// RevokePermit ends the permit that token holds (an operator's action),
+// recorded with reason; the oldest waiter gets a permit. It returns
+// ErrNotHeld when no permit of name has that token. Retried: it names the
+// permit's token, so a repeat can end no other permit; if an earlier
+// attempt may have revoked it, a not_held answer says so.
+func (c *Client) RevokePermit(ctx context.Context, name string, token int64, reason string) error {
+	_, err := c.do(ctx, request{
+		op: fmt.Sprintf("revoke permit %d of %q", token, name), method: http.MethodPost, path: semaphorePath(name) + "/revoke",
+		body: struct {
+			Token  int64  `json:"token"`
+			Reason string `json:"reason,omitempty"`
+		}{token, reason}, idempotent: true,
+	}, nil)
+	return err
+}
+
+// Permit is one of a semaphore's permits, held: it renews itself until
+// Release or until it is lost. Its methods are safe for concurrent use.
+// It is kept by the same machinery as a *Lock (a permit is a hold of the
+// semaphore, with a token of its own), so the client's clock, renewals
+// and the Client's event stream decide when it is lost, as Lock describes.
+type Permit struct {
+	hold *hold
+
+	mu   sync.Mutex
+	info PermitInfo
+}
+
+// renew is the hold's renewal: by token, recording the answer.
+func (p *Permit) renew(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	info, err := p.hold.c.renewPermit(ctx, p.hold.key.name, p.hold.key.token, timeout)
+	if err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	md := p.info.Metadata
+	p.info = *info
+	if p.info.Metadata == nil {
+		p.info.Metadata = md
+	}
+	return info.TTL, nil
+}
+
+func (p *Permit) giveBack(ctx context.Context) error {
+	return p.hold.c.ReleasePermit(ctx, p.hold.key.name, p.hold.key.token)
+}
+
+// Name returns the semaphore's name.
+func (p *Permit) Name() string { return p.hold.key.name }
+
+// Token returns the permit's fencing token. Pass it with every write the
+// semaphore protects; it never changes while the permit lasts.
+func (p *Permit) Token() int64 { return p.hold.key.token }
+
+// Limit returns the semaphore's limit, as the permit was granted under.
+func (p *Permit) Limit() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.info.Limit
+}
+
+// Info returns the permit as the latest acquire or renew described it.
+func (p *Permit) Info() PermitInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.info
+	i.Metadata = maps.Clone(i.Metadata)
+	return i
+}
+
+// Lost returns a channel that is closed as soon as the permit is known
+// lost: the audit trail recorded its end (revoked, expired, its session
+// expired, or released by its token from elsewhere), which the Client's
+// event stream delivers within milliseconds; a renew was answered
+// not_held; or the TTL ran out by the client's clock with no renew
+// confirmed. Stop the protected work when it closes. Err says why. A
+// Release does not close it, unless the release finds the permit lost.
+func (p *Permit) Lost() <-chan struct{} { return p.hold.lost }
+
+// Done returns a channel that is closed when the permit is no longer
+// kept: when it is lost, or released.
+func (p *Permit) Done() <-chan struct{} { return p.hold.done }
+
+// Err returns why the permit was lost, a *LostError wrapping ErrLockLost
+// and the cause (ErrNotHeld for a revoke, an expiry or a release
+// elsewhere; ErrUnavailable…), or nil while it is held or if it was
+// released cleanly.
+func (p *Permit) Err() error { return p.hold.lostErr() }
+
+// Release stops the renewal and gives the permit back with its token; the
+// oldest waiter gets it. It returns nil when it did, and an error
+// wrapping ErrLockLost when the permit was lost before. Calling it again
+// returns the same result. When it gets no answer (ErrUnavailable, ctx
+// ended), another call tries again; without one, the lease runs out after
+// its TTL.
+func (p *Permit) Release(ctx context.Context) error { return p.hold.release(ctx) }
