@@ -328,14 +328,26 @@ func renewCmd(g *globals) *cobra.Command {
 }
 
 func statusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show a lock's holder and queue",
-		Args:  exactArgs(1),
+	var semaphore bool
+	c := &cobra.Command{
+		Use:   "status NAME [--semaphore]",
+		Short: "Show a lock's holder and queue, or a semaphore's permits",
+		Long: `status prints the lock NAME's holder and its queue (exit code 4 when
+nobody holds it). With --semaphore, NAME is a semaphore: status prints its
+limit, the permits held with their tokens, and its waiters (exit code 4
+when no permit is held).`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {
 				return err
+			}
+			if semaphore {
+				s, err := cl.Semaphore(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return g.showSemaphore(s)
 			}
 			l, err := cl.Get(cmd.Context(), args[0])
 			if err != nil {
@@ -344,6 +356,8 @@ func statusCmd(g *globals) *cobra.Command {
 			return g.showLock(l)
 		},
 	}
+	c.Flags().BoolVar(&semaphore, "semaphore", false, "NAME is a semaphore: show its permits")
+	return c
 }
 
 // writeHold writes the rows a lock's hold and a leadership share: its
@@ -435,6 +449,9 @@ func eventJSON(e *client.Event) map[string]any {
 	if e.Detail != "" {
 		m["detail"] = e.Detail
 	}
+	if e.Limit != 0 {
+		m["limit"] = e.Limit
+	}
 	return m
 }
 
@@ -468,14 +485,18 @@ func pages[T any](ctx context.Context, prefix string, limit int, page func(conte
 func listCmd(g *globals) *cobra.Command {
 	var prefix string
 	var limit int
+	var semaphores bool
 	c := &cobra.Command{
-		Use:   "list",
-		Short: "List held locks and their queues",
+		Use:   "list [--semaphores]",
+		Short: "List held locks and their queues, or semaphores and their permits",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := g.client()
 			if err != nil {
 				return err
+			}
+			if semaphores {
+				return g.listSemaphores(cmd.Context(), cl, prefix, limit)
 			}
 			all, err := pages(cmd.Context(), prefix, limit, cl.Locks)
 			if err != nil {
@@ -499,8 +520,9 @@ func listCmd(g *globals) *cobra.Command {
 			return w.Flush()
 		},
 	}
-	c.Flags().StringVar(&prefix, "prefix", "", "only locks whose name starts with this")
-	c.Flags().IntVar(&limit, "limit", 1000, "at most this many locks")
+	c.Flags().StringVar(&prefix, "prefix", "", "only locks (semaphores) whose name starts with this")
+	c.Flags().IntVar(&limit, "limit", 1000, "at most this many locks (semaphores)")
+	c.Flags().BoolVar(&semaphores, "semaphores", false, "list the semaphores that have permits held instead")
 	return c
 }
 
@@ -543,7 +565,7 @@ func dash(s string) string {
 
 func historyCmd(g *globals) *cobra.Command {
 	var o client.HistoryOptions
-	var types string
+	var types, election, semaphore string
 	c := &cobra.Command{
 		Use:   "history",
 		Short: "Show the audit trail, newest first",
@@ -552,8 +574,9 @@ func historyCmd(g *globals) *cobra.Command {
 			if types != "" {
 				o.Types = strings.Split(types, ",")
 			}
-			if o.Name != "" {
-				o.Kind = "election"
+			var err error
+			if o.Kind, o.Name, err = eventFilter(election, semaphore); err != nil {
+				return err
 			}
 			cl, err := g.client()
 			if err != nil {
@@ -580,7 +603,8 @@ func historyCmd(g *globals) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.Lock, "lock", "", "only this lock's events")
-	f.StringVar(&o.Name, "election", "", "only this election's events")
+	f.StringVar(&election, "election", "", "only this election's events")
+	f.StringVar(&semaphore, "semaphore", "", "only this semaphore's events (its permits')")
 	f.StringVar(&o.Owner, "owner", "", "only this owner's events")
 	f.StringVar(&types, "type", "", "only these types, comma-separated")
 	f.IntVar(&o.Limit, "limit", 50, "how many events")
@@ -590,15 +614,29 @@ func historyCmd(g *globals) *cobra.Command {
 
 func revokeCmd(g *globals) *cobra.Command {
 	var reason string
-	var election bool
+	var election, semaphore bool
+	var token int64
 	c := &cobra.Command{
 		Use:   "revoke NAME",
-		Short: "Forcibly release a lock, or depose an election's leader, whoever holds it (operators)",
-		Args:  exactArgs(1),
+		Short: "Forcibly release a lock, depose an election's leader, or end a semaphore's permit (operators)",
+		Long: `revoke ends the hold of the lock NAME, whoever holds it, recorded with
+--reason. With --election it deposes the election NAME's leader; with
+--semaphore it ends the permit of the semaphore NAME that --token names
+(status --semaphore lists them).`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if election && semaphore {
+				return usagef("--election and --semaphore exclude each other")
+			}
+			if token != 0 && !semaphore {
+				return usagef("--token names a semaphore's permit: it needs --semaphore")
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
+			}
+			if semaphore {
+				return g.revokePermit(cmd.Context(), cl, args[0], token, reason)
 			}
 			what := args[0]
 			if election {
@@ -618,18 +656,22 @@ func revokeCmd(g *globals) *cobra.Command {
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
 	c.Flags().BoolVar(&election, "election", false, "NAME is an election: depose its leader")
+	c.Flags().BoolVar(&semaphore, "semaphore", false, "NAME is a semaphore: end the permit --token names")
+	c.Flags().Int64Var(&token, "token", 0, "with --semaphore, the token of the permit to end")
 	return c
 }
 
 func watchCmd(g *globals) *cobra.Command {
 	var o client.EventsOptions
+	var election, semaphore string
 	c := &cobra.Command{
 		Use:   "watch",
 		Short: "Stream events as they happen (until interrupted)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Name != "" {
-				o.Kind = "election"
+			var err error
+			if o.Kind, o.Name, err = eventFilter(election, semaphore); err != nil {
+				return err
 			}
 			cl, err := g.client()
 			if err != nil {
@@ -659,7 +701,8 @@ func watchCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&o.Lock, "lock", "", "only this lock's events")
-	c.Flags().StringVar(&o.Name, "election", "", "only this election's events")
+	c.Flags().StringVar(&election, "election", "", "only this election's events")
+	c.Flags().StringVar(&semaphore, "semaphore", "", "only this semaphore's events (its permits')")
 	c.Flags().Int64Var(&o.Since, "since", 0, "replay events after this revision first")
 	return c
 }
@@ -746,14 +789,21 @@ func sessionShowCmd(g *globals, use, short string, call func(*client.Client, con
 
 func (g *globals) showSession(s *client.Session) error {
 	if g.json() {
-		return g.printJSON(map[string]any{
+		m := map[string]any{
 			"id": s.ID, "owner": s.Owner, "ttl": s.TTL.String(), "created_at": apiTime(s.CreatedAt),
 			"expires_at": apiTime(s.ExpiresAt), "locks": nonNil(s.Locks),
-		})
+		}
+		if len(s.Semaphores) > 0 {
+			m["semaphores"] = s.Semaphores // as the API: absent when none
+		}
+		return g.printJSON(m)
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "id\t%s\nowner\t%s\nttl\t%s\nexpires\t%s\nlocks\t%s\n", s.ID, s.Owner, s.TTL,
 		s.ExpiresAt.Local().Format(time.RFC3339), dash(strings.Join(s.Locks, ", ")))
+	if len(s.Semaphores) > 0 {
+		fmt.Fprintf(w, "semaphores\t%s\n", strings.Join(s.Semaphores, ", "))
+	}
 	return w.Flush()
 }
 

@@ -26,9 +26,10 @@ func notifyContext(parent context.Context) (context.Context, context.CancelFunc)
 func execCmd(g *globals) *cobra.Command {
 	var o client.AcquireOptions
 	var killAfter time.Duration
+	var permits int
 	c := &cobra.Command{
 		Use:   "exec [flags] NAME -- CMD [ARGS...]",
-		Short: "Run a command only while holding a lock",
+		Short: "Run a command only while holding a lock (or one of a semaphore's permits)",
 		Long: `exec takes NAME, runs CMD while it holds it (renewing the lock in the
 background), and releases it when CMD exits, exiting with CMD's exit code.
 CMD gets BATON_LOCK (the name) and BATON_TOKEN (the fencing token) in its
@@ -41,7 +42,16 @@ the TTL), exec sends CMD SIGTERM, then SIGKILL after --kill-after, and
 exits with code 10. A revoke or an expiry is known within a second, from
 baton's event stream, whatever the TTL.
 If the lock is held and --wait runs out, exec exits with code 3 without
-running CMD.`,
+running CMD.
+
+With --permits N, NAME is a semaphore of N permits, and CMD runs holding
+one of them: at most N commands run at once across the cluster. CMD gets
+BATON_SEMAPHORE (the name), BATON_TOKEN (the permit's own fencing token)
+and BATON_LIMIT (N) in its environment, the permit is given back when CMD
+exits, and signals, a lost permit (exit code 10) and --wait work as for a
+lock. When every permit is held and --wait runs out, exec exits with code
+3, naming the holders; when the semaphore's permits are held under another
+N, with code 2, naming it. --lock-delay does not apply to a semaphore.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
 				return usagef("usage: baton exec [flags] NAME -- CMD [ARGS...]")
@@ -49,9 +59,19 @@ running CMD.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if permits < 0 || permits == 0 && cmd.Flags().Changed("permits") {
+				return usagef("--permits must be at least 1")
+			}
+			if permits > 0 && o.LockDelay != 0 {
+				return usagef("--lock-delay does not apply to a semaphore (--permits)")
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
+			}
+			if permits > 0 {
+				po := client.PermitOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
+				return runPermitExec(cmd.Context(), g, cl, args[0], permits, args[1:], po, killAfter)
 			}
 			return runExec(cmd.Context(), g, cl, args[0], args[1:], o, killAfter)
 		},
@@ -62,6 +82,7 @@ running CMD.`,
 	f.DurationVar(&o.Wait, "wait", 0, "queue for the lock this long if it is held (default: fail at once)")
 	f.DurationVar(&o.LockDelay, "lock-delay", 0, "forbid re-acquiring for this long after an expiry or revoke")
 	f.DurationVar(&killAfter, "kill-after", 10*time.Second, "after the lock is lost, wait this long after SIGTERM before SIGKILL")
+	f.IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: run holding one of them")
 	return c
 }
 
@@ -78,16 +99,16 @@ func runExec(ctx context.Context, g *globals, cl *client.Client, name string, ar
 	return r.run(l, "release "+name, l.Release, env)
 }
 
-// kept is a hold a command runs under: a *client.Lock or a
-// *client.Leadership.
+// kept is a hold a command runs under: a *client.Lock, a
+// *client.Leadership or a *client.Permit.
 type kept interface {
 	Token() int64
 	Lost() <-chan struct{}
 	Err() error
 }
 
-// heldRun runs a command under a hold, as "baton exec" and "baton elect"
-// do: signals are forwarded to it, it is stopped (SIGTERM, then SIGKILL
+// heldRun runs a command under a hold, as "baton exec" (a lock's or a
+// permit's) and "baton elect" do: signals are forwarded to it, it is stopped (SIGTERM, then SIGKILL
 // after killAfter) when the hold is lost, and the hold ends when it exits.
 type heldRun struct {
 	g         *globals
@@ -174,8 +195,11 @@ func (r *heldRun) run(h kept, what string, end func(context.Context) error, env 
 func lostCause(err error) string {
 	var le *client.LostError
 	if errors.As(err, &le) {
-		if le.Kind == "election" {
+		switch le.Kind {
+		case "election":
 			return fmt.Sprintf("leadership of %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
+		case "semaphore":
+			return fmt.Sprintf("permit of %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 		}
 		return fmt.Sprintf("lock %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 	}

@@ -35,7 +35,7 @@ func Report(cmd *cobra.Command, err error, stdout, stderr io.Writer) {
 
 // problemJSON is err as -o json prints it: the server's problem document
 // when a node answered (type, title, status, code, detail, and field,
-// holder, max_token, retry_after or limit when set), or, for the CLI's own
+// holder, holders, max_token, retry_after or limit when set), or, for the CLI's own
 // failures, a code of the same vocabulary ("unavailable": no node
 // answered) or of the CLI's ("usage", "lock_lost", "error"). message is
 // the line stderr gets, and exit_code the process's exit status.
@@ -52,6 +52,13 @@ func problemJSON(err error) map[string]any {
 		}
 		if ce.Holder != nil {
 			m["holder"] = lockJSON(ce.Holder)
+		}
+		if len(ce.Holders) > 0 {
+			hs := make([]map[string]any, len(ce.Holders))
+			for i := range ce.Holders {
+				hs[i] = permitJSON(&ce.Holders[i])
+			}
+			m["holders"] = hs
 		}
 		if ce.MaxToken != 0 {
 			m["max_token"] = ce.MaxToken
