@@ -112,6 +112,24 @@ func TestSemaphore_StatusListRevokeAndHistory(t *testing.T) {
 	if _, _, code := run(t, addr, "history", "--semaphore", "pool", "--election", "x"); code != 2 {
 		t.Fatalf("history with --semaphore and --election: code %d, want 2", code)
 	}
+
+	var sess struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(post(t, addr, "/v1/sessions", `{"owner":"node","ttl":"1m"}`, 201), &sess); err != nil {
+		t.Fatal(err)
+	}
+	permitToken(t, addr, "pool", `{"limit":3,"session":"`+sess.ID+`"}`)
+	if out, errs, code := run(t, addr, "sessions", "get", sess.ID); code != 0 || !strings.Contains(out, "semaphores") || !strings.Contains(out, "pool") {
+		t.Fatalf("sessions get: code %d, %q (stderr %q); want its semaphores", code, out, errs)
+	}
+	out, _, code = run(t, addr, "sessions", "get", sess.ID, "-o", "json")
+	var got struct {
+		Semaphores []string `json:"semaphores"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got.Semaphores) != 1 || got.Semaphores[0] != "pool" {
+		t.Fatalf("sessions get -o json: code %d, %q; want semaphores [pool]", code, out)
+	}
 }
 
 // TestWatchSemaphore_StreamsThatSemaphoresEventsOnly: watch --semaphore
