@@ -71,6 +71,10 @@ export function electionPath(name) {
   return `/v1/elections/${encodeURIComponent(name)}`;
 }
 
+export function semaphorePath(name) {
+  return `/v1/semaphores/${encodeURIComponent(name)}`;
+}
+
 // showProblem renders an error readably in box: title, detail and the
 // status and code for whoever reports it.
 export function showProblem(box, err) {

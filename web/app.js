@@ -3,12 +3,12 @@
 // index.html loads this one.
 //
 // The page is a client of the public API. It loads the held locks, the
-// elections, the history and the cluster, then follows GET /v1/events:
-// every event makes it reload what the event changed (a few coalesced
-// requests), so what it shows is always what the API says, whatever events
-// were missed. Elections are changed by their events in place and read
-// again in full when the stream (re)opens, since the stream resumes
-// without a gap.
+// elections, the semaphores, the history and the cluster, then follows
+// GET /v1/events: every event makes it reload what the event changed (a
+// few coalesced requests), so what it shows is always what the API says,
+// whatever events were missed. Elections and semaphores are changed by
+// their events in place and read again in full when the stream (re)opens,
+// since the stream resumes without a gap.
 //
 // When baton runs with --auth-file, the API answers 401 until the page sends
 // a bearer token: the page then asks for one in a form (auth.js), keeps it
@@ -26,13 +26,15 @@ import { historyFiltered, initFollow, renderLockStatus } from "./follow.js";
 import { initHistory, loadHistorySoon } from "./history.js";
 import { dropHold, initLocks, loadLocksSoon, loadQueuesSoon } from "./locks.js";
 import { checkRevokeTarget, holdEnded, initRevoke, openRevoke } from "./revoke.js";
+import { initSemaphores, loadSemaphoresSoon, loadWaitersSoon, semaphoreEvent } from "./semaphores.js";
 import { state } from "./state.js";
 import { connect, initStream } from "./stream.js";
 import { initTimeline, loadTimelineSoon, pollTimeline, tickTimeline, timelineEvent } from "./timeline.js";
 import { storedToken } from "./token.js";
 
 const ENDED = new Set(["released", "expired", "revoked", "session_expired", "resigned"]);
-const CLUSTER_EVERY = 5000; // ms between cluster (and queue, and candidate) refreshes
+const HOLDS = new Set(["lock", "election", "semaphore"]); // the kinds of hold the revoke dialog ends
+const CLUSTER_EVERY = 5000; // ms between cluster (and queue, candidate and waiter) refreshes
 
 fillEmptyState();
 initLocks({
@@ -49,6 +51,12 @@ initElections({
     if (state.revoking) checkRevokeTarget();
   },
 });
+initSemaphores({
+  revoke: (p) => openRevoke(p, "semaphore"),
+  rendered: () => {
+    if (state.revoking) checkRevokeTarget();
+  },
+});
 initHistory(() => {
   historyFiltered();
   loadTimelineSoon(); // the timeline follows the history's lock and owner filters
@@ -56,12 +64,14 @@ initHistory(() => {
 initTimeline();
 initRevoke((kind) => {
   if (kind === "election") loadElectionsSoon();
+  else if (kind === "semaphore") loadSemaphoresSoon();
   else loadLocksSoon();
   loadHistorySoon();
 });
 initAuth(() => {
   loadLocksSoon();
   loadElectionsSoon();
+  loadSemaphoresSoon();
   loadHistorySoon();
   loadTimelineSoon();
   loadCluster();
@@ -77,17 +87,20 @@ initStream({
   connected: () => {
     loadTimelineSoon();
     loadElectionsSoon();
+    loadSemaphoresSoon();
   },
   polled: () => {
     pollTimeline();
     loadElectionsSoon();
+    loadSemaphoresSoon();
   },
   event: (e) => {
     showRevision(e.revision);
     timelineEvent(e);
     electionEvent(e);
+    semaphoreEvent(e);
     const kind = e.kind || "lock";
-    if (ENDED.has(e.type) && (kind === "lock" || kind === "election")) {
+    if (ENDED.has(e.type) && HOLDS.has(kind)) {
       if (kind === "lock") dropHold(e.lock, e.token);
       holdEnded(kind, e.name || e.lock, e.token, e.type);
     }
@@ -97,6 +110,7 @@ initStream({
 initFollow();
 loadLocksSoon();
 loadElectionsSoon();
+loadSemaphoresSoon();
 loadHistorySoon();
 loadTimelineSoon();
 loadCluster();
@@ -109,5 +123,6 @@ setInterval(() => {
   loadCluster();
   loadQueuesSoon();
   loadCandidatesSoon();
+  loadWaitersSoon();
 }, CLUSTER_EVERY);
 connect();

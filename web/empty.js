@@ -1,5 +1,5 @@
-// The empty states: how to take a first lock, and how to campaign in a
-// first election, from a terminal, on this server.
+// The empty states: how to take a first lock, campaign in a first
+// election and take a first permit, from a terminal, on this server.
 
 import { $, setText } from "./dom.js";
 
@@ -12,6 +12,9 @@ export function fillEmptyState() {
   $("elections-empty-curl").textContent =
     `curl -s -X POST ${origin}/v1/elections/my-first-election/campaign \\\n` +
     `     -H 'Content-Type: application/json' -d '{"candidate":"me","value":{"addr":"10.0.0.5:8080"},"ttl":"15s"}'`;
+  $("semaphores-empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/semaphores/my-first-semaphore \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"limit":3,"owner":"me","ttl":"60s"}'`;
   const copy = $("copy-curl");
   if (navigator.clipboard && window.isSecureContext) {
     copy.hidden = false;

@@ -1,17 +1,24 @@
-// The revoke dialog: it names the hold it ends (a lock's, or an
-// election's leadership), checks that the hold is still the one shown,
-// and asks for a reason for the history.
+// The revoke dialog: it names the hold it ends (a lock's, an election's
+// leadership, or one permit of a semaphore), checks that the hold is
+// still the one shown, and asks for a reason for the history.
 
-import { api, APIError, clearProblem, electionPath, lockPath, showProblem } from "./api.js";
+import { api, APIError, clearProblem, electionPath, lockPath, semaphorePath, showProblem } from "./api.js";
 import { $, el, setText } from "./dom.js";
 import { state } from "./state.js";
 
 const dialog = $("revoke-dialog");
 
+// oneHolder is how a lock or an election is told apart from the hold t
+// the dialog is about: now, as read, has one holder, which is t's while
+// the token is.
+const oneHolder = (now, t) => now.token === t.token;
+
 // kinds says, for each kind of hold the dialog revokes, how it reads and
-// where it lives: path(name) is its resource, current() the holds of that
-// kind the page shows now, gone the problem code of a hold that ended,
-// focus the heading that takes the focus from the row that goes.
+// where it lives: path(name) is its resource, current() what the page
+// shows of that kind now, held(now, t) whether now (what path answers, or
+// current() shows) still holds t, body(t, reason) the revoke's request,
+// gone the problem code of a hold that ended, focus the heading that
+// takes the focus from the row that goes.
 const kinds = {
   lock: {
     what: "Revoke lock ",
@@ -19,13 +26,16 @@ const kinds = {
     path: lockPath,
     current: () => state.locks,
     holder: (h) => h.owner,
+    held: oneHolder,
+    body: (t, reason) => (reason ? { reason } : {}),
+    noun: "hold",
     gone: "not_held",
     focus: "holders-title",
     hint: "The hold ends now, and the next waiter (if any) gets the lock. The holder is not told: a fenced resource rejects its writes once a newer token has written. The revoke is recorded in the history with your reason.",
     says: (t) => ["Held by ", el("strong", {}, t.holder), " with token ", el("code", {}, t.token)],
     done: (t) => `Revoked ${t.name} (token ${t.token}, held by ${t.holder}).`,
-    now: (name, h) => `${name} changed hands: ${h.owner} holds it now, with token ${h.token}.`,
-    ended: (name) => `${name} is no longer held; nothing was revoked.`,
+    now: (t, h) => `${t.name} changed hands: ${h.owner} holds it now, with token ${h.token}.`,
+    ended: (t) => `${t.name} is no longer held; nothing was revoked.`,
   },
   election: {
     what: "Depose the leader of ",
@@ -33,24 +43,47 @@ const kinds = {
     path: electionPath,
     current: () => state.elections.list,
     holder: (h) => h.candidate,
+    held: oneHolder,
+    body: (t, reason) => (reason ? { reason } : {}),
+    noun: "leadership",
     gone: "no_leader",
     focus: "elections-title",
     hint: "The leadership ends now, and the first candidate in line leads next (once the leadership's lock-delay, if it has one, has passed). The leader is not told: a fenced resource rejects its writes once a newer token has written. The revoke is recorded in the history with your reason.",
     says: (t) => ["Led by ", el("strong", {}, t.holder), ` in term ${t.term}, with token `, el("code", {}, t.token)],
     done: (t) => `Revoked the leadership of ${t.name} (term ${t.term}, token ${t.token}, led by ${t.holder}).`,
-    now: (name, h) => `${name} has a new leader: ${h.candidate} leads it now, in term ${h.term} with token ${h.token}.`,
-    ended: (name) => `${name} has no leader any more; nothing was revoked.`,
+    now: (t, h) => `${t.name} has a new leader: ${h.candidate} leads it now, in term ${h.term} with token ${h.token}.`,
+    ended: (t) => `${t.name} has no leader any more; nothing was revoked.`,
+  },
+  // A semaphore has several permits at once, each with its own token: the
+  // dialog is about one of them, which is held while its token is among
+  // the holders.
+  semaphore: {
+    what: "Revoke a permit of ",
+    confirm: "Revoke permit",
+    path: semaphorePath,
+    current: () => state.semaphores.list,
+    holder: (h) => h.owner,
+    held: (now, t) => (now.holders || []).some((p) => p.token === t.token),
+    body: (t, reason) => (reason ? { token: t.token, reason } : { token: t.token }),
+    noun: "permit",
+    gone: "not_held",
+    focus: "semaphores-title",
+    hint: "The permit ends now, and the first waiter in line (if any) takes the permit it frees; the other permits are untouched. The holder is not told until its next renew, which answers not_held. The revoke is recorded in the history with your reason.",
+    says: (t) => ["Held by ", el("strong", {}, t.holder), ` (one of ${t.limit} permits), with token `, el("code", {}, t.token)],
+    done: (t) => `Revoked a permit of ${t.name} (token ${t.token}, held by ${t.holder}).`,
+    now: (t) => `The permit of ${t.name} with token ${t.token} has ended.`,
+    ended: (t) => `${t.name} has no permit with token ${t.token} any more; nothing was revoked.`,
   },
 };
 
 // revoked runs after a revoke (set by initRevoke), with the kind revoked.
 let revoked = () => {};
 
-// openRevoke asks whether to revoke the hold h, of kind "lock" (a Lock)
-// or "election" (a Leader).
+// openRevoke asks whether to revoke the hold h, of kind "lock" (a Lock),
+// "election" (a Leader) or "semaphore" (a Permit).
 export function openRevoke(h, kind = "lock") {
   const k = kinds[kind];
-  const t = { kind, name: h.name, token: h.token, holder: k.holder(h), term: h.term };
+  const t = { kind, name: h.name, token: h.token, holder: k.holder(h), term: h.term, limit: h.limit };
   state.revoking = t;
   setText($("revoke-what"), k.what);
   setText($("revoke-name"), h.name);
@@ -76,7 +109,7 @@ export function checkRevokeTarget() {
   if (!r || !dialog.open || $("revoke-confirm").disabled) return;
   const k = kinds[r.kind];
   const now = k.current().find((h) => h.name === r.name);
-  if (now && now.token !== r.token) revokeGone(k.now(r.name, now));
+  if (now && !k.held(now, r)) revokeGone(k.now(r, now));
 }
 
 // holdEnded tells the dialog that an event (of type) ended the hold
@@ -84,7 +117,7 @@ export function checkRevokeTarget() {
 export function holdEnded(kind, name, token, type) {
   const r = state.revoking;
   if (r && r.kind === kind && r.name === name && (!token || r.token === token))
-    revokeGone(`This ${kind === "lock" ? "hold" : "leadership"} has just ended (${type.replace("_", " ")}); there is nothing left to revoke.`);
+    revokeGone(`This ${kinds[kind].noun} has just ended (${type.replace("_", " ")}); there is nothing left to revoke.`);
 }
 
 async function confirmRevoke(ev) {
@@ -100,15 +133,15 @@ async function confirmRevoke(ev) {
     // Revoke ends whichever hold is current, so make sure it is still the
     // one the operator looked at.
     const now = await api(k.path(r.name));
-    if (now.token !== r.token) {
-      revokeGone(`${k.now(r.name, now)} Nothing was revoked.`);
+    if (!k.held(now, r)) {
+      revokeGone(`${k.now(r, now)} Nothing was revoked.`);
       setText(confirm, k.confirm);
       return;
     }
     const reason = $("revoke-reason").value.trim();
-    await api(`${k.path(r.name)}/revoke`, { method: "POST", body: JSON.stringify(reason ? { reason } : {}) });
+    await api(`${k.path(r.name)}/revoke`, { method: "POST", body: JSON.stringify(k.body(r, reason)) });
   } catch (err) {
-    if (err.status === 404 && err.code === k.gone) revokeGone(k.ended(r.name));
+    if (err.status === 404 && err.code === k.gone) revokeGone(k.ended(r));
     else {
       showProblem($("revoke-error"), err);
       confirm.disabled = false;

@@ -16,6 +16,15 @@ export const state = {
     candidates: new Map(), // name -> {token, candidates: [...], error}
     expanded: new Set(), // names whose candidates are shown
   },
+  // The semaphores that have permits held under the name prefix, sorted by
+  // name, and their waiters (semaphores.js).
+  semaphores: {
+    list: [], // {name, limit, holders: [Permit…]}, holders oldest first
+    loaded: false, // list has been read once
+    truncated: false, // more semaphores match than the page reads
+    waiters: new Map(), // name -> {waiters: [...], error}
+    expanded: new Set(), // names whose waiters are shown
+  },
   highlight: "", // the lock a history link pointed at (follow.js)
   history: { before: 0, older: [], next: 0 }, // the page of history shown (history.js)
   // The timeline's window (timeline.js): the length in ms chosen and the
@@ -26,6 +35,6 @@ export const state = {
   timeline: { span: 900000, shown: 0, events: new Map(), filter: "", truncated: false, horizon: 0, loaded: false, pending: null },
   lastEventID: "", // the last event seen, to resume the stream after it (stream.js)
   revision: 0, // the newest etcd revision seen (cluster.js)
-  revoking: null, // the hold (a lock's or a leadership) the revoke dialog is about (revoke.js)
+  revoking: null, // the hold (a lock's, a leadership or a permit) the revoke dialog is about (revoke.js)
   authRequired: false, // the API answered 401 at least once (auth.js)
 };

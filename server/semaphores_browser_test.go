@@ -1,0 +1,335 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/chromedp"
+
+	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testbrowser"
+	"github.com/baton-dev/baton/internal/testserver"
+)
+
+// startSemaphoresBrowser is startBrowser for a page whose semaphores come
+// and go: a semaphore whose last permit just ended answers
+// GET /v1/semaphores/{name} with 404, which Chromium logs as an error, as
+// it does for a lock.
+func startSemaphoresBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
+	t.Helper()
+	tab := testbrowser.Start(t, testbrowser.WindowSize(width, height), testbrowser.Expected(func(e *log.Entry) bool {
+		if raceNotFound(e) {
+			return true
+		}
+		u, err := url.Parse(e.URL)
+		return err == nil && e.Source == log.EntrySourceNetwork && strings.Contains(e.Text, "404") && semaphorePath.MatchString(u.Path)
+	}))
+	return &browser{Tab: tab, t: t, s: s}
+}
+
+var semaphorePath = regexp.MustCompile(`^/v1/semaphores/[^/]+$`)
+
+// semRow is the row of the semaphore name, or null.
+func semRow(name string) string {
+	return fmt.Sprintf(`document.querySelector('[data-testid="semaphore-row"][data-semaphore=%q]')`, name)
+}
+
+// semCell is the text of the element testid in the tbody of name ("" for
+// none).
+func semCell(name, testid string) string {
+	return fmt.Sprintf(`((document.querySelector('tbody[data-semaphore=%q] [data-testid=%q]') || {}).textContent || "")`, name, testid)
+}
+
+// permitRow is the row of the permit token of name, or null.
+func permitRow(name string, token int64) string {
+	return fmt.Sprintf(`document.querySelector('[data-testid="permit-row"][data-semaphore=%q][data-token="%d"]')`, name, token)
+}
+
+// permitCell is the text of the element testid in the row of the permit
+// ("" for no row).
+func permitCell(name string, token int64, testid string) string {
+	return fmt.Sprintf(`(((%s || document.createElement("tr")).querySelector('[data-testid=%q]') || {}).textContent || "")`, permitRow(name, token), testid)
+}
+
+// permitOwners are the owners of the permit rows of name, in page order.
+func permitOwners(name string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll('[data-testid="permit-row"][data-semaphore=%q]')].map(r => r.dataset.owner).join(",")`, name)
+}
+
+// takePermit takes a permit of name (of limit permits) for owner, or
+// fails.
+func takePermit(t *testing.T, s *testserver.Server, name, owner string, limit int) api.Permit {
+	t.Helper()
+	return testserver.WantJSON[api.Permit](t, s.Do("POST", "/v1/semaphores/"+name,
+		fmt.Sprintf(`{"limit":%d,"owner":%q,"ttl":"60s"}`, limit, owner)), http.StatusCreated)
+}
+
+// waitingPermit is the answer to a waiting acquire, once it has one.
+type waitingPermit struct {
+	r   *testserver.Response
+	err error
+}
+
+// queuePermit sends a waiting acquire of name for owner and returns once
+// the semaphore lists it among its waiters; its answer comes on the
+// channel once it has a permit (or the test ends).
+func queuePermit(t *testing.T, s *testserver.Server, name, owner string, limit int) <-chan waitingPermit {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan waitingPermit, 1)
+	go func() {
+		r, err := s.Send(ctx, "POST", "/v1/semaphores/"+name, fmt.Sprintf(`{"limit":%d,"owner":%q,"ttl":"60s","wait":"2m"}`, limit, owner))
+		done <- waitingPermit{r, err}
+	}()
+	t.Cleanup(cancel)
+	poll.Until(t, 10*time.Second, owner+" waiting for "+name, func() bool {
+		sem := testserver.WantJSON[api.Semaphore](t, s.Do("GET", "/v1/semaphores/"+name, ""), http.StatusOK)
+		return slices.ContainsFunc(sem.Waiters, func(w api.Waiter) bool { return w.Owner == owner })
+	})
+	return done
+}
+
+// TestSemaphores_ShowsPermitsLiveAndRevokesInChromium: with no permit
+// held the panel says how to take one; permits taken over HTTP show under
+// their semaphore with held/limit, owner, token, since and time left; a
+// waiter is counted and listed; a release elsewhere hands its permit to
+// the waiter, and a revoke elsewhere ends a permit, both live; a revoke
+// from the page ends the permit it names, and the history says so; odd
+// names and owners show as text. None of it reloads the page.
+func TestSemaphores_ShowsPermitsLiveAndRevokesInChromium(t *testing.T) {
+	s := testserver.Start(t)
+	b := startSemaphoresBrowser(t, s, 1280, 900)
+	b.do("open the dashboard", 30*time.Second,
+		chromedp.Navigate(s.TS.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="semaphores-empty"]`)),
+	)
+	b.eval(`window.batonTestLoaded = true`)
+	b.waitLive()
+	curl := evalAs[string](b, `document.querySelector('[data-testid="semaphores-empty-curl"]').textContent`)
+	if !strings.Contains(curl, "curl -s -X POST "+s.TS.URL+"/v1/semaphores/my-first-semaphore") || !strings.Contains(curl, `"limit":3`) {
+		t.Errorf("the empty state's command %q does not take a permit on this server (%s)", curl, s.TS.URL)
+	}
+	b.screenshot("semaphores-1-empty.png")
+
+	w1, w2 := semSeePermitsArrive(t, b)
+	w3, handed := semSeeAWaiter(t, b)
+	w4 := semSeeAReleaseHandOver(t, b, w1, handed)
+	semSeeARevokeElsewhere(t, b, w2)
+	semRevokeFromThePage(t, b, w3)
+	semSeeOddNamesAsText(t, b)
+	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/semaphores/heavy-jobs?token=%d", w4.Token), ""), http.StatusNoContent)
+	b.waitFor("the empty state again", 10*time.Second, `!`+semRow("heavy-jobs")+` &&
+		!document.querySelector('[data-testid="semaphores-empty"]').hidden &&
+		document.querySelector('[data-testid="semaphores-table"]').hidden`)
+	wantNoReload(t, b, "every change of a semaphore must show live")
+	b.check(false)
+}
+
+// semSeePermitsArrive: w1 and w2 take permits of heavy-jobs (limit 3);
+// the semaphore's row says 2/3 and each permit has a row with its owner,
+// token, since when and time left.
+func semSeePermitsArrive(t *testing.T, b *browser) (w1, w2 api.Permit) {
+	t.Helper()
+	w1 = takePermit(t, b.s, "heavy-jobs", "w1", 3)
+	w2 = takePermit(t, b.s, "heavy-jobs", "w2", 3)
+	b.waitFor("heavy-jobs at 2/3 with w1's and w2's permits", 10*time.Second, fmt.Sprintf(`%s === "2/3" && %s === "w1,w2" && %s === %q && %s === %q`,
+		semCell("heavy-jobs", "held"), permitOwners("heavy-jobs"),
+		permitCell("heavy-jobs", w1.Token, "token"), fmt.Sprint(w1.Token), permitCell("heavy-jobs", w2.Token, "token"), fmt.Sprint(w2.Token)))
+	since := permitRow("heavy-jobs", w1.Token) + `.querySelector('[data-testid="since"]')`
+	b.waitFor("w1's since when, relative", 5*time.Second, `/^held \d+ s$/.test(`+since+`.textContent)`)
+	title := evalAs[string](b, since+`.title`)
+	if m := regexp.MustCompile(`\((\S+Z)\)$`).FindStringSubmatch(title); m == nil {
+		t.Errorf("since's title %q does not give the absolute time", title)
+	} else if at, err := time.Parse(time.RFC3339Nano, m[1]); err != nil || at.Sub(time.Time(w1.AcquiredAt)).Abs() > time.Second {
+		t.Errorf("since's title %q, want acquired_at %v", title, time.Time(w1.AcquiredAt))
+	}
+	left := permitRow("heavy-jobs", w1.Token) + `.querySelector('time[data-testid="time-left"]')`
+	b.waitFor("w1's time left", 10*time.Second, left+` && /^\d+ s left$/.test(`+left+`.textContent)`)
+	first := evalAs[string](b, left+`.textContent`)
+	b.waitFor("w1's time left to count down", 5*time.Second, fmt.Sprintf(`%s.textContent !== %q`, left, first))
+	if n := evalAs[string](b, `document.querySelector('[data-testid="semaphores-count"]').textContent`); n != "1" {
+		t.Errorf("the panel counts %q semaphores, want 1", n)
+	}
+	return w1, w2
+}
+
+// semSeeAWaiter: w3 takes the last permit (3/3, marked full) and w4
+// waits; the row counts w4 and, opened, lists it first in line.
+func semSeeAWaiter(t *testing.T, b *browser) (api.Permit, <-chan waitingPermit) {
+	t.Helper()
+	w3 := takePermit(t, b.s, "heavy-jobs", "w3", 3)
+	b.waitFor("heavy-jobs full", 10*time.Second, semCell("heavy-jobs", "held")+` === "3/3" && `+
+		`document.querySelector('tbody[data-semaphore="heavy-jobs"] [data-testid="held"]').classList.contains("full")`)
+	handed := queuePermit(t, b.s, "heavy-jobs", "w4", 3)
+	// A waiter joining the line makes no event: the page reads the
+	// semaphore again every 5 s.
+	b.waitFor("w4 counted", 15*time.Second, semCell("heavy-jobs", "sem-waiters-count")+` === "1 waiting"`)
+	count := `document.querySelector('tbody[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-count"]')`
+	if title := evalAs[string](b, count+`.title`); title != "#1 w4" {
+		t.Errorf("the count's title is %q, want the waiter, #1 w4", title)
+	}
+	b.do("open heavy-jobs' waiters", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`tr[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-toggle"]`)))
+	b.waitFor("w4 first in line", 10*time.Second,
+		`document.querySelector('tbody[data-semaphore="heavy-jobs"] [data-testid="sem-waiter"][data-owner="w4"][data-position="1"]')`)
+	toggle := `document.querySelector('tr[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-toggle"]')`
+	if got := evalAs[string](b, toggle+`.getAttribute("aria-expanded")`); got != "true" {
+		t.Errorf("the opened waiters' toggle has aria-expanded %q, want true", got)
+	}
+	b.screenshot("semaphores-2-full-with-a-waiter.png")
+	return w3, handed
+}
+
+// semSeeAReleaseHandOver: w1 gives its permit back over HTTP; w4, first
+// in line, gets one, and the page shows w1's row go and w4's come, still
+// 3/3, with nobody left in line.
+func semSeeAReleaseHandOver(t *testing.T, b *browser, w1 api.Permit, handed <-chan waitingPermit) api.Permit {
+	t.Helper()
+	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/semaphores/heavy-jobs?token=%d", w1.Token), ""), http.StatusNoContent)
+	var w4 api.Permit
+	select {
+	case c := <-handed:
+		if c.err != nil {
+			t.Fatalf("w4's acquire: %v", c.err)
+		}
+		w4 = testserver.WantJSON[api.Permit](t, c.r, http.StatusCreated)
+	case <-time.After(15 * time.Second):
+		t.Fatal("w4's acquire was not answered after w1 released")
+	}
+	b.waitFor("w4's permit in w1's place, nobody waiting", 10*time.Second, fmt.Sprintf(`!%s && %s === "w4" && %s === "3/3" && %s === "none" &&
+		/Nobody is waiting/.test(document.querySelector('tbody[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-detail"]').textContent)`,
+		permitRow("heavy-jobs", w1.Token), permitCell("heavy-jobs", w4.Token, "permit-owner"), semCell("heavy-jobs", "held"),
+		semCell("heavy-jobs", "sem-waiters-count")))
+	return w4
+}
+
+// semSeeARevokeElsewhere: an operator revokes w2's permit over HTTP; its
+// row goes, and heavy-jobs is at 2/3.
+func semSeeARevokeElsewhere(t *testing.T, b *browser, w2 api.Permit) {
+	t.Helper()
+	testserver.WantStatus(t, b.s.Do("POST", "/v1/semaphores/heavy-jobs/revoke", fmt.Sprintf(`{"token":%d,"reason":"drill"}`, w2.Token)), http.StatusNoContent)
+	b.waitFor("w2's row gone, 2/3", 10*time.Second, fmt.Sprintf(`!%s && %s === "2/3" && %s === "w3,w4"`,
+		permitRow("heavy-jobs", w2.Token), semCell("heavy-jobs", "held"), permitOwners("heavy-jobs")))
+	b.screenshot("semaphores-3-after-release-and-revoke.png")
+}
+
+// semRevokeFromThePage revokes w3's permit through the dialog, with a
+// reason; its row goes, w4's stays, and the history has the revoke.
+func semRevokeFromThePage(t *testing.T, b *browser, w3 api.Permit) {
+	t.Helper()
+	b.do("open the revoke dialog of w3's permit", 10*time.Second,
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-semaphore="heavy-jobs"][data-token="%d"] [data-testid="permit-revoke"]`, w3.Token))),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="revoke-reason"]`), "stuck render job"),
+	)
+	if name := evalAs[string](b, `document.querySelector('[data-testid="revoke-name"]').textContent`); name != "heavy-jobs" {
+		t.Errorf("the dialog names %q, want heavy-jobs", name)
+	}
+	says := evalAs[string](b, `document.querySelector('[data-testid="revoke-holder"]').textContent`)
+	if !strings.Contains(says, "w3") || !strings.Contains(says, fmt.Sprint(w3.Token)) || !strings.Contains(says, "one of 3 permits") {
+		t.Errorf("the dialog says %q, want the holder w3, its token %d and the limit", says, w3.Token)
+	}
+	b.screenshot("semaphores-4-revoke-dialog.png")
+	// Clicked from script, as the locks' revoke test does.
+	b.do("confirm the revoke", 10*time.Second,
+		chromedp.WaitEnabled(chromedp.CSS(`[data-testid="revoke-confirm"]`)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="revoke-confirm"]').click()`))
+	if err := b.Poll(15*time.Second, `!`+permitRow("heavy-jobs", w3.Token)+` && !document.querySelector('[data-testid="revoke-dialog"]').open`); err != nil {
+		b.Fail(fmt.Sprintf("w3's row to go (dialog open %v, saying %q)",
+			evalAs[bool](b, `document.querySelector('[data-testid="revoke-dialog"]').open`),
+			evalAs[string](b, `document.querySelector('[data-testid="revoke-dialog"]').textContent.replace(/\s+/g, " ")`)), err)
+	}
+	sem := testserver.WantJSON[api.Semaphore](t, b.s.Do("GET", "/v1/semaphores/heavy-jobs", ""), http.StatusOK)
+	if len(sem.Holders) != 1 || sem.Holders[0].Owner != "w4" {
+		t.Errorf("after the revoke heavy-jobs is held by %+v, want w4's permit only", sem.Holders)
+	}
+	b.waitFor("1/3, w4 left, and the revoke in the history with its reason", 10*time.Second, fmt.Sprintf(`%s === "1/3" && %s === "w4" && (() => {
+		const r = document.querySelector('[data-testid="history-row"][data-type="revoked"][data-kind="semaphore"][data-name="heavy-jobs"] [data-testid="history-name"]');
+		return r && r.textContent === "heavy-jobs semaphore" && r.closest("tr").textContent.includes("stuck render job");
+	})()`, semCell("heavy-jobs", "held"), permitOwners("heavy-jobs")))
+	notice := evalAs[string](b, `document.querySelector('[data-testid="notice"]').textContent`)
+	if !strings.Contains(notice, fmt.Sprintf("token %d", w3.Token)) {
+		t.Errorf("the notice says %q, want the revoked permit's token %d", notice, w3.Token)
+	}
+	b.screenshot("semaphores-5-revoked.png")
+}
+
+// oddOwner would run script if the page parsed it as HTML.
+const oddOwner = `<img src=x onerror="window.batonPwned=1">&amp; "w"`
+
+// semSeeOddNamesAsText: a semaphore whose name has every kind of
+// character a name may have, held by an owner that is markup, shows both
+// as the text they are, and its permit's Revoke button names them.
+func semSeeOddNamesAsText(t *testing.T, b *browser) {
+	t.Helper()
+	const odd = "Jobs:eu.west_1-A"
+	p := takePermit(t, b.s, odd, oddOwner, 2)
+	b.waitFor("the odd semaphore's rows", 10*time.Second, fmt.Sprintf(`%s === %q && %s === "1/2"`,
+		permitCell(odd, p.Token, "permit-owner"), oddOwner, semCell(odd, "held")))
+	if name := evalAs[string](b, semRow(odd)+`.querySelector(".name").textContent`); name != odd {
+		t.Errorf("the odd semaphore's name reads %q, want %q", name, odd)
+	}
+	if n := evalAs[int](b, `document.querySelectorAll('[data-testid="semaphores-table"] img').length`); n != 0 {
+		t.Errorf("the owner's markup made %d img elements in the table, want none", n)
+	}
+	if evalAs[bool](b, `window.batonPwned === 1`) {
+		t.Errorf("the owner's markup ran as script")
+	}
+	label := evalAs[string](b, permitRow(odd, p.Token)+`.querySelector('[data-testid="permit-revoke"]').getAttribute("aria-label")`)
+	if want := fmt.Sprintf("Revoke the permit of %s on %s (token %d)", oddOwner, odd, p.Token); label != want {
+		t.Errorf("the Revoke button's label is %q, want %q", label, want)
+	}
+	b.screenshot("semaphores-6-odd-names.png")
+	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/semaphores/%s?token=%d", odd, p.Token), ""), http.StatusNoContent)
+	b.waitFor("the odd semaphore gone", 10*time.Second, `!`+semRow(odd))
+}
+
+// TestSemaphores_FitsAPhoneScreenInChromium: at a phone's width, a
+// semaphore with a long name, a permit with a long owner and a session,
+// and a waiter, show as cards, and nothing makes the page scroll
+// sideways.
+func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
+	s := testserver.Start(t)
+	b := startSemaphoresBrowser(t, s, 390, 844)
+	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
+	b.do("open the dashboard at 390×844", 30*time.Second,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait),
+		chromedp.Navigate(s.TS.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="semaphores-empty"]`)),
+	)
+	b.waitLive()
+	b.waitFor("no sideways scroll with the empty state", 5*time.Second, noOverflow)
+
+	long := strings.Repeat("very-long-semaphore-name.", 5) + "end"
+	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"w2","ttl":"30s"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/semaphores/"+long,
+		`{"limit":2,"owner":"a-worker-with-a-long-name@build-host-17.example","ttl":"5m"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("POST", "/v1/semaphores/"+long, `{"limit":2,"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
+	queuePermit(t, s, long, "w3", 2)
+	b.waitFor("both permits", 10*time.Second, `document.querySelectorAll('[data-testid="permit-row"]').length === 2`)
+	b.do("open the waiters", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`[data-testid="semaphore-row"] [data-testid="sem-waiters-toggle"]`)))
+	b.waitFor("the waiter listed", 10*time.Second, `document.querySelector('[data-testid="sem-waiter"][data-owner="w3"]')`)
+	b.waitFor("no sideways scroll with permits and a waiter", 5*time.Second, noOverflow)
+	b.eval(`document.getElementById("semaphores").scrollIntoView()`)
+	b.screenshot("semaphores-phone.png")
+
+	b.do("open the revoke dialog", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`[data-testid="permit-row"][data-owner="w2"] [data-testid="permit-revoke"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
+	)
+	b.waitFor("the dialog inside the screen", 5*time.Second, `(() => {
+		const r = document.querySelector('[data-testid="revoke-dialog"]').getBoundingClientRect();
+		return r.left >= 0 && r.right <= window.innerWidth;
+	})()`)
+	b.check(false)
+}
