@@ -273,8 +273,10 @@ func semSeeOddNamesAsText(t *testing.T, b *browser) {
 	t.Helper()
 	const odd = "Jobs:eu.west_1-A"
 	p := takePermit(t, b.s, odd, oddOwner, 2)
-	b.waitFor("the odd semaphore's rows", 10*time.Second, fmt.Sprintf(`%s === %q && %s === "1/2"`,
-		permitCell(odd, p.Token, "permit-owner"), oddOwner, semCell(odd, "held")))
+	// Its waiters, none, are read from GET /v1/semaphores/{name}: the
+	// page's path for the name is one the API decodes back to it.
+	b.waitFor("the odd semaphore's rows", 10*time.Second, fmt.Sprintf(`%s === %q && %s === "1/2" && %s === "none"`,
+		permitCell(odd, p.Token, "permit-owner"), oddOwner, semCell(odd, "held"), semCell(odd, "sem-waiters-count")))
 	if name := evalAs[string](b, semRow(odd)+`.querySelector(".name").textContent`); name != odd {
 		t.Errorf("the odd semaphore's name reads %q, want %q", name, odd)
 	}
@@ -296,7 +298,8 @@ func semSeeOddNamesAsText(t *testing.T, b *browser) {
 // TestSemaphores_FitsAPhoneScreenInChromium: at a phone's width, a
 // semaphore with a long name, a permit with a long owner and a session,
 // and a waiter, show as cards, and nothing makes the page scroll
-// sideways.
+// sideways. The revoke dialog fits too, and when the permit it is about
+// is given back meanwhile, it says so and revokes nothing.
 func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
 	s := testserver.Start(t)
 	b := startSemaphoresBrowser(t, s, 390, 844)
@@ -313,8 +316,8 @@ func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
 	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"w2","ttl":"30s"}`), http.StatusCreated)
 	testserver.WantStatus(t, s.Do("POST", "/v1/semaphores/"+long,
 		`{"limit":2,"owner":"a-worker-with-a-long-name@build-host-17.example","ttl":"5m"}`), http.StatusCreated)
-	testserver.WantStatus(t, s.Do("POST", "/v1/semaphores/"+long, `{"limit":2,"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
-	queuePermit(t, s, long, "w3", 2)
+	w2 := testserver.WantJSON[api.Permit](t, s.Do("POST", "/v1/semaphores/"+long, `{"limit":2,"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
+	handed := queuePermit(t, s, long, "w3", 2)
 	b.waitFor("both permits", 10*time.Second, `document.querySelectorAll('[data-testid="permit-row"]').length === 2`)
 	b.do("open the waiters", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`[data-testid="semaphore-row"] [data-testid="sem-waiters-toggle"]`)))
@@ -331,5 +334,22 @@ func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
 		const r = document.querySelector('[data-testid="revoke-dialog"]').getBoundingClientRect();
 		return r.left >= 0 && r.right <= window.innerWidth;
 	})()`)
+	b.screenshot("semaphores-phone-revoke-dialog.png")
+
+	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/semaphores/%s?token=%d", long, w2.Token), ""), http.StatusNoContent)
+	b.waitFor("the dialog to say the permit ended", 10*time.Second, `
+		/This permit has just ended \(released\)/.test(document.querySelector('[data-testid="revoke-error"]').textContent) &&
+		document.querySelector('[data-testid="revoke-confirm"]').disabled`)
+	select {
+	case c := <-handed:
+		if c.err != nil {
+			t.Fatalf("w3's acquire: %v", c.err)
+		}
+		testserver.WantStatus(t, c.r, http.StatusCreated)
+	case <-time.After(15 * time.Second):
+		t.Fatal("w3's acquire was not answered after w2 gave its permit back")
+	}
+	b.waitFor("w3's permit in w2's place", 10*time.Second, `document.querySelector('[data-testid="permit-row"][data-owner="w3"]') &&
+		!document.querySelector('[data-testid="permit-row"][data-owner="w2"]')`)
 	b.check(false)
 }
