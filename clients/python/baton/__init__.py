@@ -5,21 +5,22 @@
     with c.lock("ledger-writer", ttl="30s", wait="1m") as lk:
         c.put_fenced("ledger", lk.token, {"balance": 42})
 
-Locks and leaderships renew themselves in the background and set their
-lost event when they are lost; server answers raise typed exceptions
-(HeldError with .holder, StaleTokenError, …). Standard library only.
+Locks, leaderships and semaphore permits renew themselves in the
+background and set their lost event when they are lost; server answers
+raise typed exceptions (HeldError with .holder, SemaphoreFullError with
+.holders, StaleTokenError, …). Standard library only.
 """
 
 from .client import DEFAULT_ADDR, Client
-from ._hold import Leadership, Lock
+from ._hold import Leadership, Lock, Permit
 from ._sse import Stream
 from .errors import *  # noqa: F401,F403: one class per problem code
 from .errors import CLASSES, BatonError, LockLostError, error_class
-from .types import (Candidate, Cluster, Event, FencedValue, LeaderChange, LeaderInfo, LockInfo, Member, Problem,
-                    Session, Waiter)
+from .types import (Candidate, Cluster, Event, FencedValue, LeaderChange, LeaderInfo, LockInfo, Member, PermitInfo,
+                    Problem, SemaphoreInfo, Session, Waiter)
 
 __all__ = [
-    "Client", "DEFAULT_ADDR", "Lock", "Leadership", "Stream", "BatonError", "LockLostError", "CLASSES",
+    "Client", "DEFAULT_ADDR", "Lock", "Leadership", "Permit", "Stream", "BatonError", "LockLostError", "CLASSES",
     "error_class", "Candidate", "Cluster", "Event", "FencedValue", "LeaderChange", "LeaderInfo", "LockInfo",
-    "Member", "Problem", "Session", "Waiter",
+    "Member", "PermitInfo", "Problem", "SemaphoreInfo", "Session", "Waiter",
 ] + [c.__name__ for c in CLASSES.values()]

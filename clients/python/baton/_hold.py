@@ -1,4 +1,4 @@
-"""Holds kept alive in the background: locks and leaderships.
+"""Holds kept alive in the background: locks, leaderships and permits.
 
 A hold is renewed by a thread at about a third of its TTL, judged lost by
 this client's own clock (time.monotonic) when its lease runs out with no
@@ -24,13 +24,14 @@ import time
 from ._sse import EventSource, Stream
 from .errors import (BatonError, LockLostError, NoLeaderError, NotHeldError, SessionNotFoundError,
                      TokenMismatchError)
-from .types import Event, LeaderInfo, LockInfo
+from .types import Event, LeaderInfo, LockInfo, PermitInfo
 
 # etcd's lease floor and the server's minimum TTL: it stands in for a TTL
 # the server did not report, shorter being the safe side.
 MIN_TTL = 2.0
 KIND_LOCK = "lock"
 KIND_ELECTION = "election"
+KIND_SEMAPHORE = "semaphore"
 MAX_ENDED_MEMORY = 1024
 
 
@@ -243,7 +244,7 @@ def _ended(ev: Event) -> BatonError:
 def _ends_hold(kind: str, typ: str) -> bool:
     if typ in ("revoked", "expired", "session_expired"):
         return True
-    return typ == "released" and kind == KIND_LOCK or typ == "resigned" and kind == KIND_ELECTION
+    return typ == "released" and kind in (KIND_LOCK, KIND_SEMAPHORE) or typ == "resigned" and kind == KIND_ELECTION
 
 
 def _event_key(ev: Event):
@@ -261,8 +262,8 @@ class HoldWatcher:
 
     One stream per Client, not one per hold: nodes cap event streams per
     client address and per credential. While every hold is of one thing
-    (one lock, one election) the stream asks for that thing's events only
-    (lock=NAME, or kind=election&name=NAME); holds of several things widen
+    (one lock, one election, one semaphore) the stream asks for that
+    thing's events only (lock=NAME, or kind=KIND&name=NAME); holds of several things widen
     it to every event, and it narrows again when they end. A change of
     filter reconnects from where the old stream was, so no event falls in
     between. The stream only ever makes a hold lost sooner: one that
@@ -383,7 +384,7 @@ class HoldWatcher:
 
 
 class _Kept:
-    """What a Lock and a Leadership share: the Hold that keeps them, the
+    """What a Lock, a Leadership and a Permit share: the Hold that keeps them, the
     info the latest answer gave (under _info_mu), and a with block that
     ends them on exit (quietly when the block raised)."""
 
@@ -531,3 +532,44 @@ class Leadership(_Kept):
 
     def __repr__(self) -> str:
         return f"<baton.Leadership {self.name!r} token={self.token} term={self.term}>"
+
+
+class Permit(_Kept):
+    """One of a semaphore's permits, kept as a Lock is (the same renewal,
+    clock and event stream); safe to share between threads. token is the
+    permit's own fencing token, limit the semaphore's. lost is set when
+    the permit is known lost: revoked, expired, its session ended, or
+    released by its token elsewhere; error says why. release() gives it
+    back, and the oldest waiter gets it; in a with block it is released
+    on exit, raising LockLostError when it was lost in the block."""
+
+    def __init__(self, client, info: PermitInfo):
+        super().__init__(client, KIND_SEMAPHORE, info)
+
+    @property
+    def limit(self) -> int:
+        """How many permits the semaphore has."""
+        with self._info_mu:
+            return self._info.limit
+
+    def _renew(self, timeout, deadline):
+        info = self._hold.c._renew_permit(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
+        with self._info_mu:
+            if not info.metadata:
+                info.metadata = self._info.metadata
+            self._info = info
+        return info.ttl
+
+    def _give_back(self):
+        self._hold.c.release_permit(self._hold.name, self._hold.token)
+
+    def release(self) -> None:
+        """Stops renewing and gives the permit back by its token. Raises
+        LockLostError when it was lost before; again, the same result.
+        On UnavailableError the outcome is unknown: call it again, or the
+        lease runs out after its TTL."""
+        self._hold.release()
+
+    def __repr__(self) -> str:
+        return (f"<baton.Permit {self.name!r} token={self.token} limit={self.limit}"
+                f"{' lost' if self.lost.is_set() else ''}>")

@@ -9,9 +9,12 @@ call, as in the Go client (client/calls.go), and said in each docstring:
   the session), so a repeat can never end someone else's hold;
 - fenced writes are retried: a repeat carries the same token, so the
   register rejects it wherever it would have rejected the original;
-- acquire and campaign outside a session, session create and revoke are
-  not: a repeat could take a second hold, make a second lease or revoke
-  the next holder. They raise UnavailableError with outcome_unknown set.
+- a permit's revoke is retried too: it names the permit's token;
+- acquire and campaign outside a session, every acquire_permit (each
+  request takes a permit of its own, in a session too), session create
+  and a lock's or leadership's revoke are not: a repeat could take a
+  second hold, make a second lease or revoke the next holder. They raise
+  UnavailableError with outcome_unknown set.
 
 Every call moves on to the next endpoint when a connection cannot be made
 at all: the request never left, so that is safe for any call.
@@ -26,11 +29,11 @@ import ssl
 import time
 import urllib.parse
 
-from ._hold import HoldWatcher, Leadership, Lock
+from ._hold import HoldWatcher, Leadership, Lock, Permit
 from ._http import Transport, parse_endpoint
 from ._sse import DEFAULT_IDLE, EventSource, ObserveSource, Stream
-from .types import (Cluster, Event, FencedValue, LeaderInfo, LockInfo, Session, decode, duration_seconds,
-                    format_duration)
+from .types import (Cluster, Event, FencedValue, LeaderInfo, LockInfo, PermitInfo, SemaphoreInfo, Session, decode,
+                    duration_seconds, format_duration)
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 10.0
@@ -47,6 +50,10 @@ def _lock_path(name: str) -> str:
 
 def _election_path(name: str) -> str:
     return "/v1/elections/" + _q(name)
+
+
+def _semaphore_path(name: str) -> str:
+    return "/v1/semaphores/" + _q(name)
 
 
 def _omit_none(d: dict) -> dict:
@@ -272,7 +279,8 @@ class Client:
                 owner: str | None = None, types: list[str] | None = None, from_=None, to=None,
                 before: int | None = None, limit: int | None = None):
         """A page of the audit trail, newest first, and the before of the
-        next page (0 on the last). Retried."""
+        next page (0 on the last). kind is lock, election, semaphore,
+        rwlock or fence; with name, the events of that one thing. Retried."""
         q = {"lock": lock, "kind": kind, "name": name, "owner": owner, "type": ",".join(types) if types else None,
              "from": _rfc3339(from_), "to": _rfc3339(to), "before": before, "limit": limit}
         _, w = self._do("history", "GET", "/v1/history", query=q, idempotent=True)
@@ -367,3 +375,80 @@ class Client:
         revision. It reconnects with Last-Event-ID after a broken stream,
         without a gap or a repeat; close() ends it."""
         return Stream(self._t, f"observe {name!r}", ObserveSource(name))
+
+    # Semaphores.
+
+    def acquire_permit(self, name: str, limit: int, ttl=None, wait=None, owner: str | None = None,
+                       session: str | None = None, metadata: dict[str, str] | None = None) -> Permit:
+        """Takes one of the limit permits of the semaphore name, waiting up
+        to wait in line (first come, first served), and returns it, renewed
+        in the background as a Lock is. Every client of one semaphore must
+        ask with the same limit: LimitMismatchError, with .limit the
+        semaphore's, while its permits are held or waited for under another.
+        Raises SemaphoreFullError, with .holders, when the wait runs out.
+
+        Each request takes a permit of its own, in a session too, so it is
+        never retried after a 503 or a broken connection: UnavailableError
+        with outcome_unknown set; a permit taken that way expires after
+        its TTL (or with its session)."""
+        op = f"acquire a permit of {name!r}"
+        body = _omit_none({"limit": limit, "owner": owner, "ttl": format_duration(ttl), "session": session,
+                           "wait": format_duration(wait), "metadata": metadata})
+        sent = time.monotonic()
+        status, w = self._do(op, "POST", _semaphore_path(name), body=body,
+                             timeout=self._t.timeout + duration_seconds(wait))
+        info = decode(PermitInfo, w)
+        p = Permit(self, info)
+        left = None
+        if info.expires_at and info.acquired_at:
+            left = (info.expires_at - info.acquired_at).total_seconds()
+        p._hold.start(op, status, sent, info.ttl, left, session is not None)
+        return p
+
+    @contextlib.contextmanager
+    def semaphore(self, name: str, limit: int, **kw):
+        """acquire_permit(name, limit, **kw) for a with block: the permit is
+        released on exit, raising LockLostError when it was lost in the
+        block, unless the block raised."""
+        p = self.acquire_permit(name, limit, **kw)
+        with p:
+            yield p
+
+    def get_semaphore(self, name: str) -> SemaphoreInfo:
+        """The semaphore's limit, permits held (oldest first) and waiters
+        (first served first); NotHeldError when no permit is held. Retried."""
+        _, w = self._do(f"get semaphore {name!r}", "GET", _semaphore_path(name), idempotent=True)
+        return decode(SemaphoreInfo, w)
+
+    def semaphores(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None):
+        """A page of the semaphores with permits held, by name, each with
+        its permits (not its waiters), and the next cursor ("" on the last
+        page). A page may hold fewer than limit. Retried."""
+        _, w = self._do("list semaphores", "GET", "/v1/semaphores",
+                        query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
+        return [decode(SemaphoreInfo, x) for x in w.get("semaphores") or []], w.get("next_cursor") or ""
+
+    def renew_permit(self, name: str, token: int) -> PermitInfo:
+        """Extends the lease of the permit token holds (in a session: the
+        session's); NotHeldError when it no longer holds one. Retried. A
+        Permit renews itself: this is for holders that keep the token only."""
+        return self._renew_permit(name, token)
+
+    def _renew_permit(self, name, token, timeout=None, deadline=None) -> PermitInfo:
+        _, w = self._do(f"renew permit of {name!r}", "POST", _semaphore_path(name) + "/renew",
+                        body={"token": token}, idempotent=True, timeout=timeout, deadline=deadline)
+        return decode(PermitInfo, w)
+
+    def release_permit(self, name: str, token: int) -> None:
+        """Gives the permit token holds back; the oldest waiter gets it.
+        NotHeldError when token holds none. Retried: it names the token."""
+        self._do(f"release permit of {name!r}", "DELETE", _semaphore_path(name), query={"token": token},
+                 idempotent=True)
+
+    def revoke_permit(self, name: str, token: int, reason: str | None = None) -> None:
+        """Ends the permit token holds (an operator's act, role admin),
+        audited as revoked; NotHeldError when token holds none. Retried:
+        unlike a lock's revoke it names the token, so a repeat can never
+        end another permit."""
+        self._do(f"revoke permit of {name!r}", "POST", _semaphore_path(name) + "/revoke",
+                 body=_omit_none({"token": token, "reason": reason}), idempotent=True)

@@ -3,7 +3,7 @@
 Every answer that is not a success raises a BatonError subclass chosen by
 the problem's code (HeldError for lock_held, and so on), carrying code,
 status, title, detail, retry_after (seconds, or None) and the problem's
-members (holder, leader, max_token, limit, field). As in the Go client,
+members (holder, holders, leader, max_token, limit, field). As in the Go client,
 every 5xx is also an UnavailableError, and so is a code retried elsewhere
 (shutting_down); any 401 is an UnauthorizedError and any 403 a
 ForbiddenError, body or not, since a proxy may answer those. A code this
@@ -14,7 +14,7 @@ client does not know (a newer server's) raises BatonError itself, with
 from __future__ import annotations
 
 from . import _problems
-from .types import LeaderInfo, LockInfo, Problem
+from .types import LeaderInfo, LockInfo, PermitInfo, Problem
 
 
 class BatonError(Exception):
@@ -58,6 +58,11 @@ class BatonError(Exception):
         return self.problem.holder if self.problem else None
 
     @property
+    def holders(self) -> list[PermitInfo]:
+        """The semaphore's permits held, oldest first (semaphore_full)."""
+        return list(self.problem.holders) if self.problem else []
+
+    @property
     def leader(self) -> LeaderInfo | None:
         """The election's current leader (election_held)."""
         return self.problem.leader if self.problem else None
@@ -69,7 +74,8 @@ class BatonError(Exception):
 
     @property
     def limit(self) -> int | None:
-        """The cap that was reached (too_many_waiters and the other caps)."""
+        """The cap that was reached (too_many_waiters and the other caps),
+        or the semaphore's own limit (limit_mismatch)."""
         return self.problem.limit if self.problem else None
 
     @property
@@ -79,14 +85,15 @@ class BatonError(Exception):
 
 
 class LockLostError(BatonError):
-    """A Lock or a Leadership is no longer held, or may no longer be: the
+    """A Lock, a Leadership or a Permit is no longer held, or may no longer be: the
     client's own judgement, no server code. cause says how it became known
     (an event of the audit trail, a renew's answer, or the TTL running out
     by this client's clock)."""
 
     def __init__(self, kind: str, name: str, token: int, cause: BaseException | str):
         self.kind, self.name, self.token, self.cause = kind, name, token, cause
-        what = f"leadership of {name!r}" if kind == "election" else f"lock {name!r}"
+        what = {"election": f"leadership of {name!r}", "semaphore": f"permit of semaphore {name!r}"}.get(
+            kind, f"lock {name!r}")
         super().__init__(f"baton: {what} (token {token}) lost: {cause}")
 
     def _message(self) -> str:
@@ -153,6 +160,7 @@ NotDelayedError = CLASSES["not_delayed"]
 ElectionHeldError = CLASSES["election_held"]
 NoLeaderError = CLASSES["no_leader"]
 SemaphoreFullError = CLASSES["semaphore_full"]
+LimitMismatchError = CLASSES["limit_mismatch"]
 InvalidError = CLASSES["invalid_request"]
 ValueTooLargeError = CLASSES["value_too_large"]
 TooManyWaitersError = CLASSES["too_many_waiters"]

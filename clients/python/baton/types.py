@@ -166,9 +166,39 @@ class LeaderInfo:
 
 
 @dataclass
+class PermitInfo:
+    """One of a semaphore's permits as the server describes it (schema
+    Permit): its own fencing token, and the semaphore's limit."""
+
+    name: str = ""
+    owner: str = ""
+    token: int = 0
+    limit: int = 0
+    session: str | None = None
+    ttl: float | None = None
+    acquired_at: datetime.datetime | None = None
+    expires_at: datetime.datetime | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    _convert = {"ttl": parse_duration, "acquired_at": parse_time, "expires_at": parse_time, "metadata": _METADATA}
+
+
+@dataclass
+class SemaphoreInfo:
+    """A semaphore's state (schema Semaphore): its limit, the permits
+    held (oldest first) and, from get_semaphore only, the acquires waiting."""
+
+    name: str = ""
+    limit: int = 0
+    holders: list[PermitInfo] = field(default_factory=list)
+    waiters: list[Waiter] = field(default_factory=list)
+    _convert = {"holders": _list(PermitInfo), "waiters": _list(Waiter)}
+
+
+@dataclass
 class Session:
-    """A lease that many locks and leaderships share. A listed session's
-    locks and elections are empty: only get_session reads them."""
+    """A lease that many locks, leaderships and permits share. A listed
+    session's locks, elections and semaphores are empty: only get_session
+    reads them."""
 
     id: str = ""
     owner: str = ""
@@ -177,16 +207,18 @@ class Session:
     expires_at: datetime.datetime | None = None
     locks: list[str] = field(default_factory=list)
     elections: list[str] = field(default_factory=list)
+    semaphores: list[str] = field(default_factory=list)
     _convert = {
         "ttl": parse_duration, "created_at": parse_time, "expires_at": parse_time,
-        "locks": _STRLIST, "elections": _STRLIST,
+        "locks": _STRLIST, "elections": _STRLIST, "semaphores": _STRLIST,
     }
 
 
 @dataclass
 class Event:
     """An entry of the audit trail. Events of one transaction share a
-    revision; a lock's events name it in lock too."""
+    revision; a lock's events name it in lock too. A semaphore's acquired
+    event carries the limit the permit was granted under."""
 
     revision: int = 0
     time: datetime.datetime | None = None
@@ -202,6 +234,7 @@ class Event:
     queued_at: datetime.datetime | None = None
     term: int | None = None
     value: Any = None
+    limit: int | None = None
     _convert = {"time": parse_time, "queued_at": parse_time}
 
 
@@ -226,13 +259,16 @@ class Problem:
     detail: str | None = None
     field: str | None = None
     holder: LockInfo | None = None
+    # dataclasses.field: the member field shadows it in this class.
+    holders: list[PermitInfo] = dataclasses.field(default_factory=list)
     leader: LeaderInfo | None = None
     max_token: int | None = None
     limit: int | None = None
     retry_after: int | None = None
     delayed_until: datetime.datetime | None = None
     request_id: str | None = None
-    _convert = {"holder": _opt(LockInfo), "leader": _opt(LeaderInfo), "delayed_until": parse_time}
+    _convert = {"holder": _opt(LockInfo), "holders": _list(PermitInfo), "leader": _opt(LeaderInfo),
+                "delayed_until": parse_time}
 
 
 @dataclass

@@ -17,7 +17,7 @@ OPENAPI = Path(__file__).resolve().parents[3] / "openapi" / "openapi.json"
 MIRRORS = {
     baton.LockInfo: "Lock", baton.Waiter: "Waiter", baton.LeaderInfo: "Leader", baton.Candidate: "Candidate",
     baton.Session: "Session", baton.Event: "Event", baton.FencedValue: "FencedValue", baton.Problem: "Problem",
-    baton.Cluster: "Cluster", baton.Member: "Member",
+    baton.Cluster: "Cluster", baton.Member: "Member", baton.PermitInfo: "Permit", baton.SemaphoreInfo: "Semaphore",
 }
 
 
@@ -42,7 +42,9 @@ class TypesTest(unittest.TestCase):
                 "CampaignRequest": {"candidate", "value", "ttl", "session", "wait", "lock_delay", "metadata"},
                 "FencedRequest": {"token", "value", "lock", "election"},
                 "SessionRequest": {"owner", "ttl"}, "RenewRequest": {"token"},
-                "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"}}
+                "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
+                "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "metadata"},
+                "PermitRevokeRequest": {"token", "reason"}}
         for schema, members in sent.items():
             with self.subTest(schema=schema):
                 self.assertEqual(set(self.schemas[schema]["properties"]), members)
