@@ -1,8 +1,8 @@
 import { BatonError, errorFromProblem } from "./errors.js";
-import { Hold, HoldWatcher, kindElection, kindLock, type Grant } from "./hold.js";
-import { Leadership, Lock } from "./lock.js";
+import { Hold, HoldWatcher, kindElection, kindLock, kindSemaphore, type Grant } from "./hold.js";
+import { Leadership, Lock, Permit } from "./lock.js";
 import { Channel, EventsSource, isJSON, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
-import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, Session } from "./types.js";
+import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, PermitInfo, SemaphoreInfo, Session } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
 
 /** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
@@ -66,6 +66,18 @@ export interface CampaignOptions extends CallOptions {
   metadata?: Record<string, string>;
 }
 
+/** PermitOptions say how to hold a semaphore's permit. */
+export interface PermitOptions extends CallOptions {
+  /** The lease's TTL, 2 s to 24 h; default the server's (30 s). Not with session. */
+  ttl?: Duration;
+  /** Queue for a permit for up to this long (at most 5 m), first come first served; default: fail at once with SemaphoreFullError. */
+  wait?: Duration;
+  owner?: string;
+  /** Puts the permit in a session: it lives and dies with it. */
+  session?: string;
+  metadata?: Record<string, string>;
+}
+
 /** ListOptions select a page of a listing. */
 export interface ListOptions extends CallOptions {
   prefix?: string;
@@ -76,6 +88,7 @@ export interface ListOptions extends CallOptions {
 /** HistoryOptions filter the audit trail; they combine. */
 export interface HistoryOptions extends CallOptions {
   lock?: string;
+  /** lock, election, semaphore, rwlock or fence; with name, that one thing's events. */
   kind?: string;
   name?: string;
   owner?: string;
@@ -142,16 +155,18 @@ function isDialError(e: unknown): boolean {
 
 /**
  * Client talks to a baton cluster over HTTP with fetch, on Node ≥ 18 and
- * in browsers. It keeps the locks and leaderships it grants alive in the
- * background and, while it holds any, one event stream that tells it of
- * their loss.
+ * in browsers. It keeps the locks, leaderships and permits it grants
+ * alive in the background and, while it holds any, one event stream that
+ * tells it of their loss.
  *
  * Calls go to the endpoint that answered last and move on when one is
  * unreachable or answers 503. Calls that are safe to repeat (reads,
  * renewals, releases by token, fenced writes) are retried with backoff
- * honouring Retry-After. An acquire or campaign outside a session, a
- * session creation or a revoke is not repeated once it may have reached a
- * node: it fails with UnavailableError and its outcome is unknown.
+ * honouring Retry-After; so is a permit's revoke, which names its token.
+ * An acquire or campaign outside a session, any acquirePermit (each
+ * request takes a permit of its own), a session creation or a lock's or
+ * leadership's revoke is not repeated once it may have reached a node: it
+ * fails with UnavailableError and its outcome is unknown.
  */
 export class Client {
   /** The endpoints' base URLs, without a trailing slash. */
@@ -636,6 +651,100 @@ export class Client {
     runStream(this, `observe ${JSON.stringify(name)}`, src, ctl.signal).then(() => ch.close(), (e) => ch.close(e));
     return new Stream(ch, ctl, Promise.resolve());
   }
+
+  // ---- semaphores ----
+
+  /**
+   * acquirePermit takes one of the limit permits of the semaphore name,
+   * waiting in line up to o.wait, and returns it, renewing itself in the
+   * background until release(). Every client of a semaphore must ask with
+   * the same limit: LimitMismatchError, whose limit is the semaphore's,
+   * while its permits are held or waited for under another. It rejects
+   * with SemaphoreFullError, whose holders are the permits held, when the
+   * wait runs out.
+   *
+   * Each request takes a permit of its own, in a session too, so it is
+   * never repeated once it may have reached a node: UnavailableError, the
+   * outcome unknown; a permit taken that way expires after its TTL.
+   */
+  async acquirePermit(name: string, limit: number, o: PermitOptions = {}): Promise<Permit> {
+    const op = `acquire a permit of ${JSON.stringify(name)}`;
+    const body = {
+      limit,
+      owner: o.owner || undefined,
+      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
+      session: o.session || undefined,
+      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+      metadata: o.metadata,
+    };
+    const sent = now();
+    const { status, data: info } = await this.call<PermitInfo>({
+      op, method: "POST", path: semaphorePath(name), body, idempotent: false,
+      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
+      signal: o.signal,
+    });
+    let p: Permit | undefined;
+    const hold = new Hold(this, { kind: kindSemaphore, name: info.name, token: info.token }, {
+      renew: async (timeout, signal) => p!.record(await this.renewPermit(name, info.token, { signal, timeout })),
+      release: (signal) => this.releasePermit(name, info.token, { signal }),
+    });
+    p = new Permit(hold, info);
+    const ttl = info.ttl ? toMillis(info.ttl) : 0;
+    const left = Date.parse(info.expires_at) - Date.parse(info.acquired_at);
+    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
+    return p;
+  }
+
+  /**
+   * withPermit takes a permit, runs fn with it, and releases it whatever
+   * fn does; it returns fn's value. A permit lost during fn makes it
+   * reject with the LockLostError once fn has returned, unless fn threw.
+   */
+  async withPermit<T>(name: string, limit: number, o: PermitOptions, fn: (p: Permit) => Promise<T> | T): Promise<T> {
+    const p = await this.acquirePermit(name, limit, o);
+    let value: T;
+    try {
+      value = await fn(p);
+    } catch (e) {
+      await p.release().catch(() => {});
+      throw e;
+    }
+    await p.release();
+    return value;
+  }
+
+  /** semaphore returns the semaphore's limit, permits held (oldest first) and waiters. NotHeldError when no permit is held. Retried. */
+  async semaphore(name: string, o: CallOptions = {}): Promise<SemaphoreInfo> {
+    return (await this.call<SemaphoreInfo>({ op: `get semaphore ${JSON.stringify(name)}`, method: "GET", path: semaphorePath(name), idempotent: true, signal: o.signal })).data;
+  }
+
+  /** semaphores returns a page of the semaphores with permits held, sorted by name, each with its permits; a page may hold fewer than limit. Retried. */
+  async semaphores(o: ListOptions = {}): Promise<{ semaphores: SemaphoreInfo[]; nextCursor: string }> {
+    const { data } = await this.call<{ semaphores: SemaphoreInfo[]; next_cursor?: string }>({ op: "list semaphores", method: "GET", path: "/v1/semaphores", query: listQuery(o), idempotent: true, signal: o.signal });
+    return { semaphores: data.semaphores ?? [], nextCursor: data.next_cursor ?? "" };
+  }
+
+  /** renewPermit extends the lease of the permit token holds; NotHeldError when it holds none. Retried. A Permit renews itself. */
+  async renewPermit(name: string, token: number, o: CallOptions & { timeout?: number } = {}): Promise<PermitInfo> {
+    return (await this.call<PermitInfo>({
+      op: `renew permit of ${JSON.stringify(name)}`, method: "POST", path: semaphorePath(name) + "/renew", body: { token }, idempotent: true, timeout: o.timeout, signal: o.signal,
+    })).data;
+  }
+
+  /** releasePermit gives back the permit token holds; the oldest waiter gets it. NotHeldError when it holds none. Retried: it names the token. */
+  async releasePermit(name: string, token: number, o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `release permit of ${JSON.stringify(name)}`, method: "DELETE", path: semaphorePath(name), query: { token: String(token) }, idempotent: true, signal: o.signal });
+  }
+
+  /**
+   * revokePermit ends the permit token holds (an operator's action, role
+   * admin), audited as revoked. NotHeldError when it holds none. Retried:
+   * unlike a lock's revoke it names the token, so a repeat can never end
+   * another permit.
+   */
+  async revokePermit(name: string, token: number, reason = "", o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `revoke permit of ${JSON.stringify(name)}`, method: "POST", path: semaphorePath(name) + "/revoke", body: { token, reason: reason || undefined }, idempotent: true, signal: o.signal });
+  }
 }
 
 function grantOf(status: number, sent: number, ttl: number, left: number, session?: string): Grant {
@@ -669,6 +778,7 @@ const enc = encodeURIComponent;
 const lockPath = (name: string) => "/v1/locks/" + enc(name);
 const sessionPath = (id: string) => "/v1/sessions/" + enc(id);
 const electionPath = (name: string) => "/v1/elections/" + enc(name);
+const semaphorePath = (name: string) => "/v1/semaphores/" + enc(name);
 
 function listQuery(o: ListOptions): Record<string, string | undefined> {
   return { prefix: o.prefix, limit: o.limit ? String(o.limit) : undefined, cursor: o.cursor };

@@ -1,4 +1,4 @@
-import type { LeaderInfo, LockInfo, Problem } from "./types.js";
+import type { LeaderInfo, LockInfo, PermitInfo, Problem } from "./types.js";
 
 /**
  * What a caller may do about a problem, as package problem says:
@@ -27,7 +27,7 @@ export class BatonError extends Error {
   field?: string;
   /** The largest token the resource has seen (stale_token). */
   maxToken?: number;
-  /** The cap that was reached (too_many_waiters and the other caps). */
+  /** The cap that was reached (too_many_waiters and the other caps), or the semaphore's limit (limit_mismatch). */
   limit?: number;
   /** How long the server asks to wait, in milliseconds (lock-delay, 503, the caps). */
   retryAfter?: number;
@@ -101,7 +101,12 @@ export class ElectionHeldError extends BatonError {
 }
 /** Nobody leads the election (with this token). */
 export class NoLeaderError extends BatonError {}
-export class SemaphoreFullError extends BatonError {}
+/** Every permit of the semaphore is taken and the acquire did not get one. */
+export class SemaphoreFullError extends BatonError {
+  /** The permits held, oldest first, when the server said. */
+  holders?: PermitInfo[];
+}
+/** The semaphore's permits are held or waited for under another limit: limit is the semaphore's. */
 export class LimitMismatchError extends BatonError {}
 
 // Caps: nothing was done; limit is the cap, retryAfter when to try again.
@@ -230,6 +235,7 @@ export function errorFromProblem(status: number, body: string, isJSON: boolean, 
   e.retryAfter = parseRetryAfter(retryAfterHeader) ?? (p.retry_after && p.retry_after > 0 ? p.retry_after * 1000 : undefined);
   if (e instanceof HeldError) e.holder = p.holder;
   if (e instanceof ElectionHeldError) e.leader = p.leader;
+  if (e instanceof SemaphoreFullError) e.holders = p.holders;
   return e;
 }
 
@@ -259,13 +265,13 @@ export function refused(err: unknown): boolean {
 }
 
 /**
- * LockLostError is why a Lock or a Leadership was lost: the reason of its
+ * LockLostError is why a Lock, a Leadership or a Permit was lost: the reason of its
  * lost signal. cause says how the loss became known: the audit trail's
  * event (an Event), a renew's answer (a BatonError), or the TTL running
  * out by this client's clock.
  */
 export class LockLostError extends Error {
-  /** "lock" or "election". */
+  /** "lock", "election" or "semaphore". */
   readonly kind: string;
   readonly lockName: string;
   readonly token: number;
@@ -273,7 +279,7 @@ export class LockLostError extends Error {
   readonly event?: import("./types.js").Event;
 
   constructor(kind: string, name: string, token: number, why: string, cause?: unknown, event?: import("./types.js").Event) {
-    const what = kind === "election" ? `leadership of "${name}"` : `lock "${name}"`;
+    const what = kind === "election" ? `leadership of "${name}"` : kind === "semaphore" ? `permit of semaphore "${name}"` : `lock "${name}"`;
     super(`baton: ${what} (token ${token}) lost: ${why}`, { cause });
     this.kind = kind;
     this.lockName = name;

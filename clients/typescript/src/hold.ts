@@ -11,8 +11,9 @@ const maxEndedMemory = 1024;
 
 export const kindLock = "lock";
 export const kindElection = "election";
+export const kindSemaphore = "semaphore";
 
-/** What events are about: a kind ("lock", "election") and a name. */
+/** What events are about: a kind ("lock", "election", "semaphore") and a name. */
 interface Thing {
   kind: string;
   name: string;
@@ -53,7 +54,7 @@ export function isLostAnswer(err: unknown): boolean {
 
 /**
  * Hold is what every hold a Client keeps alive shares, whatever its kind
- * (a Lock, a Leadership): the background renewal, the deadline by the
+ * (a Lock, a Leadership, a Permit): the background renewal, the deadline by the
  * client's own clock, registration with the Client's event stream, and
  * how the hold ends (lost or given back).
  *
@@ -273,14 +274,14 @@ export class Hold {
 
 /**
  * HoldWatcher is a Client's one event stream for all the holds it keeps
- * (locks and leaderships), so that a hold is lost as soon as the audit
+ * (locks, leaderships and permits), so that a hold is lost as soon as the audit
  * trail records its end (revoked, expired, session_expired, or released or
  * resigned by someone else), rather than at the next renew.
  *
  * One stream per Client, not one per lock: nodes cap event streams per
  * client address and per credential. While every hold is of one thing
- * (one lock or one election, the usual case) the stream asks for that
- * thing's events only (lock=NAME, or kind=election&name=NAME); holds of
+ * (one lock, election or semaphore, the usual case) the stream asks for
+ * that thing's events only (lock=NAME, or kind=KIND&name=NAME); holds of
  * several things widen it to every event, and it narrows again when they
  * end. A change of filter reconnects from where the old stream was, so no
  * event falls in between.
@@ -433,7 +434,7 @@ function endsHold(kind: string, typ: string): boolean {
     case "session_expired":
       return true;
     case "released":
-      return kind === kindLock;
+      return kind === kindLock || kind === kindSemaphore;
     case "resigned":
       return kind === kindElection;
   }

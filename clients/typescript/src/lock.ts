@@ -1,7 +1,7 @@
 import type { Client } from "./client.js";
 import type { LockLostError } from "./errors.js";
 import { Hold } from "./hold.js";
-import type { LeaderInfo, LockInfo } from "./types.js";
+import type { LeaderInfo, LockInfo, PermitInfo } from "./types.js";
 import { toMillis } from "./util.js";
 
 /**
@@ -165,5 +165,72 @@ export class Leadership {
   private set(info: LeaderInfo): void {
     const old = this.current;
     this.current = { ...info, candidates: undefined, metadata: info.metadata ?? old.metadata, elected_at: info.elected_at ?? old.elected_at };
+  }
+}
+
+/**
+ * Permit is one of a semaphore's permits: it renews itself until release()
+ * or until it is lost, by the same machinery as a Lock (client clock,
+ * renewals, the Client's event stream). `lost` aborts within a second of a
+ * revoke, an expiry, its session's end or a release by its token from
+ * elsewhere. Its token is the permit's own fencing token; limit is the
+ * semaphore's.
+ */
+export class Permit {
+  private current: PermitInfo;
+
+  /** @internal */
+  constructor(
+    private readonly hold: Hold,
+    info: PermitInfo,
+  ) {
+    this.current = info;
+  }
+
+  /** The semaphore's name. */
+  get name(): string {
+    return this.hold.key.name;
+  }
+
+  /** The permit's fencing token. It never changes while the permit lasts. */
+  get token(): number {
+    return this.hold.key.token;
+  }
+
+  /** How many permits the semaphore has. */
+  get limit(): number {
+    return this.current.limit;
+  }
+
+  /** The permit as the latest acquire or renew described it. */
+  get info(): PermitInfo {
+    return { ...this.current, metadata: { ...this.current.metadata } };
+  }
+
+  /** Aborts when the permit is known lost; its reason is a LockLostError. A clean release does not abort it. */
+  get lost(): AbortSignal {
+    return this.hold.lost;
+  }
+
+  /** Why the permit was lost, or undefined. */
+  get err(): LockLostError | undefined {
+    return this.hold.lostError;
+  }
+
+  /**
+   * release stops the renewal and gives the permit back with its token;
+   * the oldest waiter gets it. It resolves when it did, and rejects with
+   * the LockLostError when the permit was lost before. Calling it again
+   * gives the same result; after an UnavailableError another call tries
+   * again.
+   */
+  release(signal?: AbortSignal): Promise<void> {
+    return this.hold.release(signal);
+  }
+
+  /** @internal */
+  record(info: PermitInfo): number {
+    this.current = { ...info, metadata: info.metadata ?? this.current.metadata };
+    return info.ttl ? toMillis(info.ttl) : 0;
   }
 }

@@ -62,7 +62,32 @@ export interface Candidate {
   since: string;
 }
 
-/** A lease that many locks and leaderships share (schema Session). */
+/** One of a semaphore's permits (schema Permit). */
+export interface PermitInfo {
+  name: string;
+  owner: string;
+  /** The permit's own fencing token, from the same sequence as lock tokens. */
+  token: number;
+  /** The semaphore's: how many permits it has. */
+  limit: number;
+  session?: string;
+  ttl: string;
+  acquired_at: string;
+  expires_at: string;
+  metadata: Record<string, string>;
+}
+
+/** A semaphore's state (schema Semaphore). */
+export interface SemaphoreInfo {
+  name: string;
+  limit: number;
+  /** The permits held, oldest first. */
+  holders: PermitInfo[];
+  /** The acquires waiting, first served first; only Client.semaphore fills it in. */
+  waiters?: Waiter[];
+}
+
+/** A lease that many locks, leaderships and permits share (schema Session). */
 export interface Session {
   id: string;
   owner: string;
@@ -72,6 +97,8 @@ export interface Session {
   locks: string[];
   /** The elections the session leads. */
   elections?: string[];
+  /** The semaphores the session holds permits of. */
+  semaphores?: string[];
 }
 
 /** A session as a listing shows it (schema ListedSession). */
@@ -102,6 +129,8 @@ export interface Event {
   credential?: string;
   term?: number;
   value?: unknown;
+  /** On a semaphore's acquired event: the limit the permit was granted under. */
+  limit?: number;
   queued_at?: string;
 }
 
@@ -124,10 +153,13 @@ export interface Problem {
   detail?: string;
   field?: string;
   holder?: LockInfo;
+  /** The permits held (semaphore_full). */
+  holders?: PermitInfo[];
   leader?: LeaderInfo;
   max_token?: number;
   /** Seconds. */
   retry_after?: number;
+  /** The cap reached, or the semaphore's limit (limit_mismatch). */
   limit?: number;
   request_id?: string;
   delayed_until?: string;

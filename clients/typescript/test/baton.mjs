@@ -36,11 +36,17 @@ export async function waitFor(cond, timeout = 5000, what = "condition") {
   }
 }
 
-/** startBaton builds baton and starts one node; stop() kills it and removes its data. */
+/**
+ * startBaton builds baton (or runs BATON_BIN, when set, as the Python
+ * tests do) and starts one node; stop() kills it and removes its data.
+ */
 export async function startBaton() {
   const dir = await mkdtemp(join(tmpdir(), "baton-ts-"));
-  const bin = join(dir, "baton");
-  await promisify(execFile)("go", ["build", "-o", bin, "."], { cwd: repoRoot, maxBuffer: 16 << 20 });
+  let bin = process.env.BATON_BIN;
+  if (!bin) {
+    bin = join(dir, "baton");
+    await promisify(execFile)("go", ["build", "-o", bin, "."], { cwd: repoRoot, maxBuffer: 16 << 20 });
+  }
   const [httpPort, peerPort, clientPort] = [await freePort(), await freePort(), await freePort()];
   const peer = `http://127.0.0.1:${peerPort}`;
   const args = [

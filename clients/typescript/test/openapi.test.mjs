@@ -22,6 +22,8 @@ const pairs = {
   Problem: "Problem",
   Cluster: "Cluster",
   Member: "Member",
+  Permit: "PermitInfo",
+  Semaphore: "SemaphoreInfo",
 };
 
 /** fields reads an interface's fields from the source: name → optional. */
