@@ -136,6 +136,7 @@ func appendSession(b []byte, s *Session) []byte {
 	}
 	b = appendNames(b, `,"elections":[`, s.Elections)
 	b = appendNames(b, `,"semaphores":[`, s.Semaphores)
+	b = appendNames(b, `,"rwlocks":[`, s.RWLocks)
 	return append(b, '}')
 }
 

@@ -12,12 +12,12 @@ import (
 //
 //	@Summary		Write a fenced value
 //	@ID				putFenced
-//	@Description	Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+//	@Description	Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 //	@Tags			fenced
 //	@Accept			json
 //	@Produce		json
 //	@Param			resource	path		string				true	"Resource name, same rules as lock names"
-//	@Param			request		body		api.FencedRequest	true	"Token, value (any JSON) and optional lock or election"
+//	@Param			request		body		api.FencedRequest	true	"Token, value (any JSON) and optional lock, election or rwlock"
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
@@ -44,11 +44,15 @@ func (a *API) putFenced(c echo.Context) error {
 	var h lock.Holder
 	switch {
 	case req.Lock != "" && req.Election != "":
-		return badRequest("election", "give lock or election, not both")
+		return badRequest("election", "give one of lock, election and rwlock, not two")
+	case (req.Lock != "" || req.Election != "") && req.RWLock != "":
+		return badRequest("rwlock", "give one of lock, election and rwlock, not two")
 	case req.Lock != "":
 		h = lock.Holder{Kind: lock.KindLock, Name: req.Lock}
 	case req.Election != "":
 		h = lock.Holder{Kind: lock.KindElection, Name: req.Election}
+	case req.RWLock != "":
+		h = lock.Holder{Kind: lock.KindRWLock, Name: req.RWLock}
 	}
 	f, err := a.eng.PutFencedHeld(c.Request().Context(), pathParam(c, "resource"), *req.Token, req.Value, h)
 	if err != nil {

@@ -32,8 +32,9 @@ type Problem struct {
 	Holder *Lock `json:"holder,omitempty"`
 	// Leader is the current leader (election_held).
 	Leader *Leader `json:"leader,omitempty"`
-	// Holders are the permits held (semaphore_full).
-	Holders []*Permit `json:"holders,omitempty"`
+	// Holders are the permits held (semaphore_full), or the holds of a
+	// read/write lock in the way (lock_held of a read/write lock).
+	Holders []*Hold `json:"holders,omitempty"`
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64 `json:"max_token,omitempty" format:"int64" example:"4712"`
 	// RetryAfter is how many seconds to wait before trying again; the
@@ -231,8 +232,8 @@ func addDetails(p *Problem, err error) {
 		switch held.Kind {
 		case lock.KindElection:
 			p.Leader = toLeader(held.Holder)
-		case lock.KindSemaphore:
-			p.Holders = toPermits(held.Holders)
+		case lock.KindSemaphore, lock.KindRWLock:
+			p.Holders = toHolds(held.Holders)
 		default:
 			p.Holder = toLock(held.Holder)
 		}

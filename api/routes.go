@@ -86,6 +86,13 @@ func (a *API) Routes() []Route {
 		{Method: del, Path: "/v1/semaphores/:name", Handler: a.releasePermit, Role: auth.Write, Query: []string{"token"}, Leader: true},
 		{Method: post, Path: "/v1/semaphores/:name/revoke", Handler: a.revokePermit, Role: auth.Admin, Leader: true},
 
+		{Method: get, Path: "/v1/rwlocks", Handler: a.listRWLocks, Role: auth.Read, Query: list, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name", Handler: a.acquireRW, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/rwlocks/:name", Handler: a.getRWLock, Role: auth.Read, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name/renew", Handler: a.renewRW, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/rwlocks/:name", Handler: a.releaseRW, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name/revoke", Handler: a.revokeRW, Role: auth.Admin, Leader: true},
+
 		{Method: put, Path: "/v1/fenced/:resource", Handler: a.putFenced, Role: auth.Write, Leader: true},
 		{Method: get, Path: "/v1/fenced/:resource", Handler: a.getFenced, Role: auth.Read, Leader: true},
 		{Method: del, Path: "/v1/fenced/:resource", Handler: a.resetFenced, Role: auth.Admin, Query: []string{"reason"}, Leader: true},

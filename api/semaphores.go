@@ -8,15 +8,19 @@ import (
 	"github.com/baton-dev/baton/lock"
 )
 
-// Permit is one of a semaphore's permits.
-type Permit struct {
+// Hold is one of the holds of a thing that has several at once: a
+// semaphore's permit (with its limit) or a read/write lock's hold (with
+// its mode).
+type Hold struct {
 	Name  string `json:"name" example:"heavy-jobs"`
 	Owner string `json:"owner" example:"w1"`
-	// Token is the permit's own fencing token, from the same sequence as
+	// Token is the hold's own fencing token, from the same sequence as
 	// lock tokens.
 	Token int64 `json:"token" format:"int64" example:"4711"`
-	// Limit is the semaphore's: how many permits it has.
-	Limit      int               `json:"limit" example:"3"`
+	// Limit is a permit's: its semaphore's, how many permits it has.
+	Limit int `json:"limit,omitempty" example:"3"`
+	// Mode is a read/write lock's hold's.
+	Mode       string            `json:"mode,omitempty" example:"read" enums:"read,write"`
 	Session    string            `json:"session,omitempty" example:"694d2279b4919071"`
 	TTL        string            `json:"ttl" example:"30s"`
 	AcquiredAt Time              `json:"acquired_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
@@ -29,7 +33,7 @@ type Semaphore struct {
 	Name  string `json:"name" example:"heavy-jobs"`
 	Limit int    `json:"limit" example:"3"`
 	// Holders are the permits held, oldest first.
-	Holders []*Permit `json:"holders"`
+	Holders []*Hold `json:"holders"`
 	// Waiters are the acquires waiting, first to be served first; only
 	// GET /v1/semaphores/{name} fills it in (the first 1,000).
 	Waiters []Waiter `json:"waiters,omitempty"`
@@ -53,15 +57,16 @@ type PermitRequest struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-// PermitRevokeRequest is the body of POST /v1/semaphores/{name}/revoke.
-type PermitRevokeRequest struct {
+// HoldRevokeRequest is the body of POST /v1/semaphores/{name}/revoke
+// and POST /v1/rwlocks/{name}/revoke.
+type HoldRevokeRequest struct {
 	Token  *int64 `json:"token" format:"int64" example:"4711"`
 	Reason string `json:"reason,omitempty" example:"holder wedged"`
 }
 
-func toPermit(l *lock.Lock) *Permit {
-	out := &Permit{
-		Name: l.Name, Owner: l.Owner, Token: l.Token, Limit: l.Limit, Session: l.Session, TTL: l.TTL.String(),
+func toHold(l *lock.Lock) *Hold {
+	out := &Hold{
+		Name: l.Name, Owner: l.Owner, Token: l.Token, Limit: l.Limit, Mode: string(l.Mode), Session: l.Session, TTL: l.TTL.String(),
 		AcquiredAt: Time(l.AcquiredAt), ExpiresAt: Time(l.ExpiresAt), Metadata: l.Metadata,
 	}
 	if out.Metadata == nil {
@@ -70,16 +75,16 @@ func toPermit(l *lock.Lock) *Permit {
 	return out
 }
 
-func toPermits(ls []*lock.Lock) []*Permit {
-	out := make([]*Permit, len(ls))
+func toHolds(ls []*lock.Lock) []*Hold {
+	out := make([]*Hold, len(ls))
 	for i, l := range ls {
-		out[i] = toPermit(l)
+		out[i] = toHold(l)
 	}
 	return out
 }
 
 func toSemaphore(s *lock.Semaphore) *Semaphore {
-	return &Semaphore{Name: s.Name, Limit: s.Limit, Holders: toPermits(s.Holders)}
+	return &Semaphore{Name: s.Name, Limit: s.Limit, Holders: toHolds(s.Holders)}
 }
 
 // acquirePermit godoc
@@ -93,7 +98,7 @@ func toSemaphore(s *lock.Semaphore) *Semaphore {
 //	@Produce		json
 //	@Param			name	path		string				true	"Semaphore name: 1-128 characters from A-Z a-z 0-9 . _ : -"
 //	@Param			request	body		api.PermitRequest	true	"The limit, and how to hold the permit"
-//	@Success		201		{object}	api.Permit
+//	@Success		201		{object}	api.Hold
 //	@Failure		400		{object}	api.Problem	"invalid_request: the field named in `field` is wrong"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
@@ -135,7 +140,7 @@ func (a *API) acquirePermit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toPermit(l))
+	return c.JSON(http.StatusCreated, toHold(l))
 }
 
 // getSemaphore godoc
@@ -216,7 +221,7 @@ func (a *API) listSemaphores(c echo.Context) error {
 //	@Produce		json
 //	@Param			name	path		string				true	"Semaphore name"
 //	@Param			request	body		api.RenewRequest	true	"The permit's token"
-//	@Success		200		{object}	api.Permit
+//	@Success		200		{object}	api.Hold
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the permit was taken by another credential; or cross_origin"
@@ -242,7 +247,7 @@ func (a *API) renewPermit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toPermit(l))
+	return c.JSON(http.StatusOK, toHold(l))
 }
 
 // releasePermit godoc
@@ -284,7 +289,7 @@ func (a *API) releasePermit(c echo.Context) error {
 //	@Tags			semaphores
 //	@Accept			json
 //	@Param			name	path	string					true	"Semaphore name"
-//	@Param			request	body	api.PermitRevokeRequest	true	"The permit's token, and why"
+//	@Param			request	body	api.HoldRevokeRequest	true	"The permit's token, and why"
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
@@ -300,7 +305,7 @@ func (a *API) releasePermit(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name}/revoke [post]
 func (a *API) revokePermit(c echo.Context) error {
-	var req PermitRevokeRequest
+	var req HoldRevokeRequest
 	if err := decodeBody(c, &req, false); err != nil {
 		return err
 	}

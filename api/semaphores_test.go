@@ -15,9 +15,9 @@ import (
 // Member names of docs/API.md's Permit.
 var permitKeys = []string{"name", "owner", "token", "limit", "ttl", "acquired_at", "expires_at", "metadata"}
 
-func (s *testServer) permit(t *testing.T, name, body string) api.Permit {
+func (s *testServer) permit(t *testing.T, name, body string) api.Hold {
 	t.Helper()
-	return testserver.WantJSON[api.Permit](t, s.Do("POST", "/v1/semaphores/"+name, body), http.StatusCreated)
+	return testserver.WantJSON[api.Hold](t, s.Do("POST", "/v1/semaphores/"+name, body), http.StatusCreated)
 }
 
 // TestSemaphore_GrantsTheLimitThenRefusesWithTheHolders: two permits of a
@@ -29,7 +29,7 @@ func TestSemaphore_GrantsTheLimitThenRefusesWithTheHolders(t *testing.T) {
 	r := s.Do("POST", "/v1/semaphores/jobs", `{"limit":2,"owner":"w1","ttl":"15s"}`)
 	testserver.WantStatus(t, r, http.StatusCreated)
 	testserver.WantKeys(t, "permit", testserver.RawObject(t, r.Body), permitKeys, []string{"session"})
-	p1 := testserver.DecodeAs[api.Permit](t, r)
+	p1 := testserver.DecodeAs[api.Hold](t, r)
 	p2 := s.permit(t, "jobs", `{"limit":2,"owner":"w2"}`)
 	if p1.Name != "jobs" || p1.Limit != 2 || p1.TTL != "15s" || p2.Token <= p1.Token {
 		t.Fatalf("permits %+v, %+v", p1, p2)
@@ -53,12 +53,12 @@ func TestSemaphore_GrantsTheLimitThenRefusesWithTheHolders(t *testing.T) {
 		t.Fatalf("semaphore %+v", got)
 	}
 	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/semaphores/jobs?token=%d", p1.Token), ""), http.StatusNoContent)
-	p3 := testserver.WantJSON[api.Permit](t, <-waiting, http.StatusCreated)
+	p3 := testserver.WantJSON[api.Hold](t, <-waiting, http.StatusCreated)
 	if p3.Owner != "w3" || p3.Token <= p2.Token {
 		t.Fatalf("the waiter's permit %+v", p3)
 	}
 	testserver.WantProblem(t, s.Do("DELETE", fmt.Sprintf("/v1/semaphores/jobs?token=%d", p1.Token), ""), http.StatusNotFound, "not_held")
-	renewed := testserver.WantJSON[api.Permit](t, s.Do("POST", "/v1/semaphores/jobs/renew", fmt.Sprintf(`{"token":%d}`, p3.Token)), http.StatusOK)
+	renewed := testserver.WantJSON[api.Hold](t, s.Do("POST", "/v1/semaphores/jobs/renew", fmt.Sprintf(`{"token":%d}`, p3.Token)), http.StatusOK)
 	if renewed.Token != p3.Token || renewed.Limit != 2 {
 		t.Fatalf("renew answered %+v", renewed)
 	}

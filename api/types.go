@@ -50,6 +50,8 @@ type Waiter struct {
 	Session  string `json:"session,omitempty" example:"694d2279b4919071"`
 	Position int    `json:"position" example:"1"`
 	Since    Time   `json:"since" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
+	// Mode is a read/write lock's waiter's.
+	Mode string `json:"mode,omitempty" example:"write" enums:"read,write"`
 }
 
 func toLock(l *lock.Lock) *Lock {
@@ -98,8 +100,10 @@ type Session struct {
 	Locks     []string `json:"locks"`
 	// Elections are those the session leads.
 	Elections []string `json:"elections,omitempty"`
-	// Semaphores are those the session holds permits of.
+	// Semaphores are those the session holds permits of, RWLocks the
+	// read/write locks it holds.
 	Semaphores []string `json:"semaphores,omitempty"`
+	RWLocks    []string `json:"rwlocks,omitempty"`
 }
 
 func toSession(s *lock.Session) *Session {
@@ -108,7 +112,7 @@ func toSession(s *lock.Session) *Session {
 		locks = []string{}
 	}
 	return &Session{ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt), Locks: locks,
-		Elections: s.Elections, Semaphores: s.Semaphores}
+		Elections: s.Elections, Semaphores: s.Semaphores, RWLocks: s.RWLocks}
 }
 
 // Event is an entry of the audit trail.
@@ -143,13 +147,15 @@ type Event struct {
 	// Limit, on a semaphore's acquired event, is the limit the permit
 	// was granted under.
 	Limit int `json:"limit,omitempty" example:"3"`
+	// Mode, on a read/write lock's events, is the hold's.
+	Mode string `json:"mode,omitempty" example:"read" enums:"read,write"`
 }
 
 func toEvent(e lock.Event) Event {
 	ev := Event{
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
-		Term: e.Term, Value: e.Value, Limit: e.Limit,
+		Term: e.Term, Value: e.Value, Limit: e.Limit, Mode: string(e.Mode),
 	}
 	if e.QueuedAt != nil {
 		q := Time(*e.QueuedAt)
@@ -234,4 +240,7 @@ type FencedRequest struct {
 	// Election, instead of lock, requires that token leads this
 	// election at that moment.
 	Election string `json:"election,omitempty" example:"billing"`
+	// RWLock, instead of lock, requires that token is this read/write
+	// lock's write hold at that moment.
+	RWLock string `json:"rwlock,omitempty" example:"catalog"`
 }

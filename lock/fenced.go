@@ -26,11 +26,11 @@ func (e *Engine) PutFenced(ctx context.Context, resource string, token int64, va
 	return e.PutFencedHeld(ctx, resource, token, value, h)
 }
 
-// Holder names the hold a fenced write requires: the lock, or the
-// election, Name held with exactly the write's token. The zero Holder
-// requires none.
+// Holder names the hold a fenced write requires: the lock, the election
+// or the read/write lock's write hold, Name held with exactly the write's
+// token. The zero Holder requires none.
 type Holder struct {
-	Kind EventKind // KindLock or KindElection
+	Kind EventKind // KindLock, KindElection or KindRWLock
 	Name string
 }
 
@@ -47,6 +47,9 @@ func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64
 	lock := "" // the key name of the hold the write requires
 	if h.Name != "" {
 		lock = keyName(h.Kind, h.Name)
+	}
+	if h.Kind == KindRWLock {
+		lock = writerSeat(lock) // a read hold does not write
 	}
 	mkey := e.fenceMaxKey(resource)
 	// A write that makes a new resource holds a slot of MaxFencedValues
@@ -123,10 +126,10 @@ func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMess
 		if h.Name != "" {
 			return invalid("lock", "names a holder of no kind")
 		}
-	case KindLock, KindElection:
+	case KindLock, KindElection, KindRWLock:
 		return checkName(h.field(), h.Name)
 	default:
-		return invalid(h.field(), "a fenced write can require a lock or an election, not a %s", h.Kind)
+		return invalid(h.field(), "a fenced write can require a lock, an election or a read/write lock's write hold, not a %s", h.Kind)
 	}
 	return nil
 }
@@ -171,8 +174,11 @@ func fencedRefusal(resp *clientv3.TxnResponse, ix fencedPutIx, resource string, 
 	if h.Name != "" {
 		lk := resp.Responses[ix.lock].GetResponseRange().Kvs
 		if len(lk) == 0 || lk[0].ModRevision != token {
-			if h.Kind == KindElection {
+			switch h.Kind {
+			case KindElection:
 				return fmt.Errorf("fenced write to %q: %w: election %q is not led with token %d", resource, ErrNotHolder, h.Name, token)
+			case KindRWLock:
+				return fmt.Errorf("fenced write to %q: %w: rwlock %q is not write-held with token %d", resource, ErrNotHolder, h.Name, token)
 			}
 			return fmt.Errorf("fenced write to %q: %w %q", resource, ErrNotHolder, h.Name)
 		}

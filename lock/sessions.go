@@ -71,7 +71,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: expiryAt(start, time.Duration(g.TTL)*time.Second),
-		Locks:     []string{}, Elections: []string{}, Semaphores: []string{},
+		Locks:     []string{}, Elections: []string{}, Semaphores: []string{}, RWLocks: []string{},
 		Credential: rec.Credential,
 	}, nil
 }
@@ -123,7 +123,7 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	s := &Session{
 		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: expiryAt(now, time.Duration(ttl.TTL)*time.Second),
-		Locks:     []string{}, Elections: []string{}, Semaphores: []string{},
+		Locks:     []string{}, Elections: []string{}, Semaphores: []string{}, RWLocks: []string{},
 		Credential: rec.Credential,
 	}
 	for _, k := range ttl.Keys {
@@ -141,11 +141,17 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 			if !slices.Contains(s.Semaphores, name) {
 				s.Semaphores = append(s.Semaphores, name)
 			}
+		case KindRWLock:
+			s.seats = append(s.seats, key)
+			if !slices.Contains(s.RWLocks, name) {
+				s.RWLocks = append(s.RWLocks, name)
+			}
 		}
 	}
 	sort.Strings(s.Locks)
 	sort.Strings(s.Elections)
 	sort.Strings(s.Semaphores)
+	sort.Strings(s.RWLocks)
 	return s, nil
 }
 

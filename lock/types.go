@@ -53,12 +53,14 @@ type Session struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	// Locks are the names of the locks held in the session, sorted,
-	// Elections those of the elections it leads, and Semaphores those
-	// of the semaphores it holds permits of (each once).
+	// Elections those of the elections it leads, Semaphores those of the
+	// semaphores it holds permits of and RWLocks those of the read/write
+	// locks it holds (each once).
 	Locks      []string
 	Elections  []string
 	Semaphores []string
-	// seats are the key names of the permits held (kinds.go).
+	RWLocks    []string
+	// seats are the key names of the holds in seats (kinds.go).
 	seats []string
 	// Credential is the ID of the credential that created the session,
 	// when the caller had one (see Caller).

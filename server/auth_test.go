@@ -121,8 +121,15 @@ func leaderFor(t *testing.T, s *testserver.Server, token string) (string, int64)
 func permitFor(t *testing.T, s *testserver.Server, token string) (string, int64) {
 	t.Helper()
 	name := unique("semaphore")
-	p := testserver.WantJSON[api.Permit](t, s.DoAs(token, "POST", "/v1/semaphores/"+name, `{"limit":2,"owner":"fixture","ttl":"60s"}`), http.StatusCreated)
+	p := testserver.WantJSON[api.Hold](t, s.DoAs(token, "POST", "/v1/semaphores/"+name, `{"limit":2,"owner":"fixture","ttl":"60s"}`), http.StatusCreated)
 	return name, p.Token
+}
+
+func rwHoldFor(t *testing.T, s *testserver.Server, token string) (string, int64) {
+	t.Helper()
+	name := unique("rwlock")
+	h := testserver.WantJSON[api.Hold](t, s.DoAs(token, "POST", "/v1/rwlocks/"+name, `{"mode":"write","owner":"fixture","ttl":"60s"}`), http.StatusCreated)
+	return name, h.Token
 }
 
 func sessionFor(t *testing.T, s *testserver.Server, token string) string {
@@ -206,6 +213,26 @@ var samples = map[string]sample{
 	},
 	"GET /v1/elections":  fixed("GET", "/v1/elections", ""),
 	"GET /v1/semaphores": fixed("GET", "/v1/semaphores", ""),
+	"GET /v1/rwlocks":    fixed("GET", "/v1/rwlocks", ""),
+	"POST /v1/rwlocks/:name": func(*testing.T, *testserver.Server, caller) (string, string, string) {
+		return "POST", "/v1/rwlocks/" + unique("rw"), `{"mode":"read","owner":"c","ttl":"30s"}`
+	},
+	"GET /v1/rwlocks/:name": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, _ := rwHoldFor(t, s, writeTok)
+		return "GET", "/v1/rwlocks/" + name, ""
+	},
+	"POST /v1/rwlocks/:name/renew": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := rwHoldFor(t, s, fixtureToken(c))
+		return "POST", "/v1/rwlocks/" + name + "/renew", fmt.Sprintf(`{"token":%d}`, tok)
+	},
+	"DELETE /v1/rwlocks/:name": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := rwHoldFor(t, s, fixtureToken(c))
+		return "DELETE", fmt.Sprintf("/v1/rwlocks/%s?token=%d", name, tok), ""
+	},
+	"POST /v1/rwlocks/:name/revoke": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := rwHoldFor(t, s, writeTok)
+		return "POST", "/v1/rwlocks/" + name + "/revoke", fmt.Sprintf(`{"token":%d,"reason":"test"}`, tok)
+	},
 	"POST /v1/semaphores/:name": func(*testing.T, *testserver.Server, caller) (string, string, string) {
 		return "POST", "/v1/semaphores/" + unique("sem"), `{"limit":3,"owner":"c","ttl":"30s"}`
 	},

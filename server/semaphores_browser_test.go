@@ -67,9 +67,9 @@ func permitOwners(name string) string {
 
 // takePermit takes a permit of name (of limit permits) for owner, or
 // fails.
-func takePermit(t *testing.T, s *testserver.Server, name, owner string, limit int) api.Permit {
+func takePermit(t *testing.T, s *testserver.Server, name, owner string, limit int) api.Hold {
 	t.Helper()
-	return testserver.WantJSON[api.Permit](t, s.Do("POST", "/v1/semaphores/"+name,
+	return testserver.WantJSON[api.Hold](t, s.Do("POST", "/v1/semaphores/"+name,
 		fmt.Sprintf(`{"limit":%d,"owner":%q,"ttl":"60s"}`, limit, owner)), http.StatusCreated)
 }
 
@@ -137,7 +137,7 @@ func TestSemaphores_ShowsPermitsLiveAndRevokesInChromium(t *testing.T) {
 // semSeePermitsArrive: w1 and w2 take permits of heavy-jobs (limit 3);
 // the semaphore's row says 2/3 and each permit has a row with its owner,
 // token, since when and time left.
-func semSeePermitsArrive(t *testing.T, b *browser) (w1, w2 api.Permit) {
+func semSeePermitsArrive(t *testing.T, b *browser) (w1, w2 api.Hold) {
 	t.Helper()
 	w1 = takePermit(t, b.s, "heavy-jobs", "w1", 3)
 	w2 = takePermit(t, b.s, "heavy-jobs", "w2", 3)
@@ -164,7 +164,7 @@ func semSeePermitsArrive(t *testing.T, b *browser) (w1, w2 api.Permit) {
 
 // semSeeAWaiter: w3 takes the last permit (3/3, marked full) and w4
 // waits; the row counts w4 and, opened, lists it first in line.
-func semSeeAWaiter(t *testing.T, b *browser) (api.Permit, <-chan waitingPermit) {
+func semSeeAWaiter(t *testing.T, b *browser) (api.Hold, <-chan waitingPermit) {
 	t.Helper()
 	w3 := takePermit(t, b.s, "heavy-jobs", "w3", 3)
 	b.waitFor("heavy-jobs full", 10*time.Second, semCell("heavy-jobs", "held")+` === "3/3" && `+
@@ -192,16 +192,16 @@ func semSeeAWaiter(t *testing.T, b *browser) (api.Permit, <-chan waitingPermit) 
 // semSeeAReleaseHandOver: w1 gives its permit back over HTTP; w4, first
 // in line, gets one, and the page shows w1's row go and w4's come, still
 // 3/3, with nobody left in line.
-func semSeeAReleaseHandOver(t *testing.T, b *browser, w1 api.Permit, handed <-chan waitingPermit) api.Permit {
+func semSeeAReleaseHandOver(t *testing.T, b *browser, w1 api.Hold, handed <-chan waitingPermit) api.Hold {
 	t.Helper()
 	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/semaphores/heavy-jobs?token=%d", w1.Token), ""), http.StatusNoContent)
-	var w4 api.Permit
+	var w4 api.Hold
 	select {
 	case c := <-handed:
 		if c.err != nil {
 			t.Fatalf("w4's acquire: %v", c.err)
 		}
-		w4 = testserver.WantJSON[api.Permit](t, c.r, http.StatusCreated)
+		w4 = testserver.WantJSON[api.Hold](t, c.r, http.StatusCreated)
 	case <-time.After(15 * time.Second):
 		t.Fatal("w4's acquire was not answered after w1 released")
 	}
@@ -214,7 +214,7 @@ func semSeeAReleaseHandOver(t *testing.T, b *browser, w1 api.Permit, handed <-ch
 
 // semSeeARevokeElsewhere: an operator revokes w2's permit over HTTP; its
 // row goes, and heavy-jobs is at 2/3.
-func semSeeARevokeElsewhere(t *testing.T, b *browser, w2 api.Permit) {
+func semSeeARevokeElsewhere(t *testing.T, b *browser, w2 api.Hold) {
 	t.Helper()
 	testserver.WantStatus(t, b.s.Do("POST", "/v1/semaphores/heavy-jobs/revoke", fmt.Sprintf(`{"token":%d,"reason":"drill"}`, w2.Token)), http.StatusNoContent)
 	b.waitFor("w2's row gone, 2/3", 10*time.Second, fmt.Sprintf(`!%s && %s === "2/3" && %s === "w3,w4"`,
@@ -224,7 +224,7 @@ func semSeeARevokeElsewhere(t *testing.T, b *browser, w2 api.Permit) {
 
 // semRevokeFromThePage revokes w3's permit through the dialog, with a
 // reason; its row goes, w4's stays, and the history has the revoke.
-func semRevokeFromThePage(t *testing.T, b *browser, w3 api.Permit) {
+func semRevokeFromThePage(t *testing.T, b *browser, w3 api.Hold) {
 	t.Helper()
 	b.do("open the revoke dialog of w3's permit", 10*time.Second,
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-semaphore="heavy-jobs"][data-token="%d"] [data-testid="permit-revoke"]`, w3.Token))),
@@ -316,7 +316,7 @@ func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
 	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"w2","ttl":"30s"}`), http.StatusCreated)
 	testserver.WantStatus(t, s.Do("POST", "/v1/semaphores/"+long,
 		`{"limit":2,"owner":"a-worker-with-a-long-name@build-host-17.example","ttl":"5m"}`), http.StatusCreated)
-	w2 := testserver.WantJSON[api.Permit](t, s.Do("POST", "/v1/semaphores/"+long, `{"limit":2,"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
+	w2 := testserver.WantJSON[api.Hold](t, s.Do("POST", "/v1/semaphores/"+long, `{"limit":2,"owner":"w2","session":"`+sess.ID+`"}`), http.StatusCreated)
 	handed := queuePermit(t, s, long, "w3", 2)
 	b.waitFor("both permits", 10*time.Second, `document.querySelectorAll('[data-testid="permit-row"]').length === 2`)
 	b.do("open the waiters", 10*time.Second,

@@ -44,7 +44,7 @@ class TypesTest(unittest.TestCase):
                 "SessionRequest": {"owner", "ttl"}, "RenewRequest": {"token"},
                 "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
                 "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "metadata"},
-                "PermitRevokeRequest": {"token", "reason"}}
+                "HoldRevokeRequest": {"token", "reason"}}
         for schema, members in sent.items():
             with self.subTest(schema=schema):
                 self.assertEqual(set(self.schemas[schema]["properties"]), members)

@@ -65,6 +65,24 @@ func (e EventKind) Valid() bool {
 	}
 }
 
+// Defines values for EventMode.
+const (
+	EventModeRead  EventMode = "read"
+	EventModeWrite EventMode = "write"
+)
+
+// Valid indicates whether the value is a known member of the EventMode enum.
+func (e EventMode) Valid() bool {
+	switch e {
+	case EventModeRead:
+		return true
+	case EventModeWrite:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventType.
 const (
 	EventTypeAcquired       EventType = "acquired"
@@ -101,6 +119,78 @@ func (e EventType) Valid() bool {
 	case EventTypeRevoked:
 		return true
 	case EventTypeSessionExpired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HoldMode.
+const (
+	HoldModeRead  HoldMode = "read"
+	HoldModeWrite HoldMode = "write"
+)
+
+// Valid indicates whether the value is a known member of the HoldMode enum.
+func (e HoldMode) Valid() bool {
+	switch e {
+	case HoldModeRead:
+		return true
+	case HoldModeWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RWLockMode.
+const (
+	RWLockModeRead  RWLockMode = "read"
+	RWLockModeWrite RWLockMode = "write"
+)
+
+// Valid indicates whether the value is a known member of the RWLockMode enum.
+func (e RWLockMode) Valid() bool {
+	switch e {
+	case RWLockModeRead:
+		return true
+	case RWLockModeWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RWRequestMode.
+const (
+	RWRequestModeRead  RWRequestMode = "read"
+	RWRequestModeWrite RWRequestMode = "write"
+)
+
+// Valid indicates whether the value is a known member of the RWRequestMode enum.
+func (e RWRequestMode) Valid() bool {
+	switch e {
+	case RWRequestModeRead:
+		return true
+	case RWRequestModeWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WaiterMode.
+const (
+	WaiterModeRead  WaiterMode = "read"
+	WaiterModeWrite WaiterMode = "write"
+)
+
+// Valid indicates whether the value is a known member of the WaiterMode enum.
+func (e WaiterMode) Valid() bool {
+	switch e {
+	case WaiterModeRead:
+		return true
+	case WaiterModeWrite:
 		return true
 	default:
 		return false
@@ -282,6 +372,11 @@ type Event struct {
 	// Lock Example: nightly-recon
 	Lock string `json:"lock"`
 
+	// Mode Mode, on a read/write lock's events, is the hold's.
+	//
+	// Example: read
+	Mode *EventMode `json:"mode,omitempty"`
+
 	// Name Example: nightly-recon
 	Name string `json:"name"`
 
@@ -324,6 +419,11 @@ type Event struct {
 // Example: lock
 type EventKind string
 
+// EventMode Mode, on a read/write lock's events, is the hold's.
+//
+// Example: read
+type EventMode string
+
 // EventType Example: acquired
 type EventType string
 
@@ -337,6 +437,12 @@ type FencedRequest struct {
 
 	// Lock Example: nightly-recon
 	Lock *string `json:"lock,omitempty"`
+
+	// Rwlock RWLock, instead of lock, requires that token is this read/write
+	// lock's write hold at that moment.
+	//
+	// Example: catalog
+	Rwlock *string `json:"rwlock,omitempty"`
 
 	// Token Example: 4711
 	Token int64 `json:"token"`
@@ -364,6 +470,58 @@ type FencedValue struct {
 type History struct {
 	Events     []Event `json:"events"`
 	NextBefore *int64  `json:"next_before,omitempty"`
+}
+
+// Hold defines model for Hold.
+type Hold struct {
+	// AcquiredAt Example: 2026-11-29T14:25:13.886Z
+	AcquiredAt time.Time `json:"acquired_at"`
+
+	// ExpiresAt Example: 2026-11-29T14:25:43.881Z
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Limit Limit is a permit's: its semaphore's, how many permits it has.
+	//
+	// Example: 3
+	Limit    *int              `json:"limit,omitempty"`
+	Metadata map[string]string `json:"metadata"`
+
+	// Mode Mode is a read/write lock's hold's.
+	//
+	// Example: read
+	Mode *HoldMode `json:"mode,omitempty"`
+
+	// Name Example: heavy-jobs
+	Name string `json:"name"`
+
+	// Owner Example: w1
+	Owner string `json:"owner"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Token Token is the hold's own fencing token, from the same sequence as
+	// lock tokens.
+	//
+	// Example: 4711
+	Token int64 `json:"token"`
+
+	// Ttl Example: 30s
+	Ttl string `json:"ttl"`
+}
+
+// HoldMode Mode is a read/write lock's hold's.
+//
+// Example: read
+type HoldMode string
+
+// HoldRevokeRequest defines model for HoldRevokeRequest.
+type HoldRevokeRequest struct {
+	// Reason Example: holder wedged
+	Reason *string `json:"reason,omitempty"`
+
+	// Token Example: 4711
+	Token int64 `json:"token"`
 }
 
 // Leader defines model for Leader.
@@ -487,39 +645,6 @@ type Member struct {
 	PeerUrls   []string `json:"peer_urls"`
 }
 
-// Permit defines model for Permit.
-type Permit struct {
-	// AcquiredAt Example: 2026-11-29T14:25:13.886Z
-	AcquiredAt time.Time `json:"acquired_at"`
-
-	// ExpiresAt Example: 2026-11-29T14:25:43.881Z
-	ExpiresAt time.Time `json:"expires_at"`
-
-	// Limit Limit is the semaphore's: how many permits it has.
-	//
-	// Example: 3
-	Limit    int               `json:"limit"`
-	Metadata map[string]string `json:"metadata"`
-
-	// Name Example: heavy-jobs
-	Name string `json:"name"`
-
-	// Owner Example: w1
-	Owner string `json:"owner"`
-
-	// Session Example: 694d2279b4919071
-	Session *string `json:"session,omitempty"`
-
-	// Token Token is the permit's own fencing token, from the same sequence as
-	// lock tokens.
-	//
-	// Example: 4711
-	Token int64 `json:"token"`
-
-	// Ttl Example: 30s
-	Ttl string `json:"ttl"`
-}
-
 // PermitRequest defines model for PermitRequest.
 type PermitRequest struct {
 	// Limit Limit is how many permits the semaphore has, 1-10000: it must be
@@ -540,15 +665,6 @@ type PermitRequest struct {
 
 	// Wait Example: 10s
 	Wait *string `json:"wait,omitempty"`
-}
-
-// PermitRevokeRequest defines model for PermitRevokeRequest.
-type PermitRevokeRequest struct {
-	// Reason Example: holder wedged
-	Reason *string `json:"reason,omitempty"`
-
-	// Token Example: 4711
-	Token int64 `json:"token"`
 }
 
 // Problem defines model for Problem.
@@ -574,8 +690,9 @@ type Problem struct {
 	// Holder Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
 
-	// Holders Holders are the permits held (semaphore_full).
-	Holders *[]Permit `json:"holders,omitempty"`
+	// Holders Holders are the permits held (semaphore_full), or the holds of a
+	// read/write lock in the way (lock_held of a read/write lock).
+	Holders *[]Hold `json:"holders,omitempty"`
 
 	// Leader Leader is the current leader (election_held).
 	Leader *Leader `json:"leader,omitempty"`
@@ -624,6 +741,63 @@ type ProclaimRequest struct {
 	Value interface{} `json:"value"`
 }
 
+// RWLock defines model for RWLock.
+type RWLock struct {
+	// Holders Holders are the holds, oldest first.
+	Holders []Hold `json:"holders"`
+
+	// Mode Mode is the holds': write (one hold) or read (any number).
+	//
+	// Example: read
+	Mode RWLockMode `json:"mode"`
+
+	// Name Example: catalog
+	Name string `json:"name"`
+
+	// Waiters Waiters are the acquires waiting, first to be served first, each
+	// with its mode; only GET /v1/rwlocks/{name} fills it in (the first
+	// 1,000).
+	Waiters *[]Waiter `json:"waiters,omitempty"`
+}
+
+// RWLockMode Mode is the holds': write (one hold) or read (any number).
+//
+// Example: read
+type RWLockMode string
+
+// RWLockList defines model for RWLockList.
+type RWLockList struct {
+	NextCursor *string  `json:"next_cursor,omitempty"`
+	Rwlocks    []RWLock `json:"rwlocks"`
+}
+
+// RWRequest defines model for RWRequest.
+type RWRequest struct {
+	Metadata *map[string]string `json:"metadata,omitempty"`
+
+	// Mode Mode is read (shared) or write (exclusive).
+	//
+	// Example: read
+	Mode RWRequestMode `json:"mode"`
+
+	// Owner Example: w1
+	Owner *string `json:"owner,omitempty"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Ttl Example: 30s
+	Ttl *string `json:"ttl,omitempty"`
+
+	// Wait Example: 10s
+	Wait *string `json:"wait,omitempty"`
+}
+
+// RWRequestMode Mode is read (shared) or write (exclusive).
+//
+// Example: read
+type RWRequestMode string
+
 // RecoverResult defines model for RecoverResult.
 type RecoverResult struct {
 	// Alarms Alarms are the alarms still raised afterwards: empty on success.
@@ -667,7 +841,7 @@ type RevokeRequest struct {
 // Semaphore defines model for Semaphore.
 type Semaphore struct {
 	// Holders Holders are the permits held, oldest first.
-	Holders []Permit `json:"holders"`
+	Holders []Hold `json:"holders"`
 
 	// Limit Example: 3
 	Limit int `json:"limit"`
@@ -702,9 +876,11 @@ type Session struct {
 	Locks []string `json:"locks"`
 
 	// Owner Example: worker-1
-	Owner string `json:"owner"`
+	Owner   string    `json:"owner"`
+	Rwlocks *[]string `json:"rwlocks,omitempty"`
 
-	// Semaphores Semaphores are those the session holds permits of.
+	// Semaphores Semaphores are those the session holds permits of, RWLocks the
+	// read/write locks it holds.
 	Semaphores *[]string `json:"semaphores,omitempty"`
 
 	// Ttl Example: 30s
@@ -734,6 +910,11 @@ type Status struct {
 
 // Waiter defines model for Waiter.
 type Waiter struct {
+	// Mode Mode is a read/write lock's waiter's.
+	//
+	// Example: write
+	Mode *WaiterMode `json:"mode,omitempty"`
+
 	// Owner Example: w2
 	Owner string `json:"owner"`
 
@@ -746,6 +927,11 @@ type Waiter struct {
 	// Since Example: 2026-11-29T14:25:13.886Z
 	Since time.Time `json:"since"`
 }
+
+// WaiterMode Mode is a read/write lock's waiter's.
+//
+// Example: write
+type WaiterMode string
 
 // ListElectionsParams defines parameters for ListElections.
 type ListElectionsParams struct {
@@ -855,6 +1041,24 @@ type ClearLockDelayParams struct {
 	Reason *string `form:"reason,omitempty" json:"reason,omitempty"`
 }
 
+// ListRWLocksParams defines parameters for ListRWLocks.
+type ListRWLocksParams struct {
+	// Prefix Only read/write locks whose name starts with this
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit Page size, 1-1000
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ReleaseRWParams defines parameters for ReleaseRW.
+type ReleaseRWParams struct {
+	// Token The hold's token
+	Token int64 `form:"token" json:"token"`
+}
+
 // ListSemaphoresParams defines parameters for ListSemaphores.
 type ListSemaphoresParams struct {
 	// Prefix Only semaphores whose name starts with this
@@ -909,6 +1113,15 @@ type RenewLockJSONRequestBody = RenewRequest
 // RevokeLockJSONRequestBody defines body for RevokeLock for application/json ContentType.
 type RevokeLockJSONRequestBody = RevokeRequest
 
+// AcquireRWJSONRequestBody defines body for AcquireRW for application/json ContentType.
+type AcquireRWJSONRequestBody = RWRequest
+
+// RenewRWJSONRequestBody defines body for RenewRW for application/json ContentType.
+type RenewRWJSONRequestBody = RenewRequest
+
+// RevokeRWJSONRequestBody defines body for RevokeRW for application/json ContentType.
+type RevokeRWJSONRequestBody = HoldRevokeRequest
+
 // AcquirePermitJSONRequestBody defines body for AcquirePermit for application/json ContentType.
 type AcquirePermitJSONRequestBody = PermitRequest
 
@@ -916,7 +1129,7 @@ type AcquirePermitJSONRequestBody = PermitRequest
 type RenewPermitJSONRequestBody = RenewRequest
 
 // RevokePermitJSONRequestBody defines body for RevokePermit for application/json ContentType.
-type RevokePermitJSONRequestBody = PermitRevokeRequest
+type RevokePermitJSONRequestBody = HoldRevokeRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionRequest
@@ -1151,7 +1364,7 @@ type ClientInterface interface {
 
 	// PutFencedWithBody Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1160,7 +1373,7 @@ type ClientInterface interface {
 
 	// PutFenced Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1269,6 +1482,83 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 	RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRWLocks List held read/write locks
+	//
+	// Read/write locks that are held, sorted by name, with their holds (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 holds beyond its last lock's, so it may hold fewer locks than `limit`.
+	//
+	// Corresponds with GET /v1/rwlocks (the `ListRWLocks` operationId).
+	ListRWLocks(ctx context.Context, params *ListRWLocksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseRW Release a read or write hold
+	//
+	// Ends the hold that `token` holds, audited as `released`. The oldest waiter is granted from the same etcd transaction when the lock is free for it: a writer when the last hold ends, a reader when the writer's does.
+	//
+	// Corresponds with DELETE /v1/rwlocks/{name} (the `ReleaseRW` operationId).
+	ReleaseRW(ctx context.Context, name string, params *ReleaseRWParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRWLock Get a read/write lock
+	//
+	// Returns the mode, the holds (oldest first; the first 1,000) and the waiters, each with its mode, in the order they will be served (the first 1,000).
+	//
+	// Corresponds with GET /v1/rwlocks/{name} (the `GetRWLock` operationId).
+	GetRWLock(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcquireRWWithBody Take a read or write hold of a read/write lock
+	//
+	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+	AcquireRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcquireRW Take a read or write hold of a read/write lock
+	//
+	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+	AcquireRW(ctx context.Context, name string, body AcquireRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewRWWithBody Renew a read or write hold
+	//
+	// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+	RenewRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewRW Renew a read or write hold
+	//
+	// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+	RenewRW(ctx context.Context, name string, body RenewRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeRWWithBody Revoke a read or write hold (operator)
+	//
+	// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+	RevokeRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeRW Revoke a read or write hold (operator)
+	//
+	// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+	RevokeRW(ctx context.Context, name string, body RevokeRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSemaphores List semaphores with permits held
 	//
@@ -1742,7 +2032,7 @@ func (c *Client) GetFenced(ctx context.Context, resource string, reqEditors ...R
 
 // PutFencedWithBody Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1761,7 +2051,7 @@ func (c *Client) PutFencedWithBody(ctx context.Context, resource string, content
 
 // PutFenced Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1991,6 +2281,173 @@ func (c *Client) RevokeLock(ctx context.Context, name string, body RevokeLockJSO
 // Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 func (c *Client) RecoverSpace(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRecoverSpaceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRWLocks List held read/write locks
+//
+// Read/write locks that are held, sorted by name, with their holds (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 holds beyond its last lock's, so it may hold fewer locks than `limit`.
+//
+// Corresponds with GET /v1/rwlocks (the `ListRWLocks` operationId).
+func (c *Client) ListRWLocks(ctx context.Context, params *ListRWLocksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRWLocksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseRW Release a read or write hold
+//
+// Ends the hold that `token` holds, audited as `released`. The oldest waiter is granted from the same etcd transaction when the lock is free for it: a writer when the last hold ends, a reader when the writer's does.
+//
+// Corresponds with DELETE /v1/rwlocks/{name} (the `ReleaseRW` operationId).
+func (c *Client) ReleaseRW(ctx context.Context, name string, params *ReleaseRWParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseRWRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRWLock Get a read/write lock
+//
+// Returns the mode, the holds (oldest first; the first 1,000) and the waiters, each with its mode, in the order they will be served (the first 1,000).
+//
+// Corresponds with GET /v1/rwlocks/{name} (the `GetRWLock` operationId).
+func (c *Client) GetRWLock(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRWLockRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcquireRWWithBody Take a read or write hold of a read/write lock
+//
+// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+func (c *Client) AcquireRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcquireRWRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcquireRW Take a read or write hold of a read/write lock
+//
+// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+func (c *Client) AcquireRW(ctx context.Context, name string, body AcquireRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcquireRWRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewRWWithBody Renew a read or write hold
+//
+// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+func (c *Client) RenewRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewRWRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewRW Renew a read or write hold
+//
+// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+func (c *Client) RenewRW(ctx context.Context, name string, body RenewRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewRWRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeRWWithBody Revoke a read or write hold (operator)
+//
+// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+func (c *Client) RevokeRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeRWRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeRW Revoke a read or write hold (operator)
+//
+// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+func (c *Client) RevokeRW(ctx context.Context, name string, body RevokeRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeRWRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3585,6 +4042,316 @@ func NewRecoverSpaceRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListRWLocksRequest constructs an http.Request for the ListRWLocks method
+func NewListRWLocksRequest(server string, params *ListRWLocksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rwlocks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReleaseRWRequest constructs an http.Request for the ReleaseRW method
+func NewReleaseRWRequest(server string, name string, params *ReleaseRWParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rwlocks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "token", params.Token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRWLockRequest constructs an http.Request for the GetRWLock method
+func NewGetRWLockRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rwlocks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAcquireRWRequest calls the generic AcquireRW builder with application/json body
+func NewAcquireRWRequest(server string, name string, body AcquireRWJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcquireRWRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewAcquireRWRequestWithBody constructs an http.Request for the AcquireRW method, with any body, and a specified content type
+func NewAcquireRWRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rwlocks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRenewRWRequest calls the generic RenewRW builder with application/json body
+func NewRenewRWRequest(server string, name string, body RenewRWJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRenewRWRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewRenewRWRequestWithBody constructs an http.Request for the RenewRW method, with any body, and a specified content type
+func NewRenewRWRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rwlocks/%s/renew", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeRWRequest calls the generic RevokeRW builder with application/json body
+func NewRevokeRWRequest(server string, name string, body RevokeRWJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevokeRWRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewRevokeRWRequestWithBody constructs an http.Request for the RevokeRW method, with any body, and a specified content type
+func NewRevokeRWRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rwlocks/%s/revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListSemaphoresRequest constructs an http.Request for the ListSemaphores method
 func NewListSemaphoresRequest(server string, params *ListSemaphoresParams) (*http.Request, error) {
 	var err error
@@ -4337,7 +5104,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutFencedWithBodyWithResponse Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4346,7 +5113,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutFencedWithResponse Write a fenced value
 	//
-	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+	// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4467,6 +5234,89 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/maintenance/recover (the `RecoverSpace` operationId).
 	RecoverSpaceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RecoverSpaceResponse, error)
+
+	// ListRWLocksWithResponse List held read/write locks
+	//
+	// Read/write locks that are held, sorted by name, with their holds (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 holds beyond its last lock's, so it may hold fewer locks than `limit`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/rwlocks (the `ListRWLocks` operationId).
+	ListRWLocksWithResponse(ctx context.Context, params *ListRWLocksParams, reqEditors ...RequestEditorFn) (*ListRWLocksResponse, error)
+
+	// ReleaseRWWithResponse Release a read or write hold
+	//
+	// Ends the hold that `token` holds, audited as `released`. The oldest waiter is granted from the same etcd transaction when the lock is free for it: a writer when the last hold ends, a reader when the writer's does.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/rwlocks/{name} (the `ReleaseRW` operationId).
+	ReleaseRWWithResponse(ctx context.Context, name string, params *ReleaseRWParams, reqEditors ...RequestEditorFn) (*ReleaseRWResponse, error)
+
+	// GetRWLockWithResponse Get a read/write lock
+	//
+	// Returns the mode, the holds (oldest first; the first 1,000) and the waiters, each with its mode, in the order they will be served (the first 1,000).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/rwlocks/{name} (the `GetRWLock` operationId).
+	GetRWLockWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRWLockResponse, error)
+
+	// AcquireRWWithBodyWithResponse Take a read or write hold of a read/write lock
+	//
+	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+	AcquireRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcquireRWResponse, error)
+
+	// AcquireRWWithResponse Take a read or write hold of a read/write lock
+	//
+	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+	AcquireRWWithResponse(ctx context.Context, name string, body AcquireRWJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireRWResponse, error)
+
+	// RenewRWWithBodyWithResponse Renew a read or write hold
+	//
+	// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+	RenewRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewRWResponse, error)
+
+	// RenewRWWithResponse Renew a read or write hold
+	//
+	// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+	RenewRWWithResponse(ctx context.Context, name string, body RenewRWJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewRWResponse, error)
+
+	// RevokeRWWithBodyWithResponse Revoke a read or write hold (operator)
+	//
+	// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+	RevokeRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeRWResponse, error)
+
+	// RevokeRWWithResponse Revoke a read or write hold (operator)
+	//
+	// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+	RevokeRWWithResponse(ctx context.Context, name string, body RevokeRWJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeRWResponse, error)
 
 	// ListSemaphoresWithResponse List semaphores with permits held
 	//
@@ -7173,6 +8023,658 @@ func (r RecoverSpaceResponse) ContentType() string {
 	return ""
 }
 
+// ListRWLocksResponse429Headers the declared response headers of an HTTP 429 response for ListRWLocks
+type ListRWLocksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListRWLocksResponse503Headers the declared response headers of an HTTP 503 response for ListRWLocks
+type ListRWLocksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListRWLocksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RWLockList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRWLocksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRWLocksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRWLocksResponse) GetJSON200() *RWLockList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRWLocksResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRWLocksResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListRWLocksResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRWLocksResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRWLocksResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRWLocksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRWLocksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRWLocksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRWLocksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleaseRWResponse429Headers the declared response headers of an HTTP 429 response for ReleaseRW
+type ReleaseRWResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ReleaseRWResponse503Headers the declared response headers of an HTTP 503 response for ReleaseRW
+type ReleaseRWResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReleaseRWResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReleaseRWResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReleaseRWResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReleaseRWResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReleaseRWResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReleaseRWResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReleaseRWResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ReleaseRWResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReleaseRWResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReleaseRWResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleaseRWResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleaseRWResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleaseRWResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleaseRWResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRWLockResponse429Headers the declared response headers of an HTTP 429 response for GetRWLock
+type GetRWLockResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetRWLockResponse503Headers the declared response headers of an HTTP 503 response for GetRWLock
+type GetRWLockResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRWLockResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RWLock
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRWLockResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRWLockResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRWLockResponse) GetJSON200() *RWLock {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRWLockResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRWLockResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRWLockResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetRWLockResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRWLockResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRWLockResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRWLockResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRWLockResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRWLockResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRWLockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AcquireRWResponse429Headers the declared response headers of an HTTP 429 response for AcquireRW
+type AcquireRWResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AcquireRWResponse503Headers the declared response headers of an HTTP 503 response for AcquireRW
+type AcquireRWResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcquireRWResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Hold
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Hold
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcquireRWResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcquireRWResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcquireRWResponse) GetJSON200() *Hold {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AcquireRWResponse) GetJSON201() *Hold {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r AcquireRWResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r AcquireRWResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcquireRWResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcquireRWResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcquireRWResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RenewRWResponse429Headers the declared response headers of an HTTP 429 response for RenewRW
+type RenewRWResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RenewRWResponse503Headers the declared response headers of an HTTP 503 response for RenewRW
+type RenewRWResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RenewRWResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Hold
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RenewRWResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RenewRWResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RenewRWResponse) GetJSON200() *Hold {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RenewRWResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RenewRWResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RenewRWResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RenewRWResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RenewRWResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeRWResponse429Headers the declared response headers of an HTTP 429 response for RevokeRW
+type RevokeRWResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokeRWResponse503Headers the declared response headers of an HTTP 503 response for RevokeRW
+type RevokeRWResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokeRWResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeRWResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeRWResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RevokeRWResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeRWResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeRWResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeRWResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeRWResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSemaphoresResponse429Headers the declared response headers of an HTTP 429 response for ListSemaphores
 type ListSemaphoresResponse429Headers struct {
 	RetryAfter *int
@@ -7471,7 +8973,7 @@ type AcquirePermitResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *Permit
+	JSON201 *Hold
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -7501,7 +9003,7 @@ type AcquirePermitResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r AcquirePermitResponse) GetJSON201() *Permit {
+func (r AcquirePermitResponse) GetJSON201() *Hold {
 	return r.JSON201
 }
 
@@ -7603,7 +9105,7 @@ type RenewPermitResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Permit
+	JSON200 *Hold
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -7629,7 +9131,7 @@ type RenewPermitResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r RenewPermitResponse) GetJSON200() *Permit {
+func (r RenewPermitResponse) GetJSON200() *Hold {
 	return r.JSON200
 }
 
@@ -8644,7 +10146,7 @@ func (c *ClientWithResponses) GetFencedWithResponse(ctx context.Context, resourc
 
 // PutFencedWithBodyWithResponse Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8659,7 +10161,7 @@ func (c *ClientWithResponses) PutFencedWithBodyWithResponse(ctx context.Context,
 
 // PutFencedWithResponse Write a fenced value
 //
-// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election. Check and write are one etcd transaction.
+// Stores `value` unless `token` is below the largest token any earlier write to this resource carried; equal tokens are accepted, so a holder may write many times. With `lock`, the write also requires that `token` holds that lock at that moment; with `election`, that `token` leads that election; with `rwlock`, that `token` is that read/write lock's write hold. Check and write are one etcd transaction.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8857,6 +10359,143 @@ func (c *ClientWithResponses) RecoverSpaceWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseRecoverSpaceResponse(rsp)
+}
+
+// ListRWLocksWithResponse List held read/write locks
+//
+// Read/write locks that are held, sorted by name, with their holds (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 holds beyond its last lock's, so it may hold fewer locks than `limit`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/rwlocks (the `ListRWLocks` operationId).
+func (c *ClientWithResponses) ListRWLocksWithResponse(ctx context.Context, params *ListRWLocksParams, reqEditors ...RequestEditorFn) (*ListRWLocksResponse, error) {
+	rsp, err := c.ListRWLocks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRWLocksResponse(rsp)
+}
+
+// ReleaseRWWithResponse Release a read or write hold
+//
+// Ends the hold that `token` holds, audited as `released`. The oldest waiter is granted from the same etcd transaction when the lock is free for it: a writer when the last hold ends, a reader when the writer's does.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/rwlocks/{name} (the `ReleaseRW` operationId).
+func (c *ClientWithResponses) ReleaseRWWithResponse(ctx context.Context, name string, params *ReleaseRWParams, reqEditors ...RequestEditorFn) (*ReleaseRWResponse, error) {
+	rsp, err := c.ReleaseRW(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseRWResponse(rsp)
+}
+
+// GetRWLockWithResponse Get a read/write lock
+//
+// Returns the mode, the holds (oldest first; the first 1,000) and the waiters, each with its mode, in the order they will be served (the first 1,000).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/rwlocks/{name} (the `GetRWLock` operationId).
+func (c *ClientWithResponses) GetRWLockWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetRWLockResponse, error) {
+	rsp, err := c.GetRWLock(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRWLockResponse(rsp)
+}
+
+// AcquireRWWithBodyWithResponse Take a read or write hold of a read/write lock
+//
+// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+func (c *ClientWithResponses) AcquireRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcquireRWResponse, error) {
+	rsp, err := c.AcquireRWWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcquireRWResponse(rsp)
+}
+
+// AcquireRWWithResponse Take a read or write hold of a read/write lock
+//
+// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name} (the `AcquireRW` operationId).
+func (c *ClientWithResponses) AcquireRWWithResponse(ctx context.Context, name string, body AcquireRWJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireRWResponse, error) {
+	rsp, err := c.AcquireRW(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcquireRWResponse(rsp)
+}
+
+// RenewRWWithBodyWithResponse Renew a read or write hold
+//
+// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+func (c *ClientWithResponses) RenewRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewRWResponse, error) {
+	rsp, err := c.RenewRWWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewRWResponse(rsp)
+}
+
+// RenewRWWithResponse Renew a read or write hold
+//
+// Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name}/renew (the `RenewRW` operationId).
+func (c *ClientWithResponses) RenewRWWithResponse(ctx context.Context, name string, body RenewRWJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewRWResponse, error) {
+	rsp, err := c.RenewRW(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewRWResponse(rsp)
+}
+
+// RevokeRWWithBodyWithResponse Revoke a read or write hold (operator)
+//
+// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+func (c *ClientWithResponses) RevokeRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeRWResponse, error) {
+	rsp, err := c.RevokeRWWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeRWResponse(rsp)
+}
+
+// RevokeRWWithResponse Revoke a read or write hold (operator)
+//
+// Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
+func (c *ClientWithResponses) RevokeRWWithResponse(ctx context.Context, name string, body RevokeRWJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeRWResponse, error) {
+	rsp, err := c.RevokeRW(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeRWResponse(rsp)
 }
 
 // ListSemaphoresWithResponse List semaphores with permits held
@@ -11512,6 +13151,628 @@ func ParseRecoverSpaceResponse(rsp *http.Response) (*RecoverSpaceResponse, error
 	return response, nil
 }
 
+// ParseListRWLocksResponse parses an HTTP response from a ListRWLocksWithResponse call
+func ParseListRWLocksResponse(rsp *http.Response) (*ListRWLocksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRWLocksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RWLockList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRWLocksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRWLocksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleaseRWResponse parses an HTTP response from a ReleaseRWWithResponse call
+func ParseReleaseRWResponse(rsp *http.Response) (*ReleaseRWResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleaseRWResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ReleaseRWResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReleaseRWResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRWLockResponse parses an HTTP response from a GetRWLockWithResponse call
+func ParseGetRWLockResponse(rsp *http.Response) (*GetRWLockResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRWLockResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RWLock
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRWLockResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRWLockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAcquireRWResponse parses an HTTP response from a AcquireRWWithResponse call
+func ParseAcquireRWResponse(rsp *http.Response) (*AcquireRWResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcquireRWResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Hold
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Hold
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers AcquireRWResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcquireRWResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRenewRWResponse parses an HTTP response from a RenewRWWithResponse call
+func ParseRenewRWResponse(rsp *http.Response) (*RenewRWResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RenewRWResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Hold
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RenewRWResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RenewRWResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeRWResponse parses an HTTP response from a RevokeRWWithResponse call
+func ParseRevokeRWResponse(rsp *http.Response) (*RevokeRWResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeRWResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokeRWResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeRWResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListSemaphoresResponse parses an HTTP response from a ListSemaphoresWithResponse call
 func ParseListSemaphoresResponse(rsp *http.Response) (*ListSemaphoresResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11796,7 +14057,7 @@ func ParseAcquirePermitResponse(rsp *http.Response) (*AcquirePermitResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest Permit
+		var dest Hold
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -11922,7 +14183,7 @@ func ParseRenewPermitResponse(rsp *http.Response) (*RenewPermitResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Permit
+		var dest Hold
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,279 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/lock"
+)
+
+// RWLock is a read/write lock's state.
+type RWLock struct {
+	Name string `json:"name" example:"catalog"`
+	// Mode is the holds': write (one hold) or read (any number).
+	Mode string `json:"mode" example:"read" enums:"read,write"`
+	// Holders are the holds, oldest first.
+	Holders []*Hold `json:"holders"`
+	// Waiters are the acquires waiting, first to be served first, each
+	// with its mode; only GET /v1/rwlocks/{name} fills it in (the first
+	// 1,000).
+	Waiters []Waiter `json:"waiters,omitempty"`
+}
+
+// RWLockList is a page of read/write locks that are held.
+type RWLockList struct {
+	RWLocks    []*RWLock `json:"rwlocks"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// RWRequest is the body of POST /v1/rwlocks/{name}.
+type RWRequest struct {
+	// Mode is read (shared) or write (exclusive).
+	Mode     *string           `json:"mode" example:"read" enums:"read,write"`
+	Owner    *string           `json:"owner,omitempty" example:"w1"`
+	TTL      *string           `json:"ttl,omitempty" example:"30s"`
+	Session  *string           `json:"session,omitempty" example:"694d2279b4919071"`
+	Wait     *string           `json:"wait,omitempty" example:"10s"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+func toRWLock(rw *lock.RWLock) *RWLock {
+	return &RWLock{Name: rw.Name, Mode: string(rw.Mode), Holders: toHolds(rw.Holders)}
+}
+
+// acquireRW godoc
+//
+//	@Summary		Take a read or write hold of a read/write lock
+//	@ID				acquireRW
+//	@Description	Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
+//	@Description	Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+//	@Tags			rwlocks
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string			true	"Read/write lock name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			request	body		api.RWRequest	true	"The mode, and how to hold the lock"
+//	@Success		201		{object}	api.Hold
+//	@Success		200		{object}	api.Hold	"The same session already holds the write hold (idempotent)"
+//	@Failure		400		{object}	api.Problem	"invalid_request: the field named in `field` is wrong"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem	"session_not_found"
+//	@Failure		409		{object}	api.Problem	"lock_held, with `holders` (the holds in the way)"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
+//	@Failure		503		{object}	api.Problem	"unavailable or shutting_down; the request may or may not have taken effect"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/rwlocks/{name} [post]
+func (a *API) acquireRW(c echo.Context) error {
+	var req RWRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Mode == nil {
+		return badRequest("mode", "mode is required: read or write")
+	}
+	rr := lock.RWRequest{Name: pathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata}
+	var err error
+	if rr.TTL, err = a.ttl(req.TTL); err != nil {
+		return err
+	}
+	if rr.Wait, err = parseDuration("wait", req.Wait); err != nil {
+		return err
+	}
+	if req.Session != nil {
+		if *req.Session == "" {
+			return badRequest("session", "session must not be empty when given")
+		}
+		rr.Session = *req.Session
+	}
+	l, fresh, err := a.eng.AcquireRW(c.Request().Context(), rr)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !fresh {
+		status = http.StatusOK
+	}
+	return c.JSON(status, toHold(l))
+}
+
+// getRWLock godoc
+//
+//	@Summary		Get a read/write lock
+//	@ID				getRWLock
+//	@Description	Returns the mode, the holds (oldest first; the first 1,000) and the waiters, each with its mode, in the order they will be served (the first 1,000).
+//	@Tags			rwlocks
+//	@Produce		json
+//	@Param			name	path		string	true	"Read/write lock name"
+//	@Success		200		{object}	api.RWLock
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		404		{object}	api.Problem	"not_held: nothing holds it"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/rwlocks/{name} [get]
+func (a *API) getRWLock(c echo.Context) error {
+	rw, err := a.eng.RWLock(c.Request().Context(), pathParam(c, "name"))
+	if err != nil {
+		return err
+	}
+	out := toRWLock(rw)
+	out.Waiters = toWaiters(rw.Waiters)
+	return c.JSON(http.StatusOK, out)
+}
+
+// listRWLocks godoc
+//
+//	@Summary		List held read/write locks
+//	@ID				listRWLocks
+//	@Description	Read/write locks that are held, sorted by name, with their holds (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 holds beyond its last lock's, so it may hold fewer locks than `limit`.
+//	@Tags			rwlocks
+//	@Produce		json
+//	@Param			prefix	query		string	false	"Only read/write locks whose name starts with this"
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			cursor	query		string	false	"next_cursor of the previous page"
+//	@Success		200		{object}	api.RWLockList
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/rwlocks [get]
+func (a *API) listRWLocks(c echo.Context) error {
+	o, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	rws, next, err := a.eng.RWLocks(c.Request().Context(), o)
+	if err != nil {
+		return err
+	}
+	out := RWLockList{RWLocks: make([]*RWLock, len(rws))}
+	for i, rw := range rws {
+		out.RWLocks[i] = toRWLock(rw)
+	}
+	if next != "" {
+		out.NextCursor = encodeCursor(next)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// renewRW godoc
+//
+//	@Summary		Renew a read or write hold
+//	@ID				renewRW
+//	@Description	Extends the lease of the hold that `token` holds, and returns the new `expires_at`. A hold in a session renews the whole session. The token never changes.
+//	@Tags			rwlocks
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string				true	"Read/write lock name"
+//	@Param			request	body		api.RenewRequest	true	"The hold's token"
+//	@Success		200		{object}	api.Hold
+//	@Failure		400		{object}	api.Problem	"invalid_request"
+//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the hold was taken by another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem	"not_held: no hold of the lock has this token"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429		{object}	api.Problem	"rate_limited"
+//	@Failure		503		{object}	api.Problem	"unavailable"
+//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/rwlocks/{name}/renew [post]
+func (a *API) renewRW(c echo.Context) error {
+	var req RenewRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required")
+	}
+	l, err := a.eng.RenewRW(c.Request().Context(), pathParam(c, "name"), *req.Token)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toHold(l))
+}
+
+// releaseRW godoc
+//
+//	@Summary		Release a read or write hold
+//	@ID				releaseRW
+//	@Description	Ends the hold that `token` holds, audited as `released`. The oldest waiter is granted from the same etcd transaction when the lock is free for it: a writer when the last hold ends, a reader when the writer's does.
+//	@Tags			rwlocks
+//	@Param			name	path	string	true	"Read/write lock name"
+//	@Param			token	query	int		true	"The hold's token"	format(int64)
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the hold was taken by another credential; or cross_origin"
+//	@Failure		404	{object}	api.Problem	"not_held: no hold of the lock has this token"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/rwlocks/{name} [delete]
+func (a *API) releaseRW(c echo.Context) error {
+	tok, err := tokenQuery(c, "/v1/rwlocks/{name}")
+	if err != nil {
+		return err
+	}
+	if err := a.eng.ReleaseRW(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// revokeRW godoc
+//
+//	@Summary		Revoke a read or write hold (operator)
+//	@ID				revokeRW
+//	@Description	Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
+//	@Tags			rwlocks
+//	@Accept			json
+//	@Param			name	path	string					true	"Read/write lock name"
+//	@Param			request	body	api.HoldRevokeRequest	true	"The hold's token, and why"
+//	@Success		204
+//	@Failure		400	{object}	api.Problem	"invalid_request"
+//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
+//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin"
+//	@Failure		404	{object}	api.Problem	"not_held: no hold of the lock has this token"
+//	@Failure		413	{object}	api.Problem	"body_too_large"
+//	@Failure		415	{object}	api.Problem	"unsupported_media_type"
+//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
+//	@Failure		429	{object}	api.Problem	"rate_limited"
+//	@Failure		503	{object}	api.Problem	"unavailable"
+//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
+//	@Security		BearerAuth
+//	@Router			/v1/rwlocks/{name}/revoke [post]
+func (a *API) revokeRW(c echo.Context) error {
+	var req HoldRevokeRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required: the hold to revoke")
+	}
+	if err := a.eng.RevokeRW(c.Request().Context(), pathParam(c, "name"), *req.Token, req.Reason); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
