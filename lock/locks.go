@@ -265,8 +265,10 @@ type Stats struct {
 	LocksHeld int64
 	// ElectionsLed counts the elections that have a leader.
 	ElectionsLed int64
-	// PermitsHeld counts the semaphores' permits held.
+	// PermitsHeld counts the semaphores' permits held, RWHolds the read
+	// and write holds of read/write locks.
 	PermitsHeld int64
+	RWHolds     int64
 	// Waiters counts queued acquires and campaigns.
 	Waiters  int64
 	Sessions int64
@@ -277,6 +279,7 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	locksFrom, locksTo := kindRange(e.locksPrefix(), KindLock, "")
 	electionsFrom, electionsTo := kindRange(e.locksPrefix(), KindElection, "")
 	permitsFrom, permitsTo := kindRange(e.locksPrefix(), KindSemaphore, "")
+	rwFrom, rwTo := kindRange(e.locksPrefix(), KindRWLock, "")
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).Then(
@@ -285,14 +288,15 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 		clientv3.OpGet(e.cfg.Prefix+"queue/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
 		clientv3.OpGet(e.cfg.Prefix+"sessions/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
 		clientv3.OpGet(permitsFrom, clientv3.WithRange(permitsTo), clientv3.WithCountOnly()),
+		clientv3.OpGet(rwFrom, clientv3.WithRange(rwTo), clientv3.WithCountOnly()),
 	).Commit()
 	if err != nil {
 		return Stats{}, e.etcdErr(ctx, "stats", err)
 	}
 	count := func(i int) int64 { return resp.Responses[i].GetResponseRange().Count }
-	const locksAt, electionsAt, waitersAt, sessionsAt, permitsAt = 0, 1, 2, 3, 4
+	const locksAt, electionsAt, waitersAt, sessionsAt, permitsAt, rwAt = 0, 1, 2, 3, 4, 5
 	return Stats{LocksHeld: count(locksAt), ElectionsLed: count(electionsAt), Waiters: count(waitersAt), Sessions: count(sessionsAt),
-		PermitsHeld: count(permitsAt)}, nil
+		PermitsHeld: count(permitsAt), RWHolds: count(rwAt)}, nil
 }
 
 // leaseTimes caches one lease's answer across a listing.

@@ -304,7 +304,8 @@ var (
 	locksHeldDesc = prometheus.NewDesc("baton_locks_held", "Locks held in the cluster.", nil, nil)
 	electionsDesc = prometheus.NewDesc("baton_elections_led", "Elections that have a leader in the cluster.", nil, nil)
 	permitsDesc   = prometheus.NewDesc("baton_permits_held", "Semaphore permits held in the cluster.", nil, nil)
-	waitersDesc   = prometheus.NewDesc("baton_waiters", "Acquires queued for a lock or a semaphore's permit, and candidates waiting to lead an election, in the cluster.", nil, nil)
+	rwHoldsDesc   = prometheus.NewDesc("baton_rwlock_holds", "Read and write holds of read/write locks in the cluster.", nil, nil)
+	waitersDesc   = prometheus.NewDesc("baton_waiters", "Acquires queued for a lock, a semaphore's permit or a read/write lock, and candidates waiting to lead an election, in the cluster.", nil, nil)
 	sessionsDesc  = prometheus.NewDesc("baton_sessions", "Live sessions in the cluster.", nil, nil)
 	statsUpDesc   = prometheus.NewDesc("baton_stats_up", "1 if the counts above could be read from etcd at this scrape.", nil, nil)
 	limitDesc     = prometheus.NewDesc("baton_limit", "The caps this node enforces, by name (max_sessions, max_waiters_per_lock, max_locks_per_session, max_event_streams, max_locks, max_fenced_values, max_fenced_value_bytes); 0 means no cap. Alerts compare the counts with them.", []string{"name"}, nil)
@@ -314,6 +315,7 @@ func (s *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- locksHeldDesc
 	ch <- electionsDesc
 	ch <- permitsDesc
+	ch <- rwHoldsDesc
 	ch <- waitersDesc
 	ch <- sessionsDesc
 	ch <- statsUpDesc
@@ -340,6 +342,7 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(locksHeldDesc, prometheus.GaugeValue, float64(st.LocksHeld))
 	ch <- prometheus.MustNewConstMetric(electionsDesc, prometheus.GaugeValue, float64(st.ElectionsLed))
 	ch <- prometheus.MustNewConstMetric(permitsDesc, prometheus.GaugeValue, float64(st.PermitsHeld))
+	ch <- prometheus.MustNewConstMetric(rwHoldsDesc, prometheus.GaugeValue, float64(st.RWHolds))
 	ch <- prometheus.MustNewConstMetric(waitersDesc, prometheus.GaugeValue, float64(st.Waiters))
 	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(st.Sessions))
 }
