@@ -116,9 +116,13 @@ func (e *Engine) endSeat(ctx context.Context, k EventKind, name string, token in
 	if len(detail) > MaxReasonLen {
 		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	what := "release a hold of"
+	hold := "a hold"
+	if k == KindSemaphore {
+		hold = "a permit"
+	}
+	what := "release " + hold + " of"
 	if typ == EventRevoked {
-		what = "revoke a hold of"
+		what = "revoke " + hold + " of"
 	}
 	if err := e.endHold(ctx, keyName(k, name), token, typ, detail); err != nil {
 		return seatsErr(what, name, err)
@@ -133,8 +137,8 @@ func seatsErr(what, name string, err error) error {
 	if errors.As(err, &ie) {
 		return err
 	}
-	if errors.Is(err, ErrTokenMismatch) {
-		return fmt.Errorf("%s %q: %w", what, name, ErrNotHeld)
+	if errors.Is(err, ErrTokenMismatch) || errors.Is(err, ErrNotHeld) {
+		return fmt.Errorf("%s %q: none is held with that token: %w", what, name, ErrNotHeld)
 	}
 	return fmt.Errorf("%s %q: %w", what, name, err)
 }
