@@ -214,17 +214,22 @@ type PutFencedOptions struct {
 	// Election requires that the token leads this election: exactly the
 	// leadership whose Token it is (ErrNotHolder otherwise).
 	Election string
+	// RWLock requires that the token is this read/write lock's current
+	// write hold (ErrNotHolder otherwise, a read hold's token included).
+	RWLock string
 }
 
 // PutFencedWith is PutFenced with what the write requires in o: a lock
-// held by the token, or the election it leads. Retried as PutFenced is.
+// held by the token, the election it leads, or the read/write lock whose
+// write hold it is. Retried as PutFenced is.
 func (c *Client) PutFencedWith(ctx context.Context, resource string, token int64, value any, o PutFencedOptions) (*FencedValue, error) {
 	body := struct {
 		Token    int64  `json:"token"`
 		Value    any    `json:"value"`
 		Lock     string `json:"lock,omitempty"`
 		Election string `json:"election,omitempty"`
-	}{token, value, o.Lock, o.Election}
+		RWLock   string `json:"rwlock,omitempty"`
+	}{token, value, o.Lock, o.Election, o.RWLock}
 	var w wireFenced
 	if _, err := c.do(ctx, request{
 		op: fmt.Sprintf("put fenced %q", resource), method: http.MethodPut, path: "/v1/fenced/" + pathEscape(resource), body: body, idempotent: true,

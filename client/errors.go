@@ -20,7 +20,8 @@ import (
 // common ones are named here.
 var (
 	// ErrHeld: someone else holds the lock, or lock-delay forbids taking
-	// it (then RetryAfter says for how long). Error.Holder is the holder.
+	// it (then RetryAfter says for how long). Error.Holder is the holder;
+	// for a read/write lock, Error.RWHolders are the holds in the way.
 	ErrHeld = Sentinel(problem.LockHeld)
 	// ErrNotHeld: nobody holds the lock (with this token).
 	ErrNotHeld = Sentinel(problem.NotHeld)
@@ -149,6 +150,8 @@ type Error struct {
 	Leader *LeaderInfo
 	// Holders are the semaphore's permits held (semaphore_full).
 	Holders []PermitInfo
+	// RWHolders are a read/write lock's holds in the way (lock_held).
+	RWHolders []RWHoldInfo
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64
 	// Limit is the cap that was reached (too_many_waiters and the other
@@ -253,7 +256,13 @@ func decodeError(resp *http.Response) *Error {
 		if p.Leader != nil {
 			e.Leader = p.Leader.info()
 		}
-		e.Holders = permitInfos(p.Holders)
+		if p.Code == string(problem.LockHeld) {
+			// A lock's lock_held names its holder; a read/write lock's,
+			// the holds in the way.
+			e.RWHolders = rwHoldInfos(p.Holders)
+		} else {
+			e.Holders = permitInfos(p.Holders)
+		}
 		if e.RetryAfter == 0 && p.RetryAfter > 0 {
 			e.RetryAfter = seconds(p.RetryAfter)
 		}

@@ -266,3 +266,54 @@ func ExampleClient_AcquirePermit() {
 	// holder: job-2
 	// holder: job-3
 }
+
+// A read/write lock lets many readers in at once and a writer alone. A
+// writer that comes while readers hold waits for them, and the fenced
+// register takes its writes only while it is the write hold.
+func ExampleClient_AcquireRW() {
+	c, err := client.New(exampleServer())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	const catalog = "example-catalog"
+
+	r1, err := c.AcquireRW(ctx, catalog, client.Read, client.RWOptions{Owner: "reader-1", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r2, err := c.AcquireRW(ctx, catalog, client.Read, client.RWOptions{Owner: "reader-2", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("two readers at once, tokens of their own:", r1.Token() != r2.Token())
+
+	_, err = c.AcquireRW(ctx, catalog, client.Write, client.RWOptions{Owner: "rebuilder"})
+	var e *client.Error
+	if errors.Is(err, client.ErrHeld) && errors.As(err, &e) {
+		fmt.Println("the writer is held off by", len(e.RWHolders), "read holds")
+	}
+
+	// The readers finish; the writer, waiting this time, gets the lock.
+	for _, r := range []*client.RWHold{r1, r2} {
+		if err := r.Release(ctx); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	w, err := c.AcquireRW(ctx, catalog, client.Write, client.RWOptions{Owner: "rebuilder", TTL: 30 * time.Second, Wait: time.Minute})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Release(ctx)
+	_, err = c.PutFencedWith(ctx, "example-catalog-data", w.Token(), "rebuilt", client.PutFencedOptions{RWLock: catalog})
+	fmt.Println("mode", w.Mode(), "token above the readers':", w.Token() > r2.Token(), "write accepted:", err == nil)
+	// Output:
+	// two readers at once, tokens of their own: true
+	// the writer is held off by 2 read holds
+	// mode write token above the readers': true write accepted: true
+}

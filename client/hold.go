@@ -18,10 +18,11 @@ const (
 	kindLock      = "lock"
 	kindElection  = "election"
 	kindSemaphore = "semaphore"
+	kindRWLock    = "rwlock"
 )
 
 // hold is what every hold a Client keeps alive shares, whatever its kind
-// (a *Lock, a *Leadership, a *Permit): the background renewal, the deadline by the
+// (a *Lock, a *Leadership, a *Permit, an *RWHold): the background renewal, the deadline by the
 // client's own clock, registration with the Client's event stream, and
 // how the hold ends (lost or given back). What differs per kind is in
 // ops: how it is renewed and released, by its token.
@@ -276,13 +277,13 @@ func (h *hold) checkExpiry() {
 	h.loseLocked(cause)
 }
 
-// LostError is why a *Lock, a *Leadership or a *Permit was lost, as
-// their Err returns it. It matches ErrLockLost and whatever Cause matches
-// (ErrNotHeld for a lock's or a permit's revoke, expiry or release
+// LostError is why a *Lock, a *Leadership, a *Permit or an *RWHold was
+// lost, as their Err returns it. It matches ErrLockLost and whatever Cause
+// matches (ErrNotHeld for a lock's, a permit's or an rwlock hold's revoke, expiry or release
 // elsewhere, ErrNoLeader for a leadership's; ErrTokenMismatch;
 // ErrUnavailable…).
 type LostError struct {
-	// Kind is "lock", "election" or "semaphore".
+	// Kind is "lock", "election", "semaphore" or "rwlock".
 	Kind  string
 	Name  string
 	Token int64
@@ -297,6 +298,8 @@ func (e *LostError) Error() string {
 		return fmt.Sprintf("baton: leadership of %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 	case kindSemaphore:
 		return fmt.Sprintf("baton: permit of %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
+	case kindRWLock:
+		return fmt.Sprintf("baton: hold of rwlock %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 	}
 	return fmt.Sprintf("baton: lock %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 }

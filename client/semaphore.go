@@ -66,8 +66,11 @@ type SemaphoreInfo struct {
 	Waiters []Waiter
 }
 
+// wirePermit is a Hold as the API sends it, a permit (with limit) or a
+// read/write lock's hold (with mode).
 type wirePermit struct {
 	Name       string            `json:"name"`
+	Mode       string            `json:"mode"`
 	Owner      string            `json:"owner"`
 	Token      int64             `json:"token"`
 	Limit      int               `json:"limit"`

@@ -36,6 +36,8 @@ type Waiter struct {
 	Session  string
 	Position int
 	Since    time.Time
+	// Mode is a read/write lock's waiter's: Read or Write.
+	Mode string
 }
 
 // Session is a lease that many locks share.
@@ -46,11 +48,13 @@ type Session struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	// Locks are the names of the locks held in the session, Elections
-	// those of the elections it leads, and Semaphores those of the
-	// semaphores it holds permits of.
+	// those of the elections it leads, Semaphores those of the
+	// semaphores it holds permits of, and RWLocks those of the
+	// read/write locks it holds.
 	Locks      []string
 	Elections  []string
 	Semaphores []string
+	RWLocks    []string
 }
 
 // Event is an entry of the audit trail.
@@ -83,6 +87,8 @@ type Event struct {
 	// Limit, on a semaphore's acquired event, is the limit the permit was
 	// granted under.
 	Limit int
+	// Mode, on a read/write lock's event, is the hold's: Read or Write.
+	Mode string
 	// QueuedAt, on an acquired (or elected) event, is when the holder
 	// began waiting in line; zero when it was granted at once.
 	QueuedAt time.Time
@@ -198,13 +204,14 @@ type wireSession struct {
 	Locks      []string     `json:"locks"`
 	Elections  []string     `json:"elections"`
 	Semaphores []string     `json:"semaphores"`
+	RWLocks    []string     `json:"rwlocks"`
 }
 
 func (w *wireSession) session() *Session {
 	return &Session{
 		ID: w.ID, Owner: w.Owner, TTL: time.Duration(w.TTL),
 		CreatedAt: time.Time(w.CreatedAt), ExpiresAt: time.Time(w.ExpiresAt), Locks: w.Locks, Elections: w.Elections,
-		Semaphores: w.Semaphores,
+		Semaphores: w.Semaphores, RWLocks: w.RWLocks,
 	}
 }
 
@@ -223,6 +230,7 @@ type wireEvent struct {
 	Term       int64           `json:"term"`
 	Value      json.RawMessage `json:"value"`
 	Limit      int             `json:"limit"`
+	Mode       string          `json:"mode"`
 	QueuedAt   *wireTime       `json:"queued_at"`
 }
 
@@ -230,7 +238,7 @@ func (w *wireEvent) event() Event {
 	ev := Event{
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
-		Term: w.Term, Value: w.Value, Limit: w.Limit,
+		Term: w.Term, Value: w.Value, Limit: w.Limit, Mode: w.Mode,
 	}
 	if w.QueuedAt != nil {
 		ev.QueuedAt = time.Time(*w.QueuedAt)

@@ -12,7 +12,7 @@ import (
 const maxEndedMemory = 1024
 
 // holdWatcher is a Client's one event stream for all the holds it keeps
-// (locks, leaderships and permits), so that Lost fires as soon as the audit trail
+// (locks, leaderships, permits and rwlock holds), so that Lost fires as soon as the audit trail
 // records a hold's end (revoked, expired, session_expired, or released or
 // resigned by someone else), rather than at the next renew.
 //
@@ -20,10 +20,11 @@ const maxEndedMemory = 1024
 // client address (250) and per credential (500), and a process holding
 // hundreds of locks, or many processes behind one address, must not spend
 // those slots on watching. While every hold is of one thing (one lock or
-// one election or permits of one semaphore, the usual case, as in "baton
+// one election or permits of one semaphore or holds of one rwlock, the usual case, as in "baton
 // exec" or "baton elect") the stream asks for that thing's events only
 // (lock=NAME for a lock, kind=election&name=NAME for an election,
-// kind=semaphore&name=NAME for a semaphore); holds of several things widen
+// kind=semaphore&name=NAME for a semaphore, kind=rwlock&name=NAME for a
+// read/write lock); holds of several things widen
 // it to every event, and it narrows again when they end. A change of
 // filter reconnects from where the old stream was, so no event falls in
 // between.
@@ -57,8 +58,9 @@ type holdWatcher struct {
 }
 
 // thing is what events are about: a kind ("lock", "election",
-// "semaphore") and a name. A semaphore's permits are all one thing; each
-// is a hold of its own, told apart by its token.
+// "semaphore", "rwlock") and a name. A semaphore's permits are all one
+// thing, and so are a read/write lock's holds; each is a hold of its own,
+// told apart by its token.
 type thing struct{ kind, name string }
 
 // holdKey names a hold as its events do.
@@ -86,7 +88,7 @@ func endsHold(kind, typ string) bool {
 	case "revoked", "expired", "session_expired":
 		return true
 	case "released":
-		return kind == kindLock || kind == kindSemaphore
+		return kind == kindLock || kind == kindSemaphore || kind == kindRWLock
 	case "resigned":
 		return kind == kindElection
 	}
@@ -249,7 +251,7 @@ func (w *holdWatcher) handle(gen uint64, ev Event) {
 }
 
 // endedError is a hold's end as the audit trail recorded it. It matches
-// ErrNotHeld for a lock or a permit, ErrNoLeader for a leadership: the
+// ErrNotHeld for a lock, a permit or an rwlock hold, ErrNoLeader for a leadership: the
 // token no longer holds it.
 type endedError struct{ ev Event }
 
