@@ -79,11 +79,29 @@
 // Semaphore shows its permits and waiters, Semaphores lists those held,
 // and RevokePermit ends one permit by its token.
 //
+// # Read/write locks
+//
+// AcquireRW takes a Read hold (shared with other readers) or the Write
+// hold (alone) of a read/write lock, or waits in line for it, strictly
+// first come, first served: a reader behind a waiting writer waits too, so
+// writers never starve. An *RWHold is kept as a *Lock is, by the same
+// renewal, client clock and event stream, and has a fencing token of its
+// own; a write hold's token is above that of every hold that ended before
+// it, and a fenced write may require exactly the current write hold:
+//
+//	w, err := c.AcquireRW(ctx, "catalog", client.Write, client.RWOptions{Wait: time.Minute})
+//	if err != nil { … } // errors.Is(err, client.ErrHeld) when the wait ran out (Error.RWHolders)
+//	defer w.Release(context.Background())
+//	_, err = c.PutFencedWith(ctx, "catalog-data", w.Token(), data, client.PutFencedOptions{RWLock: "catalog"})
+//
+// RWLock shows its mode, holds and waiters (each with its Mode), RWLocks
+// lists those held, and RevokeRW ends one hold by its token.
+//
 // # Errors
 //
 // Answers of the server are *Error values carrying the problem's code,
-// detail and members (the holder of a held lock, the permits of a full
-// semaphore, the largest token a register has seen, the cap that was
+// detail and members (the holder of a held lock, the holds in the way of
+// a read/write lock's, the permits of a full semaphore, the largest token a register has seen, the cap that was
 // reached). errors.Is matches them against ErrHeld, ErrNotHeld,
 // ErrElectionHeld, ErrNoLeader, ErrSemaphoreFull, ErrLimitMismatch,
 // ErrTokenMismatch, ErrStaleToken, ErrNotHolder, ErrSessionNotFound,

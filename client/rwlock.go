@@ -335,17 +335,3 @@ func (h *RWHold) Err() error { return h.hold.lostErr() }
 // answer (ErrUnavailable, ctx ended), another call tries again; without
 // one, the lease runs out after its TTL.
 func (h *RWHold) Release(ctx context.Context) error { return h.hold.release(ctx) }
-
-// wireWaiter is a waiter as the API sends it; Mode only a read/write
-// lock's waiters have.
-type wireWaiter struct {
-	Owner    string   `json:"owner"`
-	Session  string   `json:"session"`
-	Position int      `json:"position"`
-	Since    wireTime `json:"since"`
-	Mode     string   `json:"mode"`
-}
-
-func (x wireWaiter) waiter() Waiter {
-	return Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since), Mode: x.Mode}
-}

@@ -103,19 +103,13 @@ type wireSemaphore struct {
 	Name    string       `json:"name"`
 	Limit   int          `json:"limit"`
 	Holders []wirePermit `json:"holders"`
-	// Waiters have a lock's waiters' members.
-	Waiters []struct {
-		Owner    string   `json:"owner"`
-		Session  string   `json:"session"`
-		Position int      `json:"position"`
-		Since    wireTime `json:"since"`
-	} `json:"waiters"`
+	Waiters []wireWaiter `json:"waiters"`
 }
 
 func (w *wireSemaphore) info() SemaphoreInfo {
 	s := SemaphoreInfo{Name: w.Name, Limit: w.Limit, Holders: permitInfos(w.Holders)}
 	for _, x := range w.Waiters {
-		s.Waiters = append(s.Waiters, Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since)})
+		s.Waiters = append(s.Waiters, x.waiter())
 	}
 	return s
 }

@@ -175,12 +175,7 @@ type wireLock struct {
 	ExpiresAt  wireTime          `json:"expires_at"`
 	LockDelay  wireDuration      `json:"lock_delay"`
 	Metadata   map[string]string `json:"metadata"`
-	Waiters    []struct {
-		Owner    string   `json:"owner"`
-		Session  string   `json:"session"`
-		Position int      `json:"position"`
-		Since    wireTime `json:"since"`
-	} `json:"waiters"`
+	Waiters    []wireWaiter      `json:"waiters"`
 }
 
 func (w *wireLock) info() LockInfo {
@@ -190,9 +185,23 @@ func (w *wireLock) info() LockInfo {
 		Metadata: w.Metadata,
 	}
 	for _, x := range w.Waiters {
-		l.Waiters = append(l.Waiters, Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since)})
+		l.Waiters = append(l.Waiters, x.waiter())
 	}
 	return l
+}
+
+// wireWaiter is a waiter as the API sends it; Mode only a read/write
+// lock's waiters have.
+type wireWaiter struct {
+	Owner    string   `json:"owner"`
+	Session  string   `json:"session"`
+	Position int      `json:"position"`
+	Since    wireTime `json:"since"`
+	Mode     string   `json:"mode"`
+}
+
+func (x wireWaiter) waiter() Waiter {
+	return Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since), Mode: x.Mode}
 }
 
 type wireSession struct {

@@ -328,19 +328,31 @@ func renewCmd(g *globals) *cobra.Command {
 }
 
 func statusCmd(g *globals) *cobra.Command {
-	var semaphore bool
+	var semaphore, rwlock bool
 	c := &cobra.Command{
-		Use:   "status NAME [--semaphore]",
-		Short: "Show a lock's holder and queue, or a semaphore's permits",
+		Use:   "status NAME [--semaphore | --rwlock]",
+		Short: "Show a lock's holder and queue, a semaphore's permits or a read/write lock's holds",
 		Long: `status prints the lock NAME's holder and its queue (exit code 4 when
 nobody holds it). With --semaphore, NAME is a semaphore: status prints its
 limit, the permits held with their tokens, and its waiters (exit code 4
-when no permit is held).`,
+when no permit is held). With --rwlock, NAME is a read/write lock: status
+prints its mode, its holds with their tokens, and its waiters with the
+mode each waits for (exit code 4 when nothing holds it).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if semaphore && rwlock {
+				return usagef("--semaphore and --rwlock exclude each other")
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
+			}
+			if rwlock {
+				rw, err := cl.RWLock(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return g.showRWLock(rw)
 			}
 			if semaphore {
 				s, err := cl.Semaphore(cmd.Context(), args[0])
@@ -357,6 +369,7 @@ when no permit is held).`,
 		},
 	}
 	c.Flags().BoolVar(&semaphore, "semaphore", false, "NAME is a semaphore: show its permits")
+	c.Flags().BoolVar(&rwlock, "rwlock", false, "NAME is a read/write lock: show its holds")
 	return c
 }
 
@@ -452,6 +465,9 @@ func eventJSON(e *client.Event) map[string]any {
 	if e.Limit != 0 {
 		m["limit"] = e.Limit
 	}
+	if e.Mode != "" {
+		m["mode"] = e.Mode
+	}
 	return m
 }
 
@@ -485,18 +501,24 @@ func pages[T any](ctx context.Context, prefix string, limit int, page func(conte
 func listCmd(g *globals) *cobra.Command {
 	var prefix string
 	var limit int
-	var semaphores bool
+	var semaphores, rwlocks bool
 	c := &cobra.Command{
-		Use:   "list [--semaphores]",
-		Short: "List held locks and their queues, or semaphores and their permits",
+		Use:   "list [--semaphores | --rwlocks]",
+		Short: "List held locks and their queues, semaphores and their permits, or read/write locks and their holds",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if semaphores && rwlocks {
+				return usagef("--semaphores and --rwlocks exclude each other")
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
 			}
 			if semaphores {
 				return g.listSemaphores(cmd.Context(), cl, prefix, limit)
+			}
+			if rwlocks {
+				return g.listRWLocks(cmd.Context(), cl, prefix, limit)
 			}
 			all, err := pages(cmd.Context(), prefix, limit, cl.Locks)
 			if err != nil {
@@ -520,9 +542,10 @@ func listCmd(g *globals) *cobra.Command {
 			return w.Flush()
 		},
 	}
-	c.Flags().StringVar(&prefix, "prefix", "", "only locks (semaphores) whose name starts with this")
-	c.Flags().IntVar(&limit, "limit", 1000, "at most this many locks (semaphores)")
+	c.Flags().StringVar(&prefix, "prefix", "", "only locks (semaphores, read/write locks) whose name starts with this")
+	c.Flags().IntVar(&limit, "limit", 1000, "at most this many locks (semaphores, read/write locks)")
 	c.Flags().BoolVar(&semaphores, "semaphores", false, "list the semaphores that have permits held instead")
+	c.Flags().BoolVar(&rwlocks, "rwlocks", false, "list the read/write locks that are held instead")
 	return c
 }
 
@@ -565,7 +588,7 @@ func dash(s string) string {
 
 func historyCmd(g *globals) *cobra.Command {
 	var o client.HistoryOptions
-	var types, election, semaphore string
+	var types, election, semaphore, rwlock string
 	c := &cobra.Command{
 		Use:   "history",
 		Short: "Show the audit trail, newest first",
@@ -575,7 +598,7 @@ func historyCmd(g *globals) *cobra.Command {
 				o.Types = strings.Split(types, ",")
 			}
 			var err error
-			if o.Kind, o.Name, err = eventFilter(election, semaphore); err != nil {
+			if o.Kind, o.Name, err = eventFilter(election, semaphore, rwlock); err != nil {
 				return err
 			}
 			cl, err := g.client()
@@ -605,6 +628,7 @@ func historyCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Lock, "lock", "", "only this lock's events")
 	f.StringVar(&election, "election", "", "only this election's events")
 	f.StringVar(&semaphore, "semaphore", "", "only this semaphore's events (its permits')")
+	f.StringVar(&rwlock, "rwlock", "", "only this read/write lock's events (its holds')")
 	f.StringVar(&o.Owner, "owner", "", "only this owner's events")
 	f.StringVar(&types, "type", "", "only these types, comma-separated")
 	f.IntVar(&o.Limit, "limit", 50, "how many events")
@@ -614,22 +638,23 @@ func historyCmd(g *globals) *cobra.Command {
 
 func revokeCmd(g *globals) *cobra.Command {
 	var reason string
-	var election, semaphore bool
+	var election, semaphore, rwlock bool
 	var token int64
 	c := &cobra.Command{
 		Use:   "revoke NAME",
-		Short: "Forcibly release a lock, depose an election's leader, or end a semaphore's permit (operators)",
+		Short: "Forcibly release a lock, depose an election's leader, or end a semaphore's permit or a read/write lock's hold (operators)",
 		Long: `revoke ends the hold of the lock NAME, whoever holds it, recorded with
 --reason. With --election it deposes the election NAME's leader; with
 --semaphore it ends the permit of the semaphore NAME that --token names
-(status --semaphore lists them).`,
+(status --semaphore lists them); with --rwlock, the hold of the read/write
+lock NAME that --token names (status --rwlock lists them).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if election && semaphore {
-				return usagef("--election and --semaphore exclude each other")
+			if election && semaphore || election && rwlock || semaphore && rwlock {
+				return usagef("--election, --semaphore and --rwlock exclude each other")
 			}
-			if token != 0 && !semaphore {
-				return usagef("--token names a semaphore's permit: it needs --semaphore")
+			if token != 0 && !semaphore && !rwlock {
+				return usagef("--token names a semaphore's permit or a read/write lock's hold: it needs --semaphore or --rwlock")
 			}
 			cl, err := g.client()
 			if err != nil {
@@ -637,6 +662,9 @@ func revokeCmd(g *globals) *cobra.Command {
 			}
 			if semaphore {
 				return g.revokePermit(cmd.Context(), cl, args[0], token, reason)
+			}
+			if rwlock {
+				return g.revokeRW(cmd.Context(), cl, args[0], token, reason)
 			}
 			what := args[0]
 			if election {
@@ -657,20 +685,21 @@ func revokeCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&reason, "reason", "", "why, for the audit trail")
 	c.Flags().BoolVar(&election, "election", false, "NAME is an election: depose its leader")
 	c.Flags().BoolVar(&semaphore, "semaphore", false, "NAME is a semaphore: end the permit --token names")
-	c.Flags().Int64Var(&token, "token", 0, "with --semaphore, the token of the permit to end")
+	c.Flags().BoolVar(&rwlock, "rwlock", false, "NAME is a read/write lock: end the hold --token names")
+	c.Flags().Int64Var(&token, "token", 0, "with --semaphore or --rwlock, the token of the permit or hold to end")
 	return c
 }
 
 func watchCmd(g *globals) *cobra.Command {
 	var o client.EventsOptions
-	var election, semaphore string
+	var election, semaphore, rwlock string
 	c := &cobra.Command{
 		Use:   "watch",
 		Short: "Stream events as they happen (until interrupted)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if o.Kind, o.Name, err = eventFilter(election, semaphore); err != nil {
+			if o.Kind, o.Name, err = eventFilter(election, semaphore, rwlock); err != nil {
 				return err
 			}
 			cl, err := g.client()
@@ -703,6 +732,7 @@ func watchCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&o.Lock, "lock", "", "only this lock's events")
 	c.Flags().StringVar(&election, "election", "", "only this election's events")
 	c.Flags().StringVar(&semaphore, "semaphore", "", "only this semaphore's events (its permits')")
+	c.Flags().StringVar(&rwlock, "rwlock", "", "only this read/write lock's events (its holds')")
 	c.Flags().Int64Var(&o.Since, "since", 0, "replay events after this revision first")
 	return c
 }
@@ -793,16 +823,24 @@ func (g *globals) showSession(s *client.Session) error {
 			"id": s.ID, "owner": s.Owner, "ttl": s.TTL.String(), "created_at": apiTime(s.CreatedAt),
 			"expires_at": apiTime(s.ExpiresAt), "locks": nonNil(s.Locks),
 		}
-		if len(s.Semaphores) > 0 {
-			m["semaphores"] = s.Semaphores // as the API: absent when none
+		// As the API: each kind but locks absent when none.
+		for k, names := range map[string][]string{"elections": s.Elections, "semaphores": s.Semaphores, "rwlocks": s.RWLocks} {
+			if len(names) > 0 {
+				m[k] = names
+			}
 		}
 		return g.printJSON(m)
 	}
 	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "id\t%s\nowner\t%s\nttl\t%s\nexpires\t%s\nlocks\t%s\n", s.ID, s.Owner, s.TTL,
 		s.ExpiresAt.Local().Format(time.RFC3339), dash(strings.Join(s.Locks, ", ")))
-	if len(s.Semaphores) > 0 {
-		fmt.Fprintf(w, "semaphores\t%s\n", strings.Join(s.Semaphores, ", "))
+	for _, k := range []struct {
+		label string
+		names []string
+	}{{"elections", s.Elections}, {"semaphores", s.Semaphores}, {"rwlocks", s.RWLocks}} {
+		if len(k.names) > 0 {
+			fmt.Fprintf(w, "%s\t%s\n", k.label, strings.Join(k.names, ", "))
+		}
 	}
 	return w.Flush()
 }

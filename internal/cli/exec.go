@@ -27,9 +27,10 @@ func execCmd(g *globals) *cobra.Command {
 	var o client.AcquireOptions
 	var killAfter time.Duration
 	var permits int
+	var read, write bool
 	c := &cobra.Command{
 		Use:   "exec [flags] NAME -- CMD [ARGS...]",
-		Short: "Run a command only while holding a lock (or one of a semaphore's permits)",
+		Short: "Run a command only while holding a lock (a semaphore's permit, a read/write lock's hold)",
 		Long: `exec takes NAME, runs CMD while it holds it (renewing the lock in the
 background), and releases it when CMD exits, exiting with CMD's exit code.
 CMD gets BATON_LOCK (the name) and BATON_TOKEN (the fencing token) in its
@@ -51,7 +52,18 @@ and BATON_LIMIT (N) in its environment, the permit is given back when CMD
 exits, and signals, a lost permit (exit code 10) and --wait work as for a
 lock. When every permit is held and --wait runs out, exec exits with code
 3, naming the holders; when the semaphore's permits are held under another
-N, with code 2, naming it. --lock-delay does not apply to a semaphore.`,
+N, with code 2, naming it. --lock-delay does not apply to a semaphore.
+
+With --read or --write, NAME is a read/write lock, and CMD runs under a
+read hold (shared with other readers) or the write hold (alone): a
+catalogue rebuilt rarely and read constantly. Waiting is first come,
+first served: a reader that comes while a writer waits queues behind it.
+CMD gets BATON_RWLOCK (the name), BATON_TOKEN (the hold's own fencing
+token) and BATON_MODE (read or write) in its environment, the hold ends
+when CMD exits, and signals, a lost hold (exit code 10) and --wait work as
+for a lock. When holds are in the way and --wait runs out, exec exits
+with code 3, naming them. --read and --write exclude each other,
+--permits and --lock-delay.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
 				return usagef("usage: baton exec [flags] NAME -- CMD [ARGS...]")
@@ -65,9 +77,17 @@ N, with code 2, naming it. --lock-delay does not apply to a semaphore.`,
 			if permits > 0 && o.LockDelay != 0 {
 				return usagef("--lock-delay does not apply to a semaphore (--permits)")
 			}
+			mode, err := rwMode(read, write, permits, o.LockDelay)
+			if err != nil {
+				return err
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
+			}
+			if mode != "" {
+				ro := client.RWOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
+				return runRWExec(cmd.Context(), g, cl, args[0], mode, args[1:], ro, killAfter)
 			}
 			if permits > 0 {
 				po := client.PermitOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
@@ -83,6 +103,8 @@ N, with code 2, naming it. --lock-delay does not apply to a semaphore.`,
 	f.DurationVar(&o.LockDelay, "lock-delay", 0, "forbid re-acquiring for this long after an expiry or revoke")
 	f.DurationVar(&killAfter, "kill-after", 10*time.Second, "after the lock is lost, wait this long after SIGTERM before SIGKILL")
 	f.IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: run holding one of them")
+	f.BoolVar(&read, "read", false, "NAME is a read/write lock: run under a read hold, shared with other readers")
+	f.BoolVar(&write, "write", false, "NAME is a read/write lock: run under its write hold, alone")
 	return c
 }
 
@@ -100,15 +122,15 @@ func runExec(ctx context.Context, g *globals, cl *client.Client, name string, ar
 }
 
 // kept is a hold a command runs under: a *client.Lock, a
-// *client.Leadership or a *client.Permit.
+// *client.Leadership, a *client.Permit or a *client.RWHold.
 type kept interface {
 	Token() int64
 	Lost() <-chan struct{}
 	Err() error
 }
 
-// heldRun runs a command under a hold, as "baton exec" (a lock's or a
-// permit's) and "baton elect" do: signals are forwarded to it, it is stopped (SIGTERM, then SIGKILL
+// heldRun runs a command under a hold, as "baton exec" (a lock's, a
+// permit's or a read/write lock's) and "baton elect" do: signals are forwarded to it, it is stopped (SIGTERM, then SIGKILL
 // after killAfter) when the hold is lost, and the hold ends when it exits.
 type heldRun struct {
 	g         *globals
@@ -200,6 +222,8 @@ func lostCause(err error) string {
 			return fmt.Sprintf("leadership of %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 		case "semaphore":
 			return fmt.Sprintf("permit of %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
+		case "rwlock":
+			return fmt.Sprintf("hold of rwlock %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 		}
 		return fmt.Sprintf("lock %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 	}

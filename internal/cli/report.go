@@ -60,6 +60,13 @@ func problemJSON(err error) map[string]any {
 			}
 			m["holders"] = hs
 		}
+		if len(ce.RWHolders) > 0 {
+			hs := make([]map[string]any, len(ce.RWHolders))
+			for i := range ce.RWHolders {
+				hs[i] = rwHoldJSON(&ce.RWHolders[i])
+			}
+			m["holders"] = hs
+		}
 		if ce.MaxToken != 0 {
 			m["max_token"] = ce.MaxToken
 		}

@@ -116,18 +116,20 @@ func (g *globals) revokePermit(ctx context.Context, cl *client.Client, name stri
 	return nil
 }
 
-// eventFilter is the kind and name that history's and watch's --election
-// and --semaphore ask for; at most one of them may be given.
-func eventFilter(election, semaphore string) (kind, name string, err error) {
-	switch {
-	case election != "" && semaphore != "":
-		return "", "", usagef("--election and --semaphore exclude each other")
-	case election != "":
-		return "election", election, nil
-	case semaphore != "":
-		return "semaphore", semaphore, nil
+// eventFilter is the kind and name that history's and watch's
+// --election, --semaphore and --rwlock ask for; at most one of them may
+// be given.
+func eventFilter(election, semaphore, rwlock string) (kind, name string, err error) {
+	for _, f := range []struct{ kind, name string }{{"election", election}, {"semaphore", semaphore}, {"rwlock", rwlock}} {
+		if f.name == "" {
+			continue
+		}
+		if kind != "" {
+			return "", "", usagef("--election, --semaphore and --rwlock exclude each other")
+		}
+		kind, name = f.kind, f.name
 	}
-	return "", "", nil
+	return kind, name, nil
 }
 
 // semaphoreJSON is s with the API's member names.
