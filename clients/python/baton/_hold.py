@@ -1,4 +1,5 @@
-"""Holds kept alive in the background: locks, leaderships and permits.
+"""Holds kept alive in the background: locks, leaderships, permits and
+read/write lock holds.
 
 A hold is renewed by a thread at about a third of its TTL, judged lost by
 this client's own clock (time.monotonic) when its lease runs out with no
@@ -24,7 +25,7 @@ import time
 from ._sse import EventSource, Stream
 from .errors import (BatonError, LockLostError, NoLeaderError, NotHeldError, SessionNotFoundError,
                      TokenMismatchError)
-from .types import Event, LeaderInfo, LockInfo, PermitInfo
+from .types import Event, HoldInfo, LeaderInfo, LockInfo
 
 # etcd's lease floor and the server's minimum TTL: it stands in for a TTL
 # the server did not report, shorter being the safe side.
@@ -32,6 +33,7 @@ MIN_TTL = 2.0
 KIND_LOCK = "lock"
 KIND_ELECTION = "election"
 KIND_SEMAPHORE = "semaphore"
+KIND_RWLOCK = "rwlock"
 MAX_ENDED_MEMORY = 1024
 
 
@@ -244,7 +246,9 @@ def _ended(ev: Event) -> BatonError:
 def _ends_hold(kind: str, typ: str) -> bool:
     if typ in ("revoked", "expired", "session_expired"):
         return True
-    return typ == "released" and kind in (KIND_LOCK, KIND_SEMAPHORE) or typ == "resigned" and kind == KIND_ELECTION
+    if typ == "released":
+        return kind in (KIND_LOCK, KIND_SEMAPHORE, KIND_RWLOCK)
+    return typ == "resigned" and kind == KIND_ELECTION
 
 
 def _event_key(ev: Event):
@@ -263,7 +267,8 @@ class HoldWatcher:
     One stream per Client, not one per hold: nodes cap event streams per
     client address and per credential. While every hold is of one thing
     (one lock, one election, one semaphore) the stream asks for that
-    thing's events only (lock=NAME, or kind=KIND&name=NAME); holds of several things widen
+    thing's events only (lock=NAME, or kind=KIND&name=NAME: one
+    semaphore's permits, one read/write lock's holds); holds of several things widen
     it to every event, and it narrows again when they end. A change of
     filter reconnects from where the old stream was, so no event falls in
     between. The stream only ever makes a hold lost sooner: one that
@@ -384,7 +389,7 @@ class HoldWatcher:
 
 
 class _Kept:
-    """What a Lock, a Leadership and a Permit share: the Hold that keeps them, the
+    """What a Lock, a Leadership, a Permit and an RWHold share: the Hold that keeps them, the
     info the latest answer gave (under _info_mu), and a with block that
     ends them on exit (quietly when the block raised)."""
 
@@ -543,7 +548,7 @@ class Permit(_Kept):
     back, and the oldest waiter gets it; in a with block it is released
     on exit, raising LockLostError when it was lost in the block."""
 
-    def __init__(self, client, info: PermitInfo):
+    def __init__(self, client, info: HoldInfo):
         super().__init__(client, KIND_SEMAPHORE, info)
 
     @property
@@ -572,4 +577,49 @@ class Permit(_Kept):
 
     def __repr__(self) -> str:
         return (f"<baton.Permit {self.name!r} token={self.token} limit={self.limit}"
+                f"{' lost' if self.lost.is_set() else ''}>")
+
+
+class RWHold(_Kept):
+    """A read/write lock's hold, a reader's or the writer's, kept as a
+    Lock is (the same renewal, clock and event stream); safe to share
+    between threads. mode is read or write; token is the hold's own
+    fencing token: a write hold's is greater than that of every hold that
+    ended before it, and a fenced write naming the rwlock accepts the
+    current write hold's only. lost is set when the hold is known lost:
+    revoked, expired, its session ended, or released by its token
+    elsewhere; error says why. release() gives it back, and the oldest
+    waiters that can then hold are granted; in a with block it is
+    released on exit, raising LockLostError when it was lost in the
+    block."""
+
+    def __init__(self, client, info: HoldInfo):
+        super().__init__(client, KIND_RWLOCK, info)
+
+    @property
+    def mode(self) -> str:
+        """read or write."""
+        with self._info_mu:
+            return self._info.mode or ""
+
+    def _renew(self, timeout, deadline):
+        info = self._hold.c._renew_rwlock(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
+        with self._info_mu:
+            if not info.metadata:
+                info.metadata = self._info.metadata
+            self._info = info
+        return info.ttl
+
+    def _give_back(self):
+        self._hold.c.release_rwlock(self._hold.name, self._hold.token)
+
+    def release(self) -> None:
+        """Stops renewing and gives the hold back by its token. Raises
+        LockLostError when it was lost before; again, the same result.
+        On UnavailableError the outcome is unknown: call it again, or the
+        lease runs out after its TTL."""
+        self._hold.release()
+
+    def __repr__(self) -> str:
+        return (f"<baton.RWHold {self.name!r} {self.mode} token={self.token}"
                 f"{' lost' if self.lost.is_set() else ''}>")

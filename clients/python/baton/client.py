@@ -9,10 +9,12 @@ call, as in the Go client (client/calls.go), and said in each docstring:
   the session), so a repeat can never end someone else's hold;
 - fenced writes are retried: a repeat carries the same token, so the
   register rejects it wherever it would have rejected the original;
-- a permit's revoke is retried too: it names the permit's token;
+- a permit's or a read/write lock hold's revoke is retried too: it names
+  the hold's token;
 - acquire and campaign outside a session, every acquire_permit (each
-  request takes a permit of its own, in a session too), session create
-  and a lock's or leadership's revoke are not: a repeat could take a
+  request takes a permit of its own, in a session too), every read
+  acquire_rw and a write one outside a session, session create and a
+  lock's or leadership's revoke are not: a repeat could take a
   second hold, make a second lease or revoke the next holder. They raise
   UnavailableError with outcome_unknown set.
 
@@ -29,11 +31,11 @@ import ssl
 import time
 import urllib.parse
 
-from ._hold import HoldWatcher, Leadership, Lock, Permit
+from ._hold import HoldWatcher, Leadership, Lock, Permit, RWHold
 from ._http import Transport, parse_endpoint
 from ._sse import DEFAULT_IDLE, EventSource, ObserveSource, Stream
-from .types import (Cluster, Event, FencedValue, LeaderInfo, LockInfo, PermitInfo, SemaphoreInfo, Session, decode,
-                    duration_seconds, format_duration)
+from .types import (Cluster, Event, FencedValue, HoldInfo, LeaderInfo, LockInfo, RWLockInfo, SemaphoreInfo, Session,
+                    decode, duration_seconds, format_duration)
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 10.0
@@ -54,6 +56,10 @@ def _election_path(name: str) -> str:
 
 def _semaphore_path(name: str) -> str:
     return "/v1/semaphores/" + _q(name)
+
+
+def _rwlock_path(name: str) -> str:
+    return "/v1/rwlocks/" + _q(name)
 
 
 def _omit_none(d: dict) -> dict:
@@ -256,13 +262,14 @@ class Client:
     # Fenced registers.
 
     def put_fenced(self, resource: str, token: int, value, lock: str | None = None,
-                   election: str | None = None) -> FencedValue:
+                   election: str | None = None, rwlock: str | None = None) -> FencedValue:
         """Writes value (any JSON) to the fenced register resource unless
         token is below one an earlier write carried: then StaleTokenError,
-        with .max_token. With lock (or election), the token must also hold
-        that lock (lead that election) right then, or NotHolderError.
-        Retried: a repeat carries the same token."""
-        body = _omit_none({"token": token, "lock": lock, "election": election})
+        with .max_token. With lock (or election, or rwlock), the token must
+        also hold that lock (lead that election, be that read/write lock's
+        write hold) right then, or NotHolderError. Retried: a repeat
+        carries the same token."""
+        body = _omit_none({"token": token, "lock": lock, "election": election, "rwlock": rwlock})
         body["value"] = value
         _, w = self._do(f"put fenced {resource!r}", "PUT", "/v1/fenced/" + _q(resource), body=body, idempotent=True)
         return decode(FencedValue, w)
@@ -397,7 +404,7 @@ class Client:
         sent = time.monotonic()
         status, w = self._do(op, "POST", _semaphore_path(name), body=body,
                              timeout=self._t.timeout + duration_seconds(wait))
-        info = decode(PermitInfo, w)
+        info = decode(HoldInfo, w)
         p = Permit(self, info)
         left = None
         if info.expires_at and info.acquired_at:
@@ -428,16 +435,16 @@ class Client:
                         query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
         return [decode(SemaphoreInfo, x) for x in w.get("semaphores") or []], w.get("next_cursor") or ""
 
-    def renew_permit(self, name: str, token: int) -> PermitInfo:
+    def renew_permit(self, name: str, token: int) -> HoldInfo:
         """Extends the lease of the permit token holds (in a session: the
         session's); NotHeldError when it no longer holds one. Retried. A
         Permit renews itself: this is for holders that keep the token only."""
         return self._renew_permit(name, token)
 
-    def _renew_permit(self, name, token, timeout=None, deadline=None) -> PermitInfo:
+    def _renew_permit(self, name, token, timeout=None, deadline=None) -> HoldInfo:
         _, w = self._do(f"renew permit of {name!r}", "POST", _semaphore_path(name) + "/renew",
                         body={"token": token}, idempotent=True, timeout=timeout, deadline=deadline)
-        return decode(PermitInfo, w)
+        return decode(HoldInfo, w)
 
     def release_permit(self, name: str, token: int) -> None:
         """Gives the permit token holds back; the oldest waiter gets it.
@@ -451,4 +458,93 @@ class Client:
         unlike a lock's revoke it names the token, so a repeat can never
         end another permit."""
         self._do(f"revoke permit of {name!r}", "POST", _semaphore_path(name) + "/revoke",
+                 body=_omit_none({"token": token, "reason": reason}), idempotent=True)
+
+    # Read/write locks.
+
+    def acquire_rw(self, name: str, mode: str, ttl=None, wait=None, owner: str | None = None,
+                   session: str | None = None, metadata: dict[str, str] | None = None) -> RWHold:
+        """Takes a hold of the read/write lock name in mode "read" (shared
+        with other readers) or "write" (alone), waiting up to wait in line,
+        and returns it, renewed in the background as a Lock is. The line
+        is first come, first served: a reader behind a waiting writer waits
+        for it. Raises HeldError, with .holders (the holds in the way),
+        when the wait runs out.
+
+        Every read request takes a hold of its own, so a read is never
+        retried after a 503 or a broken connection, nor is a write outside
+        a session: UnavailableError with outcome_unknown set; a hold taken
+        that way expires after its TTL. A write in a session is retried:
+        the server hands back the write hold the session has."""
+        op = f"acquire a {mode} hold of {name!r}"
+        body = _omit_none({"mode": mode, "owner": owner, "ttl": format_duration(ttl), "session": session,
+                           "wait": format_duration(wait), "metadata": metadata})
+        sent = time.monotonic()
+        status, w = self._do(op, "POST", _rwlock_path(name), body=body,
+                             idempotent=session is not None and mode == "write",
+                             timeout=self._t.timeout + duration_seconds(wait))
+        info = decode(HoldInfo, w)
+        h = RWHold(self, info)
+        left = None
+        if info.expires_at and info.acquired_at:
+            left = (info.expires_at - info.acquired_at).total_seconds()
+        h._hold.start(op, status, sent, info.ttl, left, session is not None)
+        return h
+
+    @contextlib.contextmanager
+    def rwlock(self, name: str, mode: str, **kw):
+        """acquire_rw(name, mode, **kw) for a with block: the hold is
+        released on exit, raising LockLostError when it was lost in the
+        block, unless the block raised."""
+        h = self.acquire_rw(name, mode, **kw)
+        with h:
+            yield h
+
+    def read_lock(self, name: str, **kw):
+        """rwlock(name, "read", **kw)."""
+        return self.rwlock(name, "read", **kw)
+
+    def write_lock(self, name: str, **kw):
+        """rwlock(name, "write", **kw)."""
+        return self.rwlock(name, "write", **kw)
+
+    def get_rwlock(self, name: str) -> RWLockInfo:
+        """The read/write lock's mode, holds (oldest first) and waiters
+        (first served first, each with its mode); NotHeldError when
+        nothing holds it. Retried."""
+        _, w = self._do(f"get rwlock {name!r}", "GET", _rwlock_path(name), idempotent=True)
+        return decode(RWLockInfo, w)
+
+    def rwlocks(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None):
+        """A page of the held read/write locks, by name, each with its
+        holds (not its waiters), and the next cursor ("" on the last
+        page). Retried."""
+        _, w = self._do("list rwlocks", "GET", "/v1/rwlocks",
+                        query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
+        return [decode(RWLockInfo, x) for x in w.get("rwlocks") or []], w.get("next_cursor") or ""
+
+    def renew_rwlock(self, name: str, token: int) -> HoldInfo:
+        """Extends the lease of the hold token has (in a session: the
+        session's); NotHeldError when no hold of the lock has that token.
+        Retried. An RWHold renews itself: this is for holders that keep
+        the token only."""
+        return self._renew_rwlock(name, token)
+
+    def _renew_rwlock(self, name, token, timeout=None, deadline=None) -> HoldInfo:
+        _, w = self._do(f"renew rwlock hold of {name!r}", "POST", _rwlock_path(name) + "/renew",
+                        body={"token": token}, idempotent=True, timeout=timeout, deadline=deadline)
+        return decode(HoldInfo, w)
+
+    def release_rwlock(self, name: str, token: int) -> None:
+        """Gives back the hold token has; the oldest waiters that can then
+        hold are granted. NotHeldError when no hold has that token.
+        Retried: it names the token."""
+        self._do(f"release rwlock hold of {name!r}", "DELETE", _rwlock_path(name), query={"token": token},
+                 idempotent=True)
+
+    def revoke_rwlock(self, name: str, token: int, reason: str | None = None) -> None:
+        """Ends the hold token has (an operator's act, role admin),
+        audited as revoked; NotHeldError when no hold has that token.
+        Retried: it names the token."""
+        self._do(f"revoke rwlock hold of {name!r}", "POST", _rwlock_path(name) + "/revoke",
                  body=_omit_none({"token": token, "reason": reason}), idempotent=True)

@@ -14,7 +14,7 @@ client does not know (a newer server's) raises BatonError itself, with
 from __future__ import annotations
 
 from . import _problems
-from .types import LeaderInfo, LockInfo, PermitInfo, Problem
+from .types import HoldInfo, LeaderInfo, LockInfo, Problem
 
 
 class BatonError(Exception):
@@ -54,12 +54,14 @@ class BatonError(Exception):
 
     @property
     def holder(self) -> LockInfo | None:
-        """The lock's current holder (lock_held)."""
+        """The lock's current holder (lock_held of a lock; a read/write
+        lock's lock_held has holders instead)."""
         return self.problem.holder if self.problem else None
 
     @property
-    def holders(self) -> list[PermitInfo]:
-        """The semaphore's permits held, oldest first (semaphore_full)."""
+    def holders(self) -> list[HoldInfo]:
+        """The holds in the way, oldest first: a semaphore's permits
+        (semaphore_full), or a read/write lock's holds (its lock_held)."""
         return list(self.problem.holders) if self.problem else []
 
     @property
@@ -85,14 +87,15 @@ class BatonError(Exception):
 
 
 class LockLostError(BatonError):
-    """A Lock, a Leadership or a Permit is no longer held, or may no longer be: the
+    """A Lock, a Leadership, a Permit or an RWHold is no longer held, or may no longer be: the
     client's own judgement, no server code. cause says how it became known
     (an event of the audit trail, a renew's answer, or the TTL running out
     by this client's clock)."""
 
     def __init__(self, kind: str, name: str, token: int, cause: BaseException | str):
         self.kind, self.name, self.token, self.cause = kind, name, token, cause
-        what = {"election": f"leadership of {name!r}", "semaphore": f"permit of semaphore {name!r}"}.get(
+        what = {"election": f"leadership of {name!r}", "semaphore": f"permit of semaphore {name!r}",
+                "rwlock": f"hold of read/write lock {name!r}"}.get(
             kind, f"lock {name!r}")
         super().__init__(f"baton: {what} (token {token}) lost: {cause}")
 

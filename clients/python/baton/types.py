@@ -102,12 +102,14 @@ def _STRLIST(v):
 
 @dataclass
 class Waiter:
-    """An acquire queued for a lock."""
+    """An acquire queued for a lock, a semaphore or a read/write lock
+    (mode, read or write, for a read/write lock's only)."""
 
     owner: str = ""
     position: int = 0
     session: str | None = None
     since: datetime.datetime | None = None
+    mode: str | None = None
     _convert = {"since": parse_time}
 
 
@@ -166,20 +168,27 @@ class LeaderInfo:
 
 
 @dataclass
-class PermitInfo:
-    """One of a semaphore's permits as the server describes it (schema
-    Permit): its own fencing token, and the semaphore's limit."""
+class HoldInfo:
+    """A semaphore's permit or a read/write lock's hold as the server
+    describes it (schema Hold): its own fencing token, and the
+    semaphore's limit (permits only) or the hold's mode, read or write
+    (read/write locks only)."""
 
     name: str = ""
     owner: str = ""
     token: int = 0
-    limit: int = 0
+    limit: int | None = None
+    mode: str | None = None
     session: str | None = None
     ttl: float | None = None
     acquired_at: datetime.datetime | None = None
     expires_at: datetime.datetime | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     _convert = {"ttl": parse_duration, "acquired_at": parse_time, "expires_at": parse_time, "metadata": _METADATA}
+
+
+# A permit is a Hold: the name the semaphores' API first gave it.
+PermitInfo = HoldInfo
 
 
 @dataclass
@@ -189,16 +198,30 @@ class SemaphoreInfo:
 
     name: str = ""
     limit: int = 0
-    holders: list[PermitInfo] = field(default_factory=list)
+    holders: list[HoldInfo] = field(default_factory=list)
     waiters: list[Waiter] = field(default_factory=list)
-    _convert = {"holders": _list(PermitInfo), "waiters": _list(Waiter)}
+    _convert = {"holders": _list(HoldInfo), "waiters": _list(Waiter)}
+
+
+@dataclass
+class RWLockInfo:
+    """A read/write lock's state (schema RWLock): the mode of its holds
+    (read: one or more readers; write: one writer), the holds (oldest
+    first) and, from get_rwlock only, the acquires waiting, each with its
+    mode, in the order they will be served."""
+
+    name: str = ""
+    mode: str = ""
+    holders: list[HoldInfo] = field(default_factory=list)
+    waiters: list[Waiter] = field(default_factory=list)
+    _convert = {"holders": _list(HoldInfo), "waiters": _list(Waiter)}
 
 
 @dataclass
 class Session:
-    """A lease that many locks, leaderships and permits share. A listed
-    session's locks, elections and semaphores are empty: only get_session
-    reads them."""
+    """A lease that many locks, leaderships, permits and read/write lock
+    holds share. A listed session's locks, elections, semaphores and
+    rwlocks are empty: only get_session reads them."""
 
     id: str = ""
     owner: str = ""
@@ -208,9 +231,10 @@ class Session:
     locks: list[str] = field(default_factory=list)
     elections: list[str] = field(default_factory=list)
     semaphores: list[str] = field(default_factory=list)
+    rwlocks: list[str] = field(default_factory=list)
     _convert = {
         "ttl": parse_duration, "created_at": parse_time, "expires_at": parse_time,
-        "locks": _STRLIST, "elections": _STRLIST, "semaphores": _STRLIST,
+        "locks": _STRLIST, "elections": _STRLIST, "semaphores": _STRLIST, "rwlocks": _STRLIST,
     }
 
 
@@ -218,7 +242,8 @@ class Session:
 class Event:
     """An entry of the audit trail. Events of one transaction share a
     revision; a lock's events name it in lock too. A semaphore's acquired
-    event carries the limit the permit was granted under."""
+    event carries the limit the permit was granted under; a read/write
+    lock's events (kind rwlock) the hold's mode."""
 
     revision: int = 0
     time: datetime.datetime | None = None
@@ -235,6 +260,7 @@ class Event:
     term: int | None = None
     value: Any = None
     limit: int | None = None
+    mode: str | None = None
     _convert = {"time": parse_time, "queued_at": parse_time}
 
 
@@ -260,14 +286,14 @@ class Problem:
     field: str | None = None
     holder: LockInfo | None = None
     # dataclasses.field: the member field shadows it in this class.
-    holders: list[PermitInfo] = dataclasses.field(default_factory=list)
+    holders: list[HoldInfo] = dataclasses.field(default_factory=list)
     leader: LeaderInfo | None = None
     max_token: int | None = None
     limit: int | None = None
     retry_after: int | None = None
     delayed_until: datetime.datetime | None = None
     request_id: str | None = None
-    _convert = {"holder": _opt(LockInfo), "holders": _list(PermitInfo), "leader": _opt(LeaderInfo),
+    _convert = {"holder": _opt(LockInfo), "holders": _list(HoldInfo), "leader": _opt(LeaderInfo),
                 "delayed_until": parse_time}
 
 

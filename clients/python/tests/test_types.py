@@ -17,7 +17,8 @@ OPENAPI = Path(__file__).resolve().parents[3] / "openapi" / "openapi.json"
 MIRRORS = {
     baton.LockInfo: "Lock", baton.Waiter: "Waiter", baton.LeaderInfo: "Leader", baton.Candidate: "Candidate",
     baton.Session: "Session", baton.Event: "Event", baton.FencedValue: "FencedValue", baton.Problem: "Problem",
-    baton.Cluster: "Cluster", baton.Member: "Member", baton.PermitInfo: "Permit", baton.SemaphoreInfo: "Semaphore",
+    baton.Cluster: "Cluster", baton.Member: "Member", baton.HoldInfo: "Hold", baton.SemaphoreInfo: "Semaphore",
+    baton.RWLockInfo: "RWLock",
 }
 
 
@@ -40,10 +41,11 @@ class TypesTest(unittest.TestCase):
         # The members each call sends, as in baton/client.py.
         sent = {"AcquireRequest": {"owner", "ttl", "session", "wait", "lock_delay", "metadata"},
                 "CampaignRequest": {"candidate", "value", "ttl", "session", "wait", "lock_delay", "metadata"},
-                "FencedRequest": {"token", "value", "lock", "election"},
+                "FencedRequest": {"token", "value", "lock", "election", "rwlock"},
                 "SessionRequest": {"owner", "ttl"}, "RenewRequest": {"token"},
                 "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
                 "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "metadata"},
+                "RWRequest": {"mode", "owner", "ttl", "session", "wait", "metadata"},
                 "HoldRevokeRequest": {"token", "reason"}}
         for schema, members in sent.items():
             with self.subTest(schema=schema):
