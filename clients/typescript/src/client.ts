@@ -1,8 +1,8 @@
 import { BatonError, errorFromProblem } from "./errors.js";
-import { Hold, HoldWatcher, kindElection, kindLock, kindSemaphore, type Grant } from "./hold.js";
-import { Leadership, Lock, Permit } from "./lock.js";
+import { Hold, HoldWatcher, kindElection, kindLock, kindRWLock, kindSemaphore, type Grant } from "./hold.js";
+import { Leadership, Lock, Permit, RWHold } from "./lock.js";
 import { Channel, EventsSource, isJSON, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
-import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, PermitInfo, SemaphoreInfo, Session } from "./types.js";
+import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
 
 /** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
@@ -78,6 +78,18 @@ export interface PermitOptions extends CallOptions {
   metadata?: Record<string, string>;
 }
 
+/** RWOptions say how to hold a read/write lock. */
+export interface RWOptions extends CallOptions {
+  /** The lease's TTL, 2 s to 24 h; default the server's (30 s). Not with session. */
+  ttl?: Duration;
+  /** Queue for the hold for up to this long (at most 5 m), first come first served; default: fail at once with HeldError. */
+  wait?: Duration;
+  owner?: string;
+  /** Puts the hold in a session: it lives and dies with it. */
+  session?: string;
+  metadata?: Record<string, string>;
+}
+
 /** ListOptions select a page of a listing. */
 export interface ListOptions extends CallOptions {
   prefix?: string;
@@ -107,6 +119,8 @@ export interface PutFencedOptions extends CallOptions {
   lock?: string;
   /** The token must lead this election, exactly that leadership (NotHolderError otherwise). */
   election?: string;
+  /** The token must be this read/write lock's current write hold (NotHolderError otherwise, a reader's too). */
+  rwlock?: string;
 }
 
 /** One API call. */
@@ -155,16 +169,17 @@ function isDialError(e: unknown): boolean {
 
 /**
  * Client talks to a baton cluster over HTTP with fetch, on Node ≥ 18 and
- * in browsers. It keeps the locks, leaderships and permits it grants
- * alive in the background and, while it holds any, one event stream that
- * tells it of their loss.
+ * in browsers. It keeps the locks, leaderships, permits and read/write
+ * lock holds it grants alive in the background and, while it holds any,
+ * one event stream that tells it of their loss.
  *
  * Calls go to the endpoint that answered last and move on when one is
  * unreachable or answers 503. Calls that are safe to repeat (reads,
  * renewals, releases by token, fenced writes) are retried with backoff
- * honouring Retry-After; so is a permit's revoke, which names its token.
- * An acquire or campaign outside a session, any acquirePermit (each
- * request takes a permit of its own), a session creation or a lock's or
+ * honouring Retry-After; so is a permit's or a read/write lock hold's
+ * revoke, which names its token. An acquire or campaign outside a
+ * session, any acquirePermit (each request takes a permit of its own),
+ * any read acquireRW (likewise), a session creation or a lock's or
  * leadership's revoke is not repeated once it may have reached a node: it
  * fails with UnavailableError and its outcome is unknown.
  */
@@ -500,11 +515,12 @@ export class Client {
    * resource, unless token is below the largest token an earlier write
    * carried: then StaleTokenError, whose maxToken is that token. With
    * o.lock the token must hold that lock, with o.election lead that
-   * election (NotHolderError otherwise). Retried: a repeat carries the
+   * election, with o.rwlock be that read/write lock's write hold
+   * (NotHolderError otherwise). Retried: a repeat carries the
    * same token.
    */
   async putFenced(resource: string, token: number, value: unknown, o: PutFencedOptions = {}): Promise<FencedValue> {
-    const body = { token, value: value === undefined ? null : value, lock: o.lock || undefined, election: o.election || undefined };
+    const body = { token, value: value === undefined ? null : value, lock: o.lock || undefined, election: o.election || undefined, rwlock: o.rwlock || undefined };
     return (await this.call<FencedValue>({ op: `put fenced ${JSON.stringify(resource)}`, method: "PUT", path: "/v1/fenced/" + enc(resource), body, idempotent: true, signal: o.signal })).data;
   }
 
@@ -745,6 +761,96 @@ export class Client {
   async revokePermit(name: string, token: number, reason = "", o: CallOptions = {}): Promise<void> {
     await this.call({ op: `revoke permit of ${JSON.stringify(name)}`, method: "POST", path: semaphorePath(name) + "/revoke", body: { token, reason: reason || undefined }, idempotent: true, signal: o.signal });
   }
+
+  // ---- read/write locks ----
+
+  /**
+   * acquireRW takes a hold of the read/write lock name in mode "read"
+   * (shared with other readers) or "write" (alone), waiting in line up to
+   * o.wait, and returns it, renewing itself in the background until
+   * release(). The line is first come, first served: a reader behind a
+   * waiting writer waits for it. It rejects with HeldError, whose holders
+   * are the holds in the way, when the wait runs out.
+   *
+   * Every read request takes a hold of its own, so a read is never
+   * repeated once it may have reached a node, nor is a write outside a
+   * session: UnavailableError, the outcome unknown; a hold taken that way
+   * expires after its TTL. A write in a session is retried: the server
+   * hands back the write hold the session has.
+   */
+  async acquireRW(name: string, mode: RWMode, o: RWOptions = {}): Promise<RWHold> {
+    const op = `acquire a ${mode} hold of ${JSON.stringify(name)}`;
+    const body = {
+      mode,
+      owner: o.owner || undefined,
+      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
+      session: o.session || undefined,
+      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+      metadata: o.metadata,
+    };
+    const sent = now();
+    const { status, data: info } = await this.call<RWHoldInfo>({
+      op, method: "POST", path: rwlockPath(name), body, idempotent: !!o.session && mode === "write",
+      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
+      signal: o.signal,
+    });
+    let h: RWHold | undefined;
+    const hold = new Hold(this, { kind: kindRWLock, name: info.name, token: info.token }, {
+      renew: async (timeout, signal) => h!.record(await this.renewRW(name, info.token, { signal, timeout })),
+      release: (signal) => this.releaseRW(name, info.token, { signal }),
+    });
+    h = new RWHold(hold, info);
+    const ttl = info.ttl ? toMillis(info.ttl) : 0;
+    const left = Date.parse(info.expires_at) - Date.parse(info.acquired_at);
+    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
+    return h;
+  }
+
+  /**
+   * withRW takes a hold, runs fn with it, and releases it whatever fn
+   * does; it returns fn's value. A hold lost during fn makes it reject
+   * with the LockLostError once fn has returned, unless fn threw.
+   */
+  async withRW<T>(name: string, mode: RWMode, o: RWOptions, fn: (h: RWHold) => Promise<T> | T): Promise<T> {
+    const h = await this.acquireRW(name, mode, o);
+    let value: T;
+    try {
+      value = await fn(h);
+    } catch (e) {
+      await h.release().catch(() => {});
+      throw e;
+    }
+    await h.release();
+    return value;
+  }
+
+  /** rwlock returns the read/write lock's mode, holds (oldest first) and waiters (first served first, each with its mode). NotHeldError when nothing holds it. Retried. */
+  async rwlock(name: string, o: CallOptions = {}): Promise<RWLockInfo> {
+    return (await this.call<RWLockInfo>({ op: `get rwlock ${JSON.stringify(name)}`, method: "GET", path: rwlockPath(name), idempotent: true, signal: o.signal })).data;
+  }
+
+  /** rwlocks returns a page of the held read/write locks, sorted by name, each with its holds (not its waiters). Retried. */
+  async rwlocks(o: ListOptions = {}): Promise<{ rwlocks: RWLockInfo[]; nextCursor: string }> {
+    const { data } = await this.call<{ rwlocks: RWLockInfo[]; next_cursor?: string }>({ op: "list rwlocks", method: "GET", path: "/v1/rwlocks", query: listQuery(o), idempotent: true, signal: o.signal });
+    return { rwlocks: data.rwlocks ?? [], nextCursor: data.next_cursor ?? "" };
+  }
+
+  /** renewRW extends the lease of the hold token has; NotHeldError when no hold of the lock has it. Retried. An RWHold renews itself. */
+  async renewRW(name: string, token: number, o: CallOptions & { timeout?: number } = {}): Promise<RWHoldInfo> {
+    return (await this.call<RWHoldInfo>({
+      op: `renew rwlock hold of ${JSON.stringify(name)}`, method: "POST", path: rwlockPath(name) + "/renew", body: { token }, idempotent: true, timeout: o.timeout, signal: o.signal,
+    })).data;
+  }
+
+  /** releaseRW gives back the hold token has; the oldest waiters that can then hold are granted. NotHeldError when no hold has it. Retried: it names the token. */
+  async releaseRW(name: string, token: number, o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `release rwlock hold of ${JSON.stringify(name)}`, method: "DELETE", path: rwlockPath(name), query: { token: String(token) }, idempotent: true, signal: o.signal });
+  }
+
+  /** revokeRW ends the hold token has (an operator's action, role admin), audited as revoked. NotHeldError when no hold has it. Retried: it names the token. */
+  async revokeRW(name: string, token: number, reason = "", o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `revoke rwlock hold of ${JSON.stringify(name)}`, method: "POST", path: rwlockPath(name) + "/revoke", body: { token, reason: reason || undefined }, idempotent: true, signal: o.signal });
+  }
 }
 
 function grantOf(status: number, sent: number, ttl: number, left: number, session?: string): Grant {
@@ -779,6 +885,7 @@ const lockPath = (name: string) => "/v1/locks/" + enc(name);
 const sessionPath = (id: string) => "/v1/sessions/" + enc(id);
 const electionPath = (name: string) => "/v1/elections/" + enc(name);
 const semaphorePath = (name: string) => "/v1/semaphores/" + enc(name);
+const rwlockPath = (name: string) => "/v1/rwlocks/" + enc(name);
 
 function listQuery(o: ListOptions): Record<string, string | undefined> {
   return { prefix: o.prefix, limit: o.limit ? String(o.limit) : undefined, cursor: o.cursor };

@@ -1,4 +1,4 @@
-import type { LeaderInfo, LockInfo, PermitInfo, Problem } from "./types.js";
+import type { LeaderInfo, LockInfo, PermitInfo, Problem, RWHoldInfo } from "./types.js";
 
 /**
  * What a caller may do about a problem, as package problem says:
@@ -77,8 +77,10 @@ export class MethodNotAllowedError extends BatonError {}
 // Locks, sessions, fenced values, elections, semaphores.
 /** Someone else holds the lock (or lock-delay forbids taking it: retryAfter). */
 export class HeldError extends BatonError {
-  /** The current holder, when the server said. */
+  /** The current holder, when the server said (a lock's lock_held). */
   holder?: LockInfo;
+  /** The holds in the way, oldest first (a read/write lock's lock_held). */
+  holders?: RWHoldInfo[];
 }
 /** Nobody holds the lock (with this token). */
 export class NotHeldError extends BatonError {}
@@ -233,9 +235,12 @@ export function errorFromProblem(status: number, body: string, isJSON: boolean, 
   e.limit = p.limit;
   e.requestId = p.request_id;
   e.retryAfter = parseRetryAfter(retryAfterHeader) ?? (p.retry_after && p.retry_after > 0 ? p.retry_after * 1000 : undefined);
-  if (e instanceof HeldError) e.holder = p.holder;
+  if (e instanceof HeldError) {
+    e.holder = p.holder;
+    e.holders = p.holders as RWHoldInfo[] | undefined;
+  }
   if (e instanceof ElectionHeldError) e.leader = p.leader;
-  if (e instanceof SemaphoreFullError) e.holders = p.holders;
+  if (e instanceof SemaphoreFullError) e.holders = p.holders as PermitInfo[] | undefined;
   return e;
 }
 
@@ -265,13 +270,13 @@ export function refused(err: unknown): boolean {
 }
 
 /**
- * LockLostError is why a Lock, a Leadership or a Permit was lost: the reason of its
+ * LockLostError is why a Lock, a Leadership, a Permit or an RWHold was lost: the reason of its
  * lost signal. cause says how the loss became known: the audit trail's
  * event (an Event), a renew's answer (a BatonError), or the TTL running
  * out by this client's clock.
  */
 export class LockLostError extends Error {
-  /** "lock", "election" or "semaphore". */
+  /** "lock", "election", "semaphore" or "rwlock". */
   readonly kind: string;
   readonly lockName: string;
   readonly token: number;
@@ -279,7 +284,11 @@ export class LockLostError extends Error {
   readonly event?: import("./types.js").Event;
 
   constructor(kind: string, name: string, token: number, why: string, cause?: unknown, event?: import("./types.js").Event) {
-    const what = kind === "election" ? `leadership of "${name}"` : kind === "semaphore" ? `permit of semaphore "${name}"` : `lock "${name}"`;
+    const what =
+      kind === "election" ? `leadership of "${name}"`
+      : kind === "semaphore" ? `permit of semaphore "${name}"`
+      : kind === "rwlock" ? `hold of read/write lock "${name}"`
+      : `lock "${name}"`;
     super(`baton: ${what} (token ${token}) lost: ${why}`, { cause });
     this.kind = kind;
     this.lockName = name;

@@ -12,8 +12,9 @@ const maxEndedMemory = 1024;
 export const kindLock = "lock";
 export const kindElection = "election";
 export const kindSemaphore = "semaphore";
+export const kindRWLock = "rwlock";
 
-/** What events are about: a kind ("lock", "election", "semaphore") and a name. */
+/** What events are about: a kind ("lock", "election", "semaphore", "rwlock") and a name. */
 interface Thing {
   kind: string;
   name: string;
@@ -54,7 +55,7 @@ export function isLostAnswer(err: unknown): boolean {
 
 /**
  * Hold is what every hold a Client keeps alive shares, whatever its kind
- * (a Lock, a Leadership, a Permit): the background renewal, the deadline by the
+ * (a Lock, a Leadership, a Permit, an RWHold): the background renewal, the deadline by the
  * client's own clock, registration with the Client's event stream, and
  * how the hold ends (lost or given back).
  *
@@ -274,13 +275,13 @@ export class Hold {
 
 /**
  * HoldWatcher is a Client's one event stream for all the holds it keeps
- * (locks, leaderships and permits), so that a hold is lost as soon as the audit
+ * (locks, leaderships, permits and read/write lock holds), so that a hold is lost as soon as the audit
  * trail records its end (revoked, expired, session_expired, or released or
  * resigned by someone else), rather than at the next renew.
  *
  * One stream per Client, not one per lock: nodes cap event streams per
  * client address and per credential. While every hold is of one thing
- * (one lock, election or semaphore, the usual case) the stream asks for
+ * (one lock, election, semaphore or read/write lock, the usual case) the stream asks for
  * that thing's events only (lock=NAME, or kind=KIND&name=NAME); holds of
  * several things widen it to every event, and it narrows again when they
  * end. A change of filter reconnects from where the old stream was, so no
@@ -434,7 +435,7 @@ function endsHold(kind: string, typ: string): boolean {
     case "session_expired":
       return true;
     case "released":
-      return kind === kindLock || kind === kindSemaphore;
+      return kind === kindLock || kind === kindSemaphore || kind === kindRWLock;
     case "resigned":
       return kind === kindElection;
   }

@@ -1,7 +1,7 @@
 import type { Client } from "./client.js";
 import type { LockLostError } from "./errors.js";
 import { Hold } from "./hold.js";
-import type { LeaderInfo, LockInfo, PermitInfo } from "./types.js";
+import type { LeaderInfo, LockInfo, PermitInfo, RWHoldInfo, RWMode } from "./types.js";
 import { toMillis } from "./util.js";
 
 /**
@@ -231,6 +231,75 @@ export class Permit {
   /** @internal */
   record(info: PermitInfo): number {
     this.current = { ...info, metadata: info.metadata ?? this.current.metadata };
+    return info.ttl ? toMillis(info.ttl) : 0;
+  }
+}
+
+/**
+ * RWHold is a read/write lock's hold, a reader's or the writer's: it renews
+ * itself until release() or until it is lost, by the same machinery as a
+ * Lock (client clock, renewals, the Client's event stream). `lost` aborts
+ * within a second of a revoke, an expiry, its session's end or a release
+ * by its token from elsewhere. Its token is the hold's own fencing token;
+ * a write hold's is greater than that of every hold that ended before it,
+ * and a fenced write naming the rwlock accepts the current write hold's
+ * token only.
+ */
+export class RWHold {
+  private current: RWHoldInfo;
+
+  /** @internal */
+  constructor(
+    private readonly hold: Hold,
+    info: RWHoldInfo,
+  ) {
+    this.current = info;
+  }
+
+  /** The read/write lock's name. */
+  get name(): string {
+    return this.hold.key.name;
+  }
+
+  /** The hold's fencing token. It never changes while the hold lasts. */
+  get token(): number {
+    return this.hold.key.token;
+  }
+
+  /** "read" or "write". */
+  get mode(): RWMode {
+    return this.current.mode;
+  }
+
+  /** The hold as the latest acquire or renew described it. */
+  get info(): RWHoldInfo {
+    return { ...this.current, metadata: { ...this.current.metadata } };
+  }
+
+  /** Aborts when the hold is known lost; its reason is a LockLostError. A clean release does not abort it. */
+  get lost(): AbortSignal {
+    return this.hold.lost;
+  }
+
+  /** Why the hold was lost, or undefined. */
+  get err(): LockLostError | undefined {
+    return this.hold.lostError;
+  }
+
+  /**
+   * release stops the renewal and gives the hold back with its token; the
+   * oldest waiters that can then hold are granted. It resolves when it
+   * did, and rejects with the LockLostError when the hold was lost
+   * before. Calling it again gives the same result; after an
+   * UnavailableError another call tries again.
+   */
+  release(signal?: AbortSignal): Promise<void> {
+    return this.hold.release(signal);
+  }
+
+  /** @internal */
+  record(info: RWHoldInfo): number {
+    this.current = { ...info, mode: info.mode ?? this.current.mode, metadata: info.metadata ?? this.current.metadata };
     return info.ttl ? toMillis(info.ttl) : 0;
   }
 }

@@ -25,12 +25,14 @@ export interface LockInfo {
   waiters?: Waiter[];
 }
 
-/** An acquire queued for a lock (schema Waiter). */
+/** An acquire queued for a lock, a semaphore or a read/write lock (schema Waiter). */
 export interface Waiter {
   owner: string;
   session?: string;
   position: number;
   since: string;
+  /** A read/write lock's waiters only: "read" or "write". */
+  mode?: RWMode;
 }
 
 /** An election's leadership (schema Leader). */
@@ -62,20 +64,31 @@ export interface Candidate {
   since: string;
 }
 
-/** One of a semaphore's permits (schema Permit). */
-export interface PermitInfo {
+/** A read/write lock hold's mode: readers share, a writer excludes everyone. */
+export type RWMode = "read" | "write";
+
+/** A semaphore's permit or a read/write lock's hold (schema Hold). */
+export interface HoldInfo {
   name: string;
   owner: string;
-  /** The permit's own fencing token, from the same sequence as lock tokens. */
+  /** The hold's own fencing token, from the same sequence as lock tokens. */
   token: number;
-  /** The semaphore's: how many permits it has. */
-  limit: number;
+  /** A permit's only: how many permits the semaphore has. */
+  limit?: number;
+  /** A read/write lock hold's only. */
+  mode?: RWMode;
   session?: string;
   ttl: string;
   acquired_at: string;
   expires_at: string;
   metadata: Record<string, string>;
 }
+
+/** One of a semaphore's permits: a Hold with its limit. */
+export type PermitInfo = HoldInfo & { limit: number };
+
+/** A read/write lock's hold: a Hold with its mode. */
+export type RWHoldInfo = HoldInfo & { mode: RWMode };
 
 /** A semaphore's state (schema Semaphore). */
 export interface SemaphoreInfo {
@@ -87,7 +100,18 @@ export interface SemaphoreInfo {
   waiters?: Waiter[];
 }
 
-/** A lease that many locks, leaderships and permits share (schema Session). */
+/** A read/write lock's state (schema RWLock). */
+export interface RWLockInfo {
+  name: string;
+  /** The mode of the holds: "read" (one or more readers) or "write" (one writer). */
+  mode: RWMode;
+  /** The holds, oldest first. */
+  holders: RWHoldInfo[];
+  /** The acquires waiting, each with its mode, in the order they will be served; only Client.rwlock fills it in. */
+  waiters?: Waiter[];
+}
+
+/** A lease that many locks, leaderships, permits and read/write lock holds share (schema Session). */
 export interface Session {
   id: string;
   owner: string;
@@ -99,6 +123,8 @@ export interface Session {
   elections?: string[];
   /** The semaphores the session holds permits of. */
   semaphores?: string[];
+  /** The read/write locks the session has holds of. */
+  rwlocks?: string[];
 }
 
 /** A session as a listing shows it (schema ListedSession). */
@@ -131,6 +157,8 @@ export interface Event {
   value?: unknown;
   /** On a semaphore's acquired event: the limit the permit was granted under. */
   limit?: number;
+  /** On a read/write lock's events: the hold's mode. */
+  mode?: RWMode;
   queued_at?: string;
 }
 
@@ -153,8 +181,8 @@ export interface Problem {
   detail?: string;
   field?: string;
   holder?: LockInfo;
-  /** The permits held (semaphore_full). */
-  holders?: PermitInfo[];
+  /** The holds in the way: a semaphore's permits (semaphore_full), a read/write lock's holds (its lock_held). */
+  holders?: HoldInfo[];
   leader?: LeaderInfo;
   max_token?: number;
   /** Seconds. */

@@ -22,8 +22,9 @@ const pairs = {
   Problem: "Problem",
   Cluster: "Cluster",
   Member: "Member",
-  Permit: "PermitInfo",
+  Hold: "HoldInfo",
   Semaphore: "SemaphoreInfo",
+  RWLock: "RWLockInfo",
 };
 
 /** fields reads an interface's fields from the source: name → optional. */
