@@ -99,6 +99,10 @@ func appendLock(b []byte, l *Lock) []byte {
 			b = strconv.AppendInt(b, int64(w.Position), 10)
 			b = append(b, `,"since":`...)
 			b = appendTime(b, w.Since)
+			if w.Mode != "" {
+				b = append(b, `,"mode":`...)
+				b = appendString(b, w.Mode)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')

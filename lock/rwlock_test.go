@@ -244,88 +244,53 @@ func checkWriteTokens(t *testing.T, evs []lock.Event) {
 	}
 }
 
-// TestRWLock_AWriterIsNotStarvedByAStreamOfReaders: eight readers take
-// and give back read holds without pause, so readers hold the lock all
-// the time; a writer that queues is granted within one generation of
-// readers: every read acquire that began after the writer was in line is
-// granted after it.
+// TestRWLock_AWriterIsNotStarvedByAStreamOfReaders: readers hand the
+// lock on to each other, each taking its hold before the last gives its
+// own back, so the lock is never free (the pattern that starves a writer
+// behind a naive read/write lock). A writer that queues is granted within
+// one generation of readers: the reader that comes after it, across
+// another node, waits for it, and the writer gets the lock from the
+// release of the last reader that held before it.
 func TestRWLock_AWriterIsNotStarvedByAStreamOfReaders(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
 	ctx := ctxT(t)
-	var writerIn atomic.Bool
-	stop := make(chan struct{})
-	late := make(chan int64, 1024) // tokens of reads begun with the writer in line
-	var wg sync.WaitGroup
-	for r := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := []*lock.Engine{a, b}[r%2]
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				after := writerIn.Load()
-				l, _, err := e.AcquireRW(ctx, lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: owner(r), Wait: time.Minute})
-				if err != nil {
-					t.Errorf("reader %d: %v", r, err)
-					return
-				}
-				if after {
-					late <- l.Token
-				}
-				if err := e.ReleaseRW(ctx, "s", l.Token); err != nil {
-					t.Errorf("reader %d release: %v", r, err)
-					return
-				}
-			}
-		}()
+	cur := mustRW(t, a, lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: "r0"})
+	for i := 1; i <= 3; i++ {
+		next := mustRW(t, []*lock.Engine{a, b}[i%2], lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: owner(i)})
+		if err := a.ReleaseRW(ctx, "s", cur.Token); err != nil {
+			t.Fatal(err)
+		}
+		cur = next
 	}
-	poll.Until(t, 10*time.Second, "the readers hold the lock", func() bool {
-		rw, err := a.RWLock(ctx, "s")
-		return err == nil && rw.Mode == lock.ModeRead
-	})
 	w := rwAsync(ctx, a, lock.RWRequest{Name: "s", Mode: lock.ModeWrite, Owner: "w", Wait: time.Minute})
-	poll.Until(t, 10*time.Second, "the writer waits in line or holds", func() bool {
-		rw, err := a.RWLock(ctx, "s")
-		if err != nil {
-			return false
-		}
-		for _, wt := range rw.Waiters {
-			if wt.Mode == lock.ModeWrite {
-				return true
-			}
-		}
-		return rw.Mode == lock.ModeWrite
-	})
-	writerIn.Store(true)
+	rwWaiters(t, a, "s", 1)
+	late := rwAsync(ctx, b, lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: "late", Wait: time.Minute})
+	rwWaiters(t, a, "s", 2)
+	if err := b.ReleaseRW(ctx, "s", cur.Token); err != nil {
+		t.Fatal(err)
+	}
 	got := <-w
 	if got.err != nil {
 		t.Fatalf("writer: %v", got.err)
 	}
-	// Let reads begin while the writer holds, then let them in.
-	poll.Until(t, 10*time.Second, "readers wait behind the writer", func() bool {
-		rw, err := a.RWLock(ctx, "s")
-		return err == nil && len(rw.Waiters) > 0
-	})
+	var lastRelease int64
+	for _, ev := range eventsOf(rwHistory(t, a, "s"), lock.EventReleased) {
+		lastRelease = max(lastRelease, ev.Revision)
+	}
+	if got.l.Token != lastRelease {
+		t.Fatalf("writer granted at %d, the last reader released at %d: want the release to grant it", got.l.Token, lastRelease)
+	}
+	select {
+	case r := <-late:
+		t.Fatalf("the reader behind the writer got in beside it: %+v", r)
+	default:
+	}
 	if err := a.ReleaseRW(ctx, "s", got.l.Token); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	wg.Wait()
-	close(late)
-	n := 0
-	for tok := range late {
-		n++
-		if tok < got.l.Token {
-			t.Fatalf("a read begun with the writer in line was granted (token %d) before the writer (%d)", tok, got.l.Token)
-		}
-	}
-	if n == 0 {
-		t.Fatal("no read began while the writer was in line: the test proved nothing")
+	if r := <-late; r.err != nil || r.l.Token <= got.l.Token {
+		t.Fatalf("the reader after the writer: %+v", r)
 	}
 }
 
