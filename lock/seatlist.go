@@ -35,9 +35,9 @@ type heldThing struct {
 
 // seatPage returns the things of kind k that have holds, sorted by name,
 // a page at a time as List does for locks. A page reads at most
-// MaxListLimit seats, plus the rest of its last thing's (at most
-// MaxSemaphoreLimit, or MaxReaders and the writer), so it may hold fewer
-// things than o.Limit, and no thing is cut in two.
+// MaxListLimit seats, so it may hold fewer things than o.Limit: a thing
+// whose seats the read cut off starts the next page, unless it is the
+// page's only one, which then shows its first MaxListLimit holds.
 func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]heldThing, string, error) {
 	if err := checkListOptions(&o); err != nil {
 		return nil, "", err
@@ -51,25 +51,30 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 			start = after
 		}
 	}
-	kvs, more, err := e.readSeatPage(ctx, start, end)
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
+	done()
 	if err != nil {
-		return nil, "", err
+		return nil, "", e.etcdErr(ctx, "list", err)
 	}
 	var (
 		names  []string
 		byName = map[string][]*mvccpb.KeyValue{}
 	)
-	for _, kv := range kvs {
+	for _, kv := range resp.Kvs {
 		_, name := thingOf(string(kv.Key[len(base):]))
 		if _, ok := byName[name]; !ok {
 			names = append(names, name)
 		}
 		byName[name] = append(byName[name], kv)
 	}
+	if resp.More && len(names) > 1 {
+		names = names[:len(names)-1] // cut off: it starts the next page
+	}
 	next := ""
 	if len(names) > o.Limit {
 		names, next = names[:o.Limit], names[o.Limit-1]
-	} else if more && len(names) > 0 {
+	} else if resp.More {
 		next = names[len(names)-1]
 	}
 	expiry := map[string]leaseTimes{}
@@ -82,28 +87,6 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 		page[i] = heldThing{name: name, holders: holders}
 	}
 	return page, next, nil
-}
-
-// readSeatPage reads at most MaxListLimit seats from start to end, and
-// then the rest of the last thing read, so that no thing is cut in two.
-// more reports that the range holds more things.
-func (e *Engine) readSeatPage(ctx context.Context, start, end string) (kvs []*mvccpb.KeyValue, more bool, err error) {
-	octx, done := e.op(ctx)
-	defer done()
-	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
-	if err != nil {
-		return nil, false, e.etcdErr(ctx, "list seats", err)
-	}
-	if !resp.More || len(resp.Kvs) == 0 {
-		return resp.Kvs, false, nil
-	}
-	last := resp.Kvs[len(resp.Kvs)-1].Key
-	rest, err := e.cli.Get(octx, string(last)+"\x00",
-		clientv3.WithRange(clientv3.GetPrefixRangeEnd(seatsOf(e.locksPrefix(), thingKey(string(last[len(e.locksPrefix()):]))))))
-	if err != nil {
-		return nil, false, e.etcdErr(ctx, "list seats", err)
-	}
-	return append(resp.Kvs, rest.Kvs...), true, nil
 }
 
 // endSeat ends the hold token of the thing of kind k named name by typ

@@ -75,7 +75,7 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 }
 
 // Semaphore returns the permits of name and its waiters (at most
-// MaxListLimit of them), or ErrNotHeld when no permit is held.
+// MaxListLimit of each), or ErrNotHeld when no permit is held.
 func (e *Engine) Semaphore(ctx context.Context, name string) (*Semaphore, error) {
 	if err := checkName("name", name); err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (e *Engine) Semaphore(ctx context.Context, name string) (*Semaphore, error)
 	const seatsAt, queueAt = 0, 1
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix()),
+		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
 		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
 	).Commit()
