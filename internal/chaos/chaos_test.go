@@ -33,6 +33,10 @@ var (
 	flagElectors = flag.Int("chaos.electors", 4, "concurrent election clients, spread over the nodes, beside the lock clients")
 	flagElects   = flag.Int("chaos.elections", 2, "elections the election clients campaign in")
 	flagWaits    = flag.Bool("chaos.campaign-wait", true, "let half the campaigns wait in line; false: every campaign is refused at once while someone leads")
+
+	flagSemClients = flag.Int("chaos.semaphores", 4, "concurrent semaphore clients, spread over the nodes, beside the lock and election clients (0: none)")
+	flagSemLimits  = flag.String("chaos.semaphore-limits", "2,3", "the limits of the semaphores the semaphore clients share, one semaphore each; the first one's acquires never wait")
+	flagSemWaits   = flag.Bool("chaos.permit-wait", true, "let half the acquires of every semaphore but the first wait in line")
 )
 
 var bin string
@@ -89,7 +93,7 @@ func TestChaos(t *testing.T) {
 }
 
 // The nemesis's own clients. Their IDs follow the workload's, lock clients
-// then election clients (nemesisClient):
+// then election clients then semaphore clients (nemesisClient):
 // porcupine's visualisation draws client ID n on row n.
 const (
 	clientOrphan    = iota // holds a lock that dies with a killed node
@@ -99,7 +103,7 @@ const (
 	clientBurst            // holds the burst fault's lock
 )
 
-func nemesisClient(role int) int { return *flagClients + *flagElectors + role }
+func nemesisClient(role int) int { return *flagClients + *flagElectors + *flagSemClients + role }
 
 // run is one seed's state.
 type run struct {
@@ -112,6 +116,8 @@ type run struct {
 	// elections are the election clients' elections; no lock or other
 	// fenced resource shares their names.
 	elections []string
+	// sems are the semaphore clients' semaphores.
+	sems []semaphore
 
 	mu     sync.Mutex
 	faults []string       // what the nemesis did, with times
@@ -154,8 +160,12 @@ func runChaos(t *testing.T, seed uint64) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	sems, err := semaphores()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := testcluster.Start(t, testcluster.Options{Bin: bin, Netns: true, LogDir: dir})
-	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}}
+	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}, sems: sems}
 	for i := range *flagLocks {
 		r.locks = append(r.locks, fmt.Sprintf("chaos-%d", i))
 	}
@@ -178,6 +188,13 @@ func runChaos(t *testing.T, seed uint64) {
 		go func() {
 			defer wg.Done()
 			r.elector(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
+		}()
+	}
+	for i := *flagClients + *flagElectors; i < *flagClients+*flagElectors+*flagSemClients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.semaphoreClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
 		}()
 	}
 	r.nemesis(rand.New(rand.NewPCG(seed, 0)))
@@ -534,10 +551,11 @@ func (r *run) check() {
 		t.Errorf("the history is not linearizable for the lock model; porcupine's visualisation: %s", html)
 	}
 	r.checkElections(ops, events)
+	r.checkSemaphores(ops, events)
 }
 
-// settledHistory waits until no lock is held, nobody leads an election,
-// and every hold and leadership has an end event, then returns the whole
+// settledHistory waits until no lock or permit is held, nobody leads an
+// election, and every hold, permit and leadership has an end event, then returns the whole
 // audit trail, oldest first.
 func (r *run) settledHistory() []AuditEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -550,11 +568,17 @@ func (r *run) settledHistory() []AuditEvent {
 		var elections struct {
 			Elections []any `json:"elections"`
 		}
+		var sems struct {
+			Semaphores []any `json:"semaphores"`
+		}
 		err := testcluster.GetJSON(ctx, base+"/v1/locks", &locks)
 		if err == nil {
 			err = testcluster.GetJSON(ctx, base+"/v1/elections", &elections)
 		}
-		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 {
+		if err == nil {
+			err = testcluster.GetJSON(ctx, base+"/v1/semaphores", &sems)
+		}
+		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 && len(sems.Semaphores) == 0 {
 			evs, err := r.audit(ctx)
 			if err == nil && allEnded(evs) {
 				return evs
@@ -562,7 +586,7 @@ func (r *run) settledHistory() []AuditEvent {
 		}
 		select {
 		case <-ctx.Done():
-			r.t.Fatalf("locks still held, elections led, or holds without an end 30 s after the run (last error %v)", err)
+			r.t.Fatalf("locks or permits still held, elections led, or holds without an end 30 s after the run (last error %v)", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

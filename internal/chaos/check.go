@@ -353,6 +353,8 @@ func describeOp(op Op) string {
 		return fmt.Sprintf("fput %d %s → %s", op.Token, clipValue(op.Value), describeResult(op))
 	case Campaign, Proclaim, Resign, RenewLeader, Leader:
 		return describeElectionOp(op)
+	case SemAcquire, SemRenew, SemRelease, SemGet:
+		return describeSemaphoreOp(op)
 	case FGet:
 		switch op.Result {
 		case OK:
@@ -378,6 +380,9 @@ func describeOpDetail(op Op) string {
 	s := fmt.Sprintf("op %d client %d node %d lock %s", op.ID, op.Client, op.Node, op.Lock)
 	if op.onElection() {
 		s = fmt.Sprintf("op %d client %d node %d election %s", op.ID, op.Client, op.Node, op.Election)
+	}
+	if op.onSemaphore() {
+		s = fmt.Sprintf("op %d client %d node %d semaphore %s", op.ID, op.Client, op.Node, op.Semaphore)
 	}
 	if op.Status != 0 {
 		s += fmt.Sprintf(" status %d", op.Status)
@@ -415,7 +420,7 @@ func clipValue(s string) string {
 // there; failing to write it is err, alongside ok false. When the timeout
 // (0: none) runs out first, err is ErrCheckTimeout: not a pass.
 func CheckLinearizable(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	return checkModel(LockModel(), func(op Op) bool { return !op.onElection() }, ops, timeout, htmlPath)
+	return checkModel(LockModel(), Op.onLock, ops, timeout, htmlPath)
 }
 
 // checkModel checks the ops that model takes against it, as
@@ -449,7 +454,7 @@ func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, err
 	}
 	history := make([]porcupine.Operation, 0, len(ops))
 	for _, op := range ops {
-		if !slices.Contains(lockKinds, op.Kind) && !slices.Contains(electionKinds, op.Kind) {
+		if !slices.Contains(slices.Concat(lockKinds, electionKinds, semaphoreKinds), op.Kind) {
 			return nil, fmt.Errorf("op %d: unknown kind %q", op.ID, op.Kind)
 		}
 		if !takes(op) {
@@ -461,7 +466,7 @@ func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, err
 			continue
 		case Unknown:
 			switch op.Kind {
-			case Get, FGet, Renew, Leader, RenewLeader:
+			case Get, FGet, Renew, Leader, RenewLeader, SemRenew, SemGet:
 				// Their step is the identity; leaving them out only
 				// spares the search.
 				continue
@@ -499,15 +504,16 @@ func compactValue(s string) string {
 	return b.String()
 }
 
-// CheckTokenOrder checks what global revisions promise of acquire and
-// campaign OKs on any locks and elections: a grant that started after
-// another grant returned carries a strictly higher token, and no two
-// grants of one lock (or election) share a token. It returns one line per
+// CheckTokenOrder checks what global revisions promise of acquire,
+// campaign and permit OKs on any locks, elections and semaphores: a grant
+// that started after another grant returned carries a strictly higher
+// token, and no two grants of one lock (election, semaphore) share a
+// token. It returns one line per
 // violation; none means the order holds.
 func CheckTokenOrder(ops []Op) []string {
 	var grants []Op
 	for _, op := range ops {
-		if (op.Kind == Acquire || op.Kind == Campaign) && op.Result == OK {
+		if (op.Kind == Acquire || op.Kind == Campaign || op.Kind == SemAcquire) && op.Result == OK {
 			grants = append(grants, op)
 		}
 	}
@@ -533,10 +539,13 @@ func CheckTokenOrder(ops []Op) []string {
 	return problems
 }
 
-// grantOf names what a grant is of: "lock" or "election".
+// grantOf names what a grant is of: "lock", "election" or "semaphore".
 func grantOf(op Op) string {
-	if op.onElection() {
+	switch {
+	case op.onElection():
 		return "election"
+	case op.onSemaphore():
+		return "semaphore"
 	}
 	return "lock"
 }
@@ -653,7 +662,7 @@ func CheckAudit(ops []Op, events []AuditEvent) []string {
 	unknownAcquires := map[string]int{}
 	touched := map[string]bool{}
 	for _, op := range ops {
-		if op.onElection() {
+		if !op.onLock() {
 			continue
 		}
 		touched[op.Lock] = true
@@ -731,7 +740,7 @@ func sortedNames[V any](m map[string]V) []string {
 // e.g. "acquire ok=120 rejected=30 unknown=2 failed=5; release ok=…".
 // Kinds that never occurred are left out.
 func Summarize(ops []Op) string {
-	kinds := slices.Concat(lockKinds, electionKinds)
+	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds)
 	results := []Result{OK, Rejected, Unknown, Failed}
 	counts := map[Kind]map[Result]int{}
 	for _, op := range ops {

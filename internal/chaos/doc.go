@@ -20,17 +20,40 @@
 // acknowledged campaign, proclaim and resign recorded exactly once, no
 // refused candidate elected).
 //
+// Semaphore clients take permits of two semaphores (limits 2 and 3; the
+// second's acquires wait in line half the time, the first's never), renew
+// and read them, give them back (sometimes twice), abandon them, and
+// sometimes stall past their TTL and renew and release after. Their ops
+// are checked against SemaphoreModel (CheckSemaphores: never more than
+// the limit held, rising tokens, renew and release only of a permit held,
+// reads that show exactly the permits held), once ResolvePermits has
+// settled each Unknown acquire by the trail and marked which permits the
+// trail shows expired (only those may vanish unseen; one released was
+// held until its release) and which refusals are strict (no waiter can
+// have been ahead, so every permit was held: checked on the first
+// semaphore, whose queue stays empty; a refusal behind a waiter is not
+// checkable without the queue, and passes). The trail is checked against
+// them too (CheckSemaphoreAudit: replayed in revision order, with each
+// expiry at the revision etcd deleted the permit, never more than the
+// limit held; acquired events under the limit asked for, with rising
+// tokens; every acknowledged acquire and release recorded exactly once;
+// no refused acquire granted).
+//
 // Flags (after the package on go test's command line): -chaos.duration is
 // how long each seed injects faults (40s by default, the CI profile),
 // -chaos.seeds the fixed seeds, -chaos.random one more random seed,
 // -chaos.electors and -chaos.elections the election workload (0 electors:
-// none), -chaos.campaign-wait=false campaigns that never wait. Two-minute
-// seeds, with go test's timeout lifted:
+// none), -chaos.campaign-wait=false campaigns that never wait,
+// -chaos.semaphores the semaphore clients (0: none), -chaos.semaphore-limits
+// the semaphores' limits (one semaphore each, up to 8) and
+// -chaos.permit-wait=false acquires that never wait. Two-minute seeds,
+// with go test's timeout lifted:
 //
 //	go test -race ./internal/chaos -run TestChaos -chaos.duration 2m -chaos.seeds 1,2,3 -timeout 0 -v
 //
 // A run's folder (history.json, audit.json, nemesis.log, node logs and
-// any porcupine visualisation, linearizability.html or elections.html) is
+// any porcupine visualisation, linearizability.html, elections.html or
+// semaphores.html) is
 // kept when it fails, or with -chaos.keep; -chaos.replay FOLDER checks it
 // again without a cluster (TestReplay) and logs the ops where a model
 // first fails. docs/CLUSTER.md describes what the suite injects and how

@@ -16,9 +16,13 @@ type Op struct {
 	// needs its token to lead. The workload keeps lock and election names
 	// apart, so no resource is written under both.
 	Election string `json:"election,omitempty"`
-	Owner    string `json:"owner,omitempty"` // acquire: the owner; campaign: the candidate
-	Token    int64  `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader)
-	Value    string `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
+	// Semaphore is the semaphore of a semaphore op (Lock and Election
+	// empty); Limit is the limit its acquire sent.
+	Semaphore string `json:"semaphore,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	Owner     string `json:"owner,omitempty"` // acquire, sem-acquire: the owner; campaign: the candidate
+	Token     int64  `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader, sem-renew, sem-release)
+	Value     string `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
 	// Wait is a waiting acquire's or campaign's wait ("" for none).
 	Wait string `json:"wait,omitempty"`
 
@@ -29,15 +33,24 @@ type Op struct {
 	Return int64 `json:"return"`
 
 	Result   Result `json:"result"`
-	OutToken int64  `json:"out_token,omitempty"` // acquire, campaign ok: the token granted; get, leader, proclaim, renew-leader ok: the holder's; fget ok: the stored one
+	OutToken int64  `json:"out_token,omitempty"` // acquire, campaign, sem-acquire ok: the token granted; get, leader, proclaim, renew-leader, sem-renew ok: the holder's; fget ok: the stored one
 	OutOwner string `json:"out_owner,omitempty"` // get ok: the holder; leader ok: the candidate
 	OutValue string `json:"out_value,omitempty"` // fget ok: the stored value; campaign, leader, proclaim ok: the leader's value (the workload writes strings)
 	OutTerm  int64  `json:"out_term,omitempty"`  // campaign, leader, proclaim, renew-leader ok: the leadership's term
-	Status   int    `json:"status,omitempty"`    // HTTP status; 0 when none came
-	Code     string `json:"code,omitempty"`      // problem+json code
-	Err      string `json:"err,omitempty"`       // transport error
+	// OutTokens and OutLimit are a sem-get OK's: the tokens of the
+	// permits held, ascending, and the semaphore's limit.
+	OutTokens []int64 `json:"out_tokens,omitempty"`
+	OutLimit  int     `json:"out_limit,omitempty"`
+	Status    int     `json:"status,omitempty"` // HTTP status; 0 when none came
+	Code      string  `json:"code,omitempty"`   // problem+json code
+	Err       string  `json:"err,omitempty"`    // transport error
 	// RetryAfter is the Retry-After header of a 503.
 	RetryAfter string `json:"retry_after,omitempty"`
+
+	// mortal and strict are what ResolvePermits learnt from the trail for
+	// SemaphoreModel; they are not part of the history.
+	mortal bool // sem-acquire OK: the permit did not end by a release
+	strict bool // sem-acquire Rejected: no queue entry could have existed
 }
 
 // Kind is what an Op asked for.
@@ -57,20 +70,30 @@ const (
 	Resign      Kind = "resign"       // DELETE /v1/elections/{name}/leader?token=
 	RenewLeader Kind = "renew-leader" // POST /v1/elections/{name}/renew {"token":…}
 	Leader      Kind = "leader"       // GET /v1/elections/{name}
+
+	SemAcquire Kind = "sem-acquire" // POST /v1/semaphores/{name}, with or without wait
+	SemRenew   Kind = "sem-renew"   // POST /v1/semaphores/{name}/renew {"token":…}
+	SemRelease Kind = "sem-release" // DELETE /v1/semaphores/{name}?token=
+	SemGet     Kind = "sem-get"     // GET /v1/semaphores/{name}
 )
 
-// lockKinds and electionKinds are the kinds of each model; fput and fget
-// belong to the election model when they have Election set.
+// lockKinds, electionKinds and semaphoreKinds are the kinds of each
+// model; fput and fget belong to the election model when they have
+// Election set.
 var (
-	lockKinds     = []Kind{Acquire, Renew, Release, Get, FPut, FGet}
-	electionKinds = []Kind{Campaign, Proclaim, Resign, RenewLeader, Leader}
+	lockKinds      = []Kind{Acquire, Renew, Release, Get, FPut, FGet}
+	electionKinds  = []Kind{Campaign, Proclaim, Resign, RenewLeader, Leader}
+	semaphoreKinds = []Kind{SemAcquire, SemRenew, SemRelease, SemGet}
 )
 
-// name is what op is about: its election if it has one, else its lock.
-// For fput and fget it is also the fenced resource.
+// name is what op is about: its election or semaphore if it has one, else
+// its lock. For fput and fget it is also the fenced resource.
 func (op Op) name() string {
-	if op.Election != "" {
+	switch {
+	case op.Election != "":
 		return op.Election
+	case op.Semaphore != "":
+		return op.Semaphore
 	}
 	return op.Lock
 }
@@ -78,6 +101,16 @@ func (op Op) name() string {
 // onElection reports whether op belongs to ElectionModel.
 func (op Op) onElection() bool {
 	return op.Election != ""
+}
+
+// onSemaphore reports whether op belongs to SemaphoreModel.
+func (op Op) onSemaphore() bool {
+	return op.Semaphore != ""
+}
+
+// onLock reports whether op belongs to LockModel.
+func (op Op) onLock() bool {
+	return !op.onElection() && !op.onSemaphore()
 }
 
 // Result is what came of an Op.
@@ -92,7 +125,8 @@ const (
 	// or 409 token_mismatch for renew and release (proclaim, resign and
 	// renew-leader); 409 stale_token for fput, and not_holder for an fput
 	// under an election; 404 not_held, no_leader or not_found for get,
-	// leader and fget (nothing there).
+	// leader and fget (nothing there); 409 semaphore_full for sem-acquire,
+	// 404 not_held for sem-renew, sem-release and sem-get.
 	Rejected Result = "rejected"
 	// Unknown is an op that may or may not have taken effect: no answer
 	// before the client's timeout, a connection cut after the request
@@ -117,6 +151,11 @@ type AuditEvent struct {
 	Token    int64           `json:"token"`
 	Term     int64           `json:"term,omitempty"`
 	Value    json.RawMessage `json:"value,omitempty"`
+	// Limit is a semaphore's acquired event's: the limit the permit was
+	// granted under. Detail says, on an expiry the recorder wrote, at
+	// which revision etcd deleted the hold.
+	Limit  int    `json:"limit,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // isLock reports whether ev is a lock's event.
@@ -124,3 +163,6 @@ func (ev AuditEvent) isLock() bool { return ev.Kind == "" || ev.Kind == "lock" }
 
 // isElection reports whether ev is an election's event.
 func (ev AuditEvent) isElection() bool { return ev.Kind == "election" }
+
+// isSemaphore reports whether ev is a semaphore's event.
+func (ev AuditEvent) isSemaphore() bool { return ev.Kind == "semaphore" }

@@ -32,6 +32,9 @@ func TestReplay(t *testing.T) {
 		for _, v := range CheckElectionAudit(ops, events) {
 			t.Error("election audit:", v)
 		}
+		for _, v := range CheckSemaphoreAudit(ops, events) {
+			t.Error("semaphore audit:", v)
+		}
 	}
 	for _, v := range CheckTokenOrder(ops) {
 		t.Error("token order:", v)
@@ -44,6 +47,8 @@ func TestReplay(t *testing.T) {
 		check func([]Op, time.Duration, string) (bool, error)
 	}{{"linearizability-replay.html", CheckLinearizable}, {"elections-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
 		return CheckElections(ResolveCampaigns(ops, events), timeout, html)
+	}}, {"semaphores-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
+		return CheckSemaphores(ResolvePermits(ops, events), timeout, html)
 	}}}
 	for _, c := range checks {
 		html := filepath.Join(*flagReplay, c.name)
