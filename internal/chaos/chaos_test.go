@@ -555,8 +555,8 @@ func (r *run) check() {
 }
 
 // settledHistory waits until no lock or permit is held, nobody leads an
-// election, and every hold, permit and leadership has an end event, then returns the whole
-// audit trail, oldest first.
+// election, and every hold, permit and leadership has an end event, then
+// returns the whole audit trail, oldest first.
 func (r *run) settledHistory() []AuditEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -409,11 +409,12 @@ func clipValue(s string) string {
 	return s
 }
 
-// CheckLinearizable checks the lock ops of ops (those without Election)
-// against LockModel. Failed ops are left out (they never reached etcd),
-// Unknown ops are pending until after the last op returned (they may take
-// effect at any time after their call), and Unknown gets, fgets and renews
-// are left out: taking effect or not, they change nothing the model holds.
+// CheckLinearizable checks the lock ops of ops (those with neither Election
+// nor Semaphore) against LockModel. Failed ops are left out (they never
+// reached etcd), Unknown ops are pending until after the last op returned
+// (they may take effect at any time after their call), and Unknown gets,
+// fgets and renews are left out: taking effect or not, they change
+// nothing the model holds.
 //
 // ok is true only when porcupine proved the history linearizable. When it
 // found it illegal and htmlPath is not empty, the visualisation is written
@@ -446,15 +447,16 @@ func checkModel(model porcupine.Model, takes func(Op) bool, ops []Op, timeout ti
 }
 
 // porcupineHistory prepares the ops a model takes for it. Every op's kind
-// must be one of either model's.
+// must be one of some model's.
 func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, error) {
 	var end int64
 	for _, op := range ops {
 		end = max(end, op.Call, op.Return)
 	}
 	history := make([]porcupine.Operation, 0, len(ops))
+	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds)
 	for _, op := range ops {
-		if !slices.Contains(slices.Concat(lockKinds, electionKinds, semaphoreKinds), op.Kind) {
+		if !slices.Contains(kinds, op.Kind) {
 			return nil, fmt.Errorf("op %d: unknown kind %q", op.ID, op.Kind)
 		}
 		if !takes(op) {
