@@ -38,7 +38,9 @@ type Op struct {
 	OutValue string `json:"out_value,omitempty"` // fget ok: the stored value; campaign, leader, proclaim ok: the leader's value (the workload writes strings)
 	OutTerm  int64  `json:"out_term,omitempty"`  // campaign, leader, proclaim, renew-leader ok: the leadership's term
 	// OutTokens and OutLimit are a sem-get OK's: the tokens of the
-	// permits held, ascending, and the semaphore's limit.
+	// permits held, ascending, and the semaphore's limit; on a sem-acquire
+	// refused, the holders its answer shows (read after the refusal, in
+	// the same request) and their limit.
 	OutTokens []int64 `json:"out_tokens,omitempty"`
 	OutLimit  int     `json:"out_limit,omitempty"`
 	Status    int     `json:"status,omitempty"` // HTTP status; 0 when none came

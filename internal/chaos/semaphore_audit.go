@@ -25,6 +25,10 @@ type semaphoreOwner struct{ semaphore, owner string }
 //     its semaphore (answered or not, but not Failed) was called before
 //     it returned: its semaphore's queue was empty all along, so the
 //     refusal says every permit was held.
+//   - The holders a refusal's answer shows were read after the refusal,
+//     in the same request: each such read becomes a sem-get OK of its
+//     own over the refusal's interval (ID past every op's), the refusal
+//     itself staying as it was.
 //
 // events must be the settled trail; CheckSemaphoreAudit checks it against
 // the ops on its own.
@@ -46,6 +50,7 @@ func ResolvePermits(ops []Op, events []AuditEvent) []Op {
 	}
 	t := readSemaphoreTrail(events)
 	out := slices.Clone(ops)
+	var reads []Op
 	for i, op := range out {
 		if op.Kind != SemAcquire {
 			continue
@@ -67,9 +72,14 @@ func ResolvePermits(ops []Op, events []AuditEvent) []Op {
 		case Rejected:
 			at, waited := firstWait[op.Semaphore]
 			out[i].strict = op.Wait == "" && (!waited || op.Return < at)
+			if len(op.OutTokens) > 0 {
+				reads = append(reads, Op{ID: len(ops) + len(reads), Client: op.Client, Node: op.Node, Kind: SemGet, Semaphore: op.Semaphore,
+					Call: op.Call, Return: op.Return, Result: OK, OutTokens: op.OutTokens, OutLimit: op.OutLimit,
+					Err: fmt.Sprintf("the holders of refused op %d", op.ID)})
+			}
 		}
 	}
-	return out
+	return append(out, reads...)
 }
 
 // semaphoreTrail is the semaphore events of an audit trail.

@@ -159,6 +159,9 @@ func (s semaphoreState) grant(token int64, mortal bool) []semaphoreState {
 // step returns every state s may move to when op takes effect; none means
 // op cannot be linearized here.
 func (s semaphoreState) step(op Op) []semaphoreState {
+	if op.Kind == SemAcquire && op.Result != OK {
+		op.OutLimit = 0 // the holders' (see ResolvePermits), not this op's
+	}
 	if s.Limit == 0 {
 		s.Limit = max(op.Limit, op.OutLimit)
 	}

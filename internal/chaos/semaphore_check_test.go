@@ -344,6 +344,32 @@ func TestResolvePermits(t *testing.T) {
 	}
 }
 
+// A refusal's holders are a read of their own over its interval.
+func TestResolvePermits_RefusalsHolders(t *testing.T) {
+	refusal := waiting(mkPermit(2, 40, 50, Rejected, 0)) // not strict: only the read is checked
+	refusal.OutTokens, refusal.OutLimit = []int64{5, 6}, 2
+	trail := []AuditEvent{
+		semEvent(5, "acquired", "s0", 5), semEvent(6, "acquired", "s1", 6),
+		semEvent(20, "released", "s0", 5), semEvent(60, "released", "s1", 6),
+	}
+	ops := mkHistory(mkPermit(0, 0, 10, OK, 5), mkPermit(1, 0, 10, OK, 6), mkReleasePermit(0, 5, 60, 70, OK), refusal)
+	got := ResolvePermits(ops, trail)
+	if len(got) != 5 {
+		t.Fatalf("ResolvePermits gave %d ops; want the 4 and one read", len(got))
+	}
+	if r := got[4]; r.ID != 4 || r.Kind != SemGet || r.Result != OK || !slices.Equal(r.OutTokens, []int64{5, 6}) || r.Call != 40 || r.Return != 50 {
+		t.Errorf("the refusal's read: %+v; want op 4, a sem-get OK of [5 6] over [40, 50]", r)
+	}
+	if ok, err := CheckSemaphores(got, 10*time.Second, ""); !ok || err != nil {
+		t.Errorf("CheckSemaphores = %v, %v; want true, nil", ok, err)
+	}
+	// The holders show 5 after its release returned.
+	ops[2].Call, ops[2].Return = 20, 30
+	if ok, err := CheckSemaphores(ResolvePermits(ops, trail), 10*time.Second, ""); ok || err != nil {
+		t.Errorf("CheckSemaphores with the holders showing a released permit = %v, %v; want false, nil", ok, err)
+	}
+}
+
 func TestCheckSemaphoreAudit(t *testing.T) {
 	ops := mkHistory(
 		mkPermit(0, 0, 10, OK, 5),

@@ -38,7 +38,8 @@ func permitOut(op Op, b []byte) Op {
 
 // AcquirePermit asks for one of the limit permits of semaphore, waiting
 // in line for up to wait (0: refused at once while every permit is held).
-// On OK, op.OutToken is the permit's token.
+// On OK, op.OutToken is the permit's token; refused, op.OutTokens and
+// op.OutLimit are the holders the answer shows.
 func (d *Driver) AcquirePermit(ctx context.Context, semaphore, owner string, limit int, wait time.Duration) Op {
 	op := Op{Kind: SemAcquire, Semaphore: semaphore, Owner: owner, Limit: limit}
 	body := map[string]any{"limit": limit, "owner": owner, "ttl": d.TTL.String()}
@@ -47,7 +48,25 @@ func (d *Driver) AcquirePermit(ctx context.Context, semaphore, owner string, lim
 		body["wait"] = op.Wait
 	}
 	op, b := d.do(ctx, op, http.MethodPost, semaphorePath(semaphore, ""), body)
-	return d.H.Add(permitOut(classify(op, "semaphore_full"), b))
+	op = permitOut(classify(op, "semaphore_full"), b)
+	if op.Result == Rejected {
+		var p struct {
+			Holders []permitAnswer `json:"holders"`
+		}
+		json.Unmarshal(b, &p)
+		op.OutTokens, op.OutLimit = holderTokens(p.Holders)
+	}
+	return d.H.Add(op)
+}
+
+// holderTokens are the tokens of hs, ascending, and their limit.
+func holderTokens(hs []permitAnswer) (tokens []int64, limit int) {
+	for _, h := range hs {
+		tokens = append(tokens, h.Token)
+		limit = max(limit, h.Limit)
+	}
+	slices.Sort(tokens)
+	return tokens, limit
 }
 
 // RenewPermit extends the lease of the permit token.
@@ -76,10 +95,7 @@ func (d *Driver) GetSemaphore(ctx context.Context, semaphore string) Op {
 		if err := json.Unmarshal(b, &s); err != nil || len(s.Holders) == 0 {
 			op.Result, op.Err = Unknown, fmt.Sprintf("semaphore answer %q holds no permit", b)
 		}
-		for _, h := range s.Holders {
-			op.OutTokens = append(op.OutTokens, h.Token)
-		}
-		slices.Sort(op.OutTokens)
+		op.OutTokens, _ = holderTokens(s.Holders)
 		op.OutLimit = s.Limit
 	}
 	return d.H.Add(readResult(op))
