@@ -26,7 +26,8 @@
 // sometimes stall past their TTL and renew and release after. Their ops
 // are checked against SemaphoreModel (CheckSemaphores: never more than
 // the limit held, rising tokens, renew and release only of a permit held,
-// reads that show exactly the permits held), once ResolvePermits has
+// reads that show exactly the permits held, the holders a refusal
+// answers with among them), once ResolvePermits has
 // settled each Unknown acquire by the trail and marked which permits the
 // trail shows expired (only those may vanish unseen; one released was
 // held until its release) and which refusals are strict (no waiter can
