@@ -75,6 +75,10 @@ export function semaphorePath(name) {
   return `/v1/semaphores/${encodeURIComponent(name)}`;
 }
 
+export function rwlockPath(name) {
+  return `/v1/rwlocks/${encodeURIComponent(name)}`;
+}
+
 // showProblem renders an error readably in box: title, detail and the
 // status and code for whoever reports it.
 export function showProblem(box, err) {

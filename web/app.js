@@ -3,10 +3,10 @@
 // index.html loads this one.
 //
 // The page is a client of the public API. It loads the held locks, the
-// elections, the semaphores, the history and the cluster, then follows
+// elections, the semaphores, the read/write locks, the history and the cluster, then follows
 // GET /v1/events: every event makes it reload what the event changed (a
 // few coalesced requests), so what it shows is always what the API says,
-// whatever events were missed. Elections and semaphores are changed by
+// whatever events were missed. Elections, semaphores and read/write locks are changed by
 // their events in place and read again in full when the stream (re)opens,
 // since the stream resumes without a gap.
 //
@@ -26,6 +26,7 @@ import { historyFiltered, initFollow, renderLockStatus } from "./follow.js";
 import { initHistory, loadHistorySoon } from "./history.js";
 import { dropHold, initLocks, loadLocksSoon, loadQueuesSoon } from "./locks.js";
 import { checkRevokeTarget, holdEnded, initRevoke, openRevoke } from "./revoke.js";
+import { initRWLocks, loadRWLocksSoon, loadRWWaitersSoon, rwlockEvent } from "./rwlocks.js";
 import { initSemaphores, loadSemaphoresSoon, loadWaitersSoon, semaphoreEvent } from "./semaphores.js";
 import { state } from "./state.js";
 import { connect, initStream } from "./stream.js";
@@ -33,7 +34,7 @@ import { initTimeline, loadTimelineSoon, pollTimeline, tickTimeline, timelineEve
 import { storedToken } from "./token.js";
 
 const ENDED = new Set(["released", "expired", "revoked", "session_expired", "resigned"]);
-const HOLDS = new Set(["lock", "election", "semaphore"]); // the kinds of hold the revoke dialog ends
+const HOLDS = new Set(["lock", "election", "semaphore", "rwlock"]); // the kinds of hold the revoke dialog ends
 const CLUSTER_EVERY = 5000; // ms between cluster (and queue, candidate and waiter) refreshes
 
 fillEmptyState();
@@ -57,6 +58,12 @@ initSemaphores({
     if (state.revoking) checkRevokeTarget();
   },
 });
+initRWLocks({
+  revoke: (h) => openRevoke(h, "rwlock"),
+  rendered: () => {
+    if (state.revoking) checkRevokeTarget();
+  },
+});
 initHistory(() => {
   historyFiltered();
   loadTimelineSoon(); // the timeline follows the history's lock and owner filters
@@ -65,6 +72,7 @@ initTimeline();
 initRevoke((kind) => {
   if (kind === "election") loadElectionsSoon();
   else if (kind === "semaphore") loadSemaphoresSoon();
+  else if (kind === "rwlock") loadRWLocksSoon();
   else loadLocksSoon();
   loadHistorySoon();
 });
@@ -72,6 +80,7 @@ initAuth(() => {
   loadLocksSoon();
   loadElectionsSoon();
   loadSemaphoresSoon();
+  loadRWLocksSoon();
   loadHistorySoon();
   loadTimelineSoon();
   loadCluster();
@@ -88,17 +97,20 @@ initStream({
     loadTimelineSoon();
     loadElectionsSoon();
     loadSemaphoresSoon();
+    loadRWLocksSoon();
   },
   polled: () => {
     pollTimeline();
     loadElectionsSoon();
     loadSemaphoresSoon();
+    loadRWLocksSoon();
   },
   event: (e) => {
     showRevision(e.revision);
     timelineEvent(e);
     electionEvent(e);
     semaphoreEvent(e);
+    rwlockEvent(e);
     const kind = e.kind || "lock";
     if (ENDED.has(e.type) && HOLDS.has(kind)) {
       if (kind === "lock") dropHold(e.lock, e.token);
@@ -111,6 +123,7 @@ initFollow();
 loadLocksSoon();
 loadElectionsSoon();
 loadSemaphoresSoon();
+loadRWLocksSoon();
 loadHistorySoon();
 loadTimelineSoon();
 loadCluster();
@@ -124,5 +137,6 @@ setInterval(() => {
   loadQueuesSoon();
   loadCandidatesSoon();
   loadWaitersSoon();
+  loadRWWaitersSoon();
 }, CLUSTER_EVERY);
 connect();

@@ -6,11 +6,13 @@
 // The page is a client of the public HTTP API and nothing more: it reads
 // GET /v1/locks, GET /v1/locks/{name} (for waiters), GET /v1/elections,
 // GET /v1/elections/{name} (for candidates), GET /v1/semaphores,
-// GET /v1/semaphores/{name} (for waiters), GET /v1/history and
+// GET /v1/semaphores/{name} (for waiters), GET /v1/rwlocks,
+// GET /v1/rwlocks/{name} (for waiters), GET /v1/history and
 // GET /v1/cluster, follows GET /v1/events (Server-Sent Events, read with
 // fetch() so that it can send a bearer token) to update itself live, and
 // calls POST /v1/locks/{name}/revoke, POST /v1/elections/{name}/revoke,
-// POST /v1/semaphores/{name}/revoke and DELETE /v1/locks/{name}/delay.
+// POST /v1/semaphores/{name}/revoke, POST /v1/rwlocks/{name}/revoke and
+// DELETE /v1/locks/{name}/delay.
 // When the API answers 401 it asks for a token, which it keeps in
 // sessionStorage only. It loads nothing from another origin and uses no
 // inline script or style, so it runs under a strict
@@ -30,12 +32,19 @@
 //	            electionrow.js draws a row
 //	semaphores.js the semaphores that have permits held, their permits
 //	            and waiters; semaphorerow.js draws a semaphore's rows
+//	rwlocks.js  the read/write locks that are held, their holds and
+//	            waiters with their modes; rwlockrow.js draws a lock's rows
+//	holdspanel.js a panel of things with several holds at once, each
+//	            with its token: semaphores.js and rwlocks.js configure it
+//	fresh.js    keeping reads older than an event from overwriting it,
+//	            for elections.js and holdspanel.js
 //	history.js  the history, filtered and paged
 //	timeline.js the timeline of the busiest locks' holds and waits over a
 //	            window ending now; holds.js reads holds from events,
 //	            timelinesvg.js draws them, busiest.js tabulates them
 //	follow.js   following one lock from a history link
-//	revoke.js   the revoke dialog, for a lock, a leadership or a permit
+//	revoke.js   the revoke dialog, for a lock, a leadership, a permit or a
+//	            read/write hold
 //	cluster.js  the cluster panel
 //	clock.js    relative times, against the server's clock
 //	dom.js, schedule.js, state.js, empty.js: helpers, shared state, the empty state

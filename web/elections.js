@@ -6,6 +6,7 @@
 import { api, clearProblem, electionPath, showProblem } from "./api.js";
 import { $, markFresh, setText } from "./dom.js";
 import { buildElection, updateElection } from "./electionrow.js";
+import { dropByName, freshness, putByName } from "./fresh.js";
 import { coalesce, debounce } from "./schedule.js";
 import { state } from "./state.js";
 
@@ -25,41 +26,11 @@ function prefix() {
   return $("elections-prefix").value.trim();
 }
 
-// Events change the list while reads of it are under way: applied counts
-// the election events applied, and changed holds, for each name, the
-// count at its latest event, so that an answer to a read sent before it
-// is not taken over it. reads counts the reads under way; changed is
-// cleared when none is.
-let applied = 0;
-const changed = new Map();
-let reads = 0;
-
-// read runs fn(since), where since is the event count when it started,
-// as one read.
-async function read(fn) {
-  reads++;
-  try {
-    return await fn(applied);
-  } finally {
-    if (--reads === 0) changed.clear();
-  }
-}
-
-// newer says whether an event about name was applied after since.
-function newer(name, since) {
-  return (changed.get(name) || 0) > since;
-}
-
-// merge is the list read, except for the names an event changed after
-// since, which keep what the events made of them.
-function merge(list, since) {
-  const out = list.filter((l) => !newer(l.name, since));
-  for (const l of es.list) if (newer(l.name, since)) out.push(l);
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-}
+// fresh keeps answers older than an event from overwriting it.
+const fresh = freshness();
 
 function loadElections() {
-  return read(readList);
+  return fresh.read(readList);
 }
 
 async function readList(since) {
@@ -92,7 +63,7 @@ async function readList(since) {
     return;
   }
   clearProblem($("elections-error"));
-  es.list = merge(list, since);
+  es.list = fresh.merge(list, es.list, since);
   es.loaded = true;
   es.truncated = cursor !== "";
   renderElections();
@@ -162,19 +133,13 @@ function shown(name) {
   return !es.truncated || es.list.length === 0 || name <= es.list[es.list.length - 1].name;
 }
 
-// put places the leadership l in the list, in name order.
-function put(l) {
-  const i = es.list.findIndex((x) => x.name >= l.name);
-  if (i < 0) es.list.push(l);
-  else if (es.list[i].name === l.name) es.list[i] = l;
-  else es.list.splice(i, 0, l);
-}
+const put = (l) => putByName(es.list, l);
 
 // electionEvent applies an event of the stream at once; for a new leader
 // it then reads the election for what the event does not say.
 export function electionEvent(e) {
   if (e.kind !== "election" || !es.loaded || !shown(e.name)) return;
-  changed.set(e.name, ++applied);
+  fresh.applied(e.name);
   const cur = es.list.find((x) => x.name === e.name);
   if (e.type === "elected") {
     put({ name: e.name, candidate: e.owner, value: e.value ?? null, token: e.token, term: e.term, session: e.session, elected_at: e.time, metadata: {} });
@@ -202,7 +167,7 @@ function refresh(name) {
 // loadCandidates reads GET /v1/elections/{name} for each of names, four
 // at a time: the leadership as it is now, and its candidates.
 function loadCandidates(names) {
-  return read(async (since) => {
+  return fresh.read(async (since) => {
     const work = names.slice();
     const one = async () => {
       for (let name = work.shift(); name !== undefined; name = work.shift()) await loadOne(name, since);
@@ -215,7 +180,7 @@ function loadCandidates(names) {
 async function loadOne(name, since) {
   try {
     const l = await api(electionPath(name));
-    if (newer(name, since)) {
+    if (fresh.newer(name, since)) {
       refresh(name); // an event overtook the answer: read it again
       return;
     }
@@ -223,13 +188,12 @@ async function loadOne(name, since) {
     es.candidates.set(name, { token: l.token, candidates: Array.isArray(candidates) ? candidates : [] }); // none is left out
     if (shown(name)) put(leader);
   } catch (err) {
-    if (newer(name, since)) refresh(name);
+    if (fresh.newer(name, since)) refresh(name);
     else if (err.status === 404) {
       // Nobody leads it now: the event that says so is on its way, or was
       // applied already.
       es.candidates.delete(name);
-      const i = es.list.findIndex((x) => x.name === name);
-      if (i >= 0) es.list.splice(i, 1);
+      dropByName(es.list, name);
     } else {
       const cur = es.list.find((x) => x.name === name);
       es.candidates.set(name, { token: cur ? cur.token : 0, error: err.message });

@@ -1,5 +1,5 @@
 // The empty states: how to take a first lock, campaign in a first
-// election and take a first permit, from a terminal, on this server.
+// election, take a first permit and a first read hold, from a terminal, on this server.
 
 import { $, setText } from "./dom.js";
 
@@ -15,6 +15,9 @@ export function fillEmptyState() {
   $("semaphores-empty-curl").textContent =
     `curl -s -X POST ${origin}/v1/semaphores/my-first-semaphore \\\n` +
     `     -H 'Content-Type: application/json' -d '{"limit":3,"owner":"me","ttl":"60s"}'`;
+  $("rwlocks-empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/rwlocks/my-first-rwlock \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"mode":"read","owner":"me","ttl":"60s"}'`;
   const copy = $("copy-curl");
   if (navigator.clipboard && window.isSecureContext) {
     copy.hidden = false;

@@ -1,8 +1,9 @@
 // The revoke dialog: it names the hold it ends (a lock's, an election's
-// leadership, or one permit of a semaphore), checks that the hold is
+// leadership, one permit of a semaphore, or one hold of a read/write
+// lock), checks that the hold is
 // still the one shown, and asks for a reason for the history.
 
-import { api, APIError, clearProblem, electionPath, lockPath, semaphorePath, showProblem } from "./api.js";
+import { api, APIError, clearProblem, electionPath, lockPath, rwlockPath, semaphorePath, showProblem } from "./api.js";
 import { $, el, setText } from "./dom.js";
 import { state } from "./state.js";
 
@@ -12,6 +13,11 @@ const dialog = $("revoke-dialog");
 // the dialog is about: now, as read, has one holder, which is t's while
 // the token is.
 const oneHolder = (now, t) => now.token === t.token;
+
+// hasToken is how a semaphore or a read/write lock is: now holds t while
+// t's token is among its holders. tokenBody names the hold to revoke.
+const hasToken = (now, t) => (now.holders || []).some((p) => p.token === t.token);
+const tokenBody = (t, reason) => (reason ? { token: t.token, reason } : { token: t.token });
 
 // kinds says, for each kind of hold the dialog revokes, how it reads and
 // where it lives: path(name) is its resource, current() what the page
@@ -63,8 +69,8 @@ const kinds = {
     path: semaphorePath,
     current: () => state.semaphores.list,
     holder: (h) => h.owner,
-    held: (now, t) => (now.holders || []).some((p) => p.token === t.token),
-    body: (t, reason) => (reason ? { token: t.token, reason } : { token: t.token }),
+    held: hasToken,
+    body: tokenBody,
     noun: "permit",
     gone: "not_held",
     focus: "semaphores-title",
@@ -74,16 +80,36 @@ const kinds = {
     now: (t) => `The permit of ${t.name} with token ${t.token} has ended.`,
     ended: (t) => `${t.name} has no permit with token ${t.token} any more; nothing was revoked.`,
   },
+  // A read/write lock has several read holds at once, or one write hold,
+  // each with its own token: as for a semaphore, the dialog is about one.
+  rwlock: {
+    what: "Revoke a hold of ",
+    confirm: "Revoke hold",
+    path: rwlockPath,
+    current: () => state.rwlocks.list,
+    holder: (h) => h.owner,
+    held: hasToken,
+    body: tokenBody,
+    noun: "hold",
+    gone: "not_held",
+    focus: "rwlocks-title",
+    hint: "The hold ends now; when it was the last one in the way, the first waiter in line takes the lock (a writer alone, or the readers before the next writer together). The holder is not told until its next renew, which answers not_held. The revoke is recorded in the history with your reason.",
+    says: (t) => [`${t.mode === "write" ? "Write-held" : "Read-held"} by `, el("strong", {}, t.holder), " with token ", el("code", {}, t.token)],
+    done: (t) => `Revoked the ${t.mode} hold of ${t.name} (token ${t.token}, held by ${t.holder}).`,
+    now: (t) => `The ${t.mode} hold of ${t.name} with token ${t.token} has ended.`,
+    ended: (t) => `${t.name} has no hold with token ${t.token} any more; nothing was revoked.`,
+  },
 };
 
 // revoked runs after a revoke (set by initRevoke), with the kind revoked.
 let revoked = () => {};
 
 // openRevoke asks whether to revoke the hold h, of kind "lock" (a Lock),
-// "election" (a Leader) or "semaphore" (a Permit).
+// "election" (a Leader), "semaphore" (a permit's Hold) or "rwlock" (a
+// read/write lock's Hold).
 export function openRevoke(h, kind = "lock") {
   const k = kinds[kind];
-  const t = { kind, name: h.name, token: h.token, holder: k.holder(h), term: h.term, limit: h.limit };
+  const t = { kind, name: h.name, token: h.token, holder: k.holder(h), term: h.term, limit: h.limit, mode: h.mode };
   state.revoking = t;
   setText($("revoke-what"), k.what);
   setText($("revoke-name"), h.name);

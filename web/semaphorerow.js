@@ -97,7 +97,7 @@ export function updateSemaphore(tb, s, { revoke, fresh }) {
 // (an event does not). etcd reports a lease's time left in whole seconds,
 // so expires_at moves by up to a second from one read to the next: only
 // a renew, which moves it further, is worth redrawing.
-function updateExpiry(tr, p) {
+export function updateExpiry(tr, p) {
   const box = tr.querySelector(".left-cell");
   const left = box.querySelector("time");
   if (!p.expires_at) {

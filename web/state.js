@@ -19,10 +19,19 @@ export const state = {
   // The semaphores that have permits held under the name prefix, sorted by
   // name, and their waiters (semaphores.js).
   semaphores: {
-    list: [], // {name, limit, holders: [Permit…]}, holders oldest first
+    list: [], // {name, limit, holders: [Hold…]}, holders oldest first
     loaded: false, // list has been read once
     truncated: false, // more semaphores match than the page reads
     waiters: new Map(), // name -> {waiters: [...], error}
+    expanded: new Set(), // names whose waiters are shown
+  },
+  // The read/write locks that are held under the name prefix, sorted by
+  // name, and their waiters (rwlocks.js).
+  rwlocks: {
+    list: [], // {name, mode, holders: [Hold…]}, holders oldest first
+    loaded: false, // list has been read once
+    truncated: false, // more read/write locks match than the page reads
+    waiters: new Map(), // name -> {waiters: [... each with its mode], error}
     expanded: new Set(), // names whose waiters are shown
   },
   highlight: "", // the lock a history link pointed at (follow.js)
@@ -35,6 +44,6 @@ export const state = {
   timeline: { span: 900000, shown: 0, events: new Map(), filter: "", truncated: false, horizon: 0, loaded: false, pending: null },
   lastEventID: "", // the last event seen, to resume the stream after it (stream.js)
   revision: 0, // the newest etcd revision seen (cluster.js)
-  revoking: null, // the hold (a lock's, a leadership or a permit) the revoke dialog is about (revoke.js)
+  revoking: null, // the hold (a lock's, a leadership, a permit or a read/write hold) the revoke dialog is about (revoke.js)
   authRequired: false, // the API answered 401 at least once (auth.js)
 };
