@@ -3,10 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // RWMode is how a read/write lock is held: shared, or exclusive.
@@ -94,29 +91,11 @@ func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh b
 // RWLock returns the holds of name and its waiters (at most
 // MaxListLimit of each), or ErrNotHeld when nothing holds it.
 func (e *Engine) RWLock(ctx context.Context, name string) (*RWLock, error) {
-	if err := checkName("name", name); err != nil {
-		return nil, err
-	}
-	key := keyName(KindRWLock, name)
-	const seatsAt, queueAt = 0, 1
-	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
-		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
-	).Commit()
-	done()
-	if err != nil {
-		return nil, e.etcdErr(ctx, "read rwlock", err)
-	}
-	holders, err := e.holdsOf(ctx, resp.Responses[seatsAt].GetResponseRange().Kvs, map[string]leaseTimes{})
+	holders, waiters, err := e.heldState(ctx, KindRWLock, name)
 	if err != nil {
 		return nil, err
 	}
-	if len(holders) == 0 {
-		return nil, fmt.Errorf("rwlock %q: %w", name, ErrNotHeld)
-	}
-	return &RWLock{Name: name, Mode: holders[0].Mode, Holders: holders, Waiters: waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs)}, nil
+	return &RWLock{Name: name, Mode: holders[0].Mode, Holders: holders, Waiters: waiters}, nil
 }
 
 // RWLocks returns the read/write locks that are held, sorted by name, a
@@ -135,14 +114,7 @@ func (e *Engine) RWLocks(ctx context.Context, o ListOptions) ([]*RWLock, string,
 
 // RenewRW extends the lease of the hold token of read/write lock name.
 func (e *Engine) RenewRW(ctx context.Context, name string, token int64) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
-		return nil, err
-	}
-	l, err := e.renew(ctx, keyName(KindRWLock, name), token)
-	if err != nil {
-		return nil, seatsErr("renew a hold of", name, err)
-	}
-	return l, nil
+	return e.renewSeat(ctx, KindRWLock, name, token)
 }
 
 // ReleaseRW ends the hold token of read/write lock name, handing the lock

@@ -13,6 +13,55 @@ import (
 // What the things with seats (kinds.go) share beyond acquiring: listing
 // their holds, a page at a time, and ending one by its token.
 
+// heldState reads the holds of the thing of kind k named name and its
+// waiters (at most MaxListLimit of each), or ErrNotHeld when nothing
+// holds it.
+func (e *Engine) heldState(ctx context.Context, k EventKind, name string) (holders []*Lock, waiters []Waiter, err error) {
+	if err := checkName("name", name); err != nil {
+		return nil, nil, err
+	}
+	key := keyName(k, name)
+	const seatsAt, queueAt = 0, 1
+	octx, done := e.op(ctx)
+	resp, err := e.cli.Txn(octx).Then(
+		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
+		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
+	).Commit()
+	done()
+	if err != nil {
+		return nil, nil, e.etcdErr(ctx, "read "+string(k), err)
+	}
+	if holders, err = e.holdsOf(ctx, resp.Responses[seatsAt].GetResponseRange().Kvs, map[string]leaseTimes{}); err != nil {
+		return nil, nil, err
+	}
+	if len(holders) == 0 {
+		return nil, nil, fmt.Errorf("%s %q: %w", k, name, ErrNotHeld)
+	}
+	return holders, waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs), nil
+}
+
+// renewSeat extends the lease of the hold token of the thing of kind k
+// named name.
+func (e *Engine) renewSeat(ctx context.Context, k EventKind, name string, token int64) (*Lock, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	l, err := e.renew(ctx, keyName(k, name), token)
+	if err != nil {
+		return nil, seatsErr("renew "+holdWord(k)+" of", name, err)
+	}
+	return l, nil
+}
+
+// holdWord is what a hold of kind k is called in errors.
+func holdWord(k EventKind) string {
+	if k == KindSemaphore {
+		return "a permit"
+	}
+	return "a hold"
+}
+
 // holdsOf renders the seat keys kvs, sorted by token.
 func (e *Engine) holdsOf(ctx context.Context, kvs []*mvccpb.KeyValue, expiry map[string]leaseTimes) ([]*Lock, error) {
 	holders := make([]*Lock, 0, len(kvs))
@@ -99,13 +148,9 @@ func (e *Engine) endSeat(ctx context.Context, k EventKind, name string, token in
 	if len(detail) > MaxReasonLen {
 		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	hold := "a hold"
-	if k == KindSemaphore {
-		hold = "a permit"
-	}
-	what := "release " + hold + " of"
+	what := "release " + holdWord(k) + " of"
 	if typ == EventRevoked {
-		what = "revoke " + hold + " of"
+		what = "revoke " + holdWord(k) + " of"
 	}
 	if err := e.endHold(ctx, keyName(k, name), token, typ, detail); err != nil {
 		return seatsErr(what, name, err)

@@ -3,11 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A semaphore is a thing with seats (kinds.go): each permit is a hold of
@@ -77,44 +73,21 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 // Semaphore returns the permits of name and its waiters (at most
 // MaxListLimit of each), or ErrNotHeld when no permit is held.
 func (e *Engine) Semaphore(ctx context.Context, name string) (*Semaphore, error) {
-	if err := checkName("name", name); err != nil {
-		return nil, err
-	}
-	key := keyName(KindSemaphore, name)
-	const seatsAt, queueAt = 0, 1
-	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
-		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
-	).Commit()
-	done()
-	if err != nil {
-		return nil, e.etcdErr(ctx, "read semaphore", err)
-	}
-	s, err := e.semaphoreOf(ctx, name, resp.Responses[seatsAt].GetResponseRange().Kvs, map[string]leaseTimes{})
+	holders, waiters, err := e.heldState(ctx, KindSemaphore, name)
 	if err != nil {
 		return nil, err
 	}
-	if len(s.Holders) == 0 {
-		return nil, fmt.Errorf("semaphore %q: %w", name, ErrNotHeld)
-	}
-	s.Waiters = waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs)
-	return s, nil
+	return semaphoreOf(name, holders, waiters), nil
 }
 
-// semaphoreOf renders the seats kvs of semaphore name. Its limit is its
+// semaphoreOf is the semaphore name with holders. Its limit is its
 // permits': every seat held was granted under the stored limit (seats.go).
-func (e *Engine) semaphoreOf(ctx context.Context, name string, kvs []*mvccpb.KeyValue, expiry map[string]leaseTimes) (*Semaphore, error) {
-	holders, err := e.holdsOf(ctx, kvs, expiry)
-	if err != nil {
-		return nil, err
-	}
-	s := &Semaphore{Name: name, Holders: holders, Waiters: []Waiter{}}
+func semaphoreOf(name string, holders []*Lock, waiters []Waiter) *Semaphore {
+	s := &Semaphore{Name: name, Holders: holders, Waiters: waiters}
 	for _, l := range holders {
 		s.Limit = max(s.Limit, l.Limit)
 	}
-	return s, nil
+	return s
 }
 
 // Semaphores returns the semaphores that have permits held, sorted by
@@ -126,10 +99,7 @@ func (e *Engine) Semaphores(ctx context.Context, o ListOptions) ([]*Semaphore, s
 	}
 	page := make([]*Semaphore, len(groups))
 	for i, g := range groups {
-		page[i] = &Semaphore{Name: g.name, Holders: g.holders, Waiters: []Waiter{}}
-		for _, l := range g.holders {
-			page[i].Limit = max(page[i].Limit, l.Limit)
-		}
+		page[i] = semaphoreOf(g.name, g.holders, []Waiter{})
 	}
 	return page, next, nil
 }
@@ -137,14 +107,7 @@ func (e *Engine) Semaphores(ctx context.Context, o ListOptions) ([]*Semaphore, s
 // RenewPermit extends the lease of the permit token of semaphore name, as
 // Renew does a lock's.
 func (e *Engine) RenewPermit(ctx context.Context, name string, token int64) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
-		return nil, err
-	}
-	l, err := e.renew(ctx, keyName(KindSemaphore, name), token)
-	if err != nil {
-		return nil, seatsErr("renew a permit of", name, err)
-	}
-	return l, nil
+	return e.renewSeat(ctx, KindSemaphore, name, token)
 }
 
 // ReleasePermit gives the permit token of semaphore name back, handing
