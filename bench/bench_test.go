@@ -61,7 +61,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "scale", cfg.JSONPath)
+	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "semaphore: 4 clients, limit 4", "rwlock: 4 clients", "scale", cfg.JSONPath)
 	for _, p := range []string{cfg.CPUProfile, cfg.MemProfile} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s not written: %v", p, err)
@@ -72,7 +72,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "scale"} {
+	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "semaphore", "rwlock", "scale"} {
 		if len(sections[s]) == 0 {
 			t.Errorf("JSON has no %q section", s)
 		}
@@ -122,6 +122,8 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if v := res.EtcdElection.BatonVs; v <= 0 {
 		t.Errorf("election: baton against etcd-election %v", v)
 	}
+	checkHolds(t, "semaphore", res.Semaphore, cfg.ContentionClients, true)
+	checkHolds(t, "rwlock", res.RWLock, cfg.ContentionClients, true)
 
 	s := res.Scale
 	if s.Sessions != cfg.ScaleSessions || s.LocksPerSession != cfg.ScaleLocks || s.Errors != 0 {
@@ -373,5 +375,110 @@ func checkHandoffs(t *testing.T, name string, c *ContentionResult, clients int) 
 	}
 	if f := c.Fairness; f.Judged <= 0 || int64(f.Judged) > c.Grants || f.InOrder <= 0 || f.InOrder > 1 || f.MaxOvertaken < 0 || f.MaxOvertaken >= f.Judged {
 		t.Errorf("%s fairness: %+v", name, f)
+	}
+}
+
+// checkHolds checks the figures of a semaphore or rwlock run: every
+// worker's two turns at least, waits in every mode, no more held at once
+// than the primitive allows (the run itself fails otherwise), and costs;
+// raft only for baton.
+func checkHolds(t *testing.T, name string, h *HoldsResult, clients int, raft bool) {
+	t.Helper()
+	if h == nil {
+		t.Errorf("%s: no result", name)
+		return
+	}
+	if h.Clients != clients || h.Errors != 0 || h.Holds < 2*int64(clients) || h.HoldsPerSec <= 0 || h.Seconds <= 0 || h.Cores.Loadgen <= 0 || (h.RaftEntriesPerHold > 0) != raft {
+		t.Errorf("%s: %+v", name, h)
+	}
+	checkLatency(t, name+" wait", h.Wait, h.Holds)
+	modes := []string{"permit"}
+	if h.Limit == 0 {
+		modes = []string{"read", "write"}
+	}
+	if len(h.Modes) != len(modes) {
+		t.Fatalf("%s: modes %+v, want %v", name, h.Modes, modes)
+	}
+	var holds int64
+	for i, m := range h.Modes {
+		if m.Mode != modes[i] || m.HoldsPerSec <= 0 {
+			t.Errorf("%s %s: %+v", name, modes[i], m)
+		}
+		// A write may come out at once: its p50 may be 0.
+		if m.Wait.Count != m.Holds || m.Wait.P99 < m.Wait.P50 || m.Wait.Max < m.Wait.P99 {
+			t.Errorf("%s %s wait: %+v", name, m.Mode, m.Wait)
+		}
+		holds += m.Holds
+	}
+	if holds != h.Holds {
+		t.Errorf("%s: %d holds over the modes, %d in all", name, holds, h.Holds)
+	}
+	if h.MostHeld < 1 || (h.Limit > 0 && h.MostHeld > int64(h.Limit)) {
+		t.Errorf("%s: %d held at once", name, h.MostHeld)
+	}
+	if f := h.Fairness; f.Judged <= 0 || int64(f.Judged) > h.Holds || f.InOrder <= 0 || f.InOrder > 1 {
+		t.Errorf("%s fairness: %+v", name, f)
+	}
+}
+
+// TestHoldCounter_SeesBreaches checks that the counter the semaphore and
+// rwlock scenarios run with fails the report of a run that held more
+// than the primitive allows, and only then.
+func TestHoldCounter_SeesBreaches(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limit  int64
+		holds  []holdMode
+		breach bool
+	}{
+		{"permits up to the limit", 2, []holdMode{holdPermit, holdPermit}, false},
+		{"a permit beyond the limit", 2, []holdMode{holdPermit, holdPermit, holdPermit}, true},
+		{"readers share", 0, []holdMode{holdRead, holdRead, holdRead}, false},
+		{"a writer alone", 0, []holdMode{holdWrite}, false},
+		{"a writer beside a reader", 0, []holdMode{holdRead, holdWrite}, true},
+		{"a reader beside a writer", 0, []holdMode{holdWrite, holdRead}, true},
+		{"two writers", 0, []holdMode{holdWrite, holdWrite}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newHoldCounter(tc.limit)
+			var grants []grant
+			for i, m := range tc.holds {
+				c.enter(m)
+				grants = append(grants, grant{mode: m, sent: time.Duration(i), granted: time.Duration(i + 1), token: int64(i + 1)})
+			}
+			for _, m := range tc.holds {
+				c.leave(m)
+			}
+			rep, err := c.report(time.Second, &errorCount{}, grants)
+			if (err != nil) != tc.breach {
+				t.Fatalf("report: %v, want a breach: %v", err, tc.breach)
+			}
+			if err == nil && rep.(holdsReport).MostHeld != int64(len(tc.holds)) {
+				t.Errorf("most held %d, want %d", rep.(holdsReport).MostHeld, len(tc.holds))
+			}
+			if c.shared.Load() != 0 || c.writers.Load() != 0 {
+				t.Errorf("after every leave: %d shared, %d writers", c.shared.Load(), c.writers.Load())
+			}
+		})
+	}
+}
+
+// TestRWModes_SeededShareOfWrites checks that a worker draws the same
+// turns in every run, about rwWriteShare of them writes.
+func TestRWModes_SeededShareOfWrites(t *testing.T) {
+	const turns = 10000
+	a, b := rwModes(3), rwModes(3)
+	writes := 0
+	for range turns {
+		m := a()
+		if m != b() {
+			t.Fatal("two draws of worker 3 differ")
+		}
+		if m == holdWrite {
+			writes++
+		}
+	}
+	if share := float64(writes) / turns; share < rwWriteShare-0.02 || share > rwWriteShare+0.02 {
+		t.Errorf("%.3f of the turns are writes, want about %v", share, rwWriteShare)
 	}
 }

@@ -57,6 +57,7 @@ type grant struct {
 	granted  time.Duration // acquire answered 201
 	released time.Duration // release answered 204
 	token    int64
+	mode     holdMode
 }
 
 // genContention is the load generator's side of contention. Clients are
@@ -64,35 +65,68 @@ type grant struct {
 func genContention(ctx context.Context, spec loadSpec, p *parentConn) error {
 	a := newAPI(spec.URL, spec.Clients)
 	name := spec.Prefix + "one"
-	return contend(ctx, spec, p, func(w int) (take func(context.Context) (int64, error), give func(context.Context, int64) error) {
+	return contend(ctx, spec, p, func(w int) contender {
 		body := acquireBody{Owner: "contender-" + strconv.Itoa(w), TTL: sessionTTL.String(), Wait: contentionWait.String()}.encode()
-		take = func(ctx context.Context) (int64, error) { return a.acquire(ctx, name, body) }
-		give = func(ctx context.Context, token int64) error { return a.release(ctx, name, token) }
-		return take, give
+		return contender{
+			take: func(ctx context.Context, _ holdMode) (int64, error) { return a.acquire(ctx, name, body) },
+			give: func(ctx context.Context, token int64) error { return a.release(ctx, name, token) },
+		}
 	})
 }
 
-// turnsOf runs worker w's take then give over and over, one goroutine a
-// worker, and returns every turn that succeeded, timed from start. No
-// new take after the deadline, but every take started is seen through,
-// so each one has its grant for fairness; and every worker has at least
-// two turns, so that some requests follow the opening burst, however
-// short the run.
-func turnsOf(ctx context.Context, start, deadline time.Time, takes []func(context.Context) (int64, error),
-	gives []func(context.Context, int64) error, errs *errorCount) []grant {
-	perClient := make([][]grant, len(takes))
+// holdMode is what a turn takes: the one hold of a lock or an election
+// (plain), one of a semaphore's permits, or a read or a write hold of a
+// read/write lock.
+type holdMode uint8
+
+const (
+	holdPlain holdMode = iota
+	holdPermit
+	holdRead
+	holdWrite
+)
+
+func (m holdMode) String() string {
+	return [...]string{"plain", "permit", "read", "write"}[m]
+}
+
+// contender is one worker of the contention loop. Each turn, take waits
+// for a hold in the turn's mode and returns its token, and give gives it
+// back at once. modes picks each turn's mode; nil means every turn is
+// plain.
+type contender struct {
+	take  func(ctx context.Context, m holdMode) (int64, error)
+	give  func(ctx context.Context, token int64) error
+	modes func() holdMode
+}
+
+func (c contender) mode() holdMode {
+	if c.modes == nil {
+		return holdPlain
+	}
+	return c.modes()
+}
+
+// turnsOf runs each contender's take then give over and over, one
+// goroutine a contender, and returns every turn that succeeded, timed
+// from start. No new take after the deadline, but every take started is
+// seen through, so each one has its grant for fairness; and every worker
+// has at least two turns, so that some requests follow the opening
+// burst, however short the run.
+func turnsOf(ctx context.Context, start, deadline time.Time, cs []contender, errs *errorCount) []grant {
+	perClient := make([][]grant, len(cs))
 	var wg sync.WaitGroup
-	for w := range takes {
+	for w, c := range cs {
 		wg.Go(func() {
 			for turn := 0; ctx.Err() == nil && (turn < 2 || time.Now().Before(deadline)); turn++ {
-				g := grant{sent: time.Since(start)}
-				token, err := takes[w](ctx)
+				g := grant{mode: c.mode(), sent: time.Since(start)}
+				token, err := c.take(ctx, g.mode)
 				g.granted = time.Since(start)
 				if err != nil {
 					errs.add(err)
 					continue
 				}
-				err = gives[w](ctx, token)
+				err = c.give(ctx, token)
 				g.released = time.Since(start)
 				if err != nil {
 					errs.add(err)

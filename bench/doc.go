@@ -45,6 +45,22 @@
 //     session per candidate) and, when the zookeeper peer runs,
 //     Curator's LeaderSelector, whose leadership is its lock recipe on
 //     the election's path;
+//   - semaphore: the contention loop on one semaphore of 4 permits,
+//     -contention-clients workers each taking a permit (waiting) and
+//     giving it back at once: permits granted per second and the wait
+//     (request sent to permit granted), beside Curator's
+//     InterProcessSemaphoreV2 when the zookeeper peer runs (its lock
+//     recipe on a locks node lets one taker at a time create a lease and
+//     wait, under a child watch, until at most 4 leases are left). etcd's
+//     client has no semaphore recipe, so there is no etcd peer;
+//   - rwlock: the same workers on one read/write lock, each turn a read
+//     or, one turn in ten (seeded), a write, held for a millisecond:
+//     holds per second and the wait of each mode, beside Curator's
+//     InterProcessReadWriteLock (one queue of read and write children: a
+//     writer waits for the child ahead of it, a reader for the first
+//     writer ahead). Both scenarios count the holds inside their critical
+//     sections and fail if more than 4 permits, or a write beside any
+//     other hold, were ever held at once;
 //   - history, only when -only names it (it takes minutes at its default
 //     million events): the audit trail filled through the node's engine in
 //     this process (acquire+release cycles in sessions on 1,000 locks, a

@@ -62,11 +62,12 @@ func (b *bench) runElection(ctx context.Context, res *Results) error {
 func genElection(ctx context.Context, spec loadSpec, p *parentConn) error {
 	a := newAPI(spec.URL, spec.Clients)
 	name := spec.Prefix + "one"
-	return contend(ctx, spec, p, func(w int) (take func(context.Context) (int64, error), give func(context.Context, int64) error) {
+	return contend(ctx, spec, p, func(w int) contender {
 		body := acquireBody{TTL: sessionTTL.String(), Wait: contentionWait.String(), Candidate: "candidate-" + strconv.Itoa(w)}.encode()
-		take = func(ctx context.Context) (int64, error) { return a.campaign(ctx, name, body) }
-		give = func(ctx context.Context, token int64) error { return a.resign(ctx, name, token) }
-		return take, give
+		return contender{
+			take: func(ctx context.Context, _ holdMode) (int64, error) { return a.campaign(ctx, name, body) },
+			give: func(ctx context.Context, token int64) error { return a.resign(ctx, name, token) },
+		}
 	})
 }
 
@@ -94,10 +95,10 @@ func genEtcdElection(ctx context.Context, spec loadSpec, p *parentConn) error {
 	}
 	defer closeAll()
 	prefix := etcdElectionPrefix + spec.Prefix + "one"
-	err = contend(ctx, spec, p, func(w int) (take func(context.Context) (int64, error), give func(context.Context, int64) error) {
+	err = contend(ctx, spec, p, func(w int) contender {
 		e := concurrency.NewElection(sessions[w], prefix)
 		value := "candidate-" + strconv.Itoa(w)
-		take = func(ctx context.Context) (int64, error) {
+		take := func(ctx context.Context, _ holdMode) (int64, error) {
 			cctx, cancel := context.WithTimeout(ctx, contentionWait)
 			defer cancel()
 			if err := e.Campaign(cctx, value); err != nil {
@@ -105,8 +106,8 @@ func genEtcdElection(ctx context.Context, spec loadSpec, p *parentConn) error {
 			}
 			return e.Rev(), nil
 		}
-		give = func(ctx context.Context, _ int64) error { return e.Resign(ctx) }
-		return take, give
+		give := func(ctx context.Context, _ int64) error { return e.Resign(ctx) }
+		return contender{take: take, give: give}
 	})
 	if err != nil {
 		return err
@@ -114,23 +115,34 @@ func genEtcdElection(ctx context.Context, spec loadSpec, p *parentConn) error {
 	return closeAll()
 }
 
-// contend runs spec.Clients workers, each looping on what turns gives it:
-// take (which waits for its turn) then give at once, as genContention's
-// contenders do, and reports their grants as the contention scenario
-// does. No take starts after the duration, every take started is seen
-// through, and each worker has at least two turns.
-func contend(ctx context.Context, spec loadSpec, p *parentConn,
-	turns func(w int) (take func(context.Context) (int64, error), give func(context.Context, int64) error)) error {
-	takes := make([]func(context.Context) (int64, error), spec.Clients)
-	gives := make([]func(context.Context, int64) error, spec.Clients)
+// contend runs spec.Clients workers, each looping on the contender turns
+// gives it: take (which waits for its turn) then give at once, as
+// genContention's contenders do, and reports their grants as the
+// contention scenario does. No take starts after the duration, every take
+// started is seen through, and each worker has at least two turns.
+func contend(ctx context.Context, spec loadSpec, p *parentConn, turns func(w int) contender) error {
+	return contendThen(ctx, spec, p, turns, func(elapsed time.Duration, errs *errorCount, grants []grant) (any, error) {
+		return grantReport(elapsed, errs, grants), nil
+	})
+}
+
+// contendThen is contend with the report report makes of the grants; an
+// error from report fails the load generator instead.
+func contendThen(ctx context.Context, spec loadSpec, p *parentConn, turns func(w int) contender,
+	report func(elapsed time.Duration, errs *errorCount, grants []grant) (any, error)) error {
+	cs := make([]contender, spec.Clients)
 	for w := range spec.Clients {
-		takes[w], gives[w] = turns(w)
+		cs[w] = turns(w)
 	}
 	if err := p.ready(); err != nil {
 		return err
 	}
 	var errs errorCount
 	start := time.Now()
-	grants := turnsOf(ctx, start, start.Add(spec.Duration), takes, gives, &errs)
-	return p.report(grantReport(time.Since(start), &errs, grants))
+	grants := turnsOf(ctx, start, start.Add(spec.Duration), cs, &errs)
+	rep, err := report(time.Since(start), &errs, grants)
+	if err != nil {
+		return err
+	}
+	return p.report(rep)
 }

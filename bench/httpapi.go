@@ -32,10 +32,14 @@ func newAPI(base string, conns int) *httpAPI {
 }
 
 // acquireBody is the body of POST /v1/locks/{name}, or of a campaign
-// (POST /v1/elections/{name}/campaign) with Candidate set. Each caller encodes
-// its own once and reuses it for every cycle.
+// (POST /v1/elections/{name}/campaign) with Candidate set, of a permit
+// (POST /v1/semaphores/{name}) with Limit, of a read/write lock's hold
+// (POST /v1/rwlocks/{name}) with Mode. Each caller encodes its own once
+// and reuses it for every cycle.
 type acquireBody struct {
 	Owner string `json:"owner,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+	Mode  string `json:"mode,omitempty"`
 	// Candidate instead of Owner makes it a campaign's body.
 	Candidate string `json:"candidate,omitempty"`
 	TTL       string `json:"ttl,omitempty"`
@@ -46,7 +50,7 @@ type acquireBody struct {
 func (b acquireBody) encode() []byte {
 	out, err := json.Marshal(b)
 	if err != nil {
-		panic(err) // a struct of strings always encodes
+		panic(err) // a struct of strings and an int always encodes
 	}
 	return out
 }

@@ -188,6 +188,10 @@ func generate(ctx context.Context, p *parentConn) error {
 		return genEtcdMutex(ctx, spec, p)
 	case kindEtcdMutexContention:
 		return genEtcdMutexContention(ctx, spec, p)
+	case kindSemaphore:
+		return genSemaphore(ctx, spec, p)
+	case kindRWLock:
+		return genRWLock(ctx, spec, p)
 	case kindScale:
 		return genScale(ctx, spec, p)
 	}

@@ -50,6 +50,15 @@ type Results struct {
 	Election          *ContentionResult `json:"election,omitempty"`
 	EtcdElection      *ContentionResult `json:"etcd_election,omitempty"`
 	ZooKeeperElection *ContentionResult `json:"zookeeper_election,omitempty"`
+	// Semaphore and RWLock are the semaphore and rwlock scenarios:
+	// workers on one semaphore, or one read/write lock, taking holds
+	// (waiting) and giving them back at once; ZooKeeperSemaphore and
+	// ZooKeeperRWLock Curator's recipes for them, when the zookeeper
+	// peer runs.
+	Semaphore          *HoldsResult `json:"semaphore,omitempty"`
+	ZooKeeperSemaphore *HoldsResult `json:"zookeeper_semaphore,omitempty"`
+	RWLock             *HoldsResult `json:"rwlock,omitempty"`
+	ZooKeeperRWLock    *HoldsResult `json:"zookeeper_rwlock,omitempty"`
 	// HTTPFloor is the limit of an HTTP/JSON lock on embedded etcd: a
 	// bare net/http server, one txn per acquire and one per release.
 	HTTPFloor []CycleResult `json:"httpfloor,omitempty"`
@@ -363,6 +372,12 @@ func (r *Results) compareToSession() {
 			p.result.BatonVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
 		}
 	}
+	if r.Semaphore != nil && r.ZooKeeperSemaphore != nil {
+		r.Semaphore.compareTo(r.ZooKeeperSemaphore)
+	}
+	if r.RWLock != nil && r.ZooKeeperRWLock != nil {
+		r.RWLock.compareTo(r.ZooKeeperRWLock)
+	}
 }
 
 // peerElections lists the peers' election results that ran.
@@ -493,6 +508,7 @@ func printTable(out io.Writer, r *Results) error {
 		fmt.Fprintln(tw, "max overtaken: most later-sent requests granted before any one judged request (0 = FIFO)")
 	}
 	printPeers(tw, r)
+	printHolds(tw, r)
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",
 			s.Sessions, s.LocksPerSession, r.Settings.ScaleRenew, probeRate, r.Settings.ScaleDuration)
@@ -533,6 +549,11 @@ func (r *Results) firstErrors() []string {
 	for _, p := range r.peerContention() {
 		if p.result.FirstError != "" {
 			errs = append(errs, p.name+" contention: "+p.result.FirstError)
+		}
+	}
+	for _, p := range []peerHolds{{"semaphore", r.Semaphore}, {"zookeeper semaphore", r.ZooKeeperSemaphore}, {"rwlock", r.RWLock}, {"zookeeper rwlock", r.ZooKeeperRWLock}} {
+		if p.result != nil && p.result.FirstError != "" {
+			errs = append(errs, p.name+": "+p.result.FirstError)
 		}
 	}
 	if s := r.Scale; s != nil && s.FirstError != "" {

@@ -259,9 +259,31 @@ func zkEnsure(conn *zk.Conn, path string) error {
 // every other contender watches only the child just below its own, so a
 // release wakes one contender, not the whole queue (no herd). Release
 // deletes the child; so does the end of the session that made it.
+//
+// node and blocker make it the recipe of Curator's other locks on one
+// queue of children (InterProcessReadWriteLock's): node names the
+// contender's child (zkLockPrefix when empty), and blocker picks the
+// child whose deletion it waits for, "" when none is in its way
+// (zkPredecessor when nil).
 type zkMutex struct {
-	conn *zk.Conn
-	dir  string
+	conn    *zk.Conn
+	dir     string
+	node    string
+	blocker func(children []string, seq int64) (string, error)
+}
+
+func (m zkMutex) nodeName() string {
+	if m.node == "" {
+		return zkLockPrefix
+	}
+	return m.node
+}
+
+func (m zkMutex) blockedBy(children []string, seq int64) (string, error) {
+	if m.blocker == nil {
+		return zkPredecessor(children, seq)
+	}
+	return m.blocker(children, seq)
 }
 
 // zkHold is one acquisition of a zkMutex.
@@ -278,7 +300,7 @@ type zkHold struct {
 // lock waits for the lock until ctx ends; on failure it deletes its child,
 // so that it does not hold up the contenders behind it.
 func (m zkMutex) lock(ctx context.Context) (zkHold, error) {
-	path, err := m.conn.CreateProtectedEphemeralSequential(m.dir+"/"+zkLockPrefix, nil, zk.WorldACL(zk.PermAll))
+	path, err := m.conn.CreateProtectedEphemeralSequential(m.dir+"/"+m.nodeName(), nil, zk.WorldACL(zk.PermAll))
 	if err != nil {
 		return zkHold{}, fmt.Errorf("lock %s: create: %w", m.dir, err)
 	}
@@ -294,14 +316,15 @@ func (m zkMutex) lock(ctx context.Context) (zkHold, error) {
 	return h, nil
 }
 
-// await returns once h's child is the lowest, watching its predecessor.
+// await returns once nothing is in the way of h's child (for the lock,
+// once it is the lowest), watching the child in its way.
 func (m zkMutex) await(ctx context.Context, h *zkHold) error {
 	for {
 		children, _, err := m.conn.Children(m.dir)
 		if err != nil {
 			return fmt.Errorf("children: %w", err)
 		}
-		pred, err := zkPredecessor(children, h.seq)
+		pred, err := m.blockedBy(children, h.seq)
 		if err != nil || pred == "" {
 			return err
 		}
@@ -500,23 +523,24 @@ func (b *bench) zookeeperOneLock(ctx context.Context, name string) (*ContentionR
 
 // zkContend is genContention's loop on a zkMutex per session.
 func zkContend(ctx context.Context, conns []*zk.Conn, dir string, d time.Duration) contentionReport {
-	takes := make([]func(context.Context) (int64, error), len(conns))
-	gives := make([]func(context.Context, int64) error, len(conns))
+	cs := make([]contender, len(conns))
 	for w, conn := range conns {
 		m := zkMutex{conn: conn, dir: dir}
 		var h zkHold // the worker's hold between its take and give
-		takes[w] = func(ctx context.Context) (int64, error) {
-			wctx, cancel := context.WithTimeout(ctx, contentionWait)
-			defer cancel()
-			var err error
-			h, err = m.lock(wctx)
-			return h.seq, err
+		cs[w] = contender{
+			take: func(ctx context.Context, _ holdMode) (int64, error) {
+				wctx, cancel := context.WithTimeout(ctx, contentionWait)
+				defer cancel()
+				var err error
+				h, err = m.lock(wctx)
+				return h.seq, err
+			},
+			give: func(context.Context, int64) error { return m.unlock(h) },
 		}
-		gives[w] = func(context.Context, int64) error { return m.unlock(h) }
 	}
 	var errs errorCount
 	start := time.Now()
-	grants := turnsOf(ctx, start, start.Add(d), takes, gives, &errs)
+	grants := turnsOf(ctx, start, start.Add(d), cs, &errs)
 	return grantReport(time.Since(start), &errs, grants)
 }
 

@@ -36,7 +36,7 @@ func TestRun_SmokeZooKeeper(t *testing.T) {
 	cfg.Duration = 300 * time.Millisecond
 	cfg.Clients = []int{1, 4}
 	cfg.ContentionClients = 4
-	cfg.Only = []string{"floor", "session", "zookeeper", "contention"}
+	cfg.Only = []string{"floor", "session", "zookeeper", "contention", "semaphore", "rwlock"}
 	cfg.ZooKeeperJar = zooKeeperJar
 	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
 	raw := smokeRun(t, cfg, "\nzookeeper ", "forceSync as shipped", "contention of the peers: 4 clients", "zookeeper contention: cpu and node cores are the server's")
@@ -71,6 +71,13 @@ func TestRun_SmokeZooKeeper(t *testing.T) {
 	// is a handoff.
 	if c.Errors != 0 || c.Grants < 2*int64(c.Clients) || c.HandoffsPerSec <= 0 || c.Handoff.Count != c.Grants-1 || c.Fairness.Judged == 0 || c.BatonVs <= 0 {
 		t.Errorf("zookeeper contention: %+v", c)
+	}
+	checkHolds(t, "zookeeper semaphore", res.ZooKeeperSemaphore, cfg.ContentionClients, false)
+	checkHolds(t, "zookeeper rwlock", res.ZooKeeperRWLock, cfg.ContentionClients, false)
+	for _, h := range []*HoldsResult{res.ZooKeeperSemaphore, res.ZooKeeperRWLock} {
+		if h != nil && h.BatonVs <= 0 {
+			t.Errorf("baton against %+v: %v", h, h.BatonVs)
+		}
 	}
 	if conn, err := net.DialTimeout("tcp", s.Addr, time.Second); err == nil {
 		conn.Close()
