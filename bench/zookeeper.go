@@ -286,14 +286,15 @@ func (m zkMutex) blockedBy(children []string, seq int64) (string, error) {
 	return m.blocker(children, seq)
 }
 
-// zkHold is one acquisition of a zkMutex.
+// zkHold is one acquisition of a zkMutex (or a lease of a zkSemaphore).
 type zkHold struct {
 	path string
 	// seq is the child's sequence number, which orders the holds.
 	seq int64
-	// waits counts the watches that fired before the hold: at most one
-	// when no contender gives up waiting, since a predecessor's node goes
-	// only when it has held and released the lock.
+	// waits counts the watches that fired before the hold: for the lock,
+	// at most one when no contender gives up waiting, since a
+	// predecessor's node goes only when it has held and released the
+	// lock; a reader may wait for several writers in turn.
 	waits int
 }
 
