@@ -95,8 +95,10 @@ type acquirer struct {
 	// seats is the view of an acquire that picks its seat (a permit, a
 	// read hold); nil for one that does not.
 	seats *seatView
-	// mode is a read/write lock hold's.
-	mode RWMode
+	// mode is a read/write lock hold's; writersQueued whether a reader's
+	// last read found writers in line (noneAheadCmp).
+	mode          RWMode
+	writersQueued bool
 	// credential is recorded on the hold (see Caller); "" without one.
 	credential string
 	// sessionRev, when set, is the CreateRevision of the session key whose

@@ -78,6 +78,7 @@ type acquireIx struct {
 	lost struct {
 		lock, guard int
 		queued      int // count of the lock's queue
+		blocking    int // count of the entries we wait behind: the queue's, or a reader's writers'
 		ahead       int // with enqueue: the newest entry queued before ours
 		entry       int // queued attempt: our queue entry
 		pred        int // queued attempt: the entry just ahead of ours
@@ -189,24 +190,28 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	}
 
 	lost := &t.ix.lost
-	lost.lock, lost.guard, lost.queued = 0, 1, 2
+	lost.lock, lost.guard, lost.queued, lost.blocking = 0, 1, 2, 2
 	lost.ahead, lost.entry, lost.pred, lost.session, lost.term, lost.limit, lost.seats, lost.blocker = -1, -1, -1, -1, -1, -1, -1, -1
 	t.els = []clientv3.Op{
 		clientv3.OpGet(lkey),
 		clientv3.OpGet(gkey),
 		clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()),
 	}
+	ahead := a.aheadPrefix()
+	if ahead != qpfx {
+		lost.blocking, t.els = len(t.els), append(t.els, clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	}
 	if q := a.enqueue; queueKey == "" && q != nil {
 		// Ops run in order: the read sees the entries before ours.
 		lost.ahead, t.els = len(t.els), append(t.els,
-			clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+			clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 				clientv3.WithLimit(1), clientv3.WithKeysOnly()))
 		t.els = append(t.els, clientv3.OpPut(q.key, a.entryValue(now), clientv3.WithLease(q.lease)))
 	}
 	if queueKey != "" {
 		lost.entry, t.els = len(t.els), append(t.els, clientv3.OpGet(queueKey))
 		lost.pred, t.els = len(t.els), append(t.els,
-			clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev-1),
+			clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev-1),
 				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()))
 	}
 	if a.session != 0 {
@@ -226,16 +231,16 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 // session exists.
 func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 	e, name := a.e, a.req.Name
-	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), e.queuePrefix(name)
+	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), a.aheadPrefix()
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
 	if queueKey == "" {
-		// Nobody queued: a direct acquire never overtakes a waiter.
+		// Nobody queued (for a reader: no writer): a direct acquire
+		// never overtakes a waiter.
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
 	} else {
-		// Our entry exists and no entry is older than ours.
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(queueKey), "=", queueRev),
-			clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix())
+		// Our entry exists and no entry (for a reader: no writer's) is
+		// older than ours.
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(queueKey), "=", queueRev), a.noneAheadCmp(qpfx, queueRev))
 	}
 	if a.guardRev == 0 {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
@@ -374,6 +379,9 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 			return attemptResult{outcome: won, lock: l}, nil
 		}
 	}
+	if a.mode == ModeRead {
+		a.writersQueued = rs[ix.lost.blocking].GetResponseRange().Count > 0
+	}
 	if queueKey != "" && len(rs[ix.lost.entry].GetResponseRange().Kvs) == 0 {
 		if a.grouped() {
 			// A release may have granted us a seat it chose.
@@ -423,7 +431,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 	if r, ok := behindOf(nil); ok {
 		return r, nil
 	}
-	if queueKey == "" && rs[ix.lost.queued].GetResponseRange().Count > 0 {
+	if queueKey == "" && rs[ix.lost.blocking].GetResponseRange().Count > 0 {
 		return attemptResult{outcome: behind}, nil
 	}
 	return attemptResult{outcome: retryNow}, nil

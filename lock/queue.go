@@ -55,7 +55,7 @@ var errWaiterLeaseGone = fmt.Errorf("the node's waiter lease is gone: %w", ErrUn
 func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh bool, err error) {
 	e := a.e
 	slot := e.waiters.slot()
-	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
+	qkey := a.entryPrefix() + leaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
 	granted := false
 	defer func() {
 		if granted {

@@ -29,7 +29,7 @@ func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOptio
 	}
 	ops := []clientv3.Op{
 		holder,
-		clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
+		clientv3.OpGet(a.aheadPrefix(), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
 		clientv3.OpGet(qkey, countOnly...),
 	}

@@ -91,12 +91,58 @@ func (a *acquirer) seatsRead(opts ...clientv3.OpOption) clientv3.Op {
 }
 
 // headKey is what the head of the queue waits on: the lock's key, or
-// every seat of a thing with seats (a hub registration for them all).
+// every seat of a thing with seats (a hub registration for them all); a
+// reader, only the writer's seat.
 func (a *acquirer) headKey() string {
-	if a.grouped() {
+	switch {
+	case a.mode == ModeRead:
+		return a.e.lockKey(writerSeat(a.req.Name))
+	case a.grouped():
 		return seatsOf(a.e.locksPrefix(), a.req.Name)
 	}
 	return a.e.lockKey(a.req.Name)
+}
+
+// A read/write lock keeps its waiters under two prefixes of its queue,
+// by mode: a writer waits for every entry older than its own (and for no
+// hold at all), a reader only for the writers' (and for no write hold),
+// so the readers between two writers in line are granted at once, each
+// in a txn of its own, when the writer before them releases. Order is
+// still by CreateRevision across both: a reader never passes an older
+// writer, and a writer never passes anyone.
+
+// entryPrefix is where our queue entry goes: the queue, or a read/write
+// lock's waiters' of our mode.
+func (a *acquirer) entryPrefix() string {
+	if a.mode != "" {
+		return a.e.queuePrefix(a.req.Name) + string(a.mode[0]) + "/"
+	}
+	return a.e.queuePrefix(a.req.Name)
+}
+
+// noneAheadCmp holds when no entry under qpfx, where the entries we wait
+// behind are (aheadPrefix), is older than ours, created at queueRev. A
+// compare over a range holds for every key in it, and an empty range is
+// compared as one key created at 0: so over the whole queue, which holds
+// our own entry, one compare says it; over a reader's writers, which may
+// be none, it takes the compare that matches what the reader last read
+// (writersQueued): none at all, or none older than ours. Either implies
+// that no writer is ahead of us; when what it read changed, the attempt
+// fails, its else branch reads again, and the next one takes the other.
+func (a *acquirer) noneAheadCmp(qpfx string, queueRev int64) clientv3.Cmp {
+	if a.mode == ModeRead && !a.writersQueued {
+		return clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix()
+	}
+	return clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix()
+}
+
+// aheadPrefix is where the entries we wait behind are: the whole queue,
+// or for a reader its writers'.
+func (a *acquirer) aheadPrefix() string {
+	if a.mode == ModeRead {
+		return a.e.queuePrefix(a.req.Name) + string(ModeWrite[0]) + "/"
+	}
+	return a.e.queuePrefix(a.req.Name)
 }
 
 // readSeats reads the seats the acquire picks from (and a semaphore's

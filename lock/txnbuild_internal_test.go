@@ -103,6 +103,9 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.queuePrefix(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}
+	if q := opIs(t, what+": lost.blocking", tx.els, lost.blocking, "get", a.aheadPrefix()); !q.IsCountOnly() {
+		t.Fatalf("%s: lost.blocking is not a count", what)
+	}
 	if a.session != 0 {
 		opIs(t, what+": won.session", tx.then, won.session, "get", skey)
 		opIs(t, what+": lost.session", tx.els, lost.session, "get", skey)
@@ -110,7 +113,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 		t.Fatalf("%s: session indices %d, %d without a session", what, won.session, lost.session)
 	}
 	if a.enqueue != nil {
-		if op := opIs(t, what+": lost.ahead", tx.els, lost.ahead, "get", e.queuePrefix(name)); op.IsCountOnly() || !op.IsKeysOnly() {
+		if op := opIs(t, what+": lost.ahead", tx.els, lost.ahead, "get", a.aheadPrefix()); op.IsCountOnly() || !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.ahead is not the read of the entry ahead", what)
 		}
 	} else if lost.ahead != -1 {
@@ -118,7 +121,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 	}
 	if queueKey != "" {
 		opIs(t, what+": lost.entry", tx.els, lost.entry, "get", queueKey)
-		if op := opIs(t, what+": lost.pred", tx.els, lost.pred, "get", e.queuePrefix(name)); op.MaxCreateRev() != queueRev-1 {
+		if op := opIs(t, what+": lost.pred", tx.els, lost.pred, "get", a.aheadPrefix()); op.MaxCreateRev() != queueRev-1 {
 			t.Fatalf("%s: lost.pred reads entries up to %d, want %d", what, op.MaxCreateRev(), queueRev-1)
 		}
 	} else if lost.entry != -1 || lost.pred != -1 {
