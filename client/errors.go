@@ -212,18 +212,18 @@ func (e *Error) Is(target error) bool {
 
 // wireProblem is the problem+json body the server sends.
 type wireProblem struct {
-	Type       string       `json:"type"`
-	Title      string       `json:"title"`
-	Status     int          `json:"status"`
-	Detail     string       `json:"detail"`
-	Code       string       `json:"code"`
-	Field      string       `json:"field"`
-	Holder     *wireLock    `json:"holder"`
-	Leader     *wireLeader  `json:"leader"`
-	Holders    []wirePermit `json:"holders"`
-	MaxToken   int64        `json:"max_token"`
-	RetryAfter int64        `json:"retry_after"`
-	Limit      int          `json:"limit"`
+	Type       string      `json:"type"`
+	Title      string      `json:"title"`
+	Status     int         `json:"status"`
+	Detail     string      `json:"detail"`
+	Code       string      `json:"code"`
+	Field      string      `json:"field"`
+	Holder     *wireLock   `json:"holder"`
+	Leader     *wireLeader `json:"leader"`
+	Holders    []wireHold  `json:"holders"`
+	MaxToken   int64       `json:"max_token"`
+	RetryAfter int64       `json:"retry_after"`
+	Limit      int         `json:"limit"`
 }
 
 // oneLine folds every run of white space in s, line breaks included, into
@@ -259,9 +259,9 @@ func decodeError(resp *http.Response) *Error {
 		if p.Code == string(problem.LockHeld) {
 			// A lock's lock_held names its holder; a read/write lock's,
 			// the holds in the way.
-			e.RWHolders = rwHoldInfos(p.Holders)
+			e.RWHolders = holdInfos(p.Holders, (*wireHold).rwHold)
 		} else {
-			e.Holders = permitInfos(p.Holders)
+			e.Holders = holdInfos(p.Holders, (*wireHold).permit)
 		}
 		if e.RetryAfter == 0 && p.RetryAfter > 0 {
 			e.RetryAfter = seconds(p.RetryAfter)

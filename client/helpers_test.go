@@ -262,12 +262,18 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// releaseAtEnd releases lk when the test ends, whatever happened.
-func releaseAtEnd(t *testing.T, lk *client.Lock) {
+// releaser is what a test releases at its end: a *Lock, a *Permit, an
+// *RWHold.
+type releaser interface {
+	Release(ctx context.Context) error
+}
+
+// releaseAtEnd releases h when the test ends, whatever happened.
+func releaseAtEnd(t *testing.T, h releaser) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = lk.Release(ctx)
+		_ = h.Release(ctx)
 	})
 }
 

@@ -3,19 +3,14 @@ package client
 import (
 	"context"
 	"fmt"
-	"maps"
-	"net/http"
-	"net/url"
-	"strconv"
-	"sync"
 	"time"
 )
 
-// This file holds read/write locks: an *RWHold is kept by the same hold
-// machinery as a *Lock and a *Permit (hold.go), and the plain calls are
-// retried as theirs are: reads, renew and release name the hold's token
-// and are retried; an acquire is not, since every read request takes a
-// hold of its own.
+// This file holds read/write locks: an *RWHold is a seat (seats.go), kept
+// by the same hold machinery as a *Lock and a *Permit (hold.go), and the
+// plain calls are retried as theirs are: reads, renew and release name the
+// hold's token and are retried; an acquire is not, since every read
+// request takes a hold of its own.
 
 // Modes of a read/write lock's hold.
 const (
@@ -75,40 +70,26 @@ type RWLockInfo struct {
 	Waiters []Waiter
 }
 
-func (w *wirePermit) rwInfo() RWHoldInfo {
+func (w *wireHold) rwHold() RWHoldInfo {
 	return RWHoldInfo{
 		Name: w.Name, Mode: w.Mode, Owner: w.Owner, Token: w.Token, Session: w.Session, TTL: time.Duration(w.TTL),
 		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), Metadata: w.Metadata,
 	}
 }
 
-func rwHoldInfos(ws []wirePermit) []RWHoldInfo {
-	if ws == nil {
-		return nil
-	}
-	out := make([]RWHoldInfo, len(ws))
-	for i := range ws {
-		out[i] = ws[i].rwInfo()
-	}
-	return out
+func (w *wireSeats) rwLock() RWLockInfo {
+	return RWLockInfo{Name: w.Name, Mode: w.Mode, Holders: holdInfos(w.Holders, (*wireHold).rwHold), Waiters: w.waiters()}
 }
 
-type wireRWLock struct {
-	Name    string       `json:"name"`
-	Mode    string       `json:"mode"`
-	Holders []wirePermit `json:"holders"`
-	Waiters []wireWaiter `json:"waiters"`
+var rwlockSeats = &seatKind[RWHoldInfo, RWLockInfo]{
+	kind: kindRWLock, path: "/v1/rwlocks", list: "rwlocks",
+	holdOp: func(verb, name string, token int64) string {
+		return fmt.Sprintf("%s rwlock %q hold %d", verb, name, token)
+	},
+	hold:   (*wireHold).rwHold,
+	thing:  (*wireSeats).rwLock,
+	listed: func(p *wireSeatsPage) []wireSeats { return p.RWLocks },
 }
-
-func (w *wireRWLock) info() RWLockInfo {
-	rw := RWLockInfo{Name: w.Name, Mode: w.Mode, Holders: rwHoldInfos(w.Holders)}
-	for _, x := range w.Waiters {
-		rw.Waiters = append(rw.Waiters, x.waiter())
-	}
-	return rw
-}
-
-func rwlockPath(name string) string { return "/v1/rwlocks/" + pathEscape(name) }
 
 // AcquireRW takes a hold of the read/write lock name in mode (Read or
 // Write), waiting in line up to o.Wait, and returns it held. Readers
@@ -129,60 +110,22 @@ func rwlockPath(name string) string { return "/v1/rwlocks/" + pathEscape(name) }
 // unknown; a hold taken that way ends with its lease (or shows in its
 // session's RWLocks).
 func (c *Client) AcquireRW(ctx context.Context, name, mode string, o RWOptions) (*RWHold, error) {
-	op := fmt.Sprintf("acquire a %s hold of %q", mode, name)
-	info, status, sent, err := c.acquireRW(ctx, op, name, mode, o)
-	if err != nil {
-		return nil, err
-	}
-	h := &RWHold{hold: newHold(c, holdKey{thing{kindRWLock, info.Name}, info.Token}), info: info}
-	h.hold.ops = holdOps{renew: h.renew, release: h.giveBack}
-	g := grant{status: status, sent: sent, ttl: info.TTL, left: info.ExpiresAt.Sub(info.AcquiredAt), inSession: o.Session != ""}
-	if err := h.hold.start(ctx, op, g); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// acquireRW sends the acquire request. sent is when it left, on the
-// monotonic clock: whatever lease the server grants, it grants after that.
-func (c *Client) acquireRW(ctx context.Context, op, name, mode string, o RWOptions) (info RWHoldInfo, status int, sent time.Time, err error) {
 	body := struct {
-		Mode     string            `json:"mode"`
-		Owner    string            `json:"owner,omitempty"`
-		TTL      string            `json:"ttl,omitempty"`
-		Session  string            `json:"session,omitempty"`
-		Wait     string            `json:"wait,omitempty"`
-		Metadata map[string]string `json:"metadata,omitempty"`
-	}{Mode: mode, Owner: o.Owner, Session: o.Session, Metadata: o.Metadata}
-	if o.TTL != 0 {
-		body.TTL = o.TTL.String()
-	}
-	if o.Wait != 0 {
-		body.Wait = o.Wait.String()
-	}
-	sent = time.Now()
-	var w wirePermit
-	status, err = c.do(ctx, request{
-		op: op, method: http.MethodPost, path: rwlockPath(name), body: body, timeout: c.timeout + max(o.Wait, 0),
-	}, &w)
+		Mode string `json:"mode"`
+		seatRequest
+	}{mode, holdOptions(o).request()}
+	s, err := rwlockSeats.take(ctx, c, fmt.Sprintf("acquire a %s hold of %q", mode, name), name, body, holdOptions(o))
 	if err != nil {
-		return RWHoldInfo{}, status, sent, err
+		return nil, err
 	}
-	return w.rwInfo(), status, sent, nil
+	return &RWHold{s}, nil
 }
 
 // RWLock returns the read/write lock's mode, its holds and its waiters in
 // the order they will be served. It returns ErrNotHeld when nothing holds
 // it. Retried.
 func (c *Client) RWLock(ctx context.Context, name string) (*RWLockInfo, error) {
-	var w wireRWLock
-	if _, err := c.do(ctx, request{
-		op: fmt.Sprintf("get rwlock %q", name), method: http.MethodGet, path: rwlockPath(name), idempotent: true,
-	}, &w); err != nil {
-		return nil, err
-	}
-	rw := w.info()
-	return &rw, nil
+	return rwlockSeats.get(ctx, c, name)
 }
 
 // RWLocks returns a page of the read/write locks that are held, sorted by
@@ -190,18 +133,7 @@ func (c *Client) RWLock(ctx context.Context, name string) (*RWLockInfo, error) {
 // page, empty on the last. A page may hold fewer locks than o.Limit (the
 // server bounds the holds it reads). Retried.
 func (c *Client) RWLocks(ctx context.Context, o ListOptions) ([]RWLockInfo, string, error) {
-	var w struct {
-		RWLocks    []wireRWLock `json:"rwlocks"`
-		NextCursor string       `json:"next_cursor"`
-	}
-	if _, err := c.do(ctx, request{op: "list rwlocks", method: http.MethodGet, path: "/v1/rwlocks", query: o.query(), idempotent: true}, &w); err != nil {
-		return nil, "", err
-	}
-	out := make([]RWLockInfo, len(w.RWLocks))
-	for i := range w.RWLocks {
-		out[i] = w.RWLocks[i].info()
-	}
-	return out, w.NextCursor, nil
+	return rwlockSeats.page(ctx, c, o)
 }
 
 // RenewRW extends the lease of the hold that token is (in a session: the
@@ -209,21 +141,7 @@ func (c *Client) RWLocks(ctx context.Context, o ListOptions) ([]RWLockInfo, stri
 // ErrNotHeld when no hold of name has that token. Retried. An *RWHold
 // renews itself: this is for holders that keep the token only.
 func (c *Client) RenewRW(ctx context.Context, name string, token int64) (*RWHoldInfo, error) {
-	return c.renewRW(ctx, name, token, 0)
-}
-
-func (c *Client) renewRW(ctx context.Context, name string, token int64, timeout time.Duration) (*RWHoldInfo, error) {
-	var w wirePermit
-	if _, err := c.do(ctx, request{
-		op: fmt.Sprintf("renew rwlock %q hold %d", name, token), method: http.MethodPost, path: rwlockPath(name) + "/renew",
-		body: struct {
-			Token int64 `json:"token"`
-		}{token}, idempotent: true, timeout: timeout,
-	}, &w); err != nil {
-		return nil, err
-	}
-	h := w.rwInfo()
-	return &h, nil
+	return rwlockSeats.renewInfo(ctx, c, name, token)
 }
 
 // ReleaseRW ends the hold that token is; the waiters at the head of the
@@ -231,11 +149,7 @@ func (c *Client) renewRW(ctx context.Context, name string, token int64, timeout 
 // no hold of name has that token. Retried, as Release is: if an earlier
 // attempt may have released it, a not_held answer says so.
 func (c *Client) ReleaseRW(ctx context.Context, name string, token int64) error {
-	_, err := c.do(ctx, request{
-		op: fmt.Sprintf("release rwlock %q hold %d", name, token), method: http.MethodDelete, path: rwlockPath(name),
-		query: url.Values{"token": {strconv.FormatInt(token, 10)}}, idempotent: true,
-	}, nil)
-	return err
+	return rwlockSeats.release(ctx, c, name, token)
 }
 
 // RevokeRW ends the hold that token is (an operator's action), recorded
@@ -243,14 +157,7 @@ func (c *Client) ReleaseRW(ctx context.Context, name string, token int64) error 
 // Retried: it names the hold's token, so a repeat can end no other hold;
 // if an earlier attempt may have revoked it, a not_held answer says so.
 func (c *Client) RevokeRW(ctx context.Context, name string, token int64, reason string) error {
-	_, err := c.do(ctx, request{
-		op: fmt.Sprintf("revoke rwlock %q hold %d", name, token), method: http.MethodPost, path: rwlockPath(name) + "/revoke",
-		body: struct {
-			Token  int64  `json:"token"`
-			Reason string `json:"reason,omitempty"`
-		}{token, reason}, idempotent: true,
-	}, nil)
-	return err
+	return rwlockSeats.revoke(ctx, c, name, token, reason)
 }
 
 // RWHold is a read or write hold of a read/write lock: it renews itself
@@ -258,58 +165,20 @@ func (c *Client) RevokeRW(ctx context.Context, name string, token int64, reason 
 // use. It is kept by the same machinery as a *Lock (a hold with a token of
 // its own), so the client's clock, renewals and the Client's event stream
 // decide when it is lost, as Lock describes.
-type RWHold struct {
-	hold *hold
-
-	mu   sync.Mutex
-	info RWHoldInfo
-}
-
-// renew is the hold's renewal: by token, recording the answer.
-func (h *RWHold) renew(ctx context.Context, timeout time.Duration) (time.Duration, error) {
-	info, err := h.hold.c.renewRW(ctx, h.hold.key.name, h.hold.key.token, timeout)
-	if err != nil {
-		return 0, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	md, mode := h.info.Metadata, h.info.Mode
-	h.info = *info
-	if h.info.Metadata == nil {
-		h.info.Metadata = md
-	}
-	if h.info.Mode == "" {
-		h.info.Mode = mode
-	}
-	return info.TTL, nil
-}
-
-func (h *RWHold) giveBack(ctx context.Context) error {
-	return h.hold.c.ReleaseRW(ctx, h.hold.key.name, h.hold.key.token)
-}
+type RWHold struct{ s *seat }
 
 // Name returns the read/write lock's name.
-func (h *RWHold) Name() string { return h.hold.key.name }
+func (h *RWHold) Name() string { return h.s.hold.key.name }
 
 // Token returns the hold's fencing token. Pass it with every access the
 // lock protects; it never changes while the hold lasts.
-func (h *RWHold) Token() int64 { return h.hold.key.token }
+func (h *RWHold) Token() int64 { return h.s.hold.key.token }
 
 // Mode returns the hold's mode, Read or Write, as it was granted.
-func (h *RWHold) Mode() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.info.Mode
-}
+func (h *RWHold) Mode() string { return h.s.current().Mode }
 
 // Info returns the hold as the latest acquire or renew described it.
-func (h *RWHold) Info() RWHoldInfo {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i := h.info
-	i.Metadata = maps.Clone(i.Metadata)
-	return i
-}
+func (h *RWHold) Info() RWHoldInfo { return h.s.current().rwHold() }
 
 // Lost returns a channel that is closed as soon as the hold is known
 // lost: the audit trail recorded its end (revoked, expired, its session
@@ -318,20 +187,20 @@ func (h *RWHold) Info() RWHoldInfo {
 // not_held; or the TTL ran out by the client's clock with no renew
 // confirmed. Stop the protected work when it closes. Err says why. A
 // Release does not close it, unless the release finds the hold lost.
-func (h *RWHold) Lost() <-chan struct{} { return h.hold.lost }
+func (h *RWHold) Lost() <-chan struct{} { return h.s.hold.lost }
 
 // Done returns a channel that is closed when the hold is no longer kept:
 // when it is lost, or released.
-func (h *RWHold) Done() <-chan struct{} { return h.hold.done }
+func (h *RWHold) Done() <-chan struct{} { return h.s.hold.done }
 
 // Err returns why the hold was lost, a *LostError wrapping ErrLockLost and
 // the cause (ErrNotHeld for a revoke, an expiry or a release elsewhere;
 // ErrUnavailable…), or nil while it is held or if it was released cleanly.
-func (h *RWHold) Err() error { return h.hold.lostErr() }
+func (h *RWHold) Err() error { return h.s.hold.lostErr() }
 
 // Release stops the renewal and ends the hold with its token. It returns
 // nil when it did, and an error wrapping ErrLockLost when the hold was
 // lost before. Calling it again returns the same result. When it gets no
 // answer (ErrUnavailable, ctx ended), another call tries again; without
 // one, the lease runs out after its TTL.
-func (h *RWHold) Release(ctx context.Context) error { return h.hold.release(ctx) }
+func (h *RWHold) Release(ctx context.Context) error { return h.s.hold.release(ctx) }

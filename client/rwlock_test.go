@@ -17,11 +17,7 @@ func mustRW(t *testing.T, ctx context.Context, c *client.Client, name, mode stri
 	if err != nil {
 		t.Fatalf("acquire a %s hold of %q: %v", mode, name, err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = h.Release(ctx)
-	})
+	releaseAtEnd(t, h)
 	return h
 }
 
@@ -177,26 +173,7 @@ func TestRW_ARevokeReachesLostAndSparesTheOtherReader(t *testing.T) {
 	name := lockName(t, "rw")
 	a := mustRW(t, ctx, c, name, client.Read, client.RWOptions{Owner: "a", TTL: longTTL})
 	b := mustRW(t, ctx, c, name, client.Read, client.RWOptions{Owner: "b", TTL: longTTL})
-	sent := time.Now()
-	if err := c.RevokeRW(ctx, name, a.Token(), "wedged"); err != nil {
-		t.Fatalf("revoke: %v", err)
-	}
-	took := waitClosed(t, a.Lost(), 5*time.Second, "Lost after a revoke").Sub(sent)
-	t.Logf("revoke → Lost: %s", took)
-	if took > time.Second {
-		t.Errorf("Lost %s after the revoke, want within 1 s (the next renew is 10 s away)", took)
-	}
-	var le *client.LostError
-	if err := a.Err(); !errors.Is(err, client.ErrLockLost) || !errors.Is(err, client.ErrNotHeld) || !errors.As(err, &le) ||
-		le.Kind != "rwlock" || le.Name != name || le.Token != a.Token() {
-		t.Fatalf("Err %v (%+v), want an rwlock's LostError matching ErrNotHeld", err, le)
-	}
-	if err := a.Release(ctx); !errors.Is(err, client.ErrLockLost) {
-		t.Fatalf("release of the revoked hold: %v, want ErrLockLost", err)
-	}
-	if err := c.RevokeRW(ctx, name, a.Token(), ""); !errors.Is(err, client.ErrNotHeld) {
-		t.Fatalf("revoke again: %v, want ErrNotHeld", err)
-	}
+	revokeLoses(t, ctx, a, "rwlock", name, c.RevokeRW)
 	if isClosed(b.Done()) {
 		t.Fatalf("b done after a's revoke: %v", b.Err())
 	}
@@ -243,11 +220,7 @@ func TestRW_ASessionsWriteHoldIsIdempotentAndNamedBySession(t *testing.T) {
 	t.Parallel()
 	_, c, ctx := setup(t)
 	name := lockName(t, "rw")
-	s, err := c.CreateSession(ctx, "node", longTTL)
-	if err != nil {
-		t.Fatalf("create session: %v", err)
-	}
-	t.Cleanup(func() { _ = c.DeleteSession(context.Background(), s.ID) })
+	s := mustSession(t, ctx, c)
 	a := mustRW(t, ctx, c, name, client.Write, client.RWOptions{Session: s.ID})
 	b := mustRW(t, ctx, c, name, client.Write, client.RWOptions{Session: s.ID})
 	if a.Token() != b.Token() || a.Info().Session != s.ID {
@@ -257,9 +230,5 @@ func TestRW_ASessionsWriteHoldIsIdempotentAndNamedBySession(t *testing.T) {
 	if err != nil || !slices.Equal(got.RWLocks, []string{name}) {
 		t.Fatalf("session: %+v, %v; want rwlocks [%s]", got, err, name)
 	}
-	if err := c.DeleteSession(ctx, s.ID); err != nil {
-		t.Fatalf("delete session: %v", err)
-	}
-	waitClosed(t, a.Lost(), 5*time.Second, "a's Lost after its session was deleted")
-	waitClosed(t, b.Lost(), 5*time.Second, "b's Lost after its session was deleted")
+	deleteSessionLoses(t, ctx, c, s, a, b)
 }

@@ -3,19 +3,14 @@ package client
 import (
 	"context"
 	"fmt"
-	"maps"
-	"net/http"
-	"net/url"
-	"strconv"
-	"sync"
 	"time"
 )
 
-// This file holds semaphores: a *Permit is kept by the same hold
-// machinery as a *Lock (hold.go), and the plain calls are retried as the
-// lock calls are (calls.go): reads, renew and release name the permit's
-// token and are retried; an acquire is not, in a session neither, since
-// each request takes a permit of its own.
+// This file holds semaphores: a *Permit is a seat (seats.go), kept by the
+// same hold machinery as a *Lock (hold.go), and the plain calls are
+// retried as the lock calls are (calls.go): reads, renew and release name
+// the permit's token and are retried; an acquire is not, in a session
+// neither, since each request takes a permit of its own.
 
 // PermitOptions say how to take a permit. Every field is optional.
 type PermitOptions struct {
@@ -66,55 +61,26 @@ type SemaphoreInfo struct {
 	Waiters []Waiter
 }
 
-// wirePermit is a Hold as the API sends it, a permit (with limit) or a
-// read/write lock's hold (with mode).
-type wirePermit struct {
-	Name       string            `json:"name"`
-	Mode       string            `json:"mode"`
-	Owner      string            `json:"owner"`
-	Token      int64             `json:"token"`
-	Limit      int               `json:"limit"`
-	Session    string            `json:"session"`
-	TTL        wireDuration      `json:"ttl"`
-	AcquiredAt wireTime          `json:"acquired_at"`
-	ExpiresAt  wireTime          `json:"expires_at"`
-	Metadata   map[string]string `json:"metadata"`
-}
-
-func (w *wirePermit) info() PermitInfo {
+func (w *wireHold) permit() PermitInfo {
 	return PermitInfo{
 		Name: w.Name, Owner: w.Owner, Token: w.Token, Limit: w.Limit, Session: w.Session, TTL: time.Duration(w.TTL),
 		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), Metadata: w.Metadata,
 	}
 }
 
-func permitInfos(ws []wirePermit) []PermitInfo {
-	if ws == nil {
-		return nil
-	}
-	out := make([]PermitInfo, len(ws))
-	for i := range ws {
-		out[i] = ws[i].info()
-	}
-	return out
+func (w *wireSeats) semaphore() SemaphoreInfo {
+	return SemaphoreInfo{Name: w.Name, Limit: w.Limit, Holders: holdInfos(w.Holders, (*wireHold).permit), Waiters: w.waiters()}
 }
 
-type wireSemaphore struct {
-	Name    string       `json:"name"`
-	Limit   int          `json:"limit"`
-	Holders []wirePermit `json:"holders"`
-	Waiters []wireWaiter `json:"waiters"`
+var semaphoreSeats = &seatKind[PermitInfo, SemaphoreInfo]{
+	kind: kindSemaphore, path: "/v1/semaphores", list: "semaphores",
+	holdOp: func(verb, name string, token int64) string {
+		return fmt.Sprintf("%s permit %d of %q", verb, token, name)
+	},
+	hold:   (*wireHold).permit,
+	thing:  (*wireSeats).semaphore,
+	listed: func(p *wireSeatsPage) []wireSeats { return p.Semaphores },
 }
-
-func (w *wireSemaphore) info() SemaphoreInfo {
-	s := SemaphoreInfo{Name: w.Name, Limit: w.Limit, Holders: permitInfos(w.Holders)}
-	for _, x := range w.Waiters {
-		s.Waiters = append(s.Waiters, x.waiter())
-	}
-	return s
-}
-
-func semaphorePath(name string) string { return "/v1/semaphores/" + pathEscape(name) }
 
 // AcquirePermit takes one of the limit permits of the semaphore name,
 // waiting in line up to o.Wait, and returns it held. The permit renews
@@ -134,60 +100,22 @@ func semaphorePath(name string) string { return "/v1/semaphores/" + pathEscape(n
 // and the outcome is unknown; a permit taken that way ends with its lease
 // (or shows in its session's Semaphores).
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, o PermitOptions) (*Permit, error) {
-	op := fmt.Sprintf("acquire a permit of %q", name)
-	info, status, sent, err := c.acquirePermit(ctx, op, name, limit, o)
-	if err != nil {
-		return nil, err
-	}
-	p := &Permit{hold: newHold(c, holdKey{thing{kindSemaphore, info.Name}, info.Token}), info: info}
-	p.hold.ops = holdOps{renew: p.renew, release: p.giveBack}
-	g := grant{status: status, sent: sent, ttl: info.TTL, left: info.ExpiresAt.Sub(info.AcquiredAt), inSession: o.Session != ""}
-	if err := p.hold.start(ctx, op, g); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// acquirePermit sends the acquire request. sent is when it left, on the
-// monotonic clock: whatever lease the server grants, it grants after that.
-func (c *Client) acquirePermit(ctx context.Context, op, name string, limit int, o PermitOptions) (info PermitInfo, status int, sent time.Time, err error) {
 	body := struct {
-		Limit    int               `json:"limit"`
-		Owner    string            `json:"owner,omitempty"`
-		TTL      string            `json:"ttl,omitempty"`
-		Session  string            `json:"session,omitempty"`
-		Wait     string            `json:"wait,omitempty"`
-		Metadata map[string]string `json:"metadata,omitempty"`
-	}{Limit: limit, Owner: o.Owner, Session: o.Session, Metadata: o.Metadata}
-	if o.TTL != 0 {
-		body.TTL = o.TTL.String()
-	}
-	if o.Wait != 0 {
-		body.Wait = o.Wait.String()
-	}
-	sent = time.Now()
-	var w wirePermit
-	status, err = c.do(ctx, request{
-		op: op, method: http.MethodPost, path: semaphorePath(name), body: body, timeout: c.timeout + max(o.Wait, 0),
-	}, &w)
+		Limit int `json:"limit"`
+		seatRequest
+	}{limit, holdOptions(o).request()}
+	s, err := semaphoreSeats.take(ctx, c, fmt.Sprintf("acquire a permit of %q", name), name, body, holdOptions(o))
 	if err != nil {
-		return PermitInfo{}, status, sent, err
+		return nil, err
 	}
-	return w.info(), status, sent, nil
+	return &Permit{s}, nil
 }
 
 // Semaphore returns the semaphore's limit, its permits held and its
 // waiters in the order they will be served. It returns ErrNotHeld when
 // no permit is held. Retried.
 func (c *Client) Semaphore(ctx context.Context, name string) (*SemaphoreInfo, error) {
-	var w wireSemaphore
-	if _, err := c.do(ctx, request{
-		op: fmt.Sprintf("get semaphore %q", name), method: http.MethodGet, path: semaphorePath(name), idempotent: true,
-	}, &w); err != nil {
-		return nil, err
-	}
-	s := w.info()
-	return &s, nil
+	return semaphoreSeats.get(ctx, c, name)
 }
 
 // Semaphores returns a page of the semaphores that have permits held,
@@ -195,18 +123,7 @@ func (c *Client) Semaphore(ctx context.Context, name string) (*SemaphoreInfo, er
 // of the next page, empty on the last. A page may hold fewer semaphores
 // than o.Limit (the server bounds the permits it reads). Retried.
 func (c *Client) Semaphores(ctx context.Context, o ListOptions) ([]SemaphoreInfo, string, error) {
-	var w struct {
-		Semaphores []wireSemaphore `json:"semaphores"`
-		NextCursor string          `json:"next_cursor"`
-	}
-	if _, err := c.do(ctx, request{op: "list semaphores", method: http.MethodGet, path: "/v1/semaphores", query: o.query(), idempotent: true}, &w); err != nil {
-		return nil, "", err
-	}
-	out := make([]SemaphoreInfo, len(w.Semaphores))
-	for i := range w.Semaphores {
-		out[i] = w.Semaphores[i].info()
-	}
-	return out, w.NextCursor, nil
+	return semaphoreSeats.page(ctx, c, o)
 }
 
 // RenewPermit extends the lease of the permit that token holds (in a
@@ -214,21 +131,7 @@ func (c *Client) Semaphores(ctx context.Context, o ListOptions) ([]SemaphoreInfo
 // returns ErrNotHeld when no permit of name has that token. Retried. A
 // *Permit renews itself: this is for holders that keep the token only.
 func (c *Client) RenewPermit(ctx context.Context, name string, token int64) (*PermitInfo, error) {
-	return c.renewPermit(ctx, name, token, 0)
-}
-
-func (c *Client) renewPermit(ctx context.Context, name string, token int64, timeout time.Duration) (*PermitInfo, error) {
-	var w wirePermit
-	if _, err := c.do(ctx, request{
-		op: fmt.Sprintf("renew permit %d of %q", token, name), method: http.MethodPost, path: semaphorePath(name) + "/renew",
-		body: struct {
-			Token int64 `json:"token"`
-		}{token}, idempotent: true, timeout: timeout,
-	}, &w); err != nil {
-		return nil, err
-	}
-	p := w.info()
-	return &p, nil
+	return semaphoreSeats.renewInfo(ctx, c, name, token)
 }
 
 // ReleasePermit gives back the permit that token holds; the oldest waiter
@@ -236,11 +139,7 @@ func (c *Client) renewPermit(ctx context.Context, name string, token int64, time
 // Retried, as Release is: if an earlier attempt may have released it, a
 // not_held answer says so.
 func (c *Client) ReleasePermit(ctx context.Context, name string, token int64) error {
-	_, err := c.do(ctx, request{
-		op: fmt.Sprintf("release permit %d of %q", token, name), method: http.MethodDelete, path: semaphorePath(name),
-		query: url.Values{"token": {strconv.FormatInt(token, 10)}}, idempotent: true,
-	}, nil)
-	return err
+	return semaphoreSeats.release(ctx, c, name, token)
 }
 
 // RevokePermit ends the permit that token holds (an operator's action),
@@ -249,14 +148,7 @@ func (c *Client) ReleasePermit(ctx context.Context, name string, token int64) er
 // permit's token, so a repeat can end no other permit; if an earlier
 // attempt may have revoked it, a not_held answer says so.
 func (c *Client) RevokePermit(ctx context.Context, name string, token int64, reason string) error {
-	_, err := c.do(ctx, request{
-		op: fmt.Sprintf("revoke permit %d of %q", token, name), method: http.MethodPost, path: semaphorePath(name) + "/revoke",
-		body: struct {
-			Token  int64  `json:"token"`
-			Reason string `json:"reason,omitempty"`
-		}{token, reason}, idempotent: true,
-	}, nil)
-	return err
+	return semaphoreSeats.revoke(ctx, c, name, token, reason)
 }
 
 // Permit is one of a semaphore's permits, held: it renews itself until
@@ -264,55 +156,20 @@ func (c *Client) RevokePermit(ctx context.Context, name string, token int64, rea
 // It is kept by the same machinery as a *Lock (a permit is a hold of the
 // semaphore, with a token of its own), so the client's clock, renewals
 // and the Client's event stream decide when it is lost, as Lock describes.
-type Permit struct {
-	hold *hold
-
-	mu   sync.Mutex
-	info PermitInfo
-}
-
-// renew is the hold's renewal: by token, recording the answer.
-func (p *Permit) renew(ctx context.Context, timeout time.Duration) (time.Duration, error) {
-	info, err := p.hold.c.renewPermit(ctx, p.hold.key.name, p.hold.key.token, timeout)
-	if err != nil {
-		return 0, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	md := p.info.Metadata
-	p.info = *info
-	if p.info.Metadata == nil {
-		p.info.Metadata = md
-	}
-	return info.TTL, nil
-}
-
-func (p *Permit) giveBack(ctx context.Context) error {
-	return p.hold.c.ReleasePermit(ctx, p.hold.key.name, p.hold.key.token)
-}
+type Permit struct{ s *seat }
 
 // Name returns the semaphore's name.
-func (p *Permit) Name() string { return p.hold.key.name }
+func (p *Permit) Name() string { return p.s.hold.key.name }
 
 // Token returns the permit's fencing token. Pass it with every write the
 // semaphore protects; it never changes while the permit lasts.
-func (p *Permit) Token() int64 { return p.hold.key.token }
+func (p *Permit) Token() int64 { return p.s.hold.key.token }
 
 // Limit returns the semaphore's limit, as the permit was granted under.
-func (p *Permit) Limit() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.info.Limit
-}
+func (p *Permit) Limit() int { return p.s.current().Limit }
 
 // Info returns the permit as the latest acquire or renew described it.
-func (p *Permit) Info() PermitInfo {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	i := p.info
-	i.Metadata = maps.Clone(i.Metadata)
-	return i
-}
+func (p *Permit) Info() PermitInfo { return p.s.current().permit() }
 
 // Lost returns a channel that is closed as soon as the permit is known
 // lost: the audit trail recorded its end (revoked, expired, its session
@@ -321,17 +178,17 @@ func (p *Permit) Info() PermitInfo {
 // not_held; or the TTL ran out by the client's clock with no renew
 // confirmed. Stop the protected work when it closes. Err says why. A
 // Release does not close it, unless the release finds the permit lost.
-func (p *Permit) Lost() <-chan struct{} { return p.hold.lost }
+func (p *Permit) Lost() <-chan struct{} { return p.s.hold.lost }
 
 // Done returns a channel that is closed when the permit is no longer
 // kept: when it is lost, or released.
-func (p *Permit) Done() <-chan struct{} { return p.hold.done }
+func (p *Permit) Done() <-chan struct{} { return p.s.hold.done }
 
 // Err returns why the permit was lost, a *LostError wrapping ErrLockLost
 // and the cause (ErrNotHeld for a revoke, an expiry or a release
 // elsewhere; ErrUnavailable…), or nil while it is held or if it was
 // released cleanly.
-func (p *Permit) Err() error { return p.hold.lostErr() }
+func (p *Permit) Err() error { return p.s.hold.lostErr() }
 
 // Release stops the renewal and gives the permit back with its token; the
 // oldest waiter gets it. It returns nil when it did, and an error
@@ -339,4 +196,4 @@ func (p *Permit) Err() error { return p.hold.lostErr() }
 // returns the same result. When it gets no answer (ErrUnavailable, ctx
 // ended), another call tries again; without one, the lease runs out after
 // its TTL.
-func (p *Permit) Release(ctx context.Context) error { return p.hold.release(ctx) }
+func (p *Permit) Release(ctx context.Context) error { return p.s.hold.release(ctx) }

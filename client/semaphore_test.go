@@ -11,22 +11,13 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 )
 
-// releasePermitAtEnd releases p when the test ends, whatever happened.
-func releasePermitAtEnd(t *testing.T, p *client.Permit) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = p.Release(ctx)
-	})
-}
-
 func mustPermit(t *testing.T, ctx context.Context, c *client.Client, name string, limit int, o client.PermitOptions) *client.Permit {
 	t.Helper()
 	p, err := c.AcquirePermit(ctx, name, limit, o)
 	if err != nil {
 		t.Fatalf("acquire a permit of %q: %v", name, err)
 	}
-	releasePermitAtEnd(t, p)
+	releaseAtEnd(t, p)
 	return p
 }
 
@@ -87,26 +78,7 @@ func TestPermit_ARevokeReachesLostAndSparesTheOtherPermits(t *testing.T) {
 	name := lockName(t, "s")
 	a := mustPermit(t, ctx, c, name, 3, client.PermitOptions{Owner: "a", TTL: longTTL})
 	b := mustPermit(t, ctx, c, name, 3, client.PermitOptions{Owner: "b", TTL: longTTL})
-	sent := time.Now()
-	if err := c.RevokePermit(ctx, name, a.Token(), "wedged"); err != nil {
-		t.Fatalf("revoke: %v", err)
-	}
-	took := waitClosed(t, a.Lost(), 5*time.Second, "Lost after a revoke").Sub(sent)
-	t.Logf("revoke → Lost: %s", took)
-	if took > time.Second {
-		t.Errorf("Lost %s after the revoke, want within 1 s (the next renew is 10 s away)", took)
-	}
-	var le *client.LostError
-	if err := a.Err(); !errors.Is(err, client.ErrLockLost) || !errors.Is(err, client.ErrNotHeld) || !errors.As(err, &le) ||
-		le.Kind != "semaphore" || le.Name != name || le.Token != a.Token() {
-		t.Fatalf("Err %v (%+v), want a semaphore's LostError matching ErrNotHeld", err, le)
-	}
-	if err := a.Release(ctx); !errors.Is(err, client.ErrLockLost) {
-		t.Fatalf("release of the revoked permit: %v, want ErrLockLost", err)
-	}
-	if err := c.RevokePermit(ctx, name, a.Token(), ""); !errors.Is(err, client.ErrNotHeld) {
-		t.Fatalf("revoke again: %v, want ErrNotHeld", err)
-	}
+	revokeLoses(t, ctx, a, "semaphore", name, c.RevokePermit)
 	s, err := c.Semaphore(ctx, name)
 	if err != nil || len(s.Holders) != 1 || s.Holders[0].Token != b.Token() || isClosed(b.Done()) {
 		t.Fatalf("after the revoke: %+v, %v, b done %v; want b still holding", s, err, isClosed(b.Done()))
@@ -152,7 +124,7 @@ func TestPermit_ReleaseHandsThePermitToTheWaiter(t *testing.T) {
 	if w == nil {
 		t.FailNow()
 	}
-	releasePermitAtEnd(t, w)
+	releaseAtEnd(t, w)
 	if w.Token() <= a.Token() || isClosed(w.Lost()) || isClosed(a.Lost()) {
 		t.Fatalf("waiter's token %d after a's %d (w lost %v, a lost %v)", w.Token(), a.Token(), w.Err(), a.Err())
 	}
@@ -179,11 +151,7 @@ func TestPermit_ASessionHoldsSeveralPermitsAndNamesTheSemaphore(t *testing.T) {
 	t.Parallel()
 	_, c, ctx := setup(t)
 	name := lockName(t, "s")
-	s, err := c.CreateSession(ctx, "node", longTTL)
-	if err != nil {
-		t.Fatalf("create session: %v", err)
-	}
-	t.Cleanup(func() { _ = c.DeleteSession(context.Background(), s.ID) })
+	s := mustSession(t, ctx, c)
 	a := mustPermit(t, ctx, c, name, 2, client.PermitOptions{Session: s.ID})
 	b := mustPermit(t, ctx, c, name, 2, client.PermitOptions{Session: s.ID})
 	if a.Token() == b.Token() || a.Info().Session != s.ID {
@@ -193,9 +161,5 @@ func TestPermit_ASessionHoldsSeveralPermitsAndNamesTheSemaphore(t *testing.T) {
 	if err != nil || !slices.Equal(got.Semaphores, []string{name}) {
 		t.Fatalf("session: %+v, %v; want semaphores [%s]", got, err, name)
 	}
-	if err := c.DeleteSession(ctx, s.ID); err != nil {
-		t.Fatalf("delete session: %v", err)
-	}
-	waitClosed(t, a.Lost(), 5*time.Second, "a's Lost after its session was deleted")
-	waitClosed(t, b.Lost(), 5*time.Second, "b's Lost after its session was deleted")
+	deleteSessionLoses(t, ctx, c, s, a, b)
 }

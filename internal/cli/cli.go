@@ -352,14 +352,14 @@ mode each waits for (exit code 4 when nothing holds it).`,
 				if err != nil {
 					return err
 				}
-				return g.showRWLock(rw)
+				return rwlockSeats.show(g, rw)
 			}
 			if semaphore {
 				s, err := cl.Semaphore(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				return g.showSemaphore(s)
+				return semaphoreSeats.show(g, s)
 			}
 			l, err := cl.Get(cmd.Context(), args[0])
 			if err != nil {
@@ -515,10 +515,10 @@ func listCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if semaphores {
-				return g.listSemaphores(cmd.Context(), cl, prefix, limit)
+				return semaphoreSeats.list(cmd.Context(), g, prefix, limit, cl.Semaphores)
 			}
 			if rwlocks {
-				return g.listRWLocks(cmd.Context(), cl, prefix, limit)
+				return rwlockSeats.list(cmd.Context(), g, prefix, limit, cl.RWLocks)
 			}
 			all, err := pages(cmd.Context(), prefix, limit, cl.Locks)
 			if err != nil {
@@ -661,10 +661,10 @@ lock NAME that --token names (status --rwlock lists them).`,
 				return err
 			}
 			if semaphore {
-				return g.revokePermit(cmd.Context(), cl, args[0], token, reason)
+				return semaphoreSeats.revoke(cmd.Context(), g, args[0], token, reason, cl.RevokePermit)
 			}
 			if rwlock {
-				return g.revokeRW(cmd.Context(), cl, args[0], token, reason)
+				return rwlockSeats.revoke(cmd.Context(), g, args[0], token, reason, cl.RevokeRW)
 			}
 			what := args[0]
 			if election {

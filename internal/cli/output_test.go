@@ -1,12 +1,8 @@
 package cli_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,28 +108,7 @@ func TestCLI_ListShowsTheQueues(t *testing.T) {
 // every column starts where its heading does.
 func TestCLI_WatchColumnsLineUp(t *testing.T) {
 	_, addr := startServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "watch")
-	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() {
-		t.Fatalf("no heading: %v", lines.Err())
-	}
-	head := lines.Text()
-	if !strings.HasPrefix(head, "REVISION") {
-		t.Fatalf("first line %q, want the headings", head)
-	}
-	// The stream starts at the revision watch read; a heading printed
-	// means that read is done.
+	lines, head := startWatch(t, addr)
 	for _, a := range [][]string{{"a", "o"}, {"a-much-longer-lock-name-than-usual", "w"}, {"b", "someone@a-long-host-name.example"}} {
 		if _, errs, code := run(t, addr, "acquire", a[0], "--owner", a[1], "--ttl", "1m"); code != 0 {
 			t.Fatalf("acquire: %d %s", code, errs)

@@ -54,18 +54,10 @@ func problemJSON(err error) map[string]any {
 			m["holder"] = lockJSON(ce.Holder)
 		}
 		if len(ce.Holders) > 0 {
-			hs := make([]map[string]any, len(ce.Holders))
-			for i := range ce.Holders {
-				hs[i] = permitJSON(&ce.Holders[i])
-			}
-			m["holders"] = hs
+			m["holders"] = holdsJSON(views(ce.Holders, permitHold))
 		}
 		if len(ce.RWHolders) > 0 {
-			hs := make([]map[string]any, len(ce.RWHolders))
-			for i := range ce.RWHolders {
-				hs[i] = rwHoldJSON(&ce.RWHolders[i])
-			}
-			m["holders"] = hs
+			m["holders"] = holdsJSON(views(ce.RWHolders, rwHold))
 		}
 		if ce.MaxToken != 0 {
 			m["max_token"] = ce.MaxToken

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/baton-dev/baton/client"
@@ -14,7 +13,8 @@ import (
 
 // This file holds the read/write lock side of the commands: "baton exec
 // --read/--write", "status --rwlock", "list --rwlocks" and "revoke
-// --rwlock", each beside its lock side in exec.go and cli.go.
+// --rwlock", each beside its lock side in exec.go and cli.go; what it
+// shares with semaphores is in seats.go.
 
 // runRWExec is "baton exec --read/--write": CMD runs under a hold of the
 // read/write lock name in mode, under the same heldRun as a lock's.
@@ -65,99 +65,20 @@ func rwMode(read, write bool, permits int, lockDelay time.Duration) (string, err
 	return client.Write, nil
 }
 
-func (g *globals) showRWLock(rw *client.RWLockInfo) error {
-	if g.json() {
-		return g.printJSON(rwlockJSON(rw))
+var rwlockSeats = &seatKind[client.RWLockInfo]{flag: "rwlock", noun: "hold", column: "MODE", modes: true, view: rwlockView}
+
+// rwlockView is rw as the commands show it: its mode, and each hold's.
+func rwlockView(rw *client.RWLockInfo) seatThing {
+	return seatThing{
+		name: rw.Name, extra: map[string]any{"mode": rw.Mode}, rows: [][2]string{{"mode", rw.Mode}},
+		cell: rw.Mode, holders: views(rw.Holders, rwHold), waiters: rw.Waiters,
 	}
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "name\t%s\n", rw.Name)
-	fmt.Fprintf(w, "mode\t%s\n", rw.Mode)
-	for _, h := range rw.Holders {
-		fmt.Fprintf(w, "%s %d\t%s (%s, expires in %s)\n", h.Mode, h.Token, h.Owner, rwSessionOrTTL(h), time.Until(h.ExpiresAt).Round(time.Second))
-	}
-	for _, wt := range rw.Waiters {
-		fmt.Fprintf(w, "waiter %d\t%s, %s (since %s)\n", wt.Position, wt.Owner, wt.Mode, wt.Since.Local().Format(time.RFC3339))
-	}
-	return w.Flush()
 }
 
-func rwSessionOrTTL(h client.RWHoldInfo) string {
-	if h.Session != "" {
-		return "session " + h.Session
+func rwHold(h *client.RWHoldInfo) seatHold {
+	return seatHold{
+		name: h.Name, owner: h.Owner, session: h.Session, token: h.Token, ttl: h.TTL,
+		acquired: h.AcquiredAt, expires: h.ExpiresAt, metadata: h.Metadata,
+		label: h.Mode, extra: map[string]any{"mode": h.Mode},
 	}
-	return "ttl " + h.TTL.String()
-}
-
-// listRWLocks is "baton list --rwlocks".
-func (g *globals) listRWLocks(ctx context.Context, cl *client.Client, prefix string, limit int) error {
-	all, err := pages(ctx, prefix, limit, cl.RWLocks)
-	if err != nil {
-		return err
-	}
-	if g.json() {
-		out := make([]map[string]any, len(all))
-		for i := range all {
-			out[i] = rwlockJSON(&all[i])
-		}
-		return g.printJSON(out)
-	}
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tMODE\tHOLDERS")
-	for _, rw := range all {
-		hs := make([]string, len(rw.Holders))
-		for i, h := range rw.Holders {
-			hs[i] = fmt.Sprintf("%s (%d)", h.Owner, h.Token)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", rw.Name, rw.Mode, dash(strings.Join(hs, ", ")))
-	}
-	return w.Flush()
-}
-
-// revokeRW is "baton revoke --rwlock NAME --token N".
-func (g *globals) revokeRW(ctx context.Context, cl *client.Client, name string, token int64, reason string) error {
-	if token <= 0 {
-		return usagef("revoke --rwlock: --token is required: the hold to revoke")
-	}
-	if err := cl.RevokeRW(ctx, name, token, reason); err != nil {
-		return err
-	}
-	if !g.json() {
-		fmt.Fprintf(g.stdout, "revoked hold %d of %s\n", token, name)
-	}
-	return nil
-}
-
-// rwlockJSON is rw with the API's member names.
-func rwlockJSON(rw *client.RWLockInfo) map[string]any {
-	hs := make([]map[string]any, len(rw.Holders))
-	for i := range rw.Holders {
-		hs[i] = rwHoldJSON(&rw.Holders[i])
-	}
-	m := map[string]any{"name": rw.Name, "mode": rw.Mode, "holders": hs}
-	if len(rw.Waiters) > 0 {
-		ws := make([]map[string]any, len(rw.Waiters))
-		for i, w := range rw.Waiters {
-			ws[i] = map[string]any{"owner": w.Owner, "position": w.Position, "since": apiTime(w.Since), "mode": w.Mode}
-			if w.Session != "" {
-				ws[i]["session"] = w.Session
-			}
-		}
-		m["waiters"] = ws
-	}
-	return m
-}
-
-func rwHoldJSON(h *client.RWHoldInfo) map[string]any {
-	md := h.Metadata
-	if md == nil {
-		md = map[string]string{}
-	}
-	m := map[string]any{
-		"name": h.Name, "mode": h.Mode, "owner": h.Owner, "token": h.Token, "ttl": h.TTL.String(),
-		"acquired_at": apiTime(h.AcquiredAt), "expires_at": apiTime(h.ExpiresAt), "metadata": md,
-	}
-	if h.Session != "" {
-		m["session"] = h.Session
-	}
-	return m
 }

@@ -1,15 +1,10 @@
 package cli_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,13 +18,7 @@ import (
 // its token.
 func rwToken(t *testing.T, addr, name, body string) int64 {
 	t.Helper()
-	var h struct {
-		Token int64 `json:"token"`
-	}
-	if err := json.Unmarshal(post(t, addr, "/v1/rwlocks/"+name, body, 201), &h); err != nil || h.Token <= 0 {
-		t.Fatalf("rwlock hold: %v, token %d", err, h.Token)
-	}
-	return h.Token
+	return holdToken(t, addr, "/v1/rwlocks/"+name, body)
 }
 
 // del sends DELETE path and fails the test unless it answers status.
@@ -156,21 +145,8 @@ func TestRWLock_StatusListRevokeHistoryAndSessions(t *testing.T) {
 		!strings.Contains(out, fmt.Sprintf("a (%d)", a)) {
 		t.Fatalf("list --rwlocks: code %d, %q (stderr %q)", code, out, errs)
 	}
-	if _, _, code := run(t, addr, "revoke", "--rwlock", "cat"); code != 2 {
-		t.Fatalf("revoke --rwlock without --token: code %d, want 2", code)
-	}
-	tok := strconv.FormatInt(a, 10)
-	if out, errs, code := run(t, addr, "revoke", "--rwlock", "cat", "--token", tok, "--reason", "drill"); code != 0 || !strings.Contains(out, "hold "+tok+" of cat") {
-		t.Fatalf("revoke --rwlock: code %d, %q (stderr %q)", code, out, errs)
-	}
-	if _, _, code := run(t, addr, "revoke", "--rwlock", "cat", "--token", tok); code != 4 {
-		t.Fatalf("revoke of a revoked hold: code %d, want 4", code)
-	}
-	out, errs, code := run(t, addr, "history", "--rwlock", "cat")
-	if code != 0 || strings.Count(out, "rwlock:cat") != 3 || !strings.Contains(out, "revoked") || !strings.Contains(out, "drill") {
-		t.Fatalf("history --rwlock: code %d, %q (stderr %q); want two acquired and the revoke", code, out, errs)
-	}
-	out, _, code = run(t, addr, "history", "--rwlock", "cat", "-o", "json")
+	revokeByToken(t, addr, "rwlock", "cat", "hold", a)
+	out, _, code := run(t, addr, "history", "--rwlock", "cat", "-o", "json")
 	if code != 0 || strings.Count(out, `"mode": "read"`) != 3 {
 		t.Fatalf("history --rwlock -o json: code %d, %q; want each event's mode", code, out)
 	}
@@ -207,24 +183,7 @@ func TestRWLock_StatusListRevokeHistoryAndSessions(t *testing.T) {
 // read/write lock's holds' events as they happen, and no others.
 func TestWatchRWLock_StreamsThatLocksEventsOnly(t *testing.T) {
 	_, addr := startServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "watch", "--rwlock", "cat")
-	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	// The stream starts at the revision watch read; a heading printed
-	// means that read is done.
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "REVISION") {
-		t.Fatalf("first line %q (%v), want the headings", lines.Text(), lines.Err())
-	}
+	lines, _ := startWatch(t, addr, "--rwlock", "cat")
 	rwToken(t, addr, "other", `{"mode":"write","owner":"x","ttl":"1m"}`)
 	tok := rwToken(t, addr, "cat", `{"mode":"write","owner":"w","ttl":"1m"}`)
 	if !lines.Scan() {
@@ -241,40 +200,12 @@ func TestWatchRWLock_StreamsThatLocksEventsOnly(t *testing.T) {
 // the job to stop now.
 func TestExecRW_ARevokeStopsTheCommandWithinASecond(t *testing.T) {
 	_, addr := startServer(t)
-	dir := t.TempDir()
-	running, termed := filepath.Join(dir, "running"), filepath.Join(dir, "termed")
-	script := fmt.Sprintf(`trap 'touch %s; exit 0' TERM; echo "$BATON_TOKEN" > %s.tmp; mv %s.tmp %s; while :; do sleep 0.05; done`,
-		termed, running, running, running)
-	type result struct {
-		errs string
-		code int
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, e, c := run(t, addr, "exec", "--write", "--ttl", "30s", "--kill-after", "5s", "job", "--", "sh", "-c", script)
-		done <- result{e, c}
-	}()
-	var tok string
-	poll.Until(t, 20*time.Second, "the command to run", func() bool {
-		b, err := os.ReadFile(running)
-		tok = strings.TrimSpace(string(b))
-		return err == nil && tok != ""
+	errs := revokeStopsTheCommand(t, addr, []string{"exec", "--write", "--ttl", "30s", "--kill-after", "5s", "job"}, func(tok string) {
+		post(t, addr, "/v1/rwlocks/job/revoke", `{"token":`+tok+`,"reason":"maintenance"}`, 204)
 	})
-	sent := time.Now()
-	post(t, addr, "/v1/rwlocks/job/revoke", `{"token":`+tok+`,"reason":"maintenance"}`, 204)
-	poll.Until(t, 20*time.Second, "the command to get SIGTERM", func() bool { _, err := os.Stat(termed); return err == nil })
-	took := time.Since(sent)
-	t.Logf("revoke → the command's SIGTERM handler: %s", took)
-	if took > time.Second {
-		t.Errorf("the command got SIGTERM %s after the revoke, want within 1 s", took)
-	}
-	r := <-done
-	if r.code != 10 {
-		t.Fatalf("exit %d, stderr %q; want 10", r.code, r.errs)
-	}
-	lines := strings.Split(strings.TrimSpace(r.errs), "\n")
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `hold of rwlock "job"`) || !strings.Contains(lines[0], "revoked") ||
 		!strings.Contains(lines[0], "maintenance") || strings.Count(lines[1], "lost") != 1 {
-		t.Errorf("stderr %q; want a line naming the hold's revoke and its reason, then a one-line summary", r.errs)
+		t.Errorf("stderr %q; want a line naming the hold's revoke and its reason, then a one-line summary", errs)
 	}
 }

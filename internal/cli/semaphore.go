@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/baton-dev/baton/client"
@@ -14,7 +13,8 @@ import (
 
 // This file holds the semaphore side of the commands: "baton exec
 // --permits", "status --semaphore", "list --semaphores" and "revoke
-// --semaphore", each beside its lock side in exec.go and cli.go.
+// --semaphore", each beside its lock side in exec.go and cli.go; what it
+// shares with read/write locks is in seats.go.
 
 // runPermitExec is "baton exec --permits N": CMD runs holding one of the
 // N permits of the semaphore name, under the same heldRun as a lock's.
@@ -53,68 +53,7 @@ func permitDetail(name string, err error) error {
 	return err
 }
 
-func (g *globals) showSemaphore(s *client.SemaphoreInfo) error {
-	if g.json() {
-		return g.printJSON(semaphoreJSON(s))
-	}
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "name\t%s\n", s.Name)
-	fmt.Fprintf(w, "limit\t%d\n", s.Limit)
-	fmt.Fprintf(w, "held\t%d of %d\n", len(s.Holders), s.Limit)
-	for _, h := range s.Holders {
-		fmt.Fprintf(w, "permit %d\t%s (%s, expires in %s)\n", h.Token, h.Owner, sessionOrTTL(h), time.Until(h.ExpiresAt).Round(time.Second))
-	}
-	for _, wt := range s.Waiters {
-		fmt.Fprintf(w, "waiter %d\t%s (since %s)\n", wt.Position, wt.Owner, wt.Since.Local().Format(time.RFC3339))
-	}
-	return w.Flush()
-}
-
-func sessionOrTTL(p client.PermitInfo) string {
-	if p.Session != "" {
-		return "session " + p.Session
-	}
-	return "ttl " + p.TTL.String()
-}
-
-// listSemaphores is "baton list --semaphores".
-func (g *globals) listSemaphores(ctx context.Context, cl *client.Client, prefix string, limit int) error {
-	all, err := pages(ctx, prefix, limit, cl.Semaphores)
-	if err != nil {
-		return err
-	}
-	if g.json() {
-		out := make([]map[string]any, len(all))
-		for i := range all {
-			out[i] = semaphoreJSON(&all[i])
-		}
-		return g.printJSON(out)
-	}
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tHELD\tHOLDERS")
-	for _, s := range all {
-		hs := make([]string, len(s.Holders))
-		for i, h := range s.Holders {
-			hs[i] = fmt.Sprintf("%s (%d)", h.Owner, h.Token)
-		}
-		fmt.Fprintf(w, "%s\t%d/%d\t%s\n", s.Name, len(s.Holders), s.Limit, dash(strings.Join(hs, ", ")))
-	}
-	return w.Flush()
-}
-
-// revokePermit is "baton revoke --semaphore NAME --token N".
-func (g *globals) revokePermit(ctx context.Context, cl *client.Client, name string, token int64, reason string) error {
-	if token <= 0 {
-		return usagef("revoke --semaphore: --token is required: the permit to revoke")
-	}
-	if err := cl.RevokePermit(ctx, name, token, reason); err != nil {
-		return err
-	}
-	if !g.json() {
-		fmt.Fprintf(g.stdout, "revoked permit %d of %s\n", token, name)
-	}
-	return nil
-}
+var semaphoreSeats = &seatKind[client.SemaphoreInfo]{flag: "semaphore", noun: "permit", column: "HELD", view: semaphoreView}
 
 // eventFilter is the kind and name that history's and watch's
 // --election, --semaphore and --rwlock ask for; at most one of them may
@@ -132,37 +71,20 @@ func eventFilter(election, semaphore, rwlock string) (kind, name string, err err
 	return kind, name, nil
 }
 
-// semaphoreJSON is s with the API's member names.
-func semaphoreJSON(s *client.SemaphoreInfo) map[string]any {
-	hs := make([]map[string]any, len(s.Holders))
-	for i := range s.Holders {
-		hs[i] = permitJSON(&s.Holders[i])
+// semaphoreView is s as the commands show it: its limit, and how many of
+// its permits are held.
+func semaphoreView(s *client.SemaphoreInfo) seatThing {
+	return seatThing{
+		name: s.Name, extra: map[string]any{"limit": s.Limit},
+		rows: [][2]string{{"limit", strconv.Itoa(s.Limit)}, {"held", fmt.Sprintf("%d of %d", len(s.Holders), s.Limit)}},
+		cell: fmt.Sprintf("%d/%d", len(s.Holders), s.Limit), holders: views(s.Holders, permitHold), waiters: s.Waiters,
 	}
-	m := map[string]any{"name": s.Name, "limit": s.Limit, "holders": hs}
-	if len(s.Waiters) > 0 {
-		ws := make([]map[string]any, len(s.Waiters))
-		for i, w := range s.Waiters {
-			ws[i] = map[string]any{"owner": w.Owner, "position": w.Position, "since": apiTime(w.Since)}
-			if w.Session != "" {
-				ws[i]["session"] = w.Session
-			}
-		}
-		m["waiters"] = ws
-	}
-	return m
 }
 
-func permitJSON(p *client.PermitInfo) map[string]any {
-	md := p.Metadata
-	if md == nil {
-		md = map[string]string{}
+func permitHold(p *client.PermitInfo) seatHold {
+	return seatHold{
+		name: p.Name, owner: p.Owner, session: p.Session, token: p.Token, ttl: p.TTL,
+		acquired: p.AcquiredAt, expires: p.ExpiresAt, metadata: p.Metadata,
+		label: "permit", extra: map[string]any{"limit": p.Limit},
 	}
-	m := map[string]any{
-		"name": p.Name, "owner": p.Owner, "token": p.Token, "limit": p.Limit, "ttl": p.TTL.String(),
-		"acquired_at": apiTime(p.AcquiredAt), "expires_at": apiTime(p.ExpiresAt), "metadata": md,
-	}
-	if p.Session != "" {
-		m["session"] = p.Session
-	}
-	return m
 }

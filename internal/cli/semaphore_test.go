@@ -1,32 +1,18 @@
 package cli_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/baton-dev/baton/internal/poll"
 )
 
 // permitToken takes a permit of the semaphore name over HTTP and returns
 // its token.
 func permitToken(t *testing.T, addr, name, body string) int64 {
 	t.Helper()
-	var p struct {
-		Token int64 `json:"token"`
-	}
-	if err := json.Unmarshal(post(t, addr, "/v1/semaphores/"+name, body, 201), &p); err != nil || p.Token <= 0 {
-		t.Fatalf("permit: %v, token %d", err, p.Token)
-	}
-	return p.Token
+	return holdToken(t, addr, "/v1/semaphores/"+name, body)
 }
 
 // TestExecPermits_RunsUnderAPermitAndGivesItBack: the command sees the
@@ -95,20 +81,7 @@ func TestSemaphore_StatusListRevokeAndHistory(t *testing.T) {
 		!strings.Contains(out, fmt.Sprintf("a (%d)", a)) {
 		t.Fatalf("list --semaphores: code %d, %q (stderr %q)", code, out, errs)
 	}
-	if _, _, code := run(t, addr, "revoke", "--semaphore", "pool"); code != 2 {
-		t.Fatalf("revoke --semaphore without --token: code %d, want 2", code)
-	}
-	tok := strconv.FormatInt(a, 10)
-	if out, errs, code := run(t, addr, "revoke", "--semaphore", "pool", "--token", tok, "--reason", "drill"); code != 0 || !strings.Contains(out, "permit "+tok+" of pool") {
-		t.Fatalf("revoke --semaphore: code %d, %q (stderr %q)", code, out, errs)
-	}
-	if _, _, code := run(t, addr, "revoke", "--semaphore", "pool", "--token", tok); code != 4 {
-		t.Fatalf("revoke of a revoked permit: code %d, want 4", code)
-	}
-	out, errs, code := run(t, addr, "history", "--semaphore", "pool")
-	if code != 0 || strings.Count(out, "semaphore:pool") != 3 || !strings.Contains(out, "revoked") || !strings.Contains(out, "drill") {
-		t.Fatalf("history --semaphore: code %d, %q (stderr %q); want two acquired and the revoke", code, out, errs)
-	}
+	revokeByToken(t, addr, "semaphore", "pool", "permit", a)
 	if _, _, code := run(t, addr, "history", "--semaphore", "pool", "--election", "x"); code != 2 {
 		t.Fatalf("history with --semaphore and --election: code %d, want 2", code)
 	}
@@ -123,7 +96,7 @@ func TestSemaphore_StatusListRevokeAndHistory(t *testing.T) {
 	if out, errs, code := run(t, addr, "sessions", "get", sess.ID); code != 0 || !strings.Contains(out, "semaphores") || !strings.Contains(out, "pool") {
 		t.Fatalf("sessions get: code %d, %q (stderr %q); want its semaphores", code, out, errs)
 	}
-	out, _, code = run(t, addr, "sessions", "get", sess.ID, "-o", "json")
+	out, _, code := run(t, addr, "sessions", "get", sess.ID, "-o", "json")
 	var got struct {
 		Semaphores []string `json:"semaphores"`
 	}
@@ -136,24 +109,7 @@ func TestSemaphore_StatusListRevokeAndHistory(t *testing.T) {
 // shows the semaphore's permits' events as they happen, and no others.
 func TestWatchSemaphore_StreamsThatSemaphoresEventsOnly(t *testing.T) {
 	_, addr := startServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "watch", "--semaphore", "pool")
-	cmd.Env = append(os.Environ(), "BATON_ADDR="+addr)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	// The stream starts at the revision watch read; a heading printed
-	// means that read is done.
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "REVISION") {
-		t.Fatalf("first line %q (%v), want the headings", lines.Text(), lines.Err())
-	}
+	lines, _ := startWatch(t, addr, "--semaphore", "pool")
 	permitToken(t, addr, "other", `{"limit":2,"owner":"x","ttl":"1m"}`)
 	tok := permitToken(t, addr, "pool", `{"limit":2,"owner":"w","ttl":"1m"}`)
 	if !lines.Scan() {
@@ -170,40 +126,12 @@ func TestWatchSemaphore_StreamsThatSemaphoresEventsOnly(t *testing.T) {
 // job to stop now.
 func TestExecPermits_ARevokeStopsTheCommandWithinASecond(t *testing.T) {
 	_, addr := startServer(t)
-	dir := t.TempDir()
-	running, termed := filepath.Join(dir, "running"), filepath.Join(dir, "termed")
-	script := fmt.Sprintf(`trap 'touch %s; exit 0' TERM; echo "$BATON_TOKEN" > %s.tmp; mv %s.tmp %s; while :; do sleep 0.05; done`,
-		termed, running, running, running)
-	type result struct {
-		errs string
-		code int
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, e, c := run(t, addr, "exec", "--permits", "3", "--ttl", "30s", "--kill-after", "5s", "job", "--", "sh", "-c", script)
-		done <- result{e, c}
-	}()
-	var tok string
-	poll.Until(t, 20*time.Second, "the command to run", func() bool {
-		b, err := os.ReadFile(running)
-		tok = strings.TrimSpace(string(b))
-		return err == nil && tok != ""
+	errs := revokeStopsTheCommand(t, addr, []string{"exec", "--permits", "3", "--ttl", "30s", "--kill-after", "5s", "job"}, func(tok string) {
+		post(t, addr, "/v1/semaphores/job/revoke", `{"token":`+tok+`,"reason":"maintenance"}`, 204)
 	})
-	sent := time.Now()
-	post(t, addr, "/v1/semaphores/job/revoke", `{"token":`+tok+`,"reason":"maintenance"}`, 204)
-	poll.Until(t, 20*time.Second, "the command to get SIGTERM", func() bool { _, err := os.Stat(termed); return err == nil })
-	took := time.Since(sent)
-	t.Logf("revoke → the command's SIGTERM handler: %s", took)
-	if took > time.Second {
-		t.Errorf("the command got SIGTERM %s after the revoke, want within 1 s", took)
-	}
-	r := <-done
-	if r.code != 10 {
-		t.Fatalf("exit %d, stderr %q; want 10", r.code, r.errs)
-	}
-	lines := strings.Split(strings.TrimSpace(r.errs), "\n")
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `permit of "job"`) || !strings.Contains(lines[0], "revoked") ||
 		!strings.Contains(lines[0], "maintenance") || strings.Count(lines[1], "lost") != 1 {
-		t.Errorf("stderr %q; want a line naming the permit's revoke and its reason, then a one-line summary", r.errs)
+		t.Errorf("stderr %q; want a line naming the permit's revoke and its reason, then a one-line summary", errs)
 	}
 }
