@@ -110,11 +110,12 @@ var rwlockSeats = &seatKind[RWHoldInfo, RWLockInfo]{
 // unknown; a hold taken that way ends with its lease (or shows in its
 // session's RWLocks).
 func (c *Client) AcquireRW(ctx context.Context, name, mode string, o RWOptions) (*RWHold, error) {
+	ho := holdOptions(o)
 	body := struct {
 		Mode string `json:"mode"`
 		seatRequest
-	}{mode, holdOptions(o).request()}
-	s, err := rwlockSeats.take(ctx, c, fmt.Sprintf("acquire a %s hold of %q", mode, name), name, body, holdOptions(o))
+	}{mode, ho.request()}
+	s, err := rwlockSeats.take(ctx, c, fmt.Sprintf("acquire a %s hold of %q", mode, name), name, body, ho)
 	if err != nil {
 		return nil, err
 	}

@@ -100,11 +100,12 @@ var semaphoreSeats = &seatKind[PermitInfo, SemaphoreInfo]{
 // and the outcome is unknown; a permit taken that way ends with its lease
 // (or shows in its session's Semaphores).
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, o PermitOptions) (*Permit, error) {
+	ho := holdOptions(o)
 	body := struct {
 		Limit int `json:"limit"`
 		seatRequest
-	}{limit, holdOptions(o).request()}
-	s, err := semaphoreSeats.take(ctx, c, fmt.Sprintf("acquire a permit of %q", name), name, body, holdOptions(o))
+	}{limit, ho.request()}
+	s, err := semaphoreSeats.take(ctx, c, fmt.Sprintf("acquire a permit of %q", name), name, body, ho)
 	if err != nil {
 		return nil, err
 	}
