@@ -21,11 +21,12 @@ import collections
 import copy
 import threading
 import time
+from typing import NamedTuple
 
 from ._sse import EventSource, Stream
 from .errors import (BatonError, LockLostError, NoLeaderError, NotHeldError, SessionNotFoundError,
                      TokenMismatchError)
-from .types import Event, HoldInfo, LeaderInfo, LockInfo
+from .types import Event, HoldInfo, LeaderInfo, LockInfo, RWLockInfo, SemaphoreInfo
 
 # etcd's lease floor and the server's minimum TTL: it stands in for a TTL
 # the server did not report, shorter being the safe side.
@@ -420,6 +421,23 @@ class _Kept:
         """Why it was lost, or None."""
         return self._hold.error
 
+    def _start(self, op: str, status: int, sent: float, session, began):
+        """Keeps it alive from its grant on (Hold.start); began is when
+        the granting answer says the hold began. Returns self."""
+        info = self._info
+        left = (info.expires_at - began).total_seconds() if info.expires_at and began else None
+        self._hold.start(op, status, sent, info.ttl, left, session is not None)
+        return self
+
+    def _record(self, info):
+        """Takes a renew's answer as the latest info, keeping the metadata
+        it leaves out; returns the TTL it reports."""
+        with self._info_mu:
+            if not info.metadata:
+                info.metadata = self._info.metadata
+            self._info = info
+        return info.ttl
+
     def __enter__(self):
         return self
 
@@ -453,12 +471,7 @@ class Lock(_Kept):
         super().__init__(client, KIND_LOCK, info)
 
     def _renew(self, timeout, deadline):
-        info = self._hold.c._renew(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
-        with self._info_mu:
-            if not info.metadata:
-                info.metadata = self._info.metadata
-            self._info = info
-        return info.ttl
+        return self._record(self._hold.c._renew(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline))
 
     def _give_back(self):
         self._hold.c.release(self._hold.name, self._hold.token)
@@ -539,7 +552,48 @@ class Leadership(_Kept):
         return f"<baton.Leadership {self.name!r} token={self.token} term={self.term}>"
 
 
-class Permit(_Kept):
+class HoldKind(NamedTuple):
+    """What tells apart the things whose holds are the API's Hold: a
+    semaphore's permits and a read/write lock's holds are granted, got,
+    listed, renewed, released and revoked by token alike, under their
+    own path."""
+
+    kind: str  # the events' kind; a get's op names it
+    path: str  # under /v1/; a listing's op and member name it
+    noun: str  # one hold, as the ops name it
+    extra: str  # the acquire's member that only this kind asks with: limit or mode
+    state: type  # the thing's state, as a get and a listing answer it
+
+
+SEMAPHORE = HoldKind(KIND_SEMAPHORE, "semaphores", "permit", "limit", SemaphoreInfo)
+RWLOCK = HoldKind(KIND_RWLOCK, "rwlocks", "rwlock hold", "mode", RWLockInfo)
+
+
+class _Held(_Kept):
+    """What a Permit and an RWHold share: a hold of the API's Hold
+    schema, renewed and given back by token under its kind's path."""
+
+    KIND: HoldKind
+
+    def __init__(self, client, info: HoldInfo):
+        super().__init__(client, self.KIND.kind, info)
+
+    def _renew(self, timeout, deadline):
+        return self._record(self._hold.c._renew_held(self.KIND, self._hold.name, self._hold.token,
+                                                     timeout=timeout, deadline=deadline))
+
+    def _give_back(self):
+        self._hold.c._release_held(self.KIND, self._hold.name, self._hold.token)
+
+    def release(self) -> None:
+        """Stops renewing and gives the hold back by its token. Raises
+        LockLostError when it was lost before; again, the same result.
+        On UnavailableError the outcome is unknown: call it again, or the
+        lease runs out after its TTL."""
+        self._hold.release()
+
+
+class Permit(_Held):
     """One of a semaphore's permits, kept as a Lock is (the same renewal,
     clock and event stream); safe to share between threads. token is the
     permit's own fencing token, limit the semaphore's. lost is set when
@@ -548,8 +602,7 @@ class Permit(_Kept):
     back, and the oldest waiter gets it; in a with block it is released
     on exit, raising LockLostError when it was lost in the block."""
 
-    def __init__(self, client, info: HoldInfo):
-        super().__init__(client, KIND_SEMAPHORE, info)
+    KIND = SEMAPHORE
 
     @property
     def limit(self) -> int:
@@ -557,30 +610,12 @@ class Permit(_Kept):
         with self._info_mu:
             return self._info.limit
 
-    def _renew(self, timeout, deadline):
-        info = self._hold.c._renew_permit(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
-        with self._info_mu:
-            if not info.metadata:
-                info.metadata = self._info.metadata
-            self._info = info
-        return info.ttl
-
-    def _give_back(self):
-        self._hold.c.release_permit(self._hold.name, self._hold.token)
-
-    def release(self) -> None:
-        """Stops renewing and gives the permit back by its token. Raises
-        LockLostError when it was lost before; again, the same result.
-        On UnavailableError the outcome is unknown: call it again, or the
-        lease runs out after its TTL."""
-        self._hold.release()
-
     def __repr__(self) -> str:
         return (f"<baton.Permit {self.name!r} token={self.token} limit={self.limit}"
                 f"{' lost' if self.lost.is_set() else ''}>")
 
 
-class RWHold(_Kept):
+class RWHold(_Held):
     """A read/write lock's hold, a reader's or the writer's, kept as a
     Lock is (the same renewal, clock and event stream); safe to share
     between threads. mode is read or write; token is the hold's own
@@ -593,32 +628,13 @@ class RWHold(_Kept):
     released on exit, raising LockLostError when it was lost in the
     block."""
 
-    def __init__(self, client, info: HoldInfo):
-        super().__init__(client, KIND_RWLOCK, info)
+    KIND = RWLOCK
 
     @property
     def mode(self) -> str:
         """read or write."""
         with self._info_mu:
             return self._info.mode or ""
-
-    def _renew(self, timeout, deadline):
-        info = self._hold.c._renew_rwlock(self._hold.name, self._hold.token, timeout=timeout, deadline=deadline)
-        with self._info_mu:
-            if not info.metadata:
-                info.metadata = self._info.metadata
-            self._info = info
-        return info.ttl
-
-    def _give_back(self):
-        self._hold.c.release_rwlock(self._hold.name, self._hold.token)
-
-    def release(self) -> None:
-        """Stops renewing and gives the hold back by its token. Raises
-        LockLostError when it was lost before; again, the same result.
-        On UnavailableError the outcome is unknown: call it again, or the
-        lease runs out after its TTL."""
-        self._hold.release()
 
     def __repr__(self) -> str:
         return (f"<baton.RWHold {self.name!r} {self.mode} token={self.token}"

@@ -31,7 +31,7 @@ import ssl
 import time
 import urllib.parse
 
-from ._hold import HoldWatcher, Leadership, Lock, Permit, RWHold
+from ._hold import RWLOCK, SEMAPHORE, HoldKind, HoldWatcher, Leadership, Lock, Permit, RWHold, _Held
 from ._http import Transport, parse_endpoint
 from ._sse import DEFAULT_IDLE, EventSource, ObserveSource, Stream
 from .types import (Cluster, Event, FencedValue, HoldInfo, LeaderInfo, LockInfo, RWLockInfo, SemaphoreInfo, Session,
@@ -54,12 +54,8 @@ def _election_path(name: str) -> str:
     return "/v1/elections/" + _q(name)
 
 
-def _semaphore_path(name: str) -> str:
-    return "/v1/semaphores/" + _q(name)
-
-
-def _rwlock_path(name: str) -> str:
-    return "/v1/rwlocks/" + _q(name)
+def _held_path(k: HoldKind, name: str) -> str:
+    return f"/v1/{k.path}/" + _q(name)
 
 
 def _omit_none(d: dict) -> dict:
@@ -165,12 +161,7 @@ class Client:
         the acquire is retried."""
         op = f"acquire {name!r}"
         status, info, sent = self._acquire(op, name, ttl, wait, owner, session, metadata, lock_delay)
-        lk = Lock(self, info)
-        left = None
-        if info.expires_at and info.acquired_at:
-            left = (info.expires_at - info.acquired_at).total_seconds()
-        lk._hold.start(op, status, sent, info.ttl, left, session is not None)
-        return lk
+        return Lock(self, info)._start(op, status, sent, session, info.acquired_at)
 
     @contextlib.contextmanager
     def lock(self, name: str, **kw):
@@ -332,12 +323,7 @@ class Client:
         status, w = self._do(op, "POST", _election_path(name) + "/campaign", body=body,
                              idempotent=session is not None, timeout=self._t.timeout + duration_seconds(wait))
         info = decode(LeaderInfo, w)
-        ld = Leadership(self, info)
-        left = None
-        if info.expires_at and info.elected_at:
-            left = (info.expires_at - info.elected_at).total_seconds()
-        ld._hold.start(op, status, sent, info.ttl, left, session is not None)
-        return ld
+        return Leadership(self, info)._start(op, status, sent, session, info.elected_at)
 
     def leader(self, name: str) -> LeaderInfo:
         """Who leads, with the candidates in line; NoLeaderError. Retried."""
@@ -398,19 +384,8 @@ class Client:
         never retried after a 503 or a broken connection: UnavailableError
         with outcome_unknown set; a permit taken that way expires after
         its TTL (or with its session)."""
-        op = f"acquire a permit of {name!r}"
-        body = _omit_none({"limit": limit, "owner": owner, "ttl": format_duration(ttl), "session": session,
-                           "wait": format_duration(wait), "metadata": metadata})
-        sent = time.monotonic()
-        status, w = self._do(op, "POST", _semaphore_path(name), body=body,
-                             timeout=self._t.timeout + duration_seconds(wait))
-        info = decode(HoldInfo, w)
-        p = Permit(self, info)
-        left = None
-        if info.expires_at and info.acquired_at:
-            left = (info.expires_at - info.acquired_at).total_seconds()
-        p._hold.start(op, status, sent, info.ttl, left, session is not None)
-        return p
+        return self._acquire_held(Permit, f"acquire a permit of {name!r}", name, limit, ttl, wait, owner, session,
+                                  metadata, idempotent=False)
 
     @contextlib.contextmanager
     def semaphore(self, name: str, limit: int, **kw):
@@ -424,41 +399,31 @@ class Client:
     def get_semaphore(self, name: str) -> SemaphoreInfo:
         """The semaphore's limit, permits held (oldest first) and waiters
         (first served first); NotHeldError when no permit is held. Retried."""
-        _, w = self._do(f"get semaphore {name!r}", "GET", _semaphore_path(name), idempotent=True)
-        return decode(SemaphoreInfo, w)
+        return self._get_held(SEMAPHORE, name)
 
     def semaphores(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None):
         """A page of the semaphores with permits held, by name, each with
         its permits (not its waiters), and the next cursor ("" on the last
         page). A page may hold fewer than limit. Retried."""
-        _, w = self._do("list semaphores", "GET", "/v1/semaphores",
-                        query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
-        return [decode(SemaphoreInfo, x) for x in w.get("semaphores") or []], w.get("next_cursor") or ""
+        return self._list_held(SEMAPHORE, prefix, limit, cursor)
 
     def renew_permit(self, name: str, token: int) -> HoldInfo:
         """Extends the lease of the permit token holds (in a session: the
         session's); NotHeldError when it no longer holds one. Retried. A
         Permit renews itself: this is for holders that keep the token only."""
-        return self._renew_permit(name, token)
-
-    def _renew_permit(self, name, token, timeout=None, deadline=None) -> HoldInfo:
-        _, w = self._do(f"renew permit of {name!r}", "POST", _semaphore_path(name) + "/renew",
-                        body={"token": token}, idempotent=True, timeout=timeout, deadline=deadline)
-        return decode(HoldInfo, w)
+        return self._renew_held(SEMAPHORE, name, token)
 
     def release_permit(self, name: str, token: int) -> None:
         """Gives the permit token holds back; the oldest waiter gets it.
         NotHeldError when token holds none. Retried: it names the token."""
-        self._do(f"release permit of {name!r}", "DELETE", _semaphore_path(name), query={"token": token},
-                 idempotent=True)
+        self._release_held(SEMAPHORE, name, token)
 
     def revoke_permit(self, name: str, token: int, reason: str | None = None) -> None:
         """Ends the permit token holds (an operator's act, role admin),
         audited as revoked; NotHeldError when token holds none. Retried:
         unlike a lock's revoke it names the token, so a repeat can never
         end another permit."""
-        self._do(f"revoke permit of {name!r}", "POST", _semaphore_path(name) + "/revoke",
-                 body=_omit_none({"token": token, "reason": reason}), idempotent=True)
+        self._revoke_held(SEMAPHORE, name, token, reason)
 
     # Read/write locks.
 
@@ -476,20 +441,8 @@ class Client:
         a session: UnavailableError with outcome_unknown set; a hold taken
         that way expires after its TTL. A write in a session is retried:
         the server hands back the write hold the session has."""
-        op = f"acquire a {mode} hold of {name!r}"
-        body = _omit_none({"mode": mode, "owner": owner, "ttl": format_duration(ttl), "session": session,
-                           "wait": format_duration(wait), "metadata": metadata})
-        sent = time.monotonic()
-        status, w = self._do(op, "POST", _rwlock_path(name), body=body,
-                             idempotent=session is not None and mode == "write",
-                             timeout=self._t.timeout + duration_seconds(wait))
-        info = decode(HoldInfo, w)
-        h = RWHold(self, info)
-        left = None
-        if info.expires_at and info.acquired_at:
-            left = (info.expires_at - info.acquired_at).total_seconds()
-        h._hold.start(op, status, sent, info.ttl, left, session is not None)
-        return h
+        return self._acquire_held(RWHold, f"acquire a {mode} hold of {name!r}", name, mode, ttl, wait, owner, session,
+                                  metadata, idempotent=session is not None and mode == "write")
 
     @contextlib.contextmanager
     def rwlock(self, name: str, mode: str, **kw):
@@ -512,39 +465,62 @@ class Client:
         """The read/write lock's mode, holds (oldest first) and waiters
         (first served first, each with its mode); NotHeldError when
         nothing holds it. Retried."""
-        _, w = self._do(f"get rwlock {name!r}", "GET", _rwlock_path(name), idempotent=True)
-        return decode(RWLockInfo, w)
+        return self._get_held(RWLOCK, name)
 
     def rwlocks(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None):
         """A page of the held read/write locks, by name, each with its
         holds (not its waiters), and the next cursor ("" on the last
         page). Retried."""
-        _, w = self._do("list rwlocks", "GET", "/v1/rwlocks",
-                        query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
-        return [decode(RWLockInfo, x) for x in w.get("rwlocks") or []], w.get("next_cursor") or ""
+        return self._list_held(RWLOCK, prefix, limit, cursor)
 
     def renew_rwlock(self, name: str, token: int) -> HoldInfo:
         """Extends the lease of the hold token has (in a session: the
         session's); NotHeldError when no hold of the lock has that token.
         Retried. An RWHold renews itself: this is for holders that keep
         the token only."""
-        return self._renew_rwlock(name, token)
-
-    def _renew_rwlock(self, name, token, timeout=None, deadline=None) -> HoldInfo:
-        _, w = self._do(f"renew rwlock hold of {name!r}", "POST", _rwlock_path(name) + "/renew",
-                        body={"token": token}, idempotent=True, timeout=timeout, deadline=deadline)
-        return decode(HoldInfo, w)
+        return self._renew_held(RWLOCK, name, token)
 
     def release_rwlock(self, name: str, token: int) -> None:
         """Gives back the hold token has; the oldest waiters that can then
         hold are granted. NotHeldError when no hold has that token.
         Retried: it names the token."""
-        self._do(f"release rwlock hold of {name!r}", "DELETE", _rwlock_path(name), query={"token": token},
-                 idempotent=True)
+        self._release_held(RWLOCK, name, token)
 
     def revoke_rwlock(self, name: str, token: int, reason: str | None = None) -> None:
         """Ends the hold token has (an operator's act, role admin),
         audited as revoked; NotHeldError when no hold has that token.
         Retried: it names the token."""
-        self._do(f"revoke rwlock hold of {name!r}", "POST", _rwlock_path(name) + "/revoke",
+        self._revoke_held(RWLOCK, name, token, reason)
+
+    # Permits and read/write lock holds alike: the API's Hold, by token, under
+    # the kind's path.
+
+    def _acquire_held(self, cls: type[_Held], op, name, extra, ttl, wait, owner, session, metadata, idempotent):
+        body = _omit_none({cls.KIND.extra: extra, "owner": owner, "ttl": format_duration(ttl), "session": session,
+                           "wait": format_duration(wait), "metadata": metadata})
+        sent = time.monotonic()
+        status, w = self._do(op, "POST", _held_path(cls.KIND, name), body=body, idempotent=idempotent,
+                             timeout=self._t.timeout + duration_seconds(wait))
+        info = decode(HoldInfo, w)
+        return cls(self, info)._start(op, status, sent, session, info.acquired_at)
+
+    def _get_held(self, k: HoldKind, name):
+        return decode(k.state, self._do(f"get {k.kind} {name!r}", "GET", _held_path(k, name), idempotent=True)[1])
+
+    def _list_held(self, k: HoldKind, prefix, limit, cursor):
+        _, w = self._do(f"list {k.path}", "GET", "/v1/" + k.path,
+                        query={"prefix": prefix, "limit": limit, "cursor": cursor}, idempotent=True)
+        return [decode(k.state, x) for x in w.get(k.path) or []], w.get("next_cursor") or ""
+
+    def _renew_held(self, k: HoldKind, name, token, timeout=None, deadline=None) -> HoldInfo:
+        _, w = self._do(f"renew {k.noun} of {name!r}", "POST", _held_path(k, name) + "/renew",
+                        body={"token": token}, idempotent=True, timeout=timeout, deadline=deadline)
+        return decode(HoldInfo, w)
+
+    def _release_held(self, k: HoldKind, name, token) -> None:
+        self._do(f"release {k.noun} of {name!r}", "DELETE", _held_path(k, name), query={"token": token},
+                 idempotent=True)
+
+    def _revoke_held(self, k: HoldKind, name, token, reason) -> None:
+        self._do(f"revoke {k.noun} of {name!r}", "POST", _held_path(k, name) + "/revoke",
                  body=_omit_none({"token": token, "reason": reason}), idempotent=True)

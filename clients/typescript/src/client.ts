@@ -1,6 +1,6 @@
 import { BatonError, errorFromProblem } from "./errors.js";
 import { Hold, HoldWatcher, kindElection, kindLock, kindRWLock, kindSemaphore, type Grant } from "./hold.js";
-import { Leadership, Lock, Permit, RWHold } from "./lock.js";
+import { Leadership, Lock, Permit, RWHold, type Kept } from "./lock.js";
 import { Channel, EventsSource, isJSON, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
 import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
@@ -251,6 +251,11 @@ export class Client {
     return jitter(Math.min(this.backoff0 * 2 ** Math.min(round, 10), maxBackoff));
   }
 
+  /** waitTimeout bounds an attempt of a call that may wait in line for up to wait: the client's timeout, and the wait on top. */
+  private waitTimeout(wait?: Duration): number {
+    return this.timeoutMs + (wait !== undefined ? Math.max(toMillis(wait), 0) : 0);
+  }
+
   /** call runs r, retrying as its idempotency allows, and returns the answer's status and body. */
   private async call<T>(r: Req): Promise<{ status: number; data: T }> {
     const payload = r.body === undefined ? undefined : JSON.stringify(r.body);
@@ -379,9 +384,7 @@ export class Client {
       release: (signal) => this.release(name, info.token, { signal }),
     });
     lock = new Lock(hold, info);
-    const ttl = info.ttl ? toMillis(info.ttl) : 0;
-    const left = Date.parse(info.expires_at) - Date.parse(info.acquired_at);
-    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
+    await hold.start(op, grantOf(status, sent, info.ttl, info.acquired_at, info.expires_at, o.session), o.signal);
     return lock;
   }
 
@@ -392,16 +395,7 @@ export class Client {
    * fn has returned, unless fn threw.
    */
   async withLock<T>(name: string, o: AcquireOptions, fn: (lk: Lock) => Promise<T> | T): Promise<T> {
-    const lk = await this.acquire(name, o);
-    let value: T;
-    try {
-      value = await fn(lk);
-    } catch (e) {
-      await lk.release().catch(() => {});
-      throw e;
-    }
-    await lk.release();
-    return value;
+    return using(await this.acquire(name, o), (lk) => lk.release(), fn);
   }
 
   /**
@@ -428,7 +422,7 @@ export class Client {
       // In a session the server hands a lock the session holds back (200),
       // so a repeat cannot take a second hold.
       idempotent: !!o.session,
-      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
+      timeout: this.waitTimeout(o.wait),
       signal: o.signal,
     });
     return { info: data, status, sent };
@@ -589,7 +583,7 @@ export class Client {
       op, method: "POST", path: electionPath(name) + "/campaign", body,
       // In a session the server answers a leadership the session holds (200).
       idempotent: !!o.session,
-      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
+      timeout: this.waitTimeout(o.wait),
       signal: o.signal,
     });
     let ld: Leadership | undefined;
@@ -598,24 +592,13 @@ export class Client {
       release: (signal) => this.resignLeadership(name, info.token, { signal }),
     });
     ld = new Leadership(hold, this, info);
-    const ttl = info.ttl ? toMillis(info.ttl) : 0;
-    const left = info.expires_at && info.elected_at ? Date.parse(info.expires_at) - Date.parse(info.elected_at) : 0;
-    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
+    await hold.start(op, grantOf(status, sent, info.ttl, info.elected_at, info.expires_at, o.session), o.signal);
     return ld;
   }
 
   /** withLeadership campaigns, runs fn as the leader, and resigns whatever fn does; it returns fn's value. */
   async withLeadership<T>(name: string, o: CampaignOptions, fn: (ld: Leadership) => Promise<T> | T): Promise<T> {
-    const ld = await this.campaign(name, o);
-    let value: T;
-    try {
-      value = await fn(ld);
-    } catch (e) {
-      await ld.resign().catch(() => {});
-      throw e;
-    }
-    await ld.resign();
-    return value;
+    return using(await this.campaign(name, o), (ld) => ld.resign(), fn);
   }
 
   /** leader returns who leads the election, with the candidates in line. NoLeaderError when nobody does. Retried. */
@@ -684,31 +667,7 @@ export class Client {
    * outcome unknown; a permit taken that way expires after its TTL.
    */
   async acquirePermit(name: string, limit: number, o: PermitOptions = {}): Promise<Permit> {
-    const op = `acquire a permit of ${JSON.stringify(name)}`;
-    const body = {
-      limit,
-      owner: o.owner || undefined,
-      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
-      session: o.session || undefined,
-      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
-      metadata: o.metadata,
-    };
-    const sent = now();
-    const { status, data: info } = await this.call<PermitInfo>({
-      op, method: "POST", path: semaphorePath(name), body, idempotent: false,
-      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
-      signal: o.signal,
-    });
-    let p: Permit | undefined;
-    const hold = new Hold(this, { kind: kindSemaphore, name: info.name, token: info.token }, {
-      renew: async (timeout, signal) => p!.record(await this.renewPermit(name, info.token, { signal, timeout })),
-      release: (signal) => this.releasePermit(name, info.token, { signal }),
-    });
-    p = new Permit(hold, info);
-    const ttl = info.ttl ? toMillis(info.ttl) : 0;
-    const left = Date.parse(info.expires_at) - Date.parse(info.acquired_at);
-    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
-    return p;
+    return this.acquireHeld<PermitInfo, Permit>(semaphores, `acquire a permit of ${JSON.stringify(name)}`, name, limit, o, false, (hold, info) => new Permit(hold, info));
   }
 
   /**
@@ -717,39 +676,28 @@ export class Client {
    * reject with the LockLostError once fn has returned, unless fn threw.
    */
   async withPermit<T>(name: string, limit: number, o: PermitOptions, fn: (p: Permit) => Promise<T> | T): Promise<T> {
-    const p = await this.acquirePermit(name, limit, o);
-    let value: T;
-    try {
-      value = await fn(p);
-    } catch (e) {
-      await p.release().catch(() => {});
-      throw e;
-    }
-    await p.release();
-    return value;
+    return using(await this.acquirePermit(name, limit, o), (p) => p.release(), fn);
   }
 
   /** semaphore returns the semaphore's limit, permits held (oldest first) and waiters. NotHeldError when no permit is held. Retried. */
   async semaphore(name: string, o: CallOptions = {}): Promise<SemaphoreInfo> {
-    return (await this.call<SemaphoreInfo>({ op: `get semaphore ${JSON.stringify(name)}`, method: "GET", path: semaphorePath(name), idempotent: true, signal: o.signal })).data;
+    return this.getHeld<SemaphoreInfo>(semaphores, name, o);
   }
 
   /** semaphores returns a page of the semaphores with permits held, sorted by name, each with its permits; a page may hold fewer than limit. Retried. */
   async semaphores(o: ListOptions = {}): Promise<{ semaphores: SemaphoreInfo[]; nextCursor: string }> {
-    const { data } = await this.call<{ semaphores: SemaphoreInfo[]; next_cursor?: string }>({ op: "list semaphores", method: "GET", path: "/v1/semaphores", query: listQuery(o), idempotent: true, signal: o.signal });
-    return { semaphores: data.semaphores ?? [], nextCursor: data.next_cursor ?? "" };
+    const { things, nextCursor } = await this.listHeld<SemaphoreInfo>(semaphores, o);
+    return { semaphores: things, nextCursor };
   }
 
   /** renewPermit extends the lease of the permit token holds; NotHeldError when it holds none. Retried. A Permit renews itself. */
   async renewPermit(name: string, token: number, o: CallOptions & { timeout?: number } = {}): Promise<PermitInfo> {
-    return (await this.call<PermitInfo>({
-      op: `renew permit of ${JSON.stringify(name)}`, method: "POST", path: semaphorePath(name) + "/renew", body: { token }, idempotent: true, timeout: o.timeout, signal: o.signal,
-    })).data;
+    return this.renewHeld<PermitInfo>(semaphores, name, token, o);
   }
 
   /** releasePermit gives back the permit token holds; the oldest waiter gets it. NotHeldError when it holds none. Retried: it names the token. */
   async releasePermit(name: string, token: number, o: CallOptions = {}): Promise<void> {
-    await this.call({ op: `release permit of ${JSON.stringify(name)}`, method: "DELETE", path: semaphorePath(name), query: { token: String(token) }, idempotent: true, signal: o.signal });
+    await this.releaseHeld(semaphores, name, token, o);
   }
 
   /**
@@ -759,7 +707,7 @@ export class Client {
    * another permit.
    */
   async revokePermit(name: string, token: number, reason = "", o: CallOptions = {}): Promise<void> {
-    await this.call({ op: `revoke permit of ${JSON.stringify(name)}`, method: "POST", path: semaphorePath(name) + "/revoke", body: { token, reason: reason || undefined }, idempotent: true, signal: o.signal });
+    await this.revokeHeld(semaphores, name, token, reason, o);
   }
 
   // ---- read/write locks ----
@@ -779,31 +727,8 @@ export class Client {
    * hands back the write hold the session has.
    */
   async acquireRW(name: string, mode: RWMode, o: RWOptions = {}): Promise<RWHold> {
-    const op = `acquire a ${mode} hold of ${JSON.stringify(name)}`;
-    const body = {
-      mode,
-      owner: o.owner || undefined,
-      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
-      session: o.session || undefined,
-      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
-      metadata: o.metadata,
-    };
-    const sent = now();
-    const { status, data: info } = await this.call<RWHoldInfo>({
-      op, method: "POST", path: rwlockPath(name), body, idempotent: !!o.session && mode === "write",
-      timeout: this.timeoutMs + (o.wait !== undefined ? Math.max(toMillis(o.wait), 0) : 0),
-      signal: o.signal,
-    });
-    let h: RWHold | undefined;
-    const hold = new Hold(this, { kind: kindRWLock, name: info.name, token: info.token }, {
-      renew: async (timeout, signal) => h!.record(await this.renewRW(name, info.token, { signal, timeout })),
-      release: (signal) => this.releaseRW(name, info.token, { signal }),
-    });
-    h = new RWHold(hold, info);
-    const ttl = info.ttl ? toMillis(info.ttl) : 0;
-    const left = Date.parse(info.expires_at) - Date.parse(info.acquired_at);
-    await hold.start(op, grantOf(status, sent, ttl, left, o.session), o.signal);
-    return h;
+    // In a session the server hands back the write hold the session has (200).
+    return this.acquireHeld<RWHoldInfo, RWHold>(rwlocks, `acquire a ${mode} hold of ${JSON.stringify(name)}`, name, mode, o, !!o.session && mode === "write", (hold, info) => new RWHold(hold, info));
   }
 
   /**
@@ -812,49 +737,122 @@ export class Client {
    * with the LockLostError once fn has returned, unless fn threw.
    */
   async withRW<T>(name: string, mode: RWMode, o: RWOptions, fn: (h: RWHold) => Promise<T> | T): Promise<T> {
-    const h = await this.acquireRW(name, mode, o);
-    let value: T;
-    try {
-      value = await fn(h);
-    } catch (e) {
-      await h.release().catch(() => {});
-      throw e;
-    }
-    await h.release();
-    return value;
+    return using(await this.acquireRW(name, mode, o), (h) => h.release(), fn);
   }
 
   /** rwlock returns the read/write lock's mode, holds (oldest first) and waiters (first served first, each with its mode). NotHeldError when nothing holds it. Retried. */
   async rwlock(name: string, o: CallOptions = {}): Promise<RWLockInfo> {
-    return (await this.call<RWLockInfo>({ op: `get rwlock ${JSON.stringify(name)}`, method: "GET", path: rwlockPath(name), idempotent: true, signal: o.signal })).data;
+    return this.getHeld<RWLockInfo>(rwlocks, name, o);
   }
 
   /** rwlocks returns a page of the held read/write locks, sorted by name, each with its holds (not its waiters). Retried. */
   async rwlocks(o: ListOptions = {}): Promise<{ rwlocks: RWLockInfo[]; nextCursor: string }> {
-    const { data } = await this.call<{ rwlocks: RWLockInfo[]; next_cursor?: string }>({ op: "list rwlocks", method: "GET", path: "/v1/rwlocks", query: listQuery(o), idempotent: true, signal: o.signal });
-    return { rwlocks: data.rwlocks ?? [], nextCursor: data.next_cursor ?? "" };
+    const { things, nextCursor } = await this.listHeld<RWLockInfo>(rwlocks, o);
+    return { rwlocks: things, nextCursor };
   }
 
   /** renewRW extends the lease of the hold token has; NotHeldError when no hold of the lock has it. Retried. An RWHold renews itself. */
   async renewRW(name: string, token: number, o: CallOptions & { timeout?: number } = {}): Promise<RWHoldInfo> {
-    return (await this.call<RWHoldInfo>({
-      op: `renew rwlock hold of ${JSON.stringify(name)}`, method: "POST", path: rwlockPath(name) + "/renew", body: { token }, idempotent: true, timeout: o.timeout, signal: o.signal,
-    })).data;
+    return this.renewHeld<RWHoldInfo>(rwlocks, name, token, o);
   }
 
   /** releaseRW gives back the hold token has; the oldest waiters that can then hold are granted. NotHeldError when no hold has it. Retried: it names the token. */
   async releaseRW(name: string, token: number, o: CallOptions = {}): Promise<void> {
-    await this.call({ op: `release rwlock hold of ${JSON.stringify(name)}`, method: "DELETE", path: rwlockPath(name), query: { token: String(token) }, idempotent: true, signal: o.signal });
+    await this.releaseHeld(rwlocks, name, token, o);
   }
 
   /** revokeRW ends the hold token has (an operator's action, role admin), audited as revoked. NotHeldError when no hold has it. Retried: it names the token. */
   async revokeRW(name: string, token: number, reason = "", o: CallOptions = {}): Promise<void> {
-    await this.call({ op: `revoke rwlock hold of ${JSON.stringify(name)}`, method: "POST", path: rwlockPath(name) + "/revoke", body: { token, reason: reason || undefined }, idempotent: true, signal: o.signal });
+    await this.revokeHeld(rwlocks, name, token, reason, o);
+  }
+
+  // ---- permits and read/write lock holds alike: the API's Hold, by token, under the kind's path ----
+
+  private async acquireHeld<I extends PermitInfo | RWHoldInfo, K extends Kept<I>>(
+    k: HoldKind, op: string, name: string, extra: number | RWMode, o: PermitOptions | RWOptions, idempotent: boolean,
+    make: (hold: Hold, info: I) => K,
+  ): Promise<K> {
+    const body = {
+      [k.extra]: extra,
+      owner: o.owner || undefined,
+      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
+      session: o.session || undefined,
+      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+      metadata: o.metadata,
+    };
+    const sent = now();
+    const { status, data: info } = await this.call<I>({ op, method: "POST", path: heldPath(k, name), body, idempotent, timeout: this.waitTimeout(o.wait), signal: o.signal });
+    let kept: K | undefined;
+    const hold = new Hold(this, { kind: k.kind, name: info.name, token: info.token }, {
+      renew: async (timeout, signal) => kept!.record(await this.renewHeld<I>(k, name, info.token, { signal, timeout })),
+      release: (signal) => this.releaseHeld(k, name, info.token, { signal }),
+    });
+    kept = make(hold, info);
+    await hold.start(op, grantOf(status, sent, info.ttl, info.acquired_at, info.expires_at, o.session), o.signal);
+    return kept;
+  }
+
+  private async getHeld<S>(k: HoldKind, name: string, o: CallOptions): Promise<S> {
+    return (await this.call<S>({ op: `get ${k.kind} ${JSON.stringify(name)}`, method: "GET", path: heldPath(k, name), idempotent: true, signal: o.signal })).data;
+  }
+
+  private async listHeld<S>(k: HoldKind, o: ListOptions): Promise<{ things: S[]; nextCursor: string }> {
+    const { data } = await this.call<Record<string, S[] | undefined> & { next_cursor?: string }>({ op: `list ${k.path}`, method: "GET", path: "/v1/" + k.path, query: listQuery(o), idempotent: true, signal: o.signal });
+    return { things: data[k.path] ?? [], nextCursor: data.next_cursor ?? "" };
+  }
+
+  private async renewHeld<I>(k: HoldKind, name: string, token: number, o: CallOptions & { timeout?: number }): Promise<I> {
+    return (await this.call<I>({
+      op: `renew ${k.noun} of ${JSON.stringify(name)}`, method: "POST", path: heldPath(k, name) + "/renew", body: { token }, idempotent: true, timeout: o.timeout, signal: o.signal,
+    })).data;
+  }
+
+  private async releaseHeld(k: HoldKind, name: string, token: number, o: CallOptions): Promise<void> {
+    await this.call({ op: `release ${k.noun} of ${JSON.stringify(name)}`, method: "DELETE", path: heldPath(k, name), query: { token: String(token) }, idempotent: true, signal: o.signal });
+  }
+
+  private async revokeHeld(k: HoldKind, name: string, token: number, reason: string, o: CallOptions): Promise<void> {
+    await this.call({ op: `revoke ${k.noun} of ${JSON.stringify(name)}`, method: "POST", path: heldPath(k, name) + "/revoke", body: { token, reason: reason || undefined }, idempotent: true, signal: o.signal });
   }
 }
 
-function grantOf(status: number, sent: number, ttl: number, left: number, session?: string): Grant {
-  return { status, sent, ttl, left: Number.isFinite(left) ? left : 0, inSession: !!session };
+/**
+ * HoldKind tells apart the things whose holds are the API's Hold: a
+ * semaphore's permits and a read/write lock's holds are granted, got,
+ * listed, renewed, released and revoked by token alike, under their own
+ * path.
+ */
+interface HoldKind {
+  /** The events' kind; a get's op names it. */
+  kind: string;
+  /** Under /v1/; a listing's op and member name it. */
+  path: string;
+  /** One hold, as the ops name it. */
+  noun: string;
+  /** The acquire's member that only this kind asks with. */
+  extra: "limit" | "mode";
+}
+
+const semaphores: HoldKind = { kind: kindSemaphore, path: "semaphores", noun: "permit", extra: "limit" };
+const rwlocks: HoldKind = { kind: kindRWLock, path: "rwlocks", noun: "rwlock hold", extra: "mode" };
+
+/** using runs fn with a hold and then ends it, whatever fn does: quietly when fn threw, so that fn's error is the one seen. */
+async function using<H, T>(h: H, end: (h: H) => Promise<void>, fn: (h: H) => Promise<T> | T): Promise<T> {
+  let value: T;
+  try {
+    value = await fn(h);
+  } catch (e) {
+    await end(h).catch(() => {});
+    throw e;
+  }
+  await end(h);
+  return value;
+}
+
+/** grantOf reads a granting answer's lease: its ttl, and what was left of it from began to expires (0: unknown). */
+function grantOf(status: number, sent: number, ttl: string | undefined, began: string | undefined, expires: string | undefined, session?: string): Grant {
+  const left = began && expires ? Date.parse(expires) - Date.parse(began) : NaN;
+  return { status, sent, ttl: ttl ? toMillis(ttl) : 0, left: Number.isFinite(left) ? left : 0, inSession: !!session };
 }
 
 function parseEndpoint(s: string): string {
@@ -884,8 +882,7 @@ const enc = encodeURIComponent;
 const lockPath = (name: string) => "/v1/locks/" + enc(name);
 const sessionPath = (id: string) => "/v1/sessions/" + enc(id);
 const electionPath = (name: string) => "/v1/elections/" + enc(name);
-const semaphorePath = (name: string) => "/v1/semaphores/" + enc(name);
-const rwlockPath = (name: string) => "/v1/rwlocks/" + enc(name);
+const heldPath = (k: HoldKind, name: string) => `/v1/${k.path}/` + enc(name);
 
 function listQuery(o: ListOptions): Record<string, string | undefined> {
   return { prefix: o.prefix, limit: o.limit ? String(o.limit) : undefined, cursor: o.cursor };

@@ -1,8 +1,72 @@
 import type { Client } from "./client.js";
 import type { LockLostError } from "./errors.js";
 import { Hold } from "./hold.js";
-import type { LeaderInfo, LockInfo, PermitInfo, RWHoldInfo, RWMode } from "./types.js";
+import type { HoldInfo, LeaderInfo, LockInfo, PermitInfo, RWHoldInfo, RWMode } from "./types.js";
 import { toMillis } from "./util.js";
+
+/**
+ * Kept is what a Lock, a Permit and an RWHold share: the Hold that renews
+ * it until release() or until it is lost, and what the latest acquire or
+ * renew said of it. Their info differs; their handling does not.
+ */
+export abstract class Kept<I extends KeptInfo> {
+  protected current: I;
+
+  /** @internal */
+  constructor(
+    private readonly hold: Hold,
+    info: I,
+  ) {
+    this.current = info;
+  }
+
+  /** The name of what is held: the lock, the semaphore, the read/write lock. */
+  get name(): string {
+    return this.hold.key.name;
+  }
+
+  /** The fencing token: pass it with every write the hold protects. It never changes while the hold lasts. */
+  get token(): number {
+    return this.hold.key.token;
+  }
+
+  /** The hold as the latest acquire or renew described it. */
+  get info(): I {
+    return { ...this.current, metadata: { ...this.current.metadata } };
+  }
+
+  /** Aborts when the hold is known lost; its reason is a LockLostError. A clean release does not abort it. */
+  get lost(): AbortSignal {
+    return this.hold.lost;
+  }
+
+  /** Why the hold was lost, or undefined while it is held or after a clean release. */
+  get err(): LockLostError | undefined {
+    return this.hold.lostError;
+  }
+
+  /**
+   * release stops the renewal and gives the hold back with its token; for
+   * a permit the oldest waiter gets it, for a read/write lock's hold the
+   * oldest waiters that can then hold. It resolves when it did, and
+   * rejects with the LockLostError when the hold was lost before. Calling
+   * it again gives the same result. When it gets no answer
+   * (UnavailableError) the outcome is unknown and another call tries
+   * again; without one the lease runs out after its TTL.
+   */
+  release(signal?: AbortSignal): Promise<void> {
+    return this.hold.release(signal);
+  }
+
+  /** @internal record takes a renew's answer, keeping the metadata it leaves out; it returns the TTL reported, ms (0: none). */
+  record(info: I): number {
+    this.current = { ...info, metadata: info.metadata ?? this.current.metadata };
+    return info.ttl ? toMillis(info.ttl) : 0;
+  }
+}
+
+/** What every kept hold's info has: a Lock's, a permit's, a read/write lock hold's. */
+type KeptInfo = LockInfo | HoldInfo;
 
 /**
  * Lock is a held lock that renews itself, at about a third of its TTL,
@@ -20,60 +84,7 @@ import { toMillis } from "./util.js";
  * by whatever the lock protects, is safe from a holder that lost its lock
  * without knowing (see Client.putFenced).
  */
-export class Lock {
-  private current: LockInfo;
-
-  /** @internal */
-  constructor(
-    private readonly hold: Hold,
-    info: LockInfo,
-  ) {
-    this.current = info;
-  }
-
-  /** The lock's name. */
-  get name(): string {
-    return this.hold.key.name;
-  }
-
-  /** The fencing token: pass it with every write the lock protects. It never changes while the hold lasts. */
-  get token(): number {
-    return this.hold.key.token;
-  }
-
-  /** The lock as the latest acquire or renew described it. */
-  get info(): LockInfo {
-    return { ...this.current, metadata: { ...this.current.metadata } };
-  }
-
-  /** Aborts when the lock is known lost; its reason is a LockLostError. A clean release does not abort it. */
-  get lost(): AbortSignal {
-    return this.hold.lost;
-  }
-
-  /** Why the lock was lost, or undefined while it is held or after a clean release. */
-  get err(): LockLostError | undefined {
-    return this.hold.lostError;
-  }
-
-  /**
-   * release stops the renewal and releases the lock with its token. It
-   * resolves when it released the hold, and rejects with the
-   * LockLostError when the lock was lost before. Calling it again gives
-   * the same result. When it gets no answer (UnavailableError) the
-   * outcome is unknown and another call tries again; without one the
-   * lease runs out after its TTL.
-   */
-  release(signal?: AbortSignal): Promise<void> {
-    return this.hold.release(signal);
-  }
-
-  /** @internal */
-  record(info: LockInfo): number {
-    this.current = { ...info, metadata: info.metadata ?? this.current.metadata };
-    return info.ttl ? toMillis(info.ttl) : 0;
-  }
-}
+export class Lock extends Kept<LockInfo> {}
 
 /**
  * Leadership is an election won: it renews itself until resign() or until
@@ -176,62 +187,10 @@ export class Leadership {
  * elsewhere. Its token is the permit's own fencing token; limit is the
  * semaphore's.
  */
-export class Permit {
-  private current: PermitInfo;
-
-  /** @internal */
-  constructor(
-    private readonly hold: Hold,
-    info: PermitInfo,
-  ) {
-    this.current = info;
-  }
-
-  /** The semaphore's name. */
-  get name(): string {
-    return this.hold.key.name;
-  }
-
-  /** The permit's fencing token. It never changes while the permit lasts. */
-  get token(): number {
-    return this.hold.key.token;
-  }
-
+export class Permit extends Kept<PermitInfo> {
   /** How many permits the semaphore has. */
   get limit(): number {
     return this.current.limit;
-  }
-
-  /** The permit as the latest acquire or renew described it. */
-  get info(): PermitInfo {
-    return { ...this.current, metadata: { ...this.current.metadata } };
-  }
-
-  /** Aborts when the permit is known lost; its reason is a LockLostError. A clean release does not abort it. */
-  get lost(): AbortSignal {
-    return this.hold.lost;
-  }
-
-  /** Why the permit was lost, or undefined. */
-  get err(): LockLostError | undefined {
-    return this.hold.lostError;
-  }
-
-  /**
-   * release stops the renewal and gives the permit back with its token;
-   * the oldest waiter gets it. It resolves when it did, and rejects with
-   * the LockLostError when the permit was lost before. Calling it again
-   * gives the same result; after an UnavailableError another call tries
-   * again.
-   */
-  release(signal?: AbortSignal): Promise<void> {
-    return this.hold.release(signal);
-  }
-
-  /** @internal */
-  record(info: PermitInfo): number {
-    this.current = { ...info, metadata: info.metadata ?? this.current.metadata };
-    return info.ttl ? toMillis(info.ttl) : 0;
   }
 }
 
@@ -245,61 +204,14 @@ export class Permit {
  * and a fenced write naming the rwlock accepts the current write hold's
  * token only.
  */
-export class RWHold {
-  private current: RWHoldInfo;
-
-  /** @internal */
-  constructor(
-    private readonly hold: Hold,
-    info: RWHoldInfo,
-  ) {
-    this.current = info;
-  }
-
-  /** The read/write lock's name. */
-  get name(): string {
-    return this.hold.key.name;
-  }
-
-  /** The hold's fencing token. It never changes while the hold lasts. */
-  get token(): number {
-    return this.hold.key.token;
-  }
-
+export class RWHold extends Kept<RWHoldInfo> {
   /** "read" or "write". */
   get mode(): RWMode {
     return this.current.mode;
   }
 
-  /** The hold as the latest acquire or renew described it. */
-  get info(): RWHoldInfo {
-    return { ...this.current, metadata: { ...this.current.metadata } };
-  }
-
-  /** Aborts when the hold is known lost; its reason is a LockLostError. A clean release does not abort it. */
-  get lost(): AbortSignal {
-    return this.hold.lost;
-  }
-
-  /** Why the hold was lost, or undefined. */
-  get err(): LockLostError | undefined {
-    return this.hold.lostError;
-  }
-
-  /**
-   * release stops the renewal and gives the hold back with its token; the
-   * oldest waiters that can then hold are granted. It resolves when it
-   * did, and rejects with the LockLostError when the hold was lost
-   * before. Calling it again gives the same result; after an
-   * UnavailableError another call tries again.
-   */
-  release(signal?: AbortSignal): Promise<void> {
-    return this.hold.release(signal);
-  }
-
   /** @internal */
-  record(info: RWHoldInfo): number {
-    this.current = { ...info, mode: info.mode ?? this.current.mode, metadata: info.metadata ?? this.current.metadata };
-    return info.ttl ? toMillis(info.ttl) : 0;
+  override record(info: RWHoldInfo): number {
+    return super.record({ ...info, mode: info.mode ?? this.current.mode });
   }
 }
