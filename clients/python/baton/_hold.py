@@ -573,17 +573,17 @@ class _Held(_Kept):
     """What a Permit and an RWHold share: a hold of the API's Hold
     schema, renewed and given back by token under its kind's path."""
 
-    KIND: HoldKind
+    _KIND: HoldKind
 
     def __init__(self, client, info: HoldInfo):
-        super().__init__(client, self.KIND.kind, info)
+        super().__init__(client, self._KIND.kind, info)
 
     def _renew(self, timeout, deadline):
-        return self._record(self._hold.c._renew_held(self.KIND, self._hold.name, self._hold.token,
+        return self._record(self._hold.c._renew_held(self._KIND, self._hold.name, self._hold.token,
                                                      timeout=timeout, deadline=deadline))
 
     def _give_back(self):
-        self._hold.c._release_held(self.KIND, self._hold.name, self._hold.token)
+        self._hold.c._release_held(self._KIND, self._hold.name, self._hold.token)
 
     def release(self) -> None:
         """Stops renewing and gives the hold back by its token. Raises
@@ -602,7 +602,7 @@ class Permit(_Held):
     back, and the oldest waiter gets it; in a with block it is released
     on exit, raising LockLostError when it was lost in the block."""
 
-    KIND = SEMAPHORE
+    _KIND = SEMAPHORE
 
     @property
     def limit(self) -> int:
@@ -628,7 +628,7 @@ class RWHold(_Held):
     released on exit, raising LockLostError when it was lost in the
     block."""
 
-    KIND = RWLOCK
+    _KIND = RWLOCK
 
     @property
     def mode(self) -> str:

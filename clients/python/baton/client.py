@@ -496,10 +496,10 @@ class Client:
     # the kind's path.
 
     def _acquire_held(self, cls: type[_Held], op, name, extra, ttl, wait, owner, session, metadata, idempotent):
-        body = _omit_none({cls.KIND.extra: extra, "owner": owner, "ttl": format_duration(ttl), "session": session,
+        body = _omit_none({cls._KIND.extra: extra, "owner": owner, "ttl": format_duration(ttl), "session": session,
                            "wait": format_duration(wait), "metadata": metadata})
         sent = time.monotonic()
-        status, w = self._do(op, "POST", _held_path(cls.KIND, name), body=body, idempotent=idempotent,
+        status, w = self._do(op, "POST", _held_path(cls._KIND, name), body=body, idempotent=idempotent,
                              timeout=self._t.timeout + duration_seconds(wait))
         info = decode(HoldInfo, w)
         return cls(self, info)._start(op, status, sent, session, info.acquired_at)
