@@ -35,7 +35,7 @@ import (
 // takes the thing's key name of a seat's), so a waiter is granted
 // whichever seat frees first, and the limit, which bounds the seat
 // numbers (semaphore.go). A read/write lock has a writer's seat, "#w",
-// and readers' seats, "#r" and a number, taken lowest free first
+// and readers' seats, "#r" and a number below MaxReaders
 // (rwlock.go). Seats are numbered, never named after their holds, so
 // their keys are reused: etcd keeps a deleted key in its index until
 // compaction, and ranges over seats would otherwise slow down.

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"hash/crc32"
 	"strconv"
 	"strings"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // How an acquire of a semaphore's permit differs from a lock's: it takes
-// a seat (kinds.go), the lowest one free below the limit, and requires
+// a seat (kinds.go), one free below the limit, and requires
 // the limit stored with the semaphore to be its own.
 //
 // Invariant: every seat held was granted under the stored limit, and its
@@ -194,12 +195,26 @@ func (a *acquirer) noteSeats(kvs []*mvccpb.KeyValue) {
 	a.seats.held = held
 }
 
-// pickSeat makes the lowest free seat below the limit the next attempt's,
-// and reports whether one was free as last read. With none free it picks
-// seat 0, held as last read: the attempt then takes it only if it was
-// freed since, and otherwise fails, and its else branch joins the queue.
+// pickSeat makes a free seat below the limit the next attempt's, and
+// reports whether one was free as last read. Each acquire looks from a
+// seat of its own (its hold ID's hash), so acquires that see the same
+// seats free at once (readers let in together, waiters woken by one
+// release) try different seats rather than all the first, which all but
+// one would lose. With none free it picks seat 0, held as last read: the
+// attempt then takes it only if it was freed since, and otherwise fails,
+// and its else branch joins the queue.
 func (a *acquirer) pickSeat() bool {
-	for i := range a.seats.limit {
+	// Among the seats held and a few more: a read/write lock's readers
+	// then reuse a few keys, not MaxReaders of them.
+	n := min(a.seats.limit, len(a.seats.held)+pickSpread)
+	from := int(crc32.ChecksumIEEE([]byte(a.hold)) % uint32(n))
+	for i := range n {
+		if seat := (from + i) % n; !a.seats.held[seat] {
+			a.seat = a.seats.prefix + strconv.Itoa(seat)
+			return true
+		}
+	}
+	for i := n; i < a.seats.limit; i++ { // held seats are numbered above n
 		if !a.seats.held[i] {
 			a.seat = a.seats.prefix + strconv.Itoa(i)
 			return true
@@ -208,6 +223,10 @@ func (a *acquirer) pickSeat() bool {
 	a.seat = a.seats.prefix + "0"
 	return false
 }
+
+// pickSpread is how many seats beyond those held pickSeat spreads its
+// acquires over.
+const pickSpread = 64
 
 // seatOps appends to a failed attempt's else branch what it reads of the
 // seats, and returns the indices of a semaphore's stored limit, the seats
