@@ -273,7 +273,7 @@ func tlSeeAWait(t *testing.T, b *browser) {
 	}
 }
 
-// tlModel is what the timeline's pure functions (web/holds.js) make of a
+// tlModel is what the timeline's pure functions (web/timelineholds.js) make of a
 // few events, as the page's own module computes it.
 type tlModel struct {
 	Holds []struct {
@@ -302,7 +302,7 @@ func TestTimeline_ReadsHoldsAndWaitsFromEventsInChromium(t *testing.T) {
 	b := startBrowser(t, s, 800, 600)
 	b.do("open the dashboard", 30*time.Second, chromedp.Navigate(s.TS.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="timeline-zoom"]`)))
 	const script = `(async () => {
-		const { readHolds, heldHolds, lockStats } = await import("/ui/holds.js");
+		const { readHolds, heldHolds, thingStats } = await import("/ui/timelineholds.js");
 		const ev = (revision, at, type, lock, owner, token, queued) =>
 			({ revision, at, time: new Date(at).toISOString(), type, lock, owner, token, queued_at: queued === undefined ? undefined : new Date(queued).toISOString() });
 		const events = [
@@ -315,9 +315,9 @@ func TestTimeline_ReadsHoldsAndWaitsFromEventsInChromium(t *testing.T) {
 		for (let i = 1; i <= 100; i++) events.push(ev(5 + 2 * i, 10000 + i * 1000, "acquired", "busy", "b", 100 + i, 10000 + i * 1000 - i), ev(6 + 2 * i, 10000 + i * 1000 + 1, "released", "busy", "b", 100 + i));
 		const within = events.filter((e) => e.at >= 1000); // the window starts at 1000: the grant of old is not read
 		const byLock = readHolds(within, 1000);
-		heldHolds(byLock, [{ name: "open", owner: "x", token: 3, acquired_at: new Date(4000).toISOString() }, { name: "stuck", owner: "s", token: 9, acquired_at: new Date(10).toISOString() }], 1000);
+		heldHolds(byLock, [{ kind: "lock", name: "open", owner: "x", token: 3, acquired_at: new Date(4000).toISOString() }, { kind: "lock", name: "stuck", owner: "s", token: 9, acquired_at: new Date(10).toISOString() }], 1000);
 		const holds = [...byLock.values()].flatMap((l) => l.holds).filter((h) => h.lock !== "busy");
-		return { holds, stats: lockStats(events, 1000) };
+		return { holds, stats: thingStats(events, 1000) };
 	})()`
 	m := testbrowser.EvalAs[tlModel](b.Tab, script, chromedp.EvalAwaitPromise)
 	got := map[string]string{}

@@ -1,15 +1,16 @@
-// The timeline: who held each lock when, and who waited for it, over a
-// window ending now. It reads the window from GET /v1/history, then
-// follows the page's event stream; holds.js turns the events into holds,
-// timelinesvg.js draws them and busiest.js tabulates them.
+// The timeline: who held each lock, semaphore and read/write lock when,
+// and who waited for it, over a window ending now. It reads the window
+// from GET /v1/history, then follows the page's event stream;
+// timelineholds.js turns the events into holds, timelinesvg.js draws them
+// and busiest.js tabulates them.
 
 import { api, clearProblem, showProblem } from "./api.js";
 import { renderBusiest } from "./busiest.js";
 import { now } from "./clock.js";
 import { $, setText } from "./dom.js";
-import { heldHolds, lockStats, readHolds } from "./holds.js";
 import { coalesce } from "./schedule.js";
 import { state } from "./state.js";
+import { KINDS, heldHolds, isHoldEvent, laneHolds, readHolds, thingKey, thingLabel, thingOf, thingStats } from "./timelineholds.js";
 import { drawTimeline } from "./timelinesvg.js";
 
 // SPANS are the windows the zoom buttons choose, by their label.
@@ -26,12 +27,13 @@ function budget() {
   const pages = Number(d.pages) || 20;
   return { size, pages, events: size * pages };
 }
-const ROWS = 20; // locks drawn, the busiest of the window
+const ROWS = 20; // things drawn, the busiest of the window
 
 const tl = state.timeline;
 
-// filterOf is what the history's filters ask of the timeline: one lock,
-// one owner. The type filter does not apply: a hold needs both its ends.
+// filterOf is what the history's filters ask of the timeline: one lock
+// (of kind lock, as the history's lock filter), one owner. The type
+// filter does not apply: a hold needs both its ends.
 function filterOf() {
   return { lock: $("history-lock").value.trim(), owner: $("history-owner").value.trim() };
 }
@@ -40,16 +42,23 @@ function filterKey(f) {
   return JSON.stringify(f);
 }
 
+// matches says the event (or hold) e, of any kind, passes the filter f.
 function matches(f, e) {
-  return (!f.lock || e.lock === f.lock) && (!f.owner || e.owner === f.owner);
+  const t = thingOf(e);
+  return (!f.lock || (t.kind === "lock" && t.name === f.lock)) && (!f.owner || e.owner === f.owner);
 }
 
+// eventKey names an event: one revision can end several holds (a
+// session's), of one thing or of several, of any kind.
 function eventKey(e) {
-  return `${e.revision}/${e.type}/${e.lock}/${e.token || 0}`;
+  const t = thingOf(e);
+  return `${e.revision}/${e.type}/${thingKey(t.kind, t.name)}/${e.token || 0}`;
 }
 
+// keep adds e to events if it grants or ends a hold the timeline draws;
+// an election's and a fence's events draw nothing.
 function keep(events, e) {
-  if (e.kind && e.kind !== "lock") return;
+  if (!isHoldEvent(e)) return;
   const at = Date.parse(e.time);
   if (Number.isNaN(at)) return;
   events.set(eventKey(e), Object.assign({ at }, e));
@@ -57,7 +66,9 @@ function keep(events, e) {
 
 // readWindow follows next_before from the newest event back to from,
 // within the budget. It returns the events and whether the budget stopped
-// it before the window's start.
+// it before the window's start. Without a lock filter it reads every
+// kind at once (keep drops those it does not draw), so the budget bounds
+// the requests of all kinds together.
 async function readWindow(f, from) {
   const max = budget();
   const events = new Map();
@@ -65,8 +76,11 @@ async function readWindow(f, from) {
   let pages = 0;
   let reachedStart = false;
   do {
-    const q = new URLSearchParams({ limit: String(max.size), kind: "lock", from: new Date(from).toISOString() });
-    if (f.lock) q.set("name", f.lock);
+    const q = new URLSearchParams({ limit: String(max.size), from: new Date(from).toISOString() });
+    if (f.lock) {
+      q.set("kind", "lock");
+      q.set("name", f.lock);
+    }
     if (f.owner) q.set("owner", f.owner);
     if (before) q.set("before", String(before));
     const page = await api(`/v1/history?${q}`);
@@ -189,23 +203,41 @@ function drawNow() {
   const horizon = tl.truncated ? tl.horizon : from;
   const f = filterOf();
   const events = [...tl.events.values()].sort((a, b) => a.revision - b.revision);
-  const byLock = readHolds(events, horizon);
-  heldHolds(byLock, state.locks.filter((l) => matches(f, { lock: l.name, owner: l.owner })), horizon);
-  const names = [...byLock.keys()];
-  const busiest = names.sort((a, b) => byLock.get(b).events - byLock.get(a).events || (a < b ? -1 : 1)).slice(0, ROWS);
-  const rows = busiest.sort().map((name) => ({ name, holds: byLock.get(name).holds }));
+  const byThing = readHolds(events, horizon);
+  heldHolds(byThing, heldNow().filter((h) => matches(f, h)), horizon);
+  const things = [...byThing.values()];
+  const busiest = things.sort((a, b) => b.events - a.events || byRow(a, b)).slice(0, ROWS);
+  const rows = busiest.sort(byRow).map((t) => ({ kind: t.kind, name: t.name, label: thingLabel(t), holds: t.holds, lanes: laneHolds(t.holds) }));
   drawTimeline($("timeline-svg"), { from, to, horizon, rows });
-  renderBusiest(lockStats(events, from).slice(0, ROWS));
-  renderNotes(names.length, rows.length, events.length);
+  renderBusiest(thingStats(events, from).slice(0, ROWS));
+  renderNotes(things.length, rows.length, events.length);
   drawnAt = Date.now();
 }
 
-function renderNotes(locks, rows, events) {
+// byRow orders the rows: locks, then semaphores, then read/write locks,
+// each kind by name.
+function byRow(a, b) {
+  return KINDS.indexOf(a.kind) - KINDS.indexOf(b.kind) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+// heldNow lists the holds the page knows are held now, of every kind the
+// timeline draws, as heldHolds takes them.
+function heldNow() {
+  const out = state.locks.map((l) => ({ kind: "lock", name: l.name, lock: l.name, owner: l.owner, token: l.token, session: l.session, acquired_at: l.acquired_at }));
+  for (const [kind, list] of [
+    ["semaphore", state.semaphores.list],
+    ["rwlock", state.rwlocks.list],
+  ])
+    for (const t of list) for (const h of t.holders || []) out.push(Object.assign({}, h, { kind, name: t.name, limit: t.limit || 0 }));
+  return out;
+}
+
+function renderNotes(things, rows, events) {
   const label = Object.keys(SPANS).find((k) => SPANS[k] === tl.span);
   $("timeline-empty").hidden = rows !== 0;
-  setText($("timeline-empty"), `No lock was taken, released or lost in the last ${label}.`);
+  setText($("timeline-empty"), `No lock, semaphore or read/write lock was taken, released or lost in the last ${label}.`);
   $("timeline-svg").classList.toggle("tl-none", rows === 0);
-  const more = locks > rows ? `The ${rows} busiest of ${locks} locks in the last ${label}.` : "";
+  const more = things > rows ? `The ${rows} busiest of ${things} locks, semaphores and read/write locks in the last ${label}.` : "";
   setText($("timeline-scope"), more);
   $("timeline-scope").hidden = more === "";
   const trunc = $("timeline-truncated");

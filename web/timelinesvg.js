@@ -1,15 +1,19 @@
-// Drawing the timeline in SVG, as a trace viewer does: a row per lock,
-// its name at left, a time axis on top, each hold a bar from its grant to
-// its end labelled with its owner and token, the wait before it hatched.
-// Colours come from app.css (classes tl-*), so they follow the theme.
+// Drawing the timeline in SVG, as a trace viewer does: a row per thing (a
+// lock, a semaphore, a read/write lock), its name at left, a time axis on
+// top, each hold a bar from its grant to its end labelled with its owner
+// and token (and mode, for a read/write lock), the wait before it hatched.
+// Holds of one thing that overlap (permits, readers) take a lane each
+// within its row. Colours come from app.css (classes tl-*), so they
+// follow the theme.
 
 import { absolute, elapsed } from "./clock.js";
 
-const LABEL_W = 170; // px, the column of lock names
+const LABEL_W = 170; // px, the column of names
 const LABEL_W_NARROW = 110; // the same, on a phone
 const AXIS_H = 26; // px above the first row
-// A row holds a lane of bars and, under it, a lane of waits: a wait
-// mostly overlaps the hold before it, which stays readable above it.
+// A lane holds a strip of bars and, under it, a strip of waits: a wait
+// mostly overlaps the hold before it, which stays readable above it. A
+// row is as many lanes high as it has.
 const ROW_H = 32;
 const BAR_TOP = 4; // px from the row's top
 const BAR_H = 16;
@@ -66,7 +70,7 @@ function ticks(from, to, plotW) {
 function axis(x, left, from, to, plotW, height) {
   const { step, out } = ticks(from, to, plotW);
   const g = node("g", { class: "tl-axis" });
-  g.append(node("text", { class: "tl-head", x: 8, y: AXIS_H - 9 }, "Lock"));
+  g.append(node("text", { class: "tl-head", x: 8, y: AXIS_H - 9 }, "Name"));
   for (const t of out) {
     const px = x(t);
     if (px - left < 24) continue; // its label would not fit, and its line would double the name column's edge
@@ -81,7 +85,8 @@ function axis(x, left, from, to, plotW, height) {
 
 function holdTitle(h) {
   const iso = (ms) => new Date(ms).toISOString();
-  const lines = [`${h.lock}: ${h.owner || "?"}, token ${h.token || "?"}`];
+  const what = h.kind === "lock" ? h.name : `${h.kind} ${h.name}`;
+  const lines = [`${what}: ${h.owner || "?"}, token ${h.token || "?"}${h.mode ? `, ${h.mode}` : ""}`];
   if (h.queued !== null) lines.push(`waited ${elapsed(h.start - h.queued)} from ${absolute(h.queued, iso(h.queued))}`);
   lines.push(h.clipped ? `granted before ${absolute(h.start, iso(h.start))}` : `granted ${absolute(h.start, iso(h.start))}`);
   if (h.end === null) lines.push("held now");
@@ -91,13 +96,27 @@ function holdTitle(h) {
   return lines.join("\n");
 }
 
-function hold(h, x, y, to) {
+// hold draws h at least 2 px wide, so that a short hold shows, but no
+// further than next (the x of the next bar in its lane): bars of a lane
+// never overlap.
+function hold(h, x, y, to, next) {
   const x0 = x(h.start);
-  const x1 = Math.max(x0 + 2, x(h.end === null ? to : h.end));
+  const x1 = Math.max(x0 + Math.max(0, Math.min(2, next - x0)), x(h.end === null ? to : h.end));
   const w = x1 - x0;
   const top = y + BAR_TOP;
-  const cls = ["tl-hold", colour(h.owner), h.end === null ? "tl-open" : "", h.clipped ? "tl-clipped" : ""].filter(Boolean).join(" ");
-  const g = node("g", { class: cls, "data-testid": "tl-hold", "data-lock": h.lock, "data-owner": h.owner, "data-token": h.token, "data-end": h.ended });
+  const cls = ["tl-hold", colour(h.owner), h.end === null ? "tl-open" : "", h.clipped ? "tl-clipped" : "", h.mode ? `tl-${h.mode}` : ""].filter(Boolean).join(" ");
+  const g = node("g", {
+    class: cls,
+    "data-testid": "tl-hold",
+    "data-lock": h.kind === "lock" ? h.name : null,
+    "data-kind": h.kind,
+    "data-name": h.name,
+    "data-mode": h.mode || null,
+    "data-lane": h.lane || 0,
+    "data-owner": h.owner,
+    "data-token": h.token,
+    "data-end": h.ended,
+  });
   g.append(node("title", {}, holdTitle(h)));
   if (h.queued !== null) {
     const wx = x(h.queued);
@@ -106,21 +125,35 @@ function hold(h, x, y, to) {
   g.append(node("rect", { class: "tl-bar", x: x0, y: top, width: w, height: BAR_H, rx: 3 }));
   const mark = { expired: "tl-expired", session_expired: "tl-expired", revoked: "tl-revoked" }[h.ended];
   if (mark) g.append(node("rect", { class: `tl-cap ${mark}`, "data-testid": "tl-mark", x: x1 - 2, y: top - 3, width: 4, height: BAR_H + 6, rx: 1 }));
-  const full = `${h.owner} #${h.token}`;
-  const text = full.length * CHAR_W + 10 <= w ? full : (h.owner || "").length * CHAR_W + 10 <= w ? h.owner : "";
+  const text = barLabel(h, w);
   if (text) g.append(node("text", { class: "tl-bar-label", x: x0 + 5, y: top + BAR_H - 4.5 }, text));
   return g;
 }
 
-function stripe(i, width) {
-  return node("rect", { class: i % 2 ? "tl-stripe odd" : "tl-stripe", x: 0, y: AXIS_H + i * ROW_H, width, height: ROW_H });
+// barLabel is the longest of a hold's labels that fits a bar w px wide:
+// its mode (a read/write lock's), owner and token; then without the
+// token; then the mode alone; else nothing.
+function barLabel(h, w) {
+  const mode = h.mode ? `${h.mode} ` : "";
+  const fits = (t) => t.length * CHAR_W + 10 <= w;
+  return [`${mode}${h.owner} #${h.token}`, `${mode}${h.owner || ""}`, h.mode || ""].find((t) => t && fits(t)) || "";
 }
 
-function row(r, i, x, left, to) {
-  const y = AXIS_H + i * ROW_H;
-  const g = node("g", { class: "tl-row", "data-testid": "tl-row", "data-lock": r.name });
-  g.append(node("text", { class: "tl-label", x: 8, y: y + BAR_TOP + BAR_H / 2 + 4 }, node("title", {}, r.name), fit(r.name, left - 16)));
-  for (const h of r.holds) g.append(hold(h, x, y, to));
+function stripe(i, y, height, width) {
+  return node("rect", { class: i % 2 ? "tl-stripe odd" : "tl-stripe", x: 0, y, width, height });
+}
+
+function row(r, y, x, left, to) {
+  const g = node("g", { class: "tl-row", "data-testid": "tl-row", "data-lock": r.kind === "lock" ? r.name : null, "data-kind": r.kind, "data-name": r.name, "data-lanes": r.lanes });
+  g.append(node("text", { class: "tl-label", x: 8, y: y + BAR_TOP + BAR_H / 2 + 4 }, node("title", {}, r.label), fit(r.label, left - 16)));
+  const next = new Map(); // hold -> the x where the next bar of its lane starts
+  const last = new Map(); // lane -> its latest hold so far
+  for (const h of r.holds.slice().sort((a, b) => a.start - b.start)) {
+    const lane = h.lane || 0;
+    if (last.has(lane)) next.set(last.get(lane), x(h.start));
+    last.set(lane, h);
+  }
+  for (const h of r.holds) g.append(hold(h, x, y + (h.lane || 0) * ROW_H, to, next.get(h) ?? Infinity));
   return g;
 }
 
@@ -131,13 +164,20 @@ function defs() {
   return node("defs", {}, hatch);
 }
 
-// drawTimeline draws m ({from, to, horizon, rows: [{name, holds}]}) in
-// svg, as wide as its box. Before horizon nothing was read: it is shaded.
+// drawTimeline draws m ({from, to, horizon, rows: [{kind, name, label,
+// holds, lanes}]}, each hold with its lane) in svg, as wide as its box.
+// Before horizon nothing was read: it is shaded.
 export function drawTimeline(svg, m) {
   ns = svg.namespaceURI;
   const width = Math.max(320, svg.parentElement.clientWidth);
   const left = width < 600 ? LABEL_W_NARROW : LABEL_W;
-  const height = AXIS_H + Math.max(1, m.rows.length) * ROW_H + 1;
+  const tops = []; // each row's y
+  let y = AXIS_H;
+  for (const r of m.rows) {
+    tops.push(y);
+    y += (r.lanes || 1) * ROW_H;
+  }
+  const height = Math.max(y, AXIS_H + ROW_H) + 1;
   const plotW = width - left - PAD_R;
   const x = (t) => left + ((Math.min(Math.max(t, m.from), m.to) - m.from) / (m.to - m.from)) * plotW;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
@@ -145,14 +185,14 @@ export function drawTimeline(svg, m) {
   svg.setAttribute("height", height);
   svg.dataset.from = String(Math.round(m.from));
   svg.dataset.to = String(Math.round(m.to));
-  const kids = [defs(), ...m.rows.map((_, i) => stripe(i, width)), axis(x, left, m.from, m.to, plotW, height)];
+  const kids = [defs(), ...m.rows.map((r, i) => stripe(i, tops[i], (r.lanes || 1) * ROW_H, width)), axis(x, left, m.from, m.to, plotW, height)];
   if (m.horizon > m.from) {
     const unread = node("rect", { class: "tl-unread", x: left, y: AXIS_H, width: x(m.horizon) - left, height: height - AXIS_H });
     unread.append(node("title", {}, "Not read: the window holds more events than the page reads at once"));
     kids.push(unread);
   }
   kids.push(node("line", { class: "tl-divider", x1: left - 0.5, x2: left - 0.5, y1: AXIS_H, y2: height }));
-  kids.push(...m.rows.map((r, i) => row(r, i, x, left, m.to)));
+  kids.push(...m.rows.map((r, i) => row(r, tops[i], x, left, m.to)));
   kids.push(node("line", { class: "tl-now", x1: x(m.to), x2: x(m.to), y1: AXIS_H - 4, y2: height }));
   svg.replaceChildren(...kids);
 }
