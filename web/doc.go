@@ -39,9 +39,10 @@
 //	fresh.js    keeping reads older than an event from overwriting it,
 //	            for elections.js and holdspanel.js
 //	history.js  the history, filtered and paged
-//	timeline.js the timeline of the busiest locks' holds and waits over a
-//	            window ending now; holds.js reads holds from events,
-//	            timelinesvg.js draws them, busiest.js tabulates them
+//	timeline.js the timeline of the busiest locks', semaphores' and
+//	            read/write locks' holds and waits over a window ending now;
+//	            timelineholds.js reads holds from events and lays them in
+//	            lanes, timelinesvg.js draws them, busiest.js tabulates them
 //	follow.js   following one lock from a history link
 //	revoke.js   the revoke dialog, for a lock, a leadership, a permit or a
 //	            read/write hold

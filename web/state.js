@@ -37,10 +37,10 @@ export const state = {
   highlight: "", // the lock a history link pointed at (follow.js)
   history: { before: 0, older: [], next: 0 }, // the page of history shown (history.js)
   // The timeline's window (timeline.js): the length in ms chosen and the
-  // one read (shown), its lock events by key, the filter they were read
-  // with, whether the read stopped short of the window's start and, if so,
-  // the oldest time read (horizon); pending collects live events while a
-  // read is under way.
+  // one read (shown), its events of locks, semaphores and read/write
+  // locks by key, the filter they were read with, whether the read
+  // stopped short of the window's start and, if so, the oldest time read
+  // (horizon); pending collects live events while a read is under way.
   timeline: { span: 900000, shown: 0, events: new Map(), filter: "", truncated: false, horizon: 0, loaded: false, pending: null },
   lastEventID: "", // the last event seen, to resume the stream after it (stream.js)
   revision: 0, // the newest etcd revision seen (cluster.js)

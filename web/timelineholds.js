@@ -4,7 +4,8 @@
 // with the wait before it; the lanes that keep overlapping holds of one
 // thing (permits, readers) apart; and the figures of the busiest table.
 
-import { ENDS } from "./holds.js";
+// ENDS are the event types that end a hold.
+export const ENDS = new Set(["released", "expired", "revoked", "session_expired"]);
 
 // KINDS are the kinds of things the timeline draws, in the order of its
 // rows: each has holds with tokens that acquired and end events name.
