@@ -103,11 +103,6 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			return attemptResult{}, err
 		}
 	}
-	if a.seats != nil && !a.seats.read {
-		if err := a.readSeats(ctx); err != nil {
-			return attemptResult{}, err
-		}
-	}
 	now := nowUTC()
 	rec := a.holder(now)
 	var (

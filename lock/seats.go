@@ -44,7 +44,6 @@ type seatView struct {
 	// stored says the limit is stored with the thing and compared (a
 	// semaphore's, limitCmps).
 	stored bool
-	read   bool
 	// held is the seats held, as last read.
 	held map[int]bool
 	// replace is set when the next attempt is to store limit: the
@@ -76,7 +75,10 @@ func (a *acquirer) pickSeats() error {
 	default:
 		return nil
 	}
-	a.seat = a.seats.prefix + "0" // until readSeats picks one
+	// The first attempt takes a seat blind (none looks held yet) and
+	// expects the stored limit to be ours: if it finds otherwise, its
+	// else branch reads both, and the next attempt knows.
+	a.pickSeat()
 	return nil
 }
 
@@ -144,33 +146,6 @@ func (a *acquirer) aheadPrefix() string {
 		return a.e.queuePrefix(a.req.Name) + string(ModeWrite[0]) + "/"
 	}
 	return a.e.queuePrefix(a.req.Name)
-}
-
-// readSeats reads the seats the acquire picks from (and a semaphore's
-// stored limit) before the first attempt, locally on our own member, to
-// pick the seat the attempt takes: its compares catch a stale read, and
-// its else branch reads both again.
-func (a *acquirer) readSeats(ctx context.Context) error {
-	e := a.e
-	var opts []clientv3.OpOption
-	if e.ownMember() {
-		opts = append(opts, clientv3.WithSerializable())
-	}
-	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(a.seatsRead(opts...), clientv3.OpGet(e.seatsKey(a.req.Name), opts...)).Commit()
-	done()
-	if err != nil {
-		return e.etcdErr(ctx, "read seats", err)
-	}
-	seats := resp.Responses[0].GetResponseRange().Kvs
-	a.seats.read = true
-	if a.seats.stored {
-		stored, rev := storedLimit(resp.Responses[1].GetResponseRange().Kvs)
-		a.seats.replace, a.seats.limitRev = stored != a.seats.limit && len(seats) == 0, rev
-	}
-	a.noteSeats(seats)
-	a.pickSeat()
-	return nil
 }
 
 // storedLimit decodes a read of the limit key: the limit and the key's
@@ -311,7 +286,13 @@ func (a *acquirer) analyseSeats(rs []*etcdserverpb.ResponseOp, ix acquireIx, que
 }
 
 // analyseLimit reads a failed permit attempt's view of the stored limit:
-// settled when it ends the attempt, or makes the next replace it.
+// settled when it ends the attempt (another limit, and permits held
+// under it), or makes the next attempt replace it. The limit is replaced
+// only while no seat is held, by an attempt that nobody waits ahead of:
+// a direct one with the queue empty, or the queue's head (a queued
+// attempt's own compares make it the head). A direct attempt with others
+// in line goes to the back of it, and replaces the limit when its turn
+// comes, if no seat is held then.
 func (a *acquirer) analyseLimit(rs []*etcdserverpb.ResponseOp, ix acquireIx, queueKey string) (attemptResult, bool) {
 	s := a.seats
 	stored, rev := storedLimit(rs[ix.lost.limit].GetResponseRange().Kvs)
@@ -319,14 +300,15 @@ func (a *acquirer) analyseLimit(rs []*etcdserverpb.ResponseOp, ix acquireIx, que
 		s.replace = false
 		return attemptResult{}, false
 	}
-	// Only an idle semaphore takes a new limit: no seat held, and nobody
-	// queued (counted before a direct attempt's own entry).
-	if len(s.held) == 0 && queueKey == "" && rs[ix.lost.queued].GetResponseRange().Count == 0 {
-		s.replace, s.limitRev = true, rev
-		a.pickSeat()
-		return attemptResult{outcome: retryNow}, true
+	if len(s.held) > 0 {
+		return attemptResult{outcome: mismatched, limit: stored}, true
 	}
-	return attemptResult{outcome: mismatched, limit: stored}, true
+	s.replace, s.limitRev = true, rev
+	if queueKey == "" && rs[ix.lost.queued].GetResponseRange().Count > 0 {
+		return attemptResult{}, false // behind the queue (analyse says so)
+	}
+	a.pickSeat()
+	return attemptResult{outcome: retryNow}, true
 }
 
 // seatIndex is the number of the seat the next attempt takes.

@@ -1,9 +1,11 @@
 package lock_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,4 +274,58 @@ func semHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 		t.Fatalf("history: %v", err)
 	}
 	return evs
+}
+
+// TestSemaphore_WaitersAreServedInTheOrderTheyQueued: eight waiters queue
+// one after another through two nodes behind a full semaphore of 2; each
+// gives its permit back as soon as it has it, so releases race each
+// other through both nodes. The grants, in token order, follow the queue.
+func TestSemaphore_WaitersAreServedInTheOrderTheyQueued(t *testing.T) {
+	t.Parallel()
+	a, b := twoNodes(t)
+	ctx := ctxT(t)
+	h1 := mustPermit(t, a, lock.PermitRequest{Name: "fifo", Owner: "h1", Limit: 2})
+	h2 := mustPermit(t, b, lock.PermitRequest{Name: "fifo", Owner: "h2", Limit: 2})
+	type grant struct {
+		owner string
+		token int64
+	}
+	grants := make(chan grant, 8)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		e := []*lock.Engine{a, b}[i%2]
+		go func() {
+			l, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "fifo", Owner: owner(i), Limit: 2, Wait: time.Minute})
+			if err != nil {
+				errs <- err
+				return
+			}
+			grants <- grant{l.Owner, l.Token}
+			if err := e.ReleasePermit(ctx, "fifo", l.Token); err != nil {
+				errs <- err
+			}
+		}()
+		semWaiters(t, a, "fifo", i+1)
+	}
+	if err := a.ReleasePermit(ctx, "fifo", h1.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ReleasePermit(ctx, "fifo", h2.Token); err != nil {
+		t.Fatal(err)
+	}
+	var got []grant
+	for range 8 {
+		select {
+		case g := <-grants:
+			got = append(got, g)
+		case err := <-errs:
+			t.Fatal(err)
+		}
+	}
+	slices.SortFunc(got, func(x, y grant) int { return cmp.Compare(x.token, y.token) })
+	for i, g := range got {
+		if g.owner != owner(i) {
+			t.Fatalf("grants in token order %+v; want w00, w01, … as they queued", got)
+		}
+	}
 }
