@@ -48,7 +48,7 @@ type SemaphoreList struct {
 // PermitRequest is the body of POST /v1/semaphores/{name}.
 type PermitRequest struct {
 	// Limit is how many permits the semaphore has, 1-10000: it must be
-	// the limit its permits are held or waited for under, if any are.
+	// the limit its permits are held under, if any are.
 	Limit    *int              `json:"limit" example:"3"`
 	Owner    *string           `json:"owner,omitempty" example:"w1"`
 	TTL      *string           `json:"ttl,omitempty" example:"30s"`
@@ -91,7 +91,7 @@ func toSemaphore(s *lock.Semaphore) *Semaphore {
 //
 //	@Summary		Take a permit of a semaphore
 //	@ID				acquirePermit
-//	@Description	Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+//	@Description	Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 //	@Description	With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 //	@Tags			semaphores
 //	@Accept			json

@@ -27,7 +27,7 @@ const (
 	noSession          // the session is gone
 	dequeued           // our queue entry vanished (waiter lease lost)
 	unstamped          // an expired hold's lock-delay has no end yet: stamp it (stampLockDelay)
-	mismatched         // a semaphore's permits are held or waited for under another limit
+	mismatched         // a semaphore's permits are held under another limit
 )
 
 type attemptResult struct {

@@ -85,8 +85,8 @@ var (
 	// an earlier waiter is next); the error is a *HeldError with Kind
 	// KindSemaphore and the permits in Holders.
 	ErrSemaphoreFull = errors.New("semaphore full")
-	// ErrLimitMismatch means permits of the semaphore are held or waited
-	// for under another limit; the error is a *LimitMismatchError.
+	// ErrLimitMismatch means permits of the semaphore are held under
+	// another limit; the error is a *LimitMismatchError.
 	ErrLimitMismatch = errors.New("limit mismatch")
 	// ErrNotOwner means the hold or session was created by another
 	// credential (see Caller): only that credential or an admin may end,
@@ -133,7 +133,7 @@ type LimitMismatchError struct {
 }
 
 func (e *LimitMismatchError) Error() string {
-	return fmt.Sprintf("%v: the semaphore's permits are held or waited for under limit %d, not %d", ErrLimitMismatch, e.Limit, e.Asked)
+	return fmt.Sprintf("%v: the semaphore's permits are held under limit %d, not %d", ErrLimitMismatch, e.Limit, e.Asked)
 }
 
 // Unwrap makes errors.Is(err, ErrLimitMismatch) hold.

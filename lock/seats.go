@@ -11,18 +11,22 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// How an acquire of a semaphore's permit differs from a lock's: it takes
-// a seat (kinds.go), one free below the limit, and requires
-// the limit stored with the semaphore to be its own.
+// How an acquire of a thing with seats differs from a lock's: it takes a
+// seat (kinds.go), and the seat must be free by the thing's rules
+// (seatCmps). A permit takes one free below its semaphore's limit and
+// requires the limit stored with the semaphore to be its own; a read
+// hold takes a reader's seat while no writer holds; a write hold the
+// writer's seat while nothing holds.
 //
-// Invariant: every seat held was granted under the stored limit, and its
-// number is below it. An acquire compares the stored limit with its own
-// and creates a seat below it; a handover puts the next holder into the
-// seat the release frees, and compares the limit the waiter asked for
-// (handOverCmps). The stored limit changes only while no seat is held and
-// nobody waits (limitCmps), so at most the limit's number of permits are
-// ever held at once, and a request with another limit while permits are
-// held or waited for is refused (ErrLimitMismatch), never half obeyed.
+// Invariant: every seat held of a semaphore was granted under the stored
+// limit, and its number is below it. An acquire compares the stored limit
+// with its own and creates a seat below it; a handover puts the next
+// holder into the seat the release frees, and compares the limit the
+// waiter asked for (handOverCmps). The stored limit changes only while no
+// seat is held, by an acquire nobody waits ahead of (analyseLimit,
+// limitCmps), so at most the limit's number of permits are ever held at
+// once, and a request with another limit while permits are held is
+// refused (ErrLimitMismatch), never half obeyed.
 
 // MaxSemaphoreLimit bounds a semaphore's limit.
 const MaxSemaphoreLimit = 10000
@@ -39,16 +43,16 @@ func checkLimit(n int) error {
 // (its read/write lock's reader seats).
 type seatView struct {
 	limit int // the seats are numbered below it
-	// prefix is the key name of seat i but for i (seatKey).
+	// prefix is the key name of seat i but for i.
 	prefix string
 	// stored says the limit is stored with the thing and compared (a
 	// semaphore's, limitCmps).
 	stored bool
 	// held is the seats held, as last read.
 	held map[int]bool
-	// replace is set when the next attempt is to store limit: the
-	// semaphore was idle, under another limit or none, at limitRev (the
-	// stored limit's ModRevision, 0 if none).
+	// replace is set when the next attempt is to store limit: no permit
+	// of the semaphore was held, under another limit or none, at
+	// limitRev (the stored limit's ModRevision, 0 if none).
 	replace  bool
 	limitRev int64
 }
@@ -148,8 +152,8 @@ func (a *acquirer) aheadPrefix() string {
 	return a.e.queuePrefix(a.req.Name)
 }
 
-// storedLimit decodes a read of the limit key: the limit and the key's
-// ModRevision, zeros when there is none.
+// storedLimit decodes a read of a semaphore's seats key (seatRecord): the
+// limit and the key's ModRevision, zeros when there is none.
 func storedLimit(kvs []*mvccpb.KeyValue) (limit int, rev int64) {
 	if len(kvs) == 0 {
 		return 0, 0
@@ -189,7 +193,7 @@ func (a *acquirer) pickSeat() bool {
 			return true
 		}
 	}
-	for i := n; i < a.seats.limit; i++ { // held seats are numbered above n
+	for i := n; i < a.seats.limit; i++ { // the seats beyond the spread, in order
 		if !a.seats.held[i] {
 			a.seat = a.seats.prefix + strconv.Itoa(i)
 			return true

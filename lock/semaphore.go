@@ -13,7 +13,7 @@ import (
 // its own txn and everything a lock has (sessions, the recorder, the
 // trail, batching, the waiter cap) a semaphore has too. What it adds:
 //
-//	limit/<key>   the limit its permits are held under (seats.go says when it may change)
+//	seats/<key>   the limit its permits are held under, put by every grant (seats.go says when it may change)
 //
 // A semaphore takes no lock-delay: the contract has none for it.
 
@@ -22,7 +22,7 @@ type PermitRequest struct {
 	Name  string
 	Owner string
 	// Limit is how many permits the semaphore has; it must be the limit
-	// its permits are held or waited for under, if any are.
+	// its permits are held under, if any are.
 	Limit int
 	// TTL, Session, Wait and Metadata are as in AcquireRequest: the
 	// permit is a hold of the engine.
@@ -47,7 +47,7 @@ type Semaphore struct {
 // token and Limit the semaphore's. Each call takes a permit of its own,
 // in a session too. It answers a *HeldError (errors.Is(err,
 // ErrSemaphoreFull)) with the permits held when none is free in time, a
-// *LimitMismatchError when permits are held or waited for under another
+// *LimitMismatchError when permits are held under another
 // limit, and leaves nothing behind when ctx ends.
 func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, error) {
 	if err := checkName("name", req.Name); err != nil {

@@ -648,7 +648,7 @@ type Member struct {
 // PermitRequest defines model for PermitRequest.
 type PermitRequest struct {
 	// Limit Limit is how many permits the semaphore has, 1-10000: it must be
-	// the limit its permits are held or waited for under, if any are.
+	// the limit its permits are held under, if any are.
 	//
 	// Example: 3
 	Limit    int                `json:"limit"`
@@ -1583,7 +1583,7 @@ type ClientInterface interface {
 
 	// AcquirePermitWithBody Take a permit of a semaphore
 	//
-	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 	//
 	// Takes any type of body and a specified content type.
@@ -1593,7 +1593,7 @@ type ClientInterface interface {
 
 	// AcquirePermit Take a permit of a semaphore
 	//
-	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2511,7 +2511,7 @@ func (c *Client) GetSemaphore(ctx context.Context, name string, reqEditors ...Re
 
 // AcquirePermitWithBody Take a permit of a semaphore
 //
-// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 // With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 //
 // Takes any type of body and a specified content type.
@@ -2531,7 +2531,7 @@ func (c *Client) AcquirePermitWithBody(ctx context.Context, name string, content
 
 // AcquirePermit Take a permit of a semaphore
 //
-// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 // With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 //
 // Takes a body of the `application/json` content type.
@@ -5347,7 +5347,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcquirePermitWithBodyWithResponse Take a permit of a semaphore
 	//
-	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5357,7 +5357,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcquirePermitWithResponse Take a permit of a semaphore
 	//
-	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+	// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 	// With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -10545,7 +10545,7 @@ func (c *ClientWithResponses) GetSemaphoreWithResponse(ctx context.Context, name
 
 // AcquirePermitWithBodyWithResponse Take a permit of a semaphore
 //
-// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 // With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10561,7 +10561,7 @@ func (c *ClientWithResponses) AcquirePermitWithBodyWithResponse(ctx context.Cont
 
 // AcquirePermitWithResponse Take a permit of a semaphore
 //
-// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held or waited for answers 409 `limit_mismatch` with the semaphore's `limit`, and the limit changes only when the semaphore is idle.
+// Takes one of the semaphore's `limit` permits and returns it, with a fencing token of its own (from the same sequence as lock tokens). Each request takes a permit of its own, in a session too. The limit is stored with the semaphore: a request with another limit while permits are held answers 409 `limit_mismatch` with the semaphore's `limit`; the limit changes only while no permit is held, taken from the request first in line.
 // With `wait`, the request waits in line for up to that long (at most 5m), first come first served across every node, and a freed permit goes to the oldest waiter in the releasing transaction. Without it, a full semaphore answers 409 at once. `ttl` and `session` are as for locks: a permit lives as long as its lease, so a holder that dies gives its permit back when the lease ends.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
