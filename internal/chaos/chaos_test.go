@@ -37,6 +37,8 @@ var (
 	flagSemClients = flag.Int("chaos.semaphores", 4, "concurrent semaphore clients, spread over the nodes, beside the lock and election clients (0: none)")
 	flagSemLimits  = flag.String("chaos.semaphore-limits", "2,3", "the limits of the semaphores the semaphore clients share, one semaphore each; the first one's acquires never wait")
 	flagSemWaits   = flag.Bool("chaos.permit-wait", true, "let half the acquires of every semaphore but the first wait in line")
+
+	flagRWClients = flag.Int("chaos.rwlocks", 3, "concurrent read/write lock clients, spread over the nodes, beside the others (0: none)")
 )
 
 var bin string
@@ -93,7 +95,8 @@ func TestChaos(t *testing.T) {
 }
 
 // The nemesis's own clients. Their IDs follow the workload's, lock clients
-// then election clients then semaphore clients (nemesisClient):
+// then election clients then semaphore clients then rwlock clients
+// (nemesisClient):
 // porcupine's visualisation draws client ID n on row n.
 const (
 	clientOrphan    = iota // holds a lock that dies with a killed node
@@ -103,7 +106,9 @@ const (
 	clientBurst            // holds the burst fault's lock
 )
 
-func nemesisClient(role int) int { return *flagClients + *flagElectors + *flagSemClients + role }
+func nemesisClient(role int) int {
+	return *flagClients + *flagElectors + *flagSemClients + *flagRWClients + role
+}
 
 // run is one seed's state.
 type run struct {
@@ -195,6 +200,14 @@ func runChaos(t *testing.T, seed uint64) {
 		go func() {
 			defer wg.Done()
 			r.semaphoreClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
+		}()
+	}
+	first := *flagClients + *flagElectors + *flagSemClients
+	for i := first; i < first+*flagRWClients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.rwClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
 		}()
 	}
 	r.nemesis(rand.New(rand.NewPCG(seed, 0)))
@@ -552,10 +565,12 @@ func (r *run) check() {
 	}
 	r.checkElections(ops, events)
 	r.checkSemaphores(ops, events)
+	r.checkRWLocks(ops, events)
 }
 
-// settledHistory waits until no lock or permit is held, nobody leads an
-// election, and every hold, permit and leadership has an end event, then
+// settledHistory waits until no lock, permit or rwlock hold is held,
+// nobody leads an election, and every hold, permit and leadership has an
+// end event, then
 // returns the whole audit trail, oldest first.
 func (r *run) settledHistory() []AuditEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -571,6 +586,9 @@ func (r *run) settledHistory() []AuditEvent {
 		var sems struct {
 			Semaphores []any `json:"semaphores"`
 		}
+		var rws struct {
+			RWLocks []any `json:"rwlocks"`
+		}
 		err := testcluster.GetJSON(ctx, base+"/v1/locks", &locks)
 		if err == nil {
 			err = testcluster.GetJSON(ctx, base+"/v1/elections", &elections)
@@ -578,7 +596,10 @@ func (r *run) settledHistory() []AuditEvent {
 		if err == nil {
 			err = testcluster.GetJSON(ctx, base+"/v1/semaphores", &sems)
 		}
-		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 && len(sems.Semaphores) == 0 {
+		if err == nil {
+			err = testcluster.GetJSON(ctx, base+"/v1/rwlocks", &rws)
+		}
+		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 && len(sems.Semaphores) == 0 && len(rws.RWLocks) == 0 {
 			evs, err := r.audit(ctx)
 			if err == nil && allEnded(evs) {
 				return evs
@@ -586,7 +607,7 @@ func (r *run) settledHistory() []AuditEvent {
 		}
 		select {
 		case <-ctx.Done():
-			r.t.Fatalf("locks or permits still held, elections led, or holds without an end 30 s after the run (last error %v)", err)
+			r.t.Fatalf("locks, permits or rwlock holds still held, elections led, or holds without an end 30 s after the run (last error %v)", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

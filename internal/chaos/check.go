@@ -355,6 +355,8 @@ func describeOp(op Op) string {
 		return describeElectionOp(op)
 	case SemAcquire, SemRenew, SemRelease, SemGet:
 		return describeSemaphoreOp(op)
+	case RWAcquire, RWRenew, RWRelease, RWGet:
+		return describeRWOp(op)
 	case FGet:
 		switch op.Result {
 		case OK:
@@ -384,6 +386,9 @@ func describeOpDetail(op Op) string {
 	if op.onSemaphore() {
 		s = fmt.Sprintf("op %d client %d node %d semaphore %s", op.ID, op.Client, op.Node, op.Semaphore)
 	}
+	if op.onRWLock() {
+		s = fmt.Sprintf("op %d client %d node %d rwlock %s", op.ID, op.Client, op.Node, op.RWLock)
+	}
 	if op.Status != 0 {
 		s += fmt.Sprintf(" status %d", op.Status)
 	}
@@ -409,8 +414,8 @@ func clipValue(s string) string {
 	return s
 }
 
-// CheckLinearizable checks the lock ops of ops (those with neither Election
-// nor Semaphore) against LockModel. Failed ops are left out (they never
+// CheckLinearizable checks the lock ops of ops (those with no Election,
+// Semaphore or RWLock) against LockModel. Failed ops are left out (they never
 // reached etcd), Unknown ops are pending until after the last op returned
 // (they may take effect at any time after their call), and Unknown gets,
 // fgets and renews are left out: taking effect or not, they change
@@ -454,7 +459,7 @@ func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, err
 		end = max(end, op.Call, op.Return)
 	}
 	history := make([]porcupine.Operation, 0, len(ops))
-	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds)
+	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds)
 	for _, op := range ops {
 		if !slices.Contains(kinds, op.Kind) {
 			return nil, fmt.Errorf("op %d: unknown kind %q", op.ID, op.Kind)
@@ -468,7 +473,7 @@ func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, err
 			continue
 		case Unknown:
 			switch op.Kind {
-			case Get, FGet, Renew, Leader, RenewLeader, SemRenew, SemGet:
+			case Get, FGet, Renew, Leader, RenewLeader, SemRenew, SemGet, RWRenew, RWGet:
 				// Their step is the identity; leaving them out only
 				// spares the search.
 				continue
@@ -507,7 +512,8 @@ func compactValue(s string) string {
 }
 
 // CheckTokenOrder checks what global revisions promise of acquire,
-// campaign and permit OKs on any locks, elections and semaphores: a grant
+// campaign, permit and rw-acquire OKs on any locks, elections, semaphores
+// and rwlocks: a grant
 // that started after another grant returned carries a strictly higher
 // token, and no two grants of one lock (election, semaphore) share a
 // token. It returns one line per
@@ -515,7 +521,7 @@ func compactValue(s string) string {
 func CheckTokenOrder(ops []Op) []string {
 	var grants []Op
 	for _, op := range ops {
-		if (op.Kind == Acquire || op.Kind == Campaign || op.Kind == SemAcquire) && op.Result == OK {
+		if (op.Kind == Acquire || op.Kind == Campaign || op.Kind == SemAcquire || op.Kind == RWAcquire) && op.Result == OK {
 			grants = append(grants, op)
 		}
 	}
@@ -541,9 +547,12 @@ func CheckTokenOrder(ops []Op) []string {
 	return problems
 }
 
-// grantOf names what a grant is of: "lock", "election" or "semaphore".
+// grantOf names what a grant is of: "lock", "election", "semaphore" or
+// "rwlock".
 func grantOf(op Op) string {
 	switch {
+	case op.onRWLock():
+		return "rwlock"
 	case op.onElection():
 		return "election"
 	case op.onSemaphore():
@@ -742,7 +751,7 @@ func sortedNames[V any](m map[string]V) []string {
 // e.g. "acquire ok=120 rejected=30 unknown=2 failed=5; release ok=…".
 // Kinds that never occurred are left out.
 func Summarize(ops []Op) string {
-	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds)
+	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds)
 	results := []Result{OK, Rejected, Unknown, Failed}
 	counts := map[Kind]map[Result]int{}
 	for _, op := range ops {

@@ -1,6 +1,9 @@
 package chaos
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Op is one client operation as the workload saw it: one HTTP request,
 // never retried, so that it happened at most once.
@@ -20,9 +23,16 @@ type Op struct {
 	// empty); Limit is the limit its acquire sent.
 	Semaphore string `json:"semaphore,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
-	Owner     string `json:"owner,omitempty"` // acquire, sem-acquire: the owner; campaign: the candidate
-	Token     int64  `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader, sem-renew, sem-release)
-	Value     string `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
+	// RWLock is the read/write lock of an rw op (Lock, Election and
+	// Semaphore empty), and Mode the mode its acquire asked for; an fput
+	// or fget with RWLock set is on the fenced resource named like it,
+	// and an fput names the rwlock as its guard, so it needs its token to
+	// be the rwlock's write hold.
+	RWLock string `json:"rwlock,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+	Owner  string `json:"owner,omitempty"` // acquire, sem-acquire: the owner; campaign: the candidate
+	Token  int64  `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader, sem-renew, sem-release)
+	Value  string `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
 	// Wait is a waiting acquire's or campaign's wait ("" for none).
 	Wait string `json:"wait,omitempty"`
 
@@ -43,16 +53,24 @@ type Op struct {
 	// the same request) and their limit.
 	OutTokens []int64 `json:"out_tokens,omitempty"`
 	OutLimit  int     `json:"out_limit,omitempty"`
-	Status    int     `json:"status,omitempty"` // HTTP status; 0 when none came
-	Code      string  `json:"code,omitempty"`   // problem+json code
-	Err       string  `json:"err,omitempty"`    // transport error
+	// OutMode is an rw-get OK's mode of the holds (OutTokens their
+	// tokens), and on an rw-acquire refused the mode of the holds its
+	// answer shows.
+	OutMode string `json:"out_mode,omitempty"`
+	// OutWaiters is an rw-get OK's: the owners of the waiters it shows,
+	// first to be served first.
+	OutWaiters []string `json:"out_waiters,omitempty"`
+	Status     int      `json:"status,omitempty"` // HTTP status; 0 when none came
+	Code       string   `json:"code,omitempty"`   // problem+json code
+	Err        string   `json:"err,omitempty"`    // transport error
 	// RetryAfter is the Retry-After header of a 503.
 	RetryAfter string `json:"retry_after,omitempty"`
 
-	// mortal and strict are what ResolvePermits learnt from the trail for
-	// SemaphoreModel; they are not part of the history.
-	mortal bool // sem-acquire OK: the permit did not end by a release
-	strict bool // sem-acquire Rejected: no queue entry could have existed
+	// mortal and strict are what ResolvePermits (ResolveRWLocks) learnt
+	// from the trail for SemaphoreModel (RWLockModel); they are not part
+	// of the history.
+	mortal bool // sem-acquire, rw-acquire OK: the hold did not end by a release
+	strict bool // sem-acquire, rw-acquire Rejected: no queue entry could have existed
 }
 
 // Kind is what an Op asked for.
@@ -77,25 +95,33 @@ const (
 	SemRenew   Kind = "sem-renew"   // POST /v1/semaphores/{name}/renew {"token":…}
 	SemRelease Kind = "sem-release" // DELETE /v1/semaphores/{name}?token=
 	SemGet     Kind = "sem-get"     // GET /v1/semaphores/{name}
+
+	RWAcquire Kind = "rw-acquire" // POST /v1/rwlocks/{name} {"mode":…}, with or without wait
+	RWRenew   Kind = "rw-renew"   // POST /v1/rwlocks/{name}/renew {"token":…}
+	RWRelease Kind = "rw-release" // DELETE /v1/rwlocks/{name}?token=
+	RWGet     Kind = "rw-get"     // GET /v1/rwlocks/{name}
 )
 
-// lockKinds, electionKinds and semaphoreKinds are the kinds of each
-// model; fput and fget belong to the election model when they have
-// Election set.
+// lockKinds, electionKinds, semaphoreKinds and rwKinds are the kinds of
+// each model; fput and fget belong to the election model when they have
+// Election set, to the rwlock model when they have RWLock set.
 var (
 	lockKinds      = []Kind{Acquire, Renew, Release, Get, FPut, FGet}
 	electionKinds  = []Kind{Campaign, Proclaim, Resign, RenewLeader, Leader}
 	semaphoreKinds = []Kind{SemAcquire, SemRenew, SemRelease, SemGet}
+	rwKinds        = []Kind{RWAcquire, RWRenew, RWRelease, RWGet}
 )
 
-// name is what op is about: its election or semaphore if it has one, else
-// its lock. For fput and fget it is also the fenced resource.
+// name is what op is about: its election, semaphore or rwlock if it has
+// one, else its lock. For fput and fget it is also the fenced resource.
 func (op Op) name() string {
 	switch {
 	case op.Election != "":
 		return op.Election
 	case op.Semaphore != "":
 		return op.Semaphore
+	case op.RWLock != "":
+		return op.RWLock
 	}
 	return op.Lock
 }
@@ -110,9 +136,14 @@ func (op Op) onSemaphore() bool {
 	return op.Semaphore != ""
 }
 
+// onRWLock reports whether op belongs to RWLockModel.
+func (op Op) onRWLock() bool {
+	return op.RWLock != ""
+}
+
 // onLock reports whether op belongs to LockModel.
 func (op Op) onLock() bool {
-	return !op.onElection() && !op.onSemaphore()
+	return !op.onElection() && !op.onSemaphore() && !op.onRWLock()
 }
 
 // Result is what came of an Op.
@@ -128,7 +159,9 @@ const (
 	// renew-leader); 409 stale_token for fput, and not_holder for an fput
 	// under an election; 404 not_held, no_leader or not_found for get,
 	// leader and fget (nothing there); 409 semaphore_full for sem-acquire,
-	// 404 not_held for sem-renew, sem-release and sem-get.
+	// 404 not_held for sem-renew, sem-release and sem-get; 409 lock_held
+	// for rw-acquire, 404 not_held for rw-renew, rw-release and rw-get,
+	// and not_holder for an fput under an rwlock.
 	Rejected Result = "rejected"
 	// Unknown is an op that may or may not have taken effect: no answer
 	// before the client's timeout, a connection cut after the request
@@ -158,6 +191,12 @@ type AuditEvent struct {
 	// which revision etcd deleted the hold.
 	Limit  int    `json:"limit,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Mode is a read/write lock's event's: the hold's mode. QueuedAt is
+	// an acquired event's: when its acquirer first joined the queue (the
+	// node's clock, read before the txn that put its entry); nil when it
+	// was granted without waiting.
+	Mode     string     `json:"mode,omitempty"`
+	QueuedAt *time.Time `json:"queued_at,omitempty"`
 }
 
 // isLock reports whether ev is a lock's event.
@@ -168,3 +207,6 @@ func (ev AuditEvent) isElection() bool { return ev.Kind == "election" }
 
 // isSemaphore reports whether ev is a semaphore's event.
 func (ev AuditEvent) isSemaphore() bool { return ev.Kind == "semaphore" }
+
+// isRWLock reports whether ev is a read/write lock's event.
+func (ev AuditEvent) isRWLock() bool { return ev.Kind == "rwlock" }

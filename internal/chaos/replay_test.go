@@ -35,6 +35,9 @@ func TestReplay(t *testing.T) {
 		for _, v := range CheckSemaphoreAudit(ops, events) {
 			t.Error("semaphore audit:", v)
 		}
+		for _, v := range CheckRWLockAudit(ops, events) {
+			t.Error("rwlock audit:", v)
+		}
 	}
 	for _, v := range CheckTokenOrder(ops) {
 		t.Error("token order:", v)
@@ -49,6 +52,8 @@ func TestReplay(t *testing.T) {
 		return CheckElections(ResolveCampaigns(ops, events), timeout, html)
 	}}, {"semaphores-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
 		return CheckSemaphores(ResolvePermits(ops, events), timeout, html)
+	}}, {"rwlocks-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
+		return CheckRWLocks(ResolveRWLocks(ops, events), timeout, html)
 	}}}
 	for _, c := range checks {
 		html := filepath.Join(*flagReplay, c.name)

@@ -1,0 +1,162 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"time"
+)
+
+// The read/write lock workload: clients beside the others that take read
+// and write holds, renew, read and release them, write to the fenced
+// resource named like the rwlock under a write hold (and try to under a
+// read hold), under the same nemesis, and whose ops RWLockModel and
+// CheckRWLockAudit check.
+
+// rwWait bounds a waiting acquire's wait, as permitWait does a permit's.
+const rwWait = 2 * time.Second
+
+// rwlocks are the workload's read/write locks. The first one's acquires
+// never wait: its queue stays empty, so each of its refusals says a hold
+// in its way was held, and the model checks that. The second one's wait
+// half the time: its queue is what fifo checks.
+var rwlocks = []string{"rw-0", "rw-1"}
+
+// rwClient is one read/write lock client bound to one node: it takes a
+// hold, a write one a fifth of the time, and while it holds it renews,
+// reads, writes to the fenced resource naming the rwlock (a writer each
+// time, a reader now and then, to be refused) and lingers; then it
+// releases, with the mistakes real holders make (releasing twice,
+// stalling past the TTL and writing, renewing and releasing after,
+// abandoning the hold).
+func (r *run) rwClient(ctx context.Context, id int, rng *rand.Rand) {
+	node := id % len(r.c.Nodes)
+	d := &Driver{Client: id, Node: node, Base: r.c.Nodes[node].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
+	rctx := context.WithoutCancel(ctx)
+	pace := func(max time.Duration) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(rng.Int64N(int64(max)))):
+		}
+	}
+	for seq := 0; ctx.Err() == nil; seq++ {
+		i := rng.IntN(len(rwlocks))
+		name := rwlocks[i]
+		var wait time.Duration
+		if i > 0 && rng.IntN(2) == 0 {
+			wait = rwWait/4 + time.Duration(rng.Int64N(int64(rwWait*3/4)))
+		}
+		mode := "read"
+		if rng.IntN(5) == 0 {
+			mode = "write"
+		}
+		// Owners are unique, so the trail settles every Unknown acquire
+		// and the FIFO check can name every waiter.
+		me := fmt.Sprintf("rw%d-%d", id, seq)
+		a := d.AcquireRW(rctx, name, me, mode, wait)
+		if a.Result != OK {
+			if rng.IntN(3) == 0 {
+				d.GetRW(rctx, name)
+			}
+			if a.Result == Failed || a.Result == Unknown {
+				pace(300 * time.Millisecond)
+			} else {
+				pace(50 * time.Millisecond)
+			}
+			continue
+		}
+		r.holdRW(ctx, d, rng, name, mode == "write", a.OutToken, me)
+		pace(20 * time.Millisecond)
+	}
+}
+
+// holdRW is what a client granted the hold token does with it.
+func (r *run) holdRW(ctx context.Context, d *Driver, rng *rand.Rand, name string, write bool, token int64, me string) {
+	rctx := context.WithoutCancel(ctx)
+	for i := range 1 + rng.IntN(3) {
+		if rng.IntN(2) == 0 {
+			d.RenewRW(rctx, name, token)
+		}
+		if write || rng.IntN(4) == 0 {
+			d.RWFPut(rctx, name, token, fmt.Sprintf("%s-w%d", me, i))
+		}
+		if rng.IntN(3) == 0 {
+			d.GetRW(rctx, name)
+		}
+		if rng.IntN(4) == 0 {
+			d.RWFGet(rctx, name)
+		}
+		select { // the work the hold is for: the workload's pace
+		case <-ctx.Done():
+		case <-time.After(time.Duration(rng.Int64N(int64(300 * time.Millisecond)))):
+		}
+	}
+	switch x := rng.IntN(100); {
+	case x < 5:
+		// A stall past the TTL: the hold may be gone (a writer may hold
+		// the lock by now), and what the holder does next must be
+		// refused unless its lease says otherwise.
+		select {
+		case <-ctx.Done():
+		case <-time.After(ttl + time.Second):
+		}
+		d.RWFPut(rctx, name, token, me+"-late")
+		d.RenewRW(rctx, name, token)
+		d.GetRW(rctx, name)
+		d.ReleaseRW(rctx, name, token)
+	case x < 10:
+		// Abandoned: the lease expires and the recorder says so.
+	default:
+		d.ReleaseRW(rctx, name, token)
+		if x < 30 {
+			d.ReleaseRW(rctx, name, token) // the double release of a retry loop
+		}
+	}
+}
+
+// checkRWLocks runs the read/write lock checkers over the history and the
+// settled audit trail.
+func (r *run) checkRWLocks(ops []Op, events []AuditEvent) {
+	t := r.t
+	if *flagRWClients == 0 {
+		return
+	}
+	counts := map[string]int{}
+	resolved := ResolveRWLocks(ops, events)
+	for _, op := range resolved {
+		switch {
+		case !op.onRWLock():
+		case op.Kind == RWAcquire && op.Result == OK:
+			counts[op.Mode+" granted"]++
+		case op.Kind == RWAcquire && op.Result == Rejected:
+			counts[op.Mode+" refused"]++
+			if op.strict {
+				counts["strict refusals"]++
+			}
+		case op.Kind == FPut && op.Result == OK:
+			counts["fenced writes accepted"]++
+		case op.Kind == FPut && op.Code == "not_holder":
+			counts["fenced writes refused as not_holder"]++
+		case op.Kind == RWGet && op.Result == OK && len(op.OutWaiters) > 0:
+			counts["reads showing waiters"]++
+		case op.Result == Unknown && op.Status >= 200 && op.Status < 300:
+			t.Errorf("op %d (%s %s on n%d): a %d that is not a Hold or an RWLock: %s", op.ID, op.Kind, op.RWLock, op.Node+1, op.Status, op.Err)
+		}
+	}
+	r.logf("rwlocks: %v", counts)
+	if counts["read granted"] == 0 || counts["write granted"] == 0 || counts["fenced writes accepted"] == 0 {
+		t.Errorf("the rwlock workload of %d clients had no read grant, no write grant or no fenced write accepted (%v): it checked too little", *flagRWClients, counts)
+	}
+	for _, v := range CheckRWLockAudit(ops, events) {
+		t.Error("rwlock audit:", v)
+	}
+	html := filepath.Join(r.dir, "rwlocks.html")
+	ok, err := CheckRWLocks(resolved, 5*time.Minute, html)
+	switch {
+	case err != nil:
+		t.Errorf("rwlocks' linearizability: %v", err)
+	case !ok:
+		t.Errorf("the history is not linearizable for the rwlock model; porcupine's visualisation: %s", html)
+	}
+}
