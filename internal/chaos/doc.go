@@ -40,21 +40,50 @@
 // tokens; every acknowledged acquire and release recorded exactly once;
 // no refused acquire granted).
 //
+// Read/write lock clients take read holds (four in five) and write holds
+// of two rwlocks (the first's acquires never wait, the second's wait in
+// line half the time), renew and read them, write to the fenced resource
+// named like the rwlock naming it as the guard (a writer each round, a
+// reader now and then, which must be refused), release them (sometimes
+// twice), abandon them, and sometimes stall past their TTL and write,
+// renew and release after. Their ops are checked against RWLockModel
+// (CheckRWLocks: one writer or any number of readers at a time, rising
+// tokens, renew and release only of a hold held, reads that show exactly
+// the holds held in their mode, the holders a refusal answers with among
+// them, fenced writes naming the rwlock accepted only for the current
+// write hold and never below a token already accepted), once
+// ResolveRWLocks has settled each Unknown acquire by the trail, marked
+// the holds the trail shows expired and the refusals that are strict (no
+// waiter can have been ahead: on the first rwlock; a strict refusal fails
+// only when nothing in its way is known to be held, as the model cannot
+// tell a mortal hold that expired unseen from one still held, and a
+// refusal behind a waiter passes). The trail is checked against them too
+// (CheckRWLockAudit: replayed in revision order, never a writer beside
+// another hold; every write grant's token above every token of a hold
+// ended before it; rising tokens; every acknowledged acquire and release
+// recorded exactly once, in its mode; no refused acquire granted; and
+// FIFO where it can be told: an acquire called after a read showed W
+// waiting is not granted before W, and, from the trail alone, a hold
+// whose queued_at is more than fifoSlack after another's is not granted
+// before it; queued_at is read before the txn that queues, so closer
+// ones say nothing of the queue's order).
+//
 // Flags (after the package on go test's command line): -chaos.duration is
 // how long each seed injects faults (40s by default, the CI profile),
 // -chaos.seeds the fixed seeds, -chaos.random one more random seed,
 // -chaos.electors and -chaos.elections the election workload (0 electors:
 // none), -chaos.campaign-wait=false campaigns that never wait,
 // -chaos.semaphores the semaphore clients (0: none), -chaos.semaphore-limits
-// the semaphores' limits (one semaphore each, up to 8) and
-// -chaos.permit-wait=false acquires that never wait. Two-minute seeds,
+// the semaphores' limits (one semaphore each, up to 8),
+// -chaos.permit-wait=false acquires that never wait, and -chaos.rwlocks
+// the read/write lock clients (0: none). Two-minute seeds,
 // with go test's timeout lifted:
 //
 //	go test -race ./internal/chaos -run TestChaos -chaos.duration 2m -chaos.seeds 1,2,3 -timeout 0 -v
 //
 // A run's folder (history.json, audit.json, nemesis.log, node logs and
-// any porcupine visualisation, linearizability.html, elections.html or
-// semaphores.html) is
+// any porcupine visualisation, linearizability.html, elections.html,
+// semaphores.html or rwlocks.html) is
 // kept when it fails, or with -chaos.keep; -chaos.replay FOLDER checks it
 // again without a cluster (TestReplay) and logs the ops where a model
 // first fails. docs/CLUSTER.md describes what the suite injects and how

@@ -144,6 +144,18 @@ func (r *run) checkRWLocks(ops []Op, events []AuditEvent) {
 			t.Errorf("op %d (%s %s on n%d): a %d that is not a Hold or an RWLock: %s", op.ID, op.Kind, op.RWLock, op.Node+1, op.Status, op.Err)
 		}
 	}
+	// The waiters a read showed and the trail granted later are what the
+	// read-based FIFO check orders acquires after.
+	trail := readRWTrail(events)
+	for _, op := range resolved {
+		if op.Kind == RWGet && op.Result == OK {
+			for _, w := range op.OutWaiters {
+				if _, ok := trail.byOwner[rwOwner{op.RWLock, w}]; ok {
+					counts["waiters shown, then granted"]++
+				}
+			}
+		}
+	}
 	r.logf("rwlocks: %v", counts)
 	if counts["read granted"] == 0 || counts["write granted"] == 0 || counts["fenced writes accepted"] == 0 {
 		t.Errorf("the rwlock workload of %d clients had no read grant, no write grant or no fenced write accepted (%v): it checked too little", *flagRWClients, counts)
