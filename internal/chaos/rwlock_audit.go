@@ -299,12 +299,15 @@ const fifoSlack = 15 * time.Second
 //     granted only from it, so if the trail grants W, its entry stayed in
 //     the queue until that grant. An acquire whose op was called after
 //     the read returned came after W's entry, so the trail must not grant
-//     it before W (a direct acquire never passes a waiter; readers at the
-//     head are granted in order).
+//     it before W (a direct acquire never passes a writer waiting, a
+//     writer's never passes anyone waiting), unless both are reads: the
+//     readers between two writers in line are let in together, in no
+//     order among themselves.
 //   - From the trail alone: a hold whose queued_at is more than
 //     fifoSlack after another's joined the queue after it, and must not
-//     be granted before it. This catches only gross reorderings: what
-//     the workload's short waits could show lies within the slack.
+//     be granted before it, unless both are reads. This catches only
+//     gross reorderings: what the workload's short waits could show lies
+//     within the slack.
 //
 // Neither needs the clients' owners to be unique, but both are skipped
 // for an owner used twice on one rwlock.
@@ -332,7 +335,7 @@ func (t rwTrail) fifo(ops []Op) []string {
 			for _, ev := range t.grants[op.RWLock] {
 				bo := rwOwner{op.RWLock, ev.Owner}
 				b, ok := called[bo]
-				if ev.Revision >= wev.Revision || !ok || uses[bo] > 1 || b.Call <= op.Return {
+				if ev.Revision >= wev.Revision || !ok || uses[bo] > 1 || b.Call <= op.Return || bothReads(wev.Mode, ev.Mode) {
 					continue
 				}
 				problems = append(problems, fmt.Sprintf("rwlock %q: rw-get op %d showed %q waiting at %s; rw-acquire op %d (%s, owner %q) called after, at %s, was granted token %d at revision %d, before %q's token %d at revision %d",
@@ -346,25 +349,39 @@ func (t rwTrail) fifo(ops []Op) []string {
 	return problems
 }
 
+// bothReads reports whether two holds of modes a and b are both reads,
+// which FIFO does not order among themselves.
+func bothReads(a, b string) bool { return a == "read" && b == "read" }
+
 // queuedOrder is fifo's check from the trail alone, over one rwlock's
 // acquired events: in revision order, no grant's queued_at may be more
-// than fifoSlack before that of a hold granted earlier.
+// than fifoSlack before that of a hold granted earlier, unless both are
+// reads.
 func queuedOrder(name string, grants []AuditEvent) []string {
 	byRev := slices.Clone(grants)
 	slices.SortStableFunc(byRev, func(a, b AuditEvent) int { return int(a.Revision - b.Revision) })
 	var problems []string
-	var latest *AuditEvent // the earlier grant with the latest queued_at
+	// The earlier grants with the latest queued_at: of any mode, and of
+	// a write (all a read is ordered against).
+	var latest, latestWrite *AuditEvent
 	for i, ev := range byRev {
 		if ev.QueuedAt == nil {
 			continue
 		}
-		if latest != nil && latest.QueuedAt.Sub(*ev.QueuedAt) > fifoSlack {
+		before := latest
+		if ev.Mode == "read" {
+			before = latestWrite
+		}
+		if before != nil && before.QueuedAt.Sub(*ev.QueuedAt) > fifoSlack {
 			problems = append(problems, fmt.Sprintf("rwlock %q: token %d (owner %q) queued at %s, %s before token %d (owner %q) queued at %s, but was granted after it, at revision %d > %d",
-				name, ev.Token, ev.Owner, ev.QueuedAt.Format(time.RFC3339Nano), latest.QueuedAt.Sub(*ev.QueuedAt).Round(time.Millisecond),
-				latest.Token, latest.Owner, latest.QueuedAt.Format(time.RFC3339Nano), ev.Revision, latest.Revision))
+				name, ev.Token, ev.Owner, ev.QueuedAt.Format(time.RFC3339Nano), before.QueuedAt.Sub(*ev.QueuedAt).Round(time.Millisecond),
+				before.Token, before.Owner, before.QueuedAt.Format(time.RFC3339Nano), ev.Revision, before.Revision))
 		}
 		if latest == nil || ev.QueuedAt.After(*latest.QueuedAt) {
 			latest = &byRev[i]
+		}
+		if ev.Mode != "read" && (latestWrite == nil || ev.QueuedAt.After(*latestWrite.QueuedAt)) {
+			latestWrite = &byRev[i]
 		}
 	}
 	return problems

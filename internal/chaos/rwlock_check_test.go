@@ -373,28 +373,34 @@ func TestCheckRWLockAudit(t *testing.T) {
 }
 
 // TestCheckRWLockAudit_FIFO: a read that shows a waiter, and queued_at
-// far enough apart, order the queue; closer queued_at do not.
+// far enough apart, order the queue where one of the two is a write;
+// closer queued_at, or two reads, do not.
 func TestCheckRWLockAudit_FIFO(t *testing.T) {
 	read := mkGetRW(9, 20, 30, "write", 5)
 	read.OutWaiters = []string{"rw1"}
 	ops := mkHistory(
 		mkRW(0, "write", 0, 10, OK, 5),
 		waiting(mkRW(1, "read", 15, 100, OK, 12)), // shown waiting at 30
-		mkRW(2, "read", 40, 50, OK, 10),           // called after the read
+		mkRW(2, "write", 40, 50, OK, 10),          // called after the read
 		mkReleaseRW(0, 5, 35, 38, OK),
 		read,
 	)
 	trail := []AuditEvent{
 		rwEvent(5, "acquired", "rw0", "write", 5),
 		rwEvent(8, "released", "rw0", "write", 5),
-		rwEvent(10, "acquired", "rw2", "read", 10),
+		rwEvent(10, "acquired", "rw2", "write", 10),
+		rwEvent(11, "released", "rw2", "write", 10),
 		queued(rwEvent(12, "acquired", "rw1", "read", 12), 15),
-		rwEvent(13, "released", "rw2", "read", 10),
 		rwEvent(14, "released", "rw1", "read", 12),
 	}
 	assertProblems(t, CheckRWLockAudit(ops, trail), []string{
-		"rw-get op 4 showed \"rw1\" waiting at 30ns; rw-acquire op 2 (read, owner \"rw2\") called after, at 40ns, was granted token 10 at revision 10, before \"rw1\"'s token 12 at revision 12",
+		"rw-get op 4 showed \"rw1\" waiting at 30ns; rw-acquire op 2 (write, owner \"rw2\") called after, at 40ns, was granted token 10 at revision 10, before \"rw1\"'s token 12 at revision 12",
 	})
+	reads := slices.Clone(ops)
+	reads[2].Mode = "read"
+	readTrail := slices.Clone(trail)
+	readTrail[2], readTrail[3] = rwEvent(10, "acquired", "rw2", "read", 10), rwEvent(13, "released", "rw2", "read", 10)
+	assertProblems(t, CheckRWLockAudit(reads, readTrail), nil) // readers between writers: no order among them
 	ops[2].Call = 25 // called before the read returned: it may have been ahead
 	assertProblems(t, CheckRWLockAudit(ops, trail), nil)
 
