@@ -401,7 +401,7 @@ func TestCheckRWLockAudit_FIFO(t *testing.T) {
 	readTrail := slices.Clone(trail)
 	readTrail[2], readTrail[3] = rwEvent(10, "acquired", "rw2", "read", 10), rwEvent(13, "released", "rw2", "read", 10)
 	assertProblems(t, CheckRWLockAudit(reads, readTrail), nil) // readers between writers: no order among them
-	ops[2].Call = 25 // called before the read returned: it may have been ahead
+	ops[2].Call = 25                                           // called before the read returned: it may have been ahead
 	assertProblems(t, CheckRWLockAudit(ops, trail), nil)
 
 	ops[2].Wait = "2s"
