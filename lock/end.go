@@ -100,19 +100,19 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 	if err != nil {
 		return err
 	}
-	hr, heads, err := e.readHold(ctx, name, token, typ == EventReleased)
+	hr, head, err := e.readHold(ctx, name, token, typ == EventReleased)
 	if err != nil {
 		return err
 	}
 	if !mayActOn(ctx, hr.Credential) {
 		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 	}
-	return e.commitEnd(ctx, name, token, hr, heads, typ, detail)
+	return e.commitEnd(ctx, name, token, hr, head, typ, detail)
 }
 
 // readHold returns the holder record of the hold that token names and,
 // when withHead is set, the oldest waiter of the lock if it asks to be
-// handed the lock (none otherwise). It reads the member's local state first
+// handed the lock (nil otherwise). It reads the member's local state first
 // (a serializable read: no ReadIndex round): the end txn compares
 // ModRevision with token, so a stale read can never end the wrong hold,
 // and a holder record is never rewritten while its hold lasts, so one read
@@ -120,11 +120,11 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 // handover requires that very entry to be the oldest (handOverCmps). Only
 // when the local state does not show token holding the lock is the answer
 // confirmed by a linearizable read.
-func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, []*queueHead, error) {
+func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, *queueHead, error) {
 	if token <= 0 {
 		return holderRecord{}, nil, invalid("token", "must be a positive fencing token")
 	}
-	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, []*queueHead, error) {
+	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
 		ops, ix := e.holdReadOps(name, withHead, opts...)
 		octx, done := e.op(ctx)
 		defer done()
@@ -156,8 +156,8 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 	return hr, head, err
 }
 
-// queueHead is one of the oldest queue entries of a lock, when it asks
-// to be handed the lock on release.
+// queueHead is the oldest queue entry of a lock, when it asks to be
+// handed the lock on release.
 type queueHead struct {
 	key   string
 	rev   int64 // its CreateRevision
@@ -192,40 +192,39 @@ func (ix holdReadIx) shifted(offset int) holdReadIx {
 	return ix
 }
 
-// read returns the lock key (nil if absent) and the oldest queue entries
-// that resp's reads found, up to the first that asks for no grant.
-func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, []*queueHead) {
+// read returns the lock key (nil if absent) and the queue head that
+// resp's reads found.
+func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHead) {
 	lock := resp.Responses[ix.lock].GetResponseRange().Kvs
 	if len(lock) == 0 {
 		return nil, nil
 	}
+	var head *queueHead
 	if ix.head < 0 {
 		return lock[0], nil
 	}
-	var heads []*queueHead
-	for _, kv := range resp.Responses[ix.head].GetResponseRange().Kvs {
+	if q := resp.Responses[ix.head].GetResponseRange().Kvs; len(q) > 0 {
 		var wr waiterRecord
 		// A record that does not decode, or asks for no grant, is a
 		// waiter that takes the lock itself once it sees it go.
-		if json.Unmarshal(kv.Value, &wr) != nil || wr.Grant == nil {
-			break
+		if json.Unmarshal(q[0].Value, &wr) == nil && wr.Grant != nil {
+			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant, since: wr.Since}
 		}
-		heads = append(heads, &queueHead{key: string(kv.Key), rev: kv.CreateRevision, grant: *wr.Grant, since: wr.Since})
 	}
-	return lock[0], heads
+	return lock[0], head
 }
 
 // commitEnd ends a hold whose holder record hr is known, and which the
-// caller may end, handing the lock to those of heads that handOverPlan
-// picks.
-func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr holderRecord, heads []*queueHead, typ EventType, detail string) error {
+// caller may end, handing a seat to head if it is not nil and
+// handOverPlan finds one for it.
+func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
 	ev := hr.endEvent(ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
 		t    endTxn
 	)
 	send := func() error {
-		t = e.endTxn(name, token, hr, ev, heads, true)
+		t = e.endTxn(name, token, hr, ev, head, true)
 		txn := e.batch.Txn
 		if t.handOver >= 0 {
 			txn = e.batch.TxnUrgent // the next holder waits on this commit
@@ -240,7 +239,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		// A head's lease (its own, or its session's) ended while it
 		// waited: end the hold without handing the lock over; the
 		// waiters then take it as they see it go.
-		heads = nil
+		head = nil
 		err = send()
 	}
 	if err != nil {
@@ -257,12 +256,14 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 	return nil
 }
 
-// ended counts the end by typ of a hold of name, and the grants it
-// handed over, and does what is left to do with the hold's own lease once
-// its key is gone.
-func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver int) {
+// ended counts the end by typ of a hold of name, and the grant it handed
+// over, and does what is left to do with the hold's own lease once its
+// key is gone.
+func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver bool) {
 	e.recordedOf(name, typ, 1)
-	e.recordedOf(name, EventAcquired, handedOver)
+	if handedOver {
+		e.recordedOf(name, EventAcquired, 1)
+	}
 	if hr.Session == "" {
 		// A released lock's lease serves the next acquire with its TTL
 		// (leasePool): a hold handed over is under the new holder's
@@ -280,26 +281,21 @@ type endTxn struct {
 	cmps []clientv3.Cmp
 	then []clientv3.Op
 	// handOver is the index, in then, of the nested txn that hands the
-	// lock to the queue's head (or heads), or -1; grants how many holds
-	// it begins.
+	// lock to the queue's head, or -1.
 	handOver int
-	grants   int
 }
 
-// handedOver is how many holds the end txn's responses rs show handed
-// to the queue's heads.
-func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) int {
-	if t.handOver >= 0 && rs[t.handOver].GetResponseTxn().GetSucceeded() {
-		return t.grants
-	}
-	return 0
+// handedOver reports whether the end txn's responses rs show the lock
+// handed to the queue's head.
+func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) bool {
+	return t.handOver >= 0 && rs[t.handOver].GetResponseTxn().GetSucceeded()
 }
 
 // endTxn builds the txn that ends token's hold, ended by ev: it records
-// the end (holdEnd), deletes the lock key or hands the lock to those of
-// heads that handOverPlan picks, and, with tally, counts the release in
-// the session's tally.
-func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, heads []*queueHead, tally bool) endTxn {
+// the end (holdEnd), deletes the lock key or hands a seat to head
+// (handOverPlan), and, with tally, counts the release in the session's
+// tally.
+func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, tally bool) endTxn {
 	lkey := e.lockKey(name)
 	event, guard := e.holdEnd(name, token, hr, ev)
 	// The end event comes first, so a watcher of the trail sees the hold
@@ -307,10 +303,10 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 	// At most five ops: the event, the delete (or the handover), the
 	// guard, an election's value and the tally.
 	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 5), event), handOver: -1}
-	if grants := handOverPlan(name, heads); len(grants) > 0 {
+	if seat, ok := handOverPlan(name, head); ok {
 		free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
-		t.handOver, t.grants, t.then = len(t.then), len(grants), append(t.then,
-			clientv3.OpTxn(e.handOverCmps(name, token, hr, grants), e.handOverOps(name, hr, ev.Time, grants), free))
+		t.handOver, t.then = len(t.then), append(t.then,
+			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head, seat), free))
 	} else {
 		t.then = append(append(t.then, clientv3.OpDelete(lkey)), guard...)
 	}

@@ -14,10 +14,11 @@ import (
 // A read/write lock's depends on who ends and who waits (handOverPlan):
 // the writer hands the writer's seat to a writer at the head, or a
 // reader's seat to a reader; a reader hands the writer's seat to a writer
-// at the head, and only if it is the last reader. The readers behind a
-// reader just granted take their seats themselves, each as soon as the
-// entry ahead of it goes, none waiting for a hold to end: so consecutive
-// readers at the head are granted together, one txn after another.
+// at the head, and only if it is the last reader. The other readers
+// behind the writer take their seats themselves as they see the writer's
+// seat go (a reader waits only for the writers ahead of it: seats.go),
+// each in a txn of its own, none waiting for a hold to end: so the
+// readers between two writers in line are granted together.
 //
 // Every grant of a thing with seats rewrites its seats key (seatRecord):
 // the batcher never puts two txns that write one key into one raft entry
@@ -25,31 +26,24 @@ import (
 // revision, and each hold's token is its own: a release, a renew or a
 // revoke names a hold by its thing and its token (seatOf).
 
-// seatGrant is the waiter a release grants a hold, and the seat it gets.
-type seatGrant struct {
-	head *queueHead
-	seat string
-}
-
-// handOverPlan is what the release of seat name hands to the oldest
-// waiter head: nothing, or a grant.
-func handOverPlan(name string, heads []*queueHead) []seatGrant {
-	if len(heads) == 0 {
-		return nil
+// handOverPlan is the seat the release of seat name hands to head, the
+// oldest waiter; ok is false when it hands none.
+func handOverPlan(name string, head *queueHead) (seat string, ok bool) {
+	if head == nil {
+		return "", false
 	}
-	head := heads[0]
 	if k, _ := thingOf(name); k != KindRWLock {
-		return []seatGrant{{head, name}}
+		return name, true
 	}
 	thing := thingKey(name)
 	switch {
 	case head.grant.Mode == ModeWrite:
-		return []seatGrant{{head, writerSeat(thing)}}
+		return writerSeat(thing), true
 	case name == writerSeat(thing):
 		// The writer held: no reader seat is (seatCmps), so the first is free.
-		return []seatGrant{{head, readerSeats(thing) + "0"}}
+		return readerSeats(thing) + "0", true
 	}
-	return nil // a reader at the head takes its seat beside ours
+	return "", false // a reader at the head takes its seat beside ours
 }
 
 // seatRecord is the value of a thing's seats key that a grant of hold hr
@@ -62,15 +56,14 @@ func seatRecord(hr holderRecord) string {
 }
 
 // handOverCmps hold when the release of token's hold, in seat name, may
-// begin the hold of grants' one waiter: what the waiter's own acquire
-// would require at that moment. Its entry is still there and still the
+// begin head's hold: what head's own acquire would require at that
+// moment. Its entry is still there and still the
 // oldest (so FIFO holds whatever the releaser read), the lock-delay guard
 // is as the hold left it, its session, if any, still exists, and the
 // thing's rules hold (a semaphore's limit; a read/write lock's
 // exclusion). Its lease is checked by etcd itself: a put under a lease
 // that ended fails the whole txn (see commitEnd).
-func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, grants []seatGrant) []clientv3.Cmp {
-	head := grants[0].head
+func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *queueHead) []clientv3.Cmp {
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev),
 		clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(name)), ">", head.rev-1).WithPrefix(),
@@ -112,14 +105,13 @@ func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 	}
 }
 
-// handOverOps begin the hold of grants' one waiter, as its own acquire
-// txn would have: its holder record in its seat under its lease, its
-// queue entry gone, its acquired event, its lock-delay guard (and an
-// election's term, a thing with seats' seat record); the released seat
-// name's key gone if the grant does not take it over.
-func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, grants []seatGrant) []clientv3.Op {
-	sg := grants[0]
-	g := sg.head.grant
+// handOverOps begin head's hold in seat, as its own acquire txn would
+// have: its holder record in its seat under its lease, its queue entry
+// gone, its acquired event, its lock-delay guard (and an election's term,
+// a thing with seats' seat record); the released seat name's key gone if
+// head does not take it over.
+func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead, seat string) []clientv3.Op {
+	g := head.grant
 	g.AcquiredAt = at
 	kind, _ := thingOf(name)
 	if kind == KindElection {
@@ -127,11 +119,11 @@ func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, grants 
 	}
 	lease, _ := parseLeaseHex(g.Lease)
 	ops := []clientv3.Op{
-		clientv3.OpPut(e.lockKey(sg.seat), mustJSON(g), clientv3.WithLease(lease)),
-		clientv3.OpDelete(sg.head.key),
-		clientv3.OpPut(e.acquiredKey(sg.seat, g.Hold), mustJSON(g.acquiredEvent(sg.seat, at, sg.head.since))),
+		clientv3.OpPut(e.lockKey(seat), mustJSON(g), clientv3.WithLease(lease)),
+		clientv3.OpDelete(head.key),
+		clientv3.OpPut(e.acquiredKey(seat, g.Hold), mustJSON(g.acquiredEvent(seat, at, head.since))),
 	}
-	if sg.seat != name {
+	if seat != name {
 		ops = append(ops, clientv3.OpDelete(e.lockKey(name)))
 	}
 	switch {

@@ -288,9 +288,9 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		return e.etcdErr(ctx, "read session locks", err)
 	}
 	var ends []sessionEnd
-	handed := map[string]bool{} // queue heads handed a hold already
+	handed := map[string]bool{} // queue heads handed a seat already
 	for i, ix := range ixs {
-		kv, heads := ix.read(resp)
+		kv, head := ix.read(resp)
 		if kv == nil {
 			continue
 		}
@@ -298,17 +298,16 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		if err != nil || hr.Session != session {
 			continue
 		}
-		if len(heads) > 0 && handed[heads[0].key] {
-			// Seats of one thing share its queue: its heads take what
-			// one of them hands over, and the next waiters the others
-			// once they see them free (one txn may not delete an entry
-			// twice).
-			heads = nil
+		if head != nil && handed[head.key] {
+			// Seats of one thing share its queue: its head takes one of
+			// them, and the next waiters the others once they see them
+			// free (one txn may not delete an entry twice).
+			head = nil
 		}
-		if len(heads) > 0 {
-			handed[heads[0].key] = true
+		if head != nil {
+			handed[head.key] = true
 		}
-		ends = append(ends, sessionEnd{name: names[i], token: kv.ModRevision, hr: hr, heads: heads})
+		ends = append(ends, sessionEnd{name: names[i], token: kv.ModRevision, hr: hr, head: head})
 	}
 	if len(ends) == 0 {
 		return nil
@@ -319,7 +318,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		// A head's lease ended while it waited (see commitEnd): end the
 		// holds without handing them over.
 		for i := range ends {
-			ends[i].heads = nil
+			ends[i].head = nil
 		}
 		err = e.commitSessionEnds(ctx, ends, ev)
 	}
@@ -331,7 +330,7 @@ type sessionEnd struct {
 	name  string
 	token int64
 	hr    holderRecord
-	heads []*queueHead
+	head  *queueHead
 }
 
 // commitSessionEnds runs one txn that ends every hold of ends, each by
@@ -342,7 +341,7 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, of Ev
 	for i, end := range ends {
 		ev := end.hr.endEvent(ctx, end.name, end.token, of.Type, of.Detail)
 		ev.Time = of.Time
-		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.heads, false)
+		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, false)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
 	}
 	octx, done := e.op(ctx)
@@ -354,7 +353,9 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, of Ev
 	for i, r := range resp.Responses {
 		if tr := r.GetResponseTxn(); tr.GetSucceeded() {
 			e.recordedOf(ends[i].name, EventReleased, 1)
-			e.recordedOf(ends[i].name, EventAcquired, txns[i].handedOver(tr.Responses))
+			if txns[i].handedOver(tr.Responses) {
+				e.recordedOf(ends[i].name, EventAcquired, 1)
+			}
 		}
 	}
 	return nil
