@@ -262,6 +262,9 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
 				r.retryAt.UTC().Format(time.RFC3339Nano), causeText(r.delayCause))}
 		case behind:
+			if a.mode == ModeRead {
+				return nil, false, &HeldError{Reason: "a writer waits ahead: a reader queues behind it, first come, first served"}
+			}
 			return nil, false, &HeldError{Reason: "being handed to a queued waiter"}
 		}
 	}
