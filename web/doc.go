@@ -35,7 +35,9 @@
 //	rwlocks.js  the read/write locks that are held, their holds and
 //	            waiters with their modes; rwlockrow.js draws a lock's rows
 //	holdspanel.js a panel of things with several holds at once, each
-//	            with its token: semaphores.js and rwlocks.js configure it
+//	            with its token: semaphores.js and rwlocks.js configure it;
+//	            holdrow.js draws one's rows, semaphorerow.js and
+//	            rwlockrow.js configure that
 //	fresh.js    keeping reads older than an event from overwriting it,
 //	            for elections.js and holdspanel.js
 //	history.js  the history, filtered and paged

@@ -14,10 +14,21 @@ const dialog = $("revoke-dialog");
 // the token is.
 const oneHolder = (now, t) => now.token === t.token;
 
-// hasToken is how a semaphore or a read/write lock is: now holds t while
-// t's token is among its holders. tokenBody names the hold to revoke.
-const hasToken = (now, t) => (now.holders || []).some((p) => p.token === t.token);
-const tokenBody = (t, reason) => (reason ? { token: t.token, reason } : { token: t.token });
+// oneOfMany is a kind whose thing has several holds at once, each with
+// its own token (a semaphore, a read/write lock): the dialog is about one
+// of them, which is held while its token is among the holders, and
+// revoked by its token. id is the panel's (its state's part, its
+// heading's); words are what the kind says.
+const oneOfMany = (id, path, words) => ({
+  path,
+  current: () => state[id].list,
+  holder: (h) => h.owner,
+  held: (now, t) => (now.holders || []).some((p) => p.token === t.token),
+  body: (t, reason) => (reason ? { token: t.token, reason } : { token: t.token }),
+  gone: "not_held",
+  focus: `${id}-title`,
+  ...words,
+});
 
 // kinds says, for each kind of hold the dialog revokes, how it reads and
 // where it lives: path(name) is its resource, current() what the page
@@ -60,45 +71,27 @@ const kinds = {
     now: (t, h) => `${t.name} has a new leader: ${h.candidate} leads it now, in term ${h.term} with token ${h.token}.`,
     ended: (t) => `${t.name} has no leader any more; nothing was revoked.`,
   },
-  // A semaphore has several permits at once, each with its own token: the
-  // dialog is about one of them, which is held while its token is among
-  // the holders.
-  semaphore: {
+  semaphore: oneOfMany("semaphores", semaphorePath, {
     what: "Revoke a permit of ",
     confirm: "Revoke permit",
-    path: semaphorePath,
-    current: () => state.semaphores.list,
-    holder: (h) => h.owner,
-    held: hasToken,
-    body: tokenBody,
     noun: "permit",
-    gone: "not_held",
-    focus: "semaphores-title",
     hint: "The permit ends now, and the first waiter in line (if any) takes the permit it frees; the other permits are untouched. The holder is not told until its next renew, which answers not_held. The revoke is recorded in the history with your reason.",
     says: (t) => ["Held by ", el("strong", {}, t.holder), ` (one of ${t.limit} permits), with token `, el("code", {}, t.token)],
     done: (t) => `Revoked a permit of ${t.name} (token ${t.token}, held by ${t.holder}).`,
     now: (t) => `The permit of ${t.name} with token ${t.token} has ended.`,
     ended: (t) => `${t.name} has no permit with token ${t.token} any more; nothing was revoked.`,
-  },
-  // A read/write lock has several read holds at once, or one write hold,
-  // each with its own token: as for a semaphore, the dialog is about one.
-  rwlock: {
+  }),
+  // A read/write lock has several read holds at once, or one write hold.
+  rwlock: oneOfMany("rwlocks", rwlockPath, {
     what: "Revoke a hold of ",
     confirm: "Revoke hold",
-    path: rwlockPath,
-    current: () => state.rwlocks.list,
-    holder: (h) => h.owner,
-    held: hasToken,
-    body: tokenBody,
     noun: "hold",
-    gone: "not_held",
-    focus: "rwlocks-title",
     hint: "The hold ends now; when it was the last one in the way, the first waiter in line takes the lock (a writer alone, or the readers before the next writer together). The holder is not told until its next renew, which answers not_held. The revoke is recorded in the history with your reason.",
     says: (t) => [`${t.mode === "write" ? "Write-held" : "Read-held"} by `, el("strong", {}, t.holder), " with token ", el("code", {}, t.token)],
     done: (t) => `Revoked the ${t.mode} hold of ${t.name} (token ${t.token}, held by ${t.holder}).`,
     now: (t) => `The ${t.mode} hold of ${t.name} with token ${t.token} has ended.`,
     ended: (t) => `${t.name} has no hold with token ${t.token} any more; nothing was revoked.`,
-  },
+  }),
 };
 
 // revoked runs after a revoke (set by initRevoke), with the kind revoked.
