@@ -1,51 +1,28 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
-
-// startElectionsBrowser is startBrowser for a page whose elections come
-// and go: a leadership that just ended answers GET /v1/elections/{name}
-// with 404, which Chromium logs as an error, as it does for a lock.
-func startElectionsBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
-	t.Helper()
-	tab := testbrowser.Start(t, testbrowser.WindowSize(width, height), testbrowser.Expected(func(e *log.Entry) bool {
-		if raceNotFound(e) {
-			return true
-		}
-		u, err := url.Parse(e.URL)
-		return err == nil && e.Source == log.EntrySourceNetwork && strings.Contains(e.Text, "404") && electionPath.MatchString(u.Path)
-	}))
-	return &browser{Tab: tab, t: t, s: s}
-}
 
 var electionPath = regexp.MustCompile(`^/v1/elections/[^/]+$`)
 
 // electionRow is the row of the election name, or null.
-func electionRow(name string) string {
-	return fmt.Sprintf(`document.querySelector('[data-testid="election-row"][data-election=%q]')`, name)
-}
+func electionRow(name string) string { return thingRow("election", name) }
 
 // electionCell is the text of the cell testid of the row of name ("" for
 // no row).
-func electionCell(name, testid string) string {
-	return fmt.Sprintf(`(((%s || document.createElement("tr")).querySelector('[data-testid=%q]') || {}).textContent || "")`, electionRow(name), testid)
-}
+func electionCell(name, testid string) string { return rowCell(electionRow(name), testid) }
 
 // campaign makes candidate the leader of name with value (JSON), or fails.
 func campaign(t *testing.T, s *testserver.Server, name, candidate, value string) api.Leader {
@@ -62,13 +39,8 @@ func campaign(t *testing.T, s *testserver.Server, name, candidate, value string)
 // leader gone, the empty state is back. None of it reloads the page.
 func TestElections_ShowsLeadersLiveAndRevokesInChromium(t *testing.T) {
 	s := testserver.Start(t)
-	b := startElectionsBrowser(t, s, 1280, 900)
-	b.do("open the dashboard", 30*time.Second,
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="elections-empty"]`)),
-	)
-	b.eval(`window.batonTestLoaded = true`)
-	b.waitLive()
+	b := startPanelBrowser(t, s, 1280, 900, electionPath)
+	openDashboard(b, `[data-testid="elections-empty"]`)
 	curl := evalAs[string](b, `document.querySelector('[data-testid="elections-empty-curl"]').textContent`)
 	if !strings.Contains(curl, "curl -s -X POST "+s.TS.URL+"/v1/elections/my-first-election/campaign") {
 		t.Errorf("the empty state's command %q does not campaign on this server (%s)", curl, s.TS.URL)
@@ -132,24 +104,12 @@ func elSeeAProclaim(t *testing.T, b *browser, lead api.Leader) {
 	}
 }
 
-// campaigned is the answer to a waiting campaign, once it has one.
-type campaigned struct {
-	r   *testserver.Response
-	err error
-}
-
 // elQueueACandidate: node-b campaigns for billing with a wait; the row
 // counts it, and opened, lists it first in line. The campaign's answer
 // comes on the channel once node-b leads (or the test ends).
-func elQueueACandidate(t *testing.T, b *browser) <-chan campaigned {
+func elQueueACandidate(t *testing.T, b *browser) <-chan waiting {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan campaigned, 1)
-	go func() {
-		r, err := b.s.Send(ctx, "POST", "/v1/elections/billing/campaign", `{"candidate":"node-b","value":"b","ttl":"60s","wait":"2m"}`)
-		done <- campaigned{r, err}
-	}()
-	t.Cleanup(cancel)
+	done := sendWaiting(t, b.s, "/v1/elections/billing/campaign", `{"candidate":"node-b","value":"b","ttl":"60s","wait":"2m"}`)
 	poll.Until(t, 10*time.Second, "node-b in billing's line", func() bool {
 		return len(testserver.WantJSON[api.Leader](t, b.s.Do("GET", "/v1/elections/billing", ""), http.StatusOK).Candidates) == 1
 	})
@@ -170,19 +130,10 @@ func elQueueACandidate(t *testing.T, b *browser) <-chan campaigned {
 // elSeeAHandover: node-a resigns and node-b, first in line, leads in term
 // 2 with its own value; the page shows the new leadership as a new row,
 // with nobody left in line.
-func elSeeAHandover(t *testing.T, b *browser, lead api.Leader, handed <-chan campaigned) {
+func elSeeAHandover(t *testing.T, b *browser, lead api.Leader, handed <-chan waiting) {
 	t.Helper()
 	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/elections/billing/leader?token=%d", lead.Token), ""), http.StatusNoContent)
-	var next api.Leader
-	select {
-	case c := <-handed:
-		if c.err != nil {
-			t.Fatalf("node-b's campaign: %v", c.err)
-		}
-		next = testserver.WantJSON[api.Leader](t, c.r, http.StatusCreated)
-	case <-time.After(15 * time.Second):
-		t.Fatal("node-b's campaign was not answered after node-a resigned")
-	}
+	next := testserver.WantJSON[api.Leader](t, answered(t, "node-b's campaign", handed), http.StatusCreated)
 	if next.Term != 2 || next.Candidate != "node-b" {
 		t.Fatalf("after the resignation %s leads in term %d, want node-b in term 2", next.Candidate, next.Term)
 	}
@@ -197,27 +148,12 @@ func elSeeAHandover(t *testing.T, b *browser, lead api.Leader, handed <-chan cam
 // state is back.
 func elRevokeFromThePage(t *testing.T, b *browser) {
 	t.Helper()
-	b.do("open the revoke dialog of billing", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-election="billing"] [data-testid="election-revoke"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="revoke-reason"]`), "split brain drill"),
-	)
-	if name := evalAs[string](b, `document.querySelector('[data-testid="revoke-name"]').textContent`); name != "billing" {
-		t.Errorf("the dialog names %q, want billing", name)
-	}
-	if says := evalAs[string](b, `document.querySelector('[data-testid="revoke-holder"]').textContent`); !strings.Contains(says, "node-b") || !strings.Contains(says, "term 2") {
+	says := openRevokeDialog(t, b, "billing", `tr[data-election="billing"] [data-testid="election-revoke"]`, "split brain drill", "billing")
+	if !strings.Contains(says, "node-b") || !strings.Contains(says, "term 2") {
 		t.Errorf("the dialog says %q, want the leader node-b and its term 2", says)
 	}
 	b.screenshot("elections-4-revoke-dialog.png")
-	// Clicked from script, as the locks' revoke test does.
-	b.do("confirm the revoke", 10*time.Second,
-		chromedp.WaitEnabled(chromedp.CSS(`[data-testid="revoke-confirm"]`)),
-		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="revoke-confirm"]').click()`))
-	if err := b.Poll(15*time.Second, `!`+electionRow("billing")+` && !document.querySelector('[data-testid="revoke-dialog"]').open`); err != nil {
-		b.Fail(fmt.Sprintf("billing's row to go (dialog open %v, saying %q)",
-			evalAs[bool](b, `document.querySelector('[data-testid="revoke-dialog"]').open`),
-			evalAs[string](b, `document.querySelector('[data-testid="revoke-dialog"]').textContent.replace(/\s+/g, " ")`)), err)
-	}
+	confirmRevoke(b, "billing", electionRow("billing"))
 	testserver.WantProblem(t, b.s.Do("GET", "/v1/elections/billing", ""), http.StatusNotFound, "no_leader")
 	b.waitFor("the revoke in the history, named and with its reason", 10*time.Second, `(() => {
 		const r = document.querySelector('[data-testid="history-row"][data-type="revoked"][data-kind="election"][data-name="billing"]');
@@ -227,9 +163,7 @@ func elRevokeFromThePage(t *testing.T, b *browser) {
 
 	reports := testserver.WantJSON[api.Leader](t, b.s.Do("GET", "/v1/elections/reports", ""), http.StatusOK)
 	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/elections/reports/leader?token=%d", reports.Token), ""), http.StatusNoContent)
-	b.waitFor("the empty state again", 10*time.Second, `!`+electionRow("reports")+` &&
-		!document.querySelector('[data-testid="elections-empty"]').hidden &&
-		document.querySelector('[data-testid="elections-table"]').hidden`)
+	waitEmptyAgain(b, "elections", electionRow("reports"))
 	b.screenshot("elections-6-empty-again.png")
 }
 
@@ -238,15 +172,8 @@ func elRevokeFromThePage(t *testing.T, b *browser) {
 // nothing makes the page scroll sideways.
 func TestElections_FitsAPhoneScreenInChromium(t *testing.T) {
 	s := testserver.Start(t)
-	b := startElectionsBrowser(t, s, 390, 844)
-	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
-	b.do("open the dashboard at 390×844", 30*time.Second,
-		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait),
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="elections-empty"]`)),
-	)
-	b.waitLive()
-	b.waitFor("no sideways scroll with the empty state", 5*time.Second, noOverflow)
+	b := startPanelBrowser(t, s, 390, 844, electionPath)
+	openOnAPhone(b, `[data-testid="elections-empty"]`)
 
 	long := strings.Repeat("very-long-election-name.", 5) + "end"
 	campaign(t, s, long, "a-candidate-with-a-long-name@build-host-17.example", `{"addr":"10.0.0.7:8080","zone":"eu-west-1c","build":"0123456789abcdef"}`)
@@ -255,7 +182,7 @@ func TestElections_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.do("open billing's candidates", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`tr[data-election="billing"] [data-testid="candidates-toggle"]`)))
 	b.waitFor("billing's empty line", 10*time.Second, `/No candidate/.test(document.querySelector('tbody[data-election="billing"] [data-testid="candidates-detail"]').textContent)`)
-	b.waitFor("no sideways scroll with leaders", 5*time.Second, noOverflow)
+	b.waitFor("no sideways scroll with leaders", 5*time.Second, noSidewaysScroll)
 	b.eval(`document.getElementById("elections").scrollIntoView()`)
 	b.screenshot("elections-phone.png")
 	b.check(false)

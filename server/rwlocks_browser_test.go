@@ -1,62 +1,37 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
-
-// startRWLocksBrowser is startBrowser for a page whose read/write locks
-// come and go: one whose last hold just ended answers
-// GET /v1/rwlocks/{name} with 404, which Chromium logs as an error.
-func startRWLocksBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
-	t.Helper()
-	tab := testbrowser.Start(t, testbrowser.WindowSize(width, height), testbrowser.Expected(func(e *log.Entry) bool {
-		if raceNotFound(e) {
-			return true
-		}
-		u, err := url.Parse(e.URL)
-		return err == nil && e.Source == log.EntrySourceNetwork && strings.Contains(e.Text, "404") && rwlockPath.MatchString(u.Path)
-	}))
-	return &browser{Tab: tab, t: t, s: s}
-}
 
 var rwlockPath = regexp.MustCompile(`^/v1/rwlocks/[^/]+$`)
 
 // rwRow is the row of the read/write lock name, or null.
-func rwRow(name string) string {
-	return fmt.Sprintf(`document.querySelector('[data-testid="rwlock-row"][data-rwlock=%q]')`, name)
-}
+func rwRow(name string) string { return thingRow("rwlock", name) }
 
 // rwCell is the text of the element testid in the tbody of name ("" for
 // none).
-func rwCell(name, testid string) string {
-	return fmt.Sprintf(`((document.querySelector('tbody[data-rwlock=%q] [data-testid=%q]') || {}).textContent || "")`, name, testid)
-}
+func rwCell(name, testid string) string { return thingCell("rwlock", name, testid) }
 
 // rwHoldRow is the row of the hold token of name, or null.
 func rwHoldRow(name string, token int64) string {
-	return fmt.Sprintf(`document.querySelector('[data-testid="rw-hold-row"][data-rwlock=%q][data-token="%d"]')`, name, token)
+	return holdRowOf("rw-hold-row", "rwlock", name, token)
 }
 
 // rwHoldCell is the text of the element testid in the row of the hold
 // ("" for no row).
 func rwHoldCell(name string, token int64, testid string) string {
-	return fmt.Sprintf(`(((%s || document.createElement("tr")).querySelector('[data-testid=%q]') || {}).textContent || "")`, rwHoldRow(name, token), testid)
+	return rowCell(rwHoldRow(name, token), testid)
 }
 
 // rwHolds are the holds of name as the page shows them, "owner:mode" in
@@ -81,35 +56,9 @@ func takeRW(t *testing.T, s *testserver.Server, name, mode, owner string) api.Ho
 // queueRW sends a waiting acquire of name in mode for owner and returns
 // once the lock lists it among its waiters; its hold comes on the
 // channel once granted (or the test ends).
-func queueRW(t *testing.T, s *testserver.Server, name, mode, owner string) <-chan waitingPermit {
+func queueRW(t *testing.T, s *testserver.Server, name, mode, owner string) <-chan waiting {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan waitingPermit, 1)
-	go func() {
-		r, err := s.Send(ctx, "POST", "/v1/rwlocks/"+name, fmt.Sprintf(`{"mode":%q,"owner":%q,"ttl":"60s","wait":"2m"}`, mode, owner))
-		done <- waitingPermit{r, err}
-	}()
-	t.Cleanup(cancel)
-	poll.Until(t, 10*time.Second, owner+" waiting for "+name, func() bool {
-		rw := testserver.WantJSON[api.RWLock](t, s.Do("GET", "/v1/rwlocks/"+name, ""), http.StatusOK)
-		return slices.ContainsFunc(rw.Waiters, func(w api.Waiter) bool { return w.Owner == owner })
-	})
-	return done
-}
-
-// granted is the hold a queued acquire was given, or fails the test.
-func granted(t *testing.T, who string, c <-chan waitingPermit) api.Hold {
-	t.Helper()
-	select {
-	case w := <-c:
-		if w.err != nil {
-			t.Fatalf("%s's acquire: %v", who, w.err)
-		}
-		return testserver.WantJSON[api.Hold](t, w.r, http.StatusCreated)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("%s's acquire was not answered", who)
-	}
-	return api.Hold{}
+	return queueHold(t, s, "/v1/rwlocks/"+name, fmt.Sprintf(`{"mode":%q,"owner":%q,"ttl":"60s","wait":"2m"}`, mode, owner), owner)
 }
 
 // TestRWLocks_ShowsHoldsAndWaitersLiveAndRevokesInChromium: with nothing
@@ -122,13 +71,8 @@ func granted(t *testing.T, who string, c <-chan waitingPermit) api.Hold {
 // reloads the page.
 func TestRWLocks_ShowsHoldsAndWaitersLiveAndRevokesInChromium(t *testing.T) {
 	s := testserver.Start(t)
-	b := startRWLocksBrowser(t, s, 1280, 900)
-	b.do("open the dashboard", 30*time.Second,
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="rwlocks-empty"]`)),
-	)
-	b.eval(`window.batonTestLoaded = true`)
-	b.waitLive()
+	b := startPanelBrowser(t, s, 1280, 900, rwlockPath)
+	openDashboard(b, `[data-testid="rwlocks-empty"]`)
 	curl := evalAs[string](b, `document.querySelector('[data-testid="rwlocks-empty-curl"]').textContent`)
 	if !strings.Contains(curl, "curl -s -X POST "+s.TS.URL+"/v1/rwlocks/my-first-rwlock") || !strings.Contains(curl, `"mode":"read"`) {
 		t.Errorf("the empty state's command %q does not take a read hold on this server (%s)", curl, s.TS.URL)
@@ -140,9 +84,7 @@ func TestRWLocks_ShowsHoldsAndWaitersLiveAndRevokesInChromium(t *testing.T) {
 	r3 := rwRevokeTheWriterFromThePage(t, b, w, reader)
 	rwSeeOddNamesAsText(t, b)
 	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/rwlocks/catalog?token=%d", r3.Token), ""), http.StatusNoContent)
-	b.waitFor("the empty state again", 10*time.Second, `!`+rwRow("catalog")+` &&
-		!document.querySelector('[data-testid="rwlocks-empty"]').hidden &&
-		document.querySelector('[data-testid="rwlocks-table"]').hidden`)
+	waitEmptyAgain(b, "rwlocks", rwRow("catalog"))
 	wantNoReload(t, b, "every change of a read/write lock must show live")
 	b.check(false)
 }
@@ -171,7 +113,7 @@ func rwSeeReadersArrive(t *testing.T, b *browser) (r1, r2 api.Hold) {
 // for the readers; r3, a reader coming after it, waits behind it. The
 // row names the line in order with modes, and opened, the list says
 // that r3 waits for w.
-func rwSeeAWriterBlockTheReaderBehind(t *testing.T, b *browser) (writer, reader <-chan waitingPermit) {
+func rwSeeAWriterBlockTheReaderBehind(t *testing.T, b *browser) (writer, reader <-chan waiting) {
 	t.Helper()
 	writer = queueRW(t, b.s, "catalog", "write", "w")
 	reader = queueRW(t, b.s, "catalog", "read", "r3")
@@ -195,7 +137,7 @@ func rwSeeAWriterBlockTheReaderBehind(t *testing.T, b *browser) (writer, reader 
 // rwSeeReleasesHandOverToTheWriter: r1 and r2 give their holds back over
 // HTTP; w gets the write hold, and the page shows catalog write-held by
 // w, with r3 alone in line.
-func rwSeeReleasesHandOverToTheWriter(t *testing.T, b *browser, r1, r2 api.Hold, writer <-chan waitingPermit) api.Hold {
+func rwSeeReleasesHandOverToTheWriter(t *testing.T, b *browser, r1, r2 api.Hold, writer <-chan waiting) api.Hold {
 	t.Helper()
 	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/rwlocks/catalog?token=%d", r1.Token), ""), http.StatusNoContent)
 	b.waitFor("r1's row gone, 1 reader", 10*time.Second, fmt.Sprintf(`!%s && %s === "1 reader"`, rwHoldRow("catalog", r1.Token), rwCell("catalog", "rw-mode")))
@@ -214,29 +156,15 @@ func rwSeeReleasesHandOverToTheWriter(t *testing.T, b *browser, r1, r2 api.Hold,
 // rwRevokeTheWriterFromThePage revokes w's write hold through the
 // dialog, with a reason; r3 is granted its read hold, the page shows it,
 // and the history has the revoke.
-func rwRevokeTheWriterFromThePage(t *testing.T, b *browser, w api.Hold, reader <-chan waitingPermit) api.Hold {
+func rwRevokeTheWriterFromThePage(t *testing.T, b *browser, w api.Hold, reader <-chan waiting) api.Hold {
 	t.Helper()
-	b.do("open the revoke dialog of w's hold", 10*time.Second,
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-rwlock="catalog"][data-token="%d"] [data-testid="rw-revoke"]`, w.Token))),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="revoke-reason"]`), "writer wedged"),
-	)
-	if name := evalAs[string](b, `document.querySelector('[data-testid="revoke-name"]').textContent`); name != "catalog" {
-		t.Errorf("the dialog names %q, want catalog", name)
-	}
-	says := evalAs[string](b, `document.querySelector('[data-testid="revoke-holder"]').textContent`)
+	says := openRevokeDialog(t, b, "w's hold", fmt.Sprintf(`tr[data-rwlock="catalog"][data-token="%d"] [data-testid="rw-revoke"]`, w.Token),
+		"writer wedged", "catalog")
 	if want := fmt.Sprintf("Write-held by w with token %d.", w.Token); says != want {
 		t.Errorf("the dialog says %q, want %q", says, want)
 	}
 	b.screenshot("rwlocks-4-revoke-dialog.png")
-	// Clicked from script, as the locks' revoke test does.
-	b.do("confirm the revoke", 10*time.Second,
-		chromedp.WaitEnabled(chromedp.CSS(`[data-testid="revoke-confirm"]`)),
-		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="revoke-confirm"]').click()`))
-	if err := b.Poll(15*time.Second, `!`+rwHoldRow("catalog", w.Token)+` && !document.querySelector('[data-testid="revoke-dialog"]').open`); err != nil {
-		b.Fail(fmt.Sprintf("w's row to go (dialog saying %q)",
-			evalAs[string](b, `document.querySelector('[data-testid="revoke-dialog"]').textContent.replace(/\s+/g, " ")`)), err)
-	}
+	confirmRevoke(b, "w", rwHoldRow("catalog", w.Token))
 	r3 := granted(t, "r3", reader)
 	b.waitFor("r3 reading, nobody waiting, and the revoke in the history with its reason", 10*time.Second, fmt.Sprintf(`%s === "1 reader" && %s === "r3:read" && %s === "none" && (() => {
 		const r = document.querySelector('[data-testid="history-row"][data-type="revoked"][data-kind="rwlock"][data-name="catalog"] [data-testid="history-name"]');
@@ -261,19 +189,9 @@ func rwSeeOddNamesAsText(t *testing.T, b *browser) {
 	// path for the name is one the API decodes back to it.
 	b.waitFor("the odd lock's rows", 10*time.Second, fmt.Sprintf(`%s === %q && %s === "write" && %s === "none"`,
 		rwHoldCell(odd, h.Token, "rw-owner"), oddOwner, rwCell(odd, "rw-mode"), rwCell(odd, "rw-waiters-count")))
-	if name := evalAs[string](b, rwRow(odd)+`.querySelector(".name").textContent`); name != odd {
-		t.Errorf("the odd lock's name reads %q, want %q", name, odd)
-	}
-	if n := evalAs[int](b, `document.querySelectorAll('[data-testid="rwlocks-table"] img').length`); n != 0 {
-		t.Errorf("the owner's markup made %d img elements in the table, want none", n)
-	}
-	if evalAs[bool](b, `window.batonPwned === 1`) {
-		t.Errorf("the owner's markup ran as script")
-	}
-	label := evalAs[string](b, rwHoldRow(odd, h.Token)+`.querySelector('[data-testid="rw-revoke"]').getAttribute("aria-label")`)
-	if want := fmt.Sprintf("Revoke the write hold of %s on %s (token %d)", oddOwner, odd, h.Token); label != want {
-		t.Errorf("the Revoke button's label is %q, want %q", label, want)
-	}
+	wantAsText(t, b, "lock", rwRow(odd), odd, "rwlocks-table")
+	wantLabel(t, b, rwHoldRow(odd, h.Token)+`.querySelector('[data-testid="rw-revoke"]')`,
+		fmt.Sprintf("Revoke the write hold of %s on %s (token %d)", oddOwner, odd, h.Token))
 	b.screenshot("rwlocks-6-odd-names.png")
 	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/rwlocks/%s?token=%d", odd, h.Token), ""), http.StatusNoContent)
 	b.waitFor("the odd lock gone", 10*time.Second, `!`+rwRow(odd))
@@ -286,15 +204,8 @@ func rwSeeOddNamesAsText(t *testing.T, b *browser) {
 // given back meanwhile, it says so and revokes nothing.
 func TestRWLocks_FitsAPhoneScreenInChromium(t *testing.T) {
 	s := testserver.Start(t)
-	b := startRWLocksBrowser(t, s, 390, 844)
-	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
-	b.do("open the dashboard at 390×844", 30*time.Second,
-		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait),
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="rwlocks-empty"]`)),
-	)
-	b.waitLive()
-	b.waitFor("no sideways scroll with the empty state", 5*time.Second, noOverflow)
+	b := startPanelBrowser(t, s, 390, 844, rwlockPath)
+	openOnAPhone(b, `[data-testid="rwlocks-empty"]`)
 
 	long := strings.Repeat("very-long-rwlock-name.", 5) + "end"
 	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"r2","ttl":"30s"}`), http.StatusCreated)
@@ -306,24 +217,12 @@ func TestRWLocks_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.do("open the waiters", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`[data-testid="rwlock-row"] [data-testid="rw-waiters-toggle"]`)))
 	b.waitFor("the writer listed", 10*time.Second, `document.querySelector('[data-testid="rw-waiter"][data-mode="write"]')`)
-	b.waitFor("no sideways scroll with holds and a waiter", 5*time.Second, noOverflow)
+	b.waitFor("no sideways scroll with holds and a waiter", 5*time.Second, noSidewaysScroll)
 	b.eval(`document.getElementById("rwlocks").scrollIntoView()`)
 	b.screenshot("rwlocks-phone.png")
 
-	b.do("open the revoke dialog", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="rw-hold-row"][data-owner="r2"] [data-testid="rw-revoke"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
-	)
-	b.waitFor("the dialog inside the screen", 5*time.Second, `(() => {
-		const r = document.querySelector('[data-testid="revoke-dialog"]').getBoundingClientRect();
-		return r.left >= 0 && r.right <= window.innerWidth;
-	})()`)
-	b.screenshot("rwlocks-phone-revoke-dialog.png")
-
-	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/rwlocks/%s?token=%d", long, r2.Token), ""), http.StatusNoContent)
-	b.waitFor("the dialog to say the hold ended", 10*time.Second, `
-		/This hold has just ended \(released\)/.test(document.querySelector('[data-testid="revoke-error"]').textContent) &&
-		document.querySelector('[data-testid="revoke-confirm"]').disabled`)
+	seeTheDialogFitAndItsHoldEnd(t, b, `[data-testid="rw-hold-row"][data-owner="r2"] [data-testid="rw-revoke"]`, "rwlocks-phone-revoke-dialog.png",
+		fmt.Sprintf("/v1/rwlocks/%s?token=%d", long, r2.Token), "hold")
 	b.do("close the dialog", 5*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="revoke-cancel"]`)))
 	rw := testserver.WantJSON[api.RWLock](t, s.Do("GET", "/v1/rwlocks/"+long, ""), http.StatusOK)
 	if rw.Mode != "read" || len(rw.Holders) != 1 || len(rw.Waiters) != 1 {

@@ -1,63 +1,37 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
-
-// startSemaphoresBrowser is startBrowser for a page whose semaphores come
-// and go: a semaphore whose last permit just ended answers
-// GET /v1/semaphores/{name} with 404, which Chromium logs as an error, as
-// it does for a lock.
-func startSemaphoresBrowser(t *testing.T, s *testserver.Server, width, height int) *browser {
-	t.Helper()
-	tab := testbrowser.Start(t, testbrowser.WindowSize(width, height), testbrowser.Expected(func(e *log.Entry) bool {
-		if raceNotFound(e) {
-			return true
-		}
-		u, err := url.Parse(e.URL)
-		return err == nil && e.Source == log.EntrySourceNetwork && strings.Contains(e.Text, "404") && semaphorePath.MatchString(u.Path)
-	}))
-	return &browser{Tab: tab, t: t, s: s}
-}
 
 var semaphorePath = regexp.MustCompile(`^/v1/semaphores/[^/]+$`)
 
 // semRow is the row of the semaphore name, or null.
-func semRow(name string) string {
-	return fmt.Sprintf(`document.querySelector('[data-testid="semaphore-row"][data-semaphore=%q]')`, name)
-}
+func semRow(name string) string { return thingRow("semaphore", name) }
 
 // semCell is the text of the element testid in the tbody of name ("" for
 // none).
-func semCell(name, testid string) string {
-	return fmt.Sprintf(`((document.querySelector('tbody[data-semaphore=%q] [data-testid=%q]') || {}).textContent || "")`, name, testid)
-}
+func semCell(name, testid string) string { return thingCell("semaphore", name, testid) }
 
 // permitRow is the row of the permit token of name, or null.
 func permitRow(name string, token int64) string {
-	return fmt.Sprintf(`document.querySelector('[data-testid="permit-row"][data-semaphore=%q][data-token="%d"]')`, name, token)
+	return holdRowOf("permit-row", "semaphore", name, token)
 }
 
 // permitCell is the text of the element testid in the row of the permit
 // ("" for no row).
 func permitCell(name string, token int64, testid string) string {
-	return fmt.Sprintf(`(((%s || document.createElement("tr")).querySelector('[data-testid=%q]') || {}).textContent || "")`, permitRow(name, token), testid)
+	return rowCell(permitRow(name, token), testid)
 }
 
 // permitOwners are the owners of the permit rows of name, in page order.
@@ -73,29 +47,12 @@ func takePermit(t *testing.T, s *testserver.Server, name, owner string, limit in
 		fmt.Sprintf(`{"limit":%d,"owner":%q,"ttl":"60s"}`, limit, owner)), http.StatusCreated)
 }
 
-// waitingPermit is the answer to a waiting acquire, once it has one.
-type waitingPermit struct {
-	r   *testserver.Response
-	err error
-}
-
 // queuePermit sends a waiting acquire of name for owner and returns once
 // the semaphore lists it among its waiters; its answer comes on the
 // channel once it has a permit (or the test ends).
-func queuePermit(t *testing.T, s *testserver.Server, name, owner string, limit int) <-chan waitingPermit {
+func queuePermit(t *testing.T, s *testserver.Server, name, owner string, limit int) <-chan waiting {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan waitingPermit, 1)
-	go func() {
-		r, err := s.Send(ctx, "POST", "/v1/semaphores/"+name, fmt.Sprintf(`{"limit":%d,"owner":%q,"ttl":"60s","wait":"2m"}`, limit, owner))
-		done <- waitingPermit{r, err}
-	}()
-	t.Cleanup(cancel)
-	poll.Until(t, 10*time.Second, owner+" waiting for "+name, func() bool {
-		sem := testserver.WantJSON[api.Semaphore](t, s.Do("GET", "/v1/semaphores/"+name, ""), http.StatusOK)
-		return slices.ContainsFunc(sem.Waiters, func(w api.Waiter) bool { return w.Owner == owner })
-	})
-	return done
+	return queueHold(t, s, "/v1/semaphores/"+name, fmt.Sprintf(`{"limit":%d,"owner":%q,"ttl":"60s","wait":"2m"}`, limit, owner), owner)
 }
 
 // TestSemaphores_ShowsPermitsLiveAndRevokesInChromium: with no permit
@@ -107,13 +64,8 @@ func queuePermit(t *testing.T, s *testserver.Server, name, owner string, limit i
 // names and owners show as text. None of it reloads the page.
 func TestSemaphores_ShowsPermitsLiveAndRevokesInChromium(t *testing.T) {
 	s := testserver.Start(t)
-	b := startSemaphoresBrowser(t, s, 1280, 900)
-	b.do("open the dashboard", 30*time.Second,
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="semaphores-empty"]`)),
-	)
-	b.eval(`window.batonTestLoaded = true`)
-	b.waitLive()
+	b := startPanelBrowser(t, s, 1280, 900, semaphorePath)
+	openDashboard(b, `[data-testid="semaphores-empty"]`)
 	curl := evalAs[string](b, `document.querySelector('[data-testid="semaphores-empty-curl"]').textContent`)
 	if !strings.Contains(curl, "curl -s -X POST "+s.TS.URL+"/v1/semaphores/my-first-semaphore") || !strings.Contains(curl, `"limit":3`) {
 		t.Errorf("the empty state's command %q does not take a permit on this server (%s)", curl, s.TS.URL)
@@ -127,9 +79,7 @@ func TestSemaphores_ShowsPermitsLiveAndRevokesInChromium(t *testing.T) {
 	semRevokeFromThePage(t, b, w3)
 	semSeeOddNamesAsText(t, b)
 	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/semaphores/heavy-jobs?token=%d", w4.Token), ""), http.StatusNoContent)
-	b.waitFor("the empty state again", 10*time.Second, `!`+semRow("heavy-jobs")+` &&
-		!document.querySelector('[data-testid="semaphores-empty"]').hidden &&
-		document.querySelector('[data-testid="semaphores-table"]').hidden`)
+	waitEmptyAgain(b, "semaphores", semRow("heavy-jobs"))
 	wantNoReload(t, b, "every change of a semaphore must show live")
 	b.check(false)
 }
@@ -164,7 +114,7 @@ func semSeePermitsArrive(t *testing.T, b *browser) (w1, w2 api.Hold) {
 
 // semSeeAWaiter: w3 takes the last permit (3/3, marked full) and w4
 // waits; the row counts w4 and, opened, lists it first in line.
-func semSeeAWaiter(t *testing.T, b *browser) (api.Hold, <-chan waitingPermit) {
+func semSeeAWaiter(t *testing.T, b *browser) (api.Hold, <-chan waiting) {
 	t.Helper()
 	w3 := takePermit(t, b.s, "heavy-jobs", "w3", 3)
 	b.waitFor("heavy-jobs full", 10*time.Second, semCell("heavy-jobs", "held")+` === "3/3" && `+
@@ -192,19 +142,10 @@ func semSeeAWaiter(t *testing.T, b *browser) (api.Hold, <-chan waitingPermit) {
 // semSeeAReleaseHandOver: w1 gives its permit back over HTTP; w4, first
 // in line, gets one, and the page shows w1's row go and w4's come, still
 // 3/3, with nobody left in line.
-func semSeeAReleaseHandOver(t *testing.T, b *browser, w1 api.Hold, handed <-chan waitingPermit) api.Hold {
+func semSeeAReleaseHandOver(t *testing.T, b *browser, w1 api.Hold, handed <-chan waiting) api.Hold {
 	t.Helper()
 	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/semaphores/heavy-jobs?token=%d", w1.Token), ""), http.StatusNoContent)
-	var w4 api.Hold
-	select {
-	case c := <-handed:
-		if c.err != nil {
-			t.Fatalf("w4's acquire: %v", c.err)
-		}
-		w4 = testserver.WantJSON[api.Hold](t, c.r, http.StatusCreated)
-	case <-time.After(15 * time.Second):
-		t.Fatal("w4's acquire was not answered after w1 released")
-	}
+	w4 := granted(t, "w4", handed)
 	b.waitFor("w4's permit in w1's place, nobody waiting", 10*time.Second, fmt.Sprintf(`!%s && %s === "w4" && %s === "3/3" && %s === "none" &&
 		/Nobody is waiting/.test(document.querySelector('tbody[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-detail"]').textContent)`,
 		permitRow("heavy-jobs", w1.Token), permitCell("heavy-jobs", w4.Token, "permit-owner"), semCell("heavy-jobs", "held"),
@@ -226,28 +167,13 @@ func semSeeARevokeElsewhere(t *testing.T, b *browser, w2 api.Hold) {
 // reason; its row goes, w4's stays, and the history has the revoke.
 func semRevokeFromThePage(t *testing.T, b *browser, w3 api.Hold) {
 	t.Helper()
-	b.do("open the revoke dialog of w3's permit", 10*time.Second,
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-semaphore="heavy-jobs"][data-token="%d"] [data-testid="permit-revoke"]`, w3.Token))),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="revoke-reason"]`), "stuck render job"),
-	)
-	if name := evalAs[string](b, `document.querySelector('[data-testid="revoke-name"]').textContent`); name != "heavy-jobs" {
-		t.Errorf("the dialog names %q, want heavy-jobs", name)
-	}
-	says := evalAs[string](b, `document.querySelector('[data-testid="revoke-holder"]').textContent`)
+	says := openRevokeDialog(t, b, "w3's permit", fmt.Sprintf(`tr[data-semaphore="heavy-jobs"][data-token="%d"] [data-testid="permit-revoke"]`, w3.Token),
+		"stuck render job", "heavy-jobs")
 	if !strings.Contains(says, "w3") || !strings.Contains(says, fmt.Sprint(w3.Token)) || !strings.Contains(says, "one of 3 permits") {
 		t.Errorf("the dialog says %q, want the holder w3, its token %d and the limit", says, w3.Token)
 	}
 	b.screenshot("semaphores-4-revoke-dialog.png")
-	// Clicked from script, as the locks' revoke test does.
-	b.do("confirm the revoke", 10*time.Second,
-		chromedp.WaitEnabled(chromedp.CSS(`[data-testid="revoke-confirm"]`)),
-		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="revoke-confirm"]').click()`))
-	if err := b.Poll(15*time.Second, `!`+permitRow("heavy-jobs", w3.Token)+` && !document.querySelector('[data-testid="revoke-dialog"]').open`); err != nil {
-		b.Fail(fmt.Sprintf("w3's row to go (dialog open %v, saying %q)",
-			evalAs[bool](b, `document.querySelector('[data-testid="revoke-dialog"]').open`),
-			evalAs[string](b, `document.querySelector('[data-testid="revoke-dialog"]').textContent.replace(/\s+/g, " ")`)), err)
-	}
+	confirmRevoke(b, "w3", permitRow("heavy-jobs", w3.Token))
 	sem := testserver.WantJSON[api.Semaphore](t, b.s.Do("GET", "/v1/semaphores/heavy-jobs", ""), http.StatusOK)
 	if len(sem.Holders) != 1 || sem.Holders[0].Owner != "w4" {
 		t.Errorf("after the revoke heavy-jobs is held by %+v, want w4's permit only", sem.Holders)
@@ -263,9 +189,6 @@ func semRevokeFromThePage(t *testing.T, b *browser, w3 api.Hold) {
 	b.screenshot("semaphores-5-revoked.png")
 }
 
-// oddOwner would run script if the page parsed it as HTML.
-const oddOwner = `<img src=x onerror="window.batonPwned=1">&amp; "w"`
-
 // semSeeOddNamesAsText: a semaphore whose name has every kind of
 // character a name may have, held by an owner that is markup, shows both
 // as the text they are, and its permit's Revoke button names them.
@@ -277,19 +200,9 @@ func semSeeOddNamesAsText(t *testing.T, b *browser) {
 	// page's path for the name is one the API decodes back to it.
 	b.waitFor("the odd semaphore's rows", 10*time.Second, fmt.Sprintf(`%s === %q && %s === "1/2" && %s === "none"`,
 		permitCell(odd, p.Token, "permit-owner"), oddOwner, semCell(odd, "held"), semCell(odd, "sem-waiters-count")))
-	if name := evalAs[string](b, semRow(odd)+`.querySelector(".name").textContent`); name != odd {
-		t.Errorf("the odd semaphore's name reads %q, want %q", name, odd)
-	}
-	if n := evalAs[int](b, `document.querySelectorAll('[data-testid="semaphores-table"] img').length`); n != 0 {
-		t.Errorf("the owner's markup made %d img elements in the table, want none", n)
-	}
-	if evalAs[bool](b, `window.batonPwned === 1`) {
-		t.Errorf("the owner's markup ran as script")
-	}
-	label := evalAs[string](b, permitRow(odd, p.Token)+`.querySelector('[data-testid="permit-revoke"]').getAttribute("aria-label")`)
-	if want := fmt.Sprintf("Revoke the permit of %s on %s (token %d)", oddOwner, odd, p.Token); label != want {
-		t.Errorf("the Revoke button's label is %q, want %q", label, want)
-	}
+	wantAsText(t, b, "semaphore", semRow(odd), odd, "semaphores-table")
+	wantLabel(t, b, permitRow(odd, p.Token)+`.querySelector('[data-testid="permit-revoke"]')`,
+		fmt.Sprintf("Revoke the permit of %s on %s (token %d)", oddOwner, odd, p.Token))
 	b.screenshot("semaphores-6-odd-names.png")
 	testserver.WantStatus(t, b.s.Do("DELETE", fmt.Sprintf("/v1/semaphores/%s?token=%d", odd, p.Token), ""), http.StatusNoContent)
 	b.waitFor("the odd semaphore gone", 10*time.Second, `!`+semRow(odd))
@@ -302,15 +215,8 @@ func semSeeOddNamesAsText(t *testing.T, b *browser) {
 // is given back meanwhile, it says so and revokes nothing.
 func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
 	s := testserver.Start(t)
-	b := startSemaphoresBrowser(t, s, 390, 844)
-	noOverflow := `document.documentElement.scrollWidth <= window.innerWidth`
-	b.do("open the dashboard at 390×844", 30*time.Second,
-		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait),
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="semaphores-empty"]`)),
-	)
-	b.waitLive()
-	b.waitFor("no sideways scroll with the empty state", 5*time.Second, noOverflow)
+	b := startPanelBrowser(t, s, 390, 844, semaphorePath)
+	openOnAPhone(b, `[data-testid="semaphores-empty"]`)
 
 	long := strings.Repeat("very-long-semaphore-name.", 5) + "end"
 	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"w2","ttl":"30s"}`), http.StatusCreated)
@@ -322,33 +228,13 @@ func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.do("open the waiters", 10*time.Second,
 		chromedp.Click(chromedp.CSS(`[data-testid="semaphore-row"] [data-testid="sem-waiters-toggle"]`)))
 	b.waitFor("the waiter listed", 10*time.Second, `document.querySelector('[data-testid="sem-waiter"][data-owner="w3"]')`)
-	b.waitFor("no sideways scroll with permits and a waiter", 5*time.Second, noOverflow)
+	b.waitFor("no sideways scroll with permits and a waiter", 5*time.Second, noSidewaysScroll)
 	b.eval(`document.getElementById("semaphores").scrollIntoView()`)
 	b.screenshot("semaphores-phone.png")
 
-	b.do("open the revoke dialog", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="permit-row"][data-owner="w2"] [data-testid="permit-revoke"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
-	)
-	b.waitFor("the dialog inside the screen", 5*time.Second, `(() => {
-		const r = document.querySelector('[data-testid="revoke-dialog"]').getBoundingClientRect();
-		return r.left >= 0 && r.right <= window.innerWidth;
-	})()`)
-	b.screenshot("semaphores-phone-revoke-dialog.png")
-
-	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/semaphores/%s?token=%d", long, w2.Token), ""), http.StatusNoContent)
-	b.waitFor("the dialog to say the permit ended", 10*time.Second, `
-		/This permit has just ended \(released\)/.test(document.querySelector('[data-testid="revoke-error"]').textContent) &&
-		document.querySelector('[data-testid="revoke-confirm"]').disabled`)
-	select {
-	case c := <-handed:
-		if c.err != nil {
-			t.Fatalf("w3's acquire: %v", c.err)
-		}
-		testserver.WantStatus(t, c.r, http.StatusCreated)
-	case <-time.After(15 * time.Second):
-		t.Fatal("w3's acquire was not answered after w2 gave its permit back")
-	}
+	seeTheDialogFitAndItsHoldEnd(t, b, `[data-testid="permit-row"][data-owner="w2"] [data-testid="permit-revoke"]`, "semaphores-phone-revoke-dialog.png",
+		fmt.Sprintf("/v1/semaphores/%s?token=%d", long, w2.Token), "permit")
+	granted(t, "w3", handed)
 	b.waitFor("w3's permit in w2's place", 10*time.Second, `document.querySelector('[data-testid="permit-row"][data-owner="w3"]') &&
 		!document.querySelector('[data-testid="permit-row"][data-owner="w2"]')`)
 	b.check(false)

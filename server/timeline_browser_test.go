@@ -79,12 +79,7 @@ func TestTimeline_DrawsHoldsWaitsAndTheBusiestLocksInChromium(t *testing.T) {
 	s := testserver.Start(t)
 	holds := tlMakeHolds(t, s)
 	b := startBrowser(t, s, 1280, 900)
-	b.do("open the dashboard", 30*time.Second,
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="timeline-svg"] [data-testid="tl-row"]`)),
-	)
-	b.eval(`window.batonTestLoaded = true`)
-	b.waitLive()
+	openDashboard(b, `[data-testid="timeline-svg"] [data-testid="tl-row"]`)
 	tlSeeTheHolds(t, b, holds)
 	tlSeeTheBusiestLocks(t, b)
 	tlZoomIn(t, b)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -85,12 +84,7 @@ func TestTimeline_DrawsSemaphoresAndReadWriteLocksInChromium(t *testing.T) {
 	r1 := tkAcquire(t, s, "rwlock", "tk-cat", "r1", `"mode":"read"`)
 	r2 := tkAcquire(t, s, "rwlock", "tk-cat", "r2", `"mode":"read"`)
 	b := startBrowser(t, s, 1280, 900)
-	b.do("open the dashboard", 30*time.Second,
-		chromedp.Navigate(s.TS.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="timeline-svg"] [data-testid="tl-row"]`)),
-	)
-	b.eval(`window.batonTestLoaded = true`)
-	b.waitLive()
+	openDashboard(b, `[data-testid="timeline-svg"] [data-testid="tl-row"]`)
 	tkSeeTwoPermitsInTwoLanes(t, b, p1, p2)
 	tkSeeTheModes(t, b, w, r1, r2)
 	p3 := tkSeeARevokeAndAWait(t, b, p2)
@@ -163,26 +157,13 @@ func tkSeeTheModes(t *testing.T, b *browser, w, r1, r2 tkHold) {
 func tkSeeARevokeAndAWait(t *testing.T, b *browser, p2 tkHold) tkHold {
 	t.Helper()
 	s := b.s
-	type answer struct {
-		r   *testserver.Response
-		err error
-	}
-	granted := make(chan answer, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // a test failing before the grant ends the waiting acquire
-	go func() {
-		r, err := s.Send(ctx, "POST", "/v1/semaphores/tk-jobs", `{"limit":2,"owner":"p3","ttl":"60s","wait":"30s"}`)
-		granted <- answer{r, err}
-	}()
+	// A test failing before the grant ends the waiting acquire.
+	waited := sendWaiting(t, s, "/v1/semaphores/tk-jobs", `{"limit":2,"owner":"p3","ttl":"60s","wait":"30s"}`)
 	poll.Until(t, 10*time.Second, "p3 in the queue of tk-jobs", func() bool {
 		return len(testserver.WantJSON[api.Semaphore](t, s.Do("GET", "/v1/semaphores/tk-jobs", ""), http.StatusOK).Waiters) == 1
 	})
 	testserver.WantStatus(t, s.Do("POST", "/v1/semaphores/tk-jobs/revoke", fmt.Sprintf(`{"token":%d,"reason":"stuck in a test"}`, p2.token)), http.StatusNoContent)
-	got := <-granted
-	if got.err != nil {
-		t.Fatalf("p3's waiting acquire of tk-jobs: %v", got.err)
-	}
-	h := testserver.WantJSON[api.Hold](t, got.r, http.StatusCreated)
+	h := testserver.WantJSON[api.Hold](t, answered(t, "p3's waiting acquire of tk-jobs", waited), http.StatusCreated)
 	p3 := tkHold{kind: "semaphore", name: "tk-jobs", owner: "p3", token: h.Token}
 	b.waitFor("p2's bar ended by the revoke, marked", 10*time.Second,
 		fmt.Sprintf(`(() => { const g = %s; return g && g.dataset.end === "revoked" && g.querySelector('.tl-revoked[data-testid="tl-mark"]'); })()`, tkBar(p2)))
