@@ -47,7 +47,7 @@ func toRWLock(rw *lock.RWLock) *RWLock {
 //	@Summary		Take a read or write hold of a read/write lock
 //	@ID				acquireRW
 //	@Description	Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-//	@Description	Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+//	@Description	Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 //	@Tags			rwlocks
 //	@Accept			json
 //	@Produce		json

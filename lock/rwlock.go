@@ -22,12 +22,14 @@ const MaxReaders = 10000
 // A read/write lock is a thing with seats (kinds.go): a writer's seat and
 // readers' seats, each hold of the engine in its own, with its own
 // token, lease (or session), audit records and expiry. Every acquire,
-// reader's or writer's, waits in the lock's one queue, so it is served
-// strictly first come, first served: a direct acquire never passes a
-// waiter (acquireCmps), so a reader that comes while a writer waits
-// queues behind it, and writers never starve. Readers next to each
-// other at the head are granted together, by the writer's release
-// (handover.go). What a seat's acquire requires (seatCmps):
+// reader's or writer's, waits in the lock's one queue, in order of
+// arrival: a writer behind every entry older than its own, a reader
+// behind the writers' (seats.go), and a direct acquire never passes
+// either (acquireCmps). So a reader that comes while a writer waits
+// queues behind it, and writers never starve; and the readers between
+// two writers in line are granted together when the writer ahead of
+// them releases: the release grants the first (handover.go), the others
+// take their seats at once. What a seat's acquire requires (seatCmps):
 //
 //	a read hold    no writer's seat held, and a reader's seat free
 //	a write hold   no seat held at all

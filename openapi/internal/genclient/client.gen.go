@@ -1507,7 +1507,7 @@ type ClientInterface interface {
 	// AcquireRWWithBody Take a read or write hold of a read/write lock
 	//
 	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1517,7 +1517,7 @@ type ClientInterface interface {
 	// AcquireRW Take a read or write hold of a read/write lock
 	//
 	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2345,7 +2345,7 @@ func (c *Client) GetRWLock(ctx context.Context, name string, reqEditors ...Reque
 // AcquireRWWithBody Take a read or write hold of a read/write lock
 //
 // Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2365,7 +2365,7 @@ func (c *Client) AcquireRWWithBody(ctx context.Context, name string, contentType
 // AcquireRW Take a read or write hold of a read/write lock
 //
 // Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5265,7 +5265,7 @@ type ClientWithResponsesInterface interface {
 	// AcquireRWWithBodyWithResponse Take a read or write hold of a read/write lock
 	//
 	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5275,7 +5275,7 @@ type ClientWithResponsesInterface interface {
 	// AcquireRWWithResponse Take a read or write hold of a read/write lock
 	//
 	// Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+	// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10409,7 +10409,7 @@ func (c *ClientWithResponses) GetRWLockWithResponse(ctx context.Context, name st
 // AcquireRWWithBodyWithResponse Take a read or write hold of a read/write lock
 //
 // Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10425,7 +10425,7 @@ func (c *ClientWithResponses) AcquireRWWithBodyWithResponse(ctx context.Context,
 // AcquireRWWithResponse Take a read or write hold of a read/write lock
 //
 // Readers share the lock; a writer excludes everyone. Every hold has its own fencing token (from the same sequence as lock tokens), and a write hold's token is greater than the token of every hold that ended before it was granted; fenced writes may name `rwlock` to require exactly this write hold.
-// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and readers next to each other at the head of the queue are granted together (each with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
+// Strictly first come, first served across every node: a reader that comes while a writer waits queues behind it, so writers never starve, and the readers between two writers in line are granted together when the writer ahead of them releases (each in a transaction of its own, with its own token). With `wait`, the request waits in line for up to that long (at most 5m); without it, a lock held in the way answers 409 at once. `ttl` and `session` are as for locks. A write hold in a session that holds the write hold already answers 200 with it; every read request takes a hold of its own.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
