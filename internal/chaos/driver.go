@@ -146,12 +146,7 @@ func (d *Driver) Acquire(ctx context.Context, lock, owner string) Op {
 // AcquireWaiting asks for lock, waiting in its queue for up to wait (0:
 // not at all).
 func (d *Driver) AcquireWaiting(ctx context.Context, lock, owner string, wait time.Duration) Op {
-	body := map[string]any{"owner": owner, "ttl": d.TTL.String()}
-	in := Op{Kind: Acquire, Lock: lock, Owner: owner}
-	if wait > 0 {
-		body["wait"], in.Wait = wait.String(), wait.String()
-	}
-	op, b := d.do(ctx, in, http.MethodPost, "/v1/locks/"+url.PathEscape(lock), body)
+	op, b := d.acquireAt(ctx, Op{Kind: Acquire, Lock: lock, Owner: owner}, lockPath(lock), map[string]any{}, "owner", wait)
 	op = classify(op, "lock_held")
 	if op.Result == OK {
 		var l struct {
@@ -165,23 +160,22 @@ func (d *Driver) AcquireWaiting(ctx context.Context, lock, owner string, wait ti
 	return d.H.Add(op)
 }
 
+func lockPath(lock string) string { return "/v1/locks/" + url.PathEscape(lock) }
+
 // Renew extends the hold with token.
 func (d *Driver) Renew(ctx context.Context, lock string, token int64) Op {
-	op, _ := d.do(ctx, Op{Kind: Renew, Lock: lock, Token: token}, http.MethodPost,
-		"/v1/locks/"+url.PathEscape(lock)+"/renew", map[string]any{"token": token})
+	op, _ := d.renewAt(ctx, Op{Kind: Renew, Lock: lock, Token: token}, lockPath(lock))
 	return d.H.Add(classify(op, "not_held", "token_mismatch"))
 }
 
 // Release ends the hold with token.
 func (d *Driver) Release(ctx context.Context, lock string, token int64) Op {
-	op, _ := d.do(ctx, Op{Kind: Release, Lock: lock, Token: token}, http.MethodDelete,
-		fmt.Sprintf("/v1/locks/%s?token=%d", url.PathEscape(lock), token), nil)
-	return d.H.Add(classify(op, "not_held", "token_mismatch"))
+	return d.endAt(ctx, Op{Kind: Release, Lock: lock, Token: token}, lockPath(lock), "not_held", "token_mismatch")
 }
 
 // Get reads the holder; Rejected means the lock is free.
 func (d *Driver) Get(ctx context.Context, lock string) Op {
-	op, b := d.do(ctx, Op{Kind: Get, Lock: lock}, http.MethodGet, "/v1/locks/"+url.PathEscape(lock), nil)
+	op, b := d.do(ctx, Op{Kind: Get, Lock: lock}, http.MethodGet, lockPath(lock), nil)
 	op = classify(op, "not_held", "not_found")
 	if op.Result == OK {
 		var l struct {

@@ -44,13 +44,8 @@ func electionPath(election, rest string) string {
 // to wait (0: refused at once while someone leads). On OK, op.OutToken and
 // op.OutTerm are the leadership's.
 func (d *Driver) Campaign(ctx context.Context, election, candidate, value string, wait time.Duration) Op {
-	op := Op{Kind: Campaign, Election: election, Owner: candidate, Value: value}
-	body := map[string]any{"candidate": candidate, "value": value, "ttl": d.TTL.String()}
-	if wait > 0 {
-		op.Wait = wait.String()
-		body["wait"] = op.Wait
-	}
-	op, b := d.do(ctx, op, http.MethodPost, electionPath(election, "/campaign"), body)
+	op, b := d.acquireAt(ctx, Op{Kind: Campaign, Election: election, Owner: candidate, Value: value},
+		electionPath(election, "/campaign"), map[string]any{"value": value}, "candidate", wait)
 	return d.H.Add(leaderOut(classify(op, "election_held"), b))
 }
 
@@ -63,16 +58,13 @@ func (d *Driver) Proclaim(ctx context.Context, election string, token int64, val
 
 // RenewLeader extends the leadership of token.
 func (d *Driver) RenewLeader(ctx context.Context, election string, token int64) Op {
-	op, b := d.do(ctx, Op{Kind: RenewLeader, Election: election, Token: token}, http.MethodPost,
-		electionPath(election, "/renew"), map[string]any{"token": token})
+	op, b := d.renewAt(ctx, Op{Kind: RenewLeader, Election: election, Token: token}, electionPath(election, ""))
 	return d.H.Add(leaderOut(classify(op, "no_leader", "token_mismatch"), b))
 }
 
 // Resign ends the leadership of token.
 func (d *Driver) Resign(ctx context.Context, election string, token int64) Op {
-	op, _ := d.do(ctx, Op{Kind: Resign, Election: election, Token: token}, http.MethodDelete,
-		fmt.Sprintf("%s?token=%d", electionPath(election, "/leader"), token), nil)
-	return d.H.Add(classify(op, "no_leader", "token_mismatch"))
+	return d.endAt(ctx, Op{Kind: Resign, Election: election, Token: token}, electionPath(election, "/leader"), "no_leader", "token_mismatch")
 }
 
 // Leader reads who leads election; Rejected means nobody does.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 )
 
@@ -14,78 +13,26 @@ func rwlockPath(rwlock, rest string) string {
 	return "/v1/rwlocks/" + url.PathEscape(rwlock) + rest
 }
 
-// rwHoldAnswer is the part of a Hold the rw ops record.
-type rwHoldAnswer struct {
-	Token int64  `json:"token"`
-	Mode  string `json:"mode"`
-}
-
-// rwHoldOut fills op.OutToken from a Hold answer b, whose mode must be the
-// one asked for (on an acquire). An OK without a token is not a Hold: its
-// effect is unknown, and the checker reports the op.
-func rwHoldOut(op Op, b []byte) Op {
-	if op.Result != OK {
-		return op
-	}
-	var h rwHoldAnswer
-	if err := json.Unmarshal(b, &h); err != nil || h.Token == 0 || (op.Mode != "" && h.Mode != op.Mode) {
-		op.Result, op.Err = Unknown, fmt.Sprintf("%s answer %q is not a %s Hold", op.Kind, b, op.Mode)
-		return op
-	}
-	op.OutToken = h.Token
-	return op
-}
-
-// rwHolders are the tokens of hs, ascending, and their mode ("mixed" if
-// they disagree, which RWLockModel refuses).
-func rwHolders(hs []rwHoldAnswer) (tokens []int64, mode string) {
-	for _, h := range hs {
-		tokens = append(tokens, h.Token)
-		if mode != "" && mode != h.Mode {
-			mode = "mixed"
-		} else if mode == "" {
-			mode = h.Mode
-		}
-	}
-	slices.Sort(tokens)
-	return tokens, mode
-}
-
 // AcquireRW asks for a hold of rwlock in mode ("read" or "write"),
 // waiting in line for up to wait (0: refused at once while a hold or a
 // waiter is in the way). On OK, op.OutToken is the hold's token; refused,
 // op.OutTokens and op.OutMode are the holders the answer shows.
 func (d *Driver) AcquireRW(ctx context.Context, rwlock, owner, mode string, wait time.Duration) Op {
-	op := Op{Kind: RWAcquire, RWLock: rwlock, Owner: owner, Mode: mode}
-	body := map[string]any{"mode": mode, "owner": owner, "ttl": d.TTL.String()}
-	if wait > 0 {
-		op.Wait = wait.String()
-		body["wait"] = op.Wait
-	}
-	op, b := d.do(ctx, op, http.MethodPost, rwlockPath(rwlock, ""), body)
-	op = rwHoldOut(classify(op, "lock_held"), b)
-	if op.Result == Rejected {
-		var p struct {
-			Holders []rwHoldAnswer `json:"holders"`
-		}
-		json.Unmarshal(b, &p)
-		op.OutTokens, op.OutMode = rwHolders(p.Holders)
-	}
-	return d.H.Add(op)
+	op, b := d.acquireAt(ctx, Op{Kind: RWAcquire, RWLock: rwlock, Owner: owner, Mode: mode},
+		rwlockPath(rwlock, ""), map[string]any{"mode": mode}, "owner", wait)
+	op = holdOut(classify(op, "lock_held"), b, "a "+mode+" Hold")
+	return d.H.Add(refusedHolders(op, b))
 }
 
 // RenewRW extends the lease of the hold token.
 func (d *Driver) RenewRW(ctx context.Context, rwlock string, token int64) Op {
-	op, b := d.do(ctx, Op{Kind: RWRenew, RWLock: rwlock, Token: token}, http.MethodPost,
-		rwlockPath(rwlock, "/renew"), map[string]any{"token": token})
-	return d.H.Add(rwHoldOut(classify(op, "not_held"), b))
+	op, b := d.renewAt(ctx, Op{Kind: RWRenew, RWLock: rwlock, Token: token}, rwlockPath(rwlock, ""))
+	return d.H.Add(holdOut(classify(op, "not_held"), b, "a Hold"))
 }
 
 // ReleaseRW ends the hold token.
 func (d *Driver) ReleaseRW(ctx context.Context, rwlock string, token int64) Op {
-	op, _ := d.do(ctx, Op{Kind: RWRelease, RWLock: rwlock, Token: token}, http.MethodDelete,
-		fmt.Sprintf("%s?token=%d", rwlockPath(rwlock, ""), token), nil)
-	return d.H.Add(classify(op, "not_held"))
+	return d.endAt(ctx, Op{Kind: RWRelease, RWLock: rwlock, Token: token}, rwlockPath(rwlock, ""), "not_held")
 }
 
 // GetRW reads the holds of rwlock; Rejected means none is held.
@@ -94,8 +41,8 @@ func (d *Driver) GetRW(ctx context.Context, rwlock string) Op {
 	op = classify(op, "not_held")
 	if op.Result == OK {
 		var s struct {
-			Mode    string         `json:"mode"`
-			Holders []rwHoldAnswer `json:"holders"`
+			Mode    string       `json:"mode"`
+			Holders []holdAnswer `json:"holders"`
 			Waiters []struct {
 				Owner string `json:"owner"`
 			} `json:"waiters"`
@@ -104,7 +51,7 @@ func (d *Driver) GetRW(ctx context.Context, rwlock string) Op {
 			op.Result, op.Err = Unknown, fmt.Sprintf("rwlock answer %q holds nothing", b)
 		}
 		var mode string
-		op.OutTokens, mode = rwHolders(s.Holders)
+		op.OutTokens, _, mode = holders(s.Holders)
 		op.OutMode = s.Mode
 		for _, w := range s.Waiters {
 			op.OutWaiters = append(op.OutWaiters, w.Owner)

@@ -7,8 +7,6 @@ import (
 	"time"
 )
 
-type rwOwner struct{ rwlock, owner string }
-
 // ResolveRWLocks returns ops with what the trail says of their holds, for
 // CheckRWLocks, as ResolvePermits does for permits:
 //
@@ -29,84 +27,7 @@ type rwOwner struct{ rwlock, owner string }
 // events must be the settled trail; CheckRWLockAudit checks it against
 // the ops on its own.
 func ResolveRWLocks(ops []Op, events []AuditEvent) []Op {
-	var end int64
-	uses := map[rwOwner]int{}
-	firstWait := map[string]int64{}
-	for _, op := range ops {
-		end = max(end, op.Call, op.Return)
-		if op.Kind != RWAcquire {
-			continue
-		}
-		uses[rwOwner{op.RWLock, op.Owner}]++
-		if op.Wait != "" && op.Result != Failed {
-			if at, ok := firstWait[op.RWLock]; !ok || op.Call < at {
-				firstWait[op.RWLock] = op.Call
-			}
-		}
-	}
-	t := readRWTrail(events)
-	out := slices.Clone(ops)
-	var reads []Op
-	for i, op := range out {
-		if op.Kind != RWAcquire {
-			continue
-		}
-		k := rwOwner{op.RWLock, op.Owner}
-		if op.Result == Unknown && uses[k] == 1 {
-			ev, ok := t.byOwner[k]
-			if !ok {
-				out[i].Result, out[i].Err = Failed, "Unknown, and never acquired: "+op.Err
-				continue
-			}
-			out[i].Result, out[i].Err = OK, "Unknown, and acquired by the trail: "+op.Err
-			out[i].OutToken, out[i].Return = ev.Token, end+1
-		}
-		switch out[i].Result {
-		case OK:
-			ends := t.ends[lockToken{op.RWLock, out[i].OutToken}]
-			out[i].mortal = len(ends) != 1 || ends[0].Type != "released"
-		case Rejected:
-			at, waited := firstWait[op.RWLock]
-			out[i].strict = op.Wait == "" && (!waited || op.Return < at)
-			if len(op.OutTokens) > 0 {
-				reads = append(reads, Op{ID: len(ops) + len(reads), Client: op.Client, Node: op.Node, Kind: RWGet, RWLock: op.RWLock,
-					Call: op.Call, Return: op.Return, Result: OK, OutTokens: op.OutTokens, OutMode: op.OutMode,
-					Err: fmt.Sprintf("the holders of refused op %d", op.ID)})
-			}
-		}
-	}
-	return append(out, reads...)
-}
-
-// rwTrail is the read/write lock events of an audit trail.
-type rwTrail struct {
-	acquired map[lockToken][]AuditEvent
-	ends     map[lockToken][]AuditEvent
-	byOwner  map[rwOwner]AuditEvent
-	// grants is each rwlock's acquired events in trail order.
-	grants map[string][]AuditEvent
-}
-
-func readRWTrail(events []AuditEvent) rwTrail {
-	t := rwTrail{
-		acquired: map[lockToken][]AuditEvent{}, ends: map[lockToken][]AuditEvent{},
-		byOwner: map[rwOwner]AuditEvent{}, grants: map[string][]AuditEvent{},
-	}
-	for _, ev := range events {
-		if !ev.isRWLock() {
-			continue
-		}
-		k := lockToken{ev.Name, ev.Token}
-		switch {
-		case ev.Type == "acquired":
-			t.acquired[k] = append(t.acquired[k], ev)
-			t.byOwner[rwOwner{ev.Name, ev.Owner}] = ev
-			t.grants[ev.Name] = append(t.grants[ev.Name], ev)
-		case slices.Contains(endEventTypes, ev.Type):
-			t.ends[k] = append(t.ends[k], ev)
-		}
-	}
-	return t
+	return resolveHolds(rwHolds, ops, events)
 }
 
 // CheckRWLockAudit checks the read/write locks' audit trail against what
@@ -123,35 +44,26 @@ func readRWTrail(events []AuditEvent) rwTrail {
 // than its OKs and Unknown acquires can explain; and the queue was served
 // first come, first served as far as it can be told (fifo).
 func CheckRWLockAudit(ops []Op, events []AuditEvent) []string {
-	t := readRWTrail(events)
+	t := readHoldTrail(rwHolds, events)
 	var problems []string
 	for _, name := range sortedNames(t.grants) {
 		problems = append(problems, rwGrantOrder(name, t.grants[name])...)
 		problems = append(problems, t.exclusion(name)...)
 	}
-	for _, k := range sortedLockTokens(t.acquired) {
-		if n := len(t.acquired[k]); n > 1 {
-			problems = append(problems, fmt.Sprintf("rwlock %q token %d: %d acquired events", k.lock, k.token, n))
-		}
-		switch n := len(t.ends[k]); {
-		case n == 0:
-			problems = append(problems, fmt.Sprintf("rwlock %q token %d: acquired but never ended", k.lock, k.token))
-		case n > 1:
-			problems = append(problems, fmt.Sprintf("rwlock %q token %d: %d end events (%s)", k.lock, k.token, n, joinEventTypes(t.ends[k])))
-		}
-		for _, ev := range t.ends[k] {
-			if ev.Mode != t.acquired[k][0].Mode {
-				problems = append(problems, fmt.Sprintf("rwlock %q token %d: acquired in mode %q, but %s in mode %q", k.lock, k.token, t.acquired[k][0].Mode, ev.Type, ev.Mode))
-			}
-		}
-	}
-	for _, k := range sortedLockTokens(t.ends) {
-		if len(t.acquired[k]) == 0 {
-			problems = append(problems, fmt.Sprintf("rwlock %q token %d: %s without an acquired event", k.lock, k.token, joinEventTypes(t.ends[k])))
-		}
-	}
-	problems = append(problems, t.matchOps(ops)...)
+	problems = append(problems, t.exactlyOnce("rwlock", t.endModes)...)
+	problems = append(problems, t.matchOps(rwHolds, ops)...)
 	return append(problems, t.fifo(ops)...)
+}
+
+// endModes checks that the end events of the hold k are in its mode.
+func (t holdTrail) endModes(k lockToken) []string {
+	var problems []string
+	for _, ev := range t.ends[k] {
+		if ev.Mode != t.acquired[k][0].Mode {
+			problems = append(problems, fmt.Sprintf("rwlock %q token %d: acquired in mode %q, but %s in mode %q", k.lock, k.token, t.acquired[k][0].Mode, ev.Type, ev.Mode))
+		}
+	}
+	return problems
 }
 
 // rwGrantOrder checks one rwlock's acquired events, in trail order.
@@ -181,7 +93,7 @@ type rwSpan struct {
 // this finds every one); and a write grant's token must exceed the token
 // of every hold ended at or before its revision. A release and the grant
 // it hands the lock to share a revision; the release ends first.
-func (t rwTrail) exclusion(name string) []string {
+func (t holdTrail) exclusion(name string) []string {
 	var spans []rwSpan
 	seen := map[int64]bool{}
 	for _, ev := range t.grants[name] {
@@ -221,66 +133,6 @@ func endString(rev int64) string {
 	return fmt.Sprint(rev)
 }
 
-// matchOps checks the ops that changed an rwlock against the trail.
-func (t rwTrail) matchOps(ops []Op) []string {
-	var problems []string
-	explained := map[lockToken]bool{}
-	unknown := map[string]int{}
-	uses := map[rwOwner]int{}
-	refused := map[rwOwner]Op{}
-	for _, op := range ops {
-		k := lockToken{op.RWLock, op.Token}
-		switch {
-		case op.Kind == RWAcquire:
-			o := rwOwner{op.RWLock, op.Owner}
-			uses[o]++
-			switch op.Result {
-			case Unknown:
-				unknown[op.RWLock]++
-			case Rejected, Failed:
-				refused[o] = op
-			case OK:
-				k.token = op.OutToken
-				explained[k] = true
-				evs := t.acquired[k]
-				switch {
-				case len(evs) == 0:
-					problems = append(problems, fmt.Sprintf("rw-acquire op %d: rwlock %q token %d has no acquired event", op.ID, op.RWLock, op.OutToken))
-				case op.Owner != "" && evs[0].Owner != op.Owner:
-					problems = append(problems, fmt.Sprintf("rw-acquire op %d: rwlock %q token %d acquired by %q, but the audit says %q", op.ID, op.RWLock, op.OutToken, op.Owner, evs[0].Owner))
-				case evs[0].Mode != op.Mode:
-					problems = append(problems, fmt.Sprintf("rw-acquire op %d: rwlock %q token %d acquired in mode %q, but the audit says %q", op.ID, op.RWLock, op.OutToken, op.Mode, evs[0].Mode))
-				}
-			}
-		case op.Kind == RWRelease && op.Result == OK:
-			if !slices.ContainsFunc(t.ends[k], func(ev AuditEvent) bool { return ev.Type == "released" }) {
-				problems = append(problems, fmt.Sprintf("rw-release op %d: rwlock %q token %d has no released event (ends: %s)", op.ID, op.RWLock, op.Token, joinEventTypes(t.ends[k])))
-			}
-		}
-	}
-	phantoms := map[string][]int64{}
-	for _, k := range sortedLockTokens(t.acquired) {
-		if explained[k] {
-			continue
-		}
-		ev := t.acquired[k][0]
-		o := rwOwner{k.lock, ev.Owner}
-		if op, ok := refused[o]; ok && uses[o] == 1 {
-			problems = append(problems, fmt.Sprintf("rw-acquire op %d (client %d, node %d) was refused (%s %d %s after %s, %s, wait %q), but the trail shows its owner %q granted a %s hold of %q with token %d",
-				op.ID, op.Client, op.Node, op.Result, op.Status, op.Code, time.Duration(op.Return-op.Call).Round(time.Millisecond), op.Mode, op.Wait, ev.Owner, ev.Mode, k.lock, k.token))
-			continue
-		}
-		phantoms[k.lock] = append(phantoms[k.lock], k.token)
-	}
-	for _, name := range sortedNames(phantoms) {
-		if n := len(phantoms[name]); n > unknown[name] {
-			problems = append(problems, fmt.Sprintf("rwlock %q: %d acquired events (tokens %v) match no acquire OK, but only %d acquires were Unknown",
-				name, n, phantoms[name], unknown[name]))
-		}
-	}
-	return problems
-}
-
 // fifoSlack bounds how long after an acquirer reads its clock for
 // queued_at its queue entry can commit in this suite: its node frozen
 // for up to 2×TTL+1 s (7 s at the workload's 3 s TTL) in between, then
@@ -311,12 +163,12 @@ const fifoSlack = 15 * time.Second
 //
 // Neither needs the clients' owners to be unique, but both are skipped
 // for an owner used twice on one rwlock.
-func (t rwTrail) fifo(ops []Op) []string {
-	uses := map[rwOwner]int{}
-	called := map[rwOwner]Op{}
+func (t holdTrail) fifo(ops []Op) []string {
+	uses := map[holdOwner]int{}
+	called := map[holdOwner]Op{}
 	for _, op := range ops {
 		if op.Kind == RWAcquire {
-			o := rwOwner{op.RWLock, op.Owner}
+			o := holdOwner{op.RWLock, op.Owner}
 			uses[o]++
 			called[o] = op
 		}
@@ -327,13 +179,13 @@ func (t rwTrail) fifo(ops []Op) []string {
 			continue
 		}
 		for _, w := range op.OutWaiters {
-			wo := rwOwner{op.RWLock, w}
+			wo := holdOwner{op.RWLock, w}
 			wev, granted := t.byOwner[wo]
 			if !granted || uses[wo] > 1 {
 				continue
 			}
 			for _, ev := range t.grants[op.RWLock] {
-				bo := rwOwner{op.RWLock, ev.Owner}
+				bo := holdOwner{op.RWLock, ev.Owner}
 				b, ok := called[bo]
 				if ev.Revision >= wev.Revision || !ok || uses[bo] > 1 || b.Call <= op.Return || bothReads(wev.Mode, ev.Mode) {
 					continue

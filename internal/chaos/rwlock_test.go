@@ -146,11 +146,11 @@ func (r *run) checkRWLocks(ops []Op, events []AuditEvent) {
 	}
 	// The waiters a read showed and the trail granted later are what the
 	// read-based FIFO check orders acquires after.
-	trail := readRWTrail(events)
+	trail := readHoldTrail(rwHolds, events)
 	for _, op := range resolved {
 		if op.Kind == RWGet && op.Result == OK {
 			for _, w := range op.OutWaiters {
-				if _, ok := trail.byOwner[rwOwner{op.RWLock, w}]; ok {
+				if _, ok := trail.byOwner[holdOwner{op.RWLock, w}]; ok {
 					counts["waiters shown, then granted"]++
 				}
 			}
