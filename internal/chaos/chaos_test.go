@@ -227,12 +227,6 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 	// Requests already sent are not cut off when the run ends: their
 	// outcome must be recorded, not turned into an unknown.
 	rctx := context.WithoutCancel(ctx)
-	pace := func(max time.Duration) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(rng.Int64N(int64(max)))):
-		}
-	}
 	for seq := 0; ctx.Err() == nil; seq++ {
 		lock := r.locks[rng.IntN(len(r.locks))]
 		var wait time.Duration // a quarter of the acquires wait in line
@@ -242,9 +236,9 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 		a := d.AcquireWaiting(rctx, lock, fmt.Sprintf("c%d-%d", id, seq), wait)
 		if a.Result != OK {
 			if a.Result == Failed || a.Result == Unknown {
-				pace(300 * time.Millisecond) // its node is down or cut off
+				pace(ctx, rng, 300*time.Millisecond) // its node is down or cut off
 			} else {
-				pace(30 * time.Millisecond)
+				pace(ctx, rng, 30*time.Millisecond)
 			}
 			continue
 		}
@@ -263,10 +257,7 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 		case x < 5:
 			// A stall past the TTL (a GC pause): the lock is gone, and
 			// what the client does next must be fenced off.
-			select {
-			case <-ctx.Done():
-			case <-time.After(ttl + time.Second):
-			}
+			stall(ctx, ttl+time.Second)
 			d.FPut(rctx, lock, tok, fmt.Sprintf("c%d-%d-late", id, seq))
 			d.Renew(rctx, lock, tok)
 			d.Release(rctx, lock, tok)
@@ -278,7 +269,7 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 				d.Release(rctx, lock, tok) // the double release of a retry loop
 			}
 		}
-		pace(20 * time.Millisecond)
+		pace(ctx, rng, 20*time.Millisecond)
 	}
 }
 
@@ -555,14 +546,7 @@ func (r *run) check() {
 	for _, v := range CheckAudit(ops, events) {
 		t.Error("audit:", v)
 	}
-	html := filepath.Join(r.dir, "linearizability.html")
-	ok, err := CheckLinearizable(ops, 5*time.Minute, html)
-	switch {
-	case err != nil:
-		t.Errorf("linearizability: %v", err)
-	case !ok:
-		t.Errorf("the history is not linearizable for the lock model; porcupine's visualisation: %s", html)
-	}
+	r.linearizable("linearizability", "lock", "linearizability.html", func(html string) (bool, error) { return CheckLinearizable(ops, 5*time.Minute, html) })
 	r.checkElections(ops, events)
 	r.checkSemaphores(ops, events)
 	r.checkRWLocks(ops, events)

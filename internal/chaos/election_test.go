@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"time"
 )
 
@@ -23,17 +22,9 @@ const campaignWait = 2 * time.Second
 // with the mistakes real leaders make (resigning twice, stalling past the
 // TTL and acting as leader after, abandoning the leadership).
 func (r *run) elector(ctx context.Context, id int, rng *rand.Rand) {
-	node := id % len(r.c.Nodes)
-	d := &Driver{Client: id, Node: node, Base: r.c.Nodes[node].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
 	// As for the lock clients: requests already sent run to their end.
 	rctx := context.WithoutCancel(ctx)
-	pace := func(max time.Duration) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(rng.Int64N(int64(max)))):
-		}
-	}
-	for seq := 0; ctx.Err() == nil; seq++ {
+	r.holdClient(ctx, id, rng, func(d *Driver, seq int) turn {
 		name := r.elections[rng.IntN(len(r.elections))]
 		var wait time.Duration
 		if rng.IntN(2) == 0 && *flagWaits {
@@ -43,20 +34,8 @@ func (r *run) elector(ctx context.Context, id int, rng *rand.Rand) {
 		// match every campaign and proclaim to its event.
 		me := fmt.Sprintf("e%d-%d", id, seq)
 		c := d.Campaign(rctx, name, me, me, wait)
-		if c.Result != OK {
-			if rng.IntN(3) == 0 {
-				d.Leader(rctx, name)
-			}
-			if c.Result == Failed || c.Result == Unknown {
-				pace(300 * time.Millisecond)
-			} else {
-				pace(50 * time.Millisecond)
-			}
-			continue
-		}
-		r.lead(ctx, d, rng, name, c.OutToken, me)
-		pace(20 * time.Millisecond)
-	}
+		return turn{c, func() { d.Leader(rctx, name) }, func() { r.lead(ctx, d, rng, name, c.OutToken, me) }}
+	})
 }
 
 // lead is what an elected client does with its leadership of token.
@@ -80,10 +59,7 @@ func (r *run) lead(ctx context.Context, d *Driver, rng *rand.Rand, name string, 
 		// A stall past the TTL: the leadership is gone (a waiting
 		// candidate may lead by now), and what the deposed leader does
 		// next must be refused.
-		select {
-		case <-ctx.Done():
-		case <-time.After(ttl + time.Second):
-		}
+		stall(ctx, ttl+time.Second)
 		d.Proclaim(rctx, name, token, me+"-late")
 		d.LedFPut(rctx, name, token, me+"-wlate")
 		d.RenewLeader(rctx, name, token)
@@ -118,12 +94,7 @@ func (r *run) checkElections(ops []Op, events []AuditEvent) {
 	for _, v := range CheckElectionAudit(ops, events) {
 		t.Error("election audit:", v)
 	}
-	html := filepath.Join(r.dir, "elections.html")
-	ok, err := CheckElections(ResolveCampaigns(ops, events), 5*time.Minute, html)
-	switch {
-	case err != nil:
-		t.Errorf("elections' linearizability: %v", err)
-	case !ok:
-		t.Errorf("the history is not linearizable for the election model; porcupine's visualisation: %s", html)
-	}
+	r.linearizable("elections' linearizability", "election", "elections.html", func(html string) (bool, error) {
+		return CheckElections(ResolveCampaigns(ops, events), 5*time.Minute, html)
+	})
 }

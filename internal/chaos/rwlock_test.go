@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"time"
 )
 
@@ -31,16 +30,8 @@ var rwlocks = []string{"rw-0", "rw-1"}
 // stalling past the TTL and writing, renewing and releasing after,
 // abandoning the hold).
 func (r *run) rwClient(ctx context.Context, id int, rng *rand.Rand) {
-	node := id % len(r.c.Nodes)
-	d := &Driver{Client: id, Node: node, Base: r.c.Nodes[node].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
 	rctx := context.WithoutCancel(ctx)
-	pace := func(max time.Duration) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(rng.Int64N(int64(max)))):
-		}
-	}
-	for seq := 0; ctx.Err() == nil; seq++ {
+	r.holdClient(ctx, id, rng, func(d *Driver, seq int) turn {
 		i := rng.IntN(len(rwlocks))
 		name := rwlocks[i]
 		var wait time.Duration
@@ -55,20 +46,8 @@ func (r *run) rwClient(ctx context.Context, id int, rng *rand.Rand) {
 		// and the FIFO check can name every waiter.
 		me := fmt.Sprintf("rw%d-%d", id, seq)
 		a := d.AcquireRW(rctx, name, me, mode, wait)
-		if a.Result != OK {
-			if rng.IntN(3) == 0 {
-				d.GetRW(rctx, name)
-			}
-			if a.Result == Failed || a.Result == Unknown {
-				pace(300 * time.Millisecond)
-			} else {
-				pace(50 * time.Millisecond)
-			}
-			continue
-		}
-		r.holdRW(ctx, d, rng, name, mode == "write", a.OutToken, me)
-		pace(20 * time.Millisecond)
-	}
+		return turn{a, func() { d.GetRW(rctx, name) }, func() { r.holdRW(ctx, d, rng, name, mode == "write", a.OutToken, me) }}
+	})
 }
 
 // holdRW is what a client granted the hold token does with it.
@@ -87,20 +66,14 @@ func (r *run) holdRW(ctx context.Context, d *Driver, rng *rand.Rand, name string
 		if rng.IntN(4) == 0 {
 			d.RWFGet(rctx, name)
 		}
-		select { // the work the hold is for: the workload's pace
-		case <-ctx.Done():
-		case <-time.After(time.Duration(rng.Int64N(int64(300 * time.Millisecond)))):
-		}
+		pace(ctx, rng, 300*time.Millisecond) // the work the hold is for: the workload's pace
 	}
 	switch x := rng.IntN(100); {
 	case x < 5:
 		// A stall past the TTL: the hold may be gone (a writer may hold
 		// the lock by now), and what the holder does next must be
 		// refused unless its lease says otherwise.
-		select {
-		case <-ctx.Done():
-		case <-time.After(ttl + time.Second):
-		}
+		stall(ctx, ttl+time.Second)
 		d.RWFPut(rctx, name, token, me+"-late")
 		d.RenewRW(rctx, name, token)
 		d.GetRW(rctx, name)
@@ -163,12 +136,5 @@ func (r *run) checkRWLocks(ops []Op, events []AuditEvent) {
 	for _, v := range CheckRWLockAudit(ops, events) {
 		t.Error("rwlock audit:", v)
 	}
-	html := filepath.Join(r.dir, "rwlocks.html")
-	ok, err := CheckRWLocks(resolved, 5*time.Minute, html)
-	switch {
-	case err != nil:
-		t.Errorf("rwlocks' linearizability: %v", err)
-	case !ok:
-		t.Errorf("the history is not linearizable for the rwlock model; porcupine's visualisation: %s", html)
-	}
+	r.linearizable("rwlocks' linearizability", "rwlock", "rwlocks.html", func(html string) (bool, error) { return CheckRWLocks(resolved, 5*time.Minute, html) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -49,16 +48,8 @@ func semaphores() ([]semaphore, error) {
 // holders make (releasing twice, stalling past the TTL and renewing and
 // releasing after, abandoning the permit).
 func (r *run) semaphoreClient(ctx context.Context, id int, rng *rand.Rand) {
-	node := id % len(r.c.Nodes)
-	d := &Driver{Client: id, Node: node, Base: r.c.Nodes[node].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
 	rctx := context.WithoutCancel(ctx)
-	pace := func(max time.Duration) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(rng.Int64N(int64(max)))):
-		}
-	}
-	for seq := 0; ctx.Err() == nil; seq++ {
+	r.holdClient(ctx, id, rng, func(d *Driver, seq int) turn {
 		sem := r.sems[rng.IntN(len(r.sems))]
 		var wait time.Duration
 		if sem.waits && rng.IntN(2) == 0 {
@@ -66,20 +57,8 @@ func (r *run) semaphoreClient(ctx context.Context, id int, rng *rand.Rand) {
 		}
 		// Owners are unique, so the trail settles every Unknown acquire.
 		a := d.AcquirePermit(rctx, sem.name, fmt.Sprintf("s%d-%d", id, seq), sem.limit, wait)
-		if a.Result != OK {
-			if rng.IntN(3) == 0 {
-				d.GetSemaphore(rctx, sem.name)
-			}
-			if a.Result == Failed || a.Result == Unknown {
-				pace(300 * time.Millisecond)
-			} else {
-				pace(50 * time.Millisecond)
-			}
-			continue
-		}
-		r.holdPermit(ctx, d, rng, sem.name, a.OutToken)
-		pace(20 * time.Millisecond)
-	}
+		return turn{a, func() { d.GetSemaphore(rctx, sem.name) }, func() { r.holdPermit(ctx, d, rng, sem.name, a.OutToken) }}
+	})
 }
 
 // holdPermit is what a client granted the permit token does with it.
@@ -92,20 +71,14 @@ func (r *run) holdPermit(ctx context.Context, d *Driver, rng *rand.Rand, name st
 		if rng.IntN(3) == 0 {
 			d.GetSemaphore(rctx, name)
 		}
-		select { // the work the permit is for: the workload's pace
-		case <-ctx.Done():
-		case <-time.After(time.Duration(rng.Int64N(int64(300 * time.Millisecond)))):
-		}
+		pace(ctx, rng, 300*time.Millisecond) // the work the permit is for: the workload's pace
 	}
 	switch x := rng.IntN(100); {
 	case x < 5:
 		// A stall past the TTL: the permit may be gone (another holder
 		// may have its seat by now), and whether the renew and release
 		// after pass is for the lease, not the client's clock, to say.
-		select {
-		case <-ctx.Done():
-		case <-time.After(ttl + time.Second):
-		}
+		stall(ctx, ttl+time.Second)
 		d.RenewPermit(rctx, name, token)
 		d.GetSemaphore(rctx, name)
 		d.ReleasePermit(rctx, name, token)
@@ -149,12 +122,5 @@ func (r *run) checkSemaphores(ops []Op, events []AuditEvent) {
 	for _, v := range CheckSemaphoreAudit(ops, events) {
 		t.Error("semaphore audit:", v)
 	}
-	html := filepath.Join(r.dir, "semaphores.html")
-	ok, err := CheckSemaphores(resolved, 5*time.Minute, html)
-	switch {
-	case err != nil:
-		t.Errorf("semaphores' linearizability: %v", err)
-	case !ok:
-		t.Errorf("the history is not linearizable for the semaphore model; porcupine's visualisation: %s", html)
-	}
+	r.linearizable("semaphores' linearizability", "semaphore", "semaphores.html", func(html string) (bool, error) { return CheckSemaphores(resolved, 5*time.Minute, html) })
 }
