@@ -52,10 +52,7 @@ func mkHistory(ops ...Op) []Op {
 }
 
 func TestModel_LegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"a hold is renewed, read and released, then granted anew", mkHistory(
 			mkAcquire(0, "a", 0, 10, OK, 5),
 			mkRenew(0, "a", 5, 20, 30, OK),
@@ -141,24 +138,11 @@ func TestModel_LegalHistories(t *testing.T) {
 			mkRelease(1, "b", 5, 60, 70, OK),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckLinearizable(tt.ops, 10*time.Second, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				t.Errorf("history judged illegal:\n%s", describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckLinearizable, true, tests)
 }
 
 func TestModel_IllegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"a stale release is accepted after another client's acquire", mkHistory(
 			mkAcquire(0, "a", 0, 10, OK, 5),
 			mkAcquire(1, "a", 20, 30, OK, 9),
@@ -221,17 +205,7 @@ func TestModel_IllegalHistories(t *testing.T) {
 			mkFGet(1, "a", 20, 30, Rejected, 0, ""),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckLinearizable(tt.ops, 10*time.Second, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok {
-				t.Errorf("history judged linearizable:\n%s", describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckLinearizable, false, tests)
 }
 
 func describeHistory(ops []Op) string {
@@ -254,15 +228,7 @@ func TestCheckLinearizable_WritesVisualisationOnlyWhenIllegal(t *testing.T) {
 	if err != nil || ok {
 		t.Fatalf("CheckLinearizable = %v, %v; want false, nil", ok, err)
 	}
-	html, err := os.ReadFile(illegal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"<html", "acquire c1 → 9", "release 5 → ok", "holder 9 last 9"} {
-		if !strings.Contains(string(html), want) {
-			t.Errorf("visualisation lacks %q", want)
-		}
-	}
+	assertFileHas(t, illegal, "<html", "acquire c1 → 9", "release 5 → ok", "holder 9 last 9")
 
 	legal := filepath.Join(dir, "legal.html")
 	ok, err = CheckLinearizable(mkHistory(mkAcquire(0, "a", 0, 10, OK, 5)), 10*time.Second, legal)
@@ -378,13 +344,7 @@ func TestCheckAudit(t *testing.T) {
 		ev("acquired", "b", "c2", 7), // the Unknown acquire took effect
 		ev("revoked", "b", "c2", 7),
 	}
-	without := func(i int) []AuditEvent { return slices.Delete(slices.Clone(trail), i, i+1) }
-	with := func(extra ...AuditEvent) []AuditEvent { return append(slices.Clone(trail), extra...) }
-	replaced := func(i int, e AuditEvent) []AuditEvent {
-		out := slices.Clone(trail)
-		out[i] = e
-		return out
-	}
+	without, with, replaced := trailEdits(trail)
 
 	tests := []struct {
 		name   string
@@ -423,6 +383,60 @@ func TestCheckAudit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assertProblems(t, CheckAudit(ops, tt.events), tt.want)
 		})
+	}
+}
+
+// historyCase is a named history for a model's check.
+type historyCase struct {
+	name string
+	ops  []Op
+}
+
+// checkHistories wants check to judge each history of tests legal (or,
+// legal false, not linearizable), without an error.
+func checkHistories(t *testing.T, check func([]Op, time.Duration, string) (bool, error), legal bool, tests []historyCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, err := check(tt.ops, 10*time.Second, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case legal && !ok:
+				t.Errorf("history judged illegal:\n%s", describeHistory(tt.ops))
+			case !legal && ok:
+				t.Errorf("history judged linearizable:\n%s", describeHistory(tt.ops))
+			}
+		})
+	}
+}
+
+// trailEdits are the variants of trail the audit tests check: without
+// its event i, with extra events after it, with its event i replaced.
+func trailEdits(trail []AuditEvent) (without func(int) []AuditEvent, with func(...AuditEvent) []AuditEvent, replaced func(int, AuditEvent) []AuditEvent) {
+	without = func(i int) []AuditEvent { return slices.Delete(slices.Clone(trail), i, i+1) }
+	with = func(extra ...AuditEvent) []AuditEvent { return append(slices.Clone(trail), extra...) }
+	replaced = func(i int, e AuditEvent) []AuditEvent {
+		out := slices.Clone(trail)
+		out[i] = e
+		return out
+	}
+	return without, with, replaced
+}
+
+// assertFileHas wants the file at path to hold each of wants, as a
+// porcupine visualisation shows the ops and states it is about.
+func assertFileHas(t *testing.T, path string, wants ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range wants {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("visualisation lacks %q", want)
+		}
 	}
 }
 

@@ -2,10 +2,8 @@ package chaos
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -65,10 +63,7 @@ func mkLedFGet(client int, call, ret int64, res Result, token int64, value strin
 }
 
 func TestElectionModel_LegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"a leader proclaims, renews, writes and resigns; the next is term 2", mkHistory(
 			mkCampaign(0, 0, 10, OK, 5, 1, "a"),
 			mkLeader(1, 15, 18, OK, 5, 1, "a"),
@@ -140,24 +135,11 @@ func TestElectionModel_LegalHistories(t *testing.T) {
 			mkLedFGet(2, 120, 130, OK, 9, "y"),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckElections(tt.ops, 10*time.Second, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				t.Errorf("history judged illegal:\n%s", describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckElections, true, tests)
 }
 
 func TestElectionModel_IllegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"two leaders in one term", mkHistory(
 			mkCampaign(0, 0, 10, OK, 5, 1, "a"),
 			mkCampaign(1, 20, 30, OK, 9, 1, "b"),
@@ -234,17 +216,7 @@ func TestElectionModel_IllegalHistories(t *testing.T) {
 			mkRenewLeader(0, 5, 40, 50, OK, 1),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckElections(tt.ops, 10*time.Second, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok {
-				t.Errorf("history judged linearizable:\n%s", describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckElections, false, tests)
 }
 
 // The two models split one history: each checks only its own ops, so a
@@ -280,15 +252,7 @@ func TestCheckElections_WritesVisualisationWhenIllegal(t *testing.T) {
 	if err != nil || ok {
 		t.Fatalf("CheckElections = %v, %v; want false, nil", ok, err)
 	}
-	b, err := os.ReadFile(html)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"<html", "campaign c1 b → 9 t1", "leader 5 a term 1 last 5"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("visualisation lacks %q", want)
-		}
-	}
+	assertFileHas(t, html, "<html", "campaign c1 b → 9 t1", "leader 5 a term 1 last 5")
 }
 
 func TestCheckElectionAudit(t *testing.T) {
@@ -318,13 +282,7 @@ func TestCheckElectionAudit(t *testing.T) {
 		ev("revoked", "c2", 12, 3, ""),
 		{Type: "acquired", Kind: "lock", Lock: "e", Owner: "x", Token: 14}, // a lock's, not this check's
 	}
-	without := func(i int) []AuditEvent { return slices.Delete(slices.Clone(trail), i, i+1) }
-	with := func(extra ...AuditEvent) []AuditEvent { return append(slices.Clone(trail), extra...) }
-	replaced := func(i int, e AuditEvent) []AuditEvent {
-		out := slices.Clone(trail)
-		out[i] = e
-		return out
-	}
+	without, with, replaced := trailEdits(trail)
 	tests := []struct {
 		name   string
 		events []AuditEvent

@@ -2,10 +2,8 @@ package chaos
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -60,10 +58,7 @@ func mkRWFGet(client int, call, ret int64, token int64, value string) Op {
 }
 
 func TestRWLockModel_LegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"readers share, a writer waits for them, then writes", mkHistory(
 			mkRW(0, "read", 0, 10, OK, 5),
 			mkRW(1, "read", 0, 10, OK, 6),
@@ -113,21 +108,11 @@ func TestRWLockModel_LegalHistories(t *testing.T) {
 			mkRW(1, "write", 40, 50, OK, 8),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckRWLocks(tt.ops, 10*time.Second, "")
-			if err != nil || !ok {
-				t.Errorf("CheckRWLocks = %v, %v; want true, nil:\n%s", ok, err, describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckRWLocks, true, tests)
 }
 
 func TestRWLockModel_IllegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"a writer beside a reader", mkHistory(
 			mkRW(0, "read", 0, 10, OK, 5),
 			mkRW(1, "write", 20, 30, OK, 6),
@@ -189,17 +174,7 @@ func TestRWLockModel_IllegalHistories(t *testing.T) {
 			strict(mkRW(1, "read", 20, 30, Rejected, 0)),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckRWLocks(tt.ops, 10*time.Second, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok {
-				t.Errorf("history judged linearizable:\n%s", describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckRWLocks, false, tests)
 }
 
 func TestCheckRWLocks_WritesVisualisationWhenIllegal(t *testing.T) {
@@ -213,15 +188,7 @@ func TestCheckRWLocks_WritesVisualisationWhenIllegal(t *testing.T) {
 	if err != nil || ok {
 		t.Fatalf("CheckRWLocks = %v, %v; want false, nil", ok, err)
 	}
-	b, err := os.ReadFile(html)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"<html", "rw-acquire rw0 read → 5†", "rw-acquire rw1 read → lock_held (strict)", "held w6 last 6"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("visualisation lacks %q", want)
-		}
-	}
+	assertFileHas(t, html, "<html", "rw-acquire rw0 read → 5†", "rw-acquire rw1 read → lock_held (strict)", "held w6 last 6")
 }
 
 // rwEvent is an event of rwlock "rw" at revision rev.
@@ -237,9 +204,7 @@ func queued(ev AuditEvent, sec float64) AuditEvent {
 }
 
 func rwExpiredAt(rev int64, owner, mode string, token, deleted int64) AuditEvent {
-	ev := rwEvent(rev, "expired", owner, mode, token)
-	ev.Detail = fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", deleted)
-	return ev
+	return deletedAt(rwEvent(rev, "expired", owner, mode, token), deleted)
 }
 
 func TestResolveRWLocks(t *testing.T) {
@@ -309,13 +274,7 @@ func TestCheckRWLockAudit(t *testing.T) {
 		rwExpiredAt(18, "rw3", "read", 16, 17),
 		{Revision: 19, Type: "acquired", Kind: "semaphore", Name: "rw", Owner: "x", Token: 19}, // a semaphore's, not this check's
 	}
-	without := func(i int) []AuditEvent { return slices.Delete(slices.Clone(trail), i, i+1) }
-	with := func(extra ...AuditEvent) []AuditEvent { return append(slices.Clone(trail), extra...) }
-	replaced := func(i int, e AuditEvent) []AuditEvent {
-		out := slices.Clone(trail)
-		out[i] = e
-		return out
-	}
+	without, with, replaced := trailEdits(trail)
 	tests := []struct {
 		name   string
 		events []AuditEvent

@@ -2,10 +2,8 @@ package chaos
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -64,10 +62,7 @@ func mkSemGet(client int, call, ret int64, tokens ...int64) Op {
 }
 
 func TestSemaphoreModel_LegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"two permits held, a third refused, one released, a third granted", mkHistory(
 			mkPermit(0, 0, 10, OK, 5),
 			mkPermit(1, 0, 10, OK, 6),
@@ -135,24 +130,11 @@ func TestSemaphoreModel_LegalHistories(t *testing.T) {
 			mkSemGet(3, 60, 70, 5, 6),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckSemaphores(tt.ops, 10*time.Second, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				t.Errorf("history judged illegal:\n%s", describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckSemaphores, true, tests)
 }
 
 func TestSemaphoreModel_IllegalHistories(t *testing.T) {
-	tests := []struct {
-		name string
-		ops  []Op
-	}{
+	tests := []historyCase{
 		{"three permits held at once under limit 2", mkHistory(
 			mkPermit(0, 0, 10, OK, 5),
 			mkPermit(1, 20, 30, OK, 6),
@@ -228,17 +210,7 @@ func TestSemaphoreModel_IllegalHistories(t *testing.T) {
 			func() Op { op := mkRenewPermit(0, 5, 20, 30, OK); op.OutToken = 6; return op }(),
 		)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, err := CheckSemaphores(tt.ops, 10*time.Second, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok {
-				t.Errorf("history judged linearizable:\n%s", describeHistory(tt.ops))
-			}
-		})
-	}
+	checkHistories(t, CheckSemaphores, false, tests)
 }
 
 func TestCheckSemaphores_WritesVisualisationWhenIllegal(t *testing.T) {
@@ -253,15 +225,7 @@ func TestCheckSemaphores_WritesVisualisationWhenIllegal(t *testing.T) {
 	if err != nil || ok {
 		t.Fatalf("CheckSemaphores = %v, %v; want false, nil", ok, err)
 	}
-	b, err := os.ReadFile(html)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"<html", "sem-acquire s1 → 6†", "sem-acquire s2 → semaphore_full (strict)", "limit 2 held 5 6† last 6"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("visualisation lacks %q", want)
-		}
-	}
+	assertFileHas(t, html, "<html", "sem-acquire s1 → 6†", "sem-acquire s2 → semaphore_full (strict)", "limit 2 held 5 6† last 6")
 }
 
 func TestCheckSemaphores_RefusesLimitsOverTheModels(t *testing.T) {
@@ -284,7 +248,12 @@ func semEvent(rev int64, typ, owner string, token int64) AuditEvent {
 // expiredAt is the recorder's expiry of token, written at rev, of a
 // permit etcd deleted at deleted.
 func expiredAt(rev int64, owner string, token, deleted int64) AuditEvent {
-	ev := semEvent(rev, "expired", owner, token)
+	return deletedAt(semEvent(rev, "expired", owner, token), deleted)
+}
+
+// deletedAt is the expiry ev as the recorder words it for a hold etcd
+// deleted at revision deleted, which endRevision reads.
+func deletedAt(ev AuditEvent, deleted int64) AuditEvent {
 	ev.Detail = fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", deleted)
 	return ev
 }
@@ -391,13 +360,7 @@ func TestCheckSemaphoreAudit(t *testing.T) {
 		expiredAt(16, "s3", 12, 16),
 		{Revision: 17, Type: "acquired", Kind: "lock", Lock: "s", Owner: "x", Token: 17}, // a lock's, not this check's
 	}
-	without := func(i int) []AuditEvent { return slices.Delete(slices.Clone(trail), i, i+1) }
-	with := func(extra ...AuditEvent) []AuditEvent { return append(slices.Clone(trail), extra...) }
-	replaced := func(i int, e AuditEvent) []AuditEvent {
-		out := slices.Clone(trail)
-		out[i] = e
-		return out
-	}
+	without, with, replaced := trailEdits(trail)
 	tests := []struct {
 		name   string
 		events []AuditEvent
