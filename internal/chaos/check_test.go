@@ -346,11 +346,7 @@ func TestCheckAudit(t *testing.T) {
 	}
 	without, with, replaced := trailEdits(trail)
 
-	tests := []struct {
-		name   string
-		events []AuditEvent
-		want   []string
-	}{
+	tests := []auditCase{
 		{"the trail matches the ops", trail, nil},
 		{"a grant's acquired event is missing", without(0), []string{
 			"acquire op 0: lock \"a\" token 5 has no acquired event",
@@ -379,11 +375,7 @@ func TestCheckAudit(t *testing.T) {
 		}},
 		{"locks the run never touched are not its business", with(ev("acquired", "z", "ops", 3), ev("revoked", "z", "ops", 3)), nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assertProblems(t, CheckAudit(ops, tt.events), tt.want)
-		})
-	}
+	checkAudits(t, CheckAudit, ops, tests)
 }
 
 // historyCase is a named history for a model's check.
@@ -408,6 +400,25 @@ func checkHistories(t *testing.T, check func([]Op, time.Duration, string) (bool,
 			case !legal && ok:
 				t.Errorf("history judged linearizable:\n%s", describeHistory(tt.ops))
 			}
+		})
+	}
+}
+
+// auditCase is a named trail and the problems an audit check must find
+// in it, one per substring.
+type auditCase struct {
+	name   string
+	events []AuditEvent
+	want   []string
+}
+
+// checkAudits wants check to find in each trail of tests, against ops,
+// exactly the problems it names.
+func checkAudits(t *testing.T, check func([]Op, []AuditEvent) []string, ops []Op, tests []auditCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertProblems(t, check(ops, tt.events), tt.want)
 		})
 	}
 }

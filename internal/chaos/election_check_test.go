@@ -283,11 +283,7 @@ func TestCheckElectionAudit(t *testing.T) {
 		{Type: "acquired", Kind: "lock", Lock: "e", Owner: "x", Token: 14}, // a lock's, not this check's
 	}
 	without, with, replaced := trailEdits(trail)
-	tests := []struct {
-		name   string
-		events []AuditEvent
-		want   []string
-	}{
+	tests := []auditCase{
 		{"the trail matches the ops", trail, nil},
 		{"a campaign's elected event is missing", slices.Delete(without(3), 3, 4), []string{
 			"campaign op 3: election \"e\" token 9 has no elected event",
@@ -329,11 +325,7 @@ func TestCheckElectionAudit(t *testing.T) {
 			"election \"e\": 2 elected events (tokens [12 20]) match no campaign OK, but only 1 campaigns were Unknown",
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assertProblems(t, CheckElectionAudit(ops, tt.events), tt.want)
-		})
-	}
+	checkAudits(t, CheckElectionAudit, ops, tests)
 }
 
 func TestResolveCampaigns(t *testing.T) {

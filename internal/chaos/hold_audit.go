@@ -269,3 +269,25 @@ func (t holdTrail) acquiredAs(k holdKind, op Op) []string {
 	}
 	return []string{fmt.Sprintf("%s op %d: %s %q token %d %s", op.Kind, op.ID, k.noun, name, op.OutToken, problem)}
 }
+
+// describeAcquire reads like "sem-acquire s3-1 wait 1s → 4711†": the
+// kind, what the acquire asked for (asked), its wait and its outcome,
+// with a mortal grant (see ResolvePermits, ResolveRWLocks) marked † and a
+// strict refusal marked so.
+func describeAcquire(op Op, asked string) string {
+	wait := ""
+	if op.Wait != "" {
+		wait = " wait " + op.Wait
+	}
+	out := describeResult(op)
+	if op.Result == OK {
+		out = fmt.Sprint(op.OutToken)
+		if op.mortal {
+			out += "†"
+		}
+	}
+	if op.strict {
+		out += " (strict)"
+	}
+	return fmt.Sprintf("%s %s%s → %s", op.Kind, asked, wait, out)
+}

@@ -371,20 +371,7 @@ func describeRWOp(op Op) string {
 	out := describeResult(op)
 	switch op.Kind {
 	case RWAcquire:
-		wait := ""
-		if op.Wait != "" {
-			wait = " wait " + op.Wait
-		}
-		if op.Result == OK {
-			out = fmt.Sprint(op.OutToken)
-			if op.mortal {
-				out += "†"
-			}
-		}
-		if op.strict {
-			out += " (strict)"
-		}
-		return fmt.Sprintf("rw-acquire %s %s%s → %s", op.Owner, op.Mode, wait, out)
+		return describeAcquire(op, op.Owner+" "+op.Mode)
 	case RWGet:
 		switch op.Result {
 		case OK:

@@ -275,11 +275,7 @@ func TestCheckRWLockAudit(t *testing.T) {
 		{Revision: 19, Type: "acquired", Kind: "semaphore", Name: "rw", Owner: "x", Token: 19}, // a semaphore's, not this check's
 	}
 	without, with, replaced := trailEdits(trail)
-	tests := []struct {
-		name   string
-		events []AuditEvent
-		want   []string
-	}{
+	tests := []auditCase{
 		{"the trail matches the ops", trail, nil},
 		{"a writer granted while a reader holds", replaced(3, rwExpiredAt(10, "rw1", "read", 6, 10)), []string{
 			"the write grant of token 9 at revision 9 came while the read hold of token 6 (revisions 6 to 10) was held",
@@ -324,11 +320,7 @@ func TestCheckRWLockAudit(t *testing.T) {
 			"2 acquired events (tokens [16 30]) match no acquire OK, but only 1 acquires were Unknown",
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assertProblems(t, CheckRWLockAudit(ops, tt.events), tt.want)
-		})
-	}
+	checkAudits(t, CheckRWLockAudit, ops, tests)
 }
 
 // TestCheckRWLockAudit_FIFO: a read that shows a waiter, and queued_at

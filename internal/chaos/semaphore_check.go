@@ -319,20 +319,7 @@ func describeSemaphoreOp(op Op) string {
 	out := describeResult(op)
 	switch op.Kind {
 	case SemAcquire:
-		wait := ""
-		if op.Wait != "" {
-			wait = " wait " + op.Wait
-		}
-		if op.Result == OK {
-			out = fmt.Sprint(op.OutToken)
-			if op.mortal {
-				out += "†"
-			}
-		}
-		if op.strict {
-			out += " (strict)"
-		}
-		return fmt.Sprintf("sem-acquire %s%s → %s", op.Owner, wait, out)
+		return describeAcquire(op, op.Owner)
 	case SemGet:
 		switch op.Result {
 		case OK:

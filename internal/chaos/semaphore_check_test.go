@@ -361,11 +361,7 @@ func TestCheckSemaphoreAudit(t *testing.T) {
 		{Revision: 17, Type: "acquired", Kind: "lock", Lock: "s", Owner: "x", Token: 17}, // a lock's, not this check's
 	}
 	without, with, replaced := trailEdits(trail)
-	tests := []struct {
-		name   string
-		events []AuditEvent
-		want   []string
-	}{
+	tests := []auditCase{
 		{"the trail matches the ops", trail, nil},
 		{"a third permit held while two are", replaced(5, expiredAt(13, "s1", 6, 13)), []string{
 			"after the grant of token 12 at revision 12, 3 permits are held (tokens [6 9 12]), over its limit 2",
@@ -400,11 +396,7 @@ func TestCheckSemaphoreAudit(t *testing.T) {
 			"2 acquired events (tokens [12 20]) match no acquire OK, but only 1 acquires were Unknown",
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assertProblems(t, CheckSemaphoreAudit(ops, tt.events), tt.want)
-		})
-	}
+	checkAudits(t, CheckSemaphoreAudit, ops, tests)
 }
 
 // The lock and election models leave semaphore ops alone, and the lock
