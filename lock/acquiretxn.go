@@ -359,6 +359,16 @@ func (a *acquirer) expiresAt() time.Time {
 	return expiryAt(a.grantedAt, time.Duration(a.leaseTTL)*time.Second)
 }
 
+// seenBefore is the revision up to which a failed attempt's else branch
+// saw every change: the one before its txn's. The attempt may have gone
+// to etcd in a batch (internal/txnbatch), and the reads of a batch member
+// see the writes of the members before it, not of those after, which
+// share its revision: a release batched after a waiter's attempt deletes,
+// at the attempt's revision, the key the attempt read as held. So a wait
+// that starts from an attempt hears that revision's changes too; one it
+// saw already wakes it for nothing, and it looks again.
+func seenBefore(resp *clientv3.TxnResponse) int64 { return resp.Header.Revision - 1 }
+
 // analyse reads a failed acquire transaction's else branch.
 func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, queueKey string) (attemptResult, error) {
 	e, name, rs := a.e, a.req.Name, resp.Responses
@@ -400,7 +410,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		if len(pred) == 0 {
 			return attemptResult{}, false
 		}
-		return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: resp.Header.Revision, watchCreated: pred[0].CreateRevision, holder: holder}, true
+		return attemptResult{outcome: behind, watchKey: string(pred[0].Key), watchRev: seenBefore(resp), watchCreated: pred[0].CreateRevision, holder: holder}, true
 	}
 	if len(lockKVs) > 0 {
 		kv := lockKVs[0]
@@ -417,7 +427,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		if r, ok := behindOf(holder); ok {
 			return r, nil
 		}
-		return attemptResult{outcome: heldBy, watchKey: a.headKey(), watchRev: resp.Header.Revision, holder: holder}, nil
+		return attemptResult{outcome: heldBy, watchKey: a.headKey(), watchRev: seenBefore(resp), holder: holder}, nil
 	}
 	a.lastHolder = nil
 	if r, ok, err := a.analyseGuard(resp, rs[ix.lost.guard].GetResponseRange().Kvs); ok || err != nil {
@@ -454,7 +464,7 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 		// delay yet: the lease expired moments ago.
 		return attemptResult{outcome: unstamped, guard: dr, guardRev: g.ModRevision}, true, nil
 	case time.Now().Before(*dr.Until):
-		return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: a.e.delayKey(a.seat), watchRev: resp.Header.Revision}, true, nil
+		return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: a.e.delayKey(a.seat), watchRev: seenBefore(resp)}, true, nil
 	case a.guardRev != g.ModRevision:
 		a.guardRev = g.ModRevision // a spent guard: replace it next time
 		return attemptResult{outcome: retryNow}, true, nil

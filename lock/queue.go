@@ -175,7 +175,7 @@ func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseI
 	// The first attempt already told what to wait for: the entry queued
 	// just ahead of ours, or the lock itself if there was none.
 	if first.ahead != "" && (first.outcome == heldBy || first.outcome == behind) {
-		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev, watchCreated: first.aheadRev}
+		first = attemptResult{outcome: behind, watchKey: first.ahead, watchRev: queueRev - 1, watchCreated: first.aheadRev} // see seenBefore
 	}
 	return first, queueRev, nil
 }

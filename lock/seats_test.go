@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,4 +100,48 @@ func TestSeats_AWaiterThatGivesUpLeavesNoEntry(t *testing.T) {
 	if got := <-ws; !errors.Is(got.err, lock.ErrSessionNotFound) {
 		t.Fatalf("writer whose session ended: %+v; want session not found", got)
 	}
+}
+
+// TestSeats_AWaiterHearsAReleaseBatchedWithItsAttempt: four workers take
+// and give back holds of one read/write lock (one turn in ten a write)
+// and permits of one semaphore of 2, without pause, for a few seconds:
+// no acquire may wait out its wait. A waiter's attempt and a release of
+// another seat go to etcd in one batch when they write no common key, and
+// the attempt's reads may come before the release's delete at the same
+// revision: a wait that started after that revision would never hear the
+// delete (seenBefore).
+func TestSeats_AWaiterHearsAReleaseBatchedWithItsAttempt(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	deadline := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 20))
+			for time.Now().Before(deadline) {
+				mode := lock.ModeRead
+				if r.IntN(10) == 0 {
+					mode = lock.ModeWrite
+				}
+				if l, _, err := e.AcquireRW(ctx, lock.RWRequest{Name: "one", Mode: mode, Owner: owner(w), Wait: 3 * time.Second}); err != nil {
+					t.Errorf("worker %d %s: %v", w, mode, err)
+					return
+				} else if err := e.ReleaseRW(ctx, "one", l.Token); err != nil {
+					t.Errorf("worker %d release: %v", w, err)
+					return
+				}
+				if p, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "two", Owner: owner(w), Limit: 2, Wait: 3 * time.Second}); err != nil {
+					t.Errorf("worker %d permit: %v", w, err)
+					return
+				} else if err := e.ReleasePermit(ctx, "two", p.Token); err != nil {
+					t.Errorf("worker %d give back: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
