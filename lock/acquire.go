@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -63,10 +64,8 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	}
 	if err != nil {
 		var he *HeldError
-		if errors.As(err, &he) && he.Holder != nil && he.Holder.ExpiresAt.IsZero() {
-			if id, ok := parseLeaseHex(a.lastHolderLease); ok {
-				e.fillLease(ctx, he.Holder, id)
-			}
+		if errors.As(err, &he) {
+			a.fillHolders(ctx, he)
 		}
 		return nil, false, err
 	}
@@ -130,7 +129,15 @@ type acquirer struct {
 	// lastHolder is the holder seen by the latest failed attempt.
 	lastHolder      *Lock
 	lastHolderLease string
-	hold            string
+	// members are a lock set's names (lockset.go), nil for anything
+	// else; guardRevs the ModRevisions of spent guards of members, for
+	// the next attempt to replace. lastHolders and lastHolderLeases are
+	// the members' holders the latest failed attempt saw.
+	members          []string
+	guardRevs        map[string]int64
+	lastHolders      []*Lock
+	lastHolderLeases []string
+	hold             string
 	// enqueue, when set, makes the next direct attempt put this queue
 	// entry in its else branch: a waiting acquire joins the queue in the
 	// same txn that found the lock taken, not in one more.
@@ -160,7 +167,7 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	if err := checkMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	a := &acquirer{e: e, req: req, kind: kind, hold: newHoldID(), value: req.value, seat: req.Name}
+	a := &acquirer{e: e, req: req, kind: kind, hold: newHoldID(), value: req.value, seat: req.Name, members: req.members}
 	if err := a.pickSeats(); err != nil {
 		return nil, err
 	}
@@ -208,7 +215,7 @@ func (a *acquirer) holder(now time.Time) holderRecord {
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
-		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit, Mode: a.mode,
+		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit, Mode: a.mode, Set: a.members,
 	}
 }
 
@@ -257,11 +264,14 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 		}
 		switch r.outcome {
 		case heldBy:
-			return nil, false, &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
+			return nil, false, a.heldError(r)
 		case delayed:
 			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
 				r.retryAt.UTC().Format(time.RFC3339Nano), causeText(r.delayCause))}
 		case behind:
+			if a.members != nil {
+				return nil, false, &HeldError{Reason: "acquires queued for its locks come first"}
+			}
 			if a.mode == ModeRead {
 				return nil, false, &HeldError{Reason: "a writer waits ahead: a reader queues behind it, first come, first served"}
 			}
@@ -277,7 +287,7 @@ func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
 		cctx, done := a.e.cleanupCtx()
 		defer done()
-		if rerr := a.e.endHold(cctx, a.seat, l.Token, EventReleased, ""); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+		if rerr := a.endOwn(cctx, l.Token, nil, ""); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 			a.e.log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)
 		}
 		return nil, false, err
@@ -305,4 +315,52 @@ func (a *acquirer) checkSessionOwner(ctx context.Context) error {
 	}
 	a.sessionRev = rev
 	return nil
+}
+
+// fillHolders fills in the expiry of the holders a refusal names, from
+// their leases as the latest attempt read them.
+func (a *acquirer) fillHolders(ctx context.Context, he *HeldError) {
+	if he.Holder != nil && he.Holder.ExpiresAt.IsZero() && len(he.Holders) == 0 {
+		if id, ok := parseLeaseHex(a.lastHolderLease); ok {
+			a.e.fillLease(ctx, he.Holder, id)
+		}
+	}
+	for i, h := range he.Holders {
+		if id, ok := parseLeaseHex(a.lastHolderLeases[i]); ok && h.ExpiresAt.IsZero() {
+			a.e.fillLease(ctx, h, id)
+		}
+	}
+}
+
+// heldError is the refusal of an acquire without wait that r found held.
+func (a *acquirer) heldError(r attemptResult) *HeldError {
+	if a.members == nil {
+		return &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
+	}
+	held := make([]string, len(r.holders))
+	for i, h := range r.holders {
+		held[i] = fmt.Sprintf("%q by %q", h.Name, h.Owner)
+	}
+	return &HeldError{Holders: r.holders, Reason: "held: " + strings.Join(held, ", ")}
+}
+
+// granting are the key names a grant of ours holds: a set's members, or
+// the one seat.
+func (a *acquirer) granting() []string {
+	if a.members != nil {
+		return a.members
+	}
+	return []string{a.seat}
+}
+
+// endOwn releases a hold of ours that the caller will never learn of,
+// with detail in its end event; rec is its holder record, if known.
+func (a *acquirer) endOwn(ctx context.Context, token int64, rec *holderRecord, detail string) error {
+	switch {
+	case a.members != nil:
+		return a.e.endSet(ctx, a.members, token, detail)
+	case rec != nil:
+		return a.e.commitEnd(ctx, a.seat, token, *rec, nil, EventReleased, detail)
+	}
+	return a.e.endHold(ctx, a.seat, token, EventReleased, detail)
 }

@@ -57,6 +57,10 @@ type attemptResult struct {
 	queuedBefore int64
 	// limit is the semaphore's stored limit, with mismatched.
 	limit int
+	// keys are what a lock set waits on, with heldBy, behind and delayed
+	// (watchKey is the first); holders the members held by others.
+	keys    []string
+	holders []*Lock
 }
 
 // acquireTxn is one acquire transaction, built by acquirer.acquireTxn.
@@ -88,6 +92,8 @@ type acquireIx struct {
 		seats       int // the seats the acquire picks from, keys only
 		blocker     int // a read/write lock's hold in the way: the writer's, or (a writer's acquire) a reader's
 	}
+	// members are a lock set's, one per member (setTxn).
+	members []memberIx
 }
 
 // attempt runs one acquire transaction. queueKey/queueRev identify our
@@ -127,7 +133,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	if err == nil && r.outcome == unstamped {
 		r, err = a.stampLockDelay(ctx, r)
 	}
-	if queueKey == "" && a.enqueue != nil {
+	if queueKey == "" && a.enqueue != nil && a.members == nil {
 		r.enqueuedRev = resp.Header.Revision
 		r.queuedBefore = resp.Responses[ix.lost.queued].GetResponseRange().Count
 		if ahead := resp.Responses[ix.lost.ahead].GetResponseRange().Kvs; len(ahead) > 0 {
@@ -142,6 +148,9 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 // The Then branch grants the lock; the Else branch reads what stood in
 // the way and, for a direct attempt with a.enqueue, joins the queue.
 func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time) acquireTxn {
+	if a.members != nil {
+		return a.setTxn(queueKey, queueRev, rec, now)
+	}
 	e, name := a.e, a.req.Name
 	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), e.queuePrefix(name)
 	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev)}
@@ -176,9 +185,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 		// measures what that saves).
 		acquired := e.sessionTallyKey(a.req.Session, "acquired")
 		t.then = append(t.then, clientv3.OpPut(acquired, "", clientv3.WithLease(a.session)))
-		won.acquired, t.then = len(t.then), append(t.then, clientv3.OpGet(acquired, clientv3.WithKeysOnly()))
-		won.released, t.then = len(t.then), append(t.then,
-			clientv3.OpGet(e.sessionTallyKey(a.req.Session, "released"), clientv3.WithKeysOnly()))
+		t.then, won.acquired, won.released = a.tallyReads(t.then)
 	}
 	if a.session != 0 {
 		won.session, t.then = len(t.then), append(t.then, clientv3.OpGet(e.sessionKey(a.req.Session)))
@@ -333,12 +340,19 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, rec holderRecord) (attemptResult, error) {
 	e := a.e
 	a.used = true
-	e.recordedOf(a.req.Name, EventAcquired, 1)
 	l := rec.toLock(a.seat, resp.Header.Revision)
+	for _, m := range a.granting() {
+		e.recordedOf(m, EventAcquired, 1)
+	}
 	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
-	e.holds.put(a.seat, l.Token, rec)
+	if a.members == nil {
+		e.holds.put(a.seat, l.Token, rec)
+	}
+	for i, m := range a.members {
+		e.holds.put(m, l.Token, memberRecord(rec, i))
+	}
 	if a.session != 0 {
 		if sr := resp.Responses[ix.won.session].GetResponseRange(); len(sr.Kvs) > 0 {
 			var s sessionRecord
@@ -371,6 +385,9 @@ func seenBefore(resp *clientv3.TxnResponse) int64 { return resp.Header.Revision 
 
 // analyse reads a failed acquire transaction's else branch.
 func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, queueKey string) (attemptResult, error) {
+	if a.members != nil {
+		return a.analyseSet(ctx, resp, ix, queueKey)
+	}
 	e, name, rs := a.e, a.req.Name, resp.Responses
 	if ix.lost.term >= 0 {
 		a.setTerm(rs[ix.lost.term].GetResponseRange().Kvs)
@@ -495,11 +512,13 @@ func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attempt
 // queue entry asked for: a release granted it to us (Engine.handOverOps).
 func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
 	hr, err := decodeHolder(kv)
-	if err != nil || hr.Hold != a.hold {
+	if err != nil || !a.ours(hr.Hold) {
 		return nil, false
 	}
 	a.used = true
-	a.seat = strings.TrimPrefix(string(kv.Key), a.e.locksPrefix())
+	if a.members == nil {
+		a.seat = strings.TrimPrefix(string(kv.Key), a.e.locksPrefix())
+	}
 	l := hr.toLock(a.seat, kv.ModRevision)
 	if a.session != 0 {
 		a.e.fillLease(ctx, l, a.session)
@@ -511,16 +530,26 @@ func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, boo
 	return l, true
 }
 
+// tallyReads appends to then the reads of the session's two tallies, each
+// a range over its shards (tallyShard), keys only, and returns their
+// indices.
+func (a *acquirer) tallyReads(then []clientv3.Op) (ops []clientv3.Op, acquired, released int) {
+	e, id := a.e, a.req.Session
+	acquired, then = len(then), append(then, clientv3.OpGet(e.sessionTallyKey(id, "acquired"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	released, then = len(then), append(then, clientv3.OpGet(e.sessionTallyKey(id, "released"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	return then, acquired, released
+}
+
 // heldInSession reads the session's tallies from an acquire's Then branch:
-// the locks the session holds, the new one included.
+// the locks the session holds, the new ones included.
 func heldInSession(resp *clientv3.TxnResponse, ix acquireIx) int64 {
-	version := func(r *etcdserverpb.ResponseOp) int64 {
-		if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 {
-			return kvs[0].Version
+	versions := func(r *etcdserverpb.ResponseOp) (n int64) {
+		for _, kv := range r.GetResponseRange().Kvs {
+			n += kv.Version
 		}
-		return 0
+		return n
 	}
-	return version(resp.Responses[ix.won.acquired]) - version(resp.Responses[ix.won.released])
+	return versions(resp.Responses[ix.won.acquired]) - versions(resp.Responses[ix.won.released])
 }
 
 // undoOverSessionCap ends a hold that took its session past
@@ -538,7 +567,7 @@ func (a *acquirer) undoOverSessionCap(token int64, rec holderRecord) error {
 	reason := fmt.Sprintf("session %s already holds the maximum of %d locks; release some first", a.req.Session, limit)
 	ctx, done := e.cleanupCtx()
 	defer done()
-	err := e.commitEnd(ctx, a.seat, token, rec, nil, EventReleased, "acquire refused: "+reason)
+	err := a.endOwn(ctx, token, &rec, "acquire refused: "+reason)
 	if err != nil && !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) {
 		// The session keeps a lock whose token nobody learnt: it shows in
 		// the session's locks and ends with it. Say the outcome is unknown.

@@ -224,7 +224,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		t    endTxn
 	)
 	send := func() error {
-		t = e.endTxn(name, token, hr, ev, head, true)
+		t = e.endTxn(name, token, hr, ev, head, 0)
 		txn := e.batch.Txn
 		if t.handOver >= 0 {
 			txn = e.batch.TxnUrgent // the next holder waits on this commit
@@ -264,16 +264,27 @@ func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver b
 	if handedOver {
 		e.recordedOf(name, EventAcquired, 1)
 	}
-	if hr.Session == "" {
-		// A released lock's lease serves the next acquire with its TTL
-		// (leasePool): a hold handed over is under the new holder's
-		// lease, so this one holds no key any more. After a revoke or an
-		// expiry the lease is ended, as the operator or etcd meant.
-		if id, ok := parseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
-			return
-		}
-		e.revokeLease(hr.Lease)
+	if len(hr.Set) == 0 {
+		e.leaseAfter(typ, hr)
 	}
+	// A lock set's member ended on its own leaves the lease to the other
+	// members: it ends with them (endSet), or runs out.
+}
+
+// leaseAfter does what is left to do with an ended hold's own lease once
+// no key is under it.
+func (e *Engine) leaseAfter(typ EventType, hr holderRecord) {
+	if hr.Session != "" {
+		return
+	}
+	// A released lock's lease serves the next acquire with its TTL
+	// (leasePool): a hold handed over is under the new holder's lease, so
+	// this one holds no key any more. After a revoke or an expiry the
+	// lease is ended, as the operator or etcd meant.
+	if id, ok := parseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
+		return
+	}
+	e.revokeLease(hr.Lease)
 }
 
 // endTxn is the txn that ends a hold, built by Engine.endTxn.
@@ -293,9 +304,9 @@ func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) bool {
 
 // endTxn builds the txn that ends token's hold, ended by ev: it records
 // the end (holdEnd), deletes the lock key or hands a seat to head
-// (handOverPlan), and, with tally, counts the release in the session's
-// tally.
-func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, tally bool) endTxn {
+// (handOverPlan), and, with a tally shard (tallyShard) of 0 or more,
+// counts the release in the session's tally.
+func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, tally int) endTxn {
 	lkey := e.lockKey(name)
 	event, guard := e.holdEnd(name, token, hr, ev)
 	// The end event comes first, so a watcher of the trail sees the hold
@@ -315,7 +326,7 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 		// with it, whoever leads next.
 		t.then = append(t.then, clientv3.OpDelete(e.valueKey(name)))
 	}
-	if id, ok := parseLeaseHex(hr.Session); ok && tally && !hr.NoTally {
+	if id, ok := parseLeaseHex(hr.Session); ok && tally >= 0 && !hr.NoTally {
 		// One more release in the session's tally, if it keeps one and
 		// the acquire counted this hold (holderRecord.NoTally): the
 		// node that acquired into it may have MaxLocksPerSession on while
@@ -326,7 +337,7 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 		// lease does too, and the put cannot fail on a lease.
 		t.then = append(t.then, clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.sessionTallyKey(hr.Session, "acquired")), ">", 0)},
-			[]clientv3.Op{clientv3.OpPut(e.sessionTallyKey(hr.Session, "released"), "", clientv3.WithLease(id))},
+			[]clientv3.Op{clientv3.OpPut(e.tallyShard(hr.Session, "released", tally), "", clientv3.WithLease(id))},
 			nil))
 	}
 	return t

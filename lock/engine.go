@@ -432,6 +432,17 @@ func (e *Engine) sessionTallyKey(id, which string) string {
 	return e.cfg.Prefix + "sessiontally/" + id + "/" + which
 }
 
+// tallyShard is shard i of a session's tally which. One txn may not put a
+// key twice, so a lock set's acquire counts member i in shard i (and its
+// release the same): shard 0 is the tally key itself, and a tally is the
+// sum of its shards' Versions, read with one range (heldInSession).
+func (e *Engine) tallyShard(id, which string, i int) string {
+	if i == 0 {
+		return e.sessionTallyKey(id, which)
+	}
+	return e.sessionTallyKey(id, which) + "/" + strconv.Itoa(i)
+}
+
 // padToken renders n so that byte order is numeric order, which is what
 // etcd's Value compares use.
 func padToken(n int64) string { return fmt.Sprintf("%020d", n) }

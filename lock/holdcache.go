@@ -118,7 +118,7 @@ func (c *holdCache) sawWaiter(name string) {
 // which reads the hold and the queue's head first.
 func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr holderRecord) (ended bool, err error) {
 	ev := hr.endEvent(ctx, name, token, EventReleased, "")
-	t := e.endTxn(name, token, hr, ev, nil, true)
+	t := e.endTxn(name, token, hr, ev, nil, 0)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
 	// grant must get it from this txn (handOverOps), and one that did not
 	// takes the lock once it sees the key go.

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -205,7 +206,7 @@ const keyWatchBacklog = 64
 // keyWatch is a waiter's registration for the changes of one key.
 type keyWatch struct {
 	h     *hub
-	key   string
+	keys  []string
 	after int64 // events up to this revision are already known to the waiter
 	// c is signalled when events arrive; take them with take.
 	c chan struct{}
@@ -223,15 +224,23 @@ type keyWatch struct {
 // after: the caller must then read the key with a linearizable read to
 // learn of a change in between.
 func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {
-	kw = &keyWatch{h: h, key: key, after: after, c: make(chan struct{}, 1)}
+	return h.watchKeys([]string{key}, after)
+}
+
+// watchKeys is watchKey for changes of any of keys, in one registration:
+// what a lock set waits on.
+func (h *hub) watchKeys(keys []string, after int64) (kw *keyWatch, missed bool) {
+	kw = &keyWatch{h: h, keys: keys, after: after, c: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	set := h.keys[key]
-	if set == nil {
-		set = map[*keyWatch]struct{}{}
-		h.keys[key] = set
+	for _, key := range keys {
+		set := h.keys[key]
+		if set == nil {
+			set = map[*keyWatch]struct{}{}
+			h.keys[key] = set
+		}
+		set[kw] = struct{}{}
 	}
-	set[kw] = struct{}{}
 	if h.rev <= after {
 		return kw, false
 	}
@@ -241,7 +250,10 @@ func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {
 	// recent is in revision order: its events after after are its tail.
 	i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision > after })
 	for _, ev := range h.recent[i:] {
-		if k := string(ev.Kv.Key); k == key || strings.HasSuffix(key, string(seatSep)) && strings.HasPrefix(k, key) {
+		k := string(ev.Kv.Key)
+		if slices.ContainsFunc(keys, func(key string) bool {
+			return k == key || strings.HasSuffix(key, string(seatSep)) && strings.HasPrefix(k, key)
+		}) {
 			kw.push(ev)
 		}
 	}
@@ -304,10 +316,12 @@ func (kw *keyWatch) close() {
 	h := kw.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if set := h.keys[kw.key]; set != nil {
-		delete(set, kw)
-		if len(set) == 0 {
-			delete(h.keys, kw.key)
+	for _, key := range kw.keys {
+		if set := h.keys[key]; set != nil {
+			delete(set, kw)
+			if len(set) == 0 {
+				delete(h.keys, key)
+			}
 		}
 	}
 }

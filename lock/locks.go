@@ -194,21 +194,9 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 	if !mayActOn(ctx, hr.Credential) {
 		return nil, fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 	}
-	id, _ := parseLeaseHex(hr.Lease)
-	var (
-		start time.Time
-		ka    *clientv3.LeaseKeepAliveResponse
-	)
-	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-		start = time.Now()
-		ka, err = e.cli.KeepAliveOnce(octx, id)
-		return err
-	})
+	ttl, start, err := e.keepAlive(ctx, hr.Lease)
 	if err != nil {
-		if isLeaseNotFound(err) {
-			return nil, ErrNotHeld
-		}
-		return nil, e.etcdErr(ctx, "keep the lease alive", err)
+		return nil, err
 	}
 	// The lease we renewed may have outlived the hold (a session's lease
 	// does): answer success only if token still holds the lock.
@@ -216,9 +204,27 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 		return nil, err
 	}
 	l = hr.toLock(name, token)
-	l.TTL = time.Duration(ka.TTL) * time.Second
-	l.ExpiresAt = expiryAt(start, l.TTL)
+	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
 	return l, nil
+}
+
+// keepAlive renews the lease lease, and returns its TTL as etcd granted it
+// and when the renewal began. ErrNotHeld says the lease is gone.
+func (e *Engine) keepAlive(ctx context.Context, lease string) (ttl time.Duration, start time.Time, err error) {
+	id, _ := parseLeaseHex(lease)
+	var ka *clientv3.LeaseKeepAliveResponse
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		ka, err = e.cli.KeepAliveOnce(octx, id)
+		return err
+	})
+	if err != nil {
+		if isLeaseNotFound(err) {
+			return 0, time.Time{}, ErrNotHeld
+		}
+		return 0, time.Time{}, e.etcdErr(ctx, "keep the lease alive", err)
+	}
+	return time.Duration(ka.TTL) * time.Second, start, nil
 }
 
 // Waiter is a queued acquire.
@@ -229,6 +235,8 @@ type Waiter struct {
 	Since    time.Time
 	// Mode is a read/write lock's waiter's.
 	Mode RWMode
+	// Set is a lock set's waiter's: every name of the set.
+	Set []string
 }
 
 // Waiters returns the queue of name in grant order: its first
@@ -255,7 +263,7 @@ func waitersOf(kvs []*mvccpb.KeyValue) []Waiter {
 		if json.Unmarshal(kv.Value, &wr) != nil {
 			continue
 		}
-		ws = append(ws, Waiter{Owner: wr.Owner, Session: wr.Session, Position: i + 1, Since: wr.Since, Mode: wr.Mode})
+		ws = append(ws, Waiter{Owner: wr.Owner, Session: wr.Session, Position: i + 1, Since: wr.Since, Mode: wr.Mode, Set: wr.Set})
 	}
 	return ws
 }

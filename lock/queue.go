@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -152,7 +153,9 @@ func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseI
 		return first, 0, err
 	}
 	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
-	a.e.holds.sawWaiter(a.req.Name) // its holder's release must hand over, not try the one-txn release first
+	for _, m := range a.granting() {
+		a.e.holds.sawWaiter(m) // its holder's release must hand over, not try the one-txn release first
+	}
 	if queueRev == 0 {
 		// The txn failed on a lease before it ran: join the queue on
 		// our own, and let the queued attempts tell which lease is gone.
@@ -226,12 +229,14 @@ func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResul
 func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (rev, queued int64, err error) {
 	e := a.e
 	var resp *clientv3.TxnResponse
-	const queuedAt = 1 // the count of the queue, ours included, after our put
+	// Our entries, then the count of the queue, ours included.
+	ops := []clientv3.Op{clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly())}
+	value := a.entryValue(nowUTC())
+	for _, k := range a.entryKeys(qkey) {
+		ops = slices.Insert(ops, 0, clientv3.OpPut(k, value, clientv3.WithLease(wlease)))
+	}
 	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.cli.Txn(octx).Then(
-			clientv3.OpPut(qkey, a.entryValue(nowUTC()), clientv3.WithLease(wlease)),
-			clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		).Commit()
+		resp, err = e.cli.Txn(octx).Then(ops...).Commit()
 		return err
 	})
 	if err != nil {
@@ -243,7 +248,7 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 		}
 		return 0, 0, e.etcdErr(ctx, "enqueue", err)
 	}
-	return resp.Header.Revision, resp.Responses[queuedAt].GetResponseRange().Count, nil
+	return resp.Header.Revision, resp.Responses[len(ops)-1].GetResponseRange().Count, nil
 }
 
 // awaitChange blocks until what r says we wait for changes in etcd: the
@@ -256,11 +261,15 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 	e := a.e
 	// The head of the queue waits on the lock itself, puts included: a
 	// release grants it to us by putting our record over its own.
-	head := r.outcome != delayed && r.watchKey == a.headKey()
-	kw, missed := e.waits.watchKey(r.watchKey, r.watchRev)
+	head := r.outcome != delayed && r.watchKey == a.headKey() && a.members == nil
+	keys := r.keys
+	if keys == nil {
+		keys = []string{r.watchKey}
+	}
+	kw, missed := e.waits.watchKeys(keys, r.watchRev)
 	defer kw.close()
 	var timer <-chan time.Time
-	if r.outcome == delayed {
+	if !r.retryAt.IsZero() {
 		t := time.NewTimer(time.Until(r.retryAt))
 		defer t.Stop()
 		timer = t.C
@@ -364,6 +373,9 @@ func sessionEnded(kw *keyWatch) bool {
 // member's local read can lag what its watches already sent.
 func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
 	e := a.e
+	if a.members != nil {
+		return nil, true, nil // a set looks again at every key it waits on: its attempt tells
+	}
 	var opts []clientv3.OpOption
 	if !head {
 		opts = append(opts, clientv3.WithKeysOnly())
@@ -419,14 +431,13 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 	ctx, done := a.e.cleanupCtx()
 	defer done()
 	var resp *clientv3.TxnResponse
-	const entryAt = 0
-	ops := []clientv3.Op{clientv3.OpDelete(qkey)}
-	holder := clientv3.OpGet(a.e.lockKey(a.req.Name))
-	if a.grouped() {
-		// Any seat may be the one a release granted us.
-		holder = clientv3.OpGet(seatsOf(a.e.locksPrefix(), a.req.Name), clientv3.WithPrefix())
+	const entryAt = 0 // our entry, or a set's first
+	var ops []clientv3.Op
+	for _, k := range a.entryKeys(qkey) {
+		ops = append(ops, clientv3.OpDelete(k))
 	}
-	lockAt, ops := len(ops), append(ops, holder)
+	// Any seat may be the one a release granted us.
+	lockAt, ops := len(ops), append(ops, a.holderReads()...)
 	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
 		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
 		return err
@@ -440,7 +451,9 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 		// waiter lease would remove it only then). Its key is not reused
 		// meanwhile.
 		if a.entry != "" {
-			go a.e.sweepEntry(qkey, a.entry)
+			for _, k := range a.entryKeys(qkey) {
+				go a.e.sweepEntry(k, a.entry)
+			}
 		}
 		if err == nil {
 			err = errEntryMayReturn
@@ -450,9 +463,11 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
 		return nil, err
 	}
-	for _, kv := range resp.Responses[lockAt].GetResponseRange().Kvs {
-		if l, ok := a.granted(ctx, kv); ok {
-			return l, err
+	for _, r := range resp.Responses[lockAt:] {
+		for _, kv := range r.GetResponseRange().Kvs {
+			if l, ok := a.granted(ctx, kv); ok {
+				return l, err
+			}
 		}
 	}
 	if err == nil && a.entry != "" && resp.Responses[entryAt].GetResponseDeleteRange().Deleted == 0 {
@@ -488,7 +503,10 @@ func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 	if a.queuedAt.IsZero() {
 		a.queuedAt = now
 	}
-	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt, Mode: a.mode}
+	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt, Mode: a.mode, Set: a.members}
+	if a.members != nil {
+		return wr // a release never grants one member of a set alone
+	}
 	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
 		return wr
 	}

@@ -50,6 +50,9 @@ func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOptio
 // linearizable. Either way it only picks what to wait for, and
 // awaitChange checks that against etcd as its watch starts.
 func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r attemptResult, ok bool, err error) {
+	if a.members != nil {
+		return attemptResult{}, false, nil // a set's attempt reads each member itself
+	}
 	e, name := a.e, a.req.Name
 	var opts []clientv3.OpOption
 	if e.ownMember() {

@@ -48,6 +48,9 @@ type holderRecord struct {
 	// Mode is a read/write lock hold's; a handover grants a writer the
 	// writer's seat and readers readers' seats (handOverPlan).
 	Mode RWMode `json:"mode,omitempty"`
+	// Set is a lock set's member's: every name of the set (lockset.go).
+	// The members share the hold ID, the lease and the token.
+	Set []string `json:"set,omitempty"`
 }
 
 // delayRecord guards a lock with lock-delay. Acquire creates it with the
@@ -95,6 +98,9 @@ type waiterRecord struct {
 	Grant *holderRecord `json:"grant,omitempty"`
 	// Mode is a read/write lock's waiter's.
 	Mode RWMode `json:"mode,omitempty"`
+	// Set is a lock set's waiter's: every name of the set. Its entries,
+	// one in each member's queue, share their CreateRevision.
+	Set []string `json:"set,omitempty"`
 }
 
 type fencedRecord struct {
@@ -145,6 +151,7 @@ func (r holderRecord) toLock(key string, token int64) *Lock {
 		Value:      r.Value,
 		Limit:      r.Limit,
 		Mode:       r.Mode,
+		Set:        r.Set,
 	}
 }
 
@@ -168,7 +175,7 @@ func (r holderRecord) endEvent(ctx context.Context, key string, token int64, typ
 // at, as its kind names it (holdEvent).
 func (r holderRecord) event(key string, typ EventType, at time.Time) Event {
 	ev := holdEvent(key, typ)
-	ev.Time, ev.Owner, ev.Session, ev.Credential, ev.Term, ev.Mode = at, r.Owner, r.Session, r.Credential, r.Term, r.Mode
+	ev.Time, ev.Owner, ev.Session, ev.Credential, ev.Term, ev.Mode, ev.Set = at, r.Owner, r.Session, r.Credential, r.Term, r.Mode, r.Set
 	if beginsHold(ev.Type) {
 		ev.Value, ev.Limit = r.Value, r.Limit
 	}

@@ -227,7 +227,9 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	return e.GetSession(ctx, id)
 }
 
-// maxEndsPerTxn keeps a session's release under etcd's MaxTxnOps (128).
+// maxEndsPerTxn keeps a session's release under etcd's MaxTxnOps (128):
+// its txns hold at most this many holds, or one lock set (MaxSetNames,
+// which reads two keys a hold, 128 ops).
 const maxEndsPerTxn = 32
 
 // DeleteSession releases every lock of the session (an election it
@@ -248,9 +250,11 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 		keys = append(keys, keyName(KindElection, n))
 	}
 	keys = append(keys, s.seats...)
-	for len(keys) > 0 {
-		batch := keys[:min(len(keys), maxEndsPerTxn)]
-		keys = keys[len(batch):]
+	batches, err := e.sessionBatches(ctx, s.ID, keys)
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", s.ID, err)
+	}
+	for _, batch := range batches {
 		if err := e.releaseSession(ctx, s.ID, batch); err != nil {
 			return fmt.Errorf("delete session %s: %w", s.ID, err)
 		}
@@ -287,7 +291,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 	if err != nil {
 		return e.etcdErr(ctx, "read session locks", err)
 	}
-	var ends []sessionEnd
+	var ends []plannedEnd
 	handed := map[string]bool{} // queue heads handed a seat already
 	for i, ix := range ixs {
 		kv, head := ix.read(resp)
@@ -307,7 +311,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		if head != nil {
 			handed[head.key] = true
 		}
-		ends = append(ends, sessionEnd{name: names[i], token: kv.ModRevision, hr: hr, head: head})
+		ends = append(ends, plannedEnd{name: names[i], token: kv.ModRevision, hr: hr, head: head})
 	}
 	if len(ends) == 0 {
 		return nil
@@ -325,8 +329,9 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 	return err
 }
 
-// sessionEnd is one lock that deleting its session releases.
-type sessionEnd struct {
+// plannedEnd is one hold that a txn of several ends: a lock of a session
+// being deleted, a member of a lock set.
+type plannedEnd struct {
 	name  string
 	token int64
 	hr    holderRecord
@@ -335,13 +340,13 @@ type sessionEnd struct {
 
 // commitSessionEnds runs one txn that ends every hold of ends, each by
 // an event like of.
-func (e *Engine) commitSessionEnds(ctx context.Context, ends []sessionEnd, of Event) error {
+func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Event) error {
 	ops := make([]clientv3.Op, len(ends))
 	txns := make([]endTxn, len(ends))
 	for i, end := range ends {
 		ev := end.hr.endEvent(ctx, end.name, end.token, of.Type, of.Detail)
 		ev.Time = of.Time
-		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, false)
+		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, -1)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
 	}
 	octx, done := e.op(ctx)

@@ -105,13 +105,19 @@ func (t *tally) estimate() int64 { return t.base + t.pending + t.done }
 // reserve takes a slot for a key about to be created, or reports false
 // when the cap is reached. A true reservation must be ended with finish.
 func (e *Engine) reserve(ctx context.Context, t *tally) (bool, error) {
+	return e.reserveN(ctx, t, 1)
+}
+
+// reserveN is reserve for n keys at once (a lock set's), ended with
+// finishN.
+func (e *Engine) reserveN(ctx context.Context, t *tally, n int) (bool, error) {
 	if t == nil {
 		return true, nil
 	}
 	for recounted := false; ; recounted = true {
 		t.mu.Lock()
-		if t.known && t.estimate() < int64(t.limit) {
-			t.pending++
+		if t.known && t.estimate()+int64(n) <= int64(t.limit) {
+			t.pending += int64(n)
 			t.mu.Unlock()
 			return true, nil
 		}
@@ -132,14 +138,17 @@ func (e *Engine) reserve(ctx context.Context, t *tally) (bool, error) {
 func mayHaveCreated(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // finish ends a reservation: created says whether the write made the key.
-func (t *tally) finish(created bool) {
+func (t *tally) finish(created bool) { t.finishN(1, created) }
+
+// finishN ends a reservation of n keys.
+func (t *tally) finishN(n int, created bool) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
-	t.pending--
+	t.pending -= int64(n)
 	if created {
-		t.done++
+		t.done += int64(n)
 	}
 	t.mu.Unlock()
 }
@@ -260,14 +269,15 @@ func (e *Engine) tooManyFenced() error {
 // an acquire in a session that holds the lock already passes without a
 // slot: it creates nothing (the idempotent 200).
 func (e *Engine) reserveLock(ctx context.Context, req AcquireRequest) (func(created bool), error) {
-	ok, err := e.reserve(ctx, e.space.locks)
+	n := max(len(req.members), 1) // a lock set creates every member
+	ok, err := e.reserveN(ctx, e.space.locks, n)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		return e.space.locks.finish, nil
+		return func(created bool) { e.space.locks.finishN(n, created) }, nil
 	}
-	if lid, isLease := parseLeaseHex(req.Session); isLease {
+	if lid, isLease := parseLeaseHex(req.Session); isLease && req.members == nil {
 		// Not keys-only: etcd 3.7 answers a keys-only range from its
 		// index, without the keys' leases.
 		octx, done := e.op(ctx)

@@ -43,6 +43,10 @@ type Lock struct {
 	Limit int
 	// Mode is a read/write lock hold's.
 	Mode RWMode
+	// Set is a lock set's member's: the names of every lock of the set,
+	// in the order the acquire gave them. Every member has the set's
+	// token.
+	Set []string
 }
 
 // Session is a lease that many locks can share: when it ends, they all do.
@@ -149,6 +153,10 @@ type Event struct {
 	// lock's queue: the hold was granted after waiting from then. Nil
 	// when the lock was free at the first attempt.
 	QueuedAt *time.Time `json:"queued_at,omitempty"`
+	// Set, on the events of a lock set's member, names every lock of the
+	// set: its members begin in one revision, and end in one unless one
+	// was released or revoked on its own.
+	Set []string `json:"set,omitempty"`
 }
 
 // FencedValue is the content of a fenced register.
@@ -182,6 +190,8 @@ type AcquireRequest struct {
 	// lock's hold's (RWRequest).
 	limit int
 	mode  RWMode
+	// members are a lock set's names (LockSetRequest); Name is the first.
+	members []string
 }
 
 // Limits of the request contract (docs/API.md, Locks).

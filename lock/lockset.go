@@ -1,0 +1,416 @@
+package lock
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A lock set is several ordinary locks taken all or nothing, by one
+// acquirer of the engine (acquirer.members): its attempt is acquireTxn's
+// once per member in one txn (setTxn), so every member is granted at one
+// revision, and every member's token is that revision. Each member is an
+// ordinary lock: its holder record, its own acquired and end events, its
+// queue. The members share one hold ID and one lease (or session), and
+// their records name the whole set (holderRecord.Set).
+//
+// A set that waits joins every member's queue in the txn of its first
+// attempt: its entries share that txn's revision. Single locks and sets
+// are then in one total order by revision, and since a waiter holds
+// nothing while it waits, no two can deadlock: the oldest waiter of all
+// heads every queue it is in, and is granted once its locks are free. A
+// set's entries ask for no grant (queueEntryRecord): a release never
+// grants one member of a set alone. The set heads a queue it waits in
+// until it is granted, so a release of that lock leaves it free for the
+// set, which sees it go and attempts again; the waiters behind the set
+// stay behind it.
+
+// Limits of a lock set (docs/API.md, Lock sets).
+const (
+	MinSetNames = 2
+	MaxSetNames = 64
+)
+
+// LockSetRequest asks for every lock of Names at once; the other fields
+// are AcquireRequest's. A set has no lock-delay.
+type LockSetRequest struct {
+	Names    []string
+	Owner    string
+	TTL      time.Duration
+	Session  string
+	Wait     time.Duration
+	Metadata map[string]string
+}
+
+// LockSet is a granted lock set: every lock of Names, in that order in
+// Locks, held with Token.
+type LockSet struct {
+	Names []string
+	Token int64
+	Locks []*Lock
+}
+
+// checkNames checks a lock set's names: MinSetNames to MaxSetNames
+// distinct lock names.
+func checkNames(names []string) error {
+	if len(names) < MinSetNames || len(names) > MaxSetNames {
+		return invalid("names", "must list %d to %d lock names, not %d", MinSetNames, MaxSetNames, len(names))
+	}
+	seen := make(map[string]int, len(names))
+	for i, n := range names {
+		if err := checkName("names["+strconv.Itoa(i)+"]", n); err != nil {
+			return invalid("names", "%v", err)
+		}
+		if j, ok := seen[n]; ok {
+			return invalid("names", "names[%d] repeats names[%d] (%q): a set names each lock once", i, j, n)
+		}
+		seen[n] = i
+	}
+	return nil
+}
+
+// AcquireSet takes every lock of req.Names for the caller in one etcd
+// transaction, all with one fencing token, or none of them. fresh is
+// false when req.Session already held this very set. When a lock is held
+// it queues for up to req.Wait in every member's queue at once, served in
+// one order with single locks, then returns a *HeldError whose Holders
+// are the locks held by others. Each member is an ordinary lock (Get,
+// Renew, Release and Revoke work on it); ReleaseSet ends them together.
+func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, bool, error) {
+	if err := checkNames(req.Names); err != nil {
+		return nil, false, err
+	}
+	names := slices.Clone(req.Names)
+	l, fresh, err := e.acquire(ctx, AcquireRequest{
+		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, members: names,
+	})
+	if err != nil {
+		if _, ok := err.(*InvalidError); ok {
+			return nil, false, err
+		}
+		return nil, false, fmt.Errorf("acquire lock set %s: %w", setLabel(names), err)
+	}
+	return setOf(names, l), fresh, nil
+}
+
+// setOf is the set whose first member's lock is l: the members differ
+// only in name.
+func setOf(names []string, l *Lock) *LockSet {
+	s := &LockSet{Names: names, Token: l.Token, Locks: make([]*Lock, len(names))}
+	for i, n := range names {
+		m := *l
+		m.Name = n
+		s.Locks[i] = &m
+	}
+	return s
+}
+
+// setLabel names a set in errors and logs.
+func setLabel(names []string) string { return strconv.Quote(strings.Join(names, ",")) }
+
+// sameSet reports whether a and b name the same locks, in any order.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// memberIx names one member's responses in a lock set's acquire txn (see
+// acquireIx); an op the txn does not carry has index -1.
+type memberIx struct {
+	lock, guard int
+	queued      int // direct attempt: count of the member's queue
+	ahead       int // direct attempt with enqueue: the newest entry before ours
+	entry, pred int // queued attempt: our entry, and the one just ahead of it
+}
+
+// setTxn is acquireTxn for a lock set: for each member, the compares and
+// ops of a lock's acquire (lock free, nobody queued or nobody ahead, the
+// lock-delay guard as last read; the holder record and acquired event;
+// the entry's put or delete), in one txn, so that every member is granted
+// at one revision or none is. queueKey is our entry in the first
+// member's queue; the others share its key's last element.
+func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time) acquireTxn {
+	e := a.e
+	var t acquireTxn
+	t.ix.members = make([]memberIx, len(a.members))
+	leaseID, _ := parseLeaseHex(rec.Lease)
+	queuedSince := a.queuedAt // before this attempt: one that queues is not granted
+	entries, value := a.entryKeys(queueKey), ""
+	if q := a.enqueue; queueKey == "" && q != nil {
+		entries, value = a.entryKeys(q.key), a.entryValue(now)
+	}
+	for i, m := range a.members {
+		lkey, gkey, qpfx := e.lockKey(m), e.delayKey(m), e.queuePrefix(m)
+		mrec := memberRecord(rec, i)
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), a.guardCmp(m))
+		t.then = append(t.then,
+			clientv3.OpPut(lkey, mustJSON(mrec), clientv3.WithLease(leaseID)),
+			clientv3.OpPut(e.acquiredKey(m, mrec.Hold), mustJSON(mrec.acquiredEvent(m, now, queuedSince))))
+		if a.guardRevs[m] != 0 {
+			t.then = append(t.then, clientv3.OpDelete(gkey)) // a spent guard
+		}
+		mi := &t.ix.members[i]
+		*mi = memberIx{lock: len(t.els), guard: len(t.els) + 1, queued: -1, ahead: -1, entry: -1, pred: -1}
+		t.els = append(t.els, clientv3.OpGet(lkey), clientv3.OpGet(gkey))
+		if queueKey == "" {
+			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
+			mi.queued, t.els = len(t.els), append(t.els, clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+			if a.enqueue != nil {
+				mi.ahead, t.els = len(t.els), append(t.els, newestEntry(qpfx))
+				t.els = append(t.els, clientv3.OpPut(entries[i], value, clientv3.WithLease(a.enqueue.lease)))
+			}
+			continue
+		}
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(entries[i]), "=", queueRev),
+			clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix())
+		t.then = append(t.then, clientv3.OpDelete(entries[i]))
+		mi.entry, t.els = len(t.els), append(t.els, clientv3.OpGet(entries[i], clientv3.WithKeysOnly()))
+		mi.pred, t.els = len(t.els), append(t.els, newestEntry(qpfx, clientv3.WithMaxCreateRev(queueRev-1)))
+	}
+	a.setSessionOps(&t)
+	return t
+}
+
+// memberRecord is the holder record of member i of a set whose grant
+// rec is: each member is a hold of its own, with an ID of its own (its
+// audit records' keys and its trail entries are named by it), made of
+// the set's.
+func memberRecord(rec holderRecord, i int) holderRecord {
+	rec.Hold = memberHold(rec.Hold, i)
+	return rec
+}
+
+func memberHold(set string, i int) string { return set + "." + strconv.Itoa(i) }
+
+// ours reports whether hold is a hold of this acquire's: its own, or for
+// a set one of its members'.
+func (a *acquirer) ours(hold string) bool {
+	if a.members == nil {
+		return hold == a.hold
+	}
+	rest, ok := strings.CutPrefix(hold, a.hold+".")
+	return ok && rest != ""
+}
+
+// newestEntry reads the key of the newest entry under a queue prefix that
+// opts leave in.
+func newestEntry(qpfx string, opts ...clientv3.OpOption) clientv3.Op {
+	return clientv3.OpGet(qpfx, append([]clientv3.OpOption{clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...)
+}
+
+// setSessionOps adds to a set's acquire txn what a session asks: its key
+// compared (see acquireCmps) and read in both branches, and with
+// MaxLocksPerSession each member counted in a tally shard of its own.
+func (a *acquirer) setSessionOps(t *acquireTxn) {
+	e := a.e
+	won := &t.ix.won
+	won.acquired, won.released, won.session, t.ix.lost.session = -1, -1, -1, -1
+	if a.session == 0 {
+		return
+	}
+	skey := e.sessionKey(a.req.Session)
+	if a.sessionRev != 0 {
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
+	} else {
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
+	}
+	if e.cfg.MaxLocksPerSession > 0 {
+		for i := range a.members {
+			t.then = append(t.then, clientv3.OpPut(e.tallyShard(a.req.Session, "acquired", i), "", clientv3.WithLease(a.session)))
+		}
+		t.then, won.acquired, won.released = a.tallyReads(t.then)
+	}
+	won.session, t.then = len(t.then), append(t.then, clientv3.OpGet(skey))
+	t.ix.lost.session, t.els = len(t.els), append(t.els, clientv3.OpGet(skey))
+}
+
+// guardCmp is a member's lock-delay compare: no guard, or the spent one
+// the last attempt read (guardRevs), which the grant deletes.
+func (a *acquirer) guardCmp(m string) clientv3.Cmp {
+	gkey := a.e.delayKey(m)
+	if rev := a.guardRevs[m]; rev != 0 {
+		return clientv3.Compare(clientv3.ModRevision(gkey), "=", rev)
+	}
+	return clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0)
+}
+
+// entryKeys are our queue entries, given the first member's (qkey): one
+// per member, all with qkey's last element. "" gives none.
+func (a *acquirer) entryKeys(qkey string) []string {
+	if qkey == "" {
+		return nil
+	}
+	if a.members == nil {
+		return []string{qkey}
+	}
+	id := strings.TrimPrefix(qkey, a.e.queuePrefix(a.members[0]))
+	keys := make([]string, len(a.members))
+	for i, m := range a.members {
+		keys[i] = a.e.queuePrefix(m) + id
+	}
+	return keys
+}
+
+// holderReads read what may hold our grant: the lock key, every seat of a
+// thing with seats, every member of a set.
+func (a *acquirer) holderReads() []clientv3.Op {
+	switch {
+	case a.members != nil:
+		ops := make([]clientv3.Op, len(a.members))
+		for i, m := range a.members {
+			ops[i] = clientv3.OpGet(a.e.lockKey(m))
+		}
+		return ops
+	case a.grouped():
+		return []clientv3.Op{clientv3.OpGet(seatsOf(a.e.locksPrefix(), a.req.Name), clientv3.WithPrefix())}
+	}
+	return []clientv3.Op{clientv3.OpGet(a.e.lockKey(a.req.Name))}
+}
+
+// analyseSet reads a lock set's failed acquire txn: what stands in the
+// way of each member. A wait then watches every key in the way (r.keys):
+// the lock's key of a member held by another, the entry just ahead of
+// ours in a member's queue, a member's lock-delay guard; any change of
+// one wakes it to attempt again.
+func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, queueKey string) (attemptResult, error) {
+	rs := resp.Responses
+	if a.session != 0 && len(rs[ix.lost.session].GetResponseRange().Kvs) == 0 {
+		return attemptResult{outcome: noSession}, nil
+	}
+	r := attemptResult{outcome: retryNow, watchRev: seenBefore(resp)}
+	if queueKey == "" && a.enqueue != nil {
+		r.enqueuedRev = resp.Header.Revision
+	}
+	a.lastHolder, a.lastHolders, a.lastHolderLeases = nil, nil, nil
+	var own, nDelayed, nBehind int
+	for i, m := range a.members {
+		mi := ix.members[i]
+		if mi.entry >= 0 && len(rs[mi.entry].GetResponseRange().Kvs) == 0 {
+			return attemptResult{outcome: dequeued}, nil
+		}
+		queued := int64(0)
+		if mi.queued >= 0 {
+			queued = rs[mi.queued].GetResponseRange().Count
+			r.queuedBefore = max(r.queuedBefore, queued)
+		}
+		pred := ""
+		for _, at := range []int{mi.ahead, mi.pred} {
+			if kvs := rangeAt(rs, at); len(kvs) > 0 {
+				pred = string(kvs[0].Key)
+			}
+		}
+		if kvs := rs[mi.lock].GetResponseRange().Kvs; len(kvs) > 0 {
+			kv := kvs[0]
+			hr, err := decodeHolder(kv)
+			if err != nil {
+				return attemptResult{}, err
+			}
+			if a.ours(hr.Hold) {
+				if l, ok := a.granted(ctx, kv); ok { // a txn of ours of unknown outcome
+					return attemptResult{outcome: won, lock: l}, nil
+				}
+			}
+			holder := hr.toLock(m, kv.ModRevision)
+			if a.session != 0 && hr.Session == a.req.Session && sameSet(hr.Set, a.members) {
+				own++
+				r.lock = holder
+			}
+			a.lastHolders, a.lastHolderLeases = append(a.lastHolders, holder), append(a.lastHolderLeases, hr.Lease)
+			r.keys = append(r.keys, cmp.Or(pred, a.e.lockKey(m)))
+			continue
+		}
+		if until, cause, ok, err := a.memberGuard(rangeAt(rs, mi.guard), m); err != nil {
+			return attemptResult{}, err
+		} else if ok {
+			nDelayed++
+			if r.retryAt.IsZero() || until.Before(r.retryAt) {
+				r.retryAt, r.delayCause = until, cause
+			}
+			r.keys = append(r.keys, a.e.delayKey(m))
+			continue
+		}
+		if pred != "" || queued > 0 {
+			nBehind++
+			if pred != "" {
+				r.keys = append(r.keys, pred)
+			}
+		}
+	}
+	return a.setOutcome(ctx, r, own, nDelayed, nBehind), nil
+}
+
+// setOutcome is what a set's failed attempt found, given how many members
+// its session holds as this very set (own), and how many are under
+// lock-delay or have entries ahead of ours.
+func (a *acquirer) setOutcome(ctx context.Context, r attemptResult, own, nDelayed, nBehind int) attemptResult {
+	switch {
+	case own == len(a.members):
+		a.e.fillLease(ctx, r.lock, a.session)
+		r.outcome = sameHolder
+		r.lock = setOf(a.members, r.lock).Locks[0]
+	case len(a.lastHolders) > 0:
+		r.outcome, r.holder, r.holders = heldBy, a.lastHolders[0], a.lastHolders
+		a.lastHolder = r.holder
+	case nDelayed > 0:
+		r.outcome = delayed
+	case nBehind > 0:
+		r.outcome = behind
+	}
+	if len(r.keys) > 0 {
+		r.watchKey = r.keys[0]
+	}
+	return r
+}
+
+// memberGuard reads a set member's lock-delay guard (kvs) from a failed
+// attempt. ok is set while the delay forbids the grant, until when it
+// ends: for a guard the expiry recorder has not stamped yet, from now
+// (the wait also watches the guard, so the stamp wakes it). A spent guard
+// is noted for the next attempt to replace (guardCmp).
+func (a *acquirer) memberGuard(kvs []*mvccpb.KeyValue, m string) (until time.Time, cause EventType, ok bool, err error) {
+	if len(kvs) == 0 {
+		delete(a.guardRevs, m)
+		return time.Time{}, "", false, nil
+	}
+	var dr delayRecord
+	if err := json.Unmarshal(kvs[0].Value, &dr); err != nil {
+		return time.Time{}, "", false, fmt.Errorf("decode lock-delay guard: %w", err)
+	}
+	switch {
+	case dr.Until == nil:
+		return time.Now().Add(dr.LockDelay), EventExpired, true, nil
+	case time.Now().Before(*dr.Until):
+		return *dr.Until, dr.Cause, true, nil
+	}
+	if a.guardRevs == nil {
+		a.guardRevs = map[string]int64{}
+	}
+	a.guardRevs[m] = kvs[0].ModRevision
+	return time.Time{}, "", false, nil
+}
+
+// rangeAt is the keys the range read at index at of rs found; none for
+// an index of -1.
+func rangeAt(rs []*etcdserverpb.ResponseOp, at int) []*mvccpb.KeyValue {
+	if at < 0 {
+		return nil
+	}
+	return rs[at].GetResponseRange().Kvs
+}

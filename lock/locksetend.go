@@ -1,0 +1,294 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ReleaseSet ends the lock set that token holds: every member of names
+// still held with token, in one txn, each handed to its next waiter as a
+// release would. A member released or revoked on its own before is left
+// alone. It returns ErrNotHeld when no member is held, ErrTokenMismatch
+// when some are but none with token, and ErrNotOwner, ending nothing,
+// when ctx's caller may not act on the set (see Caller).
+func (e *Engine) ReleaseSet(ctx context.Context, names []string, token int64) error {
+	if err := checkNames(names); err != nil {
+		return err
+	}
+	if token <= 0 {
+		return invalid("token", "must be a positive fencing token")
+	}
+	if err := e.endSet(ctx, names, token, ""); err != nil {
+		return fmt.Errorf("release lock set %s: %w", setLabel(names), err)
+	}
+	return nil
+}
+
+// RenewSet extends the lease of the lock set that token holds (for a set
+// in a session, the session's), and returns the set with its new expiry.
+// It returns ErrNotHeld or ErrTokenMismatch, naming the member, when token
+// no longer holds every member of names.
+func (e *Engine) RenewSet(ctx context.Context, names []string, token int64) (*LockSet, error) {
+	if err := checkNames(names); err != nil {
+		return nil, err
+	}
+	if token <= 0 {
+		return nil, invalid("token", "must be a positive fencing token")
+	}
+	s, err := e.renewSet(ctx, names, token)
+	if err != nil {
+		e.renewFailed(renewLock, err)
+		return nil, fmt.Errorf("renew lock set %s: %w", setLabel(names), err)
+	}
+	return s, nil
+}
+
+func (e *Engine) renewSet(ctx context.Context, names []string, token int64) (*LockSet, error) {
+	held, err := e.readSet(ctx, names, token, false)
+	if err == nil {
+		err = held.whole()
+	}
+	if err != nil {
+		return nil, err
+	}
+	hr := held.ends[0].hr
+	for _, end := range held.ends {
+		if !mayActOn(ctx, end.hr.Credential) {
+			return nil, fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+		}
+	}
+	ttl, start, err := e.keepAlive(ctx, hr.Lease)
+	if err != nil {
+		return nil, err
+	}
+	// The lease may have outlived the set (a session's does): answer
+	// success only if token still holds every member.
+	if held, err = e.readSet(ctx, names, token, false); err == nil {
+		err = held.whole()
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := hr.toLock(names[0], token)
+	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
+	return setOf(names, l), nil
+}
+
+// endSet releases, in one txn, every member of names that token holds,
+// with detail in the end events.
+func (e *Engine) endSet(ctx context.Context, names []string, token int64, detail string) error {
+	for range maxImmediateRetries {
+		held, err := e.readSet(ctx, names, token, true)
+		if err != nil {
+			return err
+		}
+		for _, end := range held.ends {
+			if !mayActOn(ctx, end.hr.Credential) {
+				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+			}
+		}
+		if done, err := e.commitSetEnd(ctx, held.ends, detail); done || err != nil {
+			return err
+		}
+		// A member changed between the read and the txn: read again.
+	}
+	return fmt.Errorf("its locks change hands too fast: %w", ErrUnavailable)
+}
+
+// heldSet is what a read of a lock set's members found.
+type heldSet struct {
+	// ends are the members held with the token, each with its queue's
+	// head when the read asked for heads.
+	ends []plannedEnd
+	// lost are the other members; other is set if one of them is held
+	// with another token.
+	lost  []string
+	other int64
+}
+
+// whole returns nil when every member is held with the token, and else
+// the error that names the first member that is not.
+func (h heldSet) whole() error {
+	if len(h.lost) == 0 {
+		return nil
+	}
+	if h.other != 0 {
+		return fmt.Errorf("%w: %q is held with token %d", ErrTokenMismatch, h.lost[0], h.other)
+	}
+	return fmt.Errorf("%w: %q", ErrNotHeld, h.lost[0])
+}
+
+// readSet reads the members of names, and with withHeads the head of each
+// one's queue. Like readHold it reads the member's local state first and
+// confirms with a linearizable read unless that shows token holding every
+// member: the end txn compares each member's ModRevision with token, so a
+// stale read never ends the wrong hold. It returns ErrNotHeld when no
+// member is held, and ErrTokenMismatch when none is held with token.
+func (e *Engine) readSet(ctx context.Context, names []string, token int64, withHeads bool) (heldSet, error) {
+	read := func(opts ...clientv3.OpOption) (heldSet, error) {
+		var ops []clientv3.Op
+		ixs := make([]holdReadIx, len(names))
+		for i, n := range names {
+			o, ix := e.holdReadOps(n, withHeads, opts...)
+			ixs[i], ops = ix.shifted(len(ops)), append(ops, o...)
+		}
+		octx, done := e.op(ctx)
+		defer done()
+		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		if err != nil {
+			return heldSet{}, e.etcdErr(ctx, "read lock set", err)
+		}
+		var h heldSet
+		for i, ix := range ixs {
+			kv, head := ix.read(resp)
+			switch {
+			case kv == nil:
+				h.lost = append(h.lost, names[i])
+			case kv.ModRevision != token:
+				h.lost, h.other = append(h.lost, names[i]), kv.ModRevision
+			default:
+				hr, err := decodeHolder(kv)
+				if err != nil {
+					return heldSet{}, err
+				}
+				h.ends = append(h.ends, plannedEnd{name: names[i], token: token, hr: hr, head: head})
+			}
+		}
+		return h, nil
+	}
+	if !e.memberStopped() {
+		if h, err := read(clientv3.WithSerializable()); err == nil && len(h.lost) == 0 {
+			return h, nil
+		}
+	}
+	h, err := read()
+	switch {
+	case err != nil:
+		return heldSet{}, err
+	case len(h.ends) == 0 && h.other != 0:
+		return heldSet{}, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, h.other)
+	case len(h.ends) == 0:
+		return heldSet{}, ErrNotHeld
+	}
+	return h, nil
+}
+
+// commitSetEnd ends every hold of ends, members of one lock set, in one
+// txn: each as endTxn ends a hold (its end event, its lock key deleted or
+// handed to its queue's head, a tally shard of its own), under one compare
+// per member, so that all end or none. done is false when a member changed
+// since it was read.
+func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail string) (done bool, err error) {
+	at := nowUTC()
+	var (
+		resp *clientv3.TxnResponse
+		txns []endTxn
+	)
+	send := func() error {
+		var (
+			cmps   []clientv3.Cmp
+			then   []clientv3.Op
+			urgent bool
+		)
+		txns = txns[:0]
+		for i, end := range ends {
+			ev := end.hr.endEvent(ctx, end.name, end.token, EventReleased, detail)
+			ev.Time = at
+			t := e.endTxn(end.name, end.token, end.hr, ev, end.head, i)
+			if t.handOver >= 0 {
+				t.handOver, urgent = t.handOver+len(then), true
+			}
+			cmps, then, txns = append(cmps, t.cmps...), append(then, t.then...), append(txns, t)
+		}
+		txn := e.batch.Txn
+		if urgent {
+			txn = e.batch.TxnUrgent // the next holders wait on this commit
+		}
+		return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+			resp, err = txn(octx, cmps, then, nil)
+			return err
+		})
+	}
+	err = send()
+	if err != nil && isLeaseNotFound(err) {
+		// A head's lease ended while it waited (see commitEnd).
+		for i := range ends {
+			ends[i].head = nil
+		}
+		err = send()
+	}
+	if err != nil {
+		return false, e.etcdErr(ctx, "end lock set", err)
+	}
+	if !resp.Succeeded {
+		return false, nil
+	}
+	ended := make([]string, len(ends))
+	for i, end := range ends {
+		e.holds.take(end.name, end.token) // the cached record is of a hold that is gone
+		e.recordedOf(end.name, EventReleased, 1)
+		if txns[i].handedOver(resp.Responses) {
+			e.recordedOf(end.name, EventAcquired, 1)
+		}
+		ended[i] = end.name
+	}
+	if hr := ends[0].hr; !slices.ContainsFunc(hr.Set, func(n string) bool { return !slices.Contains(ended, n) }) {
+		e.leaseAfter(EventReleased, hr) // no member is left under it
+	}
+	return true, nil
+}
+
+// sessionBatches splits the holds of session, by key name, into the
+// batches its deletion ends, one txn each (releaseSession): at most
+// maxEndsPerTxn holds, but a lock set's members always in one, however
+// many (MaxSetNames at most). It reads each hold's record to learn its
+// set, MaxSetNames at a time.
+func (e *Engine) sessionBatches(ctx context.Context, session string, keys []string) ([][]string, error) {
+	var opts []clientv3.OpOption
+	if e.ownMember() {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	var (
+		units [][]string
+		taken = map[string]bool{}
+	)
+	for chunk := range slices.Chunk(keys, MaxSetNames) {
+		ops := make([]clientv3.Op, len(chunk))
+		for i, k := range chunk {
+			ops[i] = clientv3.OpGet(e.lockKey(k), opts...)
+		}
+		octx, done := e.op(ctx)
+		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		done()
+		if err != nil {
+			return nil, e.etcdErr(ctx, "read session locks", err)
+		}
+		for i, k := range chunk {
+			if taken[k] {
+				continue
+			}
+			unit := []string{k}
+			if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
+				if hr, err := decodeHolder(kvs[0]); err == nil && hr.Session == session && len(hr.Set) > 0 {
+					unit = slices.DeleteFunc(slices.Clone(hr.Set), func(n string) bool { return !slices.Contains(keys, n) })
+				}
+			}
+			for _, n := range unit {
+				taken[n] = true
+			}
+			units = append(units, unit)
+		}
+	}
+	var batches [][]string
+	for _, u := range units {
+		if n := len(batches); n > 0 && len(batches[n-1])+len(u) <= maxEndsPerTxn {
+			batches[n-1] = append(batches[n-1], u...)
+			continue
+		}
+		batches = append(batches, u)
+	}
+	return batches, nil
+}
