@@ -83,6 +83,7 @@ func appendLock(b []byte, l *Lock) []byte {
 	}
 	b = append(b, `,"metadata":`...)
 	b = appendStringMap(b, l.Metadata)
+	b = appendNames(b, `,"set":[`, l.Set)
 	if len(l.Waiters) > 0 {
 		b = append(b, `,"waiters":[`...)
 		for i, w := range l.Waiters {
@@ -103,6 +104,7 @@ func appendLock(b []byte, l *Lock) []byte {
 				b = append(b, `,"mode":`...)
 				b = appendString(b, w.Mode)
 			}
+			b = appendNames(b, `,"set":[`, w.Set)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

@@ -129,7 +129,7 @@ func (a *API) getLock(c echo.Context) error {
 func toWaiters(ws []lock.Waiter) []Waiter {
 	out := make([]Waiter, len(ws))
 	for i, w := range ws {
-		out[i] = Waiter{Owner: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since), Mode: string(w.Mode)}
+		out[i] = Waiter{Owner: w.Owner, Session: w.Session, Position: w.Position, Since: Time(w.Since), Mode: string(w.Mode), Set: w.Set}
 	}
 	return out
 }

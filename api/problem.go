@@ -32,8 +32,9 @@ type Problem struct {
 	Holder *Lock `json:"holder,omitempty"`
 	// Leader is the current leader (election_held).
 	Leader *Leader `json:"leader,omitempty"`
-	// Holders are the permits held (semaphore_full), or the holds of a
-	// read/write lock in the way (lock_held of a read/write lock).
+	// Holders are the permits held (semaphore_full), the holds of a
+	// read/write lock in the way (lock_held of a read/write lock), or the
+	// locks held by others (lock_held of a lock set).
 	Holders []*Hold `json:"holders,omitempty"`
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64 `json:"max_token,omitempty" format:"int64" example:"4712"`
@@ -235,7 +236,11 @@ func addDetails(p *Problem, err error) {
 		case lock.KindSemaphore, lock.KindRWLock:
 			p.Holders = toHolds(held.Holders)
 		default:
-			p.Holder = toLock(held.Holder)
+			if held.Holders != nil { // a lock set's: the locks in the way
+				p.Holders = toHolds(held.Holders)
+			} else {
+				p.Holder = toLock(held.Holder)
+			}
 		}
 		p.Detail = held.Error()
 		if held.RetryAfter > 0 {

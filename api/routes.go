@@ -86,6 +86,10 @@ func (a *API) Routes() []Route {
 		{Method: del, Path: "/v1/semaphores/:name", Handler: a.releasePermit, Role: auth.Write, Query: []string{"token"}, Leader: true},
 		{Method: post, Path: "/v1/semaphores/:name/revoke", Handler: a.revokePermit, Role: auth.Admin, Leader: true},
 
+		{Method: post, Path: "/v1/locksets", Handler: a.acquireLockSet, Role: auth.Write, Leader: true},
+		{Method: post, Path: "/v1/locksets/release", Handler: a.releaseLockSet, Role: auth.Write, Leader: true},
+		{Method: post, Path: "/v1/locksets/renew", Handler: a.renewLockSet, Role: auth.Write, Leader: true},
+
 		{Method: get, Path: "/v1/rwlocks", Handler: a.listRWLocks, Role: auth.Read, Query: list, Leader: true},
 		{Method: post, Path: "/v1/rwlocks/:name", Handler: a.acquireRW, Role: auth.Write, Leader: true},
 		{Method: get, Path: "/v1/rwlocks/:name", Handler: a.getRWLock, Role: auth.Read, Leader: true},

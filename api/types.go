@@ -39,6 +39,9 @@ type Lock struct {
 	ExpiresAt  Time              `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
 	LockDelay  string            `json:"lock_delay,omitempty" example:"10s"`
 	Metadata   map[string]string `json:"metadata"`
+	// Set, on a lock of a lock set, names every lock of the set, in the
+	// order the acquire gave them; they all have this lock's token.
+	Set []string `json:"set,omitempty" example:"acct-1,acct-2"`
 	// Waiters is the queue, first to be served first; only GET
 	// /v1/locks/{name} fills it in.
 	Waiters []Waiter `json:"waiters,omitempty"`
@@ -52,6 +55,9 @@ type Waiter struct {
 	Since    Time   `json:"since" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
 	// Mode is a read/write lock's waiter's.
 	Mode string `json:"mode,omitempty" example:"write" enums:"read,write"`
+	// Set is a lock set's waiter's: every lock of the set, in whose
+	// queues it waits at once.
+	Set []string `json:"set,omitempty" example:"acct-1,acct-2"`
 }
 
 func toLock(l *lock.Lock) *Lock {
@@ -60,7 +66,7 @@ func toLock(l *lock.Lock) *Lock {
 	}
 	out := &Lock{
 		Name: l.Name, Owner: l.Owner, Token: l.Token, Session: l.Session, TTL: l.TTL.String(),
-		AcquiredAt: Time(l.AcquiredAt), ExpiresAt: Time(l.ExpiresAt), Metadata: l.Metadata,
+		AcquiredAt: Time(l.AcquiredAt), ExpiresAt: Time(l.ExpiresAt), Metadata: l.Metadata, Set: l.Set,
 	}
 	if l.LockDelay > 0 {
 		out.LockDelay = l.LockDelay.String()
@@ -149,13 +155,17 @@ type Event struct {
 	Limit int `json:"limit,omitempty" example:"3"`
 	// Mode, on a read/write lock's events, is the hold's.
 	Mode string `json:"mode,omitempty" example:"read" enums:"read,write"`
+	// Set, on the events of a lock of a lock set, names every lock of
+	// the set: they begin at one revision, and end at one unless one was
+	// released or revoked on its own.
+	Set []string `json:"set,omitempty" example:"acct-1,acct-2"`
 }
 
 func toEvent(e lock.Event) Event {
 	ev := Event{
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
-		Term: e.Term, Value: e.Value, Limit: e.Limit, Mode: string(e.Mode),
+		Term: e.Term, Value: e.Value, Limit: e.Limit, Mode: string(e.Mode), Set: e.Set,
 	}
 	if e.QueuedAt != nil {
 		q := Time(*e.QueuedAt)

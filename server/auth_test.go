@@ -132,6 +132,13 @@ func rwHoldFor(t *testing.T, s *testserver.Server, token string) (string, int64)
 	return name, h.Token
 }
 
+func lockSetFor(t *testing.T, s *testserver.Server, token string) (string, int64) {
+	t.Helper()
+	a, b := unique("set-a"), unique("set-b")
+	set := testserver.WantJSON[api.LockSet](t, s.DoAs(token, "POST", "/v1/locksets", fmt.Sprintf(`{"names":[%q,%q],"owner":"fixture","ttl":"60s"}`, a, b)), http.StatusCreated)
+	return fmt.Sprintf(`[%q,%q]`, a, b), set.Token
+}
+
 func sessionFor(t *testing.T, s *testserver.Server, token string) string {
 	t.Helper()
 	return testserver.WantJSON[api.Session](t, s.DoAs(token, "POST", "/v1/sessions", `{"owner":"fixture","ttl":"60s"}`), http.StatusCreated).ID
@@ -214,6 +221,17 @@ var samples = map[string]sample{
 	"GET /v1/elections":  fixed("GET", "/v1/elections", ""),
 	"GET /v1/semaphores": fixed("GET", "/v1/semaphores", ""),
 	"GET /v1/rwlocks":    fixed("GET", "/v1/rwlocks", ""),
+	"POST /v1/locksets": func(*testing.T, *testserver.Server, caller) (string, string, string) {
+		return "POST", "/v1/locksets", fmt.Sprintf(`{"names":[%q,%q],"owner":"c","ttl":"30s"}`, unique("set"), unique("set"))
+	},
+	"POST /v1/locksets/renew": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		names, tok := lockSetFor(t, s, fixtureToken(c))
+		return "POST", "/v1/locksets/renew", fmt.Sprintf(`{"names":%s,"token":%d}`, names, tok)
+	},
+	"POST /v1/locksets/release": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		names, tok := lockSetFor(t, s, fixtureToken(c))
+		return "POST", "/v1/locksets/release", fmt.Sprintf(`{"names":%s,"token":%d}`, names, tok)
+	},
 	"POST /v1/rwlocks/:name": func(*testing.T, *testserver.Server, caller) (string, string, string) {
 		return "POST", "/v1/rwlocks/" + unique("rw"), `{"mode":"read","owner":"c","ttl":"30s"}`
 	},

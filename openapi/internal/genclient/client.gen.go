@@ -393,6 +393,13 @@ type Event struct {
 	Revision int64   `json:"revision"`
 	Session  *string `json:"session,omitempty"`
 
+	// Set Set, on the events of a lock of a lock set, names every lock of
+	// the set: they begin at one revision, and end at one unless one was
+	// released or revoked on its own.
+	//
+	// Example: ["acct-1","acct-2"]
+	Set *[]string `json:"set,omitempty"`
+
 	// Term Term is an election's event's leadership term; Value the leader's
 	// value on elected (what it campaigned with) and proclaimed (the new
 	// one).
@@ -616,6 +623,12 @@ type Lock struct {
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
+	// Set Set, on a lock of a lock set, names every lock of the set, in the
+	// order the acquire gave them; they all have this lock's token.
+	//
+	// Example: ["acct-1","acct-2"]
+	Set *[]string `json:"set,omitempty"`
+
 	// Token Example: 4711
 	Token int64 `json:"token"`
 
@@ -634,6 +647,52 @@ type LockList struct {
 	Delayed    *[]Delay `json:"delayed,omitempty"`
 	Locks      []Lock   `json:"locks"`
 	NextCursor *string  `json:"next_cursor,omitempty"`
+}
+
+// LockSet defines model for LockSet.
+type LockSet struct {
+	// Locks Locks are the set's locks, in the order of names.
+	Locks []Lock `json:"locks"`
+
+	// Names Example: ["acct-1","acct-2"]
+	Names []string `json:"names"`
+
+	// Token Token is the fencing token of every lock of the set.
+	//
+	// Example: 4711
+	Token int64 `json:"token"`
+}
+
+// LockSetRequest defines model for LockSetRequest.
+type LockSetRequest struct {
+	Metadata *map[string]string `json:"metadata,omitempty"`
+
+	// Names Names are the locks to take, 2 to 64 distinct lock names, in any
+	// order: the set is granted all at once or not at all.
+	//
+	// Example: ["acct-1","acct-2"]
+	Names []string `json:"names"`
+
+	// Owner Example: transfer-7
+	Owner *string `json:"owner,omitempty"`
+
+	// Session Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Ttl Example: 30s
+	Ttl *string `json:"ttl,omitempty"`
+
+	// Wait Example: 10s
+	Wait *string `json:"wait,omitempty"`
+}
+
+// LockSetTokenRequest defines model for LockSetTokenRequest.
+type LockSetTokenRequest struct {
+	// Names Example: ["acct-1","acct-2"]
+	Names []string `json:"names"`
+
+	// Token Example: 4711
+	Token int64 `json:"token"`
 }
 
 // Member defines model for Member.
@@ -690,8 +749,9 @@ type Problem struct {
 	// Holder Holder is the current holder (lock_held).
 	Holder *Lock `json:"holder,omitempty"`
 
-	// Holders Holders are the permits held (semaphore_full), or the holds of a
-	// read/write lock in the way (lock_held of a read/write lock).
+	// Holders Holders are the permits held (semaphore_full), the holds of a
+	// read/write lock in the way (lock_held of a read/write lock), or the
+	// locks held by others (lock_held of a lock set).
 	Holders *[]Hold `json:"holders,omitempty"`
 
 	// Leader Leader is the current leader (election_held).
@@ -924,6 +984,12 @@ type Waiter struct {
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
+	// Set Set is a lock set's waiter's: every lock of the set, in whose
+	// queues it waits at once.
+	//
+	// Example: ["acct-1","acct-2"]
+	Set *[]string `json:"set,omitempty"`
+
 	// Since Example: 2026-11-29T14:25:13.886Z
 	Since time.Time `json:"since"`
 }
@@ -1112,6 +1178,15 @@ type RenewLockJSONRequestBody = RenewRequest
 
 // RevokeLockJSONRequestBody defines body for RevokeLock for application/json ContentType.
 type RevokeLockJSONRequestBody = RevokeRequest
+
+// AcquireLockSetJSONRequestBody defines body for AcquireLockSet for application/json ContentType.
+type AcquireLockSetJSONRequestBody = LockSetRequest
+
+// ReleaseLockSetJSONRequestBody defines body for ReleaseLockSet for application/json ContentType.
+type ReleaseLockSetJSONRequestBody = LockSetTokenRequest
+
+// RenewLockSetJSONRequestBody defines body for RenewLockSet for application/json ContentType.
+type RenewLockSetJSONRequestBody = LockSetTokenRequest
 
 // AcquireRWJSONRequestBody defines body for AcquireRW for application/json ContentType.
 type AcquireRWJSONRequestBody = RWRequest
@@ -1474,6 +1549,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLock(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcquireLockSetWithBody Take several locks at once, all or nothing
+	//
+	// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+	// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+	AcquireLockSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcquireLockSet Take several locks at once, all or nothing
+	//
+	// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+	// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+	AcquireLockSet(ctx context.Context, body AcquireLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseLockSetWithBody Release a lock set
+	//
+	// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+	ReleaseLockSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseLockSet Release a lock set
+	//
+	// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+	ReleaseLockSet(ctx context.Context, body ReleaseLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewLockSetWithBody Renew a lock set
+	//
+	// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+	RenewLockSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RenewLockSet Renew a lock set
+	//
+	// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+	RenewLockSet(ctx context.Context, body RenewLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecoverSpace Recover from a full data store (operators)
 	//
@@ -2263,6 +2394,122 @@ func (c *Client) RevokeLockWithBody(ctx context.Context, name string, contentTyp
 // Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 func (c *Client) RevokeLock(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeLockRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcquireLockSetWithBody Take several locks at once, all or nothing
+//
+// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+func (c *Client) AcquireLockSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcquireLockSetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcquireLockSet Take several locks at once, all or nothing
+//
+// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+func (c *Client) AcquireLockSet(ctx context.Context, body AcquireLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcquireLockSetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseLockSetWithBody Release a lock set
+//
+// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+func (c *Client) ReleaseLockSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseLockSetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseLockSet Release a lock set
+//
+// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+func (c *Client) ReleaseLockSet(ctx context.Context, body ReleaseLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseLockSetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewLockSetWithBody Renew a lock set
+//
+// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+func (c *Client) RenewLockSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewLockSetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RenewLockSet Renew a lock set
+//
+// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+func (c *Client) RenewLockSet(ctx context.Context, body RenewLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRenewLockSetRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4015,6 +4262,126 @@ func NewRevokeLockRequestWithBody(server string, name string, contentType string
 	return req, nil
 }
 
+// NewAcquireLockSetRequest calls the generic AcquireLockSet builder with application/json body
+func NewAcquireLockSetRequest(server string, body AcquireLockSetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcquireLockSetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAcquireLockSetRequestWithBody constructs an http.Request for the AcquireLockSet method, with any body, and a specified content type
+func NewAcquireLockSetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locksets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReleaseLockSetRequest calls the generic ReleaseLockSet builder with application/json body
+func NewReleaseLockSetRequest(server string, body ReleaseLockSetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReleaseLockSetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReleaseLockSetRequestWithBody constructs an http.Request for the ReleaseLockSet method, with any body, and a specified content type
+func NewReleaseLockSetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locksets/release")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRenewLockSetRequest calls the generic RenewLockSet builder with application/json body
+func NewRenewLockSetRequest(server string, body RenewLockSetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRenewLockSetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRenewLockSetRequestWithBody constructs an http.Request for the RenewLockSet method, with any body, and a specified content type
+func NewRenewLockSetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locksets/renew")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRecoverSpaceRequest constructs an http.Request for the RecoverSpace method
 func NewRecoverSpaceRequest(server string) (*http.Request, error) {
 	var err error
@@ -5224,6 +5591,62 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLockWithResponse(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeLockResponse, error)
+
+	// AcquireLockSetWithBodyWithResponse Take several locks at once, all or nothing
+	//
+	// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+	// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+	AcquireLockSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcquireLockSetResponse, error)
+
+	// AcquireLockSetWithResponse Take several locks at once, all or nothing
+	//
+	// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+	// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+	AcquireLockSetWithResponse(ctx context.Context, body AcquireLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireLockSetResponse, error)
+
+	// ReleaseLockSetWithBodyWithResponse Release a lock set
+	//
+	// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+	ReleaseLockSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseLockSetResponse, error)
+
+	// ReleaseLockSetWithResponse Release a lock set
+	//
+	// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+	ReleaseLockSetWithResponse(ctx context.Context, body ReleaseLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseLockSetResponse, error)
+
+	// RenewLockSetWithBodyWithResponse Renew a lock set
+	//
+	// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+	RenewLockSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewLockSetResponse, error)
+
+	// RenewLockSetWithResponse Renew a lock set
+	//
+	// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+	RenewLockSetWithResponse(ctx context.Context, body RenewLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewLockSetResponse, error)
 
 	// RecoverSpaceWithResponse Recover from a full data store (operators)
 	//
@@ -7905,6 +8328,388 @@ func (r RevokeLockResponse) ContentType() string {
 	return ""
 }
 
+// AcquireLockSetResponse429Headers the declared response headers of an HTTP 429 response for AcquireLockSet
+type AcquireLockSetResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AcquireLockSetResponse503Headers the declared response headers of an HTTP 503 response for AcquireLockSet
+type AcquireLockSetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcquireLockSetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LockSet
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *LockSet
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcquireLockSetResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcquireLockSetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcquireLockSetResponse) GetJSON200() *LockSet {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AcquireLockSetResponse) GetJSON201() *LockSet {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r AcquireLockSetResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r AcquireLockSetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcquireLockSetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcquireLockSetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcquireLockSetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleaseLockSetResponse429Headers the declared response headers of an HTTP 429 response for ReleaseLockSet
+type ReleaseLockSetResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ReleaseLockSetResponse503Headers the declared response headers of an HTTP 503 response for ReleaseLockSet
+type ReleaseLockSetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReleaseLockSetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReleaseLockSetResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReleaseLockSetResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReleaseLockSetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleaseLockSetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleaseLockSetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleaseLockSetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleaseLockSetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RenewLockSetResponse429Headers the declared response headers of an HTTP 429 response for RenewLockSet
+type RenewLockSetResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RenewLockSetResponse503Headers the declared response headers of an HTTP 503 response for RenewLockSet
+type RenewLockSetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RenewLockSetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LockSet
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RenewLockSetResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RenewLockSetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RenewLockSetResponse) GetJSON200() *LockSet {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RenewLockSetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RenewLockSetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RenewLockSetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RenewLockSetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RenewLockSetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RecoverSpaceResponse429Headers the declared response headers of an HTTP 429 response for RecoverSpace
 type RecoverSpaceResponse429Headers struct {
 	RetryAfter *int
@@ -10343,6 +11148,98 @@ func (c *ClientWithResponses) RevokeLockWithResponse(ctx context.Context, name s
 		return nil, err
 	}
 	return ParseRevokeLockResponse(rsp)
+}
+
+// AcquireLockSetWithBodyWithResponse Take several locks at once, all or nothing
+//
+// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+func (c *ClientWithResponses) AcquireLockSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcquireLockSetResponse, error) {
+	rsp, err := c.AcquireLockSetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcquireLockSetResponse(rsp)
+}
+
+// AcquireLockSetWithResponse Take several locks at once, all or nothing
+//
+// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
+// Without `wait`, a set with a lock held by another answers 409 `lock_held` with `holders` (the locks in the way) and takes nothing. With `wait`, the set joins every lock's queue in one transaction and is granted when it heads all of them (for up to `wait`, at most 5m): sets and single locks are served in one order, first come first served, so no two sets deadlock whatever order they name their locks in. A set that gives up leaves no entry in any queue. `ttl` and `session` are as for a lock; the set's locks share one lease. A session that holds this very set already answers 200 with it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locksets (the `AcquireLockSet` operationId).
+func (c *ClientWithResponses) AcquireLockSetWithResponse(ctx context.Context, body AcquireLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*AcquireLockSetResponse, error) {
+	rsp, err := c.AcquireLockSet(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcquireLockSetResponse(rsp)
+}
+
+// ReleaseLockSetWithBodyWithResponse Release a lock set
+//
+// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+func (c *ClientWithResponses) ReleaseLockSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseLockSetResponse, error) {
+	rsp, err := c.ReleaseLockSetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseLockSetResponse(rsp)
+}
+
+// ReleaseLockSetWithResponse Release a lock set
+//
+// Ends every lock of `names` that `token` holds, in one etcd transaction, each audited as `released` and handed to its oldest waiter in that transaction. A lock of the set released or revoked on its own before is left alone.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locksets/release (the `ReleaseLockSet` operationId).
+func (c *ClientWithResponses) ReleaseLockSetWithResponse(ctx context.Context, body ReleaseLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseLockSetResponse, error) {
+	rsp, err := c.ReleaseLockSet(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseLockSetResponse(rsp)
+}
+
+// RenewLockSetWithBodyWithResponse Renew a lock set
+//
+// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+func (c *ClientWithResponses) RenewLockSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RenewLockSetResponse, error) {
+	rsp, err := c.RenewLockSetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewLockSetResponse(rsp)
+}
+
+// RenewLockSetWithResponse Renew a lock set
+//
+// Extends the lease the set's locks share (for a set in a session, the session's), and returns the set with the new `expires_at`, if `token` still holds every lock of `names`. A lock of the set released or revoked on its own makes it fail, naming that lock: the set is no longer whole.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locksets/renew (the `RenewLockSet` operationId).
+func (c *ClientWithResponses) RenewLockSetWithResponse(ctx context.Context, body RenewLockSetJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewLockSetResponse, error) {
+	rsp, err := c.RenewLockSet(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRenewLockSetResponse(rsp)
 }
 
 // RecoverSpaceWithResponse Recover from a full data store (operators)
@@ -13026,6 +13923,373 @@ func ParseRevokeLockResponse(rsp *http.Response) (*RevokeLockResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeLockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAcquireLockSetResponse parses an HTTP response from a AcquireLockSetWithResponse call
+func ParseAcquireLockSetResponse(rsp *http.Response) (*AcquireLockSetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcquireLockSetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LockSet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest LockSet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers AcquireLockSetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcquireLockSetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleaseLockSetResponse parses an HTTP response from a ReleaseLockSetWithResponse call
+func ParseReleaseLockSetResponse(rsp *http.Response) (*ReleaseLockSetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleaseLockSetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ReleaseLockSetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReleaseLockSetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRenewLockSetResponse parses an HTTP response from a RenewLockSetWithResponse call
+func ParseRenewLockSetResponse(rsp *http.Response) (*RenewLockSetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RenewLockSetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LockSet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RenewLockSetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RenewLockSetResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
