@@ -325,6 +325,10 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 		a.lease = 0 // our own lease vanished; grant anew next time
 		return attemptResult{outcome: retryNow}, nil
 	}
+	if tooLarge(err) {
+		a.entry = "" // refused whole, before it applied: it put no entry
+		return attemptResult{}, a.e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
+	}
 	if !notApplied(err) {
 		// A timeout or a term's end can come after the commit: the
 		// lock may be ours under our own lease, and nobody will

@@ -97,6 +97,11 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 		if _, ok := err.(*InvalidError); ok {
 			return nil, false, err
 		}
+		if tooLarge(err) {
+			// etcd refused the txn whole, before applying any of it.
+			return nil, false, invalid("names", "etcd takes fewer operations in one transaction (its --max-txn-ops) than a set of %d locks needs: "+
+				"name fewer locks, or run etcd with --max-txn-ops 512 or more (docs/API.md, Lock sets)", len(names))
+		}
 		return nil, false, fmt.Errorf("acquire lock set %s: %w", setLabel(names), err)
 	}
 	return setOf(names, l), fresh, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -160,4 +161,36 @@ func TestLockSet_CountsEveryMemberAgainstTheSessionCap(t *testing.T) {
 	mustSet(t, e, lock.LockSetRequest{Names: []string{"c5", "c6", "c7"}, Owner: "w", Session: s.ID})
 	_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: "c8", Owner: "w", Session: s.ID})
 	asLimit(t, err, lock.ErrTooManyLocks)
+}
+
+// TestLockSet_AnEtcdThatTakesFewerOpsRefusesALargeSetAsBadInput: over an
+// etcd at its default --max-txn-ops (128), a waiting set of 25 locks
+// fits; one of 64 is refused naming names, with nothing written.
+func TestLockSet_AnEtcdThatTakesFewerOpsRefusesALargeSetAsBadInput(t *testing.T) {
+	t.Parallel()
+	cfg := testetcd.Config(t)
+	cfg.MaxTxnOps = 128
+	m := testetcd.StartConfig(t, cfg)
+	e := startEngine(t, m, lock.DefaultConfig())
+	ctx := ctxT(t)
+	names := make([]string, lock.MaxSetNames)
+	for i := range names {
+		names[i] = owner(i)
+	}
+	set := mustSet(t, e, lock.LockSetRequest{Names: names[:25], Owner: "w", Wait: time.Second})
+	if err := e.ReleaseSet(ctx, set.Names, set.Token); err != nil {
+		t.Fatal(err)
+	}
+	before := keysUnder(t, m.Client(), prefix+"locks/")
+	_, _, err := e.AcquireSet(ctx, lock.LockSetRequest{Names: names, Owner: "w", Wait: time.Second})
+	var ie *lock.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "names" {
+		t.Fatalf("a set of 64 over 128 ops: %v, want invalid names", err)
+	}
+	if after := keysUnder(t, m.Client(), prefix+"locks/"); !slices.Equal(before, after) {
+		t.Fatalf("locks %v after the refusal, want %v", after, before)
+	}
+	for _, n := range names {
+		queued(t, e, n, 0)
+	}
 }

@@ -93,6 +93,13 @@ func notApplied(err error) bool {
 		isEtcdErr(err, rpctypes.ErrGRPCNotCapable)
 }
 
+// tooLarge reports whether etcd refused a txn for its size (its
+// --max-txn-ops or --max-request-bytes): checked when the request is
+// received, so nothing of it was applied.
+func tooLarge(err error) bool {
+	return err != nil && (isEtcdErr(err, rpctypes.ErrGRPCTooManyOps) || isEtcdErr(err, rpctypes.ErrGRPCRequestTooLarge))
+}
+
 // isLeaseNotFound reports whether err says the lease does not exist (it
 // expired or was revoked), in each of the forms above.
 func isLeaseNotFound(err error) bool {
