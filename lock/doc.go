@@ -1,5 +1,5 @@
 // Package lock is baton's lock engine: sessions, locks with fencing
-// tokens, leader elections, semaphores, read/write locks, FIFO waiting,
+// tokens, leader elections, semaphores, read/write locks, lock sets, FIFO waiting,
 // lock-delay, fenced values and the audit trail, all kept in etcd and
 // reached only through a *clientv3.Client. It knows nothing of HTTP, so
 // it runs the same over the embedded member's in-process client or over
@@ -67,6 +67,7 @@
 //
 //	locks/<name>                  holder record; lease: the lock's own or its session's; token = ModRevision
 //	sessions/<id>                 session record; lease: the session (id is the lease ID in hex)
+//	sessiontally/<id>/<which>[/<i>] a session's acquired and released tallies, in shards (tallyShard); lease: the session
 //	sessionowners/<owner>\x00<id> the same record, to list sessions by owner prefix; lease: the session
 //	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
@@ -88,7 +89,10 @@
 // is a lock of the engine under "~election:<name>", with its term and
 // value beside it. A semaphore's permits and a read/write lock's holds
 // are locks of the engine in seats, "~semaphore:<name>#3" or
-// "~rwlock:<name>#w", which share their thing's queue.
+// "~rwlock:<name>#w", which share their thing's queue. A lock set's
+// members are ordinary locks (lockset.go), each with a hold ID of its own
+// made of the set's, and the set's names in its record; a waiting set has
+// an entry in each member's queue, all created at one revision.
 //
 // Each hold has a unique hold ID stored in its holder record, so its end
 // event has one possible key: whichever of release, revoke or the expiry
