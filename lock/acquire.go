@@ -325,10 +325,20 @@ func (a *acquirer) fillHolders(ctx context.Context, he *HeldError) {
 			a.e.fillLease(ctx, he.Holder, id)
 		}
 	}
+	// A set's holders may share leases (another set's members do): one
+	// read each.
+	filled := map[string]*Lock{}
 	for i, h := range he.Holders {
-		if id, ok := parseLeaseHex(a.lastHolderLeases[i]); ok && h.ExpiresAt.IsZero() {
-			a.e.fillLease(ctx, h, id)
+		id, ok := parseLeaseHex(a.lastHolderLeases[i])
+		if !ok || !h.ExpiresAt.IsZero() {
+			continue
 		}
+		if f, ok := filled[a.lastHolderLeases[i]]; ok {
+			h.TTL, h.ExpiresAt = f.TTL, f.ExpiresAt
+			continue
+		}
+		a.e.fillLease(ctx, h, id)
+		filled[a.lastHolderLeases[i]] = h
 	}
 }
 

@@ -222,3 +222,36 @@ func TestLockSet_BadInputWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestLockSet_ASingleWaiterAheadOfASetIsServedFirst: a single waiter
+// queued on a lock before a set is granted that lock before the set,
+// though the set's other lock is free; the set follows it.
+func TestLockSet_ASingleWaiterAheadOfASetIsServedFirst(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "f1", Owner: "holder"})
+	single := acquireAsync(ctx, e, lock.AcquireRequest{Name: "f1", Owner: "single", Wait: 30 * time.Second})
+	queued(t, e, "f1", 1)
+	set := setAsync(ctx, e, lock.LockSetRequest{Names: []string{"f2", "f1"}, Owner: "set", Wait: 30 * time.Second})
+	queued(t, e, "f1", 2)
+	queued(t, e, "f2", 1)
+	if err := e.Release(ctx, "f1", h.Token); err != nil {
+		t.Fatal(err)
+	}
+	r := <-single
+	if r.err != nil {
+		t.Fatalf("single: %v", r.err)
+	}
+	// f2 stays free while the set waits for f1: the set holds nothing.
+	if !isNotHeld(t, e, "f2") {
+		t.Fatal("f2 is held while its set waits for f1")
+	}
+	if err := e.Release(ctx, "f1", r.l.Token); err != nil {
+		t.Fatal(err)
+	}
+	got := <-set
+	if got.err != nil || got.s.Token <= r.l.Token {
+		t.Fatalf("set after the single: %+v, %v", got.s, got.err)
+	}
+}
