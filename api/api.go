@@ -105,3 +105,32 @@ func (a *API) ttl(s *string) (time.Duration, error) {
 	}
 	return d, err
 }
+
+// holdTerms are the members of every acquire's body that say how the hold
+// lives and how long the acquire waits.
+type holdTerms struct {
+	ttl, wait time.Duration
+	session   string
+}
+
+// terms reads an acquire's ttl, wait and session; the engine checks them
+// against its bounds.
+func (a *API) terms(ttl, wait, session *string) (holdTerms, error) {
+	var (
+		t   holdTerms
+		err error
+	)
+	if t.ttl, err = a.ttl(ttl); err != nil {
+		return t, err
+	}
+	if t.wait, err = parseDuration("wait", wait); err != nil {
+		return t, err
+	}
+	if session != nil {
+		if *session == "" {
+			return t, badRequest("session", "session must not be empty when given")
+		}
+		t.session = *session
+	}
+	return t, nil
+}

@@ -140,22 +140,14 @@ func (a *API) campaign(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	cr := lock.CampaignRequest{Name: pathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata}
-	var err error
-	if cr.TTL, err = a.ttl(req.TTL); err != nil {
+	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	if err != nil {
 		return err
 	}
-	if cr.Wait, err = parseDuration("wait", req.Wait); err != nil {
-		return err
-	}
+	cr := lock.CampaignRequest{Name: pathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata,
+		TTL: t.ttl, Wait: t.wait, Session: t.session}
 	if cr.LockDelay, err = parseDuration("lock_delay", req.LockDelay); err != nil {
 		return err
-	}
-	if req.Session != nil {
-		if *req.Session == "" {
-			return badRequest("session", "session must not be empty when given")
-		}
-		cr.Session = *req.Session
 	}
 	l, fresh, err := a.eng.Campaign(c.Request().Context(), cr)
 	if err != nil {

@@ -48,22 +48,14 @@ func (a *API) acquire(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	lr := lock.AcquireRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata}
-	var err error
-	if lr.TTL, err = a.ttl(req.TTL); err != nil {
+	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	if err != nil {
 		return err
 	}
-	if lr.Wait, err = parseDuration("wait", req.Wait); err != nil {
-		return err
-	}
+	lr := lock.AcquireRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata,
+		TTL: t.ttl, Wait: t.wait, Session: t.session}
 	if lr.LockDelay, err = parseDuration("lock_delay", req.LockDelay); err != nil {
 		return err
-	}
-	if req.Session != nil {
-		if *req.Session == "" {
-			return badRequest("session", "session must not be empty when given")
-		}
-		lr.Session = *req.Session
 	}
 	l, fresh, err := a.eng.Acquire(c.Request().Context(), lr)
 	result := resultAcquired

@@ -76,20 +76,11 @@ func (a *API) acquireLockSet(c echo.Context) error {
 	if err := decodeBody(c, &req, false); err != nil {
 		return err
 	}
-	lr := lock.LockSetRequest{Names: req.Names, Owner: owner(c, req.Owner), Metadata: req.Metadata}
-	var err error
-	if lr.TTL, err = a.ttl(req.TTL); err != nil {
+	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	if err != nil {
 		return err
 	}
-	if lr.Wait, err = parseDuration("wait", req.Wait); err != nil {
-		return err
-	}
-	if req.Session != nil {
-		if *req.Session == "" {
-			return badRequest("session", "session must not be empty when given")
-		}
-		lr.Session = *req.Session
-	}
+	lr := lock.LockSetRequest{Names: req.Names, Owner: owner(c, req.Owner), Metadata: req.Metadata, TTL: t.ttl, Wait: t.wait, Session: t.session}
 	s, fresh, err := a.eng.AcquireSet(c.Request().Context(), lr)
 	if err != nil {
 		return err

@@ -78,20 +78,12 @@ func (a *API) acquireRW(c echo.Context) error {
 	if req.Mode == nil {
 		return badRequest("mode", "mode is required: read or write")
 	}
-	rr := lock.RWRequest{Name: pathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata}
-	var err error
-	if rr.TTL, err = a.ttl(req.TTL); err != nil {
+	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	if err != nil {
 		return err
 	}
-	if rr.Wait, err = parseDuration("wait", req.Wait); err != nil {
-		return err
-	}
-	if req.Session != nil {
-		if *req.Session == "" {
-			return badRequest("session", "session must not be empty when given")
-		}
-		rr.Session = *req.Session
-	}
+	rr := lock.RWRequest{Name: pathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata,
+		TTL: t.ttl, Wait: t.wait, Session: t.session}
 	l, fresh, err := a.eng.AcquireRW(c.Request().Context(), rr)
 	if err != nil {
 		return err

@@ -122,20 +122,12 @@ func (a *API) acquirePermit(c echo.Context) error {
 	if req.Limit == nil {
 		return badRequest("limit", "limit is required: how many permits the semaphore has (1-10000)")
 	}
-	pr := lock.PermitRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Limit: *req.Limit, Metadata: req.Metadata}
-	var err error
-	if pr.TTL, err = a.ttl(req.TTL); err != nil {
+	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	if err != nil {
 		return err
 	}
-	if pr.Wait, err = parseDuration("wait", req.Wait); err != nil {
-		return err
-	}
-	if req.Session != nil {
-		if *req.Session == "" {
-			return badRequest("session", "session must not be empty when given")
-		}
-		pr.Session = *req.Session
-	}
+	pr := lock.PermitRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Limit: *req.Limit, Metadata: req.Metadata,
+		TTL: t.ttl, Wait: t.wait, Session: t.session}
 	l, err := a.eng.AcquirePermit(c.Request().Context(), pr)
 	if err != nil {
 		return err
