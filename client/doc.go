@@ -97,6 +97,20 @@
 // RWLock shows its mode, holds and waiters (each with its Mode), RWLocks
 // lists those held, and RevokeRW ends one hold by its token.
 //
+// # Lock sets
+//
+// AcquireSet takes several locks at once, all or none, every one with the
+// same token: both accounts of a transfer. With Wait the set queues in
+// every lock's queue at once, and sets and single locks are served in one
+// order, so no two sets deadlock whatever order they name their locks in.
+// A *LockSet is kept as a *Lock is, renewed as one; each of its locks is
+// an ordinary lock that can be revoked on its own, and the set's Lost
+// fires as soon as any of them ends:
+//
+//	s, err := c.AcquireSet(ctx, []string{"acct-1", "acct-2"}, client.LockSetOptions{Wait: time.Minute})
+//	if err != nil { … } // errors.Is(err, client.ErrHeld) when the wait ran out (Error.Holder)
+//	defer s.Release(context.Background())
+//
 // # Errors
 //
 // Answers of the server are *Error values carrying the problem's code,

@@ -317,3 +317,38 @@ func ExampleClient_AcquireRW() {
 	// the writer is held off by 2 read holds
 	// mode write token above the readers': true write accepted: true
 }
+
+// A lock set takes several locks at once or none: both accounts of a
+// transfer, with one token. A transfer that needs one of them is told who
+// holds it, and none of its locks is taken meanwhile; with Wait it would
+// queue instead, in every lock's queue at once, so two transfers naming
+// the accounts in opposite orders never deadlock.
+func ExampleClient_AcquireSet() {
+	c, err := client.New(exampleServer())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+
+	t1, err := c.AcquireSet(ctx, []string{"example-acct-1", "example-acct-2"}, client.LockSetOptions{Owner: "transfer-1", TTL: 30 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer t1.Release(ctx)
+	locks := t1.Locks()
+	fmt.Println("both locks, one token:", len(locks), locks[0].Token == t1.Token() && locks[1].Token == t1.Token())
+
+	_, err = c.AcquireSet(ctx, []string{"example-acct-3", "example-acct-2"}, client.LockSetOptions{Owner: "transfer-2"})
+	var e *client.Error
+	if errors.Is(err, client.ErrHeld) && errors.As(err, &e) {
+		fmt.Println("transfer-2:", e.Holder.Name, "is held by", e.Holder.Owner)
+	}
+	_, err = c.Get(ctx, "example-acct-3")
+	fmt.Println("example-acct-3 taken meanwhile:", !errors.Is(err, client.ErrNotHeld))
+	// Output:
+	// both locks, one token: 2 true
+	// transfer-2: example-acct-2 is held by transfer-1
+	// example-acct-3 taken meanwhile: false
+}

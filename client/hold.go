@@ -19,10 +19,13 @@ const (
 	kindElection  = "election"
 	kindSemaphore = "semaphore"
 	kindRWLock    = "rwlock"
+	// kindLockSet names a lock set's hold for LostError; its events are
+	// its locks' (kind lock).
+	kindLockSet = "lockset"
 )
 
 // hold is what every hold a Client keeps alive shares, whatever its kind
-// (a *Lock, a *Leadership, a *Permit, an *RWHold): the background renewal, the deadline by the
+// (a *Lock, a *LockSet, a *Leadership, a *Permit, an *RWHold): the background renewal, the deadline by the
 // client's own clock, registration with the Client's event stream, and
 // how the hold ends (lost or given back). What differs per kind is in
 // ops: how it is renewed and released, by its token.
@@ -34,7 +37,11 @@ const (
 type hold struct {
 	c   *Client
 	key holdKey // kind, name and token: what the event stream reports
-	ops holdOps
+	// members are the keys the event stream reports the hold's ends
+	// under when they are not key: a lock set's locks, whose key names
+	// the set. Empty for every other hold.
+	members []holdKey
+	ops     holdOps
 
 	lost      chan struct{}
 	done      chan struct{}
@@ -77,6 +84,14 @@ type grant struct {
 
 func newHold(c *Client, key holdKey) *hold {
 	return &hold{c: c, key: key, lost: make(chan struct{}), done: make(chan struct{}), renewDone: make(chan struct{})}
+}
+
+// watched are the keys the event stream reports h's ends under.
+func (h *hold) watched() []holdKey {
+	if len(h.members) > 0 {
+		return h.members
+	}
+	return []holdKey{h.key}
 }
 
 // start keeps h alive from its grant g on: it works out the lease's
@@ -277,14 +292,16 @@ func (h *hold) checkExpiry() {
 	h.loseLocked(cause)
 }
 
-// LostError is why a *Lock, a *Leadership, a *Permit or an *RWHold was
-// lost, as their Err returns it. It matches ErrLockLost and whatever Cause
-// matches (ErrNotHeld for a lock's, a permit's or an rwlock hold's revoke, expiry or release
-// elsewhere, ErrNoLeader for a leadership's; ErrTokenMismatch;
-// ErrUnavailable…).
+// LostError is why a *Lock, a *LockSet, a *Leadership, a *Permit or an
+// *RWHold was lost, as their Err returns it. It matches ErrLockLost and
+// whatever Cause matches (ErrNotHeld for a lock's, a lock set's lock's,
+// a permit's or an rwlock hold's revoke, expiry or release elsewhere,
+// ErrNoLeader for a leadership's; ErrTokenMismatch; ErrUnavailable…).
 type LostError struct {
-	// Kind is "lock", "election", "semaphore" or "rwlock".
-	Kind  string
+	// Kind is "lock", "lockset", "election", "semaphore" or "rwlock".
+	Kind string
+	// Name is the thing's name; a lock set's is its names joined by
+	// commas, which no lock name contains.
 	Name  string
 	Token int64
 	// Cause says how the loss became known: the audit trail's event, a
@@ -300,6 +317,8 @@ func (e *LostError) Error() string {
 		return fmt.Sprintf("baton: permit of %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 	case kindRWLock:
 		return fmt.Sprintf("baton: hold of rwlock %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
+	case kindLockSet:
+		return fmt.Sprintf("baton: lock set %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 	}
 	return fmt.Sprintf("baton: lock %q (token %d) lost: %v", e.Name, e.Token, e.Cause)
 }

@@ -26,6 +26,9 @@ type LockInfo struct {
 	ExpiresAt time.Time
 	LockDelay time.Duration
 	Metadata  map[string]string
+	// Set, for a lock taken as part of a lock set (AcquireSet), names
+	// every lock of the set, in the order the acquire gave them.
+	Set []string
 	// Waiters is the queue, first served first; only Get fills it in.
 	Waiters []Waiter
 }
@@ -38,6 +41,9 @@ type Waiter struct {
 	Since    time.Time
 	// Mode is a read/write lock's waiter's: Read or Write.
 	Mode string
+	// Set names every lock of the lock set a lock's waiter waits as
+	// part of; empty for a single acquire.
+	Set []string
 }
 
 // Session is a lease that many locks share.
@@ -92,6 +98,9 @@ type Event struct {
 	// QueuedAt, on an acquired (or elected) event, is when the holder
 	// began waiting in line; zero when it was granted at once.
 	QueuedAt time.Time
+	// Set, on an event of a lock of a lock set, names every lock of the
+	// set.
+	Set []string
 }
 
 // FencedValue is a fenced register's content.
@@ -175,6 +184,7 @@ type wireLock struct {
 	ExpiresAt  wireTime          `json:"expires_at"`
 	LockDelay  wireDuration      `json:"lock_delay"`
 	Metadata   map[string]string `json:"metadata"`
+	Set        []string          `json:"set"`
 	Waiters    []wireWaiter      `json:"waiters"`
 }
 
@@ -182,7 +192,7 @@ func (w *wireLock) info() LockInfo {
 	l := LockInfo{
 		Name: w.Name, Owner: w.Owner, Token: w.Token, Session: w.Session, TTL: time.Duration(w.TTL),
 		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), LockDelay: time.Duration(w.LockDelay),
-		Metadata: w.Metadata,
+		Metadata: w.Metadata, Set: w.Set,
 	}
 	for _, x := range w.Waiters {
 		l.Waiters = append(l.Waiters, x.waiter())
@@ -198,10 +208,11 @@ type wireWaiter struct {
 	Position int      `json:"position"`
 	Since    wireTime `json:"since"`
 	Mode     string   `json:"mode"`
+	Set      []string `json:"set"`
 }
 
 func (x wireWaiter) waiter() Waiter {
-	return Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since), Mode: x.Mode}
+	return Waiter{Owner: x.Owner, Session: x.Session, Position: x.Position, Since: time.Time(x.Since), Mode: x.Mode, Set: x.Set}
 }
 
 type wireSession struct {
@@ -241,13 +252,14 @@ type wireEvent struct {
 	Limit      int             `json:"limit"`
 	Mode       string          `json:"mode"`
 	QueuedAt   *wireTime       `json:"queued_at"`
+	Set        []string        `json:"set"`
 }
 
 func (w *wireEvent) event() Event {
 	ev := Event{
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
-		Term: w.Term, Value: w.Value, Limit: w.Limit, Mode: w.Mode,
+		Term: w.Term, Value: w.Value, Limit: w.Limit, Mode: w.Mode, Set: w.Set,
 	}
 	if w.QueuedAt != nil {
 		ev.QueuedAt = time.Time(*w.QueuedAt)

@@ -12,7 +12,7 @@ import (
 const maxEndedMemory = 1024
 
 // holdWatcher is a Client's one event stream for all the holds it keeps
-// (locks, leaderships, permits and rwlock holds), so that Lost fires as soon as the audit trail
+// (locks, lock sets, leaderships, permits and rwlock holds), so that Lost fires as soon as the audit trail
 // records a hold's end (revoked, expired, session_expired, or released or
 // resigned by someone else), rather than at the next renew.
 //
@@ -25,7 +25,8 @@ const maxEndedMemory = 1024
 // (lock=NAME for a lock, kind=election&name=NAME for an election,
 // kind=semaphore&name=NAME for a semaphore, kind=rwlock&name=NAME for a
 // read/write lock); holds of several things widen
-// it to every event, and it narrows again when they end. A change of
+// it to every event (a lock set's hold is watched as each of its locks,
+// so a set watches every event), and it narrows again when they end. A change of
 // filter reconnects from where the old stream was, so no event falls in
 // between.
 //
@@ -95,23 +96,28 @@ func endsHold(kind, typ string) bool {
 	return false
 }
 
-// register starts watching h.
+// register starts watching h, under each key its ends come under.
 func (w *holdWatcher) register(h *hold) {
-	k := h.key
+	keys := h.watched()
 	w.mu.Lock()
 	if w.holds == nil {
 		w.holds = map[holdKey][]*hold{}
 		w.ended = map[holdKey]Event{}
 	}
-	ev, ended := w.ended[k]
+	ev, ended := w.endedLocked(keys)
 	if !ended {
-		w.holds[k] = append(w.holds[k], h)
-		covered := w.cancel != nil && (w.filter == thing{} || w.filter == k.thing) && w.from < k.token
+		covered := w.cancel != nil
+		since := int64(^uint64(0) >> 1)
+		for _, k := range keys {
+			w.holds[k] = append(w.holds[k], h)
+			covered = covered && (w.filter == thing{} || w.filter == k.thing) && w.from < k.token
+			since = min(since, k.token-1)
+		}
 		if !covered {
 			// The events after token-1 include every end of this hold;
 			// the events after pos, every event the other holds still
 			// wait for.
-			w.restartLocked(min(w.resumeLocked(), k.token-1))
+			w.restartLocked(min(w.resumeLocked(), since))
 		}
 	}
 	w.mu.Unlock()
@@ -120,21 +126,37 @@ func (w *holdWatcher) register(h *hold) {
 	}
 }
 
+// endedLocked returns the end remembered of any of keys.
+func (w *holdWatcher) endedLocked(keys []holdKey) (Event, bool) {
+	for _, k := range keys {
+		if ev, ok := w.ended[k]; ok {
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
 // unregister stops watching h; the stream stops with the last hold.
 func (w *holdWatcher) unregister(h *hold) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	k := h.key
-	ls := w.holds[k]
-	i := slices.Index(ls, h)
-	if i < 0 {
+	emptied := false
+	for _, k := range h.watched() {
+		ls := w.holds[k]
+		i := slices.Index(ls, h)
+		if i < 0 {
+			continue
+		}
+		if ls = slices.Delete(ls, i, i+1); len(ls) > 0 {
+			w.holds[k] = ls
+			continue
+		}
+		delete(w.holds, k)
+		emptied = true
+	}
+	if !emptied {
 		return
 	}
-	if ls = slices.Delete(ls, i, i+1); len(ls) > 0 {
-		w.holds[k] = ls
-		return
-	}
-	delete(w.holds, k)
 	switch {
 	case len(w.holds) == 0:
 		w.stopLocked()
@@ -257,6 +279,10 @@ type endedError struct{ ev Event }
 
 func (e endedError) Error() string {
 	s := fmt.Sprintf("%s at revision %d", e.ev.Type, e.ev.Revision)
+	if len(e.ev.Set) > 0 {
+		// A lock set is lost by the end of any of its locks: say which.
+		s = fmt.Sprintf("lock %q %s", eventHold(e.ev).name, s)
+	}
 	if e.ev.Detail != "" {
 		s += ": " + e.ev.Detail
 	}
