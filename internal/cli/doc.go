@@ -12,7 +12,9 @@
 // Read/write locks likewise: "exec --read" and "exec --write" run a
 // command under a read hold or the write hold, "status --rwlock",
 // "list --rwlocks", "revoke --rwlock --token", and "history" and "watch"
-// with --rwlock NAME.
+// with --rwlock NAME. Several names before "--" make "exec" take them as
+// one lock set, all at once or none, with one token (BATON_LOCKS,
+// BATON_TOKEN).
 //
 // Exit codes: 0 success; 1 any other error; 2 bad usage (a semaphore's
 // permits held under another limit included); 3 the lock is held by
@@ -24,9 +26,9 @@
 // limit was reached (too_many_waiters, rate_limited, …): try later. Each
 // server answer's exit code comes from its problem code, in package
 // problem. "baton exec" and "baton elect" exit with their command's exit
-// code, or 10 if the lock (the leadership, the permit, the read/write
-// lock's hold) was lost while the command ran. "baton healthcheck" exits
-// 0 or 1 only, as a container HEALTHCHECK must.
+// code, or 10 if the lock (any lock of the set, the leadership, the
+// permit, the read/write lock's hold) was lost while the command ran.
+// "baton healthcheck" exits 0 or 1 only, as a container HEALTHCHECK must.
 //
 // Errors: one line on stderr, "baton: " and the call and what the server
 // said, with its status and code: baton: revoke "wlock": lock not held

@@ -29,8 +29,8 @@ func execCmd(g *globals) *cobra.Command {
 	var permits int
 	var read, write bool
 	c := &cobra.Command{
-		Use:   "exec [flags] NAME -- CMD [ARGS...]",
-		Short: "Run a command only while holding a lock (a semaphore's permit, a read/write lock's hold)",
+		Use:   "exec [flags] NAME [NAME...] -- CMD [ARGS...]",
+		Short: "Run a command only while holding a lock (several at once, a semaphore's permit, a read/write lock's hold)",
 		Long: `exec takes NAME, runs CMD while it holds it (renewing the lock in the
 background), and releases it when CMD exits, exiting with CMD's exit code.
 CMD gets BATON_LOCK (the name) and BATON_TOKEN (the fencing token) in its
@@ -44,6 +44,18 @@ exits with code 10. A revoke or an expiry is known within a second, from
 baton's event stream, whatever the TTL.
 If the lock is held and --wait runs out, exec exits with code 3 without
 running CMD.
+
+With several NAMEs, exec takes them as one lock set: all of them at once,
+with one fencing token, or none. CMD gets BATON_LOCKS (the names,
+separated by commas) and BATON_TOKEN (the set's token, every lock's) in
+its environment, and the set is released when CMD exits. With --wait the
+set queues for every lock at once, first come first served with single
+locks and other sets, so two sets never deadlock whatever order they name
+their locks in. If any lock of the set is lost while CMD runs (a revoke
+of one lock ends the set too), exec stops CMD as for a lock and exits
+with code 10; when a lock is held and --wait runs out, exec exits with
+code 3, naming every lock in the way, and takes none. --permits, --read,
+--write and --lock-delay take one NAME.
 
 With --permits N, NAME is a semaphore of N permits, and CMD runs holding
 one of them: at most N commands run at once across the cluster. CMD gets
@@ -65,12 +77,24 @@ for a lock. When holds are in the way and --wait runs out, exec exits
 with code 3, naming them. --read and --write exclude each other,
 --permits and --lock-delay.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
-				return usagef("usage: baton exec [flags] NAME -- CMD [ARGS...]")
+			if dash := cmd.ArgsLenAtDash(); dash < 1 || len(args) <= dash {
+				return usagef("usage: baton exec [flags] NAME [NAME...] -- CMD [ARGS...]")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			names, argv := args[:cmd.ArgsLenAtDash()], args[cmd.ArgsLenAtDash():]
+			if len(names) > 1 {
+				if err := setFlags(cmd, read, write, o.LockDelay); err != nil {
+					return err
+				}
+				cl, err := g.client()
+				if err != nil {
+					return err
+				}
+				so := client.LockSetOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
+				return runSetExec(cmd.Context(), g, cl, names, argv, so, killAfter)
+			}
 			if permits < 0 || permits == 0 && cmd.Flags().Changed("permits") {
 				return usagef("--permits must be at least 1")
 			}
@@ -87,13 +111,13 @@ with code 3, naming them. --read and --write exclude each other,
 			}
 			if mode != "" {
 				ro := client.RWOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
-				return runRWExec(cmd.Context(), g, cl, args[0], mode, args[1:], ro, killAfter)
+				return runRWExec(cmd.Context(), g, cl, names[0], mode, argv, ro, killAfter)
 			}
 			if permits > 0 {
 				po := client.PermitOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
-				return runPermitExec(cmd.Context(), g, cl, args[0], permits, args[1:], po, killAfter)
+				return runPermitExec(cmd.Context(), g, cl, names[0], permits, argv, po, killAfter)
 			}
-			return runExec(cmd.Context(), g, cl, args[0], args[1:], o, killAfter)
+			return runExec(cmd.Context(), g, cl, names[0], argv, o, killAfter)
 		},
 	}
 	f := c.Flags()
@@ -122,7 +146,8 @@ func runExec(ctx context.Context, g *globals, cl *client.Client, name string, ar
 }
 
 // kept is a hold a command runs under: a *client.Lock, a
-// *client.Leadership, a *client.Permit or a *client.RWHold.
+// *client.LockSet, a *client.Leadership, a *client.Permit or a
+// *client.RWHold.
 type kept interface {
 	Token() int64
 	Lost() <-chan struct{}
@@ -224,6 +249,8 @@ func lostCause(err error) string {
 			return fmt.Sprintf("permit of %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 		case "rwlock":
 			return fmt.Sprintf("hold of rwlock %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
+		case "lockset":
+			return fmt.Sprintf("lock set %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 		}
 		return fmt.Sprintf("lock %q (token %d) lost: %v", le.Name, le.Token, le.Cause)
 	}

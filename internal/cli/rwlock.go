@@ -76,9 +76,14 @@ func rwlockView(rw *client.RWLockInfo) seatThing {
 }
 
 func rwHold(h *client.RWHoldInfo) seatHold {
-	return seatHold{
+	s := seatHold{
 		name: h.Name, owner: h.Owner, session: h.Session, token: h.Token, ttl: h.TTL,
-		acquired: h.AcquiredAt, expires: h.ExpiresAt, metadata: h.Metadata,
-		label: h.Mode, extra: map[string]any{"mode": h.Mode},
+		acquired: h.AcquiredAt, expires: h.ExpiresAt, metadata: h.Metadata, label: h.Mode,
 	}
+	// The client reads every lock_held's holders as holds of a read/write
+	// lock; a lock set's, plain locks, have no mode.
+	if h.Mode != "" {
+		s.extra = map[string]any{"mode": h.Mode}
+	}
+	return s
 }
