@@ -21,7 +21,9 @@ import (
 var (
 	// ErrHeld: someone else holds the lock, or lock-delay forbids taking
 	// it (then RetryAfter says for how long). Error.Holder is the holder;
-	// for a read/write lock, Error.RWHolders are the holds in the way.
+	// for a read/write lock, Error.RWHolders are the holds in the way; for
+	// a lock set, Error.SetHolders the locks held by others (Holder is
+	// the first).
 	ErrHeld = Sentinel(problem.LockHeld)
 	// ErrNotHeld: nobody holds the lock (with this token).
 	ErrNotHeld = Sentinel(problem.NotHeld)
@@ -152,6 +154,9 @@ type Error struct {
 	Holders []PermitInfo
 	// RWHolders are a read/write lock's holds in the way (lock_held).
 	RWHolders []RWHoldInfo
+	// SetHolders are the locks held by others in the way of a lock set
+	// (lock_held of AcquireSet).
+	SetHolders []LockInfo
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64
 	// Limit is the cap that was reached (too_many_waiters and the other
@@ -256,11 +261,16 @@ func decodeError(resp *http.Response) *Error {
 		if p.Leader != nil {
 			e.Leader = p.Leader.info()
 		}
-		if p.Code == string(problem.LockHeld) {
+		switch {
+		case p.Code == string(problem.LockHeld) && len(p.Holders) > 0 && p.Holders[0].Mode == "":
+			// A lock set's lock_held names the locks in the way: holds
+			// with no mode.
+			e.SetHolders = holdInfos(p.Holders, (*wireHold).lock)
+		case p.Code == string(problem.LockHeld):
 			// A lock's lock_held names its holder; a read/write lock's,
 			// the holds in the way.
 			e.RWHolders = holdInfos(p.Holders, (*wireHold).rwHold)
-		} else {
+		default:
 			e.Holders = holdInfos(p.Holders, (*wireHold).permit)
 		}
 		if e.RetryAfter == 0 && p.RetryAfter > 0 {

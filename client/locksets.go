@@ -86,8 +86,8 @@ type setBody struct {
 //
 // It fails with ErrHeld when a lock is held by another and the wait runs
 // out; nothing is taken then. The *Error's Holder is the first lock in
-// the way, in the order of names, and its RWHolders are every one of
-// them, as the server's holders (with no Mode). It fails with ErrInvalid,
+// the way, in the order of names, and its SetHolders are every one of
+// them. It fails with ErrInvalid,
 // Field "names", for fewer than 2 or more than 64 names, a repeated name
 // or an invalid one.
 //
@@ -133,14 +133,19 @@ func (c *Client) AcquireSet(ctx context.Context, names []string, o LockSetOption
 // first lock in the way.
 func setHeld(err error) error {
 	var e *Error
-	if errors.As(err, &e) && e.Code == string(problem.LockHeld) && e.Holder == nil && len(e.RWHolders) > 0 {
-		h := e.RWHolders[0]
-		e.Holder = &LockInfo{
-			Name: h.Name, Owner: h.Owner, Token: h.Token, Session: h.Session, TTL: h.TTL,
-			AcquiredAt: h.AcquiredAt, ExpiresAt: h.ExpiresAt, Metadata: h.Metadata,
-		}
+	if errors.As(err, &e) && e.Code == string(problem.LockHeld) && e.Holder == nil && len(e.SetHolders) > 0 {
+		h := e.SetHolders[0]
+		e.Holder = &h
 	}
 	return err
+}
+
+// lock reads a hold in a lock set's lock_held: a lock.
+func (w *wireHold) lock() LockInfo {
+	return LockInfo{
+		Name: w.Name, Owner: w.Owner, Token: w.Token, Session: w.Session, TTL: time.Duration(w.TTL),
+		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), Metadata: w.Metadata,
+	}
 }
 
 func newLockSet(c *Client, info *LockSetInfo) *LockSet {

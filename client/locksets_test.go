@@ -91,8 +91,8 @@ func TestLockSet_AHeldLockAnswersErrHeldWithItsHolderAndTakesNothing(t *testing.
 	if e.Holder == nil || e.Holder.Name != names[1] || e.Holder.Owner != "w1" || e.Holder.Token != other.Token() {
 		t.Errorf("Holder %+v, want %s held by w1 with token %d", e.Holder, names[1], other.Token())
 	}
-	if len(e.RWHolders) != 1 || e.RWHolders[0].Name != names[1] || e.RWHolders[0].Token != other.Token() {
-		t.Errorf("holders %+v, want the one lock in the way", e.RWHolders)
+	if len(e.SetHolders) != 1 || e.SetHolders[0].Name != names[1] || e.SetHolders[0].Token != other.Token() || len(e.RWHolders) != 0 {
+		t.Errorf("holders %+v (rw %+v), want the one lock in the way", e.SetHolders, e.RWHolders)
 	}
 	if _, err := c.Get(ctx, names[0]); !errors.Is(err, client.ErrNotHeld) {
 		t.Errorf("get %s: %v; want ErrNotHeld, the set took nothing", names[0], err)

@@ -50,11 +50,11 @@ func setFlags(cmd *cobra.Command, read, write bool, lockDelay time.Duration) err
 // code.
 func setDetail(err error) error {
 	var ce *client.Error
-	if !errors.As(err, &ce) || !errors.Is(err, client.ErrHeld) || len(ce.RWHolders) == 0 {
+	if !errors.As(err, &ce) || !errors.Is(err, client.ErrHeld) || len(ce.SetHolders) == 0 {
 		return err
 	}
-	hs := make([]string, len(ce.RWHolders))
-	for i, h := range ce.RWHolders {
+	hs := make([]string, len(ce.SetHolders))
+	for i, h := range ce.SetHolders {
 		hs[i] = fmt.Sprintf("%s is held by %q with token %d until %s", h.Name, h.Owner, h.Token, h.ExpiresAt.Local().Format(time.RFC3339))
 	}
 	return &friendly{msg: "lock set not taken (all or none): " + strings.Join(hs, "; "), err: err}

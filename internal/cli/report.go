@@ -59,6 +59,9 @@ func problemJSON(err error) map[string]any {
 		if len(ce.RWHolders) > 0 {
 			m["holders"] = holdsJSON(views(ce.RWHolders, rwHold))
 		}
+		if len(ce.SetHolders) > 0 {
+			m["holders"] = holdsJSON(views(ce.SetHolders, lockHold))
+		}
 		if ce.MaxToken != 0 {
 			m["max_token"] = ce.MaxToken
 		}

@@ -76,14 +76,17 @@ func rwlockView(rw *client.RWLockInfo) seatThing {
 }
 
 func rwHold(h *client.RWHoldInfo) seatHold {
-	s := seatHold{
+	return seatHold{
 		name: h.Name, owner: h.Owner, session: h.Session, token: h.Token, ttl: h.TTL,
-		acquired: h.AcquiredAt, expires: h.ExpiresAt, metadata: h.Metadata, label: h.Mode,
+		acquired: h.AcquiredAt, expires: h.ExpiresAt, metadata: h.Metadata,
+		label: h.Mode, extra: map[string]any{"mode": h.Mode},
 	}
-	// The client reads every lock_held's holders as holds of a read/write
-	// lock; a lock set's, plain locks, have no mode.
-	if h.Mode != "" {
-		s.extra = map[string]any{"mode": h.Mode}
+}
+
+// lockHold is a lock in the way of a lock set, as a hold.
+func lockHold(l *client.LockInfo) seatHold {
+	return seatHold{
+		name: l.Name, owner: l.Owner, session: l.Session, token: l.Token, ttl: l.TTL,
+		acquired: l.AcquiredAt, expires: l.ExpiresAt, metadata: l.Metadata, label: "lock",
 	}
-	return s
 }
