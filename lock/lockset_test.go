@@ -255,3 +255,20 @@ func TestLockSet_ASingleWaiterAheadOfASetIsServedFirst(t *testing.T) {
 		t.Fatalf("set after the single: %+v, %v", got.s, got.err)
 	}
 }
+
+// TestLockSet_AWaitThatRunsOutNamesTheHolders: a waiting set refused when
+// its wait ends is told every lock in its way, with their expiries, as
+// one without wait is, and leaves no entry.
+func TestLockSet_AWaitThatRunsOutNamesTheHolders(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	b := mustAcquire(t, e, lock.AcquireRequest{Name: "wo-b", Owner: "holder", TTL: 30 * time.Second})
+	_, _, err := e.AcquireSet(ctx, lock.LockSetRequest{Names: []string{"wo-a", "wo-b"}, Owner: "set", Wait: 300 * time.Millisecond})
+	he := asHeld(t, err)
+	if he.Holder != nil || len(he.Holders) != 1 || he.Holders[0].Name != "wo-b" || he.Holders[0].Token != b.Token || he.Holders[0].ExpiresAt.IsZero() {
+		t.Fatalf("refusal %+v, holders %+v", he, he.Holders)
+	}
+	queued(t, e, "wo-a", 0)
+	queued(t, e, "wo-b", 0)
+}

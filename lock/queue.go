@@ -417,6 +417,11 @@ func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool)
 }
 
 func (a *acquirer) waitedOut() error {
+	if a.members != nil && len(a.lastHolders) > 0 {
+		he := a.heldError(attemptResult{holders: a.lastHolders})
+		he.Reason = fmt.Sprintf("still %s after waiting %s", he.Reason, a.req.Wait)
+		return he
+	}
 	if a.lastHolder != nil {
 		return &HeldError{Holder: a.lastHolder, Reason: fmt.Sprintf("still held by %q after waiting %s", a.lastHolder.Owner, a.req.Wait)}
 	}
