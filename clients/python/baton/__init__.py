@@ -5,23 +5,25 @@
     with c.lock("ledger-writer", ttl="30s", wait="1m") as lk:
         c.put_fenced("ledger", lk.token, {"balance": 42})
 
-Locks, leaderships, semaphore permits and read/write lock holds renew
-themselves in the background and set their lost event when they are
-lost; server answers raise typed exceptions (HeldError with .holder, or
+Locks, leaderships, semaphore permits, read/write lock holds and lock
+sets renew themselves in the background and set their lost event when
+they are lost; server answers raise typed exceptions (HeldError with .holder, or
 .holders for a read/write lock, SemaphoreFullError with .holders,
 StaleTokenError, …). Standard library only.
 """
 
 from .client import DEFAULT_ADDR, Client
 from ._hold import Leadership, Lock, Permit, RWHold
+from ._lockset import LockSet
 from ._sse import Stream
 from .errors import *  # noqa: F401,F403: one class per problem code
 from .errors import CLASSES, BatonError, LockLostError, error_class
-from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, LeaderChange, LeaderInfo, LockInfo, Member,
-                    PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter)
+from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, LeaderChange, LeaderInfo, LockInfo, LockSetInfo,
+                    Member, PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter)
 
 __all__ = [
-    "Client", "DEFAULT_ADDR", "Lock", "Leadership", "Permit", "RWHold", "Stream", "BatonError", "LockLostError",
-    "CLASSES", "error_class", "Candidate", "Cluster", "Event", "FencedValue", "HoldInfo", "LeaderChange", "LeaderInfo",
-    "LockInfo", "Member", "PermitInfo", "Problem", "RWLockInfo", "SemaphoreInfo", "Session", "Waiter",
+    "Client", "DEFAULT_ADDR", "Lock", "Leadership", "Permit", "RWHold", "LockSet", "Stream", "BatonError",
+    "LockLostError", "CLASSES", "error_class", "Candidate", "Cluster", "Event", "FencedValue", "HoldInfo",
+    "LeaderChange", "LeaderInfo", "LockInfo", "LockSetInfo", "Member", "PermitInfo", "Problem", "RWLockInfo",
+    "SemaphoreInfo", "Session", "Waiter",
 ] + [c.__name__ for c in CLASSES.values()]

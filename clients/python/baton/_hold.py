@@ -1,5 +1,5 @@
-"""Holds kept alive in the background: locks, leaderships, permits and
-read/write lock holds.
+"""Holds kept alive in the background: locks, leaderships, permits,
+read/write lock holds and lock sets.
 
 A hold is renewed by a thread at about a third of its TTL, judged lost by
 this client's own clock (time.monotonic) when its lease runs out with no
@@ -35,6 +35,9 @@ KIND_LOCK = "lock"
 KIND_ELECTION = "election"
 KIND_SEMAPHORE = "semaphore"
 KIND_RWLOCK = "rwlock"
+# A lock set's holds are its locks (kind lock); this kind names the set
+# as a whole, in errors, and is no event's.
+KIND_LOCKSET = "lockset"
 MAX_ENDED_MEMORY = 1024
 
 
@@ -53,12 +56,14 @@ def _timer(delay: float, fn) -> threading.Timer:
 class Hold:
     """What every kept hold shares, whatever its kind. renew(timeout,
     deadline) renews by token and returns the TTL reported (or None);
-    release() gives the hold back by token."""
+    release() gives the hold back by token. keys are the (kind, name,
+    token) of the holds whose end, as events record it, ends this one:
+    its own key, or a lock set's locks."""
 
-    def __init__(self, client, kind: str, name: str, token: int, renew, release):
+    def __init__(self, client, kind: str, name: str, token: int, renew, release, keys=None):
         self.c = client
         self.kind, self.name, self.token = kind, name, token
-        self.key = (kind, name, token)
+        self.keys = list(keys) if keys else [(kind, name, token)]
         self._renew = renew
         self._release = release
         self.lost = threading.Event()
@@ -153,6 +158,29 @@ class Hold:
                 self._deadline = max(self._deadline, sent + self._ttl)
                 self._last_err = None
 
+    def renew_now(self) -> None:
+        """Renews at once, besides the background renewal, and moves the
+        deadline on. Raises LockLostError when the hold was lost before or
+        the renew finds it lost; another error leaves the hold as it was."""
+        if self.error is not None:
+            raise self.error
+        sent = time.monotonic()
+        try:
+            ttl = self._renew(None, None)
+        except BatonError as e:
+            if is_lost_answer(e):
+                self.lose(e)
+                if self.error is not None:
+                    raise self.error from e
+            raise
+        with self._mu:
+            if self._finished:
+                return
+            if ttl:
+                self._ttl = ttl
+            self._deadline = max(self._deadline, sent + self._ttl)
+            self._last_err = None
+
     def _check_expiry(self) -> None:
         with self._mu:
             if self._finished:
@@ -239,6 +267,9 @@ def _ended(ev: Event) -> BatonError:
     """A hold's end as the audit trail recorded it: the token no longer
     holds it."""
     msg = f"{ev.type} at revision {ev.revision}" + (f": {ev.detail}" if ev.detail else "")
+    if ev.set:
+        # One lock of a set: say which, since it ends the whole set.
+        msg = f"lock {ev.lock or ev.name!r} {msg}"
     if ev.kind == KIND_ELECTION:
         return NoLeaderError(msg, code="no_leader")
     return NotHeldError(msg, code="not_held")
@@ -289,28 +320,33 @@ class HoldWatcher:
         self._gen = 0
 
     def register(self, h: Hold) -> None:
-        k = h.key
         with self._mu:
-            ev = self._ended.get(k)
+            ev = next((self._ended[k] for k in h.keys if k in self._ended), None)
             if ev is None:
-                self._holds.setdefault(k, []).append(h)
-                covered = self._stream is not None and self._filter in (_EVERYTHING, k[:2]) and self._from < k[2]
+                covered = self._stream is not None
+                for k in h.keys:
+                    self._holds.setdefault(k, []).append(h)
+                    covered = covered and self._filter in (_EVERYTHING, k[:2]) and self._from < k[2]
                 if not covered:
                     # The events after token-1 include every end of this
                     # hold; those after pos, every one the others await.
-                    self._restart_locked(min(self._resume_locked(), k[2] - 1))
+                    self._restart_locked(min([self._resume_locked()] + [k[2] - 1 for k in h.keys]))
         if ev is not None:
             h.lose(_ended(ev))
 
     def unregister(self, h: Hold) -> None:
         with self._mu:
-            ls = self._holds.get(h.key)
-            if not ls or h not in ls:
+            removed = False
+            for k in h.keys:
+                ls = self._holds.get(k)
+                if not ls or h not in ls:
+                    continue
+                ls.remove(h)
+                removed = True
+                if not ls:
+                    del self._holds[k]
+            if not removed:
                 return
-            ls.remove(h)
-            if ls:
-                return
-            del self._holds[h.key]
             if not self._holds:
                 self._stop_locked()
                 self._ended.clear()
@@ -390,14 +426,15 @@ class HoldWatcher:
 
 
 class _Kept:
-    """What a Lock, a Leadership, a Permit and an RWHold share: the Hold that keeps them, the
+    """What a Lock, a Leadership, a Permit, an RWHold and a LockSet share: the Hold that keeps them, the
     info the latest answer gave (under _info_mu), and a with block that
     ends them on exit (quietly when the block raised)."""
 
-    def __init__(self, client, kind: str, info):
+    def __init__(self, client, kind: str, info, name: str | None = None, keys=None):
         self._info = info
         self._info_mu = threading.Lock()
-        self._hold = Hold(client, kind, info.name, info.token, self._renew, self._give_back)
+        self._hold = Hold(client, kind, info.name if name is None else name, info.token, self._renew,
+                          self._give_back, keys)
         self.lost = self._hold.lost
         self.done = self._hold.done
 

@@ -11,7 +11,7 @@ call, as in the Go client (client/calls.go), and said in each docstring:
   register rejects it wherever it would have rejected the original;
 - a permit's or a read/write lock hold's revoke is retried too: it names
   the hold's token;
-- acquire and campaign outside a session, every acquire_permit (each
+- acquire, acquire_set and campaign outside a session, every acquire_permit (each
   request takes a permit of its own, in a session too), every read
   acquire_rw and a write one outside a session, session create and a
   lock's or leadership's revoke are not: a repeat could take a
@@ -33,9 +33,10 @@ import urllib.parse
 
 from ._hold import RWLOCK, SEMAPHORE, HoldKind, HoldWatcher, Leadership, Lock, Permit, RWHold, _Held
 from ._http import Transport, parse_endpoint
+from ._lockset import LockSet
 from ._sse import DEFAULT_IDLE, EventSource, ObserveSource, Stream
-from .types import (Cluster, Event, FencedValue, HoldInfo, LeaderInfo, LockInfo, RWLockInfo, SemaphoreInfo, Session,
-                    decode, duration_seconds, format_duration)
+from .types import (Cluster, Event, FencedValue, HoldInfo, LeaderInfo, LockInfo, LockSetInfo, RWLockInfo, SemaphoreInfo,
+                    Session, decode, duration_seconds, format_duration)
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 10.0
@@ -220,6 +221,68 @@ class Client:
         NotHeldError when free. Not retried: it names no token."""
         self._do(f"revoke {name!r}", "POST", _lock_path(name) + "/revoke",
                  body={"reason": reason} if reason else None)
+
+    # Lock sets.
+
+    def acquire_set(self, names: list[str], ttl=None, wait=None, owner: str | None = None,
+                    session: str | None = None, metadata: dict[str, str] | None = None) -> LockSet:
+        """Takes every lock of names (2 to 64 distinct lock names, in any
+        order) at once, all with one fencing token, or none of them, and
+        returns the LockSet, renewed in the background as a Lock is. With
+        wait the set queues for all of them at once and is granted when it
+        heads every queue: sets and single locks are served in one order,
+        so two sets never deadlock whatever order they name their locks
+        in. Raises HeldError when a lock is held by another and the wait
+        runs out (.holders: the locks in the way), having taken nothing;
+        InvalidError (.field "names") for fewer than 2 or more than 64
+        names, a repeated or an invalid one.
+
+        Retried as acquire is: not after a 503 or a broken connection
+        outside a session (UnavailableError with outcome_unknown set; a
+        set taken that way expires after its TTL); in a session the
+        server hands back the set the session holds, so it is."""
+        if isinstance(names, str):
+            raise TypeError("acquire_set: names is a list of lock names, not a string")
+        names = list(names)
+        op = f"acquire lock set {','.join(names)!r}"
+        body = _omit_none({"names": names, "owner": owner, "ttl": format_duration(ttl), "session": session,
+                           "wait": format_duration(wait), "metadata": metadata})
+        sent = time.monotonic()
+        status, w = self._do(op, "POST", "/v1/locksets", body=body, idempotent=session is not None,
+                             timeout=self._t.timeout + duration_seconds(wait))
+        return LockSet(self, decode(LockSetInfo, w))._start(op, status, sent, session)
+
+    @contextlib.contextmanager
+    def lock_set(self, names: list[str], **kw):
+        """acquire_set(names, **kw) for a with block: the set is released
+        on exit, raising LockLostError when it was lost in the block,
+        unless the block raised."""
+        s = self.acquire_set(names, **kw)
+        with s:
+            yield s
+
+    def renew_set(self, names: list[str], token: int) -> LockSetInfo:
+        """Extends the lease the set's locks share (in a session: the
+        session's) if token still holds every lock of names; NotHeldError
+        or TokenMismatchError, naming the lock, when one was lost: the set
+        is no longer whole. Retried. A LockSet renews itself: this is for
+        holders that keep the token only."""
+        return self._renew_set(names, token)
+
+    def _renew_set(self, names, token, timeout=None, deadline=None) -> LockSetInfo:
+        _, w = self._do(f"renew lock set {','.join(names)!r}", "POST", "/v1/locksets/renew",
+                        body={"names": list(names), "token": token}, idempotent=True, timeout=timeout,
+                        deadline=deadline)
+        return decode(LockSetInfo, w)
+
+    def release_set(self, names: list[str], token: int) -> None:
+        """Ends every lock of names still held with token, in one
+        transaction, each handed to its oldest waiter; a lock of the set
+        released or revoked on its own before is left alone. NotHeldError
+        when none is held, TokenMismatchError when they are held, none
+        with token. Retried: it names the token."""
+        self._do(f"release lock set {','.join(names)!r}", "POST", "/v1/locksets/release",
+                 body={"names": list(names), "token": token}, idempotent=True)
 
     # Sessions.
 

@@ -61,7 +61,8 @@ class BatonError(Exception):
     @property
     def holders(self) -> list[HoldInfo]:
         """The holds in the way, oldest first: a semaphore's permits
-        (semaphore_full), or a read/write lock's holds (its lock_held)."""
+        (semaphore_full), a read/write lock's holds (its lock_held), or
+        the locks of a lock set held by others (its lock_held)."""
         return list(self.problem.holders) if self.problem else []
 
     @property
@@ -87,7 +88,7 @@ class BatonError(Exception):
 
 
 class LockLostError(BatonError):
-    """A Lock, a Leadership, a Permit or an RWHold is no longer held, or may no longer be: the
+    """A Lock, a Leadership, a Permit, an RWHold or a LockSet is no longer held, or may no longer be: the
     client's own judgement, no server code. cause says how it became known
     (an event of the audit trail, a renew's answer, or the TTL running out
     by this client's clock)."""
@@ -95,7 +96,7 @@ class LockLostError(BatonError):
     def __init__(self, kind: str, name: str, token: int, cause: BaseException | str):
         self.kind, self.name, self.token, self.cause = kind, name, token, cause
         what = {"election": f"leadership of {name!r}", "semaphore": f"permit of semaphore {name!r}",
-                "rwlock": f"hold of read/write lock {name!r}"}.get(
+                "rwlock": f"hold of read/write lock {name!r}", "lockset": f"lock set {name!r}"}.get(
             kind, f"lock {name!r}")
         super().__init__(f"baton: {what} (token {token}) lost: {cause}")
 

@@ -103,19 +103,23 @@ def _STRLIST(v):
 @dataclass
 class Waiter:
     """An acquire queued for a lock, a semaphore or a read/write lock
-    (mode, read or write, for a read/write lock's only)."""
+    (mode, read or write, for a read/write lock's only; set, every lock
+    of the set, for a lock set's, which waits in each of their queues)."""
 
     owner: str = ""
     position: int = 0
     session: str | None = None
     since: datetime.datetime | None = None
     mode: str | None = None
-    _convert = {"since": parse_time}
+    set: list[str] = field(default_factory=list)
+    _convert = {"since": parse_time, "set": _STRLIST}
 
 
 @dataclass
 class LockInfo:
-    """A held lock as the server describes it (schema Lock)."""
+    """A held lock as the server describes it (schema Lock). set, on a
+    lock of a lock set, names every lock of the set, in the order its
+    acquire gave them: they all have this lock's token."""
 
     name: str = ""
     owner: str = ""
@@ -127,10 +131,23 @@ class LockInfo:
     lock_delay: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     waiters: list[Waiter] = field(default_factory=list)
+    set: list[str] = field(default_factory=list)
     _convert = {
         "ttl": parse_duration, "lock_delay": parse_duration, "acquired_at": parse_time,
-        "expires_at": parse_time, "metadata": _METADATA, "waiters": _list(Waiter),
+        "expires_at": parse_time, "metadata": _METADATA, "waiters": _list(Waiter), "set": _STRLIST,
     }
+
+
+@dataclass
+class LockSetInfo:
+    """A lock set as the server grants and renews it (schema LockSet):
+    its names, the one fencing token every lock of it has, and its
+    locks, in the order of names."""
+
+    names: list[str] = field(default_factory=list)
+    token: int = 0
+    locks: list[LockInfo] = field(default_factory=list)
+    _convert = {"names": _STRLIST, "locks": _list(LockInfo)}
 
 
 @dataclass
@@ -243,7 +260,8 @@ class Event:
     """An entry of the audit trail. Events of one transaction share a
     revision; a lock's events name it in lock too. A semaphore's acquired
     event carries the limit the permit was granted under; a read/write
-    lock's events (kind rwlock) the hold's mode."""
+    lock's events (kind rwlock) the hold's mode; the events of a lock of a
+    lock set (kind lock) set, every lock of the set."""
 
     revision: int = 0
     time: datetime.datetime | None = None
@@ -261,7 +279,8 @@ class Event:
     value: Any = None
     limit: int | None = None
     mode: str | None = None
-    _convert = {"time": parse_time, "queued_at": parse_time}
+    set: list[str] = field(default_factory=list)
+    _convert = {"time": parse_time, "queued_at": parse_time, "set": _STRLIST}
 
 
 @dataclass

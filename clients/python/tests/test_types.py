@@ -18,7 +18,7 @@ MIRRORS = {
     baton.LockInfo: "Lock", baton.Waiter: "Waiter", baton.LeaderInfo: "Leader", baton.Candidate: "Candidate",
     baton.Session: "Session", baton.Event: "Event", baton.FencedValue: "FencedValue", baton.Problem: "Problem",
     baton.Cluster: "Cluster", baton.Member: "Member", baton.HoldInfo: "Hold", baton.SemaphoreInfo: "Semaphore",
-    baton.RWLockInfo: "RWLock",
+    baton.RWLockInfo: "RWLock", baton.LockSetInfo: "LockSet",
 }
 
 
@@ -46,7 +46,9 @@ class TypesTest(unittest.TestCase):
                 "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
                 "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "metadata"},
                 "RWRequest": {"mode", "owner", "ttl", "session", "wait", "metadata"},
-                "HoldRevokeRequest": {"token", "reason"}}
+                "HoldRevokeRequest": {"token", "reason"},
+                "LockSetRequest": {"names", "owner", "ttl", "session", "wait", "metadata"},
+                "LockSetTokenRequest": {"names", "token"}}
         for schema, members in sent.items():
             with self.subTest(schema=schema):
                 self.assertEqual(set(self.schemas[schema]["properties"]), members)
