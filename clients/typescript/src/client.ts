@@ -1,8 +1,9 @@
 import { BatonError, errorFromProblem } from "./errors.js";
-import { Hold, HoldWatcher, kindElection, kindLock, kindRWLock, kindSemaphore, type Grant } from "./hold.js";
+import { Hold, HoldWatcher, kindElection, kindLock, kindLockSet, kindRWLock, kindSemaphore, type Grant } from "./hold.js";
 import { Leadership, Lock, Permit, RWHold, type Kept } from "./lock.js";
+import { LockSet } from "./lockset.js";
 import { Channel, EventsSource, isJSON, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
-import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session } from "./types.js";
+import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
 
 /** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
@@ -49,6 +50,20 @@ export interface AcquireOptions extends CallOptions {
   /** When this hold ends by expiry or revoke (not release), nobody may take the lock for this long. */
   lockDelay?: Duration;
   /** Shown with the lock: at most 16 pairs, 4 KiB in all. */
+  metadata?: Record<string, string>;
+}
+
+/** LockSetOptions say how to acquire a lock set. */
+export interface LockSetOptions extends CallOptions {
+  /** The lease the set's locks share, 2 s to 24 h; default the server's (30 s). Not with session: the session's TTL applies. */
+  ttl?: Duration;
+  /** Queue for every lock at once for up to this long (at most 5 m); default: fail at once with HeldError. */
+  wait?: Duration;
+  /** Labels every lock of the set; default the client's address as the server sees it. */
+  owner?: string;
+  /** Puts the set's locks in a session: they live and die with it. */
+  session?: string;
+  /** Shown with every lock of the set: at most 16 pairs, 4 KiB in all. */
   metadata?: Record<string, string>;
 }
 
@@ -169,16 +184,16 @@ function isDialError(e: unknown): boolean {
 
 /**
  * Client talks to a baton cluster over HTTP with fetch, on Node ≥ 18 and
- * in browsers. It keeps the locks, leaderships, permits and read/write
- * lock holds it grants alive in the background and, while it holds any,
+ * in browsers. It keeps the locks, leaderships, permits, read/write
+ * lock holds and lock sets it grants alive in the background and, while it holds any,
  * one event stream that tells it of their loss.
  *
  * Calls go to the endpoint that answered last and move on when one is
  * unreachable or answers 503. Calls that are safe to repeat (reads,
  * renewals, releases by token, fenced writes) are retried with backoff
  * honouring Retry-After; so is a permit's or a read/write lock hold's
- * revoke, which names its token. An acquire or campaign outside a
- * session, any acquirePermit (each request takes a permit of its own),
+ * revoke, which names its token. An acquire, acquireSet or campaign
+ * outside a session, any acquirePermit (each request takes a permit of its own),
  * any read acquireRW (likewise), a session creation or a lock's or
  * leadership's revoke is not repeated once it may have reached a node: it
  * fails with UnavailableError and its outcome is unknown.
@@ -466,6 +481,84 @@ export class Client {
    */
   async revoke(name: string, reason = "", o: CallOptions = {}): Promise<void> {
     await this.call({ op: `revoke ${JSON.stringify(name)}`, method: "POST", path: lockPath(name) + "/revoke", body: reason ? { reason } : undefined, idempotent: false, signal: o.signal });
+  }
+
+  // ---- lock sets ----
+
+  /**
+   * acquireSet takes every lock of names (2 to 64 distinct lock names, in
+   * any order) at once, all with one fencing token, or none of them, and
+   * returns the LockSet, renewing itself in the background until
+   * release(). With o.wait the set queues for all of them at once and is
+   * granted when it heads every queue: sets and single locks are served in
+   * one order, so two sets never deadlock whatever order they name their
+   * locks in. It rejects with HeldError, whose holders are the locks held
+   * by others, when the wait runs out, having taken nothing; with
+   * InvalidRequestError (field "names") for fewer than 2 or more than 64
+   * names, a repeated or an invalid one.
+   *
+   * Retried as acquire is: not once it may have reached a node outside a
+   * session (UnavailableError, the outcome unknown; a set taken that way
+   * expires after its TTL); in a session the server hands back the set
+   * the session holds, so it is.
+   */
+  async acquireSet(names: string[], o: LockSetOptions = {}): Promise<LockSet> {
+    if (!Array.isArray(names)) throw new TypeError("acquireSet: names is an array of lock names");
+    const op = `acquire lock set ${JSON.stringify(names.join(","))}`;
+    const body = {
+      names,
+      owner: o.owner || undefined,
+      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
+      session: o.session || undefined,
+      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+      metadata: o.metadata,
+    };
+    const sent = now();
+    const { status, data: info } = await this.call<LockSetInfo>({
+      op, method: "POST", path: "/v1/locksets", body, idempotent: !!o.session, timeout: this.waitTimeout(o.wait), signal: o.signal,
+    });
+    const ns = [...info.names];
+    let set: LockSet | undefined;
+    const hold = new Hold(this, { kind: kindLockSet, name: ns.join(","), token: info.token }, {
+      renew: async (timeout, signal) => set!.record(await this.renewSet(ns, info.token, { signal, timeout })),
+      release: (signal) => this.releaseSet(ns, info.token, { signal }),
+    }, ns.map((name) => ({ kind: kindLock, name, token: info.token })));
+    set = new LockSet(hold, info);
+    const first = info.locks?.[0];
+    await hold.start(op, grantOf(status, sent, first?.ttl, first?.acquired_at, first?.expires_at, o.session), o.signal);
+    return set;
+  }
+
+  /**
+   * withLockSet acquires the set, runs fn with it, and releases it
+   * whatever fn does; it returns fn's value. A set lost during fn makes it
+   * reject with the LockLostError once fn has returned, unless fn threw.
+   */
+  async withLockSet<T>(names: string[], o: LockSetOptions, fn: (s: LockSet) => Promise<T> | T): Promise<T> {
+    return using(await this.acquireSet(names, o), (s) => s.release(), fn);
+  }
+
+  /**
+   * renewSet extends the lease the set's locks share (in a session: the
+   * session's) if token still holds every lock of names: NotHeldError or
+   * TokenMismatchError, naming the lock, when one was lost. Retried. A
+   * LockSet renews itself: this is for holders that keep the token only.
+   */
+  async renewSet(names: string[], token: number, o: CallOptions & { timeout?: number } = {}): Promise<LockSetInfo> {
+    return (await this.call<LockSetInfo>({
+      op: `renew lock set ${JSON.stringify(names.join(","))}`, method: "POST", path: "/v1/locksets/renew", body: { names, token }, idempotent: true, timeout: o.timeout, signal: o.signal,
+    })).data;
+  }
+
+  /**
+   * releaseSet ends every lock of names still held with token, in one
+   * transaction, each handed to its oldest waiter; a lock of the set
+   * released or revoked on its own before is left alone. NotHeldError
+   * when none is held, TokenMismatchError when they are held, none with
+   * token. Retried: it names the token.
+   */
+  async releaseSet(names: string[], token: number, o: CallOptions = {}): Promise<void> {
+    await this.call({ op: `release lock set ${JSON.stringify(names.join(","))}`, method: "POST", path: "/v1/locksets/release", body: { names, token }, idempotent: true, signal: o.signal });
   }
 
   // ---- sessions ----

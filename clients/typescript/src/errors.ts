@@ -1,4 +1,4 @@
-import type { LeaderInfo, LockInfo, PermitInfo, Problem, RWHoldInfo } from "./types.js";
+import type { HoldInfo, LeaderInfo, LockInfo, PermitInfo, Problem } from "./types.js";
 
 /**
  * What a caller may do about a problem, as package problem says:
@@ -79,8 +79,11 @@ export class MethodNotAllowedError extends BatonError {}
 export class HeldError extends BatonError {
   /** The current holder, when the server said (a lock's lock_held). */
   holder?: LockInfo;
-  /** The holds in the way, oldest first (a read/write lock's lock_held). */
-  holders?: RWHoldInfo[];
+  /**
+   * The holds in the way, oldest first: a read/write lock's holds (each
+   * with its mode), or the locks of a lock set held by others.
+   */
+  holders?: HoldInfo[];
 }
 /** Nobody holds the lock (with this token). */
 export class NotHeldError extends BatonError {}
@@ -237,7 +240,7 @@ export function errorFromProblem(status: number, body: string, isJSON: boolean, 
   e.retryAfter = parseRetryAfter(retryAfterHeader) ?? (p.retry_after && p.retry_after > 0 ? p.retry_after * 1000 : undefined);
   if (e instanceof HeldError) {
     e.holder = p.holder;
-    e.holders = p.holders as RWHoldInfo[] | undefined;
+    e.holders = p.holders;
   }
   if (e instanceof ElectionHeldError) e.leader = p.leader;
   if (e instanceof SemaphoreFullError) e.holders = p.holders as PermitInfo[] | undefined;
@@ -270,13 +273,13 @@ export function refused(err: unknown): boolean {
 }
 
 /**
- * LockLostError is why a Lock, a Leadership, a Permit or an RWHold was lost: the reason of its
+ * LockLostError is why a Lock, a Leadership, a Permit, an RWHold or a LockSet was lost: the reason of its
  * lost signal. cause says how the loss became known: the audit trail's
  * event (an Event), a renew's answer (a BatonError), or the TTL running
  * out by this client's clock.
  */
 export class LockLostError extends Error {
-  /** "lock", "election", "semaphore" or "rwlock". */
+  /** "lock", "election", "semaphore", "rwlock" or "lockset" (lockName: the set's names, comma-separated). */
   readonly kind: string;
   readonly lockName: string;
   readonly token: number;
@@ -288,6 +291,7 @@ export class LockLostError extends Error {
       kind === "election" ? `leadership of "${name}"`
       : kind === "semaphore" ? `permit of semaphore "${name}"`
       : kind === "rwlock" ? `hold of read/write lock "${name}"`
+      : kind === "lockset" ? `lock set "${name}"`
       : `lock "${name}"`;
     super(`baton: ${what} (token ${token}) lost: ${why}`, { cause });
     this.kind = kind;

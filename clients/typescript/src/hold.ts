@@ -13,6 +13,8 @@ export const kindLock = "lock";
 export const kindElection = "election";
 export const kindSemaphore = "semaphore";
 export const kindRWLock = "rwlock";
+/** A lock set's holds are its locks (kind lock): this kind names the set as a whole, in errors, and is no event's. */
+export const kindLockSet = "lockset";
 
 /** What events are about: a kind ("lock", "election", "semaphore", "rwlock") and a name. */
 interface Thing {
@@ -55,9 +57,10 @@ export function isLostAnswer(err: unknown): boolean {
 
 /**
  * Hold is what every hold a Client keeps alive shares, whatever its kind
- * (a Lock, a Leadership, a Permit, an RWHold): the background renewal, the deadline by the
+ * (a Lock, a Leadership, a Permit, an RWHold, a LockSet): the background renewal, the deadline by the
  * client's own clock, registration with the Client's event stream, and
- * how the hold ends (lost or given back).
+ * how the hold ends (lost or given back). keys are the holds whose end,
+ * as events record it, ends this one: its own key, or a lock set's locks.
  *
  * The client judges the lease by its own monotonic clock, erring on the
  * side of "lost": a lease of TTL d whose latest successful renew (or the
@@ -80,11 +83,16 @@ export class Hold {
   private released = false;
   private releaseErr?: unknown;
 
+  readonly keys: HoldKey[];
+
   constructor(
     readonly c: Client,
     readonly key: HoldKey,
     readonly ops: HoldOps,
-  ) {}
+    keys?: HoldKey[],
+  ) {
+    this.keys = keys && keys.length > 0 ? keys : [key];
+  }
 
   /** The reason the hold was lost, or undefined. */
   get lostError(): LockLostError | undefined {
@@ -182,6 +190,28 @@ export class Hold {
     }
   }
 
+  /**
+   * renewNow renews at once, besides the background renewal, and moves
+   * the deadline on. It rejects with the LockLostError when the hold was
+   * lost before or the renew finds it lost; another error leaves the hold
+   * as it was.
+   */
+  async renewNow(signal?: AbortSignal): Promise<void> {
+    if (this.err) throw this.err;
+    const sent = now();
+    let rttl: number;
+    try {
+      rttl = await this.ops.renew(this.c.timeoutMs, signal ?? new AbortController().signal);
+    } catch (e) {
+      if (isLostAnswer(e)) {
+        this.lose(`renew answered: ${(e as Error).message}`, e);
+        if (this.err) throw this.err;
+      }
+      throw e;
+    }
+    this.extend(sent, rttl);
+  }
+
   /** extend records a successful renew sent at sent, which reported ttl. */
   private extend(sent: number, ttl: number): void {
     if (this.finished) return;
@@ -275,7 +305,7 @@ export class Hold {
 
 /**
  * HoldWatcher is a Client's one event stream for all the holds it keeps
- * (locks, leaderships, permits and read/write lock holds), so that a hold is lost as soon as the audit
+ * (locks, leaderships, permits, read/write lock holds and lock sets), so that a hold is lost as soon as the audit
  * trail records its end (revoked, expired, session_expired, or released or
  * resigned by someone else), rather than at the next renew.
  *
@@ -292,9 +322,10 @@ export class Hold {
  * changes nothing; the hold is then lost by a renew's answer or its TTL.
  */
 export class HoldWatcher {
-  // holds by kind, name and token: several share a key when a session
-  // acquired the lock again (a 200).
-  private holds = new Map<string, Hold[]>();
+  // holds by kind, name and token (a lock set's under each of its
+  // locks): several share a key when a session acquired the lock again
+  // (a 200).
+  private holds = new Map<string, { key: HoldKey; hs: Hold[] }>();
   // ended remembers ends of holds not (yet) registered, oldest first: a
   // revoke can be streamed between the grant's answer and registration.
   private ended = new Map<string, Event>();
@@ -316,32 +347,41 @@ export class HoldWatcher {
   }
 
   register(h: Hold): void {
-    const k = keyString(h.key);
-    const ev = this.ended.get(k);
-    if (ev) {
-      h.lose(endedWhy(ev), undefined, ev);
-      return;
+    for (const k of h.keys) {
+      const ev = this.ended.get(keyString(k));
+      if (ev) {
+        h.lose(endedWhy(ev), undefined, ev);
+        return;
+      }
     }
-    const ls = this.holds.get(k) ?? [];
-    ls.push(h);
-    this.holds.set(k, ls);
     const f = this.filter;
-    const covered = this.ctl !== undefined && (f === undefined || (f.kind === h.key.kind && f.name === h.key.name)) && this.from < h.key.token;
+    let covered = this.ctl !== undefined;
+    for (const k of h.keys) {
+      const ks = keyString(k);
+      const e = this.holds.get(ks) ?? { key: k, hs: [] };
+      e.hs.push(h);
+      this.holds.set(ks, e);
+      covered &&= (f === undefined || (f.kind === k.kind && f.name === k.name)) && this.from < k.token;
+    }
     if (!covered) {
       // The events after token-1 include every end of this hold; the
       // events after pos, every event the other holds still wait for.
-      this.restart(Math.min(this.resume(), h.key.token - 1));
+      this.restart(Math.min(this.resume(), ...h.keys.map((k) => k.token - 1)));
     }
   }
 
   unregister(h: Hold): void {
-    const k = keyString(h.key);
-    const ls = this.holds.get(k);
-    const i = ls ? ls.indexOf(h) : -1;
-    if (!ls || i < 0) return;
-    ls.splice(i, 1);
-    if (ls.length > 0) return;
-    this.holds.delete(k);
+    let removed = false;
+    for (const k of h.keys) {
+      const ks = keyString(k);
+      const e = this.holds.get(ks);
+      const i = e ? e.hs.indexOf(h) : -1;
+      if (!e || i < 0) continue;
+      e.hs.splice(i, 1);
+      removed = true;
+      if (e.hs.length === 0) this.holds.delete(ks);
+    }
+    if (!removed) return;
     if (this.holds.size === 0) {
       this.stop();
       this.ended.clear();
@@ -353,8 +393,7 @@ export class HoldWatcher {
   /** wantFilter is the holds' thing when they are all of the same, else undefined (every event). */
   private wantFilter(): Thing | undefined {
     let t: Thing | undefined;
-    for (const ls of this.holds.values()) {
-      const k = ls[0].key;
+    for (const { key: k } of this.holds.values()) {
       if (t && (t.kind !== k.kind || t.name !== k.name)) return undefined;
       t = { kind: k.kind, name: k.name };
     }
@@ -370,7 +409,7 @@ export class HoldWatcher {
   private resume(): number {
     if (this.ctl) return Math.max(this.from, this.pos - 1);
     let from = Number.MAX_SAFE_INTEGER;
-    for (const ls of this.holds.values()) from = Math.min(from, ls[0].key.token - 1);
+    for (const { key } of this.holds.values()) from = Math.min(from, key.token - 1);
     return from;
   }
 
@@ -407,11 +446,11 @@ export class HoldWatcher {
     const k = eventHold(ev);
     if (!endsHold(k.kind, ev.type)) return;
     const ks = keyString(k);
-    const ls = this.holds.get(ks);
-    if (ls) {
+    const e = this.holds.get(ks);
+    if (e) {
       // A released or resigned event for a registered hold is someone
       // else's doing: the hold's own release unregisters it first.
-      for (const h of [...ls]) h.lose(endedWhy(ev), undefined, ev);
+      for (const h of [...e.hs]) h.lose(endedWhy(ev), undefined, ev);
     } else if (!this.ended.has(ks)) {
       this.ended.set(ks, ev);
       if (this.ended.size > maxEndedMemory) this.ended.delete(this.ended.keys().next().value!);
@@ -443,6 +482,8 @@ function endsHold(kind: string, typ: string): boolean {
 }
 
 function endedWhy(ev: Event): string {
-  return `${ev.type} at revision ${ev.revision}${ev.detail ? ": " + ev.detail : ""}`;
+  const why = `${ev.type} at revision ${ev.revision}${ev.detail ? ": " + ev.detail : ""}`;
+  // One lock of a set: say which, since it ends the whole set.
+  return ev.set?.length ? `lock "${ev.lock || ev.name}" ${why}` : why;
 }
 

@@ -23,6 +23,17 @@ export interface LockInfo {
   metadata: Record<string, string>;
   /** The queue, first served first; only Client.get fills it in. */
   waiters?: Waiter[];
+  /** On a lock of a lock set: every lock of the set, in the order its acquire gave them; they all have this token. */
+  set?: string[];
+}
+
+/** A lock set as the server grants and renews it (schema LockSet). */
+export interface LockSetInfo {
+  names: string[];
+  /** The fencing token of every lock of the set. */
+  token: number;
+  /** The set's locks, in the order of names. */
+  locks: LockInfo[];
 }
 
 /** An acquire queued for a lock, a semaphore or a read/write lock (schema Waiter). */
@@ -33,6 +44,8 @@ export interface Waiter {
   since: string;
   /** A read/write lock's waiters only: "read" or "write". */
   mode?: RWMode;
+  /** A lock set's waiters only: every lock of the set, in whose queues it waits at once. */
+  set?: string[];
 }
 
 /** An election's leadership (schema Leader). */
@@ -159,6 +172,8 @@ export interface Event {
   limit?: number;
   /** On a read/write lock's events: the hold's mode. */
   mode?: RWMode;
+  /** On the events of a lock of a lock set: every lock of the set. */
+  set?: string[];
   queued_at?: string;
 }
 
@@ -181,7 +196,7 @@ export interface Problem {
   detail?: string;
   field?: string;
   holder?: LockInfo;
-  /** The holds in the way: a semaphore's permits (semaphore_full), a read/write lock's holds (its lock_held). */
+  /** The holds in the way: a semaphore's permits (semaphore_full), a read/write lock's holds (its lock_held), the locks held by others (a lock set's lock_held). */
   holders?: HoldInfo[];
   leader?: LeaderInfo;
   max_token?: number;

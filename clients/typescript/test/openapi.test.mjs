@@ -25,6 +25,7 @@ const pairs = {
   Hold: "HoldInfo",
   Semaphore: "SemaphoreInfo",
   RWLock: "RWLockInfo",
+  LockSet: "LockSetInfo",
 };
 
 /** fields reads an interface's fields from the source: name → optional. */
