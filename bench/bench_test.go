@@ -61,7 +61,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "semaphore: 4 clients, limit 4", "rwlock: 4 clients", "scale", cfg.JSONPath)
+	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "semaphore: 4 clients, limit 4", "rwlock: 4 clients", "lockset: 4 clients", "one by one", "scale", cfg.JSONPath)
 	for _, p := range []string{cfg.CPUProfile, cfg.MemProfile} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s not written: %v", p, err)
@@ -72,7 +72,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "semaphore", "rwlock", "scale"} {
+	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "semaphore", "rwlock", "lockset", "scale"} {
 		if len(sections[s]) == 0 {
 			t.Errorf("JSON has no %q section", s)
 		}
@@ -124,6 +124,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	}
 	checkHolds(t, "semaphore", res.Semaphore, cfg.ContentionClients, true)
 	checkHolds(t, "rwlock", res.RWLock, cfg.ContentionClients, true)
+	checkLockSets(t, res.LockSets, cfg.ContentionClients)
 
 	s := res.Scale
 	if s.Sessions != cfg.ScaleSessions || s.LocksPerSession != cfg.ScaleLocks || s.Errors != 0 {
@@ -480,5 +481,83 @@ func TestRWModes_SeededShareOfWrites(t *testing.T) {
 	}
 	if share := float64(writes) / turns; share < rwWriteShare-0.02 || share > rwWriteShare+0.02 {
 		t.Errorf("%.3f of the turns are writes, want about %v", share, rwWriteShare)
+	}
+}
+
+// checkLockSets checks the figures of both ways of the lockset scenario:
+// sets granted without errors, every name of each found held by its
+// worker alone (the run fails outright on a name held twice), an acquire
+// latency per set, and costs.
+func checkLockSets(t *testing.T, r *LockSetsResult, clients int) {
+	t.Helper()
+	if r == nil {
+		t.Error("lockset: no result")
+		return
+	}
+	if r.Clients != clients || r.Names != lockSetNames || r.SetSize != lockSetSize || r.SetsVsOneByOne <= 0 {
+		t.Errorf("lockset: %+v", r)
+	}
+	for _, w := range []struct {
+		name string
+		run  LockSetRun
+	}{{"lockset", r.Sets}, {"lockset one by one", r.OneByOne}} {
+		c := w.run
+		if c.Sets <= 0 || c.Errors != 0 || c.Seconds <= 0 || c.SetsPerSec <= 0 || c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerSet <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {
+			t.Errorf("%s: %+v", w.name, c)
+		}
+		if c.Checked != lockSetSize*c.Sets {
+			t.Errorf("%s: %d names checked exclusive, want %d for %d sets", w.name, c.Checked, lockSetSize*c.Sets, c.Sets)
+		}
+		checkLatency(t, w.name+" acquire", c.Acquire, c.Sets)
+		checkLatency(t, w.name+" cycle", c.Cycle, c.Sets)
+	}
+}
+
+// TestOccupancy_SeesBreaches checks that the counter both ways of the
+// lockset scenario run with fails a run in which a name was held by two
+// workers at once, and only then.
+func TestOccupancy_SeesBreaches(t *testing.T) {
+	o := newOccupancy(4)
+	// Two sets that share no name, one after the other on a name.
+	for _, set := range [][]int{{0, 1}, {2, 3}, {1, 2}} {
+		for _, n := range set {
+			o.enter(n)
+		}
+		for _, n := range set {
+			o.leave(n)
+		}
+	}
+	o.enter(0)
+	o.enter(3)
+	if err := o.err(); err != nil || o.checked.Load() != 8 {
+		t.Fatalf("disjoint holds: %v, %d checked, want none and 8", err, o.checked.Load())
+	}
+	o.enter(3) // a second holder of name 3
+	if err := o.err(); err == nil || !strings.Contains(err.Error(), "name 3 held by 2 workers") {
+		t.Errorf("two holders of name 3: error %v", err)
+	}
+	if o.checked.Load() != 8 {
+		t.Errorf("%d checked, want the breach left out", o.checked.Load())
+	}
+}
+
+// TestNamePairs_DistinctSeededAndSpread checks that a worker draws two
+// distinct names every turn, the same turns in every run, over every
+// name.
+func TestNamePairs_DistinctSeededAndSpread(t *testing.T) {
+	a, b := namePairs(5), namePairs(5)
+	seen := make(map[int]bool)
+	for range 10000 {
+		i, j := a()
+		if k, l := b(); i != k || j != l {
+			t.Fatal("two draws of worker 5 differ")
+		}
+		if i == j || i < 0 || j < 0 || i >= lockSetNames || j >= lockSetNames {
+			t.Fatalf("drew %d and %d of %d names", i, j, lockSetNames)
+		}
+		seen[i], seen[j] = true, true
+	}
+	if len(seen) != lockSetNames {
+		t.Errorf("10000 draws took %d of the %d names", len(seen), lockSetNames)
 	}
 }

@@ -61,6 +61,15 @@
 //     writer ahead). Both scenarios count the holds inside their critical
 //     sections and fail if more than 4 permits, or a write beside any
 //     other hold, were ever held at once;
+//   - lockset: -contention-clients workers over 128 names, each turn two
+//     distinct names drawn at random (seeded), taken with wait and
+//     released at once, first as one lock set (POST /v1/locksets, then
+//     /v1/locksets/release), then as two single locks taken one by one in
+//     sorted order, the classic deadlock-free way, and released in
+//     reverse: cycles/s of each, the ratio, and the acquire latency (first
+//     acquire sent to every name granted). Both count each name's holders
+//     inside the critical section and fail if a name was ever held by two
+//     workers at once;
 //   - history, only when -only names it (it takes minutes at its default
 //     million events): the audit trail filled through the node's engine in
 //     this process (acquire+release cycles in sessions on 1,000 locks, a

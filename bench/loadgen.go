@@ -192,6 +192,8 @@ func generate(ctx context.Context, p *parentConn) error {
 		return genSemaphore(ctx, spec, p)
 	case kindRWLock:
 		return genRWLock(ctx, spec, p)
+	case kindLockSet, kindOneByOne:
+		return genLockSets(ctx, spec, p)
 	case kindScale:
 		return genScale(ctx, spec, p)
 	}

@@ -28,7 +28,7 @@ import (
 // The scenarios, in the order they run. scale runs last because it leaves
 // its sessions and locks behind (see genScale); history before it, because
 // the expiry of those sessions would land in the trail it reads.
-var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "etcd-mutex", "httpfloor", "contention", "election", "semaphore", "rwlock", "history", "scale"}
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "etcd-mutex", "httpfloor", "contention", "election", "semaphore", "rwlock", "lockset", "history", "scale"}
 
 // askedOnly are the scenarios that run only when -only names them:
 // history takes minutes at its default size.
@@ -46,7 +46,8 @@ type Config struct {
 	Duration time.Duration
 	// Clients lists the concurrent clients each throughput scenario runs at.
 	Clients []int
-	// ContentionClients queue on the one key of the contention scenario.
+	// ContentionClients queue on the one key of the contention scenario;
+	// as many run the election, semaphore, rwlock and lockset scenarios.
 	ContentionClients int
 	// ScaleSessions × ScaleLocks locks are held for ScaleDuration, every
 	// session renewed once per ScaleRenew.
@@ -385,6 +386,9 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		return err
 	}
 	if err := b.runHolds(ctx, res); err != nil {
+		return err
+	}
+	if err := b.runLockSets(ctx, res); err != nil {
 		return err
 	}
 	if b.cfg.runs("history") {

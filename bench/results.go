@@ -59,6 +59,9 @@ type Results struct {
 	ZooKeeperSemaphore *HoldsResult `json:"zookeeper_semaphore,omitempty"`
 	RWLock             *HoldsResult `json:"rwlock,omitempty"`
 	ZooKeeperRWLock    *HoldsResult `json:"zookeeper_rwlock,omitempty"`
+	// LockSets is the lockset scenario: workers taking two names at a
+	// time, as one lock set and as two single locks one by one.
+	LockSets *LockSetsResult `json:"lockset,omitempty"`
 	// HTTPFloor is the limit of an HTTP/JSON lock on embedded etcd: a
 	// bare net/http server, one txn per acquire and one per release.
 	HTTPFloor []CycleResult `json:"httpfloor,omitempty"`
@@ -509,6 +512,9 @@ func printTable(out io.Writer, r *Results) error {
 	}
 	printPeers(tw, r)
 	printHolds(tw, r)
+	if r.LockSets != nil {
+		printLockSets(tw, r.LockSets)
+	}
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",
 			s.Sessions, s.LocksPerSession, r.Settings.ScaleRenew, probeRate, r.Settings.ScaleDuration)
@@ -555,6 +561,9 @@ func (r *Results) firstErrors() []string {
 		if p.result != nil && p.result.FirstError != "" {
 			errs = append(errs, p.name+": "+p.result.FirstError)
 		}
+	}
+	if s := r.LockSets; s != nil {
+		errs = append(errs, s.firstErrors()...)
 	}
 	if s := r.Scale; s != nil && s.FirstError != "" {
 		errs = append(errs, "scale: "+s.FirstError)
