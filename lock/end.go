@@ -256,14 +256,12 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 	return nil
 }
 
-// ended counts the end by typ of a hold of name, and the grant it handed
-// over, and does what is left to do with the hold's own lease once its
+// ended counts the end by typ of a hold of name, and the holds its
+// handover began, and does what is left to do with the hold's own lease once its
 // key is gone.
-func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver bool) {
+func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver int) {
 	e.recordedOf(name, typ, 1)
-	if handedOver {
-		e.recordedOf(name, EventAcquired, 1)
-	}
+	e.recordedOf(name, EventAcquired, handedOver)
 	if len(hr.Set) == 0 {
 		e.leaseAfter(typ, hr)
 	}
@@ -292,14 +290,18 @@ type endTxn struct {
 	cmps []clientv3.Cmp
 	then []clientv3.Op
 	// handOver is the index, in then, of the nested txn that hands the
-	// lock to the queue's head, or -1.
-	handOver int
+	// lock to the queue's head, or -1; grants is how many holds that
+	// begins (a lock set's head: one per lock of the set).
+	handOver, grants int
 }
 
-// handedOver reports whether the end txn's responses rs show the lock
-// handed to the queue's head.
-func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) bool {
-	return t.handOver >= 0 && rs[t.handOver].GetResponseTxn().GetSucceeded()
+// handedOver is how many holds the end txn's responses rs show begun by
+// handing the lock to the queue's head: none, one, or a lock set's.
+func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) int {
+	if t.handOver >= 0 && rs[t.handOver].GetResponseTxn().GetSucceeded() {
+		return t.grants
+	}
+	return 0
 }
 
 // endTxn builds the txn that ends token's hold, ended by ev: it records
@@ -316,6 +318,7 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 5), event), handOver: -1}
 	if seat, ok := handOverPlan(name, head); ok {
 		free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
+		t.grants = max(len(head.grant.Set), 1)
 		t.handOver, t.then = len(t.then), append(t.then,
 			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head, seat), free))
 	} else {

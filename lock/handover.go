@@ -1,7 +1,9 @@
 package lock
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -78,12 +80,14 @@ func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *q
 	if head.grant.Session != "" {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.sessionKey(head.grant.Session)), ">", 0))
 	}
-	switch kind, _ := thingOf(name); kind {
-	case KindSemaphore:
+	switch kind, _ := thingOf(name); {
+	case kind == KindSemaphore:
 		// The seat is below the stored limit; the waiter's must be it.
 		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.seatsKey(name)), "=", strconv.Itoa(head.grant.Limit)))
-	case KindRWLock:
+	case kind == KindRWLock:
 		cmps = append(cmps, e.exclusionCmps(name, head)...)
+	case len(head.grant.Set) > 0:
+		cmps = append(cmps, e.setHeadCmps(name, head)...)
 	}
 	return cmps
 }
@@ -113,6 +117,9 @@ func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead, seat string) []clientv3.Op {
 	g := head.grant
 	g.AcquiredAt = at
+	if len(g.Set) > 0 {
+		return e.setHandOverOps(name, hr, g, head)
+	}
 	kind, _ := thingOf(name)
 	if kind == KindElection {
 		g.Term = hr.Term + 1 // the term key is hr's: see termCmp
@@ -141,4 +148,84 @@ func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *q
 	// No tally to count: a waiter asks for a grant only when its node
 	// keeps none (see acquirer.queueEntryRecord), and its record says so.
 	return ops
+}
+
+// A lock set at the head of a queue is handed the lock only with every
+// other lock of the set (setHeadCmps): when the release ends the last
+// hold in its way, so that it heads every queue it waits in and every
+// lock of it is free. The release then begins all of the set's holds
+// (setHandOverOps), as the set's own acquire txn would; otherwise it only
+// frees the lock, and the set takes it itself with the rest once they are
+// free. A txn that ends several holds hands a set over only where no other
+// part of it writes a lock of the set (handOverHeads).
+
+// setHeadCmps hold when the release of name may begin every hold of the
+// set at head: each other lock of the set free, with no lock-delay guard,
+// and the set's entry in its queue the oldest.
+func (e *Engine) setHeadCmps(name string, head *queueHead) []clientv3.Cmp {
+	var cmps []clientv3.Cmp
+	for _, m := range head.grant.Set {
+		if m == name {
+			continue // handOverCmps's own compares
+		}
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(e.lockKey(m)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.delayKey(m)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.setEntry(name, head, m)), "=", head.rev),
+			clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(m)), ">", head.rev-1).WithPrefix())
+	}
+	return cmps
+}
+
+// setHandOverOps begin every hold of the set at head, whose grant g is:
+// each lock's holder record (its member's: memberRecord) under the set's
+// lease, its entry gone, its acquired event; and what becomes of the
+// released hold hr's lock-delay guard.
+func (e *Engine) setHandOverOps(name string, hr holderRecord, g holderRecord, head *queueHead) []clientv3.Op {
+	lease, _ := parseLeaseHex(g.Lease)
+	var ops []clientv3.Op
+	for i, m := range g.Set {
+		rec := memberRecord(g, i)
+		ops = append(ops,
+			clientv3.OpPut(e.lockKey(m), mustJSON(rec), clientv3.WithLease(lease)),
+			clientv3.OpDelete(e.setEntry(name, head, m)),
+			clientv3.OpPut(e.acquiredKey(m, rec.Hold), mustJSON(rec.acquiredEvent(m, g.AcquiredAt, head.since))))
+	}
+	if hr.LockDelay > 0 {
+		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
+	}
+	return ops
+}
+
+// setEntry is the entry in the queue of lock m of the set at the head of
+// name's queue: its entries share their key's last element.
+func (e *Engine) setEntry(name string, head *queueHead, m string) string {
+	return e.queuePrefix(m) + strings.TrimPrefix(head.key, e.queuePrefix(name))
+}
+
+// handOverHeads are the heads that the ends of one txn may hand over to:
+// each end's, but a lock set whose handover would write a lock that the
+// txn writes already (one it ends, or one an earlier handover begins)
+// gets none. The set then takes its locks itself once they are free.
+func handOverHeads(ends []plannedEnd) []*queueHead {
+	written := make(map[string]bool, len(ends))
+	for _, end := range ends {
+		written[end.name] = true
+	}
+	heads := make([]*queueHead, len(ends))
+	for i, end := range ends {
+		h := end.head
+		if h == nil || len(h.grant.Set) == 0 {
+			heads[i] = h
+			continue
+		}
+		if slices.ContainsFunc(h.grant.Set, func(m string) bool { return m != end.name && written[m] }) {
+			continue
+		}
+		for _, m := range h.grant.Set {
+			written[m] = true
+		}
+		heads[i] = h
+	}
+	return heads
 }

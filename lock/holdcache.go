@@ -135,6 +135,6 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
-	e.ended(name, EventReleased, hr, false)
+	e.ended(name, EventReleased, hr, 0)
 	return true, nil
 }

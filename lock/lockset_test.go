@@ -272,3 +272,49 @@ func TestLockSet_AWaitThatRunsOutNamesTheHolders(t *testing.T) {
 	queued(t, e, "wo-a", 0)
 	queued(t, e, "wo-b", 0)
 }
+
+// TestLockSet_TheLastReleaseInItsWayGrantsTheSetInItsOwnTxn: a set that
+// heads every queue it waits in is granted by the release of the last
+// lock in its way, in that release's txn: its token is the release's
+// revision, and every lock of it begins there. A release that leaves a
+// lock of the set held only frees its lock.
+func TestLockSet_TheLastReleaseInItsWayGrantsTheSetInItsOwnTxn(t *testing.T) {
+	t.Parallel()
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	x := mustAcquire(t, e, lock.AcquireRequest{Name: "ho-x", Owner: "x"})
+	y := mustAcquire(t, e, lock.AcquireRequest{Name: "ho-y", Owner: "y"})
+	set := setAsync(ctx, e, lock.LockSetRequest{Names: []string{"ho-x", "ho-y", "ho-z"}, Owner: "set", TTL: 20 * time.Second, Wait: 30 * time.Second})
+	for _, n := range []string{"ho-x", "ho-y", "ho-z"} {
+		queued(t, e, n, 1)
+	}
+	if err := e.Release(ctx, "ho-x", x.Token); err != nil {
+		t.Fatal(err)
+	}
+	if !isNotHeld(t, e, "ho-x") {
+		t.Fatal("ho-x handed to the set while ho-y is held")
+	}
+	if err := e.Release(ctx, "ho-y", y.Token); err != nil {
+		t.Fatal(err)
+	}
+	got := <-set
+	if got.err != nil {
+		t.Fatalf("set: %v", got.err)
+	}
+	evs := history(t, e, "ho-y")
+	if len(evs) < 2 || evs[1].Type != lock.EventReleased || evs[1].Owner != "y" || evs[1].Revision != got.s.Token {
+		t.Fatalf("ho-y's trail %+v; want y's release at the set's token %d", evs, got.s.Token)
+	}
+	if l := got.s.Locks[2]; l.Name != "ho-z" || l.ExpiresAt.IsZero() || l.TTL != 20*time.Second {
+		t.Fatalf("member %+v", l)
+	}
+	for _, n := range []string{"ho-x", "ho-y", "ho-z"} {
+		if l, err := e.Get(ctx, n); err != nil || l.Token != got.s.Token {
+			t.Fatalf("%s: %+v, %v", n, l, err)
+		}
+		queued(t, e, n, 0)
+	}
+	if err := e.ReleaseSet(ctx, got.s.Names, got.s.Token); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -194,10 +194,11 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 			urgent bool
 		)
 		txns = txns[:0]
+		heads := handOverHeads(ends)
 		for i, end := range ends {
 			ev := end.hr.endEvent(ctx, end.name, end.token, EventReleased, detail)
 			ev.Time = at
-			t := e.endTxn(end.name, end.token, end.hr, ev, end.head, i)
+			t := e.endTxn(end.name, end.token, end.hr, ev, heads[i], i)
 			if t.handOver >= 0 {
 				t.handOver, urgent = t.handOver+len(then), true
 			}
@@ -230,9 +231,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 	for i, end := range ends {
 		e.holds.take(end.name, end.token) // the cached record is of a hold that is gone
 		e.recordedOf(end.name, EventReleased, 1)
-		if txns[i].handedOver(resp.Responses) {
-			e.recordedOf(end.name, EventAcquired, 1)
-		}
+		e.recordedOf(end.name, EventAcquired, txns[i].handedOver(resp.Responses))
 		ended[i] = end.name
 	}
 	if hr := ends[0].hr; !slices.ContainsFunc(hr.Set, func(n string) bool { return !slices.Contains(ended, n) }) {

@@ -335,6 +335,16 @@ func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, h
 	}
 	for _, ev := range evs {
 		switch {
+		case a.members != nil && ev.Type == mvccpb.PUT:
+			// A release may have granted us every lock of the set
+			// (setHandOverOps); any other put is no reason to look.
+			if l, ok := a.granted(ctx, ev.Kv); ok {
+				return l, true
+			}
+			if r.outcome == delayed {
+				return nil, true // a lock-delay guard stamped or replaced
+			}
+			continue
 		case head && ev.Type == mvccpb.PUT:
 			if l, ok := a.granted(ctx, ev.Kv); ok {
 				return l, true
@@ -509,9 +519,6 @@ func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 		a.queuedAt = now
 	}
 	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt, Mode: a.mode, Set: a.members}
-	if a.members != nil {
-		return wr // a release never grants one member of a set alone
-	}
 	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
 		return wr
 	}

@@ -343,10 +343,11 @@ type plannedEnd struct {
 func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Event) error {
 	ops := make([]clientv3.Op, len(ends))
 	txns := make([]endTxn, len(ends))
+	heads := handOverHeads(ends)
 	for i, end := range ends {
 		ev := end.hr.endEvent(ctx, end.name, end.token, of.Type, of.Detail)
 		ev.Time = of.Time
-		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, end.head, -1)
+		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, heads[i], -1)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
 	}
 	octx, done := e.op(ctx)
@@ -358,9 +359,7 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Ev
 	for i, r := range resp.Responses {
 		if tr := r.GetResponseTxn(); tr.GetSucceeded() {
 			e.recordedOf(ends[i].name, EventReleased, 1)
-			if txns[i].handedOver(tr.Responses) {
-				e.recordedOf(ends[i].name, EventAcquired, 1)
-			}
+			e.recordedOf(ends[i].name, EventAcquired, txns[i].handedOver(tr.Responses))
 		}
 	}
 	return nil
