@@ -28,6 +28,8 @@
 //	stream.js   following /v1/events live, reconnecting; sse.js parses it
 //	locks.js    the held locks and their queues; lockrow.js draws a row,
 //	            delays.js the locks under lock-delay
+//	lockset.js  what the page says of a lock set's members, and marking
+//	            them all when one is pointed at or focused
 //	elections.js the elections that have a leader, and their candidates;
 //	            electionrow.js draws a row
 //	semaphores.js the semaphores that have permits held, their permits

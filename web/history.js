@@ -4,6 +4,7 @@
 import { api, clearProblem, showProblem } from "./api.js";
 import { timeEl } from "./clock.js";
 import { $, cell, el, linkClass, markFresh, setText } from "./dom.js";
+import { inSet, setNote, setTitle, withNote } from "./lockset.js";
 import { coalesce, debounce } from "./schedule.js";
 import { state } from "./state.js";
 
@@ -115,7 +116,7 @@ function buildEvent(e) {
     { "data-testid": "history-row", "data-key": eventKey(e), "data-type": e.type, "data-lock": e.lock, "data-kind": e.kind || "lock", "data-name": e.name || e.lock },
     cell("When", timeEl("ago", e.time)),
     cell("Event", el("span", { class: `badge ${e.type}`, "data-testid": "history-type" }, e.type.replace("_", " "))),
-    cell("Lock", link),
+    cell("Lock", inSet(e) ? withNote(link, setNote(e.set, e.lock, `One of a ${setTitle(e.set)}, with token ${e.token}`, "history-set")) : link),
     // The owner is what the client said; the credential, what auth proved.
     cell("Owner", el("span", { class: "owner", title: e.credential ? `credential ${e.credential}` : undefined, "data-credential": e.credential }, e.owner || "—")),
     cell("Token", e.token ? el("code", {}, e.token) : el("span", { class: "none" }, "—")),

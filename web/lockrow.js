@@ -2,12 +2,16 @@
 
 import { absolute, duration, timeEl } from "./clock.js";
 import { cell, el, linkClass, setText } from "./dom.js";
+import { inSet, setNote, setTitle, withNote } from "./lockset.js";
 import { state } from "./state.js";
 
 // buildLock makes the tbody of the hold l. Its Revoke button calls
-// revoke(l), its queue button toggle(l.name).
+// revoke(l), its queue button toggle(l.name). A member of a lock set
+// carries data-set (its set's names) and says which locks it was taken
+// with; its token is the set's, which links it to the others.
 export function buildLock(l, { revoke, toggle }) {
-  const tb = el("tbody", { "data-lock": l.name, "data-token": l.token });
+  const set = inSet(l) ? l.set : null;
+  const tb = el("tbody", { "data-lock": l.name, "data-token": l.token, "data-set": set ? set.join(" ") : null });
   const queueID = `queue-${l.token}`;
   const meta = Object.entries(l.metadata || {});
   const metaCell = meta.length
@@ -30,12 +34,15 @@ export function buildLock(l, { revoke, toggle }) {
     "aria-controls": queueID,
   });
   toggleButton.addEventListener("click", () => toggle(l.name));
+  const link = el("a", { href: `#lock=${encodeURIComponent(l.name)}`, class: linkClass(l.name, "name"), title: `Show the history of ${l.name}` }, l.name);
   const row = el(
     "tr",
     { class: "lock-row", "data-testid": "holder-row", "data-lock": l.name, "data-token": l.token },
     cell(
       "Name",
-      el("a", { href: `#lock=${encodeURIComponent(l.name)}`, class: linkClass(l.name, "name"), title: `Show the history of ${l.name}` }, l.name),
+      set
+        ? withNote(link, setNote(set, l.name, `Taken in one ${setTitle(set)}, all or nothing, with token ${l.token}: point at or focus it to mark the others`, "lock-set"))
+        : link,
     ),
     cell("Owner", el("span", { class: "owner" }, l.owner)),
     cell("Token", el("code", { "data-testid": "token" }, l.token)),
@@ -117,6 +124,7 @@ function renderQueue(box, l, q) {
             el("span", { class: "owner" }, w.owner),
             w.since ? timeEl("waiting", w.since) : null,
             w.session ? el("code", { title: `session ${w.session}` }, w.session) : null,
+            inSet(w) ? setNote(w.set, l.name, `Waits for a ${setTitle(w.set)} in every member's queue at once: it gets all of them or none`, "waiter-set") : null,
           ),
         ),
       ),

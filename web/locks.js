@@ -6,6 +6,7 @@ import { api, clearProblem, lockPath, showProblem } from "./api.js";
 import { renderDelays } from "./delays.js";
 import { $, markFresh, setText } from "./dom.js";
 import { buildLock, updateLock } from "./lockrow.js";
+import { linkSets } from "./lockset.js";
 import { coalesce, debounce } from "./schedule.js";
 import { state } from "./state.js";
 
@@ -14,6 +15,10 @@ const LIST_MAX_PAGES = 5; // show at most 5,000 locks
 const WAITERS_FOR_ALL = 20; // fetch every lock's queue when this few are shown
 
 const holdersTable = $("holders-table");
+// markSets marks the rows of the set pointed at or focused in the table
+// (class set-linked): again after each render, so that a member that
+// arrives meanwhile is marked too.
+const markSets = linkSets(holdersTable, "tbody[data-set]", "set-linked");
 
 // hooks are set by initLocks: revoke(l) opens the revoke dialog for a
 // hold, rendered() runs after every render.
@@ -123,6 +128,7 @@ function renderRows(shown) {
   }
   for (const tb of old.values()) tb.remove();
   holdersTable.dataset.ready = "1";
+  markSets();
 }
 
 // dropHold removes a hold that an event ended, before the reload confirms

@@ -8,6 +8,7 @@ import { api, clearProblem, showProblem } from "./api.js";
 import { renderBusiest } from "./busiest.js";
 import { now } from "./clock.js";
 import { $, setText } from "./dom.js";
+import { linkSets } from "./lockset.js";
 import { coalesce } from "./schedule.js";
 import { state } from "./state.js";
 import { KINDS, heldHolds, isHoldEvent, laneHolds, readHolds, thingKey, thingLabel, thingOf, thingStats } from "./timelineholds.js";
@@ -30,6 +31,10 @@ function budget() {
 const ROWS = 20; // things drawn, the busiest of the window
 
 const tl = state.timeline;
+
+// markSets marks the bars of the lock set pointed at (class
+// tl-set-linked), again after each redraw.
+const markSets = linkSets($("timeline-svg"), '[data-testid="tl-hold"][data-set]', "tl-set-linked");
 
 // filterOf is what the history's filters ask of the timeline: one lock
 // (of kind lock, as the history's lock filter), one owner. The type
@@ -209,6 +214,7 @@ function drawNow() {
   const busiest = things.sort((a, b) => b.events - a.events || byRow(a, b)).slice(0, ROWS);
   const rows = busiest.sort(byRow).map((t) => ({ kind: t.kind, name: t.name, label: thingLabel(t), holds: t.holds, lanes: laneHolds(t.holds) }));
   drawTimeline($("timeline-svg"), { from, to, horizon, rows });
+  markSets();
   renderBusiest(thingStats(events, from).slice(0, ROWS));
   renderNotes(things.length, rows.length, events.length);
   drawnAt = Date.now();
@@ -223,7 +229,7 @@ function byRow(a, b) {
 // heldNow lists the holds the page knows are held now, of every kind the
 // timeline draws, as heldHolds takes them.
 function heldNow() {
-  const out = state.locks.map((l) => ({ kind: "lock", name: l.name, lock: l.name, owner: l.owner, token: l.token, session: l.session, acquired_at: l.acquired_at }));
+  const out = state.locks.map((l) => ({ kind: "lock", name: l.name, lock: l.name, owner: l.owner, token: l.token, session: l.session, set: l.set, acquired_at: l.acquired_at }));
   for (const [kind, list] of [
     ["semaphore", state.semaphores.list],
     ["rwlock", state.rwlocks.list],

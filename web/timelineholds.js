@@ -4,6 +4,8 @@
 // with the wait before it; the lanes that keep overlapping holds of one
 // thing (permits, readers) apart; and the figures of the busiest table.
 
+import { inSet } from "./lockset.js";
+
 // ENDS are the event types that end a hold.
 export const ENDS = new Set(["released", "expired", "revoked", "session_expired"]);
 
@@ -41,13 +43,15 @@ function thingIn(byThing, kind, name) {
 // hold is a hold of e's thing, owner and token from start (ms), not ended
 // yet; queued is when its acquirer began waiting (null for no wait);
 // clipped says it was granted before start. mode is a read/write lock
-// hold's ("read" or "write"), "" for other kinds.
+// hold's ("read" or "write"), "" for other kinds; set a lock set member's
+// names (null for a lock on its own).
 function hold(t, e, start, queued, clipped) {
   return {
     kind: t.kind,
     name: t.name,
     lock: t.kind === "lock" ? t.name : "",
     mode: e.mode || "",
+    set: inSet(e) ? e.set : null,
     owner: e.owner,
     token: e.token,
     session: e.session,
@@ -99,7 +103,7 @@ export function readHolds(events, start) {
 }
 
 // heldHolds adds the holds held now (holders: {kind, name, owner, token,
-// session, mode, limit, acquired_at}, from GET /v1/locks, /v1/semaphores
+// session, mode, set, limit, acquired_at}, from GET /v1/locks, /v1/semaphores
 // and /v1/rwlocks) that no event in the window shows: a hold granted
 // before it and held since, which is what a stuck job looks like.
 export function heldHolds(byThing, holders, start) {

@@ -7,6 +7,7 @@
 // follow the theme.
 
 import { absolute, elapsed } from "./clock.js";
+import { setTitle } from "./lockset.js";
 
 const LABEL_W = 170; // px, the column of names
 const LABEL_W_NARROW = 110; // the same, on a phone
@@ -87,6 +88,7 @@ function holdTitle(h) {
   const iso = (ms) => new Date(ms).toISOString();
   const what = h.kind === "lock" ? h.name : `${h.kind} ${h.name}`;
   const lines = [`${what}: ${h.owner || "?"}, token ${h.token || "?"}${h.mode ? `, ${h.mode}` : ""}`];
+  if (h.set) lines.push(`one of a ${setTitle(h.set)}, taken with one token`);
   if (h.queued !== null) lines.push(`waited ${elapsed(h.start - h.queued)} from ${absolute(h.queued, iso(h.queued))}`);
   lines.push(h.clipped ? `granted before ${absolute(h.start, iso(h.start))}` : `granted ${absolute(h.start, iso(h.start))}`);
   if (h.end === null) lines.push("held now");
@@ -104,7 +106,9 @@ function hold(h, x, y, to, next) {
   const x1 = Math.max(x0 + Math.max(0, Math.min(2, next - x0)), x(h.end === null ? to : h.end));
   const w = x1 - x0;
   const top = y + BAR_TOP;
-  const cls = ["tl-hold", colour(h.owner), h.end === null ? "tl-open" : "", h.clipped ? "tl-clipped" : "", h.mode ? `tl-${h.mode}` : ""].filter(Boolean).join(" ");
+  const cls = ["tl-hold", colour(h.owner), h.end === null ? "tl-open" : "", h.clipped ? "tl-clipped" : "", h.mode ? `tl-${h.mode}` : "", h.set ? "tl-set" : ""]
+    .filter(Boolean)
+    .join(" ");
   const g = node("g", {
     class: cls,
     "data-testid": "tl-hold",
@@ -112,6 +116,7 @@ function hold(h, x, y, to, next) {
     "data-kind": h.kind,
     "data-name": h.name,
     "data-mode": h.mode || null,
+    "data-set": h.set ? h.set.join(" ") : null,
     "data-lane": h.lane || 0,
     "data-owner": h.owner,
     "data-token": h.token,
@@ -123,6 +128,9 @@ function hold(h, x, y, to, next) {
     g.append(node("rect", { class: "tl-wait", "data-testid": "tl-wait", x: wx, y: y + WAIT_TOP, width: Math.max(1, x0 - wx), height: WAIT_H }));
   }
   g.append(node("rect", { class: "tl-bar", x: x0, y: top, width: w, height: BAR_H, rx: 3 }));
+  // A lock set's members are marked where they begin, as they are
+  // granted: at one instant, with one token.
+  if (h.set) g.append(node("rect", { class: "tl-set-mark", "data-testid": "tl-set-mark", x: x0 - 1, y: top - 3, width: 3, height: BAR_H + 6, rx: 1 }));
   const mark = { expired: "tl-expired", session_expired: "tl-expired", revoked: "tl-revoked" }[h.ended];
   if (mark) g.append(node("rect", { class: `tl-cap ${mark}`, "data-testid": "tl-mark", x: x1 - 2, y: top - 3, width: 4, height: BAR_H + 6, rx: 1 }));
   const text = barLabel(h, w);
@@ -131,12 +139,14 @@ function hold(h, x, y, to, next) {
 }
 
 // barLabel is the longest of a hold's labels that fits a bar w px wide:
-// its mode (a read/write lock's), owner and token; then without the
-// token; then the mode alone; else nothing.
+// its mode (a read/write lock's) or "set" (a lock set member's), owner
+// and token; then without the token; then the mode or "set" alone; else
+// nothing.
 function barLabel(h, w) {
-  const mode = h.mode ? `${h.mode} ` : "";
+  const what = h.mode || (h.set ? "set" : "");
+  const mode = what ? `${what} ` : "";
   const fits = (t) => t.length * CHAR_W + 10 <= w;
-  return [`${mode}${h.owner} #${h.token}`, `${mode}${h.owner || ""}`, h.mode || ""].find((t) => t && fits(t)) || "";
+  return [`${mode}${h.owner} #${h.token}`, `${mode}${h.owner || ""}`, what].find((t) => t && fits(t)) || "";
 }
 
 function stripe(i, y, height, width) {
