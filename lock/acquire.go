@@ -354,15 +354,6 @@ func (a *acquirer) heldError(r attemptResult) *HeldError {
 	return &HeldError{Holders: r.holders, Reason: "held: " + strings.Join(held, ", ")}
 }
 
-// granting are the key names a grant of ours holds: a set's members, or
-// the one seat.
-func (a *acquirer) granting() []string {
-	if a.members != nil {
-		return a.members
-	}
-	return []string{a.seat}
-}
-
 // endOwn releases a hold of ours that the caller will never learn of,
 // with detail in its end event; rec is its holder record, if known.
 func (a *acquirer) endOwn(ctx context.Context, token int64, rec *holderRecord, detail string) error {

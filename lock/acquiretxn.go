@@ -345,9 +345,7 @@ func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acqui
 	e := a.e
 	a.used = true
 	l := rec.toLock(a.seat, resp.Header.Revision)
-	for _, m := range a.granting() {
-		e.recordedOf(m, EventAcquired, 1)
-	}
+	e.recordedOf(a.seat, EventAcquired, max(len(a.members), 1)) // a set's: one per lock
 	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}

@@ -153,8 +153,13 @@ func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseI
 		return first, 0, err
 	}
 	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
-	for _, m := range a.granting() {
-		a.e.holds.sawWaiter(m) // its holder's release must hand over, not try the one-txn release first
+	// The holder's release must hand over, not try the one-txn release
+	// first.
+	if a.members == nil {
+		a.e.holds.sawWaiter(a.req.Name)
+	}
+	for _, m := range a.members {
+		a.e.holds.sawWaiter(m)
 	}
 	if queueRev == 0 {
 		// The txn failed on a lease before it ran: join the queue on
