@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,20 +20,21 @@ import (
 // acquirer of the engine (acquirer.members): its attempt is acquireTxn's
 // once per member in one txn (setTxn), so every member is granted at one
 // revision, and every member's token is that revision. Each member is an
-// ordinary lock: its holder record, its own acquired and end events, its
-// queue. The members share one hold ID and one lease (or session), and
-// their records name the whole set (holderRecord.Set).
+// ordinary lock: its holder record, its own hold ID (made of the set's:
+// memberRecord), its own acquired and end events, its queue. The members
+// share one lease (or session), and their records name the whole set
+// (holderRecord.Set).
 //
 // A set that waits joins every member's queue in the txn of its first
 // attempt: its entries share that txn's revision. Single locks and sets
 // are then in one total order by revision, and since a waiter holds
 // nothing while it waits, no two can deadlock: the oldest waiter of all
-// heads every queue it is in, and is granted once its locks are free. A
-// set's entries ask for no grant (queueEntryRecord): a release never
-// grants one member of a set alone. The set heads a queue it waits in
-// until it is granted, so a release of that lock leaves it free for the
-// set, which sees it go and attempts again; the waiters behind the set
-// stay behind it.
+// heads every queue it is in, and is granted once its locks are free.
+// Its entries carry the set's grant, and a release hands it over only
+// with every other lock of the set (handover.go, setHeadCmps), never one
+// lock alone: a release that leaves another lock of the set held only
+// frees its own, and the set, at the head of that queue, keeps the
+// waiters behind it waiting until it is granted.
 
 // Limits of a lock set (docs/API.md, Lock sets).
 const (
@@ -94,7 +96,8 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, members: names,
 	})
 	if err != nil {
-		if _, ok := err.(*InvalidError); ok {
+		var ie *InvalidError
+		if errors.As(err, &ie) {
 			return nil, false, err
 		}
 		if tooLarge(err) {
