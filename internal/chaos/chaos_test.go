@@ -39,6 +39,10 @@ var (
 	flagSemWaits   = flag.Bool("chaos.permit-wait", true, "let half the acquires of every semaphore but the first wait in line")
 
 	flagRWClients = flag.Int("chaos.rwlocks", 3, "concurrent read/write lock clients, spread over the nodes, beside the others (0: none)")
+
+	flagSetClients = flag.Int("chaos.locksets", 3, "concurrent lock set clients, spread over the nodes, beside the others (0: none)")
+	flagSetLocks   = flag.Int("chaos.lockset-locks", 6, "the locks of the pool the lock sets take 2 or 3 of at a time (3 to 8)")
+	flagSetSharers = flag.Int("chaos.lockset-sharers", 2, "how many of the lock clients take single locks of the lock sets' pool instead of their own")
 )
 
 var bin string
@@ -95,8 +99,8 @@ func TestChaos(t *testing.T) {
 }
 
 // The nemesis's own clients. Their IDs follow the workload's, lock clients
-// then election clients then semaphore clients then rwlock clients
-// (nemesisClient):
+// then election clients then semaphore clients then rwlock clients then
+// lock set clients (nemesisClient):
 // porcupine's visualisation draws client ID n on row n.
 const (
 	clientOrphan    = iota // holds a lock that dies with a killed node
@@ -107,7 +111,7 @@ const (
 )
 
 func nemesisClient(role int) int {
-	return *flagClients + *flagElectors + *flagSemClients + *flagRWClients + role
+	return *flagClients + *flagElectors + *flagSemClients + *flagRWClients + *flagSetClients + role
 }
 
 // run is one seed's state.
@@ -123,6 +127,9 @@ type run struct {
 	elections []string
 	// sems are the semaphore clients' semaphores.
 	sems []semaphore
+	// pool is the locks the lock set clients take theirs from, and the
+	// first -chaos.lockset-sharers lock clients their single locks.
+	pool []string
 
 	mu     sync.Mutex
 	faults []string       // what the nemesis did, with times
@@ -169,8 +176,12 @@ func runChaos(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool, err := poolLocks()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := testcluster.Start(t, testcluster.Options{Bin: bin, Netns: true, LogDir: dir})
-	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}, sems: sems}
+	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}, sems: sems, pool: pool}
 	for i := range *flagLocks {
 		r.locks = append(r.locks, fmt.Sprintf("chaos-%d", i))
 	}
@@ -210,6 +221,14 @@ func runChaos(t *testing.T, seed uint64) {
 			r.rwClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
 		}()
 	}
+	first += *flagRWClients
+	for i := first; i < first+*flagSetClients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.setClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
+		}()
+	}
 	r.nemesis(rand.New(rand.NewPCG(seed, 0)))
 	stop()
 	wg.Wait()
@@ -221,14 +240,19 @@ func runChaos(t *testing.T, seed uint64) {
 // client is one workload client bound to one node: acquire (a quarter of
 // them waiting in the lock's queue), renew, a fenced write, reads, and a
 // release, with the mistakes real clients make (releasing twice, stalling
-// past the TTL, abandoning a lock).
+// past the TTL, abandoning a lock). The first -chaos.lockset-sharers of
+// them take the locks of the lock sets' pool, the others the run's locks.
 func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 	d := &Driver{Client: id, Node: id % len(r.c.Nodes), Base: r.c.Nodes[id%len(r.c.Nodes)].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
+	locks := r.locks
+	if id < *flagSetSharers && *flagSetClients > 0 {
+		locks, d.Pool = r.pool, setPool
+	}
 	// Requests already sent are not cut off when the run ends: their
 	// outcome must be recorded, not turned into an unknown.
 	rctx := context.WithoutCancel(ctx)
 	for seq := 0; ctx.Err() == nil; seq++ {
-		lock := r.locks[rng.IntN(len(r.locks))]
+		lock := locks[rng.IntN(len(locks))]
 		var wait time.Duration // a quarter of the acquires wait in line
 		if rng.IntN(4) == 0 {
 			wait = 200*time.Millisecond + time.Duration(rng.Int64N(int64(1300*time.Millisecond)))
@@ -550,6 +574,7 @@ func (r *run) check() {
 	r.checkElections(ops, events)
 	r.checkSemaphores(ops, events)
 	r.checkRWLocks(ops, events)
+	r.checkLockSets(ops, events)
 }
 
 // settledHistory waits until no lock, permit or rwlock hold is held,

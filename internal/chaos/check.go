@@ -265,12 +265,20 @@ type modelState[S any] interface {
 	String() string
 }
 
-// newModel is the porcupine model whose every partition starts at init.
+// newModel is the porcupine model whose every partition starts at init,
+// partitioned by Op.name.
 func newModel[S modelState[S]](init S) porcupine.Model {
+	return newModelBy(init, Op.name)
+}
+
+// newModelBy is newModel partitioned by key.
+func newModelBy[S modelState[S]](init S, key func(Op) string) porcupine.Model {
 	// One seed for the model's lifetime: equal states must hash equally.
 	seed := maphash.MakeSeed()
 	nm := porcupine.NondeterministicModel{
-		Partition: partitionByName,
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			return partitionBy(history, key)
+		},
 		Init: func() []any {
 			return []any{init}
 		},
@@ -302,14 +310,14 @@ func newModel[S modelState[S]](init S) porcupine.Model {
 	return nm.ToModel()
 }
 
-// partitionByName keeps each lock's (or election's) ops in their original
-// order, so the visualisation lists partitions in the order they first
-// appear.
-func partitionByName(history []porcupine.Operation) [][]porcupine.Operation {
+// partitionBy keeps each partition's ops (one per key: a lock's, an
+// election's, a pool's) in their original order, so the visualisation
+// lists partitions in the order they first appear.
+func partitionBy(history []porcupine.Operation, key func(Op) string) [][]porcupine.Operation {
 	index := map[string]int{}
 	var parts [][]porcupine.Operation
 	for _, o := range history {
-		name := o.Input.(Op).name()
+		name := key(o.Input.(Op))
 		i, ok := index[name]
 		if !ok {
 			i = len(parts)
@@ -357,6 +365,8 @@ func describeOp(op Op) string {
 		return describeSemaphoreOp(op)
 	case RWAcquire, RWRenew, RWRelease, RWGet:
 		return describeRWOp(op)
+	case SetAcquire, SetRenew, SetRelease:
+		return describeSetOp(op)
 	case FGet:
 		switch op.Result {
 		case OK:
@@ -389,6 +399,9 @@ func describeOpDetail(op Op) string {
 	if op.onRWLock() {
 		s = fmt.Sprintf("op %d client %d node %d rwlock %s", op.ID, op.Client, op.Node, op.RWLock)
 	}
+	if len(op.Set) > 0 {
+		s = fmt.Sprintf("op %d client %d node %d lock set %s", op.ID, op.Client, op.Node, op.name())
+	}
 	if op.Status != 0 {
 		s += fmt.Sprintf(" status %d", op.Status)
 	}
@@ -415,18 +428,18 @@ func clipValue(s string) string {
 }
 
 // CheckLinearizable checks the lock ops of ops (those with no Election,
-// Semaphore or RWLock) against LockModel. Failed ops are left out (they never
-// reached etcd), Unknown ops are pending until after the last op returned
-// (they may take effect at any time after their call), and Unknown gets,
-// fgets and renews are left out: taking effect or not, they change
-// nothing the model holds.
+// Semaphore, RWLock, Set or Pool) against LockModel. Failed ops are left
+// out (they never reached etcd), Unknown ops are pending until after the
+// last op returned (they may take effect at any time after their call),
+// and Unknown gets, fgets and renews are left out: taking effect or not,
+// they change nothing the model holds.
 //
 // ok is true only when porcupine proved the history linearizable. When it
 // found it illegal and htmlPath is not empty, the visualisation is written
 // there; failing to write it is err, alongside ok false. When the timeout
 // (0: none) runs out first, err is ErrCheckTimeout: not a pass.
 func CheckLinearizable(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	return checkModel(LockModel(), Op.onLock, ops, timeout, htmlPath)
+	return checkModel(LockModel(), func(op Op) bool { return op.onLock() && !op.onLockSet() }, ops, timeout, htmlPath)
 }
 
 // checkModel checks the ops that model takes against it, as
@@ -459,7 +472,7 @@ func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, err
 		end = max(end, op.Call, op.Return)
 	}
 	history := make([]porcupine.Operation, 0, len(ops))
-	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds)
+	kinds := allKinds()
 	for _, op := range ops {
 		if !slices.Contains(kinds, op.Kind) {
 			return nil, fmt.Errorf("op %d: unknown kind %q", op.ID, op.Kind)
@@ -473,7 +486,7 @@ func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, err
 			continue
 		case Unknown:
 			switch op.Kind {
-			case Get, FGet, Renew, Leader, RenewLeader, SemRenew, SemGet, RWRenew, RWGet:
+			case Get, FGet, Renew, Leader, RenewLeader, SemRenew, SemGet, RWRenew, RWGet, SetRenew:
 				// Their step is the identity; leaving them out only
 				// spares the search.
 				continue
@@ -512,8 +525,8 @@ func compactValue(s string) string {
 }
 
 // CheckTokenOrder checks what global revisions promise of acquire,
-// campaign, permit and rw-acquire OKs on any locks, elections, semaphores
-// and rwlocks: a grant
+// campaign, permit, rw-acquire and set-acquire OKs on any locks,
+// elections, semaphores, rwlocks and lock sets: a grant
 // that started after another grant returned carries a strictly higher
 // token, and no two grants of one lock (election, semaphore) share a
 // token. It returns one line per
@@ -521,7 +534,7 @@ func compactValue(s string) string {
 func CheckTokenOrder(ops []Op) []string {
 	var grants []Op
 	for _, op := range ops {
-		if (op.Kind == Acquire || op.Kind == Campaign || op.Kind == SemAcquire || op.Kind == RWAcquire) && op.Result == OK {
+		if slices.Contains([]Kind{Acquire, Campaign, SemAcquire, RWAcquire, SetAcquire}, op.Kind) && op.Result == OK {
 			grants = append(grants, op)
 		}
 	}
@@ -547,10 +560,12 @@ func CheckTokenOrder(ops []Op) []string {
 	return problems
 }
 
-// grantOf names what a grant is of: "lock", "election", "semaphore" or
-// "rwlock".
+// grantOf names what a grant is of: "lock", "election", "semaphore",
+// "rwlock" or "lock set".
 func grantOf(op Op) string {
 	switch {
+	case len(op.Set) > 0:
+		return "lock set"
 	case op.onRWLock():
 		return "rwlock"
 	case op.onElection():
@@ -634,13 +649,15 @@ var endEventTypes = []string{"released", "expired", "revoked", "session_expired"
 // hold ended as released; that every hold has exactly one acquired and one
 // end event; and that no lock the ops touched shows more grants than its
 // acquire OKs and Unknown acquires can explain (an Unknown acquire may or
-// may not have taken effect, so its event may or may not be there).
+// may not have taken effect, so its event may or may not be there). The
+// events of lock sets' members are CheckLockSetAudit's: a lock op of a
+// pool is checked here against the single locks' events of its lock.
 func CheckAudit(ops []Op, events []AuditEvent) []string {
 	acquired := map[lockToken][]AuditEvent{}
 	ends := map[lockToken][]AuditEvent{}
 	for _, ev := range events {
-		if !ev.isLock() {
-			continue // CheckElectionAudit's
+		if !ev.isLock() || ev.isSetMember() {
+			continue // CheckElectionAudit's, CheckLockSetAudit's, …
 		}
 		k := lockToken{ev.Lock, ev.Token}
 		switch {
@@ -751,7 +768,7 @@ func sortedNames[V any](m map[string]V) []string {
 // e.g. "acquire ok=120 rejected=30 unknown=2 failed=5; release ok=…".
 // Kinds that never occurred are left out.
 func Summarize(ops []Op) string {
-	kinds := slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds)
+	kinds := allKinds()
 	results := []Result{OK, Rejected, Unknown, Failed}
 	counts := map[Kind]map[Result]int{}
 	for _, op := range ops {

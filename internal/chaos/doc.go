@@ -68,6 +68,29 @@
 // before it; queued_at is read before the txn that queues, so closer
 // ones say nothing of the queue's order).
 //
+// Lock set clients take sets of two or three locks of one pool (six by
+// default) at once, in random orders, three times in four waiting in
+// line, renew them, write with the set's token to the fenced resource
+// named like each member, read members, release them (sometimes twice),
+// abandon them, and sometimes stall past their TTL and write, renew and
+// release after; two of the lock clients take single locks of the same
+// pool, so that sets and single locks contend. Their ops are checked
+// against LockSetModel (CheckLockSets: one model over the whole pool, as
+// a set couples its locks; a set's grant is one step that takes every
+// member, with a token above every grant of each, a set's renew needs
+// every member held by it, its release one, single locks step as in
+// LockModel, and a set's members end together, so a member seen free or
+// held by another while another is still seen held by the set is a set
+// held in part; a hold is known by its grant, as grants batched into one
+// txn share a token). The trail is checked against them too
+// (CheckLockSetAudit: every acknowledged set grant is one acquired event
+// per member, each naming the set, all at one revision equal to the
+// token, under one owner; every member's hold ends exactly once, and a
+// set's members end together, at one revision; every release OK ends
+// each member as released; no refused set acquire granted, no grant that
+// no OK or Unknown acquire explains; and no two holds of a pool's lock,
+// a set's or a single lock's, overlap in the trail).
+//
 // Flags (after the package on go test's command line): -chaos.duration is
 // how long each seed injects faults (40s by default, the CI profile),
 // -chaos.seeds the fixed seeds, -chaos.random one more random seed,
@@ -75,15 +98,18 @@
 // none), -chaos.campaign-wait=false campaigns that never wait,
 // -chaos.semaphores the semaphore clients (0: none), -chaos.semaphore-limits
 // the semaphores' limits (one semaphore each, up to 8),
-// -chaos.permit-wait=false acquires that never wait, and -chaos.rwlocks
-// the read/write lock clients (0: none). Two-minute seeds,
+// -chaos.permit-wait=false acquires that never wait, -chaos.rwlocks
+// the read/write lock clients (0: none), -chaos.locksets the lock set
+// clients (0: none), -chaos.lockset-locks the locks of their pool and
+// -chaos.lockset-sharers how many lock clients take single locks of it.
+// Two-minute seeds,
 // with go test's timeout lifted:
 //
 //	go test -race ./internal/chaos -run TestChaos -chaos.duration 2m -chaos.seeds 1,2,3 -timeout 0 -v
 //
 // A run's folder (history.json, audit.json, nemesis.log, node logs and
 // any porcupine visualisation, linearizability.html, elections.html,
-// semaphores.html or rwlocks.html) is
+// semaphores.html, rwlocks.html or locksets.html) is
 // kept when it fails, or with -chaos.keep; -chaos.replay FOLDER checks it
 // again without a cluster (TestReplay) and logs the ops where a model
 // first fails. docs/CLUSTER.md describes what the suite injects and how

@@ -54,6 +54,8 @@ type Driver struct {
 	TTL    time.Duration
 	H      *History
 	HTTP   *http.Client
+	// Pool, when set, is the lock set pool every op of d is in (Op.Pool).
+	Pool string
 }
 
 // NewHTTPClient is the client drivers use: its timeout is above baton's
@@ -73,6 +75,9 @@ type problem struct {
 // do sends one request and fills op's outcome fields. body is JSON.
 func (d *Driver) do(ctx context.Context, op Op, method, path string, body any) (Op, []byte) {
 	op.Client, op.Node = d.Client, d.Node
+	if d.Pool != "" {
+		op.Pool = d.Pool
+	}
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)

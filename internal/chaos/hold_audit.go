@@ -180,17 +180,25 @@ func endRevision(acquired int64, ends []AuditEvent) int64 {
 	if len(ends) == 0 {
 		return math.MaxInt64
 	}
-	ev := ends[0]
-	if ev.Type != "expired" && ev.Type != "session_expired" {
-		return ev.Revision
-	}
-	const mark = "deleted the lock at revision "
-	if _, rest, ok := strings.Cut(ev.Detail, mark); ok {
-		if rev, err := strconv.ParseInt(strings.Fields(rest + " ")[0], 10, 64); err == nil {
-			return rev
-		}
+	if rev, ok := endedAt(ends[0]); ok {
+		return rev
 	}
 	return acquired
+}
+
+// endedAt is the revision the end event ev ended its hold at, as
+// endRevision reads it; ok is false for an expiry that does not name it.
+func endedAt(ev AuditEvent) (rev int64, ok bool) {
+	if ev.Type != "expired" && ev.Type != "session_expired" {
+		return ev.Revision, true
+	}
+	const mark = "deleted the lock at revision "
+	if _, rest, found := strings.Cut(ev.Detail, mark); found {
+		if rev, err := strconv.ParseInt(strings.Fields(rest + " ")[0], 10, 64); err == nil {
+			return rev, true
+		}
+	}
+	return 0, false
 }
 
 // matchOps checks the ops of kind k that changed a hold against the

@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -30,9 +32,16 @@ type Op struct {
 	// be the rwlock's write hold.
 	RWLock string `json:"rwlock,omitempty"`
 	Mode   string `json:"mode,omitempty"`
-	Owner  string `json:"owner,omitempty"` // acquire, sem-acquire: the owner; campaign: the candidate
-	Token  int64  `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader, sem-renew, sem-release)
-	Value  string `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
+	// Set is a lock set op's names, in the order it sent them (Lock
+	// empty). Pool is the pool of locks that lock sets share with single
+	// locks, on every op of the clients that work in it (set ops, and
+	// lock ops on its locks): its ops are LockSetModel's, not LockModel's,
+	// as a set couples its locks.
+	Set   []string `json:"set,omitempty"`
+	Pool  string   `json:"pool,omitempty"`
+	Owner string   `json:"owner,omitempty"` // acquire, sem-acquire: the owner; campaign: the candidate
+	Token int64    `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader, sem-renew, sem-release)
+	Value string   `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
 	// Wait is a waiting acquire's or campaign's wait ("" for none).
 	Wait string `json:"wait,omitempty"`
 
@@ -100,22 +109,36 @@ const (
 	RWRenew   Kind = "rw-renew"   // POST /v1/rwlocks/{name}/renew {"token":…}
 	RWRelease Kind = "rw-release" // DELETE /v1/rwlocks/{name}?token=
 	RWGet     Kind = "rw-get"     // GET /v1/rwlocks/{name}
+
+	SetAcquire Kind = "set-acquire" // POST /v1/locksets {"names":…}, with or without wait
+	SetRenew   Kind = "set-renew"   // POST /v1/locksets/renew {"names":…,"token":…}
+	SetRelease Kind = "set-release" // POST /v1/locksets/release {"names":…,"token":…}
 )
 
-// lockKinds, electionKinds, semaphoreKinds and rwKinds are the kinds of
-// each model; fput and fget belong to the election model when they have
-// Election set, to the rwlock model when they have RWLock set.
+// lockKinds, electionKinds, semaphoreKinds, rwKinds and setKinds are the
+// kinds of each model; fput and fget belong to the election model when
+// they have Election set, to the rwlock model when they have RWLock set;
+// lock ops with Pool set belong to the lock set model.
 var (
 	lockKinds      = []Kind{Acquire, Renew, Release, Get, FPut, FGet}
 	electionKinds  = []Kind{Campaign, Proclaim, Resign, RenewLeader, Leader}
 	semaphoreKinds = []Kind{SemAcquire, SemRenew, SemRelease, SemGet}
 	rwKinds        = []Kind{RWAcquire, RWRenew, RWRelease, RWGet}
+	setKinds       = []Kind{SetAcquire, SetRenew, SetRelease}
 )
 
+// allKinds are the kinds of every model.
+func allKinds() []Kind {
+	return slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds, setKinds)
+}
+
 // name is what op is about: its election, semaphore or rwlock if it has
-// one, else its lock. For fput and fget it is also the fenced resource.
+// one, its set's names joined by commas for a set op, else its lock. For
+// fput and fget it is also the fenced resource.
 func (op Op) name() string {
 	switch {
+	case len(op.Set) > 0:
+		return strings.Join(op.Set, ",")
 	case op.Election != "":
 		return op.Election
 	case op.Semaphore != "":
@@ -141,9 +164,16 @@ func (op Op) onRWLock() bool {
 	return op.RWLock != ""
 }
 
-// onLock reports whether op belongs to LockModel.
+// onLock reports whether op is a lock op: LockModel's unless it is in a
+// lock set pool (onLockSet), and CheckAudit's either way.
 func (op Op) onLock() bool {
-	return !op.onElection() && !op.onSemaphore() && !op.onRWLock()
+	return !op.onElection() && !op.onSemaphore() && !op.onRWLock() && len(op.Set) == 0
+}
+
+// onLockSet reports whether op belongs to LockSetModel: a set op, or a
+// lock op on a lock of a pool the sets take theirs from.
+func (op Op) onLockSet() bool {
+	return op.Pool != ""
 }
 
 // Result is what came of an Op.
@@ -161,7 +191,9 @@ const (
 	// leader and fget (nothing there); 409 semaphore_full for sem-acquire,
 	// 404 not_held for sem-renew, sem-release and sem-get; 409 lock_held
 	// for rw-acquire, 404 not_held for rw-renew, rw-release and rw-get,
-	// and not_holder for an fput under an rwlock.
+	// and not_holder for an fput under an rwlock; 409 lock_held for
+	// set-acquire, 404 not_held or 409 token_mismatch for set-renew and
+	// set-release.
 	Rejected Result = "rejected"
 	// Unknown is an op that may or may not have taken effect: no answer
 	// before the client's timeout, a connection cut after the request
@@ -197,10 +229,16 @@ type AuditEvent struct {
 	// was granted without waiting.
 	Mode     string     `json:"mode,omitempty"`
 	QueuedAt *time.Time `json:"queued_at,omitempty"`
+	// Set is a lock set member's event's: every name of the set, in the
+	// order its acquire gave them.
+	Set []string `json:"set,omitempty"`
 }
 
-// isLock reports whether ev is a lock's event.
+// isLock reports whether ev is a lock's event, a set member's or not.
 func (ev AuditEvent) isLock() bool { return ev.Kind == "" || ev.Kind == "lock" }
+
+// isSetMember reports whether ev is the event of a lock set's member.
+func (ev AuditEvent) isSetMember() bool { return ev.isLock() && len(ev.Set) > 0 }
 
 // isElection reports whether ev is an election's event.
 func (ev AuditEvent) isElection() bool { return ev.Kind == "election" }

@@ -38,6 +38,9 @@ func TestReplay(t *testing.T) {
 		for _, v := range CheckRWLockAudit(ops, events) {
 			t.Error("rwlock audit:", v)
 		}
+		for _, v := range CheckLockSetAudit(ops, events) {
+			t.Error("lock set audit:", v)
+		}
 	}
 	for _, v := range CheckTokenOrder(ops) {
 		t.Error("token order:", v)
@@ -54,6 +57,8 @@ func TestReplay(t *testing.T) {
 		return CheckSemaphores(ResolvePermits(ops, events), timeout, html)
 	}}, {"rwlocks-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
 		return CheckRWLocks(ResolveRWLocks(ops, events), timeout, html)
+	}}, {"locksets-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
+		return CheckLockSets(ResolveLockSets(ops, events), timeout, html)
 	}}}
 	for _, c := range checks {
 		html := filepath.Join(*flagReplay, c.name)
@@ -69,12 +74,16 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// logIllegalPrefixes logs, for each lock or election whose ops check
-// rejects, the last ops of its shortest illegal prefix.
+// logIllegalPrefixes logs, for each lock, election (…) or lock set pool
+// whose ops check rejects, the last ops of its shortest illegal prefix.
 func logIllegalPrefixes(t *testing.T, ops []Op, check func([]Op, time.Duration, string) (bool, error)) {
 	byName := map[string][]Op{}
 	for _, op := range ops {
-		byName[op.name()] = append(byName[op.name()], op)
+		name := op.name()
+		if op.onLockSet() {
+			name = op.Pool // a set couples the pool's locks
+		}
+		byName[name] = append(byName[name], op)
 	}
 	for _, name := range sortedNames(byName) {
 		part := byName[name]

@@ -149,11 +149,12 @@ func (s rwState) vanished(token int64) (rwState, bool) {
 	return s, false
 }
 
-func one(s rwState, ok bool) []rwState {
+// one is the states a step that moves to s, if ok, may move to.
+func one[S any](s S, ok bool) []S {
 	if !ok {
 		return nil
 	}
-	return []rwState{s}
+	return []S{s}
 }
 
 // step returns every state s may move to when op takes effect; none means

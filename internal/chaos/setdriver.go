@@ -1,0 +1,68 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// setAnswer is the part of a LockSet the set ops record and check.
+type setAnswer struct {
+	Names []string `json:"names"`
+	Token int64    `json:"token"`
+	Locks []struct {
+		Name  string   `json:"name"`
+		Token int64    `json:"token"`
+		Set   []string `json:"set"`
+	} `json:"locks"`
+}
+
+// setOut fills op.OutToken from an answer b that must be the LockSet of
+// op.Set: its names in op's order, a token, and every lock of it, in that
+// order, with the token and naming the set. An OK that is not one has an
+// unknown effect, and the checker reports the op.
+func setOut(op Op, b []byte) Op {
+	if op.Result != OK {
+		return op
+	}
+	var s setAnswer
+	err := json.Unmarshal(b, &s)
+	ok := err == nil && s.Token != 0 && slices.Equal(s.Names, op.Set) && len(s.Locks) == len(op.Set)
+	for i := 0; ok && i < len(s.Locks); i++ {
+		l := s.Locks[i]
+		ok = l.Name == op.Set[i] && l.Token == s.Token && slices.Equal(l.Set, op.Set)
+	}
+	if !ok {
+		op.Result, op.Err = Unknown, fmt.Sprintf("%s answer %q is not the LockSet of %v", op.Kind, b, op.Set)
+		return op
+	}
+	op.OutToken = s.Token
+	return op
+}
+
+// AcquireSet asks for every lock of names at once, waiting in each one's
+// queue for up to wait (0: refused at once while one of them is held or
+// waited for). On OK, op.OutToken is the set's token.
+func (d *Driver) AcquireSet(ctx context.Context, names []string, owner string, wait time.Duration) Op {
+	op, b := d.acquireAt(ctx, Op{Kind: SetAcquire, Set: names, Owner: owner},
+		"/v1/locksets", map[string]any{"names": names}, "owner", wait)
+	return d.H.Add(setOut(classify(op, "lock_held"), b))
+}
+
+// RenewSet extends the lease of the set names holds with token.
+func (d *Driver) RenewSet(ctx context.Context, names []string, token int64) Op {
+	op, b := d.do(ctx, Op{Kind: SetRenew, Set: names, Token: token}, http.MethodPost,
+		"/v1/locksets/renew", map[string]any{"names": names, "token": token})
+	op = setOut(classify(op, "not_held", "token_mismatch"), b)
+	return d.H.Add(op)
+}
+
+// ReleaseSet ends every lock of names still held with token.
+func (d *Driver) ReleaseSet(ctx context.Context, names []string, token int64) Op {
+	op, _ := d.do(ctx, Op{Kind: SetRelease, Set: names, Token: token}, http.MethodPost,
+		"/v1/locksets/release", map[string]any{"names": names, "token": token})
+	return d.H.Add(classify(op, "not_held", "token_mismatch"))
+}
