@@ -82,7 +82,9 @@
 // LockModel, and a set's members end together, so a member seen free or
 // held by another while another is still seen held by the set is a set
 // held in part; a hold is known by its grant, as grants batched into one
-// txn share a token). The trail is checked against them too
+// txn share a token), once ResolveLockSets has settled each Unknown
+// acquire by the trail and turned the holders a refusal shows into reads.
+// The trail is checked against them too
 // (CheckLockSetAudit: every acknowledged set grant is one acquired event
 // per member, each naming the set, all at one revision equal to the
 // token, under one owner; every member's hold ends exactly once, and a

@@ -67,8 +67,10 @@ func readSetTrail(events []AuditEvent) setTrail {
 // with its token, still pending to the end of the history, or has none,
 // and then never took effect (Failed). It spares the pool's one
 // partition the search over every way each Unknown acquire could have
-// gone. events must be the settled trail; CheckLockSetAudit checks it
-// against the ops on its own.
+// gone. And each holder a refused set acquire's answer shows, read after
+// the refusal in the same request, becomes a get OK of its own over the
+// refusal's interval (ID past every op's). events must be the settled
+// trail; CheckLockSetAudit checks it against the ops on its own.
 func ResolveLockSets(ops []Op, events []AuditEvent) []Op {
 	var end int64
 	uses := map[holdOwner]int{}
@@ -91,7 +93,15 @@ func ResolveLockSets(ops []Op, events []AuditEvent) []Op {
 		granted[holdOwner{k.set, evs[0].Owner}] = k.token
 	}
 	out := slices.Clone(ops)
+	var reads []Op
 	for i, op := range out {
+		if op.Kind == SetAcquire && op.Result == Rejected {
+			for _, h := range op.OutHolders {
+				reads = append(reads, Op{ID: len(ops) + len(reads), Client: op.Client, Node: op.Node, Kind: Get, Lock: h.Lock, Pool: op.Pool,
+					Call: op.Call, Return: op.Return, Result: OK, OutToken: h.Token,
+					Err: fmt.Sprintf("a holder of refused op %d", op.ID)})
+			}
+		}
 		o := holdOwner{op.name(), op.Owner}
 		if !op.onLockSet() || (op.Kind != Acquire && op.Kind != SetAcquire) || op.Result != Unknown || uses[o] != 1 {
 			continue
@@ -104,7 +114,7 @@ func ResolveLockSets(ops []Op, events []AuditEvent) []Op {
 		out[i].Result, out[i].Err = OK, "Unknown, and acquired by the trail: "+op.Err
 		out[i].OutToken, out[i].Return = token, end+1
 	}
-	return out
+	return append(out, reads...)
 }
 
 // CheckLockSetAudit checks the lock sets' audit trail against what the

@@ -407,6 +407,11 @@ func TestResolveLockSets(t *testing.T) {
 		mkAcquire(4, "c", 20, 30, Unknown, 0),               // not in the pool: LockModel's
 		mkSetAcquire(5, set("c", "d"), 40, 50, OK, 12),      // answered
 		mkSetRelease(5, set("c", "d"), 12, 60, 70, Unknown), // not an acquire
+		func() Op { // refused while the Unknown set held "a"
+			op := mkSetAcquire(6, set("b", "e"), 60, 70, Rejected, 0)
+			op.OutHolders = []LockHolder{{"b", 7}}
+			return op
+		}(),
 	)
 	events := []AuditEvent{
 		setEvent(7, "acquired", "a", "ls0", 7, "a", "b"),
@@ -416,6 +421,12 @@ func TestResolveLockSets(t *testing.T) {
 		setEvent(12, "acquired", "d", "ls5", 12, "c", "d"),
 	}
 	got := ResolveLockSets(ops, events)
+	if len(got) != len(ops)+1 {
+		t.Fatalf("ResolveLockSets returned %d ops; want %d and the refusal's holder as a get", len(got), len(ops))
+	}
+	if g := got[len(ops)]; g.Kind != Get || g.Lock != "b" || g.Pool != "p" || g.Result != OK || g.OutToken != 7 || g.Call != 60 || g.Return != 70 || g.ID != len(ops) {
+		t.Errorf("the refusal's holder: %+v; want a get OK of \"b\" in pool \"p\" showing 7 over the refusal's interval", g)
+	}
 	if g := got[0]; g.Result != OK || g.OutToken != 7 || g.Return != 71 {
 		t.Errorf("the Unknown set acquire the trail grants: %+v; want OK, token 7, pending past the last return", g)
 	}
@@ -437,5 +448,9 @@ func TestResolveLockSets(t *testing.T) {
 	}
 	if ok, err := CheckLockSets(got, 10*time.Second, ""); !ok || err != nil {
 		t.Errorf("CheckLockSets of the resolved ops = %v, %v; want true, nil", ok, err)
+	}
+	ops[len(ops)-1].OutHolders[0].Token = 3 // never granted
+	if ok, err := CheckLockSets(ResolveLockSets(ops, events), 10*time.Second, ""); ok || err != nil {
+		t.Errorf("CheckLockSets of a refusal showing a holder never granted = %v, %v; want false, nil", ok, err)
 	}
 }

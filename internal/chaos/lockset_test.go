@@ -121,6 +121,7 @@ func (r *run) checkLockSets(ops []Op, events []AuditEvent) {
 			}
 		case op.Kind == SetAcquire && op.Result == Rejected:
 			counts["set acquires refused"]++
+			counts["holders shown by refusals"] += len(op.OutHolders)
 		case op.Kind == SetAcquire && op.Result == Unknown:
 			counts["set acquires unknown"]++
 		case op.Kind == Acquire && op.Result == OK:

@@ -69,9 +69,12 @@ type Op struct {
 	// OutWaiters is an rw-get OK's: the owners of the waiters it shows,
 	// first to be served first.
 	OutWaiters []string `json:"out_waiters,omitempty"`
-	Status     int      `json:"status,omitempty"` // HTTP status; 0 when none came
-	Code       string   `json:"code,omitempty"`   // problem+json code
-	Err        string   `json:"err,omitempty"`    // transport error
+	// OutHolders is a set-acquire refused's: the locks its answer shows
+	// held by others (read after the refusal, in the same request).
+	OutHolders []LockHolder `json:"out_holders,omitempty"`
+	Status     int          `json:"status,omitempty"` // HTTP status; 0 when none came
+	Code       string       `json:"code,omitempty"`   // problem+json code
+	Err        string       `json:"err,omitempty"`    // transport error
 	// RetryAfter is the Retry-After header of a 503.
 	RetryAfter string `json:"retry_after,omitempty"`
 
@@ -80,6 +83,12 @@ type Op struct {
 	// of the history.
 	mortal bool // sem-acquire, rw-acquire OK: the hold did not end by a release
 	strict bool // sem-acquire, rw-acquire Rejected: no queue entry could have existed
+}
+
+// LockHolder is a lock and the token that holds it.
+type LockHolder struct {
+	Lock  string `json:"lock"`
+	Token int64  `json:"token"`
 }
 
 // Kind is what an Op asked for.

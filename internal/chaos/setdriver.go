@@ -45,11 +45,25 @@ func setOut(op Op, b []byte) Op {
 
 // AcquireSet asks for every lock of names at once, waiting in each one's
 // queue for up to wait (0: refused at once while one of them is held or
-// waited for). On OK, op.OutToken is the set's token.
+// waited for). On OK, op.OutToken is the set's token; refused,
+// op.OutHolders are the holders the answer shows.
 func (d *Driver) AcquireSet(ctx context.Context, names []string, owner string, wait time.Duration) Op {
 	op, b := d.acquireAt(ctx, Op{Kind: SetAcquire, Set: names, Owner: owner},
 		"/v1/locksets", map[string]any{"names": names}, "owner", wait)
-	return d.H.Add(setOut(classify(op, "lock_held"), b))
+	op = setOut(classify(op, "lock_held"), b)
+	if op.Result == Rejected {
+		var p struct {
+			Holders []struct {
+				Name  string `json:"name"`
+				Token int64  `json:"token"`
+			} `json:"holders"`
+		}
+		json.Unmarshal(b, &p)
+		for _, h := range p.Holders {
+			op.OutHolders = append(op.OutHolders, LockHolder{h.Name, h.Token})
+		}
+	}
+	return d.H.Add(op)
 }
 
 // RenewSet extends the lease of the set names holds with token.
