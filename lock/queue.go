@@ -540,23 +540,34 @@ func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 
 // sweepEntry deletes the queue entry at key if it still holds value, once
 // any txn of unknown outcome that puts it has been applied or lost: such
-// a txn is in etcd's log within an op timeout, or never will be.
+// a txn is in etcd's log within an op timeout, or never will be. It tries
+// until etcd answers, an op timeout apart, or the engine closes: an entry
+// left behind would head its queue, and keep every waiter behind it from
+// the lock, for as long as the node's waiter lease lives (the node's
+// life). The delete compares the value, so a try after one that did
+// delete it changes nothing.
 func (e *Engine) sweepEntry(key, value string) {
 	t := time.NewTimer(e.cfg.OpTimeout)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-e.stop.Done():
-		return
-	}
-	ctx, done := e.cleanupCtx()
-	defer done()
-	err := e.retryCleanup(ctx, func(ctx context.Context) error {
-		_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
-		return err
-	})
-	if err != nil {
-		e.log.Warn("sweep queue entry", "key", key, "err", err)
+	for try := 0; ; try++ {
+		select {
+		case <-t.C:
+		case <-e.stop.Done():
+			return
+		}
+		ctx, done := e.cleanupCtx()
+		err := e.retryCleanup(ctx, func(ctx context.Context) error {
+			_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
+			return err
+		})
+		done()
+		if err == nil {
+			return
+		}
+		if try == 0 {
+			e.log.Warn("sweep queue entry; trying again until etcd answers", "key", key, "err", err)
+		}
+		t.Reset(e.cfg.OpTimeout)
 	}
 }
 

@@ -43,8 +43,10 @@ type flaky struct {
 	// its caller gave up.
 	late atomic.Pointer[chan struct{}]
 	// stuckQueue, while set, fails every txn that deletes a queue entry
-	// with a request timeout, as a member cut off from its quorum does.
+	// with a request timeout, as a member cut off from its quorum does;
+	// stuck counts the txns it failed.
 	stuckQueue atomic.Bool
+	stuck      atomic.Int32
 }
 
 func newFlakyEngine(t *testing.T, cfg lock.Config) (*lock.Engine, *flaky, *clientv3.Client) {
@@ -112,6 +114,7 @@ func (t *flakyTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 
 func (t *flakyTxn) Commit() (*clientv3.TxnResponse, error) {
 	if t.f.stuckQueue.Load() && (deletesQueue(t.then) || deletesQueue(t.els)) {
+		t.f.stuck.Add(1)
 		return nil, clientv3.ContextError(t.ctx, status.Error(codes.Unavailable, "etcdserver: request timed out"))
 	}
 	if t.writes && t.f.take(&t.f.drops) {
@@ -426,5 +429,37 @@ func TestUnavailable_AWaitThatCannotLeaveTheQueueIsNoRefusal(t *testing.T) {
 		poll.Until(t, 10*time.Second, kind+": nobody holds it, and the entry is swept", func() bool {
 			return len(keysUnder(t, raw, prefix+"locks/"+key)) == 0 && len(keysUnder(t, raw, prefix+"queue/"+key+"/")) == 0
 		})
+	}
+}
+
+// TestUnavailable_AnEntryLeftBehindIsSweptOnceEtcdAnswersAgain: a waiter
+// that could not leave the queue leaves its entry to a sweep; while etcd
+// keeps failing, the sweep tries again, so once etcd answers the entry is
+// gone and the waiters behind it are served, with the node still up.
+func TestUnavailable_AnEntryLeftBehindIsSweptOnceEtcdAnswersAgain(t *testing.T) {
+	cfg := lock.DefaultConfig()
+	cfg.OpTimeout = time.Second
+	e, f, raw := newFlakyEngine(t, cfg)
+	holderEngine := startEngineOn(t, raw, lock.DefaultConfig())
+	ctx := ctxT(t)
+	held := mustAcquire(t, holderEngine, lock.AcquireRequest{Name: "sw", Owner: "holder", TTL: 30 * time.Second})
+	f.stuckQueue.Store(true)
+	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "sw", Owner: "stuck", TTL: 30 * time.Second, Wait: 300 * time.Millisecond})
+	if !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("a wait that could not leave: %v, want ErrUnavailable", err)
+	}
+	// The leave, then the sweep's first try, fail.
+	poll.Until(t, 10*time.Second, "the sweep tried once", func() bool { return f.stuck.Load() >= 2 })
+	f.stuckQueue.Store(false)
+	poll.Until(t, 10*time.Second, "the entry swept once etcd answers", func() bool {
+		return len(keysUnder(t, raw, prefix+"queue/sw/")) == 0
+	})
+	next := acquireAsync(ctx, holderEngine, lock.AcquireRequest{Name: "sw", Owner: "next", Wait: 10 * time.Second})
+	queued(t, holderEngine, "sw", 1)
+	if err := holderEngine.Release(ctx, "sw", held.Token); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-next; r.err != nil || r.l.Owner != "next" {
+		t.Fatalf("the waiter behind: %+v, %v", r.l, r.err)
 	}
 }
