@@ -423,14 +423,7 @@ export class Client {
   }
 
   private async acquireRaw(op: string, name: string, o: AcquireOptions): Promise<{ info: LockInfo; status: number; sent: number }> {
-    const body = {
-      owner: o.owner || undefined,
-      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
-      session: o.session || undefined,
-      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
-      lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined,
-      metadata: o.metadata,
-    };
+    const body = { ...holdTerms(o), lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined };
     const sent = now();
     const { status, data } = await this.call<LockInfo>({
       op, method: "POST", path: lockPath(name), body,
@@ -505,14 +498,7 @@ export class Client {
   async acquireSet(names: string[], o: LockSetOptions = {}): Promise<LockSet> {
     if (!Array.isArray(names)) throw new TypeError("acquireSet: names is an array of lock names");
     const op = `acquire lock set ${JSON.stringify(names.join(","))}`;
-    const body = {
-      names,
-      owner: o.owner || undefined,
-      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
-      session: o.session || undefined,
-      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
-      metadata: o.metadata,
-    };
+    const body = { names, ...holdTerms(o) };
     const sent = now();
     const { status, data: info } = await this.call<LockSetInfo>({
       op, method: "POST", path: "/v1/locksets", body, idempotent: !!o.session, timeout: this.waitTimeout(o.wait), signal: o.signal,
@@ -865,14 +851,7 @@ export class Client {
     k: HoldKind, op: string, name: string, extra: number | RWMode, o: PermitOptions | RWOptions, idempotent: boolean,
     make: (hold: Hold, info: I) => K,
   ): Promise<K> {
-    const body = {
-      [k.extra]: extra,
-      owner: o.owner || undefined,
-      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
-      session: o.session || undefined,
-      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
-      metadata: o.metadata,
-    };
+    const body = { [k.extra]: extra, ...holdTerms(o) };
     const sent = now();
     const { status, data: info } = await this.call<I>({ op, method: "POST", path: heldPath(k, name), body, idempotent, timeout: this.waitTimeout(o.wait), signal: o.signal });
     let kept: K | undefined;
@@ -981,3 +960,13 @@ function listQuery(o: ListOptions): Record<string, string | undefined> {
   return { prefix: o.prefix, limit: o.limit ? String(o.limit) : undefined, cursor: o.cursor };
 }
 
+/** The members of an acquire's body that every hold takes: who, how it lives, how long to wait. */
+function holdTerms(o: { owner?: string; ttl?: Duration; session?: string; wait?: Duration; metadata?: Record<string, string> }) {
+  return {
+    owner: o.owner || undefined,
+    ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
+    session: o.session || undefined,
+    wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+    metadata: o.metadata,
+  };
+}
