@@ -114,4 +114,9 @@
 //	ld, _, err := eng.Campaign(ctx, lock.CampaignRequest{Name: "billing", Candidate: "node-a", Wait: time.Minute})
 //	// lead, writing with ld.Token; then:
 //	err = eng.Resign(ctx, "billing", ld.Token)
+//
+//	// A lock set: both accounts or neither, one token for both.
+//	set, _, err := eng.AcquireSet(ctx, lock.LockSetRequest{Names: []string{"acct-1", "acct-2"}, Owner: "transfer-7", Wait: time.Minute})
+//	// move the money, writing to both with set.Token; then:
+//	err = eng.ReleaseSet(ctx, set.Names, set.Token)
 package lock
