@@ -35,7 +35,11 @@
 //   - httpfloor, the limit of an HTTP/JSON lock on embedded etcd, not a
 //     competitor: a bare net/http server in the node's process, one txn per
 //     acquire and one per release on the in-process client, one shared
-//     lease, driven by the session scenario's own load generator;
+//     lease, driven by the session scenario's own load generator; then the
+//     contention scenario's clients on one lock, acquiring with wait: each
+//     waiter puts an entry, and a release hands the lock to the oldest in
+//     its one txn, the order kept in the server's memory (the limit of a
+//     FIFO lock in that shape);
 //   - contention: clients queueing with wait on one key: handoffs/s,
 //     handoff latency and grant order against arrival order;
 //   - election: the contention loop on one election, -contention-clients

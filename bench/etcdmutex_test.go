@@ -12,8 +12,9 @@ import (
 )
 
 // TestRun_SmokeEtcdMutexAndHTTPFloor runs both peers beside baton's session
-// mode and contention, for seconds, and checks that their figures are
-// there and sane and that baton is held against them.
+// mode and contention, each under contention too, for seconds, and checks
+// that their figures are there and sane and that baton is held against
+// them.
 func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Duration = 300 * time.Millisecond
@@ -40,18 +41,20 @@ func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 			}
 		}
 	}
-	c := res.EtcdMutexContention
-	if c == nil {
-		t.Fatal("no etcd-mutex contention")
-	}
-	if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 || c.BatonVs <= 0 {
-		t.Errorf("etcd-mutex contention: %+v", c)
-	}
-	if h := c.Handoff; h.Count != c.Grants-1 || h.P99 < h.P50 || h.Max == 0 {
-		t.Errorf("etcd-mutex handoffs: %+v, want %d", h, c.Grants-1)
-	}
-	if f := c.Fairness; f.Judged <= 0 || f.InOrder <= 0 || f.InOrder > 1 {
-		t.Errorf("etcd-mutex fairness: %+v", f)
+	for _, p := range []peerContentionResult{{"etcd-mutex", res.EtcdMutexContention}, {"httpfloor", res.HTTPFloorContention}} {
+		c := p.result
+		if c == nil {
+			t.Fatalf("no %s contention", p.name)
+		}
+		if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 || c.BatonVs <= 0 {
+			t.Errorf("%s contention: %+v", p.name, c)
+		}
+		if h := c.Handoff; h.Count != c.Grants-1 || h.P99 < h.P50 || h.Max == 0 {
+			t.Errorf("%s handoffs: %+v, want %d", p.name, h, c.Grants-1)
+		}
+		if f := c.Fairness; f.Judged <= 0 || f.InOrder <= 0 || f.InOrder > 1 {
+			t.Errorf("%s fairness: %+v", p.name, f)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,7 +42,34 @@ func (b *bench) runHTTPFloor(ctx context.Context, res *Results) error {
 		}
 		res.HTTPFloor = append(res.HTTPFloor, r)
 	}
+	n := b.cfg.ContentionClients
+	b.log.Info("running", "scenario", "httpfloor contention", "clients", n)
+	r, err := b.httpFloorContention(ctx, n)
+	if err != nil {
+		return fmt.Errorf("httpfloor contention: %w", err)
+	}
+	res.HTTPFloorContention = r
 	return nil
+}
+
+// httpFloorContention starts a floor server and runs the contention
+// scenario's clients against it, acquiring with wait.
+func (b *bench) httpFloorContention(ctx context.Context, clients int) (*ContentionResult, error) {
+	f, err := startHTTPFloor(ctx, b.node.Engine().Client())
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	spec := loadSpec{Kind: kindContention, URL: f.url, Clients: clients, Duration: b.cfg.Duration, Prefix: "httpfloor-contention-"}
+	var rep contentionReport
+	u, err := measuredLoad(ctx, spec, &rep)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.close(); err != nil {
+		return nil, err
+	}
+	return newContentionResult(clients, rep, u), nil
 }
 
 // httpFloor starts a floor server, runs session-mode cycles against it
@@ -70,6 +99,11 @@ type floorServer struct {
 	srv   *http.Server
 	url   string
 	done  chan error // Serve's return
+
+	// queues are the locks acquired with wait (httpfloorwait.go).
+	queuesMu sync.Mutex
+	queues   map[string]*floorQueue
+	seq      atomic.Uint64 // names queue entries
 }
 
 // startHTTPFloor grants the floor's one lease and serves on a free
@@ -84,7 +118,8 @@ func startHTTPFloor(ctx context.Context, cli *clientv3.Client) (*floorServer, er
 		cli.Revoke(ctx, lease.ID)
 		return nil, err
 	}
-	f := &floorServer{cli: cli, lease: lease.ID, url: "http://" + l.Addr().String(), done: make(chan error, 1)}
+	f := &floorServer{cli: cli, lease: lease.ID, url: "http://" + l.Addr().String(), done: make(chan error, 1),
+		queues: map[string]*floorQueue{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/locks/{name}", f.acquire)
 	mux.HandleFunc("DELETE /v1/locks/{name}", f.release)
@@ -138,6 +173,15 @@ func (f *floorServer) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
+	if body.Wait != "" {
+		wait, err := time.ParseDuration(body.Wait)
+		if err != nil {
+			floorProblem(w, http.StatusBadRequest, "wait: "+err.Error())
+			return
+		}
+		f.acquireWaiting(w, r, name, body, wait)
+		return
+	}
 	key := httpFloorPrefix + name
 	resp, err := f.cli.Txn(r.Context()).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -166,7 +210,20 @@ func (f *floorServer) release(w http.ResponseWriter, r *http.Request) {
 		floorProblem(w, http.StatusBadRequest, "token: "+err.Error())
 		return
 	}
-	key := httpFloorPrefix + r.PathValue("name")
+	name := r.PathValue("name")
+	if q := f.queue(name, false); q != nil {
+		ok, err := f.releaseQueued(r.Context(), q, name, token)
+		switch {
+		case err != nil:
+			floorProblem(w, http.StatusServiceUnavailable, err.Error())
+		case !ok:
+			floorProblem(w, http.StatusConflict, "not held with this token")
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+		return
+	}
+	key := httpFloorPrefix + name
 	resp, err := f.cli.Txn(r.Context()).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", token)).
 		Then(clientv3.OpDelete(key)).

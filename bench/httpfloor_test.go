@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -63,5 +64,71 @@ func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
 	}
 	if resp.Count != 0 {
 		t.Errorf("after close, %d floor keys, want none", resp.Count)
+	}
+}
+
+// TestHTTPFloor_WaitersAreHandedTheLockInOrder queues two waiters behind a
+// holder and checks that each release hands the lock to the oldest in its
+// own txn (the waiter's token is the release's revision, one write), that
+// a wait that runs out is refused and leaves no entry, and that nothing
+// is left once the last holder releases.
+func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
+	m := testetcd.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := startHTTPFloor(ctx, m.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	a := newAPI(f.url, 4)
+	waiting := func(owner, wait string) []byte { return acquireBody{Owner: owner, Wait: wait}.encode() }
+	first, err := a.acquire(ctx, "q", waiting("w0", "10s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := f.queue("q", false)
+	queued := func(n int) func() bool {
+		return func() bool { q.mu.Lock(); defer q.mu.Unlock(); return len(q.waiters) == n }
+	}
+	type grant struct {
+		owner string
+		token int64
+		err   error
+	}
+	grants := make(chan grant, 2)
+	for i, owner := range []string{"w1", "w2"} {
+		go func() {
+			tok, err := a.acquire(ctx, "q", waiting(owner, "10s"))
+			grants <- grant{owner, tok, err}
+		}()
+		poll.Until(t, 10*time.Second, "the waiter in line", queued(i+1))
+	}
+	if _, err := a.acquire(ctx, "q", waiting("late", "50ms")); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Errorf("a wait that runs out: %v, want 409", err)
+	}
+	poll.Until(t, 10*time.Second, "the late waiter gone", queued(2))
+
+	token := first
+	for _, want := range []string{"w1", "w2"} {
+		rev, err := m.Client().Get(ctx, "rev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.release(ctx, "q", token); err != nil {
+			t.Fatalf("release of %d: %v", token, err)
+		}
+		g := <-grants
+		if g.err != nil || g.owner != want || g.token != rev.Header.Revision+1 {
+			t.Fatalf("granted %+v, want %s at revision %d", g, want, rev.Header.Revision+1)
+		}
+		token = g.token
+	}
+	if err := a.release(ctx, "q", token); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.Client().Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Errorf("after the last release, %d floor keys (%v), want none", resp.Count, err)
 	}
 }

@@ -65,6 +65,9 @@ type Results struct {
 	// HTTPFloor is the limit of an HTTP/JSON lock on embedded etcd: a
 	// bare net/http server, one txn per acquire and one per release.
 	HTTPFloor []CycleResult `json:"httpfloor,omitempty"`
+	// HTTPFloorContention is the floor's acquire with wait under the
+	// contention scenario: the limit of a FIFO lock in that shape.
+	HTTPFloorContention *ContentionResult `json:"httpfloor_contention,omitempty"`
 }
 
 // Machine is where the run ran.
@@ -341,6 +344,9 @@ func (r *Results) peerContention() []peerContentionResult {
 	}
 	if r.EtcdMutexContention != nil {
 		ps = append(ps, peerContentionResult{"etcd-mutex", r.EtcdMutexContention})
+	}
+	if r.HTTPFloorContention != nil {
+		ps = append(ps, peerContentionResult{"httpfloor", r.HTTPFloorContention})
 	}
 	return ps
 }
