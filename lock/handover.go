@@ -59,17 +59,22 @@ func seatRecord(hr holderRecord) string {
 
 // handOverCmps hold when the release of token's hold, in seat name, may
 // begin head's hold: what head's own acquire would require at that
-// moment. Its entry is still there and still the
-// oldest (so FIFO holds whatever the releaser read), the lock-delay guard
-// is as the hold left it, its session, if any, still exists, and the
-// thing's rules hold (a semaphore's limit; a read/write lock's
-// exclusion). Its lease is checked by etcd itself: a put under a lease
-// that ended fails the whole txn (see commitEnd).
+// moment. Its entry is still there, the lock-delay guard is as the hold
+// left it, its session, if any, still exists, and the thing's rules hold
+// (a semaphore's limit; a read/write lock's exclusion). Its lease is
+// checked by etcd itself: a put under a lease that ended fails the whole
+// txn (see commitEnd).
+//
+// That the entry is still the oldest needs no compare. head is the
+// oldest entry of the queue in the snapshot the releaser read
+// (holdReadOps), at some revision R, so head.rev <= R. An entry older
+// than head would have been created before R and so be in that snapshot;
+// every entry created since has a revision above R. So while head's entry
+// exists with head.rev, nothing is older, however stale the read. A
+// compare over the queue's prefix would say the same, and etcd would
+// read every entry of the queue in the apply of every handover.
 func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *queueHead) []clientv3.Cmp {
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev),
-		clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(name)), ">", head.rev-1).WithPrefix(),
-	}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev)}
 	gkey := e.delayKey(name)
 	if hr.LockDelay > 0 {
 		// The guard was put with the hold, so its ModRevision is token.
