@@ -87,12 +87,17 @@ func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error)
 // that the txn ends, or the txn fails.
 func (e *Engine) endHold(ctx context.Context, name string, token int64, typ EventType, detail string) error {
 	if typ == EventReleased && token > 0 {
-		if h, ok := e.holds.take(name, token); ok {
+		if h, contended, ok := e.holds.take(name, token); ok {
 			if !mayActOn(ctx, h.hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 			}
-			if ended, err := e.releaseKnown(ctx, h.seat, token, h.hr); ended || err != nil {
-				return err
+			if head := queueHeadOf(h.next); contended && head != nil {
+				return e.commitEnd(ctx, h.seat, token, h.hr, head, typ, detail)
+			}
+			if !contended {
+				if ended, err := e.releaseKnown(ctx, h.seat, token, h.hr); ended || err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -163,6 +168,32 @@ type queueHead struct {
 	rev   int64 // its CreateRevision
 	grant holderRecord
 	since time.Time // when it joined the queue
+	// behind are the entries next in line, oldest first, as the read that
+	// found this one found them (at most headReadAhead-1): a release that
+	// hands the lock over keeps them with the new hold (keepHandedOver).
+	behind []*mvccpb.KeyValue
+}
+
+// headReadAhead is how many of a queue's oldest entries a release reads.
+// etcd reads the whole queue to sort it by CreateRevision whatever the
+// limit, so the entries behind the head cost little more than the head:
+// kept with the hold a handover begins, they let the next release hand
+// the lock over with no read at all.
+const headReadAhead = 8
+
+// queueHeadOf is the head that kvs, a queue's oldest entries in order,
+// start with; nil if there is none or it asks for no grant (a waiter
+// that takes the lock itself once it sees it go, or a record that does
+// not decode).
+func queueHeadOf(kvs []*mvccpb.KeyValue) *queueHead {
+	if len(kvs) == 0 {
+		return nil
+	}
+	var wr waiterRecord
+	if json.Unmarshal(kvs[0].Value, &wr) != nil || wr.Grant == nil {
+		return nil
+	}
+	return &queueHead{key: string(kvs[0].Key), rev: kvs[0].CreateRevision, grant: *wr.Grant, since: wr.Since, behind: kvs[1:]}
 }
 
 // holdReadIx names the responses of holdReadOps among a txn's responses.
@@ -178,7 +209,7 @@ func (e *Engine) holdReadOps(name string, withHead bool, opts ...clientv3.OpOpti
 	ix := holdReadIx{lock: 0, head: -1}
 	if withHead {
 		ix.head, ops = len(ops), append(ops, clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1)}, opts...)...))
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(headReadAhead)}, opts...)...))
 	}
 	return ops, ix
 }
@@ -199,19 +230,10 @@ func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueH
 	if len(lock) == 0 {
 		return nil, nil
 	}
-	var head *queueHead
 	if ix.head < 0 {
 		return lock[0], nil
 	}
-	if q := resp.Responses[ix.head].GetResponseRange().Kvs; len(q) > 0 {
-		var wr waiterRecord
-		// A record that does not decode, or asks for no grant, is a
-		// waiter that takes the lock itself once it sees it go.
-		if json.Unmarshal(q[0].Value, &wr) == nil && wr.Grant != nil {
-			head = &queueHead{key: string(q[0].Key), rev: q[0].CreateRevision, grant: *wr.Grant, since: wr.Since}
-		}
-	}
-	return lock[0], head
+	return lock[0], queueHeadOf(resp.Responses[ix.head].GetResponseRange().Kvs)
 }
 
 // commitEnd ends a hold whose holder record hr is known, and which the
@@ -252,8 +274,35 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 		}
 		return ErrTokenMismatch
 	}
-	e.ended(name, typ, hr, t.handedOver(resp.Responses))
+	n := t.handedOver(resp.Responses)
+	if n == 1 {
+		e.keepHandedOver(name, resp.Header.Revision, ev.Time, head)
+	}
+	e.ended(name, typ, hr, n)
 	return nil
+}
+
+// keepHandedOver puts the hold that a release of name handed to head, at
+// revision rev and time at, in the hold cache, with the entries that
+// were behind head: its release then ends it without reading it, handing
+// the lock to the first of them if it is still there.
+//
+// That entry is then the oldest. In the read that found head, at some
+// revision R, only head was older; head's entry went with this handover,
+// and every entry queued since R is younger. A release that hands the
+// lock to a kept entry keeps the rest with the hold it begins, so the
+// same holds for them in turn; one that finds its entry gone frees the
+// lock instead (handOverCmps), and keeps nothing.
+//
+// Only a plain lock's holds are kept: an election's grant carries a term,
+// and a seat's is in a seat of the releaser's choosing (handOverPlan).
+func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queueHead) {
+	if kind, _ := thingOf(name); kind != KindLock || len(head.grant.Set) > 0 {
+		return
+	}
+	g := head.grant
+	g.AcquiredAt = at // as handOverOps put it
+	e.holds.putBehind(name, rev, g, head.behind)
 }
 
 // ended counts the end by typ of a hold of name, and the holds its

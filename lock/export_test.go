@@ -68,3 +68,20 @@ func WatchGeneration(e *Engine, name string) int {
 // SetRecorderSaveEvery sets how often an engine started with cfg saves its
 // expiry recorder's cursor, when it has moved.
 func SetRecorderSaveEvery(cfg *Config, d time.Duration) { cfg.recorderSaveEvery = d }
+
+// KeptBehind is the keys of the queue entries that e's hold cache keeps
+// behind the hold token of name (Engine.keepHandedOver), oldest first.
+func KeptBehind(e *Engine, name string, token int64) []string {
+	c := &e.holds
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.cur[holdCacheKey(name, token)]
+	if !ok {
+		h = c.prev[holdCacheKey(name, token)]
+	}
+	var keys []string
+	for _, kv := range h.next {
+		keys = append(keys, string(kv.Key))
+	}
+	return keys
+}

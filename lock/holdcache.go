@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -15,7 +16,10 @@ import (
 // node that granted a hold wrote that record itself, and a holder record
 // is never rewritten while its hold lasts, so the node keeps the records
 // of the holds it granted (holdCache), and a release it receives for one
-// of them ends the hold in one txn (releaseKnown).
+// of them ends the hold in one txn (releaseKnown). A node whose release
+// handed a lock over wrote the new holder's record too, and read the
+// entries queued behind it: it keeps both (Engine.keepHandedOver), so
+// that under contention the next release hands the lock on with no read.
 //
 // The cache is a hint, never the truth: the end txn still requires
 // ModRevision == token, so a record of a hold that ended elsewhere (an
@@ -52,6 +56,9 @@ type cachedHold struct {
 	token int64
 	hr    holderRecord
 	seat  string // the key name the hold is kept under
+	// next are the queue entries that were behind the hold's own when a
+	// release handed it the lock (Engine.keepHandedOver), oldest first.
+	next []*mvccpb.KeyValue
 }
 
 // holdCacheKey is the cache's key of the hold token kept under key name
@@ -69,35 +76,40 @@ func holdCacheKey(seat string, token int64) string {
 // end of a hold does not use its metadata or value, which may be
 // kilobytes: they are not kept.
 func (c *holdCache) put(seat string, token int64, hr holderRecord) {
+	c.putBehind(seat, token, hr, nil)
+}
+
+// putBehind is put for a hold handed over by a release, with the queue
+// entries that were behind it, whose records (metadata and all) the next
+// handover puts.
+func (c *holdCache) putBehind(seat string, token int64, hr holderRecord, next []*mvccpb.KeyValue) {
 	hr.Metadata, hr.Value = nil, nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil || len(c.cur) >= holdCacheSize {
 		c.prev, c.cur = c.cur, make(map[string]cachedHold, 64)
 	}
-	c.cur[holdCacheKey(seat, token)] = cachedHold{token: token, hr: hr, seat: seat}
+	c.cur[holdCacheKey(seat, token)] = cachedHold{token: token, hr: hr, seat: seat, next: next}
 }
 
 // take returns the hold token of name (a thing's key name, or a seat's)
-// and forgets it, if the node has it and the thing has had no waiter
-// lately.
-func (c *holdCache) take(name string, token int64) (cachedHold, bool) {
+// and forgets it, if the node has it; contended says the thing has had a
+// waiter lately.
+func (c *holdCache) take(name string, token int64) (h cachedHold, contended, ok bool) {
 	key := holdCacheKey(name, token)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h, ok := c.cur[key]
+	h, ok = c.cur[key]
 	if ok {
 		delete(c.cur, key)
 	} else if h, ok = c.prev[key]; ok {
 		delete(c.prev, key)
 	}
 	if !ok || h.token != token {
-		return cachedHold{}, false
+		return cachedHold{}, false, false
 	}
-	if at, seen := c.contended[thingKey(name)]; seen && time.Since(at) < contendedFor {
-		return cachedHold{}, false
-	}
-	return h, true
+	at, seen := c.contended[thingKey(name)]
+	return h, seen && time.Since(at) < contendedFor, true
 }
 
 // sawWaiter notes that the thing name (or the thing of a seat) has
