@@ -91,8 +91,8 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 			if !mayActOn(ctx, h.hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 			}
-			if head := queueHeadOf(h.next); contended && head != nil {
-				return e.commitEnd(ctx, h.seat, token, h.hr, head, typ, detail)
+			if contended && h.next != nil {
+				return e.commitEnd(ctx, h.seat, token, h.hr, h.next, typ, detail)
 			}
 			if !contended {
 				if ended, err := e.releaseKnown(ctx, h.seat, token, h.hr); ended || err != nil {
@@ -283,16 +283,17 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 }
 
 // keepHandedOver puts the hold that a release of name handed to head, at
-// revision rev and time at, in the hold cache, with the entries that
-// were behind head: its release then ends it without reading it, handing
-// the lock to the first of them if it is still there.
+// revision rev and time at, in the hold cache, with the entry that was
+// behind head: its release then ends it without reading it, handing the
+// lock to that entry if it is still there.
 //
-// That entry is then the oldest. In the read that found head, at some
-// revision R, only head was older; head's entry went with this handover,
-// and every entry queued since R is younger. A release that hands the
-// lock to a kept entry keeps the rest with the hold it begins, so the
-// same holds for them in turn; one that finds its entry gone frees the
-// lock instead (handOverCmps), and keeps nothing.
+// That entry is the oldest from rev on, while it exists. In the read that
+// found head, at some revision R, only head was older; head's entry went
+// with this handover, and every entry queued since R is younger. A
+// release that hands the lock to a kept entry keeps the one behind it
+// with the hold it begins, so the same holds for them in turn; one that
+// finds its entry gone frees the lock instead (handOverCmps), and keeps
+// nothing.
 //
 // Only a plain lock's holds are kept: an election's grant carries a term,
 // and a seat's is in a seat of the releaser's choosing (handOverPlan).
@@ -302,7 +303,7 @@ func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queu
 	}
 	g := head.grant
 	g.AcquiredAt = at // as handOverOps put it
-	e.holds.putBehind(name, rev, g, head.behind)
+	e.holds.putBehind(name, rev, g, queueHeadOf(head.behind))
 }
 
 // ended counts the end by typ of a hold of name, and the holds its

@@ -79,8 +79,11 @@ func KeptBehind(e *Engine, name string, token int64) []string {
 	if !ok {
 		h = c.prev[holdCacheKey(name, token)]
 	}
-	var keys []string
-	for _, kv := range h.next {
+	if h.next == nil {
+		return nil
+	}
+	keys := []string{h.next.key}
+	for _, kv := range h.next.behind {
 		keys = append(keys, string(kv.Key))
 	}
 	return keys

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -56,9 +55,10 @@ type cachedHold struct {
 	token int64
 	hr    holderRecord
 	seat  string // the key name the hold is kept under
-	// next are the queue entries that were behind the hold's own when a
-	// release handed it the lock (Engine.keepHandedOver), oldest first.
-	next []*mvccpb.KeyValue
+	// next is the queue entry that was behind the hold's own when a
+	// release handed it the lock (Engine.keepHandedOver), with the ones
+	// behind it; nil if there was none, or it asks for no grant.
+	next *queueHead
 }
 
 // holdCacheKey is the cache's key of the hold token kept under key name
@@ -80,9 +80,9 @@ func (c *holdCache) put(seat string, token int64, hr holderRecord) {
 }
 
 // putBehind is put for a hold handed over by a release, with the queue
-// entries that were behind it, whose records (metadata and all) the next
+// entry that was behind it, whose record (metadata and all) the next
 // handover puts.
-func (c *holdCache) putBehind(seat string, token int64, hr holderRecord, next []*mvccpb.KeyValue) {
+func (c *holdCache) putBehind(seat string, token int64, hr holderRecord, next *queueHead) {
 	hr.Metadata, hr.Value = nil, nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
