@@ -11,19 +11,28 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// floorOnMember starts a floor server on a member of its own, closed when
+// the test ends, and returns it with the member's client and a context
+// that bounds the test.
+func floorOnMember(t *testing.T) (*floorServer, *clientv3.Client, context.Context) {
+	t.Helper()
+	m := testetcd.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	f, err := startHTTPFloor(ctx, m.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.close() })
+	return f, m.Client(), ctx
+}
+
 // TestHTTPFloor_TakenLockAndStaleTokenAreRefused drives a floor server on a
 // member of its own as the load generator does, and checks the two txns'
 // compares: a held lock is not taken again, a stale token frees nothing,
 // and closing the server revokes its lease with whatever it held.
 func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
-	m := testetcd.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	f, err := startHTTPFloor(ctx, m.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f, cli, ctx := floorOnMember(t)
 	a := newAPI(f.url, 1)
 	id, err := a.createSession(ctx, "w1")
 	if err != nil || id == "" {
@@ -58,7 +67,7 @@ func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
 	if err := f.close(); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := m.Client().Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +82,7 @@ func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
 // a wait that runs out is refused and leaves no entry, and that nothing
 // is left once the last holder releases.
 func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
-	m := testetcd.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	f, err := startHTTPFloor(ctx, m.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f, cli, ctx := floorOnMember(t)
 	a := newAPI(f.url, 4)
 	waiting := func(owner, wait string) []byte { return acquireBody{Owner: owner, Wait: wait}.encode() }
 	first, err := a.acquire(ctx, "q", waiting("w0", "10s"))
@@ -111,7 +113,7 @@ func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
 
 	token := first
 	for _, want := range []string{"w1", "w2"} {
-		rev, err := m.Client().Get(ctx, "rev")
+		rev, err := cli.Get(ctx, "rev")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +129,7 @@ func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
 	if err := a.release(ctx, "q", token); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := m.Client().Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 0 {
 		t.Errorf("after the last release, %d floor keys (%v), want none", resp.Count, err)
 	}
