@@ -443,6 +443,10 @@ func TestSubscribe_SlowReaderIsDroppedBetweenRevisionsNotInside(t *testing.T) {
 	}
 	defer sub.Close()
 	solo := mustAcquire(t, e, lock.AcquireRequest{Name: "solo", Owner: "w"})
+	// The stream ends at the first revision it cannot take, and what it
+	// has not yet put in the channel by then goes with it: wait for solo's
+	// event to be there, unread, as a stalled reader would leave it.
+	poll.Until(t, 10*time.Second, "solo's event in the subscription's channel", func() bool { return len(sub.C) == 1 })
 	// Deleting the session releases its three locks in one transaction:
 	// three events of one revision, with room for two in the buffer.
 	if err := e.DeleteSession(ctx, s.ID); err != nil {
