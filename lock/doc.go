@@ -26,11 +26,13 @@
 // A release hands the lock to the oldest waiter in its own transaction
 // when it can: it puts the holder record that the waiter's queue entry
 // carries over its own, under the waiter's lease, and deletes the entry,
-// if that entry is still the oldest (a compare, as the waiter's own
-// acquire would make). That begins the next hold at the release's
-// revision, its token, in one raft entry; the waiter learns of it from
-// the lock key's put. Its own lease is kept alive while it waits, so the
-// hold starts with its TTL.
+// if that entry is still there (a compare: it was the oldest in the
+// release's read, and every entry queued since is younger). That begins
+// the next hold at the release's revision, its token, in one raft entry;
+// the waiter learns of it from the lock key's put. Its own lease is kept
+// alive while it waits, so the hold starts with its TTL. The node that
+// handed the lock over keeps the entry that was behind it, so that under
+// contention the next release through it needs no read of the queue.
 //
 // # Ownership
 //
