@@ -33,6 +33,9 @@
 // alive while it waits, so the hold starts with its TTL. The node that
 // handed the lock over keeps the entry that was behind it, so that under
 // contention the next release through it needs no read of the queue.
+// The waiter behind the new holder learns from the same revision's events
+// that it heads the queue now (its entry ahead deleted as the lock was
+// put), and waits on the lock with no read either.
 //
 // # Ownership
 //

@@ -249,6 +249,8 @@ type Engine struct {
 	leases  leasePool
 	// subs counts the subscriptions in progress (MaxEventStreams).
 	subs atomic.Int64
+	// looks counts the reads of waiters woken in the queue (look).
+	looks atomic.Int64
 
 	// term ends at the next leader change (Config.LeaderChanged), or
 	// with the engine; every etcd call is bound to the term it began in.

@@ -88,3 +88,7 @@ func KeptBehind(e *Engine, name string, token int64) []string {
 	}
 	return keys
 }
+
+// Looks is how many reads e's waiters have made when woken in the queue
+// (acquirer.look).
+func Looks(e *Engine) int64 { return e.looks.Load() }

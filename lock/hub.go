@@ -227,6 +227,29 @@ func (h *hub) watchKey(key string, after int64) (kw *keyWatch, missed bool) {
 	return h.watchKeys([]string{key}, after)
 }
 
+// putAt returns the put of key at revision rev, nil if rev did not put
+// it. known is false when the hub cannot tell: it has not dispatched rev
+// yet, or no longer holds all of rev's events. A revision is one txn, and
+// etcd sends a txn's events in one watch response, so once the hub has
+// dispatched one event of rev it holds them all.
+func (h *hub) putAt(key string, rev int64) (kv *mvccpb.KeyValue, known bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if rev > h.rev || rev <= h.floor {
+		return nil, false
+	}
+	i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision >= rev })
+	for _, ev := range h.recent[i:] {
+		if ev.Kv.ModRevision != rev {
+			break
+		}
+		if ev.Type == mvccpb.PUT && string(ev.Kv.Key) == key {
+			return ev.Kv, true
+		}
+	}
+	return nil, true
+}
+
 // watchKeys is watchKey for changes of any of keys, in one registration:
 // what a lock set waits on.
 func (h *hub) watchKeys(keys []string, after int64) (kw *keyWatch, missed bool) {

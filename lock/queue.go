@@ -195,13 +195,17 @@ func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResul
 	watch := (r.outcome == heldBy || r.outcome == behind) && r.watchKey != ""
 	for {
 		if watch {
-			got, err := a.awaitChange(ctx, q, r)
+			got, left, err := a.awaitChange(ctx, q, r)
 			if err != nil {
 				return nil, false, false, err
 			}
 			if got != nil {
 				l, fresh, err = a.handBack(ctx, got)
 				return l, fresh, true, err // the release deleted our entry
+			}
+			if next, ok := a.aheadTookLock(left); ok {
+				r = next
+				continue
 			}
 		}
 		watch = true
@@ -261,8 +265,9 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 // the lock-delay's guard changes or runs out. It returns the lock if a
 // release granted it to us, and an error when the wait must end instead.
 // It learns of changes from the engine's waiter hub, never from a watch
-// of its own.
-func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (*Lock, error) {
+// of its own. left is the revision that deleted the entry ahead of us,
+// when that is what ended the wait.
+func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (l *Lock, left int64, err error) {
 	e := a.e
 	// The head of the queue waits on the lock itself, puts included: a
 	// release grants it to us by putting our record over its own.
@@ -283,7 +288,7 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 		// The hub no longer holds what it dispatched between our read and
 		// the registration: read what changed meanwhile.
 		if l, changed, err := a.changedSince(ctx, r, head); err != nil || changed {
-			return l, err
+			return l, 0, err
 		}
 	}
 	var sessionC <-chan struct{}
@@ -303,40 +308,41 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 	for {
 		select {
 		case <-kw.c:
-			if l, wake := a.watched(ctx, kw, r, head); wake {
-				return l, nil
+			if l, left, wake := a.watched(ctx, kw, r, head); wake {
+				return l, left, nil
 			}
 		case <-refresh.C:
 			if err := a.keepQueuedLease(ctx); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			keepAlive()
 		case <-timer:
-			return nil, nil
+			return nil, 0, nil
 		case <-sessionC:
 			if sessionEnded(q.sessionGone) {
-				return nil, nil
+				return nil, 0, nil
 			}
 		case <-q.lost:
-			return nil, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
+			return nil, 0, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
 		case <-e.drain.Done():
-			return nil, ErrClosed
+			return nil, 0, ErrClosed
 		case <-q.deadline.Done():
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
-			return nil, a.waitedOut()
+			return nil, 0, a.waitedOut()
 		}
 	}
 }
 
 // watched reads what the key awaitChange watches did. wake is set when the
 // wait is over: l is the lock if a release granted it to us, nil when we
-// must look again.
-func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, head bool) (l *Lock, wake bool) {
+// must look again; left is the revision of the delete of the entry ahead,
+// when that is what woke us.
+func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, head bool) (l *Lock, left int64, wake bool) {
 	evs, dropped := kw.take()
 	if dropped {
-		return nil, true // look again
+		return nil, 0, true // look again
 	}
 	for _, ev := range evs {
 		switch {
@@ -344,26 +350,26 @@ func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, h
 			// A release may have granted us every lock of the set
 			// (setHandOverOps); any other put is no reason to look.
 			if l, ok := a.granted(ctx, ev.Kv); ok {
-				return l, true
+				return l, 0, true
 			}
 			if r.outcome == delayed {
-				return nil, true // a lock-delay guard stamped or replaced
+				return nil, 0, true // a lock-delay guard stamped or replaced
 			}
 			continue
 		case head && ev.Type == mvccpb.PUT:
 			if l, ok := a.granted(ctx, ev.Kv); ok {
-				return l, true
+				return l, 0, true
 			}
-			return nil, true // taken by another: look again
+			return nil, 0, true // taken by another: look again
 		case head, r.outcome == delayed:
-			return nil, true // released, or the delay's guard changed
+			return nil, 0, true // released, or the delay's guard changed
 		case ev.Type == mvccpb.DELETE:
-			return nil, true // the entry ahead left
+			return nil, ev.Kv.ModRevision, true // the entry ahead left
 		}
 		// A put of the entry ahead: a reused key's new entry
 		// after its delete, which woke us already.
 	}
-	return nil, false
+	return nil, 0, false
 }
 
 // sessionEnded reports whether our session's key may be gone: deleted, or

@@ -54,6 +54,7 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 		return attemptResult{}, false, nil // a set's attempt reads each member itself
 	}
 	e, name := a.e, a.req.Name
+	e.looks.Add(1)
 	var opts []clientv3.OpOption
 	if e.ownMember() {
 		opts = append(opts, clientv3.WithSerializable())
@@ -93,4 +94,37 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision, holder: holder}, true, nil
 	}
 	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: rev, holder: holder}, true, nil
+}
+
+// aheadTookLock tells, with no read, what a waiter whose entry ahead left
+// at revision left waits for next, when that revision also put the lock:
+// the entry ahead was then granted the lock, by a handover or its own
+// attempt, and both grant only the oldest entry (handOverCmps,
+// noneAheadCmp). So ours is the oldest now, and we wait on the lock, held
+// by the hold that revision began: what look would have read, for the
+// waiter next in line at every handover. ok is false when look must tell:
+// the hub cannot say what that revision did, the lock was not put by it,
+// the holder is our own session, or the thing has seats or is a set.
+//
+// A revision may hold several txns of one batch, so the grant may be
+// another's beside our predecessor's leave. We then wait on the lock as if
+// we headed the queue, and its next change (a handover to the true head, or
+// a release) wakes us to look. What to wait on is all this picks: every
+// grant is decided by a txn's compares.
+func (a *acquirer) aheadTookLock(left int64) (r attemptResult, ok bool) {
+	e, name := a.e, a.req.Name
+	if left == 0 || a.members != nil || a.grouped() {
+		return attemptResult{}, false
+	}
+	kv, known := e.waits.putAt(e.lockKey(name), left)
+	if !known || kv == nil {
+		return attemptResult{}, false
+	}
+	hr, err := decodeHolder(kv)
+	if err != nil || hr.Hold == a.hold || (a.session != 0 && hr.Session == a.req.Session) {
+		return attemptResult{}, false
+	}
+	holder := hr.toLock(name, kv.ModRevision)
+	a.lastHolder, a.lastHolderLease = holder, hr.Lease
+	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: left, holder: holder}, true
 }
