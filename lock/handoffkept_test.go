@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,43 @@ func handedTo(t *testing.T, e *lock.Engine, name string, prev, next *lock.Lock) 
 	}
 }
 
+// holdWithThreeQueued takes "k" for "first" and queues w1, w2 and w3 behind
+// it, in that order; w2 waits under ctx2, so that a test can make it
+// leave.
+func holdWithThreeQueued(t *testing.T, e *lock.Engine, ctx, ctx2 context.Context) (*lock.Lock, []<-chan acquired) {
+	t.Helper()
+	first := mustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 10 * time.Second})
+	var waits []<-chan acquired
+	for i, c := range []context.Context{ctx, ctx2, ctx} {
+		waits = append(waits, acquireAsync(c, e, lock.AcquireRequest{Name: "k", Owner: fmt.Sprintf("w%d", i+1), TTL: 10 * time.Second, Wait: 30 * time.Second}))
+		queued(t, e, "k", i+1)
+	}
+	return first, waits
+}
+
+// handOnInTurn releases held, then each waiter's hold in turn, and checks
+// that each release handed "k" to the next waiter in its own txn; each is
+// called with every waiter's hold. It returns the last hold.
+func handOnInTurn(t *testing.T, e *lock.Engine, held *lock.Lock, waits []<-chan acquired, each func(i int, l *lock.Lock)) *lock.Lock {
+	t.Helper()
+	ctx := ctxT(t)
+	for i, w := range waits {
+		if err := e.Release(ctx, "k", held.Token); err != nil {
+			t.Fatalf("release of %d: %v", held.Token, err)
+		}
+		got := <-w
+		if got.err != nil || got.l.Owner != fmt.Sprintf("w%d", i+1) {
+			t.Fatalf("waiter %d: %+v, %v", i+1, got.l, got.err)
+		}
+		handedTo(t, e, "k", held, got.l)
+		if each != nil {
+			each(i, got.l)
+		}
+		held = got.l
+	}
+	return held
+}
+
 // TestRelease_HandsOnToTheEntriesItReadBehindTheHead: a release that hands
 // the lock over keeps the entries it read behind the head with the hold it
 // begins, and each release after it hands the lock to the next of them
@@ -28,26 +66,12 @@ func TestRelease_HandsOnToTheEntriesItReadBehindTheHead(t *testing.T) {
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
-	held := mustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 10 * time.Second})
-	var waits []<-chan acquired
-	for i := 1; i <= 3; i++ {
-		waits = append(waits, acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: owner(i), TTL: 10 * time.Second, Wait: 30 * time.Second}))
-		queued(t, e, "k", i)
-	}
-	for i, w := range waits {
-		if err := e.Release(ctx, "k", held.Token); err != nil {
-			t.Fatalf("release of %d: %v", held.Token, err)
+	held, waits := holdWithThreeQueued(t, e, ctx, ctx)
+	held = handOnInTurn(t, e, held, waits, func(i int, l *lock.Lock) {
+		if kept := lock.KeptBehind(e, "k", l.Token); len(kept) != len(waits)-1-i {
+			t.Errorf("the hold of %s keeps %d entries behind it (%q), want %d", l.Owner, len(kept), kept, len(waits)-1-i)
 		}
-		got := <-w
-		if got.err != nil || got.l.Owner != owner(i+1) {
-			t.Fatalf("waiter %d: %+v, %v", i+1, got.l, got.err)
-		}
-		handedTo(t, e, "k", held, got.l)
-		if kept := lock.KeptBehind(e, "k", got.l.Token); len(kept) != len(waits)-1-i {
-			t.Errorf("the hold of %s keeps %d entries behind it (%q), want %d", owner(i+1), len(kept), kept, len(waits)-1-i)
-		}
-		held = got.l
-	}
+	})
 	if err := e.Release(ctx, "k", held.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +87,9 @@ func TestRelease_AKeptEntryThatLeftFreesTheLockForTheNext(t *testing.T) {
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 10 * time.Second})
-	w1 := acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: "w1", TTL: 10 * time.Second, Wait: 30 * time.Second})
-	queued(t, e, "k", 1)
 	leaving, leave := context.WithCancel(ctx)
-	w2 := acquireAsync(leaving, e, lock.AcquireRequest{Name: "k", Owner: "w2", TTL: 10 * time.Second, Wait: 30 * time.Second})
-	queued(t, e, "k", 2)
-	w3 := acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: "w3", TTL: 10 * time.Second, Wait: 30 * time.Second})
-	queued(t, e, "k", 3)
+	first, waits := holdWithThreeQueued(t, e, ctx, leaving)
+	w1, w2, w3 := waits[0], waits[1], waits[2]
 
 	if err := e.Release(ctx, "k", first.Token); err != nil {
 		t.Fatal(err)

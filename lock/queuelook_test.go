@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/baton-dev/baton/lock"
 )
@@ -17,24 +16,9 @@ func TestWait_TheWaiterNextInLineFollowsAHandoverWithoutARead(t *testing.T) {
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
-	held := mustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 10 * time.Second})
-	var waits []<-chan acquired
-	for i := 1; i <= 3; i++ {
-		waits = append(waits, acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: owner(i), TTL: 10 * time.Second, Wait: 30 * time.Second}))
-		queued(t, e, "k", i)
-	}
+	held, waits := holdWithThreeQueued(t, e, ctx, ctx)
 	before := lock.Looks(e)
-	for i, w := range waits {
-		if err := e.Release(ctx, "k", held.Token); err != nil {
-			t.Fatalf("release of %d: %v", held.Token, err)
-		}
-		got := <-w
-		if got.err != nil || got.l.Owner != owner(i+1) {
-			t.Fatalf("waiter %d: %+v, %v", i+1, got.l, got.err)
-		}
-		handedTo(t, e, "k", held, got.l)
-		held = got.l
-	}
+	held = handOnInTurn(t, e, held, waits, nil)
 	if n := lock.Looks(e) - before; n != 0 {
 		t.Errorf("the waiters read the lock %d times after the handovers, want 0: each learnt it was next from the handover's revision", n)
 	}
@@ -51,14 +35,9 @@ func TestWait_AWaiterWhoseEntryAheadLeftLooksAgain(t *testing.T) {
 	t.Parallel()
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 10 * time.Second})
-	w1 := acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: "w1", TTL: 10 * time.Second, Wait: 30 * time.Second})
-	queued(t, e, "k", 1)
 	leaving, leave := context.WithCancel(ctx)
-	w2 := acquireAsync(leaving, e, lock.AcquireRequest{Name: "k", Owner: "w2", TTL: 10 * time.Second, Wait: 30 * time.Second})
-	queued(t, e, "k", 2)
-	w3 := acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: "w3", TTL: 10 * time.Second, Wait: 30 * time.Second})
-	queued(t, e, "k", 3)
+	first, waits := holdWithThreeQueued(t, e, ctx, leaving)
+	w1, w2, w3 := waits[0], waits[1], waits[2]
 
 	before := lock.Looks(e)
 	leave()
