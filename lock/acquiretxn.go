@@ -147,6 +147,13 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 // its acquired event. queueKey/queueRev are as for attempt.
 // The Then branch grants the lock; the Else branch reads what stood in
 // the way and, for a direct attempt with a.enqueue, joins the queue.
+//
+// Two entries of one queue never share a CreateRevision: a txn that joins
+// the queue has a Then branch that writes a key every grant of the thing
+// writes (its lock key; a thing with seats, its seats key), and the
+// batcher never puts two writes of one key into one txn (joinQueue's txn
+// is one of its own). So the queue's order is total, as "the oldest"
+// (handOverCmps, noneAheadCmp) needs.
 func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time) acquireTxn {
 	if a.members != nil {
 		return a.setTxn(queueKey, queueRev, rec, now)
@@ -205,12 +212,6 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	}
 	if q := a.enqueue; queueKey == "" && q != nil {
 		// Ops run in order: the read sees the entries before ours.
-		// Two entries of one queue never share a CreateRevision: this
-		// txn's Then branch writes a key every grant of the thing writes
-		// (its lock key; a thing with seats, its seats key), and the
-		// batcher never puts two writes of one key into one txn
-		// (joinQueue's txn is one of its own). So the queue's order is
-		// total, as "the oldest" (handOverCmps, noneAheadCmp) needs.
 		lost.ahead, t.els = len(t.els), append(t.els,
 			clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 				clientv3.WithLimit(1), clientv3.WithKeysOnly()))
