@@ -40,6 +40,10 @@
 //     waiter puts an entry, and a release hands the lock to the oldest in
 //     its one txn, the order kept in the server's memory (the limit of a
 //     FIFO lock in that shape);
+//   - httpfloor-batched, the same floor with its txns group-committed by
+//     the batcher baton's engine uses (internal/txnbatch), so that
+//     concurrent cycles share raft entries as baton's do: the limit of the
+//     shape for a design that batches; cycles only;
 //   - contention: clients queueing with wait on one key: handoffs/s,
 //     handoff latency and grant order against arrival order;
 //   - election: the contention loop on one election, -contention-clients

@@ -12,7 +12,8 @@ import (
 )
 
 // TestRun_SmokeEtcdMutexAndHTTPFloor runs both peers beside baton's session
-// mode and contention, each under contention too, for seconds, and checks
+// mode and contention, each under contention too, and the floor batched,
+// for seconds, and checks
 // that their figures are there and sane and that baton is held against
 // them.
 func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
@@ -20,9 +21,9 @@ func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 	cfg.Duration = 300 * time.Millisecond
 	cfg.Clients = []int{1, 4}
 	cfg.ContentionClients = 4
-	cfg.Only = []string{"session", "etcd-mutex", "httpfloor", "contention"}
+	cfg.Only = []string{"session", "etcd-mutex", "httpfloor", "httpfloor-batched", "contention"}
 	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
-	raw := smokeRun(t, cfg, "\netcd-mutex ", "\nhttpfloor ", "against the peers", "contention of the peers")
+	raw := smokeRun(t, cfg, "\netcd-mutex ", "\nhttpfloor ", "\nhttpfloor-batched ", "against the peers", "contention of the peers")
 	var res Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
@@ -39,6 +40,12 @@ func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 			if v := c.BatonVs; v == nil || v.CyclesPerSec <= 0 || v.P50 <= 0 || v.P99 <= 0 || v.CPUSecondsPer1k <= 0 {
 				t.Errorf("%s: baton's session against it %+v", name, v)
 			}
+		}
+	}
+	checkCycles(t, "httpfloor-batched", res.HTTPFloorBatched, cfg.Clients, false)
+	for _, c := range res.HTTPFloorBatched {
+		if c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerCycle <= 0 || c.BatonVs == nil {
+			t.Errorf("httpfloor-batched/%d: cpu s/1k %v, raft entries/cycle %v, baton against it %+v", c.Clients, c.CPUSecondsPer1k, c.RaftEntriesPerCycle, c.BatonVs)
 		}
 	}
 	for _, p := range []peerContentionResult{{"etcd-mutex", res.EtcdMutexContention}, {"httpfloor", res.HTTPFloorContention}} {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/internal/txnbatch"
 )
 
 // The httpfloor scenario is the limit of the shape "HTTP/JSON lock on
@@ -25,18 +27,35 @@ import (
 // lock is taken or no longer the caller's), so the very load generator
 // of baton's session scenario drives it, with the same request bodies.
 
+// The httpfloor-batched scenario is the same server with its txns sent
+// through the group-commit batcher baton's engine uses
+// (internal/txnbatch): concurrent acquires and releases share one raft
+// entry, as baton's do. It is the limit of the shape for a design that
+// batches, where httpfloor is the limit for one that does not.
+
 // httpFloorPrefix starts every httpfloor key: outside baton's prefix, so
 // the engine never sees them.
 const httpFloorPrefix = "bench-httpfloor/"
 
 // runHTTPFloor runs the httpfloor scenario at every client count.
 func (b *bench) runHTTPFloor(ctx context.Context, res *Results) error {
+	for _, c := range b.cfg.Clients {
+		if !b.cfg.runs("httpfloor-batched") {
+			break
+		}
+		b.log.Info("running", "scenario", "httpfloor-batched", "clients", c)
+		r, err := b.httpFloor(ctx, c, true)
+		if err != nil {
+			return fmt.Errorf("httpfloor-batched, %d clients: %w", c, err)
+		}
+		res.HTTPFloorBatched = append(res.HTTPFloorBatched, r)
+	}
 	if !b.cfg.runs("httpfloor") {
 		return nil
 	}
 	for _, c := range b.cfg.Clients {
 		b.log.Info("running", "scenario", "httpfloor", "clients", c)
-		r, err := b.httpFloor(ctx, c)
+		r, err := b.httpFloor(ctx, c, false)
 		if err != nil {
 			return fmt.Errorf("httpfloor, %d clients: %w", c, err)
 		}
@@ -55,7 +74,7 @@ func (b *bench) runHTTPFloor(ctx context.Context, res *Results) error {
 // httpFloorContention starts a floor server and runs the contention
 // scenario's clients against it, acquiring with wait.
 func (b *bench) httpFloorContention(ctx context.Context, clients int) (*ContentionResult, error) {
-	f, err := startHTTPFloor(ctx, b.node.Engine().Client())
+	f, err := startHTTPFloor(ctx, b.node.Engine().Client(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -72,15 +91,20 @@ func (b *bench) httpFloorContention(ctx context.Context, clients int) (*Contenti
 	return newContentionResult(clients, rep, u), nil
 }
 
-// httpFloor starts a floor server, runs session-mode cycles against it
-// from a load generator, and stops the server.
-func (b *bench) httpFloor(ctx context.Context, clients int) (CycleResult, error) {
-	f, err := startHTTPFloor(ctx, b.node.Engine().Client())
+// httpFloor starts a floor server, batching its txns if batched, runs
+// session-mode cycles against it from a load generator, and stops the
+// server.
+func (b *bench) httpFloor(ctx context.Context, clients int, batched bool) (CycleResult, error) {
+	f, err := startHTTPFloor(ctx, b.node.Engine().Client(), batched)
 	if err != nil {
 		return CycleResult{}, err
 	}
 	defer f.close()
-	spec := loadSpec{Kind: kindCycles, URL: f.url, Clients: clients, Duration: b.cfg.Duration, Prefix: fmt.Sprintf("httpfloor-%d-", clients), Session: true}
+	prefix := fmt.Sprintf("httpfloor-%d-", clients)
+	if batched {
+		prefix = fmt.Sprintf("httpfloor-batched-%d-", clients)
+	}
+	spec := loadSpec{Kind: kindCycles, URL: f.url, Clients: clients, Duration: b.cfg.Duration, Prefix: prefix, Session: true}
 	var loop loopResult
 	u, err := measuredLoad(ctx, spec, &loop)
 	if err != nil {
@@ -99,6 +123,8 @@ type floorServer struct {
 	srv   *http.Server
 	url   string
 	done  chan error // Serve's return
+	// batch, if set, sends the cycle txns (httpfloor-batched).
+	batch *txnbatch.Batcher
 
 	// queues are the locks acquired with wait (httpfloorwait.go).
 	queuesMu sync.Mutex
@@ -107,8 +133,9 @@ type floorServer struct {
 }
 
 // startHTTPFloor grants the floor's one lease and serves on a free
-// loopback port.
-func startHTTPFloor(ctx context.Context, cli *clientv3.Client) (*floorServer, error) {
+// loopback port; if batched, its acquires and releases go through a
+// batcher.
+func startHTTPFloor(ctx context.Context, cli *clientv3.Client, batched bool) (*floorServer, error) {
 	lease, err := cli.Grant(ctx, int64(sessionTTL/time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("httpfloor lease: %w", err)
@@ -120,6 +147,16 @@ func startHTTPFloor(ctx context.Context, cli *clientv3.Client) (*floorServer, er
 	}
 	f := &floorServer{cli: cli, lease: lease.ID, url: "http://" + l.Addr().String(), done: make(chan error, 1),
 		queues: map[string]*floorQueue{}}
+	if batched {
+		f.batch = &txnbatch.Batcher{
+			KV:   cli,
+			Term: context.Background,
+			Op: func(ctx, _ context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, requestTimeout)
+			},
+			Closed: func() error { return nil },
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/locks/{name}", f.acquire)
 	mux.HandleFunc("DELETE /v1/locks/{name}", f.release)
@@ -183,10 +220,8 @@ func (f *floorServer) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := httpFloorPrefix + name
-	resp, err := f.cli.Txn(r.Context()).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, body.Owner, clientv3.WithLease(f.lease))).
-		Commit()
+	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		clientv3.OpPut(key, body.Owner, clientv3.WithLease(f.lease)))
 	if err != nil {
 		floorProblem(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -224,10 +259,7 @@ func (f *floorServer) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := httpFloorPrefix + name
-	resp, err := f.cli.Txn(r.Context()).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", token)).
-		Then(clientv3.OpDelete(key)).
-		Commit()
+	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.ModRevision(key), "=", token), clientv3.OpDelete(key))
 	if err != nil {
 		floorProblem(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -237,6 +269,14 @@ func (f *floorServer) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// txn commits If(cmp).Then(op): alone, or through the batcher.
+func (f *floorServer) txn(ctx context.Context, cmp clientv3.Cmp, op clientv3.Op) (*clientv3.TxnResponse, error) {
+	if f.batch != nil {
+		return f.batch.Txn(ctx, []clientv3.Cmp{cmp}, []clientv3.Op{op}, nil)
+	}
+	return f.cli.Txn(ctx).If(cmp).Then(op).Commit()
 }
 
 // createSession answers the floor's one lease as the session.

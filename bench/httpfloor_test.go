@@ -11,15 +11,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// floorOnMember starts a floor server on a member of its own, closed when
-// the test ends, and returns it with the member's client and a context
-// that bounds the test.
-func floorOnMember(t *testing.T) (*floorServer, *clientv3.Client, context.Context) {
+// floorOnMember starts a floor server on a member of its own, batching
+// its txns if batched, closed when the test ends, and returns it with the
+// member's client and a context that bounds the test.
+func floorOnMember(t *testing.T, batched bool) (*floorServer, *clientv3.Client, context.Context) {
 	t.Helper()
 	m := testetcd.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	f, err := startHTTPFloor(ctx, m.Client())
+	f, err := startHTTPFloor(ctx, m.Client(), batched)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +30,18 @@ func floorOnMember(t *testing.T) (*floorServer, *clientv3.Client, context.Contex
 // TestHTTPFloor_TakenLockAndStaleTokenAreRefused drives a floor server on a
 // member of its own as the load generator does, and checks the two txns'
 // compares: a held lock is not taken again, a stale token frees nothing,
-// and closing the server revokes its lease with whatever it held.
+// and closing the server revokes its lease with whatever it held; with
+// its txns sent alone and through the batcher.
 func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
-	f, cli, ctx := floorOnMember(t)
+	for _, batched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "alone", true: "batched"}[batched], func(t *testing.T) {
+			checkFloorRefusals(t, batched)
+		})
+	}
+}
+
+func checkFloorRefusals(t *testing.T, batched bool) {
+	f, cli, ctx := floorOnMember(t, batched)
 	a := newAPI(f.url, 1)
 	id, err := a.createSession(ctx, "w1")
 	if err != nil || id == "" {
@@ -82,7 +91,7 @@ func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
 // a wait that runs out is refused and leaves no entry, and that nothing
 // is left once the last holder releases.
 func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
-	f, cli, ctx := floorOnMember(t)
+	f, cli, ctx := floorOnMember(t, false)
 	a := newAPI(f.url, 4)
 	waiting := func(owner, wait string) []byte { return acquireBody{Owner: owner, Wait: wait}.encode() }
 	first, err := a.acquire(ctx, "q", waiting("w0", "10s"))

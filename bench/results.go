@@ -65,6 +65,9 @@ type Results struct {
 	// HTTPFloor is the limit of an HTTP/JSON lock on embedded etcd: a
 	// bare net/http server, one txn per acquire and one per release.
 	HTTPFloor []CycleResult `json:"httpfloor,omitempty"`
+	// HTTPFloorBatched is the same floor with its txns group-committed,
+	// as baton's are: the limit of the shape for a design that batches.
+	HTTPFloorBatched []CycleResult `json:"httpfloor_batched,omitempty"`
 	// HTTPFloorContention is the floor's acquire with wait under the
 	// contention scenario: the limit of a FIFO lock in that shape.
 	HTTPFloorContention *ContentionResult `json:"httpfloor_contention,omitempty"`
@@ -306,7 +309,7 @@ func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u 
 // compare fills in each cycle scenario's ratios to the floor at the same
 // client count.
 func (r *Results) compare() {
-	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis, r.ZooKeeper, r.EtcdMutex, r.HTTPFloor} {
+	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis, r.ZooKeeper, r.EtcdMutex, r.HTTPFloor, r.HTTPFloorBatched} {
 		for i := range rs {
 			for _, f := range r.Floor {
 				if f.Clients != rs[i].Clients {
@@ -325,9 +328,10 @@ func (r *Results) compare() {
 }
 
 // peerSections are the cycle scenarios baton's session mode is held
-// against, in table order: etcd's own recipe, and the HTTP floor.
+// against, in table order: ZooKeeper, etcd's own recipe, and the HTTP
+// floor, its txns sent alone and batched.
 func (r *Results) peerSections() []cycleSection {
-	return []cycleSection{{"zookeeper", r.ZooKeeper}, {"etcd-mutex", r.EtcdMutex}, {"httpfloor", r.HTTPFloor}}
+	return []cycleSection{{"zookeeper", r.ZooKeeper}, {"etcd-mutex", r.EtcdMutex}, {"httpfloor", r.HTTPFloor}, {"httpfloor-batched", r.HTTPFloorBatched}}
 }
 
 // peerContentionResult is a peer's contention scenario, named.
@@ -460,7 +464,7 @@ func (r *Results) cycleScenarios() []cycleSection {
 	if len(r.ZooKeeper) > 0 {
 		sections = append(sections, cycleSection{"zookeeper", r.ZooKeeper})
 	}
-	return append(sections, cycleSection{"etcd-mutex", r.EtcdMutex}, cycleSection{"httpfloor", r.HTTPFloor})
+	return append(sections, cycleSection{"etcd-mutex", r.EtcdMutex}, cycleSection{"httpfloor", r.HTTPFloor}, cycleSection{"httpfloor-batched", r.HTTPFloorBatched})
 }
 
 // hasCycles reports whether any cycle scenario ran.
