@@ -100,11 +100,16 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 			// txn carries fewer than 128 of its acquires and releases,
 			// internal/txnbatch), the floor's and etcd's own may not.
 			minRaft := 2.0
-			if sc.name == "lease" || sc.name == "session" {
+			if sc.name == "lease" || sc.name == "session" || sc.name == "httpfloor-batched" {
 				minRaft = 2.0 / 128
 			}
 			if c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerCycle < minRaft {
 				t.Errorf("%s: cpu s/1k %v, raft entries/cycle %v", name, c.CPUSecondsPer1k, c.RaftEntriesPerCycle)
+			}
+			// And etcd applies at least the put of its key and the
+			// delete; ZooKeeper has no etcd writes.
+			if w := c.KeyWritesPerCycle; (sc.name == "zookeeper") != (w == 0) || (w != 0 && w < 2) {
+				t.Errorf("%s: etcd writes/cycle %v", name, w)
 			}
 			// Only the HTTP scenarios have a load generator process.
 			if c.Cores.Node <= 0 || (c.Cores.Loadgen > 0) != (sc.name != "floor") {
@@ -367,7 +372,7 @@ func checkHandoffs(t *testing.T, name string, c *ContentionResult, clients int) 
 		t.Errorf("%s: no result", name)
 		return
 	}
-	if c.Clients != clients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {
+	if c.Clients != clients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerGrant <= 0 || c.KeyWritesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {
 		t.Errorf("%s: %+v", name, c)
 	}
 	// An early handoff counts as 0, so the median may be 0 too.

@@ -53,7 +53,7 @@ func TestRun_SmokeEtcdMutexAndHTTPFloor(t *testing.T) {
 		if c == nil {
 			t.Fatalf("no %s contention", p.name)
 		}
-		if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.RaftEntriesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 || c.BatonVs <= 0 {
+		if c.Clients != cfg.ContentionClients || c.Errors != 0 || c.Grants < 2 || c.HandoffsPerSec <= 0 || c.RaftEntriesPerGrant <= 0 || c.KeyWritesPerGrant <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 || c.BatonVs <= 0 {
 			t.Errorf("%s contention: %+v", p.name, c)
 		}
 		if h := c.Handoff; h.Count != c.Grants-1 || h.P99 < h.P50 || h.Max == 0 {

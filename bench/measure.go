@@ -162,6 +162,7 @@ type usage struct {
 	cpu         time.Duration // by this process: baton and etcd
 	machine     time.Duration // by every process on the machine
 	raftEntries float64       // committed by the embedded etcd member
+	keyWrites   float64       // puts and deletes the member applied
 }
 
 // spent is what one scenario consumed.
@@ -171,11 +172,22 @@ type spent struct {
 	loadgenCPU  time.Duration
 	machine     time.Duration
 	raftEntries float64
+	// keyWrites counts the puts and deletes etcd applied, each key a
+	// lease revocation deleted among them.
+	keyWrites float64
 }
 
 // raftMetric is etcd's commit index as a gauge: every raft entry the
 // member committed, whatever proposed it.
 const raftMetric = "etcd_server_proposals_committed_total"
+
+// putsMetric and deletesMetric count the puts and deletes etcd's store
+// applied, a txn's ops one by one and a lease revocation's deletes among
+// them; a delete of a key that does not exist counts too.
+const (
+	putsMetric    = "etcd_mvcc_put_total"
+	deletesMetric = "etcd_mvcc_delete_total"
+)
 
 func readUsage() (usage, error) {
 	cpu, err := processCPU()
@@ -191,19 +203,27 @@ func readUsage() (usage, error) {
 		return usage{}, fmt.Errorf("gather metrics: %w", err)
 	}
 	u := usage{at: time.Now(), cpu: cpu, machine: machine}
+	raft := false
 	for _, mf := range mfs {
-		if mf.GetName() != raftMetric || len(mf.GetMetric()) == 0 {
+		if len(mf.GetMetric()) == 0 {
 			continue
 		}
 		m := mf.GetMetric()[0]
+		v := m.GetCounter().GetValue()
 		if g := m.GetGauge(); g != nil {
-			u.raftEntries = g.GetValue()
-		} else {
-			u.raftEntries = m.GetCounter().GetValue()
+			v = g.GetValue()
 		}
-		return u, nil
+		switch mf.GetName() {
+		case raftMetric:
+			u.raftEntries, raft = v, true
+		case putsMetric, deletesMetric:
+			u.keyWrites += v
+		}
 	}
-	return usage{}, fmt.Errorf("metric %s not registered: is the embedded etcd member in this process?", raftMetric)
+	if !raft {
+		return usage{}, fmt.Errorf("metric %s not registered: is the embedded etcd member in this process?", raftMetric)
+	}
+	return u, nil
 }
 
 // measured reads usage before and after f, which runs the scenario's load
@@ -222,7 +242,7 @@ func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
 	if err != nil {
 		return spent{}, err
 	}
-	if after.raftEntries, err = settledRaftEntries(after.raftEntries); err != nil {
+	if after, err = settled(after); err != nil {
 		return spent{}, err
 	}
 	return spent{
@@ -231,28 +251,31 @@ func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
 		loadgenCPU:  loadgenCPU,
 		machine:     after.machine - before.machine,
 		raftEntries: after.raftEntries - before.raftEntries,
+		keyWrites:   after.keyWrites - before.keyWrites,
 	}, nil
 }
 
-// settledRaftEntries waits for etcd's commit-index gauge to stop moving
-// after a scenario, from its reading last. etcd hands committed entries
-// to be applied, and so answers their clients, before it sets the gauge
-// in the same loop, so a reading taken as the last answer arrives can lag
-// it by the last few entries. Three equal readings 20ms apart, or a
-// second, whichever comes first.
-func settledRaftEntries(last float64) (float64, error) {
+// settled waits for etcd's commit-index gauge to stop moving after a
+// scenario, from its reading last, and returns the reading it settled at.
+// etcd hands committed entries to be applied, and so answers their
+// clients, before it sets the gauge in the same loop, so a reading taken
+// as the last answer arrives can lag it by the last few entries; and the
+// history index writes the scenario's last events just after it. Three
+// equal readings 20ms apart, or a second, whichever comes first.
+func settled(last usage) (usage, error) {
 	deadline := time.Now().Add(time.Second)
 	for same := 0; same < 3 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond) // the pace of the readings
 		u, err := readUsage()
 		if err != nil {
-			return 0, err
+			return usage{}, err
 		}
-		if u.raftEntries == last {
+		if u.raftEntries == last.raftEntries {
 			same++
 		} else {
-			same, last = 0, u.raftEntries
+			same = 0
 		}
+		last.raftEntries, last.keyWrites = u.raftEntries, u.keyWrites
 	}
 	return last, nil
 }

@@ -151,10 +151,14 @@ type CycleResult struct {
 	CPUSecondsPer1k float64 `json:"cpu_seconds_per_1k,omitempty"`
 	// RaftEntriesPerCycle counts the raft entries etcd committed per
 	// cycle; absent for the redis peer, which has no raft log.
-	RaftEntriesPerCycle float64  `json:"raft_entries_per_cycle,omitempty"`
-	Cores               CPUCores `json:"cores"`
-	Errors              int64    `json:"errors"`
-	FirstError          string   `json:"first_error,omitempty"`
+	RaftEntriesPerCycle float64 `json:"raft_entries_per_cycle,omitempty"`
+	// KeyWritesPerCycle counts the puts and deletes etcd applied per
+	// cycle, whoever wrote them (the engine's records and index, lease
+	// revocations); absent where raft entries are.
+	KeyWritesPerCycle float64  `json:"key_writes_per_cycle,omitempty"`
+	Cores             CPUCores `json:"cores"`
+	Errors            int64    `json:"errors"`
+	FirstError        string   `json:"first_error,omitempty"`
 	// VsFloor divides this scenario's figures by the floor's at the same
 	// client count; absent for the floor itself or when it did not run.
 	VsFloor *Ratios `json:"vs_floor,omitempty"`
@@ -208,6 +212,7 @@ func newCycleResult(clients int, l loopResult, u spent) CycleResult {
 		Latency:             l.Latency,
 		CPUSecondsPer1k:     per(u.cpu.Seconds()*1000, float64(l.Cycles)),
 		RaftEntriesPerCycle: per(u.raftEntries, float64(l.Cycles)),
+		KeyWritesPerCycle:   per(u.keyWrites, float64(l.Cycles)),
 		Cores:               u.cores(),
 		Errors:              l.Errors,
 		FirstError:          l.FirstError,
@@ -239,9 +244,12 @@ type ContentionResult struct {
 	Fairness            fairness `json:"fairness"`
 	CPUSecondsPer1k     float64  `json:"cpu_seconds_per_1k"`
 	RaftEntriesPerGrant float64  `json:"raft_entries_per_grant"`
-	Cores               CPUCores `json:"cores"`
-	Errors              int64    `json:"errors"`
-	FirstError          string   `json:"first_error,omitempty"`
+	// KeyWritesPerGrant counts etcd's puts and deletes per grant, as
+	// CycleResult.KeyWritesPerCycle does per cycle.
+	KeyWritesPerGrant float64  `json:"key_writes_per_grant,omitempty"`
+	Cores             CPUCores `json:"cores"`
+	Errors            int64    `json:"errors"`
+	FirstError        string   `json:"first_error,omitempty"`
 	// BatonVs divides the handoffs/s of baton's contention scenario by
 	// this peer's (above 1 is baton ahead); absent for baton's own.
 	BatonVs float64 `json:"baton_vs,omitempty"`
@@ -258,6 +266,7 @@ func newContentionResult(clients int, r contentionReport, u spent) *ContentionRe
 		Fairness:            r.Fairness,
 		CPUSecondsPer1k:     per(u.cpu.Seconds()*1000, float64(r.Grants)),
 		RaftEntriesPerGrant: per(u.raftEntries, float64(r.Grants)),
+		KeyWritesPerGrant:   per(u.keyWrites, float64(r.Grants)),
 		Cores:               u.cores(),
 		Errors:              r.Errors,
 		FirstError:          r.FirstError,
@@ -442,12 +451,12 @@ func printPeers(tw io.Writer, r *Results) {
 
 // printHandoffs prints a row of handoff figures for each of ps.
 func printHandoffs(tw io.Writer, ps []peerContentionResult) {
-	fmt.Fprintln(tw, "peer\thandoffs/s\t×\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
+	fmt.Fprintln(tw, "peer\thandoffs/s\t×\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\twrites/grant\tcores node/gen/other\terrors\t")
 	for _, p := range ps {
 		c := p.result
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%s\t%s\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%s\t%s\t%s\t%s\t%d\t\n",
 			p.name, c.HandoffsPerSec, ratio(c.BatonVs), ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
-			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken, figure(c.CPUSecondsPer1k, 3), figure(c.RaftEntriesPerGrant, 2), c.Cores, c.Errors)
+			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken, figure(c.CPUSecondsPer1k, 3), figure(c.RaftEntriesPerGrant, 2), figure(c.KeyWritesPerGrant, 1), c.Cores, c.Errors)
 	}
 }
 
@@ -483,17 +492,17 @@ func printTable(out io.Writer, r *Results) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if r.hasCycles() {
 		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
-		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\tcores node/gen/other\terrors\t")
+		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\twrites/cycle\tcores node/gen/other\terrors\t")
 		for _, sc := range r.cycleScenarios() {
 			for _, c := range sc.results {
 				v := c.VsFloor
 				if v == nil {
 					v = &Ratios{}
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
+				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
 					sc.name, c.Clients, c.CyclesPerSec, ratio(v.CyclesPerSec),
 					ms(c.Latency.P50), ratio(v.P50), ms(c.Latency.P99), ratio(v.P99),
-					figure(c.CPUSecondsPer1k, 3), ratio(v.CPUSecondsPer1k), figure(c.RaftEntriesPerCycle, 2), c.Cores, c.Errors)
+					figure(c.CPUSecondsPer1k, 3), ratio(v.CPUSecondsPer1k), figure(c.RaftEntriesPerCycle, 2), figure(c.KeyWritesPerCycle, 1), c.Cores, c.Errors)
 			}
 		}
 		if s := r.RedisServer; s != nil && len(r.Redis) > 0 {
@@ -510,11 +519,11 @@ func printTable(out io.Writer, r *Results) error {
 	}
 	if c := r.Contention; c != nil {
 		fmt.Fprintf(tw, "\ncontention: %d clients, acquire with wait then release, one key\n", c.Clients)
-		fmt.Fprintln(tw, "handoffs/s\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\tcores node/gen/other\terrors\t")
-		fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t%d\t%.4f\t%d\t%.3f\t%.2f\t%s\t%d\t\n",
+		fmt.Fprintln(tw, "handoffs/s\thandoff p50\thandoff p99\tearly\tjudged\tin order\tmax overtaken\tcpu s/1k\traft/grant\twrites/grant\tcores node/gen/other\terrors\t")
+		fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t%d\t%.4f\t%d\t%.3f\t%.2f\t%.1f\t%s\t%d\t\n",
 			c.HandoffsPerSec, ms(c.Handoff.P50), ms(c.Handoff.P99), c.HandoffsEarly,
 			c.Fairness.Judged, c.Fairness.InOrder, c.Fairness.MaxOvertaken,
-			c.CPUSecondsPer1k, c.RaftEntriesPerGrant, c.Cores, c.Errors)
+			c.CPUSecondsPer1k, c.RaftEntriesPerGrant, c.KeyWritesPerGrant, c.Cores, c.Errors)
 		fmt.Fprintln(tw, "handoff: release answered → next acquire answered; early: next acquire answered first (counted as 0)")
 		fmt.Fprintln(tw, "judged: requests sent after the first grant (the opening burst all races in at once)")
 		fmt.Fprintln(tw, "in order: share of judged grants that no earlier-sent request was still waiting for (1 = FIFO)")
@@ -537,6 +546,9 @@ func printTable(out io.Writer, r *Results) error {
 		printHistory(tw, h)
 	}
 	fmt.Fprintln(tw, "\ncores: CPU seconds per second of baton's process, the load generator, and everything else on the machine (noise)")
+	if r.hasCycles() || r.Contention != nil {
+		fmt.Fprintln(tw, "writes: puts and deletes etcd applied, per cycle or grant, whoever made them (records, the history index, lease revocations)")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
