@@ -31,7 +31,10 @@ import (
 // through the group-commit batcher baton's engine uses
 // (internal/txnbatch): concurrent acquires and releases share one raft
 // entry, as baton's do. It is the limit of the shape for a design that
-// batches, where httpfloor is the limit for one that does not.
+// batches, where httpfloor is the limit for one that does not. With
+// -floor-records it also puts that many records of an audit event's size
+// a cycle, new keys each, half in the acquire's txn and half in the
+// release's: the least an audit trail writing that many keys costs.
 
 // httpFloorPrefix starts every httpfloor key: outside baton's prefix, so
 // the engine never sees them.
@@ -99,6 +102,9 @@ func (b *bench) httpFloor(ctx context.Context, clients int, batched bool) (Cycle
 	if err != nil {
 		return CycleResult{}, err
 	}
+	if batched {
+		f.records = b.cfg.FloorRecords
+	}
 	defer f.close()
 	prefix := fmt.Sprintf("httpfloor-%d-", clients)
 	if batched {
@@ -123,8 +129,10 @@ type floorServer struct {
 	srv   *http.Server
 	url   string
 	done  chan error // Serve's return
-	// batch, if set, sends the cycle txns (httpfloor-batched).
-	batch *txnbatch.Batcher
+	// batch, if set, sends the cycle txns (httpfloor-batched), and
+	// records is how many record keys a cycle puts beside its lock key.
+	batch   *txnbatch.Batcher
+	records int
 
 	// queues are the locks acquired with wait (httpfloorwait.go).
 	queuesMu sync.Mutex
@@ -170,8 +178,8 @@ func startHTTPFloor(ctx context.Context, cli *clientv3.Client, batched bool) (*f
 	return f, nil
 }
 
-// close stops the server and revokes the lease, and with it any key left
-// behind; it may be called more than once.
+// close stops the server, revokes the lease, and with it any lock key
+// left behind, and deletes the records; it may be called more than once.
 func (f *floorServer) close() error {
 	if f.done == nil {
 		return nil
@@ -185,6 +193,11 @@ func (f *floorServer) close() error {
 	f.done = nil
 	if _, rerr := f.cli.Revoke(ctx, f.lease); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("revoke httpfloor lease: %w", rerr))
+	}
+	if f.records > 0 {
+		if _, derr := f.cli.Delete(ctx, httpFloorPrefix+"records/", clientv3.WithPrefix()); derr != nil {
+			err = errors.Join(err, fmt.Errorf("delete httpfloor records: %w", derr))
+		}
 	}
 	return err
 }
@@ -220,8 +233,9 @@ func (f *floorServer) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := httpFloorPrefix + name
-	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-		clientv3.OpPut(key, body.Owner, clientv3.WithLease(f.lease)))
+	ops := []clientv3.Op{clientv3.OpPut(key, body.Owner, clientv3.WithLease(f.lease))}
+	ops = f.recordOps(ops, (f.records+1)/2, "acquired", name, body.Owner, 0)
+	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.CreateRevision(key), "=", 0), ops)
 	if err != nil {
 		floorProblem(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -259,7 +273,8 @@ func (f *floorServer) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := httpFloorPrefix + name
-	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.ModRevision(key), "=", token), clientv3.OpDelete(key))
+	ops := f.recordOps([]clientv3.Op{clientv3.OpDelete(key)}, f.records/2, "released", name, "", token)
+	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.ModRevision(key), "=", token), ops)
 	if err != nil {
 		floorProblem(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -271,12 +286,38 @@ func (f *floorServer) release(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// txn commits If(cmp).Then(op): alone, or through the batcher.
-func (f *floorServer) txn(ctx context.Context, cmp clientv3.Cmp, op clientv3.Op) (*clientv3.TxnResponse, error) {
+// txn commits If(cmp).Then(ops...): alone, or through the batcher.
+func (f *floorServer) txn(ctx context.Context, cmp clientv3.Cmp, ops []clientv3.Op) (*clientv3.TxnResponse, error) {
 	if f.batch != nil {
-		return f.batch.Txn(ctx, []clientv3.Cmp{cmp}, []clientv3.Op{op}, nil)
+		return f.batch.Txn(ctx, []clientv3.Cmp{cmp}, ops, nil)
 	}
-	return f.cli.Txn(ctx).If(cmp).Then(op).Commit()
+	return f.cli.Txn(ctx).If(cmp).Then(ops...).Commit()
+}
+
+// floorRecord is a record of -floor-records: an audit event's fields, so
+// that it is of an event's size.
+type floorRecord struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Lock    string    `json:"lock"`
+	Owner   string    `json:"owner,omitempty"`
+	Token   int64     `json:"token,omitempty"`
+	Session string    `json:"session"`
+}
+
+// recordOps appends to ops the puts of n records of an event of type typ,
+// each under a key of its own that no cycle writes again.
+func (f *floorServer) recordOps(ops []clientv3.Op, n int, typ, name, owner string, token int64) []clientv3.Op {
+	if n == 0 {
+		return ops
+	}
+	v, _ := json.Marshal(floorRecord{Time: time.Now().UTC(), Type: typ, Lock: name, Owner: owner, Token: token,
+		Session: strconv.FormatInt(int64(f.lease), 16)})
+	for range n {
+		key := httpFloorPrefix + "records/" + strconv.FormatUint(f.seq.Add(1), 10)
+		ops = append(ops, clientv3.OpPut(key, string(v)))
+	}
+	return ops
 }
 
 // createSession answers the floor's one lease as the session.

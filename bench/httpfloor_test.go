@@ -31,7 +31,8 @@ func floorOnMember(t *testing.T, batched bool) (*floorServer, *clientv3.Client, 
 // member of its own as the load generator does, and checks the two txns'
 // compares: a held lock is not taken again, a stale token frees nothing,
 // and closing the server revokes its lease with whatever it held; with
-// its txns sent alone and through the batcher.
+// its txns sent alone, and through the batcher with three records a
+// cycle, two put by the acquire and one by the release.
 func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
 	for _, batched := range []bool{false, true} {
 		t.Run(map[bool]string{false: "alone", true: "batched"}[batched], func(t *testing.T) {
@@ -42,6 +43,11 @@ func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
 
 func checkFloorRefusals(t *testing.T, batched bool) {
 	f, cli, ctx := floorOnMember(t, batched)
+	wantRecords := int64(0)
+	if batched {
+		// Two acquires and one release succeed below.
+		f.records, wantRecords = 3, 2*2+1
+	}
 	a := newAPI(f.url, 1)
 	id, err := a.createSession(ctx, "w1")
 	if err != nil || id == "" {
@@ -70,6 +76,14 @@ func checkFloorRefusals(t *testing.T, batched bool) {
 	}
 	if err := a.deleteSession(ctx, id); err != nil {
 		t.Errorf("delete session: %v", err)
+	}
+
+	recs, err := cli.Get(ctx, httpFloorPrefix+"records/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs.Count != wantRecords {
+		t.Errorf("%d records, want %d", recs.Count, wantRecords)
 	}
 
 	// "a" is still held; the lease takes it with it.

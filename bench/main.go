@@ -57,6 +57,12 @@ type Config struct {
 	// before it reads them; HistoryRequests how many requests each of its
 	// reads is timed over (at most; each stops after 30 s).
 	HistoryEvents, HistoryRequests int
+	// FloorRecords is how many records, each the size of an audit event,
+	// every cycle of the httpfloor-batched scenario puts beside its lock
+	// key, in the cycle's own two txns: what an audit trail that writes
+	// that many keys a cycle costs at the least, with no index, reads or
+	// raft entries of its own.
+	FloorRecords int
 	// Redis is the host:port of a Redis server for the redis peer, and
 	// RedisPassword its AUTH password; without Redis the peer does not run.
 	Redis, RedisPassword string
@@ -107,6 +113,8 @@ func (c Config) Validate() error {
 		// Renewing less often than every half TTL lets a late renew lose
 		// the session, and with it the locks the scenario is about.
 		return fmt.Errorf("scale-renew must be between 0 and %s", sessionTTL/2)
+	case c.FloorRecords < 0 || c.FloorRecords > 64:
+		return errors.New("floor-records: want 0 to 64")
 	case c.HistoryEvents < 2 || c.HistoryRequests < 1:
 		return errors.New("history-events must be at least 2 and history-requests positive")
 	case c.JSONPath == "":
@@ -177,6 +185,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.ScaleLocks, "scale-locks", cfg.ScaleLocks, "locks each scale session holds")
 	fs.DurationVar(&cfg.ScaleDuration, "scale-duration", cfg.ScaleDuration, "how long the scale scenario keeps its locks and measures")
 	fs.DurationVar(&cfg.ScaleRenew, "scale-renew", cfg.ScaleRenew, "how often each scale session is renewed (its TTL is 30s)")
+	fs.IntVar(&cfg.FloorRecords, "floor-records", cfg.FloorRecords, "records of an audit event's size each httpfloor-batched cycle puts beside its lock key")
 	fs.IntVar(&cfg.HistoryEvents, "history-events", cfg.HistoryEvents, "audit events the history scenario makes before it reads them")
 	fs.IntVar(&cfg.HistoryRequests, "history-requests", cfg.HistoryRequests, "requests each history read is timed over (each stops after 30s)")
 	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis, zookeeper the zookeeper package; history runs only when named)")

@@ -115,6 +115,7 @@ type Settings struct {
 	Only              []string `json:"only,omitempty"`
 	HistoryEvents     int      `json:"history_events,omitempty"`
 	HistoryRequests   int      `json:"history_requests,omitempty"`
+	FloorRecords      int      `json:"floor_records,omitempty"`
 }
 
 func (c Config) settings() Settings {
@@ -131,6 +132,9 @@ func (c Config) settings() Settings {
 	}
 	if c.runs("history") {
 		s.HistoryEvents, s.HistoryRequests = c.HistoryEvents, c.HistoryRequests
+	}
+	if c.runs("httpfloor-batched") {
+		s.FloorRecords = c.FloorRecords
 	}
 	return s
 }
