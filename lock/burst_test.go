@@ -40,10 +40,26 @@ func TestBurst_WaitersTimingOutTogetherLeaveTheNodeHearing(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
+	// On a machine stalled by a neighbour, etcd itself may time a burst's
+	// txn out; that waiter is then told etcd is unavailable, as a client
+	// would be (503), which is not what this test is about. Anything else,
+	// or no waiter timing out at all, is.
+	held, unavailable := 0, 0
 	for err := range errs {
-		if !errors.Is(err, lock.ErrHeld) {
+		switch {
+		case errors.Is(err, lock.ErrHeld):
+			held++
+		case errors.Is(err, lock.ErrUnavailable):
+			unavailable++
+		default:
 			t.Fatalf("a waiter of the burst ended with %v, want ErrHeld", err)
 		}
+	}
+	if held == 0 {
+		t.Fatalf("no waiter of the burst timed out waiting: %d found etcd unavailable", unavailable)
+	}
+	if unavailable > 0 {
+		t.Logf("%d of %d waiters found etcd unavailable (it timed their txn out)", unavailable, burstSize)
 	}
 	checkNodeHears(t, e)
 }
