@@ -22,7 +22,7 @@ type LockInfo struct {
 	TTL        time.Duration
 	AcquiredAt time.Time
 	// ExpiresAt is when the lease runs out unless renewed, by the server's
-	// clock; it may be up to a second early, never late.
+	// clock; it may be early, never late (docs/API.md says by how much).
 	ExpiresAt time.Time
 	LockDelay time.Duration
 	Metadata  map[string]string

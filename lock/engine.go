@@ -274,6 +274,9 @@ type Engine struct {
 	// holds keeps the records of the holds this node granted, so their
 	// releases need not read them (holdcache.go).
 	holds holdCache
+	// leaseClock knows how long the leases this node saw lately live, so
+	// that an answer's expiry needs no round trip (leaseclock.go).
+	leaseClock leaseClock
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine

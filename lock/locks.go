@@ -224,7 +224,9 @@ func (e *Engine) keepAlive(ctx context.Context, lease string) (ttl time.Duration
 		}
 		return 0, time.Time{}, e.etcdErr(ctx, "keep the lease alive", err)
 	}
-	return time.Duration(ka.TTL) * time.Second, start, nil
+	ttl = time.Duration(ka.TTL) * time.Second
+	e.leaseClock.saw(id, start, ttl, ttl)
+	return ttl, start, nil
 }
 
 // Waiter is a queued acquire.
@@ -335,18 +337,24 @@ func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map
 	return l, nil
 }
 
-// leaseExpiry asks etcd when lease runs out, and the TTL it was granted
-// with. etcd answers in whole seconds, rounded down, so the expiry is
-// never later than the truth.
+// leaseExpiry says when lease runs out, and the TTL it was granted with:
+// from the node's lease clock (leaseclock.go) if it knows, or else as
+// etcd answers, which it then remembers. etcd answers in whole seconds,
+// rounded down, so the expiry is never later than the truth.
 func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
 	now := time.Now()
+	if at, granted, ok := e.leaseClock.expiry(id, now); ok {
+		return at.UTC().Truncate(time.Millisecond), granted
+	}
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.TimeToLive(octx, id)
 	if err != nil || resp.TTL < 0 {
 		return expiryAt(now, 0), 0
 	}
-	return expiryAt(now, time.Duration(resp.TTL)*time.Second), time.Duration(resp.GrantedTTL) * time.Second
+	ttl, granted := time.Duration(resp.TTL)*time.Second, time.Duration(resp.GrantedTTL)*time.Second
+	e.leaseClock.saw(id, now, ttl, granted)
+	return expiryAt(now, ttl), granted
 }
 
 // expiryAt is when a lease with ttl left at from runs out, as the API

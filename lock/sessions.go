@@ -68,6 +68,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		return nil, err
 	}
 	created = true
+	e.leaseClock.saw(g.ID, start, time.Duration(g.TTL)*time.Second, time.Duration(g.TTL)*time.Second)
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: expiryAt(start, time.Duration(g.TTL)*time.Second),
@@ -213,16 +214,23 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	if !mayActOn(ctx, rec.Credential) {
 		return nil, fmt.Errorf("renew session %s: %w", id, ErrNotOwner)
 	}
-	err = e.retryNotApplied(ctx, func(octx context.Context) error {
-		_, err := e.cli.KeepAliveOnce(octx, lid)
+	var (
+		start time.Time
+		ka    *clientv3.LeaseKeepAliveResponse
+	)
+	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		start = time.Now()
+		ka, err = e.cli.KeepAliveOnce(octx, lid)
 		return err
 	})
 	if err != nil {
 		if isLeaseNotFound(err) {
+			e.leaseClock.forget(lid)
 			return nil, ErrSessionNotFound
 		}
 		return nil, e.etcdErr(ctx, "renew session", err)
 	}
+	e.leaseClock.saw(lid, start, time.Duration(ka.TTL)*time.Second, time.Duration(ka.TTL)*time.Second)
 	e.indexLegacySession(ctx, lid, id, rec)
 	return e.GetSession(ctx, id)
 }
@@ -267,6 +275,7 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	if _, err := e.cli.Revoke(octx, lid); err != nil && !isLeaseNotFound(err) {
 		return e.etcdErr(ctx, "delete session", err)
 	}
+	e.leaseClock.forget(lid)
 	return nil
 }
 
