@@ -1,0 +1,76 @@
+package lock_test
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/baton-dev/baton/lock"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestCycle_WhatASessionHoldWrites pins what one acquire and release in a
+// session writes to etcd, the history index's copy included: every key
+// is etcd's work on the hot path (docs/PERFORMANCE.md, "The batched
+// floor, and what each write costs"), so a new one should be a choice,
+// made here on purpose.
+func TestCycle_WhatASessionHoldWrites(t *testing.T) {
+	e, m := newEngine(t)
+	ctx := ctxT(t)
+	cli := m.Client()
+	s, err := e.CreateSession(ctx, "w", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cycle := func(name string) {
+		l := mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w", Session: s.ID})
+		if err := e.Release(ctx, name, l.Token); err != nil {
+			t.Fatal(err)
+		}
+		if evs := history(t, e, name); len(evs) != 2 {
+			t.Fatalf("history of %s: %+v, want acquired and released", name, evs)
+		}
+	}
+	cycle("warm") // the index's first bucket and backfill are not a cycle's
+	before, err := cli.Get(ctx, "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cycle("counted") // history waits for the index to take both events in
+	after, err := cli.Get(ctx, "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got := map[string]int{}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(before.Header.Revision+1))
+	for seen := before.Header.Revision; seen < after.Header.Revision; {
+		resp, ok := <-w
+		if !ok || resp.Err() != nil {
+			t.Fatalf("watch: %v", resp.Err())
+		}
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision > after.Header.Revision {
+				continue
+			}
+			parts := strings.SplitN(strings.TrimPrefix(string(ev.Kv.Key), prefix), "/", 3)
+			what := parts[0]
+			if what == "meta" {
+				continue // the index's and recorder's cursors: per batch of events, not per cycle
+			}
+			got[ev.Type.String()+" "+what]++
+		}
+		seen = resp.Header.Revision
+	}
+	want := map[string]int{
+		"PUT locks": 1, "DELETE locks": 1, // the hold itself
+		"PUT audit": 2, "DELETE audit": 2, // its two events, pending until indexed
+		"PUT trail": 2, "PUT trailname": 2, // indexed: in revision order, and in the lock's own index
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("one session cycle wrote %v, want %v", got, want)
+	}
+}
