@@ -72,6 +72,24 @@ func pointAt(b *browser, what, sel string) {
 	b.do("point at "+what, 5*time.Second, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, pt[0], pt[1]))
 }
 
+// pointAtUntil points at sel until cond holds in the page, or within
+// has passed, and then waits for cond as waitFor does. The timeline moves
+// with the clock until a pointer is over it, so on a slow machine a bar
+// can slide from under a pointer aimed at where it was a moment before;
+// a user's pointer moves on, and so does this one.
+func pointAtUntil(b *browser, what, sel, cond string, within time.Duration) {
+	b.t.Helper()
+	tick := time.NewTicker(poll.Every)
+	defer tick.Stop()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); <-tick.C {
+		pointAt(b, what, sel)
+		if evalAs[bool](b, cond) {
+			return
+		}
+	}
+	b.waitFor("the pointer on "+what+" to mark it", time.Second, cond)
+}
+
 // pointAway moves the mouse to the page's top left corner, off every
 // table and the timeline.
 func pointAway(b *browser) {
@@ -188,9 +206,8 @@ func setSeeTheTimelineLinkTheBars(t *testing.T, b *browser, set api.LockSet) {
 	if n := evalAs[int](b, `document.querySelectorAll('[data-testid="tl-hold"][data-lock="solo"] [data-testid="tl-set-mark"]').length`); n != 0 {
 		t.Errorf("solo's bar has %d set marks, want none", n)
 	}
-	pointAt(b, "acct-2's bar", setBar("acct-2", set.Token)+` .tl-bar`)
 	want := fmt.Sprintf("acct-1#%d,acct-2#%d,acct-3#%d", set.Token, set.Token, set.Token)
-	b.waitFor("the pointer on acct-2's bar marking the set's bars", 5*time.Second, fmt.Sprintf(`(%s) === %q`, linkedBars, want))
+	pointAtUntil(b, "acct-2's bar", setBar("acct-2", set.Token)+` .tl-bar`, fmt.Sprintf(`(%s) === %q`, linkedBars, want), 5*time.Second)
 	b.screenshot("locksets-3-timeline.png")
 	pointAway(b)
 	b.waitFor("the pointer gone, no bar marked", 5*time.Second, `(`+linkedBars+`) === ""`)
@@ -239,9 +256,8 @@ func setSeeTheReleaseHandTheSetOnLive(t *testing.T, b *browser, first api.LockSe
 
 	b.waitFor("the second set's bars", 10*time.Second, fmt.Sprintf(`document.querySelector(%q) && document.querySelector(%q)`,
 		setBar("acct-2", second.Token)+`[data-set="acct-2 ledger"]`, setBar("ledger", second.Token)+`[data-set="acct-2 ledger"]`))
-	pointAt(b, "ledger's bar", setBar("ledger", second.Token)+` .tl-bar`)
 	want := fmt.Sprintf("acct-2#%d,ledger#%d", second.Token, second.Token)
-	b.waitFor("the pointer on ledger's bar marking the second set only", 5*time.Second, fmt.Sprintf(`(%s) === %q`, linkedBars, want))
+	pointAtUntil(b, "ledger's bar", setBar("ledger", second.Token)+` .tl-bar`, fmt.Sprintf(`(%s) === %q`, linkedBars, want), 5*time.Second)
 	b.screenshot("locksets-5-handed-on.png")
 	pointAway(b)
 	return second

@@ -18,7 +18,9 @@ import (
 )
 
 // openSSE opens GET /v1/events and returns its answer; the stream stays
-// open until ctx ends. Its lines arrive on the channel, if it is 200.
+// open until ctx ends. Its lines arrive on the channel, if it is 200;
+// any other answer's body is the caller's to read (it is closed when the
+// test ends).
 func openSSE(t *testing.T, ctx context.Context, s *testserver.Server, token string) (*http.Response, <-chan string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.TS.URL+"/v1/events", nil)
@@ -30,6 +32,11 @@ func openSSE(t *testing.T, ctx context.Context, s *testserver.Server, token stri
 		t.Fatal(err)
 	}
 	lines := make(chan string, 64)
+	if resp.StatusCode != http.StatusOK {
+		close(lines)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp, lines
+	}
 	go func() {
 		defer close(lines)
 		defer resp.Body.Close()
