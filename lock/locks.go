@@ -344,7 +344,7 @@ func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map
 func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
 	now := time.Now()
 	if at, granted, ok := e.leaseClock.expiry(id, now); ok {
-		return at.UTC().Truncate(time.Millisecond), granted
+		return expiryAt(at, 0), granted
 	}
 	octx, done := e.op(ctx)
 	defer done()
