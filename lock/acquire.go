@@ -213,7 +213,7 @@ func (a *acquirer) holder(now time.Time) holderRecord {
 	}
 	return holderRecord{
 		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
-		TTL: ttl, AcquiredAt: now, LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
+		TTL: ttl, AcquiredAt: now, QueuedAt: queuedAt(a.queuedAt), LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
 		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit, Mode: a.mode, Set: a.members,
 	}

@@ -164,7 +164,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	leaseID, _ := parseLeaseHex(rec.Lease)
 	t.then = []clientv3.Op{
 		clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
-		clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.acquiredEvent(a.seat, now, a.queuedAt))),
+		clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.begunEvent(a.seat))),
 	}
 	switch {
 	case a.req.LockDelay > 0:

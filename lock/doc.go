@@ -76,12 +76,13 @@
 //	sessionowners/<owner>\x00<id> the same record, to list sessions by owner prefix; lease: the session
 //	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
-//	audit/<name>/<hold>/a         pending record of the "acquired" event of one hold; kept until its end is indexed (no lease)
-//	audit/<name>/<hold>/e         pending record of the event that ended that hold (released, expired, revoked, session_expired)
+//	audit/<name>/<hold>/a         pending record of one hold: its "acquired" event, then, written over it, the event that ended it (released, expired, revoked, session_expired) with the acquired one inside; kept until its end is indexed (no lease)
+//	audit/<name>/<hold>/e         the end's pending record instead, beside the acquired one, in storage format 1 (format.go)
 //	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed); audit/~fence/<resource>/<id>: of a fence_reset
 //	trail/<rev>/<entry>           the events of one revision (a JSON array), newest first in key order (histkeys.go); lease: a retention bucket
 //	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON); same lease
 //	meta/history                  the history index's cursor, size and buckets (historyindex.go)
+//	meta/format                   the storage format the cluster writes (format.go); absent: 1
 //	fenced/<resource>             a fenced value: {token, value}
 //	fencemax/<resource>           the largest token seen for resource, zero-padded so Value compares order it
 //	meta/recorder                 revision up to which expiries have been recorded
@@ -100,8 +101,9 @@
 // an entry in each member's queue, all created at one revision.
 //
 // Each hold has a unique hold ID stored in its holder record, so its end
-// event has one possible key: whichever of release, revoke or the expiry
-// recorder of any node writes it first wins, and it is written exactly once.
+// event has one possible place, its record's second version: whichever of
+// release, revoke or the expiry recorder of any node writes it first wins,
+// and it is written exactly once.
 // The history index then copies each pending record into trail/ and trailname/
 // under keys its revision gives, once, and deletes the records it replaced.
 //

@@ -301,8 +301,7 @@ func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queu
 	if kind, _ := thingOf(name); kind != KindLock || len(head.grant.Set) > 0 {
 		return
 	}
-	g := head.grant
-	g.AcquiredAt = at // as handOverOps put it
+	g := head.grant.begun(at, head.since) // as handOverOps put it
 	e.holds.putBehind(name, rev, g, queueHeadOf(head.behind))
 }
 
@@ -397,14 +396,22 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 }
 
 // holdEnd is what every end of token's hold hr writes, whoever ends it:
-// its end event ev (under bucket) and, if the hold has a lock-delay, what
+// its end event ev and, if the hold has a lock-delay, what
 // becomes of the guard: a clean release deletes it, any other end starts
 // the delay from ev.Time. The guard is the hold's own while its
 // ModRevision is token (it is put with the hold, and changes only after
 // the hold ended): a guard already stamped, by an acquire that found the
 // lease expired, or already replaced by the next hold's, is left alone.
+//
+// In storage format 2 the event goes over the hold's acquired record, with
+// the acquired event it replaces (endRecord); in format 1 beside it.
 func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event) (event clientv3.Op, guard []clientv3.Op) {
-	event = clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev))
+	if e.format >= 2 {
+		began := hr.begunEvent(name)
+		event = clientv3.OpPut(e.acquiredKey(name, hr.Hold), mustJSON(endRecord{Event: ev, Began: &began}))
+	} else {
+		event = clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev))
+	}
 	if hr.LockDelay <= 0 {
 		return event, nil
 	}

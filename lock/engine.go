@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,6 +109,10 @@ type Config struct {
 	// the engine's own writes, and NOSPACE and defragmenting go through
 	// the member (see EmbeddedMember).
 	Embedded EmbeddedMember
+	// StorageFormat, when above the cluster's storage format, raises it
+	// as the engine starts (format.go): set it once every node of the
+	// cluster runs a baton that reads it. 0 keeps the cluster's format.
+	StorageFormat int
 
 	// recorderSaveEvery is how often the expiry recorder saves its cursor
 	// when it has moved; 0 means recorderSaveEvery's default. Tests
@@ -212,6 +215,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*probeAfter)
 	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxEventStreams < 0:
 		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxEventStreams must not be negative (0 means no cap)")
+	case c.StorageFormat < 0 || c.StorageFormat > newestFormat:
+		return fmt.Errorf("lock: StorageFormat (--storage-format) must be between 0 (the cluster's) and %d", newestFormat)
 	case c.MaxLocks < 0, c.MaxFencedValues < 0:
 		return errors.New("lock: MaxLocks and MaxFencedValues must not be negative (0 means no cap)")
 	case c.MaxFencedValueBytes <= 0:
@@ -234,6 +239,9 @@ type Engine struct {
 	cli *clientv3.Client
 	cfg Config
 	log *slog.Logger
+	// format is the storage format this node writes (format.go), set
+	// before anything is written.
+	format int
 
 	// stop ends waits and background loops when the engine closes.
 	stop     context.Context
@@ -308,6 +316,11 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		defer e.wg.Done()
 		e.runSpace()
 	}()
+	if err := e.loadFormat(ctx); err != nil {
+		stopFunc()
+		e.wg.Wait()
+		return nil, err
+	}
 	rec, err := e.newRecorder(ctx)
 	if err != nil {
 		stopFunc()
@@ -411,19 +424,6 @@ func (e *Engine) acquiredKey(name, hold string) string {
 }
 func (e *Engine) endKey(name, hold string) string {
 	return e.auditPrefix() + name + "/" + hold + "/e"
-}
-
-// endRecordOf parses an endKey (names and holds hold no "/").
-func (e *Engine) endRecordOf(key []byte) (name, hold string, ok bool) {
-	rest, ok := strings.CutPrefix(string(key), e.auditPrefix())
-	if !ok {
-		return "", "", false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[2] != "e" || parts[0] == "" || parts[1] == "" {
-		return "", "", false
-	}
-	return parts[0], parts[1], true
 }
 
 // sessionTallyKey is one of a session's two tallies, "acquired" and

@@ -120,8 +120,7 @@ func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 // a thing with seats' seat record); the released seat name's key gone if
 // head does not take it over.
 func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead, seat string) []clientv3.Op {
-	g := head.grant
-	g.AcquiredAt = at
+	g := head.grant.begun(at, head.since)
 	if len(g.Set) > 0 {
 		return e.setHandOverOps(name, hr, g, head)
 	}
@@ -133,7 +132,7 @@ func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *q
 	ops := []clientv3.Op{
 		clientv3.OpPut(e.lockKey(seat), mustJSON(g), clientv3.WithLease(lease)),
 		clientv3.OpDelete(head.key),
-		clientv3.OpPut(e.acquiredKey(seat, g.Hold), mustJSON(g.acquiredEvent(seat, at, head.since))),
+		clientv3.OpPut(e.acquiredKey(seat, g.Hold), mustJSON(g.begunEvent(seat))),
 	}
 	if seat != name {
 		ops = append(ops, clientv3.OpDelete(e.lockKey(name)))
@@ -194,7 +193,7 @@ func (e *Engine) setHandOverOps(name string, hr holderRecord, g holderRecord, he
 		ops = append(ops,
 			clientv3.OpPut(e.lockKey(m), mustJSON(rec), clientv3.WithLease(lease)),
 			clientv3.OpDelete(e.setEntry(name, head, m)),
-			clientv3.OpPut(e.acquiredKey(m, rec.Hold), mustJSON(rec.acquiredEvent(m, g.AcquiredAt, head.since))))
+			clientv3.OpPut(e.acquiredKey(m, rec.Hold), mustJSON(rec.begunEvent(m))))
 	}
 	if hr.LockDelay > 0 {
 		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))

@@ -13,7 +13,8 @@ import (
 // The audit trail lives in two places.
 //
 // A txn that does something writes its event as a pending record under
-// audit/ (keys in lock/doc.go): its key is known before the txn commits,
+// audit/ (keys in lock/doc.go; a hold's end over the hold's acquired
+// record, in storage format 2): its key is known before the txn commits,
 // which is what makes each hold's end exactly-once, but its revision is
 // not, so pending records cannot be read newest first without reading
 // them all. The history index (historyindex.go) copies each pending
@@ -66,20 +67,48 @@ type pendingRecord struct {
 	ev    Event
 	entry string // <entry> of its indexed keys
 	// deletes are the pending keys the index removes once it holds the
-	// event: for a hold's end, the end and the hold's acquired record;
-	// for an acquired (or elected) event none (it guards the hold's end until then,
-	// see recordEnd); for any other event, its own record.
+	// event: for a hold's end, the hold's record (records, in storage
+	// format 1); for an acquired (or elected) event none (it guards the
+	// hold's end until then, see recordEnd); for any other event, its own
+	// record.
 	deletes []string
 }
 
-// isEventRecord says whether a watched PUT is a pending record's only
-// write: pending records are written once, under audit/.
-func (e *Engine) isEventRecord(kv *mvccpb.KeyValue) bool {
-	return kv.Version == 1 && strings.HasPrefix(string(kv.Key), e.auditPrefix())
+// endRecord is the value of a hold's record once the hold ended, in
+// storage format 2 (format.go): the end event, written over the acquired
+// event, which it carries along. The index's watch has seen the acquired
+// event's own write unless compaction took it; a backfill then finds it
+// here (pendingOfKey).
+type endRecord struct {
+	Event
+	Began *Event `json:"began,omitempty"`
 }
 
-// parsePending parses a pending record; ok is false for a key or value
-// that is not one (nothing baton writes).
+// isEventRecord says whether a watched PUT writes an event: a pending
+// record's first write, or a hold's end written over its acquired record.
+// Nothing else writes under audit/.
+func (e *Engine) isEventRecord(kv *mvccpb.KeyValue) bool {
+	key := string(kv.Key)
+	return strings.HasPrefix(key, e.auditPrefix()) && (kv.Version == 1 || kv.Version == 2 && strings.HasSuffix(key, "/a"))
+}
+
+// endRecordOf parses a watched PUT that records a hold's end: of its end
+// key (storage format 1), or over its acquired record (format 2). Names
+// and holds hold no "/".
+func (e *Engine) endRecordOf(kv *mvccpb.KeyValue) (name, hold string, ok bool) {
+	rest, ok := strings.CutPrefix(string(kv.Key), e.auditPrefix())
+	if !ok {
+		return "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || !(parts[2] == "e" || parts[2] == "a" && kv.Version > 1) {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
+
+// parsePending parses the event a pending record's latest write made; ok
+// is false for a key or value that is not one (nothing baton writes).
 func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	key := string(kv.Key)
 	rest, ok := strings.CutPrefix(key, e.auditPrefix())
@@ -98,6 +127,8 @@ func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	switch {
 	case parts[0] == "~fence":
 		p.entry, p.deletes = "1"+parts[2]+"f", []string{key}
+	case parts[2] == "a" && kv.Version > 1:
+		p.entry, p.deletes = "1"+parts[1]+"e", []string{key}
 	case parts[2] == "a":
 		p.entry = "0" + parts[1] + "a"
 	case parts[2] == "e":
@@ -108,6 +139,33 @@ func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 		return pendingRecord{}, false
 	}
 	return p, true
+}
+
+// pendingOfKey parses the events a backfill scan finds in kv, a pending
+// record as it is now, that were recorded in (indexed, through]: its
+// latest write's, and for a hold's end written over its acquired record,
+// the acquired event, recorded at the key's CreateRevision.
+func (e *Engine) pendingOfKey(kv *mvccpb.KeyValue, indexed, through int64) []pendingRecord {
+	in := func(rev int64) bool { return rev > indexed && rev <= through }
+	p, ok := e.parsePending(kv)
+	if !ok {
+		return nil
+	}
+	var out []pendingRecord
+	var r endRecord
+	if kv.Version > 1 && strings.HasSuffix(p.key, "/a") && in(kv.CreateRevision) && json.Unmarshal(kv.Value, &r) == nil && r.Began != nil {
+		began := *r.Began
+		began.Revision, began.Token = kv.CreateRevision, kv.CreateRevision
+		if began.Kind == "" {
+			began.Kind, began.Name = KindLock, began.Lock
+		}
+		hold := p.entry[1 : len(p.entry)-1] // the end's entry is "1<hold>e"
+		out = append(out, pendingRecord{key: p.key, ev: began, entry: "0" + hold + "a"})
+	}
+	if in(kv.ModRevision) {
+		out = append(out, p)
+	}
+	return out
 }
 
 // histKey is the trail/ key of the events of one revision from p on.

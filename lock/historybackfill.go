@@ -63,11 +63,7 @@ func (x *historyIndex) backfill(ctx context.Context) error {
 		}
 		var recs []pendingRecord
 		for _, kv := range resp.Kvs {
-			if kv.ModRevision > x.meta.Indexed && kv.ModRevision <= bf.Through {
-				if p, ok := e.parsePending(kv); ok {
-					recs = append(recs, p)
-				}
-			}
+			recs = append(recs, e.pendingOfKey(kv, x.meta.Indexed, bf.Through)...)
 		}
 		if len(resp.Kvs) > 0 {
 			bf.After = string(resp.Kvs[len(resp.Kvs)-1].Key)

@@ -142,11 +142,8 @@ func (h *hub) stream(evs []*clientv3.Event, to map[*streamWatch]struct{}) {
 		ev  Event
 	}
 	var batch []keyed
-	audit := h.feed.e.auditPrefix()
 	for i, wev := range evs {
-		// Version 1: a record's first write. Retention leases never
-		// rewrite one, so later versions are not events.
-		if wev.Type == mvccpb.PUT && wev.Kv.Version == 1 && strings.HasPrefix(string(wev.Kv.Key), audit) {
+		if wev.Type == mvccpb.PUT && h.feed.e.isEventRecord(wev.Kv) {
 			if ev, ok := decodeEvent(wev.Kv); ok {
 				batch = append(batch, keyed{string(wev.Kv.Key), ev})
 			}

@@ -158,7 +158,6 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now
 	var t acquireTxn
 	t.ix.members = make([]memberIx, len(a.members))
 	leaseID, _ := parseLeaseHex(rec.Lease)
-	queuedSince := a.queuedAt // before this attempt: one that queues is not granted
 	entries, value := a.entryKeys(queueKey), ""
 	if q := a.enqueue; queueKey == "" && q != nil {
 		entries, value = a.entryKeys(q.key), a.entryValue(now)
@@ -169,7 +168,7 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now
 		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), a.guardCmp(m))
 		t.then = append(t.then,
 			clientv3.OpPut(lkey, mustJSON(mrec), clientv3.WithLease(leaseID)),
-			clientv3.OpPut(e.acquiredKey(m, mrec.Hold), mustJSON(mrec.acquiredEvent(m, now, queuedSince))))
+			clientv3.OpPut(e.acquiredKey(m, mrec.Hold), mustJSON(mrec.begunEvent(m))))
 		if a.guardRevs[m] != 0 {
 			t.then = append(t.then, clientv3.OpDelete(gkey)) // a spent guard
 		}

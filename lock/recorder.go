@@ -179,8 +179,8 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	}
 	ended := map[at]bool{}
 	for _, ev := range events {
-		if ev.Type == mvccpb.PUT && strings.HasSuffix(string(ev.Kv.Key), "/e") {
-			if name, _, ok := e.endRecordOf(ev.Kv.Key); ok {
+		if ev.Type == mvccpb.PUT {
+			if name, _, ok := e.endRecordOf(ev.Kv); ok {
 				ended[at{ev.Kv.ModRevision, name}] = true
 			}
 		}
@@ -258,16 +258,27 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 // recordEnd writes the expired (or session_expired) end of a hold whose
 // key etcd deleted, unless its end is already recorded: its event and its
 // lock-delay, as every end does (holdEnd).
+//
+// The hold's acquired record is there, at its first version, until the
+// hold's end is recorded (over it, in storage format 2, or beside it, in
+// format 1) and the history index has taken the end in (it then deletes
+// the record): a recorder that comes late to an end already recorded or
+// indexed finds it ended or gone, and writes nothing.
 func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr holderRecord, detail string) error {
-	ekey := e.endKey(name, hr.Hold)
+	akey, ekey := e.acquiredKey(name, hr.Hold), e.endKey(name, hr.Hold)
+	open := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(akey), "=", token),
+		clientv3.Compare(clientv3.Version(akey), "=", 1),
+		clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0),
+	}
 	octx, done := e.op(ctx)
-	cur, err := e.cli.Get(octx, ekey, clientv3.WithCountOnly())
+	cur, err := e.cli.Txn(octx).If(open...).Commit()
 	done()
 	if err != nil {
 		return e.etcdErr(ctx, "read end event", err)
 	}
-	if cur.Count > 0 {
-		return nil // another node got there first: nothing to write
+	if !cur.Succeeded {
+		return nil // ended already, or indexed: nothing to write
 	}
 	typ := EventExpired
 	if hr.Session != "" {
@@ -280,14 +291,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 	then := append([]clientv3.Op{event}, guard...)
 	octx, done = e.op(ctx)
 	defer done()
-	// The hold's acquired record is there until the history index has
-	// taken in the hold's end (it then deletes both, historyIndex.end): a
-	// recorder that comes late to an end already indexed finds it gone,
-	// and writes nothing.
-	resp, err := e.cli.Txn(octx).If(
-		clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(e.acquiredKey(name, hr.Hold)), "=", token),
-	).Then(then...).Commit()
+	resp, err := e.cli.Txn(octx).If(open...).Then(then...).Commit()
 	if err == nil && resp.Succeeded {
 		e.recordedOf(name, typ, 1) // else another node wrote it between our read and this txn
 	}
@@ -358,12 +362,14 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 			if len(parts) != 3 {
 				continue
 			}
-			switch parts[2] {
-			case "a":
+			switch {
+			case parts[2] == "a" && kv.Version > 1:
+				lastOpen = false // ended: its end is written over it
+			case parts[2] == "a":
 				ev, _ := decodeEvent(kv)
 				opens = append(opens, open{name: parts[0], hold: parts[1], token: kv.CreateRevision, ev: ev})
 				lastOpen = true
-			case "e":
+			case parts[2] == "e":
 				// Keys sort a hold's "a" just before its "e".
 				if o := len(opens) - 1; lastOpen && opens[o].name == parts[0] && opens[o].hold == parts[1] {
 					opens = opens[:o]
@@ -384,7 +390,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 		if err != nil && !errors.Is(err, ErrNotHeld) {
 			return 0, err
 		}
-		hr := holderRecord{Owner: o.ev.Owner, Hold: o.hold, Session: o.ev.Session, Term: o.ev.Term}
+		hr := o.ev.holder(o.hold)
 		if err := e.recordEnd(ctx, o.name, o.token, hr, "ended while no baton node was recording; time is when it was noticed"); err != nil {
 			return 0, err
 		}

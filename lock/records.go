@@ -17,14 +17,19 @@ import (
 // the lock to the queue's head puts the head's record over it, which
 // begins a new hold with a new token.
 type holderRecord struct {
-	Owner      string            `json:"owner"`
-	Hold       string            `json:"hold"`
-	Lease      string            `json:"lease"`
-	Session    string            `json:"session,omitempty"`
-	TTL        int64             `json:"ttl"`
-	AcquiredAt time.Time         `json:"acquired_at"`
-	LockDelay  time.Duration     `json:"lock_delay,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
+	Owner      string    `json:"owner"`
+	Hold       string    `json:"hold"`
+	Lease      string    `json:"lease"`
+	Session    string    `json:"session,omitempty"`
+	TTL        int64     `json:"ttl"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	// QueuedAt is when the acquire joined the queue, nil if it never
+	// waited: with AcquiredAt it makes the hold's acquired event
+	// (begunEvent), which the end of the hold carries (endRecord).
+	// Absent in records written before it existed.
+	QueuedAt  *time.Time        `json:"queued_at,omitempty"`
+	LockDelay time.Duration     `json:"lock_delay,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
 	// Credential is the ID of the credential that acquired the hold (see
 	// Caller); absent without authentication, and in records written
 	// before it existed.
@@ -155,11 +160,28 @@ func (r holderRecord) toLock(key string, token int64) *Lock {
 	}
 }
 
-// acquiredEvent is the event of this hold's beginning at at, by an
-// acquire that joined the queue at queued (zero: it never waited).
-func (r holderRecord) acquiredEvent(key string, at, queued time.Time) Event {
-	ev := r.event(key, EventAcquired, at)
-	ev.QueuedAt = queuedAt(queued)
+// begun is a waiter's grant r as the hold it begins at at, handed over
+// by a release, for an acquire that joined the queue at since.
+func (r holderRecord) begun(at, since time.Time) holderRecord {
+	r.AcquiredAt, r.QueuedAt = at, queuedAt(since)
+	return r
+}
+
+// holder is the record, as far as ev says it, of the hold hold whose
+// acquired (or elected) event ev is: begunEvent of it is ev again.
+func (ev Event) holder(hold string) holderRecord {
+	return holderRecord{
+		Owner: ev.Owner, Hold: hold, Session: ev.Session, Credential: ev.Credential, AcquiredAt: ev.Time, QueuedAt: ev.QueuedAt,
+		Term: ev.Term, Value: ev.Value, Limit: ev.Limit, Mode: ev.Mode, Set: ev.Set,
+	}
+}
+
+// begunEvent is the event of this hold's beginning, the acquired (or
+// elected) event its acquire writes: made of the record alone, so that
+// whatever ends the hold can write it again (endRecord).
+func (r holderRecord) begunEvent(key string) Event {
+	ev := r.event(key, EventAcquired, r.AcquiredAt)
+	ev.QueuedAt = r.QueuedAt
 	return ev
 }
 

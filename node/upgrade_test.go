@@ -73,7 +73,17 @@ func untar(t *testing.T, archive, dir string) {
 	}
 }
 
+// TestNode_UpgradeFromADataDirWithoutTheHistoryIndexKeepsEveryEvent, at
+// the old data dir's storage format (1), and with the format raised to 2
+// as the node starts (--storage-format 2): the hold taken before the
+// upgrade then ends over its acquired record.
 func TestNode_UpgradeFromADataDirWithoutTheHistoryIndexKeepsEveryEvent(t *testing.T) {
+	for _, format := range []int{0, 2} {
+		t.Run(fmt.Sprintf("storage-format %d", format), func(t *testing.T) { upgradeKeepsEveryEvent(t, format) })
+	}
+}
+
+func upgradeKeepsEveryEvent(t *testing.T, format int) {
 	dir := t.TempDir()
 	untar(t, "testdata/datadir-v1.tar.gz", dir)
 	var before historyJSON
@@ -86,8 +96,16 @@ func TestNode_UpgradeFromADataDirWithoutTheHistoryIndexKeepsEveryEvent(t *testin
 	}
 	cfg := testConfig(t)
 	cfg.DataDir, cfg.Name = filepath.Join(dir, "data"), "default"
+	cfg.StorageFormat = format
 	n := start(t, cfg)
 	base := "http://" + n.Addr()
+	resp, err := n.Engine().Client().Get(context.Background(), "/baton/meta/format")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(resp.Kvs) > 0, format == 2; got != want {
+		t.Fatalf("meta/format %v with --storage-format %d: the old data dir is at 1 until raised", resp.Kvs, format)
+	}
 
 	var after historyJSON
 	if code := call(t, "GET", base+"/v1/history?limit=1000", nil, &after); code != 200 {

@@ -1,0 +1,95 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The storage format is the layout of the audit trail's pending records
+// (histkeys.go). A node reads every format it knows, and writes the
+// cluster's, kept in meta/format:
+//
+//	1  (no meta/format) a hold's acquired record audit/<name>/<hold>/a,
+//	   and its end record beside it, audit/<name>/<hold>/e: two keys, which
+//	   the history index deletes once it holds both events
+//	2  a hold's end is written over its acquired record (endRecord): one
+//	   key a hold, and one delete
+//
+// A cluster moves to a format only once every node reads it. A node of an
+// older baton misreads format 2: its expiry recorder would take a release
+// written over the acquired record for an expiry and record the end twice,
+// and its history index would never index the end. So a cluster begun by
+// a baton that knows format 2 starts at 2, one begun before stays at 1,
+// and an operator raises it, once every node runs a baton that reads it,
+// by starting a node with Config.StorageFormat set (docs/OPERATIONS.md).
+// The format never goes down. A node reads it when it starts, and writes
+// that format until it restarts: a node still writing 1 after another
+// raised it is read by every node all the same.
+const newestFormat = 2
+
+func (e *Engine) formatKey() string { return e.cfg.Prefix + "meta/format" }
+
+// loadFormat reads the cluster's storage format into e.format, first
+// raising it to Config.StorageFormat, or, on a keyspace no baton has
+// written yet, to newestFormat.
+func (e *Engine) loadFormat(ctx context.Context) error {
+	key := e.formatKey()
+	for range maxImmediateRetries {
+		octx, done := e.op(ctx)
+		resp, err := e.cli.Txn(octx).Then(
+			clientv3.OpGet(key),
+			// A keyspace some baton wrote has a recorder's cursor or
+			// a history index, or, before either existed, pending
+			// records.
+			clientv3.OpGet(e.recorderKey(), clientv3.WithCountOnly()),
+			clientv3.OpGet(e.historyMetaKey(), clientv3.WithCountOnly()),
+			clientv3.OpGet(e.auditPrefix(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
+		).Commit()
+		done()
+		if err != nil {
+			return e.etcdErr(ctx, "read the storage format", err)
+		}
+		cur, rev := 1, int64(0)
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			if cur, err = strconv.Atoi(string(kvs[0].Value)); err != nil || cur < 1 {
+				return fmt.Errorf("lock: meta/format holds %q, not a storage format", kvs[0].Value)
+			}
+			rev = kvs[0].ModRevision
+		}
+		if cur > newestFormat {
+			return fmt.Errorf("lock: the cluster's storage format is %d, and this baton knows formats up to %d: run a newer baton", cur, newestFormat)
+		}
+		fresh := rev == 0
+		for _, r := range resp.Responses[1:] {
+			rr := r.GetResponseRange()
+			fresh = fresh && rr.Count == 0 && len(rr.Kvs) == 0
+		}
+		want := e.cfg.StorageFormat
+		if fresh {
+			want = newestFormat
+		}
+		if want <= cur {
+			e.format = cur
+			return nil
+		}
+		octx, done = e.op(ctx)
+		tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, strconv.Itoa(want))).Commit()
+		done()
+		if err != nil {
+			return e.etcdErr(ctx, "raise the storage format", err)
+		}
+		if tr.Succeeded {
+			if !fresh {
+				e.log.Info("storage format raised", "from", cur, "to", want)
+			}
+			e.format = want
+			return nil
+		}
+		// Another node wrote it meanwhile: read it again.
+	}
+	return fmt.Errorf("%w: meta/format kept changing while this node read it", ErrUnavailable)
+}
