@@ -316,7 +316,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		defer e.wg.Done()
 		e.runSpace()
 	}()
-	if err := e.loadFormat(ctx); err != nil {
+	if err := e.whileStarting(ctx, func() error { return e.loadFormat(ctx) }); err != nil {
 		stopFunc()
 		e.wg.Wait()
 		return nil, err

@@ -48,20 +48,29 @@ const recorderSaveEvery = 5 * time.Second
 // again after etcd failed it.
 const recordRetry = time.Second
 
-func (e *Engine) newRecorder(ctx context.Context) (*recorder, error) {
-	// A member that just became ready may see its cluster elect again
-	// ("leader changed"): that is a moment to wait out, not a reason for
-	// the node not to start. Until ctx ends.
+func (e *Engine) newRecorder(ctx context.Context) (r *recorder, err error) {
+	err = e.whileStarting(ctx, func() error {
+		r, err = e.readRecorderCursor(ctx)
+		return err
+	})
+	return r, err
+}
+
+// whileStarting runs a read the engine starts with until it succeeds, or
+// fails with anything but ErrUnavailable, or ctx ends: a member that just
+// became ready may see its cluster elect again ("leader changed"), a
+// moment to wait out, not a reason for the node not to start.
+func (e *Engine) whileStarting(ctx context.Context, read func() error) error {
 	backoff := 100 * time.Millisecond
 	for {
-		r, err := e.readRecorderCursor(ctx)
+		err := read()
 		if !errors.Is(err, ErrUnavailable) {
-			return r, err
+			return err
 		}
 		e.log.Warn("etcd not serving yet; retrying", "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return err
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
