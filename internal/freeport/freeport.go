@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Addr returns a loopback address whose port was free a moment ago.
@@ -19,11 +20,17 @@ import (
 // closes, and the next outgoing connection of any process may take it as
 // its local end before the caller listens: under a loaded test run that
 // happened often enough to fail CI. Below the range only another such
-// pick can take it in the meantime.
+// pick can take it in the meantime, and Addr never picks a port twice in
+// one process: a cluster's ports are all drawn before its nodes listen,
+// so a free port drawn again would be given to two listeners.
 func Addr() (string, error) {
 	lo, hi := portRange()
 	for range 100 {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+rand.IntN(hi-lo)))
+		port := lo + rand.IntN(hi-lo)
+		if !pick(port) {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if l, err := net.Listen("tcp", addr); err == nil {
 			l.Close()
 			return addr, nil
@@ -35,6 +42,22 @@ func Addr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+var (
+	mu     sync.Mutex
+	picked = map[int]bool{}
+)
+
+// pick claims port for this process, unless Addr drew it before.
+func pick(port int) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if picked[port] {
+		return false
+	}
+	picked[port] = true
+	return true
 }
 
 // portRange is the ports Addr draws from: from 10000 up to the start of

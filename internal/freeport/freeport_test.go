@@ -27,3 +27,21 @@ func TestAddr_IsBelowTheEphemeralRangeAndCanBeListenedOn(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestAddr_NeverGivesOnePortTwice: a cluster draws all its ports before
+// any node listens, so a port free for two draws would go to two
+// listeners. 500 random draws from this range would repeat one almost
+// surely.
+func TestAddr_NeverGivesOnePortTwice(t *testing.T) {
+	seen := map[string]bool{}
+	for range 500 {
+		addr, err := Addr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[addr] {
+			t.Fatalf("%s given twice", addr)
+		}
+		seen[addr] = true
+	}
+}
