@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/auth"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -70,7 +71,7 @@ func signIn(b *browser, what, token string) {
 	b.t.Helper()
 	b.do(what, 10*time.Second,
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="signin-token"]`), token),
-		chromedp.Click(chromedp.CSS(`[data-testid="signin-submit"]`)),
+		testbrowser.Click(`[data-testid="signin-submit"]`),
 	)
 }
 
@@ -128,9 +129,9 @@ func seeTheTokenKeptInThisTabOnly(t *testing.T, b *browser) {
 func tryToRevokeAsAReader(t *testing.T, b *browser) {
 	t.Helper()
 	b.do("try to revoke as a reader", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-lock="behind-auth"] [data-testid="revoke-button"]`)),
+		testbrowser.Click(`tr[data-lock="behind-auth"] [data-testid="revoke-button"]`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
-		chromedp.Click(chromedp.CSS(`[data-testid="revoke-confirm"]`)),
+		testbrowser.Click(`[data-testid="revoke-confirm"]`),
 	)
 	b.waitFor("the 403 in the revoke dialog", 10*time.Second, `(() => {
 		const e = document.querySelector('[data-testid="revoke-error"]');
@@ -138,7 +139,7 @@ func tryToRevokeAsAReader(t *testing.T, b *browser) {
 	})()`)
 	b.screenshot("auth-4-revoke-forbidden.png")
 	b.do("cancel the revoke", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="revoke-cancel"]`)),
+		testbrowser.Click(`[data-testid="revoke-cancel"]`),
 		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="revoke-dialog"]`)),
 	)
 	testserver.WantStatus(t, b.s.DoAs(readTok, "GET", "/v1/locks/behind-auth", ""), http.StatusOK)
@@ -179,7 +180,7 @@ func reloadThenSignOut(t *testing.T, b *browser) {
 	}
 	// Signing out reloads the page: wait for the new page's form.
 	b.do("sign out", 20*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="signout"]`)),
+		testbrowser.Click(`[data-testid="signout"]`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-dialog"][open]`)),
 	)
 	if evalAs[bool](b, tabToken+` !== null`) || evalAs[bool](b, `document.querySelector('[data-testid="holder-row"]') !== null`) {

@@ -268,7 +268,7 @@ func seeAQueue(t *testing.T, b *browser) {
 		return len(testserver.WantJSON[api.Lock](t, s.Do("GET", "/v1/locks/reports", ""), http.StatusOK).Waiters) == 1
 	})
 	b.do("open the queue of reports", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-lock="reports"] [data-testid="waiters-toggle"]`)),
+		testbrowser.Click(`tr[data-lock="reports"] [data-testid="waiters-toggle"]`),
 	)
 	b.waitFor("w4 first in the queue of reports", 10*time.Second,
 		`document.querySelector('tbody[data-lock="reports"] [data-testid="waiter"][data-owner="w4"][data-position="1"]') &&
@@ -293,7 +293,7 @@ func seeALockExpire(t *testing.T, b *browser) {
 func followAHistoryLink(t *testing.T, b *browser) {
 	t.Helper()
 	b.do("follow the history link of short-lived", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="history-row"][data-type="expired"][data-lock="short-lived"] a.lock-link`)),
+		testbrowser.Click(`[data-testid="history-row"][data-type="expired"][data-lock="short-lived"] a.lock-link`),
 	)
 	b.waitFor("the history of short-lived only", 10*time.Second, `(() => {
 		const rows = `+historyRows+`;
@@ -304,7 +304,7 @@ func followAHistoryLink(t *testing.T, b *browser) {
 	})()`)
 	b.screenshot("5-history-of-one-lock.png")
 	b.do("show every lock's history again", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="history-lock-clear"]`)),
+		testbrowser.Click(`[data-testid="history-lock-clear"]`),
 	)
 	b.waitFor("the whole history", 10*time.Second, `document.getElementById("history-lock").value === "" && `+
 		historyRow("acquired", "nightly-recon"))
@@ -331,7 +331,7 @@ func filterAndPageTheHistory(t *testing.T, b *browser) {
 			!document.querySelector('[data-testid="history-older"]').disabled &&
 			document.querySelector('[data-testid="history-newer"]').disabled;
 	})()`)
-	b.do("page to older events", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-older"]`)))
+	b.do("page to older events", 10*time.Second, testbrowser.Click(`[data-testid="history-older"]`))
 	b.waitFor("the second page", 10*time.Second, `(() => {
 		const rows = `+historyRows+`;
 		return document.querySelector('[data-testid="history-page"]').textContent === "page 2" &&
@@ -340,20 +340,20 @@ func filterAndPageTheHistory(t *testing.T, b *browser) {
 			!document.querySelector('[data-testid="history-newer"]').disabled;
 	})()`)
 	b.screenshot("6-history-page-2.png")
-	b.do("page back to the newest events", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-newer"]`)))
+	b.do("page back to the newest events", 10*time.Second, testbrowser.Click(`[data-testid="history-newer"]`))
 	b.waitFor("the first page again", 10*time.Second, `document.querySelector('[data-testid="history-page"]').textContent === "newest" &&
 		document.querySelectorAll('[data-testid="history-row"]').length === 25`)
 }
 
 // revokeButton is nightly-recon's Revoke button.
-var revokeButton = chromedp.CSS(`tr[data-lock="nightly-recon"] [data-testid="revoke-button"]`)
+const revokeButton = `tr[data-lock="nightly-recon"] [data-testid="revoke-button"]`
 
 // cancelARevokeFromTheKeyboard: the Revoke button works from the
 // keyboard, the dialog opens on the reason, and Escape cancels.
 func cancelARevokeFromTheKeyboard(t *testing.T, b *browser) {
 	t.Helper()
 	b.do("open the revoke dialog from the keyboard", 10*time.Second,
-		chromedp.Focus(revokeButton),
+		chromedp.Focus(chromedp.CSS(revokeButton)),
 		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
 	)
@@ -374,7 +374,7 @@ func cancelARevokeFromTheKeyboard(t *testing.T, b *browser) {
 func revokeALock(t *testing.T, b *browser) {
 	t.Helper()
 	b.do("open the revoke dialog", 10*time.Second,
-		chromedp.Click(revokeButton),
+		testbrowser.Click(revokeButton),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="revoke-reason"]`), "wedged in a test"),
 	)
@@ -455,7 +455,7 @@ func TestDashboard_FitsAPhoneScreenInChromium(t *testing.T) {
 	b.screenshot("phone-locks.png")
 
 	b.do("open the revoke dialog", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-lock="reports"] [data-testid="revoke-button"]`)),
+		testbrowser.Click(`tr[data-lock="reports"] [data-testid="revoke-button"]`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
 	)
 	b.waitFor("the dialog inside the screen", 5*time.Second, `(() => {
@@ -575,7 +575,7 @@ func TestDashboard_ShowsLockDelaysAndLiftsThemInChromium(t *testing.T) {
 		return r && /left/.test(r.querySelector('[data-testid="delay-left"]').textContent) && r.textContent.includes("revoked");
 	})()`, row))
 	b.screenshot("delays.png")
-	b.do("lift the delay", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="delay-row"][data-lock="paused-job"] [data-testid="clear-delay"]`)))
+	b.do("lift the delay", 10*time.Second, testbrowser.Click(`[data-testid="delay-row"][data-lock="paused-job"] [data-testid="clear-delay"]`))
 	b.waitFor("the delay gone from the page", 10*time.Second, `!`+row+` && document.querySelector('[data-testid="delays"]').hidden`)
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/paused-job", `{"owner":"w2","ttl":"60s"}`), http.StatusCreated)
 	b.check(false)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/baton-dev/baton/internal/testbrowser"
 )
 
 // TestDocs_AuthorizeSendsTheBearerTokenInChromium: on a baton with
@@ -26,7 +28,7 @@ func TestDocs_AuthorizeSendsTheBearerTokenInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(".btn.authorize")),
 	)
 	b.do("try GET /v1/cluster without a token", 20*time.Second,
-		chromedp.Click(chromedp.CSS(op+".opblock-summary-control")),
+		testbrowser.Click(op+".opblock-summary-control"),
 		execute(op),
 		chromedp.WaitVisible(chromedp.CSS(op+".live-responses-table .response-col_status")),
 	)
@@ -35,15 +37,15 @@ func TestDocs_AuthorizeSendsTheBearerTokenInChromium(t *testing.T) {
 	}
 
 	b.do("authorize with the read token", 20*time.Second,
-		chromedp.Click(chromedp.CSS(".scheme-container .btn.authorize")),
+		testbrowser.Click(".scheme-container .btn.authorize"),
 		chromedp.WaitVisible(chromedp.CSS(".modal-ux .auth-container input")),
 		chromedp.SendKeys(chromedp.CSS(".modal-ux .auth-container input"), readTok),
-		chromedp.Click(chromedp.CSS(".modal-ux .auth-btn-wrapper .btn.modal-btn.authorize")),
+		testbrowser.Click(".modal-ux .auth-btn-wrapper .btn.modal-btn.authorize"),
 		chromedp.WaitVisible(chromedp.CSS(".modal-ux .auth-btn-wrapper .btn-done")),
 	)
 	b.screenshot("docs-authorized.png")
 	b.do("close the dialog and try again", 20*time.Second,
-		chromedp.Click(chromedp.CSS(".modal-ux .auth-btn-wrapper .btn-done")),
+		testbrowser.Click(".modal-ux .auth-btn-wrapper .btn-done"),
 		chromedp.WaitNotPresent(chromedp.CSS(".modal-ux")),
 		execute(op),
 	)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -140,7 +141,7 @@ func tryAnOperationWithoutInput(t *testing.T, b *browser) string {
 	t.Logf("trying out GET %s", op)
 	const tried = "[data-test-try] "
 	b.do("try it out on GET "+op, 30*time.Second,
-		chromedp.Click(chromedp.CSS(tried+".opblock-summary-control")),
+		testbrowser.Click(tried+".opblock-summary-control"),
 		execute(tried),
 		chromedp.WaitVisible(chromedp.CSS(tried+".live-responses-table .response-col_status")),
 	)
@@ -157,7 +158,7 @@ func execute(op string) chromedp.Action[chromedp.Void] {
 	return chromedp.Steps(
 		chromedp.WaitVisible(chromedp.CSS(op+".btn.execute")),
 		chromedp.WaitEnabled(chromedp.CSS(op+".btn.execute")),
-		chromedp.Click(chromedp.CSS(op+".btn.execute")),
+		testbrowser.Click(op+".btn.execute"),
 	)
 }
 
@@ -168,7 +169,7 @@ func acquireWithTheDocumentedExample(t *testing.T, b *browser) {
 	t.Helper()
 	const acquire = "#operations-locks-acquireLock "
 	b.do("try it out on acquire", 30*time.Second,
-		chromedp.Click(chromedp.CSS(acquire+".opblock-summary-control")),
+		testbrowser.Click(acquire+".opblock-summary-control"),
 		chromedp.SendKeys(chromedp.CSS(acquire+`input[placeholder="name"]`), "from-the-docs"),
 		execute(acquire),
 		chromedp.WaitVisible(chromedp.CSS(acquire+".live-responses-table .response-col_status")),

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -120,7 +119,7 @@ func elQueueACandidate(t *testing.T, b *browser) <-chan waiting {
 		t.Errorf("the count's title is %q, want the candidate, #1 node-b", title)
 	}
 	b.do("open billing's candidates", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-election="billing"] [data-testid="candidates-toggle"]`)))
+		testbrowser.Click(`tr[data-election="billing"] [data-testid="candidates-toggle"]`))
 	b.waitFor("node-b first in billing's line", 10*time.Second,
 		`document.querySelector('tbody[data-election="billing"] [data-testid="candidate"][data-candidate="node-b"][data-position="1"]')`)
 	b.screenshot("elections-2-leaders-and-a-candidate.png")
@@ -180,7 +179,7 @@ func TestElections_FitsAPhoneScreenInChromium(t *testing.T) {
 	campaign(t, s, "billing", "node-a", `{"addr":"10.0.0.5:8080"}`)
 	b.waitFor("both rows", 10*time.Second, `document.querySelectorAll('[data-testid="election-row"]').length === 2`)
 	b.do("open billing's candidates", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-election="billing"] [data-testid="candidates-toggle"]`)))
+		testbrowser.Click(`tr[data-election="billing"] [data-testid="candidates-toggle"]`))
 	b.waitFor("billing's empty line", 10*time.Second, `/No candidate/.test(document.querySelector('tbody[data-election="billing"] [data-testid="candidates-detail"]').textContent)`)
 	b.waitFor("no sideways scroll with leaders", 5*time.Second, noSidewaysScroll)
 	b.eval(`document.getElementById("elections").scrollIntoView()`)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -105,7 +106,7 @@ func pointAway(b *browser) {
 func focusLock(b *browser, name string) {
 	b.t.Helper()
 	b.do("focus "+name+"'s link", 5*time.Second,
-		chromedp.Click(chromedp.CSS(`#holders-title`)),
+		testbrowser.Click(`#holders-title`),
 		chromedp.Focus(chromedp.CSS(fmt.Sprintf(`[data-testid="holder-row"][data-lock=%q] a.lock-link`, name))))
 }
 
@@ -189,7 +190,7 @@ func setSeePointingAndFocusLinkTheRows(t *testing.T, b *browser) {
 func setSeeTheTimelineLinkTheBars(t *testing.T, b *browser, set api.LockSet) {
 	t.Helper()
 	// A minute's window makes the bars wide enough for their labels.
-	b.do("zoom the timeline to a minute", 5*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] [data-span="1m"]`)))
+	b.do("zoom the timeline to a minute", 5*time.Second, testbrowser.Click(`[data-testid="timeline-zoom"] [data-span="1m"]`))
 	for _, name := range set.Names {
 		bar := setBar(name, set.Token)
 		b.waitFor(name+"'s bar marked as the set's", 15*time.Second, fmt.Sprintf(`(() => {
@@ -225,7 +226,7 @@ func setSeeASetWaitInAQueue(t *testing.T, b *browser) <-chan waiting {
 			return w.Owner == "other" && slices.Equal(w.Set, []string{"acct-2", "ledger"})
 		})
 	})
-	b.do("open acct-2's queue", 10*time.Second, chromedp.Click(chromedp.CSS(`tr[data-lock="acct-2"] [data-testid="waiters-toggle"]`)))
+	b.do("open acct-2's queue", 10*time.Second, testbrowser.Click(`tr[data-lock="acct-2"] [data-testid="waiters-toggle"]`))
 	b.waitFor("the waiting set in acct-2's queue", 10*time.Second, fmt.Sprintf(`%s === "set with ledger"`,
 		rowCell(`document.querySelector('tbody[data-lock="acct-2"] [data-testid="waiter"][data-owner="other"]')`, "waiter-set")))
 	b.screenshot("locksets-4-waiting-set.png")

@@ -165,7 +165,7 @@ func granted(t *testing.T, who string, c <-chan waiting) api.Hold {
 func openRevokeDialog(t *testing.T, b *browser, what, button, reason, name string) string {
 	t.Helper()
 	b.do("open the revoke dialog of "+what, 10*time.Second,
-		chromedp.Click(chromedp.CSS(button)),
+		testbrowser.Click(button),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="revoke-reason"]`), reason),
 	)
@@ -230,7 +230,7 @@ func wantLabel(t *testing.T, b *browser, button, want string) {
 func seeTheDialogFitAndItsHoldEnd(t *testing.T, b *browser, button, shot, release, noun string) {
 	t.Helper()
 	b.do("open the revoke dialog", 10*time.Second,
-		chromedp.Click(chromedp.CSS(button)),
+		testbrowser.Click(button),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"][open]`)),
 	)
 	b.waitFor("the dialog inside the screen", 5*time.Second, dialogInsideScreen)

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -122,7 +121,7 @@ func rwSeeAWriterBlockTheReaderBehind(t *testing.T, b *browser) (writer, reader 
 	b.waitFor("w then r3 in the line", 15*time.Second, fmt.Sprintf(`%s === "2 waiting" && %s === "w (write) · r3 (read)"`,
 		rwCell("catalog", "rw-waiters-count"), rwCell("catalog", "rw-waiters-line")))
 	b.do("open catalog's waiters", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-rwlock="catalog"] [data-testid="rw-waiters-toggle"]`)))
+		testbrowser.Click(`tr[data-rwlock="catalog"] [data-testid="rw-waiters-toggle"]`))
 	b.waitFor("the waiters listed with their modes", 10*time.Second, fmt.Sprintf(`%s === "#1 w:write,#2 r3:read"`, rwWaiters("catalog")))
 	if says := evalAs[string](b, rwCell("catalog", "rw-blocks")); says != "the reader behind waits for it" {
 		t.Errorf("the waiting writer says %q, want that the reader behind waits for it", says)
@@ -215,7 +214,7 @@ func TestRWLocks_FitsAPhoneScreenInChromium(t *testing.T) {
 	writer := queueRW(t, s, long, "write", "a-writer-with-a-long-name@build-host-18.example")
 	b.waitFor("both holds", 10*time.Second, `document.querySelectorAll('[data-testid="rw-hold-row"]').length === 2`)
 	b.do("open the waiters", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="rwlock-row"] [data-testid="rw-waiters-toggle"]`)))
+		testbrowser.Click(`[data-testid="rwlock-row"] [data-testid="rw-waiters-toggle"]`))
 	b.waitFor("the writer listed", 10*time.Second, `document.querySelector('[data-testid="rw-waiter"][data-mode="write"]')`)
 	b.waitFor("no sideways scroll with holds and a waiter", 5*time.Second, noSidewaysScroll)
 	b.eval(`document.getElementById("rwlocks").scrollIntoView()`)
@@ -223,7 +222,7 @@ func TestRWLocks_FitsAPhoneScreenInChromium(t *testing.T) {
 
 	seeTheDialogFitAndItsHoldEnd(t, b, `[data-testid="rw-hold-row"][data-owner="r2"] [data-testid="rw-revoke"]`, "rwlocks-phone-revoke-dialog.png",
 		fmt.Sprintf("/v1/rwlocks/%s?token=%d", long, r2.Token), "hold")
-	b.do("close the dialog", 5*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="revoke-cancel"]`)))
+	b.do("close the dialog", 5*time.Second, testbrowser.Click(`[data-testid="revoke-cancel"]`))
 	rw := testserver.WantJSON[api.RWLock](t, s.Do("GET", "/v1/rwlocks/"+long, ""), http.StatusOK)
 	if rw.Mode != "read" || len(rw.Holders) != 1 || len(rw.Waiters) != 1 {
 		t.Errorf("after r2 gave its hold back %s is %s with %d holds and %d waiting, want the long reader's hold and the writer waiting",

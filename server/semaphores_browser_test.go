@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/internal/testbrowser"
 	"github.com/baton-dev/baton/internal/testserver"
 )
 
@@ -128,7 +127,7 @@ func semSeeAWaiter(t *testing.T, b *browser) (api.Hold, <-chan waiting) {
 		t.Errorf("the count's title is %q, want the waiter, #1 w4", title)
 	}
 	b.do("open heavy-jobs' waiters", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`tr[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-toggle"]`)))
+		testbrowser.Click(`tr[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-toggle"]`))
 	b.waitFor("w4 first in line", 10*time.Second,
 		`document.querySelector('tbody[data-semaphore="heavy-jobs"] [data-testid="sem-waiter"][data-owner="w4"][data-position="1"]')`)
 	toggle := `document.querySelector('tr[data-semaphore="heavy-jobs"] [data-testid="sem-waiters-toggle"]')`
@@ -226,7 +225,7 @@ func TestSemaphores_FitsAPhoneScreenInChromium(t *testing.T) {
 	handed := queuePermit(t, s, long, "w3", 2)
 	b.waitFor("both permits", 10*time.Second, `document.querySelectorAll('[data-testid="permit-row"]').length === 2`)
 	b.do("open the waiters", 10*time.Second,
-		chromedp.Click(chromedp.CSS(`[data-testid="semaphore-row"] [data-testid="sem-waiters-toggle"]`)))
+		testbrowser.Click(`[data-testid="semaphore-row"] [data-testid="sem-waiters-toggle"]`))
 	b.waitFor("the waiter listed", 10*time.Second, `document.querySelector('[data-testid="sem-waiter"][data-owner="w3"]')`)
 	b.waitFor("no sideways scroll with permits and a waiter", 5*time.Second, noSidewaysScroll)
 	b.eval(`document.getElementById("semaphores").scrollIntoView()`)

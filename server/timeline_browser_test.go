@@ -170,7 +170,7 @@ func tlZoomIn(t *testing.T, b *browser) {
 		t.Errorf("the window opens %d ms long, want 15 minutes", w)
 	}
 	before := evalAs[[]string](b, ticks)
-	b.do("zoom to a minute", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] button[data-span="1m"]`)))
+	b.do("zoom to a minute", 10*time.Second, testbrowser.Click(`[data-testid="timeline-zoom"] button[data-span="1m"]`))
 	b.waitFor("a window of a minute", 10*time.Second, window+` === 60000`)
 	after := evalAs[[]string](b, ticks)
 	if len(after) < 3 || strings.Join(after, " ") == strings.Join(before, " ") || strings.Count(after[0], ":") != 2 {
@@ -213,9 +213,9 @@ func tlOnly(lock string, holds int) string {
 // filter typed, narrow the timeline and the table to that lock.
 func tlFilterByLock(t *testing.T, b *browser) {
 	t.Helper()
-	b.do("follow the table's link to tl-beta", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="busiest-row"][data-lock="tl-beta"] a`)))
+	b.do("follow the table's link to tl-beta", 10*time.Second, testbrowser.Click(`[data-testid="busiest-row"][data-lock="tl-beta"] a`))
 	b.waitFor("the timeline of tl-beta only", 10*time.Second, tlOnly("tl-beta", 1))
-	b.do("show every lock again", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="history-lock-clear"]`)))
+	b.do("show every lock again", 10*time.Second, testbrowser.Click(`[data-testid="history-lock-clear"]`))
 	b.waitFor("every lock again", 10*time.Second, `document.querySelectorAll('[data-testid="tl-row"]').length > 3`)
 	b.do("filter the history by tl-alpha", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`[data-testid="history-lock"]`), "tl-alpha"))
 	b.waitFor("the timeline of tl-alpha only", 10*time.Second, tlOnly("tl-alpha", 2))
@@ -399,7 +399,7 @@ func TestTimeline_SaysWhenItsBudgetStopsTheRead(t *testing.T) {
 	b.waitFor("the whole window", 10*time.Second, tlCell("tl-many", "busiest-grants")+` === "12"`)
 	const budget = `(() => { const d = document.getElementById("timeline-chart").dataset; d.pages = %q; d.pageSize = %q; })()`
 	b.eval(fmt.Sprintf(budget, "2", "5"))
-	b.do("read the window again", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] button[data-span="5m"]`)))
+	b.do("read the window again", 10*time.Second, testbrowser.Click(`[data-testid="timeline-zoom"] button[data-span="5m"]`))
 	b.waitFor("the newest 10 events only, said and shaded", 10*time.Second, `(() => {
 		const note = document.querySelector('[data-testid="timeline-truncated"]');
 		return !note.hidden && note.textContent.includes("newest 10 events") && document.querySelector(".tl-unread") &&
@@ -435,7 +435,7 @@ func TestTimeline_SaysWhenItsBudgetStopsTheRead(t *testing.T) {
 	}
 	b.screenshot("timeline-truncated.png")
 	b.eval(fmt.Sprintf(budget, "20", "500"))
-	b.do("read the window again", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] button[data-span="15m"]`)))
+	b.do("read the window again", 10*time.Second, testbrowser.Click(`[data-testid="timeline-zoom"] button[data-span="15m"]`))
 	b.waitFor("the whole window again, no note", 10*time.Second, tlCell("tl-many", "busiest-grants")+` === "12" && `+
 		`document.querySelector('[data-testid="timeline-truncated"]').hidden && !document.querySelector(".tl-unread")`)
 	b.check(false)

@@ -143,7 +143,7 @@ func tkSeeTheModes(t *testing.T, b *browser, w, r1, r2 tkHold) {
 	}
 	// The readers' bars grow with time; in a window of a minute one is
 	// soon wide enough for its mode's label.
-	b.do("zoom to a minute", 10*time.Second, chromedp.Click(chromedp.CSS(`[data-testid="timeline-zoom"] button[data-span="1m"]`)))
+	b.do("zoom to a minute", 10*time.Second, testbrowser.Click(`[data-testid="timeline-zoom"] button[data-span="1m"]`))
 	b.waitFor("r1's bar labelled with its mode", 20*time.Second,
 		fmt.Sprintf(`((%s.querySelector(".tl-bar-label") || {}).textContent || "").startsWith("read r1")`, tkBar(r1)))
 	lanes := evalAs[[]string](b, fmt.Sprintf(`[%s, %s].map((g) => g.dataset.lane).sort()`, tkBar(r1), tkBar(r2)))

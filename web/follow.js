@@ -28,6 +28,9 @@ function applyHash() {
   renderHolders();
 }
 
+// boxSays is what renderLockStatus last put in its box.
+let boxSays = "";
+
 // renderLockStatus says, above the history of one lock, who holds it.
 export function renderLockStatus() {
   const box = $("history-lock-status");
@@ -37,6 +40,11 @@ export function renderLockStatus() {
     return;
   }
   const held = state.locks.find((l) => l.name === name);
+  // Every refresh of the locks comes here: the box is rebuilt only when
+  // what it says changes, so that its buttons keep the focus and a click.
+  const says = JSON.stringify([name, held ? [held.owner, held.token] : null]);
+  if (boxSays === says && !box.hidden) return;
+  boxSays = says;
   const kids = [];
   if (held) {
     const show = el("button", { type: "button", class: "link-button", "data-testid": "history-lock-show" }, "show its row");

@@ -2,6 +2,7 @@ package testbrowser
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -180,6 +182,36 @@ func (b *Tab) Do(what string, timeout time.Duration, steps ...chromedp.Action[ch
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.Fail(what, err)
 	}
+}
+
+// Click clicks the first element the CSS selector sel matches once it is
+// visible, as chromedp.Click does, but holds when the page replaces the
+// element meanwhile. A dashboard re-renders what its event stream changes,
+// so the node chromedp found can be gone before it reads the node's
+// position; Chromium then answers that no node has that id. No mouse event
+// has been sent by then, so Click finds the element again, until the
+// context ends.
+func Click(sel string) chromedp.Action[chromedp.Void] {
+	click := chromedp.Click(chromedp.CSS(sel))
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for {
+			v, err := click(ctx, t)
+			if !replaced(err) || ctx.Err() != nil {
+				return v, err
+			}
+		}
+	}
+}
+
+// replaced reports whether err is Chromium saying that a node id it handed
+// out no longer names a node of the document.
+func replaced(err error) bool {
+	var e *cdproto.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	m := strings.ToLower(e.Message)
+	return strings.Contains(m, "node with given id") || strings.Contains(m, "detached from document")
 }
 
 // WaitFor waits until the JavaScript expression is truthy in the page,

@@ -41,3 +41,47 @@ func TestTab_RecordsWhatThePageAsksForAndWhatGoesWrongInIt(t *testing.T) {
 		t.Errorf("problems %q, want the console error", p)
 	}
 }
+
+// TestClick_LandsOnAnElementThePageKeepsReplacing: the page swaps its
+// button for a new one about every millisecond, as a dashboard re-renders
+// what its event stream changes; every Click must still land once. The
+// page holds still while the button is down: a button replaced between
+// press and release loses the click for a person too, and that is the
+// page's to avoid (the dashboard keeps what has not changed).
+func TestClick_LandsOnAnElementThePageKeepsReplacing(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<!doctype html><title>t</title><div id="box"></div><script src="/app.js"></script>`)
+		case "/app.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, `window.clicks = 0;
+let down = false;
+document.addEventListener("pointerdown", () => { down = true; }, true);
+document.addEventListener("click", () => { down = false; }, true);
+function render() {
+  if (down) return;
+  const b = document.createElement("button");
+  b.id = "it";
+  b.textContent = "press";
+  b.addEventListener("click", () => window.clicks++);
+  document.getElementById("box").replaceChildren(b);
+}
+render();
+setInterval(render, 1);`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(site.Close)
+	b := testbrowser.Start(t)
+	b.Do("open the page", 30*time.Second, chromedp.Navigate(site.URL+"/"))
+	b.WaitFor("the button", 10*time.Second, `document.getElementById("it") !== null`)
+	const n = 40
+	for i := range n {
+		b.Do(fmt.Sprintf("click %d", i+1), 10*time.Second, testbrowser.Click("#it"))
+	}
+	if got := testbrowser.EvalAs[int](b, `window.clicks`); got != n {
+		t.Errorf("the page counted %d clicks, want %d", got, n)
+	}
+}
