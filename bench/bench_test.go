@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -143,6 +144,38 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	}
 	checkLatency(t, "scale renew", s.Renew, -1)
 	checkLatency(t, "scale probe", s.Probe, -1)
+}
+
+// TestRun_SmokeTrail runs a scenario beside a small trail made first,
+// compacted or not, and checks that the trail is what was asked for and
+// is said so.
+func TestRun_SmokeTrail(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keeps history %v", keep), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Only = []string{"session"}
+			cfg.Duration, cfg.Clients = 300*time.Millisecond, []int{2}
+			cfg.TrailEvents, cfg.TrailKeepsHistory = 1000, keep
+			cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
+			said := "then compacted"
+			if keep {
+				said = "not compacted"
+			}
+			raw := smokeRun(t, cfg, "beside a trail of 1000 audit events", said)
+			var res Results
+			if err := json.Unmarshal(raw, &res); err != nil {
+				t.Fatal(err)
+			}
+			tr := res.Trail
+			if tr == nil || tr.Events != int64(cfg.TrailEvents) || tr.FillSeconds <= 0 || tr.Keys <= 0 || (tr.CompactedAt > 0) == keep ||
+				res.Settings.TrailEvents != cfg.TrailEvents || res.Settings.TrailKeepsHistory != keep {
+				t.Fatalf("trail %+v, settings %+v; want %d events, filled and counted, compacted unless kept", tr, res.Settings, cfg.TrailEvents)
+			}
+			if len(res.Session) != 1 || res.Session[0].Cycles == 0 || res.Session[0].Errors != 0 {
+				t.Errorf("session beside the trail: %+v", res.Session)
+			}
+		})
+	}
 }
 
 // TestRun_SmokeHistory fills a small audit trail and reads it as the
@@ -333,6 +366,11 @@ func TestParseFlags_HistoryRunsOnlyWhenNamed(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-only", "history", "-history-events", "1"}); err == nil {
 		t.Error("-history-events 1 accepted")
+	}
+	for _, bad := range []string{"-1", "17"} {
+		if _, err := parseFlags([]string{"-trail-events", bad}); err == nil {
+			t.Errorf("-trail-events %s accepted", bad)
+		}
 	}
 }
 

@@ -7,10 +7,16 @@
 //	go run ./bench -only floor,session,redis -redis 127.0.0.1:6379
 //	go run ./bench -only session -cpuprofile cpu.out && go tool pprof -top cpu.out
 //	go run ./bench -only history -history-events 100000
+//	go run ./bench -only session -trail-events 1000000 # beside a full trail
 //	go run ./bench -only election,zookeeper -clients 1  # elections beside both peers
 //
 // It starts one baton node (embedded etcd, engine and HTTP server) in this
-// process on a temporary data dir, then runs, in this order:
+// process on a temporary data dir. With -trail-events N it first makes N
+// audit events as the history scenario does, waits for the history index
+// to hold them and compacts etcd (not with -trail-keeps-history), so that
+// what follows runs beside the trail of a node that has served a while
+// rather than an empty one. Then
+// it runs, in this order:
 //
 //   - floor: acquire+release cycles on distinct keys straight through the
 //     node's in-process etcd client, the two txns a lock needs and nothing

@@ -57,6 +57,15 @@ type Config struct {
 	// before it reads them; HistoryRequests how many requests each of its
 	// reads is timed over (at most; each stops after 30 s).
 	HistoryEvents, HistoryRequests int
+	// TrailEvents is how many audit events the node's trail holds before
+	// the first scenario: made as the history scenario makes its own,
+	// indexed, and compacted away from etcd's history, as on a node that
+	// has served a while. 0 starts the scenarios on an empty trail.
+	TrailEvents int
+	// TrailKeepsHistory skips that compaction: the scenarios then run
+	// beside everything the fill deleted as well, as on a node inside
+	// its --compaction-retention of such a trail.
+	TrailKeepsHistory bool
 	// FloorRecords is how many records, each the size of an audit event,
 	// every cycle of the httpfloor-batched scenario puts beside its lock
 	// key, in the cycle's own two txns: what an audit trail that writes
@@ -115,6 +124,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scale-renew must be between 0 and %s", sessionTTL/2)
 	case c.FloorRecords < 0 || c.FloorRecords > 64:
 		return errors.New("floor-records: want 0 to 64")
+	case c.TrailEvents != 0 && c.TrailEvents < minTrailEvents:
+		return fmt.Errorf("trail-events: want 0 or at least %d", minTrailEvents)
 	case c.HistoryEvents < 2 || c.HistoryRequests < 1:
 		return errors.New("history-events must be at least 2 and history-requests positive")
 	case c.JSONPath == "":
@@ -187,6 +198,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&cfg.ScaleRenew, "scale-renew", cfg.ScaleRenew, "how often each scale session is renewed (its TTL is 30s)")
 	fs.IntVar(&cfg.FloorRecords, "floor-records", cfg.FloorRecords, "records of an audit event's size each httpfloor-batched cycle puts beside its lock key")
 	fs.IntVar(&cfg.HistoryEvents, "history-events", cfg.HistoryEvents, "audit events the history scenario makes before it reads them")
+	fs.IntVar(&cfg.TrailEvents, "trail-events", cfg.TrailEvents, "audit events the trail holds, indexed and compacted, before the first scenario (0: an empty trail)")
+	fs.BoolVar(&cfg.TrailKeepsHistory, "trail-keeps-history", false, "with -trail-events, do not compact etcd after the fill: run beside the keys it deleted too")
 	fs.IntVar(&cfg.HistoryRequests, "history-requests", cfg.HistoryRequests, "requests each history read is timed over (each stops after 30s)")
 	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis, zookeeper the zookeeper package; history runs only when named)")
 	fs.StringVar(&cfg.Redis, "redis", "", "run the redis peer against the Redis server at `host:port`")
@@ -259,9 +272,9 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var historyEvents int
+	historyEvents := cfg.TrailEvents
 	if cfg.runs("history") {
-		historyEvents = cfg.HistoryEvents
+		historyEvents += cfg.HistoryEvents
 	}
 	n, etcdURL, err := startNode(ctx, dir, historyEvents)
 	if err != nil {
@@ -277,6 +290,9 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		}
 	}
 	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC(), RedisServer: redisServer, ZooKeeperServer: zkServer}
+	if res.Trail, err = b.fillTrail(ctx); err != nil {
+		return fmt.Errorf("trail: %w", err)
+	}
 	if err := b.scenarios(ctx, res); err != nil {
 		return err
 	}
@@ -294,8 +310,8 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 // startNode starts baton as `baton serve` would, on free loopback ports,
 // and returns it with its etcd member's client URL. With historyEvents,
 // the audit trail keeps at least twice that many events (and etcd's quota
-// grows to match), so the history scenario reads a trail retention has
-// not trimmed.
+// grows to match), so the history scenario reads, and the scenarios after
+// -trail-events run beside, a trail retention has not trimmed.
 func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, string, error) {
 	gctune.Apply(slog.Default()) // the collector's settings of baton serve
 	nc := node.DefaultConfig()

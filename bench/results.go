@@ -32,6 +32,8 @@ type Results struct {
 	Contention  *ContentionResult `json:"contention,omitempty"`
 	Scale       *ScaleResult      `json:"scale,omitempty"`
 	History     *HistoryResult    `json:"history,omitempty"`
+	// Trail is the trail the scenarios ran beside, with -trail-events.
+	Trail *TrailResult `json:"trail,omitempty"`
 
 	// ZooKeeper is the lock recipe of Curator on a standalone server the
 	// bench started, ZooKeeperContention the contention scenario on it.
@@ -116,6 +118,8 @@ type Settings struct {
 	HistoryEvents     int      `json:"history_events,omitempty"`
 	HistoryRequests   int      `json:"history_requests,omitempty"`
 	FloorRecords      int      `json:"floor_records,omitempty"`
+	TrailEvents       int      `json:"trail_events,omitempty"`
+	TrailKeepsHistory bool     `json:"trail_keeps_history,omitempty"`
 }
 
 func (c Config) settings() Settings {
@@ -136,6 +140,7 @@ func (c Config) settings() Settings {
 	if c.runs("httpfloor-batched") {
 		s.FloorRecords = c.FloorRecords
 	}
+	s.TrailEvents, s.TrailKeepsHistory = c.TrailEvents, c.TrailKeepsHistory
 	return s
 }
 
@@ -493,6 +498,13 @@ func (r *Results) hasCycles() bool {
 func printTable(out io.Writer, r *Results) error {
 	m := r.Machine
 	fmt.Fprintf(out, "baton bench: %d CPUs (%s), %s, %s per throughput scenario\n", m.CPUs, m.CPUModel, m.GoVersion, r.Settings.Duration)
+	if t := r.Trail; t != nil {
+		then := "then compacted"
+		if t.CompactedAt == 0 {
+			then = "not compacted: etcd still holds every revision and deleted key of the fill"
+		}
+		fmt.Fprintf(out, "every scenario ran beside a trail of %d audit events (%d keys in etcd), made in %.1f s, indexed %.1f s later, %s\n", t.Events, t.Keys, t.FillSeconds, t.IndexedSeconds, then)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if r.hasCycles() {
 		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
