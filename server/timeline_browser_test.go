@@ -183,11 +183,18 @@ func tlZoomIn(t *testing.T, b *browser) {
 
 // tlSeeHoldsArriveLive: a hold taken and one that expires after the page
 // loaded show up without a reload, the expiry marked and counted; the
-// open hold of gamma grows until its bar is wide enough for its label.
+// table's row of a lock they do not touch keeps the focus; the open hold
+// of gamma grows until its bar is wide enough for its label.
 func tlSeeHoldsArriveLive(t *testing.T, b *browser, gamma tlHold) {
 	t.Helper()
+	const gammaLink = `document.querySelector('[data-testid="busiest-row"][data-lock="tl-gamma"] a')`
+	b.eval(gammaLink + `.focus()`)
 	e := tlAcquire(t, b.s, "tl-live", "e", "")
 	b.waitFor("the hold taken after the page loaded", 10*time.Second, tlBar(e)+` && `+tlBar(e)+`.dataset.end === "open"`)
+	b.waitFor("the hold counted in the table", 5*time.Second, tlCell("tl-live", "busiest-grants")+` === "1"`)
+	if !evalAs[bool](b, `document.activeElement === `+gammaLink) {
+		t.Errorf("the focus left tl-gamma's link when the table was redrawn for tl-live: it is on %q", evalAs[string](b, `((e) => e.tagName + " " + e.textContent.trim().slice(0, 40))(document.activeElement)`))
+	}
 	short := testserver.WantJSON[api.Lock](t, b.s.Do("POST", "/v1/locks/tl-short", `{"owner":"cron","ttl":"2s"}`), http.StatusCreated)
 	exp := tlHold{lock: "tl-short", owner: "cron", token: short.Token, end: "expired"}
 	b.waitFor("the 2 s hold to expire, marked", 20*time.Second,

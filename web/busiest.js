@@ -3,7 +3,7 @@
 // first.
 
 import { elapsed } from "./clock.js";
-import { $, cell, el, linkClass } from "./dom.js";
+import { $, cell, el, keepRows, linkClass } from "./dom.js";
 import { thingLabel } from "./timelineholds.js";
 
 function count(n, testid) {
@@ -35,36 +35,11 @@ function row(s) {
   );
 }
 
-// shows holds, for each row on the page, the stats it was built from.
-const shows = new WeakMap();
-
 // renderBusiest shows stats (thingStats in timelineholds.js), one row per
-// thing. The timeline redraws this table with every event, so a row is
-// kept while its stats are the same and rebuilt only when they change:
-// a redraw does not take the focus from a link, nor the link from under
-// a click.
+// thing. The timeline redraws this table with every event; a row is
+// rebuilt only when its stats change (keepRows).
 export function renderBusiest(stats) {
   $("busiest-table").hidden = stats.length === 0;
   $("busiest-empty").hidden = stats.length !== 0;
-  const body = $("busiest-rows");
-  const old = new Map();
-  for (const tr of body.rows) old.set(tr.dataset.kind + "/" + tr.dataset.name, tr);
-  let prev = null;
-  for (const s of stats) {
-    const key = s.kind + "/" + s.name;
-    const says = JSON.stringify(s);
-    let tr = old.get(key);
-    old.delete(key);
-    if (!tr || shows.get(tr) !== says) {
-      const fresh = row(s);
-      shows.set(fresh, says);
-      if (tr) tr.replaceWith(fresh);
-      tr = fresh;
-    }
-    if (prev === null) {
-      if (body.firstElementChild !== tr) body.prepend(tr);
-    } else if (prev.nextElementSibling !== tr) prev.after(tr);
-    prev = tr;
-  }
-  for (const tr of old.values()) tr.remove();
+  keepRows($("busiest-rows"), stats, (s) => s.kind + "/" + s.name, (s) => JSON.stringify(s), row);
 }

@@ -3,14 +3,22 @@
 
 import { api, clearProblem, lockPath, showProblem } from "./api.js";
 import { timeEl } from "./clock.js";
-import { $, el, linkClass } from "./dom.js";
+import { $, el, keepRows, linkClass } from "./dom.js";
 
 const causes = { revoked: "revoked", expired: "expired", session_expired: "its session expired" };
 
-// renderDelays lists delays; lifted runs after each Lift, to reload.
+// renderDelays lists delays; lifted runs after each Lift, to reload. The
+// locks' table renders this list with every event: a row is rebuilt only
+// when its delay changes (keepRows), so a Lift under way stays disabled.
 export function renderDelays(delays, lifted) {
   $("delays").hidden = delays.length === 0;
-  $("delays-list").replaceChildren(...delays.map((d) => delayRow(d, lifted)));
+  keepRows(
+    $("delays-list"),
+    delays,
+    (d) => d.name,
+    (d) => JSON.stringify([d.delayed_until, d.cause]),
+    (d) => delayRow(d, lifted),
+  );
 }
 
 function delayRow(d, lifted) {

@@ -41,3 +41,40 @@ export function markFresh(node) {
   node.classList.add("fresh");
   setTimeout(() => node.classList.remove("fresh"), 2000);
 }
+
+// built holds, for each row keepRows built, its item's key and what the
+// row showed when built.
+const built = new WeakMap();
+
+// keepRows makes the children of parent one row per item, in order. A row
+// is kept while its item says the same (say(item), a string) as when it
+// was built, and built anew by build(item) only when that changes: lists
+// that a refresh or an event redraws do not take the focus from a button
+// or a link, nor the element from under a click. key(item) names an
+// item's row; rows of items no longer there are removed.
+export function keepRows(parent, items, key, say, build) {
+  const old = new Map();
+  for (const row of parent.children) {
+    const b = built.get(row);
+    if (b) old.set(b.key, row);
+  }
+  let prev = null;
+  for (const item of items) {
+    const k = key(item);
+    const says = say(item);
+    let row = old.get(k);
+    old.delete(k);
+    if (!row || built.get(row).says !== says) {
+      const fresh = build(item);
+      built.set(fresh, { key: k, says });
+      if (row) row.replaceWith(fresh);
+      row = fresh;
+    }
+    if (prev === null) {
+      if (parent.firstElementChild !== row) parent.prepend(row);
+    } else if (prev.nextElementSibling !== row) prev.after(row);
+    prev = row;
+  }
+  for (const row of old.values()) row.remove();
+  for (const row of [...parent.children]) if (!built.has(row)) row.remove(); // what something else put there
+}
