@@ -2,7 +2,9 @@ package testbrowser
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -185,22 +189,66 @@ func (b *Tab) Do(what string, timeout time.Duration, steps ...chromedp.Action[ch
 }
 
 // Click clicks the first element the CSS selector sel matches once it is
-// visible, as chromedp.Click does, but holds when the page replaces the
-// element meanwhile. A dashboard re-renders what its event stream changes,
-// so the node chromedp found can be gone before it reads the node's
-// position; Chromium then answers that no node has that id. No mouse event
-// has been sent by then, so Click finds the element again, until the
-// context ends.
+// visible, at its centre, as chromedp.Click does, but holds when the page
+// changes under it. A dashboard redraws what its event stream changes:
+//   - the node found can be gone before its position is read, and Chromium
+//     answers that no node has that id;
+//   - the page can move the element (a row above it grows) after its
+//     position is read, and the click lands on whatever is there now.
+//
+// So, before the mouse goes down, Click checks that the element is what
+// the page has at that point, as a person's eye would, and otherwise finds
+// the element again, until the context ends. Nothing has been sent to the
+// page when it tries again. A move between that check and the press still
+// loses the click, one round trip's window: a page keeps what it has not
+// changed where it is (web's keepRows), for people as much as for tests.
 func Click(sel string) chromedp.Action[chromedp.Void] {
-	click := chromedp.Click(chromedp.CSS(sel))
+	q, _ := json.Marshal(sel)
+	hit := fmt.Sprintf(`((x, y) => { const e = document.querySelector(%s); const h = document.elementFromPoint(x, y); return !!e && !!h && (e === h || e.contains(h)); })`, q)
+	click := chromedp.QueryAfter(chromedp.CSS(sel), func(ctx context.Context, t *chromedp.Target, nodes []*chromedp.Node) (chromedp.Void, error) {
+		n := nodes[0]
+		if _, err := cdp.Call(ctx, t, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{NodeID: n.NodeID}); err != nil {
+			return chromedp.Void{}, err
+		}
+		x, y, err := centre(ctx, t, n)
+		if err != nil {
+			return chromedp.Void{}, err
+		}
+		there, err := chromedp.Evaluate[bool](fmt.Sprintf("%s(%g, %g)", hit, x, y))(ctx, t)
+		if err != nil {
+			return chromedp.Void{}, err
+		}
+		if !there {
+			return chromedp.Void{}, errMoved
+		}
+		return chromedp.MouseClickXY(x, y)(ctx, t)
+	}, chromedp.NodeVisible)
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		for {
 			v, err := click(ctx, t)
-			if !replaced(err) || ctx.Err() != nil {
+			if !(replaced(err) || errors.Is(err, errMoved)) || ctx.Err() != nil {
 				return v, err
 			}
 		}
 	}
+}
+
+// errMoved says that the element to click was not at its centre any more
+// when the click was about to go down.
+var errMoved = errors.New("the element is no longer where its centre was read, or something covers it")
+
+// centre is the middle of the first content quad of n, in the viewport's
+// CSS pixels.
+func centre(ctx context.Context, t *chromedp.Target, n *chromedp.Node) (x, y float64, err error) {
+	res, err := cdp.Call(ctx, t, dom.GetContentQuads, dom.GetContentQuadsParams{NodeID: n.NodeID})
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(res.Quads) == 0 || len(res.Quads[0]) != 8 {
+		return 0, 0, chromedp.ErrInvalidDimensions
+	}
+	q := res.Quads[0]
+	return (q[0] + q[2] + q[4] + q[6]) / 4, (q[1] + q[3] + q[5] + q[7]) / 4, nil
 }
 
 // replaced reports whether err is Chromium saying that a node id it handed
