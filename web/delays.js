@@ -30,6 +30,8 @@ function delayRow(d, lifted) {
       clearProblem($("holders-error"));
     } catch (err) {
       if (err.status !== 404) showProblem($("holders-error"), err);
+    } finally {
+      lift.disabled = false; // the row stays when the lift failed, and may be tried again
     }
     lifted();
   });
