@@ -51,7 +51,8 @@ const built = new WeakMap();
 // was built, and built anew by build(item) only when that changes: lists
 // that a refresh or an event redraws do not take the focus from a button
 // or a link, nor the element from under a click. key(item) names an
-// item's row; rows of items no longer there are removed.
+// item's row; rows of items no longer there are removed. Only keepRows
+// puts children in parent.
 export function keepRows(parent, items, key, say, build) {
   const old = new Map();
   for (const row of parent.children) {
@@ -76,5 +77,4 @@ export function keepRows(parent, items, key, say, build) {
     prev = row;
   }
   for (const row of old.values()) row.remove();
-  for (const row of [...parent.children]) if (!built.has(row)) row.remove(); // what something else put there
 }
