@@ -80,7 +80,7 @@
 //	audit/<name>/<hold>/e         the end's pending record instead, beside the acquired one, in storage format 1 (format.go)
 //	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed); audit/~fence/<resource>/<id>: of a fence_reset
 //	trail/<rev>/<entry>           the events of one revision (a JSON array), newest first in key order (histkeys.go); lease: a retention bucket
-//	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON); same lease
+//	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON), or from storage format 3 a chunk of its events from this one on ([[rev, JSON], …], histchunks.go); same lease
 //	meta/history                  the history index's cursor, size and buckets (historyindex.go)
 //	meta/format                   the storage format the cluster writes (format.go); absent: 1
 //	fenced/<resource>             a fenced value: {token, value}

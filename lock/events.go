@@ -195,7 +195,9 @@ const replayPage = 1000
 // etcd, not in memory. The trail is keyed newest first, so the replay
 // reads it a window of revisions at a time, each read newest first and
 // sent reversed; a window is narrowed until its events fit a page, and
-// widened while they are few.
+// widened while they are few. Its reads are pinned to one revision
+// (trailread.go); should compaction take that, it goes on, pinned anew,
+// after the last revision it sent.
 func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, since, to int64, ch chan<- Event) (int, error) {
 	if since >= to {
 		return 0, nil
@@ -203,17 +205,54 @@ func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, sin
 	if err := e.awaitReplay(ctx, to); err != nil {
 		return 0, err
 	}
-	total, read, keys := 0, 0, 0
+	total := 0
+	for try := 1; ; try++ {
+		rp := replaying{e: e, src: src, f: f, to: to, ch: ch, sent: since}
+		err := rp.run(ctx)
+		total += rp.n
+		if !errors.Is(err, errPinCompacted) || try == pinnedTries {
+			return total, err
+		}
+		since = rp.sent
+	}
+}
+
+// replaying is one pinned leg of a replay.
+type replaying struct {
+	e    *Engine
+	src  trailSource
+	f    eventFilter
+	to   int64
+	ch   chan<- Event
+	pin  pin
+	sent int64 // every event up to it is sent
+	n    int   // events sent
+}
+
+func (rp *replaying) run(ctx context.Context) error {
+	src, since := rp.src, rp.sent
+	if src.byName {
+		// A thing's chunk named at or below since may hold events
+		// after it (histchunks.go).
+		r, err := rp.e.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(since), src.end(), 1)
+		if err != nil {
+			return err
+		}
+		if err := rp.send(ctx, decodeTrail(r.events)); err != nil {
+			return err
+		}
+	}
+	read, keys := 0, 0
 	width := int64(replayPage)
-	for lo := since; lo < to; {
-		hi := min(lo+width, to)
+	for lo := since; lo < rp.to; {
+		hi := min(lo+width, rp.to)
 		limit := src.keysFor(replayPage, read, keys)
 		if hi == lo+1 {
 			limit = 0 // one revision: all of it
 		}
-		r, err := e.readTrailKVs(ctx, src, src.prefix+revKey(hi), src.prefix+revKey(lo), limit)
+		r, err := rp.e.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(hi), src.prefix+revKey(lo), limit)
 		if err != nil {
-			return total, err
+			return err
 		}
 		read, keys = read+len(r.events), keys+r.keys
 		if r.more {
@@ -221,31 +260,48 @@ func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, sin
 			continue
 		}
 		evs := decodeTrail(r.events)
-		kept := false // an event of the revision at hand was sent
-		for i := len(evs) - 1; i >= 0; i-- {
-			if f.keep(evs[i]) {
-				select {
-				case ch <- evs[i]:
-				case <-ctx.Done():
-					return total, ctx.Err()
-				}
-				total, kept = total+1, true
-			}
-			if kept && f.marks && (i == 0 || evs[i-1].Revision != evs[i].Revision) {
-				select {
-				case ch <- mark(evs[i].Revision):
-				case <-ctx.Done():
-					return total, ctx.Err()
-				}
-				kept = false
-			}
+		if err := rp.send(ctx, evs); err != nil {
+			return err
 		}
 		lo = hi
 		if len(evs) < replayPage/4 {
 			width = min(2*width, 1<<40)
 		}
 	}
-	return total, nil
+	return nil
+}
+
+// send sends the events of evs (newest first) after those sent, up to
+// to, oldest first, each revision's followed by its mark when the filter
+// wants marks. A chunk is sent whole with the window that found its key,
+// so evs may go past the window, never past to.
+func (rp *replaying) send(ctx context.Context, evs []Event) error {
+	kept := false // an event of the revision at hand was sent
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := evs[i]
+		if ev.Revision <= rp.sent || ev.Revision > rp.to {
+			continue
+		}
+		if rp.f.keep(ev) {
+			select {
+			case rp.ch <- ev:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			rp.n, kept = rp.n+1, true
+		}
+		if i == 0 || evs[i-1].Revision != ev.Revision {
+			if kept && rp.f.marks {
+				select {
+				case rp.ch <- mark(ev.Revision):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			kept, rp.sent = false, max(rp.sent, ev.Revision)
+		}
+	}
+	return nil
 }
 
 // awaitReplay waits until the index holds every event the hub has heard

@@ -8,8 +8,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// The storage format is the layout of the audit trail's pending records
-// (histkeys.go). A node reads every format it knows, and writes the
+// The storage format is the layout of the audit trail's keys (histkeys.go,
+// histchunks.go). A node reads every format it knows, and writes the
 // cluster's, kept in meta/format:
 //
 //	1  (no meta/format) a hold's acquired record audit/<name>/<hold>/a,
@@ -17,18 +17,22 @@ import (
 //	   the history index deletes once it holds both events
 //	2  a hold's end is written over its acquired record (endRecord): one
 //	   key a hold, and one delete
+//	3  the history index folds a thing's events into chunks, a key for
+//	   chunkEvents of them (histchunks.go)
 //
 // A cluster moves to a format only once every node reads it. A node of an
 // older baton misreads format 2: its expiry recorder would take a release
 // written over the acquired record for an expiry and record the end twice,
-// and its history index would never index the end. So a cluster begun by
-// a baton that knows format 2 starts at 2, one begun before stays at 1,
-// and an operator raises it, once every node runs a baton that reads it,
-// by starting a node with Config.StorageFormat set (docs/OPERATIONS.md).
+// and its history index would never index the end. One that knows only
+// format 2 would skip a chunk of format 3 when it reads a thing's history.
+// So a cluster begun by a baton that knows the newest format starts at it,
+// one begun before stays at its own, and an operator raises it, once every
+// node runs a baton that reads it, by starting a node with
+// Config.StorageFormat set (docs/OPERATIONS.md).
 // The format never goes down. A node reads it when it starts, and writes
 // that format until it restarts: a node still writing 1 after another
 // raised it is read by every node all the same.
-const newestFormat = 2
+const newestFormat = 3
 
 func (e *Engine) formatKey() string { return e.cfg.Prefix + "meta/format" }
 

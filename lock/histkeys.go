@@ -22,6 +22,7 @@ import (
 //
 //	trail/<rev>/<entry>                    the events of one revision, value: a JSON array of them
 //	trailname/<kind>/<name>/<rev>/<entry>  one event in its thing's index, value: its JSON
+//	                                       (or, in storage format 3, a chunk of them: histchunks.go)
 //
 // where <rev> is revKey(revision), so that ascending key order, the only
 // order etcd pages with a limit, is newest first, and <entry> orders the
@@ -173,11 +174,6 @@ func (e *Engine) histKey(p pendingRecord) string {
 	return e.histPrefix() + revKey(p.ev.Revision) + "/" + p.entry
 }
 
-// histNameKey is p's key in its thing's index.
-func (e *Engine) histNameKey(p pendingRecord) string {
-	return e.histNamePrefix(p.ev.Kind, p.ev.Name) + revKey(p.ev.Revision) + "/" + p.entry
-}
-
 // indexedValue is the value of p's trailname/ key, and its part of its
 // revision's trail/ value: the event as read, revision aside (the key
 // holds it).
@@ -203,13 +199,17 @@ func (s trailSource) revision(key []byte) (int64, bool) {
 	return parseRevKey(string(key[len(s.prefix) : len(s.prefix)+revKeyLen]))
 }
 
-// events appends the events of kv, a key of s, to out: a trail/ key holds
-// a JSON array of them, a trailname/ key one. A value that does not
+// events appends the events of kv, a key of s, to out, newest first: a
+// trail/ key holds a JSON array of them, a trailname/ key one, or a chunk
+// of them with their revisions (histchunks.go). A value that does not
 // decode (nothing baton writes) adds none.
 func (s trailSource) events(kv *mvccpb.KeyValue, out []trailKV) []trailKV {
 	rev, ok := s.revision(kv.Key)
 	if !ok {
 		return out
+	}
+	if s.byName && isChunk(kv.Value) {
+		return chunkEventsOf(kv.Value, out)
 	}
 	if s.byName {
 		return append(out, trailKV{rev, kv.Value})

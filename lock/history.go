@@ -173,38 +173,6 @@ func (e *Engine) readNewest(ctx context.Context, src trailSource, before int64, 
 	return decodeTrail(kvs), err
 }
 
-// readNewestKVs is readNewest's records, undecoded. etcd counts every
-// key of a range, whatever its limit (docs/PERFORMANCE.md), so it reads a
-// window of revisions at a time, firstWindow wide, then twice as wide
-// after each that held too few: what it walks grows with what it
-// returns, not with the trail. It may return more than want, up to the
-// end of the last trail/ key read (src.keysFor bounds how far).
-func (e *Engine) readNewestKVs(ctx context.Context, src trailSource, before int64, want int) ([]trailKV, error) {
-	var out []trailKV
-	keys := 0 // trail/ keys read, for src.keysFor
-	width := int64(firstWindow)
-	for hi := before; len(out) < want && hi > 1; {
-		lo := max(hi-width, 1) // the window: lo <= revision < hi
-		start, end := src.prefix+revKey(hi-1), src.end()
-		if lo > 1 {
-			end = src.prefix + revKey(lo-1)
-		}
-		for len(out) < want {
-			r, err := e.readTrailKVs(ctx, src, start, end, src.keysFor(want-len(out), len(out), keys))
-			if err != nil {
-				return nil, err
-			}
-			out, keys = append(out, r.events...), keys+r.keys
-			if !r.more {
-				break
-			}
-			start = r.last + "\x00"
-		}
-		hi, width = lo, min(2*width, 1<<40)
-	}
-	return out, nil
-}
-
 // firstWindow is readNewestKVs' first window, in revisions. A revision
 // holds from one event to a batch's worth (tens, under load), so it
 // walks from 32 to a few thousand events; a sparse trail costs a few more
@@ -214,21 +182,6 @@ const firstWindow = 32
 // firstGroups is how many trail/ keys the first read of a page asks for,
 // before it knows how many events a key holds here.
 const firstGroups = 4
-
-// keysFor is how many keys of s to read for want more events, when read
-// events came from keys keys already: a trailname/ key is one event; a
-// trail/ key is a revision's events, as many as those read so far held
-// on average (firstGroups at first), so a read goes past want by about
-// one key's worth.
-func (s trailSource) keysFor(want, read, keys int) int {
-	if s.byName {
-		return want
-	}
-	if keys == 0 || read == 0 {
-		return min(want, firstGroups)
-	}
-	return max(1, min(want, want*keys/read+1))
-}
 
 // trailKV is one event of the trail, undecoded, and its revision (from
 // its key).
@@ -254,45 +207,6 @@ func (t trailKV) decode() (Event, bool) {
 	}
 	ev.Revision = t.rev
 	return ev, true
-}
-
-// trailRead is what one read of trail keys found.
-type trailRead struct {
-	events []trailKV
-	keys   int    // keys read
-	last   string // the last of them
-	more   bool   // the range holds keys past last
-}
-
-// readTrailKVs reads the events of at most limit keys (0: all) of src in
-// [start, end), newest first.
-func (e *Engine) readTrailKVs(ctx context.Context, src trailSource, start, end string, limit int) (trailRead, error) {
-	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(limit)))
-	done()
-	if err != nil {
-		return trailRead{}, e.etcdErr(ctx, "read history", err)
-	}
-	r := trailRead{events: make([]trailKV, 0, len(resp.Kvs)), keys: len(resp.Kvs), more: resp.More}
-	for _, kv := range resp.Kvs {
-		r.events = src.events(kv, r.events)
-	}
-	if r.keys > 0 {
-		r.last = string(resp.Kvs[r.keys-1].Key)
-	}
-	return r, nil
-}
-
-// readRevision reads every event of src at rev.
-func (e *Engine) readRevision(ctx context.Context, src trailSource, rev int64) ([]Event, error) {
-	kvs, err := e.readRevisionKVs(ctx, src, rev)
-	return decodeTrail(kvs), err
-}
-
-func (e *Engine) readRevisionKVs(ctx context.Context, src trailSource, rev int64) ([]trailKV, error) {
-	p := src.prefix + revKey(rev) + "/"
-	r, err := e.readTrailKVs(ctx, src, p, clientv3.GetPrefixRangeEnd(p), 0)
-	return r.events, err
 }
 
 var eventTypes = []EventType{

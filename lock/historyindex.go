@@ -50,6 +50,11 @@ type historyIndex struct {
 	count   atomic.Int64 // meta.Events, for the metric
 	// flush cuts the writer's wait for more events short (flushNow).
 	flush chan struct{}
+	// runs are the things' events being folded into chunks
+	// (histchunks.go), by histNamePrefix; runBytes their values' size.
+	// Guarded by mu.
+	runs     map[string]*run
+	runBytes int
 }
 
 // historyMeta is the value of meta/history.
@@ -300,6 +305,8 @@ func (x *historyIndex) load(ctx context.Context) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	// Another node may have indexed since this one last did.
+	x.forgetRuns()
 	if len(resp.Kvs) == 0 {
 		m := historyMeta{Backfill: &historyBackfill{Through: resp.Header.Revision}}
 		return x.commit(ctx, m, nil)
@@ -376,27 +383,73 @@ func (x *historyIndex) index(ctx context.Context, recs []pendingRecord) error {
 		}
 		recs = recs[n:]
 	}
+	// The things whose events of one revision two txns share are not
+	// folded in either (histchunks.go). Of a revision an earlier call
+	// left partial, which of its things' events came before is not known
+	// here: none of them is folded.
+	var carried map[string]bool
+	if m.Partial > 0 {
+		carried = x.thingsAt(recs, 0, len(recs), m.Indexed+1)
+	}
 	for len(recs) > 0 {
 		n := min(len(recs), x.chunk())
-		if err := x.indexChunk(ctx, recs[:n], n == len(recs) || recs[n].ev.Revision != recs[n-1].ev.Revision); err != nil {
+		whole := n == len(recs) || recs[n].ev.Revision != recs[n-1].ev.Revision
+		var shared map[string]bool
+		if !whole {
+			rev := recs[n-1].ev.Revision
+			before, after := x.thingsAt(recs, 0, n, rev), x.thingsAt(recs, n, len(recs), rev)
+			for prefix := range before {
+				if after[prefix] {
+					mapSet(&shared, prefix)
+				}
+			}
+		}
+		prev := carried
+		split := func(prefix string) bool { return prev[prefix] || shared[prefix] }
+		if err := x.indexChunk(ctx, recs[:n], whole, split); err != nil {
 			return err
 		}
-		recs = recs[n:]
+		recs, carried = recs[n:], shared
 	}
 	return x.trimCount(ctx)
 }
 
+// thingsAt are the things (histNamePrefix) with events of revision rev in
+// recs[from:to].
+func (x *historyIndex) thingsAt(recs []pendingRecord, from, to int, rev int64) map[string]bool {
+	var out map[string]bool
+	for _, p := range recs[from:to] {
+		if p.ev.Revision == rev {
+			mapSet(&out, x.e.histNamePrefix(p.ev.Kind, p.ev.Name))
+		}
+	}
+	return out
+}
+
+func mapSet(m *map[string]bool, k string) {
+	if *m == nil {
+		*m = make(map[string]bool)
+	}
+	(*m)[k] = true
+}
+
 // indexChunk writes one txn of recs; whole says the chunk ends its last
-// revision.
-func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, whole bool) error {
+// revision, and split which things' events are not to be folded.
+func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, whole bool, split func(prefix string) bool) error {
 	m := x.meta
 	m.Buckets = slices.Clone(m.Buckets)
 	bucket, err := x.bucket(ctx, &m, len(recs))
 	if err != nil {
 		return err
 	}
-	ops := x.entryOps(recs, bucket)
+	if k := len(x.meta.Buckets); k > 0 && x.meta.Buckets[k-1].Lease != bucket && x.folds() {
+		// The newest bucket is full: its runs will grow no more.
+		if err := x.flushRuns(ctx, x.meta.Buckets[k-1].Lease); err != nil {
+			return err
+		}
+	}
 	last := recs[len(recs)-1].ev.Revision
+	ops, plan := x.entryOps(recs, bucket, split)
 	switch {
 	case whole:
 		m.Indexed, m.Partial = last, 0
@@ -412,20 +465,34 @@ func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, who
 	}
 	m.Events += int64(len(recs))
 	m.Buckets[len(m.Buckets)-1].Events += int64(len(recs))
-	return x.commit(ctx, m, ops)
+	if err := x.commit(ctx, m, ops); err != nil {
+		x.forgetRuns()
+		return err
+	}
+	x.keepRuns(plan)
+	return nil
 }
 
 // entryOps index recs under bucket and delete the pending records they
-// replace.
-func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID) []clientv3.Op {
+// replace; a thing's index takes its events as planNames says, or, with
+// split nil, as single keys.
+func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, split func(prefix string) bool) ([]clientv3.Op, runPlan) {
 	ops := make([]clientv3.Op, 0, 3*len(recs)+1)
+	var things []nameEvents
+	thing := make(map[string]int)
 	// recs are in revision and entry order (index): each run of one
 	// revision is one trail/ key, under the entry of its first.
 	var group []string
 	for i, p := range recs {
 		v := indexedValue(p)
 		group = append(group, v)
-		ops = append(ops, clientv3.OpPut(x.e.histNameKey(p), v, clientv3.WithLease(bucket)))
+		prefix := x.e.histNamePrefix(p.ev.Kind, p.ev.Name)
+		j, ok := thing[prefix]
+		if !ok {
+			j, thing[prefix] = len(things), len(things)
+			things = append(things, nameEvents{prefix: prefix})
+		}
+		things[j].events = append(things[j].events, runEvent{rev: p.ev.Revision, entry: p.entry, value: v})
 		for _, k := range p.deletes {
 			ops = append(ops, clientv3.OpDelete(k))
 		}
@@ -434,5 +501,6 @@ func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID) [
 			group = group[:0]
 		}
 	}
-	return ops
+	plan := x.planNames(things, bucket, len(ops), split)
+	return append(ops, plan.ops...), plan
 }

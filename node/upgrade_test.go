@@ -75,10 +75,10 @@ func untar(t *testing.T, archive, dir string) {
 
 // TestNode_UpgradeFromADataDirWithoutTheHistoryIndexKeepsEveryEvent, at
 // the old data dir's storage format (1), and with the format raised to 2
-// as the node starts (--storage-format 2): the hold taken before the
+// or 3 as the node starts (--storage-format): the hold taken before the
 // upgrade then ends over its acquired record.
 func TestNode_UpgradeFromADataDirWithoutTheHistoryIndexKeepsEveryEvent(t *testing.T) {
-	for _, format := range []int{0, 2} {
+	for _, format := range []int{0, 2, 3} {
 		t.Run(fmt.Sprintf("storage-format %d", format), func(t *testing.T) { upgradeKeepsEveryEvent(t, format) })
 	}
 }
@@ -103,7 +103,7 @@ func upgradeKeepsEveryEvent(t *testing.T, format int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(resp.Kvs) > 0, format == 2; got != want {
+	if got, want := len(resp.Kvs) > 0, format >= 2; got != want {
 		t.Fatalf("meta/format %v with --storage-format %d: the old data dir is at 1 until raised", resp.Kvs, format)
 	}
 
