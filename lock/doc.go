@@ -79,7 +79,7 @@
 //	audit/<name>/<hold>/a         pending record of one hold: its "acquired" event, then, written over it, the event that ended it (released, expired, revoked, session_expired) with the acquired one inside; kept until its end is indexed (no lease)
 //	audit/<name>/<hold>/e         the end's pending record instead, beside the acquired one, in storage format 1 (format.go)
 //	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed); audit/~fence/<resource>/<id>: of a fence_reset
-//	trail/<rev>/<entry>           the events of one revision (a JSON array), newest first in key order (histkeys.go); lease: a retention bucket
+//	trail/<rev>/<entry>           the events of one revision (a JSON array), or from storage format 4 a chunk of revisions from this one on, up to 32 events ([[rev, JSON], …]), newest first in key order (histkeys.go); lease: a retention bucket
 //	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON), or from storage format 3 a chunk of its events from this one on ([[rev, JSON], …], histchunks.go); same lease
 //	meta/history                  the history index's cursor, size and buckets (historyindex.go)
 //	meta/format                   the storage format the cluster writes (format.go); absent: 1

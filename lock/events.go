@@ -231,16 +231,14 @@ type replaying struct {
 
 func (rp *replaying) run(ctx context.Context) error {
 	src, since := rp.src, rp.sent
-	if src.byName {
-		// A thing's chunk named at or below since may hold events
-		// after it (histchunks.go).
-		r, err := rp.e.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(since), src.end(), 1)
-		if err != nil {
-			return err
-		}
-		if err := rp.send(ctx, decodeTrail(r.events)); err != nil {
-			return err
-		}
+	// A chunk named at or below since may hold events after it
+	// (histchunks.go).
+	r, err := rp.e.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(since), src.end(), 1)
+	if err != nil {
+		return err
+	}
+	if err := rp.send(ctx, decodeTrail(r.events)); err != nil {
+		return err
 	}
 	read, keys := 0, 0
 	width := int64(replayPage)

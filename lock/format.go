@@ -19,12 +19,15 @@ import (
 //	   key a hold, and one delete
 //	3  the history index folds a thing's events into chunks, a key for
 //	   chunkEvents of them (histchunks.go)
+//	4  trail/ keeps the revisions one index txn holds whole in chunks,
+//	   where it kept a key for each (histkeys.go)
 //
 // A cluster moves to a format only once every node reads it. A node of an
 // older baton misreads format 2: its expiry recorder would take a release
 // written over the acquired record for an expiry and record the end twice,
 // and its history index would never index the end. One that knows only
-// format 2 would skip a chunk of format 3 when it reads a thing's history.
+// format 2 would skip a chunk of format 3 when it reads a thing's history,
+// and one that knows only format 3 a trail/ chunk of format 4.
 // So a cluster begun by a baton that knows the newest format starts at it,
 // one begun before stays at its own, and an operator raises it, once every
 // node runs a baton that reads it, by starting a node with
@@ -32,7 +35,7 @@ import (
 // The format never goes down. A node reads it when it starts, and writes
 // that format until it restarts: a node still writing 1 after another
 // raised it is read by every node all the same.
-const newestFormat = 3
+const newestFormat = 4
 
 func (e *Engine) formatKey() string { return e.cfg.Prefix + "meta/format" }
 

@@ -58,8 +58,8 @@ func endWrite(t *testing.T, cli *clientv3.Client, name string, end func()) (part
 // keyspace, so no node can misread the newest layout.
 func TestFormat_ANewClusterStartsAtTheNewestFormat(t *testing.T) {
 	e, m := newEngine(t)
-	if got := storageFormat(t, m.Client()); got != "3" {
-		t.Fatalf("meta/format = %q on a new cluster, want 3", got)
+	if got := storageFormat(t, m.Client()); got != "4" {
+		t.Fatalf("meta/format = %q on a new cluster, want 4", got)
 	}
 	l := mustAcquire(t, e, lock.AcquireRequest{Name: "n", Owner: "w"})
 	part, version := endWrite(t, m.Client(), "n", func() {
@@ -150,20 +150,20 @@ func TestFormat_AClusterBegunBeforeMovesOnlyWhenANodeIsToldTo(t *testing.T) {
 // cluster's layout must not run over it.
 func TestFormat_ANodeRefusesAFormatItDoesNotKnow(t *testing.T) {
 	m := testetcd.Start(t)
-	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "4"); err != nil {
+	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "5"); err != nil {
 		t.Fatal(err)
 	}
 	e, err := lock.New(ctxT(t), m.Client(), lock.DefaultConfig())
 	if err == nil {
 		e.Close()
-		t.Fatal("an engine started over storage format 4")
+		t.Fatal("an engine started over storage format 5")
 	}
-	if !strings.Contains(err.Error(), "format is 4") {
+	if !strings.Contains(err.Error(), "format is 5") {
 		t.Fatalf("error %q does not name the format", err)
 	}
 	cfg := lock.DefaultConfig()
-	cfg.StorageFormat = 4
+	cfg.StorageFormat = 5
 	if err := cfg.Validate(); err == nil {
-		t.Fatal("StorageFormat 4 validated")
+		t.Fatal("StorageFormat 5 validated")
 	}
 }

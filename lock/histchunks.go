@@ -133,9 +133,10 @@ func chunkEventsOf(value []byte, out []trailKV) []trailKV {
 	return out
 }
 
-// isChunk says whether a trailname/ value is a chunk (an event is a JSON
-// object).
-func isChunk(value []byte) bool { return len(value) > 0 && value[0] == '[' }
+// isChunk says whether a trail/ or trailname/ value is a chunk: an
+// array of arrays, where an event is a JSON object and a trail/ key's
+// revision an array of them.
+func isChunk(value []byte) bool { return len(value) > 1 && value[0] == '[' && value[1] == '[' }
 
 // folds says whether this node folds things' events into chunks.
 func (x *historyIndex) folds() bool { return x.e.format >= 3 && x.meta.Backfill == nil }

@@ -131,8 +131,9 @@ func TestHistoryChunks_AThingsEventsFoldAndReadBackInOrder(t *testing.T) {
 	}
 }
 
-// replayed subscribes to name's events since since, and returns the first
-// n, then checks that the next is live: an acquire made after the replay.
+// replayed subscribes to name's events (the whole trail's, for "") since
+// since, and returns the first n, then checks that the next is live: an
+// acquire made after the replay.
 func replayed(t *testing.T, e *lock.Engine, name string, since int64, n int) []lock.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
@@ -152,8 +153,12 @@ func replayed(t *testing.T, e *lock.Engine, name string, since int64, n int) []l
 	for range n {
 		out = append(out, next())
 	}
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "after-replay"})
-	defer e.Release(context.Background(), name, l.Token)
+	then := name
+	if then == "" {
+		then = "after-replay"
+	}
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: then, Owner: "after-replay"})
+	defer e.Release(context.Background(), then, l.Token)
 	if ev := next(); ev.Owner != "after-replay" || ev.Type != lock.EventAcquired {
 		t.Fatalf("replay since %d: after its %d events came %+v, want the new acquire", since, n, ev)
 	}

@@ -21,6 +21,7 @@ import (
 // record, once committed, into the trail proper:
 //
 //	trail/<rev>/<entry>                    the events of one revision, value: a JSON array of them
+//	                                       (or, in storage format 4, a chunk of revisions: below)
 //	trailname/<kind>/<name>/<rev>/<entry>  one event in its thing's index, value: its JSON
 //	                                       (or, in storage format 3, a chunk of them: histchunks.go)
 //
@@ -36,8 +37,19 @@ import (
 // a revision's events together, in entry order, under the entry of the
 // first. An index txn holds a bounded number of events, so a revision
 // with more is split over several keys, each named by its first entry.
-// A thing's index keeps each of its events whole, so that its pages read
-// its events only, not the revisions they share with others.
+// At low load each revision holds one event, and a key a revision was
+// again a key an event, which etcd keeps in memory (histchunks.go): so in
+// storage format 4 the revisions an index txn holds whole, all but one it
+// shares with the txn before or after, go in chunks of up to chunkEvents
+// events (a revision of more keeps its key),
+//
+//	trail/<rev>/<entry>  [[<revision>,<event>],…], newest first
+//
+// each named as a key of its oldest revision would be. No other key holds
+// events of the revisions a chunk spans, so key order is still event
+// order, and a reader takes a chunk whole, as it does a thing's.
+// A thing's index keeps its events apart from the revisions they share
+// with others, so that its pages read its events only.
 
 func (e *Engine) histPrefix() string { return e.cfg.Prefix + "trail/" }
 func (e *Engine) histNamePrefix(kind EventKind, name string) string {
@@ -200,15 +212,15 @@ func (s trailSource) revision(key []byte) (int64, bool) {
 }
 
 // events appends the events of kv, a key of s, to out, newest first: a
-// trail/ key holds a JSON array of them, a trailname/ key one, or a chunk
-// of them with their revisions (histchunks.go). A value that does not
-// decode (nothing baton writes) adds none.
+// trail/ key holds a JSON array of one revision's, a trailname/ key one,
+// and either may hold a chunk of them with their revisions (histchunks.go).
+// A value that does not decode (nothing baton writes) adds none.
 func (s trailSource) events(kv *mvccpb.KeyValue, out []trailKV) []trailKV {
 	rev, ok := s.revision(kv.Key)
 	if !ok {
 		return out
 	}
-	if s.byName && isChunk(kv.Value) {
+	if isChunk(kv.Value) {
 		return chunkEventsOf(kv.Value, out)
 	}
 	if s.byName {

@@ -99,7 +99,7 @@ func (x *historyIndex) backfillChunks(ctx context.Context, recs []pendingRecord,
 			if err != nil {
 				return err
 			}
-			ops, _ = x.entryOps(recs[:n], bucket, nil)
+			ops, _ = x.entryOps(recs[:n], bucket, nil, trailSpan{})
 			m.Events += int64(n)
 			m.Buckets[len(m.Buckets)-1].Events += int64(n)
 		}

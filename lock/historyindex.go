@@ -449,7 +449,7 @@ func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, who
 		}
 	}
 	last := recs[len(recs)-1].ev.Revision
-	ops, plan := x.entryOps(recs, bucket, split)
+	ops, plan := x.entryOps(recs, bucket, split, x.wholeSpan(recs, whole))
 	switch {
 	case whole:
 		m.Indexed, m.Partial = last, 0
@@ -473,19 +473,40 @@ func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, who
 	return nil
 }
 
+// wholeSpan is the span of recs, one txn's events in revision and entry
+// order, that a trail/ chunk may take (histkeys.go): their revisions but
+// the first, if an earlier txn holds the rest of it, and the last, unless
+// whole says the txn ends it. The caller holds mu.
+func (x *historyIndex) wholeSpan(recs []pendingRecord, whole bool) trailSpan {
+	if x.e.format < 4 {
+		return trailSpan{}
+	}
+	lo, hi := 0, len(recs)
+	if first := recs[0].ev.Revision; x.meta.Partial > 0 && first == x.meta.Indexed+1 {
+		for lo < hi && recs[lo].ev.Revision == first {
+			lo++
+		}
+	}
+	if last := recs[hi-1].ev.Revision; !whole {
+		for hi > lo && recs[hi-1].ev.Revision == last {
+			hi--
+		}
+	}
+	return trailSpan{lo, hi}
+}
+
 // entryOps index recs under bucket and delete the pending records they
-// replace; a thing's index takes its events as planNames says, or, with
-// split nil, as single keys.
-func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, split func(prefix string) bool) ([]clientv3.Op, runPlan) {
+// replace; trail/ takes the revisions of span as one chunk, and a thing's
+// index takes its events as planNames says, or, with split nil, as single
+// keys.
+func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, split func(prefix string) bool, span trailSpan) ([]clientv3.Op, runPlan) {
 	ops := make([]clientv3.Op, 0, 3*len(recs)+1)
 	var things []nameEvents
 	thing := make(map[string]int)
-	// recs are in revision and entry order (index): each run of one
-	// revision is one trail/ key, under the entry of its first.
-	var group []string
+	values := make([]string, len(recs))
 	for i, p := range recs {
 		v := indexedValue(p)
-		group = append(group, v)
+		values[i] = v
 		prefix := x.e.histNamePrefix(p.ev.Kind, p.ev.Name)
 		j, ok := thing[prefix]
 		if !ok {
@@ -496,11 +517,55 @@ func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, s
 		for _, k := range p.deletes {
 			ops = append(ops, clientv3.OpDelete(k))
 		}
-		if i+1 == len(recs) || recs[i+1].ev.Revision != p.ev.Revision {
-			ops = append(ops, clientv3.OpPut(x.e.histKey(recs[i+1-len(group)]), groupValue(group), clientv3.WithLease(bucket)))
-			group = group[:0]
-		}
 	}
+	ops = x.e.trailOps(ops, recs, values, bucket, span)
 	plan := x.planNames(things, bucket, len(ops), split)
 	return append(ops, plan.ops...), plan
+}
+
+// trailSpan is a span of one index txn's events, recs[lo:hi].
+type trailSpan struct{ lo, hi int }
+
+// trailOps append to ops the trail/ keys of recs, in revision and entry
+// order, with values their indexedValues, under bucket: the revisions of
+// span as chunks of up to chunkEvents events, and each other revision,
+// or one of more events, as a key of its own, under the entry of its
+// first. The bound keeps what a page reads past its end about what it
+// was before chunks, when a revision holds a batch's worth.
+func (e *Engine) trailOps(ops []clientv3.Op, recs []pendingRecord, values []string, bucket clientv3.LeaseID, span trailSpan) []clientv3.Op {
+	next := func(i int) int { // the end of i's revision
+		j := i + 1
+		for j < len(recs) && recs[j].ev.Revision == recs[i].ev.Revision {
+			j++
+		}
+		return j
+	}
+	put := func(key, value string) {
+		ops = append(ops, clientv3.OpPut(key, value, clientv3.WithLease(bucket)))
+	}
+	for i := 0; i < len(recs); {
+		j := next(i)
+		k := j // the chunk: recs[i:k]
+		if i >= span.lo && j <= span.hi {
+			for k < span.hi {
+				n := next(k)
+				if n > span.hi || n-i > chunkEvents {
+					break
+				}
+				k = n
+			}
+		}
+		if k == j {
+			put(e.histKey(recs[i]), groupValue(values[i:j]))
+			i = j
+			continue
+		}
+		evs := make([]runEvent, 0, k-i)
+		for n := i; n < k; n++ {
+			evs = append(evs, runEvent{rev: recs[n].ev.Revision, entry: recs[n].entry, value: values[n]})
+		}
+		put(e.histKey(recs[i]), chunkValue(newestFirst(evs)))
+		i = k
+	}
+	return ops
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -135,43 +136,20 @@ func (e *Engine) readRevision(ctx context.Context, src trailSource, rev int64) (
 	return decodeTrail(kvs), err
 }
 
-// readRevisionKVs reads every event of src at rev: the trail/ keys of
-// rev, or in a thing's index its single keys of rev or else the chunk
-// that holds rev, the first key older than them.
+// readRevisionKVs reads every event of src at rev: its keys named by rev
+// (in trail/, more than one if two index txns shared it), or else the
+// chunk that holds it, the first key older than rev's.
 func (e *Engine) readRevisionKVs(ctx context.Context, src trailSource, rev int64) ([]trailKV, error) {
 	start := src.prefix + revKey(rev)
-	if !src.byName {
-		p := start + "/"
-		r, err := e.readTrailKVs(ctx, src, &pin{}, p, clientv3.GetPrefixRangeEnd(p), 0)
-		return r.events, err
-	}
 	return retryPinned(func(p *pin) ([]trailKV, error) {
-		var out []trailKV
-		for {
-			r, err := e.readTrailKVs(ctx, src, p, start, src.end(), revisionKeys)
-			if err != nil {
-				return nil, err
-			}
-			for _, t := range r.events {
-				if t.rev == rev {
-					out = append(out, t)
-				}
-			}
-			// The first key named below rev is the last that may hold it.
-			if !r.more || keyRevBelow(src, r.last, rev) {
-				return out, nil
-			}
-			start = r.last + "\x00"
+		r, err := e.readTrailKVs(ctx, src, p, start+"/", clientv3.GetPrefixRangeEnd(start+"/"), 0)
+		if err == nil && r.keys == 0 {
+			r, err = e.readTrailKVs(ctx, src, p, start, src.end(), 1)
 		}
+		if err != nil {
+			return nil, err
+		}
+		// A chunk holds other revisions too.
+		return slices.DeleteFunc(r.events, func(t trailKV) bool { return t.rev != rev }), nil
 	})
-}
-
-// revisionKeys is how many keys of a thing's index readRevisionKVs reads
-// at a time: a revision holds a few events of one thing.
-const revisionKeys = 8
-
-// keyRevBelow says whether key, of src, is named by a revision below rev.
-func keyRevBelow(src trailSource, key string, rev int64) bool {
-	r, ok := src.revision([]byte(key))
-	return ok && r < rev
 }

@@ -17,27 +17,30 @@ import (
 // floor, and what each write costs"), so a new one should be a choice,
 // made here on purpose.
 //
-// In storage format 2 a hold has one pending record, which its end writes
-// over; in format 1 (a cluster begun before format 2, not raised since)
-// two.
+// From storage format 2 a hold has one pending record, which its end
+// writes over; in format 1 (a cluster begun before format 2, not raised
+// since) two. Up to format 3 trail/ takes a key a revision, from format 4
+// a key for each write of the index (each put of its cursor).
 func TestCycle_WhatASessionHoldWrites(t *testing.T) {
-	for _, format := range []string{"1", "2"} {
+	for _, format := range []string{"1", "3", "4"} {
 		t.Run("format "+format, func(t *testing.T) {
 			m := testetcd.Start(t)
-			if format == "1" {
-				if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "1"); err != nil {
-					t.Fatal(err)
-				}
+			if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", format); err != nil {
+				t.Fatal(err)
 			}
-			pendingDeletes := map[string]int{"1": 2, "2": 1}[format]
-			cycleWrites(t, startEngine(t, m, lock.DefaultConfig()), m.Client(), pendingDeletes)
+			pendingDeletes := 1
+			if format == "1" {
+				pendingDeletes = 2
+			}
+			cycleWrites(t, startEngine(t, m, lock.DefaultConfig()), m.Client(), pendingDeletes, format == "4")
 		})
 	}
 }
 
 // cycleWrites checks the writes of one session cycle of e, whose hold's
-// pending records take pendingDeletes deletes.
-func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, pendingDeletes int) {
+// pending records take pendingDeletes deletes, and whose trail/ takes a
+// key each index txn if trailChunks, else a key each revision.
+func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, pendingDeletes int, trailChunks bool) {
 	ctx := ctxT(t)
 	s, err := e.CreateSession(ctx, "w", 0)
 	if err != nil {
@@ -63,7 +66,7 @@ func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, pendingDele
 		t.Fatal(err)
 	}
 
-	got := map[string]int{}
+	got, indexTxns := map[string]int{}, 0
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(before.Header.Revision+1))
@@ -79,18 +82,28 @@ func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, pendingDele
 			parts := strings.SplitN(strings.TrimPrefix(string(ev.Kv.Key), prefix), "/", 3)
 			what := parts[0]
 			if what == "meta" {
-				continue // the index's and recorder's cursors: per batch of events, not per cycle
+				// The index's and recorder's cursors: per batch of
+				// events, not per cycle.
+				if parts[1] == "history" {
+					indexTxns++
+				}
+				continue
 			}
 			got[ev.Type.String()+" "+what]++
 		}
 		seen = resp.Header.Revision
 	}
+	trail := 2 // the acquire's revision and the release's
+	if trailChunks {
+		trail = indexTxns // the index took both in one txn, or in two
+	}
 	want := map[string]int{
 		"PUT locks": 1, "DELETE locks": 1, // the hold itself
 		"PUT audit": 2, "DELETE audit": pendingDeletes, // its two events, pending until indexed
-		"PUT trail": 2, "PUT trailname": 2, // indexed: in revision order, and in the lock's own index
+		"PUT trail": trail, "PUT trailname": 2, // indexed: in revision order, and in the lock's own index
 	}
-	if !maps.Equal(got, want) {
-		t.Fatalf("one session cycle wrote %v, want %v", got, want)
+	if !maps.Equal(got, want) || indexTxns < 1 || indexTxns > 2 {
+		t.Fatalf("one session cycle wrote %v in %d index txns, want %v", got, indexTxns, want)
 	}
+	t.Logf("the index took the cycle's events in %d txns", indexTxns)
 }

@@ -247,7 +247,7 @@ func (c *Config) addMemberFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error (etcd's own logs stay at warn unless debug)")
 	fs.DurationVar(&c.HistoryRetention, "history-retention", c.HistoryRetention, "how long audit events are kept (with --history-max-events, whichever bound comes first drops the oldest)")
 	fs.IntVar(&c.HistoryMaxEvents, "history-max-events", c.HistoryMaxEvents, "how many audit events are kept at most, the oldest dropped first (about 700 bytes of etcd each; at most a half of --etcd-quota-bytes' worth); 0 = that half, up to a million")
-	fs.IntVar(&c.StorageFormat, "storage-format", c.StorageFormat, "raise the cluster's storage format to this (2 or 3) as the node starts: only once every node runs a baton that reads it (docs/OPERATIONS.md, \"Restarts and upgrades\"); 0 = keep the cluster's (a cluster this baton began is at 3)")
+	fs.IntVar(&c.StorageFormat, "storage-format", c.StorageFormat, "raise the cluster's storage format to this (2 to 4) as the node starts: only once every node runs a baton that reads it (docs/OPERATIONS.md, \"Restarts and upgrades\"); 0 = keep the cluster's (a cluster this baton began is at 4)")
 	fs.Int64Var(&c.BackendQuota, "etcd-quota-bytes", c.BackendQuota, "etcd's backend quota in bytes (8 GiB at most is advised): past it every write gets 507 insufficient_storage until \"baton maintenance recover\"; with --etcd-endpoints, the external cluster's quota; 0 = etcd's default (2 GiB)")
 	fs.BoolVar(&c.ClientJSONGateway, "client-json-gateway", c.ClientJSONGateway, "also serve etcd's HTTP/JSON gateway (/v3/...) on the etcd client URL; off because any web page could POST to it (etcdctl and baton member use gRPC)")
 }
