@@ -31,12 +31,14 @@ import (
 // with events of it in both keeps them in single keys, and its run starts
 // anew after them.
 //
-// The index keeps the runs it is folding in memory (the values it wrote
-// as single keys since the thing's last chunk), so that a chunk costs one
-// put and a delete for each key it replaces, with no read: in the txn
-// that brings a run to chunkEvents, or, for the runs of a retention
-// bucket that takes no more events, however short, in txns of their own
-// (flushRuns); a chunk holds one bucket's events, under its lease, so
+// An index txn writes a thing's events in it as one key: the event's
+// own, or a chunk of them, since they are a run of the thing's events
+// too. The index keeps the runs it is folding in memory (the events it
+// wrote since the thing's last chunk of chunkEvents, and their keys), so
+// that a chunk costs one put and a delete for each key it replaces, with
+// no read: in the txn that brings a run to chunkEvents, or, for the runs
+// of a retention bucket that takes no more events, however short, in
+// txns of their own (flushRuns); a chunk holds one bucket's events, under its lease, so
 // retention is unchanged. Forgetting a run is always safe: its keys stay
 // single, and the next run begins after them. The index forgets them all
 // when it cannot be sure of what it wrote (a failed txn, a new turn as
@@ -61,11 +63,13 @@ type runEvent struct {
 	value string // its indexedValue
 }
 
-// run is a thing's events written as single keys since its last chunk, in
-// index order, all under lease.
+// run is a thing's events written since its last chunk of chunkEvents,
+// in index order, and the keys they are under, oldest first: the first
+// is the run's oldest event's. All are under lease.
 type run struct {
 	lease  clientv3.LeaseID
 	events []runEvent
+	keys   []string
 	bytes  int
 }
 
@@ -150,18 +154,16 @@ func (x *historyIndex) maxOps() int {
 }
 
 // planNames writes the things' indexes of one txn, whose other ops number
-// used, under bucket: each thing's events as single keys, or, once its run
+// used, under bucket: each thing's events as one key, or, once its run
 // with them reaches chunkEvents and the txn has room, as one chunk over
 // the run's keys. split says which things have events of a revision that
-// this txn and another share; nil, that nothing is folded.
+// this txn and another share, which get a key an event; nil, that every
+// event gets a key of its own.
 func (x *historyIndex) planNames(things []nameEvents, bucket clientv3.LeaseID, used int, split func(prefix string) bool) runPlan {
 	plan := runPlan{keep: make(map[string]*run, len(things))}
-	// The ops left once every event has a key of its own and the meta
-	// its put; a chunk takes its events' keys and more.
-	room := x.maxOps() - 1 - used
-	for _, t := range things {
-		room -= len(t.events)
-	}
+	// The ops left once every thing has its key (at most) and the meta
+	// its put; a chunk takes that key and more.
+	room := x.maxOps() - 1 - used - len(things)
 	for _, t := range things {
 		if split == nil || !x.folds() || split(t.prefix) {
 			plan.singles(t, bucket)
@@ -178,34 +180,34 @@ func (x *historyIndex) planNames(things []nameEvents, bucket clientv3.LeaseID, u
 			size += len(ev.value) + 24
 		}
 		// The chunk's put and a delete for each earlier key but the
-		// oldest, which the chunk overwrites, in place of a put each
-		// for the txn's events.
-		cost := 1 + max(len(r.events)-1, 0) - len(t.events)
+		// oldest, which the chunk overwrites, in place of the put of
+		// the txn's key.
+		cost := max(len(r.keys)-1, 0)
 		if len(all) >= chunkEvents && cost <= room && plan.bytes+size <= mergeTxnBytes {
-			plan.ops = append(plan.ops, foldOps(t.prefix, all, r.events, bucket)...)
+			plan.ops = append(plan.ops, foldOps(t.prefix, all, r.keys, bucket)...)
 			plan.keep[t.prefix], plan.bytes, room = nil, plan.bytes+size, room-cost
 			continue
 		}
-		plan.singles(t, bucket)
+		key := plan.together(t, bucket)
 		if len(all) > 2*chunkEvents {
 			// No txn had room for it: let it go.
 			plan.keep[t.prefix] = nil
 			continue
 		}
-		plan.keep[t.prefix] = &run{lease: bucket, events: all, bytes: size}
+		plan.keep[t.prefix] = &run{lease: bucket, events: all, keys: append(slices.Clone(r.keys), key), bytes: size}
 	}
 	return plan
 }
 
 // foldOps put the events all of the index of prefix as one chunk under
-// lease, and delete the keys of those of them written as single keys but
-// the one the chunk goes over.
-func foldOps(prefix string, all, written []runEvent, lease clientv3.LeaseID) []clientv3.Op {
+// lease, and delete the keys they were written under, written, but the
+// one the chunk goes over.
+func foldOps(prefix string, all []runEvent, written []string, lease clientv3.LeaseID) []clientv3.Op {
 	chunk := newestFirst(all)
 	key := chunkKey(prefix, chunk)
 	ops := []clientv3.Op{clientv3.OpPut(key, chunkValue(chunk), clientv3.WithLease(lease))}
-	for _, ev := range written {
-		if k := nameKey(prefix, ev); k != key {
+	for _, k := range written {
+		if k != key {
 			ops = append(ops, clientv3.OpDelete(k))
 		}
 	}
@@ -225,17 +227,17 @@ func (x *historyIndex) flushRuns(ctx context.Context, lease clientv3.LeaseID) er
 		}
 		x.runBytes -= r.bytes
 		delete(x.runs, prefix)
-		if len(r.events) < 2 || len(r.events) > x.maxOps()-1 || r.bytes > mergeTxnBytes {
-			continue
+		if len(r.keys) < 2 || len(r.keys) > x.maxOps()-1 || r.bytes > mergeTxnBytes {
+			continue // one key is folded already
 		}
-		if len(ops)+len(r.events) > x.maxOps()-1 || bytes+r.bytes > mergeTxnBytes {
+		if len(ops)+len(r.keys) > x.maxOps()-1 || bytes+r.bytes > mergeTxnBytes {
 			if err := x.commit(ctx, x.meta, ops); err != nil {
 				x.forgetRuns()
 				return err
 			}
 			ops, bytes = nil, 0
 		}
-		ops, bytes = append(ops, foldOps(prefix, r.events, r.events, lease)...), bytes+r.bytes
+		ops, bytes = append(ops, foldOps(prefix, r.events, r.keys, lease)...), bytes+r.bytes
 	}
 	if len(ops) == 0 {
 		return nil
@@ -252,6 +254,19 @@ func (p *runPlan) singles(t nameEvents, bucket clientv3.LeaseID) {
 	for _, ev := range t.events {
 		p.ops = append(p.ops, clientv3.OpPut(nameKey(t.prefix, ev), ev.value, clientv3.WithLease(bucket)))
 	}
+}
+
+// together writes t's events as one key under bucket, the event's own or
+// a chunk of them, and returns it.
+func (p *runPlan) together(t nameEvents, bucket clientv3.LeaseID) string {
+	if len(t.events) == 1 {
+		p.singles(t, bucket)
+		return nameKey(t.prefix, t.events[0])
+	}
+	chunk := newestFirst(t.events)
+	key := chunkKey(t.prefix, chunk)
+	p.ops = append(p.ops, clientv3.OpPut(key, chunkValue(chunk), clientv3.WithLease(bucket)))
+	return key
 }
 
 // keepRuns takes a committed plan's runs. The caller holds mu.

@@ -7,12 +7,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// runOf makes a run of n events of thing, from revision from on.
-func runOf(n int, from int64, lease clientv3.LeaseID) *run {
+// runOf makes a run of n events of the thing of prefix, from revision
+// from on, each under a key of its own.
+func runOf(prefix string, n int, from int64, lease clientv3.LeaseID) *run {
 	r := &run{lease: lease}
 	for i := range n {
 		ev := runEvent{rev: from + int64(i), entry: "0h" + fmt.Sprint(i) + "a", value: fmt.Sprintf(`{"n":%d}`, i)}
-		r.events, r.bytes = append(r.events, ev), r.bytes+len(ev.value)+24
+		r.events, r.keys, r.bytes = append(r.events, ev), append(r.keys, nameKey(prefix, ev)), r.bytes+len(ev.value)+24
 	}
 	return r
 }
@@ -28,7 +29,7 @@ func TestPlanNames_ChunksFitTheTxnAndSplitRevisionsStaySingle(t *testing.T) {
 	x.runs = make(map[string]*run)
 	for i := range 10 {
 		prefix := fmt.Sprintf("/trailname/lock/t%d/", i)
-		x.runs[prefix] = runOf(chunkEvents-1, 100, lease)
+		x.runs[prefix] = runOf(prefix, chunkEvents-1, 100, lease)
 		things = append(things, nameEvents{prefix: prefix, events: []runEvent{{rev: 500 + int64(i), entry: "0new", value: `{"new":true}`}}})
 	}
 	const used = 30

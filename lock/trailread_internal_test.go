@@ -29,12 +29,13 @@ func TestReadTrail_TheReadsOfOneCallSeeOneRevision(t *testing.T) {
 	prefix := "/t/trailname/lock/x/"
 	src := trailSource{prefix: prefix, byName: true}
 	var events []runEvent
+	var keys []string
 	for rev := int64(10); rev <= 15; rev++ {
 		ev := runEvent{rev: rev, entry: fmt.Sprintf("0h%da", rev), value: `{"type":"acquired"}`}
 		if _, err := cli.Put(ctx, nameKey(prefix, ev), ev.value); err != nil {
 			t.Fatal(err)
 		}
-		events = append(events, ev)
+		events, keys = append(events, ev), append(keys, nameKey(prefix, ev))
 	}
 	revs := func(r trailRead) []int64 {
 		var out []int64
@@ -49,7 +50,7 @@ func TestReadTrail_TheReadsOfOneCallSeeOneRevision(t *testing.T) {
 	if err != nil || !slices.Equal(revs(first), []int64{15, 14}) {
 		t.Fatalf("first read: %v, %v; want 15 and 14", revs(first), err)
 	}
-	fold := foldOps(prefix, events, events, clientv3.NoLease)
+	fold := foldOps(prefix, events, keys, clientv3.NoLease)
 	if _, err := cli.Txn(ctx).Then(fold...).Commit(); err != nil {
 		t.Fatal(err)
 	}

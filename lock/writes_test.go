@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -19,28 +20,24 @@ import (
 //
 // From storage format 2 a hold has one pending record, which its end
 // writes over; in format 1 (a cluster begun before format 2, not raised
-// since) two. Up to format 3 trail/ takes a key a revision, from format 4
-// a key for each write of the index (each put of its cursor).
+// since) two. Each txn of the index (a put of its cursor) writes a lock's
+// events in it as one key from format 3, a key an event before, and the
+// trail's as one key from format 4, a key a revision before.
 func TestCycle_WhatASessionHoldWrites(t *testing.T) {
-	for _, format := range []string{"1", "3", "4"} {
-		t.Run("format "+format, func(t *testing.T) {
+	for _, format := range []int{1, 3, 4} {
+		t.Run(fmt.Sprint("format ", format), func(t *testing.T) {
 			m := testetcd.Start(t)
-			if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", format); err != nil {
+			if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", fmt.Sprint(format)); err != nil {
 				t.Fatal(err)
 			}
-			pendingDeletes := 1
-			if format == "1" {
-				pendingDeletes = 2
-			}
-			cycleWrites(t, startEngine(t, m, lock.DefaultConfig()), m.Client(), pendingDeletes, format == "4")
+			cycleWrites(t, startEngine(t, m, lock.DefaultConfig()), m.Client(), format)
 		})
 	}
 }
 
-// cycleWrites checks the writes of one session cycle of e, whose hold's
-// pending records take pendingDeletes deletes, and whose trail/ takes a
-// key each index txn if trailChunks, else a key each revision.
-func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, pendingDeletes int, trailChunks bool) {
+// cycleWrites checks the writes of one session cycle of e, at storage
+// format format.
+func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, format int) {
 	ctx := ctxT(t)
 	s, err := e.CreateSession(ctx, "w", 0)
 	if err != nil {
@@ -93,14 +90,22 @@ func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, pendingDele
 		}
 		seen = resp.Header.Revision
 	}
-	trail := 2 // the acquire's revision and the release's
-	if trailChunks {
-		trail = indexTxns // the index took both in one txn, or in two
+	// The acquire's revision and the release's, or the index's txns
+	// that took them: one, or two.
+	pendingDeletes, trail, trailname := 1, 2, 2
+	if format == 1 {
+		pendingDeletes = 2
+	}
+	if format >= 3 {
+		trailname = indexTxns
+	}
+	if format >= 4 {
+		trail = indexTxns
 	}
 	want := map[string]int{
 		"PUT locks": 1, "DELETE locks": 1, // the hold itself
 		"PUT audit": 2, "DELETE audit": pendingDeletes, // its two events, pending until indexed
-		"PUT trail": trail, "PUT trailname": 2, // indexed: in revision order, and in the lock's own index
+		"PUT trail": trail, "PUT trailname": trailname, // indexed: in revision order, and in the lock's own index
 	}
 	if !maps.Equal(got, want) || indexTxns < 1 || indexTxns > 2 {
 		t.Fatalf("one session cycle wrote %v in %d index txns, want %v", got, indexTxns, want)
