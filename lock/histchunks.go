@@ -38,12 +38,12 @@ import (
 // that a chunk costs one put and a delete for each key it replaces, with
 // no read: in the txn that brings a run to chunkEvents, or, for the runs
 // of a retention bucket that takes no more events, however short, in
-// txns of their own (flushRuns); a chunk holds one bucket's events, under its lease, so
-// retention is unchanged. Forgetting a run is always safe: its keys stay
-// single, and the next run begins after them. The index forgets them all
-// when it cannot be sure of what it wrote (a failed txn, a new turn as
-// the indexer), and, beyond runBytes, the runs of some things to make
-// room.
+// txns of their own (flushRuns); a chunk holds one bucket's events,
+// under its lease, so retention is unchanged. Forgetting a run is always
+// safe: its keys stay as they are, and the next run begins after them.
+// The index forgets them all when it cannot be sure of what it wrote (a
+// failed txn, a new turn as the indexer), and, beyond runBytes, the runs
+// of some things to make room.
 
 // chunkEvents is how many events a chunk folds: live keys fall by about
 // that much, for one more write of each event's bytes.

@@ -496,9 +496,8 @@ func (x *historyIndex) wholeSpan(recs []pendingRecord, whole bool) trailSpan {
 }
 
 // entryOps index recs under bucket and delete the pending records they
-// replace; trail/ takes the revisions of span as one chunk, and a thing's
-// index takes its events as planNames says, or, with split nil, as single
-// keys.
+// replace; trail/ takes them as trailOps says, and a thing's index as
+// planNames says, or, with split nil, a key an event.
 func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, split func(prefix string) bool, span trailSpan) ([]clientv3.Op, runPlan) {
 	ops := make([]clientv3.Op, 0, 3*len(recs)+1)
 	var things []nameEvents
