@@ -118,7 +118,16 @@ func TestHistoryChunks_AThingsEventsFoldAndReadBackInOrder(t *testing.T) {
 	}
 
 	// Replays from revisions inside chunks, at their edges, and between.
-	for i := 0; i < len(want); i += 37 {
+	replaysMatch(t, e, "c", want, 37)
+}
+
+// replaysMatch replays name's events (the whole trail's, for "") since
+// every step-th revision of want, its events newest first, and since the
+// revision before it, and fails unless each replay gives those of want
+// after since, oldest first.
+func replaysMatch(t *testing.T, e *lock.Engine, name string, want []lock.Event, step int) {
+	t.Helper()
+	for i := 0; i < len(want); i += step {
 		for _, since := range []int64{want[i].Revision, want[i].Revision - 1} {
 			var after []lock.Event
 			for j := len(want) - 1; j >= 0; j-- {
@@ -126,7 +135,7 @@ func TestHistoryChunks_AThingsEventsFoldAndReadBackInOrder(t *testing.T) {
 					after = append(after, want[j])
 				}
 			}
-			sameEvents(t, fmt.Sprintf("replay since %d", since), replayed(t, e, "c", since, len(after)), after)
+			sameEvents(t, fmt.Sprintf("replay since %d", since), replayed(t, e, name, since, len(after)), after)
 		}
 	}
 }
