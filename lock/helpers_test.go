@@ -26,6 +26,17 @@ func newEngine(t *testing.T) (*lock.Engine, *embedetcd.Member) {
 	return startEngine(t, m, lock.DefaultConfig()), m
 }
 
+// newEngineAtFormat is newEngine over a keyspace an older baton began at
+// storage format format, not raised since.
+func newEngineAtFormat(t *testing.T, format string) (*lock.Engine, *embedetcd.Member) {
+	t.Helper()
+	m := testetcd.Start(t)
+	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", format); err != nil {
+		t.Fatal(err)
+	}
+	return startEngine(t, m, lock.DefaultConfig()), m
+}
+
 // startEngine starts an engine over m's client, closed when the test ends
 // (before m, since cleanups run last-in first-out).
 func startEngine(t *testing.T, m *embedetcd.Member, cfg lock.Config) *lock.Engine {

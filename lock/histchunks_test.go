@@ -237,11 +237,7 @@ func TestHistoryChunks_PagesStayWholeWhileEventsFold(t *testing.T) {
 // baton reads only single keys, so a cluster not raised to format 3 gets
 // none else.
 func TestHistoryChunks_AClusterAtFormat2KeepsAKeyAnEvent(t *testing.T) {
-	m := testetcd.Start(t)
-	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "2"); err != nil {
-		t.Fatal(err)
-	}
-	e := startEngine(t, m, lock.DefaultConfig())
+	e, m := newEngineAtFormat(t, "2")
 	cycles(t, e, []string{"old"}, 80, 2)
 	if evs := allPages(t, e, lock.HistoryOptions{Lock: "old", Limit: 50}); len(evs) != 160 {
 		t.Fatalf("%d events of old, want 160", len(evs))

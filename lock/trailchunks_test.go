@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -112,11 +111,7 @@ func TestTrailChunks_TheWholeTrailReadsBackAsItHappened(t *testing.T) {
 // only format 3 reads a trail/ key as one revision's events, so a cluster
 // not raised to format 4 gets no chunks there.
 func TestTrailChunks_AClusterAtFormat3KeepsAKeyARevision(t *testing.T) {
-	m := testetcd.Start(t)
-	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "3"); err != nil {
-		t.Fatal(err)
-	}
-	e := startEngine(t, m, lock.DefaultConfig())
+	e, m := newEngineAtFormat(t, "3")
 	cycles(t, e, []string{"old"}, 80, 2)
 	all := allPages(t, e, lock.HistoryOptions{Limit: 7})
 	checkTrail(t, all, 80)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -26,11 +25,8 @@ import (
 func TestCycle_WhatASessionHoldWrites(t *testing.T) {
 	for _, format := range []int{1, 3, 4} {
 		t.Run(fmt.Sprint("format ", format), func(t *testing.T) {
-			m := testetcd.Start(t)
-			if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", fmt.Sprint(format)); err != nil {
-				t.Fatal(err)
-			}
-			cycleWrites(t, startEngine(t, m, lock.DefaultConfig()), m.Client(), format)
+			e, m := newEngineAtFormat(t, fmt.Sprint(format))
+			cycleWrites(t, e, m.Client(), format)
 		})
 	}
 }
