@@ -70,7 +70,12 @@ type Config struct {
 	// LogLevel is etcd's own log level: debug, info, warn or error.
 	LogLevel string
 	// CompactionRetention is how much revision history etcd keeps for
-	// watches to resume from (periodic compaction).
+	// watches to resume from and reads at past revisions: every
+	// CompactionRetention etcd compacts away what is older than that, so
+	// it holds between one and two of them (periodic compaction). Until
+	// then every write's old revision stays in the backend file and every
+	// deleted key in the key index; NewConfig sets
+	// DefaultCompactionRetention.
 	CompactionRetention time.Duration
 	// QuotaBackendBytes is the member's backend quota (etcd's
 	// --quota-backend-bytes): past it etcd raises its NOSPACE alarm and
@@ -126,7 +131,7 @@ func NewConfig() Config {
 		ClientURL:           "http://127.0.0.1:2379",
 		ClusterState:        embed.ClusterStateFlagNew,
 		LogLevel:            "warn",
-		CompactionRetention: time.Hour,
+		CompactionRetention: DefaultCompactionRetention,
 		StartTimeout:        time.Minute,
 		MaxTxnOps:           DefaultMaxTxnOps,
 	}
@@ -139,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.Dir == "" {
 		return errors.New("embedetcd: Dir must not be empty")
+	}
+	if c.CompactionRetention < MinCompactionRetention {
+		return fmt.Errorf("embedetcd: CompactionRetention must be at least %s (start from NewConfig)", MinCompactionRetention)
 	}
 	if c.MaxTxnOps < 128 {
 		return errors.New("embedetcd: MaxTxnOps must be at least 128, etcd's default (start from NewConfig)")
@@ -473,6 +481,22 @@ func (m *Member) Etcd() *embed.Etcd { return m.etcd }
 // from the majority loses it within about an election timeout (raft's
 // pre-vote and check-quorum are on in etcd).
 func (m *Member) HasLeader() bool { return m.etcd.Server.Leader() != 0 }
+
+// DefaultCompactionRetention is a member's CompactionRetention unless its
+// Config says otherwise. A lock service rewrites its keys all the time:
+// a lock cycle leaves about 2 KB of old revisions and a few deleted keys
+// behind (docs/PERFORMANCE.md, "Sustained load"), so with an hour of
+// them a node's key index and backend file grow for two hours, and about
+// a hundred cycles a second beside a full audit trail fill the default
+// 2 GiB quota. baton's watches resume from the keys themselves
+// when the revisions they need are gone (lock's recorder, history index
+// and event hubs), so they need only minutes of history.
+const DefaultCompactionRetention = time.Minute
+
+// MinCompactionRetention is the shortest CompactionRetention a member
+// takes: below it the engine's watches would fall behind compaction, and
+// start over from its keys, in an ordinary leader election.
+const MinCompactionRetention = 30 * time.Second
 
 // DefaultMaxTxnOps is a member's --max-txn-ops unless its Config says
 // otherwise: eight times etcd's default, so that the history index

@@ -29,8 +29,8 @@ type waiterLease struct {
 //
 // Numbers are reused (last freed, first taken) so that the keys under a
 // lock's queue prefix stay as few as the node's waits at once. A deleted
-// key stays in etcd's key index until the next compaction (an hour by
-// default), and every range over the prefix visits it: FIFO's compares
+// key stays in etcd's key index until the next compaction (the embedded
+// member's runs every minute by default), and every range over the prefix visits it: FIFO's compares
 // and reads range over the queue on each acquire, release and wake-up.
 // With a new key per wait, a lock with steady contention piled up dead
 // keys at its handover rate, and etcd's index over them came to cost a

@@ -71,8 +71,8 @@ const listTTLLookups = 8
 // lookup (TimeToLive, without keys) per session listed, in parallel.
 // Sessions of owners outside Prefix cost nothing; etcd's count walks the
 // index entries of the matching owners' sessions after the cursor, and of
-// the sessions among them that ended since the last compaction (an hour by
-// default), without reading their values (see sessionOwnersPrefix).
+// the sessions among them that ended since the last compaction (every
+// minute by default, on an embedded member), without reading their values (see sessionOwnersPrefix).
 //
 // A session created by a node without the owner index (before an upgrade)
 // has no index entry: it is listed from its first renew through

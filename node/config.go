@@ -47,6 +47,10 @@ type Config struct {
 	// EtcdEndpoints, when set, makes the node a client of that etcd
 	// cluster instead of embedding a member.
 	EtcdEndpoints []string
+	// CompactionRetention is how much revision history the embedded
+	// member keeps (embedetcd.Config.CompactionRetention). An external
+	// etcd compacts as its operator set it.
+	CompactionRetention time.Duration
 	// LogLevel is baton's: debug, info, warn or error. etcd's own logs stay
 	// at warn unless it is debug.
 	LogLevel        string
@@ -117,6 +121,7 @@ func DefaultConfig() Config {
 		PeerURL:             e.PeerURL,
 		ClientURL:           e.ClientURL,
 		InitialClusterState: e.ClusterState,
+		CompactionRetention: e.CompactionRetention,
 		LogLevel:            "info",
 		ShutdownTimeout:     10 * time.Second,
 		AccessLog:           true,
@@ -149,6 +154,9 @@ func (c Config) Validate() error {
 	}
 	if c.BackendQuota < 0 {
 		return errors.New("--etcd-quota-bytes must not be negative (0 = etcd's default, 2 GiB)")
+	}
+	if c.CompactionRetention < embedetcd.MinCompactionRetention {
+		return fmt.Errorf("--etcd-compaction-retention must be at least %s", embedetcd.MinCompactionRetention)
 	}
 	switch {
 	case c.TLSCertFile != "" && c.TLSKeyFile == "":
@@ -249,6 +257,7 @@ func (c *Config) addMemberFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.HistoryMaxEvents, "history-max-events", c.HistoryMaxEvents, "how many audit events are kept at most, the oldest dropped first (about 700 bytes of etcd each; at most a half of --etcd-quota-bytes' worth); 0 = that half, up to a million")
 	fs.IntVar(&c.StorageFormat, "storage-format", c.StorageFormat, "raise the cluster's storage format to this (2 to 4) as the node starts: only once every node runs a baton that reads it (docs/OPERATIONS.md, \"Restarts and upgrades\"); 0 = keep the cluster's (a cluster this baton began is at 4)")
 	fs.Int64Var(&c.BackendQuota, "etcd-quota-bytes", c.BackendQuota, "etcd's backend quota in bytes (8 GiB at most is advised): past it every write gets 507 insufficient_storage until \"baton maintenance recover\"; with --etcd-endpoints, the external cluster's quota; 0 = etcd's default (2 GiB)")
+	fs.DurationVar(&c.CompactionRetention, "etcd-compaction-retention", c.CompactionRetention, "how much revision history the embedded etcd member keeps: every this long it compacts what is older (each lock cycle leaves about 2 KB of old revisions until then); at least 30s")
 	fs.BoolVar(&c.ClientJSONGateway, "client-json-gateway", c.ClientJSONGateway, "also serve etcd's HTTP/JSON gateway (/v3/...) on the etcd client URL; off because any web page could POST to it (etcdctl and baton member use gRPC)")
 }
 

@@ -21,13 +21,16 @@ func TestConfig_AddFlagsWriteTheFieldsTheyName(t *testing.T) {
 		"--max-waiters-per-lock", "7", "--max-event-streams", "8", "--history-retention", "1h",
 		"--etcd-quota-bytes", "1024", "--rate-limit", "2.5", "--rate-burst", "3",
 		"--credential-rate-burst", "4", "--max-event-streams-per-address", "5",
-		"--etcd-endpoints", "https://10.0.0.1:2379,https://10.0.0.2:2379",
+		"--etcd-endpoints", "https://10.0.0.1:2379,https://10.0.0.2:2379", "--etcd-compaction-retention", "5m",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MaxWaitersPerLock != 7 || cfg.MaxEventStreams != 8 || cfg.HistoryRetention != time.Hour || cfg.BackendQuota != 1024 {
 		t.Errorf("engine knobs %d, %d, %s, %d; want 7, 8, 1h, 1024", cfg.MaxWaitersPerLock, cfg.MaxEventStreams, cfg.HistoryRetention, cfg.BackendQuota)
+	}
+	if cfg.CompactionRetention != 5*time.Minute {
+		t.Errorf("CompactionRetention %s, want 5m", cfg.CompactionRetention)
 	}
 	if cfg.RateLimit.Rate != 2.5 || cfg.RateLimit.Burst != 3 || cfg.CredentialRateLimit.Burst != 4 || cfg.StreamLimits.PerAddress != 5 {
 		t.Errorf("server knobs %+v, %+v, %+v", cfg.RateLimit, cfg.CredentialRateLimit, cfg.StreamLimits)

@@ -8,11 +8,12 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
+	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
 )
 
-// embeddedMemberFlag names a TLS or client-port flag of the embedded
-// member that is set, if any.
+// embeddedMemberFlag names a flag of the embedded member (its TLS, its
+// client port, its compaction) that is set, if any.
 func (c Config) embeddedMemberFlag() string {
 	for _, f := range []struct {
 		name string
@@ -22,6 +23,7 @@ func (c Config) embeddedMemberFlag() string {
 		{"--peer-client-cert-auth", c.PeerClientCertAuth}, {"--peer-auto-tls", c.PeerAutoTLS},
 		{"--client-cert", c.ClientCertFile != ""}, {"--client-key", c.ClientKeyFile != ""}, {"--client-trusted-ca", c.ClientTrustedCAFile != ""},
 		{"--client-auto-tls", c.ClientAutoTLS}, {"--client-json-gateway", c.ClientJSONGateway},
+		{"--etcd-compaction-retention", c.CompactionRetention != embedetcd.DefaultCompactionRetention},
 	} {
 		if f.set {
 			return f.name

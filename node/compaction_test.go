@@ -1,0 +1,70 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/poll"
+)
+
+// TestNode_CompactsEveryRetentionAndServesOnAfterIt: the member compacts
+// its history on the node's --etcd-compaction-retention, and baton's
+// watches, which run at the head, go on through it: a cycle after the
+// compaction is recorded beside the one before.
+func TestNode_CompactsEveryRetentionAndServesOnAfterIt(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.CompactionRetention = embedetcd.MinCompactionRetention
+	n := start(t, cfg)
+	base := "http://" + n.Addr()
+	cycle := func(owner string) {
+		t.Helper()
+		var l lockJSON
+		if st := call(t, "POST", base+"/v1/locks/job", map[string]string{"owner": owner}, &l); st != 201 {
+			t.Fatalf("acquire: %d", st)
+		}
+		if st := call(t, "DELETE", fmt.Sprintf("%s/v1/locks/job?token=%d", base, l.Token), nil, nil); st != 204 {
+			t.Fatalf("release: %d", st)
+		}
+	}
+	cycle("before")
+
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	// etcd compacts to the revision it sampled one retention earlier,
+	// first one retention after it started.
+	poll.Until(t, 4*cfg.CompactionRetention, "a compaction of the member's history", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := cli.Get(ctx, "any", clientv3.WithRev(1))
+		return errors.Is(err, rpctypes.ErrCompacted)
+	})
+
+	cycle("after")
+	var hist struct {
+		Events []struct {
+			Type  string `json:"type"`
+			Owner string `json:"owner"`
+		} `json:"events"`
+	}
+	if st := call(t, "GET", base+"/v1/history?lock=job", nil, &hist); st != 200 {
+		t.Fatalf("history: %d", st)
+	}
+	var got []string
+	for _, e := range hist.Events {
+		got = append(got, e.Type+" "+e.Owner)
+	}
+	if want := "[released after acquired after released before acquired before]"; fmt.Sprint(got) != want {
+		t.Fatalf("history after the compaction, newest first: %v, want %s", got, want)
+	}
+}
