@@ -163,6 +163,7 @@ type usage struct {
 	machine     time.Duration // by every process on the machine
 	raftEntries float64       // committed by the embedded etcd member
 	keyWrites   float64       // puts and deletes the member applied
+	dbBytes     float64       // the member's backend file
 }
 
 // spent is what one scenario consumed.
@@ -175,6 +176,9 @@ type spent struct {
 	// keyWrites counts the puts and deletes etcd applied, each key a
 	// lease revocation deleted among them.
 	keyWrites float64
+	// dbBytes is the member's backend file at the end: what etcd keeps,
+	// old revisions until it compacts them included.
+	dbBytes float64
 }
 
 // raftMetric is etcd's commit index as a gauge: every raft entry the
@@ -188,6 +192,9 @@ const (
 	putsMetric    = "etcd_mvcc_put_total"
 	deletesMetric = "etcd_mvcc_delete_total"
 )
+
+// dbMetric is the size of the member's backend file.
+const dbMetric = "etcd_mvcc_db_total_size_in_bytes"
 
 func readUsage() (usage, error) {
 	cpu, err := processCPU()
@@ -218,6 +225,8 @@ func readUsage() (usage, error) {
 			u.raftEntries, raft = v, true
 		case putsMetric, deletesMetric:
 			u.keyWrites += v
+		case dbMetric:
+			u.dbBytes = v
 		}
 	}
 	if !raft {
@@ -252,6 +261,7 @@ func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
 		machine:     after.machine - before.machine,
 		raftEntries: after.raftEntries - before.raftEntries,
 		keyWrites:   after.keyWrites - before.keyWrites,
+		dbBytes:     after.dbBytes,
 	}, nil
 }
 
@@ -275,7 +285,7 @@ func settled(last usage) (usage, error) {
 		} else {
 			same = 0
 		}
-		last.raftEntries, last.keyWrites = u.raftEntries, u.keyWrites
+		last.raftEntries, last.keyWrites, last.dbBytes = u.raftEntries, u.keyWrites, u.dbBytes
 	}
 	return last, nil
 }

@@ -271,7 +271,7 @@ func (b *bench) redis(ctx context.Context, clients int) (CycleResult, error) {
 	}
 	// The node's process only idled, and whatever etcd committed meanwhile
 	// was not Redis's doing.
-	u.cpu, u.raftEntries, u.keyWrites = server, 0, 0
+	u.cpu, u.raftEntries, u.keyWrites, u.dbBytes = server, 0, 0, 0
 	return newCycleResult(clients, loop, u), nil
 }
 

@@ -164,10 +164,15 @@ type CycleResult struct {
 	// KeyWritesPerCycle counts the puts and deletes etcd applied per
 	// cycle, whoever wrote them (the engine's records and index, lease
 	// revocations); absent where raft entries are.
-	KeyWritesPerCycle float64  `json:"key_writes_per_cycle,omitempty"`
-	Cores             CPUCores `json:"cores"`
-	Errors            int64    `json:"errors"`
-	FirstError        string   `json:"first_error,omitempty"`
+	KeyWritesPerCycle float64 `json:"key_writes_per_cycle,omitempty"`
+	// DBMiB is the embedded member's backend file when the scenario
+	// ended, in MiB: what etcd keeps of every scenario run so far, the
+	// old revisions it has not compacted yet included; absent for the
+	// peers outside etcd.
+	DBMiB      float64  `json:"db_mib,omitempty"`
+	Cores      CPUCores `json:"cores"`
+	Errors     int64    `json:"errors"`
+	FirstError string   `json:"first_error,omitempty"`
 	// VsFloor divides this scenario's figures by the floor's at the same
 	// client count; absent for the floor itself or when it did not run.
 	VsFloor *Ratios `json:"vs_floor,omitempty"`
@@ -222,6 +227,7 @@ func newCycleResult(clients int, l loopResult, u spent) CycleResult {
 		CPUSecondsPer1k:     per(u.cpu.Seconds()*1000, float64(l.Cycles)),
 		RaftEntriesPerCycle: per(u.raftEntries, float64(l.Cycles)),
 		KeyWritesPerCycle:   per(u.keyWrites, float64(l.Cycles)),
+		DBMiB:               u.dbBytes / (1 << 20),
 		Cores:               u.cores(),
 		Errors:              l.Errors,
 		FirstError:          l.FirstError,
@@ -508,17 +514,18 @@ func printTable(out io.Writer, r *Results) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if r.hasCycles() {
 		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
-		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\twrites/cycle\tcores node/gen/other\terrors\t")
+		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\twrites/cycle\tdb MiB\tcores node/gen/other\terrors\t")
 		for _, sc := range r.cycleScenarios() {
 			for _, c := range sc.results {
 				v := c.VsFloor
 				if v == nil {
 					v = &Ratios{}
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
+				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
 					sc.name, c.Clients, c.CyclesPerSec, ratio(v.CyclesPerSec),
 					ms(c.Latency.P50), ratio(v.P50), ms(c.Latency.P99), ratio(v.P99),
-					figure(c.CPUSecondsPer1k, 3), ratio(v.CPUSecondsPer1k), figure(c.RaftEntriesPerCycle, 2), figure(c.KeyWritesPerCycle, 1), c.Cores, c.Errors)
+					figure(c.CPUSecondsPer1k, 3), ratio(v.CPUSecondsPer1k), figure(c.RaftEntriesPerCycle, 2), figure(c.KeyWritesPerCycle, 1),
+					figure(c.DBMiB, 0), c.Cores, c.Errors)
 			}
 		}
 		if s := r.RedisServer; s != nil && len(r.Redis) > 0 {
@@ -564,6 +571,9 @@ func printTable(out io.Writer, r *Results) error {
 	fmt.Fprintln(tw, "\ncores: CPU seconds per second of baton's process, the load generator, and everything else on the machine (noise)")
 	if r.hasCycles() || r.Contention != nil {
 		fmt.Fprintln(tw, "writes: puts and deletes etcd applied, per cycle or grant, whoever made them (records, the history index, lease revocations)")
+	}
+	if r.hasCycles() {
+		fmt.Fprintln(tw, "db MiB: etcd's backend file as the row ended, every row so far in it (old revisions until compaction too)")
 	}
 	if err := tw.Flush(); err != nil {
 		return err

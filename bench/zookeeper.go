@@ -431,7 +431,7 @@ func (b *bench) zkMeasured(load func() error) (spent, error) {
 		server = after - before
 		return 0, err
 	})
-	u.loadgenCPU, u.cpu, u.raftEntries, u.keyWrites = u.cpu, server, 0, 0
+	u.loadgenCPU, u.cpu, u.raftEntries, u.keyWrites, u.dbBytes = u.cpu, server, 0, 0, 0
 	return u, err
 }
 
