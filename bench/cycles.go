@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// cycles runs acquire+release cycles on distinct keys through the HTTP
-// API, in mode "lease" (a lease per lock) or "session" (one session per
+// cycles runs acquire+release cycles, each client on a lock of its own
+// (workerLock), through the HTTP API, in mode "lease" (a lease per lock) or "session" (one session per
 // client, made before the clock starts); or, in mode "etcd-gateway",
 // through etcd's own lock API on its HTTP gateway, the peer.
 func (b *bench) cycles(ctx context.Context, mode string, clients int) (CycleResult, error) {
@@ -69,8 +69,8 @@ func genCycles(ctx context.Context, spec loadSpec, p *parentConn) error {
 		stopRenewing()
 		return err
 	}
-	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
-		name := spec.Prefix + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
+	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, _ int) error {
+		name := workerLock(spec.Prefix, w)
 		token, err := a.acquire(ctx, name, bodies[w])
 		if err != nil {
 			return err
@@ -122,8 +122,8 @@ func keepRenewing(ctx context.Context, sessions []string, renew func(ctx context
 // lock+unlock cycles of etcd's v3lock API through etcd's grpc-gateway
 // (POST /v3/lock/lock, POST /v3/lock/unlock), all under one lease granted
 // before the clock starts, as etcd's own clients share a session's lease.
-// etcd's lock waits on the server until it is granted; with distinct keys
-// it never waits.
+// etcd's lock waits on the server until it is granted; with a lock per
+// client it never waits.
 func genGateway(ctx context.Context, spec loadSpec, p *parentConn) error {
 	a := newAPI(spec.URL, spec.Clients)
 	// One lease for the run; its TTL outlasts it, so no keep-alive runs.
@@ -137,8 +137,8 @@ func genGateway(ctx context.Context, spec loadSpec, p *parentConn) error {
 	if err := p.ready(); err != nil {
 		return err
 	}
-	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
-		name := spec.Prefix + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
+	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, _ int) error {
+		name := workerLock(spec.Prefix, w)
 		var held struct {
 			Key string `json:"key"`
 		}

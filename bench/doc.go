@@ -18,9 +18,10 @@
 // rather than an empty one. Then
 // it runs, in this order:
 //
-//   - floor: acquire+release cycles on distinct keys straight through the
-//     node's in-process etcd client, the two txns a lock needs and nothing
-//     else;
+//   - floor: acquire+release cycles straight through the node's
+//     in-process etcd client, the two txns a lock needs and nothing else;
+//     each client takes and gives back a key of its own, the same one
+//     every cycle, in this and every cycle scenario below;
 //   - lease and session: the same cycles through baton's HTTP API, a lease
 //     per lock or one session per client;
 //   - etcd-gateway, the peer: the same cycles through etcd's own lock API

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -116,8 +115,8 @@ func mutexClients(ctx context.Context, endpoint string, n int) (sessions []*conc
 }
 
 // genEtcdMutex is the load generator's side of the etcd-mutex cycles:
-// Lock then Unlock of a Mutex on a name of its own each cycle, as the
-// other cycle scenarios take a name of their own. Uncontended, Lock is
+// Lock then Unlock of a Mutex on the worker's own name (workerLock), as
+// the other cycle scenarios take theirs. Uncontended, Lock is
 // one txn (put the session's key, read the oldest key of the prefix) and
 // Unlock one delete.
 func genEtcdMutex(ctx context.Context, spec loadSpec, p *parentConn) error {
@@ -129,8 +128,8 @@ func genEtcdMutex(ctx context.Context, spec loadSpec, p *parentConn) error {
 	if err := p.ready(); err != nil {
 		return err
 	}
-	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
-		name := etcdMutexPrefix + spec.Prefix + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
+	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, _ int) error {
+		name := workerLock(etcdMutexPrefix+spec.Prefix, w)
 		m := concurrency.NewMutex(sessions[w], name)
 		if err := m.Lock(ctx); err != nil {
 			return fmt.Errorf("lock %s: %w", name, err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -11,7 +10,7 @@ import (
 
 // floor runs the floor: the two txns an acquire+release cycle needs at
 // the least, sent straight to the node's embedded etcd through its
-// in-process client, on distinct keys. The load runs in this process, so
+// in-process client, each client on a key of its own. The load runs in this process, so
 // its CPU figure includes the client side too; the HTTP scenarios' do not.
 func (b *bench) floor(ctx context.Context, clients int) (CycleResult, error) {
 	cli := b.node.Engine().Client()
@@ -19,8 +18,8 @@ func (b *bench) floor(ctx context.Context, clients int) (CycleResult, error) {
 	prefix := fmt.Sprintf("bench-floor/%d/", clients)
 	var loop loopResult
 	u, err := measured(func() (time.Duration, error) {
-		loop = closedLoop(ctx, clients, b.cfg.Duration, func(ctx context.Context, w, seq int) error {
-			return floorCycle(ctx, cli, prefix+strconv.Itoa(w)+"/"+strconv.Itoa(seq))
+		loop = closedLoop(ctx, clients, b.cfg.Duration, func(ctx context.Context, w, _ int) error {
+			return floorCycle(ctx, cli, workerLock(prefix, w))
 		})
 		return 0, ctx.Err()
 	})

@@ -85,6 +85,11 @@ type Config struct {
 	// CPUProfile and MemProfile, when set, receive this process's CPU
 	// profile over the HTTP scenarios and its allocation profile at the end.
 	CPUProfile, MemProfile string
+	// CPUProfileRows splits the CPU profile by row of the cycle
+	// scenarios: row n of them (counted from 1, over all of them) goes to
+	// CPUProfile.n, so that rows of a long run can be compared; the
+	// scenarios after them are not profiled.
+	CPUProfileRows bool
 	// JSONPath receives the results as JSON.
 	JSONPath string
 	// Logger reports progress; the node logs at warn on stderr.
@@ -130,6 +135,8 @@ func (c Config) Validate() error {
 		return errors.New("history-events must be at least 2 and history-requests positive")
 	case c.JSONPath == "":
 		return errors.New("json: want a file name")
+	case c.CPUProfileRows && c.CPUProfile == "":
+		return errors.New("cpuprofile-rows: want -cpuprofile too, which names the files")
 	}
 	for _, s := range c.Only {
 		if !slices.Contains(scenarioNames, s) {
@@ -206,6 +213,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.ZooKeeperJar, "zookeeper-jar", zooKeeperJar, "run the zookeeper peer on a server of its own started from `jar` (Debian's zookeeper package), if it is there; empty: do not")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "the Redis server's AUTH `password`, if it wants one")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write this process's CPU profile over the HTTP scenarios to `file`")
+	fs.BoolVar(&cfg.CPUProfileRows, "cpuprofile-rows", false, "with -cpuprofile, write each row of the cycle scenarios to a profile of its own (the file's name, a dot and the row's number from 1) and profile no other scenario")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write this process's allocation profile at the end to `file`")
 	fs.StringVar(&cfg.JSONPath, "json", cfg.JSONPath, "write the results as JSON to `file`")
 	if err := fs.Parse(args); err != nil {
@@ -352,26 +360,24 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 		}
 	}
 	// Every scenario after the floor goes through HTTP.
-	stopProfile, err := b.startCPUProfile()
+	whole := b.cfg.CPUProfile
+	if b.cfg.CPUProfileRows {
+		whole = ""
+	}
+	stopProfile, err := startCPUProfile(whole)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
+	row := 0
 	for _, mode := range []string{"lease", "session", "etcd-gateway", "redis", "zookeeper"} {
 		if !b.cfg.runs(mode) {
 			continue
 		}
 		for _, c := range b.cfg.Clients {
 			b.log.Info("running", "scenario", mode, "clients", c)
-			var r CycleResult
-			var err error
-			if mode == "redis" {
-				r, err = b.redis(ctx, c)
-			} else if mode == "zookeeper" {
-				r, err = b.zookeeper(ctx, c)
-			} else {
-				r, err = b.cycles(ctx, mode, c)
-			}
+			row++
+			r, err := b.cycleRow(ctx, mode, c, row)
 			if err != nil {
 				return fmt.Errorf("%s, %d clients: %w", mode, c, err)
 			}
@@ -432,13 +438,35 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 	return b.writeMemProfile()
 }
 
-// startCPUProfile starts the CPU profile if one was asked for; the
-// returned stop may be called more than once.
-func (b *bench) startCPUProfile() (stop func(), err error) {
-	if b.cfg.CPUProfile == "" {
+// cycleRow runs one row of the cycle scenario mode at clients, the row'th
+// of them in the run, in a CPU profile of its own with -cpuprofile-rows.
+func (b *bench) cycleRow(ctx context.Context, mode string, clients, row int) (CycleResult, error) {
+	path := ""
+	if b.cfg.CPUProfileRows {
+		path = b.cfg.CPUProfile + "." + strconv.Itoa(row)
+	}
+	stop, err := startCPUProfile(path)
+	if err != nil {
+		return CycleResult{}, err
+	}
+	defer stop()
+	switch mode {
+	case "redis":
+		return b.redis(ctx, clients)
+	case "zookeeper":
+		return b.zookeeper(ctx, clients)
+	default:
+		return b.cycles(ctx, mode, clients)
+	}
+}
+
+// startCPUProfile starts a CPU profile into the file at path, or nothing
+// if path is empty; the returned stop may be called more than once.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(b.cfg.CPUProfile)
+	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}

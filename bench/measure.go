@@ -82,6 +82,15 @@ type loopResult struct {
 	Latency    Latency       `json:"latency"`
 }
 
+// workerLock is the lock name worker w of a cycle scenario takes and
+// gives back every cycle, prefix and all. Each worker has one of its own,
+// as the zookeeper peer's recipe has a lock node per worker: a cycle
+// scenario measures locks that are taken again and again, as a service's
+// are, not names that are used once and left to the store to forget.
+func workerLock(prefix string, w int) string {
+	return prefix + strconv.Itoa(w)
+}
+
 // closedLoop runs workers goroutines that each repeat cycle back to back
 // and times every cycle. New cycles start until d has passed; cycles
 // already started run to the end, so every cycle counted is a whole one

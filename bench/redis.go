@@ -223,8 +223,8 @@ func statCPU(stat []byte) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
-// redis runs the redis peer at clients: the same acquire+release cycles
-// on distinct keys, as SET NX PX and a compare-and-delete script, from a
+// redis runs the redis peer at clients: the same acquire+release cycles,
+// each client on a key of its own, as SET NX PX and a compare-and-delete script, from a
 // load generator process like the HTTP scenarios. Its CPU figures are
 // those of the redis-server process when it could be found (see
 // inspectRedis), and it has no raft entries.
@@ -319,7 +319,7 @@ func genRedis(ctx context.Context, spec loadSpec, p *parentConn) error {
 	}
 	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
 		c := conns[w]
-		key := keyPrefix + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
+		key := workerLock(keyPrefix, w)
 		token := run + "-" + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
 		// Spelled out rather than SetNX, which sends EX 30 for whole
 		// seconds: the cycle is the one the documentation gives.

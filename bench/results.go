@@ -513,7 +513,7 @@ func printTable(out io.Writer, r *Results) error {
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if r.hasCycles() {
-		fmt.Fprintln(tw, "\nacquire+release cycles on distinct keys (×floor: ratio to the floor at the same clients)")
+		fmt.Fprintln(tw, "\nacquire+release cycles, each client on a lock of its own (×floor: ratio to the floor at the same clients)")
 		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\twrites/cycle\tdb MiB\tcores node/gen/other\terrors\t")
 		for _, sc := range r.cycleScenarios() {
 			for _, c := range sc.results {
