@@ -160,27 +160,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 	}
 	e, name := a.e, a.req.Name
 	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), e.queuePrefix(name)
-	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev)}
-	leaseID, _ := parseLeaseHex(rec.Lease)
-	t.then = []clientv3.Op{
-		clientv3.OpPut(lkey, mustJSON(rec), clientv3.WithLease(leaseID)),
-		clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.begunEvent(a.seat))),
-	}
-	switch {
-	case a.req.LockDelay > 0:
-		t.then = append(t.then, clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
-	case a.guardRev != 0:
-		t.then = append(t.then, clientv3.OpDelete(gkey))
-	}
-	if queueKey != "" {
-		t.then = append(t.then, clientv3.OpDelete(queueKey))
-	}
-	if a.kind == KindElection {
-		t.then = append(t.then, clientv3.OpPut(e.termKey(name), strconv.FormatInt(rec.Term, 10)))
-	}
-	if a.grouped() {
-		t.then = append(t.then, clientv3.OpPut(e.seatsKey(name), seatRecord(rec)))
-	}
+	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev), then: a.grantOps(queueKey, rec)}
 	won := &t.ix.won
 	won.acquired, won.released, won.session = -1, -1, -1
 	if a.session != 0 && e.cfg.MaxLocksPerSession > 0 {
@@ -233,6 +213,39 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 		t.els, lost.limit, lost.seats, lost.blocker = a.seatOps(t.els)
 	}
 	return t
+}
+
+// grantOps begin the hold rec, for an acquire whose queue entry is
+// queueKey ("" for none): its holder record, its acquired event, its
+// lease's marker (derive.go), its lock-delay guard, its entry gone, and
+// an election's term or a thing with seats' record.
+func (a *acquirer) grantOps(queueKey string, rec holderRecord) []clientv3.Op {
+	e, name := a.e, a.req.Name
+	gkey := e.delayKey(a.seat)
+	leaseID, _ := parseLeaseHex(rec.Lease)
+	ops := []clientv3.Op{
+		clientv3.OpPut(e.lockKey(a.seat), mustJSON(rec), clientv3.WithLease(leaseID)),
+		clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.begunEvent(a.seat))),
+	}
+	if a.session == 0 {
+		ops = append(ops, e.leaseMarkOp(leaseID))
+	}
+	switch {
+	case a.req.LockDelay > 0:
+		ops = append(ops, clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
+	case a.guardRev != 0:
+		ops = append(ops, clientv3.OpDelete(gkey))
+	}
+	if queueKey != "" {
+		ops = append(ops, clientv3.OpDelete(queueKey))
+	}
+	if a.kind == KindElection {
+		ops = append(ops, clientv3.OpPut(e.termKey(name), strconv.FormatInt(rec.Term, 10)))
+	}
+	if a.grouped() {
+		ops = append(ops, clientv3.OpPut(e.seatsKey(name), seatRecord(rec)))
+	}
+	return ops
 }
 
 // acquireCmps hold when the acquire may take the lock: it is free, no

@@ -76,6 +76,7 @@
 //	sessionowners/<owner>\x00<id> the same record, to list sessions by owner prefix; lease: the session
 //	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
+//	leases/<lease>                a lease's marker, put by the first grant under a lease of a hold's own; lease: that one (derive.go)
 //	audit/<name>/<hold>/a         pending record of one hold: its "acquired" event, then, written over it, the event that ended it (released, expired, revoked, session_expired) with the acquired one inside; kept until its end is indexed (no lease)
 //	audit/<name>/<hold>/e         the end's pending record instead, beside the acquired one, in storage format 1 (format.go)
 //	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed); audit/~fence/<resource>/<id>: of a fence_reset

@@ -134,6 +134,9 @@ func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *q
 		clientv3.OpDelete(head.key),
 		clientv3.OpPut(e.acquiredKey(seat, g.Hold), mustJSON(g.begunEvent(seat))),
 	}
+	if g.Session == "" {
+		ops = append(ops, e.leaseMarkOp(lease))
+	}
 	if seat != name {
 		ops = append(ops, clientv3.OpDelete(e.lockKey(name)))
 	}
@@ -194,6 +197,9 @@ func (e *Engine) setHandOverOps(name string, hr holderRecord, g holderRecord, he
 			clientv3.OpPut(e.lockKey(m), mustJSON(rec), clientv3.WithLease(lease)),
 			clientv3.OpDelete(e.setEntry(name, head, m)),
 			clientv3.OpPut(e.acquiredKey(m, rec.Hold), mustJSON(rec.begunEvent(m))))
+	}
+	if g.Session == "" {
+		ops = append(ops, e.leaseMarkOp(lease))
 	}
 	if hr.LockDelay > 0 {
 		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))

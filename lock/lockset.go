@@ -162,6 +162,9 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now
 	if q := a.enqueue; queueKey == "" && q != nil {
 		entries, value = a.entryKeys(q.key), a.entryValue(now)
 	}
+	if a.session == 0 {
+		t.then = append(t.then, e.leaseMarkOp(leaseID))
+	}
 	for i, m := range a.members {
 		lkey, gkey, qpfx := e.lockKey(m), e.delayKey(m), e.queuePrefix(m)
 		mrec := memberRecord(rec, i)

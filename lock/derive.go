@@ -1,0 +1,152 @@
+package lock
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Every fact of a hold's life is in etcd's revision log already, as a
+// change of its lock key (kinds.go: every kind's holds are lock keys),
+// read with the value it replaced:
+//
+//	PUT, a new key                 the hold the record names began: its token is the revision
+//	PUT over a held key            a release handed the lock over: the hold in the previous
+//	                               value ended (released), the one in the new value began
+//	DELETE, with its lease's       the hold ended with its lease: expired, or, in a session,
+//	marker or session record       session_expired
+//	DELETE, alone                  the hold was released
+//
+// A lease's end deletes every key under it in one revision (etcd's
+// lessor), so a lock key deleted in the revision that also deletes a key
+// no request ever deletes, put under the same lease, ended with the lease.
+// A session's record is such a key; a hold under a lease of its own has
+// its lease's marker (leaseMarkKey), which the acquire txn puts the first
+// time a lease holds a lock. A release deletes the lock key alone and
+// writes nothing else for the trail.
+//
+// What revisions cannot say (a revoke's reason, a release by another
+// credential than the acquirer's, a session deleted, an end's exact time)
+// is not derived: those ends write their event themselves (records.go,
+// histkeys.go), and an end derived here takes the time its revision was
+// read.
+
+// leasesPrefix is where lease markers live.
+func (e *Engine) leasesPrefix() string { return e.cfg.Prefix + "leases/" }
+
+// leaseMarkKey is lease id's marker: put under the lease, never deleted
+// by a request, so etcd deletes it in the revision the lease ends.
+func (e *Engine) leaseMarkKey(id clientv3.LeaseID) string { return e.leasesPrefix() + leaseHex(id) }
+
+// leaseMarkOp puts lease id's marker unless it is there: a txn's compare
+// and no write but the first time a lease holds a lock (a pooled lease
+// keeps its marker from one hold to the next).
+func (e *Engine) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
+	key := e.leaseMarkKey(id)
+	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		[]clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(id))}, nil)
+}
+
+// revisionsRange is the key range whose revisions the trail reads, from
+// audit/ (the events requests write themselves) to the end of sessions/:
+// it holds the lock keys, the lease markers and the session records, and
+// none of the trail's own keys (trail/ and trailname/ sort after it).
+func (e *Engine) revisionsRange() (key, end string) {
+	return e.auditPrefix(), clientv3.GetPrefixRangeEnd(e.sessionsPrefix())
+}
+
+// deriveHolds returns the events of the holds that one revision began and
+// ended, in the order of evs: that revision's watch events over
+// revisionsRange, read with their previous values. at is when the
+// revision was read: the time of the ends it derives. A change whose
+// previous value the watch did not carry (compacted) or whose records do
+// not decode (nothing baton writes) derives nothing.
+func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time) []pendingRecord {
+	if len(evs) == 0 {
+		return nil
+	}
+	rev := evs[0].Kv.ModRevision
+	var leaseEnded map[int64]bool
+	for _, ev := range evs {
+		if ev.Type != mvccpb.DELETE {
+			continue
+		}
+		key := string(ev.Kv.Key)
+		if id, ok := strings.CutPrefix(key, e.leasesPrefix()); ok {
+			leaseEnded = markLease(leaseEnded, id)
+		} else if id, ok := strings.CutPrefix(key, e.sessionsPrefix()); ok {
+			leaseEnded = markLease(leaseEnded, id)
+		}
+	}
+	var out []pendingRecord
+	for _, ev := range evs {
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
+		if !ok {
+			continue
+		}
+		if prev := ev.PrevKv; prev != nil {
+			if hr, err := decodeHolder(prev); err == nil {
+				typ := EventReleased
+				detail := ""
+				if ev.Type == mvccpb.DELETE && leaseEnded[prev.Lease] {
+					typ = EventExpired
+					if hr.Session != "" {
+						typ = EventSessionExpired
+					}
+					detail = fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", rev)
+				}
+				out = append(out, endedHold(name, prev.ModRevision, hr, typ, detail, rev, at))
+			}
+		}
+		if ev.Type == mvccpb.PUT {
+			if hr, err := decodeHolder(ev.Kv); err == nil {
+				out = append(out, begunHold(name, rev, hr))
+			}
+		}
+	}
+	return out
+}
+
+func markLease(m map[int64]bool, hex string) map[int64]bool {
+	id, ok := parseLeaseHex(hex)
+	if !ok {
+		return m
+	}
+	if m == nil {
+		m = map[int64]bool{}
+	}
+	m[int64(id)] = true
+	return m
+}
+
+// begunHold is the acquired (or elected) event of hold hr, begun at rev
+// in the thing kept under key name: what its pending record said, when
+// acquires wrote one.
+func begunHold(name string, rev int64, hr holderRecord) pendingRecord {
+	ev := normalized(hr.begunEvent(name))
+	ev.Revision, ev.Token = rev, rev
+	return pendingRecord{ev: ev, entry: "0" + hr.Hold + "a"}
+}
+
+// endedHold is the end by typ of the hold hr of token, in the thing kept
+// under key name, at rev, read at at. Its credential is the acquirer's:
+// a release by any other credential writes its event itself.
+func endedHold(name string, token int64, hr holderRecord, typ EventType, detail string, rev int64, at time.Time) pendingRecord {
+	ev := hr.event(name, typ, at)
+	ev.Token, ev.Detail = token, detail
+	ev = normalized(ev)
+	ev.Revision = rev
+	return pendingRecord{ev: ev, entry: "1" + hr.Hold + "e"}
+}
+
+// normalized is ev as decodeEvent reads it back: a lock's events name
+// their kind and name too.
+func normalized(ev Event) Event {
+	if ev.Kind == "" {
+		ev.Kind, ev.Name = KindLock, ev.Lock
+	}
+	return ev
+}
