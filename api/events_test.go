@@ -267,9 +267,11 @@ func TestHistory_FiltersByOwnerTypeAndTime(t *testing.T) {
 	s.release("f1", a.Token)
 	b := s.acquire("f2", `{"owner":"bob"}`)
 	s.Do("POST", "/v1/locks/f2/revoke", `{"reason":"test"}`)
-	// Event times have millisecond precision: cut at a millisecond
-	// boundary that has passed, so every event so far is before it and
-	// every later one at or after it.
+	// A release's time is when the trail read it from etcd, which a read
+	// of the history waits for. Event times have millisecond precision:
+	// then cut at a millisecond boundary that has passed, so every event
+	// so far is before it and every later one at or after it.
+	s.history("limit=1")
 	mid := time.Now().UTC().Truncate(time.Millisecond).Add(time.Millisecond)
 	for time.Now().Before(mid) {
 		runtime.Gosched()

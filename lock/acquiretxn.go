@@ -223,9 +223,9 @@ func (a *acquirer) grantOps(queueKey string, rec holderRecord) []clientv3.Op {
 	e, name := a.e, a.req.Name
 	gkey := e.delayKey(a.seat)
 	leaseID, _ := parseLeaseHex(rec.Lease)
-	ops := []clientv3.Op{
-		clientv3.OpPut(e.lockKey(a.seat), mustJSON(rec), clientv3.WithLease(leaseID)),
-		clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.begunEvent(a.seat))),
+	ops := []clientv3.Op{clientv3.OpPut(e.lockKey(a.seat), mustJSON(rec), clientv3.WithLease(leaseID))}
+	if !rec.Derived {
+		ops = append(ops, clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.begunEvent(a.seat))))
 	}
 	if a.session == 0 {
 		ops = append(ops, e.leaseMarkOp(leaseID))

@@ -2,6 +2,8 @@ package lock
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,29 +60,63 @@ func (e *Engine) revisionsRange() (key, end string) {
 	return e.auditPrefix(), clientv3.GetPrefixRangeEnd(e.sessionsPrefix())
 }
 
+// revisionEvents are the trail's events of the revisions of wr, a
+// response of a watch over revisionsRange with previous values, in
+// revision order: the pending records each revision put, and the events
+// of the derived holds (holderRecord.Derived) it began and ended, bar an
+// end that a pending record of the same revision tells (a revoke's). at
+// is as for deriveHolds.
+func (e *Engine) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendingRecord {
+	var out []pendingRecord
+	for evs := range byRevision(wr.Events) {
+		pending := len(out)
+		for _, ev := range evs {
+			if ev.Type == mvccpb.PUT && e.isEventRecord(ev.Kv) {
+				if p, ok := e.parsePending(ev.Kv); ok {
+					out = append(out, p)
+				}
+			}
+		}
+		told := out[pending:]
+		for _, d := range e.deriveHolds(evs, at, false) {
+			if !slices.ContainsFunc(told, func(p pendingRecord) bool { return p.entry == d.entry }) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// byRevision yields the runs of evs, in revision order, that share a
+// revision: etcd sends a txn's events together.
+func byRevision(evs []*clientv3.Event) iter.Seq[[]*clientv3.Event] {
+	return func(yield func([]*clientv3.Event) bool) {
+		for i := 0; i < len(evs); {
+			j := i + 1
+			for j < len(evs) && evs[j].Kv.ModRevision == evs[i].Kv.ModRevision {
+				j++
+			}
+			if !yield(evs[i:j]) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
 // deriveHolds returns the events of the holds that one revision began and
 // ended, in the order of evs: that revision's watch events over
-// revisionsRange, read with their previous values. at is when the
-// revision was read: the time of the ends it derives. A change whose
-// previous value the watch did not carry (compacted) or whose records do
-// not decode (nothing baton writes) derives nothing.
-func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time) []pendingRecord {
+// revisionsRange, read with their previous values; with all unset, of
+// derived holds only (holderRecord.Derived). at is when the revision was
+// read: the time of the ends it derives. A change whose previous value
+// the watch did not carry (compacted) or whose records do not decode
+// (nothing baton writes) derives nothing.
+func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time, all bool) []pendingRecord {
 	if len(evs) == 0 {
 		return nil
 	}
 	rev := evs[0].Kv.ModRevision
-	var leaseEnded map[int64]bool
-	for _, ev := range evs {
-		if ev.Type != mvccpb.DELETE {
-			continue
-		}
-		key := string(ev.Kv.Key)
-		if id, ok := strings.CutPrefix(key, e.leasesPrefix()); ok {
-			leaseEnded = markLease(leaseEnded, id)
-		} else if id, ok := strings.CutPrefix(key, e.sessionsPrefix()); ok {
-			leaseEnded = markLease(leaseEnded, id)
-		}
-	}
+	leaseEnded := e.leasesEnded(evs)
 	var out []pendingRecord
 	for _, ev := range evs {
 		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
@@ -88,7 +124,7 @@ func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time) []pendingRecor
 			continue
 		}
 		if prev := ev.PrevKv; prev != nil {
-			if hr, err := decodeHolder(prev); err == nil {
+			if hr, err := decodeHolder(prev); err == nil && (all || hr.Derived) {
 				typ := EventReleased
 				detail := ""
 				if ev.Type == mvccpb.DELETE && leaseEnded[prev.Lease] {
@@ -102,12 +138,30 @@ func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time) []pendingRecor
 			}
 		}
 		if ev.Type == mvccpb.PUT {
-			if hr, err := decodeHolder(ev.Kv); err == nil {
+			if hr, err := decodeHolder(ev.Kv); err == nil && (all || hr.Derived) {
 				out = append(out, begunHold(name, rev, hr))
 			}
 		}
 	}
 	return out
+}
+
+// leasesEnded are the leases whose end one revision's watch events show:
+// those whose marker or session record it deleted.
+func (e *Engine) leasesEnded(evs []*clientv3.Event) map[int64]bool {
+	var ended map[int64]bool
+	for _, ev := range evs {
+		if ev.Type != mvccpb.DELETE {
+			continue
+		}
+		key := string(ev.Kv.Key)
+		if id, ok := strings.CutPrefix(key, e.leasesPrefix()); ok {
+			ended = markLease(ended, id)
+		} else if id, ok := strings.CutPrefix(key, e.sessionsPrefix()); ok {
+			ended = markLease(ended, id)
+		}
+	}
+	return ended
 }
 
 func markLease(m map[int64]bool, hex string) map[int64]bool {
@@ -128,7 +182,7 @@ func markLease(m map[int64]bool, hex string) map[int64]bool {
 func begunHold(name string, rev int64, hr holderRecord) pendingRecord {
 	ev := normalized(hr.begunEvent(name))
 	ev.Revision, ev.Token = rev, rev
-	return pendingRecord{ev: ev, entry: "0" + hr.Hold + "a"}
+	return pendingRecord{ev: ev, entry: "0" + hr.Hold + "a", derived: true}
 }
 
 // endedHold is the end by typ of the hold hr of token, in the thing kept
@@ -139,7 +193,7 @@ func endedHold(name string, token int64, hr holderRecord, typ EventType, detail 
 	ev.Token, ev.Detail = token, detail
 	ev = normalized(ev)
 	ev.Revision = rev
-	return pendingRecord{ev: ev, entry: "1" + hr.Hold + "e"}
+	return pendingRecord{ev: ev, entry: "1" + hr.Hold + "e", derived: true}
 }
 
 // normalized is ev as decodeEvent reads it back: a lock's events name

@@ -258,7 +258,7 @@ func deriveAll(t *testing.T, e *Engine) []pendingRecord {
 	var out []pendingRecord
 	var group []*clientv3.Event
 	flush := func() {
-		out = append(out, e.deriveHolds(group, nowUTC())...)
+		out = append(out, e.deriveHolds(group, nowUTC(), true)...)
 		group = group[:0]
 	}
 	for wr := range wc {

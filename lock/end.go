@@ -364,7 +364,7 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 	// end before the next one begins in the same revision.
 	// At most five ops: the event, the delete (or the handover), the
 	// guard, an election's value and the tally.
-	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 5), event), handOver: -1}
+	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 5), event...), handOver: -1}
 	if seat, ok := handOverPlan(name, head); ok {
 		free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
 		t.grants = max(len(head.grant.Set), 1)
@@ -404,13 +404,18 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 // lease expired, or already replaced by the next hold's, is left alone.
 //
 // In storage format 2 the event goes over the hold's acquired record, with
-// the acquired event it replaces (endRecord); in format 1 beside it.
-func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event) (event clientv3.Op, guard []clientv3.Op) {
-	if e.format >= 2 {
+// the acquired event it replaces (endRecord); in format 1 beside it. A
+// derived hold (holderRecord.Derived) has no acquired record: its end
+// writes no event when the trail derives it from the lock key's delete
+// (derivable), and otherwise writes it beside, as in format 1.
+func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event) (event, guard []clientv3.Op) {
+	switch {
+	case hr.Derived && derivable(hr, ev):
+	case e.format >= 2 && !hr.Derived:
 		began := hr.begunEvent(name)
-		event = clientv3.OpPut(e.acquiredKey(name, hr.Hold), mustJSON(endRecord{Event: ev, Began: &began}))
-	} else {
-		event = clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev))
+		event = []clientv3.Op{clientv3.OpPut(e.acquiredKey(name, hr.Hold), mustJSON(endRecord{Event: ev, Began: &began}))}
+	default:
+		event = []clientv3.Op{clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev))}
 	}
 	if hr.LockDelay <= 0 {
 		return event, nil
@@ -421,6 +426,14 @@ func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event) (e
 		op = clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.ended(ev.Time, ev.Type)))
 	}
 	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
+}
+
+// derivable reports whether ev, an end of the hold hr, is the one the
+// trail derives from the lock key's delete (derive.go): a release or a
+// resignation by the credential that acquired the hold, with nothing to
+// say of it.
+func derivable(hr holderRecord, ev Event) bool {
+	return (ev.Type == EventReleased || ev.Type == EventResigned) && ev.Detail == "" && ev.Credential == hr.Credential
 }
 
 // revokeLease ends a lock's own lease after its key is gone; failing only

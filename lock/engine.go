@@ -333,7 +333,9 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// session keys: delay/ to sessions/ in key order, which leaves out
 	// the audit trail's writes (audit/ before, trail/ after).
 	e.waits = newHub(e, "waiters", e.delayKey(""), rec.head+1, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.sessionsPrefix())))
-	e.streams = newHub(e, "events", e.auditPrefix(), rec.head+1, clientv3.WithPrefix(), clientv3.WithFilterDelete())
+	key, end := e.revisionsRange()
+	e.streams = newHub(e, "events", key, rec.head+1, clientv3.WithRange(end), clientv3.WithPrevKV())
+	e.streams.events = true
 	for _, run := range []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run, e.hist.run} {
 		e.wg.Add(1)
 		go func() {

@@ -73,12 +73,11 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if err != nil {
 		return nil, err
 	}
-	prefix := e.auditPrefix() // of the pending records the live events come from
-	switch {
-	case o.Lock != "":
-		prefix = e.lockAuditPrefix(o.Lock)
-	case o.Kind == KindElection && o.Name != "":
-		prefix = e.lockAuditPrefix(keyName(o.Kind, o.Name))
+	f := eventFilter{kind: o.Kind, name: o.Name, marks: o.marks}
+	if o.Lock != "" {
+		// A lock's, or an election's (lockOfName): the thing its key
+		// name keeps.
+		f.kind, f.name = thingOf(o.Lock)
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 1024
@@ -115,7 +114,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		defer e.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		err := e.stream(sctx, src, prefix, eventFilter{kind: o.Kind, name: o.Name, marks: o.marks}, since, ch)
+		err := e.stream(sctx, src, f, since, ch)
 		if e.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
@@ -133,7 +132,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 // hub sends everything after it: nothing is missed and nothing comes
 // twice. A long replay first catches up leg by leg, so that live events
 // wait in memory only for the last, short leg.
-func (e *Engine) stream(ctx context.Context, src trailSource, prefix string, f eventFilter, since int64, ch chan Event) error {
+func (e *Engine) stream(ctx context.Context, src trailSource, f eventFilter, since int64, ch chan Event) error {
 	for {
 		to := e.streams.revision()
 		if to <= since {
@@ -149,7 +148,7 @@ func (e *Engine) stream(ctx context.Context, src trailSource, prefix string, f e
 		}
 	}
 	// The hub sends what comes after both since and what it had reached.
-	sw, rev := e.streams.watchStream(prefix, f, since, ch)
+	sw, rev := e.streams.watchStream(f, since, ch)
 	defer sw.close()
 	if _, err := e.replay(ctx, src, f, since, rev, ch); err != nil {
 		return err

@@ -21,13 +21,18 @@ import (
 //	   chunkEvents of them (histchunks.go)
 //	4  trail/ keeps the revisions one index txn holds whole in chunks,
 //	   where it kept a key for each (histkeys.go)
+//	5  holds write no pending record of their acquire or of an end the
+//	   trail can tell from their lock key's revisions: the history index
+//	   derives those (derive.go); a hold's record says which it is
+//	   (holderRecord.Derived)
 //
 // A cluster moves to a format only once every node reads it. A node of an
 // older baton misreads format 2: its expiry recorder would take a release
 // written over the acquired record for an expiry and record the end twice,
 // and its history index would never index the end. One that knows only
 // format 2 would skip a chunk of format 3 when it reads a thing's history,
-// and one that knows only format 3 a trail/ chunk of format 4.
+// and one that knows only format 3 a trail/ chunk of format 4. One that
+// knows only format 4 would index no derived hold, nor record its expiry.
 // So a cluster begun by a baton that knows the newest format starts at it,
 // one begun before stays at its own, and an operator raises it, once every
 // node runs a baton that reads it, by starting a node with
@@ -35,7 +40,10 @@ import (
 // The format never goes down. A node reads it when it starts, and writes
 // that format until it restarts: a node still writing 1 after another
 // raised it is read by every node all the same.
-const newestFormat = 4
+const newestFormat = 5
+
+// derivedFormat is the format from which holds are derived (format 5).
+const derivedFormat = 5
 
 func (e *Engine) formatKey() string { return e.cfg.Prefix + "meta/format" }
 

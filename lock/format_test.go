@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,12 +56,54 @@ func endWrite(t *testing.T, cli *clientv3.Client, name string, end func()) (part
 }
 
 // TestFormat_ANewClusterStartsAtTheNewestFormat: no baton wrote the
-// keyspace, so no node can misread the newest layout.
+// keyspace, so no node can misread the newest layout. A hold's acquire
+// and release write no pending record there: the trail reads them from
+// the lock key's revisions.
 func TestFormat_ANewClusterStartsAtTheNewestFormat(t *testing.T) {
 	e, m := newEngine(t)
-	if got := storageFormat(t, m.Client()); got != "4" {
-		t.Fatalf("meta/format = %q on a new cluster, want 4", got)
+	if got := storageFormat(t, m.Client()); got != "5" {
+		t.Fatalf("meta/format = %q on a new cluster, want 5", got)
 	}
+	l := mustAcquire(t, e, lock.AcquireRequest{Name: "n", Owner: "w"})
+	if err := e.Release(ctxT(t), "n", l.Token); err != nil {
+		t.Fatal(err)
+	}
+	if evs := history(t, e, "n"); len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired || evs[1].Token != l.Token {
+		t.Fatalf("history %+v, want the acquire and the release", evs)
+	}
+	if writes := auditWrites(t, m.Client()); len(writes) != 0 {
+		t.Fatalf("the acquire and release wrote pending records %v, want none", writes)
+	}
+}
+
+// auditWrites are the keys written under audit/ so far, as a watch from
+// the first revision sees them.
+func auditWrites(t *testing.T, cli *clientv3.Client) []string {
+	t.Helper()
+	end, err := cli.Put(ctxT(t), prefix+"audit/~test-end", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for resp := range cli.Watch(ctxT(t), prefix+"audit/", clientv3.WithPrefix(), clientv3.WithRev(1)) {
+		if resp.Err() != nil {
+			t.Fatal(resp.Err())
+		}
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision >= end.Header.Revision {
+				return keys
+			}
+			keys = append(keys, string(ev.Kv.Key))
+		}
+	}
+	t.Fatal("watch ended")
+	return nil
+}
+
+// TestFormat_AReleaseAtFormat4WritesItsEndOverTheAcquiredRecord: from
+// format 2 to 4 a hold's end goes over its acquired record.
+func TestFormat_AReleaseAtFormat4WritesItsEndOverTheAcquiredRecord(t *testing.T) {
+	e, m := newEngineAtFormat(t, "4")
 	l := mustAcquire(t, e, lock.AcquireRequest{Name: "n", Owner: "w"})
 	part, version := endWrite(t, m.Client(), "n", func() {
 		if err := e.Release(ctxT(t), "n", l.Token); err != nil {
@@ -150,20 +193,113 @@ func TestFormat_AClusterBegunBeforeMovesOnlyWhenANodeIsToldTo(t *testing.T) {
 // cluster's layout must not run over it.
 func TestFormat_ANodeRefusesAFormatItDoesNotKnow(t *testing.T) {
 	m := testetcd.Start(t)
-	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "5"); err != nil {
+	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "6"); err != nil {
 		t.Fatal(err)
 	}
 	e, err := lock.New(ctxT(t), m.Client(), lock.DefaultConfig())
 	if err == nil {
 		e.Close()
-		t.Fatal("an engine started over storage format 5")
+		t.Fatal("an engine started over storage format 6")
 	}
-	if !strings.Contains(err.Error(), "format is 5") {
+	if !strings.Contains(err.Error(), "format is 6") {
 		t.Fatalf("error %q does not name the format", err)
 	}
 	cfg := lock.DefaultConfig()
-	cfg.StorageFormat = 5
+	cfg.StorageFormat = 6
 	if err := cfg.Validate(); err == nil {
-		t.Fatal("StorageFormat 5 validated")
+		t.Fatal("StorageFormat 6 validated")
 	}
+}
+
+// TestFormat_ACluster4RaisedTo5KeepsEveryEventOnce: holds begun at
+// format 4 keep their pending records to their end, whichever node ends
+// them, and holds begun at format 5 write none, whichever node ends them:
+// while a node started at 4 runs beside one that raised the cluster to 5,
+// every acquire, release, handover and expiry is in the history once.
+func TestFormat_ACluster4RaisedTo5KeepsEveryEventOnce(t *testing.T) {
+	m := testetcd.Start(t)
+	cli := m.Client()
+	ctx := ctxT(t)
+	if _, err := cli.Put(ctx, prefix+"meta/format", "4"); err != nil {
+		t.Fatal(err)
+	}
+	old := startEngine(t, m, lock.DefaultConfig())
+	expire := func(name string) {
+		t.Helper()
+		if _, err := cli.Revoke(ctx, lockLease(t, cli, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o1 := mustAcquire(t, old, lock.AcquireRequest{Name: "old-released-by-new", Owner: "w"})
+	mustAcquire(t, old, lock.AcquireRequest{Name: "old-expires", Owner: "w"})
+
+	cfg := lock.DefaultConfig()
+	cfg.StorageFormat = 5
+	raised := startEngine(t, m, cfg)
+	if got := storageFormat(t, cli); got != "5" {
+		t.Fatalf("meta/format = %q after a node started with StorageFormat 5, want 5", got)
+	}
+	n1 := mustAcquire(t, raised, lock.AcquireRequest{Name: "new-released-by-old", Owner: "w"})
+	mustAcquire(t, raised, lock.AcquireRequest{Name: "new-expires", Owner: "w"})
+	n2 := mustAcquire(t, raised, lock.AcquireRequest{Name: "handover", Owner: "w"})
+	waited := make(chan *lock.Lock, 1)
+	go func() {
+		l, _, err := old.Acquire(ctx, lock.AcquireRequest{Name: "handover", Owner: "old-waiter", Wait: 30 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- l
+	}()
+	poll.Until(t, 10*time.Second, "the old node's waiter queued", func() bool {
+		return len(keysUnder(t, cli, prefix+"queue/handover/")) == 1
+	})
+	for _, end := range []struct {
+		e     *lock.Engine
+		name  string
+		token int64
+	}{{raised, "old-released-by-new", o1.Token}, {old, "new-released-by-old", n1.Token}, {raised, "handover", n2.Token}} {
+		if err := end.e.Release(ctx, end.name, end.token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := <-waited
+	if w == nil {
+		t.FailNow()
+	}
+	if err := raised.Release(ctx, "handover", w.Token); err != nil {
+		t.Fatal(err)
+	}
+	expire("old-expires")
+	expire("new-expires")
+	checkOnce(t, cli, []*lock.Engine{old, raised}, map[string][]lock.EventType{
+		"old-released-by-new": {lock.EventReleased, lock.EventAcquired},
+		"new-released-by-old": {lock.EventReleased, lock.EventAcquired},
+		"old-expires":         {lock.EventExpired, lock.EventAcquired},
+		"new-expires":         {lock.EventExpired, lock.EventAcquired},
+		"handover":            {lock.EventReleased, lock.EventAcquired, lock.EventReleased, lock.EventAcquired},
+	})
+}
+
+// checkOnce checks that each engine's history of each lock holds the
+// events of want, newest first, once, and that no pending record is left.
+func checkOnce(t *testing.T, cli *clientv3.Client, engines []*lock.Engine, want map[string][]lock.EventType) {
+	t.Helper()
+	for _, e := range engines {
+		for name, types := range want {
+			var got []lock.EventType
+			poll.Until(t, 10*time.Second, "the history of "+name, func() bool {
+				got = got[:0]
+				for _, ev := range history(t, e, name) {
+					got = append(got, ev.Type)
+				}
+				return len(got) >= len(types)
+			})
+			if fmt.Sprint(got) != fmt.Sprint(types) {
+				t.Fatalf("history of %s: %v, want %v", name, got, types)
+			}
+		}
+	}
+	poll.Until(t, 10*time.Second, "the pending records indexed", func() bool {
+		return len(keysUnder(t, cli, prefix+"audit/")) == 0
+	})
 }

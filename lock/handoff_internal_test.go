@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +13,19 @@ import (
 
 func newTestEngine(t *testing.T) *Engine {
 	t.Helper()
+	return newTestEngineAtFormat(t, 0)
+}
+
+// newTestEngineAtFormat is newTestEngine over a keyspace begun at storage
+// format format by an older baton (0: a new keyspace).
+func newTestEngineAtFormat(t *testing.T, format int) *Engine {
+	t.Helper()
 	m := testetcd.Start(t)
+	if format > 0 {
+		if _, err := m.Client().Put(context.Background(), DefaultConfig().Prefix+"meta/format", strconv.Itoa(format)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e, err := New(context.Background(), m.Client(), DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -132,7 +132,9 @@ func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *q
 	ops := []clientv3.Op{
 		clientv3.OpPut(e.lockKey(seat), mustJSON(g), clientv3.WithLease(lease)),
 		clientv3.OpDelete(head.key),
-		clientv3.OpPut(e.acquiredKey(seat, g.Hold), mustJSON(g.begunEvent(seat))),
+	}
+	if !g.Derived {
+		ops = append(ops, clientv3.OpPut(e.acquiredKey(seat, g.Hold), mustJSON(g.begunEvent(seat))))
 	}
 	if g.Session == "" {
 		ops = append(ops, e.leaseMarkOp(lease))
@@ -195,8 +197,10 @@ func (e *Engine) setHandOverOps(name string, hr holderRecord, g holderRecord, he
 		rec := memberRecord(g, i)
 		ops = append(ops,
 			clientv3.OpPut(e.lockKey(m), mustJSON(rec), clientv3.WithLease(lease)),
-			clientv3.OpDelete(e.setEntry(name, head, m)),
-			clientv3.OpPut(e.acquiredKey(m, rec.Hold), mustJSON(rec.begunEvent(m))))
+			clientv3.OpDelete(e.setEntry(name, head, m)))
+		if !rec.Derived {
+			ops = append(ops, clientv3.OpPut(e.acquiredKey(m, rec.Hold), mustJSON(rec.begunEvent(m))))
+		}
 	}
 	if g.Session == "" {
 		ops = append(ops, e.leaseMarkOp(lease))

@@ -85,6 +85,9 @@ type pendingRecord struct {
 	// hold's end until then, see recordEnd); for any other event, its own
 	// record.
 	deletes []string
+	// derived says the event was derived from its lock key's revisions
+	// (derive.go): no record holds it.
+	derived bool
 }
 
 // endRecord is the value of a hold's record once the hold ended, in

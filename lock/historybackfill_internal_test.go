@@ -42,7 +42,8 @@ func TestBackfill_FindsTheAcquireThatAnEndWasWrittenOver(t *testing.T) {
 		hr := holds[hold]
 		ev := hr.event("l", EventReleased, hr.AcquiredAt.Add(time.Minute))
 		ev.Token = token
-		op, _ := keys.holdEnd("l", token, hr, ev)
+		ops, _ := keys.holdEnd("l", token, hr, ev)
+		op := ops[0]
 		if _, err := cli.Do(ctx, op); err != nil {
 			t.Fatal(err)
 		}

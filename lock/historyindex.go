@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -182,10 +181,11 @@ func (x *historyIndex) serve(stop context.Context) error {
 	// meta/history, not the watch, is the cursor: after a failure serve
 	// starts over from it.
 	q := make(chan []pendingRecord, indexQueue)
-	f := &feed{e: x.e, name: "history", key: x.e.auditPrefix(),
-		opts: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithFilterDelete()}, next: x.meta.Indexed + 1,
+	key, end := x.e.revisionsRange()
+	f := &feed{e: x.e, name: "history", key: key,
+		opts: []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithPrevKV()}, next: x.meta.Indexed + 1,
 		handle: func(ctx context.Context, wr clientv3.WatchResponse) error {
-			recs := x.e.pendingOf(wr)
+			recs := x.e.revisionEvents(wr, nowUTC())
 			if len(recs) == 0 {
 				return nil
 			}
@@ -353,20 +353,6 @@ func (x *historyIndex) seen(indexed int64) {
 	}
 }
 
-// pendingOf parses the pending records put in wr.
-func (e *Engine) pendingOf(wr clientv3.WatchResponse) []pendingRecord {
-	var recs []pendingRecord
-	for _, ev := range wr.Events {
-		if ev.Type != mvccpb.PUT || !e.isEventRecord(ev.Kv) {
-			continue
-		}
-		if p, ok := e.parsePending(ev.Kv); ok {
-			recs = append(recs, p)
-		}
-	}
-	return recs
-}
-
 // index writes recs (watch responses', or one backfill page's) in
 // txns of at most chunk events, skipping those meta says are done.
 // The caller holds mu.
@@ -470,6 +456,13 @@ func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, who
 		return err
 	}
 	x.keepRuns(plan)
+	for _, p := range recs {
+		// No node wrote a derived expiry: the one that indexed it
+		// counts it, once.
+		if p.derived && (p.ev.Type == EventExpired || p.ev.Type == EventSessionExpired) {
+			x.e.recorded(p.ev.Type, 1)
+		}
+	}
 	return nil
 }
 

@@ -43,10 +43,13 @@ type hub struct {
 	// most recentEvents; every event with a revision above floor is in it.
 	recent []*clientv3.Event
 	floor  int64
-	// lastEvent is the revision of the newest pending audit record
-	// dispatched; advanced is closed and replaced when rev moves.
+	// lastEvent is the revision of the newest audit event dispatched;
+	// advanced is closed and replaced when rev moves.
 	lastEvent int64
 	advanced  chan struct{}
+	// events says the hub's feed is the trail's revisions
+	// (revisionsRange): it serves event streams and tracks lastEvent.
+	events bool
 }
 
 // recentEvents bounds the events a hub keeps for late registrations: more
@@ -77,12 +80,13 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 		}
 	}
 	h.remember(wr.Events)
-	if len(h.streams) > 0 {
-		h.stream(wr.Events, h.streams)
-	}
-	for _, ev := range wr.Events {
-		if ev.Type == mvccpb.PUT && h.feed.e.isEventRecord(ev.Kv) {
-			h.lastEvent = max(h.lastEvent, ev.Kv.ModRevision)
+	if h.events {
+		recs := h.feed.e.revisionEvents(wr, nowUTC())
+		if len(h.streams) > 0 {
+			h.stream(recs, h.streams)
+		}
+		if n := len(recs); n > 0 {
+			h.lastEvent = max(h.lastEvent, recs[n-1].ev.Revision)
 		}
 	}
 	was := h.rev
@@ -98,8 +102,8 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 	return nil
 }
 
-// eventsThrough returns the revision of the newest pending audit record
-// at or before rev, once the hub has heard everything up to rev (or a
+// eventsThrough returns the revision of the newest audit event at or
+// before rev, once the hub has heard everything up to rev (or a
 // later one); it asks etcd for progress if it has to wait.
 func (h *hub) eventsThrough(ctx context.Context, rev int64) (int64, error) {
 	for {
@@ -133,45 +137,34 @@ func (h *hub) remember(evs []*clientv3.Event) {
 	}
 }
 
-// stream hands the audit events among evs to the streams, a revision at a
-// time: events of one revision (one txn) reach a stream all or none.
-// Each record is decoded once, whatever the number of streams.
-func (h *hub) stream(evs []*clientv3.Event, to map[*streamWatch]struct{}) {
-	type keyed struct {
-		key string
-		ev  Event
-	}
-	var batch []keyed
-	for i, wev := range evs {
-		if wev.Type == mvccpb.PUT && h.feed.e.isEventRecord(wev.Kv) {
-			if ev, ok := decodeEvent(wev.Kv); ok {
-				batch = append(batch, keyed{string(wev.Kv.Key), ev})
-			}
-		}
-		if i+1 < len(evs) && evs[i+1].Kv.ModRevision == wev.Kv.ModRevision {
-			continue
-		}
-		if len(batch) == 0 {
-			continue
+// stream hands recs, one or more revisions' audit events in revision
+// order (revisionEvents), to the streams, a revision at a time: events of
+// one revision (one txn) reach a stream all or none.
+func (h *hub) stream(recs []pendingRecord, to map[*streamWatch]struct{}) {
+	for i := 0; i < len(recs); {
+		rev := recs[i].ev.Revision
+		j := i + 1
+		for j < len(recs) && recs[j].ev.Revision == rev {
+			j++
 		}
 		for sw := range to {
-			if wev.Kv.ModRevision <= sw.after {
+			if rev <= sw.after {
 				continue
 			}
 			var mine []Event
-			for _, k := range batch {
-				if strings.HasPrefix(k.key, sw.prefix) && sw.filter.keep(k.ev) {
-					mine = append(mine, k.ev)
+			for _, p := range recs[i:j] {
+				if sw.filter.keep(p.ev) {
+					mine = append(mine, p.ev)
 				}
 			}
 			if len(mine) > 0 {
 				if sw.filter.marks {
-					mine = append(mine, mark(wev.Kv.ModRevision))
+					mine = append(mine, mark(rev))
 				}
 				sw.push(mine)
 			}
 		}
-		batch = batch[:0]
+		i = j
 	}
 }
 
@@ -346,13 +339,12 @@ func (kw *keyWatch) close() {
 	}
 }
 
-// streamWatch is an event stream's registration for the audit events under
-// prefix. Its events wait in evs until the pump has put them into the
+// streamWatch is an event stream's registration for the audit events its
+// filter keeps. Its events wait in evs until the pump has put them into the
 // subscription's channel: evs and the channel together hold at most the
 // subscription's buffer, the bound of ErrSlowSubscriber.
 type streamWatch struct {
 	h      *hub
-	prefix string
 	filter eventFilter
 	after  int64      // events up to this revision are the replay's, not the hub's
 	ch     chan Event // the subscription's channel; only pump sends on it
@@ -368,13 +360,12 @@ type streamWatch struct {
 	err error
 }
 
-// watchStream registers a stream for the audit events under prefix that f
-// keeps, to be sent on ch, and returns the revision up to which the caller
+// watchStream registers a stream for the audit events that f keeps, to be sent on ch, and returns the revision up to which the caller
 // must read events itself: the stream gets every event after it and after
 // since. That is since when the hub's recent events cover the gap, and
 // the revision up to which it had dispatched otherwise.
-func (h *hub) watchStream(prefix string, f eventFilter, since int64, ch chan Event) (*streamWatch, int64) {
-	sw := &streamWatch{h: h, prefix: prefix, filter: f, ch: ch, c: make(chan struct{}, 1)}
+func (h *hub) watchStream(f eventFilter, since int64, ch chan Event) (*streamWatch, int64) {
+	sw := &streamWatch{h: h, filter: f, ch: ch, c: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.streams[sw] = struct{}{}
@@ -386,7 +377,8 @@ func (h *hub) watchStream(prefix string, f eventFilter, since int64, ch chan Eve
 		i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision > since })
 		if len(h.recent)-i <= cap(ch)/2 {
 			sw.after = since
-			h.stream(h.recent[i:], map[*streamWatch]struct{}{sw: {}})
+			recs := h.feed.e.revisionEvents(clientv3.WatchResponse{Events: h.recent[i:]}, nowUTC())
+			h.stream(recs, map[*streamWatch]struct{}{sw: {}})
 			sw.after = h.rev
 			return sw, since
 		}

@@ -169,9 +169,10 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now
 		lkey, gkey, qpfx := e.lockKey(m), e.delayKey(m), e.queuePrefix(m)
 		mrec := memberRecord(rec, i)
 		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), a.guardCmp(m))
-		t.then = append(t.then,
-			clientv3.OpPut(lkey, mustJSON(mrec), clientv3.WithLease(leaseID)),
-			clientv3.OpPut(e.acquiredKey(m, mrec.Hold), mustJSON(mrec.begunEvent(m))))
+		t.then = append(t.then, clientv3.OpPut(lkey, mustJSON(mrec), clientv3.WithLease(leaseID)))
+		if !mrec.Derived {
+			t.then = append(t.then, clientv3.OpPut(e.acquiredKey(m, mrec.Hold), mustJSON(mrec.begunEvent(m))))
+		}
 		if a.guardRevs[m] != 0 {
 			t.then = append(t.then, clientv3.OpDelete(gkey)) // a spent guard
 		}

@@ -30,7 +30,10 @@ type metrics struct {
 	// (historyindex.go).
 	historyDropped *prometheus.CounterVec
 	historyEvents  prometheus.GaugeFunc
-	all            []prometheus.Collector
+	// trailGaps counts the stretches of revisions compacted before the
+	// history index read them (historybackfill.go).
+	trailGaps prometheus.Counter
+	all       []prometheus.Collector
 }
 
 // The engine's watches and why one is opened again: the label values of
@@ -123,13 +126,14 @@ func newMetrics(hasLeader, historyEvents func() float64) *metrics {
 		Name: "baton_history_events",
 		Help: "Audit events the trail holds, as this node last read or wrote the history index (exact on the node keeping it).",
 	}, historyEvents)
+	m.trailGaps = newTrailGaps()
 	for kind, reasons := range renewReasons {
 		for _, r := range reasons {
 			m.renewFailures.WithLabelValues(kind, r)
 		}
 	}
 	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits, m.watchRestarts, m.watchHearing,
-		m.historyDropped, m.historyEvents}
+		m.historyDropped, m.historyEvents, m.trailGaps}
 	return m
 }
 
@@ -194,4 +198,13 @@ func (e *Engine) renewFailed(kind string, err error) {
 		reason = "canceled"
 	}
 	e.metrics.renewFailures.WithLabelValues(kind, reason).Inc()
+}
+
+// newTrailGaps is baton_trail_gaps_total.
+func newTrailGaps() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "baton_trail_gaps_total",
+		Help: "Stretches of etcd revisions compacted before the history index read them: the events of derived holds in them " +
+			"(storage format 5) are not in the history. Only the node keeping the history index counts.",
+	})
 }

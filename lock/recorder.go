@@ -97,15 +97,13 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 			r.done.Store(n)
 		}
 	}
-	// It needs the end records (audit/) and the deletes of lock keys
-	// (locks/): the range between them holds those and little else, and
-	// none of the history index's writes (trail/ sorts after locks/).
-	// Without previous values: a lone delete is rare (an expiry), and
-	// reading the hold it ended costs it a read, where previous values
-	// would cost every event of the range one, the index's deletes of
-	// pending records included (8% of a node's throughput at 64 clients).
-	r.feed = feed{e: e, name: "recorder", key: e.auditPrefix(),
-		opts: []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.locksPrefix()))},
+	// It needs the end records (audit/), the deletes of lock keys
+	// (locks/) with the holds they ended, and of lease markers and session
+	// records (derive.go): the trail's range, which holds none of the
+	// history index's writes.
+	key, end := e.revisionsRange()
+	r.feed = feed{e: e, name: "recorder", key: key,
+		opts: []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithPrevKV()},
 		next: from, handle: r.handleResponse, compacted: r.compacted, opened: make(chan struct{})}
 	return r, nil
 }
@@ -179,7 +177,9 @@ func (r *recorder) compacted(stop context.Context, compactRev int64) (int64, err
 // handle records the lone lock deletions among events: those whose
 // revision holds no end record of the same lock. A txn that ends a hold
 // writes its end record beside the delete; etcd's own deletes (a lease
-// that ran out or was revoked) come in a revision of their own.
+// that ran out or was revoked) come in a revision of their own. A derived
+// hold (holderRecord.Derived) ends in the trail without it: of its lone
+// delete the recorder only starts the lock-delay, if its lease ended.
 func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	e := r.e
 	type at struct {
@@ -196,6 +196,11 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	}
 	lone := map[int64][]string{} // revision → names of the locks it deleted
 	var revs []int64
+	for evs := range byRevision(events) {
+		if err := r.delayExpired(ctx, evs); err != nil {
+			return err
+		}
+	}
 	for _, ev := range events {
 		if ev.Type != mvccpb.DELETE {
 			continue
@@ -203,6 +208,17 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
 		if !ok || ended[at{ev.Kv.ModRevision, name}] {
 			continue // not a lock, or released or revoked in the same txn
+		}
+		if ev.PrevKv != nil {
+			hr, err := decodeHolder(ev.PrevKv)
+			if err != nil || hr.Derived {
+				continue
+			}
+			detail := fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", ev.Kv.ModRevision)
+			if err := e.recordEnd(ctx, name, ev.PrevKv.ModRevision, hr, detail); err != nil {
+				return err
+			}
+			continue
 		}
 		if lone[ev.Kv.ModRevision] == nil {
 			revs = append(revs, ev.Kv.ModRevision)
@@ -212,6 +228,40 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	for _, rev := range revs {
 		if err := r.recordLone(ctx, rev, lone[rev]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// delayExpired starts the lock-delay of each derived hold with one that
+// evs, one revision's events, show ended with its lease: what recordEnd
+// does for a hold with pending records, bar the event, which the trail
+// derives.
+func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) error {
+	e := r.e
+	ended := e.leasesEnded(evs)
+	if len(ended) == 0 {
+		return nil
+	}
+	for _, ev := range evs {
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
+		if !ok || ev.Type != mvccpb.DELETE || ev.PrevKv == nil || !ended[ev.PrevKv.Lease] {
+			continue
+		}
+		hr, err := decodeHolder(ev.PrevKv)
+		if err != nil || !hr.Derived || hr.LockDelay <= 0 {
+			continue
+		}
+		typ := EventExpired
+		if hr.Session != "" {
+			typ = EventSessionExpired
+		}
+		_, guard := e.holdEnd(name, ev.PrevKv.ModRevision, hr, hr.event(name, typ, nowUTC()))
+		octx, done := e.op(ctx)
+		_, err = e.cli.Txn(octx).Then(guard...).Commit()
+		done()
+		if err != nil {
+			return e.etcdErr(ctx, "start lock-delay", err)
 		}
 	}
 	return nil
@@ -253,6 +303,9 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			if err != nil {
 				e.log.Warn("skip undecodable lock record", "lock", name, "err", err)
 				continue
+			}
+			if hr.Derived {
+				continue // its end is the trail's to derive
 			}
 			detail := fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", rev)
 			if err := e.recordEnd(ctx, name, kvs[0].ModRevision, hr, detail); err != nil {
@@ -297,7 +350,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 	ev := hr.event(name, typ, now) // Credential: the acquirer's, as no request ends it
 	ev.Token, ev.Detail = token, detail
 	event, guard := e.holdEnd(name, token, hr, ev)
-	then := append([]clientv3.Op{event}, guard...)
+	then := append(event, guard...)
 	octx, done = e.op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).If(open...).Then(then...).Commit()

@@ -8,11 +8,11 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 )
 
-// TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded: the
-// recorder watches without previous values, so it reads the hold a lone
-// delete ended at the revision before; the expiry names that hold.
+// TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded: a hold
+// with pending records (storage format 4) whose key is deleted alone
+// ended with its lease; the expiry the recorder writes names that hold.
 func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) {
-	e := newTestEngine(t)
+	e := newTestEngineAtFormat(t, 4)
 	ctx := context.Background()
 	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "x", Owner: "w1", TTL: 30 * time.Second})
 	if err != nil {
@@ -37,7 +37,7 @@ func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) 
 // before a lone delete is compacted, the recorder cannot read the hold,
 // and reconcile, which reads what is there now, takes over.
 func TestRecorder_AHoldCompactedAwayIsLeftToReconcile(t *testing.T) {
-	e := newTestEngine(t)
+	e := newTestEngineAtFormat(t, 4)
 	ctx := context.Background()
 	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "y", Owner: "w1", TTL: 30 * time.Second})
 	if err != nil {

@@ -56,6 +56,13 @@ type holderRecord struct {
 	// Set is a lock set's member's: every name of the set (lockset.go).
 	// The members share the hold ID, the lease and the token.
 	Set []string `json:"set,omitempty"`
+	// Derived says that the trail reads this hold's acquire and end from
+	// its lock key's revisions (derive.go), so neither writes a pending
+	// record; an end that revisions cannot tell writes its event still
+	// (holdEnd). A node writes it from storage format 5 on; a hold
+	// without it keeps its pending records to its end, whichever node
+	// ends it.
+	Derived bool `json:"derived,omitempty"`
 }
 
 // delayRecord guards a lock with lock-delay. Acquire creates it with the
