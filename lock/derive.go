@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"bytes"
 	"fmt"
 	"iter"
 	"slices"
@@ -85,6 +86,22 @@ func (e *Engine) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendi
 		}
 	}
 	return out
+}
+
+// lastEventIn is the newest revision among evs, a watch response's over
+// revisionsRange, that may hold an event of the trail: one that put a
+// pending record or changed a lock key. It reads no record: a lock key
+// changed for a hold that is not derived has its pending record in the
+// same revision, but for an expiry, whose record the recorder writes at a
+// later revision, which the index then reaches.
+func (e *Engine) lastEventIn(evs []*clientv3.Event) int64 {
+	for i := len(evs) - 1; i >= 0; i-- {
+		kv := evs[i].Kv
+		if evs[i].Type == mvccpb.PUT && e.isEventRecord(kv) || bytes.HasPrefix(kv.Key, []byte(e.locksPrefix())) {
+			return kv.ModRevision
+		}
+	}
+	return 0
 }
 
 // byRevision yields the runs of evs, in revision order, that share a

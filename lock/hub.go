@@ -81,13 +81,10 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 	}
 	h.remember(wr.Events)
 	if h.events {
-		recs := h.feed.e.revisionEvents(wr, nowUTC())
 		if len(h.streams) > 0 {
-			h.stream(recs, h.streams)
+			h.stream(h.feed.e.revisionEvents(wr, nowUTC()), h.streams)
 		}
-		if n := len(recs); n > 0 {
-			h.lastEvent = max(h.lastEvent, recs[n-1].ev.Revision)
-		}
+		h.lastEvent = max(h.lastEvent, h.feed.e.lastEventIn(wr.Events))
 	}
 	was := h.rev
 	if n := len(wr.Events); n > 0 {

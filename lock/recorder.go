@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -210,6 +211,9 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 			continue // not a lock, or released or revoked in the same txn
 		}
 		if ev.PrevKv != nil {
+			if bytes.Contains(ev.PrevKv.Value, derivedField) {
+				continue // a derived hold, released: the trail's
+			}
 			hr, err := decodeHolder(ev.PrevKv)
 			if err != nil || hr.Derived {
 				continue

@@ -65,6 +65,10 @@ type holderRecord struct {
 	Derived bool `json:"derived,omitempty"`
 }
 
+// derivedField is how a derived hold's record says so, for a look at a
+// record that decodes it only if it is not one.
+var derivedField = []byte(`"derived":true`)
+
 // delayRecord guards a lock with lock-delay. Acquire creates it with the
 // hold; a clean release deletes it; revoke, or the first to notice an
 // expiry, stamps Until. While it exists and Until is unset or in the

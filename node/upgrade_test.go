@@ -75,10 +75,10 @@ func untar(t *testing.T, archive, dir string) {
 
 // TestNode_UpgradeFromADataDirWithoutTheHistoryIndexKeepsEveryEvent, at
 // the old data dir's storage format (1), and with the format raised to 2
-// to 4 as the node starts (--storage-format): the hold taken before the
-// upgrade then ends over its acquired record.
+// to 5 as the node starts (--storage-format): the hold taken before the
+// upgrade then ends through its pending records.
 func TestNode_UpgradeFromADataDirWithoutTheHistoryIndexKeepsEveryEvent(t *testing.T) {
-	for _, format := range []int{0, 2, 3, 4} {
+	for _, format := range []int{0, 2, 3, 4, 5} {
 		t.Run(fmt.Sprintf("storage-format %d", format), func(t *testing.T) { upgradeKeepsEveryEvent(t, format) })
 	}
 }
