@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/internal/poll"
 )
 
 // TestDerive_HoldEventsFromRevisionsMatchTheTrail runs every way a hold
@@ -28,7 +30,7 @@ func TestDerive_HoldEventsFromRevisionsMatchTheTrail(t *testing.T) {
 	// The recorder writes expiries after etcd deleted their keys: wait
 	// for the four (a lock's, a session's, a set's two members').
 	var recorded []Event
-	waitFor(t, func() bool {
+	poll.Until(t, 30*time.Second, "the four expiries in the history", func() bool {
 		recorded = allHistory(t, e)
 		n := 0
 		for _, ev := range recorded {
@@ -101,7 +103,7 @@ func (h holdLives) locksAndSessions() {
 		}
 		waited <- w
 	}()
-	waitFor(h.t, func() bool {
+	poll.Until(h.t, 30*time.Second, "the waiter queued", func() bool {
 		resp, err := e.cli.Get(ctx, e.queuePrefix("plain"), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err == nil && resp.Count > 0
 	})
@@ -278,16 +280,4 @@ func deriveAll(t *testing.T, e *Engine) []pendingRecord {
 	}
 	t.Fatal(fmt.Errorf("the watch ended before revision %d", put.Header.Revision))
 	return nil
-}
-
-// waitFor polls cond until it holds, for 30 s at most.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
