@@ -125,10 +125,11 @@ func toSession(s *lock.Session) *Session {
 type Event struct {
 	Revision int64  `json:"revision" format:"int64" example:"4712"`
 	Time     Time   `json:"time" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
-	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared"`
+	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared,gap"`
 	// Kind and Name say what the event is about: a lock's events have
-	// kind lock and the lock's name (lock says it too).
-	Kind    string `json:"kind" example:"lock" enums:"lock,election,semaphore,rwlock,fence"`
+	// kind lock and the lock's name (lock says it too). A gap is about
+	// no thing: it has no kind.
+	Kind    string `json:"kind,omitempty" example:"lock" enums:"lock,election,semaphore,rwlock,fence"`
 	Name    string `json:"name" example:"nightly-recon"`
 	Lock    string `json:"lock" example:"nightly-recon"`
 	Owner   string `json:"owner" example:"w1"`
@@ -159,6 +160,12 @@ type Event struct {
 	// the set: they begin at one revision, and end at one unless one was
 	// released or revoked on its own.
 	Set []string `json:"set,omitempty" example:"acct-1,acct-2"`
+	// FromRevision and ToRevision, on a gap, are the first and the last
+	// etcd revision whose events the trail could not record (the gap's
+	// revision is ToRevision); Reason says why.
+	FromRevision int64  `json:"from_revision,omitempty" format:"int64" example:"5120"`
+	ToRevision   int64  `json:"to_revision,omitempty" format:"int64" example:"5377"`
+	Reason       string `json:"reason,omitempty" example:"etcd's history was compacted before the audit trail read these revisions"`
 }
 
 func toEvent(e lock.Event) Event {
@@ -166,6 +173,7 @@ func toEvent(e lock.Event) Event {
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
 		Term: e.Term, Value: e.Value, Limit: e.Limit, Mode: string(e.Mode), Set: e.Set,
+		FromRevision: e.FromRevision, ToRevision: e.ToRevision, Reason: e.Reason,
 	}
 	if e.QueuedAt != nil {
 		q := Time(*e.QueuedAt)

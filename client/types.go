@@ -71,7 +71,7 @@ type Event struct {
 	Time     time.Time
 	// Type is acquired, released, expired, revoked, session_expired,
 	// delay_cleared or fence_reset (elected, resigned and proclaimed are
-	// an election's).
+	// an election's), or gap: events the trail could not record.
 	Type string
 	// Kind is what the event is about (lock, election, semaphore, rwlock
 	// or fence), and Name the thing's name; a lock's events have Lock too.
@@ -101,6 +101,12 @@ type Event struct {
 	// Set, on an event of a lock of a lock set, names every lock of the
 	// set.
 	Set []string
+	// FromRevision and ToRevision, on a gap (Type "gap", no Kind), are
+	// the first and the last revision whose events the trail could not
+	// record; Reason says why.
+	FromRevision int64
+	ToRevision   int64
+	Reason       string
 }
 
 // FencedValue is a fenced register's content.
@@ -253,6 +259,9 @@ type wireEvent struct {
 	Mode       string          `json:"mode"`
 	QueuedAt   *wireTime       `json:"queued_at"`
 	Set        []string        `json:"set"`
+	From       int64           `json:"from_revision"`
+	To         int64           `json:"to_revision"`
+	Reason     string          `json:"reason"`
 }
 
 func (w *wireEvent) event() Event {
@@ -260,6 +269,7 @@ func (w *wireEvent) event() Event {
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
 		Term: w.Term, Value: w.Value, Limit: w.Limit, Mode: w.Mode, Set: w.Set,
+		FromRevision: w.From, ToRevision: w.To, Reason: w.Reason,
 	}
 	if w.QueuedAt != nil {
 		ev.QueuedAt = time.Time(*w.QueuedAt)

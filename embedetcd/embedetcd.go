@@ -75,7 +75,9 @@ type Config struct {
 	// it holds between one and two of them (periodic compaction). Until
 	// then every write's old revision stays in the backend file and every
 	// deleted key in the key index; NewConfig sets
-	// DefaultCompactionRetention.
+	// DefaultCompactionRetention. 0 means the member never compacts by
+	// itself: its user does (baton's engine, lock.Config's
+	// CompactionRetention, which waits for the audit trail).
 	CompactionRetention time.Duration
 	// QuotaBackendBytes is the member's backend quota (etcd's
 	// --quota-backend-bytes): past it etcd raises its NOSPACE alarm and
@@ -145,8 +147,8 @@ func (c Config) Validate() error {
 	if c.Dir == "" {
 		return errors.New("embedetcd: Dir must not be empty")
 	}
-	if c.CompactionRetention < MinCompactionRetention {
-		return fmt.Errorf("embedetcd: CompactionRetention must be at least %s (start from NewConfig)", MinCompactionRetention)
+	if c.CompactionRetention != 0 && c.CompactionRetention < MinCompactionRetention {
+		return fmt.Errorf("embedetcd: CompactionRetention must be 0 or at least %s (start from NewConfig)", MinCompactionRetention)
 	}
 	if c.MaxTxnOps < 128 {
 		return errors.New("embedetcd: MaxTxnOps must be at least 128, etcd's default (start from NewConfig)")
@@ -344,7 +346,10 @@ func (c Config) embedConfig() (*embed.Config, error) {
 	cfg.QuotaBackendBytes = c.QuotaBackendBytes
 	cfg.MaxTxnOps = uint(c.MaxTxnOps)
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
-	cfg.AutoCompactionRetention = c.CompactionRetention.String()
+	cfg.AutoCompactionRetention = "0" // off
+	if c.CompactionRetention > 0 {
+		cfg.AutoCompactionRetention = c.CompactionRetention.String()
+	}
 	// Without checkpoints a restart or a new leader resets every lease to
 	// its full TTL; the audit trail's retention leases run for days.
 	if fg, ok := cfg.ServerFeatureGate.(featuregate.MutableFeatureGate); ok {

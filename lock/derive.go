@@ -210,7 +210,34 @@ func endedHold(name string, token int64, hr holderRecord, typ EventType, detail 
 	ev.Token, ev.Detail = token, detail
 	ev = normalized(ev)
 	ev.Revision = rev
-	return pendingRecord{ev: ev, entry: "1" + hr.Hold + "e", derived: true}
+	return pendingRecord{ev: ev, entry: "1" + hr.Hold + "e", derived: true, begun: hr.AcquiredAt}
+}
+
+// keepTimesInOrder keeps each thing's event times, in recs (in revision
+// order), from going back. A derived end is timed when it was read
+// (endedHold), which can be a moment after the thing's next hold began
+// by the time its request took; the end then takes the time of the
+// earliest event after it, though never one before its own hold began.
+func keepTimesInOrder(e *Engine, recs []pendingRecord) {
+	floor := make(map[string]time.Time)
+	for i := len(recs) - 1; i >= 0; i-- {
+		p := &recs[i]
+		thing := e.histNamePrefix(p.ev.Kind, p.ev.Name)
+		f, ok := floor[thing]
+		if ok && p.derived && !p.begun.IsZero() && p.ev.Time.After(f) {
+			p.ev.Time = maxTime(f, p.begun)
+		}
+		if !ok || p.ev.Time.Before(f) {
+			floor[thing] = p.ev.Time
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // normalized is ev as decodeEvent reads it back: a lock's events name

@@ -281,3 +281,30 @@ func deriveAll(t *testing.T, e *Engine) []pendingRecord {
 	t.Fatal(fmt.Errorf("the watch ended before revision %d", put.Header.Revision))
 	return nil
 }
+
+// A derived end read after the next hold of its thing began takes that
+// hold's time, never one before its own hold began; other things' events
+// and recorded events keep theirs.
+func TestDerive_EndTimesDoNotGoBackWithinAThing(t *testing.T) {
+	e := &Engine{cfg: DefaultConfig()}
+	at := func(ms int) time.Time { return time.Date(2026, 12, 5, 12, 0, 0, ms*int(time.Millisecond), time.UTC) }
+	ev := func(rev int64, kind EventKind, name string, typ EventType, ms int) Event {
+		return Event{Revision: rev, Kind: kind, Name: name, Type: typ, Time: at(ms)}
+	}
+	recs := []pendingRecord{
+		{ev: ev(7, KindRWLock, "cat", EventReleased, 15), derived: true, begun: at(1)},   // read at 15, after r1 began
+		{ev: ev(8, KindRWLock, "cat", EventAcquired, 13)},                                // r1, begun at 13
+		{ev: ev(9, KindLock, "other", EventReleased, 20), derived: true, begun: at(2)},   // another thing
+		{ev: ev(10, KindLock, "other", EventAcquired, 30)},                               // after it: nothing to do
+		{ev: ev(11, KindRWLock, "cat", EventReleased, 40), derived: true, begun: at(35)}, // began after the next
+		{ev: ev(12, KindRWLock, "cat", EventAcquired, 31)},                               // a request slower than its
+		{ev: ev(13, KindRWLock, "cat", EventRevoked, 50), begun: at(31)},                 // recorded: keeps its time
+		{ev: ev(14, KindRWLock, "cat", EventAcquired, 45)},
+	}
+	keepTimesInOrder(e, recs)
+	for i, want := range []int{13, 13, 20, 30, 35, 31, 50, 45} {
+		if got := recs[i].ev.Time; !got.Equal(at(want)) {
+			t.Errorf("event at revision %d: time %s, want %s", recs[i].ev.Revision, got.Format("05.000"), at(want).Format("05.000"))
+		}
+	}
+}

@@ -83,6 +83,19 @@ type Config struct {
 	// BackendQuota is etcd's backend quota in bytes, for Recover to tell
 	// whether defragmenting freed enough; 0 means etcd's default, 2 GiB.
 	BackendQuota int64
+	// CompactionRetention, with an embedded member, has the engine
+	// compact etcd's history itself, in place of etcd's periodic
+	// compactor, which the member must not run: every tenth of it, to
+	// the older of the revision CompactionRetention ago and the audit
+	// trail's cursor (compactor.go). 0 leaves compaction to etcd.
+	CompactionRetention time.Duration
+	// TrailHoldBack and TrailHoldBackQuota bound how long compaction
+	// waits for an audit trail that does not read on: once it has waited
+	// TrailHoldBack, or etcd's backend holds TrailHoldBackQuota of
+	// BackendQuota in use, it compacts anyway, and the trail records the
+	// revisions it lost as a gap event.
+	TrailHoldBack      time.Duration
+	TrailHoldBackQuota float64
 	// DialMember, when set, returns a client of the etcd member reached at
 	// clientURLs, closed by the caller: Recover defragments every member
 	// through one, because the in-process client reaches only its own
@@ -189,6 +202,12 @@ func DefaultConfig() Config {
 		MaxFencedValues:     10000,
 		MaxFencedValueBytes: 32 << 10,
 		CountRefresh:        time.Second,
+		// A trail held up for an hour is an outage worth a page, not
+		// one worth the locks; under load a quarter of the quota beside
+		// a full trail (half of it, historyMaxEventsFor) is reached
+		// first.
+		TrailHoldBack:      time.Hour,
+		TrailHoldBackQuota: 0.75,
 	}
 }
 
@@ -223,6 +242,12 @@ func (c Config) Validate() error {
 		return errors.New("lock: MaxFencedValueBytes must be positive")
 	case c.CountRefresh <= 0:
 		return errors.New("lock: CountRefresh must be positive")
+	case c.CompactionRetention < 0:
+		return errors.New("lock: CompactionRetention must not be negative (0 leaves compaction to etcd)")
+	case c.CompactionRetention > 0 && c.TrailHoldBack <= 0:
+		return errors.New("lock: TrailHoldBack (--trail-hold-back) must be positive")
+	case c.CompactionRetention > 0 && !(c.TrailHoldBackQuota > 0 && c.TrailHoldBackQuota <= 1):
+		return errors.New("lock: TrailHoldBackQuota (--trail-hold-back-quota) must be above 0 and at most 1")
 	case c.BackendQuota < 0:
 		return errors.New("lock: BackendQuota must not be negative (0 means etcd's default)")
 	case int64(c.HistoryMaxEvents) > historyMaxEventsFor(c.BackendQuota):
@@ -336,7 +361,11 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	key, end := e.revisionsRange()
 	e.streams = newHub(e, "events", key, rec.head+1, clientv3.WithRange(end), clientv3.WithPrevKV())
 	e.streams.events = true
-	for _, run := range []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run, e.hist.run} {
+	runs := []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run, e.hist.run}
+	if cfg.Embedded != nil && cfg.CompactionRetention > 0 {
+		runs = append(runs, (&compactor{e: e}).run)
+	}
+	for _, run := range runs {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()

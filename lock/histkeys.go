@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
@@ -86,8 +87,10 @@ type pendingRecord struct {
 	// record.
 	deletes []string
 	// derived says the event was derived from its lock key's revisions
-	// (derive.go): no record holds it.
+	// (derive.go): no record holds it. begun, on a derived end, is when
+	// its hold began.
 	derived bool
+	begun   time.Time
 }
 
 // endRecord is the value of a hold's record once the hold ended, in

@@ -211,7 +211,7 @@ func (t trailKV) decode() (Event, bool) {
 
 var eventTypes = []EventType{
 	EventAcquired, EventReleased, EventExpired, EventRevoked, EventSessionExpired,
-	EventElected, EventResigned, EventProclaimed, EventFenceReset, EventDelayCleared,
+	EventElected, EventResigned, EventProclaimed, EventFenceReset, EventDelayCleared, EventGap,
 }
 
 func joinTypes(ts []EventType) string {

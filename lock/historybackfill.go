@@ -2,40 +2,71 @@ package lock
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // compacted is the watch's answer to revisions compacted before the index
-// read them: the pending records are still there (only the index deletes
-// them), so a backfill scan finds them.
+// read them. Their derived events (derive.go) are lost: the index writes
+// a gap event that says which revisions, and why, in the txn that starts
+// a backfill scan. The pending records are still there (only the index
+// deletes them), so the scan finds the events that records hold.
 func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, error) {
 	e := x.e
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, e.historyMetaKey(), clientv3.WithCountOnly())
+	resp, err := e.cli.Get(octx, e.compactionNoteKey())
 	done()
 	if err != nil {
-		return 0, e.etcdErr(ctx, "read history meta", err)
+		return 0, e.etcdErr(ctx, "read compaction note", err)
 	}
 	x.mu.Lock()
 	m := x.meta
-	// Pending records outlive compaction, and the backfill below indexes
-	// them; a derived hold's events (derive.go) were only in the
-	// revisions compacted away.
-	e.metrics.trailGaps.Inc()
-	e.log.Error("history index fell behind compaction: events of derived holds in the compacted revisions are lost; scanning the pending records",
-		"from_revision", m.Indexed+1, "to_revision", compactRev-1)
-	m.Backfill = &historyBackfill{Through: resp.Header.Revision}
-	err = x.commit(ctx, m, nil)
+	m.Buckets = slices.Clone(m.Buckets)
+	// The watch resumes after compactRev: a change at compactRev has no
+	// previous value to derive an end from, since etcd reads it at the
+	// revision before.
+	gap := pendingRecord{entry: gapEntry, derived: true, ev: Event{
+		Revision: compactRev, Time: nowUTC(), Type: EventGap,
+		FromRevision: m.Indexed + 1, ToRevision: compactRev, Reason: gapReason(resp, m.Indexed+1),
+	}}
+	bucket, err := x.bucket(ctx, &m, 1)
+	if err == nil {
+		ops, _ := x.entryOps([]pendingRecord{gap}, bucket, nil, trailSpan{})
+		m.Events++
+		m.Buckets[len(m.Buckets)-1].Events++
+		m.Backfill = &historyBackfill{Through: compactRev}
+		err = x.commit(ctx, m, ops)
+	}
 	x.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
+	e.metrics.trailGaps.Inc()
+	e.log.Error("history index fell behind compaction: the events of these revisions that no pending record holds are lost; recorded a gap, scanning the pending records",
+		"from_revision", gap.ev.FromRevision, "to_revision", gap.ev.ToRevision, "reason", gap.ev.Reason)
 	if err := x.backfill(ctx); err != nil {
 		return 0, err
 	}
 	return x.meta.Indexed + 1, nil
+}
+
+// gapEntry is a gap's <entry> (histkeys.go): after the entries of its
+// revision's other events, which begin with "0" or "1".
+const gapEntry = "2gap"
+
+// gapReason says why the revisions from from on were compacted before the
+// trail read them: the compaction note (compactor.go) when baton's
+// compactor went past the trail's cursor, at or after from; otherwise
+// etcd's own compaction or a recover's (which writes no note: it runs
+// when etcd refuses writes).
+func gapReason(note *clientv3.GetResponse, from int64) string {
+	var n compactionNote
+	if len(note.Kvs) == 1 && json.Unmarshal(note.Kvs[0].Value, &n) == nil && n.Revision > from && n.Reason != "" {
+		return n.Reason
+	}
+	return "etcd's history was compacted before the audit trail read these revisions: an external etcd's own compaction, with a retention shorter than the trail's lag, or baton maintenance recover"
 }
 
 // backfillPage is how many pending keys a backfill reads at a time.

@@ -54,6 +54,13 @@ type historyIndex struct {
 	// Guarded by mu.
 	runs     map[string]*run
 	runBytes int
+	// halted, a test hook (haltIndex), keeps this node from indexing, as
+	// a trail writer that stopped; serving says serve is running.
+	halted, serving atomic.Bool
+	// read is the revision through which this node's index has read its
+	// watch and indexed what it brought, events or not: the cursor the
+	// compactor moves meta's Indexed to (compactor.go). Guarded by mu.
+	read int64
 }
 
 // historyMeta is the value of meta/history.
@@ -130,7 +137,9 @@ func (x *historyIndex) run(stop context.Context) {
 			}
 			continue
 		}
+		x.serving.Store(true)
 		err := x.serve(stop)
+		x.serving.Store(false)
 		if stop.Err() != nil {
 			return
 		}
@@ -152,7 +161,7 @@ func (x *historyIndex) run(stop context.Context) {
 // with an external etcd.
 func (x *historyIndex) active() bool {
 	m := x.e.cfg.Embedded
-	return m == nil || m.IsLeader()
+	return !x.halted.Load() && (m == nil || m.IsLeader())
 }
 
 // serve reads meta/history, finishes a backfill, then indexes what its
@@ -180,17 +189,17 @@ func (x *historyIndex) serve(stop context.Context) error {
 	// txn per watch response (one per revision, when the watch keeps up).
 	// meta/history, not the watch, is the cursor: after a failure serve
 	// starts over from it.
-	q := make(chan []pendingRecord, indexQueue)
+	q := make(chan watched, indexQueue)
 	key, end := x.e.revisionsRange()
 	f := &feed{e: x.e, name: "history", key: key,
 		opts: []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithPrevKV()}, next: x.meta.Indexed + 1,
 		handle: func(ctx context.Context, wr clientv3.WatchResponse) error {
-			recs := x.e.revisionEvents(wr, nowUTC())
-			if len(recs) == 0 {
+			w := watched{recs: x.e.revisionEvents(wr, nowUTC()), through: watchedThrough(wr)}
+			if len(w.recs) == 0 && w.through == 0 {
 				return nil
 			}
 			select {
-			case q <- recs:
+			case q <- w:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -220,22 +229,23 @@ const (
 // index txn per event would double the raft entries of a lock cycle. A
 // reader waiting for the index on this node (awaitIndexedThrough) cuts
 // the wait short.
-func (x *historyIndex) write(ctx context.Context, q <-chan []pendingRecord, fail func(error)) {
+func (x *historyIndex) write(ctx context.Context, q <-chan watched, fail func(error)) {
 	delay := time.NewTimer(indexDelay)
 	defer delay.Stop()
 	for {
-		var recs []pendingRecord
+		var w watched
 		select {
-		case recs = <-q:
+		case w = <-q:
 		case <-ctx.Done():
 			return
 		}
+		recs, through := w.recs, w.through
 		delay.Reset(indexDelay)
 	more:
-		for len(recs) < indexBatch {
+		for len(recs) > 0 && len(recs) < indexBatch {
 			select {
-			case r := <-q:
-				recs = append(recs, r...)
+			case w := <-q:
+				recs, through = append(recs, w.recs...), max(through, w.through)
 			case <-delay.C:
 				break more
 			case <-x.flush:
@@ -245,7 +255,13 @@ func (x *historyIndex) write(ctx context.Context, q <-chan []pendingRecord, fail
 			}
 		}
 		x.mu.Lock()
-		err := x.index(ctx, recs)
+		var err error
+		if len(recs) > 0 {
+			err = x.index(ctx, recs)
+		}
+		if err == nil {
+			x.read = max(x.read, through)
+		}
 		x.mu.Unlock()
 		if err != nil {
 			fail(err)
@@ -315,7 +331,7 @@ func (x *historyIndex) load(ctx context.Context) error {
 	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
 		return fmt.Errorf("decode history meta: %w", err)
 	}
-	x.meta, x.metaRev = m, resp.Kvs[0].ModRevision
+	x.meta, x.metaRev, x.read = m, resp.Kvs[0].ModRevision, m.Indexed
 	x.count.Store(m.Events)
 	x.seen(m.Indexed)
 	return nil
@@ -360,6 +376,7 @@ func (x *historyIndex) index(ctx context.Context, recs []pendingRecord) error {
 	slices.SortFunc(recs, func(a, b pendingRecord) int {
 		return cmp.Or(cmp.Compare(a.ev.Revision, b.ev.Revision), cmp.Compare(a.entry, b.entry))
 	})
+	keepTimesInOrder(x.e, recs)
 	m := x.meta
 	recs = slices.DeleteFunc(recs, func(p pendingRecord) bool { return p.ev.Revision <= m.Indexed })
 	if m.Partial > 0 {
@@ -499,6 +516,9 @@ func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, s
 	for i, p := range recs {
 		v := indexedValue(p)
 		values[i] = v
+		if p.ev.Type == EventGap {
+			continue // about no thing: in trail/ only
+		}
 		prefix := x.e.histNamePrefix(p.ev.Kind, p.ev.Name)
 		j, ok := thing[prefix]
 		if !ok {

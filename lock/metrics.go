@@ -33,7 +33,10 @@ type metrics struct {
 	// trailGaps counts the stretches of revisions compacted before the
 	// history index read them (historybackfill.go).
 	trailGaps prometheus.Counter
-	all       []prometheus.Collector
+	// trailHoldBack is how close a compaction held back for the trail
+	// is to being forced (compactor.go).
+	trailHoldBack prometheus.Gauge
+	all           []prometheus.Collector
 }
 
 // The engine's watches and why one is opened again: the label values of
@@ -126,14 +129,14 @@ func newMetrics(hasLeader, historyEvents func() float64) *metrics {
 		Name: "baton_history_events",
 		Help: "Audit events the trail holds, as this node last read or wrote the history index (exact on the node keeping it).",
 	}, historyEvents)
-	m.trailGaps = newTrailGaps()
+	m.trailGaps, m.trailHoldBack = newTrailGaps(), newTrailHoldBack()
 	for kind, reasons := range renewReasons {
 		for _, r := range reasons {
 			m.renewFailures.WithLabelValues(kind, r)
 		}
 	}
 	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits, m.watchRestarts, m.watchHearing,
-		m.historyDropped, m.historyEvents, m.trailGaps}
+		m.historyDropped, m.historyEvents, m.trailGaps, m.trailHoldBack}
 	return m
 }
 
@@ -200,11 +203,22 @@ func (e *Engine) renewFailed(kind string, err error) {
 	e.metrics.renewFailures.WithLabelValues(kind, reason).Inc()
 }
 
+// newTrailHoldBack is baton_trail_hold_back_ratio.
+func newTrailHoldBack() prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "baton_trail_hold_back_ratio",
+		Help: "How close a compaction of etcd held back for the audit trail, which has not read the revisions it would compact, is to being " +
+			"forced past it: the larger of the time held back over --trail-hold-back and the bytes in use over --trail-hold-back-quota of " +
+			"the quota. At 1 baton compacts, and the trail records a gap. 0 while nothing is held back; only the node keeping the history " +
+			"index, with an embedded member, compacts.",
+	})
+}
+
 // newTrailGaps is baton_trail_gaps_total.
 func newTrailGaps() prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "baton_trail_gaps_total",
-		Help: "Stretches of etcd revisions compacted before the history index read them: the events of derived holds in them " +
-			"(storage format 5) are not in the history. Only the node keeping the history index counts.",
+		Help: "Stretches of etcd revisions compacted before the history index read them, each recorded in the history as a gap event: " +
+			"the events no pending record holds (storage format 5's holds) are lost. Only the node keeping the history index counts.",
 	})
 }

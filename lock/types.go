@@ -88,6 +88,10 @@ const (
 	EventProclaimed     EventType = "proclaimed"
 	EventFenceReset     EventType = "fence_reset"
 	EventDelayCleared   EventType = "delay_cleared"
+	// EventGap stands for the events of a stretch of revisions that the
+	// trail could not record: etcd compacted them before the history
+	// index read them. It is about no thing (no Kind or Name).
+	EventGap EventType = "gap"
 )
 
 // EventKind names what an event is about: a lock, an election, a
@@ -157,6 +161,12 @@ type Event struct {
 	// set: its members begin in one revision, and end in one unless one
 	// was released or revoked on its own.
 	Set []string `json:"set,omitempty"`
+	// FromRevision and ToRevision, on a gap, are the first and the last
+	// revision whose events the trail lost; the gap is recorded at
+	// ToRevision. Reason says why they were lost.
+	FromRevision int64  `json:"from_revision,omitempty"`
+	ToRevision   int64  `json:"to_revision,omitempty"`
+	Reason       string `json:"reason,omitempty"`
 }
 
 // FencedValue is the content of a fenced register.

@@ -14,8 +14,8 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 )
 
-// TestNode_CompactsEveryRetentionAndServesOnAfterIt: the member compacts
-// its history on the node's --etcd-compaction-retention, and baton's
+// TestNode_CompactsEveryRetentionAndServesOnAfterIt: the node compacts
+// its member's history on its --etcd-compaction-retention, and baton's
 // watches, which run at the head, go on through it: a cycle after the
 // compaction is recorded beside the one before.
 func TestNode_CompactsEveryRetentionAndServesOnAfterIt(t *testing.T) {
@@ -24,7 +24,7 @@ func TestNode_CompactsEveryRetentionAndServesOnAfterIt(t *testing.T) {
 	cfg.CompactionRetention = embedetcd.MinCompactionRetention
 	n := start(t, cfg)
 	base := "http://" + n.Addr()
-	cycle := func(owner string) {
+	cycle := func(owner string) int64 {
 		t.Helper()
 		var l lockJSON
 		if st := call(t, "POST", base+"/v1/locks/job", map[string]string{"owner": owner}, &l); st != 201 {
@@ -33,26 +33,23 @@ func TestNode_CompactsEveryRetentionAndServesOnAfterIt(t *testing.T) {
 		if st := call(t, "DELETE", fmt.Sprintf("%s/v1/locks/job?token=%d", base, l.Token), nil, nil); st != 204 {
 			t.Fatalf("release: %d", st)
 		}
+		return l.Token
 	}
-	cycle("before")
+	acquired := cycle("before")
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	now, err := cli.Get(ctxFor(t, 10*time.Second), "any")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// etcd compacts every retention to the revision it sampled one
-	// retention earlier: the "before" cycle's revisions go in the second
-	// compaction, after two retentions. The default retention, a minute,
-	// would take four of the test's.
-	poll.Until(t, 3*cfg.CompactionRetention, "a compaction past the first cycle", func() bool {
+	// The node compacts every tenth of the retention to the revision it
+	// sampled one retention earlier, once the audit trail has read it:
+	// the "before" cycle's acquire goes after about one retention. The
+	// default retention, a minute, would take two of the test's.
+	poll.Until(t, 2*cfg.CompactionRetention, "a compaction past the first cycle", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := cli.Get(ctx, "any", clientv3.WithRev(now.Header.Revision))
+		_, err := cli.Get(ctx, "any", clientv3.WithRev(acquired))
 		return errors.Is(err, rpctypes.ErrCompacted)
 	})
 

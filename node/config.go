@@ -47,10 +47,6 @@ type Config struct {
 	// EtcdEndpoints, when set, makes the node a client of that etcd
 	// cluster instead of embedding a member.
 	EtcdEndpoints []string
-	// CompactionRetention is how much revision history the embedded
-	// member keeps (embedetcd.Config.CompactionRetention). An external
-	// etcd compacts as its operator set it.
-	CompactionRetention time.Duration
 	// LogLevel is baton's: debug, info, warn or error. etcd's own logs stay
 	// at warn unless it is debug.
 	LogLevel        string
@@ -113,6 +109,10 @@ func DefaultConfig() Config {
 	e := embedetcd.NewConfig()
 	lc := lock.DefaultConfig()
 	lc.BackendQuota = 2 << 30
+	// The engine compacts the embedded member, behind the audit trail
+	// (lock.Config.CompactionRetention); an external etcd compacts as
+	// its operator set it.
+	lc.CompactionRetention = e.CompactionRetention
 	return Config{
 		Config:              lc,
 		HTTPAddr:            "127.0.0.1:8080",
@@ -121,7 +121,6 @@ func DefaultConfig() Config {
 		PeerURL:             e.PeerURL,
 		ClientURL:           e.ClientURL,
 		InitialClusterState: e.ClusterState,
-		CompactionRetention: e.CompactionRetention,
 		LogLevel:            "info",
 		ShutdownTimeout:     10 * time.Second,
 		AccessLog:           true,
@@ -257,7 +256,9 @@ func (c *Config) addMemberFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.HistoryMaxEvents, "history-max-events", c.HistoryMaxEvents, "how many audit events are kept at most, the oldest dropped first (about 700 bytes of etcd each; at most a half of --etcd-quota-bytes' worth); 0 = that half, up to a million")
 	fs.IntVar(&c.StorageFormat, "storage-format", c.StorageFormat, "raise the cluster's storage format to this (2 to 5) as the node starts: only once every node runs a baton that reads it (docs/OPERATIONS.md, \"Restarts and upgrades\"); 0 = keep the cluster's (a cluster this baton began is at 5)")
 	fs.Int64Var(&c.BackendQuota, "etcd-quota-bytes", c.BackendQuota, "etcd's backend quota in bytes (8 GiB at most is advised): past it every write gets 507 insufficient_storage until \"baton maintenance recover\"; with --etcd-endpoints, the external cluster's quota; 0 = etcd's default (2 GiB)")
-	fs.DurationVar(&c.CompactionRetention, "etcd-compaction-retention", c.CompactionRetention, "how much revision history the embedded etcd member keeps: every this long it compacts what is older (each lock cycle leaves about 2 KB of old revisions until then); at least 30s")
+	fs.DurationVar(&c.CompactionRetention, "etcd-compaction-retention", c.CompactionRetention, "how much revision history the embedded etcd member keeps: every tenth of this, baton compacts what is older and the audit trail has read (each lock cycle leaves about 2 KB of old revisions until then); at least 30s")
+	fs.DurationVar(&c.TrailHoldBack, "trail-hold-back", c.TrailHoldBack, "how long the embedded member's compaction waits for an audit trail that does not read on before it compacts anyway, recording the lost revisions as a gap event")
+	fs.Float64Var(&c.TrailHoldBackQuota, "trail-hold-back-quota", c.TrailHoldBackQuota, "the share of --etcd-quota-bytes in use past which the embedded member's compaction no longer waits for an audit trail that does not read on (above 0, at most 1)")
 	fs.BoolVar(&c.ClientJSONGateway, "client-json-gateway", c.ClientJSONGateway, "also serve etcd's HTTP/JSON gateway (/v3/...) on the etcd client URL; off because any web page could POST to it (etcdctl and baton member use gRPC)")
 }
 

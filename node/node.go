@@ -169,7 +169,7 @@ func (n *Node) memberConfig(files startFiles) embedetcd.Config {
 			"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
 	}
 	ec.QuotaBackendBytes = cfg.BackendQuota
-	ec.CompactionRetention = cfg.CompactionRetention
+	ec.CompactionRetention = 0 // the engine compacts (startEngine)
 	if cfg.LogLevel == "debug" {
 		ec.LogLevel = "debug"
 	}
@@ -181,7 +181,9 @@ func (n *Node) memberConfig(files startFiles) embedetcd.Config {
 func (n *Node) startEngine(ctx context.Context, cli *clientv3.Client, clientTLS transport.TLSInfo) (err error) {
 	lc := n.cfg.Config
 	lc.Embedded, lc.DialMember = nil, nil
-	if n.member != nil {
+	if n.member == nil {
+		lc.CompactionRetention = 0 // external etcd compacts itself
+	} else {
 		lc.Embedded, lc.DialMember = n.member, dialMember(clientTLS)
 	}
 	n.eng, err = lock.New(ctx, cli, lc)

@@ -10,10 +10,11 @@ import (
 
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
+	"github.com/baton-dev/baton/lock"
 )
 
 // embeddedMemberFlag names a flag of the embedded member (its TLS, its
-// client port, its compaction) that is set, if any.
+// client port, its compaction and how long that waits for the trail) that is set, if any.
 func (c Config) embeddedMemberFlag() string {
 	for _, f := range []struct {
 		name string
@@ -24,6 +25,8 @@ func (c Config) embeddedMemberFlag() string {
 		{"--client-cert", c.ClientCertFile != ""}, {"--client-key", c.ClientKeyFile != ""}, {"--client-trusted-ca", c.ClientTrustedCAFile != ""},
 		{"--client-auto-tls", c.ClientAutoTLS}, {"--client-json-gateway", c.ClientJSONGateway},
 		{"--etcd-compaction-retention", c.CompactionRetention != embedetcd.DefaultCompactionRetention},
+		{"--trail-hold-back", c.TrailHoldBack != lock.DefaultConfig().TrailHoldBack},
+		{"--trail-hold-back-quota", c.TrailHoldBackQuota != lock.DefaultConfig().TrailHoldBackQuota},
 	} {
 		if f.set {
 			return f.name

@@ -261,7 +261,9 @@ class Event:
     revision; a lock's events name it in lock too. A semaphore's acquired
     event carries the limit the permit was granted under; a read/write
     lock's events (kind rwlock) the hold's mode; the events of a lock of a
-    lock set (kind lock) set, every lock of the set."""
+    lock set (kind lock) set, every lock of the set. A gap (type "gap", no
+    kind) says the trail could not record the events of the revisions
+    from_revision to to_revision, and why (reason)."""
 
     revision: int = 0
     time: datetime.datetime | None = None
@@ -280,6 +282,9 @@ class Event:
     limit: int | None = None
     mode: str | None = None
     set: list[str] = field(default_factory=list)
+    from_revision: int | None = None
+    to_revision: int | None = None
+    reason: str | None = None
     _convert = {"time": parse_time, "queued_at": parse_time, "set": _STRLIST}
 
 

@@ -610,7 +610,8 @@ export class Client {
       before: o.before ? String(o.before) : undefined, limit: o.limit ? String(o.limit) : undefined,
     };
     const { data } = await this.call<{ events: Event[]; next_before?: number }>({ op: "history", method: "GET", path: "/v1/history", query, idempotent: true, signal: o.signal });
-    return { events: data.events ?? [], nextBefore: data.next_before ?? 0 };
+    const events = (data.events ?? []).map((ev) => ({ ...ev, kind: ev.kind ?? "" })); // a gap has no kind
+    return { events, nextBefore: data.next_before ?? 0 };
   }
 
   /** cluster returns the etcd members, the leader, the raft term and the current revision. Retried. */

@@ -232,6 +232,7 @@ export class EventsSource implements SseSource {
     }
     if (!ev.revision) ev.revision = Number(id) || 0;
     if (!ev.type) ev.type = type;
+    ev.kind ??= ""; // a gap has no kind
     const k = JSON.stringify([ev.type, ev.kind ?? "", ev.name ?? "", ev.lock ?? "", ev.session ?? "", ev.token ?? 0]);
     if (ev.revision < this.last || (ev.revision === this.last && this.seen.has(k)) || (this.last === 0 && ev.revision <= this.since)) {
       return; // delivered already, or from before where we resumed

@@ -154,9 +154,9 @@ export interface Event {
   /** The etcd revision it was recorded at; events of one transaction share it. */
   revision: number;
   time: string;
-  /** acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed… */
+  /** acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed…, or gap. */
   type: string;
-  /** What the event is about: lock, election, semaphore, rwlock or fence. */
+  /** What the event is about: lock, election, semaphore, rwlock or fence; "" on a gap, which is about no thing. */
   kind: string;
   name: string;
   /** A lock's events name it here too. */
@@ -175,6 +175,10 @@ export interface Event {
   /** On the events of a lock of a lock set: every lock of the set. */
   set?: string[];
   queued_at?: string;
+  /** On a gap: the first and the last revision whose events the trail could not record, and why. */
+  from_revision?: number;
+  to_revision?: number;
+  reason?: string;
 }
 
 /** A fenced register's content (schema FencedValue). */

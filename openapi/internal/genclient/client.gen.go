@@ -90,6 +90,7 @@ const (
 	EventTypeElected        EventType = "elected"
 	EventTypeExpired        EventType = "expired"
 	EventTypeFenceReset     EventType = "fence_reset"
+	EventTypeGap            EventType = "gap"
 	EventTypeProclaimed     EventType = "proclaimed"
 	EventTypeReleased       EventType = "released"
 	EventTypeResigned       EventType = "resigned"
@@ -109,6 +110,8 @@ func (e EventType) Valid() bool {
 	case EventTypeExpired:
 		return true
 	case EventTypeFenceReset:
+		return true
+	case EventTypeGap:
 		return true
 	case EventTypeProclaimed:
 		return true
@@ -357,11 +360,19 @@ type Event struct {
 	Credential *string `json:"credential,omitempty"`
 	Detail     *string `json:"detail,omitempty"`
 
+	// FromRevision FromRevision and ToRevision, on a gap, are the first and the last
+	// etcd revision whose events the trail could not record (the gap's
+	// revision is ToRevision); Reason says why.
+	//
+	// Example: 5120
+	FromRevision *int64 `json:"from_revision,omitempty"`
+
 	// Kind Kind and Name say what the event is about: a lock's events have
-	// kind lock and the lock's name (lock says it too).
+	// kind lock and the lock's name (lock says it too). A gap is about
+	// no thing: it has no kind.
 	//
 	// Example: lock
-	Kind EventKind `json:"kind"`
+	Kind *EventKind `json:"kind,omitempty"`
 
 	// Limit Limit, on a semaphore's acquired event, is the limit the permit
 	// was granted under.
@@ -389,6 +400,9 @@ type Event struct {
 	// Example: 2026-11-29T14:25:12.401Z
 	QueuedAt *time.Time `json:"queued_at,omitempty"`
 
+	// Reason Example: etcd's history was compacted before the audit trail read these revisions
+	Reason *string `json:"reason,omitempty"`
+
 	// Revision Example: 4712
 	Revision int64   `json:"revision"`
 	Session  *string `json:"session,omitempty"`
@@ -410,6 +424,9 @@ type Event struct {
 	// Time Example: 2026-11-29T14:25:13.886Z
 	Time time.Time `json:"time"`
 
+	// ToRevision Example: 5377
+	ToRevision *int64 `json:"to_revision,omitempty"`
+
 	// Token Example: 4711
 	Token *int64 `json:"token,omitempty"`
 
@@ -421,7 +438,8 @@ type Event struct {
 }
 
 // EventKind Kind and Name say what the event is about: a lock's events have
-// kind lock and the lock's name (lock says it too).
+// kind lock and the lock's name (lock says it too). A gap is about
+// no thing: it has no kind.
 //
 // Example: lock
 type EventKind string
