@@ -100,14 +100,18 @@ func historyPages(t *testing.T, s *testServer, query string, limit int, before i
 		}
 		r := s.Do("GET", "/v1/history?"+q, "")
 		h := testserver.WantJSON[api.History](t, r, http.StatusOK)
-		// A page ends between revisions: it exceeds the limit only when
-		// more events than that share one revision.
-		if len(h.Events) > limit && h.Events[0].Revision != h.Events[len(h.Events)-1].Revision {
+		// A page ends between revisions: it exceeds the limit only to
+		// end its limit-th event's revision, and holds the limit unless
+		// the trail ends (query has no filter that may cut it short).
+		if len(h.Events) > limit && h.Events[limit-1].Revision != h.Events[len(h.Events)-1].Revision {
 			t.Fatalf("page of %d events at revisions %v, limit %d", len(h.Events), revisions(h.Events), limit)
 		}
 		all = append(all, h.Events...)
 		if h.NextBefore == 0 {
 			return all
+		}
+		if len(h.Events) < limit {
+			t.Fatalf("page of %d events at revisions %v, limit %d, before the trail's end", len(h.Events), revisions(h.Events), limit)
 		}
 		before = h.NextBefore
 	}

@@ -61,9 +61,10 @@ func (o HistoryOptions) keep(ev Event) bool {
 }
 
 // History returns audit events newest first, and the Before of the next
-// page (0 when this is the last page). A page never ends between events of
-// one revision, so it holds more than Limit events when more than Limit
-// share a revision.
+// page (0 when this is the last page). Unless the trail ends, a page
+// holds Limit events, or more: it never ends between events of one
+// revision, so it runs over Limit to the end of its last revision. A page
+// with filters beyond Lock, or Kind and Name, may come back short.
 //
 // A page is one range with a limit over the indexed trail (histkeys.go),
 // or over one thing's index with Lock or Kind and Name: it costs Limit
@@ -95,21 +96,24 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 	if len(evs) <= o.Limit {
 		return evs, 0, nil
 	}
-	// A page never ends inside a revision: one txn may record several
-	// events at one revision (deleting a session releases its locks
-	// together), and the next page starts below next. End it before the
-	// group; if the group fills the page, return all of it (the only case
-	// where a page exceeds Limit).
-	cut, n := evs[o.Limit].Revision, o.Limit
+	// A page never ends inside a revision: one txn records many events
+	// at one revision (a batch of grants, a session's locks released
+	// together), and the next page starts below next. When its Limit-th
+	// event's revision goes on past it, the page takes the rest of that
+	// revision: it runs over Limit rather than come back short.
+	cut := evs[o.Limit-1].Revision
+	if evs[o.Limit].Revision != cut {
+		return evs[:o.Limit], cut, nil
+	}
+	n := o.Limit
 	for n > 0 && evs[n-1].Revision == cut {
 		n--
 	}
-	if n > 0 {
-		evs = evs[:n]
-	} else if evs, err = e.readRevision(ctx, src, cut); err != nil {
+	whole, err := e.readRevision(ctx, src, cut)
+	if err != nil {
 		return nil, 0, err
 	}
-	return evs, evs[len(evs)-1].Revision, nil
+	return append(evs[:n], whole...), cut, nil
 }
 
 // checkHistory validates o, filling in its defaults, and returns the

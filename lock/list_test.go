@@ -198,7 +198,7 @@ func TestHistory_PagingKeepsEventsThatShareARevision(t *testing.T) {
 		seen := map[string]int{}
 		before, n := int64(0), 0
 		for pages := 0; ; pages++ {
-			if pages > 20 {
+			if pages > len(all) {
 				t.Fatalf("limit %d: paging does not end", limit)
 			}
 			evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
@@ -280,6 +280,40 @@ func checkListPages(t *testing.T, e *lock.Engine, prefix string, limit int, page
 	}
 }
 
+// Revisions of several events (a session's locks, released together by
+// its deletion) do not make pages short: each page holds its limit of
+// events, or more to end its last revision, whatever the limit.
+func TestHistory_PagesAreFullWhenRevisionsHoldManyEvents(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	for k := 1; k <= 6; k++ {
+		s, err := e.CreateSession(ctx, fmt.Sprintf("s%d", k), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range k {
+			mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("full-%d-%d", k, i), Owner: "o", Session: s.ID})
+		}
+		if err := e.DeleteSession(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		l := mustAcquire(t, e, lock.AcquireRequest{Name: "single", Owner: "o"})
+		if err := e.Release(ctx, "single", l.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := history(t, e, "")
+	if len(all) != 2*21+12 {
+		t.Fatalf("%d events, want %d", len(all), 2*21+12)
+	}
+	if n := all[2:8]; n[0].Revision != n[5].Revision { // after single's cycle
+		t.Fatalf("the newest session's six releases are at revisions %v, want one", eventRevisions(n))
+	}
+	for limit := 1; limit <= 13; limit++ {
+		checkHistoryPages(t, e, limit, all)
+	}
+}
+
 // checkHistoryPages pages through the whole history in pages of limit,
 // and checks that it gets all, newest first.
 func checkHistoryPages(t *testing.T, e *lock.Engine, limit int, all []lock.Event) {
@@ -288,19 +322,24 @@ func checkHistoryPages(t *testing.T, e *lock.Engine, limit int, all []lock.Event
 	var paged []lock.Event
 	before := int64(0)
 	for pages := 0; ; pages++ {
-		if pages > 20 {
+		if pages > len(all) {
 			t.Fatalf("limit %d: paging does not end", limit)
 		}
 		evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(evs) > limit {
-			t.Fatalf("limit %d: page of %d", limit, len(evs))
+		// Full unless the trail ends, and over the limit only to end
+		// the limit-th event's revision.
+		if len(evs) > limit && evs[limit-1].Revision != evs[len(evs)-1].Revision {
+			t.Fatalf("limit %d: page of %d events at revisions %v", limit, len(evs), eventRevisions(evs))
 		}
 		paged = append(paged, evs...)
 		if next == 0 {
 			break
+		}
+		if len(evs) < limit {
+			t.Fatalf("limit %d: a page of %d events before the trail's end", limit, len(evs))
 		}
 		if next != evs[len(evs)-1].Revision {
 			t.Fatalf("limit %d: next_before %d, want the page's oldest revision %d", limit, next, evs[len(evs)-1].Revision)
@@ -315,6 +354,14 @@ func checkHistoryPages(t *testing.T, e *lock.Engine, limit int, all []lock.Event
 			t.Fatalf("limit %d: event %d = %+v, want %+v", limit, i, paged[i], all[i])
 		}
 	}
+}
+
+func eventRevisions(evs []lock.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Revision
+	}
+	return out
 }
 
 // checkHistoryOfLock checks that the history of name has its want events
