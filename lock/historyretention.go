@@ -32,8 +32,7 @@ func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clien
 	e := x.e
 	now := time.Now()
 	width := e.historyBucketWidth()
-	// A bucket of at least a chunk: a lease per txn at most.
-	per := max(e.historyMaxEvents()/historyBuckets, indexChunk)
+	per := int64(e.bucketEvents())
 	if k := len(m.Buckets); k > 0 {
 		b := m.Buckets[k-1]
 		if b.Events+int64(n) <= per && now.Before(b.Opened.Add(width)) {
@@ -51,6 +50,13 @@ func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clien
 	}
 	m.Buckets = append(m.Buckets, historyBucket{Lease: resp.ID, Opened: now.UTC(), Expires: now.Add(time.Duration(resp.TTL) * time.Second).UTC()})
 	return resp.ID, nil
+}
+
+// bucketEvents is how many events a retention bucket takes: a
+// historyBuckets-th of the bound, and at least a chunk, so that an index
+// txn needs a lease at most.
+func (e *Engine) bucketEvents() int {
+	return max(int(e.historyMaxEvents()/historyBuckets), indexChunk)
 }
 
 // historyBucketWidth is how long a bucket takes new events: the
