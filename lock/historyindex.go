@@ -113,23 +113,6 @@ func (x *historyIndex) chunk() int {
 	return indexChunk
 }
 
-// fit is how many of recs, from the first, one index txn takes: each
-// event costs at most a key of the trail, a key of its thing's index and
-// the deletes of the pending records it replaces (a derived event none),
-// and the txn puts meta/history too. It takes no more than a retention
-// bucket holds (bucketEvents), so that retention drops a bounded slice.
-func (x *historyIndex) fit(recs []pendingRecord) int {
-	budget, n := x.maxOps()-1, 0
-	for limit := min(len(recs), x.e.bucketEvents()); n < limit; n++ {
-		cost := 2 + len(recs[n].deletes)
-		if cost > budget {
-			break
-		}
-		budget -= cost
-	}
-	return max(n, 1)
-}
-
 // errIndexMoved says another node wrote meta/history: this one reads it
 // again before writing.
 var errIndexMoved = errors.New("another node indexed the history meanwhile")

@@ -103,9 +103,7 @@ func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, format int)
 		"PUT audit": 2, "DELETE audit": pendingDeletes, // its two events, pending until indexed
 		"PUT trail": trail, "PUT trailname": trailname, // indexed: in revision order, and in the lock's own index
 	}
-	if format >= 5 {
-		// Derived from the lock key's revisions (derive.go): no pending
-		// record.
+	if format >= 5 { // derived from the lock key's revisions: no pending record
 		delete(want, "PUT audit")
 		delete(want, "DELETE audit")
 	}
