@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -193,13 +194,14 @@ func (c *compactor) note(ctx context.Context, rev int64, reason string) error {
 // that the index's watch has passed count as read: the cursor moves over
 // them with a write of meta/history, so that a node that takes the index
 // over starts there too and never asks for what compaction took. It
-// moves only over something besides the index's own last write, so that
-// an idle trail writes nothing.
+// moves only over a change outside meta/: over baton's own bookkeeping
+// (its writes, the recorder's, which answers them) it would never stop,
+// and an idle trail writes nothing; compacted tells those apart instead.
 func (x *historyIndex) cursor(ctx context.Context) (cursor, read int64, err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	m := x.meta
-	if x.read > m.Indexed && x.read > x.metaRev && m.Partial == 0 && m.Backfill == nil {
+	if x.lastChange > m.Indexed && x.read > m.Indexed && m.Partial == 0 && m.Backfill == nil {
 		m.Indexed = x.read
 		if err := x.commit(ctx, m, nil); err != nil && !errors.Is(err, errIndexMoved) {
 			return 0, 0, err
@@ -208,11 +210,33 @@ func (x *historyIndex) cursor(ctx context.Context) (cursor, read int64, err erro
 	return x.meta.Indexed, max(x.read, x.meta.Indexed), nil
 }
 
-// watched is what one watch response brings the writer: its events, and
-// the revision through which the watch has sent everything.
+// watched is what one watch response brings the writer: its events, the
+// revision through which the watch has sent everything, and the last
+// change it holds to a key outside meta/ (baton's own bookkeeping: the
+// index's cursor, the recorder's), 0 for none.
 type watched struct {
 	recs    []pendingRecord
 	through int64
+	change  int64
+}
+
+// lastChange is the revision of wr's last change that is not baton's
+// bookkeeping.
+func (e *Engine) lastChange(wr clientv3.WatchResponse) int64 {
+	for i := len(wr.Events) - 1; i >= 0; i-- {
+		if kv := wr.Events[i].Kv; !e.isBookkeeping(kv.Key) {
+			return kv.ModRevision
+		}
+	}
+	return 0
+}
+
+// isBookkeeping says whether key is one of baton's own cursors and notes
+// (meta/): the history index's and the recorder's cursors answer the
+// changes they read, so neither may count the other's writes as one, or
+// they would answer each other for ever.
+func (e *Engine) isBookkeeping(key []byte) bool {
+	return bytes.HasPrefix(key, []byte(e.cfg.Prefix+"meta/"))
 }
 
 // watchedThrough is the revision through which wr says the watch has sent

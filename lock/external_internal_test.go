@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,71 @@ func TestExternalEtcd_ACompactionThatOutranTheTrailIsRecordedAsAGap(t *testing.T
 	if newest := evs[len(evs)-1]; newest.Token != after.Token || newest.Type != EventAcquired {
 		t.Errorf("the newest event is %+v, want the acquire after the gap (token %d)", newest, after.Token)
 	}
+}
+
+// An idle trail over an external etcd that compacts by itself loses
+// nothing, so when the index starts again after its bookkeeping writes
+// were compacted, it records no gap, and every event is there once.
+func TestExternalEtcd_AnIdleTrailCompactedPastItsBookkeepingRecordsNoGap(t *testing.T) {
+	cli := startDebianEtcd(t, "1s")
+	cfg := DefaultConfig()
+	cfg.recorderSaveEvery = 50 * time.Millisecond
+	e, err := New(context.Background(), cli, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tokens := holdCycles(t, e, 2, 100*time.Millisecond)
+	before := allHistory(t, e)
+	// Idle: the index's cursor passes every change but its own write,
+	// and the recorder saves its cursor once after the last change. etcd
+	// then compacts up to the newest of them.
+	poll.Until(t, 10*time.Second, "the cursors pass every change", func() bool {
+		e.hist.mu.Lock()
+		last, indexed := e.hist.lastChange, e.hist.meta.Indexed
+		e.hist.mu.Unlock()
+		return last > 0 && last <= indexed && savedCursorOf(t, cli, e) >= last
+	})
+	resp, err := cli.Get(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := resp.Header.Revision
+	poll.Until(t, time.Minute, "etcd compacts the idle cluster to its head", func() bool { return compactedPast(t, cli, head-1) })
+	// The index starts again from its cursor, and reads on past the
+	// compaction (a progress notification tells it it has).
+	haltIndex(t, e)
+	e.hist.halted.Store(false)
+	poll.Until(t, 30*time.Second, "the index reads past the compaction", func() bool {
+		e.hist.mu.Lock()
+		defer e.hist.mu.Unlock()
+		return e.hist.serving.Load() && e.hist.read >= head
+	})
+	after := allHistory(t, e)
+	for _, ev := range after {
+		if ev.Type == EventGap {
+			t.Fatalf("a gap after idling, where nothing was lost: %+v (head %d)", ev, head)
+		}
+	}
+	n := 0
+	for _, ts := range tokens {
+		n += 2 * len(ts)
+	}
+	if len(before) != n || len(after) != n {
+		t.Errorf("%d events before the index started again and %d after, want %d", len(before), len(after), n)
+	}
+}
+
+// savedCursorOf is the recorder's cursor as saved in etcd, 0 for none.
+func savedCursorOf(t *testing.T, cli *clientv3.Client, e *Engine) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), e.recorderKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	return n
 }

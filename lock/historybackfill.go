@@ -3,8 +3,11 @@ package lock
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
+	"strconv"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -12,14 +15,28 @@ import (
 // read them. Their derived events (derive.go) are lost: the index writes
 // a gap event that says which revisions, and why, in the txn that starts
 // a backfill scan. The pending records are still there (only the index
-// deletes them), so the scan finds the events that records hold.
+// deletes them), so the scan finds the events that records hold, and
+// revisions from before the cluster's storage format derived events
+// lose nothing: they get no gap.
 func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, error) {
 	e := x.e
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, e.compactionNoteKey())
+	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.compactionNoteKey()), clientv3.OpGet(e.formatKey()),
+		clientv3.OpGet(e.historyMetaKey()), clientv3.OpGet(e.recorderKey())).Commit()
 	done()
 	if err != nil {
 		return 0, e.etcdErr(ctx, "read compaction note", err)
+	}
+	note, format := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseRange()
+	// The revisions of baton's own bookkeeping lose no event: on an idle
+	// cluster the index's last read is followed by its cursor's write
+	// (meta/history) and the recorder's save (meta/recorder), which the
+	// cursor does not move over (cursor). The last of each is known here.
+	own := make(map[int64]bool)
+	for _, r := range resp.Responses[2:] {
+		for _, kv := range r.GetResponseRange().Kvs {
+			own[kv.ModRevision] = true
+		}
 	}
 	x.mu.Lock()
 	m := x.meta
@@ -27,29 +44,59 @@ func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, 
 	// The watch resumes after compactRev: a change at compactRev has no
 	// previous value to derive an end from, since etcd reads it at the
 	// revision before.
-	gap := pendingRecord{entry: gapEntry, derived: true, ev: Event{
-		Revision: compactRev, Time: nowUTC(), Type: EventGap,
-		FromRevision: m.Indexed + 1, ToRevision: compactRev, Reason: gapReason(resp, m.Indexed+1),
-	}}
-	bucket, err := x.bucket(ctx, &m, 1)
+	m.Backfill = &historyBackfill{Through: compactRev}
+	from := max(m.Indexed+1, derivedSince(format))
+	for own[from] {
+		from++
+	}
+	var gap pendingRecord
+	var ops []clientv3.Op
+	if from <= compactRev {
+		gap = pendingRecord{entry: gapEntry, derived: true, ev: Event{
+			Revision: compactRev, Time: nowUTC(), Type: EventGap,
+			FromRevision: from, ToRevision: compactRev, Reason: gapReason(note, from),
+		}}
+		var bucket clientv3.LeaseID
+		if bucket, err = x.bucket(ctx, &m, 1); err == nil {
+			ops, _ = x.entryOps([]pendingRecord{gap}, bucket, nil, trailSpan{})
+			m.Events++
+			m.Buckets[len(m.Buckets)-1].Events++
+		}
+	}
 	if err == nil {
-		ops, _ := x.entryOps([]pendingRecord{gap}, bucket, nil, trailSpan{})
-		m.Events++
-		m.Buckets[len(m.Buckets)-1].Events++
-		m.Backfill = &historyBackfill{Through: compactRev}
 		err = x.commit(ctx, m, ops)
 	}
 	x.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	e.metrics.trailGaps.Inc()
-	e.log.Error("history index fell behind compaction: the events of these revisions that no pending record holds are lost; recorded a gap, scanning the pending records",
-		"from_revision", gap.ev.FromRevision, "to_revision", gap.ev.ToRevision, "reason", gap.ev.Reason)
+	if ops != nil {
+		e.metrics.trailGaps.Inc()
+		e.log.Error("history index fell behind compaction: the events of these revisions that no pending record holds are lost; recorded a gap, scanning the pending records",
+			"from_revision", gap.ev.FromRevision, "to_revision", gap.ev.ToRevision, "reason", gap.ev.Reason)
+	} else {
+		e.log.Warn("history index fell behind compaction, at a storage format whose events all have pending records; scanning them",
+			"from_revision", m.Indexed+1, "to_revision", compactRev)
+	}
 	if err := x.backfill(ctx); err != nil {
 		return 0, err
 	}
 	return x.meta.Indexed + 1, nil
+}
+
+// derivedSince is the first revision whose holds' events may be derived
+// from revisions alone, as format (a read of meta/format) says: after the
+// cluster's format reached derivedFormat. Before, every event has a
+// pending record. A missing or unreadable key says nothing: 1.
+func derivedSince(format *etcdserverpb.RangeResponse) int64 {
+	if len(format.Kvs) != 1 {
+		return 1
+	}
+	kv := format.Kvs[0]
+	if f, err := strconv.Atoi(string(kv.Value)); err == nil && f < derivedFormat {
+		return math.MaxInt64
+	}
+	return kv.ModRevision + 1
 }
 
 // gapEntry is a gap's <entry> (histkeys.go): after the entries of its
@@ -61,7 +108,7 @@ const gapEntry = "2gap"
 // compactor went past the trail's cursor, at or after from; otherwise
 // etcd's own compaction or a recover's (which writes no note: it runs
 // when etcd refuses writes).
-func gapReason(note *clientv3.GetResponse, from int64) string {
+func gapReason(note *etcdserverpb.RangeResponse, from int64) string {
 	var n compactionNote
 	if len(note.Kvs) == 1 && json.Unmarshal(note.Kvs[0].Value, &n) == nil && n.Revision > from && n.Reason != "" {
 		return n.Reason

@@ -59,8 +59,9 @@ type historyIndex struct {
 	halted, serving atomic.Bool
 	// read is the revision through which this node's index has read its
 	// watch and indexed what it brought, events or not: the cursor the
-	// compactor moves meta's Indexed to (compactor.go). Guarded by mu.
-	read int64
+	// compactor moves meta's Indexed to (compactor.go); lastChange the last
+	// change outside meta/ it read. Guarded by mu.
+	read, lastChange int64
 }
 
 // historyMeta is the value of meta/history.
@@ -194,7 +195,7 @@ func (x *historyIndex) serve(stop context.Context) error {
 	f := &feed{e: x.e, name: "history", key: key,
 		opts: []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithPrevKV()}, next: x.meta.Indexed + 1,
 		handle: func(ctx context.Context, wr clientv3.WatchResponse) error {
-			w := watched{recs: x.e.revisionEvents(wr, nowUTC()), through: watchedThrough(wr)}
+			w := watched{recs: x.e.revisionEvents(wr, nowUTC()), through: watchedThrough(wr), change: x.e.lastChange(wr)}
 			if len(w.recs) == 0 && w.through == 0 {
 				return nil
 			}
@@ -239,13 +240,13 @@ func (x *historyIndex) write(ctx context.Context, q <-chan watched, fail func(er
 		case <-ctx.Done():
 			return
 		}
-		recs, through := w.recs, w.through
+		recs, through, change := w.recs, w.through, w.change
 		delay.Reset(indexDelay)
 	more:
 		for len(recs) > 0 && len(recs) < indexBatch {
 			select {
 			case w := <-q:
-				recs, through = append(recs, w.recs...), max(through, w.through)
+				recs, through, change = append(recs, w.recs...), max(through, w.through), max(change, w.change)
 			case <-delay.C:
 				break more
 			case <-x.flush:
@@ -260,7 +261,7 @@ func (x *historyIndex) write(ctx context.Context, q <-chan watched, fail func(er
 			err = x.index(ctx, recs)
 		}
 		if err == nil {
-			x.read = max(x.read, through)
+			x.read, x.lastChange = max(x.read, through), max(x.lastChange, change)
 		}
 		x.mu.Unlock()
 		if err != nil {
@@ -289,8 +290,8 @@ func (x *historyIndex) flushNow() {
 	}
 }
 
-// supervise trims by age on a timer and ends serve once this node is no
-// longer the one to index.
+// supervise trims by age and moves the cursor on a timer, and ends serve
+// once this node is no longer the one to index.
 func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -304,7 +305,14 @@ func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
 			fail(errIndexMoved)
 			return
 		}
-		if err := x.trim(ctx); err != nil {
+		err := x.trim(ctx)
+		if err == nil {
+			// The cursor passes the changes without events too, so
+			// that a compaction of them (an external etcd's, once idle)
+			// is not taken for a loss by the index's next start.
+			_, _, err = x.cursor(ctx)
+		}
+		if err != nil {
 			if errors.Is(err, errIndexMoved) {
 				fail(err)
 				return
@@ -336,7 +344,7 @@ func (x *historyIndex) load(ctx context.Context) error {
 	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
 		return fmt.Errorf("decode history meta: %w", err)
 	}
-	x.meta, x.metaRev, x.read = m, resp.Kvs[0].ModRevision, m.Indexed
+	x.meta, x.metaRev, x.read, x.lastChange = m, resp.Kvs[0].ModRevision, m.Indexed, 0
 	x.count.Store(m.Events)
 	x.seen(m.Indexed)
 	return nil

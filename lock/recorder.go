@@ -156,7 +156,7 @@ func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchRespons
 		}
 	}
 	for _, ev := range wr.Events {
-		if string(ev.Kv.Key) != r.e.recorderKey() && ev.Kv.ModRevision > r.done.Load() {
+		if !r.e.isBookkeeping(ev.Kv.Key) && ev.Kv.ModRevision > r.done.Load() {
 			r.done.Store(ev.Kv.ModRevision)
 		}
 	}
@@ -366,10 +366,11 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 
 // saveCursor records how far the recorder got, so a restart resumes there.
 // Several nodes share the key; it only moves forward. It writes only when
-// done moved past what this node saved, and done never counts the
-// cursor's own writes (handleResponse), so an idle node writes nothing
-// once its cursor is saved, however many nodes share the key: another
-// node's cursor write does not move this node's done either.
+// done moved past what this node saved, and done never counts baton's
+// bookkeeping writes (isBookkeeping: this cursor's, the history index's),
+// so an idle node writes nothing once its cursor is saved, however many
+// nodes share the key: another node's cursor write does not move this
+// node's done either, nor does the index's answer to a change.
 func (r *recorder) saveCursor() {
 	cur := r.done.Load()
 	if cur <= r.saved {
