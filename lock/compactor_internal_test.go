@@ -228,23 +228,7 @@ func TestCompactor_CompactsPastAStalledTrailAtTheQuotaBoundAndTheTrailRecordsThe
 	if !compactedPast(t, cli, mark.Header.Revision-1) {
 		t.Fatal("the forced compaction did not reach the retention point")
 	}
-	e.hist.halted.Store(false)
-	after, _, err := e.Acquire(context.Background(), AcquireRequest{Name: "after", Owner: "o", TTL: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs := allHistory(t, e)
-	g := theGap(t, evs)
-	firstLost := int64(math.MaxInt64)
-	for _, ts := range lost {
-		firstLost = min(firstLost, ts[0])
-	}
-	if g.FromRevision > firstLost || g.ToRevision < mark.Header.Revision || g.Revision != g.ToRevision || !strings.Contains(g.Reason, "--trail-hold-back-quota") {
-		t.Errorf("gap %+v; want one from at most revision %d to at least %d, recorded at its end, naming the quota bound", g, firstLost, mark.Header.Revision)
-	}
-	if newest := evs[len(evs)-1]; newest.Token != after.Token {
-		t.Errorf("the newest event is %+v, want the acquire after the gap (token %d)", newest, after.Token)
-	}
+	resumeAfterAGap(t, e, lost, mark.Header.Revision, "--trail-hold-back-quota")
 	if n := valueOf(e.metrics.trailGaps); n != 1 {
 		t.Errorf("baton_trail_gaps_total %v, want 1", n)
 	}
@@ -260,6 +244,32 @@ func valueOf(c prometheus.Metric) float64 {
 		return m.Counter.GetValue()
 	}
 	return m.Gauge.GetValue()
+}
+
+// resumeAfterAGap starts e's stopped trail writer again, takes a lock,
+// and checks the history: one gap, recorded at its end, from at most the
+// first of the lost holds' tokens to at least through, whose reason
+// says why; then the acquire after it. It returns the history.
+func resumeAfterAGap(t *testing.T, e *Engine, lost map[string][]int64, through int64, why string) []Event {
+	t.Helper()
+	e.hist.halted.Store(false)
+	after, _, err := e.Acquire(context.Background(), AcquireRequest{Name: "after", Owner: "o", TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := allHistory(t, e)
+	g := theGap(t, evs)
+	firstLost := int64(math.MaxInt64)
+	for _, ts := range lost {
+		firstLost = min(firstLost, ts[0])
+	}
+	if g.FromRevision > firstLost || g.ToRevision < through || g.Revision != g.ToRevision || !strings.Contains(g.Reason, why) {
+		t.Errorf("gap %+v; want one from at most revision %d to at least %d, recorded at its end, saying %q", g, firstLost, through, why)
+	}
+	if newest := evs[len(evs)-1]; newest.Token != after.Token || newest.Type != EventAcquired {
+		t.Errorf("the newest event is %+v, want the acquire after the gap (token %d)", newest, after.Token)
+	}
+	return evs
 }
 
 // theGap is the one gap of evs.
