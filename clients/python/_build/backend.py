@@ -28,6 +28,8 @@ def _metadata() -> str:
     p = _project()
     lines = ["Metadata-Version: 2.1", f"Name: {p['name']}", f"Version: {p['version']}",
              f"Summary: {p.get('description', '')}", f"Requires-Python: {p.get('requires-python', '')}"]
+    if "text" in p.get("license", {}):
+        lines.append(f"License: {p['license']['text']}")
     lines += [f"Classifier: {c}" for c in p.get("classifiers", [])]
     lines.append("Description-Content-Type: text/markdown")
     with open(os.path.join(ROOT, p.get("readme", "README.md")), encoding="utf-8") as f:
