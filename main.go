@@ -31,6 +31,21 @@ func main() {
 	}
 }
 
+// unknownCommand refuses arguments to the root command, which runs a node
+// with flags only: an argument is a mistyped command. It says so in one
+// line, with the commands it is close to, rather than the node's flags.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	cmd.SilenceUsage = true
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+		msg += fmt.Sprintf(": did you mean %s?", strings.Join(near, " or "))
+	}
+	return cli.Usage(errors.New(msg + " (baton --help lists the commands)"))
+}
+
 func newRootCmd() *cobra.Command {
 	cfg := node.DefaultConfig()
 	run := func(cmd *cobra.Command, _ []string) error {
@@ -58,8 +73,10 @@ nodes into one etcd cluster, or uses an existing etcd cluster.
 With no subcommand it runs a node, like "baton serve". Every flag has an
 environment twin: --http-addr is BATON_HTTP_ADDR, and so on; a flag given on
 the command line wins over its environment variable.`,
-		Args: cobra.NoArgs,
-		RunE: run,
+		Args: unknownCommand,
+		// Two edits: a swapped pair of letters ("stauts").
+		SuggestionsMinimumDistance: 2,
+		RunE:                       run,
 		// main prints errors itself, so exit codes and a command's own
 		// exit status stay clean.
 		SilenceErrors: true,

@@ -168,3 +168,32 @@ func TestServe_AnAllowedHostWithAPortIsAUsageError(t *testing.T) {
 		t.Errorf("exit code %d, want %d (usage)", code, cli.ExitUsage)
 	}
 }
+
+// TestRoot_AMistypedCommandIsOneUsageLineWithASuggestion: "baton stauts
+// foo" names the command it did not know and the one it is close to, in
+// one line, prints no flag help, and exits 2.
+func TestRoot_AMistypedCommandIsOneUsageLineWithASuggestion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stauts", "foo"}, `unknown command "stauts": did you mean status?`},
+		{[]string{"nonsense"}, `unknown command "nonsense" (baton --help lists the commands)`},
+	} {
+		root := newRootCmd()
+		var out strings.Builder
+		root.SetArgs(tc.args)
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("baton %v: %v, want an error saying %q", tc.args, err, tc.want)
+		}
+		if code := cli.ExitCode(err); code != cli.ExitUsage {
+			t.Errorf("baton %v: exit code %d, want %d (usage)", tc.args, code, cli.ExitUsage)
+		}
+		if out.Len() > 0 {
+			t.Errorf("baton %v printed %d bytes of help beside the error:\n%s", tc.args, out.Len(), out.String())
+		}
+	}
+}
