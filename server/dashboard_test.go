@@ -221,12 +221,12 @@ func seeHowToTakeAFirstLock(t *testing.T, b *browser) {
 }
 
 // seeALockArriveAndCountDown: a lock taken through the API shows up
-// without a reload, with its token and metadata, its time left counting
-// down, and its acquisition in the history.
+// without a reload, with its token, metadata and TTL, its time left
+// counting down, and its acquisition in the history.
 func seeALockArriveAndCountDown(t *testing.T, b *browser) {
 	t.Helper()
 	lk := testserver.WantJSON[api.Lock](t, b.s.Do("POST", "/v1/locks/nightly-recon",
-		`{"owner":"w1","ttl":"60s","metadata":{"job":"recon","host":"db-2"}}`), http.StatusCreated)
+		`{"owner":"w1","ttl":"90s","metadata":{"job":"recon","host":"db-2"}}`), http.StatusCreated)
 	row := holderRow("nightly-recon")
 	b.waitFor("the new lock's row", 5*time.Second, row)
 	b.waitFor("the new lock's row filled in", 5*time.Second, fmt.Sprintf(`(() => {
@@ -234,6 +234,10 @@ func seeALockArriveAndCountDown(t *testing.T, b *browser) {
 		return r.querySelector('[data-testid="token"]').textContent === %q &&
 			r.textContent.includes("w1") && r.textContent.includes("job=recon");
 	})()`, row, fmt.Sprint(lk.Token)))
+	// The TTL as asked, to the second: 90 s is not "1 m".
+	if ttl := evalAs[string](b, row+`.querySelector('.ttl').textContent`); ttl != " of 1 m 30 s" {
+		t.Errorf("the TTL reads %q, want \" of 1 m 30 s\"", ttl)
+	}
 	left := row + `.querySelector('[data-testid="time-left"]')`
 	first := evalAs[string](b, left+`.textContent`)
 	if !regexp.MustCompile(`^(?:\d+ s|\d+ m \d\d s) left$`).MatchString(first) {

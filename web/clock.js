@@ -41,7 +41,8 @@ export function elapsed(ms) {
   return span(ms);
 }
 
-// duration renders a Go duration ("1m0s", "1h30m0s", "500ms") like span.
+// duration renders a Go duration ("1m0s", "1h30m0s", "500ms") like span,
+// with the seconds of one under an hour ("1m30s": "1 m 30 s").
 export function duration(d) {
   const units = { h: 3600000, m: 60000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
   let ms = 0;
@@ -52,6 +53,9 @@ export function duration(d) {
     rest = rest.slice(m[0].length);
   }
   if (rest !== "" || ms < 1000) return d;
+  // A TTL is asked for to the second: under an hour, keep its seconds.
+  const s = Math.round(ms / 1000);
+  if (s >= 60 && s < 3600 && s % 60) return `${Math.floor(s / 60)} m ${s % 60} s`;
   return span(ms);
 }
 
