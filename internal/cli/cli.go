@@ -267,12 +267,16 @@ type friendly struct {
 func (f *friendly) Error() string { return f.msg }
 func (f *friendly) Unwrap() error { return f.err }
 
+// defaultOwner labels this process: user@host:pid, so that two processes
+// on one host (two cron jobs, two workers) tell apart in lists and in
+// the audit trail.
 func defaultOwner() string {
 	host, _ := os.Hostname()
+	owner := host + ":" + strconv.Itoa(os.Getpid())
 	if u := os.Getenv("USER"); u != "" {
-		return u + "@" + host
+		owner = u + "@" + owner
 	}
-	return host
+	return owner
 }
 
 func releaseCmd(g *globals) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,5 +383,33 @@ func TestMember_BadInputIsAUsageErrorAndAnUnreachableEtcdIsUnavailable(t *testin
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("baton %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// TestCLI_TheDefaultOwnerTellsTwoProcessesOfOneHostApart: without
+// --owner, a hold is labelled user@host:pid, so two commands run on one
+// host (two cron jobs) do not look the same in lists and the trail.
+func TestCLI_TheDefaultOwnerTellsTwoProcessesOfOneHostApart(t *testing.T) {
+	_, addr := startServer(t)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := make([]string, 2)
+	for i := range owners {
+		out, errs, code := run(t, addr, "acquire", fmt.Sprintf("default-owner-%d", i), "--ttl", "1m", "-o", "json")
+		var l struct {
+			Owner string `json:"owner"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &l) != nil {
+			t.Fatalf("acquire: code %d, %s%s", code, out, errs)
+		}
+		if !regexp.MustCompile(`^([^@]+@)?` + regexp.QuoteMeta(host) + `:\d+$`).MatchString(l.Owner) {
+			t.Errorf("default owner %q, want [user@]%s:pid", l.Owner, host)
+		}
+		owners[i] = l.Owner
+	}
+	if owners[0] == owners[1] {
+		t.Errorf("two processes got the same default owner %q", owners[0])
 	}
 }
