@@ -27,6 +27,14 @@ package api
 //	@tag.description	Acquire, renew, release and revoke locks with fencing tokens.
 //	@tag.name			sessions
 //	@tag.description	One lease shared by many locks.
+//	@tag.name			elections
+//	@tag.description	Campaign for leadership of a name, observe and proclaim; the leader's term is its fencing token.
+//	@tag.name			semaphores
+//	@tag.description	Up to a limit of permits of one name held at once, each with its own token.
+//	@tag.name			rwlocks
+//	@tag.description	Read/write locks: readers share, a writer excludes everyone, first come first served.
+//	@tag.name			locksets
+//	@tag.description	Several locks taken all or nothing, in one transaction, with one token.
 //	@tag.name			fenced
 //	@tag.description	A register that rejects writes carrying stale tokens.
 //	@tag.name			history
