@@ -366,6 +366,9 @@ mode each waits for (exit code 4 when nothing holds it).`,
 				return semaphoreSeats.show(g, s)
 			}
 			l, err := cl.Get(cmd.Context(), args[0])
+			if errors.Is(err, client.ErrNotHeld) {
+				return otherKindHint(cmd.Context(), cl, args[0], err)
+			}
 			if err != nil {
 				return err
 			}
@@ -375,6 +378,24 @@ mode each waits for (exit code 4 when nothing holds it).`,
 	c.Flags().BoolVar(&semaphore, "semaphore", false, "NAME is a semaphore: show its permits")
 	c.Flags().BoolVar(&rwlock, "rwlock", false, "NAME is a read/write lock: show its holds")
 	return c
+}
+
+// otherKindHint is notHeld, the answer for a lock NAME nobody holds,
+// saying so when a semaphore or a read/write lock of that name is held:
+// kinds have names of their own, and status without --semaphore or
+// --rwlock asks for the lock.
+func otherKindHint(ctx context.Context, cl *client.Client, name string, notHeld error) error {
+	if s, err := cl.Semaphore(ctx, name); err == nil && len(s.Holders) > 0 {
+		permits := "permits"
+		if len(s.Holders) == 1 {
+			permits = "permit"
+		}
+		return &friendly{msg: fmt.Sprintf("no lock %s is held, but a semaphore %s has %d %s held: baton status %s --semaphore", name, name, len(s.Holders), permits, name), err: notHeld}
+	}
+	if rw, err := cl.RWLock(ctx, name); err == nil && len(rw.Holders) > 0 {
+		return &friendly{msg: fmt.Sprintf("no lock %s is held, but a read/write lock %s is: baton status %s --rwlock", name, name, name), err: notHeld}
+	}
+	return notHeld
 }
 
 // writeHold writes the rows a lock's hold and a leadership share: its

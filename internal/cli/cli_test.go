@@ -413,3 +413,22 @@ func TestCLI_TheDefaultOwnerTellsTwoProcessesOfOneHostApart(t *testing.T) {
 		t.Errorf("two processes got the same default owner %q", owners[0])
 	}
 }
+
+// TestCLI_StatusOfALockNobodyHoldsNamesTheKindThatIsHeld: status asks for
+// a lock; when none of that name is held but a semaphore or a read/write
+// lock is, it says so and how to ask for it, still exiting 4.
+func TestCLI_StatusOfALockNobodyHoldsNamesTheKindThatIsHeld(t *testing.T) {
+	_, addr := startServer(t)
+	permitToken(t, addr, "pool", `{"owner":"w","ttl":"1m","limit":2}`)
+	rwToken(t, addr, "catalog", `{"owner":"r","ttl":"1m","mode":"read"}`)
+	for _, tc := range []struct{ name, want string }{
+		{"pool", "a semaphore pool has 1 permit held: baton status pool --semaphore"},
+		{"catalog", "a read/write lock catalog is: baton status catalog --rwlock"},
+		{"nothing", "not held"},
+	} {
+		_, errs, code := run(t, addr, "status", tc.name)
+		if code != 4 || !strings.Contains(errs, tc.want) {
+			t.Errorf("status %s: code %d, %q; want 4 and %q", tc.name, code, errs, tc.want)
+		}
+	}
+}
