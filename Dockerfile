@@ -1,14 +1,15 @@
 # syntax=docker/dockerfile:1
 # A static baton binary on a minimal, non-root image.
 #   docker build -t baton .
-#   docker run -p 8080:8080 -v baton-data:/data baton
+#   docker run -p 127.0.0.1:8080:8080 -v baton-data:/data baton
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 # The same script CI runs (.ci/run), so the two builds cannot drift apart.
-RUN scripts/build /out/baton && mkdir -p /out/data
+# etcd wants its data dir readable by its user alone (0700).
+RUN scripts/build /out/baton && mkdir -p -m 0700 /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/baton /usr/local/bin/baton
