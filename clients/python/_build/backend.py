@@ -11,6 +11,7 @@ import base64
 import hashlib
 import io
 import os
+import re
 import tarfile
 import tomllib
 import zipfile
@@ -36,9 +37,14 @@ def _metadata() -> str:
         return "\n".join(lines) + "\n\n" + f.read()
 
 
+def _filename_name() -> str:
+    """The project's name as file names spell it: runs of -_. as one _,
+    lower case (the wheel and sdist specifications)."""
+    return re.sub(r"[-_.]+", "_", _project()["name"]).lower()
+
+
 def _dist_info() -> str:
-    p = _project()
-    return f"{p['name']}-{p['version']}.dist-info"
+    return f"{_filename_name()}-{_project()['version']}.dist-info"
 
 
 def _files():
@@ -54,7 +60,7 @@ def _files():
 
 def _write_wheel(wheel_directory, extra=()):
     p = _project()
-    name = f"{p['name']}-{p['version']}-py3-none-any.whl"
+    name = f"{_filename_name()}-{p['version']}-py3-none-any.whl"
     di = _dist_info()
     entries = list(extra) or list(_files())
     entries += [(f"{di}/METADATA", _metadata().encode()),
@@ -93,7 +99,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 
 def build_sdist(sdist_directory, config_settings=None):
     p = _project()
-    base = f"{p['name']}-{p['version']}"
+    base = f"{_filename_name()}-{p['version']}"
     with tarfile.open(os.path.join(sdist_directory, base + ".tar.gz"), "w:gz") as t:
         for rel in ["pyproject.toml", "README.md", "_build/backend.py"] + [f for f, _ in _files()]:
             t.add(os.path.join(ROOT, rel), arcname=f"{base}/{rel}")
