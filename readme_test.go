@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -107,6 +109,35 @@ func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
 	t.Logf("walkthrough transcript:\n%s", out)
 	for i, output := range splitTranscript(out, len(steps)) {
 		checkWalkthroughAnswer(t, i, steps[i], output)
+	}
+	pasteAgainLeavesTheHolderAlone(t, bash, steps, c.Nodes[0].HTTPAddr, out)
+}
+
+// pasteAgainLeavesTheHolderAlone pastes the walkthrough a second time,
+// while the first paste's last holder (NEW) still holds the lock: the
+// second paste is refused, and keeps no other holder's token from the
+// refusal, so nothing it sends renews or releases that lock.
+func pasteAgainLeavesTheHolderAlone(t *testing.T, bash string, steps []walkStep, addr, first string) {
+	t.Helper()
+	m := regexp.MustCompile(`@@captured NEW=(\d+)`).FindStringSubmatch(first)
+	if m == nil {
+		t.Fatalf("the first paste kept no NEW token:\n%s", first)
+	}
+	second := runWalkthrough(t, bash, steps, addr)
+	if regexp.MustCompile(`@@captured (TOKEN|NEW)=\d`).MatchString(second) {
+		t.Errorf("the second paste kept a token from a refusal:\n%s", second)
+	}
+	var l struct {
+		Owner string `json:"owner"`
+		Token int64  `json:"token"`
+	}
+	resp, err := http.Get("http://" + addr + "/v1/locks/nightly-recon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || resp.StatusCode != 200 || l.Owner != "w2" || fmt.Sprint(l.Token) != m[1] {
+		t.Errorf("after the second paste nightly-recon is %d %+v (%v); want still w2's, token %s:\n%s", resp.StatusCode, l, err, m[1], second)
 	}
 }
 
