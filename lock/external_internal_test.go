@@ -119,19 +119,26 @@ func TestExternalEtcd_AnIdleTrailCompactedPastItsBookkeepingRecordsNoGap(t *test
 	tokens := holdCycles(t, e, 2, 100*time.Millisecond)
 	before := allHistory(t, e)
 	// Idle: the index's cursor passes every change but its own write,
-	// and the recorder saves its cursor once after the last change. etcd
-	// then compacts up to the newest of them.
-	poll.Until(t, 10*time.Second, "the cursors pass every change", func() bool {
+	// and the recorder saves its cursor once after the last change (the
+	// released holds' leases end a moment after their releases). The
+	// head then stays put for a second, and etcd compacts up to it.
+	var head int64
+	still := 0
+	poll.Until(t, 20*time.Second, "the cursors pass every change, and nothing more is written", func() bool {
 		e.hist.mu.Lock()
 		last, indexed := e.hist.lastChange, e.hist.meta.Indexed
 		e.hist.mu.Unlock()
-		return last > 0 && last <= indexed && savedCursorOf(t, cli, e) >= last
+		resp, err := cli.Get(context.Background(), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Header.Revision != head || !(last > 0 && last <= indexed && savedCursorOf(t, cli, e) >= last) {
+			head, still = resp.Header.Revision, 0
+			return false
+		}
+		still++
+		return still*int(poll.Every) >= int(time.Second)
 	})
-	resp, err := cli.Get(context.Background(), "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := resp.Header.Revision
 	poll.Until(t, time.Minute, "etcd compacts the idle cluster to its head", func() bool { return compactedPast(t, cli, head-1) })
 	// The index starts again from its cursor, and reads on past the
 	// compaction (a progress notification tells it it has).
