@@ -157,6 +157,16 @@ func refine(doc *openapi3.T) error {
 		return fmt.Errorf("security scheme BearerAuth not found")
 	}
 	bearer.Value = &openapi3.SecurityScheme{Type: "http", Scheme: "bearer", Description: bearer.Value.Description}
+	// The token is needed only when the node runs with --auth-file: each
+	// operation's requirement is the bearer token, or nothing (an empty
+	// alternative), which swag cannot write.
+	for _, path := range sortedPaths(doc) {
+		for _, op := range doc.Paths.Value(path).Operations() {
+			if op.Security != nil && len(*op.Security) > 0 {
+				*op.Security = append(*op.Security, openapi3.SecurityRequirement{})
+			}
+		}
+	}
 	for name, props := range anyJSON {
 		s := doc.Components.Schemas[name]
 		if s == nil || s.Value == nil {
