@@ -53,7 +53,7 @@ type compactionNote struct {
 
 func (e *Engine) compactionNoteKey() string { return e.cfg.Prefix + "meta/compaction" }
 
-// compactEvery is how often the compactor compacts: a tenth of the
+// every is how often the compactor compacts: a tenth of the
 // retention, as etcd's periodic compactor does, so that etcd holds
 // between 1 and 1.1 retentions of history.
 func (c *compactor) every() time.Duration {
@@ -201,7 +201,7 @@ func (x *historyIndex) cursor(ctx context.Context) (cursor, read int64, err erro
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	m := x.meta
-	if x.lastChange > m.Indexed && x.read > m.Indexed && m.Partial == 0 && m.Backfill == nil {
+	if x.lastChange > m.Indexed && m.Partial == 0 && m.Backfill == nil { // read >= lastChange
 		m.Indexed = x.read
 		if err := x.commit(ctx, m, nil); err != nil && !errors.Is(err, errIndexMoved) {
 			return 0, 0, err
@@ -250,12 +250,4 @@ func watchedThrough(wr clientv3.WatchResponse) int64 {
 		return wr.Header.Revision
 	}
 	return 0
-}
-
-// backendQuota is etcd's backend quota in bytes.
-func (e *Engine) backendQuota() int64 {
-	if e.cfg.BackendQuota > 0 {
-		return e.cfg.BackendQuota
-	}
-	return defaultBackendQuota
 }

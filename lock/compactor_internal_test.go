@@ -168,14 +168,15 @@ func TestCompactor_WaitsForAStoppedTrailAndNothingIsLost(t *testing.T) {
 // steppedCompactor is a compactor of e whose ticks the test makes, each
 // step later than the one before on a clock of its own, over a
 // retention of a minute; the engine runs none.
-func steppedCompactor(e *Engine, holdBack time.Duration, quotaShare float64) func(step time.Duration) {
+func steppedCompactor(t *testing.T, e *Engine, holdBack time.Duration, quotaShare float64) func(step time.Duration) {
 	e.cfg.CompactionRetention, e.cfg.TrailHoldBack, e.cfg.TrailHoldBackQuota = time.Minute, holdBack, quotaShare
 	c := &compactor{e: e}
 	clock := time.Now()
 	return func(step time.Duration) {
+		t.Helper()
 		clock = clock.Add(step)
 		if err := c.tick(context.Background(), clock); err != nil {
-			panic(err)
+			t.Fatal(err)
 		}
 	}
 }
@@ -193,7 +194,7 @@ const (
 func TestCompactor_CompactsPastAStalledTrailAtTheQuotaBoundAndTheTrailRecordsTheGap(t *testing.T) {
 	const quota = 16 << 20
 	e, m, l := compactingEngine(t, quota, func(c *Config) { c.CompactionRetention = 0 })
-	tick := steppedCompactor(e, time.Hour, 0.25)
+	tick := steppedCompactor(t, e, time.Hour, 0.25)
 	cli := m.Client()
 	haltIndex(t, e)
 	lost := holdCycles(t, e, 2, 100*time.Millisecond)
@@ -292,7 +293,7 @@ func theGap(t *testing.T, evs []Event) Event {
 // on the way.
 func TestCompactor_CompactsPastAStalledTrailAfterTheHoldBackTime(t *testing.T) {
 	e, m, l := compactingEngine(t, 0, func(c *Config) { c.CompactionRetention = 0 })
-	tick := steppedCompactor(e, 2*time.Minute, 1)
+	tick := steppedCompactor(t, e, 2*time.Minute, 1)
 	haltIndex(t, e)
 	holdCycles(t, e, 1, 50*time.Millisecond)
 	mark, err := m.Client().Put(context.Background(), "mark", "")

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,10 @@ import (
 
 // defaultBackendQuota is etcd's default backend quota (2 GiB).
 const defaultBackendQuota = 2 << 30
+
+// backendQuota is etcd's backend quota in bytes: Config.BackendQuota, or
+// etcd's default.
+func (e *Engine) backendQuota() int64 { return cmp.Or(e.cfg.BackendQuota, defaultBackendQuota) }
 
 // defragTimeout bounds the compaction, and the defragmentation of each
 // member: a defragmentation rewrites the member's whole backend file, in
@@ -93,10 +98,7 @@ func (e *Engine) Recover(ctx context.Context) (*RecoverResult, error) {
 	if err := e.CheckLeader(); err != nil {
 		return nil, err
 	}
-	quota := e.cfg.BackendQuota
-	if quota == 0 {
-		quota = defaultBackendQuota
-	}
+	quota := e.backendQuota()
 	res := &RecoverResult{Quota: quota, Defragmented: []string{}, Alarms: []string{}}
 
 	rev, member, err := e.compactAll(ctx)
