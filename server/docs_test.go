@@ -153,11 +153,21 @@ func tryAnOperationWithoutInput(t *testing.T, b *browser) string {
 
 // execute clicks the Execute button of the opened operation op once the
 // button is shown and enabled, so that the click lands on the button and
-// not where it will be.
+// not where it will be, and once Swagger UI has resolved the operation.
+// Opening an operation starts its resolution; Execute clicked before it
+// ends sends the unresolved operation, which has no operationId, and
+// Swagger UI fails with "Operation get_v1_… not found" on a slow machine.
 func execute(op string) chromedp.Action[chromedp.Void] {
+	resolved := `(() => {
+		const block = document.querySelector(` + "`" + op + "`" + `.trim());
+		const path = block?.querySelector(".opblock-summary-path")?.dataset.path;
+		const method = block?.querySelector(".opblock-summary-method")?.textContent.toLowerCase();
+		return !!(path && method && window.ui.specSelectors.specResolvedSubtree(["paths", path, method])?.get("operationId"));
+	})()`
 	return chromedp.Steps(
 		chromedp.WaitVisible(chromedp.CSS(op+".btn.execute")),
 		chromedp.WaitEnabled(chromedp.CSS(op+".btn.execute")),
+		chromedp.Poll[chromedp.Void](resolved, chromedp.WithPollingInterval(testbrowser.PollEvery)),
 		testbrowser.Click(op+".btn.execute"),
 	)
 }
