@@ -143,6 +143,7 @@ func serve(ctx context.Context, cfg node.Config) error {
 	if err != nil {
 		return err
 	}
+	defer armFailpoints(n)()
 wait:
 	for {
 		select {

@@ -93,7 +93,7 @@ func TestChaos(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Logf("seed %d: rerun with -run 'TestChaos/seed=%d' -chaos.seeds %d -chaos.random=false", seed, seed, seed)
-			runChaos(t, seed)
+			runChaos(t, seed, plan{nemesis: (*run).nemesis})
 		})
 	}
 }
@@ -163,7 +163,14 @@ func (r *run) logf(format string, args ...any) {
 	r.t.Log(line)
 }
 
-func runChaos(t *testing.T, seed uint64) {
+// plan is what a run starts its nodes with beyond testcluster's flags, and
+// the nemesis that injects its faults while the workload runs.
+type plan struct {
+	args    []string
+	nemesis func(*run, *rand.Rand)
+}
+
+func runChaos(t *testing.T, seed uint64, p plan) {
 	dir := *flagDir
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "baton-chaos")
@@ -180,7 +187,7 @@ func runChaos(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := testcluster.Start(t, testcluster.Options{Bin: bin, Netns: true, LogDir: dir})
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Netns: true, LogDir: dir, Args: p.args})
 	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}, sems: sems, pool: pool}
 	for i := range *flagLocks {
 		r.locks = append(r.locks, fmt.Sprintf("chaos-%d", i))
@@ -229,7 +236,7 @@ func runChaos(t *testing.T, seed uint64) {
 			r.setClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
 		}()
 	}
-	r.nemesis(rand.New(rand.NewPCG(seed, 0)))
+	p.nemesis(r, rand.New(rand.NewPCG(seed, 0)))
 	stop()
 	wg.Wait()
 	r.logf("faults: %v", r.counts)
@@ -569,6 +576,13 @@ func (r *run) check() {
 	}
 	for _, v := range CheckAudit(ops, events) {
 		t.Error("audit:", v)
+	}
+	for _, e := range events {
+		// Compaction waits for the trail's cursor, up to bounds no run
+		// reaches: a gap is a loss.
+		if e.Type == "gap" {
+			t.Errorf("the trail lost revisions %d to %d: %s", e.FromRevision, e.Revision, e.Reason)
+		}
 	}
 	r.linearizable("linearizability", "lock", "linearizability.html", func(html string) (bool, error) { return CheckLinearizable(ops, 5*time.Minute, html) })
 	r.checkElections(ops, events)

@@ -93,6 +93,13 @@
 // no OK or Unknown acquire explains; and no two holds of a pool's lock,
 // a set's or a single lock's, overlap in the trail).
 //
+// TestChaos_TrailStopped runs the same workload and checks with another
+// nemesis: it halts every node's audit trail writer (the failpoint of a
+// baton built with -tags failpoints, testcluster.Node.HaltTrail) for three
+// times etcd's compaction retention, moving etcd's leadership meanwhile,
+// checks that compaction was held back behind the trail, and resumes
+// them. Every run checks that the trail holds no gap event.
+//
 // Flags (after the package on go test's command line): -chaos.duration is
 // how long each seed injects faults (40s by default, the CI profile),
 // -chaos.seeds the fixed seeds, -chaos.random one more random seed,

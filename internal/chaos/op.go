@@ -238,6 +238,10 @@ type AuditEvent struct {
 	// was granted without waiting.
 	Mode     string     `json:"mode,omitempty"`
 	QueuedAt *time.Time `json:"queued_at,omitempty"`
+	// FromRevision and Reason are a gap event's: the first revision the
+	// trail lost (through Revision), and why.
+	FromRevision int64  `json:"from_revision,omitempty"`
+	Reason       string `json:"reason,omitempty"`
 	// Set is a lock set member's event's: every name of the set, in the
 	// order its acquire gave them.
 	Set []string `json:"set,omitempty"`

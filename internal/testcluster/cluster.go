@@ -38,7 +38,8 @@ import (
 	"github.com/baton-dev/baton/internal/testetcd"
 )
 
-// Build compiles baton into a temporary directory. cleanup removes it.
+// Build compiles baton into a temporary directory, with its failpoints
+// (-tags failpoints: Node.HaltTrail). cleanup removes it.
 func Build() (bin string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "baton-bin-")
 	if err != nil {
@@ -46,7 +47,7 @@ func Build() (bin string, cleanup func(), err error) {
 	}
 	cleanup = func() { os.RemoveAll(dir) }
 	bin = filepath.Join(dir, "baton")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/baton-dev/baton").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", "failpoints", "-o", bin, "github.com/baton-dev/baton").CombinedOutput()
 	if err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("go build baton: %v\n%s", err, out)
@@ -297,6 +298,31 @@ func (n *Node) Stop() { n.signal(syscall.SIGSTOP) }
 
 // Cont sends SIGCONT.
 func (n *Node) Cont() { n.signal(syscall.SIGCONT) }
+
+// HaltTrail halts (true) or resumes (false) the node's audit trail
+// writer through the binary's failpoint (SIGUSR1, SIGUSR2), and waits
+// until the node has logged that it did.
+func (n *Node) HaltTrail(ctx context.Context, halt bool) error {
+	line := fmt.Sprintf("msg=\"failpoint: audit trail writer\" halted=%v", halt)
+	count := func() int {
+		b, _ := os.ReadFile(n.LogPath)
+		return strings.Count(string(b), line)
+	}
+	before := count()
+	sig := syscall.SIGUSR2
+	if halt {
+		sig = syscall.SIGUSR1
+	}
+	n.signal(sig)
+	for count() == before {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not log %s: %w", n.Name, line, ctx.Err())
+		case <-time.After(50 * time.Millisecond): // polling its log file
+		}
+	}
+	return nil
+}
 
 func (n *Node) signal(sig syscall.Signal) {
 	n.mu.Lock()
