@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/txnbatch"
+	"github.com/baton-dev/baton/internal/watchfeed"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -109,7 +110,7 @@ type Config struct {
 	MaxEventStreams int
 	// WatchStallTimeout is how long one of the engine's etcd watches may
 	// go without a response, while it asks for progress notifications,
-	// before it is declared stalled and opened again (feed.go). The
+	// before it is declared stalled and opened again (internal/watchfeed). The
 	// engine is not ready while a watch is not hearing etcd.
 	WatchStallTimeout time.Duration
 	// Logger receives the engine's logs; nil means slog.Default().
@@ -230,8 +231,8 @@ func (c Config) Validate() error {
 		return errors.New("lock: OpTimeout must be positive")
 	case c.WaiterTTL < 2*time.Second:
 		return errors.New("lock: WaiterTTL must be at least 2s")
-	case c.WatchStallTimeout < 2*probeAfter:
-		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*probeAfter)
+	case c.WatchStallTimeout < 2*watchfeed.ProbeAfter:
+		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*watchfeed.ProbeAfter)
 	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxEventStreams < 0:
 		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxEventStreams must not be negative (0 means no cap)")
 	case c.StorageFormat < 0 || c.StorageFormat > newestFormat:
@@ -361,7 +362,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	key, end := e.revisionsRange()
 	e.streams = newHub(e, "events", key, rec.head+1, clientv3.WithRange(end), clientv3.WithPrevKV())
 	e.streams.events = true
-	runs := []func(context.Context){rec.run, e.waits.feed.run, e.streams.feed.run, e.hist.run}
+	runs := []func(context.Context){rec.run, e.waits.feed.Run, e.streams.feed.Run, e.hist.run}
 	if cfg.Embedded != nil && cfg.CompactionRetention > 0 {
 		runs = append(runs, (&compactor{e: e}).run)
 	}
@@ -378,20 +379,22 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	defer cancel()
 	for _, f := range e.feeds() {
 		select {
-		case <-f.opened:
+		case <-f.Opened():
 		case <-octx.Done():
 			if ctx.Err() != nil {
 				e.Close()
 				return nil, fmt.Errorf("open etcd watches: %w", ctx.Err())
 			}
-			e.log.Warn("etcd watch not open yet; the node is not ready until it is", "watch", f.name)
+			e.log.Warn("etcd watch not open yet; the node is not ready until it is", "watch", f.Name())
 		}
 	}
 	return e, nil
 }
 
 // feeds are the engine's etcd watches.
-func (e *Engine) feeds() []*feed { return []*feed{&e.rec.feed, &e.waits.feed, &e.streams.feed} }
+func (e *Engine) feeds() []*watchfeed.Feed {
+	return []*watchfeed.Feed{e.rec.feed, e.waits.feed, e.streams.feed}
+}
 
 // errDeaf is wrapped in the ErrUnavailable that Ready returns while one of
 // the engine's watches is not hearing etcd.
@@ -403,7 +406,7 @@ var errDeaf = errors.New("this node is not hearing etcd's watch")
 // until the watch is open again.
 func (e *Engine) hearing() error {
 	for _, f := range e.feeds() {
-		if err := f.heard(); err != nil {
+		if err := heard(f); err != nil {
 			return err
 		}
 	}

@@ -46,10 +46,8 @@ func HubRegistrations(e *Engine) (keys, streams int) {
 // watch has been opened so far.
 func StallWatch(e *Engine, name string) (opened int) {
 	for _, f := range e.feeds() {
-		if f.name == name {
-			g := f.generation.Load()
-			f.deafen.Store(g)
-			return int(g)
+		if f.Name() == name {
+			return int(f.Deafen())
 		}
 	}
 	panic("lock: no watch " + name)
@@ -58,8 +56,8 @@ func StallWatch(e *Engine, name string) (opened int) {
 // WatchGeneration is how many times e's watch named name has been opened.
 func WatchGeneration(e *Engine, name string) int {
 	for _, f := range e.feeds() {
-		if f.name == name {
-			return int(f.generation.Load())
+		if f.Name() == name {
+			return int(f.Generation())
 		}
 	}
 	panic("lock: no watch " + name)

@@ -192,25 +192,22 @@ func (x *historyIndex) serve(stop context.Context) error {
 	// starts over from it.
 	q := make(chan watched, indexQueue)
 	key, end := x.e.revisionsRange()
-	f := &feed{e: x.e, name: "history", key: key,
-		opts: []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithPrevKV()}, next: x.meta.Indexed + 1,
-		handle: func(ctx context.Context, wr clientv3.WatchResponse) error {
-			w := watched{recs: x.e.revisionEvents(wr, nowUTC()), through: watchedThrough(wr), change: x.e.lastChange(wr)}
-			if len(w.recs) == 0 && w.through == 0 {
-				return nil
-			}
-			select {
-			case q <- w:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
-		compacted: x.compacted, opened: make(chan struct{})}
+	f := x.e.newFeed("history", key, x.meta.Indexed+1, func(ctx context.Context, wr clientv3.WatchResponse) error {
+		w := watched{recs: x.e.revisionEvents(wr, nowUTC()), through: watchedThrough(wr), change: x.e.lastChange(wr)}
+		if len(w.recs) == 0 && w.through == 0 {
+			return nil
+		}
+		select {
+		case q <- w:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, x.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
 	var wg sync.WaitGroup
 	wg.Go(func() { x.supervise(ctx, fail) })
 	wg.Go(func() { x.write(ctx, q, fail) })
-	f.run(ctx)
+	f.Run(ctx)
 	cancel()
 	wg.Wait()
 	return failed

@@ -10,6 +10,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/internal/watchfeed"
 )
 
 // A hub fans one feed out in process: to waiters, each waiting for a change
@@ -33,7 +35,8 @@ import (
 // read may still see the revision before the one it has just sent out
 // on its watches.
 type hub struct {
-	feed feed
+	e    *Engine
+	feed *watchfeed.Feed
 
 	mu      sync.Mutex
 	rev     int64
@@ -58,10 +61,9 @@ type hub struct {
 const recentEvents = 4096
 
 func newHub(e *Engine, name, key string, from int64, opts ...clientv3.OpOption) *hub {
-	h := &hub{rev: from - 1, floor: from - 1, keys: map[string]map[*keyWatch]struct{}{}, streams: map[*streamWatch]struct{}{},
+	h := &hub{e: e, rev: from - 1, floor: from - 1, keys: map[string]map[*keyWatch]struct{}{}, streams: map[*streamWatch]struct{}{},
 		advanced: make(chan struct{})}
-	h.feed = feed{e: e, name: name, key: key, opts: opts, next: from, handle: h.dispatch, compacted: h.compacted, opened: make(chan struct{}),
-		poke: make(chan struct{}, 1)}
+	h.feed = e.newFeed(name, key, from, h.dispatch, h.compacted, opts...)
 	return h
 }
 
@@ -82,9 +84,9 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 	h.remember(wr.Events)
 	if h.events {
 		if len(h.streams) > 0 {
-			h.stream(h.feed.e.revisionEvents(wr, nowUTC()), h.streams)
+			h.stream(h.e.revisionEvents(wr, nowUTC()), h.streams)
 		}
-		h.lastEvent = max(h.lastEvent, h.feed.e.lastEventIn(wr.Events))
+		h.lastEvent = max(h.lastEvent, h.e.lastEventIn(wr.Events))
 	}
 	was := h.rev
 	if n := len(wr.Events); n > 0 {
@@ -110,7 +112,7 @@ func (h *hub) eventsThrough(ctx context.Context, rev int64) (int64, error) {
 		if reached >= rev {
 			return last, nil
 		}
-		h.feed.requestProgress()
+		h.feed.RequestProgress()
 		select {
 		case <-advanced:
 		case <-ctx.Done():
@@ -374,7 +376,7 @@ func (h *hub) watchStream(f eventFilter, since int64, ch chan Event) (*streamWat
 		i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision > since })
 		if len(h.recent)-i <= cap(ch)/2 {
 			sw.after = since
-			recs := h.feed.e.revisionEvents(clientv3.WatchResponse{Events: h.recent[i:]}, nowUTC())
+			recs := h.e.revisionEvents(clientv3.WatchResponse{Events: h.recent[i:]}, nowUTC())
 			h.stream(recs, map[*streamWatch]struct{}{sw: {}})
 			sw.after = h.rev
 			return sw, since

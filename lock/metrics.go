@@ -23,7 +23,7 @@ type metrics struct {
 	txnBatchSize   prometheus.Histogram
 	txnBatchSplits prometheus.Counter
 	// watchRestarts and watchHearing watch the engine's etcd watches
-	// (feed.go).
+	// (internal/watchfeed).
 	watchRestarts *prometheus.CounterVec
 	watchHearing  *prometheus.GaugeVec
 	// historyDropped and historyEvents watch the trail's retention

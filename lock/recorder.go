@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/internal/watchfeed"
 )
 
 // recorder writes the end event of every hold that etcd ended by itself:
@@ -29,7 +31,7 @@ import (
 // node stops is recorded after the restart, once.
 type recorder struct {
 	e    *Engine
-	feed feed
+	feed *watchfeed.Feed
 	// head is the revision the cursor was read at.
 	head  int64
 	saved int64 // cursor last written to etcd; only the saver touches it
@@ -103,9 +105,7 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	// records (derive.go): the trail's range, which holds none of the
 	// history index's writes.
 	key, end := e.revisionsRange()
-	r.feed = feed{e: e, name: "recorder", key: key,
-		opts: []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithPrevKV()},
-		next: from, handle: r.handleResponse, compacted: r.compacted, opened: make(chan struct{})}
+	r.feed = e.newFeed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
 	return r, nil
 }
 
@@ -128,7 +128,7 @@ func (r *recorder) run(stop context.Context) {
 			}
 		}
 	}()
-	r.feed.run(stop)
+	r.feed.Run(stop)
 	<-saved
 	r.saveCursor()
 }
