@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -528,28 +527,6 @@ func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attempt
 		return attemptResult{outcome: retryNow}, nil
 	}
 	return attemptResult{outcome: delayed, retryAt: *stamped.Until, delayCause: EventExpired, watchKey: gkey, watchRev: tr.Header.Revision}, nil
-}
-
-// granted returns the lock if kv, the lock's key, shows the hold that our
-// queue entry asked for: a release granted it to us (Engine.handOverOps).
-func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
-	hr, err := decodeHolder(kv)
-	if err != nil || !a.ours(hr.Hold) {
-		return nil, false
-	}
-	a.used = true
-	if a.members == nil {
-		a.seat = strings.TrimPrefix(string(kv.Key), a.e.locksPrefix())
-	}
-	l := hr.toLock(a.seat, kv.ModRevision)
-	if a.session != 0 {
-		a.e.fillLease(ctx, l, a.session)
-	} else {
-		// The lease was refreshed at grantedAt at the latest (see
-		// keepQueuedLease), so it lives at least this long.
-		l.ExpiresAt = a.expiresAt()
-	}
-	return l, true
 }
 
 // tallyReads appends to then the reads of the session's two tallies, each

@@ -298,6 +298,29 @@ func (a *acquirer) keepQueuedLease(ctx context.Context) error {
 	}
 }
 
+// topUpLease gives a waiter's hold its full TTL, as a direct acquire's
+// hold starts with: users size a TTL for their work, not for their wait.
+// While it waited, the lease its queue entry named was kept alive only
+// every third of its TTL (awaitChange), so by the grant it may have run
+// down by a third. A keep-alive (no raft entry) tops it up, unless it was
+// refreshed within the last tenth of its TTL: a lock handed from waiter
+// to waiter within moments pays no round trip. If etcd does not answer
+// within the op timeout, the hold keeps what is left, and its expiry
+// says so.
+func (a *acquirer) topUpLease(ctx context.Context) {
+	ttl := time.Duration(a.leaseTTL) * time.Second
+	if a.lease == 0 || time.Since(a.grantedAt) < ttl/10 {
+		return
+	}
+	start := time.Now()
+	octx, done := a.e.op(ctx)
+	ka, err := a.e.cli.KeepAliveOnce(octx, a.lease)
+	done()
+	if err == nil {
+		a.leaseTTL, a.grantedAt = ka.TTL, start
+	}
+}
+
 // dropLease gives the own lease back to the pool, or revokes it, if no
 // lock was granted with it.
 func (a *acquirer) dropLease() {

@@ -2,7 +2,9 @@ package lock
 
 import (
 	"context"
+	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -127,4 +129,27 @@ func (a *acquirer) aheadTookLock(left int64) (r attemptResult, ok bool) {
 	holder := hr.toLock(name, kv.ModRevision)
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
 	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: left, holder: holder}, true
+}
+
+// granted returns the lock if kv, the lock's key, shows the hold that our
+// queue entry asked for: a release granted it to us (Engine.handOverOps).
+func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
+	hr, err := decodeHolder(kv)
+	if err != nil || !a.ours(hr.Hold) {
+		return nil, false
+	}
+	a.used = true
+	if a.members == nil {
+		a.seat = strings.TrimPrefix(string(kv.Key), a.e.locksPrefix())
+	}
+	l := hr.toLock(a.seat, kv.ModRevision)
+	if a.session != 0 {
+		a.e.fillLease(ctx, l, a.session)
+	} else {
+		a.topUpLease(ctx)
+		// The lease was refreshed at grantedAt at the latest, so it lives
+		// at least this long.
+		l.ExpiresAt = a.expiresAt()
+	}
+	return l, true
 }

@@ -234,6 +234,51 @@ func TestAcquire_DirectAcquireDoesNotOvertakeQueuedWaiter(t *testing.T) {
 	}
 }
 
+// A waiter's hold starts with its whole TTL, however long it waited: the
+// lease its queue entry named ran down while it waited, and is topped up
+// at the grant. Its expires_at says so.
+func TestAcquire_AWaiterIsGrantedItsWholeTTL(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := ctxT(t)
+	const ttl = 3 * time.Second
+	h := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "holder"})
+	got := make(chan *lock.Lock, 1)
+	go func() {
+		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "waiter", TTL: ttl, Wait: 30 * time.Second})
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- l
+	}()
+	var since time.Time
+	poll.Until(t, 10*time.Second, "the waiter is queued", func() bool {
+		ws, err := e.Waiters(ctx, "q")
+		if err == nil && len(ws) == 1 {
+			since = ws[0].Since
+		}
+		return !since.IsZero()
+	})
+	// The wait is the scenario: long enough for its lease to run down by
+	// a fifth, short of the first keep-alive of the wait (a third of ttl).
+	poll.Until(t, 10*time.Second, "a fifth of the TTL waited", func() bool { return time.Since(since) >= ttl/5 })
+	if err := e.Release(ctx, "q", h.Token); err != nil {
+		t.Fatal(err)
+	}
+	var w *lock.Lock
+	select {
+	case w = <-got:
+	case <-ctx.Done():
+		t.Fatal("waiter never got the lock")
+	}
+	if w == nil {
+		t.Fatal("waiter got no lock")
+	}
+	if left := w.ExpiresAt.Sub(w.AcquiredAt); left < ttl-ttl/10-time.Millisecond {
+		t.Errorf("granted after a wait with %s of its %s TTL left (expires_at %s, acquired_at %s); want the whole TTL",
+			left, ttl, w.ExpiresAt, w.AcquiredAt)
+	}
+}
+
 func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
 	e, m := newEngine(t)
 	ctx := ctxT(t)
