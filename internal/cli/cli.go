@@ -167,11 +167,17 @@ func Commands() []*cobra.Command {
 }
 
 func addGlobals(c *cobra.Command, g *globals) {
-	c.PersistentFlags().StringVar(&g.addr, "addr", "", "baton address(es), comma-separated (env BATON_ADDR; default http://127.0.0.1:8080)")
+	addNodeFlags(c, g, "baton address(es), comma-separated (env BATON_ADDR; default http://127.0.0.1:8080)")
+	g.addOutput(c, nil)
+}
+
+// addNodeFlags gives c and its subcommands what reaches a node's HTTP
+// API: --addr, with addrUsage, the TLS flags and --auth-token.
+func addNodeFlags(c *cobra.Command, g *globals, addrUsage string) {
+	c.PersistentFlags().StringVar(&g.addr, "addr", "", addrUsage)
 	addTLSFlags(c, g)
 	// Not --token: release and renew take the fencing token by that name.
 	c.PersistentFlags().StringVar(&g.authToken, "auth-token", "", "bearer token for a baton that runs with --auth-file (env BATON_AUTH_TOKEN, or a file named by BATON_TOKEN_FILE; the environment keeps it out of ps)")
-	g.addOutput(c, nil)
 }
 
 // addOutput gives c and its subcommands -o/--output, and checks it and

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/lock"
 )
 
 // memberCmd changes the membership of the etcd cluster under baton. It
@@ -25,7 +30,10 @@ func memberCmd(g *globals) *cobra.Command {
 		Long: `member changes the etcd cluster that baton nodes form, through etcd's client
 port (a node's --client-url, or unix://DATA-DIR/etcd.sock on the node's machine
 when it serves no client TCP port, as with --auth-file and no
---client-trusted-ca). To grow a cluster: "baton member add NAME
+--client-trusted-ca). With --addr (or BATON_ADDR), as the other commands take,
+it asks that baton node for its members' client URLs; --etcd-endpoints names
+them itself, and works when no baton answers. It refuses an etcd that holds
+no baton data. To grow a cluster: "baton member add NAME
 PEER-URL" on any node, then start the new node with the flags it prints
 (they include --initial-cluster-state existing). To shrink it: "baton member
 remove NAME", then stop that node. Change one member at a time, and only
@@ -33,11 +41,22 @@ while every other member is up: adding a voting member raises the quorum
 before the new node has started.`,
 	}
 	m := &memberClient{g: g}
-	m.etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default: the socket unix://DATA-DIR/etcd.sock of a node on this machine that serves no client TCP port, DATA-DIR from BATON_DATA_DIR or ./baton-data; else http://127.0.0.1:2379)")
+	m.etcd.add(c.PersistentFlags(), "etcd client URL(s) of running members, comma-separated (env BATON_ETCD_ENDPOINTS; default: those --addr's node names; without --addr or BATON_ADDR, the socket unix://DATA-DIR/etcd.sock of a node on this machine that serves no client TCP port, DATA-DIR from BATON_DATA_DIR or ./baton-data; else http://127.0.0.1:2379)")
+	addNodeFlags(c, g, "a baton node of the cluster, asked for its members' etcd client URLs (env BATON_ADDR; ignored beside BATON_ETCD_ENDPOINTS)")
 	c.PersistentFlags().DurationVar(&m.timeout, "timeout", 10*time.Second, "how long to wait for etcd's answer")
 	g.addOutput(c, func() error {
 		if m.timeout <= 0 {
 			return usagef("--timeout must be positive")
+		}
+		fromFlag := m.etcd.endpoints != ""
+		if fromFlag && g.addr != "" {
+			return usagef("give --addr or --etcd-endpoints, not both")
+		}
+		// Flags before the environment, and a variable of etcd's before
+		// one of baton's HTTP API.
+		m.viaNode = g.addr != "" || !fromFlag && os.Getenv("BATON_ETCD_ENDPOINTS") == "" && strings.TrimSpace(os.Getenv("BATON_ADDR")) != ""
+		if m.viaNode {
+			return nil // resolved once the node has named its members (dial)
 		}
 		return m.etcd.resolve()
 	})
@@ -51,9 +70,17 @@ type memberClient struct {
 	g       *globals
 	etcd    etcdFlags
 	timeout time.Duration
+	// viaNode says the endpoints are to be asked of the baton node that
+	// --addr or BATON_ADDR names.
+	viaNode bool
 }
 
-func (m *memberClient) dial() (*clientv3.Client, error) {
+func (m *memberClient) dial(ctx context.Context) (*clientv3.Client, error) {
+	if m.viaNode {
+		if err := m.askNode(ctx); err != nil {
+			return nil, err
+		}
+	}
 	tc, err := m.etcd.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -68,18 +95,64 @@ func (m *memberClient) dial() (*clientv3.Client, error) {
 // call runs f with a client of etcd and a context of --timeout; a call
 // that ran out of it is reported as etcd not answering.
 func (m *memberClient) call(cmd *cobra.Command, f func(ctx context.Context, cli *clientv3.Client) error) error {
-	cli, err := m.dial()
+	ctx, cancel := context.WithTimeout(cmd.Context(), m.timeout)
+	defer cancel()
+	cli, err := m.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), m.timeout)
-	defer cancel()
-	if err := f(ctx, cli); err != nil {
+	err = m.isBaton(ctx, cli)
+	if err == nil {
+		err = f(ctx, cli)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("etcd at %s did not answer: %w", m.etcd.endpoints, err)}
 		}
 		return err
+	}
+	return nil
+}
+
+// askNode sets the endpoints to the etcd client URLs of the members of
+// the baton node that --addr or BATON_ADDR names, as its /v1/cluster
+// lists them.
+func (m *memberClient) askNode(ctx context.Context) error {
+	cl, err := m.g.client()
+	if err != nil {
+		return err
+	}
+	ci, err := cl.Cluster(ctx)
+	if err != nil {
+		return fmt.Errorf("ask the baton node for its etcd members: %w", err)
+	}
+	var urls []string
+	for _, mb := range ci.Members {
+		for _, u := range mb.ClientURLs {
+			if !slices.Contains(urls, u) {
+				urls = append(urls, u)
+			}
+		}
+	}
+	if len(urls) == 0 {
+		return &ExitError{Code: ExitUsage, Err: errors.New("the cluster's etcd members serve no client URL (nodes with --auth-file and no --client-trusted-ca serve none over TCP): run baton member on a node's machine, where it finds the node's socket (BATON_DATA_DIR), or name the members with --etcd-endpoints")}
+	}
+	m.etcd.endpoints = strings.Join(urls, ",")
+	return m.etcd.resolve()
+}
+
+// isBaton refuses an etcd that holds no key under baton's prefix: the
+// default endpoint, or a URL mistyped, may reach someone else's etcd,
+// whose members baton must neither list as its own nor change.
+func (m *memberClient) isBaton(ctx context.Context, cli *clientv3.Client) error {
+	prefix := lock.DefaultConfig().Prefix
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+	if err != nil {
+		return fmt.Errorf("read etcd at %s: %w", m.etcd.endpoints, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("etcd at %s holds no baton data (no key under %s): it is not a baton cluster's; name a node of yours with --addr, or its members with --etcd-endpoints", m.etcd.endpoints, prefix)}
 	}
 	return nil
 }
