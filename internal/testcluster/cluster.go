@@ -136,6 +136,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 	var hosts []string
 	if opts.Netns {
 		nw, err := newNetwork(opts.Nodes)
+		var broken *brokenNetworkError
+		if errors.As(err, &broken) {
+			t.Fatalf("the test's network namespaces cannot reach each other: %v", err)
+		}
 		if err != nil {
 			t.Skipf("network namespaces unavailable (%v): run as root with iproute2 for the partition tests", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -15,6 +16,9 @@ type network struct {
 	id     string // short, unique on the machine: names must fit IFNAMSIZ
 	subnet string // "10.213.X"
 	nodes  int
+	// forwarding says iptables holds the rule that accepts what crosses
+	// the bridge (allowForwarding).
+	forwarding bool
 }
 
 func newNetwork(nodes int) (*network, error) {
@@ -57,7 +61,54 @@ func newNetwork(nodes int) (*network, error) {
 			return nil, err
 		}
 	}
+	if err := nw.allowForwarding(); err != nil {
+		nw.close()
+		return nil, &brokenNetworkError{err}
+	}
 	return nw, nil
+}
+
+// brokenNetworkError says the namespaces were made but their traffic
+// cannot pass: a machine to fix, not one to skip the tests on.
+type brokenNetworkError struct{ err error }
+
+func (e *brokenNetworkError) Error() string { return e.err.Error() }
+
+// bridgeNetfilter is 1 where frames crossing a bridge pass iptables
+// (br_netfilter is loaded, as Docker loads it).
+const bridgeNetfilter = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+// allowForwarding makes sure traffic between the nodes' namespaces passes.
+// Where bridged frames pass iptables, the FORWARD chain judges it, and
+// Docker sets that chain's policy to DROP: every dial between nodes then
+// times out, an error that names neither cause. So the network accepts
+// its own bridge's traffic first in the chain (close deletes the rule),
+// and without an iptables command to do so it fails at once, saying why.
+func (nw *network) allowForwarding() error {
+	b, err := os.ReadFile(bridgeNetfilter)
+	if err != nil || strings.TrimSpace(string(b)) != "1" {
+		return nil // bridged frames do not pass iptables
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return fmt.Errorf("%s is 1 (br_netfilter is loaded, as Docker loads it), so traffic between the test's network namespaces passes iptables' FORWARD chain, "+
+			"and there is no iptables command to accept it there: install iptables, or set net.bridge.bridge-nf-call-iptables=0", bridgeNetfilter)
+	}
+	if out, err := exec.Command("iptables", nw.forwardRule("-I")...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s is 1, so traffic between the test's network namespaces passes iptables' FORWARD chain, and accepting it there failed: iptables: %v: %s",
+			bridgeNetfilter, err, strings.TrimSpace(string(out)))
+	}
+	nw.forwarding = true
+	return nil
+}
+
+// forwardRule is the iptables command, with verb -I or -D, of the rule
+// that accepts what crosses the network's bridge.
+func (nw *network) forwardRule(verb string) []string {
+	rule := []string{"FORWARD", "-i", nw.bridge(), "-o", nw.bridge(), "-j", "ACCEPT"}
+	if verb == "-I" {
+		rule = slices.Insert(rule, 1, "1")
+	}
+	return append([]string{verb}, rule...)
 }
 
 func (nw *network) bridge() string    { return "btb" + nw.id }
@@ -85,6 +136,9 @@ func (nw *network) close() {
 		exec.Command("ip", "netns", "del", nw.ns(i)).Run()
 	}
 	exec.Command("ip", "link", "del", nw.bridge()).Run()
+	if nw.forwarding {
+		exec.Command("iptables", nw.forwardRule("-D")...).Run()
+	}
 }
 
 func ip(args ...string) error {
