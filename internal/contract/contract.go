@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,26 +45,109 @@ func init() {
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
 }
 
-// strictRouter loads the document once, with every object schema of the
+// strictRouter loads the document once (see load).
+func strictRouter() (routers.Router, error) {
+	once.Do(func() { router, docErr = load(openapi.JSON) })
+	return router, docErr
+}
+
+// load reads a document and routes by it, with every object schema of the
 // components closed (additionalProperties: false): the published document
 // leaves them open so clients tolerate fields added later, but our server
-// must send exactly what it documents.
-func strictRouter() (routers.Router, error) {
-	once.Do(func() {
-		doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON)
-		if err != nil {
-			docErr = err
+// must send exactly what it documents. It fails on a document with a
+// schema that a validator cannot compile: kin-openapi's own check
+// (legacy.NewRouter validates the document, patterns included), and
+// Compilable's, for what kin-openapi accepts and other tools do not.
+// A schema that no validator compiles is one they skip, or refuse.
+func load(data []byte) (routers.Router, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := Compilable(doc); err != nil {
+		return nil, err
+	}
+	closed := false
+	for _, s := range doc.Components.Schemas {
+		if s.Value != nil && s.Value.Type.Is("object") && len(s.Value.Properties) > 0 && s.Value.AdditionalProperties.Schema == nil && s.Value.AdditionalProperties.Has == nil {
+			s.Value.AdditionalProperties = openapi3.AdditionalProperties{Has: &closed}
+		}
+	}
+	return legacy.NewRouter(doc)
+}
+
+// Compilable returns an error naming every schema of doc that JSON Schema
+// validators built on ajv (Prism, Spectral, Redocly) refuse to compile
+// though kin-openapi takes it: a nullable without a type, which OpenAPI
+// 3.0 gives no meaning. Those tools then skip every schema that reaches
+// it, so a document with one is checked by nobody but us.
+func Compilable(doc *openapi3.T) error {
+	var bad []string
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(at string, ref *openapi3.SchemaRef)
+	walk = func(at string, ref *openapi3.SchemaRef) {
+		// A reference to a component is walked where it is defined, so
+		// that a fault is named there.
+		if ref == nil || ref.Value == nil || seen[ref.Value] || strings.HasPrefix(ref.Ref, "#/components/schemas/") {
 			return
 		}
-		closed := false
-		for _, s := range doc.Components.Schemas {
-			if s.Value != nil && s.Value.Type.Is("object") && len(s.Value.Properties) > 0 && s.Value.AdditionalProperties.Schema == nil {
-				s.Value.AdditionalProperties = openapi3.AdditionalProperties{Has: &closed}
+		s := ref.Value
+		seen[s] = true
+		if s.Nullable && (s.Type == nil || len(*s.Type) == 0) {
+			bad = append(bad, at)
+		}
+		for name, p := range s.Properties {
+			walk(at+"/properties/"+name, p)
+		}
+		walk(at+"/items", s.Items)
+		walk(at+"/additionalProperties", s.AdditionalProperties.Schema)
+		walk(at+"/not", s.Not)
+		for kw, refs := range map[string]openapi3.SchemaRefs{"allOf": s.AllOf, "anyOf": s.AnyOf, "oneOf": s.OneOf} {
+			for i, r := range refs {
+				walk(fmt.Sprintf("%s/%s/%d", at, kw, i), r)
 			}
 		}
-		router, docErr = legacy.NewRouter(doc)
-	})
-	return router, docErr
+	}
+	if doc.Components != nil {
+		for name, s := range doc.Components.Schemas {
+			walk("#/components/schemas/"+name, openapi3.NewSchemaRef("", s.Value))
+		}
+	}
+	if doc.Paths != nil {
+		for path, item := range doc.Paths.Map() {
+			for method, op := range item.Operations() {
+				at := method + " " + path
+				for _, p := range append(item.Parameters, op.Parameters...) {
+					if p.Value != nil {
+						walk(at+" parameter "+p.Value.Name, p.Value.Schema)
+					}
+				}
+				if op.RequestBody != nil && op.RequestBody.Value != nil {
+					for mt, m := range op.RequestBody.Value.Content {
+						walk(at+" request "+mt, m.Schema)
+					}
+				}
+				for code, r := range op.Responses.Map() {
+					if r.Value == nil {
+						continue
+					}
+					for mt, m := range r.Value.Content {
+						walk(at+" "+code+" "+mt, m.Schema)
+					}
+					for name, h := range r.Value.Headers {
+						if h.Value != nil {
+							walk(at+" "+code+" header "+name, h.Value.Schema)
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("nullable without a type, which ajv-based tools cannot compile: %s", strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // Wrap returns h behind the contract check.

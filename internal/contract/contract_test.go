@@ -1,11 +1,14 @@
 package contract
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/baton-dev/baton/openapi"
 )
 
 // spyT records failures instead of failing, so the check itself can be
@@ -36,6 +39,8 @@ func TestWrap_CatchesWhatBreaksTheContract(t *testing.T) {
 	}{
 		{"documented success", "GET", "/v1/locks/a", "", 200, "application/json", lockJSON, false},
 		{"documented problem", "GET", "/v1/locks/a", "", 404, "application/problem+json", `{"type":"t","title":"x","status":404,"code":"not_held"}`, false},
+		{"problem without its code", "GET", "/v1/locks/a", "", 404, "application/problem+json", `{"type":"t","title":"x","status":404}`, true},
+		{"problem with a member of the wrong type", "GET", "/v1/locks/a", "", 404, "application/problem+json", `{"type":"t","title":"x","status":"404","code":"not_held"}`, true},
 		{"undocumented status", "GET", "/v1/locks/a", "", 418, "application/json", `{}`, true},
 		{"extra member", "GET", "/v1/locks/a", "", 200, "application/json", strings.Replace(lockJSON, `"token":4`, `"token":4,"color":"red"`, 1), true},
 		{"missing member", "GET", "/v1/locks/a", "", 200, "application/json", strings.Replace(lockJSON, `"token":4,`, ``, 1), true},
@@ -60,6 +65,40 @@ func TestWrap_CatchesWhatBreaksTheContract(t *testing.T) {
 			h.ServeHTTP(httptest.NewRecorder(), req)
 			if failed := len(spy.errors) > 0; failed != tc.wantFailure {
 				t.Fatalf("contract failure = %v, want %v (%v)", failed, tc.wantFailure, spy.errors)
+			}
+		})
+	}
+}
+
+func TestLoad_RefusesSchemasAValidatorCannotCompile(t *testing.T) {
+	if _, err := load(openapi.JSON); err != nil {
+		t.Fatalf("the published document: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		schema map[string]any // replaces Leader's value
+		want   string
+	}{
+		// kin-openapi takes it; ajv (Prism, Spectral, Redocly) does not.
+		{"nullable without a type", map[string]any{"nullable": true}, "components/schemas/Leader/properties/value"},
+		{"nullable without a type, nested", map[string]any{"type": "array", "items": map[string]any{"nullable": true}}, "components/schemas/Leader/properties/value/items"},
+		// Neither compiles it.
+		{"pattern that is no regular expression", map[string]any{"type": "string", "pattern": "(["}, "regexp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal(openapi.JSON, &doc); err != nil {
+				t.Fatal(err)
+			}
+			leader := doc["components"].(map[string]any)["schemas"].(map[string]any)["Leader"].(map[string]any)
+			leader["properties"].(map[string]any)["value"] = tc.schema
+			data, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = load(data)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("load: %v, want an error naming %s", err, tc.want)
 			}
 		})
 	}

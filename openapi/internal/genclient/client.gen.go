@@ -273,6 +273,9 @@ type AcquireRequest struct {
 	Wait *string `json:"wait,omitempty"`
 }
 
+// AnyValue Any JSON value, null included.
+type AnyValue = interface{}
+
 // CampaignRequest defines model for CampaignRequest.
 type CampaignRequest struct {
 	// Candidate Example: node-a
@@ -292,7 +295,7 @@ type CampaignRequest struct {
 	Ttl *string `json:"ttl,omitempty"`
 
 	// Value Any JSON value, null included.
-	Value interface{} `json:"value,omitempty"`
+	Value AnyValue `json:"value,omitempty"`
 
 	// Wait Example: 30s
 	Wait *string `json:"wait,omitempty"`
@@ -434,7 +437,7 @@ type Event struct {
 	Type EventType `json:"type"`
 
 	// Value Any JSON value, null included.
-	Value interface{} `json:"value,omitempty"`
+	Value AnyValue `json:"value,omitempty"`
 }
 
 // EventKind Kind and Name say what the event is about: a lock's events have
@@ -473,7 +476,7 @@ type FencedRequest struct {
 	Token int64 `json:"token"`
 
 	// Value Any JSON value, null included.
-	Value interface{} `json:"value"`
+	Value AnyValue `json:"value"`
 }
 
 // FencedValue defines model for FencedValue.
@@ -488,7 +491,7 @@ type FencedValue struct {
 	Token int64 `json:"token"`
 
 	// Value Any JSON value, null included.
-	Value interface{} `json:"value"`
+	Value AnyValue `json:"value"`
 }
 
 // History defines model for History.
@@ -593,7 +596,7 @@ type Leader struct {
 	Ttl *string `json:"ttl,omitempty"`
 
 	// Value Any JSON value, null included.
-	Value interface{} `json:"value"`
+	Value AnyValue `json:"value"`
 }
 
 // LeaderList defines model for LeaderList.
@@ -816,7 +819,7 @@ type ProclaimRequest struct {
 	Token int64 `json:"token"`
 
 	// Value Any JSON value, null included.
-	Value interface{} `json:"value"`
+	Value AnyValue `json:"value"`
 }
 
 // RWLock defines model for RWLock.

@@ -83,7 +83,8 @@ const (
 )
 
 // anyJSON marks the properties that hold any JSON value: Swagger 2.0 has
-// no way to say so, so swag wrote them as objects.
+// no way to say so, so swag wrote them as objects. Each becomes a
+// reference to the AnyValue component (see anyValue).
 var anyJSON = map[string][]string{
 	"FencedValue":     {"value"},
 	"FencedRequest":   {"value"},
@@ -167,6 +168,7 @@ func refine(doc *openapi3.T) error {
 			}
 		}
 	}
+	doc.Components.Schemas[anyValue] = anyValueSchema()
 	for name, props := range anyJSON {
 		s := doc.Components.Schemas[name]
 		if s == nil || s.Value == nil {
@@ -176,10 +178,38 @@ func refine(doc *openapi3.T) error {
 			if s.Value.Properties[p] == nil {
 				return fmt.Errorf("schema %s has no property %s", name, p)
 			}
-			s.Value.Properties[p] = openapi3.NewSchemaRef("", &openapi3.Schema{Description: "Any JSON value, null included.", Nullable: true})
+			s.Value.Properties[p] = openapi3.NewSchemaRef("#/components/schemas/"+anyValue, doc.Components.Schemas[anyValue].Value)
 		}
 	}
 	return doc.Validate(openapi3.NewLoader().Context)
+}
+
+// anyValue is the component that every JSON value matches, null
+// included. OpenAPI 3.0 has no null type, and its nullable means something
+// only beside a type: ajv, which Prism, Spectral and Redocly use, refuses
+// to compile a nullable without one, and kin-openapi's validator refuses
+// null where nothing says nullable (so an empty schema will not do, not
+// even as an array's items). So a value is one of the five types, the
+// object one nullable, and an array's items are values again. The
+// x-go-type extensions keep oapi-codegen from making a union type of it:
+// in Go, any JSON value is an interface{}, absent or not.
+const anyValue = "AnyValue"
+
+func anyValueSchema() *openapi3.SchemaRef {
+	self := openapi3.NewSchemaRef("#/components/schemas/"+anyValue, nil)
+	s := openapi3.NewSchemaRef("", &openapi3.Schema{
+		Description: "Any JSON value, null included.",
+		Extensions:  map[string]any{"x-go-type": "interface{}", "x-go-type-skip-optional-pointer": true},
+		AnyOf: openapi3.SchemaRefs{
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeObject}, Nullable: true}),
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeArray}, Items: self}),
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}}),
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeNumber}}),
+			openapi3.NewSchemaRef("", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeBoolean}}),
+		},
+	})
+	self.Value = s.Value
+	return s
 }
 
 func sortedPaths(doc *openapi3.T) []string {
