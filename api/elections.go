@@ -60,14 +60,22 @@ type Vacancy struct {
 
 // CampaignRequest is the body of POST /v1/elections/{name}/campaign.
 type CampaignRequest struct {
-	Candidate *string         `json:"candidate,omitempty" example:"node-a"`
+	// Candidate names the campaigner, as owner does a lock's holder: 1-128
+	// printable characters. Absent, it is the client's address.
+	Candidate *string         `json:"candidate,omitempty" minLength:"1" maxLength:"128" example:"node-a"`
 	Value     json.RawMessage `json:"value,omitempty" swaggertype:"object"`
-	TTL       *string         `json:"ttl,omitempty" example:"15s"`
-	Session   *string         `json:"session,omitempty" example:"694d2279b4919071"`
-	Wait      *string         `json:"wait,omitempty" example:"30s"`
-	LockDelay *string         `json:"lock_delay,omitempty" example:"0s"`
-	// Metadata, at most 16 string pairs and 4 KiB, for people and the
-	// dashboard.
+	// TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	TTL     *string `json:"ttl,omitempty" example:"15s"`
+	Session *string `json:"session,omitempty" example:"694d2279b4919071"`
+	// Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	Wait *string `json:"wait,omitempty" example:"30s"`
+	// LockDelay keeps the election free for this long after the hold ends by
+	// expiry or revoke (not by a release): a duration up to 1h.
+	LockDelay *string `json:"lock_delay,omitempty" example:"0s"`
+	// Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
@@ -115,7 +123,7 @@ func toLeader(l *lock.Lock) *Leader {
 //	@Tags			elections
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string					true	"Election name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			name	path		string					true	"Election name: 1-128 characters from A-Z a-z 0-9 . _ : -" minlength(1) maxlength(128)
 //	@Param			request	body		api.CampaignRequest		false	"How to campaign"
 //	@Success		201		{object}	api.Leader				"The caller now leads"
 //	@Success		200		{object}	api.Leader				"The same session already leads (idempotent)"
@@ -179,7 +187,7 @@ func candidateField(err error) error {
 //	@Description	Returns who leads, with token, term, value and expiry, and the candidates waiting, in the order they would lead (the first 1,000).
 //	@Tags			elections
 //	@Produce		json
-//	@Param			name	path		string	true	"Election name"
+//	@Param			name	path		string	true	"Election name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.Leader
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
@@ -212,7 +220,7 @@ func (a *API) getElection(c echo.Context) error {
 //	@Tags			elections
 //	@Produce		json
 //	@Param			prefix	query		string	false	"Only elections whose name starts with this"
-//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.LeaderList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -251,7 +259,7 @@ func (a *API) listElections(c echo.Context) error {
 //	@Tags			elections
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string					true	"Election name"
+//	@Param			name	path		string					true	"Election name" minlength(1) maxlength(128)
 //	@Param			request	body		api.ProclaimRequest		true	"The leadership's token and the new value"
 //	@Success		200		{object}	api.Leader
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -292,7 +300,7 @@ func (a *API) proclaim(c echo.Context) error {
 //	@Tags			elections
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string				true	"Election name"
+//	@Param			name	path		string				true	"Election name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The leadership's token"
 //	@Success		200		{object}	api.Leader
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -330,7 +338,7 @@ func (a *API) renewLeadership(c echo.Context) error {
 //	@ID				resign
 //	@Description	Ends the leadership that `token` holds, audited as `resigned`. The first candidate in line leads from the same etcd transaction.
 //	@Tags			elections
-//	@Param			name	path	string	true	"Election name"
+//	@Param			name	path	string	true	"Election name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The leadership's token"	format(int64)
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
@@ -363,7 +371,7 @@ func (a *API) resign(c echo.Context) error {
 //	@Description	Ends whoever leads, audited as `revoked` with the reason. The first candidate in line leads next, after the leadership's lock-delay if it had one.
 //	@Tags			elections
 //	@Accept			json
-//	@Param			name	path	string				true	"Election name"
+//	@Param			name	path	string				true	"Election name" minlength(1) maxlength(128)
 //	@Param			request	body	api.RevokeRequest	false	"Why"
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
@@ -398,7 +406,7 @@ func (a *API) revokeLeadership(c echo.Context) error {
 //	@Description	With the `Last-Event-ID` header (a reconnecting EventSource sends it), the changes after that revision are sent instead of the current state, from the audit trail and then live, with no gap and no duplicate. A change's Leader has no `expires_at` or `ttl` (they move with every renewal); GET the election for them. A comment line every 15 s keeps idle streams open.
 //	@Tags			elections
 //	@Produce		text/event-stream
-//	@Param			name			path		string		true	"Election name"
+//	@Param			name			path		string		true	"Election name" minlength(1) maxlength(128)
 //	@Param			Last-Event-ID	header		int			false	"Resume after this revision"	format(int64)
 //	@Success		200				{string}	string		"An endless text/event-stream"
 //	@Failure		400				{object}	api.Problem	"invalid_request"

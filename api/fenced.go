@@ -16,7 +16,7 @@ import (
 //	@Tags			fenced
 //	@Accept			json
 //	@Produce		json
-//	@Param			resource	path		string				true	"Resource name, same rules as lock names"
+//	@Param			resource	path		string				true	"Resource name, same rules as lock names" minlength(1) maxlength(128)
 //	@Param			request		body		api.FencedRequest	true	"Token, value (any JSON) and optional lock, election or rwlock"
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
@@ -68,7 +68,7 @@ func (a *API) putFenced(c echo.Context) error {
 //	@Description	The value with the token of the write that stored it.
 //	@Tags			fenced
 //	@Produce		json
-//	@Param			resource	path		string	true	"Resource name"
+//	@Param			resource	path		string	true	"Resource name" minlength(1) maxlength(128)
 //	@Success		200			{object}	api.FencedValue
 //	@Failure		400			{object}	api.Problem	"invalid_request"
 //	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
@@ -95,8 +95,8 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Description	Removes the resource's value and its largest-token record, so the next write with any issued token is accepted again: the way back for a register that a wrong token pushed past every real holder. Audited as `fence_reset` (kind `fence`) with the reason in `detail` and the caller's address as `owner`.
 //	@Tags			fenced
 //	@Produce		json
-//	@Param			resource	path	string	true	"Resource name"
-//	@Param			reason		query	string	false	"Why, for the audit trail (at most 1,024 bytes)"
+//	@Param			resource	path	string	true	"Resource name" minlength(1) maxlength(128)
+//	@Param			reason		query	string	false	"Why, for the audit trail (at most 1,024 bytes)" maxlength(1024)
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"

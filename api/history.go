@@ -26,8 +26,8 @@ import (
 //	@Param			lock	query		string	false	"Only this lock's events"
 //	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
 //	@Param			name	query		string	false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
-//	@Param			limit	query		int		false	"Page size, 1-1000"							default(100)
-//	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64)
+//	@Param			limit	query		int		false	"Page size, 1-1000"							default(100) minimum(1) maximum(1000)
+//	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64) minimum(1)
 //	@Param			owner	query		string	false	"Only events of holds by this owner"
 //	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared"
 //	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)

@@ -22,7 +22,7 @@ import (
 //	@Tags			locks
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string				true	"Lock name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			name	path		string				true	"Lock name: 1-128 characters from A-Z a-z 0-9 . _ : -" minlength(1) maxlength(128)
 //	@Param			request	body		api.AcquireRequest	false	"How to acquire"
 //	@Success		201		{object}	api.Lock			"Newly acquired"
 //	@Success		200		{object}	api.Lock			"Already held by the same session (idempotent)"
@@ -90,7 +90,7 @@ func (a *API) acquire(c echo.Context) error {
 //	@Description	Returns the current holder with its token and expiry, and the acquires queued for it in the order they will be granted.
 //	@Tags			locks
 //	@Produce		json
-//	@Param			name	path		string	true	"Lock name"
+//	@Param			name	path		string	true	"Lock name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
@@ -149,7 +149,7 @@ func listOptions(c echo.Context) (lock.ListOptions, error) {
 //	@Tags			locks
 //	@Produce		json
 //	@Param			prefix	query		string	false	"Only locks whose name starts with this"
-//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.LockList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -191,7 +191,7 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Tags			locks
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string				true	"Lock name"
+//	@Param			name	path		string				true	"Lock name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The fencing token"
 //	@Success		200		{object}	api.Lock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -230,7 +230,7 @@ func (a *API) renew(c echo.Context) error {
 //	@Description	Ends the hold of `token` and records it as `released`. A stale token never touches a newer holder.
 //	@Tags			locks
 //	@Produce		json
-//	@Param			name	path	string	true	"Lock name"
+//	@Param			name	path	string	true	"Lock name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The fencing token"	format(int64)
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
@@ -266,7 +266,7 @@ func (a *API) release(c echo.Context) error {
 //	@Tags			locks
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path	string				true	"Lock name"
+//	@Param			name	path	string				true	"Lock name" minlength(1) maxlength(128)
 //	@Param			request	body	api.RevokeRequest	false	"Why"
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
@@ -301,8 +301,8 @@ func (a *API) revoke(c echo.Context) error {
 //	@Description	Lets a free lock that lock-delay keeps free be acquired at once: the remedy for a delay set by mistake. Audited as `delay_cleared` with the reason in `detail` and the caller's address as `owner`.
 //	@Tags			locks
 //	@Produce		json
-//	@Param			name	path	string	true	"Lock name"
-//	@Param			reason	query	string	false	"Why, for the audit trail (at most 1,024 bytes)"
+//	@Param			name	path	string	true	"Lock name" minlength(1) maxlength(128)
+//	@Param			reason	query	string	false	"Why, for the audit trail (at most 1,024 bytes)" maxlength(1024)
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
 //	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"

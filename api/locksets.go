@@ -12,18 +12,28 @@ import (
 type LockSetRequest struct {
 	// Names are the locks to take, 2 to 64 distinct lock names, in any
 	// order: the set is granted all at once or not at all.
-	Names    []string          `json:"names" example:"acct-1,acct-2"`
-	Owner    *string           `json:"owner,omitempty" example:"transfer-7"`
-	TTL      *string           `json:"ttl,omitempty" example:"30s"`
-	Session  *string           `json:"session,omitempty" example:"694d2279b4919071"`
-	Wait     *string           `json:"wait,omitempty" example:"10s"`
+	Names []string `json:"names" validate:"min=2,max=64,unique" example:"acct-1,acct-2"`
+	// Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	Owner *string `json:"owner,omitempty" minLength:"1" maxLength:"128" example:"transfer-7"`
+	// TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	TTL     *string `json:"ttl,omitempty" example:"30s"`
+	Session *string `json:"session,omitempty" example:"694d2279b4919071"`
+	// Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	Wait *string `json:"wait,omitempty" example:"10s"`
+	// Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // LockSetTokenRequest is the body of POST /v1/locksets/release and
 // /v1/locksets/renew.
 type LockSetTokenRequest struct {
-	Names []string `json:"names" example:"acct-1,acct-2"`
+	// Names are the set's locks, 2 to 64 distinct lock names, in any
+	// order.
+	Names []string `json:"names" validate:"min=2,max=64,unique" example:"acct-1,acct-2"`
 	Token *int64   `json:"token" format:"int64" example:"4711"`
 }
 

@@ -30,11 +30,19 @@ type RWLockList struct {
 // RWRequest is the body of POST /v1/rwlocks/{name}.
 type RWRequest struct {
 	// Mode is read (shared) or write (exclusive).
-	Mode     *string           `json:"mode" example:"read" enums:"read,write"`
-	Owner    *string           `json:"owner,omitempty" example:"w1"`
-	TTL      *string           `json:"ttl,omitempty" example:"30s"`
-	Session  *string           `json:"session,omitempty" example:"694d2279b4919071"`
-	Wait     *string           `json:"wait,omitempty" example:"10s"`
+	Mode *string `json:"mode" example:"read" enums:"read,write"`
+	// Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	Owner *string `json:"owner,omitempty" minLength:"1" maxLength:"128" example:"w1"`
+	// TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	TTL     *string `json:"ttl,omitempty" example:"30s"`
+	Session *string `json:"session,omitempty" example:"694d2279b4919071"`
+	// Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	Wait *string `json:"wait,omitempty" example:"10s"`
+	// Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
@@ -51,7 +59,7 @@ func toRWLock(rw *lock.RWLock) *RWLock {
 //	@Tags			rwlocks
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string			true	"Read/write lock name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			name	path		string			true	"Read/write lock name: 1-128 characters from A-Z a-z 0-9 . _ : -" minlength(1) maxlength(128)
 //	@Param			request	body		api.RWRequest	true	"The mode, and how to hold the lock"
 //	@Success		201		{object}	api.Hold
 //	@Success		200		{object}	api.Hold	"The same session already holds the write hold (idempotent)"
@@ -102,7 +110,7 @@ func (a *API) acquireRW(c echo.Context) error {
 //	@Description	Returns the mode, the holds (oldest first; the first 1,000) and the waiters, each with its mode, in the order they will be served (the first 1,000).
 //	@Tags			rwlocks
 //	@Produce		json
-//	@Param			name	path		string	true	"Read/write lock name"
+//	@Param			name	path		string	true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.RWLock
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
@@ -132,7 +140,7 @@ func (a *API) getRWLock(c echo.Context) error {
 //	@Tags			rwlocks
 //	@Produce		json
 //	@Param			prefix	query		string	false	"Only read/write locks whose name starts with this"
-//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.RWLockList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -171,7 +179,7 @@ func (a *API) listRWLocks(c echo.Context) error {
 //	@Tags			rwlocks
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string				true	"Read/write lock name"
+//	@Param			name	path		string				true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The hold's token"
 //	@Success		200		{object}	api.Hold
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -208,7 +216,7 @@ func (a *API) renewRW(c echo.Context) error {
 //	@ID				releaseRW
 //	@Description	Ends the hold that `token` holds, audited as `released`. The oldest waiter is granted from the same etcd transaction when the lock is free for it: a writer when the last hold ends, a reader when the writer's does.
 //	@Tags			rwlocks
-//	@Param			name	path	string	true	"Read/write lock name"
+//	@Param			name	path	string	true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The hold's token"	format(int64)
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
@@ -240,7 +248,7 @@ func (a *API) releaseRW(c echo.Context) error {
 //	@Description	Ends the hold that `token` holds, audited as `revoked` with the reason. The waiters are served once the lock is free for them.
 //	@Tags			rwlocks
 //	@Accept			json
-//	@Param			name	path	string					true	"Read/write lock name"
+//	@Param			name	path	string					true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Param			request	body	api.HoldRevokeRequest	true	"The hold's token, and why"
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"

@@ -49,19 +49,28 @@ type SemaphoreList struct {
 type PermitRequest struct {
 	// Limit is how many permits the semaphore has, 1-10000: it must be
 	// the limit its permits are held under, if any are.
-	Limit    *int              `json:"limit" example:"3"`
-	Owner    *string           `json:"owner,omitempty" example:"w1"`
-	TTL      *string           `json:"ttl,omitempty" example:"30s"`
-	Session  *string           `json:"session,omitempty" example:"694d2279b4919071"`
-	Wait     *string           `json:"wait,omitempty" example:"10s"`
+	Limit *int `json:"limit" minimum:"1" maximum:"10000" example:"3"`
+	// Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	Owner *string `json:"owner,omitempty" minLength:"1" maxLength:"128" example:"w1"`
+	// TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	TTL     *string `json:"ttl,omitempty" example:"30s"`
+	Session *string `json:"session,omitempty" example:"694d2279b4919071"`
+	// Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	Wait *string `json:"wait,omitempty" example:"10s"`
+	// Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // HoldRevokeRequest is the body of POST /v1/semaphores/{name}/revoke
 // and POST /v1/rwlocks/{name}/revoke.
 type HoldRevokeRequest struct {
-	Token  *int64 `json:"token" format:"int64" example:"4711"`
-	Reason string `json:"reason,omitempty" example:"holder wedged"`
+	Token *int64 `json:"token" format:"int64" example:"4711"`
+	// Reason says why, for the audit trail: at most 1,024 bytes.
+	Reason string `json:"reason,omitempty" maxLength:"1024" example:"holder wedged"`
 }
 
 func toHold(l *lock.Lock) *Hold {
@@ -96,7 +105,7 @@ func toSemaphore(s *lock.Semaphore) *Semaphore {
 //	@Tags			semaphores
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string				true	"Semaphore name: 1-128 characters from A-Z a-z 0-9 . _ : -"
+//	@Param			name	path		string				true	"Semaphore name: 1-128 characters from A-Z a-z 0-9 . _ : -" minlength(1) maxlength(128)
 //	@Param			request	body		api.PermitRequest	true	"The limit, and how to hold the permit"
 //	@Success		201		{object}	api.Hold
 //	@Failure		400		{object}	api.Problem	"invalid_request: the field named in `field` is wrong"
@@ -142,7 +151,7 @@ func (a *API) acquirePermit(c echo.Context) error {
 //	@Description	Returns the semaphore's limit, its permits held (oldest first) and its waiters, in the order they will be served (the first 1,000).
 //	@Tags			semaphores
 //	@Produce		json
-//	@Param			name	path		string	true	"Semaphore name"
+//	@Param			name	path		string	true	"Semaphore name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.Semaphore
 //	@Failure		400		{object}	api.Problem	"invalid_request"
 //	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
@@ -172,7 +181,7 @@ func (a *API) getSemaphore(c echo.Context) error {
 //	@Tags			semaphores
 //	@Produce		json
 //	@Param			prefix	query		string	false	"Only semaphores whose name starts with this"
-//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.SemaphoreList
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -211,7 +220,7 @@ func (a *API) listSemaphores(c echo.Context) error {
 //	@Tags			semaphores
 //	@Accept			json
 //	@Produce		json
-//	@Param			name	path		string				true	"Semaphore name"
+//	@Param			name	path		string				true	"Semaphore name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The permit's token"
 //	@Success		200		{object}	api.Hold
 //	@Failure		400		{object}	api.Problem	"invalid_request"
@@ -248,7 +257,7 @@ func (a *API) renewPermit(c echo.Context) error {
 //	@ID				releasePermit
 //	@Description	Ends the permit that `token` holds, audited as `released`. The oldest waiter gets a permit from the same etcd transaction.
 //	@Tags			semaphores
-//	@Param			name	path	string	true	"Semaphore name"
+//	@Param			name	path	string	true	"Semaphore name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The permit's token"	format(int64)
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"
@@ -280,7 +289,7 @@ func (a *API) releasePermit(c echo.Context) error {
 //	@Description	Ends the permit that `token` holds, audited as `revoked` with the reason. The oldest waiter gets a permit once the holder's seat is free.
 //	@Tags			semaphores
 //	@Accept			json
-//	@Param			name	path	string					true	"Semaphore name"
+//	@Param			name	path	string					true	"Semaphore name" minlength(1) maxlength(128)
 //	@Param			request	body	api.HoldRevokeRequest	true	"The permit's token, and why"
 //	@Success		204
 //	@Failure		400	{object}	api.Problem	"invalid_request"

@@ -76,8 +76,8 @@ func (a *API) createSession(c echo.Context) error {
 //	@Description	A session created before this node's version (which added the owner index) is listed from its first renew through POST /v1/sessions/{id}/renew.
 //	@Tags			sessions
 //	@Produce		json
-//	@Param			prefix	query		string	false	"Only sessions whose owner starts with this"
-//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100)
+//	@Param			prefix	query		string	false	"Only sessions whose owner starts with this" maxlength(128)
+//	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.SessionList
 //	@Failure		400		{object}	api.Problem	"invalid_request"

@@ -226,12 +226,22 @@ type Status struct {
 
 // AcquireRequest is the body of POST /v1/locks/{name}. Every field is optional.
 type AcquireRequest struct {
-	Owner     *string           `json:"owner,omitempty" example:"w1"`
-	TTL       *string           `json:"ttl,omitempty" example:"30s"`
-	Session   *string           `json:"session,omitempty" example:"694d2279b4919071"`
-	Wait      *string           `json:"wait,omitempty" example:"10s"`
-	LockDelay *string           `json:"lock_delay,omitempty" example:"0s"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
+	// Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	Owner *string `json:"owner,omitempty" minLength:"1" maxLength:"128" example:"w1"`
+	// TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	TTL     *string `json:"ttl,omitempty" example:"30s"`
+	Session *string `json:"session,omitempty" example:"694d2279b4919071"`
+	// Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	Wait *string `json:"wait,omitempty" example:"10s"`
+	// LockDelay keeps the lock free for this long after the hold ends by
+	// expiry or revoke (not by a release): a duration up to 1h.
+	LockDelay *string `json:"lock_delay,omitempty" example:"0s"`
+	// Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // RenewRequest is the body of POST /v1/locks/{name}/renew.
@@ -241,13 +251,18 @@ type RenewRequest struct {
 
 // RevokeRequest is the body of POST /v1/locks/{name}/revoke.
 type RevokeRequest struct {
-	Reason string `json:"reason,omitempty" example:"holder wedged"`
+	// Reason says why, for the audit trail: at most 1,024 bytes.
+	Reason string `json:"reason,omitempty" maxLength:"1024" example:"holder wedged"`
 }
 
 // SessionRequest is the body of POST /v1/sessions.
 type SessionRequest struct {
-	TTL   *string `json:"ttl,omitempty" example:"30s"`
-	Owner *string `json:"owner,omitempty" example:"worker-1"`
+	// TTL is the session's lease: a duration from 2s to 24h, 30s when
+	// absent.
+	TTL *string `json:"ttl,omitempty" example:"30s"`
+	// Owner labels the session for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	Owner *string `json:"owner,omitempty" minLength:"1" maxLength:"128" example:"worker-1"`
 }
 
 // FencedRequest is the body of PUT /v1/fenced/{resource}.

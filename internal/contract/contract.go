@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,44 @@ func init() {
 	// An event stream is text; its framing is checked by the stream's own
 	// tests, the document only says it is a string.
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+}
+
+var (
+	publishedOnce   sync.Once
+	publishedRouter routers.Router
+	publishedErr    error
+)
+
+// Request checks a request with body against the published document, as a
+// client or a proxy that validates by it would: nil when the document
+// takes it, else kin-openapi's error (an *openapi3filter.RequestError).
+// Unlike Wrap's check, it reads the request as it is sent, with no
+// allowance for what the server reads more liberally.
+func Request(req *http.Request, body []byte) error {
+	publishedOnce.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON)
+		if err == nil {
+			err = Compilable(doc)
+		}
+		if err == nil {
+			publishedRouter, err = legacy.NewRouter(doc)
+		}
+		publishedErr = err
+	})
+	if publishedErr != nil {
+		return fmt.Errorf("load OpenAPI document: %w", publishedErr)
+	}
+	req = req.Clone(context.Background())
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, err := publishedRouter.FindRoute(req)
+	if err != nil {
+		return fmt.Errorf("no documented operation: %w", err)
+	}
+	decodeParams(params)
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
 }
 
 // strictRouter loads the document once (see load).
@@ -183,6 +222,7 @@ func check(r routers.Router, req *http.Request, body []byte, rec *recorder) erro
 	vreq.Body = io.NopCloser(bytes.NewReader(body))
 	asServerReadsIt(vreq, body)
 	route, params, err := r.FindRoute(vreq)
+	decodeParams(params)
 	if err != nil {
 		// No documented operation: only a 404 or 405 may answer it.
 		if rec.status == http.StatusNotFound || rec.status == http.StatusMethodNotAllowed {
@@ -215,6 +255,18 @@ func check(r routers.Router, req *http.Request, body []byte, rec *recorder) erro
 		return fmt.Errorf("response does not match the document: %v", err)
 	}
 	return nil
+}
+
+// decodeParams percent-decodes path parameters. kin-openapi's router
+// hands them over as the client escaped them; a parameter's value, which
+// its schema describes, is what they decode to (as api.pathParam reads
+// it: "a%3Ab" is a:b).
+func decodeParams(params map[string]string) {
+	for k, v := range params {
+		if d, err := url.PathUnescape(v); err == nil {
+			params[k] = d
+		}
+	}
 }
 
 // recorder passes a response through while keeping a copy.

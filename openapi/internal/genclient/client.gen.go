@@ -256,20 +256,35 @@ func (e GetHistoryParamsKind) Valid() bool {
 
 // AcquireRequest defines model for AcquireRequest.
 type AcquireRequest struct {
-	// LockDelay Example: 0s
-	LockDelay *string            `json:"lock_delay,omitempty"`
-	Metadata  *map[string]string `json:"metadata,omitempty"`
+	// LockDelay LockDelay keeps the lock free for this long after the hold ends by
+	// expiry or revoke (not by a release): a duration up to 1h.
+	//
+	// Example: 0s
+	LockDelay *string `json:"lock_delay,omitempty"`
 
-	// Owner Example: w1
+	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
+	Metadata *map[string]string `json:"metadata,omitempty"`
+
+	// Owner Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	//
+	// Example: w1
 	Owner *string `json:"owner,omitempty"`
 
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
-	// Ttl Example: 30s
+	// Ttl TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	//
+	// Example: 30s
 	Ttl *string `json:"ttl,omitempty"`
 
-	// Wait Example: 10s
+	// Wait Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	//
+	// Example: 10s
 	Wait *string `json:"wait,omitempty"`
 }
 
@@ -278,26 +293,38 @@ type AnyValue = interface{}
 
 // CampaignRequest defines model for CampaignRequest.
 type CampaignRequest struct {
-	// Candidate Example: node-a
+	// Candidate Candidate names the campaigner, as owner does a lock's holder: 1-128
+	// printable characters. Absent, it is the client's address.
+	//
+	// Example: node-a
 	Candidate *string `json:"candidate,omitempty"`
 
-	// LockDelay Example: 0s
+	// LockDelay LockDelay keeps the election free for this long after the hold ends by
+	// expiry or revoke (not by a release): a duration up to 1h.
+	//
+	// Example: 0s
 	LockDelay *string `json:"lock_delay,omitempty"`
 
-	// Metadata Metadata, at most 16 string pairs and 4 KiB, for people and the
-	// dashboard.
+	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
 
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
-	// Ttl Example: 15s
+	// Ttl TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	//
+	// Example: 15s
 	Ttl *string `json:"ttl,omitempty"`
 
 	// Value Any JSON value, null included.
 	Value AnyValue `json:"value,omitempty"`
 
-	// Wait Example: 30s
+	// Wait Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	//
+	// Example: 30s
 	Wait *string `json:"wait,omitempty"`
 }
 
@@ -545,7 +572,9 @@ type HoldMode string
 
 // HoldRevokeRequest defines model for HoldRevokeRequest.
 type HoldRevokeRequest struct {
-	// Reason Example: holder wedged
+	// Reason Reason says why, for the audit trail: at most 1,024 bytes.
+	//
+	// Example: holder wedged
 	Reason *string `json:"reason,omitempty"`
 
 	// Token Example: 4711
@@ -686,6 +715,8 @@ type LockSet struct {
 
 // LockSetRequest defines model for LockSetRequest.
 type LockSetRequest struct {
+	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
 
 	// Names Names are the locks to take, 2 to 64 distinct lock names, in any
@@ -694,22 +725,34 @@ type LockSetRequest struct {
 	// Example: ["acct-1","acct-2"]
 	Names []string `json:"names"`
 
-	// Owner Example: transfer-7
+	// Owner Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	//
+	// Example: transfer-7
 	Owner *string `json:"owner,omitempty"`
 
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
-	// Ttl Example: 30s
+	// Ttl TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	//
+	// Example: 30s
 	Ttl *string `json:"ttl,omitempty"`
 
-	// Wait Example: 10s
+	// Wait Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	//
+	// Example: 10s
 	Wait *string `json:"wait,omitempty"`
 }
 
 // LockSetTokenRequest defines model for LockSetTokenRequest.
 type LockSetTokenRequest struct {
-	// Names Example: ["acct-1","acct-2"]
+	// Names Names are the set's locks, 2 to 64 distinct lock names, in any
+	// order.
+	//
+	// Example: ["acct-1","acct-2"]
 	Names []string `json:"names"`
 
 	// Token Example: 4711
@@ -731,19 +774,31 @@ type PermitRequest struct {
 	// the limit its permits are held under, if any are.
 	//
 	// Example: 3
-	Limit    int                `json:"limit"`
+	Limit int `json:"limit"`
+
+	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
 
-	// Owner Example: w1
+	// Owner Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	//
+	// Example: w1
 	Owner *string `json:"owner,omitempty"`
 
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
-	// Ttl Example: 30s
+	// Ttl TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	//
+	// Example: 30s
 	Ttl *string `json:"ttl,omitempty"`
 
-	// Wait Example: 10s
+	// Wait Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	//
+	// Example: 10s
 	Wait *string `json:"wait,omitempty"`
 }
 
@@ -854,6 +909,8 @@ type RWLockList struct {
 
 // RWRequest defines model for RWRequest.
 type RWRequest struct {
+	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
+	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
 
 	// Mode Mode is read (shared) or write (exclusive).
@@ -861,16 +918,25 @@ type RWRequest struct {
 	// Example: read
 	Mode RWRequestMode `json:"mode"`
 
-	// Owner Example: w1
+	// Owner Owner labels the hold for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	//
+	// Example: w1
 	Owner *string `json:"owner,omitempty"`
 
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
-	// Ttl Example: 30s
+	// Ttl TTL is the lease of a hold without session: a duration from 2s to
+	// 24h, 30s when absent. It must be absent with session.
+	//
+	// Example: 30s
 	Ttl *string `json:"ttl,omitempty"`
 
-	// Wait Example: 10s
+	// Wait Wait is how long to queue while others hold it: a duration up to 5m.
+	// Absent or 0s, a held one answers 409 at once.
+	//
+	// Example: 10s
 	Wait *string `json:"wait,omitempty"`
 }
 
@@ -915,7 +981,9 @@ type RenewRequest struct {
 
 // RevokeRequest defines model for RevokeRequest.
 type RevokeRequest struct {
-	// Reason Example: holder wedged
+	// Reason Reason says why, for the audit trail: at most 1,024 bytes.
+	//
+	// Example: holder wedged
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -976,10 +1044,16 @@ type SessionList struct {
 
 // SessionRequest defines model for SessionRequest.
 type SessionRequest struct {
-	// Owner Example: worker-1
+	// Owner Owner labels the session for people and the audit trail: 1-128
+	// printable characters. Absent, it is the client's address.
+	//
+	// Example: worker-1
 	Owner *string `json:"owner,omitempty"`
 
-	// Ttl Example: 30s
+	// Ttl TTL is the session's lease: a duration from 2s to 24h, 30s when
+	// absent.
+	//
+	// Example: 30s
 	Ttl *string `json:"ttl,omitempty"`
 }
 

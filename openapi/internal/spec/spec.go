@@ -181,6 +181,9 @@ func refine(doc *openapi3.T) error {
 			s.Value.Properties[p] = openapi3.NewSchemaRef("#/components/schemas/"+anyValue, doc.Components.Schemas[anyValue].Value)
 		}
 	}
+	if err := limit(doc); err != nil {
+		return err
+	}
 	return doc.Validate(openapi3.NewLoader().Context)
 }
 
