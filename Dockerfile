@@ -5,6 +5,9 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The client and problem modules, which go.mod replaces with these folders.
+COPY client/go.mod client/
+COPY problem/go.mod problem/
 RUN go mod download
 COPY . .
 # The same script CI runs (.ci/run), so the two builds cannot drift apart.

@@ -6,6 +6,8 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/KimMachineGun/automemlimit v1.0.2
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/baton-dev/baton/client v0.0.0-00010101000000-000000000000
+	github.com/baton-dev/baton/problem v0.0.0-00010101000000-000000000000
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/getkin/kin-openapi v0.153.0
@@ -122,4 +124,11 @@ tool (
 	github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 	github.com/swaggo/swag/cmd/swag
 	honnef.co/go/tools/cmd/staticcheck
+)
+
+// The client and the problem vocabulary are modules of their own, so that
+// a program importing the client takes none of the server's dependencies.
+replace (
+	github.com/baton-dev/baton/client => ./client
+	github.com/baton-dev/baton/problem => ./problem
 )

@@ -1,4 +1,4 @@
-package client_test
+package clientsuite_test
 
 import (
 	"go/build"
@@ -9,7 +9,7 @@ import (
 // TestImports_StdlibAndTheProblemVocabularyOnly: programs that import the
 // client must not pull in the server, etcd or echo.
 func TestImports_StdlibAndTheProblemVocabularyOnly(t *testing.T) {
-	for _, dir := range []string{".", "../problem"} {
+	for _, dir := range []string{"../../client", "../../problem"} {
 		p, err := build.ImportDir(dir, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package client_test
+package clientsuite_test
 
 import (
 	"context"
@@ -23,25 +23,17 @@ import (
 
 // One real backend (embedded etcd member, lock engine, HTTP server) serves
 // the whole test binary: booting etcd per test would dominate the run on
-// two cores, and the examples, which get no *testing.T, need one too.
-// Tests stay apart by their lock names, and each test talks to it through
+// two cores. Tests stay apart by their lock names, and each test talks to it through
 // an httptest server of its own that it can close, cut or slow down.
 var shared struct {
 	once    sync.Once
 	tb      *processTB
 	eng     *lock.Engine
 	handler http.Handler
-	fronts  []*httptest.Server // the examples', closed by TestMain
-	mu      sync.Mutex
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	shared.mu.Lock()
-	for _, ts := range shared.fronts {
-		ts.Close()
-	}
-	shared.mu.Unlock()
 	if shared.tb != nil {
 		shared.tb.cleanup()
 	}
@@ -105,17 +97,6 @@ func (p *processTB) cleanup() {
 	for _, d := range p.dirs {
 		os.RemoveAll(d)
 	}
-}
-
-// exampleServer returns the URL of a server over the shared backend, for
-// the examples.
-func exampleServer() string {
-	_, h := backend()
-	ts := httptest.NewServer(h)
-	shared.mu.Lock()
-	shared.fronts = append(shared.fronts, ts)
-	shared.mu.Unlock()
-	return ts.URL
 }
 
 // front is a test's own server in front of the shared backend. Every

@@ -1,0 +1,3 @@
+module github.com/baton-dev/baton/problem
+
+go 1.26.8
