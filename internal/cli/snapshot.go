@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -67,7 +71,10 @@ func snapshotSaveCmd(g *globals) *cobra.Command {
 		Long: `save streams a point-in-time copy of the etcd database from one member's client
 port (a node's --client-url, or unix://DATA-DIR/etcd.sock on the node's machine
 when it serves no client TCP port) into FILE, through FILE.part, so that FILE is
-whole or absent. An existing FILE is replaced. Any member will do: each
+whole or absent. An existing FILE is replaced. FILE - writes the snapshot to
+stdout as it comes (kubectl exec baton-0 -- baton snapshot save - > backup.db),
+and the summary to stderr; check the exit status: a save that fails has
+written part of a file. Any member will do: each
 holds all the data, and a snapshot of a member that lags its leader by a
 few writes is still a consistent past state.`,
 		Args: exactArgs(1),
@@ -88,8 +95,18 @@ few writes is still a consistent past state.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			file := args[0]
-			version, err := clientsnap.SaveWithVersion(ctx, zap.NewNop(),
-				clientv3.Config{Endpoints: etcd.list(), DialTimeout: 5 * time.Second, TLS: tc}, file)
+			cfg := clientv3.Config{Endpoints: etcd.list(), DialTimeout: 5 * time.Second, TLS: tc}
+			var version string
+			if file == "-" {
+				var size int64
+				size, version, err = saveStream(ctx, cfg, g.stdout)
+				if err == nil {
+					fmt.Fprintf(g.stderr, "saved to stdout: %d bytes, SHA-256 checked, etcd %s\n", size, version)
+					return nil
+				}
+			} else {
+				version, err = clientsnap.SaveWithVersion(ctx, zap.NewNop(), cfg, file)
+			}
 			if err != nil {
 				code := ExitFailure
 				if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
@@ -107,6 +124,50 @@ few writes is still a consistent past state.`,
 	etcd.add(c.Flags(), "client URL of the one etcd member to read (env BATON_ETCD_ENDPOINTS; default: the socket unix://DATA-DIR/etcd.sock of a node on this machine that serves no client TCP port, DATA-DIR from BATON_DATA_DIR or ./baton-data; else http://127.0.0.1:2379, a node's default --client-url)")
 	c.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long the whole save may take")
 	return c
+}
+
+// saveStream writes the snapshot of the one member cfg names to w as etcd
+// streams it, for "save -": a container without a shell or tar (the
+// distroless image) cannot hand a saved file to kubectl cp, but kubectl
+// exec passes stdout on. etcd ends the stream with the SHA-256 of what
+// precedes it, which restore checks; saveStream checks it too, so that a
+// stream cut short is an error here rather than at restore.
+func saveStream(ctx context.Context, cfg clientv3.Config, w io.Writer) (size int64, version string, err error) {
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return 0, "", err
+	}
+	defer cli.Close()
+	resp, err := cli.SnapshotWithVersion(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Snapshot.Close()
+	sum := &trailedHash{h: sha256.New()}
+	if size, err = io.Copy(io.MultiWriter(w, sum), resp.Snapshot); err != nil {
+		return size, resp.Version, fmt.Errorf("write snapshot: %w", err)
+	}
+	if len(sum.tail) != sha256.Size || !bytes.Equal(sum.h.Sum(nil), sum.tail) {
+		return size, resp.Version, fmt.Errorf("the snapshot stream (%d bytes) does not end with its SHA-256: it was cut short", size)
+	}
+	return size, resp.Version, nil
+}
+
+// trailedHash hashes what is written to it but its last sha256.Size
+// bytes, which it keeps in tail: the trailer of etcd's snapshot stream.
+type trailedHash struct {
+	h    hash.Hash
+	tail []byte
+}
+
+func (t *trailedHash) Write(p []byte) (int, error) {
+	buf := append(t.tail, p...)
+	if n := len(buf) - sha256.Size; n > 0 {
+		t.h.Write(buf[:n])
+		buf = buf[n:]
+	}
+	t.tail = bytes.Clone(buf)
+	return len(p), nil
 }
 
 func snapshotStatusCmd(g *globals) *cobra.Command {
