@@ -22,7 +22,7 @@ import (
 // as users apply it and checks the properties docs/CLUSTER.md promises.
 func TestBase_IsAThreeMemberClusterWithItsAuthFromASecret(t *testing.T) {
 	m := render(t, base)
-	sts := checkCluster(t, m, 3, "new")
+	sts := checkCluster(t, m, "ns", 3, "new")
 	if len(m.secrets) != 0 {
 		t.Errorf("the base renders Secrets %v: no token may ship; the user creates baton-auth", keys(m.secrets))
 	}
@@ -58,7 +58,7 @@ secretGenerator:
 		"auth": "admin 0123456789abcdef0123456789abcdef\n",
 	})
 	m := render(t, dir)
-	sts := checkCluster(t, m, 3, "new")
+	sts := checkCluster(t, m, "locks", 3, "new")
 	pod := sts.Spec.Template.Spec
 	if got := pod.Containers[0].Image; got != "registry.example.com/team/baton:1.4.0" {
 		t.Errorf("image %q, want the overlay's", got)
@@ -83,10 +83,10 @@ secretGenerator:
 }
 
 // checkCluster checks the one StatefulSet of m, the Services, budget and
-// policy around it, and that its members, replicas of them, each
-// advertise the peer URL that every other member's initial cluster names
-// it by, with state as their BATON_INITIAL_CLUSTER_STATE.
-func checkCluster(t *testing.T, m manifests, replicas int, state string) *appsv1.StatefulSet {
+// policy around it, and that its members, replicas of them in namespace
+// ns, each advertise the peer URL that every other member's initial
+// cluster names it by, with state as their BATON_INITIAL_CLUSTER_STATE.
+func checkCluster(t *testing.T, m manifests, ns string, replicas int, state string) *appsv1.StatefulSet {
 	t.Helper()
 	if len(m.statefulSets) != 1 || m.statefulSets["baton"] == nil {
 		t.Fatalf("statefulsets %v, want baton alone", keys(m.statefulSets))
@@ -114,8 +114,8 @@ func checkCluster(t *testing.T, m manifests, replicas int, state string) *appsv1
 		mustSelect(t, "budget", pdb.Spec.Selector, podLabels)
 	}
 	checkNetworkPolicy(t, m, podLabels)
-	checkPod(t, sts)
-	checkMembers(t, sts, replicas, state)
+	checkPod(t, sts, ns)
+	checkMembers(t, sts, ns, replicas, state)
 	return sts
 }
 
@@ -188,7 +188,7 @@ func checkNetworkPolicy(t *testing.T, m manifests, pods labels.Set) {
 // checkPod checks the pod template: ports, the flags that close etcd's
 // client port and place the data and auth files, probes, security,
 // resources, placement and the grace period.
-func checkPod(t *testing.T, sts *appsv1.StatefulSet) {
+func checkPod(t *testing.T, sts *appsv1.StatefulSet, ns string) {
 	t.Helper()
 	pod := sts.Spec.Template.Spec
 	c := pod.Containers[0]
@@ -205,7 +205,7 @@ func checkPod(t *testing.T, sts *appsv1.StatefulSet) {
 	if len(c.Command) != 0 || len(c.Args) > 1 {
 		t.Errorf("command %v args %v: the image's entrypoint runs baton serve; the image has no shell", c.Command, c.Args)
 	}
-	env := podEnv(t, c, sts.Name+"-0", "ns", "10.1.2.3")
+	env := podEnv(t, c, sts.Name+"-0", ns, "10.1.2.3")
 	if v, ok := env["BATON_CLIENT_URL"]; !ok || v != "" {
 		t.Errorf("BATON_CLIENT_URL %q (set: %v): it must be set and empty, so that no etcd client port is bound", v, ok)
 	}
@@ -221,7 +221,7 @@ func checkPod(t *testing.T, sts *appsv1.StatefulSet) {
 		}
 	}
 	checkFiles(t, sts, c, env)
-	checkAllowedHosts(t, env, "ns")
+	checkAllowedHosts(t, env, ns)
 	checkProbes(t, c)
 	checkSecurity(t, pod, c)
 	checkResources(t, c)
@@ -317,13 +317,13 @@ func checkPlacement(t *testing.T, pod corev1.PodSpec, pods labels.Set) {
 // peer URL it starts with are its entry in the initial cluster, which
 // lists exactly the replicas, and the peer host is the pod's DNS name
 // under the headless Service.
-func checkMembers(t *testing.T, sts *appsv1.StatefulSet, replicas int, state string) {
+func checkMembers(t *testing.T, sts *appsv1.StatefulSet, ns string, replicas int, state string) {
 	t.Helper()
 	var want []string
 	for i := range replicas {
 		pod := fmt.Sprintf("%s-%d", sts.Name, i)
-		env := podEnv(t, sts.Spec.Template.Spec.Containers[0], pod, "ns", "10.1.2.3")
-		peer := fmt.Sprintf("http://%s.%s.ns.svc:2380", pod, sts.Spec.ServiceName)
+		env := podEnv(t, sts.Spec.Template.Spec.Containers[0], pod, ns, "10.1.2.3")
+		peer := fmt.Sprintf("http://%s.%s.%s.svc:2380", pod, sts.Spec.ServiceName, ns)
 		if env["BATON_NAME"] != pod || env["BATON_PEER_URL"] != peer {
 			t.Errorf("pod %s: BATON_NAME %q, BATON_PEER_URL %q; want %s and %s", pod, env["BATON_NAME"], env["BATON_PEER_URL"], pod, peer)
 		}
