@@ -133,6 +133,9 @@ few writes is still a consistent past state.`,
 // precedes it, which restore checks; saveStream checks it too, so that a
 // stream cut short is an error here rather than at restore.
 func saveStream(ctx context.Context, cfg clientv3.Config, w io.Writer) (size int64, version string, err error) {
+	// Quiet, as save to a file is: etcd's client logs at info level by
+	// default, onto the stderr that carries the summary.
+	cfg.Logger = zap.NewNop()
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return 0, "", err

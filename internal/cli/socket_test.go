@@ -45,8 +45,8 @@ func TestMemberAndSnapshot_ReachANodeWithoutAClientPortThroughItsSocket(t *testi
 	// As "kubectl exec baton-0 -- baton snapshot save - > backup.db" does,
 	// in an image without tar for kubectl cp.
 	out, errs, code = runEnv(t, []string{"BATON_DATA_DIR=" + dataDir}, "snapshot", "save", "-")
-	if code != 0 || !strings.Contains(errs, "SHA-256 checked") {
-		t.Fatalf("snapshot save - through the socket: exit %d\n%s", code, errs)
+	if code != 0 || !strings.HasPrefix(errs, "saved to stdout: ") || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "SHA-256 checked") {
+		t.Fatalf("snapshot save - through the socket: exit %d, stderr (want the summary alone):\n%s", code, errs)
 	}
 	streamed := filepath.Join(t.TempDir(), "streamed.db")
 	if err := os.WriteFile(streamed, []byte(out), 0o600); err != nil {
