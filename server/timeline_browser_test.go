@@ -82,6 +82,7 @@ func TestTimeline_DrawsHoldsWaitsAndTheBusiestLocksInChromium(t *testing.T) {
 	openDashboard(b, `[data-testid="timeline-svg"] [data-testid="tl-row"]`)
 	tlSeeTheHolds(t, b, holds)
 	tlSeeTheBusiestLocks(t, b)
+	b.screenshot("timeline-0-fit.png")
 	tlZoomIn(t, b)
 	tlSeeHoldsArriveLive(t, b, holds[3])
 	tlSeeAWait(t, b)
@@ -160,14 +161,19 @@ func tlSeeTheBusiestLocks(t *testing.T, b *browser) {
 	}
 }
 
-// tlZoomIn: the 1m button narrows the window to a minute ending now, and
-// the axis counts in seconds.
+// tlZoomIn: the window opens fitted to the trail (the "fit" button), here
+// the holds of the last seconds (tlSeeTheHolds saw every one drawn), not a
+// mostly blank quarter of an hour; the 1m button narrows it to a minute
+// ending now, and the axis counts in seconds.
 func tlZoomIn(t *testing.T, b *browser) {
 	t.Helper()
 	const window = `(() => { const d = document.querySelector('[data-testid="timeline-svg"]').dataset; return Number(d.to) - Number(d.from); })()`
 	const ticks = `[...document.querySelectorAll('[data-testid="tl-tick"]')].map(t => t.textContent)`
-	if w := evalAs[int](b, window); w != 15*60*1000 {
-		t.Errorf("the window opens %d ms long, want 15 minutes", w)
+	if p := evalAs[string](b, `document.querySelector('[data-testid="timeline-zoom"] button[data-span="fit"]').getAttribute("aria-pressed")`); p != "true" {
+		t.Errorf("the fit button is aria-pressed=%q as the page opens, want true", p)
+	}
+	if w := evalAs[int](b, window); w < 10_000 || w > 45_000 {
+		t.Errorf("the window opens %d ms long, want it fitted to the holds of the last seconds: 10 to 45 s", w)
 	}
 	before := evalAs[[]string](b, ticks)
 	b.do("zoom to a minute", 10*time.Second, testbrowser.Click(`[data-testid="timeline-zoom"] button[data-span="1m"]`))

@@ -41,7 +41,7 @@ export const state = {
   // locks by key, the filter they were read with, whether the read
   // stopped short of the window's start and, if so, the oldest time read
   // (horizon); pending collects live events while a read is under way.
-  timeline: { span: 900000, shown: 0, events: new Map(), filter: "", truncated: false, horizon: 0, loaded: false, pending: null },
+  timeline: { span: 900000, fit: true, fitFrom: 0, shown: "",  events: new Map(), filter: "", truncated: false, horizon: 0, loaded: false, pending: null },
   lastEventID: "", // the last event seen, to resume the stream after it (stream.js)
   revision: 0, // the newest etcd revision seen (cluster.js)
   revoking: null, // the hold (a lock's, a leadership, a permit or a read/write hold) the revoke dialog is about (revoke.js)

@@ -14,8 +14,15 @@ import { state } from "./state.js";
 import { KINDS, heldHolds, isHoldEvent, laneHolds, readHolds, thingKey, thingLabel, thingOf, thingStats } from "./timelineholds.js";
 import { drawTimeline } from "./timelinesvg.js";
 
-// SPANS are the windows the zoom buttons choose, by their label.
+// SPANS are the windows the zoom buttons choose, by their label. The
+// button "fit", the first one, chooses the window from the data instead:
+// from the oldest event a read of the last FIT_MAX reaches, within the
+// budget, to now, and at least FIT_MIN. A new node's few minutes of holds
+// then fill the chart rather than a corner of a fixed window, and a busy
+// node's window is what the budget could read, with nothing unread in it.
 const SPANS = { "1m": 60e3, "5m": 300e3, "15m": 900e3, "1h": 3600e3, "6h": 21600e3, "24h": 86400e3 };
+const FIT_MIN = 10e3;
+const FIT_MAX = 86400e3;
 
 // budget is how much a window load reads: at most pages pages of size
 // events. A filtered page may hold fewer events than asked (the server
@@ -31,6 +38,23 @@ function budget() {
 const ROWS = 20; // things drawn, the busiest of the window
 
 const tl = state.timeline;
+
+// windowKey names the window chosen: a span, or "fit".
+function windowKey() {
+  return tl.fit ? "fit" : String(tl.span);
+}
+
+// windowFrom is where the window ending at to starts.
+function windowFrom(to) {
+  return tl.fit ? Math.min(to - FIT_MIN, tl.fitFrom) : to - tl.span;
+}
+
+// fitFrom is where a fitted window starts, given the oldest event read
+// (Infinity for none): a little before it, so that its bar shows whole.
+function fitFrom(oldest, to) {
+  if (oldest === Infinity) return to - SPANS["15m"];
+  return oldest - Math.max(1000, (to - oldest) / 20);
+}
 
 // markSets marks the bars of the lock set pointed at (class
 // tl-set-linked), again after each redraw.
@@ -100,8 +124,8 @@ async function readWindow(f, from) {
 
 async function loadTimeline() {
   const f = filterOf();
-  const span = tl.span;
-  const from = now() - span;
+  const key = windowKey();
+  const from = tl.fit ? now() - FIT_MAX : now() - tl.span;
   tl.pending = [];
   let read;
   try {
@@ -109,7 +133,7 @@ async function loadTimeline() {
   } catch (err) {
     tl.pending = null;
     showProblem($("timeline-error"), err);
-    if (filterKey(f) !== tl.filter || span !== tl.shown) {
+    if (filterKey(f) !== tl.filter || key !== tl.shown) {
       // What is drawn is of another filter or window: show only the
       // problem until a reconnection, a sign-in or another filter reads
       // again.
@@ -121,7 +145,7 @@ async function loadTimeline() {
   }
   const live = tl.pending;
   tl.pending = null;
-  if (filterKey(f) !== filterKey(filterOf()) || span !== tl.span) {
+  if (filterKey(f) !== filterKey(filterOf()) || key !== windowKey()) {
     loadTimelineSoon(); // the filter or the window changed meanwhile
     return;
   }
@@ -130,11 +154,19 @@ async function loadTimeline() {
   for (const e of live) keep(read.events, e);
   tl.events = read.events;
   tl.filter = filterKey(f);
-  tl.shown = span;
-  tl.truncated = read.truncated;
-  // Past the budget, what is known starts at the oldest event read (or,
-  // when no page had any, at the read itself).
-  tl.horizon = read.truncated ? [...read.events.values()].reduce((m, e) => Math.min(m, e.at), now()) : 0;
+  tl.shown = key;
+  const oldest = [...read.events.values()].reduce((m, e) => Math.min(m, e.at), Infinity);
+  if (tl.fit) {
+    // The window starts where the read did: nothing in it is unread.
+    tl.fitFrom = fitFrom(oldest, now());
+    tl.truncated = false;
+    tl.horizon = 0;
+  } else {
+    tl.truncated = read.truncated;
+    // Past the budget, what is known starts at the oldest event read (or,
+    // when no page had any, at the read itself).
+    tl.horizon = read.truncated ? Math.min(oldest, now()) : 0;
+  }
   tl.loaded = true;
   drawNow();
 }
@@ -202,7 +234,7 @@ function filterChanged() {
 function drawNow() {
   if (!tl.loaded || filterChanged()) return;
   const to = now();
-  const from = to - tl.span;
+  const from = windowFrom(to);
   forget(from);
   if (tl.truncated && tl.horizon <= from) tl.truncated = false; // the window has moved past what was not read
   const horizon = tl.truncated ? tl.horizon : from;
@@ -216,7 +248,7 @@ function drawNow() {
   drawTimeline($("timeline-svg"), { from, to, horizon, rows });
   markSets();
   renderBusiest(thingStats(events, from).slice(0, ROWS));
-  renderNotes(things.length, rows.length, events.length);
+  renderNotes(things.length, rows.length, events.length, from);
   drawnAt = Date.now();
 }
 
@@ -238,12 +270,17 @@ function heldNow() {
   return out;
 }
 
-function renderNotes(things, rows, events) {
-  const label = Object.keys(SPANS).find((k) => SPANS[k] === tl.span);
+function renderNotes(things, rows, events, from) {
+  const when = tl.fit ? `since ${new Date(from).toLocaleTimeString([], { hour12: false })}` : `in the last ${Object.keys(SPANS).find((k) => SPANS[k] === tl.span)}`;
   $("timeline-empty").hidden = rows !== 0;
-  setText($("timeline-empty"), `No lock, semaphore or read/write lock was taken, released or lost in the last ${label}.`);
+  setText(
+    $("timeline-empty"),
+    tl.fit && events === 0
+      ? "No lock, semaphore or read/write lock was taken, released or lost in the last 24h. Holds appear here as they are taken."
+      : `No lock, semaphore or read/write lock was taken, released or lost ${when}.`,
+  );
   $("timeline-svg").classList.toggle("tl-none", rows === 0);
-  const more = things > rows ? `The ${rows} busiest of ${things} locks, semaphores and read/write locks in the last ${label}.` : "";
+  const more = things > rows ? `The ${rows} busiest of ${things} locks, semaphores and read/write locks ${when}.` : "";
   setText($("timeline-scope"), more);
   $("timeline-scope").hidden = more === "";
   const trunc = $("timeline-truncated");
@@ -260,12 +297,14 @@ export function tickTimeline() {
   const width = $("timeline-svg").clientWidth || 1000;
   // 900 ms, not 1000: the tick that calls this comes every second, give
   // or take a few ms, and must not skip every other redraw.
-  if (hovering || Date.now() - drawnAt < Math.max(900, tl.span / width)) return;
+  const to = now();
+  if (hovering || Date.now() - drawnAt < Math.max(900, (to - windowFrom(to)) / width)) return;
   drawNow();
 }
 
 function zoom(label) {
-  tl.span = SPANS[label];
+  tl.fit = label === "fit";
+  if (!tl.fit) tl.span = SPANS[label];
   for (const b of $("timeline-zoom").querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.span === label));
   tl.loaded = false;
   loadTimelineSoon();

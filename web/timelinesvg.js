@@ -15,11 +15,11 @@ const AXIS_H = 26; // px above the first row
 // A lane holds a strip of bars and, under it, a strip of waits: a wait
 // mostly overlaps the hold before it, which stays readable above it. A
 // row is as many lanes high as it has.
-const ROW_H = 32;
+const ROW_H = 38;
 const BAR_TOP = 4; // px from the row's top
-const BAR_H = 16;
-const WAIT_TOP = 23;
-const WAIT_H = 6;
+const BAR_H = 21;
+const WAIT_TOP = 28;
+const WAIT_H = 7;
 const PAD_R = 16;
 const CHAR_W = 6.7; // px, a character of the bar labels' font, a little generously
 const TICK_MIN = 90; // px between ticks, at least
