@@ -88,7 +88,8 @@ type Config struct {
 	// (etcd's --max-txn-ops); NewConfig sets DefaultMaxTxnOps.
 	MaxTxnOps int
 	// StartTimeout bounds how long Start waits for the member to be ready
-	// (for a cluster: for a quorum to elect a leader).
+	// (for a cluster: for a quorum to elect a leader); 0 means no bound
+	// but ctx.
 	StartTimeout time.Duration
 	// HeartbeatInterval and ElectionTimeout are etcd's raft timing
 	// (--heartbeat-interval, --election-timeout); 0 means etcd's defaults,
@@ -305,6 +306,11 @@ func Start(ctx context.Context, c Config) (*Member, error) {
 	}
 	if err := c.awaitReady(ctx, e); err != nil {
 		closing.Store(true)
+		// A member that never became ready must be stopped before Close:
+		// Close first waits for the client servers, which start only once
+		// the member is ready or stopping, so it would wait for ever for
+		// a member still waiting for its quorum.
+		e.Server.HardStop()
 		e.Close()
 		return nil, err
 	}
@@ -408,14 +414,18 @@ func (c Config) awaitReady(ctx context.Context, e *embed.Etcd) error {
 			return fmt.Errorf("start etcd: client socket: %w", err)
 		}
 	}
-	timer := time.NewTimer(c.StartTimeout)
-	defer timer.Stop()
+	var timeout <-chan time.Time
+	if c.StartTimeout > 0 {
+		timer := time.NewTimer(c.StartTimeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	select {
 	case <-e.Server.ReadyNotify():
 		return nil
 	case err := <-e.Err():
 		return fmt.Errorf("start etcd: %w", err)
-	case <-timer.C:
+	case <-timeout:
 		return fmt.Errorf("start etcd: not ready within %s (is a quorum of the initial cluster up?)", c.StartTimeout)
 	case <-ctx.Done():
 		return fmt.Errorf("start etcd: %w", ctx.Err())

@@ -51,6 +51,12 @@ type Config struct {
 	// at warn unless it is debug.
 	LogLevel        string
 	ShutdownTimeout time.Duration
+	// StartTimeout bounds how long the embedded member waits, as the node
+	// starts, to be ready: for a cluster, for a quorum of the initial
+	// members to elect a leader. 0 waits as long as it takes, as etcd
+	// itself does, and leaves the bound to a supervisor's probe (a
+	// Kubernetes startup probe).
+	StartTimeout time.Duration
 	// AccessLog writes one info line per HTTP request (server.Config).
 	AccessLog bool
 	// RateLimit limits each client address and CredentialRateLimit each
@@ -123,6 +129,7 @@ func DefaultConfig() Config {
 		InitialClusterState: e.ClusterState,
 		LogLevel:            "info",
 		ShutdownTimeout:     10 * time.Second,
+		StartTimeout:        embedetcd.NewConfig().StartTimeout,
 		AccessLog:           true,
 		StreamLimits:        server.DefaultStreamLimits(),
 	}
@@ -150,6 +157,9 @@ func (c Config) Validate() error {
 	}
 	if c.RateLimit.Rate < 0 || c.RateLimit.Burst < 0 || c.CredentialRateLimit.Rate < 0 || c.CredentialRateLimit.Burst < 0 {
 		return errors.New("--rate-limit, --rate-burst, --credential-rate-limit and --credential-rate-burst must not be negative (0 = off / default)")
+	}
+	if c.StartTimeout < 0 {
+		return errors.New("--start-timeout must not be negative (0 = wait as long as it takes)")
 	}
 	if c.BackendQuota < 0 {
 		return errors.New("--etcd-quota-bytes must not be negative (0 = etcd's default, 2 GiB)")
@@ -266,6 +276,7 @@ func (c *Config) addMemberFlags(fs *pflag.FlagSet) {
 func (c *Config) addHTTPFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address of the HTTP API, dashboard and metrics")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long a shutdown waits for requests in flight")
+	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "how long the embedded etcd member may wait, as the node starts, for a quorum of the initial cluster; the node then exits. 0 waits as long as it takes (leave the bound to a supervisor's startup probe)")
 	fs.BoolVar(&c.AccessLog, "access-log", c.AccessLog, `one "http request" line per request at info level (request ID, route, status, duration, credential ID; never tokens or query strings); --access-log=false to turn off`)
 	fs.StringSliceVar(&c.AllowedHosts, "allowed-hosts", c.AllowedHosts, "comma-separated Host names (no port; any port is answered) the HTTP API answers, * for any; others get 421 host_not_allowed; default: localhost, 127.0.0.1 and [::1] when --http-addr is a loopback address (against DNS rebinding), else any")
 	fs.StringVar(&c.AuthFile, "auth-file", c.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")

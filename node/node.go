@@ -169,6 +169,7 @@ func (n *Node) memberConfig(files startFiles) embedetcd.Config {
 			"reason", why, "socket", embedetcd.SocketURL(cfg.DataDir))
 	}
 	ec.QuotaBackendBytes = cfg.BackendQuota
+	ec.StartTimeout = cfg.StartTimeout
 	ec.CompactionRetention = 0 // the engine compacts (startEngine)
 	if cfg.LogLevel == "debug" {
 		ec.LogLevel = "debug"
