@@ -3,7 +3,6 @@ package lock
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -204,7 +203,7 @@ func (c *compactor) note(ctx context.Context, rev int64, reason string) error {
 // back further than it need, and name the wrong cursor in the logs.
 func (x *historyIndex) cursor(ctx context.Context) (cursor, read int64, err error) {
 	if !x.serving.Load() {
-		cursor, err = x.storedCursor(ctx)
+		cursor, _, _, err = x.e.readIndexed(ctx)
 		return cursor, cursor, err
 	}
 	x.mu.Lock()
@@ -217,26 +216,6 @@ func (x *historyIndex) cursor(ctx context.Context) (cursor, read int64, err erro
 		}
 	}
 	return x.meta.Indexed, max(x.read, x.meta.Indexed), nil
-}
-
-// storedCursor reads meta/history's Indexed from etcd; 0 before the
-// index first wrote it.
-func (x *historyIndex) storedCursor(ctx context.Context) (int64, error) {
-	e := x.e
-	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, e.historyMetaKey())
-	done()
-	if err != nil {
-		return 0, e.etcdErr(ctx, "read history meta", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return 0, nil
-	}
-	var m historyMeta
-	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
-		return 0, fmt.Errorf("decode history meta: %w", err)
-	}
-	return m.Indexed, nil
 }
 
 // watched is what one watch response brings the writer: its events, the
