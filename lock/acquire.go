@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -23,7 +24,7 @@ import (
 // paused caller can lose the lock without noticing. If the caller's ctx
 // ends, Acquire leaves nothing behind: no queue entry, no lease, no lock.
 func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, error) {
-	if err := checkName("name", req.Name); err != nil {
+	if err := store.CheckName("name", req.Name); err != nil {
 		return nil, false, err
 	}
 	l, fresh, err := e.acquire(ctx, req)
@@ -38,7 +39,7 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, 
 }
 
 // acquire is Acquire of the thing kept under the key name req.Name (see
-// keyName), which the caller has checked.
+// store.KeyName), which the caller has checked.
 func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fresh bool, err error) {
 	a, err := e.newAcquirer(req)
 	if err != nil {
@@ -75,8 +76,8 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 // acquirer is one acquire in progress.
 type acquirer struct {
 	e   *Engine
-	req AcquireRequest // Name is the key name (keyName)
-	// kind is what req.Name is (thingOf). An election's grant also
+	req AcquireRequest // Name is the key name (store.KeyName)
+	// kind is what req.Name is (store.ThingOf). An election's grant also
 	// counts its term (see termCmp).
 	kind    EventKind
 	session clientv3.LeaseID // the session's lease, or 0
@@ -157,8 +158,8 @@ type queueEntry struct {
 }
 
 func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
-	kind, name := thingOf(req.Name)
-	if err := checkName("name", name); err != nil {
+	kind, name := store.ThingOf(req.Name)
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	if err := checkOwner(req.Owner); err != nil {
@@ -172,7 +173,7 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 		return nil, err
 	}
 	if req.Session != "" {
-		id, ok := parseLeaseHex(req.Session)
+		id, ok := store.ParseLeaseHex(req.Session)
 		if !ok {
 			return nil, invalid("session", "must be a session ID as returned by POST /v1/sessions (hex)")
 		}
@@ -180,7 +181,7 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 			return nil, invalid("ttl", "must be absent when session is given: the lock lives as long as the session")
 		}
 		a.session = id
-		a.req.Session = leaseHex(id) // canonical spelling
+		a.req.Session = store.LeaseHex(id) // canonical spelling
 	} else {
 		if req.TTL == 0 {
 			a.req.TTL = e.cfg.DefaultTTL
@@ -206,13 +207,13 @@ func (e *Engine) checkTTL(field string, d time.Duration) error {
 }
 
 // holder is the record of a hold of ours that begins at now.
-func (a *acquirer) holder(now time.Time) holderRecord {
+func (a *acquirer) holder(now time.Time) store.Holder {
 	leaseID, ttl := a.lease, a.leaseTTL
 	if a.session != 0 {
 		leaseID = a.session
 	}
-	return holderRecord{
-		Owner: a.req.Owner, Hold: a.hold, Lease: leaseHex(leaseID), Session: a.req.Session,
+	return store.Holder{
+		Owner: a.req.Owner, Hold: a.hold, Lease: store.LeaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, QueuedAt: queuedAt(a.queuedAt), LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
 		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit, Mode: a.mode, Set: a.members,
@@ -322,7 +323,7 @@ func (a *acquirer) checkSessionOwner(ctx context.Context) error {
 // their leases as the latest attempt read them.
 func (a *acquirer) fillHolders(ctx context.Context, he *HeldError) {
 	if he.Holder != nil && he.Holder.ExpiresAt.IsZero() && len(he.Holders) == 0 {
-		if id, ok := parseLeaseHex(a.lastHolderLease); ok {
+		if id, ok := store.ParseLeaseHex(a.lastHolderLease); ok {
 			a.e.fillLease(ctx, he.Holder, id)
 		}
 	}
@@ -330,7 +331,7 @@ func (a *acquirer) fillHolders(ctx context.Context, he *HeldError) {
 	// read each.
 	filled := map[string]*Lock{}
 	for i, h := range he.Holders {
-		id, ok := parseLeaseHex(a.lastHolderLeases[i])
+		id, ok := store.ParseLeaseHex(a.lastHolderLeases[i])
 		if !ok || !h.ExpiresAt.IsZero() {
 			continue
 		}
@@ -357,7 +358,7 @@ func (a *acquirer) heldError(r attemptResult) *HeldError {
 
 // endOwn releases a hold of ours that the caller will never learn of,
 // with detail in its end event; rec is its holder record, if known.
-func (a *acquirer) endOwn(ctx context.Context, token int64, rec *holderRecord, detail string) error {
+func (a *acquirer) endOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error {
 	switch {
 	case a.members != nil:
 		return a.e.endSet(ctx, a.members, token, detail)

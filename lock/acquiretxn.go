@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -108,7 +109,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 			return attemptResult{}, err
 		}
 	}
-	now := nowUTC()
+	now := store.NowUTC()
 	rec := a.holder(now)
 	var (
 		resp *clientv3.TxnResponse
@@ -153,12 +154,12 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 // batcher never puts two writes of one key into one txn (joinQueue's txn
 // is one of its own). So the queue's order is total, as "the oldest"
 // (handOverCmps, noneAheadCmp) needs.
-func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time) acquireTxn {
+func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
 	if a.members != nil {
 		return a.setTxn(queueKey, queueRev, rec, now)
 	}
 	e, name := a.e, a.req.Name
-	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), e.queuePrefix(name)
+	lkey, gkey, qpfx := e.keys.Lock(a.seat), e.keys.Delay(a.seat), e.keys.Queue(name)
 	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev), then: a.grantOps(queueKey, rec)}
 	won := &t.ix.won
 	won.acquired, won.released, won.session = -1, -1, -1
@@ -169,12 +170,12 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 		// the cap no tally is kept, and a session's acquire writes no
 		// key but its lock and its event (BenchmarkEngine_CycleSession
 		// measures what that saves).
-		acquired := e.sessionTallyKey(a.req.Session, "acquired")
+		acquired := e.keys.SessionTally(a.req.Session, "acquired")
 		t.then = append(t.then, clientv3.OpPut(acquired, "", clientv3.WithLease(a.session)))
 		t.then, won.acquired, won.released = a.tallyReads(t.then)
 	}
 	if a.session != 0 {
-		won.session, t.then = len(t.then), append(t.then, clientv3.OpGet(e.sessionKey(a.req.Session)))
+		won.session, t.then = len(t.then), append(t.then, clientv3.OpGet(e.keys.Session(a.req.Session)))
 	}
 
 	lost := &t.ix.lost
@@ -203,10 +204,10 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()))
 	}
 	if a.session != 0 {
-		lost.session, t.els = len(t.els), append(t.els, clientv3.OpGet(e.sessionKey(a.req.Session)))
+		lost.session, t.els = len(t.els), append(t.els, clientv3.OpGet(e.keys.Session(a.req.Session)))
 	}
 	if a.kind == KindElection {
-		lost.term, t.els = len(t.els), append(t.els, clientv3.OpGet(e.termKey(name)))
+		lost.term, t.els = len(t.els), append(t.els, clientv3.OpGet(e.keys.Term(name)))
 	}
 	if a.grouped() {
 		t.els, lost.limit, lost.seats, lost.blocker = a.seatOps(t.els)
@@ -218,20 +219,20 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec holderRecord,
 // queueKey ("" for none): its holder record, its acquired event, its
 // lease's marker (derive.go), its lock-delay guard, its entry gone, and
 // an election's term or a thing with seats' record.
-func (a *acquirer) grantOps(queueKey string, rec holderRecord) []clientv3.Op {
+func (a *acquirer) grantOps(queueKey string, rec store.Holder) []clientv3.Op {
 	e, name := a.e, a.req.Name
-	gkey := e.delayKey(a.seat)
-	leaseID, _ := parseLeaseHex(rec.Lease)
-	ops := []clientv3.Op{clientv3.OpPut(e.lockKey(a.seat), mustJSON(rec), clientv3.WithLease(leaseID))}
+	gkey := e.keys.Delay(a.seat)
+	leaseID, _ := store.ParseLeaseHex(rec.Lease)
+	ops := []clientv3.Op{clientv3.OpPut(e.keys.Lock(a.seat), store.MustJSON(rec), clientv3.WithLease(leaseID))}
 	if !rec.Derived {
-		ops = append(ops, clientv3.OpPut(e.acquiredKey(a.seat, a.hold), mustJSON(rec.begunEvent(a.seat))))
+		ops = append(ops, clientv3.OpPut(e.keys.Acquired(a.seat, a.hold), store.MustJSON(rec.BegunEvent(a.seat))))
 	}
 	if a.session == 0 {
 		ops = append(ops, e.leaseMarkOp(leaseID))
 	}
 	switch {
 	case a.req.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
+		ops = append(ops, clientv3.OpPut(gkey, store.MustJSON(delayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
 	case a.guardRev != 0:
 		ops = append(ops, clientv3.OpDelete(gkey))
 	}
@@ -239,10 +240,10 @@ func (a *acquirer) grantOps(queueKey string, rec holderRecord) []clientv3.Op {
 		ops = append(ops, clientv3.OpDelete(queueKey))
 	}
 	if a.kind == KindElection {
-		ops = append(ops, clientv3.OpPut(e.termKey(name), strconv.FormatInt(rec.Term, 10)))
+		ops = append(ops, clientv3.OpPut(e.keys.Term(name), strconv.FormatInt(rec.Term, 10)))
 	}
 	if a.grouped() {
-		ops = append(ops, clientv3.OpPut(e.seatsKey(name), seatRecord(rec)))
+		ops = append(ops, clientv3.OpPut(e.keys.Seats(name), seatRecord(rec)))
 	}
 	return ops
 }
@@ -252,7 +253,7 @@ func (a *acquirer) grantOps(queueKey string, rec holderRecord) []clientv3.Op {
 // session exists.
 func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 	e, name := a.e, a.req.Name
-	lkey, gkey, qpfx := e.lockKey(a.seat), e.delayKey(a.seat), a.aheadPrefix()
+	lkey, gkey, qpfx := e.keys.Lock(a.seat), e.keys.Delay(a.seat), a.aheadPrefix()
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
 	if queueKey == "" {
 		// Nobody queued (for a reader: no writer): a direct acquire
@@ -269,7 +270,7 @@ func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", a.guardRev))
 	}
 	if a.session != 0 {
-		skey := e.sessionKey(a.req.Session)
+		skey := e.keys.Session(a.req.Session)
 		if a.sessionRev != 0 {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
 		} else {
@@ -292,7 +293,7 @@ func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 // from the holder record it ends (while a hold lasts nothing else grants
 // the election, so the term key is that hold's).
 func (e *Engine) termCmp(name string, term int64) clientv3.Cmp {
-	key := e.termKey(name)
+	key := e.keys.Term(name)
 	if term == 0 {
 		return clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	}
@@ -309,7 +310,7 @@ func (a *acquirer) readTerm(ctx context.Context) error {
 		opts = append(opts, clientv3.WithSerializable())
 	}
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, e.termKey(a.req.Name), opts...)
+	resp, err := e.cli.Get(octx, e.keys.Term(a.req.Name), opts...)
 	done()
 	if err != nil {
 		return e.etcdErr(ctx, "read term", err)
@@ -360,10 +361,10 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 }
 
 // won is attempt's answer when its txn granted the lock.
-func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, rec holderRecord) (attemptResult, error) {
+func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, rec store.Holder) (attemptResult, error) {
 	e := a.e
 	a.used = true
-	l := rec.toLock(a.seat, resp.Header.Revision)
+	l := toLock(rec, a.seat, resp.Header.Revision)
 	e.recordedOf(a.seat, EventAcquired, max(len(a.members), 1)) // a set's: one per lock
 	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
@@ -452,13 +453,13 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 	}
 	if len(lockKVs) > 0 {
 		kv := lockKVs[0]
-		hr, err := decodeHolder(kv)
+		hr, err := store.DecodeHolder(kv)
 		if err != nil {
 			return attemptResult{}, err
 		}
-		holder := hr.toLock(name, kv.ModRevision)
+		holder := toLock(hr, name, kv.ModRevision)
 		a.lastHolder, a.lastHolderLease = holder, hr.Lease
-		if a.session != 0 && hr.Session == a.req.Session && a.seats == nil && string(kv.Key) == e.lockKey(a.seat) {
+		if a.session != 0 && hr.Session == a.req.Session && a.seats == nil && string(kv.Key) == e.keys.Lock(a.seat) {
 			e.fillLease(ctx, holder, a.session)
 			return attemptResult{outcome: sameHolder, lock: holder}, nil
 		}
@@ -502,7 +503,7 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 		// delay yet: the lease expired moments ago.
 		return attemptResult{outcome: unstamped, guard: dr, guardRev: g.ModRevision}, true, nil
 	case time.Now().Before(*dr.Until):
-		return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: a.e.delayKey(a.seat), watchRev: seenBefore(resp)}, true, nil
+		return attemptResult{outcome: delayed, retryAt: *dr.Until, delayCause: dr.Cause, watchKey: a.e.keys.Delay(a.seat), watchRev: seenBefore(resp)}, true, nil
 	case a.guardRev != g.ModRevision:
 		a.guardRev = g.ModRevision // a spent guard: replace it next time
 		return attemptResult{outcome: retryNow}, true, nil
@@ -514,11 +515,11 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 // (r is unstamped): from now, as the recorder would. It answers delayed,
 // or retryNow if the guard changed meanwhile.
 func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attemptResult, error) {
-	e, gkey := a.e, a.e.delayKey(a.seat)
+	e, gkey := a.e, a.e.keys.Delay(a.seat)
 	stamped := r.guard.ended(time.Now(), EventExpired)
 	octx, done := e.op(ctx)
 	tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(gkey), "=", r.guardRev)).
-		Then(clientv3.OpPut(gkey, mustJSON(stamped))).Commit()
+		Then(clientv3.OpPut(gkey, store.MustJSON(stamped))).Commit()
 	done()
 	if err != nil {
 		return attemptResult{}, e.etcdErr(ctx, "stamp lock-delay", err)
@@ -530,12 +531,12 @@ func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attempt
 }
 
 // tallyReads appends to then the reads of the session's two tallies, each
-// a range over its shards (tallyShard), keys only, and returns their
+// a range over its shards (Keys.TallyShard), keys only, and returns their
 // indices.
 func (a *acquirer) tallyReads(then []clientv3.Op) (ops []clientv3.Op, acquired, released int) {
 	e, id := a.e, a.req.Session
-	acquired, then = len(then), append(then, clientv3.OpGet(e.sessionTallyKey(id, "acquired"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
-	released, then = len(then), append(then, clientv3.OpGet(e.sessionTallyKey(id, "released"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	acquired, then = len(then), append(then, clientv3.OpGet(e.keys.SessionTally(id, "acquired"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	released, then = len(then), append(then, clientv3.OpGet(e.keys.SessionTally(id, "released"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 	return then, acquired, released
 }
 
@@ -561,7 +562,7 @@ func heldInSession(resp *clientv3.TxnResponse, ix acquireIx) int64 {
 // cap may refuse an acquire that would have fit. The token was never
 // handed out; the audit trail shows the hold acquired and at once
 // released, with the reason.
-func (a *acquirer) undoOverSessionCap(token int64, rec holderRecord) error {
+func (a *acquirer) undoOverSessionCap(token int64, rec store.Holder) error {
 	e, limit := a.e, a.e.cfg.MaxLocksPerSession
 	reason := fmt.Sprintf("session %s already holds the maximum of %d locks; release some first", a.req.Session, limit)
 	ctx, done := e.cleanupCtx()

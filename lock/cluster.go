@@ -83,7 +83,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 	}
 	octx, done := e.op(ctx)
 	defer done()
-	if _, err := e.cli.Get(octx, e.recorderKey(), clientv3.WithCountOnly()); err != nil {
+	if _, err := e.cli.Get(octx, e.keys.Recorder(), clientv3.WithCountOnly()); err != nil {
 		// A probe that gives etcd until a deadline and hears nothing by
 		// then has its answer: not ready. Only a caller that went away
 		// gets its own context's error.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -50,8 +51,6 @@ type compactionNote struct {
 	Revision int64  `json:"revision"`
 	Reason   string `json:"reason"`
 }
-
-func (e *Engine) compactionNoteKey() string { return e.cfg.Prefix + "meta/compaction" }
 
 // every is how often the compactor compacts: a tenth of the
 // retention, as etcd's periodic compactor does, so that etcd holds
@@ -184,7 +183,7 @@ func (c *compactor) note(ctx context.Context, rev int64, reason string) error {
 	e := c.e
 	octx, done := e.op(ctx)
 	defer done()
-	_, err := e.cli.Put(octx, e.compactionNoteKey(), mustJSON(compactionNote{Revision: rev, Reason: reason}))
+	_, err := e.cli.Put(octx, e.keys.CompactionNote(), store.MustJSON(compactionNote{Revision: rev, Reason: reason}))
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -65,13 +66,13 @@ func activeDelay(name string, kv *mvccpb.KeyValue, now time.Time) (*DelayedError
 // delay_cleared (reason in detail, actor as owner) in the same txn. It
 // returns ErrNotDelayed when the lock is under no delay.
 func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) error {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return err
 	}
 	if len(reason) > MaxReasonLen {
 		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	lkey, gkey := e.lockKey(name), e.delayKey(name)
+	lkey, gkey := e.keys.Lock(name), e.keys.Delay(name)
 	const lockAt, guardAt = 0, 1
 	for range maxImmediateRetries {
 		octx, done := e.op(ctx)
@@ -89,7 +90,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 			return fmt.Errorf("clear lock-delay of %q: %w", name, ErrNotDelayed)
 		}
 		ev := Event{
-			Time: nowUTC(), Type: EventDelayCleared, Lock: name, Owner: actor, Credential: credentialOf(ctx),
+			Time: store.NowUTC(), Type: EventDelayCleared, Lock: name, Owner: actor, Credential: credentialOf(ctx),
 			Detail: fmt.Sprintf("lock-delay until %s lifted: %s", d.Until.Format(time.RFC3339Nano), reason),
 		}
 		var tr *clientv3.TxnResponse
@@ -99,7 +100,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 			clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0),
 		).Then(
 			clientv3.OpDelete(gkey),
-			clientv3.OpPut(e.lockAuditPrefix(name)+newHoldID()+"/d", mustJSON(ev)),
+			clientv3.OpPut(e.keys.LockAudit(name)+newHoldID()+"/d", store.MustJSON(ev)),
 		).Commit()
 		done()
 		if err != nil {
@@ -120,7 +121,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 // more, cut is the last name it read, and the page must end there.
 func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (delays []Delay, cut string, err error) {
 	base := e.cfg.Prefix + "delay/"
-	start, end := kindRange(base, KindLock, o.Prefix)
+	start, end := store.KindRange(base, KindLock, o.Prefix)
 	if o.After != "" {
 		if after := base + o.After + "\x00"; after > start {
 			start = after

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Every fact of a hold's life is in etcd's revision log already, as a
-// change of its lock key (kinds.go: every kind's holds are lock keys),
+// change of its lock key (internal/store/kinds.go: every kind's holds are lock keys),
 // read with the value it replaced:
 //
 //	PUT, a new key                 the hold the record names began: its token is the revision
@@ -27,7 +28,7 @@ import (
 // lessor), so a lock key deleted in the revision that also deletes a key
 // no request ever deletes, put under the same lease, ended with the lease.
 // A session's record is such a key; a hold under a lease of its own has
-// its lease's marker (leaseMarkKey), which the acquire txn puts the first
+// its lease's marker (Keys.LeaseMark), which the acquire txn puts the first
 // time a lease holds a lock. A release deletes the lock key alone and
 // writes nothing else for the trail.
 //
@@ -37,18 +38,11 @@ import (
 // histkeys.go), and an end derived here takes the time its revision was
 // read.
 
-// leasesPrefix is where lease markers live.
-func (e *Engine) leasesPrefix() string { return e.cfg.Prefix + "leases/" }
-
-// leaseMarkKey is lease id's marker: put under the lease, never deleted
-// by a request, so etcd deletes it in the revision the lease ends.
-func (e *Engine) leaseMarkKey(id clientv3.LeaseID) string { return e.leasesPrefix() + leaseHex(id) }
-
 // leaseMarkOp puts lease id's marker unless it is there: a txn's compare
 // and no write but the first time a lease holds a lock (a pooled lease
 // keeps its marker from one hold to the next).
 func (e *Engine) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
-	key := e.leaseMarkKey(id)
+	key := e.keys.LeaseMark(id)
 	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 		[]clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(id))}, nil)
 }
@@ -58,13 +52,13 @@ func (e *Engine) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
 // it holds the lock keys, the lease markers and the session records, and
 // none of the trail's own keys (trail/ and trailname/ sort after it).
 func (e *Engine) revisionsRange() (key, end string) {
-	return e.auditPrefix(), clientv3.GetPrefixRangeEnd(e.sessionsPrefix())
+	return e.keys.Audit(), clientv3.GetPrefixRangeEnd(e.keys.Sessions())
 }
 
 // revisionEvents are the trail's events of the revisions of wr, a
 // response of a watch over revisionsRange with previous values, in
 // revision order: the pending records each revision put, and the events
-// of the derived holds (holderRecord.Derived) it began and ended, bar an
+// of the derived holds (store.Holder.Derived) it began and ended, bar an
 // end that a pending record of the same revision tells (a revoke's). at
 // is as for deriveHolds.
 func (e *Engine) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendingRecord {
@@ -97,7 +91,7 @@ func (e *Engine) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendi
 func (e *Engine) lastEventIn(evs []*clientv3.Event) int64 {
 	for i := len(evs) - 1; i >= 0; i-- {
 		kv := evs[i].Kv
-		if evs[i].Type == mvccpb.PUT && e.isEventRecord(kv) || bytes.HasPrefix(kv.Key, []byte(e.locksPrefix())) {
+		if evs[i].Type == mvccpb.PUT && e.isEventRecord(kv) || bytes.HasPrefix(kv.Key, []byte(e.keys.Locks())) {
 			return kv.ModRevision
 		}
 	}
@@ -124,7 +118,7 @@ func byRevision(evs []*clientv3.Event) iter.Seq[[]*clientv3.Event] {
 // deriveHolds returns the events of the holds that one revision began and
 // ended, in the order of evs: that revision's watch events over
 // revisionsRange, read with their previous values; with all unset, of
-// derived holds only (holderRecord.Derived). at is when the revision was
+// derived holds only (store.Holder.Derived). at is when the revision was
 // read: the time of the ends it derives. A change whose previous value
 // the watch did not carry (compacted) or whose records do not decode
 // (nothing baton writes) derives nothing.
@@ -136,12 +130,12 @@ func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time, all bool) []pe
 	leaseEnded := e.leasesEnded(evs)
 	var out []pendingRecord
 	for _, ev := range evs {
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.keys.Locks())
 		if !ok {
 			continue
 		}
 		if prev := ev.PrevKv; prev != nil {
-			if hr, err := decodeHolder(prev); err == nil && (all || hr.Derived) {
+			if hr, err := store.DecodeHolder(prev); err == nil && (all || hr.Derived) {
 				typ := EventReleased
 				detail := ""
 				if ev.Type == mvccpb.DELETE && leaseEnded[prev.Lease] {
@@ -155,7 +149,7 @@ func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time, all bool) []pe
 			}
 		}
 		if ev.Type == mvccpb.PUT {
-			if hr, err := decodeHolder(ev.Kv); err == nil && (all || hr.Derived) {
+			if hr, err := store.DecodeHolder(ev.Kv); err == nil && (all || hr.Derived) {
 				out = append(out, begunHold(name, rev, hr))
 			}
 		}
@@ -172,9 +166,9 @@ func (e *Engine) leasesEnded(evs []*clientv3.Event) map[int64]bool {
 			continue
 		}
 		key := string(ev.Kv.Key)
-		if id, ok := strings.CutPrefix(key, e.leasesPrefix()); ok {
+		if id, ok := strings.CutPrefix(key, e.keys.Leases()); ok {
 			ended = markLease(ended, id)
-		} else if id, ok := strings.CutPrefix(key, e.sessionsPrefix()); ok {
+		} else if id, ok := strings.CutPrefix(key, e.keys.Sessions()); ok {
 			ended = markLease(ended, id)
 		}
 	}
@@ -182,7 +176,7 @@ func (e *Engine) leasesEnded(evs []*clientv3.Event) map[int64]bool {
 }
 
 func markLease(m map[int64]bool, hex string) map[int64]bool {
-	id, ok := parseLeaseHex(hex)
+	id, ok := store.ParseLeaseHex(hex)
 	if !ok {
 		return m
 	}
@@ -196,8 +190,8 @@ func markLease(m map[int64]bool, hex string) map[int64]bool {
 // begunHold is the acquired (or elected) event of hold hr, begun at rev
 // in the thing kept under key name: what its pending record said, when
 // acquires wrote one.
-func begunHold(name string, rev int64, hr holderRecord) pendingRecord {
-	ev := normalized(hr.begunEvent(name))
+func begunHold(name string, rev int64, hr store.Holder) pendingRecord {
+	ev := normalized(hr.BegunEvent(name))
 	ev.Revision, ev.Token = rev, rev
 	return pendingRecord{ev: ev, entry: "0" + hr.Hold + "a", derived: true}
 }
@@ -205,8 +199,8 @@ func begunHold(name string, rev int64, hr holderRecord) pendingRecord {
 // endedHold is the end by typ of the hold hr of token, in the thing kept
 // under key name, at rev, read at at. Its credential is the acquirer's:
 // a release by any other credential writes its event itself.
-func endedHold(name string, token int64, hr holderRecord, typ EventType, detail string, rev int64, at time.Time) pendingRecord {
-	ev := hr.event(name, typ, at)
+func endedHold(name string, token int64, hr store.Holder, typ EventType, detail string, rev int64, at time.Time) pendingRecord {
+	ev := hr.Event(name, typ, at)
 	ev.Token, ev.Detail = token, detail
 	ev = normalized(ev)
 	ev.Revision = rev
@@ -222,7 +216,7 @@ func keepTimesInOrder(e *Engine, recs []pendingRecord) {
 	floor := make(map[string]time.Time)
 	for i := len(recs) - 1; i >= 0; i-- {
 		p := &recs[i]
-		thing := e.histNamePrefix(p.ev.Kind, p.ev.Name)
+		thing := e.keys.TrailName(p.ev.Kind, p.ev.Name)
 		f, ok := floor[thing]
 		if ok && p.derived && !p.begun.IsZero() && p.ev.Time.After(f) {
 			p.ev.Time = maxTime(f, p.begun)

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/store"
 )
 
 // TestDerive_HoldEventsFromRevisionsMatchTheTrail runs every way a hold
@@ -69,7 +70,7 @@ func (h holdLives) acquire(req AcquireRequest) *Lock {
 // one revision.
 func (h holdLives) endLease(hex string) {
 	h.t.Helper()
-	id, ok := parseLeaseHex(hex)
+	id, ok := store.ParseLeaseHex(hex)
 	if !ok {
 		h.t.Fatalf("lease %q", hex)
 	}
@@ -82,7 +83,7 @@ func (h holdLives) leaseOf(name string) string {
 	h.t.Helper()
 	kv, err := h.e.getLock(context.Background(), name)
 	h.must(err)
-	hr, err := decodeHolder(kv)
+	hr, err := store.DecodeHolder(kv)
 	h.must(err)
 	return hr.Lease
 }
@@ -104,7 +105,7 @@ func (h holdLives) locksAndSessions() {
 		waited <- w
 	}()
 	poll.Until(h.t, 30*time.Second, "the waiter queued", func() bool {
-		resp, err := e.cli.Get(ctx, e.queuePrefix("plain"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := e.cli.Get(ctx, e.keys.Queue("plain"), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err == nil && resp.Count > 0
 	})
 	h.must(e.Release(ctx, "plain", l.Token))
@@ -170,7 +171,7 @@ func compareDerived(t *testing.T, recorded []Event, derived []pendingRecord) int
 		token int64
 		end   bool
 	}
-	idOf := func(ev Event) id { return id{ev.Kind, ev.Name, ev.Token, !beginsHold(ev.Type)} }
+	idOf := func(ev Event) id { return id{ev.Kind, ev.Name, ev.Token, !store.BeginsHold(ev.Type)} }
 	want := map[id]Event{}
 	for _, ev := range recorded {
 		switch ev.Type {
@@ -195,7 +196,7 @@ func compareDerived(t *testing.T, recorded []Event, derived []pendingRecord) int
 			t.Errorf("derived %+v, which the trail does not hold", got)
 			continue
 		}
-		if !beginsHold(rec.Type) {
+		if !store.BeginsHold(rec.Type) {
 			got.Time = rec.Time
 		}
 		switch {
@@ -251,7 +252,7 @@ func deriveAll(t *testing.T, e *Engine) []pendingRecord {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A key in the range marks where to stop.
-	put, err := e.cli.Put(ctx, e.auditPrefix()+"~derive-test-end", "")
+	put, err := e.cli.Put(ctx, e.keys.Audit()+"~derive-test-end", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func deriveAll(t *testing.T, e *Engine) []pendingRecord {
 	var out []pendingRecord
 	var group []*clientv3.Event
 	flush := func() {
-		out = append(out, e.deriveHolds(group, nowUTC(), true)...)
+		out = append(out, e.deriveHolds(group, store.NowUTC(), true)...)
 		group = group[:0]
 	}
 	for wr := range wc {
@@ -286,7 +287,7 @@ func deriveAll(t *testing.T, e *Engine) []pendingRecord {
 // hold's time, never one before its own hold began; other things' events
 // and recorded events keep theirs.
 func TestDerive_EndTimesDoNotGoBackWithinAThing(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig()}
+	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
 	at := func(ms int) time.Time { return time.Date(2026, 12, 5, 12, 0, 0, ms*int(time.Millisecond), time.UTC) }
 	ev := func(rev int64, kind EventKind, name string, typ EventType, ms int) Event {
 		return Event{Revision: rev, Kind: kind, Name: name, Type: typ, Time: at(ms)}

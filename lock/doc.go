@@ -72,7 +72,7 @@
 //
 //	locks/<name>                  holder record; lease: the lock's own or its session's; token = ModRevision
 //	sessions/<id>                 session record; lease: the session (id is the lease ID in hex)
-//	sessiontally/<id>/<which>[/<i>] a session's acquired and released tallies, in shards (tallyShard); lease: the session
+//	sessiontally/<id>/<which>[/<i>] a session's acquired and released tallies, in shards (Keys.TallyShard); lease: the session
 //	sessionowners/<owner>\x00<id> the same record, to list sessions by owner prefix; lease: the session
 //	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
@@ -91,7 +91,7 @@
 //	value/<key>                   an election's proclaimed value; lease: its leader's (election.go)
 //	seats/<key>                   a thing with seats' record (a semaphore's limit); put by each of its grants (handover.go)
 //
-// <name> above is a key name (kinds.go): a lock's own name, or for any
+// <name> above is a key name (internal/store/kinds.go): a lock's own name, or for any
 // other kind its name behind a tag no lock name can hold, so an election
 // is a lock of the engine under "~election:<name>", with its term and
 // value beside it. A semaphore's permits and a read/write lock's holds

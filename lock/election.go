@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// An election is a lock kept under the election's key name (kinds.go):
+// An election is a lock kept under the election's key name (internal/store/kinds.go):
 // the leader is its holder, the leadership's fencing token the hold's,
 // and candidates wait in its queue, so a resignation hands leadership to
 // the oldest candidate in its own txn and everything a lock has (sessions,
@@ -55,13 +56,13 @@ type CampaignRequest struct {
 // ErrElectionHeld)) naming the leader when the wait runs out, and leaves
 // nothing behind when ctx ends.
 func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fresh bool, err error) {
-	if err := checkName("name", req.Name); err != nil {
+	if err := store.CheckName("name", req.Name); err != nil {
 		return nil, false, err
 	}
 	if err := checkValue(req.Value); err != nil {
 		return nil, false, err
 	}
-	key := keyName(KindElection, req.Name)
+	key := store.KeyName(KindElection, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait,
 		LockDelay: req.LockDelay, Metadata: req.Metadata, value: req.Value,
@@ -82,16 +83,16 @@ func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fr
 // Leader returns who leads name, with the candidates waiting in the order
 // they would lead (at most MaxListLimit of them), or ErrNoLeader.
 func (e *Engine) Leader(ctx context.Context, name string) (*Lock, []Waiter, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, nil, err
 	}
-	key := keyName(KindElection, name)
+	key := store.KeyName(KindElection, name)
 	const lockAt, valueAt, queueAt = 0, 1, 2
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(e.lockKey(key)),
-		clientv3.OpGet(e.valueKey(key)),
-		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
+		clientv3.OpGet(e.keys.Lock(key)),
+		clientv3.OpGet(e.keys.Value(key)),
+		clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
 	).Commit()
 	done()
@@ -120,8 +121,8 @@ func (e *Engine) Elections(ctx context.Context, o ListOptions) ([]*Lock, string,
 	// The page's proclaimed values: value keys live only as long as the
 	// leadership that wrote them, so the page's range holds at most one
 	// per leader listed.
-	from := e.valueKey(keyName(KindElection, ls[0].Name))
-	to := e.valueKey(keyName(KindElection, ls[len(ls)-1].Name)) + "\x00"
+	from := e.keys.Value(store.KeyName(KindElection, ls[0].Name))
+	to := e.keys.Value(store.KeyName(KindElection, ls[len(ls)-1].Name)) + "\x00"
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Get(octx, from, clientv3.WithRange(to))
 	done()
@@ -133,7 +134,7 @@ func (e *Engine) Elections(ctx context.Context, o ListOptions) ([]*Lock, string,
 		byName[string(kv.Key)] = kv
 	}
 	for _, l := range ls {
-		if kv, ok := byName[e.valueKey(keyName(KindElection, l.Name))]; ok {
+		if kv, ok := byName[e.keys.Value(store.KeyName(KindElection, l.Name))]; ok {
 			setValue(l, []*mvccpb.KeyValue{kv})
 		}
 	}
@@ -145,7 +146,7 @@ func (e *Engine) Elections(ctx context.Context, o ListOptions) ([]*Lock, string,
 // or ErrTokenMismatch when token does not lead name, and ErrNotOwner when
 // ctx's caller may not act on the leadership (see Caller).
 func (e *Engine) Proclaim(ctx context.Context, name string, token int64, value json.RawMessage) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	if len(value) == 0 {
@@ -154,7 +155,7 @@ func (e *Engine) Proclaim(ctx context.Context, name string, token int64, value j
 	if err := checkValue(value); err != nil {
 		return nil, err
 	}
-	key := keyName(KindElection, name)
+	key := store.KeyName(KindElection, name)
 	l, err := e.proclaim(ctx, key, token, value)
 	if err != nil {
 		return nil, electionErr("proclaim in", name, err)
@@ -170,15 +171,15 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 	if !mayActOn(ctx, hr.Credential) {
 		return nil, fmt.Errorf("the leadership with token %d was won by another credential: %w", token, ErrNotOwner)
 	}
-	ev := hr.event(key, EventProclaimed, nowUTC())
+	ev := hr.Event(key, EventProclaimed, store.NowUTC())
 	ev.Token, ev.Value, ev.Credential = token, value, credentialOf(ctx)
-	lease, _ := parseLeaseHex(hr.Lease)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.lockKey(key)), "=", token)}
+	lease, _ := store.ParseLeaseHex(hr.Lease)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.Lock(key)), "=", token)}
 	then := []clientv3.Op{
 		// Under the leader's lease: an expiry takes the value with the
 		// leadership, and every other end deletes it (endTxn).
-		clientv3.OpPut(e.valueKey(key), string(value), clientv3.WithLease(lease)),
-		clientv3.OpPut(e.lockAuditPrefix(key)+newHoldID()+"/p", mustJSON(ev)),
+		clientv3.OpPut(e.keys.Value(key), string(value), clientv3.WithLease(lease)),
+		clientv3.OpPut(e.keys.LockAudit(key)+newHoldID()+"/p", store.MustJSON(ev)),
 	}
 	var resp *clientv3.TxnResponse
 	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
@@ -198,9 +199,9 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 		return nil, ErrTokenMismatch
 	}
 	e.recorded(EventProclaimed, 1)
-	l := hr.toLock(key, token)
+	l := toLock(hr, key, token)
 	l.Value = value
-	if id, ok := parseLeaseHex(hr.Lease); ok {
+	if id, ok := store.ParseLeaseHex(hr.Lease); ok {
 		e.fillLease(ctx, l, id)
 	}
 	return l, nil
@@ -209,10 +210,10 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 // RenewLeadership extends the lease of the leadership that token holds, as
 // Renew does for a lock.
 func (e *Engine) RenewLeadership(ctx context.Context, name string, token int64) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
-	key := keyName(KindElection, name)
+	key := store.KeyName(KindElection, name)
 	l, err := e.renew(ctx, key, token)
 	if err != nil {
 		return nil, electionErr("renew leadership of", name, err)
@@ -225,10 +226,10 @@ func (e *Engine) RenewLeadership(ctx context.Context, name string, token int64) 
 // oldest waiting candidate leads from the same txn. Errors as for Release,
 // with ErrNoLeader for ErrNotHeld.
 func (e *Engine) Resign(ctx context.Context, name string, token int64) error {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return err
 	}
-	if err := e.endHold(ctx, keyName(KindElection, name), token, EventReleased, ""); err != nil {
+	if err := e.endHold(ctx, store.KeyName(KindElection, name), token, EventReleased, ""); err != nil {
 		return electionErr("resign from", name, err)
 	}
 	return nil
@@ -239,13 +240,13 @@ func (e *Engine) Resign(ctx context.Context, name string, token int64) error {
 // The oldest candidate then wins as the leadership's lease would have
 // expired: after its lock-delay, if it had one.
 func (e *Engine) RevokeLeadership(ctx context.Context, name, reason string) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	if len(reason) > MaxReasonLen {
 		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	l, err := e.revoke(ctx, keyName(KindElection, name), reason)
+	l, err := e.revoke(ctx, store.KeyName(KindElection, name), reason)
 	if err != nil {
 		return nil, electionErr("revoke leadership of", name, err)
 	}
@@ -257,7 +258,7 @@ func (e *Engine) RevokeLeadership(ctx context.Context, name, reason string) (*Lo
 // completes has what matters (the token) already.
 func (e *Engine) readValue(ctx context.Context, key string, l *Lock) {
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, e.valueKey(key))
+	resp, err := e.cli.Get(octx, e.keys.Value(key))
 	done()
 	if err == nil {
 		setValue(l, resp.Kvs)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -17,7 +18,7 @@ import (
 // ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
 // nothing, when ctx's caller may not act on the hold (see Caller).
 func (e *Engine) Release(ctx context.Context, name string, token int64) error {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return err
 	}
 	if err := e.endHold(ctx, name, token, EventReleased, ""); err != nil {
@@ -29,7 +30,7 @@ func (e *Engine) Release(ctx context.Context, name string, token int64) error {
 // Revoke forcibly ends whatever hold name has (an operator's action) and
 // records it as revoked with reason. Lock-delay applies afterwards.
 func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	if len(reason) > MaxReasonLen {
@@ -42,7 +43,7 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 	return l, nil
 }
 
-// revoke is Revoke of the thing kept under key name (keyName).
+// revoke is Revoke of the thing kept under key name (store.KeyName).
 func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error) {
 	for range maxImmediateRetries {
 		kv, err := e.getLock(ctx, name)
@@ -51,8 +52,8 @@ func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error)
 		}
 		err = e.endHold(ctx, name, kv.ModRevision, EventRevoked, reason)
 		if err == nil {
-			hr, _ := decodeHolder(kv)
-			return hr.toLock(name, kv.ModRevision), nil
+			hr, _ := store.DecodeHolder(kv)
+			return toLock(hr, name, kv.ModRevision), nil
 		}
 		if !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) { // else raced with a release: look again
 			return nil, err
@@ -125,9 +126,9 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 // handover requires that very entry to be the oldest (handOverCmps). Only
 // when the local state does not show token holding the lock is the answer
 // confirmed by a linearizable read.
-func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (holderRecord, *queueHead, error) {
+func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (store.Holder, *queueHead, error) {
 	if token <= 0 {
-		return holderRecord{}, nil, invalid("token", "must be a positive fencing token")
+		return store.Holder{}, nil, invalid("token", "must be a positive fencing token")
 	}
 	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
 		ops, ix := e.holdReadOps(name, withHead, opts...)
@@ -146,18 +147,18 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 	if !e.memberStopped() {
 		kv, head, err := read(clientv3.WithSerializable())
 		if err == nil && kv.ModRevision == token {
-			hr, err := decodeHolder(kv)
+			hr, err := store.DecodeHolder(kv)
 			return hr, head, err
 		}
 	}
 	kv, head, err := read()
 	if err != nil {
-		return holderRecord{}, nil, err
+		return store.Holder{}, nil, err
 	}
 	if kv.ModRevision != token {
-		return holderRecord{}, nil, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
+		return store.Holder{}, nil, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
 	}
-	hr, err := decodeHolder(kv)
+	hr, err := store.DecodeHolder(kv)
 	return hr, head, err
 }
 
@@ -166,7 +167,7 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 type queueHead struct {
 	key   string
 	rev   int64 // its CreateRevision
-	grant holderRecord
+	grant store.Holder
 	since time.Time // when it joined the queue
 	// behind are the entries next in line, oldest first, as the read that
 	// found this one found them (at most headReadAhead-1): a release that
@@ -205,10 +206,10 @@ type holdReadIx struct {
 // holdReadOps read a lock key and, with withHead, its oldest queue
 // entry; opts are added to each read.
 func (e *Engine) holdReadOps(name string, withHead bool, opts ...clientv3.OpOption) ([]clientv3.Op, holdReadIx) {
-	ops := []clientv3.Op{clientv3.OpGet(e.lockKey(name), opts...)}
+	ops := []clientv3.Op{clientv3.OpGet(e.keys.Lock(name), opts...)}
 	ix := holdReadIx{lock: 0, head: -1}
 	if withHead {
-		ix.head, ops = len(ops), append(ops, clientv3.OpGet(e.queuePrefix(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
+		ix.head, ops = len(ops), append(ops, clientv3.OpGet(e.keys.Queue(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(headReadAhead)}, opts...)...))
 	}
 	return ops, ix
@@ -239,8 +240,8 @@ func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueH
 // commitEnd ends a hold whose holder record hr is known, and which the
 // caller may end, handing a seat to head if it is not nil and
 // handOverPlan finds one for it.
-func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr holderRecord, head *queueHead, typ EventType, detail string) error {
-	ev := hr.endEvent(ctx, name, token, typ, detail)
+func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *queueHead, typ EventType, detail string) error {
+	ev := endEvent(hr, ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
 		t    endTxn
@@ -298,17 +299,17 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr hol
 // Only a plain lock's holds are kept: an election's grant carries a term,
 // and a seat's is in a seat of the releaser's choosing (handOverPlan).
 func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queueHead) {
-	if kind, _ := thingOf(name); kind != KindLock || len(head.grant.Set) > 0 {
+	if kind, _ := store.ThingOf(name); kind != KindLock || len(head.grant.Set) > 0 {
 		return
 	}
-	g := head.grant.begun(at, head.since) // as handOverOps put it
+	g := begun(head.grant, at, head.since) // as handOverOps put it
 	e.holds.putBehind(name, rev, g, queueHeadOf(head.behind))
 }
 
 // ended counts the end by typ of a hold of name, and the holds its
 // handover began, and does what is left to do with the hold's own lease once its
 // key is gone.
-func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver int) {
+func (e *Engine) ended(name string, typ EventType, hr store.Holder, handedOver int) {
 	e.recordedOf(name, typ, 1)
 	e.recordedOf(name, EventAcquired, handedOver)
 	if len(hr.Set) == 0 {
@@ -320,7 +321,7 @@ func (e *Engine) ended(name string, typ EventType, hr holderRecord, handedOver i
 
 // leaseAfter does what is left to do with an ended hold's own lease once
 // no key is under it.
-func (e *Engine) leaseAfter(typ EventType, hr holderRecord) {
+func (e *Engine) leaseAfter(typ EventType, hr store.Holder) {
 	if hr.Session != "" {
 		return
 	}
@@ -328,7 +329,7 @@ func (e *Engine) leaseAfter(typ EventType, hr holderRecord) {
 	// (leasePool): a hold handed over is under the new holder's lease, so
 	// this one holds no key any more. After a revoke or an expiry the
 	// lease is ended, as the operator or etcd meant.
-	if id, ok := parseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
+	if id, ok := store.ParseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
 		return
 	}
 	e.revokeLease(hr.Lease)
@@ -355,10 +356,10 @@ func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) int {
 
 // endTxn builds the txn that ends token's hold, ended by ev: it records
 // the end (holdEnd), deletes the lock key or hands a seat to head
-// (handOverPlan), and, with a tally shard (tallyShard) of 0 or more,
+// (handOverPlan), and, with a tally shard (Keys.TallyShard) of 0 or more,
 // counts the release in the session's tally.
-func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, head *queueHead, tally int) endTxn {
-	lkey := e.lockKey(name)
+func (e *Engine) endTxn(name string, token int64, hr store.Holder, ev Event, head *queueHead, tally int) endTxn {
+	lkey := e.keys.Lock(name)
 	event, guard := e.holdEnd(name, token, hr, ev)
 	// The end event comes first, so a watcher of the trail sees the hold
 	// end before the next one begins in the same revision.
@@ -373,14 +374,14 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 	} else {
 		t.then = append(append(t.then, clientv3.OpDelete(lkey)), guard...)
 	}
-	if kind, _ := thingOf(name); kind == KindElection {
+	if kind, _ := store.ThingOf(name); kind == KindElection {
 		// A proclaimed value is the hold's (Engine.Proclaim): it goes
 		// with it, whoever leads next.
-		t.then = append(t.then, clientv3.OpDelete(e.valueKey(name)))
+		t.then = append(t.then, clientv3.OpDelete(e.keys.Value(name)))
 	}
-	if id, ok := parseLeaseHex(hr.Session); ok && tally >= 0 && !hr.NoTally {
+	if id, ok := store.ParseLeaseHex(hr.Session); ok && tally >= 0 && !hr.NoTally {
 		// One more release in the session's tally, if it keeps one and
-		// the acquire counted this hold (holderRecord.NoTally): the
+		// the acquire counted this hold (store.Holder.NoTally): the
 		// node that acquired into it may have MaxLocksPerSession on while
 		// this one has it off, and a release it does not count would make
 		// that node refuse acquires the session has room for. A session
@@ -388,8 +389,8 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 		// tally lives under the session's lease, so where it exists the
 		// lease does too, and the put cannot fail on a lease.
 		t.then = append(t.then, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.sessionTallyKey(hr.Session, "acquired")), ">", 0)},
-			[]clientv3.Op{clientv3.OpPut(e.tallyShard(hr.Session, "released", tally), "", clientv3.WithLease(id))},
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.SessionTally(hr.Session, "acquired")), ">", 0)},
+			[]clientv3.Op{clientv3.OpPut(e.keys.TallyShard(hr.Session, "released", tally), "", clientv3.WithLease(id))},
 			nil))
 	}
 	return t
@@ -405,25 +406,25 @@ func (e *Engine) endTxn(name string, token int64, hr holderRecord, ev Event, hea
 //
 // In storage format 2 the event goes over the hold's acquired record, with
 // the acquired event it replaces (endRecord); in format 1 beside it. A
-// derived hold (holderRecord.Derived) has no acquired record: its end
+// derived hold (store.Holder.Derived) has no acquired record: its end
 // writes no event when the trail derives it from the lock key's delete
 // (derivable), and otherwise writes it beside, as in format 1.
-func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event) (event, guard []clientv3.Op) {
+func (e *Engine) holdEnd(name string, token int64, hr store.Holder, ev Event) (event, guard []clientv3.Op) {
 	switch {
 	case hr.Derived && derivable(hr, ev):
 	case e.format >= 2 && !hr.Derived:
-		began := hr.begunEvent(name)
-		event = []clientv3.Op{clientv3.OpPut(e.acquiredKey(name, hr.Hold), mustJSON(endRecord{Event: ev, Began: &began}))}
+		began := hr.BegunEvent(name)
+		event = []clientv3.Op{clientv3.OpPut(e.keys.Acquired(name, hr.Hold), store.MustJSON(endRecord{Event: ev, Began: &began}))}
 	default:
-		event = []clientv3.Op{clientv3.OpPut(e.endKey(name, hr.Hold), mustJSON(ev))}
+		event = []clientv3.Op{clientv3.OpPut(e.keys.End(name, hr.Hold), store.MustJSON(ev))}
 	}
 	if hr.LockDelay <= 0 {
 		return event, nil
 	}
-	gkey := e.delayKey(name)
+	gkey := e.keys.Delay(name)
 	op := clientv3.OpDelete(gkey)
 	if ev.Type != EventReleased {
-		op = clientv3.OpPut(gkey, mustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.ended(ev.Time, ev.Type)))
+		op = clientv3.OpPut(gkey, store.MustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.ended(ev.Time, ev.Type)))
 	}
 	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
 }
@@ -432,14 +433,14 @@ func (e *Engine) holdEnd(name string, token int64, hr holderRecord, ev Event) (e
 // trail derives from the lock key's delete (derive.go): a release or a
 // resignation by the credential that acquired the hold, with nothing to
 // say of it.
-func derivable(hr holderRecord, ev Event) bool {
+func derivable(hr store.Holder, ev Event) bool {
 	return (ev.Type == EventReleased || ev.Type == EventResigned) && ev.Detail == "" && ev.Credential == hr.Credential
 }
 
 // revokeLease ends a lock's own lease after its key is gone; failing only
 // leaves an empty lease that expires by itself.
 func (e *Engine) revokeLease(hex string) {
-	id, ok := parseLeaseHex(hex)
+	id, ok := store.ParseLeaseHex(hex)
 	if !ok {
 		return
 	}

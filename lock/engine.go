@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/txnbatch"
 	"github.com/baton-dev/baton/internal/watchfeed"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -262,9 +261,10 @@ func (c Config) Validate() error {
 // safe for concurrent use. Several engines, on several nodes, may share
 // one etcd cluster: every guarantee holds across them.
 type Engine struct {
-	cli *clientv3.Client
-	cfg Config
-	log *slog.Logger
+	cli  *clientv3.Client
+	cfg  Config
+	keys store.Keys
+	log  *slog.Logger
 	// format is the storage format this node writes (format.go), set
 	// before anything is written.
 	format int
@@ -324,7 +324,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		cfg.Logger = slog.Default()
 	}
 	stop, stopFunc := context.WithCancel(context.Background())
-	e := &Engine{cli: cli, cfg: cfg, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
+	e := &Engine{cli: cli, cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
 	e.drain, e.drainFunc = context.WithCancel(stop)
 	e.term.Store(&stop)
 	e.batch = txnbatch.Batcher{
@@ -358,7 +358,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// Waiters wait on lock keys, queue entries, lock-delay guards and
 	// session keys: delay/ to sessions/ in key order, which leaves out
 	// the audit trail's writes (audit/ before, trail/ after).
-	e.waits = newHub(e, "waiters", e.delayKey(""), rec.head+1, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.sessionsPrefix())))
+	e.waits = newHub(e, "waiters", e.keys.Delay(""), rec.head+1, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.keys.Sessions())))
 	key, end := e.revisionsRange()
 	e.streams = newHub(e, "events", key, rec.head+1, clientv3.WithRange(end), clientv3.WithPrevKV())
 	e.streams.events = true
@@ -434,73 +434,6 @@ func (e *Engine) Client() *clientv3.Client { return e.cli }
 
 // Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
-
-// Keys.
-
-func (e *Engine) lockKey(name string) string  { return e.cfg.Prefix + "locks/" + name }
-func (e *Engine) locksPrefix() string         { return e.cfg.Prefix + "locks/" }
-func (e *Engine) sessionKey(id string) string { return e.sessionsPrefix() + id }
-func (e *Engine) sessionsPrefix() string      { return e.cfg.Prefix + "sessions/" }
-func (e *Engine) queuePrefix(name string) string {
-	return e.cfg.Prefix + "queue/" + thingKey(name) + "/"
-}
-func (e *Engine) delayKey(name string) string     { return e.cfg.Prefix + "delay/" + name }
-func (e *Engine) auditPrefix() string             { return e.cfg.Prefix + "audit/" }
-func (e *Engine) fencedKey(res string) string     { return e.cfg.Prefix + "fenced/" + res }
-func (e *Engine) fenceMaxKey(res string) string   { return e.cfg.Prefix + "fencemax/" + res }
-func (e *Engine) recorderKey() string             { return e.cfg.Prefix + "meta/recorder" }
-func (e *Engine) termKey(name string) string      { return e.cfg.Prefix + "term/" + name }
-func (e *Engine) valueKey(name string) string     { return e.cfg.Prefix + "value/" + name }
-func (e *Engine) seatsKey(name string) string     { return e.cfg.Prefix + "seats/" + thingKey(name) }
-func (e *Engine) lockAuditPrefix(n string) string { return e.auditPrefix() + n + "/" }
-func (e *Engine) acquiredKey(name, hold string) string {
-	return e.auditPrefix() + name + "/" + hold + "/a"
-}
-func (e *Engine) endKey(name, hold string) string {
-	return e.auditPrefix() + name + "/" + hold + "/e"
-}
-
-// sessionTallyKey is one of a session's two tallies, "acquired" and
-// "released": keys put (empty, under the session's lease) by every acquire
-// (while MaxLocksPerSession is on) and every release of a lock in a
-// session that has a tally, so that their Versions count them. Their difference is how many locks the session holds, read in the
-// acquire txn in constant time (MaxLocksPerSession); a count-only range
-// over per-lock keys would walk every key the session ever held since the
-// last compaction, inside etcd's apply loop.
-func (e *Engine) sessionTallyKey(id, which string) string {
-	return e.cfg.Prefix + "sessiontally/" + id + "/" + which
-}
-
-// tallyShard is shard i of a session's tally which. One txn may not put a
-// key twice, so a lock set's acquire counts member i in shard i (and its
-// release the same): shard 0 is the tally key itself, and a tally is the
-// sum of its shards' Versions, read with one range (heldInSession).
-func (e *Engine) tallyShard(id, which string, i int) string {
-	if i == 0 {
-		return e.sessionTallyKey(id, which)
-	}
-	return e.sessionTallyKey(id, which) + "/" + strconv.Itoa(i)
-}
-
-// padToken renders n so that byte order is numeric order, which is what
-// etcd's Value compares use.
-func padToken(n int64) string { return fmt.Sprintf("%020d", n) }
-
-func leaseHex(id clientv3.LeaseID) string { return strconv.FormatInt(int64(id), 16) }
-
-func parseLeaseHex(s string) (clientv3.LeaseID, bool) {
-	if s == "" || len(s) > 16 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(s, 16, 64)
-	if err != nil || v == 0 || v > math.MaxInt64 {
-		return 0, false
-	}
-	return clientv3.LeaseID(v), true
-}
-
-// ttlSeconds rounds d up to whole seconds, etcd's lease unit.
-func ttlSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 // op bounds one etcd call by OpTimeout, so a node without quorum answers
 // instead of hanging. It also ends when the engine closes.

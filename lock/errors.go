@@ -4,6 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/baton-dev/baton/internal/store"
+)
+
+// The errors the hold engine and the audit trail share are the store's
+// (internal/store), which says what each means.
+var (
+	ErrNotHeld        = store.ErrNotHeld
+	ErrInvalid        = store.ErrInvalid
+	ErrUnavailable    = store.ErrUnavailable
+	ErrClosed         = store.ErrClosed
+	ErrTooManyStreams = store.ErrTooManyStreams
 )
 
 // Sentinel errors. Callers match them with errors.Is; the richer types below
@@ -12,8 +24,6 @@ var (
 	// ErrHeld means someone else holds the lock (or lock-delay forbids it).
 	// The error is a *HeldError when a holder or a retry hint is known.
 	ErrHeld = errors.New("lock held")
-	// ErrNotHeld means nobody holds the lock.
-	ErrNotHeld = errors.New("lock not held")
 	// ErrTokenMismatch means the lock is held, but not with the given token.
 	ErrTokenMismatch = errors.New("token does not hold the lock")
 	// ErrSessionNotFound means the session expired, was deleted or never existed.
@@ -25,14 +35,6 @@ var (
 	ErrNotHolder = errors.New("token does not hold the named lock")
 	// ErrNotFound means a fenced value does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrInvalid means the request is malformed; the error is an *InvalidError.
-	ErrInvalid = errors.New("invalid request")
-	// ErrUnavailable means etcd could not serve the request in time (no
-	// leader, no quorum, overloaded). The request may or may not have taken
-	// effect; retrying is safe for every idempotent call.
-	ErrUnavailable = errors.New("etcd unavailable")
-	// ErrClosed means the engine is shutting down.
-	ErrClosed = errors.New("lock engine closed")
 	// ErrTooManyWaiters means the lock's queue holds Config.MaxWaitersPerLock
 	// acquires already; the error is a *LimitError. It clears as waiters
 	// are served or give up: try later.
@@ -45,10 +47,6 @@ var (
 	// sessions already; the error is a *LimitError. It clears as sessions
 	// are deleted or expire: try later.
 	ErrTooManySessions = errors.New("too many sessions")
-	// ErrTooManyStreams means this engine serves Config.MaxEventStreams
-	// event streams (subscriptions) already; the error is a *LimitError.
-	// Another node may have room.
-	ErrTooManyStreams = errors.New("too many event streams")
 	// ErrNoSpace means etcd refused a write because its backend is full:
 	// its NOSPACE alarm is raised, and every write fails until an operator
 	// frees space and disarms it (Recover). Reads keep working. Nothing
@@ -92,6 +90,12 @@ var (
 	// credential (see Caller): only that credential or an admin may end,
 	// renew or use it. Nothing was changed.
 	ErrNotOwner = errors.New("held by another credential")
+)
+
+// InvalidError and LimitError are the store's (internal/store).
+type (
+	InvalidError = store.InvalidError
+	LimitError   = store.LimitError
 )
 
 // HeldError is returned when a lock cannot be acquired, or an election
@@ -152,43 +156,5 @@ func (e *StaleTokenError) Error() string {
 // Unwrap makes errors.Is(err, ErrStaleToken) hold.
 func (e *StaleTokenError) Unwrap() error { return ErrStaleToken }
 
-// InvalidError names the request field that is wrong, and why.
-type InvalidError struct {
-	Field  string
-	Reason string
-}
-
-func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
-
-// Unwrap makes errors.Is(err, ErrInvalid) hold.
-func (e *InvalidError) Unwrap() error { return ErrInvalid }
-
-func invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}
-
-// LimitError is returned when a request would take a resource past one of
-// the Config caps (MaxWaitersPerLock, MaxLocksPerSession, MaxSessions,
-// MaxEventStreams, MaxLocks, MaxFencedValues, MaxFencedValueBytes). It
-// wrote nothing that stays behind.
-type LimitError struct {
-	// Err is the sentinel: ErrTooManyWaiters, ErrTooManyLocks,
-	// ErrTooManySessions, ErrTooManyStreams, ErrTooManyHeldLocks,
-	// ErrTooManyFencedValues or ErrValueTooLarge.
-	Err error
-	// Limit is the cap that was reached.
-	Limit int
-	// RetryAfter, when positive, is a hint of how long to wait before
-	// trying again; zero when waiting alone will not help.
-	RetryAfter time.Duration
-	// Reason explains the refusal for people.
-	Reason string
-	// Field names the request field at fault, when one is (the value
-	// of ErrValueTooLarge).
-	Field string
-}
-
-func (e *LimitError) Error() string { return e.Err.Error() + ": " + e.Reason }
-
-// Unwrap makes errors.Is(err, e.Err) hold.
-func (e *LimitError) Unwrap() error { return e.Err }
+// invalid is an *InvalidError for the request field field.
+func invalid(field, format string, args ...any) error { return store.Invalid(field, format, args...) }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -77,7 +78,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if o.Lock != "" {
 		// A lock's, or an election's (lockOfName): the thing its key
 		// name keeps.
-		f.kind, f.name = thingOf(o.Lock)
+		f.kind, f.name = store.ThingOf(o.Lock)
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 1024
@@ -97,7 +98,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		// Live events are those after the revision etcd is at now; the
 		// hub may not have sent out the ones before it yet.
 		octx, done := e.op(ctx)
-		head, err := e.cli.Get(octx, e.historyMetaKey(), clientv3.WithCountOnly())
+		head, err := e.cli.Get(octx, e.keys.HistoryMeta(), clientv3.WithCountOnly())
 		done()
 		if err != nil {
 			e.subs.Add(-1)

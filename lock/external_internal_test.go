@@ -167,7 +167,7 @@ func TestExternalEtcd_AnIdleTrailCompactedPastItsBookkeepingRecordsNoGap(t *test
 // savedCursorOf is the recorder's cursor as saved in etcd, 0 for none.
 func savedCursorOf(t *testing.T, cli *clientv3.Client, e *Engine) int64 {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), e.recorderKey())
+	resp, err := cli.Get(context.Background(), e.keys.Recorder())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -46,12 +47,12 @@ func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64
 	}
 	lock := "" // the key name of the hold the write requires
 	if h.Name != "" {
-		lock = keyName(h.Kind, h.Name)
+		lock = store.KeyName(h.Kind, h.Name)
 	}
 	if h.Kind == KindRWLock {
-		lock = writerSeat(lock) // a read hold does not write
+		lock = store.WriterSeat(lock) // a read hold does not write
 	}
-	mkey := e.fenceMaxKey(resource)
+	mkey := e.keys.FenceMax(resource)
 	// A write that makes a new resource holds a slot of MaxFencedValues
 	// (space.go) from when it first finds none until it returns.
 	var endSlot func(bool)
@@ -103,7 +104,7 @@ func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64
 
 // checkFencedPut validates PutFenced's arguments.
 func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMessage, h Holder) error {
-	if err := checkName("resource", resource); err != nil {
+	if err := store.CheckName("resource", resource); err != nil {
 		return err
 	}
 	if token <= 0 {
@@ -127,7 +128,7 @@ func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMess
 			return invalid("lock", "names a holder of no kind")
 		}
 	case KindLock, KindElection, KindRWLock:
-		return checkName(h.field(), h.Name)
+		return store.CheckName(h.field(), h.Name)
 	default:
 		return invalid(h.field(), "a fenced write can require a lock, an election or a read/write lock's write hold, not a %s", h.Kind)
 	}
@@ -150,20 +151,20 @@ type fencedPut struct {
 // fencedPutTxn builds the txn that writes value to resource under token:
 // first is set when the resource has no maximum yet.
 func (e *Engine) fencedPutTxn(resource string, token int64, value json.RawMessage, lock string, first bool) fencedPut {
-	mkey := e.fenceMaxKey(resource)
+	mkey := e.keys.FenceMax(resource)
 	var t fencedPut
 	if first {
 		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(mkey), "=", 0))
 	} else {
 		// stored < token+1, i.e. stored <= token
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.Value(mkey), "<", padToken(token+1)))
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.Value(mkey), "<", store.PadToken(token+1)))
 	}
 	if lock != "" {
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.ModRevision(e.lockKey(lock)), "=", token))
+		t.cmps = append(t.cmps, clientv3.Compare(clientv3.ModRevision(e.keys.Lock(lock)), "=", token))
 	}
-	t.then = []clientv3.Op{clientv3.OpPut(mkey, padToken(token)), clientv3.OpPut(e.fencedKey(resource), mustJSON(fencedRecord{Token: token, Value: value}))}
+	t.then = []clientv3.Op{clientv3.OpPut(mkey, store.PadToken(token)), clientv3.OpPut(e.keys.Fenced(resource), store.MustJSON(fencedRecord{Token: token, Value: value}))}
 	t.ix.max, t.els = len(t.els), append(t.els, clientv3.OpGet(mkey))
-	t.ix.lock, t.els = len(t.els), append(t.els, clientv3.OpGet(e.lockKey(lock)))
+	t.ix.lock, t.els = len(t.els), append(t.els, clientv3.OpGet(e.keys.Lock(lock)))
 	return t
 }
 
@@ -194,12 +195,12 @@ func fencedRefusal(resp *clientv3.TxnResponse, ix fencedPutIx, resource string, 
 
 // GetFenced returns the value of resource, or ErrNotFound.
 func (e *Engine) GetFenced(ctx context.Context, resource string) (*FencedValue, error) {
-	if err := checkName("resource", resource); err != nil {
+	if err := store.CheckName("resource", resource); err != nil {
 		return nil, err
 	}
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.fencedKey(resource))
+	resp, err := e.cli.Get(octx, e.keys.Fenced(resource))
 	if err != nil {
 		return nil, e.etcdErr(ctx, "read fenced value", err)
 	}

@@ -4,15 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// fenceAuditKey is the audit record of a fence_reset of resource. Lock
-// names cannot hold "~", so no lock's records share the prefix, and the
-// per-lock filters never see these.
-func (e *Engine) fenceAuditKey(resource, id string) string {
-	return e.auditPrefix() + "~fence/" + resource + "/" + id
-}
 
 // ResetFenced removes resource's value and its largest-token record, so
 // the next write with any issued token is accepted: the way back for a
@@ -21,15 +15,15 @@ func (e *Engine) fenceAuditKey(resource, id string) string {
 // reason in detail, actor as owner) in the same txn as the removal. It
 // returns ErrNotFound when resource holds nothing.
 func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string) error {
-	if err := checkName("resource", resource); err != nil {
+	if err := store.CheckName("resource", resource); err != nil {
 		return err
 	}
 	if len(reason) > MaxReasonLen {
 		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	mkey, vkey := e.fenceMaxKey(resource), e.fencedKey(resource)
+	mkey, vkey := e.keys.FenceMax(resource), e.keys.Fenced(resource)
 	ev := Event{
-		Time: nowUTC(), Type: EventFenceReset, Kind: KindFence, Name: resource, Owner: actor,
+		Time: store.NowUTC(), Type: EventFenceReset, Kind: KindFence, Name: resource, Owner: actor,
 		Detail: reason, Credential: credentialOf(ctx),
 	}
 	var found bool
@@ -39,10 +33,10 @@ func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string
 	// also clear a maximum whose value write failed.
 	resp, err := e.cli.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(mkey), ">", 0)).
-		Then(clientv3.OpDelete(mkey), clientv3.OpDelete(vkey), clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev))).
+		Then(clientv3.OpDelete(mkey), clientv3.OpDelete(vkey), clientv3.OpPut(e.keys.FenceAudit(resource, newHoldID()), store.MustJSON(ev))).
 		Else(clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(vkey), ">", 0)},
-			[]clientv3.Op{clientv3.OpDelete(vkey), clientv3.OpPut(e.fenceAuditKey(resource, newHoldID()), mustJSON(ev))},
+			[]clientv3.Op{clientv3.OpDelete(vkey), clientv3.OpPut(e.keys.FenceAudit(resource, newHoldID()), store.MustJSON(ev))},
 			nil)).
 		Commit()
 	if err == nil {

@@ -24,7 +24,7 @@ import (
 //	5  holds write no pending record of their acquire or of an end the
 //	   trail can tell from their lock key's revisions: the history index
 //	   derives those (derive.go); a hold's record says which it is
-//	   (holderRecord.Derived)
+//	   (store.Holder.Derived)
 //
 // A cluster moves to a format only once every node reads it. A node of an
 // older baton misreads format 2: its expiry recorder would take a release
@@ -45,13 +45,11 @@ const newestFormat = 5
 // derivedFormat is the format from which holds are derived (format 5).
 const derivedFormat = 5
 
-func (e *Engine) formatKey() string { return e.cfg.Prefix + "meta/format" }
-
 // loadFormat reads the cluster's storage format into e.format, first
 // raising it to Config.StorageFormat, or, on a keyspace no baton has
 // written yet, to newestFormat.
 func (e *Engine) loadFormat(ctx context.Context) error {
-	key := e.formatKey()
+	key := e.keys.Format()
 	for range maxImmediateRetries {
 		octx, done := e.op(ctx)
 		resp, err := e.cli.Txn(octx).Then(
@@ -59,9 +57,9 @@ func (e *Engine) loadFormat(ctx context.Context) error {
 			// A keyspace some baton wrote has a recorder's cursor or
 			// a history index, or, before either existed, pending
 			// records.
-			clientv3.OpGet(e.recorderKey(), clientv3.WithCountOnly()),
-			clientv3.OpGet(e.historyMetaKey(), clientv3.WithCountOnly()),
-			clientv3.OpGet(e.auditPrefix(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
+			clientv3.OpGet(e.keys.Recorder(), clientv3.WithCountOnly()),
+			clientv3.OpGet(e.keys.HistoryMeta(), clientv3.WithCountOnly()),
+			clientv3.OpGet(e.keys.Audit(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
 		).Commit()
 		done()
 		if err != nil {

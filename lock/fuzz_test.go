@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -122,7 +123,7 @@ func FuzzAcquireValidation(f *testing.F) {
 		f.Add(s.name, s.owner, s.session, s.md, int64(s.ttl), int64(s.wait), int64(s.delay))
 	}
 	cfg := DefaultConfig()
-	e := &Engine{cfg: cfg}
+	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
 	f.Fuzz(func(t *testing.T, name, owner, session, md string, ttl, wait, delay int64) {
 		req := AcquireRequest{
 			Name: name, Owner: owner, Session: session, Metadata: splitMetadata(md),
@@ -163,7 +164,7 @@ func FuzzAcquireValidation(f *testing.F) {
 			if a.session != clientLease(sid) || a.req.Session != strconv.FormatInt(sid, 16) {
 				t.Fatalf("session %q read as lease %x spelt %q", session, a.session, a.req.Session)
 			}
-			if back, ok := parseLeaseHex(a.req.Session); !ok || back != a.session {
+			if back, ok := store.ParseLeaseHex(a.req.Session); !ok || back != a.session {
 				t.Fatalf("session %q: its canonical spelling %q does not read back", session, a.req.Session)
 			}
 		} else if a.req.TTL < cfg.MinTTL || a.req.TTL > cfg.MaxTTL || ttl == 0 && a.req.TTL != cfg.DefaultTTL {
@@ -184,7 +185,7 @@ func FuzzSessionValidation(f *testing.F) {
 		f.Add(s.owner, int64(s.ttl), s.id)
 	}
 	cfg := DefaultConfig()
-	e := &Engine{cfg: cfg}
+	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
 	f.Fuzz(func(t *testing.T, owner string, ttl int64, id string) {
 		// CreateSession checks its owner and TTL so, before any call.
 		if err := checkOwner(owner); (err == nil) != ownerOK(owner) {
@@ -210,14 +211,14 @@ func FuzzSessionValidation(f *testing.F) {
 			t.Fatalf("session %q read as %x, want %x", id, lid, want)
 		}
 		if ok {
-			if back, ok2 := parseLeaseHex(leaseHex(lid)); !ok2 || back != lid {
-				t.Fatalf("lease %x: hex %q reads back as %x, %v", lid, leaseHex(lid), back, ok2)
+			if back, ok2 := store.ParseLeaseHex(store.LeaseHex(lid)); !ok2 || back != lid {
+				t.Fatalf("lease %x: hex %q reads back as %x, %v", lid, store.LeaseHex(lid), back, ok2)
 			}
 		}
 		// And the other way: every positive ID round-trips through hex.
 		if n := int64(uint64(ttl) &^ (1 << 63)); n > 0 {
-			if back, ok := parseLeaseHex(leaseHex(clientLease(n))); !ok || int64(back) != n {
-				t.Fatalf("lease %x does not round-trip through %q", n, leaseHex(clientLease(n)))
+			if back, ok := store.ParseLeaseHex(store.LeaseHex(clientLease(n))); !ok || int64(back) != n {
+				t.Fatalf("lease %x does not round-trip through %q", n, store.LeaseHex(clientLease(n)))
 			}
 		}
 	})
@@ -231,8 +232,8 @@ func isInvalid(err error, field string) bool {
 func clientLease(n int64) clientv3.LeaseID { return clientv3.LeaseID(n) }
 
 // thingName is the name of the thing kept under key name name: the
-// engine takes the key names of every kind (kinds.go).
+// engine takes the key names of every kind (internal/store/kinds.go).
 func thingName(name string) string {
-	_, n := thingOf(name)
+	_, n := store.ThingOf(name)
 	return n
 }

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/testetcd"
 )
 
@@ -47,8 +48,8 @@ func enqueued(t *testing.T, a *acquirer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qkey := e.queuePrefix(a.req.Name) + leaseHex(wlease) + "-test"
-	if _, err := e.cli.Put(ctx, qkey, mustJSON(a.queueEntryRecord(nowUTC())), clientv3.WithLease(wlease)); err != nil {
+	qkey := e.keys.Queue(a.req.Name) + store.LeaseHex(wlease) + "-test"
+	if _, err := e.cli.Put(ctx, qkey, store.MustJSON(a.queueEntryRecord(store.NowUTC())), clientv3.WithLease(wlease)); err != nil {
 		t.Fatal(err)
 	}
 	return qkey
@@ -91,9 +92,9 @@ func TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease(t *testing.T)
 	if err != nil || cur.Token != l.Token || cur.Owner != "leaver" {
 		t.Fatalf("lock after the handover: %+v, %v; leave said %+v", cur, err, l)
 	}
-	pooled := len(e.leases.free[ttlSeconds(a.req.TTL)])
+	pooled := len(e.leases.free[store.TTLSeconds(a.req.TTL)])
 	a.dropLease()
-	if n := len(e.leases.free[ttlSeconds(a.req.TTL)]); n != pooled {
+	if n := len(e.leases.free[store.TTLSeconds(a.req.TTL)]); n != pooled {
 		t.Fatal("the lease holding the handed-over lock went to the pool")
 	}
 	if remaining, err := e.cli.TimeToLive(ctx, a.lease); err != nil || remaining.TTL <= 0 {
@@ -142,8 +143,8 @@ func TestRelease_AHeadThatAsksForNoGrantTakesTheLockItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := waiterRecord{Owner: "old", Since: nowUTC()}
-	if _, err := e.cli.Put(ctx, e.queuePrefix("z")+leaseHex(wlease)+"-old", mustJSON(old), clientv3.WithLease(wlease)); err != nil {
+	old := waiterRecord{Owner: "old", Since: store.NowUTC()}
+	if _, err := e.cli.Put(ctx, e.keys.Queue("z")+store.LeaseHex(wlease)+"-old", store.MustJSON(old), clientv3.WithLease(wlease)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Release(ctx, "z", holder.Token); err != nil {

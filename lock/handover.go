@@ -6,12 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A release hands what it ends to the oldest waiter, in its own txn
 // (endTxn): the holder record its queue entry carries goes into a seat
-// (kinds.go), under the waiter's lease. A lock's or an election's release
+// (internal/store/kinds.go), under the waiter's lease. A lock's or an election's release
 // hands its one seat to the queue's head; a semaphore's the seat it frees.
 // A read/write lock's depends on who ends and who waits (handOverPlan):
 // the writer hands the writer's seat to a writer at the head, or a
@@ -34,23 +35,23 @@ func handOverPlan(name string, head *queueHead) (seat string, ok bool) {
 	if head == nil {
 		return "", false
 	}
-	if k, _ := thingOf(name); k != KindRWLock {
+	if k, _ := store.ThingOf(name); k != KindRWLock {
 		return name, true
 	}
-	thing := thingKey(name)
+	thing := store.ThingKey(name)
 	switch {
 	case head.grant.Mode == ModeWrite:
-		return writerSeat(thing), true
-	case name == writerSeat(thing):
+		return store.WriterSeat(thing), true
+	case name == store.WriterSeat(thing):
 		// The writer held: no reader seat is (seatCmps), so the first is free.
-		return readerSeats(thing) + "0", true
+		return store.ReaderSeats(thing) + "0", true
 	}
 	return "", false // a reader at the head takes its seat beside ours
 }
 
 // seatRecord is the value of a thing's seats key that a grant of hold hr
 // puts: a semaphore's limit (seats.go), nothing for a read/write lock.
-func seatRecord(hr holderRecord) string {
+func seatRecord(hr store.Holder) string {
 	if hr.Limit > 0 {
 		return strconv.Itoa(hr.Limit)
 	}
@@ -73,9 +74,9 @@ func seatRecord(hr holderRecord) string {
 // exists with head.rev, nothing is older, however stale the read. A
 // compare over the queue's prefix would say the same, and etcd would
 // read every entry of the queue in the apply of every handover.
-func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *queueHead) []clientv3.Cmp {
+func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *queueHead) []clientv3.Cmp {
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev)}
-	gkey := e.delayKey(name)
+	gkey := e.keys.Delay(name)
 	if hr.LockDelay > 0 {
 		// The guard was put with the hold, so its ModRevision is token.
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", token))
@@ -83,12 +84,12 @@ func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *q
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
 	}
 	if head.grant.Session != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.sessionKey(head.grant.Session)), ">", 0))
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.keys.Session(head.grant.Session)), ">", 0))
 	}
-	switch kind, _ := thingOf(name); {
+	switch kind, _ := store.ThingOf(name); {
 	case kind == KindSemaphore:
 		// The seat is below the stored limit; the waiter's must be it.
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.seatsKey(name)), "=", strconv.Itoa(head.grant.Limit)))
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.keys.Seats(name)), "=", strconv.Itoa(head.grant.Limit)))
 	case kind == KindRWLock:
 		cmps = append(cmps, e.exclusionCmps(name, head)...)
 	case len(head.grant.Set) > 0:
@@ -103,11 +104,11 @@ func (e *Engine) handOverCmps(name string, token int64, hr holderRecord, head *q
 // ranges, since a txn's compares see the state before it), a reader's
 // only if no reader's seat is.
 func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
-	thing := thingKey(name)
+	thing := store.ThingKey(name)
 	if head.grant.Mode == ModeRead {
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.locksPrefix()+readerSeats(thing)), "=", 0).WithPrefix()}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.Locks()+store.ReaderSeats(thing)), "=", 0).WithPrefix()}
 	}
-	all, own := seatsOf(e.locksPrefix(), thing), e.lockKey(name)
+	all, own := store.SeatsOf(e.keys.Locks(), thing), e.keys.Lock(name)
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(all), "=", 0).WithRange(own),
 		clientv3.Compare(clientv3.CreateRevision(own+"\x00"), "=", 0).WithRange(clientv3.GetPrefixRangeEnd(all)),
@@ -119,40 +120,40 @@ func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 // gone, its acquired event, its lock-delay guard (and an election's term,
 // a thing with seats' seat record); the released seat name's key gone if
 // head does not take it over.
-func (e *Engine) handOverOps(name string, hr holderRecord, at time.Time, head *queueHead, seat string) []clientv3.Op {
-	g := head.grant.begun(at, head.since)
+func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *queueHead, seat string) []clientv3.Op {
+	g := begun(head.grant, at, head.since)
 	if len(g.Set) > 0 {
 		return e.setHandOverOps(name, hr, g, head)
 	}
-	kind, _ := thingOf(name)
+	kind, _ := store.ThingOf(name)
 	if kind == KindElection {
 		g.Term = hr.Term + 1 // the term key is hr's: see termCmp
 	}
-	lease, _ := parseLeaseHex(g.Lease)
+	lease, _ := store.ParseLeaseHex(g.Lease)
 	ops := []clientv3.Op{
-		clientv3.OpPut(e.lockKey(seat), mustJSON(g), clientv3.WithLease(lease)),
+		clientv3.OpPut(e.keys.Lock(seat), store.MustJSON(g), clientv3.WithLease(lease)),
 		clientv3.OpDelete(head.key),
 	}
 	if !g.Derived {
-		ops = append(ops, clientv3.OpPut(e.acquiredKey(seat, g.Hold), mustJSON(g.begunEvent(seat))))
+		ops = append(ops, clientv3.OpPut(e.keys.Acquired(seat, g.Hold), store.MustJSON(g.BegunEvent(seat))))
 	}
 	if g.Session == "" {
 		ops = append(ops, e.leaseMarkOp(lease))
 	}
 	if seat != name {
-		ops = append(ops, clientv3.OpDelete(e.lockKey(name)))
+		ops = append(ops, clientv3.OpDelete(e.keys.Lock(name)))
 	}
 	switch {
 	case g.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(e.delayKey(name), mustJSON(delayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
+		ops = append(ops, clientv3.OpPut(e.keys.Delay(name), store.MustJSON(delayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
 	case hr.LockDelay > 0:
-		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
+		ops = append(ops, clientv3.OpDelete(e.keys.Delay(name)))
 	}
 	switch kind {
 	case KindElection:
-		ops = append(ops, clientv3.OpPut(e.termKey(name), strconv.FormatInt(g.Term, 10)))
+		ops = append(ops, clientv3.OpPut(e.keys.Term(name), strconv.FormatInt(g.Term, 10)))
 	case KindSemaphore, KindRWLock:
-		ops = append(ops, clientv3.OpPut(e.seatsKey(name), seatRecord(g)))
+		ops = append(ops, clientv3.OpPut(e.keys.Seats(name), seatRecord(g)))
 	}
 	// No tally to count: a waiter asks for a grant only when its node
 	// keeps none (see acquirer.queueEntryRecord), and its record says so.
@@ -178,10 +179,10 @@ func (e *Engine) setHeadCmps(name string, head *queueHead) []clientv3.Cmp {
 			continue // handOverCmps's own compares
 		}
 		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(e.lockKey(m)), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(e.delayKey(m)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.keys.Lock(m)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.keys.Delay(m)), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(e.setEntry(name, head, m)), "=", head.rev),
-			clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(m)), ">", head.rev-1).WithPrefix())
+			clientv3.Compare(clientv3.CreateRevision(e.keys.Queue(m)), ">", head.rev-1).WithPrefix())
 	}
 	return cmps
 }
@@ -190,23 +191,23 @@ func (e *Engine) setHeadCmps(name string, head *queueHead) []clientv3.Cmp {
 // each lock's holder record (its member's: memberRecord) under the set's
 // lease, its entry gone, its acquired event; and what becomes of the
 // released hold hr's lock-delay guard.
-func (e *Engine) setHandOverOps(name string, hr holderRecord, g holderRecord, head *queueHead) []clientv3.Op {
-	lease, _ := parseLeaseHex(g.Lease)
+func (e *Engine) setHandOverOps(name string, hr store.Holder, g store.Holder, head *queueHead) []clientv3.Op {
+	lease, _ := store.ParseLeaseHex(g.Lease)
 	var ops []clientv3.Op
 	for i, m := range g.Set {
 		rec := memberRecord(g, i)
 		ops = append(ops,
-			clientv3.OpPut(e.lockKey(m), mustJSON(rec), clientv3.WithLease(lease)),
+			clientv3.OpPut(e.keys.Lock(m), store.MustJSON(rec), clientv3.WithLease(lease)),
 			clientv3.OpDelete(e.setEntry(name, head, m)))
 		if !rec.Derived {
-			ops = append(ops, clientv3.OpPut(e.acquiredKey(m, rec.Hold), mustJSON(rec.begunEvent(m))))
+			ops = append(ops, clientv3.OpPut(e.keys.Acquired(m, rec.Hold), store.MustJSON(rec.BegunEvent(m))))
 		}
 	}
 	if g.Session == "" {
 		ops = append(ops, e.leaseMarkOp(lease))
 	}
 	if hr.LockDelay > 0 {
-		ops = append(ops, clientv3.OpDelete(e.delayKey(name)))
+		ops = append(ops, clientv3.OpDelete(e.keys.Delay(name)))
 	}
 	return ops
 }
@@ -214,7 +215,7 @@ func (e *Engine) setHandOverOps(name string, hr holderRecord, g holderRecord, he
 // setEntry is the entry in the queue of lock m of the set at the head of
 // name's queue: its entries share their key's last element.
 func (e *Engine) setEntry(name string, head *queueHead, m string) string {
-	return e.queuePrefix(m) + strings.TrimPrefix(head.key, e.queuePrefix(name))
+	return e.keys.Queue(m) + strings.TrimPrefix(head.key, e.keys.Queue(name))
 }
 
 // handOverHeads are the heads that the ends of one txn may hand over to:

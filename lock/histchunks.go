@@ -75,7 +75,7 @@ type run struct {
 
 // nameEvents are one index txn's events of one thing.
 type nameEvents struct {
-	prefix string // histNamePrefix of the thing
+	prefix string // Keys.TrailName of the thing
 	events []runEvent
 }
 

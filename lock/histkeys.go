@@ -52,12 +52,6 @@ import (
 // A thing's index keeps its events apart from the revisions they share
 // with others, so that its pages read its events only.
 
-func (e *Engine) histPrefix() string { return e.cfg.Prefix + "trail/" }
-func (e *Engine) histNamePrefix(kind EventKind, name string) string {
-	return e.cfg.Prefix + "trailname/" + string(kind) + "/" + name + "/"
-}
-func (e *Engine) historyMetaKey() string { return e.cfg.Prefix + "meta/history" }
-
 // revKeyLen is the length of revKey's result.
 const revKeyLen = 19
 
@@ -108,14 +102,14 @@ type endRecord struct {
 // Nothing else writes under audit/.
 func (e *Engine) isEventRecord(kv *mvccpb.KeyValue) bool {
 	key := string(kv.Key)
-	return strings.HasPrefix(key, e.auditPrefix()) && (kv.Version == 1 || kv.Version == 2 && strings.HasSuffix(key, "/a"))
+	return strings.HasPrefix(key, e.keys.Audit()) && (kv.Version == 1 || kv.Version == 2 && strings.HasSuffix(key, "/a"))
 }
 
 // endRecordOf parses a watched PUT that records a hold's end: of its end
 // key (storage format 1), or over its acquired record (format 2). Names
 // and holds hold no "/".
 func (e *Engine) endRecordOf(kv *mvccpb.KeyValue) (name, hold string, ok bool) {
-	rest, ok := strings.CutPrefix(string(kv.Key), e.auditPrefix())
+	rest, ok := strings.CutPrefix(string(kv.Key), e.keys.Audit())
 	if !ok {
 		return "", "", false
 	}
@@ -130,7 +124,7 @@ func (e *Engine) endRecordOf(kv *mvccpb.KeyValue) (name, hold string, ok bool) {
 // is false for a key or value that is not one (nothing baton writes).
 func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	key := string(kv.Key)
-	rest, ok := strings.CutPrefix(key, e.auditPrefix())
+	rest, ok := strings.CutPrefix(key, e.keys.Audit())
 	if !ok {
 		return pendingRecord{}, false
 	}
@@ -151,7 +145,7 @@ func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	case parts[2] == "a":
 		p.entry = "0" + parts[1] + "a"
 	case parts[2] == "e":
-		p.entry, p.deletes = "1"+parts[1]+"e", []string{key, e.acquiredKey(parts[0], parts[1])}
+		p.entry, p.deletes = "1"+parts[1]+"e", []string{key, e.keys.Acquired(parts[0], parts[1])}
 	case parts[2] == "d", parts[2] == "p":
 		p.entry, p.deletes = "1"+parts[1]+parts[2], []string{key}
 	default:
@@ -189,7 +183,7 @@ func (e *Engine) pendingOfKey(kv *mvccpb.KeyValue, indexed, through int64) []pen
 
 // histKey is the trail/ key of the events of one revision from p on.
 func (e *Engine) histKey(p pendingRecord) string {
-	return e.histPrefix() + revKey(p.ev.Revision) + "/" + p.entry
+	return e.keys.Trail() + revKey(p.ev.Revision) + "/" + p.entry
 }
 
 // indexedValue is the value of p's trailname/ key, and its part of its

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -148,17 +149,17 @@ func (e *Engine) checkHistory(o *HistoryOptions) (trailSource, error) {
 func (e *Engine) trailOf(lock string, kind EventKind, name string) (trailSource, error) {
 	switch {
 	case lock != "":
-		if err := checkName("lock", lock); err != nil {
+		if err := store.CheckName("lock", lock); err != nil {
 			return trailSource{}, err
 		}
-		return trailSource{prefix: e.histNamePrefix(KindLock, lock), byName: true}, nil
+		return trailSource{prefix: e.keys.TrailName(KindLock, lock), byName: true}, nil
 	case kind != "" && name != "":
-		if err := checkName("name", name); err != nil {
+		if err := store.CheckName("name", name); err != nil {
 			return trailSource{}, err
 		}
-		return trailSource{prefix: e.histNamePrefix(kind, name), byName: true}, nil
+		return trailSource{prefix: e.keys.TrailName(kind, name), byName: true}, nil
 	}
-	return trailSource{prefix: e.histPrefix()}, nil
+	return trailSource{prefix: e.keys.Trail()}, nil
 }
 
 // trailSource is an index of the trail: trail/ itself, or one thing's
@@ -358,13 +359,13 @@ func (e *Engine) scanTrail(ctx context.Context, src trailSource, before int64, b
 // filter. The audit trail holds records of locks only (their kind is
 // derived), so a filter on another kind keeps its name for keep to apply.
 func lockOfName(kind EventKind, name, lock string) (string, error) {
-	if err := checkKind(kind); err != nil {
+	if err := store.CheckKind(kind); err != nil {
 		return "", err
 	}
 	if name == "" || kind != "" && kind != KindLock {
 		return lock, nil
 	}
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return "", err
 	}
 	if lock != "" && lock != name {
@@ -382,7 +383,7 @@ func decodeEvent(kv *mvccpb.KeyValue) (Event, bool) {
 	if ev.Kind == "" {
 		ev.Kind, ev.Name = KindLock, ev.Lock
 	}
-	if beginsHold(ev.Type) {
+	if store.BeginsHold(ev.Type) {
 		// Written in the acquire txn, before the token existed: the
 		// record's own revision is the token.
 		ev.Token = kv.CreateRevision

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -21,8 +22,8 @@ import (
 func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, error) {
 	e := x.e
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.compactionNoteKey()), clientv3.OpGet(e.formatKey()),
-		clientv3.OpGet(e.historyMetaKey()), clientv3.OpGet(e.recorderKey())).Commit()
+	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.CompactionNote()), clientv3.OpGet(e.keys.Format()),
+		clientv3.OpGet(e.keys.HistoryMeta()), clientv3.OpGet(e.keys.Recorder())).Commit()
 	done()
 	if err != nil {
 		return 0, e.etcdErr(ctx, "read compaction note", err)
@@ -53,7 +54,7 @@ func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, 
 	var ops []clientv3.Op
 	if from <= compactRev {
 		gap = pendingRecord{entry: gapEntry, derived: true, ev: Event{
-			Revision: compactRev, Time: nowUTC(), Type: EventGap,
+			Revision: compactRev, Time: store.NowUTC(), Type: EventGap,
 			FromRevision: from, ToRevision: compactRev, Reason: gapReason(note, from),
 		}}
 		var bucket clientv3.LeaseID
@@ -131,10 +132,10 @@ func (x *historyIndex) backfill(ctx context.Context) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	had := x.meta.Events
-	end := clientv3.GetPrefixRangeEnd(e.auditPrefix())
+	end := clientv3.GetPrefixRangeEnd(e.keys.Audit())
 	for {
 		bf := *x.meta.Backfill
-		start := e.auditPrefix()
+		start := e.keys.Audit()
 		if bf.After != "" {
 			start = bf.After + "\x00"
 		}

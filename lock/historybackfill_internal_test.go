@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/testetcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -19,10 +20,10 @@ func TestBackfill_FindsTheAcquireThatAnEndWasWrittenOver(t *testing.T) {
 	cli := m.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	keys := &Engine{cfg: DefaultConfig(), format: 2} // keys and writes as a format 2 node makes them
+	keys := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}, format: 2} // keys and writes as a format 2 node makes them
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	queued := at.Add(-time.Second)
-	holds := map[string]holderRecord{
+	holds := map[string]store.Holder{
 		"h0": {Owner: "o0", Hold: "h0", AcquiredAt: at},
 		"h1": {Owner: "o1", Hold: "h1", AcquiredAt: at.Add(time.Second), QueuedAt: &queued},
 		"h2": {Owner: "o2", Hold: "h2", AcquiredAt: at.Add(2 * time.Second)},
@@ -36,18 +37,18 @@ func TestBackfill_FindsTheAcquireThatAnEndWasWrittenOver(t *testing.T) {
 		return resp.Header.Revision
 	}
 	acquire := func(hold string) int64 {
-		return put(keys.acquiredKey("l", hold), mustJSON(holds[hold].begunEvent("l")))
+		return put(keys.keys.Acquired("l", hold), store.MustJSON(holds[hold].BegunEvent("l")))
 	}
 	end := func(hold string, token int64) int64 {
 		hr := holds[hold]
-		ev := hr.event("l", EventReleased, hr.AcquiredAt.Add(time.Minute))
+		ev := hr.Event("l", EventReleased, hr.AcquiredAt.Add(time.Minute))
 		ev.Token = token
 		ops, _ := keys.holdEnd("l", token, hr, ev)
 		op := ops[0]
 		if _, err := cli.Do(ctx, op); err != nil {
 			t.Fatal(err)
 		}
-		resp, err := cli.Get(ctx, keys.acquiredKey("l", hold))
+		resp, err := cli.Get(ctx, keys.keys.Acquired("l", hold))
 		if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Version != 2 {
 			t.Fatalf("the end of %s: %v, %v; want it over the acquired record", hold, resp, err)
 		}
@@ -58,8 +59,8 @@ func TestBackfill_FindsTheAcquireThatAnEndWasWrittenOver(t *testing.T) {
 	e0 := end("h0", a0)
 	e1 := end("h1", a1)
 	a2 := acquire("h2") // still held
-	put(keys.historyMetaKey(), mustJSON(historyMeta{Indexed: a0, Backfill: &historyBackfill{Through: a2}}))
-	put(keys.formatKey(), "2")
+	put(keys.keys.HistoryMeta(), store.MustJSON(historyMeta{Indexed: a0, Backfill: &historyBackfill{Through: a2}}))
+	put(keys.keys.Format(), "2")
 	e, err := New(ctx, cli, keys.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +87,11 @@ func TestBackfill_FindsTheAcquireThatAnEndWasWrittenOver(t *testing.T) {
 	if q := evs[3].QueuedAt; q == nil || !q.Equal(queued) || !evs[3].Time.Equal(holds["h1"].AcquiredAt) {
 		t.Fatalf("h1's acquire, found in its end: %+v, want its time and queued_at", evs[3])
 	}
-	left, err := cli.Get(ctx, keys.auditPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	left, err := cli.Get(ctx, keys.keys.Audit(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left.Kvs) != 1 || string(left.Kvs[0].Key) != keys.acquiredKey("l", "h2") {
+	if len(left.Kvs) != 1 || string(left.Kvs[0].Key) != keys.keys.Acquired("l", "h2") {
 		t.Fatalf("pending records left: %v, want only the open hold's", left.Kvs)
 	}
 }

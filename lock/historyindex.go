@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -50,7 +51,7 @@ type historyIndex struct {
 	// flush cuts the writer's wait for more events short (flushNow).
 	flush chan struct{}
 	// runs are the things' events being folded into chunks
-	// (histchunks.go), by histNamePrefix; runBytes their values' size.
+	// (histchunks.go), by Keys.TrailName; runBytes their values' size.
 	// Guarded by mu.
 	runs     map[string]*run
 	runBytes int
@@ -193,7 +194,7 @@ func (x *historyIndex) serve(stop context.Context) error {
 	q := make(chan watched, indexQueue)
 	key, end := x.e.revisionsRange()
 	f := x.e.newFeed("history", key, x.meta.Indexed+1, func(ctx context.Context, wr clientv3.WatchResponse) error {
-		w := watched{recs: x.e.revisionEvents(wr, nowUTC()), through: watchedThrough(wr), change: x.e.lastChange(wr)}
+		w := watched{recs: x.e.revisionEvents(wr, store.NowUTC()), through: watchedThrough(wr), change: x.e.lastChange(wr)}
 		if len(w.recs) == 0 && w.through == 0 {
 			return nil
 		}
@@ -324,7 +325,7 @@ func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
 func (x *historyIndex) load(ctx context.Context) error {
 	e := x.e
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, e.historyMetaKey())
+	resp, err := e.cli.Get(octx, e.keys.HistoryMeta())
 	done()
 	if err != nil {
 		return e.etcdErr(ctx, "read history meta", err)
@@ -351,8 +352,8 @@ func (x *historyIndex) load(ctx context.Context) error {
 // it since metaRev. The caller holds mu.
 func (x *historyIndex) commit(ctx context.Context, m historyMeta, ops []clientv3.Op) error {
 	e := x.e
-	key := e.historyMetaKey()
-	ops = append(ops, clientv3.OpPut(key, mustJSON(m)))
+	key := e.keys.HistoryMeta()
+	ops = append(ops, clientv3.OpPut(key, store.MustJSON(m)))
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", x.metaRev)).Then(ops...).Commit()
@@ -427,13 +428,13 @@ func (x *historyIndex) index(ctx context.Context, recs []pendingRecord) error {
 	return x.trimCount(ctx)
 }
 
-// thingsAt are the things (histNamePrefix) with events of revision rev in
+// thingsAt are the things (Keys.TrailName) with events of revision rev in
 // recs[from:to].
 func (x *historyIndex) thingsAt(recs []pendingRecord, from, to int, rev int64) map[string]bool {
 	var out map[string]bool
 	for _, p := range recs[from:to] {
 		if p.ev.Revision == rev {
-			mapSet(&out, x.e.histNamePrefix(p.ev.Kind, p.ev.Name))
+			mapSet(&out, x.e.keys.TrailName(p.ev.Kind, p.ev.Name))
 		}
 	}
 	return out
@@ -529,7 +530,7 @@ func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, s
 		if p.ev.Type == EventGap {
 			continue // about no thing: in trail/ only
 		}
-		prefix := x.e.histNamePrefix(p.ev.Kind, p.ev.Name)
+		prefix := x.e.keys.TrailName(p.ev.Kind, p.ev.Name)
 		j, ok := thing[prefix]
 		if !ok {
 			j, thing[prefix] = len(things), len(things)

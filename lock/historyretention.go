@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -42,7 +43,7 @@ func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clien
 	ttl := e.cfg.HistoryRetention + width
 	var resp *clientv3.LeaseGrantResponse
 	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.cli.Grant(octx, ttlSeconds(ttl))
+		resp, err = e.cli.Grant(octx, store.TTLSeconds(ttl))
 		return err
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func (e *Engine) awaitIndexed(ctx context.Context) (int64, error) {
 // no index yet, 1: the first backfill ends at a revision of at least 1.
 func (e *Engine) readIndexed(ctx context.Context) (indexed, backlog, rev int64, err error) {
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Get(octx, e.historyMetaKey())
+	resp, err := e.cli.Get(octx, e.keys.HistoryMeta())
 	done()
 	if err != nil {
 		return 0, 0, 0, e.etcdErr(ctx, "read history index", err)

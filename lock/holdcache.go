@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -53,7 +54,7 @@ type holdCache struct {
 
 type cachedHold struct {
 	token int64
-	hr    holderRecord
+	hr    store.Holder
 	seat  string // the key name the hold is kept under
 	// next is the queue entry that was behind the hold's own when a
 	// release handed it the lock (Engine.keepHandedOver), with the ones
@@ -62,12 +63,12 @@ type cachedHold struct {
 }
 
 // holdCacheKey is the cache's key of the hold token kept under key name
-// seat: the name, or for a thing with seats (kinds.go) its key name and
+// seat: the name, or for a thing with seats (internal/store/kinds.go) its key name and
 // the token, so that a release, which names the thing and the token,
 // finds the seat.
 func holdCacheKey(seat string, token int64) string {
-	if hasSeats(seat) {
-		return thingKey(seat) + "\x00" + strconv.FormatInt(token, 10)
+	if store.HasSeats(seat) {
+		return store.ThingKey(seat) + "\x00" + strconv.FormatInt(token, 10)
 	}
 	return seat
 }
@@ -75,14 +76,14 @@ func holdCacheKey(seat string, token int64) string {
 // put remembers hr as the record of the hold token kept under seat. The
 // end of a hold does not use its metadata or value, which may be
 // kilobytes: they are not kept.
-func (c *holdCache) put(seat string, token int64, hr holderRecord) {
+func (c *holdCache) put(seat string, token int64, hr store.Holder) {
 	c.putBehind(seat, token, hr, nil)
 }
 
 // putBehind is put for a hold handed over by a release, with the queue
 // entry that was behind it, whose record (metadata and all) the next
 // handover puts.
-func (c *holdCache) putBehind(seat string, token int64, hr holderRecord, next *queueHead) {
+func (c *holdCache) putBehind(seat string, token int64, hr store.Holder, next *queueHead) {
 	hr.Metadata, hr.Value = nil, nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -108,7 +109,7 @@ func (c *holdCache) take(name string, token int64) (h cachedHold, contended, ok 
 	if !ok || h.token != token {
 		return cachedHold{}, false, false
 	}
-	at, seen := c.contended[thingKey(name)]
+	at, seen := c.contended[store.ThingKey(name)]
 	return h, seen && time.Since(at) < contendedFor, true
 }
 
@@ -120,7 +121,7 @@ func (c *holdCache) sawWaiter(name string) {
 	if c.contended == nil || len(c.contended) >= holdCacheSize {
 		c.contended = make(map[string]time.Time)
 	}
-	c.contended[thingKey(name)] = time.Now()
+	c.contended[store.ThingKey(name)] = time.Now()
 }
 
 // releaseKnown releases the hold token of name, whose holder record hr
@@ -128,13 +129,13 @@ func (c *holdCache) sawWaiter(name string) {
 // name and nobody waits for it. ended is false when the txn found either
 // not so; the release then goes the way of a release without the record,
 // which reads the hold and the queue's head first.
-func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr holderRecord) (ended bool, err error) {
-	ev := hr.endEvent(ctx, name, token, EventReleased, "")
+func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
+	ev := endEvent(hr, ctx, name, token, EventReleased, "")
 	t := e.endTxn(name, token, hr, ev, nil, 0)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
 	// grant must get it from this txn (handOverOps), and one that did not
 	// takes the lock once it sees the key go.
-	cmps := append(t.cmps, clientv3.Compare(clientv3.CreateRevision(e.queuePrefix(name)), "=", 0).WithPrefix())
+	cmps := append(t.cmps, clientv3.Compare(clientv3.CreateRevision(e.keys.Queue(name)), "=", 0).WithPrefix())
 	var resp *clientv3.TxnResponse
 	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.batch.Txn(octx, cmps, t.then, nil)

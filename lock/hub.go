@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/watchfeed"
 )
 
@@ -84,7 +85,7 @@ func (h *hub) dispatch(_ context.Context, wr clientv3.WatchResponse) error {
 	h.remember(wr.Events)
 	if h.events {
 		if len(h.streams) > 0 {
-			h.stream(h.e.revisionEvents(wr, nowUTC()), h.streams)
+			h.stream(h.e.revisionEvents(wr, store.NowUTC()), h.streams)
 		}
 		h.lastEvent = max(h.lastEvent, h.e.lastEventIn(wr.Events))
 	}
@@ -207,7 +208,7 @@ type keyWatch struct {
 
 // watchKey registers for the changes of key after revision after, the
 // revision at which the caller read what it waits on; a key that ends in
-// the seat separator (seatsOf) registers for every seat of its thing.
+// the seat separator (store.SeatsOf) registers for every seat of its thing.
 // Changes already dispatched after that revision are handed to the
 // registration at once, from recent. missed reports that recent no longer reaches back to
 // after: the caller must then read the key with a linearizable read to
@@ -264,7 +265,7 @@ func (h *hub) watchKeys(keys []string, after int64) (kw *keyWatch, missed bool) 
 	for _, ev := range h.recent[i:] {
 		k := string(ev.Kv.Key)
 		if slices.ContainsFunc(keys, func(key string) bool {
-			return k == key || strings.HasSuffix(key, string(seatSep)) && strings.HasPrefix(k, key)
+			return k == key || strings.HasSuffix(key, string(store.SeatSep)) && strings.HasPrefix(k, key)
 		}) {
 			kw.push(ev)
 		}
@@ -273,10 +274,10 @@ func (h *hub) watchKeys(keys []string, after int64) (kw *keyWatch, missed bool) 
 }
 
 // seatGroup is the registration key that stands for every seat of the
-// thing whose seat key is key (seatsOf): a waiter registered under it
+// thing whose seat key is key (store.SeatsOf): a waiter registered under it
 // hears of every seat's changes. ok is false for a key that is no seat.
 func seatGroup(key string) (string, bool) {
-	i := strings.LastIndexByte(key, seatSep)
+	i := strings.LastIndexByte(key, store.SeatSep)
 	if i < 0 {
 		return "", false
 	}
@@ -376,7 +377,7 @@ func (h *hub) watchStream(f eventFilter, since int64, ch chan Event) (*streamWat
 		i := sort.Search(len(h.recent), func(i int) bool { return h.recent[i].Kv.ModRevision > since })
 		if len(h.recent)-i <= cap(ch)/2 {
 			sw.after = since
-			recs := h.e.revisionEvents(clientv3.WatchResponse{Events: h.recent[i:]}, nowUTC())
+			recs := h.e.revisionEvents(clientv3.WatchResponse{Events: h.recent[i:]}, store.NowUTC())
 			h.stream(recs, map[*streamWatch]struct{}{sw: {}})
 			sw.after = h.rev
 			return sw, since

@@ -69,7 +69,7 @@ func (e *Engine) pollLeader(rl *remoteLeader) {
 		var resp *clientv3.GetResponse
 		err := ErrUnavailable
 		if !e.memberStopped() { // a serializable read of a stopped member panics
-			resp, err = e.cli.Get(clientv3.WithRequireLeader(ctx), e.recorderKey(),
+			resp, err = e.cli.Get(clientv3.WithRequireLeader(ctx), e.keys.Recorder(),
 				clientv3.WithSerializable(), clientv3.WithCountOnly())
 		}
 		cancel()

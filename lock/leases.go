@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -72,7 +73,7 @@ func (w *waiterLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, <-c
 	}
 	var resp *clientv3.LeaseGrantResponse
 	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.cli.Grant(octx, ttlSeconds(e.cfg.WaiterTTL))
+		resp, err = e.cli.Grant(octx, store.TTLSeconds(e.cfg.WaiterTTL))
 		return err
 	})
 	if err != nil {
@@ -123,7 +124,7 @@ func (w *waiterLease) close(e *Engine) {
 	ctx, done := e.cleanupCtx()
 	defer done()
 	if _, err := e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
-		e.log.Warn("revoke waiter lease", "lease", leaseHex(id), "err", err)
+		e.log.Warn("revoke waiter lease", "lease", store.LeaseHex(id), "err", err)
 	}
 }
 
@@ -225,7 +226,7 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 	a.dropLease()
 	// etcd raises a TTL below its floor: pooled leases carry the granted
 	// TTL, so only one asked for with the same TTL is taken.
-	want := ttlSeconds(a.req.TTL)
+	want := store.TTLSeconds(a.req.TTL)
 	if id, at := a.e.leases.take(ctx, a.e, want); id != 0 {
 		a.lease, a.leaseTTL, a.grantedAt = id, want, at
 		return nil
@@ -338,7 +339,7 @@ func (a *acquirer) dropLease() {
 		// answer's way: with etcd in trouble it may take its whole
 		// bound, and if it fails the lease, kept alive by nobody, ends
 		// by itself.
-		go a.e.revokeLease(leaseHex(id))
+		go a.e.revokeLease(store.LeaseHex(id))
 		return
 	}
 	if a.e.leases.put(id, a.leaseTTL) {
@@ -351,6 +352,6 @@ func (a *acquirer) dropLease() {
 		return err
 	})
 	if err != nil && !isLeaseNotFound(err) {
-		a.e.log.Warn("revoke unused lease", "lease", leaseHex(id), "err", err)
+		a.e.log.Warn("revoke unused lease", "lease", store.LeaseHex(id), "err", err)
 	}
 }

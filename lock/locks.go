@@ -6,20 +6,21 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Get returns the current holder of name, or ErrNotHeld.
 func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	// The guard comes in the same read: a free lock under lock-delay
 	// answers a *DelayedError (still ErrNotHeld).
 	const lockAt, guardAt = 0, 1
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.lockKey(name)), clientv3.OpGet(e.delayKey(name))).Commit()
+	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.Lock(name)), clientv3.OpGet(e.keys.Delay(name))).Commit()
 	done()
 	if err != nil {
 		return nil, e.etcdErr(ctx, "get lock", err)
@@ -39,7 +40,7 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 func (e *Engine) getLock(ctx context.Context, name string, opts ...clientv3.OpOption) (*mvccpb.KeyValue, error) {
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.lockKey(name), opts...)
+	resp, err := e.cli.Get(octx, e.keys.Lock(name), opts...)
 	if err != nil {
 		return nil, e.etcdErr(ctx, "get lock", err)
 	}
@@ -50,18 +51,18 @@ func (e *Engine) getLock(ctx context.Context, name string, opts ...clientv3.OpOp
 }
 
 // heldWith returns the holder record of name if token holds it.
-func (e *Engine) heldWith(ctx context.Context, name string, token int64) (holderRecord, error) {
+func (e *Engine) heldWith(ctx context.Context, name string, token int64) (store.Holder, error) {
 	if token <= 0 {
-		return holderRecord{}, invalid("token", "must be a positive fencing token")
+		return store.Holder{}, invalid("token", "must be a positive fencing token")
 	}
 	kv, err := e.getLock(ctx, name)
 	if err != nil {
-		return holderRecord{}, err
+		return store.Holder{}, err
 	}
 	if kv.ModRevision != token {
-		return holderRecord{}, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
+		return store.Holder{}, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
 	}
-	return decodeHolder(kv)
+	return store.DecodeHolder(kv)
 }
 
 // ListOptions selects locks for List.
@@ -110,14 +111,14 @@ func (e *Engine) List(ctx context.Context, o ListOptions) ([]*Lock, string, erro
 	return e.list(ctx, KindLock, o)
 }
 
-// list is List of the holds of the things of kind k (see kindRange).
+// list is List of the holds of the things of kind k (see store.KindRange).
 func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock, string, error) {
 	if err := checkListOptions(&o); err != nil {
 		return nil, "", err
 	}
-	start, end := kindRange(e.locksPrefix(), k, o.Prefix)
+	start, end := store.KindRange(e.keys.Locks(), k, o.Prefix)
 	if o.After != "" {
-		if after := e.locksPrefix() + keyName(k, o.After) + "\x00"; after > start {
+		if after := e.keys.Locks() + store.KeyName(k, o.After) + "\x00"; after > start {
 			start = after
 		}
 	}
@@ -130,7 +131,7 @@ func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock,
 	kvs, next := resp.Kvs, ""
 	if len(kvs) > o.Limit {
 		kvs = kvs[:o.Limit]
-		_, next = thingOf(string(kvs[len(kvs)-1].Key[len(e.locksPrefix()):]))
+		_, next = store.ThingOf(string(kvs[len(kvs)-1].Key[len(e.keys.Locks()):]))
 	}
 	// Sessions share leases: ask etcd once per lease, not once per lock.
 	expiry := map[string]leaseTimes{}
@@ -167,7 +168,7 @@ func checkListOptions(o *ListOptions) error {
 // It returns ErrNotHeld or ErrTokenMismatch when token no longer holds it,
 // and ErrNotOwner when ctx's caller may not act on the hold (see Caller).
 func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	l, err := e.renew(ctx, name, token)
@@ -177,7 +178,7 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, er
 	return l, nil
 }
 
-// renew is Renew of the thing kept under key name (keyName).
+// renew is Renew of the thing kept under key name (store.KeyName).
 func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, err error) {
 	defer func() {
 		if err != nil {
@@ -203,7 +204,7 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 	if _, err := e.heldWith(ctx, name, token); err != nil {
 		return nil, err
 	}
-	l = hr.toLock(name, token)
+	l = toLock(hr, name, token)
 	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
 	return l, nil
 }
@@ -211,7 +212,7 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 // keepAlive renews the lease lease, and returns its TTL as etcd granted it
 // and when the renewal began. ErrNotHeld says the lease is gone.
 func (e *Engine) keepAlive(ctx context.Context, lease string) (ttl time.Duration, start time.Time, err error) {
-	id, _ := parseLeaseHex(lease)
+	id, _ := store.ParseLeaseHex(lease)
 	var ka *clientv3.LeaseKeepAliveResponse
 	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
@@ -244,12 +245,12 @@ type Waiter struct {
 // Waiters returns the queue of name in grant order: its first
 // MaxListLimit waiters, when Config.MaxWaitersPerLock allows more.
 func (e *Engine) Waiters(ctx context.Context, name string) ([]Waiter, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.queuePrefix(name), clientv3.WithPrefix(),
+	resp, err := e.cli.Get(octx, e.keys.Queue(name), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit))
 	if err != nil {
 		return nil, e.etcdErr(ctx, "list waiters", err)
@@ -286,10 +287,10 @@ type Stats struct {
 
 // Stats counts locks, waiters and sessions with count-only range reads.
 func (e *Engine) Stats(ctx context.Context) (Stats, error) {
-	locksFrom, locksTo := kindRange(e.locksPrefix(), KindLock, "")
-	electionsFrom, electionsTo := kindRange(e.locksPrefix(), KindElection, "")
-	permitsFrom, permitsTo := kindRange(e.locksPrefix(), KindSemaphore, "")
-	rwFrom, rwTo := kindRange(e.locksPrefix(), KindRWLock, "")
+	locksFrom, locksTo := store.KindRange(e.keys.Locks(), KindLock, "")
+	electionsFrom, electionsTo := store.KindRange(e.keys.Locks(), KindElection, "")
+	permitsFrom, permitsTo := store.KindRange(e.keys.Locks(), KindSemaphore, "")
+	rwFrom, rwTo := store.KindRange(e.keys.Locks(), KindRWLock, "")
 	octx, done := e.op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).Then(
@@ -317,18 +318,18 @@ type leaseTimes struct {
 
 // decodeLock renders a lock key with its expiry looked up in etcd.
 func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]leaseTimes) (*Lock, error) {
-	hr, err := decodeHolder(kv)
+	hr, err := store.DecodeHolder(kv)
 	if err != nil {
 		return nil, err
 	}
-	name := string(kv.Key[len(e.locksPrefix()):])
-	l := hr.toLock(name, kv.ModRevision)
+	name := string(kv.Key[len(e.keys.Locks()):])
+	l := toLock(hr, name, kv.ModRevision)
 	if t, ok := expiry[hr.Lease]; ok {
 		l.ExpiresAt = t.at
 		if l.TTL == 0 {
 			l.TTL = t.granted
 		}
-	} else if id, ok := parseLeaseHex(hr.Lease); ok {
+	} else if id, ok := store.ParseLeaseHex(hr.Lease); ok {
 		e.fillLease(ctx, l, id)
 		if expiry != nil {
 			expiry[hr.Lease] = leaseTimes{at: l.ExpiresAt, granted: l.TTL}

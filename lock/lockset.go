@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,7 +24,7 @@ import (
 // ordinary lock: its holder record, its own hold ID (made of the set's:
 // memberRecord), its own acquired and end events, its queue. The members
 // share one lease (or session), and their records name the whole set
-// (holderRecord.Set).
+// (store.Holder.Set).
 //
 // A set that waits joins every member's queue in the txn of its first
 // attempt: its entries share that txn's revision. Single locks and sets
@@ -69,7 +70,7 @@ func checkNames(names []string) error {
 	}
 	seen := make(map[string]int, len(names))
 	for i, n := range names {
-		if err := checkName("names["+strconv.Itoa(i)+"]", n); err != nil {
+		if err := store.CheckName("names["+strconv.Itoa(i)+"]", n); err != nil {
 			return invalid("names", "%v", err)
 		}
 		if j, ok := seen[n]; ok {
@@ -153,11 +154,11 @@ type memberIx struct {
 // the entry's put or delete), in one txn, so that every member is granted
 // at one revision or none is. queueKey is our entry in the first
 // member's queue; the others share its key's last element.
-func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now time.Time) acquireTxn {
+func (a *acquirer) setTxn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
 	e := a.e
 	var t acquireTxn
 	t.ix.members = make([]memberIx, len(a.members))
-	leaseID, _ := parseLeaseHex(rec.Lease)
+	leaseID, _ := store.ParseLeaseHex(rec.Lease)
 	entries, value := a.entryKeys(queueKey), ""
 	if q := a.enqueue; queueKey == "" && q != nil {
 		entries, value = a.entryKeys(q.key), a.entryValue(now)
@@ -166,12 +167,12 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now
 		t.then = append(t.then, e.leaseMarkOp(leaseID))
 	}
 	for i, m := range a.members {
-		lkey, gkey, qpfx := e.lockKey(m), e.delayKey(m), e.queuePrefix(m)
+		lkey, gkey, qpfx := e.keys.Lock(m), e.keys.Delay(m), e.keys.Queue(m)
 		mrec := memberRecord(rec, i)
 		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), a.guardCmp(m))
-		t.then = append(t.then, clientv3.OpPut(lkey, mustJSON(mrec), clientv3.WithLease(leaseID)))
+		t.then = append(t.then, clientv3.OpPut(lkey, store.MustJSON(mrec), clientv3.WithLease(leaseID)))
 		if !mrec.Derived {
-			t.then = append(t.then, clientv3.OpPut(e.acquiredKey(m, mrec.Hold), mustJSON(mrec.begunEvent(m))))
+			t.then = append(t.then, clientv3.OpPut(e.keys.Acquired(m, mrec.Hold), store.MustJSON(mrec.BegunEvent(m))))
 		}
 		if a.guardRevs[m] != 0 {
 			t.then = append(t.then, clientv3.OpDelete(gkey)) // a spent guard
@@ -202,7 +203,7 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec holderRecord, now
 // rec is: each member is a hold of its own, with an ID of its own (its
 // audit records' keys and its trail entries are named by it), made of
 // the set's.
-func memberRecord(rec holderRecord, i int) holderRecord {
+func memberRecord(rec store.Holder, i int) store.Holder {
 	rec.Hold = memberHold(rec.Hold, i)
 	return rec
 }
@@ -236,7 +237,7 @@ func (a *acquirer) setSessionOps(t *acquireTxn) {
 	if a.session == 0 {
 		return
 	}
-	skey := e.sessionKey(a.req.Session)
+	skey := e.keys.Session(a.req.Session)
 	if a.sessionRev != 0 {
 		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
 	} else {
@@ -244,7 +245,7 @@ func (a *acquirer) setSessionOps(t *acquireTxn) {
 	}
 	if e.cfg.MaxLocksPerSession > 0 {
 		for i := range a.members {
-			t.then = append(t.then, clientv3.OpPut(e.tallyShard(a.req.Session, "acquired", i), "", clientv3.WithLease(a.session)))
+			t.then = append(t.then, clientv3.OpPut(e.keys.TallyShard(a.req.Session, "acquired", i), "", clientv3.WithLease(a.session)))
 		}
 		t.then, won.acquired, won.released = a.tallyReads(t.then)
 	}
@@ -255,7 +256,7 @@ func (a *acquirer) setSessionOps(t *acquireTxn) {
 // guardCmp is a member's lock-delay compare: no guard, or the spent one
 // the last attempt read (guardRevs), which the grant deletes.
 func (a *acquirer) guardCmp(m string) clientv3.Cmp {
-	gkey := a.e.delayKey(m)
+	gkey := a.e.keys.Delay(m)
 	if rev := a.guardRevs[m]; rev != 0 {
 		return clientv3.Compare(clientv3.ModRevision(gkey), "=", rev)
 	}
@@ -271,10 +272,10 @@ func (a *acquirer) entryKeys(qkey string) []string {
 	if a.members == nil {
 		return []string{qkey}
 	}
-	id := strings.TrimPrefix(qkey, a.e.queuePrefix(a.members[0]))
+	id := strings.TrimPrefix(qkey, a.e.keys.Queue(a.members[0]))
 	keys := make([]string, len(a.members))
 	for i, m := range a.members {
-		keys[i] = a.e.queuePrefix(m) + id
+		keys[i] = a.e.keys.Queue(m) + id
 	}
 	return keys
 }
@@ -286,13 +287,13 @@ func (a *acquirer) holderReads() []clientv3.Op {
 	case a.members != nil:
 		ops := make([]clientv3.Op, len(a.members))
 		for i, m := range a.members {
-			ops[i] = clientv3.OpGet(a.e.lockKey(m))
+			ops[i] = clientv3.OpGet(a.e.keys.Lock(m))
 		}
 		return ops
 	case a.grouped():
-		return []clientv3.Op{clientv3.OpGet(seatsOf(a.e.locksPrefix(), a.req.Name), clientv3.WithPrefix())}
+		return []clientv3.Op{clientv3.OpGet(store.SeatsOf(a.e.keys.Locks(), a.req.Name), clientv3.WithPrefix())}
 	}
-	return []clientv3.Op{clientv3.OpGet(a.e.lockKey(a.req.Name))}
+	return []clientv3.Op{clientv3.OpGet(a.e.keys.Lock(a.req.Name))}
 }
 
 // analyseSet reads a lock set's failed acquire txn: what stands in the
@@ -329,7 +330,7 @@ func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, i
 		}
 		if kvs := rs[mi.lock].GetResponseRange().Kvs; len(kvs) > 0 {
 			kv := kvs[0]
-			hr, err := decodeHolder(kv)
+			hr, err := store.DecodeHolder(kv)
 			if err != nil {
 				return attemptResult{}, err
 			}
@@ -338,13 +339,13 @@ func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, i
 					return attemptResult{outcome: won, lock: l}, nil
 				}
 			}
-			holder := hr.toLock(m, kv.ModRevision)
+			holder := toLock(hr, m, kv.ModRevision)
 			if a.session != 0 && hr.Session == a.req.Session && sameSet(hr.Set, a.members) {
 				own++
 				r.lock = holder
 			}
 			a.lastHolders, a.lastHolderLeases = append(a.lastHolders, holder), append(a.lastHolderLeases, hr.Lease)
-			r.keys = append(r.keys, cmp.Or(pred, a.e.lockKey(m)))
+			r.keys = append(r.keys, cmp.Or(pred, a.e.keys.Lock(m)))
 			continue
 		}
 		if until, cause, ok, err := a.memberGuard(rangeAt(rs, mi.guard), m); err != nil {
@@ -354,7 +355,7 @@ func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, i
 			if r.retryAt.IsZero() || until.Before(r.retryAt) {
 				r.retryAt, r.delayCause = until, cause
 			}
-			r.keys = append(r.keys, a.e.delayKey(m))
+			r.keys = append(r.keys, a.e.keys.Delay(m))
 			continue
 		}
 		if pred != "" || queued > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -72,7 +73,7 @@ func (e *Engine) renewSet(ctx context.Context, names []string, token int64) (*Lo
 	if err != nil {
 		return nil, err
 	}
-	l := hr.toLock(names[0], token)
+	l := toLock(hr, names[0], token)
 	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
 	return setOf(names, l), nil
 }
@@ -150,7 +151,7 @@ func (e *Engine) readSet(ctx context.Context, names []string, token int64, withH
 			case kv.ModRevision != token:
 				h.lost, h.other = append(h.lost, names[i]), kv.ModRevision
 			default:
-				hr, err := decodeHolder(kv)
+				hr, err := store.DecodeHolder(kv)
 				if err != nil {
 					return heldSet{}, err
 				}
@@ -182,7 +183,7 @@ func (e *Engine) readSet(ctx context.Context, names []string, token int64, withH
 // per member, so that all end or none. done is false when a member changed
 // since it was read.
 func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail string) (done bool, err error) {
-	at := nowUTC()
+	at := store.NowUTC()
 	var (
 		resp *clientv3.TxnResponse
 		txns []endTxn
@@ -196,7 +197,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 		txns = txns[:0]
 		heads := handOverHeads(ends)
 		for i, end := range ends {
-			ev := end.hr.endEvent(ctx, end.name, end.token, EventReleased, detail)
+			ev := endEvent(end.hr, ctx, end.name, end.token, EventReleased, detail)
 			ev.Time = at
 			t := e.endTxn(end.name, end.token, end.hr, ev, heads[i], i)
 			if t.handOver >= 0 {
@@ -257,7 +258,7 @@ func (e *Engine) sessionBatches(ctx context.Context, session string, keys []stri
 	for chunk := range slices.Chunk(keys, MaxSetNames) {
 		ops := make([]clientv3.Op, len(chunk))
 		for i, k := range chunk {
-			ops[i] = clientv3.OpGet(e.lockKey(k), opts...)
+			ops[i] = clientv3.OpGet(e.keys.Lock(k), opts...)
 		}
 		octx, done := e.op(ctx)
 		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
@@ -271,7 +272,7 @@ func (e *Engine) sessionBatches(ctx context.Context, session string, keys []stri
 			}
 			unit := []string{k}
 			if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
-				if hr, err := decodeHolder(kvs[0]); err == nil && hr.Session == session && len(hr.Set) > 0 {
+				if hr, err := store.DecodeHolder(kvs[0]); err == nil && hr.Session == session && len(hr.Set) > 0 {
 					unit = slices.DeleteFunc(slices.Clone(hr.Set), func(n string) bool { return !slices.Contains(keys, n) })
 				}
 			}

@@ -172,7 +172,7 @@ func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (in
 // with the ID of the member that answered.
 func (e *Engine) compactAll(ctx context.Context) (rev int64, member uint64, err error) {
 	octx, done := e.op(ctx)
-	cur, err := e.cli.Get(octx, e.recorderKey(), clientv3.WithCountOnly())
+	cur, err := e.cli.Get(octx, e.keys.Recorder(), clientv3.WithCountOnly())
 	done()
 	if err != nil {
 		return 0, 0, e.etcdErr(ctx, "recover: read the revision", err)
@@ -218,8 +218,8 @@ func (e *Engine) defragmentAll(ctx context.Context, self uint64, res *RecoverRes
 func (e *Engine) stillFull(ctx context.Context, res *RecoverResult) error {
 	sf := &StillFullError{DBSize: res.DBSize, Quota: res.Quota, Keys: map[string]int64{}}
 	for kind, p := range map[string]string{
-		"audit events": e.histPrefix(), "pending audit events": e.auditPrefix(), "fenced values": e.cfg.Prefix + "fenced/", "locks": e.locksPrefix(),
-		"sessions": e.sessionsPrefix(), "waiters": e.cfg.Prefix + "queue/",
+		"audit events": e.keys.Trail(), "pending audit events": e.keys.Audit(), "fenced values": e.cfg.Prefix + "fenced/", "locks": e.keys.Locks(),
+		"sessions": e.keys.Sessions(), "waiters": e.cfg.Prefix + "queue/",
 	} {
 		// Count-only: no keys or values come back, however many.
 		octx, done := e.op(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/baton-dev/baton/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -162,9 +163,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 func (e *Engine) Collector() prometheus.Collector { return e.metrics }
 
 // recordedOf counts n events typ of holds of the thing kept under key
-// name name, by the type its kind names them (holdEvent).
+// name name, by the type its kind names them (store.HoldEvent).
 func (e *Engine) recordedOf(name string, typ EventType, n int) {
-	e.recorded(holdEvent(name, typ).Type, n)
+	e.recorded(store.HoldEvent(name, typ).Type, n)
 }
 
 // recorded counts n audit events of typ written by this engine.

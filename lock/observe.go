@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -51,12 +52,12 @@ func (o *Observation) Close() { o.cancel() }
 // observer that resumes from the last revision it read misses none and
 // sees none twice, whichever node it reconnects to.
 func (e *Engine) Observe(ctx context.Context, name string, since int64, resume bool) (*Observation, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	var first *ElectionChange
 	if !resume {
-		c, err := e.electionNow(ctx, keyName(KindElection, name))
+		c, err := e.electionNow(ctx, store.KeyName(KindElection, name))
 		if err != nil {
 			return nil, fmt.Errorf("observe %q: %w", name, err)
 		}
@@ -86,7 +87,7 @@ func (e *Engine) Observe(ctx context.Context, name string, since int64, resume b
 func (e *Engine) electionNow(ctx context.Context, key string) (*ElectionChange, error) {
 	const lockAt, valueAt = 0, 1
 	octx, done := e.op(ctx)
-	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.lockKey(key)), clientv3.OpGet(e.valueKey(key))).Commit()
+	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.Lock(key)), clientv3.OpGet(e.keys.Value(key))).Commit()
 	done()
 	if err != nil {
 		return nil, e.etcdErr(ctx, "read election", err)

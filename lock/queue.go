@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -56,7 +57,7 @@ var errWaiterLeaseGone = fmt.Errorf("the node's waiter lease is gone: %w", ErrUn
 func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh bool, err error) {
 	e := a.e
 	slot := e.waiters.slot()
-	qkey := a.entryPrefix() + leaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
+	qkey := a.entryPrefix() + store.LeaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
 	granted := false
 	defer func() {
 		if granted {
@@ -121,7 +122,7 @@ func (a *acquirer) queueUp(ctx context.Context, qkey string, wlease clientv3.Lea
 	var sessionGone *keyWatch
 	if a.session != 0 {
 		var missed bool
-		sessionGone, missed = e.waits.watchKey(e.sessionKey(a.req.Session), queueRev)
+		sessionGone, missed = e.waits.watchKey(e.keys.Session(a.req.Session), queueRev)
 		defer sessionGone.close()
 		if missed {
 			sessionGone.overflow() // wake once to look: it may have ended since
@@ -239,8 +240,8 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 	e := a.e
 	var resp *clientv3.TxnResponse
 	// Our entries, then the count of the queue, ours included.
-	ops := []clientv3.Op{clientv3.OpGet(e.queuePrefix(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly())}
-	value := a.entryValue(nowUTC())
+	ops := []clientv3.Op{clientv3.OpGet(e.keys.Queue(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly())}
+	value := a.entryValue(store.NowUTC())
 	for _, k := range a.entryKeys(qkey) {
 		ops = slices.Insert(ops, 0, clientv3.OpPut(k, value, clientv3.WithLease(wlease)))
 	}
@@ -515,7 +516,7 @@ var errEntryVanished = errors.New("the queue entry was gone before the waiter le
 
 // entryValue is our queue entry's value for a txn that puts it at now.
 func (a *acquirer) entryValue(now time.Time) string {
-	a.entry = mustJSON(a.queueEntryRecord(now))
+	a.entry = store.MustJSON(a.queueEntryRecord(now))
 	return a.entry
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -25,7 +26,7 @@ func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOptio
 	e, name := a.e, a.req.Name
 	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
 	ix := lookIx{lock: 0, pred: 1, entry: 2, session: -1}
-	holder := clientv3.OpGet(e.lockKey(name), opts...)
+	holder := clientv3.OpGet(e.keys.Lock(name), opts...)
 	if a.grouped() {
 		holder = a.lookSeatsRead(opts...)
 	}
@@ -37,7 +38,7 @@ func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOptio
 	}
 	if a.session != 0 {
 		// A session that ended is what may have woken us (sessionGone).
-		ix.session, ops = len(ops), append(ops, clientv3.OpGet(e.sessionKey(a.req.Session), countOnly...))
+		ix.session, ops = len(ops), append(ops, clientv3.OpGet(e.keys.Session(a.req.Session), countOnly...))
 	}
 	return ops, ix
 }
@@ -85,17 +86,17 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 	if rs[ix.entry].GetResponseRange().Count == 0 || (ix.session >= 0 && rs[ix.session].GetResponseRange().Count == 0) {
 		return attemptResult{}, false, nil // our entry, or our session, is gone
 	}
-	hr, err := decodeHolder(kv)
+	hr, err := store.DecodeHolder(kv)
 	if err != nil || (a.session != 0 && hr.Session == a.req.Session) {
 		return attemptResult{}, false, nil
 	}
-	holder := hr.toLock(name, kv.ModRevision)
+	holder := toLock(hr, name, kv.ModRevision)
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
 	rev := resp.Header.Revision
 	if ahead := rs[ix.pred].GetResponseRange().Kvs; len(ahead) > 0 {
 		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision, holder: holder}, true, nil
 	}
-	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: rev, holder: holder}, true, nil
+	return attemptResult{outcome: heldBy, watchKey: e.keys.Lock(name), watchRev: rev, holder: holder}, true, nil
 }
 
 // aheadTookLock tells, with no read, what a waiter whose entry ahead left
@@ -118,31 +119,31 @@ func (a *acquirer) aheadTookLock(left int64) (r attemptResult, ok bool) {
 	if left == 0 || a.members != nil || a.grouped() {
 		return attemptResult{}, false
 	}
-	kv, known := e.waits.putAt(e.lockKey(name), left)
+	kv, known := e.waits.putAt(e.keys.Lock(name), left)
 	if !known || kv == nil {
 		return attemptResult{}, false
 	}
-	hr, err := decodeHolder(kv)
+	hr, err := store.DecodeHolder(kv)
 	if err != nil || hr.Hold == a.hold || (a.session != 0 && hr.Session == a.req.Session) {
 		return attemptResult{}, false
 	}
-	holder := hr.toLock(name, kv.ModRevision)
+	holder := toLock(hr, name, kv.ModRevision)
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
-	return attemptResult{outcome: heldBy, watchKey: e.lockKey(name), watchRev: left, holder: holder}, true
+	return attemptResult{outcome: heldBy, watchKey: e.keys.Lock(name), watchRev: left, holder: holder}, true
 }
 
 // granted returns the lock if kv, the lock's key, shows the hold that our
 // queue entry asked for: a release granted it to us (Engine.handOverOps).
 func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
-	hr, err := decodeHolder(kv)
+	hr, err := store.DecodeHolder(kv)
 	if err != nil || !a.ours(hr.Hold) {
 		return nil, false
 	}
 	a.used = true
 	if a.members == nil {
-		a.seat = strings.TrimPrefix(string(kv.Key), a.e.locksPrefix())
+		a.seat = strings.TrimPrefix(string(kv.Key), a.e.keys.Locks())
 	}
-	l := hr.toLock(a.seat, kv.ModRevision)
+	l := toLock(hr, a.seat, kv.ModRevision)
 	if a.session != 0 {
 		a.e.fillLease(ctx, l, a.session)
 	} else {

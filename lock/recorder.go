@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/watchfeed"
 )
 
@@ -83,7 +84,7 @@ func (e *Engine) whileStarting(ctx context.Context, read func() error) error {
 func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.recorderKey())
+	resp, err := e.cli.Get(octx, e.keys.Recorder())
 	if err != nil {
 		return nil, e.etcdErr(ctx, "read recorder cursor", err)
 	}
@@ -179,7 +180,7 @@ func (r *recorder) compacted(stop context.Context, compactRev int64) (int64, err
 // revision holds no end record of the same lock. A txn that ends a hold
 // writes its end record beside the delete; etcd's own deletes (a lease
 // that ran out or was revoked) come in a revision of their own. A derived
-// hold (holderRecord.Derived) ends in the trail without it: of its lone
+// hold (store.Holder.Derived) ends in the trail without it: of its lone
 // delete the recorder only starts the lock-delay, if its lease ended.
 func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	e := r.e
@@ -206,15 +207,15 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 		if ev.Type != mvccpb.DELETE {
 			continue
 		}
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.keys.Locks())
 		if !ok || ended[at{ev.Kv.ModRevision, name}] {
 			continue // not a lock, or released or revoked in the same txn
 		}
 		if ev.PrevKv != nil {
-			if bytes.Contains(ev.PrevKv.Value, derivedField) {
+			if bytes.Contains(ev.PrevKv.Value, store.DerivedField) {
 				continue // a derived hold, released: the trail's
 			}
-			hr, err := decodeHolder(ev.PrevKv)
+			hr, err := store.DecodeHolder(ev.PrevKv)
 			if err != nil || hr.Derived {
 				continue
 			}
@@ -248,11 +249,11 @@ func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) erro
 		return nil
 	}
 	for _, ev := range evs {
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.locksPrefix())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.keys.Locks())
 		if !ok || ev.Type != mvccpb.DELETE || ev.PrevKv == nil || !ended[ev.PrevKv.Lease] {
 			continue
 		}
-		hr, err := decodeHolder(ev.PrevKv)
+		hr, err := store.DecodeHolder(ev.PrevKv)
 		if err != nil || !hr.Derived || hr.LockDelay <= 0 {
 			continue
 		}
@@ -260,7 +261,7 @@ func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) erro
 		if hr.Session != "" {
 			typ = EventSessionExpired
 		}
-		_, guard := e.holdEnd(name, ev.PrevKv.ModRevision, hr, hr.event(name, typ, nowUTC()))
+		_, guard := e.holdEnd(name, ev.PrevKv.ModRevision, hr, hr.Event(name, typ, store.NowUTC()))
 		octx, done := e.op(ctx)
 		_, err = e.cli.Txn(octx).Then(guard...).Commit()
 		done()
@@ -283,7 +284,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 		n := min(len(names), readsPerTxn)
 		ops := make([]clientv3.Op, n)
 		for i, name := range names[:n] {
-			ops[i] = clientv3.OpGet(e.lockKey(name), clientv3.WithRev(rev-1))
+			ops[i] = clientv3.OpGet(e.keys.Lock(name), clientv3.WithRev(rev-1))
 		}
 		octx, done := e.op(ctx)
 		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
@@ -303,7 +304,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			if len(kvs) == 0 {
 				continue
 			}
-			hr, err := decodeHolder(kvs[0])
+			hr, err := store.DecodeHolder(kvs[0])
 			if err != nil {
 				e.log.Warn("skip undecodable lock record", "lock", name, "err", err)
 				continue
@@ -330,8 +331,8 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 // format 1) and the history index has taken the end in (it then deletes
 // the record): a recorder that comes late to an end already recorded or
 // indexed finds it ended or gone, and writes nothing.
-func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr holderRecord, detail string) error {
-	akey, ekey := e.acquiredKey(name, hr.Hold), e.endKey(name, hr.Hold)
+func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr store.Holder, detail string) error {
+	akey, ekey := e.keys.Acquired(name, hr.Hold), e.keys.End(name, hr.Hold)
 	open := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(akey), "=", token),
 		clientv3.Compare(clientv3.Version(akey), "=", 1),
@@ -350,8 +351,8 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr hol
 	if hr.Session != "" {
 		typ = EventSessionExpired
 	}
-	now := nowUTC()
-	ev := hr.event(name, typ, now) // Credential: the acquirer's, as no request ends it
+	now := store.NowUTC()
+	ev := hr.Event(name, typ, now) // Credential: the acquirer's, as no request ends it
 	ev.Token, ev.Detail = token, detail
 	event, guard := e.holdEnd(name, token, hr, ev)
 	then := append(event, guard...)
@@ -379,7 +380,7 @@ func (r *recorder) saveCursor() {
 	e := r.e
 	ctx, done := e.cleanupCtx()
 	defer done()
-	key, val := e.recorderKey(), padToken(cur)
+	key, val := e.keys.Recorder(), store.PadToken(cur)
 	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, val)).
 		Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "<", val)}, []clientv3.Op{clientv3.OpPut(key, val)}, nil)).
@@ -396,8 +397,8 @@ func (r *recorder) saveCursor() {
 // is needed only when the watch history the recorder needed was compacted.
 func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 	e := r.e
-	end := clientv3.GetPrefixRangeEnd(e.auditPrefix())
-	start := e.auditPrefix()
+	end := clientv3.GetPrefixRangeEnd(e.keys.Audit())
+	start := e.keys.Audit()
 	var rev int64
 	type open struct {
 		name, hold string
@@ -424,7 +425,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			rest := strings.TrimPrefix(string(kv.Key), e.auditPrefix())
+			rest := strings.TrimPrefix(string(kv.Key), e.keys.Audit())
 			parts := strings.Split(rest, "/")
 			if len(parts) != 3 {
 				continue
@@ -457,7 +458,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 		if err != nil && !errors.Is(err, ErrNotHeld) {
 			return 0, err
 		}
-		hr := o.ev.holder(o.hold)
+		hr := holderOf(o.ev, o.hold)
 		if err := e.recordEnd(ctx, o.name, o.token, hr, "ended while no baton node was recording; time is when it was noticed"); err != nil {
 			return 0, err
 		}

@@ -20,7 +20,7 @@ func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) 
 	}
 	// What etcd does when the hold's lease runs out: a delete in a
 	// revision of its own.
-	if _, err := e.cli.Delete(ctx, e.lockKey("x")); err != nil {
+	if _, err := e.cli.Delete(ctx, e.keys.Lock("x")); err != nil {
 		t.Fatal(err)
 	}
 	var got []Event

@@ -4,22 +4,15 @@ import (
 	"context"
 	"errors"
 	"time"
-)
 
-// RWMode is how a read/write lock is held: shared, or exclusive.
-type RWMode string
-
-// The modes of a read/write lock's holds.
-const (
-	ModeRead  RWMode = "read"
-	ModeWrite RWMode = "write"
+	"github.com/baton-dev/baton/internal/store"
 )
 
 // MaxReaders bounds the read holds of one read/write lock at once: a
 // read acquire reads its lock's readers' seats, keys only, to pick one.
 const MaxReaders = 10000
 
-// A read/write lock is a thing with seats (kinds.go): a writer's seat and
+// A read/write lock is a thing with seats (internal/store/kinds.go): a writer's seat and
 // readers' seats, each hold of the engine in its own, with its own
 // token, lease (or session), audit records and expiry. Every acquire,
 // reader's or writer's, waits in the lock's one queue, in order of
@@ -70,10 +63,10 @@ type RWLock struct {
 // (errors.Is(err, ErrHeld), Kind KindRWLock) with the holds in the way
 // when the wait runs out, and leaves nothing behind when ctx ends.
 func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh bool, err error) {
-	if err := checkName("name", req.Name); err != nil {
+	if err := store.CheckName("name", req.Name); err != nil {
 		return nil, false, err
 	}
-	key := keyName(KindRWLock, req.Name)
+	key := store.KeyName(KindRWLock, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, mode: req.Mode,
 	})

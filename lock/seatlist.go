@@ -6,26 +6,27 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// What the things with seats (kinds.go) share beyond acquiring: listing
+// What the things with seats (internal/store/kinds.go) share beyond acquiring: listing
 // their holds, a page at a time, and ending one by its token.
 
 // heldState reads the holds of the thing of kind k named name and its
 // waiters (at most MaxListLimit of each), or ErrNotHeld when nothing
 // holds it.
 func (e *Engine) heldState(ctx context.Context, k EventKind, name string) (holders []*Lock, waiters []Waiter, err error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, nil, err
 	}
-	key := keyName(k, name)
+	key := store.KeyName(k, name)
 	const seatsAt, queueAt = 0, 1
 	octx, done := e.op(ctx)
 	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(seatsOf(e.locksPrefix(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
-		clientv3.OpGet(e.queuePrefix(key), clientv3.WithPrefix(),
+		clientv3.OpGet(store.SeatsOf(e.keys.Locks(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
+		clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
 	).Commit()
 	done()
@@ -44,10 +45,10 @@ func (e *Engine) heldState(ctx context.Context, k EventKind, name string) (holde
 // renewSeat extends the lease of the hold token of the thing of kind k
 // named name.
 func (e *Engine) renewSeat(ctx context.Context, k EventKind, name string, token int64) (*Lock, error) {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
-	l, err := e.renew(ctx, keyName(k, name), token)
+	l, err := e.renew(ctx, store.KeyName(k, name), token)
 	if err != nil {
 		return nil, seatsErr("renew "+holdWord(k)+" of", name, err)
 	}
@@ -91,12 +92,12 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 	if err := checkListOptions(&o); err != nil {
 		return nil, "", err
 	}
-	base := e.locksPrefix()
-	start, end := kindRange(base, k, o.Prefix)
+	base := e.keys.Locks()
+	start, end := store.KindRange(base, k, o.Prefix)
 	if o.After != "" {
 		// Past every seat of After: "#" sorts below every name
 		// character, so they all come before the next name.
-		if after := clientv3.GetPrefixRangeEnd(seatsOf(base, keyName(k, o.After))); after > start {
+		if after := clientv3.GetPrefixRangeEnd(store.SeatsOf(base, store.KeyName(k, o.After))); after > start {
 			start = after
 		}
 	}
@@ -111,7 +112,7 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 		byName = map[string][]*mvccpb.KeyValue{}
 	)
 	for _, kv := range resp.Kvs {
-		_, name := thingOf(string(kv.Key[len(base):]))
+		_, name := store.ThingOf(string(kv.Key[len(base):]))
 		if _, ok := byName[name]; !ok {
 			names = append(names, name)
 		}
@@ -142,7 +143,7 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 // (released or revoked), with detail; the release hands on in its txn
 // as any release does.
 func (e *Engine) endSeat(ctx context.Context, k EventKind, name string, token int64, typ EventType, detail string) error {
-	if err := checkName("name", name); err != nil {
+	if err := store.CheckName("name", name); err != nil {
 		return err
 	}
 	if len(detail) > MaxReasonLen {
@@ -152,7 +153,7 @@ func (e *Engine) endSeat(ctx context.Context, k EventKind, name string, token in
 	if typ == EventRevoked {
 		what = "revoke " + holdWord(k) + " of"
 	}
-	if err := e.endHold(ctx, keyName(k, name), token, typ, detail); err != nil {
+	if err := e.endHold(ctx, store.KeyName(k, name), token, typ, detail); err != nil {
 		return seatsErr(what, name, err)
 	}
 	return nil

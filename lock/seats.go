@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // How an acquire of a thing with seats differs from a lock's: it takes a
-// seat (kinds.go), and the seat must be free by the thing's rules
+// seat (internal/store/kinds.go), and the seat must be free by the thing's rules
 // (seatCmps). A permit takes one free below its semaphore's limit and
 // requires the limit stored with the semaphore to be its own; a read
 // hold takes a reader's seat while no writer holds; a write hold the
@@ -65,13 +66,13 @@ func (a *acquirer) pickSeats() error {
 		if err := checkLimit(a.req.limit); err != nil {
 			return err
 		}
-		a.seats = &seatView{limit: a.req.limit, prefix: a.req.Name + string(seatSep), stored: true}
+		a.seats = &seatView{limit: a.req.limit, prefix: a.req.Name + string(store.SeatSep), stored: true}
 	case KindRWLock:
 		switch a.mode = a.req.mode; a.mode {
 		case ModeRead:
-			a.seats = &seatView{limit: MaxReaders, prefix: readerSeats(a.req.Name)}
+			a.seats = &seatView{limit: MaxReaders, prefix: store.ReaderSeats(a.req.Name)}
 		case ModeWrite:
-			a.seat = writerSeat(a.req.Name)
+			a.seat = store.WriterSeat(a.req.Name)
 			return nil
 		default:
 			return invalid("mode", "must be read or write")
@@ -93,7 +94,7 @@ func (a *acquirer) grouped() bool { return a.kind == KindSemaphore || a.kind == 
 // seatsRead reads the seats the acquire picks from, keys only: from
 // etcd's index, at most the limit's number of keys.
 func (a *acquirer) seatsRead(opts ...clientv3.OpOption) clientv3.Op {
-	return clientv3.OpGet(a.e.locksPrefix()+a.seats.prefix,
+	return clientv3.OpGet(a.e.keys.Locks()+a.seats.prefix,
 		append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly()}, opts...)...)
 }
 
@@ -103,11 +104,11 @@ func (a *acquirer) seatsRead(opts ...clientv3.OpOption) clientv3.Op {
 func (a *acquirer) headKey() string {
 	switch {
 	case a.mode == ModeRead:
-		return a.e.lockKey(writerSeat(a.req.Name))
+		return a.e.keys.Lock(store.WriterSeat(a.req.Name))
 	case a.grouped():
-		return seatsOf(a.e.locksPrefix(), a.req.Name)
+		return store.SeatsOf(a.e.keys.Locks(), a.req.Name)
 	}
-	return a.e.lockKey(a.req.Name)
+	return a.e.keys.Lock(a.req.Name)
 }
 
 // A read/write lock keeps its waiters under two prefixes of its queue,
@@ -122,9 +123,9 @@ func (a *acquirer) headKey() string {
 // lock's waiters' of our mode.
 func (a *acquirer) entryPrefix() string {
 	if a.mode != "" {
-		return a.e.queuePrefix(a.req.Name) + string(a.mode[0]) + "/"
+		return a.e.keys.Queue(a.req.Name) + string(a.mode[0]) + "/"
 	}
-	return a.e.queuePrefix(a.req.Name)
+	return a.e.keys.Queue(a.req.Name)
 }
 
 // noneAheadCmp holds when no entry under qpfx, where the entries we wait
@@ -147,9 +148,9 @@ func (a *acquirer) noneAheadCmp(qpfx string, queueRev int64) clientv3.Cmp {
 // or for a reader its writers'.
 func (a *acquirer) aheadPrefix() string {
 	if a.mode == ModeRead {
-		return a.e.queuePrefix(a.req.Name) + string(ModeWrite[0]) + "/"
+		return a.e.keys.Queue(a.req.Name) + string(ModeWrite[0]) + "/"
 	}
-	return a.e.queuePrefix(a.req.Name)
+	return a.e.keys.Queue(a.req.Name)
 }
 
 // storedLimit decodes a read of a semaphore's seats key (seatRecord): the
@@ -165,7 +166,7 @@ func storedLimit(kvs []*mvccpb.KeyValue) (limit int, rev int64) {
 // noteSeats keeps which seats a read of them found held.
 func (a *acquirer) noteSeats(kvs []*mvccpb.KeyValue) {
 	held := make(map[int]bool, len(kvs))
-	from := a.e.locksPrefix() + a.seats.prefix
+	from := a.e.keys.Locks() + a.seats.prefix
 	for _, kv := range kvs {
 		if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), from)); err == nil {
 			held[n] = true
@@ -215,16 +216,16 @@ func (a *acquirer) seatOps(els []clientv3.Op) (ops []clientv3.Op, limit, seats, 
 	e, thing := a.e, a.req.Name
 	limit, seats, blocker = -1, -1, -1
 	if a.seats != nil && a.seats.stored {
-		limit, els = len(els), append(els, clientv3.OpGet(e.seatsKey(thing)))
+		limit, els = len(els), append(els, clientv3.OpGet(e.keys.Seats(thing)))
 	}
 	if a.seats != nil {
 		seats, els = len(els), append(els, a.seatsRead())
 	}
 	switch a.mode {
 	case ModeRead:
-		blocker, els = len(els), append(els, clientv3.OpGet(e.lockKey(writerSeat(thing))))
+		blocker, els = len(els), append(els, clientv3.OpGet(e.keys.Lock(store.WriterSeat(thing))))
 	case ModeWrite:
-		blocker, els = len(els), append(els, clientv3.OpGet(e.locksPrefix()+readerSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
+		blocker, els = len(els), append(els, clientv3.OpGet(e.keys.Locks()+store.ReaderSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
 	}
 	return els, limit, seats, blocker
 }
@@ -236,9 +237,9 @@ func (a *acquirer) seatCmps() []clientv3.Cmp {
 	e, thing := a.e, a.req.Name
 	switch a.mode {
 	case ModeRead:
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.lockKey(writerSeat(thing))), "=", 0)}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.Lock(store.WriterSeat(thing))), "=", 0)}
 	case ModeWrite:
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(seatsOf(e.locksPrefix(), thing)), "=", 0).WithPrefix()}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(e.keys.Locks(), thing)), "=", 0).WithPrefix()}
 	}
 	return a.limitCmps()
 }
@@ -247,13 +248,13 @@ func (a *acquirer) seatCmps() []clientv3.Cmp {
 // attempt replaces it, when it is still as read and no seat is held (a
 // direct attempt also requires the queue empty: acquireCmps).
 func (a *acquirer) limitCmps() []clientv3.Cmp {
-	key := a.e.seatsKey(a.req.Name)
+	key := a.e.keys.Seats(a.req.Name)
 	if !a.seats.replace {
 		return []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", strconv.Itoa(a.seats.limit))}
 	}
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(key), "=", a.seats.limitRev),
-		clientv3.Compare(clientv3.CreateRevision(seatsOf(a.e.locksPrefix(), a.req.Name)), "=", 0).WithPrefix(),
+		clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(a.e.keys.Locks(), a.req.Name)), "=", 0).WithPrefix(),
 	}
 }
 
@@ -344,7 +345,7 @@ func (a *acquirer) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, err
 	e := a.e
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, seatsOf(e.locksPrefix(), a.req.Name), clientv3.WithPrefix())
+	resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), a.req.Name), clientv3.WithPrefix())
 	if err != nil {
 		return nil, e.etcdErr(ctx, "read semaphore", err)
 	}
@@ -357,9 +358,9 @@ func (a *acquirer) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, err
 func (a *acquirer) lookSeatsRead(opts ...clientv3.OpOption) clientv3.Op {
 	switch a.mode {
 	case ModeRead:
-		return clientv3.OpGet(a.e.lockKey(writerSeat(a.req.Name)), opts...)
+		return clientv3.OpGet(a.e.keys.Lock(store.WriterSeat(a.req.Name)), opts...)
 	case ModeWrite:
-		return clientv3.OpGet(seatsOf(a.e.locksPrefix(), a.req.Name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, opts...)...)
+		return clientv3.OpGet(store.SeatsOf(a.e.keys.Locks(), a.req.Name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, opts...)...)
 	}
 	return a.seatsRead(opts...)
 }
@@ -382,8 +383,8 @@ func (a *acquirer) lookSeats(resp *clientv3.TxnResponse, ix lookIx) (attemptResu
 		if len(held.Kvs) == 0 {
 			return attemptResult{}, false, nil
 		}
-		if hr, err := decodeHolder(held.Kvs[0]); err == nil {
-			a.lastHolder, a.lastHolderLease = hr.toLock(a.req.Name, held.Kvs[0].ModRevision), hr.Lease
+		if hr, err := store.DecodeHolder(held.Kvs[0]); err == nil {
+			a.lastHolder, a.lastHolderLease = toLock(hr, a.req.Name, held.Kvs[0].ModRevision), hr.Lease
 		}
 	case ModeWrite:
 		if held.Count == 0 {
@@ -406,7 +407,7 @@ func (a *acquirer) lookSeats(resp *clientv3.TxnResponse, ix lookIx) (attemptResu
 // local read finds no such seat is it read again linearizably.
 // ErrNotHeld when no seat has token.
 func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, error) {
-	if !hasSeats(name) || strings.IndexByte(name, seatSep) >= 0 {
+	if !store.HasSeats(name) || strings.IndexByte(name, store.SeatSep) >= 0 {
 		return name, nil
 	}
 	if token <= 0 {
@@ -415,7 +416,7 @@ func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, 
 	read := func(opts ...clientv3.OpOption) (string, error) {
 		octx, done := e.op(ctx)
 		defer done()
-		resp, err := e.cli.Get(octx, seatsOf(e.locksPrefix(), name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 			clientv3.WithMinModRev(token), clientv3.WithMaxModRev(token)}, opts...)...)
 		if err != nil {
 			return "", e.etcdErr(ctx, "read semaphore", err)
@@ -423,7 +424,7 @@ func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, 
 		if len(resp.Kvs) == 0 {
 			return "", ErrNotHeld
 		}
-		return strings.TrimPrefix(string(resp.Kvs[0].Key), e.locksPrefix()), nil
+		return strings.TrimPrefix(string(resp.Kvs[0].Key), e.keys.Locks()), nil
 	}
 	if !e.memberStopped() {
 		if seat, err := read(clientv3.WithSerializable()); err == nil {

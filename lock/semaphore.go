@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/baton-dev/baton/internal/store"
 )
 
-// A semaphore is a thing with seats (kinds.go): each permit is a hold of
+// A semaphore is a thing with seats (internal/store/kinds.go): each permit is a hold of
 // the engine in a seat of its own, with its own token, lease (or
 // session), audit records and expiry, and its waiters share the
 // semaphore's queue, so a release hands its seat to the oldest waiter in
@@ -50,10 +52,10 @@ type Semaphore struct {
 // *LimitMismatchError when permits are held under another
 // limit, and leaves nothing behind when ctx ends.
 func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, error) {
-	if err := checkName("name", req.Name); err != nil {
+	if err := store.CheckName("name", req.Name); err != nil {
 		return nil, err
 	}
-	key := keyName(KindSemaphore, req.Name)
+	key := store.KeyName(KindSemaphore, req.Name)
 	l, _, err := e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, limit: req.Limit,
 	})

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -40,11 +41,6 @@ import (
 // request but make a client walk every session of the cluster to find the
 // few of one owner. The index costs one more key per session, in the same
 // raft entry.
-func (e *Engine) sessionOwnersPrefix() string { return e.cfg.Prefix + "sessionowners/" }
-
-func (e *Engine) sessionOwnerKey(owner, id string) string {
-	return e.sessionOwnersPrefix() + owner + "\x00" + id
-}
 
 // SessionListOptions selects sessions for ListSessions.
 type SessionListOptions struct {
@@ -88,7 +84,7 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 	if err := checkOwnerPrefix(o.Prefix); err != nil {
 		return nil, "", err
 	}
-	base := e.sessionOwnersPrefix()
+	base := e.keys.SessionOwners()
 	start := base + o.Prefix
 	if o.After != "" {
 		if !validSessionCursor(o.After) {
@@ -146,7 +142,7 @@ func (e *Engine) fillSessionExpiries(ctx context.Context, page []*Session) error
 		if s == nil {
 			continue
 		}
-		lid, ok := parseLeaseHex(s.ID)
+		lid, ok := store.ParseLeaseHex(s.ID)
 		if !ok {
 			continue
 		}
@@ -198,7 +194,7 @@ func validSessionCursor(c string) bool {
 	if !ok || checkOwner(owner) != nil {
 		return false
 	}
-	_, ok = parseLeaseHex(id)
+	_, ok = store.ParseLeaseHex(id)
 	return ok
 }
 
@@ -209,7 +205,7 @@ func validSessionCursor(c string) bool {
 // Failing only leaves the session unlisted, so errors are logged, not
 // returned.
 func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec sessionRecord) {
-	ikey := e.sessionOwnerKey(rec.Owner, id)
+	ikey := e.keys.SessionOwner(rec.Owner, id)
 	var local []clientv3.OpOption
 	if !e.memberStopped() {
 		local = []clientv3.OpOption{clientv3.WithSerializable()}
@@ -220,10 +216,10 @@ func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, i
 	if err != nil || got.Count > 0 {
 		return
 	}
-	skey := e.sessionKey(id)
+	skey := e.keys.Session(id)
 	_, err = e.cli.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0), clientv3.Compare(clientv3.CreateRevision(ikey), "=", 0)).
-		Then(clientv3.OpPut(ikey, mustJSON(rec), clientv3.WithLease(lid))).
+		Then(clientv3.OpPut(ikey, store.MustJSON(rec), clientv3.WithLease(lid))).
 		Commit()
 	if err != nil && !isLeaseNotFound(err) {
 		e.log.Debug("index session by owner", "session", id, "err", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -43,21 +44,21 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	)
 	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
-		g, err = e.cli.Grant(octx, ttlSeconds(ttl))
+		g, err = e.cli.Grant(octx, store.TTLSeconds(ttl))
 		return err
 	})
 	if err != nil {
 		return nil, e.etcdErr(ctx, "create session", err)
 	}
-	id := leaseHex(g.ID)
-	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: nowUTC(), Credential: credentialOf(ctx)}
+	id := store.LeaseHex(g.ID)
+	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: store.NowUTC(), Credential: credentialOf(ctx)}
 	// The owner index entry (sessionlist.go) goes in the same txn and
 	// under the same lease: it exists exactly while the session does.
-	val := mustJSON(rec)
+	val := store.MustJSON(rec)
 	err = e.retryNotApplied(ctx, func(octx context.Context) error {
 		_, err := e.cli.Txn(octx).Then(
-			clientv3.OpPut(e.sessionKey(id), val, clientv3.WithLease(g.ID)),
-			clientv3.OpPut(e.sessionOwnerKey(owner, id), val, clientv3.WithLease(g.ID)),
+			clientv3.OpPut(e.keys.Session(id), val, clientv3.WithLease(g.ID)),
+			clientv3.OpPut(e.keys.SessionOwner(owner, id), val, clientv3.WithLease(g.ID)),
 		).Commit()
 		return err
 	})
@@ -90,7 +91,7 @@ func (e *Engine) tooManySessions() error {
 }
 
 func (e *Engine) sessionLease(id string) (clientv3.LeaseID, error) {
-	lid, ok := parseLeaseHex(id)
+	lid, ok := store.ParseLeaseHex(id)
 	if !ok {
 		return 0, ErrSessionNotFound
 	}
@@ -103,7 +104,7 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	id = leaseHex(lid)
+	id = store.LeaseHex(lid)
 	rec, err := e.sessionRecord(ctx, id)
 	if err != nil {
 		return nil, err
@@ -128,11 +129,11 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 		Credential: rec.Credential,
 	}
 	for _, k := range ttl.Keys {
-		key, ok := strings.CutPrefix(string(k), e.locksPrefix())
+		key, ok := strings.CutPrefix(string(k), e.keys.Locks())
 		if !ok {
 			continue
 		}
-		switch kind, name := thingOf(key); kind {
+		switch kind, name := store.ThingOf(key); kind {
 		case KindLock:
 			s.Locks = append(s.Locks, name)
 		case KindElection:
@@ -166,7 +167,7 @@ func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clien
 	var rec sessionRecord
 	octx, done := e.op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.sessionKey(id), opts...)
+	resp, err := e.cli.Get(octx, e.keys.Session(id), opts...)
 	if err != nil {
 		return rec, 0, e.etcdErr(ctx, "get session", err)
 	}
@@ -205,7 +206,7 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	if err != nil {
 		return nil, err
 	}
-	id = leaseHex(lid)
+	id = store.LeaseHex(lid)
 	// The session key guards against renewing some other lease by its ID.
 	rec, err := e.sessionRecord(ctx, id)
 	if err != nil {
@@ -255,7 +256,7 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	}
 	keys := slices.Clone(s.Locks)
 	for _, n := range s.Elections {
-		keys = append(keys, keyName(KindElection, n))
+		keys = append(keys, store.KeyName(KindElection, n))
 	}
 	keys = append(keys, s.seats...)
 	batches, err := e.sessionBatches(ctx, s.ID, keys)
@@ -267,7 +268,7 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 			return fmt.Errorf("delete session %s: %w", s.ID, err)
 		}
 	}
-	lid, _ := parseLeaseHex(s.ID)
+	lid, _ := store.ParseLeaseHex(s.ID)
 	octx, done := e.op(ctx)
 	defer done()
 	// A lock taken in the session after we listed it goes with the lease;
@@ -307,7 +308,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		if kv == nil {
 			continue
 		}
-		hr, err := decodeHolder(kv)
+		hr, err := store.DecodeHolder(kv)
 		if err != nil || hr.Session != session {
 			continue
 		}
@@ -325,7 +326,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 	if len(ends) == 0 {
 		return nil
 	}
-	ev := Event{Time: nowUTC(), Type: EventReleased, Session: session, Detail: "session deleted", Credential: credentialOf(ctx)}
+	ev := Event{Time: store.NowUTC(), Type: EventReleased, Session: session, Detail: "session deleted", Credential: credentialOf(ctx)}
 	err = e.commitSessionEnds(ctx, ends, ev)
 	if err != nil && isLeaseNotFound(err) {
 		// A head's lease ended while it waited (see commitEnd): end the
@@ -343,7 +344,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 type plannedEnd struct {
 	name  string
 	token int64
-	hr    holderRecord
+	hr    store.Holder
 	head  *queueHead
 }
 
@@ -354,7 +355,7 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Ev
 	txns := make([]endTxn, len(ends))
 	heads := handOverHeads(ends)
 	for i, end := range ends {
-		ev := end.hr.endEvent(ctx, end.name, end.token, of.Type, of.Detail)
+		ev := endEvent(end.hr, ctx, end.name, end.token, of.Type, of.Detail)
 		ev.Time = of.Time
 		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, heads[i], -1)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)

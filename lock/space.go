@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -197,8 +198,8 @@ func (e *Engine) newSpace() {
 		}
 		return &tally{prefix: prefix, limit: limit}
 	}
-	e.space.locks = mk(e.locksPrefix(), e.cfg.MaxLocks)
-	e.space.sessions = mk(e.sessionsPrefix(), e.cfg.MaxSessions)
+	e.space.locks = mk(e.keys.Locks(), e.cfg.MaxLocks)
+	e.space.sessions = mk(e.keys.Sessions(), e.cfg.MaxSessions)
 	e.space.fenced = mk(e.cfg.Prefix+"fencemax/", e.cfg.MaxFencedValues)
 }
 
@@ -277,11 +278,11 @@ func (e *Engine) reserveLock(ctx context.Context, req AcquireRequest) (func(crea
 	if ok {
 		return func(created bool) { e.space.locks.finishN(n, created) }, nil
 	}
-	if lid, isLease := parseLeaseHex(req.Session); isLease && req.members == nil {
+	if lid, isLease := store.ParseLeaseHex(req.Session); isLease && req.members == nil {
 		// Not keys-only: etcd 3.7 answers a keys-only range from its
 		// index, without the keys' leases.
 		octx, done := e.op(ctx)
-		resp, err := e.cli.Get(octx, e.lockKey(req.Name))
+		resp, err := e.cli.Get(octx, e.keys.Lock(req.Name))
 		done()
 		if err != nil {
 			return nil, e.etcdErr(ctx, "read lock", err)

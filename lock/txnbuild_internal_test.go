@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -48,8 +49,8 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 	if capped {
 		cfg.MaxLocksPerSession = 10
 	}
-	e := &Engine{cfg: cfg}
-	name := keyName(kind, "n")
+	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
+	name := store.KeyName(kind, "n")
 	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, kind: kind, term: 7, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
 	if kind == KindSemaphore || kind == KindRWLock {
 		a.req.LockDelay, a.req.limit, a.req.mode = 0, 3, mode
@@ -64,16 +65,16 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 		}
 	}
 	if session {
-		a.session, a.req.Session, a.req.TTL = 0x20, leaseHex(0x20), 0
+		a.session, a.req.Session, a.req.TTL = 0x20, store.LeaseHex(0x20), 0
 	}
 	queueKey, queueRev := "", int64(0)
 	switch layout {
 	case "enqueue":
-		a.enqueue = &queueEntry{key: e.queuePrefix(name) + "w-1", lease: 0x30}
+		a.enqueue = &queueEntry{key: e.keys.Queue(name) + "w-1", lease: 0x30}
 	case "queued":
-		queueKey, queueRev = e.queuePrefix(name)+"w-1", 42
+		queueKey, queueRev = e.keys.Queue(name)+"w-1", 42
 	}
-	now := nowUTC()
+	now := store.NowUTC()
 	tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now)
 	what := string(kind) + string(mode) + ", " + layout
 	if session {
@@ -88,19 +89,19 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn, queueKey string, queueRev int64) {
 	t.Helper()
 	won, lost := tx.ix.won, tx.ix.lost
-	skey := e.sessionKey(a.req.Session)
+	skey := e.keys.Session(a.req.Session)
 	tallied := a.session != 0 && e.cfg.MaxLocksPerSession > 0
 	if tallied {
-		opIs(t, what+": won.acquired", tx.then, won.acquired, "get", e.sessionTallyKey(a.req.Session, "acquired"))
-		opIs(t, what+": won.released", tx.then, won.released, "get", e.sessionTallyKey(a.req.Session, "released"))
+		opIs(t, what+": won.acquired", tx.then, won.acquired, "get", e.keys.SessionTally(a.req.Session, "acquired"))
+		opIs(t, what+": won.released", tx.then, won.released, "get", e.keys.SessionTally(a.req.Session, "released"))
 	} else if won.acquired != -1 || won.released != -1 {
 		t.Fatalf("%s: tally indices %d, %d without a tally", what, won.acquired, won.released)
 	}
 	name := a.req.Name
-	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.lockKey(a.seat))
-	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.delayKey(a.seat))
+	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.keys.Lock(a.seat))
+	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.keys.Delay(a.seat))
 	checkSeatOps(t, what, e, a, tx)
-	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.queuePrefix(name)); !q.IsCountOnly() {
+	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.keys.Queue(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}
 	if q := opIs(t, what+": lost.blocking", tx.els, lost.blocking, "get", a.aheadPrefix()); !q.IsCountOnly() {
@@ -134,7 +135,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 // the next, and its else branch reads the term; a lock's does neither.
 func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn) {
 	t.Helper()
-	tkey := e.termKey(a.req.Name)
+	tkey := e.keys.Term(a.req.Name)
 	puts, cmps := 0, 0
 	for _, op := range tx.then {
 		if op.IsPut() && string(op.KeyBytes()) == tkey {
@@ -163,21 +164,21 @@ func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 
 // TestLookOps_IndicesNameTheirOps: with and without a session.
 func TestLookOps_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig()}
+	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
 	for _, session := range []bool{false, true} {
 		a := &acquirer{e: e, req: AcquireRequest{Name: "n"}}
 		if session {
-			a.session, a.req.Session = 0x20, leaseHex(0x20)
+			a.session, a.req.Session = 0x20, store.LeaseHex(0x20)
 		}
-		qkey := e.queuePrefix("n") + "w-1"
+		qkey := e.keys.Queue("n") + "w-1"
 		ops, ix := a.lookOps(qkey, 42)
-		opIs(t, "lock", ops, ix.lock, "get", e.lockKey("n"))
-		if op := opIs(t, "pred", ops, ix.pred, "get", e.queuePrefix("n")); op.MaxCreateRev() != 41 {
+		opIs(t, "lock", ops, ix.lock, "get", e.keys.Lock("n"))
+		if op := opIs(t, "pred", ops, ix.pred, "get", e.keys.Queue("n")); op.MaxCreateRev() != 41 {
 			t.Fatalf("pred reads up to %d, want 41", op.MaxCreateRev())
 		}
 		opIs(t, "entry", ops, ix.entry, "get", qkey)
 		if session {
-			opIs(t, "session", ops, ix.session, "get", e.sessionKey(a.req.Session))
+			opIs(t, "session", ops, ix.session, "get", e.keys.Session(a.req.Session))
 		} else if ix.session != -1 {
 			t.Fatalf("session index %d without a session", ix.session)
 		}
@@ -188,18 +189,18 @@ func TestLookOps_IndicesNameTheirOps(t *testing.T) {
 // handover, and the hold reads at an offset (as a session's deletion
 // packs them).
 func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig()}
-	hr := holderRecord{Owner: "o", Hold: "h", Lease: leaseHex(0x10), LockDelay: time.Second}
-	ev := Event{Time: nowUTC(), Type: EventReleased, Lock: "n"}
-	head := &queueHead{key: e.queuePrefix("n") + "w-1", rev: 7, grant: holderRecord{Owner: "next", Hold: "h2", Lease: leaseHex(0x11)}}
+	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
+	hr := store.Holder{Owner: "o", Hold: "h", Lease: store.LeaseHex(0x10), LockDelay: time.Second}
+	ev := Event{Time: store.NowUTC(), Type: EventReleased, Lock: "n"}
+	head := &queueHead{key: e.keys.Queue("n") + "w-1", rev: 7, grant: store.Holder{Owner: "next", Hold: "h2", Lease: store.LeaseHex(0x11)}}
 	for _, h := range []*queueHead{nil, head} {
 		tx := e.endTxn("n", 5, hr, ev, h, 0)
-		opIs(t, "end event", tx.then, 0, "put", e.endKey("n", "h"))
+		opIs(t, "end event", tx.then, 0, "put", e.keys.End("n", "h"))
 		if h == nil {
 			if tx.handOver != -1 {
 				t.Fatalf("handOver %d without a head", tx.handOver)
 			}
-			opIs(t, "lock delete", tx.then, 1, "delete", e.lockKey("n"))
+			opIs(t, "lock delete", tx.then, 1, "delete", e.keys.Lock("n"))
 		} else {
 			opIs(t, "handOver", tx.then, tx.handOver, "txn", "")
 		}
@@ -208,8 +209,8 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 		ops, ix := e.holdReadOps("n", true)
 		ix = ix.shifted(offset)
 		all := append(make([]clientv3.Op, offset), ops...)
-		opIs(t, "lock", all, ix.lock, "get", e.lockKey("n"))
-		opIs(t, "head", all, ix.head, "get", e.queuePrefix("n"))
+		opIs(t, "lock", all, ix.lock, "get", e.keys.Lock("n"))
+		opIs(t, "head", all, ix.head, "get", e.keys.Queue("n"))
 	}
 	if _, ix := e.holdReadOps("n", false); ix.shifted(3).head != -1 {
 		t.Fatalf("head index %d without the head", ix.shifted(3).head)
@@ -218,11 +219,11 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 
 // TestFencedPutTxn_IndicesNameTheirOps: the first write and a later one.
 func TestFencedPutTxn_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig()}
+	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
 	for _, first := range []bool{false, true} {
 		tx := e.fencedPutTxn("r", 5, []byte(`1`), "n", first)
-		opIs(t, "max", tx.els, tx.ix.max, "get", e.fenceMaxKey("r"))
-		opIs(t, "lock", tx.els, tx.ix.lock, "get", e.lockKey("n"))
+		opIs(t, "max", tx.els, tx.ix.max, "get", e.keys.FenceMax("r"))
+		opIs(t, "lock", tx.els, tx.ix.lock, "get", e.keys.Lock("n"))
 	}
 }
 
@@ -233,12 +234,12 @@ func checkSeatOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 	t.Helper()
 	lost, name := tx.ix.lost, a.req.Name
 	if a.seats != nil && a.seats.stored {
-		opIs(t, what+": lost.limit", tx.els, lost.limit, "get", e.seatsKey(name))
+		opIs(t, what+": lost.limit", tx.els, lost.limit, "get", e.keys.Seats(name))
 	} else if lost.limit != -1 {
 		t.Fatalf("%s: lost.limit %d without a stored limit", what, lost.limit)
 	}
 	if a.seats != nil {
-		if op := opIs(t, what+": lost.seats", tx.els, lost.seats, "get", e.locksPrefix()+a.seats.prefix); !op.IsKeysOnly() {
+		if op := opIs(t, what+": lost.seats", tx.els, lost.seats, "get", e.keys.Locks()+a.seats.prefix); !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.seats is not keys only", what)
 		}
 	} else if lost.seats != -1 {
@@ -246,9 +247,9 @@ func checkSeatOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 	}
 	switch a.mode {
 	case ModeRead:
-		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.lockKey(writerSeat(name)))
+		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.keys.Lock(store.WriterSeat(name)))
 	case ModeWrite:
-		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.locksPrefix()+readerSeats(name))
+		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.keys.Locks()+store.ReaderSeats(name))
 	default:
 		if lost.blocker != -1 {
 			t.Fatalf("%s: lost.blocker %d for a %s", what, lost.blocker, a.kind)

@@ -2,11 +2,11 @@ package lock
 
 import (
 	"encoding/json"
-	"regexp"
-	"slices"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/baton-dev/baton/internal/store"
 )
 
 // Lock describes a held lock.
@@ -64,110 +64,51 @@ type Session struct {
 	Elections  []string
 	Semaphores []string
 	RWLocks    []string
-	// seats are the key names of the holds in seats (kinds.go).
+	// seats are the key names of the holds in seats (internal/store/kinds.go).
 	seats []string
 	// Credential is the ID of the credential that created the session,
 	// when the caller had one (see Caller).
 	Credential string
 }
 
-// EventType names what happened.
-type EventType string
-
-// The event types of the audit trail. elected, resigned and proclaimed
-// are an election's; fence_reset a fenced register's; delay_cleared a
-// lock's, as are the first five.
-const (
-	EventAcquired       EventType = "acquired"
-	EventReleased       EventType = "released"
-	EventExpired        EventType = "expired"
-	EventRevoked        EventType = "revoked"
-	EventSessionExpired EventType = "session_expired"
-	EventElected        EventType = "elected"
-	EventResigned       EventType = "resigned"
-	EventProclaimed     EventType = "proclaimed"
-	EventFenceReset     EventType = "fence_reset"
-	EventDelayCleared   EventType = "delay_cleared"
-	// EventGap stands for the events of a stretch of revisions that the
-	// trail could not record: etcd compacted them before the history
-	// index read them. It is about no thing (no Kind or Name).
-	EventGap EventType = "gap"
+// The audit trail's events and the read/write lock's modes are the
+// store's (internal/store), which documents them.
+type (
+	Event     = store.Event
+	EventType = store.EventType
+	EventKind = store.EventKind
+	RWMode    = store.RWMode
 )
 
-// EventKind names what an event is about: a lock, an election, a
-// semaphore, a read/write lock or a fenced register.
-type EventKind string
-
-// The kinds of the audit trail.
+// The event types, kinds and modes.
 const (
-	KindLock      EventKind = "lock"
-	KindElection  EventKind = "election"
-	KindSemaphore EventKind = "semaphore"
-	KindRWLock    EventKind = "rwlock"
-	KindFence     EventKind = "fence"
+	EventAcquired       = store.EventAcquired
+	EventReleased       = store.EventReleased
+	EventExpired        = store.EventExpired
+	EventRevoked        = store.EventRevoked
+	EventSessionExpired = store.EventSessionExpired
+	EventElected        = store.EventElected
+	EventResigned       = store.EventResigned
+	EventProclaimed     = store.EventProclaimed
+	EventFenceReset     = store.EventFenceReset
+	EventDelayCleared   = store.EventDelayCleared
+	EventGap            = store.EventGap
+
+	KindLock      = store.KindLock
+	KindElection  = store.KindElection
+	KindSemaphore = store.KindSemaphore
+	KindRWLock    = store.KindRWLock
+	KindFence     = store.KindFence
+
+	ModeRead  = store.ModeRead
+	ModeWrite = store.ModeWrite
 )
 
 // EventKinds lists every kind, for validation and documentation.
-var EventKinds = []EventKind{KindLock, KindElection, KindSemaphore, KindRWLock, KindFence}
+var EventKinds = store.EventKinds
 
-func checkKind(k EventKind) error {
-	if k != "" && !slices.Contains(EventKinds, k) {
-		return invalid("kind", "%q is not a kind (want lock, election, semaphore, rwlock or fence)", k)
-	}
-	return nil
-}
-
-// Event is one entry of the audit trail.
-type Event struct {
-	// Revision is the etcd revision at which the event was recorded. For
-	// acquired, released and revoked it is the revision of the change
-	// itself; an expiry is recorded shortly after etcd deleted the key.
-	Revision int64     `json:"-"`
-	Time     time.Time `json:"time"`
-	Type     EventType `json:"type"`
-	// Kind and Name say what the event is about: for a lock's events,
-	// KindLock and the lock's name (Lock says it too). Records that do not
-	// store them are a lock's.
-	Kind    EventKind `json:"kind,omitempty"`
-	Name    string    `json:"name,omitempty"`
-	Lock    string    `json:"lock"`
-	Owner   string    `json:"owner"`
-	Token   int64     `json:"token,omitempty"`
-	Session string    `json:"session,omitempty"`
-	Detail  string    `json:"detail,omitempty"`
-	// Credential is the ID of the credential (see Caller; never a token)
-	// whose request the event records: the acquirer's for acquired (also
-	// when a release hands the lock over), the releaser's or revoker's for
-	// released and revoked, and for expired and session_expired, which no
-	// request causes, the credential that acquired the hold. Owner is a
-	// label the client chose; Credential is what authentication proved.
-	// Empty without authentication.
-	Credential string `json:"credential,omitempty"`
-	// Term and Value are an election's: the leadership's term on each of
-	// its events, and the leader's value on elected (the candidate's) and
-	// proclaimed (the new one).
-	Term  int64           `json:"term,omitempty"`
-	Value json.RawMessage `json:"value,omitempty"`
-	// Limit, on a semaphore's acquired event, is the limit the permit
-	// was granted under.
-	Limit int `json:"limit,omitempty"`
-	// Mode, on a read/write lock's events, is the hold's.
-	Mode RWMode `json:"mode,omitempty"`
-	// QueuedAt, on an acquired event, is when the acquirer joined the
-	// lock's queue: the hold was granted after waiting from then. Nil
-	// when the lock was free at the first attempt.
-	QueuedAt *time.Time `json:"queued_at,omitempty"`
-	// Set, on the events of a lock set's member, names every lock of the
-	// set: its members begin in one revision, and end in one unless one
-	// was released or revoked on its own.
-	Set []string `json:"set,omitempty"`
-	// FromRevision and ToRevision, on a gap, are the first and the last
-	// revision whose events the trail lost; the gap is recorded at
-	// ToRevision. Reason says why they were lost.
-	FromRevision int64  `json:"from_revision,omitempty"`
-	ToRevision   int64  `json:"to_revision,omitempty"`
-	Reason       string `json:"reason,omitempty"`
-}
+// ValidName reports whether s is a valid lock or resource name.
+func ValidName(s string) bool { return store.ValidName(s) }
 
 // FencedValue is the content of a fenced register.
 type FencedValue struct {
@@ -212,21 +153,6 @@ const (
 	MaxMetadataBytes = 4096
 	MaxReasonLen     = 1024
 )
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-// ValidName reports whether s is a valid lock or resource name.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
-
-func checkName(field, s string) error {
-	if s == "" {
-		return invalid(field, "must not be empty")
-	}
-	if !ValidName(s) {
-		return invalid(field, "must be 1-128 characters from A-Z a-z 0-9 . _ : -")
-	}
-	return nil
-}
 
 func checkOwner(s string) error {
 	if s == "" {
