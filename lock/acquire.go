@@ -287,7 +287,7 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 // flight: then nobody will ever learn the token, so release it at once.
 func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
-		cctx, done := a.e.cleanupCtx()
+		cctx, done := a.e.etcd.CleanupCtx()
 		defer done()
 		if rerr := a.endOwn(cctx, l.Token, nil, ""); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 			a.e.log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)

@@ -119,7 +119,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	ix = t.ix
 	// The txn is not bound to the caller's context: if the caller leaves
 	// mid-flight we still learn the outcome, and undo a grant.
-	err := e.retryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
+	err := e.etcd.RetryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
 		resp, err = e.batch.Txn(octx, t.cmps, t.then, t.els)
 		return err
 	})
@@ -306,14 +306,14 @@ func (e *Engine) termCmp(name string, term int64) clientv3.Cmp {
 func (a *acquirer) readTerm(ctx context.Context) error {
 	e := a.e
 	var opts []clientv3.OpOption
-	if e.ownMember() {
+	if e.etcd.OwnMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, e.keys.Term(a.req.Name), opts...)
 	done()
 	if err != nil {
-		return e.etcdErr(ctx, "read term", err)
+		return e.etcd.Err(ctx, "read term", err)
 	}
 	a.setTerm(resp.Kvs)
 	return nil
@@ -329,7 +329,7 @@ func (a *acquirer) setTerm(kvs []*mvccpb.KeyValue) {
 
 // attemptFailed is attempt's answer when its txn failed.
 func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error) (attemptResult, error) {
-	if isLeaseNotFound(err) && queueKey == "" && a.enqueue != nil {
+	if store.IsLeaseNotFound(err) && queueKey == "" && a.enqueue != nil {
 		// The session's lease, our own or the node's waiter lease: the
 		// queued attempt that follows tells which (noSession, or our
 		// entry missing: dequeued).
@@ -338,18 +338,18 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 		}
 		return attemptResult{outcome: retryNow}, nil
 	}
-	if isLeaseNotFound(err) {
+	if store.IsLeaseNotFound(err) {
 		if a.session != 0 {
 			return attemptResult{outcome: noSession}, nil
 		}
 		a.lease = 0 // our own lease vanished; grant anew next time
 		return attemptResult{outcome: retryNow}, nil
 	}
-	if tooLarge(err) {
+	if store.TooLarge(err) {
 		a.entry = "" // refused whole, before it applied: it put no entry
-		return attemptResult{}, a.e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
+		return attemptResult{}, a.e.etcd.Err(context.WithoutCancel(ctx), "acquire txn", err)
 	}
-	if !notApplied(err) {
+	if !store.NotApplied(err) {
 		// A timeout or a term's end can come after the commit: the
 		// lock may be ours under our own lease, and nobody will
 		// learn the token. dropLease revokes the lease, which ends
@@ -357,7 +357,7 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 		a.unsure = true
 		a.entryUnsure = a.entryUnsure || (queueKey == "" && a.enqueue != nil)
 	}
-	return attemptResult{}, a.e.etcdErr(context.WithoutCancel(ctx), "acquire txn", err)
+	return attemptResult{}, a.e.etcd.Err(context.WithoutCancel(ctx), "acquire txn", err)
 }
 
 // won is attempt's answer when its txn granted the lock.
@@ -517,12 +517,12 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attemptResult, error) {
 	e, gkey := a.e, a.e.keys.Delay(a.seat)
 	stamped := r.guard.ended(time.Now(), EventExpired)
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(gkey), "=", r.guardRev)).
 		Then(clientv3.OpPut(gkey, store.MustJSON(stamped))).Commit()
 	done()
 	if err != nil {
-		return attemptResult{}, e.etcdErr(ctx, "stamp lock-delay", err)
+		return attemptResult{}, e.etcd.Err(ctx, "stamp lock-delay", err)
 	}
 	if !tr.Succeeded {
 		return attemptResult{outcome: retryNow}, nil
@@ -565,7 +565,7 @@ func heldInSession(resp *clientv3.TxnResponse, ix acquireIx) int64 {
 func (a *acquirer) undoOverSessionCap(token int64, rec store.Holder) error {
 	e, limit := a.e, a.e.cfg.MaxLocksPerSession
 	reason := fmt.Sprintf("session %s already holds the maximum of %d locks; release some first", a.req.Session, limit)
-	ctx, done := e.cleanupCtx()
+	ctx, done := e.etcd.CleanupCtx()
 	defer done()
 	err := a.endOwn(ctx, token, &rec, "acquire refused: "+reason)
 	if err != nil && !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) {

@@ -32,17 +32,17 @@ type ClusterStatus struct {
 // revision, as the member behind the client sees them: it answers even
 // without a leader, which is when an operator most wants to look.
 func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
-	if e.memberStopped() {
+	if e.etcd.MemberStopped() {
 		return nil, fmt.Errorf("cluster status: %w: this node's etcd member has stopped", ErrUnavailable)
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	// Serializable: the member's own view, so that a node cut off from
 	// the majority still tells who it thinks is there (and that it has
 	// no leader) instead of answering 503.
 	ml, err := e.cli.MemberList(octx, clientv3.WithSerializable())
 	if err != nil {
-		return nil, e.etcdErr(ctx, "list members", err)
+		return nil, e.etcd.Err(ctx, "list members", err)
 	}
 	// The in-process client ignores the endpoint; a remote one asks the
 	// first endpoint it was given.
@@ -52,7 +52,7 @@ func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
 	}
 	st, err := e.cli.Status(octx, ep)
 	if err != nil {
-		return nil, e.etcdErr(ctx, "member status", err)
+		return nil, e.etcd.Err(ctx, "member status", err)
 	}
 	cs := &ClusterStatus{RaftTerm: st.RaftTerm, Revision: st.Header.Revision}
 	if st.Leader != 0 {
@@ -81,7 +81,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 	if err := e.hearing(); err != nil {
 		return err
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	if _, err := e.cli.Get(octx, e.keys.Recorder(), clientv3.WithCountOnly()); err != nil {
 		// A probe that gives etcd until a deadline and hears nothing by
@@ -90,7 +90,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("ready: %w: no answer to a linearizable read within the probe's deadline", ErrUnavailable)
 		}
-		return e.etcdErr(ctx, "linearizable read", err)
+		return e.etcd.Err(ctx, "linearizable read", err)
 	}
 	if e.NoSpace() {
 		return fmt.Errorf("ready: %w: etcd's NOSPACE alarm is raised", ErrNoSpace)

@@ -79,14 +79,14 @@ func (c *compactor) run(stop context.Context) {
 // trail let it.
 func (c *compactor) tick(ctx context.Context, now time.Time) error {
 	e := c.e
-	if e.memberStopped() {
+	if e.etcd.MemberStopped() {
 		return nil
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	st, err := e.cli.Status(octx, "") // the in-process client's own member
 	done()
 	if err != nil {
-		return e.etcdErr(ctx, "status", err)
+		return e.etcd.Err(ctx, "status", err)
 	}
 	c.samples = append(c.samples, revSample{now, st.Header.Revision})
 	point := c.retentionPoint(now)
@@ -117,11 +117,11 @@ func (c *compactor) tick(ctx context.Context, now time.Time) error {
 	if target <= c.done {
 		return nil
 	}
-	octx, done = e.op(ctx)
+	octx, done = e.etcd.Op(ctx)
 	_, err = e.cli.Compact(octx, target)
 	done()
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return e.etcdErr(ctx, "compact", err)
+		return e.etcd.Err(ctx, "compact", err)
 	}
 	c.done = target
 	return nil
@@ -181,7 +181,7 @@ func (c *compactor) release() {
 // note writes the compaction note for a compaction to rev past the trail.
 func (c *compactor) note(ctx context.Context, rev int64, reason string) error {
 	e := c.e
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	_, err := e.cli.Put(octx, e.keys.CompactionNote(), store.MustJSON(compactionNote{Revision: rev, Reason: reason}))
 	return err

@@ -75,11 +75,11 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 	lkey, gkey := e.keys.Lock(name), e.keys.Delay(name)
 	const lockAt, guardAt = 0, 1
 	for range maxImmediateRetries {
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(lkey, clientv3.WithKeysOnly()), clientv3.OpGet(gkey)).Commit()
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "read lock-delay", err)
+			return e.etcd.Err(ctx, "read lock-delay", err)
 		}
 		guard := resp.Responses[guardAt].GetResponseRange().Kvs
 		if len(resp.Responses[lockAt].GetResponseRange().Kvs) > 0 || len(guard) == 0 {
@@ -94,7 +94,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 			Detail: fmt.Sprintf("lock-delay until %s lifted: %s", d.Until.Format(time.RFC3339Nano), reason),
 		}
 		var tr *clientv3.TxnResponse
-		octx, done = e.op(ctx)
+		octx, done = e.etcd.Op(ctx)
 		tr, err = e.cli.Txn(octx).If(
 			clientv3.Compare(clientv3.ModRevision(gkey), "=", guard[0].ModRevision),
 			clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0),
@@ -104,7 +104,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 		).Commit()
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "clear lock-delay", err)
+			return e.etcd.Err(ctx, "clear lock-delay", err)
 		}
 		if tr.Succeeded {
 			e.recorded(EventDelayCleared, 1)
@@ -130,11 +130,11 @@ func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (d
 	if through != "" {
 		end = base + through + "\x00"
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit)))
 	done()
 	if err != nil {
-		return nil, "", e.etcdErr(ctx, "list lock-delays", err)
+		return nil, "", e.etcd.Err(ctx, "list lock-delays", err)
 	}
 	now := time.Now()
 	for _, kv := range resp.Kvs {

@@ -88,7 +88,7 @@ func (e *Engine) Leader(ctx context.Context, name string) (*Lock, []Waiter, erro
 	}
 	key := store.KeyName(KindElection, name)
 	const lockAt, valueAt, queueAt = 0, 1, 2
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(
 		clientv3.OpGet(e.keys.Lock(key)),
 		clientv3.OpGet(e.keys.Value(key)),
@@ -97,7 +97,7 @@ func (e *Engine) Leader(ctx context.Context, name string) (*Lock, []Waiter, erro
 	).Commit()
 	done()
 	if err != nil {
-		return nil, nil, e.etcdErr(ctx, "read election", err)
+		return nil, nil, e.etcd.Err(ctx, "read election", err)
 	}
 	kvs := resp.Responses[lockAt].GetResponseRange().Kvs
 	if len(kvs) == 0 {
@@ -123,11 +123,11 @@ func (e *Engine) Elections(ctx context.Context, o ListOptions) ([]*Lock, string,
 	// per leader listed.
 	from := e.keys.Value(store.KeyName(KindElection, ls[0].Name))
 	to := e.keys.Value(store.KeyName(KindElection, ls[len(ls)-1].Name)) + "\x00"
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, from, clientv3.WithRange(to))
 	done()
 	if err != nil {
-		return nil, "", e.etcdErr(ctx, "read election values", err)
+		return nil, "", e.etcd.Err(ctx, "read election values", err)
 	}
 	byName := make(map[string]*mvccpb.KeyValue, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -182,15 +182,15 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 		clientv3.OpPut(e.keys.LockAudit(key)+newHoldID()+"/p", store.MustJSON(ev)),
 	}
 	var resp *clientv3.TxnResponse
-	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.batch.Txn(octx, cmps, then, nil)
 		return err
 	})
 	if err != nil {
-		if isLeaseNotFound(err) {
+		if store.IsLeaseNotFound(err) {
 			return nil, ErrNotHeld // the lease ended, and the leadership with it
 		}
-		return nil, e.etcdErr(ctx, "proclaim", err)
+		return nil, e.etcd.Err(ctx, "proclaim", err)
 	}
 	if !resp.Succeeded {
 		if _, err := e.heldWith(ctx, key, token); err != nil {
@@ -257,7 +257,7 @@ func (e *Engine) RevokeLeadership(ctx context.Context, name, reason string) (*Lo
 // proclaimed. A failed read leaves the campaign's value: the answer it
 // completes has what matters (the token) already.
 func (e *Engine) readValue(ctx context.Context, key string, l *Lock) {
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, e.keys.Value(key))
 	done()
 	if err == nil {

@@ -132,11 +132,11 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 	}
 	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
 		ops, ix := e.holdReadOps(name, withHead, opts...)
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		defer done()
 		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 		if err != nil {
-			return nil, nil, e.etcdErr(ctx, "get lock", err)
+			return nil, nil, e.etcd.Err(ctx, "get lock", err)
 		}
 		kv, head := ix.read(resp)
 		if kv == nil {
@@ -144,7 +144,7 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 		}
 		return kv, head, nil
 	}
-	if !e.memberStopped() {
+	if !e.etcd.MemberStopped() {
 		kv, head, err := read(clientv3.WithSerializable())
 		if err == nil && kv.ModRevision == token {
 			hr, err := store.DecodeHolder(kv)
@@ -252,13 +252,13 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 		if t.handOver >= 0 {
 			txn = e.batch.TxnUrgent // the next holder waits on this commit
 		}
-		return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		return e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 			resp, err = txn(octx, t.cmps, t.then, nil)
 			return err
 		})
 	}
 	err := send()
-	if err != nil && t.handOver >= 0 && isLeaseNotFound(err) {
+	if err != nil && t.handOver >= 0 && store.IsLeaseNotFound(err) {
 		// A head's lease (its own, or its session's) ended while it
 		// waited: end the hold without handing the lock over; the
 		// waiters then take it as they see it go.
@@ -266,7 +266,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 		err = send()
 	}
 	if err != nil {
-		return e.etcdErr(ctx, "end hold", err)
+		return e.etcd.Err(ctx, "end hold", err)
 	}
 	if !resp.Succeeded {
 		// Someone else ended it between our read and our write.
@@ -444,13 +444,13 @@ func (e *Engine) revokeLease(hex string) {
 	if !ok {
 		return
 	}
-	ctx, done := e.cleanupCtx()
+	ctx, done := e.etcd.CleanupCtx()
 	defer done()
-	err := e.retryCleanup(ctx, func(ctx context.Context) error {
+	err := e.etcd.RetryCleanup(ctx, func(ctx context.Context) error {
 		_, err := e.cli.Revoke(ctx, id)
 		return err
 	})
-	if err != nil && !isLeaseNotFound(err) {
+	if err != nil && !store.IsLeaseNotFound(err) {
 		e.log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
 	}
 }

@@ -134,40 +134,8 @@ type Config struct {
 }
 
 // EmbeddedMember is what the engine needs of the etcd member it is
-// embedded with, beyond the in-process client, which skips etcd's
-// interceptors and reaches no other member.
-type EmbeddedMember interface {
-	// HasLeader reports whether the member knows a leader. Requests fail
-	// fast with ErrUnavailable while it does not, instead of waiting
-	// OpTimeout for a proposal or a ReadIndex that cannot complete (a
-	// remote client gets the same from etcd through WithRequireLeader).
-	HasLeader() bool
-	// LeaderChanged returns a channel closed when the member next learns
-	// of a new leader (etcd's LeaderChangedNotify; the loss of one is seen
-	// through HasLeader). The calls in flight then fail with
-	// ErrUnavailable at once: a proposal made under the old leader rarely
-	// survives the change, and a node cut off from the majority would
-	// otherwise hold each request for OpTimeout.
-	LeaderChanged() <-chan struct{}
-	// IsStopped reports whether the member has stopped. Local
-	// (serializable) reads and etcd's Status are not sent then: on a
-	// stopped member they read its closed backend and panic instead of
-	// failing.
-	IsStopped() bool
-	// NoSpace reports whether etcd's NOSPACE alarm is raised, from the
-	// member's own alarm store; without one the engine lists etcd's
-	// alarms every alarmPoll (a raft round each).
-	NoSpace() bool
-	// Defragment defragments the member, whose in-process client cannot
-	// (embedetcd.Member.Defragment says why).
-	Defragment() error
-	// IsLeader reports whether the member leads etcd: that node's engine
-	// keeps the history index (historyIndex).
-	IsLeader() bool
-	// MaxTxnOps is the most ops the member takes in one txn (etcd's
-	// --max-txn-ops); the history index fills its txns up to it.
-	MaxTxnOps() int
-}
+// embedded with (store.Member says what each method is for).
+type EmbeddedMember = store.Member
 
 // DefaultConfig returns the defaults that docs/API.md documents.
 func DefaultConfig() Config {
@@ -286,9 +254,9 @@ type Engine struct {
 	// looks counts the reads of waiters woken in the queue (look).
 	looks atomic.Int64
 
-	// term ends at the next leader change (Config.LeaderChanged), or
-	// with the engine; every etcd call is bound to the term it began in.
-	term atomic.Pointer[context.Context]
+	// etcd is how the engine calls etcd (store.Etcd): every call bounded
+	// by OpTimeout and the leader's term, every failure one of ours.
+	etcd *store.Etcd
 
 	// metrics are this engine's Prometheus series (see Collector).
 	metrics *metrics
@@ -326,23 +294,26 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	stop, stopFunc := context.WithCancel(context.Background())
 	e := &Engine{cli: cli, cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
 	e.drain, e.drainFunc = context.WithCancel(stop)
-	e.term.Store(&stop)
+	e.etcd = store.NewEtcd(cli, cfg.Embedded, cfg.OpTimeout, stop, func() { e.metrics.leaderChanges.Inc() })
 	e.batch = txnbatch.Batcher{
-		KV: cli, Term: func() context.Context { return *e.term.Load() }, Op: e.opIn, Closed: e.stop.Err,
+		KV: cli, Term: e.etcd.Term, Op: e.etcd.OpIn, Closed: e.stop.Err,
 		Observe: func(n int) { e.metrics.txnBatchSize.Observe(float64(n)) },
 		Split:   func() { e.metrics.txnBatchSplits.Inc() },
 	}
-	rl := new(remoteLeader)
 	e.hist = newHistoryIndex(e)
-	e.metrics = newMetrics(e.hasLeader(rl), e.hist.events)
-	e.trackLeader(rl)
+	e.metrics = newMetrics(e.etcd.HasLeader, e.hist.events)
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.etcd.FollowLeader(e.keys.Recorder())
+	}()
 	e.newSpace()
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		e.runSpace()
 	}()
-	if err := e.whileStarting(ctx, func() error { return e.loadFormat(ctx) }); err != nil {
+	if err := e.etcd.WhileStarting(ctx, e.log, func() error { return e.loadFormat(ctx) }); err != nil {
 		stopFunc()
 		e.wg.Wait()
 		return nil, err
@@ -435,64 +406,6 @@ func (e *Engine) Client() *clientv3.Client { return e.cli }
 // Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
-// op bounds one etcd call by OpTimeout, so a node without quorum answers
-// instead of hanging. It also ends when the engine closes.
-func (e *Engine) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return e.opIn(ctx, *e.term.Load())
-}
-
-// opIn is op bound to term, which may have ended already.
-func (e *Engine) opIn(ctx, term context.Context) (context.Context, context.CancelFunc) {
-	// A remote etcd member with no leader then fails the call at once
-	// (ErrNoLeader) instead of holding it until the timeout. The
-	// in-process client skips etcd's interceptors, so on an embedded
-	// member the header would be an allocation per call for nothing: the
-	// terms below do that job.
-	if e.cfg.Embedded == nil {
-		ctx = clientv3.WithRequireLeader(ctx)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
-	stop := context.AfterFunc(term, cancel)
-	return ctx, func() { stop(); cancel() }
-}
-
-// memberStopped reports whether the embedded member has stopped
-// (EmbeddedMember.IsStopped). Serializable reads must not be sent then: on a
-// stopped member they read its closed backend and panic, where
-// linearizable ones fail cleanly.
-func (e *Engine) memberStopped() bool { return e.cfg.Embedded != nil && e.cfg.Embedded.IsStopped() }
-
-// ownMember reports whether the engine's client is the in-process client
-// of an embedded member (Config.Embedded) that is running. Such a member answers a write after applying it itself, so a
-// local (serializable) read made after that answer sees the write and
-// everything committed before it, with no ReadIndex round. Over external
-// etcd the next read may go to another, lagging member.
-func (e *Engine) ownMember() bool { return e.cfg.Embedded != nil && !e.cfg.Embedded.IsStopped() }
-
-// etcdErr turns an etcd failure into one of ours. parent is the caller's
-// context: if it ended, its error is returned as is, because the caller
-// went away and nothing is wrong with etcd.
-func (e *Engine) etcdErr(parent context.Context, what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if perr := parent.Err(); perr != nil {
-		return fmt.Errorf("%s: %w", what, perr)
-	}
-	if e.stop.Err() != nil {
-		return fmt.Errorf("%s: %w", what, ErrClosed)
-	}
-	if isNoSpace(err) {
-		return e.noSpaceErr(what, err)
-	}
-	if isUnavailable(err) {
-		return fmt.Errorf("%s: %w (%v)", what, ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
-// cleanupCtx is for work that must finish after the caller went away, such
-// as removing a queue entry: bounded, but not tied to the request.
-func (e *Engine) cleanupCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), e.cfg.OpTimeout)
-}
+// CheckLeader returns an ErrUnavailable at once when the embedded member
+// knows no leader (EmbeddedMember.HasLeader), and nil otherwise.
+func (e *Engine) CheckLeader() error { return e.etcd.CheckLeader() }

@@ -16,6 +16,7 @@ var (
 	ErrUnavailable    = store.ErrUnavailable
 	ErrClosed         = store.ErrClosed
 	ErrTooManyStreams = store.ErrTooManyStreams
+	ErrNoSpace        = store.ErrNoSpace
 )
 
 // Sentinel errors. Callers match them with errors.Is; the richer types below
@@ -47,11 +48,6 @@ var (
 	// sessions already; the error is a *LimitError. It clears as sessions
 	// are deleted or expire: try later.
 	ErrTooManySessions = errors.New("too many sessions")
-	// ErrNoSpace means etcd refused a write because its backend is full:
-	// its NOSPACE alarm is raised, and every write fails until an operator
-	// frees space and disarms it (Recover). Reads keep working. Nothing
-	// was written.
-	ErrNoSpace = errors.New("the data store is full")
 	// ErrStillFull means Recover compacted and defragmented, but the data
 	// kept leaves too little room under the quota to disarm the alarm;
 	// the error is a *StillFullError saying what holds the space.

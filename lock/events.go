@@ -97,12 +97,12 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if !o.Replay {
 		// Live events are those after the revision etcd is at now; the
 		// hub may not have sent out the ones before it yet.
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		head, err := e.cli.Get(octx, e.keys.HistoryMeta(), clientv3.WithCountOnly())
 		done()
 		if err != nil {
 			e.subs.Add(-1)
-			return nil, e.etcdErr(ctx, "subscribe", err)
+			return nil, e.etcd.Err(ctx, "subscribe", err)
 		}
 		since = head.Header.Revision
 	}

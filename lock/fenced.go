@@ -60,11 +60,11 @@ func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64
 	for range maxImmediateRetries {
 		// etcd compares no value of a missing key, so the first write
 		// compares CreateRevision, and later ones the padded maximum.
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		cur, err := e.cli.Get(octx, mkey)
 		done()
 		if err != nil {
-			return nil, e.etcdErr(ctx, "read fenced maximum", err)
+			return nil, e.etcd.Err(ctx, "read fenced maximum", err)
 		}
 		// Tokens are revisions, so none exceeds the revision of this
 		// linearizable read. This also keeps token+1 below from
@@ -81,12 +81,12 @@ func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64
 		}
 		t := e.fencedPutTxn(resource, token, value, lock, first)
 		var resp *clientv3.TxnResponse
-		err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 			resp, err = e.cli.Txn(octx).If(t.cmps...).Then(t.then...).Else(t.els...).Commit()
 			return err
 		})
 		if err != nil {
-			err = e.etcdErr(ctx, "fenced write", err)
+			err = e.etcd.Err(ctx, "fenced write", err)
 			created = first && mayHaveCreated(err)
 			return nil, err
 		}
@@ -198,11 +198,11 @@ func (e *Engine) GetFenced(ctx context.Context, resource string) (*FencedValue, 
 	if err := store.CheckName("resource", resource); err != nil {
 		return nil, err
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.keys.Fenced(resource))
 	if err != nil {
-		return nil, e.etcdErr(ctx, "read fenced value", err)
+		return nil, e.etcd.Err(ctx, "read fenced value", err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, ErrNotFound

@@ -27,7 +27,7 @@ func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string
 		Detail: reason, Credential: credentialOf(ctx),
 	}
 	var found bool
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	// Either key is enough to reset: a write puts both, and a reset must
 	// also clear a maximum whose value write failed.
@@ -44,7 +44,7 @@ func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string
 		found = resp.Succeeded || resp.Responses[valueOnlyAt].GetResponseTxn().Succeeded
 	}
 	if err != nil {
-		return e.etcdErr(ctx, fmt.Sprintf("reset fenced %q", resource), err)
+		return e.etcd.Err(ctx, fmt.Sprintf("reset fenced %q", resource), err)
 	}
 	if !found {
 		return fmt.Errorf("reset fenced %q: %w", resource, ErrNotFound)

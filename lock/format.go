@@ -51,7 +51,7 @@ const derivedFormat = 5
 func (e *Engine) loadFormat(ctx context.Context) error {
 	key := e.keys.Format()
 	for range maxImmediateRetries {
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		resp, err := e.cli.Txn(octx).Then(
 			clientv3.OpGet(key),
 			// A keyspace some baton wrote has a recorder's cursor or
@@ -63,7 +63,7 @@ func (e *Engine) loadFormat(ctx context.Context) error {
 		).Commit()
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "read the storage format", err)
+			return e.etcd.Err(ctx, "read the storage format", err)
 		}
 		cur, rev := 1, int64(0)
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
@@ -88,12 +88,12 @@ func (e *Engine) loadFormat(ctx context.Context) error {
 			e.format = cur
 			return nil
 		}
-		octx, done = e.op(ctx)
+		octx, done = e.etcd.Op(ctx)
 		tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 			Then(clientv3.OpPut(key, strconv.Itoa(want))).Commit()
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "raise the storage format", err)
+			return e.etcd.Err(ctx, "raise the storage format", err)
 		}
 		if tr.Succeeded {
 			if !fresh {

@@ -21,12 +21,12 @@ import (
 // lose nothing: they get no gap.
 func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, error) {
 	e := x.e
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.CompactionNote()), clientv3.OpGet(e.keys.Format()),
 		clientv3.OpGet(e.keys.HistoryMeta()), clientv3.OpGet(e.keys.Recorder())).Commit()
 	done()
 	if err != nil {
-		return 0, e.etcdErr(ctx, "read compaction note", err)
+		return 0, e.etcd.Err(ctx, "read compaction note", err)
 	}
 	note, format := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseRange()
 	// The revisions of baton's own bookkeeping lose no event: on an idle
@@ -139,11 +139,11 @@ func (x *historyIndex) backfill(ctx context.Context) error {
 		if bf.After != "" {
 			start = bf.After + "\x00"
 		}
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(backfillPage))
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "scan pending history", err)
+			return e.etcd.Err(ctx, "scan pending history", err)
 		}
 		var recs []pendingRecord
 		for _, kv := range resp.Kvs {

@@ -324,11 +324,11 @@ func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
 // records and no index starts a backfill of them.
 func (x *historyIndex) load(ctx context.Context) error {
 	e := x.e
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, e.keys.HistoryMeta())
 	done()
 	if err != nil {
-		return e.etcdErr(ctx, "read history meta", err)
+		return e.etcd.Err(ctx, "read history meta", err)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -354,11 +354,11 @@ func (x *historyIndex) commit(ctx context.Context, m historyMeta, ops []clientv3
 	e := x.e
 	key := e.keys.HistoryMeta()
 	ops = append(ops, clientv3.OpPut(key, store.MustJSON(m)))
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", x.metaRev)).Then(ops...).Commit()
 	if err != nil {
-		return e.etcdErr(ctx, "write history index", err)
+		return e.etcd.Err(ctx, "write history index", err)
 	}
 	if !resp.Succeeded {
 		return errIndexMoved

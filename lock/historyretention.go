@@ -42,12 +42,12 @@ func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clien
 	}
 	ttl := e.cfg.HistoryRetention + width
 	var resp *clientv3.LeaseGrantResponse
-	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err := e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.cli.Grant(octx, store.TTLSeconds(ttl))
 		return err
 	})
 	if err != nil {
-		return 0, e.etcdErr(ctx, "grant history bucket lease", err)
+		return 0, e.etcd.Err(ctx, "grant history bucket lease", err)
 	}
 	m.Buckets = append(m.Buckets, historyBucket{Lease: resp.ID, Opened: now.UTC(), Expires: now.Add(time.Duration(resp.TTL) * time.Second).UTC()})
 	return resp.ID, nil
@@ -118,12 +118,12 @@ func (x *historyIndex) trimCount(ctx context.Context) error {
 		b := m.Buckets[0]
 		// Revoke first: if the node stops before the meta write, the
 		// next load finds the lease gone (verifyBuckets) and counts it.
-		err := e.retryNotApplied(ctx, func(octx context.Context) error {
+		err := e.etcd.RetryNotApplied(ctx, func(octx context.Context) error {
 			_, err := e.cli.Revoke(octx, b.Lease)
 			return err
 		})
-		if err != nil && !isLeaseNotFound(err) {
-			return e.etcdErr(ctx, "drop oldest history", err)
+		if err != nil && !store.IsLeaseNotFound(err) {
+			return e.etcd.Err(ctx, "drop oldest history", err)
 		}
 		m.Buckets = slices.Clone(m.Buckets[1:])
 		m.Events -= b.Events

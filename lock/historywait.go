@@ -35,11 +35,11 @@ func (e *Engine) awaitIndexed(ctx context.Context) (int64, error) {
 // written before it existed or before a compaction (see backfill); with
 // no index yet, 1: the first backfill ends at a revision of at least 1.
 func (e *Engine) readIndexed(ctx context.Context) (indexed, backlog, rev int64, err error) {
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, e.keys.HistoryMeta())
 	done()
 	if err != nil {
-		return 0, 0, 0, e.etcdErr(ctx, "read history index", err)
+		return 0, 0, 0, e.etcd.Err(ctx, "read history index", err)
 	}
 	rev = resp.Header.Revision
 	if len(resp.Kvs) == 0 {

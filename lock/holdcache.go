@@ -137,12 +137,12 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 	// takes the lock once it sees the key go.
 	cmps := append(t.cmps, clientv3.Compare(clientv3.CreateRevision(e.keys.Queue(name)), "=", 0).WithPrefix())
 	var resp *clientv3.TxnResponse
-	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.batch.Txn(octx, cmps, t.then, nil)
 		return err
 	})
 	if err != nil {
-		return false, e.etcdErr(ctx, "end hold", err)
+		return false, e.etcd.Err(ctx, "end hold", err)
 	}
 	if !resp.Succeeded {
 		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells

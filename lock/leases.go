@@ -72,18 +72,18 @@ func (w *waiterLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, <-c
 		return 0, nil, ErrClosed
 	}
 	var resp *clientv3.LeaseGrantResponse
-	err := e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err := e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.cli.Grant(octx, store.TTLSeconds(e.cfg.WaiterTTL))
 		return err
 	})
 	if err != nil {
-		return 0, nil, e.etcdErr(ctx, "grant waiter lease", err)
+		return 0, nil, e.etcd.Err(ctx, "grant waiter lease", err)
 	}
 	kctx, cancel := context.WithCancel(e.stop)
 	ch, err := e.cli.KeepAlive(kctx, resp.ID)
 	if err != nil {
 		cancel()
-		return 0, nil, e.etcdErr(ctx, "keep waiter lease alive", err)
+		return 0, nil, e.etcd.Err(ctx, "keep waiter lease alive", err)
 	}
 	id, lost := resp.ID, make(chan struct{})
 	w.id, w.lost, w.cancel = id, lost, cancel
@@ -121,9 +121,9 @@ func (w *waiterLease) close(e *Engine) {
 		return
 	}
 	cancel()
-	ctx, done := e.cleanupCtx()
+	ctx, done := e.etcd.CleanupCtx()
 	defer done()
-	if _, err := e.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+	if _, err := e.cli.Revoke(ctx, id); err != nil && !store.IsLeaseNotFound(err) {
 		e.log.Warn("revoke waiter lease", "lease", store.LeaseHex(id), "err", err)
 	}
 }
@@ -191,13 +191,13 @@ func (p *leasePool) take(ctx context.Context, e *Engine, ttl int64) (clientv3.Le
 			continue // surely expired: nobody kept it alive in the pool
 		}
 		start := time.Now()
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		ka, err := e.cli.KeepAliveOnce(octx, pl.id)
 		done()
 		if err == nil && ka.TTL == ttl {
 			return pl.id, start
 		}
-		if err != nil && !isLeaseNotFound(err) {
+		if err != nil && !store.IsLeaseNotFound(err) {
 			// etcd is in trouble: the grant that follows will say so; the
 			// lease, if alive, expires by itself.
 			return 0, time.Time{}
@@ -235,13 +235,13 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 		start time.Time
 		resp  *clientv3.LeaseGrantResponse
 	)
-	err := a.e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err := a.e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
 		resp, err = a.e.cli.Grant(octx, want)
 		return err
 	})
 	if err != nil {
-		return a.e.etcdErr(ctx, "grant lease", err)
+		return a.e.etcd.Err(ctx, "grant lease", err)
 	}
 	a.lease, a.leaseTTL, a.grantedAt = resp.ID, resp.TTL, start
 	return nil
@@ -252,7 +252,7 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 // the entry can no longer be granted (the release falls back to a plain
 // one), and the next attempt takes a new lease.
 //
-// A keep-alive that fails for etcd's own reasons (isUnavailable: a leader
+// A keep-alive that fails for etcd's own reasons (store.IsUnavailable: a leader
 // change, not primary, no leader) is sent again until the lease would run
 // out: etcd keeps a lease whose keep-alives fail until its TTL has passed
 // (and a new leader renews every lease in full as it takes over), so the
@@ -265,25 +265,25 @@ func (a *acquirer) keepQueuedLease(ctx context.Context) error {
 	// No try outlives the lease: past runsOut it may be gone.
 	tctx, cancel := context.WithDeadline(ctx, runsOut)
 	defer cancel()
-	pause := notAppliedPause
+	pause := store.NotAppliedPause
 	for {
 		start := time.Now()
-		octx, done := e.op(tctx)
+		octx, done := e.etcd.Op(tctx)
 		ka, err := e.cli.KeepAliveOnce(octx, a.lease)
 		done()
 		switch {
 		case err == nil:
 			a.leaseTTL, a.grantedAt = ka.TTL, start
 			return nil
-		case isLeaseNotFound(err):
+		case store.IsLeaseNotFound(err):
 			a.lease, a.queuedLease = 0, 0
 			return nil
-		case !isUnavailable(err) || ctx.Err() != nil || e.stop.Err() != nil:
-			return e.etcdErr(ctx, "keep the queued lease alive", err)
+		case !store.IsUnavailable(err) || ctx.Err() != nil || e.stop.Err() != nil:
+			return e.etcd.Err(ctx, "keep the queued lease alive", err)
 		}
 		left := time.Until(runsOut)
 		if left <= 0 {
-			return e.etcdErr(ctx, "keep the queued lease alive", err)
+			return e.etcd.Err(ctx, "keep the queued lease alive", err)
 		}
 		t := time.NewTimer(min(pause, left))
 		select {
@@ -314,7 +314,7 @@ func (a *acquirer) topUpLease(ctx context.Context) {
 		return
 	}
 	start := time.Now()
-	octx, done := a.e.op(ctx)
+	octx, done := a.e.etcd.Op(ctx)
 	ka, err := a.e.cli.KeepAliveOnce(octx, a.lease)
 	done()
 	if err == nil {
@@ -345,13 +345,13 @@ func (a *acquirer) dropLease() {
 	if a.e.leases.put(id, a.leaseTTL) {
 		return
 	}
-	ctx, done := a.e.cleanupCtx()
+	ctx, done := a.e.etcd.CleanupCtx()
 	defer done()
-	err := a.e.retryCleanup(ctx, func(ctx context.Context) error {
+	err := a.e.etcd.RetryCleanup(ctx, func(ctx context.Context) error {
 		_, err := a.e.cli.Revoke(ctx, id)
 		return err
 	})
-	if err != nil && !isLeaseNotFound(err) {
+	if err != nil && !store.IsLeaseNotFound(err) {
 		a.e.log.Warn("revoke unused lease", "lease", store.LeaseHex(id), "err", err)
 	}
 }

@@ -19,11 +19,11 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 	// The guard comes in the same read: a free lock under lock-delay
 	// answers a *DelayedError (still ErrNotHeld).
 	const lockAt, guardAt = 0, 1
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.Lock(name)), clientv3.OpGet(e.keys.Delay(name))).Commit()
 	done()
 	if err != nil {
-		return nil, e.etcdErr(ctx, "get lock", err)
+		return nil, e.etcd.Err(ctx, "get lock", err)
 	}
 	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
 		return e.decodeLock(ctx, kvs[0], nil)
@@ -38,11 +38,11 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 
 // getLock reads a lock key (linearizably); ErrNotHeld when absent.
 func (e *Engine) getLock(ctx context.Context, name string, opts ...clientv3.OpOption) (*mvccpb.KeyValue, error) {
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.keys.Lock(name), opts...)
 	if err != nil {
-		return nil, e.etcdErr(ctx, "get lock", err)
+		return nil, e.etcd.Err(ctx, "get lock", err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, ErrNotHeld
@@ -122,11 +122,11 @@ func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock,
 			start = after
 		}
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
 	done()
 	if err != nil {
-		return nil, "", e.etcdErr(ctx, "list locks", err)
+		return nil, "", e.etcd.Err(ctx, "list locks", err)
 	}
 	kvs, next := resp.Kvs, ""
 	if len(kvs) > o.Limit {
@@ -214,16 +214,16 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 func (e *Engine) keepAlive(ctx context.Context, lease string) (ttl time.Duration, start time.Time, err error) {
 	id, _ := store.ParseLeaseHex(lease)
 	var ka *clientv3.LeaseKeepAliveResponse
-	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
 		ka, err = e.cli.KeepAliveOnce(octx, id)
 		return err
 	})
 	if err != nil {
-		if isLeaseNotFound(err) {
+		if store.IsLeaseNotFound(err) {
 			return 0, time.Time{}, ErrNotHeld
 		}
-		return 0, time.Time{}, e.etcdErr(ctx, "keep the lease alive", err)
+		return 0, time.Time{}, e.etcd.Err(ctx, "keep the lease alive", err)
 	}
 	ttl = time.Duration(ka.TTL) * time.Second
 	e.leaseClock.saw(id, start, ttl, ttl)
@@ -248,12 +248,12 @@ func (e *Engine) Waiters(ctx context.Context, name string) ([]Waiter, error) {
 	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.keys.Queue(name), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit))
 	if err != nil {
-		return nil, e.etcdErr(ctx, "list waiters", err)
+		return nil, e.etcd.Err(ctx, "list waiters", err)
 	}
 	return waitersOf(resp.Kvs), nil
 }
@@ -291,7 +291,7 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	electionsFrom, electionsTo := store.KindRange(e.keys.Locks(), KindElection, "")
 	permitsFrom, permitsTo := store.KindRange(e.keys.Locks(), KindSemaphore, "")
 	rwFrom, rwTo := store.KindRange(e.keys.Locks(), KindRWLock, "")
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).Then(
 		clientv3.OpGet(locksFrom, clientv3.WithRange(locksTo), clientv3.WithCountOnly()),
@@ -302,7 +302,7 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 		clientv3.OpGet(rwFrom, clientv3.WithRange(rwTo), clientv3.WithCountOnly()),
 	).Commit()
 	if err != nil {
-		return Stats{}, e.etcdErr(ctx, "stats", err)
+		return Stats{}, e.etcd.Err(ctx, "stats", err)
 	}
 	count := func(i int) int64 { return resp.Responses[i].GetResponseRange().Count }
 	const locksAt, electionsAt, waitersAt, sessionsAt, permitsAt, rwAt = 0, 1, 2, 3, 4, 5
@@ -347,7 +347,7 @@ func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Tim
 	if at, granted, ok := e.leaseClock.expiry(id, now); ok {
 		return expiryAt(at, 0), granted
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.TimeToLive(octx, id)
 	if err != nil || resp.TTL < 0 {

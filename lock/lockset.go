@@ -101,7 +101,7 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 		if errors.As(err, &ie) {
 			return nil, false, err
 		}
-		if tooLarge(err) {
+		if store.TooLarge(err) {
 			// etcd refused the txn whole, before applying any of it.
 			return nil, false, invalid("names", "etcd takes fewer operations in one transaction (its --max-txn-ops) than a set of %d locks needs: "+
 				"name fewer locks, or run etcd with --max-txn-ops 512 or more (docs/API.md, Lock sets)", len(names))

@@ -136,11 +136,11 @@ func (e *Engine) readSet(ctx context.Context, names []string, token int64, withH
 			o, ix := e.holdReadOps(n, withHeads, opts...)
 			ixs[i], ops = ix.shifted(len(ops)), append(ops, o...)
 		}
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		defer done()
 		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 		if err != nil {
-			return heldSet{}, e.etcdErr(ctx, "read lock set", err)
+			return heldSet{}, e.etcd.Err(ctx, "read lock set", err)
 		}
 		var h heldSet
 		for i, ix := range ixs {
@@ -160,7 +160,7 @@ func (e *Engine) readSet(ctx context.Context, names []string, token int64, withH
 		}
 		return h, nil
 	}
-	if !e.memberStopped() {
+	if !e.etcd.MemberStopped() {
 		if h, err := read(clientv3.WithSerializable()); err == nil && len(h.lost) == 0 {
 			return h, nil
 		}
@@ -209,13 +209,13 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 		if urgent {
 			txn = e.batch.TxnUrgent // the next holders wait on this commit
 		}
-		return e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+		return e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 			resp, err = txn(octx, cmps, then, nil)
 			return err
 		})
 	}
 	err = send()
-	if err != nil && isLeaseNotFound(err) {
+	if err != nil && store.IsLeaseNotFound(err) {
 		// A head's lease ended while it waited (see commitEnd).
 		for i := range ends {
 			ends[i].head = nil
@@ -223,7 +223,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 		err = send()
 	}
 	if err != nil {
-		return false, e.etcdErr(ctx, "end lock set", err)
+		return false, e.etcd.Err(ctx, "end lock set", err)
 	}
 	if !resp.Succeeded {
 		return false, nil
@@ -248,7 +248,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 // set, MaxSetNames at a time.
 func (e *Engine) sessionBatches(ctx context.Context, session string, keys []string) ([][]string, error) {
 	var opts []clientv3.OpOption
-	if e.ownMember() {
+	if e.etcd.OwnMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
 	var (
@@ -260,11 +260,11 @@ func (e *Engine) sessionBatches(ctx context.Context, session string, keys []stri
 		for i, k := range chunk {
 			ops[i] = clientv3.OpGet(e.keys.Lock(k), opts...)
 		}
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 		done()
 		if err != nil {
-			return nil, e.etcdErr(ctx, "read session locks", err)
+			return nil, e.etcd.Err(ctx, "read session locks", err)
 		}
 		for i, k := range chunk {
 			if taken[k] {

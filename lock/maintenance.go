@@ -132,11 +132,11 @@ func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (in
 		}
 		// The in-process client's Status reaches its own member,
 		// whatever the endpoint.
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		defer done()
 		st, err := e.cli.Status(octx, "")
 		if err != nil {
-			return 0, e.etcdErr(ctx, "recover: status of member "+m.Name, err)
+			return 0, e.etcd.Err(ctx, "recover: status of member "+m.Name, err)
 		}
 		return st.DbSize, nil
 	case m.ID == local && len(e.cli.Endpoints()) == 0:
@@ -171,11 +171,11 @@ func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (in
 // compactAll compacts the history to the current revision, and returns it
 // with the ID of the member that answered.
 func (e *Engine) compactAll(ctx context.Context) (rev int64, member uint64, err error) {
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	cur, err := e.cli.Get(octx, e.keys.Recorder(), clientv3.WithCountOnly())
 	done()
 	if err != nil {
-		return 0, 0, e.etcdErr(ctx, "recover: read the revision", err)
+		return 0, 0, e.etcd.Err(ctx, "recover: read the revision", err)
 	}
 	// Physical: return once the backend has dropped the old revisions,
 	// so that the defragmentation below finds them gone. That takes
@@ -184,7 +184,7 @@ func (e *Engine) compactAll(ctx context.Context) (rev int64, member uint64, err 
 	_, err = e.cli.Compact(cctx, cur.Header.Revision, clientv3.WithCompactPhysical())
 	cancel()
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return 0, 0, e.etcdErr(ctx, "recover: compact", err)
+		return 0, 0, e.etcd.Err(ctx, "recover: compact", err)
 	}
 	return cur.Header.Revision, cur.Header.MemberId, nil
 }
@@ -192,11 +192,11 @@ func (e *Engine) compactAll(ctx context.Context) (rev int64, member uint64, err 
 // defragmentAll defragments every member in name order, noting each in
 // res with the largest backend size, and returns the members' names by ID.
 func (e *Engine) defragmentAll(ctx context.Context, self uint64, res *RecoverResult) (map[uint64]string, error) {
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	ml, err := e.cli.MemberList(octx)
 	done()
 	if err != nil {
-		return nil, e.etcdErr(ctx, "recover: list members", err)
+		return nil, e.etcd.Err(ctx, "recover: list members", err)
 	}
 	members := ml.Members
 	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
@@ -222,11 +222,11 @@ func (e *Engine) stillFull(ctx context.Context, res *RecoverResult) error {
 		"sessions": e.keys.Sessions(), "waiters": e.cfg.Prefix + "queue/",
 	} {
 		// Count-only: no keys or values come back, however many.
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		r, err := e.cli.Get(octx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "recover: count "+kind, err)
+			return e.etcd.Err(ctx, "recover: count "+kind, err)
 		}
 		sf.Keys[kind] = r.Count
 	}
@@ -236,23 +236,23 @@ func (e *Engine) stillFull(ctx context.Context, res *RecoverResult) error {
 // disarmNoSpace disarms every NOSPACE alarm and returns the alarms still
 // raised ("NOSPACE on n1"), members named by names.
 func (e *Engine) disarmNoSpace(ctx context.Context, names map[uint64]string) ([]string, error) {
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	alarms, err := e.cli.AlarmList(octx)
 	if err != nil {
-		return nil, e.etcdErr(ctx, "recover: list alarms", err)
+		return nil, e.etcd.Err(ctx, "recover: list alarms", err)
 	}
 	for _, a := range alarms.Alarms {
 		if a.Alarm != pb.AlarmType_NOSPACE {
 			continue
 		}
 		if _, err := e.cli.AlarmDisarm(octx, (*clientv3.AlarmMember)(a)); err != nil {
-			return nil, e.etcdErr(ctx, "recover: disarm the alarm", err)
+			return nil, e.etcd.Err(ctx, "recover: disarm the alarm", err)
 		}
 	}
-	e.space.alarm.Store(false)
+	e.etcd.SetNoSpace(false)
 	if alarms, err = e.cli.AlarmList(octx); err != nil {
-		return nil, e.etcdErr(ctx, "recover: list alarms", err)
+		return nil, e.etcd.Err(ctx, "recover: list alarms", err)
 	}
 	raised := []string{}
 	for _, a := range alarms.Alarms {

@@ -60,7 +60,7 @@ var renewReasons = map[string][]string{
 	renewSession: {"session_not_found", "not_owner", "invalid", "unavailable", "canceled", "error"},
 }
 
-func newMetrics(hasLeader, historyEvents func() float64) *metrics {
+func newMetrics(hasLeader func() bool, historyEvents func() float64) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_lock_events_total",
@@ -115,7 +115,7 @@ func newMetrics(hasLeader, historyEvents func() float64) *metrics {
 		Name: "baton_etcd_has_leader",
 		Help: "1 if the etcd member behind this node knows a leader, as baton sees it (for external etcd: " +
 			"the last once-a-second poll succeeded with a leader), 0 otherwise.",
-	}, hasLeader)
+	}, gauge(hasLeader))
 	for _, t := range []EventType{EventAcquired, EventReleased, EventRevoked, EventExpired, EventSessionExpired} {
 		m.events.WithLabelValues(string(t))
 	}
@@ -222,4 +222,14 @@ func newTrailGaps() prometheus.Counter {
 		Help: "Stretches of etcd revisions compacted before the history index read them, each recorded in the history as a gap event: " +
 			"the events no pending record holds (storage format 5's holds) are lost. Only the node keeping the history index counts.",
 	})
+}
+
+// gauge reads f as a gauge: 1 for true, 0 for false.
+func gauge(f func() bool) func() float64 {
+	return func() float64 {
+		if f() {
+			return 1
+		}
+		return 0
+	}
 }

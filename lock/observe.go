@@ -86,11 +86,11 @@ func (e *Engine) Observe(ctx context.Context, name string, since int64, resume b
 // the revision of the read.
 func (e *Engine) electionNow(ctx context.Context, key string) (*ElectionChange, error) {
 	const lockAt, valueAt = 0, 1
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.Lock(key)), clientv3.OpGet(e.keys.Value(key))).Commit()
 	done()
 	if err != nil {
-		return nil, e.etcdErr(ctx, "read election", err)
+		return nil, e.etcd.Err(ctx, "read election", err)
 	}
 	c := &ElectionChange{Revision: resp.Header.Revision}
 	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {

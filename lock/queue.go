@@ -245,18 +245,18 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 	for _, k := range a.entryKeys(qkey) {
 		ops = slices.Insert(ops, 0, clientv3.OpPut(k, value, clientv3.WithLease(wlease)))
 	}
-	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.cli.Txn(octx).Then(ops...).Commit()
 		return err
 	})
 	if err != nil {
-		if isLeaseNotFound(err) {
+		if store.IsLeaseNotFound(err) {
 			return 0, 0, fmt.Errorf("enqueue: %w", errWaiterLeaseGone)
 		}
-		if !notApplied(err) {
+		if !store.NotApplied(err) {
 			a.entryUnsure = true
 		}
-		return 0, 0, e.etcdErr(ctx, "enqueue", err)
+		return 0, 0, e.etcd.Err(ctx, "enqueue", err)
 	}
 	return resp.Header.Revision, resp.Responses[len(ops)-1].GetResponseRange().Count, nil
 }
@@ -415,11 +415,11 @@ func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool)
 		}
 		return nil, true, nil // look again: the attempt tells
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, r.watchKey, opts...)
 	done()
 	if err != nil {
-		return nil, false, e.etcdErr(ctx, "check the key waited for", err)
+		return nil, false, e.etcd.Err(ctx, "check the key waited for", err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, true, nil
@@ -455,7 +455,7 @@ func (a *acquirer) waitedOut() error {
 // grant us the lock, so the read tells for good whether one did before.
 // It returns the lock if so.
 func (a *acquirer) leave(qkey string) (*Lock, error) {
-	ctx, done := a.e.cleanupCtx()
+	ctx, done := a.e.etcd.CleanupCtx()
 	defer done()
 	var resp *clientv3.TxnResponse
 	const entryAt = 0 // our entry, or a set's first
@@ -465,7 +465,7 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 	}
 	// Any seat may be the one a release granted us.
 	lockAt, ops := len(ops), append(ops, a.holderReads()...)
-	err := a.e.retryCleanup(ctx, func(ctx context.Context) (err error) {
+	err := a.e.etcd.RetryCleanup(ctx, func(ctx context.Context) (err error) {
 		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
 		return err
 	})
@@ -562,8 +562,8 @@ func (e *Engine) sweepEntry(key, value string) {
 		case <-e.stop.Done():
 			return
 		}
-		ctx, done := e.cleanupCtx()
-		err := e.retryCleanup(ctx, func(ctx context.Context) error {
+		ctx, done := e.etcd.CleanupCtx()
+		err := e.etcd.RetryCleanup(ctx, func(ctx context.Context) error {
 			_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
 			return err
 		})

@@ -59,15 +59,15 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 	e, name := a.e, a.req.Name
 	e.looks.Add(1)
 	var opts []clientv3.OpOption
-	if e.ownMember() {
+	if e.etcd.OwnMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
 	ops, ix := a.lookOps(qkey, queueRev, opts...)
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 	done()
 	if err != nil {
-		return attemptResult{}, false, e.etcdErr(ctx, "look at the lock", err)
+		return attemptResult{}, false, e.etcd.Err(ctx, "look at the lock", err)
 	}
 	rs := resp.Responses
 	if a.grouped() {

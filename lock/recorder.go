@@ -53,40 +53,19 @@ const recorderSaveEvery = 5 * time.Second
 const recordRetry = time.Second
 
 func (e *Engine) newRecorder(ctx context.Context) (r *recorder, err error) {
-	err = e.whileStarting(ctx, func() error {
+	err = e.etcd.WhileStarting(ctx, e.log, func() error {
 		r, err = e.readRecorderCursor(ctx)
 		return err
 	})
 	return r, err
 }
 
-// whileStarting runs a read the engine starts with until it succeeds, or
-// fails with anything but ErrUnavailable, or ctx ends: a member that just
-// became ready may see its cluster elect again ("leader changed"), a
-// moment to wait out, not a reason for the node not to start.
-func (e *Engine) whileStarting(ctx context.Context, read func() error) error {
-	backoff := 100 * time.Millisecond
-	for {
-		err := read()
-		if !errors.Is(err, ErrUnavailable) {
-			return err
-		}
-		e.log.Warn("etcd not serving yet; retrying", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-	}
-}
-
 func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.keys.Recorder())
 	if err != nil {
-		return nil, e.etcdErr(ctx, "read recorder cursor", err)
+		return nil, e.etcd.Err(ctx, "read recorder cursor", err)
 	}
 	// A first start has nothing older to record: it saves the current
 	// revision as its cursor at the first tick.
@@ -262,11 +241,11 @@ func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) erro
 			typ = EventSessionExpired
 		}
 		_, guard := e.holdEnd(name, ev.PrevKv.ModRevision, hr, hr.Event(name, typ, store.NowUTC()))
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		_, err = e.cli.Txn(octx).Then(guard...).Commit()
 		done()
 		if err != nil {
-			return e.etcdErr(ctx, "start lock-delay", err)
+			return e.etcd.Err(ctx, "start lock-delay", err)
 		}
 	}
 	return nil
@@ -286,7 +265,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 		for i, name := range names[:n] {
 			ops[i] = clientv3.OpGet(e.keys.Lock(name), clientv3.WithRev(rev-1))
 		}
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 		done()
 		if errors.Is(err, rpctypes.ErrCompacted) {
@@ -297,7 +276,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			return err
 		}
 		if err != nil {
-			return e.etcdErr(ctx, "read expired holds", err)
+			return e.etcd.Err(ctx, "read expired holds", err)
 		}
 		for i, name := range names[:n] {
 			kvs := resp.Responses[i].GetResponseRange().Kvs
@@ -338,11 +317,11 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr sto
 		clientv3.Compare(clientv3.Version(akey), "=", 1),
 		clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0),
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	cur, err := e.cli.Txn(octx).If(open...).Commit()
 	done()
 	if err != nil {
-		return e.etcdErr(ctx, "read end event", err)
+		return e.etcd.Err(ctx, "read end event", err)
 	}
 	if !cur.Succeeded {
 		return nil // ended already, or indexed: nothing to write
@@ -356,7 +335,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr sto
 	ev.Token, ev.Detail = token, detail
 	event, guard := e.holdEnd(name, token, hr, ev)
 	then := append(event, guard...)
-	octx, done = e.op(ctx)
+	octx, done = e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).If(open...).Then(then...).Commit()
 	if err == nil && resp.Succeeded {
@@ -378,7 +357,7 @@ func (r *recorder) saveCursor() {
 		return
 	}
 	e := r.e
-	ctx, done := e.cleanupCtx()
+	ctx, done := e.etcd.CleanupCtx()
 	defer done()
 	key, val := e.keys.Recorder(), store.PadToken(cur)
 	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -408,7 +387,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 	var opens []open
 	lastOpen := false // the last key seen was an "a" still in opens
 	for {
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
@@ -419,7 +398,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 			if errors.Is(err, rpctypes.ErrCompacted) {
 				return 0, err
 			}
-			return 0, e.etcdErr(ctx, "scan audit trail", err)
+			return 0, e.etcd.Err(ctx, "scan audit trail", err)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision

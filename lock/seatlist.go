@@ -23,7 +23,7 @@ func (e *Engine) heldState(ctx context.Context, k EventKind, name string) (holde
 	}
 	key := store.KeyName(k, name)
 	const seatsAt, queueAt = 0, 1
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(
 		clientv3.OpGet(store.SeatsOf(e.keys.Locks(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
 		clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
@@ -31,7 +31,7 @@ func (e *Engine) heldState(ctx context.Context, k EventKind, name string) (holde
 	).Commit()
 	done()
 	if err != nil {
-		return nil, nil, e.etcdErr(ctx, "read "+string(k), err)
+		return nil, nil, e.etcd.Err(ctx, "read "+string(k), err)
 	}
 	if holders, err = e.holdsOf(ctx, resp.Responses[seatsAt].GetResponseRange().Kvs, map[string]leaseTimes{}); err != nil {
 		return nil, nil, err
@@ -101,11 +101,11 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 			start = after
 		}
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
 	done()
 	if err != nil {
-		return nil, "", e.etcdErr(ctx, "list", err)
+		return nil, "", e.etcd.Err(ctx, "list", err)
 	}
 	var (
 		names  []string

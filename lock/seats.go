@@ -343,11 +343,11 @@ func (a *acquirer) seatGranted(ctx context.Context) (attemptResult, error) {
 // linearizably.
 func (a *acquirer) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, error) {
 	e := a.e
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), a.req.Name), clientv3.WithPrefix())
 	if err != nil {
-		return nil, e.etcdErr(ctx, "read semaphore", err)
+		return nil, e.etcd.Err(ctx, "read semaphore", err)
 	}
 	return resp.Kvs, nil
 }
@@ -414,19 +414,19 @@ func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, 
 		return "", invalid("token", "must be a positive fencing token")
 	}
 	read := func(opts ...clientv3.OpOption) (string, error) {
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		defer done()
 		resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 			clientv3.WithMinModRev(token), clientv3.WithMaxModRev(token)}, opts...)...)
 		if err != nil {
-			return "", e.etcdErr(ctx, "read semaphore", err)
+			return "", e.etcd.Err(ctx, "read semaphore", err)
 		}
 		if len(resp.Kvs) == 0 {
 			return "", ErrNotHeld
 		}
 		return strings.TrimPrefix(string(resp.Kvs[0].Key), e.keys.Locks()), nil
 	}
-	if !e.memberStopped() {
+	if !e.etcd.MemberStopped() {
 		if seat, err := read(clientv3.WithSerializable()); err == nil {
 			return seat, nil
 		}

@@ -95,11 +95,11 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 		}
 	}
 	end := clientv3.GetPrefixRangeEnd(base + o.Prefix)
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
 	done()
 	if err != nil {
-		return nil, "", e.etcdErr(ctx, "list sessions", err)
+		return nil, "", e.etcd.Err(ctx, "list sessions", err)
 	}
 	kvs, next := resp.Kvs, ""
 	if len(kvs) > o.Limit {
@@ -151,14 +151,14 @@ func (e *Engine) fillSessionExpiries(ctx context.Context, page []*Session) error
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			now := time.Now()
-			octx, done := e.op(ctx)
+			octx, done := e.etcd.Op(ctx)
 			ttl, err := e.cli.TimeToLive(octx, lid)
 			done()
 			switch {
-			case err != nil && !isLeaseNotFound(err):
+			case err != nil && !store.IsLeaseNotFound(err):
 				mu.Lock()
 				if firstErr == nil {
-					firstErr = e.etcdErr(ctx, "list sessions", err)
+					firstErr = e.etcd.Err(ctx, "list sessions", err)
 				}
 				mu.Unlock()
 			case err == nil && ttl.TTL >= 0:
@@ -207,10 +207,10 @@ func validSessionCursor(c string) bool {
 func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec sessionRecord) {
 	ikey := e.keys.SessionOwner(rec.Owner, id)
 	var local []clientv3.OpOption
-	if !e.memberStopped() {
+	if !e.etcd.MemberStopped() {
 		local = []clientv3.OpOption{clientv3.WithSerializable()}
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	got, err := e.cli.Get(octx, ikey, append(local, clientv3.WithCountOnly())...)
 	if err != nil || got.Count > 0 {
@@ -221,7 +221,7 @@ func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, i
 		If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0), clientv3.Compare(clientv3.CreateRevision(ikey), "=", 0)).
 		Then(clientv3.OpPut(ikey, store.MustJSON(rec), clientv3.WithLease(lid))).
 		Commit()
-	if err != nil && !isLeaseNotFound(err) {
+	if err != nil && !store.IsLeaseNotFound(err) {
 		e.log.Debug("index session by owner", "session", id, "err", err)
 	}
 }

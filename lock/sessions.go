@@ -42,20 +42,20 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		start time.Time
 		g     *clientv3.LeaseGrantResponse
 	)
-	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
 		g, err = e.cli.Grant(octx, store.TTLSeconds(ttl))
 		return err
 	})
 	if err != nil {
-		return nil, e.etcdErr(ctx, "create session", err)
+		return nil, e.etcd.Err(ctx, "create session", err)
 	}
 	id := store.LeaseHex(g.ID)
 	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: store.NowUTC(), Credential: credentialOf(ctx)}
 	// The owner index entry (sessionlist.go) goes in the same txn and
 	// under the same lease: it exists exactly while the session does.
 	val := store.MustJSON(rec)
-	err = e.retryNotApplied(ctx, func(octx context.Context) error {
+	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) error {
 		_, err := e.cli.Txn(octx).Then(
 			clientv3.OpPut(e.keys.Session(id), val, clientv3.WithLease(g.ID)),
 			clientv3.OpPut(e.keys.SessionOwner(owner, id), val, clientv3.WithLease(g.ID)),
@@ -64,7 +64,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	})
 	if err != nil {
 		e.revokeLease(id)
-		err = e.etcdErr(ctx, "create session", err)
+		err = e.etcd.Err(ctx, "create session", err)
 		created = mayHaveCreated(err)
 		return nil, err
 	}
@@ -110,14 +110,14 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 		return nil, err
 	}
 	now := time.Now()
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	ttl, err := e.cli.TimeToLive(octx, lid, clientv3.WithAttachedKeys())
 	if err != nil {
-		if isLeaseNotFound(err) {
+		if store.IsLeaseNotFound(err) {
 			return nil, ErrSessionNotFound
 		}
-		return nil, e.etcdErr(ctx, "get session", err)
+		return nil, e.etcd.Err(ctx, "get session", err)
 	}
 	if ttl.TTL < 0 {
 		return nil, ErrSessionNotFound
@@ -165,11 +165,11 @@ func (e *Engine) sessionRecord(ctx context.Context, id string) (sessionRecord, e
 // sessionRecordWith reads a session record and its key's CreateRevision.
 func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clientv3.OpOption) (sessionRecord, int64, error) {
 	var rec sessionRecord
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.keys.Session(id), opts...)
 	if err != nil {
-		return rec, 0, e.etcdErr(ctx, "get session", err)
+		return rec, 0, e.etcd.Err(ctx, "get session", err)
 	}
 	if len(resp.Kvs) == 0 {
 		return rec, 0, ErrSessionNotFound
@@ -186,7 +186,7 @@ func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clien
 // key's CreateRevision in its txn acts on exactly what it read. Only a
 // session the local state does not show is looked up linearizably.
 func (e *Engine) readSession(ctx context.Context, id string) (sessionRecord, int64, error) {
-	if !e.memberStopped() {
+	if !e.etcd.MemberStopped() {
 		if rec, rev, err := e.sessionRecordWith(ctx, id, clientv3.WithSerializable()); err == nil {
 			return rec, rev, nil
 		}
@@ -219,17 +219,17 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 		start time.Time
 		ka    *clientv3.LeaseKeepAliveResponse
 	)
-	err = e.retryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
 		ka, err = e.cli.KeepAliveOnce(octx, lid)
 		return err
 	})
 	if err != nil {
-		if isLeaseNotFound(err) {
+		if store.IsLeaseNotFound(err) {
 			e.leaseClock.forget(lid)
 			return nil, ErrSessionNotFound
 		}
-		return nil, e.etcdErr(ctx, "renew session", err)
+		return nil, e.etcd.Err(ctx, "renew session", err)
 	}
 	e.leaseClock.saw(lid, start, time.Duration(ka.TTL)*time.Second, time.Duration(ka.TTL)*time.Second)
 	e.indexLegacySession(ctx, lid, id, rec)
@@ -269,12 +269,12 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 		}
 	}
 	lid, _ := store.ParseLeaseHex(s.ID)
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	// A lock taken in the session after we listed it goes with the lease;
 	// the expiry recorder then writes its end event.
-	if _, err := e.cli.Revoke(octx, lid); err != nil && !isLeaseNotFound(err) {
-		return e.etcdErr(ctx, "delete session", err)
+	if _, err := e.cli.Revoke(octx, lid); err != nil && !store.IsLeaseNotFound(err) {
+		return e.etcd.Err(ctx, "delete session", err)
 	}
 	e.leaseClock.forget(lid)
 	return nil
@@ -295,11 +295,11 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		o, ix := e.holdReadOps(n, true)
 		ixs[i], ops = ix.shifted(len(ops)), append(ops, o...)
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 	done()
 	if err != nil {
-		return e.etcdErr(ctx, "read session locks", err)
+		return e.etcd.Err(ctx, "read session locks", err)
 	}
 	var ends []plannedEnd
 	handed := map[string]bool{} // queue heads handed a seat already
@@ -328,7 +328,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 	}
 	ev := Event{Time: store.NowUTC(), Type: EventReleased, Session: session, Detail: "session deleted", Credential: credentialOf(ctx)}
 	err = e.commitSessionEnds(ctx, ends, ev)
-	if err != nil && isLeaseNotFound(err) {
+	if err != nil && store.IsLeaseNotFound(err) {
 		// A head's lease ended while it waited (see commitEnd): end the
 		// holds without handing them over.
 		for i := range ends {
@@ -360,11 +360,11 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Ev
 		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, heads[i], -1)
 		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
 	if err != nil {
-		return e.etcdErr(ctx, "release session locks", err)
+		return e.etcd.Err(ctx, "release session locks", err)
 	}
 	for i, r := range resp.Responses {
 		if tr := r.GetResponseTxn(); tr.GetSucceeded() {

@@ -5,53 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// isNoSpace reports whether err is etcd's NOSPACE refusal: the backend is
-// past its quota, or the NOSPACE alarm is raised, and etcd refuses every
-// write that stores something (puts, txns with puts, lease grants) until
-// the alarm is disarmed. It must be tested before isUnavailable, which
-// takes its gRPC code, ResourceExhausted, for overload.
-//
-// How it arrives: etcd's v3rpc layer returns rpctypes.ErrGRPCNoSpace, a
-// gRPC status, both from its quota check before a proposal
-// (v3rpc/quota.go) and, through togRPCError, for an apply refused by the
-// alarm (etcdserver/errors.ErrNoSpace). The in-process client (v3client)
-// passes that status through its adapters without a wire, and clientv3's
-// ContextError turns it into rpctypes.ErrNoSpace, an EtcdError that
-// carries only the code and the message; a remote client does the same
-// with the status decoded off the wire. The message is therefore the one
-// thing every path keeps, and is compared too.
-func isNoSpace(err error) bool {
-	return errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace) ||
-		rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNoSpace)
-}
-
-// noSpaceErr wraps a NOSPACE refusal in ErrNoSpace, and remembers that the
-// alarm is raised for Ready and NoSpace (over external etcd, where no
-// hook reports it).
-func (e *Engine) noSpaceErr(what string, err error) error {
-	e.space.alarm.Store(true)
-	return fmt.Errorf("%s: %w (%v)", what, ErrNoSpace, err)
-}
 
 // NoSpace reports whether etcd's NOSPACE alarm is raised: from the
 // embedded member's own alarm store (Config.Embedded), else as
 // this engine last saw it (a write refused for space, or the background
 // check of the alarm list, every alarmPoll).
-func (e *Engine) NoSpace() bool {
-	if e.cfg.Embedded != nil {
-		return e.cfg.Embedded.NoSpace()
-	}
-	return e.space.alarm.Load()
-}
+func (e *Engine) NoSpace() bool { return e.etcd.NoSpace() }
 
 // alarmPoll is how often an engine over external etcd lists etcd's alarms.
 // Listing is a raft round (etcd proposes alarm reads too), so it is not
@@ -61,7 +26,6 @@ const alarmPoll = 10 * time.Second
 // space is the engine's bookkeeping for Config's storage caps: one tally
 // per capped prefix, and the alarm as last seen.
 type space struct {
-	alarm    atomic.Bool
 	locks    *tally // MaxLocks, over locks/
 	sessions *tally // MaxSessions, over sessions/
 	fenced   *tally // MaxFencedValues, over fencemax/
@@ -167,19 +131,19 @@ func (e *Engine) recount(ctx context.Context, t *tally) error {
 	}
 	done0, at := t.done, time.Now()
 	t.mu.Unlock()
-	if e.memberStopped() {
+	if e.etcd.MemberStopped() {
 		return fmt.Errorf("count %s: %w: this node's etcd member has stopped", t.prefix, ErrUnavailable)
 	}
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
-	if e.ownMember() {
+	if e.etcd.OwnMember() {
 		// The member has applied every write it answered, ours included.
 		opts = append(opts, clientv3.WithSerializable())
 	}
-	octx, cancel := e.op(ctx)
+	octx, cancel := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, t.prefix, opts...)
 	cancel()
 	if err != nil {
-		return e.etcdErr(ctx, "count "+t.prefix, err)
+		return e.etcd.Err(ctx, "count "+t.prefix, err)
 	}
 	t.mu.Lock()
 	// Creates that finished before the read began are in its count;
@@ -228,15 +192,16 @@ func (e *Engine) runSpace() {
 	}
 }
 
-// pollAlarm reads etcd's alarm list into space.alarm.
+// pollAlarm reads etcd's alarm list into the NOSPACE alarm as last seen
+// (store.Etcd.NoSpace).
 func (e *Engine) pollAlarm() {
-	octx, cancel := e.op(e.stop)
+	octx, cancel := e.etcd.Op(e.stop)
 	defer cancel()
 	resp, err := e.cli.AlarmList(octx)
 	if err != nil {
 		return
 	}
-	e.space.alarm.Store(hasNoSpace(resp))
+	e.etcd.SetNoSpace(hasNoSpace(resp))
 }
 
 func hasNoSpace(resp *clientv3.AlarmResponse) bool {
@@ -281,11 +246,11 @@ func (e *Engine) reserveLock(ctx context.Context, req AcquireRequest) (func(crea
 	if lid, isLease := store.ParseLeaseHex(req.Session); isLease && req.members == nil {
 		// Not keys-only: etcd 3.7 answers a keys-only range from its
 		// index, without the keys' leases.
-		octx, done := e.op(ctx)
+		octx, done := e.etcd.Op(ctx)
 		resp, err := e.cli.Get(octx, e.keys.Lock(req.Name))
 		done()
 		if err != nil {
-			return nil, e.etcdErr(ctx, "read lock", err)
+			return nil, e.etcd.Err(ctx, "read lock", err)
 		}
 		if len(resp.Kvs) == 1 && resp.Kvs[0].Lease == int64(lid) {
 			return func(bool) {}, nil

@@ -108,14 +108,14 @@ func (e *Engine) readTrailKVs(ctx context.Context, src trailSource, p *pin, star
 	if p.rev > 0 {
 		opts = append(opts, clientv3.WithRev(p.rev))
 	}
-	octx, done := e.op(ctx)
+	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, start, opts...)
 	done()
 	if err != nil {
 		if p.rev > 0 && errors.Is(err, rpctypes.ErrCompacted) {
 			return trailRead{}, errPinCompacted
 		}
-		return trailRead{}, e.etcdErr(ctx, "read history", err)
+		return trailRead{}, e.etcd.Err(ctx, "read history", err)
 	}
 	if p.rev == 0 {
 		p.rev = resp.Header.Revision

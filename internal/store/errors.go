@@ -22,6 +22,11 @@ var (
 	// event streams (subscriptions) already; the error is a *LimitError.
 	// Another node may have room.
 	ErrTooManyStreams = errors.New("too many event streams")
+	// ErrNoSpace means etcd refused a write because its backend is full:
+	// its NOSPACE alarm is raised, and every write fails until an operator
+	// frees space and disarms it (Recover). Reads keep working. Nothing
+	// was written.
+	ErrNoSpace = errors.New("the data store is full")
 )
 
 // InvalidError names the request field that is wrong, and why.

@@ -406,7 +406,7 @@ func (b *Batcher) sendBatch(calls []*txnCall) {
 		// have got alone, and the outcome is as unknown for each. A
 		// dropped proposal (a raft entry refused whole, before any
 		// member was applied) is for each member's caller to send again
-		// (lock's retryNotApplied), in the batches that follow, so it
+		// (store.Etcd.RetryNotApplied), in the batches that follow, so it
 		// fails none of them by itself.
 		answerAll(calls, err)
 	}

@@ -1,10 +1,11 @@
-package lock
+package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -59,14 +60,14 @@ func TestIsUnavailable(t *testing.T) {
 					err = fmt.Errorf("acquire %q: grant lease: %w", "x", err)
 				}
 				t.Run(fmt.Sprintf("%s/%s/wrapped=%v", tt.name, form, wrapped), func(t *testing.T) {
-					if got := isUnavailable(err); got != tt.unavailable {
-						t.Errorf("isUnavailable(%T %v) = %v, want %v", err, err, got, tt.unavailable)
+					if got := IsUnavailable(err); got != tt.unavailable {
+						t.Errorf("IsUnavailable(%T %v) = %v, want %v", err, err, got, tt.unavailable)
 					}
-					if got := notApplied(err); got != tt.notApplied {
-						t.Errorf("notApplied(%T %v) = %v, want %v", err, err, got, tt.notApplied)
+					if got := NotApplied(err); got != tt.notApplied {
+						t.Errorf("NotApplied(%T %v) = %v, want %v", err, err, got, tt.notApplied)
 					}
-					e := &Engine{stop: context.Background()}
-					mapped := e.etcdErr(context.Background(), "acquire txn", err)
+					e := NewEtcd(nil, nil, time.Second, context.Background(), nil)
+					mapped := e.Err(context.Background(), "acquire txn", err)
 					if tt.name == "no space" {
 						// A fault that a retry does not clear: 507, not 503.
 						if !errors.Is(mapped, ErrNoSpace) || errors.Is(mapped, ErrUnavailable) {
@@ -92,16 +93,16 @@ func TestIsLeaseNotFound(t *testing.T) {
 		"keep-alive": rpctypes.ErrLeaseNotFound,
 		"wrapped":    fmt.Errorf("renew: %w", overTheWire(rpctypes.ErrGRPCLeaseNotFound)),
 	} {
-		if !isLeaseNotFound(err) {
-			t.Errorf("%s: isLeaseNotFound(%v) = false", name, err)
+		if !IsLeaseNotFound(err) {
+			t.Errorf("%s: IsLeaseNotFound(%v) = false", name, err)
 		}
-		if isUnavailable(err) {
-			t.Errorf("%s: isUnavailable(%v) = true", name, err)
+		if IsUnavailable(err) {
+			t.Errorf("%s: IsUnavailable(%v) = true", name, err)
 		}
 	}
 	for _, err := range []error{nil, rpctypes.ErrGRPCNoLeader, errors.New("etcdserver: requested lease not found, or not")} {
-		if isLeaseNotFound(err) {
-			t.Errorf("isLeaseNotFound(%v) = true", err)
+		if IsLeaseNotFound(err) {
+			t.Errorf("IsLeaseNotFound(%v) = true", err)
 		}
 	}
 }

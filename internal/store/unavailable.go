@@ -1,9 +1,8 @@
-package lock
+package store
 
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	etcderrors "go.etcd.io/etcd/server/v3/etcdserver/errors"
@@ -29,7 +28,7 @@ import (
 //     conversion. etcd's gRPC interceptors (ErrGRPCNotCapable, the
 //     require-leader check) do not run on this path;
 //   - the op context's own error, when OpTimeout passes, a term ends (see
-//     Engine.op) or the engine closes.
+//     Etcd.Op) or the engine closes.
 //
 // Codes and exported values are matched wherever etcd gives one. A few
 // errors have neither in togRPCError's table: raft's ErrProposalDropped
@@ -40,13 +39,13 @@ import (
 // error's own text (never a copy of it), and TestIsUnavailable fails if
 // etcd ever changes how they arrive.
 
-// isUnavailable reports whether err is etcd failing to serve for now: no
+// IsUnavailable reports whether err is etcd failing to serve for now: no
 // leader, a leader change, a timeout, a member stopping or starting, a
 // lost connection, a full backend, a watch resumed from a compacted
 // revision. Such a request may be retried, and its caller gets
 // ErrUnavailable (503 with Retry-After); whether it took effect is unknown
-// unless notApplied says it did not.
-func isUnavailable(err error) bool {
+// unless NotApplied says it did not.
+func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -68,10 +67,10 @@ func isUnavailable(err error) bool {
 		// matched, not the code.
 		return true
 	}
-	return notApplied(err) || isUnknownWith(err, raft.ErrStopped) || isUnknownWith(err, etcderrors.ErrTimeoutLeaderTransfer)
+	return NotApplied(err) || isUnknownWith(err, raft.ErrStopped) || isUnknownWith(err, etcderrors.ErrTimeoutLeaderTransfer)
 }
 
-// notApplied reports whether err says that etcd refused the request
+// NotApplied reports whether err says that etcd refused the request
 // before it could take effect, so that sending it again cannot apply it
 // twice:
 //   - raft dropped the proposal (raft.ErrProposalDropped): the member knew
@@ -84,8 +83,8 @@ func isUnavailable(err error) bool {
 //     (rpctypes.ErrGRPCNotCapable: the member does not know the cluster's
 //     version yet, as just after a restart).
 //
-// Every error notApplied accepts, isUnavailable accepts.
-func notApplied(err error) bool {
+// Every error NotApplied accepts, IsUnavailable accepts.
+func NotApplied(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -93,16 +92,16 @@ func notApplied(err error) bool {
 		isEtcdErr(err, rpctypes.ErrGRPCNotCapable)
 }
 
-// tooLarge reports whether etcd refused a txn for its size (its
+// TooLarge reports whether etcd refused a txn for its size (its
 // --max-txn-ops or --max-request-bytes): checked when the request is
 // received, so nothing of it was applied.
-func tooLarge(err error) bool {
+func TooLarge(err error) bool {
 	return err != nil && (isEtcdErr(err, rpctypes.ErrGRPCTooManyOps) || isEtcdErr(err, rpctypes.ErrGRPCRequestTooLarge))
 }
 
-// isLeaseNotFound reports whether err says the lease does not exist (it
+// IsLeaseNotFound reports whether err says the lease does not exist (it
 // expired or was revoked), in each of the forms above.
-func isLeaseNotFound(err error) bool {
+func IsLeaseNotFound(err error) bool {
 	return err != nil && (isEtcdErr(err, rpctypes.ErrGRPCLeaseNotFound) || errors.Is(err, lease.ErrLeaseNotFound))
 }
 
@@ -155,84 +154,22 @@ func isUnknownWith(err, serverErr error) bool {
 	return ok && s.Code() == codes.Unknown && s.Message() == serverErr.Error()
 }
 
-const (
-	// notAppliedRetries is how many more times one etcd call is sent
-	// after etcd refused it unapplied (notApplied), within its request.
-	notAppliedRetries = 2
-	// notAppliedPause is the longest first pause before such a retry; it
-	// doubles for the next. A leader transfer ends in a few heartbeats;
-	// a leader that died takes an election timeout (1 s by default) or
-	// more to replace, and then the request answers ErrUnavailable.
-	notAppliedPause = 100 * time.Millisecond
-)
-
-// retryNotApplied runs call, one etcd call, under a fresh op context (see
-// op) each time, and sends it again while etcd refuses it unapplied
-// (notApplied), at most notAppliedRetries more times. A retry goes out as
-// soon as the member knows a leader in a new term, or after a pause
-// (notAppliedPause, doubling), whichever is first. All tries together
-// take at most OpTimeout, as one call would: a retry never makes a
-// request answer ErrUnavailable later. It returns call's last error, for
-// the caller to turn into one of ours (etcdErr).
+// IsNoSpace reports whether err is etcd's NOSPACE refusal: the backend is
+// past its quota, or the NOSPACE alarm is raised, and etcd refuses every
+// write that stores something (puts, txns with puts, lease grants) until
+// the alarm is disarmed. It must be tested before IsUnavailable, which
+// takes its gRPC code, ResourceExhausted, for overload.
 //
-// Only notApplied errors are retried: after any other failure the call
-// may have taken effect (a timeout can come after the commit), and the
-// caller must be told so.
-func (e *Engine) retryNotApplied(ctx context.Context, call func(octx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
-	defer cancel()
-	return e.retry(ctx, func(ctx context.Context) error {
-		octx, done := e.op(ctx)
-		defer done()
-		return call(octx)
-	})
-}
-
-// retryCleanup runs call, cleanup that must happen though its caller has
-// gone (ctx comes from cleanupCtx, which no term ends), and runs it again
-// as retryNotApplied does. A cleanup left undone around a leader change
-// would stay undone: a queue entry blocks the waiters behind it, and a
-// lease that should have been revoked is renewed by every new leader
-// (etcd renews every lease when it takes over). The retries are as few
-// as retryNotApplied's: cleanup runs before its request answers, and a
-// member without a leader refuses every try at once.
-func (e *Engine) retryCleanup(ctx context.Context, call func(ctx context.Context) error) error {
-	return e.retry(ctx, call)
-}
-
-// retry is retryNotApplied's and retryCleanup's loop.
-func (e *Engine) retry(ctx context.Context, call func(ctx context.Context) error) error {
-	pause := notAppliedPause
-	for try := 0; ; try++ {
-		term := *e.term.Load()
-		err := call(ctx)
-		if err == nil || try == notAppliedRetries || !notApplied(err) || !e.awaitLeader(ctx, term, pause) {
-			return err
-		}
-		pause *= 2
-	}
-}
-
-// awaitLeader waits until a term after term begins with a leader known
-// (Config.LeaderChanged, Config.HasLeader), or for d, and reports whether
-// a retry is worth it: false when ctx ended or the engine closed.
-func (e *Engine) awaitLeader(ctx context.Context, term context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-term.Done():
-		// A term ends when a new leader is known or when the member
-		// loses its leader: only in the first case is it time already.
-		if e.stop.Err() == nil && e.CheckLeader() != nil {
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			case <-e.stop.Done():
-			}
-		}
-	case <-t.C:
-	case <-ctx.Done():
-	case <-e.stop.Done():
-	}
-	return ctx.Err() == nil && e.stop.Err() == nil
+// How it arrives: etcd's v3rpc layer returns rpctypes.ErrGRPCNoSpace, a
+// gRPC status, both from its quota check before a proposal
+// (v3rpc/quota.go) and, through togRPCError, for an apply refused by the
+// alarm (etcdserver/errors.ErrNoSpace). The in-process client (v3client)
+// passes that status through its adapters without a wire, and clientv3's
+// ContextError turns it into rpctypes.ErrNoSpace, an EtcdError that
+// carries only the code and the message; a remote client does the same
+// with the status decoded off the wire. The message is therefore the one
+// thing every path keeps, and is compared too.
+func IsNoSpace(err error) bool {
+	return errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace) ||
+		rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrGRPCNoSpace)
 }
