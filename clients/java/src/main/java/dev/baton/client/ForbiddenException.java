@@ -1,0 +1,14 @@
+package dev.baton.client;
+
+/**
+ * The credential's role or prefixes do not allow the call. Any 403 is one.
+ *
+ * <p>Problem code {@code forbidden}, status 403.
+ */
+public class ForbiddenException extends BatonException {
+    private static final long serialVersionUID = 1L;
+
+    ForbiddenException(Problem p) {
+        super(p);
+    }
+}
