@@ -37,6 +37,30 @@ mapfile -t tests < <(find src/test/java -name '*.java' | sort)
 javac --release 17 -encoding UTF-8 -Xlint:all -Werror -cp "$build/classes:$junit" -d "$build/test-classes" "${tests[@]}"
 javac --release 17 -encoding UTF-8 -Xlint:all -Werror -cp "$build/baton-client-$version.jar" -d "$build/examples" examples/*.java
 
+echo "== javac: the Java examples of this README and the repository's"
+# A block that starts with an import is a program of its own; any other
+# is a method body, given what is declared below (an example that names
+# something new must add it here).
+snippets=$build/readme
+mkdir -p "$snippets"
+awk -v dir="$snippets" '/^```java$/ { n++; f = 1; next } /^```$/ { f = 0; next } f { print > (dir "/block" n ".txt") }' README.md "$repo/README.md"
+for block in "$snippets"/block*.txt; do
+	if head -1 "$block" | grep -q '^import '; then
+		class=$(sed -n 's/^public class \([A-Za-z0-9_]*\).*/\1/p' "$block" | head -1)
+		cp "$block" "$snippets/$class.java"
+	else
+		class=Readme$(basename "$block" .txt)
+		{
+			printf 'import dev.baton.client.*;\nimport java.time.Duration;\nimport java.util.List;\nimport java.util.Map;\n'
+			printf 'class %s {\n  Client c;\n  Object state;\n  void runJob(long token) {}\n  void rebuild(long token) {}\n  void transfer(long token) {}\n' "$class"
+			printf '  void run() throws Exception {\n'
+			cat "$block"
+			printf '  }\n}\n'
+		} >"$snippets/$class.java"
+	fi
+done
+javac --release 17 -encoding UTF-8 -Xlint:all -Werror -cp "$build/baton-client-$version.jar" -d "$snippets/classes" "$snippets"/*.java
+
 tmp=$(mktemp -d)
 node=
 # shellcheck disable=SC2317 # run by the trap below, which shellcheck does not follow
