@@ -3,9 +3,9 @@
 # cannot be reached here; pom.xml builds the same for users who have it),
 # then runs its JUnit 5 tests with Debian's console launcher against a
 # baton node started from $BATON_BIN, on free loopback ports, in a
-# temporary directory that goes when the script ends. The last lines are
-# the console launcher's summary; the exit status is non-zero on any
-# failure.
+# temporary directory that goes when the script ends (its log stays in
+# build/baton.log). The last lines are the console launcher's summary;
+# the exit status is non-zero on any failure (set -e: the launcher's).
 #
 #   BATON_BIN=/tmp/baton clients/java/build.sh
 #
@@ -78,7 +78,7 @@ read -r http_port peer_port < <(java -cp "$build/test-classes" dev.baton.client.
 addr="http://127.0.0.1:$http_port"
 echo "== baton: a node on $addr ($BATON_BIN)"
 "$BATON_BIN" serve --data-dir "$tmp/data" --http-addr "127.0.0.1:$http_port" \
-	--peer-url "http://127.0.0.1:$peer_port" --client-url "" --log-level warn 2>"$tmp/baton.log" &
+	--peer-url "http://127.0.0.1:$peer_port" --client-url "" --log-level warn >"$build/baton.log" 2>&1 &
 node=$!
 
 # Ready when /readyz answers 200 (bash's /dev/tcp: no curl needed), within 30 s.
@@ -93,21 +93,16 @@ ready() {
 deadline=$((SECONDS + 30))
 until ready 2>/dev/null; do
 	if ! kill -0 "$node" 2>/dev/null; then
-		echo "baton exited:" >&2; cat "$tmp/baton.log" >&2; exit 1
+		echo "baton exited:" >&2; cat "$build/baton.log" >&2; exit 1
 	fi
 	if [ "$SECONDS" -ge "$deadline" ]; then
-		echo "baton not ready within 30 s:" >&2; cat "$tmp/baton.log" >&2; exit 1
+		echo "baton not ready within 30 s:" >&2; cat "$build/baton.log" >&2; exit 1
 	fi
 	sleep 0.1
 done
 
-echo "== junit: the tests, against $addr"
-status=0
+# JUnit's summary ends the output: the node's log stays in build/.
+echo "== junit: the tests, against $addr (the node's log: $build/baton.log)"
 BATON_ADDR=$addr java -Dbaton.repo="$repo" -Dbaton.examples="$build/examples:$build/baton-client-$version.jar" \
 	-jar "$junit" --disable-banner --details=tree --fail-if-no-tests \
-	--class-path "$build/classes:$build/test-classes" --scan-class-path "$build/test-classes" || status=$?
-if [ "$status" -ne 0 ]; then
-	echo "baton's log:" >&2
-	tail -n 50 "$tmp/baton.log" >&2
-fi
-exit "$status"
+	--class-path "$build/classes:$build/test-classes" --scan-class-path "$build/test-classes"

@@ -47,7 +47,13 @@ public final class BatonLock implements java.util.concurrent.locks.Lock {
         return name;
     }
 
-    /** Acquires the lock, waiting as long as it takes, and ignoring interrupts until it holds it (then the flag is set again). */
+    /**
+     * Acquires the lock, waiting as long as it takes, and ignoring interrupts
+     * until it holds it (then the flag is set again).
+     *
+     * @throws BatonException when the cluster refuses the acquire (a bad
+     *     name, no credential) or no node answers: {@link UnavailableException}
+     */
     @Override
     public void lock() {
         boolean interrupted = false;

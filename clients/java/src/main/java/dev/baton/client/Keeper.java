@@ -3,6 +3,7 @@ package dev.baton.client;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -152,14 +153,22 @@ final class Keeper {
         if (failures > 0) {
             wait = Math.min(TimeUnit.MILLISECONDS.toNanos(c.backoffMillis(failures - 1)), ttl / 6);
         }
-        renewTimer = c.scheduler().schedule(() -> c.workers().execute(this::renewOnce), Math.max(wait, 0), TimeUnit.NANOSECONDS);
+        try {
+            renewTimer = c.scheduler().schedule(() -> c.workers().execute(this::renewOnce), Math.max(wait, 0), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closed) {
+            // The client is closed: nothing renews the hold any more, as Client.close says.
+        }
     }
 
     private void scheduleExpiryLocked() {
         if (expiryTimer != null) {
             expiryTimer.cancel(false);
         }
-        expiryTimer = c.scheduler().schedule(this::checkExpiry, Math.max(deadline - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
+        try {
+            expiryTimer = c.scheduler().schedule(this::checkExpiry, Math.max(deadline - System.nanoTime(), 0), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closed) {
+            expiryTimer = null; // the client is closed
+        }
     }
 
     /** renewOnce is one background renew, then the next one's timer. */
@@ -291,7 +300,11 @@ final class Keeper {
         c.watcher().unregister(this);
         // Not on this thread: a caller's dependent stage must not stall the
         // event stream or the renewal that learned of the loss.
-        c.workers().execute(() -> lost.complete(e));
+        try {
+            c.workers().execute(() -> lost.complete(e));
+        } catch (RejectedExecutionException closed) {
+            lost.complete(e); // the client is closed: nothing left to stall
+        }
     }
 
     private void finishLocked() {

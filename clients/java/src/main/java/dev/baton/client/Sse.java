@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -209,7 +210,11 @@ final class Sse {
                 refused.accept(why);
                 return;
             }
-            c.scheduler().schedule(() -> c.workers().execute(this::connect), pause, TimeUnit.MILLISECONDS);
+            try {
+                c.scheduler().schedule(() -> c.workers().execute(this::connect), pause, TimeUnit.MILLISECONDS);
+            } catch (RejectedExecutionException closed) {
+                // The client is closed: so is the stream.
+            }
         }
 
         /** Lines parses one connection's text/event-stream body and hands each message to the source. */
