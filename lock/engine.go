@@ -265,10 +265,11 @@ type Engine struct {
 	batch txnbatch.Batcher
 
 	// waits wakes waiters, and streams feeds event streams: each is one
-	// etcd watch fanned out in process (hub.go). rec records expiries
+	// etcd watch fanned out in process (hub.go, streamhub.go). rec records expiries
 	// from a watch of its own.
-	waits, streams *hub
-	rec            *recorder
+	waits   *waiterHub
+	streams *streamHub
+	rec     *recorder
 	// hist keeps the indexed trail (historyindex.go).
 	hist *historyIndex
 	// space holds the storage caps' tallies and the alarm (space.go).
@@ -326,14 +327,9 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e.rec = rec
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
-	// Waiters wait on lock keys, queue entries, lock-delay guards and
-	// session keys: delay/ to sessions/ in key order, which leaves out
-	// the audit trail's writes (audit/ before, trail/ after).
-	e.waits = newHub(e, "waiters", e.keys.Delay(""), rec.head+1, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.keys.Sessions())))
-	key, end := e.revisionsRange()
-	e.streams = newHub(e, "events", key, rec.head+1, clientv3.WithRange(end), clientv3.WithPrevKV())
-	e.streams.events = true
-	runs := []func(context.Context){rec.run, e.waits.feed.Run, e.streams.feed.Run, e.hist.run}
+	e.waits = e.newWaiterHub(rec.head + 1)
+	e.streams = e.newStreamHub(rec.head + 1)
+	runs := []func(context.Context){rec.run, e.waits.Feed.Run, e.streams.Feed.Run, e.hist.run}
 	if cfg.Embedded != nil && cfg.CompactionRetention > 0 {
 		runs = append(runs, (&compactor{e: e}).run)
 	}
@@ -364,7 +360,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 
 // feeds are the engine's etcd watches.
 func (e *Engine) feeds() []*watchfeed.Feed {
-	return []*watchfeed.Feed{e.rec.feed, e.waits.feed, e.streams.feed}
+	return []*watchfeed.Feed{e.rec.feed, e.waits.Feed, e.streams.Feed}
 }
 
 // errDeaf is wrapped in the ErrUnavailable that Ready returns while one of

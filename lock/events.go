@@ -135,7 +135,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 // wait in memory only for the last, short leg.
 func (e *Engine) stream(ctx context.Context, src trailSource, f eventFilter, since int64, ch chan Event) error {
 	for {
-		to := e.streams.revision()
+		to := e.streams.Revision()
 		if to <= since {
 			break
 		}

@@ -29,14 +29,14 @@ func Txn(ctx context.Context, e *Engine, cmps []clientv3.Cmp, then, els []client
 // HubRegistrations counts the waiter and stream registrations of e's hubs
 // (hub.go): what waiters and event streams hold while they wait.
 func HubRegistrations(e *Engine) (keys, streams int) {
-	for _, h := range []*hub{e.waits, e.streams} {
-		h.mu.Lock()
-		for _, set := range h.keys {
-			keys += len(set)
-		}
-		streams += len(h.streams)
-		h.mu.Unlock()
+	e.waits.Lock()
+	for _, set := range e.waits.keys {
+		keys += len(set)
 	}
+	e.waits.Unlock()
+	e.streams.Lock()
+	streams = len(e.streams.streams)
+	e.streams.Unlock()
 	return keys, streams
 }
 

@@ -11,20 +11,18 @@ import (
 
 // The engine runs its etcd watches as feeds (internal/watchfeed), one per
 // purpose: the expiry recorder's, the one that wakes waiters and the one
-// that streams audit events (hub.go), plus the history index's on the node
+// that streams audit events (streamhub.go), plus the history index's on the node
 // that keeps it. While one of the first three is not hearing etcd the
 // engine is not ready (Engine.Ready).
 
-// newFeed returns the engine's feed named name ("recorder", "waiters",
+// feedConfig is the engine's feed named name ("recorder", "waiters",
 // "events" or "history": logs, metrics, the watch's metadata) of the range
 // from key that opts give, from revision from. Over a remote etcd its
 // watch ends when its member loses the leader.
-func (e *Engine) newFeed(name, key string, from int64, handle func(context.Context, clientv3.WatchResponse) error,
-	compacted func(context.Context, int64) (int64, error), opts ...clientv3.OpOption) *watchfeed.Feed {
-	return watchfeed.New(watchfeed.Config{
+func (e *Engine) feedConfig(name, key string, from int64, opts ...clientv3.OpOption) watchfeed.Config {
+	return watchfeed.Config{
 		Client: e.cli, Name: name, Key: key, Opts: opts, From: from,
-		RequireLeader: e.cfg.Embedded == nil, StallTimeout: e.cfg.WatchStallTimeout,
-		Handle: handle, Compacted: compacted, Log: e.log,
+		RequireLeader: e.cfg.Embedded == nil, StallTimeout: e.cfg.WatchStallTimeout, Log: e.log,
 		OnHearing: func(hearing bool) {
 			v := 0.0
 			if hearing {
@@ -33,7 +31,16 @@ func (e *Engine) newFeed(name, key string, from int64, handle func(context.Conte
 			e.metrics.watchHearing.WithLabelValues(name).Set(v)
 		},
 		OnRestart: func(reason string) { e.metrics.watchRestarts.WithLabelValues(name, reason).Inc() },
-	})
+	}
+}
+
+// newFeed is the feed that feedConfig describes, handing its responses to
+// handle and its compactions to compacted.
+func (e *Engine) newFeed(name, key string, from int64, handle func(context.Context, clientv3.WatchResponse) error,
+	compacted func(context.Context, int64) (int64, error), opts ...clientv3.OpOption) *watchfeed.Feed {
+	cfg := e.feedConfig(name, key, from, opts...)
+	cfg.Handle, cfg.Compacted = handle, compacted
+	return watchfeed.New(cfg)
 }
 
 // heard returns an ErrUnavailable while f is not hearing etcd.
