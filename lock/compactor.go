@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ import (
 // with the note's reason (historybackfill.go). baton_trail_hold_back_ratio
 // says how close a held-back compaction is to being forced.
 type compactor struct {
-	e *Engine
+	t *trail
 	// samples are the revisions seen at each tick, oldest first: the
 	// retention point is the newest one at least CompactionRetention old.
 	samples []revSample
@@ -56,7 +55,7 @@ type compactionNote struct {
 // retention, as etcd's periodic compactor does, so that etcd holds
 // between 1 and 1.1 retentions of history.
 func (c *compactor) every() time.Duration {
-	return min(max(c.e.cfg.CompactionRetention/10, 100*time.Millisecond), time.Hour)
+	return min(max(c.t.cfg.CompactionRetention/10, 100*time.Millisecond), time.Hour)
 }
 
 // run compacts every c.every() until stop.
@@ -70,7 +69,7 @@ func (c *compactor) run(stop context.Context) {
 		case <-tick.C:
 		}
 		if err := c.tick(stop, time.Now()); err != nil && stop.Err() == nil {
-			c.e.log.Warn("compact etcd's history", "err", err)
+			c.t.log.Warn("compact etcd's history", "err", err)
 		}
 	}
 }
@@ -78,23 +77,23 @@ func (c *compactor) run(stop context.Context) {
 // tick samples the revision and compacts as far as the retention and the
 // trail let it.
 func (c *compactor) tick(ctx context.Context, now time.Time) error {
-	e := c.e
-	if e.etcd.MemberStopped() {
+	t := c.t
+	if t.etcd.MemberStopped() {
 		return nil
 	}
-	octx, done := e.etcd.Op(ctx)
-	st, err := e.cli.Status(octx, "") // the in-process client's own member
+	octx, done := t.etcd.Op(ctx)
+	st, err := t.cli.Status(octx, "") // the in-process client's own member
 	done()
 	if err != nil {
-		return e.etcd.Err(ctx, "status", err)
+		return t.etcd.Err(ctx, "status", err)
 	}
 	c.samples = append(c.samples, revSample{now, st.Header.Revision})
 	point := c.retentionPoint(now)
-	if point <= c.done || !e.cfg.Embedded.IsLeader() {
+	if point <= c.done || !t.cfg.Embedded.IsLeader() {
 		c.release()
 		return nil
 	}
-	cursor, read, err := e.hist.cursor(ctx)
+	cursor, read, err := t.hist.cursor(ctx)
 	if err != nil {
 		return err
 	}
@@ -104,9 +103,9 @@ func (c *compactor) tick(ctx context.Context, now time.Time) error {
 	if read < point {
 		if reason := c.held(now, st.DbSizeInUse); reason != "" {
 			if err := c.note(ctx, point, reason); err != nil {
-				e.log.Warn("write compaction note", "err", err)
+				t.log.Warn("write compaction note", "err", err)
 			}
-			e.log.Error("compacting etcd's history past the audit trail's cursor: the events of the revisions it has not read may be lost, and the trail records each such loss as a gap",
+			t.log.Error("compacting etcd's history past the audit trail's cursor: the events of the revisions it has not read may be lost, and the trail records each such loss as a gap",
 				"trail_cursor", cursor, "compact_revision", point, "reason", reason)
 			target = point
 			c.release()
@@ -117,11 +116,11 @@ func (c *compactor) tick(ctx context.Context, now time.Time) error {
 	if target <= c.done {
 		return nil
 	}
-	octx, done = e.etcd.Op(ctx)
-	_, err = e.cli.Compact(octx, target)
+	octx, done = t.etcd.Op(ctx)
+	_, err = t.cli.Compact(octx, target)
 	done()
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return e.etcd.Err(ctx, "compact", err)
+		return t.etcd.Err(ctx, "compact", err)
 	}
 	c.done = target
 	return nil
@@ -130,7 +129,7 @@ func (c *compactor) tick(ctx context.Context, now time.Time) error {
 // retentionPoint is the newest revision sampled at least
 // CompactionRetention before now (0 for none yet); older samples go.
 func (c *compactor) retentionPoint(now time.Time) int64 {
-	cut := now.Add(-c.e.cfg.CompactionRetention)
+	cut := now.Add(-c.t.cfg.CompactionRetention)
 	i := 0
 	for i < len(c.samples) && !c.samples[i].at.After(cut) {
 		i++
@@ -148,25 +147,25 @@ func (c *compactor) retentionPoint(now time.Time) int64 {
 // longer, or "". On the way to the bound it publishes how close it is
 // (baton_trail_hold_back_ratio), and warns once at half of it.
 func (c *compactor) held(now time.Time, inUse int64) string {
-	e := c.e
+	t := c.t
 	if c.heldSince.IsZero() {
 		c.heldSince = now
 	}
-	quota := float64(e.backendQuota())
-	byTime := now.Sub(c.heldSince).Seconds() / e.cfg.TrailHoldBack.Seconds()
-	bySpace := float64(inUse) / (e.cfg.TrailHoldBackQuota * quota)
+	quota := float64(t.cfg.backendQuota())
+	byTime := now.Sub(c.heldSince).Seconds() / t.cfg.TrailHoldBack.Seconds()
+	bySpace := float64(inUse) / (t.cfg.TrailHoldBackQuota * quota)
 	switch {
 	case byTime >= 1:
-		return fmt.Sprintf("baton compacted past the audit trail, which had not read on for %s (--trail-hold-back)", e.cfg.TrailHoldBack)
+		return fmt.Sprintf("baton compacted past the audit trail, which had not read on for %s (--trail-hold-back)", t.cfg.TrailHoldBack)
 	case bySpace >= 1:
 		return fmt.Sprintf("baton compacted past the audit trail to keep etcd under its quota: %d of %.0f bytes in use (--trail-hold-back-quota %g)",
-			inUse, quota, e.cfg.TrailHoldBackQuota)
+			inUse, quota, t.cfg.TrailHoldBackQuota)
 	}
 	ratio := max(byTime, bySpace)
-	e.metrics.trailHoldBack.Set(ratio)
+	t.metrics.trailHoldBack.Set(ratio)
 	if ratio >= 0.5 && !c.warned {
 		c.warned = true
-		e.log.Warn("the audit trail is not reading etcd's revisions: compaction is held back for it, and will go past it at the bound",
+		t.log.Warn("the audit trail is not reading etcd's revisions: compaction is held back for it, and will go past it at the bound",
 			"held_back", now.Sub(c.heldSince).Round(time.Second), "bytes_in_use", inUse, "ratio_of_bound", ratio)
 	}
 	return ""
@@ -175,15 +174,15 @@ func (c *compactor) held(now time.Time, inUse int64) string {
 // release notes that compaction is not held back.
 func (c *compactor) release() {
 	c.heldSince, c.warned = time.Time{}, false
-	c.e.metrics.trailHoldBack.Set(0)
+	c.t.metrics.trailHoldBack.Set(0)
 }
 
 // note writes the compaction note for a compaction to rev past the trail.
 func (c *compactor) note(ctx context.Context, rev int64, reason string) error {
-	e := c.e
-	octx, done := e.etcd.Op(ctx)
+	t := c.t
+	octx, done := t.etcd.Op(ctx)
 	defer done()
-	_, err := e.cli.Put(octx, e.keys.CompactionNote(), store.MustJSON(compactionNote{Revision: rev, Reason: reason}))
+	_, err := t.cli.Put(octx, t.keys.CompactionNote(), store.MustJSON(compactionNote{Revision: rev, Reason: reason}))
 	return err
 }
 
@@ -202,7 +201,7 @@ func (c *compactor) note(ctx context.Context, rev int64, reason string) error {
 // back further than it need, and name the wrong cursor in the logs.
 func (x *historyIndex) cursor(ctx context.Context) (cursor, read int64, err error) {
 	if !x.serving.Load() {
-		cursor, _, _, err = x.e.readIndexed(ctx)
+		cursor, _, _, err = x.t.readIndexed(ctx)
 		return cursor, cursor, err
 	}
 	x.mu.Lock()
@@ -229,21 +228,13 @@ type watched struct {
 
 // lastChange is the revision of wr's last change that is not baton's
 // bookkeeping.
-func (e *Engine) lastChange(wr clientv3.WatchResponse) int64 {
+func (t *trail) lastChange(wr clientv3.WatchResponse) int64 {
 	for i := len(wr.Events) - 1; i >= 0; i-- {
-		if kv := wr.Events[i].Kv; !e.isBookkeeping(kv.Key) {
+		if kv := wr.Events[i].Kv; !t.keys.IsBookkeeping(kv.Key) {
 			return kv.ModRevision
 		}
 	}
 	return 0
-}
-
-// isBookkeeping says whether key is one of baton's own cursors and notes
-// (meta/): the history index's and the recorder's cursors answer the
-// changes they read, so neither may count the other's writes as one, or
-// they would answer each other for ever.
-func (e *Engine) isBookkeeping(key []byte) bool {
-	return bytes.HasPrefix(key, []byte(e.cfg.Prefix+"meta/"))
 }
 
 // watchedThrough is the revision through which wr says the watch has sent

@@ -67,8 +67,8 @@ func compactingEngine(t *testing.T, quota int64, tune func(*Config)) (*Engine, *
 // haltIndex stops the trail writer on e's node, and waits until it has.
 func haltIndex(t *testing.T, e *Engine) {
 	t.Helper()
-	e.hist.halted.Store(true)
-	poll.Until(t, 10*time.Second, "the history index stops", func() bool { return !e.hist.serving.Load() })
+	e.trail.hist.halted.Store(true)
+	poll.Until(t, 10*time.Second, "the history index stops", func() bool { return !e.trail.hist.serving.Load() })
 }
 
 // compactedPast says whether etcd compacted rev away.
@@ -124,15 +124,15 @@ func TestCompactor_WaitsForAStoppedTrailAndNothingIsLost(t *testing.T) {
 	// its cursor, reading the previous values of the changes after it
 	// there: etcd keeps the cursor's revision, and compacts up to it.
 	cursor := func() int64 {
-		e.hist.mu.Lock()
-		defer e.hist.mu.Unlock()
-		return e.hist.meta.Indexed
+		e.trail.hist.mu.Lock()
+		defer e.trail.hist.mu.Unlock()
+		return e.trail.hist.meta.Indexed
 	}
 	poll.Until(t, 10*time.Second, "compaction up to the trail's cursor", func() bool { return compactedPast(t, cli, cursor()-1) })
 	if compactedPast(t, cli, cursor()) {
 		t.Fatalf("revision %d, the trail's cursor, was compacted", cursor())
 	}
-	e.hist.halted.Store(false)
+	e.trail.hist.halted.Store(false)
 	evs := allHistory(t, e)
 	want := make(map[string]int)
 	for _, tokens := range []map[string][]int64{before, during} {
@@ -169,8 +169,8 @@ func TestCompactor_WaitsForAStoppedTrailAndNothingIsLost(t *testing.T) {
 // step later than the one before on a clock of its own, over a
 // retention of a minute; the engine runs none.
 func steppedCompactor(t *testing.T, e *Engine, holdBack time.Duration, quotaShare float64) func(step time.Duration) {
-	e.cfg.CompactionRetention, e.cfg.TrailHoldBack, e.cfg.TrailHoldBackQuota = time.Minute, holdBack, quotaShare
-	c := &compactor{e: e}
+	e.trail.cfg.CompactionRetention, e.trail.cfg.TrailHoldBack, e.trail.cfg.TrailHoldBackQuota = time.Minute, holdBack, quotaShare
+	c := &compactor{t: e.trail}
 	clock := time.Now()
 	return func(step time.Duration) {
 		t.Helper()
@@ -253,7 +253,7 @@ func valueOf(c prometheus.Metric) float64 {
 // says why; then the acquire after it. It returns the history.
 func resumeAfterAGap(t *testing.T, e *Engine, lost map[string][]int64, through int64, why string) []Event {
 	t.Helper()
-	e.hist.halted.Store(false)
+	e.trail.hist.halted.Store(false)
 	after, _, err := e.Acquire(context.Background(), AcquireRequest{Name: "after", Owner: "o", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +315,7 @@ func TestCompactor_CompactsPastAStalledTrailAfterTheHoldBackTime(t *testing.T) {
 		}
 		tick(10 * time.Second)
 	}
-	e.hist.halted.Store(false)
+	e.trail.hist.halted.Store(false)
 	if g := theGap(t, allHistory(t, e)); g.ToRevision < mark.Header.Revision || !strings.Contains(g.Reason, "--trail-hold-back)") {
 		t.Errorf("gap %+v; want one through revision %d, naming the time bound", g, mark.Header.Revision)
 	}

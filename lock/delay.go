@@ -107,7 +107,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 			return e.etcd.Err(ctx, "clear lock-delay", err)
 		}
 		if tr.Succeeded {
-			e.recorded(EventDelayCleared, 1)
+			e.metrics.recorded(EventDelayCleared, 1)
 			return nil
 		}
 		// The guard or the lock changed meanwhile: look again.

@@ -38,42 +38,25 @@ import (
 // histkeys.go), and an end derived here takes the time its revision was
 // read.
 
-// leaseMarkOp puts lease id's marker unless it is there: a txn's compare
-// and no write but the first time a lease holds a lock (a pooled lease
-// keeps its marker from one hold to the next).
-func (e *Engine) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
-	key := e.keys.LeaseMark(id)
-	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-		[]clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(id))}, nil)
-}
-
-// revisionsRange is the key range whose revisions the trail reads, from
-// audit/ (the events requests write themselves) to the end of sessions/:
-// it holds the lock keys, the lease markers and the session records, and
-// none of the trail's own keys (trail/ and trailname/ sort after it).
-func (e *Engine) revisionsRange() (key, end string) {
-	return e.keys.Audit(), clientv3.GetPrefixRangeEnd(e.keys.Sessions())
-}
-
 // revisionEvents are the trail's events of the revisions of wr, a
 // response of a watch over revisionsRange with previous values, in
 // revision order: the pending records each revision put, and the events
 // of the derived holds (store.Holder.Derived) it began and ended, bar an
 // end that a pending record of the same revision tells (a revoke's). at
 // is as for deriveHolds.
-func (e *Engine) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendingRecord {
+func (t *trail) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendingRecord {
 	var out []pendingRecord
 	for evs := range byRevision(wr.Events) {
 		pending := len(out)
 		for _, ev := range evs {
-			if ev.Type == mvccpb.PUT && e.isEventRecord(ev.Kv) {
-				if p, ok := e.parsePending(ev.Kv); ok {
+			if ev.Type == mvccpb.PUT && t.isEventRecord(ev.Kv) {
+				if p, ok := t.parsePending(ev.Kv); ok {
 					out = append(out, p)
 				}
 			}
 		}
 		told := out[pending:]
-		for _, d := range e.deriveHolds(evs, at, false) {
+		for _, d := range t.deriveHolds(evs, at, false) {
 			if !slices.ContainsFunc(told, func(p pendingRecord) bool { return p.entry == d.entry }) {
 				out = append(out, d)
 			}
@@ -88,10 +71,10 @@ func (e *Engine) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendi
 // changed for a hold that is not derived has its pending record in the
 // same revision, but for an expiry, whose record the recorder writes at a
 // later revision, which the index then reaches.
-func (e *Engine) lastEventIn(evs []*clientv3.Event) int64 {
+func (t *trail) lastEventIn(evs []*clientv3.Event) int64 {
 	for i := len(evs) - 1; i >= 0; i-- {
 		kv := evs[i].Kv
-		if evs[i].Type == mvccpb.PUT && e.isEventRecord(kv) || bytes.HasPrefix(kv.Key, []byte(e.keys.Locks())) {
+		if evs[i].Type == mvccpb.PUT && t.isEventRecord(kv) || bytes.HasPrefix(kv.Key, []byte(t.keys.Locks())) {
 			return kv.ModRevision
 		}
 	}
@@ -122,15 +105,15 @@ func byRevision(evs []*clientv3.Event) iter.Seq[[]*clientv3.Event] {
 // read: the time of the ends it derives. A change whose previous value
 // the watch did not carry (compacted) or whose records do not decode
 // (nothing baton writes) derives nothing.
-func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time, all bool) []pendingRecord {
+func (t *trail) deriveHolds(evs []*clientv3.Event, at time.Time, all bool) []pendingRecord {
 	if len(evs) == 0 {
 		return nil
 	}
 	rev := evs[0].Kv.ModRevision
-	leaseEnded := e.leasesEnded(evs)
+	leaseEnded := t.keys.LeasesEnded(evs)
 	var out []pendingRecord
 	for _, ev := range evs {
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.keys.Locks())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), t.keys.Locks())
 		if !ok {
 			continue
 		}
@@ -155,36 +138,6 @@ func (e *Engine) deriveHolds(evs []*clientv3.Event, at time.Time, all bool) []pe
 		}
 	}
 	return out
-}
-
-// leasesEnded are the leases whose end one revision's watch events show:
-// those whose marker or session record it deleted.
-func (e *Engine) leasesEnded(evs []*clientv3.Event) map[int64]bool {
-	var ended map[int64]bool
-	for _, ev := range evs {
-		if ev.Type != mvccpb.DELETE {
-			continue
-		}
-		key := string(ev.Kv.Key)
-		if id, ok := strings.CutPrefix(key, e.keys.Leases()); ok {
-			ended = markLease(ended, id)
-		} else if id, ok := strings.CutPrefix(key, e.keys.Sessions()); ok {
-			ended = markLease(ended, id)
-		}
-	}
-	return ended
-}
-
-func markLease(m map[int64]bool, hex string) map[int64]bool {
-	id, ok := store.ParseLeaseHex(hex)
-	if !ok {
-		return m
-	}
-	if m == nil {
-		m = map[int64]bool{}
-	}
-	m[int64(id)] = true
-	return m
 }
 
 // begunHold is the acquired (or elected) event of hold hr, begun at rev
@@ -212,11 +165,11 @@ func endedHold(name string, token int64, hr store.Holder, typ EventType, detail 
 // (endedHold), which can be a moment after the thing's next hold began
 // by the time its request took; the end then takes the time of the
 // earliest event after it, though never one before its own hold began.
-func keepTimesInOrder(e *Engine, recs []pendingRecord) {
+func keepTimesInOrder(keys store.Keys, recs []pendingRecord) {
 	floor := make(map[string]time.Time)
 	for i := len(recs) - 1; i >= 0; i-- {
 		p := &recs[i]
-		thing := e.keys.TrailName(p.ev.Kind, p.ev.Name)
+		thing := keys.TrailName(p.ev.Kind, p.ev.Name)
 		f, ok := floor[thing]
 		if ok && p.derived && !p.begun.IsZero() && p.ev.Time.After(f) {
 			p.ev.Time = maxTime(f, p.begun)

@@ -256,12 +256,12 @@ func deriveAll(t *testing.T, e *Engine) []pendingRecord {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, rangeEnd := e.revisionsRange()
+	key, rangeEnd := e.keys.Revisions()
 	wc := e.cli.Watch(ctx, key, clientv3.WithRange(rangeEnd), clientv3.WithRev(1), clientv3.WithPrevKV())
 	var out []pendingRecord
 	var group []*clientv3.Event
 	flush := func() {
-		out = append(out, e.deriveHolds(group, store.NowUTC(), true)...)
+		out = append(out, e.trail.deriveHolds(group, store.NowUTC(), true)...)
 		group = group[:0]
 	}
 	for wr := range wc {
@@ -302,7 +302,7 @@ func TestDerive_EndTimesDoNotGoBackWithinAThing(t *testing.T) {
 		{ev: ev(13, KindRWLock, "cat", EventRevoked, 50), begun: at(31)},                 // recorded: keeps its time
 		{ev: ev(14, KindRWLock, "cat", EventAcquired, 45)},
 	}
-	keepTimesInOrder(e, recs)
+	keepTimesInOrder(e.keys, recs)
 	for i, want := range []int{13, 13, 20, 30, 35, 31, 50, 45} {
 		if got := recs[i].ev.Time; !got.Equal(at(want)) {
 			t.Errorf("event at revision %d: time %s, want %s", recs[i].ev.Revision, got.Format("05.000"), at(want).Format("05.000"))

@@ -198,7 +198,7 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 		}
 		return nil, ErrTokenMismatch
 	}
-	e.recorded(EventProclaimed, 1)
+	e.metrics.recorded(EventProclaimed, 1)
 	l := toLock(hr, key, token)
 	l.Value = value
 	if id, ok := store.ParseLeaseHex(hr.Lease); ok {

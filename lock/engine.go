@@ -249,8 +249,6 @@ type Engine struct {
 
 	waiters waiterLease
 	leases  leasePool
-	// subs counts the subscriptions in progress (MaxEventStreams).
-	subs atomic.Int64
 	// looks counts the reads of waiters woken in the queue (look).
 	looks atomic.Int64
 
@@ -264,14 +262,14 @@ type Engine struct {
 	// batch groups concurrent acquire and end-hold txns (group commit).
 	batch txnbatch.Batcher
 
-	// waits wakes waiters, and streams feeds event streams: each is one
-	// etcd watch fanned out in process (hub.go, streamhub.go). rec records expiries
-	// from a watch of its own.
-	waits   *waiterHub
-	streams *streamHub
-	rec     *recorder
-	// hist keeps the indexed trail (historyindex.go).
-	hist *historyIndex
+	// feeds makes the engine's etcd watches (feed.go).
+	feeds feeds
+	// waits wakes waiters: one etcd watch fanned out in process (hub.go).
+	// rec records expiries from a watch of its own.
+	waits *waiterHub
+	rec   *recorder
+	// trail is the audit trail (trail.go), which the engine starts.
+	trail *trail
 	// space holds the storage caps' tallies and the alarm (space.go).
 	space space
 	// holds keeps the records of the holds this node granted, so their
@@ -301,8 +299,11 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		Observe: func(n int) { e.metrics.txnBatchSize.Observe(float64(n)) },
 		Split:   func() { e.metrics.txnBatchSplits.Inc() },
 	}
-	e.hist = newHistoryIndex(e)
-	e.metrics = newMetrics(e.etcd.HasLeader, e.hist.events)
+	e.trail = &trail{cli: cli, etcd: e.etcd, keys: e.keys, cfg: cfg, log: e.log, stop: stop, drain: e.drain}
+	e.trail.hist = newHistoryIndex(e.trail)
+	e.metrics = newMetrics(e.etcd.HasLeader, e.trail.hist.events)
+	e.feeds = feeds{cli: cli, cfg: cfg, log: e.log, metrics: e.metrics}
+	e.trail.metrics, e.trail.feeds = e.metrics, e.feeds
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -328,10 +329,11 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
 	e.waits = e.newWaiterHub(rec.head + 1)
-	e.streams = e.newStreamHub(rec.head + 1)
-	runs := []func(context.Context){rec.run, e.waits.Feed.Run, e.streams.Feed.Run, e.hist.run}
+	e.trail.format = e.format
+	e.trail.streams = e.trail.newStreamHub(rec.head + 1)
+	runs := []func(context.Context){rec.run, e.waits.Feed.Run, e.trail.streams.Feed.Run, e.trail.hist.run}
 	if cfg.Embedded != nil && cfg.CompactionRetention > 0 {
-		runs = append(runs, (&compactor{e: e}).run)
+		runs = append(runs, (&compactor{t: e.trail}).run)
 	}
 	for _, run := range runs {
 		e.wg.Add(1)
@@ -344,7 +346,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// opened within OpTimeout keeps trying, and Ready says so meanwhile.
 	octx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 	defer cancel()
-	for _, f := range e.feeds() {
+	for _, f := range e.watches() {
 		select {
 		case <-f.Opened():
 		case <-octx.Done():
@@ -359,8 +361,8 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 }
 
 // feeds are the engine's etcd watches.
-func (e *Engine) feeds() []*watchfeed.Feed {
-	return []*watchfeed.Feed{e.rec.feed, e.waits.Feed, e.streams.Feed}
+func (e *Engine) watches() []*watchfeed.Feed {
+	return []*watchfeed.Feed{e.rec.feed, e.waits.Feed, e.trail.streams.Feed}
 }
 
 // errDeaf is wrapped in the ErrUnavailable that Ready returns while one of
@@ -372,7 +374,7 @@ var errDeaf = errors.New("this node is not hearing etcd's watch")
 // Waiters are then not woken, streams not fed, or expiries not recorded,
 // until the watch is open again.
 func (e *Engine) hearing() error {
-	for _, f := range e.feeds() {
+	for _, f := range e.watches() {
 		if err := heard(f); err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ func (s *Subscription) Close() { s.cancel() }
 // which takes over exactly where that read ended, so nothing is missed and
 // nothing comes twice. Events that share a revision (one transaction)
 // arrive together.
-func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscription, error) {
+func (t *trail) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscription, error) {
 	if o.Since < 0 {
 		return nil, invalid("since", "must be a revision, 0 or more")
 	}
@@ -70,7 +70,7 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 		return nil, err
 	}
 	o.Lock = lockName
-	src, err := e.trailOf(o.Lock, o.Kind, o.Name)
+	src, err := t.trailOf(o.Lock, o.Kind, o.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -83,40 +83,40 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	if o.Buffer <= 0 {
 		o.Buffer = 1024
 	}
-	if e.drain.Err() != nil {
+	if t.drain.Err() != nil {
 		return nil, ErrClosed
 	}
-	if n := e.subs.Add(1); e.cfg.MaxEventStreams > 0 && n > int64(e.cfg.MaxEventStreams) {
-		e.subs.Add(-1)
+	if n := t.subs.Add(1); t.cfg.MaxEventStreams > 0 && n > int64(t.cfg.MaxEventStreams) {
+		t.subs.Add(-1)
 		return nil, &LimitError{
-			Err: ErrTooManyStreams, Limit: e.cfg.MaxEventStreams, RetryAfter: streamsRetryAfter,
-			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", e.cfg.MaxEventStreams),
+			Err: ErrTooManyStreams, Limit: t.cfg.MaxEventStreams, RetryAfter: streamsRetryAfter,
+			Reason: fmt.Sprintf("this node serves the maximum of %d event streams; try another node, or later", t.cfg.MaxEventStreams),
 		}
 	}
 	since := o.Since
 	if !o.Replay {
 		// Live events are those after the revision etcd is at now; the
 		// hub may not have sent out the ones before it yet.
-		octx, done := e.etcd.Op(ctx)
-		head, err := e.cli.Get(octx, e.keys.HistoryMeta(), clientv3.WithCountOnly())
+		octx, done := t.etcd.Op(ctx)
+		head, err := t.cli.Get(octx, t.keys.HistoryMeta(), clientv3.WithCountOnly())
 		done()
 		if err != nil {
-			e.subs.Add(-1)
-			return nil, e.etcd.Err(ctx, "subscribe", err)
+			t.subs.Add(-1)
+			return nil, t.etcd.Err(ctx, "subscribe", err)
 		}
 		since = head.Header.Revision
 	}
 
 	sctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(e.drain, cancel)
+	stop := context.AfterFunc(t.drain, cancel)
 	ch := make(chan Event, o.Buffer)
 	s := &Subscription{C: ch, cancel: cancel}
 	go func() {
-		defer e.subs.Add(-1)
+		defer t.subs.Add(-1)
 		defer stop()
 		defer close(ch)
-		err := e.stream(sctx, src, f, since, ch)
-		if e.drain.Err() != nil {
+		err := t.stream(sctx, src, f, since, ch)
+		if t.drain.Err() != nil {
 			err = ErrClosed
 		} else if ctx.Err() != nil {
 			err = ctx.Err()
@@ -133,13 +133,13 @@ func (e *Engine) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 // hub sends everything after it: nothing is missed and nothing comes
 // twice. A long replay first catches up leg by leg, so that live events
 // wait in memory only for the last, short leg.
-func (e *Engine) stream(ctx context.Context, src trailSource, f eventFilter, since int64, ch chan Event) error {
+func (t *trail) stream(ctx context.Context, src trailSource, f eventFilter, since int64, ch chan Event) error {
 	for {
-		to := e.streams.Revision()
+		to := t.streams.Revision()
 		if to <= since {
 			break
 		}
-		n, err := e.replay(ctx, src, f, since, to, ch)
+		n, err := t.replay(ctx, src, f, since, to, ch)
 		if err != nil {
 			return err
 		}
@@ -149,9 +149,9 @@ func (e *Engine) stream(ctx context.Context, src trailSource, f eventFilter, sin
 		}
 	}
 	// The hub sends what comes after both since and what it had reached.
-	sw, rev := e.streams.watchStream(f, since, ch)
+	sw, rev := t.streams.watchStream(f, since, ch)
 	defer sw.close()
-	if _, err := e.replay(ctx, src, f, since, rev, ch); err != nil {
+	if _, err := t.replay(ctx, src, f, since, rev, ch); err != nil {
 		return err
 	}
 	return sw.pump(ctx)
@@ -184,7 +184,7 @@ const streamsRetryAfter = 5 * time.Second
 // EventStreams is how many subscriptions (event streams) the engine
 // serves now: each holds at most its Buffer of events; they share one
 // etcd watch.
-func (e *Engine) EventStreams() int { return int(e.subs.Load()) }
+func (t *trail) EventStreams() int { return int(t.subs.Load()) }
 
 // replayPage bounds each read of a replay, in events (about, for the
 // trail's keys of a revision each: keysFor).
@@ -198,16 +198,16 @@ const replayPage = 1000
 // widened while they are few. Its reads are pinned to one revision
 // (trailread.go); should compaction take that, it goes on, pinned anew,
 // after the last revision it sent.
-func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, since, to int64, ch chan<- Event) (int, error) {
+func (t *trail) replay(ctx context.Context, src trailSource, f eventFilter, since, to int64, ch chan<- Event) (int, error) {
 	if since >= to {
 		return 0, nil
 	}
-	if err := e.awaitReplay(ctx, to); err != nil {
+	if err := t.awaitReplay(ctx, to); err != nil {
 		return 0, err
 	}
 	total := 0
 	for try := 1; ; try++ {
-		rp := replaying{e: e, src: src, f: f, to: to, ch: ch, sent: since}
+		rp := replaying{t: t, src: src, f: f, to: to, ch: ch, sent: since}
 		err := rp.run(ctx)
 		total += rp.n
 		if !errors.Is(err, errPinCompacted) || try == pinnedTries {
@@ -219,7 +219,7 @@ func (e *Engine) replay(ctx context.Context, src trailSource, f eventFilter, sin
 
 // replaying is one pinned leg of a replay.
 type replaying struct {
-	e    *Engine
+	t    *trail
 	src  trailSource
 	f    eventFilter
 	to   int64
@@ -233,7 +233,7 @@ func (rp *replaying) run(ctx context.Context) error {
 	src, since := rp.src, rp.sent
 	// A chunk named at or below since may hold events after it
 	// (histchunks.go).
-	r, err := rp.e.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(since), src.end(), 1)
+	r, err := rp.t.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(since), src.end(), 1)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (rp *replaying) run(ctx context.Context) error {
 		if hi == lo+1 {
 			limit = 0 // one revision: all of it
 		}
-		r, err := rp.e.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(hi), src.prefix+revKey(lo), limit)
+		r, err := rp.t.readTrailKVs(ctx, src, &rp.pin, src.prefix+revKey(hi), src.prefix+revKey(lo), limit)
 		if err != nil {
 			return err
 		}
@@ -304,12 +304,12 @@ func (rp *replaying) send(ctx context.Context, evs []Event) error {
 
 // awaitReplay waits until the index holds every event the hub has heard
 // of up to to.
-func (e *Engine) awaitReplay(ctx context.Context, to int64) error {
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+func (t *trail) awaitReplay(ctx context.Context, to int64) error {
+	wctx, cancel := context.WithTimeout(ctx, t.cfg.OpTimeout)
 	defer cancel()
-	last, err := e.streams.eventsThrough(wctx, to)
+	last, err := t.streams.eventsThrough(wctx, to)
 	if err != nil {
-		return e.indexBehind(wctx, 0, to, err)
+		return t.indexBehind(wctx, 0, to, err)
 	}
-	return e.awaitIndexedThrough(wctx, min(last, to))
+	return t.awaitIndexedThrough(wctx, min(last, to))
 }

@@ -34,9 +34,9 @@ func HubRegistrations(e *Engine) (keys, streams int) {
 		keys += len(set)
 	}
 	e.waits.Unlock()
-	e.streams.Lock()
-	streams = len(e.streams.streams)
-	e.streams.Unlock()
+	e.trail.streams.Lock()
+	streams = len(e.trail.streams.streams)
+	e.trail.streams.Unlock()
 	return keys, streams
 }
 
@@ -45,7 +45,7 @@ func HubRegistrations(e *Engine) (keys, streams int) {
 // opened again, as a wedged stream would. It returns how many times that
 // watch has been opened so far.
 func StallWatch(e *Engine, name string) (opened int) {
-	for _, f := range e.feeds() {
+	for _, f := range e.watches() {
 		if f.Name() == name {
 			return int(f.Deafen())
 		}
@@ -55,7 +55,7 @@ func StallWatch(e *Engine, name string) (opened int) {
 
 // WatchGeneration is how many times e's watch named name has been opened.
 func WatchGeneration(e *Engine, name string) int {
-	for _, f := range e.feeds() {
+	for _, f := range e.watches() {
 		if f.Name() == name {
 			return int(f.Generation())
 		}

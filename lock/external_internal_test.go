@@ -125,9 +125,9 @@ func TestExternalEtcd_AnIdleTrailCompactedPastItsBookkeepingRecordsNoGap(t *test
 	var head int64
 	still := 0
 	poll.Until(t, 20*time.Second, "the cursors pass every change, and nothing more is written", func() bool {
-		e.hist.mu.Lock()
-		last, indexed := e.hist.lastChange, e.hist.meta.Indexed
-		e.hist.mu.Unlock()
+		e.trail.hist.mu.Lock()
+		last, indexed := e.trail.hist.lastChange, e.trail.hist.meta.Indexed
+		e.trail.hist.mu.Unlock()
 		resp, err := cli.Get(context.Background(), "x")
 		if err != nil {
 			t.Fatal(err)
@@ -143,11 +143,11 @@ func TestExternalEtcd_AnIdleTrailCompactedPastItsBookkeepingRecordsNoGap(t *test
 	// The index starts again from its cursor, and reads on past the
 	// compaction (a progress notification tells it it has).
 	haltIndex(t, e)
-	e.hist.halted.Store(false)
+	e.trail.hist.halted.Store(false)
 	poll.Until(t, 30*time.Second, "the index reads past the compaction", func() bool {
-		e.hist.mu.Lock()
-		defer e.hist.mu.Unlock()
-		return e.hist.serving.Load() && e.hist.read >= head
+		e.trail.hist.mu.Lock()
+		defer e.trail.hist.mu.Unlock()
+		return e.trail.hist.serving.Load() && e.trail.hist.read >= head
 	})
 	after := allHistory(t, e)
 	for _, ev := range after {

@@ -9,6 +9,6 @@ package lock
 // built with -tags failpoints, which the fault-injection suite
 // (internal/chaos) runs.
 func (e *Engine) HaltTrail(halt bool) {
-	e.hist.halted.Store(halt)
+	e.trail.hist.halted.Store(halt)
 	e.log.Warn("failpoint: audit trail writer", "halted", halt)
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -15,30 +16,39 @@ import (
 // that keeps it. While one of the first three is not hearing etcd the
 // engine is not ready (Engine.Ready).
 
-// feedConfig is the engine's feed named name ("recorder", "waiters",
-// "events" or "history": logs, metrics, the watch's metadata) of the range
-// from key that opts give, from revision from. Over a remote etcd its
-// watch ends when its member loses the leader.
-func (e *Engine) feedConfig(name, key string, from int64, opts ...clientv3.OpOption) watchfeed.Config {
+// feeds makes the etcd watches of the engine and of the audit trail,
+// with their metrics.
+type feeds struct {
+	cli     *clientv3.Client
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+}
+
+// config is the feed named name ("recorder", "waiters", "events" or
+// "history": logs, metrics, the watch's metadata) of the range from key
+// that opts give, from revision from. Over a remote etcd its watch ends
+// when its member loses the leader.
+func (fs feeds) config(name, key string, from int64, opts ...clientv3.OpOption) watchfeed.Config {
 	return watchfeed.Config{
-		Client: e.cli, Name: name, Key: key, Opts: opts, From: from,
-		RequireLeader: e.cfg.Embedded == nil, StallTimeout: e.cfg.WatchStallTimeout, Log: e.log,
+		Client: fs.cli, Name: name, Key: key, Opts: opts, From: from,
+		RequireLeader: fs.cfg.Embedded == nil, StallTimeout: fs.cfg.WatchStallTimeout, Log: fs.log,
 		OnHearing: func(hearing bool) {
 			v := 0.0
 			if hearing {
 				v = 1
 			}
-			e.metrics.watchHearing.WithLabelValues(name).Set(v)
+			fs.metrics.watchHearing.WithLabelValues(name).Set(v)
 		},
-		OnRestart: func(reason string) { e.metrics.watchRestarts.WithLabelValues(name, reason).Inc() },
+		OnRestart: func(reason string) { fs.metrics.watchRestarts.WithLabelValues(name, reason).Inc() },
 	}
 }
 
-// newFeed is the feed that feedConfig describes, handing its responses to
+// feed is the feed that config describes, handing its responses to
 // handle and its compactions to compacted.
-func (e *Engine) newFeed(name, key string, from int64, handle func(context.Context, clientv3.WatchResponse) error,
+func (fs feeds) feed(name, key string, from int64, handle func(context.Context, clientv3.WatchResponse) error,
 	compacted func(context.Context, int64) (int64, error), opts ...clientv3.OpOption) *watchfeed.Feed {
-	cfg := e.feedConfig(name, key, from, opts...)
+	cfg := fs.config(name, key, from, opts...)
 	cfg.Handle, cfg.Compacted = handle, compacted
 	return watchfeed.New(cfg)
 }

@@ -49,6 +49,6 @@ func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string
 	if !found {
 		return fmt.Errorf("reset fenced %q: %w", resource, ErrNotFound)
 	}
-	e.recorded(EventFenceReset, 1)
+	e.metrics.recorded(EventFenceReset, 1)
 	return nil
 }

@@ -143,11 +143,11 @@ func chunkEventsOf(value []byte, out []trailKV) []trailKV {
 func isChunk(value []byte) bool { return len(value) > 1 && value[0] == '[' && value[1] == '[' }
 
 // folds says whether this node folds things' events into chunks.
-func (x *historyIndex) folds() bool { return x.e.format >= 3 && x.meta.Backfill == nil }
+func (x *historyIndex) folds() bool { return x.t.format >= 3 && x.meta.Backfill == nil }
 
 // maxOps is the most ops one txn of the index may hold.
 func (x *historyIndex) maxOps() int {
-	if m := x.e.cfg.Embedded; m != nil {
+	if m := x.t.cfg.Embedded; m != nil {
 		return m.MaxTxnOps()
 	}
 	return 128 // etcd's default --max-txn-ops

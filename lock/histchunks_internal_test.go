@@ -23,7 +23,7 @@ func runOf(prefix string, n int, from int64, lease clientv3.LeaseID) *run {
 // for, every event gets a key, and a thing whose events of a revision
 // two txns share keeps single keys and forgets its run.
 func TestPlanNames_ChunksFitTheTxnAndSplitRevisionsStaySingle(t *testing.T) {
-	x := &historyIndex{e: &Engine{format: 3}}
+	x := &historyIndex{t: &trail{format: 3}}
 	const lease = clientv3.LeaseID(7)
 	var things []nameEvents
 	x.runs = make(map[string]*run)

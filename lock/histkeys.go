@@ -100,31 +100,16 @@ type endRecord struct {
 // isEventRecord says whether a watched PUT writes an event: a pending
 // record's first write, or a hold's end written over its acquired record.
 // Nothing else writes under audit/.
-func (e *Engine) isEventRecord(kv *mvccpb.KeyValue) bool {
+func (t *trail) isEventRecord(kv *mvccpb.KeyValue) bool {
 	key := string(kv.Key)
-	return strings.HasPrefix(key, e.keys.Audit()) && (kv.Version == 1 || kv.Version == 2 && strings.HasSuffix(key, "/a"))
-}
-
-// endRecordOf parses a watched PUT that records a hold's end: of its end
-// key (storage format 1), or over its acquired record (format 2). Names
-// and holds hold no "/".
-func (e *Engine) endRecordOf(kv *mvccpb.KeyValue) (name, hold string, ok bool) {
-	rest, ok := strings.CutPrefix(string(kv.Key), e.keys.Audit())
-	if !ok {
-		return "", "", false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || !(parts[2] == "e" || parts[2] == "a" && kv.Version > 1) {
-		return "", "", false
-	}
-	return parts[0], parts[1], true
+	return strings.HasPrefix(key, t.keys.Audit()) && (kv.Version == 1 || kv.Version == 2 && strings.HasSuffix(key, "/a"))
 }
 
 // parsePending parses the event a pending record's latest write made; ok
 // is false for a key or value that is not one (nothing baton writes).
-func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
+func (t *trail) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	key := string(kv.Key)
-	rest, ok := strings.CutPrefix(key, e.keys.Audit())
+	rest, ok := strings.CutPrefix(key, t.keys.Audit())
 	if !ok {
 		return pendingRecord{}, false
 	}
@@ -145,7 +130,7 @@ func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	case parts[2] == "a":
 		p.entry = "0" + parts[1] + "a"
 	case parts[2] == "e":
-		p.entry, p.deletes = "1"+parts[1]+"e", []string{key, e.keys.Acquired(parts[0], parts[1])}
+		p.entry, p.deletes = "1"+parts[1]+"e", []string{key, t.keys.Acquired(parts[0], parts[1])}
 	case parts[2] == "d", parts[2] == "p":
 		p.entry, p.deletes = "1"+parts[1]+parts[2], []string{key}
 	default:
@@ -158,9 +143,9 @@ func (e *Engine) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 // record as it is now, that were recorded in (indexed, through]: its
 // latest write's, and for a hold's end written over its acquired record,
 // the acquired event, recorded at the key's CreateRevision.
-func (e *Engine) pendingOfKey(kv *mvccpb.KeyValue, indexed, through int64) []pendingRecord {
+func (t *trail) pendingOfKey(kv *mvccpb.KeyValue, indexed, through int64) []pendingRecord {
 	in := func(rev int64) bool { return rev > indexed && rev <= through }
-	p, ok := e.parsePending(kv)
+	p, ok := t.parsePending(kv)
 	if !ok {
 		return nil
 	}
@@ -182,8 +167,8 @@ func (e *Engine) pendingOfKey(kv *mvccpb.KeyValue, indexed, through int64) []pen
 }
 
 // histKey is the trail/ key of the events of one revision from p on.
-func (e *Engine) histKey(p pendingRecord) string {
-	return e.keys.Trail() + revKey(p.ev.Revision) + "/" + p.entry
+func (t *trail) histKey(p pendingRecord) string {
+	return t.keys.Trail() + revKey(p.ev.Revision) + "/" + p.entry
 }
 
 // indexedValue is the value of p's trailname/ key, and its part of its

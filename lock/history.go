@@ -71,8 +71,8 @@ func (o HistoryOptions) keep(ev Event) bool {
 // or over one thing's index with Lock or Kind and Name: it costs Limit
 // events whatever the trail holds. Other filters read at most
 // HistoryScanBudget events per call (filteredHistory).
-func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64, error) {
-	src, err := e.checkHistory(&o)
+func (t *trail) History(ctx context.Context, o HistoryOptions) ([]Event, int64, error) {
+	src, err := t.checkHistory(&o)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -80,7 +80,7 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 		// Nothing is older than revision 1, etcd's first.
 		return []Event{}, 0, nil
 	}
-	top, err := e.awaitIndexed(ctx)
+	top, err := t.awaitIndexed(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -88,9 +88,9 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 		o.Before = top + 1
 	}
 	if o.filtered() {
-		return e.filteredHistory(ctx, src, o)
+		return t.filteredHistory(ctx, src, o)
 	}
-	evs, err := e.readNewest(ctx, src, o.Before, o.Limit+1)
+	evs, err := t.readNewest(ctx, src, o.Before, o.Limit+1)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -110,7 +110,7 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 	for n > 0 && evs[n-1].Revision == cut {
 		n--
 	}
-	whole, err := e.readRevision(ctx, src, cut)
+	whole, err := t.readRevision(ctx, src, cut)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -119,7 +119,7 @@ func (e *Engine) History(ctx context.Context, o HistoryOptions) ([]Event, int64,
 
 // checkHistory validates o, filling in its defaults, and returns the
 // index its pages are read from.
-func (e *Engine) checkHistory(o *HistoryOptions) (trailSource, error) {
+func (t *trail) checkHistory(o *HistoryOptions) (trailSource, error) {
 	if o.Limit == 0 {
 		o.Limit = 100
 	}
@@ -141,25 +141,25 @@ func (e *Engine) checkHistory(o *HistoryOptions) (trailSource, error) {
 	if o.Lock, err = lockOfName(o.Kind, o.Name, o.Lock); err != nil {
 		return trailSource{}, err
 	}
-	return e.trailOf(o.Lock, o.Kind, o.Name)
+	return t.trailOf(o.Lock, o.Kind, o.Name)
 }
 
 // trailOf is the index of one lock's events (lock set), of the thing of
 // kind named name, or the whole trail.
-func (e *Engine) trailOf(lock string, kind EventKind, name string) (trailSource, error) {
+func (t *trail) trailOf(lock string, kind EventKind, name string) (trailSource, error) {
 	switch {
 	case lock != "":
 		if err := store.CheckName("lock", lock); err != nil {
 			return trailSource{}, err
 		}
-		return trailSource{prefix: e.keys.TrailName(KindLock, lock), byName: true}, nil
+		return trailSource{prefix: t.keys.TrailName(KindLock, lock), byName: true}, nil
 	case kind != "" && name != "":
 		if err := store.CheckName("name", name); err != nil {
 			return trailSource{}, err
 		}
-		return trailSource{prefix: e.keys.TrailName(kind, name), byName: true}, nil
+		return trailSource{prefix: t.keys.TrailName(kind, name), byName: true}, nil
 	}
-	return trailSource{prefix: e.keys.Trail()}, nil
+	return trailSource{prefix: t.keys.Trail()}, nil
 }
 
 // trailSource is an index of the trail: trail/ itself, or one thing's
@@ -173,8 +173,8 @@ func (s trailSource) end() string { return clientv3.GetPrefixRangeEnd(s.prefix) 
 
 // readNewest reads the want newest events of src recorded before before
 // (or all, if fewer), newest first.
-func (e *Engine) readNewest(ctx context.Context, src trailSource, before int64, want int) ([]Event, error) {
-	kvs, err := e.readNewestKVs(ctx, src, before, want)
+func (t *trail) readNewest(ctx context.Context, src trailSource, before int64, want int) ([]Event, error) {
+	kvs, err := t.readNewestKVs(ctx, src, before, want)
 	return decodeTrail(kvs), err
 }
 
@@ -247,11 +247,11 @@ const clockSkew = 10 * time.Second
 // newest first from o.Before, a revision at a time, keeping what o keeps,
 // until the page is full, HistoryScanBudget events were read, or the
 // events are older than o.From.
-func (e *Engine) filteredHistory(ctx context.Context, src trailSource, o HistoryOptions) ([]Event, int64, error) {
+func (t *trail) filteredHistory(ctx context.Context, src trailSource, o HistoryOptions) ([]Event, int64, error) {
 	events := []Event{}
 	pastFrom := false
 	candidate := o.prefilter()
-	next, err := e.scanTrail(ctx, src, o.Before, HistoryScanBudget, func(group []trailKV) bool {
+	next, err := t.scanTrail(ctx, src, o.Before, HistoryScanBudget, func(group []trailKV) bool {
 		for _, t := range group {
 			if !candidate(t.value) {
 				continue
@@ -313,10 +313,10 @@ func jsonField(name, value string) []byte {
 // first, a revision's records at a time, until visit returns false or
 // budget records were read. It returns the Before that goes on where it
 // stopped, 0 at the trail's end.
-func (e *Engine) scanTrail(ctx context.Context, src trailSource, before int64, budget int, visit func(group []trailKV) bool) (int64, error) {
+func (t *trail) scanTrail(ctx context.Context, src trailSource, before int64, budget int, visit func(group []trailKV) bool) (int64, error) {
 	for budget > 0 {
 		n := min(scanPage, budget)
-		kvs, err := e.readNewestKVs(ctx, src, before, n+1)
+		kvs, err := t.readNewestKVs(ctx, src, before, n+1)
 		if err != nil {
 			return 0, err
 		}
@@ -332,7 +332,7 @@ func (e *Engine) scanTrail(ctx context.Context, src trailSource, before int64, b
 			}
 			if k > 0 {
 				kvs = kvs[:k]
-			} else if kvs, err = e.readRevisionKVs(ctx, src, last); err != nil {
+			} else if kvs, err = t.readRevisionKVs(ctx, src, last); err != nil {
 				return 0, err
 			}
 		}

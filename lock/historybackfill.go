@@ -20,13 +20,13 @@ import (
 // revisions from before the cluster's storage format derived events
 // lose nothing: they get no gap.
 func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, error) {
-	e := x.e
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.CompactionNote()), clientv3.OpGet(e.keys.Format()),
-		clientv3.OpGet(e.keys.HistoryMeta()), clientv3.OpGet(e.keys.Recorder())).Commit()
+	t := x.t
+	octx, done := t.etcd.Op(ctx)
+	resp, err := t.cli.Txn(octx).Then(clientv3.OpGet(t.keys.CompactionNote()), clientv3.OpGet(t.keys.Format()),
+		clientv3.OpGet(t.keys.HistoryMeta()), clientv3.OpGet(t.keys.Recorder())).Commit()
 	done()
 	if err != nil {
-		return 0, e.etcd.Err(ctx, "read compaction note", err)
+		return 0, t.etcd.Err(ctx, "read compaction note", err)
 	}
 	note, format := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseRange()
 	// The revisions of baton's own bookkeeping lose no event: on an idle
@@ -72,11 +72,11 @@ func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, 
 		return 0, err
 	}
 	if ops != nil {
-		e.metrics.trailGaps.Inc()
-		e.log.Error("history index fell behind compaction: the events of these revisions that no pending record holds are lost; recorded a gap, scanning the pending records",
+		t.metrics.trailGaps.Inc()
+		t.log.Error("history index fell behind compaction: the events of these revisions that no pending record holds are lost; recorded a gap, scanning the pending records",
 			"from_revision", gap.ev.FromRevision, "to_revision", gap.ev.ToRevision, "reason", gap.ev.Reason)
 	} else {
-		e.log.Warn("history index fell behind compaction, at a storage format whose events all have pending records; scanning them",
+		t.log.Warn("history index fell behind compaction, at a storage format whose events all have pending records; scanning them",
 			"from_revision", m.Indexed+1, "to_revision", compactRev)
 	}
 	if err := x.backfill(ctx); err != nil {
@@ -128,26 +128,26 @@ const backfillPage = 256
 // compaction, whose last revision was indexed in part, counts that part
 // twice).
 func (x *historyIndex) backfill(ctx context.Context) error {
-	e := x.e
+	t := x.t
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	had := x.meta.Events
-	end := clientv3.GetPrefixRangeEnd(e.keys.Audit())
+	end := clientv3.GetPrefixRangeEnd(t.keys.Audit())
 	for {
 		bf := *x.meta.Backfill
-		start := e.keys.Audit()
+		start := t.keys.Audit()
 		if bf.After != "" {
 			start = bf.After + "\x00"
 		}
-		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(backfillPage))
+		octx, done := t.etcd.Op(ctx)
+		resp, err := t.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(backfillPage))
 		done()
 		if err != nil {
-			return e.etcd.Err(ctx, "scan pending history", err)
+			return t.etcd.Err(ctx, "scan pending history", err)
 		}
 		var recs []pendingRecord
 		for _, kv := range resp.Kvs {
-			recs = append(recs, e.pendingOfKey(kv, x.meta.Indexed, bf.Through)...)
+			recs = append(recs, t.pendingOfKey(kv, x.meta.Indexed, bf.Through)...)
 		}
 		if len(resp.Kvs) > 0 {
 			bf.After = string(resp.Kvs[len(resp.Kvs)-1].Key)
@@ -165,7 +165,7 @@ func (x *historyIndex) backfill(ctx context.Context) error {
 		return err
 	}
 	if m.Events > had {
-		e.log.Info("history index: pending records indexed", "through_revision", m.Indexed, "events", m.Events-had)
+		t.log.Info("history index: pending records indexed", "through_revision", m.Indexed, "events", m.Events-had)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ import (
 // revokes the oldest bucket, and etcd drops it at once. Either way no
 // request ever scans for old events.
 type historyIndex struct {
-	e *Engine
+	t *trail
 
 	// mu serialises the index's writes (indexing and trimming).
 	mu      sync.Mutex
@@ -109,7 +109,7 @@ const indexChunk = 30
 
 // chunk is how many events one index txn holds.
 func (x *historyIndex) chunk() int {
-	if m := x.e.cfg.Embedded; m != nil {
+	if m := x.t.cfg.Embedded; m != nil {
 		return max((m.MaxTxnOps()-1)/4, indexChunk)
 	}
 	return indexChunk
@@ -119,8 +119,8 @@ func (x *historyIndex) chunk() int {
 // again before writing.
 var errIndexMoved = errors.New("another node indexed the history meanwhile")
 
-func newHistoryIndex(e *Engine) *historyIndex {
-	return &historyIndex{e: e, changed: make(chan struct{}), flush: make(chan struct{}, 1)}
+func newHistoryIndex(t *trail) *historyIndex {
+	return &historyIndex{t: t, changed: make(chan struct{}), flush: make(chan struct{}, 1)}
 }
 
 // events is the trail's size as last read or written (a metric).
@@ -128,7 +128,7 @@ func (x *historyIndex) events() float64 { return float64(x.count.Load()) }
 
 // run indexes while this node is the one to, until stop.
 func (x *historyIndex) run(stop context.Context) {
-	e := x.e
+	t := x.t
 	backoff := 100 * time.Millisecond
 	for stop.Err() == nil {
 		if !x.active() {
@@ -146,7 +146,7 @@ func (x *historyIndex) run(stop context.Context) {
 			return
 		}
 		if err != nil && !errors.Is(err, errIndexMoved) {
-			e.log.Warn("history index; retrying", "err", err, "in", backoff)
+			t.log.Warn("history index; retrying", "err", err, "in", backoff)
 			select {
 			case <-stop.Done():
 				return
@@ -162,7 +162,7 @@ func (x *historyIndex) run(stop context.Context) {
 // active says whether this node indexes: the etcd leader's node, or any
 // with an external etcd.
 func (x *historyIndex) active() bool {
-	m := x.e.cfg.Embedded
+	m := x.t.cfg.Embedded
 	return !x.halted.Load() && (m == nil || m.IsLeader())
 }
 
@@ -192,9 +192,9 @@ func (x *historyIndex) serve(stop context.Context) error {
 	// meta/history, not the watch, is the cursor: after a failure serve
 	// starts over from it.
 	q := make(chan watched, indexQueue)
-	key, end := x.e.revisionsRange()
-	f := x.e.newFeed("history", key, x.meta.Indexed+1, func(ctx context.Context, wr clientv3.WatchResponse) error {
-		w := watched{recs: x.e.revisionEvents(wr, store.NowUTC()), through: watchedThrough(wr), change: x.e.lastChange(wr)}
+	key, end := x.t.keys.Revisions()
+	f := x.t.feeds.feed("history", key, x.meta.Indexed+1, func(ctx context.Context, wr clientv3.WatchResponse) error {
+		w := watched{recs: x.t.revisionEvents(wr, store.NowUTC()), through: watchedThrough(wr), change: x.t.lastChange(wr)}
 		if len(w.recs) == 0 && w.through == 0 {
 			return nil
 		}
@@ -315,7 +315,7 @@ func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
 				fail(err)
 				return
 			}
-			x.e.log.Warn("trim history", "err", err)
+			x.t.log.Warn("trim history", "err", err)
 		}
 	}
 }
@@ -323,12 +323,12 @@ func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
 // load reads meta/history; a first start over a data dir with pending
 // records and no index starts a backfill of them.
 func (x *historyIndex) load(ctx context.Context) error {
-	e := x.e
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, e.keys.HistoryMeta())
+	t := x.t
+	octx, done := t.etcd.Op(ctx)
+	resp, err := t.cli.Get(octx, t.keys.HistoryMeta())
 	done()
 	if err != nil {
-		return e.etcd.Err(ctx, "read history meta", err)
+		return t.etcd.Err(ctx, "read history meta", err)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -351,14 +351,14 @@ func (x *historyIndex) load(ctx context.Context) error {
 // commit writes ops and m as the new meta/history, if nobody else wrote
 // it since metaRev. The caller holds mu.
 func (x *historyIndex) commit(ctx context.Context, m historyMeta, ops []clientv3.Op) error {
-	e := x.e
-	key := e.keys.HistoryMeta()
+	t := x.t
+	key := t.keys.HistoryMeta()
 	ops = append(ops, clientv3.OpPut(key, store.MustJSON(m)))
-	octx, done := e.etcd.Op(ctx)
+	octx, done := t.etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", x.metaRev)).Then(ops...).Commit()
+	resp, err := t.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", x.metaRev)).Then(ops...).Commit()
 	if err != nil {
-		return e.etcd.Err(ctx, "write history index", err)
+		return t.etcd.Err(ctx, "write history index", err)
 	}
 	if !resp.Succeeded {
 		return errIndexMoved
@@ -387,7 +387,7 @@ func (x *historyIndex) index(ctx context.Context, recs []pendingRecord) error {
 	slices.SortFunc(recs, func(a, b pendingRecord) int {
 		return cmp.Or(cmp.Compare(a.ev.Revision, b.ev.Revision), cmp.Compare(a.entry, b.entry))
 	})
-	keepTimesInOrder(x.e, recs)
+	keepTimesInOrder(x.t.keys, recs)
 	m := x.meta
 	recs = slices.DeleteFunc(recs, func(p pendingRecord) bool { return p.ev.Revision <= m.Indexed })
 	if m.Partial > 0 {
@@ -434,7 +434,7 @@ func (x *historyIndex) thingsAt(recs []pendingRecord, from, to int, rev int64) m
 	var out map[string]bool
 	for _, p := range recs[from:to] {
 		if p.ev.Revision == rev {
-			mapSet(&out, x.e.keys.TrailName(p.ev.Kind, p.ev.Name))
+			mapSet(&out, x.t.keys.TrailName(p.ev.Kind, p.ev.Name))
 		}
 	}
 	return out
@@ -488,7 +488,7 @@ func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, who
 		// No node wrote a derived expiry: the one that indexed it
 		// counts it, once.
 		if p.derived && (p.ev.Type == EventExpired || p.ev.Type == EventSessionExpired) {
-			x.e.recorded(p.ev.Type, 1)
+			x.t.metrics.recorded(p.ev.Type, 1)
 		}
 	}
 	return nil
@@ -499,7 +499,7 @@ func (x *historyIndex) indexChunk(ctx context.Context, recs []pendingRecord, who
 // the first, if an earlier txn holds the rest of it, and the last, unless
 // whole says the txn ends it. The caller holds mu.
 func (x *historyIndex) wholeSpan(recs []pendingRecord, whole bool) trailSpan {
-	if x.e.format < 4 {
+	if x.t.format < 4 {
 		return trailSpan{}
 	}
 	lo, hi := 0, len(recs)
@@ -530,7 +530,7 @@ func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, s
 		if p.ev.Type == EventGap {
 			continue // about no thing: in trail/ only
 		}
-		prefix := x.e.keys.TrailName(p.ev.Kind, p.ev.Name)
+		prefix := x.t.keys.TrailName(p.ev.Kind, p.ev.Name)
 		j, ok := thing[prefix]
 		if !ok {
 			j, thing[prefix] = len(things), len(things)
@@ -541,7 +541,7 @@ func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, s
 			ops = append(ops, clientv3.OpDelete(k))
 		}
 	}
-	ops = x.e.trailOps(ops, recs, values, bucket, span)
+	ops = x.t.trailOps(ops, recs, values, bucket, span)
 	plan := x.planNames(things, bucket, len(ops), split)
 	return append(ops, plan.ops...), plan
 }
@@ -555,7 +555,7 @@ type trailSpan struct{ lo, hi int }
 // or one of more events, as a key of its own, under the entry of its
 // first. The bound keeps what a page reads past its end about what it
 // was before chunks, when a revision holds a batch's worth.
-func (e *Engine) trailOps(ops []clientv3.Op, recs []pendingRecord, values []string, bucket clientv3.LeaseID, span trailSpan) []clientv3.Op {
+func (t *trail) trailOps(ops []clientv3.Op, recs []pendingRecord, values []string, bucket clientv3.LeaseID, span trailSpan) []clientv3.Op {
 	next := func(i int) int { // the end of i's revision
 		j := i + 1
 		for j < len(recs) && recs[j].ev.Revision == recs[i].ev.Revision {
@@ -579,7 +579,7 @@ func (e *Engine) trailOps(ops []clientv3.Op, recs []pendingRecord, values []stri
 			}
 		}
 		if k == j {
-			put(e.histKey(recs[i]), groupValue(values[i:j]))
+			put(t.histKey(recs[i]), groupValue(values[i:j]))
 			i = j
 			continue
 		}
@@ -587,7 +587,7 @@ func (e *Engine) trailOps(ops []clientv3.Op, recs []pendingRecord, values []stri
 		for n := i; n < k; n++ {
 			evs = append(evs, runEvent{rev: recs[n].ev.Revision, entry: recs[n].entry, value: values[n]})
 		}
-		put(e.histKey(recs[i]), chunkValue(newestFirst(evs)))
+		put(t.histKey(recs[i]), chunkValue(newestFirst(evs)))
 		i = k
 	}
 	return ops

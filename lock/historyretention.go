@@ -30,24 +30,24 @@ func HistoryQuotaFor(events int64) int64 { return 2 * events * historyEventBytes
 // bucket returns the lease for n more events, opening a new bucket in m
 // when the newest is full or old.
 func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clientv3.LeaseID, error) {
-	e := x.e
+	t := x.t
 	now := time.Now()
-	width := e.historyBucketWidth()
-	per := int64(e.bucketEvents())
+	width := t.historyBucketWidth()
+	per := int64(t.bucketEvents())
 	if k := len(m.Buckets); k > 0 {
 		b := m.Buckets[k-1]
 		if b.Events+int64(n) <= per && now.Before(b.Opened.Add(width)) {
 			return b.Lease, nil
 		}
 	}
-	ttl := e.cfg.HistoryRetention + width
+	ttl := t.cfg.HistoryRetention + width
 	var resp *clientv3.LeaseGrantResponse
-	err := e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.cli.Grant(octx, store.TTLSeconds(ttl))
+	err := t.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = t.cli.Grant(octx, store.TTLSeconds(ttl))
 		return err
 	})
 	if err != nil {
-		return 0, e.etcd.Err(ctx, "grant history bucket lease", err)
+		return 0, t.etcd.Err(ctx, "grant history bucket lease", err)
 	}
 	m.Buckets = append(m.Buckets, historyBucket{Lease: resp.ID, Opened: now.UTC(), Expires: now.Add(time.Duration(resp.TTL) * time.Second).UTC()})
 	return resp.ID, nil
@@ -60,7 +60,7 @@ func (x *historyIndex) bucket(ctx context.Context, m *historyMeta, n int) (clien
 // bucket holds (bucketEvents), so that retention drops a bounded slice.
 func (x *historyIndex) fit(recs []pendingRecord) int {
 	budget, n := x.maxOps()-1, 0
-	for limit := min(len(recs), x.e.bucketEvents()); n < limit; n++ {
+	for limit := min(len(recs), x.t.bucketEvents()); n < limit; n++ {
 		cost := 2 + len(recs[n].deletes)
 		if cost > budget {
 			break
@@ -73,14 +73,14 @@ func (x *historyIndex) fit(recs []pendingRecord) int {
 // bucketEvents is how many events a retention bucket takes: a
 // historyBuckets-th of the bound, and at least a chunk, so that an index
 // txn needs a lease at most.
-func (e *Engine) bucketEvents() int {
-	return max(int(e.historyMaxEvents()/historyBuckets), indexChunk)
+func (t *trail) bucketEvents() int {
+	return max(int(t.historyMaxEvents()/historyBuckets), indexChunk)
 }
 
 // historyBucketWidth is how long a bucket takes new events: the
 // granularity of retention by age.
-func (e *Engine) historyBucketWidth() time.Duration {
-	return min(max(e.cfg.HistoryRetention/24, time.Second), time.Hour)
+func (t *trail) historyBucketWidth() time.Duration {
+	return min(max(t.cfg.HistoryRetention/24, time.Second), time.Hour)
 }
 
 // trim drops the buckets etcd expired, and the oldest while the trail
@@ -105,32 +105,32 @@ func (x *historyIndex) trim(ctx context.Context) error {
 	if err := x.commit(ctx, m, nil); err != nil {
 		return err
 	}
-	x.e.historyDropped("age", dropped)
+	x.t.historyDropped("age", dropped)
 	return x.trimCount(ctx)
 }
 
 // trimCount revokes the oldest buckets while the trail holds more than
 // HistoryMaxEvents. The caller holds mu.
 func (x *historyIndex) trimCount(ctx context.Context) error {
-	e := x.e
-	for x.meta.Events > e.historyMaxEvents() && len(x.meta.Buckets) > 1 {
+	t := x.t
+	for x.meta.Events > t.historyMaxEvents() && len(x.meta.Buckets) > 1 {
 		m := x.meta
 		b := m.Buckets[0]
 		// Revoke first: if the node stops before the meta write, the
 		// next load finds the lease gone (verifyBuckets) and counts it.
-		err := e.etcd.RetryNotApplied(ctx, func(octx context.Context) error {
-			_, err := e.cli.Revoke(octx, b.Lease)
+		err := t.etcd.RetryNotApplied(ctx, func(octx context.Context) error {
+			_, err := t.cli.Revoke(octx, b.Lease)
 			return err
 		})
 		if err != nil && !store.IsLeaseNotFound(err) {
-			return e.etcd.Err(ctx, "drop oldest history", err)
+			return t.etcd.Err(ctx, "drop oldest history", err)
 		}
 		m.Buckets = slices.Clone(m.Buckets[1:])
 		m.Events -= b.Events
 		if err := x.commit(ctx, m, nil); err != nil {
 			return err
 		}
-		e.historyDropped("size", b.Events)
+		t.historyDropped("size", b.Events)
 	}
 	return nil
 }
@@ -140,9 +140,16 @@ func (x *historyIndex) trimCount(ctx context.Context) error {
 const defaultHistoryMaxEvents = 1000000
 
 // historyMaxEvents is the trail's bound in force.
-func (e *Engine) historyMaxEvents() int64 {
-	if n := e.cfg.HistoryMaxEvents; n > 0 {
+func (t *trail) historyMaxEvents() int64 {
+	if n := t.cfg.HistoryMaxEvents; n > 0 {
 		return int64(n)
 	}
-	return max(min(defaultHistoryMaxEvents, historyMaxEventsFor(e.cfg.BackendQuota)), historyBuckets)
+	return max(min(defaultHistoryMaxEvents, historyMaxEventsFor(t.cfg.BackendQuota)), historyBuckets)
+}
+
+// historyDropped counts n events dropped from the trail for reason.
+func (t *trail) historyDropped(reason string, n int64) {
+	t.metrics.historyDropped.WithLabelValues(reason).Add(float64(n))
+	t.log.Info("dropped the oldest audit events", "reason", reason, "events", n,
+		"retention", t.cfg.HistoryRetention, "max_events", t.historyMaxEvents())
 }

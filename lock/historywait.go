@@ -13,33 +13,33 @@ import (
 // newest pending record up to it, and waits for the index to pass that.
 // Without it a page read just after a release could miss the release.
 // It returns the revision it read: no event of a later one is waited for.
-func (e *Engine) awaitIndexed(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+func (t *trail) awaitIndexed(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.OpTimeout)
 	defer cancel()
-	indexed, backlog, rev, err := e.readIndexed(ctx)
+	indexed, backlog, rev, err := t.readIndexed(ctx)
 	if err != nil {
 		return 0, err
 	}
 	if indexed >= rev {
 		return rev, nil
 	}
-	last, err := e.streams.eventsThrough(ctx, rev)
+	last, err := t.streams.eventsThrough(ctx, rev)
 	if err != nil {
-		return 0, e.indexBehind(ctx, indexed, rev, err)
+		return 0, t.indexBehind(ctx, indexed, rev, err)
 	}
-	return rev, e.awaitIndexedThrough(ctx, max(last, backlog))
+	return rev, t.awaitIndexedThrough(ctx, max(last, backlog))
 }
 
 // readIndexed reads meta/history's Indexed, and the revision read at.
 // backlog is a revision the index must reach before it holds the events
 // written before it existed or before a compaction (see backfill); with
 // no index yet, 1: the first backfill ends at a revision of at least 1.
-func (e *Engine) readIndexed(ctx context.Context) (indexed, backlog, rev int64, err error) {
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, e.keys.HistoryMeta())
+func (t *trail) readIndexed(ctx context.Context) (indexed, backlog, rev int64, err error) {
+	octx, done := t.etcd.Op(ctx)
+	resp, err := t.cli.Get(octx, t.keys.HistoryMeta())
 	done()
 	if err != nil {
-		return 0, 0, 0, e.etcd.Err(ctx, "read history index", err)
+		return 0, 0, 0, t.etcd.Err(ctx, "read history index", err)
 	}
 	rev = resp.Header.Revision
 	if len(resp.Kvs) == 0 {
@@ -49,7 +49,7 @@ func (e *Engine) readIndexed(ctx context.Context) (indexed, backlog, rev int64, 
 	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
 		return 0, 0, 0, fmt.Errorf("decode history meta: %w", err)
 	}
-	e.hist.seen(m.Indexed)
+	t.hist.seen(m.Indexed)
 	if m.Backfill != nil {
 		backlog = m.Backfill.Through
 	}
@@ -59,8 +59,8 @@ func (e *Engine) readIndexed(ctx context.Context) (indexed, backlog, rev int64, 
 // awaitIndexedThrough waits until the index has passed rev: on the node
 // that indexes, for its own write; elsewhere by reading meta/history
 // again, sooner at first.
-func (e *Engine) awaitIndexedThrough(ctx context.Context, rev int64) error {
-	x := e.hist
+func (t *trail) awaitIndexedThrough(ctx context.Context, rev int64) error {
+	x := t.hist
 	backoff := time.Millisecond
 	for {
 		x.notify.Lock()
@@ -70,25 +70,25 @@ func (e *Engine) awaitIndexedThrough(ctx context.Context, rev int64) error {
 			return nil
 		}
 		x.flushNow()
-		t := time.NewTimer(backoff)
+		timer := time.NewTimer(backoff)
 		select {
 		case <-changed:
-		case <-t.C:
-			if _, _, _, err := e.readIndexed(ctx); err != nil {
-				t.Stop()
+		case <-timer.C:
+			if _, _, _, err := t.readIndexed(ctx); err != nil {
+				timer.Stop()
 				return err
 			}
 		case <-ctx.Done():
-			t.Stop()
-			return e.indexBehind(ctx, indexed, rev, ctx.Err())
+			timer.Stop()
+			return t.indexBehind(ctx, indexed, rev, ctx.Err())
 		}
-		t.Stop()
+		timer.Stop()
 		backoff = min(2*backoff, 50*time.Millisecond)
 	}
 }
 
 // indexBehind is the error of a read that waited too long for the index.
-func (e *Engine) indexBehind(ctx context.Context, indexed, rev int64, err error) error {
+func (t *trail) indexBehind(ctx context.Context, indexed, rev int64, err error) error {
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ctx.Err()
 	}

@@ -28,7 +28,7 @@ type waiterHub struct {
 // writes (audit/ before, trail/ after).
 func (e *Engine) newWaiterHub(from int64) *waiterHub {
 	h := &waiterHub{keys: map[string]map[*keyWatch]struct{}{}}
-	cfg := e.feedConfig("waiters", e.keys.Delay(""), from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.keys.Sessions())))
+	cfg := e.feeds.config("waiters", e.keys.Delay(""), from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.keys.Sessions())))
 	h.Hub = watchhub.New(cfg, h.dispatch, h.compacted)
 	return h
 }

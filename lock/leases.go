@@ -355,3 +355,12 @@ func (a *acquirer) dropLease() {
 		a.e.log.Warn("revoke unused lease", "lease", store.LeaseHex(id), "err", err)
 	}
 }
+
+// leaseMarkOp puts lease id's marker unless it is there: a txn's compare
+// and no write but the first time a lease holds a lock (a pooled lease
+// keeps its marker from one hold to the next).
+func (e *Engine) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
+	key := e.keys.LeaseMark(id)
+	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		[]clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(id))}, nil)
+}

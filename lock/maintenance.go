@@ -20,7 +20,7 @@ const defaultBackendQuota = 2 << 30
 
 // backendQuota is etcd's backend quota in bytes: Config.BackendQuota, or
 // etcd's default.
-func (e *Engine) backendQuota() int64 { return cmp.Or(e.cfg.BackendQuota, defaultBackendQuota) }
+func (c Config) backendQuota() int64 { return cmp.Or(c.BackendQuota, defaultBackendQuota) }
 
 // defragTimeout bounds the compaction, and the defragmentation of each
 // member: a defragmentation rewrites the member's whole backend file, in
@@ -98,7 +98,7 @@ func (e *Engine) Recover(ctx context.Context) (*RecoverResult, error) {
 	if err := e.CheckLeader(); err != nil {
 		return nil, err
 	}
-	quota := e.backendQuota()
+	quota := e.cfg.backendQuota()
 	res := &RecoverResult{Quota: quota, Defragmented: []string{}, Alarms: []string{}}
 
 	rev, member, err := e.compactAll(ctx)

@@ -165,21 +165,7 @@ func (e *Engine) Collector() prometheus.Collector { return e.metrics }
 // recordedOf counts n events typ of holds of the thing kept under key
 // name name, by the type its kind names them (store.HoldEvent).
 func (e *Engine) recordedOf(name string, typ EventType, n int) {
-	e.recorded(store.HoldEvent(name, typ).Type, n)
-}
-
-// recorded counts n audit events of typ written by this engine.
-func (e *Engine) recorded(typ EventType, n int) {
-	if n > 0 {
-		e.metrics.events.WithLabelValues(string(typ)).Add(float64(n))
-	}
-}
-
-// historyDropped counts n events dropped from the trail for reason.
-func (e *Engine) historyDropped(reason string, n int64) {
-	e.metrics.historyDropped.WithLabelValues(reason).Add(float64(n))
-	e.log.Info("dropped the oldest audit events", "reason", reason, "events", n,
-		"retention", e.cfg.HistoryRetention, "max_events", e.historyMaxEvents())
+	e.metrics.recorded(store.HoldEvent(name, typ).Type, n)
 }
 
 // renewFailed counts a failed renew of kind (renewLock or renewSession).
@@ -231,5 +217,12 @@ func gauge(f func() bool) func() float64 {
 			return 1
 		}
 		return 0
+	}
+}
+
+// recorded counts n audit events of typ written by this node.
+func (m *metrics) recorded(typ EventType, n int) {
+	if n > 0 {
+		m.events.WithLabelValues(string(typ)).Add(float64(n))
 	}
 }

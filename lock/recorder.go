@@ -84,8 +84,8 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	// (locks/) with the holds they ended, and of lease markers and session
 	// records (derive.go): the trail's range, which holds none of the
 	// history index's writes.
-	key, end := e.revisionsRange()
-	r.feed = e.newFeed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
+	key, end := e.keys.Revisions()
+	r.feed = e.feeds.feed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
 	return r, nil
 }
 
@@ -136,7 +136,7 @@ func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchRespons
 		}
 	}
 	for _, ev := range wr.Events {
-		if !r.e.isBookkeeping(ev.Kv.Key) && ev.Kv.ModRevision > r.done.Load() {
+		if !r.e.keys.IsBookkeeping(ev.Kv.Key) && ev.Kv.ModRevision > r.done.Load() {
 			r.done.Store(ev.Kv.ModRevision)
 		}
 	}
@@ -170,7 +170,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	ended := map[at]bool{}
 	for _, ev := range events {
 		if ev.Type == mvccpb.PUT {
-			if name, _, ok := e.endRecordOf(ev.Kv); ok {
+			if name, _, ok := e.keys.EndRecordOf(ev.Kv); ok {
 				ended[at{ev.Kv.ModRevision, name}] = true
 			}
 		}
@@ -223,7 +223,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 // derives.
 func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) error {
 	e := r.e
-	ended := e.leasesEnded(evs)
+	ended := e.keys.LeasesEnded(evs)
 	if len(ended) == 0 {
 		return nil
 	}

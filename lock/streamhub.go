@@ -19,26 +19,26 @@ import (
 // read.
 type streamHub struct {
 	*watchhub.Hub
-	e       *Engine
+	t       *trail
 	streams map[*streamWatch]struct{}
 	// lastEvent is the revision of the newest audit event dispatched.
 	lastEvent int64
 }
 
 // newStreamHub starts the streams' hub from revision from.
-func (e *Engine) newStreamHub(from int64) *streamHub {
-	h := &streamHub{e: e, streams: map[*streamWatch]struct{}{}}
-	key, end := e.revisionsRange()
-	h.Hub = watchhub.New(e.feedConfig("events", key, from, clientv3.WithRange(end), clientv3.WithPrevKV()), h.dispatch, h.compacted)
+func (t *trail) newStreamHub(from int64) *streamHub {
+	h := &streamHub{t: t, streams: map[*streamWatch]struct{}{}}
+	key, end := t.keys.Revisions()
+	h.Hub = watchhub.New(t.feeds.config("events", key, from, clientv3.WithRange(end), clientv3.WithPrevKV()), h.dispatch, h.compacted)
 	return h
 }
 
 // dispatch hands a response's audit events to the streams.
 func (h *streamHub) dispatch(wr clientv3.WatchResponse) {
 	if len(h.streams) > 0 {
-		h.stream(h.e.revisionEvents(wr, store.NowUTC()), h.streams)
+		h.stream(h.t.revisionEvents(wr, store.NowUTC()), h.streams)
 	}
-	h.lastEvent = max(h.lastEvent, h.e.lastEventIn(wr.Events))
+	h.lastEvent = max(h.lastEvent, h.t.lastEventIn(wr.Events))
 }
 
 // compacted ends every stream, to resume from the audit trail itself,
@@ -126,7 +126,7 @@ func (h *streamHub) watchStream(f eventFilter, since int64, ch chan Event) (*str
 		// the trail (which would wait for the history index while live
 		// events pile up).
 		sw.after = since
-		recs := h.e.revisionEvents(clientv3.WatchResponse{Events: recent}, store.NowUTC())
+		recs := h.t.revisionEvents(clientv3.WatchResponse{Events: recent}, store.NowUTC())
 		h.stream(recs, map[*streamWatch]struct{}{sw: {}})
 		sw.after = rev
 		return sw, since

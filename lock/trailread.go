@@ -44,11 +44,11 @@ func retryPinned[T any](read func(*pin) (T, error)) (T, error) {
 // after each that held too few: what it walks grows with what it
 // returns, not with the trail. It may return more than want, up to the
 // end of the last key read (src.keysFor bounds how far).
-func (e *Engine) readNewestKVs(ctx context.Context, src trailSource, before int64, want int) ([]trailKV, error) {
-	return retryPinned(func(p *pin) ([]trailKV, error) { return e.readNewestAt(ctx, src, p, before, want) })
+func (t *trail) readNewestKVs(ctx context.Context, src trailSource, before int64, want int) ([]trailKV, error) {
+	return retryPinned(func(p *pin) ([]trailKV, error) { return t.readNewestAt(ctx, src, p, before, want) })
 }
 
-func (e *Engine) readNewestAt(ctx context.Context, src trailSource, p *pin, before int64, want int) ([]trailKV, error) {
+func (t *trail) readNewestAt(ctx context.Context, src trailSource, p *pin, before int64, want int) ([]trailKV, error) {
 	var out []trailKV
 	keys := 0 // keys read, for src.keysFor
 	width := int64(firstWindow)
@@ -59,7 +59,7 @@ func (e *Engine) readNewestAt(ctx context.Context, src trailSource, p *pin, befo
 			end = src.prefix + revKey(lo-1)
 		}
 		for len(out) < want {
-			r, err := e.readTrailKVs(ctx, src, p, start, end, src.keysFor(want-len(out), len(out), keys))
+			r, err := t.readTrailKVs(ctx, src, p, start, end, src.keysFor(want-len(out), len(out), keys))
 			if err != nil {
 				return nil, err
 			}
@@ -103,19 +103,19 @@ type trailRead struct {
 
 // readTrailKVs reads the events of at most limit keys (0: all) of src in
 // [start, end), newest first, at p's revision (pinning it at the first).
-func (e *Engine) readTrailKVs(ctx context.Context, src trailSource, p *pin, start, end string, limit int) (trailRead, error) {
+func (t *trail) readTrailKVs(ctx context.Context, src trailSource, p *pin, start, end string, limit int) (trailRead, error) {
 	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(limit))}
 	if p.rev > 0 {
 		opts = append(opts, clientv3.WithRev(p.rev))
 	}
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, start, opts...)
+	octx, done := t.etcd.Op(ctx)
+	resp, err := t.cli.Get(octx, start, opts...)
 	done()
 	if err != nil {
 		if p.rev > 0 && errors.Is(err, rpctypes.ErrCompacted) {
 			return trailRead{}, errPinCompacted
 		}
-		return trailRead{}, e.etcd.Err(ctx, "read history", err)
+		return trailRead{}, t.etcd.Err(ctx, "read history", err)
 	}
 	if p.rev == 0 {
 		p.rev = resp.Header.Revision
@@ -131,20 +131,20 @@ func (e *Engine) readTrailKVs(ctx context.Context, src trailSource, p *pin, star
 }
 
 // readRevision reads every event of src at rev.
-func (e *Engine) readRevision(ctx context.Context, src trailSource, rev int64) ([]Event, error) {
-	kvs, err := e.readRevisionKVs(ctx, src, rev)
+func (t *trail) readRevision(ctx context.Context, src trailSource, rev int64) ([]Event, error) {
+	kvs, err := t.readRevisionKVs(ctx, src, rev)
 	return decodeTrail(kvs), err
 }
 
 // readRevisionKVs reads every event of src at rev: its keys named by rev
 // (in trail/, more than one if two index txns shared it), or else the
 // chunk that holds it, the first key older than rev's.
-func (e *Engine) readRevisionKVs(ctx context.Context, src trailSource, rev int64) ([]trailKV, error) {
+func (t *trail) readRevisionKVs(ctx context.Context, src trailSource, rev int64) ([]trailKV, error) {
 	start := src.prefix + revKey(rev)
 	return retryPinned(func(p *pin) ([]trailKV, error) {
-		r, err := e.readTrailKVs(ctx, src, p, start+"/", clientv3.GetPrefixRangeEnd(start+"/"), 0)
+		r, err := t.readTrailKVs(ctx, src, p, start+"/", clientv3.GetPrefixRangeEnd(start+"/"), 0)
 		if err == nil && r.keys == 0 {
-			r, err = e.readTrailKVs(ctx, src, p, start, src.end(), 1)
+			r, err = t.readTrailKVs(ctx, src, p, start, src.end(), 1)
 		}
 		if err != nil {
 			return nil, err

@@ -46,7 +46,7 @@ func TestReadTrail_TheReadsOfOneCallSeeOneRevision(t *testing.T) {
 	}
 
 	p := &pin{}
-	first, err := e.readTrailKVs(ctx, src, p, prefix+revKey(100), src.end(), 2)
+	first, err := e.trail.readTrailKVs(ctx, src, p, prefix+revKey(100), src.end(), 2)
 	if err != nil || !slices.Equal(revs(first), []int64{15, 14}) {
 		t.Fatalf("first read: %v, %v; want 15 and 14", revs(first), err)
 	}
@@ -54,11 +54,11 @@ func TestReadTrail_TheReadsOfOneCallSeeOneRevision(t *testing.T) {
 	if _, err := cli.Txn(ctx).Then(fold...).Commit(); err != nil {
 		t.Fatal(err)
 	}
-	second, err := e.readTrailKVs(ctx, src, p, first.last+"\x00", src.end(), 10)
+	second, err := e.trail.readTrailKVs(ctx, src, p, first.last+"\x00", src.end(), 10)
 	if err != nil || !slices.Equal(revs(second), []int64{13, 12, 11, 10}) {
 		t.Fatalf("second read, pinned: %v, %v; want 13 to 10, as the first read saw the keys", revs(second), err)
 	}
-	if all, err := e.readNewestKVs(ctx, src, 100, 100); err != nil || len(all) != 6 || all[0].rev != 15 || all[5].rev != 10 {
+	if all, err := e.trail.readNewestKVs(ctx, src, 100, 100); err != nil || len(all) != 6 || all[0].rev != 15 || all[5].rev != 10 {
 		t.Fatalf("a call after the fold: %v, %v; want the 6 events once, newest first", all, err)
 	}
 
@@ -69,7 +69,7 @@ func TestReadTrail_TheReadsOfOneCallSeeOneRevision(t *testing.T) {
 	if _, err := cli.Compact(ctx, head.Header.Revision); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.readTrailKVs(ctx, src, p, prefix+revKey(100), src.end(), 1); err != errPinCompacted {
+	if _, err := e.trail.readTrailKVs(ctx, src, p, prefix+revKey(100), src.end(), 1); err != errPinCompacted {
 		t.Fatalf("a read at a compacted pin: %v; want errPinCompacted", err)
 	}
 	tries := 0
@@ -77,7 +77,7 @@ func TestReadTrail_TheReadsOfOneCallSeeOneRevision(t *testing.T) {
 		if tries++; tries == 1 {
 			return 0, errPinCompacted
 		}
-		r, err := e.readTrailKVs(ctx, src, p, prefix+revKey(100), src.end(), 0)
+		r, err := e.trail.readTrailKVs(ctx, src, p, prefix+revKey(100), src.end(), 0)
 		return len(r.events), err
 	})
 	if err != nil || got != 6 || tries != 2 {

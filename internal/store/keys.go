@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -131,3 +134,65 @@ func ParseLeaseHex(s string) (clientv3.LeaseID, bool) {
 
 // TTLSeconds rounds d up to whole seconds, etcd's lease unit.
 func TTLSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+
+// Revisions is the key range whose revisions the trail reads, from
+// audit/ (the events requests write themselves) to the end of sessions/:
+// it holds the lock keys, the lease markers and the session records, and
+// none of the trail's own keys (trail/ and trailname/ sort after it).
+func (k Keys) Revisions() (key, end string) {
+	return k.Audit(), clientv3.GetPrefixRangeEnd(k.Sessions())
+}
+
+// IsBookkeeping says whether key is one of baton's own cursors and notes
+// (meta/): the history index's and the recorder's cursors answer the
+// changes they read, so neither may count the other's writes as one, or
+// they would answer each other for ever.
+func (k Keys) IsBookkeeping(key []byte) bool {
+	return bytes.HasPrefix(key, []byte(k.Prefix+"meta/"))
+}
+
+// EndRecordOf parses a watched PUT that records a hold's end: of its end
+// key (storage format 1), or over its acquired record (format 2). Names
+// and holds hold no "/".
+func (k Keys) EndRecordOf(kv *mvccpb.KeyValue) (name, hold string, ok bool) {
+	rest, ok := strings.CutPrefix(string(kv.Key), k.Audit())
+	if !ok {
+		return "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || !(parts[2] == "e" || parts[2] == "a" && kv.Version > 1) {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
+
+// LeasesEnded are the leases whose end one revision's watch events show:
+// those whose marker or session record it deleted.
+func (k Keys) LeasesEnded(evs []*clientv3.Event) map[int64]bool {
+	var ended map[int64]bool
+	for _, ev := range evs {
+		if ev.Type != mvccpb.DELETE {
+			continue
+		}
+		key := string(ev.Kv.Key)
+		if id, ok := strings.CutPrefix(key, k.Leases()); ok {
+			ended = markLease(ended, id)
+		} else if id, ok := strings.CutPrefix(key, k.Sessions()); ok {
+			ended = markLease(ended, id)
+		}
+	}
+	return ended
+}
+
+// markLease adds the lease hex names to m.
+func markLease(m map[int64]bool, hex string) map[int64]bool {
+	id, ok := ParseLeaseHex(hex)
+	if !ok {
+		return m
+	}
+	if m == nil {
+		m = map[int64]bool{}
+	}
+	m[int64(id)] = true
+	return m
+}
