@@ -230,7 +230,7 @@ func TestCompactor_CompactsPastAStalledTrailAtTheQuotaBoundAndTheTrailRecordsThe
 		t.Fatal("the forced compaction did not reach the retention point")
 	}
 	resumeAfterAGap(t, e, lost, mark.Header.Revision, "--trail-hold-back-quota")
-	if n := valueOf(e.metrics.trailGaps); n != 1 {
+	if n := valueOf(e.trail.metrics.trailGaps); n != 1 {
 		t.Errorf("baton_trail_gaps_total %v, want 1", n)
 	}
 }
@@ -303,7 +303,7 @@ func TestCompactor_CompactsPastAStalledTrailAfterTheHoldBackTime(t *testing.T) {
 	tick(10 * time.Second)
 	tick(time.Minute) // the retention point: mark; held back from here
 	for i := 1; l.index(forcedPast) < 0; i++ {
-		ratio := valueOf(e.metrics.trailHoldBack)
+		ratio := valueOf(e.trail.metrics.trailHoldBack)
 		if want := float64(i-1) / 12; math.Abs(ratio-want) > 0.01 {
 			t.Fatalf("after %d ticks held back the ratio is %v, want %v\n%s", i-1, ratio, want, l.buf.String())
 		}
@@ -319,7 +319,7 @@ func TestCompactor_CompactsPastAStalledTrailAfterTheHoldBackTime(t *testing.T) {
 	if g := theGap(t, allHistory(t, e)); g.ToRevision < mark.Header.Revision || !strings.Contains(g.Reason, "--trail-hold-back)") {
 		t.Errorf("gap %+v; want one through revision %d, naming the time bound", g, mark.Header.Revision)
 	}
-	if r := valueOf(e.metrics.trailHoldBack); r != 0 {
+	if r := valueOf(e.trail.metrics.trailHoldBack); r != 0 {
 		t.Errorf("ratio %v once compacted, want 0", r)
 	}
 }

@@ -3,7 +3,6 @@ package lock
 import (
 	"bytes"
 	"fmt"
-	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -46,7 +45,7 @@ import (
 // is as for deriveHolds.
 func (t *trail) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendingRecord {
 	var out []pendingRecord
-	for evs := range byRevision(wr.Events) {
+	for evs := range store.ByRevision(wr.Events) {
 		pending := len(out)
 		for _, ev := range evs {
 			if ev.Type == mvccpb.PUT && t.isEventRecord(ev.Kv) {
@@ -79,23 +78,6 @@ func (t *trail) lastEventIn(evs []*clientv3.Event) int64 {
 		}
 	}
 	return 0
-}
-
-// byRevision yields the runs of evs, in revision order, that share a
-// revision: etcd sends a txn's events together.
-func byRevision(evs []*clientv3.Event) iter.Seq[[]*clientv3.Event] {
-	return func(yield func([]*clientv3.Event) bool) {
-		for i := 0; i < len(evs); {
-			j := i + 1
-			for j < len(evs) && evs[j].Kv.ModRevision == evs[i].Kv.ModRevision {
-				j++
-			}
-			if !yield(evs[i:j]) {
-				return
-			}
-			i = j
-		}
-	}
 }
 
 // deriveHolds returns the events of the holds that one revision began and
@@ -187,7 +169,7 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// normalized is ev as decodeEvent reads it back: a lock's events name
+// normalized is ev as store.DecodeEvent reads it back: a lock's events name
 // their kind and name too.
 func normalized(ev Event) Event {
 	if ev.Kind == "" {

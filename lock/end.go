@@ -405,7 +405,7 @@ func (e *Engine) endTxn(name string, token int64, hr store.Holder, ev Event, hea
 // lease expired, or already replaced by the next hold's, is left alone.
 //
 // In storage format 2 the event goes over the hold's acquired record, with
-// the acquired event it replaces (endRecord); in format 1 beside it. A
+// the acquired event it replaces (store.EndRecord); in format 1 beside it. A
 // derived hold (store.Holder.Derived) has no acquired record: its end
 // writes no event when the trail derives it from the lock key's delete
 // (derivable), and otherwise writes it beside, as in format 1.
@@ -414,7 +414,7 @@ func (e *Engine) holdEnd(name string, token int64, hr store.Holder, ev Event) (e
 	case hr.Derived && derivable(hr, ev):
 	case e.format >= 2 && !hr.Derived:
 		began := hr.BegunEvent(name)
-		event = []clientv3.Op{clientv3.OpPut(e.keys.Acquired(name, hr.Hold), store.MustJSON(endRecord{Event: ev, Began: &began}))}
+		event = []clientv3.Op{clientv3.OpPut(e.keys.Acquired(name, hr.Hold), store.MustJSON(store.EndRecord{Event: ev, Began: &began}))}
 	default:
 		event = []clientv3.Op{clientv3.OpPut(e.keys.End(name, hr.Hold), store.MustJSON(ev))}
 	}

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,10 +189,6 @@ func (c Config) Validate() error {
 		return errors.New("lock: MaxTTL must be at least MinTTL")
 	case c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL:
 		return errors.New("lock: DefaultTTL must lie within [MinTTL, MaxTTL]")
-	case c.HistoryRetention < time.Second:
-		return errors.New("lock: HistoryRetention must be at least 1s")
-	case c.HistoryMaxEvents < 0 || c.HistoryMaxEvents > 0 && c.HistoryMaxEvents < historyBuckets:
-		return fmt.Errorf("lock: HistoryMaxEvents must be 0 (derived from the quota) or at least %d", historyBuckets)
 	case c.OpTimeout <= 0:
 		return errors.New("lock: OpTimeout must be positive")
 	case c.WaiterTTL < 2*time.Second:
@@ -210,19 +205,10 @@ func (c Config) Validate() error {
 		return errors.New("lock: MaxFencedValueBytes must be positive")
 	case c.CountRefresh <= 0:
 		return errors.New("lock: CountRefresh must be positive")
-	case c.CompactionRetention < 0:
-		return errors.New("lock: CompactionRetention must not be negative (0 leaves compaction to etcd)")
-	case c.CompactionRetention > 0 && c.TrailHoldBack <= 0:
-		return errors.New("lock: TrailHoldBack (--trail-hold-back) must be positive")
-	case c.CompactionRetention > 0 && !(c.TrailHoldBackQuota > 0 && c.TrailHoldBackQuota <= 1):
-		return errors.New("lock: TrailHoldBackQuota (--trail-hold-back-quota) must be above 0 and at most 1")
 	case c.BackendQuota < 0:
 		return errors.New("lock: BackendQuota must not be negative (0 means etcd's default)")
-	case int64(c.HistoryMaxEvents) > historyMaxEventsFor(c.BackendQuota):
-		return fmt.Errorf("lock: HistoryMaxEvents (--history-max-events) of %d could fill half of etcd's quota of %d bytes (--etcd-quota-bytes) by itself: at most %d",
-			c.HistoryMaxEvents, cmp.Or(c.BackendQuota, defaultBackendQuota), historyMaxEventsFor(c.BackendQuota))
 	}
-	return nil
+	return c.validateTrail()
 }
 
 // Engine serves locks, sessions, fenced values and history from etcd. It is
@@ -299,11 +285,9 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		Observe: func(n int) { e.metrics.txnBatchSize.Observe(float64(n)) },
 		Split:   func() { e.metrics.txnBatchSplits.Inc() },
 	}
-	e.trail = &trail{cli: cli, etcd: e.etcd, keys: e.keys, cfg: cfg, log: e.log, stop: stop, drain: e.drain}
-	e.trail.hist = newHistoryIndex(e.trail)
-	e.metrics = newMetrics(e.etcd.HasLeader, e.trail.hist.events)
+	e.metrics = newMetrics(e.etcd.HasLeader)
 	e.feeds = feeds{cli: cli, cfg: cfg, log: e.log, metrics: e.metrics}
-	e.trail.metrics, e.trail.feeds = e.metrics, e.feeds
+	e.trail = newTrail(e.etcd, e.keys, cfg, e.log, e.feeds, e.metrics.events, stop, e.drain)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -329,12 +313,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
 	e.waits = e.newWaiterHub(rec.head + 1)
-	e.trail.format = e.format
-	e.trail.streams = e.trail.newStreamHub(rec.head + 1)
-	runs := []func(context.Context){rec.run, e.waits.Feed.Run, e.trail.streams.Feed.Run, e.trail.hist.run}
-	if cfg.Embedded != nil && cfg.CompactionRetention > 0 {
-		runs = append(runs, (&compactor{t: e.trail}).run)
-	}
+	runs := append([]func(context.Context){rec.run, e.waits.Feed.Run}, e.trail.start(e.format, rec.head+1)...)
 	for _, run := range runs {
 		e.wg.Add(1)
 		go func() {

@@ -15,7 +15,7 @@ import (
 //	1  (no meta/format) a hold's acquired record audit/<name>/<hold>/a,
 //	   and its end record beside it, audit/<name>/<hold>/e: two keys, which
 //	   the history index deletes once it holds both events
-//	2  a hold's end is written over its acquired record (endRecord): one
+//	2  a hold's end is written over its acquired record (store.EndRecord): one
 //	   key a hold, and one delete
 //	3  the history index folds a thing's events into chunks, a key for
 //	   chunkEvents of them (histchunks.go)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -87,16 +88,6 @@ type pendingRecord struct {
 	begun   time.Time
 }
 
-// endRecord is the value of a hold's record once the hold ended, in
-// storage format 2 (format.go): the end event, written over the acquired
-// event, which it carries along. The index's watch has seen the acquired
-// event's own write unless compaction took it; a backfill then finds it
-// here (pendingOfKey).
-type endRecord struct {
-	Event
-	Began *Event `json:"began,omitempty"`
-}
-
 // isEventRecord says whether a watched PUT writes an event: a pending
 // record's first write, or a hold's end written over its acquired record.
 // Nothing else writes under audit/.
@@ -117,7 +108,7 @@ func (t *trail) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	if len(parts) != 3 || parts[1] == "" {
 		return pendingRecord{}, false
 	}
-	ev, ok := decodeEvent(kv)
+	ev, ok := store.DecodeEvent(kv)
 	if !ok {
 		return pendingRecord{}, false
 	}
@@ -150,7 +141,7 @@ func (t *trail) pendingOfKey(kv *mvccpb.KeyValue, indexed, through int64) []pend
 		return nil
 	}
 	var out []pendingRecord
-	var r endRecord
+	var r store.EndRecord
 	if kv.Version > 1 && strings.HasSuffix(p.key, "/a") && in(kv.CreateRevision) && json.Unmarshal(kv.Value, &r) == nil && r.Began != nil {
 		began := *r.Began
 		began.Revision, began.Token = kv.CreateRevision, kv.CreateRevision

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -372,21 +371,4 @@ func lockOfName(kind EventKind, name, lock string) (string, error) {
 		return "", invalid("name", "names another lock than lock (%q): give one of them", lock)
 	}
 	return name, nil
-}
-
-func decodeEvent(kv *mvccpb.KeyValue) (Event, bool) {
-	var ev Event
-	if json.Unmarshal(kv.Value, &ev) != nil {
-		return ev, false
-	}
-	ev.Revision = kv.ModRevision
-	if ev.Kind == "" {
-		ev.Kind, ev.Name = KindLock, ev.Lock
-	}
-	if store.BeginsHold(ev.Type) {
-		// Written in the acquire txn, before the token existed: the
-		// record's own revision is the token.
-		ev.Token = kv.CreateRevision
-	}
-	return ev, true
 }

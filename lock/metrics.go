@@ -27,16 +27,6 @@ type metrics struct {
 	// (internal/watchfeed).
 	watchRestarts *prometheus.CounterVec
 	watchHearing  *prometheus.GaugeVec
-	// historyDropped and historyEvents watch the trail's retention
-	// (historyindex.go).
-	historyDropped *prometheus.CounterVec
-	historyEvents  prometheus.GaugeFunc
-	// trailGaps counts the stretches of revisions compacted before the
-	// history index read them (historybackfill.go).
-	trailGaps prometheus.Counter
-	// trailHoldBack is how close a compaction held back for the trail
-	// is to being forced (compactor.go).
-	trailHoldBack prometheus.Gauge
 	all           []prometheus.Collector
 }
 
@@ -60,7 +50,7 @@ var renewReasons = map[string][]string{
 	renewSession: {"session_not_found", "not_owner", "invalid", "unavailable", "canceled", "error"},
 }
 
-func newMetrics(hasLeader func() bool, historyEvents func() float64) *metrics {
+func newMetrics(hasLeader func() bool) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_lock_events_total",
@@ -119,25 +109,12 @@ func newMetrics(hasLeader func() bool, historyEvents func() float64) *metrics {
 	for _, t := range []EventType{EventAcquired, EventReleased, EventRevoked, EventExpired, EventSessionExpired} {
 		m.events.WithLabelValues(string(t))
 	}
-	m.historyDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "baton_history_dropped_events_total",
-		Help: "Audit events this node dropped from the trail, oldest first, by reason: age (older than --history-retention) " +
-			"or size (the trail held more than --history-max-events). Only the node keeping the history index (the etcd leader's) drops.",
-	}, []string{"reason"})
-	m.historyDropped.WithLabelValues("age")
-	m.historyDropped.WithLabelValues("size")
-	m.historyEvents = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "baton_history_events",
-		Help: "Audit events the trail holds, as this node last read or wrote the history index (exact on the node keeping it).",
-	}, historyEvents)
-	m.trailGaps, m.trailHoldBack = newTrailGaps(), newTrailHoldBack()
 	for kind, reasons := range renewReasons {
 		for _, r := range reasons {
 			m.renewFailures.WithLabelValues(kind, r)
 		}
 	}
-	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits, m.watchRestarts, m.watchHearing,
-		m.historyDropped, m.historyEvents, m.trailGaps, m.trailHoldBack}
+	m.all = []prometheus.Collector{m.events, m.renewFailures, m.leaderChanges, m.hasLeader, m.waiting, m.txnBatchSize, m.txnBatchSplits, m.watchRestarts, m.watchHearing}
 	return m
 }
 
@@ -160,7 +137,24 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // baton_etcd_txn_batch_splits_total, baton_watch_restarts_total,
 // baton_watch_hearing, baton_history_dropped_events_total and
 // baton_history_events. Register it once per registry.
-func (e *Engine) Collector() prometheus.Collector { return e.metrics }
+func (e *Engine) Collector() prometheus.Collector {
+	return collectors{e.metrics, e.trail.metrics}
+}
+
+// collectors are several collectors as one.
+type collectors []prometheus.Collector
+
+func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range cs {
+		c.Describe(ch)
+	}
+}
+
+func (cs collectors) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range cs {
+		c.Collect(ch)
+	}
+}
 
 // recordedOf counts n events typ of holds of the thing kept under key
 // name name, by the type its kind names them (store.HoldEvent).
@@ -190,26 +184,6 @@ func (e *Engine) renewFailed(kind string, err error) {
 	e.metrics.renewFailures.WithLabelValues(kind, reason).Inc()
 }
 
-// newTrailHoldBack is baton_trail_hold_back_ratio.
-func newTrailHoldBack() prometheus.Gauge {
-	return prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "baton_trail_hold_back_ratio",
-		Help: "How close a compaction of etcd held back for the audit trail, which has not read the revisions it would compact, is to being " +
-			"forced past it: the larger of the time held back over --trail-hold-back and the bytes in use over --trail-hold-back-quota of " +
-			"the quota. At 1 baton compacts, and the trail records a gap. 0 while nothing is held back; only the node keeping the history " +
-			"index, with an embedded member, compacts.",
-	})
-}
-
-// newTrailGaps is baton_trail_gaps_total.
-func newTrailGaps() prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "baton_trail_gaps_total",
-		Help: "Stretches of etcd revisions compacted before the history index read them, each recorded in the history as a gap event: " +
-			"the events no pending record holds (storage format 5's holds) are lost. Only the node keeping the history index counts.",
-	})
-}
-
 // gauge reads f as a gauge: 1 for true, 0 for false.
 func gauge(f func() bool) func() float64 {
 	return func() float64 {
@@ -221,8 +195,11 @@ func gauge(f func() bool) func() float64 {
 }
 
 // recorded counts n audit events of typ written by this node.
-func (m *metrics) recorded(typ EventType, n int) {
+func (m *metrics) recorded(typ EventType, n int) { countEvents(m.events, typ, n) }
+
+// countEvents counts n audit events of typ in baton_lock_events_total.
+func countEvents(events *prometheus.CounterVec, typ EventType, n int) {
 	if n > 0 {
-		m.events.WithLabelValues(string(typ)).Add(float64(n))
+		events.WithLabelValues(string(typ)).Add(float64(n))
 	}
 }

@@ -177,7 +177,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	}
 	lone := map[int64][]string{} // revision → names of the locks it deleted
 	var revs []int64
-	for evs := range byRevision(events) {
+	for evs := range store.ByRevision(events) {
 		if err := r.delayExpired(ctx, evs); err != nil {
 			return err
 		}
@@ -413,7 +413,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 			case parts[2] == "a" && kv.Version > 1:
 				lastOpen = false // ended: its end is written over it
 			case parts[2] == "a":
-				ev, _ := decodeEvent(kv)
+				ev, _ := store.DecodeEvent(kv)
 				opens = append(opens, open{name: parts[0], hold: parts[1], token: kv.CreateRevision, ev: ev})
 				lastOpen = true
 			case parts[2] == "e":

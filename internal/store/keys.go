@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -195,4 +196,21 @@ func markLease(m map[int64]bool, hex string) map[int64]bool {
 	}
 	m[int64(id)] = true
 	return m
+}
+
+// ByRevision yields the runs of evs, in revision order, that share a
+// revision: etcd sends a txn's events together.
+func ByRevision(evs []*clientv3.Event) iter.Seq[[]*clientv3.Event] {
+	return func(yield func([]*clientv3.Event) bool) {
+		for i := 0; i < len(evs); {
+			j := i + 1
+			for j < len(evs) && evs[j].Kv.ModRevision == evs[i].Kv.ModRevision {
+				j++
+			}
+			if !yield(evs[i:j]) {
+				return
+			}
+			i = j
+		}
+	}
 }

@@ -120,7 +120,7 @@ func KindRange(base string, k EventKind, prefix string) (start, end string) {
 // HoldEvent is the event typ of a hold of the thing kept under key (or
 // one of its seats): its kind names it, and an election's hold begins as
 // elected and ends by a release as resigned. A lock's events keep the
-// layout they always had (Lock set, Kind left for decodeEvent to fill),
+// layout they always had (Lock set, Kind left for DecodeEvent to fill),
 // so a lock's records are the same bytes as before elections existed.
 func HoldEvent(key string, typ EventType) Event {
 	kind, name := ThingOf(key)

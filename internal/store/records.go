@@ -106,3 +106,32 @@ func MustJSON(v any) string {
 
 // NowUTC is the time events and records carry: UTC, to the millisecond.
 func NowUTC() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// EndRecord is the value of a hold's record once the hold ended, in
+// storage format 2 (lock/format.go): the end event, written over the acquired
+// event, which it carries along. The index's watch has seen the acquired
+// event's own write unless compaction took it; a backfill then finds it
+// here (the trail's pendingOfKey).
+type EndRecord struct {
+	Event
+	Began *Event `json:"began,omitempty"`
+}
+
+// DecodeEvent reads a pending record's event (a lock's, in records
+// written before kinds existed), at its own revision.
+func DecodeEvent(kv *mvccpb.KeyValue) (Event, bool) {
+	var ev Event
+	if json.Unmarshal(kv.Value, &ev) != nil {
+		return ev, false
+	}
+	ev.Revision = kv.ModRevision
+	if ev.Kind == "" {
+		ev.Kind, ev.Name = KindLock, ev.Lock
+	}
+	if BeginsHold(ev.Type) {
+		// Written in the acquire txn, before the token existed: the
+		// record's own revision is the token.
+		ev.Token = kv.CreateRevision
+	}
+	return ev, true
+}
