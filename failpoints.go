@@ -22,7 +22,7 @@ func armFailpoints(n *node.Node) (disarm func()) {
 		for {
 			select {
 			case s := <-sigs:
-				n.Engine().HaltTrail(s == syscall.SIGUSR1)
+				n.Trail().HaltTrail(s == syscall.SIGUSR1)
 			case <-done:
 				return
 			}

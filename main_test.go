@@ -51,8 +51,8 @@ func TestApplyEnv_FlagsWinOverEnvironment(t *testing.T) {
 	if cfg.DataDir != "/from/flag" {
 		t.Errorf("DataDir = %q, want the flag's", cfg.DataDir)
 	}
-	if cfg.HistoryRetention.String() != "1h0m0s" {
-		t.Errorf("HistoryRetention = %s, want 1h", cfg.HistoryRetention)
+	if cfg.Trail.HistoryRetention.String() != "1h0m0s" {
+		t.Errorf("HistoryRetention = %s, want 1h", cfg.Trail.HistoryRetention)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // Options tune the handlers.
@@ -31,6 +32,7 @@ type Options struct {
 // API serves the lock engine over HTTP.
 type API struct {
 	eng               *lock.Engine
+	trail             *trail.Trail
 	readyTimeout      time.Duration
 	heartbeat         time.Duration
 	eventWriteTimeout time.Duration
@@ -53,7 +55,7 @@ const (
 )
 
 // New returns handlers over eng.
-func New(eng *lock.Engine, o Options) *API {
+func New(eng *lock.Engine, tr *trail.Trail, o Options) *API {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 2 * time.Second
 	}
@@ -65,6 +67,7 @@ func New(eng *lock.Engine, o Options) *API {
 	}
 	a := &API{
 		eng:               eng,
+		trail:             tr,
 		readyTimeout:      o.ReadyTimeout,
 		heartbeat:         o.Heartbeat,
 		eventWriteTimeout: o.EventWriteTimeout,

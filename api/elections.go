@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // Leader is an election's leadership.
@@ -430,7 +431,7 @@ func (a *API) observe(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	name := pathParam(c, "name")
-	o, err := a.eng.Observe(ctx, name, since, resume)
+	o, err := a.trail.Observe(ctx, name, since, resume)
 	if err != nil {
 		return err
 	}
@@ -464,7 +465,7 @@ func (a *API) observe(c echo.Context) error {
 }
 
 // appendChange appends an observer's message for ch.
-func appendChange(b []byte, name string, ch lock.ElectionChange) []byte {
+func appendChange(b []byte, name string, ch trail.ElectionChange) []byte {
 	var data []byte
 	typ := "leader"
 	if ch.Leader == nil {

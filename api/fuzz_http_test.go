@@ -26,6 +26,7 @@ import (
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // FuzzHTTP sends any request to any route of the real router, over the
@@ -463,7 +464,7 @@ func (h *httpFuzz) checkNoWrite(t *testing.T, rev0 int64, status int, param stri
 	if err != nil || st.Waiters != 0 || len(delays) != 0 {
 		t.Fatalf("a request answered %d left %d waiters and %d lock-delays (%v)", status, st.Waiters, len(delays), err)
 	}
-	evs, _, err := eng.History(ctx, lock.HistoryOptions{Limit: 1})
+	evs, _, err := h.s.Trail.History(ctx, trail.HistoryOptions{Limit: 1})
 	if err != nil || len(evs) > 0 && evs[0].Revision > rev0 {
 		t.Fatalf("a request answered %d recorded %+v (%v)", status, evs, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // history godoc
@@ -52,7 +53,7 @@ func (a *API) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o := lock.HistoryOptions{
+	o := trail.HistoryOptions{
 		Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
 		Limit: int(limit), Before: before, Owner: q.Get("owner"),
 	}
@@ -67,7 +68,7 @@ func (a *API) history(c echo.Context) error {
 	if o.To, err = timeParam(q, "to"); err != nil {
 		return err
 	}
-	evs, next, err := a.eng.History(c.Request().Context(), o)
+	evs, next, err := a.trail.History(c.Request().Context(), o)
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func (a *API) events(c echo.Context) error {
 	// The engine caps the subscriptions of this node (too_many_streams)
 	// and the events each one buffers (a reader that falls behind is
 	// dropped, and resumes with Last-Event-ID).
-	sub, err := a.eng.Subscribe(ctx, o)
+	sub, err := a.trail.Subscribe(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -162,27 +163,27 @@ func (a *API) openStream(c echo.Context) (send func([]byte) error, ok bool) {
 // subscribeOptions reads an event stream's filters and where it starts.
 // since is exclusive: since=0 replays every retained event; without since
 // (or Last-Event-ID, which wins) only live events come.
-func subscribeOptions(c echo.Context) (lock.SubscribeOptions, error) {
+func subscribeOptions(c echo.Context) (trail.SubscribeOptions, error) {
 	q := queryOf(c)
 	since, replay, err := intParam(q, "since", 0, 1<<62)
 	if err != nil {
-		return lock.SubscribeOptions{}, err
+		return trail.SubscribeOptions{}, err
 	}
 	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
 		n, err := strconv.ParseInt(h, 10, 64)
 		if err != nil || n < 0 {
-			return lock.SubscribeOptions{}, badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
+			return trail.SubscribeOptions{}, badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
 		}
 		since, replay = n, true
 	}
-	return lock.SubscribeOptions{
+	return trail.SubscribeOptions{
 		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
 	}, nil
 }
 
 // stream sends sub's events, and a heartbeat while there are none, until
 // the subscription ends, the client leaves or a write to it fails.
-func (a *API) stream(ctx context.Context, sub *lock.Subscription, send func([]byte) error) {
+func (a *API) stream(ctx context.Context, sub *trail.Subscription, send func([]byte) error) {
 	beat := time.NewTicker(a.heartbeat)
 	defer beat.Stop()
 	var buf []byte
@@ -236,7 +237,7 @@ func appendEvent(b []byte, ev lock.Event) []byte {
 // internals beyond our own wording.
 func sanitize(err error) string {
 	switch {
-	case errors.Is(err, lock.ErrSlowSubscriber):
+	case errors.Is(err, trail.ErrSlowSubscriber):
 		return "client too slow; reconnect with Last-Event-ID"
 	case errors.Is(err, lock.ErrClosed):
 		return "node shutting down; reconnect"

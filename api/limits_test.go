@@ -16,6 +16,7 @@ import (
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // newCappedServer starts the real server over an engine whose config
@@ -71,7 +72,9 @@ func TestCreateSession_BeyondTheCapGets429TooManySessions(t *testing.T) {
 }
 
 func TestEvents_BeyondTheStreamCapGets503TooManyStreams(t *testing.T) {
-	s := newCappedServer(t, func(c *lock.Config) { c.MaxEventStreams = 1 })
+	tc := trail.DefaultConfig()
+	tc.MaxEventStreams = 1
+	s := newCappedServer(t, func(*lock.Config) {}, testserver.WithTrail(tc))
 	s.Allow5xx.Store(true) // the 503 is the point
 	st := s.openStream(t, "", "")
 	r := s.Do("GET", "/v1/events", "")
@@ -135,7 +138,7 @@ func TestEvents_ClientThatStopsReadingIsDroppedAndResumesExactlyOnce(t *testing.
 		t.Fatalf("first message: %d %q %v, want the acquire of token %d", id, typ, ok, first.Token)
 	}
 	got = append(got, first.Token)
-	if n := s.Eng.EventStreams(); n != 1 {
+	if n := s.Trail.EventStreams(); n != 1 {
 		t.Fatalf("%d streams held, want 1", n)
 	}
 
@@ -150,7 +153,7 @@ func TestEvents_ClientThatStopsReadingIsDroppedAndResumesExactlyOnce(t *testing.
 		cycles++
 		s.acquire(name, `{"owner":"w"}`)
 		testserver.WantStatus(t, s.Do("POST", "/v1/locks/"+name+"/revoke", `{"reason":"`+reason+`"}`), http.StatusNoContent)
-		return s.Eng.EventStreams() == 0
+		return s.Trail.EventStreams() == 0
 	})
 	// What the server held for it is gone: the stream and its
 	// subscription, with its buffered events and its etcd watch.

@@ -38,7 +38,11 @@ func (a *API) healthz(c echo.Context) error {
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), a.readyTimeout)
 	defer cancel()
-	if err := a.eng.Ready(ctx); err != nil {
+	err := a.eng.Ready(ctx)
+	if err == nil {
+		err = a.trail.Ready()
+	}
+	if err != nil {
 		if errors.Is(err, lock.ErrNoSpace) {
 			return noSpaceNotReady()
 		}

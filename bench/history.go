@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // How the history scenario reads.
@@ -103,7 +104,7 @@ func (b *bench) awaitHistory(ctx context.Context) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, indexWait)
 	defer cancel()
 	for {
-		_, _, err := b.node.Engine().History(ctx, lock.HistoryOptions{Limit: 1})
+		_, _, err := b.node.Trail().History(ctx, trail.HistoryOptions{Limit: 1})
 		switch {
 		case err == nil:
 			return time.Since(start).Seconds(), nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // The shape of the history scenario's fill.
@@ -64,7 +65,7 @@ func (b *bench) fillHistory(ctx context.Context, events int) (historyFill, error
 	if err != nil {
 		return historyFill{}, err
 	}
-	expiries, err := startExpiries(ctx, eng)
+	expiries, err := startExpiries(ctx, eng, b.node.Trail())
 	if err != nil {
 		return historyFill{}, err
 	}
@@ -187,18 +188,18 @@ func parallelWorkers(ctx context.Context, n int, f func(ctx context.Context, w i
 
 // expiries are locks taken with the engine's MinTTL and never renewed.
 type expiries struct {
-	subs  []*lock.Subscription
+	subs  []*trail.Subscription
 	first int64 // the first one's token
 }
 
 // startExpiries subscribes to each expiring lock's live events, then
 // takes it, so its expiry cannot come before the subscription.
-func startExpiries(ctx context.Context, eng *lock.Engine) (*expiries, error) {
+func startExpiries(ctx context.Context, eng *lock.Engine, tr *trail.Trail) (*expiries, error) {
 	x := &expiries{}
 	ttl := eng.Config().MinTTL
 	for i := range historyExpiries {
 		name := "expiring-" + strconv.Itoa(i)
-		sub, err := eng.Subscribe(ctx, lock.SubscribeOptions{Lock: name})
+		sub, err := tr.Subscribe(ctx, trail.SubscribeOptions{Lock: name})
 		if err != nil {
 			x.close()
 			return nil, fmt.Errorf("watch %s: %w", name, err)

@@ -21,8 +21,8 @@ import (
 
 	"github.com/baton-dev/baton/internal/freeport"
 	"github.com/baton-dev/baton/internal/gctune"
-	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/trail"
 )
 
 // The scenarios, in the order they run. scale runs last because it leaves
@@ -329,8 +329,8 @@ func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, 
 	nc.LogLevel = "warn"
 	nc.ClientJSONGateway = true // the etcd-gateway peer drives etcd's own lock API over it
 	if historyEvents > 0 {
-		nc.HistoryMaxEvents = max(2*historyEvents, 1000000)
-		nc.BackendQuota = max(nc.BackendQuota, lock.HistoryQuotaFor(int64(nc.HistoryMaxEvents)))
+		nc.Trail.HistoryMaxEvents = max(2*historyEvents, 1000000)
+		nc.BackendQuota = max(nc.BackendQuota, trail.HistoryQuotaFor(int64(nc.Trail.HistoryMaxEvents)))
 	}
 	for _, u := range []*string{&nc.PeerURL, &nc.ClientURL} {
 		addr, err := freeport.Addr()

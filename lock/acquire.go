@@ -217,7 +217,7 @@ func (a *acquirer) holder(now time.Time) store.Holder {
 		TTL: ttl, AcquiredAt: now, QueuedAt: queuedAt(a.queuedAt), LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
 		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit, Mode: a.mode, Set: a.members,
-		Derived: a.e.format >= derivedFormat,
+		Derived: a.e.format >= store.DerivedFormat,
 	}
 }
 

@@ -217,7 +217,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder,
 
 // grantOps begin the hold rec, for an acquire whose queue entry is
 // queueKey ("" for none): its holder record, its acquired event, its
-// lease's marker (derive.go), its lock-delay guard, its entry gone, and
+// lease's marker (trail/derive.go), its lock-delay guard, its entry gone, and
 // an election's term or a thing with seats' record.
 func (a *acquirer) grantOps(queueKey string, rec store.Holder) []clientv3.Op {
 	e, name := a.e, a.req.Name

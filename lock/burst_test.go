@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // burstSize is how many waiters time out, or streams close, together: the
@@ -73,9 +74,9 @@ func TestBurst_StreamsClosingTogetherLeaveTheNodeHearing(t *testing.T) {
 	e, _ := newEngine(t)
 	ctx := ctxT(t)
 	sctx, cancel := context.WithCancel(ctx)
-	subs := make([]*lock.Subscription, 0, burstSize)
+	subs := make([]*trail.Subscription, 0, burstSize)
 	for i := 0; i < burstSize; i++ {
-		s, err := e.Subscribe(sctx, lock.SubscribeOptions{})
+		s, err := trailOf(e).Subscribe(sctx, trail.SubscribeOptions{})
 		if err != nil {
 			t.Fatalf("subscription %d: %v", i, err)
 		}
@@ -104,7 +105,7 @@ func TestBurst_StreamsClosingTogetherLeaveTheNodeHearing(t *testing.T) {
 			}
 		}
 	}
-	poll.Until(t, 10*time.Second, "every subscription counted out", func() bool { return e.EventStreams() == 0 })
+	poll.Until(t, 10*time.Second, "every subscription counted out", func() bool { return trailOf(e).EventStreams() == 0 })
 	checkNodeHears(t, e)
 }
 
@@ -117,7 +118,7 @@ func checkNodeHears(t *testing.T, e *lock.Engine) {
 	ctx := ctxT(t)
 
 	// A stream opened now delivers the events below.
-	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{})
+	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func checkNodeHears(t *testing.T, e *lock.Engine) {
 		t.Fatal(err)
 	}
 	poll.Until(t, ttl+2*time.Second+time.Until(brief.ExpiresAt.Add(-ttl)), "the expiry of brief recorded", func() bool {
-		evs, _, err := e.History(ctx, lock.HistoryOptions{Lock: "brief", Types: []lock.EventType{lock.EventExpired}})
+		evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "brief", Types: []lock.EventType{lock.EventExpired}})
 		return err == nil && len(evs) == 1
 	})
 

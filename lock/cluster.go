@@ -71,7 +71,8 @@ func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
 // Ready reports whether etcd serves linearizable reads now (it needs a
 // leader and a quorum) and takes writes (ErrNoSpace while etcd's NOSPACE
 // alarm is raised), and whether the engine hears etcd's watches (it wakes
-// waiters, feeds event streams and records expiries from them). It
+// waiters and records expiries from them; the audit trail's Ready says
+// the same of its own). It
 // answers within OpTimeout, or ctx's deadline: a deadline that passes
 // first is reported as ErrUnavailable, for that is what a probe asks.
 func (e *Engine) Ready(ctx context.Context) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // delayedByRevoke takes name with a lock-delay of an hour and revokes it.
@@ -49,7 +50,7 @@ func TestLockDelay_IsVisibleAndAnOperatorCanClearIt(t *testing.T) {
 	if err := e.ClearDelay(ctx, "held-up", "", "ops"); !errors.Is(err, lock.ErrNotDelayed) {
 		t.Fatalf("clearing a held lock: %v, want ErrNotDelayed", err)
 	}
-	evs, _, err := e.History(ctx, lock.HistoryOptions{Lock: "held-up", Types: []lock.EventType{lock.EventDelayCleared}})
+	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "held-up", Types: []lock.EventType{lock.EventDelayCleared}})
 	if err != nil || len(evs) != 1 || evs[0].Owner != "ops" || !strings.Contains(evs[0].Detail, "set by mistake") {
 		t.Fatalf("delay_cleared events %+v (%v), want one by ops with the reason", evs, err)
 	}

@@ -1,9 +1,15 @@
 // Package lock is baton's lock engine: sessions, locks with fencing
-// tokens, leader elections, semaphores, read/write locks, lock sets, FIFO waiting,
-// lock-delay, fenced values and the audit trail, all kept in etcd and
-// reached only through a *clientv3.Client. It knows nothing of HTTP, so
-// it runs the same over the embedded member's in-process client or over
-// a client of an external etcd cluster.
+// tokens, leader elections, semaphores, read/write locks, lock sets, FIFO
+// waiting, lock-delay and fenced values, all kept in etcd and reached only
+// through a *clientv3.Client. It knows nothing of HTTP, so it runs the
+// same over the embedded member's in-process client or over a client of
+// an external etcd cluster.
+//
+// The engine writes holds; the audit trail (package trail), which runs
+// beside it, reads them from etcd's revisions. The engine knows nothing
+// of the trail: it writes only the few events revisions cannot tell (a
+// revoke's reason, a fence reset, a proclaimed value), and, for holds
+// begun before storage format 5, their pending records.
 //
 // # Guarantees
 //
@@ -76,13 +82,13 @@
 //	sessionowners/<owner>\x00<id> the same record, to list sessions by owner prefix; lease: the session
 //	queue/<name>/<waiter>         a waiting acquire, with the holder record it asks a release to grant; lease: the serving node's waiter lease; order = CreateRevision
 //	delay/<name>                  lock-delay guard of the current or last hold (no lease)
-//	leases/<lease>                a lease's marker, put by the first grant under a lease of a hold's own; lease: that one (derive.go)
+//	leases/<lease>                a lease's marker, put by the first grant under a lease of a hold's own; lease: that one (trail/derive.go)
 //	audit/<name>/<hold>/a         pending record of one hold: its "acquired" event, then, written over it, the event that ended it (released, expired, revoked, session_expired) with the acquired one inside; kept until its end is indexed (no lease)
 //	audit/<name>/<hold>/e         the end's pending record instead, beside the acquired one, in storage format 1 (format.go)
 //	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed); audit/~fence/<resource>/<id>: of a fence_reset
-//	trail/<rev>/<entry>           the events of one revision (a JSON array), or from storage format 4 a chunk of revisions from this one on, up to 32 events ([[rev, JSON], …]), newest first in key order (histkeys.go); lease: a retention bucket
-//	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON), or from storage format 3 a chunk of its events from this one on ([[rev, JSON], …], histchunks.go); same lease
-//	meta/history                  the history index's cursor, size and buckets (historyindex.go)
+//	trail/<rev>/<entry>           the events of one revision (a JSON array), or from storage format 4 a chunk of revisions from this one on, up to 32 events ([[rev, JSON], …]), newest first in key order (trail/histkeys.go); lease: a retention bucket
+//	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON), or from storage format 3 a chunk of its events from this one on ([[rev, JSON], …], trail/histchunks.go); same lease
+//	meta/history                  the history index's cursor, size and buckets (trail/historyindex.go)
 //	meta/format                   the storage format the cluster writes (format.go); absent: 1
 //	fenced/<resource>             a fenced value: {token, value}
 //	fencemax/<resource>           the largest token seen for resource, zero-padded so Value compares order it
@@ -101,12 +107,13 @@
 // made of the set's, and the set's names in its record; a waiting set has
 // an entry in each member's queue, all created at one revision.
 //
-// Each hold has a unique hold ID stored in its holder record, so its end
-// event has one possible place, its record's second version: whichever of
-// release, revoke or the expiry recorder of any node writes it first wins,
-// and it is written exactly once.
-// The history index then copies each pending record into trail/ and trailname/
-// under keys its revision gives, once, and deletes the records it replaced.
+// Each hold has a unique hold ID stored in its holder record. A hold with
+// pending records (before storage format 5) has one possible place for
+// its end event, its record's second version: whichever of release,
+// revoke or the expiry recorder of any node writes it first wins, and it
+// is written exactly once. The trail's history index copies each pending
+// record into trail/ and trailname/ under keys its revision gives, once,
+// and deletes the records it replaced.
 //
 // # Usage
 //

@@ -307,3 +307,27 @@ func electionErr(what, name string, err error) error {
 	}
 	return fmt.Errorf("%s %q: %w", what, name, err)
 }
+
+// ElectionNow reads who leads the election name (nil: nobody), and the
+// revision it read at: where an observation of it starts (trail.Observe).
+func (e *Engine) ElectionNow(ctx context.Context, name string) (*Lock, int64, error) {
+	if err := store.CheckName("name", name); err != nil {
+		return nil, 0, err
+	}
+	key := store.KeyName(KindElection, name)
+	const lockAt, valueAt = 0, 1
+	octx, done := e.etcd.Op(ctx)
+	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.Lock(key)), clientv3.OpGet(e.keys.Value(key))).Commit()
+	done()
+	if err != nil {
+		return nil, 0, e.etcd.Err(ctx, "read election", err)
+	}
+	var leader *Lock
+	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
+		if leader, err = e.decodeLock(ctx, kvs[0], nil); err != nil {
+			return nil, 0, err
+		}
+		setValue(leader, resp.Responses[valueAt].GetResponseRange().Kvs)
+	}
+	return leader, resp.Header.Revision, nil
+}

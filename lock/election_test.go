@@ -12,6 +12,7 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 type campaigned struct {
@@ -48,7 +49,7 @@ func candidates(t *testing.T, e *lock.Engine, name string, n int) {
 
 func electionHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 	t.Helper()
-	evs, _, err := e.History(context.Background(), lock.HistoryOptions{Kind: lock.KindElection, Name: name, Limit: lock.MaxListLimit})
+	evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindElection, Name: name, Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}
@@ -305,9 +306,9 @@ func TestElection_ACandidateThatLeavesLeavesNothing(t *testing.T) {
 }
 
 // observed collects an observation's changes until n came.
-func observed(t *testing.T, o *lock.Observation, n int) []lock.ElectionChange {
+func observed(t *testing.T, o *trail.Observation, n int) []trail.ElectionChange {
 	t.Helper()
-	var got []lock.ElectionChange
+	var got []trail.ElectionChange
 	timeout := time.After(20 * time.Second)
 	for len(got) < n {
 		select {
@@ -331,7 +332,7 @@ func TestElection_ObserveSeesEachChangeOnceAndResumesWithoutAGap(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
 	ctx := ctxT(t)
-	o, err := a.Observe(ctx, "obs", 0, false)
+	o, err := trailOf(a).Observe(ctx, "obs", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestElection_ObserveSeesEachChangeOnceAndResumesWithoutAGap(t *testing.T) {
 		t.Fatalf("the handover: %+v; want b's leadership %d at its revision", changes[2], got.l.Token)
 	}
 	for from := range changes {
-		r, err := b.Observe(ctx, "obs", changes[from].Revision, true)
+		r, err := trailOf(b).Observe(ctx, "obs", changes[from].Revision, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,7 +400,7 @@ func TestElection_ObserveSeesEachChangeOnceAndResumesWithoutAGap(t *testing.T) {
 	}
 }
 
-func sameChange(a, b lock.ElectionChange) bool {
+func sameChange(a, b trail.ElectionChange) bool {
 	if a.Leader == nil || b.Leader == nil {
 		return a.Leader == b.Leader
 	}

@@ -430,7 +430,7 @@ func (e *Engine) holdEnd(name string, token int64, hr store.Holder, ev Event) (e
 }
 
 // derivable reports whether ev, an end of the hold hr, is the one the
-// trail derives from the lock key's delete (derive.go): a release or a
+// trail derives from the lock key's delete (trail/derive.go): a release or a
 // resignation by the credential that acquired the hold, with nothing to
 // say of it.
 func derivable(hr store.Holder, ev Event) bool {

@@ -28,16 +28,6 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxLockDelay bounds lock_delay.
 	MaxLockDelay time.Duration
-	// HistoryRetention is how long audit events are kept, and
-	// HistoryMaxEvents how many: whichever bound is reached first drops
-	// the oldest events. They are removed by etcd itself through lease
-	// expiry or revocation, a slice of the trail at a time (at most
-	// HistoryRetention/24, and an hour, late; at most 1/64 of
-	// HistoryMaxEvents early), so no request ever scans for old events.
-	HistoryRetention time.Duration
-	// HistoryMaxEvents 0 means as many as fit in a half of BackendQuota
-	// (historyEventBytes each), and at most defaultHistoryMaxEvents.
-	HistoryMaxEvents int
 	// OpTimeout bounds each etcd call, so that a request to a node cut off
 	// from its quorum answers ErrUnavailable instead of hanging.
 	OpTimeout time.Duration
@@ -82,30 +72,12 @@ type Config struct {
 	// BackendQuota is etcd's backend quota in bytes, for Recover to tell
 	// whether defragmenting freed enough; 0 means etcd's default, 2 GiB.
 	BackendQuota int64
-	// CompactionRetention, with an embedded member, has the engine
-	// compact etcd's history itself, in place of etcd's periodic
-	// compactor, which the member must not run: every tenth of it, to
-	// the older of the revision CompactionRetention ago and the audit
-	// trail's cursor (compactor.go). 0 leaves compaction to etcd.
-	CompactionRetention time.Duration
-	// TrailHoldBack and TrailHoldBackQuota bound how long compaction
-	// waits for an audit trail that does not read on: once it has waited
-	// TrailHoldBack, or etcd's backend holds TrailHoldBackQuota of
-	// BackendQuota in use, it compacts anyway, and the trail records the
-	// revisions it lost as a gap event.
-	TrailHoldBack      time.Duration
-	TrailHoldBackQuota float64
 	// DialMember, when set, returns a client of the etcd member reached at
 	// clientURLs, closed by the caller: Recover defragments every member
 	// through one, because the in-process client reaches only its own
 	// member. Without it, Recover reaches other members through the
 	// engine's client, which works only over external etcd.
 	DialMember func(ctx context.Context, clientURLs []string) (*clientv3.Client, error)
-	// MaxEventStreams caps this engine's concurrent event streams
-	// (subscriptions): each holds a buffer of events, and all share one
-	// etcd watch. The next Subscribe fails with ErrTooManyStreams. 0
-	// means no cap.
-	MaxEventStreams int
 	// WatchStallTimeout is how long one of the engine's etcd watches may
 	// go without a response, while it asks for progress notifications,
 	// before it is declared stalled and opened again (internal/watchfeed). The
@@ -139,26 +111,23 @@ type EmbeddedMember = store.Member
 // DefaultConfig returns the defaults that docs/API.md documents.
 func DefaultConfig() Config {
 	return Config{
-		Prefix:           "/baton/",
-		DefaultTTL:       30 * time.Second,
-		MinTTL:           2 * time.Second,
-		MaxTTL:           24 * time.Hour,
-		MaxWait:          5 * time.Minute,
-		MaxLockDelay:     time.Hour,
-		HistoryRetention: 7 * 24 * time.Hour,
-		OpTimeout:        5 * time.Second,
-		WaiterTTL:        5 * time.Second,
+		Prefix:       "/baton/",
+		DefaultTTL:   30 * time.Second,
+		MinTTL:       2 * time.Second,
+		MaxTTL:       24 * time.Hour,
+		MaxWait:      5 * time.Minute,
+		MaxLockDelay: time.Hour,
+		OpTimeout:    5 * time.Second,
+		WaiterTTL:    5 * time.Second,
 		// Caps far above any sane use (the bench holds 1,000 sessions of
 		// 100 locks; its contention scenario queues 64 waiters), low
 		// enough that one client cannot take the node's memory: 1,000
 		// waiters are 1,000 held requests and watches on one lock;
 		// 100,000 sessions are 100,000 leases, which etcd's lessor takes
-		// 100 s to revoke when they expire together (1,000/s). A node's
-		// 1,000 event streams buffer up to 1,024 events each.
+		// 100 s to revoke when they expire together (1,000/s).
 		MaxWaitersPerLock:  1000,
 		MaxLocksPerSession: 0,
 		MaxSessions:        100000,
-		MaxEventStreams:    1000,
 		WatchStallTimeout:  5 * time.Second,
 		// 200,000 locks are twice the bench's scale scenario (1,000
 		// sessions of 100 locks), within one node's memory and etcd's
@@ -169,12 +138,6 @@ func DefaultConfig() Config {
 		MaxFencedValues:     10000,
 		MaxFencedValueBytes: 32 << 10,
 		CountRefresh:        time.Second,
-		// A trail held up for an hour is an outage worth a page, not
-		// one worth the locks; under load a quarter of the quota beside
-		// a full trail (half of it, historyMaxEventsFor) is reached
-		// first.
-		TrailHoldBack:      time.Hour,
-		TrailHoldBackQuota: 0.75,
 	}
 }
 
@@ -195,8 +158,8 @@ func (c Config) Validate() error {
 		return errors.New("lock: WaiterTTL must be at least 2s")
 	case c.WatchStallTimeout < 2*watchfeed.ProbeAfter:
 		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*watchfeed.ProbeAfter)
-	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0, c.MaxEventStreams < 0:
-		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession, MaxSessions and MaxEventStreams must not be negative (0 means no cap)")
+	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0:
+		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession and MaxSessions must not be negative (0 means no cap)")
 	case c.StorageFormat < 0 || c.StorageFormat > newestFormat:
 		return fmt.Errorf("lock: StorageFormat (--storage-format) must be between 0 (the cluster's) and %d", newestFormat)
 	case c.MaxLocks < 0, c.MaxFencedValues < 0:
@@ -208,7 +171,7 @@ func (c Config) Validate() error {
 	case c.BackendQuota < 0:
 		return errors.New("lock: BackendQuota must not be negative (0 means etcd's default)")
 	}
-	return c.validateTrail()
+	return nil
 }
 
 // Engine serves locks, sessions, fenced values and history from etcd. It is
@@ -254,8 +217,6 @@ type Engine struct {
 	// rec records expiries from a watch of its own.
 	waits *waiterHub
 	rec   *recorder
-	// trail is the audit trail (trail.go), which the engine starts.
-	trail *trail
 	// space holds the storage caps' tallies and the alarm (space.go).
 	space space
 	// holds keeps the records of the holds this node granted, so their
@@ -287,7 +248,6 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	}
 	e.metrics = newMetrics(e.etcd.HasLeader)
 	e.feeds = feeds{cli: cli, cfg: cfg, log: e.log, metrics: e.metrics}
-	e.trail = newTrail(e.etcd, e.keys, cfg, e.log, e.feeds, e.metrics.events, stop, e.drain)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -313,7 +273,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
 	e.waits = e.newWaiterHub(rec.head + 1)
-	runs := append([]func(context.Context){rec.run, e.waits.Feed.Run}, e.trail.start(e.format, rec.head+1)...)
+	runs := []func(context.Context){rec.run, e.waits.Feed.Run}
 	for _, run := range runs {
 		e.wg.Add(1)
 		go func() {
@@ -341,7 +301,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 
 // feeds are the engine's etcd watches.
 func (e *Engine) watches() []*watchfeed.Feed {
-	return []*watchfeed.Feed{e.rec.feed, e.waits.Feed, e.trail.streams.Feed}
+	return []*watchfeed.Feed{e.rec.feed, e.waits.Feed}
 }
 
 // errDeaf is wrapped in the ErrUnavailable that Ready returns while one of
@@ -350,11 +310,11 @@ var errDeaf = errors.New("this node is not hearing etcd's watch")
 
 // hearing returns an ErrUnavailable when one of the engine's watches has
 // not heard from etcd within Config.WatchStallTimeout, and nil otherwise.
-// Waiters are then not woken, streams not fed, or expiries not recorded,
+// Waiters are then not woken, or expiries not recorded,
 // until the watch is open again.
 func (e *Engine) hearing() error {
 	for _, f := range e.watches() {
-		if err := heard(f); err != nil {
+		if err := Heard(f); err != nil {
 			return err
 		}
 	}

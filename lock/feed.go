@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -11,10 +10,11 @@ import (
 )
 
 // The engine runs its etcd watches as feeds (internal/watchfeed), one per
-// purpose: the expiry recorder's, the one that wakes waiters and the one
-// that streams audit events (streamhub.go), plus the history index's on the node
-// that keeps it. While one of the first three is not hearing etcd the
-// engine is not ready (Engine.Ready).
+// purpose: the expiry recorder's and the one that wakes waiters. While
+// one is not hearing etcd the engine is not ready (Engine.Ready). The
+// audit trail beside it (package trail) makes its own, the events' and
+// the history index's, through WatchConfig: with the same settings and
+// metrics.
 
 // feeds makes the etcd watches of the engine and of the audit trail,
 // with their metrics.
@@ -51,12 +51,4 @@ func (fs feeds) feed(name, key string, from int64, handle func(context.Context, 
 	cfg := fs.config(name, key, from, opts...)
 	cfg.Handle, cfg.Compacted = handle, compacted
 	return watchfeed.New(cfg)
-}
-
-// heard returns an ErrUnavailable while f is not hearing etcd.
-func heard(f *watchfeed.Feed) error {
-	if !f.Hearing() {
-		return fmt.Errorf("%w: %w: its %s watch is being re-established", ErrUnavailable, errDeaf, f.Name())
-	}
-	return nil
 }

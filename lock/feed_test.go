@@ -8,6 +8,8 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // stallTimeout is the watchdog's bound in these tests.
@@ -80,7 +82,7 @@ func TestWatch_AStalledRecorderWatchIsReopenedAndRecordsTheExpiryOnce(t *testing
 		mustAcquire(t, e, lock.AcquireRequest{Name: "lapse", Owner: "w", TTL: 2 * time.Second})
 	})
 	expired := func() int {
-		evs, _, err := e.History(ctx, lock.HistoryOptions{Lock: "lapse", Types: []lock.EventType{lock.EventExpired}})
+		evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "lapse", Types: []lock.EventType{lock.EventExpired}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,43 +91,6 @@ func TestWatch_AStalledRecorderWatchIsReopenedAndRecordsTheExpiryOnce(t *testing
 	poll.Until(t, 10*time.Second, "the expiry recorded", func() bool { return expired() > 0 })
 	if n := expired(); n != 1 {
 		t.Fatalf("expiry recorded %d times, want once", n)
-	}
-}
-
-func TestWatch_AStalledEventWatchIsReopenedWithNoGapNorDuplicate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out a stalled watch: not in the fast tier")
-	}
-	e := stallEngine(t)
-	ctx := ctxT(t)
-	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	var tokens []int64
-	stall(t, e, "events", func() {
-		for _, n := range []string{"e1", "e2", "e3"} {
-			tokens = append(tokens, mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w"}).Token)
-		}
-	})
-	tokens = append(tokens, mustAcquire(t, e, lock.AcquireRequest{Name: "e4", Owner: "w"}).Token)
-	for i, want := range tokens {
-		select {
-		case ev := <-sub.C:
-			if ev.Type != lock.EventAcquired || ev.Token != want {
-				t.Fatalf("event %d is %s of token %d, want acquired with token %d", i, ev.Type, ev.Token, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the stream delivered %d of %d events: %v", i, len(tokens), sub.Err())
-		}
-	}
-	select {
-	case ev, ok := <-sub.C:
-		if ok {
-			t.Fatalf("an event after the last one: %+v", ev)
-		}
-	default:
 	}
 }
 
@@ -153,9 +118,9 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 			done <- err
 		}()
 	}
-	var subs []*lock.Subscription
+	var subs []*trail.Subscription
 	for i := 0; i < 20; i++ {
-		s, err := e.Subscribe(ctx, lock.SubscribeOptions{})
+		s, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,8 +142,25 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 		s.Close()
 	}
 	poll.Until(t, 10*time.Second, "every registration gone", func() bool {
-		keys, streams := lock.HubRegistrations(e)
-		return keys == 0 && streams == 0
+		return lock.HubRegistrations(e) == 0 && trailOf(e).EventStreams() == 0
 	})
 	_ = held
+}
+
+// etcdWatchers reads etcd's gauge of the watchers its store serves, for
+// every member of this process: tests that use it must not run in
+// parallel with others.
+func etcdWatchers(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "etcd_debugging_mvcc_watcher_total" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("etcd_debugging_mvcc_watcher_total not found")
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 func TestResetFenced_LetsRealHoldersWriteAgainAndIsAudited(t *testing.T) {
@@ -30,7 +31,7 @@ func TestResetFenced_LetsRealHoldersWriteAgainAndIsAudited(t *testing.T) {
 	if _, err := e.PutFenced(ctx, "acct", real.Token, json.RawMessage(`1`), "acct"); err != nil {
 		t.Fatalf("the real holder's write after the reset: %v", err)
 	}
-	evs, _, err := e.History(ctx, lock.HistoryOptions{Kind: lock.KindFence, Name: "acct"})
+	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Kind: lock.KindFence, Name: "acct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestResetFenced_LetsRealHoldersWriteAgainAndIsAudited(t *testing.T) {
 		t.Fatalf("fence history: %+v, want one fence_reset by ops with the reason", evs)
 	}
 	// The lock of the same name has its own events only.
-	lockEvs, _, err := e.History(ctx, lock.HistoryOptions{Lock: "acct"})
+	lockEvs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "acct"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// The storage format is the layout of the audit trail's keys (histkeys.go,
+// The storage format is the layout of the audit trail's keys (trail/histkeys.go,
 // histchunks.go). A node reads every format it knows, and writes the
 // cluster's, kept in meta/format:
 //
@@ -20,10 +20,10 @@ import (
 //	3  the history index folds a thing's events into chunks, a key for
 //	   chunkEvents of them (histchunks.go)
 //	4  trail/ keeps the revisions one index txn holds whole in chunks,
-//	   where it kept a key for each (histkeys.go)
+//	   where it kept a key for each (trail/histkeys.go)
 //	5  holds write no pending record of their acquire or of an end the
 //	   trail can tell from their lock key's revisions: the history index
-//	   derives those (derive.go); a hold's record says which it is
+//	   derives those (trail/derive.go); a hold's record says which it is
 //	   (store.Holder.Derived)
 //
 // A cluster moves to a format only once every node reads it. A node of an
@@ -41,9 +41,6 @@ import (
 // that format until it restarts: a node still writing 1 after another
 // raised it is read by every node all the same.
 const newestFormat = 5
-
-// derivedFormat is the format from which holds are derived (format 5).
-const derivedFormat = 5
 
 // loadFormat reads the cluster's storage format into e.format, first
 // raising it to Config.StorageFormat, or, on a keyspace no baton has

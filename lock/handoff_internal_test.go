@@ -32,6 +32,7 @@ func newTestEngineAtFormat(t *testing.T, format int) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
+	StartTrail(t, e) // closed before e
 	return e
 }
 
@@ -119,7 +120,7 @@ func TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands(t *testing
 	if _, err := e.Get(ctx, "y"); err != ErrNotHeld {
 		t.Fatalf("lock after releasing past a dead head: %v, want ErrNotHeld", err)
 	}
-	evs, _, err := e.History(ctx, HistoryOptions{Lock: "y"})
+	evs, err := HistoryOf(ctx, e, "y")
 	if err != nil || len(evs) != 2 || evs[0].Type != EventReleased {
 		t.Fatalf("history %+v, %v: want the release recorded once, and no grant", evs, err)
 	}

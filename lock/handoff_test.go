@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/trail"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -71,7 +72,7 @@ func TestRelease_HandsTheLockToTheOldestWaiterInTheSameTxn(t *testing.T) {
 			l.Token, evs[0].Revision, evs[1].Revision)
 	}
 	// A replayed stream, like the live one, has the end before the begin.
-	sub, err := e.Subscribe(ctx, lock.SubscribeOptions{Lock: "h", Replay: true, Since: evs[2].Revision})
+	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Lock: "h", Replay: true, Since: evs[2].Revision})
 	if err != nil {
 		t.Fatal(err)
 	}

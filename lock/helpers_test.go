@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // prefix is DefaultConfig's key prefix; tests read etcd under it directly
@@ -47,12 +49,66 @@ func startEngine(t *testing.T, m *embedetcd.Member, cfg lock.Config) *lock.Engin
 
 func startEngineOn(t *testing.T, cli *clientv3.Client, cfg lock.Config) *lock.Engine {
 	t.Helper()
+	return startWithTrail(t, cli, cfg, trail.DefaultConfig())
+}
+
+// trails are the audit trails started beside the tests' engines
+// (startWithTrail): *lock.Engine → *trail.Trail.
+var trails sync.Map
+
+// startWithTrail starts an engine over cli and the audit trail beside it
+// with tc (its BackendQuota, if 0, the engine's), both closed when the
+// test ends, the trail first. trailOf finds the trail.
+func startWithTrail(t *testing.T, cli *clientv3.Client, cfg lock.Config, tc trail.Config) *lock.Engine {
+	t.Helper()
 	e, err := lock.New(context.Background(), cli, cfg)
 	if err != nil {
 		t.Fatalf("new engine: %v", err)
 	}
-	t.Cleanup(func() { e.Close() })
+	if tc.BackendQuota == 0 {
+		tc.BackendQuota = cfg.BackendQuota
+	}
+	tr, err := trail.New(context.Background(), e, tc)
+	if err != nil {
+		e.Close()
+		t.Fatalf("new trail: %v", err)
+	}
+	trails.Store(e, tr)
+	t.Cleanup(func() {
+		tr.Close()
+		e.Close()
+		trails.Delete(e)
+	})
 	return e
+}
+
+// trailOf is the audit trail started beside e.
+func trailOf(e *lock.Engine) *trail.Trail {
+	tr, ok := trails.Load(e)
+	if !ok {
+		panic("no audit trail beside this engine: start it with startWithTrail")
+	}
+	return tr.(*trail.Trail)
+}
+
+// The internal tests of package lock read the history through this: they
+// cannot import trail, which imports lock.
+func init() {
+	lock.StartTrail = func(t testing.TB, e *lock.Engine) {
+		tr, err := trail.New(context.Background(), e, trail.DefaultConfig())
+		if err != nil {
+			t.Fatalf("new trail: %v", err)
+		}
+		trails.Store(e, tr)
+		t.Cleanup(func() {
+			tr.Close()
+			trails.Delete(e)
+		})
+	}
+	lock.HistoryOf = func(ctx context.Context, e *lock.Engine, name string) ([]lock.Event, error) {
+		evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: name})
+		return evs, err
+	}
 }
 
 // ctxT is a context that bounds a whole test, so a hang fails instead of
@@ -148,7 +204,7 @@ func remainingTTL(t *testing.T, cli *clientv3.Client, id clientv3.LeaseID) int64
 // newest first.
 func history(t *testing.T, e *lock.Engine, name string) []lock.Event {
 	t.Helper()
-	evs, next, err := e.History(context.Background(), lock.HistoryOptions{Lock: name, Limit: lock.MaxListLimit})
+	evs, next, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Lock: name, Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 func lockNames(ls []*lock.Lock) []string {
@@ -139,15 +140,15 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 	}
 
 	// Before is exclusive: events strictly older than the revision.
-	evs, _, err := e.History(ctx, lock.HistoryOptions{Before: all[3].Revision, Limit: 2})
+	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Before: all[3].Revision, Limit: 2})
 	if err != nil || len(evs) != 2 || evs[0].Revision != all[4].Revision || evs[1].Revision != all[5].Revision {
 		t.Fatalf("before %d = %+v, %v", all[3].Revision, evs, err)
 	}
 
 	// Nothing is older than revision 1, etcd's first, filtered or not
 	// (etcd reads a maximum mod revision of 0 as no bound at all).
-	for _, o := range []lock.HistoryOptions{{Before: 1}, {Before: 1, Lock: "h"}, {Before: 1, Owner: "h-0"}} {
-		if evs, next, err := e.History(ctx, o); err != nil || len(evs) != 0 || next != 0 {
+	for _, o := range []trail.HistoryOptions{{Before: 1}, {Before: 1, Lock: "h"}, {Before: 1, Owner: "h-0"}} {
+		if evs, next, err := trailOf(e).History(ctx, o); err != nil || len(evs) != 0 || next != 0 {
 			t.Fatalf("%+v: %d events, next %d, %v; want none", o, len(evs), next, err)
 		}
 	}
@@ -201,7 +202,7 @@ func TestHistory_PagingKeepsEventsThatShareARevision(t *testing.T) {
 			if pages > len(all) {
 				t.Fatalf("limit %d: paging does not end", limit)
 			}
-			evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
+			evs, next, err := trailOf(e).History(ctx, trail.HistoryOptions{Limit: limit, Before: before})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,9 +230,9 @@ func TestHistory_RetentionDropsOldEvents(t *testing.T) {
 	}
 	t.Parallel()
 	m := testetcd.Start(t)
-	cfg := lock.DefaultConfig()
-	cfg.HistoryRetention = 2 * time.Second
-	e := startEngine(t, m, cfg)
+	tc := trail.DefaultConfig()
+	tc.HistoryRetention = 2 * time.Second
+	e := startWithTrail(t, m.Client(), lock.DefaultConfig(), tc)
 	ctx := ctxT(t)
 	l := mustAcquire(t, e, lock.AcquireRequest{Name: "old", Owner: "w1"})
 	if err := e.Release(ctx, "old", l.Token); err != nil {
@@ -325,7 +326,7 @@ func checkHistoryPages(t *testing.T, e *lock.Engine, limit int, all []lock.Event
 		if pages > len(all) {
 			t.Fatalf("limit %d: paging does not end", limit)
 		}
-		evs, next, err := e.History(ctx, lock.HistoryOptions{Limit: limit, Before: before})
+		evs, next, err := trailOf(e).History(ctx, trail.HistoryOptions{Limit: limit, Before: before})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,11 +380,11 @@ func checkHistoryOfLock(t *testing.T, e *lock.Engine, name string, want int) {
 		}
 	}
 	// Paging works with the filter too.
-	page, next, err := e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2})
+	page, next, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: name, Limit: 2})
 	if err != nil || len(page) != 2 || next != page[1].Revision || page[0].Revision != evs[0].Revision {
 		t.Fatalf("%s first page: %+v next %d, %v", name, page, next, err)
 	}
-	page, _, err = e.History(ctx, lock.HistoryOptions{Lock: name, Limit: 2, Before: next})
+	page, _, err = trailOf(e).History(ctx, trail.HistoryOptions{Lock: name, Limit: 2, Before: next})
 	if err != nil || len(page) != 2 || page[0].Revision != evs[2].Revision {
 		t.Fatalf("%s second page: %+v, %v", name, page, err)
 	}

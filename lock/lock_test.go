@@ -8,6 +8,7 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 func TestAcquire_SecondAcquireSeesHolder(t *testing.T) {
@@ -35,7 +36,7 @@ func TestAcquire_SecondAcquireSeesHolder(t *testing.T) {
 	if l2.Token <= l.Token {
 		t.Fatalf("token did not grow: %d then %d", l.Token, l2.Token)
 	}
-	evs, _, err := e.History(ctx, lock.HistoryOptions{Lock: "a"})
+	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,17 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// defaultBackendQuota is etcd's default backend quota (2 GiB).
-const defaultBackendQuota = 2 << 30
-
 // backendQuota is etcd's backend quota in bytes: Config.BackendQuota, or
 // etcd's default.
-func (c Config) backendQuota() int64 { return cmp.Or(c.BackendQuota, defaultBackendQuota) }
+func (c Config) backendQuota() int64 { return cmp.Or(c.BackendQuota, store.DefaultBackendQuota) }
 
 // defragTimeout bounds the compaction, and the defragmentation of each
 // member: a defragmentation rewrites the member's whole backend file, in

@@ -137,24 +137,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // baton_etcd_txn_batch_splits_total, baton_watch_restarts_total,
 // baton_watch_hearing, baton_history_dropped_events_total and
 // baton_history_events. Register it once per registry.
-func (e *Engine) Collector() prometheus.Collector {
-	return collectors{e.metrics, e.trail.metrics}
-}
+func (e *Engine) Collector() prometheus.Collector { return e.metrics }
 
-// collectors are several collectors as one.
-type collectors []prometheus.Collector
-
-func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range cs {
-		c.Describe(ch)
-	}
-}
-
-func (cs collectors) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range cs {
-		c.Collect(ch)
-	}
-}
+// CountEvents counts n audit events of typ written by this node, in
+// baton_lock_events_total: the audit trail's, beside the engine's own.
+func (e *Engine) CountEvents(typ EventType, n int) { e.metrics.recorded(typ, n) }
 
 // recordedOf counts n events typ of holds of the thing kept under key
 // name name, by the type its kind names them (store.HoldEvent).

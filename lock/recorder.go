@@ -25,8 +25,8 @@ import (
 // of a hold is created only if absent, so each hold ends exactly once in
 // the audit trail however many nodes watch.
 //
-// It reads the whole prefix through a feed of its own, so no waiter or
-// event stream shares its watch. The feed moves past a response only once
+// It reads the whole prefix through a feed of its own, so no waiter
+// shares its watch. The feed moves past a response only once
 // every expiry in it is written, and the cursor saved for a restart is
 // never past a response not yet written: an expiry in flight when the
 // node stops is recorded after the restart, once.
@@ -82,7 +82,7 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	}
 	// It needs the end records (audit/), the deletes of lock keys
 	// (locks/) with the holds they ended, and of lease markers and session
-	// records (derive.go): the trail's range, which holds none of the
+	// records (trail/derive.go): the trail's range, which holds none of the
 	// history index's writes.
 	key, end := e.keys.Revisions()
 	r.feed = e.feeds.feed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())

@@ -25,7 +25,7 @@ func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) 
 	}
 	var got []Event
 	poll.Until(t, 10*time.Second, "the expiry in the history", func() bool {
-		got, _, err = e.History(ctx, HistoryOptions{Lock: "x"})
+		got, err = HistoryOf(ctx, e, "x")
 		return err == nil && len(got) == 2
 	})
 	if ev := got[0]; ev.Type != EventExpired || ev.Owner != "w1" || ev.Token != l.Token {
@@ -55,7 +55,7 @@ func TestRecorder_AHoldCompactedAwayIsLeftToReconcile(t *testing.T) {
 	if err := e.rec.recordLone(ctx, l.Token, []string{"y"}); err != nil {
 		t.Fatalf("recordLone over a compacted revision: %v, want reconcile to take over", err)
 	}
-	evs, _, err := e.History(ctx, HistoryOptions{Lock: "y"})
+	evs, err := HistoryOf(ctx, e, "y")
 	if err != nil || len(evs) != 1 || evs[0].Type != EventAcquired {
 		t.Fatalf("history %+v, %v; want only the acquire: the lock is still held", evs, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/trail"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -43,18 +44,14 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 	base := m.Client()
 	slow := clientv3.NewCtxClient(context.Background())
 	slow.KV, slow.Lease, slow.Watcher, slow.Cluster, slow.Maintenance = slowKV{base.KV}, base.Lease, base.Watcher, base.Cluster, base.Maintenance
-	e, err := lock.New(context.Background(), slow, lock.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := startWithTrail(t, slow, lock.DefaultConfig(), trail.DefaultConfig())
 	ctx := ctxT(t)
 	const n = 150
 	for i := range n {
 		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("lapse-%d", i), Owner: "w", TTL: 2 * time.Second})
 	}
 	recorded := func(eng *lock.Engine) int {
-		evs, _, err := eng.History(ctx, lock.HistoryOptions{Types: []lock.EventType{lock.EventExpired}, Limit: 1000})
+		evs, _, err := trailOf(eng).History(ctx, trail.HistoryOptions{Types: []lock.EventType{lock.EventExpired}, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,6 +60,7 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 	poll.Until(t, 15*time.Second, "the recorder part way through the expiries", func() bool {
 		return recorded(e) >= 10
 	})
+	trailOf(e).Close() // the node stops: its trail, then its engine
 	e.Close()
 	ends := 0
 	for _, k := range keysUnder(t, base, prefix+"audit/") {
@@ -78,7 +76,7 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 	poll.Until(t, 15*time.Second, "every expiry recorded after the restart", func() bool { return recorded(e2) >= n })
 	for i := range n {
 		name := fmt.Sprintf("lapse-%d", i)
-		evs, _, err := e2.History(ctx, lock.HistoryOptions{Lock: name, Types: []lock.EventType{lock.EventExpired}})
+		evs, _, err := trailOf(e2).History(ctx, trail.HistoryOptions{Lock: name, Types: []lock.EventType{lock.EventExpired}})
 		if err != nil {
 			t.Fatal(err)
 		}

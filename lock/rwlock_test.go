@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 type rwHeld struct {
@@ -47,7 +48,7 @@ func rwWaiters(t *testing.T, e *lock.Engine, name string, n int) {
 
 func rwHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 	t.Helper()
-	evs, _, err := e.History(context.Background(), lock.HistoryOptions{Kind: lock.KindRWLock, Name: name, Limit: lock.MaxListLimit})
+	evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindRWLock, Name: name, Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 type permitted struct {
@@ -178,7 +179,7 @@ func TestSemaphore_NeverMoreThanTheLimitAndServedInLine(t *testing.T) {
 	if most.Load() > limit {
 		t.Fatalf("%d holders at once; the limit is %d", most.Load(), limit)
 	}
-	evs, _, err := a.History(ctx, lock.HistoryOptions{Kind: lock.KindSemaphore, Name: "heavy", Limit: lock.MaxListLimit})
+	evs, _, err := trailOf(a).History(ctx, trail.HistoryOptions{Kind: lock.KindSemaphore, Name: "heavy", Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestSemaphore_ASessionReleasesItsPermitsAtOnce(t *testing.T) {
 
 func semHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 	t.Helper()
-	evs, _, err := e.History(context.Background(), lock.HistoryOptions{Kind: lock.KindSemaphore, Name: name, Limit: lock.MaxListLimit})
+	evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindSemaphore, Name: name, Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}

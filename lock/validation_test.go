@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // acquireWith returns a call acquiring a valid request changed by mod.
@@ -220,15 +221,15 @@ func badReadsAndWrites() []badInput {
 			return err
 		}, "cursor"},
 		{"history/limit too large", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.History(ctx, lock.HistoryOptions{Limit: lock.MaxListLimit + 1})
+			_, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Limit: lock.MaxListLimit + 1})
 			return err
 		}, "limit"},
 		{"history/before negative", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.History(ctx, lock.HistoryOptions{Before: -1})
+			_, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Before: -1})
 			return err
 		}, "before"},
 		{"history/lock bad", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := e.History(ctx, lock.HistoryOptions{Lock: "a/b"})
+			_, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "a/b"})
 			return err
 		}, "lock"},
 	}

@@ -21,7 +21,7 @@ import (
 func TestNode_CompactsEveryRetentionAndServesOnAfterIt(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	cfg.CompactionRetention = embedetcd.MinCompactionRetention
+	cfg.Trail.CompactionRetention = embedetcd.MinCompactionRetention
 	n := start(t, cfg)
 	base := "http://" + n.Addr()
 	cycle := func(owner string) int64 {
@@ -46,7 +46,7 @@ func TestNode_CompactsEveryRetentionAndServesOnAfterIt(t *testing.T) {
 	// sampled one retention earlier, once the audit trail has read it:
 	// the "before" cycle's acquire goes after about one retention. The
 	// default retention, a minute, would take two of the test's.
-	poll.Until(t, 2*cfg.CompactionRetention, "a compaction past the first cycle", func() bool {
+	poll.Until(t, 2*cfg.Trail.CompactionRetention, "a compaction past the first cycle", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := cli.Get(ctx, "any", clientv3.WithRev(acquired))

@@ -11,16 +11,18 @@ import (
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // Config describes a node. Each knob has one home: the engine's are
-// lock.Config's, embedded, and the HTTP server's limits are server's own
-// types; the rest (the etcd member, TLS files, the auth file) are the
-// node's. AddFlags registers a flag for each knob a command line sets.
+// lock.Config's, embedded, the audit trail's trail.Config's (Trail), and
+// the HTTP server's limits are server's own types; the rest (the etcd
+// member, TLS files, the auth file) are the node's. AddFlags registers a
+// flag for each knob a command line sets.
 type Config struct {
 	// Config is the engine's configuration, handed to lock.New as it is:
-	// its caps, TTL bounds and HistoryRetention are set here. Two of its
-	// fields serve the node as well:
+	// its caps and TTL bounds are set here. Two of its fields serve the
+	// node and the trail as well:
 	//   - BackendQuota (--etcd-quota-bytes) is also the embedded
 	//     member's backend quota (etcd's --quota-backend-bytes); 0 means
 	//     etcd's default, 2 GiB. With EtcdEndpoints it tells the engine
@@ -30,6 +32,9 @@ type Config struct {
 	// Start sets Embedded and DialMember: the node knows whether it runs
 	// on its own member.
 	lock.Config
+	// Trail is the audit trail's configuration, handed to trail.New with
+	// BackendQuota and Logger set from Config's.
+	Trail trail.Config
 
 	HTTPAddr       string
 	DataDir        string
@@ -115,12 +120,14 @@ func DefaultConfig() Config {
 	e := embedetcd.NewConfig()
 	lc := lock.DefaultConfig()
 	lc.BackendQuota = 2 << 30
-	// The engine compacts the embedded member, behind the audit trail
-	// (lock.Config.CompactionRetention); an external etcd compacts as
+	tc := trail.DefaultConfig()
+	// The trail compacts the embedded member, behind its cursor
+	// (trail.Config.CompactionRetention); an external etcd compacts as
 	// its operator set it.
-	lc.CompactionRetention = e.CompactionRetention
+	tc.CompactionRetention = e.CompactionRetention
 	return Config{
 		Config:              lc,
+		Trail:               tc,
 		HTTPAddr:            "127.0.0.1:8080",
 		DataDir:             "./baton-data",
 		Name:                e.Name,
@@ -150,7 +157,7 @@ func (c Config) ServesClientTCP() bool {
 // URLs (or off with https:// ones), settings for an etcd the node does
 // not use, an --allowed-hosts entry that no Host can match, negative
 // rates. Files are read by Start; the engine's settings are checked by
-// lock.New (lock.Config.Validate).
+// lock.New and trail.New (lock.Config.Validate, trail.Config.Validate).
 func (c Config) Validate() error {
 	if err := server.CheckAllowedHosts(c.AllowedHosts); err != nil {
 		return fmt.Errorf("--allowed-hosts: %w", err)
@@ -164,7 +171,7 @@ func (c Config) Validate() error {
 	if c.BackendQuota < 0 {
 		return errors.New("--etcd-quota-bytes must not be negative (0 = etcd's default, 2 GiB)")
 	}
-	if c.CompactionRetention < embedetcd.MinCompactionRetention {
+	if c.Trail.CompactionRetention < embedetcd.MinCompactionRetention {
 		return fmt.Errorf("--etcd-compaction-retention must be at least %s", embedetcd.MinCompactionRetention)
 	}
 	switch {
@@ -262,13 +269,13 @@ func (c *Config) addMemberFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.InitialClusterState, "initial-cluster-state", c.InitialClusterState, `"new" to form a cluster, "existing" to join a running one after "baton member add"`)
 	fs.Var((*endpointList)(&c.EtcdEndpoints), "etcd-endpoints", "comma-separated client URLs of an existing etcd cluster to use instead of embedding one")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error (etcd's own logs stay at warn unless debug)")
-	fs.DurationVar(&c.HistoryRetention, "history-retention", c.HistoryRetention, "how long audit events are kept (with --history-max-events, whichever bound comes first drops the oldest)")
-	fs.IntVar(&c.HistoryMaxEvents, "history-max-events", c.HistoryMaxEvents, "how many audit events are kept at most, the oldest dropped first (about 700 bytes of etcd each; at most a half of --etcd-quota-bytes' worth); 0 = that half, up to a million")
+	fs.DurationVar(&c.Trail.HistoryRetention, "history-retention", c.Trail.HistoryRetention, "how long audit events are kept (with --history-max-events, whichever bound comes first drops the oldest)")
+	fs.IntVar(&c.Trail.HistoryMaxEvents, "history-max-events", c.Trail.HistoryMaxEvents, "how many audit events are kept at most, the oldest dropped first (about 700 bytes of etcd each; at most a half of --etcd-quota-bytes' worth); 0 = that half, up to a million")
 	fs.IntVar(&c.StorageFormat, "storage-format", c.StorageFormat, "raise the cluster's storage format to this (2 to 5) as the node starts: only once every node runs a baton that reads it (docs/OPERATIONS.md, \"Restarts and upgrades\"); 0 = keep the cluster's (a cluster this baton began is at 5)")
 	fs.Int64Var(&c.BackendQuota, "etcd-quota-bytes", c.BackendQuota, "etcd's backend quota in bytes (8 GiB at most is advised): past it every write gets 507 insufficient_storage until \"baton maintenance recover\"; with --etcd-endpoints, the external cluster's quota; 0 = etcd's default (2 GiB)")
-	fs.DurationVar(&c.CompactionRetention, "etcd-compaction-retention", c.CompactionRetention, "how much revision history the embedded etcd member keeps: every tenth of this, baton compacts what is older and the audit trail has read (each lock cycle leaves about 2 KB of old revisions until then); at least 30s")
-	fs.DurationVar(&c.TrailHoldBack, "trail-hold-back", c.TrailHoldBack, "how long the embedded member's compaction waits for an audit trail that does not read on before it compacts anyway, recording the lost revisions as a gap event")
-	fs.Float64Var(&c.TrailHoldBackQuota, "trail-hold-back-quota", c.TrailHoldBackQuota, "the share of --etcd-quota-bytes in use past which the embedded member's compaction no longer waits for an audit trail that does not read on (above 0, at most 1)")
+	fs.DurationVar(&c.Trail.CompactionRetention, "etcd-compaction-retention", c.Trail.CompactionRetention, "how much revision history the embedded etcd member keeps: every tenth of this, baton compacts what is older and the audit trail has read (each lock cycle leaves about 2 KB of old revisions until then); at least 30s")
+	fs.DurationVar(&c.Trail.TrailHoldBack, "trail-hold-back", c.Trail.TrailHoldBack, "how long the embedded member's compaction waits for an audit trail that does not read on before it compacts anyway, recording the lost revisions as a gap event")
+	fs.Float64Var(&c.Trail.TrailHoldBackQuota, "trail-hold-back-quota", c.Trail.TrailHoldBackQuota, "the share of --etcd-quota-bytes in use past which the embedded member's compaction no longer waits for an audit trail that does not read on (above 0, at most 1)")
 	fs.BoolVar(&c.ClientJSONGateway, "client-json-gateway", c.ClientJSONGateway, "also serve etcd's HTTP/JSON gateway (/v3/...) on the etcd client URL; off because any web page could POST to it (etcdctl and baton member use gRPC)")
 }
 
@@ -315,7 +322,7 @@ func (c *Config) addLimitFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxLocks, "max-locks", c.MaxLocks, "locks the cluster may hold; more get 429 too_many_locks; 0 = no cap")
 	fs.IntVar(&c.MaxFencedValues, "max-fenced-values", c.MaxFencedValues, "fenced values (resources) the cluster may hold; a write that would make one more gets 429 too_many_fenced_values; 0 = no cap")
 	fs.IntVar(&c.MaxFencedValueBytes, "max-fenced-value-bytes", c.MaxFencedValueBytes, "largest fenced value, in bytes of JSON; larger ones get 413 value_too_large")
-	fs.IntVar(&c.MaxEventStreams, "max-event-streams", c.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
+	fs.IntVar(&c.Trail.MaxEventStreams, "max-event-streams", c.Trail.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
 	fs.IntVar(&c.StreamLimits.PerAddress, "max-event-streams-per-address", c.StreamLimits.PerAddress, "event streams one client address (an IPv6 /64) holds open on this node; more get 429 too_many_streams; 0 = no cap")
 	fs.IntVar(&c.StreamLimits.PerCredential, "max-event-streams-per-credential", c.StreamLimits.PerCredential, "event streams one credential holds open on this node (with --auth-file); more get 429 too_many_streams; 0 = no cap")
 }

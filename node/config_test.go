@@ -26,11 +26,11 @@ func TestConfig_AddFlagsWriteTheFieldsTheyName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxWaitersPerLock != 7 || cfg.MaxEventStreams != 8 || cfg.HistoryRetention != time.Hour || cfg.BackendQuota != 1024 {
-		t.Errorf("engine knobs %d, %d, %s, %d; want 7, 8, 1h, 1024", cfg.MaxWaitersPerLock, cfg.MaxEventStreams, cfg.HistoryRetention, cfg.BackendQuota)
+	if cfg.MaxWaitersPerLock != 7 || cfg.Trail.MaxEventStreams != 8 || cfg.Trail.HistoryRetention != time.Hour || cfg.BackendQuota != 1024 {
+		t.Errorf("engine knobs %d, %d, %s, %d; want 7, 8, 1h, 1024", cfg.MaxWaitersPerLock, cfg.Trail.MaxEventStreams, cfg.Trail.HistoryRetention, cfg.BackendQuota)
 	}
-	if cfg.CompactionRetention != 5*time.Minute {
-		t.Errorf("CompactionRetention %s, want 5m", cfg.CompactionRetention)
+	if cfg.Trail.CompactionRetention != 5*time.Minute {
+		t.Errorf("CompactionRetention %s, want 5m", cfg.Trail.CompactionRetention)
 	}
 	if cfg.RateLimit.Rate != 2.5 || cfg.RateLimit.Burst != 3 || cfg.CredentialRateLimit.Burst != 4 || cfg.StreamLimits.PerAddress != 5 {
 		t.Errorf("server knobs %+v, %+v, %+v", cfg.RateLimit, cfg.CredentialRateLimit, cfg.StreamLimits)

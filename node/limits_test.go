@@ -13,13 +13,16 @@ import (
 
 func TestNode_LimitsReachTheEngineAndTheServer(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession, cfg.MaxSessions, cfg.MaxEventStreams = 7, 8, 9, 10
+	cfg.MaxWaitersPerLock, cfg.MaxLocksPerSession, cfg.MaxSessions, cfg.Trail.MaxEventStreams = 7, 8, 9, 10
 	cfg.MaxLocks, cfg.MaxFencedValues, cfg.MaxFencedValueBytes, cfg.BackendQuota = 11, 12, 13, 64<<20
 	cfg.RateLimit = server.RateLimit{Rate: 0.01, Burst: 2}
 	n := start(t, cfg)
 	got := n.Engine().Config()
-	if got.MaxWaitersPerLock != 7 || got.MaxLocksPerSession != 8 || got.MaxSessions != 9 || got.MaxEventStreams != 10 {
-		t.Fatalf("engine caps %d/%d/%d/%d, want 7/8/9/10", got.MaxWaitersPerLock, got.MaxLocksPerSession, got.MaxSessions, got.MaxEventStreams)
+	if got.MaxWaitersPerLock != 7 || got.MaxLocksPerSession != 8 || got.MaxSessions != 9 {
+		t.Fatalf("engine caps %d/%d/%d, want 7/8/9", got.MaxWaitersPerLock, got.MaxLocksPerSession, got.MaxSessions)
+	}
+	if tc := n.Trail().Config(); tc.MaxEventStreams != 10 || tc.BackendQuota != 64<<20 {
+		t.Fatalf("trail's stream cap %d and quota %d, want 10 and 64 MiB", tc.MaxEventStreams, tc.BackendQuota)
 	}
 	if got.MaxLocks != 11 || got.MaxFencedValues != 12 || got.MaxFencedValueBytes != 13 || got.BackendQuota != 64<<20 || got.Embedded == nil {
 		t.Fatalf("engine storage caps %d/%d/%d, quota %d, member %v; want 11/12/13, 64 MiB and the embedded member",
@@ -40,7 +43,7 @@ func TestNode_DefaultsLeaveRatesUnlimitedAndCapsOnButLocksPerSession(t *testing.
 	}
 	// The bench's scale scenario holds 1,000 sessions of 100 locks and its
 	// contention scenario queues 64 waiters: the defaults must allow them.
-	if cfg.MaxSessions < 1000 || cfg.MaxLocks < 1000*100 || cfg.MaxWaitersPerLock < 64 || cfg.MaxEventStreams < 1 {
+	if cfg.MaxSessions < 1000 || cfg.MaxLocks < 1000*100 || cfg.MaxWaitersPerLock < 64 || cfg.Trail.MaxEventStreams < 1 {
 		t.Fatalf("caps %+v too low for the bench", cfg)
 	}
 	// Off: it would cost every session cycle a write (lock.Config).

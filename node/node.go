@@ -21,6 +21,7 @@ import (
 	"github.com/baton-dev/baton/internal/tlsfiles"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // Node is a running baton node.
@@ -30,6 +31,7 @@ type Node struct {
 	member   *embedetcd.Member // nil with external etcd
 	extCli   *clientv3.Client  // nil with the embedded member
 	eng      *lock.Engine
+	trail    *trail.Trail
 	srv      *server.Server
 	auth     *auth.Store // nil without AuthFile
 	listener net.Listener
@@ -178,16 +180,23 @@ func (n *Node) memberConfig(files startFiles) embedetcd.Config {
 }
 
 // startEngine starts the lock engine on cli with the node's lock.Config,
-// telling it whether it runs on the node's own member.
+// telling it whether it runs on the node's own member, and the audit
+// trail beside it.
 func (n *Node) startEngine(ctx context.Context, cli *clientv3.Client, clientTLS transport.TLSInfo) (err error) {
 	lc := n.cfg.Config
 	lc.Embedded, lc.DialMember = nil, nil
-	if n.member == nil {
-		lc.CompactionRetention = 0 // external etcd compacts itself
-	} else {
+	if n.member != nil {
 		lc.Embedded, lc.DialMember = n.member, dialMember(clientTLS)
 	}
-	n.eng, err = lock.New(ctx, cli, lc)
+	if n.eng, err = lock.New(ctx, cli, lc); err != nil {
+		return err
+	}
+	tc := n.cfg.Trail
+	tc.BackendQuota, tc.Logger = lc.BackendQuota, lc.Logger
+	if n.member == nil {
+		tc.CompactionRetention = 0 // external etcd compacts itself
+	}
+	n.trail, err = trail.New(ctx, n.eng, tc)
 	return err
 }
 
@@ -200,7 +209,7 @@ func (n *Node) serveHTTP(httpTLS *tls.Config) ([]string, error) {
 		hosts = server.DefaultAllowedHosts(cfg.HTTPAddr)
 	}
 	n.srv = server.New(server.Config{
-		Engine: n.eng, Logger: n.log, AccessLog: cfg.AccessLog, Auth: n.auth, AllowedHosts: hosts,
+		Engine: n.eng, Trail: n.trail, Logger: n.log, AccessLog: cfg.AccessLog, Auth: n.auth, AllowedHosts: hosts,
 		RateLimit: cfg.RateLimit, CredentialRateLimit: cfg.CredentialRateLimit, StreamLimits: cfg.StreamLimits,
 	})
 	var err error
@@ -289,6 +298,9 @@ func (n *Node) ReloadTLS() error {
 // Engine returns the node's lock engine.
 func (n *Node) Engine() *lock.Engine { return n.eng }
 
+// Trail returns the node's audit trail.
+func (n *Node) Trail() *trail.Trail { return n.trail }
+
 // Err reports a fatal error of the HTTP server or the embedded member.
 func (n *Node) Err() <-chan error { return n.errc }
 
@@ -304,12 +316,18 @@ func (n *Node) Close() error {
 			if n.eng != nil {
 				n.eng.StopWaiting()
 			}
+			if n.trail != nil {
+				n.trail.StopStreams()
+			}
 			if err := n.srv.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("drain http: %w", err))
 			}
 			cancel()
 		} else if n.listener != nil {
 			n.listener.Close()
+		}
+		if n.trail != nil {
+			n.trail.Close()
 		}
 		if n.eng != nil {
 			n.eng.Close()

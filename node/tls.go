@@ -10,7 +10,7 @@ import (
 
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/tlsfiles"
-	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // embeddedMemberFlag names a flag of the embedded member (its TLS, its
@@ -24,9 +24,9 @@ func (c Config) embeddedMemberFlag() string {
 		{"--peer-client-cert-auth", c.PeerClientCertAuth}, {"--peer-auto-tls", c.PeerAutoTLS},
 		{"--client-cert", c.ClientCertFile != ""}, {"--client-key", c.ClientKeyFile != ""}, {"--client-trusted-ca", c.ClientTrustedCAFile != ""},
 		{"--client-auto-tls", c.ClientAutoTLS}, {"--client-json-gateway", c.ClientJSONGateway},
-		{"--etcd-compaction-retention", c.CompactionRetention != embedetcd.DefaultCompactionRetention},
-		{"--trail-hold-back", c.TrailHoldBack != lock.DefaultConfig().TrailHoldBack},
-		{"--trail-hold-back-quota", c.TrailHoldBackQuota != lock.DefaultConfig().TrailHoldBackQuota},
+		{"--etcd-compaction-retention", c.Trail.CompactionRetention != embedetcd.DefaultCompactionRetention},
+		{"--trail-hold-back", c.Trail.TrailHoldBack != trail.DefaultConfig().TrailHoldBack},
+		{"--trail-hold-back-quota", c.Trail.TrailHoldBackQuota != trail.DefaultConfig().TrailHoldBackQuota},
 	} {
 		if f.set {
 			return f.name

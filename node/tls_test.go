@@ -215,9 +215,9 @@ func TestNode_StartErrorsNameTheFlagAndStartNothing(t *testing.T) {
 		{"peer TLS with --etcd-endpoints", func(c *node.Config) {
 			c.EtcdEndpoints, c.PeerCertFile, c.PeerKeyFile = []string{"https://127.0.0.1:1"}, srv.CertFile, srv.KeyFile
 		}, []string{"--peer-cert configures the embedded etcd member"}},
-		{"a compaction retention too short", func(c *node.Config) { c.CompactionRetention = 10 * time.Second }, []string{"--etcd-compaction-retention must be at least 30s"}},
+		{"a compaction retention too short", func(c *node.Config) { c.Trail.CompactionRetention = 10 * time.Second }, []string{"--etcd-compaction-retention must be at least 30s"}},
 		{"a compaction retention with --etcd-endpoints", func(c *node.Config) {
-			c.EtcdEndpoints, c.CompactionRetention = []string{"https://127.0.0.1:1"}, 5*time.Minute
+			c.EtcdEndpoints, c.Trail.CompactionRetention = []string{"https://127.0.0.1:1"}, 5*time.Minute
 		}, []string{"--etcd-compaction-retention configures the embedded etcd member"}},
 		{"an etcd client certificate without its key", func(c *node.Config) {
 			c.EtcdEndpoints, c.EtcdCertFile = []string{"https://127.0.0.1:1"}, srv.CertFile

@@ -19,6 +19,7 @@ import (
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // logBuffer collects a server's JSON log lines; the server writes from
@@ -75,7 +76,12 @@ func startLogged(t *testing.T, accessLog bool) *logged {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	srv := server.New(server.Config{Engine: eng, Logger: logger, AccessLog: accessLog})
+	tr, err := trail.New(context.Background(), eng, trail.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	srv := server.New(server.Config{Engine: eng, Trail: tr, Logger: logger, AccessLog: accessLog})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &logged{srv: srv, ts: ts, log: lb}

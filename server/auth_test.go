@@ -307,7 +307,7 @@ var samples = map[string]sample{
 // router has them.
 func routes(t *testing.T, s *testserver.Server) []string {
 	t.Helper()
-	e := server.New(server.Config{Engine: s.Eng}).Handler().(*echo.Echo)
+	e := server.New(server.Config{Engine: s.Eng, Trail: s.Trail}).Handler().(*echo.Echo)
 	var out []string
 	for _, r := range e.Routes() {
 		if r.Method == echo.RouteNotFound || strings.HasPrefix(r.Name, "github.com/labstack") {
@@ -386,7 +386,7 @@ func TestAuth_EveryRouteAnswersEachCallerAsItsRoleAllows(t *testing.T) {
 // routeRows are the rows of the server's route table by "METHOD /path".
 func routeRows(s *testserver.Server) map[string]api.Route {
 	rows := map[string]api.Route{}
-	for _, r := range server.New(server.Config{Engine: s.Eng}).Routes() {
+	for _, r := range server.New(server.Config{Engine: s.Eng, Trail: s.Trail}).Routes() {
 		rows[r.Method+" "+r.Path] = r
 	}
 	return rows

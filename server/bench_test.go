@@ -18,6 +18,7 @@ import (
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // These benchmarks drive the real echo instance (server.New over a real
@@ -48,7 +49,12 @@ func benchServer(b *testing.B, level slog.Level) (*lock.Engine, http.Handler) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { eng.Close() })
-	return eng, server.New(server.Config{Engine: eng, Logger: log, AccessLog: true}).Handler()
+	tr, err := trail.New(context.Background(), eng, trail.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tr.Close() })
+	return eng, server.New(server.Config{Engine: eng, Trail: tr, Logger: log, AccessLog: true}).Handler()
 }
 
 // benchWriter is a reusable ResponseWriter that keeps the last body.

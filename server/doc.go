@@ -8,7 +8,7 @@
 // lock engine's ownership checks (lock.Caller):
 //
 //	store, err := auth.Load("/etc/baton/auth")
-//	srv := server.New(server.Config{Engine: eng, Logger: logger, Auth: store})
+//	srv := server.New(server.Config{Engine: eng, Trail: tr, Logger: logger, Auth: store})
 //	go srv.Serve(listener)
 //	...
 //	srv.Shutdown(ctx)

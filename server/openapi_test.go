@@ -20,7 +20,7 @@ var forPeople = map[string]bool{"/": true, "/docs": true, "/docs/": true, "/docs
 // with the document's operations, both ways.
 func TestOpenAPI_DocumentsEveryRouteAndNoOther(t *testing.T) {
 	s := testserver.Start(t)
-	e := server.New(server.Config{Engine: s.Eng}).Handler().(*echo.Echo)
+	e := server.New(server.Config{Engine: s.Eng, Trail: s.Trail}).Handler().(*echo.Echo)
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.JSON)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -47,8 +48,13 @@ func TestPanic_IsCountedAsA500LoggedAndAnsweredAsAProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
+	tr, err := trail.New(context.Background(), eng, trail.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
 	var logs syncBuffer
-	srv := New(Config{Engine: eng, Logger: slog.New(slog.NewTextHandler(&logs, nil)), AccessLog: true})
+	srv := New(Config{Engine: eng, Trail: tr, Logger: slog.New(slog.NewTextHandler(&logs, nil)), AccessLog: true})
 	srv.echo.GET("/test/panic", func(echo.Context) error { panic("handler bug") })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

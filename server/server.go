@@ -18,11 +18,15 @@ import (
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // Config describes the server.
 type Config struct {
 	Engine *lock.Engine
+	// Trail is the audit trail beside Engine (package trail): history,
+	// event streams and election observations.
+	Trail  *trail.Trail
 	Logger *slog.Logger
 	// MaxWait is the longest acquire wait; the write timeout allows for it.
 	MaxWait time.Duration
@@ -72,7 +76,7 @@ func New(cfg Config) *Server {
 		cfg.MaxWait = cfg.Engine.Config().MaxWait
 	}
 	reg := prometheus.NewRegistry()
-	a := api.New(cfg.Engine, api.Options{
+	a := api.New(cfg.Engine, cfg.Trail, api.Options{
 		Registerer: reg, EventWriteTimeout: cfg.EventWriteTimeout, EventBuffer: cfg.EventBuffer,
 	})
 	routes := slices.Concat(a.Routes(), ownRoutes(prometheus.Gatherers{reg, prometheus.DefaultGatherer}))
@@ -86,7 +90,7 @@ func New(cfg Config) *Server {
 	useMiddleware(e, cfg, reg, table)
 	a.Register(e, routes)
 	table.checkRegistered(e)
-	registerGauges(reg, cfg.Engine)
+	registerGauges(reg, cfg.Engine, cfg.Trail)
 
 	return &Server{
 		echo:   e,
@@ -143,11 +147,11 @@ func useMiddleware(e *echo.Echo, cfg Config, reg prometheus.Registerer, routes r
 }
 
 // registerGauges adds the gauges read from the engine at scrape time.
-func registerGauges(reg prometheus.Registerer, eng *lock.Engine) {
+func registerGauges(reg prometheus.Registerer, eng *lock.Engine, tr *trail.Trail) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "baton_event_streams",
 		Help: "Event streams (GET /v1/events) this node serves now.",
-	}, func() float64 { return float64(eng.EventStreams()) }))
+	}, func() float64 { return float64(tr.EventStreams()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "baton_etcd_nospace",
 		Help: "1 while etcd's NOSPACE alarm is raised: the data store is full and every write answers 507 until \"baton maintenance recover\".",
@@ -157,7 +161,7 @@ func registerGauges(reg prometheus.Registerer, eng *lock.Engine) {
 		}
 		return 0
 	}))
-	reg.MustRegister(&statsCollector{eng: eng}, eng.Collector())
+	reg.MustRegister(&statsCollector{eng: eng, maxEventStreams: tr.Config().MaxEventStreams}, eng.Collector(), tr.Collector())
 }
 
 // maxHeaderBytes bounds a request's headers; net/http answers 431 above.
@@ -298,7 +302,10 @@ func (r *requestObservers) get(k requestKey) requestObserver {
 
 // statsCollector reports what the cluster holds at scrape time. The counts
 // come from etcd, so every node reports the cluster's numbers.
-type statsCollector struct{ eng *lock.Engine }
+type statsCollector struct {
+	eng             *lock.Engine
+	maxEventStreams int
+}
 
 var (
 	locksHeldDesc = prometheus.NewDesc("baton_locks_held", "Locks held in the cluster.", nil, nil)
@@ -326,7 +333,7 @@ func (s *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	cfg := s.eng.Config()
 	for name, v := range map[string]int{
 		"max_sessions": cfg.MaxSessions, "max_waiters_per_lock": cfg.MaxWaitersPerLock,
-		"max_locks_per_session": cfg.MaxLocksPerSession, "max_event_streams": cfg.MaxEventStreams,
+		"max_locks_per_session": cfg.MaxLocksPerSession, "max_event_streams": s.maxEventStreams,
 		"max_locks": cfg.MaxLocks, "max_fenced_values": cfg.MaxFencedValues, "max_fenced_value_bytes": cfg.MaxFencedValueBytes,
 	} {
 		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(v), name)

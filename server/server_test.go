@@ -19,6 +19,7 @@ import (
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 func TestHealthzAndReadyz_Answer200WhileEtcdServes(t *testing.T) {
@@ -126,7 +127,7 @@ func TestMetrics_ExposeRequestsLocksWaitersAndAcquireDuration(t *testing.T) {
 		`baton_limit{name="max_sessions"}`:          float64(lock.DefaultConfig().MaxSessions),
 		`baton_limit{name="max_waiters_per_lock"}`:  float64(lock.DefaultConfig().MaxWaitersPerLock),
 		`baton_limit{name="max_locks_per_session"}`: float64(lock.DefaultConfig().MaxLocksPerSession),
-		`baton_limit{name="max_event_streams"}`:     float64(lock.DefaultConfig().MaxEventStreams),
+		`baton_limit{name="max_event_streams"}`:     float64(trail.DefaultConfig().MaxEventStreams),
 		`baton_acquire_duration_seconds_count{result="acquired",waited="false"}`: 1,
 		`baton_acquire_duration_seconds_count{result="held",waited="false"}`:     1,
 	} {

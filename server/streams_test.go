@@ -141,7 +141,7 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 			resp.Body.Close()
 		}()
 	}
-	poll.Until(t, 30*time.Second, "1000 streams open", func() bool { return s.Eng.EventStreams() >= 1000 || t.Failed() })
+	poll.Until(t, 30*time.Second, "1000 streams open", func() bool { return s.Trail.EventStreams() >= 1000 || t.Failed() })
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -153,7 +153,7 @@ func TestStreams_AThousandClientsDroppingTogetherLeaveTheNodeHearing(t *testing.
 	}
 	cancel()
 	wg.Wait()
-	poll.Until(t, 30*time.Second, "baton_event_streams back to 0 after every client left", func() bool { return s.Eng.EventStreams() == 0 })
+	poll.Until(t, 30*time.Second, "baton_event_streams back to 0 after every client left", func() bool { return s.Trail.EventStreams() == 0 })
 	body := string(s.Do("GET", "/metrics", "").Body)
 	if !strings.Contains(body, "\nbaton_event_streams 0\n") {
 		t.Fatalf("baton_event_streams is not 0 after every stream ended")

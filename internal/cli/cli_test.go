@@ -23,6 +23,7 @@ import (
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // batonBin is the real baton binary, built once: exec's signal handling
@@ -103,7 +104,12 @@ func startServer(t *testing.T) (*lock.Engine, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ts := httptest.NewServer(server.New(server.Config{Engine: eng}).Handler())
+	tr, err := trail.New(context.Background(), eng, trail.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	ts := httptest.NewServer(server.New(server.Config{Engine: eng, Trail: tr}).Handler())
 	t.Cleanup(ts.Close)
 	return eng, ts.URL
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // One real backend (embedded etcd member, lock engine, HTTP server) serves
@@ -54,8 +55,13 @@ func backend() (*lock.Engine, http.Handler) {
 			panic(fmt.Sprintf("new engine: %v", err))
 		}
 		tb.Cleanup(func() { eng.Close() })
+		tr, err := trail.New(context.Background(), eng, trail.DefaultConfig())
+		if err != nil {
+			panic(fmt.Sprintf("new trail: %v", err))
+		}
+		tb.Cleanup(func() { tr.Close() })
 		shared.eng = eng
-		shared.handler = server.New(server.Config{Engine: eng, Logger: logger}).Handler()
+		shared.handler = server.New(server.Config{Engine: eng, Trail: tr, Logger: logger}).Handler()
 	})
 	return shared.eng, shared.handler
 }

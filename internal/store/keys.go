@@ -214,3 +214,10 @@ func ByRevision(evs []*clientv3.Event) iter.Seq[[]*clientv3.Event] {
 		}
 	}
 }
+
+// DerivedFormat is the storage format from which holds are derived:
+// the trail reads their acquires and ends from revisions (lock/format.go).
+const DerivedFormat = 5
+
+// DefaultBackendQuota is etcd's default backend quota (2 GiB).
+const DefaultBackendQuota = 2 << 30

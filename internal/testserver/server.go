@@ -22,6 +22,7 @@ import (
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // RequestTimeout bounds every request made with Send or Do: nothing may
@@ -33,6 +34,7 @@ const RequestTimeout = 30 * time.Second
 type Server struct {
 	t      testing.TB
 	Eng    *lock.Engine
+	Trail  *trail.Trail
 	Member *embedetcd.Member
 	TS     *httptest.Server
 	// Handler is the server's handler behind the contract check and the
@@ -49,11 +51,16 @@ type Server struct {
 type Option func(*options)
 
 type options struct {
+	trail      *trail.Config
 	auth       *auth.Store
 	log        io.Writer
 	server     server.Config
 	sendBuffer int
 }
+
+// WithTrail starts the audit trail with tc (trail.DefaultConfig
+// otherwise); its BackendQuota and Logger are the engine's.
+func WithTrail(tc trail.Config) Option { return func(o *options) { o.trail = &tc } }
 
 // WithAuth turns authentication on with the credentials of file, the
 // content of an auth file ("ROLE TOKEN" lines, see package auth). Requests
@@ -142,9 +149,19 @@ func StartOn(t testing.TB, m *embedetcd.Member, cfg lock.Config, opts ...Option)
 		t.Fatalf("new engine: %v", err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	s := &Server{t: t, Eng: eng, Member: m, Auth: o.auth}
+	tc := trail.DefaultConfig()
+	if o.trail != nil {
+		tc = *o.trail
+	}
+	tc.BackendQuota, tc.Logger = cfg.BackendQuota, logger
+	tr, err := trail.New(context.Background(), eng, tc)
+	if err != nil {
+		t.Fatalf("new trail: %v", err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	s := &Server{t: t, Eng: eng, Trail: tr, Member: m, Auth: o.auth}
 	// Every request of the suite goes through the OpenAPI contract check.
-	o.server.Engine, o.server.Logger, o.server.Auth = eng, logger, o.auth
+	o.server.Engine, o.server.Trail, o.server.Logger, o.server.Auth = eng, tr, logger, o.auth
 	h := contract.Wrap(t, server.New(o.server).Handler())
 	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
@@ -288,7 +305,7 @@ func (s *Server) Serve(req *http.Request) *Response {
 // request's.
 func (s *Server) settle(ctx context.Context) {
 	s.t.Helper()
-	if _, _, err := s.Eng.History(ctx, lock.HistoryOptions{Limit: 1}); err != nil {
+	if _, _, err := s.Trail.History(ctx, trail.HistoryOptions{Limit: 1}); err != nil {
 		s.t.Fatalf("wait for the history index: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/openapi/internal/genclient"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/trail"
 )
 
 // TestClient_IsWhatOapiCodegenGenerates regenerates the client with the
@@ -47,7 +48,12 @@ func TestClient_AcquireConflictRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	ts := httptest.NewServer(server.New(server.Config{Engine: eng}).Handler())
+	tr, err := trail.New(context.Background(), eng, trail.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	ts := httptest.NewServer(server.New(server.Config{Engine: eng, Trail: tr}).Handler())
 	t.Cleanup(ts.Close)
 	c, err := genclient.NewClientWithResponses(ts.URL)
 	if err != nil {
