@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,7 @@ func overBoth(t *testing.T, f func(t *testing.T, e *lock.Engine, cli *clientv3.C
 				}
 				t.Cleanup(func() { cli.Close() })
 			}
-			f(t, startEngineOn(t, cli, lock.DefaultConfig()), cli)
+			f(t, holdtest.StartEngineOn(t, cli, lock.DefaultConfig()), cli)
 		})
 	}
 }
@@ -76,13 +77,13 @@ func waitQueued(t *testing.T, e *lock.Engine, n int) {
 
 func TestBatch_ALoneRequestGoesOutAtOnceAndAlone(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w1", 0)
 	if err != nil {
 		t.Fatalf("create session: %v", err)
 	}
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "lone", Owner: "w1", Session: s.ID})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "lone", Owner: "w1", Session: s.ID})
 	if err := e.Release(ctx, "lone", l.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -101,8 +102,8 @@ func TestBatch_ALoneRequestGoesOutAtOnceAndAlone(t *testing.T) {
 // txn of its own; whichever etcd applies first wins "x".
 func TestBatch_RequestsWritingOneKeyNeverShareABatch(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	lock.SetTxnSlots(e, 1)
 	s, err := e.CreateSession(ctx, "w", 0)
 	if err != nil {
@@ -154,8 +155,8 @@ func TestBatch_RequestsWritingOneKeyNeverShareABatch(t *testing.T) {
 // is refused and the others are granted, in one txn.
 func TestBatch_AcquireInAnEndedSessionFailsAloneInItsBatch(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	var ids []string
 	for i := range 3 {
 		s, err := e.CreateSession(ctx, owner(i), 0)
@@ -212,7 +213,7 @@ func TestBatch_APutOnADeadLeaseFailsOnlyItsOwnRequest(t *testing.T) {
 }
 
 func testDeadLease(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	g, err := cli.Grant(ctx, 60)
 	if err != nil {
 		t.Fatalf("grant: %v", err)
@@ -221,10 +222,10 @@ func testDeadLease(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
 		t.Fatalf("revoke: %v", err)
 	}
 	put := func(k string, opts ...clientv3.OpOption) []clientv3.Op {
-		return []clientv3.Op{clientv3.OpPut(prefix+"t/"+k, "v", opts...)}
+		return []clientv3.Op{clientv3.OpPut(holdtest.Prefix+"t/"+k, "v", opts...)}
 	}
 	absent := func(k string) []clientv3.Cmp {
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(prefix+"t/"+k), "=", 0)}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(holdtest.Prefix+"t/"+k), "=", 0)}
 	}
 	run := func(reqs [][3]any) ([]*clientv3.TxnResponse, []error) {
 		t.Helper()
@@ -265,7 +266,7 @@ func testDeadLease(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
 	if n := metric(t, e, "baton_etcd_txn_batch_splits_total"); n != 1 {
 		t.Fatalf("%v batches split, want 1", n)
 	}
-	if got := keysUnder(t, cli, prefix+"t/"); fmt.Sprint(got) != "[a c]" {
+	if got := holdtest.KeysUnder(t, cli, holdtest.Prefix+"t/"); fmt.Sprint(got) != "[a c]" {
 		t.Fatalf("keys %v, want [a c]", got)
 	}
 
@@ -291,18 +292,18 @@ func testDeadLease(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
 // and the others in the queue go out without it.
 func TestBatch_ACallerThatLeavesWhileQueuedIsNeverSent(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	release := lock.HoldTxnSlots(e)
 	gone, cancel := context.WithCancel(ctx)
 	left := make(chan error, 1)
 	go func() {
-		_, err := lock.Txn(gone, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"t/gone", "v")}, nil)
+		_, err := lock.Txn(gone, e, nil, []clientv3.Op{clientv3.OpPut(holdtest.Prefix+"t/gone", "v")}, nil)
 		left <- err
 	}()
 	stays := make(chan error, 1)
 	go func() {
-		_, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"t/stays", "v")}, nil)
+		_, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(holdtest.Prefix+"t/stays", "v")}, nil)
 		stays <- err
 	}()
 	waitQueued(t, e, 2)
@@ -315,7 +316,7 @@ func TestBatch_ACallerThatLeavesWhileQueuedIsNeverSent(t *testing.T) {
 	if err := <-stays; err != nil {
 		t.Fatalf("caller that stayed: %v", err)
 	}
-	if got := keysUnder(t, m.Client(), prefix+"t/"); fmt.Sprint(got) != "[stays]" {
+	if got := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"t/"); fmt.Sprint(got) != "[stays]" {
 		t.Fatalf("keys %v, want only [stays]", got)
 	}
 }
@@ -332,7 +333,7 @@ func TestBatch_ConcurrentCyclesKeepEveryGuarantee(t *testing.T) {
 }
 
 func testConcurrentCycles(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	lock.SetTxnSlots(e, 1)
 	s, err := e.CreateSession(ctx, "w", 0)
 	if err != nil {
@@ -404,8 +405,8 @@ func testConcurrentCycles(t *testing.T, e *lock.Engine, cli *clientv3.Client) {
 		t.Fatalf("%d txns carried %v requests: no batch had more than one", txns, reqs)
 	}
 	t.Logf("%d txns carried %v requests", txns, reqs)
-	checkNoQueueLeft(t, e, keysUnder(t, cli, prefix+"queue/"))
-	if n := len(keysUnder(t, cli, prefix+"locks/")); n != 0 {
+	checkNoQueueLeft(t, e, holdtest.KeysUnder(t, cli, holdtest.Prefix+"queue/"))
+	if n := len(holdtest.KeysUnder(t, cli, holdtest.Prefix+"locks/")); n != 0 {
 		t.Fatalf("%d locks still held", n)
 	}
 }
@@ -423,15 +424,15 @@ func TestBatch_ReleasesInOneSessionShareABatchUnlessTheSessionIsCapped(t *testin
 			if capped {
 				cfg.MaxLocksPerSession = 10
 			}
-			e := startEngine(t, m, cfg)
-			ctx := ctxT(t)
+			e := holdtest.StartEngine(t, m, cfg)
+			ctx := holdtest.Ctx(t)
 			s, err := e.CreateSession(ctx, "w", 0)
 			if err != nil {
 				t.Fatalf("create session: %v", err)
 			}
 			var held []*lock.Lock
 			for _, n := range []string{"a", "b", "c"} {
-				held = append(held, mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
+				held = append(held, holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
 			}
 			txns0, reqs0 := batchSizes(t, e)
 			release := lock.HoldTxnSlots(e)
@@ -465,7 +466,7 @@ func TestBatch_ReleasesInOneSessionShareABatchUnlessTheSessionIsCapped(t *testin
 			// has room for its whole cap again.
 			if capped {
 				for i := range cfg.MaxLocksPerSession {
-					mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("r%d", i), Owner: "w", Session: s.ID})
+					holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("r%d", i), Owner: "w", Session: s.ID})
 				}
 			}
 		})
@@ -477,13 +478,13 @@ func TestBatch_ReleasesInOneSessionShareABatchUnlessTheSessionIsCapped(t *testin
 // of being sent, and no caller waits beyond it.
 func TestBatch_ABatchIsBoundByTheEngineNotByItsCallers(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	release := lock.HoldTxnSlots(e)
 	errs := make(chan error, 2)
 	for _, k := range []string{"a", "b"} {
 		go func() {
-			_, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"t/"+k, "v")}, nil)
+			_, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(holdtest.Prefix+"t/"+k, "v")}, nil)
 			errs <- err
 		}()
 	}
@@ -500,7 +501,7 @@ func TestBatch_ABatchIsBoundByTheEngineNotByItsCallers(t *testing.T) {
 			t.Fatal("a caller still waits after the engine closed")
 		}
 	}
-	if got := keysUnder(t, m.Client(), prefix+"t/"); len(got) != 0 {
+	if got := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"t/"); len(got) != 0 {
 		t.Fatalf("keys %v written after the engine closed", got)
 	}
 }
@@ -527,12 +528,12 @@ func checkCycles(t *testing.T, e *lock.Engine, crit []critical, holds <-chan *lo
 		}
 	}
 	for name, tokens := range byName {
-		evs := history(t, e, name)
+		evs := holdtest.History(t, e, name)
 		acquired, released := map[int64]int{}, map[int64]int{}
-		for _, ev := range eventsOf(evs, lock.EventAcquired) {
+		for _, ev := range holdtest.EventsOf(evs, lock.EventAcquired) {
 			acquired[ev.Token]++
 		}
-		for _, ev := range eventsOf(evs, lock.EventReleased) {
+		for _, ev := range holdtest.EventsOf(evs, lock.EventReleased) {
 			released[ev.Token]++
 		}
 		if len(evs) != 2*len(tokens) {

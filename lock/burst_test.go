@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
@@ -24,8 +25,8 @@ func TestBurst_WaitersTimingOutTogetherLeaveTheNodeHearing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a thousand waiters")
 	}
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "hot", Owner: "holder"}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +72,12 @@ func TestBurst_StreamsClosingTogetherLeaveTheNodeHearing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a thousand streams")
 	}
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	sctx, cancel := context.WithCancel(ctx)
 	subs := make([]*trail.Subscription, 0, burstSize)
 	for i := 0; i < burstSize; i++ {
-		s, err := trailOf(e).Subscribe(sctx, trail.SubscribeOptions{})
+		s, err := holdtest.TrailOf(e).Subscribe(sctx, trail.SubscribeOptions{})
 		if err != nil {
 			t.Fatalf("subscription %d: %v", i, err)
 		}
@@ -105,7 +106,7 @@ func TestBurst_StreamsClosingTogetherLeaveTheNodeHearing(t *testing.T) {
 			}
 		}
 	}
-	poll.Until(t, 10*time.Second, "every subscription counted out", func() bool { return trailOf(e).EventStreams() == 0 })
+	poll.Until(t, 10*time.Second, "every subscription counted out", func() bool { return holdtest.TrailOf(e).EventStreams() == 0 })
 	checkNodeHears(t, e)
 }
 
@@ -115,10 +116,10 @@ func TestBurst_StreamsClosingTogetherLeaveTheNodeHearing(t *testing.T) {
 // event.
 func checkNodeHears(t *testing.T, e *lock.Engine) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 
 	// A stream opened now delivers the events below.
-	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
+	sub, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func checkNodeHears(t *testing.T, e *lock.Engine) {
 		t.Fatal(err)
 	}
 	poll.Until(t, ttl+2*time.Second+time.Until(brief.ExpiresAt.Add(-ttl)), "the expiry of brief recorded", func() bool {
-		evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "brief", Types: []lock.EventType{lock.EventExpired}})
+		evs, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: "brief", Types: []lock.EventType{lock.EventExpired}})
 		return err == nil && len(evs) == 1
 	})
 

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -31,11 +32,11 @@ func rawValue(t *testing.T, cli *clientv3.Client, key string) (string, int64) {
 }
 
 func TestCaller_AnotherCredentialCannotReleaseOrRenewAHoldAndNothingChanges(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	a, b, admin := as(ctx, "cred-aaaaaaaaaaaa", false), as(ctx, "cred-bbbbbbbbbbbb", false), as(ctx, "cred-cccccccccccc", true)
 
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1", TTL: 30 * time.Second})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1", TTL: 30 * time.Second})
 	if l.Credential != "" {
 		t.Fatalf("a hold taken without a caller records credential %q", l.Credential)
 	}
@@ -51,12 +52,12 @@ func TestCaller_AnotherCredentialCannotReleaseOrRenewAHoldAndNothingChanges(t *t
 	if l.Credential != "cred-aaaaaaaaaaaa" {
 		t.Fatalf("hold credential %q, want A's", l.Credential)
 	}
-	before, rev := rawValue(t, m.Client(), prefix+"locks/job")
+	before, rev := rawValue(t, m.Client(), holdtest.Prefix+"locks/job")
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(before), &rec); err != nil || rec["credential"] != "cred-aaaaaaaaaaaa" {
 		t.Fatalf("holder record %s: want A's credential recorded", before)
 	}
-	events := len(history(t, e, "job"))
+	events := len(holdtest.History(t, e, "job"))
 
 	if err := e.Release(b, "job", l.Token); !errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("B releases A's hold with the right token: %v, want ErrNotOwner", err)
@@ -64,10 +65,10 @@ func TestCaller_AnotherCredentialCannotReleaseOrRenewAHoldAndNothingChanges(t *t
 	if _, err := e.Renew(b, "job", l.Token); !errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("B renews A's hold with the right token: %v, want ErrNotOwner", err)
 	}
-	if after, rev2 := rawValue(t, m.Client(), prefix+"locks/job"); after != before || rev2 != rev {
+	if after, rev2 := rawValue(t, m.Client(), holdtest.Prefix+"locks/job"); after != before || rev2 != rev {
 		t.Fatalf("the hold changed after refused calls: %s@%d, was %s@%d", after, rev2, before, rev)
 	}
-	if n := len(history(t, e, "job")); n != events {
+	if n := len(holdtest.History(t, e, "job")); n != events {
 		t.Errorf("%d events after refused calls, want %d", n, events)
 	}
 
@@ -99,8 +100,8 @@ func TestCaller_AnotherCredentialCannotReleaseOrRenewAHoldAndNothingChanges(t *t
 }
 
 func TestCaller_SessionsBelongToTheirCreator(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	a, b, admin := as(ctx, "cred-aaaaaaaaaaaa", false), as(ctx, "cred-bbbbbbbbbbbb", false), as(ctx, "cred-cccccccccccc", true)
 
 	s, err := e.CreateSession(a, "w1", 30*time.Second)
@@ -121,7 +122,7 @@ func TestCaller_SessionsBelongToTheirCreator(t *testing.T) {
 	if _, _, err := e.Acquire(b, lock.AcquireRequest{Name: "in-a", Owner: "w2", Session: s.ID, Wait: time.Second}); !errors.Is(err, lock.ErrNotOwner) {
 		t.Errorf("B acquires in A's session, waiting: %v, want ErrNotOwner", err)
 	}
-	if v, _ := rawValue(t, m.Client(), prefix+"locks/in-a"); v != "" {
+	if v, _ := rawValue(t, m.Client(), holdtest.Prefix+"locks/in-a"); v != "" {
 		t.Fatalf("B's refused acquire wrote the lock: %s", v)
 	}
 	if _, err := e.RenewSession(b, s.ID); !errors.Is(err, lock.ErrNotOwner) {
@@ -172,8 +173,8 @@ func TestCaller_SessionsBelongToTheirCreator(t *testing.T) {
 // record and a session record as baton wrote them before credentials
 // existed, and acts on them with a caller.
 func TestCaller_OldRecordsWithoutACredentialStillDecode(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	b := as(ctx, "cred-bbbbbbbbbbbb", false)
 	cli := m.Client()
 	g, err := cli.Grant(ctx, 30)
@@ -181,10 +182,10 @@ func TestCaller_OldRecordsWithoutACredentialStillDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := strconv.FormatInt(int64(g.ID), 16) // as the engine spells lease IDs
-	if _, err := cli.Put(ctx, prefix+"sessions/"+id, `{"owner":"old","ttl":30,"created_at":"2026-01-02T03:04:05.000Z"}`, clientv3.WithLease(g.ID)); err != nil {
+	if _, err := cli.Put(ctx, holdtest.Prefix+"sessions/"+id, `{"owner":"old","ttl":30,"created_at":"2026-01-02T03:04:05.000Z"}`, clientv3.WithLease(g.ID)); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := cli.Put(ctx, prefix+"locks/old", `{"owner":"old","hold":"0123456789abcdef","lease":"`+id+`","session":"`+id+`","ttl":0,"acquired_at":"2026-01-02T03:04:05.000Z"}`, clientv3.WithLease(g.ID))
+	pr, err := cli.Put(ctx, holdtest.Prefix+"locks/old", `{"owner":"old","hold":"0123456789abcdef","lease":"`+id+`","session":"`+id+`","ttl":0,"acquired_at":"2026-01-02T03:04:05.000Z"}`, clientv3.WithLease(g.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
@@ -12,7 +13,7 @@ import (
 // credential, oldest first.
 func credentialsOf(t *testing.T, e *lock.Engine, name string) [][2]string {
 	t.Helper()
-	evs := history(t, e, name)
+	evs := holdtest.History(t, e, name)
 	out := make([][2]string, len(evs))
 	for i, ev := range evs {
 		out[len(evs)-1-i] = [2]string{string(ev.Type), ev.Credential}
@@ -43,8 +44,8 @@ func TestEvents_RecordTheCredentialOfEachRequestNotTheOwnerItClaims(t *testing.T
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const credA, credB, credAdmin = "cred-aaaaaaaaaaaa", "cred-bbbbbbbbbbbb", "cred-cccccccccccc"
 	a, b, admin := as(ctx, credA, false), as(ctx, credB, false), as(ctx, credAdmin, true)
 
@@ -96,13 +97,13 @@ func TestEvents_RecordTheCredentialOfEachRequestNotTheOwnerItClaims(t *testing.T
 	}
 	expiredOnce(t, []*lock.Engine{e}, map[string]int64{"expires": own.Token})
 	poll.Until(t, 30*time.Second, "the session's lock to be recorded as session_expired", func() bool {
-		return len(eventsOf(history(t, e, "lapses"), lock.EventSessionExpired)) == 1
+		return len(holdtest.EventsOf(holdtest.History(t, e, "lapses"), lock.EventSessionExpired)) == 1
 	})
 	wantCredentials(t, e, "expires", [2]string{"acquired", credB}, [2]string{"expired", credB})
 	wantCredentials(t, e, "lapses", [2]string{"acquired", credA}, [2]string{"session_expired", credA})
 
 	// Without a caller (auth off) no event names a credential.
-	anon := mustAcquire(t, e, lock.AcquireRequest{Name: "anon", Owner: "w1"})
+	anon := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "anon", Owner: "w1"})
 	if err := e.Release(ctx, "anon", anon.Token); err != nil {
 		t.Fatal(err)
 	}

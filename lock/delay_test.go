@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
@@ -14,10 +15,10 @@ func TestLockDelay_BlocksAcquireAfterRevokeUntilItPasses(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const delay = 3 * time.Second
-	mustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "w1", LockDelay: delay})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "w1", LockDelay: delay})
 	revokedAt := time.Now()
 	if _, err := e.Revoke(ctx, "d", "test"); err != nil {
 		t.Fatalf("revoke: %v", err)
@@ -51,10 +52,10 @@ func TestLockDelay_BlocksAcquireAfterExpiryUntilItPasses(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const delay = 3 * time.Second
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "w1", TTL: 2 * time.Second, LockDelay: delay})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "w1", TTL: 2 * time.Second, LockDelay: delay})
 	poll.Until(t, 15*time.Second, "the lock expires", func() bool { return isNotHeld(t, e, "d") })
 	goneAt := time.Now()
 
@@ -82,15 +83,15 @@ func TestLockDelay_BlocksAcquireAfterExpiryUntilItPasses(t *testing.T) {
 	if got.Token <= l.Token {
 		t.Fatalf("token %d after expiry, want above %d", got.Token, l.Token)
 	}
-	if n := len(eventsOf(history(t, e, "d"), lock.EventExpired)); n != 1 {
+	if n := len(holdtest.EventsOf(holdtest.History(t, e, "d"), lock.EventExpired)); n != 1 {
 		t.Fatalf("%d expired events, want 1", n)
 	}
 }
 
 func TestLockDelay_NoDelayAfterCleanRelease(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "w1", LockDelay: time.Hour})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "w1", LockDelay: time.Hour})
 	if err := e.Release(ctx, "d", l.Token); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 )
@@ -14,15 +15,15 @@ import (
 // delayedByRevoke takes name with a lock-delay of an hour and revokes it.
 func delayedByRevoke(t *testing.T, e *lock.Engine, name string) {
 	t.Helper()
-	mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w", LockDelay: time.Hour})
-	if _, err := e.Revoke(ctxT(t), name, "test"); err != nil {
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w", LockDelay: time.Hour})
+	if _, err := e.Revoke(holdtest.Ctx(t), name, "test"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestLockDelay_IsVisibleAndAnOperatorCanClearIt(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	delayedByRevoke(t, e, "held-up")
 
 	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "held-up", Owner: "next"})
@@ -46,11 +47,11 @@ func TestLockDelay_IsVisibleAndAnOperatorCanClearIt(t *testing.T) {
 	if err := e.ClearDelay(ctx, "held-up", "", "ops"); !errors.Is(err, lock.ErrNotDelayed) {
 		t.Fatalf("clearing again: %v, want ErrNotDelayed", err)
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "held-up", Owner: "next"})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "held-up", Owner: "next"})
 	if err := e.ClearDelay(ctx, "held-up", "", "ops"); !errors.Is(err, lock.ErrNotDelayed) {
 		t.Fatalf("clearing a held lock: %v, want ErrNotDelayed", err)
 	}
-	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "held-up", Types: []lock.EventType{lock.EventDelayCleared}})
+	evs, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: "held-up", Types: []lock.EventType{lock.EventDelayCleared}})
 	if err != nil || len(evs) != 1 || evs[0].Owner != "ops" || !strings.Contains(evs[0].Detail, "set by mistake") {
 		t.Fatalf("delay_cleared events %+v (%v), want one by ops with the reason", evs, err)
 	}
@@ -59,11 +60,11 @@ func TestLockDelay_IsVisibleAndAnOperatorCanClearIt(t *testing.T) {
 // TestLockDelay_ListPagesShowEveryDelayOnce pages through locks and delays
 // interleaved by name with a page smaller than either.
 func TestLockDelay_ListPagesShowEveryDelayOnce(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	for i := range 5 {
 		delayedByRevoke(t, e, fmt.Sprintf("n%d-delayed", i))
-		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("n%d-held", i), Owner: "w"})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("n%d-held", i), Owner: "w"})
 	}
 	seenLocks, seenDelays := map[string]int{}, map[string]int{}
 	o := lock.ListOptions{Limit: 2}

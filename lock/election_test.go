@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -49,7 +50,7 @@ func candidates(t *testing.T, e *lock.Engine, name string, n int) {
 
 func electionHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 	t.Helper()
-	evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindElection, Name: name, Limit: lock.MaxListLimit})
+	evs, _, err := holdtest.TrailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindElection, Name: name, Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}
@@ -63,7 +64,7 @@ func electionHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 func TestElection_ResignHandsOverInLineWithTermsCounted(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	first := mustCampaign(t, a, lock.CampaignRequest{Name: "billing", Candidate: "a", Value: json.RawMessage(`{"addr":"10.0.0.1"}`)})
 	if first.Term != 1 || string(first.Value) != `{"addr":"10.0.0.1"}` || first.Name != "billing" || first.Owner != "a" {
 		t.Fatalf("first leadership: %+v", first)
@@ -115,7 +116,7 @@ func TestElection_ResignHandsOverInLineWithTermsCounted(t *testing.T) {
 func TestElection_SixteenCandidatesNeverShareALeadership(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	const candidates, rounds = 16, 4
 	var (
 		leading  atomic.Int32
@@ -171,8 +172,8 @@ func TestElection_SixteenCandidatesNeverShareALeadership(t *testing.T) {
 // proclaim changes nothing.
 func TestElection_ProclaimChangesTheValueNotTheLeadership(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	l := mustCampaign(t, e, lock.CampaignRequest{Name: "p", Candidate: "a", Value: json.RawMessage(`1`)})
 	got, err := e.Proclaim(ctx, "p", l.Token, json.RawMessage(`{"v":2}`))
 	if err != nil || got.Token != l.Token || got.Term != l.Term || string(got.Value) != `{"v":2}` {
@@ -209,13 +210,13 @@ func TestElection_ProclaimChangesTheValueNotTheLeadership(t *testing.T) {
 // things, each listed, held and fenced apart.
 func TestElection_IsNotALock(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "worker", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk := mustAcquire(t, e, lock.AcquireRequest{Name: "x", Owner: "w", Session: s.ID})
+	lk := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "x", Owner: "w", Session: s.ID})
 	ld := mustCampaign(t, e, lock.CampaignRequest{Name: "x", Candidate: "c", Session: s.ID})
 	locks, _, err := e.List(ctx, lock.ListOptions{})
 	if err != nil || len(locks) != 1 || locks[0].Token != lk.Token {
@@ -251,8 +252,8 @@ func TestElection_IsNotALock(t *testing.T) {
 // that has not noticed cannot write with its token.
 func TestElection_AStaleLeadersFencedWriteIsRefused(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	old := mustCampaign(t, e, lock.CampaignRequest{Name: "w", Candidate: "old"})
 	if _, err := e.PutFencedHeld(ctx, "store", old.Token, json.RawMessage(`"old"`), lock.Holder{Kind: lock.KindElection, Name: "w"}); err != nil {
 		t.Fatal(err)
@@ -277,8 +278,8 @@ func TestElection_AStaleLeadersFencedWriteIsRefused(t *testing.T) {
 // election is refused with the leader named.
 func TestElection_ACandidateThatLeavesLeavesNothing(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	l := mustCampaign(t, e, lock.CampaignRequest{Name: "gone", Candidate: "leader", Value: json.RawMessage(`"v"`)})
 	// The node's waiter lease and its pool of own leases, as a waiting
 	// campaign leaves them, are what a leaver must not add to.
@@ -331,8 +332,8 @@ func observed(t *testing.T, o *trail.Observation, n int) []trail.ElectionChange 
 func TestElection_ObserveSeesEachChangeOnceAndResumesWithoutAGap(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
-	o, err := trailOf(a).Observe(ctx, "obs", 0, false)
+	ctx := holdtest.Ctx(t)
+	o, err := holdtest.TrailOf(a).Observe(ctx, "obs", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func TestElection_ObserveSeesEachChangeOnceAndResumesWithoutAGap(t *testing.T) {
 		t.Fatalf("the handover: %+v; want b's leadership %d at its revision", changes[2], got.l.Token)
 	}
 	for from := range changes {
-		r, err := trailOf(b).Observe(ctx, "obs", changes[from].Revision, true)
+		r, err := holdtest.TrailOf(b).Observe(ctx, "obs", changes[from].Revision, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,8 +413,8 @@ func sameChange(a, b trail.ElectionChange) bool {
 // line leads next.
 func TestElection_ExpiryIsRecordedAsTheElections(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	l := mustCampaign(t, e, lock.CampaignRequest{Name: "exp", Candidate: "a"})
 	next := campaignAsync(ctx, e, lock.CampaignRequest{Name: "exp", Candidate: "b", Wait: 30 * time.Second})
 	candidates(t, e, "exp", 1)
@@ -442,8 +443,8 @@ func TestElection_TermsAndTokensGrowAcrossRestart(t *testing.T) {
 	t.Parallel()
 	cfg := testetcd.Config(t)
 	m := testetcd.StartConfig(t, cfg)
-	e := startEngine(t, m, lock.DefaultConfig())
-	ctx := ctxT(t)
+	e := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 	first := mustCampaign(t, e, lock.CampaignRequest{Name: "r", Candidate: "a", TTL: time.Minute})
 	if err := e.Resign(ctx, "r", first.Token); err != nil {
 		t.Fatal(err)
@@ -455,7 +456,7 @@ func TestElection_TermsAndTokensGrowAcrossRestart(t *testing.T) {
 	e.Close()
 	m.Close()
 	m2 := testetcd.StartConfig(t, cfg)
-	e2 := startEngine(t, m2, lock.DefaultConfig())
+	e2 := holdtest.StartEngine(t, m2, lock.DefaultConfig())
 
 	now, _, err := e2.Leader(ctx, "r")
 	if err != nil || now.Token != second.Token || now.Term != 2 || string(now.Value) != `"kept"` {
@@ -478,8 +479,8 @@ func TestElection_TermsAndTokensGrowAcrossRestart(t *testing.T) {
 // leads then, with the next term.
 func TestElection_ALockDelayKeepsTheElectionVacantAfterARevoke(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const delay = time.Second
 	l := mustCampaign(t, e, lock.CampaignRequest{Name: "d", Candidate: "a", LockDelay: delay})
 	next := campaignAsync(ctx, e, lock.CampaignRequest{Name: "d", Candidate: "b", Wait: 30 * time.Second})

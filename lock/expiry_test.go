@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
@@ -26,7 +27,7 @@ func expiredOnce(t *testing.T, engines []*lock.Engine, tokens map[string]int64) 
 	oneEach := func() bool {
 		for _, e := range engines {
 			for name := range tokens {
-				if len(eventsOf(history(t, e, name), lock.EventExpired)) != 1 {
+				if len(holdtest.EventsOf(holdtest.History(t, e, name), lock.EventExpired)) != 1 {
 					return false
 				}
 			}
@@ -38,7 +39,7 @@ func expiredOnce(t *testing.T, engines []*lock.Engine, tokens map[string]int64) 
 	// record would show up well within this window.
 	poll.Consistently(t, time.Second, "still exactly one expired event per lock", oneEach)
 	for name, tok := range tokens {
-		evs := history(t, engines[0], name)
+		evs := holdtest.History(t, engines[0], name)
 		if len(evs) != 2 {
 			t.Fatalf("%s: history %+v, want acquired and expired", name, evs)
 		}
@@ -57,10 +58,10 @@ func TestExpiry_UnrenewedLockDisappearsWithOneExpiredEvent(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, m := newEngine(t)
+	e, m := holdtest.NewEngine(t)
 	cli := m.Client()
 	leasesBefore := leaseCount(t, cli)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "exp", Owner: "w1", TTL: 2 * time.Second})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "exp", Owner: "w1", TTL: 2 * time.Second})
 	start := time.Now()
 	if !l.ExpiresAt.After(start.Add(time.Second)) {
 		t.Fatalf("ExpiresAt %v too early", l.ExpiresAt)
@@ -69,17 +70,17 @@ func TestExpiry_UnrenewedLockDisappearsWithOneExpiredEvent(t *testing.T) {
 	if d := time.Since(start); d < 1500*time.Millisecond {
 		t.Fatalf("a 2s lock was gone after %s", d)
 	}
-	if _, err := e.Renew(ctxT(t), "exp", l.Token); !errors.Is(err, lock.ErrNotHeld) {
+	if _, err := e.Renew(holdtest.Ctx(t), "exp", l.Token); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("renew after expiry: %v, want ErrNotHeld", err)
 	}
-	if err := e.Release(ctxT(t), "exp", l.Token); !errors.Is(err, lock.ErrNotHeld) {
+	if err := e.Release(holdtest.Ctx(t), "exp", l.Token); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("release after expiry: %v, want ErrNotHeld", err)
 	}
 	// The expired lease is gone; only the audit bucket remains of this hold.
 	if n := leaseCount(t, cli); n > leasesBefore+1 {
 		t.Fatalf("%d leases after expiry, %d before: the lock's lease lingers", n, leasesBefore)
 	}
-	next := mustAcquire(t, e, lock.AcquireRequest{Name: "exp", Owner: "w2"})
+	next := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "exp", Owner: "w2"})
 	if next.Token <= l.Token {
 		t.Fatalf("token after expiry %d, want above %d", next.Token, l.Token)
 	}
@@ -93,9 +94,9 @@ func TestExpiry_TwoEnginesRecordEachExpiryOnce(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e1, m := newEngine(t)
-	e2 := startEngine(t, m, lock.DefaultConfig())
-	gone := startEngine(t, m, lock.DefaultConfig())
+	e1, m := holdtest.NewEngine(t)
+	e2 := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	gone := holdtest.StartEngine(t, m, lock.DefaultConfig())
 	tokens := map[string]int64{}
 	for i := range 6 {
 		e := e1
@@ -103,9 +104,9 @@ func TestExpiry_TwoEnginesRecordEachExpiryOnce(t *testing.T) {
 			e = e2
 		}
 		name := fmt.Sprintf("two-%d", i)
-		tokens[name] = mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: owner(i), TTL: 2 * time.Second}).Token
+		tokens[name] = holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: owner(i), TTL: 2 * time.Second}).Token
 	}
-	tokens["orphan"] = mustAcquire(t, gone, lock.AcquireRequest{Name: "orphan", Owner: "w-gone", TTL: 2 * time.Second}).Token
+	tokens["orphan"] = holdtest.MustAcquire(t, gone, lock.AcquireRequest{Name: "orphan", Owner: "w-gone", TTL: 2 * time.Second}).Token
 	gone.Close()
 	expiredOnce(t, []*lock.Engine{e1, e2}, tokens)
 }
@@ -117,13 +118,13 @@ func TestExpiry_RecordedAfterNoNodeWasWatching(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e1, m := newEngine(t)
+	e1, m := holdtest.NewEngine(t)
 	cli := m.Client()
-	l := mustAcquire(t, e1, lock.AcquireRequest{Name: "unwatched", Owner: "w1", TTL: 2 * time.Second})
+	l := holdtest.MustAcquire(t, e1, lock.AcquireRequest{Name: "unwatched", Owner: "w1", TTL: 2 * time.Second})
 	e1.Close()
 	poll.Until(t, 15*time.Second, "the lock key expires", func() bool {
-		return len(keysUnder(t, cli, prefix+"locks/")) == 0
+		return len(holdtest.KeysUnder(t, cli, holdtest.Prefix+"locks/")) == 0
 	})
-	e2 := startEngine(t, m, lock.DefaultConfig())
+	e2 := holdtest.StartEngine(t, m, lock.DefaultConfig())
 	expiredOnce(t, []*lock.Engine{e2}, map[string]int64{"unwatched": l.Token})
 }

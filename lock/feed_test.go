@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -19,14 +20,14 @@ func stallEngine(t *testing.T) *lock.Engine {
 	t.Helper()
 	cfg := lock.DefaultConfig()
 	cfg.WatchStallTimeout = stallTimeout
-	return startEngine(t, testetcd.Start(t), cfg)
+	return holdtest.StartEngine(t, testetcd.Start(t), cfg)
 }
 
 // stall deafens e's watch name and waits for the watchdog to notice: Ready
 // fails while it is deaf, and passes again once the watch is reopened.
 func stall(t *testing.T, e *lock.Engine, name string, during func()) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	gen := lock.StallWatch(e, name)
 	during()
 	poll.Until(t, 3*stallTimeout, "Ready failing while the "+name+" watch is deaf", func() bool {
@@ -43,8 +44,8 @@ func TestWatch_AStalledWaiterWatchIsReopenedAndTheGrantArrives(t *testing.T) {
 		t.Skip("waits out a stalled watch: not in the fast tier")
 	}
 	e := stallEngine(t)
-	ctx := ctxT(t)
-	held := mustAcquire(t, e, lock.AcquireRequest{Name: "w", Owner: "first"})
+	ctx := holdtest.Ctx(t)
+	held := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "w", Owner: "first"})
 	got := make(chan *lock.Lock, 1)
 	go func() {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "w", Owner: "second", Wait: 30 * time.Second})
@@ -77,12 +78,12 @@ func TestWatch_AStalledRecorderWatchIsReopenedAndRecordsTheExpiryOnce(t *testing
 		t.Skip("waits out a stalled watch and a TTL: not in the fast tier")
 	}
 	e := stallEngine(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	stall(t, e, "recorder", func() {
-		mustAcquire(t, e, lock.AcquireRequest{Name: "lapse", Owner: "w", TTL: 2 * time.Second})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "lapse", Owner: "w", TTL: 2 * time.Second})
 	})
 	expired := func() int {
-		evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "lapse", Types: []lock.EventType{lock.EventExpired}})
+		evs, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: "lapse", Types: []lock.EventType{lock.EventExpired}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,8 +102,8 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out its waiters' waits: not in the fast tier")
 	}
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	before := -1.0
 	poll.Until(t, 10*time.Second, "etcd's count of watchers steady", func() bool {
 		v := etcdWatchers(t)
@@ -110,7 +111,7 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 		before = v
 		return steady
 	})
-	held := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "first"})
+	held := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "first"})
 	done := make(chan error, 20)
 	for i := 0; i < 20; i++ {
 		go func() {
@@ -120,7 +121,7 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 	}
 	var subs []*trail.Subscription
 	for i := 0; i < 20; i++ {
-		s, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
+		s, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestWatch_WaitersAndStreamsOpenNoEtcdWatch(t *testing.T) {
 		s.Close()
 	}
 	poll.Until(t, 10*time.Second, "every registration gone", func() bool {
-		return lock.HubRegistrations(e) == 0 && trailOf(e).EventStreams() == 0
+		return lock.HubRegistrations(e) == 0 && holdtest.TrailOf(e).EventStreams() == 0
 	})
 	_ = held
 }

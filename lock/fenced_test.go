@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -23,13 +24,13 @@ func sameJSON(t *testing.T, got, want json.RawMessage) bool {
 }
 
 func TestFenced_EqualTokenAcceptedLowerRejected(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	old := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	old := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1"})
 	if err := e.Release(ctx, "job", old.Token); err != nil {
 		t.Fatal(err)
 	}
-	cur := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w2"})
+	cur := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w2"})
 
 	if _, err := e.GetFenced(ctx, "res"); !errors.Is(err, lock.ErrNotFound) {
 		t.Fatalf("get of an unwritten resource: %v, want ErrNotFound", err)
@@ -72,7 +73,7 @@ func TestFenced_EqualTokenAcceptedLowerRejected(t *testing.T) {
 		t.Fatalf("write to another resource: %v", err)
 	}
 	// A higher token raises the maximum for everyone below it.
-	newer := mustAcquire(t, e, lock.AcquireRequest{Name: "other-job", Owner: "w3"})
+	newer := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "other-job", Owner: "w3"})
 	if _, err := e.PutFenced(ctx, "res", newer.Token, json.RawMessage(`3`), ""); err != nil {
 		t.Fatalf("write with a higher token: %v", err)
 	}
@@ -83,8 +84,8 @@ func TestFenced_EqualTokenAcceptedLowerRejected(t *testing.T) {
 
 // Token comparisons must be numeric, not textual: 9 < 10 although "9" > "10".
 func TestFenced_TokensCompareNumerically(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	// Tokens up to the current revision have been issued (see
 	// TestFenced_TokenNeverIssuedIsRefused): make it reach 100.
 	for i := range 100 {
@@ -108,9 +109,9 @@ func TestFenced_TokensCompareNumerically(t *testing.T) {
 }
 
 func TestFenced_WithLockRequiresTheHoldingToken(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	old := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	old := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1"})
 
 	if _, err := e.PutFenced(ctx, "res", old.Token, json.RawMessage(`"w1"`), "job"); err != nil {
 		t.Fatalf("holder's write: %v", err)
@@ -122,7 +123,7 @@ func TestFenced_WithLockRequiresTheHoldingToken(t *testing.T) {
 	if _, err := e.PutFenced(ctx, "res", old.Token, json.RawMessage(`"late"`), "job"); !errors.Is(err, lock.ErrNotHolder) {
 		t.Fatalf("write after release: %v, want ErrNotHolder", err)
 	}
-	cur := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w2"})
+	cur := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w2"})
 	// One more revision, so that cur.Token+1 has been issued.
 	if _, err := e.Client().Put(ctx, "/bump", "x"); err != nil {
 		t.Fatal(err)
@@ -150,7 +151,7 @@ func TestFenced_WithLockRequiresTheHoldingToken(t *testing.T) {
 	}
 	// Holding the named lock does not excuse a token below the maximum:
 	// a holder of another lock with a newer token wrote in between.
-	newer := mustAcquire(t, e, lock.AcquireRequest{Name: "other-job", Owner: "w3"})
+	newer := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "other-job", Owner: "w3"})
 	if _, err := e.PutFenced(ctx, "res", newer.Token, json.RawMessage(`"w3"`), "other-job"); err != nil {
 		t.Fatalf("newer holder's write: %v", err)
 	}

@@ -5,17 +5,18 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 )
 
 func TestResetFenced_LetsRealHoldersWriteAgainAndIsAudited(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	real := mustAcquire(t, e, lock.AcquireRequest{Name: "acct", Owner: "w"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	real := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "acct", Owner: "w"})
 	// A token of another lock, issued later: it pushes the register past
 	// the real holder, as a token passed by mistake would.
-	other := mustAcquire(t, e, lock.AcquireRequest{Name: "elsewhere", Owner: "w"})
+	other := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "elsewhere", Owner: "w"})
 	if _, err := e.PutFenced(ctx, "acct", other.Token, json.RawMessage(`"poison"`), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestResetFenced_LetsRealHoldersWriteAgainAndIsAudited(t *testing.T) {
 	if _, err := e.PutFenced(ctx, "acct", real.Token, json.RawMessage(`1`), "acct"); err != nil {
 		t.Fatalf("the real holder's write after the reset: %v", err)
 	}
-	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Kind: lock.KindFence, Name: "acct"})
+	evs, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Kind: lock.KindFence, Name: "acct"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestResetFenced_LetsRealHoldersWriteAgainAndIsAudited(t *testing.T) {
 		t.Fatalf("fence history: %+v, want one fence_reset by ops with the reason", evs)
 	}
 	// The lock of the same name has its own events only.
-	lockEvs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "acct"})
+	lockEvs, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: "acct"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -17,7 +18,7 @@ import (
 // storageFormat reads meta/format ("" when absent).
 func storageFormat(t *testing.T, cli *clientv3.Client) string {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), prefix+"meta/format")
+	resp, err := cli.Get(context.Background(), holdtest.Prefix+"meta/format")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +34,13 @@ func storageFormat(t *testing.T, cli *clientv3.Client) string {
 // key's version.
 func endWrite(t *testing.T, cli *clientv3.Client, name string, end func()) (part string, version int64) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	before, err := cli.Get(ctx, "none")
 	if err != nil {
 		t.Fatal(err)
 	}
 	end()
-	w := cli.Watch(ctx, prefix+"audit/"+name+"/", clientv3.WithPrefix(), clientv3.WithRev(before.Header.Revision+1))
+	w := cli.Watch(ctx, holdtest.Prefix+"audit/"+name+"/", clientv3.WithPrefix(), clientv3.WithRev(before.Header.Revision+1))
 	for resp := range w {
 		if resp.Err() != nil {
 			t.Fatal(resp.Err())
@@ -60,15 +61,15 @@ func endWrite(t *testing.T, cli *clientv3.Client, name string, end func()) (part
 // and release write no pending record there: the trail reads them from
 // the lock key's revisions.
 func TestFormat_ANewClusterStartsAtTheNewestFormat(t *testing.T) {
-	e, m := newEngine(t)
+	e, m := holdtest.NewEngine(t)
 	if got := storageFormat(t, m.Client()); got != "5" {
 		t.Fatalf("meta/format = %q on a new cluster, want 5", got)
 	}
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "n", Owner: "w"})
-	if err := e.Release(ctxT(t), "n", l.Token); err != nil {
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "n", Owner: "w"})
+	if err := e.Release(holdtest.Ctx(t), "n", l.Token); err != nil {
 		t.Fatal(err)
 	}
-	if evs := history(t, e, "n"); len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired || evs[1].Token != l.Token {
+	if evs := holdtest.History(t, e, "n"); len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired || evs[1].Token != l.Token {
 		t.Fatalf("history %+v, want the acquire and the release", evs)
 	}
 	if writes := auditWrites(t, m.Client()); len(writes) != 0 {
@@ -80,12 +81,12 @@ func TestFormat_ANewClusterStartsAtTheNewestFormat(t *testing.T) {
 // the first revision sees them.
 func auditWrites(t *testing.T, cli *clientv3.Client) []string {
 	t.Helper()
-	end, err := cli.Put(ctxT(t), prefix+"audit/~test-end", "")
+	end, err := cli.Put(holdtest.Ctx(t), holdtest.Prefix+"audit/~test-end", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var keys []string
-	for resp := range cli.Watch(ctxT(t), prefix+"audit/", clientv3.WithPrefix(), clientv3.WithRev(1)) {
+	for resp := range cli.Watch(holdtest.Ctx(t), holdtest.Prefix+"audit/", clientv3.WithPrefix(), clientv3.WithRev(1)) {
 		if resp.Err() != nil {
 			t.Fatal(resp.Err())
 		}
@@ -103,17 +104,17 @@ func auditWrites(t *testing.T, cli *clientv3.Client) []string {
 // TestFormat_AReleaseAtFormat4WritesItsEndOverTheAcquiredRecord: from
 // format 2 to 4 a hold's end goes over its acquired record.
 func TestFormat_AReleaseAtFormat4WritesItsEndOverTheAcquiredRecord(t *testing.T) {
-	e, m := newEngineAtFormat(t, "4")
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "n", Owner: "w"})
+	e, m := holdtest.NewEngineAtFormat(t, "4")
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "n", Owner: "w"})
 	part, version := endWrite(t, m.Client(), "n", func() {
-		if err := e.Release(ctxT(t), "n", l.Token); err != nil {
+		if err := e.Release(holdtest.Ctx(t), "n", l.Token); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if part != "a" || version != 2 {
 		t.Fatalf("the release wrote %s at version %d, want the acquired record's second version", part, version)
 	}
-	if evs := history(t, e, "n"); len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired || evs[1].Token != l.Token {
+	if evs := holdtest.History(t, e, "n"); len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired || evs[1].Token != l.Token {
 		t.Fatalf("history %+v, want the acquire and the release", evs)
 	}
 }
@@ -126,16 +127,16 @@ func TestFormat_AReleaseAtFormat4WritesItsEndOverTheAcquiredRecord(t *testing.T)
 func TestFormat_AClusterBegunBeforeMovesOnlyWhenANodeIsToldTo(t *testing.T) {
 	m := testetcd.Start(t)
 	cli := m.Client()
-	ctx := ctxT(t)
-	if _, err := cli.Put(ctx, prefix+"meta/recorder", "00000000000000000001"); err != nil {
+	ctx := holdtest.Ctx(t)
+	if _, err := cli.Put(ctx, holdtest.Prefix+"meta/recorder", "00000000000000000001"); err != nil {
 		t.Fatal(err)
 	}
-	old := startEngine(t, m, lock.DefaultConfig())
+	old := holdtest.StartEngine(t, m, lock.DefaultConfig())
 	if got := storageFormat(t, cli); got != "" {
 		t.Fatalf("meta/format = %q on a cluster an older baton began, want none (format 1)", got)
 	}
 	release := func(e *lock.Engine, name string) string {
-		l := mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w"})
+		l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w"})
 		part, _ := endWrite(t, cli, name, func() {
 			if err := e.Release(ctx, name, l.Token); err != nil {
 				t.Fatal(err)
@@ -149,7 +150,7 @@ func TestFormat_AClusterBegunBeforeMovesOnlyWhenANodeIsToldTo(t *testing.T) {
 
 	cfg := lock.DefaultConfig()
 	cfg.StorageFormat = 2
-	raised := startEngine(t, m, cfg)
+	raised := holdtest.StartEngine(t, m, cfg)
 	if got := storageFormat(t, cli); got != "2" {
 		t.Fatalf("meta/format = %q after a node started with StorageFormat 2, want 2", got)
 	}
@@ -162,30 +163,30 @@ func TestFormat_AClusterBegunBeforeMovesOnlyWhenANodeIsToldTo(t *testing.T) {
 	// An expiry in each format, as etcd makes one: the lock key deleted
 	// in a revision of its own. Either node's recorder may record it.
 	for name, e := range map[string]*lock.Engine{"expires-old": old, "expires-new": raised} {
-		mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w", TTL: 30 * time.Second})
-		if _, err := cli.Delete(ctx, prefix+"locks/"+name); err != nil {
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w", TTL: 30 * time.Second})
+		if _, err := cli.Delete(ctx, holdtest.Prefix+"locks/"+name); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	for _, e := range []*lock.Engine{old, raised} {
 		for _, name := range []string{"before", "after", "still-old"} {
-			if evs := history(t, e, name); len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired {
+			if evs := holdtest.History(t, e, name); len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired {
 				t.Fatalf("history of %s: %+v, want its acquire and release once", name, evs)
 			}
 		}
 		for _, name := range []string{"expires-old", "expires-new"} {
 			poll.Until(t, 10*time.Second, "the expiry of "+name+" in the history", func() bool {
-				return len(history(t, e, name)) >= 2
+				return len(holdtest.History(t, e, name)) >= 2
 			})
-			if evs := history(t, e, name); len(evs) != 2 || evs[0].Type != lock.EventExpired || evs[1].Type != lock.EventAcquired {
+			if evs := holdtest.History(t, e, name); len(evs) != 2 || evs[0].Type != lock.EventExpired || evs[1].Type != lock.EventAcquired {
 				t.Fatalf("history of %s: %+v, want its acquire and one expiry", name, evs)
 			}
 		}
 	}
 	// Every end is indexed and its records deleted: none is left.
 	poll.Until(t, 10*time.Second, "the pending records indexed", func() bool {
-		return len(keysUnder(t, cli, prefix+"audit/")) == 0
+		return len(holdtest.KeysUnder(t, cli, holdtest.Prefix+"audit/")) == 0
 	})
 }
 
@@ -193,10 +194,10 @@ func TestFormat_AClusterBegunBeforeMovesOnlyWhenANodeIsToldTo(t *testing.T) {
 // cluster's layout must not run over it.
 func TestFormat_ANodeRefusesAFormatItDoesNotKnow(t *testing.T) {
 	m := testetcd.Start(t)
-	if _, err := m.Client().Put(ctxT(t), prefix+"meta/format", "6"); err != nil {
+	if _, err := m.Client().Put(holdtest.Ctx(t), holdtest.Prefix+"meta/format", "6"); err != nil {
 		t.Fatal(err)
 	}
-	e, err := lock.New(ctxT(t), m.Client(), lock.DefaultConfig())
+	e, err := lock.New(holdtest.Ctx(t), m.Client(), lock.DefaultConfig())
 	if err == nil {
 		e.Close()
 		t.Fatal("an engine started over storage format 6")
@@ -219,29 +220,29 @@ func TestFormat_ANodeRefusesAFormatItDoesNotKnow(t *testing.T) {
 func TestFormat_ACluster4RaisedTo5KeepsEveryEventOnce(t *testing.T) {
 	m := testetcd.Start(t)
 	cli := m.Client()
-	ctx := ctxT(t)
-	if _, err := cli.Put(ctx, prefix+"meta/format", "4"); err != nil {
+	ctx := holdtest.Ctx(t)
+	if _, err := cli.Put(ctx, holdtest.Prefix+"meta/format", "4"); err != nil {
 		t.Fatal(err)
 	}
-	old := startEngine(t, m, lock.DefaultConfig())
+	old := holdtest.StartEngine(t, m, lock.DefaultConfig())
 	expire := func(name string) {
 		t.Helper()
 		if _, err := cli.Revoke(ctx, lockLease(t, cli, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	o1 := mustAcquire(t, old, lock.AcquireRequest{Name: "old-released-by-new", Owner: "w"})
-	mustAcquire(t, old, lock.AcquireRequest{Name: "old-expires", Owner: "w"})
+	o1 := holdtest.MustAcquire(t, old, lock.AcquireRequest{Name: "old-released-by-new", Owner: "w"})
+	holdtest.MustAcquire(t, old, lock.AcquireRequest{Name: "old-expires", Owner: "w"})
 
 	cfg := lock.DefaultConfig()
 	cfg.StorageFormat = 5
-	raised := startEngine(t, m, cfg)
+	raised := holdtest.StartEngine(t, m, cfg)
 	if got := storageFormat(t, cli); got != "5" {
 		t.Fatalf("meta/format = %q after a node started with StorageFormat 5, want 5", got)
 	}
-	n1 := mustAcquire(t, raised, lock.AcquireRequest{Name: "new-released-by-old", Owner: "w"})
-	mustAcquire(t, raised, lock.AcquireRequest{Name: "new-expires", Owner: "w"})
-	n2 := mustAcquire(t, raised, lock.AcquireRequest{Name: "handover", Owner: "w"})
+	n1 := holdtest.MustAcquire(t, raised, lock.AcquireRequest{Name: "new-released-by-old", Owner: "w"})
+	holdtest.MustAcquire(t, raised, lock.AcquireRequest{Name: "new-expires", Owner: "w"})
+	n2 := holdtest.MustAcquire(t, raised, lock.AcquireRequest{Name: "handover", Owner: "w"})
 	waited := make(chan *lock.Lock, 1)
 	go func() {
 		l, _, err := old.Acquire(ctx, lock.AcquireRequest{Name: "handover", Owner: "old-waiter", Wait: 30 * time.Second})
@@ -251,7 +252,7 @@ func TestFormat_ACluster4RaisedTo5KeepsEveryEventOnce(t *testing.T) {
 		waited <- l
 	}()
 	poll.Until(t, 10*time.Second, "the old node's waiter queued", func() bool {
-		return len(keysUnder(t, cli, prefix+"queue/handover/")) == 1
+		return len(holdtest.KeysUnder(t, cli, holdtest.Prefix+"queue/handover/")) == 1
 	})
 	for _, end := range []struct {
 		e     *lock.Engine
@@ -289,7 +290,7 @@ func checkOnce(t *testing.T, cli *clientv3.Client, engines []*lock.Engine, want 
 			var got []lock.EventType
 			poll.Until(t, 10*time.Second, "the history of "+name, func() bool {
 				got = got[:0]
-				for _, ev := range history(t, e, name) {
+				for _, ev := range holdtest.History(t, e, name) {
 					got = append(got, ev.Type)
 				}
 				return len(got) >= len(types)
@@ -300,6 +301,6 @@ func checkOnce(t *testing.T, cli *clientv3.Client, engines []*lock.Engine, want 
 		}
 	}
 	poll.Until(t, 10*time.Second, "the pending records indexed", func() bool {
-		return len(keysUnder(t, cli, prefix+"audit/")) == 0
+		return len(holdtest.KeysUnder(t, cli, holdtest.Prefix+"audit/")) == 0
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -70,12 +71,12 @@ func TestAcquire_ATxnOfDoubtfulOutcomeLeavesNoGhostLock(t *testing.T) {
 	kv := &commitThenFail{KV: base.KV}
 	cli := clientv3.NewCtxClient(context.Background())
 	cli.KV, cli.Lease, cli.Watcher, cli.Cluster, cli.Maintenance = kv, base.Lease, base.Watcher, base.Cluster, base.Maintenance
-	e := startEngineOn(t, cli, lock.DefaultConfig())
-	ctx := ctxT(t)
+	e := holdtest.StartEngineOn(t, cli, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 
 	// A released lock's lease goes to the pool, and the next acquire of the
 	// same TTL takes it from there.
-	warm := mustAcquire(t, e, lock.AcquireRequest{Name: "warm", Owner: "w"})
+	warm := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "warm", Owner: "w"})
 	if err := e.Release(ctx, "warm", warm.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestAcquire_ATxnOfDoubtfulOutcomeLeavesNoGhostLock(t *testing.T) {
 		return errors.Is(err, lock.ErrNotHeld)
 	})
 	// The pool hands out no lease that carries it.
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "next", Owner: "w"})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "next", Owner: "w"})
 	if _, err := e.Get(ctx, "ghost"); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("ghost held again after the next acquire (%d): %v", l.Token, err)
 	}

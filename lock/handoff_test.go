@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/trail"
 
@@ -43,9 +44,9 @@ func acquireAsync(ctx context.Context, e *lock.Engine, req lock.AcquireRequest) 
 // and the next begin at that revision, newest first.
 func TestRelease_HandsTheLockToTheOldestWaiterInTheSameTxn(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "h", Owner: "first", TTL: 10 * time.Second})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	first := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "h", Owner: "first", TTL: 10 * time.Second})
 	next := acquireAsync(ctx, e, lock.AcquireRequest{
 		Name: "h", Owner: "next", TTL: 20 * time.Second, Wait: 30 * time.Second,
 		Metadata: map[string]string{"job": "nightly"}, LockDelay: time.Second,
@@ -60,7 +61,7 @@ func TestRelease_HandsTheLockToTheOldestWaiterInTheSameTxn(t *testing.T) {
 		t.Fatalf("waiter: %v", got.err)
 	}
 	l := got.l
-	evs := history(t, e, "h")
+	evs := holdtest.History(t, e, "h")
 	if len(evs) != 3 || evs[0].Type != lock.EventAcquired || evs[1].Type != lock.EventReleased || evs[2].Type != lock.EventAcquired {
 		t.Fatalf("history, newest first: %+v; want acquired, released, acquired", evs)
 	}
@@ -72,7 +73,7 @@ func TestRelease_HandsTheLockToTheOldestWaiterInTheSameTxn(t *testing.T) {
 			l.Token, evs[0].Revision, evs[1].Revision)
 	}
 	// A replayed stream, like the live one, has the end before the begin.
-	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Lock: "h", Replay: true, Since: evs[2].Revision})
+	sub, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Lock: "h", Replay: true, Since: evs[2].Revision})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +117,9 @@ func TestRelease_HandsTheLockToTheOldestWaiterInTheSameTxn(t *testing.T) {
 // granted the lock in its session, so ending the session ends the hold.
 func TestRelease_HandsTheLockIntoTheWaitersSession(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "s", Owner: "first"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	first := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "s", Owner: "first"})
 	s, err := e.CreateSession(ctx, "worker", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestRelease_HandsTheLockIntoTheWaitersSession(t *testing.T) {
 	if got.l.Session != s.ID || got.l.TTL != 10*time.Second || got.l.ExpiresAt.IsZero() {
 		t.Fatalf("handed-over lock %+v is not in session %s with its TTL", got.l, s.ID)
 	}
-	if evs := history(t, e, "s"); evs[0].Type != lock.EventAcquired || evs[0].Revision != got.l.Token {
+	if evs := holdtest.History(t, e, "s"); evs[0].Type != lock.EventAcquired || evs[0].Revision != got.l.Token {
 		t.Fatalf("history %+v: the grant is not the release's", evs)
 	}
 	if err := e.DeleteSession(ctx, s.ID); err != nil {
@@ -154,9 +155,9 @@ func TestAcquire_QueuedLeaseIsKeptAliveUntilTheHandover(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 30 * time.Second})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	first := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 30 * time.Second})
 	next := acquireAsync(ctx, e, lock.AcquireRequest{Name: "k", Owner: "next", TTL: 2 * time.Second, Wait: 30 * time.Second})
 	queued(t, e, "k", 1)
 	// Two TTLs of the waiter's lease: without keep-alives it would be gone.
@@ -171,7 +172,7 @@ func TestAcquire_QueuedLeaseIsKeptAliveUntilTheHandover(t *testing.T) {
 	if got.err != nil {
 		t.Fatalf("waiter: %v", got.err)
 	}
-	evs := history(t, e, "k")
+	evs := holdtest.History(t, e, "k")
 	if evs[1].Type != lock.EventReleased || got.l.Token != evs[1].Revision {
 		t.Fatalf("token %d, history %+v: the release did not hand the lock over under the waiter's lease", got.l.Token, evs)
 	}
@@ -187,14 +188,14 @@ func TestAcquire_QueuedLeaseIsKeptAliveUntilTheHandover(t *testing.T) {
 // as the waits in progress at once.
 func TestAcquire_WaitsReuseTheirQueueKeys(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	// Every queue key put, until the sentinel put after the contenders
 	// are done shows the watch has seen all of theirs.
-	sentinel := prefix + "queue/q/~end"
+	sentinel := holdtest.Prefix + "queue/q/~end"
 	keys := map[string]bool{}
 	seen := make(chan struct{})
-	wch := m.Client().Watch(ctx, prefix+"queue/q/", clientv3.WithPrefix(), clientv3.WithFilterDelete())
+	wch := m.Client().Watch(ctx, holdtest.Prefix+"queue/q/", clientv3.WithPrefix(), clientv3.WithFilterDelete())
 	go func() {
 		defer close(seen)
 		for wr := range wch {

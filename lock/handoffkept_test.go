@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -14,7 +15,7 @@ import (
 // next's token.
 func handedTo(t *testing.T, e *lock.Engine, name string, prev, next *lock.Lock) {
 	t.Helper()
-	evs := history(t, e, name)
+	evs := holdtest.History(t, e, name)
 	if len(evs) < 2 || evs[0].Type != lock.EventAcquired || evs[0].Token != next.Token ||
 		evs[1].Type != lock.EventReleased || evs[1].Token != prev.Token || evs[1].Revision != next.Token {
 		t.Fatalf("history, newest first: %+v; want %d released and %d acquired at its revision", evs[:min(len(evs), 2)], prev.Token, next.Token)
@@ -26,7 +27,7 @@ func handedTo(t *testing.T, e *lock.Engine, name string, prev, next *lock.Lock) 
 // leave.
 func holdWithThreeQueued(t *testing.T, e *lock.Engine, ctx, ctx2 context.Context) (*lock.Lock, []<-chan acquired) {
 	t.Helper()
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 10 * time.Second})
+	first := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "k", Owner: "first", TTL: 10 * time.Second})
 	var waits []<-chan acquired
 	for i, c := range []context.Context{ctx, ctx2, ctx} {
 		waits = append(waits, acquireAsync(c, e, lock.AcquireRequest{Name: "k", Owner: fmt.Sprintf("w%d", i+1), TTL: 10 * time.Second, Wait: 30 * time.Second}))
@@ -40,7 +41,7 @@ func holdWithThreeQueued(t *testing.T, e *lock.Engine, ctx, ctx2 context.Context
 // called with every waiter's hold. It returns the last hold.
 func handOnInTurn(t *testing.T, e *lock.Engine, held *lock.Lock, waits []<-chan acquired, each func(i int, l *lock.Lock)) *lock.Lock {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	for i, w := range waits {
 		if err := e.Release(ctx, "k", held.Token); err != nil {
 			t.Fatalf("release of %d: %v", held.Token, err)
@@ -64,8 +65,8 @@ func handOnInTurn(t *testing.T, e *lock.Engine, held *lock.Lock, waits []<-chan 
 // in its own txn, in queue order, down to the last.
 func TestRelease_HandsOnToTheEntriesItReadBehindTheHead(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	held, waits := holdWithThreeQueued(t, e, ctx, ctx)
 	held = handOnInTurn(t, e, held, waits, func(i int, l *lock.Lock) {
 		if kept := lock.KeptBehind(e, "k", l.Token); len(kept) != len(waits)-1-i {
@@ -85,8 +86,8 @@ func TestRelease_HandsOnToTheEntriesItReadBehindTheHead(t *testing.T) {
 // handing it over, and the next waiter, now the oldest, takes it.
 func TestRelease_AKeptEntryThatLeftFreesTheLockForTheNext(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	leaving, leave := context.WithCancel(ctx)
 	first, waits := holdWithThreeQueued(t, e, ctx, leaving)
 	w1, w2, w3 := waits[0], waits[1], waits[2]
@@ -114,14 +115,14 @@ func TestRelease_AKeptEntryThatLeftFreesTheLockForTheNext(t *testing.T) {
 	if last.err != nil || last.l.Owner != "w3" {
 		t.Fatalf("w3: %+v, %v", last.l, last.err)
 	}
-	evs := history(t, e, "k")
+	evs := holdtest.History(t, e, "k")
 	if len(evs) < 2 || evs[0].Type != lock.EventAcquired || evs[0].Owner != "w3" || evs[1].Type != lock.EventReleased || evs[1].Token != got.l.Token {
 		t.Fatalf("history, newest first: %+v; want w1's release, then w3's acquire", evs[:min(len(evs), 2)])
 	}
 	if last.l.Token == evs[1].Revision {
 		t.Errorf("w3 was handed the lock in w1's release txn (revision %d): that release read the queue instead of using the entries kept behind w1", last.l.Token)
 	}
-	if acq := eventsOf(evs, lock.EventAcquired); len(acq) != 3 {
+	if acq := holdtest.EventsOf(evs, lock.EventAcquired); len(acq) != 3 {
 		t.Errorf("acquired events %+v, want first's, w1's and w3's", acq)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -17,8 +18,8 @@ import (
 // cluster are.
 func twoNodes(t *testing.T) (a, b *lock.Engine) {
 	t.Helper()
-	a, m := newEngine(t)
-	return a, startEngine(t, m, lock.DefaultConfig())
+	a, m := holdtest.NewEngine(t)
+	return a, holdtest.StartEngine(t, m, lock.DefaultConfig())
 }
 
 // TestRelease_ThroughTheGrantingNodeHandsOverToAWaiterItNeverSaw: the
@@ -28,8 +29,8 @@ func twoNodes(t *testing.T) (a, b *lock.Engine) {
 func TestRelease_ThroughTheGrantingNodeHandsOverToAWaiterItNeverSaw(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
-	first := mustAcquire(t, a, lock.AcquireRequest{Name: "h", Owner: "first", TTL: 10 * time.Second})
+	ctx := holdtest.Ctx(t)
+	first := holdtest.MustAcquire(t, a, lock.AcquireRequest{Name: "h", Owner: "first", TTL: 10 * time.Second})
 	next := acquireAsync(ctx, b, lock.AcquireRequest{Name: "h", Owner: "next", TTL: 10 * time.Second, Wait: 30 * time.Second})
 	queued(t, b, "h", 1)
 	if err := a.Release(ctx, "h", first.Token); err != nil {
@@ -39,7 +40,7 @@ func TestRelease_ThroughTheGrantingNodeHandsOverToAWaiterItNeverSaw(t *testing.T
 	if got.err != nil {
 		t.Fatalf("waiter: %v", got.err)
 	}
-	evs := history(t, a, "h")
+	evs := holdtest.History(t, a, "h")
 	if len(evs) != 3 || evs[1].Type != lock.EventReleased || evs[0].Type != lock.EventAcquired || evs[0].Owner != "next" {
 		t.Fatalf("history, newest first: %+v; want acquired by next, released, acquired", evs)
 	}
@@ -58,12 +59,12 @@ func TestRelease_ThroughTheGrantingNodeHandsOverToAWaiterItNeverSaw(t *testing.T
 func TestRelease_ThroughTheGrantingNodeNeverEndsALaterHold(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
-	old := mustAcquire(t, a, lock.AcquireRequest{Name: "h", Owner: "old", TTL: 10 * time.Second})
+	ctx := holdtest.Ctx(t)
+	old := holdtest.MustAcquire(t, a, lock.AcquireRequest{Name: "h", Owner: "old", TTL: 10 * time.Second})
 	if _, err := b.Revoke(ctx, "h", "test"); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
-	cur := mustAcquire(t, b, lock.AcquireRequest{Name: "h", Owner: "cur", TTL: 10 * time.Second})
+	cur := holdtest.MustAcquire(t, b, lock.AcquireRequest{Name: "h", Owner: "cur", TTL: 10 * time.Second})
 	if err := a.Release(ctx, "h", old.Token); !errors.Is(err, lock.ErrTokenMismatch) {
 		t.Fatalf("release with the revoked hold's token: %v, want ErrTokenMismatch", err)
 	}
@@ -71,8 +72,8 @@ func TestRelease_ThroughTheGrantingNodeNeverEndsALaterHold(t *testing.T) {
 	if err != nil || l.Token != cur.Token || l.Owner != "cur" {
 		t.Fatalf("after the stale release: %+v, %v; want cur's hold %d", l, err, cur.Token)
 	}
-	evs := history(t, a, "h")
-	if n := len(eventsOf(evs, lock.EventReleased)); n != 0 {
+	evs := holdtest.History(t, a, "h")
+	if n := len(holdtest.EventsOf(evs, lock.EventReleased)); n != 0 {
 		t.Fatalf("history %+v records a release that did not happen", evs)
 	}
 }
@@ -82,8 +83,8 @@ func TestRelease_ThroughTheGrantingNodeNeverEndsALaterHold(t *testing.T) {
 // not end the hold with it; the holder then still can.
 func TestRelease_ThroughTheGrantingNodeChecksTheCredential(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const credA, credB = "cred-aaaaaaaaaaaa", "cred-bbbbbbbbbbbb"
 	first, _, err := e.Acquire(as(ctx, credA, false), lock.AcquireRequest{Name: "h", Owner: "a", TTL: 10 * time.Second})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -21,15 +22,15 @@ func TestAcquire_SessionExpiryComesFromTheNodesLeaseClock(t *testing.T) {
 	}
 	t.Parallel()
 	m := testetcd.Start(t)
-	a := startEngine(t, m, lock.DefaultConfig())
-	b := startEngine(t, m, lock.DefaultConfig())
-	ctx := ctxT(t)
+	a := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	b := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 	const ttl = 4 * time.Second
 	s, err := a.CreateSession(ctx, "w", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := mustAcquire(t, a, lock.AcquireRequest{Name: "clock", Owner: "w", Session: s.ID})
+	l := holdtest.MustAcquire(t, a, lock.AcquireRequest{Name: "clock", Owner: "w", Session: s.ID})
 	if !l.ExpiresAt.Equal(s.ExpiresAt) || l.TTL != ttl {
 		t.Fatalf("acquired %+v, want the session's expiry %v and TTL %s", l, s.ExpiresAt, ttl)
 	}
@@ -50,7 +51,7 @@ func TestAcquire_SessionExpiryComesFromTheNodesLeaseClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l = mustAcquire(t, a, lock.AcquireRequest{Name: "clock", Owner: "w", Session: s.ID})
+	l = holdtest.MustAcquire(t, a, lock.AcquireRequest{Name: "clock", Owner: "w", Session: s.ID})
 	// etcd answers whole seconds, rounded down.
 	if !l.ExpiresAt.After(s.ExpiresAt) || l.ExpiresAt.Before(r.ExpiresAt.Add(-time.Second)) || l.ExpiresAt.After(r.ExpiresAt.Add(time.Second)) {
 		t.Fatalf("acquired after renewals through the other node: expires %v; the grant said %v, the last renewal %v", l.ExpiresAt, s.ExpiresAt, r.ExpiresAt)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	"github.com/baton-dev/baton/internal/testetcd"
@@ -22,7 +23,7 @@ func newCappedEngine(t *testing.T, change func(*lock.Config)) *lock.Engine {
 	t.Helper()
 	cfg := lock.DefaultConfig()
 	change(&cfg)
-	return startEngine(t, testetcd.Start(t), cfg)
+	return holdtest.StartEngine(t, testetcd.Start(t), cfg)
 }
 
 // dataKeys lists the keys under the prefix except the expiry recorder's
@@ -30,7 +31,7 @@ func newCappedEngine(t *testing.T, change func(*lock.Config)) *lock.Engine {
 func dataKeys(t *testing.T, e *lock.Engine) []string {
 	t.Helper()
 	var keys []string
-	for _, k := range keysUnder(t, e.Client(), prefix) {
+	for _, k := range holdtest.KeysUnder(t, e.Client(), prefix) {
 		if !strings.HasPrefix(k, "meta/") {
 			keys = append(keys, k)
 		}
@@ -38,21 +39,11 @@ func dataKeys(t *testing.T, e *lock.Engine) []string {
 	return keys
 }
 
-// asLimit returns err as a *LimitError of sentinel, or fails the test.
-func asLimit(t *testing.T, err, sentinel error) *lock.LimitError {
-	t.Helper()
-	var le *lock.LimitError
-	if !errors.Is(err, sentinel) || !errors.As(err, &le) {
-		t.Fatalf("got %v, want a *lock.LimitError for %v", err, sentinel)
-	}
-	return le
-}
-
 func TestAcquire_WaiterBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxWaitersPerLock = 2 })
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	cli := e.Client()
-	mustAcquire(t, e, lock.AcquireRequest{Name: "busy", Owner: "holder"})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "busy", Owner: "holder"})
 	// The node's waiter lease and a pooled own lease outlive single
 	// waiters by design: a warm-up makes them part of the baseline.
 	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "warmup", Wait: 50 * time.Millisecond}); !errors.Is(err, lock.ErrHeld) {
@@ -74,12 +65,12 @@ func TestAcquire_WaiterBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	// The history index writes the trail of what came before on its own
 	// time: let it catch up first, so that the keys compared are the
 	// refused waiter's alone.
-	history(t, e, "busy")
+	holdtest.History(t, e, "busy")
 	leases, keys := leaseCount(t, cli), dataKeys(t, e)
 
 	start := time.Now()
 	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "third", Wait: time.Minute})
-	le := asLimit(t, err, lock.ErrTooManyWaiters)
+	le := holdtest.AsLimit(t, err, lock.ErrTooManyWaiters)
 	if le.Limit != 2 || le.RetryAfter <= 0 || !strings.Contains(le.Reason, `"busy"`) {
 		t.Fatalf("limit error %+v, want limit 2, a retry hint and the lock's name", le)
 	}
@@ -96,7 +87,7 @@ func TestAcquire_WaiterBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	if n := leaseCount(t, cli); n != leases {
 		t.Fatalf("%d leases after the refusal, want %d", n, leases)
 	}
-	for _, ev := range history(t, e, "busy") {
+	for _, ev := range holdtest.History(t, e, "busy") {
 		if ev.Owner == "third" {
 			t.Fatalf("the refused waiter is in the audit trail: %+v", ev)
 		}
@@ -106,8 +97,8 @@ func TestAcquire_WaiterBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 func TestAcquire_ConcurrentJoinersSettleWithinTheWaiterCap(t *testing.T) {
 	const limit, joiners = 5, 24
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxWaitersPerLock = limit })
-	ctx := ctxT(t)
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "hot", Owner: "holder"})
+	ctx := holdtest.Ctx(t)
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "hot", Owner: "holder"})
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -164,7 +155,7 @@ func TestAcquire_ConcurrentJoinersSettleWithinTheWaiterCap(t *testing.T) {
 
 func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocksPerSession = 3 })
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	cli := e.Client()
 	s, err := e.CreateSession(ctx, "w", 30*time.Second)
 	if err != nil {
@@ -172,15 +163,15 @@ func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	}
 	var held []*lock.Lock
 	for _, n := range []string{"l1", "l2", "l3"} {
-		held = append(held, mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
+		held = append(held, holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
 	}
 	// The history index puts the trail under a bucket lease of its own
 	// once it indexes the first events: let it, before counting.
-	history(t, e, "l1")
+	holdtest.History(t, e, "l1")
 	leases := leaseCount(t, cli)
 
 	_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: "l4", Owner: "w", Session: s.ID})
-	le := asLimit(t, err, lock.ErrTooManyLocks)
+	le := holdtest.AsLimit(t, err, lock.ErrTooManyLocks)
 	if le.Limit != 3 || le.RetryAfter != 0 || !strings.Contains(le.Reason, s.ID) {
 		t.Fatalf("limit error %+v, want limit 3, no retry hint (only the session's owner can make room) and the session", le)
 	}
@@ -191,7 +182,7 @@ func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	if err != nil || !slices.Equal(got.Locks, []string{"l1", "l2", "l3"}) {
 		t.Fatalf("session after the refusal: %+v, %v", got, err)
 	}
-	if held := keysUnder(t, cli, prefix+"locks/"); !slices.Equal(held, []string{"l1", "l2", "l3"}) {
+	if held := holdtest.KeysUnder(t, cli, holdtest.Prefix+"locks/"); !slices.Equal(held, []string{"l1", "l2", "l3"}) {
 		t.Fatalf("lock keys %v, want l1 l2 l3", held)
 	}
 	if n := leaseCount(t, cli); n != leases {
@@ -199,7 +190,7 @@ func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	}
 	// The grant was undone in the open: its token was never handed out,
 	// and the trail shows it ended at once, saying why.
-	evs := history(t, e, "l4")
+	evs := holdtest.History(t, e, "l4")
 	if len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired ||
 		evs[0].Token != evs[1].Revision || !strings.Contains(evs[0].Detail, "refused") {
 		t.Fatalf("history of l4: %+v, want acquired then released with the reason", evs)
@@ -209,7 +200,7 @@ func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	if err := e.Release(ctx, "l1", held[0].Token); err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "l4", Owner: "w", Session: s.ID})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "l4", Owner: "w", Session: s.ID})
 	if _, fresh, err := e.Acquire(ctx, lock.AcquireRequest{Name: "l4", Owner: "w", Session: s.ID}); err != nil || fresh {
 		t.Fatalf("acquire again in the same session at the cap: fresh=%v, %v; want the hold it has", fresh, err)
 	}
@@ -218,14 +209,14 @@ func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	if _, err := e.Revoke(ctx, "l2", "test"); err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "l5", Owner: "w", Session: s.ID})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "l5", Owner: "w", Session: s.ID})
 	_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: "l6", Owner: "w", Session: s.ID})
-	asLimit(t, err, lock.ErrTooManyLocks)
+	holdtest.AsLimit(t, err, lock.ErrTooManyLocks)
 	// The session's tallies end with it.
 	if err := e.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if keys := keysUnder(t, cli, prefix+"sessiontally/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, cli, holdtest.Prefix+"sessiontally/"); len(keys) != 0 {
 		t.Fatalf("tally keys after the session's deletion: %v", keys)
 	}
 }
@@ -233,7 +224,7 @@ func TestSession_LockBeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 func TestSession_ConcurrentAcquiresSettleWithinTheLockCap(t *testing.T) {
 	const limit, acquirers = 4, 20
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocksPerSession = limit })
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -264,14 +255,14 @@ func TestSession_ConcurrentAcquiresSettleWithinTheLockCap(t *testing.T) {
 	if n := len(got.Locks); n > limit || n < 1 || n != int(won.Load()) || int(won.Load()+refused.Load()) != acquirers {
 		t.Fatalf("session holds %v after %d won and %d refused; want at most %d, as many as won", got.Locks, won.Load(), refused.Load(), limit)
 	}
-	if held := keysUnder(t, e.Client(), prefix+"locks/"); !slices.Equal(held, got.Locks) {
+	if held := holdtest.KeysUnder(t, e.Client(), holdtest.Prefix+"locks/"); !slices.Equal(held, got.Locks) {
 		t.Fatalf("lock keys %v, want only the session's %v", held, got.Locks)
 	}
 }
 
 func TestCreateSession_BeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxSessions = 3 })
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	cli := e.Client()
 	for range 3 {
 		if _, err := e.CreateSession(ctx, "w", 30*time.Second); err != nil {
@@ -280,11 +271,11 @@ func TestCreateSession_BeyondTheCapIsRefusedAndLeavesNothing(t *testing.T) {
 	}
 	leases := leaseCount(t, cli)
 	_, err := e.CreateSession(ctx, "w", 30*time.Second)
-	le := asLimit(t, err, lock.ErrTooManySessions)
+	le := holdtest.AsLimit(t, err, lock.ErrTooManySessions)
 	if le.Limit != 3 || le.RetryAfter <= 0 {
 		t.Fatalf("limit error %+v, want limit 3 and a retry hint", le)
 	}
-	if n := len(keysUnder(t, cli, prefix+"sessions/")); n != 3 {
+	if n := len(holdtest.KeysUnder(t, cli, holdtest.Prefix+"sessions/")); n != 3 {
 		t.Fatalf("%d sessions after the refusal, want 3", n)
 	}
 	if n := leaseCount(t, cli); n != leases {
@@ -303,14 +294,14 @@ func TestCreateSession_ConcurrentCreatesSettleWithinTheCap(t *testing.T) {
 			if own {
 				cfg.Embedded = m
 			}
-			concurrentCreatesSettleWithinTheCap(t, startEngine(t, m, cfg), cfg.MaxSessions)
+			concurrentCreatesSettleWithinTheCap(t, holdtest.StartEngine(t, m, cfg), cfg.MaxSessions)
 		})
 	}
 }
 
 func concurrentCreatesSettleWithinTheCap(t *testing.T, e *lock.Engine, limit int) {
 	const creators = 24
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	cli := e.Client()
 	leases := leaseCount(t, cli)
 	var won atomic.Int32
@@ -332,7 +323,7 @@ func concurrentCreatesSettleWithinTheCap(t *testing.T, e *lock.Engine, limit int
 	wg.Wait()
 	// Exactly the cap: the earliest creates stay even when all of them
 	// saw the others (no refusing everyone), and the rest leave.
-	n := len(keysUnder(t, cli, prefix+"sessions/"))
+	n := len(holdtest.KeysUnder(t, cli, holdtest.Prefix+"sessions/"))
 	if n != limit || n != int(won.Load()) {
 		t.Fatalf("%d sessions after %d creates succeeded; want %d, as many as succeeded", n, won.Load(), limit)
 	}
@@ -350,8 +341,8 @@ func TestSession_ReleasesOnANodeWithoutTheCapStillCountForANodeWithIt(t *testing
 	m := testetcd.Start(t)
 	capped := lock.DefaultConfig()
 	capped.MaxLocksPerSession = 2
-	on, off := startEngine(t, m, capped), startEngine(t, m, lock.DefaultConfig())
-	ctx := ctxT(t)
+	on, off := holdtest.StartEngine(t, m, capped), holdtest.StartEngine(t, m, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 	s, err := on.CreateSession(ctx, "w", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +353,7 @@ func TestSession_ReleasesOnANodeWithoutTheCapStillCountForANodeWithIt(t *testing
 	for round := range 3 {
 		var held []*lock.Lock
 		for _, n := range []string{"a", "b"} {
-			held = append(held, mustAcquire(t, on, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
+			held = append(held, holdtest.MustAcquire(t, on, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID}))
 		}
 		for _, l := range held {
 			if err := off.Release(ctx, l.Name, l.Token); err != nil {
@@ -371,9 +362,9 @@ func TestSession_ReleasesOnANodeWithoutTheCapStillCountForANodeWithIt(t *testing
 		}
 	}
 	// And the cap still holds.
-	mustAcquire(t, on, lock.AcquireRequest{Name: "a", Owner: "w", Session: s.ID})
-	mustAcquire(t, off, lock.AcquireRequest{Name: "b", Owner: "w", Session: s.ID}) // not counted: taken without the cap
-	mustAcquire(t, on, lock.AcquireRequest{Name: "c", Owner: "w", Session: s.ID})
+	holdtest.MustAcquire(t, on, lock.AcquireRequest{Name: "a", Owner: "w", Session: s.ID})
+	holdtest.MustAcquire(t, off, lock.AcquireRequest{Name: "b", Owner: "w", Session: s.ID}) // not counted: taken without the cap
+	holdtest.MustAcquire(t, on, lock.AcquireRequest{Name: "c", Owner: "w", Session: s.ID})
 	_, _, err = on.Acquire(ctx, lock.AcquireRequest{Name: "d", Owner: "w", Session: s.ID})
-	asLimit(t, err, lock.ErrTooManyLocks)
+	holdtest.AsLimit(t, err, lock.ErrTooManyLocks)
 }

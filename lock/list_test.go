@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -21,13 +22,13 @@ func lockNames(ls []*lock.Lock) []string {
 }
 
 func TestList_PrefixAndPagingSortedByName(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	// Acquired out of order, and with names that sort around the prefix.
 	all := []string{"app:c", "db:x", "app:a", "app-z", "app:b", "app:d", "app", "apq"}
 	tokens := map[string]int64{}
 	for i, n := range all {
-		tokens[n] = mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: owner(i)}).Token
+		tokens[n] = holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: owner(i)}).Token
 	}
 	sorted := slices.Clone(all)
 	slices.Sort(sorted)
@@ -87,14 +88,14 @@ func TestList_PrefixAndPagingSortedByName(t *testing.T) {
 }
 
 func TestList_SessionLocksShowTheirSession(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w1", 15*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"s1", "s2"} {
-		mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w1", Session: s.ID})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w1", Session: s.ID})
 	}
 	ls, _, err := e.List(ctx, lock.ListOptions{Prefix: "s"})
 	if err != nil || len(ls) != 2 {
@@ -108,12 +109,12 @@ func TestList_SessionLocksShowTheirSession(t *testing.T) {
 }
 
 func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	// Names chosen so a prefix-based filter would confuse them.
 	for round := range 3 {
 		for _, n := range []string{"h", "h2", "h.x"} {
-			l := mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: fmt.Sprintf("%s-%d", n, round)})
+			l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: fmt.Sprintf("%s-%d", n, round)})
 			if round == 2 && n == "h2" {
 				continue // leave one hold open
 			}
@@ -122,7 +123,7 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 			}
 		}
 	}
-	all := history(t, e, "")
+	all := holdtest.History(t, e, "")
 	if len(all) != 17 {
 		t.Fatalf("%d events, want 17", len(all))
 	}
@@ -140,7 +141,7 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 	}
 
 	// Before is exclusive: events strictly older than the revision.
-	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Before: all[3].Revision, Limit: 2})
+	evs, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Before: all[3].Revision, Limit: 2})
 	if err != nil || len(evs) != 2 || evs[0].Revision != all[4].Revision || evs[1].Revision != all[5].Revision {
 		t.Fatalf("before %d = %+v, %v", all[3].Revision, evs, err)
 	}
@@ -148,7 +149,7 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 	// Nothing is older than revision 1, etcd's first, filtered or not
 	// (etcd reads a maximum mod revision of 0 as no bound at all).
 	for _, o := range []trail.HistoryOptions{{Before: 1}, {Before: 1, Lock: "h"}, {Before: 1, Owner: "h-0"}} {
-		if evs, next, err := trailOf(e).History(ctx, o); err != nil || len(evs) != 0 || next != 0 {
+		if evs, next, err := holdtest.TrailOf(e).History(ctx, o); err != nil || len(evs) != 0 || next != 0 {
 			t.Fatalf("%+v: %d events, next %d, %v; want none", o, len(evs), next, err)
 		}
 	}
@@ -158,14 +159,14 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 		checkHistoryOfLock(t, e, name, want)
 	}
 	// Acquired events carry the hold's token, as do the end events.
-	h := history(t, e, "h")
+	h := holdtest.History(t, e, "h")
 	for i := 0; i+1 < len(h); i += 2 {
 		end, acq := h[i], h[i+1]
 		if end.Type != lock.EventReleased || acq.Type != lock.EventAcquired || end.Token != acq.Token || acq.Token != acq.Revision {
 			t.Fatalf("hold %d: acquired %+v, released %+v", i/2, acq, end)
 		}
 	}
-	if evs := history(t, e, "nothing-here"); len(evs) != 0 {
+	if evs := holdtest.History(t, e, "nothing-here"); len(evs) != 0 {
 		t.Fatalf("history of an unknown lock: %+v", evs)
 	}
 }
@@ -174,24 +175,24 @@ func TestHistory_PagesNewestFirstWithBeforeAndLockFilter(t *testing.T) {
 // released events share one revision. Paging by revision must not skip
 // the ones that did not fit on a page.
 func TestHistory_PagingKeepsEventsThatShareARevision(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w1", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("batch-%d", i), Owner: "w1", Session: s.ID})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("batch-%d", i), Owner: "w1", Session: s.ID})
 	}
 	if err := e.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "after", Owner: "w2"})
-	all := history(t, e, "")
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "after", Owner: "w2"})
+	all := holdtest.History(t, e, "")
 	if len(all) != 11 {
 		t.Fatalf("%d events, want 11", len(all))
 	}
-	released := eventsOf(all, lock.EventReleased)
+	released := holdtest.EventsOf(all, lock.EventReleased)
 	if len(released) != 5 || released[0].Revision != released[4].Revision {
 		t.Fatalf("released events %+v: this test assumes they share a revision", released)
 	}
@@ -202,7 +203,7 @@ func TestHistory_PagingKeepsEventsThatShareARevision(t *testing.T) {
 			if pages > len(all) {
 				t.Fatalf("limit %d: paging does not end", limit)
 			}
-			evs, next, err := trailOf(e).History(ctx, trail.HistoryOptions{Limit: limit, Before: before})
+			evs, next, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Limit: limit, Before: before})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,25 +233,25 @@ func TestHistory_RetentionDropsOldEvents(t *testing.T) {
 	m := testetcd.Start(t)
 	tc := trail.DefaultConfig()
 	tc.HistoryRetention = 2 * time.Second
-	e := startWithTrail(t, m.Client(), lock.DefaultConfig(), tc)
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "old", Owner: "w1"})
+	e := holdtest.StartWithTrail(t, m.Client(), lock.DefaultConfig(), tc)
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "old", Owner: "w1"})
 	if err := e.Release(ctx, "old", l.Token); err != nil {
 		t.Fatal(err)
 	}
 	written := time.Now()
-	if n := len(history(t, e, "")); n != 2 {
+	if n := len(holdtest.History(t, e, "")); n != 2 {
 		t.Fatalf("%d events right after writing, want 2", n)
 	}
 	poll.Until(t, 15*time.Second, "old events expire", func() bool {
-		return len(history(t, e, "")) == 0 && len(keysUnder(t, m.Client(), prefix+"audit/")) == 0
+		return len(holdtest.History(t, e, "")) == 0 && len(holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"audit/")) == 0
 	})
 	if kept := time.Since(written); kept < 1500*time.Millisecond {
 		t.Fatalf("events with a 2s retention vanished after %s", kept)
 	}
 	// The engine keeps recording once its first history bucket is gone.
-	l2 := mustAcquire(t, e, lock.AcquireRequest{Name: "new", Owner: "w2"})
-	evs := history(t, e, "")
+	l2 := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "new", Owner: "w2"})
+	evs := holdtest.History(t, e, "")
 	if len(evs) != 1 || evs[0].Lock != "new" || evs[0].Token != l2.Token {
 		t.Fatalf("history after retention = %+v, want only the new acquire", evs)
 	}
@@ -260,7 +261,7 @@ func TestHistory_RetentionDropsOldEvents(t *testing.T) {
 // checks that the pages and their cursors are pages.
 func checkListPages(t *testing.T, e *lock.Engine, prefix string, limit int, pages [][]string) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	after := ""
 	for i, want := range pages {
 		ls, next, err := e.List(ctx, lock.ListOptions{Prefix: prefix, Limit: limit, After: after})
@@ -285,25 +286,25 @@ func checkListPages(t *testing.T, e *lock.Engine, prefix string, limit int, page
 // its deletion) do not make pages short: each page holds its limit of
 // events, or more to end its last revision, whatever the limit.
 func TestHistory_PagesAreFullWhenRevisionsHoldManyEvents(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	for k := 1; k <= 6; k++ {
 		s, err := e.CreateSession(ctx, fmt.Sprintf("s%d", k), 30*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range k {
-			mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("full-%d-%d", k, i), Owner: "o", Session: s.ID})
+			holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("full-%d-%d", k, i), Owner: "o", Session: s.ID})
 		}
 		if err := e.DeleteSession(ctx, s.ID); err != nil {
 			t.Fatal(err)
 		}
-		l := mustAcquire(t, e, lock.AcquireRequest{Name: "single", Owner: "o"})
+		l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "single", Owner: "o"})
 		if err := e.Release(ctx, "single", l.Token); err != nil {
 			t.Fatal(err)
 		}
 	}
-	all := history(t, e, "")
+	all := holdtest.History(t, e, "")
 	if len(all) != 2*21+12 {
 		t.Fatalf("%d events, want %d", len(all), 2*21+12)
 	}
@@ -319,14 +320,14 @@ func TestHistory_PagesAreFullWhenRevisionsHoldManyEvents(t *testing.T) {
 // and checks that it gets all, newest first.
 func checkHistoryPages(t *testing.T, e *lock.Engine, limit int, all []lock.Event) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	var paged []lock.Event
 	before := int64(0)
 	for pages := 0; ; pages++ {
 		if pages > len(all) {
 			t.Fatalf("limit %d: paging does not end", limit)
 		}
-		evs, next, err := trailOf(e).History(ctx, trail.HistoryOptions{Limit: limit, Before: before})
+		evs, next, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Limit: limit, Before: before})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,8 +370,8 @@ func eventRevisions(evs []lock.Event) []int64 {
 // and no other lock's, and pages with the filter.
 func checkHistoryOfLock(t *testing.T, e *lock.Engine, name string, want int) {
 	t.Helper()
-	ctx := ctxT(t)
-	evs := history(t, e, name)
+	ctx := holdtest.Ctx(t)
+	evs := holdtest.History(t, e, name)
 	if len(evs) != want {
 		t.Fatalf("%s: %d events, want %d", name, len(evs), want)
 	}
@@ -380,11 +381,11 @@ func checkHistoryOfLock(t *testing.T, e *lock.Engine, name string, want int) {
 		}
 	}
 	// Paging works with the filter too.
-	page, next, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: name, Limit: 2})
+	page, next, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: name, Limit: 2})
 	if err != nil || len(page) != 2 || next != page[1].Revision || page[0].Revision != evs[0].Revision {
 		t.Fatalf("%s first page: %+v next %d, %v", name, page, next, err)
 	}
-	page, _, err = trailOf(e).History(ctx, trail.HistoryOptions{Lock: name, Limit: 2, Before: next})
+	page, _, err = holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: name, Limit: 2, Before: next})
 	if err != nil || len(page) != 2 || page[0].Revision != evs[2].Revision {
 		t.Fatalf("%s second page: %+v, %v", name, page, err)
 	}

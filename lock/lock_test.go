@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -12,8 +13,8 @@ import (
 )
 
 func TestAcquire_SecondAcquireSeesHolder(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	l, fresh, err := e.Acquire(ctx, lock.AcquireRequest{Name: "a", Owner: "w1"})
 	if err != nil || !fresh {
 		t.Fatalf("acquire: %v fresh=%v", err, fresh)
@@ -36,7 +37,7 @@ func TestAcquire_SecondAcquireSeesHolder(t *testing.T) {
 	if l2.Token <= l.Token {
 		t.Fatalf("token did not grow: %d then %d", l.Token, l2.Token)
 	}
-	evs, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "a"})
+	evs, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +47,9 @@ func TestAcquire_SecondAcquireSeesHolder(t *testing.T) {
 }
 
 func TestAcquire_StaleTokenCannotReleaseOrRenew(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	old := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	old := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1"})
 	if err := e.Release(ctx, "job", old.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -60,7 +61,7 @@ func TestAcquire_StaleTokenCannotReleaseOrRenew(t *testing.T) {
 		t.Fatalf("renew after release: %v, want ErrNotHeld", err)
 	}
 
-	cur := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w2"})
+	cur := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w2"})
 	// Now a newer holder exists; the old token must not touch it.
 	if err := e.Release(ctx, "job", old.Token); !errors.Is(err, lock.ErrTokenMismatch) {
 		t.Fatalf("release with a stale token: %v, want ErrTokenMismatch", err)
@@ -76,7 +77,7 @@ func TestAcquire_StaleTokenCannotReleaseOrRenew(t *testing.T) {
 	if err != nil || got.Token != cur.Token || got.Owner != "w2" {
 		t.Fatalf("newer holder after stale attempts: %+v, %v", got, err)
 	}
-	if ended := eventsOf(history(t, e, "job"), lock.EventReleased); len(ended) != 1 || ended[0].Token != old.Token {
+	if ended := holdtest.EventsOf(holdtest.History(t, e, "job"), lock.EventReleased); len(ended) != 1 || ended[0].Token != old.Token {
 		t.Fatalf("released events = %+v, want only the first hold's", ended)
 	}
 	if err := e.Release(ctx, "job", cur.Token); err != nil {
@@ -85,10 +86,10 @@ func TestAcquire_StaleTokenCannotReleaseOrRenew(t *testing.T) {
 }
 
 func TestAcquire_GetReturnsHolderWithMetadata(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	before := time.Now()
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "meta", Owner: "w1", TTL: 10 * time.Second,
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "meta", Owner: "w1", TTL: 10 * time.Second,
 		LockDelay: 2 * time.Second, Metadata: map[string]string{"host": "h1", "pid": "42"}})
 	got, err := e.Get(ctx, "meta")
 	if err != nil {
@@ -106,7 +107,7 @@ func TestAcquire_GetReturnsHolderWithMetadata(t *testing.T) {
 		t.Fatalf("expires at %v, acquire said %v", got.ExpiresAt, l.ExpiresAt)
 	}
 	// The token is the lock key's ModRevision, as documented.
-	resp, err := m.Client().Get(ctx, prefix+"locks/meta")
+	resp, err := m.Client().Get(ctx, holdtest.Prefix+"locks/meta")
 	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != l.Token {
 		t.Fatalf("lock key: %+v, %v; want ModRevision %d", resp, err, l.Token)
 	}
@@ -121,10 +122,10 @@ func TestAcquire_GetReturnsHolderWithMetadata(t *testing.T) {
 
 func TestRenew_ExtendsTheLeaseAndKeepsTheToken(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "r", Owner: "w1", TTL: 5 * time.Second})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "r", Owner: "w1", TTL: 5 * time.Second})
 	if l.TTL != 5*time.Second {
 		t.Fatalf("TTL = %s, want 5s", l.TTL)
 	}
@@ -161,11 +162,11 @@ func TestRenew_ReportsTheTTLEtcdGranted(t *testing.T) {
 	m := testetcd.StartConfig(t, mc)
 	cfg := lock.DefaultConfig()
 	cfg.MinTTL = time.Second // let a 1s request through to etcd
-	e := startEngine(t, m, cfg)
-	ctx := ctxT(t)
+	e := holdtest.StartEngine(t, m, cfg)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
 
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "floor", Owner: "w1", TTL: time.Second})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "floor", Owner: "w1", TTL: time.Second})
 	tl, err := cli.TimeToLive(ctx, lockLease(t, cli, "floor"))
 	if err != nil {
 		t.Fatal(err)
@@ -195,28 +196,28 @@ func TestRenew_ReportsTheTTLEtcdGranted(t *testing.T) {
 }
 
 func TestRevoke_UnheldLockIsNotHeld(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	if _, err := e.Revoke(ctx, "never-held", "cleanup"); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("revoke of a never-held lock: %v, want ErrNotHeld", err)
 	}
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "gone", Owner: "w1"})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "gone", Owner: "w1"})
 	if err := e.Release(ctx, "gone", l.Token); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Revoke(ctx, "gone", "cleanup"); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("revoke of a released lock: %v, want ErrNotHeld", err)
 	}
-	if n := len(eventsOf(history(t, e, "gone"), lock.EventRevoked)); n != 0 {
+	if n := len(holdtest.EventsOf(holdtest.History(t, e, "gone"), lock.EventRevoked)); n != 0 {
 		t.Fatalf("%d revoked events for a lock nobody held", n)
 	}
 }
 
 func TestRevoke_RecordsReasonAndEndsTheLease(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "stuck", Owner: "w1"})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "stuck", Owner: "w1"})
 	lease := lockLease(t, cli, "stuck")
 
 	const reason = "holder wedged; ticket OPS-42"
@@ -233,7 +234,7 @@ func TestRevoke_RecordsReasonAndEndsTheLease(t *testing.T) {
 	if ttl := remainingTTL(t, cli, lease); ttl != -1 {
 		t.Fatalf("the revoked lock's own lease still has %ds", ttl)
 	}
-	revoked := eventsOf(history(t, e, "stuck"), lock.EventRevoked)
+	revoked := holdtest.EventsOf(holdtest.History(t, e, "stuck"), lock.EventRevoked)
 	if len(revoked) != 1 {
 		t.Fatalf("%d revoked events, want 1", len(revoked))
 	}
@@ -245,22 +246,22 @@ func TestRevoke_RecordsReasonAndEndsTheLease(t *testing.T) {
 		t.Fatalf("release after revoke: %v, want ErrNotHeld", err)
 	}
 	// Without lock-delay the lock is free again at once.
-	next := mustAcquire(t, e, lock.AcquireRequest{Name: "stuck", Owner: "w2"})
+	next := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "stuck", Owner: "w2"})
 	if next.Token <= l.Token {
 		t.Fatalf("token after revoke %d, want above %d", next.Token, l.Token)
 	}
 }
 
 func TestRelease_PoolsTheOwnLeaseForTheNextAcquireAndRecordsOnce(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "rel", Owner: "w1"})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "rel", Owner: "w1"})
 	lease := lockLease(t, cli, "rel")
 	if err := e.Release(ctx, "rel", l.Token); err != nil {
 		t.Fatal(err)
 	}
-	evs := history(t, e, "rel")
+	evs := holdtest.History(t, e, "rel")
 	if len(evs) != 2 || evs[0].Type != lock.EventReleased || evs[1].Type != lock.EventAcquired ||
 		evs[0].Token != l.Token || evs[1].Token != l.Token || evs[0].Revision <= evs[1].Revision {
 		t.Fatalf("history = %+v, want acquired then released with token %d", evs, l.Token)
@@ -271,7 +272,7 @@ func TestRelease_PoolsTheOwnLeaseForTheNextAcquireAndRecordsOnce(t *testing.T) {
 		t.Fatalf("%d idle leases after the release, want the released one", n)
 	}
 	before := leaseCount(t, cli)
-	mustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w2"})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w2"})
 	if got := lockLease(t, cli, "other"); got != lease {
 		t.Fatalf("next acquire got lease %x, want the pooled %x", int64(got), int64(lease))
 	}
@@ -301,17 +302,17 @@ func TestAcquire_SkipsAPooledLeaseThatExpired(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
 	req := lock.AcquireRequest{Name: "short", Owner: "w1", TTL: 2 * time.Second}
-	l := mustAcquire(t, e, req)
+	l := holdtest.MustAcquire(t, e, req)
 	old := lockLease(t, cli, "short")
 	if err := e.Release(ctx, "short", l.Token); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, "the pooled lease expires", func() bool { return remainingTTL(t, cli, old) == -1 })
-	mustAcquire(t, e, req)
+	holdtest.MustAcquire(t, e, req)
 	got := lockLease(t, cli, "short")
 	if got == old {
 		t.Fatalf("acquire got the expired lease %x", int64(old))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -18,7 +19,7 @@ func endRevisions(t *testing.T, e *lock.Engine, names []string, token int64) map
 	t.Helper()
 	at := map[int64]int{}
 	for _, n := range names {
-		for _, ev := range history(t, e, n) {
+		for _, ev := range holdtest.History(t, e, n) {
 			if ev.Type != lock.EventAcquired && ev.Token == token {
 				at[ev.Revision]++
 			}
@@ -34,8 +35,8 @@ func endRevisions(t *testing.T, e *lock.Engine, names []string, token int64) map
 // idempotent for the set meanwhile.
 func TestLockSet_SessionDeletionEndsEveryMemberInOneTxn(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestLockSet_SessionDeletionEndsEveryMemberInOneTxn(t *testing.T) {
 	for i := range 40 {
 		n := owner(i)
 		singles = append(singles, n)
-		mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID})
 	}
 	names := []string{"w30-set", "w05-set", "w60-set"}
 	set := mustSet(t, e, lock.LockSetRequest{Names: names, Owner: "w", Session: s.ID})
@@ -80,19 +81,19 @@ func TestLockSet_LeaseExpiryEndsEveryMemberAtOnce(t *testing.T) {
 		t.Skip("waits out a TTL: not in the fast tier")
 	}
 	t.Parallel()
-	e, _ := newEngine(t)
+	e, _ := holdtest.NewEngine(t)
 	names := []string{"ex-a", "ex-b", "ex-c"}
 	set := mustSet(t, e, lock.LockSetRequest{Names: names, Owner: "w", TTL: 2 * time.Second})
 	poll.Until(t, 15*time.Second, "one expired event per member", func() bool {
 		for _, n := range names {
-			if len(eventsOf(history(t, e, n), lock.EventExpired)) != 1 {
+			if len(holdtest.EventsOf(holdtest.History(t, e, n), lock.EventExpired)) != 1 {
 				return false
 			}
 		}
 		return true
 	})
 	for _, n := range names {
-		ev := eventsOf(history(t, e, n), lock.EventExpired)[0]
+		ev := holdtest.EventsOf(holdtest.History(t, e, n), lock.EventExpired)[0]
 		if ev.Token != set.Token || !slices.Equal(ev.Set, names) {
 			t.Fatalf("%s: %+v", n, ev)
 		}
@@ -105,10 +106,10 @@ func TestLockSet_LeaseExpiryEndsEveryMemberAtOnce(t *testing.T) {
 // closed.
 func TestLockSet_GivingUpLeavesNoEntryAndHoldsOutliveTheEngine(t *testing.T) {
 	t.Parallel()
-	a, m := newEngine(t)
-	b := startEngine(t, m, lock.DefaultConfig())
-	ctx := ctxT(t)
-	held := mustAcquire(t, a, lock.AcquireRequest{Name: "g2", Owner: "h"})
+	a, m := holdtest.NewEngine(t)
+	b := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
+	held := holdtest.MustAcquire(t, a, lock.AcquireRequest{Name: "g2", Owner: "h"})
 	wctx, cancel := context.WithCancel(ctx)
 	waiting := setAsync(wctx, b, lock.LockSetRequest{Names: []string{"g1", "g2", "g3"}, Owner: "quitter", Wait: time.Minute})
 	for _, n := range []string{"g1", "g2", "g3"} {
@@ -143,24 +144,24 @@ func TestLockSet_GivingUpLeavesNoEntryAndHoldsOutliveTheEngine(t *testing.T) {
 // refused whole.
 func TestLockSet_CountsEveryMemberAgainstTheSessionCap(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocksPerSession = 4 })
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	set := mustSet(t, e, lock.LockSetRequest{Names: []string{"c1", "c2", "c3"}, Owner: "w", Session: s.ID})
 	_, _, err = e.AcquireSet(ctx, lock.LockSetRequest{Names: []string{"c4", "c5"}, Owner: "w", Session: s.ID})
-	asLimit(t, err, lock.ErrTooManyLocks)
+	holdtest.AsLimit(t, err, lock.ErrTooManyLocks)
 	if !isNotHeld(t, e, "c4") || !isNotHeld(t, e, "c5") {
 		t.Fatal("a member of the refused set is held")
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "c4", Owner: "w", Session: s.ID})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "c4", Owner: "w", Session: s.ID})
 	if err := e.ReleaseSet(ctx, set.Names, set.Token); err != nil {
 		t.Fatal(err)
 	}
 	mustSet(t, e, lock.LockSetRequest{Names: []string{"c5", "c6", "c7"}, Owner: "w", Session: s.ID})
 	_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: "c8", Owner: "w", Session: s.ID})
-	asLimit(t, err, lock.ErrTooManyLocks)
+	holdtest.AsLimit(t, err, lock.ErrTooManyLocks)
 }
 
 // TestLockSet_AnEtcdThatTakesFewerOpsRefusesALargeSetAsBadInput: over an
@@ -171,8 +172,8 @@ func TestLockSet_AnEtcdThatTakesFewerOpsRefusesALargeSetAsBadInput(t *testing.T)
 	cfg := testetcd.Config(t)
 	cfg.MaxTxnOps = 128
 	m := testetcd.StartConfig(t, cfg)
-	e := startEngine(t, m, lock.DefaultConfig())
-	ctx := ctxT(t)
+	e := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 	names := make([]string, lock.MaxSetNames)
 	for i := range names {
 		names[i] = owner(i)
@@ -181,13 +182,13 @@ func TestLockSet_AnEtcdThatTakesFewerOpsRefusesALargeSetAsBadInput(t *testing.T)
 	if err := e.ReleaseSet(ctx, set.Names, set.Token); err != nil {
 		t.Fatal(err)
 	}
-	before := keysUnder(t, m.Client(), prefix+"locks/")
+	before := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"locks/")
 	_, _, err := e.AcquireSet(ctx, lock.LockSetRequest{Names: names, Owner: "w", Wait: time.Second})
 	var ie *lock.InvalidError
 	if !errors.As(err, &ie) || ie.Field != "names" {
 		t.Fatalf("a set of 64 over 128 ops: %v, want invalid names", err)
 	}
-	if after := keysUnder(t, m.Client(), prefix+"locks/"); !slices.Equal(before, after) {
+	if after := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"locks/"); !slices.Equal(before, after) {
 		t.Fatalf("locks %v after the refusal, want %v", after, before)
 	}
 	for _, n := range names {

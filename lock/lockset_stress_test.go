@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -39,14 +40,14 @@ func watchSets(t *testing.T, cli *clientv3.Client) *setWatcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &setWatcher{held: map[string]setMember{}, cancel: cancel, done: make(chan struct{})}
-	resp, err := cli.Get(ctx, prefix+"locks/", clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, holdtest.Prefix+"locks/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range resp.Kvs {
 		w.apply(&clientv3.Event{Type: mvccpb.PUT, Kv: kv})
 	}
-	wch := cli.Watch(ctx, prefix+"locks/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	wch := cli.Watch(ctx, holdtest.Prefix+"locks/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	go func() {
 		defer close(w.done)
 		for wr := range wch {
@@ -65,7 +66,7 @@ func watchSets(t *testing.T, cli *clientv3.Client) *setWatcher {
 }
 
 func (w *setWatcher) apply(ev *clientv3.Event) {
-	name := strings.TrimPrefix(string(ev.Kv.Key), prefix+"locks/")
+	name := strings.TrimPrefix(string(ev.Kv.Key), holdtest.Prefix+"locks/")
 	if ev.Type == mvccpb.DELETE {
 		delete(w.held, name)
 		return
@@ -117,8 +118,8 @@ func (w *setWatcher) verdict(t *testing.T) {
 // and a watcher of etcd never sees a set held in part.
 func TestLockSet_NoDeadlockAndAlwaysWholeUnderContention(t *testing.T) {
 	t.Parallel()
-	a, m := newEngine(t)
-	b := startEngine(t, m, lock.DefaultConfig())
+	a, m := holdtest.NewEngine(t)
+	b := holdtest.StartEngine(t, m, lock.DefaultConfig())
 	w := watchSets(t, m.Client())
 	rounds := 500
 	if testing.Short() {
@@ -218,14 +219,14 @@ func setRound(ctx context.Context, e *lock.Engine, rng *rand.Rand, names []strin
 // release hands each name to the single waiter queued behind it.
 func TestLockSet_SixtyFourNames(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	names := make([]string, lock.MaxSetNames)
 	for i := range names {
 		names[i] = fmt.Sprintf("big-%02d", i)
 	}
 	w := watchSets(t, m.Client())
-	blocker := mustAcquire(t, e, lock.AcquireRequest{Name: names[40], Owner: "blocker"})
+	blocker := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: names[40], Owner: "blocker"})
 	set := setAsync(ctx, e, lock.LockSetRequest{Names: names, Owner: "big", Wait: 30 * time.Second})
 	for _, n := range names {
 		queued(t, e, n, 1)
@@ -260,9 +261,9 @@ func TestLockSet_SixtyFourNames(t *testing.T) {
 		}
 	}
 	w.verdict(t)
-	evs := history(t, e, "")
+	evs := holdtest.History(t, e, "")
 	acquiredAt := map[int64]int{}
-	for _, ev := range eventsOf(evs, lock.EventAcquired) {
+	for _, ev := range holdtest.EventsOf(evs, lock.EventAcquired) {
 		if slices.Equal(ev.Set, names) {
 			acquiredAt[ev.Revision]++
 		}

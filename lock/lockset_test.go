@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -42,8 +43,8 @@ func mustSet(t *testing.T, e *lock.Engine, req lock.LockSetRequest) *lock.LockSe
 // a release of the set ends them all in one revision.
 func TestLockSet_EveryNameOneTokenOrdinaryLocks(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	names := []string{"acct-2", "acct-1", "acct-3"}
 	s := mustSet(t, e, lock.LockSetRequest{Names: names, Owner: "mover", TTL: 10 * time.Second, Metadata: map[string]string{"transfer": "t1"}})
 	if !slices.Equal(s.Names, names) || len(s.Locks) != 3 || s.Token <= 0 {
@@ -69,7 +70,7 @@ func TestLockSet_EveryNameOneTokenOrdinaryLocks(t *testing.T) {
 			t.Fatalf("get %s after release: %v", n, err)
 		}
 	}
-	evs := history(t, e, "")
+	evs := holdtest.History(t, e, "")
 	begins, ends := map[int64]int{}, map[int64]int{}
 	for _, ev := range evs {
 		if !slices.Equal(ev.Set, names) {
@@ -85,7 +86,7 @@ func TestLockSet_EveryNameOneTokenOrdinaryLocks(t *testing.T) {
 	if len(begins) != 1 || begins[s.Token] != 3 || len(ends) != 1 {
 		t.Fatalf("acquired at %v, released at %v: want 3 at one revision each", begins, ends)
 	}
-	if n := len(keysUnder(t, m.Client(), prefix+"locks/")); n != 0 {
+	if n := len(holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"locks/")); n != 0 {
 		t.Fatalf("%d lock keys left", n)
 	}
 }
@@ -94,10 +95,10 @@ func TestLockSet_EveryNameOneTokenOrdinaryLocks(t *testing.T) {
 // that meets a held name answers with the holders and takes nothing.
 func TestLockSet_HeldNameRefusesTheWholeSetNamingHolders(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
-	b := mustAcquire(t, e, lock.AcquireRequest{Name: "b", Owner: "holder-b"})
-	d := mustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "holder-d"})
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	b := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "b", Owner: "holder-b"})
+	d := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "d", Owner: "holder-d"})
 	_, _, err := e.AcquireSet(ctx, lock.LockSetRequest{Names: []string{"a", "b", "c", "d"}, Owner: "set"})
 	he := asHeld(t, err)
 	if len(he.Holders) != 2 || he.Holders[0].Name != "b" || he.Holders[0].Token != b.Token || he.Holders[1].Name != "d" ||
@@ -109,7 +110,7 @@ func TestLockSet_HeldNameRefusesTheWholeSetNamingHolders(t *testing.T) {
 			t.Fatalf("get %s: %v, want not held", n, err)
 		}
 	}
-	if keys := keysUnder(t, m.Client(), prefix+"queue/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"queue/"); len(keys) != 0 {
 		t.Fatalf("queue keys %v after a refusal", keys)
 	}
 }
@@ -121,10 +122,10 @@ func TestLockSet_HeldNameRefusesTheWholeSetNamingHolders(t *testing.T) {
 // waiter after the set's release.
 func TestLockSet_WaitsInEveryQueueAndServesInOneOrder(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	a := mustAcquire(t, e, lock.AcquireRequest{Name: "x", Owner: "holder-x"})
-	b := mustAcquire(t, e, lock.AcquireRequest{Name: "y", Owner: "holder-y"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	a := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "x", Owner: "holder-x"})
+	b := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "y", Owner: "holder-y"})
 	set := setAsync(ctx, e, lock.LockSetRequest{Names: []string{"x", "y"}, Owner: "set", Wait: 30 * time.Second})
 	queued(t, e, "x", 1)
 	queued(t, e, "y", 1)
@@ -172,8 +173,8 @@ func TestLockSet_WaitsInEveryQueueAndServesInOneOrder(t *testing.T) {
 // leaves the rest to the set's release.
 func TestLockSet_ReleaseAndRenewErrors(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	names := []string{"p", "q"}
 	s := mustSet(t, e, lock.LockSetRequest{Names: names, Owner: "o", TTL: 10 * time.Second})
 	if _, err := e.RenewSet(ctx, names, s.Token); err != nil {
@@ -203,8 +204,8 @@ func TestLockSet_ReleaseAndRenewErrors(t *testing.T) {
 // invalid names are refused naming "names", before anything is written.
 func TestLockSet_BadInputWritesNothing(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	many := make([]string, lock.MaxSetNames+1)
 	for i := range many {
 		many[i] = owner(i)
@@ -217,7 +218,7 @@ func TestLockSet_BadInputWritesNothing(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"locks/", "queue/", "audit/"} {
-		if keys := keysUnder(t, m.Client(), prefix+p); len(keys) != 0 {
+		if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+p); len(keys) != 0 {
 			t.Fatalf("%s holds %v after bad input", p, keys)
 		}
 	}
@@ -228,9 +229,9 @@ func TestLockSet_BadInputWritesNothing(t *testing.T) {
 // though the set's other lock is free; the set follows it.
 func TestLockSet_ASingleWaiterAheadOfASetIsServedFirst(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "f1", Owner: "holder"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "f1", Owner: "holder"})
 	single := acquireAsync(ctx, e, lock.AcquireRequest{Name: "f1", Owner: "single", Wait: 30 * time.Second})
 	queued(t, e, "f1", 1)
 	set := setAsync(ctx, e, lock.LockSetRequest{Names: []string{"f2", "f1"}, Owner: "set", Wait: 30 * time.Second})
@@ -261,9 +262,9 @@ func TestLockSet_ASingleWaiterAheadOfASetIsServedFirst(t *testing.T) {
 // one without wait is, and leaves no entry.
 func TestLockSet_AWaitThatRunsOutNamesTheHolders(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	b := mustAcquire(t, e, lock.AcquireRequest{Name: "wo-b", Owner: "holder", TTL: 30 * time.Second})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	b := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "wo-b", Owner: "holder", TTL: 30 * time.Second})
 	_, _, err := e.AcquireSet(ctx, lock.LockSetRequest{Names: []string{"wo-a", "wo-b"}, Owner: "set", Wait: 300 * time.Millisecond})
 	he := asHeld(t, err)
 	if he.Holder != nil || len(he.Holders) != 1 || he.Holders[0].Name != "wo-b" || he.Holders[0].Token != b.Token || he.Holders[0].ExpiresAt.IsZero() {
@@ -280,10 +281,10 @@ func TestLockSet_AWaitThatRunsOutNamesTheHolders(t *testing.T) {
 // lock of the set held only frees its lock.
 func TestLockSet_TheLastReleaseInItsWayGrantsTheSetInItsOwnTxn(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	x := mustAcquire(t, e, lock.AcquireRequest{Name: "ho-x", Owner: "x"})
-	y := mustAcquire(t, e, lock.AcquireRequest{Name: "ho-y", Owner: "y"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	x := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "ho-x", Owner: "x"})
+	y := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "ho-y", Owner: "y"})
 	set := setAsync(ctx, e, lock.LockSetRequest{Names: []string{"ho-x", "ho-y", "ho-z"}, Owner: "set", TTL: 20 * time.Second, Wait: 30 * time.Second})
 	for _, n := range []string{"ho-x", "ho-y", "ho-z"} {
 		queued(t, e, n, 1)
@@ -301,7 +302,7 @@ func TestLockSet_TheLastReleaseInItsWayGrantsTheSetInItsOwnTxn(t *testing.T) {
 	if got.err != nil {
 		t.Fatalf("set: %v", got.err)
 	}
-	evs := history(t, e, "ho-y")
+	evs := holdtest.History(t, e, "ho-y")
 	if len(evs) < 2 || evs[1].Type != lock.EventReleased || evs[1].Owner != "y" || evs[1].Revision != got.s.Token {
 		t.Fatalf("ho-y's trail %+v; want y's release at the set's token %d", evs, got.s.Token)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,7 +62,7 @@ func value(m *dto.Metric) float64 {
 
 func TestMetrics_EverySeriesExistsAtZeroBeforeAnyEvent(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
+	e, _ := holdtest.NewEngine(t)
 	for _, typ := range []string{"acquired", "released", "revoked", "expired", "session_expired"} {
 		if v := metric(t, e, "baton_lock_events_total", "type="+typ); v != 0 {
 			t.Errorf("baton_lock_events_total{type=%q} = %v on a fresh engine, want 0", typ, v)
@@ -85,9 +86,9 @@ func TestMetrics_EverySeriesExistsAtZeroBeforeAnyEvent(t *testing.T) {
 
 func TestMetrics_RenewFailuresAreCountedByReason(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "r", Owner: "w1"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "r", Owner: "w1"})
 	if _, err := e.Renew(ctx, "r", l.Token+1); !errors.Is(err, lock.ErrTokenMismatch) {
 		t.Fatalf("renew with another token: %v, want ErrTokenMismatch", err)
 	}
@@ -123,14 +124,14 @@ func TestMetrics_RenewFailuresAreCountedByReason(t *testing.T) {
 func TestMetrics_AuditEventsAreCountedByTheNodeThatWroteThem(t *testing.T) {
 	t.Parallel()
 	m := testetcd.Start(t)
-	e1 := startEngine(t, m, lock.DefaultConfig())
-	e2 := startEngine(t, m, lock.DefaultConfig())
-	ctx := ctxT(t)
-	a := mustAcquire(t, e1, lock.AcquireRequest{Name: "a", Owner: "w1"})
+	e1 := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	e2 := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
+	a := holdtest.MustAcquire(t, e1, lock.AcquireRequest{Name: "a", Owner: "w1"})
 	if err := e2.Release(ctx, "a", a.Token); err != nil {
 		t.Fatalf("release on the other node: %v", err)
 	}
-	mustAcquire(t, e1, lock.AcquireRequest{Name: "b", Owner: "w1"})
+	holdtest.MustAcquire(t, e1, lock.AcquireRequest{Name: "b", Owner: "w1"})
 	if _, err := e1.Revoke(ctx, "b", "test"); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
@@ -138,8 +139,8 @@ func TestMetrics_AuditEventsAreCountedByTheNodeThatWroteThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, e2, lock.AcquireRequest{Name: "c", Owner: "w2", Session: s.ID})
-	mustAcquire(t, e2, lock.AcquireRequest{Name: "d", Owner: "w2", Session: s.ID})
+	holdtest.MustAcquire(t, e2, lock.AcquireRequest{Name: "c", Owner: "w2", Session: s.ID})
+	holdtest.MustAcquire(t, e2, lock.AcquireRequest{Name: "d", Owner: "w2", Session: s.ID})
 	if err := e2.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatalf("delete session: %v", err)
 	}
@@ -168,14 +169,14 @@ func TestMetrics_AnExpiryIsCountedOnceAcrossNodes(t *testing.T) {
 	}
 	t.Parallel()
 	m := testetcd.Start(t)
-	engines := []*lock.Engine{startEngine(t, m, lock.DefaultConfig()), startEngine(t, m, lock.DefaultConfig())}
-	ctx := ctxT(t)
-	mustAcquire(t, engines[0], lock.AcquireRequest{Name: "exp", Owner: "w1", TTL: 2 * time.Second})
+	engines := []*lock.Engine{holdtest.StartEngine(t, m, lock.DefaultConfig()), holdtest.StartEngine(t, m, lock.DefaultConfig())}
+	ctx := holdtest.Ctx(t)
+	holdtest.MustAcquire(t, engines[0], lock.AcquireRequest{Name: "exp", Owner: "w1", TTL: 2 * time.Second})
 	s, err := engines[1].CreateSession(ctx, "w2", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, engines[1], lock.AcquireRequest{Name: "sess", Owner: "w2", Session: s.ID})
+	holdtest.MustAcquire(t, engines[1], lock.AcquireRequest{Name: "sess", Owner: "w2", Session: s.ID})
 	sum := func(typ string) float64 {
 		return metric(t, engines[0], "baton_lock_events_total", "type="+typ) +
 			metric(t, engines[1], "baton_lock_events_total", "type="+typ)
@@ -188,16 +189,16 @@ func TestMetrics_AnExpiryIsCountedOnceAcrossNodes(t *testing.T) {
 	poll.Consistently(t, time.Second, "each expiry counted once", func() bool {
 		return sum("expired") == 1 && sum("session_expired") == 1
 	})
-	if n := len(eventsOf(history(t, engines[0], "exp"), lock.EventExpired)); n != 1 {
+	if n := len(holdtest.EventsOf(holdtest.History(t, engines[0], "exp"), lock.EventExpired)); n != 1 {
 		t.Fatalf("%d expired events in the audit trail, want 1", n)
 	}
 }
 
 func TestMetrics_WaitingAcquiresAreAGauge(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "w", Owner: "w1"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "w", Owner: "w1"})
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "w", Owner: "w2", Wait: 30 * time.Second})
@@ -232,7 +233,7 @@ func TestMetrics_HasLeaderOverExternalEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	e := startEngineOn(t, cli, lock.DefaultConfig())
+	e := holdtest.StartEngineOn(t, cli, lock.DefaultConfig())
 	poll.Until(t, 10*time.Second, "baton_etcd_has_leader is 1", func() bool {
 		return metric(t, e, "baton_etcd_has_leader") == 1
 	})
@@ -248,7 +249,7 @@ func TestMetrics_HasLeaderFollowsTheEmbeddedMember(t *testing.T) {
 	m := testetcd.Start(t)
 	cfg := lock.DefaultConfig()
 	cfg.Embedded = m
-	e := startEngine(t, m, cfg)
+	e := holdtest.StartEngine(t, m, cfg)
 	if v := metric(t, e, "baton_etcd_has_leader"); v != 1 {
 		t.Fatalf("has_leader %v on a ready single member, want 1", v)
 	}

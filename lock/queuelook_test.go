@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -14,8 +15,8 @@ import (
 // in turn, in queue order.
 func TestWait_TheWaiterNextInLineFollowsAHandoverWithoutARead(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	held, waits := holdWithThreeQueued(t, e, ctx, ctx)
 	before := lock.Looks(e)
 	held = handOnInTurn(t, e, held, waits, nil)
@@ -33,8 +34,8 @@ func TestWait_TheWaiterNextInLineFollowsAHandoverWithoutARead(t *testing.T) {
 // granted the lock after that entry's waiter.
 func TestWait_AWaiterWhoseEntryAheadLeftLooksAgain(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	leaving, leave := context.WithCancel(ctx)
 	first, waits := holdWithThreeQueued(t, e, ctx, leaving)
 	w1, w2, w3 := waits[0], waits[1], waits[2]

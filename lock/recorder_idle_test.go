@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,7 +41,7 @@ func writesDuring(t *testing.T, cli *clientv3.Client, rev int64, d time.Duration
 
 func currentRevision(t *testing.T, cli *clientv3.Client) int64 {
 	t.Helper()
-	resp, err := cli.Get(ctxT(t), "meta-probe", clientv3.WithCountOnly())
+	resp, err := cli.Get(holdtest.Ctx(t), "meta-probe", clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func currentRevision(t *testing.T, cli *clientv3.Client) int64 {
 // savedCursor is the recorder's cursor in etcd, 0 when none is saved.
 func savedCursor(t *testing.T, cli *clientv3.Client) int64 {
 	t.Helper()
-	resp, err := cli.Get(ctxT(t), prefix+"meta/recorder")
+	resp, err := cli.Get(holdtest.Ctx(t), holdtest.Prefix+"meta/recorder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +79,13 @@ func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
 	cli := m.Client()
 	cfg := lock.DefaultConfig()
 	lock.SetRecorderSaveEvery(&cfg, 20*time.Millisecond)
-	e := startEngine(t, m, cfg)
-	startEngine(t, m, cfg)
+	e := holdtest.StartEngine(t, m, cfg)
+	holdtest.StartEngine(t, m, cfg)
 	poll.Until(t, 5*time.Second, "the first cursor saved", func() bool { return savedCursor(t, cli) > 0 })
 	// A first start writes meta/history twice, once to begin the
 	// backfill of what came before the index and once to end it: setup,
 	// not idling. A history read waits for the backfill to end.
-	history(t, e, "job")
+	holdtest.History(t, e, "job")
 
 	rev := currentRevision(t, cli)
 	if ws := writesDuring(t, cli, rev, 2*time.Second); len(ws) > 0 {
@@ -94,14 +95,14 @@ func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
 		t.Fatalf("revision moved from %d to %d while idle", rev, now)
 	}
 
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1", TTL: time.Minute})
-	if err := e.Release(ctxT(t), "job", l.Token); err != nil {
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w1", TTL: time.Minute})
+	if err := e.Release(holdtest.Ctx(t), "job", l.Token); err != nil {
 		t.Fatal(err)
 	}
 	// The last change the release caused is the release itself: the
 	// history index's write after it (meta/history) is bookkeeping,
 	// which moves no cursor, so the recorder's goes up to the release.
-	evs := history(t, e, "job")
+	evs := holdtest.History(t, e, "job")
 	if len(evs) == 0 || evs[0].Type != lock.EventReleased {
 		t.Fatalf("history of job: %+v, want its release newest", evs)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/trail"
 
@@ -44,14 +45,14 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 	base := m.Client()
 	slow := clientv3.NewCtxClient(context.Background())
 	slow.KV, slow.Lease, slow.Watcher, slow.Cluster, slow.Maintenance = slowKV{base.KV}, base.Lease, base.Watcher, base.Cluster, base.Maintenance
-	e := startWithTrail(t, slow, lock.DefaultConfig(), trail.DefaultConfig())
-	ctx := ctxT(t)
+	e := holdtest.StartWithTrail(t, slow, lock.DefaultConfig(), trail.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 	const n = 150
 	for i := range n {
-		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("lapse-%d", i), Owner: "w", TTL: 2 * time.Second})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("lapse-%d", i), Owner: "w", TTL: 2 * time.Second})
 	}
 	recorded := func(eng *lock.Engine) int {
-		evs, _, err := trailOf(eng).History(ctx, trail.HistoryOptions{Types: []lock.EventType{lock.EventExpired}, Limit: 1000})
+		evs, _, err := holdtest.TrailOf(eng).History(ctx, trail.HistoryOptions{Types: []lock.EventType{lock.EventExpired}, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,10 +61,10 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 	poll.Until(t, 15*time.Second, "the recorder part way through the expiries", func() bool {
 		return recorded(e) >= 10
 	})
-	trailOf(e).Close() // the node stops: its trail, then its engine
+	holdtest.TrailOf(e).Close() // the node stops: its trail, then its engine
 	e.Close()
 	ends := 0
-	for _, k := range keysUnder(t, base, prefix+"audit/") {
+	for _, k := range holdtest.KeysUnder(t, base, holdtest.Prefix+"audit/") {
 		if strings.HasSuffix(k, "/e") {
 			ends++
 		}
@@ -72,11 +73,11 @@ func TestRecorder_ExpiriesInFlightAtStopAreRecordedOnceAfterRestart(t *testing.T
 		t.Skipf("every expiry was recorded before the stop: nothing in flight to check")
 	}
 	t.Logf("%d of %d expiries recorded at the stop", ends, n)
-	e2 := startEngine(t, m, lock.DefaultConfig())
+	e2 := holdtest.StartEngine(t, m, lock.DefaultConfig())
 	poll.Until(t, 15*time.Second, "every expiry recorded after the restart", func() bool { return recorded(e2) >= n })
 	for i := range n {
 		name := fmt.Sprintf("lapse-%d", i)
-		evs, _, err := trailOf(e2).History(ctx, trail.HistoryOptions{Lock: name, Types: []lock.EventType{lock.EventExpired}})
+		evs, _, err := holdtest.TrailOf(e2).History(ctx, trail.HistoryOptions{Lock: name, Types: []lock.EventType{lock.EventExpired}})
 		if err != nil {
 			t.Fatal(err)
 		}

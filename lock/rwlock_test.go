@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
@@ -48,7 +49,7 @@ func rwWaiters(t *testing.T, e *lock.Engine, name string, n int) {
 
 func rwHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 	t.Helper()
-	evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindRWLock, Name: name, Limit: lock.MaxListLimit})
+	evs, _, err := holdtest.TrailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindRWLock, Name: name, Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}
@@ -60,8 +61,8 @@ func rwHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 // holds; tokens are each hold's own.
 func TestRWLock_ReadersShareAWriterExcludes(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	r1 := mustRW(t, e, lock.RWRequest{Name: "cat", Mode: lock.ModeRead, Owner: "r1"})
 	r2 := mustRW(t, e, lock.RWRequest{Name: "cat", Mode: lock.ModeRead, Owner: "r2"})
 	if r1.Mode != lock.ModeRead || r2.Token <= r1.Token || r2.Name != "cat" {
@@ -108,7 +109,7 @@ func TestRWLock_ReadersShareAWriterExcludes(t *testing.T) {
 func TestRWLock_StrictFIFOWithReadersGrantedTogether(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	w0 := mustRW(t, a, lock.RWRequest{Name: "q", Mode: lock.ModeWrite, Owner: "w0"})
 	wait := 30 * time.Second
 	r1 := rwAsync(ctx, b, lock.RWRequest{Name: "q", Mode: lock.ModeRead, Owner: "r1", Wait: wait})
@@ -151,7 +152,7 @@ func TestRWLock_StrictFIFOWithReadersGrantedTogether(t *testing.T) {
 		t.Fatalf("after w2: %+v, %v; want r3 and r4 reading", rw, err)
 	}
 	var w2Release int64
-	for _, ev := range eventsOf(rwHistory(t, a, "q"), lock.EventReleased) {
+	for _, ev := range holdtest.EventsOf(rwHistory(t, a, "q"), lock.EventReleased) {
 		if ev.Owner == "w2" {
 			w2Release = ev.Revision
 		}
@@ -167,7 +168,7 @@ func TestRWLock_StrictFIFOWithReadersGrantedTogether(t *testing.T) {
 func TestRWLock_ReadersOverlapAndWritersExcludeUnderContention(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	var readers, writers atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -213,7 +214,7 @@ func TestRWLock_ReadersOverlapAndWritersExcludeUnderContention(t *testing.T) {
 		t.Error(err)
 	}
 	evs := rwHistory(t, a, "c")
-	if got := len(eventsOf(evs, lock.EventAcquired)); got != 64 {
+	if got := len(holdtest.EventsOf(evs, lock.EventAcquired)); got != 64 {
 		t.Fatalf("%d acquired events; want 64", got)
 	}
 	checkWriteTokens(t, evs)
@@ -255,7 +256,7 @@ func checkWriteTokens(t *testing.T, evs []lock.Event) {
 func TestRWLock_AWriterIsNotStarvedByAStreamOfReaders(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	cur := mustRW(t, a, lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: "r0"})
 	for i := 1; i <= 3; i++ {
 		next := mustRW(t, []*lock.Engine{a, b}[i%2], lock.RWRequest{Name: "s", Mode: lock.ModeRead, Owner: owner(i)})
@@ -276,7 +277,7 @@ func TestRWLock_AWriterIsNotStarvedByAStreamOfReaders(t *testing.T) {
 		t.Fatalf("writer: %v", got.err)
 	}
 	var lastRelease int64
-	for _, ev := range eventsOf(rwHistory(t, a, "s"), lock.EventReleased) {
+	for _, ev := range holdtest.EventsOf(rwHistory(t, a, "s"), lock.EventReleased) {
 		lastRelease = max(lastRelease, ev.Revision)
 	}
 	if got.l.Token != lastRelease {
@@ -299,8 +300,8 @@ func TestRWLock_AWriterIsNotStarvedByAStreamOfReaders(t *testing.T) {
 // leaves no hold, and the readers waiting get in.
 func TestRWLock_AnExpiredWriterFreesTheReaders(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	mustRW(t, e, lock.RWRequest{Name: "x", Mode: lock.ModeWrite, Owner: "dies", TTL: 2 * time.Second})
 	r1 := rwAsync(ctx, e, lock.RWRequest{Name: "x", Mode: lock.ModeRead, Owner: "r1", Wait: time.Minute})
 	r2 := rwAsync(ctx, e, lock.RWRequest{Name: "x", Mode: lock.ModeRead, Owner: "r2", Wait: time.Minute})
@@ -310,7 +311,7 @@ func TestRWLock_AnExpiredWriterFreesTheReaders(t *testing.T) {
 		}
 	}
 	poll.Until(t, 10*time.Second, "the expiry is recorded", func() bool {
-		return len(eventsOf(rwHistory(t, e, "x"), lock.EventExpired)) == 1
+		return len(holdtest.EventsOf(rwHistory(t, e, "x"), lock.EventExpired)) == 1
 	})
 }
 
@@ -318,8 +319,8 @@ func TestRWLock_AnExpiredWriterFreesTheReaders(t *testing.T) {
 // naming the field.
 func TestRWLock_BadMode(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	_, _, err := e.AcquireRW(ctxT(t), lock.RWRequest{Name: "m", Mode: "both", Owner: "o"})
+	e, _ := holdtest.NewEngine(t)
+	_, _, err := e.AcquireRW(holdtest.Ctx(t), lock.RWRequest{Name: "m", Mode: "both", Owner: "o"})
 	var ie *lock.InvalidError
 	if !errors.As(err, &ie) || ie.Field != "mode" {
 		t.Fatalf("bad mode: %v; want invalid mode", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -16,14 +17,14 @@ import (
 // engine renews and releases them by their tokens.
 func TestSeats_HoldsOutliveTheEngineThatGrantedThem(t *testing.T) {
 	t.Parallel()
-	first, m := newEngine(t)
-	ctx := ctxT(t)
+	first, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	p := mustPermit(t, first, lock.PermitRequest{Name: "s", Owner: "a", Limit: 2})
 	r := mustRW(t, first, lock.RWRequest{Name: "rw", Mode: lock.ModeRead, Owner: "a"})
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	second := startEngine(t, m, lock.DefaultConfig())
+	second := holdtest.StartEngine(t, m, lock.DefaultConfig())
 	if s, err := second.Semaphore(ctx, "s"); err != nil || len(s.Holders) != 1 || s.Holders[0].Token != p.Token || s.Limit != 2 {
 		t.Fatalf("semaphore after the restart: %+v, %v", s, err)
 	}
@@ -49,8 +50,8 @@ func TestSeats_HoldsOutliveTheEngineThatGrantedThem(t *testing.T) {
 // over), and the writer is granted once it sees the seat go.
 func TestRWLock_TheLastReadersExpiryLetsTheWriterIn(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	keep := mustRW(t, e, lock.RWRequest{Name: "d", Mode: lock.ModeRead, Owner: "keeps"})
 	mustRW(t, e, lock.RWRequest{Name: "d", Mode: lock.ModeRead, Owner: "dies", TTL: 2 * time.Second})
 	w := rwAsync(ctx, e, lock.RWRequest{Name: "d", Mode: lock.ModeWrite, Owner: "w", Wait: time.Minute})
@@ -69,8 +70,8 @@ func TestRWLock_TheLastReadersExpiryLetsTheWriterIn(t *testing.T) {
 // entry; a session that ends while its acquire waits ends the wait.
 func TestSeats_AWaiterThatGivesUpLeavesNoEntry(t *testing.T) {
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	mustPermit(t, e, lock.PermitRequest{Name: "g", Owner: "h", Limit: 1})
 	mustRW(t, e, lock.RWRequest{Name: "g", Mode: lock.ModeRead, Owner: "h"})
 	wctx, cancel := context.WithCancel(ctx)
@@ -85,7 +86,7 @@ func TestSeats_AWaiterThatGivesUpLeavesNoEntry(t *testing.T) {
 	if got := <-w; !errors.Is(got.err, context.Canceled) {
 		t.Fatalf("writer after leaving: %+v", got)
 	}
-	if q := keysUnder(t, m.Client(), prefix+"queue/"); len(q) != 0 {
+	if q := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"queue/"); len(q) != 0 {
 		t.Fatalf("queue entries left: %v", q)
 	}
 	s, err := e.CreateSession(ctx, "sess", 10*time.Second)
@@ -112,8 +113,8 @@ func TestSeats_AWaiterThatGivesUpLeavesNoEntry(t *testing.T) {
 // delete (seenBefore).
 func TestSeats_AWaiterHearsAReleaseBatchedWithItsAttempt(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	deadline := time.Now().Add(4 * time.Second)
 	var wg sync.WaitGroup
 	for w := range 4 {

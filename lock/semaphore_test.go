@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
@@ -53,8 +54,8 @@ func semWaiters(t *testing.T, e *lock.Engine, name string, n int) {
 // the holders, and a release lets the next one in.
 func TestSemaphore_LimitHoldersEachWithItsOwnToken(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	var held []*lock.Lock
 	for i := range 3 {
 		l := mustPermit(t, e, lock.PermitRequest{Name: "jobs", Owner: owner(i), Limit: 3})
@@ -101,8 +102,8 @@ func TestSemaphore_LimitHoldersEachWithItsOwnToken(t *testing.T) {
 // TestSemaphore_AnotherLimitIsRefusedWhileHeldAndTakenWhenIdle.
 func TestSemaphore_AnotherLimitIsRefusedWhileHeldAndTakenWhenIdle(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	l := mustPermit(t, e, lock.PermitRequest{Name: "api", Owner: "a", Limit: 2})
 	_, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "api", Owner: "b", Limit: 5})
 	var me *lock.LimitMismatchError
@@ -133,7 +134,7 @@ func TestSemaphore_AnotherLimitIsRefusedWhileHeldAndTakenWhenIdle(t *testing.T) 
 func TestSemaphore_NeverMoreThanTheLimitAndServedInLine(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	const limit, workers, rounds = 4, 32, 3
 	var inside, most atomic.Int64
 	var wg sync.WaitGroup
@@ -179,11 +180,11 @@ func TestSemaphore_NeverMoreThanTheLimitAndServedInLine(t *testing.T) {
 	if most.Load() > limit {
 		t.Fatalf("%d holders at once; the limit is %d", most.Load(), limit)
 	}
-	evs, _, err := trailOf(a).History(ctx, trail.HistoryOptions{Kind: lock.KindSemaphore, Name: "heavy", Limit: lock.MaxListLimit})
+	evs, _, err := holdtest.TrailOf(a).History(ctx, trail.HistoryOptions{Kind: lock.KindSemaphore, Name: "heavy", Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(eventsOf(evs, lock.EventAcquired)); got != workers*rounds {
+	if got := len(holdtest.EventsOf(evs, lock.EventAcquired)); got != workers*rounds {
 		t.Fatalf("%d acquired events; want %d", got, workers*rounds)
 	}
 }
@@ -194,7 +195,7 @@ func TestSemaphore_NeverMoreThanTheLimitAndServedInLine(t *testing.T) {
 func TestSemaphore_ReleaseHandsTheSeatToTheOldestWaiter(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	p1 := mustPermit(t, a, lock.PermitRequest{Name: "s", Owner: "h1", Limit: 2})
 	p2 := mustPermit(t, a, lock.PermitRequest{Name: "s", Owner: "h2", Limit: 2})
 	w1 := permitAsync(ctx, b, lock.PermitRequest{Name: "s", Owner: "w1", Limit: 2, Wait: 30 * time.Second})
@@ -208,7 +209,7 @@ func TestSemaphore_ReleaseHandsTheSeatToTheOldestWaiter(t *testing.T) {
 	if got.err != nil || got.l.Owner != "w1" {
 		t.Fatalf("first waiter: %+v", got)
 	}
-	evs := eventsOf(semHistory(t, a, "s"), lock.EventReleased)
+	evs := holdtest.EventsOf(semHistory(t, a, "s"), lock.EventReleased)
 	if len(evs) != 1 || evs[0].Revision != got.l.Token {
 		t.Fatalf("w1's token %d is not the release's revision (%+v)", got.l.Token, evs)
 	}
@@ -224,8 +225,8 @@ func TestSemaphore_ReleaseHandsTheSeatToTheOldestWaiter(t *testing.T) {
 // (its lease runs out) leaves no permit behind, and a waiter takes it.
 func TestSemaphore_AnExpiredPermitFreesItsSeat(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	mustPermit(t, e, lock.PermitRequest{Name: "x", Owner: "dies", Limit: 1, TTL: 2 * time.Second})
 	w := permitAsync(ctx, e, lock.PermitRequest{Name: "x", Owner: "next", Limit: 1, Wait: time.Minute})
 	got := <-w
@@ -233,7 +234,7 @@ func TestSemaphore_AnExpiredPermitFreesItsSeat(t *testing.T) {
 		t.Fatalf("waiter after expiry: %+v", got)
 	}
 	poll.Until(t, 10*time.Second, "the expiry is recorded", func() bool {
-		return len(eventsOf(semHistory(t, e, "x"), lock.EventExpired)) == 1
+		return len(holdtest.EventsOf(semHistory(t, e, "x"), lock.EventExpired)) == 1
 	})
 }
 
@@ -242,8 +243,8 @@ func TestSemaphore_AnExpiredPermitFreesItsSeat(t *testing.T) {
 // the first handed to the waiter.
 func TestSemaphore_ASessionReleasesItsPermitsAtOnce(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "pool", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestSemaphore_ASessionReleasesItsPermitsAtOnce(t *testing.T) {
 
 func semHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 	t.Helper()
-	evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindSemaphore, Name: name, Limit: lock.MaxListLimit})
+	evs, _, err := holdtest.TrailOf(e).History(context.Background(), trail.HistoryOptions{Kind: lock.KindSemaphore, Name: name, Limit: lock.MaxListLimit})
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}
@@ -284,7 +285,7 @@ func semHistory(t *testing.T, e *lock.Engine, name string) []lock.Event {
 func TestSemaphore_WaitersAreServedInTheOrderTheyQueued(t *testing.T) {
 	t.Parallel()
 	a, b := twoNodes(t)
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	h1 := mustPermit(t, a, lock.PermitRequest{Name: "fifo", Owner: "h1", Limit: 2})
 	h2 := mustPermit(t, b, lock.PermitRequest{Name: "fifo", Owner: "h2", Limit: 2})
 	type grant struct {

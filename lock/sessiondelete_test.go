@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -17,13 +18,13 @@ import (
 // the next hold's end that is not a release starts the delay.
 func TestDeleteSession_HandsItsLocksToTheirWaitersAsReleaseDoes(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "svc", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine := mustAcquire(t, e, lock.AcquireRequest{Name: "sd", Owner: "svc", Session: s.ID, LockDelay: time.Minute})
+	mine := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "sd", Owner: "svc", Session: s.ID, LockDelay: time.Minute})
 	next := acquireAsync(ctx, e, lock.AcquireRequest{Name: "sd", Owner: "next", TTL: 20 * time.Second, Wait: 30 * time.Second, LockDelay: time.Minute})
 	queued(t, e, "sd", 1)
 	if err := e.DeleteSession(ctx, s.ID); err != nil {
@@ -39,7 +40,7 @@ func TestDeleteSession_HandsItsLocksToTheirWaitersAsReleaseDoes(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiter did not get the lock within 5s of its holder's session being deleted")
 	}
-	evs := history(t, e, "sd")
+	evs := holdtest.History(t, e, "sd")
 	if len(evs) != 3 || evs[0].Type != lock.EventAcquired || evs[1].Type != lock.EventReleased || evs[2].Type != lock.EventAcquired {
 		t.Fatalf("history, newest first: %+v; want acquired, released, acquired", evs)
 	}
@@ -66,8 +67,8 @@ func TestDeleteSession_HandsItsLocksToTheirWaitersAsReleaseDoes(t *testing.T) {
 // queued on a lock of a later batch is handed it.
 func TestDeleteSession_ReleasesMoreLocksThanOneTxnTakes(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "svc", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestDeleteSession_ReleasesMoreLocksThanOneTxnTakes(t *testing.T) {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("many-%02d", i)
-		mustAcquire(t, e, lock.AcquireRequest{Name: names[i], Owner: "svc", Session: s.ID})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: names[i], Owner: "svc", Session: s.ID})
 	}
 	last := names[n-1]
 	next := acquireAsync(ctx, e, lock.AcquireRequest{Name: last, Owner: "next", TTL: 20 * time.Second, Wait: 30 * time.Second})
@@ -97,7 +98,7 @@ func TestDeleteSession_ReleasesMoreLocksThanOneTxnTakes(t *testing.T) {
 			t.Fatalf("%s after the deletion: %v, want ErrNotHeld", name, err)
 		}
 		released := 0
-		for _, ev := range history(t, e, name) {
+		for _, ev := range holdtest.History(t, e, name) {
 			if ev.Type == lock.EventReleased && ev.Detail == "session deleted" {
 				released++
 			}

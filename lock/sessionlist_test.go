@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,7 +23,7 @@ func listAll(t *testing.T, e *lock.Engine, prefix string, limit int) ([]string, 
 	var got []string
 	after, pages := "", 0
 	for {
-		page, next, err := e.ListSessions(ctxT(t), lock.SessionListOptions{Prefix: prefix, After: after, Limit: limit})
+		page, next, err := e.ListSessions(holdtest.Ctx(t), lock.SessionListOptions{Prefix: prefix, After: after, Limit: limit})
 		if err != nil {
 			t.Fatalf("list sessions (prefix %q, after %q): %v", prefix, after, err)
 		}
@@ -47,8 +48,8 @@ func listAll(t *testing.T, e *lock.Engine, prefix string, limit int) ([]string, 
 }
 
 func TestListSessions_PagesSortedByOwnerAndFiltersByOwnerPrefix(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	var want, wantA []string
 	// Two sessions of one owner, so a page boundary falls between IDs of
 	// the same owner too; "alpha" and "alphabet" share a prefix.
@@ -120,8 +121,8 @@ func TestListSessions_DeletedAndExpiredSessionsDisappear(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	keep, err := e.CreateSession(ctx, "w-keep", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestListSessions_DeletedAndExpiredSessionsDisappear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "held-by-del", Owner: "w-del", Session: del.ID})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "held-by-del", Owner: "w-del", Session: del.ID})
 	if got, _ := listAll(t, e, "w-", 10); len(got) != 3 {
 		t.Fatalf("listed %v, want 3 sessions", got)
 	}
@@ -153,14 +154,14 @@ func TestListSessions_DeletedAndExpiredSessionsDisappear(t *testing.T) {
 		t.Errorf("listed %v, want only w-keep's session", got)
 	}
 	// The index entries went with their leases: nothing to clean up.
-	if keys := keysUnder(t, m.Client(), prefix+"sessionowners/"); len(keys) != 1 {
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"sessionowners/"); len(keys) != 1 {
 		t.Errorf("owner index holds %q, want w-keep's entry only", keys)
 	}
 }
 
 func TestListSessions_BadOptionsNameTheField(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	for _, c := range []struct {
 		o     lock.SessionListOptions
 		field string
@@ -185,8 +186,8 @@ func TestListSessions_BadOptionsNameTheField(t *testing.T) {
 // upgrade) is listed once it is renewed through RenewSession, and not
 // before.
 func TestListSessions_LegacySessionIsListedFromItsFirstRenew(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
 	g, err := cli.Grant(ctx, 30)
 	if err != nil {
@@ -194,7 +195,7 @@ func TestListSessions_LegacySessionIsListedFromItsFirstRenew(t *testing.T) {
 	}
 	id := strconv.FormatInt(int64(g.ID), 16)
 	rec := fmt.Sprintf(`{"owner":"old-node","ttl":30,"created_at":%q}`, time.Now().UTC().Format(time.RFC3339Nano))
-	if _, err := cli.Put(ctx, prefix+"sessions/"+id, rec, clientv3.WithLease(g.ID)); err != nil {
+	if _, err := cli.Put(ctx, holdtest.Prefix+"sessions/"+id, rec, clientv3.WithLease(g.ID)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := listAll(t, e, "", 10); len(got) != 0 {
@@ -212,7 +213,7 @@ func TestListSessions_LegacySessionIsListedFromItsFirstRenew(t *testing.T) {
 	if err := e.DeleteSession(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if keys := keysUnder(t, cli, prefix+"sessionowners/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, cli, holdtest.Prefix+"sessionowners/"); len(keys) != 0 {
 		t.Errorf("owner index holds %q after the delete, want nothing", keys)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -17,8 +18,8 @@ import (
 )
 
 func TestSession_CreateGetRenewAndIdempotentAcquire(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
 
 	before := time.Now()
@@ -38,8 +39,8 @@ func TestSession_CreateGetRenewAndIdempotentAcquire(t *testing.T) {
 		t.Fatalf("session lease: %+v, %v", tl, err)
 	}
 
-	a := mustAcquire(t, e, lock.AcquireRequest{Name: "a", Owner: "w1", Session: s.ID})
-	b := mustAcquire(t, e, lock.AcquireRequest{Name: "b", Owner: "w1", Session: s.ID})
+	a := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "a", Owner: "w1", Session: s.ID})
+	b := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "b", Owner: "w1", Session: s.ID})
 	if a.Session != s.ID || a.TTL != s.TTL || b.Token <= a.Token {
 		t.Fatalf("session locks: %+v, %+v", a, b)
 	}
@@ -66,7 +67,7 @@ func TestSession_CreateGetRenewAndIdempotentAcquire(t *testing.T) {
 // hold; another session, or a lock of its own, is refused.
 func checkAcquireInSessionIsIdempotent(t *testing.T, e *lock.Engine, s *lock.Session, a *lock.Lock) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	// Acquiring again in the same session is idempotent: same hold, same
 	// token, reported as not fresh, even with the ID spelled in upper case.
 	for _, sid := range []string{s.ID, strings.ToUpper(s.ID)} {
@@ -94,7 +95,7 @@ func checkAcquireInSessionIsIdempotent(t *testing.T, e *lock.Engine, s *lock.Ses
 	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "a", Owner: "w2"}); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("acquire without session: %v, want ErrHeld", err)
 	}
-	if n := len(history(t, e, "a")); n != 1 {
+	if n := len(holdtest.History(t, e, "a")); n != 1 {
 		t.Fatalf("idempotent and refused acquires left %d events for a, want 1", n)
 	}
 
@@ -104,7 +105,7 @@ func checkAcquireInSessionIsIdempotent(t *testing.T, e *lock.Engine, s *lock.Ses
 // b leaves s and its other lock alone.
 func checkRenewSession(t *testing.T, e *lock.Engine, cli *clientv3.Client, s *lock.Session, b *lock.Lock) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	id, _ := strconv.ParseInt(s.ID, 16, 64)
 	lease := clientv3.LeaseID(id)
 	// Two seconds at least, so the renewed expiry is clearly later even
@@ -137,8 +138,8 @@ func checkRenewSession(t *testing.T, e *lock.Engine, cli *clientv3.Client, s *lo
 }
 
 func TestSession_DeleteReleasesAllItsLocks(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w1", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -150,9 +151,9 @@ func TestSession_DeleteReleasesAllItsLocks(t *testing.T) {
 	held := map[string]int64{}
 	for i := range 5 {
 		name := fmt.Sprintf("s-%d", i)
-		held[name] = mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w1", Session: s.ID, LockDelay: 5 * time.Second}).Token
+		held[name] = holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w1", Session: s.ID, LockDelay: 5 * time.Second}).Token
 	}
-	keep := mustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w2", Session: other.ID})
+	keep := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w2", Session: other.ID})
 
 	if err := e.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatalf("delete session: %v", err)
@@ -161,8 +162,8 @@ func TestSession_DeleteReleasesAllItsLocks(t *testing.T) {
 		if !isNotHeld(t, e, name) {
 			t.Fatalf("%s still held after its session was deleted", name)
 		}
-		evs := history(t, e, name)
-		ended := eventsOf(evs, lock.EventReleased)
+		evs := holdtest.History(t, e, name)
+		ended := holdtest.EventsOf(evs, lock.EventReleased)
 		if len(ended) != 1 || len(evs) != 2 {
 			t.Fatalf("%s: history %+v, want acquired and one released", name, evs)
 		}
@@ -189,7 +190,7 @@ func TestSession_DeleteReleasesAllItsLocks(t *testing.T) {
 	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "late", Owner: "w1", Session: s.ID}); !errors.Is(err, lock.ErrSessionNotFound) {
 		t.Fatalf("acquire in deleted session: %v, want ErrSessionNotFound", err)
 	}
-	if keys := keysUnder(t, m.Client(), prefix+"sessions/"); len(keys) != 1 {
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"sessions/"); len(keys) != 1 {
 		t.Fatalf("session keys left: %v, want only the other session's", keys)
 	}
 	if !isNotHeld(t, e, "late") {
@@ -198,11 +199,11 @@ func TestSession_DeleteReleasesAllItsLocks(t *testing.T) {
 }
 
 func TestSession_UnknownSessionIsNotFound(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	// A lease that exists but is no session (a lock's own lease) must not
 	// pass for one.
-	mustAcquire(t, e, lock.AcquireRequest{Name: "own", Owner: "w1"})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "own", Owner: "w1"})
 	notSession := strconv.FormatInt(int64(lockLease(t, m.Client(), "own")), 16)
 
 	for _, id := range []string{"abc123", notSession} {
@@ -228,7 +229,7 @@ func TestSession_UnknownSessionIsNotFound(t *testing.T) {
 	if _, err := e.Get(ctx, "own"); err != nil {
 		t.Fatalf("deleting a non-session lease by its ID touched the lock: %v", err)
 	}
-	if n := len(keysUnder(t, m.Client(), prefix+"queue/")); n != 0 {
+	if n := len(holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"queue/")); n != 0 {
 		t.Fatalf("%d queue entries left", n)
 	}
 }
@@ -238,8 +239,8 @@ func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w1", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +248,7 @@ func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
 	names := []string{"se-a", "se-b", "se-c"}
 	tokens := map[string]int64{}
 	for _, n := range names {
-		tokens[n] = mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w1", Session: s.ID}).Token
+		tokens[n] = holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w1", Session: s.ID}).Token
 	}
 	poll.Until(t, 15*time.Second, "the session's locks go with its lease", func() bool {
 		for _, n := range names {
@@ -259,7 +260,7 @@ func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
 	})
 	oneEach := func() bool {
 		for _, n := range names {
-			if len(eventsOf(history(t, e, n), lock.EventSessionExpired)) != 1 {
+			if len(holdtest.EventsOf(holdtest.History(t, e, n), lock.EventSessionExpired)) != 1 {
 				return false
 			}
 		}
@@ -268,7 +269,7 @@ func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
 	poll.Until(t, 10*time.Second, "one session_expired event per lock", oneEach)
 	poll.Consistently(t, time.Second, "still exactly one session_expired per lock", oneEach)
 	for _, n := range names {
-		evs := history(t, e, n)
+		evs := holdtest.History(t, e, n)
 		if len(evs) != 2 {
 			t.Fatalf("%s: history %+v, want acquired and session_expired", n, evs)
 		}
@@ -285,7 +286,7 @@ func TestSession_ExpiryReleasesAllLocksWithOneSessionExpiredEach(t *testing.T) {
 	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "se-a", Owner: "w1", Session: s.ID}); !errors.Is(err, lock.ErrSessionNotFound) {
 		t.Fatalf("acquire in expired session: %v, want ErrSessionNotFound", err)
 	}
-	if keys := keysUnder(t, m.Client(), prefix+"sessions/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"sessions/"); len(keys) != 0 {
 		t.Fatalf("session keys left: %v", keys)
 	}
 }

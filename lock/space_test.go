@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,28 +24,28 @@ import (
 
 func TestAcquire_BeyondTheLockCapIsRefusedAndLeavesNothing(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocks = 2 })
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	cli := e.Client()
-	a := mustAcquire(t, e, lock.AcquireRequest{Name: "a", Owner: "w"})
+	a := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "a", Owner: "w"})
 	s, err := e.CreateSession(ctx, "w", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "b", Owner: "w", Session: s.ID}) // locks in sessions count too
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "b", Owner: "w", Session: s.ID}) // locks in sessions count too
 	// The history index grants its retention bucket's lease once it
 	// indexes the first events: wait for it, so that the count below is
 	// of the refusals' leases only.
-	history(t, e, "")
+	holdtest.History(t, e, "")
 	leases := leaseCount(t, cli)
 
 	for _, req := range []lock.AcquireRequest{{Name: "c", Owner: "w"}, {Name: "c", Owner: "w", Session: s.ID}} {
 		_, _, err := e.Acquire(ctx, req)
-		le := asLimit(t, err, lock.ErrTooManyHeldLocks)
+		le := holdtest.AsLimit(t, err, lock.ErrTooManyHeldLocks)
 		if le.Limit != 2 || le.RetryAfter <= 0 {
 			t.Fatalf("limit error %+v, want limit 2 and a retry hint", le)
 		}
 	}
-	if held := keysUnder(t, cli, prefix+"locks/"); !slices.Equal(held, []string{"a", "b"}) {
+	if held := holdtest.KeysUnder(t, cli, holdtest.Prefix+"locks/"); !slices.Equal(held, []string{"a", "b"}) {
 		t.Fatalf("lock keys %v, want a b", held)
 	}
 	if n := leaseCount(t, cli); n != leases {
@@ -78,7 +79,7 @@ func TestAcquire_BeyondTheLockCapIsRefusedAndLeavesNothing(t *testing.T) {
 func TestAcquire_ConcurrentAcquiresSettleWithinTheLockCap(t *testing.T) {
 	const limit, acquirers = 5, 24
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxLocks = limit })
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	var won atomic.Int32
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -96,7 +97,7 @@ func TestAcquire_ConcurrentAcquiresSettleWithinTheLockCap(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	if n := len(keysUnder(t, e.Client(), prefix+"locks/")); n != limit || won.Load() != limit {
+	if n := len(holdtest.KeysUnder(t, e.Client(), holdtest.Prefix+"locks/")); n != limit || won.Load() != limit {
 		t.Fatalf("%d locks held after %d acquires succeeded; want %d", n, won.Load(), limit)
 	}
 }
@@ -107,12 +108,12 @@ func TestAcquire_LockCapCountsWhatOtherNodesHold(t *testing.T) {
 	m := testetcd.Start(t)
 	cfg := lock.DefaultConfig()
 	cfg.MaxLocks = 2
-	e1, e2 := startEngine(t, m, cfg), startEngine(t, m, cfg)
-	ctx := ctxT(t)
-	a := mustAcquire(t, e1, lock.AcquireRequest{Name: "a", Owner: "w"})
-	mustAcquire(t, e1, lock.AcquireRequest{Name: "b", Owner: "w"})
+	e1, e2 := holdtest.StartEngine(t, m, cfg), holdtest.StartEngine(t, m, cfg)
+	ctx := holdtest.Ctx(t)
+	a := holdtest.MustAcquire(t, e1, lock.AcquireRequest{Name: "a", Owner: "w"})
+	holdtest.MustAcquire(t, e1, lock.AcquireRequest{Name: "b", Owner: "w"})
 	_, _, err := e2.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "w"})
-	asLimit(t, err, lock.ErrTooManyHeldLocks)
+	holdtest.AsLimit(t, err, lock.ErrTooManyHeldLocks)
 	if err := e1.Release(ctx, "a", a.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,8 @@ func TestAcquire_LockCapOvershootIsWhatOthersCreatedSinceTheCount(t *testing.T) 
 	m := testetcd.Start(t)
 	cfg := lock.DefaultConfig()
 	cfg.MaxLocks, cfg.CountRefresh = limit, time.Hour // no background count in this test
-	e1, e2 := startEngine(t, m, cfg), startEngine(t, m, cfg)
-	ctx := ctxT(t)
+	e1, e2 := holdtest.StartEngine(t, m, cfg), holdtest.StartEngine(t, m, cfg)
+	ctx := holdtest.Ctx(t)
 	acquireAll := func(e *lock.Engine, prefix string) (n int) {
 		for i := 0; ; i++ {
 			_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: fmt.Sprintf("%s%d", prefix, i), Owner: "w"})
@@ -147,32 +148,32 @@ func TestAcquire_LockCapOvershootIsWhatOthersCreatedSinceTheCount(t *testing.T) 
 			n++
 		}
 	}
-	mustAcquire(t, e1, lock.AcquireRequest{Name: "first", Owner: "w"})  // e1 counts 0
-	mustAcquire(t, e2, lock.AcquireRequest{Name: "second", Owner: "w"}) // e2 counts 1
-	n1 := acquireAll(e1, "a")                                           // e1 does not see e2's
-	n2 := acquireAll(e2, "b")                                           // nor e2 e1's since its count
-	held := len(keysUnder(t, e1.Client(), prefix+"locks/"))
+	holdtest.MustAcquire(t, e1, lock.AcquireRequest{Name: "first", Owner: "w"})  // e1 counts 0
+	holdtest.MustAcquire(t, e2, lock.AcquireRequest{Name: "second", Owner: "w"}) // e2 counts 1
+	n1 := acquireAll(e1, "a")                                                    // e1 does not see e2's
+	n2 := acquireAll(e2, "b")                                                    // nor e2 e1's since its count
+	held := len(holdtest.KeysUnder(t, e1.Client(), holdtest.Prefix+"locks/"))
 	if n1 != limit-1 || n2 != limit-2 || held != limit+n1 {
 		t.Fatalf("e1 took %d more, e2 %d more, %d held; want %d, %d and %d: the cap plus what e2 did not see", n1, n2, held, limit-1, limit-2, limit+n1)
 	}
 	// At their estimates' cap both refuse, counting again first.
 	for _, e := range []*lock.Engine{e1, e2} {
 		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "late", Owner: "w"})
-		asLimit(t, err, lock.ErrTooManyHeldLocks)
+		holdtest.AsLimit(t, err, lock.ErrTooManyHeldLocks)
 	}
 }
 
 func TestFenced_ValueOverTheSizeCapIsRefusedAndWritesNothing(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxFencedValueBytes = 100 })
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
 	fits, _ := json.Marshal(strings.Repeat("x", 98))
 	if _, err := e.PutFenced(ctx, "res", l.Token, fits, ""); err != nil {
 		t.Fatalf("a value of exactly the cap: %v", err)
 	}
 	big, _ := json.Marshal(strings.Repeat("y", 99))
 	_, err := e.PutFenced(ctx, "res", l.Token, big, "")
-	if le := asLimit(t, err, lock.ErrValueTooLarge); le.Limit != 100 || !strings.Contains(le.Reason, "101") {
+	if le := holdtest.AsLimit(t, err, lock.ErrValueTooLarge); le.Limit != 100 || !strings.Contains(le.Reason, "101") {
 		t.Fatalf("limit error %+v, want limit 100 and the size named", le)
 	}
 	got, err := e.GetFenced(ctx, "res")
@@ -182,28 +183,28 @@ func TestFenced_ValueOverTheSizeCapIsRefusedAndWritesNothing(t *testing.T) {
 	if _, err := e.PutFenced(ctx, "new", l.Token, big, ""); !errors.Is(err, lock.ErrValueTooLarge) {
 		t.Fatalf("a new resource with a large value: %v", err)
 	}
-	if keys := keysUnder(t, e.Client(), prefix+"fencemax/"); !slices.Equal(keys, []string{"res"}) {
+	if keys := holdtest.KeysUnder(t, e.Client(), holdtest.Prefix+"fencemax/"); !slices.Equal(keys, []string{"res"}) {
 		t.Fatalf("fenced maxima %v, want res alone", keys)
 	}
 }
 
 func TestFenced_NewResourceBeyondTheCapIsRefusedExistingOnesStayWritable(t *testing.T) {
 	e := newCappedEngine(t, func(c *lock.Config) { c.MaxFencedValues = 2 })
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
 	for _, r := range []string{"r1", "r2"} {
 		if _, err := e.PutFenced(ctx, r, l.Token, json.RawMessage(`1`), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_, err := e.PutFenced(ctx, "r3", l.Token, json.RawMessage(`1`), "")
-	if le := asLimit(t, err, lock.ErrTooManyFencedValues); le.Limit != 2 {
+	if le := holdtest.AsLimit(t, err, lock.ErrTooManyFencedValues); le.Limit != 2 {
 		t.Fatalf("limit error %+v, want limit 2", le)
 	}
 	if _, err := e.GetFenced(ctx, "r3"); !errors.Is(err, lock.ErrNotFound) {
 		t.Fatalf("r3 after the refusal: %v, want ErrNotFound", err)
 	}
-	if keys := keysUnder(t, e.Client(), prefix+"fencemax/"); !slices.Equal(keys, []string{"r1", "r2"}) {
+	if keys := holdtest.KeysUnder(t, e.Client(), holdtest.Prefix+"fencemax/"); !slices.Equal(keys, []string{"r1", "r2"}) {
 		t.Fatalf("fenced maxima %v, want r1 r2", keys)
 	}
 	if _, err := e.PutFenced(ctx, "r1", l.Token, json.RawMessage(`2`), ""); err != nil {
@@ -215,9 +216,9 @@ func TestFenced_NewResourceBeyondTheCapIsRefusedExistingOnesStayWritable(t *test
 // and must neither be stored nor turn into a fault. MaxInt64 used to
 // overflow the stale check.
 func TestFenced_TokenNeverIssuedIsRefused(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
 	if _, err := e.PutFenced(ctx, "res", l.Token, json.RawMessage(`"kept"`), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestFenced_TokenNeverIssuedIsRefused(t *testing.T) {
 // names is 0 (live values, which it does not).
 func fillFenced(t *testing.T, e *lock.Engine, token int64, names int, quota int64) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	value, _ := json.Marshal(strings.Repeat("v", 32<<10-16))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -302,9 +303,9 @@ func smallMember(t *testing.T) (*embedetcd.Member, lock.Config) {
 func TestRecover_LiveDataThatFillsTheQuotaIsStillFull(t *testing.T) {
 	m, cfg := smallMember(t)
 	cfg.Embedded = m
-	e := startEngine(t, m, cfg)
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	e := holdtest.StartEngine(t, m, cfg)
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
 	fillFenced(t, e, l.Token, 0, cfg.BackendQuota)
 	if !e.NoSpace() || !errors.Is(e.Ready(ctx), lock.ErrNoSpace) {
 		t.Fatal("NOSPACE alarm not reported after the fill")
@@ -334,9 +335,9 @@ func TestRecover_OverARemoteClientAsWithExternalEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	e := startEngineOn(t, cli, cfg)
-	ctx := ctxT(t)
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
+	e := holdtest.StartEngineOn(t, cli, cfg)
+	ctx := holdtest.Ctx(t)
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "job", Owner: "w"})
 	fillFenced(t, e, l.Token, 20, cfg.BackendQuota)
 	if !e.NoSpace() || !errors.Is(e.Ready(ctx), lock.ErrNoSpace) {
 		t.Fatal("NOSPACE not reported after a write was refused for it")
@@ -357,5 +358,5 @@ func TestRecover_OverARemoteClientAsWithExternalEtcd(t *testing.T) {
 	if e.NoSpace() || e.Ready(ctx) != nil {
 		t.Fatal("still not ready after the recovery")
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w"})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "other", Owner: "w"})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -21,13 +22,13 @@ func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T
 	t.Parallel()
 	cfg := testetcd.Config(t)
 	m := testetcd.StartConfig(t, cfg)
-	e := startEngine(t, m, lock.DefaultConfig())
-	ctx := ctxT(t)
+	e := holdtest.StartEngine(t, m, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 
 	var tokens []int64
 	grant := func(e *lock.Engine, req lock.AcquireRequest) *lock.Lock {
 		t.Helper()
-		l := mustAcquire(t, e, req)
+		l := holdtest.MustAcquire(t, e, req)
 		if n := len(tokens); n > 0 && l.Token <= tokens[n-1] {
 			t.Fatalf("token %d of %q after %d: tokens must strictly increase (all: %v)", l.Token, req.Name, tokens[n-1], tokens)
 		}
@@ -51,7 +52,7 @@ func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T
 	expiring := grant(e, lock.AcquireRequest{Name: "tok", Owner: "w4", TTL: 2 * time.Second})
 	poll.Until(t, 15*time.Second, "the 2s lock expires", func() bool { return isNotHeld(t, e, "tok") })
 	poll.Until(t, 10*time.Second, "its expiry is recorded", func() bool {
-		return len(eventsOf(history(t, e, "tok"), lock.EventExpired)) == 1
+		return len(holdtest.EventsOf(holdtest.History(t, e, "tok"), lock.EventExpired)) == 1
 	})
 	grant(e, lock.AcquireRequest{Name: "tok", Owner: "w5"})
 	// A lock with a long lease that must outlive the restart, and a fenced
@@ -60,13 +61,13 @@ func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T
 	if _, err := e.PutFenced(ctx, "res", survivor.Token, json.RawMessage(`"before"`), "survivor"); err != nil {
 		t.Fatalf("fenced write: %v", err)
 	}
-	historyBefore := history(t, e, "")
+	historyBefore := holdtest.History(t, e, "")
 
 	// Restart: engine first, then etcd; then both again on the same dir.
 	e.Close()
 	m.Close()
 	m2 := testetcd.StartConfig(t, cfg)
-	e2 := startEngine(t, m2, lock.DefaultConfig())
+	e2 := holdtest.StartEngine(t, m2, lock.DefaultConfig())
 
 	checkSurvivedRestart(t, e2, survivor, expiring.Token, historyBefore)
 
@@ -90,7 +91,7 @@ func TestToken_StrictlyIncreasesAcrossReleaseRevokeExpiryAndRestart(t *testing.T
 // unduplicated, with one expired event for the hold of token expired.
 func checkSurvivedRestart(t *testing.T, e2 *lock.Engine, survivor *lock.Lock, expired int64, historyBefore []lock.Event) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	got, err := e2.Get(ctx, "survivor")
 	if err != nil {
 		t.Fatalf("lock with a live lease after restart: %v", err)
@@ -110,7 +111,7 @@ func checkSurvivedRestart(t *testing.T, e2 *lock.Engine, survivor *lock.Lock, ex
 	}
 
 	// History survives, whole and unduplicated.
-	historyAfter := history(t, e2, "")
+	historyAfter := holdtest.History(t, e2, "")
 	if len(historyAfter) != len(historyBefore) {
 		t.Fatalf("history after restart has %d events, before %d:\n%+v\n%+v", len(historyAfter), len(historyBefore), historyAfter, historyBefore)
 	}
@@ -120,10 +121,10 @@ func checkSurvivedRestart(t *testing.T, e2 *lock.Engine, survivor *lock.Lock, ex
 			t.Fatalf("event %d changed over restart: %+v, then %+v", i, a, b)
 		}
 	}
-	if n := len(eventsOf(history(t, e2, "tok"), lock.EventExpired)); n != 1 {
+	if n := len(holdtest.EventsOf(holdtest.History(t, e2, "tok"), lock.EventExpired)); n != 1 {
 		t.Fatalf("%d expired events for the expired hold after restart, want 1", n)
 	}
-	if ev := eventsOf(history(t, e2, "tok"), lock.EventExpired); ev[0].Token != expired {
+	if ev := holdtest.EventsOf(holdtest.History(t, e2, "tok"), lock.EventExpired); ev[0].Token != expired {
 		t.Fatalf("expired event has token %d, want %d", ev[0].Token, expired)
 	}
 }

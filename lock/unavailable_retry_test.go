@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -57,7 +58,7 @@ func newFlakyEngine(t *testing.T, cfg lock.Config) (*lock.Engine, *flaky, *clien
 	f := &flaky{}
 	cli.KV = &flakyKV{KV: cli.KV, f: f}
 	cli.Lease = &flakyLease{Lease: cli.Lease, f: f}
-	return startEngineOn(t, cli, cfg), f, m.Client()
+	return holdtest.StartEngineOn(t, cli, cfg), f, m.Client()
 }
 
 // take uses one of n's refusals, if any is left.
@@ -138,7 +139,7 @@ func (t *flakyTxn) Commit() (*clientv3.TxnResponse, error) {
 // level, as a waiter that leaves the queue does.
 func deletesQueue(ops []clientv3.Op) bool {
 	for _, op := range ops {
-		if op.IsDelete() && strings.HasPrefix(string(op.KeyBytes()), prefix+"queue/") {
+		if op.IsDelete() && strings.HasPrefix(string(op.KeyBytes()), holdtest.Prefix+"queue/") {
 			return true
 		}
 	}
@@ -153,7 +154,7 @@ func writesLock(ops []clientv3.Op) bool {
 				return true
 			}
 		}
-		if (op.IsPut() || op.IsDelete()) && strings.HasPrefix(string(op.KeyBytes()), prefix+"locks/") {
+		if (op.IsPut() || op.IsDelete()) && strings.HasPrefix(string(op.KeyBytes()), holdtest.Prefix+"locks/") {
 			return true
 		}
 	}
@@ -177,7 +178,7 @@ func (l *flakyLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*c
 // third in a row answers ErrUnavailable, with nothing left behind.
 func TestUnavailable_DroppedWritesAreSentAgain(t *testing.T) {
 	e, f, raw := newFlakyEngine(t, lock.DefaultConfig())
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 
 	f.drops.Store(2)
 	l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "x", Owner: "a"})
@@ -201,7 +202,7 @@ func TestUnavailable_DroppedWritesAreSentAgain(t *testing.T) {
 	if !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("acquire through three dropped proposals: %v, want ErrUnavailable", err)
 	}
-	if keys := keysUnder(t, raw, prefix+"locks/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, raw, holdtest.Prefix+"locks/"); len(keys) != 0 {
 		t.Fatalf("locks held after the refused acquire: %v", keys)
 	}
 	f.notPrimary.Store(3)
@@ -214,11 +215,11 @@ func TestUnavailable_DroppedWritesAreSentAgain(t *testing.T) {
 // again and served, none fails for it.
 func TestUnavailable_DroppedBatchServesEveryMember(t *testing.T) {
 	e, f, _ := newFlakyEngine(t, lock.DefaultConfig())
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	lock.SetTxnSlots(e, 1)
 	// Warm up the history bucket's lease, so that the acquires below
 	// queue for the batch only.
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "warm", Owner: "w"})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "warm", Owner: "w"})
 	if err := e.Release(ctx, "warm", l.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -255,9 +256,9 @@ func TestUnavailable_QueuedLeaseOutlivesFailedKeepAlives(t *testing.T) {
 	e, f, raw := newFlakyEngine(t, lock.DefaultConfig())
 	// The holder is on an engine of its own, so that the refused
 	// keep-alives are the waiter's alone.
-	holderEngine := startEngineOn(t, raw, lock.DefaultConfig())
-	ctx := ctxT(t)
-	held := mustAcquire(t, holderEngine, lock.AcquireRequest{Name: "q", Owner: "holder", TTL: 30 * time.Second})
+	holderEngine := holdtest.StartEngineOn(t, raw, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
+	held := holdtest.MustAcquire(t, holderEngine, lock.AcquireRequest{Name: "q", Owner: "holder", TTL: 30 * time.Second})
 
 	f.notPrimary.Store(3)
 	type result struct {
@@ -296,7 +297,7 @@ func TestUnavailable_QueuedLeaseOutlivesFailedKeepAlives(t *testing.T) {
 // waiter would leave the queue before the batch put its entry.
 func TestUnavailable_ACallerWhoseBatchIsInFlightGetsItsOutcome(t *testing.T) {
 	e, f, raw := newFlakyEngine(t, lock.DefaultConfig())
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	lock.SetTxnSlots(e, 1)
 	release := lock.HoldTxnSlots(e)
 	gone, cancel := context.WithCancel(ctx)
@@ -306,11 +307,11 @@ func TestUnavailable_ACallerWhoseBatchIsInFlightGetsItsOutcome(t *testing.T) {
 	}
 	left, stays := make(chan result, 1), make(chan result, 1)
 	go func() {
-		resp, err := lock.Txn(gone, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"locks/gone", "v")}, nil)
+		resp, err := lock.Txn(gone, e, nil, []clientv3.Op{clientv3.OpPut(holdtest.Prefix+"locks/gone", "v")}, nil)
 		left <- result{resp, err}
 	}()
 	go func() {
-		resp, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(prefix+"locks/stays", "v")}, nil)
+		resp, err := lock.Txn(ctx, e, nil, []clientv3.Op{clientv3.OpPut(holdtest.Prefix+"locks/stays", "v")}, nil)
 		stays <- result{resp, err}
 	}()
 	poll.Until(t, 10*time.Second, "both requests queued", func() bool { return lock.QueuedTxns(e) == 2 })
@@ -327,7 +328,7 @@ func TestUnavailable_ACallerWhoseBatchIsInFlightGetsItsOutcome(t *testing.T) {
 			t.Errorf("caller that %s: %+v, %v; want its batch's success", what, r.resp, r.err)
 		}
 	}
-	if got := keysUnder(t, raw, prefix+"locks/"); fmt.Sprint(got) != "[gone stays]" {
+	if got := holdtest.KeysUnder(t, raw, holdtest.Prefix+"locks/"); fmt.Sprint(got) != "[gone stays]" {
 		t.Fatalf("keys %v, want both written", got)
 	}
 }
@@ -340,9 +341,9 @@ func TestUnavailable_AQueueEntryPutAfterItsWaiterLeftIsSwept(t *testing.T) {
 	cfg := lock.DefaultConfig()
 	cfg.OpTimeout = time.Second
 	e, f, raw := newFlakyEngine(t, cfg)
-	holderEngine := startEngineOn(t, raw, lock.DefaultConfig())
-	ctx := ctxT(t)
-	held := mustAcquire(t, holderEngine, lock.AcquireRequest{Name: "g", Owner: "holder", TTL: 30 * time.Second})
+	holderEngine := holdtest.StartEngineOn(t, raw, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
+	held := holdtest.MustAcquire(t, holderEngine, lock.AcquireRequest{Name: "g", Owner: "holder", TTL: 30 * time.Second})
 
 	late := make(chan struct{})
 	f.late.Store(&late)
@@ -350,15 +351,15 @@ func TestUnavailable_AQueueEntryPutAfterItsWaiterLeftIsSwept(t *testing.T) {
 	if !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("acquire whose txn has an unknown outcome: %v, want ErrUnavailable", err)
 	}
-	if keys := keysUnder(t, raw, prefix+"queue/g/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, raw, holdtest.Prefix+"queue/g/"); len(keys) != 0 {
 		t.Fatalf("queue entries before the late txn: %v", keys)
 	}
 	close(late)
 	poll.Until(t, 10*time.Second, "the late txn put the departed waiter's entry", func() bool {
-		return len(keysUnder(t, raw, prefix+"queue/g/")) == 1
+		return len(holdtest.KeysUnder(t, raw, holdtest.Prefix+"queue/g/")) == 1
 	})
 	poll.Until(t, 10*time.Second, "the entry swept", func() bool {
-		return len(keysUnder(t, raw, prefix+"queue/g/")) == 0
+		return len(holdtest.KeysUnder(t, raw, holdtest.Prefix+"queue/g/")) == 0
 	})
 	// The queue is not blocked: the next waiter is served on release.
 	type result struct {
@@ -371,7 +372,7 @@ func TestUnavailable_AQueueEntryPutAfterItsWaiterLeftIsSwept(t *testing.T) {
 		done <- result{l, err}
 	}()
 	poll.Until(t, 10*time.Second, "the next waiter queued", func() bool {
-		return len(keysUnder(t, raw, prefix+"queue/g/")) == 1
+		return len(holdtest.KeysUnder(t, raw, holdtest.Prefix+"queue/g/")) == 1
 	})
 	if err := holderEngine.Release(ctx, "g", held.Token); err != nil {
 		t.Fatal(err)
@@ -390,15 +391,15 @@ func TestUnavailable_AWaitThatCannotLeaveTheQueueIsNoRefusal(t *testing.T) {
 	cfg := lock.DefaultConfig()
 	cfg.OpTimeout = time.Second
 	e, f, raw := newFlakyEngine(t, cfg)
-	holderEngine := startEngineOn(t, raw, lock.DefaultConfig())
-	ctx := ctxT(t)
+	holderEngine := holdtest.StartEngineOn(t, raw, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
 	for _, kind := range []string{"lock", "election"} {
 		name := "stuck-" + kind
 		var token int64
 		var err error
 		f.stuckQueue.Store(true)
 		if kind == "lock" {
-			token = mustAcquire(t, holderEngine, lock.AcquireRequest{Name: name, Owner: "holder", TTL: 30 * time.Second}).Token
+			token = holdtest.MustAcquire(t, holderEngine, lock.AcquireRequest{Name: name, Owner: "holder", TTL: 30 * time.Second}).Token
 			_, _, err = e.Acquire(ctx, lock.AcquireRequest{Name: name, Owner: "waiter", TTL: 30 * time.Second, Wait: 300 * time.Millisecond})
 		} else {
 			l, _, cerr := holderEngine.Campaign(ctx, lock.CampaignRequest{Name: name, Candidate: "leader", TTL: 30 * time.Second})
@@ -427,7 +428,7 @@ func TestUnavailable_AWaitThatCannotLeaveTheQueueIsNoRefusal(t *testing.T) {
 			t.Fatal(err)
 		}
 		poll.Until(t, 10*time.Second, kind+": nobody holds it, and the entry is swept", func() bool {
-			return len(keysUnder(t, raw, prefix+"locks/"+key)) == 0 && len(keysUnder(t, raw, prefix+"queue/"+key+"/")) == 0
+			return len(holdtest.KeysUnder(t, raw, holdtest.Prefix+"locks/"+key)) == 0 && len(holdtest.KeysUnder(t, raw, holdtest.Prefix+"queue/"+key+"/")) == 0
 		})
 	}
 }
@@ -440,9 +441,9 @@ func TestUnavailable_AnEntryLeftBehindIsSweptOnceEtcdAnswersAgain(t *testing.T) 
 	cfg := lock.DefaultConfig()
 	cfg.OpTimeout = time.Second
 	e, f, raw := newFlakyEngine(t, cfg)
-	holderEngine := startEngineOn(t, raw, lock.DefaultConfig())
-	ctx := ctxT(t)
-	held := mustAcquire(t, holderEngine, lock.AcquireRequest{Name: "sw", Owner: "holder", TTL: 30 * time.Second})
+	holderEngine := holdtest.StartEngineOn(t, raw, lock.DefaultConfig())
+	ctx := holdtest.Ctx(t)
+	held := holdtest.MustAcquire(t, holderEngine, lock.AcquireRequest{Name: "sw", Owner: "holder", TTL: 30 * time.Second})
 	f.stuckQueue.Store(true)
 	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "sw", Owner: "stuck", TTL: 30 * time.Second, Wait: 300 * time.Millisecond})
 	if !errors.Is(err, lock.ErrUnavailable) {
@@ -452,7 +453,7 @@ func TestUnavailable_AnEntryLeftBehindIsSweptOnceEtcdAnswersAgain(t *testing.T) 
 	poll.Until(t, 10*time.Second, "the sweep tried once", func() bool { return f.stuck.Load() >= 2 })
 	f.stuckQueue.Store(false)
 	poll.Until(t, 10*time.Second, "the entry swept once etcd answers", func() bool {
-		return len(keysUnder(t, raw, prefix+"queue/sw/")) == 0
+		return len(holdtest.KeysUnder(t, raw, holdtest.Prefix+"queue/sw/")) == 0
 	})
 	next := acquireAsync(ctx, holderEngine, lock.AcquireRequest{Name: "sw", Owner: "next", Wait: 10 * time.Second})
 	queued(t, holderEngine, "sw", 1)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 )
@@ -32,8 +33,8 @@ func metadataPairs(n, valueLen int) map[string]string {
 }
 
 func TestValidation_BadInputIsRejectedAndWritesNothing(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
 	leasesBefore := leaseCount(t, cli)
 
@@ -59,7 +60,7 @@ func TestValidation_BadInputIsRejectedAndWritesNothing(t *testing.T) {
 
 	// Nothing but the recorder's cursor may exist: no lock, queue, audit,
 	// session, delay or fenced key, and no lease.
-	for _, k := range keysUnder(t, cli, prefix) {
+	for _, k := range holdtest.KeysUnder(t, cli, prefix) {
 		if !strings.HasPrefix(k, "meta/") {
 			t.Errorf("rejected requests left key %s%s in etcd", prefix, k)
 		}
@@ -70,8 +71,8 @@ func TestValidation_BadInputIsRejectedAndWritesNothing(t *testing.T) {
 }
 
 func TestValidation_BoundaryValuesAreAccepted(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	md := metadataPairs(lock.MaxMetadataPairs, 0)
 	// 16 pairs of 3-byte keys; spread the rest of the 4 KiB over the values.
 	per := (lock.MaxMetadataBytes - 3*lock.MaxMetadataPairs) / lock.MaxMetadataPairs
@@ -221,15 +222,15 @@ func badReadsAndWrites() []badInput {
 			return err
 		}, "cursor"},
 		{"history/limit too large", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Limit: lock.MaxListLimit + 1})
+			_, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Limit: lock.MaxListLimit + 1})
 			return err
 		}, "limit"},
 		{"history/before negative", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Before: -1})
+			_, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Before: -1})
 			return err
 		}, "before"},
 		{"history/lock bad", func(ctx context.Context, e *lock.Engine) error {
-			_, _, err := trailOf(e).History(ctx, trail.HistoryOptions{Lock: "a/b"})
+			_, _, err := holdtest.TrailOf(e).History(ctx, trail.HistoryOptions{Lock: "a/b"})
 			return err
 		}, "lock"},
 	}

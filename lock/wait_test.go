@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 )
@@ -71,10 +72,10 @@ func checkNoQueueLeft(t *testing.T, e *lock.Engine, keys []string) {
 // order behind a holder: they must get the lock one at a time, in that
 // order, with strictly increasing tokens.
 func TestAcquire_ContendersAreServedFIFOOneAtATime(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const n = 32
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "hot", Owner: "first"})
+	first := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "hot", Owner: "first"})
 
 	var c critical
 	errs := make(chan error, n)
@@ -139,12 +140,12 @@ func TestAcquire_ContendersAreServedFIFOOneAtATime(t *testing.T) {
 		}
 		prev = tok
 	}
-	checkNoQueueLeft(t, e, keysUnder(t, m.Client(), prefix+"queue/"))
+	checkNoQueueLeft(t, e, holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"queue/"))
 	if !isNotHeld(t, e, "hot") {
 		t.Fatal("lock still held after every contender released it")
 	}
-	evs := history(t, e, "hot")
-	if a, r := len(eventsOf(evs, lock.EventAcquired)), len(eventsOf(evs, lock.EventReleased)); a != n+1 || r != n+1 {
+	evs := holdtest.History(t, e, "hot")
+	if a, r := len(holdtest.EventsOf(evs, lock.EventAcquired)), len(holdtest.EventsOf(evs, lock.EventReleased)); a != n+1 || r != n+1 {
 		t.Fatalf("history has %d acquired and %d released events, want %d each", a, r, n+1)
 	}
 }
@@ -152,8 +153,8 @@ func TestAcquire_ContendersAreServedFIFOOneAtATime(t *testing.T) {
 // TestAcquire_SimultaneousContendersNeverOverlap lets 32 goroutines race
 // for one lock at once, with no known order.
 func TestAcquire_SimultaneousContendersNeverOverlap(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const n = 32
 	var c critical
 	errs := make(chan error, n)
@@ -195,15 +196,15 @@ func TestAcquire_SimultaneousContendersNeverOverlap(t *testing.T) {
 			t.Fatalf("tokens not strictly increasing in grant order: %v", c.tokens)
 		}
 	}
-	checkNoQueueLeft(t, e, keysUnder(t, m.Client(), prefix+"queue/"))
+	checkNoQueueLeft(t, e, holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"queue/"))
 }
 
 // A direct acquire never overtakes a queued waiter, even in the instant
 // between a release and the waiter's grant.
 func TestAcquire_DirectAcquireDoesNotOvertakeQueuedWaiter(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "holder"})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "holder"})
 	got := make(chan *lock.Lock, 1)
 	go func() {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "waiter", Wait: 30 * time.Second})
@@ -238,10 +239,10 @@ func TestAcquire_DirectAcquireDoesNotOvertakeQueuedWaiter(t *testing.T) {
 // lease its queue entry named ran down while it waited, and is topped up
 // at the grant. Its expires_at says so.
 func TestAcquire_AWaiterIsGrantedItsWholeTTL(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	const ttl = 3 * time.Second
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "holder"})
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "holder"})
 	got := make(chan *lock.Lock, 1)
 	go func() {
 		l, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "q", Owner: "waiter", TTL: ttl, Wait: 30 * time.Second})
@@ -280,17 +281,17 @@ func TestAcquire_AWaiterIsGrantedItsWholeTTL(t *testing.T) {
 }
 
 func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "busy", Owner: "holder"})
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "busy", Owner: "holder"})
 	// A first waiter makes the node's shared waiter lease, which by design
 	// outlives single waiters; the baseline includes it.
 	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "warmup", Wait: 50 * time.Millisecond}); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("warm-up waiter: %v, want ErrHeld", err)
 	}
 	// So is the history index's bucket lease, once it holds the events.
-	history(t, e, "busy")
+	holdtest.History(t, e, "busy")
 	baseline := leaseCount(t, cli)
 
 	wctx, cancel := context.WithCancel(ctx)
@@ -321,7 +322,7 @@ func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
 	if ws, err := e.Waiters(ctx, "busy"); err != nil || len(ws) != 0 {
 		t.Fatalf("waiters after cancel: %+v, %v", ws, err)
 	}
-	if keys := keysUnder(t, cli, prefix+"queue/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, cli, holdtest.Prefix+"queue/"); len(keys) != 0 {
 		t.Fatalf("queue keys after cancel: %v", keys)
 	}
 	// Its unused lease went back to the pool, not leaked: the next acquire
@@ -329,7 +330,7 @@ func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
 	if n := leaseCount(t, cli); n != baseline {
 		t.Fatalf("%d leases after cancel, want the baseline %d", n, baseline)
 	}
-	mustAcquire(t, e, lock.AcquireRequest{Name: "elsewhere", Owner: "next"})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "elsewhere", Owner: "next"})
 	if n := leaseCount(t, cli); n != baseline {
 		t.Fatalf("%d leases after the next acquire, want the baseline %d: the quitter's lease was not reused", n, baseline)
 	}
@@ -343,7 +344,7 @@ func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
 	if !isNotHeld(t, e, "busy") {
 		t.Fatal("lock taken after release although its only waiter left")
 	}
-	for _, ev := range history(t, e, "busy") {
+	for _, ev := range holdtest.History(t, e, "busy") {
 		if ev.Owner != "holder" {
 			t.Fatalf("event of a waiter that never held the lock: %+v", ev)
 		}
@@ -351,9 +352,9 @@ func TestAcquire_CancelledWaiterLeavesNoTrace(t *testing.T) {
 }
 
 func TestAcquire_WaitTimeoutNamesTheHolder(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "slow", Owner: "holder"})
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "slow", Owner: "holder"})
 	const wait = 300 * time.Millisecond
 	start := time.Now()
 	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "slow", Owner: "impatient", Wait: wait})
@@ -364,7 +365,7 @@ func TestAcquire_WaitTimeoutNamesTheHolder(t *testing.T) {
 	if he.Holder == nil || he.Holder.Owner != "holder" || he.Holder.Token != h.Token || he.Holder.Name != "slow" {
 		t.Fatalf("held error names %+v, want the holder with token %d", he.Holder, h.Token)
 	}
-	if keys := keysUnder(t, m.Client(), prefix+"queue/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"queue/"); len(keys) != 0 {
 		t.Fatalf("queue keys after timeout: %v", keys)
 	}
 	// The leases are the holder's own, the audit bucket's, and two with
@@ -380,9 +381,9 @@ func TestAcquire_WaiterGetsLockWhenHolderExpires(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "dead", Owner: "crashed", TTL: 2 * time.Second})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "dead", Owner: "crashed", TTL: 2 * time.Second})
 	l, fresh, err := e.Acquire(ctx, lock.AcquireRequest{Name: "dead", Owner: "next", Wait: 20 * time.Second})
 	if err != nil || !fresh || l.Token <= h.Token {
 		t.Fatalf("waiter: %+v fresh=%v %v", l, fresh, err)
@@ -391,14 +392,14 @@ func TestAcquire_WaiterGetsLockWhenHolderExpires(t *testing.T) {
 		t.Fatalf("waiter's lock expires at %v: a granted lock must start with (most of) its 30s TTL", l.ExpiresAt)
 	}
 	poll.Until(t, 10*time.Second, "the crashed holder's expiry is recorded", func() bool {
-		return len(eventsOf(history(t, e, "dead"), lock.EventExpired)) == 1
+		return len(holdtest.EventsOf(holdtest.History(t, e, "dead"), lock.EventExpired)) == 1
 	})
 }
 
 func TestClose_EndsWaitsWithErrClosed(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
-	mustAcquire(t, e, lock.AcquireRequest{Name: "c", Owner: "holder"})
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "c", Owner: "holder"})
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "c", Owner: "waiter", Wait: 30 * time.Second})
@@ -419,7 +420,7 @@ func TestClose_EndsWaitsWithErrClosed(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("waiter did not return when the engine closed")
 	}
-	if keys := keysUnder(t, m.Client(), prefix+"queue/"); len(keys) != 0 {
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"queue/"); len(keys) != 0 {
 		t.Fatalf("queue keys after close: %v", keys)
 	}
 	if err := e.Close(); err != nil {
@@ -435,8 +436,8 @@ func TestAcquire_WaiterWhoseSessionExpiresStopsWaiting(t *testing.T) {
 		t.Skip("waits out TTLs: not in the fast tier")
 	}
 	t.Parallel()
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	if _, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "busy", Owner: "holder", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
@@ -461,14 +462,14 @@ func TestAcquire_WaiterWhoseSessionExpiresStopsWaiting(t *testing.T) {
 // than WaiterTTL) costs the next waiting acquire nothing: it queues under
 // a new lease and is served.
 func TestAcquire_QueuesAgainWhenEtcdEndedTheNodesWaiterLease(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
-	h := mustAcquire(t, e, lock.AcquireRequest{Name: "wl", Owner: "holder"})
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "wl", Owner: "holder"})
 	wctx, cancel := context.WithCancel(ctx)
 	gone := acquireAsync(wctx, e, lock.AcquireRequest{Name: "wl", Owner: "first", Wait: time.Minute})
 	queued(t, e, "wl", 1)
-	keys := keysUnder(t, cli, prefix+"queue/wl/")
+	keys := holdtest.KeysUnder(t, cli, holdtest.Prefix+"queue/wl/")
 	if len(keys) != 1 {
 		t.Fatalf("queue keys %v", keys)
 	}
@@ -497,13 +498,13 @@ func TestAcquire_QueuesAgainWhenEtcdEndedTheNodesWaiterLease(t *testing.T) {
 // that ended before the waiter heard) does not answer "held": whether the
 // acquire took effect is unknown.
 func TestAcquire_AWaitWhoseEntryVanishedIsNoRefusal(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	cli := m.Client()
-	mustAcquire(t, e, lock.AcquireRequest{Name: "vanish", Owner: "holder"})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "vanish", Owner: "holder"})
 	w := acquireAsync(ctx, e, lock.AcquireRequest{Name: "vanish", Owner: "waiter", Wait: 2 * time.Second})
 	queued(t, e, "vanish", 1)
-	if _, err := cli.Delete(ctx, prefix+"queue/vanish/", clientv3.WithPrefix()); err != nil {
+	if _, err := cli.Delete(ctx, holdtest.Prefix+"queue/vanish/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
 	got := <-w

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -25,7 +26,7 @@ import (
 func TestCycle_WhatASessionHoldWrites(t *testing.T) {
 	for _, format := range []int{1, 3, 4, 5} {
 		t.Run(fmt.Sprint("format ", format), func(t *testing.T) {
-			e, m := newEngineAtFormat(t, fmt.Sprint(format))
+			e, m := holdtest.NewEngineAtFormat(t, fmt.Sprint(format))
 			cycleWrites(t, e, m.Client(), format)
 		})
 	}
@@ -34,17 +35,17 @@ func TestCycle_WhatASessionHoldWrites(t *testing.T) {
 // cycleWrites checks the writes of one session cycle of e, at storage
 // format format.
 func cycleWrites(t *testing.T, e *lock.Engine, cli *clientv3.Client, format int) {
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cycle := func(name string) {
-		l := mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w", Session: s.ID})
+		l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w", Session: s.ID})
 		if err := e.Release(ctx, name, l.Token); err != nil {
 			t.Fatal(err)
 		}
-		if evs := history(t, e, name); len(evs) != 2 {
+		if evs := holdtest.History(t, e, name); len(evs) != 2 {
 			t.Fatalf("history of %s: %+v, want acquired and released", name, evs)
 		}
 	}

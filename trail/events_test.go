@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
@@ -30,9 +31,9 @@ func drain(t *testing.T, s *trail.Subscription) []lock.Event {
 }
 
 func TestSubscribe_SlowReaderIsDroppedNotBuffered(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 2})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	sub, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestSubscribe_SlowReaderIsDroppedNotBuffered(t *testing.T) {
 	if len(evs) > 0 {
 		since = evs[len(evs)-1].Revision
 	}
-	again, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Replay: true, Since: since})
+	again, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Replay: true, Since: since})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,17 +76,17 @@ func TestSubscribe_SlowReaderIsDroppedNotBuffered(t *testing.T) {
 }
 
 func TestSubscribe_EndsWhenTheTrailStopsStreams(t *testing.T) {
-	e, _ := newEngine(t)
-	sub, err := trailOf(e).Subscribe(context.Background(), trail.SubscribeOptions{})
+	e, _ := holdtest.NewEngine(t)
+	sub, err := holdtest.TrailOf(e).Subscribe(context.Background(), trail.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	trailOf(e).StopStreams()
+	holdtest.TrailOf(e).StopStreams()
 	drain(t, sub)
 	if !errors.Is(sub.Err(), lock.ErrClosed) {
 		t.Fatalf("err %v, want ErrClosed", sub.Err())
 	}
-	if _, err := trailOf(e).Subscribe(context.Background(), trail.SubscribeOptions{}); !errors.Is(err, lock.ErrClosed) {
+	if _, err := holdtest.TrailOf(e).Subscribe(context.Background(), trail.SubscribeOptions{}); !errors.Is(err, lock.ErrClosed) {
 		t.Fatalf("subscribe after StopStreams: %v, want ErrClosed", err)
 	}
 }
@@ -94,9 +95,9 @@ func TestSubscribe_EndsWhenTheTrailStopsStreams(t *testing.T) {
 // release handed the lock over or the waiter took it itself, and says
 // nothing of a wait when there was none.
 func TestHistory_AcquiredEventCarriesWhenItsAcquirerQueued(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "a", TTL: 30 * time.Second})
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	first := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "q", Owner: "a", TTL: 30 * time.Second})
 	type result struct {
 		l   *lock.Lock
 		err error
@@ -119,7 +120,7 @@ func TestHistory_AcquiredEventCarriesWhenItsAcquirerQueued(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	var direct, waited *lock.Event
-	for _, ev := range eventsOf(history(t, e, "q"), lock.EventAcquired) {
+	for _, ev := range holdtest.EventsOf(holdtest.History(t, e, "q"), lock.EventAcquired) {
 		switch ev.Owner {
 		case "a":
 			direct = &ev

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -18,7 +19,7 @@ func stallEngine(t *testing.T) *lock.Engine {
 	t.Helper()
 	cfg := lock.DefaultConfig()
 	cfg.WatchStallTimeout = stallTimeout
-	return startEngine(t, testetcd.Start(t), cfg)
+	return holdtest.StartEngine(t, testetcd.Start(t), cfg)
 }
 
 // stallTrail deafens tr's events watch and waits for the watchdog to
@@ -41,8 +42,8 @@ func TestWatch_AStalledEventWatchIsReopenedWithNoGapNorDuplicate(t *testing.T) {
 		t.Skip("waits out a stalled watch: not in the fast tier")
 	}
 	e := stallEngine(t)
-	tr := trailOf(e)
-	ctx := ctxT(t)
+	tr := holdtest.TrailOf(e)
+	ctx := holdtest.Ctx(t)
 	sub, err := tr.Subscribe(ctx, trail.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +52,10 @@ func TestWatch_AStalledEventWatchIsReopenedWithNoGapNorDuplicate(t *testing.T) {
 	var tokens []int64
 	stallTrail(t, tr, func() {
 		for _, n := range []string{"e1", "e2", "e3"} {
-			tokens = append(tokens, mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w"}).Token)
+			tokens = append(tokens, holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w"}).Token)
 		}
 	})
-	tokens = append(tokens, mustAcquire(t, e, lock.AcquireRequest{Name: "e4", Owner: "w"}).Token)
+	tokens = append(tokens, holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "e4", Owner: "w"}).Token)
 	for i, want := range tokens {
 		select {
 		case ev := <-sub.C:

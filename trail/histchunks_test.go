@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
@@ -20,7 +21,7 @@ import (
 func readPages(e *lock.Engine, o trail.HistoryOptions) ([]lock.Event, error) {
 	var out []lock.Event
 	for {
-		evs, next, err := trailOf(e).History(context.Background(), o)
+		evs, next, err := holdtest.TrailOf(e).History(context.Background(), o)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +66,7 @@ func ofLock(evs []lock.Event, name string) []lock.Event {
 // that are chunks, and the events they hold.
 func chunksUnder(t *testing.T, cli *clientv3.Client, p string) (keys, chunks, events int) {
 	t.Helper()
-	resp, err := cli.Get(ctxT(t), p, clientv3.WithPrefix())
+	resp, err := cli.Get(holdtest.Ctx(t), p, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func chunksUnder(t *testing.T, cli *clientv3.Client, p string) (keys, chunks, ev
 // replay from any revision) gives what the whole trail says of the lock,
 // in order, once.
 func TestHistoryChunks_AThingsEventsFoldAndReadBackInOrder(t *testing.T) {
-	e, m := newEngine(t)
+	e, m := holdtest.NewEngine(t)
 	cycles(t, e, []string{"c", "d"}, 320, 8)
 
 	all := allPages(t, e, trail.HistoryOptions{Limit: lock.MaxListLimit})
@@ -109,7 +110,7 @@ func TestHistoryChunks_AThingsEventsFoldAndReadBackInOrder(t *testing.T) {
 	// The index forgets the runs it is folding whenever it starts over
 	// (a loaded machine's stalled watch, say), so how many keys are left
 	// single varies; some chunks there must be.
-	keys, chunks, events := chunksUnder(t, m.Client(), prefix+"trailname/lock/c/")
+	keys, chunks, events := chunksUnder(t, m.Client(), holdtest.Prefix+"trailname/lock/c/")
 	if chunks == 0 || keys >= len(want) || events != len(want) {
 		t.Fatalf("c's index holds %d keys (%d of them chunks) with %d events, for %d events: not folded", keys, chunks, events, len(want))
 	}
@@ -147,9 +148,9 @@ func replaysMatch(t *testing.T, e *lock.Engine, name string, want []lock.Event, 
 // calls' such acquires.
 func replayed(t *testing.T, e *lock.Engine, name string, since int64, n int) []lock.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
+	ctx, cancel := context.WithTimeout(holdtest.Ctx(t), 20*time.Second)
 	defer cancel()
-	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Lock: name, Replay: true, Since: since})
+	sub, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Lock: name, Replay: true, Since: since})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func replayed(t *testing.T, e *lock.Engine, name string, since int64, n int) []l
 	if then == "" {
 		then = "after-replay"
 	}
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: then, Owner: "after-replay"})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: then, Owner: "after-replay"})
 	defer e.Release(context.Background(), then, l.Token)
 	for {
 		ev := next()
@@ -185,7 +186,7 @@ func replayed(t *testing.T, e *lock.Engine, name string, since int64, n int) []l
 // history while the index folds it into chunks sees each event up to its
 // first page's once and in order.
 func TestHistoryChunks_PagesStayWholeWhileEventsFold(t *testing.T) {
-	e, _ := newEngine(t)
+	e, _ := holdtest.NewEngine(t)
 	done := make(chan struct{})
 	type paged struct {
 		reads [][]lock.Event
@@ -238,12 +239,12 @@ func TestHistoryChunks_PagesStayWholeWhileEventsFold(t *testing.T) {
 // baton reads only single keys, so a cluster not raised to format 3 gets
 // none else.
 func TestHistoryChunks_AClusterAtFormat2KeepsAKeyAnEvent(t *testing.T) {
-	e, m := newEngineAtFormat(t, "2")
+	e, m := holdtest.NewEngineAtFormat(t, "2")
 	cycles(t, e, []string{"old"}, 80, 2)
 	if evs := allPages(t, e, trail.HistoryOptions{Lock: "old", Limit: 50}); len(evs) != 160 {
 		t.Fatalf("%d events of old, want 160", len(evs))
 	}
-	if keys, chunks, _ := chunksUnder(t, m.Client(), prefix+"trailname/lock/old/"); keys != 160 || chunks != 0 {
+	if keys, chunks, _ := chunksUnder(t, m.Client(), holdtest.Prefix+"trailname/lock/old/"); keys != 160 || chunks != 0 {
 		t.Fatalf("old's index holds %d keys, %d chunks, at format 2; want 160 and none", keys, chunks)
 	}
 }
@@ -257,12 +258,12 @@ func TestHistoryChunks_AThingWithFewEventsABucketIsFoldedWhenTheBucketCloses(t *
 	cfg := lock.DefaultConfig()
 	tc := trail.DefaultConfig()
 	tc.HistoryMaxEvents = 64 * 30 // buckets of 30 events
-	e := startWithTrail(t, m.Client(), cfg, tc)
+	e := holdtest.StartWithTrail(t, m.Client(), cfg, tc)
 	names := []string{"s0", "s1", "s2", "s3", "s4", "s5"}
 	for range 20 {
 		for _, name := range names {
-			l := mustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w"})
-			if err := e.Release(ctxT(t), name, l.Token); err != nil {
+			l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: name, Owner: "w"})
+			if err := e.Release(holdtest.Ctx(t), name, l.Token); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -271,7 +272,7 @@ func TestHistoryChunks_AThingWithFewEventsABucketIsFoldedWhenTheBucketCloses(t *
 	for _, name := range names {
 		want := ofLock(all, name)
 		sameEvents(t, "pages of "+name, allPages(t, e, trail.HistoryOptions{Lock: name, Limit: 3}), want)
-		keys, chunks, events := chunksUnder(t, m.Client(), prefix+"trailname/lock/"+name+"/")
+		keys, chunks, events := chunksUnder(t, m.Client(), holdtest.Prefix+"trailname/lock/"+name+"/")
 		if events != len(want) || chunks == 0 || keys >= len(want)/2 {
 			t.Fatalf("%s's index holds %d keys (%d of them chunks) with %d events, for %d events: not folded as buckets closed", name, keys, chunks, events, len(want))
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
@@ -56,7 +57,7 @@ func BenchmarkHistory(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := trailOf(e).History(ctx, bc.o); err != nil {
+				if _, _, err := holdtest.TrailOf(e).History(ctx, bc.o); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -18,7 +19,7 @@ import (
 // owners w<i>, from workers goroutines.
 func cycles(t *testing.T, e *lock.Engine, names []string, n, workers int) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := holdtest.Ctx(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
@@ -48,7 +49,7 @@ func allPages(t *testing.T, e *lock.Engine, o trail.HistoryOptions) []lock.Event
 	t.Helper()
 	var all []lock.Event
 	for pages := 0; ; pages++ {
-		evs, next, err := trailOf(e).History(context.Background(), o)
+		evs, next, err := holdtest.TrailOf(e).History(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,13 +79,13 @@ func checkTrail(t *testing.T, evs []lock.Event, n int) {
 			t.Fatalf("event %d (revision %d) after one of revision %d: not newest first", i, ev.Revision, evs[i-1].Revision)
 		}
 	}
-	if a, r := len(eventsOf(evs, lock.EventAcquired)), len(eventsOf(evs, lock.EventReleased)); a != n || r != n {
+	if a, r := len(holdtest.EventsOf(evs, lock.EventAcquired)), len(holdtest.EventsOf(evs, lock.EventReleased)); a != n || r != n {
 		t.Fatalf("%d acquired and %d released events; want %d of each", a, r, n)
 	}
 }
 
 func TestHistory_PagesOfTheIndexHoldEveryEventOnceAndNoPendingRecordIsLeft(t *testing.T) {
-	e, m := newEngine(t)
+	e, m := holdtest.NewEngine(t)
 	names := []string{"p0", "p1", "p2", "p3", "p4"}
 	cycles(t, e, names, 60, 6)
 	checkTrail(t, allPages(t, e, trail.HistoryOptions{Limit: 7}), 60)
@@ -96,21 +97,21 @@ func TestHistory_PagesOfTheIndexHoldEveryEventOnceAndNoPendingRecordIsLeft(t *te
 		}
 	}
 	poll.Until(t, 10*time.Second, "no pending audit record left", func() bool {
-		return len(keysUnder(t, m.Client(), prefix+"audit/")) == 0
+		return len(holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"audit/")) == 0
 	})
-	if _, _, got := chunksUnder(t, m.Client(), prefix+"trailname/"); got != 120 {
+	if _, _, got := chunksUnder(t, m.Client(), holdtest.Prefix+"trailname/"); got != 120 {
 		t.Fatalf("%d indexed events; want 120", got)
 	}
 }
 
 func TestHistory_AFilterReadsABudgetAndSaysWhereToGoOn(t *testing.T) {
-	e, _ := newEngine(t)
+	e, _ := holdtest.NewEngine(t)
 	// More events than one call may scan, one of them matching, oldest.
 	const n = trail.HistoryScanBudget/2 + 100
-	mustAcquire(t, e, lock.AcquireRequest{Name: "rare", Owner: "needle", TTL: 30 * time.Second})
+	holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "rare", Owner: "needle", TTL: 30 * time.Second})
 	cycles(t, e, []string{"hay0", "hay1", "hay2", "hay3"}, n, 16)
 	o := trail.HistoryOptions{Owner: "needle", Limit: 10}
-	evs, next, err := trailOf(e).History(context.Background(), o)
+	evs, next, err := holdtest.TrailOf(e).History(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestHistory_AFilterReadsABudgetAndSaysWhereToGoOn(t *testing.T) {
 	calls := 1
 	for next != 0 && len(evs) == 0 {
 		o.Before = next
-		if evs, next, err = trailOf(e).History(context.Background(), o); err != nil {
+		if evs, next, err = holdtest.TrailOf(e).History(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 		calls++
@@ -138,13 +139,13 @@ func TestHistory_TheCountBoundDropsTheOldestEventsWhileLocksKeepBeingGranted(t *
 	cfg := lock.DefaultConfig()
 	tc := trail.DefaultConfig()
 	tc.HistoryMaxEvents = 128
-	e := startWithTrail(t, m.Client(), cfg, tc)
-	first := mustAcquire(t, e, lock.AcquireRequest{Name: "oldest", Owner: "first", TTL: 30 * time.Second})
+	e := holdtest.StartWithTrail(t, m.Client(), cfg, tc)
+	first := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "oldest", Owner: "first", TTL: 30 * time.Second})
 	if err := e.Release(context.Background(), "oldest", first.Token); err != nil {
 		t.Fatal(err)
 	}
 	cycles(t, e, []string{"b0", "b1", "b2"}, 300, 4)
-	last := mustAcquire(t, e, lock.AcquireRequest{Name: "newest", Owner: "last", TTL: 30 * time.Second})
+	last := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "newest", Owner: "last", TTL: 30 * time.Second})
 	var evs []lock.Event
 	poll.Until(t, 10*time.Second, "a trail of at most 128 events", func() bool {
 		evs = allPages(t, e, trail.HistoryOptions{Limit: 100})
@@ -156,20 +157,20 @@ func TestHistory_TheCountBoundDropsTheOldestEventsWhileLocksKeepBeingGranted(t *
 	if evs[0].Token != last.Token || evs[0].Type != lock.EventAcquired {
 		t.Errorf("newest event %+v; want the last acquire (token %d)", evs[0], last.Token)
 	}
-	if got := history(t, e, "oldest"); len(got) != 0 {
+	if got := holdtest.History(t, e, "oldest"); len(got) != 0 {
 		t.Errorf("the oldest lock's events are still there: %v", got)
 	}
 	// The pending records of the dropped events went with their indexing.
-	if n := len(keysUnder(t, m.Client(), prefix+"trailname/lock/oldest/")); n != 0 {
+	if n := len(holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"trailname/lock/oldest/")); n != 0 {
 		t.Errorf("%d index keys of dropped events are left", n)
 	}
 }
 
 func TestSubscribe_ReplayFromZeroReadsTheIndexInOrderWithoutGapOrDuplicate(t *testing.T) {
-	e, _ := newEngine(t)
+	e, _ := holdtest.NewEngine(t)
 	cycles(t, e, []string{"r0", "r1", "r2"}, 1500, 8)
-	ctx := ctxT(t)
-	s, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Replay: true, Since: 0, Buffer: 64})
+	ctx := holdtest.Ctx(t)
+	s, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Replay: true, Since: 0, Buffer: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestSubscribe_ReplayFromZeroReadsTheIndexInOrderWithoutGapOrDuplicate(t *te
 	}
 	checkTrail(t, rev, 1500)
 	// And live events follow.
-	l := mustAcquire(t, e, lock.AcquireRequest{Name: "after", Owner: "live", TTL: 30 * time.Second})
+	l := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "after", Owner: "live", TTL: 30 * time.Second})
 	select {
 	case ev := <-s.C:
 		if ev.Token != l.Token || ev.Type != lock.EventAcquired {
@@ -207,13 +208,13 @@ func TestSubscribe_ReplayFromZeroReadsTheIndexInOrderWithoutGapOrDuplicate(t *te
 // event is indexed once whichever writes it.
 func TestHistory_TwoIndexersOfOneTrailIndexEachEventOnce(t *testing.T) {
 	m := testetcd.Start(t)
-	a, b := startEngine(t, m, lock.DefaultConfig()), startEngine(t, m, lock.DefaultConfig())
+	a, b := holdtest.StartEngine(t, m, lock.DefaultConfig()), holdtest.StartEngine(t, m, lock.DefaultConfig())
 	var wg sync.WaitGroup
 	wg.Go(func() { cycles(t, a, []string{"x0", "x1"}, 100, 4) })
 	wg.Go(func() { cycles(t, b, []string{"y0", "y1"}, 100, 4) })
 	wg.Wait()
 	checkTrail(t, allPages(t, a, trail.HistoryOptions{Limit: 50}), 200)
-	if _, _, events := chunksUnder(t, m.Client(), prefix+"trailname/"); events != 400 {
+	if _, _, events := chunksUnder(t, m.Client(), holdtest.Prefix+"trailname/"); events != 400 {
 		t.Fatalf("%d indexed events; want 400", events)
 	}
 }
@@ -248,10 +249,10 @@ func TestConfig_AHistoryBoundThatCouldFillHalfTheQuotaIsRefused(t *testing.T) {
 // A filter finds an owner whatever its characters: the scan's byte search
 // must match the trail's JSON exactly as encoding/json wrote it.
 func TestHistory_AnOwnerFilterFindsOwnersThatJSONEscapes(t *testing.T) {
-	e, _ := newEngine(t)
+	e, _ := holdtest.NewEngine(t)
 	for _, owner := range []string{`quo"te`, `<tag>&amp`, "ünï ✓", `back\slash`} {
-		mustAcquire(t, e, lock.AcquireRequest{Name: "esc", Owner: owner, TTL: 30 * time.Second})
-		evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Owner: owner, Types: []lock.EventType{lock.EventAcquired}})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "esc", Owner: owner, TTL: 30 * time.Second})
+		evs, _, err := holdtest.TrailOf(e).History(context.Background(), trail.HistoryOptions{Owner: owner, Types: []lock.EventType{lock.EventAcquired}})
 		if err != nil {
 			t.Fatal(err)
 		}

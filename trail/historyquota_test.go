@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/embedetcd"
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
@@ -39,7 +40,7 @@ func TestHistory_ASmallQuotaAndATinyBoundKeepGrantingLocksUnderSustainedLoad(t *
 	cfg.Embedded, cfg.BackendQuota = m, quota
 	tc := trail.DefaultConfig()
 	tc.HistoryMaxEvents = 1000
-	e := startWithTrail(t, m.Client(), cfg, tc)
+	e := holdtest.StartWithTrail(t, m.Client(), cfg, tc)
 
 	// Long lock names make each event about 1,300 bytes of etcd (each
 	// is in four keys or values): the load is one the quota could not
@@ -61,7 +62,7 @@ func TestHistory_ASmallQuotaAndATinyBoundKeepGrantingLocksUnderSustainedLoad(t *
 	if m.NoSpace() {
 		t.Fatal("the NOSPACE alarm is raised")
 	}
-	last := mustAcquire(t, e, lock.AcquireRequest{Name: "after", Owner: "still", TTL: 30 * time.Second})
+	last := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "after", Owner: "still", TTL: 30 * time.Second})
 	evs := allPages(t, e, trail.HistoryOptions{Limit: 1000})
 	if len(evs) > tc.HistoryMaxEvents+30 || len(evs) < tc.HistoryMaxEvents/2 {
 		t.Errorf("%d events kept; want about %d", len(evs), tc.HistoryMaxEvents)
@@ -77,7 +78,7 @@ func TestHistory_ASmallQuotaAndATinyBoundKeepGrantingLocksUnderSustainedLoad(t *
 // compacted away.
 func compactIndexed(t *testing.T, m *embedetcd.Member, e *lock.Engine) {
 	t.Helper()
-	evs, _, err := trailOf(e).History(context.Background(), trail.HistoryOptions{Limit: 1})
+	evs, _, err := holdtest.TrailOf(e).History(context.Background(), trail.HistoryOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -18,28 +19,28 @@ import (
 func TestSubscribe_BeyondTheCapIsRefusedUntilOneEnds(t *testing.T) {
 	tc := trail.DefaultConfig()
 	tc.MaxEventStreams = 2
-	e := startWithTrail(t, testetcd.Start(t).Client(), lock.DefaultConfig(), tc)
-	ctx := ctxT(t)
-	a, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
+	e := holdtest.StartWithTrail(t, testetcd.Start(t).Client(), lock.DefaultConfig(), tc)
+	ctx := holdtest.Ctx(t)
+	a, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
+	b, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	_, err = trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
-	if le := asLimit(t, err, lock.ErrTooManyStreams); le.Limit != 2 || le.RetryAfter <= 0 {
+	_, err = holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
+	if le := holdtest.AsLimit(t, err, lock.ErrTooManyStreams); le.Limit != 2 || le.RetryAfter <= 0 {
 		t.Fatalf("limit error %+v, want limit 2 and a retry hint", le)
 	}
-	if n := trailOf(e).EventStreams(); n != 2 {
+	if n := holdtest.TrailOf(e).EventStreams(); n != 2 {
 		t.Fatalf("%d subscriptions counted, want 2", n)
 	}
 	a.Close()
 	drain(t, a)
-	poll.Until(t, 10*time.Second, "the closed subscription uncounted", func() bool { return trailOf(e).EventStreams() == 1 })
-	c, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
+	poll.Until(t, 10*time.Second, "the closed subscription uncounted", func() bool { return holdtest.TrailOf(e).EventStreams() == 1 })
+	c, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{})
 	if err != nil {
 		t.Fatalf("subscribe after one ended: %v", err)
 	}
@@ -47,34 +48,34 @@ func TestSubscribe_BeyondTheCapIsRefusedUntilOneEnds(t *testing.T) {
 }
 
 func TestSubscribe_DroppedReaderHoldsNoRegistrationEvenUnclosed(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	// Nobody reads, and nobody calls Close: a handler stuck writing to a
 	// client that does not read is in just this state.
-	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 2})
+	sub, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
 	poll.Until(t, 10*time.Second, "the subscription registered with the event hub", func() bool {
-		streams := trail.StreamRegistrations(trailOf(e))
+		streams := trail.StreamRegistrations(holdtest.TrailOf(e))
 		return streams == 1
 	})
 	for i := 0; sub.Err() == nil; i++ {
 		if i == 100 {
 			t.Fatal("100 events did not overflow a buffer of 2")
 		}
-		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("e%d", i), Owner: "w"})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("e%d", i), Owner: "w"})
 	}
 	if !errors.Is(sub.Err(), trail.ErrSlowSubscriber) {
 		t.Fatalf("subscription ended with %v, want ErrSlowSubscriber", sub.Err())
 	}
 	// A registration that lived on would collect every later event.
 	poll.Until(t, 10*time.Second, "the dropped subscription's registration gone", func() bool {
-		streams := trail.StreamRegistrations(trailOf(e))
+		streams := trail.StreamRegistrations(holdtest.TrailOf(e))
 		return streams == 0
 	})
-	if n := trailOf(e).EventStreams(); n != 0 {
+	if n := holdtest.TrailOf(e).EventStreams(); n != 0 {
 		t.Fatalf("%d subscriptions counted after the drop, want 0", n)
 	}
 	if n := len(sub.C); n > 2 {
@@ -83,21 +84,21 @@ func TestSubscribe_DroppedReaderHoldsNoRegistrationEvenUnclosed(t *testing.T) {
 }
 
 func TestSubscribe_SlowReaderIsDroppedBetweenRevisionsNotInside(t *testing.T) {
-	e, _ := newEngine(t)
-	ctx := ctxT(t)
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
 	s, err := e.CreateSession(ctx, "w", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"s1", "s2", "s3"} {
-		mustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: n, Owner: "w", Session: s.ID})
 	}
-	sub, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 3})
+	sub, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	solo := mustAcquire(t, e, lock.AcquireRequest{Name: "solo", Owner: "w"})
+	solo := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "solo", Owner: "w"})
 	// The stream ends at the first revision it cannot take, and what it
 	// has not yet put in the channel by then goes with it: wait for solo's
 	// event to be there, unread, as a stalled reader would leave it.
@@ -112,7 +113,7 @@ func TestSubscribe_SlowReaderIsDroppedBetweenRevisionsNotInside(t *testing.T) {
 		t.Fatalf("got %+v and %v; want solo's event alone, then ErrSlowSubscriber", evs, sub.Err())
 	}
 	// Resuming from the last revision read gets the whole revision, once.
-	again, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Replay: true, Since: solo.Token})
+	again, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Replay: true, Since: solo.Token})
 	if err != nil {
 		t.Fatal(err)
 	}

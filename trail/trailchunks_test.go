@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,7 +16,7 @@ import (
 // events they hold.
 func trailKeys(t *testing.T, cli *clientv3.Client) (keys, chunks, events int) {
 	t.Helper()
-	resp, err := cli.Get(ctxT(t), prefix+"trail/", clientv3.WithPrefix())
+	resp, err := cli.Get(holdtest.Ctx(t), holdtest.Prefix+"trail/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +42,9 @@ func trailKeys(t *testing.T, cli *clientv3.Client) (keys, chunks, events int) {
 // locks than one index txn over an external etcd holds, split over two
 // txns, which keep its parts out of the chunks.
 func TestTrailChunks_TheWholeTrailReadsBackAsItHappened(t *testing.T) {
-	e, m := newEngine(t)
-	ctx := ctxT(t)
-	live, err := trailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 8192})
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	live, err := holdtest.TrailOf(e).Subscribe(ctx, trail.SubscribeOptions{Buffer: 8192})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestTrailChunks_TheWholeTrailReadsBackAsItHappened(t *testing.T) {
 	}
 	const held = 32 // maxEndsPerTxn: one txn ends them all
 	for i := range held {
-		mustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("m%02d", i), Owner: "many", Session: s.ID})
+		holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: fmt.Sprintf("m%02d", i), Owner: "many", Session: s.ID})
 	}
 	if err := e.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestTrailChunks_TheWholeTrailReadsBackAsItHappened(t *testing.T) {
 // only format 3 reads a trail/ key as one revision's events, so a cluster
 // not raised to format 4 gets no chunks there.
 func TestTrailChunks_AClusterAtFormat3KeepsAKeyARevision(t *testing.T) {
-	e, m := newEngineAtFormat(t, "3")
+	e, m := holdtest.NewEngineAtFormat(t, "3")
 	cycles(t, e, []string{"old"}, 80, 2)
 	all := allPages(t, e, trail.HistoryOptions{Limit: 7})
 	checkTrail(t, all, 80)
