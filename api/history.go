@@ -45,7 +45,7 @@ import (
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
 	q := queryOf(c)
-	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
+	limit, _, err := intParam(q, "limit", 1, trail.MaxListLimit)
 	if err != nil {
 		return err
 	}

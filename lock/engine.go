@@ -98,10 +98,10 @@ type Config struct {
 	// cluster runs a baton that reads it. 0 keeps the cluster's format.
 	StorageFormat int
 
-	// recorderSaveEvery is how often the expiry recorder saves its cursor
-	// when it has moved; 0 means recorderSaveEvery's default. Tests
-	// shorten it (export_test.go).
-	recorderSaveEvery time.Duration
+	// RecorderSaveEvery is how often the expiry recorder saves its cursor,
+	// when it has moved; 0 means 5 s (recorderSaveEvery). Tests shorten
+	// it, to see the saves a quiet cluster makes without waiting.
+	RecorderSaveEvery time.Duration
 }
 
 // EmbeddedMember is what the engine needs of the etcd member it is

@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -60,10 +59,6 @@ func WatchGeneration(e *Engine, name string) int {
 	}
 	panic("lock: no watch " + name)
 }
-
-// SetRecorderSaveEvery sets how often an engine started with cfg saves its
-// expiry recorder's cursor, when it has moved.
-func SetRecorderSaveEvery(cfg *Config, d time.Duration) { cfg.recorderSaveEvery = d }
 
 // KeptBehind is the keys of the queue entries that e's hold cache keeps
 // behind the hold token of name (Engine.keepHandedOver), oldest first.

@@ -44,7 +44,7 @@ type recorder struct {
 }
 
 // recorderSaveEvery is how often the recorder saves its cursor, if it
-// moved (Config.recorderSaveEvery overrides it). A cursor that did not
+// moved (Config.RecorderSaveEvery overrides it). A cursor that did not
 // move is not written: an idle cluster writes nothing.
 const recorderSaveEvery = 5 * time.Second
 
@@ -93,7 +93,7 @@ func (r *recorder) run(stop context.Context) {
 	saved := make(chan struct{})
 	go func() {
 		defer close(saved)
-		every := r.e.cfg.recorderSaveEvery
+		every := r.e.cfg.RecorderSaveEvery
 		if every <= 0 {
 			every = recorderSaveEvery
 		}

@@ -78,7 +78,7 @@ func TestRecorder_IdleNodeWritesNothingAfterItsCursorIsSaved(t *testing.T) {
 	m := testetcd.Start(t)
 	cli := m.Client()
 	cfg := lock.DefaultConfig()
-	lock.SetRecorderSaveEvery(&cfg, 20*time.Millisecond)
+	cfg.RecorderSaveEvery = 20 * time.Millisecond
 	e := holdtest.StartEngine(t, m, cfg)
 	holdtest.StartEngine(t, m, cfg)
 	poll.Until(t, 5*time.Second, "the first cursor saved", func() bool { return savedCursor(t, cli) > 0 })

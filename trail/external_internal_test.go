@@ -107,7 +107,9 @@ func TestExternalEtcd_ACompactionThatOutranTheTrailIsRecordedAsAGap(t *testing.T
 // were compacted, it records no gap, and every event is there once.
 func TestExternalEtcd_AnIdleTrailCompactedPastItsBookkeepingRecordsNoGap(t *testing.T) {
 	cli := startDebianEtcd(t, "1s")
-	e := startBeside(t, cli, lock.DefaultConfig(), DefaultConfig())
+	cfg := lock.DefaultConfig()
+	cfg.RecorderSaveEvery = 50 * time.Millisecond
+	e := startBeside(t, cli, cfg, DefaultConfig())
 	tokens := holdCycles(t, e, 2, 100*time.Millisecond)
 	before := allHistory(t, e)
 	// Idle: the index's cursor passes every change but its own write,

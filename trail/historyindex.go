@@ -56,7 +56,8 @@ type historyIndex struct {
 	runs     map[string]*run
 	runBytes int
 	// halted, a test hook (haltIndex), keeps this node from indexing, as
-	// a trail writer that stopped; serving says serve is running.
+	// a trail writer that stopped; serving says serve is running, or about
+	// to be if this node is active (run).
 	halted, serving atomic.Bool
 	// read is the revision through which this node's index has read its
 	// watch and indexed what it brought, events or not: the cursor the
@@ -131,7 +132,12 @@ func (x *historyIndex) run(stop context.Context) {
 	t := x.t
 	backoff := 100 * time.Millisecond
 	for stop.Err() == nil {
+		// serving is set before active is read: whoever sets halted and
+		// then sees serving false knows that no serve runs, and that
+		// none will start until halted is cleared.
+		x.serving.Store(true)
 		if !x.active() {
+			x.serving.Store(false)
 			select {
 			case <-stop.Done():
 				return
@@ -139,7 +145,6 @@ func (x *historyIndex) run(stop context.Context) {
 			}
 			continue
 		}
-		x.serving.Store(true)
 		err := x.serve(stop)
 		x.serving.Store(false)
 		if stop.Err() != nil {

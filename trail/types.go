@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock"
 )
 
 // The trail's events are the store's (internal/store), which documents
@@ -49,8 +50,9 @@ type LimitError = store.LimitError
 // invalid is an *store.InvalidError for the request field field.
 func invalid(field, format string, args ...any) error { return store.Invalid(field, format, args...) }
 
-// MaxListLimit bounds a history page's limit.
-const MaxListLimit = 1000
+// MaxListLimit bounds a history page's limit, as it bounds the engine's
+// lists.
+const MaxListLimit = lock.MaxListLimit
 
 // Config tunes a Trail. Start from DefaultConfig.
 type Config struct {
