@@ -396,6 +396,12 @@ func TestLeadership_AndALockOfTheSameNameAreWatchedApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	resignAtEnd(t, ld)
+	// The leadership's stream is open before the lock is taken, so that
+	// the first stream is the election's alone (the client opens it in
+	// the background).
+	poll.Until(t, 5*time.Second, "the leadership's event stream open", func() bool {
+		return len(f.matching(http.MethodGet, "/v1/events")) > 0
+	})
 	lk, err := c.Acquire(ctx, name, client.AcquireOptions{TTL: longTTL})
 	if err != nil {
 		t.Fatal(err)
