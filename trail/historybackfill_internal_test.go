@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
@@ -90,5 +91,46 @@ func TestBackfill_FindsTheAcquireThatAnEndWasWrittenOver(t *testing.T) {
 	}
 	if len(left.Kvs) != 1 || string(left.Kvs[0].Key) != keys.keys.Acquired("l", "h2") {
 		t.Fatalf("pending records left: %v, want only the open hold's", left.Kvs)
+	}
+}
+
+// TestBackfill_FirstStartIndexesTheHoldsBeforeIt: the engine serves
+// before the trail's index first starts (a node's start, or a trail
+// writer that never ran). The holds of that time have no pending record
+// at storage format 5: the index's first start derives them from etcd's
+// revisions since the format was written, instead of starting after them.
+func TestBackfill_FirstStartIndexesTheHoldsBeforeIt(t *testing.T) {
+	m := testetcd.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eng, err := lock.New(ctx, m.Client(), lock.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	l, _, err := eng.Acquire(ctx, lock.AcquireRequest{Name: "before", Owner: "o", TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Release(ctx, "before", l.Token); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(ctx, eng, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	// A read waits for the index to pass the events the trail's own
+	// watch has heard; those before it started are indexed soon after.
+	var evs []Event
+	poll.Until(t, 10*time.Second, "the history of the holds before the trail", func() bool {
+		evs, _, err = tr.History(ctx, HistoryOptions{Lock: "before"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs) >= 2
+	})
+	if len(evs) != 2 || evs[0].Type != EventReleased || evs[1].Type != EventAcquired || evs[1].Token != l.Token {
+		t.Fatalf("history %+v, want the acquire (token %d) and the release made before the trail started", evs, l.Token)
 	}
 }

@@ -330,17 +330,27 @@ func (x *historyIndex) supervise(ctx context.Context, fail func(error)) {
 func (x *historyIndex) load(ctx context.Context) error {
 	t := x.t
 	octx, done := t.etcd.Op(ctx)
-	resp, err := t.cli.Get(octx, t.keys.HistoryMeta())
+	txn, err := t.cli.Txn(octx).Then(clientv3.OpGet(t.keys.HistoryMeta()), clientv3.OpGet(t.keys.Format())).Commit()
 	done()
 	if err != nil {
 		return t.etcd.Err(ctx, "read history meta", err)
 	}
+	resp, format := txn.Responses[0].GetResponseRange(), txn.Responses[1].GetResponseRange()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	// Another node may have indexed since this one last did.
 	x.forgetRuns()
 	if len(resp.Kvs) == 0 {
-		m := historyMeta{Backfill: &historyBackfill{Through: resp.Header.Revision}}
+		// The first start: the pending records are backfilled, and the
+		// watch reads on from where events began to be derived from
+		// revisions alone. The engine may have served since then (it
+		// starts before the trail): its holds have no pending record.
+		// Without meta/format every event has one (format 1).
+		through := txn.Header.Revision
+		if len(format.Kvs) == 1 {
+			through = min(through, derivedSince(format)-1)
+		}
+		m := historyMeta{Backfill: &historyBackfill{Through: through}}
 		return x.commit(ctx, m, nil)
 	}
 	var m historyMeta
