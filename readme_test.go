@@ -37,17 +37,24 @@ var (
 	capture    = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=\$\(`)
 )
 
-// walkthrough returns the steps of the shell blocks (indented by four
-// spaces) of README.md's "Try it" section.
-func walkthrough(t *testing.T, readme string) []walkStep {
+// readmeSection is the text of README.md's "## heading" section.
+func readmeSection(t *testing.T, readme, heading string) string {
 	t.Helper()
-	_, section, ok := strings.Cut(readme, "\n## Try it\n")
+	_, section, ok := strings.Cut(readme, "\n## "+heading+"\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Try it" section`)
+		t.Fatalf(`README.md has no "## %s" section`, heading)
 	}
 	if i := strings.Index(section, "\n## "); i >= 0 {
 		section = section[:i]
 	}
+	return section
+}
+
+// walkthrough returns the steps of the shell blocks (indented by four
+// spaces) of README.md's "Try it" section.
+func walkthrough(t *testing.T, readme string) []walkStep {
+	t.Helper()
+	section := readmeSection(t, readme, "Try it")
 	var steps []walkStep
 	continued := false
 	for _, line := range strings.Split(section, "\n") {
@@ -242,13 +249,7 @@ func checkWalkthroughAnswer(t *testing.T, i int, s walkStep, output []string) {
 // table in README.md's "Running it" section, with the row naming each.
 func readmeFlagTable(t *testing.T, readme string) map[string]string {
 	t.Helper()
-	_, section, ok := strings.Cut(readme, "\n## Running it\n")
-	if !ok {
-		t.Fatal(`README.md has no "## Running it" section`)
-	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
+	section := readmeSection(t, readme, "Running it")
 	flags := map[string]string{}
 	for _, line := range strings.Split(section, "\n") {
 		if !strings.HasPrefix(line, "| `--") {
@@ -289,6 +290,64 @@ func TestREADME_FlagTableNamesEveryServeFlag(t *testing.T) {
 	for name, row := range table {
 		if serve.Flags().Lookup(name) == nil {
 			t.Errorf("README.md's flag table names --%s, which baton serve does not have:\n%s", name, row)
+		}
+	}
+}
+
+// useCaseCommands returns the baton exec and baton elect lines of
+// README.md's "Use cases" section, each with the command it runs (after
+// " -- ") replaced by true.
+func useCaseCommands(t *testing.T, readme string) []string {
+	t.Helper()
+	section := readmeSection(t, readme, "Use cases")
+	var cmds []string
+	for _, line := range strings.Split(section, "\n") {
+		code, ok := strings.CutPrefix(line, "    ")
+		if !ok || !strings.HasPrefix(code, "baton exec ") && !strings.HasPrefix(code, "baton elect ") {
+			continue
+		}
+		before, _, ok := strings.Cut(code, " -- ")
+		if !ok {
+			t.Fatalf("README use case %q runs no command after --", code)
+		}
+		cmds = append(cmds, before+" -- true")
+	}
+	return cmds
+}
+
+// TestREADME_UseCaseCommandsRun runs every baton exec and baton elect of
+// the use cases, as written but for the job (true), against a real node:
+// each takes what it asks for, runs the job and exits 0. Their --wait
+// reaches an hour, longer than one request's wait.
+func TestREADME_UseCaseCommandsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs baton as a process")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: the README's commands are shell lines")
+	}
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := useCaseCommands(t, string(b))
+	if len(cmds) < 5 {
+		t.Fatalf("README use cases have %d baton exec and elect lines; the parser lost them", len(cmds))
+	}
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1})
+	dir := t.TempDir()
+	if err := os.Symlink(bin, dir+"/baton"); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range cmds {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-c", line)
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "BATON_ADDR=http://"+c.Nodes[0].HTTPAddr)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Errorf("README use case %q: %v\n%s", line, err, out)
 		}
 	}
 }

@@ -114,11 +114,12 @@ func (a *API) ttl(s *string) (time.Duration, error) {
 type holdTerms struct {
 	ttl, wait time.Duration
 	session   string
+	keepPlace bool
 }
 
-// terms reads an acquire's ttl, wait and session; the engine checks them
-// against its bounds.
-func (a *API) terms(ttl, wait, session *string) (holdTerms, error) {
+// terms reads an acquire's ttl, wait, session and keep_place; the engine
+// checks them against its bounds.
+func (a *API) terms(ttl, wait, session *string, keepPlace *bool) (holdTerms, error) {
 	var (
 		t   holdTerms
 		err error
@@ -135,5 +136,6 @@ func (a *API) terms(ttl, wait, session *string) (holdTerms, error) {
 		}
 		t.session = *session
 	}
+	t.keepPlace = keepPlace != nil && *keepPlace
 	return t, nil
 }

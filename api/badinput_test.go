@@ -90,6 +90,10 @@ func badLockRequests(sess api.Session, held api.Lock) []badRequest {
 		{rule: "session empty", method: "POST", path: "/v1/locks/x", body: `{"session":""}`, field: "session"},
 		{rule: "wait above 5m", method: "POST", path: "/v1/locks/x", body: `{"wait":"6m"}`, field: "wait"},
 		{rule: "wait negative", method: "POST", path: "/v1/locks/held", body: `{"wait":"-1s"}`, field: "wait"},
+		{rule: "keep_place without a session", method: "POST", path: "/v1/locks/held", body: `{"wait":"1s","keep_place":true}`, field: "keep_place"},
+		{rule: "keep_place without a wait", method: "POST", path: "/v1/locks/held", body: fmt.Sprintf(`{"session":%q,"keep_place":true}`, sess.ID), field: "keep_place"},
+		{rule: "keep_place of the wrong type", method: "POST", path: "/v1/locks/held", body: `{"keep_place":"yes"}`, field: "keep_place"},
+		{rule: "keep_place on a lock set", method: "POST", path: "/v1/locksets", body: `{"names":["a","b"],"keep_place":true}`, field: "keep_place"},
 		{rule: "lock_delay negative", method: "POST", path: "/v1/locks/x", body: `{"lock_delay":"-1s"}`, field: "lock_delay"},
 		{rule: "lock_delay not a duration", method: "POST", path: "/v1/locks/x", body: `{"lock_delay":"soon"}`, field: "lock_delay"},
 

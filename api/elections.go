@@ -72,6 +72,11 @@ type CampaignRequest struct {
 	// Wait is how long to queue while others hold it: a duration up to 5m.
 	// Absent or 0s, a held one answers 409 at once.
 	Wait *string `json:"wait,omitempty" example:"30s"`
+	// KeepPlace, with session and wait, keeps the session's place in the
+	// queue when the wait runs out (409 with place_kept): the session's
+	// next acquire waits from there, or finds the hold granted. A wait
+	// longer than 5m is a run of such acquires.
+	KeepPlace *bool `json:"keep_place,omitempty" example:"true"`
 	// LockDelay keeps the election free for this long after the hold ends by
 	// expiry or revoke (not by a release): a duration up to 1h.
 	LockDelay *string `json:"lock_delay,omitempty" example:"0s"`
@@ -149,12 +154,12 @@ func (a *API) campaign(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	t, err := a.terms(req.TTL, req.Wait, req.Session, req.KeepPlace)
 	if err != nil {
 		return err
 	}
 	cr := lock.CampaignRequest{Name: pathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata,
-		TTL: t.ttl, Wait: t.wait, Session: t.session}
+		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
 	if cr.LockDelay, err = parseDuration("lock_delay", req.LockDelay); err != nil {
 		return err
 	}

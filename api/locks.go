@@ -48,12 +48,12 @@ func (a *API) acquire(c echo.Context) error {
 	if err := decodeBody(c, &req, true); err != nil {
 		return err
 	}
-	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	t, err := a.terms(req.TTL, req.Wait, req.Session, req.KeepPlace)
 	if err != nil {
 		return err
 	}
 	lr := lock.AcquireRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata,
-		TTL: t.ttl, Wait: t.wait, Session: t.session}
+		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
 	if lr.LockDelay, err = parseDuration("lock_delay", req.LockDelay); err != nil {
 		return err
 	}

@@ -364,3 +364,26 @@ func TestLockDelay_GetListAndClearShowTheDelay(t *testing.T) {
 	testserver.WantProblem(t, s.Do("DELETE", "/v1/locks/late/delay", ""), http.StatusNotFound, "not_delayed")
 	s.acquire("late", `{"owner":"w2"}`)
 }
+
+// A wait longer than 5m, over HTTP: an acquire with keep_place whose wait
+// runs out answers 409 with place_kept, the lock released meanwhile is
+// granted to the session's place, and the session's next acquire answers
+// 200 with it.
+func TestAcquire_KeepPlaceKeepsTheSessionsPlaceBetweenRequests(t *testing.T) {
+	s := newTestServer(t)
+	held := s.acquire("long", `{"owner":"holder"}`)
+	sess := s.createSession(`{"owner":"w"}`)
+	body := fmt.Sprintf(`{"session":%q,"wait":"100ms","keep_place":true}`, sess.ID)
+	p := testserver.WantProblem(t, s.Do("POST", "/v1/locks/long", body), http.StatusConflict, "lock_held")
+	if !p.PlaceKept || p.Holder == nil || p.Holder.Owner != "holder" {
+		t.Fatalf("problem %+v, want the holder and place_kept", p)
+	}
+	if n := s.waiters("long"); n != 1 {
+		t.Fatalf("%d queued after the wait ran out, want the kept place", n)
+	}
+	s.release("long", held.Token)
+	l := testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/long", body), http.StatusOK)
+	if l.Session != sess.ID || l.Token <= held.Token {
+		t.Fatalf("the session's next acquire got %+v, want the lock granted to its place", l)
+	}
+}

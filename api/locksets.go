@@ -86,7 +86,7 @@ func (a *API) acquireLockSet(c echo.Context) error {
 	if err := decodeBody(c, &req, false); err != nil {
 		return err
 	}
-	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	t, err := a.terms(req.TTL, req.Wait, req.Session, nil)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,10 @@ type Problem struct {
 	// read/write lock in the way (lock_held of a read/write lock), or the
 	// locks held by others (lock_held of a lock set).
 	Holders []*Hold `json:"holders,omitempty"`
+	// PlaceKept says that a wait with keep_place ran out and the session
+	// keeps its place in the queue (lock_held, election_held,
+	// semaphore_full).
+	PlaceKept bool `json:"place_kept,omitempty" example:"true"`
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64 `json:"max_token,omitempty" format:"int64" example:"4712"`
 	// RetryAfter is how many seconds to wait before trying again; the
@@ -242,7 +246,7 @@ func addDetails(p *Problem, err error) {
 				p.Holder = toLock(held.Holder)
 			}
 		}
-		p.Detail = held.Error()
+		p.Detail, p.PlaceKept = held.Error(), held.PlaceKept
 		if held.RetryAfter > 0 {
 			p.RetryAfter = ceilSeconds(held.RetryAfter)
 		}

@@ -41,6 +41,11 @@ type RWRequest struct {
 	// Wait is how long to queue while others hold it: a duration up to 5m.
 	// Absent or 0s, a held one answers 409 at once.
 	Wait *string `json:"wait,omitempty" example:"10s"`
+	// KeepPlace, with session and wait, keeps the session's place in the
+	// queue when the wait runs out (409 with place_kept): the session's
+	// next acquire waits from there, or finds the hold granted. A wait
+	// longer than 5m is a run of such acquires.
+	KeepPlace *bool `json:"keep_place,omitempty" example:"true"`
 	// Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -86,12 +91,12 @@ func (a *API) acquireRW(c echo.Context) error {
 	if req.Mode == nil {
 		return badRequest("mode", "mode is required: read or write")
 	}
-	t, err := a.terms(req.TTL, req.Wait, req.Session)
+	t, err := a.terms(req.TTL, req.Wait, req.Session, req.KeepPlace)
 	if err != nil {
 		return err
 	}
 	rr := lock.RWRequest{Name: pathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata,
-		TTL: t.ttl, Wait: t.wait, Session: t.session}
+		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
 	l, fresh, err := a.eng.AcquireRW(c.Request().Context(), rr)
 	if err != nil {
 		return err

@@ -236,6 +236,11 @@ type AcquireRequest struct {
 	// Wait is how long to queue while others hold it: a duration up to 5m.
 	// Absent or 0s, a held one answers 409 at once.
 	Wait *string `json:"wait,omitempty" example:"10s"`
+	// KeepPlace, with session and wait, keeps the session's place in the
+	// queue when the wait runs out (409 with place_kept): the session's
+	// next acquire waits from there, or finds the hold granted. A wait
+	// longer than 5m is a run of such acquires.
+	KeepPlace *bool `json:"keep_place,omitempty" example:"true"`
 	// LockDelay keeps the lock free for this long after the hold ends by
 	// expiry or revoke (not by a release): a duration up to 1h.
 	LockDelay *string `json:"lock_delay,omitempty" example:"0s"`

@@ -76,6 +76,10 @@ type Config struct {
 	// after its first attempt; the context bounds it too. 0 means the
 	// number of endpoints plus 2; negative means never retry.
 	MaxRetries int
+	// MaxRequestWait is the longest wait one acquire request carries; 0
+	// means MaxRequestWait, the server's cap. A longer Wait is a run of
+	// requests (see MaxRequestWait).
+	MaxRequestWait time.Duration
 }
 
 // DefaultConfig returns the configuration that the environment describes,
@@ -128,6 +132,7 @@ type Client struct {
 	token     string
 	timeout   time.Duration
 	backoff0  time.Duration
+	maxWait   time.Duration // Config.MaxRequestWait
 	retries   int
 	// preferred is the index of the endpoint that answered last: calls
 	// start there, so a cluster with a dead node costs one failed dial per
@@ -148,13 +153,31 @@ func New(endpoints ...string) (*Client, error) {
 	return NewWithConfig(cfg)
 }
 
+// durations checks the client's durations as Config gave them, and puts
+// the defaults in for those it left 0.
+func (c *Client) durations() error {
+	if c.timeout < 0 || c.backoff0 < 0 || c.maxWait < 0 || c.maxWait > MaxRequestWait {
+		return fmt.Errorf("baton client: Timeout and RetryBackoff must not be negative, and MaxRequestWait must be between 0 and %s", MaxRequestWait)
+	}
+	if c.maxWait == 0 {
+		c.maxWait = MaxRequestWait
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.backoff0 == 0 {
+		c.backoff0 = DefaultRetryBackoff
+	}
+	return nil
+}
+
 // NewWithConfig returns a client for cfg. It fails on an endpoint that is
 // not an http(s) URL and on a token or TLS file that cannot be read.
 func NewWithConfig(cfg Config) (*Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("baton client: no endpoints")
 	}
-	c := &Client{hc: cfg.HTTPClient, token: cfg.Token, timeout: cfg.Timeout, backoff0: cfg.RetryBackoff}
+	c := &Client{hc: cfg.HTTPClient, token: cfg.Token, timeout: cfg.Timeout, backoff0: cfg.RetryBackoff, maxWait: cfg.MaxRequestWait}
 	c.watch.c = c
 	for _, e := range cfg.Endpoints {
 		base, err := parseEndpoint(e)
@@ -172,14 +195,8 @@ func NewWithConfig(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("baton client: token file %s is empty", cfg.TokenFile)
 		}
 	}
-	if c.timeout < 0 || c.backoff0 < 0 {
-		return nil, errors.New("baton client: Timeout and RetryBackoff must not be negative")
-	}
-	if c.timeout == 0 {
-		c.timeout = DefaultTimeout
-	}
-	if c.backoff0 == 0 {
-		c.backoff0 = DefaultRetryBackoff
+	if err := c.durations(); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.MaxRetries < 0:

@@ -184,22 +184,25 @@ func (c *Client) RevokeLeadership(ctx context.Context, name, reason string) erro
 	return err
 }
 
-// campaign sends the campaign request. sent is when it left, on the
-// monotonic clock: whatever lease the server grants, it grants after that.
-func (c *Client) campaign(ctx context.Context, op, name string, o CampaignOptions) (info *LeaderInfo, status int, sent time.Time, err error) {
+// campaign sends the campaign request, which waits up to wait, and with
+// keep keeps the session's place in line when that runs out. sent is
+// when it left, on the monotonic clock: whatever lease the server grants,
+// it grants after that.
+func (c *Client) campaign(ctx context.Context, op, name string, o CampaignOptions, wait time.Duration, keep bool) (info *LeaderInfo, status int, sent time.Time, err error) {
 	body := struct {
 		Candidate string            `json:"candidate,omitempty"`
 		Value     any               `json:"value,omitempty"`
 		TTL       string            `json:"ttl,omitempty"`
 		Session   string            `json:"session,omitempty"`
 		Wait      string            `json:"wait,omitempty"`
+		KeepPlace bool              `json:"keep_place,omitempty"`
 		LockDelay string            `json:"lock_delay,omitempty"`
 		Metadata  map[string]string `json:"metadata,omitempty"`
-	}{Candidate: o.Candidate, Value: o.Value, Session: o.Session, Metadata: o.Metadata}
+	}{Candidate: o.Candidate, Value: o.Value, Session: o.Session, KeepPlace: keep, Metadata: o.Metadata}
 	for _, d := range []struct {
 		to *string
 		d  time.Duration
-	}{{&body.TTL, o.TTL}, {&body.Wait, o.Wait}, {&body.LockDelay, o.LockDelay}} {
+	}{{&body.TTL, o.TTL}, {&body.Wait, wait}, {&body.LockDelay, o.LockDelay}} {
 		if d.d != 0 {
 			*d.to = d.d.String()
 		}
@@ -210,7 +213,7 @@ func (c *Client) campaign(ctx context.Context, op, name string, o CampaignOption
 		op: op, method: http.MethodPost, path: electionPath(name) + "/campaign", body: body,
 		// In a session the server answers a leadership the session holds
 		// (200), so a repeat cannot win a second one.
-		idempotent: o.Session != "", timeout: c.timeout + max(o.Wait, 0),
+		idempotent: o.Session != "", timeout: c.timeout + max(wait, 0),
 	}, &w)
 	if err != nil {
 		return nil, status, sent, err

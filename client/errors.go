@@ -159,6 +159,9 @@ type Error struct {
 	SetHolders []LockInfo
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64
+	// PlaceKept says that a wait with keep_place ran out and the session
+	// keeps its place in the queue (see MaxRequestWait).
+	PlaceKept bool
 	// Limit is the cap that was reached (too_many_waiters and the other
 	// caps), or the semaphore's limit (limit_mismatch).
 	Limit int
@@ -227,6 +230,7 @@ type wireProblem struct {
 	Leader     *wireLeader `json:"leader"`
 	Holders    []wireHold  `json:"holders"`
 	MaxToken   int64       `json:"max_token"`
+	PlaceKept  bool        `json:"place_kept"`
 	RetryAfter int64       `json:"retry_after"`
 	Limit      int         `json:"limit"`
 }
@@ -250,7 +254,7 @@ func decodeError(resp *http.Response) *Error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var p wireProblem
 	if isJSON(resp.Header.Get("Content-Type")) && decodeProblem(body, &p) && p.Code != "" {
-		e.Code, e.Detail, e.Field, e.MaxToken, e.Limit = p.Code, p.Detail, p.Field, p.MaxToken, p.Limit
+		e.Code, e.Detail, e.Field, e.MaxToken, e.Limit, e.PlaceKept = p.Code, p.Detail, p.Field, p.MaxToken, p.Limit, p.PlaceKept
 		if p.Title != "" {
 			e.Title = p.Title
 		}

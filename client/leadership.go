@@ -22,9 +22,10 @@ type CampaignOptions struct {
 	// TTL is the leadership's lease TTL, 2s to 24h; 0 means the server's
 	// default (30s). It must be 0 with Session: the session's TTL applies.
 	TTL time.Duration
-	// Wait waits in line to lead for up to this long (at most 5m), first
-	// come first served across the cluster; 0 fails at once with
-	// ErrElectionHeld when someone leads.
+	// Wait waits in line to lead for up to this long, first come first
+	// served across the cluster; 0 fails at once with ErrElectionHeld
+	// when someone leads. A Wait over MaxRequestWait (5m), up to
+	// WaitForever, needs Session.
 	Wait time.Duration
 	// LockDelay: when this leadership ends by expiry or revoke (not by a
 	// resignation), nobody leads for this long.
@@ -51,7 +52,15 @@ type CampaignOptions struct {
 // won that way expires after its TTL), and retried in a session.
 func (c *Client) Campaign(ctx context.Context, name string, o CampaignOptions) (*Leadership, error) {
 	op := fmt.Sprintf("campaign for %q", name)
-	info, status, sent, err := c.campaign(ctx, op, name, o)
+	var (
+		info   *LeaderInfo
+		status int
+		sent   time.Time
+	)
+	err := c.inLine(ctx, op, o.Session, o.Wait, func(ctx context.Context, wait time.Duration, keep bool) (err error) {
+		info, status, sent, err = c.campaign(ctx, op, name, o, wait, keep)
+		return err
+	}, func() { _ = c.ResignLeadership(context.WithoutCancel(ctx), name, info.Token) })
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,9 @@ type AcquireOptions struct {
 	// TTL is the lease's TTL, 2s to 24h; 0 means the server's default
 	// (30s). It must be 0 with Session: the session's TTL applies.
 	TTL time.Duration
-	// Wait queues for the lock for up to this long (at most 5m), first
-	// come first served across the cluster; 0 fails at once with ErrHeld.
+	// Wait queues for the lock for up to this long, first come first
+	// served across the cluster; 0 fails at once with ErrHeld. A Wait
+	// over MaxRequestWait (5m), up to WaitForever, needs Session.
 	Wait time.Duration
 	// LockDelay: when this hold ends by expiry or revoke (not by a
 	// release), nobody may take the lock for this long.
@@ -47,7 +48,7 @@ type AcquireOptions struct {
 // back) and is retried.
 func (c *Client) Acquire(ctx context.Context, name string, o AcquireOptions) (*Lock, error) {
 	op := fmt.Sprintf("acquire %q", name)
-	info, status, sent, err := c.acquire(ctx, op, name, o)
+	info, status, sent, err := c.acquireInLine(ctx, op, name, o)
 	if err != nil {
 		return nil, err
 	}
@@ -76,29 +77,42 @@ func (c *Client) TryAcquire(ctx context.Context, name string, o AcquireOptions) 
 // rather than a *Lock, such as a CLI whose invocations come and go. It is
 // retried as Acquire is.
 func (c *Client) AcquireOnce(ctx context.Context, name string, o AcquireOptions) (*LockInfo, error) {
-	info, _, _, err := c.acquire(ctx, fmt.Sprintf("acquire %q", name), name, o)
+	info, _, _, err := c.acquireInLine(ctx, fmt.Sprintf("acquire %q", name), name, o)
 	if err != nil {
 		return nil, err
 	}
 	return &info, nil
 }
 
-// acquire sends the acquire request. sent is when it left, on the
-// monotonic clock: whatever lease the server grants, it grants after that.
-func (c *Client) acquire(ctx context.Context, op, name string, o AcquireOptions) (info LockInfo, status int, sent time.Time, err error) {
+// acquireInLine is acquire, over as many requests as o.Wait takes
+// (inLine).
+func (c *Client) acquireInLine(ctx context.Context, op, name string, o AcquireOptions) (info LockInfo, status int, sent time.Time, err error) {
+	err = c.inLine(ctx, op, o.Session, o.Wait, func(ctx context.Context, wait time.Duration, keep bool) (err error) {
+		info, status, sent, err = c.acquire(ctx, op, name, o, wait, keep)
+		return err
+	}, func() { _ = c.Release(context.WithoutCancel(ctx), name, info.Token) })
+	return info, status, sent, err
+}
+
+// acquire sends the acquire request, which waits up to wait, and with
+// keep keeps the session's place in line when that runs out. sent is
+// when it left, on the monotonic clock: whatever lease the server grants,
+// it grants after that.
+func (c *Client) acquire(ctx context.Context, op, name string, o AcquireOptions, wait time.Duration, keep bool) (info LockInfo, status int, sent time.Time, err error) {
 	body := struct {
 		Owner     string            `json:"owner,omitempty"`
 		TTL       string            `json:"ttl,omitempty"`
 		Session   string            `json:"session,omitempty"`
 		Wait      string            `json:"wait,omitempty"`
+		KeepPlace bool              `json:"keep_place,omitempty"`
 		LockDelay string            `json:"lock_delay,omitempty"`
 		Metadata  map[string]string `json:"metadata,omitempty"`
-	}{Owner: o.Owner, Session: o.Session, Metadata: o.Metadata}
+	}{Owner: o.Owner, Session: o.Session, KeepPlace: keep, Metadata: o.Metadata}
 	if o.TTL != 0 {
 		body.TTL = o.TTL.String()
 	}
-	if o.Wait != 0 {
-		body.Wait = o.Wait.String()
+	if wait != 0 {
+		body.Wait = wait.String()
 	}
 	if o.LockDelay != 0 {
 		body.LockDelay = o.LockDelay.String()
@@ -109,7 +123,7 @@ func (c *Client) acquire(ctx context.Context, op, name string, o AcquireOptions)
 		op: op, method: http.MethodPost, path: "/v1/locks/" + pathEscape(name), body: body,
 		// In a session the server hands a lock the session holds back
 		// (200), so a repeat cannot take a second hold.
-		idempotent: o.Session != "", timeout: c.timeout + max(o.Wait, 0),
+		idempotent: o.Session != "", timeout: c.timeout + max(wait, 0),
 	}, &w)
 	if err != nil {
 		return LockInfo{}, status, sent, err

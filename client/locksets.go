@@ -104,7 +104,7 @@ func (c *Client) AcquireSet(ctx context.Context, names []string, o LockSetOption
 	body := struct {
 		Names []string `json:"names"`
 		seatRequest
-	}{names, holdOptions(o).request()}
+	}{names, holdOptions(o).request(o.Wait, false)}
 	// sent is when the request left, on the monotonic clock: whatever
 	// lease the server grants, it grants after that.
 	sent := time.Now()

@@ -29,9 +29,10 @@ type RWOptions struct {
 	// TTL is the hold's lease TTL, 2s to 24h; 0 means the server's
 	// default (30s). It must be 0 with Session: the session's TTL applies.
 	TTL time.Duration
-	// Wait waits in line for up to this long (at most 5m), strictly first
-	// come first served across the cluster: a reader behind a waiting
-	// writer waits too. 0 fails at once with ErrHeld.
+	// Wait waits in line for up to this long, strictly first come first
+	// served across the cluster: a reader behind a waiting writer waits
+	// too. 0 fails at once with ErrHeld. A Wait over MaxRequestWait (5m),
+	// up to WaitForever, needs Session.
 	Wait time.Duration
 	// Session puts the hold in a session: it lives and dies with it.
 	Session string
@@ -111,10 +112,12 @@ var rwlockSeats = &seatKind[RWHoldInfo, RWLockInfo]{
 // session's RWLocks).
 func (c *Client) AcquireRW(ctx context.Context, name, mode string, o RWOptions) (*RWHold, error) {
 	ho := holdOptions(o)
-	body := struct {
-		Mode string `json:"mode"`
-		seatRequest
-	}{mode, ho.request()}
+	body := func(wait time.Duration, keep bool) any {
+		return struct {
+			Mode string `json:"mode"`
+			seatRequest
+		}{mode, ho.request(wait, keep)}
+	}
 	s, err := rwlockSeats.take(ctx, c, fmt.Sprintf("acquire a %s hold of %q", mode, name), name, body, ho)
 	if err != nil {
 		return nil, err

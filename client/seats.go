@@ -99,38 +99,49 @@ type holdOptions struct {
 // seatRequest is the part of an acquire's body that every kind has; the
 // kind's own member (limit, mode) comes beside it.
 type seatRequest struct {
-	Owner    string            `json:"owner,omitempty"`
-	TTL      string            `json:"ttl,omitempty"`
-	Session  string            `json:"session,omitempty"`
-	Wait     string            `json:"wait,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Owner     string            `json:"owner,omitempty"`
+	TTL       string            `json:"ttl,omitempty"`
+	Session   string            `json:"session,omitempty"`
+	Wait      string            `json:"wait,omitempty"`
+	KeepPlace bool              `json:"keep_place,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
 }
 
-func (o holdOptions) request() seatRequest {
-	r := seatRequest{Owner: o.Owner, Session: o.Session, Metadata: o.Metadata}
+// request is the body's common part for a request that waits up to wait,
+// and with keep keeps the session's place in line when that runs out.
+func (o holdOptions) request(wait time.Duration, keep bool) seatRequest {
+	r := seatRequest{Owner: o.Owner, Session: o.Session, KeepPlace: keep, Metadata: o.Metadata}
 	if o.TTL != 0 {
 		r.TTL = o.TTL.String()
 	}
-	if o.Wait != 0 {
-		r.Wait = o.Wait.String()
+	if wait != 0 {
+		r.Wait = wait.String()
 	}
 	return r
 }
 
 func (k *seatKind[H, T]) thingPath(name string) string { return k.path + "/" + pathEscape(name) }
 
-// take sends the acquire request body and keeps the seat it grants:
-// renewed in the background until released or lost. It is never retried
-// once the request may have reached a node: each request may take a seat
-// of its own.
-func (k *seatKind[H, T]) take(ctx context.Context, c *Client, op, name string, body any, o holdOptions) (*seat, error) {
+// take sends the acquire request, over as many requests as o.Wait takes
+// (inLine), each with the body body makes for its wait, and keeps the
+// seat it grants: renewed in the background until released or lost. It
+// is never retried once the request may have reached a node: each
+// request may take a seat of its own.
+func (k *seatKind[H, T]) take(ctx context.Context, c *Client, op, name string, body func(wait time.Duration, keep bool) any, o holdOptions) (*seat, error) {
 	// sent is when the request left, on the monotonic clock: whatever
 	// lease the server grants, it grants after that.
-	sent := time.Now()
-	var w wireHold
-	status, err := c.do(ctx, request{
-		op: op, method: http.MethodPost, path: k.thingPath(name), body: body, timeout: c.timeout + max(o.Wait, 0),
-	}, &w)
+	var (
+		sent   time.Time
+		w      wireHold
+		status int
+	)
+	err := c.inLine(ctx, op, o.Session, o.Wait, func(ctx context.Context, wait time.Duration, keep bool) (err error) {
+		sent = time.Now()
+		status, err = c.do(ctx, request{
+			op: op, method: http.MethodPost, path: k.thingPath(name), body: body(wait, keep), timeout: c.timeout + max(wait, 0),
+		}, &w)
+		return err
+	}, func() { _ = k.release(context.WithoutCancel(ctx), c, name, w.Token) })
 	if err != nil {
 		return nil, err
 	}

@@ -21,9 +21,10 @@ type PermitOptions struct {
 	// TTL is the permit's lease TTL, 2s to 24h; 0 means the server's
 	// default (30s). It must be 0 with Session: the session's TTL applies.
 	TTL time.Duration
-	// Wait waits in line for a permit for up to this long (at most 5m),
-	// first come first served across the cluster; 0 fails at once with
-	// ErrSemaphoreFull.
+	// Wait waits in line for a permit for up to this long, first come
+	// first served across the cluster; 0 fails at once with
+	// ErrSemaphoreFull. A Wait over MaxRequestWait (5m), up to
+	// WaitForever, needs Session.
 	Wait time.Duration
 	// Session puts the permit in a session: it lives and dies with it. A
 	// session may hold several permits of one semaphore.
@@ -101,10 +102,12 @@ var semaphoreSeats = &seatKind[PermitInfo, SemaphoreInfo]{
 // (or shows in its session's Semaphores).
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, o PermitOptions) (*Permit, error) {
 	ho := holdOptions(o)
-	body := struct {
-		Limit int `json:"limit"`
-		seatRequest
-	}{limit, ho.request()}
+	body := func(wait time.Duration, keep bool) any {
+		return struct {
+			Limit int `json:"limit"`
+			seatRequest
+		}{limit, ho.request(wait, keep)}
+	}
 	s, err := semaphoreSeats.take(ctx, c, fmt.Sprintf("acquire a permit of %q", name), name, body, ho)
 	if err != nil {
 		return nil, err

@@ -150,11 +150,12 @@ type acquirer struct {
 	queuedLease clientv3.LeaseID
 }
 
-// queueEntry is a waiter's queue key, to be put under the node's waiter
-// lease.
+// queueEntry is a waiter's queue key, to be put under lease: the node's
+// waiter lease, or for a session's place (placeKey) the session's.
 type queueEntry struct {
 	key   string
 	lease clientv3.LeaseID
+	place bool
 }
 
 func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
@@ -192,6 +193,16 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	}
 	if req.Wait < 0 || req.Wait > e.cfg.MaxWait {
 		return nil, invalid("wait", "must be between 0s and %s", e.cfg.MaxWait)
+	}
+	if req.KeepPlace {
+		switch {
+		case req.Session == "":
+			return nil, invalid("keep_place", "needs a session: the place in the queue is the session's, and ends with it")
+		case req.Wait == 0:
+			return nil, invalid("keep_place", "needs a wait: without one the acquire takes no place in the queue")
+		case req.members != nil:
+			return nil, invalid("keep_place", "is not supported for lock sets")
+		}
 	}
 	if req.LockDelay < 0 || req.LockDelay > e.cfg.MaxLockDelay {
 		return nil, invalid("lock_delay", "must be between 0s and %s", e.cfg.MaxLockDelay)

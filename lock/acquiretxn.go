@@ -55,6 +55,12 @@ type attemptResult struct {
 	// queuedBefore is how many entries were queued before ours, by the
 	// same txn that put ours.
 	queuedBefore int64
+	// placeRev is the CreateRevision of the session's place that a
+	// direct attempt with a.enqueue found in the queue before it put the
+	// entry again (keeping that revision), 0 if there was none; place is
+	// the entry's value then.
+	placeRev int64
+	place    []byte
 	// limit is the semaphore's stored limit, with mismatched.
 	limit int
 	// keys are what a lock set waits on, with heldBy, behind and delayed
@@ -84,6 +90,7 @@ type acquireIx struct {
 		queued      int // count of the lock's queue
 		blocking    int // count of the entries we wait behind: the queue's, or a reader's writers'
 		ahead       int // with enqueue: the newest entry queued before ours
+		place       int // with enqueue of a session's place: the entry before the put
 		entry       int // queued attempt: our queue entry
 		pred        int // queued attempt: the entry just ahead of ours
 		session     int // the session record
@@ -139,6 +146,11 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 		if ahead := resp.Responses[ix.lost.ahead].GetResponseRange().Kvs; len(ahead) > 0 {
 			r.ahead, r.aheadRev = string(ahead[0].Key), ahead[0].CreateRevision
 		}
+		if ix.lost.place >= 0 {
+			if kvs := resp.Responses[ix.lost.place].GetResponseRange().Kvs; len(kvs) > 0 {
+				r.placeRev, r.place = kvs[0].CreateRevision, kvs[0].Value
+			}
+		}
 	}
 	return r, err
 }
@@ -180,7 +192,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder,
 
 	lost := &t.ix.lost
 	lost.lock, lost.guard, lost.queued, lost.blocking = 0, 1, 2, 2
-	lost.ahead, lost.entry, lost.pred, lost.session, lost.term, lost.limit, lost.seats, lost.blocker = -1, -1, -1, -1, -1, -1, -1, -1
+	lost.ahead, lost.place, lost.entry, lost.pred, lost.session, lost.term, lost.limit, lost.seats, lost.blocker = -1, -1, -1, -1, -1, -1, -1, -1, -1
 	t.els = []clientv3.Op{
 		clientv3.OpGet(lkey),
 		clientv3.OpGet(gkey),
@@ -195,6 +207,9 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder,
 		lost.ahead, t.els = len(t.els), append(t.els,
 			clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 				clientv3.WithLimit(1), clientv3.WithKeysOnly()))
+		if q.place {
+			lost.place, t.els = len(t.els), append(t.els, clientv3.OpGet(q.key))
+		}
 		t.els = append(t.els, clientv3.OpPut(q.key, a.entryValue(now), clientv3.WithLease(q.lease)))
 	}
 	if queueKey != "" {

@@ -40,9 +40,11 @@ type CampaignRequest struct {
 	Value json.RawMessage
 	// TTL, Session, Wait, LockDelay and Metadata are as in
 	// AcquireRequest: the leadership is a hold of the election's lock.
-	TTL       time.Duration
-	Session   string
-	Wait      time.Duration
+	TTL     time.Duration
+	Session string
+	Wait    time.Duration
+	// KeepPlace is AcquireRequest.KeepPlace.
+	KeepPlace bool
 	LockDelay time.Duration
 	Metadata  map[string]string
 }
@@ -64,7 +66,7 @@ func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fr
 	}
 	key := store.KeyName(KindElection, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
-		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait,
+		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace,
 		LockDelay: req.LockDelay, Metadata: req.Metadata, value: req.Value,
 	})
 	if err != nil {

@@ -109,6 +109,10 @@ type HeldError struct {
 	RetryAfter time.Duration
 	// Reason explains the refusal for people.
 	Reason string
+	// PlaceKept says that the wait ran out with AcquireRequest.KeepPlace:
+	// the session keeps its place in the queue, and its next acquire of
+	// the thing waits from there, or finds it granted.
+	PlaceKept bool
 }
 
 func (e *HeldError) Error() string { return e.Unwrap().Error() + ": " + e.Reason }

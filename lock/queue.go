@@ -32,6 +32,9 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 		}
 		return nil, false, ErrClosed
 	}
+	if a.placed() {
+		return a.waitAtPlace(ctx)
+	}
 	for first := true; ; first = false {
 		wlease, lost, err := e.waiters.get(ctx, e)
 		if err != nil {
@@ -65,26 +68,34 @@ func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost 
 			return
 		}
 		got, lerr := a.dequeue(qkey, slot)
-		switch {
-		case got != nil:
-			// A release granted us the lock as we gave up: hand it back
-			// unless the caller is gone (handBack then releases it).
-			// Failing the acquire instead would leave a hold that nobody
-			// knows the token of until its lease ends.
-			l, fresh, err = a.handBack(ctx, got)
-		case lerr != nil && err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrClosed):
-			// The wait ended without a grant we know of, but the entry
-			// may still be in the queue (etcd did not confirm its
-			// removal) for a release to grant, or was gone already (a
-			// release may have granted it a hold that ended unseen):
-			// "held" would be a lie. The outcome is unknown (as an
-			// ErrUnavailable already says); the own
-			// lease is revoked (dropLease), which ends such a grant, and
-			// in a session it shows among the session's locks.
-			err = fmt.Errorf("%w: the wait ended, but not as a refusal: %v", ErrUnavailable, lerr)
-		}
+		l, fresh, err = a.left(ctx, got, lerr, l, fresh, err)
 	}()
-	l, fresh, granted, err = a.queueUp(ctx, qkey, wlease, lost)
+	l, fresh, granted, err = a.queueUp(ctx, qkey, &queueEntry{key: qkey, lease: wlease}, lost)
+	return l, fresh, err
+}
+
+// left is the outcome of a wait that ended as l, fresh, err, once our
+// queue entry is deleted: got, the lock if a release granted it to us
+// meanwhile, and lerr, the delete's error.
+func (a *acquirer) left(ctx context.Context, got *Lock, lerr error, l *Lock, fresh bool, err error) (*Lock, bool, error) {
+	switch {
+	case got != nil:
+		// A release granted us the lock as we gave up: hand it back
+		// unless the caller is gone (handBack then releases it).
+		// Failing the acquire instead would leave a hold that nobody
+		// knows the token of until its lease ends.
+		return a.handBack(ctx, got)
+	case lerr != nil && err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrClosed):
+		// The wait ended without a grant we know of, but the entry
+		// may still be in the queue (etcd did not confirm its
+		// removal) for a release to grant, or was gone already (a
+		// release may have granted it a hold that ended unseen):
+		// "held" would be a lie. The outcome is unknown (as an
+		// ErrUnavailable already says); the own
+		// lease is revoked (dropLease), which ends such a grant, and
+		// in a session it shows among the session's locks.
+		return nil, false, fmt.Errorf("%w: the wait ended, but not as a refusal: %v", ErrUnavailable, lerr)
+	}
 	return l, fresh, err
 }
 
@@ -106,9 +117,9 @@ func (a *acquirer) dequeue(qkey string, slot uint64) (*Lock, error) {
 // queueUp joins the queue and waits in it until the lock is ours or the
 // wait must end. granted is set when a txn that granted us the lock also
 // deleted our entry.
-func (a *acquirer) queueUp(ctx context.Context, qkey string, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh, granted bool, err error) {
+func (a *acquirer) queueUp(ctx context.Context, qkey string, entry *queueEntry, lost <-chan struct{}) (l *Lock, fresh, granted bool, err error) {
 	e := a.e
-	first, queueRev, err := a.join(ctx, qkey, wlease)
+	first, queueRev, err := a.join(ctx, entry)
 	if err != nil {
 		return nil, false, false, err
 	}
@@ -144,10 +155,10 @@ type queued struct {
 // join puts our queue entry, in the txn of a first direct attempt that
 // may take the lock at once, and returns that attempt's result with the
 // entry's CreateRevision (0 if the attempt settles the acquire).
-func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseID) (attemptResult, int64, error) {
+func (a *acquirer) join(ctx context.Context, entry *queueEntry) (attemptResult, int64, error) {
 	// One txn takes a free lock with nobody queued, or else joins the
 	// queue: a waiting acquire costs no extra round trip to enqueue.
-	a.enqueue = &queueEntry{key: qkey, lease: wlease}
+	a.enqueue = entry
 	first, err := a.attempt(ctx, "", 0)
 	a.enqueue = nil
 	if err != nil || first.settles() {
@@ -162,10 +173,14 @@ func (a *acquirer) join(ctx context.Context, qkey string, wlease clientv3.LeaseI
 	for _, m := range a.members {
 		a.e.holds.sawWaiter(m)
 	}
+	if first.placeRev != 0 {
+		// The session's place was in the queue already: wait from it.
+		return a.reattach(ctx, entry.key, first)
+	}
 	if queueRev == 0 {
 		// The txn failed on a lease before it ran: join the queue on
 		// our own, and let the queued attempts tell which lease is gone.
-		if queueRev, queued, err = a.joinQueue(ctx, qkey, wlease); err != nil {
+		if queueRev, queued, err = a.joinQueue(ctx, entry); err != nil {
 			return attemptResult{}, 0, err
 		}
 		first = attemptResult{outcome: retryNow}
@@ -236,20 +251,24 @@ func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResul
 
 // joinQueue puts a queue entry on its own and returns its CreateRevision
 // and the length of the queue with it.
-func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.LeaseID) (rev, queued int64, err error) {
+func (a *acquirer) joinQueue(ctx context.Context, entry *queueEntry) (rev, queued int64, err error) {
 	e := a.e
 	var resp *clientv3.TxnResponse
-	// Our entries, then the count of the queue, ours included.
-	ops := []clientv3.Op{clientv3.OpGet(e.keys.Queue(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly())}
+	// Our entries, then the count of the queue, ours included, then our
+	// (first) entry: a session's place may have been there before.
+	ops := []clientv3.Op{clientv3.OpGet(e.keys.Queue(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()), clientv3.OpGet(entry.key)}
 	value := a.entryValue(store.NowUTC())
-	for _, k := range a.entryKeys(qkey) {
-		ops = slices.Insert(ops, 0, clientv3.OpPut(k, value, clientv3.WithLease(wlease)))
+	for _, k := range a.entryKeys(entry.key) {
+		ops = slices.Insert(ops, 0, clientv3.OpPut(k, value, clientv3.WithLease(entry.lease)))
 	}
 	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		resp, err = e.cli.Txn(octx).Then(ops...).Commit()
 		return err
 	})
 	if err != nil {
+		if store.IsLeaseNotFound(err) && entry.place {
+			return 0, 0, ErrSessionNotFound
+		}
 		if store.IsLeaseNotFound(err) {
 			return 0, 0, fmt.Errorf("enqueue: %w", errWaiterLeaseGone)
 		}
@@ -258,7 +277,11 @@ func (a *acquirer) joinQueue(ctx context.Context, qkey string, wlease clientv3.L
 		}
 		return 0, 0, e.etcd.Err(ctx, "enqueue", err)
 	}
-	return resp.Header.Revision, resp.Responses[len(ops)-1].GetResponseRange().Count, nil
+	rev = resp.Header.Revision
+	if kvs := resp.Responses[len(ops)-1].GetResponseRange().Kvs; len(kvs) > 0 {
+		rev = kvs[0].CreateRevision
+	}
+	return rev, resp.Responses[len(ops)-2].GetResponseRange().Count, nil
 }
 
 // awaitChange blocks until what r says we wait for changes in etcd: the
@@ -450,70 +473,6 @@ func (a *acquirer) waitedOut() error {
 	return &HeldError{Reason: fmt.Sprintf("not granted within %s", a.req.Wait)}
 }
 
-// leave removes our queue entry, even though the caller has gone, and
-// reads the lock in the same txn: once the entry is gone no release can
-// grant us the lock, so the read tells for good whether one did before.
-// It returns the lock if so.
-func (a *acquirer) leave(qkey string) (*Lock, error) {
-	ctx, done := a.e.etcd.CleanupCtx()
-	defer done()
-	var resp *clientv3.TxnResponse
-	const entryAt = 0 // our entry, or a set's first
-	var ops []clientv3.Op
-	for _, k := range a.entryKeys(qkey) {
-		ops = append(ops, clientv3.OpDelete(k))
-	}
-	// Any seat may be the one a release granted us.
-	lockAt, ops := len(ops), append(ops, a.holderReads()...)
-	err := a.e.etcd.RetryCleanup(ctx, func(ctx context.Context) (err error) {
-		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
-		return err
-	})
-	if err != nil || a.entryUnsure {
-		// A txn of unknown outcome may put our entry after this delete
-		// (a proposal forwarded by a member that just stopped leading
-		// can reach the new leader after our later ones), or the delete
-		// failed: sweep the entry later, if it is still ours, so that it
-		// does not block the waiters behind it while the node runs (its
-		// waiter lease would remove it only then). Its key is not reused
-		// meanwhile.
-		if a.entry != "" {
-			for _, k := range a.entryKeys(qkey) {
-				go a.e.sweepEntry(k, a.entry)
-			}
-		}
-		if err == nil {
-			err = errEntryMayReturn
-		}
-	}
-	if err != nil && !errors.Is(err, errEntryMayReturn) {
-		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
-		return nil, err
-	}
-	for _, r := range resp.Responses[lockAt:] {
-		for _, kv := range r.GetResponseRange().Kvs {
-			if l, ok := a.granted(ctx, kv); ok {
-				return l, err
-			}
-		}
-	}
-	if err == nil && a.entry != "" && resp.Responses[entryAt].GetResponseDeleteRange().Deleted == 0 {
-		err = errEntryVanished
-	}
-	return nil, err
-}
-
-// errEntryMayReturn is leave's answer when the queue entry is gone but a
-// txn of unknown outcome may put it again: its key must not be reused.
-var errEntryMayReturn = errors.New("the queue entry may be put again by a txn of unknown outcome")
-
-// errEntryVanished is leave's answer when the queue entry was gone before
-// it deleted it, and the lock is not ours: a release may have granted it
-// to us, and the hold ended before we learnt of it (its lease ran out
-// while this node was cut off, say). Whether the acquire took effect is
-// unknown.
-var errEntryVanished = errors.New("the queue entry was gone before the waiter left: a release may have granted it a hold that has ended since")
-
 // entryValue is our queue entry's value for a txn that puts it at now.
 func (a *acquirer) entryValue(now time.Time) string {
 	a.entry = store.MustJSON(a.queueEntryRecord(now))
@@ -543,39 +502,6 @@ func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 		a.queuedLease = a.lease
 	}
 	return wr
-}
-
-// sweepEntry deletes the queue entry at key if it still holds value, once
-// any txn of unknown outcome that puts it has been applied or lost: such
-// a txn is in etcd's log within an op timeout, or never will be. It tries
-// until etcd answers, an op timeout apart, or the engine closes: an entry
-// left behind would head its queue, and keep every waiter behind it from
-// the lock, for as long as the node's waiter lease lives (the node's
-// life). The delete compares the value, so a try after one that did
-// delete it changes nothing.
-func (e *Engine) sweepEntry(key, value string) {
-	t := time.NewTimer(e.cfg.OpTimeout)
-	defer t.Stop()
-	for try := 0; ; try++ {
-		select {
-		case <-t.C:
-		case <-e.stop.Done():
-			return
-		}
-		ctx, done := e.etcd.CleanupCtx()
-		err := e.etcd.RetryCleanup(ctx, func(ctx context.Context) error {
-			_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
-			return err
-		})
-		done()
-		if err == nil {
-			return
-		}
-		if try == 0 {
-			e.log.Warn("sweep queue entry; trying again until etcd answers", "key", key, "err", err)
-		}
-		t.Reset(e.cfg.OpTimeout)
-	}
 }
 
 // queuedAt is the QueuedAt of an acquired event whose acquirer joined the

@@ -37,11 +37,13 @@ type RWRequest struct {
 	Name string
 	Mode RWMode
 	// Owner, TTL, Session, Wait and Metadata are as in AcquireRequest.
-	Owner    string
-	TTL      time.Duration
-	Session  string
-	Wait     time.Duration
-	Metadata map[string]string
+	Owner   string
+	TTL     time.Duration
+	Session string
+	Wait    time.Duration
+	// KeepPlace is AcquireRequest.KeepPlace.
+	KeepPlace bool
+	Metadata  map[string]string
 }
 
 // RWLock is a read/write lock's state: its holds, sorted by token (a
@@ -68,7 +70,7 @@ func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh b
 	}
 	key := store.KeyName(KindRWLock, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
-		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, mode: req.Mode,
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata, mode: req.Mode,
 	})
 	if err != nil {
 		var he *HeldError

@@ -28,10 +28,12 @@ type PermitRequest struct {
 	Limit int
 	// TTL, Session, Wait and Metadata are as in AcquireRequest: the
 	// permit is a hold of the engine.
-	TTL      time.Duration
-	Session  string
-	Wait     time.Duration
-	Metadata map[string]string
+	TTL     time.Duration
+	Session string
+	Wait    time.Duration
+	// KeepPlace is AcquireRequest.KeepPlace.
+	KeepPlace bool
+	Metadata  map[string]string
 }
 
 // Semaphore is a semaphore's state: its permits held, sorted by token,
@@ -57,7 +59,7 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 	}
 	key := store.KeyName(KindSemaphore, req.Name)
 	l, _, err := e.acquire(ctx, AcquireRequest{
-		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, limit: req.Limit,
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata, limit: req.Limit,
 	})
 	if err != nil {
 		var he *HeldError

@@ -130,6 +130,9 @@ type AcquireRequest struct {
 	Session string
 	// Wait is how long to queue for the lock; zero fails at once.
 	Wait time.Duration
+	// KeepPlace, with a Session and a Wait, keeps the session's place in
+	// the queue when the wait runs out (see PlaceKept).
+	KeepPlace bool
 	// LockDelay forbids acquiring the lock for this long after this hold
 	// ends by expiry or revoke (not by a clean release).
 	LockDelay time.Duration

@@ -3,6 +3,7 @@ package trail
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -83,6 +84,44 @@ func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, 
 		return 0, err
 	}
 	return x.meta.Indexed + 1, nil
+}
+
+// load reads meta/history; a first start over a data dir with pending
+// records and no index starts a backfill of them.
+func (x *historyIndex) load(ctx context.Context) error {
+	t := x.t
+	octx, done := t.etcd.Op(ctx)
+	txn, err := t.cli.Txn(octx).Then(clientv3.OpGet(t.keys.HistoryMeta()), clientv3.OpGet(t.keys.Format())).Commit()
+	done()
+	if err != nil {
+		return t.etcd.Err(ctx, "read history meta", err)
+	}
+	resp, format := txn.Responses[0].GetResponseRange(), txn.Responses[1].GetResponseRange()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	// Another node may have indexed since this one last did.
+	x.forgetRuns()
+	if len(resp.Kvs) == 0 {
+		// The first start: the pending records are backfilled, and the
+		// watch reads on from where events began to be derived from
+		// revisions alone. The engine may have served since then (it
+		// starts before the trail): its holds have no pending record.
+		// Without meta/format every event has one (format 1).
+		through := txn.Header.Revision
+		if len(format.Kvs) == 1 {
+			through = min(through, derivedSince(format)-1)
+		}
+		m := historyMeta{Backfill: &historyBackfill{Through: through}}
+		return x.commit(ctx, m, nil)
+	}
+	var m historyMeta
+	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
+		return fmt.Errorf("decode history meta: %w", err)
+	}
+	x.meta, x.metaRev, x.read, x.lastChange = m, resp.Kvs[0].ModRevision, m.Indexed, 0
+	x.count.Store(m.Events)
+	x.seen(m.Indexed)
+	return nil
 }
 
 // derivedSince is the first revision whose holds' events may be derived

@@ -78,6 +78,12 @@ func runElect(ctx context.Context, g *globals, cl *client.Client, name string, a
 	r := startHeldRun(g, "baton elect", argv, killAfter)
 	defer r.stop()
 	actx, cancel := r.untilSignal(ctx)
+	end, err := longWait(actx, cl, o.Wait, o.Candidate, &o.Session, &o.TTL)
+	if err != nil {
+		cancel()
+		return err
+	}
+	defer end()
 	ld, err := cl.Campaign(actx, name, o)
 	cancel()
 	if err != nil {

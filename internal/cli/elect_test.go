@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/internal/poll"
 )
 
 // post sends body to addr+path and wants status back, returning the body.
@@ -160,5 +162,41 @@ func TestLeader_WatchPrintsEveryChange(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("leader --watch after SIGINT: %v, want exit 0", err)
+	}
+}
+
+// TestElect_AWaitOfAnHourWaitsInASessionOfItsOwn: a --wait longer than
+// one request's waits in a session that elect makes for it, keeping its
+// place in line, leads once the leader resigns, and ends the session
+// with the command.
+func TestElect_AWaitOfAnHourWaitsInASessionOfItsOwn(t *testing.T) {
+	_, addr := startServer(t)
+	var leader struct {
+		Token int64 `json:"token"`
+	}
+	if err := json.Unmarshal(post(t, addr, "/v1/elections/billing/campaign", `{"candidate":"other","ttl":"1m"}`, 201), &leader); err != nil {
+		t.Fatal(err)
+	}
+	cmd, stdout := startBaton(t, addr, "elect", "--candidate", "patient", "--ttl", "5s", "--wait", "1h", "billing", "--", "sh", "-c", `echo "led $BATON_TERM"`)
+	poll.Until(t, 10*time.Second, "elect waits in line", func() bool {
+		out, _, code := run(t, addr, "leader", "billing", "-o", "json")
+		return code == 0 && strings.Contains(out, `"patient"`)
+	})
+	if out, _, _ := run(t, addr, "sessions", "list", "-o", "json"); !strings.Contains(out, `"patient"`) {
+		t.Fatalf("sessions while waiting: %s, want elect's own", out)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, addr+"/v1/elections/billing/leader?token="+strconv.FormatInt(leader.Token, 10), nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("resign: %v, %v", resp, err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "led 2\n" {
+		t.Fatalf("command printed %q (%v), want it to lead in term 2", line, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("elect: %v", err)
+	}
+	if out, _, _ := run(t, addr, "sessions", "list", "-o", "json"); strings.Contains(out, `"patient"`) {
+		t.Fatalf("sessions after the command: %s, want elect's own ended", out)
 	}
 }

@@ -136,6 +136,12 @@ func runExec(ctx context.Context, g *globals, cl *client.Client, name string, ar
 	r := startHeldRun(g, "baton exec", argv, killAfter)
 	defer r.stop()
 	actx, cancel := r.untilSignal(ctx)
+	end, err := longWait(actx, cl, o.Wait, o.Owner, &o.Session, &o.TTL)
+	if err != nil {
+		cancel()
+		return err
+	}
+	defer end()
 	l, err := cl.Acquire(actx, name, o)
 	cancel()
 	if err != nil {
@@ -270,4 +276,28 @@ func childExit(err error) error {
 		return &ExitError{Code: ee.ExitCode(), Err: fmt.Errorf("command exited with %d", ee.ExitCode()), Quiet: true}
 	}
 	return err
+}
+
+// longWait prepares a wait longer than one request carries
+// (client.MaxRequestWait): the client keeps its place in line across
+// requests with a session, so without one a session is made for the
+// hold, with the hold's TTL (session and ttl are set to it and 0), and
+// ended once the command is done (end).
+func longWait(ctx context.Context, cl *client.Client, wait time.Duration, owner string, session *string, ttl *time.Duration) (end func(), err error) {
+	if wait <= client.MaxRequestWait || *session != "" {
+		return func() {}, nil
+	}
+	s, err := cl.CreateSession(ctx, owner, *ttl)
+	if err != nil {
+		return nil, err
+	}
+	*session, *ttl = s.ID, 0
+	return func() {
+		ectx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer done()
+		// The hold ended first, released in the session: the session's
+		// end takes nothing with it but a place in line, if the wait
+		// was given up.
+		_ = cl.DeleteSession(ectx, s.ID)
+	}, nil
 }

@@ -22,6 +22,12 @@ func runRWExec(ctx context.Context, g *globals, cl *client.Client, name, mode st
 	r := startHeldRun(g, "baton exec", argv, killAfter)
 	defer r.stop()
 	actx, cancel := r.untilSignal(ctx)
+	end, err := longWait(actx, cl, o.Wait, o.Owner, &o.Session, &o.TTL)
+	if err != nil {
+		cancel()
+		return err
+	}
+	defer end()
 	h, err := cl.AcquireRW(actx, name, mode, o)
 	cancel()
 	if err != nil {

@@ -22,6 +22,12 @@ func runPermitExec(ctx context.Context, g *globals, cl *client.Client, name stri
 	r := startHeldRun(g, "baton exec", argv, killAfter)
 	defer r.stop()
 	actx, cancel := r.untilSignal(ctx)
+	end, err := longWait(actx, cl, o.Wait, o.Owner, &o.Session, &o.TTL)
+	if err != nil {
+		cancel()
+		return err
+	}
+	defer end()
 	p, err := cl.AcquirePermit(actx, name, limit, o)
 	cancel()
 	if err != nil {

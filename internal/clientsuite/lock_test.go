@@ -417,3 +417,74 @@ func TestAcquireOnce_IsNotRenewedAndEndsWithItsTTL(t *testing.T) {
 		t.Errorf("%d renew requests for a lock taken once", n)
 	}
 }
+
+// A wait longer than one request's (Config.MaxRequestWait, the server's
+// cap): a run of requests in the session, each keeping the session's
+// place in line, so that an acquire queued later stays behind it; the
+// session is kept alive meanwhile, past its TTL.
+func TestAcquire_AWaitLongerThanOneRequestKeepsItsPlaceInLine(t *testing.T) {
+	skipShort(t)
+	f, plain, ctx := setup(t)
+	c, err := client.NewWithConfig(client.Config{Endpoints: []string{f.URL}, Timeout: 5 * time.Second, RetryBackoff: 20 * time.Millisecond, MaxRequestWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := lockName(t, "l")
+	holder, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "holder", TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "w", Wait: time.Second}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("a wait over MaxRequestWait without a session: %v, want ErrInvalid", err)
+	}
+	s, err := c.CreateSession(ctx, "early", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lk  *client.Lock
+		err error
+	}
+	early, late := make(chan result, 1), make(chan result, 1)
+	go func() {
+		lk, err := c.Acquire(ctx, name, client.AcquireOptions{Owner: "early", Session: s.ID, Wait: client.WaitForever})
+		early <- result{lk, err}
+	}()
+	poll.Until(t, 10*time.Second, "early queued", func() bool {
+		l, err := c.Get(ctx, name)
+		return err == nil && len(l.Waiters) == 1
+	})
+	go func() {
+		lk, err := plain.Acquire(ctx, name, client.AcquireOptions{Owner: "late", TTL: 10 * time.Second, Wait: 30 * time.Second})
+		late <- result{lk, err}
+	}()
+	// Past the session's TTL, over a dozen requests: the place held.
+	poll.Until(t, 20*time.Second, "a dozen requests of the long wait", func() bool { return len(f.matching("POST", "/v1/locks/"+name)) >= 14 })
+	l, err := c.Get(ctx, name)
+	if err != nil || len(l.Waiters) != 2 || l.Waiters[0].Owner != "early" || l.Waiters[1].Owner != "late" {
+		t.Fatalf("queue %+v, %v; want early's place first, then late", l, err)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-early
+	if r.err != nil {
+		t.Fatalf("the long wait: %v", r.err)
+	}
+	if r.lk.Token() <= holder.Token() || r.lk.Info().Session != s.ID {
+		t.Fatalf("the long wait got %+v, want the lock in its session after the holder's token %d", r.lk.Info(), holder.Token())
+	}
+	select {
+	case r := <-late:
+		t.Fatalf("the later acquire finished first: %v", r.err)
+	default:
+	}
+	if err := r.lk.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-late; r.err != nil {
+		t.Fatalf("the later acquire: %v", r.err)
+	} else {
+		releaseAtEnd(t, r.lk)
+	}
+}

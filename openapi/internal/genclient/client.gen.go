@@ -256,6 +256,14 @@ func (e GetHistoryParamsKind) Valid() bool {
 
 // AcquireRequest defines model for AcquireRequest.
 type AcquireRequest struct {
+	// KeepPlace KeepPlace, with session and wait, keeps the session's place in the
+	// queue when the wait runs out (409 with place_kept): the session's
+	// next acquire waits from there, or finds the hold granted. A wait
+	// longer than 5m is a run of such acquires.
+	//
+	// Example: true
+	KeepPlace *bool `json:"keep_place,omitempty"`
+
 	// LockDelay LockDelay keeps the lock free for this long after the hold ends by
 	// expiry or revoke (not by a release): a duration up to 1h.
 	//
@@ -298,6 +306,14 @@ type CampaignRequest struct {
 	//
 	// Example: node-a
 	Candidate *string `json:"candidate,omitempty"`
+
+	// KeepPlace KeepPlace, with session and wait, keeps the session's place in the
+	// queue when the wait runs out (409 with place_kept): the session's
+	// next acquire waits from there, or finds the hold granted. A wait
+	// longer than 5m is a run of such acquires.
+	//
+	// Example: true
+	KeepPlace *bool `json:"keep_place,omitempty"`
 
 	// LockDelay LockDelay keeps the election free for this long after the hold ends by
 	// expiry or revoke (not by a release): a duration up to 1h.
@@ -770,6 +786,14 @@ type Member struct {
 
 // PermitRequest defines model for PermitRequest.
 type PermitRequest struct {
+	// KeepPlace KeepPlace, with session and wait, keeps the session's place in the
+	// queue when the wait runs out (409 with place_kept): the session's
+	// next acquire waits from there, or finds the hold granted. A wait
+	// longer than 5m is a run of such acquires.
+	//
+	// Example: true
+	KeepPlace *bool `json:"keep_place,omitempty"`
+
 	// Limit Limit is how many permits the semaphore has, 1-10000: it must be
 	// the limit its permits are held under, if any are.
 	//
@@ -846,6 +870,13 @@ type Problem struct {
 	// Example: 4712
 	MaxToken *int64 `json:"max_token,omitempty"`
 
+	// PlaceKept PlaceKept says that a wait with keep_place ran out and the session
+	// keeps its place in the queue (lock_held, election_held,
+	// semaphore_full).
+	//
+	// Example: true
+	PlaceKept *bool `json:"place_kept,omitempty"`
+
 	// RequestId RequestID is the request's X-Request-ID, as the response header
 	// says too: quote it when reporting a problem, it finds the log line.
 	//
@@ -909,6 +940,14 @@ type RWLockList struct {
 
 // RWRequest defines model for RWRequest.
 type RWRequest struct {
+	// KeepPlace KeepPlace, with session and wait, keeps the session's place in the
+	// queue when the wait runs out (409 with place_kept): the session's
+	// next acquire waits from there, or finds the hold granted. A wait
+	// longer than 5m is a run of such acquires.
+	//
+	// Example: true
+	KeepPlace *bool `json:"keep_place,omitempty"`
+
 	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
