@@ -50,14 +50,20 @@ func readmeSection(t *testing.T, readme, heading string) string {
 	return section
 }
 
-// walkthrough returns the steps of the shell blocks (indented by four
-// spaces) of README.md's "Try it" section.
+// walkthrough returns the steps of the shell blocks of README.md's "Try
+// it" section.
 func walkthrough(t *testing.T, readme string) []walkStep {
 	t.Helper()
-	section := readmeSection(t, readme, "Try it")
+	return shellSteps(t, readmeSection(t, readme, "Try it"))
+}
+
+// shellSteps returns the steps of text's shell blocks (indented by four
+// spaces).
+func shellSteps(t *testing.T, text string) []walkStep {
+	t.Helper()
 	var steps []walkStep
 	continued := false
-	for _, line := range strings.Split(section, "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		code, ok := strings.CutPrefix(line, "    ")
 		if !ok {
 			continued = false
@@ -110,6 +116,9 @@ func TestREADME_TryItWalkthroughRunsAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := walkthrough(t, string(b))
+	if len(steps) < 5 {
+		t.Fatalf("README walkthrough has %d steps; the parser lost them", len(steps))
+	}
 	checkWalkthroughSteps(t, steps)
 	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1})
 	out := runWalkthrough(t, bash, steps, c.Nodes[0].HTTPAddr)
@@ -152,9 +161,6 @@ func pasteAgainLeavesTheHolderAlone(t *testing.T, bash string, steps []walkStep,
 // it talks to readmeAddr, says its status, and sends JSON as JSON.
 func checkWalkthroughSteps(t *testing.T, steps []walkStep) {
 	t.Helper()
-	if len(steps) < 5 {
-		t.Fatalf("README walkthrough has %d steps; the parser lost them", len(steps))
-	}
 	for i, s := range steps {
 		if !strings.Contains(s.command, readmeAddr) {
 			t.Errorf("README walkthrough step %d does not talk to %s, so this test cannot point it at its node:\n%s", i+1, readmeAddr, s.command)
@@ -350,4 +356,115 @@ func TestREADME_UseCaseCommandsRun(t *testing.T) {
 			t.Errorf("README use case %q: %v\n%s", line, err, out)
 		}
 	}
+}
+
+// readmeBlock is the shell block of README.md's "## heading" section that
+// follows the paragraph ending in intro.
+func readmeBlock(t *testing.T, readme, heading, intro string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readmeSection(t, readme, heading), intro+"\n\n")
+	if !ok {
+		t.Fatalf("README.md's %q section has no %q", heading, intro)
+	}
+	var block []string
+	for _, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "    ") {
+			break
+		}
+		block = append(block, line)
+	}
+	return strings.Join(block, "\n")
+}
+
+// TestREADME_TheSameWithCurlRunsAsWritten runs the API section's curl
+// session as the walkthrough's is run: each step answers the status it
+// shows, and the token kept from the grant releases the lock.
+func TestREADME_TheSameWithCurlRunsAsWritten(t *testing.T) {
+	bash := readmeShell(t)
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := shellSteps(t, readmeBlock(t, string(b), "Use it from any language", "The same with curl:"))
+	if len(steps) != 3 {
+		t.Fatalf("README's curl session has %d steps, want 3", len(steps))
+	}
+	checkWalkthroughSteps(t, steps)
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1})
+	out := runWalkthrough(t, bash, steps, c.Nodes[0].HTTPAddr)
+	for i, output := range splitTranscript(out, len(steps)) {
+		checkWalkthroughAnswer(t, i, steps[i], output)
+	}
+}
+
+// TestREADME_UseCaseRequestsRunAsWritten pastes the curl lines of the use
+// cases, in order, into one bash against a real node: each must succeed
+// (curl -f: no 4xx or 5xx), and every token a line keeps must be set.
+// A stream (curl -N) is cut after a second.
+func TestREADME_UseCaseRequestsRunAsWritten(t *testing.T) {
+	bash := readmeShell(t)
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []walkStep
+	for _, s := range shellSteps(t, readmeSection(t, string(b), "Use cases")) {
+		if strings.Contains(s.command, "curl ") {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) < 10 {
+		t.Fatalf("README use cases have %d curl lines; the parser lost them", len(steps))
+	}
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1})
+	var script strings.Builder
+	script.WriteString("set -o pipefail\n")
+	for i, s := range steps {
+		cmd := strings.ReplaceAll(s.command, readmeAddr, c.Nodes[0].HTTPAddr)
+		stream := strings.Contains(cmd, "curl -sN ")
+		cmd = strings.Replace(strings.Replace(cmd, "curl -sN ", "curl -sfN --max-time 1 ", 1), "curl -s ", "curl -sf ", 1)
+		fmt.Fprintf(&script, "%s\nrc=$?\n", cmd)
+		if stream {
+			script.WriteString("[ $rc = 28 ] && rc=0\n") // cut by --max-time, as meant
+		}
+		fmt.Fprintf(&script, "echo \"@@exit %d $rc\"\n", i)
+		for _, v := range s.captures {
+			fmt.Fprintf(&script, "echo \"@@captured %d %s=${%s}\"\n", i, v, v)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc")
+	cmd.Stdin = strings.NewReader(script.String())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	for i, s := range steps {
+		if !strings.Contains(string(out), fmt.Sprintf("@@exit %d 0\n", i)) {
+			t.Errorf("README use case request %d failed:\n%s\ntranscript:\n%s", i+1, s.command, out)
+		}
+		for _, v := range s.captures {
+			if m := regexp.MustCompile(fmt.Sprintf(`@@captured %d %s=(\d+)`, i, v)).FindStringSubmatch(string(out)); m == nil {
+				t.Errorf("README use case request %d left %s without a token:\n%s", i+1, v, out)
+			}
+		}
+	}
+}
+
+// readmeShell is bash, for tests that paste the README's shell lines,
+// skipping the test where they cannot run.
+func readmeShell(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs baton as a process")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: the README's commands are shell lines")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: the README's commands run curl")
+	}
+	return bash
 }
