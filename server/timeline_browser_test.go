@@ -264,12 +264,22 @@ func tlSeeAWait(t *testing.T, b *browser) {
 	})
 	b.waitFor("a's hold of tl-queue labelled", 20*time.Second,
 		fmt.Sprintf(`%s === "a #%d"`, tlLabel(a), a.token))
+	// b waits now: a bar from when it joined the line to now, under a's
+	// hold (the page reads queues every few seconds).
+	b.waitFor("b's wait drawn while it waits", 20*time.Second, `(() => {
+		const g = document.querySelector('[data-testid="tl-row"][data-lock="tl-queue"] [data-testid="tl-waiting"][data-owner="b"]');
+		const r = g && g.querySelector("rect");
+		return r && Number(r.getAttribute("width")) >= 1 && g.querySelector("title").textContent.includes("1st in line");
+	})()`)
+	b.screenshot("timeline-3-waiting.png")
 	tlRelease(t, s, &a)
 	got := <-granted
 	if got.err != nil {
 		t.Fatalf("b's waiting acquire of tl-queue: %v", got.err)
 	}
 	bh := tlHold{lock: "tl-queue", owner: "b", token: got.lock.Token, end: "open"}
+	b.waitFor("b's wait no longer drawn as waiting once granted", 20*time.Second,
+		`!document.querySelector('[data-testid="tl-row"][data-lock="tl-queue"] [data-testid="tl-waiting"]')`)
 	b.waitFor("b's hold of tl-queue with a wait bar before it", 10*time.Second, fmt.Sprintf(`(() => {
 		const g = %s, w = g && g.querySelector('[data-testid="tl-wait"]');
 		return w && Number(w.getAttribute("width")) > 10 && g.querySelector("title").textContent.includes("waited");

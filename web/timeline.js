@@ -244,7 +244,15 @@ function drawNow() {
   heldHolds(byThing, heldNow().filter((h) => matches(f, h)), horizon);
   const things = [...byThing.values()];
   const busiest = things.sort((a, b) => b.events - a.events || byRow(a, b)).slice(0, ROWS);
-  const rows = busiest.sort(byRow).map((t) => ({ kind: t.kind, name: t.name, label: thingLabel(t), holds: t.holds, lanes: laneHolds(t.holds) }));
+  const waiting = waitingNow(f);
+  const rows = busiest.sort(byRow).map((t) => ({
+    kind: t.kind,
+    name: t.name,
+    label: thingLabel(t),
+    holds: t.holds,
+    lanes: laneHolds(t.holds),
+    waits: waiting.get(thingKey(t.kind, t.name)) || [],
+  }));
   drawTimeline($("timeline-svg"), { from, to, horizon, rows });
   markSets();
   renderBusiest(thingStats(events, from).slice(0, ROWS));
@@ -267,6 +275,26 @@ function heldNow() {
     ["rwlock", state.rwlocks.list],
   ])
     for (const t of list) for (const h of t.holders || []) out.push(Object.assign({}, h, { kind, name: t.name, limit: t.limit || 0 }));
+  return out;
+}
+
+// waitingNow lists, by thingKey, the acquires waiting now that the page
+// last read with each thing's holders (its queues, polled: joining a
+// queue makes no event), in line order, as the timeline draws them:
+// {owner, since (ms), position, mode}. The owner filter applies.
+function waitingNow(f) {
+  const out = new Map();
+  const add = (kind, name, entry) => {
+    const ws = (entry && entry.waiters) || [];
+    const drawn = ws.filter((w) => !f.owner || w.owner === f.owner).map((w) => ({ owner: w.owner, since: Date.parse(w.since), position: w.position, mode: w.mode || "" }));
+    const known = drawn.filter((w) => !Number.isNaN(w.since));
+    if (known.length) out.set(thingKey(kind, name), known);
+  };
+  for (const [name, q] of state.queues) if (!f.lock || name === f.lock) add("lock", name, q);
+  if (!f.lock) {
+    for (const [name, w] of state.semaphores.waiters) add("semaphore", name, w);
+    for (const [name, w] of state.rwlocks.waiters) add("rwlock", name, w);
+  }
   return out;
 }
 

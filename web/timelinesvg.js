@@ -164,7 +164,26 @@ function row(r, y, x, left, to) {
     last.set(lane, h);
   }
   for (const h of r.holds) g.append(hold(h, x, y + (h.lane || 0) * ROW_H, to, next.get(h) ?? Infinity));
+  for (const w of r.waits || []) g.append(waiting(r, w, x, y, to));
   return g;
+}
+
+// waiting draws an acquire that waits now: a wait bar from when it joined
+// the line to now, in the wait strip of the row's first lane, under the
+// hold it waits for. Waiters overlap there; each bar's title names its
+// waiter and place.
+function waiting(r, w, x, y, to) {
+  const x0 = x(w.since);
+  const what = r.kind === "lock" ? r.name : `${r.kind} ${r.name}`;
+  const g = node("g", { class: "tl-waiting", "data-testid": "tl-waiting", "data-owner": w.owner, "data-position": w.position });
+  g.append(node("title", {}, `${what}: ${w.owner || "?"}${w.mode ? ` (${w.mode})` : ""} waits, ${ordinal(w.position)} in line, since ${absolute(w.since, new Date(w.since).toISOString())} (${elapsed(to - w.since)} so far)`));
+  g.append(node("rect", { class: "tl-wait", x: x0, y: y + WAIT_TOP, width: Math.max(1, x(to) - x0), height: WAIT_H }));
+  return g;
+}
+
+function ordinal(n) {
+  const s = n % 100 >= 11 && n % 100 <= 13 ? "th" : ["th", "st", "nd", "rd"][n % 10] || "th";
+  return `${n}${s}`;
 }
 
 // defs holds the hatching of wait bars (.tl-wait's fill in app.css).
@@ -175,7 +194,8 @@ function defs() {
 }
 
 // drawTimeline draws m ({from, to, horizon, rows: [{kind, name, label,
-// holds, lanes}]}, each hold with its lane) in svg, as wide as its box.
+// holds, lanes, waits}]}, each hold with its lane, waits those waiting
+// now) in svg, as wide as its box.
 // Before horizon nothing was read: it is shaded.
 export function drawTimeline(svg, m) {
   ns = svg.namespaceURI;
