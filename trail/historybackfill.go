@@ -51,6 +51,12 @@ func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, 
 	for own[from] {
 		from++
 	}
+	if x.read >= compactRev && x.lastChange <= m.Indexed {
+		// This node read every revision through compactRev before, and
+		// found no change but baton's bookkeeping after the cursor
+		// (each key's last write is all that own knows of).
+		from = compactRev + 1
+	}
 	var gap pendingRecord
 	var ops []clientv3.Op
 	if from <= compactRev {
@@ -118,7 +124,12 @@ func (x *historyIndex) load(ctx context.Context) error {
 	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
 		return fmt.Errorf("decode history meta: %w", err)
 	}
-	x.meta, x.metaRev, x.read, x.lastChange = m, resp.Kvs[0].ModRevision, m.Indexed, 0
+	if resp.Kvs[0].ModRevision != x.metaRev || x.read < m.Indexed {
+		// Another node indexed since: what this one read before is not
+		// the whole of what came after the cursor.
+		x.read, x.lastChange = m.Indexed, 0
+	}
+	x.meta, x.metaRev = m, resp.Kvs[0].ModRevision
 	x.count.Store(m.Events)
 	x.seen(m.Indexed)
 	return nil
