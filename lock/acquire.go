@@ -143,6 +143,9 @@ type acquirer struct {
 	// entry in its else branch: a waiting acquire joins the queue in the
 	// same txn that found the lock taken, not in one more.
 	enqueue *queueEntry
+	// waitEnds, when set, is when the wait ends, over the several times an
+	// acquire at its session's place may join the queue (waitAtPlace).
+	waitEnds time.Time
 	// queuedLease is the own lease our queue entry names in its grant
 	// (see waiterRecord.Grant), or 0. A release may put the lock under it
 	// as long as the entry exists, so it is kept alive, never replaced or

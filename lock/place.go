@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,8 +24,9 @@ import (
 // with a wait that ends without KeepPlace.
 //
 // Concurrent waits of one session for one thing share the place: the
-// first to end without KeepPlace ends it for both, and the other then
-// answers that its entry is gone (ErrUnavailable).
+// grant goes to one of them (another permit, or the session's hold of the
+// lock that the other then finds), and a wait that finds the place gone
+// takes it again, at the back of the line (waitAtPlace).
 
 // placed says whether the acquire waits at its session's place: every
 // acquire in a session but a lock set's.
@@ -34,18 +36,39 @@ func (a *acquirer) placed() bool { return a.session != 0 && a.members == nil }
 // lock's, in its mode's). A waiter lease's keys are hex: no "s".
 func (a *acquirer) placeKey() string { return a.entryPrefix() + "s" + store.LeaseHex(a.session) }
 
-// waitAtPlace is wait at the session's place in the queue.
+// waitAtPlace is wait at the session's place in the queue. Another wait
+// of the session may take the place from under this one, granted or given
+// up: this one then takes a place again, at the back of the line, until
+// its own wait ends.
 func (a *acquirer) waitAtPlace(ctx context.Context) (l *Lock, fresh bool, err error) {
+	a.waitEnds = time.Now().Add(a.req.Wait)
+	for {
+		l, fresh, err = a.waitAtPlaceOnce(ctx)
+		if !errors.Is(err, errPlaceTaken) {
+			return l, fresh, err
+		}
+	}
+}
+
+// errPlaceTaken says that the session's place is gone from under a wait
+// at it: granted to the session for another of its waits, given up by
+// one, or ended with the session (the next attempt tells).
+var errPlaceTaken = errors.New("the session's place in the queue was taken by another of its waits")
+
+// waitAtPlaceOnce waits at the place once, and leaves it unless the wait
+// keeps it (keepsPlace) or lost it (errPlaceTaken).
+func (a *acquirer) waitAtPlaceOnce(ctx context.Context) (l *Lock, fresh bool, err error) {
 	qkey := a.placeKey()
 	granted := false
 	defer func() {
-		if granted || a.keepsPlace(ctx, err) {
+		if granted || errors.Is(err, errPlaceTaken) || a.keepsPlace(ctx, err) {
 			return
 		}
 		got, lerr := a.leave(qkey)
-		if errors.Is(lerr, errEntryVanished) && errors.Is(err, ErrSessionNotFound) {
-			// The session's end took the place, and any grant to it:
-			// both lived under its lease.
+		if errors.Is(lerr, errEntryVanished) {
+			// The session's end took the place, or another of its
+			// waits did: a grant to it is the session's, under its
+			// lease, and shows among the session's holds.
 			lerr = nil
 		}
 		l, fresh, err = a.left(ctx, got, lerr, l, fresh, err)

@@ -234,3 +234,60 @@ func TestKeepPlace_Refused(t *testing.T) {
 		t.Fatalf("a refused acquire wrote the lock: %+v", l)
 	}
 }
+
+// Concurrent waits of one session for one thing share its place: two
+// permits asked for at once are both granted, one from the place and the
+// other from a place taken again behind the waiters after it, and a wait
+// that ends without keep_place takes the place from under another that
+// goes on waiting.
+func TestKeepPlace_ConcurrentWaitsOfOneSessionShareItsPlace(t *testing.T) {
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	var held []*lock.Lock
+	for _, o := range []string{"p1", "p2"} {
+		p, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "sem", Owner: o, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p)
+	}
+	s := newSession(t, e, "pool")
+	got := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "sem", Owner: "pool", Limit: 2, Session: s, Wait: 20 * time.Second})
+			got <- err
+		}()
+	}
+	poll.Until(t, 10*time.Second, "the session's waits queue", func() bool {
+		st, err := e.Stats(ctx)
+		return err == nil && st.Waiters >= 1
+	})
+	for _, p := range held {
+		if err := e.ReleasePermit(ctx, "sem", p.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := <-got; err != nil {
+			t.Fatalf("a wait of the session: %v, want a permit", err)
+		}
+	}
+
+	// A lock: one wait gives up (no keep_place) while the other waits on.
+	h := holdtest.MustAcquire(t, e, lock.AcquireRequest{Name: "l", Owner: "holder"})
+	long := make(chan error, 1)
+	go func() {
+		_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "l", Owner: "pool", Session: s, Wait: 20 * time.Second})
+		long <- err
+	}()
+	poll.Until(t, 10*time.Second, "the long wait queues", func() bool { return len(waitersOf(t, e, "l")) == 1 })
+	_, _, err := e.Acquire(ctx, lock.AcquireRequest{Name: "l", Owner: "pool", Session: s, Wait: 100 * time.Millisecond})
+	asHeld(t, err)
+	if err := e.Release(ctx, "l", h.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-long; err != nil {
+		t.Fatalf("the wait that went on: %v, want the lock", err)
+	}
+}

@@ -126,7 +126,11 @@ func (a *acquirer) queueUp(ctx context.Context, qkey string, entry *queueEntry, 
 	if l, fresh, err, ok := a.settle(ctx, first); ok {
 		return l, fresh, first.outcome == won, err // the Then branch put no entry
 	}
-	deadline, cancel := context.WithTimeout(ctx, a.req.Wait)
+	end := a.waitEnds
+	if end.IsZero() {
+		end = time.Now().Add(a.req.Wait)
+	}
+	deadline, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	// A session that ends while we wait ends the wait: the next attempt
 	// then reports it. The txn that queued us found the session.
@@ -139,7 +143,7 @@ func (a *acquirer) queueUp(ctx context.Context, qkey string, entry *queueEntry, 
 			sessionGone.overflow() // wake once to look: it may have ended since
 		}
 	}
-	q := queued{key: qkey, rev: queueRev, deadline: deadline, lost: lost, sessionGone: sessionGone}
+	q := queued{key: qkey, rev: queueRev, deadline: deadline, lost: lost, sessionGone: sessionGone, place: entry.place}
 	return a.waitInQueue(ctx, q, first)
 }
 
@@ -150,6 +154,7 @@ type queued struct {
 	deadline    context.Context
 	lost        <-chan struct{} // the node's waiter lease is lost
 	sessionGone *keyWatch       // our session's key, or nil
+	place       bool            // key is the session's place (placeKey)
 }
 
 // join puts our queue entry, in the txn of a first direct attempt that
@@ -238,6 +243,9 @@ func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResul
 			granted = r.outcome == won // the txn deleted our entry
 			if l, fresh, err, ok := a.settle(ctx, r); ok {
 				return l, fresh, granted, err
+			}
+			if r.outcome == dequeued && q.place {
+				return nil, false, false, errPlaceTaken
 			}
 			if r.outcome == dequeued {
 				return nil, false, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", ErrUnavailable)
