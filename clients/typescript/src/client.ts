@@ -1,4 +1,4 @@
-import { BatonError, errorFromProblem } from "./errors.js";
+import { BatonError, errorFromProblem, InvalidRequestError, SessionNotFoundError } from "./errors.js";
 import { Hold, HoldWatcher, kindElection, kindLock, kindLockSet, kindRWLock, kindSemaphore, type Grant } from "./hold.js";
 import { Leadership, Lock, Permit, RWHold, type Kept } from "./lock.js";
 import { LockSet } from "./lockset.js";
@@ -12,6 +12,24 @@ export const defaultAddr = "http://127.0.0.1:8080";
 const maxBackoff = 5000;
 /** A misbehaving proxy must not park a call for an hour. */
 const maxRetryAfter = 30_000;
+
+/**
+ * The longest wait one acquire request carries, in ms: the server's cap
+ * (5 m), and ClientOptions.maxRequestWait's default. A longer wait, up to
+ * waitForever, is a run of requests in the options' session: each that
+ * runs out keeps the session's place in line (the server's keep_place),
+ * and the next waits from there, on whichever node it reaches. A release
+ * meanwhile grants the hold to the session, and the next request answers
+ * with it.
+ */
+export const maxRequestWait = 300_000;
+
+/**
+ * waitForever as a wait waits in line until the hold is granted, the
+ * session ends, or the signal aborts: as ZooKeeper's and etcd's election
+ * recipes wait for as long as their session lives. It needs a session.
+ */
+export const waitForever: number = Infinity;
 
 /** ClientOptions configure a Client. Every field is optional. */
 export interface ClientOptions {
@@ -29,6 +47,13 @@ export interface ClientOptions {
   maxRetries?: number;
   /** The fetch to use; default globalThis.fetch. */
   fetch?: typeof fetch;
+  /**
+   * The longest wait one acquire request carries, at most (and by
+   * default) 5 m, the server's cap. A longer wait needs a session, and is
+   * a run of requests that keep the session's place in line (see
+   * maxRequestWait).
+   */
+  maxRequestWait?: Duration;
 }
 
 /** Options every call takes. */
@@ -41,7 +66,11 @@ export interface CallOptions {
 export interface AcquireOptions extends CallOptions {
   /** The lease's TTL, 2 s to 24 h; default the server's (30 s). Not with session: the session's TTL applies. */
   ttl?: Duration;
-  /** Queue for the lock for up to this long (at most 5 m), first come first served; default: fail at once with HeldError. */
+  /**
+   * Queue for the lock for up to this long, first come first served;
+   * default: fail at once with HeldError. A wait over maxRequestWait (5 m),
+   * up to waitForever, needs session.
+   */
   wait?: Duration;
   /** Labels the hold for people and the audit trail; default the client's address as the server sees it. */
   owner?: string;
@@ -72,7 +101,11 @@ export interface CampaignOptions extends CallOptions {
   /** What the leader publishes (its address, say): any JSON value, at most 4 KiB. */
   value?: unknown;
   ttl?: Duration;
-  /** Wait in line to lead for up to this long (at most 5 m); default: fail at once with ElectionHeldError. */
+  /**
+   * Wait in line to lead for up to this long; default: fail at once with
+   * ElectionHeldError. A wait over maxRequestWait (5 m), up to
+   * waitForever, needs session.
+   */
   wait?: Duration;
   /** Labels the leader; default the client's address. */
   candidate?: string;
@@ -85,7 +118,11 @@ export interface CampaignOptions extends CallOptions {
 export interface PermitOptions extends CallOptions {
   /** The lease's TTL, 2 s to 24 h; default the server's (30 s). Not with session. */
   ttl?: Duration;
-  /** Queue for a permit for up to this long (at most 5 m), first come first served; default: fail at once with SemaphoreFullError. */
+  /**
+   * Queue for a permit for up to this long, first come first served;
+   * default: fail at once with SemaphoreFullError. A wait over
+   * maxRequestWait (5 m), up to waitForever, needs session.
+   */
   wait?: Duration;
   owner?: string;
   /** Puts the permit in a session: it lives and dies with it. */
@@ -97,7 +134,11 @@ export interface PermitOptions extends CallOptions {
 export interface RWOptions extends CallOptions {
   /** The lease's TTL, 2 s to 24 h; default the server's (30 s). Not with session. */
   ttl?: Duration;
-  /** Queue for the hold for up to this long (at most 5 m), first come first served; default: fail at once with HeldError. */
+  /**
+   * Queue for the hold for up to this long, first come first served;
+   * default: fail at once with HeldError. A wait over maxRequestWait (5 m),
+   * up to waitForever, needs session.
+   */
   wait?: Duration;
   owner?: string;
   /** Puts the hold in a session: it lives and dies with it. */
@@ -136,6 +177,20 @@ export interface PutFencedOptions extends CallOptions {
   election?: string;
   /** The token must be this read/write lock's current write hold (NotHolderError otherwise, a reader's too). */
   rwlock?: string;
+}
+
+/** How an acquire waits: up to wait, in session, until signal aborts. */
+interface Waiting {
+  wait?: Duration;
+  session?: string;
+  signal?: AbortSignal;
+}
+
+/** One acquire request's answer: the hold it granted, its status, and when it left, on the monotonic clock. */
+interface Answer<I> {
+  status: number;
+  data: I;
+  sent: number;
 }
 
 /** One API call. */
@@ -206,6 +261,8 @@ export class Client {
   readonly timeoutMs: number;
   private readonly backoff0: number;
   private readonly retries: number;
+  /** ClientOptions.maxRequestWait, ms. */
+  private readonly maxWait: number;
   /** @internal */
   readonly fetchImpl: typeof fetch;
   // preferred is the endpoint that answered last: calls start there.
@@ -228,6 +285,8 @@ export class Client {
     this.timeoutMs = toMillis(options.timeout ?? 10_000);
     this.backoff0 = toMillis(options.retryBackoff ?? 200);
     if (this.timeoutMs <= 0 || this.backoff0 < 0) throw new TypeError("baton client: timeout must be positive and retryBackoff not negative");
+    this.maxWait = toMillis(options.maxRequestWait ?? maxRequestWait);
+    if (!(this.maxWait >= 1 && this.maxWait <= maxRequestWait)) throw new TypeError("baton client: maxRequestWait must be between 1ms and 5m");
     const r = options.maxRetries ?? 0;
     this.retries = r < 0 ? 0 : r === 0 ? this.endpoints.length + 2 : r;
     const f = options.fetch ?? globalThis.fetch;
@@ -271,6 +330,83 @@ export class Client {
     return this.timeoutMs + (wait !== undefined ? Math.max(toMillis(wait), 0) : 0);
   }
 
+  /**
+   * inLine runs an acquire that waits up to o.wait, by send, which asks
+   * with wait and, when keep is set, keep_place. A wait that fits one
+   * request (maxRequestWait) is one request, with o.wait as given. A
+   * longer one needs o.session, which inLine renews until it returns
+   * (once granted, the hold renews it); it ends at the first answer that
+   * is not a kept place. If o.signal aborts between two requests, a last
+   * one without keep_place gives the place up, and undo gives back what
+   * that one may have been granted. An abort during a request ends the
+   * wait on the server: a wait cut short keeps no place.
+   */
+  private async inLine<I>(
+    op: string, o: Waiting,
+    send: (wait: Duration | undefined, keep: boolean, signal?: AbortSignal) => Promise<Answer<I>>,
+    undo: (granted: I) => Promise<unknown>,
+  ): Promise<Answer<I>> {
+    const total = o.wait === undefined ? 0 : toMillis(o.wait);
+    if (!(total > this.maxWait)) return send(o.wait, false, o.signal);
+    if (!o.session) {
+      const e = new InvalidRequestError(0, "invalid_request", "Invalid request",
+        `a wait over maxRequestWait (${this.maxWait} ms) needs a session, which keeps the place in line between requests`);
+      e.field = "wait";
+      throw e.setOp(op);
+    }
+    const stop = this.keepSession(o.session, o.signal);
+    try {
+      const deadline = now() + total; // Infinity for waitForever
+      for (;;) {
+        const left = deadline - now();
+        const keep = left > this.maxWait;
+        const wait = keep ? this.maxWait : Math.max(left, 1);
+        try {
+          return await send(wait, keep, o.signal);
+        } catch (e) {
+          if (!keep || !(e instanceof BatonError) || !e.placeKept) throw e;
+        }
+        if (o.signal?.aborted) {
+          // Given up between two requests, with the place still in line:
+          // one more request without keep_place ends it, and whatever
+          // that one is granted (a release meanwhile) goes back.
+          await send(1, false).then((a) => undo(a.data)).catch(() => {});
+          throw o.signal.reason;
+        }
+      }
+    } finally {
+      await stop();
+    }
+  }
+
+  /**
+   * keepSession renews the session id about every third of its TTL (at
+   * most once a second) until the returned stop is called or signal
+   * aborts. A renewal that fails is tried again at the next turn; a
+   * session that is gone stops the renewals, and the acquire answers
+   * session_not_found by itself.
+   */
+  private keepSession(id: string, signal?: AbortSignal): () => Promise<void> {
+    const { ctl, unlink } = linked(signal);
+    const renewing = (async () => {
+      let every = 1000;
+      while (!ctl.signal.aborted) {
+        try {
+          const s = await this.renewSession(id, { signal: ctl.signal });
+          every = Math.max(toMillis(s.ttl) / 3, 1000);
+        } catch (e) {
+          if (e instanceof SessionNotFoundError) return;
+        }
+        await sleep(every, ctl.signal, true);
+      }
+    })().catch(() => {});
+    return async () => {
+      ctl.abort();
+      unlink();
+      await renewing;
+    };
+  }
+
   /** call runs r, retrying as its idempotency allows, and returns the answer's status and body. */
   private async call<T>(r: Req): Promise<{ status: number; data: T }> {
     const payload = r.body === undefined ? undefined : JSON.stringify(r.body);
@@ -293,7 +429,9 @@ export class Client {
         err.message += "; the outcome is unknown: the request may have taken effect";
         throw err;
       }
-      if (r.signal?.aborted) throw r.signal.reason;
+      // A node's answer is the outcome even when the caller gave up
+      // meanwhile: an acquire's kept place, say, is then to be given up.
+      if (r.signal?.aborted && !f.settled) throw r.signal.reason;
       if (!f.retryable) throw err;
       // The next call starts on the next node: this one is in trouble.
       if (this.preferred === i) this.preferred = (i + 1) % n;
@@ -382,7 +520,11 @@ export class Client {
    * acquire takes the lock name, waiting up to o.wait for it, and returns
    * it held, renewing itself in the background until release(). It
    * rejects with HeldError, whose holder is the holder, when the wait runs
-   * out.
+   * out. A wait over maxRequestWait (5 m), up to waitForever, needs
+   * o.session: it is a run of requests that keep the session's place in
+   * line, while the client renews the session (InvalidRequestError,
+   * before any request, without one). So are campaign's, acquirePermit's
+   * and acquireRW's.
    *
    * Not retried after a 503 or a broken connection (it is when the
    * connection could not be made at all): a repeat could take a second
@@ -392,7 +534,7 @@ export class Client {
    */
   async acquire(name: string, o: AcquireOptions = {}): Promise<Lock> {
     const op = `acquire ${JSON.stringify(name)}`;
-    const { info, status, sent } = await this.acquireRaw(op, name, o);
+    const { data: info, status, sent } = await this.acquireRaw(op, name, o);
     let lock: Lock | undefined;
     const hold = new Hold(this, { kind: kindLock, name: info.name, token: info.token }, {
       renew: async (timeout, signal) => lock!.record(await this.renewLock(name, info.token, { signal, timeout })),
@@ -419,21 +561,24 @@ export class Client {
    * token rather than a Lock. Retried as acquire is.
    */
   async acquireOnce(name: string, o: AcquireOptions = {}): Promise<LockInfo> {
-    return (await this.acquireRaw(`acquire ${JSON.stringify(name)}`, name, o)).info;
+    return (await this.acquireRaw(`acquire ${JSON.stringify(name)}`, name, o)).data;
   }
 
-  private async acquireRaw(op: string, name: string, o: AcquireOptions): Promise<{ info: LockInfo; status: number; sent: number }> {
-    const body = { ...holdTerms(o), lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined };
-    const sent = now();
-    const { status, data } = await this.call<LockInfo>({
-      op, method: "POST", path: lockPath(name), body,
-      // In a session the server hands a lock the session holds back (200),
-      // so a repeat cannot take a second hold.
-      idempotent: !!o.session,
-      timeout: this.waitTimeout(o.wait),
-      signal: o.signal,
-    });
-    return { info: data, status, sent };
+  /** acquireRaw sends the acquire, over as many requests as o.wait takes (inLine). */
+  private async acquireRaw(op: string, name: string, o: AcquireOptions): Promise<Answer<LockInfo>> {
+    const terms = { ...holdTerms(o), lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined };
+    return this.inLine<LockInfo>(op, o, async (wait, keep, signal) => {
+      const sent = now();
+      const { status, data } = await this.call<LockInfo>({
+        op, method: "POST", path: lockPath(name), body: { ...terms, ...waitTerms(wait, keep) },
+        // In a session the server hands a lock the session holds back (200),
+        // so a repeat cannot take a second hold.
+        idempotent: !!o.session,
+        timeout: this.waitTimeout(wait),
+        signal,
+      });
+      return { status, data, sent };
+    }, (info) => this.release(name, info.token));
   }
 
   /** get returns the lock's holder and its queue. NotHeldError when nobody holds it. Retried. */
@@ -649,23 +794,25 @@ export class Client {
    */
   async campaign(name: string, o: CampaignOptions = {}): Promise<Leadership> {
     const op = `campaign for ${JSON.stringify(name)}`;
-    const body = {
+    const terms = {
       candidate: o.candidate || undefined,
       value: o.value,
       ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
       session: o.session || undefined,
-      wait: o.wait !== undefined ? toWire(o.wait) : undefined,
       lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined,
       metadata: o.metadata,
     };
-    const sent = now();
-    const { status, data: info } = await this.call<LeaderInfo>({
-      op, method: "POST", path: electionPath(name) + "/campaign", body,
-      // In a session the server answers a leadership the session holds (200).
-      idempotent: !!o.session,
-      timeout: this.waitTimeout(o.wait),
-      signal: o.signal,
-    });
+    const { status, data: info, sent } = await this.inLine<LeaderInfo>(op, o, async (wait, keep, signal) => {
+      const sent = now();
+      const { status, data } = await this.call<LeaderInfo>({
+        op, method: "POST", path: electionPath(name) + "/campaign", body: { ...terms, ...waitTerms(wait, keep) },
+        // In a session the server answers a leadership the session holds (200).
+        idempotent: !!o.session,
+        timeout: this.waitTimeout(wait),
+        signal,
+      });
+      return { status, data, sent };
+    }, (info) => this.resignLeadership(name, info.token));
     let ld: Leadership | undefined;
     const hold = new Hold(this, { kind: kindElection, name: info.name, token: info.token }, {
       renew: (timeout, signal) => ld!.renew(timeout, signal),
@@ -852,9 +999,14 @@ export class Client {
     k: HoldKind, op: string, name: string, extra: number | RWMode, o: PermitOptions | RWOptions, idempotent: boolean,
     make: (hold: Hold, info: I) => K,
   ): Promise<K> {
-    const body = { [k.extra]: extra, ...holdTerms(o) };
-    const sent = now();
-    const { status, data: info } = await this.call<I>({ op, method: "POST", path: heldPath(k, name), body, idempotent, timeout: this.waitTimeout(o.wait), signal: o.signal });
+    const terms = { [k.extra]: extra, ...holdTerms(o) };
+    const { status, data: info, sent } = await this.inLine<I>(op, o, async (wait, keep, signal) => {
+      const sent = now();
+      const { status, data } = await this.call<I>({
+        op, method: "POST", path: heldPath(k, name), body: { ...terms, ...waitTerms(wait, keep) }, idempotent, timeout: this.waitTimeout(wait), signal,
+      });
+      return { status, data, sent };
+    }, (info) => this.releaseHeld(k, name, info.token, {}));
     let kept: K | undefined;
     const hold = new Hold(this, { kind: k.kind, name: info.name, token: info.token }, {
       renew: async (timeout, signal) => kept!.record(await this.renewHeld<I>(k, name, info.token, { signal, timeout })),
@@ -959,6 +1111,11 @@ const heldPath = (k: HoldKind, name: string) => `/v1/${k.path}/` + enc(name);
 
 function listQuery(o: ListOptions): Record<string, string | undefined> {
   return { prefix: o.prefix, limit: o.limit ? String(o.limit) : undefined, cursor: o.cursor };
+}
+
+/** The members of an acquire's body that say how long one request waits, and whether it keeps the session's place when that runs out. */
+function waitTerms(wait: Duration | undefined, keep: boolean) {
+  return { wait: wait !== undefined ? toWire(wait) : undefined, keep_place: keep || undefined };
 }
 
 /** The members of an acquire's body that every hold takes: who, how it lives, how long to wait. */

@@ -31,6 +31,13 @@ export class BatonError extends Error {
   limit?: number;
   /** How long the server asks to wait, in milliseconds (lock-delay, 503, the caps). */
   retryAfter?: number;
+  /**
+   * A wait with keep_place ran out and the session keeps its place in the
+   * queue (a HeldError, ElectionHeldError or SemaphoreFullError): its next
+   * acquire waits from there. The client's own loop of requests for a
+   * wait over ClientOptions.maxRequestWait handles these; false otherwise.
+   */
+  placeKept = false;
   /** The request's X-Request-ID: quote it when reporting a problem. */
   requestId?: string;
   /** The problem document as sent, when there was one. */
@@ -236,6 +243,7 @@ export function errorFromProblem(status: number, body: string, isJSON: boolean, 
   e.field = p.field;
   e.maxToken = p.max_token;
   e.limit = p.limit;
+  e.placeKept = p.place_kept === true;
   e.requestId = p.request_id;
   e.retryAfter = parseRetryAfter(retryAfterHeader) ?? (p.retry_after && p.retry_after > 0 ? p.retry_after * 1000 : undefined);
   if (e instanceof HeldError) {

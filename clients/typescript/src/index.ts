@@ -1,6 +1,6 @@
 // baton-client: the TypeScript client of baton, the distributed lock
 // service with fencing tokens. See README.md.
-export { Client, defaultAddr } from "./client.js";
+export { Client, defaultAddr, maxRequestWait, waitForever } from "./client.js";
 export type { AcquireOptions, CallOptions, CampaignOptions, ClientOptions, HistoryOptions, ListOptions, LockSetOptions, PermitOptions, PutFencedOptions, RWOptions } from "./client.js";
 export { Lock, Leadership, Permit, RWHold } from "./lock.js";
 export { LockSet } from "./lockset.js";

@@ -204,6 +204,8 @@ export interface Problem {
   holders?: HoldInfo[];
   leader?: LeaderInfo;
   max_token?: number;
+  /** A wait with keep_place ran out and the session keeps its place in the queue (lock_held, election_held, semaphore_full). */
+  place_kept?: boolean;
   /** Seconds. */
   retry_after?: number;
   /** The cap reached, or the semaphore's limit (limit_mismatch). */

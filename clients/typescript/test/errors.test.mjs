@@ -58,10 +58,16 @@ test("each code's class is distinct, and an answer decodes to it with its member
   assert.ok(held instanceof HeldError);
   assert.equal(held.holder.token, 7);
   assert.equal(held.retryAfter, 3000);
+  assert.equal(held.placeKept, false, "no place_kept: false");
+  const kept = errorFromProblem(409, JSON.stringify({ title: "t", status: 409, code: "lock_held", holder, place_kept: true }), true, null);
+  assert.equal(kept.placeKept, true);
   const leader = { name: "e", candidate: "a", token: 9, term: 1, value: null, metadata: {} };
   const eh = errorFromProblem(409, JSON.stringify({ title: "t", status: 409, code: "election_held", leader }), true, null);
   assert.ok(eh instanceof ElectionHeldError);
   assert.equal(eh.leader.token, 9);
+  assert.equal(eh.placeKept, false);
+  assert.equal(errorFromProblem(409, JSON.stringify({ title: "t", status: 409, code: "semaphore_full", place_kept: true }), true, null).placeKept, true);
+  assert.equal(errorFromProblem(502, "bad gateway", false, null).placeKept, false);
 });
 
 test("answers without a known code are classed by their status", () => {
