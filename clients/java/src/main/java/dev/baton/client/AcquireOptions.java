@@ -51,7 +51,12 @@ public final class AcquireOptions {
         return new AcquireOptions(owner, ttl, session, wait, lockDelay, metadata);
     }
 
-    /** Wait in line for up to this long (at most 5 min), first come first served; default: fail at once. */
+    /**
+     * Wait in line for up to this long, first come first served; default:
+     * fail at once. A wait over the client's {@link Client#maxRequestWait()}
+     * (5 min), up to {@link Client#WAIT_FOREVER}, needs a {@link #session(String)}
+     * (lock sets wait at most 5 min).
+     */
     public AcquireOptions waitFor(Duration wait) {
         return new AcquireOptions(owner, ttl, session, wait, lockDelay, metadata);
     }

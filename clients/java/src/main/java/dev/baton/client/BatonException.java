@@ -26,7 +26,11 @@ public class BatonException extends RuntimeException {
         this.p = p;
     }
 
-    /** The HTTP status of the answer; 0 when there was none (a connection refused or cut, a timeout). */
+    /**
+     * The HTTP status of the answer; 0 when there was none (a connection
+     * refused or cut, a timeout, or a call the client refused itself, such as
+     * a wait over the maximum without a session).
+     */
     public int status() {
         return p.status;
     }
@@ -64,6 +68,16 @@ public class BatonException extends RuntimeException {
     /** The cap reached (the {@code too_many_*} codes, {@code value_too_large}), or a semaphore's limit ({@code limit_mismatch}). */
     public OptionalLong limit() {
         return p.members.get("limit") instanceof Number ? OptionalLong.of(Json.lng(p.members, "limit")) : OptionalLong.empty();
+    }
+
+    /**
+     * Whether a request's wait with keep_place ran out leaving the session's
+     * place in line ({@code "place_kept": true} on a 409): the client's own
+     * run of requests for a wait over {@link Client#maxRequestWait()} goes
+     * on from there. False otherwise.
+     */
+    public boolean placeKept() {
+        return Boolean.TRUE.equals(p.members.get("place_kept"));
     }
 
     /** The request's X-Request-ID: quote it when reporting a problem, it finds the node's log line. */

@@ -18,16 +18,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code BatonLock} queue on a local lock first, so only one of them asks
  * the cluster at a time. {@link #newCondition()} is not supported.
  *
- * <p>{@link #lock()} waits as long as it takes (in rounds of the options'
- * wait, at most 5 min each) and, as the interface says, goes on waiting
- * when interrupted; {@link #lockInterruptibly()} and
- * {@link #tryLock(long, TimeUnit)} stop. While held, {@link #token()} is
- * the fencing token and {@link #lost()} completes if the lock is lost;
- * {@link #unlock()} then throws the {@link LockLostException} after
- * giving it back.
+ * <p>{@link #lock()} waits as long as it takes and, as the interface says,
+ * goes on waiting when interrupted; {@link #lockInterruptibly()} and
+ * {@link #tryLock(long, TimeUnit)} stop. With a session in the options it
+ * waits at the session's place in line however long it takes (see
+ * {@link Client#WAIT_FOREVER}); without one, in rounds of the options' wait
+ * (30 s by default), at most the client's {@link Client#maxRequestWait()}
+ * each. While held, {@link #token()} is the fencing token and
+ * {@link #lost()} completes if the lock is lost; {@link #unlock()} then
+ * throws the {@link LockLostException} after giving it back.
  */
 public final class BatonLock implements java.util.concurrent.locks.Lock {
-    private static final Duration MAX_WAIT = Duration.ofMinutes(5);
     private static final Duration DEFAULT_ROUND = Duration.ofSeconds(30);
 
     private final Client c;
@@ -78,7 +79,7 @@ public final class BatonLock implements java.util.concurrent.locks.Lock {
             return;
         }
         try {
-            Duration round = o.wait != null && !o.wait.isZero() ? min(o.wait, MAX_WAIT) : DEFAULT_ROUND;
+            Duration round = o.session != null ? longest() : min(o.wait != null && !o.wait.isZero() ? o.wait : DEFAULT_ROUND, longest());
             while (!remote(round)) {
                 if (Thread.interrupted()) {
                     throw new InterruptedException();
@@ -127,7 +128,7 @@ public final class BatonLock implements java.util.concurrent.locks.Lock {
         try {
             do {
                 long left = end - System.nanoTime();
-                ok = remote(min(Duration.ofNanos(Math.max(left, 0)), MAX_WAIT));
+                ok = remote(min(Duration.ofNanos(Math.max(left, 0)), longest()));
                 if (Thread.interrupted()) {
                     if (ok) {
                         ok = false;
@@ -142,6 +143,11 @@ public final class BatonLock implements java.util.concurrent.locks.Lock {
                 local.unlock();
             }
         }
+    }
+
+    /** The longest wait of one acquire: in a session, one that keeps its place in line, as long as it takes. */
+    private Duration longest() {
+        return o.session != null ? Client.WAIT_FOREVER : c.maxRequestWait();
     }
 
     /** remote asks the cluster once, waiting up to wait: true when it holds the lock. */

@@ -51,7 +51,11 @@ public final class CampaignOptions {
         return new CampaignOptions(candidate, value, ttl, session, wait, metadata, hasValue);
     }
 
-    /** Wait in line to lead for up to this long (at most 5 min); default: fail at once. */
+    /**
+     * Wait in line to lead for up to this long; default: fail at once. A
+     * wait over the client's {@link Client#maxRequestWait()} (5 min), up to
+     * {@link Client#WAIT_FOREVER}, needs a {@link #session(String)}.
+     */
     public CampaignOptions waitFor(Duration wait) {
         return new CampaignOptions(candidate, value, ttl, session, wait, metadata, hasValue);
     }

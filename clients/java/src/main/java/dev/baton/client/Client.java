@@ -60,12 +60,33 @@ public final class Client implements AutoCloseable {
     /** Where baton listens by default: the endpoint when BATON_ADDR is unset. */
     public static final String DEFAULT_ADDR = "http://127.0.0.1:8080";
 
+    /**
+     * The longest wait one acquire request may carry: the server's cap, and
+     * the default of {@link Builder#maxRequestWait(Duration)}. A longer wait
+     * of a lock, a campaign, a permit or a read/write hold, up to
+     * {@link #WAIT_FOREVER}, needs a session: it is a run of requests, each
+     * of which keeps the session's place in line when it runs out (the
+     * server's keep_place), while the client renews the session. A release
+     * meanwhile grants the hold to the session, and the next request
+     * answers with it. Lock sets wait at most this long.
+     */
+    public static final Duration MAX_REQUEST_WAIT = Duration.ofMinutes(5);
+
+    /**
+     * As a wait, waits in line until the hold is granted, the session ends,
+     * or the thread is interrupted: as ZooKeeper's and etcd's election
+     * recipes wait for as long as their session lives. It needs a session
+     * (see {@link #MAX_REQUEST_WAIT}).
+     */
+    public static final Duration WAIT_FOREVER = Duration.ofNanos(Long.MAX_VALUE);
+
     static final long MAX_RETRY_AFTER_MS = 30_000;
     private static final long MAX_BACKOFF_MS = 5_000;
 
     private final List<String> endpoints;
     private final String authToken;
     private final Duration timeout;
+    private final Duration maxRequestWait;
     private final long backoff0;
     private final int retries;
     private final HttpClient http;
@@ -93,6 +114,10 @@ public final class Client implements AutoCloseable {
         timeout = b.timeout;
         if (timeout.isNegative() || timeout.isZero() || b.retryBackoff.isNegative()) {
             throw new IllegalArgumentException("baton client: timeout must be positive and retryBackoff not negative");
+        }
+        maxRequestWait = b.maxRequestWait;
+        if (maxRequestWait.isNegative() || maxRequestWait.isZero() || maxRequestWait.compareTo(MAX_REQUEST_WAIT) > 0) {
+            throw new IllegalArgumentException("baton client: maxRequestWait must be positive and at most 5 min");
         }
         backoff0 = b.retryBackoff.toMillis();
         retries = b.maxRetries < 0 ? 0 : b.maxRetries == 0 ? endpoints.size() + 2 : b.maxRetries;
@@ -131,6 +156,7 @@ public final class Client implements AutoCloseable {
         private String token;
         private Duration timeout = Duration.ofSeconds(10);
         private Duration retryBackoff = Duration.ofMillis(200);
+        private Duration maxRequestWait = MAX_REQUEST_WAIT;
         private int maxRetries;
 
         private Builder() {}
@@ -179,6 +205,17 @@ public final class Client implements AutoCloseable {
             return this;
         }
 
+        /**
+         * The longest wait one acquire request carries, at most and by
+         * default {@link Client#MAX_REQUEST_WAIT} (5 min, the server's cap).
+         * A longer wait needs a session and is a run of requests that keep
+         * the session's place in line.
+         */
+        public Builder maxRequestWait(Duration maxRequestWait) {
+            this.maxRequestWait = Objects.requireNonNull(maxRequestWait);
+            return this;
+        }
+
         /** The client. */
         public Client build() {
             return new Client(this);
@@ -188,6 +225,11 @@ public final class Client implements AutoCloseable {
     /** The endpoints' base URLs, without a trailing slash. */
     public List<String> endpoints() {
         return endpoints;
+    }
+
+    /** The longest wait one acquire request carries: the builder's maxRequestWait, by default {@link #MAX_REQUEST_WAIT}. */
+    public Duration maxRequestWait() {
+        return maxRequestWait;
     }
 
     /**
@@ -212,17 +254,24 @@ public final class Client implements AutoCloseable {
     /**
      * acquire takes the lock name, waiting up to the options' wait for it,
      * and returns it held, renewing itself in the background until
-     * {@link Lock#release()}.
+     * {@link Lock#release()}. A wait over {@link #maxRequestWait()}, up to
+     * {@link #WAIT_FOREVER}, needs a session and keeps its place in line
+     * over as many requests as it takes (see {@link #MAX_REQUEST_WAIT}).
      *
      * @throws HeldException with the holder, when the wait runs out (at once without a wait)
+     * @throws InvalidRequestException at once, when a wait over the maximum has no session
      * @throws UnavailableException when no node answered; outside a session the outcome is then unknown
+     * @throws CancellationException when the thread is interrupted; a long wait's place is given up first
      */
     public Lock acquire(String name, AcquireOptions o) {
         String op = "acquire " + quote(name);
-        Map<String, Object> body = holdTerms(o);
-        put(body, "lock_delay", o.lockDelay == null ? null : Durations.wire(o.lockDelay));
-        long sent = System.nanoTime();
-        Resp r = call(new Req(op, "POST", lockPath(name), null, body, o.session != null, waitTimeout(o.wait)));
+        InLine.Granted g = InLine.run(this, op, o.session, o.wait, (wait, keep) -> {
+            Map<String, Object> body = holdTerms(o, wait, keep);
+            put(body, "lock_delay", o.lockDelay == null ? null : Durations.wire(o.lockDelay));
+            return new Req(op, "POST", lockPath(name), null, body, o.session != null, waitTimeout(wait));
+        }, r -> release(name, LockInfo.from(r.obj()).token()));
+        Resp r = g.resp();
+        long sent = g.sent();
         LockInfo info = LockInfo.from(r.obj());
         Lock[] lk = new Lock[1];
         Keeper k = new Keeper(this, new Keeper.Key(Keeper.LOCK, info.name(), info.token()), null, new Keeper.Ops() {
@@ -306,7 +355,7 @@ public final class Client implements AutoCloseable {
         String op = "acquire lock set " + quote(String.join(",", ns));
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("names", ns);
-        body.putAll(holdTerms(o));
+        body.putAll(holdTerms(o, o.wait, false));
         long sent = System.nanoTime();
         Resp r = call(new Req(op, "POST", "/v1/locksets", null, body, o.session != null, waitTimeout(o.wait)));
         LockSetInfo info = LockSetInfo.from(r.obj());
@@ -434,23 +483,30 @@ public final class Client implements AutoCloseable {
      * campaign runs for the election name, waiting in line up to the
      * options' wait, and returns the leadership won, renewing itself until
      * {@link Leadership#resign()}. Not retried outside a session once it may
-     * have reached a node.
+     * have reached a node. A wait over {@link #maxRequestWait()}, up to
+     * {@link #WAIT_FOREVER}, needs a session, as {@link #acquire(String, AcquireOptions)}'s does.
      *
      * @throws ElectionHeldException with the leader, when the wait runs out (at once without one)
+     * @throws InvalidRequestException at once, when a wait over the maximum has no session
+     * @throws CancellationException when the thread is interrupted; a long wait's place is given up first
      */
     public Leadership campaign(String name, CampaignOptions o) {
         String op = "campaign for " + quote(name);
-        Map<String, Object> body = new LinkedHashMap<>();
-        put(body, "candidate", o.candidate);
-        if (o.hasValue) {
-            body.put("value", o.value);
-        }
-        put(body, "ttl", o.ttl == null ? null : Durations.wire(o.ttl));
-        put(body, "session", o.session);
-        put(body, "wait", o.wait == null ? null : Durations.wire(o.wait));
-        put(body, "metadata", o.metadata);
-        long sent = System.nanoTime();
-        Resp r = call(new Req(op, "POST", electionPath(name) + "/campaign", null, body, o.session != null, waitTimeout(o.wait)));
+        InLine.Granted g = InLine.run(this, op, o.session, o.wait, (wait, keep) -> {
+            Map<String, Object> body = new LinkedHashMap<>();
+            put(body, "candidate", o.candidate);
+            if (o.hasValue) {
+                body.put("value", o.value);
+            }
+            put(body, "ttl", o.ttl == null ? null : Durations.wire(o.ttl));
+            put(body, "session", o.session);
+            put(body, "wait", wait == null ? null : Durations.wire(wait));
+            put(body, "keep_place", keep ? Boolean.TRUE : null);
+            put(body, "metadata", o.metadata);
+            return new Req(op, "POST", electionPath(name) + "/campaign", null, body, o.session != null, waitTimeout(wait));
+        }, r -> resignLeadership(name, LeaderInfo.from(r.obj()).token()));
+        Resp r = g.resp();
+        long sent = g.sent();
         LeaderInfo info = LeaderInfo.from(r.obj());
         Leadership[] ld = new Leadership[1];
         Keeper k = new Keeper(this, new Keeper.Key(Keeper.ELECTION, info.name(), info.token()), null, new Keeper.Ops() {
@@ -532,18 +588,25 @@ public final class Client implements AutoCloseable {
      * waiting in line up to the options' wait, and returns it, renewing
      * itself until {@link Permit#release()}. Every client of a semaphore
      * must ask with the same limit. Each request takes a permit of its own,
-     * so it is never repeated once it may have reached a node.
+     * so it is never repeated once it may have reached a node. A wait over
+     * {@link #maxRequestWait()}, up to {@link #WAIT_FOREVER}, needs a
+     * session, as {@link #acquire(String, AcquireOptions)}'s does.
      *
      * @throws SemaphoreFullException with the permits held, when the wait runs out
      * @throws LimitMismatchException with the semaphore's limit, when it is held under another
+     * @throws InvalidRequestException at once, when a wait over the maximum has no session
+     * @throws CancellationException when the thread is interrupted; a long wait's place is given up first
      */
     public Permit acquirePermit(String name, int limit, AcquireOptions o) {
         String op = "acquire a permit of " + quote(name);
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("limit", limit);
-        body.putAll(holdTerms(o));
-        long sent = System.nanoTime();
-        Resp r = call(new Req(op, "POST", "/v1/semaphores/" + enc(name), null, body, false, waitTimeout(o.wait)));
+        InLine.Granted g = InLine.run(this, op, o.session, o.wait, (wait, keep) -> {
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("limit", limit);
+            body.putAll(holdTerms(o, wait, keep));
+            return new Req(op, "POST", "/v1/semaphores/" + enc(name), null, body, false, waitTimeout(wait));
+        }, r -> releasePermit(name, HoldInfo.from(r.obj()).token()));
+        Resp r = g.resp();
+        long sent = g.sent();
         HoldInfo info = HoldInfo.from(r.obj());
         Permit[] p = new Permit[1];
         Keeper k = new Keeper(this, new Keeper.Key(Keeper.SEMAPHORE, info.name(), info.token()), null, new Keeper.Ops() {
@@ -598,18 +661,25 @@ public final class Client implements AutoCloseable {
      * it, renewing itself until {@link RWHold#release()}. The line is first
      * come, first served: a reader behind a waiting writer waits for it.
      * Each read takes a hold of its own, so it is never repeated once it may
-     * have reached a node; nor is a write outside a session.
+     * have reached a node; nor is a write outside a session. A wait over
+     * {@link #maxRequestWait()}, up to {@link #WAIT_FOREVER}, needs a
+     * session, as {@link #acquire(String, AcquireOptions)}'s does.
      *
      * @throws HeldException whose holders are the holds in the way, when the wait runs out
+     * @throws InvalidRequestException at once, when a wait over the maximum has no session
+     * @throws CancellationException when the thread is interrupted; a long wait's place is given up first
      */
     public RWHold acquireRW(String name, RWMode mode, AcquireOptions o) {
         String op = "acquire a " + mode.wire() + " hold of " + quote(name);
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("mode", mode.wire());
-        body.putAll(holdTerms(o));
-        long sent = System.nanoTime();
-        Resp r = call(new Req(op, "POST", "/v1/rwlocks/" + enc(name), null, body, o.session != null && mode == RWMode.WRITE,
-                waitTimeout(o.wait)));
+        InLine.Granted g = InLine.run(this, op, o.session, o.wait, (wait, keep) -> {
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("mode", mode.wire());
+            body.putAll(holdTerms(o, wait, keep));
+            return new Req(op, "POST", "/v1/rwlocks/" + enc(name), null, body, o.session != null && mode == RWMode.WRITE,
+                    waitTimeout(wait));
+        }, r -> releaseRW(name, HoldInfo.from(r.obj()).token()));
+        Resp r = g.resp();
+        long sent = g.sent();
         HoldInfo info = HoldInfo.from(r.obj());
         RWHold[] h = new RWHold[1];
         Keeper k = new Keeper(this, new Keeper.Key(Keeper.RWLOCK, info.name(), info.token()), null, new Keeper.Ops() {
@@ -948,12 +1018,14 @@ public final class Client implements AutoCloseable {
         return new Keeper.Grant(status, sent, ttl, left, session != null);
     }
 
-    private static Map<String, Object> holdTerms(AcquireOptions o) {
+    /** The terms of a hold's request that waits up to wait and, with keep, keeps the session's place when that runs out. */
+    private static Map<String, Object> holdTerms(AcquireOptions o, Duration wait, boolean keep) {
         Map<String, Object> m = new LinkedHashMap<>();
         put(m, "owner", o.owner);
         put(m, "ttl", o.ttl == null ? null : Durations.wire(o.ttl));
         put(m, "session", o.session);
-        put(m, "wait", o.wait == null ? null : Durations.wire(o.wait));
+        put(m, "wait", wait == null ? null : Durations.wire(wait));
+        put(m, "keep_place", keep ? Boolean.TRUE : null);
         put(m, "metadata", o.metadata);
         return m;
     }
