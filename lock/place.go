@@ -20,8 +20,12 @@ import (
 // acquires with KeepPlace, each of which leaves the place in the queue
 // when it runs out: the next one, on any node, takes it up, and a release
 // meanwhile grants the lock to the session, whose next acquire finds it
-// held (sameHolder). The place ends with the grant, with the session, or
-// with a wait that ends without KeepPlace.
+// held (sameHolder). A thing with seats (a semaphore, a read/write lock)
+// is not granted to a kept place: a session may hold several of its
+// seats, so its next acquire could not tell that one from the others;
+// the place waits at the head of the line for that acquire to take the
+// seat (queueEntryRecord). The place ends with the grant, with the
+// session, or with a wait that ends without KeepPlace.
 //
 // Concurrent waits of one session for one thing share the place: the
 // grant goes to one of them (another permit, or the session's hold of the

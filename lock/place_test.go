@@ -291,3 +291,39 @@ func TestKeepPlace_ConcurrentWaitsOfOneSessionShareItsPlace(t *testing.T) {
 		t.Fatalf("the wait that went on: %v, want the lock", err)
 	}
 }
+
+// A semaphore is not granted to a kept place while no acquire waits at
+// it: the session could not tell that permit from others it holds. The
+// place keeps the head of the line, and the session's next acquire takes
+// the permit.
+func TestKeepPlace_APermitWaitsAtTheHeadForTheSessionsNextAcquire(t *testing.T) {
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	first, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "sem", Owner: "p", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, e, "w")
+	_, err = e.AcquirePermit(ctx, lock.PermitRequest{Name: "sem", Owner: "w", Limit: 1, Session: s, Wait: 100 * time.Millisecond, KeepPlace: true})
+	var he *lock.HeldError
+	if !errors.As(err, &he) || !he.PlaceKept {
+		t.Fatalf("permit: %v, want its place kept", err)
+	}
+	if err := e.ReleasePermit(ctx, "sem", first.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "sem", Owner: "late", Limit: 1}); err == nil {
+		t.Fatal("an acquire without wait overtook the kept place")
+	}
+	p, err := e.AcquirePermit(ctx, lock.PermitRequest{Name: "sem", Owner: "w", Limit: 1, Session: s, Wait: time.Second, KeepPlace: true})
+	if err != nil || p.Session != s || p.Token <= first.Token {
+		t.Fatalf("the session's next acquire: %+v, %v; want the permit", p, err)
+	}
+	if st, err := e.Stats(ctx); err != nil || st.Waiters != 0 {
+		t.Fatalf("stats %+v, %v; want the place gone with the grant", st, err)
+	}
+	sess, err := e.GetSession(ctx, s)
+	if err != nil || len(sess.Semaphores) != 1 {
+		t.Fatalf("session %+v, %v; want the one permit", sess, err)
+	}
+}

@@ -498,7 +498,13 @@ func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 		a.queuedAt = now
 	}
 	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt, Mode: a.mode, Set: a.members}
-	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
+	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 || a.req.KeepPlace && a.grouped() {
+		// A kept place of a thing with seats asks for no grant either:
+		// one made while no acquire waits at the place would be a
+		// permit, or a read hold, that the session's next acquire
+		// cannot tell from those it holds already (it takes one of its
+		// own). The place then waits, at the head of the line, for that
+		// acquire to take the seat (place.go).
 		return wr
 	}
 	if a.session == 0 && a.lease == 0 {
