@@ -12,7 +12,7 @@ they are lost; server answers raise typed exceptions (HeldError with .holder, or
 StaleTokenError, …). Standard library only.
 """
 
-from .client import DEFAULT_ADDR, Client
+from .client import DEFAULT_ADDR, MAX_REQUEST_WAIT, WAIT_FOREVER, Client
 from ._hold import Leadership, Lock, Permit, RWHold
 from ._lockset import LockSet
 from ._sse import Stream
@@ -22,8 +22,8 @@ from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, LeaderChan
                     Member, PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter)
 
 __all__ = [
-    "Client", "DEFAULT_ADDR", "Lock", "Leadership", "Permit", "RWHold", "LockSet", "Stream", "BatonError",
-    "LockLostError", "CLASSES", "error_class", "Candidate", "Cluster", "Event", "FencedValue", "HoldInfo",
-    "LeaderChange", "LeaderInfo", "LockInfo", "LockSetInfo", "Member", "PermitInfo", "Problem", "RWLockInfo",
-    "SemaphoreInfo", "Session", "Waiter",
+    "Client", "DEFAULT_ADDR", "MAX_REQUEST_WAIT", "WAIT_FOREVER", "Lock", "Leadership", "Permit", "RWHold",
+    "LockSet", "Stream", "BatonError", "LockLostError", "CLASSES", "error_class", "Candidate", "Cluster", "Event",
+    "FencedValue", "HoldInfo", "LeaderChange", "LeaderInfo", "LockInfo", "LockSetInfo", "Member", "PermitInfo",
+    "Problem", "RWLockInfo", "SemaphoreInfo", "Session", "Waiter",
 ] + [c.__name__ for c in CLASSES.values()]

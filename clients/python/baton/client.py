@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import os
 import ssl
+import threading
 import time
 import urllib.parse
 
@@ -35,12 +37,22 @@ from ._hold import RWLOCK, SEMAPHORE, HoldKind, HoldWatcher, Leadership, Lock, P
 from ._http import Transport, parse_endpoint
 from ._lockset import LockSet
 from ._sse import DEFAULT_IDLE, EventSource, ObserveSource, Stream
+from .errors import BatonError, InvalidError, SessionNotFoundError
 from .types import (Cluster, Event, FencedValue, HoldInfo, LeaderInfo, LockInfo, LockSetInfo, RWLockInfo, SemaphoreInfo,
                     Session, decode, duration_seconds, format_duration)
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_RETRY_BACKOFF = 0.2
+# The longest wait one acquire request carries: the server's cap, 5m. A
+# longer wait, up to WAIT_FOREVER, is a run of requests in a session (see
+# Client._in_line).
+MAX_REQUEST_WAIT = 300.0
+# As an acquire's, a campaign's, a permit's or a read/write hold's wait:
+# wait in line until granted, or until the session ends. It needs a session.
+WAIT_FOREVER = math.inf
+# The wait of the request that gives a kept place up.
+_GIVE_UP_WAIT = 0.001
 
 
 def _q(s: str) -> str:
@@ -86,12 +98,21 @@ class Client:
     retry_backoff is the first pause between rounds of retries, doubling
     up to 5 s; max_retries bounds retries of a call that is safe to repeat
     (0: the number of endpoints plus 2; negative: never).
+
+    max_request_wait is the longest wait one acquire request carries (a
+    duration, at most and by default MAX_REQUEST_WAIT, 5 minutes: the
+    server's cap). A longer wait of acquire, acquire_once, campaign,
+    acquire_permit or acquire_rw, up to WAIT_FOREVER, needs a session: it
+    is a run of requests, each of which keeps the session's place in line
+    for the next (the server's keep_place), while the client renews the
+    session.
     """
 
     def __init__(self, addr: str | list[str] | None = None, *, token: str | None = None,
                  token_file: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  retry_backoff: float = DEFAULT_RETRY_BACKOFF, max_retries: int = 0,
-                 cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None):
+                 cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None,
+                 max_request_wait=MAX_REQUEST_WAIT):
         if addr is None:
             addr = os.environ.get("BATON_ADDR", "").strip() or DEFAULT_ADDR
         if isinstance(addr, str):
@@ -110,6 +131,10 @@ class Client:
                     raise ValueError(f"baton client: token file {token_file} is empty")
         if timeout < 0 or retry_backoff < 0:
             raise ValueError("baton client: timeout and retry_backoff must not be negative")
+        max_wait = duration_seconds(max_request_wait) if max_request_wait is not None else 0.0
+        if not 0 <= max_wait <= MAX_REQUEST_WAIT:
+            raise ValueError(f"baton client: max_request_wait must be between 0 and {MAX_REQUEST_WAIT:g} s")
+        self._max_wait = max_wait or MAX_REQUEST_WAIT
         retries = len(endpoints) + 2 if max_retries == 0 else max(max_retries, 0)
         ctx = None
         cafile = cafile or os.environ.get("BATON_CACERT") or None
@@ -129,6 +154,11 @@ class Client:
     @property
     def endpoints(self) -> list[str]:
         return [str(e) for e in self._t.endpoints]
+
+    @property
+    def max_request_wait(self) -> float:
+        """The longest wait one acquire request carries, in seconds."""
+        return self._max_wait
 
     def close(self) -> None:
         """Stops the event stream that watches held locks. Holds still
@@ -154,6 +184,9 @@ class Client:
         TTL until released. ttl is the lease's (2s to 24h; None: the
         server's default, 30s; it must be None with session, whose TTL
         applies). Raises HeldError, with .holder, when the wait runs out.
+        A wait over max_request_wait (5m), up to WAIT_FOREVER, needs
+        session (InvalidError, raised before any request, without one): it
+        is a run of requests that keep the session's place in line.
 
         Not retried after a 503 or a broken connection outside a session:
         a repeat could take a second hold. The UnavailableError then has
@@ -180,13 +213,19 @@ class Client:
         return self._acquire(f"acquire {name!r}", name, ttl, wait, owner, session, metadata, lock_delay)[1]
 
     def _acquire(self, op, name, ttl, wait, owner, session, metadata, lock_delay):
-        body = _omit_none({"owner": owner, "ttl": format_duration(ttl), "session": session,
-                           "wait": format_duration(wait), "lock_delay": format_duration(lock_delay),
-                           "metadata": metadata})
-        sent = time.monotonic()
-        status, w = self._do(op, "POST", _lock_path(name), body=body, idempotent=session is not None,
-                             timeout=self._t.timeout + duration_seconds(wait))
-        return status, decode(LockInfo, w), sent
+        """(status, LockInfo, sent) of the acquire, over as many requests
+        as wait takes (_in_line)."""
+
+        def send(wait, keep):
+            body = _omit_none({"owner": owner, "ttl": format_duration(ttl), "session": session,
+                               "wait": format_duration(wait), "keep_place": keep or None,
+                               "lock_delay": format_duration(lock_delay), "metadata": metadata})
+            sent = time.monotonic()
+            status, w = self._do(op, "POST", _lock_path(name), body=body, idempotent=session is not None,
+                                 timeout=self._t.timeout + duration_seconds(wait))
+            return status, decode(LockInfo, w), sent
+
+        return self._in_line(op, session, wait, send, lambda r: self.release(name, r[1].token))
 
     def get(self, name: str) -> LockInfo:
         """The lock's holder and queue; NotHeldError when free. Retried."""
@@ -235,7 +274,8 @@ class Client:
         in. Raises HeldError when a lock is held by another and the wait
         runs out (.holders: the locks in the way), having taken nothing;
         InvalidError (.field "names") for fewer than 2 or more than 64
-        names, a repeated or an invalid one.
+        names, a repeated or an invalid one. A lock set keeps no place in
+        line between requests: its wait is at most 5m, one request.
 
         Retried as acquire is: not after a 503 or a broken connection
         outside a session (UnavailableError with outcome_unknown set; a
@@ -376,16 +416,21 @@ class Client:
         line up to wait, and returns the Leadership, renewed in the
         background as a Lock is. value (any JSON) is what the leader
         publishes. Raises ElectionHeldError, with .leader, when the wait
-        runs out. Retried as acquire is: not after a 503 or a broken
-        connection outside a session."""
+        runs out. A wait over max_request_wait (5m), up to WAIT_FOREVER,
+        needs session, as acquire's does. Retried as acquire is: not after
+        a 503 or a broken connection outside a session."""
         op = f"campaign for {name!r}"
-        body = _omit_none({"candidate": candidate, "value": value, "ttl": format_duration(ttl),
-                           "session": session, "wait": format_duration(wait),
-                           "lock_delay": format_duration(lock_delay), "metadata": metadata})
-        sent = time.monotonic()
-        status, w = self._do(op, "POST", _election_path(name) + "/campaign", body=body,
-                             idempotent=session is not None, timeout=self._t.timeout + duration_seconds(wait))
-        info = decode(LeaderInfo, w)
+
+        def send(wait, keep):
+            body = _omit_none({"candidate": candidate, "value": value, "ttl": format_duration(ttl),
+                               "session": session, "wait": format_duration(wait), "keep_place": keep or None,
+                               "lock_delay": format_duration(lock_delay), "metadata": metadata})
+            sent = time.monotonic()
+            status, w = self._do(op, "POST", _election_path(name) + "/campaign", body=body,
+                                 idempotent=session is not None, timeout=self._t.timeout + duration_seconds(wait))
+            return status, decode(LeaderInfo, w), sent
+
+        status, info, sent = self._in_line(op, session, wait, send, lambda r: self.resign(name, r[1].token))
         return Leadership(self, info)._start(op, status, sent, session, info.elected_at)
 
     def leader(self, name: str) -> LeaderInfo:
@@ -559,13 +604,77 @@ class Client:
     # the kind's path.
 
     def _acquire_held(self, cls: type[_Held], op, name, extra, ttl, wait, owner, session, metadata, idempotent):
-        body = _omit_none({cls._KIND.extra: extra, "owner": owner, "ttl": format_duration(ttl), "session": session,
-                           "wait": format_duration(wait), "metadata": metadata})
-        sent = time.monotonic()
-        status, w = self._do(op, "POST", _held_path(cls._KIND, name), body=body, idempotent=idempotent,
-                             timeout=self._t.timeout + duration_seconds(wait))
-        info = decode(HoldInfo, w)
+        k = cls._KIND
+
+        def send(wait, keep):
+            body = _omit_none({k.extra: extra, "owner": owner, "ttl": format_duration(ttl), "session": session,
+                               "wait": format_duration(wait), "keep_place": keep or None, "metadata": metadata})
+            sent = time.monotonic()
+            status, w = self._do(op, "POST", _held_path(k, name), body=body, idempotent=idempotent,
+                                 timeout=self._t.timeout + duration_seconds(wait))
+            return status, decode(HoldInfo, w), sent
+
+        status, info, sent = self._in_line(op, session, wait, send,
+                                           lambda r: self._release_held(k, name, r[1].token))
         return cls(self, info)._start(op, status, sent, session, info.acquired_at)
+
+    # Waits longer than one request.
+
+    def _in_line(self, op, session, wait, send, undo):
+        """Runs an acquire that waits up to wait by send(wait, keep), which
+        sends one request with that wait and, when keep is set,
+        keep_place, and returns its result. A wait that fits one request
+        (max_request_wait) is one request, with wait as given. A longer
+        one needs session: it is a run of requests, each with the rest of
+        the wait up to max_request_wait, all but the last with
+        keep_place, until an answer that is not a kept place (the
+        server's 409 with place_kept), while a thread renews the session.
+        A release meanwhile grants the hold to the session, and the next
+        request answers 200 with it.
+
+        A wait cannot be cancelled, but an interrupt (KeyboardInterrupt,
+        SystemExit) that ends the run gives the place up as the Go client
+        does between two requests: one last request without keep_place,
+        whose grant, if any, undo(result) ends. Otherwise a place kept by
+        an answer the interrupt cut short would stay in line, ahead of
+        later waiters, for as long as the session lives."""
+        total = _wait_seconds(wait)
+        if total <= self._max_wait:
+            return send(wait, False)
+        if not session:
+            raise InvalidError(f"a wait over {format_duration(self._max_wait)} needs a session, which keeps "
+                               "the place in line between requests", op=op)
+        deadline = None if math.isinf(total) else time.monotonic() + total
+        keeper = _SessionKeeper(self, session)
+        try:
+            while True:
+                chunk, keep = self._max_wait, True
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= self._max_wait:
+                        chunk, keep = max(left, _GIVE_UP_WAIT), False
+                try:
+                    return send(chunk, keep)
+                except BatonError as e:
+                    if not (keep and e.place_kept):
+                        raise
+        except BaseException as e:
+            if not isinstance(e, Exception):
+                self._give_up(send, undo)
+            raise
+        finally:
+            keeper.stop()
+
+    @staticmethod
+    def _give_up(send, undo):
+        """Ends the session's place in line: an acquire without
+        keep_place that hardly waits, and undo of what it was granted."""
+        try:
+            r = send(_GIVE_UP_WAIT, False)
+        except BatonError:
+            return
+        with contextlib.suppress(BatonError):
+            undo(r)
 
     def _get_held(self, k: HoldKind, name):
         return decode(k.state, self._do(f"get {k.kind} {name!r}", "GET", _held_path(k, name), idempotent=True)[1])
@@ -587,3 +696,42 @@ class Client:
     def _revoke_held(self, k: HoldKind, name, token, reason) -> None:
         self._do(f"revoke {k.noun} of {name!r}", "POST", _held_path(k, name) + "/revoke",
                  body=_omit_none({"token": token, "reason": reason}), idempotent=True)
+
+
+def _wait_seconds(wait) -> float:
+    """A wait as seconds: 0 for None, inf for WAIT_FOREVER."""
+    if isinstance(wait, float) and math.isinf(wait) and wait > 0:
+        return math.inf
+    return duration_seconds(wait)
+
+
+class _SessionKeeper:
+    """Renews a session about every third of its TTL (at most once a
+    second) from a thread of its own, from now until stop(): the session
+    keeps a place in line while nothing it holds may renew it. A renewal
+    that fails is tried again at the next turn; a session that is gone
+    (session_not_found) stops it, and the wait, whose next request the
+    server refuses, ends by itself."""
+
+    def __init__(self, client: Client, session: str):
+        self._c = client
+        self._id = session
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, name=f"baton-session-{session}", daemon=True).start()
+
+    def _run(self) -> None:
+        every = 1.0
+        while not self._stop.is_set():
+            try:
+                s = self._c.renew_session(self._id)
+                every = max((s.ttl or 0.0) / 3, 1.0)
+            except SessionNotFoundError:
+                return
+            except Exception:  # noqa: BLE001: tried again at the next turn
+                pass
+            if self._stop.wait(every):
+                return
+
+    def stop(self) -> None:
+        """Ends the renewals; one under way finishes by itself."""
+        self._stop.set()

@@ -3,12 +3,12 @@
 Every answer that is not a success raises a BatonError subclass chosen by
 the problem's code (HeldError for lock_held, and so on), carrying code,
 status, title, detail, retry_after (seconds, or None) and the problem's
-members (holder, holders, leader, max_token, limit, field). As in the Go client,
-every 5xx is also an UnavailableError, and so is a code retried elsewhere
-(shutting_down); any 401 is an UnauthorizedError and any 403 a
-ForbiddenError, body or not, since a proxy may answer those. A code this
-client does not know (a newer server's) raises BatonError itself, with
-.code saying it.
+members (holder, holders, leader, max_token, limit, field, place_kept).
+As in the Go client, every 5xx is also an UnavailableError, and so is a
+code retried elsewhere (shutting_down); any 401 is an UnauthorizedError
+and any 403 a ForbiddenError, body or not, since a proxy may answer
+those. A code this client does not know (a newer server's) raises
+BatonError itself, with .code saying it.
 """
 
 from __future__ import annotations
@@ -80,6 +80,14 @@ class BatonError(Exception):
         """The cap that was reached (too_many_waiters and the other caps),
         or the semaphore's own limit (limit_mismatch)."""
         return self.problem.limit if self.problem else None
+
+    @property
+    def place_kept(self) -> bool:
+        """True when a wait with keep_place ran out and the session keeps
+        its place in line (lock_held, election_held, semaphore_full): its
+        next acquire of the name waits from there. A wait longer than
+        Client.max_request_wait is a run of such requests."""
+        return bool(self.problem and self.problem.place_kept is True)
 
     @property
     def field(self) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -48,6 +49,9 @@ def format_duration(d: Any) -> str | None:
         d = d.total_seconds()
     if isinstance(d, bool) or not isinstance(d, (int, float)):
         raise TypeError(f"duration: want str, seconds or timedelta, not {type(d).__name__}")
+    if not math.isfinite(d):
+        raise ValueError(f"duration {d!r}: not finite (WAIT_FOREVER is for the wait of an acquire, a campaign, "
+                         "a permit or a read/write hold, in a session)")
     if float(d).is_integer():
         return f"{int(d)}s"
     return f"{float(d):.9f}".rstrip("0") + "s"
@@ -314,6 +318,7 @@ class Problem:
     leader: LeaderInfo | None = None
     max_token: int | None = None
     limit: int | None = None
+    place_kept: bool = False
     retry_after: int | None = None
     delayed_until: datetime.datetime | None = None
     request_id: str | None = None

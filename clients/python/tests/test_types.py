@@ -39,13 +39,14 @@ class TypesTest(unittest.TestCase):
 
     def test_the_request_bodies_sent_are_what_the_api_takes(self):
         # The members each call sends, as in baton/client.py.
-        sent = {"AcquireRequest": {"owner", "ttl", "session", "wait", "lock_delay", "metadata"},
-                "CampaignRequest": {"candidate", "value", "ttl", "session", "wait", "lock_delay", "metadata"},
+        sent = {"AcquireRequest": {"owner", "ttl", "session", "wait", "keep_place", "lock_delay", "metadata"},
+                "CampaignRequest": {"candidate", "value", "ttl", "session", "wait", "keep_place", "lock_delay",
+                                    "metadata"},
                 "FencedRequest": {"token", "value", "lock", "election", "rwlock"},
                 "SessionRequest": {"owner", "ttl"}, "RenewRequest": {"token"},
                 "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
-                "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "metadata"},
-                "RWRequest": {"mode", "owner", "ttl", "session", "wait", "metadata"},
+                "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "keep_place", "metadata"},
+                "RWRequest": {"mode", "owner", "ttl", "session", "wait", "keep_place", "metadata"},
                 "HoldRevokeRequest": {"token", "reason"},
                 "LockSetRequest": {"names", "owner", "ttl", "session", "wait", "metadata"},
                 "LockSetTokenRequest": {"names", "token"}}
