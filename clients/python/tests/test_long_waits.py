@@ -225,9 +225,6 @@ class LongWaitTest(LiveTest):
         h.release()
 
     def test_a_permits_long_wait_keeps_its_place_then_runs_out(self):
-        # Not the grant: the node does not answer a permit granted to the
-        # place between two requests with the session's next acquire (it
-        # queues the session anew), so a release here could race with it.
         name = self.name("s")
         f, c = self.front()
         holder = self.c.acquire_permit(name, 1, owner="holder", ttl="10s")
@@ -241,6 +238,28 @@ class LongWaitTest(LiveTest):
         self.assertFalse(cm.exception.place_kept, "the last request had no keep_place")
         self.assertGreaterEqual(f.count("POST", "/v1/semaphores/" + name), 4)
         self.assertEqual(self.c.get_semaphore(name).waiters, [], "no place left in line")
+
+
+    def test_a_permit_released_between_two_requests_goes_to_the_sessions_next_one(self):
+        # A permit is not granted to a place while no request waits at
+        # it: the place keeps the head of the line, and the session's
+        # next request takes the permit (a later waiter stays behind).
+        name = self.name("g")
+        f, c = self.front()
+        holder = self.c.acquire_permit(name, 1, owner="holder", ttl="10s")
+        s = self.session("waiter", ttl="10s")
+        got = in_background(c.acquire_permit, name, 1, owner="waiter", session=s.id, wait=baton.WAIT_FOREVER)
+        wait_until(lambda: f.count("POST", "/v1/semaphores/" + name) >= 3, timeout=20, what="3 requests")
+        late = in_background(self.client().acquire_permit, name, 1, owner="late", ttl="10s", wait="30s")
+        wait_until(lambda: len(self.c.get_semaphore(name).waiters) == 2, timeout=10, what="late queued")
+        holder.release()
+        permit = result(got)
+        self.addCleanup(permit._hold.release_quietly)
+        self.assertEqual(permit.info.session, s.id)
+        self.assertEqual([w.owner for w in self.c.get_semaphore(name).waiters], ["late"], "late still waits")
+        permit.release()
+        late_permit = result(late)
+        late_permit.release()
 
 
 class InterruptTest(unittest.TestCase):
