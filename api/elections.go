@@ -134,19 +134,15 @@ func toLeader(l *lock.Lock) *Leader {
 //	@Success		201		{object}	api.Leader				"The caller now leads"
 //	@Success		200		{object}	api.Leader				"The same session already leads (idempotent)"
 //	@Failure		400		{object}	api.Problem				"invalid_request: the field named in `field` is wrong"
-//	@Failure		401		{object}	api.Problem				"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem				"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem				"session_not_found"
 //	@Failure		409		{object}	api.Problem				"election_held: with `leader`, and `retry_after` under lock-delay"
 //	@Failure		413		{object}	api.Problem				"body_too_large, or value_too_large (with `limit`)"
 //	@Failure		415		{object}	api.Problem				"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem				"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem				"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem				"unavailable or shutting_down; the campaign may or may not have taken effect"
 //	@Failure		507		{object}	api.Problem				"insufficient_storage: the data store is full; nothing was written"
 //	@Header			409		{integer}	Retry-After				"Seconds until lock-delay ends (lock-delay only)"
-//	@Header			429		{integer}	Retry-After				"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After				"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/campaign [post]
 func (a *API) campaign(c echo.Context) error {
@@ -195,14 +191,7 @@ func candidateField(err error) error {
 //	@Produce		json
 //	@Param			name	path		string	true	"Election name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.Leader
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404		{object}	api.Problem	"no_leader"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name} [get]
 func (a *API) getElection(c echo.Context) error {
@@ -229,13 +218,6 @@ func (a *API) getElection(c echo.Context) error {
 //	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.LeaderList
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections [get]
 func (a *API) listElections(c echo.Context) error {
@@ -268,19 +250,12 @@ func (a *API) listElections(c echo.Context) error {
 //	@Param			name	path		string					true	"Election name" minlength(1) maxlength(128)
 //	@Param			request	body		api.ProclaimRequest		true	"The leadership's token and the new value"
 //	@Success		200		{object}	api.Leader
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the leadership was won by another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"no_leader"
 //	@Failure		409		{object}	api.Problem	"token_mismatch: led with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large, or value_too_large (with `limit`)"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/proclaim [post]
 func (a *API) proclaim(c echo.Context) error {
@@ -309,18 +284,11 @@ func (a *API) proclaim(c echo.Context) error {
 //	@Param			name	path		string				true	"Election name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The leadership's token"
 //	@Success		200		{object}	api.Leader
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the leadership was won by another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"no_leader"
 //	@Failure		409		{object}	api.Problem	"token_mismatch: led with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/renew [post]
 func (a *API) renewLeadership(c echo.Context) error {
@@ -347,16 +315,9 @@ func (a *API) renewLeadership(c echo.Context) error {
 //	@Param			name	path	string	true	"Election name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The leadership's token"	format(int64)
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the leadership was won by another credential; or cross_origin"
 //	@Failure		404	{object}	api.Problem	"no_leader"
 //	@Failure		409	{object}	api.Problem	"token_mismatch: led with another token"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/leader [delete]
 func (a *API) resign(c echo.Context) error {
@@ -380,17 +341,9 @@ func (a *API) resign(c echo.Context) error {
 //	@Param			name	path	string				true	"Election name" minlength(1) maxlength(128)
 //	@Param			request	body	api.RevokeRequest	false	"Why"
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin"
 //	@Failure		404	{object}	api.Problem	"no_leader"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/revoke [post]
 func (a *API) revokeLeadership(c echo.Context) error {
@@ -415,13 +368,8 @@ func (a *API) revokeLeadership(c echo.Context) error {
 //	@Param			name			path		string		true	"Election name" minlength(1) maxlength(128)
 //	@Param			Last-Event-ID	header		int			false	"Resume after this revision"	format(int64)
 //	@Success		200				{string}	string		"An endless text/event-stream"
-//	@Failure		400				{object}	api.Problem	"invalid_request"
-//	@Failure		401				{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		421				{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429				{object}	api.Problem	"rate_limited, or too_many_streams (with `limit`): this client address or credential holds its maximum of streams on this node"
 //	@Failure		503				{object}	api.Problem	"unavailable, shutting_down, or too_many_streams (with `limit`): this node serves its maximum of streams"
-//	@Header			429				{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503				{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/observe [get]
 func (a *API) observe(c echo.Context) error {

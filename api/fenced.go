@@ -19,18 +19,11 @@ import (
 //	@Param			resource	path		string				true	"Resource name, same rules as lock names" minlength(1) maxlength(128)
 //	@Param			request		body		api.FencedRequest	true	"Token, value (any JSON) and optional lock, election or rwlock"
 //	@Success		200			{object}	api.FencedValue
-//	@Failure		400			{object}	api.Problem	"invalid_request"
-//	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403			{object}	api.Problem	"forbidden: needs the write role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		409			{object}	api.Problem	"stale_token (with max_token), not_holder, or unknown_token (above the cluster's current revision: never issued)"
 //	@Failure		413			{object}	api.Problem	"body_too_large, or value_too_large (with `limit` in bytes)"
 //	@Failure		415			{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421			{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429			{object}	api.Problem	"rate_limited, or too_many_fenced_values (with `limit`): the write would make one resource too many"
-//	@Failure		503			{object}	api.Problem	"unavailable"
 //	@Failure		507			{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [put]
 func (a *API) putFenced(c echo.Context) error {
@@ -70,14 +63,7 @@ func (a *API) putFenced(c echo.Context) error {
 //	@Produce		json
 //	@Param			resource	path		string	true	"Resource name" minlength(1) maxlength(128)
 //	@Success		200			{object}	api.FencedValue
-//	@Failure		400			{object}	api.Problem	"invalid_request"
-//	@Failure		401			{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404			{object}	api.Problem	"not_found"
-//	@Failure		421			{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429			{object}	api.Problem	"rate_limited"
-//	@Failure		503			{object}	api.Problem	"unavailable"
-//	@Header			429			{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503			{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [get]
 func (a *API) getFenced(c echo.Context) error {
@@ -98,17 +84,9 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Param			resource	path	string	true	"Resource name" minlength(1) maxlength(128)
 //	@Param			reason		query	string	false	"Why, for the audit trail (at most 1,024 bytes)" maxlength(1024)
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"not_found: the resource holds no value"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [delete]
 func (a *API) resetFenced(c echo.Context) error {

@@ -27,19 +27,15 @@ import (
 //	@Success		201		{object}	api.Lock			"Newly acquired"
 //	@Success		200		{object}	api.Lock			"Already held by the same session (idempotent)"
 //	@Failure		400		{object}	api.Problem			"invalid_request: the field named in `field` is wrong"
-//	@Failure		401		{object}	api.Problem			"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem			"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404		{object}	api.Problem			"session_not_found"
 //	@Failure		409		{object}	api.Problem			"lock_held: with `holder`, and `retry_after` under lock-delay; or too_many_locks_in_session (with `limit`)"
 //	@Failure		413		{object}	api.Problem			"body_too_large"
 //	@Failure		415		{object}	api.Problem			"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem			"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem			"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem			"unavailable or shutting_down; the acquire may or may not have taken effect"
 //	@Failure		507		{object}	api.Problem			"insufficient_storage: the data store is full; nothing was written"
 //	@Header			409		{integer}	Retry-After			"Seconds until lock-delay ends (lock-delay only)"
-//	@Header			429		{integer}	Retry-After			"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After			"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [post]
 func (a *API) acquire(c echo.Context) error {
@@ -92,14 +88,7 @@ func (a *API) acquire(c echo.Context) error {
 //	@Produce		json
 //	@Param			name	path		string	true	"Lock name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.Lock
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404		{object}	api.Problem	"not_held; a free lock under lock-delay says until when in `delayed_until` and `retry_after`"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [get]
 func (a *API) getLock(c echo.Context) error {
@@ -152,13 +141,6 @@ func listOptions(c echo.Context) (lock.ListOptions, error) {
 //	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.LockList
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
@@ -194,18 +176,11 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Param			name	path		string				true	"Lock name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The fencing token"
 //	@Success		200		{object}	api.Lock
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404		{object}	api.Problem	"not_held"
 //	@Failure		409		{object}	api.Problem	"token_mismatch: held with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name}/renew [post]
 func (a *API) renew(c echo.Context) error {
@@ -233,18 +208,11 @@ func (a *API) renew(c echo.Context) error {
 //	@Param			name	path	string	true	"Lock name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The fencing token"	format(int64)
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the hold was acquired by another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		409	{object}	api.Problem	"token_mismatch"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [delete]
 func (a *API) release(c echo.Context) error {
@@ -269,18 +237,10 @@ func (a *API) release(c echo.Context) error {
 //	@Param			name	path	string				true	"Lock name" minlength(1) maxlength(128)
 //	@Param			request	body	api.RevokeRequest	false	"Why"
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"not_held"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name}/revoke [post]
 func (a *API) revoke(c echo.Context) error {
@@ -304,17 +264,9 @@ func (a *API) revoke(c echo.Context) error {
 //	@Param			name	path	string	true	"Lock name" minlength(1) maxlength(128)
 //	@Param			reason	query	string	false	"Why, for the audit trail (at most 1,024 bytes)" maxlength(1024)
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"not_delayed: the lock is held, or free with no delay"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name}/delay [delete]
 func (a *API) clearDelay(c echo.Context) error {

@@ -67,18 +67,14 @@ func toLockSet(s *lock.LockSet) *LockSet {
 //	@Success		201		{object}	api.LockSet
 //	@Success		200		{object}	api.LockSet	"The same session already holds this set (idempotent)"
 //	@Failure		400		{object}	api.Problem	"invalid_request: the field named in `field` is wrong (`names`: fewer than 2, more than 64, a name repeated or invalid)"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"session_not_found"
 //	@Failure		409		{object}	api.Problem	"lock_held, with `holders` (the locks held by others)"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited, too_many_waiters, too_many_locks_in_session or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable or shutting_down; the request may or may not have taken effect"
 //	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locksets [post]
 func (a *API) acquireLockSet(c echo.Context) error {
@@ -111,18 +107,11 @@ func (a *API) acquireLockSet(c echo.Context) error {
 //	@Accept			json
 //	@Param			request	body	api.LockSetTokenRequest	true	"The set's names and token"
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the set was taken by another credential; or cross_origin"
 //	@Failure		404	{object}	api.Problem	"not_held: none of the locks is held"
 //	@Failure		409	{object}	api.Problem	"token_mismatch: the locks are held, none with this token"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locksets/release [post]
 func (a *API) releaseLockSet(c echo.Context) error {
@@ -146,18 +135,11 @@ func (a *API) releaseLockSet(c echo.Context) error {
 //	@Produce		json
 //	@Param			request	body		api.LockSetTokenRequest	true	"The set's names and token"
 //	@Success		200		{object}	api.LockSet
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the set was taken by another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"not_held: a lock of the set is not held"
 //	@Failure		409		{object}	api.Problem	"token_mismatch: a lock of the set is held with another token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/locksets/renew [post]
 func (a *API) renewLockSet(c echo.Context) error {

@@ -33,7 +33,6 @@ func (a *API) healthz(c echo.Context) error {
 //	@Produce		json
 //	@Success		200	{object}	api.Status
 //	@Failure		503	{object}	api.Problem	"unavailable: no leader or no quorum; nospace: the data store is full"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Router			/readyz [get]
 func (a *API) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), a.readyTimeout)
@@ -59,13 +58,7 @@ func (a *API) readyz(c echo.Context) error {
 //	@Tags			operations
 //	@Produce		json
 //	@Success		200	{object}	api.Cluster
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/cluster [get]
 func (a *API) cluster(c echo.Context) error {
@@ -111,17 +104,10 @@ func noSpaceNotReady() *Problem {
 //	@Tags			operations
 //	@Produce		json
 //	@Success		200	{object}	api.RecoverResult
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		409	{object}	api.Problem	"still_full"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
 //	@Failure		503	{object}	api.Problem	"unavailable: no leader, or a member could not be reached; call again"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/maintenance/recover [post]
 func (a *API) recoverSpace(c echo.Context) error {

@@ -69,18 +69,14 @@ func toRWLock(rw *lock.RWLock) *RWLock {
 //	@Success		201		{object}	api.Hold
 //	@Success		200		{object}	api.Hold	"The same session already holds the write hold (idempotent)"
 //	@Failure		400		{object}	api.Problem	"invalid_request: the field named in `field` is wrong"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"session_not_found"
 //	@Failure		409		{object}	api.Problem	"lock_held, with `holders` (the holds in the way)"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable or shutting_down; the request may or may not have taken effect"
 //	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks/{name} [post]
 func (a *API) acquireRW(c echo.Context) error {
@@ -117,14 +113,7 @@ func (a *API) acquireRW(c echo.Context) error {
 //	@Produce		json
 //	@Param			name	path		string	true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.RWLock
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404		{object}	api.Problem	"not_held: nothing holds it"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks/{name} [get]
 func (a *API) getRWLock(c echo.Context) error {
@@ -148,13 +137,6 @@ func (a *API) getRWLock(c echo.Context) error {
 //	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.RWLockList
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks [get]
 func (a *API) listRWLocks(c echo.Context) error {
@@ -187,17 +169,10 @@ func (a *API) listRWLocks(c echo.Context) error {
 //	@Param			name	path		string				true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The hold's token"
 //	@Success		200		{object}	api.Hold
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the hold was taken by another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"not_held: no hold of the lock has this token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks/{name}/renew [post]
 func (a *API) renewRW(c echo.Context) error {
@@ -224,15 +199,8 @@ func (a *API) renewRW(c echo.Context) error {
 //	@Param			name	path	string	true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The hold's token"	format(int64)
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the hold was taken by another credential; or cross_origin"
 //	@Failure		404	{object}	api.Problem	"not_held: no hold of the lock has this token"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks/{name} [delete]
 func (a *API) releaseRW(c echo.Context) error {
@@ -256,17 +224,9 @@ func (a *API) releaseRW(c echo.Context) error {
 //	@Param			name	path	string					true	"Read/write lock name" minlength(1) maxlength(128)
 //	@Param			request	body	api.HoldRevokeRequest	true	"The hold's token, and why"
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin"
 //	@Failure		404	{object}	api.Problem	"not_held: no hold of the lock has this token"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks/{name}/revoke [post]
 func (a *API) revokeRW(c echo.Context) error {

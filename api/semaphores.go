@@ -114,18 +114,14 @@ func toSemaphore(s *lock.Semaphore) *Semaphore {
 //	@Param			request	body		api.PermitRequest	true	"The limit, and how to hold the permit"
 //	@Success		201		{object}	api.Hold
 //	@Failure		400		{object}	api.Problem	"invalid_request: the field named in `field` is wrong"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"session_not_found"
 //	@Failure		409		{object}	api.Problem	"semaphore_full, with `holders` (the permits held); or limit_mismatch, with the semaphore's `limit`"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited, too_many_waiters or too_many_locks (with `limit`)"
 //	@Failure		503		{object}	api.Problem	"unavailable or shutting_down; the request may or may not have taken effect"
 //	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name} [post]
 func (a *API) acquirePermit(c echo.Context) error {
@@ -158,14 +154,7 @@ func (a *API) acquirePermit(c echo.Context) error {
 //	@Produce		json
 //	@Param			name	path		string	true	"Semaphore name" minlength(1) maxlength(128)
 //	@Success		200		{object}	api.Semaphore
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404		{object}	api.Problem	"not_held: no permit is held"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name} [get]
 func (a *API) getSemaphore(c echo.Context) error {
@@ -189,13 +178,6 @@ func (a *API) getSemaphore(c echo.Context) error {
 //	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.SemaphoreList
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores [get]
 func (a *API) listSemaphores(c echo.Context) error {
@@ -228,17 +210,10 @@ func (a *API) listSemaphores(c echo.Context) error {
 //	@Param			name	path		string				true	"Semaphore name" minlength(1) maxlength(128)
 //	@Param			request	body		api.RenewRequest	true	"The permit's token"
 //	@Success		200		{object}	api.Hold
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the permit was taken by another credential; or cross_origin"
 //	@Failure		404		{object}	api.Problem	"not_held: no permit of the semaphore has this token"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name}/renew [post]
 func (a *API) renewPermit(c echo.Context) error {
@@ -265,15 +240,8 @@ func (a *API) renewPermit(c echo.Context) error {
 //	@Param			name	path	string	true	"Semaphore name" minlength(1) maxlength(128)
 //	@Param			token	query	int		true	"The permit's token"	format(int64)
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the permit was taken by another credential; or cross_origin"
 //	@Failure		404	{object}	api.Problem	"not_held: no permit of the semaphore has this token"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name} [delete]
 func (a *API) releasePermit(c echo.Context) error {
@@ -297,17 +265,9 @@ func (a *API) releasePermit(c echo.Context) error {
 //	@Param			name	path	string					true	"Semaphore name" minlength(1) maxlength(128)
 //	@Param			request	body	api.HoldRevokeRequest	true	"The permit's token, and why"
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403	{object}	api.Problem	"forbidden: needs the admin role; or cross_origin"
 //	@Failure		404	{object}	api.Problem	"not_held: no permit of the semaphore has this token"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name}/revoke [post]
 func (a *API) revokePermit(c echo.Context) error {

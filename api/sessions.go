@@ -38,17 +38,10 @@ type SessionList struct {
 //	@Produce		json
 //	@Param			request	body		api.SessionRequest	false	"TTL (default 30s, from 2s to 24h) and owner (default: the client's address)"
 //	@Success		201		{object}	api.Session
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 //	@Failure		429		{object}	api.Problem	"rate_limited, or too_many_sessions (with `limit`)"
-//	@Failure		503		{object}	api.Problem	"unavailable"
 //	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/sessions [post]
 func (a *API) createSession(c echo.Context) error {
@@ -80,13 +73,6 @@ func (a *API) createSession(c echo.Context) error {
 //	@Param			limit	query		int		false	"Page size, 1-1000"	default(100) minimum(1) maximum(1000)
 //	@Param			cursor	query		string	false	"next_cursor of the previous page"
 //	@Success		200		{object}	api.SessionList
-//	@Failure		400		{object}	api.Problem	"invalid_request"
-//	@Failure		401		{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
-//	@Failure		421		{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429		{object}	api.Problem	"rate_limited"
-//	@Failure		503		{object}	api.Problem	"unavailable"
-//	@Header			429		{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503		{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/sessions [get]
 func (a *API) listSessions(c echo.Context) error {
@@ -128,14 +114,7 @@ func (a *API) listSessions(c echo.Context) error {
 //	@Produce		json
 //	@Param			id	path		string	true	"Session ID"
 //	@Success		200	{object}	api.Session
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/sessions/{id} [get]
 func (a *API) getSession(c echo.Context) error {
@@ -155,17 +134,10 @@ func (a *API) getSession(c echo.Context) error {
 //	@Produce		json
 //	@Param			id	path		string	true	"Session ID"
 //	@Success		200	{object}	api.Session
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"session_not_found: expired or unknown"
 //	@Failure		413	{object}	api.Problem	"body_too_large"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/sessions/{id}/renew [post]
 func (a *API) renewSession(c echo.Context) error {
@@ -188,17 +160,10 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Produce		json
 //	@Param			id	path	string	true	"Session ID"
 //	@Success		204
-//	@Failure		400	{object}	api.Problem	"invalid_request"
-//	@Failure		401	{object}	api.Problem	"unauthorized: no valid bearer token (when auth is on)"
 //	@Failure		403	{object}	api.Problem	"forbidden: needs the write role, or the session belongs to another credential; or cross_origin: a browser sent it for a page of another origin"
 //	@Failure		404	{object}	api.Problem	"session_not_found"
 //	@Failure		415	{object}	api.Problem	"unsupported_media_type"
-//	@Failure		421	{object}	api.Problem	"host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
-//	@Failure		429	{object}	api.Problem	"rate_limited"
-//	@Failure		503	{object}	api.Problem	"unavailable"
 //	@Failure		507	{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
-//	@Header			429	{integer}	Retry-After	"Seconds to wait before retrying"
-//	@Header			503	{integer}	Retry-After	"Seconds to wait before retrying"
 //	@Security		BearerAuth
 //	@Router			/v1/sessions/{id} [delete]
 func (a *API) deleteSession(c echo.Context) error {

@@ -149,6 +149,9 @@ func refine(doc *openapi3.T) error {
 			}
 		}
 	}
+	if err := standard(doc); err != nil {
+		return err
+	}
 	// Swagger 2.0 has no bearer scheme, so swag wrote BearerAuth as an
 	// API key in the Authorization header, for which Swagger UI's
 	// Authorize dialog wants "Bearer TOKEN" typed in full. As OpenAPI 3's
