@@ -123,17 +123,18 @@ func DefaultConfig() Config {
 		// 100 locks; its contention scenario queues 64 waiters), low
 		// enough that one client cannot take the node's memory: 1,000
 		// waiters are 1,000 held requests and watches on one lock;
-		// 100,000 sessions are 100,000 leases, which etcd's lessor takes
-		// 100 s to revoke when they expire together (1,000/s).
+		// 100,000 sessions are 100,000 leases, which etcd's lessor
+		// revokes at a bounded rate when they expire together
+		// (docs/PERFORMANCE.md, "The HTTP path, memory and caps").
 		MaxWaitersPerLock:  1000,
 		MaxLocksPerSession: 0,
 		MaxSessions:        100000,
 		WatchStallTimeout:  5 * time.Second,
 		// 200,000 locks are twice the bench's scale scenario (1,000
 		// sessions of 100 locks), within one node's memory and etcd's
-		// default quota even with full metadata (docs/PERFORMANCE.md);
-		// 10,000 fenced values of the largest size are 320 MB of etcd, a
-		// sixth of its default quota.
+		// default quota even with full metadata; 10,000 fenced values of
+		// the largest size stay well inside that quota too
+		// (docs/PERFORMANCE.md, "The HTTP path, memory and caps").
 		MaxLocks:            200000,
 		MaxFencedValues:     10000,
 		MaxFencedValueBytes: 32 << 10,

@@ -9,10 +9,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// waiterLease is the one lease under which this node puts its queue
-// entries. Sharing it costs no lease grant per waiter; a waiter that leaves
-// deletes its entry itself, and if the node dies etcd drops every entry
-// with the lease after WaiterTTL, so a dead node never blocks a queue.
+// waiterLease is the one lease under which this node puts the queue
+// entries of acquires without a session (a session's waits wait at its
+// place, under its lease: place.go). Sharing it costs no lease grant per
+// waiter; a waiter that leaves deletes its entry itself, and if the node
+// dies etcd drops every entry with the lease after WaiterTTL, so a dead
+// node never blocks a queue.
 type waiterLease struct {
 	mu     sync.Mutex
 	id     clientv3.LeaseID
@@ -30,15 +32,14 @@ type waiterLease struct {
 //
 // Numbers are reused (last freed, first taken) so that the keys under a
 // lock's queue prefix stay as few as the node's waits at once. A deleted
-// key stays in etcd's key index until the next compaction (the embedded
-// member's runs every minute by default), and every range over the prefix visits it: FIFO's compares
-// and reads range over the queue on each acquire, release and wake-up.
-// With a new key per wait, a lock with steady contention piled up dead
-// keys at its handover rate, and etcd's index over them came to cost a
-// large share of the node's CPU (docs/PERFORMANCE.md); with reuse a key
-// gets a new generation instead, which etcd skips at no cost. A reused
-// key is told apart from its earlier life by its CreateRevision, which
-// every check of a queue entry compares.
+// key stays in etcd's key index until the next compaction, and every
+// range over the prefix visits it: FIFO's compares and reads range over
+// the queue on each acquire, release and wake-up, so a new key per wait
+// would leave dead keys behind at a contended lock's handover rate, each
+// visited by every range (docs/PERFORMANCE.md, "Contention and the
+// queue"). A reused key gets a new generation instead, which etcd skips
+// at no cost. A reused key is told apart from its earlier life by its
+// CreateRevision, which every check of a queue entry compares.
 func (w *waiterLease) slot() uint64 {
 	w.slotMu.Lock()
 	defer w.slotMu.Unlock()

@@ -13,10 +13,10 @@ import (
 // A thing's index (trailname/) keeps one key per event as the history
 // index writes it. etcd holds every live key in memory, in its key index
 // and in its lessor's maps of the key's lease, and the Go collector marks
-// them all on every cycle: a trail of a million keys was most of a busy
-// node's heap, about 550 bytes a key, and cost a fifth of its lock
-// throughput (docs/PERFORMANCE.md, "Beside a full trail"). So in storage
-// format 3 the index folds a thing's events into chunks, one key each:
+// them all on every cycle: a node's heap and its lock throughput pay for
+// every live key of the trail (docs/PERFORMANCE.md, "Beside a full
+// trail"). So in storage format 3 the index folds a thing's events into
+// chunks, one key each:
 //
 //	trailname/<kind>/<name>/<rev>/<entry>  [[<revision>,<event>],…], newest first
 //

@@ -173,7 +173,7 @@ func indexedValue(p pendingRecord) string {
 	return string(b)
 }
 
-// groupValue is the trail/ value of events (their indexedValues, in
+// groupValue is the trail/ value of events (each event's own value, in
 // entry order).
 func groupValue(events []string) string {
 	return "[" + strings.Join(events, ",") + "]"

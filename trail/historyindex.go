@@ -525,7 +525,7 @@ func (x *historyIndex) entryOps(recs []pendingRecord, bucket clientv3.LeaseID, s
 type trailSpan struct{ lo, hi int }
 
 // trailOps append to ops the trail/ keys of recs, in revision and entry
-// order, with values their indexedValues, under bucket: the revisions of
+// order, with values[i] as recs[i]'s value, under bucket: the revisions of
 // span as chunks of up to chunkEvents events, and each other revision,
 // or one of more events, as a key of its own, under the entry of its
 // first. The bound keeps what a page reads past its end about what it

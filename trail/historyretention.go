@@ -116,8 +116,10 @@ func (x *historyIndex) trimCount(ctx context.Context) error {
 	for x.meta.Events > t.historyMaxEvents() && len(x.meta.Buckets) > 1 {
 		m := x.meta
 		b := m.Buckets[0]
-		// Revoke first: if the node stops before the meta write, the
-		// next load finds the lease gone (verifyBuckets) and counts it.
+		// Revoke first: if the node stops before the meta write, meta
+		// still counts the bucket, the trail is still over the bound,
+		// and the next trim revokes it again (etcd answers that the
+		// lease is gone) and drops it then.
 		err := t.etcd.RetryNotApplied(ctx, func(octx context.Context) error {
 			_, err := t.cli.Revoke(octx, b.Lease)
 			return err

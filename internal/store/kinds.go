@@ -81,7 +81,7 @@ func ThingOf(key string) (EventKind, string) {
 }
 
 // ThingKey is the key name of the thing that key, a key name or a seat's
-// (lock's seatKey), belongs to.
+// (WriterSeat's, a permit's: under SeatsOf), belongs to.
 func ThingKey(key string) string {
 	if i := strings.IndexByte(key, SeatSep); i >= 0 {
 		return key[:i]
