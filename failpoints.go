@@ -10,7 +10,7 @@ import (
 	"github.com/baton-dev/baton/node"
 )
 
-// armFailpoints lets the fault-injection suite (internal/chaos) drive
+// armFailpoints lets the fault-injection suite (tests/chaos) drive
 // faults a process signal cannot make by itself, in a binary built with
 // -tags failpoints only: SIGUSR1 halts the node's audit trail writer,
 // SIGUSR2 resumes it. It returns the function that disarms them.

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/baton-dev/baton/internal/cli"
+	"github.com/baton-dev/baton/cli"
 	"github.com/baton-dev/baton/internal/gctune"
 	"github.com/baton-dev/baton/node"
 )

@@ -16,8 +16,8 @@ import (
 
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testcluster"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testcluster"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // TestServe_APortInUseIsOneLine: a second node started on a running one's

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/baton-dev/baton/internal/cli"
-	"github.com/baton-dev/baton/internal/testcluster"
+	"github.com/baton-dev/baton/cli"
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/tests/testcluster"
 )
 
 // bin is baton built once for the tests that run it as a process.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/baton-dev/baton/internal/testcluster"
+	"github.com/baton-dev/baton/tests/testcluster"
 )
 
 // readmeAddr is the address the README's walkthrough talks to: baton's

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // badRequest is one request that breaks one rule of docs/API.md.

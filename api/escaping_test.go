@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // A client may percent-encode any character of a name: the dashboard's

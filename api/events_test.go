@@ -14,7 +14,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // sseMessage is one Server-Sent Events message.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 func TestFenced_WriteThenReadTheSameObject(t *testing.T) {

@@ -23,9 +23,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testetcd"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
+	"github.com/baton-dev/baton/tests/testserver"
 	"github.com/baton-dev/baton/trail"
 )
 

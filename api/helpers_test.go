@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
-// testServer is the shared harness (internal/testserver: the real server
+// testServer is the shared harness (tests/testserver: the real server
 // over the real engine over a real embedded etcd member, every request
 // through the contract check and the 5xx guard) with this package's own
 // helpers on top.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 func TestAcquire_FreshLockAnswers201WithTheLock(t *testing.T) {

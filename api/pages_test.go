@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 func TestListLocks_PagesThroughAPrefixSortedByName(t *testing.T) {

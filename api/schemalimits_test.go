@@ -13,9 +13,9 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/baton-dev/baton/internal/contract"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/openapi"
+	"github.com/baton-dev/baton/tests/contract"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // limitCase is a request just inside or just outside one bound that the

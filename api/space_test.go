@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testetcd"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // smallQuota is the backend quota of the tests that fill etcd: small, so

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testetcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 

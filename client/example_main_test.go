@@ -19,7 +19,7 @@ import (
 // so here the server is a process, as for the Python and TypeScript
 // clients. The client's tests against a server in process, with every
 // response checked against the OpenAPI document, are the server module's
-// (internal/clientsuite).
+// (tests/clientsuite).
 
 var exampleAddr string
 

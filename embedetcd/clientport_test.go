@@ -14,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/embedetcd"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // TestStart_WithoutAClientURLTheSocketInThePrivateDataDirIsTheOnlyWayIn:

@@ -12,7 +12,7 @@ import (
 
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/testcerts"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 func TestValidate_TLSSettingsMustAgreeWithTheURLs(t *testing.T) {

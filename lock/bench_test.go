@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // These benchmarks measure a full acquire+release cycle through the

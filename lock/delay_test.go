@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 )
 
 func TestLockDelay_BlocksAcquireAfterRevokeUntilItPasses(t *testing.T) {

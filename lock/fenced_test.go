@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 )
 
 func sameJSON(t *testing.T, got, want json.RawMessage) bool {

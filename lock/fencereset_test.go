@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 	"github.com/baton-dev/baton/trail"
 )
 

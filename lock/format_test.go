@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )

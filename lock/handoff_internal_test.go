@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/store"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 func newTestEngine(t *testing.T) *Engine {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/tests/holdtest"
 	"github.com/baton-dev/baton/trail"
 
 	clientv3 "go.etcd.io/etcd/client/v3"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 )
 
 // handedTo checks that the release of prev handed name to next in its own

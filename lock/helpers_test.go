@@ -11,8 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 	"github.com/baton-dev/baton/trail"
 )
 

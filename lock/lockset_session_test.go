@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // endRevisions maps each revision at which one of names' holds with token

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 )
 
 // waitersOf is name's queue, by owner.

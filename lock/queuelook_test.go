@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 )
 
 // TestWait_TheWaiterNextInLineFollowsAHandoverWithoutARead: when a release

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/tests/holdtest"
 	"github.com/baton-dev/baton/trail"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // slowKV answers every txn 5 ms late, as a slow disk would: the expiry

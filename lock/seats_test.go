@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 )
 
 // TestSeats_HoldsOutliveTheEngineThatGrantedThem: a permit and a read

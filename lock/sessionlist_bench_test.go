@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // BenchmarkListSessions lists the 10 sessions of one owner prefix, and a

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/tests/holdtest"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 

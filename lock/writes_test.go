@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/baton-dev/baton/internal/testbrowser"
+	"github.com/baton-dev/baton/tests/testbrowser"
 )
 
 // TestClientPort_APageOfAnotherSiteCanNeitherReadNorDeleteInChromium: a

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 func testConfig(t *testing.T) node.Config {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // withoutQuorum is a node of a two-member initial cluster whose other

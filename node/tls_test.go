@@ -20,8 +20,8 @@ import (
 
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/internal/testcerts"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // httpsConfig is testConfig serving HTTPS with a certificate of ca.

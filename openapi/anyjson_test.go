@@ -6,8 +6,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/baton-dev/baton/internal/contract"
 	"github.com/baton-dev/baton/openapi"
+	"github.com/baton-dev/baton/tests/contract"
 )
 
 // TestDocument_AnyJSONValueTakesEveryValueNullIncluded: fenced values,

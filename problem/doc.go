@@ -5,7 +5,7 @@
 //
 // The server (package api) takes code, status and title from here; the Go
 // client (package client) builds one sentinel error per code from here;
-// the CLI (internal/cli) takes its exit codes from here. A code added to
+// the CLI (cli) takes its exit codes from here. A code added to
 // the table is known to all three at once. It imports only the standard
 // library, so that package client stays free of the server's code.
 //

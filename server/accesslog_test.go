@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testetcd"
+	"github.com/baton-dev/baton/tests/testserver"
 	"github.com/baton-dev/baton/trail"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 	"sigs.k8s.io/yaml"
 
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // alertRules is the shape of a Prometheus rule file.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // assetTypes are the Content-Types the dashboard's and the docs' static

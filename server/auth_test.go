@@ -15,8 +15,8 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/auth"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // The tokens of the tests' auth file. The wrong one is as long and alike

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"github.com/baton-dev/baton/trail"
 )
 

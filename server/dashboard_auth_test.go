@@ -11,8 +11,8 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/auth"
-	"github.com/baton-dev/baton/internal/testbrowser"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testbrowser"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // TestDashboard_AsksForATokenAndFollowsLiveWithItInChromium drives the

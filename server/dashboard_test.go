@@ -18,8 +18,8 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testbrowser"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testbrowser"
+	"github.com/baton-dev/baton/tests/testserver"
 	"github.com/baton-dev/baton/web"
 )
 

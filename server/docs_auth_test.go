@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/baton-dev/baton/internal/testbrowser"
+	"github.com/baton-dev/baton/tests/testbrowser"
 )
 
 // TestDocs_AuthorizeSendsTheBearerTokenInChromium: on a baton with

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // sendHost sends a request to s over a real connection, naming host in

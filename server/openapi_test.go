@@ -8,9 +8,9 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/openapi"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // forPeople are routes served to browsers, not to API clients.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // startLimited starts the real server with a per-address limit so slow

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testbrowser"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testbrowser"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 var semaphorePath = regexp.MustCompile(`^/v1/semaphores/[^/]+$`)

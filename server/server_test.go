@@ -16,9 +16,9 @@ import (
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
+	"github.com/baton-dev/baton/tests/testserver"
 	"github.com/baton-dev/baton/trail"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testserver"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 // openSSE opens GET /v1/events and returns its answer; the stream stays

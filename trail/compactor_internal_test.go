@@ -19,8 +19,8 @@ import (
 
 	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // logs is a slog destination that tests read while the engine writes.

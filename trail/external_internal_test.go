@@ -12,8 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // startDebianEtcd starts Debian's etcd (package etcd-server) alone on

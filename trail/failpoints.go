@@ -7,7 +7,7 @@ package trail
 // cursor stays put, so compaction is held back behind it until the bounds
 // of TrailHoldBack and TrailHoldBackQuota. It exists only in a binary
 // built with -tags failpoints, which the fault-injection suite
-// (internal/chaos) runs.
+// (tests/chaos) runs.
 func (t *Trail) HaltTrail(halt bool) {
 	t.hist.halted.Store(halt)
 	t.log.Warn("failpoint: audit trail writer", "halted", halt)

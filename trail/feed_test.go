@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/holdtest"
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"github.com/baton-dev/baton/trail"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/store"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/testetcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 

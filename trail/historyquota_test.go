@@ -10,9 +10,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/embedetcd"
-	"github.com/baton-dev/baton/internal/holdtest"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/tests/holdtest"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"github.com/baton-dev/baton/trail"
 )
 

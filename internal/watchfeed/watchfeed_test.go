@@ -11,8 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/internal/watchfeed"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // recorder keeps the revisions a feed handed over, and what it said.

@@ -9,9 +9,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/internal/watchfeed"
 	"github.com/baton-dev/baton/internal/watchhub"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // owner is a hub's owner with one kind of registration: the revisions

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/openapi/internal/genclient"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"github.com/baton-dev/baton/trail"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/internal/contract"
 	"github.com/baton-dev/baton/internal/testcerts"
+	"github.com/baton-dev/baton/tests/contract"
 )
 
 // tlsFront is an HTTPS server over the shared backend that requires a

@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"github.com/baton-dev/baton/trail"
 )
 
@@ -76,7 +76,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		batonBin = filepath.Join(dir, "baton")
-		out, err := exec.Command("go", "build", "-o", batonBin, "../..").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", batonBin, "..").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testcluster"
+	"github.com/baton-dev/baton/tests/testcluster"
 )
 
 // scrape reads one unlabelled series from a node's /metrics; ok is false

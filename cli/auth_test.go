@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 const (

@@ -1,6 +1,6 @@
 // Package testserver is the HTTP test harness shared by the api and server
 // packages' tests: the real server (server.New) over a real lock.Engine over
-// a real embedded etcd member (internal/testetcd), behind
+// a real embedded etcd member (tests/testetcd), behind
 // httptest.NewServer and reached through a real loopback connection.
 //
 // Every request goes through the OpenAPI contract check (contract.Wrap),

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/testserver"
+	"github.com/baton-dev/baton/tests/testserver"
 )
 
 func TestCLI_MaintenanceRecoverCompactsDefragmentsAndSaysSo(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/internal/contract"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/contract"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"github.com/baton-dev/baton/trail"
 )
 

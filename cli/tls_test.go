@@ -14,8 +14,8 @@ import (
 
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/internal/testcerts"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // startNode runs a real node in this process with cfg's TLS settings on

@@ -1,6 +1,6 @@
 // Package chaos is baton's fault-injection suite, in the spirit of
 // Jepsen's tests of etcd and etcd's own robustness suite. Its test starts
-// three real baton processes (internal/testcluster), runs clients on every
+// three real baton processes (tests/testcluster), runs clients on every
 // node while a nemesis kills, pauses and partitions members, moves etcd's
 // leadership (MoveLeader), makes a few hundred clients of one node leave
 // together (a burst) and pauses a client holding a lock, records every
@@ -114,7 +114,7 @@
 // Two-minute seeds,
 // with go test's timeout lifted:
 //
-//	go test -race ./internal/chaos -run TestChaos -chaos.duration 2m -chaos.seeds 1,2,3 -timeout 0 -v
+//	go test -race ./tests/chaos -run TestChaos -chaos.duration 2m -chaos.seeds 1,2,3 -timeout 0 -v
 //
 // A run's folder (history.json, audit.json, nemesis.log, node logs and
 // any porcupine visualisation, linearizability.html, elections.html,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testcluster"
+	"github.com/baton-dev/baton/tests/testcluster"
 )
 
 // A full store is the cluster's, and so is its recovery: the node asked

@@ -18,10 +18,10 @@ import (
 
 	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/embedetcd"
-	"github.com/baton-dev/baton/internal/contract"
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/tests/contract"
+	"github.com/baton-dev/baton/tests/testetcd"
 	"github.com/baton-dev/baton/trail"
 )
 

@@ -16,7 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/baton-dev/baton/internal/testcluster"
+	"github.com/baton-dev/baton/tests/testcluster"
 )
 
 // flipAnswer is one answer a client got.

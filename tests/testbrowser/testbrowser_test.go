@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/baton-dev/baton/internal/testbrowser"
+	"github.com/baton-dev/baton/tests/testbrowser"
 )
 
 func TestTab_RecordsWhatThePageAsksForAndWhatGoesWrongInIt(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testcluster"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testcluster"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 var bin string

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/baton-dev/baton/cli"
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/internal/cli"
 	"github.com/baton-dev/baton/problem"
 	"github.com/baton-dev/baton/server"
 )

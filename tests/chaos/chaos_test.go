@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/testcluster"
+	"github.com/baton-dev/baton/tests/testcluster"
 )
 
 var (

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/internal/cli"
-	"github.com/baton-dev/baton/internal/testcluster"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/cli"
+	"github.com/baton-dev/baton/tests/testcluster"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // fingerprint is every file under dir with a hash of its content, so a

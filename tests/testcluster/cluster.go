@@ -35,7 +35,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/baton-dev/baton/api"
-	"github.com/baton-dev/baton/internal/testetcd"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // Build compiles baton into a temporary directory, with its failpoints

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/internal/testetcd"
 	"github.com/baton-dev/baton/node"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // TestMember_TakesTheNodeByAddrAsEveryCommandDoes: member asks the baton
