@@ -55,7 +55,14 @@ func (c *Etcd) retry(ctx context.Context, call func(ctx context.Context) error) 
 	pause := NotAppliedPause
 	for try := 0; ; try++ {
 		term := c.Term()
-		err := call(ctx)
+		// A call sent while the embedded member knows no leader can only
+		// wait out its op context: the term it is bound to began without
+		// a leader, and ends only when one is known. Not sent, it is
+		// tried again once a leader is, as a refused one would be.
+		err := c.CheckLeader()
+		if err == nil {
+			err = call(ctx)
+		}
 		if err == nil || try == notAppliedRetries || !NotApplied(err) || !c.awaitLeader(ctx, term, pause) {
 			return err
 		}

@@ -49,7 +49,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, errNoLeader) {
 		return true
 	}
 	switch codeOf(err) {
@@ -82,13 +82,15 @@ func IsUnavailable(err error) bool {
 //   - the gRPC layer refused the call before any handler ran
 //     (rpctypes.ErrGRPCNotCapable: the member does not know the cluster's
 //     version yet, as just after a restart).
+//   - it was never sent: the embedded member knew no leader (CheckLeader's
+//     error; see retry).
 //
 // Every error NotApplied accepts, IsUnavailable accepts.
 func NotApplied(err error) bool {
 	if err == nil {
 		return false
 	}
-	return isUnknownWith(err, raft.ErrProposalDropped) || isUnknownWith(err, lease.ErrNotPrimary) ||
+	return errors.Is(err, errNoLeader) || isUnknownWith(err, raft.ErrProposalDropped) || isUnknownWith(err, lease.ErrNotPrimary) ||
 		isEtcdErr(err, rpctypes.ErrGRPCNotCapable)
 }
 
