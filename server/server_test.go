@@ -285,9 +285,11 @@ func TestNoLeader_RequestsAnswer503AtOnceAndClusterStillAnswers(t *testing.T) {
 	s := testserver.StartOn(t, m, cfg)
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/before", `{"owner":"w"}`), http.StatusCreated)
 
+	// The keys as the leader goes: nothing may be written while there is
+	// none (the history index, which waits for a leader too, included).
+	keys := s.Keys()
 	hasLeader.Store(false)
 	s.Allow5xx.Store(true)
-	keys := s.Keys()
 	for _, tc := range []struct{ method, path, body string }{
 		{"GET", "/readyz", ""},
 		{"POST", "/v1/locks/after", `{"owner":"w","wait":"30s"}`},
@@ -311,11 +313,10 @@ func TestNoLeader_RequestsAnswer503AtOnceAndClusterStillAnswers(t *testing.T) {
 	if len(c.Members) != 1 {
 		t.Errorf("cluster without a leader: %+v", c)
 	}
+	hasLeader.Store(true)
 	if after := s.Keys(); !maps.Equal(after, keys) {
 		t.Errorf("keys changed without a leader:\nbefore %v\nafter  %v", keys, after)
 	}
-
-	hasLeader.Store(true)
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/after", `{"owner":"w"}`), http.StatusCreated)
 }
 
