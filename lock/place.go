@@ -77,7 +77,7 @@ func (a *acquirer) waitAtPlaceOnce(ctx context.Context) (l *Lock, fresh bool, er
 		}
 		l, fresh, err = a.left(ctx, got, lerr, l, fresh, err)
 	}()
-	l, fresh, granted, err = a.queueUp(ctx, qkey, &queueEntry{key: qkey, lease: a.session, place: true}, nil)
+	l, fresh, granted, err = a.queueUp(ctx, &queueEntry{key: qkey, lease: a.session, place: true}, nil)
 	return l, fresh, err
 }
 

@@ -70,7 +70,7 @@ func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost 
 		got, lerr := a.dequeue(qkey, slot)
 		l, fresh, err = a.left(ctx, got, lerr, l, fresh, err)
 	}()
-	l, fresh, granted, err = a.queueUp(ctx, qkey, &queueEntry{key: qkey, lease: wlease}, lost)
+	l, fresh, granted, err = a.queueUp(ctx, &queueEntry{key: qkey, lease: wlease}, lost)
 	return l, fresh, err
 }
 
@@ -117,7 +117,8 @@ func (a *acquirer) dequeue(qkey string, slot uint64) (*Lock, error) {
 // queueUp joins the queue and waits in it until the lock is ours or the
 // wait must end. granted is set when a txn that granted us the lock also
 // deleted our entry.
-func (a *acquirer) queueUp(ctx context.Context, qkey string, entry *queueEntry, lost <-chan struct{}) (l *Lock, fresh, granted bool, err error) {
+func (a *acquirer) queueUp(ctx context.Context, entry *queueEntry, lost <-chan struct{}) (l *Lock, fresh, granted bool, err error) {
+	qkey := entry.key
 	e := a.e
 	first, queueRev, err := a.join(ctx, entry)
 	if err != nil {
