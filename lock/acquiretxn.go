@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -69,38 +68,33 @@ type attemptResult struct {
 	holders []*Lock
 }
 
-// acquireTxn is one acquire transaction, built by acquirer.acquireTxn.
+// acquireTxn is one acquire transaction, built by acquirer.acquireTxn,
+// with the responses its readers name. An op the txn does not carry has
+// the zero Ref.
 type acquireTxn struct {
-	cmps      []clientv3.Cmp
-	then, els []clientv3.Op
-	ix        acquireIx
-}
-
-// acquireIx names the responses of an acquire txn; an op the txn does not
-// carry has index -1.
-type acquireIx struct {
+	store.Txn
 	// won is the Then branch: the lock was granted.
 	won struct {
-		acquired, released int // the session's tallies (MaxLocksPerSession)
-		session            int // the session record
+		acquired, released store.Ref // the session's tallies (MaxLocksPerSession)
+		session            store.Ref // the session record
 	}
 	// lost is the Else branch.
 	lost struct {
-		lock, guard int
-		queued      int // count of the lock's queue
-		blocking    int // count of the entries we wait behind: the queue's, or a reader's writers'
-		ahead       int // with enqueue: the newest entry queued before ours
-		place       int // with enqueue of a session's place: the entry before the put
-		entry       int // queued attempt: our queue entry
-		pred        int // queued attempt: the entry just ahead of ours
-		session     int // the session record
-		term        int // an election's term key
-		limit       int // a semaphore's stored limit
-		seats       int // the seats the acquire picks from, keys only
-		blocker     int // a read/write lock's hold in the way: the writer's, or (a writer's acquire) a reader's
+		lock, guard store.Ref
+		queued      store.Ref // count of the lock's queue
+		blocking    store.Ref // count of the entries we wait behind: the queue's, or a reader's writers'
+		ahead       store.Ref // with enqueue: the newest entry queued before ours
+		place       store.Ref // with enqueue of a session's place: the entry before the put
+		entry       store.Ref // queued attempt: our queue entry
+		pred        store.Ref // queued attempt: the entry just ahead of ours
+		session     store.Ref // the session record
+		term        store.Ref // an election's term key
+		limit       store.Ref // a semaphore's stored limit
+		seats       store.Ref // the seats the acquire picks from, keys only
+		blocker     store.Ref // a read/write lock's hold in the way: the writer's, or (a writer's acquire) a reader's
 	}
 	// members are a lock set's, one per member (setTxn).
-	members []memberIx
+	members []memberRefs
 }
 
 // attempt runs one acquire transaction. queueKey/queueRev identify our
@@ -118,38 +112,32 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	}
 	now := store.NowUTC()
 	rec := a.holder(now)
-	var (
-		resp *clientv3.TxnResponse
-		ix   acquireIx
-	)
+	var resp *clientv3.TxnResponse
 	t := a.acquireTxn(queueKey, queueRev, rec, now)
-	ix = t.ix
 	// The txn is not bound to the caller's context: if the caller leaves
 	// mid-flight we still learn the outcome, and undo a grant.
 	err := e.etcd.RetryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
-		resp, err = e.batch.Txn(octx, t.cmps, t.then, t.els)
+		resp, err = e.batch.Txn(octx, t.Cmps, t.Then, t.Else)
 		return err
 	})
 	if err != nil {
 		return a.attemptFailed(ctx, queueKey, err)
 	}
 	if resp.Succeeded {
-		return a.won(ctx, resp, ix, rec)
+		return a.won(ctx, resp, &t, rec)
 	}
-	r, err := a.analyse(ctx, resp, ix, queueKey)
+	r, err := a.analyse(ctx, resp, &t, queueKey)
 	if err == nil && r.outcome == unstamped {
 		r, err = a.stampLockDelay(ctx, r)
 	}
 	if queueKey == "" && a.enqueue != nil && a.members == nil {
 		r.enqueuedRev = resp.Header.Revision
-		r.queuedBefore = resp.Responses[ix.lost.queued].GetResponseRange().Count
-		if ahead := resp.Responses[ix.lost.ahead].GetResponseRange().Kvs; len(ahead) > 0 {
+		r.queuedBefore = t.lost.queued.Count(resp)
+		if ahead := t.lost.ahead.KVs(resp); len(ahead) > 0 {
 			r.ahead, r.aheadRev = string(ahead[0].Key), ahead[0].CreateRevision
 		}
-		if ix.lost.place >= 0 {
-			if kvs := resp.Responses[ix.lost.place].GetResponseRange().Kvs; len(kvs) > 0 {
-				r.placeRev, r.place = kvs[0].CreateRevision, kvs[0].Value
-			}
+		if kvs := t.lost.place.KVs(resp); len(kvs) > 0 {
+			r.placeRev, r.place = kvs[0].CreateRevision, kvs[0].Value
 		}
 	}
 	return r, err
@@ -172,9 +160,11 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder,
 	}
 	e, name := a.e, a.req.Name
 	lkey, gkey, qpfx := e.keys.Lock(a.seat), e.keys.Delay(a.seat), e.keys.Queue(name)
-	t := acquireTxn{cmps: a.acquireCmps(queueKey, queueRev), then: a.grantOps(queueKey, rec)}
-	won := &t.ix.won
-	won.acquired, won.released, won.session = -1, -1, -1
+	var t acquireTxn
+	t.If(a.acquireCmps(queueKey, queueRev)...)
+	for _, op := range a.grantOps(queueKey, rec) {
+		t.OnSuccess(op)
+	}
 	if a.session != 0 && e.cfg.MaxLocksPerSession > 0 {
 		// Count the hold in the session's tally, then read the tallies
 		// (ours included): checked after the commit (see
@@ -182,50 +172,44 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder,
 		// the cap no tally is kept, and a session's acquire writes no
 		// key but its lock and its event (BenchmarkEngine_CycleSession
 		// measures what that saves).
-		acquired := e.keys.SessionTally(a.req.Session, "acquired")
-		t.then = append(t.then, clientv3.OpPut(acquired, "", clientv3.WithLease(a.session)))
-		t.then, won.acquired, won.released = a.tallyReads(t.then)
+		t.OnSuccess(clientv3.OpPut(e.keys.SessionTally(a.req.Session, "acquired"), "", clientv3.WithLease(a.session)))
+		a.tallyReads(&t)
 	}
 	if a.session != 0 {
-		won.session, t.then = len(t.then), append(t.then, clientv3.OpGet(e.keys.Session(a.req.Session)))
+		t.won.session = t.OnSuccess(clientv3.OpGet(e.keys.Session(a.req.Session)))
 	}
 
-	lost := &t.ix.lost
-	lost.lock, lost.guard, lost.queued, lost.blocking = 0, 1, 2, 2
-	lost.ahead, lost.place, lost.entry, lost.pred, lost.session, lost.term, lost.limit, lost.seats, lost.blocker = -1, -1, -1, -1, -1, -1, -1, -1, -1
-	t.els = []clientv3.Op{
-		clientv3.OpGet(lkey),
-		clientv3.OpGet(gkey),
-		clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	}
+	lost := &t.lost
+	lost.lock = t.OnFailure(clientv3.OpGet(lkey))
+	lost.guard = t.OnFailure(clientv3.OpGet(gkey))
+	lost.queued = t.OnFailure(clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	lost.blocking = lost.queued
 	ahead := a.aheadPrefix()
 	if ahead != qpfx {
-		lost.blocking, t.els = len(t.els), append(t.els, clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+		lost.blocking = t.OnFailure(clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithCountOnly()))
 	}
 	if q := a.enqueue; queueKey == "" && q != nil {
 		// Ops run in order: the read sees the entries before ours.
-		lost.ahead, t.els = len(t.els), append(t.els,
-			clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
-				clientv3.WithLimit(1), clientv3.WithKeysOnly()))
+		lost.ahead = t.OnFailure(clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+			clientv3.WithLimit(1), clientv3.WithKeysOnly()))
 		if q.place {
-			lost.place, t.els = len(t.els), append(t.els, clientv3.OpGet(q.key))
+			lost.place = t.OnFailure(clientv3.OpGet(q.key))
 		}
-		t.els = append(t.els, clientv3.OpPut(q.key, a.entryValue(now), clientv3.WithLease(q.lease)))
+		t.OnFailure(clientv3.OpPut(q.key, a.entryValue(now), clientv3.WithLease(q.lease)))
 	}
 	if queueKey != "" {
-		lost.entry, t.els = len(t.els), append(t.els, clientv3.OpGet(queueKey))
-		lost.pred, t.els = len(t.els), append(t.els,
-			clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev-1),
-				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()))
+		lost.entry = t.OnFailure(clientv3.OpGet(queueKey))
+		lost.pred = t.OnFailure(clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev-1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()))
 	}
 	if a.session != 0 {
-		lost.session, t.els = len(t.els), append(t.els, clientv3.OpGet(e.keys.Session(a.req.Session)))
+		lost.session = t.OnFailure(clientv3.OpGet(e.keys.Session(a.req.Session)))
 	}
 	if a.kind == KindElection {
-		lost.term, t.els = len(t.els), append(t.els, clientv3.OpGet(e.keys.Term(name)))
+		lost.term = t.OnFailure(clientv3.OpGet(e.keys.Term(name)))
 	}
 	if a.grouped() {
-		t.els, lost.limit, lost.seats, lost.blocker = a.seatOps(t.els)
+		a.seatOps(&t)
 	}
 	return t
 }
@@ -376,12 +360,12 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 }
 
 // won is attempt's answer when its txn granted the lock.
-func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, rec store.Holder) (attemptResult, error) {
+func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, rec store.Holder) (attemptResult, error) {
 	e := a.e
 	a.used = true
 	l := toLock(rec, a.seat, resp.Header.Revision)
 	e.recordedOf(a.seat, EventAcquired, max(len(a.members), 1)) // a set's: one per lock
-	if ix.won.acquired >= 0 && heldInSession(resp, ix) > int64(e.cfg.MaxLocksPerSession) {
+	if t.won.acquired.Ok() && heldInSession(resp, t) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
 	if a.members == nil {
@@ -391,9 +375,9 @@ func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, ix acqui
 		e.holds.put(m, l.Token, memberRecord(rec, i))
 	}
 	if a.session != 0 {
-		if sr := resp.Responses[ix.won.session].GetResponseRange(); len(sr.Kvs) > 0 {
+		if kvs := t.won.session.KVs(resp); len(kvs) > 0 {
 			var s sessionRecord
-			if json.Unmarshal(sr.Kvs[0].Value, &s) == nil {
+			if json.Unmarshal(kvs[0].Value, &s) == nil {
 				l.TTL = time.Duration(s.TTL) * time.Second
 			}
 		}
@@ -421,27 +405,27 @@ func (a *acquirer) expiresAt() time.Time {
 func seenBefore(resp *clientv3.TxnResponse) int64 { return resp.Header.Revision - 1 }
 
 // analyse reads a failed acquire transaction's else branch.
-func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, queueKey string) (attemptResult, error) {
+func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
 	if a.members != nil {
-		return a.analyseSet(ctx, resp, ix, queueKey)
+		return a.analyseSet(ctx, resp, t, queueKey)
 	}
-	e, name, rs := a.e, a.req.Name, resp.Responses
-	if ix.lost.term >= 0 {
-		a.setTerm(rs[ix.lost.term].GetResponseRange().Kvs)
+	e, name, lost := a.e, a.req.Name, &t.lost
+	if lost.term.Ok() {
+		a.setTerm(lost.term.KVs(resp))
 	}
-	if a.session != 0 && len(rs[ix.lost.session].GetResponseRange().Kvs) == 0 {
+	if a.session != 0 && len(lost.session.KVs(resp)) == 0 {
 		return attemptResult{outcome: noSession}, nil
 	}
-	lockKVs := rs[ix.lost.lock].GetResponseRange().Kvs
+	lockKVs := lost.lock.KVs(resp)
 	if len(lockKVs) > 0 {
 		if l, ok := a.granted(ctx, lockKVs[0]); ok {
 			return attemptResult{outcome: won, lock: l}, nil
 		}
 	}
 	if a.mode == ModeRead {
-		a.writersQueued = rs[ix.lost.blocking].GetResponseRange().Count > 0
+		a.writersQueued = lost.blocking.Count(resp) > 0
 	}
-	if queueKey != "" && len(rs[ix.lost.entry].GetResponseRange().Kvs) == 0 {
+	if queueKey != "" && len(lost.entry.KVs(resp)) == 0 {
 		if a.grouped() {
 			// A release may have granted us a seat it chose.
 			return a.seatGranted(ctx)
@@ -449,7 +433,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		return attemptResult{outcome: dequeued}, nil
 	}
 	if a.grouped() {
-		r, settled, blocker := a.analyseSeats(rs, ix, queueKey, lockKVs)
+		r, settled, blocker := a.analyseSeats(resp, t, queueKey, lockKVs)
 		if settled {
 			return r, nil
 		}
@@ -460,7 +444,7 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		if queueKey == "" {
 			return attemptResult{}, false
 		}
-		pred := rs[ix.lost.pred].GetResponseRange().Kvs
+		pred := lost.pred.KVs(resp)
 		if len(pred) == 0 {
 			return attemptResult{}, false
 		}
@@ -484,13 +468,13 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, ix a
 		return attemptResult{outcome: heldBy, watchKey: a.headKey(), watchRev: seenBefore(resp), holder: holder}, nil
 	}
 	a.lastHolder = nil
-	if r, ok, err := a.analyseGuard(resp, rs[ix.lost.guard].GetResponseRange().Kvs); ok || err != nil {
+	if r, ok, err := a.analyseGuard(resp, lost.guard.KVs(resp)); ok || err != nil {
 		return r, err
 	}
 	if r, ok := behindOf(nil); ok {
 		return r, nil
 	}
-	if queueKey == "" && rs[ix.lost.blocking].GetResponseRange().Count > 0 {
+	if queueKey == "" && lost.blocking.Count(resp) > 0 {
 		return attemptResult{outcome: behind}, nil
 	}
 	return attemptResult{outcome: retryNow}, nil
@@ -545,26 +529,24 @@ func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attempt
 	return attemptResult{outcome: delayed, retryAt: *stamped.Until, delayCause: EventExpired, watchKey: gkey, watchRev: tr.Header.Revision}, nil
 }
 
-// tallyReads appends to then the reads of the session's two tallies, each
-// a range over its shards (Keys.TallyShard), keys only, and returns their
-// indices.
-func (a *acquirer) tallyReads(then []clientv3.Op) (ops []clientv3.Op, acquired, released int) {
+// tallyReads adds to t's Then branch the reads of the session's two
+// tallies, each a range over its shards (Keys.TallyShard), keys only.
+func (a *acquirer) tallyReads(t *acquireTxn) {
 	e, id := a.e, a.req.Session
-	acquired, then = len(then), append(then, clientv3.OpGet(e.keys.SessionTally(id, "acquired"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
-	released, then = len(then), append(then, clientv3.OpGet(e.keys.SessionTally(id, "released"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
-	return then, acquired, released
+	t.won.acquired = t.OnSuccess(clientv3.OpGet(e.keys.SessionTally(id, "acquired"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	t.won.released = t.OnSuccess(clientv3.OpGet(e.keys.SessionTally(id, "released"), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 }
 
 // heldInSession reads the session's tallies from an acquire's Then branch:
 // the locks the session holds, the new ones included.
-func heldInSession(resp *clientv3.TxnResponse, ix acquireIx) int64 {
-	versions := func(r *etcdserverpb.ResponseOp) (n int64) {
-		for _, kv := range r.GetResponseRange().Kvs {
+func heldInSession(resp *clientv3.TxnResponse, t *acquireTxn) int64 {
+	versions := func(r store.Ref) (n int64) {
+		for _, kv := range r.KVs(resp) {
 			n += kv.Version
 		}
 		return n
 	}
-	return versions(resp.Responses[ix.won.acquired]) - versions(resp.Responses[ix.won.released])
+	return versions(t.won.acquired) - versions(t.won.released)
 }
 
 // undoOverSessionCap ends a hold that took its session past

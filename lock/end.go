@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -131,14 +130,15 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 		return store.Holder{}, nil, invalid("token", "must be a positive fencing token")
 	}
 	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
-		ops, ix := e.holdReadOps(name, withHead, opts...)
+		var t store.Txn
+		reads := e.holdReads(&t, name, withHead, opts...)
 		octx, done := e.etcd.Op(ctx)
 		defer done()
-		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 		if err != nil {
 			return nil, nil, e.etcd.Err(ctx, "get lock", err)
 		}
-		kv, head := ix.read(resp)
+		kv, head := reads.read(resp)
 		if kv == nil {
 			return nil, nil, ErrNotHeld
 		}
@@ -197,44 +197,34 @@ func queueHeadOf(kvs []*mvccpb.KeyValue) *queueHead {
 	return &queueHead{key: string(kvs[0].Key), rev: kvs[0].CreateRevision, grant: *wr.Grant, since: wr.Since, behind: kvs[1:]}
 }
 
-// holdReadIx names the responses of holdReadOps among a txn's responses.
-type holdReadIx struct {
-	lock int
-	head int // -1 without the head
+// holdReads name the responses of the reads holdReads adds to a txn.
+type holdReads struct {
+	lock store.Ref
+	head store.Ref // without the head, none
 }
 
-// holdReadOps read a lock key and, with withHead, its oldest queue
-// entry; opts are added to each read.
-func (e *Engine) holdReadOps(name string, withHead bool, opts ...clientv3.OpOption) ([]clientv3.Op, holdReadIx) {
-	ops := []clientv3.Op{clientv3.OpGet(e.keys.Lock(name), opts...)}
-	ix := holdReadIx{lock: 0, head: -1}
+// holdReads adds to t's Then branch the reads of a lock key and, with
+// withHead, of its oldest queue entries; opts are added to each read.
+func (e *Engine) holdReads(t *store.Txn, name string, withHead bool, opts ...clientv3.OpOption) holdReads {
+	r := holdReads{lock: t.OnSuccess(clientv3.OpGet(e.keys.Lock(name), opts...))}
 	if withHead {
-		ix.head, ops = len(ops), append(ops, clientv3.OpGet(e.keys.Queue(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
+		r.head = t.OnSuccess(clientv3.OpGet(e.keys.Queue(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(headReadAhead)}, opts...)...))
 	}
-	return ops, ix
-}
-
-// shifted is ix for ops placed at offset in a txn.
-func (ix holdReadIx) shifted(offset int) holdReadIx {
-	ix.lock += offset
-	if ix.head >= 0 {
-		ix.head += offset
-	}
-	return ix
+	return r
 }
 
 // read returns the lock key (nil if absent) and the queue head that
 // resp's reads found.
-func (ix holdReadIx) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHead) {
-	lock := resp.Responses[ix.lock].GetResponseRange().Kvs
+func (r holdReads) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHead) {
+	lock := r.lock.KVs(resp)
 	if len(lock) == 0 {
 		return nil, nil
 	}
-	if ix.head < 0 {
+	if !r.head.Ok() {
 		return lock[0], nil
 	}
-	return lock[0], queueHeadOf(resp.Responses[ix.head].GetResponseRange().Kvs)
+	return lock[0], queueHeadOf(r.head.KVs(resp))
 }
 
 // commitEnd ends a hold whose holder record hr is known, and which the
@@ -244,21 +234,22 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 	ev := endEvent(hr, ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
-		t    endTxn
+		end  endRefs
 	)
 	send := func() error {
-		t = e.endTxn(name, token, hr, ev, head, 0)
+		var t store.Txn
+		end = e.endTxn(&t, name, token, hr, ev, head, 0)
 		txn := e.batch.Txn
-		if t.handOver >= 0 {
+		if end.handOver.Ok() {
 			txn = e.batch.TxnUrgent // the next holder waits on this commit
 		}
 		return e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-			resp, err = txn(octx, t.cmps, t.then, nil)
+			resp, err = txn(octx, t.Cmps, t.Then, nil)
 			return err
 		})
 	}
 	err := send()
-	if err != nil && t.handOver >= 0 && store.IsLeaseNotFound(err) {
+	if err != nil && end.handOver.Ok() && store.IsLeaseNotFound(err) {
 		// A head's lease (its own, or its session's) ended while it
 		// waited: end the hold without handing the lock over; the
 		// waiters then take it as they see it go.
@@ -275,7 +266,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 		}
 		return ErrTokenMismatch
 	}
-	n := t.handedOver(resp.Responses)
+	n := end.handedOver(resp)
 	if n == 1 {
 		e.keepHandedOver(name, resp.Header.Revision, ev.Time, head)
 	}
@@ -335,49 +326,56 @@ func (e *Engine) leaseAfter(typ EventType, hr store.Holder) {
 	e.revokeLease(hr.Lease)
 }
 
-// endTxn is the txn that ends a hold, built by Engine.endTxn.
-type endTxn struct {
-	cmps []clientv3.Cmp
-	then []clientv3.Op
-	// handOver is the index, in then, of the nested txn that hands the
-	// lock to the queue's head, or -1; grants is how many holds that
-	// begins (a lock set's head: one per lock of the set).
-	handOver, grants int
+// endRefs name the responses of an end that endTxn added to a txn.
+type endRefs struct {
+	// handOver is the nested txn that hands the lock to the queue's
+	// head, if any; grants is how many holds that begins (a lock set's
+	// head: one per lock of the set).
+	handOver store.Ref
+	grants   int
 }
 
-// handedOver is how many holds the end txn's responses rs show begun by
-// handing the lock to the queue's head: none, one, or a lock set's.
-func (t endTxn) handedOver(rs []*etcdserverpb.ResponseOp) int {
-	if t.handOver >= 0 && rs[t.handOver].GetResponseTxn().GetSucceeded() {
-		return t.grants
+// handedOver is how many holds resp, the end txn's response, shows begun
+// by handing the lock to the queue's head: none, one, or a lock set's.
+func (r endRefs) handedOver(resp *clientv3.TxnResponse) int {
+	if r.handOver.Ok() && r.handOver.Nested(resp).Succeeded {
+		return r.grants
 	}
 	return 0
 }
 
-// endTxn builds the txn that ends token's hold, ended by ev: it records
-// the end (holdEnd), deletes the lock key or hands a seat to head
+// endTxn adds to t the end of token's hold, ended by ev: it records the
+// end (holdEnd), deletes the lock key or hands a seat to head
 // (handOverPlan), and, with a tally shard (Keys.TallyShard) of 0 or more,
-// counts the release in the session's tally.
-func (e *Engine) endTxn(name string, token int64, hr store.Holder, ev Event, head *queueHead, tally int) endTxn {
+// counts the release in the session's tally. Its compare is the hold's
+// (ModRevision == token); its ops go in the Then branch, at most five:
+// the event, the delete (or the handover), the guard, an election's value
+// and the tally.
+func (e *Engine) endTxn(t *store.Txn, name string, token int64, hr store.Holder, ev Event, head *queueHead, tally int) endRefs {
 	lkey := e.keys.Lock(name)
 	event, guard := e.holdEnd(name, token, hr, ev)
+	t.If(clientv3.Compare(clientv3.ModRevision(lkey), "=", token))
 	// The end event comes first, so a watcher of the trail sees the hold
 	// end before the next one begins in the same revision.
-	// At most five ops: the event, the delete (or the handover), the
-	// guard, an election's value and the tally.
-	t := endTxn{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lkey), "=", token)}, then: append(make([]clientv3.Op, 0, 5), event...), handOver: -1}
+	for _, op := range event {
+		t.OnSuccess(op)
+	}
+	var r endRefs
 	if seat, ok := handOverPlan(name, head); ok {
-		free := append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)
-		t.grants = max(len(head.grant.Set), 1)
-		t.handOver, t.then = len(t.then), append(t.then,
-			clientv3.OpTxn(e.handOverCmps(name, token, hr, head), e.handOverOps(name, hr, ev.Time, head, seat), free))
+		handOver := store.Txn{Cmps: e.handOverCmps(name, token, hr, head), Then: e.handOverOps(name, hr, ev.Time, head, seat),
+			Else: append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)}
+		r.grants = max(len(head.grant.Set), 1)
+		r.handOver = t.OnSuccess(handOver.Op())
 	} else {
-		t.then = append(append(t.then, clientv3.OpDelete(lkey)), guard...)
+		t.OnSuccess(clientv3.OpDelete(lkey))
+		for _, op := range guard {
+			t.OnSuccess(op)
+		}
 	}
 	if kind, _ := store.ThingOf(name); kind == KindElection {
 		// A proclaimed value is the hold's (Engine.Proclaim): it goes
 		// with it, whoever leads next.
-		t.then = append(t.then, clientv3.OpDelete(e.keys.Value(name)))
+		t.OnSuccess(clientv3.OpDelete(e.keys.Value(name)))
 	}
 	if id, ok := store.ParseLeaseHex(hr.Session); ok && tally >= 0 && !hr.NoTally {
 		// One more release in the session's tally, if it keeps one and
@@ -388,12 +386,12 @@ func (e *Engine) endTxn(name string, token int64, hr store.Holder, ev Event, hea
 		// without a tally costs this release a compare and no write. The
 		// tally lives under the session's lease, so where it exists the
 		// lease does too, and the put cannot fail on a lease.
-		t.then = append(t.then, clientv3.OpTxn(
+		t.OnSuccess(clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.SessionTally(hr.Session, "acquired")), ">", 0)},
 			[]clientv3.Op{clientv3.OpPut(e.keys.TallyShard(hr.Session, "released", tally), "", clientv3.WithLease(id))},
 			nil))
 	}
-	return t
+	return r
 }
 
 // holdEnd is what every end of token's hold hr writes, whoever ends it:

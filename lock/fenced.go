@@ -82,7 +82,7 @@ func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64
 		t := e.fencedPutTxn(resource, token, value, lock, first)
 		var resp *clientv3.TxnResponse
 		err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-			resp, err = e.cli.Txn(octx).If(t.cmps...).Then(t.then...).Else(t.els...).Commit()
+			resp, err = e.cli.Txn(octx).If(t.Cmps...).Then(t.Then...).Else(t.Else...).Commit()
 			return err
 		})
 		if err != nil {
@@ -94,7 +94,7 @@ func (e *Engine) PutFencedHeld(ctx context.Context, resource string, token int64
 			created = first
 			return &FencedValue{Resource: resource, Token: token, Value: value, Revision: resp.Header.Revision}, nil
 		}
-		if err := fencedRefusal(resp, t.ix, resource, token, h); err != nil {
+		if err := fencedRefusal(resp, t, resource, token, h); err != nil {
 			return nil, err
 		}
 		// The maximum was created or raised between our read and write.
@@ -135,45 +135,41 @@ func (e *Engine) checkFencedPut(resource string, token int64, value json.RawMess
 	return nil
 }
 
-// fencedPutIx names the responses of a fenced write's else branch.
-type fencedPutIx struct {
-	max  int // the resource's maximum token
-	lock int // the lock the write requires token to hold
-}
-
-// fencedPut is the txn of a fenced write.
+// fencedPut is the txn of a fenced write, with the responses of its
+// else branch that fencedRefusal reads.
 type fencedPut struct {
-	cmps      []clientv3.Cmp
-	then, els []clientv3.Op
-	ix        fencedPutIx
+	store.Txn
+	max  store.Ref // the resource's maximum token
+	lock store.Ref // the lock the write requires token to hold
 }
 
 // fencedPutTxn builds the txn that writes value to resource under token:
 // first is set when the resource has no maximum yet.
-func (e *Engine) fencedPutTxn(resource string, token int64, value json.RawMessage, lock string, first bool) fencedPut {
+func (e *Engine) fencedPutTxn(resource string, token int64, value json.RawMessage, lock string, first bool) *fencedPut {
 	mkey := e.keys.FenceMax(resource)
 	var t fencedPut
 	if first {
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(mkey), "=", 0))
+		t.If(clientv3.Compare(clientv3.CreateRevision(mkey), "=", 0))
 	} else {
 		// stored < token+1, i.e. stored <= token
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.Value(mkey), "<", store.PadToken(token+1)))
+		t.If(clientv3.Compare(clientv3.Value(mkey), "<", store.PadToken(token+1)))
 	}
 	if lock != "" {
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.ModRevision(e.keys.Lock(lock)), "=", token))
+		t.If(clientv3.Compare(clientv3.ModRevision(e.keys.Lock(lock)), "=", token))
 	}
-	t.then = []clientv3.Op{clientv3.OpPut(mkey, store.PadToken(token)), clientv3.OpPut(e.keys.Fenced(resource), store.MustJSON(fencedRecord{Token: token, Value: value}))}
-	t.ix.max, t.els = len(t.els), append(t.els, clientv3.OpGet(mkey))
-	t.ix.lock, t.els = len(t.els), append(t.els, clientv3.OpGet(e.keys.Lock(lock)))
-	return t
+	t.OnSuccess(clientv3.OpPut(mkey, store.PadToken(token)))
+	t.OnSuccess(clientv3.OpPut(e.keys.Fenced(resource), store.MustJSON(fencedRecord{Token: token, Value: value})))
+	t.max = t.OnFailure(clientv3.OpGet(mkey))
+	t.lock = t.OnFailure(clientv3.OpGet(e.keys.Lock(lock)))
+	return &t
 }
 
 // fencedRefusal says why a fenced write's txn failed: token no longer
 // holds h, or a larger token wrote since. nil means the maximum changed
 // under us: try again.
-func fencedRefusal(resp *clientv3.TxnResponse, ix fencedPutIx, resource string, token int64, h Holder) error {
+func fencedRefusal(resp *clientv3.TxnResponse, t *fencedPut, resource string, token int64, h Holder) error {
 	if h.Name != "" {
-		lk := resp.Responses[ix.lock].GetResponseRange().Kvs
+		lk := t.lock.KVs(resp)
 		if len(lk) == 0 || lk[0].ModRevision != token {
 			switch h.Kind {
 			case KindElection:
@@ -184,7 +180,7 @@ func fencedRefusal(resp *clientv3.TxnResponse, ix fencedPutIx, resource string, 
 			return fmt.Errorf("fenced write to %q: %w %q", resource, ErrNotHolder, h.Name)
 		}
 	}
-	if mk := resp.Responses[ix.max].GetResponseRange().Kvs; len(mk) > 0 {
+	if mk := t.max.KVs(resp); len(mk) > 0 {
 		max, _ := strconv.ParseInt(string(mk[0].Value), 10, 64)
 		if max > token {
 			return &StaleTokenError{Token: token, MaxToken: max}

@@ -68,7 +68,7 @@ func seatRecord(hr store.Holder) string {
 //
 // That the entry is still the oldest needs no compare. head is the
 // oldest entry of the queue in the snapshot the releaser read
-// (holdReadOps), at some revision R, so head.rev <= R. An entry older
+// (holdReads), at some revision R, so head.rev <= R. An entry older
 // than head would have been created before R and so be in that snapshot;
 // every entry created since has a revision above R. So while head's entry
 // exists with head.rev, nothing is older, however stale the read. A

@@ -131,14 +131,15 @@ func (c *holdCache) sawWaiter(name string) {
 // which reads the hold and the queue's head first.
 func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
 	ev := endEvent(hr, ctx, name, token, EventReleased, "")
-	t := e.endTxn(name, token, hr, ev, nil, 0)
+	var t store.Txn
+	e.endTxn(&t, name, token, hr, ev, nil, 0)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
 	// grant must get it from this txn (handOverOps), and one that did not
 	// takes the lock once it sees the key go.
-	cmps := append(t.cmps, clientv3.Compare(clientv3.CreateRevision(e.keys.Queue(name)), "=", 0).WithPrefix())
+	t.If(clientv3.Compare(clientv3.CreateRevision(e.keys.Queue(name)), "=", 0).WithPrefix())
 	var resp *clientv3.TxnResponse
 	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.batch.Txn(octx, cmps, t.then, nil)
+		resp, err = e.batch.Txn(octx, t.Cmps, t.Then, nil)
 		return err
 	})
 	if err != nil {

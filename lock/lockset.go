@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -139,13 +138,13 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
-// memberIx names one member's responses in a lock set's acquire txn (see
-// acquireIx); an op the txn does not carry has index -1.
-type memberIx struct {
-	lock, guard int
-	queued      int // direct attempt: count of the member's queue
-	ahead       int // direct attempt with enqueue: the newest entry before ours
-	entry, pred int // queued attempt: our entry, and the one just ahead of it
+// memberRefs name one member's responses in a lock set's acquire txn
+// (see acquireTxn); an op the txn does not carry has the zero Ref.
+type memberRefs struct {
+	lock, guard store.Ref
+	queued      store.Ref // direct attempt: count of the member's queue
+	ahead       store.Ref // direct attempt with enqueue: the newest entry before ours
+	entry, pred store.Ref // queued attempt: our entry, and the one just ahead of it
 }
 
 // setTxn is acquireTxn for a lock set: for each member, the compares and
@@ -157,43 +156,42 @@ type memberIx struct {
 func (a *acquirer) setTxn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
 	e := a.e
 	var t acquireTxn
-	t.ix.members = make([]memberIx, len(a.members))
+	t.members = make([]memberRefs, len(a.members))
 	leaseID, _ := store.ParseLeaseHex(rec.Lease)
 	entries, value := a.entryKeys(queueKey), ""
 	if q := a.enqueue; queueKey == "" && q != nil {
 		entries, value = a.entryKeys(q.key), a.entryValue(now)
 	}
 	if a.session == 0 {
-		t.then = append(t.then, e.leaseMarkOp(leaseID))
+		t.OnSuccess(e.leaseMarkOp(leaseID))
 	}
 	for i, m := range a.members {
 		lkey, gkey, qpfx := e.keys.Lock(m), e.keys.Delay(m), e.keys.Queue(m)
 		mrec := memberRecord(rec, i)
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), a.guardCmp(m))
-		t.then = append(t.then, clientv3.OpPut(lkey, store.MustJSON(mrec), clientv3.WithLease(leaseID)))
+		t.If(clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), a.guardCmp(m))
+		t.OnSuccess(clientv3.OpPut(lkey, store.MustJSON(mrec), clientv3.WithLease(leaseID)))
 		if !mrec.Derived {
-			t.then = append(t.then, clientv3.OpPut(e.keys.Acquired(m, mrec.Hold), store.MustJSON(mrec.BegunEvent(m))))
+			t.OnSuccess(clientv3.OpPut(e.keys.Acquired(m, mrec.Hold), store.MustJSON(mrec.BegunEvent(m))))
 		}
 		if a.guardRevs[m] != 0 {
-			t.then = append(t.then, clientv3.OpDelete(gkey)) // a spent guard
+			t.OnSuccess(clientv3.OpDelete(gkey)) // a spent guard
 		}
-		mi := &t.ix.members[i]
-		*mi = memberIx{lock: len(t.els), guard: len(t.els) + 1, queued: -1, ahead: -1, entry: -1, pred: -1}
-		t.els = append(t.els, clientv3.OpGet(lkey), clientv3.OpGet(gkey))
+		mr := &t.members[i]
+		mr.lock, mr.guard = t.OnFailure(clientv3.OpGet(lkey)), t.OnFailure(clientv3.OpGet(gkey))
 		if queueKey == "" {
-			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
-			mi.queued, t.els = len(t.els), append(t.els, clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+			t.If(clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
+			mr.queued = t.OnFailure(clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
 			if a.enqueue != nil {
-				mi.ahead, t.els = len(t.els), append(t.els, newestEntry(qpfx))
-				t.els = append(t.els, clientv3.OpPut(entries[i], value, clientv3.WithLease(a.enqueue.lease)))
+				mr.ahead = t.OnFailure(newestEntry(qpfx))
+				t.OnFailure(clientv3.OpPut(entries[i], value, clientv3.WithLease(a.enqueue.lease)))
 			}
 			continue
 		}
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(entries[i]), "=", queueRev),
+		t.If(clientv3.Compare(clientv3.CreateRevision(entries[i]), "=", queueRev),
 			clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix())
-		t.then = append(t.then, clientv3.OpDelete(entries[i]))
-		mi.entry, t.els = len(t.els), append(t.els, clientv3.OpGet(entries[i], clientv3.WithKeysOnly()))
-		mi.pred, t.els = len(t.els), append(t.els, newestEntry(qpfx, clientv3.WithMaxCreateRev(queueRev-1)))
+		t.OnSuccess(clientv3.OpDelete(entries[i]))
+		mr.entry = t.OnFailure(clientv3.OpGet(entries[i], clientv3.WithKeysOnly()))
+		mr.pred = t.OnFailure(newestEntry(qpfx, clientv3.WithMaxCreateRev(queueRev-1)))
 	}
 	a.setSessionOps(&t)
 	return t
@@ -232,25 +230,23 @@ func newestEntry(qpfx string, opts ...clientv3.OpOption) clientv3.Op {
 // MaxLocksPerSession each member counted in a tally shard of its own.
 func (a *acquirer) setSessionOps(t *acquireTxn) {
 	e := a.e
-	won := &t.ix.won
-	won.acquired, won.released, won.session, t.ix.lost.session = -1, -1, -1, -1
 	if a.session == 0 {
 		return
 	}
 	skey := e.keys.Session(a.req.Session)
 	if a.sessionRev != 0 {
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
+		t.If(clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
 	} else {
-		t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
+		t.If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
 	}
 	if e.cfg.MaxLocksPerSession > 0 {
 		for i := range a.members {
-			t.then = append(t.then, clientv3.OpPut(e.keys.TallyShard(a.req.Session, "acquired", i), "", clientv3.WithLease(a.session)))
+			t.OnSuccess(clientv3.OpPut(e.keys.TallyShard(a.req.Session, "acquired", i), "", clientv3.WithLease(a.session)))
 		}
-		t.then, won.acquired, won.released = a.tallyReads(t.then)
+		a.tallyReads(t)
 	}
-	won.session, t.then = len(t.then), append(t.then, clientv3.OpGet(skey))
-	t.ix.lost.session, t.els = len(t.els), append(t.els, clientv3.OpGet(skey))
+	t.won.session = t.OnSuccess(clientv3.OpGet(skey))
+	t.lost.session = t.OnFailure(clientv3.OpGet(skey))
 }
 
 // guardCmp is a member's lock-delay compare: no guard, or the spent one
@@ -301,9 +297,8 @@ func (a *acquirer) holderReads() []clientv3.Op {
 // the lock's key of a member held by another, the entry just ahead of
 // ours in a member's queue, a member's lock-delay guard; any change of
 // one wakes it to attempt again.
-func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, ix acquireIx, queueKey string) (attemptResult, error) {
-	rs := resp.Responses
-	if a.session != 0 && len(rs[ix.lost.session].GetResponseRange().Kvs) == 0 {
+func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
+	if a.session != 0 && len(t.lost.session.KVs(resp)) == 0 {
 		return attemptResult{outcome: noSession}, nil
 	}
 	r := attemptResult{outcome: retryNow, watchRev: seenBefore(resp)}
@@ -313,22 +308,19 @@ func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, i
 	a.lastHolder, a.lastHolders, a.lastHolderLeases = nil, nil, nil
 	var own, nDelayed, nBehind int
 	for i, m := range a.members {
-		mi := ix.members[i]
-		if mi.entry >= 0 && len(rs[mi.entry].GetResponseRange().Kvs) == 0 {
+		mr := t.members[i]
+		if mr.entry.Ok() && len(mr.entry.KVs(resp)) == 0 {
 			return attemptResult{outcome: dequeued}, nil
 		}
-		queued := int64(0)
-		if mi.queued >= 0 {
-			queued = rs[mi.queued].GetResponseRange().Count
-			r.queuedBefore = max(r.queuedBefore, queued)
-		}
+		queued := mr.queued.Count(resp)
+		r.queuedBefore = max(r.queuedBefore, queued)
 		pred := ""
-		for _, at := range []int{mi.ahead, mi.pred} {
-			if kvs := rangeAt(rs, at); len(kvs) > 0 {
+		for _, at := range []store.Ref{mr.ahead, mr.pred} {
+			if kvs := at.KVs(resp); len(kvs) > 0 {
 				pred = string(kvs[0].Key)
 			}
 		}
-		if kvs := rs[mi.lock].GetResponseRange().Kvs; len(kvs) > 0 {
+		if kvs := mr.lock.KVs(resp); len(kvs) > 0 {
 			kv := kvs[0]
 			hr, err := store.DecodeHolder(kv)
 			if err != nil {
@@ -348,7 +340,7 @@ func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, i
 			r.keys = append(r.keys, cmp.Or(pred, a.e.keys.Lock(m)))
 			continue
 		}
-		if until, cause, ok, err := a.memberGuard(rangeAt(rs, mi.guard), m); err != nil {
+		if until, cause, ok, err := a.memberGuard(mr.guard.KVs(resp), m); err != nil {
 			return attemptResult{}, err
 		} else if ok {
 			nDelayed++
@@ -416,13 +408,4 @@ func (a *acquirer) memberGuard(kvs []*mvccpb.KeyValue, m string) (until time.Tim
 	}
 	a.guardRevs[m] = kvs[0].ModRevision
 	return time.Time{}, "", false, nil
-}
-
-// rangeAt is the keys the range read at index at of rs found; none for
-// an index of -1.
-func rangeAt(rs []*etcdserverpb.ResponseOp, at int) []*mvccpb.KeyValue {
-	if at < 0 {
-		return nil
-	}
-	return rs[at].GetResponseRange().Kvs
 }

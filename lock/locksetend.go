@@ -130,21 +130,20 @@ func (h heldSet) whole() error {
 // member is held, and ErrTokenMismatch when none is held with token.
 func (e *Engine) readSet(ctx context.Context, names []string, token int64, withHeads bool) (heldSet, error) {
 	read := func(opts ...clientv3.OpOption) (heldSet, error) {
-		var ops []clientv3.Op
-		ixs := make([]holdReadIx, len(names))
+		var t store.Txn
+		reads := make([]holdReads, len(names))
 		for i, n := range names {
-			o, ix := e.holdReadOps(n, withHeads, opts...)
-			ixs[i], ops = ix.shifted(len(ops)), append(ops, o...)
+			reads[i] = e.holdReads(&t, n, withHeads, opts...)
 		}
 		octx, done := e.etcd.Op(ctx)
 		defer done()
-		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 		if err != nil {
 			return heldSet{}, e.etcd.Err(ctx, "read lock set", err)
 		}
 		var h heldSet
-		for i, ix := range ixs {
-			kv, head := ix.read(resp)
+		for i, r := range reads {
+			kv, head := r.read(resp)
 			switch {
 			case kv == nil:
 				h.lost = append(h.lost, names[i])
@@ -186,31 +185,28 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 	at := store.NowUTC()
 	var (
 		resp *clientv3.TxnResponse
-		txns []endTxn
+		refs []endRefs
 	)
 	send := func() error {
 		var (
-			cmps   []clientv3.Cmp
-			then   []clientv3.Op
+			t      store.Txn
 			urgent bool
 		)
-		txns = txns[:0]
+		refs = refs[:0]
 		heads := handOverHeads(ends)
 		for i, end := range ends {
 			ev := endEvent(end.hr, ctx, end.name, end.token, EventReleased, detail)
 			ev.Time = at
-			t := e.endTxn(end.name, end.token, end.hr, ev, heads[i], i)
-			if t.handOver >= 0 {
-				t.handOver, urgent = t.handOver+len(then), true
-			}
-			cmps, then, txns = append(cmps, t.cmps...), append(then, t.then...), append(txns, t)
+			r := e.endTxn(&t, end.name, end.token, end.hr, ev, heads[i], i)
+			urgent = urgent || r.handOver.Ok()
+			refs = append(refs, r)
 		}
 		txn := e.batch.Txn
 		if urgent {
 			txn = e.batch.TxnUrgent // the next holders wait on this commit
 		}
 		return e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-			resp, err = txn(octx, cmps, then, nil)
+			resp, err = txn(octx, t.Cmps, t.Then, nil)
 			return err
 		})
 	}
@@ -232,7 +228,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 	for i, end := range ends {
 		e.holds.take(end.name, end.token) // the cached record is of a hold that is gone
 		e.recordedOf(end.name, EventReleased, 1)
-		e.recordedOf(end.name, EventAcquired, txns[i].handedOver(resp.Responses))
+		e.recordedOf(end.name, EventAcquired, refs[i].handedOver(resp))
 		ended[i] = end.name
 	}
 	if hr := ends[0].hr; !slices.ContainsFunc(hr.Set, func(n string) bool { return !slices.Contains(ended, n) }) {

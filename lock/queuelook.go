@@ -13,34 +13,40 @@ import (
 // waiter behind the head, when the lock changes hands) change nothing
 // for it, and a read costs no raft entry where an attempt's txn does.
 
-// lookIx names the responses of look's read.
-type lookIx struct {
-	lock    int
-	pred    int // the entry just ahead of ours
-	entry   int // our entry (a count)
-	session int // our session's key (a count), or -1
+// lookTxn is look's read: a txn of reads only, which always succeeds,
+// with the responses its reader names.
+type lookTxn struct {
+	store.Txn
+	lock    store.Ref
+	pred    store.Ref // the entry just ahead of ours
+	entry   store.Ref // our entry (a count)
+	session store.Ref // our session's key (a count), without a session none
 }
 
 // lookOps are the reads of look: opts are added to each.
-func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOption) ([]clientv3.Op, lookIx) {
+func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOption) lookTxn {
 	e, name := a.e, a.req.Name
 	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
-	ix := lookIx{lock: 0, pred: 1, entry: 2, session: -1}
-	holder := clientv3.OpGet(e.keys.Lock(name), opts...)
+	var t lookTxn
 	if a.grouped() {
-		holder = a.lookSeatsRead(opts...)
+		t.lock = t.OnSuccess(a.lookSeatsRead(opts...))
+	} else {
+		t.lock = t.OnSuccess(clientv3.OpGet(e.keys.Lock(name), opts...))
 	}
-	ops := []clientv3.Op{
-		holder,
-		clientv3.OpGet(a.aheadPrefix(), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...),
-		clientv3.OpGet(qkey, countOnly...),
-	}
+	t.pred = t.OnSuccess(clientv3.OpGet(a.aheadPrefix(), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...))
+	t.entry = t.OnSuccess(clientv3.OpGet(qkey, countOnly...))
 	if a.session != 0 {
 		// A session that ended is what may have woken us (sessionGone).
-		ix.session, ops = len(ops), append(ops, clientv3.OpGet(e.keys.Session(a.req.Session), countOnly...))
+		t.session = t.OnSuccess(clientv3.OpGet(e.keys.Session(a.req.Session), countOnly...))
 	}
-	return ops, ix
+	return t
+}
+
+// gone reports whether look's read found our entry, or our session,
+// gone.
+func (t *lookTxn) gone(resp *clientv3.TxnResponse) bool {
+	return t.entry.Count(resp) == 0 || (t.session.Ok() && t.session.Count(resp) == 0)
 }
 
 // look reads what a queued attempt would find, without a txn, so that a
@@ -62,18 +68,17 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 	if e.etcd.OwnMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
-	ops, ix := a.lookOps(qkey, queueRev, opts...)
+	t := a.lookOps(qkey, queueRev, opts...)
 	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
 		return attemptResult{}, false, e.etcd.Err(ctx, "look at the lock", err)
 	}
-	rs := resp.Responses
 	if a.grouped() {
-		return a.lookSeats(resp, ix)
+		return a.lookSeats(resp, &t)
 	}
-	lockKVs := rs[ix.lock].GetResponseRange().Kvs
+	lockKVs := t.lock.KVs(resp)
 	if len(lockKVs) == 0 {
 		return attemptResult{}, false, nil
 	}
@@ -83,7 +88,7 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 		// the lock deleted it.
 		return attemptResult{outcome: won, lock: l}, true, nil
 	}
-	if rs[ix.entry].GetResponseRange().Count == 0 || (ix.session >= 0 && rs[ix.session].GetResponseRange().Count == 0) {
+	if t.gone(resp) {
 		return attemptResult{}, false, nil // our entry, or our session, is gone
 	}
 	hr, err := store.DecodeHolder(kv)
@@ -93,7 +98,7 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 	holder := toLock(hr, name, kv.ModRevision)
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
 	rev := resp.Header.Revision
-	if ahead := rs[ix.pred].GetResponseRange().Kvs; len(ahead) > 0 {
+	if ahead := t.pred.KVs(resp); len(ahead) > 0 {
 		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision, holder: holder}, true, nil
 	}
 	return attemptResult{outcome: heldBy, watchKey: e.keys.Lock(name), watchRev: rev, holder: holder}, true, nil

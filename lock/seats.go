@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/baton-dev/baton/internal/store"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -208,26 +207,23 @@ func (a *acquirer) pickSeat() bool {
 // acquires over.
 const pickSpread = 64
 
-// seatOps appends to a failed attempt's else branch what it reads of the
-// seats, and returns the indices of a semaphore's stored limit, the seats
-// it picks from and a read/write lock's hold in the way (-1 where the
-// acquire has none).
-func (a *acquirer) seatOps(els []clientv3.Op) (ops []clientv3.Op, limit, seats, blocker int) {
+// seatOps adds to a failed attempt's else branch what it reads of the
+// seats: a semaphore's stored limit, the seats it picks from, and a
+// read/write lock's hold in the way.
+func (a *acquirer) seatOps(t *acquireTxn) {
 	e, thing := a.e, a.req.Name
-	limit, seats, blocker = -1, -1, -1
 	if a.seats != nil && a.seats.stored {
-		limit, els = len(els), append(els, clientv3.OpGet(e.keys.Seats(thing)))
+		t.lost.limit = t.OnFailure(clientv3.OpGet(e.keys.Seats(thing)))
 	}
 	if a.seats != nil {
-		seats, els = len(els), append(els, a.seatsRead())
+		t.lost.seats = t.OnFailure(a.seatsRead())
 	}
 	switch a.mode {
 	case ModeRead:
-		blocker, els = len(els), append(els, clientv3.OpGet(e.keys.Lock(store.WriterSeat(thing))))
+		t.lost.blocker = t.OnFailure(clientv3.OpGet(e.keys.Lock(store.WriterSeat(thing))))
 	case ModeWrite:
-		blocker, els = len(els), append(els, clientv3.OpGet(e.keys.Locks()+store.ReaderSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
+		t.lost.blocker = t.OnFailure(clientv3.OpGet(e.keys.Locks()+store.ReaderSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
 	}
-	return els, limit, seats, blocker
 }
 
 // seatCmps hold when the acquire may take its seat, beyond the seat's
@@ -263,17 +259,17 @@ func (a *acquirer) limitCmps() []clientv3.Cmp {
 // the hold in the way (nil when the seat the next attempt takes, picked
 // anew if ours was taken, looked free), and analyse goes on as for a
 // lock held by it. lockKVs is the read of our seat.
-func (a *acquirer) analyseSeats(rs []*etcdserverpb.ResponseOp, ix acquireIx, queueKey string, lockKVs []*mvccpb.KeyValue) (r attemptResult, settled bool, blocker []*mvccpb.KeyValue) {
+func (a *acquirer) analyseSeats(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string, lockKVs []*mvccpb.KeyValue) (r attemptResult, settled bool, blocker []*mvccpb.KeyValue) {
 	if a.seats != nil {
-		a.noteSeats(rs[ix.lost.seats].GetResponseRange().Kvs)
+		a.noteSeats(t.lost.seats.KVs(resp))
 	}
 	if a.seats != nil && a.seats.stored {
-		if r, settled := a.analyseLimit(rs, ix, queueKey); settled {
+		if r, settled := a.analyseLimit(resp, t, queueKey); settled {
 			return r, true, nil
 		}
 	}
-	if ix.lost.blocker >= 0 {
-		kvs := rs[ix.lost.blocker].GetResponseRange().Kvs
+	if t.lost.blocker.Ok() {
+		kvs := t.lost.blocker.KVs(resp)
 		switch {
 		case len(kvs) > 0 && a.mode == ModeRead:
 			return attemptResult{}, false, kvs // a writer holds the lock
@@ -298,9 +294,9 @@ func (a *acquirer) analyseSeats(rs []*etcdserverpb.ResponseOp, ix acquireIx, que
 // attempt's own compares make it the head). A direct attempt with others
 // in line goes to the back of it, and replaces the limit when its turn
 // comes, if no seat is held then.
-func (a *acquirer) analyseLimit(rs []*etcdserverpb.ResponseOp, ix acquireIx, queueKey string) (attemptResult, bool) {
+func (a *acquirer) analyseLimit(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, bool) {
 	s := a.seats
-	stored, rev := storedLimit(rs[ix.lost.limit].GetResponseRange().Kvs)
+	stored, rev := storedLimit(t.lost.limit.KVs(resp))
 	if stored == s.limit {
 		s.replace = false
 		return attemptResult{}, false
@@ -309,7 +305,7 @@ func (a *acquirer) analyseLimit(rs []*etcdserverpb.ResponseOp, ix acquireIx, que
 		return attemptResult{outcome: mismatched, limit: stored}, true
 	}
 	s.replace, s.limitRev = true, rev
-	if queueKey == "" && rs[ix.lost.queued].GetResponseRange().Count > 0 {
+	if queueKey == "" && t.lost.queued.Count(resp) > 0 {
 		return attemptResult{}, false // behind the queue (analyse says so)
 	}
 	a.pickSeat()
@@ -368,16 +364,15 @@ func (a *acquirer) lookSeatsRead(opts ...clientv3.OpOption) clientv3.Op {
 // lookSeats is look for a thing with seats. Our entry's going is left
 // to an attempt (seatGranted finds the seat a release granted us); so
 // is a seat that looks free.
-func (a *acquirer) lookSeats(resp *clientv3.TxnResponse, ix lookIx) (attemptResult, bool, error) {
-	rs := resp.Responses
-	if rs[ix.entry].GetResponseRange().Count == 0 || (ix.session >= 0 && rs[ix.session].GetResponseRange().Count == 0) {
+func (a *acquirer) lookSeats(resp *clientv3.TxnResponse, t *lookTxn) (attemptResult, bool, error) {
+	if t.gone(resp) {
 		return attemptResult{}, false, nil
 	}
 	rev := resp.Header.Revision
-	if ahead := rs[ix.pred].GetResponseRange().Kvs; len(ahead) > 0 {
+	if ahead := t.pred.KVs(resp); len(ahead) > 0 {
 		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision}, true, nil
 	}
-	held := rs[ix.lock].GetResponseRange()
+	held := t.lock.Range(resp)
 	switch a.mode {
 	case ModeRead:
 		if len(held.Kvs) == 0 {

@@ -289,22 +289,21 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 // acquires early rather than late), and one txn may not write the tally
 // key once per lock.
 func (e *Engine) releaseSession(ctx context.Context, session string, names []string) error {
-	var ops []clientv3.Op
-	ixs := make([]holdReadIx, len(names))
+	var t store.Txn
+	reads := make([]holdReads, len(names))
 	for i, n := range names {
-		o, ix := e.holdReadOps(n, true)
-		ixs[i], ops = ix.shifted(len(ops)), append(ops, o...)
+		reads[i] = e.holdReads(&t, n, true)
 	}
 	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
 		return e.etcd.Err(ctx, "read session locks", err)
 	}
 	var ends []plannedEnd
 	handed := map[string]bool{} // queue heads handed a seat already
-	for i, ix := range ixs {
-		kv, head := ix.read(resp)
+	for i, r := range reads {
+		kv, head := r.read(resp)
 		if kv == nil {
 			continue
 		}
@@ -351,25 +350,29 @@ type plannedEnd struct {
 // commitSessionEnds runs one txn that ends every hold of ends, each by
 // an event like of.
 func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Event) error {
-	ops := make([]clientv3.Op, len(ends))
-	txns := make([]endTxn, len(ends))
+	// Each end is a txn of its own, nested: one whose hold changed since
+	// it was read ends nothing, and the others end theirs.
+	var all store.Txn
+	nested := make([]store.Ref, len(ends))
+	refs := make([]endRefs, len(ends))
 	heads := handOverHeads(ends)
 	for i, end := range ends {
 		ev := endEvent(end.hr, ctx, end.name, end.token, of.Type, of.Detail)
 		ev.Time = of.Time
-		txns[i] = e.endTxn(end.name, end.token, end.hr, ev, heads[i], -1)
-		ops[i] = clientv3.OpTxn(txns[i].cmps, txns[i].then, nil)
+		var t store.Txn
+		refs[i] = e.endTxn(&t, end.name, end.token, end.hr, ev, heads[i], -1)
+		nested[i] = all.OnSuccess(t.Op())
 	}
 	octx, done := e.etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+	resp, err := e.cli.Txn(octx).Then(all.Then...).Commit()
 	if err != nil {
 		return e.etcd.Err(ctx, "release session locks", err)
 	}
-	for i, r := range resp.Responses {
-		if tr := r.GetResponseTxn(); tr.GetSucceeded() {
+	for i, r := range nested {
+		if tr := r.Nested(resp); tr.Succeeded {
 			e.recordedOf(ends[i].name, EventReleased, 1)
-			e.recordedOf(ends[i].name, EventAcquired, txns[i].handedOver(tr.Responses))
+			e.recordedOf(ends[i].name, EventAcquired, refs[i].handedOver(tr))
 		}
 	}
 	return nil

@@ -8,8 +8,19 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// opIs fails t unless op reads (get), puts or deletes key, as kind says.
-func opIs(t *testing.T, what string, ops []clientv3.Op, i int, kind, key string) clientv3.Op {
+// opIs fails t unless r names an op of tx that reads (get), puts or
+// deletes key, as kind says (or is a nested txn).
+func opIs(t *testing.T, what string, tx *store.Txn, r store.Ref, kind, key string) clientv3.Op {
+	t.Helper()
+	if !r.Ok() {
+		t.Fatalf("%s: names no op", what)
+	}
+	return opAt(t, what, []clientv3.Op{tx.OpOf(r)}, 0, kind, key)
+}
+
+// opAt fails t unless ops[i] reads (get), puts or deletes key, as kind
+// says (or is a nested txn).
+func opAt(t *testing.T, what string, ops []clientv3.Op, i int, kind, key string) clientv3.Op {
 	t.Helper()
 	if i < 0 || i >= len(ops) {
 		t.Fatalf("%s: index %d outside the branch's %d ops", what, i, len(ops))
@@ -26,7 +37,7 @@ func opIs(t *testing.T, what string, ops []clientv3.Op, i int, kind, key string)
 // in each of its layouts (direct, direct joining the queue, queued; with
 // and without a session, with and without the session cap; of a lock, of
 // an election and of a semaphore's permit) and checks that every named index points at the op its
-// name says, and that an index the layout lacks is -1.
+// name says, and that a Ref the layout lacks names no op.
 func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
 	for _, k := range []struct {
 		kind EventKind
@@ -88,45 +99,45 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 
 func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn, queueKey string, queueRev int64) {
 	t.Helper()
-	won, lost := tx.ix.won, tx.ix.lost
+	won, lost, txn := tx.won, tx.lost, &tx.Txn
 	skey := e.keys.Session(a.req.Session)
 	tallied := a.session != 0 && e.cfg.MaxLocksPerSession > 0
 	if tallied {
-		opIs(t, what+": won.acquired", tx.then, won.acquired, "get", e.keys.SessionTally(a.req.Session, "acquired"))
-		opIs(t, what+": won.released", tx.then, won.released, "get", e.keys.SessionTally(a.req.Session, "released"))
-	} else if won.acquired != -1 || won.released != -1 {
-		t.Fatalf("%s: tally indices %d, %d without a tally", what, won.acquired, won.released)
+		opIs(t, what+": won.acquired", txn, won.acquired, "get", e.keys.SessionTally(a.req.Session, "acquired"))
+		opIs(t, what+": won.released", txn, won.released, "get", e.keys.SessionTally(a.req.Session, "released"))
+	} else if won.acquired.Ok() || won.released.Ok() {
+		t.Fatalf("%s: tally reads without a tally", what)
 	}
 	name := a.req.Name
-	opIs(t, what+": lost.lock", tx.els, lost.lock, "get", e.keys.Lock(a.seat))
-	opIs(t, what+": lost.guard", tx.els, lost.guard, "get", e.keys.Delay(a.seat))
+	opIs(t, what+": lost.lock", txn, lost.lock, "get", e.keys.Lock(a.seat))
+	opIs(t, what+": lost.guard", txn, lost.guard, "get", e.keys.Delay(a.seat))
 	checkSeatOps(t, what, e, a, tx)
-	if q := opIs(t, what+": lost.queued", tx.els, lost.queued, "get", e.keys.Queue(name)); !q.IsCountOnly() {
+	if q := opIs(t, what+": lost.queued", txn, lost.queued, "get", e.keys.Queue(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}
-	if q := opIs(t, what+": lost.blocking", tx.els, lost.blocking, "get", a.aheadPrefix()); !q.IsCountOnly() {
+	if q := opIs(t, what+": lost.blocking", txn, lost.blocking, "get", a.aheadPrefix()); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.blocking is not a count", what)
 	}
 	if a.session != 0 {
-		opIs(t, what+": won.session", tx.then, won.session, "get", skey)
-		opIs(t, what+": lost.session", tx.els, lost.session, "get", skey)
-	} else if won.session != -1 || lost.session != -1 {
-		t.Fatalf("%s: session indices %d, %d without a session", what, won.session, lost.session)
+		opIs(t, what+": won.session", txn, won.session, "get", skey)
+		opIs(t, what+": lost.session", txn, lost.session, "get", skey)
+	} else if won.session.Ok() || lost.session.Ok() {
+		t.Fatalf("%s: session reads without a session", what)
 	}
 	if a.enqueue != nil {
-		if op := opIs(t, what+": lost.ahead", tx.els, lost.ahead, "get", a.aheadPrefix()); op.IsCountOnly() || !op.IsKeysOnly() {
+		if op := opIs(t, what+": lost.ahead", txn, lost.ahead, "get", a.aheadPrefix()); op.IsCountOnly() || !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.ahead is not the read of the entry ahead", what)
 		}
-	} else if lost.ahead != -1 {
-		t.Fatalf("%s: lost.ahead %d without enqueue", what, lost.ahead)
+	} else if lost.ahead.Ok() {
+		t.Fatalf("%s: lost.ahead without enqueue", what)
 	}
 	if queueKey != "" {
-		opIs(t, what+": lost.entry", tx.els, lost.entry, "get", queueKey)
-		if op := opIs(t, what+": lost.pred", tx.els, lost.pred, "get", a.aheadPrefix()); op.MaxCreateRev() != queueRev-1 {
+		opIs(t, what+": lost.entry", txn, lost.entry, "get", queueKey)
+		if op := opIs(t, what+": lost.pred", txn, lost.pred, "get", a.aheadPrefix()); op.MaxCreateRev() != queueRev-1 {
 			t.Fatalf("%s: lost.pred reads entries up to %d, want %d", what, op.MaxCreateRev(), queueRev-1)
 		}
-	} else if lost.entry != -1 || lost.pred != -1 {
-		t.Fatalf("%s: lost.entry %d, lost.pred %d for a direct attempt", what, lost.entry, lost.pred)
+	} else if lost.entry.Ok() || lost.pred.Ok() {
+		t.Fatalf("%s: lost.entry or lost.pred for a direct attempt", what)
 	}
 	checkTermOps(t, what, e, a, tx)
 }
@@ -137,7 +148,7 @@ func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 	t.Helper()
 	tkey := e.keys.Term(a.req.Name)
 	puts, cmps := 0, 0
-	for _, op := range tx.then {
+	for _, op := range tx.Then {
 		if op.IsPut() && string(op.KeyBytes()) == tkey {
 			puts++
 			if string(op.ValueBytes()) != "8" {
@@ -145,21 +156,21 @@ func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 			}
 		}
 	}
-	for _, c := range tx.cmps {
+	for _, c := range tx.Cmps {
 		if string(c.KeyBytes()) == tkey {
 			cmps++
 		}
 	}
 	if a.kind != KindElection {
-		if puts != 0 || cmps != 0 || tx.ix.lost.term != -1 {
-			t.Fatalf("%s: a lock's txn touches a term (%d puts, %d compares, index %d)", what, puts, cmps, tx.ix.lost.term)
+		if puts != 0 || cmps != 0 || tx.lost.term.Ok() {
+			t.Fatalf("%s: a lock's txn touches a term (%d puts, %d compares, read %v)", what, puts, cmps, tx.lost.term.Ok())
 		}
 		return
 	}
 	if puts != 1 || cmps != 1 {
 		t.Fatalf("%s: %d term puts and %d term compares, want one of each", what, puts, cmps)
 	}
-	opIs(t, what+": lost.term", tx.els, tx.ix.lost.term, "get", tkey)
+	opIs(t, what+": lost.term", &tx.Txn, tx.lost.term, "get", tkey)
 }
 
 // TestLookOps_IndicesNameTheirOps: with and without a session.
@@ -171,22 +182,22 @@ func TestLookOps_IndicesNameTheirOps(t *testing.T) {
 			a.session, a.req.Session = 0x20, store.LeaseHex(0x20)
 		}
 		qkey := e.keys.Queue("n") + "w-1"
-		ops, ix := a.lookOps(qkey, 42)
-		opIs(t, "lock", ops, ix.lock, "get", e.keys.Lock("n"))
-		if op := opIs(t, "pred", ops, ix.pred, "get", e.keys.Queue("n")); op.MaxCreateRev() != 41 {
+		lt := a.lookOps(qkey, 42)
+		opIs(t, "lock", &lt.Txn, lt.lock, "get", e.keys.Lock("n"))
+		if op := opIs(t, "pred", &lt.Txn, lt.pred, "get", e.keys.Queue("n")); op.MaxCreateRev() != 41 {
 			t.Fatalf("pred reads up to %d, want 41", op.MaxCreateRev())
 		}
-		opIs(t, "entry", ops, ix.entry, "get", qkey)
+		opIs(t, "entry", &lt.Txn, lt.entry, "get", qkey)
 		if session {
-			opIs(t, "session", ops, ix.session, "get", e.keys.Session(a.req.Session))
-		} else if ix.session != -1 {
-			t.Fatalf("session index %d without a session", ix.session)
+			opIs(t, "session", &lt.Txn, lt.session, "get", e.keys.Session(a.req.Session))
+		} else if lt.session.Ok() {
+			t.Fatal("a session read without a session")
 		}
 	}
 }
 
 // TestEndTxn_IndicesNameTheirOps: the end txn with and without a
-// handover, and the hold reads at an offset (as a session's deletion
+// handover, and the hold reads after other ops (as a session's deletion
 // packs them).
 func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
@@ -194,26 +205,31 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 	ev := Event{Time: store.NowUTC(), Type: EventReleased, Lock: "n"}
 	head := &queueHead{key: e.keys.Queue("n") + "w-1", rev: 7, grant: store.Holder{Owner: "next", Hold: "h2", Lease: store.LeaseHex(0x11)}}
 	for _, h := range []*queueHead{nil, head} {
-		tx := e.endTxn("n", 5, hr, ev, h, 0)
-		opIs(t, "end event", tx.then, 0, "put", e.keys.End("n", "h"))
+		var tx store.Txn
+		end := e.endTxn(&tx, "n", 5, hr, ev, h, 0)
+		opAt(t, "end event", tx.Then, 0, "put", e.keys.End("n", "h"))
 		if h == nil {
-			if tx.handOver != -1 {
-				t.Fatalf("handOver %d without a head", tx.handOver)
+			if end.handOver.Ok() {
+				t.Fatal("a handover without a head")
 			}
-			opIs(t, "lock delete", tx.then, 1, "delete", e.keys.Lock("n"))
+			opAt(t, "lock delete", tx.Then, 1, "delete", e.keys.Lock("n"))
 		} else {
-			opIs(t, "handOver", tx.then, tx.handOver, "txn", "")
+			opIs(t, "handOver", &tx, end.handOver, "txn", "")
 		}
 	}
-	for _, offset := range []int{0, 6} {
-		ops, ix := e.holdReadOps("n", true)
-		ix = ix.shifted(offset)
-		all := append(make([]clientv3.Op, offset), ops...)
-		opIs(t, "lock", all, ix.lock, "get", e.keys.Lock("n"))
-		opIs(t, "head", all, ix.head, "get", e.keys.Queue("n"))
+	for _, before := range []int{0, 6} {
+		var tx store.Txn
+		for range before {
+			tx.OnSuccess(clientv3.OpGet("other"))
+		}
+		r := e.holdReads(&tx, "n", true)
+		opIs(t, "lock", &tx, r.lock, "get", e.keys.Lock("n"))
+		opIs(t, "head", &tx, r.head, "get", e.keys.Queue("n"))
 	}
-	if _, ix := e.holdReadOps("n", false); ix.shifted(3).head != -1 {
-		t.Fatalf("head index %d without the head", ix.shifted(3).head)
+	var tx store.Txn
+	tx.OnSuccess(clientv3.OpGet("other"))
+	if r := e.holdReads(&tx, "n", false); r.head.Ok() {
+		t.Fatal("a head read without the head")
 	}
 }
 
@@ -222,8 +238,8 @@ func TestFencedPutTxn_IndicesNameTheirOps(t *testing.T) {
 	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
 	for _, first := range []bool{false, true} {
 		tx := e.fencedPutTxn("r", 5, []byte(`1`), "n", first)
-		opIs(t, "max", tx.els, tx.ix.max, "get", e.keys.FenceMax("r"))
-		opIs(t, "lock", tx.els, tx.ix.lock, "get", e.keys.Lock("n"))
+		opIs(t, "max", &tx.Txn, tx.max, "get", e.keys.FenceMax("r"))
+		opIs(t, "lock", &tx.Txn, tx.lock, "get", e.keys.Lock("n"))
 	}
 }
 
@@ -232,27 +248,27 @@ func TestFencedPutTxn_IndicesNameTheirOps(t *testing.T) {
 // a reader; a lock's none of them.
 func checkSeatOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn) {
 	t.Helper()
-	lost, name := tx.ix.lost, a.req.Name
+	lost, name, txn := tx.lost, a.req.Name, &tx.Txn
 	if a.seats != nil && a.seats.stored {
-		opIs(t, what+": lost.limit", tx.els, lost.limit, "get", e.keys.Seats(name))
-	} else if lost.limit != -1 {
-		t.Fatalf("%s: lost.limit %d without a stored limit", what, lost.limit)
+		opIs(t, what+": lost.limit", txn, lost.limit, "get", e.keys.Seats(name))
+	} else if lost.limit.Ok() {
+		t.Fatalf("%s: lost.limit without a stored limit", what)
 	}
 	if a.seats != nil {
-		if op := opIs(t, what+": lost.seats", tx.els, lost.seats, "get", e.keys.Locks()+a.seats.prefix); !op.IsKeysOnly() {
+		if op := opIs(t, what+": lost.seats", txn, lost.seats, "get", e.keys.Locks()+a.seats.prefix); !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.seats is not keys only", what)
 		}
-	} else if lost.seats != -1 {
-		t.Fatalf("%s: lost.seats %d for an acquire that picks no seat", what, lost.seats)
+	} else if lost.seats.Ok() {
+		t.Fatalf("%s: lost.seats for an acquire that picks no seat", what)
 	}
 	switch a.mode {
 	case ModeRead:
-		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.keys.Lock(store.WriterSeat(name)))
+		opIs(t, what+": lost.blocker", txn, lost.blocker, "get", e.keys.Lock(store.WriterSeat(name)))
 	case ModeWrite:
-		opIs(t, what+": lost.blocker", tx.els, lost.blocker, "get", e.keys.Locks()+store.ReaderSeats(name))
+		opIs(t, what+": lost.blocker", txn, lost.blocker, "get", e.keys.Locks()+store.ReaderSeats(name))
 	default:
-		if lost.blocker != -1 {
-			t.Fatalf("%s: lost.blocker %d for a %s", what, lost.blocker, a.kind)
+		if lost.blocker.Ok() {
+			t.Fatalf("%s: lost.blocker for a %s", what, a.kind)
 		}
 	}
 }
