@@ -2,11 +2,8 @@ package lock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
@@ -66,7 +63,7 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if err != nil {
 		var he *HeldError
 		if errors.As(err, &he) {
-			a.fillHolders(ctx, he)
+			a.kind.fillHolders(ctx, he)
 		}
 		return nil, false, err
 	}
@@ -77,28 +74,14 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 type acquirer struct {
 	e   *Engine
 	req AcquireRequest // Name is the key name (store.KeyName)
-	// kind is what req.Name is (store.ThingOf). An election's grant also
-	// counts its term (see termCmp).
-	kind    EventKind
+	// kind is what the kind of thing req.Name is makes of the acquire
+	// (kind.go).
+	kind    holdKind
 	session clientv3.LeaseID // the session's lease, or 0
-	// term is the election's term as last read, and termRead whether it
-	// was read: the grant's term is one more, and its txn requires that
-	// term to be current.
-	term     int64
-	termRead bool
-	// value is the election's value the candidate campaigns with.
-	value json.RawMessage
 	// seat is the key name of the holder key the next attempt takes:
 	// req.Name, or for a thing with seats the seat the hold takes
 	// (seats.go).
 	seat string
-	// seats is the view of an acquire that picks its seat (a permit, a
-	// read hold); nil for one that does not.
-	seats *seatView
-	// mode is a read/write lock hold's; writersQueued whether a reader's
-	// last read found writers in line (noneAheadCmp).
-	mode          RWMode
-	writersQueued bool
 	// credential is recorded on the hold (see Caller); "" without one.
 	credential string
 	// sessionRev, when set, is the CreateRevision of the session key whose
@@ -130,15 +113,7 @@ type acquirer struct {
 	// lastHolder is the holder seen by the latest failed attempt.
 	lastHolder      *Lock
 	lastHolderLease string
-	// members are a lock set's names (lockset.go), nil for anything
-	// else; guardRevs the ModRevisions of spent guards of members, for
-	// the next attempt to replace. lastHolders and lastHolderLeases are
-	// the members' holders the latest failed attempt saw.
-	members          []string
-	guardRevs        map[string]int64
-	lastHolders      []*Lock
-	lastHolderLeases []string
-	hold             string
+	hold            string
 	// enqueue, when set, makes the next direct attempt put this queue
 	// entry in its else branch: a waiting acquire joins the queue in the
 	// same txn that found the lock taken, not in one more.
@@ -172,10 +147,12 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	if err := checkMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	a := &acquirer{e: e, req: req, kind: kind, hold: newHoldID(), value: req.value, seat: req.Name, members: req.members}
-	if err := a.pickSeats(); err != nil {
+	a := &acquirer{e: e, req: req, hold: newHoldID(), seat: req.Name}
+	k, err := newKind(a, kind)
+	if err != nil {
 		return nil, err
 	}
+	a.kind = k
 	if req.Session != "" {
 		id, ok := store.ParseLeaseHex(req.Session)
 		if !ok {
@@ -226,22 +203,14 @@ func (a *acquirer) holder(now time.Time) store.Holder {
 	if a.session != 0 {
 		leaseID = a.session
 	}
-	return store.Holder{
+	rec := store.Holder{
 		Owner: a.req.Owner, Hold: a.hold, Lease: store.LeaseHex(leaseID), Session: a.req.Session,
 		TTL: ttl, AcquiredAt: now, QueuedAt: queuedAt(a.queuedAt), LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
-		Term:    a.nextTerm(), Value: a.value, Limit: a.req.limit, Mode: a.mode, Set: a.members,
 		Derived: a.e.format >= store.DerivedFormat,
 	}
-}
-
-// nextTerm is the term this acquire's grant begins: 0 for what has no
-// terms.
-func (a *acquirer) nextTerm() int64 {
-	if a.kind != KindElection {
-		return 0
-	}
-	return a.term + 1
+	a.kind.record(&rec)
+	return rec
 }
 
 const maxImmediateRetries = 16
@@ -263,7 +232,7 @@ func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh 
 	case noSession:
 		return nil, false, ErrSessionNotFound, true
 	case mismatched:
-		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: a.seats.limit}, true
+		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: a.req.limit}, true
 	}
 	return nil, false, nil, false
 }
@@ -280,18 +249,12 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 		}
 		switch r.outcome {
 		case heldBy:
-			return nil, false, a.heldError(r)
+			return nil, false, a.kind.heldError(r)
 		case delayed:
 			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
 				r.retryAt.UTC().Format(time.RFC3339Nano), causeText(r.delayCause))}
 		case behind:
-			if a.members != nil {
-				return nil, false, &HeldError{Reason: "acquires queued for its locks come first"}
-			}
-			if a.mode == ModeRead {
-				return nil, false, &HeldError{Reason: "a writer waits ahead: a reader queues behind it, first come, first served"}
-			}
-			return nil, false, &HeldError{Reason: "being handed to a queued waiter"}
+			return nil, false, &HeldError{Reason: a.kind.behindReason()}
 		}
 	}
 	return nil, false, &HeldError{Holder: a.lastHolder, Reason: "contended; try again"}
@@ -333,51 +296,8 @@ func (a *acquirer) checkSessionOwner(ctx context.Context) error {
 	return nil
 }
 
-// fillHolders fills in the expiry of the holders a refusal names, from
-// their leases as the latest attempt read them.
-func (a *acquirer) fillHolders(ctx context.Context, he *HeldError) {
-	if he.Holder != nil && he.Holder.ExpiresAt.IsZero() && len(he.Holders) == 0 {
-		if id, ok := store.ParseLeaseHex(a.lastHolderLease); ok {
-			a.e.fillLease(ctx, he.Holder, id)
-		}
-	}
-	// A set's holders may share leases (another set's members do): one
-	// read each.
-	filled := map[string]*Lock{}
-	for i, h := range he.Holders {
-		id, ok := store.ParseLeaseHex(a.lastHolderLeases[i])
-		if !ok || !h.ExpiresAt.IsZero() {
-			continue
-		}
-		if f, ok := filled[a.lastHolderLeases[i]]; ok {
-			h.TTL, h.ExpiresAt = f.TTL, f.ExpiresAt
-			continue
-		}
-		a.e.fillLease(ctx, h, id)
-		filled[a.lastHolderLeases[i]] = h
-	}
-}
-
-// heldError is the refusal of an acquire without wait that r found held.
-func (a *acquirer) heldError(r attemptResult) *HeldError {
-	if a.members == nil {
-		return &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
-	}
-	held := make([]string, len(r.holders))
-	for i, h := range r.holders {
-		held[i] = fmt.Sprintf("%q by %q", h.Name, h.Owner)
-	}
-	return &HeldError{Holders: r.holders, Reason: "held: " + strings.Join(held, ", ")}
-}
-
 // endOwn releases a hold of ours that the caller will never learn of,
 // with detail in its end event; rec is its holder record, if known.
 func (a *acquirer) endOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error {
-	switch {
-	case a.members != nil:
-		return a.e.endSet(ctx, a.members, token, detail)
-	case rec != nil:
-		return a.e.commitEnd(ctx, a.seat, token, *rec, nil, EventReleased, detail)
-	}
-	return a.e.endHold(ctx, a.seat, token, EventReleased, detail)
+	return a.kind.endOwn(ctx, token, rec, detail)
 }

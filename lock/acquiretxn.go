@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
@@ -68,7 +67,7 @@ type attemptResult struct {
 	holders []*Lock
 }
 
-// acquireTxn is one acquire transaction, built by acquirer.acquireTxn,
+// acquireTxn is one acquire transaction, built by its kind (holdKind.txn),
 // with the responses its readers name. An op the txn does not carry has
 // the zero Ref.
 type acquireTxn struct {
@@ -93,7 +92,7 @@ type acquireTxn struct {
 		seats       store.Ref // the seats the acquire picks from, keys only
 		blocker     store.Ref // a read/write lock's hold in the way: the writer's, or (a writer's acquire) a reader's
 	}
-	// members are a lock set's, one per member (setTxn).
+	// members are a lock set's, one per member (setKind.txn).
 	members []memberRefs
 }
 
@@ -105,15 +104,13 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	if err := a.ensureLease(ctx); err != nil {
 		return attemptResult{}, err
 	}
-	if a.kind == KindElection && !a.termRead {
-		if err := a.readTerm(ctx); err != nil {
-			return attemptResult{}, err
-		}
+	if err := a.kind.prepare(ctx); err != nil {
+		return attemptResult{}, err
 	}
 	now := store.NowUTC()
 	rec := a.holder(now)
 	var resp *clientv3.TxnResponse
-	t := a.acquireTxn(queueKey, queueRev, rec, now)
+	t := a.kind.txn(queueKey, queueRev, rec, now)
 	// The txn is not bound to the caller's context: if the caller leaves
 	// mid-flight we still learn the outcome, and undo a grant.
 	err := e.etcd.RetryNotApplied(context.WithoutCancel(ctx), func(octx context.Context) (err error) {
@@ -126,25 +123,11 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 	if resp.Succeeded {
 		return a.won(ctx, resp, &t, rec)
 	}
-	r, err := a.analyse(ctx, resp, &t, queueKey)
-	if err == nil && r.outcome == unstamped {
-		r, err = a.stampLockDelay(ctx, r)
-	}
-	if queueKey == "" && a.enqueue != nil && a.members == nil {
-		r.enqueuedRev = resp.Header.Revision
-		r.queuedBefore = t.lost.queued.Count(resp)
-		if ahead := t.lost.ahead.KVs(resp); len(ahead) > 0 {
-			r.ahead, r.aheadRev = string(ahead[0].Key), ahead[0].CreateRevision
-		}
-		if kvs := t.lost.place.KVs(resp); len(kvs) > 0 {
-			r.placeRev, r.place = kvs[0].CreateRevision, kvs[0].Value
-		}
-	}
-	return r, err
+	return a.kind.analyse(ctx, resp, &t, queueKey)
 }
 
-// acquireTxn builds the acquire txn for the hold rec, begun at now, with
-// its acquired event. queueKey/queueRev are as for attempt.
+// holdTxn builds the acquire txn of one hold (lockKind.txn): the hold
+// rec, begun at now, with its acquired event, and what the kind adds. queueKey/queueRev are as for attempt.
 // The Then branch grants the lock; the Else branch reads what stood in
 // the way and, for a direct attempt with a.enqueue, joins the queue.
 //
@@ -154,10 +137,7 @@ func (a *acquirer) attempt(ctx context.Context, queueKey string, queueRev int64)
 // batcher never puts two writes of one key into one txn (joinQueue's txn
 // is one of its own). So the queue's order is total, as "the oldest"
 // (handOverCmps, noneAheadCmp) needs.
-func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
-	if a.members != nil {
-		return a.setTxn(queueKey, queueRev, rec, now)
-	}
+func (a *acquirer) holdTxn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
 	e, name := a.e, a.req.Name
 	lkey, gkey, qpfx := e.keys.Lock(a.seat), e.keys.Delay(a.seat), e.keys.Queue(name)
 	var t acquireTxn
@@ -184,7 +164,7 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder,
 	lost.guard = t.OnFailure(clientv3.OpGet(gkey))
 	lost.queued = t.OnFailure(clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
 	lost.blocking = lost.queued
-	ahead := a.aheadPrefix()
+	ahead := a.kind.aheadPrefix()
 	if ahead != qpfx {
 		lost.blocking = t.OnFailure(clientv3.OpGet(ahead, clientv3.WithPrefix(), clientv3.WithCountOnly()))
 	}
@@ -205,21 +185,16 @@ func (a *acquirer) acquireTxn(queueKey string, queueRev int64, rec store.Holder,
 	if a.session != 0 {
 		lost.session = t.OnFailure(clientv3.OpGet(e.keys.Session(a.req.Session)))
 	}
-	if a.kind == KindElection {
-		lost.term = t.OnFailure(clientv3.OpGet(e.keys.Term(name)))
-	}
-	if a.grouped() {
-		a.seatOps(&t)
-	}
+	a.kind.reads(&t)
 	return t
 }
 
 // grantOps begin the hold rec, for an acquire whose queue entry is
 // queueKey ("" for none): its holder record, its acquired event, its
-// lease's marker (trail/derive.go), its lock-delay guard, its entry gone, and
-// an election's term or a thing with seats' record.
+// lease's marker (trail/derive.go), its lock-delay guard, its entry gone,
+// and what its kind adds (an election's term, a thing with seats' record).
 func (a *acquirer) grantOps(queueKey string, rec store.Holder) []clientv3.Op {
-	e, name := a.e, a.req.Name
+	e := a.e
 	gkey := e.keys.Delay(a.seat)
 	leaseID, _ := store.ParseLeaseHex(rec.Lease)
 	ops := []clientv3.Op{clientv3.OpPut(e.keys.Lock(a.seat), store.MustJSON(rec), clientv3.WithLease(leaseID))}
@@ -238,21 +213,15 @@ func (a *acquirer) grantOps(queueKey string, rec store.Holder) []clientv3.Op {
 	if queueKey != "" {
 		ops = append(ops, clientv3.OpDelete(queueKey))
 	}
-	if a.kind == KindElection {
-		ops = append(ops, clientv3.OpPut(e.keys.Term(name), strconv.FormatInt(rec.Term, 10)))
-	}
-	if a.grouped() {
-		ops = append(ops, clientv3.OpPut(e.keys.Seats(name), seatRecord(rec)))
-	}
-	return ops
+	return append(ops, a.kind.grantOps(rec)...)
 }
 
 // acquireCmps hold when the acquire may take the lock: it is free, no
 // waiter is ahead of us, the lock-delay guard is as we expect, and our
 // session exists.
 func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
-	e, name := a.e, a.req.Name
-	lkey, gkey, qpfx := e.keys.Lock(a.seat), e.keys.Delay(a.seat), a.aheadPrefix()
+	e := a.e
+	lkey, gkey, qpfx := e.keys.Lock(a.seat), e.keys.Delay(a.seat), a.kind.aheadPrefix()
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0)}
 	if queueKey == "" {
 		// Nobody queued (for a reader: no writer): a direct acquire
@@ -261,7 +230,7 @@ func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 	} else {
 		// Our entry exists and no entry (for a reader: no writer's) is
 		// older than ours.
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(queueKey), "=", queueRev), a.noneAheadCmp(qpfx, queueRev))
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(queueKey), "=", queueRev), a.kind.noneAheadCmp(qpfx, queueRev))
 	}
 	if a.guardRev == 0 {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
@@ -276,54 +245,7 @@ func (a *acquirer) acquireCmps(queueKey string, queueRev int64) []clientv3.Cmp {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
 		}
 	}
-	if a.kind == KindElection {
-		cmps = append(cmps, e.termCmp(name, a.term))
-	}
-	if a.grouped() {
-		cmps = append(cmps, a.seatCmps()...)
-	}
-	return cmps
-}
-
-// termCmp holds while term is the election's current term. Every grant
-// of an election puts its term key, with the grant's term as its value:
-// an acquire requires the term it read, so two grants never count the
-// same term, and a release that hands the election over knows the term
-// from the holder record it ends (while a hold lasts nothing else grants
-// the election, so the term key is that hold's).
-func (e *Engine) termCmp(name string, term int64) clientv3.Cmp {
-	key := e.keys.Term(name)
-	if term == 0 {
-		return clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
-	}
-	return clientv3.Compare(clientv3.Value(key), "=", strconv.FormatInt(term, 10))
-}
-
-// readTerm reads the election's term before the first attempt, locally on
-// our own member: the attempt's compare catches a stale read, and its
-// else branch reads the term again.
-func (a *acquirer) readTerm(ctx context.Context) error {
-	e := a.e
-	var opts []clientv3.OpOption
-	if e.etcd.OwnMember() {
-		opts = append(opts, clientv3.WithSerializable())
-	}
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, e.keys.Term(a.req.Name), opts...)
-	done()
-	if err != nil {
-		return e.etcd.Err(ctx, "read term", err)
-	}
-	a.setTerm(resp.Kvs)
-	return nil
-}
-
-// setTerm takes the term from a read of the term key.
-func (a *acquirer) setTerm(kvs []*mvccpb.KeyValue) {
-	a.term, a.termRead = 0, true
-	if len(kvs) > 0 {
-		a.term, _ = strconv.ParseInt(string(kvs[0].Value), 10, 64)
-	}
+	return append(cmps, a.kind.cmps()...)
 }
 
 // attemptFailed is attempt's answer when its txn failed.
@@ -364,16 +286,11 @@ func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, t *acqui
 	e := a.e
 	a.used = true
 	l := toLock(rec, a.seat, resp.Header.Revision)
-	e.recordedOf(a.seat, EventAcquired, max(len(a.members), 1)) // a set's: one per lock
+	e.recordedOf(a.seat, EventAcquired, len(a.kind.lockNames())) // a set's: one per lock
 	if t.won.acquired.Ok() && heldInSession(resp, t) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
-	if a.members == nil {
-		e.holds.put(a.seat, l.Token, rec)
-	}
-	for i, m := range a.members {
-		e.holds.put(m, l.Token, memberRecord(rec, i))
-	}
+	a.kind.keep(l, rec)
 	if a.session != 0 {
 		if kvs := t.won.session.KVs(resp); len(kvs) > 0 {
 			var s sessionRecord
@@ -405,14 +322,27 @@ func (a *acquirer) expiresAt() time.Time {
 func seenBefore(resp *clientv3.TxnResponse) int64 { return resp.Header.Revision - 1 }
 
 // analyse reads a failed acquire transaction's else branch.
-func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
-	if a.members != nil {
-		return a.analyseSet(ctx, resp, t, queueKey)
+func (a *acquirer) analyseHold(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
+	r, err := a.holdOutcome(ctx, resp, t, queueKey)
+	if err == nil && r.outcome == unstamped {
+		r, err = a.stampLockDelay(ctx, r)
 	}
+	if queueKey == "" && a.enqueue != nil {
+		r.enqueuedRev = resp.Header.Revision
+		r.queuedBefore = t.lost.queued.Count(resp)
+		if ahead := t.lost.ahead.KVs(resp); len(ahead) > 0 {
+			r.ahead, r.aheadRev = string(ahead[0].Key), ahead[0].CreateRevision
+		}
+		if kvs := t.lost.place.KVs(resp); len(kvs) > 0 {
+			r.placeRev, r.place = kvs[0].CreateRevision, kvs[0].Value
+		}
+	}
+	return r, err
+}
+
+// holdOutcome is what a failed attempt of one hold found in its way.
+func (a *acquirer) holdOutcome(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
 	e, name, lost := a.e, a.req.Name, &t.lost
-	if lost.term.Ok() {
-		a.setTerm(lost.term.KVs(resp))
-	}
 	if a.session != 0 && len(lost.session.KVs(resp)) == 0 {
 		return attemptResult{outcome: noSession}, nil
 	}
@@ -422,23 +352,14 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *a
 			return attemptResult{outcome: won, lock: l}, nil
 		}
 	}
-	if a.mode == ModeRead {
-		a.writersQueued = lost.blocking.Count(resp) > 0
-	}
 	if queueKey != "" && len(lost.entry.KVs(resp)) == 0 {
-		if a.grouped() {
-			// A release may have granted us a seat it chose.
-			return a.seatGranted(ctx)
-		}
-		return attemptResult{outcome: dequeued}, nil
+		return a.kind.entryGone(ctx)
 	}
-	if a.grouped() {
-		r, settled, blocker := a.analyseSeats(resp, t, queueKey, lockKVs)
-		if settled {
-			return r, nil
-		}
-		lockKVs = blocker
+	r, settled, blocker := a.kind.inWay(resp, t, queueKey, lockKVs)
+	if settled {
+		return r, nil
 	}
+	lockKVs = blocker
 	// behind is the result when a queued waiter is ahead of us.
 	behindOf := func(holder *Lock) (attemptResult, bool) {
 		if queueKey == "" {
@@ -458,14 +379,14 @@ func (a *acquirer) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *a
 		}
 		holder := toLock(hr, name, kv.ModRevision)
 		a.lastHolder, a.lastHolderLease = holder, hr.Lease
-		if a.session != 0 && hr.Session == a.req.Session && a.seats == nil && string(kv.Key) == e.keys.Lock(a.seat) {
+		if a.session != 0 && hr.Session == a.req.Session && a.kind.repeatable() && string(kv.Key) == e.keys.Lock(a.seat) {
 			e.fillLease(ctx, holder, a.session)
 			return attemptResult{outcome: sameHolder, lock: holder}, nil
 		}
 		if r, ok := behindOf(holder); ok {
 			return r, nil
 		}
-		return attemptResult{outcome: heldBy, watchKey: a.headKey(), watchRev: seenBefore(resp), holder: holder}, nil
+		return attemptResult{outcome: heldBy, watchKey: a.kind.headKey(), watchRev: seenBefore(resp), holder: holder}, nil
 	}
 	a.lastHolder = nil
 	if r, ok, err := a.analyseGuard(resp, lost.guard.KVs(resp)); ok || err != nil {

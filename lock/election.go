@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
@@ -332,4 +333,82 @@ func (e *Engine) ElectionNow(ctx context.Context, name string) (*Lock, int64, er
 		setValue(leader, resp.Responses[valueAt].GetResponseRange().Kvs)
 	}
 	return leader, resp.Header.Revision, nil
+}
+
+// electionKind is an election's kind: a lock whose every grant counts
+// the election's term. The grant's term is one more than the term it
+// read, and its txn requires that term to be current (termCmp).
+type electionKind struct {
+	lockKind
+	// value is the one the candidate campaigns with.
+	value json.RawMessage
+	// term is the election's term as last read, and termRead whether
+	// it was read.
+	term     int64
+	termRead bool
+}
+
+// prepare reads the election's term before the first attempt, locally
+// on our own member: the attempt's compare catches a stale read, and its
+// else branch reads the term again.
+func (k *electionKind) prepare(ctx context.Context) error {
+	if k.termRead {
+		return nil
+	}
+	e := k.a.e
+	var opts []clientv3.OpOption
+	if e.etcd.OwnMember() {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	octx, done := e.etcd.Op(ctx)
+	resp, err := e.cli.Get(octx, e.keys.Term(k.a.req.Name), opts...)
+	done()
+	if err != nil {
+		return e.etcd.Err(ctx, "read term", err)
+	}
+	k.setTerm(resp.Kvs)
+	return nil
+}
+
+// setTerm takes the term from a read of the term key.
+func (k *electionKind) setTerm(kvs []*mvccpb.KeyValue) {
+	k.term, k.termRead = 0, true
+	if len(kvs) > 0 {
+		k.term, _ = strconv.ParseInt(string(kvs[0].Value), 10, 64)
+	}
+}
+
+func (k *electionKind) record(rec *store.Holder) { rec.Term, rec.Value = k.term+1, k.value }
+
+func (k *electionKind) cmps() []clientv3.Cmp {
+	return []clientv3.Cmp{k.a.e.termCmp(k.a.req.Name, k.term)}
+}
+
+func (k *electionKind) grantOps(rec store.Holder) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpPut(k.a.e.keys.Term(k.a.req.Name), strconv.FormatInt(rec.Term, 10))}
+}
+
+func (k *electionKind) reads(t *acquireTxn) {
+	t.lost.term = t.OnFailure(clientv3.OpGet(k.a.e.keys.Term(k.a.req.Name)))
+}
+
+// analyse takes the term its reads found first: the next attempt
+// requires it, whatever this one's outcome.
+func (k *electionKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
+	k.setTerm(t.lost.term.KVs(resp))
+	return k.a.analyseHold(ctx, resp, t, queueKey)
+}
+
+// termCmp holds while term is the election's current term. Every grant
+// of an election puts its term key, with the grant's term as its value:
+// an acquire requires the term it read, so two grants never count the
+// same term, and a release that hands the election over knows the term
+// from the holder record it ends (while a hold lasts nothing else grants
+// the election, so the term key is that hold's).
+func (e *Engine) termCmp(name string, term int64) clientv3.Cmp {
+	key := e.keys.Term(name)
+	if term == 0 {
+		return clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	}
+	return clientv3.Compare(clientv3.Value(key), "=", strconv.FormatInt(term, 10))
 }

@@ -43,7 +43,7 @@ func handOverPlan(name string, head *queueHead) (seat string, ok bool) {
 	case head.grant.Mode == ModeWrite:
 		return store.WriterSeat(thing), true
 	case name == store.WriterSeat(thing):
-		// The writer held: no reader seat is (seatCmps), so the first is free.
+		// The writer held: no reader seat is (seatKind.cmps), so the first is free.
 		return store.ReaderSeats(thing) + "0", true
 	}
 	return "", false // a reader at the head takes its seat beside ours

@@ -17,8 +17,8 @@ import (
 )
 
 // A lock set is several ordinary locks taken all or nothing, by one
-// acquirer of the engine (acquirer.members): its attempt is acquireTxn's
-// once per member in one txn (setTxn), so every member is granted at one
+// acquirer of the engine, of its own kind (setKind): its attempt is the lock's
+// once per member in one txn (setKind.txn), so every member is granted at one
 // revision, and every member's token is that revision. Each member is an
 // ordinary lock: its holder record, its own hold ID (made of the set's:
 // memberRecord), its own acquired and end events, its queue. The members
@@ -138,6 +138,99 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
+// setKind is a lock set's kind: several ordinary locks taken by one
+// acquire, all or none (see above).
+type setKind struct {
+	lockKind
+	// members are the set's names; guardRevs the ModRevisions of spent
+	// guards of members, for the next attempt to replace (guardCmp).
+	// lastHolders and lastHolderLeases are the members' holders the
+	// latest failed attempt saw.
+	members          []string
+	guardRevs        map[string]int64
+	lastHolders      []*Lock
+	lastHolderLeases []string
+}
+
+func (k *setKind) record(rec *store.Holder) { rec.Set = k.members }
+
+// keep caches each member's hold.
+func (k *setKind) keep(l *Lock, rec store.Holder) {
+	for i, m := range k.members {
+		k.a.e.holds.put(m, l.Token, memberRecord(rec, i))
+	}
+}
+
+func (k *setKind) endOwn(ctx context.Context, token int64, _ *store.Holder, detail string) error {
+	return k.a.e.endSet(ctx, k.members, token, detail)
+}
+
+func (k *setKind) heldError(r attemptResult) *HeldError {
+	held := make([]string, len(r.holders))
+	for i, h := range r.holders {
+		held[i] = fmt.Sprintf("%q by %q", h.Name, h.Owner)
+	}
+	return &HeldError{Holders: r.holders, Reason: "held: " + strings.Join(held, ", ")}
+}
+
+func (k *setKind) behindReason() string { return "acquires queued for its locks come first" }
+
+// fillHolders fills in the members' holders; they may share leases
+// (another set's members do): one read each.
+func (k *setKind) fillHolders(ctx context.Context, he *HeldError) {
+	k.lockKind.fillHolders(ctx, he)
+	filled := map[string]*Lock{}
+	for i, h := range he.Holders {
+		id, ok := store.ParseLeaseHex(k.lastHolderLeases[i])
+		if !ok || !h.ExpiresAt.IsZero() {
+			continue
+		}
+		if f, ok := filled[k.lastHolderLeases[i]]; ok {
+			h.TTL, h.ExpiresAt = f.TTL, f.ExpiresAt
+			continue
+		}
+		k.a.e.fillLease(ctx, h, id)
+		filled[k.lastHolderLeases[i]] = h
+	}
+}
+
+func (k *setKind) waitedOut() error {
+	if len(k.lastHolders) == 0 {
+		return k.lockKind.waitedOut()
+	}
+	he := k.heldError(attemptResult{holders: k.lastHolders})
+	he.Reason = fmt.Sprintf("still %s after waiting %s", he.Reason, k.a.req.Wait)
+	return he
+}
+
+// headKey: a set has no head to wait as. It waits on every key in its
+// way (attemptResult.keys), and a put of any may be its grant.
+func (k *setKind) headKey() string { return "" }
+
+func (k *setKind) lockNames() []string { return k.members }
+
+func (k *setKind) entry(wr *waiterRecord) bool {
+	wr.Set = k.members
+	return true
+}
+
+// look tells nothing: a set's attempt reads each member itself.
+func (k *setKind) look(context.Context, string, int64) (attemptResult, bool, error) {
+	return attemptResult{}, false, nil
+}
+
+func (k *setKind) aheadTookLock(int64) (attemptResult, bool) { return attemptResult{}, false }
+
+// changedSince: a set looks again at every key it waits on; its attempt
+// tells.
+func (k *setKind) changedSince(context.Context, attemptResult, bool) (*Lock, bool, error) {
+	return nil, true, nil
+}
+
+// waitsAtPlace: a set waits in every member's queue, under the node's
+// waiter lease; a session keeps no place for it.
+func (k *setKind) waitsAtPlace() bool { return false }
+
 // memberRefs name one member's responses in a lock set's acquire txn
 // (see acquireTxn); an op the txn does not carry has the zero Ref.
 type memberRefs struct {
@@ -147,33 +240,33 @@ type memberRefs struct {
 	entry, pred store.Ref // queued attempt: our entry, and the one just ahead of it
 }
 
-// setTxn is acquireTxn for a lock set: for each member, the compares and
+// txn is the acquire txn of a lock set: for each member, the compares and
 // ops of a lock's acquire (lock free, nobody queued or nobody ahead, the
 // lock-delay guard as last read; the holder record and acquired event;
 // the entry's put or delete), in one txn, so that every member is granted
 // at one revision or none is. queueKey is our entry in the first
 // member's queue; the others share its key's last element.
-func (a *acquirer) setTxn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
-	e := a.e
+func (k *setKind) txn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
+	e := k.a.e
 	var t acquireTxn
-	t.members = make([]memberRefs, len(a.members))
+	t.members = make([]memberRefs, len(k.members))
 	leaseID, _ := store.ParseLeaseHex(rec.Lease)
-	entries, value := a.entryKeys(queueKey), ""
-	if q := a.enqueue; queueKey == "" && q != nil {
-		entries, value = a.entryKeys(q.key), a.entryValue(now)
+	entries, value := k.entryKeys(queueKey), ""
+	if q := k.a.enqueue; queueKey == "" && q != nil {
+		entries, value = k.entryKeys(q.key), k.a.entryValue(now)
 	}
-	if a.session == 0 {
+	if k.a.session == 0 {
 		t.OnSuccess(e.leaseMarkOp(leaseID))
 	}
-	for i, m := range a.members {
+	for i, m := range k.members {
 		lkey, gkey, qpfx := e.keys.Lock(m), e.keys.Delay(m), e.keys.Queue(m)
 		mrec := memberRecord(rec, i)
-		t.If(clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), a.guardCmp(m))
+		t.If(clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), k.guardCmp(m))
 		t.OnSuccess(clientv3.OpPut(lkey, store.MustJSON(mrec), clientv3.WithLease(leaseID)))
 		if !mrec.Derived {
 			t.OnSuccess(clientv3.OpPut(e.keys.Acquired(m, mrec.Hold), store.MustJSON(mrec.BegunEvent(m))))
 		}
-		if a.guardRevs[m] != 0 {
+		if k.guardRevs[m] != 0 {
 			t.OnSuccess(clientv3.OpDelete(gkey)) // a spent guard
 		}
 		mr := &t.members[i]
@@ -181,9 +274,9 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec store.Holder, now
 		if queueKey == "" {
 			t.If(clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
 			mr.queued = t.OnFailure(clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
-			if a.enqueue != nil {
+			if k.a.enqueue != nil {
 				mr.ahead = t.OnFailure(newestEntry(qpfx))
-				t.OnFailure(clientv3.OpPut(entries[i], value, clientv3.WithLease(a.enqueue.lease)))
+				t.OnFailure(clientv3.OpPut(entries[i], value, clientv3.WithLease(k.a.enqueue.lease)))
 			}
 			continue
 		}
@@ -193,7 +286,7 @@ func (a *acquirer) setTxn(queueKey string, queueRev int64, rec store.Holder, now
 		mr.entry = t.OnFailure(clientv3.OpGet(entries[i], clientv3.WithKeysOnly()))
 		mr.pred = t.OnFailure(newestEntry(qpfx, clientv3.WithMaxCreateRev(queueRev-1)))
 	}
-	a.setSessionOps(&t)
+	k.setSessionOps(&t)
 	return t
 }
 
@@ -208,13 +301,10 @@ func memberRecord(rec store.Holder, i int) store.Holder {
 
 func memberHold(set string, i int) string { return set + "." + strconv.Itoa(i) }
 
-// ours reports whether hold is a hold of this acquire's: its own, or for
-// a set one of its members'.
-func (a *acquirer) ours(hold string) bool {
-	if a.members == nil {
-		return hold == a.hold
-	}
-	rest, ok := strings.CutPrefix(hold, a.hold+".")
+// ours reports whether hold is a hold of this acquire's: one of its
+// members'.
+func (k *setKind) ours(hold string) bool {
+	rest, ok := strings.CutPrefix(hold, k.a.hold+".")
 	return ok && rest != ""
 }
 
@@ -228,22 +318,22 @@ func newestEntry(qpfx string, opts ...clientv3.OpOption) clientv3.Op {
 // setSessionOps adds to a set's acquire txn what a session asks: its key
 // compared (see acquireCmps) and read in both branches, and with
 // MaxLocksPerSession each member counted in a tally shard of its own.
-func (a *acquirer) setSessionOps(t *acquireTxn) {
-	e := a.e
-	if a.session == 0 {
+func (k *setKind) setSessionOps(t *acquireTxn) {
+	e := k.a.e
+	if k.a.session == 0 {
 		return
 	}
-	skey := e.keys.Session(a.req.Session)
-	if a.sessionRev != 0 {
-		t.If(clientv3.Compare(clientv3.CreateRevision(skey), "=", a.sessionRev))
+	skey := e.keys.Session(k.a.req.Session)
+	if k.a.sessionRev != 0 {
+		t.If(clientv3.Compare(clientv3.CreateRevision(skey), "=", k.a.sessionRev))
 	} else {
 		t.If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
 	}
 	if e.cfg.MaxLocksPerSession > 0 {
-		for i := range a.members {
-			t.OnSuccess(clientv3.OpPut(e.keys.TallyShard(a.req.Session, "acquired", i), "", clientv3.WithLease(a.session)))
+		for i := range k.members {
+			t.OnSuccess(clientv3.OpPut(e.keys.TallyShard(k.a.req.Session, "acquired", i), "", clientv3.WithLease(k.a.session)))
 		}
-		a.tallyReads(t)
+		k.a.tallyReads(t)
 	}
 	t.won.session = t.OnSuccess(clientv3.OpGet(skey))
 	t.lost.session = t.OnFailure(clientv3.OpGet(skey))
@@ -251,9 +341,9 @@ func (a *acquirer) setSessionOps(t *acquireTxn) {
 
 // guardCmp is a member's lock-delay compare: no guard, or the spent one
 // the last attempt read (guardRevs), which the grant deletes.
-func (a *acquirer) guardCmp(m string) clientv3.Cmp {
-	gkey := a.e.keys.Delay(m)
-	if rev := a.guardRevs[m]; rev != 0 {
+func (k *setKind) guardCmp(m string) clientv3.Cmp {
+	gkey := k.a.e.keys.Delay(m)
+	if rev := k.guardRevs[m]; rev != 0 {
 		return clientv3.Compare(clientv3.ModRevision(gkey), "=", rev)
 	}
 	return clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0)
@@ -261,53 +351,43 @@ func (a *acquirer) guardCmp(m string) clientv3.Cmp {
 
 // entryKeys are our queue entries, given the first member's (qkey): one
 // per member, all with qkey's last element. "" gives none.
-func (a *acquirer) entryKeys(qkey string) []string {
+func (k *setKind) entryKeys(qkey string) []string {
 	if qkey == "" {
 		return nil
 	}
-	if a.members == nil {
-		return []string{qkey}
-	}
-	id := strings.TrimPrefix(qkey, a.e.keys.Queue(a.members[0]))
-	keys := make([]string, len(a.members))
-	for i, m := range a.members {
-		keys[i] = a.e.keys.Queue(m) + id
+	id := strings.TrimPrefix(qkey, k.a.e.keys.Queue(k.members[0]))
+	keys := make([]string, len(k.members))
+	for i, m := range k.members {
+		keys[i] = k.a.e.keys.Queue(m) + id
 	}
 	return keys
 }
 
-// holderReads read what may hold our grant: the lock key, every seat of a
-// thing with seats, every member of a set.
-func (a *acquirer) holderReads() []clientv3.Op {
-	switch {
-	case a.members != nil:
-		ops := make([]clientv3.Op, len(a.members))
-		for i, m := range a.members {
-			ops[i] = clientv3.OpGet(a.e.keys.Lock(m))
-		}
-		return ops
-	case a.grouped():
-		return []clientv3.Op{clientv3.OpGet(store.SeatsOf(a.e.keys.Locks(), a.req.Name), clientv3.WithPrefix())}
+// holderReads read what may hold our grant: every member.
+func (k *setKind) holderReads() []clientv3.Op {
+	ops := make([]clientv3.Op, len(k.members))
+	for i, m := range k.members {
+		ops[i] = clientv3.OpGet(k.a.e.keys.Lock(m))
 	}
-	return []clientv3.Op{clientv3.OpGet(a.e.keys.Lock(a.req.Name))}
+	return ops
 }
 
-// analyseSet reads a lock set's failed acquire txn: what stands in the
+// analyse reads a lock set's failed acquire txn: what stands in the
 // way of each member. A wait then watches every key in the way (r.keys):
 // the lock's key of a member held by another, the entry just ahead of
 // ours in a member's queue, a member's lock-delay guard; any change of
 // one wakes it to attempt again.
-func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
-	if a.session != 0 && len(t.lost.session.KVs(resp)) == 0 {
+func (k *setKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
+	if k.a.session != 0 && len(t.lost.session.KVs(resp)) == 0 {
 		return attemptResult{outcome: noSession}, nil
 	}
 	r := attemptResult{outcome: retryNow, watchRev: seenBefore(resp)}
-	if queueKey == "" && a.enqueue != nil {
+	if queueKey == "" && k.a.enqueue != nil {
 		r.enqueuedRev = resp.Header.Revision
 	}
-	a.lastHolder, a.lastHolders, a.lastHolderLeases = nil, nil, nil
+	k.a.lastHolder, k.lastHolders, k.lastHolderLeases = nil, nil, nil
 	var own, nDelayed, nBehind int
-	for i, m := range a.members {
+	for i, m := range k.members {
 		mr := t.members[i]
 		if mr.entry.Ok() && len(mr.entry.KVs(resp)) == 0 {
 			return attemptResult{outcome: dequeued}, nil
@@ -326,28 +406,28 @@ func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, t
 			if err != nil {
 				return attemptResult{}, err
 			}
-			if a.ours(hr.Hold) {
-				if l, ok := a.granted(ctx, kv); ok { // a txn of ours of unknown outcome
+			if k.ours(hr.Hold) {
+				if l, ok := k.a.granted(ctx, kv); ok { // a txn of ours of unknown outcome
 					return attemptResult{outcome: won, lock: l}, nil
 				}
 			}
 			holder := toLock(hr, m, kv.ModRevision)
-			if a.session != 0 && hr.Session == a.req.Session && sameSet(hr.Set, a.members) {
+			if k.a.session != 0 && hr.Session == k.a.req.Session && sameSet(hr.Set, k.members) {
 				own++
 				r.lock = holder
 			}
-			a.lastHolders, a.lastHolderLeases = append(a.lastHolders, holder), append(a.lastHolderLeases, hr.Lease)
-			r.keys = append(r.keys, cmp.Or(pred, a.e.keys.Lock(m)))
+			k.lastHolders, k.lastHolderLeases = append(k.lastHolders, holder), append(k.lastHolderLeases, hr.Lease)
+			r.keys = append(r.keys, cmp.Or(pred, k.a.e.keys.Lock(m)))
 			continue
 		}
-		if until, cause, ok, err := a.memberGuard(mr.guard.KVs(resp), m); err != nil {
+		if until, cause, ok, err := k.memberGuard(mr.guard.KVs(resp), m); err != nil {
 			return attemptResult{}, err
 		} else if ok {
 			nDelayed++
 			if r.retryAt.IsZero() || until.Before(r.retryAt) {
 				r.retryAt, r.delayCause = until, cause
 			}
-			r.keys = append(r.keys, a.e.keys.Delay(m))
+			r.keys = append(r.keys, k.a.e.keys.Delay(m))
 			continue
 		}
 		if pred != "" || queued > 0 {
@@ -357,21 +437,21 @@ func (a *acquirer) analyseSet(ctx context.Context, resp *clientv3.TxnResponse, t
 			}
 		}
 	}
-	return a.setOutcome(ctx, r, own, nDelayed, nBehind), nil
+	return k.setOutcome(ctx, r, own, nDelayed, nBehind), nil
 }
 
 // setOutcome is what a set's failed attempt found, given how many members
 // its session holds as this very set (own), and how many are under
 // lock-delay or have entries ahead of ours.
-func (a *acquirer) setOutcome(ctx context.Context, r attemptResult, own, nDelayed, nBehind int) attemptResult {
+func (k *setKind) setOutcome(ctx context.Context, r attemptResult, own, nDelayed, nBehind int) attemptResult {
 	switch {
-	case own == len(a.members):
-		a.e.fillLease(ctx, r.lock, a.session)
+	case own == len(k.members):
+		k.a.e.fillLease(ctx, r.lock, k.a.session)
 		r.outcome = sameHolder
-		r.lock = setOf(a.members, r.lock).Locks[0]
-	case len(a.lastHolders) > 0:
-		r.outcome, r.holder, r.holders = heldBy, a.lastHolders[0], a.lastHolders
-		a.lastHolder = r.holder
+		r.lock = setOf(k.members, r.lock).Locks[0]
+	case len(k.lastHolders) > 0:
+		r.outcome, r.holder, r.holders = heldBy, k.lastHolders[0], k.lastHolders
+		k.a.lastHolder = r.holder
 	case nDelayed > 0:
 		r.outcome = delayed
 	case nBehind > 0:
@@ -388,9 +468,9 @@ func (a *acquirer) setOutcome(ctx context.Context, r attemptResult, own, nDelaye
 // ends: for a guard the expiry recorder has not stamped yet, from now
 // (the wait also watches the guard, so the stamp wakes it). A spent guard
 // is noted for the next attempt to replace (guardCmp).
-func (a *acquirer) memberGuard(kvs []*mvccpb.KeyValue, m string) (until time.Time, cause EventType, ok bool, err error) {
+func (k *setKind) memberGuard(kvs []*mvccpb.KeyValue, m string) (until time.Time, cause EventType, ok bool, err error) {
 	if len(kvs) == 0 {
-		delete(a.guardRevs, m)
+		delete(k.guardRevs, m)
 		return time.Time{}, "", false, nil
 	}
 	var dr delayRecord
@@ -403,9 +483,9 @@ func (a *acquirer) memberGuard(kvs []*mvccpb.KeyValue, m string) (until time.Tim
 	case time.Now().Before(*dr.Until):
 		return *dr.Until, dr.Cause, true, nil
 	}
-	if a.guardRevs == nil {
-		a.guardRevs = map[string]int64{}
+	if k.guardRevs == nil {
+		k.guardRevs = map[string]int64{}
 	}
-	a.guardRevs[m] = kvs[0].ModRevision
+	k.guardRevs[m] = kvs[0].ModRevision
 	return time.Time{}, "", false, nil
 }

@@ -34,11 +34,11 @@ import (
 
 // placed says whether the acquire waits at its session's place: every
 // acquire in a session but a lock set's.
-func (a *acquirer) placed() bool { return a.session != 0 && a.members == nil }
+func (a *acquirer) placed() bool { return a.session != 0 && a.kind.waitsAtPlace() }
 
 // placeKey is the session's entry in the thing's queue (in a read/write
 // lock's, in its mode's). A waiter lease's keys are hex: no "s".
-func (a *acquirer) placeKey() string { return a.entryPrefix() + "s" + store.LeaseHex(a.session) }
+func (a *acquirer) placeKey() string { return a.kind.entryPrefix() + "s" + store.LeaseHex(a.session) }
 
 // waitAtPlace is wait at the session's place in the queue. Another wait
 // of the session may take the place from under this one, granted or given

@@ -60,7 +60,7 @@ var errWaiterLeaseGone = fmt.Errorf("the node's waiter lease is gone: %w", ErrUn
 func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh bool, err error) {
 	e := a.e
 	slot := e.waiters.slot()
-	qkey := a.entryPrefix() + store.LeaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
+	qkey := a.kind.entryPrefix() + store.LeaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
 	granted := false
 	defer func() {
 		if granted {
@@ -173,10 +173,7 @@ func (a *acquirer) join(ctx context.Context, entry *queueEntry) (attemptResult, 
 	queueRev, queued := first.enqueuedRev, first.queuedBefore+1
 	// The holder's release must hand over, not try the one-txn release
 	// first.
-	if a.members == nil {
-		a.e.holds.sawWaiter(a.req.Name)
-	}
-	for _, m := range a.members {
+	for _, m := range a.kind.lockNames() {
 		a.e.holds.sawWaiter(m)
 	}
 	if first.placeRev != 0 {
@@ -225,7 +222,7 @@ func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResul
 				l, fresh, err = a.handBack(ctx, got)
 				return l, fresh, true, err // the release deleted our entry
 			}
-			if next, ok := a.aheadTookLock(left); ok {
+			if next, ok := a.kind.aheadTookLock(left); ok {
 				r = next
 				continue
 			}
@@ -267,7 +264,7 @@ func (a *acquirer) joinQueue(ctx context.Context, entry *queueEntry) (rev, queue
 	// (first) entry: a session's place may have been there before.
 	ops := []clientv3.Op{clientv3.OpGet(e.keys.Queue(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()), clientv3.OpGet(entry.key)}
 	value := a.entryValue(store.NowUTC())
-	for _, k := range a.entryKeys(entry.key) {
+	for _, k := range a.kind.entryKeys(entry.key) {
 		ops = slices.Insert(ops, 0, clientv3.OpPut(k, value, clientv3.WithLease(entry.lease)))
 	}
 	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
@@ -304,7 +301,8 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 	e := a.e
 	// The head of the queue waits on the lock itself, puts included: a
 	// release grants it to us by putting our record over its own.
-	head := r.outcome != delayed && r.watchKey == a.headKey() && a.members == nil
+	// A set waits on each key in its way (r.keys), never as a head.
+	head := r.outcome != delayed && r.keys == nil && r.watchKey == a.kind.headKey()
 	keys := r.keys
 	if keys == nil {
 		keys = []string{r.watchKey}
@@ -320,7 +318,7 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 	if missed {
 		// The hub no longer holds what it dispatched between our read and
 		// the registration: read what changed meanwhile.
-		if l, changed, err := a.changedSince(ctx, r, head); err != nil || changed {
+		if l, changed, err := a.kind.changedSince(ctx, r, head); err != nil || changed {
 			return l, 0, err
 		}
 	}
@@ -379,9 +377,10 @@ func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, h
 	}
 	for _, ev := range evs {
 		switch {
-		case a.members != nil && ev.Type == mvccpb.PUT:
-			// A release may have granted us every lock of the set
-			// (setHandOverOps); any other put is no reason to look.
+		case r.keys != nil && ev.Type == mvccpb.PUT:
+			// A set's wait on the keys in its way: a release may have
+			// granted us every lock of the set (setHandOverOps); any
+			// other put is no reason to look.
 			if l, ok := a.granted(ctx, ev.Kv); ok {
 				return l, 0, true
 			}
@@ -420,32 +419,17 @@ func sessionEnded(kw *keyWatch) bool {
 	return false
 }
 
-// changedSince reads the key r waits on, and reports whether it changed
-// since r's read: the entry ahead gone (or gone and its key taken by a
-// later entry), the lock changed hands or granted to us (then the lock is
-// returned), or the delay's guard rewritten. The read is linearizable: a
-// member's local read can lag what its watches already sent.
-func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
+// keyChanged (lockKind.changedSince) reads the key r waits on, and
+// reports whether it changed since r's read: the entry ahead gone (or
+// gone and its key taken by a later entry), the lock changed hands or
+// granted to us (then the lock is returned), or the delay's guard
+// rewritten. The read is linearizable: a member's local read can lag
+// what its watches already sent.
+func (a *acquirer) keyChanged(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
 	e := a.e
-	if a.members != nil {
-		return nil, true, nil // a set looks again at every key it waits on: its attempt tells
-	}
 	var opts []clientv3.OpOption
 	if !head {
 		opts = append(opts, clientv3.WithKeysOnly())
-	}
-	if head && a.grouped() {
-		// Every seat: whichever was handed to us, or freed.
-		kvs, err := a.readSeatHolders(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, kv := range kvs {
-			if l, ok := a.granted(ctx, kv); ok {
-				return l, true, nil
-			}
-		}
-		return nil, true, nil // look again: the attempt tells
 	}
 	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Get(octx, r.watchKey, opts...)
@@ -470,17 +454,7 @@ func (a *acquirer) changedSince(ctx context.Context, r attemptResult, head bool)
 	}
 }
 
-func (a *acquirer) waitedOut() error {
-	if a.members != nil && len(a.lastHolders) > 0 {
-		he := a.heldError(attemptResult{holders: a.lastHolders})
-		he.Reason = fmt.Sprintf("still %s after waiting %s", he.Reason, a.req.Wait)
-		return he
-	}
-	if a.lastHolder != nil {
-		return &HeldError{Holder: a.lastHolder, Reason: fmt.Sprintf("still held by %q after waiting %s", a.lastHolder.Owner, a.req.Wait)}
-	}
-	return &HeldError{Reason: fmt.Sprintf("not granted within %s", a.req.Wait)}
-}
+func (a *acquirer) waitedOut() error { return a.kind.waitedOut() }
 
 // entryValue is our queue entry's value for a txn that puts it at now.
 func (a *acquirer) entryValue(now time.Time) string {
@@ -498,14 +472,8 @@ func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 	if a.queuedAt.IsZero() {
 		a.queuedAt = now
 	}
-	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt, Mode: a.mode, Set: a.members}
-	if a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 || a.req.KeepPlace && a.grouped() {
-		// A kept place of a thing with seats asks for no grant either:
-		// one made while no acquire waits at the place would be a
-		// permit, or a read hold, that the session's next acquire
-		// cannot tell from those it holds already (it takes one of its
-		// own). The place then waits, at the head of the line, for that
-		// acquire to take the seat (place.go).
+	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt}
+	if grantable := a.kind.entry(&wr); !grantable || a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
 		return wr
 	}
 	if a.session == 0 && a.lease == 0 {

@@ -18,11 +18,11 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 	var resp *clientv3.TxnResponse
 	const entryAt = 0 // our entry, or a set's first
 	var ops []clientv3.Op
-	for _, k := range a.entryKeys(qkey) {
+	for _, k := range a.kind.entryKeys(qkey) {
 		ops = append(ops, clientv3.OpDelete(k))
 	}
 	// Any seat may be the one a release granted us.
-	lockAt, ops := len(ops), append(ops, a.holderReads()...)
+	lockAt, ops := len(ops), append(ops, a.kind.holderReads()...)
 	err := a.e.etcd.RetryCleanup(ctx, func(ctx context.Context) (err error) {
 		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
 		return err
@@ -36,7 +36,7 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 		// waiter lease would remove it only then). Its key is not reused
 		// meanwhile.
 		if a.entry != "" {
-			for _, k := range a.entryKeys(qkey) {
+			for _, k := range a.kind.entryKeys(qkey) {
 				go a.e.sweepEntry(k, a.entry)
 			}
 		}

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"strings"
 
 	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -23,17 +22,15 @@ type lookTxn struct {
 	session store.Ref // our session's key (a count), without a session none
 }
 
-// lookOps are the reads of look: opts are added to each.
-func (a *acquirer) lookOps(qkey string, queueRev int64, opts ...clientv3.OpOption) lookTxn {
-	e, name := a.e, a.req.Name
+// lookOps are the reads of look: holder reads what holds the thing
+// (a lock's key; a thing with seats reads its seats), and opts are added
+// to each read.
+func (a *acquirer) lookOps(qkey string, queueRev int64, holder func(...clientv3.OpOption) clientv3.Op, opts ...clientv3.OpOption) lookTxn {
+	e := a.e
 	countOnly := append([]clientv3.OpOption{clientv3.WithCountOnly()}, opts...)
 	var t lookTxn
-	if a.grouped() {
-		t.lock = t.OnSuccess(a.lookSeatsRead(opts...))
-	} else {
-		t.lock = t.OnSuccess(clientv3.OpGet(e.keys.Lock(name), opts...))
-	}
-	t.pred = t.OnSuccess(clientv3.OpGet(a.aheadPrefix(), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
+	t.lock = t.OnSuccess(holder(opts...))
+	t.pred = t.OnSuccess(clientv3.OpGet(a.kind.aheadPrefix(), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithMaxCreateRev(queueRev - 1),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly()}, opts...)...))
 	t.entry = t.OnSuccess(clientv3.OpGet(qkey, countOnly...))
 	if a.session != 0 {
@@ -59,24 +56,38 @@ func (t *lookTxn) gone(resp *clientv3.TxnResponse) bool {
 // linearizable. Either way it only picks what to wait for, and
 // awaitChange checks that against etcd as its watch starts.
 func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r attemptResult, ok bool, err error) {
-	if a.members != nil {
-		return attemptResult{}, false, nil // a set's attempt reads each member itself
-	}
-	e, name := a.e, a.req.Name
+	return a.kind.look(ctx, qkey, queueRev)
+}
+
+// readLook runs look's read (lookOps), with holder what holds the thing.
+func (a *acquirer) readLook(ctx context.Context, qkey string, queueRev int64, holder func(...clientv3.OpOption) clientv3.Op) (*lookTxn, *clientv3.TxnResponse, error) {
+	e := a.e
 	e.looks.Add(1)
 	var opts []clientv3.OpOption
 	if e.etcd.OwnMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
-	t := a.lookOps(qkey, queueRev, opts...)
+	t := a.lookOps(qkey, queueRev, holder, opts...)
 	octx, done := e.etcd.Op(ctx)
 	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
-		return attemptResult{}, false, e.etcd.Err(ctx, "look at the lock", err)
+		return nil, nil, e.etcd.Err(ctx, "look at the lock", err)
 	}
-	if a.grouped() {
-		return a.lookSeats(resp, &t)
+	return &t, resp, nil
+}
+
+// lockRead reads the lock key of one hold.
+func (a *acquirer) lockRead(opts ...clientv3.OpOption) clientv3.Op {
+	return clientv3.OpGet(a.e.keys.Lock(a.req.Name), opts...)
+}
+
+// lookHold is look for a thing of one hold (lockKind.look).
+func (a *acquirer) lookHold(ctx context.Context, qkey string, queueRev int64) (r attemptResult, ok bool, err error) {
+	e, name := a.e, a.req.Name
+	t, resp, err := a.readLook(ctx, qkey, queueRev, a.lockRead)
+	if err != nil {
+		return attemptResult{}, false, err
 	}
 	lockKVs := t.lock.KVs(resp)
 	if len(lockKVs) == 0 {
@@ -119,9 +130,10 @@ func (a *acquirer) look(ctx context.Context, qkey string, queueRev int64) (r att
 // we headed the queue, and its next change (a handover to the true head, or
 // a release) wakes us to look. What to wait on is all this picks: every
 // grant is decided by a txn's compares.
-func (a *acquirer) aheadTookLock(left int64) (r attemptResult, ok bool) {
+func (k *lockKind) aheadTookLock(left int64) (r attemptResult, ok bool) {
+	a := k.a
 	e, name := a.e, a.req.Name
-	if left == 0 || a.members != nil || a.grouped() {
+	if left == 0 {
 		return attemptResult{}, false
 	}
 	kv, known := e.waits.putAt(e.keys.Lock(name), left)
@@ -141,13 +153,11 @@ func (a *acquirer) aheadTookLock(left int64) (r attemptResult, ok bool) {
 // queue entry asked for: a release granted it to us (Engine.handOverOps).
 func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
 	hr, err := store.DecodeHolder(kv)
-	if err != nil || !a.ours(hr.Hold) {
+	if err != nil || !a.kind.ours(hr.Hold) {
 		return nil, false
 	}
 	a.used = true
-	if a.members == nil {
-		a.seat = strings.TrimPrefix(string(kv.Key), a.e.keys.Locks())
-	}
+	a.kind.took(string(kv.Key))
 	l := toLock(hr, a.seat, kv.ModRevision)
 	if a.session != 0 {
 		a.e.fillLease(ctx, l, a.session)

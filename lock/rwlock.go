@@ -22,7 +22,7 @@ const MaxReaders = 10000
 // queues behind it, and writers never starve; and the readers between
 // two writers in line are granted together when the writer ahead of
 // them releases: the release grants the first (handover.go), the others
-// take their seats at once. What a seat's acquire requires (seatCmps):
+// take their seats at once. What a seat's acquire requires (seatKind.cmps):
 //
 //	a read hold    no writer's seat held, and a reader's seat free
 //	a write hold   no seat held at all

@@ -13,7 +13,7 @@ import (
 
 // How an acquire of a thing with seats differs from a lock's: it takes a
 // seat (internal/store/kinds.go), and the seat must be free by the thing's rules
-// (seatCmps). A permit takes one free below its semaphore's limit and
+// (seatKind.cmps). A permit takes one free below its semaphore's limit and
 // requires the limit stored with the semaphore to be its own; a read
 // hold takes a reader's seat while no writer holds; a write hold the
 // writer's seat while nothing holds.
@@ -57,57 +57,130 @@ type seatView struct {
 	limitRev int64
 }
 
-// pickSeats sets up an acquire of a thing with seats: the seat it takes,
-// or the seats it picks from.
-func (a *acquirer) pickSeats() error {
-	switch a.kind {
-	case KindSemaphore:
-		if err := checkLimit(a.req.limit); err != nil {
-			return err
+// seatKind is the kind of an acquire of a thing with seats: a permit of
+// a semaphore, a read or a write hold of a read/write lock. Its hold is
+// in one of the thing's seats, and the head of its queue waits on them
+// all.
+type seatKind struct {
+	lockKind
+	// mode is a read/write lock hold's; writersQueued whether a
+	// reader's last read found writers in line (noneAheadCmp).
+	mode          RWMode
+	writersQueued bool
+	// view is what an acquire that picks its seat (a permit, a read
+	// hold) knows of the seats; nil for a write hold, whose seat is the
+	// writer's.
+	view *seatView
+}
+
+// newSeatKind sets up an acquire of a thing with seats: the seat it
+// takes, or the seats it picks from.
+func newSeatKind(base lockKind, kind EventKind) (*seatKind, error) {
+	k := &seatKind{lockKind: base}
+	req := base.a.req
+	if kind == KindSemaphore {
+		if err := checkLimit(req.limit); err != nil {
+			return nil, err
 		}
-		a.seats = &seatView{limit: a.req.limit, prefix: a.req.Name + string(store.SeatSep), stored: true}
-	case KindRWLock:
-		switch a.mode = a.req.mode; a.mode {
+		k.view = &seatView{limit: req.limit, prefix: req.Name + string(store.SeatSep), stored: true}
+	} else {
+		switch k.mode = req.mode; k.mode {
 		case ModeRead:
-			a.seats = &seatView{limit: MaxReaders, prefix: store.ReaderSeats(a.req.Name)}
+			k.view = &seatView{limit: MaxReaders, prefix: store.ReaderSeats(req.Name)}
 		case ModeWrite:
-			a.seat = store.WriterSeat(a.req.Name)
-			return nil
+			base.a.seat = store.WriterSeat(req.Name)
+			return k, nil
 		default:
-			return invalid("mode", "must be read or write")
+			return nil, invalid("mode", "must be read or write")
 		}
-	default:
-		return nil
 	}
 	// The first attempt takes a seat blind (none looks held yet) and
 	// expects the stored limit to be ours: if it finds otherwise, its
 	// else branch reads both, and the next attempt knows.
-	a.pickSeat()
-	return nil
+	k.pickSeat()
+	return k, nil
 }
 
-// grouped reports whether the acquire's thing has seats: its holds may
-// be in any of them, and the head of its queue waits on them all.
-func (a *acquirer) grouped() bool { return a.kind == KindSemaphore || a.kind == KindRWLock }
+func (k *seatKind) record(rec *store.Holder) { rec.Limit, rec.Mode = k.a.req.limit, k.mode }
+
+func (k *seatKind) grantOps(rec store.Holder) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpPut(k.a.e.keys.Seats(k.a.req.Name), seatRecord(rec))}
+}
+
+// analyse notes, for a reader, whether writers are in line (see
+// noneAheadCmp) first.
+func (k *seatKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
+	if k.mode == ModeRead {
+		k.writersQueued = t.lost.blocking.Count(resp) > 0
+	}
+	return k.a.analyseHold(ctx, resp, t, queueKey)
+}
+
+// repeatable: a session may hold several permits, or read holds, of one
+// thing; only the writer's seat is one.
+func (k *seatKind) repeatable() bool { return k.view == nil }
+
+func (k *seatKind) behindReason() string {
+	if k.mode == ModeRead {
+		return "a writer waits ahead: a reader queues behind it, first come, first served"
+	}
+	return k.lockKind.behindReason()
+}
+
+// entry: a kept place of a thing with seats asks for no grant: one made
+// while no acquire waits at the place would be a permit, or a read hold,
+// that the session's next acquire cannot tell from those it holds
+// already (it takes one of its own). The place then waits, at the head
+// of the line, for that acquire to take the seat (place.go).
+func (k *seatKind) entry(wr *waiterRecord) bool {
+	wr.Mode = k.mode
+	return !k.a.req.KeepPlace
+}
+
+// took: a release grants the seat it frees, whichever that is.
+func (k *seatKind) took(key string) { k.a.seat = strings.TrimPrefix(key, k.a.e.keys.Locks()) }
+
+func (k *seatKind) holderReads() []clientv3.Op {
+	return []clientv3.Op{clientv3.OpGet(store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name), clientv3.WithPrefix())}
+}
+
+// aheadTookLock tells nothing for a thing with seats: the grant that
+// took the entry ahead may have left seats free.
+func (k *seatKind) aheadTookLock(int64) (attemptResult, bool) { return attemptResult{}, false }
+
+// changedSince, at the head of the queue, reads every seat: whichever
+// was handed to us, or freed.
+func (k *seatKind) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
+	if !head {
+		return k.lockKind.changedSince(ctx, r, head)
+	}
+	kvs, err := k.readSeatHolders(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, kv := range kvs {
+		if l, ok := k.a.granted(ctx, kv); ok {
+			return l, true, nil
+		}
+	}
+	return nil, true, nil // look again: the attempt tells
+}
 
 // seatsRead reads the seats the acquire picks from, keys only: from
 // etcd's index, at most the limit's number of keys.
-func (a *acquirer) seatsRead(opts ...clientv3.OpOption) clientv3.Op {
-	return clientv3.OpGet(a.e.keys.Locks()+a.seats.prefix,
+func (k *seatKind) seatsRead(opts ...clientv3.OpOption) clientv3.Op {
+	return clientv3.OpGet(k.a.e.keys.Locks()+k.view.prefix,
 		append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly()}, opts...)...)
 }
 
-// headKey is what the head of the queue waits on: the lock's key, or
-// every seat of a thing with seats (a hub registration for them all); a
-// reader, only the writer's seat.
-func (a *acquirer) headKey() string {
-	switch {
-	case a.mode == ModeRead:
-		return a.e.keys.Lock(store.WriterSeat(a.req.Name))
-	case a.grouped():
-		return store.SeatsOf(a.e.keys.Locks(), a.req.Name)
+// headKey is what the head of the queue waits on: every seat of the
+// thing (a hub registration for them all); a reader, only the writer's
+// seat.
+func (k *seatKind) headKey() string {
+	if k.mode == ModeRead {
+		return k.a.e.keys.Lock(store.WriterSeat(k.a.req.Name))
 	}
-	return a.e.keys.Lock(a.req.Name)
+	return store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name)
 }
 
 // A read/write lock keeps its waiters under two prefixes of its queue,
@@ -120,11 +193,11 @@ func (a *acquirer) headKey() string {
 
 // entryPrefix is where our queue entry goes: the queue, or a read/write
 // lock's waiters' of our mode.
-func (a *acquirer) entryPrefix() string {
-	if a.mode != "" {
-		return a.e.keys.Queue(a.req.Name) + string(a.mode[0]) + "/"
+func (k *seatKind) entryPrefix() string {
+	if k.mode != "" {
+		return k.a.e.keys.Queue(k.a.req.Name) + string(k.mode[0]) + "/"
 	}
-	return a.e.keys.Queue(a.req.Name)
+	return k.lockKind.entryPrefix()
 }
 
 // noneAheadCmp holds when no entry under qpfx, where the entries we wait
@@ -136,20 +209,20 @@ func (a *acquirer) entryPrefix() string {
 // (writersQueued): none at all, or none older than ours. Either implies
 // that no writer is ahead of us; when what it read changed, the attempt
 // fails, its else branch reads again, and the next one takes the other.
-func (a *acquirer) noneAheadCmp(qpfx string, queueRev int64) clientv3.Cmp {
-	if a.mode == ModeRead && !a.writersQueued {
+func (k *seatKind) noneAheadCmp(qpfx string, queueRev int64) clientv3.Cmp {
+	if k.mode == ModeRead && !k.writersQueued {
 		return clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix()
 	}
-	return clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix()
+	return k.lockKind.noneAheadCmp(qpfx, queueRev)
 }
 
 // aheadPrefix is where the entries we wait behind are: the whole queue,
 // or for a reader its writers'.
-func (a *acquirer) aheadPrefix() string {
-	if a.mode == ModeRead {
-		return a.e.keys.Queue(a.req.Name) + string(ModeWrite[0]) + "/"
+func (k *seatKind) aheadPrefix() string {
+	if k.mode == ModeRead {
+		return k.a.e.keys.Queue(k.a.req.Name) + string(ModeWrite[0]) + "/"
 	}
-	return a.e.keys.Queue(a.req.Name)
+	return k.lockKind.aheadPrefix()
 }
 
 // storedLimit decodes a read of a semaphore's seats key (seatRecord): the
@@ -163,15 +236,15 @@ func storedLimit(kvs []*mvccpb.KeyValue) (limit int, rev int64) {
 }
 
 // noteSeats keeps which seats a read of them found held.
-func (a *acquirer) noteSeats(kvs []*mvccpb.KeyValue) {
+func (k *seatKind) noteSeats(kvs []*mvccpb.KeyValue) {
 	held := make(map[int]bool, len(kvs))
-	from := a.e.keys.Locks() + a.seats.prefix
+	from := k.a.e.keys.Locks() + k.view.prefix
 	for _, kv := range kvs {
 		if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), from)); err == nil {
 			held[n] = true
 		}
 	}
-	a.seats.held = held
+	k.view.held = held
 }
 
 // pickSeat makes a free seat below the limit the next attempt's, and
@@ -182,24 +255,24 @@ func (a *acquirer) noteSeats(kvs []*mvccpb.KeyValue) {
 // one would lose. With none free it picks seat 0, held as last read: the
 // attempt then takes it only if it was freed since, and otherwise fails,
 // and its else branch joins the queue.
-func (a *acquirer) pickSeat() bool {
+func (k *seatKind) pickSeat() bool {
 	// Among the seats held and a few more: a read/write lock's readers
 	// then reuse a few keys, not MaxReaders of them.
-	n := min(a.seats.limit, len(a.seats.held)+pickSpread)
-	from := int(crc32.ChecksumIEEE([]byte(a.hold)) % uint32(n))
+	n := min(k.view.limit, len(k.view.held)+pickSpread)
+	from := int(crc32.ChecksumIEEE([]byte(k.a.hold)) % uint32(n))
 	for i := range n {
-		if seat := (from + i) % n; !a.seats.held[seat] {
-			a.seat = a.seats.prefix + strconv.Itoa(seat)
+		if seat := (from + i) % n; !k.view.held[seat] {
+			k.a.seat = k.view.prefix + strconv.Itoa(seat)
 			return true
 		}
 	}
-	for i := n; i < a.seats.limit; i++ { // the seats beyond the spread, in order
-		if !a.seats.held[i] {
-			a.seat = a.seats.prefix + strconv.Itoa(i)
+	for i := n; i < k.view.limit; i++ { // the seats beyond the spread, in order
+		if !k.view.held[i] {
+			k.a.seat = k.view.prefix + strconv.Itoa(i)
 			return true
 		}
 	}
-	a.seat = a.seats.prefix + "0"
+	k.a.seat = k.view.prefix + "0"
 	return false
 }
 
@@ -207,18 +280,18 @@ func (a *acquirer) pickSeat() bool {
 // acquires over.
 const pickSpread = 64
 
-// seatOps adds to a failed attempt's else branch what it reads of the
+// reads adds to a failed attempt's else branch what it reads of the
 // seats: a semaphore's stored limit, the seats it picks from, and a
 // read/write lock's hold in the way.
-func (a *acquirer) seatOps(t *acquireTxn) {
-	e, thing := a.e, a.req.Name
-	if a.seats != nil && a.seats.stored {
+func (k *seatKind) reads(t *acquireTxn) {
+	e, thing := k.a.e, k.a.req.Name
+	if k.view != nil && k.view.stored {
 		t.lost.limit = t.OnFailure(clientv3.OpGet(e.keys.Seats(thing)))
 	}
-	if a.seats != nil {
-		t.lost.seats = t.OnFailure(a.seatsRead())
+	if k.view != nil {
+		t.lost.seats = t.OnFailure(k.seatsRead())
 	}
-	switch a.mode {
+	switch k.mode {
 	case ModeRead:
 		t.lost.blocker = t.OnFailure(clientv3.OpGet(e.keys.Lock(store.WriterSeat(thing))))
 	case ModeWrite:
@@ -226,61 +299,61 @@ func (a *acquirer) seatOps(t *acquireTxn) {
 	}
 }
 
-// seatCmps hold when the acquire may take its seat, beyond the seat's
+// cmps hold when the acquire may take its seat, beyond the seat's
 // being free: a semaphore's limit is its own (limitCmps); a read hold's
 // lock has no writer; a write hold's has no hold at all.
-func (a *acquirer) seatCmps() []clientv3.Cmp {
-	e, thing := a.e, a.req.Name
-	switch a.mode {
+func (k *seatKind) cmps() []clientv3.Cmp {
+	e, thing := k.a.e, k.a.req.Name
+	switch k.mode {
 	case ModeRead:
 		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.Lock(store.WriterSeat(thing))), "=", 0)}
 	case ModeWrite:
 		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(e.keys.Locks(), thing)), "=", 0).WithPrefix()}
 	}
-	return a.limitCmps()
+	return k.limitCmps()
 }
 
 // limitCmps hold when the semaphore's stored limit is ours, or, when the
 // attempt replaces it, when it is still as read and no seat is held (a
 // direct attempt also requires the queue empty: acquireCmps).
-func (a *acquirer) limitCmps() []clientv3.Cmp {
-	key := a.e.keys.Seats(a.req.Name)
-	if !a.seats.replace {
-		return []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", strconv.Itoa(a.seats.limit))}
+func (k *seatKind) limitCmps() []clientv3.Cmp {
+	key := k.a.e.keys.Seats(k.a.req.Name)
+	if !k.view.replace {
+		return []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", strconv.Itoa(k.view.limit))}
 	}
 	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(key), "=", a.seats.limitRev),
-		clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(a.e.keys.Locks(), a.req.Name)), "=", 0).WithPrefix(),
+		clientv3.Compare(clientv3.ModRevision(key), "=", k.view.limitRev),
+		clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name)), "=", 0).WithPrefix(),
 	}
 }
 
-// analyseSeats reads a failed attempt's view of its thing's seats.
+// inWay reads a failed attempt's view of its thing's seats.
 // settled is set when r is the attempt's outcome; otherwise blocker is
 // the hold in the way (nil when the seat the next attempt takes, picked
 // anew if ours was taken, looked free), and analyse goes on as for a
 // lock held by it. lockKVs is the read of our seat.
-func (a *acquirer) analyseSeats(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string, lockKVs []*mvccpb.KeyValue) (r attemptResult, settled bool, blocker []*mvccpb.KeyValue) {
-	if a.seats != nil {
-		a.noteSeats(t.lost.seats.KVs(resp))
+func (k *seatKind) inWay(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string, lockKVs []*mvccpb.KeyValue) (r attemptResult, settled bool, blocker []*mvccpb.KeyValue) {
+	if k.view != nil {
+		k.noteSeats(t.lost.seats.KVs(resp))
 	}
-	if a.seats != nil && a.seats.stored {
-		if r, settled := a.analyseLimit(resp, t, queueKey); settled {
+	if k.view != nil && k.view.stored {
+		if r, settled := k.analyseLimit(resp, t, queueKey); settled {
 			return r, true, nil
 		}
 	}
 	if t.lost.blocker.Ok() {
 		kvs := t.lost.blocker.KVs(resp)
 		switch {
-		case len(kvs) > 0 && a.mode == ModeRead:
+		case len(kvs) > 0 && k.mode == ModeRead:
 			return attemptResult{}, false, kvs // a writer holds the lock
 		case len(kvs) > 0 && len(lockKVs) == 0:
 			return attemptResult{}, false, kvs // a writer's acquire: readers hold it
 		}
 	}
-	if a.seats == nil {
+	if k.view == nil {
 		return attemptResult{}, false, lockKVs // the one seat it takes
 	}
-	if !a.seats.held[a.seatIndex()] || a.pickSeat() {
+	if !k.view.held[k.seatIndex()] || k.pickSeat() {
 		return attemptResult{}, false, nil // the seat picked looked free
 	}
 	return attemptResult{}, false, lockKVs
@@ -294,8 +367,8 @@ func (a *acquirer) analyseSeats(resp *clientv3.TxnResponse, t *acquireTxn, queue
 // attempt's own compares make it the head). A direct attempt with others
 // in line goes to the back of it, and replaces the limit when its turn
 // comes, if no seat is held then.
-func (a *acquirer) analyseLimit(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, bool) {
-	s := a.seats
+func (k *seatKind) analyseLimit(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, bool) {
+	s := k.view
 	stored, rev := storedLimit(t.lost.limit.KVs(resp))
 	if stored == s.limit {
 		s.replace = false
@@ -308,27 +381,27 @@ func (a *acquirer) analyseLimit(resp *clientv3.TxnResponse, t *acquireTxn, queue
 	if queueKey == "" && t.lost.queued.Count(resp) > 0 {
 		return attemptResult{}, false // behind the queue (analyse says so)
 	}
-	a.pickSeat()
+	k.pickSeat()
 	return attemptResult{outcome: retryNow}, true
 }
 
 // seatIndex is the number of the seat the next attempt takes.
-func (a *acquirer) seatIndex() int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(a.seat, a.seats.prefix))
+func (k *seatKind) seatIndex() int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(k.a.seat, k.view.prefix))
 	return n
 }
 
-// seatGranted is a queued permit attempt's outcome when its queue entry
+// entryGone is a queued permit attempt's outcome when its queue entry
 // is gone: a release deleted it as it granted us the seat it freed
 // (whichever that was), or the entry went with the node's waiter lease.
 // It reads the seats, at most the limit's number, to tell.
-func (a *acquirer) seatGranted(ctx context.Context) (attemptResult, error) {
-	kvs, err := a.readSeatHolders(ctx)
+func (k *seatKind) entryGone(ctx context.Context) (attemptResult, error) {
+	kvs, err := k.readSeatHolders(ctx)
 	if err != nil {
 		return attemptResult{}, err
 	}
 	for _, kv := range kvs {
-		if l, ok := a.granted(ctx, kv); ok {
+		if l, ok := k.a.granted(ctx, kv); ok {
 			return attemptResult{outcome: won, lock: l}, nil
 		}
 	}
@@ -337,11 +410,11 @@ func (a *acquirer) seatGranted(ctx context.Context) (attemptResult, error) {
 
 // readSeatHolders reads the holder records of the semaphore's seats,
 // linearizably.
-func (a *acquirer) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, error) {
-	e := a.e
+func (k *seatKind) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, error) {
+	e := k.a.e
 	octx, done := e.etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), a.req.Name), clientv3.WithPrefix())
+	resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), k.a.req.Name), clientv3.WithPrefix())
 	if err != nil {
 		return nil, e.etcd.Err(ctx, "read semaphore", err)
 	}
@@ -351,20 +424,20 @@ func (a *acquirer) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, err
 // lookSeatsRead is what look reads of a thing with seats where a lock's
 // look reads its key: the seats the acquire picks from, a reader's
 // writer, or a count of a writer's holders.
-func (a *acquirer) lookSeatsRead(opts ...clientv3.OpOption) clientv3.Op {
-	switch a.mode {
+func (k *seatKind) lookSeatsRead(opts ...clientv3.OpOption) clientv3.Op {
+	switch k.mode {
 	case ModeRead:
-		return clientv3.OpGet(a.e.keys.Lock(store.WriterSeat(a.req.Name)), opts...)
+		return clientv3.OpGet(k.a.e.keys.Lock(store.WriterSeat(k.a.req.Name)), opts...)
 	case ModeWrite:
-		return clientv3.OpGet(store.SeatsOf(a.e.keys.Locks(), a.req.Name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, opts...)...)
+		return clientv3.OpGet(store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, opts...)...)
 	}
-	return a.seatsRead(opts...)
+	return k.seatsRead(opts...)
 }
 
 // lookSeats is look for a thing with seats. Our entry's going is left
-// to an attempt (seatGranted finds the seat a release granted us); so
+// to an attempt (entryGone finds the seat a release granted us); so
 // is a seat that looks free.
-func (a *acquirer) lookSeats(resp *clientv3.TxnResponse, t *lookTxn) (attemptResult, bool, error) {
+func (k *seatKind) lookSeats(resp *clientv3.TxnResponse, t *lookTxn) (attemptResult, bool, error) {
 	if t.gone(resp) {
 		return attemptResult{}, false, nil
 	}
@@ -373,25 +446,25 @@ func (a *acquirer) lookSeats(resp *clientv3.TxnResponse, t *lookTxn) (attemptRes
 		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision}, true, nil
 	}
 	held := t.lock.Range(resp)
-	switch a.mode {
+	switch k.mode {
 	case ModeRead:
 		if len(held.Kvs) == 0 {
 			return attemptResult{}, false, nil
 		}
 		if hr, err := store.DecodeHolder(held.Kvs[0]); err == nil {
-			a.lastHolder, a.lastHolderLease = toLock(hr, a.req.Name, held.Kvs[0].ModRevision), hr.Lease
+			k.a.lastHolder, k.a.lastHolderLease = toLock(hr, k.a.req.Name, held.Kvs[0].ModRevision), hr.Lease
 		}
 	case ModeWrite:
 		if held.Count == 0 {
 			return attemptResult{}, false, nil
 		}
 	default:
-		a.noteSeats(held.Kvs)
-		if a.pickSeat() {
+		k.noteSeats(held.Kvs)
+		if k.pickSeat() {
 			return attemptResult{}, false, nil
 		}
 	}
-	return attemptResult{outcome: heldBy, watchKey: a.headKey(), watchRev: rev, holder: a.lastHolder}, true, nil
+	return attemptResult{outcome: heldBy, watchKey: k.headKey(), watchRev: rev, holder: k.a.lastHolder}, true, nil
 }
 
 // seatOf is the key name the hold token of name is kept under: name
@@ -427,4 +500,13 @@ func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, 
 		}
 	}
 	return read()
+}
+
+// look is the acquirer's look for a thing with seats (lookSeats).
+func (k *seatKind) look(ctx context.Context, qkey string, queueRev int64) (attemptResult, bool, error) {
+	t, resp, err := k.a.readLook(ctx, qkey, queueRev, k.lookSeatsRead)
+	if err != nil {
+		return attemptResult{}, false, err
+	}
+	return k.lookSeats(resp, t)
 }

@@ -62,17 +62,24 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 	}
 	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
 	name := store.KeyName(kind, "n")
-	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, kind: kind, term: 7, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
+	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
 	if kind == KindSemaphore || kind == KindRWLock {
 		a.req.LockDelay, a.req.limit, a.req.mode = 0, 3, mode
 		if kind == KindRWLock {
 			a.req.limit = 0
 		}
-		if err := a.pickSeats(); err != nil {
-			t.Fatal(err)
-		}
-		if a.seats != nil {
-			a.seat = a.seats.prefix + "1"
+	}
+	k, err := newKind(a, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.kind = k
+	switch k := k.(type) {
+	case *electionKind:
+		k.term = 7
+	case *seatKind:
+		if k.view != nil {
+			a.seat = k.view.prefix + "1"
 		}
 	}
 	if session {
@@ -86,7 +93,7 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 		queueKey, queueRev = e.keys.Queue(name)+"w-1", 42
 	}
 	now := store.NowUTC()
-	tx := a.acquireTxn(queueKey, queueRev, a.holder(now), now)
+	tx := a.kind.txn(queueKey, queueRev, a.holder(now), now)
 	what := string(kind) + string(mode) + ", " + layout
 	if session {
 		what += ", session"
@@ -115,7 +122,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 	if q := opIs(t, what+": lost.queued", txn, lost.queued, "get", e.keys.Queue(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}
-	if q := opIs(t, what+": lost.blocking", txn, lost.blocking, "get", a.aheadPrefix()); !q.IsCountOnly() {
+	if q := opIs(t, what+": lost.blocking", txn, lost.blocking, "get", a.kind.aheadPrefix()); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.blocking is not a count", what)
 	}
 	if a.session != 0 {
@@ -125,7 +132,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 		t.Fatalf("%s: session reads without a session", what)
 	}
 	if a.enqueue != nil {
-		if op := opIs(t, what+": lost.ahead", txn, lost.ahead, "get", a.aheadPrefix()); op.IsCountOnly() || !op.IsKeysOnly() {
+		if op := opIs(t, what+": lost.ahead", txn, lost.ahead, "get", a.kind.aheadPrefix()); op.IsCountOnly() || !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.ahead is not the read of the entry ahead", what)
 		}
 	} else if lost.ahead.Ok() {
@@ -133,7 +140,7 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 	}
 	if queueKey != "" {
 		opIs(t, what+": lost.entry", txn, lost.entry, "get", queueKey)
-		if op := opIs(t, what+": lost.pred", txn, lost.pred, "get", a.aheadPrefix()); op.MaxCreateRev() != queueRev-1 {
+		if op := opIs(t, what+": lost.pred", txn, lost.pred, "get", a.kind.aheadPrefix()); op.MaxCreateRev() != queueRev-1 {
 			t.Fatalf("%s: lost.pred reads entries up to %d, want %d", what, op.MaxCreateRev(), queueRev-1)
 		}
 	} else if lost.entry.Ok() || lost.pred.Ok() {
@@ -161,7 +168,7 @@ func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 			cmps++
 		}
 	}
-	if a.kind != KindElection {
+	if _, election := a.kind.(*electionKind); !election {
 		if puts != 0 || cmps != 0 || tx.lost.term.Ok() {
 			t.Fatalf("%s: a lock's txn touches a term (%d puts, %d compares, read %v)", what, puts, cmps, tx.lost.term.Ok())
 		}
@@ -178,11 +185,12 @@ func TestLookOps_IndicesNameTheirOps(t *testing.T) {
 	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
 	for _, session := range []bool{false, true} {
 		a := &acquirer{e: e, req: AcquireRequest{Name: "n"}}
+		a.kind = &lockKind{a: a}
 		if session {
 			a.session, a.req.Session = 0x20, store.LeaseHex(0x20)
 		}
 		qkey := e.keys.Queue("n") + "w-1"
-		lt := a.lookOps(qkey, 42)
+		lt := a.lookOps(qkey, 42, a.lockRead)
 		opIs(t, "lock", &lt.Txn, lt.lock, "get", e.keys.Lock("n"))
 		if op := opIs(t, "pred", &lt.Txn, lt.pred, "get", e.keys.Queue("n")); op.MaxCreateRev() != 41 {
 			t.Fatalf("pred reads up to %d, want 41", op.MaxCreateRev())
@@ -249,26 +257,31 @@ func TestFencedPutTxn_IndicesNameTheirOps(t *testing.T) {
 func checkSeatOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn) {
 	t.Helper()
 	lost, name, txn := tx.lost, a.req.Name, &tx.Txn
-	if a.seats != nil && a.seats.stored {
+	var view *seatView
+	var mode RWMode
+	if k, ok := a.kind.(*seatKind); ok {
+		view, mode = k.view, k.mode
+	}
+	if view != nil && view.stored {
 		opIs(t, what+": lost.limit", txn, lost.limit, "get", e.keys.Seats(name))
 	} else if lost.limit.Ok() {
 		t.Fatalf("%s: lost.limit without a stored limit", what)
 	}
-	if a.seats != nil {
-		if op := opIs(t, what+": lost.seats", txn, lost.seats, "get", e.keys.Locks()+a.seats.prefix); !op.IsKeysOnly() {
+	if view != nil {
+		if op := opIs(t, what+": lost.seats", txn, lost.seats, "get", e.keys.Locks()+view.prefix); !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.seats is not keys only", what)
 		}
 	} else if lost.seats.Ok() {
 		t.Fatalf("%s: lost.seats for an acquire that picks no seat", what)
 	}
-	switch a.mode {
+	switch mode {
 	case ModeRead:
 		opIs(t, what+": lost.blocker", txn, lost.blocker, "get", e.keys.Lock(store.WriterSeat(name)))
 	case ModeWrite:
 		opIs(t, what+": lost.blocker", txn, lost.blocker, "get", e.keys.Locks()+store.ReaderSeats(name))
 	default:
 		if lost.blocker.Ok() {
-			t.Fatalf("%s: lost.blocker for a %s", what, a.kind)
+			t.Fatalf("%s: lost.blocker for a %T", what, a.kind)
 		}
 	}
 }
