@@ -21,6 +21,7 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 
 	"github.com/baton-dev/baton/internal/tlsfiles"
 )
@@ -349,6 +350,13 @@ func (c Config) embedConfig() (*embed.Config, error) {
 	cfg.PeerTLSInfo, cfg.PeerAutoTLS = c.PeerTLSInfo, c.PeerAutoTLS
 	cfg.ClientTLSInfo, cfg.ClientAutoTLS = c.ClientTLSInfo, c.ClientAutoTLS
 	cfg.LogLevel = c.LogLevel
+	// etcd stops its gRPC servers before it closes the backend, but over
+	// TLS (where gRPC runs under its HTTP server) with Stop, which does not
+	// wait for handlers: a watch's send loop could then read a previous
+	// value from the closed backend, and the process panics
+	// (etcd-io/etcd#14256). Waiting for the handlers keeps every read
+	// before the close; they return as soon as their connections close.
+	cfg.GRPCAdditionalServerOptions = append(cfg.GRPCAdditionalServerOptions, grpc.WaitForHandlers(true))
 	cfg.QuotaBackendBytes = c.QuotaBackendBytes
 	cfg.MaxTxnOps = uint(c.MaxTxnOps)
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
