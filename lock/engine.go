@@ -12,6 +12,7 @@ import (
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/txnbatch"
 	"github.com/baton-dev/baton/internal/watchfeed"
+	"github.com/baton-dev/baton/lock/internal/fence"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -226,6 +227,8 @@ type Engine struct {
 	// leaseClock knows how long the leases this node saw lately live, so
 	// that an answer's expiry needs no round trip (leaseclock.go).
 	leaseClock leaseClock
+	// fenced are the fenced values (fenced.go).
+	fenced *fence.Registers
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine
@@ -255,6 +258,10 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		e.etcd.FollowLeader(e.keys.Recorder())
 	}()
 	e.newSpace()
+	e.fenced = fence.New(fence.Config{
+		Client: cli, Etcd: e.etcd, Keys: e.keys, MaxValueBytes: cfg.MaxFencedValueBytes,
+		Reserve: e.reserveFenced, Recorded: e.metrics.recorded,
+	})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/fence"
+	"github.com/baton-dev/baton/lock/internal/recovery"
 )
 
 // The errors the hold engine and the audit trail share are the store's
@@ -29,13 +31,6 @@ var (
 	ErrTokenMismatch = errors.New("token does not hold the lock")
 	// ErrSessionNotFound means the session expired, was deleted or never existed.
 	ErrSessionNotFound = errors.New("session not found")
-	// ErrStaleToken means a fenced write carried a token below the largest
-	// one seen for the resource. The error is a *StaleTokenError.
-	ErrStaleToken = errors.New("stale token")
-	// ErrNotHolder means a fenced write named a lock that its token does not hold.
-	ErrNotHolder = errors.New("token does not hold the named lock")
-	// ErrNotFound means a fenced value does not exist.
-	ErrNotFound = errors.New("not found")
 	// ErrTooManyWaiters means the lock's queue holds Config.MaxWaitersPerLock
 	// acquires already; the error is a *LimitError. It clears as waiters
 	// are served or give up: try later.
@@ -51,7 +46,7 @@ var (
 	// ErrStillFull means Recover compacted and defragmented, but the data
 	// kept leaves too little room under the quota to disarm the alarm;
 	// the error is a *StillFullError saying what holds the space.
-	ErrStillFull = errors.New("the data store is still full")
+	ErrStillFull = recovery.ErrStillFull
 	// ErrTooManyHeldLocks means the cluster holds Config.MaxLocks locks
 	// already; the error is a *LimitError. It clears as locks are
 	// released or expire: try later.
@@ -61,14 +56,6 @@ var (
 	// make a new one; the error is a *LimitError. Writes to existing
 	// resources still work.
 	ErrTooManyFencedValues = errors.New("too many fenced values")
-	// ErrValueTooLarge means a fenced value exceeds
-	// Config.MaxFencedValueBytes, or an election's value MaxValueBytes;
-	// the error is a *LimitError. Nothing was written.
-	ErrValueTooLarge = errors.New("value too large")
-	// ErrUnknownToken means a fenced write carried a token greater than
-	// the cluster's current revision: no lock was ever granted with it
-	// (a typo, or a timestamp passed as a token). Nothing was written.
-	ErrUnknownToken = errors.New("token was never issued")
 	// ErrElectionHeld means someone else leads the election (or
 	// lock-delay forbids a new leader yet); the error is a *HeldError
 	// with Kind KindElection.
@@ -88,10 +75,23 @@ var (
 	ErrNotOwner = errors.New("held by another credential")
 )
 
-// InvalidError and LimitError are the store's (internal/store).
+// The errors of fenced values are package fence's (lock/internal/fence),
+// which says what each means. ErrValueTooLarge is also an election's value
+// above MaxValueBytes.
+var (
+	ErrStaleToken    = fence.ErrStaleToken
+	ErrNotHolder     = fence.ErrNotHolder
+	ErrNotFound      = fence.ErrNotFound
+	ErrValueTooLarge = fence.ErrValueTooLarge
+	ErrUnknownToken  = fence.ErrUnknownToken
+)
+
+// InvalidError and LimitError are the store's (internal/store);
+// StaleTokenError is package fence's.
 type (
-	InvalidError = store.InvalidError
-	LimitError   = store.LimitError
+	InvalidError    = store.InvalidError
+	LimitError      = store.LimitError
+	StaleTokenError = fence.StaleTokenError
 )
 
 // HeldError is returned when a lock cannot be acquired, or an election
@@ -142,19 +142,6 @@ func (e *LimitMismatchError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrLimitMismatch) hold.
 func (e *LimitMismatchError) Unwrap() error { return ErrLimitMismatch }
-
-// StaleTokenError is returned by PutFenced when the token is below the
-// largest token already seen for the resource.
-type StaleTokenError struct {
-	Token, MaxToken int64
-}
-
-func (e *StaleTokenError) Error() string {
-	return fmt.Sprintf("stale token %d: a write with token %d was already accepted", e.Token, e.MaxToken)
-}
-
-// Unwrap makes errors.Is(err, ErrStaleToken) hold.
-func (e *StaleTokenError) Unwrap() error { return ErrStaleToken }
 
 // invalid is an *InvalidError for the request field field.
 func invalid(field, format string, args ...any) error { return store.Invalid(field, format, args...) }

@@ -1,78 +1,18 @@
 package lock
 
 import (
-	"cmp"
 	"context"
-	"errors"
-	"fmt"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/baton-dev/baton/internal/store"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/baton-dev/baton/lock/internal/recovery"
 )
 
-// backendQuota is etcd's backend quota in bytes: Config.BackendQuota, or
-// etcd's default.
-func (c Config) backendQuota() int64 { return cmp.Or(c.BackendQuota, store.DefaultBackendQuota) }
-
-// defragTimeout bounds the compaction, and the defragmentation of each
-// member: a defragmentation rewrites the member's whole backend file, in
-// time that grows with its size (docs/PERFORMANCE.md).
-const defragTimeout = 5 * time.Minute
-
-// headroomFraction is the part of the quota that must be free after
-// defragmenting for Recover to disarm the alarm: with less, the next
-// minutes of writes would raise it again.
-const headroomFraction = 10
-
-// RecoverResult is what Recover did.
-type RecoverResult struct {
-	// CompactedRevision is the revision the history was compacted to.
-	CompactedRevision int64
-	// Defragmented names the members defragmented, in order.
-	Defragmented []string
-	// Alarms are the alarms still raised at the end ("NOSPACE on n1").
-	Alarms []string
-	// DBSize is the largest member's backend file after defragmenting.
-	DBSize int64
-	// Quota is the backend quota Recover checked DBSize against.
-	Quota int64
-}
-
-// StillFullError is returned by Recover when, after compacting and
-// defragmenting, the data kept leaves less than a tenth of the quota
-// free. It says what holds the space; the alarm stays raised.
-type StillFullError struct {
-	DBSize, Quota int64
-	// Keys counts the keys under each of baton's prefixes, by what they
-	// are: "audit events" (the history), "fenced values", "locks",
-	// "sessions", "waiters".
-	Keys map[string]int64
-}
-
-func (e *StillFullError) Error() string {
-	kinds := make([]string, 0, len(e.Keys))
-	for k := range e.Keys {
-		kinds = append(kinds, k)
-	}
-	sort.Slice(kinds, func(i, j int) bool { return e.Keys[kinds[i]] > e.Keys[kinds[j]] })
-	parts := make([]string, len(kinds))
-	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%d %s", e.Keys[k], k)
-	}
-	return fmt.Sprintf("after compaction and defragmentation the data store still uses %d of its %d bytes; it holds %s. "+
-		"The NOSPACE alarm stays raised. Shorten --history-retention for audit events, reset unused fenced values, "+
-		"let unused sessions and locks expire, or restart every node with a larger --etcd-quota-bytes, then recover again",
-		e.DBSize, e.Quota, strings.Join(parts, ", "))
-}
-
-// Unwrap makes errors.Is(err, ErrStillFull) hold.
-func (e *StillFullError) Unwrap() error { return ErrStillFull }
+// RecoverResult is what Recover did; a *StillFullError (ErrStillFull) is
+// its refusal to disarm a store that stays full. Both are package
+// recovery's (lock/internal/recovery).
+type (
+	RecoverResult  = recovery.Result
+	StillFullError = recovery.StillFullError
+)
 
 // Recover frees etcd's space and lifts its NOSPACE alarm, which etcd
 // raises when its backend reaches the quota and which blocks every write
@@ -93,172 +33,8 @@ func (e *StillFullError) Unwrap() error { return ErrStillFull }
 // When what is kept still fills more than nine tenths of the quota it
 // returns a *StillFullError (ErrStillFull) and leaves the alarm raised.
 func (e *Engine) Recover(ctx context.Context) (*RecoverResult, error) {
-	if err := e.CheckLeader(); err != nil {
-		return nil, err
-	}
-	quota := e.cfg.backendQuota()
-	res := &RecoverResult{Quota: quota, Defragmented: []string{}, Alarms: []string{}}
-
-	rev, member, err := e.compactAll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.CompactedRevision = rev
-	names, err := e.defragmentAll(ctx, member, res)
-	if err != nil {
-		return nil, err
-	}
-	if res.DBSize >= quota-quota/headroomFraction {
-		return nil, fmt.Errorf("recover: %w", e.stillFull(ctx, res))
-	}
-	if res.Alarms, err = e.disarmNoSpace(ctx, names); err != nil {
-		return nil, err
-	}
-	e.log.Info("recovered space", "compacted_revision", res.CompactedRevision, "defragmented", res.Defragmented,
-		"db_size", res.DBSize, "quota", quota, "alarms", res.Alarms)
-	return res, nil
-}
-
-// defragment defragments member m and returns its backend size after.
-// local is the ID of the member behind the engine's client.
-func (e *Engine) defragment(ctx context.Context, m *pb.Member, local uint64) (int64, error) {
-	cli, endpoint := e.cli, ""
-	switch {
-	case m.ID == local && e.cfg.Embedded != nil:
-		if err := e.cfg.Embedded.Defragment(); err != nil {
-			return 0, fmt.Errorf("recover: defragment member %s: %w (%v)", m.Name, ErrUnavailable, err)
-		}
-		// The in-process client's Status reaches its own member,
-		// whatever the endpoint.
-		octx, done := e.etcd.Op(ctx)
-		defer done()
-		st, err := e.cli.Status(octx, "")
-		if err != nil {
-			return 0, e.etcd.Err(ctx, "recover: status of member "+m.Name, err)
-		}
-		return st.DbSize, nil
-	case m.ID == local && len(e.cli.Endpoints()) == 0:
-		// An in-process client has no endpoints; its Defragment panics.
-		return 0, fmt.Errorf("recover: defragment member %s: %w: the engine's in-process client needs Config.Embedded", m.Name, ErrUnavailable)
-	case len(m.ClientURLs) == 0:
-		return 0, fmt.Errorf("recover: defragment member %s: %w: it has no client URL (not started yet?)", m.Name, ErrUnavailable)
-	case e.cfg.DialMember != nil:
-		dctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
-		c, err := e.cfg.DialMember(dctx, m.ClientURLs)
-		cancel()
-		if err != nil {
-			return 0, fmt.Errorf("recover: defragment member %s: %w: cannot reach it at %s: %v", m.Name, ErrUnavailable, strings.Join(m.ClientURLs, ","), err)
-		}
-		defer c.Close()
-		cli, endpoint = c, m.ClientURLs[0]
-	default:
-		endpoint = m.ClientURLs[0]
-	}
-	dctx, cancel := context.WithTimeout(ctx, defragTimeout)
-	defer cancel()
-	if _, err := cli.Defragment(dctx, endpoint); err != nil {
-		return 0, fmt.Errorf("recover: defragment member %s: %w (%v)", m.Name, ErrUnavailable, err)
-	}
-	st, err := cli.Status(dctx, endpoint)
-	if err != nil {
-		return 0, fmt.Errorf("recover: status of member %s: %w (%v)", m.Name, ErrUnavailable, err)
-	}
-	return st.DbSize, nil
-}
-
-// compactAll compacts the history to the current revision, and returns it
-// with the ID of the member that answered.
-func (e *Engine) compactAll(ctx context.Context) (rev int64, member uint64, err error) {
-	octx, done := e.etcd.Op(ctx)
-	cur, err := e.cli.Get(octx, e.keys.Recorder(), clientv3.WithCountOnly())
-	done()
-	if err != nil {
-		return 0, 0, e.etcd.Err(ctx, "recover: read the revision", err)
-	}
-	// Physical: return once the backend has dropped the old revisions,
-	// so that the defragmentation below finds them gone. That takes
-	// longer than OpTimeout on a large backend.
-	cctx, cancel := context.WithTimeout(ctx, defragTimeout)
-	_, err = e.cli.Compact(cctx, cur.Header.Revision, clientv3.WithCompactPhysical())
-	cancel()
-	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return 0, 0, e.etcd.Err(ctx, "recover: compact", err)
-	}
-	return cur.Header.Revision, cur.Header.MemberId, nil
-}
-
-// defragmentAll defragments every member in name order, noting each in
-// res with the largest backend size, and returns the members' names by ID.
-func (e *Engine) defragmentAll(ctx context.Context, self uint64, res *RecoverResult) (map[uint64]string, error) {
-	octx, done := e.etcd.Op(ctx)
-	ml, err := e.cli.MemberList(octx)
-	done()
-	if err != nil {
-		return nil, e.etcd.Err(ctx, "recover: list members", err)
-	}
-	members := ml.Members
-	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
-	names := map[uint64]string{}
-	for _, m := range members {
-		names[m.ID] = m.Name
-		size, err := e.defragment(ctx, m, self)
-		if err != nil {
-			return nil, err
-		}
-		res.Defragmented = append(res.Defragmented, m.Name)
-		res.DBSize = max(res.DBSize, size)
-	}
-	return names, nil
-}
-
-// stillFull is the error of a Recover that left the backend too full,
-// with what fills it.
-func (e *Engine) stillFull(ctx context.Context, res *RecoverResult) error {
-	sf := &StillFullError{DBSize: res.DBSize, Quota: res.Quota, Keys: map[string]int64{}}
-	for kind, p := range map[string]string{
-		"audit events": e.keys.Trail(), "pending audit events": e.keys.Audit(), "fenced values": e.cfg.Prefix + "fenced/", "locks": e.keys.Locks(),
-		"sessions": e.keys.Sessions(), "waiters": e.cfg.Prefix + "queue/",
-	} {
-		// Count-only: no keys or values come back, however many.
-		octx, done := e.etcd.Op(ctx)
-		r, err := e.cli.Get(octx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		done()
-		if err != nil {
-			return e.etcd.Err(ctx, "recover: count "+kind, err)
-		}
-		sf.Keys[kind] = r.Count
-	}
-	return sf
-}
-
-// disarmNoSpace disarms every NOSPACE alarm and returns the alarms still
-// raised ("NOSPACE on n1"), members named by names.
-func (e *Engine) disarmNoSpace(ctx context.Context, names map[uint64]string) ([]string, error) {
-	octx, done := e.etcd.Op(ctx)
-	defer done()
-	alarms, err := e.cli.AlarmList(octx)
-	if err != nil {
-		return nil, e.etcd.Err(ctx, "recover: list alarms", err)
-	}
-	for _, a := range alarms.Alarms {
-		if a.Alarm != pb.AlarmType_NOSPACE {
-			continue
-		}
-		if _, err := e.cli.AlarmDisarm(octx, (*clientv3.AlarmMember)(a)); err != nil {
-			return nil, e.etcd.Err(ctx, "recover: disarm the alarm", err)
-		}
-	}
-	e.etcd.SetNoSpace(false)
-	if alarms, err = e.cli.AlarmList(octx); err != nil {
-		return nil, e.etcd.Err(ctx, "recover: list alarms", err)
-	}
-	raised := []string{}
-	for _, a := range alarms.Alarms {
-		name := names[a.MemberID]
-		if name == "" {
-			name = strconv.FormatUint(a.MemberID, 16)
-		}
-		raised = append(raised, a.Alarm.String()+" on "+name)
-	}
-	return raised, nil
+	return recovery.New(recovery.Config{
+		Client: e.cli, Etcd: e.etcd, Keys: e.keys, Log: e.log, BackendQuota: e.cfg.BackendQuota,
+		Embedded: e.cfg.Embedded, DialMember: e.cfg.DialMember, OpTimeout: e.cfg.OpTimeout, CheckLeader: e.CheckLeader,
+	}).Run(ctx)
 }

@@ -2,9 +2,6 @@ package lock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
@@ -60,16 +57,7 @@ type waiterRecord struct {
 	Set []string `json:"set,omitempty"`
 }
 
-type fencedRecord struct {
-	Token int64           `json:"token"`
-	Value json.RawMessage `json:"value"`
-}
-
-func newHoldID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return hex.EncodeToString(b[:])
-}
+func newHoldID() string { return store.NewID() }
 
 // toLock renders a holder record; expires is filled by the caller.
 func toLock(r store.Holder, key string, token int64) *Lock {

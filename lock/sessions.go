@@ -29,7 +29,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	if err := e.checkTTL("ttl", ttl); err != nil {
 		return nil, err
 	}
-	ok, err := e.reserve(ctx, e.space.sessions)
+	ok, err := e.space.sessions.Reserve(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		return nil, e.tooManySessions()
 	}
 	created := false
-	defer func() { e.space.sessions.finish(created) }()
+	defer func() { e.space.sessions.Finish(1, created) }()
 	var (
 		start time.Time
 		g     *clientv3.LeaseGrantResponse

@@ -241,16 +241,6 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 	}
 }
 
-// TestFencedPutTxn_IndicesNameTheirOps: the first write and a later one.
-func TestFencedPutTxn_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
-	for _, first := range []bool{false, true} {
-		tx := e.fencedPutTxn("r", 5, []byte(`1`), "n", first)
-		opIs(t, "max", &tx.Txn, tx.max, "get", e.keys.FenceMax("r"))
-		opIs(t, "lock", &tx.Txn, tx.lock, "get", e.keys.Lock("n"))
-	}
-}
-
 // checkSeatOps: a permit's else branch reads the stored limit and the
 // seats, a read hold's the readers' seats and the writer, a write hold's
 // a reader; a lock's none of them.

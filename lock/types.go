@@ -110,16 +110,6 @@ var EventKinds = store.EventKinds
 // ValidName reports whether s is a valid lock or resource name.
 func ValidName(s string) bool { return store.ValidName(s) }
 
-// FencedValue is the content of a fenced register.
-type FencedValue struct {
-	Resource string
-	// Token is the token of the write that stored Value.
-	Token int64
-	Value json.RawMessage
-	// Revision is the etcd revision of that write.
-	Revision int64
-}
-
 // AcquireRequest asks for a lock.
 type AcquireRequest struct {
 	Name  string
@@ -154,7 +144,7 @@ const (
 	MaxOwnerLen      = 128
 	MaxMetadataPairs = 16
 	MaxMetadataBytes = 4096
-	MaxReasonLen     = 1024
+	MaxReasonLen     = store.MaxReasonLen
 )
 
 func checkOwner(s string) error {

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -106,6 +108,18 @@ func MustJSON(v any) string {
 
 // NowUTC is the time events and records carry: UTC, to the millisecond.
 func NowUTC() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// NewID is a random ID of 16 hex digits: a hold's, or an audit record's
+// key element.
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// MaxReasonLen bounds the reason of a revoke or a reset, in bytes
+// (docs/API.md, Locks).
+const MaxReasonLen = 1024
 
 // EndRecord is the value of a hold's record once the hold ended, in
 // storage format 2 (lock/format.go): the end event, written over the acquired
