@@ -73,16 +73,17 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
 	lkey, gkey := e.keys.Lock(name), e.keys.Delay(name)
-	const lockAt, guardAt = 0, 1
+	var read store.Txn
+	lockRead, guardRead := read.OnSuccess(clientv3.OpGet(lkey, clientv3.WithKeysOnly())), read.OnSuccess(clientv3.OpGet(gkey))
 	for range maxImmediateRetries {
 		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(lkey, clientv3.WithKeysOnly()), clientv3.OpGet(gkey)).Commit()
+		resp, err := e.cli.Txn(octx).Then(read.Then...).Commit()
 		done()
 		if err != nil {
 			return e.etcd.Err(ctx, "read lock-delay", err)
 		}
-		guard := resp.Responses[guardAt].GetResponseRange().Kvs
-		if len(resp.Responses[lockAt].GetResponseRange().Kvs) > 0 || len(guard) == 0 {
+		guard := guardRead.KVs(resp)
+		if len(lockRead.KVs(resp)) > 0 || len(guard) == 0 {
 			return fmt.Errorf("clear lock-delay of %q: %w", name, ErrNotDelayed)
 		}
 		d, ok := activeDelay(name, guard[0], time.Now())

@@ -90,19 +90,17 @@ func (e *Engine) Leader(ctx context.Context, name string) (*Lock, []Waiter, erro
 		return nil, nil, err
 	}
 	key := store.KeyName(KindElection, name)
-	const lockAt, valueAt, queueAt = 0, 1, 2
+	var t store.Txn
+	lock, value := t.OnSuccess(clientv3.OpGet(e.keys.Lock(key))), t.OnSuccess(clientv3.OpGet(e.keys.Value(key)))
+	queue := t.OnSuccess(clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)))
 	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(e.keys.Lock(key)),
-		clientv3.OpGet(e.keys.Value(key)),
-		clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
-	).Commit()
+	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
 		return nil, nil, e.etcd.Err(ctx, "read election", err)
 	}
-	kvs := resp.Responses[lockAt].GetResponseRange().Kvs
+	kvs := lock.KVs(resp)
 	if len(kvs) == 0 {
 		return nil, nil, fmt.Errorf("election %q: %w", name, ErrNoLeader)
 	}
@@ -110,8 +108,8 @@ func (e *Engine) Leader(ctx context.Context, name string) (*Lock, []Waiter, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	setValue(l, resp.Responses[valueAt].GetResponseRange().Kvs)
-	return l, waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs), nil
+	setValue(l, value.KVs(resp))
+	return l, waitersOf(queue.KVs(resp)), nil
 }
 
 // Elections returns the elections that have a leader, sorted by name, a
@@ -318,19 +316,20 @@ func (e *Engine) ElectionNow(ctx context.Context, name string) (*Lock, int64, er
 		return nil, 0, err
 	}
 	key := store.KeyName(KindElection, name)
-	const lockAt, valueAt = 0, 1
+	var t store.Txn
+	lock, value := t.OnSuccess(clientv3.OpGet(e.keys.Lock(key))), t.OnSuccess(clientv3.OpGet(e.keys.Value(key)))
 	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.Lock(key)), clientv3.OpGet(e.keys.Value(key))).Commit()
+	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
 		return nil, 0, e.etcd.Err(ctx, "read election", err)
 	}
 	var leader *Lock
-	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := lock.KVs(resp); len(kvs) > 0 {
 		if leader, err = e.decodeLock(ctx, kvs[0], nil); err != nil {
 			return nil, 0, err
 		}
-		setValue(leader, resp.Responses[valueAt].GetResponseRange().Kvs)
+		setValue(leader, value.KVs(resp))
 	}
 	return leader, resp.Header.Revision, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -48,22 +49,23 @@ const newestFormat = 5
 func (e *Engine) loadFormat(ctx context.Context) error {
 	key := e.keys.Format()
 	for range maxImmediateRetries {
+		var t store.Txn
+		format := t.OnSuccess(clientv3.OpGet(key))
+		// A keyspace some baton wrote has a recorder's cursor or a
+		// history index, or, before either existed, pending records.
+		traces := []store.Ref{
+			t.OnSuccess(clientv3.OpGet(e.keys.Recorder(), clientv3.WithCountOnly())),
+			t.OnSuccess(clientv3.OpGet(e.keys.HistoryMeta(), clientv3.WithCountOnly())),
+			t.OnSuccess(clientv3.OpGet(e.keys.Audit(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())),
+		}
 		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Txn(octx).Then(
-			clientv3.OpGet(key),
-			// A keyspace some baton wrote has a recorder's cursor or
-			// a history index, or, before either existed, pending
-			// records.
-			clientv3.OpGet(e.keys.Recorder(), clientv3.WithCountOnly()),
-			clientv3.OpGet(e.keys.HistoryMeta(), clientv3.WithCountOnly()),
-			clientv3.OpGet(e.keys.Audit(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
-		).Commit()
+		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 		done()
 		if err != nil {
 			return e.etcd.Err(ctx, "read the storage format", err)
 		}
 		cur, rev := 1, int64(0)
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		if kvs := format.KVs(resp); len(kvs) > 0 {
 			if cur, err = strconv.Atoi(string(kvs[0].Value)); err != nil || cur < 1 {
 				return fmt.Errorf("lock: meta/format holds %q, not a storage format", kvs[0].Value)
 			}
@@ -73,8 +75,8 @@ func (e *Engine) loadFormat(ctx context.Context) error {
 			return fmt.Errorf("lock: the cluster's storage format is %d, and this baton knows formats up to %d: run a newer baton", cur, newestFormat)
 		}
 		fresh := rev == 0
-		for _, r := range resp.Responses[1:] {
-			rr := r.GetResponseRange()
+		for _, r := range traces {
+			rr := r.Range(resp)
 			fresh = fresh && rr.Count == 0 && len(rr.Kvs) == 0
 		}
 		want := e.cfg.StorageFormat

@@ -18,17 +18,18 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 	}
 	// The guard comes in the same read: a free lock under lock-delay
 	// answers a *DelayedError (still ErrNotHeld).
-	const lockAt, guardAt = 0, 1
+	var t store.Txn
+	lock, guard := t.OnSuccess(clientv3.OpGet(e.keys.Lock(name))), t.OnSuccess(clientv3.OpGet(e.keys.Delay(name)))
 	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(clientv3.OpGet(e.keys.Lock(name)), clientv3.OpGet(e.keys.Delay(name))).Commit()
+	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
 		return nil, e.etcd.Err(ctx, "get lock", err)
 	}
-	if kvs := resp.Responses[lockAt].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := lock.KVs(resp); len(kvs) > 0 {
 		return e.decodeLock(ctx, kvs[0], nil)
 	}
-	if g := resp.Responses[guardAt].GetResponseRange().Kvs; len(g) > 0 {
+	if g := guard.KVs(resp); len(g) > 0 {
 		if d, ok := activeDelay(name, g[0], time.Now()); ok {
 			return nil, d
 		}
@@ -291,23 +292,21 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	electionsFrom, electionsTo := store.KindRange(e.keys.Locks(), KindElection, "")
 	permitsFrom, permitsTo := store.KindRange(e.keys.Locks(), KindSemaphore, "")
 	rwFrom, rwTo := store.KindRange(e.keys.Locks(), KindRWLock, "")
+	var t store.Txn
+	count := func(from string, opts ...clientv3.OpOption) store.Ref {
+		return t.OnSuccess(clientv3.OpGet(from, append(opts, clientv3.WithCountOnly())...))
+	}
+	locks, elections := count(locksFrom, clientv3.WithRange(locksTo)), count(electionsFrom, clientv3.WithRange(electionsTo))
+	waiters, sessions := count(e.cfg.Prefix+"queue/", clientv3.WithPrefix()), count(e.cfg.Prefix+"sessions/", clientv3.WithPrefix())
+	permits, rw := count(permitsFrom, clientv3.WithRange(permitsTo)), count(rwFrom, clientv3.WithRange(rwTo))
 	octx, done := e.etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(locksFrom, clientv3.WithRange(locksTo), clientv3.WithCountOnly()),
-		clientv3.OpGet(electionsFrom, clientv3.WithRange(electionsTo), clientv3.WithCountOnly()),
-		clientv3.OpGet(e.cfg.Prefix+"queue/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		clientv3.OpGet(e.cfg.Prefix+"sessions/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		clientv3.OpGet(permitsFrom, clientv3.WithRange(permitsTo), clientv3.WithCountOnly()),
-		clientv3.OpGet(rwFrom, clientv3.WithRange(rwTo), clientv3.WithCountOnly()),
-	).Commit()
+	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	if err != nil {
 		return Stats{}, e.etcd.Err(ctx, "stats", err)
 	}
-	count := func(i int) int64 { return resp.Responses[i].GetResponseRange().Count }
-	const locksAt, electionsAt, waitersAt, sessionsAt, permitsAt, rwAt = 0, 1, 2, 3, 4, 5
-	return Stats{LocksHeld: count(locksAt), ElectionsLed: count(electionsAt), Waiters: count(waitersAt), Sessions: count(sessionsAt),
-		PermitsHeld: count(permitsAt), RWHolds: count(rwAt)}, nil
+	return Stats{LocksHeld: locks.Count(resp), ElectionsLed: elections.Count(resp), Waiters: waiters.Count(resp), Sessions: sessions.Count(resp),
+		PermitsHeld: permits.Count(resp), RWHolds: rw.Count(resp)}, nil
 }
 
 // leaseTimes caches one lease's answer across a listing.

@@ -252,12 +252,13 @@ func (e *Engine) sessionBatches(ctx context.Context, session string, keys []stri
 		taken = map[string]bool{}
 	)
 	for chunk := range slices.Chunk(keys, MaxSetNames) {
-		ops := make([]clientv3.Op, len(chunk))
+		var t store.Txn
+		reads := make([]store.Ref, len(chunk))
 		for i, k := range chunk {
-			ops[i] = clientv3.OpGet(e.keys.Lock(k), opts...)
+			reads[i] = t.OnSuccess(clientv3.OpGet(e.keys.Lock(k), opts...))
 		}
 		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 		done()
 		if err != nil {
 			return nil, e.etcd.Err(ctx, "read session locks", err)
@@ -267,7 +268,7 @@ func (e *Engine) sessionBatches(ctx context.Context, session string, keys []stri
 				continue
 			}
 			unit := []string{k}
-			if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
+			if kvs := reads[i].KVs(resp); len(kvs) > 0 {
 				if hr, err := store.DecodeHolder(kvs[0]); err == nil && hr.Session == session && len(hr.Set) > 0 {
 					unit = slices.DeleteFunc(slices.Clone(hr.Set), func(n string) bool { return !slices.Contains(keys, n) })
 				}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -259,16 +258,20 @@ func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResul
 // and the length of the queue with it.
 func (a *acquirer) joinQueue(ctx context.Context, entry *queueEntry) (rev, queued int64, err error) {
 	e := a.e
-	var resp *clientv3.TxnResponse
+	var (
+		resp *clientv3.TxnResponse
+		t    store.Txn
+	)
 	// Our entries, then the count of the queue, ours included, then our
 	// (first) entry: a session's place may have been there before.
-	ops := []clientv3.Op{clientv3.OpGet(e.keys.Queue(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()), clientv3.OpGet(entry.key)}
 	value := a.entryValue(store.NowUTC())
 	for _, k := range a.kind.entryKeys(entry.key) {
-		ops = slices.Insert(ops, 0, clientv3.OpPut(k, value, clientv3.WithLease(entry.lease)))
+		t.OnSuccess(clientv3.OpPut(k, value, clientv3.WithLease(entry.lease)))
 	}
+	count := t.OnSuccess(clientv3.OpGet(e.keys.Queue(a.req.Name), clientv3.WithPrefix(), clientv3.WithCountOnly()))
+	ours := t.OnSuccess(clientv3.OpGet(entry.key))
 	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.cli.Txn(octx).Then(ops...).Commit()
+		resp, err = e.cli.Txn(octx).Then(t.Then...).Commit()
 		return err
 	})
 	if err != nil {
@@ -284,10 +287,10 @@ func (a *acquirer) joinQueue(ctx context.Context, entry *queueEntry) (rev, queue
 		return 0, 0, e.etcd.Err(ctx, "enqueue", err)
 	}
 	rev = resp.Header.Revision
-	if kvs := resp.Responses[len(ops)-1].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := ours.KVs(resp); len(kvs) > 0 {
 		rev = kvs[0].CreateRevision
 	}
-	return rev, resp.Responses[len(ops)-2].GetResponseRange().Count, nil
+	return rev, count.Count(resp), nil
 }
 
 // awaitChange blocks until what r says we wait for changes in etcd: the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -15,16 +16,23 @@ import (
 func (a *acquirer) leave(qkey string) (*Lock, error) {
 	ctx, done := a.e.etcd.CleanupCtx()
 	defer done()
-	var resp *clientv3.TxnResponse
-	const entryAt = 0 // our entry, or a set's first
-	var ops []clientv3.Op
-	for _, k := range a.kind.entryKeys(qkey) {
-		ops = append(ops, clientv3.OpDelete(k))
+	var (
+		resp    *clientv3.TxnResponse
+		t       store.Txn
+		entry   store.Ref // our entry, or a set's first
+		holders []store.Ref
+	)
+	for i, k := range a.kind.entryKeys(qkey) {
+		if r := t.OnSuccess(clientv3.OpDelete(k)); i == 0 {
+			entry = r
+		}
 	}
 	// Any seat may be the one a release granted us.
-	lockAt, ops := len(ops), append(ops, a.kind.holderReads()...)
+	for _, op := range a.kind.holderReads() {
+		holders = append(holders, t.OnSuccess(op))
+	}
 	err := a.e.etcd.RetryCleanup(ctx, func(ctx context.Context) (err error) {
-		resp, err = a.e.cli.Txn(ctx).Then(ops...).Commit()
+		resp, err = a.e.cli.Txn(ctx).Then(t.Then...).Commit()
 		return err
 	})
 	if err != nil || a.entryUnsure {
@@ -48,14 +56,14 @@ func (a *acquirer) leave(qkey string) (*Lock, error) {
 		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
 		return nil, err
 	}
-	for _, r := range resp.Responses[lockAt:] {
-		for _, kv := range r.GetResponseRange().Kvs {
+	for _, r := range holders {
+		for _, kv := range r.KVs(resp) {
 			if l, ok := a.granted(ctx, kv); ok {
 				return l, err
 			}
 		}
 	}
-	if err == nil && a.entry != "" && resp.Responses[entryAt].GetResponseDeleteRange().Deleted == 0 {
+	if err == nil && a.entry != "" && entry.Deleted(resp) == 0 {
 		err = errEntryVanished
 	}
 	return nil, err

@@ -261,12 +261,13 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 	e := r.e
 	for len(names) > 0 {
 		n := min(len(names), readsPerTxn)
-		ops := make([]clientv3.Op, n)
+		var t store.Txn
+		reads := make([]store.Ref, n)
 		for i, name := range names[:n] {
-			ops[i] = clientv3.OpGet(e.keys.Lock(name), clientv3.WithRev(rev-1))
+			reads[i] = t.OnSuccess(clientv3.OpGet(e.keys.Lock(name), clientv3.WithRev(rev-1)))
 		}
 		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Txn(octx).Then(ops...).Commit()
+		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 		done()
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			// The holds are compacted away: the trail's acquired records
@@ -279,7 +280,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			return e.etcd.Err(ctx, "read expired holds", err)
 		}
 		for i, name := range names[:n] {
-			kvs := resp.Responses[i].GetResponseRange().Kvs
+			kvs := reads[i].KVs(resp)
 			if len(kvs) == 0 {
 				continue
 			}

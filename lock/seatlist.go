@@ -22,24 +22,23 @@ func (e *Engine) heldState(ctx context.Context, k EventKind, name string) (holde
 		return nil, nil, err
 	}
 	key := store.KeyName(k, name)
-	const seatsAt, queueAt = 0, 1
+	var t store.Txn
+	seats := t.OnSuccess(clientv3.OpGet(store.SeatsOf(e.keys.Locks(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)))
+	queue := t.OnSuccess(clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)))
 	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(
-		clientv3.OpGet(store.SeatsOf(e.keys.Locks(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)),
-		clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)),
-	).Commit()
+	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
 		return nil, nil, e.etcd.Err(ctx, "read "+string(k), err)
 	}
-	if holders, err = e.holdsOf(ctx, resp.Responses[seatsAt].GetResponseRange().Kvs, map[string]leaseTimes{}); err != nil {
+	if holders, err = e.holdsOf(ctx, seats.KVs(resp), map[string]leaseTimes{}); err != nil {
 		return nil, nil, err
 	}
 	if len(holders) == 0 {
 		return nil, nil, fmt.Errorf("%s %q: %w", k, name, ErrNotHeld)
 	}
-	return holders, waitersOf(resp.Responses[queueAt].GetResponseRange().Kvs), nil
+	return holders, waitersOf(queue.KVs(resp)), nil
 }
 
 // renewSeat extends the lease of the hold token of the thing of kind k

@@ -22,21 +22,23 @@ import (
 // lose nothing: they get no gap.
 func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, error) {
 	t := x.t
+	var reads store.Txn
+	noteRead, formatRead := reads.OnSuccess(clientv3.OpGet(t.keys.CompactionNote())), reads.OnSuccess(clientv3.OpGet(t.keys.Format()))
+	bookkeeping := []store.Ref{reads.OnSuccess(clientv3.OpGet(t.keys.HistoryMeta())), reads.OnSuccess(clientv3.OpGet(t.keys.Recorder()))}
 	octx, done := t.etcd.Op(ctx)
-	resp, err := t.cli.Txn(octx).Then(clientv3.OpGet(t.keys.CompactionNote()), clientv3.OpGet(t.keys.Format()),
-		clientv3.OpGet(t.keys.HistoryMeta()), clientv3.OpGet(t.keys.Recorder())).Commit()
+	resp, err := t.cli.Txn(octx).Then(reads.Then...).Commit()
 	done()
 	if err != nil {
 		return 0, t.etcd.Err(ctx, "read compaction note", err)
 	}
-	note, format := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseRange()
+	note, format := noteRead.Range(resp), formatRead.Range(resp)
 	// The revisions of baton's own bookkeeping lose no event: on an idle
 	// cluster the index's last read is followed by its cursor's write
 	// (meta/history) and the recorder's save (meta/recorder), which the
 	// cursor does not move over (cursor). The last of each is known here.
 	own := make(map[int64]bool)
-	for _, r := range resp.Responses[2:] {
-		for _, kv := range r.GetResponseRange().Kvs {
+	for _, r := range bookkeeping {
+		for _, kv := range r.KVs(resp) {
 			own[kv.ModRevision] = true
 		}
 	}
@@ -96,13 +98,15 @@ func (x *historyIndex) compacted(ctx context.Context, compactRev int64) (int64, 
 // records and no index starts a backfill of them.
 func (x *historyIndex) load(ctx context.Context) error {
 	t := x.t
+	var reads store.Txn
+	metaRead, formatRead := reads.OnSuccess(clientv3.OpGet(t.keys.HistoryMeta())), reads.OnSuccess(clientv3.OpGet(t.keys.Format()))
 	octx, done := t.etcd.Op(ctx)
-	txn, err := t.cli.Txn(octx).Then(clientv3.OpGet(t.keys.HistoryMeta()), clientv3.OpGet(t.keys.Format())).Commit()
+	txn, err := t.cli.Txn(octx).Then(reads.Then...).Commit()
 	done()
 	if err != nil {
 		return t.etcd.Err(ctx, "read history meta", err)
 	}
-	resp, format := txn.Responses[0].GetResponseRange(), txn.Responses[1].GetResponseRange()
+	resp, format := metaRead.Range(txn), formatRead.Range(txn)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	// Another node may have indexed since this one last did.

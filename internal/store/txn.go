@@ -91,6 +91,12 @@ func (r Ref) KVs(resp *clientv3.TxnResponse) []*mvccpb.KeyValue { return r.Range
 // Count is the number of keys in the range r names; 0 for the zero Ref.
 func (r Ref) Count(resp *clientv3.TxnResponse) int64 { return r.Range(resp).Count }
 
+// Deleted is how many keys the delete r names deleted; 0 for the zero
+// Ref.
+func (r Ref) Deleted(resp *clientv3.TxnResponse) int64 {
+	return r.response(resp).GetResponseDeleteRange().GetDeleted()
+}
+
 // Nested is the response of the txn r names (one added as Txn.Op), to
 // read with that txn's own Refs; nil for the zero Ref.
 func (r Ref) Nested(resp *clientv3.TxnResponse) *clientv3.TxnResponse {

@@ -15,7 +15,7 @@ import (
 func TestTxn_RefsReadTheirOwnOpsInTheBranchThatRan(t *testing.T) {
 	cli := testetcd.Start(t).Client()
 	ctx := t.Context()
-	for _, kv := range [][2]string{{"a", "1"}, {"b/1", "x"}, {"b/2", "y"}} {
+	for _, kv := range [][2]string{{"a", "1"}, {"b/1", "x"}, {"b/2", "y"}, {"c", "z"}} {
 		if _, err := cli.Put(ctx, kv[0], kv[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -33,6 +33,7 @@ func TestTxn_RefsReadTheirOwnOpsInTheBranchThatRan(t *testing.T) {
 		inner.If(clientv3.Compare(clientv3.CreateRevision("b/1"), ">", 0))
 		innerGet := inner.OnSuccess(clientv3.OpGet("b/2"))
 		nested := tx.OnSuccess(inner.Op())
+		deleted := tx.OnSuccess(clientv3.OpDelete("c"))
 		elseA := tx.OnFailure(clientv3.OpGet("a"))
 		elseB := tx.OnFailure(clientv3.OpGet("b/1"))
 		if op := tx.OpOf(elseB); string(op.KeyBytes()) != "b/1" {
@@ -45,7 +46,7 @@ func TestTxn_RefsReadTheirOwnOpsInTheBranchThatRan(t *testing.T) {
 		if resp.Succeeded != holds {
 			t.Fatalf("compare holds %v, txn succeeded %v", holds, resp.Succeeded)
 		}
-		if none.Ok() || none.Count(resp) != 0 || len(none.KVs(resp)) != 0 || none.Nested(resp) != nil {
+		if none.Ok() || none.Count(resp) != 0 || len(none.KVs(resp)) != 0 || none.Nested(resp) != nil || none.Deleted(resp) != 0 {
 			t.Fatal("the zero Ref reads as something")
 		}
 		if holds {
@@ -55,6 +56,9 @@ func TestTxn_RefsReadTheirOwnOpsInTheBranchThatRan(t *testing.T) {
 			in := nested.Nested(resp)
 			if !in.Succeeded || string(innerGet.KVs(in)[0].Value) != "y" {
 				t.Fatalf("nested txn: succeeded %v, read %v", in.Succeeded, innerGet.KVs(in))
+			}
+			if n := deleted.Deleted(resp); n != 1 {
+				t.Fatalf("delete of c: %d deleted, want 1", n)
 			}
 			continue
 		}

@@ -32,17 +32,20 @@ func (r *Registers) Reset(ctx context.Context, resource, reason, actor, credenti
 	defer done()
 	// Either key is enough to reset: a write puts both, and a reset must
 	// also clear a maximum whose value write failed.
-	resp, err := r.cli.Txn(octx).
-		If(clientv3.Compare(clientv3.CreateRevision(mkey), ">", 0)).
-		Then(clientv3.OpDelete(mkey), clientv3.OpDelete(vkey), clientv3.OpPut(r.keys.FenceAudit(resource, store.NewID()), store.MustJSON(ev))).
-		Else(clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(vkey), ">", 0)},
-			[]clientv3.Op{clientv3.OpDelete(vkey), clientv3.OpPut(r.keys.FenceAudit(resource, store.NewID()), store.MustJSON(ev))},
-			nil)).
-		Commit()
+	audit := clientv3.OpPut(r.keys.FenceAudit(resource, store.NewID()), store.MustJSON(ev))
+	valueOnly := store.Txn{ // a value without a maximum
+		Cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(vkey), ">", 0)},
+		Then: []clientv3.Op{clientv3.OpDelete(vkey), audit},
+	}
+	var t store.Txn
+	t.If(clientv3.Compare(clientv3.CreateRevision(mkey), ">", 0))
+	t.OnSuccess(clientv3.OpDelete(mkey))
+	t.OnSuccess(clientv3.OpDelete(vkey))
+	t.OnSuccess(audit)
+	valueReset := t.OnFailure(valueOnly.Op())
+	resp, err := r.cli.Txn(octx).If(t.Cmps...).Then(t.Then...).Else(t.Else...).Commit()
 	if err == nil {
-		const valueOnlyAt = 0 // the Else branch's reset of a value without a maximum
-		found = resp.Succeeded || resp.Responses[valueOnlyAt].GetResponseTxn().Succeeded
+		found = resp.Succeeded || valueReset.Nested(resp).Succeeded
 	}
 	if err != nil {
 		return r.etcd.Err(ctx, fmt.Sprintf("reset fenced %q", resource), err)
