@@ -93,7 +93,7 @@
 //	fenced/<resource>             a fenced value: {token, value}
 //	fencemax/<resource>           the largest token seen for resource, zero-padded so Value compares order it
 //	meta/recorder                 revision up to which expiries have been recorded
-//	term/<key>                    an election's latest term; put by every grant (acquiretxn.go, termCmp)
+//	term/<key>                    an election's latest term; put by every grant (election.go, termCmp)
 //	value/<key>                   an election's proclaimed value; lease: its leader's (election.go)
 //	seats/<key>                   a thing with seats' record (a semaphore's limit); put by each of its grants (handover.go)
 //

@@ -106,7 +106,7 @@ type holdQueue interface {
 	aheadTookLock(left int64) (attemptResult, bool)
 	// changedSince reads what r waits on (as the head of the queue,
 	// headKey, with head), and reports whether it changed since r's read
-	// (acquirer.changedSince).
+	// (lockKind's: acquirer.keyChanged).
 	changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error)
 	// waitsAtPlace says whether an acquire in a session waits at the
 	// session's place (place.go).

@@ -18,7 +18,7 @@ import (
 // and every lock in it ends with it. It belongs to ctx's caller, if any
 // (see Caller). Past Config.MaxSessions it fails with ErrTooManySessions
 // (a *LimitError), checked in constant time against the engine's tally
-// (space.go), so the cap is approximate as CountRefresh says.
+// (lock/internal/caps), so the cap is approximate as CountRefresh says.
 func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, err
