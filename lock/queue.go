@@ -466,11 +466,12 @@ func (a *acquirer) entryValue(now time.Time) string {
 }
 
 // queueEntryRecord is our queue entry's value. It asks to be granted the
-// lock on release (Engine.handOverOps) unless the grant would need more than the puts
-// a release can make for us: counting the hold against
-// MaxLocksPerSession is checked after the acquire txn, by this node.
-// It names the lease the lock is to live under; while the entry exists,
-// that lease is kept (see queuedLease).
+// lock on release (Engine.handOverOps) unless the grant would need more
+// than the puts a release can make for us (counting the hold against
+// MaxLocksPerSession is checked after the acquire txn, by this node), or
+// the kind says no grant may go to the entry (seatKind.entry: a kept
+// place of a thing with seats). It names the lease the lock is to live
+// under; while the entry exists, that lease is kept (see queuedLease).
 func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 	if a.queuedAt.IsZero() {
 		a.queuedAt = now
