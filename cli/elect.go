@@ -77,18 +77,12 @@ func jsonOrString(v string) json.RawMessage {
 func runElect(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.CampaignOptions, killAfter time.Duration) error {
 	r := startHeldRun(g, "baton elect", argv, killAfter)
 	defer r.stop()
-	actx, cancel := r.untilSignal(ctx)
-	end, err := longWait(actx, cl, o.Wait, o.Candidate, &o.Session, &o.TTL)
+	ld, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Candidate, &o.Session, &o.TTL},
+		func(ctx context.Context) (*client.Leadership, error) { return cl.Campaign(ctx, name, o) }, leaderDetail)
 	if err != nil {
-		cancel()
 		return err
 	}
 	defer end()
-	ld, err := cl.Campaign(actx, name, o)
-	cancel()
-	if err != nil {
-		return leaderDetail(err)
-	}
 	env := []string{
 		"BATON_ELECTION=" + name, "BATON_TOKEN=" + strconv.FormatInt(ld.Token(), 10), "BATON_TERM=" + strconv.FormatInt(ld.Term(), 10),
 	}

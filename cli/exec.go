@@ -135,18 +135,12 @@ with code 3, naming them. --read and --write exclude each other,
 func runExec(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.AcquireOptions, killAfter time.Duration) error {
 	r := startHeldRun(g, "baton exec", argv, killAfter)
 	defer r.stop()
-	actx, cancel := r.untilSignal(ctx)
-	end, err := longWait(actx, cl, o.Wait, o.Owner, &o.Session, &o.TTL)
+	l, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Owner, &o.Session, &o.TTL},
+		func(ctx context.Context) (*client.Lock, error) { return cl.Acquire(ctx, name, o) }, heldDetail)
 	if err != nil {
-		cancel()
 		return err
 	}
 	defer end()
-	l, err := cl.Acquire(actx, name, o)
-	cancel()
-	if err != nil {
-		return heldDetail(err)
-	}
 	env := []string{"BATON_LOCK=" + name, "BATON_TOKEN=" + strconv.FormatInt(l.Token(), 10)}
 	return r.run(l, "release "+name, l.Release, env)
 }
@@ -300,4 +294,34 @@ func longWait(ctx context.Context, cl *client.Client, wait time.Duration, owner 
 		// was given up.
 		_ = cl.DeleteSession(ectx, s.ID)
 	}, nil
+}
+
+// sessionWait is what longWait needs of a hold's options: nil for a hold
+// that never waits longer than one request (a lock set's).
+type sessionWait struct {
+	cl      *client.Client
+	wait    time.Duration
+	owner   string
+	session *string
+	ttl     *time.Duration
+}
+
+// take acquires the hold r runs under: acquire is called with a context
+// that a forwarded signal ends, after a long wait (sw) has been given a
+// session of its own; detail rewrites its refusal. end ends that session,
+// once the command is done.
+func take[H kept](ctx context.Context, r *heldRun, sw *sessionWait, acquire func(context.Context) (H, error), detail func(error) error) (h H, end func(), err error) {
+	actx, cancel := r.untilSignal(ctx)
+	defer cancel()
+	end = func() {}
+	if sw != nil {
+		if end, err = longWait(actx, sw.cl, sw.wait, sw.owner, sw.session, sw.ttl); err != nil {
+			return h, nil, err
+		}
+	}
+	if h, err = acquire(actx); err != nil {
+		end()
+		return h, nil, detail(err)
+	}
+	return h, end, nil
 }

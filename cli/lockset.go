@@ -22,11 +22,9 @@ import (
 func runSetExec(ctx context.Context, g *globals, cl *client.Client, names, argv []string, o client.LockSetOptions, killAfter time.Duration) error {
 	r := startHeldRun(g, "baton exec", argv, killAfter)
 	defer r.stop()
-	actx, cancel := r.untilSignal(ctx)
-	s, err := cl.AcquireSet(actx, names, o)
-	cancel()
+	s, _, err := take(ctx, r, nil, func(ctx context.Context) (*client.LockSet, error) { return cl.AcquireSet(ctx, names, o) }, setDetail)
 	if err != nil {
-		return setDetail(err)
+		return err
 	}
 	label := strings.Join(s.Names(), ",")
 	env := []string{"BATON_LOCKS=" + label, "BATON_TOKEN=" + strconv.FormatInt(s.Token(), 10)}

@@ -21,18 +21,13 @@ import (
 func runRWExec(ctx context.Context, g *globals, cl *client.Client, name, mode string, argv []string, o client.RWOptions, killAfter time.Duration) error {
 	r := startHeldRun(g, "baton exec", argv, killAfter)
 	defer r.stop()
-	actx, cancel := r.untilSignal(ctx)
-	end, err := longWait(actx, cl, o.Wait, o.Owner, &o.Session, &o.TTL)
+	h, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Owner, &o.Session, &o.TTL},
+		func(ctx context.Context) (*client.RWHold, error) { return cl.AcquireRW(ctx, name, mode, o) },
+		func(err error) error { return rwDetail(name, mode, err) })
 	if err != nil {
-		cancel()
 		return err
 	}
 	defer end()
-	h, err := cl.AcquireRW(actx, name, mode, o)
-	cancel()
-	if err != nil {
-		return rwDetail(name, mode, err)
-	}
 	env := []string{"BATON_RWLOCK=" + name, "BATON_TOKEN=" + strconv.FormatInt(h.Token(), 10), "BATON_MODE=" + mode}
 	return r.run(h, fmt.Sprintf("release %s hold %d of %s", mode, h.Token(), name), h.Release, env)
 }

@@ -21,18 +21,13 @@ import (
 func runPermitExec(ctx context.Context, g *globals, cl *client.Client, name string, limit int, argv []string, o client.PermitOptions, killAfter time.Duration) error {
 	r := startHeldRun(g, "baton exec", argv, killAfter)
 	defer r.stop()
-	actx, cancel := r.untilSignal(ctx)
-	end, err := longWait(actx, cl, o.Wait, o.Owner, &o.Session, &o.TTL)
+	p, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Owner, &o.Session, &o.TTL},
+		func(ctx context.Context) (*client.Permit, error) { return cl.AcquirePermit(ctx, name, limit, o) },
+		func(err error) error { return permitDetail(name, err) })
 	if err != nil {
-		cancel()
 		return err
 	}
 	defer end()
-	p, err := cl.AcquirePermit(actx, name, limit, o)
-	cancel()
-	if err != nil {
-		return permitDetail(name, err)
-	}
 	env := []string{
 		"BATON_SEMAPHORE=" + name, "BATON_TOKEN=" + strconv.FormatInt(p.Token(), 10), "BATON_LIMIT=" + strconv.Itoa(p.Limit()),
 	}
