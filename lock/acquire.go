@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -42,7 +43,7 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if err != nil {
 		return nil, false, err
 	}
-	a.credential = credentialOf(ctx)
+	a.credential = hold.CredentialOf(ctx)
 	if err := a.checkSessionOwner(ctx); err != nil {
 		return nil, false, err
 	}
@@ -56,9 +57,9 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fres
 	if req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)
 	} else {
-		e.metrics.waiting.Inc()
+		e.metrics.Waiting.Inc()
 		l, fresh, err = a.wait(ctx)
-		e.metrics.waiting.Dec()
+		e.metrics.Waiting.Dec()
 	}
 	if err != nil {
 		var he *HeldError
@@ -122,7 +123,7 @@ type acquirer struct {
 	// acquire at its session's place may join the queue (waitAtPlace).
 	waitEnds time.Time
 	// queuedLease is the own lease our queue entry names in its grant
-	// (see waiterRecord.Grant), or 0. A release may put the lock under it
+	// (see hold.WaiterRecord.Grant), or 0. A release may put the lock under it
 	// as long as the entry exists, so it is kept alive, never replaced or
 	// given back to the pool until the entry is gone.
 	queuedLease clientv3.LeaseID
@@ -141,13 +142,13 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
-	if err := checkOwner(req.Owner); err != nil {
+	if err := hold.CheckOwner(req.Owner); err != nil {
 		return nil, err
 	}
-	if err := checkMetadata(req.Metadata); err != nil {
+	if err := hold.CheckMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	a := &acquirer{e: e, req: req, hold: newHoldID(), seat: req.Name}
+	a := &acquirer{e: e, req: req, hold: hold.NewHoldID(), seat: req.Name}
 	k, err := newKind(a, kind)
 	if err != nil {
 		return nil, err
@@ -156,10 +157,10 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	if req.Session != "" {
 		id, ok := store.ParseLeaseHex(req.Session)
 		if !ok {
-			return nil, invalid("session", "must be a session ID as returned by POST /v1/sessions (hex)")
+			return nil, hold.Invalid("session", "must be a session ID as returned by POST /v1/sessions (hex)")
 		}
 		if req.TTL != 0 {
-			return nil, invalid("ttl", "must be absent when session is given: the lock lives as long as the session")
+			return nil, hold.Invalid("ttl", "must be absent when session is given: the lock lives as long as the session")
 		}
 		a.session = id
 		a.req.Session = store.LeaseHex(id) // canonical spelling
@@ -172,27 +173,27 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 		}
 	}
 	if req.Wait < 0 || req.Wait > e.cfg.MaxWait {
-		return nil, invalid("wait", "must be between 0s and %s", e.cfg.MaxWait)
+		return nil, hold.Invalid("wait", "must be between 0s and %s", e.cfg.MaxWait)
 	}
 	if req.KeepPlace {
 		switch {
 		case req.Session == "":
-			return nil, invalid("keep_place", "needs a session: the place in the queue is the session's, and ends with it")
+			return nil, hold.Invalid("keep_place", "needs a session: the place in the queue is the session's, and ends with it")
 		case req.Wait == 0:
-			return nil, invalid("keep_place", "needs a wait: without one the acquire takes no place in the queue")
+			return nil, hold.Invalid("keep_place", "needs a wait: without one the acquire takes no place in the queue")
 		case req.members != nil:
-			return nil, invalid("keep_place", "is not supported for lock sets")
+			return nil, hold.Invalid("keep_place", "is not supported for lock sets")
 		}
 	}
 	if req.LockDelay < 0 || req.LockDelay > e.cfg.MaxLockDelay {
-		return nil, invalid("lock_delay", "must be between 0s and %s", e.cfg.MaxLockDelay)
+		return nil, hold.Invalid("lock_delay", "must be between 0s and %s", e.cfg.MaxLockDelay)
 	}
 	return a, nil
 }
 
 func (e *Engine) checkTTL(field string, d time.Duration) error {
 	if d < e.cfg.MinTTL || d > e.cfg.MaxTTL {
-		return invalid(field, "must be between %s and %s", e.cfg.MinTTL, e.cfg.MaxTTL)
+		return hold.Invalid(field, "must be between %s and %s", e.cfg.MinTTL, e.cfg.MaxTTL)
 	}
 	return nil
 }
@@ -205,7 +206,7 @@ func (a *acquirer) holder(now time.Time) store.Holder {
 	}
 	rec := store.Holder{
 		Owner: a.req.Owner, Hold: a.hold, Lease: store.LeaseHex(leaseID), Session: a.req.Session,
-		TTL: ttl, AcquiredAt: now, QueuedAt: queuedAt(a.queuedAt), LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
+		TTL: ttl, AcquiredAt: now, QueuedAt: hold.QueuedAt(a.queuedAt), LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
 		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
 		Derived: a.e.format >= store.DerivedFormat,
 	}
@@ -252,7 +253,7 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 			return nil, false, a.kind.heldError(r)
 		case delayed:
 			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
-				r.retryAt.UTC().Format(time.RFC3339Nano), causeText(r.delayCause))}
+				r.retryAt.UTC().Format(time.RFC3339Nano), hold.CauseText(r.delayCause))}
 		case behind:
 			return nil, false, &HeldError{Reason: a.kind.behindReason()}
 		}
@@ -289,7 +290,7 @@ func (a *acquirer) checkSessionOwner(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !mayActOn(ctx, rec.Credential) {
+	if !hold.MayActOn(ctx, rec.Credential) {
 		return fmt.Errorf("session %s was created by another credential: %w", a.req.Session, ErrNotOwner)
 	}
 	a.sessionRev = rev

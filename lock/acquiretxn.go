@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -41,7 +42,7 @@ type attemptResult struct {
 	delayCause   EventType // with delayed: how the hold ended
 	// guard is the lock-delay guard read, with unstamped; guardRev is
 	// its ModRevision.
-	guard    delayRecord
+	guard    hold.DelayRecord
 	guardRev int64
 	holder   *Lock
 	// enqueuedRev is the revision at which a failed direct attempt made
@@ -206,7 +207,7 @@ func (a *acquirer) grantOps(queueKey string, rec store.Holder) []clientv3.Op {
 	}
 	switch {
 	case a.req.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(gkey, store.MustJSON(delayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
+		ops = append(ops, clientv3.OpPut(gkey, store.MustJSON(hold.DelayRecord{Hold: a.hold, LockDelay: a.req.LockDelay})))
 	case a.guardRev != 0:
 		ops = append(ops, clientv3.OpDelete(gkey))
 	}
@@ -285,15 +286,15 @@ func (a *acquirer) attemptFailed(ctx context.Context, queueKey string, err error
 func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, rec store.Holder) (attemptResult, error) {
 	e := a.e
 	a.used = true
-	l := toLock(rec, a.seat, resp.Header.Revision)
-	e.recordedOf(a.seat, EventAcquired, len(a.kind.lockNames())) // a set's: one per lock
+	l := hold.ToLock(rec, a.seat, resp.Header.Revision)
+	e.metrics.RecordedOf(a.seat, EventAcquired, len(a.kind.lockNames())) // a set's: one per lock
 	if t.won.acquired.Ok() && heldInSession(resp, t) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
 	a.kind.keep(l, rec)
 	if a.session != 0 {
 		if kvs := t.won.session.KVs(resp); len(kvs) > 0 {
-			var s sessionRecord
+			var s hold.SessionRecord
 			if json.Unmarshal(kvs[0].Value, &s) == nil {
 				l.TTL = time.Duration(s.TTL) * time.Second
 			}
@@ -377,7 +378,7 @@ func (a *acquirer) holdOutcome(ctx context.Context, resp *clientv3.TxnResponse, 
 		if err != nil {
 			return attemptResult{}, err
 		}
-		holder := toLock(hr, name, kv.ModRevision)
+		holder := hold.ToLock(hr, name, kv.ModRevision)
 		a.lastHolder, a.lastHolderLease = holder, hr.Lease
 		if a.session != 0 && hr.Session == a.req.Session && a.kind.repeatable() && string(kv.Key) == e.keys.Lock(a.seat) {
 			e.fillLease(ctx, holder, a.session)
@@ -413,7 +414,7 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 		return attemptResult{}, false, nil
 	}
 	g := guardKVs[0]
-	var dr delayRecord
+	var dr hold.DelayRecord
 	if err := json.Unmarshal(g.Value, &dr); err != nil {
 		return attemptResult{}, false, fmt.Errorf("decode lock-delay guard: %w", err)
 	}
@@ -436,7 +437,7 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 // or retryNow if the guard changed meanwhile.
 func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attemptResult, error) {
 	e, gkey := a.e, a.e.keys.Delay(a.seat)
-	stamped := r.guard.ended(time.Now(), EventExpired)
+	stamped := r.guard.Ended(time.Now(), EventExpired)
 	octx, done := e.etcd.Op(ctx)
 	tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(gkey), "=", r.guardRev)).
 		Then(clientv3.OpPut(gkey, store.MustJSON(stamped))).Commit()

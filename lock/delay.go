@@ -2,64 +2,13 @@ package lock
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
-	"go.etcd.io/etcd/api/v3/mvccpb"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// ErrNotDelayed means a lock is under no lock-delay: it is held, free, or
-// its delay has run out.
-var ErrNotDelayed = errors.New("lock not delayed")
-
-// DelayedError is ErrNotHeld for a free lock that lock-delay keeps free
-// until Until: its last hold ended by Cause (expired, session_expired or
-// revoked), not by a release.
-type DelayedError struct {
-	Name  string
-	Until time.Time
-	Cause EventType
-}
-
-func (e *DelayedError) Error() string {
-	return fmt.Sprintf("lock not held: under lock-delay until %s, after its last hold %s", e.Until.Format(time.RFC3339Nano), causeText(e.Cause))
-}
-
-// Unwrap makes errors.Is(err, ErrNotHeld) hold.
-func (e *DelayedError) Unwrap() error { return ErrNotHeld }
-
-// causeText says how a hold ended, for people.
-func causeText(c EventType) string {
-	switch c {
-	case EventRevoked:
-		return "was revoked"
-	case EventSessionExpired:
-		return "ended with its session"
-	default:
-		return "expired"
-	}
-}
-
-// Delay is a free lock under lock-delay.
-type Delay struct {
-	Name  string
-	Until time.Time
-	Cause EventType
-}
-
-// activeDelay decodes a lock-delay guard and returns the delay it imposes
-// now, if any: a guard without Until belongs to a hold still running.
-func activeDelay(name string, kv *mvccpb.KeyValue, now time.Time) (*DelayedError, bool) {
-	var dr delayRecord
-	if json.Unmarshal(kv.Value, &dr) != nil || dr.Until == nil || !now.Before(*dr.Until) {
-		return nil, false
-	}
-	return &DelayedError{Name: name, Until: *dr.Until, Cause: dr.Cause}, true
-}
 
 // ClearDelay lifts the lock-delay of a free lock, so it can be acquired at
 // once; an operator's remedy for a delay set by mistake. It is audited as
@@ -70,7 +19,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 		return err
 	}
 	if len(reason) > MaxReasonLen {
-		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
+		return hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
 	lkey, gkey := e.keys.Lock(name), e.keys.Delay(name)
 	var read store.Txn
@@ -86,12 +35,12 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 		if len(lockRead.KVs(resp)) > 0 || len(guard) == 0 {
 			return fmt.Errorf("clear lock-delay of %q: %w", name, ErrNotDelayed)
 		}
-		d, ok := activeDelay(name, guard[0], time.Now())
+		d, ok := hold.ActiveDelay(name, guard[0], time.Now())
 		if !ok {
 			return fmt.Errorf("clear lock-delay of %q: %w", name, ErrNotDelayed)
 		}
 		ev := Event{
-			Time: store.NowUTC(), Type: EventDelayCleared, Lock: name, Owner: actor, Credential: credentialOf(ctx),
+			Time: store.NowUTC(), Type: EventDelayCleared, Lock: name, Owner: actor, Credential: hold.CredentialOf(ctx),
 			Detail: fmt.Sprintf("lock-delay until %s lifted: %s", d.Until.Format(time.RFC3339Nano), reason),
 		}
 		var tr *clientv3.TxnResponse
@@ -101,14 +50,14 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 			clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0),
 		).Then(
 			clientv3.OpDelete(gkey),
-			clientv3.OpPut(e.keys.LockAudit(name)+newHoldID()+"/d", store.MustJSON(ev)),
+			clientv3.OpPut(e.keys.LockAudit(name)+hold.NewHoldID()+"/d", store.MustJSON(ev)),
 		).Commit()
 		done()
 		if err != nil {
 			return e.etcd.Err(ctx, "clear lock-delay", err)
 		}
 		if tr.Succeeded {
-			e.metrics.recorded(EventDelayCleared, 1)
+			e.metrics.Recorded(EventDelayCleared, 1)
 			return nil
 		}
 		// The guard or the lock changed meanwhile: look again.
@@ -140,7 +89,7 @@ func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (d
 	now := time.Now()
 	for _, kv := range resp.Kvs {
 		name := string(kv.Key[len(base):])
-		if d, ok := activeDelay(name, kv, now); ok {
+		if d, ok := hold.ActiveDelay(name, kv, now); ok {
 			delays = append(delays, Delay{Name: name, Until: d.Until, Cause: d.Cause})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -151,7 +152,7 @@ func (e *Engine) Proclaim(ctx context.Context, name string, token int64, value j
 		return nil, err
 	}
 	if len(value) == 0 {
-		return nil, invalid("value", "is required (null is a value)")
+		return nil, hold.Invalid("value", "is required (null is a value)")
 	}
 	if err := checkValue(value); err != nil {
 		return nil, err
@@ -169,18 +170,18 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 	if err != nil {
 		return nil, err
 	}
-	if !mayActOn(ctx, hr.Credential) {
+	if !hold.MayActOn(ctx, hr.Credential) {
 		return nil, fmt.Errorf("the leadership with token %d was won by another credential: %w", token, ErrNotOwner)
 	}
 	ev := hr.Event(key, EventProclaimed, store.NowUTC())
-	ev.Token, ev.Value, ev.Credential = token, value, credentialOf(ctx)
+	ev.Token, ev.Value, ev.Credential = token, value, hold.CredentialOf(ctx)
 	lease, _ := store.ParseLeaseHex(hr.Lease)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.Lock(key)), "=", token)}
 	then := []clientv3.Op{
 		// Under the leader's lease: an expiry takes the value with the
 		// leadership, and every other end deletes it (endTxn).
 		clientv3.OpPut(e.keys.Value(key), string(value), clientv3.WithLease(lease)),
-		clientv3.OpPut(e.keys.LockAudit(key)+newHoldID()+"/p", store.MustJSON(ev)),
+		clientv3.OpPut(e.keys.LockAudit(key)+hold.NewHoldID()+"/p", store.MustJSON(ev)),
 	}
 	var resp *clientv3.TxnResponse
 	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
@@ -199,8 +200,8 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 		}
 		return nil, ErrTokenMismatch
 	}
-	e.metrics.recorded(EventProclaimed, 1)
-	l := toLock(hr, key, token)
+	e.metrics.Recorded(EventProclaimed, 1)
+	l := hold.ToLock(hr, key, token)
 	l.Value = value
 	if id, ok := store.ParseLeaseHex(hr.Lease); ok {
 		e.fillLease(ctx, l, id)
@@ -245,7 +246,7 @@ func (e *Engine) RevokeLeadership(ctx context.Context, name, reason string) (*Lo
 		return nil, err
 	}
 	if len(reason) > MaxReasonLen {
-		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
+		return nil, hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
 	l, err := e.revoke(ctx, store.KeyName(KindElection, name), reason)
 	if err != nil {
@@ -280,7 +281,7 @@ func checkValue(v json.RawMessage) error {
 		return nil
 	}
 	if !json.Valid(v) {
-		return invalid("value", "must be valid JSON")
+		return hold.Invalid("value", "must be valid JSON")
 	}
 	if len(v) > MaxValueBytes {
 		return &LimitError{

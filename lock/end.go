@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -33,7 +34,7 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 		return nil, err
 	}
 	if len(reason) > MaxReasonLen {
-		return nil, invalid("reason", "must be at most %d bytes", MaxReasonLen)
+		return nil, hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
 	l, err := e.revoke(ctx, name, reason)
 	if err != nil {
@@ -52,7 +53,7 @@ func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error)
 		err = e.endHold(ctx, name, kv.ModRevision, EventRevoked, reason)
 		if err == nil {
 			hr, _ := store.DecodeHolder(kv)
-			return toLock(hr, name, kv.ModRevision), nil
+			return hold.ToLock(hr, name, kv.ModRevision), nil
 		}
 		if !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) { // else raced with a release: look again
 			return nil, err
@@ -88,7 +89,7 @@ func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error)
 func (e *Engine) endHold(ctx context.Context, name string, token int64, typ EventType, detail string) error {
 	if typ == EventReleased && token > 0 {
 		if h, contended, ok := e.holds.take(name, token); ok {
-			if !mayActOn(ctx, h.hr.Credential) {
+			if !hold.MayActOn(ctx, h.hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 			}
 			if contended && h.next != nil {
@@ -109,7 +110,7 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 	if err != nil {
 		return err
 	}
-	if !mayActOn(ctx, hr.Credential) {
+	if !hold.MayActOn(ctx, hr.Credential) {
 		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 	}
 	return e.commitEnd(ctx, name, token, hr, head, typ, detail)
@@ -127,7 +128,7 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 // confirmed by a linearizable read.
 func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (store.Holder, *queueHead, error) {
 	if token <= 0 {
-		return store.Holder{}, nil, invalid("token", "must be a positive fencing token")
+		return store.Holder{}, nil, hold.Invalid("token", "must be a positive fencing token")
 	}
 	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
 		var t store.Txn
@@ -190,7 +191,7 @@ func queueHeadOf(kvs []*mvccpb.KeyValue) *queueHead {
 	if len(kvs) == 0 {
 		return nil
 	}
-	var wr waiterRecord
+	var wr hold.WaiterRecord
 	if json.Unmarshal(kvs[0].Value, &wr) != nil || wr.Grant == nil {
 		return nil
 	}
@@ -231,7 +232,7 @@ func (r holdReads) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHea
 // caller may end, handing a seat to head if it is not nil and
 // handOverPlan finds one for it.
 func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *queueHead, typ EventType, detail string) error {
-	ev := endEvent(hr, ctx, name, token, typ, detail)
+	ev := hold.EndEvent(hr, ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
 		end  endRefs
@@ -270,7 +271,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 	if n == 1 {
 		e.keepHandedOver(name, resp.Header.Revision, ev.Time, head)
 	}
-	e.ended(name, typ, hr, n)
+	e.Ended(name, typ, hr, n)
 	return nil
 }
 
@@ -293,16 +294,16 @@ func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queu
 	if kind, _ := store.ThingOf(name); kind != KindLock || len(head.grant.Set) > 0 {
 		return
 	}
-	g := begun(head.grant, at, head.since) // as handOverOps put it
+	g := hold.Begun(head.grant, at, head.since) // as handOverOps put it
 	e.holds.putBehind(name, rev, g, queueHeadOf(head.behind))
 }
 
 // ended counts the end by typ of a hold of name, and the holds its
 // handover began, and does what is left to do with the hold's own lease once its
 // key is gone.
-func (e *Engine) ended(name string, typ EventType, hr store.Holder, handedOver int) {
-	e.recordedOf(name, typ, 1)
-	e.recordedOf(name, EventAcquired, handedOver)
+func (e *Engine) Ended(name string, typ EventType, hr store.Holder, handedOver int) {
+	e.metrics.RecordedOf(name, typ, 1)
+	e.metrics.RecordedOf(name, EventAcquired, handedOver)
 	if len(hr.Set) == 0 {
 		e.leaseAfter(typ, hr)
 	}
@@ -422,7 +423,7 @@ func (e *Engine) holdEnd(name string, token int64, hr store.Holder, ev Event) (e
 	gkey := e.keys.Delay(name)
 	op := clientv3.OpDelete(gkey)
 	if ev.Type != EventReleased {
-		op = clientv3.OpPut(gkey, store.MustJSON(delayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.ended(ev.Time, ev.Type)))
+		op = clientv3.OpPut(gkey, store.MustJSON(hold.DelayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.Ended(ev.Time, ev.Type)))
 	}
 	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-dev/baton/internal/txnbatch"
 	"github.com/baton-dev/baton/internal/watchfeed"
 	"github.com/baton-dev/baton/lock/internal/fence"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -208,7 +209,7 @@ type Engine struct {
 	etcd *store.Etcd
 
 	// metrics are this engine's Prometheus series (see Collector).
-	metrics *metrics
+	metrics *hold.Metrics
 
 	// batch groups concurrent acquire and end-hold txns (group commit).
 	batch txnbatch.Batcher
@@ -225,8 +226,8 @@ type Engine struct {
 	// releases need not read them (holdcache.go).
 	holds holdCache
 	// leaseClock knows how long the leases this node saw lately live, so
-	// that an answer's expiry needs no round trip (leaseclock.go).
-	leaseClock leaseClock
+	// that an answer's expiry needs no round trip (hold/leaseclock.go).
+	leaseClock hold.LeaseClock
 	// fenced are the fenced values (fenced.go).
 	fenced *fence.Registers
 }
@@ -244,13 +245,13 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	stop, stopFunc := context.WithCancel(context.Background())
 	e := &Engine{cli: cli, cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}, log: cfg.Logger, stop: stop, stopFunc: stopFunc}
 	e.drain, e.drainFunc = context.WithCancel(stop)
-	e.etcd = store.NewEtcd(cli, cfg.Embedded, cfg.OpTimeout, stop, func() { e.metrics.leaderChanges.Inc() })
+	e.etcd = store.NewEtcd(cli, cfg.Embedded, cfg.OpTimeout, stop, func() { e.metrics.LeaderChanges.Inc() })
 	e.batch = txnbatch.Batcher{
 		KV: cli, Term: e.etcd.Term, Op: e.etcd.OpIn, Closed: e.stop.Err,
-		Observe: func(n int) { e.metrics.txnBatchSize.Observe(float64(n)) },
-		Split:   func() { e.metrics.txnBatchSplits.Inc() },
+		Observe: func(n int) { e.metrics.TxnBatchSize.Observe(float64(n)) },
+		Split:   func() { e.metrics.TxnBatchSplits.Inc() },
 	}
-	e.metrics = newMetrics(e.etcd.HasLeader)
+	e.metrics = hold.NewMetrics(e.etcd.HasLeader)
 	e.feeds = feeds{cli: cli, cfg: cfg, log: e.log, metrics: e.metrics}
 	e.wg.Add(1)
 	go func() {
@@ -260,7 +261,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e.newSpace()
 	e.fenced = fence.New(fence.Config{
 		Client: cli, Etcd: e.etcd, Keys: e.keys, MaxValueBytes: cfg.MaxFencedValueBytes,
-		Reserve: e.reserveFenced, Recorded: e.metrics.recorded,
+		Reserve: e.reserveFenced, Recorded: e.metrics.Recorded,
 	})
 	e.wg.Add(1)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/watchfeed"
+	"github.com/baton-dev/baton/lock/internal/hold"
 )
 
 // The engine runs its etcd watches as feeds (internal/watchfeed), one per
@@ -22,7 +23,7 @@ type feeds struct {
 	cli     *clientv3.Client
 	cfg     Config
 	log     *slog.Logger
-	metrics *metrics
+	metrics *hold.Metrics
 }
 
 // config is the feed named name ("recorder", "waiters", "events" or
@@ -38,9 +39,9 @@ func (fs feeds) config(name, key string, from int64, opts ...clientv3.OpOption) 
 			if hearing {
 				v = 1
 			}
-			fs.metrics.watchHearing.WithLabelValues(name).Set(v)
+			fs.metrics.WatchHearing.WithLabelValues(name).Set(v)
 		},
-		OnRestart: func(reason string) { fs.metrics.watchRestarts.WithLabelValues(name, reason).Inc() },
+		OnRestart: func(reason string) { fs.metrics.WatchRestarts.WithLabelValues(name, reason).Inc() },
 	}
 }
 

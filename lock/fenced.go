@@ -5,14 +5,28 @@ import (
 	"encoding/json"
 
 	"github.com/baton-dev/baton/lock/internal/fence"
+	"github.com/baton-dev/baton/lock/internal/hold"
 )
 
 // FencedValue is the content of a fenced register; Holder names the hold
-// a fenced write requires (the zero Holder requires none). Both are
+// a fenced write requires (the zero Holder requires none); StaleTokenError
+// is a write's refusal for a token below the register's. They are
 // package fence's (lock/internal/fence), which keeps the registers.
 type (
-	FencedValue = fence.Value
-	Holder      = fence.Holder
+	FencedValue     = fence.Value
+	Holder          = fence.Holder
+	StaleTokenError = fence.StaleTokenError
+)
+
+// The errors of fenced values are package fence's (lock/internal/fence),
+// which says what each means. ErrValueTooLarge is also an election's value
+// above MaxValueBytes.
+var (
+	ErrStaleToken    = fence.ErrStaleToken
+	ErrNotHolder     = fence.ErrNotHolder
+	ErrNotFound      = fence.ErrNotFound
+	ErrValueTooLarge = fence.ErrValueTooLarge
+	ErrUnknownToken  = fence.ErrUnknownToken
 )
 
 // PutFenced stores value in resource if token is at least the largest
@@ -51,5 +65,5 @@ func (e *Engine) GetFenced(ctx context.Context, resource string) (*FencedValue, 
 // reason in detail, actor as owner) in the same txn as the removal. It
 // returns ErrNotFound when resource holds nothing.
 func (e *Engine) ResetFenced(ctx context.Context, resource, reason, actor string) error {
-	return e.fenced.Reset(ctx, resource, reason, actor, credentialOf(ctx))
+	return e.fenced.Reset(ctx, resource, reason, actor, hold.CredentialOf(ctx))
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -188,7 +189,7 @@ func FuzzSessionValidation(f *testing.F) {
 	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
 	f.Fuzz(func(t *testing.T, owner string, ttl int64, id string) {
 		// CreateSession checks its owner and TTL so, before any call.
-		if err := checkOwner(owner); (err == nil) != ownerOK(owner) {
+		if err := hold.CheckOwner(owner); (err == nil) != ownerOK(owner) {
 			t.Fatalf("owner %q: checkOwner says %v, docs/API.md says ok=%v", owner, err, ownerOK(owner))
 		} else if err != nil && !isInvalid(err, "owner") {
 			t.Fatalf("owner %q: %v does not name owner", owner, err)

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"github.com/baton-dev/baton/tests/testetcd"
 )
 
@@ -144,7 +145,7 @@ func TestRelease_AHeadThatAsksForNoGrantTakesTheLockItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := waiterRecord{Owner: "old", Since: store.NowUTC()}
+	old := hold.WaiterRecord{Owner: "old", Since: store.NowUTC()}
 	if _, err := e.cli.Put(ctx, e.keys.Queue("z")+store.LeaseHex(wlease)+"-old", store.MustJSON(old), clientv3.WithLease(wlease)); err != nil {
 		t.Fatal(err)
 	}

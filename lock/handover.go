@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -121,7 +122,7 @@ func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 // a thing with seats' seat record); the released seat name's key gone if
 // head does not take it over.
 func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *queueHead, seat string) []clientv3.Op {
-	g := begun(head.grant, at, head.since)
+	g := hold.Begun(head.grant, at, head.since)
 	if len(g.Set) > 0 {
 		return e.setHandOverOps(name, hr, g, head)
 	}
@@ -145,7 +146,7 @@ func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *q
 	}
 	switch {
 	case g.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(e.keys.Delay(name), store.MustJSON(delayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
+		ops = append(ops, clientv3.OpPut(e.keys.Delay(name), store.MustJSON(hold.DelayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
 	case hr.LockDelay > 0:
 		ops = append(ops, clientv3.OpDelete(e.keys.Delay(name)))
 	}

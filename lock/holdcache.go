@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -130,7 +131,7 @@ func (c *holdCache) sawWaiter(name string) {
 // not so; the release then goes the way of a release without the record,
 // which reads the hold and the queue's head first.
 func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
-	ev := endEvent(hr, ctx, name, token, EventReleased, "")
+	ev := hold.EndEvent(hr, ctx, name, token, EventReleased, "")
 	var t store.Txn
 	e.endTxn(&t, name, token, hr, ev, nil, 0)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
@@ -149,6 +150,6 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
-	e.ended(name, EventReleased, hr, 0)
+	e.Ended(name, EventReleased, hr, 0)
 	return true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -93,8 +94,8 @@ type holdQueue interface {
 	// holderReads read what may hold a grant to the acquire.
 	holderReads() []clientv3.Op
 	// entry fills in what the kind keeps in its queue entry, and says
-	// whether a release may grant the entry a hold (waiterRecord.Grant).
-	entry(wr *waiterRecord) (grantable bool)
+	// whether a release may grant the entry a hold (hold.WaiterRecord.Grant).
+	entry(wr *hold.WaiterRecord) (grantable bool)
 	// ours reports whether hold is a hold this acquire asked for; took
 	// notes that the acquire was granted its hold at key.
 	ours(hold string) bool
@@ -216,7 +217,7 @@ func (k *lockKind) holderReads() []clientv3.Op {
 	return []clientv3.Op{clientv3.OpGet(k.a.e.keys.Lock(k.a.req.Name))}
 }
 
-func (k *lockKind) entry(*waiterRecord) bool { return true }
+func (k *lockKind) entry(*hold.WaiterRecord) bool { return true }
 
 func (k *lockKind) ours(hold string) bool { return hold == k.a.hold }
 

@@ -12,7 +12,7 @@ import (
 
 // TestAcquire_SessionExpiryComesFromTheNodesLeaseClock checks that a
 // session acquire says when the session's lease runs out as the node
-// learnt it when it granted the lease (lock/leaseclock.go), and that once
+// learnt it when it granted the lease (lock/internal/hold/leaseclock.go), and that once
 // half the TTL has passed without a renewal through this node (the
 // session was renewed through another) it asks etcd again, so the answer
 // follows the renewals it did not see.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -30,7 +31,7 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 		return e.decodeLock(ctx, kvs[0], nil)
 	}
 	if g := guard.KVs(resp); len(g) > 0 {
-		if d, ok := activeDelay(name, g[0], time.Now()); ok {
+		if d, ok := hold.ActiveDelay(name, g[0], time.Now()); ok {
 			return nil, d
 		}
 	}
@@ -54,7 +55,7 @@ func (e *Engine) getLock(ctx context.Context, name string, opts ...clientv3.OpOp
 // heldWith returns the holder record of name if token holds it.
 func (e *Engine) heldWith(ctx context.Context, name string, token int64) (store.Holder, error) {
 	if token <= 0 {
-		return store.Holder{}, invalid("token", "must be a positive fencing token")
+		return store.Holder{}, hold.Invalid("token", "must be a positive fencing token")
 	}
 	kv, err := e.getLock(ctx, name)
 	if err != nil {
@@ -153,13 +154,13 @@ func checkListOptions(o *ListOptions) error {
 		o.Limit = 100
 	}
 	if o.Limit < 1 || o.Limit > MaxListLimit {
-		return invalid("limit", "must be between 1 and %d", MaxListLimit)
+		return hold.Invalid("limit", "must be between 1 and %d", MaxListLimit)
 	}
 	if o.Prefix != "" && !ValidName(o.Prefix) {
-		return invalid("prefix", "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
+		return hold.Invalid("prefix", "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
 	}
 	if o.After != "" && !ValidName(o.After) {
-		return invalid("cursor", "is not a cursor returned by a previous page")
+		return hold.Invalid("cursor", "is not a cursor returned by a previous page")
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, er
 func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, err error) {
 	defer func() {
 		if err != nil {
-			e.renewFailed(renewLock, err)
+			e.metrics.RenewFailed(hold.RenewLock, err)
 		}
 	}()
 	if name, err = e.seatOf(ctx, name, token); err != nil {
@@ -193,7 +194,7 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 	if err != nil {
 		return nil, err
 	}
-	if !mayActOn(ctx, hr.Credential) {
+	if !hold.MayActOn(ctx, hr.Credential) {
 		return nil, fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 	}
 	ttl, start, err := e.keepAlive(ctx, hr.Lease)
@@ -205,7 +206,7 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 	if _, err := e.heldWith(ctx, name, token); err != nil {
 		return nil, err
 	}
-	l = toLock(hr, name, token)
+	l = hold.ToLock(hr, name, token)
 	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
 	return l, nil
 }
@@ -227,7 +228,7 @@ func (e *Engine) keepAlive(ctx context.Context, lease string) (ttl time.Duration
 		return 0, time.Time{}, e.etcd.Err(ctx, "keep the lease alive", err)
 	}
 	ttl = time.Duration(ka.TTL) * time.Second
-	e.leaseClock.saw(id, start, ttl, ttl)
+	e.leaseClock.Saw(id, start, ttl, ttl)
 	return ttl, start, nil
 }
 
@@ -263,7 +264,7 @@ func (e *Engine) Waiters(ctx context.Context, name string) ([]Waiter, error) {
 func waitersOf(kvs []*mvccpb.KeyValue) []Waiter {
 	ws := make([]Waiter, 0, len(kvs))
 	for i, kv := range kvs {
-		var wr waiterRecord
+		var wr hold.WaiterRecord
 		if json.Unmarshal(kv.Value, &wr) != nil {
 			continue
 		}
@@ -322,7 +323,7 @@ func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map
 		return nil, err
 	}
 	name := string(kv.Key[len(e.keys.Locks()):])
-	l := toLock(hr, name, kv.ModRevision)
+	l := hold.ToLock(hr, name, kv.ModRevision)
 	if t, ok := expiry[hr.Lease]; ok {
 		l.ExpiresAt = t.at
 		if l.TTL == 0 {
@@ -338,12 +339,12 @@ func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map
 }
 
 // leaseExpiry says when lease runs out, and the TTL it was granted with:
-// from the node's lease clock (leaseclock.go) if it knows, or else as
+// from the node's lease clock (hold/leaseclock.go) if it knows, or else as
 // etcd answers, which it then remembers. etcd answers in whole seconds,
 // rounded down, so the expiry is never later than the truth.
 func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
 	now := time.Now()
-	if at, granted, ok := e.leaseClock.expiry(id, now); ok {
+	if at, granted, ok := e.leaseClock.Expiry(id, now); ok {
 		return expiryAt(at, 0), granted
 	}
 	octx, done := e.etcd.Op(ctx)
@@ -353,7 +354,7 @@ func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Tim
 		return expiryAt(now, 0), 0
 	}
 	ttl, granted := time.Duration(resp.TTL)*time.Second, time.Duration(resp.GrantedTTL)*time.Second
-	e.leaseClock.saw(id, now, ttl, granted)
+	e.leaseClock.Saw(id, now, ttl, granted)
 	return expiryAt(now, ttl), granted
 }
 

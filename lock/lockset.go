@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -65,15 +66,15 @@ type LockSet struct {
 // distinct lock names.
 func checkNames(names []string) error {
 	if len(names) < MinSetNames || len(names) > MaxSetNames {
-		return invalid("names", "must list %d to %d lock names, not %d", MinSetNames, MaxSetNames, len(names))
+		return hold.Invalid("names", "must list %d to %d lock names, not %d", MinSetNames, MaxSetNames, len(names))
 	}
 	seen := make(map[string]int, len(names))
 	for i, n := range names {
 		if err := store.CheckName("names["+strconv.Itoa(i)+"]", n); err != nil {
-			return invalid("names", "%v", err)
+			return hold.Invalid("names", "%v", err)
 		}
 		if j, ok := seen[n]; ok {
-			return invalid("names", "names[%d] repeats names[%d] (%q): a set names each lock once", i, j, n)
+			return hold.Invalid("names", "names[%d] repeats names[%d] (%q): a set names each lock once", i, j, n)
 		}
 		seen[n] = i
 	}
@@ -102,7 +103,7 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 		}
 		if store.TooLarge(err) {
 			// etcd refused the txn whole, before applying any of it.
-			return nil, false, invalid("names", "etcd takes fewer operations in one transaction (its --max-txn-ops) than a set of %d locks needs: "+
+			return nil, false, hold.Invalid("names", "etcd takes fewer operations in one transaction (its --max-txn-ops) than a set of %d locks needs: "+
 				"name fewer locks, or run etcd with --max-txn-ops 512 or more (docs/API.md, Lock sets)", len(names))
 		}
 		return nil, false, fmt.Errorf("acquire lock set %s: %w", setLabel(names), err)
@@ -209,7 +210,7 @@ func (k *setKind) headKey() string { return "" }
 
 func (k *setKind) lockNames() []string { return k.members }
 
-func (k *setKind) entry(wr *waiterRecord) bool {
+func (k *setKind) entry(wr *hold.WaiterRecord) bool {
 	wr.Set = k.members
 	return true
 }
@@ -411,7 +412,7 @@ func (k *setKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *ac
 					return attemptResult{outcome: won, lock: l}, nil
 				}
 			}
-			holder := toLock(hr, m, kv.ModRevision)
+			holder := hold.ToLock(hr, m, kv.ModRevision)
 			if k.a.session != 0 && hr.Session == k.a.req.Session && sameSet(hr.Set, k.members) {
 				own++
 				r.lock = holder
@@ -473,7 +474,7 @@ func (k *setKind) memberGuard(kvs []*mvccpb.KeyValue, m string) (until time.Time
 		delete(k.guardRevs, m)
 		return time.Time{}, "", false, nil
 	}
-	var dr delayRecord
+	var dr hold.DelayRecord
 	if err := json.Unmarshal(kvs[0].Value, &dr); err != nil {
 		return time.Time{}, "", false, fmt.Errorf("decode lock-delay guard: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -20,7 +21,7 @@ func (e *Engine) ReleaseSet(ctx context.Context, names []string, token int64) er
 		return err
 	}
 	if token <= 0 {
-		return invalid("token", "must be a positive fencing token")
+		return hold.Invalid("token", "must be a positive fencing token")
 	}
 	if err := e.endSet(ctx, names, token, ""); err != nil {
 		return fmt.Errorf("release lock set %s: %w", setLabel(names), err)
@@ -37,11 +38,11 @@ func (e *Engine) RenewSet(ctx context.Context, names []string, token int64) (*Lo
 		return nil, err
 	}
 	if token <= 0 {
-		return nil, invalid("token", "must be a positive fencing token")
+		return nil, hold.Invalid("token", "must be a positive fencing token")
 	}
 	s, err := e.renewSet(ctx, names, token)
 	if err != nil {
-		e.renewFailed(renewLock, err)
+		e.metrics.RenewFailed(hold.RenewLock, err)
 		return nil, fmt.Errorf("renew lock set %s: %w", setLabel(names), err)
 	}
 	return s, nil
@@ -57,7 +58,7 @@ func (e *Engine) renewSet(ctx context.Context, names []string, token int64) (*Lo
 	}
 	hr := held.ends[0].hr
 	for _, end := range held.ends {
-		if !mayActOn(ctx, end.hr.Credential) {
+		if !hold.MayActOn(ctx, end.hr.Credential) {
 			return nil, fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 		}
 	}
@@ -73,7 +74,7 @@ func (e *Engine) renewSet(ctx context.Context, names []string, token int64) (*Lo
 	if err != nil {
 		return nil, err
 	}
-	l := toLock(hr, names[0], token)
+	l := hold.ToLock(hr, names[0], token)
 	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
 	return setOf(names, l), nil
 }
@@ -87,7 +88,7 @@ func (e *Engine) endSet(ctx context.Context, names []string, token int64, detail
 			return err
 		}
 		for _, end := range held.ends {
-			if !mayActOn(ctx, end.hr.Credential) {
+			if !hold.MayActOn(ctx, end.hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 			}
 		}
@@ -195,7 +196,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 		refs = refs[:0]
 		heads := handOverHeads(ends)
 		for i, end := range ends {
-			ev := endEvent(end.hr, ctx, end.name, end.token, EventReleased, detail)
+			ev := hold.EndEvent(end.hr, ctx, end.name, end.token, EventReleased, detail)
 			ev.Time = at
 			r := e.endTxn(&t, end.name, end.token, end.hr, ev, heads[i], i)
 			urgent = urgent || r.handOver.Ok()
@@ -227,8 +228,8 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 	ended := make([]string, len(ends))
 	for i, end := range ends {
 		e.holds.take(end.name, end.token) // the cached record is of a hold that is gone
-		e.recordedOf(end.name, EventReleased, 1)
-		e.recordedOf(end.name, EventAcquired, refs[i].handedOver(resp))
+		e.metrics.RecordedOf(end.name, EventReleased, 1)
+		e.metrics.RecordedOf(end.name, EventAcquired, refs[i].handedOver(resp))
 		ended[i] = end.name
 	}
 	if hr := ends[0].hr; !slices.ContainsFunc(hr.Set, func(n string) bool { return !slices.Contains(ended, n) }) {

@@ -14,6 +14,11 @@ type (
 	StillFullError = recovery.StillFullError
 )
 
+// ErrStillFull means Recover compacted and defragmented, but the data
+// kept leaves too little room under the quota to disarm the alarm; the
+// error is a *StillFullError saying what holds the space.
+var ErrStillFull = recovery.ErrStillFull
+
 // Recover frees etcd's space and lifts its NOSPACE alarm, which etcd
 // raises when its backend reaches the quota and which blocks every write
 // until disarmed. It compacts the history to the current revision (watch

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -101,7 +102,7 @@ func (a *acquirer) keepsPlace(ctx context.Context, err error) bool {
 // follows tells what to wait for.
 func (a *acquirer) reattach(ctx context.Context, qkey string, first attemptResult) (attemptResult, int64, error) {
 	e := a.e
-	var was waiterRecord
+	var was hold.WaiterRecord
 	if json.Unmarshal(first.place, &was) == nil && !was.Since.IsZero() && was.Since.Before(a.queuedAt) {
 		a.queuedAt = was.Since
 		value := a.entryValue(store.NowUTC())

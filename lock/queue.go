@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -46,7 +47,7 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 		// etcd ended the node's waiter lease before the node heard (a
 		// partition or a pause longer than WaiterTTL): queue again under
 		// a new one.
-		e.waiters.forget(wlease)
+		e.waiters.Forget(wlease)
 	}
 }
 
@@ -472,11 +473,11 @@ func (a *acquirer) entryValue(now time.Time) string {
 // the kind says no grant may go to the entry (seatKind.entry: a kept
 // place of a thing with seats). It names the lease the lock is to live
 // under; while the entry exists, that lease is kept (see queuedLease).
-func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
+func (a *acquirer) queueEntryRecord(now time.Time) hold.WaiterRecord {
 	if a.queuedAt.IsZero() {
 		a.queuedAt = now
 	}
-	wr := waiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt}
+	wr := hold.WaiterRecord{Owner: a.req.Owner, Session: a.req.Session, Since: a.queuedAt}
 	if grantable := a.kind.entry(&wr); !grantable || a.session != 0 && a.e.cfg.MaxLocksPerSession > 0 {
 		return wr
 	}
@@ -489,14 +490,4 @@ func (a *acquirer) queueEntryRecord(now time.Time) waiterRecord {
 		a.queuedLease = a.lease
 	}
 	return wr
-}
-
-// queuedAt is the QueuedAt of an acquired event whose acquirer joined the
-// queue at since (zero: it never waited).
-func queuedAt(since time.Time) *time.Time {
-	if since.IsZero() {
-		return nil
-	}
-	t := since.UTC()
-	return &t
 }

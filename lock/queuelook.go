@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -106,7 +107,7 @@ func (a *acquirer) lookHold(ctx context.Context, qkey string, queueRev int64) (r
 	if err != nil || (a.session != 0 && hr.Session == a.req.Session) {
 		return attemptResult{}, false, nil
 	}
-	holder := toLock(hr, name, kv.ModRevision)
+	holder := hold.ToLock(hr, name, kv.ModRevision)
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
 	rev := resp.Header.Revision
 	if ahead := t.pred.KVs(resp); len(ahead) > 0 {
@@ -144,7 +145,7 @@ func (k *lockKind) aheadTookLock(left int64) (r attemptResult, ok bool) {
 	if err != nil || hr.Hold == a.hold || (a.session != 0 && hr.Session == a.req.Session) {
 		return attemptResult{}, false
 	}
-	holder := toLock(hr, name, kv.ModRevision)
+	holder := hold.ToLock(hr, name, kv.ModRevision)
 	a.lastHolder, a.lastHolderLease = holder, hr.Lease
 	return attemptResult{outcome: heldBy, watchKey: e.keys.Lock(name), watchRev: left, holder: holder}, true
 }
@@ -158,7 +159,7 @@ func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, boo
 	}
 	a.used = true
 	a.kind.took(string(kv.Key))
-	l := toLock(hr, a.seat, kv.ModRevision)
+	l := hold.ToLock(hr, a.seat, kv.ModRevision)
 	if a.session != 0 {
 		a.e.fillLease(ctx, l, a.session)
 	} else {

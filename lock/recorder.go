@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/watchfeed"
+	"github.com/baton-dev/baton/lock/internal/hold"
 )
 
 // recorder writes the end event of every hold that etcd ended by itself:
@@ -340,7 +341,7 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr sto
 	defer done()
 	resp, err := e.cli.Txn(octx).If(open...).Then(then...).Commit()
 	if err == nil && resp.Succeeded {
-		e.recordedOf(name, typ, 1) // else another node wrote it between our read and this txn
+		e.metrics.RecordedOf(name, typ, 1) // else another node wrote it between our read and this txn
 	}
 	return err
 }
@@ -438,7 +439,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 		if err != nil && !errors.Is(err, ErrNotHeld) {
 			return 0, err
 		}
-		hr := holderOf(o.ev, o.hold)
+		hr := hold.HolderOf(o.ev, o.hold)
 		if err := e.recordEnd(ctx, o.name, o.token, hr, "ended while no baton node was recording; time is when it was noticed"); err != nil {
 			return 0, err
 		}

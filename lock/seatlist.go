@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -146,7 +147,7 @@ func (e *Engine) endSeat(ctx context.Context, k EventKind, name string, token in
 		return err
 	}
 	if len(detail) > MaxReasonLen {
-		return invalid("reason", "must be at most %d bytes", MaxReasonLen)
+		return hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
 	what := "release " + holdWord(k) + " of"
 	if typ == EventRevoked {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -33,7 +34,7 @@ const MaxSemaphoreLimit = 10000
 
 func checkLimit(n int) error {
 	if n < 1 || n > MaxSemaphoreLimit {
-		return invalid("limit", "must be between 1 and %d", MaxSemaphoreLimit)
+		return hold.Invalid("limit", "must be between 1 and %d", MaxSemaphoreLimit)
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func newSeatKind(base lockKind, kind EventKind) (*seatKind, error) {
 			base.a.seat = store.WriterSeat(req.Name)
 			return k, nil
 		default:
-			return nil, invalid("mode", "must be read or write")
+			return nil, hold.Invalid("mode", "must be read or write")
 		}
 	}
 	// The first attempt takes a seat blind (none looks held yet) and
@@ -132,7 +133,7 @@ func (k *seatKind) behindReason() string {
 // that the session's next acquire cannot tell from those it holds
 // already (it takes one of its own). The place then waits, at the head
 // of the line, for that acquire to take the seat (place.go).
-func (k *seatKind) entry(wr *waiterRecord) bool {
+func (k *seatKind) entry(wr *hold.WaiterRecord) bool {
 	wr.Mode = k.mode
 	return !k.a.req.KeepPlace
 }
@@ -452,7 +453,7 @@ func (k *seatKind) lookSeats(resp *clientv3.TxnResponse, t *lookTxn) (attemptRes
 			return attemptResult{}, false, nil
 		}
 		if hr, err := store.DecodeHolder(held.Kvs[0]); err == nil {
-			k.a.lastHolder, k.a.lastHolderLease = toLock(hr, k.a.req.Name, held.Kvs[0].ModRevision), hr.Lease
+			k.a.lastHolder, k.a.lastHolderLease = hold.ToLock(hr, k.a.req.Name, held.Kvs[0].ModRevision), hr.Lease
 		}
 	case ModeWrite:
 		if held.Count == 0 {
@@ -479,7 +480,7 @@ func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, 
 		return name, nil
 	}
 	if token <= 0 {
-		return "", invalid("token", "must be a positive fencing token")
+		return "", hold.Invalid("token", "must be a positive fencing token")
 	}
 	read := func(opts ...clientv3.OpOption) (string, error) {
 		octx, done := e.etcd.Op(ctx)

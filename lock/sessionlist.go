@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -79,7 +80,7 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 		o.Limit = 100
 	}
 	if o.Limit < 1 || o.Limit > MaxListLimit {
-		return nil, "", invalid("limit", "must be between 1 and %d", MaxListLimit)
+		return nil, "", hold.Invalid("limit", "must be between 1 and %d", MaxListLimit)
 	}
 	if err := checkOwnerPrefix(o.Prefix); err != nil {
 		return nil, "", err
@@ -88,7 +89,7 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 	start := base + o.Prefix
 	if o.After != "" {
 		if !validSessionCursor(o.After) {
-			return nil, "", invalid("cursor", "is not a cursor returned by a previous page")
+			return nil, "", hold.Invalid("cursor", "is not a cursor returned by a previous page")
 		}
 		if after := base + o.After + "\x00"; after > start {
 			start = after
@@ -109,7 +110,7 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 	page := make([]*Session, len(kvs))
 	for i, kv := range kvs {
 		owner, id, ok := strings.Cut(string(kv.Key[len(base):]), "\x00")
-		var rec sessionRecord
+		var rec hold.SessionRecord
 		if !ok || json.Unmarshal(kv.Value, &rec) != nil {
 			e.log.Warn("skip undecodable session index entry", "key", string(kv.Key))
 			continue
@@ -177,11 +178,11 @@ func checkOwnerPrefix(p string) error {
 		return nil
 	}
 	if !utf8.ValidString(p) || utf8.RuneCountInString(p) > MaxOwnerLen {
-		return invalid("prefix", "must be valid UTF-8 of at most %d characters", MaxOwnerLen)
+		return hold.Invalid("prefix", "must be valid UTF-8 of at most %d characters", MaxOwnerLen)
 	}
 	for _, r := range p {
 		if !unicode.IsPrint(r) {
-			return invalid("prefix", "must contain only printable characters")
+			return hold.Invalid("prefix", "must contain only printable characters")
 		}
 	}
 	return nil
@@ -191,7 +192,7 @@ func checkOwnerPrefix(p string) error {
 // cursor: an owner, a NUL and a session ID.
 func validSessionCursor(c string) bool {
 	owner, id, ok := strings.Cut(c, "\x00")
-	if !ok || checkOwner(owner) != nil {
+	if !ok || hold.CheckOwner(owner) != nil {
 		return false
 	}
 	_, ok = store.ParseLeaseHex(id)
@@ -204,7 +205,7 @@ func validSessionCursor(c string) bool {
 // happens once per such session, and only while its session key exists.
 // Failing only leaves the session unlisted, so errors are logged, not
 // returned.
-func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec sessionRecord) {
+func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec hold.SessionRecord) {
 	ikey := e.keys.SessionOwner(rec.Owner, id)
 	var local []clientv3.OpOption
 	if !e.etcd.MemberStopped() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -20,7 +21,7 @@ import (
 // (a *LimitError), checked in constant time against the engine's tally
 // (lock/internal/caps), so the cap is approximate as CountRefresh says.
 func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
-	if err := checkOwner(owner); err != nil {
+	if err := hold.CheckOwner(owner); err != nil {
 		return nil, err
 	}
 	if ttl == 0 {
@@ -51,7 +52,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		return nil, e.etcd.Err(ctx, "create session", err)
 	}
 	id := store.LeaseHex(g.ID)
-	rec := sessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: store.NowUTC(), Credential: credentialOf(ctx)}
+	rec := hold.SessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: store.NowUTC(), Credential: hold.CredentialOf(ctx)}
 	// The owner index entry (sessionlist.go) goes in the same txn and
 	// under the same lease: it exists exactly while the session does.
 	val := store.MustJSON(rec)
@@ -69,7 +70,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		return nil, err
 	}
 	created = true
-	e.leaseClock.saw(g.ID, start, time.Duration(g.TTL)*time.Second, time.Duration(g.TTL)*time.Second)
+	e.leaseClock.Saw(g.ID, start, time.Duration(g.TTL)*time.Second, time.Duration(g.TTL)*time.Second)
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: expiryAt(start, time.Duration(g.TTL)*time.Second),
@@ -157,14 +158,14 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	return s, nil
 }
 
-func (e *Engine) sessionRecord(ctx context.Context, id string) (sessionRecord, error) {
+func (e *Engine) sessionRecord(ctx context.Context, id string) (hold.SessionRecord, error) {
 	rec, _, err := e.sessionRecordWith(ctx, id)
 	return rec, err
 }
 
 // sessionRecordWith reads a session record and its key's CreateRevision.
-func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clientv3.OpOption) (sessionRecord, int64, error) {
-	var rec sessionRecord
+func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clientv3.OpOption) (hold.SessionRecord, int64, error) {
+	var rec hold.SessionRecord
 	octx, done := e.etcd.Op(ctx)
 	defer done()
 	resp, err := e.cli.Get(octx, e.keys.Session(id), opts...)
@@ -185,7 +186,7 @@ func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clien
 // is written once and never changed, and a caller that then requires the
 // key's CreateRevision in its txn acts on exactly what it read. Only a
 // session the local state does not show is looked up linearizably.
-func (e *Engine) readSession(ctx context.Context, id string) (sessionRecord, int64, error) {
+func (e *Engine) readSession(ctx context.Context, id string) (hold.SessionRecord, int64, error) {
 	if !e.etcd.MemberStopped() {
 		if rec, rev, err := e.sessionRecordWith(ctx, id, clientv3.WithSerializable()); err == nil {
 			return rec, rev, nil
@@ -199,7 +200,7 @@ func (e *Engine) readSession(ctx context.Context, id string) (sessionRecord, int
 func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err error) {
 	defer func() {
 		if err != nil {
-			e.renewFailed(renewSession, err)
+			e.metrics.RenewFailed(hold.RenewSession, err)
 		}
 	}()
 	lid, err := e.sessionLease(id)
@@ -212,7 +213,7 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	if err != nil {
 		return nil, err
 	}
-	if !mayActOn(ctx, rec.Credential) {
+	if !hold.MayActOn(ctx, rec.Credential) {
 		return nil, fmt.Errorf("renew session %s: %w", id, ErrNotOwner)
 	}
 	var (
@@ -226,12 +227,12 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 	})
 	if err != nil {
 		if store.IsLeaseNotFound(err) {
-			e.leaseClock.forget(lid)
+			e.leaseClock.Forget(lid)
 			return nil, ErrSessionNotFound
 		}
 		return nil, e.etcd.Err(ctx, "renew session", err)
 	}
-	e.leaseClock.saw(lid, start, time.Duration(ka.TTL)*time.Second, time.Duration(ka.TTL)*time.Second)
+	e.leaseClock.Saw(lid, start, time.Duration(ka.TTL)*time.Second, time.Duration(ka.TTL)*time.Second)
 	e.indexLegacySession(ctx, lid, id, rec)
 	return e.GetSession(ctx, id)
 }
@@ -251,7 +252,7 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if !mayActOn(ctx, s.Credential) {
+	if !hold.MayActOn(ctx, s.Credential) {
 		return fmt.Errorf("delete session %s: %w", s.ID, ErrNotOwner)
 	}
 	keys := slices.Clone(s.Locks)
@@ -276,7 +277,7 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	if _, err := e.cli.Revoke(octx, lid); err != nil && !store.IsLeaseNotFound(err) {
 		return e.etcd.Err(ctx, "delete session", err)
 	}
-	e.leaseClock.forget(lid)
+	e.leaseClock.Forget(lid)
 	return nil
 }
 
@@ -325,7 +326,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 	if len(ends) == 0 {
 		return nil
 	}
-	ev := Event{Time: store.NowUTC(), Type: EventReleased, Session: session, Detail: "session deleted", Credential: credentialOf(ctx)}
+	ev := Event{Time: store.NowUTC(), Type: EventReleased, Session: session, Detail: "session deleted", Credential: hold.CredentialOf(ctx)}
 	err = e.commitSessionEnds(ctx, ends, ev)
 	if err != nil && store.IsLeaseNotFound(err) {
 		// A head's lease ended while it waited (see commitEnd): end the
@@ -357,7 +358,7 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Ev
 	refs := make([]endRefs, len(ends))
 	heads := handOverHeads(ends)
 	for i, end := range ends {
-		ev := endEvent(end.hr, ctx, end.name, end.token, of.Type, of.Detail)
+		ev := hold.EndEvent(end.hr, ctx, end.name, end.token, of.Type, of.Detail)
 		ev.Time = of.Time
 		var t store.Txn
 		refs[i] = e.endTxn(&t, end.name, end.token, end.hr, ev, heads[i], -1)
@@ -371,8 +372,8 @@ func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Ev
 	}
 	for i, r := range nested {
 		if tr := r.Nested(resp); tr.Succeeded {
-			e.recordedOf(ends[i].name, EventReleased, 1)
-			e.recordedOf(ends[i].name, EventAcquired, refs[i].handedOver(tr))
+			e.metrics.RecordedOf(ends[i].name, EventReleased, 1)
+			e.metrics.RecordedOf(ends[i].name, EventAcquired, refs[i].handedOver(tr))
 		}
 	}
 	return nil

@@ -33,7 +33,7 @@ import (
 //
 // What revisions cannot say (a revoke's reason, a release by another
 // credential than the acquirer's, a session deleted, an end's exact time)
-// is not derived: those ends write their event themselves (records.go,
+// is not derived: those ends write their event themselves (lock/internal/hold/records.go,
 // histkeys.go), and an end derived here takes the time its revision was
 // read.
 

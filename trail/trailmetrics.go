@@ -5,7 +5,7 @@ import (
 )
 
 // trailMetrics are the audit trail's Prometheus series, per node as the
-// engine's are (lock/metrics.go). count is the engine's count of the
+// engine's are (lock/internal/hold/metrics.go). count is the engine's count of the
 // audit events the node writes (baton_lock_events_total): an event is
 // counted by whichever part of the node wrote it.
 type trailMetrics struct {

@@ -1,4 +1,4 @@
-package lock
+package hold
 
 import (
 	"errors"
@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
-	"github.com/baton-dev/baton/lock/internal/fence"
-	"github.com/baton-dev/baton/lock/internal/recovery"
 )
 
 // The errors the hold engine and the audit trail share are the store's
@@ -43,10 +41,6 @@ var (
 	// sessions already; the error is a *LimitError. It clears as sessions
 	// are deleted or expire: try later.
 	ErrTooManySessions = errors.New("too many sessions")
-	// ErrStillFull means Recover compacted and defragmented, but the data
-	// kept leaves too little room under the quota to disarm the alarm;
-	// the error is a *StillFullError saying what holds the space.
-	ErrStillFull = recovery.ErrStillFull
 	// ErrTooManyHeldLocks means the cluster holds Config.MaxLocks locks
 	// already; the error is a *LimitError. It clears as locks are
 	// released or expire: try later.
@@ -75,23 +69,10 @@ var (
 	ErrNotOwner = errors.New("held by another credential")
 )
 
-// The errors of fenced values are package fence's (lock/internal/fence),
-// which says what each means. ErrValueTooLarge is also an election's value
-// above MaxValueBytes.
-var (
-	ErrStaleToken    = fence.ErrStaleToken
-	ErrNotHolder     = fence.ErrNotHolder
-	ErrNotFound      = fence.ErrNotFound
-	ErrValueTooLarge = fence.ErrValueTooLarge
-	ErrUnknownToken  = fence.ErrUnknownToken
-)
-
-// InvalidError and LimitError are the store's (internal/store);
-// StaleTokenError is package fence's.
+// InvalidError and LimitError are the store's (internal/store).
 type (
-	InvalidError    = store.InvalidError
-	LimitError      = store.LimitError
-	StaleTokenError = fence.StaleTokenError
+	InvalidError = store.InvalidError
+	LimitError   = store.LimitError
 )
 
 // HeldError is returned when a lock cannot be acquired, or an election
@@ -143,5 +124,5 @@ func (e *LimitMismatchError) Error() string {
 // Unwrap makes errors.Is(err, ErrLimitMismatch) hold.
 func (e *LimitMismatchError) Unwrap() error { return ErrLimitMismatch }
 
-// invalid is an *InvalidError for the request field field.
-func invalid(field, format string, args ...any) error { return store.Invalid(field, format, args...) }
+// Invalid is an *InvalidError for the request field field.
+func Invalid(field, format string, args ...any) error { return store.Invalid(field, format, args...) }

@@ -1,4 +1,4 @@
-package lock
+package hold
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"github.com/baton-dev/baton/internal/store"
 )
 
-// delayRecord guards a lock with lock-delay. Acquire creates it with the
+// DelayRecord guards a lock with lock-delay. Acquire creates it with the
 // hold; a clean release deletes it; revoke, or the first to notice an
 // expiry, stamps Until. While it exists and Until is unset or in the
 // future, nobody may acquire the lock.
-type delayRecord struct {
+type DelayRecord struct {
 	Hold      string        `json:"hold"`
 	LockDelay time.Duration `json:"lock_delay"`
 	Until     *time.Time    `json:"until,omitempty"`
@@ -22,13 +22,13 @@ type delayRecord struct {
 
 // ended is the guard once its hold ended at at by cause: it keeps the
 // lock free until at plus the hold's lock-delay.
-func (d delayRecord) ended(at time.Time, cause EventType) delayRecord {
+func (d DelayRecord) Ended(at time.Time, cause EventType) DelayRecord {
 	until := at.Add(d.LockDelay).UTC()
 	d.Until, d.Cause = &until, cause
 	return d
 }
 
-type sessionRecord struct {
+type SessionRecord struct {
 	Owner     string    `json:"owner"`
 	TTL       int64     `json:"ttl"`
 	CreatedAt time.Time `json:"created_at"`
@@ -37,8 +37,8 @@ type sessionRecord struct {
 	Credential string `json:"credential,omitempty"`
 }
 
-// waiterRecord is the value of a queue entry.
-type waiterRecord struct {
+// WaiterRecord is the value of a queue entry.
+type WaiterRecord struct {
 	Owner   string    `json:"owner"`
 	Session string    `json:"session,omitempty"`
 	Since   time.Time `json:"since"`
@@ -57,10 +57,10 @@ type waiterRecord struct {
 	Set []string `json:"set,omitempty"`
 }
 
-func newHoldID() string { return store.NewID() }
+func NewHoldID() string { return store.NewID() }
 
-// toLock renders a holder record; expires is filled by the caller.
-func toLock(r store.Holder, key string, token int64) *Lock {
+// ToLock renders a holder record; expires is filled by the caller.
+func ToLock(r store.Holder, key string, token int64) *Lock {
 	md := r.Metadata
 	if md == nil {
 		md = map[string]string{}
@@ -84,26 +84,36 @@ func toLock(r store.Holder, key string, token int64) *Lock {
 	}
 }
 
-// begun is a waiter's grant r as the hold it begins at at, handed over
+// Begun is a waiter's grant r as the hold it begins at at, handed over
 // by a release, for an acquire that joined the queue at since.
-func begun(r store.Holder, at, since time.Time) store.Holder {
-	r.AcquiredAt, r.QueuedAt = at, queuedAt(since)
+func Begun(r store.Holder, at, since time.Time) store.Holder {
+	r.AcquiredAt, r.QueuedAt = at, QueuedAt(since)
 	return r
 }
 
-// holderOf is the record, as far as ev says it, of the hold hold whose
+// HolderOf is the record, as far as ev says it, of the hold hold whose
 // acquired (or elected) event ev is: begunEvent of it is ev again.
-func holderOf(ev Event, hold string) store.Holder {
+func HolderOf(ev Event, hold string) store.Holder {
 	return store.Holder{
 		Owner: ev.Owner, Hold: hold, Session: ev.Session, Credential: ev.Credential, AcquiredAt: ev.Time, QueuedAt: ev.QueuedAt,
 		Term: ev.Term, Value: ev.Value, Limit: ev.Limit, Mode: ev.Mode, Set: ev.Set,
 	}
 }
 
-// endEvent is the event of this hold's end by typ, with detail, at a
+// EndEvent is the event of this hold's end by typ, with detail, at a
 // request of ctx's caller.
-func endEvent(r store.Holder, ctx context.Context, key string, token int64, typ EventType, detail string) Event {
+func EndEvent(r store.Holder, ctx context.Context, key string, token int64, typ EventType, detail string) Event {
 	ev := r.Event(key, typ, store.NowUTC())
-	ev.Token, ev.Detail, ev.Credential = token, detail, credentialOf(ctx)
+	ev.Token, ev.Detail, ev.Credential = token, detail, CredentialOf(ctx)
 	return ev
+}
+
+// QueuedAt is the QueuedAt of an acquired event whose acquirer joined the
+// queue at since (zero: it never waited).
+func QueuedAt(since time.Time) *time.Time {
+	if since.IsZero() {
+		return nil
+	}
+	t := since.UTC()
+	return &t
 }

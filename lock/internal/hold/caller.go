@@ -1,4 +1,4 @@
-package lock
+package hold
 
 import "context"
 
@@ -32,16 +32,16 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 	return c, ok && c.Credential != ""
 }
 
-// credentialOf is what a new hold or session records: the caller's
+// CredentialOf is what a new hold or session records: the caller's
 // credential, or "" without one.
-func credentialOf(ctx context.Context) string {
+func CredentialOf(ctx context.Context) string {
 	c, _ := CallerFrom(ctx)
 	return c.Credential
 }
 
-// mayActOn reports whether ctx's caller may end or renew what recorded was
+// MayActOn reports whether ctx's caller may end or renew what recorded was
 // created by.
-func mayActOn(ctx context.Context, recorded string) bool {
+func MayActOn(ctx context.Context, recorded string) bool {
 	c, ok := CallerFrom(ctx)
 	return !ok || c.Admin || recorded == "" || recorded == c.Credential
 }

@@ -1,4 +1,4 @@
-package lock
+package hold
 
 import (
 	"sync"
@@ -11,7 +11,7 @@ import (
 // (leaseExpiry), that is a round trip after the grant, on the path of
 // every session acquire. The node granted or renewed most session leases
 // it serves itself, and etcd's answer then said how long the lease lives
-// from that moment, so the node remembers it (leaseClock) and answers
+// from that moment, so the node remembers it (LeaseClock) and answers
 // from it.
 //
 // What the clock answers is a lower bound on the lease's expiry, never
@@ -28,9 +28,9 @@ import (
 // leases it saw last. A lease it forgot is asked of etcd, as without it.
 const leaseClockSize = 16384
 
-// leaseClock keeps, for leases this node granted, renewed or looked up,
+// LeaseClock keeps, for leases this node granted, renewed or looked up,
 // when it last learned how long each had to live.
-type leaseClock struct {
+type LeaseClock struct {
 	mu       sync.Mutex
 	cur, old map[clientv3.LeaseID]leaseSeen
 }
@@ -43,7 +43,7 @@ type leaseSeen struct {
 }
 
 // saw records that at from the lease had at least ttl to live.
-func (c *leaseClock) saw(id clientv3.LeaseID, from time.Time, ttl, granted time.Duration) {
+func (c *LeaseClock) Saw(id clientv3.LeaseID, from time.Time, ttl, granted time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil {
@@ -59,7 +59,7 @@ func (c *leaseClock) saw(id clientv3.LeaseID, from time.Time, ttl, granted time.
 }
 
 // forget drops what the clock knows of the lease: it was revoked.
-func (c *leaseClock) forget(id clientv3.LeaseID) {
+func (c *LeaseClock) Forget(id clientv3.LeaseID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.cur, id)
@@ -68,7 +68,7 @@ func (c *leaseClock) forget(id clientv3.LeaseID) {
 
 // expiry returns the bound on the lease's expiry and its granted TTL,
 // if the clock knows the lease and at least half its TTL is left at now.
-func (c *leaseClock) expiry(id clientv3.LeaseID, now time.Time) (at time.Time, granted time.Duration, ok bool) {
+func (c *LeaseClock) Expiry(id clientv3.LeaseID, now time.Time) (at time.Time, granted time.Duration, ok bool) {
 	c.mu.Lock()
 	s, ok := c.cur[id]
 	if !ok {

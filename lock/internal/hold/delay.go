@@ -1,0 +1,59 @@
+package hold
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// ErrNotDelayed means a lock is under no lock-delay: it is held, free, or
+// its delay has run out.
+var ErrNotDelayed = errors.New("lock not delayed")
+
+// DelayedError is ErrNotHeld for a free lock that lock-delay keeps free
+// until Until: its last hold ended by Cause (expired, session_expired or
+// revoked), not by a release.
+type DelayedError struct {
+	Name  string
+	Until time.Time
+	Cause EventType
+}
+
+func (e *DelayedError) Error() string {
+	return fmt.Sprintf("lock not held: under lock-delay until %s, after its last hold %s", e.Until.Format(time.RFC3339Nano), CauseText(e.Cause))
+}
+
+// Unwrap makes errors.Is(err, ErrNotHeld) hold.
+func (e *DelayedError) Unwrap() error { return ErrNotHeld }
+
+// CauseText says how a hold ended, for people.
+func CauseText(c EventType) string {
+	switch c {
+	case EventRevoked:
+		return "was revoked"
+	case EventSessionExpired:
+		return "ended with its session"
+	default:
+		return "expired"
+	}
+}
+
+// Delay is a free lock under lock-delay.
+type Delay struct {
+	Name  string
+	Until time.Time
+	Cause EventType
+}
+
+// ActiveDelay decodes a lock-delay guard and returns the delay it imposes
+// now, if any: a guard without Until belongs to a hold still running.
+func ActiveDelay(name string, kv *mvccpb.KeyValue, now time.Time) (*DelayedError, bool) {
+	var dr DelayRecord
+	if json.Unmarshal(kv.Value, &dr) != nil || dr.Until == nil || !now.Before(*dr.Until) {
+		return nil, false
+	}
+	return &DelayedError{Name: name, Until: *dr.Until, Cause: dr.Cause}, true
+}

@@ -1,0 +1,136 @@
+package hold
+
+import (
+	"encoding/json"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/baton-dev/baton/internal/store"
+)
+
+// Lock describes a held lock.
+type Lock struct {
+	Name  string
+	Owner string
+	// Token is the fencing token: the etcd revision at which this hold
+	// began. It is greater than every earlier token of this lock (so
+	// unique to the hold among the lock's), and never lower than any token
+	// granted before it, of any lock: grants of other locks committed in
+	// the same etcd transaction share its value.
+	Token int64
+	// Session is the session's ID when the lock lives in a session, and
+	// empty when the lock has a lease of its own.
+	Session string
+	// TTL is the lease's TTL as etcd granted it (etcd may raise it).
+	TTL        time.Duration
+	AcquiredAt time.Time
+	// ExpiresAt is when the lease runs out unless renewed. etcd reports
+	// remaining TTLs in whole seconds, rounded down, so it may be up to a
+	// second early: never late.
+	ExpiresAt time.Time
+	LockDelay time.Duration
+	Metadata  map[string]string
+	// Credential is the ID of the credential that acquired the hold, when
+	// the caller had one (see Caller). The HTTP API does not show it.
+	Credential string
+	// Term and Value are an election's (see Leader): how many leaders
+	// it has had, this one included, and this leader's value.
+	Term  int64
+	Value json.RawMessage
+	// Limit is a semaphore permit's: the semaphore's limit, under which
+	// it was granted.
+	Limit int
+	// Mode is a read/write lock hold's.
+	Mode RWMode
+	// Set is a lock set's member's: the names of every lock of the set,
+	// in the order the acquire gave them. Every member has the set's
+	// token.
+	Set []string
+}
+
+// The audit trail's events and the read/write lock's modes are the
+// store's (internal/store), which documents them.
+type (
+	Event     = store.Event
+	EventType = store.EventType
+	EventKind = store.EventKind
+	RWMode    = store.RWMode
+)
+
+// The event types, kinds and modes.
+const (
+	EventAcquired       = store.EventAcquired
+	EventReleased       = store.EventReleased
+	EventExpired        = store.EventExpired
+	EventRevoked        = store.EventRevoked
+	EventSessionExpired = store.EventSessionExpired
+	EventElected        = store.EventElected
+	EventResigned       = store.EventResigned
+	EventProclaimed     = store.EventProclaimed
+	EventFenceReset     = store.EventFenceReset
+	EventDelayCleared   = store.EventDelayCleared
+	EventGap            = store.EventGap
+
+	KindLock      = store.KindLock
+	KindElection  = store.KindElection
+	KindSemaphore = store.KindSemaphore
+	KindRWLock    = store.KindRWLock
+	KindFence     = store.KindFence
+
+	ModeRead  = store.ModeRead
+	ModeWrite = store.ModeWrite
+)
+
+// EventKinds lists every kind, for validation and documentation.
+var EventKinds = store.EventKinds
+
+// ValidName reports whether s is a valid lock or resource name.
+func ValidName(s string) bool { return store.ValidName(s) }
+
+// Limits of the request contract (docs/API.md, Locks).
+const (
+	MaxNameLen       = 128
+	MaxOwnerLen      = 128
+	MaxMetadataPairs = 16
+	MaxMetadataBytes = 4096
+	MaxReasonLen     = store.MaxReasonLen
+)
+
+func CheckOwner(s string) error {
+	if s == "" {
+		return Invalid("owner", "must not be empty")
+	}
+	if !utf8.ValidString(s) {
+		return Invalid("owner", "must be valid UTF-8")
+	}
+	if utf8.RuneCountInString(s) > MaxOwnerLen {
+		return Invalid("owner", "must be at most %d characters", MaxOwnerLen)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return Invalid("owner", "must contain only printable characters")
+		}
+	}
+	return nil
+}
+
+func CheckMetadata(md map[string]string) error {
+	if len(md) > MaxMetadataPairs {
+		return Invalid("metadata", "at most %d pairs allowed, got %d", MaxMetadataPairs, len(md))
+	}
+	n := 0
+	for k, v := range md {
+		if k == "" {
+			return Invalid("metadata", "keys must not be empty")
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return Invalid("metadata", "keys and values must be valid UTF-8")
+		}
+		n += len(k) + len(v)
+	}
+	if n > MaxMetadataBytes {
+		return Invalid("metadata", "at most %d bytes of keys and values allowed, got %d", MaxMetadataBytes, n)
+	}
+	return nil
+}
