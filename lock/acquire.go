@@ -11,55 +11,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Acquire takes req.Name for the caller and returns the lock with its
-// fencing token. fresh is false when req.Session already held the lock
-// (acquire is idempotent within a session). When the lock is held, Acquire
-// queues for up to req.Wait, first come first served across every node,
-// then returns a *HeldError (errors.Is(err, ErrHeld)) naming the holder.
-//
-// The lock lives as long as its lease: the caller must renew it before
-// ExpiresAt, and must pass the token to whatever it protects, because a
-// paused caller can lose the lock without noticing. If the caller's ctx
-// ends, Acquire leaves nothing behind: no queue entry, no lease, no lock.
-func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, error) {
-	if err := store.CheckName("name", req.Name); err != nil {
-		return nil, false, err
-	}
-	l, fresh, err := e.acquire(ctx, req)
-	if err != nil {
-		var ie *InvalidError
-		if errors.As(err, &ie) {
-			return nil, false, err
-		}
-		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
-	}
-	return l, fresh, nil
-}
-
-// acquire is Acquire of the thing kept under the key name req.Name (see
-// store.KeyName), which the caller has checked.
-func (e *Engine) acquire(ctx context.Context, req AcquireRequest) (l *Lock, fresh bool, err error) {
-	a, err := e.newAcquirer(req)
-	if err != nil {
-		return nil, false, err
-	}
-	a.credential = hold.CredentialOf(ctx)
-	if err := a.checkSessionOwner(ctx); err != nil {
-		return nil, false, err
-	}
-	// MaxLocks (space.go): a slot for the lock this acquire may create.
-	endSlot, err := e.reserveLock(ctx, req)
-	if err != nil {
-		return nil, false, err
-	}
-	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
+// run runs the acquire a, which newAcquirer made: at once, or waiting
+// in the queue for up to its Wait. It leaves no lease of its own behind
+// unless a hold keeps it.
+func (a *acquirer) run(ctx context.Context) (l *Lock, fresh bool, err error) {
 	defer a.dropLease()
-	if req.Wait == 0 {
+	if a.req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)
 	} else {
-		e.metrics.Waiting.Inc()
+		a.e.metrics.Waiting.Inc()
 		l, fresh, err = a.wait(ctx)
-		e.metrics.Waiting.Dec()
+		a.e.metrics.Waiting.Dec()
 	}
 	if err != nil {
 		var he *HeldError
@@ -137,8 +99,16 @@ type queueEntry struct {
 	place bool
 }
 
-func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
-	kind, name := store.ThingOf(req.Name)
+// newKindFunc makes the kind of an acquire (kind.go), given the plain
+// lock's it builds on; a nil one makes a plain lock's.
+type newKindFunc func(base lockKind) (holdKind, error)
+
+// newAcquirer checks req, an acquire of the thing kept under the key name
+// req.Name (see store.KeyName) of the kind newKind makes, and the
+// caller's right to its session: everything an acquire refuses before it
+// writes.
+func (e *Engine) newAcquirer(ctx context.Context, req AcquireRequest, newKind newKindFunc) (*acquirer, error) {
+	_, name := store.ThingOf(req.Name)
 	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
@@ -148,12 +118,15 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 	if err := hold.CheckMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	a := &acquirer{e: e, req: req, hold: hold.NewHoldID(), seat: req.Name}
-	k, err := newKind(a, kind)
-	if err != nil {
-		return nil, err
+	a := &acquirer{e: e, req: req, hold: hold.NewHoldID(), seat: req.Name, credential: hold.CredentialOf(ctx)}
+	a.kind = &lockKind{a: a}
+	if newKind != nil {
+		k, err := newKind(lockKind{a: a})
+		if err != nil {
+			return nil, err
+		}
+		a.kind = k
 	}
-	a.kind = k
 	if req.Session != "" {
 		id, ok := store.ParseLeaseHex(req.Session)
 		if !ok {
@@ -181,12 +154,15 @@ func (e *Engine) newAcquirer(req AcquireRequest) (*acquirer, error) {
 			return nil, hold.Invalid("keep_place", "needs a session: the place in the queue is the session's, and ends with it")
 		case req.Wait == 0:
 			return nil, hold.Invalid("keep_place", "needs a wait: without one the acquire takes no place in the queue")
-		case req.members != nil:
+		case !a.kind.waitsAtPlace():
 			return nil, hold.Invalid("keep_place", "is not supported for lock sets")
 		}
 	}
 	if req.LockDelay < 0 || req.LockDelay > e.cfg.MaxLockDelay {
 		return nil, hold.Invalid("lock_delay", "must be between 0s and %s", e.cfg.MaxLockDelay)
+	}
+	if err := a.checkSessionOwner(ctx); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -233,7 +209,7 @@ func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh 
 	case noSession:
 		return nil, false, ErrSessionNotFound, true
 	case mismatched:
-		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: a.req.limit}, true
+		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: r.asked}, true
 	}
 	return nil, false, nil, false
 }

@@ -60,8 +60,9 @@ type attemptResult struct {
 	// the entry's value then.
 	placeRev int64
 	place    []byte
-	// limit is the semaphore's stored limit, with mismatched.
-	limit int
+	// limit is the semaphore's stored limit, with mismatched; asked the
+	// limit the acquire asked for.
+	limit, asked int
 	// keys are what a lock set waits on, with heldBy, behind and delayed
 	// (watchKey is the first); holders the members held by others.
 	keys    []string

@@ -69,8 +69,8 @@ func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fr
 	key := store.KeyName(KindElection, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace,
-		LockDelay: req.LockDelay, Metadata: req.Metadata, value: req.Value,
-	})
+		LockDelay: req.LockDelay, Metadata: req.Metadata,
+	}, func(base lockKind) (holdKind, error) { return &electionKind{lockKind: base, value: req.Value}, nil }, nil)
 	if err != nil {
 		var he *HeldError
 		if errors.As(err, &he) && he.Holder != nil {

@@ -271,7 +271,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 	if n == 1 {
 		e.keepHandedOver(name, resp.Header.Revision, ev.Time, head)
 	}
-	e.Ended(name, typ, hr, n)
+	e.ended(name, typ, hr, n)
 	return nil
 }
 
@@ -301,7 +301,7 @@ func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queu
 // ended counts the end by typ of a hold of name, and the holds its
 // handover began, and does what is left to do with the hold's own lease once its
 // key is gone.
-func (e *Engine) Ended(name string, typ EventType, hr store.Holder, handedOver int) {
+func (e *Engine) ended(name string, typ EventType, hr store.Holder, handedOver int) {
 	e.metrics.RecordedOf(name, typ, 1)
 	e.metrics.RecordedOf(name, EventAcquired, handedOver)
 	if len(hr.Set) == 0 {

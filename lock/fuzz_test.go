@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strconv"
@@ -147,7 +148,7 @@ func FuzzAcquireValidation(f *testing.F) {
 			anyBad = anyBad || b
 		}
 
-		a, err := e.newAcquirer(req)
+		a, err := e.newAcquirer(context.Background(), req, nil)
 		if err != nil {
 			var ie *InvalidError
 			if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || ie.Reason == "" {

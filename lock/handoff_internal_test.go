@@ -65,7 +65,7 @@ func heldWithWaiter(t *testing.T, e *Engine, name, owner string) (holder *Lock, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err = e.newAcquirer(AcquireRequest{Name: name, Owner: owner, Wait: time.Second}); err != nil {
+	if a, err = e.newAcquirer(context.Background(), AcquireRequest{Name: name, Owner: owner, Wait: time.Second}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return holder, a, enqueued(t, a)

@@ -150,6 +150,6 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
-	e.Ended(name, EventReleased, hr, 0)
+	e.ended(name, EventReleased, hr, 0)
 	return true, nil
 }

@@ -117,20 +117,6 @@ type holdQueue interface {
 // lockKind is a plain lock's kind: one key, one hold, one queue.
 type lockKind struct{ a *acquirer }
 
-// newKind is the kind of the acquire a, checked against its request.
-func newKind(a *acquirer, kind EventKind) (holdKind, error) {
-	base := lockKind{a: a}
-	switch {
-	case a.req.members != nil:
-		return &setKind{lockKind: base, members: a.req.members}, nil
-	case kind == KindElection:
-		return &electionKind{lockKind: base, value: a.req.value}, nil
-	case kind == KindSemaphore || kind == KindRWLock:
-		return newSeatKind(base, kind)
-	}
-	return &base, nil
-}
-
 func (k *lockKind) prepare(context.Context) error { return nil }
 
 func (k *lockKind) record(*store.Holder) {}

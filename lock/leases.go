@@ -104,7 +104,7 @@ func (w *waiterLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, <-c
 
 // forget drops id, a waiter lease etcd no longer has, so that the next
 // get grants another; its keep-alives stop, and its lost channel closes.
-func (w *waiterLease) Forget(id clientv3.LeaseID) {
+func (w *waiterLease) forget(id clientv3.LeaseID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.id == id {

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,49 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+// Acquire takes req.Name for the caller and returns the lock with its
+// fencing token. fresh is false when req.Session already held the lock
+// (acquire is idempotent within a session). When the lock is held, Acquire
+// queues for up to req.Wait, first come first served across every node,
+// then returns a *HeldError (errors.Is(err, ErrHeld)) naming the holder.
+//
+// The lock lives as long as its lease: the caller must renew it before
+// ExpiresAt, and must pass the token to whatever it protects, because a
+// paused caller can lose the lock without noticing. If the caller's ctx
+// ends, Acquire leaves nothing behind: no queue entry, no lease, no lock.
+func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, error) {
+	if err := store.CheckName("name", req.Name); err != nil {
+		return nil, false, err
+	}
+	l, fresh, err := e.acquire(ctx, req, nil, nil)
+	if err != nil {
+		var ie *InvalidError
+		if errors.As(err, &ie) {
+			return nil, false, err
+		}
+		return nil, false, fmt.Errorf("acquire %q: %w", req.Name, err)
+	}
+	return l, fresh, nil
+}
+
+// acquire is Acquire of the thing kept under the key name req.Name (see
+// store.KeyName), which the caller has checked, of the kind newKind makes
+// (nil: a plain lock). members are a lock set's names, nil for any other
+// kind: the locks the acquire may create, under MaxLocks.
+func (e *Engine) acquire(ctx context.Context, req AcquireRequest, newKind newKindFunc, members []string) (l *Lock, fresh bool, err error) {
+	a, err := e.newAcquirer(ctx, req, newKind)
+	if err != nil {
+		return nil, false, err
+	}
+	// MaxLocks (space.go): a slot for each lock this acquire may create.
+	endSlot, err := e.reserveLock(ctx, req, members)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
+	return a.run(ctx)
+}
 
 // Get returns the current holder of name, or ErrNotHeld.
 func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {

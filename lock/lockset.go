@@ -94,8 +94,8 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 	}
 	names := slices.Clone(req.Names)
 	l, fresh, err := e.acquire(ctx, AcquireRequest{
-		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata, members: names,
-	})
+		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata,
+	}, func(base lockKind) (holdKind, error) { return &setKind{lockKind: base, members: names}, nil }, names)
 	if err != nil {
 		var ie *InvalidError
 		if errors.As(err, &ie) {

@@ -47,7 +47,7 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 		// etcd ended the node's waiter lease before the node heard (a
 		// partition or a pause longer than WaiterTTL): queue again under
 		// a new one.
-		e.waiters.Forget(wlease)
+		e.waiters.forget(wlease)
 	}
 }
 

@@ -70,8 +70,8 @@ func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh b
 	}
 	key := store.KeyName(KindRWLock, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
-		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata, mode: req.Mode,
-	})
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
+	}, func(base lockKind) (holdKind, error) { return newSeatKind(base, KindRWLock, 0, req.Mode) }, nil)
 	if err != nil {
 		var he *HeldError
 		if errors.As(err, &he) {

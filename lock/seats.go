@@ -64,6 +64,9 @@ type seatView struct {
 // all.
 type seatKind struct {
 	lockKind
+	// limit is a semaphore permit's: the limit the acquire asks for (0
+	// for a read/write lock's hold).
+	limit int
 	// mode is a read/write lock hold's; writersQueued whether a
 	// reader's last read found writers in line (noneAheadCmp).
 	mode          RWMode
@@ -74,18 +77,20 @@ type seatKind struct {
 	view *seatView
 }
 
-// newSeatKind sets up an acquire of a thing with seats: the seat it
+// newSeatKind sets up an acquire of a thing with seats: a permit of a
+// semaphore of limit, or a read/write lock's hold in mode; the seat it
 // takes, or the seats it picks from.
-func newSeatKind(base lockKind, kind EventKind) (*seatKind, error) {
+func newSeatKind(base lockKind, kind EventKind, limit int, mode RWMode) (*seatKind, error) {
 	k := &seatKind{lockKind: base}
 	req := base.a.req
 	if kind == KindSemaphore {
-		if err := checkLimit(req.limit); err != nil {
+		if err := checkLimit(limit); err != nil {
 			return nil, err
 		}
-		k.view = &seatView{limit: req.limit, prefix: req.Name + string(store.SeatSep), stored: true}
+		k.limit = limit
+		k.view = &seatView{limit: limit, prefix: req.Name + string(store.SeatSep), stored: true}
 	} else {
-		switch k.mode = req.mode; k.mode {
+		switch k.mode = mode; k.mode {
 		case ModeRead:
 			k.view = &seatView{limit: MaxReaders, prefix: store.ReaderSeats(req.Name)}
 		case ModeWrite:
@@ -102,7 +107,7 @@ func newSeatKind(base lockKind, kind EventKind) (*seatKind, error) {
 	return k, nil
 }
 
-func (k *seatKind) record(rec *store.Holder) { rec.Limit, rec.Mode = k.a.req.limit, k.mode }
+func (k *seatKind) record(rec *store.Holder) { rec.Limit, rec.Mode = k.limit, k.mode }
 
 func (k *seatKind) grantOps(rec store.Holder) []clientv3.Op {
 	return []clientv3.Op{clientv3.OpPut(k.a.e.keys.Seats(k.a.req.Name), seatRecord(rec))}
@@ -376,7 +381,7 @@ func (k *seatKind) analyseLimit(resp *clientv3.TxnResponse, t *acquireTxn, queue
 		return attemptResult{}, false
 	}
 	if len(s.held) > 0 {
-		return attemptResult{outcome: mismatched, limit: stored}, true
+		return attemptResult{outcome: mismatched, limit: stored, asked: k.limit}, true
 	}
 	s.replace, s.limitRev = true, rev
 	if queueKey == "" && t.lost.queued.Count(resp) > 0 {

@@ -59,8 +59,8 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 	}
 	key := store.KeyName(KindSemaphore, req.Name)
 	l, _, err := e.acquire(ctx, AcquireRequest{
-		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata, limit: req.Limit,
-	})
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
+	}, func(base lockKind) (holdKind, error) { return newSeatKind(base, KindSemaphore, req.Limit, "") }, nil)
 	if err != nil {
 		var he *HeldError
 		if errors.As(err, &he) {

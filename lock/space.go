@@ -57,12 +57,13 @@ func (e *Engine) tooManyFenced() error {
 	}
 }
 
-// reserveLock takes a slot under MaxLocks for an acquire; the returned
+// reserveLock takes a slot under MaxLocks for an acquire (of a lock set
+// with members, a slot for each); the returned
 // function ends it, given whether the acquire created a lock. At the cap,
 // an acquire in a session that holds the lock already passes without a
 // slot: it creates nothing (the idempotent 200).
-func (e *Engine) reserveLock(ctx context.Context, req AcquireRequest) (func(created bool), error) {
-	n := max(len(req.members), 1) // a lock set creates every member
+func (e *Engine) reserveLock(ctx context.Context, req AcquireRequest, members []string) (func(created bool), error) {
+	n := max(len(members), 1) // a lock set creates every member
 	ok, err := e.space.locks.Reserve(ctx, n)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (e *Engine) reserveLock(ctx context.Context, req AcquireRequest) (func(crea
 	if ok {
 		return func(created bool) { e.space.locks.Finish(n, created) }, nil
 	}
-	if lid, isLease := store.ParseLeaseHex(req.Session); isLease && req.members == nil {
+	if lid, isLease := store.ParseLeaseHex(req.Session); isLease && members == nil {
 		// Not keys-only: etcd 3.7 answers a keys-only range from its
 		// index, without the keys' leases.
 		octx, done := e.etcd.Op(ctx)

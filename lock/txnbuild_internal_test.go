@@ -63,13 +63,19 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
 	name := store.KeyName(kind, "n")
 	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
-	if kind == KindSemaphore || kind == KindRWLock {
-		a.req.LockDelay, a.req.limit, a.req.mode = 0, 3, mode
-		if kind == KindRWLock {
-			a.req.limit = 0
-		}
+	base := lockKind{a: a}
+	var k holdKind = &base
+	var err error
+	switch kind {
+	case KindElection:
+		k = &electionKind{lockKind: base}
+	case KindSemaphore:
+		a.req.LockDelay = 0
+		k, err = newSeatKind(base, kind, 3, "")
+	case KindRWLock:
+		a.req.LockDelay = 0
+		k, err = newSeatKind(base, kind, 0, mode)
 	}
-	k, err := newKind(a, kind)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -44,13 +43,4 @@ type AcquireRequest struct {
 	// ends by expiry or revoke (not by a clean release).
 	LockDelay time.Duration
 	Metadata  map[string]string
-	// value is the value an election's candidate campaigns with
-	// (CampaignRequest).
-	value json.RawMessage
-	// limit is a semaphore's limit (PermitRequest), mode a read/write
-	// lock's hold's (RWRequest).
-	limit int
-	mode  RWMode
-	// members are a lock set's names (LockSetRequest); Name is the first.
-	members []string
 }
