@@ -14,7 +14,7 @@ import (
 // run runs the acquire a, which newAcquirer made: at once, or waiting
 // in the queue for up to its Wait. It leaves no lease of its own behind
 // unless a hold keeps it.
-func (a *acquirer) run(ctx context.Context) (l *Lock, fresh bool, err error) {
+func (a *acquirer) run(ctx context.Context) (l *hold.Lock, fresh bool, err error) {
 	defer a.dropLease()
 	if a.req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)
@@ -24,7 +24,7 @@ func (a *acquirer) run(ctx context.Context) (l *Lock, fresh bool, err error) {
 		a.e.metrics.Waiting.Dec()
 	}
 	if err != nil {
-		var he *HeldError
+		var he *hold.HeldError
 		if errors.As(err, &he) {
 			a.kind.fillHolders(ctx, he)
 		}
@@ -35,7 +35,7 @@ func (a *acquirer) run(ctx context.Context) (l *Lock, fresh bool, err error) {
 
 // acquirer is one acquire in progress.
 type acquirer struct {
-	e   *Engine
+	e   *Core
 	req AcquireRequest // Name is the key name (store.KeyName)
 	// kind is what the kind of thing req.Name is makes of the acquire
 	// (kind.go).
@@ -74,7 +74,7 @@ type acquirer struct {
 	// next attempt replaces; 0 means the attempt expects no guard.
 	guardRev int64
 	// lastHolder is the holder seen by the latest failed attempt.
-	lastHolder      *Lock
+	lastHolder      *hold.Lock
 	lastHolderLease string
 	hold            string
 	// enqueue, when set, makes the next direct attempt put this queue
@@ -107,7 +107,7 @@ type newKindFunc func(base lockKind) (holdKind, error)
 // req.Name (see store.KeyName) of the kind newKind makes, and the
 // caller's right to its session: everything an acquire refuses before it
 // writes.
-func (e *Engine) newAcquirer(ctx context.Context, req AcquireRequest, newKind newKindFunc) (*acquirer, error) {
+func (e *Core) newAcquirer(ctx context.Context, req AcquireRequest, newKind newKindFunc) (*acquirer, error) {
 	_, name := store.ThingOf(req.Name)
 	if err := store.CheckName("name", name); err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (e *Engine) newAcquirer(ctx context.Context, req AcquireRequest, newKind ne
 	return a, nil
 }
 
-func (e *Engine) checkTTL(field string, d time.Duration) error {
+func (e *Core) checkTTL(field string, d time.Duration) error {
 	if d < e.cfg.MinTTL || d > e.cfg.MaxTTL {
 		return hold.Invalid(field, "must be between %s and %s", e.cfg.MinTTL, e.cfg.MaxTTL)
 	}
@@ -199,7 +199,7 @@ func (r attemptResult) settles() bool {
 
 // settle ends an acquire on the outcomes that need no waiting: won, held
 // by our own session already, or session gone. ok is false otherwise.
-func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh bool, err error, ok bool) {
+func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *hold.Lock, fresh bool, err error, ok bool) {
 	switch r.outcome {
 	case won:
 		l, fresh, err = a.handBack(ctx, r.lock)
@@ -207,15 +207,15 @@ func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *Lock, fresh 
 	case sameHolder:
 		return r.lock, false, nil, true
 	case noSession:
-		return nil, false, ErrSessionNotFound, true
+		return nil, false, hold.ErrSessionNotFound, true
 	case mismatched:
-		return nil, false, &LimitMismatchError{Limit: r.limit, Asked: r.asked}, true
+		return nil, false, &hold.LimitMismatchError{Limit: r.limit, Asked: r.asked}, true
 	}
 	return nil, false, nil, false
 }
 
 // tryNow is an acquire without wait.
-func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
+func (a *acquirer) tryNow(ctx context.Context) (*hold.Lock, bool, error) {
 	for range maxImmediateRetries {
 		r, err := a.attempt(ctx, "", 0)
 		if err != nil {
@@ -228,22 +228,22 @@ func (a *acquirer) tryNow(ctx context.Context) (*Lock, bool, error) {
 		case heldBy:
 			return nil, false, a.kind.heldError(r)
 		case delayed:
-			return nil, false, &HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
+			return nil, false, &hold.HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
 				r.retryAt.UTC().Format(time.RFC3339Nano), hold.CauseText(r.delayCause))}
 		case behind:
-			return nil, false, &HeldError{Reason: a.kind.behindReason()}
+			return nil, false, &hold.HeldError{Reason: a.kind.behindReason()}
 		}
 	}
-	return nil, false, &HeldError{Holder: a.lastHolder, Reason: "contended; try again"}
+	return nil, false, &hold.HeldError{Holder: a.lastHolder, Reason: "contended; try again"}
 }
 
 // handBack returns a won lock, unless the caller left while the txn was in
 // flight: then nobody will ever learn the token, so release it at once.
-func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
+func (a *acquirer) handBack(ctx context.Context, l *hold.Lock) (*hold.Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
 		cctx, done := a.e.etcd.CleanupCtx()
 		defer done()
-		if rerr := a.endOwn(cctx, l.Token, nil, ""); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+		if rerr := a.endOwn(cctx, l.Token, nil, ""); rerr != nil && !errors.Is(rerr, hold.ErrNotHeld) {
 			a.e.log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)
 		}
 		return nil, false, err
@@ -258,7 +258,7 @@ func (a *acquirer) handBack(ctx context.Context, l *Lock) (*Lock, bool, error) {
 // the very key that was read (sessionRev), so a session deleted and made
 // anew meanwhile cannot slip through.
 func (a *acquirer) checkSessionOwner(ctx context.Context) error {
-	c, ok := CallerFrom(ctx)
+	c, ok := hold.CallerFrom(ctx)
 	if a.session == 0 || !ok || c.Admin {
 		return nil
 	}
@@ -267,7 +267,7 @@ func (a *acquirer) checkSessionOwner(ctx context.Context) error {
 		return err
 	}
 	if !hold.MayActOn(ctx, rec.Credential) {
-		return fmt.Errorf("session %s was created by another credential: %w", a.req.Session, ErrNotOwner)
+		return fmt.Errorf("session %s was created by another credential: %w", a.req.Session, hold.ErrNotOwner)
 	}
 	a.sessionRev = rev
 	return nil
@@ -277,4 +277,23 @@ func (a *acquirer) checkSessionOwner(ctx context.Context) error {
 // with detail in its end event; rec is its holder record, if known.
 func (a *acquirer) endOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error {
 	return a.kind.endOwn(ctx, token, rec, detail)
+}
+
+// AcquireRequest asks for a lock.
+type AcquireRequest struct {
+	Name  string
+	Owner string
+	// TTL of the lock's own lease; zero means Config.DefaultTTL. Must be
+	// zero when Session is set: the lock then lives as long as the session.
+	TTL     time.Duration
+	Session string
+	// Wait is how long to queue for the lock; zero fails at once.
+	Wait time.Duration
+	// KeepPlace, with a Session and a Wait, keeps the session's place in
+	// the queue when the wait runs out (see PlaceKept).
+	KeepPlace bool
+	// LockDelay forbids acquiring the lock for this long after this hold
+	// ends by expiry or revoke (not by a clean release).
+	LockDelay time.Duration
+	Metadata  map[string]string
 }

@@ -31,7 +31,7 @@ const (
 
 type attemptResult struct {
 	outcome  outcome
-	lock     *Lock
+	lock     *hold.Lock
 	watchKey string // with heldBy/behind/delayed
 	watchRev int64  // watch from here on
 	// watchCreated is the CreateRevision of the queue entry at watchKey,
@@ -39,12 +39,12 @@ type attemptResult struct {
 	// created anew is another waiter's entry, not the one we wait for.
 	watchCreated int64
 	retryAt      time.Time
-	delayCause   EventType // with delayed: how the hold ended
+	delayCause   hold.EventType // with delayed: how the hold ended
 	// guard is the lock-delay guard read, with unstamped; guardRev is
 	// its ModRevision.
 	guard    hold.DelayRecord
 	guardRev int64
-	holder   *Lock
+	holder   *hold.Lock
 	// enqueuedRev is the revision at which a failed direct attempt made
 	// with a.enqueue put our queue entry (its CreateRevision); ahead is
 	// the newest entry queued before it, "" if none.
@@ -66,7 +66,7 @@ type attemptResult struct {
 	// keys are what a lock set waits on, with heldBy, behind and delayed
 	// (watchKey is the first); holders the members held by others.
 	keys    []string
-	holders []*Lock
+	holders []*hold.Lock
 }
 
 // acquireTxn is one acquire transaction, built by its kind (holdKind.txn),
@@ -288,7 +288,7 @@ func (a *acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, t *acqui
 	e := a.e
 	a.used = true
 	l := hold.ToLock(rec, a.seat, resp.Header.Revision)
-	e.metrics.RecordedOf(a.seat, EventAcquired, len(a.kind.lockNames())) // a set's: one per lock
+	e.metrics.RecordedOf(a.seat, hold.EventAcquired, len(a.kind.lockNames())) // a set's: one per lock
 	if t.won.acquired.Ok() && heldInSession(resp, t) > int64(e.cfg.MaxLocksPerSession) {
 		return attemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
@@ -363,7 +363,7 @@ func (a *acquirer) holdOutcome(ctx context.Context, resp *clientv3.TxnResponse, 
 	}
 	lockKVs = blocker
 	// behind is the result when a queued waiter is ahead of us.
-	behindOf := func(holder *Lock) (attemptResult, bool) {
+	behindOf := func(holder *hold.Lock) (attemptResult, bool) {
 		if queueKey == "" {
 			return attemptResult{}, false
 		}
@@ -438,7 +438,7 @@ func (a *acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 // or retryNow if the guard changed meanwhile.
 func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attemptResult, error) {
 	e, gkey := a.e, a.e.keys.Delay(a.seat)
-	stamped := r.guard.Ended(time.Now(), EventExpired)
+	stamped := r.guard.Ended(time.Now(), hold.EventExpired)
 	octx, done := e.etcd.Op(ctx)
 	tr, err := e.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(gkey), "=", r.guardRev)).
 		Then(clientv3.OpPut(gkey, store.MustJSON(stamped))).Commit()
@@ -449,7 +449,7 @@ func (a *acquirer) stampLockDelay(ctx context.Context, r attemptResult) (attempt
 	if !tr.Succeeded {
 		return attemptResult{outcome: retryNow}, nil
 	}
-	return attemptResult{outcome: delayed, retryAt: *stamped.Until, delayCause: EventExpired, watchKey: gkey, watchRev: tr.Header.Revision}, nil
+	return attemptResult{outcome: delayed, retryAt: *stamped.Until, delayCause: hold.EventExpired, watchKey: gkey, watchRev: tr.Header.Revision}, nil
 }
 
 // tallyReads adds to t's Then branch the reads of the session's two
@@ -488,11 +488,20 @@ func (a *acquirer) undoOverSessionCap(token int64, rec store.Holder) error {
 	ctx, done := e.etcd.CleanupCtx()
 	defer done()
 	err := a.endOwn(ctx, token, &rec, "acquire refused: "+reason)
-	if err != nil && !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) {
+	if err != nil && !errors.Is(err, hold.ErrTokenMismatch) && !errors.Is(err, hold.ErrNotHeld) {
 		// The session keeps a lock whose token nobody learnt: it shows in
 		// the session's locks and ends with it. Say the outcome is unknown.
 		e.log.Warn("end hold over the session's lock limit", "lock", a.req.Name, "token", token, "session", a.req.Session, "err", err)
 		return fmt.Errorf("undo acquire over the session's lock limit: %w", err)
 	}
-	return &LimitError{Err: ErrTooManyLocks, Limit: limit, Reason: reason}
+	return &hold.LimitError{Err: hold.ErrTooManyLocks, Limit: limit, Reason: reason}
+}
+
+// memberRefs name one member's responses in a lock set's acquire txn
+// (see acquireTxn); an op the txn does not carry has the zero Ref.
+type memberRefs struct {
+	lock, guard store.Ref
+	queued      store.Ref // direct attempt: count of the member's queue
+	ahead       store.Ref // direct attempt with enqueue: the newest entry before ours
+	entry, pred store.Ref // queued attempt: our entry, and the one just ahead of it
 }

@@ -381,7 +381,7 @@ func (k *electionKind) setTerm(kvs []*mvccpb.KeyValue) {
 func (k *electionKind) record(rec *store.Holder) { rec.Term, rec.Value = k.term+1, k.value }
 
 func (k *electionKind) cmps() []clientv3.Cmp {
-	return []clientv3.Cmp{k.a.e.termCmp(k.a.req.Name, k.term)}
+	return []clientv3.Cmp{termCmp(k.a.e.keys, k.a.req.Name, k.term)}
 }
 
 func (k *electionKind) grantOps(rec store.Holder) []clientv3.Op {
@@ -405,8 +405,8 @@ func (k *electionKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, 
 // same term, and a release that hands the election over knows the term
 // from the holder record it ends (while a hold lasts nothing else grants
 // the election, so the term key is that hold's).
-func (e *Engine) termCmp(name string, term int64) clientv3.Cmp {
-	key := e.keys.Term(name)
+func termCmp(keys store.Keys, name string, term int64) clientv3.Cmp {
+	key := keys.Term(name)
 	if term == 0 {
 		return clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	}

@@ -13,53 +13,23 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Release ends the hold of token on name and records it as released. It
-// never touches a newer holder: ErrTokenMismatch if token is stale,
-// ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
-// nothing, when ctx's caller may not act on the hold (see Caller).
-func (e *Engine) Release(ctx context.Context, name string, token int64) error {
-	if err := store.CheckName("name", name); err != nil {
-		return err
-	}
-	if err := e.endHold(ctx, name, token, EventReleased, ""); err != nil {
-		return fmt.Errorf("release %q: %w", name, err)
-	}
-	return nil
-}
-
-// Revoke forcibly ends whatever hold name has (an operator's action) and
-// records it as revoked with reason. Lock-delay applies afterwards.
-func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error) {
-	if err := store.CheckName("name", name); err != nil {
-		return nil, err
-	}
-	if len(reason) > MaxReasonLen {
-		return nil, hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
-	}
-	l, err := e.revoke(ctx, name, reason)
-	if err != nil {
-		return nil, fmt.Errorf("revoke %q: %w", name, err)
-	}
-	return l, nil
-}
-
 // revoke is Revoke of the thing kept under key name (store.KeyName).
-func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error) {
+func (e *Core) revoke(ctx context.Context, name, reason string) (*hold.Lock, error) {
 	for range maxImmediateRetries {
 		kv, err := e.getLock(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		err = e.endHold(ctx, name, kv.ModRevision, EventRevoked, reason)
+		err = e.endHold(ctx, name, kv.ModRevision, hold.EventRevoked, reason)
 		if err == nil {
 			hr, _ := store.DecodeHolder(kv)
 			return hold.ToLock(hr, name, kv.ModRevision), nil
 		}
-		if !errors.Is(err, ErrTokenMismatch) && !errors.Is(err, ErrNotHeld) { // else raced with a release: look again
+		if !errors.Is(err, hold.ErrTokenMismatch) && !errors.Is(err, hold.ErrNotHeld) { // else raced with a release: look again
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("it changes hands too fast: %w", ErrUnavailable)
+	return nil, fmt.Errorf("it changes hands too fast: %w", hold.ErrUnavailable)
 }
 
 // How a hold ends. Every end, whoever makes it, writes the same things
@@ -86,11 +56,11 @@ func (e *Engine) revoke(ctx context.Context, name, reason string) (*Lock, error)
 // record is never rewritten while its hold lasts and the txn requires
 // ModRevision == token, so the record checked is the record of the hold
 // that the txn ends, or the txn fails.
-func (e *Engine) endHold(ctx context.Context, name string, token int64, typ EventType, detail string) error {
-	if typ == EventReleased && token > 0 {
+func (e *Core) endHold(ctx context.Context, name string, token int64, typ hold.EventType, detail string) error {
+	if typ == hold.EventReleased && token > 0 {
 		if h, contended, ok := e.holds.take(name, token); ok {
 			if !hold.MayActOn(ctx, h.hr.Credential) {
-				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, hold.ErrNotOwner)
 			}
 			if contended && h.next != nil {
 				return e.commitEnd(ctx, h.seat, token, h.hr, h.next, typ, detail)
@@ -106,12 +76,12 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 	if err != nil {
 		return err
 	}
-	hr, head, err := e.readHold(ctx, name, token, typ == EventReleased)
+	hr, head, err := e.readHold(ctx, name, token, typ == hold.EventReleased)
 	if err != nil {
 		return err
 	}
 	if !hold.MayActOn(ctx, hr.Credential) {
-		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
+		return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, hold.ErrNotOwner)
 	}
 	return e.commitEnd(ctx, name, token, hr, head, typ, detail)
 }
@@ -126,7 +96,7 @@ func (e *Engine) endHold(ctx context.Context, name string, token int64, typ Even
 // handover requires that very entry to be the oldest (handOverCmps). Only
 // when the local state does not show token holding the lock is the answer
 // confirmed by a linearizable read.
-func (e *Engine) readHold(ctx context.Context, name string, token int64, withHead bool) (store.Holder, *queueHead, error) {
+func (e *Core) readHold(ctx context.Context, name string, token int64, withHead bool) (store.Holder, *queueHead, error) {
 	if token <= 0 {
 		return store.Holder{}, nil, hold.Invalid("token", "must be a positive fencing token")
 	}
@@ -141,7 +111,7 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 		}
 		kv, head := reads.read(resp)
 		if kv == nil {
-			return nil, nil, ErrNotHeld
+			return nil, nil, hold.ErrNotHeld
 		}
 		return kv, head, nil
 	}
@@ -157,7 +127,7 @@ func (e *Engine) readHold(ctx context.Context, name string, token int64, withHea
 		return store.Holder{}, nil, err
 	}
 	if kv.ModRevision != token {
-		return store.Holder{}, nil, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
+		return store.Holder{}, nil, fmt.Errorf("%w: held with token %d", hold.ErrTokenMismatch, kv.ModRevision)
 	}
 	hr, err := store.DecodeHolder(kv)
 	return hr, head, err
@@ -206,7 +176,7 @@ type holdReads struct {
 
 // holdReads adds to t's Then branch the reads of a lock key and, with
 // withHead, of its oldest queue entries; opts are added to each read.
-func (e *Engine) holdReads(t *store.Txn, name string, withHead bool, opts ...clientv3.OpOption) holdReads {
+func (e *Core) holdReads(t *store.Txn, name string, withHead bool, opts ...clientv3.OpOption) holdReads {
 	r := holdReads{lock: t.OnSuccess(clientv3.OpGet(e.keys.Lock(name), opts...))}
 	if withHead {
 		r.head = t.OnSuccess(clientv3.OpGet(e.keys.Queue(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
@@ -231,7 +201,7 @@ func (r holdReads) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHea
 // commitEnd ends a hold whose holder record hr is known, and which the
 // caller may end, handing a seat to head if it is not nil and
 // handOverPlan finds one for it.
-func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *queueHead, typ EventType, detail string) error {
+func (e *Core) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *queueHead, typ hold.EventType, detail string) error {
 	ev := hold.EndEvent(hr, ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
@@ -265,7 +235,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 		if _, err := e.heldWith(ctx, name, token); err != nil {
 			return err
 		}
-		return ErrTokenMismatch
+		return hold.ErrTokenMismatch
 	}
 	n := end.handedOver(resp)
 	if n == 1 {
@@ -290,8 +260,8 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 //
 // Only a plain lock's holds are kept: an election's grant carries a term,
 // and a seat's is in a seat of the releaser's choosing (handOverPlan).
-func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queueHead) {
-	if kind, _ := store.ThingOf(name); kind != KindLock || len(head.grant.Set) > 0 {
+func (e *Core) keepHandedOver(name string, rev int64, at time.Time, head *queueHead) {
+	if kind, _ := store.ThingOf(name); kind != hold.KindLock || len(head.grant.Set) > 0 {
 		return
 	}
 	g := hold.Begun(head.grant, at, head.since) // as handOverOps put it
@@ -301,9 +271,9 @@ func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *queu
 // ended counts the end by typ of a hold of name, and the holds its
 // handover began, and does what is left to do with the hold's own lease once its
 // key is gone.
-func (e *Engine) ended(name string, typ EventType, hr store.Holder, handedOver int) {
+func (e *Core) ended(name string, typ hold.EventType, hr store.Holder, handedOver int) {
 	e.metrics.RecordedOf(name, typ, 1)
-	e.metrics.RecordedOf(name, EventAcquired, handedOver)
+	e.metrics.RecordedOf(name, hold.EventAcquired, handedOver)
 	if len(hr.Set) == 0 {
 		e.leaseAfter(typ, hr)
 	}
@@ -313,7 +283,7 @@ func (e *Engine) ended(name string, typ EventType, hr store.Holder, handedOver i
 
 // leaseAfter does what is left to do with an ended hold's own lease once
 // no key is under it.
-func (e *Engine) leaseAfter(typ EventType, hr store.Holder) {
+func (e *Core) leaseAfter(typ hold.EventType, hr store.Holder) {
 	if hr.Session != "" {
 		return
 	}
@@ -321,7 +291,7 @@ func (e *Engine) leaseAfter(typ EventType, hr store.Holder) {
 	// (leasePool): a hold handed over is under the new holder's lease, so
 	// this one holds no key any more. After a revoke or an expiry the
 	// lease is ended, as the operator or etcd meant.
-	if id, ok := store.ParseLeaseHex(hr.Lease); ok && typ == EventReleased && e.leases.put(id, hr.TTL) {
+	if id, ok := store.ParseLeaseHex(hr.Lease); ok && typ == hold.EventReleased && e.leases.put(id, hr.TTL) {
 		return
 	}
 	e.revokeLease(hr.Lease)
@@ -352,7 +322,7 @@ func (r endRefs) handedOver(resp *clientv3.TxnResponse) int {
 // (ModRevision == token); its ops go in the Then branch, at most five:
 // the event, the delete (or the handover), the guard, an election's value
 // and the tally.
-func (e *Engine) endTxn(t *store.Txn, name string, token int64, hr store.Holder, ev Event, head *queueHead, tally int) endRefs {
+func (e *Core) endTxn(t *store.Txn, name string, token int64, hr store.Holder, ev hold.Event, head *queueHead, tally int) endRefs {
 	lkey := e.keys.Lock(name)
 	event, guard := e.holdEnd(name, token, hr, ev)
 	t.If(clientv3.Compare(clientv3.ModRevision(lkey), "=", token))
@@ -373,7 +343,7 @@ func (e *Engine) endTxn(t *store.Txn, name string, token int64, hr store.Holder,
 			t.OnSuccess(op)
 		}
 	}
-	if kind, _ := store.ThingOf(name); kind == KindElection {
+	if kind, _ := store.ThingOf(name); kind == hold.KindElection {
 		// A proclaimed value is the hold's (Engine.Proclaim): it goes
 		// with it, whoever leads next.
 		t.OnSuccess(clientv3.OpDelete(e.keys.Value(name)))
@@ -408,7 +378,7 @@ func (e *Engine) endTxn(t *store.Txn, name string, token int64, hr store.Holder,
 // derived hold (store.Holder.Derived) has no acquired record: its end
 // writes no event when the trail derives it from the lock key's delete
 // (derivable), and otherwise writes it beside, as in format 1.
-func (e *Engine) holdEnd(name string, token int64, hr store.Holder, ev Event) (event, guard []clientv3.Op) {
+func (e *Core) holdEnd(name string, token int64, hr store.Holder, ev hold.Event) (event, guard []clientv3.Op) {
 	switch {
 	case hr.Derived && derivable(hr, ev):
 	case e.format >= 2 && !hr.Derived:
@@ -422,7 +392,7 @@ func (e *Engine) holdEnd(name string, token int64, hr store.Holder, ev Event) (e
 	}
 	gkey := e.keys.Delay(name)
 	op := clientv3.OpDelete(gkey)
-	if ev.Type != EventReleased {
+	if ev.Type != hold.EventReleased {
 		op = clientv3.OpPut(gkey, store.MustJSON(hold.DelayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.Ended(ev.Time, ev.Type)))
 	}
 	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
@@ -432,13 +402,13 @@ func (e *Engine) holdEnd(name string, token int64, hr store.Holder, ev Event) (e
 // trail derives from the lock key's delete (trail/derive.go): a release or a
 // resignation by the credential that acquired the hold, with nothing to
 // say of it.
-func derivable(hr store.Holder, ev Event) bool {
-	return (ev.Type == EventReleased || ev.Type == EventResigned) && ev.Detail == "" && ev.Credential == hr.Credential
+func derivable(hr store.Holder, ev hold.Event) bool {
+	return (ev.Type == hold.EventReleased || ev.Type == hold.EventResigned) && ev.Detail == "" && ev.Credential == hr.Credential
 }
 
 // revokeLease ends a lock's own lease after its key is gone; failing only
 // leaves an empty lease that expires by itself.
-func (e *Engine) revokeLease(hex string) {
+func (e *Core) revokeLease(hex string) {
 	id, ok := store.ParseLeaseHex(hex)
 	if !ok {
 		return

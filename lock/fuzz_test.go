@@ -125,7 +125,7 @@ func FuzzAcquireValidation(f *testing.F) {
 		f.Add(s.name, s.owner, s.session, s.md, int64(s.ttl), int64(s.wait), int64(s.delay))
 	}
 	cfg := DefaultConfig()
-	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
+	e := &Engine{Core: &Core{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}}
 	f.Fuzz(func(t *testing.T, name, owner, session, md string, ttl, wait, delay int64) {
 		req := AcquireRequest{
 			Name: name, Owner: owner, Session: session, Metadata: splitMetadata(md),
@@ -187,7 +187,7 @@ func FuzzSessionValidation(f *testing.F) {
 		f.Add(s.owner, int64(s.ttl), s.id)
 	}
 	cfg := DefaultConfig()
-	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
+	e := &Engine{Core: &Core{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}}
 	f.Fuzz(func(t *testing.T, owner string, ttl int64, id string) {
 		// CreateSession checks its owner and TTL so, before any call.
 		if err := hold.CheckOwner(owner); (err == nil) != ownerOK(owner) {

@@ -141,7 +141,7 @@ func TestRelease_AHeadThatAsksForNoGrantTakesTheLockItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wlease, _, err := e.waiters.get(ctx, e)
+	wlease, _, err := e.waiters.get(ctx, e.Core)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,12 +36,12 @@ func handOverPlan(name string, head *queueHead) (seat string, ok bool) {
 	if head == nil {
 		return "", false
 	}
-	if k, _ := store.ThingOf(name); k != KindRWLock {
+	if k, _ := store.ThingOf(name); k != hold.KindRWLock {
 		return name, true
 	}
 	thing := store.ThingKey(name)
 	switch {
-	case head.grant.Mode == ModeWrite:
+	case head.grant.Mode == hold.ModeWrite:
 		return store.WriterSeat(thing), true
 	case name == store.WriterSeat(thing):
 		// The writer held: no reader seat is (seatKind.cmps), so the first is free.
@@ -75,7 +75,7 @@ func seatRecord(hr store.Holder) string {
 // exists with head.rev, nothing is older, however stale the read. A
 // compare over the queue's prefix would say the same, and etcd would
 // read every entry of the queue in the apply of every handover.
-func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *queueHead) []clientv3.Cmp {
+func (e *Core) handOverCmps(name string, token int64, hr store.Holder, head *queueHead) []clientv3.Cmp {
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev)}
 	gkey := e.keys.Delay(name)
 	if hr.LockDelay > 0 {
@@ -88,10 +88,10 @@ func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *q
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.keys.Session(head.grant.Session)), ">", 0))
 	}
 	switch kind, _ := store.ThingOf(name); {
-	case kind == KindSemaphore:
+	case kind == hold.KindSemaphore:
 		// The seat is below the stored limit; the waiter's must be it.
 		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.keys.Seats(name)), "=", strconv.Itoa(head.grant.Limit)))
-	case kind == KindRWLock:
+	case kind == hold.KindRWLock:
 		cmps = append(cmps, e.exclusionCmps(name, head)...)
 	case len(head.grant.Set) > 0:
 		cmps = append(cmps, e.setHeadCmps(name, head)...)
@@ -104,9 +104,9 @@ func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *q
 // releaser is the last holder: its own seat is left out of the two
 // ranges, since a txn's compares see the state before it), a reader's
 // only if no reader's seat is.
-func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
+func (e *Core) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 	thing := store.ThingKey(name)
-	if head.grant.Mode == ModeRead {
+	if head.grant.Mode == hold.ModeRead {
 		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.Locks()+store.ReaderSeats(thing)), "=", 0).WithPrefix()}
 	}
 	all, own := store.SeatsOf(e.keys.Locks(), thing), e.keys.Lock(name)
@@ -121,13 +121,13 @@ func (e *Engine) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 // gone, its acquired event, its lock-delay guard (and an election's term,
 // a thing with seats' seat record); the released seat name's key gone if
 // head does not take it over.
-func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *queueHead, seat string) []clientv3.Op {
+func (e *Core) handOverOps(name string, hr store.Holder, at time.Time, head *queueHead, seat string) []clientv3.Op {
 	g := hold.Begun(head.grant, at, head.since)
 	if len(g.Set) > 0 {
 		return e.setHandOverOps(name, hr, g, head)
 	}
 	kind, _ := store.ThingOf(name)
-	if kind == KindElection {
+	if kind == hold.KindElection {
 		g.Term = hr.Term + 1 // the term key is hr's: see termCmp
 	}
 	lease, _ := store.ParseLeaseHex(g.Lease)
@@ -151,9 +151,9 @@ func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *q
 		ops = append(ops, clientv3.OpDelete(e.keys.Delay(name)))
 	}
 	switch kind {
-	case KindElection:
+	case hold.KindElection:
 		ops = append(ops, clientv3.OpPut(e.keys.Term(name), strconv.FormatInt(g.Term, 10)))
-	case KindSemaphore, KindRWLock:
+	case hold.KindSemaphore, hold.KindRWLock:
 		ops = append(ops, clientv3.OpPut(e.keys.Seats(name), seatRecord(g)))
 	}
 	// No tally to count: a waiter asks for a grant only when its node
@@ -173,7 +173,7 @@ func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *q
 // setHeadCmps hold when the release of name may begin every hold of the
 // set at head: each other lock of the set free, with no lock-delay guard,
 // and the set's entry in its queue the oldest.
-func (e *Engine) setHeadCmps(name string, head *queueHead) []clientv3.Cmp {
+func (e *Core) setHeadCmps(name string, head *queueHead) []clientv3.Cmp {
 	var cmps []clientv3.Cmp
 	for _, m := range head.grant.Set {
 		if m == name {
@@ -192,7 +192,7 @@ func (e *Engine) setHeadCmps(name string, head *queueHead) []clientv3.Cmp {
 // each lock's holder record (its member's: memberRecord) under the set's
 // lease, its entry gone, its acquired event; and what becomes of the
 // released hold hr's lock-delay guard.
-func (e *Engine) setHandOverOps(name string, hr store.Holder, g store.Holder, head *queueHead) []clientv3.Op {
+func (e *Core) setHandOverOps(name string, hr store.Holder, g store.Holder, head *queueHead) []clientv3.Op {
 	lease, _ := store.ParseLeaseHex(g.Lease)
 	var ops []clientv3.Op
 	for i, m := range g.Set {
@@ -215,7 +215,7 @@ func (e *Engine) setHandOverOps(name string, hr store.Holder, g store.Holder, he
 
 // setEntry is the entry in the queue of lock m of the set at the head of
 // name's queue: its entries share their key's last element.
-func (e *Engine) setEntry(name string, head *queueHead, m string) string {
+func (e *Core) setEntry(name string, head *queueHead, m string) string {
 	return e.keys.Queue(m) + strings.TrimPrefix(head.key, e.keys.Queue(name))
 }
 
@@ -245,3 +245,23 @@ func handOverHeads(ends []plannedEnd) []*queueHead {
 	}
 	return heads
 }
+
+// plannedEnd is one hold that a txn of several ends: a lock of a session
+// being deleted, a member of a lock set.
+type plannedEnd struct {
+	name  string
+	token int64
+	hr    store.Holder
+	head  *queueHead
+}
+
+// memberRecord is the holder record of member i of a set whose grant
+// rec is: each member is a hold of its own, with an ID of its own (its
+// audit records' keys and its trail entries are named by it), made of
+// the set's.
+func memberRecord(rec store.Holder, i int) store.Holder {
+	rec.Hold = memberHold(rec.Hold, i)
+	return rec
+}
+
+func memberHold(set string, i int) string { return set + "." + strconv.Itoa(i) }

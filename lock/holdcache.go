@@ -130,8 +130,8 @@ func (c *holdCache) sawWaiter(name string) {
 // name and nobody waits for it. ended is false when the txn found either
 // not so; the release then goes the way of a release without the record,
 // which reads the hold and the queue's head first.
-func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
-	ev := hold.EndEvent(hr, ctx, name, token, EventReleased, "")
+func (e *Core) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
+	ev := hold.EndEvent(hr, ctx, name, token, hold.EventReleased, "")
 	var t store.Txn
 	e.endTxn(&t, name, token, hr, ev, nil, 0)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
@@ -150,6 +150,6 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
-	e.ended(name, EventReleased, hr, 0)
+	e.ended(name, hold.EventReleased, hr, 0)
 	return true, nil
 }

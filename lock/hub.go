@@ -26,7 +26,7 @@ type waiterHub struct {
 // on lock keys, queue entries, lock-delay guards and session keys:
 // delay/ to sessions/ in key order, which leaves out the audit trail's
 // writes (audit/ before, trail/ after).
-func (e *Engine) newWaiterHub(from int64) *waiterHub {
+func (e *Core) newWaiterHub(from int64) *waiterHub {
 	h := &waiterHub{keys: map[string]map[*keyWatch]struct{}{}}
 	cfg := e.feeds.config("waiters", e.keys.Delay(""), from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.keys.Sessions())))
 	h.Hub = watchhub.New(cfg, h.dispatch, h.compacted)

@@ -11,7 +11,7 @@ import (
 // this order: the recorder's is audit/ to locks/, the waiters' delay/ to
 // sessions/; neither may hold the history index's writes.
 func TestKeys_SortAsTheWatchesRangesAssume(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
+	e := &Engine{Core: &Core{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
 	order := []string{
 		e.keys.Audit(), e.keys.Delay(""), e.keys.Fenced(""), e.keys.FenceMax(""), e.keys.Locks(), e.cfg.Prefix + "meta/",
 		e.keys.Queue(""), e.keys.Sessions(), e.keys.SessionTally("", ""), e.keys.Trail(), e.keys.TrailName("", ""),

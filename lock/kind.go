@@ -31,16 +31,16 @@ type holdKind interface {
 	record(rec *store.Holder)
 	// keep notes a grant of l, with holder record rec, in the engine's
 	// hold cache.
-	keep(l *Lock, rec store.Holder)
+	keep(l *hold.Lock, rec store.Holder)
 	// endOwn releases a hold of this acquire that the caller will never
 	// learn of (see acquirer.endOwn).
 	endOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error
 	// heldError is the refusal of an acquire without wait that r found
 	// held; behindReason the one of an acquire that found waiters ahead.
-	heldError(r attemptResult) *HeldError
+	heldError(r attemptResult) *hold.HeldError
 	behindReason() string
 	// fillHolders fills in the expiry of the holders a refusal names.
-	fillHolders(ctx context.Context, he *HeldError)
+	fillHolders(ctx context.Context, he *hold.HeldError)
 	// waitedOut is the refusal of a wait that ran out.
 	waitedOut() error
 }
@@ -108,7 +108,7 @@ type holdQueue interface {
 	// changedSince reads what r waits on (as the head of the queue,
 	// headKey, with head), and reports whether it changed since r's read
 	// (lockKind's: acquirer.keyChanged).
-	changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error)
+	changedSince(ctx context.Context, r attemptResult, head bool) (*hold.Lock, bool, error)
 	// waitsAtPlace says whether an acquire in a session waits at the
 	// session's place (place.go).
 	waitsAtPlace() bool
@@ -145,23 +145,23 @@ func (k *lockKind) entryGone(context.Context) (attemptResult, error) {
 
 func (k *lockKind) repeatable() bool { return true }
 
-func (k *lockKind) keep(l *Lock, rec store.Holder) { k.a.e.holds.put(k.a.seat, l.Token, rec) }
+func (k *lockKind) keep(l *hold.Lock, rec store.Holder) { k.a.e.holds.put(k.a.seat, l.Token, rec) }
 
 func (k *lockKind) endOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error {
 	a := k.a
 	if rec != nil {
-		return a.e.commitEnd(ctx, a.seat, token, *rec, nil, EventReleased, detail)
+		return a.e.commitEnd(ctx, a.seat, token, *rec, nil, hold.EventReleased, detail)
 	}
-	return a.e.endHold(ctx, a.seat, token, EventReleased, detail)
+	return a.e.endHold(ctx, a.seat, token, hold.EventReleased, detail)
 }
 
-func (k *lockKind) heldError(r attemptResult) *HeldError {
-	return &HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
+func (k *lockKind) heldError(r attemptResult) *hold.HeldError {
+	return &hold.HeldError{Holder: r.holder, Reason: "held by " + strconv.Quote(r.holder.Owner)}
 }
 
 func (k *lockKind) behindReason() string { return "being handed to a queued waiter" }
 
-func (k *lockKind) fillHolders(ctx context.Context, he *HeldError) {
+func (k *lockKind) fillHolders(ctx context.Context, he *hold.HeldError) {
 	if he.Holder != nil && he.Holder.ExpiresAt.IsZero() && len(he.Holders) == 0 {
 		if id, ok := store.ParseLeaseHex(k.a.lastHolderLease); ok {
 			k.a.e.fillLease(ctx, he.Holder, id)
@@ -172,9 +172,9 @@ func (k *lockKind) fillHolders(ctx context.Context, he *HeldError) {
 func (k *lockKind) waitedOut() error {
 	a := k.a
 	if a.lastHolder != nil {
-		return &HeldError{Holder: a.lastHolder, Reason: fmt.Sprintf("still held by %q after waiting %s", a.lastHolder.Owner, a.req.Wait)}
+		return &hold.HeldError{Holder: a.lastHolder, Reason: fmt.Sprintf("still held by %q after waiting %s", a.lastHolder.Owner, a.req.Wait)}
 	}
-	return &HeldError{Reason: fmt.Sprintf("not granted within %s", a.req.Wait)}
+	return &hold.HeldError{Reason: fmt.Sprintf("not granted within %s", a.req.Wait)}
 }
 
 func (k *lockKind) entryPrefix() string { return k.a.e.keys.Queue(k.a.req.Name) }
@@ -213,7 +213,7 @@ func (k *lockKind) look(ctx context.Context, qkey string, queueRev int64) (attem
 	return k.a.lookHold(ctx, qkey, queueRev)
 }
 
-func (k *lockKind) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
+func (k *lockKind) changedSince(ctx context.Context, r attemptResult, head bool) (*hold.Lock, bool, error) {
 	return k.a.keyChanged(ctx, r, head)
 }
 

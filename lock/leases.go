@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -63,14 +64,14 @@ func (w *waiterLease) putSlot(s uint64) {
 
 // get returns the live waiter lease, granting one if needed, and a channel
 // closed when that lease is lost (its entries are then gone).
-func (w *waiterLease) get(ctx context.Context, e *Engine) (clientv3.LeaseID, <-chan struct{}, error) {
+func (w *waiterLease) get(ctx context.Context, e *Core) (clientv3.LeaseID, <-chan struct{}, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.id != 0 {
 		return w.id, w.lost, nil
 	}
 	if e.stop.Err() != nil {
-		return 0, nil, ErrClosed
+		return 0, nil, hold.ErrClosed
 	}
 	var resp *clientv3.LeaseGrantResponse
 	err := e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
@@ -113,7 +114,7 @@ func (w *waiterLease) forget(id clientv3.LeaseID) {
 	}
 }
 
-func (w *waiterLease) close(e *Engine) {
+func (w *waiterLease) close(e *Core) {
 	w.mu.Lock()
 	id, cancel := w.id, w.cancel
 	w.id = 0
@@ -176,7 +177,7 @@ func (p *leasePool) put(id clientv3.LeaseID, ttl int64) bool {
 
 // take returns a pooled lease of ttl seconds, refreshed to its full TTL,
 // and when the refresh was sent; id 0 means none: grant one.
-func (p *leasePool) take(ctx context.Context, e *Engine, ttl int64) (clientv3.LeaseID, time.Time) {
+func (p *leasePool) take(ctx context.Context, e *Core, ttl int64) (clientv3.LeaseID, time.Time) {
 	for {
 		p.mu.Lock()
 		free := p.free[ttl]
@@ -294,7 +295,7 @@ func (a *acquirer) keepQueuedLease(ctx context.Context) error {
 		}
 		t.Stop()
 		if e.drain.Err() != nil {
-			return ErrClosed
+			return hold.ErrClosed
 		}
 		pause = min(2*pause, time.Second)
 	}
@@ -360,7 +361,7 @@ func (a *acquirer) dropLease() {
 // leaseMarkOp puts lease id's marker unless it is there: a txn's compare
 // and no write but the first time a lease holds a lock (a pooled lease
 // keeps its marker from one hold to the next).
-func (e *Engine) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
+func (e *Core) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
 	key := e.keys.LeaseMark(id)
 	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 		[]clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(id))}, nil)

@@ -82,35 +82,6 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 	return nil, ErrNotHeld
 }
 
-// getLock reads a lock key (linearizably); ErrNotHeld when absent.
-func (e *Engine) getLock(ctx context.Context, name string, opts ...clientv3.OpOption) (*mvccpb.KeyValue, error) {
-	octx, done := e.etcd.Op(ctx)
-	defer done()
-	resp, err := e.cli.Get(octx, e.keys.Lock(name), opts...)
-	if err != nil {
-		return nil, e.etcd.Err(ctx, "get lock", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return nil, ErrNotHeld
-	}
-	return resp.Kvs[0], nil
-}
-
-// heldWith returns the holder record of name if token holds it.
-func (e *Engine) heldWith(ctx context.Context, name string, token int64) (store.Holder, error) {
-	if token <= 0 {
-		return store.Holder{}, hold.Invalid("token", "must be a positive fencing token")
-	}
-	kv, err := e.getLock(ctx, name)
-	if err != nil {
-		return store.Holder{}, err
-	}
-	if kv.ModRevision != token {
-		return store.Holder{}, fmt.Errorf("%w: held with token %d", ErrTokenMismatch, kv.ModRevision)
-	}
-	return store.DecodeHolder(kv)
-}
-
 // ListOptions selects locks for List.
 type ListOptions struct {
 	// Prefix keeps only locks whose name starts with it.
@@ -354,66 +325,32 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 		PermitsHeld: permits.Count(resp), RWHolds: rw.Count(resp)}, nil
 }
 
-// leaseTimes caches one lease's answer across a listing.
-type leaseTimes struct {
-	at      time.Time
-	granted time.Duration
+// Release ends the hold of token on name and records it as released. It
+// never touches a newer holder: ErrTokenMismatch if token is stale,
+// ErrNotHeld if nobody holds the lock. It returns ErrNotOwner, and ends
+// nothing, when ctx's caller may not act on the hold (see Caller).
+func (e *Engine) Release(ctx context.Context, name string, token int64) error {
+	if err := store.CheckName("name", name); err != nil {
+		return err
+	}
+	if err := e.endHold(ctx, name, token, EventReleased, ""); err != nil {
+		return fmt.Errorf("release %q: %w", name, err)
+	}
+	return nil
 }
 
-// decodeLock renders a lock key with its expiry looked up in etcd.
-func (e *Engine) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]leaseTimes) (*Lock, error) {
-	hr, err := store.DecodeHolder(kv)
-	if err != nil {
+// Revoke forcibly ends whatever hold name has (an operator's action) and
+// records it as revoked with reason. Lock-delay applies afterwards.
+func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error) {
+	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
-	name := string(kv.Key[len(e.keys.Locks()):])
-	l := hold.ToLock(hr, name, kv.ModRevision)
-	if t, ok := expiry[hr.Lease]; ok {
-		l.ExpiresAt = t.at
-		if l.TTL == 0 {
-			l.TTL = t.granted
-		}
-	} else if id, ok := store.ParseLeaseHex(hr.Lease); ok {
-		e.fillLease(ctx, l, id)
-		if expiry != nil {
-			expiry[hr.Lease] = leaseTimes{at: l.ExpiresAt, granted: l.TTL}
-		}
+	if len(reason) > MaxReasonLen {
+		return nil, hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
+	}
+	l, err := e.revoke(ctx, name, reason)
+	if err != nil {
+		return nil, fmt.Errorf("revoke %q: %w", name, err)
 	}
 	return l, nil
-}
-
-// leaseExpiry says when lease runs out, and the TTL it was granted with:
-// from the node's lease clock (hold/leaseclock.go) if it knows, or else as
-// etcd answers, which it then remembers. etcd answers in whole seconds,
-// rounded down, so the expiry is never later than the truth.
-func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
-	now := time.Now()
-	if at, granted, ok := e.leaseClock.Expiry(id, now); ok {
-		return expiryAt(at, 0), granted
-	}
-	octx, done := e.etcd.Op(ctx)
-	defer done()
-	resp, err := e.cli.TimeToLive(octx, id)
-	if err != nil || resp.TTL < 0 {
-		return expiryAt(now, 0), 0
-	}
-	ttl, granted := time.Duration(resp.TTL)*time.Second, time.Duration(resp.GrantedTTL)*time.Second
-	e.leaseClock.Saw(id, now, ttl, granted)
-	return expiryAt(now, ttl), granted
-}
-
-// expiryAt is when a lease with ttl left at from runs out, as the API
-// shows it: UTC, to the millisecond.
-func expiryAt(from time.Time, ttl time.Duration) time.Time {
-	return from.Add(ttl).UTC().Truncate(time.Millisecond)
-}
-
-// fillLease sets l's expiry, and its TTL when the holder record has none
-// (a session lock's TTL is its session's).
-func (e *Engine) fillLease(ctx context.Context, l *Lock, id clientv3.LeaseID) {
-	var granted time.Duration
-	l.ExpiresAt, granted = e.leaseExpiry(ctx, id)
-	if l.TTL == 0 {
-		l.TTL = granted
-	}
 }

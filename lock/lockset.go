@@ -95,7 +95,7 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 	names := slices.Clone(req.Names)
 	l, fresh, err := e.acquire(ctx, AcquireRequest{
 		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata,
-	}, func(base lockKind) (holdKind, error) { return &setKind{lockKind: base, members: names}, nil }, names)
+	}, func(base lockKind) (holdKind, error) { return &setKind{lockKind: base, e: e, members: names}, nil }, names)
 	if err != nil {
 		var ie *InvalidError
 		if errors.As(err, &ie) {
@@ -143,6 +143,8 @@ func sameSet(a, b []string) bool {
 // acquire, all or none (see above).
 type setKind struct {
 	lockKind
+	// e ends a set's holds (locksetend.go).
+	e *Engine
 	// members are the set's names; guardRevs the ModRevisions of spent
 	// guards of members, for the next attempt to replace (guardCmp).
 	// lastHolders and lastHolderLeases are the members' holders the
@@ -163,7 +165,7 @@ func (k *setKind) keep(l *Lock, rec store.Holder) {
 }
 
 func (k *setKind) endOwn(ctx context.Context, token int64, _ *store.Holder, detail string) error {
-	return k.a.e.endSet(ctx, k.members, token, detail)
+	return k.e.endSet(ctx, k.members, token, detail)
 }
 
 func (k *setKind) heldError(r attemptResult) *HeldError {
@@ -232,15 +234,6 @@ func (k *setKind) changedSince(context.Context, attemptResult, bool) (*Lock, boo
 // waiter lease; a session keeps no place for it.
 func (k *setKind) waitsAtPlace() bool { return false }
 
-// memberRefs name one member's responses in a lock set's acquire txn
-// (see acquireTxn); an op the txn does not carry has the zero Ref.
-type memberRefs struct {
-	lock, guard store.Ref
-	queued      store.Ref // direct attempt: count of the member's queue
-	ahead       store.Ref // direct attempt with enqueue: the newest entry before ours
-	entry, pred store.Ref // queued attempt: our entry, and the one just ahead of it
-}
-
 // txn is the acquire txn of a lock set: for each member, the compares and
 // ops of a lock's acquire (lock free, nobody queued or nobody ahead, the
 // lock-delay guard as last read; the holder record and acquired event;
@@ -290,17 +283,6 @@ func (k *setKind) txn(queueKey string, queueRev int64, rec store.Holder, now tim
 	k.setSessionOps(&t)
 	return t
 }
-
-// memberRecord is the holder record of member i of a set whose grant
-// rec is: each member is a hold of its own, with an ID of its own (its
-// audit records' keys and its trail entries are named by it), made of
-// the set's.
-func memberRecord(rec store.Holder, i int) store.Holder {
-	rec.Hold = memberHold(rec.Hold, i)
-	return rec
-}
-
-func memberHold(set string, i int) string { return set + "." + strconv.Itoa(i) }
 
 // ours reports whether hold is a hold of this acquire's: one of its
 // members'.

@@ -45,7 +45,7 @@ func (a *acquirer) placeKey() string { return a.kind.entryPrefix() + "s" + store
 // of the session may take the place from under this one, granted or given
 // up: this one then takes a place again, at the back of the line, until
 // its own wait ends.
-func (a *acquirer) waitAtPlace(ctx context.Context) (l *Lock, fresh bool, err error) {
+func (a *acquirer) waitAtPlace(ctx context.Context) (l *hold.Lock, fresh bool, err error) {
 	a.waitEnds = time.Now().Add(a.req.Wait)
 	for {
 		l, fresh, err = a.waitAtPlaceOnce(ctx)
@@ -62,7 +62,7 @@ var errPlaceTaken = errors.New("the session's place in the queue was taken by an
 
 // waitAtPlaceOnce waits at the place once, and leaves it unless the wait
 // keeps it (keepsPlace) or lost it (errPlaceTaken).
-func (a *acquirer) waitAtPlaceOnce(ctx context.Context) (l *Lock, fresh bool, err error) {
+func (a *acquirer) waitAtPlaceOnce(ctx context.Context) (l *hold.Lock, fresh bool, err error) {
 	qkey := a.placeKey()
 	granted := false
 	defer func() {
@@ -86,7 +86,7 @@ func (a *acquirer) waitAtPlaceOnce(ctx context.Context) (l *Lock, fresh bool, er
 // place in the queue: one that ran out, asked to. The refusal then says
 // so.
 func (a *acquirer) keepsPlace(ctx context.Context, err error) bool {
-	var he *HeldError
+	var he *hold.HeldError
 	if !a.req.KeepPlace || ctx.Err() != nil || !errors.As(err, &he) {
 		return false
 	}
@@ -113,7 +113,7 @@ func (a *acquirer) reattach(ctx context.Context, qkey string, first attemptResul
 		})
 		switch {
 		case store.IsLeaseNotFound(err):
-			return attemptResult{}, 0, ErrSessionNotFound
+			return attemptResult{}, 0, hold.ErrSessionNotFound
 		case err != nil:
 			return attemptResult{}, 0, e.etcd.Err(ctx, "take up the session's place", err)
 		}

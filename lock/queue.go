@@ -19,7 +19,7 @@ import (
 // one waiter, not all of them. The release of the hold before us usually
 // grants us the lock itself (Engine.handOverOps): we then learn it from
 // the lock's key, with no txn of our own.
-func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
+func (a *acquirer) wait(ctx context.Context) (l *hold.Lock, fresh bool, err error) {
 	e := a.e
 	if e.drain.Err() != nil {
 		// Shutting down: a free lock is still granted, nobody queues.
@@ -30,7 +30,7 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 		if l, fresh, err, ok := a.settle(ctx, r); ok {
 			return l, fresh, err
 		}
-		return nil, false, ErrClosed
+		return nil, false, hold.ErrClosed
 	}
 	if a.placed() {
 		return a.waitAtPlace(ctx)
@@ -53,11 +53,11 @@ func (a *acquirer) wait(ctx context.Context) (l *Lock, fresh bool, err error) {
 
 // errWaiterLeaseGone is a queue entry's put refused for the node's waiter
 // lease: etcd no longer has it.
-var errWaiterLeaseGone = fmt.Errorf("the node's waiter lease is gone: %w", ErrUnavailable)
+var errWaiterLeaseGone = fmt.Errorf("the node's waiter lease is gone: %w", hold.ErrUnavailable)
 
 // waitUnder is wait with queue entries under the node's waiter lease
 // wlease, which lost says the loss of.
-func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost <-chan struct{}) (l *Lock, fresh bool, err error) {
+func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost <-chan struct{}) (l *hold.Lock, fresh bool, err error) {
 	e := a.e
 	slot := e.waiters.slot()
 	qkey := a.kind.entryPrefix() + store.LeaseHex(wlease) + "-" + strconv.FormatUint(slot, 10)
@@ -77,7 +77,7 @@ func (a *acquirer) waitUnder(ctx context.Context, wlease clientv3.LeaseID, lost 
 // left is the outcome of a wait that ended as l, fresh, err, once our
 // queue entry is deleted: got, the lock if a release granted it to us
 // meanwhile, and lerr, the delete's error.
-func (a *acquirer) left(ctx context.Context, got *Lock, lerr error, l *Lock, fresh bool, err error) (*Lock, bool, error) {
+func (a *acquirer) left(ctx context.Context, got *hold.Lock, lerr error, l *hold.Lock, fresh bool, err error) (*hold.Lock, bool, error) {
 	switch {
 	case got != nil:
 		// A release granted us the lock as we gave up: hand it back
@@ -85,7 +85,7 @@ func (a *acquirer) left(ctx context.Context, got *Lock, lerr error, l *Lock, fre
 		// Failing the acquire instead would leave a hold that nobody
 		// knows the token of until its lease ends.
 		return a.handBack(ctx, got)
-	case lerr != nil && err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrClosed):
+	case lerr != nil && err != nil && ctx.Err() == nil && !errors.Is(err, hold.ErrUnavailable) && !errors.Is(err, hold.ErrClosed):
 		// The wait ended without a grant we know of, but the entry
 		// may still be in the queue (etcd did not confirm its
 		// removal) for a release to grant, or was gone already (a
@@ -94,7 +94,7 @@ func (a *acquirer) left(ctx context.Context, got *Lock, lerr error, l *Lock, fre
 		// ErrUnavailable already says); the own
 		// lease is revoked (dropLease), which ends such a grant, and
 		// in a session it shows among the session's locks.
-		return nil, false, fmt.Errorf("%w: the wait ended, but not as a refusal: %v", ErrUnavailable, lerr)
+		return nil, false, fmt.Errorf("%w: the wait ended, but not as a refusal: %v", hold.ErrUnavailable, lerr)
 	}
 	return l, fresh, err
 }
@@ -103,7 +103,7 @@ func (a *acquirer) left(ctx context.Context, got *Lock, lerr error, l *Lock, fre
 // the entry's slot back if the entry is gone for good. It returns the lock
 // if a release granted it to us meanwhile, and an error when the entry may
 // still be there (or come back), so that a release may yet grant it.
-func (a *acquirer) dequeue(qkey string, slot uint64) (*Lock, error) {
+func (a *acquirer) dequeue(qkey string, slot uint64) (*hold.Lock, error) {
 	got, err := a.leave(qkey)
 	if err == nil {
 		a.e.waiters.putSlot(slot)
@@ -117,7 +117,7 @@ func (a *acquirer) dequeue(qkey string, slot uint64) (*Lock, error) {
 // queueUp joins the queue and waits in it until the lock is ours or the
 // wait must end. granted is set when a txn that granted us the lock also
 // deleted our entry.
-func (a *acquirer) queueUp(ctx context.Context, entry *queueEntry, lost <-chan struct{}) (l *Lock, fresh, granted bool, err error) {
+func (a *acquirer) queueUp(ctx context.Context, entry *queueEntry, lost <-chan struct{}) (l *hold.Lock, fresh, granted bool, err error) {
 	qkey := entry.key
 	e := a.e
 	first, queueRev, err := a.join(ctx, entry)
@@ -194,8 +194,8 @@ func (a *acquirer) join(ctx context.Context, entry *queueEntry) (attemptResult, 
 		// and since every waiter that counted more than the cap leaves,
 		// the queue holds at most the cap once joiners settle. Waiters
 		// queued before us are not disturbed.
-		return attemptResult{}, 0, &LimitError{
-			Err: ErrTooManyWaiters, Limit: limit, RetryAfter: time.Second,
+		return attemptResult{}, 0, &hold.LimitError{
+			Err: hold.ErrTooManyWaiters, Limit: limit, RetryAfter: time.Second,
 			Reason: fmt.Sprintf("the queue of %q is full: %d acquires already wait for it", a.req.Name, limit),
 		}
 	}
@@ -209,7 +209,7 @@ func (a *acquirer) join(ctx context.Context, entry *queueEntry) (attemptResult, 
 
 // waitInQueue waits, from our place q in the queue, for what first says,
 // then looks again, until the lock is ours or the wait ends.
-func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResult) (l *Lock, fresh, granted bool, err error) {
+func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResult) (l *hold.Lock, fresh, granted bool, err error) {
 	r := first
 	watch := (r.outcome == heldBy || r.outcome == behind) && r.watchKey != ""
 	for {
@@ -246,7 +246,7 @@ func (a *acquirer) waitInQueue(ctx context.Context, q queued, first attemptResul
 				return nil, false, false, errPlaceTaken
 			}
 			if r.outcome == dequeued {
-				return nil, false, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", ErrUnavailable)
+				return nil, false, false, fmt.Errorf("queue entry lost with the node's waiter lease: %w", hold.ErrUnavailable)
 			}
 			if r.outcome != retryNow {
 				break
@@ -277,7 +277,7 @@ func (a *acquirer) joinQueue(ctx context.Context, entry *queueEntry) (rev, queue
 	})
 	if err != nil {
 		if store.IsLeaseNotFound(err) && entry.place {
-			return 0, 0, ErrSessionNotFound
+			return 0, 0, hold.ErrSessionNotFound
 		}
 		if store.IsLeaseNotFound(err) {
 			return 0, 0, fmt.Errorf("enqueue: %w", errWaiterLeaseGone)
@@ -301,7 +301,7 @@ func (a *acquirer) joinQueue(ctx context.Context, entry *queueEntry) (rev, queue
 // It learns of changes from the engine's waiter hub, never from a watch
 // of its own. left is the revision that deleted the entry ahead of us,
 // when that is what ended the wait.
-func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (l *Lock, left int64, err error) {
+func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (l *hold.Lock, left int64, err error) {
 	e := a.e
 	// The head of the queue waits on the lock itself, puts included: a
 	// release grants it to us by putting our record over its own.
@@ -358,9 +358,9 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 				return nil, 0, nil
 			}
 		case <-q.lost:
-			return nil, 0, fmt.Errorf("node's waiter lease lost: %w", ErrUnavailable)
+			return nil, 0, fmt.Errorf("node's waiter lease lost: %w", hold.ErrUnavailable)
 		case <-e.drain.Done():
-			return nil, 0, ErrClosed
+			return nil, 0, hold.ErrClosed
 		case <-q.deadline.Done():
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
@@ -374,7 +374,7 @@ func (a *acquirer) awaitChange(ctx context.Context, q queued, r attemptResult) (
 // wait is over: l is the lock if a release granted it to us, nil when we
 // must look again; left is the revision of the delete of the entry ahead,
 // when that is what woke us.
-func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, head bool) (l *Lock, left int64, wake bool) {
+func (a *acquirer) watched(ctx context.Context, kw *keyWatch, r attemptResult, head bool) (l *hold.Lock, left int64, wake bool) {
 	evs, dropped := kw.take()
 	if dropped {
 		return nil, 0, true // look again
@@ -429,7 +429,7 @@ func sessionEnded(kw *keyWatch) bool {
 // granted to us (then the lock is returned), or the delay's guard
 // rewritten. The read is linearizable: a member's local read can lag
 // what its watches already sent.
-func (a *acquirer) keyChanged(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
+func (a *acquirer) keyChanged(ctx context.Context, r attemptResult, head bool) (*hold.Lock, bool, error) {
 	e := a.e
 	var opts []clientv3.OpOption
 	if !head {

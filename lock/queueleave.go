@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -13,7 +14,7 @@ import (
 // reads the lock in the same txn: once the entry is gone no release can
 // grant us the lock, so the read tells for good whether one did before.
 // It returns the lock if so.
-func (a *acquirer) leave(qkey string) (*Lock, error) {
+func (a *acquirer) leave(qkey string) (*hold.Lock, error) {
 	ctx, done := a.e.etcd.CleanupCtx()
 	defer done()
 	var (
@@ -88,7 +89,7 @@ var errEntryVanished = errors.New("the queue entry was gone before the waiter le
 // the lock, for as long as the node's waiter lease lives (the node's
 // life). The delete compares the value, so a try after one that did
 // delete it changes nothing.
-func (e *Engine) sweepEntry(key, value string) {
+func (e *Core) sweepEntry(key, value string) {
 	t := time.NewTimer(e.cfg.OpTimeout)
 	defer t.Stop()
 	for try := 0; ; try++ {

@@ -152,7 +152,7 @@ func (k *lockKind) aheadTookLock(left int64) (r attemptResult, ok bool) {
 
 // granted returns the lock if kv, the lock's key, shows the hold that our
 // queue entry asked for: a release granted it to us (Engine.handOverOps).
-func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*Lock, bool) {
+func (a *acquirer) granted(ctx context.Context, kv *mvccpb.KeyValue) (*hold.Lock, bool) {
 	hr, err := store.DecodeHolder(kv)
 	if err != nil || !a.kind.ours(hr.Hold) {
 		return nil, false

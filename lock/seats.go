@@ -473,41 +473,6 @@ func (k *seatKind) lookSeats(resp *clientv3.TxnResponse, t *lookTxn) (attemptRes
 	return attemptResult{outcome: heldBy, watchKey: k.headKey(), watchRev: rev, holder: k.a.lastHolder}, true, nil
 }
 
-// seatOf is the key name the hold token of name is kept under: name
-// itself, but for a thing with seats the seat whose ModRevision is
-// token. The seats are read keys only (at most a semaphore's limit, or a
-// read/write lock's MaxReaders and its writer, from etcd's index), locally first: a hold's seat never changes while it lasts,
-// and the end txn compares ModRevision == token anyway. Only when the
-// local read finds no such seat is it read again linearizably.
-// ErrNotHeld when no seat has token.
-func (e *Engine) seatOf(ctx context.Context, name string, token int64) (string, error) {
-	if !store.HasSeats(name) || strings.IndexByte(name, store.SeatSep) >= 0 {
-		return name, nil
-	}
-	if token <= 0 {
-		return "", hold.Invalid("token", "must be a positive fencing token")
-	}
-	read := func(opts ...clientv3.OpOption) (string, error) {
-		octx, done := e.etcd.Op(ctx)
-		defer done()
-		resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-			clientv3.WithMinModRev(token), clientv3.WithMaxModRev(token)}, opts...)...)
-		if err != nil {
-			return "", e.etcd.Err(ctx, "read semaphore", err)
-		}
-		if len(resp.Kvs) == 0 {
-			return "", ErrNotHeld
-		}
-		return strings.TrimPrefix(string(resp.Kvs[0].Key), e.keys.Locks()), nil
-	}
-	if !e.etcd.MemberStopped() {
-		if seat, err := read(clientv3.WithSerializable()); err == nil {
-			return seat, nil
-		}
-	}
-	return read()
-}
-
 // look is the acquirer's look for a thing with seats (lookSeats).
 func (k *seatKind) look(ctx context.Context, qkey string, queueRev int64) (attemptResult, bool, error) {
 	t, resp, err := k.a.readLook(ctx, qkey, queueRev, k.lookSeatsRead)

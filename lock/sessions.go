@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -163,38 +162,6 @@ func (e *Engine) sessionRecord(ctx context.Context, id string) (hold.SessionReco
 	return rec, err
 }
 
-// sessionRecordWith reads a session record and its key's CreateRevision.
-func (e *Engine) sessionRecordWith(ctx context.Context, id string, opts ...clientv3.OpOption) (hold.SessionRecord, int64, error) {
-	var rec hold.SessionRecord
-	octx, done := e.etcd.Op(ctx)
-	defer done()
-	resp, err := e.cli.Get(octx, e.keys.Session(id), opts...)
-	if err != nil {
-		return rec, 0, e.etcd.Err(ctx, "get session", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return rec, 0, ErrSessionNotFound
-	}
-	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
-		return rec, 0, fmt.Errorf("decode session record: %w", err)
-	}
-	return rec, resp.Kvs[0].CreateRevision, nil
-}
-
-// readSession reads a session record for an ownership check: from the
-// member's local state first (no ReadIndex round), since a session record
-// is written once and never changed, and a caller that then requires the
-// key's CreateRevision in its txn acts on exactly what it read. Only a
-// session the local state does not show is looked up linearizably.
-func (e *Engine) readSession(ctx context.Context, id string) (hold.SessionRecord, int64, error) {
-	if !e.etcd.MemberStopped() {
-		if rec, rev, err := e.sessionRecordWith(ctx, id, clientv3.WithSerializable()); err == nil {
-			return rec, rev, nil
-		}
-	}
-	return e.sessionRecordWith(ctx, id)
-}
-
 // RenewSession extends the session's lease by its TTL. It returns
 // ErrNotOwner when ctx's caller may not act on the session (see Caller).
 func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err error) {
@@ -337,15 +304,6 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		err = e.commitSessionEnds(ctx, ends, ev)
 	}
 	return err
-}
-
-// plannedEnd is one hold that a txn of several ends: a lock of a session
-// being deleted, a member of a lock set.
-type plannedEnd struct {
-	name  string
-	token int64
-	hr    store.Holder
-	head  *queueHead
 }
 
 // commitSessionEnds runs one txn that ends every hold of ends, each by

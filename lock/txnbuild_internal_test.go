@@ -60,9 +60,9 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 	if capped {
 		cfg.MaxLocksPerSession = 10
 	}
-	e := &Engine{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}
+	e := &Engine{Core: &Core{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}}
 	name := store.KeyName(kind, "n")
-	a := &acquirer{e: e, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
+	a := &acquirer{e: e.Core, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
 	base := lockKind{a: a}
 	var k holdKind = &base
 	var err error
@@ -188,9 +188,9 @@ func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 
 // TestLookOps_IndicesNameTheirOps: with and without a session.
 func TestLookOps_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
+	e := &Engine{Core: &Core{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
 	for _, session := range []bool{false, true} {
-		a := &acquirer{e: e, req: AcquireRequest{Name: "n"}}
+		a := &acquirer{e: e.Core, req: AcquireRequest{Name: "n"}}
 		a.kind = &lockKind{a: a}
 		if session {
 			a.session, a.req.Session = 0x20, store.LeaseHex(0x20)
@@ -214,7 +214,7 @@ func TestLookOps_IndicesNameTheirOps(t *testing.T) {
 // handover, and the hold reads after other ops (as a session's deletion
 // packs them).
 func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}
+	e := &Engine{Core: &Core{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
 	hr := store.Holder{Owner: "o", Hold: "h", Lease: store.LeaseHex(0x10), LockDelay: time.Second}
 	ev := Event{Time: store.NowUTC(), Type: EventReleased, Lock: "n"}
 	head := &queueHead{key: e.keys.Queue("n") + "w-1", rev: 7, grant: store.Holder{Owner: "next", Hold: "h2", Lease: store.LeaseHex(0x11)}}

@@ -25,22 +25,3 @@ type Session struct {
 	// when the caller had one (see Caller).
 	Credential string
 }
-
-// AcquireRequest asks for a lock.
-type AcquireRequest struct {
-	Name  string
-	Owner string
-	// TTL of the lock's own lease; zero means Config.DefaultTTL. Must be
-	// zero when Session is set: the lock then lives as long as the session.
-	TTL     time.Duration
-	Session string
-	// Wait is how long to queue for the lock; zero fails at once.
-	Wait time.Duration
-	// KeepPlace, with a Session and a Wait, keeps the session's place in
-	// the queue when the wait runs out (see PlaceKept).
-	KeepPlace bool
-	// LockDelay forbids acquiring the lock for this long after this hold
-	// ends by expiry or revoke (not by a clean release).
-	LockDelay time.Duration
-	Metadata  map[string]string
-}
