@@ -16,20 +16,20 @@ import (
 
 // Etcd is how the engine calls etcd (store.Etcd), for the parts beside
 // it to call etcd the same way and end with it.
-func (e *Engine) Etcd() *store.Etcd { return e.etcd }
+func (e *Engine) Etcd() *store.Etcd { return e.core.Etcd }
 
 // Keys is the engine's key schema under Config.Prefix.
-func (e *Engine) Keys() store.Keys { return e.keys }
+func (e *Engine) Keys() store.Keys { return e.core.Keys }
 
 // StorageFormat is the storage format this node writes (format.go).
-func (e *Engine) StorageFormat() int { return e.format }
+func (e *Engine) StorageFormat() int { return e.core.Format }
 
 // WatchConfig is an etcd watch named name (its logs, metrics and the
 // watch's metadata) of the range from key that opts give, from revision
 // from, with the engine's stall timeout and metrics. Its owner sets its
 // Handle and Compacted.
 func (e *Engine) WatchConfig(name, key string, from int64, opts ...clientv3.OpOption) watchfeed.Config {
-	return e.feeds.config(name, key, from, opts...)
+	return e.core.Feeds.Config(name, key, from, opts...)
 }
 
 // Heard returns an ErrUnavailable while f is not hearing etcd.

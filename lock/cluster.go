@@ -32,27 +32,27 @@ type ClusterStatus struct {
 // revision, as the member behind the client sees them: it answers even
 // without a leader, which is when an operator most wants to look.
 func (e *Engine) Cluster(ctx context.Context) (*ClusterStatus, error) {
-	if e.etcd.MemberStopped() {
+	if e.core.Etcd.MemberStopped() {
 		return nil, fmt.Errorf("cluster status: %w: this node's etcd member has stopped", ErrUnavailable)
 	}
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
 	// Serializable: the member's own view, so that a node cut off from
 	// the majority still tells who it thinks is there (and that it has
 	// no leader) instead of answering 503.
-	ml, err := e.cli.MemberList(octx, clientv3.WithSerializable())
+	ml, err := e.core.Cli.MemberList(octx, clientv3.WithSerializable())
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "list members", err)
+		return nil, e.core.Etcd.Err(ctx, "list members", err)
 	}
 	// The in-process client ignores the endpoint; a remote one asks the
 	// first endpoint it was given.
 	ep := ""
-	if eps := e.cli.Endpoints(); len(eps) > 0 {
+	if eps := e.core.Cli.Endpoints(); len(eps) > 0 {
 		ep = eps[0]
 	}
-	st, err := e.cli.Status(octx, ep)
+	st, err := e.core.Cli.Status(octx, ep)
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "member status", err)
+		return nil, e.core.Etcd.Err(ctx, "member status", err)
 	}
 	cs := &ClusterStatus{RaftTerm: st.RaftTerm, Revision: st.Header.Revision}
 	if st.Leader != 0 {
@@ -82,16 +82,16 @@ func (e *Engine) Ready(ctx context.Context) error {
 	if err := e.hearing(); err != nil {
 		return err
 	}
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
-	if _, err := e.cli.Get(octx, e.keys.Recorder(), clientv3.WithCountOnly()); err != nil {
+	if _, err := e.core.Cli.Get(octx, e.core.Keys.Recorder(), clientv3.WithCountOnly()); err != nil {
 		// A probe that gives etcd until a deadline and hears nothing by
 		// then has its answer: not ready. Only a caller that went away
 		// gets its own context's error.
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("ready: %w: no answer to a linearizable read within the probe's deadline", ErrUnavailable)
 		}
-		return e.etcd.Err(ctx, "linearizable read", err)
+		return e.core.Etcd.Err(ctx, "linearizable read", err)
 	}
 	if e.NoSpace() {
 		return fmt.Errorf("ready: %w: etcd's NOSPACE alarm is raised", ErrNoSpace)

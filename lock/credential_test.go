@@ -37,8 +37,8 @@ func wantCredentials(t *testing.T, e *lock.Engine, name string, want ...[2]strin
 // TestEvents_RecordTheCredentialOfEachRequestNotTheOwnerItClaims: owner
 // is a label any writer may choose; each event also carries the
 // credential authentication proved, so the trail tells who acted: the
-// acquirer (also on a handover), the releaser or revoker, and for an
-// expiry, which no request causes, the hold's acquirer.
+// Acquirer (also on a handover), the releaser or revoker, and for an
+// expiry, which no request causes, the hold's Acquirer.
 func TestEvents_RecordTheCredentialOfEachRequestNotTheOwnerItClaims(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out TTLs: not in the fast tier")

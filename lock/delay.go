@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -21,15 +22,15 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 	if len(reason) > MaxReasonLen {
 		return hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	lkey, gkey := e.keys.Lock(name), e.keys.Delay(name)
+	lkey, gkey := e.core.Keys.Lock(name), e.core.Keys.Delay(name)
 	var read store.Txn
 	lockRead, guardRead := read.OnSuccess(clientv3.OpGet(lkey, clientv3.WithKeysOnly())), read.OnSuccess(clientv3.OpGet(gkey))
-	for range maxImmediateRetries {
-		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Txn(octx).Then(read.Then...).Commit()
+	for range core.MaxImmediateRetries {
+		octx, done := e.core.Etcd.Op(ctx)
+		resp, err := e.core.Cli.Txn(octx).Then(read.Then...).Commit()
 		done()
 		if err != nil {
-			return e.etcd.Err(ctx, "read lock-delay", err)
+			return e.core.Etcd.Err(ctx, "read lock-delay", err)
 		}
 		guard := guardRead.KVs(resp)
 		if len(lockRead.KVs(resp)) > 0 || len(guard) == 0 {
@@ -44,20 +45,20 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 			Detail: fmt.Sprintf("lock-delay until %s lifted: %s", d.Until.Format(time.RFC3339Nano), reason),
 		}
 		var tr *clientv3.TxnResponse
-		octx, done = e.etcd.Op(ctx)
-		tr, err = e.cli.Txn(octx).If(
+		octx, done = e.core.Etcd.Op(ctx)
+		tr, err = e.core.Cli.Txn(octx).If(
 			clientv3.Compare(clientv3.ModRevision(gkey), "=", guard[0].ModRevision),
 			clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0),
 		).Then(
 			clientv3.OpDelete(gkey),
-			clientv3.OpPut(e.keys.LockAudit(name)+hold.NewHoldID()+"/d", store.MustJSON(ev)),
+			clientv3.OpPut(e.core.Keys.LockAudit(name)+hold.NewHoldID()+"/d", store.MustJSON(ev)),
 		).Commit()
 		done()
 		if err != nil {
-			return e.etcd.Err(ctx, "clear lock-delay", err)
+			return e.core.Etcd.Err(ctx, "clear lock-delay", err)
 		}
 		if tr.Succeeded {
-			e.metrics.Recorded(EventDelayCleared, 1)
+			e.core.Metrics.Recorded(EventDelayCleared, 1)
 			return nil
 		}
 		// The guard or the lock changed meanwhile: look again.
@@ -70,7 +71,7 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 // the end of the prefix). It reads at most limit guards; when there are
 // more, cut is the last name it read, and the page must end there.
 func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (delays []Delay, cut string, err error) {
-	base := e.cfg.Prefix + "delay/"
+	base := e.core.Cfg.Prefix + "delay/"
 	start, end := store.KindRange(base, KindLock, o.Prefix)
 	if o.After != "" {
 		if after := base + o.After + "\x00"; after > start {
@@ -80,11 +81,11 @@ func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (d
 	if through != "" {
 		end = base + through + "\x00"
 	}
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit)))
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit)))
 	done()
 	if err != nil {
-		return nil, "", e.etcd.Err(ctx, "list lock-delays", err)
+		return nil, "", e.core.Etcd.Err(ctx, "list lock-delays", err)
 	}
 	now := time.Now()
 	for _, kv := range resp.Kvs {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -67,10 +68,12 @@ func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fr
 		return nil, false, err
 	}
 	key := store.KeyName(KindElection, req.Name)
-	l, fresh, err = e.acquire(ctx, AcquireRequest{
+	l, fresh, err = e.acquire(ctx, core.AcquireRequest{
 		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace,
 		LockDelay: req.LockDelay, Metadata: req.Metadata,
-	}, func(base lockKind) (holdKind, error) { return &electionKind{lockKind: base, value: req.Value}, nil }, nil)
+	}, func(base core.LockKind) (core.HoldKind, error) {
+		return &electionKind{LockKind: base, value: req.Value}, nil
+	}, nil)
 	if err != nil {
 		var he *HeldError
 		if errors.As(err, &he) && he.Holder != nil {
@@ -92,20 +95,20 @@ func (e *Engine) Leader(ctx context.Context, name string) (*Lock, []Waiter, erro
 	}
 	key := store.KeyName(KindElection, name)
 	var t store.Txn
-	lock, value := t.OnSuccess(clientv3.OpGet(e.keys.Lock(key))), t.OnSuccess(clientv3.OpGet(e.keys.Value(key)))
-	queue := t.OnSuccess(clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
+	lock, value := t.OnSuccess(clientv3.OpGet(e.core.Keys.Lock(key))), t.OnSuccess(clientv3.OpGet(e.core.Keys.Value(key)))
+	queue := t.OnSuccess(clientv3.OpGet(e.core.Keys.Queue(key), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)))
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
-		return nil, nil, e.etcd.Err(ctx, "read election", err)
+		return nil, nil, e.core.Etcd.Err(ctx, "read election", err)
 	}
 	kvs := lock.KVs(resp)
 	if len(kvs) == 0 {
 		return nil, nil, fmt.Errorf("election %q: %w", name, ErrNoLeader)
 	}
-	l, err := e.decodeLock(ctx, kvs[0], nil)
+	l, err := e.core.DecodeLock(ctx, kvs[0], nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -123,20 +126,20 @@ func (e *Engine) Elections(ctx context.Context, o ListOptions) ([]*Lock, string,
 	// The page's proclaimed values: value keys live only as long as the
 	// leadership that wrote them, so the page's range holds at most one
 	// per leader listed.
-	from := e.keys.Value(store.KeyName(KindElection, ls[0].Name))
-	to := e.keys.Value(store.KeyName(KindElection, ls[len(ls)-1].Name)) + "\x00"
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, from, clientv3.WithRange(to))
+	from := e.core.Keys.Value(store.KeyName(KindElection, ls[0].Name))
+	to := e.core.Keys.Value(store.KeyName(KindElection, ls[len(ls)-1].Name)) + "\x00"
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Get(octx, from, clientv3.WithRange(to))
 	done()
 	if err != nil {
-		return nil, "", e.etcd.Err(ctx, "read election values", err)
+		return nil, "", e.core.Etcd.Err(ctx, "read election values", err)
 	}
 	byName := make(map[string]*mvccpb.KeyValue, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		byName[string(kv.Key)] = kv
 	}
 	for _, l := range ls {
-		if kv, ok := byName[e.keys.Value(store.KeyName(KindElection, l.Name))]; ok {
+		if kv, ok := byName[e.core.Keys.Value(store.KeyName(KindElection, l.Name))]; ok {
 			setValue(l, []*mvccpb.KeyValue{kv})
 		}
 	}
@@ -166,7 +169,7 @@ func (e *Engine) Proclaim(ctx context.Context, name string, token int64, value j
 }
 
 func (e *Engine) proclaim(ctx context.Context, key string, token int64, value json.RawMessage) (*Lock, error) {
-	hr, _, err := e.readHold(ctx, key, token, false)
+	hr, _, err := e.core.ReadHold(ctx, key, token, false)
 	if err != nil {
 		return nil, err
 	}
@@ -176,35 +179,35 @@ func (e *Engine) proclaim(ctx context.Context, key string, token int64, value js
 	ev := hr.Event(key, EventProclaimed, store.NowUTC())
 	ev.Token, ev.Value, ev.Credential = token, value, hold.CredentialOf(ctx)
 	lease, _ := store.ParseLeaseHex(hr.Lease)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.Lock(key)), "=", token)}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.core.Keys.Lock(key)), "=", token)}
 	then := []clientv3.Op{
 		// Under the leader's lease: an expiry takes the value with the
-		// leadership, and every other end deletes it (endTxn).
-		clientv3.OpPut(e.keys.Value(key), string(value), clientv3.WithLease(lease)),
-		clientv3.OpPut(e.keys.LockAudit(key)+hold.NewHoldID()+"/p", store.MustJSON(ev)),
+		// leadership, and every other end deletes it (EndTxn).
+		clientv3.OpPut(e.core.Keys.Value(key), string(value), clientv3.WithLease(lease)),
+		clientv3.OpPut(e.core.Keys.LockAudit(key)+hold.NewHoldID()+"/p", store.MustJSON(ev)),
 	}
 	var resp *clientv3.TxnResponse
-	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.batch.Txn(octx, cmps, then, nil)
+	err = e.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.core.Batch.Txn(octx, cmps, then, nil)
 		return err
 	})
 	if err != nil {
 		if store.IsLeaseNotFound(err) {
 			return nil, ErrNotHeld // the lease ended, and the leadership with it
 		}
-		return nil, e.etcd.Err(ctx, "proclaim", err)
+		return nil, e.core.Etcd.Err(ctx, "proclaim", err)
 	}
 	if !resp.Succeeded {
-		if _, err := e.heldWith(ctx, key, token); err != nil {
+		if _, err := e.core.HeldWith(ctx, key, token); err != nil {
 			return nil, err
 		}
 		return nil, ErrTokenMismatch
 	}
-	e.metrics.Recorded(EventProclaimed, 1)
+	e.core.Metrics.Recorded(EventProclaimed, 1)
 	l := hold.ToLock(hr, key, token)
 	l.Value = value
 	if id, ok := store.ParseLeaseHex(hr.Lease); ok {
-		e.fillLease(ctx, l, id)
+		e.core.FillLease(ctx, l, id)
 	}
 	return l, nil
 }
@@ -231,7 +234,7 @@ func (e *Engine) Resign(ctx context.Context, name string, token int64) error {
 	if err := store.CheckName("name", name); err != nil {
 		return err
 	}
-	if err := e.endHold(ctx, store.KeyName(KindElection, name), token, EventReleased, ""); err != nil {
+	if err := e.core.EndHold(ctx, store.KeyName(KindElection, name), token, EventReleased, ""); err != nil {
 		return electionErr("resign from", name, err)
 	}
 	return nil
@@ -248,7 +251,7 @@ func (e *Engine) RevokeLeadership(ctx context.Context, name, reason string) (*Lo
 	if len(reason) > MaxReasonLen {
 		return nil, hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	l, err := e.revoke(ctx, store.KeyName(KindElection, name), reason)
+	l, err := e.core.Revoke(ctx, store.KeyName(KindElection, name), reason)
 	if err != nil {
 		return nil, electionErr("revoke leadership of", name, err)
 	}
@@ -259,8 +262,8 @@ func (e *Engine) RevokeLeadership(ctx context.Context, name, reason string) (*Lo
 // proclaimed. A failed read leaves the campaign's value: the answer it
 // completes has what matters (the token) already.
 func (e *Engine) readValue(ctx context.Context, key string, l *Lock) {
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, e.keys.Value(key))
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Get(octx, e.core.Keys.Value(key))
 	done()
 	if err == nil {
 		setValue(l, resp.Kvs)
@@ -318,16 +321,16 @@ func (e *Engine) ElectionNow(ctx context.Context, name string) (*Lock, int64, er
 	}
 	key := store.KeyName(KindElection, name)
 	var t store.Txn
-	lock, value := t.OnSuccess(clientv3.OpGet(e.keys.Lock(key))), t.OnSuccess(clientv3.OpGet(e.keys.Value(key)))
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+	lock, value := t.OnSuccess(clientv3.OpGet(e.core.Keys.Lock(key))), t.OnSuccess(clientv3.OpGet(e.core.Keys.Value(key)))
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
-		return nil, 0, e.etcd.Err(ctx, "read election", err)
+		return nil, 0, e.core.Etcd.Err(ctx, "read election", err)
 	}
 	var leader *Lock
 	if kvs := lock.KVs(resp); len(kvs) > 0 {
-		if leader, err = e.decodeLock(ctx, kvs[0], nil); err != nil {
+		if leader, err = e.core.DecodeLock(ctx, kvs[0], nil); err != nil {
 			return nil, 0, err
 		}
 		setValue(leader, value.KVs(resp))
@@ -339,7 +342,7 @@ func (e *Engine) ElectionNow(ctx context.Context, name string) (*Lock, int64, er
 // the election's term. The grant's term is one more than the term it
 // read, and its txn requires that term to be current (termCmp).
 type electionKind struct {
-	lockKind
+	core.LockKind
 	// value is the one the candidate campaigns with.
 	value json.RawMessage
 	// term is the election's term as last read, and termRead whether
@@ -351,20 +354,20 @@ type electionKind struct {
 // prepare reads the election's term before the first attempt, locally
 // on our own member: the attempt's compare catches a stale read, and its
 // else branch reads the term again.
-func (k *electionKind) prepare(ctx context.Context) error {
+func (k *electionKind) Prepare(ctx context.Context) error {
 	if k.termRead {
 		return nil
 	}
-	e := k.a.e
+	e := k.A.E
 	var opts []clientv3.OpOption
-	if e.etcd.OwnMember() {
+	if e.Etcd.OwnMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, e.keys.Term(k.a.req.Name), opts...)
+	octx, done := e.Etcd.Op(ctx)
+	resp, err := e.Cli.Get(octx, e.Keys.Term(k.A.Req.Name), opts...)
 	done()
 	if err != nil {
-		return e.etcd.Err(ctx, "read term", err)
+		return e.Etcd.Err(ctx, "read term", err)
 	}
 	k.setTerm(resp.Kvs)
 	return nil
@@ -378,25 +381,25 @@ func (k *electionKind) setTerm(kvs []*mvccpb.KeyValue) {
 	}
 }
 
-func (k *electionKind) record(rec *store.Holder) { rec.Term, rec.Value = k.term+1, k.value }
+func (k *electionKind) Record(rec *store.Holder) { rec.Term, rec.Value = k.term+1, k.value }
 
-func (k *electionKind) cmps() []clientv3.Cmp {
-	return []clientv3.Cmp{termCmp(k.a.e.keys, k.a.req.Name, k.term)}
+func (k *electionKind) Cmps() []clientv3.Cmp {
+	return []clientv3.Cmp{termCmp(k.A.E.Keys, k.A.Req.Name, k.term)}
 }
 
-func (k *electionKind) grantOps(rec store.Holder) []clientv3.Op {
-	return []clientv3.Op{clientv3.OpPut(k.a.e.keys.Term(k.a.req.Name), strconv.FormatInt(rec.Term, 10))}
+func (k *electionKind) GrantOps(rec store.Holder) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpPut(k.A.E.Keys.Term(k.A.Req.Name), strconv.FormatInt(rec.Term, 10))}
 }
 
-func (k *electionKind) reads(t *acquireTxn) {
-	t.lost.term = t.OnFailure(clientv3.OpGet(k.a.e.keys.Term(k.a.req.Name)))
+func (k *electionKind) Reads(t *core.AcquireTxn) {
+	t.Lost.Term = t.OnFailure(clientv3.OpGet(k.A.E.Keys.Term(k.A.Req.Name)))
 }
 
 // analyse takes the term its reads found first: the next attempt
 // requires it, whatever this one's outcome.
-func (k *electionKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
-	k.setTerm(t.lost.term.KVs(resp))
-	return k.a.analyseHold(ctx, resp, t, queueKey)
+func (k *electionKind) Analyse(ctx context.Context, resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKey string) (core.AttemptResult, error) {
+	k.setTerm(t.Lost.Term.KVs(resp))
+	return k.A.AnalyseHold(ctx, resp, t, queueKey)
 }
 
 // termCmp holds while term is the election's current term. Every grant

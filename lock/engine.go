@@ -10,6 +10,7 @@ import (
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/txnbatch"
 	"github.com/baton-dev/baton/internal/watchfeed"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/fence"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,7 +20,7 @@ import (
 // safe for concurrent use. Several engines, on several nodes, may share
 // one etcd cluster: every guarantee holds across them.
 type Engine struct {
-	*Core
+	core *core.Engine
 
 	stopFunc  context.CancelFunc
 	drainFunc context.CancelFunc
@@ -37,7 +38,7 @@ type Engine struct {
 // New starts an engine over cli. It does not own cli: closing the engine
 // leaves the client open. The expiry recorder starts at once, so every
 // lease expiry from now on is recorded in the audit trail.
-func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error) {
+func New(ctx context.Context, cli *clientv3.Client, cfg core.Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,32 +46,32 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		cfg.Logger = slog.Default()
 	}
 	stop, stopFunc := context.WithCancel(context.Background())
-	e := &Engine{Core: &Core{cli: cli, cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}, log: cfg.Logger, stop: stop}, stopFunc: stopFunc}
-	e.drain, e.drainFunc = context.WithCancel(stop)
-	e.etcd = store.NewEtcd(cli, cfg.Embedded, cfg.OpTimeout, stop, func() { e.metrics.LeaderChanges.Inc() })
-	e.batch = txnbatch.Batcher{
-		KV: cli, Term: e.etcd.Term, Op: e.etcd.OpIn, Closed: e.stop.Err,
-		Observe: func(n int) { e.metrics.TxnBatchSize.Observe(float64(n)) },
-		Split:   func() { e.metrics.TxnBatchSplits.Inc() },
+	e := &Engine{core: &core.Engine{Cli: cli, Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}, Log: cfg.Logger, Stop: stop}, stopFunc: stopFunc}
+	e.core.Drain, e.drainFunc = context.WithCancel(stop)
+	e.core.Etcd = store.NewEtcd(cli, cfg.Embedded, cfg.OpTimeout, stop, func() { e.core.Metrics.LeaderChanges.Inc() })
+	e.core.Batch = txnbatch.Batcher{
+		KV: cli, Term: e.core.Etcd.Term, Op: e.core.Etcd.OpIn, Closed: e.core.Stop.Err,
+		Observe: func(n int) { e.core.Metrics.TxnBatchSize.Observe(float64(n)) },
+		Split:   func() { e.core.Metrics.TxnBatchSplits.Inc() },
 	}
-	e.metrics = hold.NewMetrics(e.etcd.HasLeader)
-	e.feeds = feeds{cli: cli, cfg: cfg, log: e.log, metrics: e.metrics}
+	e.core.Metrics = hold.NewMetrics(e.core.Etcd.HasLeader)
+	e.core.Feeds = core.Feeds{Cli: cli, Cfg: cfg, Log: e.core.Log, Metrics: e.core.Metrics}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		e.etcd.FollowLeader(e.keys.Recorder())
+		e.core.Etcd.FollowLeader(e.core.Keys.Recorder())
 	}()
 	e.newSpace()
 	e.fenced = fence.New(fence.Config{
-		Client: cli, Etcd: e.etcd, Keys: e.keys, MaxValueBytes: cfg.MaxFencedValueBytes,
-		Reserve: e.reserveFenced, Recorded: e.metrics.Recorded,
+		Client: cli, Etcd: e.core.Etcd, Keys: e.core.Keys, MaxValueBytes: cfg.MaxFencedValueBytes,
+		Reserve: e.reserveFenced, Recorded: e.core.Metrics.Recorded,
 	})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		e.runSpace()
 	}()
-	if err := e.etcd.WhileStarting(ctx, e.log, func() error { return e.loadFormat(ctx) }); err != nil {
+	if err := e.core.Etcd.WhileStarting(ctx, e.core.Log, func() error { return e.loadFormat(ctx) }); err != nil {
 		stopFunc()
 		e.wg.Wait()
 		return nil, err
@@ -83,8 +84,8 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	e.rec = rec
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
-	e.waits = e.newWaiterHub(rec.head + 1)
-	runs := []func(context.Context){rec.run, e.waits.Feed.Run}
+	e.core.Waits = e.core.NewWaiterHub(rec.head + 1)
+	runs := []func(context.Context){rec.run, e.core.Waits.Feed.Run}
 	for _, run := range runs {
 		e.wg.Add(1)
 		go func() {
@@ -104,7 +105,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 				e.Close()
 				return nil, fmt.Errorf("open etcd watches: %w", ctx.Err())
 			}
-			e.log.Warn("etcd watch not open yet; the node is not ready until it is", "watch", f.Name())
+			e.core.Log.Warn("etcd watch not open yet; the node is not ready until it is", "watch", f.Name())
 		}
 	}
 	return e, nil
@@ -112,7 +113,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 
 // feeds are the engine's etcd watches.
 func (e *Engine) watches() []*watchfeed.Feed {
-	return []*watchfeed.Feed{e.rec.feed, e.waits.Feed}
+	return []*watchfeed.Feed{e.rec.feed, e.core.Waits.Feed}
 }
 
 // errDeaf is wrapped in the ErrUnavailable that Ready returns while one of
@@ -143,17 +144,28 @@ func (e *Engine) Close() error {
 	e.closeMu.Do(func() {
 		e.stopFunc()
 		e.wg.Wait()
-		e.waiters.close(e.Core)
+		e.core.Waiters.Close(e.core)
 	})
 	return nil
 }
 
 // Client returns the etcd client the engine uses.
-func (e *Engine) Client() *clientv3.Client { return e.cli }
+func (e *Engine) Client() *clientv3.Client { return e.core.Cli }
 
 // Config returns the engine's configuration.
-func (e *Engine) Config() Config { return e.cfg }
+func (e *Engine) Config() core.Config { return e.core.Cfg }
 
 // CheckLeader returns an ErrUnavailable at once when the embedded member
 // knows no leader (EmbeddedMember.HasLeader), and nil otherwise.
-func (e *Engine) CheckLeader() error { return e.etcd.CheckLeader() }
+func (e *Engine) CheckLeader() error { return e.core.Etcd.CheckLeader() }
+
+// Config tunes an Engine; EmbeddedMember is what the engine needs of the
+// etcd member it is embedded with. Both are the hold engine's
+// (lock/internal/core/config.go), which documents every field.
+type (
+	Config         = core.Config
+	EmbeddedMember = core.EmbeddedMember
+)
+
+// DefaultConfig returns the defaults that docs/API.md documents.
+func DefaultConfig() Config { return core.DefaultConfig() }

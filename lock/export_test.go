@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/baton-dev/baton/lock/internal/core"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -12,28 +13,28 @@ import (
 // decides what queues and when it goes out, instead of racing for it.
 
 // SetTxnSlots sets how many txns e keeps in flight before requests queue.
-func SetTxnSlots(e *Engine, n int) { e.batch.SetLimit(n) }
+func SetTxnSlots(e *Engine, n int) { e.core.Batch.SetLimit(n) }
 
 // HoldTxnSlots takes every txn slot of e (txnbatch.Batcher.Hold), so the
 // requests that follow queue; release sends what queued as batches.
-func HoldTxnSlots(e *Engine) (release func()) { return e.batch.Hold() }
+func HoldTxnSlots(e *Engine) (release func()) { return e.core.Batch.Hold() }
 
 // QueuedTxns is how many requests of e wait for a batch.
-func QueuedTxns(e *Engine) int { return e.batch.Queued() }
+func QueuedTxns(e *Engine) int { return e.core.Batch.Queued() }
 
 // Txn is the engine's batched txn, as the acquire and end-hold txns call it.
 func Txn(ctx context.Context, e *Engine, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
-	return e.batch.Txn(ctx, cmps, then, els)
+	return e.core.Batch.Txn(ctx, cmps, then, els)
 }
 
 // HubRegistrations counts the waiters' registrations with e's hub
 // (hub.go): what waiters hold while they wait.
 func HubRegistrations(e *Engine) (keys int) {
-	e.waits.Lock()
-	for _, set := range e.waits.keys {
+	e.core.Waits.Lock()
+	for _, set := range e.core.Waits.Keys {
 		keys += len(set)
 	}
-	e.waits.Unlock()
+	e.core.Waits.Unlock()
 	return keys
 }
 
@@ -63,26 +64,26 @@ func WatchGeneration(e *Engine, name string) int {
 // KeptBehind is the keys of the queue entries that e's hold cache keeps
 // behind the hold token of name (Engine.keepHandedOver), oldest first.
 func KeptBehind(e *Engine, name string, token int64) []string {
-	c := &e.holds
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h, ok := c.cur[holdCacheKey(name, token)]
+	c := &e.core.Holds
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	h, ok := c.Cur[core.HoldCacheKey(name, token)]
 	if !ok {
-		h = c.prev[holdCacheKey(name, token)]
+		h = c.Prev[core.HoldCacheKey(name, token)]
 	}
-	if h.next == nil {
+	if h.Next == nil {
 		return nil
 	}
-	keys := []string{h.next.key}
-	for _, kv := range h.next.behind {
+	keys := []string{h.Next.Key}
+	for _, kv := range h.Next.Behind {
 		keys = append(keys, string(kv.Key))
 	}
 	return keys
 }
 
 // Looks is how many reads e's waiters have made when woken in the queue
-// (acquirer.look).
-func Looks(e *Engine) int64 { return e.looks.Load() }
+// (Acquirer.look).
+func Looks(e *Engine) int64 { return e.core.Looks.Load() }
 
 // StartTrail starts the audit trail beside e, and HistoryOf reads lock
 // name's history from it, for the internal tests, which cannot import

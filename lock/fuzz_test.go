@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -124,10 +125,10 @@ func FuzzAcquireValidation(f *testing.F) {
 	} {
 		f.Add(s.name, s.owner, s.session, s.md, int64(s.ttl), int64(s.wait), int64(s.delay))
 	}
-	cfg := DefaultConfig()
-	e := &Engine{Core: &Core{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}}
+	cfg := core.DefaultConfig()
+	e := &Engine{core: &core.Engine{Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}}}
 	f.Fuzz(func(t *testing.T, name, owner, session, md string, ttl, wait, delay int64) {
-		req := AcquireRequest{
+		req := core.AcquireRequest{
 			Name: name, Owner: owner, Session: session, Metadata: splitMetadata(md),
 			TTL: time.Duration(ttl), Wait: time.Duration(wait), LockDelay: time.Duration(delay),
 		}
@@ -148,7 +149,7 @@ func FuzzAcquireValidation(f *testing.F) {
 			anyBad = anyBad || b
 		}
 
-		a, err := e.newAcquirer(context.Background(), req, nil)
+		a, err := e.core.NewAcquirer(context.Background(), req, nil)
 		if err != nil {
 			var ie *InvalidError
 			if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || ie.Reason == "" {
@@ -163,14 +164,14 @@ func FuzzAcquireValidation(f *testing.F) {
 			t.Fatalf("%+v accepted, yet docs/API.md forbids %v", req, bad)
 		}
 		if session != "" {
-			if a.session != clientLease(sid) || a.req.Session != strconv.FormatInt(sid, 16) {
-				t.Fatalf("session %q read as lease %x spelt %q", session, a.session, a.req.Session)
+			if a.Session != clientLease(sid) || a.Req.Session != strconv.FormatInt(sid, 16) {
+				t.Fatalf("session %q read as lease %x spelt %q", session, a.Session, a.Req.Session)
 			}
-			if back, ok := store.ParseLeaseHex(a.req.Session); !ok || back != a.session {
-				t.Fatalf("session %q: its canonical spelling %q does not read back", session, a.req.Session)
+			if back, ok := store.ParseLeaseHex(a.Req.Session); !ok || back != a.Session {
+				t.Fatalf("session %q: its canonical spelling %q does not read back", session, a.Req.Session)
 			}
-		} else if a.req.TTL < cfg.MinTTL || a.req.TTL > cfg.MaxTTL || ttl == 0 && a.req.TTL != cfg.DefaultTTL {
-			t.Fatalf("ttl %v became %v", req.TTL, a.req.TTL)
+		} else if a.Req.TTL < cfg.MinTTL || a.Req.TTL > cfg.MaxTTL || ttl == 0 && a.Req.TTL != cfg.DefaultTTL {
+			t.Fatalf("ttl %v became %v", req.TTL, a.Req.TTL)
 		}
 	})
 }
@@ -186,8 +187,8 @@ func FuzzSessionValidation(f *testing.F) {
 	} {
 		f.Add(s.owner, int64(s.ttl), s.id)
 	}
-	cfg := DefaultConfig()
-	e := &Engine{Core: &Core{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}}
+	cfg := core.DefaultConfig()
+	e := &Engine{core: &core.Engine{Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}}}
 	f.Fuzz(func(t *testing.T, owner string, ttl int64, id string) {
 		// CreateSession checks its owner and TTL so, before any call.
 		if err := hold.CheckOwner(owner); (err == nil) != ownerOK(owner) {
@@ -196,7 +197,7 @@ func FuzzSessionValidation(f *testing.F) {
 			t.Fatalf("owner %q: %v does not name owner", owner, err)
 		}
 		d := time.Duration(ttl)
-		if err := e.checkTTL("ttl", d); (err == nil) != (d >= 2*time.Second && d <= 24*time.Hour) {
+		if err := e.core.CheckTTL("ttl", d); (err == nil) != (d >= 2*time.Second && d <= 24*time.Hour) {
 			t.Fatalf("ttl %v: checkTTL says %v", d, err)
 		} else if err != nil && !isInvalid(err, "ttl") {
 			t.Fatalf("ttl %v: %v does not name ttl", d, err)

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	"github.com/baton-dev/baton/tests/testetcd"
 )
@@ -24,11 +25,11 @@ func newTestEngineAtFormat(t *testing.T, format int) *Engine {
 	t.Helper()
 	m := testetcd.Start(t)
 	if format > 0 {
-		if _, err := m.Client().Put(context.Background(), DefaultConfig().Prefix+"meta/format", strconv.Itoa(format)); err != nil {
+		if _, err := m.Client().Put(context.Background(), core.DefaultConfig().Prefix+"meta/format", strconv.Itoa(format)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e, err := New(context.Background(), m.Client(), DefaultConfig())
+	e, err := New(context.Background(), m.Client(), core.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,19 +40,19 @@ func newTestEngineAtFormat(t *testing.T, format int) *Engine {
 
 // enqueued puts a queue entry for a, as its waiting acquire would, and
 // returns its key.
-func enqueued(t *testing.T, a *acquirer) string {
+func enqueued(t *testing.T, a *core.Acquirer) string {
 	t.Helper()
 	ctx := context.Background()
-	e := a.e
-	if err := a.ensureLease(ctx); err != nil {
+	e := a.E
+	if err := a.EnsureLease(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wlease, _, err := e.waiters.get(ctx, e)
+	wlease, _, err := e.Waiters.Get(ctx, e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	qkey := e.keys.Queue(a.req.Name) + store.LeaseHex(wlease) + "-test"
-	if _, err := e.cli.Put(ctx, qkey, store.MustJSON(a.queueEntryRecord(store.NowUTC())), clientv3.WithLease(wlease)); err != nil {
+	qkey := e.Keys.Queue(a.Req.Name) + store.LeaseHex(wlease) + "-test"
+	if _, err := e.Cli.Put(ctx, qkey, store.MustJSON(a.QueueEntryRecord(store.NowUTC())), clientv3.WithLease(wlease)); err != nil {
 		t.Fatal(err)
 	}
 	return qkey
@@ -59,13 +60,13 @@ func enqueued(t *testing.T, a *acquirer) string {
 
 // heldWithWaiter has a holder take name, and queues a waiter as owner
 // behind it, as its waiting acquire would.
-func heldWithWaiter(t *testing.T, e *Engine, name, owner string) (holder *Lock, a *acquirer, qkey string) {
+func heldWithWaiter(t *testing.T, e *Engine, name, owner string) (holder *Lock, a *core.Acquirer, qkey string) {
 	t.Helper()
-	holder, _, err := e.Acquire(context.Background(), AcquireRequest{Name: name, Owner: "holder"})
+	holder, _, err := e.Acquire(context.Background(), core.AcquireRequest{Name: name, Owner: "holder"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err = e.newAcquirer(context.Background(), AcquireRequest{Name: name, Owner: owner, Wait: time.Second}, nil); err != nil {
+	if a, err = e.core.NewAcquirer(context.Background(), core.AcquireRequest{Name: name, Owner: owner, Wait: time.Second}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return holder, a, enqueued(t, a)
@@ -80,13 +81,13 @@ func TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease(t *testing.T)
 	e := newTestEngine(t)
 	ctx := context.Background()
 	holder, a, qkey := heldWithWaiter(t, e, "x", "leaver")
-	if a.queuedLease == 0 {
+	if a.QueuedLease == 0 {
 		t.Fatal("a waiter with its own lease did not name it for the grant")
 	}
 	if err := e.Release(ctx, "x", holder.Token); err != nil {
 		t.Fatal(err)
 	}
-	l, err := a.leave(qkey)
+	l, err := a.Leave(qkey)
 	if err != nil || l == nil {
 		t.Fatalf("leave after the release granted the lock: %+v, %v; want the lock", l, err)
 	}
@@ -94,12 +95,12 @@ func TestLeave_AWaiterGrantedAsItLeavesGetsTheLockAndKeepsItsLease(t *testing.T)
 	if err != nil || cur.Token != l.Token || cur.Owner != "leaver" {
 		t.Fatalf("lock after the handover: %+v, %v; leave said %+v", cur, err, l)
 	}
-	pooled := len(e.leases.free[store.TTLSeconds(a.req.TTL)])
-	a.dropLease()
-	if n := len(e.leases.free[store.TTLSeconds(a.req.TTL)]); n != pooled {
+	pooled := len(e.core.Leases.Free[store.TTLSeconds(a.Req.TTL)])
+	a.DropLease()
+	if n := len(e.core.Leases.Free[store.TTLSeconds(a.Req.TTL)]); n != pooled {
 		t.Fatal("the lease holding the handed-over lock went to the pool")
 	}
-	if remaining, err := e.cli.TimeToLive(ctx, a.lease); err != nil || remaining.TTL <= 0 {
+	if remaining, err := e.core.Cli.TimeToLive(ctx, a.Lease); err != nil || remaining.TTL <= 0 {
 		t.Fatalf("the lease holding the handed-over lock: %+v, %v", remaining, err)
 	}
 }
@@ -112,7 +113,7 @@ func TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands(t *testing
 	e := newTestEngine(t)
 	ctx := context.Background()
 	holder, a, qkey := heldWithWaiter(t, e, "y", "gone")
-	if _, err := e.cli.Revoke(ctx, a.lease); err != nil {
+	if _, err := e.core.Cli.Revoke(ctx, a.Lease); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Release(ctx, "y", holder.Token); err != nil {
@@ -125,7 +126,7 @@ func TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands(t *testing
 	if err != nil || len(evs) != 2 || evs[0].Type != EventReleased {
 		t.Fatalf("history %+v, %v: want the release recorded once, and no grant", evs, err)
 	}
-	if l, err := a.leave(qkey); err != nil || l != nil {
+	if l, err := a.Leave(qkey); err != nil || l != nil {
 		t.Fatalf("leave: %+v, %v", l, err)
 	}
 }
@@ -137,16 +138,16 @@ func TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands(t *testing
 func TestRelease_AHeadThatAsksForNoGrantTakesTheLockItself(t *testing.T) {
 	e := newTestEngine(t)
 	ctx := context.Background()
-	holder, _, err := e.Acquire(ctx, AcquireRequest{Name: "z", Owner: "holder"})
+	holder, _, err := e.Acquire(ctx, core.AcquireRequest{Name: "z", Owner: "holder"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wlease, _, err := e.waiters.get(ctx, e.Core)
+	wlease, _, err := e.core.Waiters.Get(ctx, e.core)
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := hold.WaiterRecord{Owner: "old", Since: store.NowUTC()}
-	if _, err := e.cli.Put(ctx, e.keys.Queue("z")+store.LeaseHex(wlease)+"-old", store.MustJSON(old), clientv3.WithLease(wlease)); err != nil {
+	if _, err := e.core.Cli.Put(ctx, e.core.Keys.Queue("z")+store.LeaseHex(wlease)+"-old", store.MustJSON(old), clientv3.WithLease(wlease)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Release(ctx, "z", holder.Token); err != nil {

@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 )
 
 // The engine's watches take ranges of keys, not prefixes, and rely on
 // this order: the recorder's is audit/ to locks/, the waiters' delay/ to
 // sessions/; neither may hold the history index's writes.
 func TestKeys_SortAsTheWatchesRangesAssume(t *testing.T) {
-	e := &Engine{Core: &Core{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
+	e := &Engine{core: &core.Engine{Cfg: core.DefaultConfig(), Keys: store.Keys{Prefix: core.DefaultConfig().Prefix}}}
 	order := []string{
-		e.keys.Audit(), e.keys.Delay(""), e.keys.Fenced(""), e.keys.FenceMax(""), e.keys.Locks(), e.cfg.Prefix + "meta/",
-		e.keys.Queue(""), e.keys.Sessions(), e.keys.SessionTally("", ""), e.keys.Trail(), e.keys.TrailName("", ""),
+		e.core.Keys.Audit(), e.core.Keys.Delay(""), e.core.Keys.Fenced(""), e.core.Keys.FenceMax(""), e.core.Keys.Locks(), e.core.Cfg.Prefix + "meta/",
+		e.core.Keys.Queue(""), e.core.Keys.Sessions(), e.core.Keys.SessionTally("", ""), e.core.Keys.Trail(), e.core.Keys.TrailName("", ""),
 	}
 	if !slices.IsSorted(order) {
 		t.Fatalf("key prefixes out of the order the watches assume: %q", order)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,7 +24,7 @@ import (
 // ExpiresAt, and must pass the token to whatever it protects, because a
 // paused caller can lose the lock without noticing. If the caller's ctx
 // ends, Acquire leaves nothing behind: no queue entry, no lease, no lock.
-func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, error) {
+func (e *Engine) Acquire(ctx context.Context, req core.AcquireRequest) (*Lock, bool, error) {
 	if err := store.CheckName("name", req.Name); err != nil {
 		return nil, false, err
 	}
@@ -42,8 +43,8 @@ func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, 
 // store.KeyName), which the caller has checked, of the kind newKind makes
 // (nil: a plain lock). members are a lock set's names, nil for any other
 // kind: the locks the acquire may create, under MaxLocks.
-func (e *Engine) acquire(ctx context.Context, req AcquireRequest, newKind newKindFunc, members []string) (l *Lock, fresh bool, err error) {
-	a, err := e.newAcquirer(ctx, req, newKind)
+func (e *Engine) acquire(ctx context.Context, req core.AcquireRequest, newKind core.NewKindFunc, members []string) (l *Lock, fresh bool, err error) {
+	a, err := e.core.NewAcquirer(ctx, req, newKind)
 	if err != nil {
 		return nil, false, err
 	}
@@ -53,7 +54,7 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest, newKind newKin
 		return nil, false, err
 	}
 	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
-	return a.run(ctx)
+	return a.Run(ctx)
 }
 
 // Get returns the current holder of name, or ErrNotHeld.
@@ -64,15 +65,15 @@ func (e *Engine) Get(ctx context.Context, name string) (*Lock, error) {
 	// The guard comes in the same read: a free lock under lock-delay
 	// answers a *DelayedError (still ErrNotHeld).
 	var t store.Txn
-	lock, guard := t.OnSuccess(clientv3.OpGet(e.keys.Lock(name))), t.OnSuccess(clientv3.OpGet(e.keys.Delay(name)))
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+	lock, guard := t.OnSuccess(clientv3.OpGet(e.core.Keys.Lock(name))), t.OnSuccess(clientv3.OpGet(e.core.Keys.Delay(name)))
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "get lock", err)
+		return nil, e.core.Etcd.Err(ctx, "get lock", err)
 	}
 	if kvs := lock.KVs(resp); len(kvs) > 0 {
-		return e.decodeLock(ctx, kvs[0], nil)
+		return e.core.DecodeLock(ctx, kvs[0], nil)
 	}
 	if g := guard.KVs(resp); len(g) > 0 {
 		if d, ok := hold.ActiveDelay(name, g[0], time.Now()); ok {
@@ -133,28 +134,28 @@ func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock,
 	if err := checkListOptions(&o); err != nil {
 		return nil, "", err
 	}
-	start, end := store.KindRange(e.keys.Locks(), k, o.Prefix)
+	start, end := store.KindRange(e.core.Keys.Locks(), k, o.Prefix)
 	if o.After != "" {
-		if after := e.keys.Locks() + store.KeyName(k, o.After) + "\x00"; after > start {
+		if after := e.core.Keys.Locks() + store.KeyName(k, o.After) + "\x00"; after > start {
 			start = after
 		}
 	}
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
 	done()
 	if err != nil {
-		return nil, "", e.etcd.Err(ctx, "list locks", err)
+		return nil, "", e.core.Etcd.Err(ctx, "list locks", err)
 	}
 	kvs, next := resp.Kvs, ""
 	if len(kvs) > o.Limit {
 		kvs = kvs[:o.Limit]
-		_, next = store.ThingOf(string(kvs[len(kvs)-1].Key[len(e.keys.Locks()):]))
+		_, next = store.ThingOf(string(kvs[len(kvs)-1].Key[len(e.core.Keys.Locks()):]))
 	}
 	// Sessions share leases: ask etcd once per lease, not once per lock.
-	expiry := map[string]leaseTimes{}
+	expiry := map[string]core.LeaseTimes{}
 	locks := make([]*Lock, 0, len(kvs))
 	for _, kv := range kvs {
-		l, err := e.decodeLock(ctx, kv, expiry)
+		l, err := e.core.DecodeLock(ctx, kv, expiry)
 		if err != nil {
 			return nil, "", err
 		}
@@ -199,13 +200,13 @@ func (e *Engine) Renew(ctx context.Context, name string, token int64) (*Lock, er
 func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, err error) {
 	defer func() {
 		if err != nil {
-			e.metrics.RenewFailed(hold.RenewLock, err)
+			e.core.Metrics.RenewFailed(hold.RenewLock, err)
 		}
 	}()
-	if name, err = e.seatOf(ctx, name, token); err != nil {
+	if name, err = e.core.SeatOf(ctx, name, token); err != nil {
 		return nil, err
 	}
-	hr, err := e.heldWith(ctx, name, token)
+	hr, err := e.core.HeldWith(ctx, name, token)
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +219,11 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 	}
 	// The lease we renewed may have outlived the hold (a session's lease
 	// does): answer success only if token still holds the lock.
-	if _, err := e.heldWith(ctx, name, token); err != nil {
+	if _, err := e.core.HeldWith(ctx, name, token); err != nil {
 		return nil, err
 	}
 	l = hold.ToLock(hr, name, token)
-	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
+	l.TTL, l.ExpiresAt = ttl, core.ExpiryAt(start, ttl)
 	return l, nil
 }
 
@@ -231,19 +232,19 @@ func (e *Engine) renew(ctx context.Context, name string, token int64) (l *Lock, 
 func (e *Engine) keepAlive(ctx context.Context, lease string) (ttl time.Duration, start time.Time, err error) {
 	id, _ := store.ParseLeaseHex(lease)
 	var ka *clientv3.LeaseKeepAliveResponse
-	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
-		ka, err = e.cli.KeepAliveOnce(octx, id)
+		ka, err = e.core.Cli.KeepAliveOnce(octx, id)
 		return err
 	})
 	if err != nil {
 		if store.IsLeaseNotFound(err) {
 			return 0, time.Time{}, ErrNotHeld
 		}
-		return 0, time.Time{}, e.etcd.Err(ctx, "keep the lease alive", err)
+		return 0, time.Time{}, e.core.Etcd.Err(ctx, "keep the lease alive", err)
 	}
 	ttl = time.Duration(ka.TTL) * time.Second
-	e.leaseClock.Saw(id, start, ttl, ttl)
+	e.core.LeaseClock.Saw(id, start, ttl, ttl)
 	return ttl, start, nil
 }
 
@@ -265,12 +266,12 @@ func (e *Engine) Waiters(ctx context.Context, name string) ([]Waiter, error) {
 	if err := store.CheckName("name", name); err != nil {
 		return nil, err
 	}
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.keys.Queue(name), clientv3.WithPrefix(),
+	resp, err := e.core.Cli.Get(octx, e.core.Keys.Queue(name), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit))
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "list waiters", err)
+		return nil, e.core.Etcd.Err(ctx, "list waiters", err)
 	}
 	return waitersOf(resp.Kvs), nil
 }
@@ -304,22 +305,22 @@ type Stats struct {
 
 // Stats counts locks, waiters and sessions with count-only range reads.
 func (e *Engine) Stats(ctx context.Context) (Stats, error) {
-	locksFrom, locksTo := store.KindRange(e.keys.Locks(), KindLock, "")
-	electionsFrom, electionsTo := store.KindRange(e.keys.Locks(), KindElection, "")
-	permitsFrom, permitsTo := store.KindRange(e.keys.Locks(), KindSemaphore, "")
-	rwFrom, rwTo := store.KindRange(e.keys.Locks(), KindRWLock, "")
+	locksFrom, locksTo := store.KindRange(e.core.Keys.Locks(), KindLock, "")
+	electionsFrom, electionsTo := store.KindRange(e.core.Keys.Locks(), KindElection, "")
+	permitsFrom, permitsTo := store.KindRange(e.core.Keys.Locks(), KindSemaphore, "")
+	rwFrom, rwTo := store.KindRange(e.core.Keys.Locks(), KindRWLock, "")
 	var t store.Txn
 	count := func(from string, opts ...clientv3.OpOption) store.Ref {
 		return t.OnSuccess(clientv3.OpGet(from, append(opts, clientv3.WithCountOnly())...))
 	}
 	locks, elections := count(locksFrom, clientv3.WithRange(locksTo)), count(electionsFrom, clientv3.WithRange(electionsTo))
-	waiters, sessions := count(e.cfg.Prefix+"queue/", clientv3.WithPrefix()), count(e.cfg.Prefix+"sessions/", clientv3.WithPrefix())
+	waiters, sessions := count(e.core.Cfg.Prefix+"queue/", clientv3.WithPrefix()), count(e.core.Cfg.Prefix+"sessions/", clientv3.WithPrefix())
 	permits, rw := count(permitsFrom, clientv3.WithRange(permitsTo)), count(rwFrom, clientv3.WithRange(rwTo))
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+	resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 	if err != nil {
-		return Stats{}, e.etcd.Err(ctx, "stats", err)
+		return Stats{}, e.core.Etcd.Err(ctx, "stats", err)
 	}
 	return Stats{LocksHeld: locks.Count(resp), ElectionsLed: elections.Count(resp), Waiters: waiters.Count(resp), Sessions: sessions.Count(resp),
 		PermitsHeld: permits.Count(resp), RWHolds: rw.Count(resp)}, nil
@@ -333,7 +334,7 @@ func (e *Engine) Release(ctx context.Context, name string, token int64) error {
 	if err := store.CheckName("name", name); err != nil {
 		return err
 	}
-	if err := e.endHold(ctx, name, token, EventReleased, ""); err != nil {
+	if err := e.core.EndHold(ctx, name, token, EventReleased, ""); err != nil {
 		return fmt.Errorf("release %q: %w", name, err)
 	}
 	return nil
@@ -348,7 +349,7 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*Lock, error)
 	if len(reason) > MaxReasonLen {
 		return nil, hold.Invalid("reason", "must be at most %d bytes", MaxReasonLen)
 	}
-	l, err := e.revoke(ctx, name, reason)
+	l, err := e.core.Revoke(ctx, name, reason)
 	if err != nil {
 		return nil, fmt.Errorf("revoke %q: %w", name, err)
 	}

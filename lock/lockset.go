@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A lock set is several ordinary locks taken all or nothing, by one
-// acquirer of the engine, of its own kind (setKind): its attempt is the lock's
+// Acquirer of the engine, of its own kind (setKind): its attempt is the lock's
 // once per member in one txn (setKind.txn), so every member is granted at one
 // revision, and every member's token is that revision. Each member is an
 // ordinary lock: its holder record, its own hold ID (made of the set's:
-// memberRecord), its own acquired and end events, its queue. The members
+// MemberRecord), its own acquired and end events, its queue. The members
 // share one lease (or session), and their records name the whole set
 // (store.Holder.Set).
 //
@@ -93,9 +94,11 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 		return nil, false, err
 	}
 	names := slices.Clone(req.Names)
-	l, fresh, err := e.acquire(ctx, AcquireRequest{
+	l, fresh, err := e.acquire(ctx, core.AcquireRequest{
 		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata,
-	}, func(base lockKind) (holdKind, error) { return &setKind{lockKind: base, e: e, members: names}, nil }, names)
+	}, func(base core.LockKind) (core.HoldKind, error) {
+		return &setKind{LockKind: base, e: e, members: names}, nil
+	}, names)
 	if err != nil {
 		var ie *InvalidError
 		if errors.As(err, &ie) {
@@ -142,7 +145,7 @@ func sameSet(a, b []string) bool {
 // setKind is a lock set's kind: several ordinary locks taken by one
 // acquire, all or none (see above).
 type setKind struct {
-	lockKind
+	core.LockKind
 	// e ends a set's holds (locksetend.go).
 	e *Engine
 	// members are the set's names; guardRevs the ModRevisions of spent
@@ -155,33 +158,33 @@ type setKind struct {
 	lastHolderLeases []string
 }
 
-func (k *setKind) record(rec *store.Holder) { rec.Set = k.members }
+func (k *setKind) Record(rec *store.Holder) { rec.Set = k.members }
 
 // keep caches each member's hold.
-func (k *setKind) keep(l *Lock, rec store.Holder) {
+func (k *setKind) Keep(l *Lock, rec store.Holder) {
 	for i, m := range k.members {
-		k.a.e.holds.put(m, l.Token, memberRecord(rec, i))
+		k.A.E.Holds.Put(m, l.Token, core.MemberRecord(rec, i))
 	}
 }
 
-func (k *setKind) endOwn(ctx context.Context, token int64, _ *store.Holder, detail string) error {
+func (k *setKind) EndOwn(ctx context.Context, token int64, _ *store.Holder, detail string) error {
 	return k.e.endSet(ctx, k.members, token, detail)
 }
 
-func (k *setKind) heldError(r attemptResult) *HeldError {
-	held := make([]string, len(r.holders))
-	for i, h := range r.holders {
+func (k *setKind) HeldError(r core.AttemptResult) *HeldError {
+	held := make([]string, len(r.Holders))
+	for i, h := range r.Holders {
 		held[i] = fmt.Sprintf("%q by %q", h.Name, h.Owner)
 	}
-	return &HeldError{Holders: r.holders, Reason: "held: " + strings.Join(held, ", ")}
+	return &HeldError{Holders: r.Holders, Reason: "held: " + strings.Join(held, ", ")}
 }
 
-func (k *setKind) behindReason() string { return "acquires queued for its locks come first" }
+func (k *setKind) BehindReason() string { return "acquires queued for its locks come first" }
 
-// fillHolders fills in the members' holders; they may share leases
+// FillHolders fills in the members' holders; they may share leases
 // (another set's members do): one read each.
-func (k *setKind) fillHolders(ctx context.Context, he *HeldError) {
-	k.lockKind.fillHolders(ctx, he)
+func (k *setKind) FillHolders(ctx context.Context, he *HeldError) {
+	k.LockKind.FillHolders(ctx, he)
 	filled := map[string]*Lock{}
 	for i, h := range he.Holders {
 		id, ok := store.ParseLeaseHex(k.lastHolderLeases[i])
@@ -192,47 +195,47 @@ func (k *setKind) fillHolders(ctx context.Context, he *HeldError) {
 			h.TTL, h.ExpiresAt = f.TTL, f.ExpiresAt
 			continue
 		}
-		k.a.e.fillLease(ctx, h, id)
+		k.A.E.FillLease(ctx, h, id)
 		filled[k.lastHolderLeases[i]] = h
 	}
 }
 
-func (k *setKind) waitedOut() error {
+func (k *setKind) WaitedOut() error {
 	if len(k.lastHolders) == 0 {
-		return k.lockKind.waitedOut()
+		return k.LockKind.WaitedOut()
 	}
-	he := k.heldError(attemptResult{holders: k.lastHolders})
-	he.Reason = fmt.Sprintf("still %s after waiting %s", he.Reason, k.a.req.Wait)
+	he := k.HeldError(core.AttemptResult{Holders: k.lastHolders})
+	he.Reason = fmt.Sprintf("still %s after waiting %s", he.Reason, k.A.Req.Wait)
 	return he
 }
 
 // headKey: a set has no head to wait as. It waits on every key in its
-// way (attemptResult.keys), and a put of any may be its grant.
-func (k *setKind) headKey() string { return "" }
+// way (AttemptResult.keys), and a put of any may be its grant.
+func (k *setKind) HeadKey() string { return "" }
 
-func (k *setKind) lockNames() []string { return k.members }
+func (k *setKind) LockNames() []string { return k.members }
 
-func (k *setKind) entry(wr *hold.WaiterRecord) bool {
+func (k *setKind) Entry(wr *hold.WaiterRecord) bool {
 	wr.Set = k.members
 	return true
 }
 
 // look tells nothing: a set's attempt reads each member itself.
-func (k *setKind) look(context.Context, string, int64) (attemptResult, bool, error) {
-	return attemptResult{}, false, nil
+func (k *setKind) Look(context.Context, string, int64) (core.AttemptResult, bool, error) {
+	return core.AttemptResult{}, false, nil
 }
 
-func (k *setKind) aheadTookLock(int64) (attemptResult, bool) { return attemptResult{}, false }
+func (k *setKind) AheadTookLock(int64) (core.AttemptResult, bool) { return core.AttemptResult{}, false }
 
-// changedSince: a set looks again at every key it waits on; its attempt
+// ChangedSince: a set looks again at every key it waits on; its attempt
 // tells.
-func (k *setKind) changedSince(context.Context, attemptResult, bool) (*Lock, bool, error) {
+func (k *setKind) ChangedSince(context.Context, core.AttemptResult, bool) (*Lock, bool, error) {
 	return nil, true, nil
 }
 
 // waitsAtPlace: a set waits in every member's queue, under the node's
 // waiter lease; a session keeps no place for it.
-func (k *setKind) waitsAtPlace() bool { return false }
+func (k *setKind) WaitsAtPlace() bool { return false }
 
 // txn is the acquire txn of a lock set: for each member, the compares and
 // ops of a lock's acquire (lock free, nobody queued or nobody ahead, the
@@ -240,45 +243,45 @@ func (k *setKind) waitsAtPlace() bool { return false }
 // the entry's put or delete), in one txn, so that every member is granted
 // at one revision or none is. queueKey is our entry in the first
 // member's queue; the others share its key's last element.
-func (k *setKind) txn(queueKey string, queueRev int64, rec store.Holder, now time.Time) acquireTxn {
-	e := k.a.e
-	var t acquireTxn
-	t.members = make([]memberRefs, len(k.members))
+func (k *setKind) Txn(queueKey string, queueRev int64, rec store.Holder, now time.Time) core.AcquireTxn {
+	e := k.A.E
+	var t core.AcquireTxn
+	t.Members = make([]core.MemberRefs, len(k.members))
 	leaseID, _ := store.ParseLeaseHex(rec.Lease)
-	entries, value := k.entryKeys(queueKey), ""
-	if q := k.a.enqueue; queueKey == "" && q != nil {
-		entries, value = k.entryKeys(q.key), k.a.entryValue(now)
+	entries, value := k.EntryKeys(queueKey), ""
+	if q := k.A.Enqueue; queueKey == "" && q != nil {
+		entries, value = k.EntryKeys(q.Key), k.A.EntryValue(now)
 	}
-	if k.a.session == 0 {
-		t.OnSuccess(e.leaseMarkOp(leaseID))
+	if k.A.Session == 0 {
+		t.OnSuccess(e.LeaseMarkOp(leaseID))
 	}
 	for i, m := range k.members {
-		lkey, gkey, qpfx := e.keys.Lock(m), e.keys.Delay(m), e.keys.Queue(m)
-		mrec := memberRecord(rec, i)
+		lkey, gkey, qpfx := e.Keys.Lock(m), e.Keys.Delay(m), e.Keys.Queue(m)
+		mrec := core.MemberRecord(rec, i)
 		t.If(clientv3.Compare(clientv3.CreateRevision(lkey), "=", 0), k.guardCmp(m))
 		t.OnSuccess(clientv3.OpPut(lkey, store.MustJSON(mrec), clientv3.WithLease(leaseID)))
 		if !mrec.Derived {
-			t.OnSuccess(clientv3.OpPut(e.keys.Acquired(m, mrec.Hold), store.MustJSON(mrec.BegunEvent(m))))
+			t.OnSuccess(clientv3.OpPut(e.Keys.Acquired(m, mrec.Hold), store.MustJSON(mrec.BegunEvent(m))))
 		}
 		if k.guardRevs[m] != 0 {
 			t.OnSuccess(clientv3.OpDelete(gkey)) // a spent guard
 		}
-		mr := &t.members[i]
-		mr.lock, mr.guard = t.OnFailure(clientv3.OpGet(lkey)), t.OnFailure(clientv3.OpGet(gkey))
+		mr := &t.Members[i]
+		mr.Lock, mr.Guard = t.OnFailure(clientv3.OpGet(lkey)), t.OnFailure(clientv3.OpGet(gkey))
 		if queueKey == "" {
 			t.If(clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix())
-			mr.queued = t.OnFailure(clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
-			if k.a.enqueue != nil {
-				mr.ahead = t.OnFailure(newestEntry(qpfx))
-				t.OnFailure(clientv3.OpPut(entries[i], value, clientv3.WithLease(k.a.enqueue.lease)))
+			mr.Queued = t.OnFailure(clientv3.OpGet(qpfx, clientv3.WithPrefix(), clientv3.WithCountOnly()))
+			if k.A.Enqueue != nil {
+				mr.Ahead = t.OnFailure(newestEntry(qpfx))
+				t.OnFailure(clientv3.OpPut(entries[i], value, clientv3.WithLease(k.A.Enqueue.Lease)))
 			}
 			continue
 		}
 		t.If(clientv3.Compare(clientv3.CreateRevision(entries[i]), "=", queueRev),
 			clientv3.Compare(clientv3.CreateRevision(qpfx), ">", queueRev-1).WithPrefix())
 		t.OnSuccess(clientv3.OpDelete(entries[i]))
-		mr.entry = t.OnFailure(clientv3.OpGet(entries[i], clientv3.WithKeysOnly()))
-		mr.pred = t.OnFailure(newestEntry(qpfx, clientv3.WithMaxCreateRev(queueRev-1)))
+		mr.Entry = t.OnFailure(clientv3.OpGet(entries[i], clientv3.WithKeysOnly()))
+		mr.Pred = t.OnFailure(newestEntry(qpfx, clientv3.WithMaxCreateRev(queueRev-1)))
 	}
 	k.setSessionOps(&t)
 	return t
@@ -286,8 +289,8 @@ func (k *setKind) txn(queueKey string, queueRev int64, rec store.Holder, now tim
 
 // ours reports whether hold is a hold of this acquire's: one of its
 // members'.
-func (k *setKind) ours(hold string) bool {
-	rest, ok := strings.CutPrefix(hold, k.a.hold+".")
+func (k *setKind) Ours(hold string) bool {
+	rest, ok := strings.CutPrefix(hold, k.A.Hold+".")
 	return ok && rest != ""
 }
 
@@ -301,31 +304,31 @@ func newestEntry(qpfx string, opts ...clientv3.OpOption) clientv3.Op {
 // setSessionOps adds to a set's acquire txn what a session asks: its key
 // compared (see acquireCmps) and read in both branches, and with
 // MaxLocksPerSession each member counted in a tally shard of its own.
-func (k *setKind) setSessionOps(t *acquireTxn) {
-	e := k.a.e
-	if k.a.session == 0 {
+func (k *setKind) setSessionOps(t *core.AcquireTxn) {
+	e := k.A.E
+	if k.A.Session == 0 {
 		return
 	}
-	skey := e.keys.Session(k.a.req.Session)
-	if k.a.sessionRev != 0 {
-		t.If(clientv3.Compare(clientv3.CreateRevision(skey), "=", k.a.sessionRev))
+	skey := e.Keys.Session(k.A.Req.Session)
+	if k.A.SessionRev != 0 {
+		t.If(clientv3.Compare(clientv3.CreateRevision(skey), "=", k.A.SessionRev))
 	} else {
 		t.If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0))
 	}
-	if e.cfg.MaxLocksPerSession > 0 {
+	if e.Cfg.MaxLocksPerSession > 0 {
 		for i := range k.members {
-			t.OnSuccess(clientv3.OpPut(e.keys.TallyShard(k.a.req.Session, "acquired", i), "", clientv3.WithLease(k.a.session)))
+			t.OnSuccess(clientv3.OpPut(e.Keys.TallyShard(k.A.Req.Session, "acquired", i), "", clientv3.WithLease(k.A.Session)))
 		}
-		k.a.tallyReads(t)
+		k.A.TallyReads(t)
 	}
-	t.won.session = t.OnSuccess(clientv3.OpGet(skey))
-	t.lost.session = t.OnFailure(clientv3.OpGet(skey))
+	t.Won.Session = t.OnSuccess(clientv3.OpGet(skey))
+	t.Lost.Session = t.OnFailure(clientv3.OpGet(skey))
 }
 
 // guardCmp is a member's lock-delay compare: no guard, or the spent one
 // the last attempt read (guardRevs), which the grant deletes.
 func (k *setKind) guardCmp(m string) clientv3.Cmp {
-	gkey := k.a.e.keys.Delay(m)
+	gkey := k.A.E.Keys.Delay(m)
 	if rev := k.guardRevs[m]; rev != 0 {
 		return clientv3.Compare(clientv3.ModRevision(gkey), "=", rev)
 	}
@@ -334,23 +337,23 @@ func (k *setKind) guardCmp(m string) clientv3.Cmp {
 
 // entryKeys are our queue entries, given the first member's (qkey): one
 // per member, all with qkey's last element. "" gives none.
-func (k *setKind) entryKeys(qkey string) []string {
+func (k *setKind) EntryKeys(qkey string) []string {
 	if qkey == "" {
 		return nil
 	}
-	id := strings.TrimPrefix(qkey, k.a.e.keys.Queue(k.members[0]))
+	id := strings.TrimPrefix(qkey, k.A.E.Keys.Queue(k.members[0]))
 	keys := make([]string, len(k.members))
 	for i, m := range k.members {
-		keys[i] = k.a.e.keys.Queue(m) + id
+		keys[i] = k.A.E.Keys.Queue(m) + id
 	}
 	return keys
 }
 
 // holderReads read what may hold our grant: every member.
-func (k *setKind) holderReads() []clientv3.Op {
+func (k *setKind) HolderReads() []clientv3.Op {
 	ops := make([]clientv3.Op, len(k.members))
 	for i, m := range k.members {
-		ops[i] = clientv3.OpGet(k.a.e.keys.Lock(m))
+		ops[i] = clientv3.OpGet(k.A.E.Keys.Lock(m))
 	}
 	return ops
 }
@@ -360,63 +363,63 @@ func (k *setKind) holderReads() []clientv3.Op {
 // the lock's key of a member held by another, the entry just ahead of
 // ours in a member's queue, a member's lock-delay guard; any change of
 // one wakes it to attempt again.
-func (k *setKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
-	if k.a.session != 0 && len(t.lost.session.KVs(resp)) == 0 {
-		return attemptResult{outcome: noSession}, nil
+func (k *setKind) Analyse(ctx context.Context, resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKey string) (core.AttemptResult, error) {
+	if k.A.Session != 0 && len(t.Lost.Session.KVs(resp)) == 0 {
+		return core.AttemptResult{Outcome: core.NoSession}, nil
 	}
-	r := attemptResult{outcome: retryNow, watchRev: seenBefore(resp)}
-	if queueKey == "" && k.a.enqueue != nil {
-		r.enqueuedRev = resp.Header.Revision
+	r := core.AttemptResult{Outcome: core.RetryNow, WatchRev: core.SeenBefore(resp)}
+	if queueKey == "" && k.A.Enqueue != nil {
+		r.EnqueuedRev = resp.Header.Revision
 	}
-	k.a.lastHolder, k.lastHolders, k.lastHolderLeases = nil, nil, nil
+	k.A.LastHolder, k.lastHolders, k.lastHolderLeases = nil, nil, nil
 	var own, nDelayed, nBehind int
 	for i, m := range k.members {
-		mr := t.members[i]
-		if mr.entry.Ok() && len(mr.entry.KVs(resp)) == 0 {
-			return attemptResult{outcome: dequeued}, nil
+		mr := t.Members[i]
+		if mr.Entry.Ok() && len(mr.Entry.KVs(resp)) == 0 {
+			return core.AttemptResult{Outcome: core.Dequeued}, nil
 		}
-		queued := mr.queued.Count(resp)
-		r.queuedBefore = max(r.queuedBefore, queued)
+		queued := mr.Queued.Count(resp)
+		r.QueuedBefore = max(r.QueuedBefore, queued)
 		pred := ""
-		for _, at := range []store.Ref{mr.ahead, mr.pred} {
+		for _, at := range []store.Ref{mr.Ahead, mr.Pred} {
 			if kvs := at.KVs(resp); len(kvs) > 0 {
 				pred = string(kvs[0].Key)
 			}
 		}
-		if kvs := mr.lock.KVs(resp); len(kvs) > 0 {
+		if kvs := mr.Lock.KVs(resp); len(kvs) > 0 {
 			kv := kvs[0]
 			hr, err := store.DecodeHolder(kv)
 			if err != nil {
-				return attemptResult{}, err
+				return core.AttemptResult{}, err
 			}
-			if k.ours(hr.Hold) {
-				if l, ok := k.a.granted(ctx, kv); ok { // a txn of ours of unknown outcome
-					return attemptResult{outcome: won, lock: l}, nil
+			if k.Ours(hr.Hold) {
+				if l, ok := k.A.Granted(ctx, kv); ok { // a txn of ours of unknown outcome
+					return core.AttemptResult{Outcome: core.Won, Lock: l}, nil
 				}
 			}
 			holder := hold.ToLock(hr, m, kv.ModRevision)
-			if k.a.session != 0 && hr.Session == k.a.req.Session && sameSet(hr.Set, k.members) {
+			if k.A.Session != 0 && hr.Session == k.A.Req.Session && sameSet(hr.Set, k.members) {
 				own++
-				r.lock = holder
+				r.Lock = holder
 			}
 			k.lastHolders, k.lastHolderLeases = append(k.lastHolders, holder), append(k.lastHolderLeases, hr.Lease)
-			r.keys = append(r.keys, cmp.Or(pred, k.a.e.keys.Lock(m)))
+			r.Keys = append(r.Keys, cmp.Or(pred, k.A.E.Keys.Lock(m)))
 			continue
 		}
-		if until, cause, ok, err := k.memberGuard(mr.guard.KVs(resp), m); err != nil {
-			return attemptResult{}, err
+		if until, cause, ok, err := k.memberGuard(mr.Guard.KVs(resp), m); err != nil {
+			return core.AttemptResult{}, err
 		} else if ok {
 			nDelayed++
-			if r.retryAt.IsZero() || until.Before(r.retryAt) {
-				r.retryAt, r.delayCause = until, cause
+			if r.RetryAt.IsZero() || until.Before(r.RetryAt) {
+				r.RetryAt, r.DelayCause = until, cause
 			}
-			r.keys = append(r.keys, k.a.e.keys.Delay(m))
+			r.Keys = append(r.Keys, k.A.E.Keys.Delay(m))
 			continue
 		}
 		if pred != "" || queued > 0 {
 			nBehind++
 			if pred != "" {
-				r.keys = append(r.keys, pred)
+				r.Keys = append(r.Keys, pred)
 			}
 		}
 	}
@@ -426,22 +429,22 @@ func (k *setKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *ac
 // setOutcome is what a set's failed attempt found, given how many members
 // its session holds as this very set (own), and how many are under
 // lock-delay or have entries ahead of ours.
-func (k *setKind) setOutcome(ctx context.Context, r attemptResult, own, nDelayed, nBehind int) attemptResult {
+func (k *setKind) setOutcome(ctx context.Context, r core.AttemptResult, own, nDelayed, nBehind int) core.AttemptResult {
 	switch {
 	case own == len(k.members):
-		k.a.e.fillLease(ctx, r.lock, k.a.session)
-		r.outcome = sameHolder
-		r.lock = setOf(k.members, r.lock).Locks[0]
+		k.A.E.FillLease(ctx, r.Lock, k.A.Session)
+		r.Outcome = core.SameHolder
+		r.Lock = setOf(k.members, r.Lock).Locks[0]
 	case len(k.lastHolders) > 0:
-		r.outcome, r.holder, r.holders = heldBy, k.lastHolders[0], k.lastHolders
-		k.a.lastHolder = r.holder
+		r.Outcome, r.Holder, r.Holders = core.HeldBy, k.lastHolders[0], k.lastHolders
+		k.A.LastHolder = r.Holder
 	case nDelayed > 0:
-		r.outcome = delayed
+		r.Outcome = core.Delayed
 	case nBehind > 0:
-		r.outcome = behind
+		r.Outcome = core.Behind
 	}
-	if len(r.keys) > 0 {
-		r.watchKey = r.keys[0]
+	if len(r.Keys) > 0 {
+		r.WatchKey = r.Keys[0]
 	}
 	return r
 }

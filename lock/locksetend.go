@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -42,7 +43,7 @@ func (e *Engine) RenewSet(ctx context.Context, names []string, token int64) (*Lo
 	}
 	s, err := e.renewSet(ctx, names, token)
 	if err != nil {
-		e.metrics.RenewFailed(hold.RenewLock, err)
+		e.core.Metrics.RenewFailed(hold.RenewLock, err)
 		return nil, fmt.Errorf("renew lock set %s: %w", setLabel(names), err)
 	}
 	return s, nil
@@ -56,9 +57,9 @@ func (e *Engine) renewSet(ctx context.Context, names []string, token int64) (*Lo
 	if err != nil {
 		return nil, err
 	}
-	hr := held.ends[0].hr
+	hr := held.ends[0].Hr
 	for _, end := range held.ends {
-		if !hold.MayActOn(ctx, end.hr.Credential) {
+		if !hold.MayActOn(ctx, end.Hr.Credential) {
 			return nil, fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 		}
 	}
@@ -75,20 +76,20 @@ func (e *Engine) renewSet(ctx context.Context, names []string, token int64) (*Lo
 		return nil, err
 	}
 	l := hold.ToLock(hr, names[0], token)
-	l.TTL, l.ExpiresAt = ttl, expiryAt(start, ttl)
+	l.TTL, l.ExpiresAt = ttl, core.ExpiryAt(start, ttl)
 	return setOf(names, l), nil
 }
 
 // endSet releases, in one txn, every member of names that token holds,
 // with detail in the end events.
 func (e *Engine) endSet(ctx context.Context, names []string, token int64, detail string) error {
-	for range maxImmediateRetries {
+	for range core.MaxImmediateRetries {
 		held, err := e.readSet(ctx, names, token, true)
 		if err != nil {
 			return err
 		}
 		for _, end := range held.ends {
-			if !hold.MayActOn(ctx, end.hr.Credential) {
+			if !hold.MayActOn(ctx, end.Hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, ErrNotOwner)
 			}
 		}
@@ -104,7 +105,7 @@ func (e *Engine) endSet(ctx context.Context, names []string, token int64, detail
 type heldSet struct {
 	// ends are the members held with the token, each with its queue's
 	// head when the read asked for heads.
-	ends []plannedEnd
+	ends []core.PlannedEnd
 	// lost are the other members; other is set if one of them is held
 	// with another token.
 	lost  []string
@@ -124,7 +125,7 @@ func (h heldSet) whole() error {
 }
 
 // readSet reads the members of names, and with withHeads the head of each
-// one's queue. Like readHold it reads the member's local state first and
+// one's queue. Like ReadHold it reads the member's local state first and
 // confirms with a linearizable read unless that shows token holding every
 // member: the end txn compares each member's ModRevision with token, so a
 // stale read never ends the wrong hold. It returns ErrNotHeld when no
@@ -132,19 +133,19 @@ func (h heldSet) whole() error {
 func (e *Engine) readSet(ctx context.Context, names []string, token int64, withHeads bool) (heldSet, error) {
 	read := func(opts ...clientv3.OpOption) (heldSet, error) {
 		var t store.Txn
-		reads := make([]holdReads, len(names))
+		reads := make([]core.HoldReads, len(names))
 		for i, n := range names {
-			reads[i] = e.holdReads(&t, n, withHeads, opts...)
+			reads[i] = e.core.HoldReads(&t, n, withHeads, opts...)
 		}
-		octx, done := e.etcd.Op(ctx)
+		octx, done := e.core.Etcd.Op(ctx)
 		defer done()
-		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+		resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 		if err != nil {
-			return heldSet{}, e.etcd.Err(ctx, "read lock set", err)
+			return heldSet{}, e.core.Etcd.Err(ctx, "read lock set", err)
 		}
 		var h heldSet
 		for i, r := range reads {
-			kv, head := r.read(resp)
+			kv, head := r.Read(resp)
 			switch {
 			case kv == nil:
 				h.lost = append(h.lost, names[i])
@@ -155,12 +156,12 @@ func (e *Engine) readSet(ctx context.Context, names []string, token int64, withH
 				if err != nil {
 					return heldSet{}, err
 				}
-				h.ends = append(h.ends, plannedEnd{name: names[i], token: token, hr: hr, head: head})
+				h.ends = append(h.ends, core.PlannedEnd{Name: names[i], Token: token, Hr: hr, Head: head})
 			}
 		}
 		return h, nil
 	}
-	if !e.etcd.MemberStopped() {
+	if !e.core.Etcd.MemberStopped() {
 		if h, err := read(clientv3.WithSerializable()); err == nil && len(h.lost) == 0 {
 			return h, nil
 		}
@@ -178,15 +179,15 @@ func (e *Engine) readSet(ctx context.Context, names []string, token int64, withH
 }
 
 // commitSetEnd ends every hold of ends, members of one lock set, in one
-// txn: each as endTxn ends a hold (its end event, its lock key deleted or
+// txn: each as EndTxn ends a hold (its end event, its lock key deleted or
 // handed to its queue's head, a tally shard of its own), under one compare
 // per member, so that all end or none. done is false when a member changed
 // since it was read.
-func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail string) (done bool, err error) {
+func (e *Engine) commitSetEnd(ctx context.Context, ends []core.PlannedEnd, detail string) (done bool, err error) {
 	at := store.NowUTC()
 	var (
 		resp *clientv3.TxnResponse
-		refs []endRefs
+		refs []core.EndRefs
 	)
 	send := func() error {
 		var (
@@ -194,19 +195,19 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 			urgent bool
 		)
 		refs = refs[:0]
-		heads := handOverHeads(ends)
+		heads := core.HandOverHeads(ends)
 		for i, end := range ends {
-			ev := hold.EndEvent(end.hr, ctx, end.name, end.token, EventReleased, detail)
+			ev := hold.EndEvent(end.Hr, ctx, end.Name, end.Token, EventReleased, detail)
 			ev.Time = at
-			r := e.endTxn(&t, end.name, end.token, end.hr, ev, heads[i], i)
-			urgent = urgent || r.handOver.Ok()
+			r := e.core.EndTxn(&t, end.Name, end.Token, end.Hr, ev, heads[i], i)
+			urgent = urgent || r.HandOver.Ok()
 			refs = append(refs, r)
 		}
-		txn := e.batch.Txn
+		txn := e.core.Batch.Txn
 		if urgent {
-			txn = e.batch.TxnUrgent // the next holders wait on this commit
+			txn = e.core.Batch.TxnUrgent // the next holders wait on this commit
 		}
-		return e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+		return e.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 			resp, err = txn(octx, t.Cmps, t.Then, nil)
 			return err
 		})
@@ -215,25 +216,25 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 	if err != nil && store.IsLeaseNotFound(err) {
 		// A head's lease ended while it waited (see commitEnd).
 		for i := range ends {
-			ends[i].head = nil
+			ends[i].Head = nil
 		}
 		err = send()
 	}
 	if err != nil {
-		return false, e.etcd.Err(ctx, "end lock set", err)
+		return false, e.core.Etcd.Err(ctx, "end lock set", err)
 	}
 	if !resp.Succeeded {
 		return false, nil
 	}
 	ended := make([]string, len(ends))
 	for i, end := range ends {
-		e.holds.take(end.name, end.token) // the cached record is of a hold that is gone
-		e.metrics.RecordedOf(end.name, EventReleased, 1)
-		e.metrics.RecordedOf(end.name, EventAcquired, refs[i].handedOver(resp))
-		ended[i] = end.name
+		e.core.Holds.Take(end.Name, end.Token) // the cached record is of a hold that is gone
+		e.core.Metrics.RecordedOf(end.Name, EventReleased, 1)
+		e.core.Metrics.RecordedOf(end.Name, EventAcquired, refs[i].HandedOver(resp))
+		ended[i] = end.Name
 	}
-	if hr := ends[0].hr; !slices.ContainsFunc(hr.Set, func(n string) bool { return !slices.Contains(ended, n) }) {
-		e.leaseAfter(EventReleased, hr) // no member is left under it
+	if hr := ends[0].Hr; !slices.ContainsFunc(hr.Set, func(n string) bool { return !slices.Contains(ended, n) }) {
+		e.core.LeaseAfter(EventReleased, hr) // no member is left under it
 	}
 	return true, nil
 }
@@ -245,7 +246,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []plannedEnd, detail str
 // set, MaxSetNames at a time.
 func (e *Engine) sessionBatches(ctx context.Context, session string, keys []string) ([][]string, error) {
 	var opts []clientv3.OpOption
-	if e.etcd.OwnMember() {
+	if e.core.Etcd.OwnMember() {
 		opts = append(opts, clientv3.WithSerializable())
 	}
 	var (
@@ -256,13 +257,13 @@ func (e *Engine) sessionBatches(ctx context.Context, session string, keys []stri
 		var t store.Txn
 		reads := make([]store.Ref, len(chunk))
 		for i, k := range chunk {
-			reads[i] = t.OnSuccess(clientv3.OpGet(e.keys.Lock(k), opts...))
+			reads[i] = t.OnSuccess(clientv3.OpGet(e.core.Keys.Lock(k), opts...))
 		}
-		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+		octx, done := e.core.Etcd.Op(ctx)
+		resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 		done()
 		if err != nil {
-			return nil, e.etcd.Err(ctx, "read session locks", err)
+			return nil, e.core.Etcd.Err(ctx, "read session locks", err)
 		}
 		for i, k := range chunk {
 			if taken[k] {

@@ -39,7 +39,7 @@ var ErrStillFull = recovery.ErrStillFull
 // returns a *StillFullError (ErrStillFull) and leaves the alarm raised.
 func (e *Engine) Recover(ctx context.Context) (*RecoverResult, error) {
 	return recovery.New(recovery.Config{
-		Client: e.cli, Etcd: e.etcd, Keys: e.keys, Log: e.log, BackendQuota: e.cfg.BackendQuota,
-		Embedded: e.cfg.Embedded, DialMember: e.cfg.DialMember, OpTimeout: e.cfg.OpTimeout, CheckLeader: e.CheckLeader,
+		Client: e.core.Cli, Etcd: e.core.Etcd, Keys: e.core.Keys, Log: e.core.Log, BackendQuota: e.core.Cfg.BackendQuota,
+		Embedded: e.core.Cfg.Embedded, DialMember: e.core.Cfg.DialMember, OpTimeout: e.core.Cfg.OpTimeout, CheckLeader: e.CheckLeader,
 	}).Run(ctx)
 }

@@ -11,8 +11,8 @@ import (
 // baton_etcd_txn_batch_splits_total, baton_watch_restarts_total,
 // baton_watch_hearing, baton_history_dropped_events_total and
 // baton_history_events. Register it once per registry.
-func (e *Engine) Collector() prometheus.Collector { return e.metrics }
+func (e *Engine) Collector() prometheus.Collector { return e.core.Metrics }
 
 // CountEvents counts n audit events of typ written by this node, in
 // baton_lock_events_total: the audit trail's, beside the engine's own.
-func (e *Engine) CountEvents(typ EventType, n int) { e.metrics.Recorded(typ, n) }
+func (e *Engine) CountEvents(typ EventType, n int) { e.core.Metrics.Recorded(typ, n) }

@@ -54,7 +54,7 @@ const recorderSaveEvery = 5 * time.Second
 const recordRetry = time.Second
 
 func (e *Engine) newRecorder(ctx context.Context) (r *recorder, err error) {
-	err = e.etcd.WhileStarting(ctx, e.log, func() error {
+	err = e.core.Etcd.WhileStarting(ctx, e.core.Log, func() error {
 		r, err = e.readRecorderCursor(ctx)
 		return err
 	})
@@ -62,11 +62,11 @@ func (e *Engine) newRecorder(ctx context.Context) (r *recorder, err error) {
 }
 
 func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.keys.Recorder())
+	resp, err := e.core.Cli.Get(octx, e.core.Keys.Recorder())
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "read recorder cursor", err)
+		return nil, e.core.Etcd.Err(ctx, "read recorder cursor", err)
 	}
 	// A first start has nothing older to record: it saves the current
 	// revision as its cursor at the first tick.
@@ -85,8 +85,8 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	// (locks/) with the holds they ended, and of lease markers and session
 	// records (trail/derive.go): the trail's range, which holds none of the
 	// history index's writes.
-	key, end := e.keys.Revisions()
-	r.feed = e.feeds.feed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
+	key, end := e.core.Keys.Revisions()
+	r.feed = e.core.Feeds.Feed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
 	return r, nil
 }
 
@@ -94,7 +94,7 @@ func (r *recorder) run(stop context.Context) {
 	saved := make(chan struct{})
 	go func() {
 		defer close(saved)
-		every := r.e.cfg.RecorderSaveEvery
+		every := r.e.core.Cfg.RecorderSaveEvery
 		if every <= 0 {
 			every = recorderSaveEvery
 		}
@@ -129,7 +129,7 @@ func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchRespons
 		if stop.Err() != nil {
 			return fmt.Errorf("record expiries: %w", ErrClosed)
 		}
-		r.e.log.Warn("record expiries; retrying", "err", err)
+		r.e.core.Log.Warn("record expiries; retrying", "err", err)
 		select {
 		case <-time.After(recordRetry):
 		case <-stop.Done():
@@ -137,7 +137,7 @@ func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchRespons
 		}
 	}
 	for _, ev := range wr.Events {
-		if !r.e.keys.IsBookkeeping(ev.Kv.Key) && ev.Kv.ModRevision > r.done.Load() {
+		if !r.e.core.Keys.IsBookkeeping(ev.Kv.Key) && ev.Kv.ModRevision > r.done.Load() {
 			r.done.Store(ev.Kv.ModRevision)
 		}
 	}
@@ -148,7 +148,7 @@ func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchRespons
 // the history the recorder needed was compacted, and resumes after the
 // revision it scanned at.
 func (r *recorder) compacted(stop context.Context, compactRev int64) (int64, error) {
-	r.e.log.Warn("expiry recorder fell behind compaction; scanning the audit trail", "compact_revision", compactRev)
+	r.e.core.Log.Warn("expiry recorder fell behind compaction; scanning the audit trail", "compact_revision", compactRev)
 	rev, err := r.reconcile(stop)
 	if err != nil {
 		return 0, fmt.Errorf("reconcile audit trail: %w", err)
@@ -171,7 +171,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	ended := map[at]bool{}
 	for _, ev := range events {
 		if ev.Type == mvccpb.PUT {
-			if name, _, ok := e.keys.EndRecordOf(ev.Kv); ok {
+			if name, _, ok := e.core.Keys.EndRecordOf(ev.Kv); ok {
 				ended[at{ev.Kv.ModRevision, name}] = true
 			}
 		}
@@ -187,7 +187,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 		if ev.Type != mvccpb.DELETE {
 			continue
 		}
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.keys.Locks())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.core.Keys.Locks())
 		if !ok || ended[at{ev.Kv.ModRevision, name}] {
 			continue // not a lock, or released or revoked in the same txn
 		}
@@ -224,12 +224,12 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 // derives.
 func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) error {
 	e := r.e
-	ended := e.keys.LeasesEnded(evs)
+	ended := e.core.Keys.LeasesEnded(evs)
 	if len(ended) == 0 {
 		return nil
 	}
 	for _, ev := range evs {
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.keys.Locks())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.core.Keys.Locks())
 		if !ok || ev.Type != mvccpb.DELETE || ev.PrevKv == nil || !ended[ev.PrevKv.Lease] {
 			continue
 		}
@@ -241,12 +241,12 @@ func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) erro
 		if hr.Session != "" {
 			typ = EventSessionExpired
 		}
-		_, guard := e.holdEnd(name, ev.PrevKv.ModRevision, hr, hr.Event(name, typ, store.NowUTC()))
-		octx, done := e.etcd.Op(ctx)
-		_, err = e.cli.Txn(octx).Then(guard...).Commit()
+		_, guard := e.core.HoldEnd(name, ev.PrevKv.ModRevision, hr, hr.Event(name, typ, store.NowUTC()))
+		octx, done := e.core.Etcd.Op(ctx)
+		_, err = e.core.Cli.Txn(octx).Then(guard...).Commit()
 		done()
 		if err != nil {
-			return e.etcd.Err(ctx, "start lock-delay", err)
+			return e.core.Etcd.Err(ctx, "start lock-delay", err)
 		}
 	}
 	return nil
@@ -265,10 +265,10 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 		var t store.Txn
 		reads := make([]store.Ref, n)
 		for i, name := range names[:n] {
-			reads[i] = t.OnSuccess(clientv3.OpGet(e.keys.Lock(name), clientv3.WithRev(rev-1)))
+			reads[i] = t.OnSuccess(clientv3.OpGet(e.core.Keys.Lock(name), clientv3.WithRev(rev-1)))
 		}
-		octx, done := e.etcd.Op(ctx)
-		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+		octx, done := e.core.Etcd.Op(ctx)
+		resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 		done()
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			// The holds are compacted away: the trail's acquired records
@@ -278,7 +278,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			return err
 		}
 		if err != nil {
-			return e.etcd.Err(ctx, "read expired holds", err)
+			return e.core.Etcd.Err(ctx, "read expired holds", err)
 		}
 		for i, name := range names[:n] {
 			kvs := reads[i].KVs(resp)
@@ -287,7 +287,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			}
 			hr, err := store.DecodeHolder(kvs[0])
 			if err != nil {
-				e.log.Warn("skip undecodable lock record", "lock", name, "err", err)
+				e.core.Log.Warn("skip undecodable lock record", "lock", name, "err", err)
 				continue
 			}
 			if hr.Derived {
@@ -305,7 +305,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 
 // recordEnd writes the expired (or session_expired) end of a hold whose
 // key etcd deleted, unless its end is already recorded: its event and its
-// lock-delay, as every end does (holdEnd).
+// lock-delay, as every end does (HoldEnd).
 //
 // The hold's acquired record is there, at its first version, until the
 // hold's end is recorded (over it, in storage format 2, or beside it, in
@@ -313,17 +313,17 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 // the record): a recorder that comes late to an end already recorded or
 // indexed finds it ended or gone, and writes nothing.
 func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr store.Holder, detail string) error {
-	akey, ekey := e.keys.Acquired(name, hr.Hold), e.keys.End(name, hr.Hold)
+	akey, ekey := e.core.Keys.Acquired(name, hr.Hold), e.core.Keys.End(name, hr.Hold)
 	open := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(akey), "=", token),
 		clientv3.Compare(clientv3.Version(akey), "=", 1),
 		clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0),
 	}
-	octx, done := e.etcd.Op(ctx)
-	cur, err := e.cli.Txn(octx).If(open...).Commit()
+	octx, done := e.core.Etcd.Op(ctx)
+	cur, err := e.core.Cli.Txn(octx).If(open...).Commit()
 	done()
 	if err != nil {
-		return e.etcd.Err(ctx, "read end event", err)
+		return e.core.Etcd.Err(ctx, "read end event", err)
 	}
 	if !cur.Succeeded {
 		return nil // ended already, or indexed: nothing to write
@@ -333,15 +333,15 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr sto
 		typ = EventSessionExpired
 	}
 	now := store.NowUTC()
-	ev := hr.Event(name, typ, now) // Credential: the acquirer's, as no request ends it
+	ev := hr.Event(name, typ, now) // Credential: the Acquirer's, as no request ends it
 	ev.Token, ev.Detail = token, detail
-	event, guard := e.holdEnd(name, token, hr, ev)
+	event, guard := e.core.HoldEnd(name, token, hr, ev)
 	then := append(event, guard...)
-	octx, done = e.etcd.Op(ctx)
+	octx, done = e.core.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Txn(octx).If(open...).Then(then...).Commit()
+	resp, err := e.core.Cli.Txn(octx).If(open...).Then(then...).Commit()
 	if err == nil && resp.Succeeded {
-		e.metrics.RecordedOf(name, typ, 1) // else another node wrote it between our read and this txn
+		e.core.Metrics.RecordedOf(name, typ, 1) // else another node wrote it between our read and this txn
 	}
 	return err
 }
@@ -359,15 +359,15 @@ func (r *recorder) saveCursor() {
 		return
 	}
 	e := r.e
-	ctx, done := e.etcd.CleanupCtx()
+	ctx, done := e.core.Etcd.CleanupCtx()
 	defer done()
-	key, val := e.keys.Recorder(), store.PadToken(cur)
-	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+	key, val := e.core.Keys.Recorder(), store.PadToken(cur)
+	_, err := e.core.Cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, val)).
 		Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "<", val)}, []clientv3.Op{clientv3.OpPut(key, val)}, nil)).
 		Commit()
 	if err != nil {
-		e.log.Debug("save recorder cursor", "err", err)
+		e.core.Log.Debug("save recorder cursor", "err", err)
 		return
 	}
 	r.saved = cur
@@ -378,8 +378,8 @@ func (r *recorder) saveCursor() {
 // is needed only when the watch history the recorder needed was compacted.
 func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 	e := r.e
-	end := clientv3.GetPrefixRangeEnd(e.keys.Audit())
-	start := e.keys.Audit()
+	end := clientv3.GetPrefixRangeEnd(e.core.Keys.Audit())
+	start := e.core.Keys.Audit()
 	var rev int64
 	type open struct {
 		name, hold string
@@ -389,24 +389,24 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 	var opens []open
 	lastOpen := false // the last key seen was an "a" still in opens
 	for {
-		octx, done := e.etcd.Op(ctx)
+		octx, done := e.core.Etcd.Op(ctx)
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		resp, err := e.cli.Get(octx, start, opts...)
+		resp, err := e.core.Cli.Get(octx, start, opts...)
 		done()
 		if err != nil {
 			if errors.Is(err, rpctypes.ErrCompacted) {
 				return 0, err
 			}
-			return 0, e.etcd.Err(ctx, "scan audit trail", err)
+			return 0, e.core.Etcd.Err(ctx, "scan audit trail", err)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			rest := strings.TrimPrefix(string(kv.Key), e.keys.Audit())
+			rest := strings.TrimPrefix(string(kv.Key), e.core.Keys.Audit())
 			parts := strings.Split(rest, "/")
 			if len(parts) != 3 {
 				continue
@@ -432,7 +432,7 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	for _, o := range opens {
-		kv, err := e.getLock(ctx, o.name)
+		kv, err := e.core.GetLock(ctx, o.name)
 		if err == nil && kv.ModRevision == o.token {
 			continue // still held
 		}

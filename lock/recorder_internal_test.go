@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/lock/internal/core"
 )
 
 // TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded: a hold
@@ -14,13 +15,13 @@ import (
 func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) {
 	e := newTestEngineAtFormat(t, 4)
 	ctx := context.Background()
-	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "x", Owner: "w1", TTL: 30 * time.Second})
+	l, _, err := e.Acquire(ctx, core.AcquireRequest{Name: "x", Owner: "w1", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What etcd does when the hold's lease runs out: a delete in a
 	// revision of its own.
-	if _, err := e.cli.Delete(ctx, e.keys.Lock("x")); err != nil {
+	if _, err := e.core.Cli.Delete(ctx, e.core.Keys.Lock("x")); err != nil {
 		t.Fatal(err)
 	}
 	var got []Event
@@ -39,15 +40,15 @@ func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) 
 func TestRecorder_AHoldCompactedAwayIsLeftToReconcile(t *testing.T) {
 	e := newTestEngineAtFormat(t, 4)
 	ctx := context.Background()
-	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "y", Owner: "w1", TTL: 30 * time.Second})
+	l, _, err := e.Acquire(ctx, core.AcquireRequest{Name: "y", Owner: "w1", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := e.cli.Get(ctx, "any")
+	resp, err := e.core.Cli.Get(ctx, "any")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.cli.Compact(ctx, resp.Header.Revision); err != nil {
+	if _, err := e.core.Cli.Compact(ctx, resp.Header.Revision); err != nil {
 		t.Fatal(err)
 	}
 	// A delete recorded at l.Token would be read at l.Token-1, which is

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 )
 
 // MaxReaders bounds the read holds of one read/write lock at once: a
@@ -69,9 +70,9 @@ func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh b
 		return nil, false, err
 	}
 	key := store.KeyName(KindRWLock, req.Name)
-	l, fresh, err = e.acquire(ctx, AcquireRequest{
+	l, fresh, err = e.acquire(ctx, core.AcquireRequest{
 		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
-	}, func(base lockKind) (holdKind, error) { return newSeatKind(base, KindRWLock, 0, req.Mode) }, nil)
+	}, func(base core.LockKind) (core.HoldKind, error) { return newSeatKind(base, KindRWLock, 0, req.Mode) }, nil)
 	if err != nil {
 		var he *HeldError
 		if errors.As(err, &he) {

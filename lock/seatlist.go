@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -24,16 +25,16 @@ func (e *Engine) heldState(ctx context.Context, k EventKind, name string) (holde
 	}
 	key := store.KeyName(k, name)
 	var t store.Txn
-	seats := t.OnSuccess(clientv3.OpGet(store.SeatsOf(e.keys.Locks(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)))
-	queue := t.OnSuccess(clientv3.OpGet(e.keys.Queue(key), clientv3.WithPrefix(),
+	seats := t.OnSuccess(clientv3.OpGet(store.SeatsOf(e.core.Keys.Locks(), key), clientv3.WithPrefix(), clientv3.WithLimit(MaxListLimit)))
+	queue := t.OnSuccess(clientv3.OpGet(e.core.Keys.Queue(key), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(MaxListLimit)))
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
-		return nil, nil, e.etcd.Err(ctx, "read "+string(k), err)
+		return nil, nil, e.core.Etcd.Err(ctx, "read "+string(k), err)
 	}
-	if holders, err = e.holdsOf(ctx, seats.KVs(resp), map[string]leaseTimes{}); err != nil {
+	if holders, err = e.holdsOf(ctx, seats.KVs(resp), map[string]core.LeaseTimes{}); err != nil {
 		return nil, nil, err
 	}
 	if len(holders) == 0 {
@@ -64,10 +65,10 @@ func holdWord(k EventKind) string {
 }
 
 // holdsOf renders the seat keys kvs, sorted by token.
-func (e *Engine) holdsOf(ctx context.Context, kvs []*mvccpb.KeyValue, expiry map[string]leaseTimes) ([]*Lock, error) {
+func (e *Engine) holdsOf(ctx context.Context, kvs []*mvccpb.KeyValue, expiry map[string]core.LeaseTimes) ([]*Lock, error) {
 	holders := make([]*Lock, 0, len(kvs))
 	for _, kv := range kvs {
-		l, err := e.decodeLock(ctx, kv, expiry)
+		l, err := e.core.DecodeLock(ctx, kv, expiry)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +93,7 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 	if err := checkListOptions(&o); err != nil {
 		return nil, "", err
 	}
-	base := e.keys.Locks()
+	base := e.core.Keys.Locks()
 	start, end := store.KindRange(base, k, o.Prefix)
 	if o.After != "" {
 		// Past every seat of After: "#" sorts below every name
@@ -101,11 +102,11 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 			start = after
 		}
 	}
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(MaxListLimit))
 	done()
 	if err != nil {
-		return nil, "", e.etcd.Err(ctx, "list", err)
+		return nil, "", e.core.Etcd.Err(ctx, "list", err)
 	}
 	var (
 		names  []string
@@ -127,7 +128,7 @@ func (e *Engine) seatPage(ctx context.Context, k EventKind, o ListOptions) ([]he
 	} else if resp.More {
 		next = names[len(names)-1]
 	}
-	expiry := map[string]leaseTimes{}
+	expiry := map[string]core.LeaseTimes{}
 	page := make([]heldThing, len(names))
 	for i, name := range names {
 		holders, err := e.holdsOf(ctx, byName[name], expiry)
@@ -153,7 +154,7 @@ func (e *Engine) endSeat(ctx context.Context, k EventKind, name string, token in
 	if typ == EventRevoked {
 		what = "revoke " + holdWord(k) + " of"
 	}
-	if err := e.endHold(ctx, store.KeyName(k, name), token, typ, detail); err != nil {
+	if err := e.core.EndHold(ctx, store.KeyName(k, name), token, typ, detail); err != nil {
 		return seatsErr(what, name, err)
 	}
 	return nil

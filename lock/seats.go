@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -63,12 +64,12 @@ type seatView struct {
 // in one of the thing's seats, and the head of its queue waits on them
 // all.
 type seatKind struct {
-	lockKind
+	core.LockKind
 	// limit is a semaphore permit's: the limit the acquire asks for (0
 	// for a read/write lock's hold).
 	limit int
 	// mode is a read/write lock hold's; writersQueued whether a
-	// reader's last read found writers in line (noneAheadCmp).
+	// reader's last read found writers in line (NoneAheadCmp).
 	mode          RWMode
 	writersQueued bool
 	// view is what an acquire that picks its seat (a permit, a read
@@ -80,9 +81,9 @@ type seatKind struct {
 // newSeatKind sets up an acquire of a thing with seats: a permit of a
 // semaphore of limit, or a read/write lock's hold in mode; the seat it
 // takes, or the seats it picks from.
-func newSeatKind(base lockKind, kind EventKind, limit int, mode RWMode) (*seatKind, error) {
-	k := &seatKind{lockKind: base}
-	req := base.a.req
+func newSeatKind(base core.LockKind, kind EventKind, limit int, mode RWMode) (*seatKind, error) {
+	k := &seatKind{LockKind: base}
+	req := base.A.Req
 	if kind == KindSemaphore {
 		if err := checkLimit(limit); err != nil {
 			return nil, err
@@ -94,7 +95,7 @@ func newSeatKind(base lockKind, kind EventKind, limit int, mode RWMode) (*seatKi
 		case ModeRead:
 			k.view = &seatView{limit: MaxReaders, prefix: store.ReaderSeats(req.Name)}
 		case ModeWrite:
-			base.a.seat = store.WriterSeat(req.Name)
+			base.A.Seat = store.WriterSeat(req.Name)
 			return k, nil
 		default:
 			return nil, hold.Invalid("mode", "must be read or write")
@@ -107,30 +108,30 @@ func newSeatKind(base lockKind, kind EventKind, limit int, mode RWMode) (*seatKi
 	return k, nil
 }
 
-func (k *seatKind) record(rec *store.Holder) { rec.Limit, rec.Mode = k.limit, k.mode }
+func (k *seatKind) Record(rec *store.Holder) { rec.Limit, rec.Mode = k.limit, k.mode }
 
-func (k *seatKind) grantOps(rec store.Holder) []clientv3.Op {
-	return []clientv3.Op{clientv3.OpPut(k.a.e.keys.Seats(k.a.req.Name), seatRecord(rec))}
+func (k *seatKind) GrantOps(rec store.Holder) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpPut(k.A.E.Keys.Seats(k.A.Req.Name), core.SeatRecord(rec))}
 }
 
 // analyse notes, for a reader, whether writers are in line (see
-// noneAheadCmp) first.
-func (k *seatKind) analyse(ctx context.Context, resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, error) {
+// NoneAheadCmp) first.
+func (k *seatKind) Analyse(ctx context.Context, resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKey string) (core.AttemptResult, error) {
 	if k.mode == ModeRead {
-		k.writersQueued = t.lost.blocking.Count(resp) > 0
+		k.writersQueued = t.Lost.Blocking.Count(resp) > 0
 	}
-	return k.a.analyseHold(ctx, resp, t, queueKey)
+	return k.A.AnalyseHold(ctx, resp, t, queueKey)
 }
 
 // repeatable: a session may hold several permits, or read holds, of one
 // thing; only the writer's seat is one.
-func (k *seatKind) repeatable() bool { return k.view == nil }
+func (k *seatKind) Repeatable() bool { return k.view == nil }
 
-func (k *seatKind) behindReason() string {
+func (k *seatKind) BehindReason() string {
 	if k.mode == ModeRead {
 		return "a writer waits ahead: a reader queues behind it, first come, first served"
 	}
-	return k.lockKind.behindReason()
+	return k.LockKind.BehindReason()
 }
 
 // entry: a kept place of a thing with seats asks for no grant: one made
@@ -138,34 +139,36 @@ func (k *seatKind) behindReason() string {
 // that the session's next acquire cannot tell from those it holds
 // already (it takes one of its own). The place then waits, at the head
 // of the line, for that acquire to take the seat (place.go).
-func (k *seatKind) entry(wr *hold.WaiterRecord) bool {
+func (k *seatKind) Entry(wr *hold.WaiterRecord) bool {
 	wr.Mode = k.mode
-	return !k.a.req.KeepPlace
+	return !k.A.Req.KeepPlace
 }
 
 // took: a release grants the seat it frees, whichever that is.
-func (k *seatKind) took(key string) { k.a.seat = strings.TrimPrefix(key, k.a.e.keys.Locks()) }
+func (k *seatKind) Took(key string) { k.A.Seat = strings.TrimPrefix(key, k.A.E.Keys.Locks()) }
 
-func (k *seatKind) holderReads() []clientv3.Op {
-	return []clientv3.Op{clientv3.OpGet(store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name), clientv3.WithPrefix())}
+func (k *seatKind) HolderReads() []clientv3.Op {
+	return []clientv3.Op{clientv3.OpGet(store.SeatsOf(k.A.E.Keys.Locks(), k.A.Req.Name), clientv3.WithPrefix())}
 }
 
 // aheadTookLock tells nothing for a thing with seats: the grant that
 // took the entry ahead may have left seats free.
-func (k *seatKind) aheadTookLock(int64) (attemptResult, bool) { return attemptResult{}, false }
+func (k *seatKind) AheadTookLock(int64) (core.AttemptResult, bool) {
+	return core.AttemptResult{}, false
+}
 
-// changedSince, at the head of the queue, reads every seat: whichever
+// ChangedSince, at the head of the queue, reads every seat: whichever
 // was handed to us, or freed.
-func (k *seatKind) changedSince(ctx context.Context, r attemptResult, head bool) (*Lock, bool, error) {
+func (k *seatKind) ChangedSince(ctx context.Context, r core.AttemptResult, head bool) (*Lock, bool, error) {
 	if !head {
-		return k.lockKind.changedSince(ctx, r, head)
+		return k.LockKind.ChangedSince(ctx, r, head)
 	}
 	kvs, err := k.readSeatHolders(ctx)
 	if err != nil {
 		return nil, false, err
 	}
 	for _, kv := range kvs {
-		if l, ok := k.a.granted(ctx, kv); ok {
+		if l, ok := k.A.Granted(ctx, kv); ok {
 			return l, true, nil
 		}
 	}
@@ -175,18 +178,18 @@ func (k *seatKind) changedSince(ctx context.Context, r attemptResult, head bool)
 // seatsRead reads the seats the acquire picks from, keys only: from
 // etcd's index, at most the limit's number of keys.
 func (k *seatKind) seatsRead(opts ...clientv3.OpOption) clientv3.Op {
-	return clientv3.OpGet(k.a.e.keys.Locks()+k.view.prefix,
+	return clientv3.OpGet(k.A.E.Keys.Locks()+k.view.prefix,
 		append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly()}, opts...)...)
 }
 
 // headKey is what the head of the queue waits on: every seat of the
 // thing (a hub registration for them all); a reader, only the writer's
 // seat.
-func (k *seatKind) headKey() string {
+func (k *seatKind) HeadKey() string {
 	if k.mode == ModeRead {
-		return k.a.e.keys.Lock(store.WriterSeat(k.a.req.Name))
+		return k.A.E.Keys.Lock(store.WriterSeat(k.A.Req.Name))
 	}
-	return store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name)
+	return store.SeatsOf(k.A.E.Keys.Locks(), k.A.Req.Name)
 }
 
 // A read/write lock keeps its waiters under two prefixes of its queue,
@@ -197,17 +200,17 @@ func (k *seatKind) headKey() string {
 // still by CreateRevision across both: a reader never passes an older
 // writer, and a writer never passes anyone.
 
-// entryPrefix is where our queue entry goes: the queue, or a read/write
+// EntryPrefix is where our queue entry goes: the queue, or a read/write
 // lock's waiters' of our mode.
-func (k *seatKind) entryPrefix() string {
+func (k *seatKind) EntryPrefix() string {
 	if k.mode != "" {
-		return k.a.e.keys.Queue(k.a.req.Name) + string(k.mode[0]) + "/"
+		return k.A.E.Keys.Queue(k.A.Req.Name) + string(k.mode[0]) + "/"
 	}
-	return k.lockKind.entryPrefix()
+	return k.LockKind.EntryPrefix()
 }
 
-// noneAheadCmp holds when no entry under qpfx, where the entries we wait
-// behind are (aheadPrefix), is older than ours, created at queueRev. A
+// NoneAheadCmp holds when no entry under qpfx, where the entries we wait
+// behind are (AheadPrefix), is older than ours, created at queueRev. A
 // compare over a range holds for every key in it, and an empty range is
 // compared as one key created at 0: so over the whole queue, which holds
 // our own entry, one compare says it; over a reader's writers, which may
@@ -215,23 +218,23 @@ func (k *seatKind) entryPrefix() string {
 // (writersQueued): none at all, or none older than ours. Either implies
 // that no writer is ahead of us; when what it read changed, the attempt
 // fails, its else branch reads again, and the next one takes the other.
-func (k *seatKind) noneAheadCmp(qpfx string, queueRev int64) clientv3.Cmp {
+func (k *seatKind) NoneAheadCmp(qpfx string, queueRev int64) clientv3.Cmp {
 	if k.mode == ModeRead && !k.writersQueued {
 		return clientv3.Compare(clientv3.CreateRevision(qpfx), "=", 0).WithPrefix()
 	}
-	return k.lockKind.noneAheadCmp(qpfx, queueRev)
+	return k.LockKind.NoneAheadCmp(qpfx, queueRev)
 }
 
-// aheadPrefix is where the entries we wait behind are: the whole queue,
+// AheadPrefix is where the entries we wait behind are: the whole queue,
 // or for a reader its writers'.
-func (k *seatKind) aheadPrefix() string {
+func (k *seatKind) AheadPrefix() string {
 	if k.mode == ModeRead {
-		return k.a.e.keys.Queue(k.a.req.Name) + string(ModeWrite[0]) + "/"
+		return k.A.E.Keys.Queue(k.A.Req.Name) + string(ModeWrite[0]) + "/"
 	}
-	return k.lockKind.aheadPrefix()
+	return k.LockKind.AheadPrefix()
 }
 
-// storedLimit decodes a read of a semaphore's seats key (seatRecord): the
+// storedLimit decodes a read of a semaphore's seats key (SeatRecord): the
 // limit and the key's ModRevision, zeros when there is none.
 func storedLimit(kvs []*mvccpb.KeyValue) (limit int, rev int64) {
 	if len(kvs) == 0 {
@@ -244,7 +247,7 @@ func storedLimit(kvs []*mvccpb.KeyValue) (limit int, rev int64) {
 // noteSeats keeps which seats a read of them found held.
 func (k *seatKind) noteSeats(kvs []*mvccpb.KeyValue) {
 	held := make(map[int]bool, len(kvs))
-	from := k.a.e.keys.Locks() + k.view.prefix
+	from := k.A.E.Keys.Locks() + k.view.prefix
 	for _, kv := range kvs {
 		if n, err := strconv.Atoi(strings.TrimPrefix(string(kv.Key), from)); err == nil {
 			held[n] = true
@@ -265,20 +268,20 @@ func (k *seatKind) pickSeat() bool {
 	// Among the seats held and a few more: a read/write lock's readers
 	// then reuse a few keys, not MaxReaders of them.
 	n := min(k.view.limit, len(k.view.held)+pickSpread)
-	from := int(crc32.ChecksumIEEE([]byte(k.a.hold)) % uint32(n))
+	from := int(crc32.ChecksumIEEE([]byte(k.A.Hold)) % uint32(n))
 	for i := range n {
 		if seat := (from + i) % n; !k.view.held[seat] {
-			k.a.seat = k.view.prefix + strconv.Itoa(seat)
+			k.A.Seat = k.view.prefix + strconv.Itoa(seat)
 			return true
 		}
 	}
 	for i := n; i < k.view.limit; i++ { // the seats beyond the spread, in order
 		if !k.view.held[i] {
-			k.a.seat = k.view.prefix + strconv.Itoa(i)
+			k.A.Seat = k.view.prefix + strconv.Itoa(i)
 			return true
 		}
 	}
-	k.a.seat = k.view.prefix + "0"
+	k.A.Seat = k.view.prefix + "0"
 	return false
 }
 
@@ -289,32 +292,32 @@ const pickSpread = 64
 // reads adds to a failed attempt's else branch what it reads of the
 // seats: a semaphore's stored limit, the seats it picks from, and a
 // read/write lock's hold in the way.
-func (k *seatKind) reads(t *acquireTxn) {
-	e, thing := k.a.e, k.a.req.Name
+func (k *seatKind) Reads(t *core.AcquireTxn) {
+	e, thing := k.A.E, k.A.Req.Name
 	if k.view != nil && k.view.stored {
-		t.lost.limit = t.OnFailure(clientv3.OpGet(e.keys.Seats(thing)))
+		t.Lost.Limit = t.OnFailure(clientv3.OpGet(e.Keys.Seats(thing)))
 	}
 	if k.view != nil {
-		t.lost.seats = t.OnFailure(k.seatsRead())
+		t.Lost.Seats = t.OnFailure(k.seatsRead())
 	}
 	switch k.mode {
 	case ModeRead:
-		t.lost.blocker = t.OnFailure(clientv3.OpGet(e.keys.Lock(store.WriterSeat(thing))))
+		t.Lost.Blocker = t.OnFailure(clientv3.OpGet(e.Keys.Lock(store.WriterSeat(thing))))
 	case ModeWrite:
-		t.lost.blocker = t.OnFailure(clientv3.OpGet(e.keys.Locks()+store.ReaderSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
+		t.Lost.Blocker = t.OnFailure(clientv3.OpGet(e.Keys.Locks()+store.ReaderSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
 	}
 }
 
 // cmps hold when the acquire may take its seat, beyond the seat's
 // being free: a semaphore's limit is its own (limitCmps); a read hold's
 // lock has no writer; a write hold's has no hold at all.
-func (k *seatKind) cmps() []clientv3.Cmp {
-	e, thing := k.a.e, k.a.req.Name
+func (k *seatKind) Cmps() []clientv3.Cmp {
+	e, thing := k.A.E, k.A.Req.Name
 	switch k.mode {
 	case ModeRead:
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.Lock(store.WriterSeat(thing))), "=", 0)}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.Keys.Lock(store.WriterSeat(thing))), "=", 0)}
 	case ModeWrite:
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(e.keys.Locks(), thing)), "=", 0).WithPrefix()}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(e.Keys.Locks(), thing)), "=", 0).WithPrefix()}
 	}
 	return k.limitCmps()
 }
@@ -323,13 +326,13 @@ func (k *seatKind) cmps() []clientv3.Cmp {
 // attempt replaces it, when it is still as read and no seat is held (a
 // direct attempt also requires the queue empty: acquireCmps).
 func (k *seatKind) limitCmps() []clientv3.Cmp {
-	key := k.a.e.keys.Seats(k.a.req.Name)
+	key := k.A.E.Keys.Seats(k.A.Req.Name)
 	if !k.view.replace {
 		return []clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", strconv.Itoa(k.view.limit))}
 	}
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(key), "=", k.view.limitRev),
-		clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name)), "=", 0).WithPrefix(),
+		clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(k.A.E.Keys.Locks(), k.A.Req.Name)), "=", 0).WithPrefix(),
 	}
 }
 
@@ -338,31 +341,31 @@ func (k *seatKind) limitCmps() []clientv3.Cmp {
 // the hold in the way (nil when the seat the next attempt takes, picked
 // anew if ours was taken, looked free), and analyse goes on as for a
 // lock held by it. lockKVs is the read of our seat.
-func (k *seatKind) inWay(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string, lockKVs []*mvccpb.KeyValue) (r attemptResult, settled bool, blocker []*mvccpb.KeyValue) {
+func (k *seatKind) InWay(resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKey string, lockKVs []*mvccpb.KeyValue) (r core.AttemptResult, settled bool, blocker []*mvccpb.KeyValue) {
 	if k.view != nil {
-		k.noteSeats(t.lost.seats.KVs(resp))
+		k.noteSeats(t.Lost.Seats.KVs(resp))
 	}
 	if k.view != nil && k.view.stored {
 		if r, settled := k.analyseLimit(resp, t, queueKey); settled {
 			return r, true, nil
 		}
 	}
-	if t.lost.blocker.Ok() {
-		kvs := t.lost.blocker.KVs(resp)
+	if t.Lost.Blocker.Ok() {
+		kvs := t.Lost.Blocker.KVs(resp)
 		switch {
 		case len(kvs) > 0 && k.mode == ModeRead:
-			return attemptResult{}, false, kvs // a writer holds the lock
+			return core.AttemptResult{}, false, kvs // a writer holds the lock
 		case len(kvs) > 0 && len(lockKVs) == 0:
-			return attemptResult{}, false, kvs // a writer's acquire: readers hold it
+			return core.AttemptResult{}, false, kvs // a writer's acquire: readers hold it
 		}
 	}
 	if k.view == nil {
-		return attemptResult{}, false, lockKVs // the one seat it takes
+		return core.AttemptResult{}, false, lockKVs // the one seat it takes
 	}
 	if !k.view.held[k.seatIndex()] || k.pickSeat() {
-		return attemptResult{}, false, nil // the seat picked looked free
+		return core.AttemptResult{}, false, nil // the seat picked looked free
 	}
-	return attemptResult{}, false, lockKVs
+	return core.AttemptResult{}, false, lockKVs
 }
 
 // analyseLimit reads a failed permit attempt's view of the stored limit:
@@ -373,27 +376,27 @@ func (k *seatKind) inWay(resp *clientv3.TxnResponse, t *acquireTxn, queueKey str
 // attempt's own compares make it the head). A direct attempt with others
 // in line goes to the back of it, and replaces the limit when its turn
 // comes, if no seat is held then.
-func (k *seatKind) analyseLimit(resp *clientv3.TxnResponse, t *acquireTxn, queueKey string) (attemptResult, bool) {
+func (k *seatKind) analyseLimit(resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKey string) (core.AttemptResult, bool) {
 	s := k.view
-	stored, rev := storedLimit(t.lost.limit.KVs(resp))
+	stored, rev := storedLimit(t.Lost.Limit.KVs(resp))
 	if stored == s.limit {
 		s.replace = false
-		return attemptResult{}, false
+		return core.AttemptResult{}, false
 	}
 	if len(s.held) > 0 {
-		return attemptResult{outcome: mismatched, limit: stored, asked: k.limit}, true
+		return core.AttemptResult{Outcome: core.Mismatched, Limit: stored, Asked: k.limit}, true
 	}
 	s.replace, s.limitRev = true, rev
-	if queueKey == "" && t.lost.queued.Count(resp) > 0 {
-		return attemptResult{}, false // behind the queue (analyse says so)
+	if queueKey == "" && t.Lost.Queued.Count(resp) > 0 {
+		return core.AttemptResult{}, false // behind the queue (analyse says so)
 	}
 	k.pickSeat()
-	return attemptResult{outcome: retryNow}, true
+	return core.AttemptResult{Outcome: core.RetryNow}, true
 }
 
 // seatIndex is the number of the seat the next attempt takes.
 func (k *seatKind) seatIndex() int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(k.a.seat, k.view.prefix))
+	n, _ := strconv.Atoi(strings.TrimPrefix(k.A.Seat, k.view.prefix))
 	return n
 }
 
@@ -401,28 +404,28 @@ func (k *seatKind) seatIndex() int {
 // is gone: a release deleted it as it granted us the seat it freed
 // (whichever that was), or the entry went with the node's waiter lease.
 // It reads the seats, at most the limit's number, to tell.
-func (k *seatKind) entryGone(ctx context.Context) (attemptResult, error) {
+func (k *seatKind) EntryGone(ctx context.Context) (core.AttemptResult, error) {
 	kvs, err := k.readSeatHolders(ctx)
 	if err != nil {
-		return attemptResult{}, err
+		return core.AttemptResult{}, err
 	}
 	for _, kv := range kvs {
-		if l, ok := k.a.granted(ctx, kv); ok {
-			return attemptResult{outcome: won, lock: l}, nil
+		if l, ok := k.A.Granted(ctx, kv); ok {
+			return core.AttemptResult{Outcome: core.Won, Lock: l}, nil
 		}
 	}
-	return attemptResult{outcome: dequeued}, nil
+	return core.AttemptResult{Outcome: core.Dequeued}, nil
 }
 
 // readSeatHolders reads the holder records of the semaphore's seats,
 // linearizably.
 func (k *seatKind) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, error) {
-	e := k.a.e
-	octx, done := e.etcd.Op(ctx)
+	e := k.A.E
+	octx, done := e.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), k.a.req.Name), clientv3.WithPrefix())
+	resp, err := e.Cli.Get(octx, store.SeatsOf(e.Keys.Locks(), k.A.Req.Name), clientv3.WithPrefix())
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "read semaphore", err)
+		return nil, e.Etcd.Err(ctx, "read semaphore", err)
 	}
 	return resp.Kvs, nil
 }
@@ -433,9 +436,9 @@ func (k *seatKind) readSeatHolders(ctx context.Context) ([]*mvccpb.KeyValue, err
 func (k *seatKind) lookSeatsRead(opts ...clientv3.OpOption) clientv3.Op {
 	switch k.mode {
 	case ModeRead:
-		return clientv3.OpGet(k.a.e.keys.Lock(store.WriterSeat(k.a.req.Name)), opts...)
+		return clientv3.OpGet(k.A.E.Keys.Lock(store.WriterSeat(k.A.Req.Name)), opts...)
 	case ModeWrite:
-		return clientv3.OpGet(store.SeatsOf(k.a.e.keys.Locks(), k.a.req.Name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, opts...)...)
+		return clientv3.OpGet(store.SeatsOf(k.A.E.Keys.Locks(), k.A.Req.Name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}, opts...)...)
 	}
 	return k.seatsRead(opts...)
 }
@@ -443,41 +446,41 @@ func (k *seatKind) lookSeatsRead(opts ...clientv3.OpOption) clientv3.Op {
 // lookSeats is look for a thing with seats. Our entry's going is left
 // to an attempt (entryGone finds the seat a release granted us); so
 // is a seat that looks free.
-func (k *seatKind) lookSeats(resp *clientv3.TxnResponse, t *lookTxn) (attemptResult, bool, error) {
-	if t.gone(resp) {
-		return attemptResult{}, false, nil
+func (k *seatKind) lookSeats(resp *clientv3.TxnResponse, t *core.LookTxn) (core.AttemptResult, bool, error) {
+	if t.Gone(resp) {
+		return core.AttemptResult{}, false, nil
 	}
 	rev := resp.Header.Revision
-	if ahead := t.pred.KVs(resp); len(ahead) > 0 {
-		return attemptResult{outcome: behind, watchKey: string(ahead[0].Key), watchRev: rev, watchCreated: ahead[0].CreateRevision}, true, nil
+	if ahead := t.Pred.KVs(resp); len(ahead) > 0 {
+		return core.AttemptResult{Outcome: core.Behind, WatchKey: string(ahead[0].Key), WatchRev: rev, WatchCreated: ahead[0].CreateRevision}, true, nil
 	}
-	held := t.lock.Range(resp)
+	held := t.Lock.Range(resp)
 	switch k.mode {
 	case ModeRead:
 		if len(held.Kvs) == 0 {
-			return attemptResult{}, false, nil
+			return core.AttemptResult{}, false, nil
 		}
 		if hr, err := store.DecodeHolder(held.Kvs[0]); err == nil {
-			k.a.lastHolder, k.a.lastHolderLease = hold.ToLock(hr, k.a.req.Name, held.Kvs[0].ModRevision), hr.Lease
+			k.A.LastHolder, k.A.LastHolderLease = hold.ToLock(hr, k.A.Req.Name, held.Kvs[0].ModRevision), hr.Lease
 		}
 	case ModeWrite:
 		if held.Count == 0 {
-			return attemptResult{}, false, nil
+			return core.AttemptResult{}, false, nil
 		}
 	default:
 		k.noteSeats(held.Kvs)
 		if k.pickSeat() {
-			return attemptResult{}, false, nil
+			return core.AttemptResult{}, false, nil
 		}
 	}
-	return attemptResult{outcome: heldBy, watchKey: k.headKey(), watchRev: rev, holder: k.a.lastHolder}, true, nil
+	return core.AttemptResult{Outcome: core.HeldBy, WatchKey: k.HeadKey(), WatchRev: rev, Holder: k.A.LastHolder}, true, nil
 }
 
-// look is the acquirer's look for a thing with seats (lookSeats).
-func (k *seatKind) look(ctx context.Context, qkey string, queueRev int64) (attemptResult, bool, error) {
-	t, resp, err := k.a.readLook(ctx, qkey, queueRev, k.lookSeatsRead)
+// look is the Acquirer's look for a thing with seats (lookSeats).
+func (k *seatKind) Look(ctx context.Context, qkey string, queueRev int64) (core.AttemptResult, bool, error) {
+	t, resp, err := k.A.ReadLook(ctx, qkey, queueRev, k.lookSeatsRead)
 	if err != nil {
-		return attemptResult{}, false, err
+		return core.AttemptResult{}, false, err
 	}
 	return k.lookSeats(resp, t)
 }

@@ -110,7 +110,7 @@ func TestSeats_AWaiterThatGivesUpLeavesNoEntry(t *testing.T) {
 // another seat go to etcd in one batch when they write no common key, and
 // the attempt's reads may come before the release's delete at the same
 // revision: a wait that started after that revision would never hear the
-// delete (seenBefore).
+// delete (SeenBefore).
 func TestSeats_AWaiterHearsAReleaseBatchedWithItsAttempt(t *testing.T) {
 	t.Parallel()
 	e, _ := holdtest.NewEngine(t)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 )
 
 // A semaphore is a thing with seats (internal/store/kinds.go): each permit is a hold of
@@ -58,9 +59,11 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 		return nil, err
 	}
 	key := store.KeyName(KindSemaphore, req.Name)
-	l, _, err := e.acquire(ctx, AcquireRequest{
+	l, _, err := e.acquire(ctx, core.AcquireRequest{
 		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
-	}, func(base lockKind) (holdKind, error) { return newSeatKind(base, KindSemaphore, req.Limit, "") }, nil)
+	}, func(base core.LockKind) (core.HoldKind, error) {
+		return newSeatKind(base, KindSemaphore, req.Limit, "")
+	}, nil)
 	if err != nil {
 		var he *HeldError
 		if errors.As(err, &he) {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -85,7 +86,7 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 	if err := checkOwnerPrefix(o.Prefix); err != nil {
 		return nil, "", err
 	}
-	base := e.keys.SessionOwners()
+	base := e.core.Keys.SessionOwners()
 	start := base + o.Prefix
 	if o.After != "" {
 		if !validSessionCursor(o.After) {
@@ -96,11 +97,11 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 		}
 	}
 	end := clientv3.GetPrefixRangeEnd(base + o.Prefix)
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
 	done()
 	if err != nil {
-		return nil, "", e.etcd.Err(ctx, "list sessions", err)
+		return nil, "", e.core.Etcd.Err(ctx, "list sessions", err)
 	}
 	kvs, next := resp.Kvs, ""
 	if len(kvs) > o.Limit {
@@ -112,7 +113,7 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 		owner, id, ok := strings.Cut(string(kv.Key[len(base):]), "\x00")
 		var rec hold.SessionRecord
 		if !ok || json.Unmarshal(kv.Value, &rec) != nil {
-			e.log.Warn("skip undecodable session index entry", "key", string(kv.Key))
+			e.core.Log.Warn("skip undecodable session index entry", "key", string(kv.Key))
 			continue
 		}
 		page[i] = &Session{ID: id, Owner: owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt, Credential: rec.Credential}
@@ -152,18 +153,18 @@ func (e *Engine) fillSessionExpiries(ctx context.Context, page []*Session) error
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			now := time.Now()
-			octx, done := e.etcd.Op(ctx)
-			ttl, err := e.cli.TimeToLive(octx, lid)
+			octx, done := e.core.Etcd.Op(ctx)
+			ttl, err := e.core.Cli.TimeToLive(octx, lid)
 			done()
 			switch {
 			case err != nil && !store.IsLeaseNotFound(err):
 				mu.Lock()
 				if firstErr == nil {
-					firstErr = e.etcd.Err(ctx, "list sessions", err)
+					firstErr = e.core.Etcd.Err(ctx, "list sessions", err)
 				}
 				mu.Unlock()
 			case err == nil && ttl.TTL >= 0:
-				s.ExpiresAt = expiryAt(now, time.Duration(ttl.TTL)*time.Second)
+				s.ExpiresAt = core.ExpiryAt(now, time.Duration(ttl.TTL)*time.Second)
 			}
 		}()
 	}
@@ -206,23 +207,23 @@ func validSessionCursor(c string) bool {
 // Failing only leaves the session unlisted, so errors are logged, not
 // returned.
 func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec hold.SessionRecord) {
-	ikey := e.keys.SessionOwner(rec.Owner, id)
+	ikey := e.core.Keys.SessionOwner(rec.Owner, id)
 	var local []clientv3.OpOption
-	if !e.etcd.MemberStopped() {
+	if !e.core.Etcd.MemberStopped() {
 		local = []clientv3.OpOption{clientv3.WithSerializable()}
 	}
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
-	got, err := e.cli.Get(octx, ikey, append(local, clientv3.WithCountOnly())...)
+	got, err := e.core.Cli.Get(octx, ikey, append(local, clientv3.WithCountOnly())...)
 	if err != nil || got.Count > 0 {
 		return
 	}
-	skey := e.keys.Session(id)
-	_, err = e.cli.Txn(octx).
+	skey := e.core.Keys.Session(id)
+	_, err = e.core.Cli.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0), clientv3.Compare(clientv3.CreateRevision(ikey), "=", 0)).
 		Then(clientv3.OpPut(ikey, store.MustJSON(rec), clientv3.WithLease(lid))).
 		Commit()
 	if err != nil && !store.IsLeaseNotFound(err) {
-		e.log.Debug("index session by owner", "session", id, "err", err)
+		e.core.Log.Debug("index session by owner", "session", id, "err", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -24,9 +25,9 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		return nil, err
 	}
 	if ttl == 0 {
-		ttl = e.cfg.DefaultTTL
+		ttl = e.core.Cfg.DefaultTTL
 	}
-	if err := e.checkTTL("ttl", ttl); err != nil {
+	if err := e.core.CheckTTL("ttl", ttl); err != nil {
 		return nil, err
 	}
 	ok, err := e.space.sessions.Reserve(ctx, 1)
@@ -42,37 +43,37 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		start time.Time
 		g     *clientv3.LeaseGrantResponse
 	)
-	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
-		g, err = e.cli.Grant(octx, store.TTLSeconds(ttl))
+		g, err = e.core.Cli.Grant(octx, store.TTLSeconds(ttl))
 		return err
 	})
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "create session", err)
+		return nil, e.core.Etcd.Err(ctx, "create session", err)
 	}
 	id := store.LeaseHex(g.ID)
 	rec := hold.SessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: store.NowUTC(), Credential: hold.CredentialOf(ctx)}
 	// The owner index entry (sessionlist.go) goes in the same txn and
 	// under the same lease: it exists exactly while the session does.
 	val := store.MustJSON(rec)
-	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) error {
-		_, err := e.cli.Txn(octx).Then(
-			clientv3.OpPut(e.keys.Session(id), val, clientv3.WithLease(g.ID)),
-			clientv3.OpPut(e.keys.SessionOwner(owner, id), val, clientv3.WithLease(g.ID)),
+	err = e.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) error {
+		_, err := e.core.Cli.Txn(octx).Then(
+			clientv3.OpPut(e.core.Keys.Session(id), val, clientv3.WithLease(g.ID)),
+			clientv3.OpPut(e.core.Keys.SessionOwner(owner, id), val, clientv3.WithLease(g.ID)),
 		).Commit()
 		return err
 	})
 	if err != nil {
-		e.revokeLease(id)
-		err = e.etcd.Err(ctx, "create session", err)
+		e.core.RevokeLease(id)
+		err = e.core.Etcd.Err(ctx, "create session", err)
 		created = mayHaveCreated(err)
 		return nil, err
 	}
 	created = true
-	e.leaseClock.Saw(g.ID, start, time.Duration(g.TTL)*time.Second, time.Duration(g.TTL)*time.Second)
+	e.core.LeaseClock.Saw(g.ID, start, time.Duration(g.TTL)*time.Second, time.Duration(g.TTL)*time.Second)
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt: expiryAt(start, time.Duration(g.TTL)*time.Second),
+		ExpiresAt: core.ExpiryAt(start, time.Duration(g.TTL)*time.Second),
 		Locks:     []string{}, Elections: []string{}, Semaphores: []string{}, RWLocks: []string{},
 		Credential: rec.Credential,
 	}, nil
@@ -85,8 +86,8 @@ const sessionsRetryAfter = 5 * time.Second
 
 func (e *Engine) tooManySessions() error {
 	return &LimitError{
-		Err: ErrTooManySessions, Limit: e.cfg.MaxSessions, RetryAfter: sessionsRetryAfter,
-		Reason: fmt.Sprintf("the cluster holds the maximum of %d sessions; delete unused sessions, or try later", e.cfg.MaxSessions),
+		Err: ErrTooManySessions, Limit: e.core.Cfg.MaxSessions, RetryAfter: sessionsRetryAfter,
+		Reason: fmt.Sprintf("the cluster holds the maximum of %d sessions; delete unused sessions, or try later", e.core.Cfg.MaxSessions),
 	}
 }
 
@@ -110,26 +111,26 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 		return nil, err
 	}
 	now := time.Now()
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
-	ttl, err := e.cli.TimeToLive(octx, lid, clientv3.WithAttachedKeys())
+	ttl, err := e.core.Cli.TimeToLive(octx, lid, clientv3.WithAttachedKeys())
 	if err != nil {
 		if store.IsLeaseNotFound(err) {
 			return nil, ErrSessionNotFound
 		}
-		return nil, e.etcd.Err(ctx, "get session", err)
+		return nil, e.core.Etcd.Err(ctx, "get session", err)
 	}
 	if ttl.TTL < 0 {
 		return nil, ErrSessionNotFound
 	}
 	s := &Session{
 		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
-		ExpiresAt: expiryAt(now, time.Duration(ttl.TTL)*time.Second),
+		ExpiresAt: core.ExpiryAt(now, time.Duration(ttl.TTL)*time.Second),
 		Locks:     []string{}, Elections: []string{}, Semaphores: []string{}, RWLocks: []string{},
 		Credential: rec.Credential,
 	}
 	for _, k := range ttl.Keys {
-		key, ok := strings.CutPrefix(string(k), e.keys.Locks())
+		key, ok := strings.CutPrefix(string(k), e.core.Keys.Locks())
 		if !ok {
 			continue
 		}
@@ -158,7 +159,7 @@ func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 }
 
 func (e *Engine) sessionRecord(ctx context.Context, id string) (hold.SessionRecord, error) {
-	rec, _, err := e.sessionRecordWith(ctx, id)
+	rec, _, err := e.core.SessionRecordWith(ctx, id)
 	return rec, err
 }
 
@@ -167,7 +168,7 @@ func (e *Engine) sessionRecord(ctx context.Context, id string) (hold.SessionReco
 func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err error) {
 	defer func() {
 		if err != nil {
-			e.metrics.RenewFailed(hold.RenewSession, err)
+			e.core.Metrics.RenewFailed(hold.RenewSession, err)
 		}
 	}()
 	lid, err := e.sessionLease(id)
@@ -187,19 +188,19 @@ func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err e
 		start time.Time
 		ka    *clientv3.LeaseKeepAliveResponse
 	)
-	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+	err = e.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
-		ka, err = e.cli.KeepAliveOnce(octx, lid)
+		ka, err = e.core.Cli.KeepAliveOnce(octx, lid)
 		return err
 	})
 	if err != nil {
 		if store.IsLeaseNotFound(err) {
-			e.leaseClock.Forget(lid)
+			e.core.LeaseClock.Forget(lid)
 			return nil, ErrSessionNotFound
 		}
-		return nil, e.etcd.Err(ctx, "renew session", err)
+		return nil, e.core.Etcd.Err(ctx, "renew session", err)
 	}
-	e.leaseClock.Saw(lid, start, time.Duration(ka.TTL)*time.Second, time.Duration(ka.TTL)*time.Second)
+	e.core.LeaseClock.Saw(lid, start, time.Duration(ka.TTL)*time.Second, time.Duration(ka.TTL)*time.Second)
 	e.indexLegacySession(ctx, lid, id, rec)
 	return e.GetSession(ctx, id)
 }
@@ -237,19 +238,19 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 		}
 	}
 	lid, _ := store.ParseLeaseHex(s.ID)
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
 	// A lock taken in the session after we listed it goes with the lease;
 	// the expiry recorder then writes its end event.
-	if _, err := e.cli.Revoke(octx, lid); err != nil && !store.IsLeaseNotFound(err) {
-		return e.etcd.Err(ctx, "delete session", err)
+	if _, err := e.core.Cli.Revoke(octx, lid); err != nil && !store.IsLeaseNotFound(err) {
+		return e.core.Etcd.Err(ctx, "delete session", err)
 	}
-	e.leaseClock.Forget(lid)
+	e.core.LeaseClock.Forget(lid)
 	return nil
 }
 
 // releaseSession releases names, locks of session, in one transaction, as
-// a release does (endTxn): each is a nested txn that ends the hold only if
+// a release does (EndTxn): each is a nested txn that ends the hold only if
 // it is still the one we read, and hands the lock to the oldest waiter
 // when it asks for that. No release is counted in the session's tally:
 // the session ends right after, tallies and all (if its revoke then
@@ -258,20 +259,20 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 // key once per lock.
 func (e *Engine) releaseSession(ctx context.Context, session string, names []string) error {
 	var t store.Txn
-	reads := make([]holdReads, len(names))
+	reads := make([]core.HoldReads, len(names))
 	for i, n := range names {
-		reads[i] = e.holdReads(&t, n, true)
+		reads[i] = e.core.HoldReads(&t, n, true)
 	}
-	octx, done := e.etcd.Op(ctx)
-	resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+	octx, done := e.core.Etcd.Op(ctx)
+	resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
 	done()
 	if err != nil {
-		return e.etcd.Err(ctx, "read session locks", err)
+		return e.core.Etcd.Err(ctx, "read session locks", err)
 	}
-	var ends []plannedEnd
+	var ends []core.PlannedEnd
 	handed := map[string]bool{} // queue heads handed a seat already
 	for i, r := range reads {
-		kv, head := r.read(resp)
+		kv, head := r.Read(resp)
 		if kv == nil {
 			continue
 		}
@@ -279,16 +280,16 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		if err != nil || hr.Session != session {
 			continue
 		}
-		if head != nil && handed[head.key] {
+		if head != nil && handed[head.Key] {
 			// Seats of one thing share its queue: its head takes one of
 			// them, and the next waiters the others once they see them
 			// free (one txn may not delete an entry twice).
 			head = nil
 		}
 		if head != nil {
-			handed[head.key] = true
+			handed[head.Key] = true
 		}
-		ends = append(ends, plannedEnd{name: names[i], token: kv.ModRevision, hr: hr, head: head})
+		ends = append(ends, core.PlannedEnd{Name: names[i], Token: kv.ModRevision, Hr: hr, Head: head})
 	}
 	if len(ends) == 0 {
 		return nil
@@ -299,7 +300,7 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 		// A head's lease ended while it waited (see commitEnd): end the
 		// holds without handing them over.
 		for i := range ends {
-			ends[i].head = nil
+			ends[i].Head = nil
 		}
 		err = e.commitSessionEnds(ctx, ends, ev)
 	}
@@ -308,30 +309,30 @@ func (e *Engine) releaseSession(ctx context.Context, session string, names []str
 
 // commitSessionEnds runs one txn that ends every hold of ends, each by
 // an event like of.
-func (e *Engine) commitSessionEnds(ctx context.Context, ends []plannedEnd, of Event) error {
+func (e *Engine) commitSessionEnds(ctx context.Context, ends []core.PlannedEnd, of Event) error {
 	// Each end is a txn of its own, nested: one whose hold changed since
 	// it was read ends nothing, and the others end theirs.
 	var all store.Txn
 	nested := make([]store.Ref, len(ends))
-	refs := make([]endRefs, len(ends))
-	heads := handOverHeads(ends)
+	refs := make([]core.EndRefs, len(ends))
+	heads := core.HandOverHeads(ends)
 	for i, end := range ends {
-		ev := hold.EndEvent(end.hr, ctx, end.name, end.token, of.Type, of.Detail)
+		ev := hold.EndEvent(end.Hr, ctx, end.Name, end.Token, of.Type, of.Detail)
 		ev.Time = of.Time
 		var t store.Txn
-		refs[i] = e.endTxn(&t, end.name, end.token, end.hr, ev, heads[i], -1)
+		refs[i] = e.core.EndTxn(&t, end.Name, end.Token, end.Hr, ev, heads[i], -1)
 		nested[i] = all.OnSuccess(t.Op())
 	}
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.core.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Txn(octx).Then(all.Then...).Commit()
+	resp, err := e.core.Cli.Txn(octx).Then(all.Then...).Commit()
 	if err != nil {
-		return e.etcd.Err(ctx, "release session locks", err)
+		return e.core.Etcd.Err(ctx, "release session locks", err)
 	}
 	for i, r := range nested {
 		if tr := r.Nested(resp); tr.Succeeded {
-			e.metrics.RecordedOf(ends[i].name, EventReleased, 1)
-			e.metrics.RecordedOf(ends[i].name, EventAcquired, refs[i].handedOver(tr))
+			e.core.Metrics.RecordedOf(ends[i].Name, EventReleased, 1)
+			e.core.Metrics.RecordedOf(ends[i].Name, EventAcquired, refs[i].HandedOver(tr))
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
+	"github.com/baton-dev/baton/lock/internal/core"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -56,50 +57,50 @@ func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
 // acquireTxnLayout builds one layout of the acquire txn and checks it.
 func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped bool, layout string) {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := core.DefaultConfig()
 	if capped {
 		cfg.MaxLocksPerSession = 10
 	}
-	e := &Engine{Core: &Core{cfg: cfg, keys: store.Keys{Prefix: cfg.Prefix}}}
+	e := &Engine{core: &core.Engine{Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}}}
 	name := store.KeyName(kind, "n")
-	a := &acquirer{e: e.Core, req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, hold: "h", lease: 0x10, leaseTTL: 10, seat: name}
-	base := lockKind{a: a}
-	var k holdKind = &base
+	a := &core.Acquirer{E: e.core, Req: core.AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, Hold: "h", Lease: 0x10, LeaseTTL: 10, Seat: name}
+	base := core.LockKind{A: a}
+	var k core.HoldKind = &base
 	var err error
 	switch kind {
 	case KindElection:
-		k = &electionKind{lockKind: base}
+		k = &electionKind{LockKind: base}
 	case KindSemaphore:
-		a.req.LockDelay = 0
+		a.Req.LockDelay = 0
 		k, err = newSeatKind(base, kind, 3, "")
 	case KindRWLock:
-		a.req.LockDelay = 0
+		a.Req.LockDelay = 0
 		k, err = newSeatKind(base, kind, 0, mode)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.kind = k
+	a.Kind = k
 	switch k := k.(type) {
 	case *electionKind:
 		k.term = 7
 	case *seatKind:
 		if k.view != nil {
-			a.seat = k.view.prefix + "1"
+			a.Seat = k.view.prefix + "1"
 		}
 	}
 	if session {
-		a.session, a.req.Session, a.req.TTL = 0x20, store.LeaseHex(0x20), 0
+		a.Session, a.Req.Session, a.Req.TTL = 0x20, store.LeaseHex(0x20), 0
 	}
 	queueKey, queueRev := "", int64(0)
 	switch layout {
 	case "enqueue":
-		a.enqueue = &queueEntry{key: e.keys.Queue(name) + "w-1", lease: 0x30}
+		a.Enqueue = &core.QueueEntry{Key: e.core.Keys.Queue(name) + "w-1", Lease: 0x30}
 	case "queued":
-		queueKey, queueRev = e.keys.Queue(name)+"w-1", 42
+		queueKey, queueRev = e.core.Keys.Queue(name)+"w-1", 42
 	}
 	now := store.NowUTC()
-	tx := a.kind.txn(queueKey, queueRev, a.holder(now), now)
+	tx := a.Kind.Txn(queueKey, queueRev, a.Holder(now), now)
 	what := string(kind) + string(mode) + ", " + layout
 	if session {
 		what += ", session"
@@ -110,46 +111,46 @@ func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped
 	checkAcquireIx(t, what, e, a, tx, queueKey, queueRev)
 }
 
-func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn, queueKey string, queueRev int64) {
+func checkAcquireIx(t *testing.T, what string, e *Engine, a *core.Acquirer, tx core.AcquireTxn, queueKey string, queueRev int64) {
 	t.Helper()
-	won, lost, txn := tx.won, tx.lost, &tx.Txn
-	skey := e.keys.Session(a.req.Session)
-	tallied := a.session != 0 && e.cfg.MaxLocksPerSession > 0
+	won, lost, txn := tx.Won, tx.Lost, &tx.Txn
+	skey := e.core.Keys.Session(a.Req.Session)
+	tallied := a.Session != 0 && e.core.Cfg.MaxLocksPerSession > 0
 	if tallied {
-		opIs(t, what+": won.acquired", txn, won.acquired, "get", e.keys.SessionTally(a.req.Session, "acquired"))
-		opIs(t, what+": won.released", txn, won.released, "get", e.keys.SessionTally(a.req.Session, "released"))
-	} else if won.acquired.Ok() || won.released.Ok() {
+		opIs(t, what+": won.acquired", txn, won.Acquired, "get", e.core.Keys.SessionTally(a.Req.Session, "acquired"))
+		opIs(t, what+": won.released", txn, won.Released, "get", e.core.Keys.SessionTally(a.Req.Session, "released"))
+	} else if won.Acquired.Ok() || won.Released.Ok() {
 		t.Fatalf("%s: tally reads without a tally", what)
 	}
-	name := a.req.Name
-	opIs(t, what+": lost.lock", txn, lost.lock, "get", e.keys.Lock(a.seat))
-	opIs(t, what+": lost.guard", txn, lost.guard, "get", e.keys.Delay(a.seat))
+	name := a.Req.Name
+	opIs(t, what+": lost.lock", txn, lost.Lock, "get", e.core.Keys.Lock(a.Seat))
+	opIs(t, what+": lost.guard", txn, lost.Guard, "get", e.core.Keys.Delay(a.Seat))
 	checkSeatOps(t, what, e, a, tx)
-	if q := opIs(t, what+": lost.queued", txn, lost.queued, "get", e.keys.Queue(name)); !q.IsCountOnly() {
+	if q := opIs(t, what+": lost.queued", txn, lost.Queued, "get", e.core.Keys.Queue(name)); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.queued is not a count", what)
 	}
-	if q := opIs(t, what+": lost.blocking", txn, lost.blocking, "get", a.kind.aheadPrefix()); !q.IsCountOnly() {
+	if q := opIs(t, what+": lost.blocking", txn, lost.Blocking, "get", a.Kind.AheadPrefix()); !q.IsCountOnly() {
 		t.Fatalf("%s: lost.blocking is not a count", what)
 	}
-	if a.session != 0 {
-		opIs(t, what+": won.session", txn, won.session, "get", skey)
-		opIs(t, what+": lost.session", txn, lost.session, "get", skey)
-	} else if won.session.Ok() || lost.session.Ok() {
+	if a.Session != 0 {
+		opIs(t, what+": won.session", txn, won.Session, "get", skey)
+		opIs(t, what+": lost.session", txn, lost.Session, "get", skey)
+	} else if won.Session.Ok() || lost.Session.Ok() {
 		t.Fatalf("%s: session reads without a session", what)
 	}
-	if a.enqueue != nil {
-		if op := opIs(t, what+": lost.ahead", txn, lost.ahead, "get", a.kind.aheadPrefix()); op.IsCountOnly() || !op.IsKeysOnly() {
+	if a.Enqueue != nil {
+		if op := opIs(t, what+": lost.ahead", txn, lost.Ahead, "get", a.Kind.AheadPrefix()); op.IsCountOnly() || !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.ahead is not the read of the entry ahead", what)
 		}
-	} else if lost.ahead.Ok() {
+	} else if lost.Ahead.Ok() {
 		t.Fatalf("%s: lost.ahead without enqueue", what)
 	}
 	if queueKey != "" {
-		opIs(t, what+": lost.entry", txn, lost.entry, "get", queueKey)
-		if op := opIs(t, what+": lost.pred", txn, lost.pred, "get", a.kind.aheadPrefix()); op.MaxCreateRev() != queueRev-1 {
+		opIs(t, what+": lost.entry", txn, lost.Entry, "get", queueKey)
+		if op := opIs(t, what+": lost.pred", txn, lost.Pred, "get", a.Kind.AheadPrefix()); op.MaxCreateRev() != queueRev-1 {
 			t.Fatalf("%s: lost.pred reads entries up to %d, want %d", what, op.MaxCreateRev(), queueRev-1)
 		}
-	} else if lost.entry.Ok() || lost.pred.Ok() {
+	} else if lost.Entry.Ok() || lost.Pred.Ok() {
 		t.Fatalf("%s: lost.entry or lost.pred for a direct attempt", what)
 	}
 	checkTermOps(t, what, e, a, tx)
@@ -157,9 +158,9 @@ func checkAcquireIx(t *testing.T, what string, e *Engine, a *acquirer, tx acquir
 
 // checkTermOps: an election's grant requires the term it read and puts
 // the next, and its else branch reads the term; a lock's does neither.
-func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn) {
+func checkTermOps(t *testing.T, what string, e *Engine, a *core.Acquirer, tx core.AcquireTxn) {
 	t.Helper()
-	tkey := e.keys.Term(a.req.Name)
+	tkey := e.core.Keys.Term(a.Req.Name)
 	puts, cmps := 0, 0
 	for _, op := range tx.Then {
 		if op.IsPut() && string(op.KeyBytes()) == tkey {
@@ -174,37 +175,37 @@ func checkTermOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireT
 			cmps++
 		}
 	}
-	if _, election := a.kind.(*electionKind); !election {
-		if puts != 0 || cmps != 0 || tx.lost.term.Ok() {
-			t.Fatalf("%s: a lock's txn touches a term (%d puts, %d compares, read %v)", what, puts, cmps, tx.lost.term.Ok())
+	if _, election := a.Kind.(*electionKind); !election {
+		if puts != 0 || cmps != 0 || tx.Lost.Term.Ok() {
+			t.Fatalf("%s: a lock's txn touches a term (%d puts, %d compares, read %v)", what, puts, cmps, tx.Lost.Term.Ok())
 		}
 		return
 	}
 	if puts != 1 || cmps != 1 {
 		t.Fatalf("%s: %d term puts and %d term compares, want one of each", what, puts, cmps)
 	}
-	opIs(t, what+": lost.term", &tx.Txn, tx.lost.term, "get", tkey)
+	opIs(t, what+": lost.term", &tx.Txn, tx.Lost.Term, "get", tkey)
 }
 
 // TestLookOps_IndicesNameTheirOps: with and without a session.
 func TestLookOps_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{Core: &Core{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
+	e := &Engine{core: &core.Engine{Cfg: core.DefaultConfig(), Keys: store.Keys{Prefix: core.DefaultConfig().Prefix}}}
 	for _, session := range []bool{false, true} {
-		a := &acquirer{e: e.Core, req: AcquireRequest{Name: "n"}}
-		a.kind = &lockKind{a: a}
+		a := &core.Acquirer{E: e.core, Req: core.AcquireRequest{Name: "n"}}
+		a.Kind = &core.LockKind{A: a}
 		if session {
-			a.session, a.req.Session = 0x20, store.LeaseHex(0x20)
+			a.Session, a.Req.Session = 0x20, store.LeaseHex(0x20)
 		}
-		qkey := e.keys.Queue("n") + "w-1"
-		lt := a.lookOps(qkey, 42, a.lockRead)
-		opIs(t, "lock", &lt.Txn, lt.lock, "get", e.keys.Lock("n"))
-		if op := opIs(t, "pred", &lt.Txn, lt.pred, "get", e.keys.Queue("n")); op.MaxCreateRev() != 41 {
+		qkey := e.core.Keys.Queue("n") + "w-1"
+		lt := a.LookOps(qkey, 42, a.LockRead)
+		opIs(t, "lock", &lt.Txn, lt.Lock, "get", e.core.Keys.Lock("n"))
+		if op := opIs(t, "pred", &lt.Txn, lt.Pred, "get", e.core.Keys.Queue("n")); op.MaxCreateRev() != 41 {
 			t.Fatalf("pred reads up to %d, want 41", op.MaxCreateRev())
 		}
-		opIs(t, "entry", &lt.Txn, lt.entry, "get", qkey)
+		opIs(t, "entry", &lt.Txn, lt.Entry, "get", qkey)
 		if session {
-			opIs(t, "session", &lt.Txn, lt.session, "get", e.keys.Session(a.req.Session))
-		} else if lt.session.Ok() {
+			opIs(t, "session", &lt.Txn, lt.Session, "get", e.core.Keys.Session(a.Req.Session))
+		} else if lt.Session.Ok() {
 			t.Fatal("a session read without a session")
 		}
 	}
@@ -214,21 +215,21 @@ func TestLookOps_IndicesNameTheirOps(t *testing.T) {
 // handover, and the hold reads after other ops (as a session's deletion
 // packs them).
 func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{Core: &Core{cfg: DefaultConfig(), keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
+	e := &Engine{core: &core.Engine{Cfg: core.DefaultConfig(), Keys: store.Keys{Prefix: core.DefaultConfig().Prefix}}}
 	hr := store.Holder{Owner: "o", Hold: "h", Lease: store.LeaseHex(0x10), LockDelay: time.Second}
 	ev := Event{Time: store.NowUTC(), Type: EventReleased, Lock: "n"}
-	head := &queueHead{key: e.keys.Queue("n") + "w-1", rev: 7, grant: store.Holder{Owner: "next", Hold: "h2", Lease: store.LeaseHex(0x11)}}
-	for _, h := range []*queueHead{nil, head} {
+	head := &core.QueueHead{Key: e.core.Keys.Queue("n") + "w-1", Rev: 7, Grant: store.Holder{Owner: "next", Hold: "h2", Lease: store.LeaseHex(0x11)}}
+	for _, h := range []*core.QueueHead{nil, head} {
 		var tx store.Txn
-		end := e.endTxn(&tx, "n", 5, hr, ev, h, 0)
-		opAt(t, "end event", tx.Then, 0, "put", e.keys.End("n", "h"))
+		end := e.core.EndTxn(&tx, "n", 5, hr, ev, h, 0)
+		opAt(t, "end event", tx.Then, 0, "put", e.core.Keys.End("n", "h"))
 		if h == nil {
-			if end.handOver.Ok() {
+			if end.HandOver.Ok() {
 				t.Fatal("a handover without a head")
 			}
-			opAt(t, "lock delete", tx.Then, 1, "delete", e.keys.Lock("n"))
+			opAt(t, "lock delete", tx.Then, 1, "delete", e.core.Keys.Lock("n"))
 		} else {
-			opIs(t, "handOver", &tx, end.handOver, "txn", "")
+			opIs(t, "handOver", &tx, end.HandOver, "txn", "")
 		}
 	}
 	for _, before := range []int{0, 6} {
@@ -236,13 +237,13 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 		for range before {
 			tx.OnSuccess(clientv3.OpGet("other"))
 		}
-		r := e.holdReads(&tx, "n", true)
-		opIs(t, "lock", &tx, r.lock, "get", e.keys.Lock("n"))
-		opIs(t, "head", &tx, r.head, "get", e.keys.Queue("n"))
+		r := e.core.HoldReads(&tx, "n", true)
+		opIs(t, "lock", &tx, r.Lock, "get", e.core.Keys.Lock("n"))
+		opIs(t, "head", &tx, r.Head, "get", e.core.Keys.Queue("n"))
 	}
 	var tx store.Txn
 	tx.OnSuccess(clientv3.OpGet("other"))
-	if r := e.holdReads(&tx, "n", false); r.head.Ok() {
+	if r := e.core.HoldReads(&tx, "n", false); r.Head.Ok() {
 		t.Fatal("a head read without the head")
 	}
 }
@@ -250,34 +251,34 @@ func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
 // checkSeatOps: a permit's else branch reads the stored limit and the
 // seats, a read hold's the readers' seats and the writer, a write hold's
 // a reader; a lock's none of them.
-func checkSeatOps(t *testing.T, what string, e *Engine, a *acquirer, tx acquireTxn) {
+func checkSeatOps(t *testing.T, what string, e *Engine, a *core.Acquirer, tx core.AcquireTxn) {
 	t.Helper()
-	lost, name, txn := tx.lost, a.req.Name, &tx.Txn
+	lost, name, txn := tx.Lost, a.Req.Name, &tx.Txn
 	var view *seatView
 	var mode RWMode
-	if k, ok := a.kind.(*seatKind); ok {
+	if k, ok := a.Kind.(*seatKind); ok {
 		view, mode = k.view, k.mode
 	}
 	if view != nil && view.stored {
-		opIs(t, what+": lost.limit", txn, lost.limit, "get", e.keys.Seats(name))
-	} else if lost.limit.Ok() {
+		opIs(t, what+": lost.limit", txn, lost.Limit, "get", e.core.Keys.Seats(name))
+	} else if lost.Limit.Ok() {
 		t.Fatalf("%s: lost.limit without a stored limit", what)
 	}
 	if view != nil {
-		if op := opIs(t, what+": lost.seats", txn, lost.seats, "get", e.keys.Locks()+view.prefix); !op.IsKeysOnly() {
+		if op := opIs(t, what+": lost.seats", txn, lost.Seats, "get", e.core.Keys.Locks()+view.prefix); !op.IsKeysOnly() {
 			t.Fatalf("%s: lost.seats is not keys only", what)
 		}
-	} else if lost.seats.Ok() {
+	} else if lost.Seats.Ok() {
 		t.Fatalf("%s: lost.seats for an acquire that picks no seat", what)
 	}
 	switch mode {
 	case ModeRead:
-		opIs(t, what+": lost.blocker", txn, lost.blocker, "get", e.keys.Lock(store.WriterSeat(name)))
+		opIs(t, what+": lost.blocker", txn, lost.Blocker, "get", e.core.Keys.Lock(store.WriterSeat(name)))
 	case ModeWrite:
-		opIs(t, what+": lost.blocker", txn, lost.blocker, "get", e.keys.Locks()+store.ReaderSeats(name))
+		opIs(t, what+": lost.blocker", txn, lost.Blocker, "get", e.core.Keys.Locks()+store.ReaderSeats(name))
 	default:
-		if lost.blocker.Ok() {
-			t.Fatalf("%s: lost.blocker for a %T", what, a.kind)
+		if lost.Blocker.Ok() {
+			t.Fatalf("%s: lost.blocker for a %T", what, a.Kind)
 		}
 	}
 }

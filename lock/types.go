@@ -2,6 +2,8 @@ package lock
 
 import (
 	"time"
+
+	"github.com/baton-dev/baton/lock/internal/core"
 )
 
 // Session is a lease that many locks can share: when it ends, they all do.
@@ -25,3 +27,7 @@ type Session struct {
 	// when the caller had one (see Caller).
 	Credential string
 }
+
+// AcquireRequest asks for a lock (lock/internal/core/acquire.go documents
+// its fields).
+type AcquireRequest = core.AcquireRequest

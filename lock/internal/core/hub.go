@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"slices"
@@ -19,16 +19,16 @@ import (
 // full is told to read etcd again (keyWatch.take's missed).
 type waiterHub struct {
 	*watchhub.Hub
-	keys map[string]map[*keyWatch]struct{}
+	Keys map[string]map[*keyWatch]struct{}
 }
 
-// newWaiterHub starts the waiters' hub from revision from. Waiters wait
+// NewWaiterHub starts the waiters' hub from revision from. Waiters wait
 // on lock keys, queue entries, lock-delay guards and session keys:
 // delay/ to sessions/ in key order, which leaves out the audit trail's
 // writes (audit/ before, trail/ after).
-func (e *Core) newWaiterHub(from int64) *waiterHub {
-	h := &waiterHub{keys: map[string]map[*keyWatch]struct{}{}}
-	cfg := e.feeds.config("waiters", e.keys.Delay(""), from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.keys.Sessions())))
+func (e *Engine) NewWaiterHub(from int64) *waiterHub {
+	h := &waiterHub{Keys: map[string]map[*keyWatch]struct{}{}}
+	cfg := e.Feeds.Config("waiters", e.Keys.Delay(""), from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.Keys.Sessions())))
 	h.Hub = watchhub.New(cfg, h.dispatch, h.compacted)
 	return h
 }
@@ -37,11 +37,11 @@ func (e *Core) newWaiterHub(from int64) *waiterHub {
 func (h *waiterHub) dispatch(wr clientv3.WatchResponse) {
 	for _, ev := range wr.Events {
 		key := string(ev.Kv.Key)
-		for kw := range h.keys[key] {
+		for kw := range h.Keys[key] {
 			kw.push(ev)
 		}
 		if g, ok := seatGroup(key); ok {
-			for kw := range h.keys[g] {
+			for kw := range h.Keys[g] {
 				kw.push(ev)
 			}
 		}
@@ -51,7 +51,7 @@ func (h *waiterHub) dispatch(wr clientv3.WatchResponse) {
 // compacted tells every waiter it may have missed events: each reads
 // etcd again.
 func (h *waiterHub) compacted(int64) {
-	for _, set := range h.keys {
+	for _, set := range h.Keys {
 		for kw := range set {
 			kw.overflow()
 		}
@@ -76,7 +76,7 @@ type keyWatch struct {
 	missed bool
 }
 
-// watchKey registers for the changes of key after revision after, the
+// WatchKey registers for the changes of key after revision after, the
 // revision at which the caller read what it waits on; a key that ends in
 // the seat separator (store.SeatsOf) registers for every seat of its thing.
 // Changes already dispatched after that revision are handed to the
@@ -104,17 +104,17 @@ func (h *waiterHub) putAt(key string, rev int64) (kv *mvccpb.KeyValue, known boo
 	return nil, known
 }
 
-// watchKeys is watchKey for changes of any of keys, in one registration:
+// watchKeys is WatchKey for changes of any of keys, in one registration:
 // what a lock set waits on.
 func (h *waiterHub) watchKeys(keys []string, after int64) (kw *keyWatch, missed bool) {
 	kw = &keyWatch{h: h, keys: keys, after: after, c: make(chan struct{}, 1)}
 	h.Lock()
 	defer h.Unlock()
 	for _, key := range keys {
-		set := h.keys[key]
+		set := h.Keys[key]
 		if set == nil {
 			set = map[*keyWatch]struct{}{}
-			h.keys[key] = set
+			h.Keys[key] = set
 		}
 		set[kw] = struct{}{}
 	}
@@ -193,10 +193,10 @@ func (kw *keyWatch) close() {
 	h.Lock()
 	defer h.Unlock()
 	for _, key := range kw.keys {
-		if set := h.keys[key]; set != nil {
+		if set := h.Keys[key]; set != nil {
 			delete(set, kw)
 			if len(set) == 0 {
-				delete(h.keys, key)
+				delete(h.Keys, key)
 			}
 		}
 	}

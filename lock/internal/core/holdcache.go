@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // A release must know the hold it ends: its owner, session and credential
 // for the end event and the ownership check, its lock-delay, its lease.
-// Read from etcd, that is a round trip before the end txn (readHold). The
+// Read from etcd, that is a round trip before the end txn (ReadHold). The
 // node that granted a hold wrote that record itself, and a holder record
 // is never rewritten while its hold lasts, so the node keeps the records
 // of the holds it granted (holdCache), and a release it receives for one
@@ -44,10 +44,10 @@ const contendedFor = time.Second
 // holdCache is the holder records of the holds this node granted, by lock
 // name, and the names on which waiters were seen lately.
 type holdCache struct {
-	mu sync.Mutex
+	Mu sync.Mutex
 	// cur and prev are two generations: a record goes into cur; when cur
 	// is full it becomes prev, and the old prev is dropped.
-	cur, prev map[string]cachedHold
+	Cur, Prev map[string]cachedHold
 	// contended is when each name last had a waiter; it is cleared
 	// whenever it grows past holdCacheSize.
 	contended map[string]time.Time
@@ -60,14 +60,14 @@ type cachedHold struct {
 	// next is the queue entry that was behind the hold's own when a
 	// release handed it the lock (Engine.keepHandedOver), with the ones
 	// behind it; nil if there was none, or it asks for no grant.
-	next *queueHead
+	Next *QueueHead
 }
 
-// holdCacheKey is the cache's key of the hold token kept under key name
+// HoldCacheKey is the cache's key of the hold token kept under key name
 // seat: the name, or for a thing with seats (internal/store/kinds.go) its key name and
 // the token, so that a release, which names the thing and the token,
 // finds the seat.
-func holdCacheKey(seat string, token int64) string {
+func HoldCacheKey(seat string, token int64) string {
 	if store.HasSeats(seat) {
 		return store.ThingKey(seat) + "\x00" + strconv.FormatInt(token, 10)
 	}
@@ -77,35 +77,35 @@ func holdCacheKey(seat string, token int64) string {
 // put remembers hr as the record of the hold token kept under seat. The
 // end of a hold does not use its metadata or value, which may be
 // kilobytes: they are not kept.
-func (c *holdCache) put(seat string, token int64, hr store.Holder) {
+func (c *holdCache) Put(seat string, token int64, hr store.Holder) {
 	c.putBehind(seat, token, hr, nil)
 }
 
 // putBehind is put for a hold handed over by a release, with the queue
 // entry that was behind it, whose record (metadata and all) the next
 // handover puts.
-func (c *holdCache) putBehind(seat string, token int64, hr store.Holder, next *queueHead) {
+func (c *holdCache) putBehind(seat string, token int64, hr store.Holder, next *QueueHead) {
 	hr.Metadata, hr.Value = nil, nil
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cur == nil || len(c.cur) >= holdCacheSize {
-		c.prev, c.cur = c.cur, make(map[string]cachedHold, 64)
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if c.Cur == nil || len(c.Cur) >= holdCacheSize {
+		c.Prev, c.Cur = c.Cur, make(map[string]cachedHold, 64)
 	}
-	c.cur[holdCacheKey(seat, token)] = cachedHold{token: token, hr: hr, seat: seat, next: next}
+	c.Cur[HoldCacheKey(seat, token)] = cachedHold{token: token, hr: hr, seat: seat, Next: next}
 }
 
 // take returns the hold token of name (a thing's key name, or a seat's)
 // and forgets it, if the node has it; contended says the thing has had a
 // waiter lately.
-func (c *holdCache) take(name string, token int64) (h cachedHold, contended, ok bool) {
-	key := holdCacheKey(name, token)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h, ok = c.cur[key]
+func (c *holdCache) Take(name string, token int64) (h cachedHold, contended, ok bool) {
+	key := HoldCacheKey(name, token)
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	h, ok = c.Cur[key]
 	if ok {
-		delete(c.cur, key)
-	} else if h, ok = c.prev[key]; ok {
-		delete(c.prev, key)
+		delete(c.Cur, key)
+	} else if h, ok = c.Prev[key]; ok {
+		delete(c.Prev, key)
 	}
 	if !ok || h.token != token {
 		return cachedHold{}, false, false
@@ -117,8 +117,8 @@ func (c *holdCache) take(name string, token int64) (h cachedHold, contended, ok 
 // sawWaiter notes that the thing name (or the thing of a seat) has
 // waiters.
 func (c *holdCache) sawWaiter(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
 	if c.contended == nil || len(c.contended) >= holdCacheSize {
 		c.contended = make(map[string]time.Time)
 	}
@@ -130,24 +130,24 @@ func (c *holdCache) sawWaiter(name string) {
 // name and nobody waits for it. ended is false when the txn found either
 // not so; the release then goes the way of a release without the record,
 // which reads the hold and the queue's head first.
-func (e *Core) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
+func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
 	ev := hold.EndEvent(hr, ctx, name, token, hold.EventReleased, "")
 	var t store.Txn
-	e.endTxn(&t, name, token, hr, ev, nil, 0)
+	e.EndTxn(&t, name, token, hr, ev, nil, 0)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
 	// grant must get it from this txn (handOverOps), and one that did not
 	// takes the lock once it sees the key go.
-	t.If(clientv3.Compare(clientv3.CreateRevision(e.keys.Queue(name)), "=", 0).WithPrefix())
+	t.If(clientv3.Compare(clientv3.CreateRevision(e.Keys.Queue(name)), "=", 0).WithPrefix())
 	var resp *clientv3.TxnResponse
-	err = e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.batch.Txn(octx, t.Cmps, t.Then, nil)
+	err = e.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.Batch.Txn(octx, t.Cmps, t.Then, nil)
 		return err
 	})
 	if err != nil {
-		return false, e.etcd.Err(ctx, "end hold", err)
+		return false, e.Etcd.Err(ctx, "end hold", err)
 	}
 	if !resp.Succeeded {
-		e.holds.sawWaiter(name) // or the hold is gone: the read that follows tells
+		e.Holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
 	e.ended(name, hold.EventReleased, hr, 0)

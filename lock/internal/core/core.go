@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -11,46 +11,46 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Core is the hold engine: what every kind's acquire, wait and end share
+// Engine is the hold engine: what every kind's acquire, wait and end share
 // (acquire.go, queue.go, end.go), over one etcd client.
-type Core struct {
-	cli  *clientv3.Client
-	cfg  Config
-	keys store.Keys
-	log  *slog.Logger
+type Engine struct {
+	Cli  *clientv3.Client
+	Cfg  Config
+	Keys store.Keys
+	Log  *slog.Logger
 	// format is the storage format this node writes (format.go), set
 	// before anything is written.
-	format int
+	Format int
 
 	// stop ends waits and background loops when the engine closes.
-	stop context.Context
+	Stop context.Context
 	// drain ends waiting acquires only, so an HTTP drain is not held up
 	// by them while the recorder keeps running.
-	drain context.Context
+	Drain context.Context
 
-	waiters waiterLease
-	leases  leasePool
+	Waiters waiterLease
+	Leases  leasePool
 	// looks counts the reads of waiters woken in the queue (look).
-	looks atomic.Int64
+	Looks atomic.Int64
 
 	// etcd is how the engine calls etcd (store.Etcd): every call bounded
 	// by OpTimeout and the leader's term, every failure one of ours.
-	etcd *store.Etcd
+	Etcd *store.Etcd
 
 	// metrics are this engine's Prometheus series (see Collector).
-	metrics *hold.Metrics
+	Metrics *hold.Metrics
 
 	// batch groups concurrent acquire and end-hold txns (group commit).
-	batch txnbatch.Batcher
+	Batch txnbatch.Batcher
 
 	// feeds makes the engine's etcd watches (feed.go).
-	feeds feeds
+	Feeds Feeds
 	// waits wakes waiters: one etcd watch fanned out in process (hub.go).
-	waits *waiterHub
+	Waits *waiterHub
 	// holds keeps the records of the holds this node granted, so their
 	// releases need not read them (holdcache.go).
-	holds holdCache
-	// leaseClock knows how long the leases this node saw lately live, so
+	Holds holdCache
+	// LeaseClock knows how long the leases this node saw lately live, so
 	// that an answer's expiry needs no round trip (hold/leaseclock.go).
-	leaseClock hold.LeaseClock
+	LeaseClock hold.LeaseClock
 }

@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 )
 
 // revoke is Revoke of the thing kept under key name (store.KeyName).
-func (e *Core) revoke(ctx context.Context, name, reason string) (*hold.Lock, error) {
-	for range maxImmediateRetries {
-		kv, err := e.getLock(ctx, name)
+func (e *Engine) Revoke(ctx context.Context, name, reason string) (*hold.Lock, error) {
+	for range MaxImmediateRetries {
+		kv, err := e.GetLock(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		err = e.endHold(ctx, name, kv.ModRevision, hold.EventRevoked, reason)
+		err = e.EndHold(ctx, name, kv.ModRevision, hold.EventRevoked, reason)
 		if err == nil {
 			hr, _ := store.DecodeHolder(kv)
 			return hold.ToLock(hr, name, kv.ModRevision), nil
@@ -33,37 +33,37 @@ func (e *Core) revoke(ctx context.Context, name, reason string) (*hold.Lock, err
 }
 
 // How a hold ends. Every end, whoever makes it, writes the same things
-// (holdEnd): the hold's end event and what becomes of its lock-delay
-// guard. A release or revoke (endHold) and a session's deletion
+// (HoldEnd): the hold's end event and what becomes of its lock-delay
+// guard. A release or revoke (EndHold) and a session's deletion
 // (releaseSession) also delete the lock key in that txn; a release and a
 // deletion, which are clean ends, hand the lock to the oldest waiter
 // instead when it asks for that (handOverOps). The expiry recorder
 // (recordEnd) writes the end of a hold whose key etcd deleted with its
 // lease. The path of one release:
 //
-//	endHold    reads the hold (readHold), checks the caller may end it
+//	EndHold    reads the hold (ReadHold), checks the caller may end it
 //	commitEnd  runs the end txn, without the handover if the waiter's lease is gone
-//	endTxn     builds it: the end (holdEnd), the handover or the key's delete, the tally
+//	EndTxn     builds it: the end (HoldEnd), the handover or the key's delete, the tally
 
-// endHold ends the hold of token on name by typ (released or revoked),
+// EndHold ends the hold of token on name by typ (released or revoked),
 // with detail in its end event. A release hands the lock to the oldest
 // waiter in the same txn when it can (handOverOps). A released lock's own
 // lease goes to the pool for the next acquire; after a revoke it is
 // revoked.
 //
 // The ownership check (see Caller) costs nothing more: it reads the holder
-// record that endHold reads anyway. It is race-free because a holder
+// record that EndHold reads anyway. It is race-free because a holder
 // record is never rewritten while its hold lasts and the txn requires
 // ModRevision == token, so the record checked is the record of the hold
 // that the txn ends, or the txn fails.
-func (e *Core) endHold(ctx context.Context, name string, token int64, typ hold.EventType, detail string) error {
+func (e *Engine) EndHold(ctx context.Context, name string, token int64, typ hold.EventType, detail string) error {
 	if typ == hold.EventReleased && token > 0 {
-		if h, contended, ok := e.holds.take(name, token); ok {
+		if h, contended, ok := e.Holds.Take(name, token); ok {
 			if !hold.MayActOn(ctx, h.hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, hold.ErrNotOwner)
 			}
-			if contended && h.next != nil {
-				return e.commitEnd(ctx, h.seat, token, h.hr, h.next, typ, detail)
+			if contended && h.Next != nil {
+				return e.commitEnd(ctx, h.seat, token, h.hr, h.Next, typ, detail)
 			}
 			if !contended {
 				if ended, err := e.releaseKnown(ctx, h.seat, token, h.hr); ended || err != nil {
@@ -72,11 +72,11 @@ func (e *Core) endHold(ctx context.Context, name string, token int64, typ hold.E
 			}
 		}
 	}
-	name, err := e.seatOf(ctx, name, token)
+	name, err := e.SeatOf(ctx, name, token)
 	if err != nil {
 		return err
 	}
-	hr, head, err := e.readHold(ctx, name, token, typ == hold.EventReleased)
+	hr, head, err := e.ReadHold(ctx, name, token, typ == hold.EventReleased)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (e *Core) endHold(ctx context.Context, name string, token int64, typ hold.E
 	return e.commitEnd(ctx, name, token, hr, head, typ, detail)
 }
 
-// readHold returns the holder record of the hold that token names and,
+// ReadHold returns the holder record of the hold that token names and,
 // when withHead is set, the oldest waiter of the lock if it asks to be
 // handed the lock (nil otherwise). It reads the member's local state first
 // (a serializable read: no ReadIndex round): the end txn compares
@@ -96,26 +96,26 @@ func (e *Core) endHold(ctx context.Context, name string, token int64, typ hold.E
 // handover requires that very entry to be the oldest (handOverCmps). Only
 // when the local state does not show token holding the lock is the answer
 // confirmed by a linearizable read.
-func (e *Core) readHold(ctx context.Context, name string, token int64, withHead bool) (store.Holder, *queueHead, error) {
+func (e *Engine) ReadHold(ctx context.Context, name string, token int64, withHead bool) (store.Holder, *QueueHead, error) {
 	if token <= 0 {
 		return store.Holder{}, nil, hold.Invalid("token", "must be a positive fencing token")
 	}
-	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *queueHead, error) {
+	read := func(opts ...clientv3.OpOption) (*mvccpb.KeyValue, *QueueHead, error) {
 		var t store.Txn
-		reads := e.holdReads(&t, name, withHead, opts...)
-		octx, done := e.etcd.Op(ctx)
+		reads := e.HoldReads(&t, name, withHead, opts...)
+		octx, done := e.Etcd.Op(ctx)
 		defer done()
-		resp, err := e.cli.Txn(octx).Then(t.Then...).Commit()
+		resp, err := e.Cli.Txn(octx).Then(t.Then...).Commit()
 		if err != nil {
-			return nil, nil, e.etcd.Err(ctx, "get lock", err)
+			return nil, nil, e.Etcd.Err(ctx, "get lock", err)
 		}
-		kv, head := reads.read(resp)
+		kv, head := reads.Read(resp)
 		if kv == nil {
 			return nil, nil, hold.ErrNotHeld
 		}
 		return kv, head, nil
 	}
-	if !e.etcd.MemberStopped() {
+	if !e.Etcd.MemberStopped() {
 		kv, head, err := read(clientv3.WithSerializable())
 		if err == nil && kv.ModRevision == token {
 			hr, err := store.DecodeHolder(kv)
@@ -133,17 +133,17 @@ func (e *Core) readHold(ctx context.Context, name string, token int64, withHead 
 	return hr, head, err
 }
 
-// queueHead is the oldest queue entry of a lock, when it asks to be
+// QueueHead is the oldest queue entry of a lock, when it asks to be
 // handed the lock on release.
-type queueHead struct {
-	key   string
-	rev   int64 // its CreateRevision
-	grant store.Holder
+type QueueHead struct {
+	Key   string
+	Rev   int64 // its CreateRevision
+	Grant store.Holder
 	since time.Time // when it joined the queue
 	// behind are the entries next in line, oldest first, as the read that
 	// found this one found them (at most headReadAhead-1): a release that
 	// hands the lock over keeps them with the new hold (keepHandedOver).
-	behind []*mvccpb.KeyValue
+	Behind []*mvccpb.KeyValue
 }
 
 // headReadAhead is how many of a queue's oldest entries a release reads.
@@ -157,7 +157,7 @@ const headReadAhead = 8
 // start with; nil if there is none or it asks for no grant (a waiter
 // that takes the lock itself once it sees it go, or a record that does
 // not decode).
-func queueHeadOf(kvs []*mvccpb.KeyValue) *queueHead {
+func queueHeadOf(kvs []*mvccpb.KeyValue) *QueueHead {
 	if len(kvs) == 0 {
 		return nil
 	}
@@ -165,21 +165,21 @@ func queueHeadOf(kvs []*mvccpb.KeyValue) *queueHead {
 	if json.Unmarshal(kvs[0].Value, &wr) != nil || wr.Grant == nil {
 		return nil
 	}
-	return &queueHead{key: string(kvs[0].Key), rev: kvs[0].CreateRevision, grant: *wr.Grant, since: wr.Since, behind: kvs[1:]}
+	return &QueueHead{Key: string(kvs[0].Key), Rev: kvs[0].CreateRevision, Grant: *wr.Grant, since: wr.Since, Behind: kvs[1:]}
 }
 
-// holdReads name the responses of the reads holdReads adds to a txn.
-type holdReads struct {
-	lock store.Ref
-	head store.Ref // without the head, none
+// HoldReads name the responses of the reads HoldReads adds to a txn.
+type HoldReads struct {
+	Lock store.Ref
+	Head store.Ref // without the head, none
 }
 
-// holdReads adds to t's Then branch the reads of a lock key and, with
+// HoldReads adds to t's Then branch the reads of a lock key and, with
 // withHead, of its oldest queue entries; opts are added to each read.
-func (e *Core) holdReads(t *store.Txn, name string, withHead bool, opts ...clientv3.OpOption) holdReads {
-	r := holdReads{lock: t.OnSuccess(clientv3.OpGet(e.keys.Lock(name), opts...))}
+func (e *Engine) HoldReads(t *store.Txn, name string, withHead bool, opts ...clientv3.OpOption) HoldReads {
+	r := HoldReads{Lock: t.OnSuccess(clientv3.OpGet(e.Keys.Lock(name), opts...))}
 	if withHead {
-		r.head = t.OnSuccess(clientv3.OpGet(e.keys.Queue(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
+		r.Head = t.OnSuccess(clientv3.OpGet(e.Keys.Queue(name), append([]clientv3.OpOption{clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(headReadAhead)}, opts...)...))
 	}
 	return r
@@ -187,40 +187,40 @@ func (e *Core) holdReads(t *store.Txn, name string, withHead bool, opts ...clien
 
 // read returns the lock key (nil if absent) and the queue head that
 // resp's reads found.
-func (r holdReads) read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *queueHead) {
-	lock := r.lock.KVs(resp)
+func (r HoldReads) Read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *QueueHead) {
+	lock := r.Lock.KVs(resp)
 	if len(lock) == 0 {
 		return nil, nil
 	}
-	if !r.head.Ok() {
+	if !r.Head.Ok() {
 		return lock[0], nil
 	}
-	return lock[0], queueHeadOf(r.head.KVs(resp))
+	return lock[0], queueHeadOf(r.Head.KVs(resp))
 }
 
 // commitEnd ends a hold whose holder record hr is known, and which the
 // caller may end, handing a seat to head if it is not nil and
 // handOverPlan finds one for it.
-func (e *Core) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *queueHead, typ hold.EventType, detail string) error {
+func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *QueueHead, typ hold.EventType, detail string) error {
 	ev := hold.EndEvent(hr, ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
-		end  endRefs
+		end  EndRefs
 	)
 	send := func() error {
 		var t store.Txn
-		end = e.endTxn(&t, name, token, hr, ev, head, 0)
-		txn := e.batch.Txn
-		if end.handOver.Ok() {
-			txn = e.batch.TxnUrgent // the next holder waits on this commit
+		end = e.EndTxn(&t, name, token, hr, ev, head, 0)
+		txn := e.Batch.Txn
+		if end.HandOver.Ok() {
+			txn = e.Batch.TxnUrgent // the next holder waits on this commit
 		}
-		return e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+		return e.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 			resp, err = txn(octx, t.Cmps, t.Then, nil)
 			return err
 		})
 	}
 	err := send()
-	if err != nil && end.handOver.Ok() && store.IsLeaseNotFound(err) {
+	if err != nil && end.HandOver.Ok() && store.IsLeaseNotFound(err) {
 		// A head's lease (its own, or its session's) ended while it
 		// waited: end the hold without handing the lock over; the
 		// waiters then take it as they see it go.
@@ -228,16 +228,16 @@ func (e *Core) commitEnd(ctx context.Context, name string, token int64, hr store
 		err = send()
 	}
 	if err != nil {
-		return e.etcd.Err(ctx, "end hold", err)
+		return e.Etcd.Err(ctx, "end hold", err)
 	}
 	if !resp.Succeeded {
 		// Someone else ended it between our read and our write.
-		if _, err := e.heldWith(ctx, name, token); err != nil {
+		if _, err := e.HeldWith(ctx, name, token); err != nil {
 			return err
 		}
 		return hold.ErrTokenMismatch
 	}
-	n := end.handedOver(resp)
+	n := end.HandedOver(resp)
 	if n == 1 {
 		e.keepHandedOver(name, resp.Header.Revision, ev.Time, head)
 	}
@@ -260,30 +260,30 @@ func (e *Core) commitEnd(ctx context.Context, name string, token int64, hr store
 //
 // Only a plain lock's holds are kept: an election's grant carries a term,
 // and a seat's is in a seat of the releaser's choosing (handOverPlan).
-func (e *Core) keepHandedOver(name string, rev int64, at time.Time, head *queueHead) {
-	if kind, _ := store.ThingOf(name); kind != hold.KindLock || len(head.grant.Set) > 0 {
+func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *QueueHead) {
+	if kind, _ := store.ThingOf(name); kind != hold.KindLock || len(head.Grant.Set) > 0 {
 		return
 	}
-	g := hold.Begun(head.grant, at, head.since) // as handOverOps put it
-	e.holds.putBehind(name, rev, g, queueHeadOf(head.behind))
+	g := hold.Begun(head.Grant, at, head.since) // as handOverOps put it
+	e.Holds.putBehind(name, rev, g, queueHeadOf(head.Behind))
 }
 
 // ended counts the end by typ of a hold of name, and the holds its
 // handover began, and does what is left to do with the hold's own lease once its
 // key is gone.
-func (e *Core) ended(name string, typ hold.EventType, hr store.Holder, handedOver int) {
-	e.metrics.RecordedOf(name, typ, 1)
-	e.metrics.RecordedOf(name, hold.EventAcquired, handedOver)
+func (e *Engine) ended(name string, typ hold.EventType, hr store.Holder, handedOver int) {
+	e.Metrics.RecordedOf(name, typ, 1)
+	e.Metrics.RecordedOf(name, hold.EventAcquired, handedOver)
 	if len(hr.Set) == 0 {
-		e.leaseAfter(typ, hr)
+		e.LeaseAfter(typ, hr)
 	}
 	// A lock set's member ended on its own leaves the lease to the other
 	// members: it ends with them (endSet), or runs out.
 }
 
-// leaseAfter does what is left to do with an ended hold's own lease once
+// LeaseAfter does what is left to do with an ended hold's own lease once
 // no key is under it.
-func (e *Core) leaseAfter(typ hold.EventType, hr store.Holder) {
+func (e *Engine) LeaseAfter(typ hold.EventType, hr store.Holder) {
 	if hr.Session != "" {
 		return
 	}
@@ -291,52 +291,52 @@ func (e *Core) leaseAfter(typ hold.EventType, hr store.Holder) {
 	// (leasePool): a hold handed over is under the new holder's lease, so
 	// this one holds no key any more. After a revoke or an expiry the
 	// lease is ended, as the operator or etcd meant.
-	if id, ok := store.ParseLeaseHex(hr.Lease); ok && typ == hold.EventReleased && e.leases.put(id, hr.TTL) {
+	if id, ok := store.ParseLeaseHex(hr.Lease); ok && typ == hold.EventReleased && e.Leases.put(id, hr.TTL) {
 		return
 	}
-	e.revokeLease(hr.Lease)
+	e.RevokeLease(hr.Lease)
 }
 
-// endRefs name the responses of an end that endTxn added to a txn.
-type endRefs struct {
-	// handOver is the nested txn that hands the lock to the queue's
+// EndRefs name the responses of an end that EndTxn added to a txn.
+type EndRefs struct {
+	// HandOver is the nested txn that hands the lock to the queue's
 	// head, if any; grants is how many holds that begins (a lock set's
 	// head: one per lock of the set).
-	handOver store.Ref
+	HandOver store.Ref
 	grants   int
 }
 
-// handedOver is how many holds resp, the end txn's response, shows begun
+// HandedOver is how many holds resp, the end txn's response, shows begun
 // by handing the lock to the queue's head: none, one, or a lock set's.
-func (r endRefs) handedOver(resp *clientv3.TxnResponse) int {
-	if r.handOver.Ok() && r.handOver.Nested(resp).Succeeded {
+func (r EndRefs) HandedOver(resp *clientv3.TxnResponse) int {
+	if r.HandOver.Ok() && r.HandOver.Nested(resp).Succeeded {
 		return r.grants
 	}
 	return 0
 }
 
-// endTxn adds to t the end of token's hold, ended by ev: it records the
-// end (holdEnd), deletes the lock key or hands a seat to head
+// EndTxn adds to t the end of token's hold, ended by ev: it records the
+// end (HoldEnd), deletes the lock key or hands a seat to head
 // (handOverPlan), and, with a tally shard (Keys.TallyShard) of 0 or more,
 // counts the release in the session's tally. Its compare is the hold's
 // (ModRevision == token); its ops go in the Then branch, at most five:
 // the event, the delete (or the handover), the guard, an election's value
 // and the tally.
-func (e *Core) endTxn(t *store.Txn, name string, token int64, hr store.Holder, ev hold.Event, head *queueHead, tally int) endRefs {
-	lkey := e.keys.Lock(name)
-	event, guard := e.holdEnd(name, token, hr, ev)
+func (e *Engine) EndTxn(t *store.Txn, name string, token int64, hr store.Holder, ev hold.Event, head *QueueHead, tally int) EndRefs {
+	lkey := e.Keys.Lock(name)
+	event, guard := e.HoldEnd(name, token, hr, ev)
 	t.If(clientv3.Compare(clientv3.ModRevision(lkey), "=", token))
 	// The end event comes first, so a watcher of the trail sees the hold
 	// end before the next one begins in the same revision.
 	for _, op := range event {
 		t.OnSuccess(op)
 	}
-	var r endRefs
+	var r EndRefs
 	if seat, ok := handOverPlan(name, head); ok {
 		handOver := store.Txn{Cmps: e.handOverCmps(name, token, hr, head), Then: e.handOverOps(name, hr, ev.Time, head, seat),
 			Else: append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)}
-		r.grants = max(len(head.grant.Set), 1)
-		r.handOver = t.OnSuccess(handOver.Op())
+		r.grants = max(len(head.Grant.Set), 1)
+		r.HandOver = t.OnSuccess(handOver.Op())
 	} else {
 		t.OnSuccess(clientv3.OpDelete(lkey))
 		for _, op := range guard {
@@ -346,7 +346,7 @@ func (e *Core) endTxn(t *store.Txn, name string, token int64, hr store.Holder, e
 	if kind, _ := store.ThingOf(name); kind == hold.KindElection {
 		// A proclaimed value is the hold's (Engine.Proclaim): it goes
 		// with it, whoever leads next.
-		t.OnSuccess(clientv3.OpDelete(e.keys.Value(name)))
+		t.OnSuccess(clientv3.OpDelete(e.Keys.Value(name)))
 	}
 	if id, ok := store.ParseLeaseHex(hr.Session); ok && tally >= 0 && !hr.NoTally {
 		// One more release in the session's tally, if it keeps one and
@@ -358,14 +358,14 @@ func (e *Core) endTxn(t *store.Txn, name string, token int64, hr store.Holder, e
 		// tally lives under the session's lease, so where it exists the
 		// lease does too, and the put cannot fail on a lease.
 		t.OnSuccess(clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.SessionTally(hr.Session, "acquired")), ">", 0)},
-			[]clientv3.Op{clientv3.OpPut(e.keys.TallyShard(hr.Session, "released", tally), "", clientv3.WithLease(id))},
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.Keys.SessionTally(hr.Session, "acquired")), ">", 0)},
+			[]clientv3.Op{clientv3.OpPut(e.Keys.TallyShard(hr.Session, "released", tally), "", clientv3.WithLease(id))},
 			nil))
 	}
 	return r
 }
 
-// holdEnd is what every end of token's hold hr writes, whoever ends it:
+// HoldEnd is what every end of token's hold hr writes, whoever ends it:
 // its end event ev and, if the hold has a lock-delay, what
 // becomes of the guard: a clean release deletes it, any other end starts
 // the delay from ev.Time. The guard is the hold's own while its
@@ -378,19 +378,19 @@ func (e *Core) endTxn(t *store.Txn, name string, token int64, hr store.Holder, e
 // derived hold (store.Holder.Derived) has no acquired record: its end
 // writes no event when the trail derives it from the lock key's delete
 // (derivable), and otherwise writes it beside, as in format 1.
-func (e *Core) holdEnd(name string, token int64, hr store.Holder, ev hold.Event) (event, guard []clientv3.Op) {
+func (e *Engine) HoldEnd(name string, token int64, hr store.Holder, ev hold.Event) (event, guard []clientv3.Op) {
 	switch {
 	case hr.Derived && derivable(hr, ev):
-	case e.format >= 2 && !hr.Derived:
+	case e.Format >= 2 && !hr.Derived:
 		began := hr.BegunEvent(name)
-		event = []clientv3.Op{clientv3.OpPut(e.keys.Acquired(name, hr.Hold), store.MustJSON(store.EndRecord{Event: ev, Began: &began}))}
+		event = []clientv3.Op{clientv3.OpPut(e.Keys.Acquired(name, hr.Hold), store.MustJSON(store.EndRecord{Event: ev, Began: &began}))}
 	default:
-		event = []clientv3.Op{clientv3.OpPut(e.keys.End(name, hr.Hold), store.MustJSON(ev))}
+		event = []clientv3.Op{clientv3.OpPut(e.Keys.End(name, hr.Hold), store.MustJSON(ev))}
 	}
 	if hr.LockDelay <= 0 {
 		return event, nil
 	}
-	gkey := e.keys.Delay(name)
+	gkey := e.Keys.Delay(name)
 	op := clientv3.OpDelete(gkey)
 	if ev.Type != hold.EventReleased {
 		op = clientv3.OpPut(gkey, store.MustJSON(hold.DelayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.Ended(ev.Time, ev.Type)))
@@ -406,20 +406,20 @@ func derivable(hr store.Holder, ev hold.Event) bool {
 	return (ev.Type == hold.EventReleased || ev.Type == hold.EventResigned) && ev.Detail == "" && ev.Credential == hr.Credential
 }
 
-// revokeLease ends a lock's own lease after its key is gone; failing only
+// RevokeLease ends a lock's own lease after its key is gone; failing only
 // leaves an empty lease that expires by itself.
-func (e *Core) revokeLease(hex string) {
+func (e *Engine) RevokeLease(hex string) {
 	id, ok := store.ParseLeaseHex(hex)
 	if !ok {
 		return
 	}
-	ctx, done := e.etcd.CleanupCtx()
+	ctx, done := e.Etcd.CleanupCtx()
 	defer done()
-	err := e.etcd.RetryCleanup(ctx, func(ctx context.Context) error {
-		_, err := e.cli.Revoke(ctx, id)
+	err := e.Etcd.RetryCleanup(ctx, func(ctx context.Context) error {
+		_, err := e.Cli.Revoke(ctx, id)
 		return err
 	})
 	if err != nil && !store.IsLeaseNotFound(err) {
-		e.log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
+		e.Log.Warn("revoke lease of ended hold", "lease", hex, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -158,8 +158,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("lock: WatchStallTimeout must be at least %s", 2*watchfeed.ProbeAfter)
 	case c.MaxWaitersPerLock < 0, c.MaxLocksPerSession < 0, c.MaxSessions < 0:
 		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession and MaxSessions must not be negative (0 means no cap)")
-	case c.StorageFormat < 0 || c.StorageFormat > newestFormat:
-		return fmt.Errorf("lock: StorageFormat (--storage-format) must be between 0 (the cluster's) and %d", newestFormat)
+	case c.StorageFormat < 0 || c.StorageFormat > NewestFormat:
+		return fmt.Errorf("lock: StorageFormat (--storage-format) must be between 0 (the cluster's) and %d", NewestFormat)
 	case c.MaxLocks < 0, c.MaxFencedValues < 0:
 		return errors.New("lock: MaxLocks and MaxFencedValues must not be negative (0 means no cap)")
 	case c.MaxFencedValueBytes <= 0:
@@ -204,4 +204,4 @@ func (c Config) Validate() error {
 // The format never goes down. A node reads it when it starts, and writes
 // that format until it restarts: a node still writing 1 after another
 // raised it is read by every node all the same.
-const newestFormat = 5
+const NewestFormat = 5

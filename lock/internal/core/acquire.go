@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -11,51 +11,51 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// run runs the acquire a, which newAcquirer made: at once, or waiting
+// run runs the acquire a, which NewAcquirer made: at once, or waiting
 // in the queue for up to its Wait. It leaves no lease of its own behind
 // unless a hold keeps it.
-func (a *acquirer) run(ctx context.Context) (l *hold.Lock, fresh bool, err error) {
-	defer a.dropLease()
-	if a.req.Wait == 0 {
+func (a *Acquirer) Run(ctx context.Context) (l *hold.Lock, fresh bool, err error) {
+	defer a.DropLease()
+	if a.Req.Wait == 0 {
 		l, fresh, err = a.tryNow(ctx)
 	} else {
-		a.e.metrics.Waiting.Inc()
+		a.E.Metrics.Waiting.Inc()
 		l, fresh, err = a.wait(ctx)
-		a.e.metrics.Waiting.Dec()
+		a.E.Metrics.Waiting.Dec()
 	}
 	if err != nil {
 		var he *hold.HeldError
 		if errors.As(err, &he) {
-			a.kind.fillHolders(ctx, he)
+			a.Kind.FillHolders(ctx, he)
 		}
 		return nil, false, err
 	}
 	return l, fresh, nil
 }
 
-// acquirer is one acquire in progress.
-type acquirer struct {
-	e   *Core
-	req AcquireRequest // Name is the key name (store.KeyName)
+// Acquirer is one acquire in progress.
+type Acquirer struct {
+	E   *Engine
+	Req AcquireRequest // Name is the key name (store.KeyName)
 	// kind is what the kind of thing req.Name is makes of the acquire
 	// (kind.go).
-	kind    holdKind
-	session clientv3.LeaseID // the session's lease, or 0
+	Kind    HoldKind
+	Session clientv3.LeaseID // the session's lease, or 0
 	// seat is the key name of the holder key the next attempt takes:
 	// req.Name, or for a thing with seats the seat the hold takes
 	// (seats.go).
-	seat string
+	Seat string
 	// credential is recorded on the hold (see Caller); "" without one.
 	credential string
-	// sessionRev, when set, is the CreateRevision of the session key whose
+	// SessionRev, when set, is the CreateRevision of the session key whose
 	// record the ownership check read: the txn requires that very key, so
 	// the check holds at the revision the lock is granted.
-	sessionRev int64
+	SessionRev int64
 
 	// The lock's own lease when it has no session; granted lazily, and
 	// replaced when it may have aged too much to hand out.
-	lease     clientv3.LeaseID
-	leaseTTL  int64
+	Lease     clientv3.LeaseID
+	LeaseTTL  int64
 	grantedAt time.Time
 	used      bool
 	// unsure is set when an acquire txn under lease failed with an
@@ -73,41 +73,41 @@ type acquirer struct {
 	// guardRev is the ModRevision of a finished lock-delay guard that the
 	// next attempt replaces; 0 means the attempt expects no guard.
 	guardRev int64
-	// lastHolder is the holder seen by the latest failed attempt.
-	lastHolder      *hold.Lock
-	lastHolderLease string
-	hold            string
+	// LastHolder is the holder seen by the latest failed attempt.
+	LastHolder      *hold.Lock
+	LastHolderLease string
+	Hold            string
 	// enqueue, when set, makes the next direct attempt put this queue
 	// entry in its else branch: a waiting acquire joins the queue in the
 	// same txn that found the lock taken, not in one more.
-	enqueue *queueEntry
+	Enqueue *QueueEntry
 	// waitEnds, when set, is when the wait ends, over the several times an
 	// acquire at its session's place may join the queue (waitAtPlace).
 	waitEnds time.Time
-	// queuedLease is the own lease our queue entry names in its grant
+	// QueuedLease is the own lease our queue entry names in its grant
 	// (see hold.WaiterRecord.Grant), or 0. A release may put the lock under it
 	// as long as the entry exists, so it is kept alive, never replaced or
 	// given back to the pool until the entry is gone.
-	queuedLease clientv3.LeaseID
+	QueuedLease clientv3.LeaseID
 }
 
-// queueEntry is a waiter's queue key, to be put under lease: the node's
+// QueueEntry is a waiter's queue key, to be put under lease: the node's
 // waiter lease, or for a session's place (placeKey) the session's.
-type queueEntry struct {
-	key   string
-	lease clientv3.LeaseID
+type QueueEntry struct {
+	Key   string
+	Lease clientv3.LeaseID
 	place bool
 }
 
-// newKindFunc makes the kind of an acquire (kind.go), given the plain
+// NewKindFunc makes the kind of an acquire (kind.go), given the plain
 // lock's it builds on; a nil one makes a plain lock's.
-type newKindFunc func(base lockKind) (holdKind, error)
+type NewKindFunc func(base LockKind) (HoldKind, error)
 
-// newAcquirer checks req, an acquire of the thing kept under the key name
+// NewAcquirer checks req, an acquire of the thing kept under the key name
 // req.Name (see store.KeyName) of the kind newKind makes, and the
 // caller's right to its session: everything an acquire refuses before it
 // writes.
-func (e *Core) newAcquirer(ctx context.Context, req AcquireRequest, newKind newKindFunc) (*acquirer, error) {
+func (e *Engine) NewAcquirer(ctx context.Context, req AcquireRequest, newKind NewKindFunc) (*Acquirer, error) {
 	_, name := store.ThingOf(req.Name)
 	if err := store.CheckName("name", name); err != nil {
 		return nil, err
@@ -118,14 +118,14 @@ func (e *Core) newAcquirer(ctx context.Context, req AcquireRequest, newKind newK
 	if err := hold.CheckMetadata(req.Metadata); err != nil {
 		return nil, err
 	}
-	a := &acquirer{e: e, req: req, hold: hold.NewHoldID(), seat: req.Name, credential: hold.CredentialOf(ctx)}
-	a.kind = &lockKind{a: a}
+	a := &Acquirer{E: e, Req: req, Hold: hold.NewHoldID(), Seat: req.Name, credential: hold.CredentialOf(ctx)}
+	a.Kind = &LockKind{A: a}
 	if newKind != nil {
-		k, err := newKind(lockKind{a: a})
+		k, err := newKind(LockKind{A: a})
 		if err != nil {
 			return nil, err
 		}
-		a.kind = k
+		a.Kind = k
 	}
 	if req.Session != "" {
 		id, ok := store.ParseLeaseHex(req.Session)
@@ -135,18 +135,18 @@ func (e *Core) newAcquirer(ctx context.Context, req AcquireRequest, newKind newK
 		if req.TTL != 0 {
 			return nil, hold.Invalid("ttl", "must be absent when session is given: the lock lives as long as the session")
 		}
-		a.session = id
-		a.req.Session = store.LeaseHex(id) // canonical spelling
+		a.Session = id
+		a.Req.Session = store.LeaseHex(id) // canonical spelling
 	} else {
 		if req.TTL == 0 {
-			a.req.TTL = e.cfg.DefaultTTL
+			a.Req.TTL = e.Cfg.DefaultTTL
 		}
-		if err := e.checkTTL("ttl", a.req.TTL); err != nil {
+		if err := e.CheckTTL("ttl", a.Req.TTL); err != nil {
 			return nil, err
 		}
 	}
-	if req.Wait < 0 || req.Wait > e.cfg.MaxWait {
-		return nil, hold.Invalid("wait", "must be between 0s and %s", e.cfg.MaxWait)
+	if req.Wait < 0 || req.Wait > e.Cfg.MaxWait {
+		return nil, hold.Invalid("wait", "must be between 0s and %s", e.Cfg.MaxWait)
 	}
 	if req.KeepPlace {
 		switch {
@@ -154,12 +154,12 @@ func (e *Core) newAcquirer(ctx context.Context, req AcquireRequest, newKind newK
 			return nil, hold.Invalid("keep_place", "needs a session: the place in the queue is the session's, and ends with it")
 		case req.Wait == 0:
 			return nil, hold.Invalid("keep_place", "needs a wait: without one the acquire takes no place in the queue")
-		case !a.kind.waitsAtPlace():
+		case !a.Kind.WaitsAtPlace():
 			return nil, hold.Invalid("keep_place", "is not supported for lock sets")
 		}
 	}
-	if req.LockDelay < 0 || req.LockDelay > e.cfg.MaxLockDelay {
-		return nil, hold.Invalid("lock_delay", "must be between 0s and %s", e.cfg.MaxLockDelay)
+	if req.LockDelay < 0 || req.LockDelay > e.Cfg.MaxLockDelay {
+		return nil, hold.Invalid("lock_delay", "must be between 0s and %s", e.Cfg.MaxLockDelay)
 	}
 	if err := a.checkSessionOwner(ctx); err != nil {
 		return nil, err
@@ -167,56 +167,56 @@ func (e *Core) newAcquirer(ctx context.Context, req AcquireRequest, newKind newK
 	return a, nil
 }
 
-func (e *Core) checkTTL(field string, d time.Duration) error {
-	if d < e.cfg.MinTTL || d > e.cfg.MaxTTL {
-		return hold.Invalid(field, "must be between %s and %s", e.cfg.MinTTL, e.cfg.MaxTTL)
+func (e *Engine) CheckTTL(field string, d time.Duration) error {
+	if d < e.Cfg.MinTTL || d > e.Cfg.MaxTTL {
+		return hold.Invalid(field, "must be between %s and %s", e.Cfg.MinTTL, e.Cfg.MaxTTL)
 	}
 	return nil
 }
 
 // holder is the record of a hold of ours that begins at now.
-func (a *acquirer) holder(now time.Time) store.Holder {
-	leaseID, ttl := a.lease, a.leaseTTL
-	if a.session != 0 {
-		leaseID = a.session
+func (a *Acquirer) Holder(now time.Time) store.Holder {
+	leaseID, ttl := a.Lease, a.LeaseTTL
+	if a.Session != 0 {
+		leaseID = a.Session
 	}
 	rec := store.Holder{
-		Owner: a.req.Owner, Hold: a.hold, Lease: store.LeaseHex(leaseID), Session: a.req.Session,
-		TTL: ttl, AcquiredAt: now, QueuedAt: hold.QueuedAt(a.queuedAt), LockDelay: a.req.LockDelay, Metadata: a.req.Metadata, Credential: a.credential,
-		NoTally: a.session != 0 && a.e.cfg.MaxLocksPerSession == 0,
-		Derived: a.e.format >= store.DerivedFormat,
+		Owner: a.Req.Owner, Hold: a.Hold, Lease: store.LeaseHex(leaseID), Session: a.Req.Session,
+		TTL: ttl, AcquiredAt: now, QueuedAt: hold.QueuedAt(a.queuedAt), LockDelay: a.Req.LockDelay, Metadata: a.Req.Metadata, Credential: a.credential,
+		NoTally: a.Session != 0 && a.E.Cfg.MaxLocksPerSession == 0,
+		Derived: a.E.Format >= store.DerivedFormat,
 	}
-	a.kind.record(&rec)
+	a.Kind.Record(&rec)
 	return rec
 }
 
-const maxImmediateRetries = 16
+const MaxImmediateRetries = 16
 
 // settles reports whether r ends an acquire with no waiting (settle).
-func (r attemptResult) settles() bool {
-	return r.outcome == won || r.outcome == sameHolder || r.outcome == noSession || r.outcome == mismatched
+func (r AttemptResult) settles() bool {
+	return r.Outcome == Won || r.Outcome == SameHolder || r.Outcome == NoSession || r.Outcome == Mismatched
 }
 
 // settle ends an acquire on the outcomes that need no waiting: won, held
 // by our own session already, or session gone. ok is false otherwise.
-func (a *acquirer) settle(ctx context.Context, r attemptResult) (l *hold.Lock, fresh bool, err error, ok bool) {
-	switch r.outcome {
-	case won:
-		l, fresh, err = a.handBack(ctx, r.lock)
+func (a *Acquirer) settle(ctx context.Context, r AttemptResult) (l *hold.Lock, fresh bool, err error, ok bool) {
+	switch r.Outcome {
+	case Won:
+		l, fresh, err = a.handBack(ctx, r.Lock)
 		return l, fresh, err, true
-	case sameHolder:
-		return r.lock, false, nil, true
-	case noSession:
+	case SameHolder:
+		return r.Lock, false, nil, true
+	case NoSession:
 		return nil, false, hold.ErrSessionNotFound, true
-	case mismatched:
-		return nil, false, &hold.LimitMismatchError{Limit: r.limit, Asked: r.asked}, true
+	case Mismatched:
+		return nil, false, &hold.LimitMismatchError{Limit: r.Limit, Asked: r.Asked}, true
 	}
 	return nil, false, nil, false
 }
 
 // tryNow is an acquire without wait.
-func (a *acquirer) tryNow(ctx context.Context) (*hold.Lock, bool, error) {
-	for range maxImmediateRetries {
+func (a *Acquirer) tryNow(ctx context.Context) (*hold.Lock, bool, error) {
+	for range MaxImmediateRetries {
 		r, err := a.attempt(ctx, "", 0)
 		if err != nil {
 			return nil, false, err
@@ -224,27 +224,27 @@ func (a *acquirer) tryNow(ctx context.Context) (*hold.Lock, bool, error) {
 		if l, fresh, err, ok := a.settle(ctx, r); ok {
 			return l, fresh, err
 		}
-		switch r.outcome {
-		case heldBy:
-			return nil, false, a.kind.heldError(r)
-		case delayed:
-			return nil, false, &hold.HeldError{RetryAfter: time.Until(r.retryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
-				r.retryAt.UTC().Format(time.RFC3339Nano), hold.CauseText(r.delayCause))}
-		case behind:
-			return nil, false, &hold.HeldError{Reason: a.kind.behindReason()}
+		switch r.Outcome {
+		case HeldBy:
+			return nil, false, a.Kind.HeldError(r)
+		case Delayed:
+			return nil, false, &hold.HeldError{RetryAfter: time.Until(r.RetryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
+				r.RetryAt.UTC().Format(time.RFC3339Nano), hold.CauseText(r.DelayCause))}
+		case Behind:
+			return nil, false, &hold.HeldError{Reason: a.Kind.BehindReason()}
 		}
 	}
-	return nil, false, &hold.HeldError{Holder: a.lastHolder, Reason: "contended; try again"}
+	return nil, false, &hold.HeldError{Holder: a.LastHolder, Reason: "contended; try again"}
 }
 
 // handBack returns a won lock, unless the caller left while the txn was in
 // flight: then nobody will ever learn the token, so release it at once.
-func (a *acquirer) handBack(ctx context.Context, l *hold.Lock) (*hold.Lock, bool, error) {
+func (a *Acquirer) handBack(ctx context.Context, l *hold.Lock) (*hold.Lock, bool, error) {
 	if err := ctx.Err(); err != nil {
-		cctx, done := a.e.etcd.CleanupCtx()
+		cctx, done := a.E.Etcd.CleanupCtx()
 		defer done()
 		if rerr := a.endOwn(cctx, l.Token, nil, ""); rerr != nil && !errors.Is(rerr, hold.ErrNotHeld) {
-			a.e.log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)
+			a.E.Log.Warn("release lock of departed caller", "lock", l.Name, "token", l.Token, "err", rerr)
 		}
 		return nil, false, err
 	}
@@ -255,28 +255,28 @@ func (a *acquirer) handBack(ctx context.Context, l *hold.Lock) (*hold.Lock, bool
 // credential created (see Caller). It costs a read only when there is
 // something to check: a session, and a caller that is not an admin. The
 // read is local when the member has the session; the txn then requires
-// the very key that was read (sessionRev), so a session deleted and made
+// the very key that was read (SessionRev), so a session deleted and made
 // anew meanwhile cannot slip through.
-func (a *acquirer) checkSessionOwner(ctx context.Context) error {
+func (a *Acquirer) checkSessionOwner(ctx context.Context) error {
 	c, ok := hold.CallerFrom(ctx)
-	if a.session == 0 || !ok || c.Admin {
+	if a.Session == 0 || !ok || c.Admin {
 		return nil
 	}
-	rec, rev, err := a.e.readSession(ctx, a.req.Session)
+	rec, rev, err := a.E.readSession(ctx, a.Req.Session)
 	if err != nil {
 		return err
 	}
 	if !hold.MayActOn(ctx, rec.Credential) {
-		return fmt.Errorf("session %s was created by another credential: %w", a.req.Session, hold.ErrNotOwner)
+		return fmt.Errorf("session %s was created by another credential: %w", a.Req.Session, hold.ErrNotOwner)
 	}
-	a.sessionRev = rev
+	a.SessionRev = rev
 	return nil
 }
 
 // endOwn releases a hold of ours that the caller will never learn of,
 // with detail in its end event; rec is its holder record, if known.
-func (a *acquirer) endOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error {
-	return a.kind.endOwn(ctx, token, rec, detail)
+func (a *Acquirer) endOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error {
+	return a.Kind.EndOwn(ctx, token, rec, detail)
 }
 
 // AcquireRequest asks for a lock.

@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -19,37 +19,37 @@ import (
 
 // feeds makes the etcd watches of the engine and of the audit trail,
 // with their metrics.
-type feeds struct {
-	cli     *clientv3.Client
-	cfg     Config
-	log     *slog.Logger
-	metrics *hold.Metrics
+type Feeds struct {
+	Cli     *clientv3.Client
+	Cfg     Config
+	Log     *slog.Logger
+	Metrics *hold.Metrics
 }
 
 // config is the feed named name ("recorder", "waiters", "events" or
 // "history": logs, metrics, the watch's metadata) of the range from key
 // that opts give, from revision from. Over a remote etcd its watch ends
 // when its member loses the leader.
-func (fs feeds) config(name, key string, from int64, opts ...clientv3.OpOption) watchfeed.Config {
+func (fs Feeds) Config(name, key string, from int64, opts ...clientv3.OpOption) watchfeed.Config {
 	return watchfeed.Config{
-		Client: fs.cli, Name: name, Key: key, Opts: opts, From: from,
-		RequireLeader: fs.cfg.Embedded == nil, StallTimeout: fs.cfg.WatchStallTimeout, Log: fs.log,
+		Client: fs.Cli, Name: name, Key: key, Opts: opts, From: from,
+		RequireLeader: fs.Cfg.Embedded == nil, StallTimeout: fs.Cfg.WatchStallTimeout, Log: fs.Log,
 		OnHearing: func(hearing bool) {
 			v := 0.0
 			if hearing {
 				v = 1
 			}
-			fs.metrics.WatchHearing.WithLabelValues(name).Set(v)
+			fs.Metrics.WatchHearing.WithLabelValues(name).Set(v)
 		},
-		OnRestart: func(reason string) { fs.metrics.WatchRestarts.WithLabelValues(name, reason).Inc() },
+		OnRestart: func(reason string) { fs.Metrics.WatchRestarts.WithLabelValues(name, reason).Inc() },
 	}
 }
 
 // feed is the feed that config describes, handing its responses to
 // handle and its compactions to compacted.
-func (fs feeds) feed(name, key string, from int64, handle func(context.Context, clientv3.WatchResponse) error,
+func (fs Feeds) Feed(name, key string, from int64, handle func(context.Context, clientv3.WatchResponse) error,
 	compacted func(context.Context, int64) (int64, error), opts ...clientv3.OpOption) *watchfeed.Feed {
-	cfg := fs.config(name, key, from, opts...)
+	cfg := fs.Config(name, key, from, opts...)
 	cfg.Handle, cfg.Compacted = handle, compacted
 	return watchfeed.New(cfg)
 }

@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 )
 
 // A release hands what it ends to the oldest waiter, in its own txn
-// (endTxn): the holder record its queue entry carries goes into a seat
+// (EndTxn): the holder record its queue entry carries goes into a seat
 // (internal/store/kinds.go), under the waiter's lease. A lock's or an election's release
 // hands its one seat to the queue's head; a semaphore's the seat it frees.
 // A read/write lock's depends on who ends and who waits (handOverPlan):
@@ -24,15 +24,15 @@ import (
 // each in a txn of its own, none waiting for a hold to end: so the
 // readers between two writers in line are granted together.
 //
-// Every grant of a thing with seats rewrites its seats key (seatRecord):
+// Every grant of a thing with seats rewrites its seats key (SeatRecord):
 // the batcher never puts two txns that write one key into one raft entry
 // (internal/txnbatch), so two grants of one thing never share a
 // revision, and each hold's token is its own: a release, a renew or a
-// revoke names a hold by its thing and its token (seatOf).
+// revoke names a hold by its thing and its token (SeatOf).
 
 // handOverPlan is the seat the release of seat name hands to head, the
 // oldest waiter; ok is false when it hands none.
-func handOverPlan(name string, head *queueHead) (seat string, ok bool) {
+func handOverPlan(name string, head *QueueHead) (seat string, ok bool) {
 	if head == nil {
 		return "", false
 	}
@@ -41,7 +41,7 @@ func handOverPlan(name string, head *queueHead) (seat string, ok bool) {
 	}
 	thing := store.ThingKey(name)
 	switch {
-	case head.grant.Mode == hold.ModeWrite:
+	case head.Grant.Mode == hold.ModeWrite:
 		return store.WriterSeat(thing), true
 	case name == store.WriterSeat(thing):
 		// The writer held: no reader seat is (seatKind.cmps), so the first is free.
@@ -50,9 +50,9 @@ func handOverPlan(name string, head *queueHead) (seat string, ok bool) {
 	return "", false // a reader at the head takes its seat beside ours
 }
 
-// seatRecord is the value of a thing's seats key that a grant of hold hr
+// SeatRecord is the value of a thing's seats key that a grant of hold hr
 // puts: a semaphore's limit (seats.go), nothing for a read/write lock.
-func seatRecord(hr store.Holder) string {
+func SeatRecord(hr store.Holder) string {
 	if hr.Limit > 0 {
 		return strconv.Itoa(hr.Limit)
 	}
@@ -69,31 +69,31 @@ func seatRecord(hr store.Holder) string {
 //
 // That the entry is still the oldest needs no compare. head is the
 // oldest entry of the queue in the snapshot the releaser read
-// (holdReads), at some revision R, so head.rev <= R. An entry older
+// (HoldReads), at some revision R, so head.rev <= R. An entry older
 // than head would have been created before R and so be in that snapshot;
 // every entry created since has a revision above R. So while head's entry
 // exists with head.rev, nothing is older, however stale the read. A
 // compare over the queue's prefix would say the same, and etcd would
 // read every entry of the queue in the apply of every handover.
-func (e *Core) handOverCmps(name string, token int64, hr store.Holder, head *queueHead) []clientv3.Cmp {
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(head.key), "=", head.rev)}
-	gkey := e.keys.Delay(name)
+func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *QueueHead) []clientv3.Cmp {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(head.Key), "=", head.Rev)}
+	gkey := e.Keys.Delay(name)
 	if hr.LockDelay > 0 {
 		// The guard was put with the hold, so its ModRevision is token.
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", token))
 	} else {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(gkey), "=", 0))
 	}
-	if head.grant.Session != "" {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.keys.Session(head.grant.Session)), ">", 0))
+	if head.Grant.Session != "" {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.Keys.Session(head.Grant.Session)), ">", 0))
 	}
 	switch kind, _ := store.ThingOf(name); {
 	case kind == hold.KindSemaphore:
 		// The seat is below the stored limit; the waiter's must be it.
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.keys.Seats(name)), "=", strconv.Itoa(head.grant.Limit)))
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.Keys.Seats(name)), "=", strconv.Itoa(head.Grant.Limit)))
 	case kind == hold.KindRWLock:
 		cmps = append(cmps, e.exclusionCmps(name, head)...)
-	case len(head.grant.Set) > 0:
+	case len(head.Grant.Set) > 0:
 		cmps = append(cmps, e.setHeadCmps(name, head)...)
 	}
 	return cmps
@@ -104,12 +104,12 @@ func (e *Core) handOverCmps(name string, token int64, hr store.Holder, head *que
 // releaser is the last holder: its own seat is left out of the two
 // ranges, since a txn's compares see the state before it), a reader's
 // only if no reader's seat is.
-func (e *Core) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
+func (e *Engine) exclusionCmps(name string, head *QueueHead) []clientv3.Cmp {
 	thing := store.ThingKey(name)
-	if head.grant.Mode == hold.ModeRead {
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.Locks()+store.ReaderSeats(thing)), "=", 0).WithPrefix()}
+	if head.Grant.Mode == hold.ModeRead {
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.Keys.Locks()+store.ReaderSeats(thing)), "=", 0).WithPrefix()}
 	}
-	all, own := store.SeatsOf(e.keys.Locks(), thing), e.keys.Lock(name)
+	all, own := store.SeatsOf(e.Keys.Locks(), thing), e.Keys.Lock(name)
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(all), "=", 0).WithRange(own),
 		clientv3.Compare(clientv3.CreateRevision(own+"\x00"), "=", 0).WithRange(clientv3.GetPrefixRangeEnd(all)),
@@ -121,8 +121,8 @@ func (e *Core) exclusionCmps(name string, head *queueHead) []clientv3.Cmp {
 // gone, its acquired event, its lock-delay guard (and an election's term,
 // a thing with seats' seat record); the released seat name's key gone if
 // head does not take it over.
-func (e *Core) handOverOps(name string, hr store.Holder, at time.Time, head *queueHead, seat string) []clientv3.Op {
-	g := hold.Begun(head.grant, at, head.since)
+func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *QueueHead, seat string) []clientv3.Op {
+	g := hold.Begun(head.Grant, at, head.since)
 	if len(g.Set) > 0 {
 		return e.setHandOverOps(name, hr, g, head)
 	}
@@ -132,32 +132,32 @@ func (e *Core) handOverOps(name string, hr store.Holder, at time.Time, head *que
 	}
 	lease, _ := store.ParseLeaseHex(g.Lease)
 	ops := []clientv3.Op{
-		clientv3.OpPut(e.keys.Lock(seat), store.MustJSON(g), clientv3.WithLease(lease)),
-		clientv3.OpDelete(head.key),
+		clientv3.OpPut(e.Keys.Lock(seat), store.MustJSON(g), clientv3.WithLease(lease)),
+		clientv3.OpDelete(head.Key),
 	}
 	if !g.Derived {
-		ops = append(ops, clientv3.OpPut(e.keys.Acquired(seat, g.Hold), store.MustJSON(g.BegunEvent(seat))))
+		ops = append(ops, clientv3.OpPut(e.Keys.Acquired(seat, g.Hold), store.MustJSON(g.BegunEvent(seat))))
 	}
 	if g.Session == "" {
-		ops = append(ops, e.leaseMarkOp(lease))
+		ops = append(ops, e.LeaseMarkOp(lease))
 	}
 	if seat != name {
-		ops = append(ops, clientv3.OpDelete(e.keys.Lock(name)))
+		ops = append(ops, clientv3.OpDelete(e.Keys.Lock(name)))
 	}
 	switch {
 	case g.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(e.keys.Delay(name), store.MustJSON(hold.DelayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
+		ops = append(ops, clientv3.OpPut(e.Keys.Delay(name), store.MustJSON(hold.DelayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
 	case hr.LockDelay > 0:
-		ops = append(ops, clientv3.OpDelete(e.keys.Delay(name)))
+		ops = append(ops, clientv3.OpDelete(e.Keys.Delay(name)))
 	}
 	switch kind {
 	case hold.KindElection:
-		ops = append(ops, clientv3.OpPut(e.keys.Term(name), strconv.FormatInt(g.Term, 10)))
+		ops = append(ops, clientv3.OpPut(e.Keys.Term(name), strconv.FormatInt(g.Term, 10)))
 	case hold.KindSemaphore, hold.KindRWLock:
-		ops = append(ops, clientv3.OpPut(e.keys.Seats(name), seatRecord(g)))
+		ops = append(ops, clientv3.OpPut(e.Keys.Seats(name), SeatRecord(g)))
 	}
 	// No tally to count: a waiter asks for a grant only when its node
-	// keeps none (see acquirer.queueEntryRecord), and its record says so.
+	// keeps none (see Acquirer.QueueEntryRecord), and its record says so.
 	return ops
 }
 
@@ -168,77 +168,77 @@ func (e *Core) handOverOps(name string, hr store.Holder, at time.Time, head *que
 // (setHandOverOps), as the set's own acquire txn would; otherwise it only
 // frees the lock, and the set takes it itself with the rest once they are
 // free. A txn that ends several holds hands a set over only where no other
-// part of it writes a lock of the set (handOverHeads).
+// part of it writes a lock of the set (HandOverHeads).
 
 // setHeadCmps hold when the release of name may begin every hold of the
 // set at head: each other lock of the set free, with no lock-delay guard,
 // and the set's entry in its queue the oldest.
-func (e *Core) setHeadCmps(name string, head *queueHead) []clientv3.Cmp {
+func (e *Engine) setHeadCmps(name string, head *QueueHead) []clientv3.Cmp {
 	var cmps []clientv3.Cmp
-	for _, m := range head.grant.Set {
+	for _, m := range head.Grant.Set {
 		if m == name {
 			continue // handOverCmps's own compares
 		}
 		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(e.keys.Lock(m)), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(e.keys.Delay(m)), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(e.setEntry(name, head, m)), "=", head.rev),
-			clientv3.Compare(clientv3.CreateRevision(e.keys.Queue(m)), ">", head.rev-1).WithPrefix())
+			clientv3.Compare(clientv3.CreateRevision(e.Keys.Lock(m)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.Keys.Delay(m)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.setEntry(name, head, m)), "=", head.Rev),
+			clientv3.Compare(clientv3.CreateRevision(e.Keys.Queue(m)), ">", head.Rev-1).WithPrefix())
 	}
 	return cmps
 }
 
 // setHandOverOps begin every hold of the set at head, whose grant g is:
-// each lock's holder record (its member's: memberRecord) under the set's
+// each lock's holder record (its member's: MemberRecord) under the set's
 // lease, its entry gone, its acquired event; and what becomes of the
 // released hold hr's lock-delay guard.
-func (e *Core) setHandOverOps(name string, hr store.Holder, g store.Holder, head *queueHead) []clientv3.Op {
+func (e *Engine) setHandOverOps(name string, hr store.Holder, g store.Holder, head *QueueHead) []clientv3.Op {
 	lease, _ := store.ParseLeaseHex(g.Lease)
 	var ops []clientv3.Op
 	for i, m := range g.Set {
-		rec := memberRecord(g, i)
+		rec := MemberRecord(g, i)
 		ops = append(ops,
-			clientv3.OpPut(e.keys.Lock(m), store.MustJSON(rec), clientv3.WithLease(lease)),
+			clientv3.OpPut(e.Keys.Lock(m), store.MustJSON(rec), clientv3.WithLease(lease)),
 			clientv3.OpDelete(e.setEntry(name, head, m)))
 		if !rec.Derived {
-			ops = append(ops, clientv3.OpPut(e.keys.Acquired(m, rec.Hold), store.MustJSON(rec.BegunEvent(m))))
+			ops = append(ops, clientv3.OpPut(e.Keys.Acquired(m, rec.Hold), store.MustJSON(rec.BegunEvent(m))))
 		}
 	}
 	if g.Session == "" {
-		ops = append(ops, e.leaseMarkOp(lease))
+		ops = append(ops, e.LeaseMarkOp(lease))
 	}
 	if hr.LockDelay > 0 {
-		ops = append(ops, clientv3.OpDelete(e.keys.Delay(name)))
+		ops = append(ops, clientv3.OpDelete(e.Keys.Delay(name)))
 	}
 	return ops
 }
 
 // setEntry is the entry in the queue of lock m of the set at the head of
 // name's queue: its entries share their key's last element.
-func (e *Core) setEntry(name string, head *queueHead, m string) string {
-	return e.keys.Queue(m) + strings.TrimPrefix(head.key, e.keys.Queue(name))
+func (e *Engine) setEntry(name string, head *QueueHead, m string) string {
+	return e.Keys.Queue(m) + strings.TrimPrefix(head.Key, e.Keys.Queue(name))
 }
 
-// handOverHeads are the heads that the ends of one txn may hand over to:
+// HandOverHeads are the heads that the ends of one txn may hand over to:
 // each end's, but a lock set whose handover would write a lock that the
 // txn writes already (one it ends, or one an earlier handover begins)
 // gets none. The set then takes its locks itself once they are free.
-func handOverHeads(ends []plannedEnd) []*queueHead {
+func HandOverHeads(ends []PlannedEnd) []*QueueHead {
 	written := make(map[string]bool, len(ends))
 	for _, end := range ends {
-		written[end.name] = true
+		written[end.Name] = true
 	}
-	heads := make([]*queueHead, len(ends))
+	heads := make([]*QueueHead, len(ends))
 	for i, end := range ends {
-		h := end.head
-		if h == nil || len(h.grant.Set) == 0 {
+		h := end.Head
+		if h == nil || len(h.Grant.Set) == 0 {
 			heads[i] = h
 			continue
 		}
-		if slices.ContainsFunc(h.grant.Set, func(m string) bool { return m != end.name && written[m] }) {
+		if slices.ContainsFunc(h.Grant.Set, func(m string) bool { return m != end.Name && written[m] }) {
 			continue
 		}
-		for _, m := range h.grant.Set {
+		for _, m := range h.Grant.Set {
 			written[m] = true
 		}
 		heads[i] = h
@@ -246,20 +246,20 @@ func handOverHeads(ends []plannedEnd) []*queueHead {
 	return heads
 }
 
-// plannedEnd is one hold that a txn of several ends: a lock of a session
+// PlannedEnd is one hold that a txn of several ends: a lock of a session
 // being deleted, a member of a lock set.
-type plannedEnd struct {
-	name  string
-	token int64
-	hr    store.Holder
-	head  *queueHead
+type PlannedEnd struct {
+	Name  string
+	Token int64
+	Hr    store.Holder
+	Head  *QueueHead
 }
 
-// memberRecord is the holder record of member i of a set whose grant
+// MemberRecord is the holder record of member i of a set whose grant
 // rec is: each member is a hold of its own, with an ID of its own (its
 // audit records' keys and its trail entries are named by it), made of
 // the set's.
-func memberRecord(rec store.Holder, i int) store.Holder {
+func MemberRecord(rec store.Holder, i int) store.Holder {
 	rec.Hold = memberHold(rec.Hold, i)
 	return rec
 }

@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -64,28 +64,28 @@ func (w *waiterLease) putSlot(s uint64) {
 
 // get returns the live waiter lease, granting one if needed, and a channel
 // closed when that lease is lost (its entries are then gone).
-func (w *waiterLease) get(ctx context.Context, e *Core) (clientv3.LeaseID, <-chan struct{}, error) {
+func (w *waiterLease) Get(ctx context.Context, e *Engine) (clientv3.LeaseID, <-chan struct{}, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.id != 0 {
 		return w.id, w.lost, nil
 	}
-	if e.stop.Err() != nil {
+	if e.Stop.Err() != nil {
 		return 0, nil, hold.ErrClosed
 	}
 	var resp *clientv3.LeaseGrantResponse
-	err := e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = e.cli.Grant(octx, store.TTLSeconds(e.cfg.WaiterTTL))
+	err := e.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+		resp, err = e.Cli.Grant(octx, store.TTLSeconds(e.Cfg.WaiterTTL))
 		return err
 	})
 	if err != nil {
-		return 0, nil, e.etcd.Err(ctx, "grant waiter lease", err)
+		return 0, nil, e.Etcd.Err(ctx, "grant waiter lease", err)
 	}
-	kctx, cancel := context.WithCancel(e.stop)
-	ch, err := e.cli.KeepAlive(kctx, resp.ID)
+	kctx, cancel := context.WithCancel(e.Stop)
+	ch, err := e.Cli.KeepAlive(kctx, resp.ID)
 	if err != nil {
 		cancel()
-		return 0, nil, e.etcd.Err(ctx, "keep waiter lease alive", err)
+		return 0, nil, e.Etcd.Err(ctx, "keep waiter lease alive", err)
 	}
 	id, lost := resp.ID, make(chan struct{})
 	w.id, w.lost, w.cancel = id, lost, cancel
@@ -114,7 +114,7 @@ func (w *waiterLease) forget(id clientv3.LeaseID) {
 	}
 }
 
-func (w *waiterLease) close(e *Core) {
+func (w *waiterLease) Close(e *Engine) {
 	w.mu.Lock()
 	id, cancel := w.id, w.cancel
 	w.id = 0
@@ -123,10 +123,10 @@ func (w *waiterLease) close(e *Core) {
 		return
 	}
 	cancel()
-	ctx, done := e.etcd.CleanupCtx()
+	ctx, done := e.Etcd.CleanupCtx()
 	defer done()
-	if _, err := e.cli.Revoke(ctx, id); err != nil && !store.IsLeaseNotFound(err) {
-		e.log.Warn("revoke waiter lease", "lease", store.LeaseHex(id), "err", err)
+	if _, err := e.Cli.Revoke(ctx, id); err != nil && !store.IsLeaseNotFound(err) {
+		e.Log.Warn("revoke waiter lease", "lease", store.LeaseHex(id), "err", err)
 	}
 }
 
@@ -148,7 +148,7 @@ func (w *waiterLease) close(e *Core) {
 // TTL, by that moment; it can never make a stale token hold anything.
 type leasePool struct {
 	mu   sync.Mutex
-	free map[int64][]pooledLease // by granted TTL in seconds
+	Free map[int64][]pooledLease // by granted TTL in seconds
 }
 
 type pooledLease struct {
@@ -165,36 +165,36 @@ const maxPooledPerTTL = 256
 func (p *leasePool) put(id clientv3.LeaseID, ttl int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free[ttl]) >= maxPooledPerTTL {
+	if len(p.Free[ttl]) >= maxPooledPerTTL {
 		return false
 	}
-	if p.free == nil {
-		p.free = map[int64][]pooledLease{}
+	if p.Free == nil {
+		p.Free = map[int64][]pooledLease{}
 	}
-	p.free[ttl] = append(p.free[ttl], pooledLease{id: id, at: time.Now()})
+	p.Free[ttl] = append(p.Free[ttl], pooledLease{id: id, at: time.Now()})
 	return true
 }
 
 // take returns a pooled lease of ttl seconds, refreshed to its full TTL,
 // and when the refresh was sent; id 0 means none: grant one.
-func (p *leasePool) take(ctx context.Context, e *Core, ttl int64) (clientv3.LeaseID, time.Time) {
+func (p *leasePool) take(ctx context.Context, e *Engine, ttl int64) (clientv3.LeaseID, time.Time) {
 	for {
 		p.mu.Lock()
-		free := p.free[ttl]
+		free := p.Free[ttl]
 		if len(free) == 0 {
 			p.mu.Unlock()
 			return 0, time.Time{}
 		}
 		// The newest first: it is the least likely to have run out.
 		pl := free[len(free)-1]
-		p.free[ttl] = free[:len(free)-1]
+		p.Free[ttl] = free[:len(free)-1]
 		p.mu.Unlock()
 		if time.Since(pl.at) >= time.Duration(ttl)*time.Second {
 			continue // surely expired: nobody kept it alive in the pool
 		}
 		start := time.Now()
-		octx, done := e.etcd.Op(ctx)
-		ka, err := e.cli.KeepAliveOnce(octx, pl.id)
+		octx, done := e.Etcd.Op(ctx)
+		ka, err := e.Cli.KeepAliveOnce(octx, pl.id)
 		done()
 		if err == nil && ka.TTL == ttl {
 			return pl.id, start
@@ -207,45 +207,45 @@ func (p *leasePool) take(ctx context.Context, e *Core, ttl int64) (clientv3.Leas
 	}
 }
 
-// ensureLease grants the lock's own lease. A lease granted long ago may
+// EnsureLease grants the lock's own lease. A lease granted long ago may
 // have run down while we waited; it is replaced once half its TTL passed,
 // so a granted lock always starts with most of its TTL.
-func (a *acquirer) ensureLease(ctx context.Context) error {
-	if a.session != 0 {
+func (a *Acquirer) EnsureLease(ctx context.Context) error {
+	if a.Session != 0 {
 		// A session lock's TTL is its session's: readers take it from the
 		// lease (leaseExpiry), so acquire reads nothing more here.
 		return nil
 	}
-	if a.lease != 0 && time.Since(a.grantedAt) < time.Duration(a.leaseTTL)*time.Second/2 {
+	if a.Lease != 0 && time.Since(a.grantedAt) < time.Duration(a.LeaseTTL)*time.Second/2 {
 		return nil
 	}
-	if a.lease != 0 && a.lease == a.queuedLease {
+	if a.Lease != 0 && a.Lease == a.QueuedLease {
 		// A release may grant the lock under this lease: refresh it.
-		if err := a.keepQueuedLease(ctx); err != nil || a.lease != 0 {
+		if err := a.keepQueuedLease(ctx); err != nil || a.Lease != 0 {
 			return err
 		}
 	}
-	a.dropLease()
+	a.DropLease()
 	// etcd raises a TTL below its floor: pooled leases carry the granted
 	// TTL, so only one asked for with the same TTL is taken.
-	want := store.TTLSeconds(a.req.TTL)
-	if id, at := a.e.leases.take(ctx, a.e, want); id != 0 {
-		a.lease, a.leaseTTL, a.grantedAt = id, want, at
+	want := store.TTLSeconds(a.Req.TTL)
+	if id, at := a.E.Leases.take(ctx, a.E, want); id != 0 {
+		a.Lease, a.LeaseTTL, a.grantedAt = id, want, at
 		return nil
 	}
 	var (
 		start time.Time
 		resp  *clientv3.LeaseGrantResponse
 	)
-	err := a.e.etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+	err := a.E.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
 		start = time.Now()
-		resp, err = a.e.cli.Grant(octx, want)
+		resp, err = a.E.Cli.Grant(octx, want)
 		return err
 	})
 	if err != nil {
-		return a.e.etcd.Err(ctx, "grant lease", err)
+		return a.E.Etcd.Err(ctx, "grant lease", err)
 	}
-	a.lease, a.leaseTTL, a.grantedAt = resp.ID, resp.TTL, start
+	a.Lease, a.LeaseTTL, a.grantedAt = resp.ID, resp.TTL, start
 	return nil
 }
 
@@ -261,40 +261,40 @@ func (a *acquirer) ensureLease(ctx context.Context) error {
 // wait goes on.
 // Only once the lease may have expired unrenewed does the wait fail with
 // ErrUnavailable, since no grant can then be promised under it.
-func (a *acquirer) keepQueuedLease(ctx context.Context) error {
-	e := a.e
-	runsOut := a.grantedAt.Add(time.Duration(a.leaseTTL) * time.Second)
+func (a *Acquirer) keepQueuedLease(ctx context.Context) error {
+	e := a.E
+	runsOut := a.grantedAt.Add(time.Duration(a.LeaseTTL) * time.Second)
 	// No try outlives the lease: past runsOut it may be gone.
 	tctx, cancel := context.WithDeadline(ctx, runsOut)
 	defer cancel()
 	pause := store.NotAppliedPause
 	for {
 		start := time.Now()
-		octx, done := e.etcd.Op(tctx)
-		ka, err := e.cli.KeepAliveOnce(octx, a.lease)
+		octx, done := e.Etcd.Op(tctx)
+		ka, err := e.Cli.KeepAliveOnce(octx, a.Lease)
 		done()
 		switch {
 		case err == nil:
-			a.leaseTTL, a.grantedAt = ka.TTL, start
+			a.LeaseTTL, a.grantedAt = ka.TTL, start
 			return nil
 		case store.IsLeaseNotFound(err):
-			a.lease, a.queuedLease = 0, 0
+			a.Lease, a.QueuedLease = 0, 0
 			return nil
-		case !store.IsUnavailable(err) || ctx.Err() != nil || e.stop.Err() != nil:
-			return e.etcd.Err(ctx, "keep the queued lease alive", err)
+		case !store.IsUnavailable(err) || ctx.Err() != nil || e.Stop.Err() != nil:
+			return e.Etcd.Err(ctx, "keep the queued lease alive", err)
 		}
 		left := time.Until(runsOut)
 		if left <= 0 {
-			return e.etcd.Err(ctx, "keep the queued lease alive", err)
+			return e.Etcd.Err(ctx, "keep the queued lease alive", err)
 		}
 		t := time.NewTimer(min(pause, left))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-		case <-e.drain.Done():
+		case <-e.Drain.Done():
 		}
 		t.Stop()
-		if e.drain.Err() != nil {
+		if e.Drain.Err() != nil {
 			return hold.ErrClosed
 		}
 		pause = min(2*pause, time.Second)
@@ -310,59 +310,59 @@ func (a *acquirer) keepQueuedLease(ctx context.Context) error {
 // to waiter within moments pays no round trip. If etcd does not answer
 // within the op timeout, the hold keeps what is left, and its expiry
 // says so.
-func (a *acquirer) topUpLease(ctx context.Context) {
-	ttl := time.Duration(a.leaseTTL) * time.Second
-	if a.lease == 0 || time.Since(a.grantedAt) < ttl/10 {
+func (a *Acquirer) topUpLease(ctx context.Context) {
+	ttl := time.Duration(a.LeaseTTL) * time.Second
+	if a.Lease == 0 || time.Since(a.grantedAt) < ttl/10 {
 		return
 	}
 	start := time.Now()
-	octx, done := a.e.etcd.Op(ctx)
-	ka, err := a.e.cli.KeepAliveOnce(octx, a.lease)
+	octx, done := a.E.Etcd.Op(ctx)
+	ka, err := a.E.Cli.KeepAliveOnce(octx, a.Lease)
 	done()
 	if err == nil {
-		a.leaseTTL, a.grantedAt = ka.TTL, start
+		a.LeaseTTL, a.grantedAt = ka.TTL, start
 	}
 }
 
-// dropLease gives the own lease back to the pool, or revokes it, if no
+// DropLease gives the own lease back to the pool, or revokes it, if no
 // lock was granted with it.
-func (a *acquirer) dropLease() {
-	if a.lease == 0 || a.used {
+func (a *Acquirer) DropLease() {
+	if a.Lease == 0 || a.used {
 		return
 	}
-	id := a.lease
-	a.lease = 0
+	id := a.Lease
+	a.Lease = 0
 	// A lease in the pool must hold no key, now or later, or the pool's
 	// keep-alives would keep the key for good.
-	if a.unsure || id == a.queuedLease {
+	if a.unsure || id == a.QueuedLease {
 		// An acquire txn of unknown outcome may have put the lock under
 		// it, or our queue entry may still name it (leaving the queue
 		// failed) for a release to grant. The revoke is not in the
 		// answer's way: with etcd in trouble it may take its whole
 		// bound, and if it fails the lease, kept alive by nobody, ends
 		// by itself.
-		go a.e.revokeLease(store.LeaseHex(id))
+		go a.E.RevokeLease(store.LeaseHex(id))
 		return
 	}
-	if a.e.leases.put(id, a.leaseTTL) {
+	if a.E.Leases.put(id, a.LeaseTTL) {
 		return
 	}
-	ctx, done := a.e.etcd.CleanupCtx()
+	ctx, done := a.E.Etcd.CleanupCtx()
 	defer done()
-	err := a.e.etcd.RetryCleanup(ctx, func(ctx context.Context) error {
-		_, err := a.e.cli.Revoke(ctx, id)
+	err := a.E.Etcd.RetryCleanup(ctx, func(ctx context.Context) error {
+		_, err := a.E.Cli.Revoke(ctx, id)
 		return err
 	})
 	if err != nil && !store.IsLeaseNotFound(err) {
-		a.e.log.Warn("revoke unused lease", "lease", store.LeaseHex(id), "err", err)
+		a.E.Log.Warn("revoke unused lease", "lease", store.LeaseHex(id), "err", err)
 	}
 }
 
-// leaseMarkOp puts lease id's marker unless it is there: a txn's compare
+// LeaseMarkOp puts lease id's marker unless it is there: a txn's compare
 // and no write but the first time a lease holds a lock (a pooled lease
 // keeps its marker from one hold to the next).
-func (e *Core) leaseMarkOp(id clientv3.LeaseID) clientv3.Op {
-	key := e.keys.LeaseMark(id)
+func (e *Engine) LeaseMarkOp(id clientv3.LeaseID) clientv3.Op {
+	key := e.Keys.LeaseMark(id)
 	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 		[]clientv3.Op{clientv3.OpPut(key, "", clientv3.WithLease(id))}, nil)
 }

@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -13,13 +13,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// getLock reads a lock key (linearizably); ErrNotHeld when absent.
-func (e *Core) getLock(ctx context.Context, name string, opts ...clientv3.OpOption) (*mvccpb.KeyValue, error) {
-	octx, done := e.etcd.Op(ctx)
+// GetLock reads a lock key (linearizably); ErrNotHeld when absent.
+func (e *Engine) GetLock(ctx context.Context, name string, opts ...clientv3.OpOption) (*mvccpb.KeyValue, error) {
+	octx, done := e.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.keys.Lock(name), opts...)
+	resp, err := e.Cli.Get(octx, e.Keys.Lock(name), opts...)
 	if err != nil {
-		return nil, e.etcd.Err(ctx, "get lock", err)
+		return nil, e.Etcd.Err(ctx, "get lock", err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, hold.ErrNotHeld
@@ -27,12 +27,12 @@ func (e *Core) getLock(ctx context.Context, name string, opts ...clientv3.OpOpti
 	return resp.Kvs[0], nil
 }
 
-// heldWith returns the holder record of name if token holds it.
-func (e *Core) heldWith(ctx context.Context, name string, token int64) (store.Holder, error) {
+// HeldWith returns the holder record of name if token holds it.
+func (e *Engine) HeldWith(ctx context.Context, name string, token int64) (store.Holder, error) {
 	if token <= 0 {
 		return store.Holder{}, hold.Invalid("token", "must be a positive fencing token")
 	}
-	kv, err := e.getLock(ctx, name)
+	kv, err := e.GetLock(ctx, name)
 	if err != nil {
 		return store.Holder{}, err
 	}
@@ -42,19 +42,19 @@ func (e *Core) heldWith(ctx context.Context, name string, token int64) (store.Ho
 	return store.DecodeHolder(kv)
 }
 
-// leaseTimes caches one lease's answer across a listing.
-type leaseTimes struct {
+// LeaseTimes caches one lease's answer across a listing.
+type LeaseTimes struct {
 	at      time.Time
 	granted time.Duration
 }
 
-// decodeLock renders a lock key with its expiry looked up in etcd.
-func (e *Core) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]leaseTimes) (*hold.Lock, error) {
+// DecodeLock renders a lock key with its expiry looked up in etcd.
+func (e *Engine) DecodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[string]LeaseTimes) (*hold.Lock, error) {
 	hr, err := store.DecodeHolder(kv)
 	if err != nil {
 		return nil, err
 	}
-	name := string(kv.Key[len(e.keys.Locks()):])
+	name := string(kv.Key[len(e.Keys.Locks()):])
 	l := hold.ToLock(hr, name, kv.ModRevision)
 	if t, ok := expiry[hr.Lease]; ok {
 		l.ExpiresAt = t.at
@@ -62,9 +62,9 @@ func (e *Core) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[s
 			l.TTL = t.granted
 		}
 	} else if id, ok := store.ParseLeaseHex(hr.Lease); ok {
-		e.fillLease(ctx, l, id)
+		e.FillLease(ctx, l, id)
 		if expiry != nil {
-			expiry[hr.Lease] = leaseTimes{at: l.ExpiresAt, granted: l.TTL}
+			expiry[hr.Lease] = LeaseTimes{at: l.ExpiresAt, granted: l.TTL}
 		}
 	}
 	return l, nil
@@ -74,31 +74,31 @@ func (e *Core) decodeLock(ctx context.Context, kv *mvccpb.KeyValue, expiry map[s
 // from the node's lease clock (hold/leaseclock.go) if it knows, or else as
 // etcd answers, which it then remembers. etcd answers in whole seconds,
 // rounded down, so the expiry is never later than the truth.
-func (e *Core) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
+func (e *Engine) leaseExpiry(ctx context.Context, id clientv3.LeaseID) (time.Time, time.Duration) {
 	now := time.Now()
-	if at, granted, ok := e.leaseClock.Expiry(id, now); ok {
-		return expiryAt(at, 0), granted
+	if at, granted, ok := e.LeaseClock.Expiry(id, now); ok {
+		return ExpiryAt(at, 0), granted
 	}
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.TimeToLive(octx, id)
+	resp, err := e.Cli.TimeToLive(octx, id)
 	if err != nil || resp.TTL < 0 {
-		return expiryAt(now, 0), 0
+		return ExpiryAt(now, 0), 0
 	}
 	ttl, granted := time.Duration(resp.TTL)*time.Second, time.Duration(resp.GrantedTTL)*time.Second
-	e.leaseClock.Saw(id, now, ttl, granted)
-	return expiryAt(now, ttl), granted
+	e.LeaseClock.Saw(id, now, ttl, granted)
+	return ExpiryAt(now, ttl), granted
 }
 
-// expiryAt is when a lease with ttl left at from runs out, as the API
+// ExpiryAt is when a lease with ttl left at from runs out, as the API
 // shows it: UTC, to the millisecond.
-func expiryAt(from time.Time, ttl time.Duration) time.Time {
+func ExpiryAt(from time.Time, ttl time.Duration) time.Time {
 	return from.Add(ttl).UTC().Truncate(time.Millisecond)
 }
 
-// fillLease sets l's expiry, and its TTL when the holder record has none
+// FillLease sets l's expiry, and its TTL when the holder record has none
 // (a session lock's TTL is its session's).
-func (e *Core) fillLease(ctx context.Context, l *hold.Lock, id clientv3.LeaseID) {
+func (e *Engine) FillLease(ctx context.Context, l *hold.Lock, id clientv3.LeaseID) {
 	var granted time.Duration
 	l.ExpiresAt, granted = e.leaseExpiry(ctx, id)
 	if l.TTL == 0 {
@@ -106,14 +106,14 @@ func (e *Core) fillLease(ctx context.Context, l *hold.Lock, id clientv3.LeaseID)
 	}
 }
 
-// seatOf is the key name the hold token of name is kept under: name
+// SeatOf is the key name the hold token of name is kept under: name
 // itself, but for a thing with seats the seat whose ModRevision is
 // token. The seats are read keys only (at most a semaphore's limit, or a
 // read/write lock's MaxReaders and its writer, from etcd's index), locally first: a hold's seat never changes while it lasts,
 // and the end txn compares ModRevision == token anyway. Only when the
 // local read finds no such seat is it read again linearizably.
 // ErrNotHeld when no seat has token.
-func (e *Core) seatOf(ctx context.Context, name string, token int64) (string, error) {
+func (e *Engine) SeatOf(ctx context.Context, name string, token int64) (string, error) {
 	if !store.HasSeats(name) || strings.IndexByte(name, store.SeatSep) >= 0 {
 		return name, nil
 	}
@@ -121,19 +121,19 @@ func (e *Core) seatOf(ctx context.Context, name string, token int64) (string, er
 		return "", hold.Invalid("token", "must be a positive fencing token")
 	}
 	read := func(opts ...clientv3.OpOption) (string, error) {
-		octx, done := e.etcd.Op(ctx)
+		octx, done := e.Etcd.Op(ctx)
 		defer done()
-		resp, err := e.cli.Get(octx, store.SeatsOf(e.keys.Locks(), name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		resp, err := e.Cli.Get(octx, store.SeatsOf(e.Keys.Locks(), name), append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 			clientv3.WithMinModRev(token), clientv3.WithMaxModRev(token)}, opts...)...)
 		if err != nil {
-			return "", e.etcd.Err(ctx, "read semaphore", err)
+			return "", e.Etcd.Err(ctx, "read semaphore", err)
 		}
 		if len(resp.Kvs) == 0 {
 			return "", hold.ErrNotHeld
 		}
-		return strings.TrimPrefix(string(resp.Kvs[0].Key), e.keys.Locks()), nil
+		return strings.TrimPrefix(string(resp.Kvs[0].Key), e.Keys.Locks()), nil
 	}
-	if !e.etcd.MemberStopped() {
+	if !e.Etcd.MemberStopped() {
 		if seat, err := read(clientv3.WithSerializable()); err == nil {
 			return seat, nil
 		}
@@ -146,23 +146,23 @@ func (e *Core) seatOf(ctx context.Context, name string, token int64) (string, er
 // is written once and never changed, and a caller that then requires the
 // key's CreateRevision in its txn acts on exactly what it read. Only a
 // session the local state does not show is looked up linearizably.
-func (e *Core) readSession(ctx context.Context, id string) (hold.SessionRecord, int64, error) {
-	if !e.etcd.MemberStopped() {
-		if rec, rev, err := e.sessionRecordWith(ctx, id, clientv3.WithSerializable()); err == nil {
+func (e *Engine) readSession(ctx context.Context, id string) (hold.SessionRecord, int64, error) {
+	if !e.Etcd.MemberStopped() {
+		if rec, rev, err := e.SessionRecordWith(ctx, id, clientv3.WithSerializable()); err == nil {
 			return rec, rev, nil
 		}
 	}
-	return e.sessionRecordWith(ctx, id)
+	return e.SessionRecordWith(ctx, id)
 }
 
-// sessionRecordWith reads a session record and its key's CreateRevision.
-func (e *Core) sessionRecordWith(ctx context.Context, id string, opts ...clientv3.OpOption) (hold.SessionRecord, int64, error) {
+// SessionRecordWith reads a session record and its key's CreateRevision.
+func (e *Engine) SessionRecordWith(ctx context.Context, id string, opts ...clientv3.OpOption) (hold.SessionRecord, int64, error) {
 	var rec hold.SessionRecord
-	octx, done := e.etcd.Op(ctx)
+	octx, done := e.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.cli.Get(octx, e.keys.Session(id), opts...)
+	resp, err := e.Cli.Get(octx, e.Keys.Session(id), opts...)
 	if err != nil {
-		return rec, 0, e.etcd.Err(ctx, "get session", err)
+		return rec, 0, e.Etcd.Err(ctx, "get session", err)
 	}
 	if len(resp.Kvs) == 0 {
 		return rec, 0, hold.ErrSessionNotFound

@@ -1,4 +1,4 @@
-package lock
+package core
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // reads the lock in the same txn: once the entry is gone no release can
 // grant us the lock, so the read tells for good whether one did before.
 // It returns the lock if so.
-func (a *acquirer) leave(qkey string) (*hold.Lock, error) {
-	ctx, done := a.e.etcd.CleanupCtx()
+func (a *Acquirer) Leave(qkey string) (*hold.Lock, error) {
+	ctx, done := a.E.Etcd.CleanupCtx()
 	defer done()
 	var (
 		resp    *clientv3.TxnResponse
@@ -23,17 +23,17 @@ func (a *acquirer) leave(qkey string) (*hold.Lock, error) {
 		entry   store.Ref // our entry, or a set's first
 		holders []store.Ref
 	)
-	for i, k := range a.kind.entryKeys(qkey) {
+	for i, k := range a.Kind.EntryKeys(qkey) {
 		if r := t.OnSuccess(clientv3.OpDelete(k)); i == 0 {
 			entry = r
 		}
 	}
 	// Any seat may be the one a release granted us.
-	for _, op := range a.kind.holderReads() {
+	for _, op := range a.Kind.HolderReads() {
 		holders = append(holders, t.OnSuccess(op))
 	}
-	err := a.e.etcd.RetryCleanup(ctx, func(ctx context.Context) (err error) {
-		resp, err = a.e.cli.Txn(ctx).Then(t.Then...).Commit()
+	err := a.E.Etcd.RetryCleanup(ctx, func(ctx context.Context) (err error) {
+		resp, err = a.E.Cli.Txn(ctx).Then(t.Then...).Commit()
 		return err
 	})
 	if err != nil || a.entryUnsure {
@@ -45,8 +45,8 @@ func (a *acquirer) leave(qkey string) (*hold.Lock, error) {
 		// waiter lease would remove it only then). Its key is not reused
 		// meanwhile.
 		if a.entry != "" {
-			for _, k := range a.kind.entryKeys(qkey) {
-				go a.e.sweepEntry(k, a.entry)
+			for _, k := range a.Kind.EntryKeys(qkey) {
+				go a.E.sweepEntry(k, a.entry)
 			}
 		}
 		if err == nil {
@@ -54,12 +54,12 @@ func (a *acquirer) leave(qkey string) (*hold.Lock, error) {
 		}
 	}
 	if err != nil && !errors.Is(err, errEntryMayReturn) {
-		a.e.log.Warn("remove queue entry", "key", qkey, "err", err)
+		a.E.Log.Warn("remove queue entry", "key", qkey, "err", err)
 		return nil, err
 	}
 	for _, r := range holders {
 		for _, kv := range r.KVs(resp) {
-			if l, ok := a.granted(ctx, kv); ok {
+			if l, ok := a.Granted(ctx, kv); ok {
 				return l, err
 			}
 		}
@@ -89,18 +89,18 @@ var errEntryVanished = errors.New("the queue entry was gone before the waiter le
 // the lock, for as long as the node's waiter lease lives (the node's
 // life). The delete compares the value, so a try after one that did
 // delete it changes nothing.
-func (e *Core) sweepEntry(key, value string) {
-	t := time.NewTimer(e.cfg.OpTimeout)
+func (e *Engine) sweepEntry(key, value string) {
+	t := time.NewTimer(e.Cfg.OpTimeout)
 	defer t.Stop()
 	for try := 0; ; try++ {
 		select {
 		case <-t.C:
-		case <-e.stop.Done():
+		case <-e.Stop.Done():
 			return
 		}
-		ctx, done := e.etcd.CleanupCtx()
-		err := e.etcd.RetryCleanup(ctx, func(ctx context.Context) error {
-			_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
+		ctx, done := e.Etcd.CleanupCtx()
+		err := e.Etcd.RetryCleanup(ctx, func(ctx context.Context) error {
+			_, err := e.Cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", value)).Then(clientv3.OpDelete(key)).Commit()
 			return err
 		})
 		done()
@@ -108,8 +108,8 @@ func (e *Core) sweepEntry(key, value string) {
 			return
 		}
 		if try == 0 {
-			e.log.Warn("sweep queue entry; trying again until etcd answers", "key", key, "err", err)
+			e.Log.Warn("sweep queue entry; trying again until etcd answers", "key", key, "err", err)
 		}
-		t.Reset(e.cfg.OpTimeout)
+		t.Reset(e.Cfg.OpTimeout)
 	}
 }
