@@ -12,13 +12,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/bench/internal/load"
+	"github.com/baton-dev/baton/bench/internal/measure"
+	"github.com/baton-dev/baton/bench/internal/report"
 )
 
 // TestMain lets the test binary be the load generator too: run re-executes
 // os.Executable(), which in a test is this binary.
 func TestMain(m *testing.M) {
-	if os.Getenv(loadgenEnv) != "" {
-		os.Exit(loadgenMain(os.Stdin, os.Stdout))
+	if os.Getenv(load.Env) != "" {
+		os.Exit(load.Main(os.Stdin, os.Stdout, generate))
 	}
 	os.Exit(m.Run())
 }
@@ -78,7 +82,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 			t.Errorf("JSON has no %q section", s)
 		}
 	}
-	var res Results
+	var res report.Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -89,19 +93,19 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if len(res.Redis) > 0 || res.RedisServer != nil || len(sections["redis"]) > 0 || len(sections["redis_server"]) > 0 {
 		t.Errorf("without -redis, the redis peer ran: %+v %+v", res.Redis, res.RedisServer)
 	}
-	for _, sc := range res.cycleScenarios() {
-		if sc.name == "redis" {
+	for _, sc := range res.CycleSections() {
+		if sc.Name == "redis" {
 			continue // TestRun_SmokeRedis
 		}
-		checkCycles(t, sc.name, sc.results, cfg.Clients, sc.name != "floor")
-		for _, c := range sc.results {
-			name := sc.name + "/" + strings.Repeat("c", c.Clients)
+		checkCycles(t, sc.Name, sc.Results, cfg.Clients, sc.Name != "floor")
+		for _, c := range sc.Results {
+			name := sc.Name + "/" + strings.Repeat("c", c.Clients)
 			// Every cycle commits at least its acquire and its release;
 			// baton's may share raft entries with other cycles' (an etcd
 			// txn carries fewer than 128 of its acquires and releases,
 			// internal/txnbatch), the floor's and etcd's own may not.
 			minRaft := 2.0
-			if sc.name == "lease" || sc.name == "session" || sc.name == "httpfloor-batched" {
+			if sc.Name == "lease" || sc.Name == "session" || sc.Name == "httpfloor-batched" {
 				minRaft = 2.0 / 128
 			}
 			if c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerCycle < minRaft {
@@ -109,11 +113,11 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 			}
 			// And etcd applies at least the put of its key and the
 			// delete; ZooKeeper has no etcd writes.
-			if w := c.KeyWritesPerCycle; (sc.name == "zookeeper") != (w == 0) || (w != 0 && w < 2) {
+			if w := c.KeyWritesPerCycle; (sc.Name == "zookeeper") != (w == 0) || (w != 0 && w < 2) {
 				t.Errorf("%s: etcd writes/cycle %v", name, w)
 			}
 			// Only the HTTP scenarios have a load generator process.
-			if c.Cores.Node <= 0 || (c.Cores.Loadgen > 0) != (sc.name != "floor") {
+			if c.Cores.Node <= 0 || (c.Cores.Loadgen > 0) != (sc.Name != "floor") {
 				t.Errorf("%s: cores %+v", name, c.Cores)
 			}
 			if v := c.VsFloor; v != nil && v.CPUSecondsPer1k <= 0 {
@@ -162,7 +166,7 @@ func TestRun_SmokeTrail(t *testing.T) {
 				said = "not compacted"
 			}
 			raw := smokeRun(t, cfg, "beside a trail of 1000 audit events", said)
-			var res Results
+			var res report.Results
 			if err := json.Unmarshal(raw, &res); err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +192,7 @@ func TestRun_SmokeHistory(t *testing.T) {
 	cfg.HistoryEvents, cfg.HistoryRequests = 2000, 20
 	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
 	raw := smokeRun(t, cfg, "history", "/v1/history?limit=100&owner=nobody", "replay", "target")
-	var res Results
+	var res report.Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -204,13 +208,13 @@ func TestRun_SmokeHistory(t *testing.T) {
 	if h.FillSeconds <= 0 || h.FillEventsPerSec <= 0 || h.FirstRevision <= 0 || h.LastRevision <= h.FirstRevision {
 		t.Errorf("fill: %+v", h)
 	}
-	for _, r := range h.reads() {
+	for _, r := range h.Reads() {
 		checkLatency(t, r.Path, r.Latency, int64(cfg.HistoryRequests))
 		if r.Errors != 0 || r.Events > historyPage+historyWorkers || r.TargetP99 <= 0 {
 			t.Errorf("%s: %+v", r.Path, r)
 		}
 	}
-	for _, r := range []HistoryRead{h.Newest, h.Middle, h.Oldest} {
+	for _, r := range []report.HistoryRead{h.Newest, h.Middle, h.Oldest} {
 		if r.Events == 0 {
 			t.Errorf("%s: an empty page of a trail of %d events", r.Path, h.Events)
 		}
@@ -234,7 +238,7 @@ func TestRun_SmokeHistory(t *testing.T) {
 // on: one result per client count, whole cycles without errors, sane
 // latencies, and ratios to the floor (when vsFloor) of cycles/s, p50 and
 // p99.
-func checkCycles(t *testing.T, scenario string, results []CycleResult, clients []int, vsFloor bool) {
+func checkCycles(t *testing.T, scenario string, results []report.CycleResult, clients []int, vsFloor bool) {
 	t.Helper()
 	if len(results) != len(clients) {
 		t.Fatalf("%s: %d results, want one per client count %v", scenario, len(results), clients)
@@ -259,75 +263,13 @@ func checkCycles(t *testing.T, scenario string, results []CycleResult, clients [
 
 // checkLatency wants count values (any positive count for -1) with
 // 0 < p50 ≤ p99 ≤ max.
-func checkLatency(t *testing.T, name string, l Latency, count int64) {
+func checkLatency(t *testing.T, name string, l measure.Latency, count int64) {
 	t.Helper()
 	if count == -1 && l.Count <= 0 || count != -1 && l.Count != count {
 		t.Errorf("%s: %d latencies, want %d", name, l.Count, count)
 	}
 	if l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
 		t.Errorf("%s: want 0 < p50 ≤ p99 ≤ max, got %+v", name, l)
-	}
-}
-
-func TestJudgeFairness_CountsOvertakes(t *testing.T) {
-	// Requests are sent at 1, 2, 3, …; token gives the grant order.
-	sentInOrder := func(tokens ...int64) []grant {
-		gs := make([]grant, len(tokens))
-		for i, tok := range tokens {
-			gs[i] = grant{sent: time.Duration(i + 1), token: tok}
-		}
-		return gs
-	}
-	for _, tc := range []struct {
-		name   string
-		grants []grant
-		want   fairness
-	}{
-		{"none", nil, fairness{}},
-		{"first come first served", sentInOrder(10, 20, 30, 40), fairness{Judged: 4, InOrder: 1}},
-		// The last sent is granted first: it overtook three, and it is
-		// the only grant out of order.
-		{"one jumps the queue", sentInOrder(20, 30, 40, 10), fairness{Judged: 4, InOrder: 0.75, MaxOvertaken: 1}},
-		// The first sent is granted last: three overtook it, and each of
-		// them was granted while it waited.
-		{"one left behind", sentInOrder(40, 10, 20, 30), fairness{Judged: 4, InOrder: 0.25, MaxOvertaken: 3}},
-		{"reversed", sentInOrder(40, 30, 20, 10), fairness{Judged: 4, InOrder: 0.25, MaxOvertaken: 3}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := judgeFairness(tc.grants); got != tc.want {
-				t.Errorf("judgeFairness = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestHandoffs_FromReleaseToNextGrant(t *testing.T) {
-	ms := time.Millisecond
-	// Listed out of order: handoffs follows the tokens.
-	lat, early := handoffs([]grant{
-		{granted: 10 * ms, released: 11 * ms, token: 2},
-		{granted: 0, released: 1 * ms, token: 1},
-		{granted: 14 * ms, released: 16 * ms, token: 3},
-		{granted: 15 * ms, released: 17 * ms, token: 4}, // answered before 3's release
-	})
-	// 1ms → 10ms, 11ms → 14ms and the early one as 0, within
-	// HdrHistogram's 0.1%.
-	sum := lat.summary()
-	near := func(us, want int64) bool { return us >= want && us <= want+want/1000 }
-	if sum.Count != 3 || !near(sum.P50, 3000) || !near(sum.Max, 9000) || early != 1 {
-		t.Errorf("handoffs = %+v, %d early; want 0, 3ms and 9ms, 1 early", sum, early)
-	}
-}
-
-func TestAfterOpening_DropsTheOpeningBurst(t *testing.T) {
-	ms := time.Millisecond
-	got := afterOpening([]grant{
-		{sent: 0, granted: 5 * ms, token: 2},
-		{sent: 1 * ms, granted: 2 * ms, token: 1}, // the first grant
-		{sent: 3 * ms, granted: 8 * ms, token: 3},
-	})
-	if len(got) != 1 || got[0].token != 3 {
-		t.Errorf("afterOpening kept %+v, want only the request sent after the first grant", got)
 	}
 }
 
@@ -404,7 +346,7 @@ func TestParseFlags_RedisRunsOnlyWithAnAddress(t *testing.T) {
 
 // checkHandoffs checks the figures of a contention-like scenario: grants,
 // handoffs, fairness and costs are there and consistent.
-func checkHandoffs(t *testing.T, name string, c *ContentionResult, clients int) {
+func checkHandoffs(t *testing.T, name string, c *report.ContentionResult, clients int) {
 	t.Helper()
 	if c == nil {
 		t.Errorf("%s: no result", name)
@@ -426,7 +368,7 @@ func checkHandoffs(t *testing.T, name string, c *ContentionResult, clients int) 
 // worker's two turns at least, waits in every mode, no more held at once
 // than the primitive allows (the run itself fails otherwise), and costs;
 // raft only for baton.
-func checkHolds(t *testing.T, name string, h *HoldsResult, clients int, raft bool) {
+func checkHolds(t *testing.T, name string, h *report.HoldsResult, clients int, raft bool) {
 	t.Helper()
 	if h == nil {
 		t.Errorf("%s: no result", name)
@@ -465,73 +407,11 @@ func checkHolds(t *testing.T, name string, h *HoldsResult, clients int, raft boo
 	}
 }
 
-// TestHoldCounter_SeesBreaches checks that the counter the semaphore and
-// rwlock scenarios run with fails the report of a run that held more
-// than the primitive allows, and only then.
-func TestHoldCounter_SeesBreaches(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		limit  int64
-		holds  []holdMode
-		breach bool
-	}{
-		{"permits up to the limit", 2, []holdMode{holdPermit, holdPermit}, false},
-		{"a permit beyond the limit", 2, []holdMode{holdPermit, holdPermit, holdPermit}, true},
-		{"readers share", 0, []holdMode{holdRead, holdRead, holdRead}, false},
-		{"a writer alone", 0, []holdMode{holdWrite}, false},
-		{"a writer beside a reader", 0, []holdMode{holdRead, holdWrite}, true},
-		{"a reader beside a writer", 0, []holdMode{holdWrite, holdRead}, true},
-		{"two writers", 0, []holdMode{holdWrite, holdWrite}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newHoldCounter(tc.limit)
-			var grants []grant
-			for i, m := range tc.holds {
-				c.enter(m)
-				grants = append(grants, grant{mode: m, sent: time.Duration(i), granted: time.Duration(i + 1), token: int64(i + 1)})
-			}
-			for _, m := range tc.holds {
-				c.leave(m)
-			}
-			rep, err := c.report(time.Second, &errorCount{}, grants)
-			if (err != nil) != tc.breach {
-				t.Fatalf("report: %v, want a breach: %v", err, tc.breach)
-			}
-			if err == nil && rep.(holdsReport).MostHeld != int64(len(tc.holds)) {
-				t.Errorf("most held %d, want %d", rep.(holdsReport).MostHeld, len(tc.holds))
-			}
-			if c.shared.Load() != 0 || c.writers.Load() != 0 {
-				t.Errorf("after every leave: %d shared, %d writers", c.shared.Load(), c.writers.Load())
-			}
-		})
-	}
-}
-
-// TestRWModes_SeededShareOfWrites checks that a worker draws the same
-// turns in every run, about rwWriteShare of them writes.
-func TestRWModes_SeededShareOfWrites(t *testing.T) {
-	const turns = 10000
-	a, b := rwModes(3), rwModes(3)
-	writes := 0
-	for range turns {
-		m := a()
-		if m != b() {
-			t.Fatal("two draws of worker 3 differ")
-		}
-		if m == holdWrite {
-			writes++
-		}
-	}
-	if share := float64(writes) / turns; share < rwWriteShare-0.02 || share > rwWriteShare+0.02 {
-		t.Errorf("%.3f of the turns are writes, want about %v", share, rwWriteShare)
-	}
-}
-
 // checkLockSets checks the figures of both ways of the lockset scenario:
 // sets granted without errors, every name of each found held by its
 // worker alone (the run fails outright on a name held twice), an acquire
 // latency per set, and costs.
-func checkLockSets(t *testing.T, r *LockSetsResult, clients int) {
+func checkLockSets(t *testing.T, r *report.LockSetsResult, clients int) {
 	t.Helper()
 	if r == nil {
 		t.Error("lockset: no result")
@@ -542,7 +422,7 @@ func checkLockSets(t *testing.T, r *LockSetsResult, clients int) {
 	}
 	for _, w := range []struct {
 		name string
-		run  LockSetRun
+		run  report.LockSetRun
 	}{{"lockset", r.Sets}, {"lockset one by one", r.OneByOne}} {
 		c := w.run
 		if c.Sets <= 0 || c.Errors != 0 || c.Seconds <= 0 || c.SetsPerSec <= 0 || c.CPUSecondsPer1k <= 0 || c.RaftEntriesPerSet <= 0 || c.Cores.Node <= 0 || c.Cores.Loadgen <= 0 {

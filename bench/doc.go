@@ -107,4 +107,23 @@
 //
 // Speed is reported, never asserted: the smoke test checks only that every
 // figure is there and sane.
+//
+// This package is the command: the flags, the node, the order of the
+// scenarios, baton's own scenarios and the load generator's dispatch.
+// What it wires together lives under internal/, each imported one way,
+// downwards:
+//
+//   - measure: latency histograms and what a scenario cost (CPU, raft
+//     entries, key writes, RSS), the bottom of the bench;
+//   - load: the load generator process and the loops workers run in it;
+//   - contend: the contention loop and how its grants are judged, shared
+//     by baton's scenarios and the peers' so that both are judged alike;
+//   - httpapi: the client of baton's HTTP API the load generators use;
+//   - httpfloor: the floor server, a server under test rather than the
+//     harness;
+//   - peer/redis, peer/zookeeper, peer/etcdrecipe: each peer's recipe and
+//     what it measures of its own server, apart from baton's scenarios
+//     and from one another, each with its own client library;
+//   - report: the results, their ratios and the tables; it knows the
+//     peers' servers only as they describe themselves.
 package main

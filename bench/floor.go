@@ -6,27 +6,31 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/bench/internal/load"
+	"github.com/baton-dev/baton/bench/internal/measure"
+	"github.com/baton-dev/baton/bench/internal/report"
 )
 
 // floor runs the floor: the two txns an acquire+release cycle needs at
 // the least, sent straight to the node's embedded etcd through its
 // in-process client, each client on a key of its own. The load runs in this process, so
 // its CPU figure includes the client side too; the HTTP scenarios' do not.
-func (b *bench) floor(ctx context.Context, clients int) (CycleResult, error) {
+func (b *bench) floor(ctx context.Context, clients int) (report.CycleResult, error) {
 	cli := b.node.Engine().Client()
 	// Outside baton's prefix, so the engine never sees these keys.
 	prefix := fmt.Sprintf("bench-floor/%d/", clients)
-	var loop loopResult
-	u, err := measured(func() (time.Duration, error) {
-		loop = closedLoop(ctx, clients, b.cfg.Duration, func(ctx context.Context, w, _ int) error {
-			return floorCycle(ctx, cli, workerLock(prefix, w))
+	var loop load.LoopResult
+	u, err := measure.Measured(func() (time.Duration, error) {
+		loop = load.ClosedLoop(ctx, clients, b.cfg.Duration, func(ctx context.Context, w, _ int) error {
+			return floorCycle(ctx, cli, load.WorkerLock(prefix, w))
 		})
 		return 0, ctx.Err()
 	})
 	if err != nil {
-		return CycleResult{}, err
+		return report.CycleResult{}, err
 	}
-	return newCycleResult(clients, loop, u), nil
+	return report.NewCycleResult(clients, loop, u), nil
 }
 
 // floorCycle takes key if nobody holds it, then releases it if it is still

@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-dev/baton/bench/internal/httpapi"
+	"github.com/baton-dev/baton/bench/internal/measure"
+	"github.com/baton-dev/baton/bench/internal/report"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 )
@@ -46,8 +49,8 @@ const (
 )
 
 // history fills the audit trail through the engine, then measures reading
-// it through the HTTP API at that size (see HistoryResult).
-func (b *bench) history(ctx context.Context) (*HistoryResult, error) {
+// it through the HTTP API at that size (see report.HistoryResult).
+func (b *bench) history(ctx context.Context) (*report.HistoryResult, error) {
 	fill, err := b.fillHistory(ctx, b.cfg.HistoryEvents)
 	if err != nil {
 		return nil, err
@@ -57,7 +60,7 @@ func (b *bench) history(ctx context.Context) (*HistoryResult, error) {
 	if res.IndexedSeconds, err = b.awaitHistory(ctx); err != nil {
 		return nil, err
 	}
-	a := newAPI(b.url, 1)
+	a := httpapi.New(b.url, 1)
 	// Before any read, so the reads measured here are the first of their
 	// kind: later ones would find memory the earlier ones left.
 	if res.RSS, err = rssAround(ctx, a, "/v1/history?owner=nobody&limit="+strconv.Itoa(historyPage)); err != nil {
@@ -66,7 +69,7 @@ func (b *bench) history(ctx context.Context) (*HistoryResult, error) {
 	n := b.cfg.HistoryRequests
 	q := "/v1/history?limit=" + strconv.Itoa(historyPage)
 	reads := []struct {
-		to     *HistoryRead
+		to     *report.HistoryRead
 		path   string
 		target time.Duration
 	}{
@@ -92,6 +95,15 @@ func (b *bench) history(ctx context.Context) (*HistoryResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// newHistoryResult is the history scenario's result so far: its fill.
+func newHistoryResult(f historyFill) *report.HistoryResult {
+	return &report.HistoryResult{
+		Events: f.events, FillSeconds: f.elapsed.Seconds(), FillEventsPerSec: report.Per(float64(f.events), f.elapsed.Seconds()),
+		FillWorkers: f.workers, FillOwners: f.clients, FillNames: historyNames, Cycles: f.cycles, Revoked: f.revoked, Expired: f.expired,
+		FirstRevision: f.first, LastRevision: f.last,
+	}
 }
 
 // awaitHistory returns once a page of history can be read, and how long
@@ -139,32 +151,32 @@ type historyPageBody struct {
 // historyWarmup unmeasured requests, for at most historyReadLimit. A
 // measured request that fails is counted, not timed; the warm-up's
 // failures are not counted.
-func timeReads(ctx context.Context, a *httpAPI, path string, n int, target time.Duration) (HistoryRead, error) {
-	r := HistoryRead{Path: path, TargetP99: target.Microseconds()}
+func timeReads(ctx context.Context, a *httpapi.Client, path string, n int, target time.Duration) (report.HistoryRead, error) {
+	r := report.HistoryRead{Path: path, TargetP99: target.Microseconds()}
 	var page historyPageBody
 	get := func() error {
 		page = historyPageBody{}
-		return a.call(ctx, http.MethodGet, path, nil, http.StatusOK, &page)
+		return a.Call(ctx, http.MethodGet, path, nil, http.StatusOK, &page)
 	}
 	for range historyWarmup {
 		_ = get()
 	}
-	lat := newLatencies()
-	var errs errorCount
+	lat := measure.NewLatencies()
+	var errs measure.ErrorCount
 	deadline := time.Now().Add(historyReadLimit)
 	for i := 0; i < n && time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 		t0 := time.Now()
 		if err := get(); err != nil {
-			errs.add(err)
+			errs.Add(err)
 			continue
 		}
-		lat.record(time.Since(t0))
+		lat.Record(time.Since(t0))
 		r.Events, r.NextBefore = len(page.Events), page.NextBefore
 	}
 	if err := ctx.Err(); err != nil {
 		return r, err
 	}
-	r.Latency, r.Errors, r.FirstError = lat.summary(), errs.n.Load(), errs.first
+	r.Latency, r.Errors, r.FirstError = lat.Summary(), errs.Count(), errs.First()
 	r.Met = r.Latency.Count > 0 && r.Latency.P99 <= r.TargetP99
 	return r, nil
 }
@@ -175,36 +187,36 @@ func timeReads(ctx context.Context, a *httpAPI, path string, n int, target time.
 // allocated (the process's heap, node and bench alike) and the RSS once
 // that is collected and given back: the growth a GC leaves is what the
 // reads kept.
-func rssAround(ctx context.Context, a *httpAPI, path string) (HistoryRSS, error) {
+func rssAround(ctx context.Context, a *httpapi.Client, path string) (report.HistoryRSS, error) {
 	debug.FreeOSMemory()
-	before, err := rssBytes()
+	before, err := measure.RSSBytes()
 	if err != nil {
-		return HistoryRSS{}, err
+		return report.HistoryRSS{}, err
 	}
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	r := HistoryRSS{Path: path}
-	var errs errorCount
+	r := report.HistoryRSS{Path: path}
+	var errs measure.ErrorCount
 	deadline := time.Now().Add(historyReadLimit)
 	for ; r.Reads < historyRSSReads && time.Now().Before(deadline); r.Reads++ {
-		if err := a.call(ctx, http.MethodGet, path, nil, http.StatusOK, nil); err != nil {
+		if err := a.Call(ctx, http.MethodGet, path, nil, http.StatusOK, nil); err != nil {
 			if ctx.Err() != nil {
 				return r, ctx.Err()
 			}
-			errs.add(err)
+			errs.Add(err)
 		}
 	}
-	after, err := rssBytes()
+	after, err := measure.RSSBytes()
 	if err != nil {
-		return HistoryRSS{}, err
+		return report.HistoryRSS{}, err
 	}
 	runtime.ReadMemStats(&ms1)
 	// What the reads left behind once collected: growth that a GC does
 	// not take back is memory a read kept.
 	debug.FreeOSMemory()
-	collected, err := rssBytes()
+	collected, err := measure.RSSBytes()
 	if err != nil {
-		return HistoryRSS{}, err
+		return report.HistoryRSS{}, err
 	}
 	const mib = 1 << 20
 	r.AllocatedMiB = float64(ms1.TotalAlloc-ms0.TotalAlloc) / mib
@@ -213,16 +225,16 @@ func rssAround(ctx context.Context, a *httpAPI, path string) (HistoryRSS, error)
 	r.GrowthMiB = float64(after-before) / mib
 	r.TargetMiB = rssGrowthTarget / mib
 	r.Met = r.GrowthMiB <= r.TargetMiB
-	r.Errors, r.FirstError = errs.n.Load(), errs.first
+	r.Errors, r.FirstError = errs.Count(), errs.First()
 	return r, nil
 }
 
 // newestRevision returns the revision of the newest event and how many
 // events it has: a page never splits a revision, so the newest page holds
 // all of them.
-func newestRevision(ctx context.Context, a *httpAPI) (rev int64, events int, err error) {
+func newestRevision(ctx context.Context, a *httpapi.Client) (rev int64, events int, err error) {
 	var page historyPageBody
-	if err := a.call(ctx, http.MethodGet, "/v1/history?limit=1", nil, http.StatusOK, &page); err != nil {
+	if err := a.Call(ctx, http.MethodGet, "/v1/history?limit=1", nil, http.StatusOK, &page); err != nil {
 		return 0, 0, err
 	}
 	if len(page.Events) == 0 {
@@ -240,7 +252,7 @@ func newestRevision(ctx context.Context, a *httpAPI) (rev int64, events int, err
 // replay streams GET /v1/events?since=0 until replayMaxEvents events,
 // replayMaxTime, or the atNewest events of revision newest (the newest
 // recorded before it started) have come, while sampling RSS.
-func replay(ctx context.Context, base string, newest int64, atNewest int) (HistoryReplay, error) {
+func replay(ctx context.Context, base string, newest int64, atNewest int) (report.HistoryReplay, error) {
 	ctx, cancel := context.WithTimeout(ctx, replayMaxTime)
 	defer cancel()
 	var rssMax int64
@@ -257,8 +269,8 @@ func replay(ctx context.Context, base string, newest int64, atNewest int) (Histo
 }
 
 // readReplay reads the stream replay describes and counts its events.
-func readReplay(ctx context.Context, base string, newest int64, atNewest int) (HistoryReplay, error) {
-	var r HistoryReplay
+func readReplay(ctx context.Context, base string, newest int64, atNewest int) (report.HistoryReplay, error) {
+	r := report.HistoryReplay{FirstEvents: replayFirst}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/events?since=0", nil)
 	if err != nil {
 		return r, err
@@ -296,6 +308,6 @@ func readReplay(ctx context.Context, base string, newest int64, atNewest int) (H
 	}
 	r.Seconds = time.Since(start).Seconds()
 	r.Complete = seenNewest == atNewest
-	r.EventsPerSec = per(float64(r.Events), r.Seconds)
+	r.EventsPerSec = report.Per(float64(r.Events), r.Seconds)
 	return r, nil
 }

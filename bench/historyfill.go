@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/bench/internal/load"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 )
@@ -156,8 +157,8 @@ func fillOwner(w int) string { return "w" + strconv.Itoa(w%historyOwners) }
 // fillSessions makes one session per worker, owned by the worker's owner.
 func fillSessions(ctx context.Context, eng *lock.Engine) ([]string, error) {
 	ids := make([]string, historyWorkers)
-	err := parallel(ctx, setupClients, historyWorkers, func(ctx context.Context, w int) error {
-		s, err := eng.CreateSession(ctx, fillOwner(w), sessionTTL)
+	err := load.Parallel(ctx, setupClients, historyWorkers, func(ctx context.Context, w int) error {
+		s, err := eng.CreateSession(ctx, fillOwner(w), load.SessionTTL)
 		if err == nil {
 			ids[w] = s.ID
 		}

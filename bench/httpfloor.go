@@ -2,46 +2,20 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/baton-dev/baton/internal/txnbatch"
+	"github.com/baton-dev/baton/bench/internal/contend"
+	"github.com/baton-dev/baton/bench/internal/httpfloor"
+	"github.com/baton-dev/baton/bench/internal/load"
+	"github.com/baton-dev/baton/bench/internal/report"
 )
 
-// The httpfloor scenario is the limit of the shape "HTTP/JSON lock on
-// embedded etcd", not a competitor: a bare net/http server in the node's
-// process, on the node's in-process etcd client, whose acquire is one
-// create-if-absent txn and whose release is one delete-if-revision txn.
-// No audit, no queue, no fencing checks, no lease per lock: every key is
-// put on one lease granted when the server starts. It speaks baton's
-// routes and status codes (201 on acquire, 204 on release, 409 when the
-// lock is taken or no longer the caller's), so the very load generator
-// of baton's session scenario drives it, with the same request bodies.
-
-// The httpfloor-batched scenario is the same server with its txns sent
-// through the group-commit batcher baton's engine uses
-// (internal/txnbatch): concurrent acquires and releases share one raft
-// entry, as baton's do. It is the limit of the shape for a design that
-// batches, where httpfloor is the limit for one that does not. With
-// -floor-records it also puts that many records of an audit event's size
-// a cycle, new keys each, half in the acquire's txn and half in the
-// release's: the least an audit trail writing that many keys costs.
-
-// httpFloorPrefix starts every httpfloor key: outside baton's prefix, so
-// the engine never sees them.
-const httpFloorPrefix = "bench-httpfloor/"
+// The httpfloor scenarios run package httpfloor's server, in this
+// process on the node's etcd client, under the load generators of
+// baton's session and contention scenarios.
 
 // runHTTPFloor runs the httpfloor scenario at every client count.
-func (b *bench) runHTTPFloor(ctx context.Context, res *Results) error {
+func (b *bench) runHTTPFloor(ctx context.Context, res *report.Results) error {
 	for _, c := range b.cfg.Clients {
 		if !b.cfg.runs("httpfloor-batched") {
 			break
@@ -76,272 +50,45 @@ func (b *bench) runHTTPFloor(ctx context.Context, res *Results) error {
 
 // httpFloorContention starts a floor server and runs the contention
 // scenario's clients against it, acquiring with wait.
-func (b *bench) httpFloorContention(ctx context.Context, clients int) (*ContentionResult, error) {
-	f, err := startHTTPFloor(ctx, b.node.Engine().Client(), false)
+func (b *bench) httpFloorContention(ctx context.Context, clients int) (*report.ContentionResult, error) {
+	f, err := httpfloor.Start(ctx, b.node.Engine().Client(), false, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.close()
-	spec := loadSpec{Kind: kindContention, URL: f.url, Clients: clients, Duration: b.cfg.Duration, Prefix: "httpfloor-contention-"}
-	var rep contentionReport
-	u, err := measuredLoad(ctx, spec, &rep)
+	defer f.Close()
+	spec := load.Spec{Kind: kindContention, URL: f.URL(), Clients: clients, Duration: b.cfg.Duration, Prefix: "httpfloor-contention-"}
+	var rep contend.Report
+	u, err := load.Measured(ctx, spec, &rep)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.close(); err != nil {
+	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	return newContentionResult(clients, rep, u), nil
+	return report.NewContentionResult(clients, rep, u), nil
 }
 
-// httpFloor starts a floor server, batching its txns if batched, runs
-// session-mode cycles against it from a load generator, and stops the
-// server.
-func (b *bench) httpFloor(ctx context.Context, clients int, batched bool) (CycleResult, error) {
-	f, err := startHTTPFloor(ctx, b.node.Engine().Client(), batched)
+// httpFloor starts a floor server, batching its txns, with
+// -floor-records, if batched, runs session-mode cycles against it from a
+// load generator, and stops the server.
+func (b *bench) httpFloor(ctx context.Context, clients int, batched bool) (report.CycleResult, error) {
+	f, err := httpfloor.Start(ctx, b.node.Engine().Client(), batched, b.cfg.FloorRecords)
 	if err != nil {
-		return CycleResult{}, err
+		return report.CycleResult{}, err
 	}
-	if batched {
-		f.records = b.cfg.FloorRecords
-	}
-	defer f.close()
+	defer f.Close()
 	prefix := fmt.Sprintf("httpfloor-%d-", clients)
 	if batched {
 		prefix = fmt.Sprintf("httpfloor-batched-%d-", clients)
 	}
-	spec := loadSpec{Kind: kindCycles, URL: f.url, Clients: clients, Duration: b.cfg.Duration, Prefix: prefix, Session: true}
-	var loop loopResult
-	u, err := measuredLoad(ctx, spec, &loop)
+	spec := load.Spec{Kind: kindCycles, URL: f.URL(), Clients: clients, Duration: b.cfg.Duration, Prefix: prefix, Session: true}
+	var loop load.LoopResult
+	u, err := load.Measured(ctx, spec, &loop)
 	if err != nil {
-		return CycleResult{}, err
+		return report.CycleResult{}, err
 	}
-	if err := f.close(); err != nil {
-		return CycleResult{}, err
+	if err := f.Close(); err != nil {
+		return report.CycleResult{}, err
 	}
-	return newCycleResult(clients, loop, u), nil
-}
-
-// floorServer is a running httpfloor server.
-type floorServer struct {
-	cli   *clientv3.Client
-	lease clientv3.LeaseID
-	srv   *http.Server
-	url   string
-	done  chan error // Serve's return
-	// batch, if set, sends the cycle txns (httpfloor-batched), and
-	// records is how many record keys a cycle puts beside its lock key.
-	batch   *txnbatch.Batcher
-	records int
-
-	// queues are the locks acquired with wait (httpfloorwait.go).
-	queuesMu sync.Mutex
-	queues   map[string]*floorQueue
-	seq      atomic.Uint64 // names queue entries
-}
-
-// startHTTPFloor grants the floor's one lease and serves on a free
-// loopback port; if batched, its acquires and releases go through a
-// batcher.
-func startHTTPFloor(ctx context.Context, cli *clientv3.Client, batched bool) (*floorServer, error) {
-	lease, err := cli.Grant(ctx, int64(sessionTTL/time.Second))
-	if err != nil {
-		return nil, fmt.Errorf("httpfloor lease: %w", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cli.Revoke(ctx, lease.ID)
-		return nil, err
-	}
-	f := &floorServer{cli: cli, lease: lease.ID, url: "http://" + l.Addr().String(), done: make(chan error, 1),
-		queues: map[string]*floorQueue{}}
-	if batched {
-		f.batch = &txnbatch.Batcher{
-			KV:   cli,
-			Term: context.Background,
-			Op: func(ctx, _ context.Context) (context.Context, context.CancelFunc) {
-				return context.WithTimeout(ctx, requestTimeout)
-			},
-			Closed: func() error { return nil },
-		}
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/locks/{name}", f.acquire)
-	mux.HandleFunc("DELETE /v1/locks/{name}", f.release)
-	// A session is the one lease: made before the clock starts, renewed
-	// every third of its TTL by the load generator.
-	mux.HandleFunc("POST /v1/sessions", f.createSession)
-	mux.HandleFunc("POST /v1/sessions/{id}/renew", f.renewSession)
-	mux.HandleFunc("DELETE /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: requestTimeout}
-	go func() { f.done <- f.srv.Serve(l) }()
-	return f, nil
-}
-
-// close stops the server, revokes the lease, and with it any lock key
-// left behind, and deletes the records; it may be called more than once.
-func (f *floorServer) close() error {
-	if f.done == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := f.srv.Shutdown(ctx)
-	if serr := <-f.done; !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	f.done = nil
-	if _, rerr := f.cli.Revoke(ctx, f.lease); rerr != nil {
-		err = errors.Join(err, fmt.Errorf("revoke httpfloor lease: %w", rerr))
-	}
-	if f.records > 0 {
-		if _, derr := f.cli.Delete(ctx, httpFloorPrefix+"records/", clientv3.WithPrefix()); derr != nil {
-			err = errors.Join(err, fmt.Errorf("delete httpfloor records: %w", derr))
-		}
-	}
-	return err
-}
-
-// floorLock is the floor's answer to an acquire: the fields of baton's,
-// so that the answers are of a size.
-type floorLock struct {
-	Name       string    `json:"name"`
-	Owner      string    `json:"owner"`
-	Token      int64     `json:"token"`
-	Session    string    `json:"session,omitempty"`
-	TTL        string    `json:"ttl"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
-
-// acquire takes the lock if nobody holds it; the token is the revision
-// of the txn that put the key, which is the key's ModRevision.
-func (f *floorServer) acquire(w http.ResponseWriter, r *http.Request) {
-	var body acquireBody
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		floorProblem(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	name := r.PathValue("name")
-	if body.Wait != "" {
-		wait, err := time.ParseDuration(body.Wait)
-		if err != nil {
-			floorProblem(w, http.StatusBadRequest, "wait: "+err.Error())
-			return
-		}
-		f.acquireWaiting(w, r, name, body, wait)
-		return
-	}
-	key := httpFloorPrefix + name
-	ops := []clientv3.Op{clientv3.OpPut(key, body.Owner, clientv3.WithLease(f.lease))}
-	ops = f.recordOps(ops, (f.records+1)/2, "acquired", name, body.Owner, 0)
-	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.CreateRevision(key), "=", 0), ops)
-	if err != nil {
-		floorProblem(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	if !resp.Succeeded {
-		floorProblem(w, http.StatusConflict, "lock held")
-		return
-	}
-	now := time.Now().UTC()
-	writeFloorJSON(w, http.StatusCreated, floorLock{
-		Name: name, Owner: body.Owner, Token: resp.Header.Revision, Session: body.Session,
-		TTL: sessionTTL.String(), AcquiredAt: now, ExpiresAt: now.Add(sessionTTL),
-	})
-}
-
-// release deletes the key if it is still the hold the token names: the
-// compare on ModRevision keeps a stale token from freeing a newer hold.
-func (f *floorServer) release(w http.ResponseWriter, r *http.Request) {
-	token, err := strconv.ParseInt(r.URL.Query().Get("token"), 10, 64)
-	if err != nil {
-		floorProblem(w, http.StatusBadRequest, "token: "+err.Error())
-		return
-	}
-	name := r.PathValue("name")
-	if q := f.queue(name, false); q != nil {
-		ok, err := f.releaseQueued(r.Context(), q, name, token)
-		switch {
-		case err != nil:
-			floorProblem(w, http.StatusServiceUnavailable, err.Error())
-		case !ok:
-			floorProblem(w, http.StatusConflict, "not held with this token")
-		default:
-			w.WriteHeader(http.StatusNoContent)
-		}
-		return
-	}
-	key := httpFloorPrefix + name
-	ops := f.recordOps([]clientv3.Op{clientv3.OpDelete(key)}, f.records/2, "released", name, "", token)
-	resp, err := f.txn(r.Context(), clientv3.Compare(clientv3.ModRevision(key), "=", token), ops)
-	if err != nil {
-		floorProblem(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	if !resp.Succeeded {
-		floorProblem(w, http.StatusConflict, "not held with this token")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// txn commits If(cmp).Then(ops...): alone, or through the batcher.
-func (f *floorServer) txn(ctx context.Context, cmp clientv3.Cmp, ops []clientv3.Op) (*clientv3.TxnResponse, error) {
-	if f.batch != nil {
-		return f.batch.Txn(ctx, []clientv3.Cmp{cmp}, ops, nil)
-	}
-	return f.cli.Txn(ctx).If(cmp).Then(ops...).Commit()
-}
-
-// floorRecord is a record of -floor-records: an audit event's fields, so
-// that it is of an event's size.
-type floorRecord struct {
-	Time    time.Time `json:"time"`
-	Type    string    `json:"type"`
-	Lock    string    `json:"lock"`
-	Owner   string    `json:"owner,omitempty"`
-	Token   int64     `json:"token,omitempty"`
-	Session string    `json:"session"`
-}
-
-// recordOps appends to ops the puts of n records of an event of type typ,
-// each under a key of its own that no cycle writes again.
-func (f *floorServer) recordOps(ops []clientv3.Op, n int, typ, name, owner string, token int64) []clientv3.Op {
-	if n == 0 {
-		return ops
-	}
-	v, _ := json.Marshal(floorRecord{Time: time.Now().UTC(), Type: typ, Lock: name, Owner: owner, Token: token,
-		Session: strconv.FormatInt(int64(f.lease), 16)})
-	for range n {
-		key := httpFloorPrefix + "records/" + strconv.FormatUint(f.seq.Add(1), 10)
-		ops = append(ops, clientv3.OpPut(key, string(v)))
-	}
-	return ops
-}
-
-// createSession answers the floor's one lease as the session.
-func (f *floorServer) createSession(w http.ResponseWriter, r *http.Request) {
-	writeFloorJSON(w, http.StatusCreated, map[string]string{"id": strconv.FormatInt(int64(f.lease), 16)})
-}
-
-// renewSession keeps the one lease alive, whichever session id it is
-// asked to renew.
-func (f *floorServer) renewSession(w http.ResponseWriter, r *http.Request) {
-	if _, err := f.cli.KeepAliveOnce(r.Context(), f.lease); err != nil {
-		floorProblem(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-}
-
-func writeFloorJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	// A write error is the client's going away; there is no one to tell.
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func floorProblem(w http.ResponseWriter, status int, detail string) {
-	writeFloorJSON(w, status, map[string]any{"status": status, "detail": detail})
+	return report.NewCycleResult(clients, loop, u), nil
 }

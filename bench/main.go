@@ -19,6 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-dev/baton/bench/internal/load"
+	"github.com/baton-dev/baton/bench/internal/peer/redis"
+	"github.com/baton-dev/baton/bench/internal/peer/zookeeper"
+	"github.com/baton-dev/baton/bench/internal/report"
 	"github.com/baton-dev/baton/internal/freeport"
 	"github.com/baton-dev/baton/internal/gctune"
 	"github.com/baton-dev/baton/node"
@@ -33,11 +37,6 @@ var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis
 // askedOnly are the scenarios that run only when -only names them:
 // history takes minutes at its default size.
 var askedOnly = []string{"history"}
-
-// sessionTTL is the TTL of every session and per-lock lease the bench
-// makes: the API's default (docs/API.md, Locks), so the figures are those
-// of an ordinary client.
-const sessionTTL = 30 * time.Second
 
 // Config is one run's settings; the fields mirror the flags.
 type Config struct {
@@ -123,10 +122,10 @@ func (c Config) Validate() error {
 		return errors.New("contention-clients: want at least 2, or nothing is handed off")
 	case c.ScaleSessions < 1 || c.ScaleLocks < 1:
 		return errors.New("scale-sessions and scale-locks must be positive")
-	case c.ScaleRenew <= 0 || c.ScaleRenew > sessionTTL/2:
+	case c.ScaleRenew <= 0 || c.ScaleRenew > load.SessionTTL/2:
 		// Renewing less often than every half TTL lets a late renew lose
 		// the session, and with it the locks the scenario is about.
-		return fmt.Errorf("scale-renew must be between 0 and %s", sessionTTL/2)
+		return fmt.Errorf("scale-renew must be between 0 and %s", load.SessionTTL/2)
 	case c.FloorRecords < 0 || c.FloorRecords > 64:
 		return errors.New("floor-records: want 0 to 64")
 	case c.TrailEvents != 0 && c.TrailEvents < minTrailEvents:
@@ -151,7 +150,7 @@ func (c Config) Validate() error {
 		return errors.New("only: the redis scenario needs a Redis server: -redis host:port")
 	}
 	if slices.Contains(c.Only, "zookeeper") {
-		if err := zooKeeperInstalled(c.ZooKeeperJar); err != nil {
+		if err := zookeeper.Installed(c.ZooKeeperJar); err != nil {
 			return fmt.Errorf("only: %w", err)
 		}
 	}
@@ -162,7 +161,7 @@ func (c Config) runs(scenario string) bool {
 	if scenario == "redis" && c.Redis == "" {
 		return false
 	}
-	if scenario == "zookeeper" && zooKeeperInstalled(c.ZooKeeperJar) != nil {
+	if scenario == "zookeeper" && zookeeper.Installed(c.ZooKeeperJar) != nil {
 		return false
 	}
 	if slices.Contains(askedOnly, scenario) {
@@ -171,9 +170,32 @@ func (c Config) runs(scenario string) bool {
 	return len(c.Only) == 0 || slices.Contains(c.Only, scenario)
 }
 
+// settings are c as the results have them.
+func (c Config) settings() report.Settings {
+	s := report.Settings{
+		Duration:          c.Duration.String(),
+		Clients:           c.Clients,
+		ContentionClients: c.ContentionClients,
+		ScaleSessions:     c.ScaleSessions,
+		ScaleLocks:        c.ScaleLocks,
+		ScaleDuration:     c.ScaleDuration.String(),
+		ScaleRenew:        c.ScaleRenew.String(),
+		Redis:             c.Redis,
+		Only:              c.Only,
+	}
+	if c.runs("history") {
+		s.HistoryEvents, s.HistoryRequests = c.HistoryEvents, c.HistoryRequests
+	}
+	if c.runs("httpfloor-batched") {
+		s.FloorRecords = c.FloorRecords
+	}
+	s.TrailEvents, s.TrailKeepsHistory = c.TrailEvents, c.TrailKeepsHistory
+	return s
+}
+
 func main() {
-	if os.Getenv(loadgenEnv) != "" {
-		os.Exit(loadgenMain(os.Stdin, os.Stdout))
+	if os.Getenv(load.Env) != "" {
+		os.Exit(load.Main(os.Stdin, os.Stdout, generate))
 	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
@@ -210,7 +232,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.HistoryRequests, "history-requests", cfg.HistoryRequests, "requests each history read is timed over (each stops after 30s)")
 	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis, zookeeper the zookeeper package; history runs only when named)")
 	fs.StringVar(&cfg.Redis, "redis", "", "run the redis peer against the Redis server at `host:port`")
-	fs.StringVar(&cfg.ZooKeeperJar, "zookeeper-jar", zooKeeperJar, "run the zookeeper peer on a server of its own started from `jar` (Debian's zookeeper package), if it is there; empty: do not")
+	fs.StringVar(&cfg.ZooKeeperJar, "zookeeper-jar", zookeeper.Jar, "run the zookeeper peer on a server of its own started from `jar` (Debian's zookeeper package), if it is there; empty: do not")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "the Redis server's AUTH `password`, if it wants one")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write this process's CPU profile over the HTTP scenarios to `file`")
 	fs.BoolVar(&cfg.CPUProfileRows, "cpuprofile-rows", false, "with -cpuprofile, write each row of the cycle scenarios to a profile of its own (the file's name, a dot and the row's number from 1) and profile no other scenario")
@@ -246,9 +268,9 @@ type bench struct {
 	// gateway, for the etcd-gateway peer.
 	etcdURL string
 	// redisServer is the redis peer's server, when it runs.
-	redisServer *RedisServer
+	redisServer *redis.Server
 	// zkServer is the zookeeper peer's server, when it runs.
-	zkServer *ZooKeeperServer
+	zkServer *zookeeper.Server
 }
 
 // run starts a node, runs the scenarios cfg selects, prints the table to
@@ -260,11 +282,11 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	var redisServer *RedisServer
+	var redisServer *redis.Server
 	if cfg.runs("redis") {
 		// Before the node starts, so a wrong address fails at once.
 		var err error
-		if redisServer, err = inspectRedis(ctx, cfg.Redis, cfg.RedisPassword); err != nil {
+		if redisServer, err = redis.Inspect(ctx, cfg.Redis, cfg.RedisPassword); err != nil {
 			return err
 		}
 	}
@@ -273,7 +295,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 		return err
 	}
 	if zkServer != nil {
-		defer zkServer.close()
+		defer zkServer.Close()
 	}
 	dir, err := os.MkdirTemp("", "baton-bench-")
 	if err != nil {
@@ -297,18 +319,18 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 			return fmt.Errorf("zookeeper peer: %w", err)
 		}
 	}
-	res := &Results{Machine: describeMachine(), Settings: cfg.settings(), Started: time.Now().UTC(), RedisServer: redisServer, ZooKeeperServer: zkServer}
+	res := &report.Results{Machine: report.DescribeMachine(), Settings: cfg.settings(), Started: time.Now().UTC(), RedisServer: redisServer, ZooKeeperServer: zkServer}
 	if res.Trail, err = b.fillTrail(ctx); err != nil {
 		return fmt.Errorf("trail: %w", err)
 	}
 	if err := b.scenarios(ctx, res); err != nil {
 		return err
 	}
-	res.compare()
-	if err := printTable(out, res); err != nil {
+	res.Compare()
+	if err := report.WriteTable(out, res); err != nil {
 		return err
 	}
-	if err := writeJSON(cfg.JSONPath, res); err != nil {
+	if err := report.WriteJSON(cfg.JSONPath, res); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(out, "\nresults written to %s\n", cfg.JSONPath)
@@ -348,7 +370,7 @@ func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, 
 	return n, nc.ClientURL, nil
 }
 
-func (b *bench) scenarios(ctx context.Context, res *Results) error {
+func (b *bench) scenarios(ctx context.Context, res *report.Results) error {
 	if b.cfg.runs("floor") {
 		for _, c := range b.cfg.Clients {
 			b.log.Info("running", "scenario", "floor", "clients", c)
@@ -440,14 +462,14 @@ func (b *bench) scenarios(ctx context.Context, res *Results) error {
 
 // cycleRow runs one row of the cycle scenario mode at clients, the row'th
 // of them in the run, in a CPU profile of its own with -cpuprofile-rows.
-func (b *bench) cycleRow(ctx context.Context, mode string, clients, row int) (CycleResult, error) {
+func (b *bench) cycleRow(ctx context.Context, mode string, clients, row int) (report.CycleResult, error) {
 	path := ""
 	if b.cfg.CPUProfileRows {
 		path = b.cfg.CPUProfile + "." + strconv.Itoa(row)
 	}
 	stop, err := startCPUProfile(path)
 	if err != nil {
-		return CycleResult{}, err
+		return report.CycleResult{}, err
 	}
 	defer stop()
 	switch mode {

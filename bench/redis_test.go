@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/baton-dev/baton/bench/internal/report"
 	"github.com/baton-dev/baton/internal/freeport"
 )
 
@@ -26,7 +28,7 @@ func TestRun_SmokeRedis(t *testing.T) {
 	cfg.Redis = addr
 	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
 	raw := smokeRun(t, cfg, "\nredis ", "appendonly no", "not a like-for-like safety comparison", "redis-server's (pid")
-	var res Results
+	var res report.Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestRun_SmokeRedis(t *testing.T) {
 
 	// Each cycle deleted its key through the compare-and-delete, and
 	// nothing else deletes them.
-	c := newRedisClient(addr, "")
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer c.Close()
 	if n, err := c.DBSize(context.Background()).Result(); err != nil || n != 0 {
 		t.Errorf("redis holds %d keys after the run (%v), want every lock released", n, err)
@@ -123,65 +125,10 @@ func startRedis(t *testing.T) (addr string, pid int) {
 		case <-time.After(10 * time.Millisecond): // the pace of the polls
 		}
 	}
-	c := newRedisClient(addr, "")
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer c.Close()
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		failed("does not answer PING", err)
 	}
 	return addr, cmd.Process.Pid
-}
-
-func TestListensHere_FindsTheListeningProcess(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := listensHere(os.Getpid(), l.Addr().String()); err != nil {
-		t.Errorf("this process listens on %s: %v", l.Addr(), err)
-	}
-	// The parent process (go test's, or a shell) does not listen there.
-	if err := listensHere(os.Getppid(), l.Addr().String()); err == nil {
-		t.Errorf("process %d does not listen on %s, but listensHere says it does", os.Getppid(), l.Addr())
-	}
-	closed, err := freeport.Addr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := listensHere(os.Getpid(), closed); err == nil {
-		t.Errorf("nothing listens on %s, but listensHere says this process does", closed)
-	}
-}
-
-func TestStatCPU_CountsFromTheLastParenthesis(t *testing.T) {
-	// A command name with a space and a ')' in it; utime 250 and stime 50
-	// ticks are fields 14 and 15.
-	stat := []byte("4242 (redis) x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 5 0 100 1000000 500 18446744073709551615\n")
-	got, err := statCPU(stat)
-	if err != nil || got != 3*time.Second {
-		t.Errorf("statCPU = %v, %v; want 3s", got, err)
-	}
-	if _, err := statCPU([]byte("4242 (redis")); err == nil {
-		t.Error("statCPU accepted a truncated line")
-	}
-}
-
-func TestRedisServer_CaveatSaysWhatWasMeasured(t *testing.T) {
-	for _, tc := range []struct {
-		s    RedisServer
-		want []string
-	}{
-		{RedisServer{Version: "7.0.15", AppendFsync: "everysec"}, []string{"7.0.15 (appendonly no, 0 replicas)", "before any disk has it", "not a like-for-like"}},
-		{RedisServer{Version: "7.2.4", AOFEnabled: true, AppendFsync: "everysec", Replicas: 2}, []string{"(appendonly yes, appendfsync everysec, 2 replicas)", "before any disk has it"}},
-		{RedisServer{Version: "7.2.4", AOFEnabled: true, AppendFsync: "always"}, []string{"appendfsync always", "fsyncs each write before answering", "still not a like-for-like"}},
-		// CONFIG GET refused: the fsync policy is unknown, so no claim that it syncs.
-		{RedisServer{Version: "7.2.4", AOFEnabled: true}, []string{"(appendonly yes, appendfsync unknown: CONFIG GET refused, 0 replicas)", "before any disk has it unless appendfsync is always"}},
-	} {
-		got := tc.s.caveat()
-		for _, w := range tc.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("caveat of %+v = %q, want it to say %q", tc.s, got, w)
-			}
-		}
-	}
 }

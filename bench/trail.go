@@ -7,26 +7,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/baton-dev/baton/bench/internal/report"
 )
 
 // minTrailEvents is the smallest trail -trail-events makes: the fill's
 // expiries and a cycle.
 const minTrailEvents = 2*historyExpiries + 2
-
-// TrailResult is the trail every scenario ran beside (-trail-events).
-type TrailResult struct {
-	// Events counts the audit events made, as the history scenario makes
-	// its own; FillSeconds is how long that took, and IndexedSeconds how
-	// long the history index took after it to hold them all.
-	Events         int64   `json:"events"`
-	FillSeconds    float64 `json:"fill_seconds"`
-	IndexedSeconds float64 `json:"indexed_seconds"`
-	// Keys is how many keys etcd held once the index held the trail, and
-	// CompactedAt the revision etcd was then compacted to (0 with
-	// -trail-keeps-history).
-	Keys        int64 `json:"keys"`
-	CompactedAt int64 `json:"compacted_at,omitempty"`
-}
 
 // fillTrail gives the node a trail of cfg.TrailEvents events before the
 // first scenario, or does nothing when that is 0. A node that has served
@@ -38,7 +25,7 @@ type TrailResult struct {
 // once --compaction-retention has passed, so that what remains is the
 // trail itself and not the fill's superseded revisions and deleted keys
 // (unless -trail-keeps-history).
-func (b *bench) fillTrail(ctx context.Context) (*TrailResult, error) {
+func (b *bench) fillTrail(ctx context.Context) (*report.TrailResult, error) {
 	if b.cfg.TrailEvents == 0 {
 		return nil, nil
 	}
@@ -47,7 +34,7 @@ func (b *bench) fillTrail(ctx context.Context) (*TrailResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &TrailResult{Events: fill.events, FillSeconds: fill.elapsed.Seconds()}
+	res := &report.TrailResult{Events: fill.events, FillSeconds: fill.elapsed.Seconds()}
 	if res.IndexedSeconds, err = b.awaitHistory(ctx); err != nil {
 		return nil, err
 	}

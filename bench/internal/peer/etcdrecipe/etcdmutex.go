@@ -1,4 +1,4 @@
-package main
+package etcdrecipe
 
 import (
 	"cmp"
@@ -12,67 +12,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
-)
 
-// The etcd-mutex peer is etcd's own Go lock recipe, clientv3/concurrency's
-// Session and Mutex, over gRPC to the node's member: what a Go user with
-// an etcd cluster would write instead of calling baton.
-const (
-	kindEtcdMutex           = "etcd-mutex"
-	kindEtcdMutexContention = "etcd-mutex-contention"
+	"github.com/baton-dev/baton/bench/internal/contend"
+	"github.com/baton-dev/baton/bench/internal/load"
+	"github.com/baton-dev/baton/bench/internal/measure"
 )
 
 // etcdMutexPrefix starts every etcd-mutex lock name: outside baton's
 // prefix, so the engine never sees these keys.
 const etcdMutexPrefix = "/bench-mutex/"
-
-// runEtcdMutex runs the etcd-mutex peer's cycles at every client count,
-// then its contention at ContentionClients.
-func (b *bench) runEtcdMutex(ctx context.Context, res *Results) error {
-	if !b.cfg.runs("etcd-mutex") {
-		return nil
-	}
-	for _, c := range b.cfg.Clients {
-		b.log.Info("running", "scenario", "etcd-mutex", "clients", c)
-		spec := loadSpec{Kind: kindEtcdMutex, URL: b.etcdURL, Clients: c, Duration: b.cfg.Duration, Prefix: fmt.Sprintf("etcd-mutex-%d-", c)}
-		var loop loopResult
-		u, err := measuredLoad(ctx, spec, &loop)
-		if err != nil {
-			return fmt.Errorf("etcd-mutex, %d clients: %w", c, err)
-		}
-		res.EtcdMutex = append(res.EtcdMutex, newCycleResult(c, loop, u))
-	}
-	n := b.cfg.ContentionClients
-	b.log.Info("running", "scenario", "etcd-mutex contention", "clients", n)
-	spec := loadSpec{Kind: kindEtcdMutexContention, URL: b.etcdURL, Clients: n, Duration: b.cfg.Duration, Prefix: "etcd-mutex-contention-"}
-	var rep contentionReport
-	u, err := measuredLoad(ctx, spec, &rep)
-	if err != nil {
-		return fmt.Errorf("etcd-mutex contention: %w", err)
-	}
-	res.EtcdMutexContention = newContentionResult(n, rep, u)
-	return nil
-}
-
-// measuredLoad runs a load generator for spec, decodes its report into
-// report, and returns what the scenario consumed. It returns once the
-// generator has exited, so whatever it cleans up is gone before the next
-// scenario starts.
-func measuredLoad(ctx context.Context, spec loadSpec, report any) (spent, error) {
-	lg, err := startLoadgen(ctx, spec)
-	if err != nil {
-		return spent{}, err
-	}
-	defer lg.close()
-	u, err := measured(func() (time.Duration, error) { return lg.run(report) })
-	if err != nil {
-		return spent{}, err
-	}
-	if err := lg.wait(); err != nil {
-		return spent{}, fmt.Errorf("load generator: %w", err)
-	}
-	return u, nil
-}
 
 // mutexClients dials n clientv3 clients to endpoint and makes a Session
 // (a lease kept alive by the client) on each, before the clock starts, as
@@ -104,7 +52,7 @@ func mutexClients(ctx context.Context, endpoint string, n int) (sessions []*conc
 			return nil, nil, fmt.Errorf("dial etcd %s: %w", endpoint, err)
 		}
 		clients = append(clients, c)
-		s, err := concurrency.NewSession(c, concurrency.WithTTL(int(sessionTTL/time.Second)), concurrency.WithContext(ctx))
+		s, err := concurrency.NewSession(c, concurrency.WithTTL(int(load.SessionTTL/time.Second)), concurrency.WithContext(ctx))
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("etcd session: %w", err)
@@ -114,22 +62,22 @@ func mutexClients(ctx context.Context, endpoint string, n int) (sessions []*conc
 	return sessions, closeAll, nil
 }
 
-// genEtcdMutex is the load generator's side of the etcd-mutex cycles:
-// Lock then Unlock of a Mutex on the worker's own name (workerLock), as
+// GenCycles is the load generator's side of the etcd-mutex cycles:
+// Lock then Unlock of a Mutex on the worker's own name (load.WorkerLock), as
 // the other cycle scenarios take theirs. Uncontended, Lock is
 // one txn (put the session's key, read the oldest key of the prefix) and
 // Unlock one delete.
-func genEtcdMutex(ctx context.Context, spec loadSpec, p *parentConn) error {
+func GenCycles(ctx context.Context, spec load.Spec, p *load.Parent) error {
 	sessions, closeAll, err := mutexClients(ctx, spec.URL, spec.Clients)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	if err := p.ready(); err != nil {
+	if err := p.Ready(); err != nil {
 		return err
 	}
-	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, _ int) error {
-		name := workerLock(etcdMutexPrefix+spec.Prefix, w)
+	loop := load.ClosedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, _ int) error {
+		name := load.WorkerLock(etcdMutexPrefix+spec.Prefix, w)
 		m := concurrency.NewMutex(sessions[w], name)
 		if err := m.Lock(ctx); err != nil {
 			return fmt.Errorf("lock %s: %w", name, err)
@@ -139,7 +87,7 @@ func genEtcdMutex(ctx context.Context, spec loadSpec, p *parentConn) error {
 		}
 		return nil
 	})
-	if err := p.report(loop); err != nil {
+	if err := p.Report(loop); err != nil {
 		return err
 	}
 	// Before exiting, since the parent waits for that: sessions left to
@@ -147,27 +95,27 @@ func genEtcdMutex(ctx context.Context, spec loadSpec, p *parentConn) error {
 	return closeAll()
 }
 
-// genEtcdMutexContention is the load generator's side of the etcd-mutex
+// GenContention is the load generator's side of the etcd-mutex
 // contention: every session loops on one Mutex, Lock (which waits) then
 // Unlock at once, reported as the contention scenario reports baton's.
-func genEtcdMutexContention(ctx context.Context, spec loadSpec, p *parentConn) error {
+func GenContention(ctx context.Context, spec load.Spec, p *load.Parent) error {
 	sessions, closeAll, err := mutexClients(ctx, spec.URL, spec.Clients)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	if err := p.ready(); err != nil {
+	if err := p.Ready(); err != nil {
 		return err
 	}
 	holds, errs, elapsed := contendMutex(ctx, sessions, etcdMutexPrefix+spec.Prefix+"one", spec.Duration)
 	if err := checkExclusive(holds); err != nil {
-		errs.add(err)
+		errs.Add(err)
 	}
-	grants := make([]grant, len(holds))
+	grants := make([]contend.Grant, len(holds))
 	for i, h := range holds {
-		grants[i] = h.grant
+		grants[i] = h.Grant
 	}
-	if err := p.report(grantReport(elapsed, errs, grants)); err != nil {
+	if err := p.Report(contend.GrantReport(elapsed, errs, grants)); err != nil {
 		return err
 	}
 	return closeAll()
@@ -178,16 +126,16 @@ func genEtcdMutexContention(ctx context.Context, spec loadSpec, p *parentConn) e
 // with every grant: each holder's answer comes after the previous
 // holder's delete.
 type mutexHold struct {
-	grant
+	contend.Grant
 	releasing time.Duration // Unlock about to be sent
 }
 
 // contendMutex runs one worker per session on the Mutex name, as
-// genContention runs baton's contenders: no Lock starts after d, every
+// contend.Turns runs baton's contenders: no Lock starts after d, every
 // Lock started is seen through, and each worker has at least two turns.
-// The returned errorCount is complete: every worker has ended.
-func contendMutex(ctx context.Context, sessions []*concurrency.Session, name string, d time.Duration) ([]mutexHold, *errorCount, time.Duration) {
-	errs := &errorCount{}
+// The returned ErrorCount is complete: every worker has ended.
+func contendMutex(ctx context.Context, sessions []*concurrency.Session, name string, d time.Duration) ([]mutexHold, *measure.ErrorCount, time.Duration) {
+	errs := &measure.ErrorCount{}
 	start := time.Now()
 	deadline := start.Add(d)
 	perClient := make([][]mutexHold, len(sessions))
@@ -197,7 +145,7 @@ func contendMutex(ctx context.Context, sessions []*concurrency.Session, name str
 			for turn := 0; ctx.Err() == nil && (turn < 2 || time.Now().Before(deadline)); turn++ {
 				h, err := holdMutex(ctx, s, name, start)
 				if err != nil {
-					errs.add(err)
+					errs.Add(err)
 					continue
 				}
 				perClient[w] = append(perClient[w], h)
@@ -209,23 +157,23 @@ func contendMutex(ctx context.Context, sessions []*concurrency.Session, name str
 }
 
 // holdMutex takes the Mutex name in session s, waiting up to
-// contentionWait as baton's contenders do, and releases it at once; its
+// contend.Wait as baton's contenders do, and releases it at once; its
 // times are from start.
 func holdMutex(ctx context.Context, s *concurrency.Session, name string, start time.Time) (mutexHold, error) {
 	m := concurrency.NewMutex(s, name)
 	var h mutexHold
-	h.sent = time.Since(start)
-	lockCtx, cancel := context.WithTimeout(ctx, contentionWait)
+	h.Sent = time.Since(start)
+	lockCtx, cancel := context.WithTimeout(ctx, contend.Wait)
 	err := m.Lock(lockCtx)
 	cancel()
-	h.granted = time.Since(start)
+	h.Granted = time.Since(start)
 	if err != nil {
 		return h, fmt.Errorf("lock %s: %w", name, err)
 	}
-	h.token = m.Header().Revision
+	h.Token = m.Header().Revision
 	h.releasing = time.Since(start)
 	err = m.Unlock(ctx)
-	h.released = time.Since(start)
+	h.Released = time.Since(start)
 	if err != nil {
 		return h, fmt.Errorf("unlock %s: %w", name, err)
 	}
@@ -238,14 +186,14 @@ func holdMutex(ctx context.Context, s *concurrency.Session, name string, start t
 // sent, so under a lock that works every grant comes after the releasing
 // of every hold granted before it.
 func checkExclusive(holds []mutexHold) error {
-	byGrant := slices.SortedFunc(slices.Values(holds), func(x, y mutexHold) int { return cmp.Compare(x.granted, y.granted) })
+	byGrant := slices.SortedFunc(slices.Values(holds), func(x, y mutexHold) int { return cmp.Compare(x.Granted, y.Granted) })
 	overlaps, misordered := 0, 0
 	var held time.Duration // the latest releasing of the holds so far
 	for i, h := range byGrant {
-		if i > 0 && h.granted < held {
+		if i > 0 && h.Granted < held {
 			overlaps++
 		}
-		if i > 0 && h.token <= byGrant[i-1].token {
+		if i > 0 && h.Token <= byGrant[i-1].Token {
 			misordered++
 		}
 		held = max(held, h.releasing)

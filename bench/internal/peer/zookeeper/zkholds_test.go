@@ -1,4 +1,4 @@
-package main
+package zookeeper
 
 import (
 	"context"
@@ -7,30 +7,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/bench/internal/contend"
+	"github.com/baton-dev/baton/bench/internal/measure"
 	"github.com/baton-dev/baton/internal/poll"
 )
 
 // zkCounted runs turns holds of every contender (each a worker with a
-// session of its own), one goroutine a contender, through take and give, with a round trip to the server inside every
-// critical section so that an overlap has the time to show, and fails
-// the test on any breach the counter sees. It returns the most held.
-func zkCounted(t *testing.T, ctx context.Context, counter *holdCounter, cs []contender, turns int, roundTrip func() error) int64 {
+// session of its own), one goroutine a contender, each counted by counter
+// as the scenario counts them, with a round trip to the server inside
+// every critical section so that an overlap has the time to show, and
+// fails the test on any breach the counter sees. It returns the most
+// held.
+func zkCounted(t *testing.T, ctx context.Context, counter *contend.HoldCounter, cs []contend.Contender, turns int, roundTrip func() error) int64 {
 	t.Helper()
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
 	for w, c := range cs {
+		c := c.Counted(counter, 0)
 		wg.Go(func() {
 			for range turns {
-				m := c.mode()
-				token, err := c.take(ctx, m)
+				token, err := c.Take(ctx, c.Mode())
 				if err != nil {
 					errs[w] = err
 					return
 				}
-				counter.enter(m)
-				err = roundTrip()
-				counter.leave(m)
-				if err = errors.Join(err, c.give(ctx, token)); err != nil {
+				if err = errors.Join(roundTrip(), c.Give(ctx, token)); err != nil {
 					errs[w] = err
 					return
 				}
@@ -41,10 +42,11 @@ func zkCounted(t *testing.T, ctx context.Context, counter *holdCounter, cs []con
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if n := counter.breaches.n.Load(); n != 0 {
-		t.Errorf("%d breaches, the first: %s", n, counter.breaches.first)
+	rep, err := counter.Report(0, &measure.ErrorCount{}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return counter.most.Load()
+	return rep.(contend.HoldsReport).MostHeld
 }
 
 // TestZkHoldRecipes checks Curator's semaphore and read/write lock
@@ -56,7 +58,7 @@ func TestZkHoldRecipes(t *testing.T) {
 	t.Run("rwlock first come first served", func(t *testing.T) { testZkRWLockFIFO(t, s) })
 }
 
-func testZkSemaphoreLimit(t *testing.T, s *ZooKeeperServer) {
+func testZkSemaphoreLimit(t *testing.T, s *Server) {
 	const workers, turns, limit = 6, 20, 2
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -69,8 +71,8 @@ func testZkSemaphoreLimit(t *testing.T, s *ZooKeeperServer) {
 	if err := sem.ensure(); err != nil {
 		t.Fatal(err)
 	}
-	counter := newHoldCounter(limit)
-	cs := make([]contender, workers)
+	counter := contend.NewHoldCounter(limit)
+	cs := make([]contend.Contender, workers)
 	for w, conn := range conns {
 		cs[w] = zkSemaphoreContender(zkSemaphore{conn: conn, path: sem.path, limit: limit})
 	}
@@ -86,7 +88,7 @@ func testZkSemaphoreLimit(t *testing.T, s *ZooKeeperServer) {
 	}
 }
 
-func testZkRWLockAlone(t *testing.T, s *ZooKeeperServer) {
+func testZkRWLockAlone(t *testing.T, s *Server) {
 	const workers, turns = 6, 20
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -99,8 +101,8 @@ func testZkRWLockAlone(t *testing.T, s *ZooKeeperServer) {
 	if err := zkEnsure(conns[0], dir); err != nil {
 		t.Fatal(err)
 	}
-	counter := newHoldCounter(0)
-	cs := make([]contender, workers)
+	counter := contend.NewHoldCounter(0)
+	cs := make([]contend.Contender, workers)
 	for w, conn := range conns {
 		cs[w] = zkRWContender(conn, dir, w)
 	}
@@ -114,7 +116,7 @@ func testZkRWLockAlone(t *testing.T, s *ZooKeeperServer) {
 // testZkRWLockFIFO checks the recipe's queue: a reader joins a reader at
 // once, a writer waits for both, and a reader that comes after the
 // waiting writer waits behind it.
-func testZkRWLockFIFO(t *testing.T, s *ZooKeeperServer) {
+func testZkRWLockFIFO(t *testing.T, s *Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conns, closeAll, err := zkSessions(ctx, s.Addr, 4)
@@ -126,13 +128,13 @@ func testZkRWLockFIFO(t *testing.T, s *ZooKeeperServer) {
 	if err := zkEnsure(conns[0], dir); err != nil {
 		t.Fatal(err)
 	}
-	r1, r2 := zkRWLock(conns[0], dir, holdRead), zkRWLock(conns[1], dir, holdRead)
+	r1, r2 := zkRWLock(conns[0], dir, contend.HoldRead), zkRWLock(conns[1], dir, contend.HoldRead)
 	h1, err1 := r1.lock(ctx)
 	h2, err2 := r2.lock(ctx)
 	if err := errors.Join(err1, err2); err != nil || h1.waits+h2.waits != 0 {
 		t.Fatalf("two readers: %+v %+v, %v; want both at once", h1, h2, err)
 	}
-	w := zkRWLock(conns[2], dir, holdWrite)
+	w := zkRWLock(conns[2], dir, contend.HoldWrite)
 	written := make(chan error, 1)
 	go func() {
 		h, err := w.lock(ctx)
@@ -147,7 +149,7 @@ func testZkRWLockFIFO(t *testing.T, s *ZooKeeperServer) {
 	})
 	rctx, rcancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer rcancel()
-	if _, err := zkRWLock(conns[3], dir, holdRead).lock(rctx); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := zkRWLock(conns[3], dir, contend.HoldRead).lock(rctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a reader behind a waiting writer: %v, want it to wait (%v)", err, context.DeadlineExceeded)
 	}
 	if err := errors.Join(r1.unlock(h1), r2.unlock(h2)); err != nil {

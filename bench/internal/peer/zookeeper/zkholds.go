@@ -1,4 +1,4 @@
-package main
+package zookeeper
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/baton-dev/baton/bench/internal/contend"
+	"github.com/baton-dev/baton/bench/internal/measure"
 )
 
 // zkSemaphore is Curator's InterProcessSemaphoreV2 on the node path, of
@@ -132,12 +135,12 @@ const (
 // writer ahead of it (it holds once no writer is ahead). Re-entrancy,
 // which Curator keeps per thread, does not arise: a worker takes one
 // hold at a time.
-func zkRWLock(conn *zk.Conn, dir string, m holdMode) zkMutex {
+func zkRWLock(conn *zk.Conn, dir string, m contend.HoldMode) zkMutex {
 	node := zkReadNode
-	if m == holdWrite {
+	if m == contend.HoldWrite {
 		node = zkWriteNode
 	}
-	return zkMutex{conn: conn, dir: dir, node: node, blocker: zkRWBlocker(m == holdWrite)}
+	return zkMutex{conn: conn, dir: dir, node: node, blocker: zkRWBlocker(m == contend.HoldWrite)}
 }
 
 // zkRWBlocker picks the child a read/write lock's contender of sequence
@@ -172,83 +175,83 @@ func zkRWBlocker(write bool) func(children []string, seq int64) (string, error) 
 	}
 }
 
-// zookeeperHolds runs the semaphore or rwlock scenario's clients on
-// Curator's recipe for it, a session per worker, on a node of its own.
-func (b *bench) zookeeperHolds(ctx context.Context, kind string) (*HoldsResult, error) {
-	clients := b.cfg.ContentionClients
-	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, clients)
+// Holds runs the semaphore or rwlock scenario (kind, contend.KindSemaphore
+// or contend.KindRWLock) of clients for d on Curator's recipe for it, a
+// session per worker, on a node of its own.
+func (s *Server) Holds(ctx context.Context, kind string, clients int, d time.Duration) (contend.HoldsReport, measure.Spent, error) {
+	conns, closeAll, err := zkSessions(ctx, s.Addr, clients)
 	if err != nil {
-		return nil, err
+		return contend.HoldsReport{}, measure.Spent{}, err
 	}
 	defer closeAll()
 	path := zkLocksRoot + "/zookeeper-" + kind + "-one"
-	cs := make([]contender, clients)
-	var counter *holdCounter
-	if kind == kindSemaphore {
-		counter = newHoldCounter(semaphoreLimit)
+	cs := make([]contend.Contender, clients)
+	var counter *contend.HoldCounter
+	if kind == contend.KindSemaphore {
+		counter = contend.NewHoldCounter(contend.SemaphoreLimit)
 		if err := (zkSemaphore{conn: conns[0], path: path}).ensure(); err != nil {
-			return nil, err
+			return contend.HoldsReport{}, measure.Spent{}, err
 		}
 		for w, conn := range conns {
-			cs[w] = zkSemaphoreContender(zkSemaphore{conn: conn, path: path, limit: semaphoreLimit}).counted(counter, 0)
+			cs[w] = zkSemaphoreContender(zkSemaphore{conn: conn, path: path, limit: contend.SemaphoreLimit}).Counted(counter, 0)
 		}
 	} else {
-		counter = newHoldCounter(0)
+		counter = contend.NewHoldCounter(0)
 		if err := zkEnsure(conns[0], path); err != nil {
-			return nil, err
+			return contend.HoldsReport{}, measure.Spent{}, err
 		}
 		for w, conn := range conns {
-			cs[w] = zkRWContender(conn, path, w).counted(counter, rwHold)
+			cs[w] = zkRWContender(conn, path, w).Counted(counter, contend.RWHold)
 		}
 	}
 	var rep any
-	u, err := b.zkMeasured(func() error {
-		var errs errorCount
+	u, err := s.measured(func() error {
+		var errs measure.ErrorCount
 		start := time.Now()
-		grants := turnsOf(ctx, start, start.Add(b.cfg.Duration), cs, &errs)
+		grants := contend.Turns(ctx, start, start.Add(d), cs, &errs)
 		var rerr error
-		rep, rerr = counter.report(time.Since(start), &errs, grants)
+		rep, rerr = counter.Report(time.Since(start), &errs, grants)
 		return rerr
 	})
 	if err != nil {
-		return nil, err
+		return contend.HoldsReport{}, measure.Spent{}, err
 	}
-	return newHoldsResult(kind, clients, rep.(holdsReport), u), nil
+	return rep.(contend.HoldsReport), u, nil
 }
 
 // zkSemaphoreContender takes a lease of s each turn, waiting as baton's
 // contenders do, and gives it back at once.
-func zkSemaphoreContender(s zkSemaphore) contender {
+func zkSemaphoreContender(s zkSemaphore) contend.Contender {
 	var h zkHold // the worker's lease between its take and give
-	return contender{
-		take: func(ctx context.Context, _ holdMode) (int64, error) {
-			wctx, cancel := context.WithTimeout(ctx, contentionWait)
+	return contend.Contender{
+		Take: func(ctx context.Context, _ contend.HoldMode) (int64, error) {
+			wctx, cancel := context.WithTimeout(ctx, contend.Wait)
 			defer cancel()
 			var err error
 			h, err = s.acquire(wctx)
 			return h.seq, err
 		},
-		give:  func(context.Context, int64) error { return s.release(h) },
-		modes: permits,
+		Give:  func(context.Context, int64) error { return s.release(h) },
+		Modes: contend.Permits,
 	}
 }
 
 // zkRWContender takes worker w's read or write hold of the read/write
 // lock at dir each turn, drawn as baton's workers draw theirs, and
 // releases it at once.
-func zkRWContender(conn *zk.Conn, dir string, w int) contender {
+func zkRWContender(conn *zk.Conn, dir string, w int) contend.Contender {
 	var m zkMutex // the hold's recipe between its take and give
 	var h zkHold
-	return contender{
-		take: func(ctx context.Context, mode holdMode) (int64, error) {
-			wctx, cancel := context.WithTimeout(ctx, contentionWait)
+	return contend.Contender{
+		Take: func(ctx context.Context, mode contend.HoldMode) (int64, error) {
+			wctx, cancel := context.WithTimeout(ctx, contend.Wait)
 			defer cancel()
 			m = zkRWLock(conn, dir, mode)
 			var err error
 			h, err = m.lock(wctx)
 			return h.seq, err
 		},
-		give:  func(context.Context, int64) error { return m.unlock(h) },
-		modes: rwModes(w),
+		Give:  func(context.Context, int64) error { return m.unlock(h) },
+		Modes: contend.RWModes(w),
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package httpfloor
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/bench/internal/httpapi"
+	"github.com/baton-dev/baton/bench/internal/load"
 )
 
 // An httpfloor acquire with wait is the limit of a FIFO lock in the same
@@ -52,7 +55,7 @@ type floorGrant struct {
 
 // queue is name's queue; with create false, nil if no acquire with wait
 // made one.
-func (f *floorServer) queue(name string, create bool) *floorQueue {
+func (f *Server) queue(name string, create bool) *floorQueue {
 	f.queuesMu.Lock()
 	defer f.queuesMu.Unlock()
 	q := f.queues[name]
@@ -65,7 +68,7 @@ func (f *floorServer) queue(name string, create bool) *floorQueue {
 
 // acquireWaiting takes the lock, or waits in line up to wait for a
 // release to hand it over.
-func (f *floorServer) acquireWaiting(w http.ResponseWriter, r *http.Request, name string, body acquireBody, wait time.Duration) {
+func (f *Server) acquireWaiting(w http.ResponseWriter, r *http.Request, name string, body httpapi.AcquireBody, wait time.Duration) {
 	q, key := f.queue(name, true), httpFloorPrefix+name
 	if q.claim() {
 		f.take(w, r, q, name, key, body.Owner, "")
@@ -124,7 +127,7 @@ func (q *floorQueue) join(fw *floorWaiter) bool {
 
 // take puts the lock key for a caller that claimed it, deleting its queue
 // entry if it has one, and answers the grant.
-func (f *floorServer) take(w http.ResponseWriter, r *http.Request, q *floorQueue, name, key, owner, entry string) {
+func (f *Server) take(w http.ResponseWriter, r *http.Request, q *floorQueue, name, key, owner, entry string) {
 	ops := []clientv3.Op{clientv3.OpPut(key, owner, clientv3.WithLease(f.lease))}
 	if entry != "" {
 		ops = append(ops, clientv3.OpDelete(entry))
@@ -161,14 +164,14 @@ var errNotFree = errors.New("the floor's lock key exists though the floor holds 
 // leave takes fw out of line when its wait ends unanswered. A release
 // that took it out first is handing it the lock: that grant is released,
 // so that the lock does not stay with nobody.
-func (f *floorServer) leave(q *floorQueue, name string, fw *floorWaiter) {
+func (f *Server) leave(q *floorQueue, name string, fw *floorWaiter) {
 	q.mu.Lock()
 	i := slices.Index(q.waiters, fw)
 	if i >= 0 {
 		q.waiters = slices.Delete(q.waiters, i, i+1)
 	}
 	q.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), httpapi.RequestTimeout)
 	defer cancel()
 	if i >= 0 {
 		// A write error leaves the entry to the lease, revoked at close.
@@ -187,7 +190,7 @@ func (f *floorServer) leave(q *floorQueue, name string, fw *floorWaiter) {
 // releaseQueued ends the hold of token, handing the lock to the oldest
 // waiter in the same txn if there is one; it reports whether token held
 // the lock.
-func (f *floorServer) releaseQueued(ctx context.Context, q *floorQueue, name string, token int64) (bool, error) {
+func (f *Server) releaseQueued(ctx context.Context, q *floorQueue, name string, token int64) (bool, error) {
 	key := httpFloorPrefix + name
 	q.mu.Lock()
 	if !q.held || q.token != token {
@@ -226,9 +229,9 @@ func (f *floorServer) releaseQueued(ctx context.Context, q *floorQueue, name str
 }
 
 // answer writes an acquire's 201.
-func (f *floorServer) answer(w http.ResponseWriter, name, owner string, token int64) {
+func (f *Server) answer(w http.ResponseWriter, name, owner string, token int64) {
 	now := time.Now().UTC()
 	writeFloorJSON(w, http.StatusCreated, floorLock{
-		Name: name, Owner: owner, Token: token, TTL: sessionTTL.String(), AcquiredAt: now, ExpiresAt: now.Add(sessionTTL),
+		Name: name, Owner: owner, Token: token, TTL: load.SessionTTL.String(), AcquiredAt: now, ExpiresAt: now.Add(load.SessionTTL),
 	})
 }

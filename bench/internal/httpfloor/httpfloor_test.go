@@ -1,4 +1,4 @@
-package main
+package httpfloor
 
 import (
 	"context"
@@ -6,24 +6,27 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/baton-dev/baton/bench/internal/httpapi"
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/tests/testetcd"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // floorOnMember starts a floor server on a member of its own, batching
-// its txns if batched, closed when the test ends, and returns it with the
+// its txns, and putting records records a cycle, if batched, closed when
+// the test ends, and returns it with the
 // member's client and a context that bounds the test.
-func floorOnMember(t *testing.T, batched bool) (*floorServer, *clientv3.Client, context.Context) {
+func floorOnMember(t *testing.T, batched bool, records int) (*Server, *clientv3.Client, context.Context) {
 	t.Helper()
 	m := testetcd.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	f, err := startHTTPFloor(ctx, m.Client(), batched)
+	f, err := Start(ctx, m.Client(), batched, records)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.close() })
+	t.Cleanup(func() { f.Close() })
 	return f, m.Client(), ctx
 }
 
@@ -42,39 +45,39 @@ func TestHTTPFloor_TakenLockAndStaleTokenAreRefused(t *testing.T) {
 }
 
 func checkFloorRefusals(t *testing.T, batched bool) {
-	f, cli, ctx := floorOnMember(t, batched)
-	wantRecords := int64(0)
+	records, wantRecords := 0, int64(0)
 	if batched {
 		// Two acquires and one release succeed below.
-		f.records, wantRecords = 3, 2*2+1
+		records, wantRecords = 3, 2*2+1
 	}
-	a := newAPI(f.url, 1)
-	id, err := a.createSession(ctx, "w1")
+	f, cli, ctx := floorOnMember(t, batched, records)
+	a := httpapi.New(f.URL(), 1)
+	id, err := a.CreateSession(ctx, "w1")
 	if err != nil || id == "" {
 		t.Fatalf("create session: %q, %v", id, err)
 	}
-	body := acquireBody{Owner: "w1", Session: id}.encode()
-	token, err := a.acquire(ctx, "a", body)
+	body := httpapi.AcquireBody{Owner: "w1", Session: id}.Encode()
+	token, err := a.Acquire(ctx, "a", body)
 	if err != nil || token <= 0 {
 		t.Fatalf("acquire: token %d, %v", token, err)
 	}
-	if _, err := a.acquire(ctx, "a", body); err == nil || !strings.Contains(err.Error(), "409") {
+	if _, err := a.Acquire(ctx, "a", body); err == nil || !strings.Contains(err.Error(), "409") {
 		t.Errorf("acquire of a held lock: %v, want 409", err)
 	}
-	if err := a.release(ctx, "a", token-1); err == nil || !strings.Contains(err.Error(), "409") {
+	if err := a.Release(ctx, "a", token-1); err == nil || !strings.Contains(err.Error(), "409") {
 		t.Errorf("release with a stale token: %v, want 409", err)
 	}
-	if err := a.release(ctx, "a", token); err != nil {
+	if err := a.Release(ctx, "a", token); err != nil {
 		t.Errorf("release: %v", err)
 	}
-	again, err := a.acquire(ctx, "a", body)
+	again, err := a.Acquire(ctx, "a", body)
 	if err != nil || again <= token {
 		t.Errorf("acquire after release: token %d (first %d), %v", again, token, err)
 	}
-	if err := a.renewSession(ctx, id); err != nil {
+	if err := a.RenewSession(ctx, id); err != nil {
 		t.Errorf("renew: %v", err)
 	}
-	if err := a.deleteSession(ctx, id); err != nil {
+	if err := a.DeleteSession(ctx, id); err != nil {
 		t.Errorf("delete session: %v", err)
 	}
 
@@ -87,7 +90,7 @@ func checkFloorRefusals(t *testing.T, batched bool) {
 	}
 
 	// "a" is still held; the lease takes it with it.
-	if err := f.close(); err != nil {
+	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := cli.Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -105,10 +108,10 @@ func checkFloorRefusals(t *testing.T, batched bool) {
 // a wait that runs out is refused and leaves no entry, and that nothing
 // is left once the last holder releases.
 func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
-	f, cli, ctx := floorOnMember(t, false)
-	a := newAPI(f.url, 4)
-	waiting := func(owner, wait string) []byte { return acquireBody{Owner: owner, Wait: wait}.encode() }
-	first, err := a.acquire(ctx, "q", waiting("w0", "10s"))
+	f, cli, ctx := floorOnMember(t, false, 0)
+	a := httpapi.New(f.URL(), 4)
+	waiting := func(owner, wait string) []byte { return httpapi.AcquireBody{Owner: owner, Wait: wait}.Encode() }
+	first, err := a.Acquire(ctx, "q", waiting("w0", "10s"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +127,12 @@ func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
 	grants := make(chan grant, 2)
 	for i, owner := range []string{"w1", "w2"} {
 		go func() {
-			tok, err := a.acquire(ctx, "q", waiting(owner, "10s"))
+			tok, err := a.Acquire(ctx, "q", waiting(owner, "10s"))
 			grants <- grant{owner, tok, err}
 		}()
 		poll.Until(t, 10*time.Second, "the waiter in line", queued(i+1))
 	}
-	if _, err := a.acquire(ctx, "q", waiting("late", "50ms")); err == nil || !strings.Contains(err.Error(), "409") {
+	if _, err := a.Acquire(ctx, "q", waiting("late", "50ms")); err == nil || !strings.Contains(err.Error(), "409") {
 		t.Errorf("a wait that runs out: %v, want 409", err)
 	}
 	poll.Until(t, 10*time.Second, "the late waiter gone", queued(2))
@@ -140,7 +143,7 @@ func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.release(ctx, "q", token); err != nil {
+		if err := a.Release(ctx, "q", token); err != nil {
 			t.Fatalf("release of %d: %v", token, err)
 		}
 		g := <-grants
@@ -149,7 +152,7 @@ func TestHTTPFloor_WaitersAreHandedTheLockInOrder(t *testing.T) {
 		}
 		token = g.token
 	}
-	if err := a.release(ctx, "q", token); err != nil {
+	if err := a.Release(ctx, "q", token); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := cli.Get(ctx, httpFloorPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())

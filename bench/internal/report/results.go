@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bufio"
@@ -11,6 +11,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/baton-dev/baton/bench/internal/contend"
+	"github.com/baton-dev/baton/bench/internal/load"
+	"github.com/baton-dev/baton/bench/internal/measure"
+	"github.com/baton-dev/baton/bench/internal/peer/redis"
+	"github.com/baton-dev/baton/bench/internal/peer/zookeeper"
 )
 
 // Results is one run, as written to the JSON file. Sections of scenarios
@@ -28,7 +34,7 @@ type Results struct {
 	// Redis is the other peer, run when given a server: SET NX PX and a
 	// compare-and-delete script; RedisServer says what that server is.
 	Redis       []CycleResult     `json:"redis,omitempty"`
-	RedisServer *RedisServer      `json:"redis_server,omitempty"`
+	RedisServer *redis.Server     `json:"redis_server,omitempty"`
 	Contention  *ContentionResult `json:"contention,omitempty"`
 	Scale       *ScaleResult      `json:"scale,omitempty"`
 	History     *HistoryResult    `json:"history,omitempty"`
@@ -39,7 +45,7 @@ type Results struct {
 	// bench started, ZooKeeperContention the contention scenario on it.
 	ZooKeeper           []CycleResult     `json:"zookeeper,omitempty"`
 	ZooKeeperContention *ContentionResult `json:"zookeeper_contention,omitempty"`
-	ZooKeeperServer     *ZooKeeperServer  `json:"zookeeper_server,omitempty"`
+	ZooKeeperServer     *zookeeper.Server `json:"zookeeper_server,omitempty"`
 	// EtcdMutex is etcd's own Go recipe, clientv3/concurrency's Session
 	// and Mutex, over gRPC to the same member, a session per worker; and
 	// EtcdMutexContention its workers on one Mutex.
@@ -75,6 +81,21 @@ type Results struct {
 	HTTPFloorContention *ContentionResult `json:"httpfloor_contention,omitempty"`
 }
 
+// TrailResult is the trail every scenario ran beside (-trail-events).
+type TrailResult struct {
+	// Events counts the audit events made, as the history scenario makes
+	// its own; FillSeconds is how long that took, and IndexedSeconds how
+	// long the history index took after it to hold them all.
+	Events         int64   `json:"events"`
+	FillSeconds    float64 `json:"fill_seconds"`
+	IndexedSeconds float64 `json:"indexed_seconds"`
+	// Keys is how many keys etcd held once the index held the trail, and
+	// CompactedAt the revision etcd was then compacted to (0 with
+	// -trail-keeps-history).
+	Keys        int64 `json:"keys"`
+	CompactedAt int64 `json:"compacted_at,omitempty"`
+}
+
 // Machine is where the run ran.
 type Machine struct {
 	CPUs      int    `json:"cpus"`
@@ -84,7 +105,8 @@ type Machine struct {
 	Arch      string `json:"arch"`
 }
 
-func describeMachine() Machine {
+// DescribeMachine is this machine.
+func DescribeMachine() Machine {
 	return Machine{CPUs: runtime.NumCPU(), CPUModel: cpuModel(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 }
 
@@ -122,28 +144,6 @@ type Settings struct {
 	TrailKeepsHistory bool     `json:"trail_keeps_history,omitempty"`
 }
 
-func (c Config) settings() Settings {
-	s := Settings{
-		Duration:          c.Duration.String(),
-		Clients:           c.Clients,
-		ContentionClients: c.ContentionClients,
-		ScaleSessions:     c.ScaleSessions,
-		ScaleLocks:        c.ScaleLocks,
-		ScaleDuration:     c.ScaleDuration.String(),
-		ScaleRenew:        c.ScaleRenew.String(),
-		Redis:             c.Redis,
-		Only:              c.Only,
-	}
-	if c.runs("history") {
-		s.HistoryEvents, s.HistoryRequests = c.HistoryEvents, c.HistoryRequests
-	}
-	if c.runs("httpfloor-batched") {
-		s.FloorRecords = c.FloorRecords
-	}
-	s.TrailEvents, s.TrailKeepsHistory = c.TrailEvents, c.TrailKeepsHistory
-	return s
-}
-
 // CycleResult is one cycle scenario (floor, lease, session or a peer) at
 // one client count.
 type CycleResult struct {
@@ -153,7 +153,7 @@ type CycleResult struct {
 	Seconds      float64 `json:"seconds"`
 	CyclesPerSec float64 `json:"cycles_per_sec"`
 	// Latency is of whole cycles, acquire sent to release answered.
-	Latency Latency `json:"latency"`
+	Latency measure.Latency `json:"latency"`
 	// CPUSecondsPer1k is the CPU time of the process running etcd (and
 	// baton) per 1,000 cycles; for the redis peer, redis-server's, absent
 	// when it could not be read (see RedisServer.NoCPU).
@@ -206,36 +206,39 @@ type CPUCores struct {
 	Other float64 `json:"other"`
 }
 
-func (s spent) cores() CPUCores {
-	wall := s.wall.Seconds()
+// NewCPUCores is the cores of what a scenario spent.
+func NewCPUCores(s measure.Spent) CPUCores {
+	wall := s.Wall.Seconds()
 	return CPUCores{
-		Node:    per(s.cpu.Seconds(), wall),
-		Loadgen: per(s.loadgenCPU.Seconds(), wall),
+		Node:    Per(s.CPU.Seconds(), wall),
+		Loadgen: Per(s.LoadgenCPU.Seconds(), wall),
 		// /proc/stat counts in 10ms ticks: a short scenario can come out
 		// a little below what the two processes used.
-		Other: max(0, per((s.machine-s.cpu-s.loadgenCPU).Seconds(), wall)),
+		Other: max(0, Per((s.Machine-s.CPU-s.LoadgenCPU).Seconds(), wall)),
 	}
 }
 
-func newCycleResult(clients int, l loopResult, u spent) CycleResult {
+// NewCycleResult is the result of a cycle scenario's row at clients: its
+// closed loop, and what it spent.
+func NewCycleResult(clients int, l load.LoopResult, u measure.Spent) CycleResult {
 	return CycleResult{
 		Clients:             clients,
 		Cycles:              l.Cycles,
 		Seconds:             l.Elapsed.Seconds(),
-		CyclesPerSec:        per(float64(l.Cycles), l.Elapsed.Seconds()),
+		CyclesPerSec:        Per(float64(l.Cycles), l.Elapsed.Seconds()),
 		Latency:             l.Latency,
-		CPUSecondsPer1k:     per(u.cpu.Seconds()*1000, float64(l.Cycles)),
-		RaftEntriesPerCycle: per(u.raftEntries, float64(l.Cycles)),
-		KeyWritesPerCycle:   per(u.keyWrites, float64(l.Cycles)),
-		DBMiB:               u.dbBytes / (1 << 20),
-		Cores:               u.cores(),
+		CPUSecondsPer1k:     Per(u.CPU.Seconds()*1000, float64(l.Cycles)),
+		RaftEntriesPerCycle: Per(u.RaftEntries, float64(l.Cycles)),
+		KeyWritesPerCycle:   Per(u.KeyWrites, float64(l.Cycles)),
+		DBMiB:               u.DBBytes / (1 << 20),
+		Cores:               NewCPUCores(u),
 		Errors:              l.Errors,
 		FirstError:          l.FirstError,
 	}
 }
 
-// per divides, and answers 0 for nothing measured: JSON has no NaN.
-func per(x, y float64) float64 {
+// Per divides, and answers 0 for nothing measured: JSON has no NaN.
+func Per(x, y float64) float64 {
 	if y == 0 {
 		return 0
 	}
@@ -252,13 +255,13 @@ type ContentionResult struct {
 	HandoffsPerSec float64 `json:"handoffs_per_sec"`
 	// Handoff is from a release being answered to the next acquire of the
 	// key being answered.
-	Handoff Latency `json:"handoff"`
+	Handoff measure.Latency `json:"handoff"`
 	// HandoffsEarly counts handoffs whose acquire was answered before the
 	// release; Handoff has them as 0.
-	HandoffsEarly       int64    `json:"handoffs_early"`
-	Fairness            fairness `json:"fairness"`
-	CPUSecondsPer1k     float64  `json:"cpu_seconds_per_1k"`
-	RaftEntriesPerGrant float64  `json:"raft_entries_per_grant"`
+	HandoffsEarly       int64            `json:"handoffs_early"`
+	Fairness            contend.Fairness `json:"fairness"`
+	CPUSecondsPer1k     float64          `json:"cpu_seconds_per_1k"`
+	RaftEntriesPerGrant float64          `json:"raft_entries_per_grant"`
 	// KeyWritesPerGrant counts etcd's puts and deletes per grant, as
 	// CycleResult.KeyWritesPerCycle does per cycle.
 	KeyWritesPerGrant float64  `json:"key_writes_per_grant,omitempty"`
@@ -270,19 +273,21 @@ type ContentionResult struct {
 	BatonVs float64 `json:"baton_vs,omitempty"`
 }
 
-func newContentionResult(clients int, r contentionReport, u spent) *ContentionResult {
+// NewContentionResult is the result of a contention loop of clients: its
+// report, and what it spent.
+func NewContentionResult(clients int, r contend.Report, u measure.Spent) *ContentionResult {
 	return &ContentionResult{
 		Clients:             clients,
 		Grants:              r.Grants,
 		Seconds:             r.Elapsed.Seconds(),
-		HandoffsPerSec:      per(float64(r.Grants), r.Elapsed.Seconds()),
+		HandoffsPerSec:      Per(float64(r.Grants), r.Elapsed.Seconds()),
 		Handoff:             r.Handoff,
 		HandoffsEarly:       r.HandoffsEarly,
 		Fairness:            r.Fairness,
-		CPUSecondsPer1k:     per(u.cpu.Seconds()*1000, float64(r.Grants)),
-		RaftEntriesPerGrant: per(u.raftEntries, float64(r.Grants)),
-		KeyWritesPerGrant:   per(u.keyWrites, float64(r.Grants)),
-		Cores:               u.cores(),
+		CPUSecondsPer1k:     Per(u.CPU.Seconds()*1000, float64(r.Grants)),
+		RaftEntriesPerGrant: Per(u.RaftEntries, float64(r.Grants)),
+		KeyWritesPerGrant:   Per(u.KeyWrites, float64(r.Grants)),
+		Cores:               NewCPUCores(u),
 		Errors:              r.Errors,
 		FirstError:          r.FirstError,
 	}
@@ -302,37 +307,21 @@ type ScaleResult struct {
 	RSSBeforeMiB float64 `json:"rss_before_mib"`
 	RSSMaxMiB    float64 `json:"rss_max_mib"`
 	// Renew is from a renew's scheduled time to its answer.
-	Renew Latency `json:"renew"`
+	Renew measure.Latency `json:"renew"`
 	// Probe is from a probe's scheduled time to its release's answer.
-	Probe             Latency  `json:"probe"`
-	Cores             CPUCores `json:"cores"`
-	RaftEntriesPerSec float64  `json:"raft_entries_per_sec"`
-	Errors            int64    `json:"errors"`
-	FirstError        string   `json:"first_error,omitempty"`
+	Probe             measure.Latency `json:"probe"`
+	Cores             CPUCores        `json:"cores"`
+	RaftEntriesPerSec float64         `json:"raft_entries_per_sec"`
+	Errors            int64           `json:"errors"`
+	FirstError        string          `json:"first_error,omitempty"`
+	// ProbesPerSec is the probes' rate, a constant of the scenario: the
+	// table's heading says it, the JSON does not.
+	ProbesPerSec int `json:"-"`
 }
 
-func newScaleResult(cfg Config, r scaleReport, held, rssBefore, rssMax int64, u spent) *ScaleResult {
-	const mib = 1 << 20
-	return &ScaleResult{
-		Sessions:          cfg.ScaleSessions,
-		LocksPerSession:   cfg.ScaleLocks,
-		LocksHeld:         held,
-		SetupSeconds:      r.Setup.Seconds(),
-		Seconds:           r.Elapsed.Seconds(),
-		RSSBeforeMiB:      float64(rssBefore) / mib,
-		RSSMaxMiB:         float64(rssMax) / mib,
-		Renew:             r.Renew,
-		Probe:             r.Probe,
-		Cores:             u.cores(),
-		RaftEntriesPerSec: per(u.raftEntries, r.Elapsed.Seconds()),
-		Errors:            r.Errors,
-		FirstError:        r.FirstError,
-	}
-}
-
-// compare fills in each cycle scenario's ratios to the floor at the same
-// client count.
-func (r *Results) compare() {
+// Compare fills in each cycle scenario's ratios to the floor at the same
+// client count, and the peers' ratios to baton's.
+func (r *Results) Compare() {
 	for _, rs := range [][]CycleResult{r.Lease, r.Session, r.EtcdGateway, r.Redis, r.ZooKeeper, r.EtcdMutex, r.HTTPFloor, r.HTTPFloorBatched} {
 		for i := range rs {
 			for _, f := range r.Floor {
@@ -340,10 +329,10 @@ func (r *Results) compare() {
 					continue
 				}
 				rs[i].VsFloor = &Ratios{
-					CyclesPerSec:    per(rs[i].CyclesPerSec, f.CyclesPerSec),
-					P50:             per(float64(rs[i].Latency.P50), float64(f.Latency.P50)),
-					P99:             per(float64(rs[i].Latency.P99), float64(f.Latency.P99)),
-					CPUSecondsPer1k: per(rs[i].CPUSecondsPer1k, f.CPUSecondsPer1k),
+					CyclesPerSec:    Per(rs[i].CyclesPerSec, f.CyclesPerSec),
+					P50:             Per(float64(rs[i].Latency.P50), float64(f.Latency.P50)),
+					P99:             Per(float64(rs[i].Latency.P99), float64(f.Latency.P99)),
+					CPUSecondsPer1k: Per(rs[i].CPUSecondsPer1k, f.CPUSecondsPer1k),
 				}
 			}
 		}
@@ -354,8 +343,8 @@ func (r *Results) compare() {
 // peerSections are the cycle scenarios baton's session mode is held
 // against, in table order: ZooKeeper, etcd's own recipe, and the HTTP
 // floor, its txns sent alone and batched.
-func (r *Results) peerSections() []cycleSection {
-	return []cycleSection{{"zookeeper", r.ZooKeeper}, {"etcd-mutex", r.EtcdMutex}, {"httpfloor", r.HTTPFloor}, {"httpfloor-batched", r.HTTPFloorBatched}}
+func (r *Results) peerSections() []CycleSection {
+	return []CycleSection{{"zookeeper", r.ZooKeeper}, {"etcd-mutex", r.EtcdMutex}, {"httpfloor", r.HTTPFloor}, {"httpfloor-batched", r.HTTPFloorBatched}}
 }
 
 // peerContentionResult is a peer's contention scenario, named.
@@ -384,29 +373,29 @@ func (r *Results) peerContention() []peerContentionResult {
 // scenario by each contention peer's.
 func (r *Results) compareToSession() {
 	for _, sc := range r.peerSections() {
-		for i := range sc.results {
-			p := &sc.results[i]
+		for i := range sc.Results {
+			p := &sc.Results[i]
 			for _, s := range r.Session {
 				if s.Clients != p.Clients {
 					continue
 				}
 				p.BatonVs = &Ratios{
-					CyclesPerSec:    per(s.CyclesPerSec, p.CyclesPerSec),
-					P50:             per(float64(s.Latency.P50), float64(p.Latency.P50)),
-					P99:             per(float64(s.Latency.P99), float64(p.Latency.P99)),
-					CPUSecondsPer1k: per(s.CPUSecondsPer1k, p.CPUSecondsPer1k),
+					CyclesPerSec:    Per(s.CyclesPerSec, p.CyclesPerSec),
+					P50:             Per(float64(s.Latency.P50), float64(p.Latency.P50)),
+					P99:             Per(float64(s.Latency.P99), float64(p.Latency.P99)),
+					CPUSecondsPer1k: Per(s.CPUSecondsPer1k, p.CPUSecondsPer1k),
 				}
 			}
 		}
 	}
 	if c := r.Contention; c != nil {
 		for _, p := range r.peerContention() {
-			p.result.BatonVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
+			p.result.BatonVs = Per(c.HandoffsPerSec, p.result.HandoffsPerSec)
 		}
 	}
 	if c := r.Election; c != nil {
 		for _, p := range r.peerElections() {
-			p.result.BatonVs = per(c.HandoffsPerSec, p.result.HandoffsPerSec)
+			p.result.BatonVs = Per(c.HandoffsPerSec, p.result.HandoffsPerSec)
 		}
 	}
 	if r.Semaphore != nil && r.ZooKeeperSemaphore != nil {
@@ -434,9 +423,9 @@ func (r *Results) peerElections() []peerContentionResult {
 func printPeers(tw io.Writer, r *Results) {
 	var rows []string
 	for _, sc := range r.peerSections() {
-		for _, p := range sc.results {
+		for _, p := range sc.Results {
 			if v := p.BatonVs; v != nil {
-				rows = append(rows, fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", sc.name, p.Clients, p.CyclesPerSec,
+				rows = append(rows, fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", sc.Name, p.Clients, p.CyclesPerSec,
 					ratio(v.CyclesPerSec), ms(p.Latency.P50), ratio(v.P50), ms(p.Latency.P99), ratio(v.P99), ratio(v.CPUSecondsPer1k)))
 			}
 		}
@@ -475,33 +464,34 @@ func printHandoffs(tw io.Writer, ps []peerContentionResult) {
 	}
 }
 
-// cycleSection is one of the cycle scenarios' results, named.
-type cycleSection struct {
-	name    string
-	results []CycleResult
+// CycleSection is one of the cycle scenarios' results, named.
+type CycleSection struct {
+	Name    string
+	Results []CycleResult
 }
 
-// cycleScenarios lists the cycle sections in table order; zookeeper's
+// CycleSections lists the cycle sections in table order; zookeeper's
 // only when it ran, as its server may not be installed.
-func (r *Results) cycleScenarios() []cycleSection {
-	sections := []cycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}, {"redis", r.Redis}}
+func (r *Results) CycleSections() []CycleSection {
+	sections := []CycleSection{{"floor", r.Floor}, {"lease", r.Lease}, {"session", r.Session}, {"etcd-gateway", r.EtcdGateway}, {"redis", r.Redis}}
 	if len(r.ZooKeeper) > 0 {
-		sections = append(sections, cycleSection{"zookeeper", r.ZooKeeper})
+		sections = append(sections, CycleSection{"zookeeper", r.ZooKeeper})
 	}
-	return append(sections, cycleSection{"etcd-mutex", r.EtcdMutex}, cycleSection{"httpfloor", r.HTTPFloor}, cycleSection{"httpfloor-batched", r.HTTPFloorBatched})
+	return append(sections, CycleSection{"etcd-mutex", r.EtcdMutex}, CycleSection{"httpfloor", r.HTTPFloor}, CycleSection{"httpfloor-batched", r.HTTPFloorBatched})
 }
 
 // hasCycles reports whether any cycle scenario ran.
 func (r *Results) hasCycles() bool {
-	for _, sc := range r.cycleScenarios() {
-		if len(sc.results) > 0 {
+	for _, sc := range r.CycleSections() {
+		if len(sc.Results) > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-func printTable(out io.Writer, r *Results) error {
+// WriteTable prints r to out as the tables a reader of a run looks at.
+func WriteTable(out io.Writer, r *Results) error {
 	m := r.Machine
 	fmt.Fprintf(out, "baton bench: %d CPUs (%s), %s, %s per throughput scenario\n", m.CPUs, m.CPUModel, m.GoVersion, r.Settings.Duration)
 	if t := r.Trail; t != nil {
@@ -515,21 +505,21 @@ func printTable(out io.Writer, r *Results) error {
 	if r.hasCycles() {
 		fmt.Fprintln(tw, "\nacquire+release cycles, each client on a lock of its own (×floor: ratio to the floor at the same clients)")
 		fmt.Fprintln(tw, "scenario\tclients\tcycles/s\t×floor\tp50\t×floor\tp99\t×floor\tcpu s/1k\t×floor\traft/cycle\twrites/cycle\tdb MiB\tcores node/gen/other\terrors\t")
-		for _, sc := range r.cycleScenarios() {
-			for _, c := range sc.results {
+		for _, sc := range r.CycleSections() {
+			for _, c := range sc.Results {
 				v := c.VsFloor
 				if v == nil {
 					v = &Ratios{}
 				}
 				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
-					sc.name, c.Clients, c.CyclesPerSec, ratio(v.CyclesPerSec),
+					sc.Name, c.Clients, c.CyclesPerSec, ratio(v.CyclesPerSec),
 					ms(c.Latency.P50), ratio(v.P50), ms(c.Latency.P99), ratio(v.P99),
 					figure(c.CPUSecondsPer1k, 3), ratio(v.CPUSecondsPer1k), figure(c.RaftEntriesPerCycle, 2), figure(c.KeyWritesPerCycle, 1),
 					figure(c.DBMiB, 0), c.Cores, c.Errors)
 			}
 		}
 		if s := r.RedisServer; s != nil && len(r.Redis) > 0 {
-			fmt.Fprintln(tw, s.caveat())
+			fmt.Fprintln(tw, s.Caveat())
 			if s.PID != 0 {
 				fmt.Fprintf(tw, "redis: cpu and node cores are redis-server's (pid %d); raft/cycle does not apply\n", s.PID)
 			} else {
@@ -537,7 +527,7 @@ func printTable(out io.Writer, r *Results) error {
 			}
 		}
 		if s := r.ZooKeeperServer; s != nil && len(r.ZooKeeper) > 0 {
-			fmt.Fprintln(tw, s.caveat())
+			fmt.Fprintln(tw, s.Caveat())
 		}
 	}
 	if c := r.Contention; c != nil {
@@ -559,7 +549,7 @@ func printTable(out io.Writer, r *Results) error {
 	}
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",
-			s.Sessions, s.LocksPerSession, r.Settings.ScaleRenew, probeRate, r.Settings.ScaleDuration)
+			s.Sessions, s.LocksPerSession, r.Settings.ScaleRenew, s.ProbesPerSec, r.Settings.ScaleDuration)
 		fmt.Fprintln(tw, "locks held\tsetup\trss before\trss max\trenews\trenew p50\trenew p99\tprobes\tprobe p50\tprobe p99\tcores node/gen/other\terrors\t")
 		fmt.Fprintf(tw, "%d\t%.1fs\t%.0f MiB\t%.0f MiB\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t\n",
 			s.LocksHeld, s.SetupSeconds, s.RSSBeforeMiB, s.RSSMaxMiB, s.Renew.Count, ms(s.Renew.P50), ms(s.Renew.P99),
@@ -587,10 +577,10 @@ func printTable(out io.Writer, r *Results) error {
 // firstErrors lists each scenario's first error, if it had any.
 func (r *Results) firstErrors() []string {
 	var errs []string
-	for _, sc := range r.cycleScenarios() {
-		for _, c := range sc.results {
+	for _, sc := range r.CycleSections() {
+		for _, c := range sc.Results {
 			if c.FirstError != "" {
-				errs = append(errs, fmt.Sprintf("%s, %d clients: %s", sc.name, c.Clients, c.FirstError))
+				errs = append(errs, fmt.Sprintf("%s, %d clients: %s", sc.Name, c.Clients, c.FirstError))
 			}
 		}
 	}
@@ -617,7 +607,7 @@ func (r *Results) firstErrors() []string {
 		errs = append(errs, "scale: "+s.FirstError)
 	}
 	if h := r.History; h != nil {
-		for _, hr := range h.reads() {
+		for _, hr := range h.Reads() {
 			if hr.FirstError != "" {
 				errs = append(errs, "history "+hr.Path+": "+hr.FirstError)
 			}
@@ -656,7 +646,8 @@ func ratio(x float64) string {
 	return fmt.Sprintf("%.2f", x)
 }
 
-func writeJSON(path string, r *Results) error {
+// WriteJSON writes r as JSON to the file at path.
+func WriteJSON(path string, r *Results) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -665,131 +656,4 @@ func writeJSON(path string, r *Results) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return nil
-}
-
-// HistoryResult is the history scenario: the audit trail filled through
-// the engine, then read through the HTTP API at that size.
-type HistoryResult struct {
-	// Events counts the audit events the fill made, FillSeconds the time
-	// its cycles took.
-	Events           int64   `json:"events"`
-	FillSeconds      float64 `json:"fill_seconds"`
-	FillEventsPerSec float64 `json:"fill_events_per_sec"`
-	// FillWorkers called the engine at once, as FillOwners owners, on
-	// historyNames locks.
-	FillWorkers int `json:"fill_workers"`
-	FillOwners  int `json:"fill_owners"`
-	// IndexedSeconds is how long after the fill the first page could be
-	// read (see awaitHistory).
-	IndexedSeconds float64 `json:"indexed_seconds"`
-	Cycles         int64   `json:"cycles"`
-	Revoked        int64   `json:"revoked"`
-	Expired        int     `json:"expired"`
-	// FirstRevision and LastRevision are the lowest and highest token the
-	// fill's acquires were granted; the middle and oldest pages are read
-	// before revisions of that range.
-	FirstRevision int64 `json:"first_revision"`
-	LastRevision  int64 `json:"last_revision"`
-	// Pages of 100 events: the newest, the one before the middle of the
-	// fill's range, the one before its first 100 revisions, one lock's.
-	Newest HistoryRead `json:"newest"`
-	Middle HistoryRead `json:"middle"`
-	Oldest HistoryRead `json:"oldest"`
-	Lock   HistoryRead `json:"lock"`
-	// Filtered reads: an owner no event has, and the rare revokes.
-	Owner  HistoryRead   `json:"owner"`
-	Type   HistoryRead   `json:"type"`
-	RSS    HistoryRSS    `json:"rss"`
-	Replay HistoryReplay `json:"replay"`
-}
-
-// HistoryRead is one kind of GET /v1/history, requested one at a time.
-type HistoryRead struct {
-	Path    string  `json:"path"`
-	Latency Latency `json:"latency"`
-	// Events and NextBefore are those of the last page read: a filtered
-	// read may answer a short page with a next_before to go on from.
-	Events     int   `json:"events"`
-	NextBefore int64 `json:"next_before,omitempty"`
-	// TargetP99 is the p99 this read should stay within, in
-	// microseconds; Met says whether it did.
-	TargetP99 int64 `json:"target_p99_us"`
-	Met       bool  `json:"met"`
-	// Errors counts the measured requests that failed (Latency counts
-	// those that did not).
-	Errors     int64  `json:"errors"`
-	FirstError string `json:"first_error,omitempty"`
-}
-
-// HistoryRSS is this process's RSS (the node's, and the bench's, small
-// while it only reads) before and after Reads requests of Path.
-type HistoryRSS struct {
-	Path      string  `json:"path"`
-	Reads     int     `json:"reads"`
-	BeforeMiB float64 `json:"before_mib"`
-	AfterMiB  float64 `json:"after_mib"`
-	GrowthMiB float64 `json:"growth_mib"`
-	// AllocatedMiB is what the process allocated during the reads, and
-	// RetainedMiB the growth left once a GC collected it and gave it
-	// back.
-	AllocatedMiB float64 `json:"allocated_mib"`
-	RetainedMiB  float64 `json:"retained_mib"`
-	TargetMiB    float64 `json:"target_mib"`
-	Met          bool    `json:"met"`
-	Errors       int64   `json:"errors"`
-	FirstError   string  `json:"first_error,omitempty"`
-}
-
-// HistoryReplay is GET /v1/events?since=0, read until 100,000 events, 10 s
-// or the newest event recorded before it started (Complete).
-type HistoryReplay struct {
-	Events       int64   `json:"events"`
-	Seconds      float64 `json:"seconds"`
-	EventsPerSec float64 `json:"events_per_sec"`
-	// FirstSeconds is the time to the first 1,000 events, 0 if fewer came.
-	FirstSeconds float64 `json:"first_1000_seconds"`
-	Complete     bool    `json:"complete"`
-	RSSMaxMiB    float64 `json:"rss_max_mib"`
-}
-
-func newHistoryResult(f historyFill) *HistoryResult {
-	return &HistoryResult{
-		Events: f.events, FillSeconds: f.elapsed.Seconds(), FillEventsPerSec: per(float64(f.events), f.elapsed.Seconds()),
-		FillWorkers: f.workers, FillOwners: f.clients, Cycles: f.cycles, Revoked: f.revoked, Expired: f.expired,
-		FirstRevision: f.first, LastRevision: f.last,
-	}
-}
-
-// reads lists the timed reads in table order.
-func (h *HistoryResult) reads() []HistoryRead {
-	return []HistoryRead{h.Newest, h.Middle, h.Oldest, h.Lock, h.Owner, h.Type}
-}
-
-func printHistory(tw io.Writer, h *HistoryResult) {
-	fmt.Fprintf(tw, "\nhistory: %d events filled through the engine in-process (%d workers as %d owners, %d locks) in %.1fs, %.0f events/s; %d revoked, %d expired; revisions %d..%d\n",
-		h.Events, h.FillWorkers, h.FillOwners, historyNames, h.FillSeconds, h.FillEventsPerSec, h.Revoked, h.Expired, h.FirstRevision, h.LastRevision)
-	fmt.Fprintf(tw, "first page %.1fs after the fill (the trail indexed)\n", h.IndexedSeconds)
-	fmt.Fprintln(tw, "GET\ttimed\tp50\tp99\tmax\ttarget p99\t\tlast page\tnext_before\terrors\t")
-	for _, r := range h.reads() {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t≤ %s\t%s\t%d\t%d\t%d\t\n", r.Path, r.Latency.Count,
-			ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), ms(r.TargetP99), met(r.Met), r.Events, r.NextBefore, r.Errors)
-	}
-	s := h.RSS
-	fmt.Fprintf(tw, "rss around %d reads of %s: %.0f MiB before, %.0f MiB after, growth %.1f MiB (target ≤ %.0f MiB: %s), %d errors\n",
-		s.Reads, s.Path, s.BeforeMiB, s.AfterMiB, s.GrowthMiB, s.TargetMiB, met(s.Met), s.Errors)
-	fmt.Fprintf(tw, "  the reads allocated %.0f MiB; after a GC the growth is %.1f MiB\n", s.AllocatedMiB, s.RetainedMiB)
-	p := h.Replay
-	complete := "stopped before the newest event"
-	if p.Complete {
-		complete = "through the newest event"
-	}
-	fmt.Fprintf(tw, "replay /v1/events?since=0: %d events in %.1fs (%.0f/s, %s), first %d in %.3fs, rss max %.0f MiB\n",
-		p.Events, p.Seconds, p.EventsPerSec, complete, replayFirst, p.FirstSeconds, p.RSSMaxMiB)
-}
-
-func met(ok bool) string {
-	if ok {
-		return "ok"
-	}
-	return "MISSED"
 }

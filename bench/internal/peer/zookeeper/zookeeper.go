@@ -1,4 +1,4 @@
-package main
+package zookeeper
 
 import (
 	"context"
@@ -17,13 +17,14 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/baton-dev/baton/bench/internal/load"
 	"github.com/baton-dev/baton/internal/freeport"
 )
 
-// zooKeeperJar is where Debian's zookeeper package (through
+// Jar is where Debian's zookeeper package (through
 // libzookeeper-java) puts the server; its manifest's Class-Path names
 // every jar it needs.
-const zooKeeperJar = "/usr/share/java/zookeeper.jar"
+const Jar = "/usr/share/java/zookeeper.jar"
 
 // zooKeeperHeap is the server's -Xmx, ZK_SERVER_HEAP's default in
 // upstream's zkEnv.sh, which Debian's zkServer.sh does not set.
@@ -32,10 +33,10 @@ const zooKeeperHeap = "-Xmx1000m"
 // zooKeeperStart bounds how long the JVM may take to start and answer.
 const zooKeeperStart = time.Minute
 
-// ZooKeeperServer is the standalone ZooKeeper the zookeeper peer ran
+// Server is the standalone ZooKeeper the zookeeper peer ran
 // against: the bench starts one of its own, on a temporary directory,
 // and stops it at the end.
-type ZooKeeperServer struct {
+type Server struct {
 	Addr string `json:"addr"`
 	// Version is what srvr answers after "Zookeeper version:".
 	Version string `json:"version"`
@@ -65,10 +66,11 @@ func zooKeeperConfig(dataDir string, port string) string {
 	}, "\n") + "\n"
 }
 
-// zooKeeperInstalled says why the zookeeper peer cannot run, or nil.
-func zooKeeperInstalled(jar string) error {
+// Installed says why the zookeeper peer cannot run a server from jar,
+// or nil.
+func Installed(jar string) error {
 	if jar == "" {
-		return errors.New("the zookeeper peer needs a server: -zookeeper-jar " + zooKeeperJar)
+		return errors.New("the zookeeper peer needs a server: -zookeeper-jar " + Jar)
 	}
 	if _, err := os.Stat(jar); err != nil {
 		return fmt.Errorf("the zookeeper peer needs Debian's zookeeper package (apt-get install zookeeper): %w", err)
@@ -79,26 +81,26 @@ func zooKeeperInstalled(jar string) error {
 	return nil
 }
 
-// startZooKeeper starts a standalone server from jar on a free loopback
+// Start starts a standalone server from jar on a free loopback
 // port and returns once it serves (see await), or cleans up and fails.
-func startZooKeeper(ctx context.Context, jar string) (*ZooKeeperServer, error) {
+func Start(ctx context.Context, jar string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "baton-bench-zk-")
 	if err != nil {
 		return nil, err
 	}
-	s := &ZooKeeperServer{dir: dir, exited: make(chan struct{})}
+	s := &Server{dir: dir, exited: make(chan struct{})}
 	if err := s.start(jar); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	if err := s.await(ctx); err != nil {
-		s.close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *ZooKeeperServer) start(jar string) error {
+func (s *Server) start(jar string) error {
 	var err error
 	if s.Addr, err = freeport.Addr(); err != nil {
 		return err
@@ -131,7 +133,7 @@ func (s *ZooKeeperServer) start(jar string) error {
 // its version: it says imok as soon as it listens, and serves requests
 // only once it has loaded its database. It fails with the server's log if
 // the JVM exits first.
-func (s *ZooKeeperServer) await(ctx context.Context) error {
+func (s *Server) await(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, zooKeeperStart)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond) // the pace of the polls
@@ -175,13 +177,13 @@ func fourLetters(ctx context.Context, addr, cmd string) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-func (s *ZooKeeperServer) log() []byte {
+func (s *Server) log() []byte {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "zookeeper.log"))
 	return b
 }
 
-// close stops the server and removes its data.
-func (s *ZooKeeperServer) close() {
+// Close stops the server and removes its data.
+func (s *Server) Close() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
@@ -192,8 +194,8 @@ func (s *ZooKeeperServer) close() {
 	os.RemoveAll(s.dir)
 }
 
-// caveat says, under the table, what the zookeeper rows measured.
-func (s *ZooKeeperServer) caveat() string {
+// Caveat says, under the table, what the zookeeper rows measured.
+func (s *Server) Caveat() string {
 	version, _, _ := strings.Cut(s.Version, ",") // before ", built on"
 	return fmt.Sprintf("zookeeper: one standalone ZooKeeper %s (forceSync as shipped: fsyncs its log before answering), %s, the lock recipe of Curator's InterProcessMutex,\n"+
 		"       one session per worker, in the bench's process, after an untimed warm-up of the server's JVM; cpu and node cores are the server's (pid %d), gen the bench's; raft/cycle does not apply",
@@ -213,7 +215,7 @@ const zkLockPrefix = "lock-"
 func zkSession(ctx context.Context, addr string) (*zk.Conn, error) {
 	has := make(chan struct{})
 	var once sync.Once
-	conn, _, err := zk.Connect([]string{addr}, sessionTTL,
+	conn, _, err := zk.Connect([]string{addr}, load.SessionTTL,
 		zk.WithLogger(zkQuiet{}),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
@@ -401,7 +403,7 @@ func zkSessions(ctx context.Context, addr string, n int) ([]*zk.Conn, func(), er
 			}
 		}
 	}
-	err := parallel(ctx, min(n, 16), n, func(ctx context.Context, i int) error {
+	err := load.Parallel(ctx, min(n, 16), n, func(ctx context.Context, i int) error {
 		var err error
 		conns[i], err = zkSession(ctx, addr)
 		return err
@@ -411,154 +413,4 @@ func zkSessions(ctx context.Context, addr string, n int) ([]*zk.Conn, func(), er
 		return nil, nil, err
 	}
 	return conns, closeAll, nil
-}
-
-// zkMeasured runs load in this process and returns what it spent: the
-// server's CPU as the node's, this process's (the clients') as the load
-// generator's; the node in this process only idles meanwhile, and nothing
-// goes through raft.
-func (b *bench) zkMeasured(load func() error) (spent, error) {
-	var server time.Duration
-	u, err := measured(func() (time.Duration, error) {
-		before, err := procCPU(b.zkServer.PID)
-		if err != nil {
-			return 0, err
-		}
-		if err := load(); err != nil {
-			return 0, err
-		}
-		after, err := procCPU(b.zkServer.PID)
-		server = after - before
-		return 0, err
-	})
-	u.loadgenCPU, u.cpu, u.raftEntries, u.keyWrites, u.dbBytes = u.cpu, server, 0, 0, 0
-	return u, err
-}
-
-// zookeeper runs the zookeeper peer's throughput at clients: each worker
-// locks and unlocks a lock name of its own, back to back.
-func (b *bench) zookeeper(ctx context.Context, clients int) (CycleResult, error) {
-	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, clients)
-	if err != nil {
-		return CycleResult{}, err
-	}
-	defer closeAll()
-	mutexes := make([]zkMutex, clients)
-	for w := range mutexes {
-		mutexes[w] = zkMutex{conn: conns[w], dir: fmt.Sprintf("%s/zookeeper-%d-%d", zkLocksRoot, clients, w)}
-		if err := zkEnsure(conns[w], mutexes[w].dir); err != nil {
-			return CycleResult{}, err
-		}
-	}
-	var loop loopResult
-	u, err := b.zkMeasured(func() error {
-		loop = closedLoop(ctx, clients, b.cfg.Duration, func(ctx context.Context, w, _ int) error {
-			h, err := mutexes[w].lock(ctx)
-			if err != nil {
-				return err
-			}
-			if h.waits != 0 {
-				return fmt.Errorf("lock %s: waited on a lock only this worker takes", mutexes[w].dir)
-			}
-			return mutexes[w].unlock(h)
-		})
-		return nil
-	})
-	if err != nil {
-		return CycleResult{}, err
-	}
-	return newCycleResult(clients, loop, u), nil
-}
-
-// zookeeperContention runs the contention scenario's clients on one
-// ZooKeeper lock: each waits in the recipe's queue, then unlocks at once.
-// The sequence number of a hold is its token: holds come in its order.
-func (b *bench) zookeeperContention(ctx context.Context) (*ContentionResult, error) {
-	return b.zookeeperOneLock(ctx, "zookeeper-contention-one")
-}
-
-// warmZooKeeper runs the contention loop on the server for the run's
-// duration, untimed, before any zookeeper scenario. The server is a JVM:
-// it interprets its code at first and compiles the hot paths as they run,
-// so a cold server's first scenarios measure the JIT (a later scenario of
-// the same recipe ran about 25% faster before this warm-up).
-func (b *bench) warmZooKeeper(ctx context.Context) error {
-	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, b.cfg.ContentionClients)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	dir := zkLocksRoot + "/warm-up"
-	if err := zkEnsure(conns[0], dir); err != nil {
-		return err
-	}
-	if rep := zkContend(ctx, conns, dir, b.cfg.Duration); rep.Errors > 0 {
-		return fmt.Errorf("warm-up: %d errors, the first: %s", rep.Errors, rep.FirstError)
-	}
-	return nil
-}
-
-// zookeeperOneLock runs the contention scenario's clients on the one
-// ZooKeeper lock at zkLocksRoot/name.
-func (b *bench) zookeeperOneLock(ctx context.Context, name string) (*ContentionResult, error) {
-	clients := b.cfg.ContentionClients
-	conns, closeAll, err := zkSessions(ctx, b.zkServer.Addr, clients)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	dir := zkLocksRoot + "/" + name
-	if err := zkEnsure(conns[0], dir); err != nil {
-		return nil, err
-	}
-	var rep contentionReport
-	u, err := b.zkMeasured(func() error {
-		rep = zkContend(ctx, conns, dir, b.cfg.Duration)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return newContentionResult(clients, rep, u), nil
-}
-
-// zkContend is genContention's loop on a zkMutex per session.
-func zkContend(ctx context.Context, conns []*zk.Conn, dir string, d time.Duration) contentionReport {
-	cs := make([]contender, len(conns))
-	for w, conn := range conns {
-		m := zkMutex{conn: conn, dir: dir}
-		var h zkHold // the worker's hold between its take and give
-		cs[w] = contender{
-			take: func(ctx context.Context, _ holdMode) (int64, error) {
-				wctx, cancel := context.WithTimeout(ctx, contentionWait)
-				defer cancel()
-				var err error
-				h, err = m.lock(wctx)
-				return h.seq, err
-			},
-			give: func(context.Context, int64) error { return m.unlock(h) },
-		}
-	}
-	var errs errorCount
-	start := time.Now()
-	grants := turnsOf(ctx, start, start.Add(d), cs, &errs)
-	return grantReport(time.Since(start), &errs, grants)
-}
-
-// zooKeeperPeer starts the zookeeper peer's server when the peer runs.
-// Without the package the peer is skipped, and says so, unless -only
-// named it (Validate fails then); with no jar at all, it is skipped
-// quietly.
-func zooKeeperPeer(ctx context.Context, cfg Config) (*ZooKeeperServer, error) {
-	if !cfg.runs("zookeeper") {
-		if err := zooKeeperInstalled(cfg.ZooKeeperJar); err != nil && cfg.ZooKeeperJar != "" && len(cfg.Only) == 0 {
-			cfg.Logger.Warn("skipping the zookeeper peer", "why", err)
-		}
-		return nil, nil
-	}
-	s, err := startZooKeeper(ctx, cfg.ZooKeeperJar)
-	if err != nil {
-		return nil, fmt.Errorf("zookeeper peer: %w", err)
-	}
-	return s, nil
 }

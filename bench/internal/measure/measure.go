@@ -1,8 +1,8 @@
-package main
+package measure
 
 import (
 	"bufio"
-	"context"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -21,18 +21,20 @@ import (
 // slower is recorded as maxLatency (and shows as the max).
 const maxLatency = 5 * time.Minute
 
-// latencies is a histogram of durations that many goroutines record into:
+// Latencies is a histogram of durations that many goroutines record into:
 // HdrHistogram with three significant digits, in microseconds.
-type latencies struct {
+type Latencies struct {
 	mu sync.Mutex
 	h  *hdrhistogram.Histogram
 }
 
-func newLatencies() *latencies {
-	return &latencies{h: hdrhistogram.New(1, maxLatency.Microseconds(), 3)}
+// NewLatencies returns an empty histogram.
+func NewLatencies() *Latencies {
+	return &Latencies{h: hdrhistogram.New(1, maxLatency.Microseconds(), 3)}
 }
 
-func (l *latencies) record(d time.Duration) {
+// Record adds d, clamped to the histogram's range.
+func (l *Latencies) Record(d time.Duration) {
 	us := min(max(d.Microseconds(), 0), maxLatency.Microseconds())
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -49,7 +51,8 @@ type Latency struct {
 	Max   int64 `json:"max_us"`
 }
 
-func (l *latencies) summary() Latency {
+// Summary is the histogram so far.
+func (l *Latencies) Summary() Latency {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return Latency{
@@ -60,110 +63,25 @@ func (l *latencies) summary() Latency {
 	}
 }
 
-// errorCount counts failures and keeps the first one's text for the report.
-type errorCount struct {
+// ErrorCount counts failures and keeps the first one's text for the report.
+type ErrorCount struct {
 	n     atomic.Int64
 	once  sync.Once
 	first string
 }
 
-func (e *errorCount) add(err error) {
+// Add counts err, and keeps its text if it is the first.
+func (e *ErrorCount) Add(err error) {
 	e.n.Add(1)
 	e.once.Do(func() { e.first = err.Error() })
 }
 
-// loopResult is what a closed loop measured; a load generator sends it as
-// its report.
-type loopResult struct {
-	Elapsed    time.Duration `json:"elapsed"`
-	Cycles     int64         `json:"cycles"`
-	Errors     int64         `json:"errors"`
-	FirstError string        `json:"first_error,omitempty"`
-	Latency    Latency       `json:"latency"`
-}
+// Count is how many failures were added.
+func (e *ErrorCount) Count() int64 { return e.n.Load() }
 
-// workerLock is the lock name worker w of a cycle scenario takes and
-// gives back every cycle, prefix and all. Each worker has one of its own,
-// as the zookeeper peer's recipe has a lock node per worker: a cycle
-// scenario measures locks that are taken again and again, as a service's
-// are, not names that are used once and left to the store to forget.
-func workerLock(prefix string, w int) string {
-	return prefix + strconv.Itoa(w)
-}
-
-// closedLoop runs workers goroutines that each repeat cycle back to back
-// and times every cycle. New cycles start until d has passed; cycles
-// already started run to the end, so every cycle counted is a whole one
-// and none leaves a lock behind. Elapsed runs until the last one ends.
-func closedLoop(ctx context.Context, workers int, d time.Duration, cycle func(ctx context.Context, worker, seq int) error) loopResult {
-	lat := newLatencies()
-	var errs errorCount
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for seq := 0; ctx.Err() == nil && time.Now().Before(deadline); seq++ {
-				t0 := time.Now()
-				if err := cycle(ctx, w, seq); err != nil {
-					errs.add(err)
-					continue
-				}
-				lat.record(time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
-	sum := lat.summary()
-	// Read errs.first only after Wait: the workers that set it are done.
-	return loopResult{Elapsed: time.Since(start), Cycles: sum.Count, Errors: errs.n.Load(), FirstError: errs.first, Latency: sum}
-}
-
-// pace calls f(k, due) in a goroutine of its own at due = start + k×step,
-// k = 0, 1, …, until ctx ends, then waits for the calls still running.
-// Callers time from due, not from when f ran, so a schedule that fell
-// behind (a starved scheduler) shows in the latencies instead of hiding.
-func pace(ctx context.Context, step time.Duration, f func(k int, due time.Time)) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	start := time.Now()
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for k := 0; ; k++ {
-		due := start.Add(time.Duration(k) * step)
-		t.Reset(time.Until(due))
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		wg.Go(func() { f(k, due) })
-	}
-}
-
-// parallel runs f(ctx, i) for i in [0, n) on workers goroutines and returns
-// the first error, after which no new i starts.
-func parallel(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := f(ctx, i); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return context.Cause(ctx)
-}
+// First is the first failure's text, or "". Read it once every Add is
+// done: the goroutines that may set it must have ended.
+func (e *ErrorCount) First() string { return e.first }
 
 // usage is what has been consumed so far.
 type usage struct {
@@ -175,19 +93,25 @@ type usage struct {
 	dbBytes     float64       // the member's backend file
 }
 
-// spent is what one scenario consumed.
-type spent struct {
-	wall        time.Duration
-	cpu         time.Duration
-	loadgenCPU  time.Duration
-	machine     time.Duration
-	raftEntries float64
-	// keyWrites counts the puts and deletes etcd applied, each key a
+// Spent is what one scenario consumed. A peer outside etcd sets the
+// figures of its own server in place of the node's: its CPU as CPU, and
+// no raft entries, key writes or backend.
+type Spent struct {
+	Wall time.Duration
+	// CPU is the node's process's: baton and etcd (and, for load run in
+	// this process, the load too).
+	CPU        time.Duration
+	LoadgenCPU time.Duration
+	// Machine is every process's on the machine, CPU stolen by the
+	// hypervisor included.
+	Machine     time.Duration
+	RaftEntries float64
+	// KeyWrites counts the puts and deletes etcd applied, each key a
 	// lease revocation deleted among them.
-	keyWrites float64
-	// dbBytes is the member's backend file at the end: what etcd keeps,
+	KeyWrites float64
+	// DBBytes is the member's backend file at the end: what etcd keeps,
 	// old revisions until it compacts them included.
-	dbBytes float64
+	DBBytes float64
 }
 
 // raftMetric is etcd's commit index as a gauge: every raft entry the
@@ -206,7 +130,7 @@ const (
 const dbMetric = "etcd_mvcc_db_total_size_in_bytes"
 
 func readUsage() (usage, error) {
-	cpu, err := processCPU()
+	cpu, err := ProcessCPU()
 	if err != nil {
 		return usage{}, err
 	}
@@ -244,33 +168,33 @@ func readUsage() (usage, error) {
 	return u, nil
 }
 
-// measured reads usage before and after f, which runs the scenario's load
+// Measured reads usage before and after f, which runs the scenario's load
 // and returns the CPU time its load generator spent (0 for load run in
 // this process).
-func measured(f func() (loadgenCPU time.Duration, err error)) (spent, error) {
+func Measured(f func() (loadgenCPU time.Duration, err error)) (Spent, error) {
 	before, err := readUsage()
 	if err != nil {
-		return spent{}, err
+		return Spent{}, err
 	}
 	loadgenCPU, err := f()
 	if err != nil {
-		return spent{}, err
+		return Spent{}, err
 	}
 	after, err := readUsage()
 	if err != nil {
-		return spent{}, err
+		return Spent{}, err
 	}
 	if after, err = settled(after); err != nil {
-		return spent{}, err
+		return Spent{}, err
 	}
-	return spent{
-		wall:        after.at.Sub(before.at),
-		cpu:         after.cpu - before.cpu,
-		loadgenCPU:  loadgenCPU,
-		machine:     after.machine - before.machine,
-		raftEntries: after.raftEntries - before.raftEntries,
-		keyWrites:   after.keyWrites - before.keyWrites,
-		dbBytes:     after.dbBytes,
+	return Spent{
+		Wall:        after.at.Sub(before.at),
+		CPU:         after.cpu - before.cpu,
+		LoadgenCPU:  loadgenCPU,
+		Machine:     after.machine - before.machine,
+		RaftEntries: after.raftEntries - before.raftEntries,
+		KeyWrites:   after.keyWrites - before.keyWrites,
+		DBBytes:     after.dbBytes,
 	}, nil
 }
 
@@ -299,8 +223,8 @@ func settled(last usage) (usage, error) {
 	return last, nil
 }
 
-// processCPU is the user and system CPU time this process has used.
-func processCPU() (time.Duration, error) {
+// ProcessCPU is the user and system CPU time this process has used.
+func ProcessCPU() (time.Duration, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, fmt.Errorf("getrusage: %w", err)
@@ -340,8 +264,46 @@ func machineCPU() (time.Duration, error) {
 	return time.Duration(busy) * time.Second / clockTicks, nil
 }
 
-// rssBytes reads this process's resident set size from /proc.
-func rssBytes() (int64, error) {
+// ProcCPU is the user and system CPU time process pid has used, every
+// thread's, from /proc/PID/stat.
+func ProcCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read CPU of process %d: %w", pid, err)
+	}
+	d, err := statCPU(b)
+	if err != nil {
+		return 0, fmt.Errorf("read CPU of process %d: %w", pid, err)
+	}
+	return d, nil
+}
+
+// statCPU reads utime and stime from a /proc/PID/stat line.
+func statCPU(stat []byte) (time.Duration, error) {
+	// The second field, the command name in parentheses, may hold spaces
+	// and parentheses: the numbered fields are counted from the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	var f []string
+	if i >= 0 {
+		// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+		f = strings.Fields(string(stat[i+1:]))
+	}
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected stat %q", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("stat %q: %w", stat, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// RSSBytes reads this process's resident set size from /proc.
+func RSSBytes() (int64, error) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0, fmt.Errorf("read RSS: %w", err)

@@ -1,8 +1,7 @@
-package main
+package redis
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,7 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/baton-dev/baton/bench/internal/load"
+	"github.com/baton-dev/baton/bench/internal/measure"
 )
 
 // releaseScript is the compare-and-delete of Redis's documentation of SET:
@@ -22,9 +24,9 @@ import (
 // new holder's lock, because the value it compares is its own token.
 const releaseScript = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
 
-// RedisServer is the Redis the redis peer ran against, as it describes
+// Server is the Redis the redis peer ran against, as it describes
 // itself, so that a reader of the figures can tell what they bought.
-type RedisServer struct {
+type Server struct {
 	Addr    string `json:"addr"`
 	Version string `json:"version"`
 	// AOFEnabled is INFO's aof_enabled (appendonly); AppendFsync is how
@@ -41,13 +43,13 @@ type RedisServer struct {
 
 // fsyncsEachWrite reports whether the server syncs its log before it
 // answers a write, as etcd does every commit.
-func (s *RedisServer) fsyncsEachWrite() bool {
+func (s *Server) fsyncsEachWrite() bool {
 	return s.AOFEnabled && s.AppendFsync == "always"
 }
 
-// caveat says, under the table, why the redis rows are no like-for-like
+// Caveat says, under the table, why the redis rows are no like-for-like
 // comparison with etcd's: they are the speed users give up for safety.
-func (s *RedisServer) caveat() string {
+func (s *Server) Caveat() string {
 	conf := "appendonly no"
 	if s.AOFEnabled {
 		conf = "appendonly yes, appendfsync " + s.AppendFsync
@@ -69,13 +71,13 @@ func (s *RedisServer) caveat() string {
 }
 
 // newRedisClient returns a client of addr with a single connection.
-func newRedisClient(addr, password string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, Password: password, PoolSize: 1})
+func newRedisClient(addr, password string) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: addr, Password: password, PoolSize: 1})
 }
 
-// inspectRedis asks the server at addr what it is and finds its process,
+// Inspect asks the server at addr what it is and finds its process,
 // if it runs on this machine, for its CPU time.
-func inspectRedis(ctx context.Context, addr, password string) (*RedisServer, error) {
+func Inspect(ctx context.Context, addr, password string) (*Server, error) {
 	c := newRedisClient(addr, password)
 	defer c.Close()
 	info, err := c.Info(ctx).Result()
@@ -83,7 +85,7 @@ func inspectRedis(ctx context.Context, addr, password string) (*RedisServer, err
 		return nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
 	fields := infoFields(info)
-	s := &RedisServer{Addr: addr, Version: fields["redis_version"], AOFEnabled: fields["aof_enabled"] == "1"}
+	s := &Server{Addr: addr, Version: fields["redis_version"], AOFEnabled: fields["aof_enabled"] == "1"}
 	s.Replicas, _ = strconv.Atoi(fields["connected_slaves"])
 	// Managed services often forbid CONFIG; the caveat then says less.
 	if cfg, err := c.ConfigGet(ctx, "appendfsync").Result(); err == nil {
@@ -98,7 +100,7 @@ func inspectRedis(ctx context.Context, addr, password string) (*RedisServer, err
 		s.NoCPU = err.Error()
 		return s, nil
 	}
-	if _, err := procCPU(pid); err != nil {
+	if _, err := measure.ProcCPU(pid); err != nil {
 		s.NoCPU = err.Error()
 		return s, nil
 	}
@@ -185,77 +187,33 @@ func listeningInodes(table string, port uint16, inodes map[string]bool) error {
 	return nil
 }
 
-// procCPU is the user and system CPU time process pid has used, every
-// thread's, from /proc/PID/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// Cycles runs the redis peer's load, spec, whose kind the bench's main
+// dispatches to GenCycles: the same acquire+release cycles as baton's,
+// each client on a key of its own, as SET NX PX and a compare-and-delete
+// script, from a load generator process like the HTTP scenarios. What it
+// spent has the CPU of the redis-server process as the node's, when it
+// could be found (see Inspect), and no raft entries, key writes or
+// backend.
+func (s *Server) Cycles(ctx context.Context, spec load.Spec) (load.LoopResult, measure.Spent, error) {
+	lg, err := load.Start(ctx, spec)
 	if err != nil {
-		return 0, fmt.Errorf("read CPU of process %d: %w", pid, err)
+		return load.LoopResult{}, measure.Spent{}, err
 	}
-	d, err := statCPU(b)
-	if err != nil {
-		return 0, fmt.Errorf("read CPU of process %d: %w", pid, err)
-	}
-	return d, nil
-}
-
-// statCPU reads utime and stime from a /proc/PID/stat line.
-func statCPU(stat []byte) (time.Duration, error) {
-	// The second field, the command name in parentheses, may hold spaces
-	// and parentheses: the numbered fields are counted from the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	var f []string
-	if i >= 0 {
-		// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-		f = strings.Fields(string(stat[i+1:]))
-	}
-	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected stat %q", stat)
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("stat %q: %w", stat, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
-}
-
-// redis runs the redis peer at clients: the same acquire+release cycles,
-// each client on a key of its own, as SET NX PX and a compare-and-delete script, from a
-// load generator process like the HTTP scenarios. Its CPU figures are
-// those of the redis-server process when it could be found (see
-// inspectRedis), and it has no raft entries.
-func (b *bench) redis(ctx context.Context, clients int) (CycleResult, error) {
-	spec := loadSpec{
-		Kind:     kindRedis,
-		URL:      b.cfg.Redis,
-		Password: b.cfg.RedisPassword,
-		Clients:  clients,
-		Duration: b.cfg.Duration,
-		Prefix:   fmt.Sprintf("redis-%d-", clients),
-	}
-	lg, err := startLoadgen(ctx, spec)
-	if err != nil {
-		return CycleResult{}, err
-	}
-	defer lg.close()
+	defer lg.Close()
 	serverCPU := func() (time.Duration, error) {
-		if b.redisServer.PID == 0 {
+		if s.PID == 0 {
 			return 0, nil
 		}
-		return procCPU(b.redisServer.PID)
+		return measure.ProcCPU(s.PID)
 	}
-	var loop loopResult
+	var loop load.LoopResult
 	var server time.Duration
-	u, err := measured(func() (time.Duration, error) {
+	u, err := measure.Measured(func() (time.Duration, error) {
 		before, err := serverCPU()
 		if err != nil {
 			return 0, err
 		}
-		gen, err := lg.run(&loop)
+		gen, err := lg.Run(&loop)
 		if err != nil {
 			return 0, err
 		}
@@ -264,18 +222,18 @@ func (b *bench) redis(ctx context.Context, clients int) (CycleResult, error) {
 		return gen, err
 	})
 	if err != nil {
-		return CycleResult{}, err
+		return load.LoopResult{}, measure.Spent{}, err
 	}
-	if err := lg.wait(); err != nil {
-		return CycleResult{}, fmt.Errorf("load generator: %w", err)
+	if err := lg.Wait(); err != nil {
+		return load.LoopResult{}, measure.Spent{}, fmt.Errorf("load generator: %w", err)
 	}
 	// The node's process only idled, and whatever etcd committed meanwhile
 	// was not Redis's doing.
-	u.cpu, u.raftEntries, u.keyWrites, u.dbBytes = server, 0, 0, 0
-	return newCycleResult(clients, loop, u), nil
+	u.CPU, u.RaftEntries, u.KeyWrites, u.DBBytes = server, 0, 0, 0
+	return loop, u, nil
 }
 
-// genRedis is the load generator's side of the redis peer. A cycle is
+// GenCycles is the load generator's side of the redis peer. A cycle is
 // SET key token NX PX 30000, which takes the lock if nobody holds it,
 // then EVALSHA of releaseScript, which deletes it if it still holds our
 // token.
@@ -286,8 +244,8 @@ func (b *bench) redis(ctx context.Context, clients int) (CycleResult, error) {
 // its one keep-alive connection, and no worker waits on a pool that all of
 // them take connections from and give back to twice a cycle, which would
 // be the harness's cost, not Redis's.
-func genRedis(ctx context.Context, spec loadSpec, p *parentConn) error {
-	conns := make([]*redis.Client, spec.Clients)
+func GenCycles(ctx context.Context, spec load.Spec, p *load.Parent) error {
+	conns := make([]*goredis.Client, spec.Clients)
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
@@ -312,18 +270,18 @@ func genRedis(ctx context.Context, spec loadSpec, p *parentConn) error {
 	rand.Read(nonce[:])
 	run := hex.EncodeToString(nonce[:])
 	keyPrefix := "baton-bench/" + run + "/" + spec.Prefix
-	ttl := strconv.FormatInt(sessionTTL.Milliseconds(), 10)
+	ttl := strconv.FormatInt(load.SessionTTL.Milliseconds(), 10)
 
-	if err := p.ready(); err != nil {
+	if err := p.Ready(); err != nil {
 		return err
 	}
-	loop := closedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
+	loop := load.ClosedLoop(ctx, spec.Clients, spec.Duration, func(ctx context.Context, w, seq int) error {
 		c := conns[w]
-		key := workerLock(keyPrefix, w)
+		key := load.WorkerLock(keyPrefix, w)
 		token := run + "-" + strconv.Itoa(w) + "-" + strconv.Itoa(seq)
 		// Spelled out rather than SetNX, which sends EX 30 for whole
 		// seconds: the cycle is the one the documentation gives.
-		set := redis.NewBoolCmd(ctx, "set", key, token, "nx", "px", ttl)
+		set := goredis.NewBoolCmd(ctx, "set", key, token, "nx", "px", ttl)
 		_ = c.Process(ctx, set)
 		ok, err := set.Result()
 		if err != nil {
@@ -341,5 +299,5 @@ func genRedis(ctx context.Context, spec loadSpec, p *parentConn) error {
 		}
 		return nil
 	})
-	return p.report(loop)
+	return p.Report(loop)
 }
