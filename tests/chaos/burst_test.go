@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // Sizes of the burst fault: waiters that give up together behind one held
@@ -45,7 +47,7 @@ func (r *run) burst(rng *rand.Rand) {
 	ctx := context.Background()
 	held := d.Acquire(ctx, name, "burst-holder")
 	d.TTL = ttl // the waiter after the burst holds as the other clients do
-	if held.Result != OK {
+	if held.Result != check.OK {
 		r.logf("burst on %s: could not take %s (%s %d %s); skipped", n.Name, name, held.Result, held.Status, held.Code)
 		return
 	}
@@ -99,7 +101,7 @@ func (r *run) burst(rng *rand.Rand) {
 	}
 
 	// A waiter on the same node, queued behind the burst's holder.
-	got := make(chan Op, 1)
+	got := make(chan check.Op, 1)
 	go func() { got <- r.waitingAcquire(d, name, "after-burst") }()
 	if !r.queued(n.URL(), name, "after-burst") {
 		r.logf("burst on %s: the waiter did not queue (a fault in between?); skipped the wake-up check", n.Name)
@@ -112,11 +114,11 @@ func (r *run) burst(rng *rand.Rand) {
 	op := <-got
 	took := time.Since(released)
 	r.logf("burst on %s: release %s, its waiter served %s later (%s)", n.Name, rel.Result, took.Round(time.Millisecond), op.Result)
-	if rel.Result == OK && (op.Result != OK || took > burstServed) {
+	if rel.Result == check.OK && (op.Result != check.OK || took > burstServed) {
 		r.t.Errorf("after a burst on %s, a release's waiter was served %s later with %s %d %s; want it served within %s",
 			n.Name, took, op.Result, op.Status, op.Code, burstServed)
 	}
-	if op.Result == OK {
+	if op.Result == check.OK {
 		d.Release(ctx, name, op.OutToken)
 	}
 }

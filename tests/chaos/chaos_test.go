@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/tests/chaos/check"
 	"github.com/baton-dev/baton/tests/testcluster"
 )
 
@@ -144,7 +144,7 @@ type frozen struct {
 }
 
 // wasFrozen reports whether op's node was stopped while op ran.
-func (r *run) wasFrozen(op Op) bool {
+func (r *run) wasFrozen(op check.Op) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, f := range r.frozen {
@@ -265,8 +265,8 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 			wait = 200*time.Millisecond + time.Duration(rng.Int64N(int64(1300*time.Millisecond)))
 		}
 		a := d.AcquireWaiting(rctx, lock, fmt.Sprintf("c%d-%d", id, seq), wait)
-		if a.Result != OK {
-			if a.Result == Failed || a.Result == Unknown {
+		if a.Result != check.OK {
+			if a.Result == check.Failed || a.Result == check.Unknown {
 				pace(ctx, rng, 300*time.Millisecond) // its node is down or cut off
 			} else {
 				pace(ctx, rng, 30*time.Millisecond)
@@ -397,14 +397,14 @@ func (r *run) kill(rng *rand.Rand, leader bool) {
 	}
 	r.waitWhole()
 	r.logf("restarted %s", n.Name)
-	if held.Result != OK {
+	if held.Result != check.OK {
 		return
 	}
 	healed := time.Now()
 	got := r.waitingAcquire(d, orphan, "after-"+n.Name)
 	took := time.Since(healed)
 	r.logf("orphaned lock free %s after the restart (bound %s)", took.Round(time.Millisecond), freeBound)
-	if got.Result != OK || took > freeBound {
+	if got.Result != check.OK || took > freeBound {
 		r.t.Errorf("a lock whose holder died with %s: %s after healing, result %s %d %s; want it free within %s",
 			n.Name, took, got.Result, got.Status, got.Code, freeBound)
 	}
@@ -439,11 +439,11 @@ func (r *run) moveLeader(rng *rand.Rand) {
 }
 
 // waitingAcquire asks for lock with wait and records it as an acquire.
-func (r *run) waitingAcquire(d *Driver, lock, owner string) Op {
-	op, b := d.do(context.Background(), Op{Kind: Acquire, Lock: lock, Owner: owner}, http.MethodPost, "/v1/locks/"+lock,
+func (r *run) waitingAcquire(d *Driver, lock, owner string) check.Op {
+	op, b := d.do(context.Background(), check.Op{Kind: check.Acquire, Lock: lock, Owner: owner}, http.MethodPost, "/v1/locks/"+lock,
 		map[string]any{"owner": owner, "ttl": ttl.String(), "wait": "7s"})
 	op = classify(op, "lock_held")
-	if op.Result == OK {
+	if op.Result == check.OK {
 		var l struct {
 			Token int64 `json:"token"`
 		}
@@ -546,14 +546,14 @@ func (r *run) check() {
 		os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
 	}
 	ops := r.h.Ops()
-	t.Logf("history: %s", Summarize(ops))
+	t.Logf("history: %s", check.Summarize(ops))
 
 	for _, op := range ops {
 		if op.Status >= 500 && op.Status != http.StatusServiceUnavailable {
-			t.Errorf("op %d (%s %s on n%d) answered %d %s", op.ID, op.Kind, op.name(), op.Node+1, op.Status, op.Code)
+			t.Errorf("op %d (%s %s on n%d) answered %d %s", op.ID, op.Kind, op.Name(), op.Node+1, op.Status, op.Code)
 		}
-		if op.Status >= 400 && op.Status < 500 && op.Result != Rejected {
-			t.Errorf("op %d (%s %s on n%d): unexpected %d %s", op.ID, op.Kind, op.name(), op.Node+1, op.Status, op.Code)
+		if op.Status >= 400 && op.Status < 500 && op.Result != check.Rejected {
+			t.Errorf("op %d (%s %s on n%d): unexpected %d %s", op.ID, op.Kind, op.Name(), op.Node+1, op.Status, op.Code)
 		}
 		if op.Status == http.StatusServiceUnavailable {
 			if op.RetryAfter == "" {
@@ -568,13 +568,13 @@ func (r *run) check() {
 			}
 		}
 	}
-	for _, v := range CheckTokenOrder(ops) {
+	for _, v := range check.CheckTokenOrder(ops) {
 		t.Error("token order:", v)
 	}
-	for _, v := range CheckFencedOrder(ops) {
+	for _, v := range check.CheckFencedOrder(ops) {
 		t.Error("fenced order:", v)
 	}
-	for _, v := range CheckAudit(ops, events) {
+	for _, v := range check.CheckAudit(ops, events) {
 		t.Error("audit:", v)
 	}
 	for _, e := range events {
@@ -584,7 +584,7 @@ func (r *run) check() {
 			t.Errorf("the trail lost revisions %d to %d: %s", e.FromRevision, e.Revision, e.Reason)
 		}
 	}
-	r.linearizable("linearizability", "lock", "linearizability.html", func(html string) (bool, error) { return CheckLinearizable(ops, 5*time.Minute, html) })
+	r.linearizable("linearizability", "lock", "linearizability.html", func(html string) (bool, error) { return check.CheckLinearizable(ops, 5*time.Minute, html) })
 	r.checkElections(ops, events)
 	r.checkSemaphores(ops, events)
 	r.checkRWLocks(ops, events)
@@ -595,7 +595,7 @@ func (r *run) check() {
 // nobody leads an election, and every hold, permit and leadership has an
 // end event, then
 // returns the whole audit trail, oldest first.
-func (r *run) settledHistory() []AuditEvent {
+func (r *run) settledHistory() []check.AuditEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := r.c.Nodes[0].URL()
@@ -624,7 +624,7 @@ func (r *run) settledHistory() []AuditEvent {
 		}
 		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 && len(sems.Semaphores) == 0 && len(rws.RWLocks) == 0 {
 			evs, err := r.audit(ctx)
-			if err == nil && allEnded(evs) {
+			if err == nil && check.AllEnded(evs) {
 				return evs
 			}
 		}
@@ -636,31 +636,9 @@ func (r *run) settledHistory() []AuditEvent {
 	}
 }
 
-func allEnded(evs []AuditEvent) bool {
-	open := map[string]int{}
-	for _, e := range evs {
-		k := fmt.Sprintf("lock %s/%d", e.Lock, e.Token)
-		if !e.isLock() {
-			k = fmt.Sprintf("%s %s/%d", e.Kind, e.Name, e.Token)
-		}
-		switch {
-		case e.Type == "acquired" || e.Type == "elected":
-			open[k]++
-		case slices.Contains(endEventTypes, e.Type) || slices.Contains(leadershipEnds, e.Type):
-			open[k]--
-		}
-	}
-	for _, n := range open {
-		if n != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // audit pages through GET /v1/history.
-func (r *run) audit(ctx context.Context) ([]AuditEvent, error) {
-	var all []AuditEvent
+func (r *run) audit(ctx context.Context) ([]check.AuditEvent, error) {
+	var all []check.AuditEvent
 	before := int64(0)
 	for {
 		u := r.c.Nodes[1].URL() + "/v1/history?limit=1000"
@@ -668,8 +646,8 @@ func (r *run) audit(ctx context.Context) ([]AuditEvent, error) {
 			u += "&before=" + strconv.FormatInt(before, 10)
 		}
 		var page struct {
-			Events     []AuditEvent `json:"events"`
-			NextBefore int64        `json:"next_before"`
+			Events     []check.AuditEvent `json:"events"`
+			NextBefore int64              `json:"next_before"`
 		}
 		if err := testcluster.GetJSON(ctx, u, &page); err != nil {
 			return nil, err
@@ -702,7 +680,7 @@ func pausedClient() int {
 	d := &Driver{Base: base, TTL: ttl, H: NewHistory(), HTTP: NewHTTPClient()}
 	ctx := context.Background()
 	a := d.Acquire(ctx, lock, "paused-client")
-	if a.Result != OK {
+	if a.Result != check.OK {
 		fmt.Printf("acquire %s %d %s %s\n", a.Result, a.Status, a.Code, a.Err)
 		return 1
 	}
@@ -727,7 +705,7 @@ func (r *run) pauseClient(rng *rand.Rand) {
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
-	acq := Op{Client: nemesisClient(clientPaused), Node: node, Kind: Acquire, Lock: lock, Owner: "paused-client", Call: r.h.Now()}
+	acq := check.Op{Client: nemesisClient(clientPaused), Node: node, Kind: check.Acquire, Lock: lock, Owner: "paused-client", Call: r.h.Now()}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the paused client: %v", err)
 	}
@@ -743,7 +721,7 @@ func (r *run) pauseClient(rng *rand.Rand) {
 		r.logf("paused client could not acquire: %q", strings.TrimSpace(line))
 		return
 	}
-	acq.Result, acq.OutToken = OK, tok
+	acq.Result, acq.OutToken = check.OK, tok
 	r.h.Add(acq)
 	cmd.Process.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
@@ -755,7 +733,7 @@ func (r *run) pauseClient(rng *rand.Rand) {
 	d := &Driver{Client: nemesisClient(clientSuccessor), Node: other, Base: r.c.Nodes[other].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
 	next := r.waitingAcquire(d, lock, "successor")
 	took := time.Since(stopped)
-	if next.Result != OK || took > freeBound {
+	if next.Result != check.OK || took > freeBound {
 		t.Errorf("the paused client's lock: %s %d %s after %s; want it granted within %s", next.Result, next.Status, next.Code, took, freeBound)
 	}
 	d.FPut(context.Background(), lock, next.OutToken, "successor")
@@ -764,7 +742,7 @@ func (r *run) pauseClient(rng *rand.Rand) {
 	if rest := 2*ttl - time.Since(stopped); rest > 0 {
 		time.Sleep(rest) // the pause's length is the fault itself
 	}
-	w := Op{Client: nemesisClient(clientPaused), Node: node, Kind: FPut, Lock: lock, Token: tok, Value: "paused-client", Call: r.h.Now()}
+	w := check.Op{Client: nemesisClient(clientPaused), Node: node, Kind: check.FPut, Lock: lock, Token: tok, Value: "paused-client", Call: r.h.Now()}
 	fmt.Fprintln(stdin, "write")
 	cmd.Process.Signal(syscall.SIGCONT)
 	line, _ = out.ReadString('\n')

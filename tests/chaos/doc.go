@@ -8,6 +8,14 @@
 // linearizability for a lock with its fenced register (porcupine,
 // LockModel), token order in real time, and an exactly-once audit trail.
 //
+// This package runs the cluster, the nemesis and the clients; its drivers
+// (Driver) send each request and record it (History) as an Op. Everything
+// that reads a recorded run is package check (tests/chaos/check): the Op
+// and AuditEvent types, the porcupine models, the order checks, the
+// audits and the resolvers named below. It needs no process, so its unit
+// tests are fast and TestReplay checks a saved run with it alone; it
+// imports nothing from here.
+//
 // Beside the lock clients, election clients campaign (half of them waiting
 // in line), renew, proclaim, write to a fenced resource under their
 // leadership (a write that names the election), read the leader and

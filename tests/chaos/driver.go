@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // History collects Ops from many goroutines, with times relative to one
@@ -19,7 +21,7 @@ import (
 type History struct {
 	start time.Time
 	mu    sync.Mutex
-	ops   []Op
+	ops   []check.Op
 }
 
 // NewHistory starts the clock.
@@ -29,7 +31,7 @@ func NewHistory() *History { return &History{start: time.Now()} }
 func (h *History) Now() int64 { return time.Since(h.start).Nanoseconds() }
 
 // Add records op and gives it its ID.
-func (h *History) Add(op Op) Op {
+func (h *History) Add(op check.Op) check.Op {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	op.ID = len(h.ops)
@@ -38,10 +40,10 @@ func (h *History) Add(op Op) Op {
 }
 
 // Ops returns a copy of what was recorded.
-func (h *History) Ops() []Op {
+func (h *History) Ops() []check.Op {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]Op(nil), h.ops...)
+	return append([]check.Op(nil), h.ops...)
 }
 
 // Driver sends one client's requests to one node and records each as an
@@ -73,7 +75,7 @@ type problem struct {
 }
 
 // do sends one request and fills op's outcome fields. body is JSON.
-func (d *Driver) do(ctx context.Context, op Op, method, path string, body any) (Op, []byte) {
+func (d *Driver) do(ctx context.Context, op check.Op, method, path string, body any) (check.Op, []byte) {
 	op.Client, op.Node = d.Client, d.Node
 	if d.Pool != "" {
 		op.Pool = d.Pool
@@ -101,9 +103,9 @@ func (d *Driver) do(ctx context.Context, op Op, method, path string, body any) (
 		// Refused: nothing listened, so nothing was sent. Anything
 		// else (a timeout, a reset) may have reached etcd.
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			op.Result = Failed
+			op.Result = check.Failed
 		} else {
-			op.Result = Unknown
+			op.Result = check.Unknown
 		}
 		return op, nil
 	}
@@ -121,44 +123,44 @@ func (d *Driver) do(ctx context.Context, op Op, method, path string, body any) (
 
 // classify sets op.Result from its status and code; rejected lists the
 // problem codes that are a definite "no" for this kind of op.
-func classify(op Op, rejected ...string) Op {
+func classify(op check.Op, rejected ...string) check.Op {
 	switch {
 	case op.Result != "":
 	case op.Status >= 200 && op.Status < 300:
-		op.Result = OK
+		op.Result = check.OK
 	case op.Status == http.StatusServiceUnavailable:
 		// An etcd timeout can come after the txn committed.
-		op.Result = Unknown
+		op.Result = check.Unknown
 	default:
 		for _, c := range rejected {
 			if op.Code == c {
-				op.Result = Rejected
+				op.Result = check.Rejected
 				return op
 			}
 		}
 		// A 500, or a 4xx the workload never provokes: the checker
 		// reports it; the op's effect is unknown.
-		op.Result = Unknown
+		op.Result = check.Unknown
 	}
 	return op
 }
 
 // Acquire asks for lock without waiting; on OK, op.OutToken is the token.
-func (d *Driver) Acquire(ctx context.Context, lock, owner string) Op {
+func (d *Driver) Acquire(ctx context.Context, lock, owner string) check.Op {
 	return d.AcquireWaiting(ctx, lock, owner, 0)
 }
 
 // AcquireWaiting asks for lock, waiting in its queue for up to wait (0:
 // not at all).
-func (d *Driver) AcquireWaiting(ctx context.Context, lock, owner string, wait time.Duration) Op {
-	op, b := d.acquireAt(ctx, Op{Kind: Acquire, Lock: lock, Owner: owner}, lockPath(lock), map[string]any{}, "owner", wait)
+func (d *Driver) AcquireWaiting(ctx context.Context, lock, owner string, wait time.Duration) check.Op {
+	op, b := d.acquireAt(ctx, check.Op{Kind: check.Acquire, Lock: lock, Owner: owner}, lockPath(lock), map[string]any{}, "owner", wait)
 	op = classify(op, "lock_held")
-	if op.Result == OK {
+	if op.Result == check.OK {
 		var l struct {
 			Token int64 `json:"token"`
 		}
 		if err := json.Unmarshal(b, &l); err != nil || l.Token == 0 {
-			op.Result, op.Err = Unknown, fmt.Sprintf("acquire answer %q has no token", b)
+			op.Result, op.Err = check.Unknown, fmt.Sprintf("acquire answer %q has no token", b)
 		}
 		op.OutToken = l.Token
 	}
@@ -168,21 +170,21 @@ func (d *Driver) AcquireWaiting(ctx context.Context, lock, owner string, wait ti
 func lockPath(lock string) string { return "/v1/locks/" + url.PathEscape(lock) }
 
 // Renew extends the hold with token.
-func (d *Driver) Renew(ctx context.Context, lock string, token int64) Op {
-	op, _ := d.renewAt(ctx, Op{Kind: Renew, Lock: lock, Token: token}, lockPath(lock))
+func (d *Driver) Renew(ctx context.Context, lock string, token int64) check.Op {
+	op, _ := d.renewAt(ctx, check.Op{Kind: check.Renew, Lock: lock, Token: token}, lockPath(lock))
 	return d.H.Add(classify(op, "not_held", "token_mismatch"))
 }
 
 // Release ends the hold with token.
-func (d *Driver) Release(ctx context.Context, lock string, token int64) Op {
-	return d.endAt(ctx, Op{Kind: Release, Lock: lock, Token: token}, lockPath(lock), "not_held", "token_mismatch")
+func (d *Driver) Release(ctx context.Context, lock string, token int64) check.Op {
+	return d.endAt(ctx, check.Op{Kind: check.Release, Lock: lock, Token: token}, lockPath(lock), "not_held", "token_mismatch")
 }
 
 // Get reads the holder; Rejected means the lock is free.
-func (d *Driver) Get(ctx context.Context, lock string) Op {
-	op, b := d.do(ctx, Op{Kind: Get, Lock: lock}, http.MethodGet, lockPath(lock), nil)
+func (d *Driver) Get(ctx context.Context, lock string) check.Op {
+	op, b := d.do(ctx, check.Op{Kind: check.Get, Lock: lock}, http.MethodGet, lockPath(lock), nil)
 	op = classify(op, "not_held", "not_found")
-	if op.Result == OK {
+	if op.Result == check.OK {
 		var l struct {
 			Token int64  `json:"token"`
 			Owner string `json:"owner"`
@@ -194,22 +196,22 @@ func (d *Driver) Get(ctx context.Context, lock string) Op {
 }
 
 // FPut writes value to the fenced register named like lock, with token.
-func (d *Driver) FPut(ctx context.Context, lock string, token int64, value string) Op {
-	op, _ := d.do(ctx, Op{Kind: FPut, Lock: lock, Token: token, Value: value}, http.MethodPut,
+func (d *Driver) FPut(ctx context.Context, lock string, token int64, value string) check.Op {
+	op, _ := d.do(ctx, check.Op{Kind: check.FPut, Lock: lock, Token: token, Value: value}, http.MethodPut,
 		"/v1/fenced/"+url.PathEscape(lock), map[string]any{"token": token, "value": value})
 	return d.H.Add(classify(op, "stale_token"))
 }
 
 // FGet reads the fenced register; Rejected means it was never written.
-func (d *Driver) FGet(ctx context.Context, lock string) Op {
-	return d.H.Add(d.fget(ctx, Op{Kind: FGet, Lock: lock}))
+func (d *Driver) FGet(ctx context.Context, lock string) check.Op {
+	return d.H.Add(d.fget(ctx, check.Op{Kind: check.FGet, Lock: lock}))
 }
 
 // fget reads the fenced resource op names, without recording it.
-func (d *Driver) fget(ctx context.Context, op Op) Op {
-	op, b := d.do(ctx, op, http.MethodGet, "/v1/fenced/"+url.PathEscape(op.name()), nil)
+func (d *Driver) fget(ctx context.Context, op check.Op) check.Op {
+	op, b := d.do(ctx, op, http.MethodGet, "/v1/fenced/"+url.PathEscape(op.Name()), nil)
 	op = classify(op, "not_found")
-	if op.Result == OK {
+	if op.Result == check.OK {
 		var f struct {
 			Token int64  `json:"token"`
 			Value string `json:"value"`
@@ -222,9 +224,9 @@ func (d *Driver) fget(ctx context.Context, op Op) Op {
 
 // readResult turns a read that got no answer into Failed: a read changes
 // nothing, so one without an answer tells the checker nothing either.
-func readResult(op Op) Op {
-	if op.Result == Unknown && (op.Status == 0 || op.Status == http.StatusServiceUnavailable) {
-		op.Result = Failed
+func readResult(op check.Op) check.Op {
+	if op.Result == check.Unknown && (op.Status == 0 || op.Status == http.StatusServiceUnavailable) {
+		op.Result = check.Failed
 	}
 	return op
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // The election workload: clients beside the lock clients that campaign,
@@ -76,14 +78,14 @@ func (r *run) lead(ctx context.Context, d *Driver, rng *rand.Rand, name string, 
 
 // checkElections runs the election checkers over the history and the
 // settled audit trail.
-func (r *run) checkElections(ops []Op, events []AuditEvent) {
+func (r *run) checkElections(ops []check.Op, events []check.AuditEvent) {
 	t := r.t
 	if *flagElectors == 0 {
 		return
 	}
 	led := 0
 	for _, op := range ops {
-		if op.Kind == Campaign && op.Result == OK {
+		if op.Kind == check.Campaign && op.Result == check.OK {
 			led++
 		}
 	}
@@ -91,10 +93,10 @@ func (r *run) checkElections(ops []Op, events []AuditEvent) {
 	if led == 0 {
 		t.Errorf("no campaign of %d election clients succeeded: the election workload checked nothing", *flagElectors)
 	}
-	for _, v := range CheckElectionAudit(ops, events) {
+	for _, v := range check.CheckElectionAudit(ops, events) {
 		t.Error("election audit:", v)
 	}
 	r.linearizable("elections' linearizability", "election", "elections.html", func(html string) (bool, error) {
-		return CheckElections(ResolveCampaigns(ops, events), 5*time.Minute, html)
+		return check.CheckElections(check.ResolveCampaigns(ops, events), 5*time.Minute, html)
 	})
 }

@@ -5,13 +5,15 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // turn is one ask of a hold client (elector, semaphore, rwlock): the
 // acquire's op, the read a refused client makes now and then, and what a
 // granted client does with its hold.
 type turn struct {
-	ask  Op
+	ask  check.Op
 	peek func()
 	hold func()
 }
@@ -26,11 +28,11 @@ func (r *run) holdClient(ctx context.Context, id int, rng *rand.Rand, next func(
 	d := &Driver{Client: id, Node: node, Base: r.c.Nodes[node].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
 	for seq := 0; ctx.Err() == nil; seq++ {
 		t := next(d, seq)
-		if t.ask.Result != OK {
+		if t.ask.Result != check.OK {
 			if rng.IntN(3) == 0 {
 				t.peek()
 			}
-			if t.ask.Result == Failed || t.ask.Result == Unknown {
+			if t.ask.Result == check.Failed || t.ask.Result == check.Unknown {
 				pace(ctx, rng, 300*time.Millisecond)
 			} else {
 				pace(ctx, rng, 50*time.Millisecond)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // The HTTP plumbing the lock, election, semaphore and read/write lock ops
@@ -16,7 +18,7 @@ import (
 
 // acquireAt sends op, an acquire, to path with body plus op's owner under
 // ownerKey, d's TTL and wait (0: not waiting), and records the wait in op.
-func (d *Driver) acquireAt(ctx context.Context, op Op, path string, body map[string]any, ownerKey string, wait time.Duration) (Op, []byte) {
+func (d *Driver) acquireAt(ctx context.Context, op check.Op, path string, body map[string]any, ownerKey string, wait time.Duration) (check.Op, []byte) {
 	body[ownerKey], body["ttl"] = op.Owner, d.TTL.String()
 	if wait > 0 {
 		op.Wait = wait.String()
@@ -26,12 +28,12 @@ func (d *Driver) acquireAt(ctx context.Context, op Op, path string, body map[str
 }
 
 // renewAt extends the lease of op.Token at path/renew.
-func (d *Driver) renewAt(ctx context.Context, op Op, path string) (Op, []byte) {
+func (d *Driver) renewAt(ctx context.Context, op check.Op, path string) (check.Op, []byte) {
 	return d.do(ctx, op, http.MethodPost, path+"/renew", map[string]any{"token": op.Token})
 }
 
 // endAt gives op.Token up at path, refused with any of the codes rejected.
-func (d *Driver) endAt(ctx context.Context, op Op, path string, rejected ...string) Op {
+func (d *Driver) endAt(ctx context.Context, op check.Op, path string, rejected ...string) check.Op {
 	op, _ = d.do(ctx, op, http.MethodDelete, fmt.Sprintf("%s?token=%d", path, op.Token), nil)
 	return d.H.Add(classify(op, rejected...))
 }
@@ -46,13 +48,13 @@ type holdAnswer struct {
 // holdOut fills op.OutToken and op.OutLimit from an answer b that must be
 // what (a Permit, a Hold), in op.Mode when op has one. An OK that is not
 // one has an unknown effect, and the checker reports the op.
-func holdOut(op Op, b []byte, what string) Op {
-	if op.Result != OK {
+func holdOut(op check.Op, b []byte, what string) check.Op {
+	if op.Result != check.OK {
 		return op
 	}
 	var h holdAnswer
 	if err := json.Unmarshal(b, &h); err != nil || h.Token == 0 || (op.Mode != "" && h.Mode != op.Mode) {
-		op.Result, op.Err = Unknown, fmt.Sprintf("%s answer %q is not %s", op.Kind, b, what)
+		op.Result, op.Err = check.Unknown, fmt.Sprintf("%s answer %q is not %s", op.Kind, b, what)
 		return op
 	}
 	op.OutToken, op.OutLimit = h.Token, h.Limit
@@ -61,8 +63,8 @@ func holdOut(op Op, b []byte, what string) Op {
 
 // refusedHolders fills op.OutTokens, op.OutLimit and op.OutMode from the
 // holders a refusal b shows.
-func refusedHolders(op Op, b []byte) Op {
-	if op.Result != Rejected {
+func refusedHolders(op check.Op, b []byte) check.Op {
+	if op.Result != check.Rejected {
 		return op
 	}
 	var p struct {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // The lock set workload: clients beside the others that take sets of two
@@ -25,8 +27,8 @@ const (
 // poolLocks are the locks of the pool, -chaos.lockset-locks of them.
 func poolLocks() ([]string, error) {
 	n := *flagSetLocks
-	if n < 3 || n > maxPoolLocks {
-		return nil, fmt.Errorf("-chaos.lockset-locks: %d is not from 3 to %d", n, maxPoolLocks)
+	if n < 3 || n > check.MaxPoolLocks {
+		return nil, fmt.Errorf("-chaos.lockset-locks: %d is not from 3 to %d", n, check.MaxPoolLocks)
 	}
 	locks := make([]string, n)
 	for i := range locks {
@@ -103,7 +105,7 @@ func (r *run) holdSet(ctx context.Context, d *Driver, rng *rand.Rand, names []st
 
 // checkLockSets runs the lock set checkers over the history and the
 // settled audit trail.
-func (r *run) checkLockSets(ops []Op, events []AuditEvent) {
+func (r *run) checkLockSets(ops []check.Op, events []check.AuditEvent) {
 	t := r.t
 	if *flagSetClients == 0 {
 		return
@@ -111,41 +113,36 @@ func (r *run) checkLockSets(ops []Op, events []AuditEvent) {
 	counts := map[string]int{}
 	for _, op := range ops {
 		switch {
-		case !op.onLockSet():
-		case op.Result == Unknown && op.Status >= 200 && op.Status < 300:
-			t.Errorf("op %d (%s %s on n%d): a %d that is not a LockSet: %s", op.ID, op.Kind, op.name(), op.Node+1, op.Status, op.Err)
-		case op.Kind == SetAcquire && op.Result == OK:
+		case !op.OnLockSet():
+		case op.Result == check.Unknown && op.Status >= 200 && op.Status < 300:
+			t.Errorf("op %d (%s %s on n%d): a %d that is not a LockSet: %s", op.ID, op.Kind, op.Name(), op.Node+1, op.Status, op.Err)
+		case op.Kind == check.SetAcquire && op.Result == check.OK:
 			counts[fmt.Sprintf("sets of %d granted", len(op.Set))]++
 			if op.Wait != "" {
 				counts["granted after waiting"]++
 			}
-		case op.Kind == SetAcquire && op.Result == Rejected:
+		case op.Kind == check.SetAcquire && op.Result == check.Rejected:
 			counts["set acquires refused"]++
 			counts["holders shown by refusals"] += len(op.OutHolders)
-		case op.Kind == SetAcquire && op.Result == Unknown:
+		case op.Kind == check.SetAcquire && op.Result == check.Unknown:
 			counts["set acquires unknown"]++
-		case op.Kind == Acquire && op.Result == OK:
+		case op.Kind == check.Acquire && op.Result == check.OK:
 			counts["single locks granted"]++
-		case op.Kind == FPut && op.Result == OK:
+		case op.Kind == check.FPut && op.Result == check.OK:
 			counts["fenced writes accepted"]++
-		case op.Kind == FPut && op.Result == Rejected:
+		case op.Kind == check.FPut && op.Result == check.Rejected:
 			counts["fenced writes refused as stale"]++
 		}
 	}
-	trail := readSetTrail(events)
-	members := 0
-	for _, evs := range trail.grants {
-		members += len(evs)
-	}
-	counts["set grants in the trail"], counts["member holds in the trail"] = len(trail.grants), members
+	counts["set grants in the trail"], counts["member holds in the trail"] = check.SetGrants(events)
 	r.logf("lock sets: %v", counts)
 	if counts["sets of 2 granted"] == 0 || counts["sets of 3 granted"] == 0 || counts["single locks granted"] == 0 {
 		t.Errorf("the lock set workload of %d clients had no set of 2 or of 3 granted, or no single lock of the pool (%v): it checked too little", *flagSetClients, counts)
 	}
-	for _, v := range CheckLockSetAudit(ops, events) {
+	for _, v := range check.CheckLockSetAudit(ops, events) {
 		t.Error("lock set audit:", v)
 	}
 	r.linearizable("lock sets' linearizability", "lock set", "locksets.html", func(html string) (bool, error) {
-		return CheckLockSets(ResolveLockSets(ops, events), 5*time.Minute, html)
+		return check.CheckLockSets(check.ResolveLockSets(ops, events), 5*time.Minute, html)
 	})
 }

@@ -3,11 +3,14 @@ package chaos
 import (
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 var flagReplay = flag.String("chaos.replay", "", "a run's folder (history.json, audit.json): check it again instead of running anything")
@@ -20,45 +23,45 @@ func TestReplay(t *testing.T) {
 	if *flagReplay == "" {
 		t.Skip("replays a saved run given by -chaos.replay")
 	}
-	var ops []Op
+	var ops []check.Op
 	readJSON(t, filepath.Join(*flagReplay, "history.json"), &ops)
-	t.Logf("history: %s", Summarize(ops))
-	var events []AuditEvent
+	t.Logf("history: %s", check.Summarize(ops))
+	var events []check.AuditEvent
 	if _, err := os.Stat(filepath.Join(*flagReplay, "audit.json")); err == nil {
 		readJSON(t, filepath.Join(*flagReplay, "audit.json"), &events)
-		for _, v := range CheckAudit(ops, events) {
+		for _, v := range check.CheckAudit(ops, events) {
 			t.Error("audit:", v)
 		}
-		for _, v := range CheckElectionAudit(ops, events) {
+		for _, v := range check.CheckElectionAudit(ops, events) {
 			t.Error("election audit:", v)
 		}
-		for _, v := range CheckSemaphoreAudit(ops, events) {
+		for _, v := range check.CheckSemaphoreAudit(ops, events) {
 			t.Error("semaphore audit:", v)
 		}
-		for _, v := range CheckRWLockAudit(ops, events) {
+		for _, v := range check.CheckRWLockAudit(ops, events) {
 			t.Error("rwlock audit:", v)
 		}
-		for _, v := range CheckLockSetAudit(ops, events) {
+		for _, v := range check.CheckLockSetAudit(ops, events) {
 			t.Error("lock set audit:", v)
 		}
 	}
-	for _, v := range CheckTokenOrder(ops) {
+	for _, v := range check.CheckTokenOrder(ops) {
 		t.Error("token order:", v)
 	}
-	for _, v := range CheckFencedOrder(ops) {
+	for _, v := range check.CheckFencedOrder(ops) {
 		t.Error("fenced order:", v)
 	}
 	checks := []struct {
 		name  string
-		check func([]Op, time.Duration, string) (bool, error)
-	}{{"linearizability-replay.html", CheckLinearizable}, {"elections-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
-		return CheckElections(ResolveCampaigns(ops, events), timeout, html)
-	}}, {"semaphores-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
-		return CheckSemaphores(ResolvePermits(ops, events), timeout, html)
-	}}, {"rwlocks-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
-		return CheckRWLocks(ResolveRWLocks(ops, events), timeout, html)
-	}}, {"locksets-replay.html", func(ops []Op, timeout time.Duration, html string) (bool, error) {
-		return CheckLockSets(ResolveLockSets(ops, events), timeout, html)
+		check func([]check.Op, time.Duration, string) (bool, error)
+	}{{"linearizability-replay.html", check.CheckLinearizable}, {"elections-replay.html", func(ops []check.Op, timeout time.Duration, html string) (bool, error) {
+		return check.CheckElections(check.ResolveCampaigns(ops, events), timeout, html)
+	}}, {"semaphores-replay.html", func(ops []check.Op, timeout time.Duration, html string) (bool, error) {
+		return check.CheckSemaphores(check.ResolvePermits(ops, events), timeout, html)
+	}}, {"rwlocks-replay.html", func(ops []check.Op, timeout time.Duration, html string) (bool, error) {
+		return check.CheckRWLocks(check.ResolveRWLocks(ops, events), timeout, html)
+	}}, {"locksets-replay.html", func(ops []check.Op, timeout time.Duration, html string) (bool, error) {
+		return check.CheckLockSets(check.ResolveLockSets(ops, events), timeout, html)
 	}}}
 	for _, c := range checks {
 		html := filepath.Join(*flagReplay, c.name)
@@ -75,26 +78,26 @@ func TestReplay(t *testing.T) {
 }
 
 // logIllegalPrefixes logs, for each lock, election (…) or lock set pool
-// whose ops check rejects, the last ops of its shortest illegal prefix.
-func logIllegalPrefixes(t *testing.T, ops []Op, check func([]Op, time.Duration, string) (bool, error)) {
-	byName := map[string][]Op{}
+// whose ops checker rejects, the last ops of its shortest illegal prefix.
+func logIllegalPrefixes(t *testing.T, ops []check.Op, checker func([]check.Op, time.Duration, string) (bool, error)) {
+	byName := map[string][]check.Op{}
 	for _, op := range ops {
-		name := op.name()
-		if op.onLockSet() {
+		name := op.Name()
+		if op.OnLockSet() {
 			name = op.Pool // a set couples the pool's locks
 		}
 		byName[name] = append(byName[name], op)
 	}
-	for _, name := range sortedNames(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		part := byName[name]
-		if ok, _ := check(part, time.Minute, ""); ok {
+		if ok, _ := checker(part, time.Minute, ""); ok {
 			continue
 		}
-		slices.SortStableFunc(part, func(a, b Op) int { return int(a.Call - b.Call) })
+		slices.SortStableFunc(part, func(a, b check.Op) int { return int(a.Call - b.Call) })
 		lo, hi := 1, len(part)
 		for lo < hi {
 			mid := (lo + hi) / 2
-			if ok, _ := check(part[:mid], time.Minute, ""); ok {
+			if ok, _ := checker(part[:mid], time.Minute, ""); ok {
 				lo = mid + 1
 			} else {
 				hi = mid
@@ -102,7 +105,7 @@ func logIllegalPrefixes(t *testing.T, ops []Op, check func([]Op, time.Duration, 
 		}
 		t.Logf("%s: the first %d ops (in call order) are already illegal; the last of them:", name, lo)
 		for _, op := range part[max(0, lo-30):lo] {
-			t.Logf("  [%.3fs, %.3fs] %s (%s)", float64(op.Call)/1e9, float64(op.Return)/1e9, describeOp(op), describeOpDetail(op))
+			t.Logf("  [%.3fs, %.3fs] %s (%s)", float64(op.Call)/1e9, float64(op.Return)/1e9, check.DescribeOp(op), check.DescribeOpDetail(op))
 		}
 	}
 }

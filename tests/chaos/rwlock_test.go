@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // The read/write lock workload: clients beside the others that take read
@@ -19,7 +21,7 @@ const rwWait = 2 * time.Second
 // rwlocks are the workload's read/write locks. The first one's acquires
 // never wait: its queue stays empty, so each of its refusals says a hold
 // in its way was held, and the model checks that. The second one's wait
-// half the time: its queue is what fifo checks.
+// half the time: its queue is what CheckRWLockAudit's FIFO check reads.
 var rwlocks = []string{"rw-0", "rw-1"}
 
 // rwClient is one read/write lock client bound to one node: it takes a
@@ -90,51 +92,44 @@ func (r *run) holdRW(ctx context.Context, d *Driver, rng *rand.Rand, name string
 
 // checkRWLocks runs the read/write lock checkers over the history and the
 // settled audit trail.
-func (r *run) checkRWLocks(ops []Op, events []AuditEvent) {
+func (r *run) checkRWLocks(ops []check.Op, events []check.AuditEvent) {
 	t := r.t
 	if *flagRWClients == 0 {
 		return
 	}
 	counts := map[string]int{}
-	resolved := ResolveRWLocks(ops, events)
+	resolved := check.ResolveRWLocks(ops, events)
 	for _, op := range resolved {
 		switch {
-		case !op.onRWLock():
-		case op.Kind == RWAcquire && op.Result == OK:
+		case !op.OnRWLock():
+		case op.Kind == check.RWAcquire && op.Result == check.OK:
 			counts[op.Mode+" granted"]++
-		case op.Kind == RWAcquire && op.Result == Rejected:
+		case op.Kind == check.RWAcquire && op.Result == check.Rejected:
 			counts[op.Mode+" refused"]++
-			if op.strict {
+			if op.Strict() {
 				counts["strict refusals"]++
 			}
-		case op.Kind == FPut && op.Result == OK:
+		case op.Kind == check.FPut && op.Result == check.OK:
 			counts["fenced writes accepted"]++
-		case op.Kind == FPut && op.Code == "not_holder":
+		case op.Kind == check.FPut && op.Code == "not_holder":
 			counts["fenced writes refused as not_holder"]++
-		case op.Kind == RWGet && op.Result == OK && len(op.OutWaiters) > 0:
+		case op.Kind == check.RWGet && op.Result == check.OK && len(op.OutWaiters) > 0:
 			counts["reads showing waiters"]++
-		case op.Result == Unknown && op.Status >= 200 && op.Status < 300:
+		case op.Result == check.Unknown && op.Status >= 200 && op.Status < 300:
 			t.Errorf("op %d (%s %s on n%d): a %d that is not a Hold or an RWLock: %s", op.ID, op.Kind, op.RWLock, op.Node+1, op.Status, op.Err)
 		}
 	}
 	// The waiters a read showed and the trail granted later are what the
 	// read-based FIFO check orders acquires after.
-	trail := readHoldTrail(rwHolds, events)
-	for _, op := range resolved {
-		if op.Kind == RWGet && op.Result == OK {
-			for _, w := range op.OutWaiters {
-				if _, ok := trail.byOwner[holdOwner{op.RWLock, w}]; ok {
-					counts["waiters shown, then granted"]++
-				}
-			}
-		}
+	if n := check.WaitersGranted(resolved, events); n > 0 {
+		counts["waiters shown, then granted"] = n
 	}
 	r.logf("rwlocks: %v", counts)
 	if counts["read granted"] == 0 || counts["write granted"] == 0 || counts["fenced writes accepted"] == 0 {
 		t.Errorf("the rwlock workload of %d clients had no read grant, no write grant or no fenced write accepted (%v): it checked too little", *flagRWClients, counts)
 	}
-	for _, v := range CheckRWLockAudit(ops, events) {
+	for _, v := range check.CheckRWLockAudit(ops, events) {
 		t.Error("rwlock audit:", v)
 	}
-	r.linearizable("rwlocks' linearizability", "rwlock", "rwlocks.html", func(html string) (bool, error) { return CheckRWLocks(resolved, 5*time.Minute, html) })
+	r.linearizable("rwlocks' linearizability", "rwlock", "rwlocks.html", func(html string) (bool, error) { return check.CheckRWLocks(resolved, 5*time.Minute, html) })
 }

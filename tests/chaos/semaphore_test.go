@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baton-dev/baton/tests/chaos/check"
 )
 
 // The semaphore workload: clients beside the lock and election clients
@@ -33,8 +35,8 @@ func semaphores() ([]semaphore, error) {
 	var out []semaphore
 	for i, f := range strings.Split(*flagSemLimits, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > maxModelLimit {
-			return nil, fmt.Errorf("-chaos.semaphore-limits: %q is not a limit from 1 to %d", f, maxModelLimit)
+		if err != nil || n < 1 || n > check.MaxModelLimit {
+			return nil, fmt.Errorf("-chaos.semaphore-limits: %q is not a limit from 1 to %d", f, check.MaxModelLimit)
 		}
 		out = append(out, semaphore{name: fmt.Sprintf("sem-%d", i), limit: n, waits: i > 0 && *flagSemWaits})
 	}
@@ -94,24 +96,24 @@ func (r *run) holdPermit(ctx context.Context, d *Driver, rng *rand.Rand, name st
 
 // checkSemaphores runs the semaphore checkers over the history and the
 // settled audit trail.
-func (r *run) checkSemaphores(ops []Op, events []AuditEvent) {
+func (r *run) checkSemaphores(ops []check.Op, events []check.AuditEvent) {
 	t := r.t
 	if *flagSemClients == 0 {
 		return
 	}
 	granted, full, strict := 0, 0, 0
-	resolved := ResolvePermits(ops, events)
+	resolved := check.ResolvePermits(ops, events)
 	for _, op := range resolved {
 		switch {
-		case !op.onSemaphore():
-		case op.Kind == SemAcquire && op.Result == OK:
+		case !op.OnSemaphore():
+		case op.Kind == check.SemAcquire && op.Result == check.OK:
 			granted++
-		case op.Kind == SemAcquire && op.Result == Rejected:
+		case op.Kind == check.SemAcquire && op.Result == check.Rejected:
 			full++
-			if op.strict {
+			if op.Strict() {
 				strict++
 			}
-		case op.Result == Unknown && op.Status >= 200 && op.Status < 300:
+		case op.Result == check.Unknown && op.Status >= 200 && op.Status < 300:
 			t.Errorf("op %d (%s %s on n%d): a %d that is not a Permit or a Semaphore: %s", op.ID, op.Kind, op.Semaphore, op.Node+1, op.Status, op.Err)
 		}
 	}
@@ -119,8 +121,8 @@ func (r *run) checkSemaphores(ops []Op, events []AuditEvent) {
 	if granted == 0 {
 		t.Errorf("no acquire of %d semaphore clients succeeded: the semaphore workload checked nothing", *flagSemClients)
 	}
-	for _, v := range CheckSemaphoreAudit(ops, events) {
+	for _, v := range check.CheckSemaphoreAudit(ops, events) {
 		t.Error("semaphore audit:", v)
 	}
-	r.linearizable("semaphores' linearizability", "semaphore", "semaphores.html", func(html string) (bool, error) { return CheckSemaphores(resolved, 5*time.Minute, html) })
+	r.linearizable("semaphores' linearizability", "semaphore", "semaphores.html", func(html string) (bool, error) { return check.CheckSemaphores(resolved, 5*time.Minute, html) })
 }

@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"errors"
@@ -211,7 +211,7 @@ func TestModel_IllegalHistories(t *testing.T) {
 func describeHistory(ops []Op) string {
 	var b strings.Builder
 	for _, op := range ops {
-		fmt.Fprintf(&b, "  [%d,%d] c%d %s: %s\n", op.Call, op.Return, op.Client, op.Lock, describeOp(op))
+		fmt.Fprintf(&b, "  [%d,%d] c%d %s: %s\n", op.Call, op.Return, op.Client, op.Lock, DescribeOp(op))
 	}
 	return b.String()
 }

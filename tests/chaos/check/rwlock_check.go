@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // maxModelHolds bounds the holds RWLockModel keeps at once, as
-// maxModelLimit does a semaphore's: its state keeps them in an array, so
+// MaxModelLimit does a semaphore's: its state keeps them in an array, so
 // that it stays comparable. A client holds one hold at a time, but a
 // hold whose acquire was Unknown (and settled as granted by the trail)
 // lives on unused beside its client's next one until it expires.
@@ -364,7 +364,7 @@ func RWLockModel() porcupine.Model { return newModel(rwState{}) }
 // ResolveRWLocks's ops: without the trail's word, every hold is immortal
 // and every refusal unchecked.
 func CheckRWLocks(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	return checkModel(RWLockModel(), Op.onRWLock, ops, timeout, htmlPath)
+	return checkModel(RWLockModel(), Op.OnRWLock, ops, timeout, htmlPath)
 }
 
 // describeRWOp reads like "rw-acquire w3-1 write wait 1s → 4711".

@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// maxPoolLocks bounds the locks of a pool LockSetModel checks: its state
+// MaxPoolLocks bounds the locks of a pool LockSetModel checks: its state
 // keeps them in an array, so that it stays comparable.
-const maxPoolLocks = 8
+const MaxPoolLocks = 8
 
 // poolState is LockSetModel's view of a pool of locks that lock sets and
 // single locks share, each with the fenced register named like it. It is
@@ -18,9 +18,9 @@ const maxPoolLocks = 8
 type poolState struct {
 	// Names are the pool's locks the ops have named so far, ascending, N
 	// of them; Locks[i] is Names[i]'s.
-	Names [maxPoolLocks]string
+	Names [MaxPoolLocks]string
 	N     int
-	Locks [maxPoolLocks]poolLock
+	Locks [MaxPoolLocks]poolLock
 }
 
 // poolLock is one lock of a pool and its register, as LockModel keeps
@@ -44,7 +44,7 @@ func (s poolState) slot(name string) (poolState, int) {
 	if i < s.N && s.Names[i] == name {
 		return s, i
 	}
-	if s.N == maxPoolLocks {
+	if s.N == MaxPoolLocks {
 		return s, -1
 	}
 	copy(s.Names[i+1:s.N+1], s.Names[i:s.N])
@@ -330,7 +330,7 @@ func LockSetModel() porcupine.Model {
 func CheckLockSets(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
 	names := map[string]map[string]bool{}
 	for _, op := range ops {
-		if !op.onLockSet() {
+		if !op.OnLockSet() {
 			continue
 		}
 		if names[op.Pool] == nil {
@@ -342,18 +342,18 @@ func CheckLockSets(ops []Op, timeout time.Duration, htmlPath string) (ok bool, e
 		for _, n := range op.Set {
 			names[op.Pool][n] = true
 		}
-		if n := len(names[op.Pool]); n > maxPoolLocks {
-			return false, fmt.Errorf("op %d: pool %q has %d locks; LockSetModel checks up to %d", op.ID, op.Pool, n, maxPoolLocks)
+		if n := len(names[op.Pool]); n > MaxPoolLocks {
+			return false, fmt.Errorf("op %d: pool %q has %d locks; LockSetModel checks up to %d", op.ID, op.Pool, n, MaxPoolLocks)
 		}
 	}
-	return checkModel(LockSetModel(), Op.onLockSet, ops, timeout, htmlPath)
+	return checkModel(LockSetModel(), Op.OnLockSet, ops, timeout, htmlPath)
 }
 
 // describeSetOp reads like "set-acquire ls3-1 acct-2,acct-0 wait 1s →
 // 4711" or "set-release acct-2,acct-0 4711 → ok".
 func describeSetOp(op Op) string {
 	if op.Kind == SetAcquire {
-		return describeAcquire(op, op.Owner+" "+op.name())
+		return describeAcquire(op, op.Owner+" "+op.Name())
 	}
-	return fmt.Sprintf("%s %s %d → %s", op.Kind, op.name(), op.Token, describeResult(op))
+	return fmt.Sprintf("%s %s %d → %s", op.Kind, op.Name(), op.Token, describeResult(op))
 }

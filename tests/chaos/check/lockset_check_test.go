@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"fmt"
@@ -221,7 +221,7 @@ func TestCheckLockSets_WritesVisualisationWhenIllegal(t *testing.T) {
 
 func TestCheckLockSets_RefusesPoolsOverTheModels(t *testing.T) {
 	var names []string
-	for i := range maxPoolLocks + 1 {
+	for i := range MaxPoolLocks + 1 {
 		names = append(names, fmt.Sprintf("l%d", i))
 	}
 	if _, err := CheckLockSets(mkHistory(mkSetAcquire(0, names, 0, 10, OK, 5)), 10*time.Second, ""); err == nil {

@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"fmt"
@@ -199,6 +199,24 @@ func (t holdTrail) fifo(ops []Op) []string {
 		problems = append(problems, queuedOrder(name, t.grants[name])...)
 	}
 	return problems
+}
+
+// WaitersGranted counts the waiters that the rw-get OKs of ops showed
+// and that the trail events grants: the reads fifo orders later acquires
+// after.
+func WaitersGranted(ops []Op, events []AuditEvent) int {
+	t := readHoldTrail(rwHolds, events)
+	n := 0
+	for _, op := range ops {
+		if op.Kind == RWGet && op.Result == OK {
+			for _, w := range op.OutWaiters {
+				if _, ok := t.byOwner[holdOwner{op.RWLock, w}]; ok {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // bothReads reports whether two holds of modes a and b are both reads,

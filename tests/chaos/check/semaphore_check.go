@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// maxModelLimit bounds the limits SemaphoreModel checks: its state keeps
+// MaxModelLimit bounds the limits SemaphoreModel checks: its state keeps
 // the permits held in an array, so that it stays comparable.
-const maxModelLimit = 8
+const MaxModelLimit = 8
 
 // permit is a permit SemaphoreModel knows to be held.
 type permit struct {
@@ -30,7 +30,7 @@ type semaphoreState struct {
 	Limit int
 	// Held are the permits known to be held, ascending by token, N of
 	// them; the rest of the array is zero.
-	Held [maxModelLimit]permit
+	Held [MaxModelLimit]permit
 	N    int
 	// Unseen counts permits granted to Unknown acquires whose token
 	// nobody saw; each is mortal, and a read may reveal its token, which
@@ -306,12 +306,12 @@ func SemaphoreModel() porcupine.Model { return newModel(semaphoreState{}) }
 // refusal unchecked.
 func CheckSemaphores(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
 	for _, op := range ops {
-		if op.onSemaphore() && (op.Limit > maxModelLimit || op.OutLimit > maxModelLimit) {
+		if op.OnSemaphore() && (op.Limit > MaxModelLimit || op.OutLimit > MaxModelLimit) {
 			return false, fmt.Errorf("op %d: semaphore %q has limit %d; SemaphoreModel checks limits up to %d",
-				op.ID, op.Semaphore, max(op.Limit, op.OutLimit), maxModelLimit)
+				op.ID, op.Semaphore, max(op.Limit, op.OutLimit), MaxModelLimit)
 		}
 	}
-	return checkModel(SemaphoreModel(), Op.onSemaphore, ops, timeout, htmlPath)
+	return checkModel(SemaphoreModel(), Op.OnSemaphore, ops, timeout, htmlPath)
 }
 
 // describeSemaphoreOp reads like "sem-acquire s3-1 wait 1s → 4711".

@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"bytes"
@@ -85,24 +85,7 @@ func (s hold) vanished(token int64) hold {
 func (s lockState) step(op Op) []lockState {
 	switch op.Kind {
 	case Acquire:
-		switch op.Result {
-		case OK:
-			// Revisions only grow, so a grant below what this lock already
-			// handed out is a replayed or invented token. Any holder is
-			// replaced: its lease must have expired first.
-			if op.OutToken <= s.Last {
-				return nil
-			}
-			s.Holder, s.Last = op.OutToken, op.OutToken
-			return []lockState{s}
-		case Rejected:
-			// Someone held it; whoever it was, nothing changed.
-			return []lockState{s}
-		case Unknown:
-			took := s
-			took.Holder = holderUnknown
-			return []lockState{s, took}
-		}
+		return s.acquire(op)
 	case Renew:
 		switch op.Result {
 		case OK:
@@ -163,6 +146,29 @@ func (s lockState) step(op Op) []lockState {
 		if s.get(op) {
 			return []lockState{s}
 		}
+	}
+	return nil
+}
+
+// acquire is step for an acquire.
+func (s lockState) acquire(op Op) []lockState {
+	switch op.Result {
+	case OK:
+		// Revisions only grow, so a grant below what this lock already
+		// handed out is a replayed or invented token. Any holder is
+		// replaced: its lease must have expired first.
+		if op.OutToken <= s.Last {
+			return nil
+		}
+		s.Holder, s.Last = op.OutToken, op.OutToken
+		return []lockState{s}
+	case Rejected:
+		// Someone held it; whoever it was, nothing changed.
+		return []lockState{s}
+	case Unknown:
+		took := s
+		took.Holder = holderUnknown
+		return []lockState{s, took}
 	}
 	return nil
 }
@@ -266,9 +272,9 @@ type modelState[S any] interface {
 }
 
 // newModel is the porcupine model whose every partition starts at init,
-// partitioned by Op.name.
+// partitioned by Op.Name.
 func newModel[S modelState[S]](init S) porcupine.Model {
-	return newModelBy(init, Op.name)
+	return newModelBy(init, Op.Name)
 }
 
 // newModelBy is newModel partitioned by key.
@@ -294,7 +300,7 @@ func newModelBy[S modelState[S]](init S, key func(Op) string) porcupine.Model {
 			return maphash.Comparable(seed, state.(S))
 		},
 		DescribeOperation: func(input, _ any) string {
-			return describeOp(input.(Op))
+			return DescribeOp(input.(Op))
 		},
 		DescribeState: func(state any) string {
 			return state.(S).String()
@@ -304,7 +310,7 @@ func newModelBy[S modelState[S]](init S, key func(Op) string) porcupine.Model {
 			if !ok {
 				return ""
 			}
-			return describeOpDetail(op)
+			return DescribeOpDetail(op)
 		},
 	}
 	return nm.ToModel()
@@ -329,8 +335,8 @@ func partitionBy(history []porcupine.Operation, key func(Op) string) [][]porcupi
 	return parts
 }
 
-// describeOp reads like "acquire c3 → 4711" or "release 4711 → ok".
-func describeOp(op Op) string {
+// DescribeOp reads like "acquire c3 → 4711" or "release 4711 → ok".
+func DescribeOp(op Op) string {
 	switch op.Kind {
 	case Acquire:
 		who := op.Owner
@@ -386,21 +392,21 @@ func describeResult(op Op) string {
 	return string(op.Result)
 }
 
-// describeOpDetail is the visualisation's tooltip: enough to find the op
+// DescribeOpDetail is the visualisation's tooltip: enough to find the op
 // in the run's log.
-func describeOpDetail(op Op) string {
+func DescribeOpDetail(op Op) string {
 	s := fmt.Sprintf("op %d client %d node %d lock %s", op.ID, op.Client, op.Node, op.Lock)
 	if op.onElection() {
 		s = fmt.Sprintf("op %d client %d node %d election %s", op.ID, op.Client, op.Node, op.Election)
 	}
-	if op.onSemaphore() {
+	if op.OnSemaphore() {
 		s = fmt.Sprintf("op %d client %d node %d semaphore %s", op.ID, op.Client, op.Node, op.Semaphore)
 	}
-	if op.onRWLock() {
+	if op.OnRWLock() {
 		s = fmt.Sprintf("op %d client %d node %d rwlock %s", op.ID, op.Client, op.Node, op.RWLock)
 	}
 	if len(op.Set) > 0 {
-		s = fmt.Sprintf("op %d client %d node %d lock set %s", op.ID, op.Client, op.Node, op.name())
+		s = fmt.Sprintf("op %d client %d node %d lock set %s", op.ID, op.Client, op.Node, op.Name())
 	}
 	if op.Status != 0 {
 		s += fmt.Sprintf(" status %d", op.Status)
@@ -439,7 +445,7 @@ func clipValue(s string) string {
 // there; failing to write it is err, alongside ok false. When the timeout
 // (0: none) runs out first, err is ErrCheckTimeout: not a pass.
 func CheckLinearizable(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	return checkModel(LockModel(), func(op Op) bool { return op.onLock() && !op.onLockSet() }, ops, timeout, htmlPath)
+	return checkModel(LockModel(), func(op Op) bool { return op.onLock() && !op.OnLockSet() }, ops, timeout, htmlPath)
 }
 
 // checkModel checks the ops that model takes against it, as
@@ -542,10 +548,10 @@ func CheckTokenOrder(ops []Op) []string {
 	first := map[lockToken]Op{}
 	var unique []Op // a duplicate is reported once, not again as an inversion
 	for _, op := range grants {
-		k := lockToken{string(op.Kind) + " " + op.name(), op.OutToken}
+		k := lockToken{string(op.Kind) + " " + op.Name(), op.OutToken}
 		if prev, dup := first[k]; dup {
 			problems = append(problems, fmt.Sprintf("%s %q: token %d granted twice: op %d (client %d) and op %d (client %d)",
-				grantOf(op), op.name(), op.OutToken, prev.ID, prev.Client, op.ID, op.Client))
+				grantOf(op), op.Name(), op.OutToken, prev.ID, prev.Client, op.ID, op.Client))
 			continue
 		}
 		first[k] = op
@@ -554,8 +560,8 @@ func CheckTokenOrder(ops []Op) []string {
 	outToken := func(op Op) int64 { return op.OutToken }
 	for _, v := range realTimeInversions(unique, outToken, false) {
 		problems = append(problems, fmt.Sprintf("%s op %d (%s %q) returned token %d at %s, but %s op %d (%s %q) called later at %s got token %d",
-			v.before.Kind, v.before.ID, grantOf(v.before), v.before.name(), v.before.OutToken, time.Duration(v.before.Return),
-			v.after.Kind, v.after.ID, grantOf(v.after), v.after.name(), time.Duration(v.after.Call), v.after.OutToken))
+			v.before.Kind, v.before.ID, grantOf(v.before), v.before.Name(), v.before.OutToken, time.Duration(v.before.Return),
+			v.after.Kind, v.after.ID, grantOf(v.after), v.after.Name(), time.Duration(v.after.Call), v.after.OutToken))
 	}
 	return problems
 }
@@ -566,11 +572,11 @@ func grantOf(op Op) string {
 	switch {
 	case len(op.Set) > 0:
 		return "lock set"
-	case op.onRWLock():
+	case op.OnRWLock():
 		return "rwlock"
 	case op.onElection():
 		return "election"
-	case op.onSemaphore():
+	case op.OnSemaphore():
 		return "semaphore"
 	}
 	return "lock"
@@ -583,7 +589,7 @@ func CheckFencedOrder(ops []Op) []string {
 	byResource := map[string][]Op{}
 	for _, op := range ops {
 		if op.Kind == FPut && op.Result == OK {
-			byResource[op.name()] = append(byResource[op.name()], op)
+			byResource[op.Name()] = append(byResource[op.Name()], op)
 		}
 	}
 	var problems []string
@@ -731,6 +737,31 @@ func CheckAudit(ops []Op, events []AuditEvent) []string {
 		}
 	}
 	return problems
+}
+
+// AllEnded reports whether every hold and leadership the trail evs
+// grants has ended in it as often as it was granted: the audits read
+// only a settled trail, where nothing is held any more.
+func AllEnded(evs []AuditEvent) bool {
+	open := map[string]int{}
+	for _, e := range evs {
+		k := fmt.Sprintf("lock %s/%d", e.Lock, e.Token)
+		if !e.isLock() {
+			k = fmt.Sprintf("%s %s/%d", e.Kind, e.Name, e.Token)
+		}
+		switch {
+		case e.Type == "acquired" || e.Type == "elected":
+			open[k]++
+		case slices.Contains(endEventTypes, e.Type) || slices.Contains(leadershipEnds, e.Type):
+			open[k]--
+		}
+	}
+	for _, n := range open {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func joinEventTypes(evs []AuditEvent) string {

@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"cmp"
@@ -59,6 +59,16 @@ func readSetTrail(events []AuditEvent) setTrail {
 	return t
 }
 
+// SetGrants counts the set grants of the trail events and the member
+// holds they made: what CheckLockSetAudit reads as sets.
+func SetGrants(events []AuditEvent) (grants, members int) {
+	t := readSetTrail(events)
+	for _, evs := range t.grants {
+		members += len(evs)
+	}
+	return len(t.grants), members
+}
+
 // ResolveLockSets returns ops with what the trail says of the Unknown
 // acquires of lock set pools, for CheckLockSets, as ResolvePermits does
 // for permits: an Unknown set acquire (single acquire of a pool's lock)
@@ -76,8 +86,8 @@ func ResolveLockSets(ops []Op, events []AuditEvent) []Op {
 	uses := map[holdOwner]int{}
 	for _, op := range ops {
 		end = max(end, op.Call, op.Return)
-		if op.onLockSet() && (op.Kind == Acquire || op.Kind == SetAcquire) {
-			uses[holdOwner{op.name(), op.Owner}]++
+		if op.OnLockSet() && (op.Kind == Acquire || op.Kind == SetAcquire) {
+			uses[holdOwner{op.Name(), op.Owner}]++
 		}
 	}
 	t := readSetTrail(events)
@@ -102,8 +112,8 @@ func ResolveLockSets(ops []Op, events []AuditEvent) []Op {
 					Err: fmt.Sprintf("a holder of refused op %d", op.ID)})
 			}
 		}
-		o := holdOwner{op.name(), op.Owner}
-		if !op.onLockSet() || (op.Kind != Acquire && op.Kind != SetAcquire) || op.Result != Unknown || uses[o] != 1 {
+		o := holdOwner{op.Name(), op.Owner}
+		if !op.OnLockSet() || (op.Kind != Acquire && op.Kind != SetAcquire) || op.Result != Unknown || uses[o] != 1 {
 			continue
 		}
 		token, ok := granted[o]
@@ -135,7 +145,7 @@ func CheckLockSetAudit(ops []Op, events []AuditEvent) []string {
 	t := readSetTrail(events)
 	pool := map[string]bool{}
 	for _, op := range ops {
-		if op.onLockSet() {
+		if op.OnLockSet() {
 			pool[op.Lock] = true
 			for _, n := range op.Set {
 				pool[n] = true

@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"fmt"
@@ -230,7 +230,7 @@ func TestCheckSemaphores_WritesVisualisationWhenIllegal(t *testing.T) {
 
 func TestCheckSemaphores_RefusesLimitsOverTheModels(t *testing.T) {
 	op := mkPermit(0, 0, 10, OK, 5)
-	op.Limit = maxModelLimit + 1
+	op.Limit = MaxModelLimit + 1
 	if _, err := CheckSemaphores(mkHistory(op), 10*time.Second, ""); err == nil {
 		t.Errorf("CheckSemaphores of a limit of %d: no error", op.Limit)
 	}

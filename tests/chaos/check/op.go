@@ -1,4 +1,4 @@
-package chaos
+package check
 
 import (
 	"encoding/json"
@@ -141,10 +141,10 @@ func allKinds() []Kind {
 	return slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds, setKinds)
 }
 
-// name is what op is about: its election, semaphore or rwlock if it has
+// Name is what op is about: its election, semaphore or rwlock if it has
 // one, its set's names joined by commas for a set op, else its lock. For
 // fput and fget it is also the fenced resource.
-func (op Op) name() string {
+func (op Op) Name() string {
 	switch {
 	case len(op.Set) > 0:
 		return strings.Join(op.Set, ",")
@@ -163,27 +163,32 @@ func (op Op) onElection() bool {
 	return op.Election != ""
 }
 
-// onSemaphore reports whether op belongs to SemaphoreModel.
-func (op Op) onSemaphore() bool {
+// OnSemaphore reports whether op belongs to SemaphoreModel.
+func (op Op) OnSemaphore() bool {
 	return op.Semaphore != ""
 }
 
-// onRWLock reports whether op belongs to RWLockModel.
-func (op Op) onRWLock() bool {
+// OnRWLock reports whether op belongs to RWLockModel.
+func (op Op) OnRWLock() bool {
 	return op.RWLock != ""
 }
 
 // onLock reports whether op is a lock op: LockModel's unless it is in a
-// lock set pool (onLockSet), and CheckAudit's either way.
+// lock set pool (OnLockSet), and CheckAudit's either way.
 func (op Op) onLock() bool {
-	return !op.onElection() && !op.onSemaphore() && !op.onRWLock() && len(op.Set) == 0
+	return !op.onElection() && !op.OnSemaphore() && !op.OnRWLock() && len(op.Set) == 0
 }
 
-// onLockSet reports whether op belongs to LockSetModel: a set op, or a
+// OnLockSet reports whether op belongs to LockSetModel: a set op, or a
 // lock op on a lock of a pool the sets take theirs from.
-func (op Op) onLockSet() bool {
+func (op Op) OnLockSet() bool {
 	return op.Pool != ""
 }
+
+// Strict reports whether ResolvePermits (ResolveRWLocks) marked op, a
+// refused sem-acquire (rw-acquire), strict: no waiter can have been
+// ahead of it, so the model checks that something in its way was held.
+func (op Op) Strict() bool { return op.strict }
 
 // Result is what came of an Op.
 type Result string
