@@ -51,6 +51,9 @@ const (
 	MaxMetadataPairs    = hold.MaxMetadataPairs
 	MaxMetadataBytes    = hold.MaxMetadataBytes
 	MaxReasonLen        = hold.MaxReasonLen
+	MaxListLimit        = hold.MaxListLimit
+	MinSetNames         = hold.MinSetNames
+	MaxSetNames         = hold.MaxSetNames
 )
 
 // Callers match the errors with errors.Is; the error types above wrap

@@ -95,7 +95,7 @@
 //	meta/recorder                 revision up to which expiries have been recorded
 //	term/<key>                    an election's latest term; put by every grant (election.go, termCmp)
 //	value/<key>                   an election's proclaimed value; lease: its leader's (election.go)
-//	seats/<key>                   a thing with seats' record (a semaphore's limit); put by each of its grants (handover.go)
+//	seats/<key>                   a thing with seats' record (a semaphore's limit); put by each of its grants (internal/core/handover.go)
 //
 // <name> above is a key name (internal/store/kinds.go): a lock's own name, or for any
 // other kind its name behind a tag no lock name can hold, so an election

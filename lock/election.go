@@ -27,7 +27,7 @@ import (
 //
 // A proclaim never rewrites the holder record: the record's ModRevision is
 // the token, and the node that granted a hold caches the record
-// (holdcache.go). So the leader's value is the value key's when that key
+// (internal/core/holdcache.go). So the leader's value is the value key's when that key
 // was written during this leadership (ModRevision above the token), and
 // else the value the leader campaigned with, kept in its holder record.
 

@@ -11,8 +11,10 @@ import (
 	"github.com/baton-dev/baton/internal/txnbatch"
 	"github.com/baton-dev/baton/internal/watchfeed"
 	"github.com/baton-dev/baton/lock/internal/core"
+	"github.com/baton-dev/baton/lock/internal/expiry"
 	"github.com/baton-dev/baton/lock/internal/fence"
 	"github.com/baton-dev/baton/lock/internal/hold"
+	"github.com/baton-dev/baton/lock/internal/session"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -28,9 +30,11 @@ type Engine struct {
 	closeMu   sync.Once
 
 	// rec records expiries from a watch of its own.
-	rec *recorder
+	rec *expiry.Recorder
 	// space holds the storage caps' tallies and the alarm (space.go).
-	space space
+	space *space
+	// sessions are the sessions (lock/internal/session).
+	sessions *session.Registry
 	// fenced are the fenced values (fenced.go).
 	fenced *fence.Registers
 }
@@ -61,22 +65,23 @@ func New(ctx context.Context, cli *clientv3.Client, cfg core.Config) (*Engine, e
 		defer e.wg.Done()
 		e.core.Etcd.FollowLeader(e.core.Keys.Recorder())
 	}()
-	e.newSpace()
+	e.space = newSpace(e.core)
+	e.sessions = session.New(e.core, e.space.sessions)
 	e.fenced = fence.New(fence.Config{
 		Client: cli, Etcd: e.core.Etcd, Keys: e.core.Keys, MaxValueBytes: cfg.MaxFencedValueBytes,
-		Reserve: e.reserveFenced, Recorded: e.core.Metrics.Recorded,
+		Reserve: e.space.reserveFenced, Recorded: e.core.Metrics.Recorded,
 	})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		e.runSpace()
+		e.space.run()
 	}()
 	if err := e.core.Etcd.WhileStarting(ctx, e.core.Log, func() error { return e.loadFormat(ctx) }); err != nil {
 		stopFunc()
 		e.wg.Wait()
 		return nil, err
 	}
-	rec, err := e.newRecorder(ctx)
+	rec, err := expiry.New(ctx, e.core)
 	if err != nil {
 		stopFunc()
 		return nil, err
@@ -84,8 +89,8 @@ func New(ctx context.Context, cli *clientv3.Client, cfg core.Config) (*Engine, e
 	e.rec = rec
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
-	e.core.Waits = e.core.NewWaiterHub(rec.head + 1)
-	runs := []func(context.Context){rec.run, e.core.Waits.Feed.Run}
+	e.core.Waits = e.core.NewWaiterHub(rec.Head + 1)
+	runs := []func(context.Context){rec.Run, e.core.Waits.Feed.Run}
 	for _, run := range runs {
 		e.wg.Add(1)
 		go func() {
@@ -113,7 +118,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg core.Config) (*Engine, e
 
 // feeds are the engine's etcd watches.
 func (e *Engine) watches() []*watchfeed.Feed {
-	return []*watchfeed.Feed{e.rec.feed, e.core.Waits.Feed}
+	return []*watchfeed.Feed{e.rec.Feed, e.core.Waits.Feed}
 }
 
 // errDeaf is wrapped in the ErrUnavailable that Ready returns while one of

@@ -28,7 +28,7 @@ func Txn(ctx context.Context, e *Engine, cmps []clientv3.Cmp, then, els []client
 }
 
 // HubRegistrations counts the waiters' registrations with e's hub
-// (hub.go): what waiters hold while they wait.
+// (internal/core/hub.go): what waiters hold while they wait.
 func HubRegistrations(e *Engine) (keys int) {
 	e.core.Waits.Lock()
 	for _, set := range e.core.Waits.Keys {

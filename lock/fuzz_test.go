@@ -14,6 +14,7 @@ import (
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
+	"github.com/baton-dev/baton/lock/internal/session"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -188,7 +189,8 @@ func FuzzSessionValidation(f *testing.F) {
 		f.Add(s.owner, int64(s.ttl), s.id)
 	}
 	cfg := core.DefaultConfig()
-	e := &Engine{core: &core.Engine{Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}}}
+	c := &core.Engine{Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}}
+	e := &Engine{core: c, sessions: session.New(c, nil)}
 	f.Fuzz(func(t *testing.T, owner string, ttl int64, id string) {
 		// CreateSession checks its owner and TTL so, before any call.
 		if err := hold.CheckOwner(owner); (err == nil) != ownerOK(owner) {
@@ -203,7 +205,7 @@ func FuzzSessionValidation(f *testing.F) {
 			t.Fatalf("ttl %v: %v does not name ttl", d, err)
 		}
 		// Session IDs in paths: a lease ID in hex, or not found.
-		lid, err := e.sessionLease(id)
+		lid, err := e.sessions.SessionLease(id)
 		want, ok := sessionOK(id)
 		switch {
 		case ok != (err == nil):

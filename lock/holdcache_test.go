@@ -10,7 +10,7 @@ import (
 )
 
 // The node that granted a hold releases it in one txn, from the record it
-// wrote (holdcache.go). These tests put that node, A, where its record is
+// wrote (internal/core/holdcache.go). These tests put that node, A, where its record is
 // not the whole story: a waiter queued through another node B, which A
 // never saw, and a hold that ended and was taken again through B.
 

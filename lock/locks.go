@@ -49,7 +49,7 @@ func (e *Engine) acquire(ctx context.Context, req core.AcquireRequest, newKind c
 		return nil, false, err
 	}
 	// MaxLocks (space.go): a slot for each lock this acquire may create.
-	endSlot, err := e.reserveLock(ctx, req, members)
+	endSlot, err := e.space.reserveLock(ctx, req, members)
 	if err != nil {
 		return nil, false, err
 	}
@@ -119,9 +119,6 @@ func (e *Engine) ListWithDelays(ctx context.Context, o ListOptions) ([]*Lock, []
 	}
 	return locks, delays, next, nil
 }
-
-// MaxListLimit bounds a page of List and History.
-const MaxListLimit = 1000
 
 // List returns held locks sorted by name, and the name to pass as After
 // for the next page ("" when this is the last page).

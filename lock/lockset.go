@@ -33,16 +33,10 @@ import (
 // nothing while it waits, no two can deadlock: the oldest waiter of all
 // heads every queue it is in, and is granted once its locks are free.
 // Its entries carry the set's grant, and a release hands it over only
-// with every other lock of the set (handover.go, setHeadCmps), never one
+// with every other lock of the set (internal/core/handover.go, setHeadCmps), never one
 // lock alone: a release that leaves another lock of the set held only
 // frees its own, and the set, at the head of that queue, keeps the
 // waiters behind it waiting until it is granted.
-
-// Limits of a lock set (docs/API.md, Lock sets).
-const (
-	MinSetNames = 2
-	MaxSetNames = 64
-)
 
 // LockSetRequest asks for every lock of Names at once; the other fields
 // are AcquireRequest's. A set has no lock-delay.

@@ -53,7 +53,7 @@ func TestRecorder_AHoldCompactedAwayIsLeftToReconcile(t *testing.T) {
 	}
 	// A delete recorded at l.Token would be read at l.Token-1, which is
 	// compacted away.
-	if err := e.rec.recordLone(ctx, l.Token, []string{"y"}); err != nil {
+	if err := e.rec.RecordLone(ctx, l.Token, []string{"y"}); err != nil {
 		t.Fatalf("recordLone over a compacted revision: %v, want reconcile to take over", err)
 	}
 	evs, err := HistoryOf(ctx, e, "y")

@@ -22,7 +22,7 @@ const MaxReaders = 10000
 // either (acquireCmps). So a reader that comes while a writer waits
 // queues behind it, and writers never starve; and the readers between
 // two writers in line are granted together when the writer ahead of
-// them releases: the release grants the first (handover.go), the others
+// them releases: the release grants the first (internal/core/handover.go), the others
 // take their seats at once. What a seat's acquire requires (seatKind.cmps):
 //
 //	a read hold    no writer's seat held, and a reader's seat free
@@ -116,7 +116,7 @@ func (e *Engine) RenewRW(ctx context.Context, name string, token int64) (*Lock, 
 }
 
 // ReleaseRW ends the hold token of read/write lock name, handing the lock
-// on in the same txn when it can (handover.go).
+// on in the same txn when it can (internal/core/handover.go).
 func (e *Engine) ReleaseRW(ctx context.Context, name string, token int64) error {
 	return e.endSeat(ctx, KindRWLock, name, token, EventReleased, "")
 }

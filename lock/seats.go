@@ -138,7 +138,7 @@ func (k *seatKind) BehindReason() string {
 // while no acquire waits at the place would be a permit, or a read hold,
 // that the session's next acquire cannot tell from those it holds
 // already (it takes one of its own). The place then waits, at the head
-// of the line, for that acquire to take the seat (place.go).
+// of the line, for that acquire to take the seat (internal/core/place.go).
 func (k *seatKind) Entry(wr *hold.WaiterRecord) bool {
 	wr.Mode = k.mode
 	return !k.A.Req.KeepPlace

@@ -43,7 +43,7 @@ type Acquirer struct {
 	Session clientv3.LeaseID // the session's lease, or 0
 	// seat is the key name of the holder key the next attempt takes:
 	// req.Name, or for a thing with seats the seat the hold takes
-	// (seats.go).
+	// (lock/seats.go).
 	Seat string
 	// credential is recorded on the hold (see Caller); "" without one.
 	credential string

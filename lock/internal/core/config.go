@@ -91,7 +91,7 @@ type Config struct {
 	// the member (see EmbeddedMember).
 	Embedded EmbeddedMember
 	// StorageFormat, when above the cluster's storage format, raises it
-	// as the engine starts (format.go): set it once every node of the
+	// as the engine starts (lock/format.go): set it once every node of the
 	// cluster runs a baton that reads it. 0 keeps the cluster's format.
 	StorageFormat int
 

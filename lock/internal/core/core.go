@@ -18,7 +18,7 @@ type Engine struct {
 	Cfg  Config
 	Keys store.Keys
 	Log  *slog.Logger
-	// format is the storage format this node writes (format.go), set
+	// format is the storage format this node writes (lock/format.go), set
 	// before anything is written.
 	Format int
 

@@ -20,7 +20,7 @@ import (
 // reader's seat to a reader; a reader hands the writer's seat to a writer
 // at the head, and only if it is the last reader. The other readers
 // behind the writer take their seats themselves as they see the writer's
-// seat go (a reader waits only for the writers ahead of it: seats.go),
+// seat go (a reader waits only for the writers ahead of it: lock/seats.go),
 // each in a txn of its own, none waiting for a hold to end: so the
 // readers between two writers in line are granted together.
 //
@@ -51,7 +51,7 @@ func handOverPlan(name string, head *QueueHead) (seat string, ok bool) {
 }
 
 // SeatRecord is the value of a thing's seats key that a grant of hold hr
-// puts: a semaphore's limit (seats.go), nothing for a read/write lock.
+// puts: a semaphore's limit (lock/seats.go), nothing for a read/write lock.
 func SeatRecord(hr store.Holder) string {
 	if hr.Limit > 0 {
 		return strconv.Itoa(hr.Limit)

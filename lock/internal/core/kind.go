@@ -19,9 +19,9 @@ import (
 // (holdTxn), and where in the queue the acquire waits (holdQueue).
 //
 // LockKind is a plain lock's, and the base every other kind embeds,
-// overriding what it changes: electionKind (election.go) counts terms,
-// seatKind (seats.go) takes one of a semaphore's or a read/write lock's
-// seats, setKind (lockset.go) takes several locks at once. A new kind is
+// overriding what it changes: electionKind (lock/election.go) counts terms,
+// seatKind (lock/seats.go) takes one of a semaphore's or a read/write lock's
+// seats, setKind (lock/lockset.go) takes several locks at once. A new kind is
 // a type of its own that embeds LockKind; the Acquirer needs no change.
 type HoldKind interface {
 	HoldTxn

@@ -134,3 +134,12 @@ func CheckMetadata(md map[string]string) error {
 	}
 	return nil
 }
+
+// MaxListLimit bounds a page of a listing (locks, sessions, history).
+const MaxListLimit = 1000
+
+// Limits of a lock set (docs/API.md, Lock sets).
+const (
+	MinSetNames = 2
+	MaxSetNames = 64
+)

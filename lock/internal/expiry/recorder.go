@@ -1,4 +1,4 @@
-package lock
+package expiry
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/internal/watchfeed"
+	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/hold"
 )
 
@@ -31,11 +32,11 @@ import (
 // every expiry in it is written, and the cursor saved for a restart is
 // never past a response not yet written: an expiry in flight when the
 // node stops is recorded after the restart, once.
-type recorder struct {
-	e    *Engine
-	feed *watchfeed.Feed
+type Recorder struct {
+	c    *core.Engine
+	Feed *watchfeed.Feed
 	// head is the revision the cursor was read at.
-	head  int64
+	Head  int64
 	saved int64 // cursor last written to etcd; only the saver touches it
 	// done is the last revision handled that was not a cursor write.
 	// Saving it, not the feed's next revision, keeps the cursor from
@@ -53,24 +54,28 @@ const recorderSaveEvery = 5 * time.Second
 // again after etcd failed it.
 const recordRetry = time.Second
 
-func (e *Engine) newRecorder(ctx context.Context) (r *recorder, err error) {
-	err = e.core.Etcd.WhileStarting(ctx, e.core.Log, func() error {
-		r, err = e.readRecorderCursor(ctx)
+// New reads the cluster's recorder cursor through c, waiting out a member
+// that is still starting, and returns a recorder that resumes from it
+// once Run.
+func New(ctx context.Context, c *core.Engine) (r *Recorder, err error) {
+	err = c.Etcd.WhileStarting(ctx, c.Log, func() error {
+		r, err = readRecorderCursor(ctx, c)
 		return err
 	})
 	return r, err
 }
 
-func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
-	octx, done := e.core.Etcd.Op(ctx)
+// readRecorderCursor makes the recorder of the cursor etcd holds now.
+func readRecorderCursor(ctx context.Context, c *core.Engine) (*Recorder, error) {
+	octx, done := c.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.core.Cli.Get(octx, e.core.Keys.Recorder())
+	resp, err := c.Cli.Get(octx, c.Keys.Recorder())
 	if err != nil {
-		return nil, e.core.Etcd.Err(ctx, "read recorder cursor", err)
+		return nil, c.Etcd.Err(ctx, "read recorder cursor", err)
 	}
 	// A first start has nothing older to record: it saves the current
 	// revision as its cursor at the first tick.
-	r := &recorder{e: e, head: resp.Header.Revision}
+	r := &Recorder{c: c, Head: resp.Header.Revision}
 	from := resp.Header.Revision + 1
 	r.done.Store(resp.Header.Revision)
 	if len(resp.Kvs) > 0 {
@@ -85,16 +90,18 @@ func (e *Engine) readRecorderCursor(ctx context.Context) (*recorder, error) {
 	// (locks/) with the holds they ended, and of lease markers and session
 	// records (trail/derive.go): the trail's range, which holds none of the
 	// history index's writes.
-	key, end := e.core.Keys.Revisions()
-	r.feed = e.core.Feeds.Feed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
+	key, end := c.Keys.Revisions()
+	r.Feed = c.Feeds.Feed("recorder", key, from, r.handleResponse, r.compacted, clientv3.WithRange(end), clientv3.WithPrevKV())
 	return r, nil
 }
 
-func (r *recorder) run(stop context.Context) {
+// Run records expiries until stop ends, saving the cursor as it moves
+// (Config.RecorderSaveEvery), and once more as it returns.
+func (r *Recorder) Run(stop context.Context) {
 	saved := make(chan struct{})
 	go func() {
 		defer close(saved)
-		every := r.e.core.Cfg.RecorderSaveEvery
+		every := r.c.Cfg.RecorderSaveEvery
 		if every <= 0 {
 			every = recorderSaveEvery
 		}
@@ -109,7 +116,7 @@ func (r *recorder) run(stop context.Context) {
 			}
 		}
 	}()
-	r.feed.Run(stop)
+	r.Feed.Run(stop)
 	<-saved
 	r.saveCursor()
 }
@@ -117,7 +124,7 @@ func (r *recorder) run(stop context.Context) {
 // handleResponse records the expiries of one watch response, retrying
 // until they are written or the engine stops; only then does the cursor
 // move past it.
-func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchResponse) error {
+func (r *Recorder) handleResponse(stop context.Context, wr clientv3.WatchResponse) error {
 	if len(wr.Events) == 0 {
 		return nil
 	}
@@ -127,17 +134,17 @@ func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchRespons
 			break
 		}
 		if stop.Err() != nil {
-			return fmt.Errorf("record expiries: %w", ErrClosed)
+			return fmt.Errorf("record expiries: %w", hold.ErrClosed)
 		}
-		r.e.core.Log.Warn("record expiries; retrying", "err", err)
+		r.c.Log.Warn("record expiries; retrying", "err", err)
 		select {
 		case <-time.After(recordRetry):
 		case <-stop.Done():
-			return fmt.Errorf("record expiries: %w", ErrClosed)
+			return fmt.Errorf("record expiries: %w", hold.ErrClosed)
 		}
 	}
 	for _, ev := range wr.Events {
-		if !r.e.core.Keys.IsBookkeeping(ev.Kv.Key) && ev.Kv.ModRevision > r.done.Load() {
+		if !r.c.Keys.IsBookkeeping(ev.Kv.Key) && ev.Kv.ModRevision > r.done.Load() {
 			r.done.Store(ev.Kv.ModRevision)
 		}
 	}
@@ -147,8 +154,8 @@ func (r *recorder) handleResponse(stop context.Context, wr clientv3.WatchRespons
 // compacted scans the audit trail for holds that ended unrecorded while
 // the history the recorder needed was compacted, and resumes after the
 // revision it scanned at.
-func (r *recorder) compacted(stop context.Context, compactRev int64) (int64, error) {
-	r.e.core.Log.Warn("expiry recorder fell behind compaction; scanning the audit trail", "compact_revision", compactRev)
+func (r *Recorder) compacted(stop context.Context, compactRev int64) (int64, error) {
+	r.c.Log.Warn("expiry recorder fell behind compaction; scanning the audit trail", "compact_revision", compactRev)
 	rev, err := r.reconcile(stop)
 	if err != nil {
 		return 0, fmt.Errorf("reconcile audit trail: %w", err)
@@ -162,8 +169,8 @@ func (r *recorder) compacted(stop context.Context, compactRev int64) (int64, err
 // that ran out or was revoked) come in a revision of their own. A derived
 // hold (store.Holder.Derived) ends in the trail without it: of its lone
 // delete the recorder only starts the lock-delay, if its lease ended.
-func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
-	e := r.e
+func (r *Recorder) handle(ctx context.Context, events []*clientv3.Event) error {
+	c := r.c
 	type at struct {
 		rev  int64
 		name string
@@ -171,7 +178,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 	ended := map[at]bool{}
 	for _, ev := range events {
 		if ev.Type == mvccpb.PUT {
-			if name, _, ok := e.core.Keys.EndRecordOf(ev.Kv); ok {
+			if name, _, ok := c.Keys.EndRecordOf(ev.Kv); ok {
 				ended[at{ev.Kv.ModRevision, name}] = true
 			}
 		}
@@ -187,7 +194,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 		if ev.Type != mvccpb.DELETE {
 			continue
 		}
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.core.Keys.Locks())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), c.Keys.Locks())
 		if !ok || ended[at{ev.Kv.ModRevision, name}] {
 			continue // not a lock, or released or revoked in the same txn
 		}
@@ -200,7 +207,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 				continue
 			}
 			detail := fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", ev.Kv.ModRevision)
-			if err := e.recordEnd(ctx, name, ev.PrevKv.ModRevision, hr, detail); err != nil {
+			if err := r.recordEnd(ctx, name, ev.PrevKv.ModRevision, hr, detail); err != nil {
 				return err
 			}
 			continue
@@ -211,7 +218,7 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 		lone[ev.Kv.ModRevision] = append(lone[ev.Kv.ModRevision], name)
 	}
 	for _, rev := range revs {
-		if err := r.recordLone(ctx, rev, lone[rev]); err != nil {
+		if err := r.RecordLone(ctx, rev, lone[rev]); err != nil {
 			return err
 		}
 	}
@@ -222,14 +229,14 @@ func (r *recorder) handle(ctx context.Context, events []*clientv3.Event) error {
 // evs, one revision's events, show ended with its lease: what recordEnd
 // does for a hold with pending records, bar the event, which the trail
 // derives.
-func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) error {
-	e := r.e
-	ended := e.core.Keys.LeasesEnded(evs)
+func (r *Recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) error {
+	c := r.c
+	ended := c.Keys.LeasesEnded(evs)
 	if len(ended) == 0 {
 		return nil
 	}
 	for _, ev := range evs {
-		name, ok := strings.CutPrefix(string(ev.Kv.Key), e.core.Keys.Locks())
+		name, ok := strings.CutPrefix(string(ev.Kv.Key), c.Keys.Locks())
 		if !ok || ev.Type != mvccpb.DELETE || ev.PrevKv == nil || !ended[ev.PrevKv.Lease] {
 			continue
 		}
@@ -237,16 +244,16 @@ func (r *recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) erro
 		if err != nil || !hr.Derived || hr.LockDelay <= 0 {
 			continue
 		}
-		typ := EventExpired
+		typ := hold.EventExpired
 		if hr.Session != "" {
-			typ = EventSessionExpired
+			typ = hold.EventSessionExpired
 		}
-		_, guard := e.core.HoldEnd(name, ev.PrevKv.ModRevision, hr, hr.Event(name, typ, store.NowUTC()))
-		octx, done := e.core.Etcd.Op(ctx)
-		_, err = e.core.Cli.Txn(octx).Then(guard...).Commit()
+		_, guard := c.HoldEnd(name, ev.PrevKv.ModRevision, hr, hr.Event(name, typ, store.NowUTC()))
+		octx, done := c.Etcd.Op(ctx)
+		_, err = c.Cli.Txn(octx).Then(guard...).Commit()
 		done()
 		if err != nil {
-			return e.core.Etcd.Err(ctx, "start lock-delay", err)
+			return c.Etcd.Err(ctx, "start lock-delay", err)
 		}
 	}
 	return nil
@@ -258,17 +265,17 @@ const readsPerTxn = 100
 
 // recordLone records the ends of the holds of names that etcd deleted at
 // rev, reading each hold as it was just before.
-func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) error {
-	e := r.e
+func (r *Recorder) RecordLone(ctx context.Context, rev int64, names []string) error {
+	c := r.c
 	for len(names) > 0 {
 		n := min(len(names), readsPerTxn)
 		var t store.Txn
 		reads := make([]store.Ref, n)
 		for i, name := range names[:n] {
-			reads[i] = t.OnSuccess(clientv3.OpGet(e.core.Keys.Lock(name), clientv3.WithRev(rev-1)))
+			reads[i] = t.OnSuccess(clientv3.OpGet(c.Keys.Lock(name), clientv3.WithRev(rev-1)))
 		}
-		octx, done := e.core.Etcd.Op(ctx)
-		resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
+		octx, done := c.Etcd.Op(ctx)
+		resp, err := c.Cli.Txn(octx).Then(t.Then...).Commit()
 		done()
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			// The holds are compacted away: the trail's acquired records
@@ -278,7 +285,7 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			return err
 		}
 		if err != nil {
-			return e.core.Etcd.Err(ctx, "read expired holds", err)
+			return c.Etcd.Err(ctx, "read expired holds", err)
 		}
 		for i, name := range names[:n] {
 			kvs := reads[i].KVs(resp)
@@ -287,14 +294,14 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 			}
 			hr, err := store.DecodeHolder(kvs[0])
 			if err != nil {
-				e.core.Log.Warn("skip undecodable lock record", "lock", name, "err", err)
+				c.Log.Warn("skip undecodable lock record", "lock", name, "err", err)
 				continue
 			}
 			if hr.Derived {
 				continue // its end is the trail's to derive
 			}
 			detail := fmt.Sprintf("lease ended; etcd deleted the lock at revision %d", rev)
-			if err := e.recordEnd(ctx, name, kvs[0].ModRevision, hr, detail); err != nil {
+			if err := r.recordEnd(ctx, name, kvs[0].ModRevision, hr, detail); err != nil {
 				return err
 			}
 		}
@@ -312,36 +319,36 @@ func (r *recorder) recordLone(ctx context.Context, rev int64, names []string) er
 // format 1) and the history index has taken the end in (it then deletes
 // the record): a recorder that comes late to an end already recorded or
 // indexed finds it ended or gone, and writes nothing.
-func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr store.Holder, detail string) error {
-	akey, ekey := e.core.Keys.Acquired(name, hr.Hold), e.core.Keys.End(name, hr.Hold)
+func (r *Recorder) recordEnd(ctx context.Context, name string, token int64, hr store.Holder, detail string) error {
+	akey, ekey := r.c.Keys.Acquired(name, hr.Hold), r.c.Keys.End(name, hr.Hold)
 	open := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(akey), "=", token),
 		clientv3.Compare(clientv3.Version(akey), "=", 1),
 		clientv3.Compare(clientv3.CreateRevision(ekey), "=", 0),
 	}
-	octx, done := e.core.Etcd.Op(ctx)
-	cur, err := e.core.Cli.Txn(octx).If(open...).Commit()
+	octx, done := r.c.Etcd.Op(ctx)
+	cur, err := r.c.Cli.Txn(octx).If(open...).Commit()
 	done()
 	if err != nil {
-		return e.core.Etcd.Err(ctx, "read end event", err)
+		return r.c.Etcd.Err(ctx, "read end event", err)
 	}
 	if !cur.Succeeded {
 		return nil // ended already, or indexed: nothing to write
 	}
-	typ := EventExpired
+	typ := hold.EventExpired
 	if hr.Session != "" {
-		typ = EventSessionExpired
+		typ = hold.EventSessionExpired
 	}
 	now := store.NowUTC()
 	ev := hr.Event(name, typ, now) // Credential: the Acquirer's, as no request ends it
 	ev.Token, ev.Detail = token, detail
-	event, guard := e.core.HoldEnd(name, token, hr, ev)
+	event, guard := r.c.HoldEnd(name, token, hr, ev)
 	then := append(event, guard...)
-	octx, done = e.core.Etcd.Op(ctx)
+	octx, done = r.c.Etcd.Op(ctx)
 	defer done()
-	resp, err := e.core.Cli.Txn(octx).If(open...).Then(then...).Commit()
+	resp, err := r.c.Cli.Txn(octx).If(open...).Then(then...).Commit()
 	if err == nil && resp.Succeeded {
-		e.core.Metrics.RecordedOf(name, typ, 1) // else another node wrote it between our read and this txn
+		r.c.Metrics.RecordedOf(name, typ, 1) // else another node wrote it between our read and this txn
 	}
 	return err
 }
@@ -353,21 +360,21 @@ func (e *Engine) recordEnd(ctx context.Context, name string, token int64, hr sto
 // so an idle node writes nothing once its cursor is saved, however many
 // nodes share the key: another node's cursor write does not move this
 // node's done either, nor does the index's answer to a change.
-func (r *recorder) saveCursor() {
+func (r *Recorder) saveCursor() {
 	cur := r.done.Load()
 	if cur <= r.saved {
 		return
 	}
-	e := r.e
-	ctx, done := e.core.Etcd.CleanupCtx()
+	c := r.c
+	ctx, done := c.Etcd.CleanupCtx()
 	defer done()
-	key, val := e.core.Keys.Recorder(), store.PadToken(cur)
-	_, err := e.core.Cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+	key, val := c.Keys.Recorder(), store.PadToken(cur)
+	_, err := c.Cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, val)).
 		Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "<", val)}, []clientv3.Op{clientv3.OpPut(key, val)}, nil)).
 		Commit()
 	if err != nil {
-		e.core.Log.Debug("save recorder cursor", "err", err)
+		c.Log.Debug("save recorder cursor", "err", err)
 		return
 	}
 	r.saved = cur
@@ -376,37 +383,37 @@ func (r *recorder) saveCursor() {
 // reconcile finds holds whose acquire is recorded but whose end is not,
 // though the lock no longer holds them, and records them as expired. It
 // is needed only when the watch history the recorder needed was compacted.
-func (r *recorder) reconcile(ctx context.Context) (int64, error) {
-	e := r.e
-	end := clientv3.GetPrefixRangeEnd(e.core.Keys.Audit())
-	start := e.core.Keys.Audit()
+func (r *Recorder) reconcile(ctx context.Context) (int64, error) {
+	c := r.c
+	end := clientv3.GetPrefixRangeEnd(c.Keys.Audit())
+	start := c.Keys.Audit()
 	var rev int64
 	type open struct {
 		name, hold string
 		token      int64
-		ev         Event
+		ev         hold.Event
 	}
 	var opens []open
 	lastOpen := false // the last key seen was an "a" still in opens
 	for {
-		octx, done := e.core.Etcd.Op(ctx)
+		octx, done := c.Etcd.Op(ctx)
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		resp, err := e.core.Cli.Get(octx, start, opts...)
+		resp, err := c.Cli.Get(octx, start, opts...)
 		done()
 		if err != nil {
 			if errors.Is(err, rpctypes.ErrCompacted) {
 				return 0, err
 			}
-			return 0, e.core.Etcd.Err(ctx, "scan audit trail", err)
+			return 0, c.Etcd.Err(ctx, "scan audit trail", err)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			rest := strings.TrimPrefix(string(kv.Key), e.core.Keys.Audit())
+			rest := strings.TrimPrefix(string(kv.Key), c.Keys.Audit())
 			parts := strings.Split(rest, "/")
 			if len(parts) != 3 {
 				continue
@@ -432,15 +439,15 @@ func (r *recorder) reconcile(ctx context.Context) (int64, error) {
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	for _, o := range opens {
-		kv, err := e.core.GetLock(ctx, o.name)
+		kv, err := c.GetLock(ctx, o.name)
 		if err == nil && kv.ModRevision == o.token {
 			continue // still held
 		}
-		if err != nil && !errors.Is(err, ErrNotHeld) {
+		if err != nil && !errors.Is(err, hold.ErrNotHeld) {
 			return 0, err
 		}
 		hr := hold.HolderOf(o.ev, o.hold)
-		if err := e.recordEnd(ctx, o.name, o.token, hr, "ended while no baton node was recording; time is when it was noticed"); err != nil {
+		if err := r.recordEnd(ctx, o.name, o.token, hr, "ended while no baton node was recording; time is when it was noticed"); err != nil {
 			return 0, err
 		}
 	}

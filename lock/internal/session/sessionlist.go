@@ -1,4 +1,4 @@
-package lock
+package session
 
 import (
 	"context"
@@ -44,8 +44,8 @@ import (
 // few of one owner. The index costs one more key per session, in the same
 // raft entry.
 
-// SessionListOptions selects sessions for ListSessions.
-type SessionListOptions struct {
+// ListOptions selects sessions for ListSessions.
+type ListOptions struct {
 	// Prefix keeps only sessions whose owner starts with it.
 	Prefix string
 	// After resumes a listing after this cursor (exclusive): the Next
@@ -58,35 +58,18 @@ type SessionListOptions struct {
 // listTTLLookups bounds the lease lookups one page makes at once.
 const listTTLLookups = 8
 
-// ListSessions returns live sessions sorted by owner, then ID, and the
-// cursor to pass as After for the next page ("" on the last page).
-//
-// A listed session has no Locks (nil): they are its lease's attached keys,
-// which etcd returns all at once, so one session with thousands of locks
-// would make a page read them all. GetSession returns them.
-//
-// Cost: one range read of at most Limit+1 index entries, and one lease
-// lookup (TimeToLive, without keys) per session listed, in parallel.
-// Sessions of owners outside Prefix cost nothing; etcd's count walks the
-// index entries of the matching owners' sessions after the cursor, and of
-// the sessions among them that ended since the last compaction (every
-// minute by default, on an embedded member), without reading their values (see sessionOwnersPrefix).
-//
-// A session created by a node without the owner index (before an upgrade)
-// has no index entry: it is listed from its first renew through
-// RenewSession on an upgraded node, and never if it is not renewed so.
-// Locks renewing the session's lease (Renew) do not add it.
-func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Session, string, error) {
+// List is Engine.ListSessions.
+func (m *Registry) List(ctx context.Context, o ListOptions) ([]*Session, string, error) {
 	if o.Limit == 0 {
 		o.Limit = 100
 	}
-	if o.Limit < 1 || o.Limit > MaxListLimit {
-		return nil, "", hold.Invalid("limit", "must be between 1 and %d", MaxListLimit)
+	if o.Limit < 1 || o.Limit > hold.MaxListLimit {
+		return nil, "", hold.Invalid("limit", "must be between 1 and %d", hold.MaxListLimit)
 	}
 	if err := checkOwnerPrefix(o.Prefix); err != nil {
 		return nil, "", err
 	}
-	base := e.core.Keys.SessionOwners()
+	base := m.core.Keys.SessionOwners()
 	start := base + o.Prefix
 	if o.After != "" {
 		if !validSessionCursor(o.After) {
@@ -97,11 +80,11 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 		}
 	}
 	end := clientv3.GetPrefixRangeEnd(base + o.Prefix)
-	octx, done := e.core.Etcd.Op(ctx)
-	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
+	octx, done := m.core.Etcd.Op(ctx)
+	resp, err := m.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
 	done()
 	if err != nil {
-		return nil, "", e.core.Etcd.Err(ctx, "list sessions", err)
+		return nil, "", m.core.Etcd.Err(ctx, "list sessions", err)
 	}
 	kvs, next := resp.Kvs, ""
 	if len(kvs) > o.Limit {
@@ -113,12 +96,12 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 		owner, id, ok := strings.Cut(string(kv.Key[len(base):]), "\x00")
 		var rec hold.SessionRecord
 		if !ok || json.Unmarshal(kv.Value, &rec) != nil {
-			e.core.Log.Warn("skip undecodable session index entry", "key", string(kv.Key))
+			m.core.Log.Warn("skip undecodable session index entry", "key", string(kv.Key))
 			continue
 		}
 		page[i] = &Session{ID: id, Owner: owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt, Credential: rec.Credential}
 	}
-	if err := e.fillSessionExpiries(ctx, page); err != nil {
+	if err := m.fillSessionExpiries(ctx, page); err != nil {
 		return nil, "", err
 	}
 	out := make([]*Session, 0, len(page))
@@ -133,7 +116,7 @@ func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Ses
 // fillSessionExpiries sets each session's ExpiresAt from its lease. A
 // session whose lease ended since the range read keeps a zero ExpiresAt:
 // it is gone, and the caller drops it.
-func (e *Engine) fillSessionExpiries(ctx context.Context, page []*Session) error {
+func (m *Registry) fillSessionExpiries(ctx context.Context, page []*Session) error {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -153,14 +136,14 @@ func (e *Engine) fillSessionExpiries(ctx context.Context, page []*Session) error
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			now := time.Now()
-			octx, done := e.core.Etcd.Op(ctx)
-			ttl, err := e.core.Cli.TimeToLive(octx, lid)
+			octx, done := m.core.Etcd.Op(ctx)
+			ttl, err := m.core.Cli.TimeToLive(octx, lid)
 			done()
 			switch {
 			case err != nil && !store.IsLeaseNotFound(err):
 				mu.Lock()
 				if firstErr == nil {
-					firstErr = e.core.Etcd.Err(ctx, "list sessions", err)
+					firstErr = m.core.Etcd.Err(ctx, "list sessions", err)
 				}
 				mu.Unlock()
 			case err == nil && ttl.TTL >= 0:
@@ -178,8 +161,8 @@ func checkOwnerPrefix(p string) error {
 	if p == "" {
 		return nil
 	}
-	if !utf8.ValidString(p) || utf8.RuneCountInString(p) > MaxOwnerLen {
-		return hold.Invalid("prefix", "must be valid UTF-8 of at most %d characters", MaxOwnerLen)
+	if !utf8.ValidString(p) || utf8.RuneCountInString(p) > hold.MaxOwnerLen {
+		return hold.Invalid("prefix", "must be valid UTF-8 of at most %d characters", hold.MaxOwnerLen)
 	}
 	for _, r := range p {
 		if !unicode.IsPrint(r) {
@@ -206,24 +189,24 @@ func validSessionCursor(c string) bool {
 // happens once per such session, and only while its session key exists.
 // Failing only leaves the session unlisted, so errors are logged, not
 // returned.
-func (e *Engine) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec hold.SessionRecord) {
-	ikey := e.core.Keys.SessionOwner(rec.Owner, id)
+func (m *Registry) indexLegacySession(ctx context.Context, lid clientv3.LeaseID, id string, rec hold.SessionRecord) {
+	ikey := m.core.Keys.SessionOwner(rec.Owner, id)
 	var local []clientv3.OpOption
-	if !e.core.Etcd.MemberStopped() {
+	if !m.core.Etcd.MemberStopped() {
 		local = []clientv3.OpOption{clientv3.WithSerializable()}
 	}
-	octx, done := e.core.Etcd.Op(ctx)
+	octx, done := m.core.Etcd.Op(ctx)
 	defer done()
-	got, err := e.core.Cli.Get(octx, ikey, append(local, clientv3.WithCountOnly())...)
+	got, err := m.core.Cli.Get(octx, ikey, append(local, clientv3.WithCountOnly())...)
 	if err != nil || got.Count > 0 {
 		return
 	}
-	skey := e.core.Keys.Session(id)
-	_, err = e.core.Cli.Txn(octx).
+	skey := m.core.Keys.Session(id)
+	_, err = m.core.Cli.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(skey), ">", 0), clientv3.Compare(clientv3.CreateRevision(ikey), "=", 0)).
 		Then(clientv3.OpPut(ikey, store.MustJSON(rec), clientv3.WithLease(lid))).
 		Commit()
 	if err != nil && !store.IsLeaseNotFound(err) {
-		e.core.Log.Debug("index session by owner", "session", id, "err", err)
+		m.core.Log.Debug("index session by owner", "session", id, "err", err)
 	}
 }

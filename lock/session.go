@@ -1,0 +1,68 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/baton-dev/baton/lock/internal/session"
+)
+
+// Session is a lease that many holds share; SessionListOptions select a
+// page of ListSessions. Both are package session's
+// (lock/internal/session), which documents their fields.
+type (
+	Session            = session.Session
+	SessionListOptions = session.ListOptions
+)
+
+// CreateSession grants a lease of ttl (0 means Config.DefaultTTL) that
+// locks can share. The session ends when it is not renewed within its TTL,
+// and every lock in it ends with it. It belongs to ctx's caller, if any
+// (see Caller). Past Config.MaxSessions it fails with ErrTooManySessions
+// (a *LimitError), checked in constant time against the engine's tally
+// (lock/internal/caps), so the cap is approximate as CountRefresh says.
+func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*session.Session, error) {
+	return e.sessions.Create(ctx, owner, ttl)
+}
+
+// GetSession returns the session with its expiry and the locks it holds.
+func (e *Engine) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	return e.sessions.Get(ctx, id)
+}
+
+// RenewSession extends the session's lease by its TTL. It returns
+// ErrNotOwner when ctx's caller may not act on the session (see Caller).
+func (e *Engine) RenewSession(ctx context.Context, id string) (s *session.Session, err error) {
+	return e.sessions.Renew(ctx, id)
+}
+
+// DeleteSession releases every lock of the session (an election it
+// leads resigns), each recorded as
+// released and handed to its oldest waiter as a release would, then ends
+// the session. It returns ErrNotOwner, and changes
+// nothing, when ctx's caller may not act on the session (see Caller).
+func (e *Engine) DeleteSession(ctx context.Context, id string) error {
+	return e.sessions.Delete(ctx, id)
+}
+
+// ListSessions returns live sessions sorted by owner, then ID, and the
+// cursor to pass as After for the next page ("" on the last page).
+//
+// A listed session has no Locks (nil): they are its lease's attached keys,
+// which etcd returns all at once, so one session with thousands of locks
+// would make a page read them all. GetSession returns them.
+//
+// Cost: one range read of at most Limit+1 index entries, and one lease
+// lookup (TimeToLive, without keys) per session listed, in parallel.
+// Sessions of owners outside Prefix cost nothing; etcd's count walks the
+// index entries of the matching owners' sessions after the cursor, and of
+// the sessions among them that ended since the last compaction (every
+// minute by default, on an embedded member), without reading their values (see sessionOwnersPrefix).
+//
+// A session created by a node without the owner index (before an upgrade)
+// has no index entry: it is listed from its first renew through
+// RenewSession on an upgraded node, and never if it is not renewed so.
+// Locks renewing the session's lease (Renew) do not add it.
+func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*session.Session, string, error) {
+	return e.sessions.List(ctx, o)
+}
