@@ -1,8 +1,6 @@
 package lock
 
 import (
-	"fmt"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/baton-dev/baton/internal/store"
@@ -30,12 +28,4 @@ func (e *Engine) StorageFormat() int { return e.core.Format }
 // Handle and Compacted.
 func (e *Engine) WatchConfig(name, key string, from int64, opts ...clientv3.OpOption) watchfeed.Config {
 	return e.core.Feeds.Config(name, key, from, opts...)
-}
-
-// Heard returns an ErrUnavailable while f is not hearing etcd.
-func Heard(f *watchfeed.Feed) error {
-	if !f.Hearing() {
-		return fmt.Errorf("%w: %w: its %s watch is being re-established", ErrUnavailable, errDeaf, f.Name())
-	}
-	return nil
 }

@@ -98,3 +98,9 @@ func (e *Engine) Ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// NoSpace reports whether etcd's NOSPACE alarm is raised: from the
+// embedded member's own alarm store (Config.Embedded), else as
+// this engine last saw it (a write refused for space, or the background
+// check of the alarm list, caps.Keep).
+func (e *Engine) NoSpace() bool { return e.core.Etcd.NoSpace() }

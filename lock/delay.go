@@ -65,37 +65,3 @@ func (e *Engine) ClearDelay(ctx context.Context, name, reason, actor string) err
 	}
 	return fmt.Errorf("clear lock-delay of %q: the lock changes too fast: %w", name, ErrUnavailable)
 }
-
-// delaysOf returns the delays among the guards of the names in the range
-// a page of List covers: after (exclusive) to through (inclusive; "" is
-// the end of the prefix). It reads at most limit guards; when there are
-// more, cut is the last name it read, and the page must end there.
-func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (delays []Delay, cut string, err error) {
-	base := e.core.Cfg.Prefix + "delay/"
-	start, end := store.KindRange(base, KindLock, o.Prefix)
-	if o.After != "" {
-		if after := base + o.After + "\x00"; after > start {
-			start = after
-		}
-	}
-	if through != "" {
-		end = base + through + "\x00"
-	}
-	octx, done := e.core.Etcd.Op(ctx)
-	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit)))
-	done()
-	if err != nil {
-		return nil, "", e.core.Etcd.Err(ctx, "list lock-delays", err)
-	}
-	now := time.Now()
-	for _, kv := range resp.Kvs {
-		name := string(kv.Key[len(base):])
-		if d, ok := hold.ActiveDelay(name, kv, now); ok {
-			delays = append(delays, Delay{Name: name, Until: d.Until, Cause: d.Cause})
-		}
-	}
-	if resp.More && len(resp.Kvs) > 0 {
-		cut = string(resp.Kvs[len(resp.Kvs)-1].Key[len(base):])
-	}
-	return delays, cut, nil
-}

@@ -76,7 +76,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg core.Config) (*Engine, e
 		defer e.wg.Done()
 		e.space.run()
 	}()
-	if err := e.core.Etcd.WhileStarting(ctx, e.core.Log, func() error { return e.loadFormat(ctx) }); err != nil {
+	if err := e.core.Etcd.WhileStarting(ctx, e.core.Log, func() error { return loadFormat(ctx, e.core) }); err != nil {
 		stopFunc()
 		e.wg.Wait()
 		return nil, err
@@ -174,3 +174,11 @@ type (
 
 // DefaultConfig returns the defaults that docs/API.md documents.
 func DefaultConfig() Config { return core.DefaultConfig() }
+
+// Heard returns an ErrUnavailable while f is not hearing etcd.
+func Heard(f *watchfeed.Feed) error {
+	if !f.Hearing() {
+		return fmt.Errorf("%w: %w: its %s watch is being re-established", ErrUnavailable, errDeaf, f.Name())
+	}
+	return nil
+}

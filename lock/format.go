@@ -10,26 +10,26 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// loadFormat reads the cluster's storage format into e.format, first
+// loadFormat reads the cluster's storage format into c.Format, first
 // raising it to Config.StorageFormat, or, on a keyspace no baton has
 // written yet, to NewestFormat.
-func (e *Engine) loadFormat(ctx context.Context) error {
-	key := e.core.Keys.Format()
+func loadFormat(ctx context.Context, c *core.Engine) error {
+	key := c.Keys.Format()
 	for range core.MaxImmediateRetries {
 		var t store.Txn
 		format := t.OnSuccess(clientv3.OpGet(key))
 		// A keyspace some baton wrote has a recorder's cursor or a
 		// history index, or, before either existed, pending records.
 		traces := []store.Ref{
-			t.OnSuccess(clientv3.OpGet(e.core.Keys.Recorder(), clientv3.WithCountOnly())),
-			t.OnSuccess(clientv3.OpGet(e.core.Keys.HistoryMeta(), clientv3.WithCountOnly())),
-			t.OnSuccess(clientv3.OpGet(e.core.Keys.Audit(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())),
+			t.OnSuccess(clientv3.OpGet(c.Keys.Recorder(), clientv3.WithCountOnly())),
+			t.OnSuccess(clientv3.OpGet(c.Keys.HistoryMeta(), clientv3.WithCountOnly())),
+			t.OnSuccess(clientv3.OpGet(c.Keys.Audit(), clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())),
 		}
-		octx, done := e.core.Etcd.Op(ctx)
-		resp, err := e.core.Cli.Txn(octx).Then(t.Then...).Commit()
+		octx, done := c.Etcd.Op(ctx)
+		resp, err := c.Cli.Txn(octx).Then(t.Then...).Commit()
 		done()
 		if err != nil {
-			return e.core.Etcd.Err(ctx, "read the storage format", err)
+			return c.Etcd.Err(ctx, "read the storage format", err)
 		}
 		cur, rev := 1, int64(0)
 		if kvs := format.KVs(resp); len(kvs) > 0 {
@@ -46,26 +46,26 @@ func (e *Engine) loadFormat(ctx context.Context) error {
 			rr := r.Range(resp)
 			fresh = fresh && rr.Count == 0 && len(rr.Kvs) == 0
 		}
-		want := e.core.Cfg.StorageFormat
+		want := c.Cfg.StorageFormat
 		if fresh {
 			want = core.NewestFormat
 		}
 		if want <= cur {
-			e.core.Format = cur
+			c.Format = cur
 			return nil
 		}
-		octx, done = e.core.Etcd.Op(ctx)
-		tr, err := e.core.Cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		octx, done = c.Etcd.Op(ctx)
+		tr, err := c.Cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
 			Then(clientv3.OpPut(key, strconv.Itoa(want))).Commit()
 		done()
 		if err != nil {
-			return e.core.Etcd.Err(ctx, "raise the storage format", err)
+			return c.Etcd.Err(ctx, "raise the storage format", err)
 		}
 		if tr.Succeeded {
 			if !fresh {
-				e.core.Log.Info("storage format raised", "from", cur, "to", want)
+				c.Log.Info("storage format raised", "from", cur, "to", want)
 			}
-			e.core.Format = want
+			c.Format = want
 			return nil
 		}
 		// Another node wrote it meanwhile: read it again.

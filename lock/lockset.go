@@ -161,10 +161,6 @@ func (k *setKind) Keep(l *Lock, rec store.Holder) {
 	}
 }
 
-func (k *setKind) EndOwn(ctx context.Context, token int64, _ *store.Holder, detail string) error {
-	return k.e.endSet(ctx, k.members, token, detail)
-}
-
 func (k *setKind) HeldError(r core.AttemptResult) *HeldError {
 	held := make([]string, len(r.Holders))
 	for i, h := range r.Holders {

@@ -238,3 +238,7 @@ func (e *Engine) commitSetEnd(ctx context.Context, ends []core.PlannedEnd, detai
 	}
 	return true, nil
 }
+
+func (k *setKind) EndOwn(ctx context.Context, token int64, _ *store.Holder, detail string) error {
+	return k.e.endSet(ctx, k.members, token, detail)
+}

@@ -9,10 +9,6 @@ import (
 	"github.com/baton-dev/baton/lock/internal/core"
 )
 
-// MaxReaders bounds the read holds of one read/write lock at once: a
-// read acquire reads its lock's readers' seats, keys only, to pick one.
-const MaxReaders = 10000
-
 // A read/write lock is a thing with seats (internal/store/kinds.go): a writer's seat and
 // readers' seats, each hold of the engine in its own, with its own
 // token, lease (or session), audit records and expiry. Every acquire,

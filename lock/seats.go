@@ -484,3 +484,7 @@ func (k *seatKind) Look(ctx context.Context, qkey string, queueRev int64) (core.
 	}
 	return k.lookSeats(resp, t)
 }
+
+// MaxReaders bounds the read holds of one read/write lock at once: a
+// read acquire reads its lock's readers' seats, keys only, to pick one.
+const MaxReaders = 10000

@@ -10,12 +10,6 @@ import (
 	"github.com/baton-dev/baton/lock/internal/core"
 )
 
-// NoSpace reports whether etcd's NOSPACE alarm is raised: from the
-// embedded member's own alarm store (Config.Embedded), else as
-// this engine last saw it (a write refused for space, or the background
-// check of the alarm list, caps.Keep).
-func (e *Engine) NoSpace() bool { return e.core.Etcd.NoSpace() }
-
 // space is the engine's bookkeeping for Config's storage caps: one tally
 // per capped prefix (package caps; nil where the cap is off).
 type space struct {
