@@ -3,19 +3,20 @@ package lock
 import (
 	"context"
 
+	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/lock/internal/hold"
 )
 
-// What a hold is, its events and its errors are package hold's
-// (lock/internal/hold), the layer every part of the engine shares; its
-// files say what each means. The facade re-exports them, as os does
-// io/fs's.
+// What a hold is and its errors are package hold's (lock/internal/hold),
+// the layer every part of the engine shares; the events, kinds and modes
+// are the store's (internal/store). Their files say what each means. The
+// facade re-exports them, as os does io/fs's.
 type (
 	Lock               = hold.Lock
-	Event              = hold.Event
-	EventType          = hold.EventType
-	EventKind          = hold.EventKind
-	RWMode             = hold.RWMode
+	Event              = store.Event
+	EventType          = store.EventType
+	EventKind          = store.EventKind
+	RWMode             = store.RWMode
 	InvalidError       = hold.InvalidError
 	LimitError         = hold.LimitError
 	HeldError          = hold.HeldError
@@ -28,24 +29,24 @@ type (
 // The event types, kinds, modes and the limits of the request contract
 // (docs/API.md).
 const (
-	EventAcquired       = hold.EventAcquired
-	EventReleased       = hold.EventReleased
-	EventExpired        = hold.EventExpired
-	EventRevoked        = hold.EventRevoked
-	EventSessionExpired = hold.EventSessionExpired
-	EventElected        = hold.EventElected
-	EventResigned       = hold.EventResigned
-	EventProclaimed     = hold.EventProclaimed
-	EventFenceReset     = hold.EventFenceReset
-	EventDelayCleared   = hold.EventDelayCleared
-	EventGap            = hold.EventGap
-	KindLock            = hold.KindLock
-	KindElection        = hold.KindElection
-	KindSemaphore       = hold.KindSemaphore
-	KindRWLock          = hold.KindRWLock
-	KindFence           = hold.KindFence
-	ModeRead            = hold.ModeRead
-	ModeWrite           = hold.ModeWrite
+	EventAcquired       = store.EventAcquired
+	EventReleased       = store.EventReleased
+	EventExpired        = store.EventExpired
+	EventRevoked        = store.EventRevoked
+	EventSessionExpired = store.EventSessionExpired
+	EventElected        = store.EventElected
+	EventResigned       = store.EventResigned
+	EventProclaimed     = store.EventProclaimed
+	EventFenceReset     = store.EventFenceReset
+	EventDelayCleared   = store.EventDelayCleared
+	EventGap            = store.EventGap
+	KindLock            = store.KindLock
+	KindElection        = store.KindElection
+	KindSemaphore       = store.KindSemaphore
+	KindRWLock          = store.KindRWLock
+	KindFence           = store.KindFence
+	ModeRead            = store.ModeRead
+	ModeWrite           = store.ModeWrite
 	MaxNameLen          = hold.MaxNameLen
 	MaxOwnerLen         = hold.MaxOwnerLen
 	MaxMetadataPairs    = hold.MaxMetadataPairs
@@ -59,7 +60,7 @@ const (
 // Callers match the errors with errors.Is; the error types above wrap
 // them and carry details.
 var (
-	EventKinds             = hold.EventKinds
+	EventKinds             = store.EventKinds
 	ErrNotHeld             = hold.ErrNotHeld
 	ErrInvalid             = hold.ErrInvalid
 	ErrUnavailable         = hold.ErrUnavailable
@@ -83,7 +84,7 @@ var (
 )
 
 // ValidName reports whether s is a valid lock or resource name.
-func ValidName(s string) bool { return hold.ValidName(s) }
+func ValidName(s string) bool { return store.ValidName(s) }
 
 // WithCaller returns ctx carrying c, the caller of the request (see
 // Caller).

@@ -14,6 +14,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// AcquireRequest asks for a lock (lock/internal/core/acquire.go documents
+// its fields).
+type AcquireRequest = core.AcquireRequest
+
 // Acquire takes req.Name for the caller and returns the lock with its
 // fencing token. fresh is false when req.Session already held the lock
 // (acquire is idempotent within a session). When the lock is held, Acquire

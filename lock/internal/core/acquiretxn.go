@@ -39,7 +39,7 @@ type AttemptResult struct {
 	// created anew is another waiter's entry, not the one we wait for.
 	WatchCreated int64
 	RetryAt      time.Time
-	DelayCause   hold.EventType // with delayed: how the hold ended
+	DelayCause   store.EventType // with delayed: how the hold ended
 	// guard is the lock-delay guard read, with unstamped; guardRev is
 	// its ModRevision.
 	guard    hold.DelayRecord
@@ -288,7 +288,7 @@ func (a *Acquirer) won(ctx context.Context, resp *clientv3.TxnResponse, t *Acqui
 	e := a.E
 	a.used = true
 	l := hold.ToLock(rec, a.Seat, resp.Header.Revision)
-	e.Metrics.RecordedOf(a.Seat, hold.EventAcquired, len(a.Kind.LockNames())) // a set's: one per lock
+	e.Metrics.RecordedOf(a.Seat, store.EventAcquired, len(a.Kind.LockNames())) // a set's: one per lock
 	if t.Won.Acquired.Ok() && heldInSession(resp, t) > int64(e.Cfg.MaxLocksPerSession) {
 		return AttemptResult{}, a.undoOverSessionCap(l.Token, rec)
 	}
@@ -438,7 +438,7 @@ func (a *Acquirer) analyseGuard(resp *clientv3.TxnResponse, guardKVs []*mvccpb.K
 // or RetryNow if the guard changed meanwhile.
 func (a *Acquirer) stampLockDelay(ctx context.Context, r AttemptResult) (AttemptResult, error) {
 	e, gkey := a.E, a.E.Keys.Delay(a.Seat)
-	stamped := r.guard.Ended(time.Now(), hold.EventExpired)
+	stamped := r.guard.Ended(time.Now(), store.EventExpired)
 	octx, done := e.Etcd.Op(ctx)
 	tr, err := e.Cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(gkey), "=", r.guardRev)).
 		Then(clientv3.OpPut(gkey, store.MustJSON(stamped))).Commit()
@@ -449,7 +449,7 @@ func (a *Acquirer) stampLockDelay(ctx context.Context, r AttemptResult) (Attempt
 	if !tr.Succeeded {
 		return AttemptResult{Outcome: RetryNow}, nil
 	}
-	return AttemptResult{Outcome: Delayed, RetryAt: *stamped.Until, DelayCause: hold.EventExpired, WatchKey: gkey, WatchRev: tr.Header.Revision}, nil
+	return AttemptResult{Outcome: Delayed, RetryAt: *stamped.Until, DelayCause: store.EventExpired, WatchKey: gkey, WatchRev: tr.Header.Revision}, nil
 }
 
 // TallyReads adds to t's Then branch the reads of the session's two

@@ -20,7 +20,7 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*hold.Lock, e
 		if err != nil {
 			return nil, err
 		}
-		err = e.EndHold(ctx, name, kv.ModRevision, hold.EventRevoked, reason)
+		err = e.EndHold(ctx, name, kv.ModRevision, store.EventRevoked, reason)
 		if err == nil {
 			hr, _ := store.DecodeHolder(kv)
 			return hold.ToLock(hr, name, kv.ModRevision), nil
@@ -56,8 +56,8 @@ func (e *Engine) Revoke(ctx context.Context, name, reason string) (*hold.Lock, e
 // record is never rewritten while its hold lasts and the txn requires
 // ModRevision == token, so the record checked is the record of the hold
 // that the txn ends, or the txn fails.
-func (e *Engine) EndHold(ctx context.Context, name string, token int64, typ hold.EventType, detail string) error {
-	if typ == hold.EventReleased && token > 0 {
+func (e *Engine) EndHold(ctx context.Context, name string, token int64, typ store.EventType, detail string) error {
+	if typ == store.EventReleased && token > 0 {
 		if h, contended, ok := e.Holds.Take(name, token); ok {
 			if !hold.MayActOn(ctx, h.hr.Credential) {
 				return fmt.Errorf("the hold with token %d was acquired by another credential: %w", token, hold.ErrNotOwner)
@@ -76,7 +76,7 @@ func (e *Engine) EndHold(ctx context.Context, name string, token int64, typ hold
 	if err != nil {
 		return err
 	}
-	hr, head, err := e.ReadHold(ctx, name, token, typ == hold.EventReleased)
+	hr, head, err := e.ReadHold(ctx, name, token, typ == store.EventReleased)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (r HoldReads) Read(resp *clientv3.TxnResponse) (*mvccpb.KeyValue, *QueueHea
 // commitEnd ends a hold whose holder record hr is known, and which the
 // caller may end, handing a seat to head if it is not nil and
 // handOverPlan finds one for it.
-func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *QueueHead, typ hold.EventType, detail string) error {
+func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr store.Holder, head *QueueHead, typ store.EventType, detail string) error {
 	ev := hold.EndEvent(hr, ctx, name, token, typ, detail)
 	var (
 		resp *clientv3.TxnResponse
@@ -261,7 +261,7 @@ func (e *Engine) commitEnd(ctx context.Context, name string, token int64, hr sto
 // Only a plain lock's holds are kept: an election's grant carries a term,
 // and a seat's is in a seat of the releaser's choosing (handOverPlan).
 func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *QueueHead) {
-	if kind, _ := store.ThingOf(name); kind != hold.KindLock || len(head.Grant.Set) > 0 {
+	if kind, _ := store.ThingOf(name); kind != store.KindLock || len(head.Grant.Set) > 0 {
 		return
 	}
 	g := hold.Begun(head.Grant, at, head.since) // as handOverOps put it
@@ -271,9 +271,9 @@ func (e *Engine) keepHandedOver(name string, rev int64, at time.Time, head *Queu
 // ended counts the end by typ of a hold of name, and the holds its
 // handover began, and does what is left to do with the hold's own lease once its
 // key is gone.
-func (e *Engine) ended(name string, typ hold.EventType, hr store.Holder, handedOver int) {
+func (e *Engine) ended(name string, typ store.EventType, hr store.Holder, handedOver int) {
 	e.Metrics.RecordedOf(name, typ, 1)
-	e.Metrics.RecordedOf(name, hold.EventAcquired, handedOver)
+	e.Metrics.RecordedOf(name, store.EventAcquired, handedOver)
 	if len(hr.Set) == 0 {
 		e.LeaseAfter(typ, hr)
 	}
@@ -283,7 +283,7 @@ func (e *Engine) ended(name string, typ hold.EventType, hr store.Holder, handedO
 
 // LeaseAfter does what is left to do with an ended hold's own lease once
 // no key is under it.
-func (e *Engine) LeaseAfter(typ hold.EventType, hr store.Holder) {
+func (e *Engine) LeaseAfter(typ store.EventType, hr store.Holder) {
 	if hr.Session != "" {
 		return
 	}
@@ -291,7 +291,7 @@ func (e *Engine) LeaseAfter(typ hold.EventType, hr store.Holder) {
 	// (leasePool): a hold handed over is under the new holder's lease, so
 	// this one holds no key any more. After a revoke or an expiry the
 	// lease is ended, as the operator or etcd meant.
-	if id, ok := store.ParseLeaseHex(hr.Lease); ok && typ == hold.EventReleased && e.Leases.put(id, hr.TTL) {
+	if id, ok := store.ParseLeaseHex(hr.Lease); ok && typ == store.EventReleased && e.Leases.put(id, hr.TTL) {
 		return
 	}
 	e.RevokeLease(hr.Lease)
@@ -322,7 +322,7 @@ func (r EndRefs) HandedOver(resp *clientv3.TxnResponse) int {
 // (ModRevision == token); its ops go in the Then branch, at most five:
 // the event, the delete (or the handover), the guard, an election's value
 // and the tally.
-func (e *Engine) EndTxn(t *store.Txn, name string, token int64, hr store.Holder, ev hold.Event, head *QueueHead, tally int) EndRefs {
+func (e *Engine) EndTxn(t *store.Txn, name string, token int64, hr store.Holder, ev store.Event, head *QueueHead, tally int) EndRefs {
 	lkey := e.Keys.Lock(name)
 	event, guard := e.HoldEnd(name, token, hr, ev)
 	t.If(clientv3.Compare(clientv3.ModRevision(lkey), "=", token))
@@ -343,8 +343,8 @@ func (e *Engine) EndTxn(t *store.Txn, name string, token int64, hr store.Holder,
 			t.OnSuccess(op)
 		}
 	}
-	if kind, _ := store.ThingOf(name); kind == hold.KindElection {
-		// A proclaimed value is the hold's (Engine.Proclaim): it goes
+	if kind, _ := store.ThingOf(name); kind == store.KindElection {
+		// A proclaimed value is the hold's (lock.Engine.Proclaim): it goes
 		// with it, whoever leads next.
 		t.OnSuccess(clientv3.OpDelete(e.Keys.Value(name)))
 	}
@@ -378,7 +378,7 @@ func (e *Engine) EndTxn(t *store.Txn, name string, token int64, hr store.Holder,
 // derived hold (store.Holder.Derived) has no acquired record: its end
 // writes no event when the trail derives it from the lock key's delete
 // (derivable), and otherwise writes it beside, as in format 1.
-func (e *Engine) HoldEnd(name string, token int64, hr store.Holder, ev hold.Event) (event, guard []clientv3.Op) {
+func (e *Engine) HoldEnd(name string, token int64, hr store.Holder, ev store.Event) (event, guard []clientv3.Op) {
 	switch {
 	case hr.Derived && derivable(hr, ev):
 	case e.Format >= 2 && !hr.Derived:
@@ -392,7 +392,7 @@ func (e *Engine) HoldEnd(name string, token int64, hr store.Holder, ev hold.Even
 	}
 	gkey := e.Keys.Delay(name)
 	op := clientv3.OpDelete(gkey)
-	if ev.Type != hold.EventReleased {
+	if ev.Type != store.EventReleased {
 		op = clientv3.OpPut(gkey, store.MustJSON(hold.DelayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.Ended(ev.Time, ev.Type)))
 	}
 	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
@@ -402,8 +402,8 @@ func (e *Engine) HoldEnd(name string, token int64, hr store.Holder, ev hold.Even
 // trail derives from the lock key's delete (trail/derive.go): a release or a
 // resignation by the credential that acquired the hold, with nothing to
 // say of it.
-func derivable(hr store.Holder, ev hold.Event) bool {
-	return (ev.Type == hold.EventReleased || ev.Type == hold.EventResigned) && ev.Detail == "" && ev.Credential == hr.Credential
+func derivable(hr store.Holder, ev store.Event) bool {
+	return (ev.Type == store.EventReleased || ev.Type == store.EventResigned) && ev.Detail == "" && ev.Credential == hr.Credential
 }
 
 // RevokeLease ends a lock's own lease after its key is gone; failing only

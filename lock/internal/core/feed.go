@@ -12,7 +12,7 @@ import (
 
 // The engine runs its etcd watches as feeds (internal/watchfeed), one per
 // purpose: the expiry recorder's and the one that wakes waiters. While
-// one is not hearing etcd the engine is not ready (Engine.Ready). The
+// one is not hearing etcd the engine is not ready (lock.Engine.Ready). The
 // audit trail beside it (package trail) makes its own, the events' and
 // the history index's, through WatchConfig: with the same settings and
 // metrics.

@@ -36,12 +36,12 @@ func handOverPlan(name string, head *QueueHead) (seat string, ok bool) {
 	if head == nil {
 		return "", false
 	}
-	if k, _ := store.ThingOf(name); k != hold.KindRWLock {
+	if k, _ := store.ThingOf(name); k != store.KindRWLock {
 		return name, true
 	}
 	thing := store.ThingKey(name)
 	switch {
-	case head.Grant.Mode == hold.ModeWrite:
+	case head.Grant.Mode == store.ModeWrite:
 		return store.WriterSeat(thing), true
 	case name == store.WriterSeat(thing):
 		// The writer held: no reader seat is (seatKind.cmps), so the first is free.
@@ -88,10 +88,10 @@ func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *Q
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(e.Keys.Session(head.Grant.Session)), ">", 0))
 	}
 	switch kind, _ := store.ThingOf(name); {
-	case kind == hold.KindSemaphore:
+	case kind == store.KindSemaphore:
 		// The seat is below the stored limit; the waiter's must be it.
 		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.Keys.Seats(name)), "=", strconv.Itoa(head.Grant.Limit)))
-	case kind == hold.KindRWLock:
+	case kind == store.KindRWLock:
 		cmps = append(cmps, e.exclusionCmps(name, head)...)
 	case len(head.Grant.Set) > 0:
 		cmps = append(cmps, e.setHeadCmps(name, head)...)
@@ -106,7 +106,7 @@ func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *Q
 // only if no reader's seat is.
 func (e *Engine) exclusionCmps(name string, head *QueueHead) []clientv3.Cmp {
 	thing := store.ThingKey(name)
-	if head.Grant.Mode == hold.ModeRead {
+	if head.Grant.Mode == store.ModeRead {
 		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.Keys.Locks()+store.ReaderSeats(thing)), "=", 0).WithPrefix()}
 	}
 	all, own := store.SeatsOf(e.Keys.Locks(), thing), e.Keys.Lock(name)
@@ -127,7 +127,7 @@ func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *Q
 		return e.setHandOverOps(name, hr, g, head)
 	}
 	kind, _ := store.ThingOf(name)
-	if kind == hold.KindElection {
+	if kind == store.KindElection {
 		g.Term = hr.Term + 1 // the term key is hr's: see termCmp
 	}
 	lease, _ := store.ParseLeaseHex(g.Lease)
@@ -151,9 +151,9 @@ func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *Q
 		ops = append(ops, clientv3.OpDelete(e.Keys.Delay(name)))
 	}
 	switch kind {
-	case hold.KindElection:
+	case store.KindElection:
 		ops = append(ops, clientv3.OpPut(e.Keys.Term(name), strconv.FormatInt(g.Term, 10)))
-	case hold.KindSemaphore, hold.KindRWLock:
+	case store.KindSemaphore, store.KindRWLock:
 		ops = append(ops, clientv3.OpPut(e.Keys.Seats(name), SeatRecord(g)))
 	}
 	// No tally to count: a waiter asks for a grant only when its node

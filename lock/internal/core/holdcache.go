@@ -131,7 +131,7 @@ func (c *holdCache) sawWaiter(name string) {
 // not so; the release then goes the way of a release without the record,
 // which reads the hold and the queue's head first.
 func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr store.Holder) (ended bool, err error) {
-	ev := hold.EndEvent(hr, ctx, name, token, hold.EventReleased, "")
+	ev := hold.EndEvent(hr, ctx, name, token, store.EventReleased, "")
 	var t store.Txn
 	e.EndTxn(&t, name, token, hr, ev, nil, 0)
 	// No waiter, so none to hand the lock to: a waiter that asked for a
@@ -150,6 +150,6 @@ func (e *Engine) releaseKnown(ctx context.Context, name string, token int64, hr 
 		e.Holds.sawWaiter(name) // or the hold is gone: the read that follows tells
 		return false, nil
 	}
-	e.ended(name, hold.EventReleased, hr, 0)
+	e.ended(name, store.EventReleased, hr, 0)
 	return true, nil
 }

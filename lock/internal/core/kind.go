@@ -150,9 +150,9 @@ func (k *LockKind) Keep(l *hold.Lock, rec store.Holder) { k.A.E.Holds.Put(k.A.Se
 func (k *LockKind) EndOwn(ctx context.Context, token int64, rec *store.Holder, detail string) error {
 	a := k.A
 	if rec != nil {
-		return a.E.commitEnd(ctx, a.Seat, token, *rec, nil, hold.EventReleased, detail)
+		return a.E.commitEnd(ctx, a.Seat, token, *rec, nil, store.EventReleased, detail)
 	}
-	return a.E.EndHold(ctx, a.Seat, token, hold.EventReleased, detail)
+	return a.E.EndHold(ctx, a.Seat, token, store.EventReleased, detail)
 }
 
 func (k *LockKind) HeldError(r AttemptResult) *hold.HeldError {

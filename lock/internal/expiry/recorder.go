@@ -244,9 +244,9 @@ func (r *Recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) erro
 		if err != nil || !hr.Derived || hr.LockDelay <= 0 {
 			continue
 		}
-		typ := hold.EventExpired
+		typ := store.EventExpired
 		if hr.Session != "" {
-			typ = hold.EventSessionExpired
+			typ = store.EventSessionExpired
 		}
 		_, guard := c.HoldEnd(name, ev.PrevKv.ModRevision, hr, hr.Event(name, typ, store.NowUTC()))
 		octx, done := c.Etcd.Op(ctx)
@@ -335,9 +335,9 @@ func (r *Recorder) recordEnd(ctx context.Context, name string, token int64, hr s
 	if !cur.Succeeded {
 		return nil // ended already, or indexed: nothing to write
 	}
-	typ := hold.EventExpired
+	typ := store.EventExpired
 	if hr.Session != "" {
-		typ = hold.EventSessionExpired
+		typ = store.EventSessionExpired
 	}
 	now := store.NowUTC()
 	ev := hr.Event(name, typ, now) // Credential: the Acquirer's, as no request ends it
@@ -391,7 +391,7 @@ func (r *Recorder) reconcile(ctx context.Context) (int64, error) {
 	type open struct {
 		name, hold string
 		token      int64
-		ev         hold.Event
+		ev         store.Event
 	}
 	var opens []open
 	lastOpen := false // the last key seen was an "a" still in opens

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/internal/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -19,7 +20,7 @@ var ErrNotDelayed = errors.New("lock not delayed")
 type DelayedError struct {
 	Name  string
 	Until time.Time
-	Cause EventType
+	Cause store.EventType
 }
 
 func (e *DelayedError) Error() string {
@@ -30,11 +31,11 @@ func (e *DelayedError) Error() string {
 func (e *DelayedError) Unwrap() error { return ErrNotHeld }
 
 // CauseText says how a hold ended, for people.
-func CauseText(c EventType) string {
+func CauseText(c store.EventType) string {
 	switch c {
-	case EventRevoked:
+	case store.EventRevoked:
 		return "was revoked"
-	case EventSessionExpired:
+	case store.EventSessionExpired:
 		return "ended with its session"
 	default:
 		return "expired"
@@ -45,7 +46,7 @@ func CauseText(c EventType) string {
 type Delay struct {
 	Name  string
 	Until time.Time
-	Cause EventType
+	Cause store.EventType
 }
 
 // ActiveDelay decodes a lock-delay guard and returns the delay it imposes

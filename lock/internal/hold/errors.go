@@ -81,7 +81,7 @@ type HeldError struct {
 	// Kind is what was asked for: KindLock (or empty), KindElection,
 	// whose Holder is the leader, or KindSemaphore, whose Holders are the
 	// permits held.
-	Kind EventKind
+	Kind store.EventKind
 	// Holder is the current holder, nil when the lock is free but blocked
 	// by lock-delay or being handed to an earlier waiter.
 	Holder  *Lock
@@ -102,9 +102,9 @@ func (e *HeldError) Error() string { return e.Unwrap().Error() + ": " + e.Reason
 // errors.Is(err, ErrElectionHeld).
 func (e *HeldError) Unwrap() error {
 	switch e.Kind {
-	case KindElection:
+	case store.KindElection:
 		return ErrElectionHeld
-	case KindSemaphore:
+	case store.KindSemaphore:
 		return ErrSemaphoreFull
 	}
 	return ErrHeld

@@ -10,7 +10,7 @@ import (
 
 // Metrics are the engine's Prometheus series. Every one of them counts
 // what this engine did or saw, so they are per node: the HTTP layer
-// registers them through Engine.Collector and nothing in lock knows of
+// registers them through lock.Engine.Collector and nothing in lock knows of
 // HTTP. The label values are fixed small sets (never a lock name, owner or
 // session), and every combination is created at zero up front, so that
 // alerts and rate() see a series before its first event.
@@ -106,7 +106,7 @@ func NewMetrics(hasLeader func() bool) *Metrics {
 		Help: "1 if the etcd member behind this node knows a leader, as baton sees it (for external etcd: " +
 			"the last once-a-second poll succeeded with a leader), 0 otherwise.",
 	}, gauge(hasLeader))
-	for _, t := range []EventType{EventAcquired, EventReleased, EventRevoked, EventExpired, EventSessionExpired} {
+	for _, t := range []store.EventType{store.EventAcquired, store.EventReleased, store.EventRevoked, store.EventExpired, store.EventSessionExpired} {
 		m.events.WithLabelValues(string(t))
 	}
 	for kind, reasons := range renewReasons {
@@ -132,7 +132,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 // recordedOf counts n events typ of holds of the thing kept under key
 // name name, by the type its kind names them (store.HoldEvent).
-func (m *Metrics) RecordedOf(name string, typ EventType, n int) {
+func (m *Metrics) RecordedOf(name string, typ store.EventType, n int) {
 	m.Recorded(store.HoldEvent(name, typ).Type, n)
 }
 
@@ -169,10 +169,10 @@ func gauge(f func() bool) func() float64 {
 }
 
 // recorded counts n audit events of typ written by this node.
-func (m *Metrics) Recorded(typ EventType, n int) { countEvents(m.events, typ, n) }
+func (m *Metrics) Recorded(typ store.EventType, n int) { countEvents(m.events, typ, n) }
 
 // countEvents counts n audit events of typ in baton_lock_events_total.
-func countEvents(events *prometheus.CounterVec, typ EventType, n int) {
+func countEvents(events *prometheus.CounterVec, typ store.EventType, n int) {
 	if n > 0 {
 		events.WithLabelValues(string(typ)).Add(float64(n))
 	}

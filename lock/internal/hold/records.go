@@ -17,12 +17,12 @@ type DelayRecord struct {
 	Until     *time.Time    `json:"until,omitempty"`
 	// Cause is how the hold ended, once Until is stamped: expired,
 	// session_expired or revoked.
-	Cause EventType `json:"cause,omitempty"`
+	Cause store.EventType `json:"cause,omitempty"`
 }
 
 // ended is the guard once its hold ended at at by cause: it keeps the
 // lock free until at plus the hold's lock-delay.
-func (d DelayRecord) Ended(at time.Time, cause EventType) DelayRecord {
+func (d DelayRecord) Ended(at time.Time, cause store.EventType) DelayRecord {
 	until := at.Add(d.LockDelay).UTC()
 	d.Until, d.Cause = &until, cause
 	return d
@@ -51,7 +51,7 @@ type WaiterRecord struct {
 	// when it sees the lock go.
 	Grant *store.Holder `json:"grant,omitempty"`
 	// Mode is a read/write lock's waiter's.
-	Mode RWMode `json:"mode,omitempty"`
+	Mode store.RWMode `json:"mode,omitempty"`
 	// Set is a lock set's waiter's: every name of the set. Its entries,
 	// one in each member's queue, share their CreateRevision.
 	Set []string `json:"set,omitempty"`
@@ -93,7 +93,7 @@ func Begun(r store.Holder, at, since time.Time) store.Holder {
 
 // HolderOf is the record, as far as ev says it, of the hold hold whose
 // acquired (or elected) event ev is: begunEvent of it is ev again.
-func HolderOf(ev Event, hold string) store.Holder {
+func HolderOf(ev store.Event, hold string) store.Holder {
 	return store.Holder{
 		Owner: ev.Owner, Hold: hold, Session: ev.Session, Credential: ev.Credential, AcquiredAt: ev.Time, QueuedAt: ev.QueuedAt,
 		Term: ev.Term, Value: ev.Value, Limit: ev.Limit, Mode: ev.Mode, Set: ev.Set,
@@ -102,7 +102,7 @@ func HolderOf(ev Event, hold string) store.Holder {
 
 // EndEvent is the event of this hold's end by typ, with detail, at a
 // request of ctx's caller.
-func EndEvent(r store.Holder, ctx context.Context, key string, token int64, typ EventType, detail string) Event {
+func EndEvent(r store.Holder, ctx context.Context, key string, token int64, typ store.EventType, detail string) store.Event {
 	ev := r.Event(key, typ, store.NowUTC())
 	ev.Token, ev.Detail, ev.Credential = token, detail, CredentialOf(ctx)
 	return ev

@@ -42,51 +42,12 @@ type Lock struct {
 	// it was granted.
 	Limit int
 	// Mode is a read/write lock hold's.
-	Mode RWMode
+	Mode store.RWMode
 	// Set is a lock set's member's: the names of every lock of the set,
 	// in the order the acquire gave them. Every member has the set's
 	// token.
 	Set []string
 }
-
-// The audit trail's events and the read/write lock's modes are the
-// store's (internal/store), which documents them.
-type (
-	Event     = store.Event
-	EventType = store.EventType
-	EventKind = store.EventKind
-	RWMode    = store.RWMode
-)
-
-// The event types, kinds and modes.
-const (
-	EventAcquired       = store.EventAcquired
-	EventReleased       = store.EventReleased
-	EventExpired        = store.EventExpired
-	EventRevoked        = store.EventRevoked
-	EventSessionExpired = store.EventSessionExpired
-	EventElected        = store.EventElected
-	EventResigned       = store.EventResigned
-	EventProclaimed     = store.EventProclaimed
-	EventFenceReset     = store.EventFenceReset
-	EventDelayCleared   = store.EventDelayCleared
-	EventGap            = store.EventGap
-
-	KindLock      = store.KindLock
-	KindElection  = store.KindElection
-	KindSemaphore = store.KindSemaphore
-	KindRWLock    = store.KindRWLock
-	KindFence     = store.KindFence
-
-	ModeRead  = store.ModeRead
-	ModeWrite = store.ModeWrite
-)
-
-// EventKinds lists every kind, for validation and documentation.
-var EventKinds = store.EventKinds
-
-// ValidName reports whether s is a valid lock or resource name.
-func ValidName(s string) bool { return store.ValidName(s) }
 
 // Limits of the request contract (docs/API.md, Locks).
 const (

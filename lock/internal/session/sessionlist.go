@@ -58,7 +58,7 @@ type ListOptions struct {
 // listTTLLookups bounds the lease lookups one page makes at once.
 const listTTLLookups = 8
 
-// List is Engine.ListSessions.
+// List is lock.Engine.ListSessions.
 func (m *Registry) List(ctx context.Context, o ListOptions) ([]*Session, string, error) {
 	if o.Limit == 0 {
 		o.Limit = 100

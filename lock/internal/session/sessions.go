@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Create is Engine.CreateSession.
+// Create is lock.Engine.CreateSession.
 func (m *Registry) Create(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
 	if err := hold.CheckOwner(owner); err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (m *Registry) SessionLease(id string) (clientv3.LeaseID, error) {
 	return lid, nil
 }
 
-// Get is Engine.GetSession.
+// Get is lock.Engine.GetSession.
 func (m *Registry) Get(ctx context.Context, id string) (*Session, error) {
 	lid, err := m.SessionLease(id)
 	if err != nil {
@@ -131,16 +131,16 @@ func (m *Registry) Get(ctx context.Context, id string) (*Session, error) {
 			continue
 		}
 		switch kind, name := store.ThingOf(key); kind {
-		case hold.KindLock:
+		case store.KindLock:
 			s.Locks = append(s.Locks, name)
-		case hold.KindElection:
+		case store.KindElection:
 			s.Elections = append(s.Elections, name)
-		case hold.KindSemaphore:
+		case store.KindSemaphore:
 			s.seats = append(s.seats, key)
 			if !slices.Contains(s.Semaphores, name) {
 				s.Semaphores = append(s.Semaphores, name)
 			}
-		case hold.KindRWLock:
+		case store.KindRWLock:
 			s.seats = append(s.seats, key)
 			if !slices.Contains(s.RWLocks, name) {
 				s.RWLocks = append(s.RWLocks, name)
@@ -159,7 +159,7 @@ func (m *Registry) sessionRecord(ctx context.Context, id string) (hold.SessionRe
 	return rec, err
 }
 
-// Renew is Engine.RenewSession.
+// Renew is lock.Engine.RenewSession.
 func (m *Registry) Renew(ctx context.Context, id string) (s *Session, err error) {
 	defer func() {
 		if err != nil {
@@ -205,7 +205,7 @@ func (m *Registry) Renew(ctx context.Context, id string) (s *Session, err error)
 // which reads two keys a hold, 128 ops).
 const maxEndsPerTxn = 32
 
-// Delete is Engine.DeleteSession.
+// Delete is lock.Engine.DeleteSession.
 func (m *Registry) Delete(ctx context.Context, id string) error {
 	s, err := m.Get(ctx, id)
 	if err != nil {
@@ -216,7 +216,7 @@ func (m *Registry) Delete(ctx context.Context, id string) error {
 	}
 	keys := slices.Clone(s.Locks)
 	for _, n := range s.Elections {
-		keys = append(keys, store.KeyName(hold.KindElection, n))
+		keys = append(keys, store.KeyName(store.KindElection, n))
 	}
 	keys = append(keys, s.seats...)
 	batches, err := m.sessionBatches(ctx, s.ID, keys)
@@ -285,7 +285,7 @@ func (m *Registry) releaseSession(ctx context.Context, session string, names []s
 	if len(ends) == 0 {
 		return nil
 	}
-	ev := hold.Event{Time: store.NowUTC(), Type: hold.EventReleased, Session: session, Detail: "session deleted", Credential: hold.CredentialOf(ctx)}
+	ev := store.Event{Time: store.NowUTC(), Type: store.EventReleased, Session: session, Detail: "session deleted", Credential: hold.CredentialOf(ctx)}
 	err = m.commitSessionEnds(ctx, ends, ev)
 	if err != nil && store.IsLeaseNotFound(err) {
 		// A head's lease ended while it waited (see commitEnd): end the
@@ -300,7 +300,7 @@ func (m *Registry) releaseSession(ctx context.Context, session string, names []s
 
 // commitSessionEnds runs one txn that ends every hold of ends, each by
 // an event like of.
-func (m *Registry) commitSessionEnds(ctx context.Context, ends []core.PlannedEnd, of hold.Event) error {
+func (m *Registry) commitSessionEnds(ctx context.Context, ends []core.PlannedEnd, of store.Event) error {
 	// Each end is a txn of its own, nested: one whose hold changed since
 	// it was read ends nothing, and the others end theirs.
 	var all store.Txn
@@ -322,8 +322,8 @@ func (m *Registry) commitSessionEnds(ctx context.Context, ends []core.PlannedEnd
 	}
 	for i, r := range nested {
 		if tr := r.Nested(resp); tr.Succeeded {
-			m.core.Metrics.RecordedOf(ends[i].Name, hold.EventReleased, 1)
-			m.core.Metrics.RecordedOf(ends[i].Name, hold.EventAcquired, refs[i].HandedOver(tr))
+			m.core.Metrics.RecordedOf(ends[i].Name, store.EventReleased, 1)
+			m.core.Metrics.RecordedOf(ends[i].Name, store.EventAcquired, refs[i].HandedOver(tr))
 		}
 	}
 	return nil
