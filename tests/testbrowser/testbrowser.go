@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/tests/hostnet"
 	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
@@ -86,6 +87,13 @@ func Start(t testing.TB, opts ...Option) *Tab {
 		o(&cfg)
 	}
 	path := chromium(t)
+	// No interface of the host changes while the browser runs: Chromium
+	// would abort the page's requests (tests/hostnet). Let go last.
+	release, err := hostnet.Hold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
 	profile := t.TempDir() // before the browser, so removed after it has exited
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
@@ -364,10 +372,10 @@ func (b *Tab) Check(origin string, failedRequestsOK bool) {
 
 // hostChanged reports whether p is a request that failed because the
 // host's network interfaces changed under the browser: Chromium aborts
-// the requests in flight when they do, loopback ones too, and other tests
-// of the same run (the fault-injection suite's network namespaces) add
-// and remove interfaces. It says nothing of the page, whose own
-// assertions must still hold.
+// the requests in flight when they do, loopback ones too. The tests' own
+// changes wait for the browser (tests/hostnet); this is for the machine's
+// (an address renewed). It says nothing of the page, whose own assertions
+// must still hold.
 func (p problem) hostChanged() bool {
 	return p.network && strings.Contains(p.text, "net::ERR_NETWORK_CHANGED")
 }

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+
+	"github.com/baton-dev/baton/tests/hostnet"
 )
 
 // network is a private bridge with one network namespace per node. The
@@ -55,11 +57,19 @@ func newNetwork(nodes int) (*network, error) {
 			[]string{"-n", nw.ns(i), "link", "set", "lo", "up"},
 		)
 	}
-	for _, s := range steps {
-		if err := ip(s...); err != nil {
-			nw.close()
-			return nil, err
+	// A browser test beside this one would see the bridge's address
+	// come, and lose its requests in flight (tests/hostnet).
+	err := hostnet.Change(func() error {
+		for _, s := range steps {
+			if err := ip(s...); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		nw.close()
+		return nil, err
 	}
 	if err := nw.allowForwarding(); err != nil {
 		nw.close()
@@ -132,10 +142,13 @@ func (nw *network) blackhole(from, to int, on bool) error {
 // close removes the namespaces (which takes their veths along) and the
 // bridge. It is best effort: a half-built network is closed too.
 func (nw *network) close() {
-	for i := range nw.nodes {
-		exec.Command("ip", "netns", "del", nw.ns(i)).Run()
-	}
-	exec.Command("ip", "link", "del", nw.bridge()).Run()
+	hostnet.Change(func() error {
+		for i := range nw.nodes {
+			exec.Command("ip", "netns", "del", nw.ns(i)).Run()
+		}
+		exec.Command("ip", "link", "del", nw.bridge()).Run()
+		return nil
+	})
 	if nw.forwarding {
 		exec.Command("iptables", nw.forwardRule("-D")...).Run()
 	}
