@@ -68,7 +68,7 @@ func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fr
 		return nil, false, err
 	}
 	key := store.KeyName(KindElection, req.Name)
-	l, fresh, err = e.acquire(ctx, core.AcquireRequest{
+	l, fresh, err = e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace,
 		LockDelay: req.LockDelay, Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) {

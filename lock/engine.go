@@ -42,7 +42,7 @@ type Engine struct {
 // New starts an engine over cli. It does not own cli: closing the engine
 // leaves the client open. The expiry recorder starts at once, so every
 // lease expiry from now on is recorded in the audit trail.
-func New(ctx context.Context, cli *clientv3.Client, cfg core.Config) (*Engine, error) {
+func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (e *Engine) Close() error {
 func (e *Engine) Client() *clientv3.Client { return e.core.Cli }
 
 // Config returns the engine's configuration.
-func (e *Engine) Config() core.Config { return e.core.Cfg }
+func (e *Engine) Config() Config { return e.core.Cfg }
 
 // CheckLeader returns an ErrUnavailable at once when the embedded member
 // knows no leader (EmbeddedMember.HasLeader), and nil otherwise.

@@ -25,11 +25,11 @@ func newTestEngineAtFormat(t *testing.T, format int) *Engine {
 	t.Helper()
 	m := testetcd.Start(t)
 	if format > 0 {
-		if _, err := m.Client().Put(context.Background(), core.DefaultConfig().Prefix+"meta/format", strconv.Itoa(format)); err != nil {
+		if _, err := m.Client().Put(context.Background(), DefaultConfig().Prefix+"meta/format", strconv.Itoa(format)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e, err := New(context.Background(), m.Client(), core.DefaultConfig())
+	e, err := New(context.Background(), m.Client(), DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +62,11 @@ func enqueued(t *testing.T, a *core.Acquirer) string {
 // behind it, as its waiting acquire would.
 func heldWithWaiter(t *testing.T, e *Engine, name, owner string) (holder *Lock, a *core.Acquirer, qkey string) {
 	t.Helper()
-	holder, _, err := e.Acquire(context.Background(), core.AcquireRequest{Name: name, Owner: "holder"})
+	holder, _, err := e.Acquire(context.Background(), AcquireRequest{Name: name, Owner: "holder"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err = e.core.NewAcquirer(context.Background(), core.AcquireRequest{Name: name, Owner: owner, Wait: time.Second}, nil); err != nil {
+	if a, err = e.core.NewAcquirer(context.Background(), AcquireRequest{Name: name, Owner: owner, Wait: time.Second}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return holder, a, enqueued(t, a)
@@ -138,7 +138,7 @@ func TestRelease_AHeadWhoseLeaseIsGoneIsNotGrantedAndTheReleaseStands(t *testing
 func TestRelease_AHeadThatAsksForNoGrantTakesTheLockItself(t *testing.T) {
 	e := newTestEngine(t)
 	ctx := context.Background()
-	holder, _, err := e.Acquire(ctx, core.AcquireRequest{Name: "z", Owner: "holder"})
+	holder, _, err := e.Acquire(ctx, AcquireRequest{Name: "z", Owner: "holder"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // this order: the recorder's is audit/ to locks/, the waiters' delay/ to
 // sessions/; neither may hold the history index's writes.
 func TestKeys_SortAsTheWatchesRangesAssume(t *testing.T) {
-	e := &Engine{core: &core.Engine{Cfg: core.DefaultConfig(), Keys: store.Keys{Prefix: core.DefaultConfig().Prefix}}}
+	e := &Engine{core: &core.Engine{Cfg: DefaultConfig(), Keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
 	order := []string{
 		e.core.Keys.Audit(), e.core.Keys.Delay(""), e.core.Keys.Fenced(""), e.core.Keys.FenceMax(""), e.core.Keys.Locks(), e.core.Cfg.Prefix + "meta/",
 		e.core.Keys.Queue(""), e.core.Keys.Sessions(), e.core.Keys.SessionTally("", ""), e.core.Keys.Trail(), e.core.Keys.TrailName("", ""),

@@ -28,7 +28,7 @@ type AcquireRequest = core.AcquireRequest
 // ExpiresAt, and must pass the token to whatever it protects, because a
 // paused caller can lose the lock without noticing. If the caller's ctx
 // ends, Acquire leaves nothing behind: no queue entry, no lease, no lock.
-func (e *Engine) Acquire(ctx context.Context, req core.AcquireRequest) (*Lock, bool, error) {
+func (e *Engine) Acquire(ctx context.Context, req AcquireRequest) (*Lock, bool, error) {
 	if err := store.CheckName("name", req.Name); err != nil {
 		return nil, false, err
 	}
@@ -47,7 +47,7 @@ func (e *Engine) Acquire(ctx context.Context, req core.AcquireRequest) (*Lock, b
 // store.KeyName), which the caller has checked, of the kind newKind makes
 // (nil: a plain lock). members are a lock set's names, nil for any other
 // kind: the locks the acquire may create, under MaxLocks.
-func (e *Engine) acquire(ctx context.Context, req core.AcquireRequest, newKind core.NewKindFunc, members []string) (l *Lock, fresh bool, err error) {
+func (e *Engine) acquire(ctx context.Context, req AcquireRequest, newKind core.NewKindFunc, members []string) (l *Lock, fresh bool, err error) {
 	a, err := e.core.NewAcquirer(ctx, req, newKind)
 	if err != nil {
 		return nil, false, err

@@ -88,7 +88,7 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 		return nil, false, err
 	}
 	names := slices.Clone(req.Names)
-	l, fresh, err := e.acquire(ctx, core.AcquireRequest{
+	l, fresh, err := e.acquire(ctx, AcquireRequest{
 		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) {
 		return &setKind{LockKind: base, e: e, members: names}, nil

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/internal/poll"
-	"github.com/baton-dev/baton/lock/internal/core"
 )
 
 // TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded: a hold
@@ -15,7 +14,7 @@ import (
 func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) {
 	e := newTestEngineAtFormat(t, 4)
 	ctx := context.Background()
-	l, _, err := e.Acquire(ctx, core.AcquireRequest{Name: "x", Owner: "w1", TTL: 30 * time.Second})
+	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "x", Owner: "w1", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func TestRecorder_ALoneDeleteIsRecordedAsAnExpiryOfTheHoldItEnded(t *testing.T) 
 func TestRecorder_AHoldCompactedAwayIsLeftToReconcile(t *testing.T) {
 	e := newTestEngineAtFormat(t, 4)
 	ctx := context.Background()
-	l, _, err := e.Acquire(ctx, core.AcquireRequest{Name: "y", Owner: "w1", TTL: 30 * time.Second})
+	l, _, err := e.Acquire(ctx, AcquireRequest{Name: "y", Owner: "w1", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

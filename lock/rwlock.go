@@ -66,7 +66,7 @@ func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh b
 		return nil, false, err
 	}
 	key := store.KeyName(KindRWLock, req.Name)
-	l, fresh, err = e.acquire(ctx, core.AcquireRequest{
+	l, fresh, err = e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) { return newSeatKind(base, KindRWLock, 0, req.Mode) }, nil)
 	if err != nil {

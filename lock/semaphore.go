@@ -59,7 +59,7 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 		return nil, err
 	}
 	key := store.KeyName(KindSemaphore, req.Name)
-	l, _, err := e.acquire(ctx, core.AcquireRequest{
+	l, _, err := e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) {
 		return newSeatKind(base, KindSemaphore, req.Limit, "")

@@ -21,18 +21,18 @@ type (
 // (see Caller). Past Config.MaxSessions it fails with ErrTooManySessions
 // (a *LimitError), checked in constant time against the engine's tally
 // (lock/internal/caps), so the cap is approximate as CountRefresh says.
-func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*session.Session, error) {
+func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
 	return e.sessions.Create(ctx, owner, ttl)
 }
 
 // GetSession returns the session with its expiry and the locks it holds.
-func (e *Engine) GetSession(ctx context.Context, id string) (*session.Session, error) {
+func (e *Engine) GetSession(ctx context.Context, id string) (*Session, error) {
 	return e.sessions.Get(ctx, id)
 }
 
 // RenewSession extends the session's lease by its TTL. It returns
 // ErrNotOwner when ctx's caller may not act on the session (see Caller).
-func (e *Engine) RenewSession(ctx context.Context, id string) (s *session.Session, err error) {
+func (e *Engine) RenewSession(ctx context.Context, id string) (s *Session, err error) {
 	return e.sessions.Renew(ctx, id)
 }
 
@@ -63,6 +63,6 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 // has no index entry: it is listed from its first renew through
 // RenewSession on an upgraded node, and never if it is not renewed so.
 // Locks renewing the session's lease (Renew) do not add it.
-func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*session.Session, string, error) {
+func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Session, string, error) {
 	return e.sessions.List(ctx, o)
 }

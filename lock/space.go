@@ -62,7 +62,7 @@ func (s *space) tooManyFenced() error {
 // function ends it, given whether the acquire created a lock. At the cap,
 // an acquire in a session that holds the lock already passes without a
 // slot: it creates nothing (the idempotent 200).
-func (s *space) reserveLock(ctx context.Context, req core.AcquireRequest, members []string) (func(created bool), error) {
+func (s *space) reserveLock(ctx context.Context, req AcquireRequest, members []string) (func(created bool), error) {
 	n := max(len(members), 1) // a lock set creates every member
 	ok, err := s.locks.Reserve(ctx, n)
 	if err != nil {

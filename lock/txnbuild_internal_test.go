@@ -57,13 +57,13 @@ func TestAcquireTxn_IndicesNameTheirOpsInEveryLayout(t *testing.T) {
 // acquireTxnLayout builds one layout of the acquire txn and checks it.
 func acquireTxnLayout(t *testing.T, kind EventKind, mode RWMode, session, capped bool, layout string) {
 	t.Helper()
-	cfg := core.DefaultConfig()
+	cfg := DefaultConfig()
 	if capped {
 		cfg.MaxLocksPerSession = 10
 	}
 	e := &Engine{core: &core.Engine{Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}}}
 	name := store.KeyName(kind, "n")
-	a := &core.Acquirer{E: e.core, Req: core.AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, Hold: "h", Lease: 0x10, LeaseTTL: 10, Seat: name}
+	a := &core.Acquirer{E: e.core, Req: AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, LockDelay: time.Second}, Hold: "h", Lease: 0x10, LeaseTTL: 10, Seat: name}
 	base := core.LockKind{A: a}
 	var k core.HoldKind = &base
 	var err error
@@ -189,9 +189,9 @@ func checkTermOps(t *testing.T, what string, e *Engine, a *core.Acquirer, tx cor
 
 // TestLookOps_IndicesNameTheirOps: with and without a session.
 func TestLookOps_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{core: &core.Engine{Cfg: core.DefaultConfig(), Keys: store.Keys{Prefix: core.DefaultConfig().Prefix}}}
+	e := &Engine{core: &core.Engine{Cfg: DefaultConfig(), Keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
 	for _, session := range []bool{false, true} {
-		a := &core.Acquirer{E: e.core, Req: core.AcquireRequest{Name: "n"}}
+		a := &core.Acquirer{E: e.core, Req: AcquireRequest{Name: "n"}}
 		a.Kind = &core.LockKind{A: a}
 		if session {
 			a.Session, a.Req.Session = 0x20, store.LeaseHex(0x20)
@@ -215,7 +215,7 @@ func TestLookOps_IndicesNameTheirOps(t *testing.T) {
 // handover, and the hold reads after other ops (as a session's deletion
 // packs them).
 func TestEndTxn_IndicesNameTheirOps(t *testing.T) {
-	e := &Engine{core: &core.Engine{Cfg: core.DefaultConfig(), Keys: store.Keys{Prefix: core.DefaultConfig().Prefix}}}
+	e := &Engine{core: &core.Engine{Cfg: DefaultConfig(), Keys: store.Keys{Prefix: DefaultConfig().Prefix}}}
 	hr := store.Holder{Owner: "o", Hold: "h", Lease: store.LeaseHex(0x10), LockDelay: time.Second}
 	ev := Event{Time: store.NowUTC(), Type: EventReleased, Lock: "n"}
 	head := &core.QueueHead{Key: e.core.Keys.Queue("n") + "w-1", Rev: 7, Grant: store.Holder{Owner: "next", Hold: "h2", Lease: store.LeaseHex(0x11)}}
