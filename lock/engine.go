@@ -7,13 +7,10 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/baton-dev/baton/internal/store"
-	"github.com/baton-dev/baton/internal/txnbatch"
 	"github.com/baton-dev/baton/internal/watchfeed"
 	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/expiry"
 	"github.com/baton-dev/baton/lock/internal/fence"
-	"github.com/baton-dev/baton/lock/internal/hold"
 	"github.com/baton-dev/baton/lock/internal/session"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -24,10 +21,9 @@ import (
 type Engine struct {
 	core *core.Engine
 
-	stopFunc  context.CancelFunc
-	drainFunc context.CancelFunc
-	wg        sync.WaitGroup
-	closeMu   sync.Once
+	stopFunc context.CancelFunc
+	wg       sync.WaitGroup
+	closeMu  sync.Once
 
 	// rec records expiries from a watch of its own.
 	rec *expiry.Recorder
@@ -50,16 +46,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		cfg.Logger = slog.Default()
 	}
 	stop, stopFunc := context.WithCancel(context.Background())
-	e := &Engine{core: &core.Engine{Cli: cli, Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}, Log: cfg.Logger, Stop: stop}, stopFunc: stopFunc}
-	e.core.Drain, e.drainFunc = context.WithCancel(stop)
-	e.core.Etcd = store.NewEtcd(cli, cfg.Embedded, cfg.OpTimeout, stop, func() { e.core.Metrics.LeaderChanges.Inc() })
-	e.core.Batch = txnbatch.Batcher{
-		KV: cli, Term: e.core.Etcd.Term, Op: e.core.Etcd.OpIn, Closed: e.core.Stop.Err,
-		Observe: func(n int) { e.core.Metrics.TxnBatchSize.Observe(float64(n)) },
-		Split:   func() { e.core.Metrics.TxnBatchSplits.Inc() },
-	}
-	e.core.Metrics = hold.NewMetrics(e.core.Etcd.HasLeader)
-	e.core.Feeds = core.Feeds{Cli: cli, Cfg: cfg, Log: e.core.Log, Metrics: e.core.Metrics}
+	e := &Engine{core: core.New(cli, cfg, stop), stopFunc: stopFunc}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -141,7 +128,7 @@ func (e *Engine) hearing() error {
 // StopWaiting ends every acquire that is waiting in a queue (they return
 // ErrClosed) and refuses new waits, so a shutdown can drain HTTP quickly.
 // Everything else keeps working until Close.
-func (e *Engine) StopWaiting() { e.drainFunc() }
+func (e *Engine) StopWaiting() { e.core.StopWaiting() }
 
 // Close stops waits in progress (they return ErrClosed) and the background
 // loops, then revokes this node's waiter lease. Calling it again is a no-op.

@@ -119,8 +119,9 @@ func (e *Engine) NewAcquirer(ctx context.Context, req AcquireRequest, newKind Ne
 		return nil, err
 	}
 	a := &Acquirer{E: e, Req: req, Hold: hold.NewHoldID(), Seat: req.Name, credential: hold.CredentialOf(ctx)}
-	a.Kind = &LockKind{A: a}
-	if newKind != nil {
+	if newKind == nil {
+		a.Kind = &LockKind{A: a}
+	} else {
 		k, err := newKind(LockKind{A: a})
 		if err != nil {
 			return nil, err

@@ -18,39 +18,62 @@ type Engine struct {
 	Cfg  Config
 	Keys store.Keys
 	Log  *slog.Logger
-	// format is the storage format this node writes (lock/format.go), set
+	// Format is the storage format this node writes (lock/format.go), set
 	// before anything is written.
 	Format int
 
-	// stop ends waits and background loops when the engine closes.
+	// Stop ends waits and background loops when the engine closes.
 	Stop context.Context
-	// drain ends waiting acquires only, so an HTTP drain is not held up
-	// by them while the recorder keeps running.
-	Drain context.Context
+	// drain ends waiting acquires only (StopWaiting), so an HTTP drain is
+	// not held up by them while the recorder keeps running.
+	drain     context.Context
+	drainFunc context.CancelFunc
 
 	Waiters waiterLease
 	Leases  leasePool
-	// looks counts the reads of waiters woken in the queue (look).
+	// Looks counts the reads of waiters woken in the queue (look).
 	Looks atomic.Int64
 
-	// etcd is how the engine calls etcd (store.Etcd): every call bounded
+	// Etcd is how the engine calls etcd (store.Etcd): every call bounded
 	// by OpTimeout and the leader's term, every failure one of ours.
 	Etcd *store.Etcd
 
-	// metrics are this engine's Prometheus series (see Collector).
+	// Metrics are this engine's Prometheus series (lock.Engine.Collector).
 	Metrics *hold.Metrics
 
-	// batch groups concurrent acquire and end-hold txns (group commit).
+	// Batch groups concurrent acquire and end-hold txns (group commit).
 	Batch txnbatch.Batcher
 
-	// feeds makes the engine's etcd watches (feed.go).
+	// Feeds makes the engine's etcd watches (feed.go).
 	Feeds Feeds
-	// waits wakes waiters: one etcd watch fanned out in process (hub.go).
+	// Waits wakes waiters: one etcd watch fanned out in process (hub.go).
 	Waits *waiterHub
-	// holds keeps the records of the holds this node granted, so their
+	// Holds keeps the records of the holds this node granted, so their
 	// releases need not read them (holdcache.go).
 	Holds holdCache
 	// LeaseClock knows how long the leases this node saw lately live, so
 	// that an answer's expiry needs no round trip (hold/leaseclock.go).
 	LeaseClock hold.LeaseClock
 }
+
+// New makes the hold engine over cli with cfg, which the caller has
+// checked (Config.Validate); its waits end with stop. Its waiters' hub
+// (Waits) is the caller's to set, from NewWaiterHub, at the revision the
+// expiry recorder resumes from.
+func New(cli *clientv3.Client, cfg Config, stop context.Context) *Engine {
+	e := &Engine{Cli: cli, Cfg: cfg, Keys: store.Keys{Prefix: cfg.Prefix}, Log: cfg.Logger, Stop: stop}
+	e.drain, e.drainFunc = context.WithCancel(stop)
+	e.Etcd = store.NewEtcd(cli, cfg.Embedded, cfg.OpTimeout, stop, func() { e.Metrics.LeaderChanges.Inc() })
+	e.Metrics = hold.NewMetrics(e.Etcd.HasLeader)
+	e.Batch = txnbatch.Batcher{
+		KV: cli, Term: e.Etcd.Term, Op: e.Etcd.OpIn, Closed: stop.Err,
+		Observe: func(n int) { e.Metrics.TxnBatchSize.Observe(float64(n)) },
+		Split:   func() { e.Metrics.TxnBatchSplits.Inc() },
+	}
+	e.Feeds = Feeds{Cli: cli, Cfg: cfg, Log: e.Log, Metrics: e.Metrics}
+	return e
+}
+
+// StopWaiting ends every acquire waiting in a queue (they return
+// ErrClosed) and refuses new waits.
+func (e *Engine) StopWaiting() { e.drainFunc() }

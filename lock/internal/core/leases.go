@@ -291,10 +291,10 @@ func (a *Acquirer) keepQueuedLease(ctx context.Context) error {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-		case <-e.Drain.Done():
+		case <-e.drain.Done():
 		}
 		t.Stop()
-		if e.Drain.Err() != nil {
+		if e.drain.Err() != nil {
 			return hold.ErrClosed
 		}
 		pause = min(2*pause, time.Second)

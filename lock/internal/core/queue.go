@@ -21,7 +21,7 @@ import (
 // the lock's key, with no txn of our own.
 func (a *Acquirer) wait(ctx context.Context) (l *hold.Lock, fresh bool, err error) {
 	e := a.E
-	if e.Drain.Err() != nil {
+	if e.drain.Err() != nil {
 		// Shutting down: a free lock is still granted, nobody queues.
 		r, err := a.attempt(ctx, "", 0)
 		if err != nil {
@@ -359,7 +359,7 @@ func (a *Acquirer) awaitChange(ctx context.Context, q queued, r AttemptResult) (
 			}
 		case <-q.lost:
 			return nil, 0, fmt.Errorf("node's waiter lease lost: %w", hold.ErrUnavailable)
-		case <-e.Drain.Done():
+		case <-e.drain.Done():
 			return nil, 0, hold.ErrClosed
 		case <-q.deadline.Done():
 			if err := ctx.Err(); err != nil {
