@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -102,7 +104,7 @@ func owner(c echo.Context, o *string) string {
 // the request names as 0 is below MinTTL, and this says so with the
 // engine's own bound, whatever it is configured to.
 func (a *API) ttl(s *string) (time.Duration, error) {
-	d, err := parseDuration("ttl", s)
+	d, err := request.Duration("ttl", s)
 	if err == nil && s != nil && d == 0 {
 		err = badRequest("ttl", fmt.Sprintf("ttl must be at least %s", a.eng.Config().MinTTL))
 	}
@@ -127,7 +129,7 @@ func (a *API) terms(ttl, wait, session *string, keepPlace *bool) (holdTerms, err
 	if t.ttl, err = a.ttl(ttl); err != nil {
 		return t, err
 	}
-	if t.wait, err = parseDuration("wait", wait); err != nil {
+	if t.wait, err = request.Duration("wait", wait); err != nil {
 		return t, err
 	}
 	if session != nil {

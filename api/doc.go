@@ -37,6 +37,8 @@ package api
 //	@tag.description	Several locks taken all or nothing, in one transaction, with one token.
 //	@tag.name			fenced
 //	@tag.description	A register that rejects writes carrying stale tokens.
+//	@tag.name			kv
+//	@tag.description	Keys of coordination data: compare-and-set, session-bound (ephemeral) keys, fenced writes, blocking reads and a stream of changes.
 //	@tag.name			history
 //	@tag.description	The audit trail.
 //	@tag.name			operations

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -147,16 +149,16 @@ func toLeader(l *lock.Lock) *Leader {
 //	@Router			/v1/elections/{name}/campaign [post]
 func (a *API) campaign(c echo.Context) error {
 	var req CampaignRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := request.Body(c, &req, true); err != nil {
 		return err
 	}
 	t, err := a.terms(req.TTL, req.Wait, req.Session, req.KeepPlace)
 	if err != nil {
 		return err
 	}
-	cr := lock.CampaignRequest{Name: pathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata,
+	cr := lock.CampaignRequest{Name: request.PathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata,
 		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
-	if cr.LockDelay, err = parseDuration("lock_delay", req.LockDelay); err != nil {
+	if cr.LockDelay, err = request.Duration("lock_delay", req.LockDelay); err != nil {
 		return err
 	}
 	l, fresh, err := a.eng.Campaign(c.Request().Context(), cr)
@@ -195,7 +197,7 @@ func candidateField(err error) error {
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name} [get]
 func (a *API) getElection(c echo.Context) error {
-	l, ws, err := a.eng.Leader(c.Request().Context(), pathParam(c, "name"))
+	l, ws, err := a.eng.Leader(c.Request().Context(), request.PathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -234,7 +236,7 @@ func (a *API) listElections(c echo.Context) error {
 		out.Elections[i] = toLeader(l)
 	}
 	if next != "" {
-		out.NextCursor = encodeCursor(next)
+		out.NextCursor = request.EncodeCursor(next)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -260,13 +262,13 @@ func (a *API) listElections(c echo.Context) error {
 //	@Router			/v1/elections/{name}/proclaim [post]
 func (a *API) proclaim(c echo.Context) error {
 	var req ProclaimRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
 		return badRequest("token", "token is required")
 	}
-	l, err := a.eng.Proclaim(c.Request().Context(), pathParam(c, "name"), *req.Token, req.Value)
+	l, err := a.eng.Proclaim(c.Request().Context(), request.PathParam(c, "name"), *req.Token, req.Value)
 	if err != nil {
 		return err
 	}
@@ -293,13 +295,13 @@ func (a *API) proclaim(c echo.Context) error {
 //	@Router			/v1/elections/{name}/renew [post]
 func (a *API) renewLeadership(c echo.Context) error {
 	var req RenewRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
 		return badRequest("token", "token is required")
 	}
-	l, err := a.eng.RenewLeadership(c.Request().Context(), pathParam(c, "name"), *req.Token)
+	l, err := a.eng.RenewLeadership(c.Request().Context(), request.PathParam(c, "name"), *req.Token)
 	if err != nil {
 		return err
 	}
@@ -325,7 +327,7 @@ func (a *API) resign(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.eng.Resign(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
+	if err := a.eng.Resign(c.Request().Context(), request.PathParam(c, "name"), tok); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -348,10 +350,10 @@ func (a *API) resign(c echo.Context) error {
 //	@Router			/v1/elections/{name}/revoke [post]
 func (a *API) revokeLeadership(c echo.Context) error {
 	var req RevokeRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := request.Body(c, &req, true); err != nil {
 		return err
 	}
-	if _, err := a.eng.RevokeLeadership(c.Request().Context(), pathParam(c, "name"), req.Reason); err != nil {
+	if _, err := a.eng.RevokeLeadership(c.Request().Context(), request.PathParam(c, "name"), req.Reason); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -383,7 +385,7 @@ func (a *API) observe(c echo.Context) error {
 		since, resume = n, true
 	}
 	ctx := c.Request().Context()
-	name := pathParam(c, "name")
+	name := request.PathParam(c, "name")
 	o, err := a.trail.Observe(ctx, name, since, resume)
 	if err != nil {
 		return err

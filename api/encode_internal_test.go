@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 )
 
@@ -267,7 +269,7 @@ func BenchmarkDecodeBody(b *testing.B) {
 		req.Body = io.NopCloser(rd)
 		c.Reset(req, w)
 		var v AcquireRequest
-		if err := decodeBody(c, &v, true); err != nil {
+		if err := request.Body(c, &v, true); err != nil {
 			b.Fatal(err)
 		}
 	}

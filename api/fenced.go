@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -28,7 +30,7 @@ import (
 //	@Router			/v1/fenced/{resource} [put]
 func (a *API) putFenced(c echo.Context) error {
 	var req FencedRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
@@ -47,7 +49,7 @@ func (a *API) putFenced(c echo.Context) error {
 	case req.RWLock != "":
 		h = lock.Holder{Kind: lock.KindRWLock, Name: req.RWLock}
 	}
-	f, err := a.eng.PutFencedHeld(c.Request().Context(), pathParam(c, "resource"), *req.Token, req.Value, h)
+	f, err := a.eng.PutFencedHeld(c.Request().Context(), request.PathParam(c, "resource"), *req.Token, req.Value, h)
 	if err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func (a *API) putFenced(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [get]
 func (a *API) getFenced(c echo.Context) error {
-	f, err := a.eng.GetFenced(c.Request().Context(), pathParam(c, "resource"))
+	f, err := a.eng.GetFenced(c.Request().Context(), request.PathParam(c, "resource"))
 	if err != nil {
 		return err
 	}
@@ -90,8 +92,8 @@ func (a *API) getFenced(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/fenced/{resource} [delete]
 func (a *API) resetFenced(c echo.Context) error {
-	q := queryOf(c)
-	if err := a.eng.ResetFenced(c.Request().Context(), pathParam(c, "resource"), q.Get("reason"), c.RealIP()); err != nil {
+	q := request.Query(c)
+	if err := a.eng.ResetFenced(c.Request().Context(), request.PathParam(c, "resource"), q.Get("reason"), c.RealIP()); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

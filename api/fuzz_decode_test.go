@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/api/internal/request"
 
 	"github.com/labstack/echo/v4"
 
@@ -50,7 +51,7 @@ func FuzzDecodeBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, ct string, body []byte) {
 		k := bodyKinds[int(kind)%len(bodyKinds)]
 		v := k.new()
-		if err := decodeBody(newContext(e, ct, body), v, k.optional); err != nil {
+		if err := request.Body(newContext(e, ct, body), v, k.optional); err != nil {
 			checkRefusal(t, k, ct, body, err)
 			return
 		}
@@ -78,8 +79,8 @@ func checkRefusal(t *testing.T, k bodyKind, ct string, body []byte, err error) {
 	checkProblem(t, p)
 	switch p.Status {
 	case http.StatusRequestEntityTooLarge:
-		if len(body) <= MaxBodyBytes {
-			t.Fatalf("%d bytes answered 413; the limit is %d", len(body), MaxBodyBytes)
+		if len(body) <= request.MaxBodyBytes {
+			t.Fatalf("%d bytes answered 413; the limit is %d", len(body), request.MaxBodyBytes)
 		}
 		return
 	case http.StatusUnsupportedMediaType:
@@ -100,7 +101,7 @@ func checkRefusal(t *testing.T, k bodyKind, ct string, body []byte, err error) {
 	}
 	// A body that the standard library reads without complaint,
 	// with no unknown member, must not be refused.
-	if len(body) <= MaxBodyBytes && (len(body) == 0 || isJSON(ct)) && (len(trimmed) > 0 || k.optional) &&
+	if len(body) <= request.MaxBodyBytes && (len(body) == 0 || isJSON(ct)) && (len(trimmed) > 0 || k.optional) &&
 		(len(trimmed) == 0 || json.Unmarshal(body, k.new()) == nil && len(unknownKeys(trimmed, k.fields)) == 0 && isObjectOrNull(trimmed)) {
 		t.Fatalf("%s body %q (content type %q) is valid, yet refused: %v", k.name, body, ct, err)
 	}
@@ -110,8 +111,8 @@ func checkRefusal(t *testing.T, k bodyKind, ct string, body []byte, err error) {
 // object of known members, sent as JSON, that survives a round trip.
 func checkAccepted(t *testing.T, e *echo.Echo, k bodyKind, ct string, body []byte, v any) {
 	trimmed := bytes.TrimSpace(body)
-	if len(body) > MaxBodyBytes {
-		t.Fatalf("a body of %d bytes was accepted; the limit is %d", len(body), MaxBodyBytes)
+	if len(body) > request.MaxBodyBytes {
+		t.Fatalf("a body of %d bytes was accepted; the limit is %d", len(body), request.MaxBodyBytes)
 	}
 	if len(body) > 0 && !isJSON(ct) {
 		t.Fatalf("a body of %d bytes with content type %q accepted; only application/json may carry one", len(body), ct)
@@ -144,7 +145,7 @@ func checkAccepted(t *testing.T, e *echo.Echo, k bodyKind, ct string, body []byt
 		t.Fatalf("re-encode %+v: %v", v, err)
 	}
 	v2 := k.new()
-	if err := decodeBody(newContext(e, "application/json", again), v2, k.optional); err != nil {
+	if err := request.Body(newContext(e, "application/json", again), v2, k.optional); err != nil {
 		t.Fatalf("%s: %s re-encoded as %s, which is refused: %v", k.name, body, again, err)
 	}
 	if !reflect.DeepEqual(normalize(v), normalize(v2)) {
@@ -247,7 +248,7 @@ func FuzzQueryParams(f *testing.F) {
 		route uint8
 		q     string
 	}{
-		{0, "prefix=night&limit=100&cursor=" + encodeCursor("nightly-recon")},
+		{0, "prefix=night&limit=100&cursor=" + request.EncodeCursor("nightly-recon")},
 		{0, "limit=0"}, {0, "limit=1001"}, {0, "limit=x"}, {0, "cursor=!!!"}, {0, "cursor=YSBi"}, {0, "prefix=a!"}, {0, "sort=name"},
 		{1, "token=4711"}, {1, "token=abc"}, {1, "token=0"}, {1, "token=-1"}, {1, "token=5&token=5"}, {1, "token=5&force=1"}, {1, "token=%2B7"},
 		{2, "lock=a&limit=10&before=99&owner=w1&type=acquired,released&from=2026-11-29T14:00:00Z&to=2026-11-29T15:00:00.5%2B01:00"},
@@ -263,8 +264,8 @@ func FuzzQueryParams(f *testing.F) {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.URL.RawQuery = rawQuery
 		c := e.NewContext(req, httptest.NewRecorder())
-		err := checkQueryString(rawQuery, allowed)
-		q := queryOf(c) // what a handler reads once the check has passed
+		err := request.CheckQuery(rawQuery, allowed)
+		q := request.Query(c) // what a handler reads once the check has passed
 		parsed, perr := url.ParseQuery(rawQuery)
 		_, emptyName := parsed[""]
 		if err != nil {
@@ -300,7 +301,7 @@ func checkIntParams(t *testing.T, q url.Values) {
 		name   string
 		lo, hi int64
 	}{{"limit", 1, lock.MaxListLimit}, {"token", 1, 1<<63 - 1}, {"before", 1, 1<<63 - 1}, {"since", 0, 1 << 62}} {
-		n, ok, err := intParam(q, p.name, p.lo, p.hi)
+		n, ok, err := request.Int(q, p.name, p.lo, p.hi)
 		s := q.Get(p.name)
 		switch {
 		case err != nil:
@@ -329,7 +330,7 @@ func checkIntParams(t *testing.T, q url.Values) {
 // read as a time that survives a round trip.
 func checkTimeParams(t *testing.T, q url.Values) {
 	for _, name := range []string{"from", "to"} {
-		tm, err := timeParam(q, name)
+		tm, err := request.Time(q, name)
 		s := q.Get(name)
 		if err != nil {
 			if pr := wantBadRequest(t, err); pr.Field != name {
@@ -353,7 +354,7 @@ func checkTimeParams(t *testing.T, q url.Values) {
 // name that survives a round trip.
 func checkCursorParam(t *testing.T, q url.Values) {
 	if cur := q.Get("cursor"); cur != "" {
-		name, err := decodeCursor(cur)
+		name, err := request.DecodeCursor(cur, lock.ValidName)
 		if err != nil {
 			if pr := wantBadRequest(t, err); pr.Field != "cursor" {
 				t.Fatalf("cursor=%q: problem names %q", cur, pr.Field)
@@ -362,7 +363,7 @@ func checkCursorParam(t *testing.T, q url.Values) {
 			if !lock.ValidName(name) {
 				t.Fatalf("cursor=%q accepted as %q, not a lock name", cur, name)
 			}
-			if back, err := decodeCursor(encodeCursor(name)); err != nil || back != name {
+			if back, err := request.DecodeCursor(request.EncodeCursor(name), lock.ValidName); err != nil || back != name {
 				t.Fatalf("cursor of %q does not survive a round trip: %q, %v", name, back, err)
 			}
 		}
@@ -374,7 +375,7 @@ func FuzzParseDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseDuration("ttl", &s)
+		d, err := request.Duration("ttl", &s)
 		if err != nil {
 			if p := wantBadRequest(t, err); p.Field != "ttl" || !strings.Contains(p.Detail, "ttl") {
 				t.Fatalf("%q: problem %+v does not name ttl", s, p)
@@ -392,7 +393,7 @@ func FuzzParseDuration(f *testing.F) {
 		}
 		// What the API writes back (Lock.TTL is d.String()) reads as d.
 		str := d.String()
-		if back, err := parseDuration("ttl", &str); err != nil || back != d {
+		if back, err := request.Duration("ttl", &str); err != nil || back != d {
 			t.Fatalf("%q -> %v -> %q -> %v, %v", s, d, str, back, err)
 		}
 	})
@@ -400,9 +401,9 @@ func FuzzParseDuration(f *testing.F) {
 
 func wantBadRequest(t *testing.T, err error) *Problem {
 	t.Helper()
-	var p *Problem
-	if !errors.As(err, &p) {
-		t.Fatalf("error %T %v, want a *Problem", err, err)
+	p, known := toProblem(err, errorTable)
+	if !known {
+		t.Fatalf("error %T %v, which the error table does not know", err, err)
 	}
 	checkProblem(t, p)
 	if p.Status != http.StatusBadRequest {
@@ -410,3 +411,7 @@ func wantBadRequest(t *testing.T, err error) *Problem {
 	}
 	return p
 }
+
+// isJSON reports whether the Content-Type value ct is application/json,
+// as request bodies must say.
+func isJSON(ct string) bool { return request.CheckMediaType(http.Header{"Content-Type": {ct}}) == nil }

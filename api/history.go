@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -25,24 +27,24 @@ import (
 //	@Tags			history
 //	@Produce		json
 //	@Param			lock	query		string	false	"Only this lock's events"
-//	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			kind	query		string	false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence, key)
 //	@Param			name	query		string	false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
 //	@Param			limit	query		int		false	"Page size, 1-1000"							default(100) minimum(1) maximum(1000)
 //	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64) minimum(1)
 //	@Param			owner	query		string	false	"Only events of holds by this owner"
-//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, put, delete"
 //	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
 //	@Security		BearerAuth
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
-	q := queryOf(c)
-	limit, _, err := intParam(q, "limit", 1, trail.MaxListLimit)
+	q := request.Query(c)
+	limit, _, err := request.Int(q, "limit", 1, trail.MaxListLimit)
 	if err != nil {
 		return err
 	}
-	before, _, err := intParam(q, "before", 1, math.MaxInt64)
+	before, _, err := request.Int(q, "before", 1, math.MaxInt64)
 	if err != nil {
 		return err
 	}
@@ -55,10 +57,10 @@ func (a *API) history(c echo.Context) error {
 			o.Types = append(o.Types, lock.EventType(strings.TrimSpace(part)))
 		}
 	}
-	if o.From, err = timeParam(q, "from"); err != nil {
+	if o.From, err = request.Time(q, "from"); err != nil {
 		return err
 	}
-	if o.To, err = timeParam(q, "to"); err != nil {
+	if o.To, err = request.Time(q, "to"); err != nil {
 		return err
 	}
 	evs, next, err := a.trail.History(c.Request().Context(), o)
@@ -90,7 +92,7 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Tags			history
 //	@Produce		text/event-stream
 //	@Param			lock			query		string		false	"Only this lock's events"
-//	@Param			kind			query		string		false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence)
+//	@Param			kind			query		string		false	"Only events about this kind of thing"	Enums(lock, election, semaphore, rwlock, fence, key)
 //	@Param			name			query		string		false	"Only events about the thing of this name (with kind lock, or no kind: the same as lock)"
 //	@Param			since			query		int			false	"Replay events recorded after this revision first (exclusive: 0 replays every retained event); without it only live events come"	format(int64)
 //	@Param			Last-Event-ID	header		int			false	"Same as since; wins over it (EventSource sends it when it reconnects)"	format(int64)
@@ -152,8 +154,8 @@ func (a *API) openStream(c echo.Context) (send func([]byte) error, ok bool) {
 // since is exclusive: since=0 replays every retained event; without since
 // (or Last-Event-ID, which wins) only live events come.
 func subscribeOptions(c echo.Context) (trail.SubscribeOptions, error) {
-	q := queryOf(c)
-	since, replay, err := intParam(q, "since", 0, 1<<62)
+	q := request.Query(c)
+	since, replay, err := request.Int(q, "since", 0, 1<<62)
 	if err != nil {
 		return trail.SubscribeOptions{}, err
 	}
@@ -172,6 +174,12 @@ func subscribeOptions(c echo.Context) (trail.SubscribeOptions, error) {
 // stream sends sub's events, and a heartbeat while there are none, until
 // the subscription ends, the client leaves or a write to it fails.
 func (a *API) stream(ctx context.Context, sub *trail.Subscription, send func([]byte) error) {
+	a.streamWith(ctx, sub, send, func(b []byte, ev lock.Event) ([]byte, error) { return appendEvent(b, ev), nil })
+}
+
+// streamWith is stream, each event rendered by appendEv; an error of
+// appendEv ends the stream, to be resumed from the last event sent.
+func (a *API) streamWith(ctx context.Context, sub *trail.Subscription, send func([]byte) error, appendEv func([]byte, lock.Event) ([]byte, error)) {
 	beat := time.NewTicker(a.heartbeat)
 	defer beat.Stop()
 	var buf []byte
@@ -186,20 +194,29 @@ func (a *API) stream(ctx context.Context, sub *trail.Subscription, send func([]b
 				}
 				return
 			}
-			buf = appendEvent(buf[:0], ev)
+			var err error
+			buf, err = appendEv(buf[:0], ev)
 			// Whatever else is ready goes in the same write, so the events
 			// of one revision arrive together.
-			for more := true; more; {
+			for more := err == nil; more; {
 				select {
 				case ev, ok := <-sub.C:
 					if !ok {
 						more = false
 						break
 					}
-					buf = appendEvent(buf, ev)
+					if buf, err = appendEv(buf, ev); err != nil {
+						more = false
+					}
 				default:
 					more = false
 				}
+			}
+			if err != nil {
+				// What was rendered of this revision is not sent: the
+				// client resumes from the last revision it has whole.
+				_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
+				return
 			}
 			if send(buf) != nil {
 				return // the client left, or stopped reading

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -41,16 +43,16 @@ import (
 func (a *API) acquire(c echo.Context) error {
 	start := time.Now()
 	var req AcquireRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := request.Body(c, &req, true); err != nil {
 		return err
 	}
 	t, err := a.terms(req.TTL, req.Wait, req.Session, req.KeepPlace)
 	if err != nil {
 		return err
 	}
-	lr := lock.AcquireRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata,
+	lr := lock.AcquireRequest{Name: request.PathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata,
 		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
-	if lr.LockDelay, err = parseDuration("lock_delay", req.LockDelay); err != nil {
+	if lr.LockDelay, err = request.Duration("lock_delay", req.LockDelay); err != nil {
 		return err
 	}
 	l, fresh, err := a.eng.Acquire(c.Request().Context(), lr)
@@ -93,7 +95,7 @@ func (a *API) acquire(c echo.Context) error {
 //	@Router			/v1/locks/{name} [get]
 func (a *API) getLock(c echo.Context) error {
 	ctx := c.Request().Context()
-	l, err := a.eng.Get(ctx, pathParam(c, "name"))
+	l, err := a.eng.Get(ctx, request.PathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -117,13 +119,13 @@ func toWaiters(ws []lock.Waiter) []Waiter {
 
 // listOptions reads a listing's query: prefix, limit and cursor.
 func listOptions(c echo.Context) (lock.ListOptions, error) {
-	q, limit, err := listQuery(c)
+	q, limit, err := request.List(c, lock.MaxListLimit)
 	if err != nil {
 		return lock.ListOptions{}, err
 	}
 	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
 	if cur := q.Get("cursor"); cur != "" {
-		if o.After, err = decodeCursor(cur); err != nil {
+		if o.After, err = request.DecodeCursor(cur, lock.ValidName); err != nil {
 			return lock.ListOptions{}, err
 		}
 	}
@@ -160,7 +162,7 @@ func (a *API) listLocks(c echo.Context) error {
 		out.Delayed = append(out.Delayed, Delay{Name: d.Name, DelayedUntil: Time(d.Until), RetryAfter: ceilSeconds(time.Until(d.Until)), Cause: string(d.Cause)})
 	}
 	if next != "" {
-		out.NextCursor = encodeCursor(next)
+		out.NextCursor = request.EncodeCursor(next)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -185,13 +187,13 @@ func (a *API) listLocks(c echo.Context) error {
 //	@Router			/v1/locks/{name}/renew [post]
 func (a *API) renew(c echo.Context) error {
 	var req RenewRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
 		return badRequest("token", "token is required")
 	}
-	l, err := a.eng.Renew(c.Request().Context(), pathParam(c, "name"), *req.Token)
+	l, err := a.eng.Renew(c.Request().Context(), request.PathParam(c, "name"), *req.Token)
 	if err != nil {
 		return err
 	}
@@ -220,7 +222,7 @@ func (a *API) release(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.eng.Release(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
+	if err := a.eng.Release(c.Request().Context(), request.PathParam(c, "name"), tok); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -245,10 +247,10 @@ func (a *API) release(c echo.Context) error {
 //	@Router			/v1/locks/{name}/revoke [post]
 func (a *API) revoke(c echo.Context) error {
 	var req RevokeRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := request.Body(c, &req, true); err != nil {
 		return err
 	}
-	if _, err := a.eng.Revoke(c.Request().Context(), pathParam(c, "name"), req.Reason); err != nil {
+	if _, err := a.eng.Revoke(c.Request().Context(), request.PathParam(c, "name"), req.Reason); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -270,8 +272,8 @@ func (a *API) revoke(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name}/delay [delete]
 func (a *API) clearDelay(c echo.Context) error {
-	q := queryOf(c)
-	if err := a.eng.ClearDelay(c.Request().Context(), pathParam(c, "name"), q.Get("reason"), c.RealIP()); err != nil {
+	q := request.Query(c)
+	if err := a.eng.ClearDelay(c.Request().Context(), request.PathParam(c, "name"), q.Get("reason"), c.RealIP()); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -279,7 +281,7 @@ func (a *API) clearDelay(c echo.Context) error {
 
 // tokenQuery reads the token query parameter that DELETE path requires.
 func tokenQuery(c echo.Context, path string) (int64, error) {
-	tok, ok, err := intParam(queryOf(c), "token", 1, math.MaxInt64)
+	tok, ok, err := request.Int(request.Query(c), "token", 1, math.MaxInt64)
 	if err != nil {
 		return 0, err
 	}

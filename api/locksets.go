@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -79,7 +81,7 @@ func toLockSet(s *lock.LockSet) *LockSet {
 //	@Router			/v1/locksets [post]
 func (a *API) acquireLockSet(c echo.Context) error {
 	var req LockSetRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	t, err := a.terms(req.TTL, req.Wait, req.Session, nil)
@@ -157,7 +159,7 @@ func (a *API) renewLockSet(c echo.Context) error {
 // decodeSetToken reads a LockSetTokenRequest.
 func decodeSetToken(c echo.Context) ([]string, int64, error) {
 	var req LockSetTokenRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return nil, 0, err
 	}
 	if req.Token == nil {

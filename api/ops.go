@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -111,7 +113,7 @@ func noSpaceNotReady() *Problem {
 //	@Security		BearerAuth
 //	@Router			/v1/maintenance/recover [post]
 func (a *API) recoverSpace(c echo.Context) error {
-	if err := decodeBody(c, &struct{}{}, true); err != nil {
+	if err := request.Body(c, &struct{}{}, true); err != nil {
 		return err
 	}
 	r, err := a.eng.Recover(c.Request().Context())

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/auth"
@@ -53,9 +55,14 @@ type Problem struct {
 	DelayedUntil *Time `json:"delayed_until,omitempty" swaggertype:"string" format:"date-time"`
 	// Limit is the cap that was reached (too_many_waiters,
 	// too_many_locks_in_session, too_many_sessions, too_many_streams,
-	// too_many_locks, too_many_fenced_values; value_too_large: bytes),
-	// or the semaphore's limit (limit_mismatch).
+	// too_many_locks, too_many_fenced_values, too_many_keys;
+	// value_too_large: bytes), or the semaphore's limit (limit_mismatch).
 	Limit int `json:"limit,omitempty" example:"1000"`
+	// Revision is the key's revision (revision_mismatch; 0: the key does
+	// not exist), or the revision at which the key was found missing
+	// (key_not_found): a blocking read from it waits for the key's next
+	// change.
+	Revision *int64 `json:"revision,omitempty" format:"int64" example:"4712"`
 }
 
 // requestIDHeader is echo.HeaderXRequestID in its canonical form: Get
@@ -110,6 +117,8 @@ var errorTable = []ErrorRow{
 	{Err: lock.ErrLimitMismatch, Code: problem.LimitMismatch},
 	{Err: lock.ErrTokenMismatch, Code: problem.TokenMismatch},
 	{Err: lock.ErrStaleToken, Code: problem.StaleToken},
+	{Err: lock.ErrKeyNotFound, Code: problem.KeyNotFound},
+	{Err: lock.ErrRevisionMismatch, Code: problem.RevisionMismatch},
 	{Err: lock.ErrNotHolder, Code: problem.NotHolder},
 	{Err: lock.ErrNotDelayed, Code: problem.NotDelayed},
 	{Err: lock.ErrNotHeld, Code: problem.NotHeld},
@@ -124,6 +133,7 @@ var errorTable = []ErrorRow{
 	{Err: lock.ErrTooManyStreams, Code: problem.TooManyStreams, Status: http.StatusServiceUnavailable},
 	{Err: lock.ErrTooManyHeldLocks, Code: problem.TooManyLocks},
 	{Err: lock.ErrTooManyFencedValues, Code: problem.TooManyFencedValues},
+	{Err: lock.ErrTooManyKeys, Code: problem.TooManyKeys},
 	{Err: lock.ErrValueTooLarge, Code: problem.ValueTooLarge},
 	{Err: lock.ErrUnknownToken, Code: problem.UnknownToken},
 	// A full data store is no outage: retrying does not help, an operator
@@ -180,11 +190,17 @@ func Codes(extra ...ErrorRow) []problem.Code {
 }
 
 // ErrUnsupportedMediaType means a request that changes state carries a
-// body without saying Content-Type: application/json. A web page can make
-// a browser send a text/plain or form body to any site without asking
-// first, never a JSON one; so the rule keeps pages of other sites from
-// writing, whatever the body holds.
-var ErrUnsupportedMediaType = errors.New("unsupported media type")
+// body without saying Content-Type: application/json (package request
+// says why that is the rule); CheckMediaType checks it.
+var ErrUnsupportedMediaType = request.ErrUnsupportedMediaType
+
+// MaxBodyBytes caps request bodies; larger ones get 413 (a key's put
+// takes its value besides).
+const MaxBodyBytes = request.MaxBodyBytes
+
+// CheckMediaType returns an ErrUnsupportedMediaType error unless h says
+// Content-Type: application/json, once.
+func CheckMediaType(h http.Header) error { return request.CheckMediaType(h) }
 
 // retryAfterError is an error that says when to try again (the server's
 // rate limit): its answer's detail is its own text, without what wraps
@@ -199,6 +215,12 @@ type retryAfterError interface {
 // deserve a log line.
 func toProblem(err error, table []ErrorRow) (p *Problem, known bool) {
 	if errors.As(err, &p) {
+		return p, true
+	}
+	var re *request.Error
+	if errors.As(err, &re) {
+		p = newProblem(re.Code, re.Detail)
+		p.Field = re.Field
 		return p, true
 	}
 	var he *echo.HTTPError
@@ -263,6 +285,14 @@ func addDetails(p *Problem, err error) {
 	var stale *lock.StaleTokenError
 	if errors.As(err, &stale) {
 		p.MaxToken = stale.MaxToken
+	}
+	var rm *lock.RevisionMismatchError
+	if errors.As(err, &rm) {
+		p.Revision = &rm.Revision
+	}
+	var nf *lock.KeyNotFoundError
+	if errors.As(err, &nf) {
+		p.Revision = &nf.Revision
 	}
 	var le *lock.LimitError
 	if errors.As(err, &le) {

@@ -3,7 +3,10 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/baton-dev/baton/api/internal/request"
 
 	"github.com/labstack/echo/v4"
 
@@ -101,6 +104,14 @@ func (a *API) Routes() []Route {
 		{Method: get, Path: "/v1/fenced/:resource", Handler: a.getFenced, Role: auth.Read, Leader: true},
 		{Method: del, Path: "/v1/fenced/:resource", Handler: a.resetFenced, Role: auth.Admin, Query: []string{"reason"}, Leader: true},
 
+		// A key's "/"s need echo's wildcard; /v1/kv/events, a static
+		// route, wins over it for GET (keyParam refuses that key).
+		{Method: get, Path: "/v1/kv", Handler: a.listKeys, Role: auth.Read, Query: list, Leader: true},
+		{Method: get, Path: "/v1/kv/events", Handler: a.keyEvents, Role: auth.Read, Stream: true, Leader: true, Query: []string{"prefix", "since"}},
+		{Method: put, Path: "/v1/kv/*", Handler: a.putKey, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/kv/*", Handler: a.getKey, Role: auth.Read, Query: []string{"wait_revision", "wait"}, Leader: true},
+		{Method: del, Path: "/v1/kv/*", Handler: a.deleteKey, Role: auth.Write, Query: []string{"if_revision"}, Leader: true},
+
 		{Method: get, Path: "/v1/history", Handler: a.history, Role: auth.Read, Leader: true,
 			Query: []string{"lock", "kind", "name", "limit", "before", "owner", "type", "from", "to"}},
 		{Method: get, Path: "/v1/events", Handler: a.events, Role: auth.Read, Stream: true, Leader: true,
@@ -108,6 +119,20 @@ func (a *API) Routes() []Route {
 
 		{Method: post, Path: "/v1/maintenance/recover", Handler: a.recoverSpace, Role: auth.Admin, Leader: true},
 	}
+}
+
+// echoParam is a path parameter in echo's spelling (:name).
+var echoParam = regexp.MustCompile(`:([A-Za-z_]+)`)
+
+// DocPath is the OpenAPI document's path of an echo route template:
+// "/v1/locks/:name" is "/v1/locks/{name}", and the keys' wildcard,
+// "/v1/kv/*", "/v1/kv/{key}".
+func DocPath(echoPath string) string {
+	p := echoParam.ReplaceAllString(echoPath, "{$1}")
+	if rest, ok := strings.CutSuffix(p, "/*"); ok {
+		return rest + "/{key}"
+	}
+	return p
 }
 
 // Register adds routes to e, each handler behind the checks its row asks
@@ -147,22 +172,12 @@ func (a *API) requireLeader(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // checkQuery answers 400 to a request whose query does not parse, names a
-// parameter outside allowed, or names one twice; see checkQueryString.
+// parameter outside allowed, or names one twice; see request.CheckQuery.
 func checkQuery(allowed []string, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := checkQueryString(c.Request().URL.RawQuery, allowed); err != nil {
+		if err := request.CheckQuery(c.Request().URL.RawQuery, allowed); err != nil {
 			return err
 		}
 		return next(c)
 	}
-}
-
-// queryOf is the request's query, which Register has checked against the
-// route's Query: every pair parsed, each name allowed and given once. A
-// request without a query gets nil, and no map is made for it.
-func queryOf(c echo.Context) url.Values {
-	if c.Request().URL.RawQuery == "" {
-		return nil
-	}
-	return c.QueryParams()
 }

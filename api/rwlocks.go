@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -81,7 +83,7 @@ func toRWLock(rw *lock.RWLock) *RWLock {
 //	@Router			/v1/rwlocks/{name} [post]
 func (a *API) acquireRW(c echo.Context) error {
 	var req RWRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Mode == nil {
@@ -91,7 +93,7 @@ func (a *API) acquireRW(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rr := lock.RWRequest{Name: pathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata,
+	rr := lock.RWRequest{Name: request.PathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata,
 		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
 	l, fresh, err := a.eng.AcquireRW(c.Request().Context(), rr)
 	if err != nil {
@@ -117,7 +119,7 @@ func (a *API) acquireRW(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks/{name} [get]
 func (a *API) getRWLock(c echo.Context) error {
-	rw, err := a.eng.RWLock(c.Request().Context(), pathParam(c, "name"))
+	rw, err := a.eng.RWLock(c.Request().Context(), request.PathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -153,7 +155,7 @@ func (a *API) listRWLocks(c echo.Context) error {
 		out.RWLocks[i] = toRWLock(rw)
 	}
 	if next != "" {
-		out.NextCursor = encodeCursor(next)
+		out.NextCursor = request.EncodeCursor(next)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -177,13 +179,13 @@ func (a *API) listRWLocks(c echo.Context) error {
 //	@Router			/v1/rwlocks/{name}/renew [post]
 func (a *API) renewRW(c echo.Context) error {
 	var req RenewRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
 		return badRequest("token", "token is required")
 	}
-	l, err := a.eng.RenewRW(c.Request().Context(), pathParam(c, "name"), *req.Token)
+	l, err := a.eng.RenewRW(c.Request().Context(), request.PathParam(c, "name"), *req.Token)
 	if err != nil {
 		return err
 	}
@@ -208,7 +210,7 @@ func (a *API) releaseRW(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.eng.ReleaseRW(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
+	if err := a.eng.ReleaseRW(c.Request().Context(), request.PathParam(c, "name"), tok); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -231,13 +233,13 @@ func (a *API) releaseRW(c echo.Context) error {
 //	@Router			/v1/rwlocks/{name}/revoke [post]
 func (a *API) revokeRW(c echo.Context) error {
 	var req HoldRevokeRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
 		return badRequest("token", "token is required: the hold to revoke")
 	}
-	if err := a.eng.RevokeRW(c.Request().Context(), pathParam(c, "name"), *req.Token, req.Reason); err != nil {
+	if err := a.eng.RevokeRW(c.Request().Context(), request.PathParam(c, "name"), *req.Token, req.Reason); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

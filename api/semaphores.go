@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -126,7 +128,7 @@ func toSemaphore(s *lock.Semaphore) *Semaphore {
 //	@Router			/v1/semaphores/{name} [post]
 func (a *API) acquirePermit(c echo.Context) error {
 	var req PermitRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Limit == nil {
@@ -136,7 +138,7 @@ func (a *API) acquirePermit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pr := lock.PermitRequest{Name: pathParam(c, "name"), Owner: owner(c, req.Owner), Limit: *req.Limit, Metadata: req.Metadata,
+	pr := lock.PermitRequest{Name: request.PathParam(c, "name"), Owner: owner(c, req.Owner), Limit: *req.Limit, Metadata: req.Metadata,
 		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
 	l, err := a.eng.AcquirePermit(c.Request().Context(), pr)
 	if err != nil {
@@ -158,7 +160,7 @@ func (a *API) acquirePermit(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name} [get]
 func (a *API) getSemaphore(c echo.Context) error {
-	s, err := a.eng.Semaphore(c.Request().Context(), pathParam(c, "name"))
+	s, err := a.eng.Semaphore(c.Request().Context(), request.PathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -194,7 +196,7 @@ func (a *API) listSemaphores(c echo.Context) error {
 		out.Semaphores[i] = toSemaphore(s)
 	}
 	if next != "" {
-		out.NextCursor = encodeCursor(next)
+		out.NextCursor = request.EncodeCursor(next)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -218,13 +220,13 @@ func (a *API) listSemaphores(c echo.Context) error {
 //	@Router			/v1/semaphores/{name}/renew [post]
 func (a *API) renewPermit(c echo.Context) error {
 	var req RenewRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
 		return badRequest("token", "token is required")
 	}
-	l, err := a.eng.RenewPermit(c.Request().Context(), pathParam(c, "name"), *req.Token)
+	l, err := a.eng.RenewPermit(c.Request().Context(), request.PathParam(c, "name"), *req.Token)
 	if err != nil {
 		return err
 	}
@@ -249,7 +251,7 @@ func (a *API) releasePermit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.eng.ReleasePermit(c.Request().Context(), pathParam(c, "name"), tok); err != nil {
+	if err := a.eng.ReleasePermit(c.Request().Context(), request.PathParam(c, "name"), tok); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -272,13 +274,13 @@ func (a *API) releasePermit(c echo.Context) error {
 //	@Router			/v1/semaphores/{name}/revoke [post]
 func (a *API) revokePermit(c echo.Context) error {
 	var req HoldRevokeRequest
-	if err := decodeBody(c, &req, false); err != nil {
+	if err := request.Body(c, &req, false); err != nil {
 		return err
 	}
 	if req.Token == nil {
 		return badRequest("token", "token is required: the permit to revoke")
 	}
-	if err := a.eng.RevokePermit(c.Request().Context(), pathParam(c, "name"), *req.Token, req.Reason); err != nil {
+	if err := a.eng.RevokePermit(c.Request().Context(), request.PathParam(c, "name"), *req.Token, req.Reason); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

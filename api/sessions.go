@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"net/http"
 
+	"github.com/baton-dev/baton/api/internal/request"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/lock"
@@ -46,7 +48,7 @@ type SessionList struct {
 //	@Router			/v1/sessions [post]
 func (a *API) createSession(c echo.Context) error {
 	var req SessionRequest
-	if err := decodeBody(c, &req, true); err != nil {
+	if err := request.Body(c, &req, true); err != nil {
 		return err
 	}
 	ttl, err := a.ttl(req.TTL)
@@ -76,7 +78,7 @@ func (a *API) createSession(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/sessions [get]
 func (a *API) listSessions(c echo.Context) error {
-	q, limit, err := listQuery(c)
+	q, limit, err := request.List(c, lock.MaxListLimit)
 	if err != nil {
 		return err
 	}
@@ -118,7 +120,7 @@ func (a *API) listSessions(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/sessions/{id} [get]
 func (a *API) getSession(c echo.Context) error {
-	s, err := a.eng.GetSession(c.Request().Context(), pathParam(c, "id"))
+	s, err := a.eng.GetSession(c.Request().Context(), request.PathParam(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -141,10 +143,10 @@ func (a *API) getSession(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/sessions/{id}/renew [post]
 func (a *API) renewSession(c echo.Context) error {
-	if err := decodeBody(c, &struct{}{}, true); err != nil {
+	if err := request.Body(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	s, err := a.eng.RenewSession(c.Request().Context(), pathParam(c, "id"))
+	s, err := a.eng.RenewSession(c.Request().Context(), request.PathParam(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -167,7 +169,7 @@ func (a *API) renewSession(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/sessions/{id} [delete]
 func (a *API) deleteSession(c echo.Context) error {
-	if err := a.eng.DeleteSession(c.Request().Context(), pathParam(c, "id")); err != nil {
+	if err := a.eng.DeleteSession(c.Request().Context(), request.PathParam(c, "id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -125,11 +125,11 @@ func toSession(s *lock.Session) *Session {
 type Event struct {
 	Revision int64  `json:"revision" format:"int64" example:"4712"`
 	Time     Time   `json:"time" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
-	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared,gap"`
+	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared,put,delete,gap"`
 	// Kind and Name say what the event is about: a lock's events have
 	// kind lock and the lock's name (lock says it too). A gap is about
 	// no thing: it has no kind.
-	Kind    string `json:"kind,omitempty" example:"lock" enums:"lock,election,semaphore,rwlock,fence"`
+	Kind    string `json:"kind,omitempty" example:"lock" enums:"lock,election,semaphore,rwlock,fence,key"`
 	Name    string `json:"name" example:"nightly-recon"`
 	Lock    string `json:"lock" example:"nightly-recon"`
 	Owner   string `json:"owner" example:"w1"`
@@ -156,6 +156,10 @@ type Event struct {
 	Limit int `json:"limit,omitempty" example:"3"`
 	// Mode, on a read/write lock's events, is the hold's.
 	Mode string `json:"mode,omitempty" example:"read" enums:"read,write"`
+	// CreatedRevision and Version, on a key's put, are the key's as the
+	// put left it.
+	CreatedRevision int64 `json:"created_revision,omitempty" format:"int64" example:"4650"`
+	Version         int64 `json:"version,omitempty" format:"int64" example:"3"`
 	// Set, on the events of a lock of a lock set, names every lock of
 	// the set: they begin at one revision, and end at one unless one was
 	// released or revoked on its own.
@@ -172,7 +176,7 @@ func toEvent(e lock.Event) Event {
 	ev := Event{
 		Revision: e.Revision, Time: Time(e.Time), Type: string(e.Type), Kind: string(e.Kind), Name: e.Name, Lock: e.Lock,
 		Owner: e.Owner, Token: e.Token, Session: e.Session, Detail: e.Detail, Credential: e.Credential,
-		Term: e.Term, Value: e.Value, Limit: e.Limit, Mode: string(e.Mode), Set: e.Set,
+		Term: e.Term, Value: e.Value, Limit: e.Limit, Mode: string(e.Mode), Set: e.Set, CreatedRevision: e.CreatedRevision, Version: e.Version,
 		FromRevision: e.FromRevision, ToRevision: e.ToRevision, Reason: e.Reason,
 	}
 	if e.QueuedAt != nil {

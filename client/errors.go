@@ -58,6 +58,15 @@ var (
 	// ErrUnknownToken: a fenced write carried a token greater than any
 	// baton has issued; nothing was written.
 	ErrUnknownToken = Sentinel(problem.UnknownToken)
+	// ErrKeyNotFound: the key does not exist; Error.Revision is the
+	// revision it was found missing at, to wait from (WaitKey).
+	ErrKeyNotFound = Sentinel(problem.KeyNotFound)
+	// ErrRevisionMismatch: a compare-and-set lost; Error.Revision is the
+	// key's revision (0: it does not exist). Nothing was written.
+	ErrRevisionMismatch = Sentinel(problem.RevisionMismatch)
+	// ErrTooManyKeys: the put would make one key more than the cluster
+	// may hold (Error.Limit); puts to existing keys still work.
+	ErrTooManyKeys = Sentinel(problem.TooManyKeys)
 	// ErrInvalid: the server rejected the request as malformed;
 	// Error.Field names the field at fault.
 	ErrInvalid = Sentinel(problem.InvalidRequest)
@@ -159,6 +168,10 @@ type Error struct {
 	SetHolders []LockInfo
 	// MaxToken is the largest token the resource has seen (stale_token).
 	MaxToken int64
+	// Revision is the key's revision (revision_mismatch; 0: it does not
+	// exist), or the revision the key was found missing at
+	// (key_not_found).
+	Revision int64
 	// PlaceKept says that a wait with keep_place ran out and the session
 	// keeps its place in the queue (see MaxRequestWait).
 	PlaceKept bool
@@ -230,6 +243,7 @@ type wireProblem struct {
 	Leader     *wireLeader `json:"leader"`
 	Holders    []wireHold  `json:"holders"`
 	MaxToken   int64       `json:"max_token"`
+	Revision   int64       `json:"revision"`
 	PlaceKept  bool        `json:"place_kept"`
 	RetryAfter int64       `json:"retry_after"`
 	Limit      int         `json:"limit"`
@@ -255,6 +269,7 @@ func decodeError(resp *http.Response) *Error {
 	var p wireProblem
 	if isJSON(resp.Header.Get("Content-Type")) && decodeProblem(body, &p) && p.Code != "" {
 		e.Code, e.Detail, e.Field, e.MaxToken, e.Limit, e.PlaceKept = p.Code, p.Detail, p.Field, p.MaxToken, p.Limit, p.PlaceKept
+		e.Revision = p.Revision
 		if p.Title != "" {
 			e.Title = p.Title
 		}

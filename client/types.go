@@ -95,6 +95,9 @@ type Event struct {
 	Limit int
 	// Mode, on a read/write lock's event, is the hold's: Read or Write.
 	Mode string
+	// CreatedRevision and Version, on a key's put, are the key's as the
+	// put left it.
+	CreatedRevision, Version int64
 	// QueuedAt, on an acquired (or elected) event, is when the holder
 	// began waiting in line; zero when it was granted at once.
 	QueuedAt time.Time
@@ -257,6 +260,8 @@ type wireEvent struct {
 	Value      json.RawMessage `json:"value"`
 	Limit      int             `json:"limit"`
 	Mode       string          `json:"mode"`
+	CreatedRev int64           `json:"created_revision"`
+	Version    int64           `json:"version"`
 	QueuedAt   *wireTime       `json:"queued_at"`
 	Set        []string        `json:"set"`
 	From       int64           `json:"from_revision"`
@@ -268,7 +273,7 @@ func (w *wireEvent) event() Event {
 	ev := Event{
 		Revision: w.Revision, Time: time.Time(w.Time), Type: w.Type, Kind: w.Kind, Name: w.Name, Lock: w.Lock,
 		Owner: w.Owner, Token: w.Token, Session: w.Session, Detail: w.Detail, Credential: w.Credential,
-		Term: w.Term, Value: w.Value, Limit: w.Limit, Mode: w.Mode, Set: w.Set,
+		Term: w.Term, Value: w.Value, Limit: w.Limit, Mode: w.Mode, Set: w.Set, CreatedRevision: w.CreatedRev, Version: w.Version,
 		FromRevision: w.From, ToRevision: w.To, Reason: w.Reason,
 	}
 	if w.QueuedAt != nil {

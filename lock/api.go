@@ -40,11 +40,15 @@ const (
 	EventFenceReset     = store.EventFenceReset
 	EventDelayCleared   = store.EventDelayCleared
 	EventGap            = store.EventGap
+	EventPut            = store.EventPut
+	EventDelete         = store.EventDelete
 	KindLock            = store.KindLock
 	KindElection        = store.KindElection
 	KindSemaphore       = store.KindSemaphore
 	KindRWLock          = store.KindRWLock
 	KindFence           = store.KindFence
+	KindKey             = store.KindKey
+	MaxKeyLen           = store.MaxKeyLen
 	ModeRead            = store.ModeRead
 	ModeWrite           = store.ModeWrite
 	MaxNameLen          = hold.MaxNameLen

@@ -96,6 +96,8 @@
 //	term/<key>                    an election's latest term; put by every grant (election.go, termCmp)
 //	value/<key>                   an election's proclaimed value; lease: its leader's (election.go)
 //	seats/<key>                   a thing with seats' record (a semaphore's limit); put by each of its grants (internal/core/handover.go)
+//	kv/<key>                      a key of coordination data: {v: value, t, c: credential, s: session}; lease: its session's, if bound (internal/kv)
+//	audit/~key/<id>/<key~>        pending record of a key's delete by a request, the key's "/"s as "~"
 //
 // <name> above is a key name (internal/store/kinds.go): a lock's own name, or for any
 // other kind its name behind a tag no lock name can hold, so an election

@@ -11,11 +11,12 @@ import (
 	"github.com/baton-dev/baton/lock/internal/core"
 	"github.com/baton-dev/baton/lock/internal/expiry"
 	"github.com/baton-dev/baton/lock/internal/fence"
+	"github.com/baton-dev/baton/lock/internal/kv"
 	"github.com/baton-dev/baton/lock/internal/session"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Engine serves locks, sessions, fenced values and history from etcd. It is
+// Engine serves locks, sessions, fenced values and keys from etcd. It is
 // safe for concurrent use. Several engines, on several nodes, may share
 // one etcd cluster: every guarantee holds across them.
 type Engine struct {
@@ -33,6 +34,8 @@ type Engine struct {
 	sessions *session.Registry
 	// fenced are the fenced values (fenced.go).
 	fenced *fence.Registers
+	// kv are the keys of coordination data (kv.go).
+	kv *kv.Store
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine
@@ -58,6 +61,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		Client: cli, Etcd: e.core.Etcd, Keys: e.core.Keys, MaxValueBytes: cfg.MaxFencedValueBytes,
 		Reserve: e.space.reserveFenced, Recorded: e.core.Metrics.Recorded,
 	})
+	e.kv = kv.New(e.core, kv.Config{MaxValueBytes: cfg.MaxKeyValueBytes, MaxKeys: cfg.MaxKeys}, e.space.keys)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

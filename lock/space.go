@@ -17,6 +17,7 @@ type space struct {
 	locks    *caps.Tally // MaxLocks, over locks/
 	sessions *caps.Tally // MaxSessions, over sessions/
 	fenced   *caps.Tally // MaxFencedValues, over fencemax/
+	keys     *caps.Tally // MaxKeys, over kv/
 }
 
 // mayHaveCreated reports whether a create that failed with err may have
@@ -30,6 +31,7 @@ func newSpace(c *core.Engine) *space {
 		locks:    caps.New(c.Cli, c.Etcd, c.Keys.Locks(), c.Cfg.MaxLocks),
 		sessions: caps.New(c.Cli, c.Etcd, c.Keys.Sessions(), c.Cfg.MaxSessions),
 		fenced:   caps.New(c.Cli, c.Etcd, c.Cfg.Prefix+"fencemax/", c.Cfg.MaxFencedValues),
+		keys:     caps.New(c.Cli, c.Etcd, c.Keys.KVs(), c.Cfg.MaxKeys),
 	}
 }
 
@@ -37,7 +39,7 @@ func newSpace(c *core.Engine) *space {
 // etcd lists it, until the engine closes.
 func (s *space) run() {
 	c := s.core
-	caps.Keep(c.Stop, c.Cli, c.Etcd, c.Cfg.CountRefresh, []*caps.Tally{s.locks, s.sessions, s.fenced}, c.Cfg.Embedded == nil)
+	caps.Keep(c.Stop, c.Cli, c.Etcd, c.Cfg.CountRefresh, []*caps.Tally{s.locks, s.sessions, s.fenced, s.keys}, c.Cfg.Embedded == nil)
 }
 
 // Limit errors of the storage caps.

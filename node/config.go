@@ -322,6 +322,8 @@ func (c *Config) addLimitFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxLocks, "max-locks", c.MaxLocks, "locks the cluster may hold; more get 429 too_many_locks; 0 = no cap")
 	fs.IntVar(&c.MaxFencedValues, "max-fenced-values", c.MaxFencedValues, "fenced values (resources) the cluster may hold; a write that would make one more gets 429 too_many_fenced_values; 0 = no cap")
 	fs.IntVar(&c.MaxFencedValueBytes, "max-fenced-value-bytes", c.MaxFencedValueBytes, "largest fenced value, in bytes of JSON; larger ones get 413 value_too_large")
+	fs.IntVar(&c.MaxKeys, "max-keys", c.MaxKeys, "keys (PUT /v1/kv) the cluster may hold; a put that would make one more gets 507 too_many_keys; 0 = no cap")
+	fs.IntVar(&c.MaxKeyValueBytes, "max-key-value-bytes", c.MaxKeyValueBytes, "largest value of a key, in bytes of JSON; larger ones get 413 value_too_large")
 	fs.IntVar(&c.Trail.MaxEventStreams, "max-event-streams", c.Trail.MaxEventStreams, "event streams (GET /v1/events) this node serves at once; more get 503 too_many_streams; 0 = no cap")
 	fs.IntVar(&c.StreamLimits.PerAddress, "max-event-streams-per-address", c.StreamLimits.PerAddress, "event streams one client address (an IPv6 /64) holds open on this node; more get 429 too_many_streams; 0 = no cap")
 	fs.IntVar(&c.StreamLimits.PerCredential, "max-event-streams-per-credential", c.StreamLimits.PerCredential, "event streams one credential holds open on this node (with --auth-file); more get 429 too_many_streams; 0 = no cap")

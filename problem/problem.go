@@ -31,12 +31,17 @@ const (
 	SemaphoreFull   Code = "semaphore_full"
 	LimitMismatch   Code = "limit_mismatch"
 
+	// Keys of coordination data.
+	KeyNotFound      Code = "key_not_found"
+	RevisionMismatch Code = "revision_mismatch"
+
 	// Caps: lock.Config's and the server's.
 	TooManyWaiters        Code = "too_many_waiters"
 	TooManyLocksInSession Code = "too_many_locks_in_session"
 	TooManySessions       Code = "too_many_sessions"
 	TooManyLocks          Code = "too_many_locks"
 	TooManyFencedValues   Code = "too_many_fenced_values"
+	TooManyKeys           Code = "too_many_keys"
 	TooManyStreams        Code = "too_many_streams"
 	RateLimited           Code = "rate_limited"
 
@@ -136,6 +141,9 @@ var table = []Info{
 	{SemaphoreFull, http.StatusConflict, "Semaphore full", Final, ExitHeld},
 	{LimitMismatch, http.StatusConflict, "Semaphore held under another limit", Final, ExitUsage},
 
+	{KeyNotFound, http.StatusNotFound, "Key not found", Final, ExitNotHeld},
+	{RevisionMismatch, http.StatusConflict, "Revision mismatch", Final, ExitStale},
+
 	// 429 for what clears by itself as others finish (Later); 409 for
 	// what only the caller can clear (its own session's locks).
 	{TooManyWaiters, http.StatusTooManyRequests, "Too many waiters for the lock", Later, ExitBusy},
@@ -143,6 +151,8 @@ var table = []Info{
 	{TooManySessions, http.StatusTooManyRequests, "Too many sessions", Later, ExitBusy},
 	{TooManyLocks, http.StatusTooManyRequests, "Too many locks held", Later, ExitBusy},
 	{TooManyFencedValues, http.StatusTooManyRequests, "Too many fenced values", Later, ExitBusy},
+	// The keys' cap is storage: a key stays until it is deleted.
+	{TooManyKeys, http.StatusInsufficientStorage, "Too many keys", Final, ExitBusy},
 	// 429 for the client's own cap; 503 for the node's, where another
 	// node may have room.
 	{TooManyStreams, http.StatusTooManyRequests, "Too many event streams", Later, ExitBusy},

@@ -296,6 +296,21 @@ var samples = map[string]sample{
 		name, _ := leaderFor(t, s, writeTok)
 		return "POST", "/v1/elections/" + name + "/revoke", `{"reason":"test"}`
 	},
+	"GET /v1/kv":        fixed("GET", "/v1/kv?prefix=a/", ""),
+	"GET /v1/kv/events": fixed("GET", "/v1/kv/events?prefix=a/", ""),
+	"PUT /v1/kv/*": func(*testing.T, *testserver.Server, caller) (string, string, string) {
+		return "PUT", "/v1/kv/auth/" + unique("k"), `{"value":1}`
+	},
+	"GET /v1/kv/*": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		key := "auth/" + unique("k")
+		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/kv/"+key, `{"value":"x"}`), http.StatusCreated)
+		return "GET", "/v1/kv/" + key, ""
+	},
+	"DELETE /v1/kv/*": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		key := "auth/" + unique("k")
+		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/kv/"+key, `{"value":"x"}`), http.StatusCreated)
+		return "DELETE", "/v1/kv/" + key, ""
+	},
 	"GET /v1/fenced/:resource": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		res := unique("res")
 		testserver.WantStatus(t, s.DoAs(writeTok, "PUT", "/v1/fenced/"+res, `{"token":1,"value":"x"}`), http.StatusOK)

@@ -2,6 +2,7 @@ package trail
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,7 +56,7 @@ func (t *Trail) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendin
 			}
 		}
 		told := out[pending:]
-		for _, d := range t.deriveHolds(evs, at, false) {
+		for _, d := range slices.Concat(t.deriveHolds(evs, at, false), t.deriveKeys(evs, at)) {
 			if !slices.ContainsFunc(told, func(p pendingRecord) bool { return p.entry == d.entry }) {
 				out = append(out, d)
 			}
@@ -66,14 +67,14 @@ func (t *Trail) revisionEvents(wr clientv3.WatchResponse, at time.Time) []pendin
 
 // lastEventIn is the newest revision among evs, a watch response's over
 // revisionsRange, that may hold an event of the trail: one that put a
-// pending record or changed a lock key. It reads no record: a lock key
+// pending record or changed a lock key or a key of data. It reads no record: a lock key
 // changed for a hold that is not derived has its pending record in the
 // same revision, but for an expiry, whose record the recorder writes at a
 // later revision, which the index then reaches.
 func (t *Trail) lastEventIn(evs []*clientv3.Event) int64 {
 	for i := len(evs) - 1; i >= 0; i-- {
 		kv := evs[i].Kv
-		if evs[i].Type == mvccpb.PUT && t.isEventRecord(kv) || bytes.HasPrefix(kv.Key, []byte(t.keys.Locks())) {
+		if evs[i].Type == mvccpb.PUT && t.isEventRecord(kv) || bytes.HasPrefix(kv.Key, []byte(t.keys.Locks())) || bytes.HasPrefix(kv.Key, []byte(t.keys.KVs())) {
 			return kv.ModRevision
 		}
 	}
@@ -177,3 +178,47 @@ func normalized(ev Event) Event {
 	}
 	return ev
 }
+
+// deriveKeys returns the events of the keys of data (internal/store/kv.go)
+// that one revision put and deleted, in the order of evs, read as for
+// deriveHolds. A put's event is all in its record: who wrote it, when,
+// and the value, which event streams carry and the history leaves out
+// (indexedValue). A delete by a request writes its event itself, with
+// its credential (lock/internal/kv), which revisionEvents keeps in place
+// of the one derived here; a delete in the revision that ended the key's
+// session's lease is the session's end.
+func (t *Trail) deriveKeys(evs []*clientv3.Event, at time.Time) []pendingRecord {
+	var out []pendingRecord
+	var leaseEnded map[int64]bool
+	for _, ev := range evs {
+		key, ok := strings.CutPrefix(string(ev.Kv.Key), t.keys.KVs())
+		if !ok {
+			continue
+		}
+		rev := ev.Kv.ModRevision
+		e := Event{Revision: rev, Time: at, Type: EventDelete, Kind: KindKey, Name: key}
+		if ev.Type == mvccpb.PUT {
+			var rec store.KeyRecord
+			if json.Unmarshal(ev.Kv.Value, &rec) != nil {
+				continue // nothing baton writes
+			}
+			e.Type, e.Time, e.Credential, e.Session, e.Value = EventPut, rec.Time, rec.Credential, rec.Session, rec.Value
+			e.CreatedRevision, e.Version = ev.Kv.CreateRevision, ev.Kv.Version
+		} else if prev := ev.PrevKv; prev != nil && prev.Lease != 0 {
+			if leaseEnded == nil {
+				leaseEnded = t.keys.LeasesEnded(evs)
+			}
+			var rec store.KeyRecord
+			if leaseEnded[prev.Lease] && json.Unmarshal(prev.Value, &rec) == nil {
+				e.Session, e.Credential = rec.Session, rec.Credential
+				e.Detail = fmt.Sprintf("session ended; etcd deleted the key at revision %d", rev)
+			}
+		}
+		out = append(out, pendingRecord{ev: e, entry: keyEntry(key), derived: true})
+	}
+	return out
+}
+
+// keyEntry is the <entry> of a key's event: one revision changes a key
+// at most once, and its escape holds no "/".
+func keyEntry(key string) string { return "2" + store.EscapeKey(key) }

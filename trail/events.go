@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ type SubscribeOptions struct {
 	// those about the thing of that name, as in HistoryOptions.
 	Kind EventKind
 	Name string
+	// NamePrefix keeps only the events about things whose names start
+	// with it (keys under a prefix: "config/").
+	NamePrefix string
 	// Buffer is how many events may wait for the reader; 0 means 1024.
 	Buffer int
 	// marks asks for a mark after each revision's events (eventFilter).
@@ -74,7 +78,7 @@ func (t *Trail) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscriptio
 	if err != nil {
 		return nil, err
 	}
-	f := eventFilter{kind: o.Kind, name: o.Name, marks: o.marks}
+	f := eventFilter{kind: o.Kind, name: o.Name, prefix: o.NamePrefix, marks: o.marks}
 	if o.Lock != "" {
 		// A lock's, or an election's (lockOfName): the thing its key
 		// name keeps.
@@ -163,9 +167,10 @@ func (t *Trail) stream(ctx context.Context, src trailSource, f eventFilter, sinc
 // a mark, an Event with only Revision set, so that a reader knows when it
 // has all of a revision (Observe).
 type eventFilter struct {
-	kind  EventKind
-	name  string
-	marks bool
+	kind   EventKind
+	name   string
+	prefix string
+	marks  bool
 }
 
 // mark is the mark that ends revision rev's events (eventFilter.marks).
@@ -175,7 +180,7 @@ func mark(rev int64) Event { return Event{Revision: rev} }
 func isMark(ev Event) bool { return ev.Type == "" }
 
 func (f eventFilter) keep(ev Event) bool {
-	return (f.kind == "" || ev.Kind == f.kind) && (f.name == "" || ev.Name == f.name)
+	return (f.kind == "" || ev.Kind == f.kind) && (f.name == "" || ev.Name == f.name) && strings.HasPrefix(ev.Name, f.prefix)
 }
 
 // streamsRetryAfter is the hint given with ErrTooManyStreams.

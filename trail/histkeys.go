@@ -116,6 +116,8 @@ func (t *Trail) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 	switch {
 	case parts[0] == "~fence":
 		p.entry, p.deletes = "1"+parts[2]+"f", []string{key}
+	case parts[0] == "~key":
+		p.entry, p.deletes = keyEntry(store.UnescapeKey(parts[2])), []string{key}
 	case parts[2] == "a" && kv.Version > 1:
 		p.entry, p.deletes = "1"+parts[1]+"e", []string{key}
 	case parts[2] == "a":
@@ -166,7 +168,11 @@ func (t *Trail) histKey(p pendingRecord) string {
 // revision's trail/ value: the event as read, revision aside (the key
 // holds it).
 func indexedValue(p pendingRecord) string {
-	b, err := json.Marshal(p.ev)
+	ev := p.ev
+	if ev.Kind == KindKey {
+		ev.Value = nil // the history keeps who changed a key and when, not its values
+	}
+	b, err := json.Marshal(ev)
 	if err != nil {
 		panic(fmt.Sprintf("lock: encode event: %v", err)) // a plain struct of ours
 	}

@@ -152,6 +152,11 @@ func (t *Trail) trailOf(lock string, kind EventKind, name string) (trailSource, 
 			return trailSource{}, err
 		}
 		return trailSource{prefix: t.keys.TrailName(KindLock, lock), byName: true}, nil
+	case kind == KindKey && name != "":
+		if err := store.CheckKey("name", name); err != nil {
+			return trailSource{}, err
+		}
+		return trailSource{prefix: t.keys.TrailName(kind, name), byName: true}, nil
 	case kind != "" && name != "":
 		if err := store.CheckName("name", name); err != nil {
 			return trailSource{}, err
@@ -215,7 +220,7 @@ func (t trailKV) decode() (Event, bool) {
 
 var eventTypes = []EventType{
 	EventAcquired, EventReleased, EventExpired, EventRevoked, EventSessionExpired,
-	EventElected, EventResigned, EventProclaimed, EventFenceReset, EventDelayCleared, EventGap,
+	EventElected, EventResigned, EventProclaimed, EventFenceReset, EventDelayCleared, EventGap, EventPut, EventDelete,
 }
 
 func joinTypes(ts []EventType) string {

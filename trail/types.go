@@ -29,12 +29,15 @@ const (
 	EventFenceReset     = store.EventFenceReset
 	EventDelayCleared   = store.EventDelayCleared
 	EventGap            = store.EventGap
+	EventPut            = store.EventPut
+	EventDelete         = store.EventDelete
 
 	KindLock      = store.KindLock
 	KindElection  = store.KindElection
 	KindSemaphore = store.KindSemaphore
 	KindRWLock    = store.KindRWLock
 	KindFence     = store.KindFence
+	KindKey       = store.KindKey
 )
 
 // The errors the trail shares with the engine (internal/store).

@@ -11,8 +11,8 @@ import (
 type EventType string
 
 // The event types of the audit trail. elected, resigned and proclaimed
-// are an election's; fence_reset a fenced register's; delay_cleared a
-// lock's, as are the first five.
+// are an election's; fence_reset a fenced register's; put and delete a
+// key's; delay_cleared a lock's, as are the first five.
 const (
 	EventAcquired       EventType = "acquired"
 	EventReleased       EventType = "released"
@@ -24,6 +24,8 @@ const (
 	EventProclaimed     EventType = "proclaimed"
 	EventFenceReset     EventType = "fence_reset"
 	EventDelayCleared   EventType = "delay_cleared"
+	EventPut            EventType = "put"
+	EventDelete         EventType = "delete"
 	// EventGap stands for the events of a stretch of revisions that the
 	// trail could not record: etcd compacted them before the history
 	// index read them. It is about no thing (no Kind or Name).
@@ -31,7 +33,7 @@ const (
 )
 
 // EventKind names what an event is about: a lock, an election, a
-// semaphore, a read/write lock or a fenced register.
+// semaphore, a read/write lock, a fenced register or a key.
 type EventKind string
 
 // The kinds of the audit trail.
@@ -41,15 +43,16 @@ const (
 	KindSemaphore EventKind = "semaphore"
 	KindRWLock    EventKind = "rwlock"
 	KindFence     EventKind = "fence"
+	KindKey       EventKind = "key"
 )
 
 // EventKinds lists every kind, for validation and documentation.
-var EventKinds = []EventKind{KindLock, KindElection, KindSemaphore, KindRWLock, KindFence}
+var EventKinds = []EventKind{KindLock, KindElection, KindSemaphore, KindRWLock, KindFence, KindKey}
 
 // CheckKind validates a kind filter: empty, or one of EventKinds.
 func CheckKind(k EventKind) error {
 	if k != "" && !slices.Contains(EventKinds, k) {
-		return Invalid("kind", "%q is not a kind (want lock, election, semaphore, rwlock or fence)", k)
+		return Invalid("kind", "%q is not a kind (want lock, election, semaphore, rwlock, fence or key)", k)
 	}
 	return nil
 }
@@ -90,6 +93,11 @@ type Event struct {
 	Limit int `json:"limit,omitempty"`
 	// Mode, on a read/write lock's events, is the hold's.
 	Mode RWMode `json:"mode,omitempty"`
+	// CreatedRevision and Version, on a key's put, are the key's as the
+	// put left it (internal/store/kv.go). A key's put carries its Value
+	// to the event streams, but the history keeps events without it.
+	CreatedRevision int64 `json:"created_revision,omitempty"`
+	Version         int64 `json:"version,omitempty"`
 	// QueuedAt, on an acquired event, is when the acquirer joined the
 	// lock's queue: the hold was granted after waiting from then. Nil
 	// when the lock was free at the first attempt.

@@ -100,9 +100,13 @@ func (k Keys) Leases() string                       { return k.Prefix + "leases/
 func (k Keys) LeaseMark(id clientv3.LeaseID) string { return k.Leases() + LeaseHex(id) }
 
 // Trail is the prefix of the audit trail's revisions, and TrailName that
-// of one thing's index.
+// of one thing's index: a key's name is escaped (EscapeKey), so that no
+// key's index holds another's ("a/b" under "a").
 func (k Keys) Trail() string { return k.Prefix + "trail/" }
 func (k Keys) TrailName(kind EventKind, name string) string {
+	if kind == KindKey {
+		name = EscapeKey(name)
+	}
 	return k.Prefix + "trailname/" + string(kind) + "/" + name + "/"
 }
 

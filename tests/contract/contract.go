@@ -307,8 +307,14 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 //     writes `?prefix=&limit=100&cursor=`); the document cannot say so;
 //   - a body of white space only is no body (api.decodeBody); sent as
 //     anything but application/json it is refused all the same, with a
-//     415 the document lists.
+//     415 the document lists;
+//   - a key's "/"s in /v1/kv/{key} may come unescaped (docs/API.md, Keys):
+//     the key is one parameter all the same, which the document can say
+//     only of "%2F"s.
 func asServerReadsIt(req *http.Request, body []byte) {
+	if key, ok := strings.CutPrefix(req.URL.Path, "/v1/kv/"); ok && strings.Contains(key, "/") {
+		req.URL.RawPath = "/v1/kv/" + url.PathEscape(key)
+	}
 	if q := req.URL.Query(); len(q) > 0 {
 		for k, vs := range q {
 			if strings.Join(vs, "") == "" {

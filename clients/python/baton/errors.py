@@ -76,6 +76,12 @@ class BatonError(Exception):
         return self.problem.max_token if self.problem else None
 
     @property
+    def revision(self) -> int | None:
+        """The key's revision (revision_mismatch; 0: it does not exist), or
+        the revision at which the key was found missing (key_not_found)."""
+        return self.problem.revision if self.problem else None
+
+    @property
     def limit(self) -> int | None:
         """The cap that was reached (too_many_waiters and the other caps),
         or the semaphore's own limit (limit_mismatch)."""
@@ -173,6 +179,8 @@ ElectionHeldError = CLASSES["election_held"]
 NoLeaderError = CLASSES["no_leader"]
 SemaphoreFullError = CLASSES["semaphore_full"]
 LimitMismatchError = CLASSES["limit_mismatch"]
+KeyNotFoundError = CLASSES["key_not_found"]
+RevisionMismatchError = CLASSES["revision_mismatch"]
 InvalidError = CLASSES["invalid_request"]
 ValueTooLargeError = CLASSES["value_too_large"]
 TooManyWaitersError = CLASSES["too_many_waiters"]
@@ -180,6 +188,7 @@ TooManyLocksInSessionError = CLASSES["too_many_locks_in_session"]
 TooManySessionsError = CLASSES["too_many_sessions"]
 TooManyLocksError = CLASSES["too_many_locks"]
 TooManyFencedValuesError = CLASSES["too_many_fenced_values"]
+TooManyKeysError = CLASSES["too_many_keys"]
 TooManyStreamsError = CLASSES["too_many_streams"]
 RateLimitedError = CLASSES["rate_limited"]
 ShuttingDownError = CLASSES["shutting_down"]

@@ -265,7 +265,8 @@ class Event:
     revision; a lock's events name it in lock too. A semaphore's acquired
     event carries the limit the permit was granted under; a read/write
     lock's events (kind rwlock) the hold's mode; the events of a lock of a
-    lock set (kind lock) set, every lock of the set. A gap (type "gap", no
+    lock set (kind lock) set, every lock of the set; a key's put (kind
+    key) its created_revision and version. A gap (type "gap", no
     kind) says the trail could not record the events of the revisions
     from_revision to to_revision, and why (reason)."""
 
@@ -285,6 +286,8 @@ class Event:
     value: Any = None
     limit: int | None = None
     mode: str | None = None
+    created_revision: int | None = None
+    version: int | None = None
     set: list[str] = field(default_factory=list)
     from_revision: int | None = None
     to_revision: int | None = None
@@ -318,6 +321,7 @@ class Problem:
     leader: LeaderInfo | None = None
     max_token: int | None = None
     limit: int | None = None
+    revision: int | None = None
     place_kept: bool = False
     retry_after: int | None = None
     delayed_until: datetime.datetime | None = None

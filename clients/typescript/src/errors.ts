@@ -29,6 +29,8 @@ export class BatonError extends Error {
   maxToken?: number;
   /** The cap that was reached (too_many_waiters and the other caps), or the semaphore's limit (limit_mismatch). */
   limit?: number;
+  /** The key's revision (revision_mismatch; 0: it does not exist), or the revision the key was found missing at (key_not_found). */
+  revision?: number;
   /** How long the server asks to wait, in milliseconds (lock-delay, 503, the caps). */
   retryAfter?: number;
   /**
@@ -120,6 +122,10 @@ export class SemaphoreFullError extends BatonError {
 }
 /** The semaphore's permits are held or waited for under another limit: limit is the semaphore's. */
 export class LimitMismatchError extends BatonError {}
+/** The key does not exist; revision is the revision it was found missing at. */
+export class KeyNotFoundError extends BatonError {}
+/** A compare-and-set lost: revision is the key's (0: it does not exist). */
+export class RevisionMismatchError extends BatonError {}
 
 // Caps: nothing was done; limit is the cap, retryAfter when to try again.
 export class TooManyWaitersError extends BatonError {}
@@ -127,6 +133,7 @@ export class TooManyLocksInSessionError extends BatonError {}
 export class TooManySessionsError extends BatonError {}
 export class TooManyLocksError extends BatonError {}
 export class TooManyFencedValuesError extends BatonError {}
+export class TooManyKeysError extends BatonError {}
 export class TooManyStreamsError extends BatonError {}
 export class RateLimitedError extends BatonError {}
 
@@ -185,12 +192,15 @@ export const problemCodes: Readonly<Record<string, CodeInfo>> = {
   no_leader: { status: 404, retry: "final", error: NoLeaderError },
   semaphore_full: { status: 409, retry: "final", error: SemaphoreFullError },
   limit_mismatch: { status: 409, retry: "final", error: LimitMismatchError },
+  key_not_found: { status: 404, retry: "final", error: KeyNotFoundError },
+  revision_mismatch: { status: 409, retry: "final", error: RevisionMismatchError },
 
   too_many_waiters: { status: 429, retry: "later", error: TooManyWaitersError },
   too_many_locks_in_session: { status: 409, retry: "final", error: TooManyLocksInSessionError },
   too_many_sessions: { status: 429, retry: "later", error: TooManySessionsError },
   too_many_locks: { status: 429, retry: "later", error: TooManyLocksError },
   too_many_fenced_values: { status: 429, retry: "later", error: TooManyFencedValuesError },
+  too_many_keys: { status: 507, retry: "final", error: TooManyKeysError },
   too_many_streams: { status: 429, retry: "later", error: TooManyStreamsError },
   rate_limited: { status: 429, retry: "later", error: RateLimitedError },
 
@@ -242,6 +252,7 @@ export function errorFromProblem(status: number, body: string, isJSON: boolean, 
   e.problem = p;
   e.field = p.field;
   e.maxToken = p.max_token;
+  e.revision = p.revision;
   e.limit = p.limit;
   e.placeKept = p.place_kept === true;
   e.requestId = p.request_id;

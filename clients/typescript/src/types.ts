@@ -172,6 +172,9 @@ export interface Event {
   limit?: number;
   /** On a read/write lock's events: the hold's mode. */
   mode?: RWMode;
+  /** On a key's put: the key's created_revision and version as the put left them. */
+  created_revision?: number;
+  version?: number;
   /** On the events of a lock of a lock set: every lock of the set. */
   set?: string[];
   queued_at?: string;
@@ -210,6 +213,8 @@ export interface Problem {
   retry_after?: number;
   /** The cap reached, or the semaphore's limit (limit_mismatch). */
   limit?: number;
+  /** The key's revision (revision_mismatch; 0: it does not exist), or the revision the key was found missing at (key_not_found). */
+  revision?: number;
   request_id?: string;
   delayed_until?: string;
 }

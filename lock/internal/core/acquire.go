@@ -263,7 +263,7 @@ func (a *Acquirer) checkSessionOwner(ctx context.Context) error {
 	if a.Session == 0 || !ok || c.Admin {
 		return nil
 	}
-	rec, rev, err := a.E.readSession(ctx, a.Req.Session)
+	rec, rev, err := a.E.ReadSession(ctx, a.Req.Session)
 	if err != nil {
 		return err
 	}

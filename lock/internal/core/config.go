@@ -59,8 +59,15 @@ type Config struct {
 	// MaxFencedValueBytes bounds a fenced value's JSON; a larger one fails
 	// with ErrValueTooLarge. It must be positive.
 	MaxFencedValueBytes int
+	// MaxKeys caps the keys of coordination data (lock/internal/kv) of
+	// the cluster; a put that would make a new one fails with
+	// ErrTooManyKeys. 0 means no cap. Approximate: see CountRefresh.
+	MaxKeys int
+	// MaxKeyValueBytes bounds a key's value, in bytes of JSON; a larger
+	// one fails with ErrValueTooLarge. It must be positive.
+	MaxKeyValueBytes int
 	// CountRefresh is how often the engine counts the keys that
-	// MaxSessions, MaxLocks and MaxFencedValues cap. A create costs no
+	// MaxSessions, MaxLocks, MaxFencedValues and MaxKeys cap. A create costs no
 	// count: it is checked against that count plus this engine's own
 	// creates since. So a cap can be overshot by what other nodes create
 	// within one CountRefresh (never with one node), and a slot freed by
@@ -135,7 +142,12 @@ func DefaultConfig() Config {
 		MaxLocks:            200000,
 		MaxFencedValues:     10000,
 		MaxFencedValueBytes: 32 << 10,
-		CountRefresh:        time.Second,
+		// 100,000 keys of 1 KiB are a tenth of etcd's default quota; the
+		// largest values (64 KiB, ZooKeeper's znodes hold up to 1 MiB)
+		// are for configuration, of which there are few.
+		MaxKeys:          100000,
+		MaxKeyValueBytes: 64 << 10,
+		CountRefresh:     time.Second,
 	}
 }
 
@@ -160,10 +172,12 @@ func (c Config) Validate() error {
 		return errors.New("lock: MaxWaitersPerLock, MaxLocksPerSession and MaxSessions must not be negative (0 means no cap)")
 	case c.StorageFormat < 0 || c.StorageFormat > NewestFormat:
 		return fmt.Errorf("lock: StorageFormat (--storage-format) must be between 0 (the cluster's) and %d", NewestFormat)
-	case c.MaxLocks < 0, c.MaxFencedValues < 0:
-		return errors.New("lock: MaxLocks and MaxFencedValues must not be negative (0 means no cap)")
+	case c.MaxLocks < 0, c.MaxFencedValues < 0, c.MaxKeys < 0:
+		return errors.New("lock: MaxLocks, MaxFencedValues and MaxKeys must not be negative (0 means no cap)")
 	case c.MaxFencedValueBytes <= 0:
 		return errors.New("lock: MaxFencedValueBytes must be positive")
+	case c.MaxKeyValueBytes <= 0:
+		return errors.New("lock: MaxKeyValueBytes must be positive")
 	case c.CountRefresh <= 0:
 		return errors.New("lock: CountRefresh must be positive")
 	case c.BackendQuota < 0:

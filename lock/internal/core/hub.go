@@ -201,3 +201,26 @@ func (kw *keyWatch) close() {
 		}
 	}
 }
+
+// KeyWatch is a registration with the waiter hub for the changes of one
+// key, for the engine's packages beside the core (lock/internal/kv's
+// blocking reads). Close it when done.
+type KeyWatch struct{ kw *keyWatch }
+
+// WatchKey registers for the changes of key after revision after, as
+// watchKey does: missed means the hub no longer holds the events since
+// after, and the caller must read the key again.
+func (e *Engine) WatchKey(key string, after int64) (w KeyWatch, missed bool) {
+	kw, missed := e.Waits.watchKey(key, after)
+	return KeyWatch{kw}, missed
+}
+
+// C is signalled when events arrive; Take returns them.
+func (w KeyWatch) C() <-chan struct{} { return w.kw.c }
+
+// Take returns the events that arrived since the last Take. missed means
+// some were dropped: read the key.
+func (w KeyWatch) Take() (evs []*clientv3.Event, missed bool) { return w.kw.take() }
+
+// Close ends the registration.
+func (w KeyWatch) Close() { w.kw.close() }

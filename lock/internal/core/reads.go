@@ -141,12 +141,12 @@ func (e *Engine) SeatOf(ctx context.Context, name string, token int64) (string, 
 	return read()
 }
 
-// readSession reads a session record for an ownership check: from the
+// ReadSession reads a session record for an ownership check: from the
 // member's local state first (no ReadIndex round), since a session record
 // is written once and never changed, and a caller that then requires the
 // key's CreateRevision in its txn acts on exactly what it read. Only a
 // session the local state does not show is looked up linearizably.
-func (e *Engine) readSession(ctx context.Context, id string) (hold.SessionRecord, int64, error) {
+func (e *Engine) ReadSession(ctx context.Context, id string) (hold.SessionRecord, int64, error) {
 	if !e.Etcd.MemberStopped() {
 		if rec, rev, err := e.SessionRecordWith(ctx, id, clientv3.WithSerializable()); err == nil {
 			return rec, rev, nil

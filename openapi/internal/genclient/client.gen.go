@@ -42,6 +42,7 @@ func (e DelayCause) Valid() bool {
 const (
 	EventKindElection  EventKind = "election"
 	EventKindFence     EventKind = "fence"
+	EventKindKey       EventKind = "key"
 	EventKindLock      EventKind = "lock"
 	EventKindRwlock    EventKind = "rwlock"
 	EventKindSemaphore EventKind = "semaphore"
@@ -53,6 +54,8 @@ func (e EventKind) Valid() bool {
 	case EventKindElection:
 		return true
 	case EventKindFence:
+		return true
+	case EventKindKey:
 		return true
 	case EventKindLock:
 		return true
@@ -87,11 +90,13 @@ func (e EventMode) Valid() bool {
 const (
 	EventTypeAcquired       EventType = "acquired"
 	EventTypeDelayCleared   EventType = "delay_cleared"
+	EventTypeDelete         EventType = "delete"
 	EventTypeElected        EventType = "elected"
 	EventTypeExpired        EventType = "expired"
 	EventTypeFenceReset     EventType = "fence_reset"
 	EventTypeGap            EventType = "gap"
 	EventTypeProclaimed     EventType = "proclaimed"
+	EventTypePut            EventType = "put"
 	EventTypeReleased       EventType = "released"
 	EventTypeResigned       EventType = "resigned"
 	EventTypeRevoked        EventType = "revoked"
@@ -105,6 +110,8 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeDelayCleared:
 		return true
+	case EventTypeDelete:
+		return true
 	case EventTypeElected:
 		return true
 	case EventTypeExpired:
@@ -114,6 +121,8 @@ func (e EventType) Valid() bool {
 	case EventTypeGap:
 		return true
 	case EventTypeProclaimed:
+		return true
+	case EventTypePut:
 		return true
 	case EventTypeReleased:
 		return true
@@ -204,6 +213,7 @@ func (e WaiterMode) Valid() bool {
 const (
 	StreamEventsParamsKindElection  StreamEventsParamsKind = "election"
 	StreamEventsParamsKindFence     StreamEventsParamsKind = "fence"
+	StreamEventsParamsKindKey       StreamEventsParamsKind = "key"
 	StreamEventsParamsKindLock      StreamEventsParamsKind = "lock"
 	StreamEventsParamsKindRwlock    StreamEventsParamsKind = "rwlock"
 	StreamEventsParamsKindSemaphore StreamEventsParamsKind = "semaphore"
@@ -215,6 +225,8 @@ func (e StreamEventsParamsKind) Valid() bool {
 	case StreamEventsParamsKindElection:
 		return true
 	case StreamEventsParamsKindFence:
+		return true
+	case StreamEventsParamsKindKey:
 		return true
 	case StreamEventsParamsKindLock:
 		return true
@@ -231,6 +243,7 @@ func (e StreamEventsParamsKind) Valid() bool {
 const (
 	GetHistoryParamsKindElection  GetHistoryParamsKind = "election"
 	GetHistoryParamsKindFence     GetHistoryParamsKind = "fence"
+	GetHistoryParamsKindKey       GetHistoryParamsKind = "key"
 	GetHistoryParamsKindLock      GetHistoryParamsKind = "lock"
 	GetHistoryParamsKindRwlock    GetHistoryParamsKind = "rwlock"
 	GetHistoryParamsKindSemaphore GetHistoryParamsKind = "semaphore"
@@ -242,6 +255,8 @@ func (e GetHistoryParamsKind) Valid() bool {
 	case GetHistoryParamsKindElection:
 		return true
 	case GetHistoryParamsKindFence:
+		return true
+	case GetHistoryParamsKindKey:
 		return true
 	case GetHistoryParamsKindLock:
 		return true
@@ -393,8 +408,27 @@ type Delay struct {
 // Example: revoked
 type DelayCause string
 
+// DeleteKeyRequest defines model for DeleteKeyRequest.
+type DeleteKeyRequest struct {
+	Election *string `json:"election,omitempty"`
+
+	// Lock Example: inventory
+	Lock      *string `json:"lock,omitempty"`
+	Rwlock    *string `json:"rwlock,omitempty"`
+	Semaphore *string `json:"semaphore,omitempty"`
+
+	// Token Example: 4711
+	Token *int64 `json:"token,omitempty"`
+}
+
 // Event defines model for Event.
 type Event struct {
+	// CreatedRevision CreatedRevision and Version, on a key's put, are the key's as the
+	// put left it.
+	//
+	// Example: 4650
+	CreatedRevision *int64 `json:"created_revision,omitempty"`
+
 	// Credential Credential is the ID of the credential whose request the event
 	// records (never the token): the acquirer's for acquired, the
 	// releaser's or revoker's for released and revoked, the hold's
@@ -481,6 +515,9 @@ type Event struct {
 
 	// Value Any JSON value, null included.
 	Value AnyValue `json:"value,omitempty"`
+
+	// Version Example: 3
+	Version *int64 `json:"version,omitempty"`
 }
 
 // EventKind Kind and Name say what the event is about: a lock's events have
@@ -595,6 +632,49 @@ type HoldRevokeRequest struct {
 
 	// Token Example: 4711
 	Token int64 `json:"token"`
+}
+
+// Key defines model for Key.
+type Key struct {
+	// CreatedRevision Example: 4650
+	CreatedRevision int64 `json:"created_revision"`
+
+	// Key Example: config/billing/db
+	Key string `json:"key"`
+
+	// Revision Revision is the revision of the key's last put; created_revision
+	// that of the put that created it; version how many puts it has had
+	// since (1 for a new key).
+	//
+	// Example: 4712
+	Revision int64 `json:"revision"`
+
+	// Session Session is the session the key is bound to: it is deleted when the
+	// session ends.
+	//
+	// Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Value Any JSON value, null included.
+	Value AnyValue `json:"value"`
+
+	// Version Example: 3
+	Version int64 `json:"version"`
+}
+
+// KeyList defines model for KeyList.
+type KeyList struct {
+	Keys []Key `json:"keys"`
+
+	// NextCursor NextCursor, when present, fetches the next page.
+	NextCursor *string `json:"next_cursor,omitempty"`
+
+	// Revision Revision is the revision the page was read at: GET /v1/kv/events
+	// with since=revision (or Last-Event-ID) streams every change after
+	// it.
+	//
+	// Example: 4712
+	Revision int64 `json:"revision"`
 }
 
 // Leader defines model for Leader.
@@ -859,8 +939,8 @@ type Problem struct {
 
 	// Limit Limit is the cap that was reached (too_many_waiters,
 	// too_many_locks_in_session, too_many_sessions, too_many_streams,
-	// too_many_locks, too_many_fenced_values; value_too_large: bytes),
-	// or the semaphore's limit (limit_mismatch).
+	// too_many_locks, too_many_fenced_values, too_many_keys;
+	// value_too_large: bytes), or the semaphore's limit (limit_mismatch).
 	//
 	// Example: 1000
 	Limit *int `json:"limit,omitempty"`
@@ -889,6 +969,14 @@ type Problem struct {
 	// Example: 1
 	RetryAfter *int `json:"retry_after,omitempty"`
 
+	// Revision Revision is the key's revision (revision_mismatch; 0: the key does
+	// not exist), or the revision at which the key was found missing
+	// (key_not_found): a blocking read from it waits for the key's next
+	// change.
+	//
+	// Example: 4712
+	Revision *int64 `json:"revision,omitempty"`
+
 	// Status Example: 409
 	Status int `json:"status"`
 
@@ -903,6 +991,34 @@ type Problem struct {
 type ProclaimRequest struct {
 	// Token Example: 4711
 	Token int64 `json:"token"`
+
+	// Value Any JSON value, null included.
+	Value AnyValue `json:"value"`
+}
+
+// PutKeyRequest defines model for PutKeyRequest.
+type PutKeyRequest struct {
+	Election *string `json:"election,omitempty"`
+
+	// IfRevision IfRevision makes the put a compare-and-set: it happens only if the
+	// key's revision is this one; 0 creates only.
+	//
+	// Example: 4712
+	IfRevision *int64 `json:"if_revision,omitempty"`
+
+	// Lock Example: inventory
+	Lock      *string `json:"lock,omitempty"`
+	Rwlock    *string `json:"rwlock,omitempty"`
+	Semaphore *string `json:"semaphore,omitempty"`
+
+	// Session Session binds the key to a session: it is deleted when the session
+	// ends. A put without it unbinds the key.
+	//
+	// Example: 694d2279b4919071
+	Session *string `json:"session,omitempty"`
+
+	// Token Example: 4711
+	Token *int64 `json:"token,omitempty"`
 
 	// Value Any JSON value, null included.
 	Value AnyValue `json:"value"`
@@ -1204,7 +1320,7 @@ type GetHistoryParams struct {
 	// Owner Only events of holds by this owner
 	Owner *string `form:"owner,omitempty" json:"owner,omitempty"`
 
-	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared
+	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, put, delete
 	Type *string `form:"type,omitempty" json:"type,omitempty"`
 
 	// From Only events at or after this time (RFC 3339)
@@ -1216,6 +1332,45 @@ type GetHistoryParams struct {
 
 // GetHistoryParamsKind defines parameters for GetHistory.
 type GetHistoryParamsKind string
+
+// ListKeysParams defines parameters for ListKeys.
+type ListKeysParams struct {
+	// Prefix Keep keys that start with this (config/ or config/bil)
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit Page size (default 100)
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// KeyEventsParams defines parameters for KeyEvents.
+type KeyEventsParams struct {
+	// Prefix Keys that start with this
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Since Replay the changes after this revision first
+	Since *int64 `form:"since,omitempty" json:"since,omitempty"`
+
+	// LastEventID Resume after this revision
+	LastEventID *int64 `json:"Last-Event-ID,omitempty"`
+}
+
+// DeleteKeyParams defines parameters for DeleteKey.
+type DeleteKeyParams struct {
+	// IfRevision Delete only at this revision
+	IfRevision *int64 `form:"if_revision,omitempty" json:"if_revision,omitempty"`
+}
+
+// GetKeyParams defines parameters for GetKey.
+type GetKeyParams struct {
+	// WaitRevision Block until the key's revision passes this one
+	WaitRevision *int64 `form:"wait_revision,omitempty" json:"wait_revision,omitempty"`
+
+	// Wait How long to block, as a duration (default 1m, at most the node's maximum wait, 5m by default)
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+}
 
 // ListLocksParams defines parameters for ListLocks.
 type ListLocksParams struct {
@@ -1303,6 +1458,12 @@ type RevokeLeadershipJSONRequestBody = RevokeRequest
 
 // PutFencedJSONRequestBody defines body for PutFenced for application/json ContentType.
 type PutFencedJSONRequestBody = FencedRequest
+
+// DeleteKeyJSONRequestBody defines body for DeleteKey for application/json ContentType.
+type DeleteKeyJSONRequestBody = DeleteKeyRequest
+
+// PutKeyJSONRequestBody defines body for PutKey for application/json ContentType.
+type PutKeyJSONRequestBody = PutKeyRequest
 
 // AcquireLockJSONRequestBody defines body for AcquireLock for application/json ContentType.
 type AcquireLockJSONRequestBody = AcquireRequest
@@ -1595,6 +1756,63 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/history (the `GetHistory` operationId).
 	GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListKeys List keys
+	//
+	// A page of keys with their values, in key order, read linearizably in one etcd range: its cost grows with the page, not with the keys stored. A page of large values may hold fewer keys than `limit`, with a cursor. `revision` is the revision the page was read at: stream the changes after it with GET /v1/kv/events?since=revision.
+	//
+	// Corresponds with GET /v1/kv (the `ListKeys` operationId).
+	ListKeys(ctx context.Context, params *ListKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// KeyEvents Stream keys' changes (Server-Sent Events)
+	//
+	// Every put and delete of the keys under `prefix`, live, as `text/event-stream`: `event: put` with the key (data: Key) and `event: delete` (data: `{"key","revision","session"}`), each with `id:` its revision. With `since` or the `Last-Event-ID` header (which wins), the changes after that revision come first, from the audit trail, then live ones, with no gap and no repeat; a put replayed from a revision etcd has compacted, of a key that changed since, comes without its value (GET the key). A comment line every 15 s keeps idle streams open. All streams share one etcd watch per node.
+	//
+	// Corresponds with GET /v1/kv/events (the `KeyEvents` operationId).
+	KeyEvents(ctx context.Context, params *KeyEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteKeyWithBody Delete a key
+	//
+	// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+	DeleteKeyWithBody(ctx context.Context, key string, params *DeleteKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteKey Delete a key
+	//
+	// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+	DeleteKey(ctx context.Context, key string, params *DeleteKeyParams, body DeleteKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetKey Read a key
+	//
+	// The key's value and revisions, read linearizably. With `wait_revision`, a blocking read as Consul's: it answers once the key's revision passes that one, at once if it has already, else at the key's next put or delete (404), or when `wait` runs out (the key as it is then). A 404's `revision` is the revision the key was found missing at: wait from it for the key to appear.
+	//
+	// Corresponds with GET /v1/kv/{key} (the `GetKey` operationId).
+	GetKey(ctx context.Context, key string, params *GetKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutKeyWithBody Write a key
+	//
+	// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+	PutKeyWithBody(ctx context.Context, key string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutKey Write a key
+	//
+	// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+	PutKey(ctx context.Context, key string, body PutKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListLocks List held locks
 	//
@@ -2340,6 +2558,133 @@ func (c *Client) PutFenced(ctx context.Context, resource string, body PutFencedJ
 // Corresponds with GET /v1/history (the `GetHistory` operationId).
 func (c *Client) GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetHistoryRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListKeys List keys
+//
+// A page of keys with their values, in key order, read linearizably in one etcd range: its cost grows with the page, not with the keys stored. A page of large values may hold fewer keys than `limit`, with a cursor. `revision` is the revision the page was read at: stream the changes after it with GET /v1/kv/events?since=revision.
+//
+// Corresponds with GET /v1/kv (the `ListKeys` operationId).
+func (c *Client) ListKeys(ctx context.Context, params *ListKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListKeysRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// KeyEvents Stream keys' changes (Server-Sent Events)
+//
+// Every put and delete of the keys under `prefix`, live, as `text/event-stream`: `event: put` with the key (data: Key) and `event: delete` (data: `{"key","revision","session"}`), each with `id:` its revision. With `since` or the `Last-Event-ID` header (which wins), the changes after that revision come first, from the audit trail, then live ones, with no gap and no repeat; a put replayed from a revision etcd has compacted, of a key that changed since, comes without its value (GET the key). A comment line every 15 s keeps idle streams open. All streams share one etcd watch per node.
+//
+// Corresponds with GET /v1/kv/events (the `KeyEvents` operationId).
+func (c *Client) KeyEvents(ctx context.Context, params *KeyEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewKeyEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteKeyWithBody Delete a key
+//
+// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+func (c *Client) DeleteKeyWithBody(ctx context.Context, key string, params *DeleteKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteKeyRequestWithBody(c.Server, key, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteKey Delete a key
+//
+// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+func (c *Client) DeleteKey(ctx context.Context, key string, params *DeleteKeyParams, body DeleteKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteKeyRequest(c.Server, key, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetKey Read a key
+//
+// The key's value and revisions, read linearizably. With `wait_revision`, a blocking read as Consul's: it answers once the key's revision passes that one, at once if it has already, else at the key's next put or delete (404), or when `wait` runs out (the key as it is then). A 404's `revision` is the revision the key was found missing at: wait from it for the key to appear.
+//
+// Corresponds with GET /v1/kv/{key} (the `GetKey` operationId).
+func (c *Client) GetKey(ctx context.Context, key string, params *GetKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetKeyRequest(c.Server, key, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutKeyWithBody Write a key
+//
+// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+func (c *Client) PutKeyWithBody(ctx context.Context, key string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutKeyRequestWithBody(c.Server, key, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutKey Write a key
+//
+// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+func (c *Client) PutKey(ctx context.Context, key string, body PutKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutKeyRequest(c.Server, key, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4025,6 +4370,359 @@ func NewGetHistoryRequest(server string, params *GetHistoryParams) (*http.Reques
 	return req, nil
 }
 
+// NewListKeysRequest constructs an http.Request for the ListKeys method
+func NewListKeysRequest(server string, params *ListKeysParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/kv")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewKeyEventsRequest constructs an http.Request for the KeyEvents method
+func NewKeyEventsRequest(server string, params *KeyEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/kv/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteKeyRequest calls the generic DeleteKey builder with application/json body
+func NewDeleteKeyRequest(server string, key string, params *DeleteKeyParams, body DeleteKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeleteKeyRequestWithBody(server, key, params, "application/json", bodyReader)
+}
+
+// NewDeleteKeyRequestWithBody constructs an http.Request for the DeleteKey method, with any body, and a specified content type
+func NewDeleteKeyRequestWithBody(server string, key string, params *DeleteKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/kv/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.IfRevision != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "if_revision", *params.IfRevision, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetKeyRequest constructs an http.Request for the GetKey method
+func NewGetKeyRequest(server string, key string, params *GetKeyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/kv/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitRevision != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait_revision", *params.WaitRevision, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutKeyRequest calls the generic PutKey builder with application/json body
+func NewPutKeyRequest(server string, key string, body PutKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutKeyRequestWithBody(server, key, "application/json", bodyReader)
+}
+
+// NewPutKeyRequestWithBody constructs an http.Request for the PutKey method, with any body, and a specified content type
+func NewPutKeyRequestWithBody(server string, key string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/kv/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListLocksRequest constructs an http.Request for the ListLocks method
 func NewListLocksRequest(server string, params *ListLocksParams) (*http.Request, error) {
 	var err error
@@ -5629,6 +6327,69 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/history (the `GetHistory` operationId).
 	GetHistoryWithResponse(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*GetHistoryResponse, error)
+
+	// ListKeysWithResponse List keys
+	//
+	// A page of keys with their values, in key order, read linearizably in one etcd range: its cost grows with the page, not with the keys stored. A page of large values may hold fewer keys than `limit`, with a cursor. `revision` is the revision the page was read at: stream the changes after it with GET /v1/kv/events?since=revision.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/kv (the `ListKeys` operationId).
+	ListKeysWithResponse(ctx context.Context, params *ListKeysParams, reqEditors ...RequestEditorFn) (*ListKeysResponse, error)
+
+	// KeyEventsWithResponse Stream keys' changes (Server-Sent Events)
+	//
+	// Every put and delete of the keys under `prefix`, live, as `text/event-stream`: `event: put` with the key (data: Key) and `event: delete` (data: `{"key","revision","session"}`), each with `id:` its revision. With `since` or the `Last-Event-ID` header (which wins), the changes after that revision come first, from the audit trail, then live ones, with no gap and no repeat; a put replayed from a revision etcd has compacted, of a key that changed since, comes without its value (GET the key). A comment line every 15 s keeps idle streams open. All streams share one etcd watch per node.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/kv/events (the `KeyEvents` operationId).
+	KeyEventsWithResponse(ctx context.Context, params *KeyEventsParams, reqEditors ...RequestEditorFn) (*KeyEventsResponse, error)
+
+	// DeleteKeyWithBodyWithResponse Delete a key
+	//
+	// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+	DeleteKeyWithBodyWithResponse(ctx context.Context, key string, params *DeleteKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteKeyResponse, error)
+
+	// DeleteKeyWithResponse Delete a key
+	//
+	// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+	DeleteKeyWithResponse(ctx context.Context, key string, params *DeleteKeyParams, body DeleteKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteKeyResponse, error)
+
+	// GetKeyWithResponse Read a key
+	//
+	// The key's value and revisions, read linearizably. With `wait_revision`, a blocking read as Consul's: it answers once the key's revision passes that one, at once if it has already, else at the key's next put or delete (404), or when `wait` runs out (the key as it is then). A 404's `revision` is the revision the key was found missing at: wait from it for the key to appear.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/kv/{key} (the `GetKey` operationId).
+	GetKeyWithResponse(ctx context.Context, key string, params *GetKeyParams, reqEditors ...RequestEditorFn) (*GetKeyResponse, error)
+
+	// PutKeyWithBodyWithResponse Write a key
+	//
+	// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+	PutKeyWithBodyWithResponse(ctx context.Context, key string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutKeyResponse, error)
+
+	// PutKeyWithResponse Write a key
+	//
+	// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+	PutKeyWithResponse(ctx context.Context, key string, body PutKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*PutKeyResponse, error)
 
 	// ListLocksWithResponse List held locks
 	//
@@ -7651,6 +8412,533 @@ func (r GetHistoryResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListKeysResponse429Headers the declared response headers of an HTTP 429 response for ListKeys
+type ListKeysResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListKeysResponse503Headers the declared response headers of an HTTP 503 response for ListKeys
+type ListKeysResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *KeyList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListKeysResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListKeysResponse) GetJSON200() *KeyList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListKeysResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListKeysResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r ListKeysResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListKeysResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListKeysResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// KeyEventsResponse429Headers the declared response headers of an HTTP 429 response for KeyEvents
+type KeyEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// KeyEventsResponse503Headers the declared response headers of an HTTP 503 response for KeyEvents
+type KeyEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type KeyEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *KeyEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *KeyEventsResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r KeyEventsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r KeyEventsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r KeyEventsResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r KeyEventsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r KeyEventsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r KeyEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r KeyEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r KeyEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r KeyEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteKeyResponse429Headers the declared response headers of an HTTP 429 response for DeleteKey
+type DeleteKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteKeyResponse503Headers the declared response headers of an HTTP 503 response for DeleteKey
+type DeleteKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteKeyResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r DeleteKeyResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetKeyResponse429Headers the declared response headers of an HTTP 429 response for GetKey
+type GetKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetKeyResponse503Headers the declared response headers of an HTTP 503 response for GetKey
+type GetKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Key
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetKeyResponse) GetJSON200() *Key {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetKeyResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetKeyResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetKeyResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r GetKeyResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetKeyResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetKeyResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutKeyResponse429Headers the declared response headers of an HTTP 429 response for PutKey
+type PutKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// PutKeyResponse503Headers the declared response headers of an HTTP 503 response for PutKey
+type PutKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PutKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Key
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Key
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutKeyResponse) GetJSON200() *Key {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutKeyResponse) GetJSON201() *Key {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PutKeyResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PutKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11128,6 +12416,111 @@ func (c *ClientWithResponses) GetHistoryWithResponse(ctx context.Context, params
 	return ParseGetHistoryResponse(rsp)
 }
 
+// ListKeysWithResponse List keys
+//
+// A page of keys with their values, in key order, read linearizably in one etcd range: its cost grows with the page, not with the keys stored. A page of large values may hold fewer keys than `limit`, with a cursor. `revision` is the revision the page was read at: stream the changes after it with GET /v1/kv/events?since=revision.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/kv (the `ListKeys` operationId).
+func (c *ClientWithResponses) ListKeysWithResponse(ctx context.Context, params *ListKeysParams, reqEditors ...RequestEditorFn) (*ListKeysResponse, error) {
+	rsp, err := c.ListKeys(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListKeysResponse(rsp)
+}
+
+// KeyEventsWithResponse Stream keys' changes (Server-Sent Events)
+//
+// Every put and delete of the keys under `prefix`, live, as `text/event-stream`: `event: put` with the key (data: Key) and `event: delete` (data: `{"key","revision","session"}`), each with `id:` its revision. With `since` or the `Last-Event-ID` header (which wins), the changes after that revision come first, from the audit trail, then live ones, with no gap and no repeat; a put replayed from a revision etcd has compacted, of a key that changed since, comes without its value (GET the key). A comment line every 15 s keeps idle streams open. All streams share one etcd watch per node.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/kv/events (the `KeyEvents` operationId).
+func (c *ClientWithResponses) KeyEventsWithResponse(ctx context.Context, params *KeyEventsParams, reqEditors ...RequestEditorFn) (*KeyEventsResponse, error) {
+	rsp, err := c.KeyEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseKeyEventsResponse(rsp)
+}
+
+// DeleteKeyWithBodyWithResponse Delete a key
+//
+// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+func (c *ClientWithResponses) DeleteKeyWithBodyWithResponse(ctx context.Context, key string, params *DeleteKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteKeyResponse, error) {
+	rsp, err := c.DeleteKeyWithBody(ctx, key, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteKeyResponse(rsp)
+}
+
+// DeleteKeyWithResponse Delete a key
+//
+// Deletes the key, in one etcd transaction that also checks `if_revision` (the key's revision must be this one) and, with a body, a fence: `lock`, `election`, `semaphore` or `rwlock` with `token`. The history records who deleted it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/kv/{key} (the `DeleteKey` operationId).
+func (c *ClientWithResponses) DeleteKeyWithResponse(ctx context.Context, key string, params *DeleteKeyParams, body DeleteKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteKeyResponse, error) {
+	rsp, err := c.DeleteKey(ctx, key, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteKeyResponse(rsp)
+}
+
+// GetKeyWithResponse Read a key
+//
+// The key's value and revisions, read linearizably. With `wait_revision`, a blocking read as Consul's: it answers once the key's revision passes that one, at once if it has already, else at the key's next put or delete (404), or when `wait` runs out (the key as it is then). A 404's `revision` is the revision the key was found missing at: wait from it for the key to appear.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/kv/{key} (the `GetKey` operationId).
+func (c *ClientWithResponses) GetKeyWithResponse(ctx context.Context, key string, params *GetKeyParams, reqEditors ...RequestEditorFn) (*GetKeyResponse, error) {
+	rsp, err := c.GetKey(ctx, key, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetKeyResponse(rsp)
+}
+
+// PutKeyWithBodyWithResponse Write a key
+//
+// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+func (c *ClientWithResponses) PutKeyWithBodyWithResponse(ctx context.Context, key string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutKeyResponse, error) {
+	rsp, err := c.PutKeyWithBody(ctx, key, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutKeyResponse(rsp)
+}
+
+// PutKeyWithResponse Write a key
+//
+// Stores `value` (any JSON, at most 64 KiB by default) under the key, in one etcd transaction that also checks what the body asks: `if_revision` (the key's revision must be this one; 0 creates only), `session` (the key is bound to that session and is deleted when it ends), and a fence, `lock`, `election`, `semaphore` or `rwlock` with `token` (the write happens only while that hold is current). Keys are names as lock names are, joined by `/`. Answers 201 when the put created the key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/kv/{key} (the `PutKey` operationId).
+func (c *ClientWithResponses) PutKeyWithResponse(ctx context.Context, key string, body PutKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*PutKeyResponse, error) {
+	rsp, err := c.PutKey(ctx, key, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutKeyResponse(rsp)
+}
+
 // ListLocksWithResponse List held locks
 //
 // Held locks sorted by name, a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page.
@@ -13282,6 +14675,506 @@ func ParseGetHistoryResponse(rsp *http.Response) (*GetHistoryResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetHistoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListKeysResponse parses an HTTP response from a ListKeysWithResponse call
+func ParseListKeysResponse(rsp *http.Response) (*ListKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest KeyList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListKeysResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListKeysResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseKeyEventsResponse parses an HTTP response from a KeyEventsWithResponse call
+func ParseKeyEventsResponse(rsp *http.Response) (*KeyEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &KeyEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers KeyEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers KeyEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteKeyResponse parses an HTTP response from a DeleteKeyWithResponse call
+func ParseDeleteKeyResponse(rsp *http.Response) (*DeleteKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetKeyResponse parses an HTTP response from a GetKeyWithResponse call
+func ParseGetKeyResponse(rsp *http.Response) (*GetKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Key
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutKeyResponse parses an HTTP response from a PutKeyWithResponse call
+func ParsePutKeyResponse(rsp *http.Response) (*PutKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Key
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Key
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PutKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutKeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -92,6 +92,8 @@ var anyJSON = map[string][]string{
 	"CampaignRequest": {"value"},
 	"ProclaimRequest": {"value"},
 	"Event":           {"value"},
+	"Key":             {"value"},
+	"PutKeyRequest":   {"value"},
 }
 
 // bodyExamples are request bodies a person can send as they are from the
@@ -105,6 +107,7 @@ var bodyExamples = map[string]any{
 	"putFenced":     map[string]any{"token": 4711, "value": map[string]any{"balance": 100}, "lock": "nightly-recon"},
 	"campaign":      map[string]any{"candidate": "node-a", "value": map[string]any{"addr": "10.0.0.5:8080"}, "ttl": "15s", "wait": "30s"},
 	"proclaim":      map[string]any{"token": 4711, "value": map[string]any{"addr": "10.0.0.6:8080"}},
+	"putKey":        map[string]any{"value": map[string]any{"host": "db-1", "port": 5432}},
 }
 
 // refine applies what Swagger 2.0 cannot express: errors are

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -29,9 +28,6 @@ const (
 	descRetryAfter   = "Seconds to wait before retrying"
 )
 
-// echoParam is a path parameter in echo's spelling (:name).
-var echoParam = regexp.MustCompile(`:([A-Za-z_]+)`)
-
 // standard adds those answers to the operation of each of api's routes.
 func standard(doc *openapi3.T) error {
 	problem := doc.Components.Schemas["Problem"]
@@ -40,7 +36,7 @@ func standard(doc *openapi3.T) error {
 	}
 	var routes *api.API // Routes reads no field: its rows name the handlers only
 	for _, r := range routes.Routes() {
-		path := echoParam.ReplaceAllString(r.Path, "{$1}")
+		path := api.DocPath(r.Path)
 		item := doc.Paths.Value(path)
 		var op *openapi3.Operation
 		if item != nil {

@@ -65,6 +65,11 @@ public class BatonException extends RuntimeException {
         return p.members.get("max_token") instanceof Number ? OptionalLong.of(Json.lng(p.members, "max_token")) : OptionalLong.empty();
     }
 
+    /** The key's revision ({@code revision_mismatch}; 0: it does not exist), or the revision the key was found missing at ({@code key_not_found}). */
+    public OptionalLong revision() {
+        return p.members.get("revision") instanceof Number ? OptionalLong.of(Json.lng(p.members, "revision")) : OptionalLong.empty();
+    }
+
     /** The cap reached (the {@code too_many_*} codes, {@code value_too_large}), or a semaphore's limit ({@code limit_mismatch}). */
     public OptionalLong limit() {
         return p.members.get("limit") instanceof Number ? OptionalLong.of(Json.lng(p.members, "limit")) : OptionalLong.empty();

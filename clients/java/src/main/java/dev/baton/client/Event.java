@@ -10,9 +10,9 @@ import java.util.Map;
  *
  * @param revision the etcd revision it happened at
  * @param time when
- * @param type acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, gap…
+ * @param type acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, put, delete, gap…
  * @param kind lock, election, semaphore, rwlock, fence or key; empty for a gap
- * @param name what it is about: the lock, election, semaphore, rwlock or resource
+ * @param name what it is about: the lock, election, semaphore, rwlock, resource or key
  * @param lock the lock, for a lock's events
  * @param owner the holder (or candidate)
  * @param token the hold's fencing token; 0 when none
@@ -28,15 +28,17 @@ import java.util.Map;
  * @param reason a gap's or a yield's reason
  * @param credential the credential that did it, when the node runs with auth
  * @param queuedAt when a hold granted after a wait joined the line
+ * @param createdRevision a key's put: the revision that created the key; 0 otherwise
+ * @param version a key's put: the key's puts since it was created; 0 otherwise
  */
 public record Event(long revision, Instant time, String type, String kind, String name, String lock, String owner, long token,
         String session, String detail, String mode, List<String> set, long term, Object value, long limit, long fromRevision,
-        long toRevision, String reason, String credential, Instant queuedAt) {
+        long toRevision, String reason, String credential, Instant queuedAt, long createdRevision, long version) {
     static Event from(Map<String, Object> m) {
         return new Event(Json.lng(m, "revision"), Wire.instant(m, "time"), Json.str(m, "type"), Json.str(m, "kind"),
                 Json.str(m, "name"), Json.str(m, "lock"), Json.str(m, "owner"), Json.lng(m, "token"), Wire.opt(m, "session"),
                 Json.str(m, "detail"), Wire.opt(m, "mode"), Json.strings(m, "set"), Json.lng(m, "term"), m.get("value"),
                 Json.lng(m, "limit"), Json.lng(m, "from_revision"), Json.lng(m, "to_revision"), Json.str(m, "reason"),
-                Json.str(m, "credential"), Wire.instant(m, "queued_at"));
+                Json.str(m, "credential"), Wire.instant(m, "queued_at"), Json.lng(m, "created_revision"), Json.lng(m, "version"));
     }
 }

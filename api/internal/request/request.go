@@ -1,4 +1,9 @@
-package api
+// Package request reads what a request to the API brings: its JSON body,
+// strictly, its query string and its path parameters. Every fault is an
+// *Error that names the field at fault and the problem code to answer
+// with; package api renders it as problem+json. It knows nothing of the
+// engine: the handlers above it do.
+package request
 
 import (
 	"bytes"
@@ -19,30 +24,35 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/problem"
 )
 
-// MaxBodyBytes caps request bodies; larger ones get 413.
+// MaxBodyBytes caps request bodies; larger ones get 413. A route may
+// take more (BodyUpTo): a key's put brings a value besides.
 const MaxBodyBytes = 64 << 10
 
-// decodeBody reads a JSON body into v, strictly: unknown fields, trailing
+// Body reads a JSON body into v, strictly: unknown fields, trailing
 // data and wrong types are 400s naming the field. An empty body decodes
 // as {} when optional is set (every field of the request is optional).
-func decodeBody(c echo.Context, v any, optional bool) error {
+func Body(c echo.Context, v any, optional bool) error {
+	return BodyUpTo(c, v, optional, MaxBodyBytes)
+}
+
+// BodyUpTo is Body of a body of up to limit bytes.
+func BodyUpTo(c echo.Context, v any, optional bool, limit int) error {
 	r := c.Request()
 	// Read into a pooled buffer: nothing decoded keeps a reference to it
 	// (encoding/json copies strings and RawMessages out).
 	bp := bufPool.Get().(*[]byte)
 	defer putBuf(bp)
-	body, err := readAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes), (*bp)[:0])
+	body, err := readAll(http.MaxBytesReader(c.Response(), r.Body, int64(limit)), (*bp)[:0])
 	*bp = body
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return newProblem(problem.BodyTooLarge, fmt.Sprintf("request bodies are limited to %d bytes", MaxBodyBytes))
+			return &Error{Code: problem.BodyTooLarge, Detail: fmt.Sprintf("request bodies are limited to %d bytes", limit)}
 		}
-		return badRequest("body", "could not read the request body")
+		return Invalid("body", "could not read the request body")
 	}
 	// Any byte is a body, white space too: an optional body of blanks
 	// sent as text/plain must not pass for none (see CheckMediaType).
@@ -55,7 +65,7 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 		if optional {
 			return nil
 		}
-		return badRequest("body", "a JSON object is required")
+		return Invalid("body", "a JSON object is required")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -69,7 +79,7 @@ func decodeBody(c echo.Context, v any, optional bool) error {
 	// false before a stray '}' or ']', so it cannot tell `{"owner":"w"}}`
 	// from a body that ends.
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
-		return badRequest("body", "unexpected data after the JSON object")
+		return Invalid("body", "unexpected data after the JSON object")
 	}
 	return exactNames(body, v)
 }
@@ -115,7 +125,7 @@ func exactNames(body []byte, v any) error {
 		}
 		for known := range names {
 			if strings.EqualFold(name, known) {
-				return badRequest(name, fmt.Sprintf("unknown field %q; field names are case-sensitive: %q", name, known))
+				return Invalid(name, fmt.Sprintf("unknown field %q; field names are case-sensitive: %q", name, known))
 			}
 		}
 	}
@@ -142,19 +152,27 @@ func jsonNames(t reflect.Type) map[string]bool {
 	}
 	names := map[string]bool{}
 	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-		for f := range t.Elem().Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" || !f.IsExported() {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			names[name] = true
-		}
+		addNames(names, t.Elem())
 	}
 	jsonNamesCache.Store(t, names)
 	return names
+}
+
+// addNames adds the member names of struct type t to names: an embedded
+// struct's members are its own, as encoding/json reads them.
+func addNames(names map[string]bool, t reflect.Type) {
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			addNames(names, f.Type)
+		case name == "-" || !f.IsExported():
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
 }
 
 // CheckMediaType returns an ErrUnsupportedMediaType error unless h says
@@ -188,7 +206,7 @@ func isJSON(ct string) bool {
 // object of strings (metadata) has another type: encoding/json names only
 // the object, and says the object "must be a string", which it need not.
 // It returns nil for any other error.
-func mapValueProblem(err error, body []byte) *Problem {
+func mapValueProblem(err error, body []byte) *Error {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) || te.Field == "" || strings.Contains(te.Field, ".") || te.Type.Kind() != reflect.String {
 		return nil
@@ -209,23 +227,23 @@ func mapValueProblem(err error, body []byte) *Problem {
 	}
 	slices.Sort(keys)
 	field := te.Field + "." + keys[0]
-	return badRequest(field, fmt.Sprintf("%s: values of %s must be strings, not a JSON %s", field, te.Field, te.Value))
+	return Invalid(field, fmt.Sprintf("%s: values of %s must be strings, not a JSON %s", field, te.Field, te.Value))
 }
 
-func jsonProblem(err error) *Problem {
+func jsonProblem(err error) *Error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return badRequest("body", fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, se.Error()))
+		return Invalid("body", fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, se.Error()))
 	case errors.As(err, &te):
 		field := te.Field
 		if field == "" {
-			return badRequest("body", "the body must be a JSON object")
+			return Invalid("body", "the body must be a JSON object")
 		}
-		return badRequest(field, fmt.Sprintf("%s must be %s, not a JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value))
+		return Invalid(field, fmt.Sprintf("%s must be %s, not a JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value))
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("body", "the JSON body ends too early")
+		return Invalid("body", "the JSON body ends too early")
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		// encoding/json quotes the name with %q: unquoted, the problem
@@ -236,11 +254,11 @@ func jsonProblem(err error) *Problem {
 		// A 400 always names a field, and field is omitted when empty: a
 		// member named "" is the body's fault.
 		if name == "" {
-			return badRequest("body", "the body has a member with an empty name, which is no field of this request")
+			return Invalid("body", "the body has a member with an empty name, which is no field of this request")
 		}
-		return badRequest(name, fmt.Sprintf("unknown field %q", name))
+		return Invalid(name, fmt.Sprintf("unknown field %q", name))
 	}
-	return badRequest("body", "invalid JSON body")
+	return Invalid("body", "invalid JSON body")
 }
 
 func jsonKind(k string) string {
@@ -259,104 +277,105 @@ func jsonKind(k string) string {
 	return "a " + k
 }
 
-// parseDuration reads an optional Go duration string field.
-func parseDuration(field string, s *string) (time.Duration, error) {
+// Duration reads an optional Go duration string field.
+func Duration(field string, s *string) (time.Duration, error) {
 	if s == nil {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(*s)
 	if err != nil {
-		return 0, badRequest(field, fmt.Sprintf("%s must be a duration such as \"30s\" or \"2m\", got %q", field, *s))
+		return 0, Invalid(field, fmt.Sprintf("%s must be a duration such as \"30s\" or \"2m\", got %q", field, *s))
 	}
 	if d < 0 {
-		return 0, badRequest(field, fmt.Sprintf("%s must not be negative", field))
+		return 0, Invalid(field, fmt.Sprintf("%s must not be negative", field))
 	}
 	return d, nil
 }
 
-// checkQueryString checks a raw query string against the names a route
+// CheckQuery checks a raw query string against the names a route
 // allows, so that a typo is an error rather than silently ignored. Every
 // pair must parse (echo's QueryParams drops those that do not, such as
 // `?limit=%G0` or `?token=5;x=1`), every name must be one of allowed and
 // appear once, and the 400 always names a field: "query" when the fault
 // is no single parameter's.
-func checkQueryString(raw string, allowed []string) error {
+func CheckQuery(raw string, allowed []string) error {
 	if raw == "" {
 		return nil
 	}
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return badRequest("query", fmt.Sprintf("the query string does not parse: %v", err))
+		return Invalid("query", fmt.Sprintf("the query string does not parse: %v", err))
 	}
 	for k, vs := range q {
 		if k == "" {
-			return badRequest("query", "the query string has a parameter with an empty name")
+			return Invalid("query", "the query string has a parameter with an empty name")
 		}
 		if !slices.Contains(allowed, k) {
-			return badRequest(k, fmt.Sprintf("unknown query parameter %q", k))
+			return Invalid(k, fmt.Sprintf("unknown query parameter %q", k))
 		}
 		if len(vs) > 1 {
-			return badRequest(k, fmt.Sprintf("query parameter %q given more than once", k))
+			return Invalid(k, fmt.Sprintf("query parameter %q given more than once", k))
 		}
 	}
 	return nil
 }
 
-// intParam reads an optional integer query parameter within [lo, hi].
-func intParam(q url.Values, name string, lo, hi int64) (int64, bool, error) {
+// Int reads an optional integer query parameter within [lo, hi].
+func Int(q url.Values, name string, lo, hi int64) (int64, bool, error) {
 	s := q.Get(name)
 	if s == "" {
 		return 0, false, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, false, badRequest(name, fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi))
+		return 0, false, Invalid(name, fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi))
 	}
 	return n, true, nil
 }
 
-// listQuery reads a listing's query: prefix, limit (0 when absent) and
-// cursor.
-func listQuery(c echo.Context) (url.Values, int, error) {
-	q := queryOf(c)
-	limit, _, err := intParam(q, "limit", 1, lock.MaxListLimit)
+// List reads a listing's query: prefix, limit (0 when absent, at most
+// max) and cursor.
+func List(c echo.Context, max int) (url.Values, int, error) {
+	q := Query(c)
+	limit, _, err := Int(q, "limit", 1, int64(max))
 	return q, int(limit), err
 }
 
-// timeParam reads an optional RFC 3339 time query parameter.
-func timeParam(q url.Values, name string) (time.Time, error) {
+// Time reads an optional RFC 3339 time query parameter.
+func Time(q url.Values, name string) (time.Time, error) {
 	s := q.Get(name)
 	if s == "" {
 		return time.Time{}, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, badRequest(name, fmt.Sprintf("%s must be an RFC 3339 time such as 2026-11-29T14:00:00Z", name))
+		return time.Time{}, Invalid(name, fmt.Sprintf("%s must be an RFC 3339 time such as 2026-11-29T14:00:00Z", name))
 	}
 	return t, nil
 }
 
-// encodeCursor turns the last lock name of a page into the opaque cursor
-// of the next one.
-func encodeCursor(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+// EncodeCursor turns the last name of a page into the opaque cursor of
+// the next one.
+func EncodeCursor(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
 
-// decodeCursor reads a cursor made by encodeCursor; anything else is a 400.
-func decodeCursor(cur string) (string, error) {
+// DecodeCursor reads a cursor made by EncodeCursor of a name that valid
+// accepts; anything else is a 400.
+func DecodeCursor(cur string, valid func(string) bool) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(cur)
-	if err != nil || !lock.ValidName(string(b)) {
-		return "", badRequest("cursor", "cursor is not one returned by a previous page")
+	if err != nil || !valid(string(b)) {
+		return "", Invalid("cursor", "cursor is not one returned by a previous page")
 	}
 	return string(b), nil
 }
 
-// pathParam returns the path parameter name, percent-decoded, however the
+// PathParam returns the path parameter name, percent-decoded, however the
 // client escaped it. echo routes on the escaped path whenever a client
 // escaped it differently from Go's default (URL.RawPath is set then), and
 // hands the parameters over still escaped: the dashboard's
 // encodeURIComponent sends the ':' that lock names may hold as %3A, and
 // "a%3Ab" must reach the engine as "a:b". An escape that does not decode
 // is left as it is, and the name's validation refuses it.
-func pathParam(c echo.Context, name string) string {
+func PathParam(c echo.Context, name string) string {
 	v := c.Param(name)
 	if c.Request().URL.RawPath == "" {
 		return v // echo matched the decoded path: v is decoded already
@@ -365,4 +384,50 @@ func pathParam(c echo.Context, name string) string {
 		return s
 	}
 	return v
+}
+
+// Error is a request the API cannot take as sent: the problem code to
+// answer with (invalid_request, body_too_large, unsupported_media_type)
+// and the request field at fault.
+type Error struct {
+	Code   problem.Code
+	Field  string
+	Detail string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Detail }
+
+// Invalid is an invalid_request naming field.
+func Invalid(field, detail string) *Error {
+	return &Error{Code: problem.InvalidRequest, Field: field, Detail: detail}
+}
+
+// ErrUnsupportedMediaType means a request that changes state carries a
+// body without saying Content-Type: application/json. A web page can make
+// a browser send a text/plain or form body to any site without asking
+// first, never a JSON one; so the rule keeps pages of other sites from
+// writing, whatever the body holds.
+var ErrUnsupportedMediaType = errors.New("unsupported media type")
+
+// Query is the request's query, which the route's check (CheckQuery) has
+// passed: every pair parsed, each name allowed and given once. A request
+// without a query gets nil, and no map is made for it.
+func Query(c echo.Context) url.Values {
+	if c.Request().URL.RawQuery == "" {
+		return nil
+	}
+	return c.QueryParams()
+}
+
+// maxPooledBuf bounds the bodies kept for reuse: a 64 KiB body should not
+// pin a large buffer for good.
+const maxPooledBuf = 16 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// putBuf returns a buffer of bufPool unless it grew too large to keep.
+func putBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledBuf {
+		bufPool.Put(bp)
+	}
 }
