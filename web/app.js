@@ -3,10 +3,10 @@
 // index.html loads this one.
 //
 // The page is a client of the public API. It loads the held locks, the
-// elections, the semaphores, the read/write locks, the history and the cluster, then follows
+// elections, the semaphores, the read/write locks, the keys, the history and the cluster, then follows
 // GET /v1/events: every event makes it reload what the event changed (a
 // few coalesced requests), so what it shows is always what the API says,
-// whatever events were missed. Elections, semaphores and read/write locks are changed by
+// whatever events were missed. Elections, semaphores, read/write locks and keys are changed by
 // their events in place and read again in full when the stream (re)opens,
 // since the stream resumes without a gap.
 //
@@ -24,6 +24,7 @@ import { electionEvent, initElections, loadCandidatesSoon, loadElectionsSoon } f
 import { fillEmptyState } from "./empty.js";
 import { historyFiltered, initFollow, renderLockStatus } from "./follow.js";
 import { initHistory, loadHistorySoon } from "./history.js";
+import { initKeys, keyEvent, loadKeysSoon } from "./keys.js";
 import { dropHold, initLocks, loadLocksSoon, loadQueuesSoon } from "./locks.js";
 import { checkRevokeTarget, holdEnded, initRevoke, openRevoke } from "./revoke.js";
 import { initRWLocks, loadRWLocksSoon, loadRWWaitersSoon, rwlockEvent } from "./rwlocks.js";
@@ -64,6 +65,7 @@ initRWLocks({
     if (state.revoking) checkRevokeTarget();
   },
 });
+initKeys();
 initHistory(() => {
   historyFiltered();
   loadTimelineSoon(); // the timeline follows the history's lock and owner filters
@@ -81,6 +83,7 @@ initAuth(() => {
   loadElectionsSoon();
   loadSemaphoresSoon();
   loadRWLocksSoon();
+  loadKeysSoon();
   loadHistorySoon();
   loadTimelineSoon();
   loadCluster();
@@ -98,12 +101,14 @@ initStream({
     loadElectionsSoon();
     loadSemaphoresSoon();
     loadRWLocksSoon();
+    loadKeysSoon();
   },
   polled: () => {
     pollTimeline();
     loadElectionsSoon();
     loadSemaphoresSoon();
     loadRWLocksSoon();
+    loadKeysSoon();
   },
   event: (e) => {
     showRevision(e.revision);
@@ -111,6 +116,7 @@ initStream({
     electionEvent(e);
     semaphoreEvent(e);
     rwlockEvent(e);
+    keyEvent(e);
     const kind = e.kind || "lock";
     if (ENDED.has(e.type) && HOLDS.has(kind)) {
       if (kind === "lock") dropHold(e.lock, e.token);
@@ -124,6 +130,7 @@ loadLocksSoon();
 loadElectionsSoon();
 loadSemaphoresSoon();
 loadRWLocksSoon();
+loadKeysSoon();
 loadHistorySoon();
 loadTimelineSoon();
 loadCluster();

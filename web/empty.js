@@ -18,6 +18,9 @@ export function fillEmptyState() {
   $("rwlocks-empty-curl").textContent =
     `curl -s -X POST ${origin}/v1/rwlocks/my-first-rwlock \\\n` +
     `     -H 'Content-Type: application/json' -d '{"mode":"read","owner":"me","ttl":"60s"}'`;
+  $("keys-empty-curl").textContent =
+    `curl -s -X PUT ${origin}/v1/kv/config/my-first-key \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"value":{"replicas":3}}'`;
   const copy = $("copy-curl");
   if (navigator.clipboard && window.isSecureContext) {
     copy.hidden = false;

@@ -34,6 +34,15 @@ export const state = {
     waiters: new Map(), // name -> {waiters: [... each with its mode], error}
     expanded: new Set(), // names whose waiters are shown
   },
+  // The keys under the path shown, in key order (keys.js).
+  keys: {
+    list: [], // Keys, as GET /v1/kv answers them
+    loaded: false, // list has been read once
+    truncated: false, // more keys lie under the path than the page reads
+    shownPrefix: "", // the path list was read under
+    pending: null, // while a read is under way: the key events that came meanwhile
+    changed: new Set(), // keys whose rows flash at the next render
+  },
   highlight: "", // the lock a history link pointed at (follow.js)
   history: { before: 0, older: [], next: 0 }, // the page of history shown (history.js)
   // The timeline's window (timeline.js): the length in ms chosen and the

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"sync"
@@ -20,22 +21,29 @@ import (
 type waiterHub struct {
 	*watchhub.Hub
 	Keys map[string]map[*keyWatch]struct{}
+	kv   []byte // the prefix of the keys of data (store.Keys.KVs)
 }
 
 // NewWaiterHub starts the waiters' hub from revision from. Waiters wait
-// on lock keys, queue entries, lock-delay guards and session keys:
-// delay/ to sessions/ in key order, which leaves out the audit trail's
-// writes (audit/ before, trail/ after).
+// on lock keys, queue entries, lock-delay guards, session keys and keys
+// of data: delay/ to sessions/ in key order, which leaves out the audit
+// trail's writes (audit/ before, trail/ after).
 func (e *Engine) NewWaiterHub(from int64) *waiterHub {
-	h := &waiterHub{Keys: map[string]map[*keyWatch]struct{}{}}
+	h := &waiterHub{Keys: map[string]map[*keyWatch]struct{}{}, kv: []byte(e.Keys.KVs())}
 	cfg := e.Feeds.Config("waiters", e.Keys.Delay(""), from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.Keys.Sessions())))
 	h.Hub = watchhub.New(cfg, h.dispatch, h.compacted)
 	return h
 }
 
-// dispatch hands a response's events to the waiters of their keys.
+// dispatch hands a response's events to the waiters of their keys. A
+// key of data's value is dropped first: its waiters read the key again
+// (lock/internal/kv's Wait), and the hub keeps its latest events, which
+// values of up to MaxKeyValueBytes each would make megabytes.
 func (h *waiterHub) dispatch(wr clientv3.WatchResponse) {
 	for _, ev := range wr.Events {
+		if bytes.HasPrefix(ev.Kv.Key, h.kv) {
+			ev.Kv.Value = nil
+		}
 		key := string(ev.Kv.Key)
 		for kw := range h.Keys[key] {
 			kw.push(ev)
