@@ -66,7 +66,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "semaphore: 4 clients, limit 4", "rwlock: 4 clients", "lockset: 4 clients", "one by one", "scale", cfg.JSONPath)
+	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "semaphore: 4 clients, limit 4", "rwlock: 4 clients", "lockset: 4 clients", "one by one", "keys:", "watch:", "scale", cfg.JSONPath)
 	for _, p := range []string{cfg.CPUProfile, cfg.MemProfile} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s not written: %v", p, err)
@@ -77,7 +77,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "semaphore", "rwlock", "lockset", "scale"} {
+	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "semaphore", "rwlock", "lockset", "kv", "scale"} {
 		if len(sections[s]) == 0 {
 			t.Errorf("JSON has no %q section", s)
 		}
@@ -135,6 +135,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	checkHolds(t, "semaphore", res.Semaphore, cfg.ContentionClients, true)
 	checkHolds(t, "rwlock", res.RWLock, cfg.ContentionClients, true)
 	checkLockSets(t, res.LockSets, cfg.ContentionClients)
+	checkKV(t, res.KV, cfg.Clients)
 
 	s := res.Scale
 	if s.Sessions != cfg.ScaleSessions || s.LocksPerSession != cfg.ScaleLocks || s.Errors != 0 {
@@ -482,5 +483,43 @@ func TestNamePairs_DistinctSeededAndSpread(t *testing.T) {
 	}
 	if len(seen) != lockSetNames {
 		t.Errorf("10000 draws took %d of the %d names", len(seen), lockSetNames)
+	}
+}
+
+// checkKV checks the keys scenario: a row of puts and of gets for baton
+// and etcd at each client count, each with ops and no error, the peers'
+// compared with baton's, and a watch latency of each.
+func checkKV(t *testing.T, k *report.KVResult, clients []int) {
+	t.Helper()
+	if k == nil || k.ValueBytes <= 0 {
+		t.Fatalf("kv: %+v", k)
+	}
+	for _, sys := range []string{"baton", "etcd"} {
+		for _, op := range []string{"put", "get"} {
+			for _, c := range clients {
+				found := false
+				for _, r := range k.Rows {
+					if r.System != sys || r.Op != op || r.Clients != c {
+						continue
+					}
+					found = true
+					if r.Ops <= 0 || r.Errors != 0 || r.OpsPerSec <= 0 || (sys != "baton") != (r.BatonVs > 0) {
+						t.Errorf("kv %s %s %d: %+v", sys, op, c, r)
+					}
+					checkLatency(t, "kv "+sys+" "+op, r.Latency, -1)
+				}
+				if !found {
+					t.Errorf("kv: no row of %s %s at %d clients", sys, op, c)
+				}
+			}
+		}
+	}
+	if len(k.Watch) < 2 {
+		t.Fatalf("kv watch: %+v", k.Watch)
+	}
+	for _, w := range k.Watch {
+		if w.Latency.Count != kvWatches || w.Latency.P50 <= 0 {
+			t.Errorf("kv watch %s: %+v", w.System, w.Latency)
+		}
 	}
 }

@@ -85,6 +85,15 @@
 //     acquire sent to every name granted). Both count each name's holders
 //     inside the critical section and fail if a name was ever held by two
 //     workers at once;
+//   - kv: keys of coordination data, at each -clients count: puts
+//     (PUT /v1/kv/{key}, unconditional, a 99-byte JSON value) and then
+//     gets of a key of each worker's own, back to back, beside etcd's KV
+//     over gRPC (Put and Get, a client per worker, from a load generator)
+//     and, when the zookeeper peer runs (-only kv,zookeeper), setData and
+//     getData of a znode of each worker's own; then how soon a watch
+//     hears of a put on an idle node, 200 puts 10 ms apart, from just
+//     before each put to its event: GET /v1/kv/events, etcd's Watch, and
+//     ZooKeeper's exists watch, set again after each event;
 //   - history, only when -only names it (it takes minutes at its default
 //     million events): the audit trail filled through the node's engine in
 //     this process (acquire+release cycles in sessions on 1,000 locks, a

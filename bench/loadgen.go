@@ -48,6 +48,10 @@ func generate(ctx context.Context, spec load.Spec, p *load.Parent) error {
 		return genLockSets(ctx, spec, p)
 	case kindScale:
 		return genScale(ctx, spec, p)
+	case kindKVPut, kindKVGet:
+		return genKV(ctx, spec, p)
+	case etcdrecipe.KindKVPut, etcdrecipe.KindKVGet:
+		return etcdrecipe.GenKV(ctx, spec, p)
 	}
 	return fmt.Errorf("unknown load kind %q", spec.Kind)
 }

@@ -32,7 +32,7 @@ import (
 // The scenarios, in the order they run. scale runs last because it leaves
 // its sessions and locks behind (see genScale); history before it, because
 // the expiry of those sessions would land in the trail it reads.
-var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "etcd-mutex", "httpfloor", "httpfloor-batched", "contention", "election", "semaphore", "rwlock", "lockset", "history", "scale"}
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "etcd-mutex", "httpfloor", "httpfloor-batched", "contention", "election", "semaphore", "rwlock", "lockset", "kv", "history", "scale"}
 
 // askedOnly are the scenarios that run only when -only names them:
 // history takes minutes at its default size.
@@ -442,6 +442,9 @@ func (b *bench) scenarios(ctx context.Context, res *report.Results) error {
 		return err
 	}
 	if err := b.runLockSets(ctx, res); err != nil {
+		return err
+	}
+	if err := b.runKV(ctx, res); err != nil {
 		return err
 	}
 	if b.cfg.runs("history") {

@@ -39,6 +39,12 @@ const RecentEvents = 4096
 type Hub struct {
 	// Feed is the hub's etcd watch; its owner runs it.
 	Feed *watchfeed.Feed
+	// Trim, when set before the feed runs, gives the event the hub
+	// dispatches and keeps in place of each one etcd sent: its owner's
+	// copy without what it never reads. It must not change its argument:
+	// an in-process client hands every watch of a revision the same
+	// events, so the other watches would see the change.
+	Trim func(*clientv3.Event) *clientv3.Event
 
 	dispatch  func(clientv3.WatchResponse)
 	compacted func(int64)
@@ -67,6 +73,13 @@ func New(cfg watchfeed.Config, dispatch func(clientv3.WatchResponse), compacted 
 }
 
 func (h *Hub) handle(_ context.Context, wr clientv3.WatchResponse) error {
+	if h.Trim != nil {
+		evs := make([]*clientv3.Event, len(wr.Events))
+		for i, ev := range wr.Events {
+			evs[i] = h.Trim(ev)
+		}
+		wr.Events = evs
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dispatch(wr)

@@ -35,6 +35,8 @@ type Spec struct {
 	// Session makes cycles take their locks in one session per client
 	// instead of a lease per lock.
 	Session bool `json:"session,omitempty"`
+	// Value is what the keys scenario writes: a key's JSON value.
+	Value []byte `json:"value,omitempty"`
 	// Sessions, Locks and Renew shape the scale scenario.
 	Sessions int           `json:"sessions,omitempty"`
 	Locks    int           `json:"locks,omitempty"`

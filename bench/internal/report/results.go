@@ -79,6 +79,9 @@ type Results struct {
 	// HTTPFloorContention is the floor's acquire with wait under the
 	// contention scenario: the limit of a FIFO lock in that shape.
 	HTTPFloorContention *ContentionResult `json:"httpfloor_contention,omitempty"`
+	// KV is the keys scenario: puts and gets by baton and its peers, and
+	// how soon each one's watch hears of a put.
+	KV *KVResult `json:"kv,omitempty"`
 }
 
 // TrailResult is the trail every scenario ran beside (-trail-events).
@@ -338,6 +341,9 @@ func (r *Results) Compare() {
 		}
 	}
 	r.compareToSession()
+	if r.KV != nil {
+		r.KV.compare()
+	}
 }
 
 // peerSections are the cycle scenarios baton's session mode is held
@@ -546,6 +552,9 @@ func WriteTable(out io.Writer, r *Results) error {
 	printHolds(tw, r)
 	if r.LockSets != nil {
 		printLockSets(tw, r.LockSets)
+	}
+	if r.KV != nil {
+		printKV(tw, r.KV)
 	}
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",

@@ -32,18 +32,26 @@ func (e *Engine) NewWaiterHub(from int64) *waiterHub {
 	h := &waiterHub{Keys: map[string]map[*keyWatch]struct{}{}, kv: []byte(e.Keys.KVs())}
 	cfg := e.Feeds.Config("waiters", e.Keys.Delay(""), from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(e.Keys.Sessions())))
 	h.Hub = watchhub.New(cfg, h.dispatch, h.compacted)
+	h.Trim = h.trim
 	return h
 }
 
-// dispatch hands a response's events to the waiters of their keys. A
-// key of data's value is dropped first: its waiters read the key again
-// (lock/internal/kv's Wait), and the hub keeps its latest events, which
-// values of up to MaxKeyValueBytes each would make megabytes.
+// trim is the event the hub keeps of ev: a key of data's without its
+// value. Its waiters read the key again (lock/internal/kv's Wait), and
+// the hub keeps its latest events, which values of up to
+// MaxKeyValueBytes each would make megabytes.
+func (h *waiterHub) trim(ev *clientv3.Event) *clientv3.Event {
+	if !bytes.HasPrefix(ev.Kv.Key, h.kv) {
+		return ev
+	}
+	k := ev.Kv
+	kv := &mvccpb.KeyValue{Key: k.Key, CreateRevision: k.CreateRevision, ModRevision: k.ModRevision, Version: k.Version, Lease: k.Lease}
+	return &clientv3.Event{Type: ev.Type, Kv: kv}
+}
+
+// dispatch hands a response's events to the waiters of their keys.
 func (h *waiterHub) dispatch(wr clientv3.WatchResponse) {
 	for _, ev := range wr.Events {
-		if bytes.HasPrefix(ev.Kv.Key, h.kv) {
-			ev.Kv.Value = nil
-		}
 		key := string(ev.Kv.Key)
 		for kw := range h.Keys[key] {
 			kw.push(ev)

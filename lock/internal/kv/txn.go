@@ -99,9 +99,11 @@ func (s *Store) commit(ctx context.Context, w *write, ops ...clientv3.Op) (*clie
 		t.after = t.OnSuccess(clientv3.OpGet(kkey, clientv3.WithKeysOnly()))
 	}
 	t.key = t.OnFailure(clientv3.OpGet(kkey, clientv3.WithKeysOnly()))
+	// Through the engine's batcher, as holds' txns go: concurrent writes
+	// share raft entries, and each gets the answer its txn alone would.
 	var resp *clientv3.TxnResponse
 	err := s.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
-		resp, err = s.core.Cli.Txn(octx).If(t.Cmps...).Then(t.Then...).Else(t.Else...).Commit()
+		resp, err = s.core.Batch.Txn(octx, t.Cmps, t.Then, t.Else)
 		return err
 	})
 	if err != nil {

@@ -3,7 +3,8 @@
 // user with an etcd cluster would write instead of calling baton. Its
 // Session and Mutex are the etcd-mutex peer (GenCycles, each worker on a
 // Mutex of its own; GenContention, every worker on one), and its Election
-// the etcd-election peer (GenElection). Each worker has a client, so a
+// the etcd-election peer (GenElection); its KV is the keys scenario's
+// peer (GenKV, WatchNotify). Each worker has a client, so a
 // gRPC connection, and a Session of its own, made before the clock
 // starts, as a client process keeps one.
 //
