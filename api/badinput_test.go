@@ -39,7 +39,8 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 	sess := s.createSession(`{"owner":"w"}`)
 	held := s.acquire("held", `{"owner":"w"}`)
 	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/ledger", fmt.Sprintf(`{"token":%d,"value":1}`, held.Token)), http.StatusOK)
-	for _, row := range slices.Concat(badLockRequests(sess, held), badOtherRequests(sess, held)) {
+	testserver.WantJSON[api.Key](t, s.Do("PUT", "/v1/kv/config/db", `{"value":1}`), http.StatusCreated)
+	for _, row := range slices.Concat(badLockRequests(sess, held), badOtherRequests(sess, held), badKeyRequests(held)) {
 		t.Run(row.rule, func(t *testing.T) { checkBadRequest(t, s, row) })
 	}
 	// Nothing changed hands either.
@@ -48,6 +49,41 @@ func TestBadInput_AnswersProblemNamingTheFieldAndWritesNothing(t *testing.T) {
 	}
 	if got := testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/ledger", ""), http.StatusOK); string(got.Value) != "1" {
 		t.Fatalf("fenced value %s, want 1", got.Value)
+	}
+	if got := testserver.WantJSON[api.KeyList](t, s.Do("GET", "/v1/kv", ""), http.StatusOK); len(got.Keys) != 1 || got.Keys[0].Version != 1 || string(got.Keys[0].Value) != "1" {
+		t.Fatalf("keys %+v, want config/db alone, as first written", got.Keys)
+	}
+}
+
+// badKeyRequests break the rules of keys: their names, values, compares,
+// fences and queries.
+func badKeyRequests(held api.Lock) []badRequest {
+	return []badRequest{
+		{rule: "key with an empty segment", method: "PUT", path: "/v1/kv/config//db", body: `{"value":1}`, field: "key"},
+		{rule: "key ending in a slash", method: "PUT", path: "/v1/kv/config/", body: `{"value":1}`, field: "key"},
+		{rule: "key with a space", method: "PUT", path: "/v1/kv/config%20db", body: `{"value":1}`, field: "key"},
+		{rule: "key over 512 bytes", method: "PUT", path: "/v1/kv/" + strings.Repeat("a/", 256) + "a", body: `{"value":1}`, field: "key"},
+		{rule: "key named events", method: "PUT", path: "/v1/kv/events", body: `{"value":1}`, field: "key"},
+		{rule: "key without value", method: "PUT", path: "/v1/kv/config/db", body: `{"session":""}`, field: "value"},
+		{rule: "key value not JSON", method: "PUT", path: "/v1/kv/config/db", body: `{"value":nope}`, field: "body"},
+		{rule: "key unknown field", method: "PUT", path: "/v1/kv/config/db", body: `{"value":1,"ttl":"5s"}`, field: "ttl"},
+		{rule: "key field in another case", method: "PUT", path: "/v1/kv/config/db", body: `{"value":1,"Lock":"x","token":1}`, field: "Lock"},
+		{rule: "key negative if_revision", method: "PUT", path: "/v1/kv/config/db", body: `{"value":2,"if_revision":-1}`, field: "if_revision"},
+		{rule: "key session not an ID", method: "PUT", path: "/v1/kv/config/db", body: `{"value":2,"session":"nope"}`, field: "session"},
+		{rule: "key fenced without token", method: "PUT", path: "/v1/kv/config/db", body: `{"value":2,"lock":"held"}`, field: "token"},
+		{rule: "key token without hold", method: "PUT", path: "/v1/kv/config/db", body: fmt.Sprintf(`{"value":2,"token":%d}`, held.Token), field: "token"},
+		{rule: "key fenced twice", method: "PUT", path: "/v1/kv/config/db", body: fmt.Sprintf(`{"value":2,"lock":"held","election":"e","token":%d}`, held.Token), field: "election"},
+		{rule: "key fenced by a bad name", method: "PUT", path: "/v1/kv/config/db", body: fmt.Sprintf(`{"value":2,"lock":"a/b","token":%d}`, held.Token), field: "lock"},
+		{rule: "key value over 64 KiB", method: "PUT", path: "/v1/kv/config/db", body: fmt.Sprintf(`{"value":"%s"}`, strings.Repeat("v", 65<<10)), field: "value", status: http.StatusRequestEntityTooLarge, code: "value_too_large"},
+		{rule: "key wait without wait_revision", method: "GET", path: "/v1/kv/config/db?wait=1s", field: "wait"},
+		{rule: "key wait_revision not a number", method: "GET", path: "/v1/kv/config/db?wait_revision=x", field: "wait_revision"},
+		{rule: "key wait not a duration", method: "GET", path: "/v1/kv/config/db?wait_revision=1&wait=soon", field: "wait"},
+		{rule: "key if_revision 0 on delete", method: "DELETE", path: "/v1/kv/config/db?if_revision=0", field: "if_revision"},
+		{rule: "key unknown query", method: "DELETE", path: "/v1/kv/config/db?force=1", field: "force"},
+		{rule: "keys bad prefix", method: "GET", path: "/v1/kv?prefix=a//b", field: "prefix"},
+		{rule: "keys bad cursor", method: "GET", path: "/v1/kv?cursor=!!", field: "cursor"},
+		{rule: "keys limit 0", method: "GET", path: "/v1/kv?limit=0", field: "limit"},
+		{rule: "key events bad prefix", method: "GET", path: "/v1/kv/events?prefix=a//", field: "prefix"},
 	}
 }
 

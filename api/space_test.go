@@ -76,6 +76,7 @@ func TestNoSpace_WritesGet507ReadsWorkAndRecoverBringsWritesBack(t *testing.T) {
 	s := newSmallServer(t)
 	held := s.acquire("job", `{"owner":"w1"}`)
 	sess := s.createSession(`{"owner":"w1"}`)
+	testserver.WantJSON[api.Key](t, s.Do("PUT", "/v1/kv/config/kept", `{"value":1}`), http.StatusCreated)
 	fill(t, s.Eng, held.Token, 20)
 
 	// Every write: 507 with our own words, never "no leader".
@@ -84,6 +85,8 @@ func TestNoSpace_WritesGet507ReadsWorkAndRecoverBringsWritesBack(t *testing.T) {
 		{"POST", "/v1/locks/other", `{"owner":"w2"}`},
 		{"POST", "/v1/sessions", `{"owner":"w2"}`},
 		{"POST", "/v1/locks/insession", `{"session":"` + sess.ID + `"}`},
+		{"PUT", "/v1/kv/config/db", `{"value":{"host":"db-1"}}`},
+		{"DELETE", "/v1/kv/config/kept", ""},
 	} {
 		p := testserver.WantProblem(t, s.Do(w.method, w.path, w.body), http.StatusInsufficientStorage, "insufficient_storage")
 		if !strings.Contains(p.Detail, "full") || !strings.Contains(p.Detail, "baton maintenance recover") || strings.Contains(p.Detail, "leader") {
@@ -97,6 +100,8 @@ func TestNoSpace_WritesGet507ReadsWorkAndRecoverBringsWritesBack(t *testing.T) {
 	testserver.WantJSON[api.FencedValue](t, s.Do("GET", "/v1/fenced/res-1", ""), http.StatusOK)
 	testserver.WantJSON[api.Session](t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
 	testserver.WantProblem(t, s.Do("GET", "/v1/locks/other", ""), http.StatusNotFound, "not_held")
+	testserver.WantJSON[api.Key](t, s.Do("GET", "/v1/kv/config/kept", ""), http.StatusOK)
+	testserver.WantProblem(t, s.Do("GET", "/v1/kv/config/db", ""), http.StatusNotFound, "key_not_found")
 	// The node is not ready: a load balancer should send it no writes.
 	r := s.Do("GET", "/readyz", "")
 	p := testserver.WantProblem(t, r, http.StatusServiceUnavailable, "nospace")
@@ -115,6 +120,7 @@ func TestNoSpace_WritesGet507ReadsWorkAndRecoverBringsWritesBack(t *testing.T) {
 	testserver.WantJSON[api.FencedValue](t, s.Do("PUT", "/v1/fenced/res-0", fmt.Sprintf(`{"token":%d,"value":"after"}`, held.Token)), http.StatusOK)
 	s.acquire("other", `{"owner":"w2"}`)
 	s.createSession(`{"owner":"w2"}`)
+	testserver.WantJSON[api.Key](t, s.Do("PUT", "/v1/kv/config/db", `{"value":{"host":"db-1"}}`), http.StatusCreated)
 }
 
 func TestPutFenced_ValueOverTheCapGets413WithLimit(t *testing.T) {
