@@ -33,6 +33,21 @@ import (
 // stall of the registering goroutine (which then reads etcd instead).
 const RecentEvents = 4096
 
+// RecentBytes bounds the bytes of keys and values those events hold:
+// keys of data carry values of up to 64 KiB by default, and 4,096 of them
+// (with their previous values) would be half a gigabyte held for late
+// registrations, which can read etcd instead.
+const RecentBytes = 16 << 20
+
+// eventBytes is what ev holds of keys and values.
+func eventBytes(ev *clientv3.Event) int {
+	n := len(ev.Kv.Key) + len(ev.Kv.Value)
+	if ev.PrevKv != nil {
+		n += len(ev.PrevKv.Key) + len(ev.PrevKv.Value)
+	}
+	return n
+}
+
 // Hub is one etcd watch fanned out. Its owner keeps the registrations,
 // and touches them only under the hub's lock (Lock, or within Dispatch
 // and Compacted).
@@ -55,6 +70,7 @@ type Hub struct {
 	// most RecentEvents; every event with a revision above floor is in it.
 	recent []*clientv3.Event
 	floor  int64
+	bytes  int // of recent's keys and values (eventBytes)
 	// advanced is closed and replaced when rev moves.
 	advanced chan struct{}
 }
@@ -104,17 +120,26 @@ func (h *Hub) handleCompacted(_ context.Context, compactRev int64) (int64, error
 	defer h.mu.Unlock()
 	h.compacted(compactRev)
 	h.rev = max(h.rev, compactRev)
-	h.recent, h.floor = nil, h.rev
+	h.recent, h.floor, h.bytes = nil, h.rev, 0
 	return compactRev + 1, nil
 }
 
-// remember keeps evs in recent, evicting the oldest beyond RecentEvents.
+// remember keeps evs in recent, evicting the oldest beyond RecentEvents
+// or RecentBytes.
 func (h *Hub) remember(evs []*clientv3.Event) {
 	if len(evs) == 0 {
 		return
 	}
 	h.recent = append(h.recent, evs...)
-	if over := len(h.recent) - RecentEvents; over > 0 {
+	for _, ev := range evs {
+		h.bytes += eventBytes(ev)
+	}
+	over := 0
+	for over < len(h.recent) && (len(h.recent)-over > RecentEvents || h.bytes > RecentBytes) {
+		h.bytes -= eventBytes(h.recent[over])
+		over++
+	}
+	if over > 0 {
 		h.floor = max(h.floor, h.recent[over-1].Kv.ModRevision)
 		// Shift rather than reslice, so the array does not grow for ever.
 		n := copy(h.recent, h.recent[over:])

@@ -121,3 +121,35 @@ func TestHub_CompactionTellsTheOwnerAndEmptiesRecent(t *testing.T) {
 		t.Errorf("Recent(%d) claims every event since, across a compaction", revs[0])
 	}
 }
+
+// TestHub_RecentHoldsAtMostRecentBytes: large values are kept only up to
+// RecentBytes: Recent then covers the newest events, and says it lost
+// the older ones, which were dispatched all the same.
+func TestHub_RecentHoldsAtMostRecentBytes(t *testing.T) {
+	cli := testetcd.Start(t).Client()
+	first := put(t, cli, 1)[0]
+	h, o := start(t, cli, first+1)
+	big := string(make([]byte, 1<<20))
+	n := watchhub.RecentBytes>>20 + 4
+	var revs []int64
+	for i := range n {
+		resp, err := cli.Put(context.Background(), fmt.Sprintf("k/big-%d", i), big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, resp.Header.Revision)
+	}
+	await(t, h, revs[n-1])
+	h.Lock()
+	defer h.Unlock()
+	if len(o.revs) != n {
+		t.Fatalf("dispatched %d events, want %d", len(o.revs), n)
+	}
+	if _, ok := h.Recent(revs[0]); ok {
+		t.Errorf("Recent(%d) says it holds %d MiB of values, more than RecentBytes", revs[0], n-1)
+	}
+	recent, ok := h.Recent(revs[n-3])
+	if !ok || len(recent) != 2 {
+		t.Fatalf("Recent(%d) = %d events, %v; want the newest 2", revs[n-3], len(recent), ok)
+	}
+}
