@@ -14,11 +14,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/pkg/v3/featuregate"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/etcdserver/txn"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
@@ -530,6 +532,24 @@ const DefaultMaxTxnOps = 1024
 
 // MaxTxnOps is the most ops a txn sent to this member may hold.
 func (m *Member) MaxTxnOps() int { return m.maxTxnOps }
+
+// RangePage is store.Member's: r served from the member's store without
+// the count of the rest of the range that etcd's Range makes, as each
+// chunk of its RangeStream is (which the in-process client cannot call).
+func (m *Member) RangePage(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	s := m.etcd.Server
+	if !r.Serializable {
+		if err := s.LinearizableReadNotify(ctx); err != nil {
+			return nil, err
+		}
+	}
+	resp, _, err := txn.Range(ctx, s.Logger(), s.KV(), r, false)
+	if err != nil {
+		return nil, err
+	}
+	resp.Header = &pb.ResponseHeader{ClusterId: uint64(s.Cluster().ID()), MemberId: uint64(s.MemberID()), Revision: resp.Header.GetRevision(), RaftTerm: s.Term()}
+	return resp, nil
+}
 
 // IsLeader reports whether this member leads its cluster now.
 func (m *Member) IsLeader() bool {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -45,6 +47,13 @@ type Member interface {
 	// MaxTxnOps is the most ops the member takes in one txn (etcd's
 	// --max-txn-ops); the trail's index fills its txns up to it.
 	MaxTxnOps() int
+	// RangePage serves r, a range with a limit, from the member's own
+	// store, linearizably unless r is serializable, reading at most the
+	// limit (and one more) from its key index. etcd's Range walks the
+	// index from r's key to its range end to count the keys, limit or
+	// not: a page of a million keys' prefix would cost the million. The
+	// answer's Count is what it holds.
+	RangePage(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error)
 }
 
 // Etcd is how baton calls etcd. Every call is bounded by OpTimeout and by
@@ -194,4 +203,19 @@ func (c *Etcd) WhileStarting(ctx context.Context, log *slog.Logger, read func() 
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// GetPage reads at most limit keys of [key, end), linearizably: from the
+// embedded member's index, without counting the rest of the range
+// (Member.RangePage), or, over a remote etcd, with a Get, whose count
+// walks etcd's index to the range's end.
+func (c *Etcd) GetPage(ctx context.Context, key, end string, limit int64) (*clientv3.GetResponse, error) {
+	if c.Member == nil || c.Member.IsStopped() {
+		return c.Cli.Get(ctx, key, clientv3.WithRange(end), clientv3.WithLimit(limit))
+	}
+	resp, err := c.Member.RangePage(ctx, &pb.RangeRequest{Key: []byte(key), RangeEnd: []byte(end), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	return (*clientv3.GetResponse)(resp), nil
 }

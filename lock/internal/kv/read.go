@@ -111,9 +111,11 @@ type Page struct {
 }
 
 // List returns a page of keys, with their values, in key order. It reads
-// one etcd range with a limit: its cost grows with the page, not with the
-// keys stored. A page may hold fewer keys than o.Limit when values may be
-// large (listPageBytes), with a cursor.
+// one etcd range with a limit, which on an embedded member reads the
+// page alone: its cost grows with the page, not with the keys stored.
+// Over a remote etcd, etcd also counts the keys from the cursor to the
+// end of the prefix in its in-memory index. A page may hold fewer keys
+// than o.Limit when values may be large (listPageBytes), with a cursor.
 func (s *Store) List(ctx context.Context, o ListOptions) (*Page, error) {
 	if o.Limit == 0 {
 		o.Limit = 100
@@ -134,8 +136,10 @@ func (s *Store) List(ctx context.Context, o ListOptions) (*Page, error) {
 	if after := base + o.After + "\x00"; o.After != "" && after > start {
 		start = after
 	}
+	// Not Cli.Get: etcd would walk its index to the end of the prefix
+	// to count it (store.Etcd.GetPage).
 	octx, done := s.core.Etcd.Op(ctx)
-	resp, err := s.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(limit+1)))
+	resp, err := s.core.Etcd.GetPage(octx, start, end, int64(limit+1))
 	done()
 	if err != nil {
 		return nil, s.core.Etcd.Err(ctx, "list keys", err)
