@@ -48,6 +48,7 @@ class Stream:
         self._closed = threading.Event()
         self._conn_lock = threading.Lock()
         self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
         self._gen = self._run()
 
     def __iter__(self):
@@ -71,10 +72,10 @@ class Stream:
     def _drop(self) -> None:
         """Breaks the current connection, as a network failure would."""
         with self._conn_lock:
-            conn = self._conn
-        if conn is not None and conn.sock is not None:
+            sock = self._sock
+        if sock is not None:
             try:
-                conn.sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
@@ -115,14 +116,18 @@ class Stream:
         path, query, last_id = self._src.target()
         target = path + ("?" + urllib.parse.urlencode(query) if query else "")
         conn = self._t.connection(ep, self._t.timeout)
+        resp = None
         try:
             conn.connect()
+            # The socket, kept: an answer with "Connection: close" (a proxy's)
+            # hands it to the response, and conn.sock is None from then on.
+            sock = conn.sock
             # Under the lock, so that a close() either comes before (and is
             # seen here) or finds the connection to break.
             with self._conn_lock:
                 if self._closed.is_set():
                     return
-                self._conn = conn
+                self._conn, self._sock = conn, sock
             headers = self._t.headers(None, accept="text/event-stream")
             headers["Cache-Control"] = "no-cache"
             if last_id is not None:
@@ -132,7 +137,7 @@ class Stream:
             if resp.status != 200:
                 raise decode_error(resp.status, resp.reason, resp.headers, resp.read(64 << 10))
             self._t.preferred = i
-            conn.sock.settimeout(self._idle)
+            sock.settimeout(self._idle)
             yield None
             data, mid, typ = [], "", ""
             while True:
@@ -157,7 +162,9 @@ class Stream:
                     typ = value
         finally:
             with self._conn_lock:
-                self._conn = None
+                self._conn = self._sock = None
+            if resp is not None:
+                resp.close()
             conn.close()
 
 

@@ -178,6 +178,8 @@ class _FrontHandler(http.server.BaseHTTPRequestHandler):
         hdrs = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
         conn.request(self.command, self.path, body=body or None, headers=hdrs)
         resp = conn.getresponse()
+        if resp.status == 200 and (resp.getheader("Content-Type") or "").startswith("text/event-stream"):
+            return self._stream(conn, resp)
         data = resp.read()
         conn.close()
         if drop:
@@ -189,6 +191,32 @@ class _FrontHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, conn, resp):
+        """Relays an event stream line by line until either side ends it;
+        the front's close() ends it too."""
+        front = self.server.front
+        pair = (self.connection, conn)
+        with front.mu:
+            front.streams.add(pair)
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            for k, v in resp.getheaders():
+                if k.lower() not in ("content-length", "connection", "transfer-encoding"):
+                    self.send_header(k, v)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            while line := resp.readline():
+                self.wfile.write(line)
+                self.wfile.flush()
+        except (OSError, http.client.HTTPException):
+            pass  # one side hung up
+        finally:
+            with front.mu:
+                front.streams.discard(pair)
+            conn.close()
 
     def _problem(self, status, retry_after):
         data = (b'{"type":"urn:baton:problem:unavailable","title":"Service unavailable",'
@@ -219,14 +247,15 @@ class Front:
     "forward"; ("status", code, retry_after) to answer a problem
     without forwarding; "drop" to close the connection without
     answering; "forward-drop" to forward the request, then close the
-    connection without answering. It does not stream: keep event streams
-    off it (answer them with a status)."""
+    connection without answering. A forwarded answer that is an event
+    stream is relayed as it comes; close() cuts such streams."""
 
     def __init__(self, upstream: str, rule):
         self.rule = rule
         self.upstream = upstream.removeprefix("http://")
         self.n = 0
         self.seen: list[tuple[str, str]] = []
+        self.streams: set = set()  # (client socket, upstream connection) of each relayed stream
         self.mu = threading.Lock()
         self.httpd = _FrontServer(("127.0.0.1", 0), _FrontHandler)
         self.httpd.front = self
@@ -238,6 +267,15 @@ class Front:
             return sum(1 for m, p in self.seen if (method is None or m == method) and p.startswith(prefix))
 
     def close(self):
+        with self.mu:
+            streams = list(self.streams)
+        for sock, conn in streams:
+            for s in (sock, conn.sock):
+                if s is not None:
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
         self.httpd.shutdown()
         self.httpd.server_close()
 

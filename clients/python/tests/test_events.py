@@ -9,7 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from live import LiveTest, baton, wait_until  # noqa: E402
+from live import Front, LiveTest, baton, wait_until  # noqa: E402
 
 
 def reader(stream):
@@ -87,6 +87,21 @@ class EventsTest(LiveTest):
         self.assertEqual([(e.revision, e.type, e.token) for e in got],
                          [(e.revision, e.type, e.token) for e in want])
         self.assertEqual(len(got), 10)
+
+    def test_a_stream_through_a_proxy_that_closes_after_it_works(self):
+        # The front answers a stream with "Connection: close", as an
+        # HTTP/1.0-minded proxy may.
+        f = Front(self.addr, lambda n, method, path: "forward")
+        self.addCleanup(f.close)
+        name = self.name()
+        with self.client(f.url).events(lock=name) as stream:
+            q = reader(stream)
+            self.churn(name, 1)
+            self.assertEqual([e.type for e in take(q, 2)], ["acquired", "released"])
+            stream._drop()
+            self.churn(name, 1)
+            self.assertEqual([e.type for e in take(q, 2)], ["acquired", "released"])
+        self.assertGreaterEqual(f.count("GET", "/v1/events"), 2)
 
     def test_since_none_streams_from_now_and_since_replays(self):
         name = self.name()

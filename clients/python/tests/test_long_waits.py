@@ -44,8 +44,8 @@ def result(q, timeout=20):
 class LongWaitTest(LiveTest):
     def front(self, rule=None):
         """A counting front for the node, and a client with MAX through it.
-        The front does not stream: event streams (the hold watcher's) are
-        refused."""
+        Event streams (the hold watcher's) are refused: these tests are
+        about the acquires' requests."""
         def streamless(n, method, path):
             if path.startswith("/v1/events"):
                 return ("status", 503, None)

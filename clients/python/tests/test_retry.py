@@ -14,8 +14,8 @@ from live import Front, LiveTest, baton, dead_endpoint  # noqa: E402
 
 
 def first_n(k, fault):
-    """The first k requests get fault, the others are forwarded; the front
-    does not stream, so event streams (the hold watcher's) are refused."""
+    """The first k requests get fault, the others are forwarded; event
+    streams (the hold watcher's) are refused: these tests are about calls."""
     def rule(n, method, path):
         if path.startswith("/v1/events"):
             return ("status", 503, None)
