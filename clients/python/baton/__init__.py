@@ -12,18 +12,18 @@ they are lost; server answers raise typed exceptions (HeldError with .holder, or
 StaleTokenError, …). Standard library only.
 """
 
-from .client import DEFAULT_ADDR, MAX_REQUEST_WAIT, WAIT_FOREVER, Client
+from .client import DEFAULT_ADDR, MAX_REQUEST_WAIT, WAIT_FOREVER, Client, Fence
 from ._hold import Leadership, Lock, Permit, RWHold
 from ._lockset import LockSet
 from ._sse import Stream
 from .errors import *  # noqa: F401,F403: one class per problem code
 from .errors import CLASSES, BatonError, LockLostError, error_class
-from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, LeaderChange, LeaderInfo, LockInfo, LockSetInfo,
-                    Member, PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter)
+from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, Key, KeyEvent, KeyList, LeaderChange, LeaderInfo,
+                    LockInfo, LockSetInfo, Member, PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter)
 
 __all__ = [
-    "Client", "DEFAULT_ADDR", "MAX_REQUEST_WAIT", "WAIT_FOREVER", "Lock", "Leadership", "Permit", "RWHold",
+    "Client", "DEFAULT_ADDR", "MAX_REQUEST_WAIT", "WAIT_FOREVER", "Fence", "Lock", "Leadership", "Permit", "RWHold",
     "LockSet", "Stream", "BatonError", "LockLostError", "CLASSES", "error_class", "Candidate", "Cluster", "Event",
-    "FencedValue", "HoldInfo", "LeaderChange", "LeaderInfo", "LockInfo", "LockSetInfo", "Member", "PermitInfo",
-    "Problem", "RWLockInfo", "SemaphoreInfo", "Session", "Waiter",
+    "FencedValue", "HoldInfo", "Key", "KeyEvent", "KeyList", "LeaderChange", "LeaderInfo", "LockInfo", "LockSetInfo",
+    "Member", "PermitInfo", "Problem", "RWLockInfo", "SemaphoreInfo", "Session", "Waiter",
 ] + [c.__name__ for c in CLASSES.values()]

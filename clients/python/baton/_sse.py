@@ -21,7 +21,7 @@ import urllib.parse
 from . import _problems
 from ._http import MAX_RETRY_AFTER, Transport, decode_error
 from .errors import BatonError, UnavailableError
-from .types import Event, LeaderChange, LeaderInfo, decode
+from .types import Event, KeyEvent, LeaderChange, LeaderInfo, decode
 
 # The server sends a comment every 15 s: three missed mean a dead connection.
 DEFAULT_IDLE = 45.0
@@ -175,6 +175,8 @@ class EventSource:
     reconnection asks for that whole revision again (Last-Event-ID is the
     revision before it) and skips the events of it already yielded."""
 
+    path = "/v1/events"
+
     def __init__(self, base, lock=None, kind=None, name=None, since=None):
         self._base = base  # callable: the current revision
         self.query = {k: v for k, v in (("lock", lock), ("kind", kind), ("name", name)) if v}
@@ -194,9 +196,11 @@ class EventSource:
 
     def target(self):
         resume = self.last - 1 if self.last > 0 else self.since
-        return "/v1/events", self.query, resume
+        return self.path, self.query, resume
 
-    def dispatch(self, mid: str, typ: str, data: str):
+    def _decode(self, mid: str, typ: str, data: str):
+        """The item of a message, and what tells it from the other items
+        of its revision."""
         try:
             ev = decode(Event, json.loads(data))
         except (ValueError, TypeError) as e:
@@ -204,7 +208,10 @@ class EventSource:
         if not ev.revision:
             ev.revision = int(mid or 0)
         ev.type = ev.type or typ
-        key = (ev.type, ev.kind, ev.name, ev.lock, ev.session, ev.token)
+        return ev, (ev.type, ev.kind, ev.name, ev.lock, ev.session, ev.token)
+
+    def dispatch(self, mid: str, typ: str, data: str):
+        ev, key = self._decode(mid, typ, data)
         if ev.revision < self.last or (ev.revision == self.last and key in self.seen) or \
                 (self.last == 0 and ev.revision <= (self.since or 0)):
             return None  # yielded already, or from before where we resumed
@@ -212,6 +219,30 @@ class EventSource:
             self.last, self.seen = ev.revision, set()
         self.seen.add(key)
         return ev
+
+
+class KeySource(EventSource):
+    """GET /v1/kv/events across connections: every change of the keys
+    under prefix once, in order, resuming as EventSource does (a
+    session's end deletes its keys in one revision, which a connection
+    may break in the middle of). since 0 or None: from now on."""
+
+    path = "/v1/kv/events"
+
+    def __init__(self, base, prefix=None, since=None):
+        super().__init__(base, since=since or None)
+        self.query = {"prefix": prefix} if prefix else {}
+
+    def _decode(self, mid: str, typ: str, data: str):
+        try:
+            ev = decode(KeyEvent, json.loads(data))
+        except (ValueError, TypeError) as e:
+            raise UnavailableError(f"key stream: bad event {data[:100]!r}: {e}") from e
+        if not ev.revision:
+            ev.revision = int(mid or 0)
+        # A put's and a delete's data say no type: the message's name does.
+        ev.type = typ or ev.type
+        return ev, (ev.type, ev.key)
 
 
 class ObserveSource:

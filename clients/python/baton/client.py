@@ -11,11 +11,14 @@ call, as in the Go client (client/calls.go), and said in each docstring:
   register rejects it wherever it would have rejected the original;
 - a permit's or a read/write lock hold's revoke is retried too: it names
   the hold's token;
+- a key's put or delete with if_revision or a fence is retried: a
+  repeat refuses what the first attempt did;
 - acquire, acquire_set and campaign outside a session, every acquire_permit (each
   request takes a permit of its own, in a session too), every read
-  acquire_rw and a write one outside a session, session create and a
-  lock's or leadership's revoke are not: a repeat could take a
-  second hold, make a second lease or revoke the next holder. They raise
+  acquire_rw and a write one outside a session, session create, a
+  lock's or leadership's revoke and an unconditional put_key or
+  delete_key are not: a repeat could take a second hold, make a second
+  lease, revoke the next holder or land over a newer write. They raise
   UnavailableError with outcome_unknown set.
 
 Every call moves on to the next endpoint when a connection cannot be made
@@ -32,14 +35,15 @@ import ssl
 import threading
 import time
 import urllib.parse
+from typing import NamedTuple
 
 from ._hold import RWLOCK, SEMAPHORE, HoldKind, HoldWatcher, Leadership, Lock, Permit, RWHold, _Held
 from ._http import Transport, parse_endpoint
 from ._lockset import LockSet
-from ._sse import DEFAULT_IDLE, EventSource, ObserveSource, Stream
+from ._sse import DEFAULT_IDLE, EventSource, KeySource, ObserveSource, Stream
 from .errors import BatonError, InvalidError, SessionNotFoundError
-from .types import (Cluster, Event, FencedValue, HoldInfo, LeaderInfo, LockInfo, LockSetInfo, RWLockInfo, SemaphoreInfo,
-                    Session, decode, duration_seconds, format_duration)
+from .types import (Cluster, Event, FencedValue, HoldInfo, Key, KeyList, LeaderInfo, LockInfo, LockSetInfo, RWLockInfo,
+                    SemaphoreInfo, Session, decode, duration_seconds, format_duration)
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 10.0
@@ -53,10 +57,42 @@ MAX_REQUEST_WAIT = 300.0
 WAIT_FOREVER = math.inf
 # The wait of the request that gives a kept place up.
 _GIVE_UP_WAIT = 0.001
+# A blocking read's wait when it gives none: the node's default.
+_DEFAULT_KEY_WAIT = 60.0
+
+
+class Fence(NamedTuple):
+    """The hold a key's write requires: kind "lock", "election",
+    "semaphore" (one of its permits) or "rwlock" (its write hold), the
+    thing's name, and the hold's token. The write happens only while that
+    hold is current; otherwise StaleTokenError."""
+
+    kind: str
+    name: str
+    token: int
+
+
+_FENCE_KINDS = ("lock", "election", "semaphore", "rwlock")
+
+
+def _fence_body(fence: Fence | None) -> dict:
+    """A fence as a request body's members."""
+    if fence is None:
+        return {}
+    kind, name, token = fence
+    if kind not in _FENCE_KINDS:
+        raise ValueError(f"baton client: a fence's kind is lock, election, semaphore or rwlock, not {kind!r}")
+    return {kind: name, "token": token}
 
 
 def _q(s: str) -> str:
     return urllib.parse.quote(s, safe="")
+
+
+def _key_path(key: str) -> str:
+    # The key's "/"s are escaped too: the key is one path parameter, as the
+    # OpenAPI document has it (a node takes them unescaped as well).
+    return "/v1/kv/" + _q(key)
 
 
 def _lock_path(name: str) -> str:
@@ -373,6 +409,80 @@ class Client:
         NotFoundError. Retried."""
         _, w = self._do(f"get fenced {resource!r}", "GET", "/v1/fenced/" + _q(resource), idempotent=True)
         return decode(FencedValue, w)
+
+    # Keys.
+
+    def put_key(self, key: str, value, if_revision: int | None = None, session: str | None = None,
+                fence: Fence | None = None) -> Key:
+        """Writes value (any JSON) under key, in one transaction with what
+        it compares, and returns the key as written. if_revision makes it
+        a compare-and-set: it happens only if the key's revision is
+        if_revision (0: the key must not exist), else
+        RevisionMismatchError, whose .revision is the key's (0: absent).
+        session binds the key to that session (SessionNotFoundError): it
+        is deleted when the session ends; a put without it unbinds the
+        key. fence makes it happen only while that hold is current, else
+        StaleTokenError. Also ValueTooLargeError, TooManyKeysError.
+
+        Retried only with if_revision or fence, which make a repeat refuse
+        what the first attempt did: an unconditional put that may have
+        reached a node raises UnavailableError with outcome_unknown set."""
+        body = {"value": value, **_omit_none({"if_revision": if_revision, "session": session}), **_fence_body(fence)}
+        _, w = self._do(f"put key {key!r}", "PUT", _key_path(key), body=body,
+                        idempotent=if_revision is not None or fence is not None)
+        return decode(Key, w)
+
+    def get_key(self, key: str) -> Key:
+        """Reads a key, linearizably; KeyNotFoundError, whose .revision is
+        the revision the key was found missing at. Retried."""
+        return decode(Key, self._do(f"get key {key!r}", "GET", _key_path(key), idempotent=True)[1])
+
+    def wait_key(self, key: str, after: int, wait=None) -> Key:
+        """A blocking read: returns the key once its revision passes
+        after, at once if it has already, else at its next put, or raises
+        KeyNotFoundError at its delete; when wait runs out (a duration;
+        None: the node's default, a minute; at most 5m) it returns the
+        key as it is then. To follow a key, pass the last revision seen,
+        a missing key's KeyNotFoundError.revision included. It may return
+        early with the key unchanged: ask again. Retried."""
+        timeout = self._t.timeout + max(duration_seconds(wait), _DEFAULT_KEY_WAIT)
+        _, w = self._do(f"wait key {key!r}", "GET", _key_path(key), idempotent=True, timeout=timeout,
+                        query={"wait_revision": after, "wait": format_duration(wait)})
+        return decode(Key, w)
+
+    def delete_key(self, key: str, if_revision: int | None = None, fence: Fence | None = None) -> None:
+        """Deletes a key: only at revision if_revision, when given, and
+        only while fence's hold is current, when given. KeyNotFoundError,
+        RevisionMismatchError, StaleTokenError. Retried only with
+        if_revision or fence, as put_key is."""
+        body = _fence_body(fence) or None
+        self._do(f"delete key {key!r}", "DELETE", _key_path(key), query={"if_revision": if_revision}, body=body,
+                 idempotent=if_revision is not None or fence is not None)
+
+    def keys(self, prefix: str | None = None, limit: int | None = None, cursor: str | None = None) -> KeyList:
+        """A page of the keys that start with prefix ("config/": those
+        under config), in key order, with their values, the next cursor
+        and the revision the page was read at. Retried."""
+        _, w = self._do("list keys", "GET", "/v1/kv", query={"prefix": prefix, "limit": limit, "cursor": cursor},
+                        idempotent=True)
+        return decode(KeyList, w)
+
+    def watch_keys(self, prefix: str | None = None, since: int | None = None,
+                   idle_timeout: float = DEFAULT_IDLE) -> Stream:
+        """Streams the changes of the keys under prefix (GET
+        /v1/kv/events) as an iterator of KeyEvent, after revision since,
+        in revision order, each once: when the stream breaks it
+        reconnects, to the next endpoint, with Last-Event-ID, without a
+        gap or a repeat. Pass a KeyList's revision to watch from a
+        listing; since None or 0 means from now (the current revision is
+        read before this returns). It raises when a node refuses the
+        request itself (a bad prefix, no valid token); close() ends it,
+        from any thread. Use it in a with block, or close it."""
+        src = KeySource(lambda: self.cluster().revision, prefix=prefix, since=since)
+        if not since:
+            with contextlib.suppress(Exception):
+                src.fetch_base()  # the stream asks again, and raises a refusal
+        return Stream(self._t, "key events", src, idle_timeout)
 
     # The audit trail.
 

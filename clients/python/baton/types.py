@@ -306,6 +306,58 @@ class FencedValue:
 
 
 @dataclass
+class Key:
+    """A key of coordination data (schema Key): its value, decoded; the
+    revision of its last put; created_revision, that of the put that
+    created it; version, how many puts it has had since (1 for a new
+    key); and session, the session it is bound to (it is deleted when the
+    session ends), or None."""
+
+    key: str = ""
+    value: Any = None
+    revision: int = 0
+    created_revision: int = 0
+    version: int = 0
+    session: str | None = None
+
+
+@dataclass
+class KeyList:
+    """A page of keys, in key order (schema KeyList): next_cursor is the
+    cursor of the next page ("" on the last), and revision the revision
+    the page was read at: watch_keys(prefix, since=revision) misses no
+    change after the page."""
+
+    keys: list[Key] = field(default_factory=list)
+    next_cursor: str = ""
+    revision: int = 0
+    _convert = {"keys": _list(Key)}
+
+
+@dataclass
+class KeyEvent:
+    """A change of a key, as watch_keys yields it. type "put": value,
+    created_revision, version and session are the key's as the put left
+    it (a put replayed from a revision etcd has compacted, of a key that
+    changed since, comes with value None: get_key reads it). type
+    "delete": session names the session whose end deleted the key, if
+    that is how it went. type "gap": the audit trail could not record
+    the changes of revisions from_revision to to_revision (reason says
+    why); list the keys again."""
+
+    type: str = ""
+    key: str = ""
+    revision: int = 0
+    value: Any = None
+    created_revision: int | None = None
+    version: int | None = None
+    session: str | None = None
+    from_revision: int | None = None
+    to_revision: int | None = None
+    reason: str | None = None
+
+
+@dataclass
 class Problem:
     """An error answer's RFC 9457 problem document."""
 

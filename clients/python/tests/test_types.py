@@ -18,7 +18,7 @@ MIRRORS = {
     baton.LockInfo: "Lock", baton.Waiter: "Waiter", baton.LeaderInfo: "Leader", baton.Candidate: "Candidate",
     baton.Session: "Session", baton.Event: "Event", baton.FencedValue: "FencedValue", baton.Problem: "Problem",
     baton.Cluster: "Cluster", baton.Member: "Member", baton.HoldInfo: "Hold", baton.SemaphoreInfo: "Semaphore",
-    baton.RWLockInfo: "RWLock", baton.LockSetInfo: "LockSet",
+    baton.RWLockInfo: "RWLock", baton.LockSetInfo: "LockSet", baton.Key: "Key", baton.KeyList: "KeyList",
 }
 
 
@@ -49,7 +49,9 @@ class TypesTest(unittest.TestCase):
                 "RWRequest": {"mode", "owner", "ttl", "session", "wait", "keep_place", "metadata"},
                 "HoldRevokeRequest": {"token", "reason"},
                 "LockSetRequest": {"names", "owner", "ttl", "session", "wait", "metadata"},
-                "LockSetTokenRequest": {"names", "token"}}
+                "LockSetTokenRequest": {"names", "token"},
+                "PutKeyRequest": {"value", "if_revision", "session", "lock", "election", "semaphore", "rwlock", "token"},
+                "DeleteKeyRequest": {"lock", "election", "semaphore", "rwlock", "token"}}
         for schema, members in sent.items():
             with self.subTest(schema=schema):
                 self.assertEqual(set(self.schemas[schema]["properties"]), members)
