@@ -2,8 +2,8 @@ import { BatonError, errorFromProblem, InvalidRequestError, SessionNotFoundError
 import { Hold, HoldWatcher, kindElection, kindLock, kindLockSet, kindRWLock, kindSemaphore, type Grant } from "./hold.js";
 import { Leadership, Lock, Permit, RWHold, type Kept } from "./lock.js";
 import { LockSet } from "./lockset.js";
-import { Channel, EventsSource, isJSON, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
-import type { Cluster, Event, FencedValue, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session } from "./types.js";
+import { Channel, EventsSource, isJSON, KeysSource, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
+import type { Cluster, Event, FencedValue, Key, KeyEvent, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
 
 /** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
@@ -179,6 +179,56 @@ export interface PutFencedOptions extends CallOptions {
   rwlock?: string;
 }
 
+/**
+ * Fence names the hold a key's write requires: kind "lock", "election",
+ * "semaphore" (one of its permits) or "rwlock" (its write hold), the
+ * thing's name, and the hold's token. The write happens only while that
+ * hold is current; otherwise StaleTokenError.
+ */
+export interface Fence {
+  kind: "lock" | "election" | "semaphore" | "rwlock";
+  name: string;
+  token: number;
+}
+
+/** PutKeyOptions say what a key's put compares, binds and requires. None: an unconditional put. */
+export interface PutKeyOptions extends CallOptions {
+  /**
+   * Makes the put a compare-and-set: it happens only if the key's
+   * revision is this one (0: the key must not exist). Otherwise
+   * RevisionMismatchError, whose revision is the key's (0: absent).
+   */
+  ifRevision?: number;
+  /** Binds the key to this session: it is deleted when the session ends. A put without it unbinds the key. */
+  session?: string;
+  /** The put happens only while this hold is current. */
+  fence?: Fence;
+}
+
+/** DeleteKeyOptions say what a key's delete compares and requires. */
+export interface DeleteKeyOptions extends CallOptions {
+  /** Deletes the key only at this revision (RevisionMismatchError otherwise). */
+  ifRevision?: number;
+  /** Deletes it only while this hold is current. */
+  fence?: Fence;
+}
+
+/** WaitKeyOptions say how long a blocking read of a key waits. */
+export interface WaitKeyOptions extends CallOptions {
+  /** At most 5 m; default the node's, a minute. */
+  wait?: Duration;
+}
+
+/** WatchKeysOptions say from when a watch of keys starts. */
+export interface WatchKeysOptions {
+  /** Deliver the changes after this revision (a listing's revision); 0 or absent: from now on. */
+  since?: number;
+  /** Ends the watch. */
+  signal?: AbortSignal;
+  /** How long the stream may stay silent, heartbeats included, before it reconnects; default 45 s. */
+  idleTimeout?: number;
+}
+
 /** How an acquire waits: up to wait, in session, until signal aborts. */
 interface Waiting {
   wait?: Duration;
@@ -245,12 +295,14 @@ function isDialError(e: unknown): boolean {
  *
  * Calls go to the endpoint that answered last and move on when one is
  * unreachable or answers 503. Calls that are safe to repeat (reads,
- * renewals, releases by token, fenced writes) are retried with backoff
+ * renewals, releases by token, fenced writes, a key's put or delete with
+ * ifRevision or a fence) are retried with backoff
  * honouring Retry-After; so is a permit's or a read/write lock hold's
  * revoke, which names its token. An acquire, acquireSet or campaign
  * outside a session, any acquirePermit (each request takes a permit of its own),
- * any read acquireRW (likewise), a session creation or a lock's or
- * leadership's revoke is not repeated once it may have reached a node: it
+ * any read acquireRW (likewise), a session creation, a lock's or
+ * leadership's revoke or an unconditional putKey or deleteKey is not
+ * repeated once it may have reached a node: it
  * fails with UnavailableError and its outcome is unknown.
  */
 export class Client {
@@ -784,6 +836,93 @@ export class Client {
     return new Stream(ch, ctl, src.based);
   }
 
+  // ---- keys ----
+
+  /**
+   * putKey writes value (any JSON value) under key, in one transaction
+   * with what o compares, and returns the key as written. With
+   * o.ifRevision it is a compare-and-set (0: create only), rejecting with
+   * RevisionMismatchError; with o.session the key is deleted when the
+   * session ends (SessionNotFoundError); with o.fence it happens only
+   * while that hold is current (StaleTokenError). Also ValueTooLargeError
+   * and TooManyKeysError.
+   *
+   * Retried only with o.ifRevision or o.fence, which make a repeat refuse
+   * what the first attempt did: an unconditional put that may have
+   * reached a node fails with UnavailableError, its outcome unknown.
+   */
+  async putKey(key: string, value: unknown, o: PutKeyOptions = {}): Promise<Key> {
+    const body = { value: value === undefined ? null : value, if_revision: o.ifRevision, session: o.session || undefined, ...fenceBody(o.fence) };
+    return (await this.call<Key>({
+      op: `put key ${JSON.stringify(key)}`, method: "PUT", path: keyPath(key), body, idempotent: o.ifRevision !== undefined || o.fence !== undefined, signal: o.signal,
+    })).data;
+  }
+
+  /** getKey reads a key, linearizably. KeyNotFoundError, whose revision is the revision it was found missing at. Retried. */
+  async getKey(key: string, o: CallOptions = {}): Promise<Key> {
+    return (await this.call<Key>({ op: `get key ${JSON.stringify(key)}`, method: "GET", path: keyPath(key), idempotent: true, signal: o.signal })).data;
+  }
+
+  /**
+   * waitKey is a blocking read: it resolves with the key once its
+   * revision passes after, at once if it has already, else at its next
+   * put; it rejects with KeyNotFoundError at its delete; when o.wait runs
+   * out it resolves with the key as it is then. To follow a key, pass the
+   * last revision seen, a missing key's KeyNotFoundError.revision
+   * included. It may resolve early with the key unchanged: ask again.
+   * Retried.
+   */
+  async waitKey(key: string, after: number, o: WaitKeyOptions = {}): Promise<Key> {
+    const wait = o.wait !== undefined ? toMillis(o.wait) : 0;
+    return (await this.call<Key>({
+      op: `wait key ${JSON.stringify(key)}`, method: "GET", path: keyPath(key),
+      query: { wait_revision: String(after), wait: o.wait !== undefined ? toWire(o.wait) : undefined },
+      idempotent: true, timeout: this.timeoutMs + Math.max(wait, defaultKeyWait), signal: o.signal,
+    })).data;
+  }
+
+  /** deleteKey deletes a key. KeyNotFoundError, RevisionMismatchError, StaleTokenError. Retried only with o.ifRevision or o.fence, as putKey is. */
+  async deleteKey(key: string, o: DeleteKeyOptions = {}): Promise<void> {
+    await this.call({
+      op: `delete key ${JSON.stringify(key)}`, method: "DELETE", path: keyPath(key),
+      query: { if_revision: o.ifRevision !== undefined ? String(o.ifRevision) : undefined },
+      body: o.fence ? fenceBody(o.fence) : undefined, idempotent: o.ifRevision !== undefined || o.fence !== undefined, signal: o.signal,
+    });
+  }
+
+  /**
+   * keys returns a page of the keys that start with o.prefix ("config/":
+   * those under config), in key order, with their values; the next
+   * page's cursor ("" on the last); and the revision the page was read
+   * at, which watchKeys takes as since. Retried.
+   */
+  async keys(o: ListOptions = {}): Promise<{ keys: Key[]; nextCursor: string; revision: number }> {
+    const { data } = await this.call<{ keys: Key[]; next_cursor?: string; revision: number }>({ op: "list keys", method: "GET", path: "/v1/kv", query: listQuery(o), idempotent: true, signal: o.signal });
+    return { keys: data.keys ?? [], nextCursor: data.next_cursor ?? "", revision: data.revision };
+  }
+
+  /**
+   * watchKeys streams the changes of the keys under prefix (GET
+   * /v1/kv/events) after o.since, in revision order, each once. When the
+   * stream breaks it reconnects by itself, to the next endpoint, with
+   * Last-Event-ID, and resumes without a gap or a repeat. Pass a
+   * listing's revision to watch from it; without o.since it starts from
+   * the current revision: every change after `await stream.ready` is
+   * delivered.
+   *
+   * The iterator ends when o.signal aborts or the loop is left, and throws
+   * when a node refuses the request itself (a bad prefix, no valid token).
+   */
+  watchKeys(prefix: string, o: WatchKeysOptions = {}): Stream<KeyEvent> {
+    const ch = new Channel<KeyEvent>();
+    const { ctl } = linked(o.signal);
+    const src = new KeysSource(this, prefix, o.since, (ev, signal) => ch.put(ev, signal));
+    runStream(this, "key events", src, ctl.signal, o.idleTimeout)
+      .then(() => ch.close(), (e) => ch.close(e))
+      .finally(() => src.end());
+    return new Stream(ch, ctl, src.based);
+  }
+
   // ---- elections ----
 
   /**
@@ -1108,6 +1247,21 @@ const lockPath = (name: string) => "/v1/locks/" + enc(name);
 const sessionPath = (id: string) => "/v1/sessions/" + enc(id);
 const electionPath = (name: string) => "/v1/elections/" + enc(name);
 const heldPath = (k: HoldKind, name: string) => `/v1/${k.path}/` + enc(name);
+// A key's "/"s are escaped too: the key is one path parameter, as the
+// OpenAPI document has it (a node takes them unescaped as well).
+const keyPath = (key: string) => "/v1/kv/" + enc(key);
+
+/** A blocking read's wait when it gives none: the node's default, ms. */
+const defaultKeyWait = 60_000;
+
+const fenceKinds = new Set(["lock", "election", "semaphore", "rwlock"]);
+
+/** fenceBody is a fence as a request body's members. */
+function fenceBody(f?: Fence): Record<string, string | number> {
+  if (!f) return {};
+  if (!fenceKinds.has(f.kind)) throw new TypeError(`baton client: a fence's kind is lock, election, semaphore or rwlock, not ${JSON.stringify(f.kind)}`);
+  return { [f.kind]: f.name, token: f.token };
+}
 
 function listQuery(o: ListOptions): Record<string, string | undefined> {
   return { prefix: o.prefix, limit: o.limit ? String(o.limit) : undefined, cursor: o.cursor };

@@ -1,6 +1,6 @@
 import type { Client } from "./client.js";
 import { BatonError, errorFromProblem, refused, UnavailableError } from "./errors.js";
-import type { Event, LeaderChange, LeaderInfo } from "./types.js";
+import type { Event, KeyEvent, LeaderChange, LeaderInfo } from "./types.js";
 import { background, linked, sleep } from "./util.js";
 
 /**
@@ -171,17 +171,19 @@ export interface EventsOptions {
 }
 
 /**
- * EventSource is the state of an event stream across connections: where
- * the next one resumes, and which events of the latest revision were
- * delivered, so that a reconnection delivers neither a gap nor a repeat.
+ * ResumingSource is the state of a stream of revisioned changes across
+ * connections: where the next one resumes, and which items of the latest
+ * revision were delivered, so that a reconnection delivers neither a gap
+ * nor a repeat. Its kinds say where it is and how to read a message.
  */
-export class EventsSource implements SseSource {
+abstract class ResumingSource<T extends { revision: number }> implements SseSource {
   private since: number;
   private haveBase: boolean;
-  // last is the revision of the latest event delivered, and seen the
-  // events of that revision delivered so far: a connection may break in
-  // the middle of one revision's events, so a reconnection asks for that
-  // whole revision again and skips what was delivered.
+  // last is the revision of the latest item delivered, and seen the
+  // items of that revision delivered so far: a connection may break in
+  // the middle of one revision's items (a session's end is one revision),
+  // so a reconnection asks for that whole revision again and skips what
+  // was delivered.
   private last = 0;
   private seen = new Set<string>();
   /** Resolves once the stream knows the revision it starts after. */
@@ -190,14 +192,20 @@ export class EventsSource implements SseSource {
 
   constructor(
     private readonly c: Client,
-    private readonly o: EventsOptions,
-    private readonly deliver: (ev: Event, signal: AbortSignal) => Promise<void> | void,
+    since: number | undefined,
+    private readonly deliver: (item: T, signal: AbortSignal) => Promise<void> | void,
   ) {
-    this.since = o.since ?? 0;
+    this.since = since ?? 0;
     this.haveBase = this.since > 0;
     this.based = new Promise((r) => (this.markBased = r));
     if (this.haveBase) this.markBased();
   }
+
+  /** The stream's path and query. */
+  protected abstract where(): { path: string; query: Record<string, string> };
+
+  /** The item of a message, and what tells it from the other items of its revision. A throw ends the connection. */
+  protected abstract decode(id: string, type: string, data: string): { item: T; key: string };
 
   /** Without a revision to resume from a reconnection could not tell what it missed: ask a node first. */
   async prepare(signal: AbortSignal): Promise<boolean> {
@@ -216,14 +224,39 @@ export class EventsSource implements SseSource {
   }
 
   target() {
+    return { ...this.where(), lastId: this.last > 0 ? this.last - 1 : this.since };
+  }
+
+  async dispatch(id: string, type: string, data: string, signal: AbortSignal): Promise<void> {
+    const { item, key } = this.decode(id, type, data);
+    if (item.revision < this.last || (item.revision === this.last && this.seen.has(key)) || (this.last === 0 && item.revision <= this.since)) {
+      return; // delivered already, or from before where we resumed
+    }
+    await this.deliver(item, signal);
+    // Only now: an item not handed over must be asked for again.
+    if (item.revision > this.last) {
+      this.last = item.revision;
+      this.seen = new Set();
+    }
+    this.seen.add(key);
+  }
+}
+
+/** EventsSource is the state of an event stream (GET /v1/events) across connections. */
+export class EventsSource extends ResumingSource<Event> {
+  constructor(c: Client, private readonly o: EventsOptions, deliver: (ev: Event, signal: AbortSignal) => Promise<void> | void) {
+    super(c, o.since, deliver);
+  }
+
+  protected where() {
     const query: Record<string, string> = {};
     if (this.o.lock) query.lock = this.o.lock;
     if (this.o.kind) query.kind = this.o.kind;
     if (this.o.name) query.name = this.o.name;
-    return { path: "/v1/events", query, lastId: this.last > 0 ? this.last - 1 : this.since };
+    return { path: "/v1/events", query };
   }
 
-  async dispatch(id: string, type: string, data: string, signal: AbortSignal): Promise<void> {
+  protected decode(id: string, type: string, data: string) {
     let ev: Event;
     try {
       ev = JSON.parse(data) as Event;
@@ -233,17 +266,34 @@ export class EventsSource implements SseSource {
     if (!ev.revision) ev.revision = Number(id) || 0;
     if (!ev.type) ev.type = type;
     ev.kind ??= ""; // a gap has no kind
-    const k = JSON.stringify([ev.type, ev.kind ?? "", ev.name ?? "", ev.lock ?? "", ev.session ?? "", ev.token ?? 0]);
-    if (ev.revision < this.last || (ev.revision === this.last && this.seen.has(k)) || (this.last === 0 && ev.revision <= this.since)) {
-      return; // delivered already, or from before where we resumed
+    return { item: ev, key: JSON.stringify([ev.type, ev.kind ?? "", ev.name ?? "", ev.lock ?? "", ev.session ?? "", ev.token ?? 0]) };
+  }
+}
+
+/** KeysSource is the state of a watch of keys (GET /v1/kv/events) across connections. */
+export class KeysSource extends ResumingSource<KeyEvent> {
+  constructor(c: Client, private readonly prefix: string, since: number | undefined, deliver: (ev: KeyEvent, signal: AbortSignal) => Promise<void> | void) {
+    super(c, since, deliver);
+  }
+
+  protected where() {
+    const query: Record<string, string> = {};
+    if (this.prefix) query.prefix = this.prefix;
+    return { path: "/v1/kv/events", query };
+  }
+
+  protected decode(id: string, type: string, data: string) {
+    let ev: KeyEvent;
+    try {
+      ev = JSON.parse(data) as KeyEvent;
+    } catch (e) {
+      throw new UnavailableError(0, "", "Service unavailable", `key stream: bad event ${JSON.stringify(data.slice(0, 100))}`, { cause: e });
     }
-    await this.deliver(ev, signal);
-    // Only now: an event not handed over must be asked for again.
-    if (ev.revision > this.last) {
-      this.last = ev.revision;
-      this.seen = new Set();
-    }
-    this.seen.add(k);
+    if (!ev.revision) ev.revision = Number(id) || 0;
+    // A put's and a delete's data say no type: the message's name does.
+    ev.type = (type || ev.type) as KeyEvent["type"];
+    ev.key ??= ""; // a gap is about no key
+    return { item: ev, key: JSON.stringify([ev.type, ev.key]) };
   }
 }
 

@@ -193,6 +193,43 @@ export interface FencedValue {
   revision: number;
 }
 
+/** A key of coordination data (schema Key). */
+export interface Key {
+  key: string;
+  /** Any JSON value. */
+  value: unknown;
+  /** The revision of the key's last put. */
+  revision: number;
+  /** The revision of the put that created it. */
+  created_revision: number;
+  /** How many puts it has had since it was created: 1 for a new key. */
+  version: number;
+  /** The session the key is bound to: it is deleted when the session ends. */
+  session?: string;
+}
+
+/**
+ * A change of a key, as watchKeys() yields it: a put, with the key as
+ * the put left it; a delete; or a gap, when the audit trail lost the
+ * changes of revisions from_revision to to_revision (list the keys again).
+ */
+export interface KeyEvent {
+  type: "put" | "delete" | "gap";
+  /** The key; "" on a gap. */
+  key: string;
+  /** The revision of the change. */
+  revision: number;
+  /** A put's value. Absent from a put replayed from a revision etcd has compacted, of a key that changed since: getKey reads it. */
+  value?: unknown;
+  created_revision?: number;
+  version?: number;
+  /** A put's: the session the key is bound to. A delete's: the session whose end deleted it. */
+  session?: string;
+  from_revision?: number;
+  to_revision?: number;
+  reason?: string;
+}
+
 /** An RFC 9457 problem document, the body of every error answer (schema Problem). */
 export interface Problem {
   type: string;

@@ -26,6 +26,7 @@ const pairs = {
   Semaphore: "SemaphoreInfo",
   RWLock: "RWLockInfo",
   LockSet: "LockSetInfo",
+  Key: "Key",
 };
 
 /** fields reads an interface's fields from the source: name → optional. */
