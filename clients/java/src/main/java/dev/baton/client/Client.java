@@ -42,11 +42,13 @@ import java.util.function.Function;
  *
  * <p>Calls go to the endpoint that answered last and move on when one is
  * unreachable or answers 503. Calls that are safe to repeat (reads,
- * renewals, releases by token, fenced writes, anything in a session that
+ * renewals, releases by token, fenced writes, a key's put or delete with
+ * ifRevision or a fence, anything in a session that
  * the server makes idempotent) are retried with backoff honouring
  * Retry-After. An acquire, a lock set or a campaign outside a session, any
- * permit, any read hold, a session's creation and a lock's or leadership's
- * revoke are not repeated once they may have reached a node: they throw
+ * permit, any read hold, a session's creation, a lock's or leadership's
+ * revoke and an unconditional put or delete of a key are not repeated once
+ * they may have reached a node: they throw
  * {@link UnavailableException} with {@link UnavailableException#outcomeUnknown()}
  * set (a hold taken that way expires after its TTL).
  *
@@ -81,6 +83,8 @@ public final class Client implements AutoCloseable {
     public static final Duration WAIT_FOREVER = Duration.ofNanos(Long.MAX_VALUE);
 
     static final long MAX_RETRY_AFTER_MS = 30_000;
+    /** A blocking read's wait when it gives none: the node's default. */
+    private static final Duration DEFAULT_KEY_WAIT = Duration.ofMinutes(1);
     private static final long MAX_BACKOFF_MS = 5_000;
 
     private final List<String> endpoints;
@@ -475,6 +479,118 @@ public final class Client implements AutoCloseable {
     public void resetFenced(String resource, String reason) {
         Map<String, String> q = reason == null || reason.isEmpty() ? null : Map.of("reason", reason);
         call(new Req("reset fenced " + quote(resource), "DELETE", "/v1/fenced/" + enc(resource), q, null, true, null));
+    }
+
+    // ---- keys ----
+
+    /** putKey writes value under key unconditionally: see {@link #putKey(String, Object, PutKeyOptions)}. */
+    public Key putKey(String key, Object value) {
+        return putKey(key, value, PutKeyOptions.defaults());
+    }
+
+    /**
+     * putKey writes value (any value {@link Json} writes) under key, in one
+     * transaction with what o compares, and returns the key as written.
+     * Retried only with o's ifRevision or fence, which make a repeat refuse
+     * what the first attempt did: an unconditional put that may have reached
+     * a node throws {@link UnavailableException} with
+     * {@link UnavailableException#outcomeUnknown()} set.
+     *
+     * @throws RevisionMismatchException with the key's {@link BatonException#revision()} (0: absent), when o's ifRevision is not it
+     * @throws StaleTokenException when o's fence is not current
+     * @throws SessionNotFoundException when o's session is over
+     * @throws ValueTooLargeException when the value is over the node's cap
+     * @throws TooManyKeysException when the node holds its maximum of keys
+     */
+    public Key putKey(String key, Object value, PutKeyOptions o) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("value", value);
+        put(body, "if_revision", o.ifRevision);
+        put(body, "session", o.session);
+        if (o.fence != null) {
+            body.putAll(o.fence.body());
+        }
+        return Key.from(call(new Req("put key " + quote(key), "PUT", keyPath(key), null, body, o.ifRevision != null || o.fence != null,
+                null)).obj());
+    }
+
+    /** getKey reads a key, linearizably. Retried. @throws KeyNotFoundException with the revision it was found missing at */
+    public Key getKey(String key) {
+        return Key.from(call(new Req("get key " + quote(key), "GET", keyPath(key), null, null, true, null)).obj());
+    }
+
+    /**
+     * waitKey is a blocking read: it returns the key once its revision
+     * passes after, at once if it has already, else at its next put, or
+     * when wait runs out (the key as it is then). To follow a key, pass the
+     * last revision seen, a missing key's {@link BatonException#revision()}
+     * included. It may return early with the key unchanged: ask again.
+     * Retried.
+     *
+     * @param wait at most 5 min; null for the node's default, a minute
+     * @throws KeyNotFoundException at the key's delete, or when it is missing
+     */
+    public Key waitKey(String key, long after, Duration wait) {
+        Map<String, String> q = new LinkedHashMap<>();
+        q.put("wait_revision", Long.toString(after));
+        putQ(q, "wait", wait == null ? null : Durations.wire(wait));
+        Duration longest = wait == null || wait.compareTo(DEFAULT_KEY_WAIT) < 0 ? DEFAULT_KEY_WAIT : wait;
+        return Key.from(call(new Req("wait key " + quote(key), "GET", keyPath(key), q, null, true, timeout.plus(longest))).obj());
+    }
+
+    /** deleteKey deletes a key unconditionally: see {@link #deleteKey(String, DeleteKeyOptions)}. */
+    public void deleteKey(String key) {
+        deleteKey(key, DeleteKeyOptions.defaults());
+    }
+
+    /**
+     * deleteKey deletes a key, if o's ifRevision is its revision and o's
+     * fence is current. Retried only with either, as {@link #putKey} is.
+     *
+     * @throws KeyNotFoundException when it does not exist
+     * @throws RevisionMismatchException when o's ifRevision is not its revision
+     * @throws StaleTokenException when o's fence is not current
+     */
+    public void deleteKey(String key, DeleteKeyOptions o) {
+        Map<String, String> q = o.ifRevision == null ? null : Map.of("if_revision", Long.toString(o.ifRevision));
+        call(new Req("delete key " + quote(key), "DELETE", keyPath(key), q, o.fence == null ? null : o.fence.body(),
+                o.ifRevision != null || o.fence != null, null));
+    }
+
+    /**
+     * listKeys returns a page of the keys that start with prefix
+     * ("config/": those under config), in key order, with their values,
+     * and the revision it was read at. Retried.
+     *
+     * @param limit at most this many; 0 for the server's default (100)
+     * @param cursor a previous page's nextCursor, or null for the first
+     */
+    public KeyList listKeys(String prefix, int limit, String cursor) {
+        Map<String, String> q = new LinkedHashMap<>();
+        putQ(q, "prefix", prefix);
+        if (limit > 0) {
+            q.put("limit", Integer.toString(limit));
+        }
+        putQ(q, "cursor", cursor);
+        return KeyList.from(call(new Req("list keys", "GET", "/v1/kv", q, null, true, null)).obj());
+    }
+
+    /**
+     * watchKeys streams the changes of the keys under prefix (GET
+     * /v1/kv/events) after revision since, in revision order, each once:
+     * pass a {@link KeyList#revision()} to watch from a listing; 0 for
+     * from now on (its {@link EventStream#ready()} completes once the
+     * stream knows the revision it starts after). It reconnects by itself
+     * (to the next endpoint, with Last-Event-ID) without a gap or a
+     * repeat. Close it when done.
+     */
+    public EventStream<KeyEvent> watchKeys(String prefix, long since) {
+        java.util.concurrent.CompletableFuture<Void> ready = new java.util.concurrent.CompletableFuture<>();
+        EventStream<KeyEvent> s = new EventStream<>(ready);
+        KeysSource src = new KeysSource(this, prefix, since, s::put);
+        src.based.whenComplete((v, e) -> ready.complete(null));
+        s.run(new Sse.Runner(this, "key events", src, s::fail, Sse.IDLE));
+        return s;
     }
 
     // ---- elections ----
@@ -1072,6 +1188,11 @@ public final class Client implements AutoCloseable {
 
     private static String sessionPath(String id) {
         return "/v1/sessions/" + enc(id);
+    }
+
+    /** A key's path: its "/"s escaped too, so that the key is one path parameter, as the OpenAPI document has it. */
+    private static String keyPath(String key) {
+        return "/v1/kv/" + URLEncoder.encode(key, StandardCharsets.UTF_8).replace("+", "%20");
     }
 
     private static String electionPath(String name) {
