@@ -106,11 +106,16 @@ func (a *API) events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return appendEvent(b, ev), nil })
+}
+
+// serveEvents answers with the stream of the trail's events o selects,
+// each rendered by appendEv. The trail caps the subscriptions of this
+// node (too_many_streams) and the events each one buffers (a reader that
+// falls behind is dropped, and resumes with Last-Event-ID).
+func (a *API) serveEvents(c echo.Context, o trail.SubscribeOptions, appendEv func([]byte, lock.Event) ([]byte, error)) error {
 	o.Buffer = a.eventBuffer
 	ctx := c.Request().Context()
-	// The engine caps the subscriptions of this node (too_many_streams)
-	// and the events each one buffers (a reader that falls behind is
-	// dropped, and resumes with Last-Event-ID).
 	sub, err := a.trail.Subscribe(ctx, o)
 	if err != nil {
 		return err
@@ -120,7 +125,7 @@ func (a *API) events(c echo.Context) error {
 	if !ok {
 		return nil
 	}
-	a.stream(ctx, sub, send)
+	a.streamWith(ctx, sub, send, appendEv)
 	return nil
 }
 
@@ -171,14 +176,10 @@ func subscribeOptions(c echo.Context) (trail.SubscribeOptions, error) {
 	}, nil
 }
 
-// stream sends sub's events, and a heartbeat while there are none, until
-// the subscription ends, the client leaves or a write to it fails.
-func (a *API) stream(ctx context.Context, sub *trail.Subscription, send func([]byte) error) {
-	a.streamWith(ctx, sub, send, func(b []byte, ev lock.Event) ([]byte, error) { return appendEvent(b, ev), nil })
-}
-
-// streamWith is stream, each event rendered by appendEv; an error of
-// appendEv ends the stream, to be resumed from the last event sent.
+// streamWith sends sub's events, each rendered by appendEv, and a
+// heartbeat while there are none, until the subscription ends, the
+// client leaves, a write to it fails or appendEv fails (the client
+// resumes from the last event it has).
 func (a *API) streamWith(ctx context.Context, sub *trail.Subscription, send func([]byte) error, appendEv func([]byte, lock.Event) ([]byte, error)) {
 	beat := time.NewTicker(a.heartbeat)
 	defer beat.Stop()

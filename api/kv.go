@@ -318,19 +318,9 @@ func (a *API) keyEvents(c echo.Context) error {
 	if err := lock.CheckKeyPrefix("prefix", prefix); err != nil {
 		return err
 	}
-	o.Kind, o.NamePrefix, o.Buffer = lock.KindKey, prefix, a.eventBuffer
+	o.Kind, o.NamePrefix = lock.KindKey, prefix
 	ctx := c.Request().Context()
-	sub, err := a.trail.Subscribe(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	send, ok := a.openStream(c)
-	if !ok {
-		return nil
-	}
-	a.streamWith(ctx, sub, send, func(b []byte, ev lock.Event) ([]byte, error) { return a.appendKeyEvent(ctx, b, ev) })
-	return nil
+	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return a.appendKeyEvent(ctx, b, ev) })
 }
 
 // keyEvent is the data of a key stream's event.

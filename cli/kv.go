@@ -235,16 +235,9 @@ func kvLsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var keys []client.Key
-			for cursor := ""; len(keys) < limit; {
-				p, err := cl.Keys(cmd.Context(), prefix, client.ListOptions{Cursor: cursor, Limit: min(limit-len(keys), 1000)})
-				if err != nil {
-					return err
-				}
-				keys = append(keys, p.Keys...)
-				if cursor = p.Next; cursor == "" {
-					break
-				}
+			keys, _, err := listKeys(cmd.Context(), cl, prefix, limit)
+			if err != nil {
+				return err
 			}
 			if g.json() {
 				out := make([]map[string]any, len(keys))
@@ -300,7 +293,7 @@ func kvWatchCmd(g *globals) *cobra.Command {
 				case "put":
 					line += " " + string(ev.Value)
 				case "gap":
-					line += fmt.Sprintf("changes of revisions %d to %d were lost: list the keys again", ev.FromRevision, ev.ToRevision)
+					line += fmt.Sprintf(" changes of revisions %d to %d were lost: list the keys again", ev.FromRevision, ev.ToRevision)
 				}
 				if _, err := fmt.Fprintln(g.stdout, line); err != nil {
 					return err
@@ -366,30 +359,44 @@ func membersCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// maxGroup bounds the members a listing reads.
+// maxGroup bounds the keys a group's listing reads.
 const maxGroup = 100000
 
-// listGroup reads the members under prefix and the revision of the read.
-func listGroup(ctx context.Context, cl *client.Client, prefix string) (map[string]client.Key, int64, error) {
-	group := map[string]client.Key{}
+// listKeys reads up to limit keys under prefix, a page at a time, and
+// the revision the first page was read at: a watch from it misses no
+// change of the later pages' keys.
+func listKeys(ctx context.Context, cl *client.Client, prefix string, limit int) ([]client.Key, int64, error) {
+	var keys []client.Key
 	var rev int64
-	for cursor := ""; ; {
-		p, err := cl.Keys(ctx, prefix, client.ListOptions{Cursor: cursor, Limit: 1000})
+	for cursor := ""; len(keys) < limit; {
+		p, err := cl.Keys(ctx, prefix, client.ListOptions{Cursor: cursor, Limit: min(limit-len(keys), 1000)})
 		if err != nil {
 			return nil, 0, err
 		}
 		if rev == 0 {
-			rev = p.Revision // later pages' changes after it come on the watch
+			rev = p.Revision
 		}
-		for _, k := range p.Keys {
-			if k.Session != "" {
-				group[k.Key] = k
-			}
-		}
-		if cursor = p.Next; cursor == "" || len(group) >= maxGroup {
-			return group, rev, nil
+		keys = append(keys, p.Keys...)
+		if cursor = p.Next; cursor == "" {
+			break
 		}
 	}
+	return keys, rev, nil
+}
+
+// listGroup reads the members under prefix and the revision of the read.
+func listGroup(ctx context.Context, cl *client.Client, prefix string) (map[string]client.Key, int64, error) {
+	keys, rev, err := listKeys(ctx, cl, prefix, maxGroup)
+	if err != nil {
+		return nil, 0, err
+	}
+	group := map[string]client.Key{}
+	for _, k := range keys {
+		if k.Session != "" {
+			group[k.Key] = k
+		}
+	}
+	return group, rev, nil
 }
 
 // printGroup prints a group's members, in key order.

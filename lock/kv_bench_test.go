@@ -14,9 +14,10 @@ import (
 // BenchmarkKV_ListPage lists a page of 100 keys under a prefix, at the
 // start of the prefix and past its middle, with 1,000, 100,000 and
 // 1,000,000 keys under it. A page should cost the page, not the keys
-// stored (docs/PERFORMANCE.md, "Keys"). The keys are written straight
-// into etcd, in txns of 1,000, as puts through the engine would leave
-// them. Run with:
+// stored (docs/PERFORMANCE.md, "Keys"). Beside it, etcd-range is the
+// same page read with etcd's Range, which counts the keys to the end of
+// the prefix. The keys are written straight into etcd, in txns of 1,000,
+// as puts through the engine would leave them. Run with:
 //
 //	go test -run '^$' -bench KV_ListPage -benchtime 100x ./lock/
 func BenchmarkKV_ListPage(b *testing.B) {
@@ -37,6 +38,15 @@ func BenchmarkKV_ListPage(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		b.Run(fmt.Sprintf("keys=%d/etcd-range", n), func(b *testing.B) {
+			start := holdtest.Prefix + "kv/members/"
+			for b.Loop() {
+				resp, err := m.Client().Get(ctx, start, clientv3.WithRange(clientv3.GetPrefixRangeEnd(start)), clientv3.WithLimit(101))
+				if err != nil || len(resp.Kvs) != 101 {
+					b.Fatalf("read %d keys, err %v; want 101", len(resp.Kvs), err)
+				}
+			}
+		})
 		for _, at := range []struct {
 			name, after string
 		}{{"first", ""}, {"middle", fmt.Sprintf("members/m%07d", n/2)}} {
