@@ -24,6 +24,7 @@ func BenchmarkKV_ListPage(b *testing.B) {
 	m := testetcd.Start(b)
 	cfg := lock.DefaultConfig()
 	cfg.MaxKeys = 0
+	cfg.Embedded = m // as a node runs it: pages come from the member's own store
 	e := holdtest.StartEngine(b, m, cfg)
 	ctx := context.Background()
 	value := `{"v":{"addr":"10.0.0.1:8080"},"t":"2026-12-06T00:00:00Z"}`

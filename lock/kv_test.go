@@ -238,14 +238,28 @@ func TestKV_FencedWritesRefusedAfterHandover(t *testing.T) {
 	}
 }
 
+// TestKV_ListPagesByPrefix pages keys over the member's client, and
+// from the member's own store as a node reads them (Config.Embedded).
 func TestKV_ListPagesByPrefix(t *testing.T) {
-	e, _ := holdtest.NewEngine(t)
+	for _, embedded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("embedded=%v", embedded), func(t *testing.T) {
+			m := testetcd.Start(t)
+			cfg := lock.DefaultConfig()
+			if embedded {
+				cfg.Embedded = m
+			}
+			listPagesByPrefix(t, holdtest.StartEngine(t, m, cfg))
+		})
+	}
+}
+
+func listPagesByPrefix(t *testing.T, e *lock.Engine) {
 	ctx := holdtest.Ctx(t)
 	for i := range 7 {
 		mustPut(t, e, lock.PutKeyRequest{Key: fmt.Sprintf("app/k%d", i), Value: json.RawMessage(`true`)})
 	}
 	mustPut(t, e, lock.PutKeyRequest{Key: "apple", Value: json.RawMessage(`1`)})
-	mustPut(t, e, lock.PutKeyRequest{Key: "b", Value: json.RawMessage(`1`)})
+	last := mustPut(t, e, lock.PutKeyRequest{Key: "b", Value: json.RawMessage(`1`)})
 	var got []string
 	cursor := ""
 	for pages := 0; ; pages++ {
@@ -255,6 +269,14 @@ func TestKV_ListPagesByPrefix(t *testing.T) {
 		page, err := e.KV().List(ctx, lock.KeyListOptions{Prefix: "app/", Limit: 3, After: cursor})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if page.Revision < last.Revision {
+			t.Fatalf("page read at revision %d, before the last put's %d", page.Revision, last.Revision)
+		}
+		for _, k := range page.Keys {
+			if k.Version != 1 || k.Revision <= 0 || string(k.Value) != "true" {
+				t.Fatalf("listed %+v", k)
+			}
 		}
 		for _, k := range page.Keys {
 			got = append(got, k.Key)
