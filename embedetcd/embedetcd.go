@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -533,6 +536,17 @@ const DefaultMaxTxnOps = 1024
 // MaxTxnOps is the most ops a txn sent to this member may hold.
 func (m *Member) MaxTxnOps() int { return m.maxTxnOps }
 
+// unavailable is err, from the server's read path, as its gRPC layer
+// would answer it: the caller's context's end, or Unavailable (no leader,
+// a leader change, a timeout, a stopping server are all the read path
+// fails with), which store's classification knows.
+func unavailable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return status.Error(codes.Unavailable, err.Error())
+}
+
 // RangePage is store.Member's: r served from the member's store without
 // the count of the rest of the range that etcd's Range makes, as each
 // chunk of its RangeStream is (which the in-process client cannot call).
@@ -540,12 +554,12 @@ func (m *Member) RangePage(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRe
 	s := m.etcd.Server
 	if !r.Serializable {
 		if err := s.LinearizableReadNotify(ctx); err != nil {
-			return nil, err
+			return nil, unavailable(ctx, err)
 		}
 	}
 	resp, _, err := txn.Range(ctx, s.Logger(), s.KV(), r, false)
 	if err != nil {
-		return nil, err
+		return nil, unavailable(ctx, err)
 	}
 	resp.Header = &pb.ResponseHeader{ClusterId: uint64(s.Cluster().ID()), MemberId: uint64(s.MemberID()), Revision: resp.Header.GetRevision(), RaftTerm: s.Term()}
 	return resp, nil

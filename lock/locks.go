@@ -142,7 +142,7 @@ func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock,
 		}
 	}
 	octx, done := e.core.Etcd.Op(ctx)
-	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
+	resp, err := e.core.Etcd.GetPage(octx, start, end, int64(o.Limit+1))
 	done()
 	if err != nil {
 		return nil, "", e.core.Etcd.Err(ctx, "list locks", err)
@@ -373,7 +373,7 @@ func (e *Engine) delaysOf(ctx context.Context, o ListOptions, through string) (d
 		end = base + through + "\x00"
 	}
 	octx, done := e.core.Etcd.Op(ctx)
-	resp, err := e.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit)))
+	resp, err := e.core.Etcd.GetPage(octx, start, end, int64(o.Limit))
 	done()
 	if err != nil {
 		return nil, "", e.core.Etcd.Err(ctx, "list lock-delays", err)

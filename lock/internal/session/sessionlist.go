@@ -29,14 +29,12 @@ import (
 // by ID; a page is one range read from the owner prefix with a limit, so
 // the sessions of owners outside the prefix cost a listing nothing.
 //
-// etcd's unary Range counts every key from its start to its range end,
-// limit or not (its key index is walked for the response's Count; only
-// RangeStream skips that, and the in-process client cannot use it). So a
-// page reads at most limit+1 values but walks, in memory, the index
-// entries from the cursor to the end of the prefix's range: a listing
-// without a prefix, or with one that most owners share, costs time in
-// proportion to such sessions on top of the page (BenchmarkListSessions
-// measures it).
+// A page is read with store.Etcd.GetPage: on an embedded member, from
+// its own store, at most limit+1 entries. Over a remote etcd it is etcd's
+// Range, which counts every key from its start to its range end, limit
+// or not: a listing without a prefix, or with one that most owners
+// share, then walks, in memory, the index entries from the cursor to the
+// end of the prefix's range (BenchmarkListSessions measures both).
 //
 // The alternative, a bounded scan of sessions/ that filters by owner and
 // hands back a cursor even when its page is short, would bound each
@@ -81,7 +79,7 @@ func (m *Registry) List(ctx context.Context, o ListOptions) ([]*Session, string,
 	}
 	end := clientv3.GetPrefixRangeEnd(base + o.Prefix)
 	octx, done := m.core.Etcd.Op(ctx)
-	resp, err := m.core.Cli.Get(octx, start, clientv3.WithRange(end), clientv3.WithLimit(int64(o.Limit+1)))
+	resp, err := m.core.Etcd.GetPage(octx, start, end, int64(o.Limit+1))
 	done()
 	if err != nil {
 		return nil, "", m.core.Etcd.Err(ctx, "list sessions", err)
