@@ -29,9 +29,12 @@ type KVRow struct {
 	OpsPerSec       float64         `json:"ops_per_sec"`
 	Latency         measure.Latency `json:"latency"`
 	CPUSecondsPer1k float64         `json:"cpu_seconds_per_1k,omitempty"`
-	Cores           CPUCores        `json:"cores"`
-	Errors          int64           `json:"errors"`
-	FirstError      string          `json:"first_error,omitempty"`
+	// RaftEntriesPerOp counts the raft entries etcd committed per op:
+	// below 1 when concurrent puts share entries; absent for ZooKeeper.
+	RaftEntriesPerOp float64  `json:"raft_entries_per_op,omitempty"`
+	Cores            CPUCores `json:"cores"`
+	Errors           int64    `json:"errors"`
+	FirstError       string   `json:"first_error,omitempty"`
 	// BatonVs divides baton's ops/s at the same op and client count by
 	// this row's (above 1 is baton ahead); absent on baton's own rows.
 	BatonVs float64 `json:"baton_vs,omitempty"`
@@ -42,10 +45,11 @@ type KVRow struct {
 func NewKVRow(system, op string, clients int, l load.LoopResult, u measure.Spent) KVRow {
 	return KVRow{
 		System: system, Op: op, Clients: clients, Ops: l.Cycles,
-		OpsPerSec:       Per(float64(l.Cycles), l.Elapsed.Seconds()),
-		Latency:         l.Latency,
-		CPUSecondsPer1k: Per(u.CPU.Seconds()*1000, float64(l.Cycles)),
-		Cores:           NewCPUCores(u), Errors: l.Errors, FirstError: l.FirstError,
+		OpsPerSec:        Per(float64(l.Cycles), l.Elapsed.Seconds()),
+		Latency:          l.Latency,
+		CPUSecondsPer1k:  Per(u.CPU.Seconds()*1000, float64(l.Cycles)),
+		RaftEntriesPerOp: Per(u.RaftEntries, float64(l.Cycles)),
+		Cores:            NewCPUCores(u), Errors: l.Errors, FirstError: l.FirstError,
 	}
 }
 
@@ -73,14 +77,14 @@ func (k *KVResult) compare() {
 
 func printKV(tw io.Writer, k *KVResult) {
 	fmt.Fprintf(tw, "\nkeys: a key of each worker's own, %d-byte values\n", k.ValueBytes)
-	fmt.Fprintln(tw, "system\top\tclients\tops/s\tp50\tp99\tbaton ×\terrors\t")
+	fmt.Fprintln(tw, "system\top\tclients\tops/s\tp50\tp99\tbaton ×\tcpu s/1k\traft/op\terrors\t")
 	for _, r := range k.Rows {
 		vs := ""
 		if r.BatonVs > 0 {
 			vs = fmt.Sprintf("%.2f", r.BatonVs)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t\n", r.System, r.Op, r.Clients, r.OpsPerSec,
-			ms(r.Latency.P50), ms(r.Latency.P99), vs, r.Errors)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%.3f\t%.2f\t%d\t\n", r.System, r.Op, r.Clients, r.OpsPerSec,
+			ms(r.Latency.P50), ms(r.Latency.P99), vs, r.CPUSecondsPer1k, r.RaftEntriesPerOp, r.Errors)
 	}
 	fmt.Fprintln(tw, "\nwatch: put sent to the watcher's event, on an idle node\nsystem\tp50\tp99\tmax\t")
 	for _, w := range k.Watch {
