@@ -279,6 +279,17 @@ func newModel[S modelState[S]](init S) porcupine.Model {
 
 // newModelBy is newModel partitioned by key.
 func newModelBy[S modelState[S]](init S, key func(Op) string) porcupine.Model {
+	return Model(init, key, func(s S, op Op) []S { return s.step(op) }, S.String)
+}
+
+// Model is the porcupine model of the states S, as this package's models
+// are built, for a model of another package (kvcheck's): every partition
+// (the ops with one key) starts at init, and step returns every state s
+// may move to when op takes effect (none: op cannot be linearized
+// there). S is comparable, so that == and a hash tell states apart;
+// describe is a state as the visualisation shows it. Operations' Input,
+// Output and Metadata are all the Op, as CheckModel prepares them.
+func Model[S comparable](init S, key func(Op) string, step func(S, Op) []S, describe func(S) string) porcupine.Model {
 	// One seed for the model's lifetime: equal states must hash equally.
 	seed := maphash.MakeSeed()
 	nm := porcupine.NondeterministicModel{
@@ -289,7 +300,7 @@ func newModelBy[S modelState[S]](init S, key func(Op) string) porcupine.Model {
 			return []any{init}
 		},
 		Step: func(state, input, _ any) []any {
-			next := state.(S).step(input.(Op))
+			next := step(state.(S), input.(Op))
 			out := make([]any, len(next))
 			for i, s := range next {
 				out[i] = s
@@ -303,7 +314,7 @@ func newModelBy[S modelState[S]](init S, key func(Op) string) porcupine.Model {
 			return DescribeOp(input.(Op))
 		},
 		DescribeState: func(state any) string {
-			return state.(S).String()
+			return describe(state.(S))
 		},
 		DescribeOperationMetadata: func(info any) string {
 			op, ok := info.(Op)
@@ -373,6 +384,8 @@ func DescribeOp(op Op) string {
 		return describeRWOp(op)
 	case SetAcquire, SetRenew, SetRelease:
 		return describeSetOp(op)
+	case KVPut, KVGet, KVDelete:
+		return describeKVOp(op)
 	case FGet:
 		switch op.Result {
 		case OK:
@@ -383,6 +396,41 @@ func DescribeOp(op Op) string {
 		return fmt.Sprintf("fget → %s", op.Result)
 	}
 	return fmt.Sprintf("%s → %s", op.Kind, op.Result)
+}
+
+// describeKVOp reads like "kv-put "v" if 0 s 694d fenced l/4711 → 4712"
+// or "kv-get → none at 4715": what a key op sent, and what it saw.
+func describeKVOp(op Op) string {
+	var b strings.Builder
+	b.WriteString(string(op.Kind))
+	if op.Kind == KVPut {
+		b.WriteString(" " + clipValue(op.Value))
+	}
+	if op.IfRevision != nil {
+		fmt.Fprintf(&b, " if %d", *op.IfRevision)
+	}
+	if op.Session != "" {
+		b.WriteString(" s " + op.Session)
+	}
+	if op.Lock != "" {
+		fmt.Fprintf(&b, " fenced %s/%d", op.Lock, op.Token)
+	}
+	switch {
+	case op.Result == OK && op.Kind == KVGet:
+		fmt.Fprintf(&b, " → %d %s", op.OutRevision, clipValue(op.OutValue))
+	case op.Result == OK && op.Kind == KVPut:
+		fmt.Fprintf(&b, " → %d", op.OutRevision)
+	case op.Code == "key_not_found":
+		fmt.Fprintf(&b, " → none at %d", op.OutRevision)
+	case op.Code == "revision_mismatch":
+		fmt.Fprintf(&b, " → mismatch, at %d", op.OutRevision)
+	default:
+		b.WriteString(" → " + describeResult(op))
+	}
+	if op.OutSession != "" {
+		b.WriteString(" s " + op.OutSession)
+	}
+	return b.String()
 }
 
 func describeResult(op Op) string {
@@ -407,6 +455,12 @@ func DescribeOpDetail(op Op) string {
 	}
 	if len(op.Set) > 0 {
 		s = fmt.Sprintf("op %d client %d node %d lock set %s", op.ID, op.Client, op.Node, op.Name())
+	}
+	if op.OnKV() {
+		s = fmt.Sprintf("op %d client %d node %d key %s", op.ID, op.Client, op.Node, op.Key)
+		if op.Key == "" {
+			s = fmt.Sprintf("op %d client %d node %d session %s", op.ID, op.Client, op.Node, op.Session)
+		}
 	}
 	if op.Status != 0 {
 		s += fmt.Sprintf(" status %d", op.Status)
@@ -445,12 +499,12 @@ func clipValue(s string) string {
 // there; failing to write it is err, alongside ok false. When the timeout
 // (0: none) runs out first, err is ErrCheckTimeout: not a pass.
 func CheckLinearizable(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	return checkModel(LockModel(), func(op Op) bool { return op.onLock() && !op.OnLockSet() }, ops, timeout, htmlPath)
+	return CheckModel(LockModel(), func(op Op) bool { return op.onLock() && !op.OnLockSet() }, ops, timeout, htmlPath)
 }
 
-// checkModel checks the ops that model takes against it, as
-// CheckLinearizable describes.
-func checkModel(model porcupine.Model, takes func(Op) bool, ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
+// CheckModel checks the ops that model takes against it, as
+// CheckLinearizable describes; model is one of Model's.
+func CheckModel(model porcupine.Model, takes func(Op) bool, ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
 	history, err := porcupineHistory(ops, takes)
 	if err != nil {
 		return false, err
@@ -492,7 +546,7 @@ func porcupineHistory(ops []Op, takes func(Op) bool) ([]porcupine.Operation, err
 			continue
 		case Unknown:
 			switch op.Kind {
-			case Get, FGet, Renew, Leader, RenewLeader, SemRenew, SemGet, RWRenew, RWGet, SetRenew:
+			case Get, FGet, Renew, Leader, RenewLeader, SemRenew, SemGet, RWRenew, RWGet, SetRenew, KVGet:
 				// Their step is the identity; leaving them out only
 				// spares the search.
 				continue

@@ -221,7 +221,7 @@ func ElectionModel() porcupine.Model { return newModel(electionState{}) }
 // ops left out, Unknown ones pending to the end, Unknown leader reads and
 // renewals left out.
 func CheckElections(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	return checkModel(ElectionModel(), Op.onElection, ops, timeout, htmlPath)
+	return CheckModel(ElectionModel(), Op.onElection, ops, timeout, htmlPath)
 }
 
 // ResolveCampaigns returns ops with each Unknown campaign settled by the

@@ -180,15 +180,15 @@ func endRevision(acquired int64, ends []AuditEvent) int64 {
 	if len(ends) == 0 {
 		return math.MaxInt64
 	}
-	if rev, ok := endedAt(ends[0]); ok {
+	if rev, ok := ends[0].EndedAt(); ok {
 		return rev
 	}
 	return acquired
 }
 
-// endedAt is the revision the end event ev ended its hold at, as
+// EndedAt is the revision the end event ev ended its hold at, as
 // endRevision reads it; ok is false for an expiry that does not name it.
-func endedAt(ev AuditEvent) (rev int64, ok bool) {
+func (ev AuditEvent) EndedAt() (rev int64, ok bool) {
 	if ev.Type != "expired" && ev.Type != "session_expired" {
 		return ev.Revision, true
 	}

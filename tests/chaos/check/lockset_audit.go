@@ -215,7 +215,7 @@ func (t setTrail) together(k setKey) []string {
 	var rev int64
 	var seen []string
 	for _, e := range ends {
-		r, ok := endedAt(e)
+		r, ok := e.EndedAt()
 		if (ok && rev != 0 && r != rev) || e.Type != ends[0].Type {
 			apart = true
 		}

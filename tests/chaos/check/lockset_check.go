@@ -346,7 +346,7 @@ func CheckLockSets(ops []Op, timeout time.Duration, htmlPath string) (ok bool, e
 			return false, fmt.Errorf("op %d: pool %q has %d locks; LockSetModel checks up to %d", op.ID, op.Pool, n, MaxPoolLocks)
 		}
 	}
-	return checkModel(LockSetModel(), Op.OnLockSet, ops, timeout, htmlPath)
+	return CheckModel(LockSetModel(), Op.OnLockSet, ops, timeout, htmlPath)
 }
 
 // describeSetOp reads like "set-acquire ls3-1 acct-2,acct-0 wait 1s →

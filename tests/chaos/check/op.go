@@ -14,7 +14,7 @@ type Op struct {
 	Client int    `json:"client"`
 	Node   int    `json:"node"`
 	Kind   Kind   `json:"kind"`
-	Lock   string `json:"lock"` // the lock; fput and fget use the fenced resource of the same name
+	Lock   string `json:"lock"` // the lock; fput and fget use the fenced resource of the same name; a kv-put's fence
 	// Election is the election of an election op; an fput or fget with
 	// Election set (and Lock empty) is on the fenced resource named like
 	// the election, and an fput names the election as its guard, so it
@@ -40,10 +40,18 @@ type Op struct {
 	Set   []string `json:"set,omitempty"`
 	Pool  string   `json:"pool,omitempty"`
 	Owner string   `json:"owner,omitempty"` // acquire, sem-acquire: the owner; campaign: the candidate
-	Token int64    `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader, sem-renew, sem-release)
-	Value string   `json:"value,omitempty"` // the value sent (fput, campaign, proclaim)
+	Token int64    `json:"token,omitempty"` // the token sent (renew, release, fput, proclaim, resign, renew-leader, sem-renew, sem-release, a fenced kv-put)
+	Value string   `json:"value,omitempty"` // the value sent (fput, campaign, proclaim; a kv-put's JSON)
 	// Wait is a waiting acquire's or campaign's wait ("" for none).
 	Wait string `json:"wait,omitempty"`
+	// Key is a key op's key (Lock empty but for a fenced kv-put, whose
+	// fence Lock and Token are). Session is the session a kv-put binds
+	// the key to, and a session op's; IfRevision a compare's if_revision
+	// (nil: none; 0: create only). Key and session ops are the keys'
+	// checkers' (tests/chaos/check/kvcheck).
+	Key        string `json:"key,omitempty"`
+	Session    string `json:"session,omitempty"`
+	IfRevision *int64 `json:"if_revision,omitempty"`
 
 	// Call and Return are nanoseconds since the run began. An Unknown
 	// op's Return is when its client gave up; the checker treats it as
@@ -77,6 +85,16 @@ type Op struct {
 	Err        string       `json:"err,omitempty"`    // transport error
 	// RetryAfter is the Retry-After header of a 503.
 	RetryAfter string `json:"retry_after,omitempty"`
+
+	// OutRevision is a kv-put or kv-get OK's key revision; on a kv op
+	// refused, the problem's revision: the key's on revision_mismatch (0:
+	// it does not exist), the read's on key_not_found. OutCreated,
+	// OutVersion and OutSession are a kv OK's created_revision, version
+	// and session.
+	OutRevision int64  `json:"out_revision,omitempty"`
+	OutCreated  int64  `json:"out_created,omitempty"`
+	OutVersion  int64  `json:"out_version,omitempty"`
+	OutSession  string `json:"out_session,omitempty"`
 
 	// mortal and strict are what ResolvePermits (ResolveRWLocks) learnt
 	// from the trail for SemaphoreModel (RWLockModel); they are not part
@@ -122,30 +140,44 @@ const (
 	SetAcquire Kind = "set-acquire" // POST /v1/locksets {"names":…}, with or without wait
 	SetRenew   Kind = "set-renew"   // POST /v1/locksets/renew {"names":…,"token":…}
 	SetRelease Kind = "set-release" // POST /v1/locksets/release {"names":…,"token":…}
+
+	KVPut    Kind = "kv-put"    // PUT /v1/kv/{key} {"value":…,"if_revision":…,"session":…,"lock":…,"token":…}
+	KVGet    Kind = "kv-get"    // GET /v1/kv/{key}
+	KVDelete Kind = "kv-delete" // DELETE /v1/kv/{key}?if_revision=
+
+	SessionCreate Kind = "session-create" // POST /v1/sessions
+	SessionRenew  Kind = "session-renew"  // POST /v1/sessions/{id}/renew
+	SessionDelete Kind = "session-delete" // DELETE /v1/sessions/{id}
 )
 
 // lockKinds, electionKinds, semaphoreKinds, rwKinds and setKinds are the
 // kinds of each model; fput and fget belong to the election model when
 // they have Election set, to the rwlock model when they have RWLock set;
-// lock ops with Pool set belong to the lock set model.
+// lock ops with Pool set belong to the lock set model. kvKinds are the
+// keys' checkers'.
 var (
 	lockKinds      = []Kind{Acquire, Renew, Release, Get, FPut, FGet}
 	electionKinds  = []Kind{Campaign, Proclaim, Resign, RenewLeader, Leader}
 	semaphoreKinds = []Kind{SemAcquire, SemRenew, SemRelease, SemGet}
 	rwKinds        = []Kind{RWAcquire, RWRenew, RWRelease, RWGet}
 	setKinds       = []Kind{SetAcquire, SetRenew, SetRelease}
+	kvKinds        = []Kind{KVPut, KVGet, KVDelete, SessionCreate, SessionRenew, SessionDelete}
 )
 
 // allKinds are the kinds of every model.
 func allKinds() []Kind {
-	return slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds, setKinds)
+	return slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds, setKinds, kvKinds)
 }
 
-// Name is what op is about: its election, semaphore or rwlock if it has
-// one, its set's names joined by commas for a set op, else its lock. For
-// fput and fget it is also the fenced resource.
+// Name is what op is about: its key or session, its election, semaphore
+// or rwlock if it has one, its set's names joined by commas for a set op,
+// else its lock. For fput and fget it is also the fenced resource.
 func (op Op) Name() string {
 	switch {
+	case op.Key != "":
+		return op.Key
+	case op.OnKV():
+		return op.Session
 	case len(op.Set) > 0:
 		return strings.Join(op.Set, ",")
 	case op.Election != "":
@@ -176,7 +208,13 @@ func (op Op) OnRWLock() bool {
 // onLock reports whether op is a lock op: LockModel's unless it is in a
 // lock set pool (OnLockSet), and CheckAudit's either way.
 func (op Op) onLock() bool {
-	return !op.onElection() && !op.OnSemaphore() && !op.OnRWLock() && len(op.Set) == 0
+	return !op.onElection() && !op.OnSemaphore() && !op.OnRWLock() && len(op.Set) == 0 && !op.OnKV()
+}
+
+// OnKV reports whether op is a key op or a session op: the keys'
+// checkers' (kvcheck), and no model's here.
+func (op Op) OnKV() bool {
+	return op.Key != "" || slices.Contains(kvKinds, op.Kind)
 }
 
 // OnLockSet reports whether op belongs to LockSetModel: a set op, or a
@@ -207,7 +245,10 @@ const (
 	// for rw-acquire, 404 not_held for rw-renew, rw-release and rw-get,
 	// and not_holder for an fput under an rwlock; 409 lock_held for
 	// set-acquire, 404 not_held or 409 token_mismatch for set-renew and
-	// set-release.
+	// set-release; 409 revision_mismatch or stale_token, or 404
+	// session_not_found, for kv-put; 404 key_not_found for kv-get, and
+	// with 409 revision_mismatch for kv-delete; 404 session_not_found
+	// for session-renew and session-delete.
 	Rejected Result = "rejected"
 	// Unknown is an op that may or may not have taken effect: no answer
 	// before the client's timeout, a connection cut after the request
@@ -250,6 +291,12 @@ type AuditEvent struct {
 	// Set is a lock set member's event's: every name of the set, in the
 	// order its acquire gave them.
 	Set []string `json:"set,omitempty"`
+	// Session, CreatedRevision and Version are a key's event's (Kind
+	// "key", Type "put" or "delete"): the session a put bound the key to,
+	// or whose end deleted it, and a put's created_revision and version.
+	Session         string `json:"session,omitempty"`
+	CreatedRevision int64  `json:"created_revision,omitempty"`
+	Version         int64  `json:"version,omitempty"`
 }
 
 // isLock reports whether ev is a lock's event, a set member's or not.
@@ -266,3 +313,9 @@ func (ev AuditEvent) isSemaphore() bool { return ev.Kind == "semaphore" }
 
 // isRWLock reports whether ev is a read/write lock's event.
 func (ev AuditEvent) isRWLock() bool { return ev.Kind == "rwlock" }
+
+// IsLockEnd reports whether ev ends a hold of a single lock (not a lock
+// set's member): one of the end events of endEventTypes.
+func (ev AuditEvent) IsLockEnd() bool {
+	return ev.isLock() && !ev.isSetMember() && slices.Contains(endEventTypes, ev.Type)
+}

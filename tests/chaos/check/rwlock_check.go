@@ -364,7 +364,7 @@ func RWLockModel() porcupine.Model { return newModel(rwState{}) }
 // ResolveRWLocks's ops: without the trail's word, every hold is immortal
 // and every refusal unchecked.
 func CheckRWLocks(ops []Op, timeout time.Duration, htmlPath string) (ok bool, err error) {
-	return checkModel(RWLockModel(), Op.OnRWLock, ops, timeout, htmlPath)
+	return CheckModel(RWLockModel(), Op.OnRWLock, ops, timeout, htmlPath)
 }
 
 // describeRWOp reads like "rw-acquire w3-1 write wait 1s → 4711".

@@ -311,7 +311,7 @@ func CheckSemaphores(ops []Op, timeout time.Duration, htmlPath string) (ok bool,
 				op.ID, op.Semaphore, max(op.Limit, op.OutLimit), MaxModelLimit)
 		}
 	}
-	return checkModel(SemaphoreModel(), Op.OnSemaphore, ops, timeout, htmlPath)
+	return CheckModel(SemaphoreModel(), Op.OnSemaphore, ops, timeout, htmlPath)
 }
 
 // describeSemaphoreOp reads like "sem-acquire s3-1 wait 1s → 4711".
