@@ -15,7 +15,9 @@
 //   - The porcupine models (LockModel, ElectionModel, SemaphoreModel,
 //     RWLockModel, LockSetModel), each with its Check function, and the
 //     real-time orders of tokens and fenced writes (CheckTokenOrder,
-//     CheckFencedOrder).
+//     CheckFencedOrder). The keys' model, order check, audit and resolver
+//     are package kvcheck's, under this one: the record of their ops is
+//     here, with Model and CheckModel, the plumbing every model shares.
 //   - The audits (CheckAudit, CheckElectionAudit, …), which hold the
 //     trail against the ops, and the resolvers (ResolveCampaigns,
 //     ResolvePermits, …), which settle Unknown ops by the trail for the
