@@ -43,6 +43,9 @@ var (
 	flagSetClients = flag.Int("chaos.locksets", 3, "concurrent lock set clients, spread over the nodes, beside the others (0: none)")
 	flagSetLocks   = flag.Int("chaos.lockset-locks", 6, "the locks of the pool the lock sets take 2 or 3 of at a time (3 to 8)")
 	flagSetSharers = flag.Int("chaos.lockset-sharers", 2, "how many of the lock clients take single locks of the lock sets' pool instead of their own")
+
+	flagKVClients = flag.Int("chaos.kv", 3, "concurrent key clients, spread over the nodes, beside the others (0: none)")
+	flagKVKeys    = flag.Int("chaos.kv-keys", 3, "the keys the key clients read and write")
 )
 
 var bin string
@@ -100,7 +103,7 @@ func TestChaos(t *testing.T) {
 
 // The nemesis's own clients. Their IDs follow the workload's, lock clients
 // then election clients then semaphore clients then rwlock clients then
-// lock set clients (nemesisClient):
+// lock set clients then key clients (nemesisClient):
 // porcupine's visualisation draws client ID n on row n.
 const (
 	clientOrphan    = iota // holds a lock that dies with a killed node
@@ -108,10 +111,11 @@ const (
 	clientPaused           // the paused client process
 	clientSuccessor        // takes the paused client's lock
 	clientBurst            // holds the burst fault's lock
+	clientKVEnd            // reads the keys and puts kvEndKey once the run settled
 )
 
 func nemesisClient(role int) int {
-	return *flagClients + *flagElectors + *flagSemClients + *flagRWClients + *flagSetClients + role
+	return *flagClients + *flagElectors + *flagSemClients + *flagRWClients + *flagSetClients + *flagKVClients + role
 }
 
 // run is one seed's state.
@@ -130,6 +134,10 @@ type run struct {
 	// pool is the locks the lock set clients take theirs from, and the
 	// first -chaos.lockset-sharers lock clients their single locks.
 	pool []string
+	// keys are the key clients' keys; kvEnd is the revision of the put
+	// of kvEndKey once the run settled (keysSettled), 0 before.
+	keys  []string
+	kvEnd int64
 
 	mu     sync.Mutex
 	faults []string       // what the nemesis did, with times
@@ -188,7 +196,7 @@ func runChaos(t *testing.T, seed uint64, p plan) {
 		t.Fatal(err)
 	}
 	c := testcluster.Start(t, testcluster.Options{Bin: bin, Netns: true, LogDir: dir, Args: p.args})
-	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}, sems: sems, pool: pool}
+	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}, sems: sems, pool: pool, keys: kvKeys()}
 	for i := range *flagLocks {
 		r.locks = append(r.locks, fmt.Sprintf("chaos-%d", i))
 	}
@@ -199,42 +207,24 @@ func runChaos(t *testing.T, seed uint64, p plan) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for i := range *flagClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.client(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
-		}()
-	}
-	for i := *flagClients; i < *flagClients+*flagElectors; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.elector(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
-		}()
-	}
-	for i := *flagClients + *flagElectors; i < *flagClients+*flagElectors+*flagSemClients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.semaphoreClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
-		}()
-	}
-	first := *flagClients + *flagElectors + *flagSemClients
-	for i := first; i < first+*flagRWClients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.rwClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
-		}()
-	}
-	first += *flagRWClients
-	for i := first; i < first+*flagSetClients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.setClient(ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
-		}()
+	// Client IDs run on from one kind of client to the next, in this
+	// order (nemesisClient): porcupine draws client ID n on row n.
+	first := 0
+	for _, w := range []struct {
+		n      int
+		client func(r *run, ctx context.Context, id int, rng *rand.Rand)
+	}{
+		{*flagClients, (*run).client}, {*flagElectors, (*run).elector}, {*flagSemClients, (*run).semaphoreClient},
+		{*flagRWClients, (*run).rwClient}, {*flagSetClients, (*run).setClient}, {*flagKVClients, (*run).kvClient},
+	} {
+		for i := first; i < first+w.n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.client(r, ctx, i, rand.New(rand.NewPCG(seed, uint64(i)+1)))
+			}()
+		}
+		first += w.n
 	}
 	p.nemesis(r, rand.New(rand.NewPCG(seed, 0)))
 	stop()
@@ -589,11 +579,12 @@ func (r *run) check() {
 	r.checkSemaphores(ops, events)
 	r.checkRWLocks(ops, events)
 	r.checkLockSets(ops, events)
+	r.checkKeys(ops, events)
 }
 
 // settledHistory waits until no lock, permit or rwlock hold is held,
-// nobody leads an election, and every hold, permit and leadership has an
-// end event, then
+// nobody leads an election, every hold, permit and leadership has an
+// end event, and the trail has every key event (keysSettled), then
 // returns the whole audit trail, oldest first.
 func (r *run) settledHistory() []check.AuditEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -624,13 +615,13 @@ func (r *run) settledHistory() []check.AuditEvent {
 		}
 		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 && len(sems.Semaphores) == 0 && len(rws.RWLocks) == 0 {
 			evs, err := r.audit(ctx)
-			if err == nil && check.AllEnded(evs) {
+			if err == nil && check.AllEnded(evs) && r.keysSettled(ctx, evs) {
 				return evs
 			}
 		}
 		select {
 		case <-ctx.Done():
-			r.t.Fatalf("locks, permits or rwlock holds still held, elections led, or holds without an end 30 s after the run (last error %v)", err)
+			r.t.Fatalf("locks, permits or rwlock holds still held, elections led, sessions live, or holds or keys without their events 30 s after the run (last error %v)", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -101,6 +101,36 @@
 // no OK or Unknown acquire explains; and no two holds of a pool's lock,
 // a set's or a single lock's, overlap in the trail).
 //
+// Key clients read, put, compare-and-set (from the revision a read just
+// found, or create only) and delete (comparing half the time) a few keys
+// whose names hold a "/", put them fenced by a lock they take (sometimes
+// stalling past its TTL and putting again, which must be refused once
+// the lock has passed on), and bind them to sessions that they renew and
+// delete, let expire or abandon. Their ops are checked, by package
+// kvcheck (tests/chaos/check/kvcheck), against KeyModel (CheckKeys: per
+// key, a register with compare-and-set whose revisions are etcd's; a
+// put at a revision above every one placed before it, a compare-and-set
+// that takes effect exactly at its if_revision, 0 for none, a
+// revision_mismatch that shows the key's revision then, reads of the
+// latest put or of the key's absence at a revision no lower than the
+// last placed), once ResolveKeys has marked the incarnations the trail
+// shows deleted by their session's end (only those may vanish without
+// an op, and at that revision); across keys in real time (CheckKeyOrder:
+// a put's revision above every revision seen before its call, a key read
+// missing at no lower one, no two puts at one revision, no fenced put
+// accepted after a later grant of its lock or a release of its token
+// had returned); and the trail against them (CheckKeyAudit: versions 1,
+// 2, 3, … per incarnation; every acknowledged put once, at its
+// revision, and every read's put there; every acknowledged delete
+// matched to one of its own between what was seen before and after it;
+// no write that no acknowledged or Unknown op could have made; a
+// session's keys deleted in one revision, never while an op found the
+// session alive after, nor after an op said it had ended, and no key
+// outliving its session; a fenced put accepted only within its lock's
+// hold, and not refused while the hold was current all along). Once the
+// run settles they wait for every session to end, read every key and
+// put one more, so that the trail they check is whole.
+//
 // TestChaos_TrailStopped runs the same workload and checks with another
 // nemesis: it halts every node's audit trail writer (the failpoint of a
 // baton built with -tags failpoints, testcluster.Node.HaltTrail) for three
@@ -117,8 +147,9 @@
 // the semaphores' limits (one semaphore each, up to 8),
 // -chaos.permit-wait=false acquires that never wait, -chaos.rwlocks
 // the read/write lock clients (0: none), -chaos.locksets the lock set
-// clients (0: none), -chaos.lockset-locks the locks of their pool and
-// -chaos.lockset-sharers how many lock clients take single locks of it.
+// clients (0: none), -chaos.lockset-locks the locks of their pool,
+// -chaos.lockset-sharers how many lock clients take single locks of it,
+// and -chaos.kv the key clients (0: none) and -chaos.kv-keys their keys.
 // Two-minute seeds,
 // with go test's timeout lifted:
 //
@@ -126,7 +157,7 @@
 //
 // A run's folder (history.json, audit.json, nemesis.log, node logs and
 // any porcupine visualisation, linearizability.html, elections.html,
-// semaphores.html, rwlocks.html or locksets.html) is
+// semaphores.html, rwlocks.html, locksets.html or keys.html) is
 // kept when it fails, or with -chaos.keep; -chaos.replay FOLDER checks it
 // again without a cluster (TestReplay) and logs the ops where a model
 // first fails. docs/CLUSTER.md describes what the suite injects and how

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/tests/chaos/check"
+	"github.com/baton-dev/baton/tests/chaos/check/kvcheck"
 )
 
 var flagReplay = flag.String("chaos.replay", "", "a run's folder (history.json, audit.json): check it again instead of running anything")
@@ -44,12 +45,18 @@ func TestReplay(t *testing.T) {
 		for _, v := range check.CheckLockSetAudit(ops, events) {
 			t.Error("lock set audit:", v)
 		}
+		for _, v := range kvcheck.CheckKeyAudit(ops, events) {
+			t.Error("key audit:", v)
+		}
 	}
 	for _, v := range check.CheckTokenOrder(ops) {
 		t.Error("token order:", v)
 	}
 	for _, v := range check.CheckFencedOrder(ops) {
 		t.Error("fenced order:", v)
+	}
+	for _, v := range kvcheck.CheckKeyOrder(ops) {
+		t.Error("key order:", v)
 	}
 	checks := []struct {
 		name  string
@@ -62,6 +69,8 @@ func TestReplay(t *testing.T) {
 		return check.CheckRWLocks(check.ResolveRWLocks(ops, events), timeout, html)
 	}}, {"locksets-replay.html", func(ops []check.Op, timeout time.Duration, html string) (bool, error) {
 		return check.CheckLockSets(check.ResolveLockSets(ops, events), timeout, html)
+	}}, {"keys-replay.html", func(ops []check.Op, timeout time.Duration, html string) (bool, error) {
+		return kvcheck.CheckKeys(ops, kvcheck.ResolveKeys(events), timeout, html)
 	}}}
 	for _, c := range checks {
 		html := filepath.Join(*flagReplay, c.name)
