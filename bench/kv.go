@@ -102,7 +102,16 @@ func (b *bench) kvRow(ctx context.Context, sys, op string, clients int) (report.
 		if op == "get" {
 			kind = kindKVGet
 		}
+		path := ""
+		if b.cfg.CPUProfileRows {
+			path = fmt.Sprintf("%s.kv-%s-%d", b.cfg.CPUProfile, op, clients)
+		}
+		stop, perr := startCPUProfile(path)
+		if perr != nil {
+			return report.KVRow{}, false, perr
+		}
 		u, err = load.Measured(ctx, load.Spec{Kind: kind, URL: b.url, Clients: clients, Duration: b.cfg.Duration, Prefix: prefix, Value: kvValue}, &loop)
+		stop()
 	}
 	if err != nil {
 		return report.KVRow{}, false, err

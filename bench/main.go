@@ -86,8 +86,9 @@ type Config struct {
 	CPUProfile, MemProfile string
 	// CPUProfileRows splits the CPU profile by row of the cycle
 	// scenarios: row n of them (counted from 1, over all of them) goes to
-	// CPUProfile.n, so that rows of a long run can be compared; the
-	// scenarios after them are not profiled.
+	// CPUProfile.n, so that rows of a long run can be compared; and each
+	// of baton's rows of the keys scenario to CPUProfile.kv-OP-CLIENTS.
+	// The other scenarios are not profiled.
 	CPUProfileRows bool
 	// JSONPath receives the results as JSON.
 	JSONPath string
@@ -235,7 +236,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.ZooKeeperJar, "zookeeper-jar", zookeeper.Jar, "run the zookeeper peer on a server of its own started from `jar` (Debian's zookeeper package), if it is there; empty: do not")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "the Redis server's AUTH `password`, if it wants one")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write this process's CPU profile over the HTTP scenarios to `file`")
-	fs.BoolVar(&cfg.CPUProfileRows, "cpuprofile-rows", false, "with -cpuprofile, write each row of the cycle scenarios to a profile of its own (the file's name, a dot and the row's number from 1) and profile no other scenario")
+	fs.BoolVar(&cfg.CPUProfileRows, "cpuprofile-rows", false, "with -cpuprofile, write each row of the cycle scenarios to a profile of its own (the file's name, a dot and the row's number from 1), and each of baton's rows of the keys scenario (the file's name and .kv-OP-CLIENTS), and profile no other scenario")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write this process's allocation profile at the end to `file`")
 	fs.StringVar(&cfg.JSONPath, "json", cfg.JSONPath, "write the results as JSON to `file`")
 	if err := fs.Parse(args); err != nil {
