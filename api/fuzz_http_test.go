@@ -102,6 +102,14 @@ func FuzzHTTP(f *testing.F) {
 		{15, "", "cursor=d29ya2VyLTEANjk0ZA", "", "", false, ""},
 		{15, "", "prefix=a&cursor=d29ya2VyLTEANjk0ZA", "", "", false, ""}, // a cursor past the prefix's range
 		{15, "", "limit=0", "", "", false, ""},
+		{16, "config/db", "", "application/json", `{"value":{"host":"db-1"}}`, false, ""},
+		{16, "config/db", "", "application/json", `{"value":1,"if_revision":0,"session":"$SESSION"}`, false, ""},
+		{16, "config/db", "", "application/json", `{"value":1,"lock":"held","token":$TOKEN}`, true, ""},
+		{16, "events", "", "application/json", `{"value":1}`, false, ""},
+		{17, "config/db", "wait_revision=1&wait=10ms", "", "", false, ""},
+		{18, "config/db", "if_revision=1", "", "", false, ""},
+		{18, "config/db", "", "application/json", `{"lock":"held","token":$TOKEN}`, false, ""},
+		{19, "", "prefix=config/&limit=1", "", "", false, ""},
 	} {
 		f.Add(s.route, s.param, s.escapeAll, s.query, s.ct, []byte(s.body), s.lastEventID)
 	}
@@ -135,6 +143,10 @@ var fuzzRoutes = []fuzzRoute{
 	{http.MethodGet, "/v1/events", ""},
 	{http.MethodGet, "/v1/cluster", ""},
 	{http.MethodGet, "/v1/sessions", ""},
+	{http.MethodPut, "/v1/kv/%s", "key"},
+	{http.MethodGet, "/v1/kv/%s", "key"},
+	{http.MethodDelete, "/v1/kv/%s", "key"},
+	{http.MethodGet, "/v1/kv", ""},
 }
 
 // fuzzTB hands the server's failure reports (the contract check's and the
@@ -217,6 +229,9 @@ func (h *httpFuzz) restore(tb testing.TB) error {
 		}
 	}
 	clear(h.fenced)
+	if err := h.restoreKeys(ctx); err != nil {
+		return err
+	}
 	// Nothing may be left behind that changes later iterations.
 	_, delays, _, err := eng.ListWithDelays(ctx, lock.ListOptions{Limit: lock.MaxListLimit})
 	if err != nil {
@@ -230,6 +245,21 @@ func (h *httpFuzz) restore(tb testing.TB) error {
 		return fmt.Errorf("left behind: %d locks under lock-delay, %d waiters", len(delays), st.Waiters)
 	}
 	return nil
+}
+
+// restoreKeys deletes every key an iteration wrote.
+func (h *httpFuzz) restoreKeys(ctx context.Context) error {
+	for {
+		p, err := h.s.Eng.KV().List(ctx, lock.KeyListOptions{Limit: lock.MaxListLimit})
+		if err != nil || len(p.Keys) == 0 {
+			return err
+		}
+		for _, k := range p.Keys {
+			if err := h.s.Eng.KV().Delete(ctx, lock.DeleteKeyRequest{Key: k.Key}); err != nil && !errors.Is(err, lock.ErrKeyNotFound) {
+				return fmt.Errorf("delete key %q: %w", k.Key, err)
+			}
+		}
+	}
 }
 
 // restoreLocks releases every lock but the harness's, and takes that
@@ -382,7 +412,7 @@ func (h *httpFuzz) one(t *testing.T, r fuzzRoute, param string, escapeAll bool, 
 		return
 	}
 	h.checkSuccess(t, r, param, u.Query(), body, w)
-	if r.method == http.MethodPut {
+	if r.method == http.MethodPut && r.param == "resource" {
 		h.fenced[param] = true
 	}
 	if r.method != http.MethodGet {
@@ -394,8 +424,11 @@ func (h *httpFuzz) one(t *testing.T, r fuzzRoute, param string, escapeAll bool, 
 
 // validParam reports whether v is a valid value of the path parameter.
 func validParam(name, v string) bool {
-	if name == "id" {
+	switch name {
+	case "id":
 		return false // a session ID is judged by existing, not by a rule
+	case "key":
+		return lock.CheckKey("key", v) == nil && v != "events"
 	}
 	return lock.ValidName(v)
 }
@@ -531,6 +564,32 @@ func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.V
 		var page api.History
 		decode(&page)
 		h.checkHistory(t, q, page)
+	case "/v1/kv/%s":
+		if r.method == http.MethodDelete {
+			return
+		}
+		var k api.Key
+		decode(&k)
+		if k.Key != param || k.Version < 1 || k.Revision < k.CreatedRevision || !json.Valid(k.Value) {
+			t.Fatalf("key %q answered %+v", param, k)
+		}
+		if r.method == http.MethodPut {
+			var req api.PutKeyRequest
+			if err := json.Unmarshal(body, &req); err != nil {
+				t.Fatalf("PUT %q succeeded with a body that does not decode: %v", param, err)
+			}
+			if compact(req.Value) != compact(k.Value) || req.Session != k.Session {
+				t.Fatalf("PUT %q with %s stored %+v", param, body, k)
+			}
+		}
+	case "/v1/kv":
+		var page api.KeyList
+		decode(&page)
+		for i, k := range page.Keys {
+			if !strings.HasPrefix(k.Key, q.Get("prefix")) || i > 0 && k.Key <= page.Keys[i-1].Key {
+				t.Fatalf("keys %v: %q out of order or outside the prefix", q, k.Key)
+			}
+		}
 	case "/v1/events":
 		if ct := w.header.Get("Content-Type"); ct != "text/event-stream" {
 			t.Fatalf("events answered %d with Content-Type %q", w.status, ct)
