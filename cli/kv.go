@@ -227,10 +227,7 @@ func kvLsCmd(g *globals) *cobra.Command {
 			if limit < 1 {
 				return usagef("--limit must be at least 1, not %d", limit)
 			}
-			prefix := ""
-			if len(args) == 1 {
-				prefix = args[0]
-			}
+			prefix := optionalArg(args)
 			cl, err := g.client()
 			if err != nil {
 				return err
@@ -265,10 +262,7 @@ func kvWatchCmd(g *globals) *cobra.Command {
 		Short: "Stream the puts and deletes of keys (under PREFIX) as they happen, until interrupted",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			prefix := ""
-			if len(args) == 1 {
-				prefix = args[0]
-			}
+			prefix := optionalArg(args)
 			cl, err := g.client()
 			if err != nil {
 				return err
@@ -417,4 +411,12 @@ func (g *globals) printGroup(prefix string, group map[string]client.Key) error {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", strings.TrimPrefix(k, prefix), m.Session, fit(string(m.Value), 60))
 	}
 	return w.Flush()
+}
+
+// optionalArg is a command's one optional argument, "" when not given.
+func optionalArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
