@@ -564,25 +564,21 @@ func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.V
 		var page api.History
 		decode(&page)
 		h.checkHistory(t, q, page)
-	case "/v1/kv/%s":
-		if r.method == http.MethodDelete {
-			return
+	case "/v1/kv/%s", "/v1/kv":
+		checkKeyAnswer(t, r, param, q, body, decode)
+	case "/v1/events":
+		if ct := w.header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("events answered %d with Content-Type %q", w.status, ct)
 		}
-		var k api.Key
-		decode(&k)
-		if k.Key != param || k.Version < 1 || k.Revision < k.CreatedRevision || !json.Valid(k.Value) {
-			t.Fatalf("key %q answered %+v", param, k)
-		}
-		if r.method == http.MethodPut {
-			var req api.PutKeyRequest
-			if err := json.Unmarshal(body, &req); err != nil {
-				t.Fatalf("PUT %q succeeded with a body that does not decode: %v", param, err)
-			}
-			if compact(req.Value) != compact(k.Value) || req.Session != k.Session {
-				t.Fatalf("PUT %q with %s stored %+v", param, body, k)
-			}
-		}
-	case "/v1/kv":
+	}
+}
+
+// checkKeyAnswer checks a 2xx of a key's route: the key as put or read,
+// or a page of keys in order under the prefix.
+func checkKeyAnswer(t *testing.T, r fuzzRoute, param string, q url.Values, body []byte, decode func(any)) {
+	t.Helper()
+	switch {
+	case r.path == "/v1/kv":
 		var page api.KeyList
 		decode(&page)
 		for i, k := range page.Keys {
@@ -590,9 +586,21 @@ func (h *httpFuzz) checkSuccess(t *testing.T, r fuzzRoute, param string, q url.V
 				t.Fatalf("keys %v: %q out of order or outside the prefix", q, k.Key)
 			}
 		}
-	case "/v1/events":
-		if ct := w.header.Get("Content-Type"); ct != "text/event-stream" {
-			t.Fatalf("events answered %d with Content-Type %q", w.status, ct)
+	case r.method != http.MethodDelete:
+		var k api.Key
+		decode(&k)
+		if k.Key != param || k.Version < 1 || k.Revision < k.CreatedRevision || !json.Valid(k.Value) {
+			t.Fatalf("key %q answered %+v", param, k)
+		}
+		if r.method != http.MethodPut {
+			return
+		}
+		var req api.PutKeyRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatalf("PUT %q succeeded with a body that does not decode: %v", param, err)
+		}
+		if compact(req.Value) != compact(k.Value) || req.Session != k.Session {
+			t.Fatalf("PUT %q with %s stored %+v", param, body, k)
 		}
 	}
 }
