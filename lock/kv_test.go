@@ -369,3 +369,45 @@ func TestKV_MaxKeys(t *testing.T) {
 		t.Fatalf("keys = %v", keys)
 	}
 }
+
+// TestKV_SessionOfAnotherCredential: a caller may bind keys to its own
+// sessions only, an admin to any; without a caller the txn's compare of
+// the session record is the check, and a missing session is refused.
+func TestKV_SessionOfAnotherCredential(t *testing.T) {
+	e, m := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	alice := lock.WithCaller(ctx, lock.Caller{Credential: "alice"})
+	bob := lock.WithCaller(ctx, lock.Caller{Credential: "bob"})
+	admin := lock.WithCaller(ctx, lock.Caller{Credential: "root", Admin: true})
+	s, err := e.CreateSession(alice, "alice-1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(ctx context.Context, key string) error {
+		_, err := e.KV().Put(ctx, lock.PutKeyRequest{Key: key, Value: json.RawMessage(`1`), Session: s.ID})
+		return err
+	}
+	if err := put(bob, "m/bob"); !errors.Is(err, lock.ErrNotOwner) {
+		t.Fatalf("bob binding a key to alice's session: %v, want ErrNotOwner", err)
+	}
+	for _, c := range []struct {
+		ctx context.Context
+		key string
+	}{{alice, "m/alice"}, {admin, "m/admin"}, {ctx, "m/anonymous"}} {
+		if err := put(c.ctx, c.key); err != nil {
+			t.Fatalf("put %s: %v", c.key, err)
+		}
+	}
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"kv/m/"); len(keys) != 3 {
+		t.Fatalf("keys %v, want alice's, the admin's and the anonymous one", keys)
+	}
+	if err := e.DeleteSession(alice, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(ctx, "m/late"); !errors.Is(err, lock.ErrSessionNotFound) {
+		t.Fatalf("put into an ended session: %v, want ErrSessionNotFound", err)
+	}
+	if keys := holdtest.KeysUnder(t, m.Client(), holdtest.Prefix+"kv/m/"); len(keys) != 0 {
+		t.Fatalf("keys %v outlived their session", keys)
+	}
+}

@@ -43,7 +43,10 @@ func (s *Store) Put(ctx context.Context, req PutRequest) (*Entry, error) {
 	if err := s.prepare(ctx, &w, req.Session); err != nil {
 		return nil, err
 	}
-	rec := store.KeyRecord{Value: req.Value, Time: store.NowUTC(), Credential: hold.CredentialOf(ctx), Session: req.Session}
+	rec := store.KeyRecord{Value: req.Value, Time: store.NowUTC(), Credential: hold.CredentialOf(ctx)}
+	if w.session != 0 {
+		rec.Session = store.LeaseHex(w.session) // as the session's ID is spelt everywhere
+	}
 	var opts []clientv3.OpOption
 	if w.session != 0 {
 		opts = append(opts, clientv3.WithLease(w.session))
@@ -78,7 +81,7 @@ func (s *Store) Put(ctx context.Context, req PutRequest) (*Entry, error) {
 	created = kv.Version == 1
 	return &Entry{
 		Key: req.Key, Value: req.Value, Revision: kv.ModRevision, CreatedRevision: kv.CreateRevision, Version: kv.Version,
-		Session: req.Session, Credential: rec.Credential,
+		Session: rec.Session, Credential: rec.Credential,
 	}, nil
 }
 

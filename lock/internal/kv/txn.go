@@ -18,9 +18,10 @@ type write struct {
 	fence      Fence
 	// updateOnly requires the key to exist: a put at the MaxKeys cap.
 	updateOnly bool
-	// session is the session's lease, and sessionRev its record's
-	// CreateRevision, which the txn requires (a session deleted and made
-	// anew under the same ID cannot slip through).
+	// session is the session's lease. The txn requires its record; with
+	// sessionRev, the record prepare read for the ownership check, at
+	// that CreateRevision (one deleted and made anew meanwhile cannot
+	// slip through).
 	session    clientv3.LeaseID
 	sessionRev int64
 	// holdKey is the key name of the hold the fence requires: a
@@ -28,19 +29,24 @@ type write struct {
 	holdKey string
 }
 
-// prepare reads what w's txn compares: the session's record (and checks
-// that the caller may bind keys to it) and the fence's hold key.
+// prepare reads what w's txn compares: the fence's hold key, and the
+// session's record when there is an owner to check (a caller that is not
+// an admin), as an acquire into a session does; otherwise the txn's
+// compare of the record is check enough.
 func (s *Store) prepare(ctx context.Context, w *write, session string) error {
 	if session != "" {
-		lid, _ := store.ParseLeaseHex(session)
-		rec, rev, err := s.core.ReadSession(ctx, session)
-		if err != nil {
-			return err
+		w.session, _ = store.ParseLeaseHex(session)
+		if c, ok := hold.CallerFrom(ctx); ok && !c.Admin {
+			id := store.LeaseHex(w.session)
+			rec, rev, err := s.core.ReadSession(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !hold.MayActOn(ctx, rec.Credential) {
+				return fmt.Errorf("session %s was created by another credential: %w", id, hold.ErrNotOwner)
+			}
+			w.sessionRev = rev
 		}
-		if !hold.MayActOn(ctx, rec.Credential) {
-			return fmt.Errorf("session %s was created by another credential: %w", session, hold.ErrNotOwner)
-		}
-		w.session, w.sessionRev = lid, rev
 	}
 	f := w.fence
 	switch f.Kind {
@@ -85,7 +91,11 @@ func (s *Store) commit(ctx context.Context, w *write, ops ...clientv3.Op) (*clie
 		t.If(clientv3.Compare(clientv3.CreateRevision(kkey), ">", 0))
 	}
 	if w.session != 0 {
-		t.If(clientv3.Compare(clientv3.CreateRevision(keys.Session(store.LeaseHex(w.session))), "=", w.sessionRev))
+		if w.sessionRev != 0 {
+			t.If(clientv3.Compare(clientv3.CreateRevision(keys.Session(store.LeaseHex(w.session))), "=", w.sessionRev))
+		} else {
+			t.If(clientv3.Compare(clientv3.CreateRevision(keys.Session(store.LeaseHex(w.session))), ">", 0))
+		}
 		t.session = t.OnFailure(clientv3.OpGet(keys.Session(store.LeaseHex(w.session)), clientv3.WithKeysOnly()))
 	}
 	if w.holdKey != "" {
@@ -125,7 +135,7 @@ func (s *Store) refusal(resp *clientv3.TxnResponse, t *txn, w *write) error {
 		}
 	}
 	if t.session.Ok() {
-		if kvs := t.session.KVs(resp); len(kvs) == 0 || kvs[0].CreateRevision != w.sessionRev {
+		if kvs := t.session.KVs(resp); len(kvs) == 0 || w.sessionRev != 0 && kvs[0].CreateRevision != w.sessionRev {
 			return hold.ErrSessionNotFound
 		}
 	}
