@@ -132,6 +132,11 @@ func badLockRequests(sess api.Session, held api.Lock) []badRequest {
 		{rule: "keep_place on a lock set", method: "POST", path: "/v1/locksets", body: `{"names":["a","b"],"keep_place":true}`, field: "keep_place"},
 		{rule: "lock_delay negative", method: "POST", path: "/v1/locks/x", body: `{"lock_delay":"-1s"}`, field: "lock_delay"},
 		{rule: "lock_delay not a duration", method: "POST", path: "/v1/locks/x", body: `{"lock_delay":"soon"}`, field: "lock_delay"},
+		{rule: "min_hold negative", method: "POST", path: "/v1/locks/x", body: `{"min_hold":"-1s"}`, field: "min_hold"},
+		{rule: "min_hold above 24h", method: "POST", path: "/v1/locks/x", body: `{"min_hold":"25h"}`, field: "min_hold"},
+		{rule: "min_hold not a duration", method: "POST", path: "/v1/locks/x", body: `{"min_hold":"5 minutes"}`, field: "min_hold"},
+		{rule: "min_hold on a campaign, negative", method: "POST", path: "/v1/elections/x/campaign", body: `{"min_hold":"-1s"}`, field: "min_hold"},
+		{rule: "min_hold on a lock set, not a duration", method: "POST", path: "/v1/locksets", body: `{"names":["a","b"],"min_hold":"1d"}`, field: "min_hold"},
 
 		// Get, renew, release, revoke.
 		{rule: "unknown query parameter on get", method: "GET", path: "/v1/locks/held?verbose=1", field: "verbose"},

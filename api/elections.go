@@ -36,6 +36,7 @@ type Leader struct {
 	// renewal): GET the election for it.
 	ExpiresAt *Time             `json:"expires_at,omitempty" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:28.881Z"`
 	LockDelay string            `json:"lock_delay,omitempty" example:"5s"`
+	MinHold   string            `json:"min_hold,omitempty" example:"5m"`
 	Metadata  map[string]string `json:"metadata"`
 	// Candidates are those waiting, in the order they would lead; only
 	// GET /v1/elections/{name} fills it in.
@@ -82,6 +83,10 @@ type CampaignRequest struct {
 	// LockDelay keeps the election free for this long after the hold ends by
 	// expiry or revoke (not by a release): a duration up to 1h.
 	LockDelay *string `json:"lock_delay,omitempty" example:"0s"`
+	// MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, nobody acquires it before acquired_at + min_hold.
+	MinHold *string `json:"min_hold,omitempty" example:"5m"`
 	// Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -114,6 +119,9 @@ func toLeader(l *lock.Lock) *Leader {
 	}
 	if l.LockDelay > 0 {
 		out.LockDelay = l.LockDelay.String()
+	}
+	if l.MinHold > 0 {
+		out.MinHold = l.MinHold.String()
 	}
 	if out.Metadata == nil {
 		out.Metadata = map[string]string{}
@@ -159,6 +167,9 @@ func (a *API) campaign(c echo.Context) error {
 	cr := lock.CampaignRequest{Name: request.PathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata,
 		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
 	if cr.LockDelay, err = request.Duration("lock_delay", req.LockDelay); err != nil {
+		return err
+	}
+	if cr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
 		return err
 	}
 	l, fresh, err := a.eng.Campaign(c.Request().Context(), cr)

@@ -81,6 +81,10 @@ func appendLock(b []byte, l *Lock) []byte {
 		b = append(b, `,"lock_delay":`...)
 		b = appendString(b, l.LockDelay)
 	}
+	if l.MinHold != "" {
+		b = append(b, `,"min_hold":`...)
+		b = appendString(b, l.MinHold)
+	}
 	b = append(b, `,"metadata":`...)
 	b = appendStringMap(b, l.Metadata)
 	b = appendNames(b, `,"set":[`, l.Set)

@@ -27,7 +27,7 @@ import (
 // bodyKinds are the request bodies of the API, each with the fields its
 // JSON object may carry and whether an empty body is allowed.
 var bodyKinds = []bodyKind{
-	{"acquire", func() any { return new(AcquireRequest) }, []string{"owner", "ttl", "session", "wait", "keep_place", "lock_delay", "metadata"}, true},
+	{"acquire", func() any { return new(AcquireRequest) }, []string{"owner", "ttl", "session", "wait", "keep_place", "lock_delay", "min_hold", "metadata"}, true},
 	{"renew", func() any { return new(RenewRequest) }, []string{"token"}, false},
 	{"revoke", func() any { return new(RevokeRequest) }, []string{"reason"}, true},
 	{"session", func() any { return new(SessionRequest) }, []string{"ttl", "owner"}, true},

@@ -68,7 +68,7 @@ func wantString(t *testing.T, obj map[string]json.RawMessage, key, want string) 
 // Member names of docs/API.md.
 var (
 	lockKeys    = []string{"name", "owner", "token", "session", "ttl", "acquired_at", "expires_at", "metadata"}
-	lockExtra   = []string{"lock_delay"}
+	lockExtra   = []string{"lock_delay", "min_hold"}
 	sessionKeys = []string{"id", "owner", "ttl", "expires_at", "locks"}
 	eventKeys   = []string{"revision", "time", "type", "kind", "name", "lock", "owner", "token", "session", "detail"}
 	fencedKeys  = []string{"resource", "token", "value", "revision"}

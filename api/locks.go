@@ -55,6 +55,9 @@ func (a *API) acquire(c echo.Context) error {
 	if lr.LockDelay, err = request.Duration("lock_delay", req.LockDelay); err != nil {
 		return err
 	}
+	if lr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
+		return err
+	}
 	l, fresh, err := a.eng.Acquire(c.Request().Context(), lr)
 	result := resultAcquired
 	switch {

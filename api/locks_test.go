@@ -201,6 +201,33 @@ func TestAcquire_LockDelayAfterRevokeAnswersLockHeldWithRetryAfter(t *testing.T)
 	s.acquire("released", `{"owner":"w2"}`)
 }
 
+func TestAcquire_MinHoldKeepsTheLockAfterAnEarlyRelease(t *testing.T) {
+	s := newTestServer(t)
+	l := s.acquire("cron", `{"owner":"host-a","min_hold":"1m"}`)
+	if l.MinHold != "1m0s" {
+		t.Errorf("min_hold = %q, want 1m0s", l.MinHold)
+	}
+	s.release("cron", l.Token)
+
+	r := s.Do("POST", "/v1/locks/cron", `{"owner":"host-b"}`)
+	p := testserver.WantProblem(t, r, http.StatusConflict, "lock_held")
+	if p.RetryAfter < 1 || p.RetryAfter > 60 {
+		t.Errorf("retry_after = %d, want 1..60 seconds", p.RetryAfter)
+	}
+	if h := r.Header.Get("Retry-After"); h != strconv.FormatInt(p.RetryAfter, 10) {
+		t.Errorf("Retry-After header %q, want %d like retry_after", h, p.RetryAfter)
+	}
+	end := time.Time(l.AcquiredAt).Add(time.Minute)
+	g := testserver.WantProblem(t, s.Do("GET", "/v1/locks/cron", ""), http.StatusNotFound, "not_held")
+	if g.DelayedUntil == nil || !time.Time(*g.DelayedUntil).Equal(end) {
+		t.Errorf("delayed_until = %v, want the window's end %s", g.DelayedUntil, end)
+	}
+	list := testserver.WantJSON[api.LockList](t, s.Do("GET", "/v1/locks?prefix=cr", ""), http.StatusOK)
+	if len(list.Delayed) != 1 || list.Delayed[0].Cause != "released" {
+		t.Errorf("delayed = %+v, want cron, released inside its window", list.Delayed)
+	}
+}
+
 func TestRenew_ExtendsTheLockAndKeepsItsToken(t *testing.T) {
 	s := newTestServer(t)
 	l := s.acquire("renewed", `{"owner":"w1","ttl":"10s"}`)

@@ -25,6 +25,10 @@ type LockSetRequest struct {
 	// Wait is how long to queue while others hold it: a duration up to 5m.
 	// Absent or 0s, a held one answers 409 at once.
 	Wait *string `json:"wait,omitempty" example:"10s"`
+	// MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, nobody acquires it before acquired_at + min_hold (each lock's).
+	MinHold *string `json:"min_hold,omitempty" example:"5m"`
 	// Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -89,6 +93,9 @@ func (a *API) acquireLockSet(c echo.Context) error {
 		return err
 	}
 	lr := lock.LockSetRequest{Names: req.Names, Owner: owner(c, req.Owner), Metadata: req.Metadata, TTL: t.ttl, Wait: t.wait, Session: t.session}
+	if lr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
+		return err
+	}
 	s, fresh, err := a.eng.AcquireSet(c.Request().Context(), lr)
 	if err != nil {
 		return err

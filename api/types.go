@@ -38,6 +38,7 @@ type Lock struct {
 	AcquiredAt Time              `json:"acquired_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
 	ExpiresAt  Time              `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
 	LockDelay  string            `json:"lock_delay,omitempty" example:"10s"`
+	MinHold    string            `json:"min_hold,omitempty" example:"5m"`
 	Metadata   map[string]string `json:"metadata"`
 	// Set, on a lock of a lock set, names every lock of the set, in the
 	// order the acquire gave them; they all have this lock's token.
@@ -71,6 +72,9 @@ func toLock(l *lock.Lock) *Lock {
 	if l.LockDelay > 0 {
 		out.LockDelay = l.LockDelay.String()
 	}
+	if l.MinHold > 0 {
+		out.MinHold = l.MinHold.String()
+	}
 	if out.Metadata == nil {
 		out.Metadata = map[string]string{}
 	}
@@ -92,8 +96,9 @@ type Delay struct {
 	DelayedUntil Time   `json:"delayed_until" swaggertype:"string" format:"date-time" example:"2026-11-29T15:25:13.886Z"`
 	// RetryAfter is how many seconds are left, rounded up.
 	RetryAfter int64 `json:"retry_after" example:"42"`
-	// Cause is how the last hold ended: expired, session_expired or revoked.
-	Cause string `json:"cause,omitempty" example:"revoked" enums:"expired,session_expired,revoked"`
+	// Cause is how the last hold ended: expired, session_expired or
+	// revoked, or released inside its at-least window (min_hold).
+	Cause string `json:"cause,omitempty" example:"revoked" enums:"expired,session_expired,revoked,released"`
 }
 
 // Session is a lease shared by locks.
@@ -248,6 +253,10 @@ type AcquireRequest struct {
 	// LockDelay keeps the lock free for this long after the hold ends by
 	// expiry or revoke (not by a release): a duration up to 1h.
 	LockDelay *string `json:"lock_delay,omitempty" example:"0s"`
+	// MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, nobody acquires it before acquired_at + min_hold.
+	MinHold *string `json:"min_hold,omitempty" example:"5m"`
 	// Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`

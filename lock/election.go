@@ -41,7 +41,7 @@ type CampaignRequest struct {
 	// Value is any JSON the leader publishes (its address, say); empty
 	// means null.
 	Value json.RawMessage
-	// TTL, Session, Wait, LockDelay and Metadata are as in
+	// TTL, Session, Wait, LockDelay, MinHold and Metadata are as in
 	// AcquireRequest: the leadership is a hold of the election's lock.
 	TTL     time.Duration
 	Session string
@@ -49,6 +49,7 @@ type CampaignRequest struct {
 	// KeepPlace is AcquireRequest.KeepPlace.
 	KeepPlace bool
 	LockDelay time.Duration
+	MinHold   time.Duration
 	Metadata  map[string]string
 }
 
@@ -70,7 +71,7 @@ func (e *Engine) Campaign(ctx context.Context, req CampaignRequest) (l *Lock, fr
 	key := store.KeyName(KindElection, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
 		Name: key, Owner: req.Candidate, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace,
-		LockDelay: req.LockDelay, Metadata: req.Metadata,
+		LockDelay: req.LockDelay, MinHold: req.MinHold, Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) {
 		return &electionKind{LockKind: base, value: req.Value}, nil
 	}, nil)

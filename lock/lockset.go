@@ -39,13 +39,15 @@ import (
 // waiters behind it waiting until it is granted.
 
 // LockSetRequest asks for every lock of Names at once; the other fields
-// are AcquireRequest's. A set has no lock-delay.
+// are AcquireRequest's. A set has no lock-delay; its MinHold is each
+// member's.
 type LockSetRequest struct {
 	Names    []string
 	Owner    string
 	TTL      time.Duration
 	Session  string
 	Wait     time.Duration
+	MinHold  time.Duration
 	Metadata map[string]string
 }
 
@@ -89,7 +91,7 @@ func (e *Engine) AcquireSet(ctx context.Context, req LockSetRequest) (*LockSet, 
 	}
 	names := slices.Clone(req.Names)
 	l, fresh, err := e.acquire(ctx, AcquireRequest{
-		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, Metadata: req.Metadata,
+		Name: names[0], Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, MinHold: req.MinHold, Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) {
 		return &setKind{LockKind: base, e: e, members: names}, nil
 	}, names)
@@ -253,7 +255,10 @@ func (k *setKind) Txn(queueKey string, queueRev int64, rec store.Holder, now tim
 		if !mrec.Derived {
 			t.OnSuccess(clientv3.OpPut(e.Keys.Acquired(m, mrec.Hold), store.MustJSON(mrec.BegunEvent(m))))
 		}
-		if k.guardRevs[m] != 0 {
+		switch {
+		case mrec.Guarded(): // its at-least window's
+			t.OnSuccess(clientv3.OpPut(gkey, store.MustJSON(hold.GuardOf(mrec))))
+		case k.guardRevs[m] != 0:
 			t.OnSuccess(clientv3.OpDelete(gkey)) // a spent guard
 		}
 		mr := &t.Members[i]
@@ -455,7 +460,7 @@ func (k *setKind) memberGuard(kvs []*mvccpb.KeyValue, m string) (until time.Time
 	}
 	switch {
 	case dr.Until == nil:
-		return time.Now().Add(dr.LockDelay), EventExpired, true, nil
+		return *dr.Ended(time.Now(), EventExpired).Until, EventExpired, true, nil
 	case time.Now().Before(*dr.Until):
 		return *dr.Until, dr.Cause, true, nil
 	}

@@ -26,9 +26,12 @@ type Holder struct {
 	// waited: with AcquiredAt it makes the hold's acquired event
 	// (BegunEvent), which the end of the hold carries (lock's endRecord).
 	// Absent in records written before it existed.
-	QueuedAt  *time.Time        `json:"queued_at,omitempty"`
-	LockDelay time.Duration     `json:"lock_delay,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
+	QueuedAt  *time.Time    `json:"queued_at,omitempty"`
+	LockDelay time.Duration `json:"lock_delay,omitempty"`
+	// MinHold is the hold's at-least window: no new grant of its seat
+	// before AcquiredAt+MinHold, however the hold ends (WindowEnd).
+	MinHold  time.Duration     `json:"min_hold,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 	// Credential is the ID of the credential that acquired the hold (see
 	// Caller); absent without authentication, and in records written
 	// before it existed.
@@ -62,6 +65,18 @@ type Holder struct {
 	// without it keeps its pending records to its end, whichever node
 	// ends it.
 	Derived bool `json:"derived,omitempty"`
+}
+
+// Guarded reports whether the hold keeps a lock-delay guard (the
+// engine's Keys.Delay): it has a lock-delay, an at-least window, or both.
+func (h Holder) Guarded() bool { return h.LockDelay > 0 || h.MinHold > 0 }
+
+// WindowEnd is when the hold's at-least window ends; zero without one.
+func (h Holder) WindowEnd() time.Time {
+	if h.MinHold <= 0 {
+		return time.Time{}
+	}
+	return h.AcquiredAt.Add(h.MinHold).UTC()
 }
 
 // DerivedField is how a derived hold's record says so, for a look at a

@@ -162,6 +162,9 @@ func (e *Engine) NewAcquirer(ctx context.Context, req AcquireRequest, newKind Ne
 	if req.LockDelay < 0 || req.LockDelay > e.Cfg.MaxLockDelay {
 		return nil, hold.Invalid("lock_delay", "must be between 0s and %s", e.Cfg.MaxLockDelay)
 	}
+	if req.MinHold < 0 || req.MinHold > e.Cfg.MaxMinHold {
+		return nil, hold.Invalid("min_hold", "must be between 0s and %s", e.Cfg.MaxMinHold)
+	}
 	if err := a.checkSessionOwner(ctx); err != nil {
 		return nil, err
 	}
@@ -183,7 +186,7 @@ func (a *Acquirer) Holder(now time.Time) store.Holder {
 	}
 	rec := store.Holder{
 		Owner: a.Req.Owner, Hold: a.Hold, Lease: store.LeaseHex(leaseID), Session: a.Req.Session,
-		TTL: ttl, AcquiredAt: now, QueuedAt: hold.QueuedAt(a.queuedAt), LockDelay: a.Req.LockDelay, Metadata: a.Req.Metadata, Credential: a.credential,
+		TTL: ttl, AcquiredAt: now, QueuedAt: hold.QueuedAt(a.queuedAt), LockDelay: a.Req.LockDelay, MinHold: a.Req.MinHold, Metadata: a.Req.Metadata, Credential: a.credential,
 		NoTally: a.Session != 0 && a.E.Cfg.MaxLocksPerSession == 0,
 		Derived: a.E.Format >= store.DerivedFormat,
 	}
@@ -296,5 +299,8 @@ type AcquireRequest struct {
 	// LockDelay forbids acquiring the lock for this long after this hold
 	// ends by expiry or revoke (not by a clean release).
 	LockDelay time.Duration
-	Metadata  map[string]string
+	// MinHold is the hold's at-least window: however early the hold
+	// ends, no new grant begins before its acquired_at plus MinHold.
+	MinHold  time.Duration
+	Metadata map[string]string
 }

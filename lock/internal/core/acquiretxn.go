@@ -207,8 +207,8 @@ func (a *Acquirer) grantOps(queueKey string, rec store.Holder) []clientv3.Op {
 		ops = append(ops, e.LeaseMarkOp(leaseID))
 	}
 	switch {
-	case a.Req.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(gkey, store.MustJSON(hold.DelayRecord{Hold: a.Hold, LockDelay: a.Req.LockDelay})))
+	case rec.Guarded():
+		ops = append(ops, clientv3.OpPut(gkey, store.MustJSON(hold.GuardOf(rec))))
 	case a.guardRev != 0:
 		ops = append(ops, clientv3.OpDelete(gkey))
 	}

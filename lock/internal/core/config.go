@@ -25,6 +25,8 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxLockDelay bounds lock_delay.
 	MaxLockDelay time.Duration
+	// MaxMinHold bounds min_hold.
+	MaxMinHold time.Duration
 	// OpTimeout bounds each etcd call, so that a request to a node cut off
 	// from its quorum answers ErrUnavailable instead of hanging.
 	OpTimeout time.Duration
@@ -121,6 +123,7 @@ func DefaultConfig() Config {
 		MaxTTL:       24 * time.Hour,
 		MaxWait:      5 * time.Minute,
 		MaxLockDelay: time.Hour,
+		MaxMinHold:   24 * time.Hour,
 		OpTimeout:    5 * time.Second,
 		WaiterTTL:    5 * time.Second,
 		// Caps far above any sane use (the bench holds 1,000 sessions of

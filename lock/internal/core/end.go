@@ -332,6 +332,12 @@ func (e *Engine) EndTxn(t *store.Txn, name string, token int64, hr store.Holder,
 		t.OnSuccess(op)
 	}
 	var r EndRefs
+	if w := hr.WindowEnd(); w.After(ev.Time) {
+		// Inside the hold's at-least window no grant may begin: the
+		// guard (HoldEnd) keeps the lock free until w, and the waiters
+		// take it then.
+		head = nil
+	}
 	if seat, ok := handOverPlan(name, head); ok {
 		handOver := store.Txn{Cmps: e.handOverCmps(name, token, hr, head), Then: e.handOverOps(name, hr, ev.Time, head, seat),
 			Else: append([]clientv3.Op{clientv3.OpDelete(lkey)}, guard...)}
@@ -366,9 +372,11 @@ func (e *Engine) EndTxn(t *store.Txn, name string, token int64, hr store.Holder,
 }
 
 // HoldEnd is what every end of token's hold hr writes, whoever ends it:
-// its end event ev and, if the hold has a lock-delay, what
-// becomes of the guard: a clean release deletes it, any other end starts
-// the delay from ev.Time. The guard is the hold's own while its
+// its end event ev and, if the hold has a guard (a lock-delay or an
+// at-least window), what becomes of it: stamped to keep the lock free
+// until the window's end or, for an end other than a clean release, the
+// delay from ev.Time, whichever is later; deleted if that is not after
+// ev.Time. The guard is the hold's own while its
 // ModRevision is token (it is put with the hold, and changes only after
 // the hold ended): a guard already stamped, by an acquire that found the
 // lease expired, or already replaced by the next hold's, is left alone.
@@ -387,13 +395,13 @@ func (e *Engine) HoldEnd(name string, token int64, hr store.Holder, ev store.Eve
 	default:
 		event = []clientv3.Op{clientv3.OpPut(e.Keys.End(name, hr.Hold), store.MustJSON(ev))}
 	}
-	if hr.LockDelay <= 0 {
+	if !hr.Guarded() {
 		return event, nil
 	}
 	gkey := e.Keys.Delay(name)
 	op := clientv3.OpDelete(gkey)
-	if ev.Type != store.EventReleased {
-		op = clientv3.OpPut(gkey, store.MustJSON(hold.DelayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}.Ended(ev.Time, ev.Type)))
+	if g := hold.GuardOf(hr).Ended(ev.Time, ev.Type); g.Binds(ev.Time) {
+		op = clientv3.OpPut(gkey, store.MustJSON(g))
 	}
 	return event, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(gkey), "=", token)}, []clientv3.Op{op}, nil)}
 }

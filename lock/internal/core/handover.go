@@ -78,7 +78,7 @@ func SeatRecord(hr store.Holder) string {
 func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *QueueHead) []clientv3.Cmp {
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(head.Key), "=", head.Rev)}
 	gkey := e.Keys.Delay(name)
-	if hr.LockDelay > 0 {
+	if hr.Guarded() {
 		// The guard was put with the hold, so its ModRevision is token.
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(gkey), "=", token))
 	} else {
@@ -144,10 +144,10 @@ func (e *Engine) handOverOps(name string, hr store.Holder, at time.Time, head *Q
 	if seat != name {
 		ops = append(ops, clientv3.OpDelete(e.Keys.Lock(name)))
 	}
-	switch {
-	case g.LockDelay > 0:
-		ops = append(ops, clientv3.OpPut(e.Keys.Delay(name), store.MustJSON(hold.DelayRecord{Hold: g.Hold, LockDelay: g.LockDelay})))
-	case hr.LockDelay > 0:
+	if g.Guarded() {
+		ops = append(ops, clientv3.OpPut(e.Keys.Delay(seat), store.MustJSON(hold.GuardOf(g))))
+	}
+	if hr.Guarded() && (seat != name || !g.Guarded()) {
 		ops = append(ops, clientv3.OpDelete(e.Keys.Delay(name)))
 	}
 	switch kind {
@@ -190,8 +190,8 @@ func (e *Engine) setHeadCmps(name string, head *QueueHead) []clientv3.Cmp {
 
 // setHandOverOps begin every hold of the set at head, whose grant g is:
 // each lock's holder record (its member's: MemberRecord) under the set's
-// lease, its entry gone, its acquired event; and what becomes of the
-// released hold hr's lock-delay guard.
+// lease, its entry gone, its acquired event, its guard if it has an
+// at-least window; and what becomes of the released hold hr's guard.
 func (e *Engine) setHandOverOps(name string, hr store.Holder, g store.Holder, head *QueueHead) []clientv3.Op {
 	lease, _ := store.ParseLeaseHex(g.Lease)
 	var ops []clientv3.Op
@@ -203,11 +203,14 @@ func (e *Engine) setHandOverOps(name string, hr store.Holder, g store.Holder, he
 		if !rec.Derived {
 			ops = append(ops, clientv3.OpPut(e.Keys.Acquired(m, rec.Hold), store.MustJSON(rec.BegunEvent(m))))
 		}
+		if rec.Guarded() {
+			ops = append(ops, clientv3.OpPut(e.Keys.Delay(m), store.MustJSON(hold.GuardOf(rec))))
+		}
 	}
 	if g.Session == "" {
 		ops = append(ops, e.LeaseMarkOp(lease))
 	}
-	if hr.LockDelay > 0 {
+	if hr.Guarded() && !g.Guarded() { // else put over above
 		ops = append(ops, clientv3.OpDelete(e.Keys.Delay(name)))
 	}
 	return ops

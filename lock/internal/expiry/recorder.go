@@ -241,7 +241,7 @@ func (r *Recorder) delayExpired(ctx context.Context, evs []*clientv3.Event) erro
 			continue
 		}
 		hr, err := store.DecodeHolder(ev.PrevKv)
-		if err != nil || !hr.Derived || hr.LockDelay <= 0 {
+		if err != nil || !hr.Derived || !hr.Guarded() {
 			continue
 		}
 		typ := store.EventExpired

@@ -14,9 +14,10 @@ import (
 // its delay has run out.
 var ErrNotDelayed = errors.New("lock not delayed")
 
-// DelayedError is ErrNotHeld for a free lock that lock-delay keeps free
-// until Until: its last hold ended by Cause (expired, session_expired or
-// revoked), not by a release.
+// DelayedError is ErrNotHeld for a free lock that its last hold's guard
+// keeps free until Until: a lock-delay, after the hold ended by Cause
+// (expired, session_expired or revoked), or its at-least window, after
+// any end (Cause released, for a release inside it).
 type DelayedError struct {
 	Name  string
 	Until time.Time
@@ -37,6 +38,8 @@ func CauseText(c store.EventType) string {
 		return "was revoked"
 	case store.EventSessionExpired:
 		return "ended with its session"
+	case store.EventReleased:
+		return "was released inside its at-least window (min_hold)"
 	default:
 		return "expired"
 	}

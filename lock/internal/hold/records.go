@@ -7,26 +7,52 @@ import (
 	"github.com/baton-dev/baton/internal/store"
 )
 
-// DelayRecord guards a lock with lock-delay. Acquire creates it with the
-// hold; a clean release deletes it; revoke, or the first to notice an
-// expiry, stamps Until. While it exists and Until is unset or in the
-// future, nobody may acquire the lock.
+// DelayRecord guards a lock with lock-delay, an at-least window, or
+// both. Acquire creates it with a hold that has either (GuardOf); its
+// end stamps Until (Ended), or deletes it when that would keep the lock
+// free no longer (a clean release outside any window). Revoke, or the
+// first to notice an expiry, stamps it. While it exists and Until is
+// unset or in the future, nobody may acquire the lock.
 type DelayRecord struct {
 	Hold      string        `json:"hold"`
 	LockDelay time.Duration `json:"lock_delay"`
-	Until     *time.Time    `json:"until,omitempty"`
+	// WindowEnd is the end of the hold's at-least window
+	// (store.Holder.WindowEnd), if it has one: however the hold ends,
+	// the lock stays free until then.
+	WindowEnd *time.Time `json:"window_end,omitempty"`
+	Until     *time.Time `json:"until,omitempty"`
 	// Cause is how the hold ended, once Until is stamped: expired,
-	// session_expired or revoked.
+	// session_expired or revoked, or released inside its window.
 	Cause store.EventType `json:"cause,omitempty"`
 }
 
-// ended is the guard once its hold ended at at by cause: it keeps the
-// lock free until at plus the hold's lock-delay.
+// GuardOf is the guard that the hold hr puts with itself.
+func GuardOf(hr store.Holder) DelayRecord {
+	d := DelayRecord{Hold: hr.Hold, LockDelay: hr.LockDelay}
+	if end := hr.WindowEnd(); !end.IsZero() {
+		d.WindowEnd = &end
+	}
+	return d
+}
+
+// Ended is the guard once its hold ended at at by cause: it keeps the
+// lock free until the later of the window's end and, unless the hold
+// was released, at plus the hold's lock-delay.
 func (d DelayRecord) Ended(at time.Time, cause store.EventType) DelayRecord {
-	until := at.Add(d.LockDelay).UTC()
+	until := at.UTC()
+	if cause != store.EventReleased {
+		until = until.Add(d.LockDelay)
+	}
+	if d.WindowEnd != nil && d.WindowEnd.After(until) {
+		until = *d.WindowEnd
+	}
 	d.Until, d.Cause = &until, cause
 	return d
 }
+
+// Binds reports whether a guard ended at at keeps the lock free after
+// at: else there is nothing to stamp, and the end deletes it.
+func (d DelayRecord) Binds(at time.Time) bool { return d.Until != nil && d.Until.After(at) }
 
 type SessionRecord struct {
 	Owner     string    `json:"owner"`
@@ -74,6 +100,7 @@ func ToLock(r store.Holder, key string, token int64) *Lock {
 		TTL:        time.Duration(r.TTL) * time.Second,
 		AcquiredAt: r.AcquiredAt,
 		LockDelay:  r.LockDelay,
+		MinHold:    r.MinHold,
 		Metadata:   md,
 		Credential: r.Credential,
 		Term:       r.Term,

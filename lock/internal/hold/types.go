@@ -30,7 +30,10 @@ type Lock struct {
 	// second early: never late.
 	ExpiresAt time.Time
 	LockDelay time.Duration
-	Metadata  map[string]string
+	// MinHold is the hold's at-least window: the lock stays unavailable
+	// until AcquiredAt+MinHold, however early the hold ends.
+	MinHold  time.Duration
+	Metadata map[string]string
 	// Credential is the ID of the credential that acquired the hold, when
 	// the caller had one (see Caller). The HTTP API does not show it.
 	Credential string

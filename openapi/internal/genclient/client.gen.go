@@ -20,6 +20,7 @@ import (
 // Defines values for DelayCause.
 const (
 	DelayCauseExpired        DelayCause = "expired"
+	DelayCauseReleased       DelayCause = "released"
 	DelayCauseRevoked        DelayCause = "revoked"
 	DelayCauseSessionExpired DelayCause = "session_expired"
 )
@@ -28,6 +29,8 @@ const (
 func (e DelayCause) Valid() bool {
 	switch e {
 	case DelayCauseExpired:
+		return true
+	case DelayCauseReleased:
 		return true
 	case DelayCauseRevoked:
 		return true
@@ -289,6 +292,13 @@ type AcquireRequest struct {
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
 
+	// MinHold MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, nobody acquires it before acquired_at + min_hold.
+	//
+	// Example: 5m
+	MinHold *string `json:"min_hold,omitempty"`
+
 	// Owner Owner labels the hold for people and the audit trail: 1-128
 	// printable characters. Absent, it is the client's address.
 	//
@@ -340,6 +350,13 @@ type CampaignRequest struct {
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
 
+	// MinHold MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, nobody acquires it before acquired_at + min_hold.
+	//
+	// Example: 5m
+	MinHold *string `json:"min_hold,omitempty"`
+
 	// Session Example: 694d2279b4919071
 	Session *string `json:"session,omitempty"`
 
@@ -386,7 +403,8 @@ type Cluster struct {
 
 // Delay defines model for Delay.
 type Delay struct {
-	// Cause Cause is how the last hold ended: expired, session_expired or revoked.
+	// Cause Cause is how the last hold ended: expired, session_expired or
+	// revoked, or released inside its at-least window (min_hold).
 	//
 	// Example: revoked
 	Cause *DelayCause `json:"cause,omitempty"`
@@ -403,7 +421,8 @@ type Delay struct {
 	RetryAfter int `json:"retry_after"`
 }
 
-// DelayCause Cause is how the last hold ended: expired, session_expired or revoked.
+// DelayCause Cause is how the last hold ended: expired, session_expired or
+// revoked, or released inside its at-least window (min_hold).
 //
 // Example: revoked
 type DelayCause string
@@ -700,6 +719,9 @@ type Leader struct {
 	LockDelay *string           `json:"lock_delay,omitempty"`
 	Metadata  map[string]string `json:"metadata"`
 
+	// MinHold Example: 5m
+	MinHold *string `json:"min_hold,omitempty"`
+
 	// Name Example: billing
 	Name string `json:"name"`
 
@@ -760,6 +782,9 @@ type Lock struct {
 	LockDelay *string           `json:"lock_delay,omitempty"`
 	Metadata  map[string]string `json:"metadata"`
 
+	// MinHold Example: 5m
+	MinHold *string `json:"min_hold,omitempty"`
+
 	// Name Example: nightly-recon
 	Name string `json:"name"`
 
@@ -814,6 +839,13 @@ type LockSetRequest struct {
 	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
+
+	// MinHold MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, nobody acquires it before acquired_at + min_hold (each lock's).
+	//
+	// Example: 5m
+	MinHold *string `json:"min_hold,omitempty"`
 
 	// Names Names are the locks to take, 2 to 64 distinct lock names, in any
 	// order: the set is granted all at once or not at all.
