@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -300,30 +301,45 @@ func TestREADME_FlagTableNamesEveryServeFlag(t *testing.T) {
 	}
 }
 
+// useCaseCommand is a baton exec or baton elect line of the use cases,
+// with the exit status the README gives it ("# exits N"; 0 if none).
+type useCaseCommand struct {
+	line string
+	exit int
+}
+
+var exitsComment = regexp.MustCompile(`# exits (\d+)`)
+
 // useCaseCommands returns the baton exec and baton elect lines of
 // README.md's "Use cases" section, each with the command it runs (after
 // " -- ") replaced by true.
-func useCaseCommands(t *testing.T, readme string) []string {
+func useCaseCommands(t *testing.T, readme string) []useCaseCommand {
 	t.Helper()
 	section := readmeSection(t, readme, "Use cases")
-	var cmds []string
+	var cmds []useCaseCommand
 	for _, line := range strings.Split(section, "\n") {
 		code, ok := strings.CutPrefix(line, "    ")
 		if !ok || !strings.HasPrefix(code, "baton exec ") && !strings.HasPrefix(code, "baton elect ") {
 			continue
 		}
-		before, _, ok := strings.Cut(code, " -- ")
+		before, after, ok := strings.Cut(code, " -- ")
 		if !ok {
 			t.Fatalf("README use case %q runs no command after --", code)
 		}
-		cmds = append(cmds, before+" -- true")
+		c := useCaseCommand{line: before + " -- true"}
+		if m := exitsComment.FindStringSubmatch(after); m != nil {
+			fmt.Sscan(m[1], &c.exit)
+		}
+		cmds = append(cmds, c)
 	}
 	return cmds
 }
 
 // TestREADME_UseCaseCommandsRun runs every baton exec and baton elect of
-// the use cases, as written but for the job (true), against a real node:
-// each takes what it asks for, runs the job and exits 0. Their --wait
+// the use cases, in order, as written but for the job (true), against a
+// real node: each takes what it asks for, runs the job and exits 0, or
+// exits with the status its "# exits N" comment gives (the second host
+// of the cron recipe, inside the first one's window). Their --wait
 // reaches an hour, longer than one request's wait.
 func TestREADME_UseCaseCommandsRun(t *testing.T) {
 	if testing.Short() {
@@ -346,14 +362,18 @@ func TestREADME_UseCaseCommandsRun(t *testing.T) {
 	if err := os.Symlink(bin, dir+"/baton"); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range cmds {
+	for _, c0 := range cmds {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-c", line)
+		cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-c", c0.line)
 		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "BATON_ADDR=http://"+c.Nodes[0].HTTPAddr)
 		out, err := cmd.CombinedOutput()
 		cancel()
-		if err != nil {
-			t.Errorf("README use case %q: %v\n%s", line, err, out)
+		var ee *exec.ExitError
+		switch {
+		case err == nil && c0.exit != 0:
+			t.Errorf("README use case %q exited 0, want %d\n%s", c0.line, c0.exit, out)
+		case err != nil && !(errors.As(err, &ee) && ee.ExitCode() == c0.exit):
+			t.Errorf("README use case %q: %v, want exit %d\n%s", c0.line, err, c0.exit, out)
 		}
 	}
 }

@@ -48,6 +48,11 @@ type RWRequest struct {
 	// next acquire waits from there, or finds the hold granted. A wait
 	// longer than 5m is a run of such acquires.
 	KeepPlace *bool `json:"keep_place,omitempty" example:"true"`
+	// MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, it keeps out what it kept out until acquired_at
+	// + min_hold: a write hold every hold, a read hold the writers.
+	MinHold *string `json:"min_hold,omitempty" example:"5m"`
 	// Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -95,6 +100,9 @@ func (a *API) acquireRW(c echo.Context) error {
 	}
 	rr := lock.RWRequest{Name: request.PathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata,
 		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
+	if rr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
+		return err
+	}
 	l, fresh, err := a.eng.AcquireRW(c.Request().Context(), rr)
 	if err != nil {
 		return err

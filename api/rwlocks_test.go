@@ -112,6 +112,7 @@ func TestRWLock_BadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 		{"/v1/rwlocks/ok", `{"mode":"read","ttl":"1s"}`, "ttl"},
 		{"/v1/rwlocks/ok", `{"mode":"write","wait":"10m"}`, "wait"},
 		{"/v1/rwlocks/ok", `{"mode":"write","lock_delay":"1s"}`, "lock_delay"},
+		{"/v1/rwlocks/ok", `{"mode":"read","min_hold":"soon"}`, "min_hold"},
 		{"/v1/rwlocks/ok", `{"mode":"write","limit":2}`, "limit"},
 		{"/v1/rwlocks/ok/renew", `{}`, "token"},
 		{"/v1/rwlocks/ok/revoke", `{}`, "token"},

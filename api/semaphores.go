@@ -27,6 +27,7 @@ type Hold struct {
 	TTL        string            `json:"ttl" example:"30s"`
 	AcquiredAt Time              `json:"acquired_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
 	ExpiresAt  Time              `json:"expires_at" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:43.881Z"`
+	MinHold    string            `json:"min_hold,omitempty" example:"5m0s"`
 	Metadata   map[string]string `json:"metadata"`
 }
 
@@ -67,6 +68,10 @@ type PermitRequest struct {
 	// next acquire waits from there, or finds the hold granted. A wait
 	// longer than 5m is a run of such acquires.
 	KeepPlace *bool `json:"keep_place,omitempty" example:"true"`
+	// MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, its seat stays taken until acquired_at + min_hold.
+	MinHold *string `json:"min_hold,omitempty" example:"5m"`
 	// Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -84,6 +89,9 @@ func toHold(l *lock.Lock) *Hold {
 	out := &Hold{
 		Name: l.Name, Owner: l.Owner, Token: l.Token, Limit: l.Limit, Mode: string(l.Mode), Session: l.Session, TTL: l.TTL.String(),
 		AcquiredAt: Time(l.AcquiredAt), ExpiresAt: Time(l.ExpiresAt), Metadata: l.Metadata,
+	}
+	if l.MinHold > 0 {
+		out.MinHold = l.MinHold.String()
 	}
 	if out.Metadata == nil {
 		out.Metadata = map[string]string{}
@@ -140,6 +148,9 @@ func (a *API) acquirePermit(c echo.Context) error {
 	}
 	pr := lock.PermitRequest{Name: request.PathParam(c, "name"), Owner: owner(c, req.Owner), Limit: *req.Limit, Metadata: req.Metadata,
 		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
+	if pr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
+		return err
+	}
 	l, err := a.eng.AcquirePermit(c.Request().Context(), pr)
 	if err != nil {
 		return err

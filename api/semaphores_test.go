@@ -88,6 +88,8 @@ func TestSemaphore_BadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T)
 		{"/v1/semaphores/ok", `{"limit":2,"wait":"10m"}`, "wait"},
 		{"/v1/semaphores/ok", `{"limit":2,"session":""}`, "session"},
 		{"/v1/semaphores/ok", `{"limit":2,"lock_delay":"5s"}`, "lock_delay"},
+		{"/v1/semaphores/ok", `{"limit":2,"min_hold":"-5s"}`, "min_hold"},
+		{"/v1/semaphores/ok", `{"limit":2,"min_hold":"48h"}`, "min_hold"},
 		{"/v1/semaphores/ok/renew", `{}`, "token"},
 		{"/v1/semaphores/ok/revoke", `{"reason":"x"}`, "token"},
 	} {
@@ -105,6 +107,20 @@ func TestSemaphore_BadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T)
 }
 
 // TestSemaphores_AreListedAPageAtATimeApartFromLocks.
+func TestSemaphore_PermitWithMinHoldKeepsItsSeat(t *testing.T) {
+	s := newTestServer(t)
+	r := s.Do("POST", "/v1/semaphores/jobs", `{"limit":1,"owner":"a","min_hold":"1m"}`)
+	h := testserver.WantJSON[api.Hold](t, r, http.StatusCreated)
+	if h.MinHold != "1m0s" {
+		t.Errorf("min_hold = %q, want 1m0s", h.MinHold)
+	}
+	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/semaphores/jobs?token=%d", h.Token), ""), http.StatusNoContent)
+	p := testserver.WantProblem(t, s.Do("POST", "/v1/semaphores/jobs", `{"limit":1,"owner":"b"}`), http.StatusConflict, "semaphore_full")
+	if p.RetryAfter < 1 || p.RetryAfter > 60 {
+		t.Errorf("retry_after = %d, want 1..60 seconds: the window's rest", p.RetryAfter)
+	}
+}
+
 func TestSemaphores_AreListedAPageAtATimeApartFromLocks(t *testing.T) {
 	s := newTestServer(t)
 	s.acquire("a", `{"owner":"w"}`)

@@ -75,7 +75,14 @@ token) and BATON_MODE (read or write) in its environment, the hold ends
 when CMD exits, and signals, a lost hold (exit code 10) and --wait work as
 for a lock. When holds are in the way and --wait runs out, exec exits
 with code 3, naming them. --read and --write exclude each other,
---permits and --lock-delay.`,
+--permits and --lock-delay.
+
+With --at-least D, what exec takes stays taken until D after it was
+granted, however soon CMD exits (the hold's min_hold): the recipe for a
+job that cron starts on every host, to run once per window. The first
+host to fire runs CMD; a host whose cron fires seconds later, even after
+CMD finished, finds the lock taken and exits with code 3 without running
+CMD. D is at most 24h.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash < 1 || len(args) <= dash {
 				return usagef("usage: baton exec [flags] NAME [NAME...] -- CMD [ARGS...]")
@@ -92,7 +99,7 @@ with code 3, naming them. --read and --write exclude each other,
 				if err != nil {
 					return err
 				}
-				so := client.LockSetOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
+				so := client.LockSetOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold}
 				return runSetExec(cmd.Context(), g, cl, names, argv, so, killAfter)
 			}
 			if permits < 0 || permits == 0 && cmd.Flags().Changed("permits") {
@@ -110,11 +117,11 @@ with code 3, naming them. --read and --write exclude each other,
 				return err
 			}
 			if mode != "" {
-				ro := client.RWOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
+				ro := client.RWOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold}
 				return runRWExec(cmd.Context(), g, cl, names[0], mode, argv, ro, killAfter)
 			}
 			if permits > 0 {
-				po := client.PermitOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait}
+				po := client.PermitOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold}
 				return runPermitExec(cmd.Context(), g, cl, names[0], permits, argv, po, killAfter)
 			}
 			return runExec(cmd.Context(), g, cl, names[0], argv, o, killAfter)
@@ -125,6 +132,7 @@ with code 3, naming them. --read and --write exclude each other,
 	f.DurationVar(&o.TTL, "ttl", 30*time.Second, "lock TTL; the lock is renewed at about a third of it")
 	f.DurationVar(&o.Wait, "wait", 0, "queue for the lock this long if it is held (default: fail at once)")
 	f.DurationVar(&o.LockDelay, "lock-delay", 0, "forbid re-acquiring for this long after an expiry or revoke")
+	f.DurationVar(&o.MinHold, "at-least", 0, "keep the lock taken until this long after the grant, however soon CMD exits: run once per window")
 	f.DurationVar(&killAfter, "kill-after", 10*time.Second, "after the lock is lost, wait this long after SIGTERM before SIGKILL")
 	f.IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: run holding one of them")
 	f.BoolVar(&read, "read", false, "NAME is a read/write lock: run under a read hold, shared with other readers")

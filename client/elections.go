@@ -34,6 +34,7 @@ type LeaderInfo struct {
 	ElectedAt time.Time
 	ExpiresAt time.Time
 	LockDelay time.Duration
+	MinHold   time.Duration
 	Metadata  map[string]string
 	// Candidates are those waiting, in the order they would lead; only
 	// Leader fills them in.
@@ -59,6 +60,7 @@ type wireLeader struct {
 	ElectedAt  wireTime          `json:"elected_at"`
 	ExpiresAt  wireTime          `json:"expires_at"`
 	LockDelay  wireDuration      `json:"lock_delay"`
+	MinHold    wireDuration      `json:"min_hold"`
 	Metadata   map[string]string `json:"metadata"`
 	Candidates []struct {
 		Candidate string   `json:"candidate"`
@@ -72,7 +74,7 @@ func (w *wireLeader) info() *LeaderInfo {
 	l := &LeaderInfo{
 		Name: w.Name, Candidate: w.Candidate, Value: w.Value, Token: w.Token, Term: w.Term, Session: w.Session,
 		TTL: time.Duration(w.TTL), ElectedAt: time.Time(w.ElectedAt), ExpiresAt: time.Time(w.ExpiresAt),
-		LockDelay: time.Duration(w.LockDelay), Metadata: w.Metadata,
+		LockDelay: time.Duration(w.LockDelay), MinHold: time.Duration(w.MinHold), Metadata: w.Metadata,
 	}
 	for _, x := range w.Candidates {
 		l.Candidates = append(l.Candidates, Candidate{Candidate: x.Candidate, Session: x.Session, Position: x.Position, Since: time.Time(x.Since)})
@@ -197,12 +199,13 @@ func (c *Client) campaign(ctx context.Context, op, name string, o CampaignOption
 		Wait      string            `json:"wait,omitempty"`
 		KeepPlace bool              `json:"keep_place,omitempty"`
 		LockDelay string            `json:"lock_delay,omitempty"`
+		MinHold   string            `json:"min_hold,omitempty"`
 		Metadata  map[string]string `json:"metadata,omitempty"`
 	}{Candidate: o.Candidate, Value: o.Value, Session: o.Session, KeepPlace: keep, Metadata: o.Metadata}
 	for _, d := range []struct {
 		to *string
 		d  time.Duration
-	}{{&body.TTL, o.TTL}, {&body.Wait, wait}, {&body.LockDelay, o.LockDelay}} {
+	}{{&body.TTL, o.TTL}, {&body.Wait, wait}, {&body.LockDelay, o.LockDelay}, {&body.MinHold, o.MinHold}} {
 		if d.d != 0 {
 			*d.to = d.d.String()
 		}

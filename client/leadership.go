@@ -30,6 +30,10 @@ type CampaignOptions struct {
 	// LockDelay: when this leadership ends by expiry or revoke (not by a
 	// resignation), nobody leads for this long.
 	LockDelay time.Duration
+	// MinHold is the leadership's at-least window, up to 24h: however
+	// early it ends (a resignation, an expiry, a revoke), nobody else
+	// leads before its ElectedAt plus MinHold.
+	MinHold time.Duration
 	// Session puts the leadership in a session: it lives and dies with it.
 	Session string
 	// Metadata is shown with the leader: at most 16 pairs, 4 KiB in all.

@@ -24,6 +24,11 @@ type AcquireOptions struct {
 	// LockDelay: when this hold ends by expiry or revoke (not by a
 	// release), nobody may take the lock for this long.
 	LockDelay time.Duration
+	// MinHold is the hold's at-least window, up to 24h: however early
+	// the hold ends (a release, an expiry, a revoke), nobody takes it
+	// again before its AcquiredAt plus MinHold. A job scheduled on many
+	// hosts sets it to run once per window.
+	MinHold time.Duration
 	// Session puts the lock in a session: it lives and dies with it.
 	Session string
 	// Metadata is shown with the lock: at most 16 pairs, 4 KiB in all.
@@ -106,6 +111,7 @@ func (c *Client) acquire(ctx context.Context, op, name string, o AcquireOptions,
 		Wait      string            `json:"wait,omitempty"`
 		KeepPlace bool              `json:"keep_place,omitempty"`
 		LockDelay string            `json:"lock_delay,omitempty"`
+		MinHold   string            `json:"min_hold,omitempty"`
 		Metadata  map[string]string `json:"metadata,omitempty"`
 	}{Owner: o.Owner, Session: o.Session, KeepPlace: keep, Metadata: o.Metadata}
 	if o.TTL != 0 {
@@ -116,6 +122,9 @@ func (c *Client) acquire(ctx context.Context, op, name string, o AcquireOptions,
 	}
 	if o.LockDelay != 0 {
 		body.LockDelay = o.LockDelay.String()
+	}
+	if o.MinHold != 0 {
+		body.MinHold = o.MinHold.String()
 	}
 	sent = time.Now()
 	var w wireLock

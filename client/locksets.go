@@ -37,6 +37,8 @@ type LockSetOptions struct {
 	// Session puts the set's locks in a session: they live and die with
 	// it.
 	Session string
+	// MinHold is each lock of the set's at-least window (AcquireOptions.MinHold).
+	MinHold time.Duration
 	// Metadata is shown with each lock: at most 16 pairs, 4 KiB in all.
 	Metadata map[string]string
 }
@@ -144,7 +146,7 @@ func setHeld(err error) error {
 func (w *wireHold) lock() LockInfo {
 	return LockInfo{
 		Name: w.Name, Owner: w.Owner, Token: w.Token, Session: w.Session, TTL: time.Duration(w.TTL),
-		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), Metadata: w.Metadata,
+		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), MinHold: time.Duration(w.MinHold), Metadata: w.Metadata,
 	}
 }
 

@@ -36,6 +36,8 @@ type RWOptions struct {
 	Wait time.Duration
 	// Session puts the hold in a session: it lives and dies with it.
 	Session string
+	// MinHold is the hold's at-least window (AcquireOptions.MinHold).
+	MinHold time.Duration
 	// Metadata is shown with the hold: at most 16 pairs, 4 KiB in all.
 	Metadata map[string]string
 }
@@ -56,7 +58,9 @@ type RWHoldInfo struct {
 	// ExpiresAt is when the lease runs out unless renewed, by the
 	// server's clock.
 	ExpiresAt time.Time
-	Metadata  map[string]string
+	// MinHold is the hold's at-least window (RWOptions.MinHold).
+	MinHold  time.Duration
+	Metadata map[string]string
 }
 
 // RWLockInfo describes a read/write lock that is held.
@@ -74,7 +78,7 @@ type RWLockInfo struct {
 func (w *wireHold) rwHold() RWHoldInfo {
 	return RWHoldInfo{
 		Name: w.Name, Mode: w.Mode, Owner: w.Owner, Token: w.Token, Session: w.Session, TTL: time.Duration(w.TTL),
-		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), Metadata: w.Metadata,
+		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), MinHold: time.Duration(w.MinHold), Metadata: w.Metadata,
 	}
 }
 

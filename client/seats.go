@@ -45,6 +45,7 @@ type wireHold struct {
 	TTL        wireDuration      `json:"ttl"`
 	AcquiredAt wireTime          `json:"acquired_at"`
 	ExpiresAt  wireTime          `json:"expires_at"`
+	MinHold    wireDuration      `json:"min_hold"`
 	Metadata   map[string]string `json:"metadata"`
 }
 
@@ -93,6 +94,7 @@ type holdOptions struct {
 	TTL      time.Duration
 	Wait     time.Duration
 	Session  string
+	MinHold  time.Duration
 	Metadata map[string]string
 }
 
@@ -104,6 +106,7 @@ type seatRequest struct {
 	Session   string            `json:"session,omitempty"`
 	Wait      string            `json:"wait,omitempty"`
 	KeepPlace bool              `json:"keep_place,omitempty"`
+	MinHold   string            `json:"min_hold,omitempty"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 }
 
@@ -116,6 +119,9 @@ func (o holdOptions) request(wait time.Duration, keep bool) seatRequest {
 	}
 	if wait != 0 {
 		r.Wait = wait.String()
+	}
+	if o.MinHold != 0 {
+		r.MinHold = o.MinHold.String()
 	}
 	return r
 }

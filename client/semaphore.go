@@ -29,6 +29,8 @@ type PermitOptions struct {
 	// Session puts the permit in a session: it lives and dies with it. A
 	// session may hold several permits of one semaphore.
 	Session string
+	// MinHold is the permit's at-least window (AcquireOptions.MinHold).
+	MinHold time.Duration
 	// Metadata is shown with the permit: at most 16 pairs, 4 KiB in all.
 	Metadata map[string]string
 }
@@ -48,7 +50,9 @@ type PermitInfo struct {
 	// ExpiresAt is when the lease runs out unless renewed, by the
 	// server's clock.
 	ExpiresAt time.Time
-	Metadata  map[string]string
+	// MinHold is the permit's at-least window (PermitOptions.MinHold).
+	MinHold  time.Duration
+	Metadata map[string]string
 }
 
 // SemaphoreInfo describes a semaphore with permits held.
@@ -65,7 +69,7 @@ type SemaphoreInfo struct {
 func (w *wireHold) permit() PermitInfo {
 	return PermitInfo{
 		Name: w.Name, Owner: w.Owner, Token: w.Token, Limit: w.Limit, Session: w.Session, TTL: time.Duration(w.TTL),
-		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), Metadata: w.Metadata,
+		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), MinHold: time.Duration(w.MinHold), Metadata: w.Metadata,
 	}
 }
 

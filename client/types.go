@@ -25,7 +25,9 @@ type LockInfo struct {
 	// clock; it may be early, never late (docs/API.md says by how much).
 	ExpiresAt time.Time
 	LockDelay time.Duration
-	Metadata  map[string]string
+	// MinHold is the hold's at-least window (AcquireOptions.MinHold).
+	MinHold  time.Duration
+	Metadata map[string]string
 	// Set, for a lock taken as part of a lock set (AcquireSet), names
 	// every lock of the set, in the order the acquire gave them.
 	Set []string
@@ -192,6 +194,7 @@ type wireLock struct {
 	AcquiredAt wireTime          `json:"acquired_at"`
 	ExpiresAt  wireTime          `json:"expires_at"`
 	LockDelay  wireDuration      `json:"lock_delay"`
+	MinHold    wireDuration      `json:"min_hold"`
 	Metadata   map[string]string `json:"metadata"`
 	Set        []string          `json:"set"`
 	Waiters    []wireWaiter      `json:"waiters"`
@@ -201,7 +204,7 @@ func (w *wireLock) info() LockInfo {
 	l := LockInfo{
 		Name: w.Name, Owner: w.Owner, Token: w.Token, Session: w.Session, TTL: time.Duration(w.TTL),
 		AcquiredAt: time.Time(w.AcquiredAt), ExpiresAt: time.Time(w.ExpiresAt), LockDelay: time.Duration(w.LockDelay),
-		Metadata: w.Metadata, Set: w.Set,
+		MinHold: time.Duration(w.MinHold), Metadata: w.Metadata, Set: w.Set,
 	}
 	for _, x := range w.Waiters {
 		l.Waiters = append(l.Waiters, x.waiter())

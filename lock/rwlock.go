@@ -21,8 +21,11 @@ import (
 // them releases: the release grants the first (internal/core/handover.go), the others
 // take their seats at once. What a seat's acquire requires (seatKind.cmps):
 //
-//	a read hold    no writer's seat held, and a reader's seat free
-//	a write hold   no seat held at all
+//	a read hold    no writer's seat held or kept by its guard, and a reader's seat free
+//	a write hold   no seat held at all, nor kept by a reader's guard
+//
+// A guard keeps a seat only inside the at-least window (min_hold) of the
+// hold that ended in it.
 //
 // So a writer excludes every other hold, and a write hold's token, the
 // revision of its grant, exceeds the token of every hold that ended
@@ -40,7 +43,10 @@ type RWRequest struct {
 	Wait    time.Duration
 	// KeepPlace is AcquireRequest.KeepPlace.
 	KeepPlace bool
-	Metadata  map[string]string
+	// MinHold is AcquireRequest.MinHold: a write hold's window keeps
+	// every hold out, a read hold's the writers.
+	MinHold  time.Duration
+	Metadata map[string]string
 }
 
 // RWLock is a read/write lock's state: its holds, sorted by token (a
@@ -67,7 +73,8 @@ func (e *Engine) AcquireRW(ctx context.Context, req RWRequest) (l *Lock, fresh b
 	}
 	key := store.KeyName(KindRWLock, req.Name)
 	l, fresh, err = e.acquire(ctx, AcquireRequest{
-		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, MinHold: req.MinHold,
+		Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) { return newSeatKind(base, KindRWLock, 0, req.Mode) }, nil)
 	if err != nil {
 		var he *HeldError

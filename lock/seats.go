@@ -2,9 +2,11 @@ package lock
 
 import (
 	"context"
+	"encoding/json"
 	"hash/crc32"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/baton-dev/baton/internal/store"
 	"github.com/baton-dev/baton/lock/internal/core"
@@ -50,8 +52,11 @@ type seatView struct {
 	// stored says the limit is stored with the thing and compared (a
 	// semaphore's, limitCmps).
 	stored bool
-	// held is the seats held, as last read.
-	held map[int]bool
+	// held is the seats held, as last read; guarded the free ones a
+	// guard keeps (the at-least window of the hold that ended in it, or a
+	// lock-delay) and until when, as the last attempt read them.
+	held    map[int]bool
+	guarded map[int]hold.Delay
 	// replace is set when the next attempt is to store limit: no permit
 	// of the semaphore was held, under another limit or none, at
 	// limitRev (the stored limit's ModRevision, 0 if none).
@@ -76,6 +81,11 @@ type seatKind struct {
 	// hold) knows of the seats; nil for a write hold, whose seat is the
 	// writer's.
 	view *seatView
+	// othersAsOf is a read/write lock's hold's: the revision up to which
+	// the last attempt saw the other mode's guards (a reader, the
+	// writer's; a writer, the readers') all spent; 0 if it saw none.
+	// The next attempt requires them unchanged since (othersCmp).
+	othersAsOf int64
 }
 
 // newSeatKind sets up an acquire of a thing with seats: a permit of a
@@ -111,7 +121,13 @@ func newSeatKind(base core.LockKind, kind EventKind, limit int, mode RWMode) (*s
 func (k *seatKind) Record(rec *store.Holder) { rec.Limit, rec.Mode = k.limit, k.mode }
 
 func (k *seatKind) GrantOps(rec store.Holder) []clientv3.Op {
-	return []clientv3.Op{clientv3.OpPut(k.A.E.Keys.Seats(k.A.Req.Name), core.SeatRecord(rec))}
+	ops := []clientv3.Op{clientv3.OpPut(k.A.E.Keys.Seats(k.A.Req.Name), core.SeatRecord(rec))}
+	if k.mode == ModeWrite && k.othersAsOf != 0 {
+		// The readers' guards, all spent (othersCmp): gone, so that a
+		// release may hand the lock to a writer again (exclusionCmps).
+		ops = append(ops, clientv3.OpDelete(k.A.E.Keys.Delay(store.ReaderSeats(k.A.Req.Name)), clientv3.WithPrefix()))
+	}
+	return ops
 }
 
 // analyse notes, for a reader, whether writers are in line (see
@@ -160,6 +176,9 @@ func (k *seatKind) AheadTookLock(int64) (core.AttemptResult, bool) {
 // ChangedSince, at the head of the queue, reads every seat: whichever
 // was handed to us, or freed.
 func (k *seatKind) ChangedSince(ctx context.Context, r core.AttemptResult, head bool) (*Lock, bool, error) {
+	if r.Keys != nil {
+		return nil, true, nil // a wait for the seats' guards: look again
+	}
 	if !head {
 		return k.LockKind.ChangedSince(ctx, r, head)
 	}
@@ -267,22 +286,40 @@ func (k *seatKind) noteSeats(kvs []*mvccpb.KeyValue) {
 func (k *seatKind) pickSeat() bool {
 	// Among the seats held and a few more: a read/write lock's readers
 	// then reuse a few keys, not MaxReaders of them.
-	n := min(k.view.limit, len(k.view.held)+pickSpread)
+	now := time.Now()
+	n := min(k.view.limit, len(k.view.held)+len(k.view.guarded)+pickSpread)
 	from := int(crc32.ChecksumIEEE([]byte(k.A.Hold)) % uint32(n))
 	for i := range n {
-		if seat := (from + i) % n; !k.view.held[seat] {
-			k.A.Seat = k.view.prefix + strconv.Itoa(seat)
+		if seat := (from + i) % n; !k.view.taken(seat, now) {
+			k.A.SeatMoved(k.view.prefix + strconv.Itoa(seat))
 			return true
 		}
 	}
 	for i := n; i < k.view.limit; i++ { // the seats beyond the spread, in order
-		if !k.view.held[i] {
-			k.A.Seat = k.view.prefix + strconv.Itoa(i)
+		if !k.view.taken(i, now) {
+			k.A.SeatMoved(k.view.prefix + strconv.Itoa(i))
 			return true
 		}
 	}
-	k.A.Seat = k.view.prefix + "0"
+	k.A.SeatMoved(k.view.prefix + "0")
 	return false
+}
+
+// taken reports whether seat i looked held, or kept by its guard at now.
+func (v *seatView) taken(i int, now time.Time) bool {
+	g, kept := v.guarded[i]
+	return v.held[i] || kept && now.Before(g.Until)
+}
+
+// firstKept is the first guard of a free seat to end, as last read; its
+// Until is zero if no free seat is kept.
+func (v *seatView) firstKept() (first hold.Delay) {
+	for i, g := range v.guarded {
+		if !v.held[i] && (first.Until.IsZero() || g.Until.Before(first.Until)) {
+			first = g
+		}
+	}
+	return first
 }
 
 // pickSpread is how many seats beyond those held pickSeat spreads its
@@ -306,7 +343,14 @@ func (k *seatKind) Reads(t *core.AcquireTxn) {
 	case ModeWrite:
 		t.Lost.Blocker = t.OnFailure(clientv3.OpGet(e.Keys.Locks()+store.ReaderSeats(thing), clientv3.WithPrefix(), clientv3.WithLimit(1)))
 	}
+	// The guards of every seat: of those the acquire picks from, and of
+	// a read/write lock's other mode (seatGuards). There are none but
+	// of holds with an at-least window, at most one per seat.
+	t.Lost.Guards = t.OnFailure(clientv3.OpGet(k.guardsPrefix(), clientv3.WithPrefix()))
 }
+
+// guardsPrefix is where the guards of the thing's seats are.
+func (k *seatKind) guardsPrefix() string { return store.SeatsOf(k.A.E.Keys.Delay(""), k.A.Req.Name) }
 
 // cmps hold when the acquire may take its seat, beyond the seat's
 // being free: a semaphore's limit is its own (limitCmps); a read hold's
@@ -315,11 +359,23 @@ func (k *seatKind) Cmps() []clientv3.Cmp {
 	e, thing := k.A.E, k.A.Req.Name
 	switch k.mode {
 	case ModeRead:
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.Keys.Lock(store.WriterSeat(thing))), "=", 0)}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.Keys.Lock(store.WriterSeat(thing))), "=", 0),
+			k.othersCmp(e.Keys.Delay(store.WriterSeat(thing)))}
 	case ModeWrite:
-		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(e.Keys.Locks(), thing)), "=", 0).WithPrefix()}
+		return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(store.SeatsOf(e.Keys.Locks(), thing)), "=", 0).WithPrefix(),
+			k.othersCmp(e.Keys.Delay(store.ReaderSeats(thing))).WithPrefix()}
 	}
 	return k.limitCmps()
+}
+
+// othersCmp holds when the other mode's guards at key (a range, with
+// WithPrefix) keep a read/write lock's hold out no more than the last
+// attempt saw: none changed since it saw them all spent (othersAsOf),
+// or there are none. A guard is put or stamped only with the hold it
+// guards, or at its end, and time only runs on, so one spent stays
+// spent: any that keeps the hold out was written after.
+func (k *seatKind) othersCmp(key string) clientv3.Cmp {
+	return clientv3.Compare(clientv3.ModRevision(key), "<", k.othersAsOf+1)
 }
 
 // limitCmps hold when the semaphore's stored limit is ours, or, when the
@@ -345,6 +401,7 @@ func (k *seatKind) InWay(resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKe
 	if k.view != nil {
 		k.noteSeats(t.Lost.Seats.KVs(resp))
 	}
+	others := k.seatGuards(resp, t)
 	if k.view != nil && k.view.stored {
 		if r, settled := k.analyseLimit(resp, t, queueKey); settled {
 			return r, true, nil
@@ -359,13 +416,92 @@ func (k *seatKind) InWay(resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKe
 			return core.AttemptResult{}, false, kvs // a writer's acquire: readers hold it
 		}
 	}
+	if others.Outcome == core.Delayed && len(lockKVs) == 0 {
+		if r, ok := core.BehindAny(resp, t, queueKey); ok {
+			return r, true, nil
+		}
+		return others, true, nil
+	}
 	if k.view == nil {
 		return core.AttemptResult{}, false, lockKVs // the one seat it takes
 	}
-	if !k.view.held[k.seatIndex()] || k.pickSeat() {
+	now, ours := time.Now(), k.seatIndex()
+	if !k.view.taken(ours, now) {
+		return core.AttemptResult{}, false, nil // the seat looked free: its own guard tells (analyseGuard)
+	}
+	kept := !k.view.held[ours]
+	if k.pickSeat() {
+		if kept {
+			// The seat tried is kept by its guard, and another looks
+			// free: take that one, not the guard's wait.
+			return core.AttemptResult{Outcome: core.RetryNow}, true, nil
+		}
 		return core.AttemptResult{}, false, nil // the seat picked looked free
 	}
+	if first := k.view.firstKept(); !first.Until.IsZero() {
+		// No seat is free; some are kept by their guards: wait for the
+		// first to end, or for a seat to change.
+		if r, ok := core.BehindAny(resp, t, queueKey); ok {
+			return r, true, nil
+		}
+		return k.keptSeats(first, core.SeenBefore(resp)), true, nil
+	}
 	return core.AttemptResult{}, false, lockKVs
+}
+
+// keptSeats is the wait of an acquire that finds no seat free and some
+// kept by their guards, first the first to end, as read at rev: until
+// it ends, or until a seat or a guard changes.
+func (k *seatKind) keptSeats(first hold.Delay, rev int64) core.AttemptResult {
+	return core.AttemptResult{Outcome: core.Delayed, RetryAt: first.Until, DelayCause: first.Cause,
+		Keys: []string{k.HeadKey(), k.guardsPrefix()}, WatchRev: rev}
+}
+
+// seatGuards reads the guards of the thing's seats from a failed
+// attempt: for an acquire that picks its seat, which seats they keep
+// (seatView.guarded); for a read/write lock's hold, whether the other
+// mode's keep it out, and then a Delayed outcome until the last of them
+// ends (a reader waits for the writer's window; a writer for every
+// reader's). A guard not stamped yet is of a hold that expired moments
+// ago: it keeps the seat as if stamped now, until the expiry recorder
+// stamps it.
+func (k *seatKind) seatGuards(resp *clientv3.TxnResponse, t *core.AcquireTxn) (others core.AttemptResult) {
+	now, from := time.Now(), k.A.E.Keys.Delay(k.A.Req.Name)
+	if k.view != nil {
+		k.view.guarded = map[int]hold.Delay{}
+	}
+	spent := false
+	for _, kv := range t.Lost.Guards.KVs(resp) {
+		var dr hold.DelayRecord
+		if json.Unmarshal(kv.Value, &dr) != nil {
+			continue
+		}
+		if dr.Until == nil {
+			dr = dr.Ended(now, EventExpired)
+		}
+		seat := k.A.Req.Name + strings.TrimPrefix(string(kv.Key), from) // as the seat's key name
+		switch {
+		case k.view != nil && strings.HasPrefix(seat, k.view.prefix):
+			if n, err := strconv.Atoi(strings.TrimPrefix(seat, k.view.prefix)); err == nil && now.Before(*dr.Until) {
+				k.view.guarded[n] = hold.Delay{Until: *dr.Until, Cause: dr.Cause}
+			}
+		case k.mode == ModeRead && seat == store.WriterSeat(k.A.Req.Name),
+			k.mode == ModeWrite && strings.HasPrefix(seat, store.ReaderSeats(k.A.Req.Name)):
+			if !now.Before(*dr.Until) {
+				spent = true
+				continue
+			}
+			if dr.Until.After(others.RetryAt) {
+				others = core.AttemptResult{Outcome: core.Delayed, RetryAt: *dr.Until, DelayCause: dr.Cause,
+					Keys: []string{k.guardsPrefix()}, WatchRev: core.SeenBefore(resp)}
+			}
+		}
+	}
+	k.othersAsOf = 0
+	if spent {
+		k.othersAsOf = core.SeenBefore(resp)
+	}
+	return others
 }
 
 // analyseLimit reads a failed permit attempt's view of the stored limit:
@@ -471,6 +607,9 @@ func (k *seatKind) lookSeats(resp *clientv3.TxnResponse, t *core.LookTxn) (core.
 		k.noteSeats(held.Kvs)
 		if k.pickSeat() {
 			return core.AttemptResult{}, false, nil
+		}
+		if first := k.view.firstKept(); !first.Until.IsZero() {
+			return k.keptSeats(first, rev), true, nil
 		}
 	}
 	return core.AttemptResult{Outcome: core.HeldBy, WatchKey: k.HeadKey(), WatchRev: rev, Holder: k.A.LastHolder}, true, nil

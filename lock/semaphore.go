@@ -18,7 +18,9 @@ import (
 //
 //	seats/<key>   the limit its permits are held under, put by every grant (seats.go says when it may change)
 //
-// A semaphore takes no lock-delay: the contract has none for it.
+// A semaphore takes no lock-delay: the contract has none for it. A
+// permit with an at-least window (min_hold) keeps its seat's guard, as a
+// lock does: an acquire picks no seat a guard keeps (seats.go).
 
 // PermitRequest asks for one of a semaphore's permits.
 type PermitRequest struct {
@@ -34,7 +36,10 @@ type PermitRequest struct {
 	Wait    time.Duration
 	// KeepPlace is AcquireRequest.KeepPlace.
 	KeepPlace bool
-	Metadata  map[string]string
+	// MinHold is AcquireRequest.MinHold: the permit's seat stays taken
+	// until its window ends.
+	MinHold  time.Duration
+	Metadata map[string]string
 }
 
 // Semaphore is a semaphore's state: its permits held, sorted by token,
@@ -60,7 +65,8 @@ func (e *Engine) AcquirePermit(ctx context.Context, req PermitRequest) (*Lock, e
 	}
 	key := store.KeyName(KindSemaphore, req.Name)
 	l, _, err := e.acquire(ctx, AcquireRequest{
-		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, Metadata: req.Metadata,
+		Name: key, Owner: req.Owner, TTL: req.TTL, Session: req.Session, Wait: req.Wait, KeepPlace: req.KeepPlace, MinHold: req.MinHold,
+		Metadata: req.Metadata,
 	}, func(base core.LockKind) (core.HoldKind, error) {
 		return newSeatKind(base, KindSemaphore, req.Limit, "")
 	}, nil)

@@ -26,6 +26,7 @@ func TestErrors_SurviveTheWire(t *testing.T) {
 	t.Run("session_not_found", w.sessionNotFound)
 	t.Run("invalid_request names the field", w.invalidRequest)
 	t.Run("lock-delay answers with retry_after", w.lockDelay)
+	t.Run("an at-least window outlives an early release", w.minHold)
 	t.Run("a sentinel matches its code only", w.sentinelMatchesItsCodeOnly)
 }
 
@@ -177,6 +178,33 @@ func (w *wire) lockDelay(t *testing.T) {
 		t.Errorf("%v (%+v), want ErrHeld with a retry after of at most 30s", err, e)
 	}
 	_ = lk.Release(w.ctx)
+}
+
+func (w *wire) minHold(t *testing.T) {
+	d := lockName(t, "window")
+	lk, err := w.c.Acquire(w.ctx, d, client.AcquireOptions{MinHold: time.Minute})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if lk.Info().MinHold != time.Minute {
+		t.Errorf("MinHold = %s, want 1m", lk.Info().MinHold)
+	}
+	if err := lk.Release(w.ctx); err != nil {
+		t.Fatalf("release inside the window: %v", err)
+	}
+	_, err = w.c.TryAcquire(w.ctx, d, client.AcquireOptions{})
+	e := asError(t, err)
+	if !errors.Is(err, client.ErrHeld) || e.RetryAfter <= 0 || e.RetryAfter > time.Minute {
+		t.Errorf("%v (%+v), want ErrHeld with a retry after of at most 1m", err, e)
+	}
+	p, err := w.c.AcquirePermit(w.ctx, d, 1, client.PermitOptions{MinHold: time.Minute})
+	if err != nil {
+		t.Fatalf("permit: %v", err)
+	}
+	if p.Info().MinHold != time.Minute {
+		t.Errorf("permit MinHold = %s, want 1m", p.Info().MinHold)
+	}
+	_ = p.Release(w.ctx)
 }
 
 func (w *wire) sentinelMatchesItsCodeOnly(t *testing.T) {

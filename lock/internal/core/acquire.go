@@ -71,7 +71,8 @@ type Acquirer struct {
 	queuedAt time.Time
 
 	// guardRev is the ModRevision of a finished lock-delay guard that the
-	// next attempt replaces; 0 means the attempt expects no guard.
+	// next attempt replaces; 0 means the attempt expects no guard. It is
+	// the guard of Seat: a kind that picks another seat calls SeatMoved.
 	guardRev int64
 	// LastHolder is the holder seen by the latest failed attempt.
 	LastHolder      *hold.Lock
@@ -194,6 +195,14 @@ func (a *Acquirer) Holder(now time.Time) store.Holder {
 	return rec
 }
 
+// SeatMoved makes seat the next attempt's, with no guard expected on it
+// yet: the attempt's else branch reads it.
+func (a *Acquirer) SeatMoved(seat string) {
+	if seat != a.Seat {
+		a.Seat, a.guardRev = seat, 0
+	}
+}
+
 const MaxImmediateRetries = 16
 
 // settles reports whether r ends an acquire with no waiting (settle).
@@ -232,7 +241,7 @@ func (a *Acquirer) tryNow(ctx context.Context) (*hold.Lock, bool, error) {
 		case HeldBy:
 			return nil, false, a.Kind.HeldError(r)
 		case Delayed:
-			return nil, false, &hold.HeldError{RetryAfter: time.Until(r.RetryAt), Reason: fmt.Sprintf("under lock-delay until %s: the last hold %s, and did not end by a release",
+			return nil, false, &hold.HeldError{RetryAfter: time.Until(r.RetryAt), Reason: fmt.Sprintf("kept free until %s: the last hold %s",
 				r.RetryAt.UTC().Format(time.RFC3339Nano), hold.CauseText(r.DelayCause))}
 		case Behind:
 			return nil, false, &hold.HeldError{Reason: a.Kind.BehindReason()}

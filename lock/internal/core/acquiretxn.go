@@ -93,6 +93,10 @@ type AcquireTxn struct {
 		Limit       store.Ref // a semaphore's stored limit
 		Seats       store.Ref // the seats the acquire picks from, keys only
 		Blocker     store.Ref // a read/write lock's hold in the way: the writer's, or (a writer's acquire) a reader's
+		// Guards are the guards of the seats beside ours that may keep a
+		// thing with seats: those of the seats the acquire picks from, or
+		// a read/write lock's other mode's (lock/seats.go).
+		Guards store.Ref
 	}
 	// members are a lock set's, one per member (setKind.txn).
 	Members []MemberRefs
@@ -362,17 +366,7 @@ func (a *Acquirer) holdOutcome(ctx context.Context, resp *clientv3.TxnResponse, 
 		return r, nil
 	}
 	lockKVs = blocker
-	// behind is the result when a queued waiter is ahead of us.
-	behindOf := func(holder *hold.Lock) (AttemptResult, bool) {
-		if queueKey == "" {
-			return AttemptResult{}, false
-		}
-		pred := lost.Pred.KVs(resp)
-		if len(pred) == 0 {
-			return AttemptResult{}, false
-		}
-		return AttemptResult{Outcome: Behind, WatchKey: string(pred[0].Key), WatchRev: SeenBefore(resp), WatchCreated: pred[0].CreateRevision, Holder: holder}, true
-	}
+	behindOf := func(holder *hold.Lock) (AttemptResult, bool) { return BehindQueued(resp, t, queueKey, holder) }
 	if len(lockKVs) > 0 {
 		kv := lockKVs[0]
 		hr, err := store.DecodeHolder(kv)
@@ -401,6 +395,30 @@ func (a *Acquirer) holdOutcome(ctx context.Context, resp *clientv3.TxnResponse, 
 		return AttemptResult{Outcome: Behind}, nil
 	}
 	return AttemptResult{Outcome: RetryNow}, nil
+}
+
+// BehindQueued is the outcome of a failed queued attempt (queueKey set)
+// that a waiter is ahead of, with holder the hold in the way (nil if
+// none); ok is false for a direct attempt, or with none ahead.
+func BehindQueued(resp *clientv3.TxnResponse, t *AcquireTxn, queueKey string, holder *hold.Lock) (r AttemptResult, ok bool) {
+	if queueKey == "" {
+		return AttemptResult{}, false
+	}
+	pred := t.Lost.Pred.KVs(resp)
+	if len(pred) == 0 {
+		return AttemptResult{}, false
+	}
+	return AttemptResult{Outcome: Behind, WatchKey: string(pred[0].Key), WatchRev: SeenBefore(resp), WatchCreated: pred[0].CreateRevision, Holder: holder}, true
+}
+
+// BehindAny is the outcome of a failed attempt that somebody waits ahead
+// of: for a queued one, BehindQueued's; for a direct one, anybody queued
+// (it joins the line).
+func BehindAny(resp *clientv3.TxnResponse, t *AcquireTxn, queueKey string) (r AttemptResult, ok bool) {
+	if queueKey == "" {
+		return AttemptResult{Outcome: Behind}, t.Lost.Blocking.Count(resp) > 0
+	}
+	return BehindQueued(resp, t, queueKey, nil)
 }
 
 // analyseGuard reads the lock-delay guard of a free lock, from a failed

@@ -102,8 +102,9 @@ func (e *Engine) handOverCmps(name string, token int64, hr store.Holder, head *Q
 // exclusionCmps hold when a read/write lock's release from seat name may
 // grant head its seat: a writer's only if no other seat is held (the
 // releaser is the last holder: its own seat is left out of the two
-// ranges, since a txn's compares see the state before it), a reader's
-// only if no reader's seat is.
+// ranges, since a txn's compares see the state before it) and no
+// reader's seat has a guard, a reader's only if no reader's seat is
+// held.
 func (e *Engine) exclusionCmps(name string, head *QueueHead) []clientv3.Cmp {
 	thing := store.ThingKey(name)
 	if head.Grant.Mode == store.ModeRead {
@@ -113,6 +114,10 @@ func (e *Engine) exclusionCmps(name string, head *QueueHead) []clientv3.Cmp {
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(all), "=", 0).WithRange(own),
 		clientv3.Compare(clientv3.CreateRevision(own+"\x00"), "=", 0).WithRange(clientv3.GetPrefixRangeEnd(all)),
+		// No reader's guard, which may keep the writer out (a reader's
+		// at-least window): with one, the writer takes the lock itself,
+		// and its acquire reads them (lock/seats.go).
+		clientv3.Compare(clientv3.CreateRevision(e.Keys.Delay(store.ReaderSeats(thing))), "=", 0).WithPrefix(),
 	}
 }
 

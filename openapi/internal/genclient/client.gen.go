@@ -613,6 +613,9 @@ type Hold struct {
 	Limit    *int              `json:"limit,omitempty"`
 	Metadata map[string]string `json:"metadata"`
 
+	// MinHold Example: 5m0s
+	MinHold *string `json:"min_hold,omitempty"`
+
 	// Mode Mode is a read/write lock's hold's.
 	//
 	// Example: read
@@ -916,6 +919,13 @@ type PermitRequest struct {
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
 
+	// MinHold MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, its seat stays taken until acquired_at + min_hold.
+	//
+	// Example: 5m
+	MinHold *string `json:"min_hold,omitempty"`
+
 	// Owner Owner labels the hold for people and the audit trail: 1-128
 	// printable characters. Absent, it is the client's address.
 	//
@@ -1099,6 +1109,14 @@ type RWRequest struct {
 	// Metadata Metadata is for people and the dashboard: at most 16 string pairs,
 	// with keys not empty and keys and values 4 KiB (4,096 bytes) in all.
 	Metadata *map[string]string `json:"metadata,omitempty"`
+
+	// MinHold MinHold is the hold's at-least window (ShedLock's lockAtLeastFor):
+	// a duration up to 24h. However early the hold ends, by release,
+	// expiry or revoke, it keeps out what it kept out until acquired_at
+	// + min_hold: a write hold every hold, a read hold the writers.
+	//
+	// Example: 5m
+	MinHold *string `json:"min_hold,omitempty"`
 
 	// Mode Mode is read (shared) or write (exclusive).
 	//
