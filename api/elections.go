@@ -344,6 +344,53 @@ func (a *API) resign(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// TransferRequest is the body of POST /v1/elections/{name}/leader/transfer.
+type TransferRequest struct {
+	// Token is the leadership's.
+	Token *int64 `json:"token" format:"int64" example:"4711"`
+	// To is the candidate to lead next, as it campaigns (its candidate
+	// name): it must be waiting in line.
+	To *string `json:"to" minLength:"1" maxLength:"128" example:"node-b"`
+}
+
+// transferLeadership godoc
+//
+//	@Summary		Hand leadership to a waiting candidate
+//	@ID				transferLeadership
+//	@Description	Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+//	@Tags			elections
+//	@Accept			json
+//	@Produce		json
+//	@Param			name	path		string					true	"Election name" minlength(1) maxlength(128)
+//	@Param			request	body		api.TransferRequest		true	"The leadership's token and the candidate to lead next"
+//	@Success		200		{object}	api.Leader
+//	@Failure		400		{object}	api.Problem	"invalid_request, naming the field"
+//	@Failure		403		{object}	api.Problem	"forbidden: needs the write role, or the leadership was won by another credential; or cross_origin"
+//	@Failure		404		{object}	api.Problem	"no_leader"
+//	@Failure		409		{object}	api.Problem	"candidate_not_waiting: no campaign of `to` waits in line; token_mismatch: led with another token; election_held: inside the leadership's at-least window"
+//	@Failure		413		{object}	api.Problem	"body_too_large"
+//	@Failure		415		{object}	api.Problem	"unsupported_media_type"
+//	@Failure		507		{object}	api.Problem	"insufficient_storage: the data store is full; nothing was written"
+//	@Security		BearerAuth
+//	@Router			/v1/elections/{name}/leader/transfer [post]
+func (a *API) transferLeadership(c echo.Context) error {
+	var req TransferRequest
+	if err := request.Body(c, &req, false); err != nil {
+		return err
+	}
+	if req.Token == nil {
+		return badRequest("token", "token is required")
+	}
+	if req.To == nil {
+		return badRequest("to", "to is required: the waiting candidate to lead next")
+	}
+	l, err := a.eng.TransferLeadership(c.Request().Context(), request.PathParam(c, "name"), *req.Token, *req.To)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toLeader(l))
+}
+
 // revokeLeadership godoc
 //
 //	@Summary		Revoke a leadership (operator)

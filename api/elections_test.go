@@ -77,6 +77,10 @@ func TestCampaign_BadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) 
 		{"/v1/elections/ok/proclaim", `{"value":1}`, "token", 400},
 		{"/v1/elections/ok/proclaim", `{"token":5}`, "value", 400},
 		{"/v1/elections/ok/renew", `{}`, "token", 400},
+		{"/v1/elections/ok/leader/transfer", `{"to":"b"}`, "token", 400},
+		{"/v1/elections/ok/leader/transfer", `{"token":5}`, "to", 400},
+		{"/v1/elections/ok/leader/transfer", `{"token":5,"to":""}`, "to", 400},
+		{"/v1/elections/ok/leader/transfer", `{"token":5,"to":"b\u0007"}`, "to", 400},
 	} {
 		before := s.Keys()
 		p := testserver.WantProblem(t, s.Do("POST", c.path, c.body), c.status, map[int]string{400: "invalid_request", 413: "value_too_large"}[c.status])
@@ -88,6 +92,39 @@ func TestCampaign_BadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) 
 		}
 	}
 	testserver.WantProblem(t, s.Do("DELETE", "/v1/elections/ok/leader", ""), http.StatusBadRequest, "invalid_request")
+}
+
+// TestTransfer_HandsLeadershipToTheNamedCandidate: the candidate named
+// leads at once, ahead of the one before it in line, and its waiting
+// campaign answers with that leadership; a candidate not in line is
+// refused.
+func TestTransfer_HandsLeadershipToTheNamedCandidate(t *testing.T) {
+	s := newTestServer(t)
+	l := s.campaign(t, "sched", `{"candidate":"a"}`)
+	waiting := map[string]chan *testserver.Response{"b": make(chan *testserver.Response, 1), "c": make(chan *testserver.Response, 1)}
+	for i, who := range []string{"b", "c"} {
+		go func() {
+			waiting[who] <- s.Do("POST", "/v1/elections/sched/campaign", fmt.Sprintf(`{"candidate":%q,"wait":"30s"}`, who))
+		}()
+		poll.Until(t, 10*time.Second, who+" waits in line", func() bool {
+			return len(testserver.WantJSON[api.Leader](t, s.Do("GET", "/v1/elections/sched", ""), http.StatusOK).Candidates) == i+1
+		})
+	}
+	transfer := func(to string) *testserver.Response {
+		return s.Do("POST", "/v1/elections/sched/leader/transfer", fmt.Sprintf(`{"token":%d,"to":%q}`, l.Token, to))
+	}
+	testserver.WantProblem(t, transfer("z"), http.StatusConflict, "candidate_not_waiting")
+	got := testserver.WantJSON[api.Leader](t, transfer("c"), http.StatusOK)
+	if got.Candidate != "c" || got.Term != 2 || got.Token <= l.Token {
+		t.Fatalf("transfer answered %+v, want c leading term 2", got)
+	}
+	c := testserver.WantJSON[api.Leader](t, <-waiting["c"], http.StatusCreated)
+	if c.Token != got.Token {
+		t.Fatalf("c's campaign answered token %d, want the transferred %d", c.Token, got.Token)
+	}
+	testserver.WantProblem(t, transfer("b"), http.StatusConflict, "token_mismatch")
+	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/elections/sched/leader?token=%d", c.Token), ""), http.StatusNoContent)
+	testserver.WantJSON[api.Leader](t, <-waiting["b"], http.StatusCreated)
 }
 
 // TestProclaim_ChangesTheValueForTheLeaderOnly.

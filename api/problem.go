@@ -113,6 +113,7 @@ var errorTable = []ErrorRow{
 	{Err: lock.ErrHeld, Code: problem.LockHeld},
 	{Err: lock.ErrElectionHeld, Code: problem.ElectionHeld},
 	{Err: lock.ErrNoLeader, Code: problem.NoLeader},
+	{Err: lock.ErrCandidateNotWaiting, Code: problem.CandidateNotWaiting},
 	{Err: lock.ErrSemaphoreFull, Code: problem.SemaphoreFull},
 	{Err: lock.ErrLimitMismatch, Code: problem.LimitMismatch},
 	{Err: lock.ErrTokenMismatch, Code: problem.TokenMismatch},

@@ -79,6 +79,7 @@ func (a *API) Routes() []Route {
 		{Method: post, Path: "/v1/elections/:name/proclaim", Handler: a.proclaim, Role: auth.Write, Leader: true},
 		{Method: post, Path: "/v1/elections/:name/renew", Handler: a.renewLeadership, Role: auth.Write, Leader: true},
 		{Method: del, Path: "/v1/elections/:name/leader", Handler: a.resign, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/leader/transfer", Handler: a.transferLeadership, Role: auth.Write, Leader: true},
 		{Method: post, Path: "/v1/elections/:name/revoke", Handler: a.revokeLeadership, Role: auth.Admin, Leader: true},
 		{Method: get, Path: "/v1/elections/:name/observe", Handler: a.observe, Role: auth.Read, Stream: true, Leader: true},
 

@@ -129,6 +129,42 @@ interrupted: a leader elected, a new value proclaimed, or nobody leading.`,
 	return c
 }
 
+func transferCmd(g *globals) *cobra.Command {
+	var token int64
+	var to string
+	c := &cobra.Command{
+		Use:   "transfer NAME --token N --to CANDIDATE",
+		Short: "Hand an election's leadership to a candidate waiting in line",
+		Long: `transfer ends the leadership of the election NAME that --token holds in
+favour of --to, a candidate waiting in line (as it campaigned: "baton elect
+--candidate"): in one transaction it leads, ahead of the line, with the
+next term, and prints the new leadership as "baton leader" does. Exit
+code 4 when --to does not wait in line (the leader still leads) or the
+token no longer leads; 3 inside the leadership's at-least window.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if token <= 0 {
+				return usagef("--token is required")
+			}
+			if to == "" {
+				return usagef("--to is required: the waiting candidate to lead next")
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			l, err := cl.TransferLeadership(cmd.Context(), args[0], token, to)
+			if err != nil {
+				return err
+			}
+			return g.showLeader(l)
+		},
+	}
+	c.Flags().Int64Var(&token, "token", 0, "the fencing token of the leadership")
+	c.Flags().StringVar(&to, "to", "", "the candidate to lead next; it must be waiting in line")
+	return c
+}
+
 func (g *globals) showLeader(l *client.LeaderInfo) error {
 	if g.json() {
 		return g.printJSON(leaderJSON(l))

@@ -134,6 +134,29 @@ func (c *Client) Proclaim(ctx context.Context, name string, token int64, value a
 	return w.info(), nil
 }
 
+// TransferLeadership ends the leadership that token holds of the
+// election name in favour of the candidate to, waiting in line: in one
+// transaction to leads, ahead of the line, with the next term; its
+// campaign returns that leadership. It returns the new leadership.
+// ErrCandidateNotWaiting when no campaign of to waits (the leader still
+// leads); ErrElectionHeld, with RetryAfter, inside the leadership's
+// at-least window; ErrNoLeader or ErrTokenMismatch when token no longer
+// leads. Retried: a repeat after it applied answers ErrTokenMismatch.
+// A *Leadership transfers itself (Leadership.Transfer).
+func (c *Client) TransferLeadership(ctx context.Context, name string, token int64, to string) (*LeaderInfo, error) {
+	var w wireLeader
+	if _, err := c.do(ctx, request{
+		op: fmt.Sprintf("transfer leadership of %q to %q", name, to), method: http.MethodPost, path: electionPath(name) + "/leader/transfer",
+		body: struct {
+			Token int64  `json:"token"`
+			To    string `json:"to"`
+		}{token, to}, idempotent: true,
+	}, &w); err != nil {
+		return nil, err
+	}
+	return w.info(), nil
+}
+
 // RenewLeadership extends the lease of the leadership that token holds
 // (in a session: the session's lease), and returns it with its new
 // expiry. It returns ErrNoLeader or ErrTokenMismatch when token no longer

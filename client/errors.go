@@ -34,6 +34,9 @@ var (
 	ErrElectionHeld = Sentinel(problem.ElectionHeld)
 	// ErrNoLeader: nobody leads the election (with this token).
 	ErrNoLeader = Sentinel(problem.NoLeader)
+	// ErrCandidateNotWaiting: a leadership transfer names a candidate
+	// with no campaign waiting in line; the leader still leads.
+	ErrCandidateNotWaiting = Sentinel(problem.CandidateNotWaiting)
 	// ErrSemaphoreFull: every permit of the semaphore is held, and the
 	// acquire did not get one (it had no Wait, or the wait ran out).
 	// Error.Holders are the permits held.

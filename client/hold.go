@@ -215,6 +215,48 @@ func (h *hold) release(ctx context.Context) error {
 	return h.releaseErr
 }
 
+// handOn ends the hold by call, a request that hands it to another
+// (a leadership's transfer), as release ends it by its release: the
+// renewal and the watch stop first, so its own end is no loss. A call
+// refused with an answer that says the hold goes on (ErrCandidateNotWaiting,
+// ErrElectionHeld), or with no answer, resumes them: if the hold did
+// change hands unseen, the next renew finds it lost.
+func (h *hold) handOn(ctx context.Context, call func(ctx context.Context) error) error {
+	h.releaseMu.Lock()
+	defer h.releaseMu.Unlock()
+	if h.released {
+		if h.releaseErr != nil {
+			return h.releaseErr
+		}
+		return fmt.Errorf("%s %q (token %d) was given up already: %w", h.key.kind, h.key.name, h.key.token, ErrLockLost)
+	}
+	h.stopRenew()
+	<-h.renewDone
+	h.c.watch.unregister(h)
+	err := call(ctx)
+	h.mu.Lock()
+	lost := err != nil && isLostAnswer(err)
+	if err == nil || lost {
+		defer h.mu.Unlock()
+		if lost {
+			h.loseLocked(err)
+		}
+		h.released = true
+		h.finishLocked()
+		if h.err != nil {
+			h.releaseErr = h.err
+			return h.err
+		}
+		return nil
+	}
+	h.mu.Unlock()
+	rctx, cancel := context.WithCancel(context.Background())
+	h.stopRenew, h.renewDone = cancel, make(chan struct{})
+	go h.keepAlive(rctx)
+	h.c.watch.register(h)
+	return err
+}
+
 // keepAlive renews the hold until ctx ends: at a third of the TTL, and
 // again soon after a renew fails, until the deadline passes.
 func (h *hold) keepAlive(ctx context.Context) {

@@ -198,6 +198,22 @@ func (ld *Leadership) Proclaim(ctx context.Context, value any) error {
 	return nil
 }
 
+// Transfer hands the leadership to the candidate to, which must be
+// waiting in line, ahead of the others (Client.TransferLeadership), and
+// returns the new leader's. The leadership is then over, as after
+// Resign: Done is closed, Lost is not. When the transfer is refused and
+// the leadership goes on (ErrCandidateNotWaiting, ErrElectionHeld inside
+// its at-least window) or gets no answer, it keeps renewing itself;
+// when it was lost before, the error wraps ErrLockLost.
+func (ld *Leadership) Transfer(ctx context.Context, to string) (*LeaderInfo, error) {
+	var next *LeaderInfo
+	err := ld.hold.handOn(ctx, func(ctx context.Context) (err error) {
+		next, err = ld.hold.c.TransferLeadership(ctx, ld.hold.key.name, ld.hold.key.token, to)
+		return err
+	})
+	return next, err
+}
+
 // Resign stops the renewal and ends the leadership with its token; the
 // first candidate in line leads next. It returns nil when it resigned,
 // and an error wrapping ErrLockLost when the leadership was lost before.

@@ -80,6 +80,7 @@ var (
 	ErrTooManyHeldLocks    = hold.ErrTooManyHeldLocks
 	ErrTooManyFencedValues = hold.ErrTooManyFencedValues
 	ErrElectionHeld        = hold.ErrElectionHeld
+	ErrCandidateNotWaiting = hold.ErrCandidateNotWaiting
 	ErrNoLeader            = hold.ErrNoLeader
 	ErrSemaphoreFull       = hold.ErrSemaphoreFull
 	ErrLimitMismatch       = hold.ErrLimitMismatch

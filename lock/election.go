@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/baton-dev/baton/internal/store"
@@ -239,6 +240,39 @@ func (e *Engine) Resign(ctx context.Context, name string, token int64) error {
 		return electionErr("resign from", name, err)
 	}
 	return nil
+}
+
+// TransferLeadership ends the leadership that token holds of election
+// name in favour of the candidate to, which must be waiting in line: in
+// one txn the leader resigns (recorded as resigned, "transferred to
+// to") and to leads, ahead of the queue, with the resignation's
+// revision as its token and the next term. It returns the new
+// leadership. ErrCandidateNotWaiting when no campaign of to waits (or
+// it left meanwhile); a *HeldError naming the leader, with RetryAfter,
+// inside the leadership's at-least window; otherwise errors as for
+// Resign.
+func (e *Engine) TransferLeadership(ctx context.Context, name string, token int64, to string) (*Lock, error) {
+	if err := store.CheckName("name", name); err != nil {
+		return nil, err
+	}
+	if err := hold.CheckOwner(to); err != nil {
+		return nil, hold.Invalid("to", "%s", strings.TrimPrefix(err.Error(), "owner: "))
+	}
+	key := store.KeyName(KindElection, name)
+	l, err := e.core.Transfer(ctx, key, token, func(wr hold.WaiterRecord) bool { return wr.Owner == to }, EventReleased, "transferred to "+to)
+	var de *DelayedError
+	if errors.As(err, &de) {
+		leader, _, _ := e.Leader(ctx, name)
+		err = &HeldError{Kind: KindElection, Holder: leader, RetryAfter: time.Until(de.Until),
+			Reason: fmt.Sprintf("the leadership's at-least window lasts until %s: it is not handed on before", de.Until.Format(time.RFC3339Nano))}
+	}
+	if errors.Is(err, ErrCandidateNotWaiting) {
+		return nil, fmt.Errorf("transfer leadership of %q to %q: %w", name, to, ErrCandidateNotWaiting)
+	}
+	if err != nil {
+		return nil, electionErr("transfer leadership of", name, err)
+	}
+	return l, nil
 }
 
 // RevokeLeadership ends whoever leads name (an operator's action),

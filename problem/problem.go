@@ -28,8 +28,11 @@ const (
 	NotDelayed      Code = "not_delayed"
 	ElectionHeld    Code = "election_held"
 	NoLeader        Code = "no_leader"
-	SemaphoreFull   Code = "semaphore_full"
-	LimitMismatch   Code = "limit_mismatch"
+	// CandidateNotWaiting: a leadership transfer names a candidate that
+	// does not wait in line.
+	CandidateNotWaiting Code = "candidate_not_waiting"
+	SemaphoreFull       Code = "semaphore_full"
+	LimitMismatch       Code = "limit_mismatch"
 
 	// Keys of coordination data.
 	KeyNotFound      Code = "key_not_found"
@@ -138,6 +141,7 @@ var table = []Info{
 	{NotDelayed, http.StatusNotFound, "Lock not delayed", Final, ExitNotHeld},
 	{ElectionHeld, http.StatusConflict, "Election has a leader", Final, ExitHeld},
 	{NoLeader, http.StatusNotFound, "No leader", Final, ExitNotHeld},
+	{CandidateNotWaiting, http.StatusConflict, "Candidate not waiting", Final, ExitNotHeld},
 	{SemaphoreFull, http.StatusConflict, "Semaphore full", Final, ExitHeld},
 	{LimitMismatch, http.StatusConflict, "Semaphore held under another limit", Final, ExitUsage},
 

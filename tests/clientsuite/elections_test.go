@@ -180,6 +180,51 @@ func TestLeadership_ResignedElsewhereReachesLostWithinASecond(t *testing.T) {
 	}
 }
 
+// TestLeadership_TransferHandsItToTheNamedCandidate: a transfer to a
+// candidate not in line leaves the leadership going; one to a waiting
+// candidate ends it cleanly (Done, not Lost) and that candidate's
+// campaign returns the new leadership, ahead of the one before it.
+func TestLeadership_TransferHandsItToTheNamedCandidate(t *testing.T) {
+	t.Parallel()
+	f, c, ctx := setup(t)
+	other := newClient(t, f.URL)
+	name := lockName(t, "e")
+	ld, err := c.Campaign(ctx, name, client.CampaignOptions{Candidate: "a", TTL: longTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resignAtEnd(t, ld)
+	first := campaignAsync(ctx, other, name, "b")
+	waitCandidates(t, ctx, c, name, 1)
+	second := campaignAsync(ctx, other, name, "c")
+	waitCandidates(t, ctx, c, name, 2)
+
+	if _, err := ld.Transfer(ctx, "nobody"); !errors.Is(err, client.ErrCandidateNotWaiting) {
+		t.Fatalf("transfer to a candidate not in line: %v, want ErrCandidateNotWaiting", err)
+	}
+	if _, err := c.RenewLeadership(ctx, name, ld.Token()); err != nil {
+		t.Fatalf("the leadership after a refused transfer: %v, want it still held", err)
+	}
+	next, err := ld.Transfer(ctx, "c")
+	if err != nil {
+		t.Fatalf("transfer to c: %v", err)
+	}
+	cl := leaderOf(t, second)
+	if next.Candidate != "c" || cl.Token() != next.Token || next.Term != ld.Term()+1 {
+		t.Fatalf("transfer answered %+v, c's campaign token %d; want c leading the next term with one token", next, cl.Token())
+	}
+	waitClosed(t, ld.Done(), 5*time.Second, "Done after the transfer")
+	select {
+	case <-ld.Lost():
+		t.Fatalf("Lost fired after a transfer: %v", ld.Err())
+	default:
+	}
+	if err := cl.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leaderOf(t, first)
+}
+
 // TestLeadership_LostByTheClientsClockWhenRenewsHang: with the node
 // taking renewals in and never answering, the TTL by the client's own
 // clock ends the leadership.

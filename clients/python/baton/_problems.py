@@ -29,6 +29,7 @@ TABLE = [
     ("not_delayed", 404, "Lock not delayed", FINAL),
     ("election_held", 409, "Election has a leader", FINAL),
     ("no_leader", 404, "No leader", FINAL),
+    ("candidate_not_waiting", 409, "Candidate not waiting", FINAL),
     ("semaphore_full", 409, "Semaphore full", FINAL),
     ("limit_mismatch", 409, "Semaphore held under another limit", FINAL),
     ("key_not_found", 404, "Key not found", FINAL),

@@ -115,6 +115,8 @@ export class ElectionHeldError extends BatonError {
 }
 /** Nobody leads the election (with this token). */
 export class NoLeaderError extends BatonError {}
+/** A leadership transfer named a candidate with no campaign waiting in line; the leader still leads. */
+export class CandidateNotWaitingError extends BatonError {}
 /** Every permit of the semaphore is taken and the acquire did not get one. */
 export class SemaphoreFullError extends BatonError {
   /** The permits held, oldest first, when the server said. */
@@ -190,6 +192,7 @@ export const problemCodes: Readonly<Record<string, CodeInfo>> = {
   not_delayed: { status: 404, retry: "final", error: NotDelayedError },
   election_held: { status: 409, retry: "final", error: ElectionHeldError },
   no_leader: { status: 404, retry: "final", error: NoLeaderError },
+  candidate_not_waiting: { status: 409, retry: "final", error: CandidateNotWaitingError },
   semaphore_full: { status: 409, retry: "final", error: SemaphoreFullError },
   limit_mismatch: { status: 409, retry: "final", error: LimitMismatchError },
   key_not_found: { status: 404, retry: "final", error: KeyNotFoundError },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -311,6 +312,13 @@ func (a *Acquirer) awaitChange(ctx context.Context, q queued, r AttemptResult) (
 	if keys == nil {
 		keys = []string{r.WatchKey}
 	}
+	kind, _ := store.ThingOf(a.Req.Name)
+	ownEntry := kind == store.KindElection && !head && q.key != ""
+	if ownEntry {
+		// A transfer (Transfer) grants a candidate anywhere in line: its
+		// entry's delete wakes it, and its look finds the grant.
+		keys = append(slices.Clone(keys), q.key)
+	}
 	kw, missed := e.Waits.watchKeys(keys, r.WatchRev)
 	defer kw.close()
 	var timer <-chan time.Time
@@ -318,6 +326,9 @@ func (a *Acquirer) awaitChange(ctx context.Context, q queued, r AttemptResult) (
 		t := time.NewTimer(time.Until(r.RetryAt))
 		defer t.Stop()
 		timer = t.C
+	}
+	if missed && ownEntry {
+		return nil, 0, nil // our entry may have gone unseen: look again
 	}
 	if missed {
 		// The hub no longer holds what it dispatched between our read and

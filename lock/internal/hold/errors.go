@@ -56,6 +56,9 @@ var (
 	ErrElectionHeld = errors.New("election held")
 	// ErrNoLeader means nobody leads the election.
 	ErrNoLeader = errors.New("no leader")
+	// ErrCandidateNotWaiting means a transfer names a waiter that does
+	// not wait in line, or none that asks to be handed the hold.
+	ErrCandidateNotWaiting = errors.New("candidate not waiting")
 	// ErrSemaphoreFull means the semaphore's permits are all held (or
 	// an earlier waiter is next); the error is a *HeldError with Kind
 	// KindSemaphore and the permits in Holders.

@@ -1268,6 +1268,20 @@ type Status struct {
 	Status string `json:"status"`
 }
 
+// TransferRequest defines model for TransferRequest.
+type TransferRequest struct {
+	// To To is the candidate to lead next, as it campaigns (its candidate
+	// name): it must be waiting in line.
+	//
+	// Example: node-b
+	To string `json:"to"`
+
+	// Token Token is the leadership's.
+	//
+	// Example: 4711
+	Token int64 `json:"token"`
+}
+
 // Waiter defines model for Waiter.
 type Waiter struct {
 	// Mode Mode is a read/write lock's waiter's.
@@ -1497,6 +1511,9 @@ type ListSessionsParams struct {
 // CampaignJSONRequestBody defines body for Campaign for application/json ContentType.
 type CampaignJSONRequestBody = CampaignRequest
 
+// TransferLeadershipJSONRequestBody defines body for TransferLeadership for application/json ContentType.
+type TransferLeadershipJSONRequestBody = TransferRequest
+
 // ProclaimJSONRequestBody defines body for Proclaim for application/json ContentType.
 type ProclaimJSONRequestBody = ProclaimRequest
 
@@ -1698,6 +1715,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/elections/{name}/leader (the `Resign` operationId).
 	Resign(ctx context.Context, name string, params *ResignParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TransferLeadershipWithBody Hand leadership to a waiting candidate
+	//
+	// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+	TransferLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TransferLeadership Hand leadership to a waiting candidate
+	//
+	// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+	TransferLeadership(ctx context.Context, name string, body TransferLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ObserveElection Observe an election (Server-Sent Events)
 	//
@@ -2370,6 +2405,44 @@ func (c *Client) Campaign(ctx context.Context, name string, body CampaignJSONReq
 // Corresponds with DELETE /v1/elections/{name}/leader (the `Resign` operationId).
 func (c *Client) Resign(ctx context.Context, name string, params *ResignParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResignRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TransferLeadershipWithBody Hand leadership to a waiting candidate
+//
+// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+func (c *Client) TransferLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTransferLeadershipRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TransferLeadership Hand leadership to a waiting candidate
+//
+// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+func (c *Client) TransferLeadership(ctx context.Context, name string, body TransferLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTransferLeadershipRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3829,6 +3902,53 @@ func NewResignRequest(server string, name string, params *ResignParams) (*http.R
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewTransferLeadershipRequest calls the generic TransferLeadership builder with application/json body
+func NewTransferLeadershipRequest(server string, name string, body TransferLeadershipJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTransferLeadershipRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewTransferLeadershipRequestWithBody constructs an http.Request for the TransferLeadership method, with any body, and a specified content type
+func NewTransferLeadershipRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/leader/transfer", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6260,6 +6380,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/elections/{name}/leader (the `Resign` operationId).
 	ResignWithResponse(ctx context.Context, name string, params *ResignParams, reqEditors ...RequestEditorFn) (*ResignResponse, error)
 
+	// TransferLeadershipWithBodyWithResponse Hand leadership to a waiting candidate
+	//
+	// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+	TransferLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TransferLeadershipResponse, error)
+
+	// TransferLeadershipWithResponse Hand leadership to a waiting candidate
+	//
+	// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+	TransferLeadershipWithResponse(ctx context.Context, name string, body TransferLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*TransferLeadershipResponse, error)
+
 	// ObserveElectionWithResponse Observe an election (Server-Sent Events)
 	//
 	// The election's changes, live, as `text/event-stream`. The first message is the current state; then one message per change, in order: `event: leader` (data: Leader) when a leader is elected or proclaims a new value, `event: vacant` (data: `{"name":…}`) when nobody leads. A resignation that hands over is one change, to the next leader. Each message's `id:` is the revision of the change.
@@ -7505,6 +7643,138 @@ func (r ResignResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResignResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TransferLeadershipResponse429Headers the declared response headers of an HTTP 429 response for TransferLeadership
+type TransferLeadershipResponse429Headers struct {
+	RetryAfter *int
+}
+
+// TransferLeadershipResponse503Headers the declared response headers of an HTTP 503 response for TransferLeadership
+type TransferLeadershipResponse503Headers struct {
+	RetryAfter *int
+}
+
+type TransferLeadershipResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Leader
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TransferLeadershipResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TransferLeadershipResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TransferLeadershipResponse) GetJSON200() *Leader {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r TransferLeadershipResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r TransferLeadershipResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TransferLeadershipResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TransferLeadershipResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TransferLeadershipResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12270,6 +12540,36 @@ func (c *ClientWithResponses) ResignWithResponse(ctx context.Context, name strin
 	return ParseResignResponse(rsp)
 }
 
+// TransferLeadershipWithBodyWithResponse Hand leadership to a waiting candidate
+//
+// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+func (c *ClientWithResponses) TransferLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TransferLeadershipResponse, error) {
+	rsp, err := c.TransferLeadershipWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTransferLeadershipResponse(rsp)
+}
+
+// TransferLeadershipWithResponse Hand leadership to a waiting candidate
+//
+// Ends the leadership that `token` holds in favour of the candidate `to`, which must be waiting in line: in one etcd transaction the leader resigns (audited as `resigned`, "transferred to …") and `to` leads, ahead of the line, with the resignation's revision as its token and the next term. Answers the new leadership. Inside the leadership's at-least window (`min_hold`) it is not handed on: 409 `election_held` with `retry_after`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/leader/transfer (the `TransferLeadership` operationId).
+func (c *ClientWithResponses) TransferLeadershipWithResponse(ctx context.Context, name string, body TransferLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*TransferLeadershipResponse, error) {
+	rsp, err := c.TransferLeadership(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTransferLeadershipResponse(rsp)
+}
+
 // ObserveElectionWithResponse Observe an election (Server-Sent Events)
 //
 // The election's changes, live, as `text/event-stream`. The first message is the current state; then one message per change, in order: `event: leader` (data: Leader) when a leader is elected or proclaims a new value, `event: vacant` (data: `{"name":…}`) when nobody leads. A resignation that hands over is one change, to the next leader. Each message's `id:` is the revision of the change.
@@ -13816,6 +14116,132 @@ func ParseResignResponse(rsp *http.Response) (*ResignResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResignResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTransferLeadershipResponse parses an HTTP response from a TransferLeadershipWithResponse call
+func ParseTransferLeadershipResponse(rsp *http.Response) (*TransferLeadershipResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TransferLeadershipResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Leader
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers TransferLeadershipResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TransferLeadershipResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -33,6 +33,7 @@ public enum ProblemCode {
     NOT_DELAYED("not_delayed", 404, Retry.FINAL, NotDelayedException.class, NotDelayedException::new),
     ELECTION_HELD("election_held", 409, Retry.FINAL, ElectionHeldException.class, ElectionHeldException::new),
     NO_LEADER("no_leader", 404, Retry.FINAL, NoLeaderException.class, NoLeaderException::new),
+    CANDIDATE_NOT_WAITING("candidate_not_waiting", 409, Retry.FINAL, CandidateNotWaitingException.class, CandidateNotWaitingException::new),
     SEMAPHORE_FULL("semaphore_full", 409, Retry.FINAL, SemaphoreFullException.class, SemaphoreFullException::new),
     LIMIT_MISMATCH("limit_mismatch", 409, Retry.FINAL, LimitMismatchException.class, LimitMismatchException::new),
     KEY_NOT_FOUND("key_not_found", 404, Retry.FINAL, KeyNotFoundException.class, KeyNotFoundException::new),
