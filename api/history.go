@@ -32,7 +32,7 @@ import (
 //	@Param			limit	query		int		false	"Page size, 1-1000"							default(100) minimum(1) maximum(1000)
 //	@Param			before	query		int		false	"Only events recorded before this revision"	format(int64) minimum(1)
 //	@Param			owner	query		string	false	"Only events of holds by this owner"
-//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, put, delete"
+//	@Param			type	query		string	false	"Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, yield_requested, put, delete"
 //	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History

@@ -71,6 +71,7 @@ func (a *API) Routes() []Route {
 		{Method: post, Path: "/v1/locks/:name/renew", Handler: a.renew, Role: auth.Write, Leader: true},
 		{Method: del, Path: "/v1/locks/:name", Handler: a.release, Role: auth.Write, Query: []string{"token"}, Leader: true},
 		{Method: post, Path: "/v1/locks/:name/revoke", Handler: a.revoke, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/locks/:name/yield", Handler: a.yieldLock, Role: auth.Write, Leader: true},
 		{Method: del, Path: "/v1/locks/:name/delay", Handler: a.clearDelay, Role: auth.Admin, Query: []string{"reason"}, Leader: true},
 
 		{Method: get, Path: "/v1/elections", Handler: a.listElections, Role: auth.Read, Query: list, Leader: true},
@@ -81,6 +82,7 @@ func (a *API) Routes() []Route {
 		{Method: del, Path: "/v1/elections/:name/leader", Handler: a.resign, Role: auth.Write, Query: []string{"token"}, Leader: true},
 		{Method: post, Path: "/v1/elections/:name/leader/transfer", Handler: a.transferLeadership, Role: auth.Write, Leader: true},
 		{Method: post, Path: "/v1/elections/:name/revoke", Handler: a.revokeLeadership, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/yield", Handler: a.yieldLeadership, Role: auth.Write, Leader: true},
 		{Method: get, Path: "/v1/elections/:name/observe", Handler: a.observe, Role: auth.Read, Stream: true, Leader: true},
 
 		{Method: get, Path: "/v1/semaphores", Handler: a.listSemaphores, Role: auth.Read, Query: list, Leader: true},
@@ -89,6 +91,7 @@ func (a *API) Routes() []Route {
 		{Method: post, Path: "/v1/semaphores/:name/renew", Handler: a.renewPermit, Role: auth.Write, Leader: true},
 		{Method: del, Path: "/v1/semaphores/:name", Handler: a.releasePermit, Role: auth.Write, Query: []string{"token"}, Leader: true},
 		{Method: post, Path: "/v1/semaphores/:name/revoke", Handler: a.revokePermit, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name/yield", Handler: a.yieldPermits, Role: auth.Write, Leader: true},
 
 		{Method: post, Path: "/v1/locksets", Handler: a.acquireLockSet, Role: auth.Write, Leader: true},
 		{Method: post, Path: "/v1/locksets/release", Handler: a.releaseLockSet, Role: auth.Write, Leader: true},
@@ -100,6 +103,7 @@ func (a *API) Routes() []Route {
 		{Method: post, Path: "/v1/rwlocks/:name/renew", Handler: a.renewRW, Role: auth.Write, Leader: true},
 		{Method: del, Path: "/v1/rwlocks/:name", Handler: a.releaseRW, Role: auth.Write, Query: []string{"token"}, Leader: true},
 		{Method: post, Path: "/v1/rwlocks/:name/revoke", Handler: a.revokeRW, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name/yield", Handler: a.yieldRW, Role: auth.Write, Leader: true},
 
 		{Method: put, Path: "/v1/fenced/:resource", Handler: a.putFenced, Role: auth.Write, Leader: true},
 		{Method: get, Path: "/v1/fenced/:resource", Handler: a.getFenced, Role: auth.Read, Leader: true},

@@ -183,6 +183,7 @@ func metadata(n int) string {
 func bodyCases(s *testServer) []limitCase {
 	set := func(body string) string { return fmt.Sprintf(`{"names":%s}`, body) }
 	s.acquire("revoked", `{}`)
+	s.acquire("asked", `{}`)
 	heldSet := testserver.WantJSON[struct{ Token int64 }](s.t, s.Do("POST", "/v1/locksets", set(names("released", 2))), http.StatusCreated)
 	str := func(r string, n int) string { return strings.Repeat(r, n) }
 	return []limitCase{
@@ -212,6 +213,10 @@ func bodyCases(s *testServer) []limitCase {
 		{limit: "reason length", method: "POST", path: "/v1/locks/revoked/revoke", body: fmt.Sprintf(`{"reason":%q}`, str("r", 1024)), field: "reason", inside: true, status: http.StatusNoContent},
 		{limit: "reason length", method: "DELETE", path: "/v1/locks/free/delay?reason=" + str("r", 1024), field: "reason", inside: true, status: http.StatusNotFound},
 		{limit: "reason length", method: "DELETE", path: "/v1/locks/free/delay?reason=" + str("r", 1025), field: "reason"},
+		{limit: "reason length", method: "POST", path: "/v1/locks/asked/yield", body: fmt.Sprintf(`{"reason":%q}`, str("r", 1024)), field: "reason", inside: true, status: http.StatusAccepted},
+		{limit: "reason length", method: "POST", path: "/v1/locks/asked/yield", body: fmt.Sprintf(`{"reason":%q}`, str("r", 1025)), field: "reason"},
+		{limit: "owner length", method: "POST", path: "/v1/locks/asked/yield", body: fmt.Sprintf(`{"owner":%q}`, str("o", 129)), field: "owner"},
+		{limit: "token", method: "POST", path: "/v1/locks/asked/yield", body: `{"token":0}`, field: "token"},
 		{limit: "duration", method: "POST", path: "/v1/locks/d1", body: `{"ttl":"1m30.5s","wait":"0","lock_delay":"500ms"}`, field: "ttl", inside: true},
 		{limit: "duration", method: "POST", path: "/v1/locks/d2", body: `{"ttl":"30"}`, field: "ttl"},
 		{limit: "duration", method: "POST", path: "/v1/locks/d3", body: `{"wait":"soon"}`, field: "wait"},

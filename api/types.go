@@ -130,7 +130,7 @@ func toSession(s *lock.Session) *Session {
 type Event struct {
 	Revision int64  `json:"revision" format:"int64" example:"4712"`
 	Time     Time   `json:"time" swaggertype:"string" format:"date-time" example:"2026-11-29T14:25:13.886Z"`
-	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared,put,delete,gap"`
+	Type     string `json:"type" example:"acquired" enums:"acquired,released,expired,revoked,session_expired,elected,resigned,proclaimed,fence_reset,delay_cleared,yield_requested,put,delete,gap"`
 	// Kind and Name say what the event is about: a lock's events have
 	// kind lock and the lock's name (lock says it too). A gap is about
 	// no thing: it has no kind.
@@ -171,7 +171,8 @@ type Event struct {
 	Set []string `json:"set,omitempty" example:"acct-1,acct-2"`
 	// FromRevision and ToRevision, on a gap, are the first and the last
 	// etcd revision whose events the trail could not record (the gap's
-	// revision is ToRevision); Reason says why.
+	// revision is ToRevision); Reason says why, and on a yield_requested
+	// why its asker (owner, credential) asks the hold of token to yield.
 	FromRevision int64  `json:"from_revision,omitempty" format:"int64" example:"5120"`
 	ToRevision   int64  `json:"to_revision,omitempty" format:"int64" example:"5377"`
 	Reason       string `json:"reason,omitempty" example:"etcd's history was compacted before the audit trail read these revisions"`

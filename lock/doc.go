@@ -85,7 +85,7 @@
 //	leases/<lease>                a lease's marker, put by the first grant under a lease of a hold's own; lease: that one (trail/derive.go)
 //	audit/<name>/<hold>/a         pending record of one hold: its "acquired" event, then, written over it, the event that ended it (released, expired, revoked, session_expired) with the acquired one inside; kept until its end is indexed (no lease)
 //	audit/<name>/<hold>/e         the end's pending record instead, beside the acquired one, in storage format 1 (format.go)
-//	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed); audit/~fence/<resource>/<id>: of a fence_reset
+//	audit/<name>/<id>/d           pending record of a delay_cleared (…/p: an election's proclaimed; …/y, under a hold's key name, a yield_requested); audit/~fence/<resource>/<id>: of a fence_reset
 //	trail/<rev>/<entry>           the events of one revision (a JSON array), or from storage format 4 a chunk of revisions from this one on, up to 32 events ([[rev, JSON], …]), newest first in key order (trail/histkeys.go); lease: a retention bucket
 //	trailname/<kind>/<name>/<rev>/<entry> one of them in its thing's index (its JSON), or from storage format 3 a chunk of its events from this one on ([[rev, JSON], …], trail/histchunks.go); same lease
 //	meta/history                  the history index's cursor, size and buckets (trail/historyindex.go)

@@ -191,6 +191,10 @@ var samples = map[string]sample{
 		name, _ := holdFor(t, s, writeTok)
 		return "POST", "/v1/locks/" + name + "/revoke", `{"reason":"test"}`
 	},
+	"POST /v1/locks/:name/yield": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, _ := holdFor(t, s, writeTok)
+		return "POST", "/v1/locks/" + name + "/yield", `{"reason":"test"}`
+	},
 	"GET /v1/sessions": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		sessionFor(t, s, writeTok)
 		return "GET", "/v1/sessions?limit=5", ""
@@ -251,6 +255,10 @@ var samples = map[string]sample{
 		name, tok := rwHoldFor(t, s, writeTok)
 		return "POST", "/v1/rwlocks/" + name + "/revoke", fmt.Sprintf(`{"token":%d,"reason":"test"}`, tok)
 	},
+	"POST /v1/rwlocks/:name/yield": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, _ := rwHoldFor(t, s, writeTok)
+		return "POST", "/v1/rwlocks/" + name + "/yield", `{"reason":"test"}`
+	},
 	"POST /v1/semaphores/:name": func(*testing.T, *testserver.Server, caller) (string, string, string) {
 		return "POST", "/v1/semaphores/" + unique("sem"), `{"limit":3,"owner":"c","ttl":"30s"}`
 	},
@@ -269,6 +277,10 @@ var samples = map[string]sample{
 	"POST /v1/semaphores/:name/revoke": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		name, tok := permitFor(t, s, writeTok)
 		return "POST", "/v1/semaphores/" + name + "/revoke", fmt.Sprintf(`{"token":%d,"reason":"test"}`, tok)
+	},
+	"POST /v1/semaphores/:name/yield": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := permitFor(t, s, writeTok)
+		return "POST", "/v1/semaphores/" + name + "/yield", fmt.Sprintf(`{"token":%d,"reason":"test"}`, tok)
 	},
 	"GET /v1/elections/:name/observe": func(*testing.T, *testserver.Server, caller) (string, string, string) {
 		return "GET", "/v1/elections/" + unique("observed") + "/observe", ""
@@ -295,6 +307,10 @@ var samples = map[string]sample{
 	"POST /v1/elections/:name/revoke": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		name, _ := leaderFor(t, s, writeTok)
 		return "POST", "/v1/elections/" + name + "/revoke", `{"reason":"test"}`
+	},
+	"POST /v1/elections/:name/yield": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, _ := leaderFor(t, s, writeTok)
+		return "POST", "/v1/elections/" + name + "/yield", `{"reason":"test"}`
 	},
 	"GET /v1/kv":        fixed("GET", "/v1/kv?prefix=a/", ""),
 	"GET /v1/kv/events": fixed("GET", "/v1/kv/events?prefix=a/", ""),
@@ -413,7 +429,7 @@ func TestAuth_RolesAreDecidedAsDocumented(t *testing.T) {
 		"GET /v1/locks": auth.Read, "GET /v1/events": auth.Read, "GET /metrics": auth.Read, "GET /v1/cluster": auth.Read,
 		"POST /v1/locks/:name": auth.Write, "DELETE /v1/sessions/:id": auth.Write, "PUT /v1/fenced/:resource": auth.Write,
 		"POST /v1/locks/:name/revoke": auth.Admin, "DELETE /v1/fenced/:resource": auth.Admin,
-		"DELETE /v1/locks/:name/delay": auth.Admin,
+		"DELETE /v1/locks/:name/delay": auth.Admin, "POST /v1/locks/:name/yield": auth.Write,
 	} {
 		if r, ok := rows[route]; !ok || r.Open || r.Role != want {
 			t.Errorf("%s: role %s open %v known %v, want %s", route, r.Role, r.Open, ok, want)

@@ -179,7 +179,7 @@ func compareDerived(t *testing.T, recorded []Event, derived []pendingRecord) int
 	want := map[id]Event{}
 	for _, ev := range recorded {
 		switch ev.Type {
-		case EventFenceReset, EventDelayCleared, EventProclaimed:
+		case EventFenceReset, EventDelayCleared, EventProclaimed, EventYieldRequested:
 			continue
 		}
 		if _, dup := want[idOf(ev)]; dup {

@@ -124,7 +124,7 @@ func (t *Trail) parsePending(kv *mvccpb.KeyValue) (pendingRecord, bool) {
 		p.entry = "0" + parts[1] + "a"
 	case parts[2] == "e":
 		p.entry, p.deletes = "1"+parts[1]+"e", []string{key, t.keys.Acquired(parts[0], parts[1])}
-	case parts[2] == "d", parts[2] == "p":
+	case parts[2] == "d", parts[2] == "p", parts[2] == "y":
 		p.entry, p.deletes = "1"+parts[1]+parts[2], []string{key}
 	default:
 		return pendingRecord{}, false

@@ -220,7 +220,7 @@ func (t trailKV) decode() (Event, bool) {
 
 var eventTypes = []EventType{
 	EventAcquired, EventReleased, EventExpired, EventRevoked, EventSessionExpired,
-	EventElected, EventResigned, EventProclaimed, EventFenceReset, EventDelayCleared, EventGap, EventPut, EventDelete,
+	EventElected, EventResigned, EventProclaimed, EventFenceReset, EventDelayCleared, EventYieldRequested, EventGap, EventPut, EventDelete,
 }
 
 func joinTypes(ts []EventType) string {

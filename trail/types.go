@@ -28,6 +28,7 @@ const (
 	EventProclaimed     = store.EventProclaimed
 	EventFenceReset     = store.EventFenceReset
 	EventDelayCleared   = store.EventDelayCleared
+	EventYieldRequested = store.EventYieldRequested
 	EventGap            = store.EventGap
 	EventPut            = store.EventPut
 	EventDelete         = store.EventDelete

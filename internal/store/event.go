@@ -12,7 +12,9 @@ type EventType string
 
 // The event types of the audit trail. elected, resigned and proclaimed
 // are an election's; fence_reset a fenced register's; put and delete a
-// key's; delay_cleared a lock's, as are the first five.
+// key's; delay_cleared a lock's, as are the first five; yield_requested
+// any kind's with holds (a lock's, an election's, a semaphore's, a
+// read/write lock's).
 const (
 	EventAcquired       EventType = "acquired"
 	EventReleased       EventType = "released"
@@ -24,6 +26,10 @@ const (
 	EventProclaimed     EventType = "proclaimed"
 	EventFenceReset     EventType = "fence_reset"
 	EventDelayCleared   EventType = "delay_cleared"
+	// EventYieldRequested asks the hold of Token to give way; it ends
+	// nothing. Owner and Credential are the asker's, Reason its reason;
+	// Term and Mode are the hold's.
+	EventYieldRequested EventType = "yield_requested"
 	EventPut            EventType = "put"
 	EventDelete         EventType = "delete"
 	// EventGap stands for the events of a stretch of revisions that the
@@ -108,7 +114,8 @@ type Event struct {
 	Set []string `json:"set,omitempty"`
 	// FromRevision and ToRevision, on a gap, are the first and the last
 	// revision whose events the trail lost; the gap is recorded at
-	// ToRevision. Reason says why they were lost.
+	// ToRevision. Reason says why they were lost, or on a
+	// yield_requested why the asker asks.
 	FromRevision int64  `json:"from_revision,omitempty"`
 	ToRevision   int64  `json:"to_revision,omitempty"`
 	Reason       string `json:"reason,omitempty"`

@@ -104,6 +104,7 @@ const (
 	EventTypeResigned       EventType = "resigned"
 	EventTypeRevoked        EventType = "revoked"
 	EventTypeSessionExpired EventType = "session_expired"
+	EventTypeYieldRequested EventType = "yield_requested"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -134,6 +135,8 @@ func (e EventType) Valid() bool {
 	case EventTypeRevoked:
 		return true
 	case EventTypeSessionExpired:
+		return true
+	case EventTypeYieldRequested:
 		return true
 	default:
 		return false
@@ -206,6 +209,30 @@ func (e WaiterMode) Valid() bool {
 	case WaiterModeRead:
 		return true
 	case WaiterModeWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for YieldRequestedKind.
+const (
+	YieldRequestedKindElection  YieldRequestedKind = "election"
+	YieldRequestedKindLock      YieldRequestedKind = "lock"
+	YieldRequestedKindRwlock    YieldRequestedKind = "rwlock"
+	YieldRequestedKindSemaphore YieldRequestedKind = "semaphore"
+)
+
+// Valid indicates whether the value is a known member of the YieldRequestedKind enum.
+func (e YieldRequestedKind) Valid() bool {
+	switch e {
+	case YieldRequestedKindElection:
+		return true
+	case YieldRequestedKindLock:
+		return true
+	case YieldRequestedKindRwlock:
+		return true
+	case YieldRequestedKindSemaphore:
 		return true
 	default:
 		return false
@@ -461,7 +488,8 @@ type Event struct {
 
 	// FromRevision FromRevision and ToRevision, on a gap, are the first and the last
 	// etcd revision whose events the trail could not record (the gap's
-	// revision is ToRevision); Reason says why.
+	// revision is ToRevision); Reason says why, and on a yield_requested
+	// why its asker (owner, credential) asks the hold of token to yield.
 	//
 	// Example: 5120
 	FromRevision *int64 `json:"from_revision,omitempty"`
@@ -1313,6 +1341,59 @@ type Waiter struct {
 // Example: write
 type WaiterMode string
 
+// YieldRequest defines model for YieldRequest.
+type YieldRequest struct {
+	// Owner Owner names who asks, as an acquire's owner names a holder: 1-128
+	// printable characters. Absent, it is the client's address.
+	//
+	// Example: batch-7
+	Owner *string `json:"owner,omitempty"`
+
+	// Reason Reason says why, for the holders and the audit trail: at most
+	// 1,024 bytes.
+	//
+	// Example: nightly backup needs the lock
+	Reason *string `json:"reason,omitempty"`
+
+	// Token Token, when given, asks only the hold of that token (one permit of
+	// a semaphore, one hold of a read/write lock); absent, every hold.
+	//
+	// Example: 4711
+	Token *int64 `json:"token,omitempty"`
+}
+
+// YieldRequested defines model for YieldRequested.
+type YieldRequested struct {
+	// Kind Example: lock
+	Kind YieldRequestedKind `json:"kind"`
+
+	// Name Example: nightly-recon
+	Name string `json:"name"`
+
+	// Owner Example: batch-7
+	Owner string `json:"owner"`
+
+	// Reason Example: nightly backup needs the lock
+	Reason *string `json:"reason,omitempty"`
+
+	// RequestedAt Example: 2026-11-29T14:25:13.886Z
+	RequestedAt time.Time `json:"requested_at"`
+
+	// Revision Revision is the etcd revision of the request's events: an event
+	// stream resumed from before it sends them.
+	//
+	// Example: 4712
+	Revision int64 `json:"revision"`
+
+	// Tokens Tokens are those of the holds asked to yield, in token order.
+	//
+	// Example: [4711]
+	Tokens []int `json:"tokens"`
+}
+
+// YieldRequestedKind Example: lock
+type YieldRequestedKind string
+
 // ListElectionsParams defines parameters for ListElections.
 type ListElectionsParams struct {
 	// Prefix Only elections whose name starts with this
@@ -1384,7 +1465,7 @@ type GetHistoryParams struct {
 	// Owner Only events of holds by this owner
 	Owner *string `form:"owner,omitempty" json:"owner,omitempty"`
 
-	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, put, delete
+	// Type Only these types, comma-separated: acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, yield_requested, put, delete
 	Type *string `form:"type,omitempty" json:"type,omitempty"`
 
 	// From Only events at or after this time (RFC 3339)
@@ -1523,6 +1604,9 @@ type RenewLeadershipJSONRequestBody = RenewRequest
 // RevokeLeadershipJSONRequestBody defines body for RevokeLeadership for application/json ContentType.
 type RevokeLeadershipJSONRequestBody = RevokeRequest
 
+// YieldLeadershipJSONRequestBody defines body for YieldLeadership for application/json ContentType.
+type YieldLeadershipJSONRequestBody = YieldRequest
+
 // PutFencedJSONRequestBody defines body for PutFenced for application/json ContentType.
 type PutFencedJSONRequestBody = FencedRequest
 
@@ -1540,6 +1624,9 @@ type RenewLockJSONRequestBody = RenewRequest
 
 // RevokeLockJSONRequestBody defines body for RevokeLock for application/json ContentType.
 type RevokeLockJSONRequestBody = RevokeRequest
+
+// YieldLockJSONRequestBody defines body for YieldLock for application/json ContentType.
+type YieldLockJSONRequestBody = YieldRequest
 
 // AcquireLockSetJSONRequestBody defines body for AcquireLockSet for application/json ContentType.
 type AcquireLockSetJSONRequestBody = LockSetRequest
@@ -1559,6 +1646,9 @@ type RenewRWJSONRequestBody = RenewRequest
 // RevokeRWJSONRequestBody defines body for RevokeRW for application/json ContentType.
 type RevokeRWJSONRequestBody = HoldRevokeRequest
 
+// YieldRWJSONRequestBody defines body for YieldRW for application/json ContentType.
+type YieldRWJSONRequestBody = YieldRequest
+
 // AcquirePermitJSONRequestBody defines body for AcquirePermit for application/json ContentType.
 type AcquirePermitJSONRequestBody = PermitRequest
 
@@ -1567,6 +1657,9 @@ type RenewPermitJSONRequestBody = RenewRequest
 
 // RevokePermitJSONRequestBody defines body for RevokePermit for application/json ContentType.
 type RevokePermitJSONRequestBody = HoldRevokeRequest
+
+// YieldPermitsJSONRequestBody defines body for YieldPermits for application/json ContentType.
+type YieldPermitsJSONRequestBody = YieldRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = SessionRequest
@@ -1796,6 +1889,24 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
 	RevokeLeadership(ctx context.Context, name string, body RevokeLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// YieldLeadershipWithBody Ask an election's leader to yield
+	//
+	// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+	YieldLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// YieldLeadership Ask an election's leader to yield
+	//
+	// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+	YieldLeadership(ctx context.Context, name string, body YieldLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StreamEvents Stream events (Server-Sent Events)
 	//
 	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
@@ -1987,6 +2098,24 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLock(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// YieldLockWithBody Ask a lock's holder to yield
+	//
+	// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+	YieldLockWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// YieldLock Ask a lock's holder to yield
+	//
+	// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+	YieldLock(ctx context.Context, name string, body YieldLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AcquireLockSetWithBody Take several locks at once, all or nothing
 	//
 	// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
@@ -2128,6 +2257,24 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
 	RevokeRW(ctx context.Context, name string, body RevokeRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// YieldRWWithBody Ask a read/write lock's holders to yield
+	//
+	// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+	YieldRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// YieldRW Ask a read/write lock's holders to yield
+	//
+	// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+	YieldRW(ctx context.Context, name string, body YieldRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSemaphores List semaphores with permits held
 	//
 	// Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
@@ -2204,6 +2351,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
 	RevokePermit(ctx context.Context, name string, body RevokePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// YieldPermitsWithBody Ask a semaphore's permit holders to yield
+	//
+	// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+	YieldPermitsWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// YieldPermits Ask a semaphore's permit holders to yield
+	//
+	// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+	YieldPermits(ctx context.Context, name string, body YieldPermitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSessions List sessions
 	//
@@ -2575,6 +2740,44 @@ func (c *Client) RevokeLeadershipWithBody(ctx context.Context, name string, cont
 // Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
 func (c *Client) RevokeLeadership(ctx context.Context, name string, body RevokeLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeLeadershipRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// YieldLeadershipWithBody Ask an election's leader to yield
+//
+// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+func (c *Client) YieldLeadershipWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldLeadershipRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// YieldLeadership Ask an election's leader to yield
+//
+// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+func (c *Client) YieldLeadership(ctx context.Context, name string, body YieldLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldLeadershipRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3006,6 +3209,44 @@ func (c *Client) RevokeLock(ctx context.Context, name string, body RevokeLockJSO
 	return c.Client.Do(req)
 }
 
+// YieldLockWithBody Ask a lock's holder to yield
+//
+// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+func (c *Client) YieldLockWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldLockRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// YieldLock Ask a lock's holder to yield
+//
+// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+func (c *Client) YieldLock(ctx context.Context, name string, body YieldLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldLockRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AcquireLockSetWithBody Take several locks at once, all or nothing
 //
 // Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
@@ -3307,6 +3548,44 @@ func (c *Client) RevokeRW(ctx context.Context, name string, body RevokeRWJSONReq
 	return c.Client.Do(req)
 }
 
+// YieldRWWithBody Ask a read/write lock's holders to yield
+//
+// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+func (c *Client) YieldRWWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldRWRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// YieldRW Ask a read/write lock's holders to yield
+//
+// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+func (c *Client) YieldRW(ctx context.Context, name string, body YieldRWJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldRWRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListSemaphores List semaphores with permits held
 //
 // Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
@@ -3464,6 +3743,44 @@ func (c *Client) RevokePermitWithBody(ctx context.Context, name string, contentT
 // Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
 func (c *Client) RevokePermit(ctx context.Context, name string, body RevokePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokePermitRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// YieldPermitsWithBody Ask a semaphore's permit holders to yield
+//
+// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+func (c *Client) YieldPermitsWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldPermitsRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// YieldPermits Ask a semaphore's permit holders to yield
+//
+// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+func (c *Client) YieldPermits(ctx context.Context, name string, body YieldPermitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewYieldPermitsRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4124,6 +4441,53 @@ func NewRevokeLeadershipRequestWithBody(server string, name string, contentType 
 	}
 
 	operationPath := fmt.Sprintf("/v1/elections/%s/revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewYieldLeadershipRequest calls the generic YieldLeadership builder with application/json body
+func NewYieldLeadershipRequest(server string, name string, body YieldLeadershipJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewYieldLeadershipRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewYieldLeadershipRequestWithBody constructs an http.Request for the YieldLeadership method, with any body, and a specified content type
+func NewYieldLeadershipRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elections/%s/yield", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -5264,6 +5628,53 @@ func NewRevokeLockRequestWithBody(server string, name string, contentType string
 	return req, nil
 }
 
+// NewYieldLockRequest calls the generic YieldLock builder with application/json body
+func NewYieldLockRequest(server string, name string, body YieldLockJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewYieldLockRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewYieldLockRequestWithBody constructs an http.Request for the YieldLock method, with any body, and a specified content type
+func NewYieldLockRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locks/%s/yield", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewAcquireLockSetRequest calls the generic AcquireLockSet builder with application/json body
 func NewAcquireLockSetRequest(server string, body AcquireLockSetJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5721,6 +6132,53 @@ func NewRevokeRWRequestWithBody(server string, name string, contentType string, 
 	return req, nil
 }
 
+// NewYieldRWRequest calls the generic YieldRW builder with application/json body
+func NewYieldRWRequest(server string, name string, body YieldRWJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewYieldRWRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewYieldRWRequestWithBody constructs an http.Request for the YieldRW method, with any body, and a specified content type
+func NewYieldRWRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rwlocks/%s/yield", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListSemaphoresRequest constructs an http.Request for the ListSemaphores method
 func NewListSemaphoresRequest(server string, params *ListSemaphoresParams) (*http.Request, error) {
 	var err error
@@ -6012,6 +6470,53 @@ func NewRevokePermitRequestWithBody(server string, name string, contentType stri
 	}
 
 	operationPath := fmt.Sprintf("/v1/semaphores/%s/revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewYieldPermitsRequest calls the generic YieldPermits builder with application/json body
+func NewYieldPermitsRequest(server string, name string, body YieldPermitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewYieldPermitsRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewYieldPermitsRequestWithBody constructs an http.Request for the YieldPermits method, with any body, and a specified content type
+func NewYieldPermitsRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/semaphores/%s/yield", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6462,6 +6967,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/elections/{name}/revoke (the `RevokeLeadership` operationId).
 	RevokeLeadershipWithResponse(ctx context.Context, name string, body RevokeLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeLeadershipResponse, error)
 
+	// YieldLeadershipWithBodyWithResponse Ask an election's leader to yield
+	//
+	// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+	YieldLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldLeadershipResponse, error)
+
+	// YieldLeadershipWithResponse Ask an election's leader to yield
+	//
+	// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+	YieldLeadershipWithResponse(ctx context.Context, name string, body YieldLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldLeadershipResponse, error)
+
 	// StreamEventsWithResponse Stream events (Server-Sent Events)
 	//
 	// The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
@@ -6675,6 +7198,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/locks/{name}/revoke (the `RevokeLock` operationId).
 	RevokeLockWithResponse(ctx context.Context, name string, body RevokeLockJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeLockResponse, error)
 
+	// YieldLockWithBodyWithResponse Ask a lock's holder to yield
+	//
+	// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+	YieldLockWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldLockResponse, error)
+
+	// YieldLockWithResponse Ask a lock's holder to yield
+	//
+	// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+	YieldLockWithResponse(ctx context.Context, name string, body YieldLockJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldLockResponse, error)
+
 	// AcquireLockSetWithBodyWithResponse Take several locks at once, all or nothing
 	//
 	// Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
@@ -6824,6 +7365,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/rwlocks/{name}/revoke (the `RevokeRW` operationId).
 	RevokeRWWithResponse(ctx context.Context, name string, body RevokeRWJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeRWResponse, error)
 
+	// YieldRWWithBodyWithResponse Ask a read/write lock's holders to yield
+	//
+	// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+	YieldRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldRWResponse, error)
+
+	// YieldRWWithResponse Ask a read/write lock's holders to yield
+	//
+	// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+	YieldRWWithResponse(ctx context.Context, name string, body YieldRWJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldRWResponse, error)
+
 	// ListSemaphoresWithResponse List semaphores with permits held
 	//
 	// Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
@@ -6906,6 +7465,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/semaphores/{name}/revoke (the `RevokePermit` operationId).
 	RevokePermitWithResponse(ctx context.Context, name string, body RevokePermitJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePermitResponse, error)
+
+	// YieldPermitsWithBodyWithResponse Ask a semaphore's permit holders to yield
+	//
+	// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+	YieldPermitsWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldPermitsResponse, error)
+
+	// YieldPermitsWithResponse Ask a semaphore's permit holders to yield
+	//
+	// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+	YieldPermitsWithResponse(ctx context.Context, name string, body YieldPermitsJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldPermitsResponse, error)
 
 	// ListSessionsWithResponse List sessions
 	//
@@ -8226,6 +8803,131 @@ func (r RevokeLeadershipResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeLeadershipResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// YieldLeadershipResponse429Headers the declared response headers of an HTTP 429 response for YieldLeadership
+type YieldLeadershipResponse429Headers struct {
+	RetryAfter *int
+}
+
+// YieldLeadershipResponse503Headers the declared response headers of an HTTP 503 response for YieldLeadership
+type YieldLeadershipResponse503Headers struct {
+	RetryAfter *int
+}
+
+type YieldLeadershipResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *YieldRequested
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *YieldLeadershipResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *YieldLeadershipResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r YieldLeadershipResponse) GetJSON202() *YieldRequested {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r YieldLeadershipResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r YieldLeadershipResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r YieldLeadershipResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r YieldLeadershipResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r YieldLeadershipResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10070,6 +10772,131 @@ func (r RevokeLockResponse) ContentType() string {
 	return ""
 }
 
+// YieldLockResponse429Headers the declared response headers of an HTTP 429 response for YieldLock
+type YieldLockResponse429Headers struct {
+	RetryAfter *int
+}
+
+// YieldLockResponse503Headers the declared response headers of an HTTP 503 response for YieldLock
+type YieldLockResponse503Headers struct {
+	RetryAfter *int
+}
+
+type YieldLockResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *YieldRequested
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *YieldLockResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *YieldLockResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r YieldLockResponse) GetJSON202() *YieldRequested {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r YieldLockResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r YieldLockResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r YieldLockResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r YieldLockResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r YieldLockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AcquireLockSetResponse429Headers the declared response headers of an HTTP 429 response for AcquireLockSet
 type AcquireLockSetResponse429Headers struct {
 	RetryAfter *int
@@ -11222,6 +12049,131 @@ func (r RevokeRWResponse) ContentType() string {
 	return ""
 }
 
+// YieldRWResponse429Headers the declared response headers of an HTTP 429 response for YieldRW
+type YieldRWResponse429Headers struct {
+	RetryAfter *int
+}
+
+// YieldRWResponse503Headers the declared response headers of an HTTP 503 response for YieldRW
+type YieldRWResponse503Headers struct {
+	RetryAfter *int
+}
+
+type YieldRWResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *YieldRequested
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *YieldRWResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *YieldRWResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r YieldRWResponse) GetJSON202() *YieldRequested {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r YieldRWResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r YieldRWResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r YieldRWResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r YieldRWResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r YieldRWResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSemaphoresResponse429Headers the declared response headers of an HTTP 429 response for ListSemaphores
 type ListSemaphoresResponse429Headers struct {
 	RetryAfter *int
@@ -11861,6 +12813,131 @@ func (r RevokePermitResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokePermitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// YieldPermitsResponse429Headers the declared response headers of an HTTP 429 response for YieldPermits
+type YieldPermitsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// YieldPermitsResponse503Headers the declared response headers of an HTTP 503 response for YieldPermits
+type YieldPermitsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type YieldPermitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *YieldRequested
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *YieldPermitsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *YieldPermitsResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r YieldPermitsResponse) GetJSON202() *YieldRequested {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r YieldPermitsResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r YieldPermitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r YieldPermitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r YieldPermitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r YieldPermitsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12676,6 +13753,36 @@ func (c *ClientWithResponses) RevokeLeadershipWithResponse(ctx context.Context, 
 	return ParseRevokeLeadershipResponse(rsp)
 }
 
+// YieldLeadershipWithBodyWithResponse Ask an election's leader to yield
+//
+// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+func (c *ClientWithResponses) YieldLeadershipWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldLeadershipResponse, error) {
+	rsp, err := c.YieldLeadershipWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldLeadershipResponse(rsp)
+}
+
+// YieldLeadershipWithResponse Ask an election's leader to yield
+//
+// Asks the leader to resign, and ends nothing: the leader's event stream gets a `yield_requested` event with its token, who asked and why, and the leader decides.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elections/{name}/yield (the `YieldLeadership` operationId).
+func (c *ClientWithResponses) YieldLeadershipWithResponse(ctx context.Context, name string, body YieldLeadershipJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldLeadershipResponse, error) {
+	rsp, err := c.YieldLeadership(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldLeadershipResponse(rsp)
+}
+
 // StreamEventsWithResponse Stream events (Server-Sent Events)
 //
 // The audit trail, live, as `text/event-stream`: each message has `id:` = the event's revision, `event:` = its type, `data:` = the Event as JSON. With `since` (or the `Last-Event-ID` header a reconnecting EventSource sends), the events recorded after that revision (exclusive: `since=0` replays every retained event) are replayed first, then live ones follow with no gap and no duplicate; events of one revision are sent together. A comment line every 15 s keeps idle streams open. A client that reads too slowly (it falls a buffer of events behind, or one write to it waits 10 s) is disconnected, and resumes with `Last-Event-ID`.
@@ -13027,6 +14134,36 @@ func (c *ClientWithResponses) RevokeLockWithResponse(ctx context.Context, name s
 	return ParseRevokeLockResponse(rsp)
 }
 
+// YieldLockWithBodyWithResponse Ask a lock's holder to yield
+//
+// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+func (c *ClientWithResponses) YieldLockWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldLockResponse, error) {
+	rsp, err := c.YieldLockWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldLockResponse(rsp)
+}
+
+// YieldLockWithResponse Ask a lock's holder to yield
+//
+// Asks whoever holds the lock to release it, and ends nothing: the holder's event stream gets a `yield_requested` event with its token, who asked (`owner`, `credential`) and the `reason`, and the holder decides. Recorded only while that hold lasts: a hold that ends meanwhile is not asked.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locks/{name}/yield (the `YieldLock` operationId).
+func (c *ClientWithResponses) YieldLockWithResponse(ctx context.Context, name string, body YieldLockJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldLockResponse, error) {
+	rsp, err := c.YieldLock(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldLockResponse(rsp)
+}
+
 // AcquireLockSetWithBodyWithResponse Take several locks at once, all or nothing
 //
 // Takes every lock of `names` (2 to 64 distinct lock names) in one etcd transaction, all with one fencing token, or none of them: a set never holds some of its locks without the others. Each is an ordinary lock: GET, renew, release and revoke work on each one, and each lock's record names its set (`set`).
@@ -13272,6 +14409,36 @@ func (c *ClientWithResponses) RevokeRWWithResponse(ctx context.Context, name str
 	return ParseRevokeRWResponse(rsp)
 }
 
+// YieldRWWithBodyWithResponse Ask a read/write lock's holders to yield
+//
+// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+func (c *ClientWithResponses) YieldRWWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldRWResponse, error) {
+	rsp, err := c.YieldRWWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldRWResponse(rsp)
+}
+
+// YieldRWWithResponse Ask a read/write lock's holders to yield
+//
+// Asks the holds of the read/write lock (with `token`, that hold alone; else the oldest 128, readers and writer) to release, and ends nothing: each gets a `yield_requested` event with its token and mode on its event stream, and decides.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rwlocks/{name}/yield (the `YieldRW` operationId).
+func (c *ClientWithResponses) YieldRWWithResponse(ctx context.Context, name string, body YieldRWJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldRWResponse, error) {
+	rsp, err := c.YieldRW(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldRWResponse(rsp)
+}
+
 // ListSemaphoresWithResponse List semaphores with permits held
 //
 // Semaphores that have permits held, sorted by name, with their permits (not their waiters), a page at a time. Pass `next_cursor` as `cursor` for the next page; it is absent on the last page. A page holds at most 1,000 permits beyond its last semaphore's, so it may hold fewer semaphores than `limit`.
@@ -13407,6 +14574,36 @@ func (c *ClientWithResponses) RevokePermitWithResponse(ctx context.Context, name
 		return nil, err
 	}
 	return ParseRevokePermitResponse(rsp)
+}
+
+// YieldPermitsWithBodyWithResponse Ask a semaphore's permit holders to yield
+//
+// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+func (c *ClientWithResponses) YieldPermitsWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*YieldPermitsResponse, error) {
+	rsp, err := c.YieldPermitsWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldPermitsResponse(rsp)
+}
+
+// YieldPermitsWithResponse Ask a semaphore's permit holders to yield
+//
+// Asks the holders of the semaphore's permits (with `token`, that permit's alone; else the oldest 128) to give them back, and ends nothing: each gets a `yield_requested` event with its token on its event stream, and decides.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/semaphores/{name}/yield (the `YieldPermits` operationId).
+func (c *ClientWithResponses) YieldPermitsWithResponse(ctx context.Context, name string, body YieldPermitsJSONRequestBody, reqEditors ...RequestEditorFn) (*YieldPermitsResponse, error) {
+	rsp, err := c.YieldPermits(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseYieldPermitsResponse(rsp)
 }
 
 // ListSessionsWithResponse List sessions
@@ -14672,6 +15869,125 @@ func ParseRevokeLeadershipResponse(rsp *http.Response) (*RevokeLeadershipRespons
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeLeadershipResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseYieldLeadershipResponse parses an HTTP response from a YieldLeadershipWithResponse call
+func ParseYieldLeadershipResponse(rsp *http.Response) (*YieldLeadershipResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &YieldLeadershipResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest YieldRequested
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers YieldLeadershipResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers YieldLeadershipResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16439,6 +17755,125 @@ func ParseRevokeLockResponse(rsp *http.Response) (*RevokeLockResponse, error) {
 	return response, nil
 }
 
+// ParseYieldLockResponse parses an HTTP response from a YieldLockWithResponse call
+func ParseYieldLockResponse(rsp *http.Response) (*YieldLockResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &YieldLockResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest YieldRequested
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers YieldLockResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers YieldLockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseAcquireLockSetResponse parses an HTTP response from a AcquireLockSetWithResponse call
 func ParseAcquireLockSetResponse(rsp *http.Response) (*AcquireLockSetResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17540,6 +18975,125 @@ func ParseRevokeRWResponse(rsp *http.Response) (*RevokeRWResponse, error) {
 	return response, nil
 }
 
+// ParseYieldRWResponse parses an HTTP response from a YieldRWWithResponse call
+func ParseYieldRWResponse(rsp *http.Response) (*YieldRWResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &YieldRWResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest YieldRequested
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers YieldRWResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers YieldRWResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListSemaphoresResponse parses an HTTP response from a ListSemaphoresWithResponse call
 func ParseListSemaphoresResponse(rsp *http.Response) (*ListSemaphoresResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -18142,6 +19696,125 @@ func ParseRevokePermitResponse(rsp *http.Response) (*RevokePermitResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokePermitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseYieldPermitsResponse parses an HTTP response from a YieldPermitsWithResponse call
+func ParseYieldPermitsResponse(rsp *http.Response) (*YieldPermitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &YieldPermitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest YieldRequested
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers YieldPermitsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers YieldPermitsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -108,6 +108,11 @@ var bodyExamples = map[string]any{
 	"campaign":      map[string]any{"candidate": "node-a", "value": map[string]any{"addr": "10.0.0.5:8080"}, "ttl": "15s", "wait": "30s"},
 	"proclaim":      map[string]any{"token": 4711, "value": map[string]any{"addr": "10.0.0.6:8080"}},
 	"putKey":        map[string]any{"value": map[string]any{"host": "db-1", "port": 5432}},
+	// A request to yield asks every hold unless it names a token.
+	"yieldLock":       map[string]any{"owner": "batch-7", "reason": "nightly backup needs the lock"},
+	"yieldLeadership": map[string]any{"reason": "node-a is draining"},
+	"yieldPermits":    map[string]any{"reason": "a priority job is waiting"},
+	"yieldRW":         map[string]any{"owner": "migrator", "reason": "schema change"},
 }
 
 // refine applies what Swagger 2.0 cannot express: errors are
