@@ -111,6 +111,20 @@
 //	if err != nil { … } // errors.Is(err, client.ErrHeld) when the wait ran out (Error.Holder)
 //	defer s.Release(context.Background())
 //
+// # Requests to yield
+//
+// Anyone may ask a hold to give way without ending it: Yield asks a
+// lock's holder, YieldLeadership a leader, YieldPermits a semaphore's
+// permits and YieldRW a read/write lock's holds, each with who asks and
+// why. Every hold (a *Lock, *Leadership, *Permit, *RWHold or *LockSet)
+// hears the requests made of it on YieldRequested, within milliseconds,
+// from the Client's event stream, and chooses whether to release:
+//
+//	for y := range lk.YieldRequested() { // closed when lk is no longer kept
+//		log.Printf("%s asks for %s: %s", y.Owner, lk.Name(), y.Reason)
+//		finishSoon() // then lk.Release(ctx)
+//	}
+//
 // # Errors
 //
 // Answers of the server are *Error values carrying the problem's code,

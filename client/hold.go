@@ -55,6 +55,11 @@ type hold struct {
 	lastErr  error // the latest failed renew, for Err
 	err      error // why the hold was lost
 	finished bool  // done is closed
+	// yields is the channel of YieldRequested, made by its first call
+	// and closed with done; heardYields are the requests heard before
+	// it (yield.go).
+	yields      chan YieldRequest
+	heardYields []YieldRequest
 
 	// releaseMu serialises release; released is set once a release got
 	// a definite answer.
@@ -388,6 +393,9 @@ func (h *hold) finishLocked() {
 	}
 	h.finished = true
 	close(h.done)
+	if h.yields != nil {
+		close(h.yields)
+	}
 	h.expiry.Stop()
 	h.stopRenew()
 	h.c.watch.unregister(h)

@@ -181,6 +181,10 @@ func (ld *Leadership) Done() <-chan struct{} { return ld.hold.done }
 // it lasts or if it was resigned cleanly.
 func (ld *Leadership) Err() error { return ld.hold.lostErr() }
 
+// YieldRequested returns a channel that delivers each request that this
+// leader resign (YieldLeadership), as Lock.YieldRequested does a lock's.
+func (ld *Leadership) YieldRequested() <-chan YieldRequest { return ld.hold.yieldRequested() }
+
 // Proclaim sets the leader's value, keeping token and term; observers are
 // told. It returns ErrNoLeader or ErrTokenMismatch when the leadership is
 // over (Lost fires soon after, by the renewal or the event stream).

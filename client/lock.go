@@ -218,6 +218,15 @@ func (l *Lock) Done() <-chan struct{} { return l.hold.done }
 // while it is held or if it was released cleanly.
 func (l *Lock) Err() error { return l.hold.lostErr() }
 
+// YieldRequested returns a channel that delivers each request that this
+// hold give way (Yield, POST /v1/locks/{name}/yield), within
+// milliseconds of it, from the Client's event stream; requests made since
+// the grant and before the first call are delivered too. The lock stays
+// held: release it if you choose to. Up to 16 requests wait unread;
+// more are dropped. The channel is closed when the lock is no longer
+// kept (lost or released).
+func (l *Lock) YieldRequested() <-chan YieldRequest { return l.hold.yieldRequested() }
+
 // Release stops the renewal and releases the lock with its token. It
 // returns nil when it released the hold, and an error wrapping
 // ErrLockLost when the lock was lost before (with ErrNotHeld or

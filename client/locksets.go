@@ -269,6 +269,11 @@ func (s *LockSet) Done() <-chan struct{} { return s.hold.done }
 // while it is held or if it was released cleanly.
 func (s *LockSet) Err() error { return s.hold.lostErr() }
 
+// YieldRequested returns a channel that delivers each request that one
+// of the set's locks give way (Yield of that lock; the request's Name
+// says which), as Lock.YieldRequested does a lock's.
+func (s *LockSet) YieldRequested() <-chan YieldRequest { return s.hold.yieldRequested() }
+
 // Release stops the renewal and releases every lock of the set still
 // held with its token, at once. It returns nil when it released the set,
 // and an error wrapping ErrLockLost when the set was lost before (a lock

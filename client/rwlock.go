@@ -206,6 +206,11 @@ func (h *RWHold) Done() <-chan struct{} { return h.s.hold.done }
 // ErrUnavailable…), or nil while it is held or if it was released cleanly.
 func (h *RWHold) Err() error { return h.s.hold.lostErr() }
 
+// YieldRequested returns a channel that delivers each request that this
+// hold give way (YieldRW, of every hold or of this one's token), as
+// Lock.YieldRequested does a lock's.
+func (h *RWHold) YieldRequested() <-chan YieldRequest { return h.s.hold.yieldRequested() }
+
 // Release stops the renewal and ends the hold with its token. It returns
 // nil when it did, and an error wrapping ErrLockLost when the hold was
 // lost before. Calling it again returns the same result. When it gets no

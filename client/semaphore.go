@@ -198,6 +198,11 @@ func (p *Permit) Done() <-chan struct{} { return p.s.hold.done }
 // released cleanly.
 func (p *Permit) Err() error { return p.s.hold.lostErr() }
 
+// YieldRequested returns a channel that delivers each request that this
+// permit be given back (YieldPermits, of every permit or of this one's
+// token), as Lock.YieldRequested does a lock's.
+func (p *Permit) YieldRequested() <-chan YieldRequest { return p.s.hold.yieldRequested() }
+
 // Release stops the renewal and gives the permit back with its token; the
 // oldest waiter gets it. It returns nil when it did, and an error
 // wrapping ErrLockLost when the permit was lost before. Calling it again

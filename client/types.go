@@ -72,8 +72,9 @@ type Event struct {
 	Revision int64
 	Time     time.Time
 	// Type is acquired, released, expired, revoked, session_expired,
-	// delay_cleared or fence_reset (elected, resigned and proclaimed are
-	// an election's), or gap: events the trail could not record.
+	// delay_cleared, fence_reset or yield_requested (elected, resigned
+	// and proclaimed are an election's), or gap: events the trail could
+	// not record.
 	Type string
 	// Kind is what the event is about (lock, election, semaphore, rwlock
 	// or fence), and Name the thing's name; a lock's events have Lock too.
@@ -108,7 +109,8 @@ type Event struct {
 	Set []string
 	// FromRevision and ToRevision, on a gap (Type "gap", no Kind), are
 	// the first and the last revision whose events the trail could not
-	// record; Reason says why.
+	// record; Reason says why, and on a yield_requested why its asker
+	// (Owner, Credential) asks the hold of Token to yield.
 	FromRevision int64
 	ToRevision   int64
 	Reason       string

@@ -249,6 +249,10 @@ func (w *holdWatcher) handle(gen uint64, ev Event) {
 		return // a replaced stream's: its successor delivers it again
 	}
 	w.pos = max(w.pos, ev.Revision)
+	var asked []*hold
+	if ev.Type == "yield_requested" {
+		asked = slices.Clone(w.holds[eventHold(ev)])
+	}
 	if k := eventHold(ev); endsHold(k.kind, ev.Type) {
 		// A released or resigned event for a registered hold is someone
 		// else's doing (a release by its token elsewhere, a session
@@ -269,6 +273,9 @@ func (w *holdWatcher) handle(gen uint64, ev Event) {
 	// unregisters (taking mu).
 	for _, h := range lost {
 		h.lose(endedError{ev})
+	}
+	for _, h := range asked {
+		h.askedToYield(ev)
 	}
 }
 

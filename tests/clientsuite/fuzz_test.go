@@ -94,6 +94,10 @@ var clientCalls = []struct {
 	{"Renew", func(ctx context.Context, c *client.Client) error { _, err := c.Renew(ctx, "x", 7); return err }},
 	{"Release", func(ctx context.Context, c *client.Client) error { return c.Release(ctx, "x", 7) }},
 	{"Revoke", func(ctx context.Context, c *client.Client) error { return c.Revoke(ctx, "x", "why") }},
+	{"Yield", func(ctx context.Context, c *client.Client) error {
+		_, err := c.Yield(ctx, "x", client.YieldOptions{Owner: "w2", Reason: "why"})
+		return err
+	}},
 	{"CreateSession", func(ctx context.Context, c *client.Client) error {
 		_, err := c.CreateSession(ctx, "w1", 30*time.Second)
 		return err
