@@ -157,7 +157,7 @@ func Commands() []*cobra.Command {
 	g := &globals{stdout: os.Stdout, stderr: os.Stderr}
 	cmds := []*cobra.Command{
 		acquireCmd(g), releaseCmd(g), renewCmd(g), statusCmd(g), listCmd(g),
-		historyCmd(g), revokeCmd(g), watchCmd(g), sessionsCmd(g), execCmd(g),
+		historyCmd(g), revokeCmd(g), yieldCmd(g), watchCmd(g), sessionsCmd(g), execCmd(g),
 		electCmd(g), leaderCmd(g), transferCmd(g), maintenanceCmd(g), delayCmd(g), fencedCmd(g), kvCmd(g), membersCmd(g),
 	}
 	for _, c := range cmds {
@@ -493,6 +493,9 @@ func eventJSON(e *client.Event) map[string]any {
 	if e.Detail != "" {
 		m["detail"] = e.Detail
 	}
+	if e.Reason != "" {
+		m["reason"] = e.Reason
+	}
 	if e.Limit != 0 {
 		m["limit"] = e.Limit
 	}
@@ -650,7 +653,7 @@ func historyCmd(g *globals) *cobra.Command {
 			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "REVISION\tTIME\tTYPE\tLOCK\tOWNER\tTOKEN\tDETAIL")
 			for _, e := range evs {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Revision, e.Time.Local().Format(time.RFC3339), e.Type, eventThing(&e), e.Owner, e.Token, e.Detail)
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Revision, e.Time.Local().Format(time.RFC3339), e.Type, eventThing(&e), e.Owner, e.Token, eventDetail(&e))
 			}
 			return w.Flush()
 		},
@@ -752,7 +755,7 @@ func watchCmd(g *globals) *cobra.Command {
 					continue
 				}
 				fmt.Fprintln(g.stdout, watchLine(strconv.FormatInt(ev.Revision, 10), ev.Time.Local().Format(time.RFC3339),
-					ev.Type, eventThing(&ev), ev.Owner, strconv.FormatInt(ev.Token, 10), ev.Detail))
+					ev.Type, eventThing(&ev), ev.Owner, strconv.FormatInt(ev.Token, 10), eventDetail(&ev)))
 			}
 			if err := <-errc; err != nil && ctx.Err() == nil {
 				return err
@@ -773,6 +776,15 @@ func watchCmd(g *globals) *cobra.Command {
 // seen): wide enough for the usual values, and a longer one is cut with
 // "…" rather than push the columns after it out of line. The detail,
 // last, is never cut.
+// eventDetail is what the DETAIL column says of e: its detail, or the
+// reason, which a yield_requested and a gap carry instead.
+func eventDetail(e *client.Event) string {
+	if e.Detail == "" {
+		return e.Reason
+	}
+	return e.Detail
+}
+
 func watchLine(rev, at, typ, lock, owner, token, detail string) string {
 	return strings.TrimRight(fmt.Sprintf("%-9s %-25s %-15s %-24s %-20s %-9s %s",
 		fit(rev, 9), fit(at, 25), fit(typ, 15), fit(lock, 24), fit(owner, 20), fit(token, 9), detail), " ")

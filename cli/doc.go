@@ -1,5 +1,5 @@
 // Package cli holds baton's client subcommands (acquire, release, renew,
-// status, list, history, revoke, watch, sessions, exec, elect, leader,
+// status, list, history, revoke, yield, watch, sessions, exec, elect, leader,
 // member, healthcheck), built on package client (member on etcd's
 // client). main adds them next to "serve".
 //

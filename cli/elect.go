@@ -17,7 +17,8 @@ import (
 func electCmd(g *globals) *cobra.Command {
 	var o client.CampaignOptions
 	var value string
-	var killAfter time.Duration
+	var st stopping
+	var onYield string
 	c := &cobra.Command{
 		Use:   "elect [flags] NAME -- CMD [ARGS...]",
 		Short: "Run a command only while leading an election",
@@ -37,7 +38,8 @@ them: signals are forwarded to CMD; if the leadership is lost while CMD runs
 for longer than the TTL), elect sends CMD SIGTERM, then SIGKILL after
 --kill-after, and exits with code 10, within a second of a revoke or an
 expiry. If someone leads and --wait runs out, elect exits with code 3
-without running CMD.`,
+without running CMD. With --on-yield SIGNAL, a request that the leader
+yield ("baton yield --election NAME") sends CMD that signal, as for exec.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
 				return usagef("usage: baton elect [flags] NAME -- CMD [ARGS...]")
@@ -45,6 +47,10 @@ without running CMD.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if st.onYield, err = yieldSignal(onYield); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("value") {
 				o.Value = jsonOrString(value)
 			}
@@ -52,7 +58,7 @@ without running CMD.`,
 			if err != nil {
 				return err
 			}
-			return runElect(cmd.Context(), g, cl, args[0], args[1:], o, killAfter)
+			return runElect(cmd.Context(), g, cl, args[0], args[1:], o, st)
 		},
 	}
 	f := c.Flags()
@@ -61,7 +67,8 @@ without running CMD.`,
 	f.DurationVar(&o.TTL, "ttl", 30*time.Second, "leadership TTL; it is renewed at about a third of it")
 	f.DurationVar(&o.Wait, "wait", 0, "wait in line this long if someone leads (default: fail at once)")
 	f.DurationVar(&o.LockDelay, "lock-delay", 0, "nobody leads for this long after an expiry or revoke")
-	f.DurationVar(&killAfter, "kill-after", 10*time.Second, "after leadership is lost, wait this long after SIGTERM before SIGKILL")
+	f.DurationVar(&st.killAfter, "kill-after", 10*time.Second, "after leadership is lost, wait this long after SIGTERM before SIGKILL")
+	f.StringVar(&onYield, "on-yield", "", "when the leader is asked to yield (baton yield --election), send CMD this signal: INT, TERM, HUP, QUIT, USR1 or USR2")
 	return c
 }
 
@@ -74,8 +81,8 @@ func jsonOrString(v string) json.RawMessage {
 	return b
 }
 
-func runElect(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.CampaignOptions, killAfter time.Duration) error {
-	r := startHeldRun(g, "baton elect", argv, killAfter)
+func runElect(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.CampaignOptions, st stopping) error {
+	r := startHeldRun(g, "baton elect", argv, st)
 	defer r.stop()
 	ld, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Candidate, &o.Session, &o.TTL},
 		func(ctx context.Context) (*client.Leadership, error) { return cl.Campaign(ctx, name, o) }, leaderDetail)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +26,8 @@ func notifyContext(parent context.Context) (context.Context, context.CancelFunc)
 
 func execCmd(g *globals) *cobra.Command {
 	var o client.AcquireOptions
-	var killAfter time.Duration
+	var st stopping
+	var onYield string
 	var permits int
 	var read, write bool
 	c := &cobra.Command{
@@ -44,6 +46,12 @@ exits with code 10. A revoke or an expiry is known within a second, from
 baton's event stream, whatever the TTL.
 If the lock is held and --wait runs out, exec exits with code 3 without
 running CMD.
+
+With --on-yield SIGNAL (INT, TERM, HUP, QUIT, USR1 or USR2), a request
+that the hold yield ("baton yield NAME", by a waiter or an operator)
+sends CMD that signal, within milliseconds; CMD decides whether to finish
+early. Its exit releases the hold as ever. Without it, requests are not
+watched for.
 
 With several NAMEs, exec takes them as one lock set: all of them at once,
 with one fencing token, or none. CMD gets BATON_LOCKS (the names,
@@ -91,6 +99,10 @@ CMD. D is at most 24h.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names, argv := args[:cmd.ArgsLenAtDash()], args[cmd.ArgsLenAtDash():]
+			var err error
+			if st.onYield, err = yieldSignal(onYield); err != nil {
+				return err
+			}
 			if len(names) > 1 {
 				if err := setFlags(cmd, read, write, o.LockDelay); err != nil {
 					return err
@@ -100,7 +112,7 @@ CMD. D is at most 24h.`,
 					return err
 				}
 				so := client.LockSetOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold}
-				return runSetExec(cmd.Context(), g, cl, names, argv, so, killAfter)
+				return runSetExec(cmd.Context(), g, cl, names, argv, so, st)
 			}
 			if permits < 0 || permits == 0 && cmd.Flags().Changed("permits") {
 				return usagef("--permits must be at least 1")
@@ -118,13 +130,13 @@ CMD. D is at most 24h.`,
 			}
 			if mode != "" {
 				ro := client.RWOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold}
-				return runRWExec(cmd.Context(), g, cl, names[0], mode, argv, ro, killAfter)
+				return runRWExec(cmd.Context(), g, cl, names[0], mode, argv, ro, st)
 			}
 			if permits > 0 {
 				po := client.PermitOptions{Owner: o.Owner, TTL: o.TTL, Wait: o.Wait, MinHold: o.MinHold}
-				return runPermitExec(cmd.Context(), g, cl, names[0], permits, argv, po, killAfter)
+				return runPermitExec(cmd.Context(), g, cl, names[0], permits, argv, po, st)
 			}
-			return runExec(cmd.Context(), g, cl, names[0], argv, o, killAfter)
+			return runExec(cmd.Context(), g, cl, names[0], argv, o, st)
 		},
 	}
 	f := c.Flags()
@@ -133,15 +145,16 @@ CMD. D is at most 24h.`,
 	f.DurationVar(&o.Wait, "wait", 0, "queue for the lock this long if it is held (default: fail at once)")
 	f.DurationVar(&o.LockDelay, "lock-delay", 0, "forbid re-acquiring for this long after an expiry or revoke")
 	f.DurationVar(&o.MinHold, "at-least", 0, "keep the lock taken until this long after the grant, however soon CMD exits: run once per window")
-	f.DurationVar(&killAfter, "kill-after", 10*time.Second, "after the lock is lost, wait this long after SIGTERM before SIGKILL")
+	f.DurationVar(&st.killAfter, "kill-after", 10*time.Second, "after the lock is lost, wait this long after SIGTERM before SIGKILL")
+	f.StringVar(&onYield, "on-yield", "", "when the hold is asked to yield (baton yield), send CMD this signal: INT, TERM, HUP, QUIT, USR1 or USR2")
 	f.IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: run holding one of them")
 	f.BoolVar(&read, "read", false, "NAME is a read/write lock: run under a read hold, shared with other readers")
 	f.BoolVar(&write, "write", false, "NAME is a read/write lock: run under its write hold, alone")
 	return c
 }
 
-func runExec(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.AcquireOptions, killAfter time.Duration) error {
-	r := startHeldRun(g, "baton exec", argv, killAfter)
+func runExec(ctx context.Context, g *globals, cl *client.Client, name string, argv []string, o client.AcquireOptions, st stopping) error {
+	r := startHeldRun(g, "baton exec", argv, st)
 	defer r.stop()
 	l, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Owner, &o.Session, &o.TTL},
 		func(ctx context.Context) (*client.Lock, error) { return cl.Acquire(ctx, name, o) }, heldDetail)
@@ -160,24 +173,61 @@ type kept interface {
 	Token() int64
 	Lost() <-chan struct{}
 	Err() error
+	YieldRequested() <-chan client.YieldRequest
 }
 
 // heldRun runs a command under a hold, as "baton exec" (a lock's, a
 // permit's or a read/write lock's) and "baton elect" do: signals are forwarded to it, it is stopped (SIGTERM, then SIGKILL
 // after killAfter) when the hold is lost, and the hold ends when it exits.
 type heldRun struct {
-	g         *globals
-	who       string // prefixes the messages: "baton exec"
-	argv      []string
+	g    *globals
+	who  string // prefixes the messages: "baton exec"
+	argv []string
+	stopping
+	sigs chan os.Signal
+}
+
+// stopping is how a command run under a hold is asked to stop: after the
+// hold is lost, SIGTERM and then SIGKILL after killAfter; when the hold is
+// asked to yield, onYield (nil: nothing), which the command may heed by
+// exiting, and so ending the hold, or ignore.
+type stopping struct {
 	killAfter time.Duration
-	sigs      chan os.Signal
+	onYield   os.Signal
+}
+
+// signalNames are the forwarded signals by name, without SIG.
+var signalNames = map[string]os.Signal{
+	"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
+}
+
+// signalName is s's name in signalNames.
+func signalName(s os.Signal) string {
+	for name, sig := range signalNames {
+		if sig == s {
+			return name
+		}
+	}
+	return s.String()
+}
+
+// yieldSignal reads --on-yield: a forwarded signal's name, with or
+// without SIG, in any case; empty is none.
+func yieldSignal(name string) (os.Signal, error) {
+	if name == "" {
+		return nil, nil
+	}
+	if s, ok := signalNames[strings.TrimPrefix(strings.ToUpper(name), "SIG")]; ok {
+		return s, nil
+	}
+	return nil, usagef("--on-yield %q: want INT, TERM, HUP, QUIT, USR1 or USR2", name)
 }
 
 // startHeldRun begins catching the forwarded signals: those that arrive
 // while the hold is sought end the wait (untilSignal); once the command
 // runs they are the command's. stop ends that.
-func startHeldRun(g *globals, who string, argv []string, killAfter time.Duration) *heldRun {
-	r := &heldRun{g: g, who: who, argv: argv, killAfter: killAfter, sigs: make(chan os.Signal, 8)}
+func startHeldRun(g *globals, who string, argv []string, st stopping) *heldRun {
+	r := &heldRun{g: g, who: who, argv: argv, stopping: st, sigs: make(chan os.Signal, 8)}
 	signal.Notify(r.sigs, forwarded...)
 	return r
 }
@@ -219,12 +269,23 @@ func (r *heldRun) run(h kept, what string, end func(context.Context) error, env 
 	go func() { exited <- child.Wait() }()
 
 	lost := h.Lost()
+	var yields <-chan client.YieldRequest
+	if r.onYield != nil {
+		yields = h.YieldRequested()
+	}
 	var kill <-chan time.Time
 	lostErr := error(nil)
 	for {
 		select {
 		case s := <-r.sigs:
 			_ = child.Process.Signal(s)
+		case y, ok := <-yields:
+			if !ok {
+				yields = nil // the hold ended: lost, which the next case tells
+				continue
+			}
+			fmt.Fprintf(r.g.stderr, "%s: %s; sending %s SIG%s\n", r.who, yieldCause(y), r.argv[0], signalName(r.onYield))
+			_ = child.Process.Signal(r.onYield)
 		case <-lost:
 			lost = nil
 			lostErr = h.Err()
@@ -244,6 +305,15 @@ func (r *heldRun) run(h kept, what string, end func(context.Context) error, env 
 			return childExit(err)
 		}
 	}
+}
+
+// yieldCause says who asked which hold to yield, and why.
+func yieldCause(y client.YieldRequest) string {
+	s := fmt.Sprintf("%s asks %s %q (token %d) to yield", y.Owner, y.Kind, y.Name, y.Token)
+	if y.Reason != "" {
+		s += ": " + y.Reason
+	}
+	return s
 }
 
 // lostCause says, once, which hold was lost and how that became known.

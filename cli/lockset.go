@@ -19,8 +19,8 @@ import (
 
 // runSetExec is "baton exec NAME NAME... -- CMD": CMD runs while the set
 // of names is held.
-func runSetExec(ctx context.Context, g *globals, cl *client.Client, names, argv []string, o client.LockSetOptions, killAfter time.Duration) error {
-	r := startHeldRun(g, "baton exec", argv, killAfter)
+func runSetExec(ctx context.Context, g *globals, cl *client.Client, names, argv []string, o client.LockSetOptions, st stopping) error {
+	r := startHeldRun(g, "baton exec", argv, st)
 	defer r.stop()
 	s, _, err := take(ctx, r, nil, func(ctx context.Context) (*client.LockSet, error) { return cl.AcquireSet(ctx, names, o) }, setDetail)
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 
 // runRWExec is "baton exec --read/--write": CMD runs under a hold of the
 // read/write lock name in mode, under the same heldRun as a lock's.
-func runRWExec(ctx context.Context, g *globals, cl *client.Client, name, mode string, argv []string, o client.RWOptions, killAfter time.Duration) error {
-	r := startHeldRun(g, "baton exec", argv, killAfter)
+func runRWExec(ctx context.Context, g *globals, cl *client.Client, name, mode string, argv []string, o client.RWOptions, st stopping) error {
+	r := startHeldRun(g, "baton exec", argv, st)
 	defer r.stop()
 	h, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Owner, &o.Session, &o.TTL},
 		func(ctx context.Context) (*client.RWHold, error) { return cl.AcquireRW(ctx, name, mode, o) },

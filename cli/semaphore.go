@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/baton-dev/baton/client"
 )
@@ -18,8 +17,8 @@ import (
 
 // runPermitExec is "baton exec --permits N": CMD runs holding one of the
 // N permits of the semaphore name, under the same heldRun as a lock's.
-func runPermitExec(ctx context.Context, g *globals, cl *client.Client, name string, limit int, argv []string, o client.PermitOptions, killAfter time.Duration) error {
-	r := startHeldRun(g, "baton exec", argv, killAfter)
+func runPermitExec(ctx context.Context, g *globals, cl *client.Client, name string, limit int, argv []string, o client.PermitOptions, st stopping) error {
+	r := startHeldRun(g, "baton exec", argv, st)
 	defer r.stop()
 	p, end, err := take(ctx, r, &sessionWait{cl, o.Wait, o.Owner, &o.Session, &o.TTL},
 		func(ctx context.Context) (*client.Permit, error) { return cl.AcquirePermit(ctx, name, limit, o) },
