@@ -33,6 +33,7 @@ import { state } from "./state.js";
 import { connect, initStream } from "./stream.js";
 import { initTimeline, loadTimelineSoon, pollTimeline, tickTimeline, timelineEvent } from "./timeline.js";
 import { storedToken } from "./token.js";
+import { markYields, yieldEvent } from "./yields.js";
 
 const ENDED = new Set(["released", "expired", "revoked", "session_expired", "resigned"]);
 const HOLDS = new Set(["lock", "election", "semaphore", "rwlock"]); // the kinds of hold the revoke dialog ends
@@ -42,6 +43,7 @@ fillEmptyState();
 initLocks({
   revoke: openRevoke,
   rendered: () => {
+    markYields();
     renderLockStatus();
     tickTimeline(); // held locks no event of the window shows are drawn too
     if (state.revoking) checkRevokeTarget();
@@ -50,18 +52,21 @@ initLocks({
 initElections({
   revoke: (l) => openRevoke(l, "election"),
   rendered: () => {
+    markYields();
     if (state.revoking) checkRevokeTarget();
   },
 });
 initSemaphores({
   revoke: (p) => openRevoke(p, "semaphore"),
   rendered: () => {
+    markYields();
     if (state.revoking) checkRevokeTarget();
   },
 });
 initRWLocks({
   revoke: (h) => openRevoke(h, "rwlock"),
   rendered: () => {
+    markYields();
     if (state.revoking) checkRevokeTarget();
   },
 });
@@ -117,6 +122,7 @@ initStream({
     semaphoreEvent(e);
     rwlockEvent(e);
     keyEvent(e);
+    if (yieldEvent(e)) markYields();
     const kind = e.kind || "lock";
     if (ENDED.has(e.type) && HOLDS.has(kind)) {
       if (kind === "lock") dropHold(e.lock, e.token);

@@ -47,6 +47,8 @@
 //	            read/write locks' holds and waits over a window ending now;
 //	            timelineholds.js reads holds from events and lays them in
 //	            lanes, timelinesvg.js draws them, busiest.js tabulates them
+//	yields.js   requests to yield, as a badge on the row of each hold
+//	            asked, from the event stream
 //	follow.js   following one lock from a history link
 //	revoke.js   the revoke dialog, for a lock, a leadership, a permit or a
 //	            read/write hold

@@ -120,7 +120,8 @@ function buildEvent(e) {
     // The owner is what the client said; the credential, what auth proved.
     cell("Owner", el("span", { class: "owner", title: e.credential ? `credential ${e.credential}` : undefined, "data-credential": e.credential }, e.owner || "—")),
     cell("Token", e.token ? el("code", {}, e.token) : el("span", { class: "none" }, "—")),
-    el("td", { "data-label": "Detail", class: "detail" }, e.detail || ""),
+    // A request to yield says why in reason; its owner is the asker's.
+    el("td", { "data-label": "Detail", class: "detail" }, e.detail || e.reason || ""),
     cell("Revision", el("code", { class: "rev" }, e.revision)),
   );
 }
