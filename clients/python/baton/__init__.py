@@ -7,7 +7,8 @@
 
 Locks, leaderships, semaphore permits, read/write lock holds and lock
 sets renew themselves in the background and set their lost event when
-they are lost; server answers raise typed exceptions (HeldError with .holder, or
+they are lost, and call their on_yield callback when someone asks them
+to give way (Client.yield_); server answers raise typed exceptions (HeldError with .holder, or
 .holders for a read/write lock, SemaphoreFullError with .holders,
 StaleTokenError, …). Standard library only.
 """
@@ -19,11 +20,12 @@ from ._sse import Stream
 from .errors import *  # noqa: F401,F403: one class per problem code
 from .errors import CLASSES, BatonError, LockLostError, error_class
 from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, Key, KeyEvent, KeyList, LeaderChange, LeaderInfo,
-                    LockInfo, LockSetInfo, Member, PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter)
+                    LockInfo, LockSetInfo, Member, PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter,
+                    YieldRequested)
 
 __all__ = [
     "Client", "DEFAULT_ADDR", "MAX_REQUEST_WAIT", "WAIT_FOREVER", "Fence", "Lock", "Leadership", "Permit", "RWHold",
     "LockSet", "Stream", "BatonError", "LockLostError", "CLASSES", "error_class", "Candidate", "Cluster", "Event",
     "FencedValue", "HoldInfo", "Key", "KeyEvent", "KeyList", "LeaderChange", "LeaderInfo", "LockInfo", "LockSetInfo",
-    "Member", "PermitInfo", "Problem", "RWLockInfo", "SemaphoreInfo", "Session", "Waiter",
+    "Member", "PermitInfo", "Problem", "RWLockInfo", "SemaphoreInfo", "Session", "Waiter", "YieldRequested",
 ] + [c.__name__ for c in CLASSES.values()]

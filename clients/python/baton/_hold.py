@@ -39,6 +39,9 @@ KIND_RWLOCK = "rwlock"
 # as a whole, in errors, and is no event's.
 KIND_LOCKSET = "lockset"
 MAX_ENDED_MEMORY = 1024
+# YIELD_BUFFER bounds the requests to yield a hold keeps until on_yield is
+# set; more are dropped: a holder with requests unread knows it is asked.
+YIELD_BUFFER = 16
 
 
 def is_lost_answer(e: BaseException) -> bool:
@@ -78,6 +81,10 @@ class Hold:
         self.error: LockLostError | None = None
         self._finished = False
         self._release_mu = threading.Lock()
+        # Requests to yield: the callback on_yield set, and those heard
+        # before it was (at most YIELD_BUFFER), under _mu.
+        self._on_yield = None
+        self._heard_yields: list[Event] = []
         self._released = False
         self._release_err: BaseException | None = None
 
@@ -198,6 +205,28 @@ class Hold:
     def lose(self, cause) -> None:
         with self._mu:
             self._lose_locked(cause)
+
+    def on_yield(self, callback) -> None:
+        """Sets callback(event) for the requests to yield made of this hold,
+        and calls it at once for those heard before."""
+        with self._mu:
+            self._on_yield = callback
+            heard, self._heard_yields = self._heard_yields, []
+        for ev in heard:
+            callback(ev)
+
+    def asked_to_yield(self, ev: Event) -> None:
+        """Passes ev, a yield_requested event of this hold's, to the
+        callback, or keeps it for the callback still to come."""
+        with self._mu:
+            if self._finished:
+                return
+            callback = self._on_yield
+            if callback is None:
+                if len(self._heard_yields) < YIELD_BUFFER:
+                    self._heard_yields.append(ev)
+                return
+        callback(ev)
 
     def _lose_locked(self, cause) -> None:
         if self.error is not None or self._finished:
@@ -406,11 +435,14 @@ class HoldWatcher:
 
     def _handle(self, gen: int, ev: Event) -> None:
         lost: list[Hold] = []
+        asked: list[Hold] = []
         with self._mu:
             if self._gen != gen:
                 return  # a replaced stream's: its successor delivers it again
             self._pos = max(self._pos, ev.revision)
             k = _event_key(ev)
+            if ev.type == "yield_requested":
+                asked = list(self._holds.get(k, []))
             if _ends_hold(k[0], ev.type):
                 # A released or resigned event for a registered hold is
                 # someone else's doing: its own release unregisters first.
@@ -423,6 +455,8 @@ class HoldWatcher:
         # Outside _mu: lose takes the hold's lock, then ours.
         for h in lost:
             h.lose(_ended(ev))
+        for h in asked:
+            h.asked_to_yield(ev)
 
 
 class _Kept:
@@ -457,6 +491,16 @@ class _Kept:
     def error(self) -> LockLostError | None:
         """Why it was lost, or None."""
         return self._hold.error
+
+    def on_yield(self, callback) -> None:
+        """Calls callback(event) for each request that this hold give way
+        (Client.yield_ and its kin), within milliseconds of it, from the
+        client's event stream: event is the yield_requested Event, whose
+        owner, credential and reason are the asker's. Requests heard before
+        this call are passed at once. The hold stays held: release it if
+        you choose to. callback runs on the stream's thread: keep it short
+        (set an Event, put on a queue)."""
+        self._hold.on_yield(callback)
 
     def _start(self, op: str, status: int, sent: float, session, began):
         """Keeps it alive from its grant on (Hold.start); began is when

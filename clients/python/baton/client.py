@@ -43,7 +43,7 @@ from ._lockset import LockSet
 from ._sse import DEFAULT_IDLE, EventSource, KeySource, ObserveSource, Stream
 from .errors import BatonError, InvalidError, SessionNotFoundError
 from .types import (Cluster, Event, FencedValue, HoldInfo, Key, KeyList, LeaderInfo, LockInfo, LockSetInfo, RWLockInfo,
-                    SemaphoreInfo, Session, decode, duration_seconds, format_duration)
+                    SemaphoreInfo, Session, YieldRequested, decode, duration_seconds, format_duration)
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 10.0
@@ -296,6 +296,36 @@ class Client:
         NotHeldError when free. Not retried: it names no token."""
         self._do(f"revoke {name!r}", "POST", _lock_path(name) + "/revoke",
                  body={"reason": reason} if reason else None)
+
+    # Requests to yield: they ask holds to give way and end nothing; each
+    # hold asked hears it on its on_yield callback.
+
+    def yield_(self, name: str, reason: str | None = None, owner: str | None = None) -> YieldRequested:
+        """Asks whoever holds the lock name to release it; the holder
+        decides. owner names the asker (default: the client's address).
+        NotHeldError when free. Not retried: a repeat would ask twice."""
+        return self._yield(f"ask lock {name!r} to yield", _lock_path(name), reason, owner, None)
+
+    def yield_leadership(self, name: str, reason: str | None = None, owner: str | None = None) -> YieldRequested:
+        """Asks the leader of name to resign, as yield_ asks a holder.
+        NoLeaderError when nobody leads."""
+        return self._yield(f"ask the leader of {name!r} to yield", _election_path(name), reason, owner, None)
+
+    def yield_permits(self, name: str, reason: str | None = None, owner: str | None = None,
+                      token: int | None = None) -> YieldRequested:
+        """Asks the holders of the semaphore's permits (with token, that
+        permit's alone) to give them back. NotHeldError when none is."""
+        return self._yield(f"ask the permits of {name!r} to yield", _held_path(SEMAPHORE, name), reason, owner, token)
+
+    def yield_rwlock(self, name: str, reason: str | None = None, owner: str | None = None,
+                     token: int | None = None) -> YieldRequested:
+        """Asks the holds of the read/write lock (with token, that hold
+        alone) to release. NotHeldError when nothing holds it."""
+        return self._yield(f"ask the holds of rwlock {name!r} to yield", _held_path(RWLOCK, name), reason, owner, token)
+
+    def _yield(self, op, path, reason, owner, token) -> YieldRequested:
+        _, w = self._do(op, "POST", path + "/yield", body=_omit_none({"reason": reason, "owner": owner, "token": token}))
+        return decode(YieldRequested, w)
 
     # Lock sets.
 

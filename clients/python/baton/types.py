@@ -296,6 +296,22 @@ class Event:
 
 
 @dataclass
+class YieldRequested:
+    """What a request to yield asked (schema YieldRequested): the tokens
+    of the holds asked, each of which got a yield_requested event at
+    revision. The holders decide whether to release."""
+
+    kind: str = ""
+    name: str = ""
+    tokens: list[int] = field(default_factory=list)
+    owner: str = ""
+    reason: str | None = None
+    requested_at: datetime.datetime | None = None
+    revision: int = 0
+    _convert = {"requested_at": parse_time}
+
+
+@dataclass
 class FencedValue:
     """A fenced register's content: the value and the token that wrote it."""
 

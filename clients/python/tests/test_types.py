@@ -19,6 +19,7 @@ MIRRORS = {
     baton.Session: "Session", baton.Event: "Event", baton.FencedValue: "FencedValue", baton.Problem: "Problem",
     baton.Cluster: "Cluster", baton.Member: "Member", baton.HoldInfo: "Hold", baton.SemaphoreInfo: "Semaphore",
     baton.RWLockInfo: "RWLock", baton.LockSetInfo: "LockSet", baton.Key: "Key", baton.KeyList: "KeyList",
+    baton.YieldRequested: "YieldRequested",
 }
 
 
@@ -47,7 +48,7 @@ class TypesTest(unittest.TestCase):
                 "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
                 "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "keep_place", "metadata"},
                 "RWRequest": {"mode", "owner", "ttl", "session", "wait", "keep_place", "metadata"},
-                "HoldRevokeRequest": {"token", "reason"},
+                "HoldRevokeRequest": {"token", "reason"}, "YieldRequest": {"owner", "reason", "token"},
                 "LockSetRequest": {"names", "owner", "ttl", "session", "wait", "metadata"},
                 "LockSetTokenRequest": {"names", "token"},
                 "PutKeyRequest": {"value", "if_revision", "session", "lock", "election", "semaphore", "rwlock", "token"},
