@@ -3,7 +3,7 @@ import { Hold, HoldWatcher, kindElection, kindLock, kindLockSet, kindRWLock, kin
 import { Leadership, Lock, Permit, RWHold, type Kept } from "./lock.js";
 import { LockSet } from "./lockset.js";
 import { Channel, EventsSource, isJSON, KeysSource, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
-import type { Cluster, Event, FencedValue, Key, KeyEvent, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session } from "./types.js";
+import type { Cluster, Event, FencedValue, Key, KeyEvent, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session, YieldRequested } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
 
 /** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
@@ -60,6 +60,16 @@ export interface ClientOptions {
 export interface CallOptions {
   /** Abandons the call. */
   signal?: AbortSignal;
+}
+
+/** YieldOptions say who asks a hold to yield and why; every field is optional. */
+export interface YieldOptions extends CallOptions {
+  /** Names the asker; default the client's address. */
+  owner?: string;
+  /** Why, for the holders and the audit trail: at most 1,024 bytes. */
+  reason?: string;
+  /** Asks only the hold of this token (a permit, a read/write lock's hold); absent, every hold. */
+  token?: number;
 }
 
 /** AcquireOptions say how to acquire a lock. */
@@ -671,6 +681,38 @@ export class Client {
    */
   async revoke(name: string, reason = "", o: CallOptions = {}): Promise<void> {
     await this.call({ op: `revoke ${JSON.stringify(name)}`, method: "POST", path: lockPath(name) + "/revoke", body: reason ? { reason } : undefined, idempotent: false, signal: o.signal });
+  }
+
+  // ---- requests to yield ----
+
+  /**
+   * yield asks whoever holds the lock name to release it; the holder,
+   * told by its onYield callback, decides. o.owner names the asker (default:
+   * the client's address). NotHeldError when nobody holds it. Not
+   * retried: a repeat would ask twice.
+   */
+  async yield(name: string, o: YieldOptions = {}): Promise<YieldRequested> {
+    return this.askToYield(`ask lock ${JSON.stringify(name)} to yield`, lockPath(name), o);
+  }
+
+  /** yieldLeadership asks the leader of name to resign, as yield asks a holder. NoLeaderError when nobody leads. */
+  async yieldLeadership(name: string, o: YieldOptions = {}): Promise<YieldRequested> {
+    return this.askToYield(`ask the leader of ${JSON.stringify(name)} to yield`, electionPath(name), o);
+  }
+
+  /** yieldPermits asks the holders of the semaphore's permits (with o.token, that permit's alone) to give them back. NotHeldError when none is held. */
+  async yieldPermits(name: string, o: YieldOptions = {}): Promise<YieldRequested> {
+    return this.askToYield(`ask the permits of ${JSON.stringify(name)} to yield`, heldPath(semaphores, name), o);
+  }
+
+  /** yieldRW asks the holds of the read/write lock (with o.token, that hold alone) to release. NotHeldError when nothing holds it. */
+  async yieldRW(name: string, o: YieldOptions = {}): Promise<YieldRequested> {
+    return this.askToYield(`ask the holds of rwlock ${JSON.stringify(name)} to yield`, heldPath(rwlocks, name), o);
+  }
+
+  private async askToYield(op: string, path: string, o: YieldOptions): Promise<YieldRequested> {
+    const body = { owner: o.owner || undefined, reason: o.reason || undefined, token: o.token || undefined };
+    return (await this.call<YieldRequested>({ op, method: "POST", path: path + "/yield", body, idempotent: false, signal: o.signal })).data;
   }
 
   // ---- lock sets ----

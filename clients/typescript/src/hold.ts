@@ -8,6 +8,8 @@ import { background, linked, now, sleep } from "./util.js";
 const minTTL = 2000;
 /** How many ends of holds nobody registered the watcher remembers. */
 const maxEndedMemory = 1024;
+/** yieldBuffer bounds the requests to yield a hold keeps until onYield is set; more are dropped: a holder with requests unread knows it is asked. */
+const yieldBuffer = 16;
 
 export const kindLock = "lock";
 export const kindElection = "election";
@@ -82,6 +84,10 @@ export class Hold {
   private releasing?: Promise<void>;
   private released = false;
   private releaseErr?: unknown;
+  // Requests to yield: the callback onYield set, and those heard before
+  // it was (at most yieldBuffer).
+  private yieldCb?: (ev: Event) => void;
+  private heardYields: Event[] = [];
 
   readonly keys: HoldKey[];
 
@@ -235,6 +241,21 @@ export class Hold {
     let why = `its ${this.ttl} ms lease ran out by this client's clock with no renew confirmed`;
     if (this.lastErr) why += `; last renew: ${(this.lastErr as Error).message ?? this.lastErr}`;
     this.lose(why, this.lastErr);
+  }
+
+  /** onYield sets cb for the requests to yield made of this hold, and passes it those heard before. */
+  onYield(cb: (ev: Event) => void): void {
+    this.yieldCb = cb;
+    const heard = this.heardYields;
+    this.heardYields = [];
+    for (const ev of heard) cb(ev);
+  }
+
+  /** askedToYield passes ev, a yield_requested event of this hold's, to the callback, or keeps it for the callback to come. */
+  askedToYield(ev: Event): void {
+    if (this.finished) return;
+    if (this.yieldCb) this.yieldCb(ev);
+    else if (this.heardYields.length < yieldBuffer) this.heardYields.push(ev);
   }
 
   /** lose ends the hold as lost, once. */
@@ -444,6 +465,10 @@ export class HoldWatcher {
     if (this.gen !== gen) return; // a replaced stream's: its successor delivers it again
     this.pos = Math.max(this.pos, ev.revision);
     const k = eventHold(ev);
+    if (ev.type === "yield_requested") {
+      for (const h of [...(this.holds.get(keyString(k))?.hs ?? [])]) h.askedToYield(ev);
+      return;
+    }
     if (!endsHold(k.kind, ev.type)) return;
     const ks = keyString(k);
     const e = this.holds.get(ks);

@@ -1,7 +1,7 @@
 // baton-client: the TypeScript client of baton, the distributed lock
 // service with fencing tokens. See README.md.
 export { Client, defaultAddr, maxRequestWait, waitForever } from "./client.js";
-export type { AcquireOptions, CallOptions, CampaignOptions, ClientOptions, DeleteKeyOptions, Fence, HistoryOptions, ListOptions, LockSetOptions, PermitOptions, PutFencedOptions, PutKeyOptions, RWOptions, WaitKeyOptions, WatchKeysOptions } from "./client.js";
+export type { AcquireOptions, CallOptions, CampaignOptions, ClientOptions, DeleteKeyOptions, Fence, HistoryOptions, ListOptions, LockSetOptions, PermitOptions, PutFencedOptions, PutKeyOptions, RWOptions, WaitKeyOptions, WatchKeysOptions, YieldOptions } from "./client.js";
 export { Lock, Leadership, Permit, RWHold } from "./lock.js";
 export { LockSet } from "./lockset.js";
 export { Stream } from "./sse.js";

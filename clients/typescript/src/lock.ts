@@ -1,7 +1,7 @@
 import type { Client } from "./client.js";
 import type { LockLostError } from "./errors.js";
 import { Hold } from "./hold.js";
-import type { HoldInfo, LeaderInfo, LockInfo, PermitInfo, RWHoldInfo, RWMode } from "./types.js";
+import type { Event, HoldInfo, LeaderInfo, LockInfo, PermitInfo, RWHoldInfo, RWMode } from "./types.js";
 import { toMillis } from "./util.js";
 
 /**
@@ -43,6 +43,18 @@ export abstract class Kept<I extends KeptInfo> {
   /** Why the hold was lost, or undefined while it is held or after a clean release. */
   get err(): LockLostError | undefined {
     return this.hold.lostError;
+  }
+
+  /**
+   * onYield calls cb(event) for each request that this hold give way
+   * (Client.yield and its kin), within milliseconds of it, from the
+   * Client's event stream: event is the yield_requested Event, whose
+   * owner, credential and reason are the asker's. Requests heard before
+   * the call are passed at once. The hold stays held: release it if you
+   * choose to.
+   */
+  onYield(cb: (event: Event) => void): void {
+    this.hold.onYield(cb);
   }
 
   /**
@@ -141,6 +153,11 @@ export class Leadership {
   /** Why the leadership was lost, or undefined. */
   get err(): LockLostError | undefined {
     return this.hold.lostError;
+  }
+
+  /** onYield calls cb(event) for each request that the leader resign (Client.yieldLeadership), as Lock.onYield does. */
+  onYield(cb: (event: Event) => void): void {
+    this.hold.onYield(cb);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { LockLostError } from "./errors.js";
 import type { Hold } from "./hold.js";
-import type { LockInfo, LockSetInfo } from "./types.js";
+import type { Event, LockInfo, LockSetInfo } from "./types.js";
 import { toMillis } from "./util.js";
 
 /**
@@ -58,6 +58,11 @@ export class LockSet {
   /** Why the set was lost, or undefined while it is held or after a clean release. */
   get err(): LockLostError | undefined {
     return this.hold.lostError;
+  }
+
+  /** onYield calls cb(event) for each request that one of the set's locks give way (event.lock says which), as Lock.onYield does. */
+  onYield(cb: (event: Event) => void): void {
+    this.hold.onYield(cb);
   }
 
   /**

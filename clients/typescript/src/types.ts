@@ -150,6 +150,18 @@ export interface ListedSession {
 }
 
 /** An entry of the audit trail (schema Event). */
+/** What a request to yield asked: the tokens of the holds asked, each of which got a yield_requested event at revision. */
+export interface YieldRequested {
+  kind: string;
+  name: string;
+  tokens: number[];
+  /** Who asked. */
+  owner: string;
+  reason?: string;
+  requested_at: string;
+  revision: number;
+}
+
 export interface Event {
   /** The etcd revision it was recorded at; events of one transaction share it. */
   revision: number;

@@ -27,6 +27,7 @@ const pairs = {
   RWLock: "RWLockInfo",
   LockSet: "LockSetInfo",
   Key: "Key",
+  YieldRequested: "YieldRequested",
 };
 
 /** fields reads an interface's fields from the source: name → optional. */
