@@ -337,6 +337,41 @@ public final class Client implements AutoCloseable {
         call(new Req("revoke " + quote(name), "POST", lockPath(name) + "/revoke", null, reasonBody(reason), false, null));
     }
 
+    /**
+     * yield asks whoever holds the lock to release it, and ends nothing:
+     * the holder, told by {@link Hold#onYield}, decides. owner names the
+     * asker (null: the client's address); reason says why (may be null).
+     * Not retried: a repeat would ask twice.
+     *
+     * @throws NotHeldException when nobody holds it
+     */
+    public YieldRequested yield(String name, String reason, String owner) {
+        return askToYield("ask lock " + quote(name) + " to yield", lockPath(name), reason, owner, 0);
+    }
+
+    /** yieldLeadership asks the leader to resign, as {@link #yield} asks a holder. @throws NoLeaderException when nobody leads */
+    public YieldRequested yieldLeadership(String name, String reason, String owner) {
+        return askToYield("ask the leader of " + quote(name) + " to yield", electionPath(name), reason, owner, 0);
+    }
+
+    /** yieldPermits asks the semaphore's permit holders (token not 0: that permit's alone) to give them back. @throws NotHeldException when none is held */
+    public YieldRequested yieldPermits(String name, String reason, String owner, long token) {
+        return askToYield("ask the permits of " + quote(name) + " to yield", "/v1/semaphores/" + enc(name), reason, owner, token);
+    }
+
+    /** yieldRW asks the read/write lock's holds (token not 0: that hold alone) to release. @throws NotHeldException when nothing holds it */
+    public YieldRequested yieldRW(String name, String reason, String owner, long token) {
+        return askToYield("ask the holds of rwlock " + quote(name) + " to yield", "/v1/rwlocks/" + enc(name), reason, owner, token);
+    }
+
+    private YieldRequested askToYield(String op, String path, String reason, String owner, long token) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        put(body, "reason", reason == null || reason.isEmpty() ? null : reason);
+        put(body, "owner", owner == null || owner.isEmpty() ? null : owner);
+        put(body, "token", token == 0 ? null : token);
+        return YieldRequested.from(call(new Req(op, "POST", path + "/yield", null, body, false, null)).obj());
+    }
+
     /** clearDelay ends a free lock's lock-delay at once (role admin). @throws NotDelayedException when it has none */
     public void clearDelay(String name) {
         call(new Req("clear the delay of " + quote(name), "DELETE", lockPath(name) + "/delay", null, null, true, null));

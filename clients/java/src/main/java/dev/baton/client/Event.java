@@ -10,11 +10,11 @@ import java.util.Map;
  *
  * @param revision the etcd revision it happened at
  * @param time when
- * @param type acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, put, delete, gap…
+ * @param type acquired, released, expired, revoked, session_expired, elected, resigned, proclaimed, fence_reset, delay_cleared, yield_requested, put, delete, gap…
  * @param kind lock, election, semaphore, rwlock, fence or key; empty for a gap
  * @param name what it is about: the lock, election, semaphore, rwlock, resource or key
  * @param lock the lock, for a lock's events
- * @param owner the holder (or candidate)
+ * @param owner the holder (or candidate); on a yield_requested, who asked
  * @param token the hold's fencing token; 0 when none
  * @param session the hold's session, or null
  * @param detail a revoke's reason, say

@@ -2,6 +2,7 @@ package dev.baton.client;
 
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /**
  * What every hold a {@link Client} grants shares: a {@link Lock}, a
@@ -59,6 +60,18 @@ public abstract sealed class Hold implements AutoCloseable permits Lock, Permit,
     /** Why the hold was lost, or empty while it is held or after a clean release. */
     public Optional<LockLostException> lostCause() {
         return Optional.ofNullable(keeper.lostError());
+    }
+
+    /**
+     * onYield calls callback with each request that this hold give way
+     * ({@link Client#yield} and its kin), within milliseconds of it, from
+     * the Client's event stream: the {@code yield_requested} {@link Event},
+     * whose owner, credential and reason are the asker's. Requests heard
+     * before the call are passed at once. It runs on the client's threads,
+     * never the stream's. The hold stays held: release it if you choose to.
+     */
+    public void onYield(Consumer<Event> callback) {
+        keeper.onYield(callback);
     }
 
     /**

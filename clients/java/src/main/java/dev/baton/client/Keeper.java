@@ -1,11 +1,13 @@
 package dev.baton.client;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * Keeper is what every hold a Client keeps alive shares, whatever its kind:
@@ -29,6 +31,8 @@ final class Keeper {
 
     /** etcd's lease floor and the server's minimum TTL: it stands in for a TTL the server failed to report. */
     private static final long MIN_TTL = Duration.ofSeconds(2).toNanos();
+    /** The requests to yield a hold keeps until onYield is set; more are dropped: a holder with requests unread knows it is asked. */
+    private static final int YIELD_BUFFER = 16;
 
     /** A hold as its events name it. */
     record Key(String kind, String name, long token) {}
@@ -68,6 +72,9 @@ final class Keeper {
     private boolean renewing;
     private int failures;
     private boolean released;
+    // Requests to yield: the callback onYield set, and those heard before it was. Under mu.
+    private Consumer<Event> yieldCallback;
+    private final List<Event> heardYields = new ArrayList<>();
 
     Keeper(Client c, Key key, List<Key> keys, Ops ops) {
         this.c = c;
@@ -284,6 +291,46 @@ final class Keeper {
             }
         }
         lose(why, last, null);
+    }
+
+    /** onYield sets callback for the requests to yield made of this hold, and passes it those heard before. */
+    void onYield(Consumer<Event> callback) {
+        List<Event> heard;
+        synchronized (mu) {
+            yieldCallback = callback;
+            heard = new ArrayList<>(heardYields);
+            heardYields.clear();
+        }
+        for (Event ev : heard) {
+            deliverYield(callback, ev);
+        }
+    }
+
+    /** askedToYield passes ev, a yield_requested event of this hold's, to the callback, or keeps it for the callback to come. */
+    void askedToYield(Event ev) {
+        Consumer<Event> callback;
+        synchronized (mu) {
+            if (finished) {
+                return;
+            }
+            callback = yieldCallback;
+            if (callback == null) {
+                if (heardYields.size() < YIELD_BUFFER) {
+                    heardYields.add(ev);
+                }
+                return;
+            }
+        }
+        deliverYield(callback, ev);
+    }
+
+    /** deliverYield runs callback on the client's threads: a slow one must not stall the event stream. */
+    private void deliverYield(Consumer<Event> callback, Event ev) {
+        try {
+            c.workers().execute(() -> callback.accept(ev));
+        } catch (RejectedExecutionException closed) {
+            // The client is closed: nobody is listening any more.
+        }
     }
 
     /** lose ends the hold as lost, once. */

@@ -174,17 +174,19 @@ final class Watcher {
 
     private void handle(int g, Event ev) {
         List<Keeper> lose = null;
+        List<Keeper> asked = null;
         synchronized (this) {
             if (gen != g) {
                 return; // a replaced stream's: its successor delivers it again
             }
             pos = Math.max(pos, ev.revision());
             Keeper.Key k = eventHold(ev);
-            if (!endsHold(k.kind(), ev.type())) {
-                return;
-            }
             List<Keeper> hs = holds.get(k);
-            if (hs != null) {
+            if ("yield_requested".equals(ev.type())) {
+                asked = hs == null ? null : new ArrayList<>(hs);
+            } else if (!endsHold(k.kind(), ev.type())) {
+                return;
+            } else if (hs != null) {
                 // A released or resigned event for a registered hold is
                 // someone else's doing: the hold's own release unregisters
                 // it first.
@@ -198,9 +200,15 @@ final class Watcher {
                 }
             }
         }
+        // Outside the lock: each takes its hold's.
         if (lose != null) {
             for (Keeper h : lose) {
                 h.lose(endedWhy(ev), null, ev);
+            }
+        }
+        if (asked != null) {
+            for (Keeper h : asked) {
+                h.askedToYield(ev);
             }
         }
     }

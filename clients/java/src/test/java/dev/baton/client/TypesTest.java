@@ -24,7 +24,7 @@ class TypesTest {
                 Map.entry("Semaphore", SemaphoreInfo.class), Map.entry("RWLock", RWLockInfo.class),
                 Map.entry("LockSet", LockSetInfo.class), Map.entry("Session", SessionInfo.class), Map.entry("Event", Event.class),
                 Map.entry("FencedValue", FencedValue.class), Map.entry("Cluster", ClusterInfo.class), Map.entry("Member", Member.class),
-                Map.entry("Key", Key.class), Map.entry("KeyList", KeyList.class));
+                Map.entry("Key", Key.class), Map.entry("KeyList", KeyList.class), Map.entry("YieldRequested", YieldRequested.class));
         for (Map.Entry<String, Class<? extends Record>> p : pairs.entrySet()) {
             TreeSet<String> want = new TreeSet<>(Json.obj(Json.obj(schemas, p.getKey()), "properties").keySet());
             TreeSet<String> have = new TreeSet<>();
