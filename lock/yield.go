@@ -65,7 +65,7 @@ func (e *Engine) RequestYield(ctx context.Context, req YieldRequest) (*YieldRequ
 	}
 	key := store.KeyName(req.Kind, req.Name)
 	for range core.MaxImmediateRetries {
-		holds, err := e.yieldHolds(ctx, key, req.Token)
+		holds, err := yieldHolds(ctx, e.core, key, req.Token)
 		if err != nil {
 			return nil, yieldErr(req, err)
 		}
@@ -129,15 +129,15 @@ func checkYield(req YieldRequest) error {
 	return nil
 }
 
-// yieldHolds reads the lock keys of the holds of the thing kept under
+// yieldHolds reads, through c, the lock keys of the holds of the thing kept under
 // key: its one key, or its seats', the oldest MaxYieldHolds of them; with
 // token not 0, that hold's alone. None is held: no key and no error.
-func (e *Engine) yieldHolds(ctx context.Context, key string, token int64) ([]*mvccpb.KeyValue, error) {
+func yieldHolds(ctx context.Context, c *core.Engine, key string, token int64) ([]*mvccpb.KeyValue, error) {
 	if token != 0 || !store.HasSeats(key) {
-		seat, err := e.core.SeatOf(ctx, key, token)
+		seat, err := c.SeatOf(ctx, key, token)
 		var kv *mvccpb.KeyValue
 		if err == nil {
-			kv, err = e.core.GetLock(ctx, seat)
+			kv, err = c.GetLock(ctx, seat)
 		}
 		switch {
 		case errors.Is(err, ErrNotHeld):
@@ -149,12 +149,12 @@ func (e *Engine) yieldHolds(ctx context.Context, key string, token int64) ([]*mv
 		}
 		return []*mvccpb.KeyValue{kv}, nil
 	}
-	octx, done := e.core.Etcd.Op(ctx)
-	resp, err := e.core.Cli.Get(octx, store.SeatsOf(e.core.Keys.Locks(), key), clientv3.WithPrefix(),
+	octx, done := c.Etcd.Op(ctx)
+	resp, err := c.Cli.Get(octx, store.SeatsOf(c.Keys.Locks(), key), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend), clientv3.WithLimit(MaxYieldHolds))
 	done()
 	if err != nil {
-		return nil, e.core.Etcd.Err(ctx, "read holds", err)
+		return nil, c.Etcd.Err(ctx, "read holds", err)
 	}
 	return resp.Kvs, nil
 }
