@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/baton-dev/baton/api/internal/jsonw"
 	"github.com/baton-dev/baton/api/internal/request"
 
 	"github.com/labstack/echo/v4"
@@ -135,10 +136,10 @@ func FuzzAppendString(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
+		if got := jsonw.AppendString(nil, s); !bytes.Equal(got, want) {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
 		}
-		if got := appendString(nil, []byte(s)); !bytes.Equal(got, want) {
+		if got := jsonw.AppendString(nil, []byte(s)); !bytes.Equal(got, want) {
 			t.Fatalf("%q as []byte: got %s, want %s", s, got, want)
 		}
 		if !utf8.ValidString(s) {
@@ -184,7 +185,7 @@ func TestWriteLock_AnswersAsEchoJSONDoes(t *testing.T) {
 	}
 }
 
-// A buffer that grew past maxPooledBuf is dropped, not pooled; the next
+// A buffer that grew past jsonw.MaxPooled is dropped, not pooled; the next
 // answer is still whole.
 func TestWriteLock_LargeAnswers(t *testing.T) {
 	e := echo.New()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/api/internal/jsonw"
 	"github.com/baton-dev/baton/problem"
 )
 
@@ -43,8 +44,8 @@ func BodyUpTo(c echo.Context, v any, optional bool, limit int) error {
 	r := c.Request()
 	// Read into a pooled buffer: nothing decoded keeps a reference to it
 	// (encoding/json copies strings and RawMessages out).
-	bp := bufPool.Get().(*[]byte)
-	defer putBuf(bp)
+	bp := jsonw.GetBuf()
+	defer jsonw.PutBuf(bp)
 	body, err := readAll(http.MaxBytesReader(c.Response(), r.Body, int64(limit)), (*bp)[:0])
 	*bp = body
 	if err != nil {
@@ -417,17 +418,4 @@ func Query(c echo.Context) url.Values {
 		return nil
 	}
 	return c.QueryParams()
-}
-
-// maxPooledBuf bounds the bodies kept for reuse: a 64 KiB body should not
-// pin a large buffer for good.
-const maxPooledBuf = 16 << 10
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// putBuf returns a buffer of bufPool unless it grew too large to keep.
-func putBuf(bp *[]byte) {
-	if cap(*bp) <= maxPooledBuf {
-		bufPool.Put(bp)
-	}
 }
