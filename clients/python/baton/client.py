@@ -213,14 +213,17 @@ class Client:
     # Locks.
 
     def acquire(self, name: str, ttl=None, wait=None, owner: str | None = None, session: str | None = None,
-                metadata: dict[str, str] | None = None, lock_delay=None) -> Lock:
+                metadata: dict[str, str] | None = None, lock_delay=None, min_hold=None) -> Lock:
         """Takes the lock name, waiting up to wait (a duration: "10s",
         seconds, a timedelta; None fails at once) in line for it, and
         returns it held, renewed in the background at about a third of its
         TTL until released. ttl is the lease's (2s to 24h; None: the
         server's default, 30s; it must be None with session, whose TTL
         applies). Raises HeldError, with .holder, when the wait runs out.
-        A wait over max_request_wait (5m), up to WAIT_FOREVER, needs
+        min_hold (up to 24h) is the hold's at-least window: however early
+        it ends (a release, an expiry, a revoke), nobody takes the lock
+        again before acquired_at + min_hold; their HeldError says when
+        (.retry_after). A wait over max_request_wait (5m), up to WAIT_FOREVER, needs
         session (InvalidError, raised before any request, without one): it
         is a run of requests that keep the session's place in line.
 
@@ -230,7 +233,7 @@ class Client:
         In a session the server hands back a lock the session holds, so
         the acquire is retried."""
         op = f"acquire {name!r}"
-        status, info, sent = self._acquire(op, name, ttl, wait, owner, session, metadata, lock_delay)
+        status, info, sent = self._acquire(op, name, ttl, wait, owner, session, metadata, lock_delay, min_hold)
         return Lock(self, info)._start(op, status, sent, session, info.acquired_at)
 
     @contextlib.contextmanager
@@ -243,19 +246,20 @@ class Client:
             yield lk
 
     def acquire_once(self, name: str, ttl=None, wait=None, owner=None, session=None, metadata=None,
-                     lock_delay=None) -> LockInfo:
+                     lock_delay=None, min_hold=None) -> LockInfo:
         """Takes the lock as acquire does and returns it as the server
         describes it: nothing renews it. Retried as acquire is."""
-        return self._acquire(f"acquire {name!r}", name, ttl, wait, owner, session, metadata, lock_delay)[1]
+        return self._acquire(f"acquire {name!r}", name, ttl, wait, owner, session, metadata, lock_delay, min_hold)[1]
 
-    def _acquire(self, op, name, ttl, wait, owner, session, metadata, lock_delay):
+    def _acquire(self, op, name, ttl, wait, owner, session, metadata, lock_delay, min_hold):
         """(status, LockInfo, sent) of the acquire, over as many requests
         as wait takes (_in_line)."""
 
         def send(wait, keep):
             body = _omit_none({"owner": owner, "ttl": format_duration(ttl), "session": session,
                                "wait": format_duration(wait), "keep_place": keep or None,
-                               "lock_delay": format_duration(lock_delay), "metadata": metadata})
+                               "lock_delay": format_duration(lock_delay), "min_hold": format_duration(min_hold),
+                               "metadata": metadata})
             sent = time.monotonic()
             status, w = self._do(op, "POST", _lock_path(name), body=body, idempotent=session is not None,
                                  timeout=self._t.timeout + duration_seconds(wait))
@@ -330,7 +334,7 @@ class Client:
     # Lock sets.
 
     def acquire_set(self, names: list[str], ttl=None, wait=None, owner: str | None = None,
-                    session: str | None = None, metadata: dict[str, str] | None = None) -> LockSet:
+                    session: str | None = None, metadata: dict[str, str] | None = None, min_hold=None) -> LockSet:
         """Takes every lock of names (2 to 64 distinct lock names, in any
         order) at once, all with one fencing token, or none of them, and
         returns the LockSet, renewed in the background as a Lock is. With
@@ -340,7 +344,8 @@ class Client:
         in. Raises HeldError when a lock is held by another and the wait
         runs out (.holders: the locks in the way), having taken nothing;
         InvalidError (.field "names") for fewer than 2 or more than 64
-        names, a repeated or an invalid one. A lock set keeps no place in
+        names, a repeated or an invalid one. min_hold is each lock's
+        at-least window, as acquire's. A lock set keeps no place in
         line between requests: its wait is at most 5m, one request.
 
         Retried as acquire is: not after a 503 or a broken connection
@@ -352,7 +357,7 @@ class Client:
         names = list(names)
         op = f"acquire lock set {','.join(names)!r}"
         body = _omit_none({"names": names, "owner": owner, "ttl": format_duration(ttl), "session": session,
-                           "wait": format_duration(wait), "metadata": metadata})
+                           "wait": format_duration(wait), "min_hold": format_duration(min_hold), "metadata": metadata})
         sent = time.monotonic()
         status, w = self._do(op, "POST", "/v1/locksets", body=body, idempotent=session is not None,
                              timeout=self._t.timeout + duration_seconds(wait))
@@ -551,20 +556,23 @@ class Client:
 
     def campaign(self, name: str, value=None, ttl=None, wait=None, candidate: str | None = None,
                  session: str | None = None, metadata: dict[str, str] | None = None,
-                 lock_delay=None) -> Leadership:
+                 lock_delay=None, min_hold=None) -> Leadership:
         """Makes the caller the leader of the election name, waiting in
         line up to wait, and returns the Leadership, renewed in the
         background as a Lock is. value (any JSON) is what the leader
         publishes. Raises ElectionHeldError, with .leader, when the wait
-        runs out. A wait over max_request_wait (5m), up to WAIT_FOREVER,
-        needs session, as acquire's does. Retried as acquire is: not after
+        runs out. min_hold is the leadership's at-least window, as
+        acquire's: nobody else leads before elected_at + min_hold. A wait
+        over max_request_wait (5m), up to WAIT_FOREVER, needs session, as
+        acquire's does. Retried as acquire is: not after
         a 503 or a broken connection outside a session."""
         op = f"campaign for {name!r}"
 
         def send(wait, keep):
             body = _omit_none({"candidate": candidate, "value": value, "ttl": format_duration(ttl),
                                "session": session, "wait": format_duration(wait), "keep_place": keep or None,
-                               "lock_delay": format_duration(lock_delay), "metadata": metadata})
+                               "lock_delay": format_duration(lock_delay), "min_hold": format_duration(min_hold),
+                               "metadata": metadata})
             sent = time.monotonic()
             status, w = self._do(op, "POST", _election_path(name) + "/campaign", body=body,
                                  idempotent=session is not None, timeout=self._t.timeout + duration_seconds(wait))
@@ -620,20 +628,22 @@ class Client:
     # Semaphores.
 
     def acquire_permit(self, name: str, limit: int, ttl=None, wait=None, owner: str | None = None,
-                       session: str | None = None, metadata: dict[str, str] | None = None) -> Permit:
+                       session: str | None = None, metadata: dict[str, str] | None = None, min_hold=None) -> Permit:
         """Takes one of the limit permits of the semaphore name, waiting up
         to wait in line (first come, first served), and returns it, renewed
         in the background as a Lock is. Every client of one semaphore must
         ask with the same limit: LimitMismatchError, with .limit the
         semaphore's, while its permits are held or waited for under another.
         Raises SemaphoreFullError, with .holders, when the wait runs out.
+        min_hold is the permit's at-least window: its seat counts as taken
+        until acquired_at + min_hold, however early the permit ends.
 
         Each request takes a permit of its own, in a session too, so it is
         never retried after a 503 or a broken connection: UnavailableError
         with outcome_unknown set; a permit taken that way expires after
         its TTL (or with its session)."""
         return self._acquire_held(Permit, f"acquire a permit of {name!r}", name, limit, ttl, wait, owner, session,
-                                  metadata, idempotent=False)
+                                  metadata, min_hold, idempotent=False)
 
     @contextlib.contextmanager
     def semaphore(self, name: str, limit: int, **kw):
@@ -676,13 +686,15 @@ class Client:
     # Read/write locks.
 
     def acquire_rw(self, name: str, mode: str, ttl=None, wait=None, owner: str | None = None,
-                   session: str | None = None, metadata: dict[str, str] | None = None) -> RWHold:
+                   session: str | None = None, metadata: dict[str, str] | None = None, min_hold=None) -> RWHold:
         """Takes a hold of the read/write lock name in mode "read" (shared
         with other readers) or "write" (alone), waiting up to wait in line,
         and returns it, renewed in the background as a Lock is. The line
         is first come, first served: a reader behind a waiting writer waits
         for it. Raises HeldError, with .holders (the holds in the way),
-        when the wait runs out.
+        when the wait runs out. min_hold is the hold's at-least window:
+        until acquired_at + min_hold, however early it ends, a write
+        hold's keeps everyone out, a read hold's keeps writers out.
 
         Every read request takes a hold of its own, so a read is never
         retried after a 503 or a broken connection, nor is a write outside
@@ -690,7 +702,7 @@ class Client:
         that way expires after its TTL. A write in a session is retried:
         the server hands back the write hold the session has."""
         return self._acquire_held(RWHold, f"acquire a {mode} hold of {name!r}", name, mode, ttl, wait, owner, session,
-                                  metadata, idempotent=session is not None and mode == "write")
+                                  metadata, min_hold, idempotent=session is not None and mode == "write")
 
     @contextlib.contextmanager
     def rwlock(self, name: str, mode: str, **kw):
@@ -743,12 +755,14 @@ class Client:
     # Permits and read/write lock holds alike: the API's Hold, by token, under
     # the kind's path.
 
-    def _acquire_held(self, cls: type[_Held], op, name, extra, ttl, wait, owner, session, metadata, idempotent):
+    def _acquire_held(self, cls: type[_Held], op, name, extra, ttl, wait, owner, session, metadata, min_hold,
+                      idempotent):
         k = cls._KIND
 
         def send(wait, keep):
             body = _omit_none({k.extra: extra, "owner": owner, "ttl": format_duration(ttl), "session": session,
-                               "wait": format_duration(wait), "keep_place": keep or None, "metadata": metadata})
+                               "wait": format_duration(wait), "keep_place": keep or None,
+                               "min_hold": format_duration(min_hold), "metadata": metadata})
             sent = time.monotonic()
             status, w = self._do(op, "POST", _held_path(k, name), body=body, idempotent=idempotent,
                                  timeout=self._t.timeout + duration_seconds(wait))

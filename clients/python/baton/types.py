@@ -133,11 +133,12 @@ class LockInfo:
     acquired_at: datetime.datetime | None = None
     expires_at: datetime.datetime | None = None
     lock_delay: float | None = None
+    min_hold: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     waiters: list[Waiter] = field(default_factory=list)
     set: list[str] = field(default_factory=list)
     _convert = {
-        "ttl": parse_duration, "lock_delay": parse_duration, "acquired_at": parse_time,
+        "ttl": parse_duration, "lock_delay": parse_duration, "min_hold": parse_duration, "acquired_at": parse_time,
         "expires_at": parse_time, "metadata": _METADATA, "waiters": _list(Waiter), "set": _STRLIST,
     }
 
@@ -180,10 +181,11 @@ class LeaderInfo:
     elected_at: datetime.datetime | None = None
     expires_at: datetime.datetime | None = None
     lock_delay: float | None = None
+    min_hold: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
     _convert = {
-        "ttl": parse_duration, "lock_delay": parse_duration, "elected_at": parse_time,
+        "ttl": parse_duration, "lock_delay": parse_duration, "min_hold": parse_duration, "elected_at": parse_time,
         "expires_at": parse_time, "metadata": _METADATA, "candidates": _list(Candidate),
     }
 
@@ -204,8 +206,10 @@ class HoldInfo:
     ttl: float | None = None
     acquired_at: datetime.datetime | None = None
     expires_at: datetime.datetime | None = None
+    min_hold: float | None = None
     metadata: dict[str, str] = field(default_factory=dict)
-    _convert = {"ttl": parse_duration, "acquired_at": parse_time, "expires_at": parse_time, "metadata": _METADATA}
+    _convert = {"ttl": parse_duration, "acquired_at": parse_time, "expires_at": parse_time, "min_hold": parse_duration,
+                "metadata": _METADATA}
 
 
 # A permit is a Hold: the name the semaphores' API first gave it.

@@ -1,6 +1,7 @@
 """Locks against a live baton: acquire, release, the holder in a held
 error, loss within a second, the context manager."""
 
+import datetime
 import os
 import queue
 import sys
@@ -79,6 +80,22 @@ class LockTest(LiveTest):
         with self.assertRaises(baton.TokenMismatchError):
             self.c.release(name, old.token)
         self.assertFalse(lk.lost.wait(0.2))
+
+    def test_a_release_inside_the_at_least_window_keeps_the_lock_until_its_end(self):
+        name = self.name()
+        lk = self.c.acquire(name, min_hold=datetime.timedelta(seconds=60))
+        self.assertEqual(lk.info.min_hold, 60.0)
+        lk.release()
+        with self.assertRaises(baton.HeldError) as cm:
+            self.client().acquire(name)
+        e = cm.exception
+        self.assertEqual((e.code, e.status), ("lock_held", 409))
+        self.assertIsNotNone(e.retry_after)
+        self.assertTrue(0 < e.retry_after <= 60, e.retry_after)
+        with self.assertRaises(baton.NotHeldError) as cm:
+            self.c.get(name)
+        end = lk.info.acquired_at + datetime.timedelta(seconds=60)
+        self.assertEqual(cm.exception.problem.delayed_until, end)
 
     def test_renewal_keeps_a_short_lock_held_past_its_ttl(self):
         name = self.name()

@@ -40,16 +40,17 @@ class TypesTest(unittest.TestCase):
 
     def test_the_request_bodies_sent_are_what_the_api_takes(self):
         # The members each call sends, as in baton/client.py.
-        sent = {"AcquireRequest": {"owner", "ttl", "session", "wait", "keep_place", "lock_delay", "metadata"},
+        sent = {"AcquireRequest": {"owner", "ttl", "session", "wait", "keep_place", "lock_delay", "min_hold",
+                                   "metadata"},
                 "CampaignRequest": {"candidate", "value", "ttl", "session", "wait", "keep_place", "lock_delay",
-                                    "metadata"},
+                                    "min_hold", "metadata"},
                 "FencedRequest": {"token", "value", "lock", "election", "rwlock"},
                 "SessionRequest": {"owner", "ttl"}, "RenewRequest": {"token"},
                 "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
-                "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "keep_place", "metadata"},
-                "RWRequest": {"mode", "owner", "ttl", "session", "wait", "keep_place", "metadata"},
+                "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "keep_place", "min_hold", "metadata"},
+                "RWRequest": {"mode", "owner", "ttl", "session", "wait", "keep_place", "min_hold", "metadata"},
                 "HoldRevokeRequest": {"token", "reason"}, "YieldRequest": {"owner", "reason", "token"},
-                "LockSetRequest": {"names", "owner", "ttl", "session", "wait", "metadata"},
+                "LockSetRequest": {"names", "owner", "ttl", "session", "wait", "min_hold", "metadata"},
                 "LockSetTokenRequest": {"names", "token"},
                 "PutKeyRequest": {"value", "if_revision", "session", "lock", "election", "semaphore", "rwlock", "token"},
                 "DeleteKeyRequest": {"lock", "election", "semaphore", "rwlock", "token"}}
