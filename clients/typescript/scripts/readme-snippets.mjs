@@ -19,6 +19,7 @@ declare const url: string;
 declare function doTheWork(lost: AbortSignal): Promise<void>;
 declare function reconcile(opts: { signal: AbortSignal }): Promise<number>;
 declare function runJob(opts: { fence: number; signal: AbortSignal }): Promise<void>;
+declare function runReport(): Promise<void>;
 declare function readCatalog(): Promise<unknown>;
 declare function rebuild(catalog: unknown): unknown;
 `;

@@ -88,6 +88,12 @@ export interface AcquireOptions extends CallOptions {
   session?: string;
   /** When this hold ends by expiry or revoke (not release), nobody may take the lock for this long. */
   lockDelay?: Duration;
+  /**
+   * The hold's at-least window, up to 24 h: however early it ends (a
+   * release, an expiry, a revoke), nobody else is granted it before its
+   * acquired_at plus minHold; their refusal carries retryAfter.
+   */
+  minHold?: Duration;
   /** Shown with the lock: at most 16 pairs, 4 KiB in all. */
   metadata?: Record<string, string>;
 }
@@ -102,6 +108,8 @@ export interface LockSetOptions extends CallOptions {
   owner?: string;
   /** Puts the set's locks in a session: they live and die with it. */
   session?: string;
+  /** Each lock of the set's at-least window (AcquireOptions.minHold). */
+  minHold?: Duration;
   /** Shown with every lock of the set: at most 16 pairs, 4 KiB in all. */
   metadata?: Record<string, string>;
 }
@@ -121,6 +129,8 @@ export interface CampaignOptions extends CallOptions {
   candidate?: string;
   session?: string;
   lockDelay?: Duration;
+  /** The leadership's at-least window: nobody else leads before its elected_at plus minHold, however early it ends. */
+  minHold?: Duration;
   metadata?: Record<string, string>;
 }
 
@@ -137,6 +147,8 @@ export interface PermitOptions extends CallOptions {
   owner?: string;
   /** Puts the permit in a session: it lives and dies with it. */
   session?: string;
+  /** The permit's at-least window: its seat stays taken until its acquired_at plus minHold, however early it ends. */
+  minHold?: Duration;
   metadata?: Record<string, string>;
 }
 
@@ -153,6 +165,8 @@ export interface RWOptions extends CallOptions {
   owner?: string;
   /** Puts the hold in a session: it lives and dies with it. */
   session?: string;
+  /** The hold's at-least window, until its acquired_at plus minHold: a write hold's keeps everyone out, a read hold's writers. */
+  minHold?: Duration;
   metadata?: Record<string, string>;
 }
 
@@ -981,6 +995,7 @@ export class Client {
       ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
       session: o.session || undefined,
       lock_delay: o.lockDelay !== undefined ? toWire(o.lockDelay) : undefined,
+      min_hold: o.minHold !== undefined ? toWire(o.minHold) : undefined,
       metadata: o.metadata,
     };
     const { status, data: info, sent } = await this.inLine<LeaderInfo>(op, o, async (wait, keep, signal) => {
@@ -1315,12 +1330,13 @@ function waitTerms(wait: Duration | undefined, keep: boolean) {
 }
 
 /** The members of an acquire's body that every hold takes: who, how it lives, how long to wait. */
-function holdTerms(o: { owner?: string; ttl?: Duration; session?: string; wait?: Duration; metadata?: Record<string, string> }) {
+function holdTerms(o: { owner?: string; ttl?: Duration; session?: string; wait?: Duration; minHold?: Duration; metadata?: Record<string, string> }) {
   return {
     owner: o.owner || undefined,
     ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined,
     session: o.session || undefined,
     wait: o.wait !== undefined ? toWire(o.wait) : undefined,
+    min_hold: o.minHold !== undefined ? toWire(o.minHold) : undefined,
     metadata: o.metadata,
   };
 }

@@ -20,6 +20,8 @@ export interface LockInfo {
   /** When the lease runs out unless renewed, by the server's clock. */
   expires_at: string;
   lock_delay?: string;
+  /** The hold's at-least window: nobody else takes the lock before acquired_at plus this, however early the hold ends. */
+  min_hold?: string;
   metadata: Record<string, string>;
   /** The queue, first served first; only Client.get fills it in. */
   waiters?: Waiter[];
@@ -64,6 +66,8 @@ export interface LeaderInfo {
   elected_at?: string;
   expires_at?: string;
   lock_delay?: string;
+  /** The leadership's at-least window: nobody else leads before elected_at plus this. */
+  min_hold?: string;
   metadata: Record<string, string>;
   /** Those waiting, in the order they would lead; only Client.leader fills it in. */
   candidates?: Candidate[];
@@ -94,6 +98,8 @@ export interface HoldInfo {
   ttl: string;
   acquired_at: string;
   expires_at: string;
+  /** The hold's at-least window: its seat stays taken until acquired_at plus this, however early the hold ends. */
+  min_hold?: string;
   metadata: Record<string, string>;
 }
 

@@ -120,6 +120,20 @@ describe("locks", () => {
     await lk.release();
   });
 
+  test("a release inside the at-least window keeps the lock until the window's end", async () => {
+    const name = unique("min-hold");
+    const lk = await c.acquire(name, { minHold: "60s" });
+    assert.equal(lk.info.min_hold, "1m0s");
+    await lk.release();
+    const e = await c.acquire(name).then(() => assert.fail("acquired inside the window"), (e) => e);
+    assert.ok(e instanceof HeldError, `${e}`);
+    assert.equal(e.code, "lock_held");
+    assert.ok(e.retryAfter > 0 && e.retryAfter <= 60_000, `retryAfter ${e.retryAfter} ms`);
+    const free = await c.get(name).then(() => assert.fail("a released lock answered held"), (e) => e);
+    assert.ok(free instanceof NotHeldError, `${free}`);
+    assert.equal(Date.parse(free.problem.delayed_until), Date.parse(lk.info.acquired_at) + 60_000);
+  });
+
   test("withLock returns the callback's value and releases, also when it throws", async () => {
     const name = unique("with");
     const v = await c.withLock(name, { ttl: "10s" }, async (lk) => {
