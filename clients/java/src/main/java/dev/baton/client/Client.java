@@ -653,6 +653,7 @@ public final class Client implements AutoCloseable {
             put(body, "session", o.session);
             put(body, "wait", wait == null ? null : Durations.wire(wait));
             put(body, "keep_place", keep ? Boolean.TRUE : null);
+            put(body, "min_hold", o.minHold == null ? null : Durations.wire(o.minHold));
             put(body, "metadata", o.metadata);
             return new Req(op, "POST", electionPath(name) + "/campaign", null, body, o.session != null, waitTimeout(wait));
         }, r -> resignLeadership(name, LeaderInfo.from(r.obj()).token()));
@@ -1177,6 +1178,7 @@ public final class Client implements AutoCloseable {
         put(m, "session", o.session);
         put(m, "wait", wait == null ? null : Durations.wire(wait));
         put(m, "keep_place", keep ? Boolean.TRUE : null);
+        put(m, "min_hold", o.minHold == null ? null : Durations.wire(o.minHold));
         put(m, "metadata", o.metadata);
         return m;
     }

@@ -18,13 +18,14 @@ import java.util.Map;
  * @param ttl the lease's time to live
  * @param acquiredAt when it was granted
  * @param expiresAt when the lease runs out unless renewed
+ * @param minHold the at-least window: its seat stays taken until acquiredAt plus this, however early it ends; null without one
  * @param metadata the holder's labels
  */
 public record HoldInfo(String name, String owner, long token, long limit, String mode, String session, Duration ttl,
-        Instant acquiredAt, Instant expiresAt, Map<String, String> metadata) {
+        Instant acquiredAt, Instant expiresAt, Duration minHold, Map<String, String> metadata) {
     static HoldInfo from(Map<String, Object> m) {
         return new HoldInfo(Json.str(m, "name"), Json.str(m, "owner"), Json.lng(m, "token"), Json.lng(m, "limit"),
                 Wire.opt(m, "mode"), Wire.opt(m, "session"), Wire.duration(m, "ttl"), Wire.instant(m, "acquired_at"),
-                Wire.instant(m, "expires_at"), Json.stringMap(m, "metadata"));
+                Wire.instant(m, "expires_at"), Wire.duration(m, "min_hold"), Json.stringMap(m, "metadata"));
     }
 }

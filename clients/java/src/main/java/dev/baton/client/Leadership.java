@@ -64,7 +64,7 @@ public final class Leadership extends Hold {
         synchronized (this) {
             if (proclaims != seq) {
                 i = new LeaderInfo(i.name(), i.candidate(), info.value(), i.token(), i.term(), i.session(), i.ttl(), i.electedAt(),
-                        i.expiresAt(), i.lockDelay(), i.metadata(), i.candidates());
+                        i.expiresAt(), i.lockDelay(), i.minHold(), i.metadata(), i.candidates());
             }
             info = i;
         }

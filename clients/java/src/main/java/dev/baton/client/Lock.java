@@ -28,7 +28,7 @@ public final class Lock extends Hold {
     void record(LockInfo i) {
         info = i.metadata().isEmpty() && !info.metadata().isEmpty()
                 ? new LockInfo(i.name(), i.owner(), i.token(), i.session(), i.ttl(), i.acquiredAt(), i.expiresAt(), i.lockDelay(),
-                        info.metadata(), i.set(), i.waiters())
+                        i.minHold(), info.metadata(), i.set(), i.waiters())
                 : i;
     }
 }

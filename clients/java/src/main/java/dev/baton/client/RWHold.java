@@ -29,6 +29,6 @@ public final class RWHold extends Hold {
     void record(HoldInfo i) {
         HoldInfo old = info;
         info = i.mode() == null ? new HoldInfo(i.name(), i.owner(), i.token(), i.limit(), old.mode(), i.session(), i.ttl(),
-                i.acquiredAt(), i.expiresAt(), i.metadata()) : i;
+                i.acquiredAt(), i.expiresAt(), i.minHold(), i.metadata()) : i;
     }
 }

@@ -42,6 +42,20 @@ class LockTest {
     }
 
     @Test
+    void aReleaseInsideTheAtLeastWindowKeepsTheLockUntilItsEnd() {
+        String name = Live.name("minhold");
+        Lock lk = c.acquire(name, AcquireOptions.defaults().minHold(Duration.ofSeconds(60)));
+        assertEquals(Duration.ofSeconds(60), lk.info().minHold());
+        lk.release();
+        HeldException e = assertThrows(HeldException.class, () -> other.acquire(name, AcquireOptions.defaults()));
+        assertEquals("lock_held", e.code());
+        Duration after = e.retryAfter().orElseThrow();
+        assertTrue(!after.isNegative() && !after.isZero() && after.compareTo(Duration.ofSeconds(60)) <= 0, "retry after " + after);
+        NotHeldException free = assertThrows(NotHeldException.class, () -> c.getLock(name));
+        assertEquals(lk.info().acquiredAt().plus(Duration.ofSeconds(60)).toString(), free.problem().get("delayed_until"));
+    }
+
+    @Test
     void acquireHeldRelease() {
         String name = Live.name("lock");
         Lock lk = c.acquire(name, AcquireOptions.defaults().owner("first").ttl(Duration.ofSeconds(10)).metadata(Map.of("k", "v")));
