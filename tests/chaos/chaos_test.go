@@ -44,6 +44,8 @@ var (
 	flagSetLocks   = flag.Int("chaos.lockset-locks", 6, "the locks of the pool the lock sets take 2 or 3 of at a time (3 to 8)")
 	flagSetSharers = flag.Int("chaos.lockset-sharers", 2, "how many of the lock clients take single locks of the lock sets' pool instead of their own")
 
+	flagMinHold = flag.Duration("chaos.min-hold", 800*time.Millisecond, "the longest at-least window the windowed lock clients (odd IDs past the lock set sharers) and the acquires of every semaphore but the first ask for, each from half of it to it (0: none)")
+
 	flagKVClients = flag.Int("chaos.kv", 3, "concurrent key clients, spread over the nodes, beside the others (0: none)")
 	flagKVKeys    = flag.Int("chaos.kv-keys", 3, "the keys the key clients read and write")
 )
@@ -238,13 +240,16 @@ func runChaos(t *testing.T, seed uint64, p plan) {
 // them waiting in the lock's queue), renew, a fenced write, reads, and a
 // release, with the mistakes real clients make (releasing twice, stalling
 // past the TTL, abandoning a lock). The first -chaos.lockset-sharers of
-// them take the locks of the lock sets' pool, the others the run's locks.
+// them take the locks of the lock sets' pool, the others the run's locks;
+// of those, the odd ones ask for an at-least window with every acquire
+// (windowed), so the others meet windows and windowcheck checks them.
 func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 	d := &Driver{Client: id, Node: id % len(r.c.Nodes), Base: r.c.Nodes[id%len(r.c.Nodes)].URL(), TTL: ttl, H: r.h, HTTP: NewHTTPClient()}
 	locks := r.locks
 	if id < *flagSetSharers && *flagSetClients > 0 {
 		locks, d.Pool = r.pool, setPool
 	}
+	windowed := d.Pool == "" && id%2 == 1
 	// Requests already sent are not cut off when the run ends: their
 	// outcome must be recorded, not turned into an unknown.
 	rctx := context.WithoutCancel(ctx)
@@ -253,6 +258,10 @@ func (r *run) client(ctx context.Context, id int, rng *rand.Rand) {
 		var wait time.Duration // a quarter of the acquires wait in line
 		if rng.IntN(4) == 0 {
 			wait = 200*time.Millisecond + time.Duration(rng.Int64N(int64(1300*time.Millisecond)))
+		}
+		d.MinHold = 0
+		if windowed {
+			d.MinHold = window(rng)
 		}
 		a := d.AcquireWaiting(rctx, lock, fmt.Sprintf("c%d-%d", id, seq), wait)
 		if a.Result != check.OK {
@@ -567,6 +576,7 @@ func (r *run) check() {
 	for _, v := range check.CheckAudit(ops, events) {
 		t.Error("audit:", v)
 	}
+	r.checkWindows(ops, events)
 	for _, e := range events {
 		// Compaction waits for the trail's cursor, up to bounds no run
 		// reaches: a gap is a loss.

@@ -131,6 +131,18 @@
 // run settles they wait for every session to end, read every key and
 // put one more, so that the trail they check is whole.
 //
+// Some clients ask for at-least windows (min_hold, from half of
+// -chaos.min-hold to all of it, well below the TTL): the odd lock clients
+// that do not share the lock sets' pool, with every acquire, and the
+// acquires of every semaphore but the first (whose refusals stay strict:
+// a window keeps a seat, so a refusal beside one says nothing of the
+// permits held). Package windowcheck (tests/chaos/check/windowcheck)
+// holds the trail against them (CheckWindows: no grant of a lock inside
+// an earlier hold's window, however that hold ended, and no grant of a
+// semaphore that the seats held and the windows still open take past its
+// limit; a window starts at its acquired event's time, the hold's
+// acquired_at, and the nodes share one clock).
+//
 // TestChaos_TrailStopped runs the same workload and checks with another
 // nemesis: it halts every node's audit trail writer (the failpoint of a
 // baton built with -tags failpoints, testcluster.Node.HaltTrail) for three
@@ -149,7 +161,8 @@
 // the read/write lock clients (0: none), -chaos.locksets the lock set
 // clients (0: none), -chaos.lockset-locks the locks of their pool,
 // -chaos.lockset-sharers how many lock clients take single locks of it,
-// and -chaos.kv the key clients (0: none) and -chaos.kv-keys their keys.
+// -chaos.min-hold the longest at-least window (0: none), and -chaos.kv
+// the key clients (0: none) and -chaos.kv-keys their keys.
 // Two-minute seeds,
 // with go test's timeout lifted:
 //

@@ -58,6 +58,9 @@ type Driver struct {
 	HTTP   *http.Client
 	// Pool, when set, is the lock set pool every op of d is in (Op.Pool).
 	Pool string
+	// MinHold, when set, is the at-least window the next lock, permit or
+	// rwlock acquires ask for (Op.MinHold).
+	MinHold time.Duration
 }
 
 // NewHTTPClient is the client drivers use: its timeout is above baton's

@@ -12,17 +12,22 @@ import (
 )
 
 // The HTTP plumbing the lock, election, semaphore and read/write lock ops
-// share: an acquire is a POST of the owner, the TTL and the wait (when
-// waiting); a renew a POST of the token to path/renew; an end a DELETE
+// share: an acquire is a POST of the owner, the TTL, the wait (when
+// waiting) and the at-least window (when d has one); a renew a POST of the token to path/renew; an end a DELETE
 // of path?token=.
 
 // acquireAt sends op, an acquire, to path with body plus op's owner under
-// ownerKey, d's TTL and wait (0: not waiting), and records the wait in op.
+// ownerKey, d's TTL and MinHold and wait (0: not waiting), and records
+// the wait and the window in op.
 func (d *Driver) acquireAt(ctx context.Context, op check.Op, path string, body map[string]any, ownerKey string, wait time.Duration) (check.Op, []byte) {
 	body[ownerKey], body["ttl"] = op.Owner, d.TTL.String()
 	if wait > 0 {
 		op.Wait = wait.String()
 		body["wait"] = op.Wait
+	}
+	if d.MinHold > 0 {
+		op.MinHold = d.MinHold.String()
+		body["min_hold"] = op.MinHold
 	}
 	return d.do(ctx, op, http.MethodPost, path, body)
 }

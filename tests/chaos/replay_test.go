@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-dev/baton/tests/chaos/check"
 	"github.com/baton-dev/baton/tests/chaos/check/kvcheck"
+	"github.com/baton-dev/baton/tests/chaos/check/windowcheck"
 )
 
 var flagReplay = flag.String("chaos.replay", "", "a run's folder (history.json, audit.json): check it again instead of running anything")
@@ -30,6 +31,9 @@ func TestReplay(t *testing.T) {
 	var events []check.AuditEvent
 	if _, err := os.Stat(filepath.Join(*flagReplay, "audit.json")); err == nil {
 		readJSON(t, filepath.Join(*flagReplay, "audit.json"), &events)
+		for _, v := range windowcheck.CheckWindows(ops, events) {
+			t.Error("at-least windows:", v)
+		}
 		for _, v := range check.CheckAudit(ops, events) {
 			t.Error("audit:", v)
 		}

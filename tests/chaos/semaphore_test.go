@@ -23,10 +23,12 @@ const permitWait = 2 * time.Second
 type semaphore struct {
 	name  string
 	limit int
-	// waits is whether its acquires may wait in line. The first
-	// semaphore's never do: its queue stays empty, so each of its
-	// refusals says every permit was held, and the model checks that.
-	waits bool
+	// waits is whether its acquires may wait in line, and windowed
+	// whether they ask for an at-least window. The first semaphore's do
+	// neither: its queue stays empty and no window keeps a seat, so each
+	// of its refusals says every permit was held, and the model checks
+	// that.
+	waits, windowed bool
 }
 
 // semaphores are the workload's semaphores, one per limit of
@@ -38,7 +40,7 @@ func semaphores() ([]semaphore, error) {
 		if err != nil || n < 1 || n > check.MaxModelLimit {
 			return nil, fmt.Errorf("-chaos.semaphore-limits: %q is not a limit from 1 to %d", f, check.MaxModelLimit)
 		}
-		out = append(out, semaphore{name: fmt.Sprintf("sem-%d", i), limit: n, waits: i > 0 && *flagSemWaits})
+		out = append(out, semaphore{name: fmt.Sprintf("sem-%d", i), limit: n, waits: i > 0 && *flagSemWaits, windowed: i > 0})
 	}
 	return out, nil
 }
@@ -57,7 +59,12 @@ func (r *run) semaphoreClient(ctx context.Context, id int, rng *rand.Rand) {
 		if sem.waits && rng.IntN(2) == 0 {
 			wait = permitWait/4 + time.Duration(rng.Int64N(int64(permitWait*3/4)))
 		}
-		// Owners are unique, so the trail settles every Unknown acquire.
+		d.MinHold = 0
+		if sem.windowed {
+			d.MinHold = window(rng)
+		}
+		// Owners are unique, so the trail settles every Unknown acquire,
+		// and windowcheck finds the window each grant asked for.
 		a := d.AcquirePermit(rctx, sem.name, fmt.Sprintf("s%d-%d", id, seq), sem.limit, wait)
 		return turn{a, func() { d.GetSemaphore(rctx, sem.name) }, func() { r.holdPermit(ctx, d, rng, sem.name, a.OutToken) }}
 	})

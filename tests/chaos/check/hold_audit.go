@@ -67,7 +67,10 @@ func resolveHolds(k holdKind, ops []Op, events []AuditEvent) []Op {
 		}
 		name := k.of(op)
 		uses[holdOwner{name, op.Owner}]++
-		if op.Wait != "" && op.Result != Failed {
+		// An acquire with an at-least window keeps its seat after it
+		// ends, so a refusal after it says no more than one behind a
+		// waiter does.
+		if (op.Wait != "" || op.MinHold != "") && op.Result != Failed {
 			if at, ok := firstWait[name]; !ok || op.Call < at {
 				firstWait[name] = op.Call
 			}

@@ -44,6 +44,9 @@ type Op struct {
 	Value string   `json:"value,omitempty"` // the value sent (fput, campaign, proclaim; a kv-put's JSON)
 	// Wait is a waiting acquire's or campaign's wait ("" for none).
 	Wait string `json:"wait,omitempty"`
+	// MinHold is the at-least window an acquire asked for ("" for none):
+	// package windowcheck holds the trail's grants against it.
+	MinHold string `json:"min_hold,omitempty"`
 	// Key is a key op's key (Lock empty but for a fenced kv-put, whose
 	// fence Lock and Token are). Session is the session a kv-put binds
 	// the key to, and a session op's; IfRevision a compare's if_revision
@@ -264,15 +267,18 @@ const (
 // hand-made trails), an election's have Kind "election", Term, and on
 // elected and proclaimed the leader's Value.
 type AuditEvent struct {
-	Revision int64           `json:"revision"`
-	Type     string          `json:"type"`
-	Kind     string          `json:"kind,omitempty"`
-	Name     string          `json:"name,omitempty"`
-	Lock     string          `json:"lock"`
-	Owner    string          `json:"owner"`
-	Token    int64           `json:"token"`
-	Term     int64           `json:"term,omitempty"`
-	Value    json.RawMessage `json:"value,omitempty"`
+	Revision int64 `json:"revision"`
+	// Time is when the event happened by the node's clock, to the
+	// millisecond: an acquired event's is the hold's acquired_at.
+	Time  time.Time       `json:"time"`
+	Type  string          `json:"type"`
+	Kind  string          `json:"kind,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Lock  string          `json:"lock"`
+	Owner string          `json:"owner"`
+	Token int64           `json:"token"`
+	Term  int64           `json:"term,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
 	// Limit is a semaphore's acquired event's: the limit the permit was
 	// granted under. Detail says, on an expiry the recorder wrote, at
 	// which revision etcd deleted the hold.

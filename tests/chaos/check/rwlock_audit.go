@@ -17,8 +17,9 @@ import (
 //   - An acquire OK's hold is mortal unless the trail ends it as
 //     released.
 //   - A refusal is strict when it did not wait and no waiting acquire of
-//     its rwlock (answered or not, but not Failed) was called before it
-//     returned: the queue was empty all along, so something held was in
+//     its rwlock, nor one with an at-least window (answered or not, but
+//     not Failed), was called before it returned: the queue was empty
+//     and no window kept anyone out all along, so something held was in
 //     its way.
 //   - The holders a refusal's answer shows were read after the refusal,
 //     in the same request: each such read becomes an rw-get OK of its

@@ -15,9 +15,10 @@ import (
 //   - An acquire OK's permit is mortal unless the trail ends it as
 //     released: only then may SemaphoreModel let it vanish unseen.
 //   - A refusal is strict when it did not wait and no waiting acquire of
-//     its semaphore (answered or not, but not Failed) was called before
-//     it returned: its semaphore's queue was empty all along, so the
-//     refusal says every permit was held.
+//     its semaphore, nor one with an at-least window (answered or not,
+//     but not Failed), was called before it returned: its semaphore's
+//     queue was empty and no window kept a seat all along, so the refusal
+//     says every permit was held.
 //   - The holders a refusal's answer shows were read after the refusal,
 //     in the same request: each such read becomes a sem-get OK of its
 //     own over the refusal's interval (ID past every op's), the refusal
