@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -234,7 +233,7 @@ func (a *API) getElection(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/elections [get]
 func (a *API) listElections(c echo.Context) error {
-	o, err := listOptions(c)
+	o, err := request.ListOptions(c)
 	if err != nil {
 		return err
 	}
@@ -334,7 +333,7 @@ func (a *API) renewLeadership(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/leader [delete]
 func (a *API) resign(c echo.Context) error {
-	tok, err := tokenQuery(c, "/v1/elections/{name}/leader")
+	tok, err := request.Token(c, "/v1/elections/{name}/leader")
 	if err != nil {
 		return err
 	}
@@ -433,14 +432,9 @@ func (a *API) revokeLeadership(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/elections/{name}/observe [get]
 func (a *API) observe(c echo.Context) error {
-	var since int64
-	resume := false
-	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
-		n, err := strconv.ParseInt(h, 10, 64)
-		if err != nil || n < 0 {
-			return badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
-		}
-		since, resume = n, true
+	since, resume, err := request.LastEventID(c)
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	name := request.PathParam(c, "name")

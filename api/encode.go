@@ -132,6 +132,14 @@ func appendSession(b []byte, s *Session) []byte {
 	b = jsonw.AppendNames(b, `,"elections":[`, s.Elections)
 	b = jsonw.AppendNames(b, `,"semaphores":[`, s.Semaphores)
 	b = jsonw.AppendNames(b, `,"rwlocks":[`, s.RWLocks)
+	if s.Bind != "" {
+		b = append(b, `,"bind":`...)
+		b = jsonw.AppendString(b, s.Bind)
+	}
+	if s.Grace != "" {
+		b = append(b, `,"grace":`...)
+		b = jsonw.AppendString(b, s.Grace)
+	}
 	return append(b, '}')
 }
 

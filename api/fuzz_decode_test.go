@@ -30,7 +30,7 @@ var bodyKinds = []bodyKind{
 	{"acquire", func() any { return new(AcquireRequest) }, []string{"owner", "ttl", "session", "wait", "keep_place", "lock_delay", "min_hold", "metadata"}, true},
 	{"renew", func() any { return new(RenewRequest) }, []string{"token"}, false},
 	{"revoke", func() any { return new(RevokeRequest) }, []string{"reason"}, true},
-	{"session", func() any { return new(SessionRequest) }, []string{"ttl", "owner"}, true},
+	{"session", func() any { return new(SessionRequest) }, []string{"ttl", "owner", "bind", "grace"}, true},
 	{"fenced", func() any { return new(FencedRequest) }, []string{"token", "value", "lock"}, false},
 	{"session renew", func() any { return new(struct{}) }, nil, true},
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,7 +101,7 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
-	o, err := subscribeOptions(c)
+	o, err := request.SubscribeOptions(c)
 	if err != nil {
 		return err
 	}
@@ -153,27 +152,6 @@ func (a *API) openStream(c echo.Context) (send func([]byte) error, ok bool) {
 	h.Set("X-Accel-Buffering", "no") // no buffering in nginx
 	w.WriteHeader(http.StatusOK)
 	return send, send([]byte("retry: 2000\n\n")) == nil
-}
-
-// subscribeOptions reads an event stream's filters and where it starts.
-// since is exclusive: since=0 replays every retained event; without since
-// (or Last-Event-ID, which wins) only live events come.
-func subscribeOptions(c echo.Context) (trail.SubscribeOptions, error) {
-	q := request.Query(c)
-	since, replay, err := request.Int(q, "since", 0, 1<<62)
-	if err != nil {
-		return trail.SubscribeOptions{}, err
-	}
-	if h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); h != "" {
-		n, err := strconv.ParseInt(h, 10, 64)
-		if err != nil || n < 0 {
-			return trail.SubscribeOptions{}, badRequest("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
-		}
-		since, replay = n, true
-	}
-	return trail.SubscribeOptions{
-		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
-	}, nil
 }
 
 // streamWith sends sub's events, each rendered by appendEv, and a

@@ -310,7 +310,7 @@ func (a *API) deleteKey(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/kv/events [get]
 func (a *API) keyEvents(c echo.Context) error {
-	o, err := subscribeOptions(c)
+	o, err := request.SubscribeOptions(c)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"math"
 	"net/http"
 	"time"
 
@@ -120,21 +119,6 @@ func toWaiters(ws []lock.Waiter) []Waiter {
 	return out
 }
 
-// listOptions reads a listing's query: prefix, limit and cursor.
-func listOptions(c echo.Context) (lock.ListOptions, error) {
-	q, limit, err := request.List(c, lock.MaxListLimit)
-	if err != nil {
-		return lock.ListOptions{}, err
-	}
-	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
-	if cur := q.Get("cursor"); cur != "" {
-		if o.After, err = request.DecodeCursor(cur, lock.ValidName); err != nil {
-			return lock.ListOptions{}, err
-		}
-	}
-	return o, nil
-}
-
 // listLocks godoc
 //
 //	@Summary		List held locks
@@ -149,7 +133,7 @@ func listOptions(c echo.Context) (lock.ListOptions, error) {
 //	@Security		BearerAuth
 //	@Router			/v1/locks [get]
 func (a *API) listLocks(c echo.Context) error {
-	o, err := listOptions(c)
+	o, err := request.ListOptions(c)
 	if err != nil {
 		return err
 	}
@@ -221,7 +205,7 @@ func (a *API) renew(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/locks/{name} [delete]
 func (a *API) release(c echo.Context) error {
-	tok, err := tokenQuery(c, "/v1/locks/{name}")
+	tok, err := request.Token(c, "/v1/locks/{name}")
 	if err != nil {
 		return err
 	}
@@ -280,16 +264,4 @@ func (a *API) clearDelay(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// tokenQuery reads the token query parameter that DELETE path requires.
-func tokenQuery(c echo.Context, path string) (int64, error) {
-	tok, ok, err := request.Int(request.Query(c), "token", 1, math.MaxInt64)
-	if err != nil {
-		return 0, err
-	}
-	if !ok {
-		return 0, badRequest("token", "the token query parameter is required: DELETE "+path+"?token=4711")
-	}
-	return tok, nil
 }

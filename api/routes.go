@@ -64,6 +64,7 @@ func (a *API) Routes() []Route {
 		{Method: get, Path: "/v1/sessions/:id", Handler: a.getSession, Role: auth.Read, Leader: true},
 		{Method: post, Path: "/v1/sessions/:id/renew", Handler: a.renewSession, Role: auth.Write, Leader: true},
 		{Method: del, Path: "/v1/sessions/:id", Handler: a.deleteSession, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/sessions/:id/stream", Handler: a.sessionStream, Role: auth.Write, Stream: true, Leader: true},
 
 		{Method: get, Path: "/v1/locks", Handler: a.listLocks, Role: auth.Read, Query: list, Leader: true},
 		{Method: post, Path: "/v1/locks/:name", Handler: a.acquire, Role: auth.Write, Leader: true},

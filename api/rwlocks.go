@@ -150,7 +150,7 @@ func (a *API) getRWLock(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks [get]
 func (a *API) listRWLocks(c echo.Context) error {
-	o, err := listOptions(c)
+	o, err := request.ListOptions(c)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (a *API) renewRW(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/rwlocks/{name} [delete]
 func (a *API) releaseRW(c echo.Context) error {
-	tok, err := tokenQuery(c, "/v1/rwlocks/{name}")
+	tok, err := request.Token(c, "/v1/rwlocks/{name}")
 	if err != nil {
 		return err
 	}

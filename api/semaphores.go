@@ -194,7 +194,7 @@ func (a *API) getSemaphore(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores [get]
 func (a *API) listSemaphores(c echo.Context) error {
-	o, err := listOptions(c)
+	o, err := request.ListOptions(c)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (a *API) renewPermit(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/semaphores/{name} [delete]
 func (a *API) releasePermit(c echo.Context) error {
-	tok, err := tokenQuery(c, "/v1/semaphores/{name}")
+	tok, err := request.Token(c, "/v1/semaphores/{name}")
 	if err != nil {
 		return err
 	}

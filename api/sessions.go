@@ -38,7 +38,7 @@ type SessionList struct {
 //	@Tags			sessions
 //	@Accept			json
 //	@Produce		json
-//	@Param			request	body		api.SessionRequest	false	"TTL (default 30s, from 2s to 24h) and owner (default: the client's address)"
+//	@Param			request	body		api.SessionRequest	false	"TTL (default 30s, from 2s to 24h) and owner (default: the client's address); or bind stream, with its grace"
 //	@Success		201		{object}	api.Session
 //	@Failure		413		{object}	api.Problem	"body_too_large"
 //	@Failure		415		{object}	api.Problem	"unsupported_media_type"
@@ -55,7 +55,21 @@ func (a *API) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.eng.CreateSession(c.Request().Context(), owner(c, req.Owner), ttl)
+	bind, grace, err := sessionBind(req)
+	if err != nil {
+		return err
+	}
+	var s *lock.Session
+	switch {
+	case bind != "" && req.TTL != nil:
+		return badRequest("ttl", "ttl must be absent with bind stream: the session lives while its stream is open, and grace says how long after")
+	case bind != "":
+		s, err = a.eng.CreateStreamSession(c.Request().Context(), owner(c, req.Owner), grace)
+	case req.Grace != nil:
+		return badRequest("grace", "grace needs bind stream: a session that lives by its ttl has no grace")
+	default:
+		s, err = a.eng.CreateSession(c.Request().Context(), owner(c, req.Owner), ttl)
+	}
 	if err != nil {
 		return err
 	}

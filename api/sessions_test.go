@@ -191,3 +191,53 @@ func TestSession_ExpiredSessionAnswersSessionNotFoundAndEndsItsLocks(t *testing.
 		t.Fatalf("history %+v, want acquired and session_expired once each", evs)
 	}
 }
+
+// TestSession_BoundToAStream: a stream-bound session says so, its stream
+// answers attached then heartbeats, and it ends once the stream has been
+// closed for its grace.
+func TestSession_BoundToAStream(t *testing.T) {
+	s := newTestServer(t)
+	sess := testserver.WantJSON[api.Session](t, s.Do("POST", "/v1/sessions", `{"owner":"w1","bind":"stream","grace":"600ms"}`), http.StatusCreated)
+	if sess.Bind != "stream" || sess.Grace != "600ms" {
+		t.Fatalf("session %+v, want bound to a stream with grace 600ms", sess)
+	}
+	st := s.openStreamAt(t, "/v1/sessions/"+sess.ID+"/stream", "")
+	for _, want := range []string{"attached", "heartbeat"} {
+		select {
+		case m := <-st.msgs:
+			if m.Event != want {
+				t.Fatalf("stream message %+v, want %s", m, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s message", want)
+		}
+	}
+	testserver.WantJSON[api.Session](t, s.Do("GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
+	st.cancel()
+	poll.Until(t, 10*time.Second, "the session ends after its grace", func() bool {
+		return s.Do("GET", "/v1/sessions/"+sess.ID, "").Status == http.StatusNotFound
+	})
+	testserver.WantProblem(t, s.Do("GET", "/v1/sessions/"+sess.ID+"/stream", ""), http.StatusNotFound, "session_not_found")
+}
+
+func TestSession_BindBadInputIsRefusedNamingTheField(t *testing.T) {
+	s := newTestServer(t)
+	ttl := s.createSession(`{"ttl":"30s"}`)
+	for _, c := range []struct{ method, path, body, field string }{
+		{"POST", "/v1/sessions", `{"bind":"tcp"}`, "bind"},
+		{"POST", "/v1/sessions", `{"bind":"stream","grace":"100ms"}`, "grace"},
+		{"POST", "/v1/sessions", `{"bind":"stream","grace":"2m"}`, "grace"},
+		{"POST", "/v1/sessions", `{"bind":"stream","ttl":"30s"}`, "ttl"},
+		{"POST", "/v1/sessions", `{"grace":"2s"}`, "grace"},
+		{"GET", "/v1/sessions/" + ttl.ID + "/stream", "", "session"},
+	} {
+		before := s.Keys()
+		p := testserver.WantProblem(t, s.Do(c.method, c.path, c.body), http.StatusBadRequest, "invalid_request")
+		if p.Field != c.field {
+			t.Errorf("%s %s %s: field %q, want %q (%s)", c.method, c.path, c.body, p.Field, c.field, p.Detail)
+		}
+		if after := s.Keys(); len(after) != len(before) {
+			t.Errorf("%s %s %s wrote to etcd", c.method, c.path, c.body)
+		}
+	}
+}

@@ -115,6 +115,12 @@ type Session struct {
 	// read/write locks it holds.
 	Semaphores []string `json:"semaphores,omitempty"`
 	RWLocks    []string `json:"rwlocks,omitempty"`
+	// Bind is "stream" for a session that lives while its stream is
+	// open (GET /v1/sessions/{id}/stream), and Grace how long after its
+	// last stream closed it ends; both absent for a session that lives
+	// by its ttl.
+	Bind  string `json:"bind,omitempty" example:"stream" enums:"stream"`
+	Grace string `json:"grace,omitempty" example:"2s"`
 }
 
 func toSession(s *lock.Session) *Session {
@@ -122,8 +128,12 @@ func toSession(s *lock.Session) *Session {
 	if locks == nil {
 		locks = []string{}
 	}
-	return &Session{ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt), Locks: locks,
-		Elections: s.Elections, Semaphores: s.Semaphores, RWLocks: s.RWLocks}
+	out := &Session{ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt), Locks: locks,
+		Elections: s.Elections, Semaphores: s.Semaphores, RWLocks: s.RWLocks, Bind: s.Bind}
+	if s.Grace > 0 {
+		out.Grace = s.Grace.String()
+	}
+	return out
 }
 
 // Event is an entry of the audit trail.
@@ -282,6 +292,14 @@ type SessionRequest struct {
 	// Owner labels the session for people and the audit trail: 1-128
 	// printable characters. Absent, it is the client's address.
 	Owner *string `json:"owner,omitempty" minLength:"1" maxLength:"128" example:"worker-1"`
+	// Bind "stream" makes a session that lives while its stream (GET
+	// /v1/sessions/{id}/stream) is open on some node, instead of by its
+	// ttl, which must then be absent.
+	Bind *string `json:"bind,omitempty" example:"stream" enums:"stream"`
+	// Grace is how long a stream-bound session outlives its last
+	// stream's close (and how long its first stream has to attach): a
+	// duration from 500ms to 1m, 2s when absent. Only with bind.
+	Grace *string `json:"grace,omitempty" example:"2s"`
 }
 
 // FencedRequest is the body of PUT /v1/fenced/{resource}.

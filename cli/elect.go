@@ -19,6 +19,7 @@ func electCmd(g *globals) *cobra.Command {
 	var value string
 	var st stopping
 	var onYield string
+	var bind bool
 	c := &cobra.Command{
 		Use:   "elect [flags] NAME -- CMD [ARGS...]",
 		Short: "Run a command only while leading an election",
@@ -39,7 +40,10 @@ for longer than the TTL), elect sends CMD SIGTERM, then SIGKILL after
 --kill-after, and exits with code 10, within a second of a revoke or an
 expiry. If someone leads and --wait runs out, elect exits with code 3
 without running CMD. With --on-yield SIGNAL, a request that the leader
-yield ("baton yield --election NAME") sends CMD that signal, as for exec.`,
+yield ("baton yield --election NAME") sends CMD that signal, as for exec.
+With --bind [--grace D], the leadership is taken in a session tied to
+elect's own stream, as for exec: if elect dies, the next candidate leads
+about --grace later, not a TTL later.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || cmd.ArgsLenAtDash() != 1 {
 				return usagef("usage: baton elect [flags] NAME -- CMD [ARGS...]")
@@ -48,6 +52,9 @@ yield ("baton yield --election NAME") sends CMD that signal, as for exec.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
+			if st, err = bindOf(st, bind, cmd); err != nil {
+				return err
+			}
 			if st.onYield, err = yieldSignal(onYield); err != nil {
 				return err
 			}
@@ -69,6 +76,7 @@ yield ("baton yield --election NAME") sends CMD that signal, as for exec.`,
 	f.DurationVar(&o.LockDelay, "lock-delay", 0, "nobody leads for this long after an expiry or revoke")
 	f.DurationVar(&st.killAfter, "kill-after", 10*time.Second, "after leadership is lost, wait this long after SIGTERM before SIGKILL")
 	f.StringVar(&onYield, "on-yield", "", "when the leader is asked to yield (baton yield --election), send CMD this signal: INT, TERM, HUP, QUIT, USR1 or USR2")
+	bindFlags(f, &st, &bind)
 	return c
 }
 

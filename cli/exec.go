@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/baton-dev/baton/client"
 )
@@ -28,6 +29,7 @@ func execCmd(g *globals) *cobra.Command {
 	var o client.AcquireOptions
 	var st stopping
 	var onYield string
+	var bind bool
 	var permits int
 	var read, write bool
 	c := &cobra.Command{
@@ -90,7 +92,14 @@ granted, however soon CMD exits (the hold's min_hold): the recipe for a
 job that cron starts on every host, to run once per window. The first
 host to fire runs CMD; a host whose cron fires seconds later, even after
 CMD finished, finds the lock taken and exits with code 3 without running
-CMD. D is at most 24h.`,
+CMD. D is at most 24h.
+
+With --bind, exec takes the lock in a session tied to its own stream to
+baton, as a ZooKeeper client's session is to its connection: if exec dies
+(kill -9, a crash, a lost network), the lock ends --grace later (2s by
+default, 500ms to 1m), not a TTL later, and the next waiter gets it then.
+exec keeps the stream open, on another node if one fails, and deletes the
+session when CMD exits. Not for a lock set (several NAMEs).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash < 1 || len(args) <= dash {
 				return usagef("usage: baton exec [flags] NAME [NAME...] -- CMD [ARGS...]")
@@ -102,6 +111,12 @@ CMD. D is at most 24h.`,
 			var err error
 			if st.onYield, err = yieldSignal(onYield); err != nil {
 				return err
+			}
+			if st, err = bindOf(st, bind, cmd); err != nil {
+				return err
+			}
+			if len(names) > 1 && bind {
+				return usagef("--bind takes one NAME")
 			}
 			if len(names) > 1 {
 				if err := setFlags(cmd, read, write, o.LockDelay); err != nil {
@@ -147,6 +162,7 @@ CMD. D is at most 24h.`,
 	f.DurationVar(&o.MinHold, "at-least", 0, "keep the lock taken until this long after the grant, however soon CMD exits: run once per window")
 	f.DurationVar(&st.killAfter, "kill-after", 10*time.Second, "after the lock is lost, wait this long after SIGTERM before SIGKILL")
 	f.StringVar(&onYield, "on-yield", "", "when the hold is asked to yield (baton yield), send CMD this signal: INT, TERM, HUP, QUIT, USR1 or USR2")
+	bindFlags(f, &st, &bind)
 	f.IntVar(&permits, "permits", 0, "NAME is a semaphore of this many permits: run holding one of them")
 	f.BoolVar(&read, "read", false, "NAME is a read/write lock: run under a read hold, shared with other readers")
 	f.BoolVar(&write, "write", false, "NAME is a read/write lock: run under its write hold, alone")
@@ -194,6 +210,27 @@ type heldRun struct {
 type stopping struct {
 	killAfter time.Duration
 	onYield   os.Signal
+	// bound, when set, is the grace of a stream-bound session the hold is
+	// taken in (--bind): if this process dies, the hold ends that long
+	// after, not a TTL after.
+	bound time.Duration
+}
+
+// bindFlags adds --bind and --grace, which set st.bound.
+func bindFlags(f *pflag.FlagSet, st *stopping, bind *bool) {
+	f.BoolVar(bind, "bind", false, "take the hold in a session tied to this process's stream: if the process dies, it ends after --grace, not the TTL")
+	f.DurationVar(&st.bound, "grace", client.DefaultStreamGrace, "with --bind: how long the hold outlives this process's stream (500ms to 1m)")
+}
+
+// bindOf is st with bound cleared unless --bind was given.
+func bindOf(st stopping, bind bool, cmd *cobra.Command) (stopping, error) {
+	if !bind {
+		if cmd.Flags().Changed("grace") {
+			return st, usagef("--grace needs --bind")
+		}
+		st.bound = 0
+	}
+	return st, nil
 }
 
 // signalNames are the forwarded signals by name, without SIG.
@@ -374,6 +411,26 @@ func longWait(ctx context.Context, cl *client.Client, wait time.Duration, owner 
 	}, nil
 }
 
+// bindSession gives the hold a session bound to this process's stream,
+// with grace (--bind): sw's session and ttl are set to it and 0. Its
+// stream is held while the command runs, and end deletes it, which
+// releases the hold at once. A long wait waits at its place in line.
+func bindSession(ctx context.Context, sw *sessionWait, grace time.Duration) (end func(), err error) {
+	if *sw.session != "" {
+		return nil, usagef("--bind makes a session of its own: it takes no --session")
+	}
+	ss, err := sw.cl.OpenStreamSession(ctx, sw.owner, grace)
+	if err != nil {
+		return nil, err
+	}
+	*sw.session, *sw.ttl = ss.ID(), 0
+	return func() {
+		ectx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer done()
+		_ = ss.Close(ectx)
+	}, nil
+}
+
 // sessionWait is what longWait needs of a hold's options: nil for a hold
 // that never waits longer than one request (a lock set's).
 type sessionWait struct {
@@ -392,7 +449,12 @@ func take[H kept](ctx context.Context, r *heldRun, sw *sessionWait, acquire func
 	actx, cancel := r.untilSignal(ctx)
 	defer cancel()
 	end = func() {}
-	if sw != nil {
+	switch {
+	case sw != nil && r.bound > 0:
+		if end, err = bindSession(actx, sw, r.bound); err != nil {
+			return h, nil, err
+		}
+	case sw != nil:
 		if end, err = longWait(actx, sw.cl, sw.wait, sw.owner, sw.session, sw.ttl); err != nil {
 			return h, nil, err
 		}

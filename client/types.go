@@ -63,6 +63,11 @@ type Session struct {
 	Elections  []string
 	Semaphores []string
 	RWLocks    []string
+	// Bind is "stream" for a session that lives while its stream is open
+	// (SessionOptions.Bind), and Grace how long after its stream closed
+	// it ends; empty for a session that lives by its TTL.
+	Bind  string
+	Grace time.Duration
 }
 
 // Event is an entry of the audit trail.
@@ -239,13 +244,15 @@ type wireSession struct {
 	Elections  []string     `json:"elections"`
 	Semaphores []string     `json:"semaphores"`
 	RWLocks    []string     `json:"rwlocks"`
+	Bind       string       `json:"bind"`
+	Grace      wireDuration `json:"grace"`
 }
 
 func (w *wireSession) session() *Session {
 	return &Session{
 		ID: w.ID, Owner: w.Owner, TTL: time.Duration(w.TTL),
 		CreatedAt: time.Time(w.CreatedAt), ExpiresAt: time.Time(w.ExpiresAt), Locks: w.Locks, Elections: w.Elections,
-		Semaphores: w.Semaphores, RWLocks: w.RWLocks,
+		Semaphores: w.Semaphores, RWLocks: w.RWLocks, Bind: w.Bind, Grace: time.Duration(w.Grace),
 	}
 }
 

@@ -13,6 +13,20 @@ import (
 type (
 	Session            = session.Session
 	SessionListOptions = session.ListOptions
+	// SessionStream is a stream of a stream-bound session open on this
+	// node (AttachSessionStream).
+	SessionStream = session.Stream
+)
+
+// BindStream binds a session to a stream (CreateStreamSession);
+// SessionKeepAliveEvery is how often a node serving its stream calls
+// SessionStream.KeepAlive.
+// MinStreamGrace and MaxStreamGrace bound its grace.
+const (
+	BindStream            = session.BindStream
+	SessionKeepAliveEvery = session.KeepAliveEvery
+	MinStreamGrace        = session.MinGrace
+	MaxStreamGrace        = session.MaxGrace
 )
 
 // CreateSession grants a lease of ttl (0 means Config.DefaultTTL) that
@@ -22,7 +36,29 @@ type (
 // (a *LimitError), checked in constant time against the engine's tally
 // (lock/internal/caps), so the cap is approximate as CountRefresh says.
 func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
-	return e.sessions.Create(ctx, owner, ttl)
+	return e.sessions.Create(ctx, owner, ttl, "", 0)
+}
+
+// CreateStreamSession creates a session bound to a stream, as
+// ZooKeeper's is to its connection: it lives while a stream of it is
+// open on some node (AttachSessionStream), and ends, with every hold in
+// it (session_expired), once none has been open for grace (0 means 2s;
+// from 500ms to 1m). Its first stream has the grace to attach. Its lease
+// is kept alive only by a node serving its stream, so a node that dies
+// ends it by the lease's TTL: the grace and a keep-alive, in whole
+// seconds, and at least MinTTL.
+func (e *Engine) CreateStreamSession(ctx context.Context, owner string, grace time.Duration) (*Session, error) {
+	return e.sessions.Create(ctx, owner, 0, BindStream, grace)
+}
+
+// AttachSessionStream opens a stream of the stream-bound session id on
+// this node. Its server calls KeepAlive every session.KeepAliveEvery
+// while the stream is open, and Close when it closes, which starts the
+// grace. ErrSessionNotFound when the session is gone or ended by its
+// grace; an *InvalidError naming session for a session not bound to a
+// stream.
+func (e *Engine) AttachSessionStream(ctx context.Context, id string) (*SessionStream, error) {
+	return e.sessions.Attach(ctx, id)
 }
 
 // GetSession returns the session with its expiry and the locks it holds.

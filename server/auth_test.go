@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/auth"
+	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/server"
 	"github.com/baton-dev/baton/tests/testserver"
 )
@@ -205,6 +206,10 @@ var samples = map[string]sample{
 	"POST /v1/sessions/:id/renew": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		return "POST", "/v1/sessions/" + sessionFor(t, s, fixtureToken(c)) + "/renew", ""
 	},
+	"GET /v1/sessions/:id/stream": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		id := testserver.WantJSON[api.Session](t, s.DoAs(fixtureToken(c), "POST", "/v1/sessions", `{"owner":"fixture","bind":"stream","grace":"30s"}`), http.StatusCreated).ID
+		return "GET", "/v1/sessions/" + id + "/stream", ""
+	},
 	"DELETE /v1/sessions/:id": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		return "DELETE", "/v1/sessions/" + sessionFor(t, s, fixtureToken(c)), ""
 	},
@@ -303,6 +308,17 @@ var samples = map[string]sample{
 	"DELETE /v1/elections/:name/leader": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		name, tok := leaderFor(t, s, fixtureToken(c))
 		return "DELETE", fmt.Sprintf("/v1/elections/%s/leader?token=%d", name, tok), ""
+	},
+	"POST /v1/elections/:name/leader/transfer": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
+		name, tok := leaderFor(t, s, fixtureToken(c))
+		// A candidate waits in line until the transfer, or its wait's end
+		// for a caller the transfer refuses.
+		go s.DoAs(writeTok, "POST", "/v1/elections/"+name+"/campaign", `{"candidate":"next","ttl":"60s","wait":"5s"}`)
+		poll.Until(t, 10*time.Second, "the candidate waits", func() bool {
+			r := s.DoAs(writeTok, "GET", "/v1/elections/"+name, "")
+			return r.Status == http.StatusOK && len(testserver.DecodeAs[api.Leader](t, r).Candidates) == 1
+		})
+		return "POST", "/v1/elections/" + name + "/leader/transfer", fmt.Sprintf(`{"token":%d,"to":"next"}`, tok)
 	},
 	"POST /v1/elections/:name/revoke": func(t *testing.T, s *testserver.Server, c caller) (string, string, string) {
 		name, _ := leaderFor(t, s, writeTok)

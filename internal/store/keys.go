@@ -44,6 +44,10 @@ func (k Keys) SessionOwner(owner, id string) string {
 // txn in constant time; a count-only range over per-lock keys would walk
 // every key the session ever held since the last compaction, inside
 // etcd's apply loop.
+// SessionStream is the stream record of the stream-bound session id
+// (lock/internal/session/stream.go), under its lease.
+func (k Keys) SessionStream(id string) string { return k.Prefix + "sessionstream/" + id }
+
 func (k Keys) SessionTally(id, which string) string {
 	return k.Prefix + "sessiontally/" + id + "/" + which
 }

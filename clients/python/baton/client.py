@@ -397,11 +397,16 @@ class Client:
 
     # Sessions.
 
-    def create_session(self, owner: str | None = None, ttl=None) -> Session:
+    def create_session(self, owner: str | None = None, ttl=None, bind: str | None = None, grace=None) -> Session:
         """Makes a session: one lease (ttl; None: 30s) that many locks
-        share. Not retried: a repeat would make a second session."""
+        share. With bind="stream" (and grace, None: 2s; ttl must then be
+        None) the session lives while its stream, GET
+        /v1/sessions/{id}/stream, is held open, and ends grace after it
+        closes; one whose stream is never opened ends after its grace.
+        Not retried: a repeat would make a second session."""
         _, w = self._do("create session", "POST", "/v1/sessions",
-                        body=_omit_none({"owner": owner, "ttl": format_duration(ttl)}))
+                        body=_omit_none({"owner": owner, "ttl": format_duration(ttl), "bind": bind,
+                                         "grace": format_duration(grace)}))
         return decode(Session, w)
 
     def get_session(self, id: str) -> Session:

@@ -257,9 +257,14 @@ class Session:
     elections: list[str] = field(default_factory=list)
     semaphores: list[str] = field(default_factory=list)
     rwlocks: list[str] = field(default_factory=list)
+    #: "stream" for a session that lives while its stream is open, with
+    #: its grace in seconds; "" and None for one that lives by its ttl.
+    bind: str = ""
+    grace: float | None = None
     _convert = {
         "ttl": parse_duration, "created_at": parse_time, "expires_at": parse_time,
         "locks": _STRLIST, "elections": _STRLIST, "semaphores": _STRLIST, "rwlocks": _STRLIST,
+        "grace": parse_duration,
     }
 
 

@@ -45,7 +45,7 @@ class TypesTest(unittest.TestCase):
                 "CampaignRequest": {"candidate", "value", "ttl", "session", "wait", "keep_place", "lock_delay",
                                     "min_hold", "metadata"},
                 "FencedRequest": {"token", "value", "lock", "election", "rwlock"},
-                "SessionRequest": {"owner", "ttl"}, "RenewRequest": {"token"},
+                "SessionRequest": {"owner", "ttl", "bind", "grace"}, "RenewRequest": {"token"},
                 "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
                 "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "keep_place", "min_hold", "metadata"},
                 "RWRequest": {"mode", "owner", "ttl", "session", "wait", "keep_place", "min_hold", "metadata"},

@@ -144,6 +144,10 @@ export interface Session {
   semaphores?: string[];
   /** The read/write locks the session has holds of. */
   rwlocks?: string[];
+  /** "stream" for a session that lives while its stream is open. */
+  bind?: "stream";
+  /** How long a stream-bound session outlives its stream's close. */
+  grace?: string;
 }
 
 /** A session as a listing shows it (schema ListedSession). */

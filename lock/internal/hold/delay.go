@@ -25,6 +25,9 @@ type DelayedError struct {
 }
 
 func (e *DelayedError) Error() string {
+	if e.Cause == store.EventReleased {
+		return fmt.Sprintf("lock not held: kept free until %s by its last hold's at-least window (min_hold), which it was released inside", e.Until.Format(time.RFC3339Nano))
+	}
 	return fmt.Sprintf("lock not held: under lock-delay until %s, after its last hold %s", e.Until.Format(time.RFC3339Nano), CauseText(e.Cause))
 }
 

@@ -61,6 +61,11 @@ type SessionRecord struct {
 	// Credential is the ID of the credential that created the session,
 	// as in store.Holder.
 	Credential string `json:"credential,omitempty"`
+	// Bind is "stream" for a session that lives while its stream is open
+	// (lock/internal/session/stream.go), empty for one that lives by its
+	// TTL; Grace is a stream-bound session's.
+	Bind  string        `json:"bind,omitempty"`
+	Grace time.Duration `json:"grace,omitempty"`
 }
 
 // WaiterRecord is the value of a queue entry.

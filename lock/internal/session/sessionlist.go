@@ -97,7 +97,8 @@ func (m *Registry) List(ctx context.Context, o ListOptions) ([]*Session, string,
 			m.core.Log.Warn("skip undecodable session index entry", "key", string(kv.Key))
 			continue
 		}
-		page[i] = &Session{ID: id, Owner: owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt, Credential: rec.Credential}
+		page[i] = &Session{ID: id, Owner: owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt, Credential: rec.Credential,
+			Bind: rec.Bind, Grace: rec.Grace}
 	}
 	if err := m.fillSessionExpiries(ctx, page); err != nil {
 		return nil, "", err

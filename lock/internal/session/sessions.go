@@ -15,15 +15,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Create is lock.Engine.CreateSession.
-func (m *Registry) Create(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
+// Create is lock.Engine.CreateSession: a session of owner that lives by
+// ttl, or, with bind BindStream, while its stream is open (stream.go).
+func (m *Registry) Create(ctx context.Context, owner string, ttl time.Duration, bind string, grace time.Duration) (*Session, error) {
 	if err := hold.CheckOwner(owner); err != nil {
 		return nil, err
 	}
-	if ttl == 0 {
-		ttl = m.core.Cfg.DefaultTTL
-	}
-	if err := m.core.CheckTTL("ttl", ttl); err != nil {
+	ttl, grace, err := m.leaseTerms(ttl, bind, grace)
+	if err != nil {
 		return nil, err
 	}
 	ok, err := m.tally.Reserve(ctx, 1)
@@ -48,15 +47,21 @@ func (m *Registry) Create(ctx context.Context, owner string, ttl time.Duration) 
 		return nil, m.core.Etcd.Err(ctx, "create session", err)
 	}
 	id := store.LeaseHex(g.ID)
-	rec := hold.SessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: store.NowUTC(), Credential: hold.CredentialOf(ctx)}
+	rec := hold.SessionRecord{Owner: owner, TTL: g.TTL, CreatedAt: store.NowUTC(), Credential: hold.CredentialOf(ctx), Bind: bind, Grace: grace}
 	// The owner index entry (sessionlist.go) goes in the same txn and
 	// under the same lease: it exists exactly while the session does.
 	val := store.MustJSON(rec)
-	err = m.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) error {
-		_, err := m.core.Cli.Txn(octx).Then(
-			clientv3.OpPut(m.core.Keys.Session(id), val, clientv3.WithLease(g.ID)),
-			clientv3.OpPut(m.core.Keys.SessionOwner(owner, id), val, clientv3.WithLease(g.ID)),
-		).Commit()
+	ops := []clientv3.Op{
+		clientv3.OpPut(m.core.Keys.Session(id), val, clientv3.WithLease(g.ID)),
+		clientv3.OpPut(m.core.Keys.SessionOwner(owner, id), val, clientv3.WithLease(g.ID)),
+	}
+	if bind == BindStream {
+		// Created detached: its first stream has the grace to attach.
+		ops = append(ops, clientv3.OpPut(m.core.Keys.SessionStream(id), store.MustJSON(streamRecord{Node: m.node, Since: rec.CreatedAt}), clientv3.WithLease(g.ID)))
+	}
+	var created0 *clientv3.TxnResponse
+	err = m.core.Etcd.RetryNotApplied(ctx, func(octx context.Context) (err error) {
+		created0, err = m.core.Cli.Txn(octx).Then(ops...).Commit()
 		return err
 	})
 	if err != nil {
@@ -67,12 +72,40 @@ func (m *Registry) Create(ctx context.Context, owner string, ttl time.Duration) 
 	}
 	created = true
 	m.core.LeaseClock.Saw(g.ID, start, time.Duration(g.TTL)*time.Second, time.Duration(g.TTL)*time.Second)
+	if bind == BindStream {
+		m.endAfterGrace(id, g.ID, created0.Header.Revision, grace)
+	}
 	return &Session{
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: core.ExpiryAt(start, time.Duration(g.TTL)*time.Second),
 		Locks:     []string{}, Elections: []string{}, Semaphores: []string{}, RWLocks: []string{},
-		Credential: rec.Credential,
+		Credential: rec.Credential, Bind: bind, Grace: grace,
 	}, nil
+}
+
+// leaseTerms checks a new session's ttl, bind and grace, and returns the
+// TTL of its lease and its grace, with the defaults filled in.
+func (m *Registry) leaseTerms(ttl time.Duration, bind string, grace time.Duration) (time.Duration, time.Duration, error) {
+	switch {
+	case bind == BindStream && ttl != 0:
+		return 0, 0, hold.Invalid("ttl", "must be absent with bind stream: the session lives while its stream is open, and its grace says how long after")
+	case bind == BindStream:
+		if grace == 0 {
+			grace = DefaultGrace
+		}
+		if err := CheckGrace(grace); err != nil {
+			return 0, 0, err
+		}
+		return StreamLeaseTTL(grace, m.core.Cfg.MinTTL), grace, nil
+	case bind != "":
+		return 0, 0, hold.Invalid("bind", "must be stream, or absent")
+	case grace != 0:
+		return 0, 0, hold.Invalid("grace", "needs bind stream: a session that lives by its ttl has no grace")
+	}
+	if ttl == 0 {
+		ttl = m.core.Cfg.DefaultTTL
+	}
+	return ttl, 0, m.core.CheckTTL("ttl", ttl)
 }
 
 // sessionsRetryAfter is the hint given with ErrTooManySessions: sessions
@@ -123,7 +156,7 @@ func (m *Registry) Get(ctx context.Context, id string) (*Session, error) {
 		ID: id, Owner: rec.Owner, TTL: time.Duration(rec.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: core.ExpiryAt(now, time.Duration(ttl.TTL)*time.Second),
 		Locks:     []string{}, Elections: []string{}, Semaphores: []string{}, RWLocks: []string{},
-		Credential: rec.Credential,
+		Credential: rec.Credential, Bind: rec.Bind, Grace: rec.Grace,
 	}
 	for _, k := range ttl.Keys {
 		key, ok := strings.CutPrefix(string(k), m.core.Keys.Locks())
@@ -349,6 +382,9 @@ type Session struct {
 	// Credential is the ID of the credential that created the session,
 	// when the caller had one (see Caller).
 	Credential string
+	// Bind and Grace are a stream-bound session's (stream.go).
+	Bind  string
+	Grace time.Duration
 }
 
 // sessionBatches splits the holds of session, by key name, into the
@@ -409,10 +445,12 @@ type Registry struct {
 	core *core.Engine
 	// tally counts sessions under MaxSessions (nil: no cap).
 	tally *caps.Tally
+	// node names this registry in stream records (stream.go).
+	node string
 }
 
 // New returns the registry of the sessions c serves, counted under
 // MaxSessions by tally (nil when the cap is off).
 func New(c *core.Engine, tally *caps.Tally) *Registry {
-	return &Registry{core: c, tally: tally}
+	return &Registry{core: c, tally: tally, node: store.NewID()}
 }

@@ -197,6 +197,36 @@ func (e RWRequestMode) Valid() bool {
 	}
 }
 
+// Defines values for SessionBind.
+const (
+	SessionBindStream SessionBind = "stream"
+)
+
+// Valid indicates whether the value is a known member of the SessionBind enum.
+func (e SessionBind) Valid() bool {
+	switch e {
+	case SessionBindStream:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionRequestBind.
+const (
+	SessionRequestBindStream SessionRequestBind = "stream"
+)
+
+// Valid indicates whether the value is a known member of the SessionRequestBind enum.
+func (e SessionRequestBind) Valid() bool {
+	switch e {
+	case SessionRequestBindStream:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WaiterMode.
 const (
 	WaiterModeRead  WaiterMode = "read"
@@ -1244,6 +1274,14 @@ type SemaphoreList struct {
 
 // Session defines model for Session.
 type Session struct {
+	// Bind Bind is "stream" for a session that lives while its stream is
+	// open (GET /v1/sessions/{id}/stream), and Grace how long after its
+	// last stream closed it ends; both absent for a session that lives
+	// by its ttl.
+	//
+	// Example: stream
+	Bind *SessionBind `json:"bind,omitempty"`
+
 	// CreatedAt Example: 2026-11-29T14:25:13.886Z
 	CreatedAt time.Time `json:"created_at"`
 
@@ -1252,6 +1290,9 @@ type Session struct {
 
 	// ExpiresAt Example: 2026-11-29T14:25:43.881Z
 	ExpiresAt time.Time `json:"expires_at"`
+
+	// Grace Example: 2s
+	Grace *string `json:"grace,omitempty"`
 
 	// Id Example: 694d2279b4919071
 	Id    string   `json:"id"`
@@ -1269,6 +1310,14 @@ type Session struct {
 	Ttl string `json:"ttl"`
 }
 
+// SessionBind Bind is "stream" for a session that lives while its stream is
+// open (GET /v1/sessions/{id}/stream), and Grace how long after its
+// last stream closed it ends; both absent for a session that lives
+// by its ttl.
+//
+// Example: stream
+type SessionBind string
+
 // SessionList defines model for SessionList.
 type SessionList struct {
 	NextCursor *string         `json:"next_cursor,omitempty"`
@@ -1277,6 +1326,20 @@ type SessionList struct {
 
 // SessionRequest defines model for SessionRequest.
 type SessionRequest struct {
+	// Bind Bind "stream" makes a session that lives while its stream (GET
+	// /v1/sessions/{id}/stream) is open on some node, instead of by its
+	// ttl, which must then be absent.
+	//
+	// Example: stream
+	Bind *SessionRequestBind `json:"bind,omitempty"`
+
+	// Grace Grace is how long a stream-bound session outlives its last
+	// stream's close (and how long its first stream has to attach): a
+	// duration from 500ms to 1m, 2s when absent. Only with bind.
+	//
+	// Example: 2s
+	Grace *string `json:"grace,omitempty"`
+
 	// Owner Owner labels the session for people and the audit trail: 1-128
 	// printable characters. Absent, it is the client's address.
 	//
@@ -1289,6 +1352,13 @@ type SessionRequest struct {
 	// Example: 30s
 	Ttl *string `json:"ttl,omitempty"`
 }
+
+// SessionRequestBind Bind "stream" makes a session that lives while its stream (GET
+// /v1/sessions/{id}/stream) is open on some node, instead of by its
+// ttl, which must then be absent.
+//
+// Example: stream
+type SessionRequestBind string
 
 // Status defines model for Status.
 type Status struct {
@@ -2417,6 +2487,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/sessions/{id}/renew (the `RenewSession` operationId).
 	RenewSession(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SessionStream Hold a stream-bound session open
+	//
+	// Keeps a session created with `"bind":"stream"` alive while this stream is open, as ZooKeeper's session lives with its connection. The node serving the stream keeps the session's lease alive; once no stream of the session has been open for its `grace`, on any node, the session ends with its holds (`session_expired`). A client may reopen the stream on any node within the grace. Server-sent events: `attached` first (the Session), a `heartbeat` every quarter of the grace (at most a second apart: a client that misses them for its grace should reopen the stream elsewhere), and `ended` when the session is over, after which the stream closes.
+	//
+	// Corresponds with GET /v1/sessions/{id}/stream (the `SessionStream` operationId).
+	SessionStream(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz Liveness
@@ -3889,6 +3966,23 @@ func (c *Client) GetSession(ctx context.Context, id string, reqEditors ...Reques
 // Corresponds with POST /v1/sessions/{id}/renew (the `RenewSession` operationId).
 func (c *Client) RenewSession(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRenewSessionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SessionStream Hold a stream-bound session open
+//
+// Keeps a session created with `"bind":"stream"` alive while this stream is open, as ZooKeeper's session lives with its connection. The node serving the stream keeps the session's lease alive; once no stream of the session has been open for its `grace`, on any node, the session ends with its holds (`session_expired`). A client may reopen the stream on any node within the grace. Server-sent events: `attached` first (the Session), a `heartbeat` every quarter of the grace (at most a second apart: a client that misses them for its grace should reopen the stream elsewhere), and `ended` when the session is over, after which the stream closes.
+//
+// Corresponds with GET /v1/sessions/{id}/stream (the `SessionStream` operationId).
+func (c *Client) SessionStream(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSessionStreamRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -6756,6 +6850,40 @@ func NewRenewSessionRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewSessionStreamRequest constructs an http.Request for the SessionStream method
+func NewSessionStreamRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sessions/%s/stream", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -7539,6 +7667,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/sessions/{id}/renew (the `RenewSession` operationId).
 	RenewSessionWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RenewSessionResponse, error)
+
+	// SessionStreamWithResponse Hold a stream-bound session open
+	//
+	// Keeps a session created with `"bind":"stream"` alive while this stream is open, as ZooKeeper's session lives with its connection. The node serving the stream keeps the session's lease alive; once no stream of the session has been open for its `grace`, on any node, the session ends with its holds (`session_expired`). A client may reopen the stream on any node within the grace. Server-sent events: `attached` first (the Session), a `heartbeat` every quarter of the grace (at most a second apart: a client that misses them for its grace should reopen the stream elsewhere), and `ended` when the session is over, after which the stream closes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/sessions/{id}/stream (the `SessionStream` operationId).
+	SessionStreamWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*SessionStreamResponse, error)
 }
 
 type HealthzResponse struct {
@@ -13478,6 +13615,103 @@ func (r RenewSessionResponse) ContentType() string {
 	return ""
 }
 
+// SessionStreamResponse429Headers the declared response headers of an HTTP 429 response for SessionStream
+type SessionStreamResponse429Headers struct {
+	RetryAfter *int
+}
+
+// SessionStreamResponse503Headers the declared response headers of an HTTP 503 response for SessionStream
+type SessionStreamResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SessionStreamResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SessionStreamResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SessionStreamResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SessionStreamResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SessionStreamResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SessionStreamResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SessionStreamResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r SessionStreamResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SessionStreamResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SessionStreamResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SessionStreamResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SessionStreamResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SessionStreamResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SessionStreamResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthzWithResponse Liveness
 //
 // Answers 200 while the process runs, whatever etcd's state.
@@ -14696,6 +14930,21 @@ func (c *ClientWithResponses) RenewSessionWithResponse(ctx context.Context, id s
 		return nil, err
 	}
 	return ParseRenewSessionResponse(rsp)
+}
+
+// SessionStreamWithResponse Hold a stream-bound session open
+//
+// Keeps a session created with `"bind":"stream"` alive while this stream is open, as ZooKeeper's session lives with its connection. The node serving the stream keeps the session's lease alive; once no stream of the session has been open for its `grace`, on any node, the session ends with its holds (`session_expired`). A client may reopen the stream on any node within the grace. Server-sent events: `attached` first (the Session), a `heartbeat` every quarter of the grace (at most a second apart: a client that misses them for its grace should reopen the stream elsewhere), and `ended` when the session is over, after which the stream closes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/sessions/{id}/stream (the `SessionStream` operationId).
+func (c *ClientWithResponses) SessionStreamWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*SessionStreamResponse, error) {
+	rsp, err := c.SessionStream(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSessionStreamResponse(rsp)
 }
 
 // ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
@@ -20322,6 +20571,97 @@ func ParseRenewSessionResponse(rsp *http.Response) (*RenewSessionResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RenewSessionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSessionStreamResponse parses an HTTP response from a SessionStreamWithResponse call
+func ParseSessionStreamResponse(rsp *http.Response) (*SessionStreamResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SessionStreamResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers SessionStreamResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SessionStreamResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

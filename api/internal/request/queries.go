@@ -1,0 +1,72 @@
+package request
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
+)
+
+// ListOptions reads a listing's query: prefix, limit and cursor.
+func ListOptions(c echo.Context) (lock.ListOptions, error) {
+	q, limit, err := List(c, lock.MaxListLimit)
+	if err != nil {
+		return lock.ListOptions{}, err
+	}
+	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
+	if cur := q.Get("cursor"); cur != "" {
+		if o.After, err = DecodeCursor(cur, lock.ValidName); err != nil {
+			return lock.ListOptions{}, err
+		}
+	}
+	return o, nil
+}
+
+// Token reads the token query parameter that DELETE path requires.
+func Token(c echo.Context, path string) (int64, error) {
+	tok, ok, err := Int(Query(c), "token", 1, math.MaxInt64)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, Invalid("token", "the token query parameter is required: DELETE "+path+"?token=4711")
+	}
+	return tok, nil
+}
+
+// LastEventID reads a stream's Last-Event-ID header, the revision it
+// resumes after; ok is false without one.
+func LastEventID(c echo.Context) (rev int64, ok bool, err error) {
+	h := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID"))
+	if h == "" {
+		return 0, false, nil
+	}
+	n, perr := strconv.ParseInt(h, 10, 64)
+	if perr != nil || n < 0 {
+		return 0, false, Invalid("Last-Event-ID", "the Last-Event-ID header must be a revision (an integer, 0 or more)")
+	}
+	return n, true, nil
+}
+
+// SubscribeOptions reads an event stream's filters and where it starts.
+// since is exclusive: since=0 replays every retained event; without
+// since (or Last-Event-ID, which wins) only live events come.
+func SubscribeOptions(c echo.Context) (trail.SubscribeOptions, error) {
+	q := Query(c)
+	since, replay, err := Int(q, "since", 0, 1<<62)
+	if err != nil {
+		return trail.SubscribeOptions{}, err
+	}
+	if n, ok, err := LastEventID(c); err != nil {
+		return trail.SubscribeOptions{}, err
+	} else if ok {
+		since, replay = n, true
+	}
+	return trail.SubscribeOptions{
+		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
+	}, nil
+}
