@@ -60,13 +60,14 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	cfg.ContentionClients = 4
 	cfg.ScaleSessions, cfg.ScaleLocks = 5, 10
 	cfg.ScaleDuration, cfg.ScaleRenew = 2*time.Second, 500*time.Millisecond
+	cfg.FailoverKills = 2
 	cfg.JSONPath = filepath.Join(t.TempDir(), "results.json")
 	cfg.CPUProfile = filepath.Join(t.TempDir(), "cpu.out")
 	cfg.MemProfile = filepath.Join(t.TempDir(), "mem.out")
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "semaphore: 4 clients, limit 4", "rwlock: 4 clients", "lockset: 4 clients", "one by one", "keys:", "watch:", "scale", cfg.JSONPath)
+	raw := smokeRun(t, cfg, "floor", "lease", "session", "contention", "election", "semaphore: 4 clients, limit 4", "rwlock: 4 clients", "lockset: 4 clients", "one by one", "keys:", "watch:", "failover:", "scale", cfg.JSONPath)
 	for _, p := range []string{cfg.CPUProfile, cfg.MemProfile} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s not written: %v", p, err)
@@ -77,7 +78,7 @@ func TestRun_SmokeEveryScenario(t *testing.T) {
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "semaphore", "rwlock", "lockset", "kv", "scale"} {
+	for _, s := range []string{"machine", "settings", "started", "floor", "lease", "session", "etcd_gateway", "contention", "election", "etcd_election", "semaphore", "rwlock", "lockset", "kv", "failover", "scale"} {
 		if len(sections[s]) == 0 {
 			t.Errorf("JSON has no %q section", s)
 		}

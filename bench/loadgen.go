@@ -50,6 +50,8 @@ func generate(ctx context.Context, spec load.Spec, p *load.Parent) error {
 		return genScale(ctx, spec, p)
 	case kindKVPut, kindKVGet:
 		return genKV(ctx, spec, p)
+	case kindFailoverHolder:
+		return genFailoverHolder(ctx, spec, p)
 	case etcdrecipe.KindKVPut, etcdrecipe.KindKVGet:
 		return etcdrecipe.GenKV(ctx, spec, p)
 	}

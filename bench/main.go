@@ -32,7 +32,7 @@ import (
 // The scenarios, in the order they run. scale runs last because it leaves
 // its sessions and locks behind (see genScale); history before it, because
 // the expiry of those sessions would land in the trail it reads.
-var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "etcd-mutex", "httpfloor", "httpfloor-batched", "contention", "election", "semaphore", "rwlock", "lockset", "kv", "history", "scale"}
+var scenarioNames = []string{"floor", "lease", "session", "etcd-gateway", "redis", "zookeeper", "etcd-mutex", "httpfloor", "httpfloor-batched", "contention", "election", "semaphore", "rwlock", "lockset", "kv", "failover", "history", "scale"}
 
 // askedOnly are the scenarios that run only when -only names them:
 // history takes minutes at its default size.
@@ -56,6 +56,9 @@ type Config struct {
 	// before it reads them; HistoryRequests how many requests each of its
 	// reads is timed over (at most; each stops after 30 s).
 	HistoryEvents, HistoryRequests int
+	// FailoverKills is how many holders each row of the failover
+	// scenario kills.
+	FailoverKills int
 	// TrailEvents is how many audit events the node's trail holds before
 	// the first scenario: made as the history scenario makes its own,
 	// indexed, and compacted away from etcd's history, as on a node that
@@ -108,6 +111,7 @@ func DefaultConfig() Config {
 		ScaleRenew:        10 * time.Second,
 		HistoryEvents:     1000000,
 		HistoryRequests:   200,
+		FailoverKills:     30,
 		JSONPath:          filepath.Join(os.TempDir(), "baton-bench.json"),
 	}
 }
@@ -133,6 +137,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("trail-events: want 0 or at least %d", minTrailEvents)
 	case c.HistoryEvents < 2 || c.HistoryRequests < 1:
 		return errors.New("history-events must be at least 2 and history-requests positive")
+	case c.FailoverKills < 1:
+		return errors.New("failover-kills must be positive")
 	case c.JSONPath == "":
 		return errors.New("json: want a file name")
 	case c.CPUProfileRows && c.CPUProfile == "":
@@ -231,6 +237,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.TrailEvents, "trail-events", cfg.TrailEvents, "audit events the trail holds, indexed and compacted, before the first scenario (0: an empty trail)")
 	fs.BoolVar(&cfg.TrailKeepsHistory, "trail-keeps-history", false, "with -trail-events, do not compact etcd after the fill: run beside the keys it deleted too")
 	fs.IntVar(&cfg.HistoryRequests, "history-requests", cfg.HistoryRequests, "requests each history read is timed over (each stops after 30s)")
+	fs.IntVar(&cfg.FailoverKills, "failover-kills", cfg.FailoverKills, "holders each row of the failover scenario kills")
 	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis, zookeeper the zookeeper package; history runs only when named)")
 	fs.StringVar(&cfg.Redis, "redis", "", "run the redis peer against the Redis server at `host:port`")
 	fs.StringVar(&cfg.ZooKeeperJar, "zookeeper-jar", zookeeper.Jar, "run the zookeeper peer on a server of its own started from `jar` (Debian's zookeeper package), if it is there; empty: do not")
@@ -446,6 +453,9 @@ func (b *bench) scenarios(ctx context.Context, res *report.Results) error {
 		return err
 	}
 	if err := b.runKV(ctx, res); err != nil {
+		return err
+	}
+	if err := b.runFailover(ctx, res); err != nil {
 		return err
 	}
 	if b.cfg.runs("history") {

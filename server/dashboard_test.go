@@ -582,5 +582,13 @@ func TestDashboard_ShowsLockDelaysAndLiftsThemInChromium(t *testing.T) {
 	b.do("lift the delay", 10*time.Second, testbrowser.Click(`[data-testid="delay-row"][data-lock="paused-job"] [data-testid="clear-delay"]`))
 	b.waitFor("the delay gone from the page", 10*time.Second, `!`+row+` && document.querySelector('[data-testid="delays"]').hidden`)
 	testserver.WantStatus(t, s.Do("POST", "/v1/locks/paused-job", `{"owner":"w2","ttl":"60s"}`), http.StatusCreated)
+
+	// A release inside an at-least window leaves the window, said so.
+	l := testserver.WantJSON[api.Lock](t, s.Do("POST", "/v1/locks/cron-job", `{"owner":"host-a","min_hold":"1h"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.Do("DELETE", fmt.Sprintf("/v1/locks/cron-job?token=%d", l.Token), ""), http.StatusNoContent)
+	b.waitFor("the window listed, released inside it", 10*time.Second, `(() => {
+		const r = document.querySelector('[data-testid="delay-row"][data-lock="cron-job"]');
+		return r && r.textContent.includes("at-least window") && r.textContent.includes("released inside");
+	})()`)
 	b.check(false)
 }

@@ -1,11 +1,17 @@
-// The free locks under lock-delay, each with a button that lifts its delay
-// (DELETE /v1/locks/{name}/delay, admin only).
+// The free locks under lock-delay, or inside the at-least window of their
+// last hold (min_hold), each with a button that lifts it (DELETE
+// /v1/locks/{name}/delay, admin only).
 
 import { api, clearProblem, lockPath, showProblem } from "./api.js";
 import { timeEl } from "./clock.js";
 import { $, el, keepRows, linkClass } from "./dom.js";
 
-const causes = { revoked: "revoked", expired: "expired", session_expired: "its session expired" };
+const causes = {
+  revoked: "revoked",
+  expired: "expired",
+  session_expired: "its session expired",
+  released: "released inside its at-least window",
+};
 
 // renderDelays lists delays; lifted runs after each Lift, to reload. The
 // locks' table renders this list with every event: a row is rebuilt only
@@ -22,7 +28,10 @@ export function renderDelays(delays, lifted) {
 }
 
 function delayRow(d, lifted) {
-  const lift = el("button", { type: "button", class: "small", "data-testid": "clear-delay", "aria-label": `Lift the lock-delay of ${d.name}` }, "Lift delay");
+  // A release leaves only its window; any other end a lock-delay, which
+  // may end later than the window.
+  const what = d.cause === "released" ? "at-least window" : "lock-delay";
+  const lift = el("button", { type: "button", class: "small", "data-testid": "clear-delay", "aria-label": `Lift the ${what} of ${d.name}` }, "Lift delay");
   lift.addEventListener("click", async () => {
     lift.disabled = true;
     try {
@@ -40,7 +49,7 @@ function delayRow(d, lifted) {
     "li",
     { "data-testid": "delay-row", "data-lock": d.name },
     el("a", { href: `#lock=${encodeURIComponent(d.name)}`, class: linkClass(d.name, "name"), title: `Show the history of ${d.name}` }, d.name),
-    " lock-delay: ",
+    ` ${what}: `,
     timeEl("left", d.delayed_until, { "data-testid": "delay-left" }),
     el("span", { class: "hint" }, ` (last hold ${cause})`),
     " ",

@@ -82,6 +82,9 @@ type Results struct {
 	// KV is the keys scenario: puts and gets by baton and its peers, and
 	// how soon each one's watch hears of a put.
 	KV *KVResult `json:"kv,omitempty"`
+	// Failover is the failover scenario: a holder killed, to the next
+	// waiter's grant.
+	Failover *FailoverResult `json:"failover,omitempty"`
 }
 
 // TrailResult is the trail every scenario ran beside (-trail-events).
@@ -555,6 +558,9 @@ func WriteTable(out io.Writer, r *Results) error {
 	}
 	if r.KV != nil {
 		printKV(tw, r.KV)
+	}
+	if r.Failover != nil {
+		printFailover(tw, r.Failover)
 	}
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(tw, "\nscale: %d sessions × %d locks, each session renewed every %s, %d probes/s, %s\n",
