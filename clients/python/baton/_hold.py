@@ -285,6 +285,52 @@ class Hold:
             if self._release_err is not None:
                 raise self._release_err
 
+    def hand_on(self, call):
+        """Ends the hold by call(), a request that hands it to another (a
+        leadership's transfer), as release() ends it by its release, and
+        returns what call returns: the renewal and the watch stop first,
+        so its own end is no loss. A refusal that says the hold goes on
+        (CandidateNotWaitingError, ElectionHeldError), or no answer,
+        resumes them and is raised: if the hold did change hands unseen,
+        the next renew finds it lost. Raises LockLostError when the hold
+        was lost before."""
+        with self._release_mu:
+            if self._released:
+                if self._release_err is not None:
+                    raise self._release_err
+                raise LockLostError(self.kind, self.name, self.token, "given up already")
+            self._stop.set()
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join()
+            self.c._watch.unregister(self)
+            try:
+                result = call()
+            except BaseException as e:
+                with self._mu:
+                    lost = isinstance(e, BatonError) and is_lost_answer(e)
+                    if lost:
+                        self._lose_locked(e)
+                    if lost or self._finished:
+                        self._released = True
+                        self._finish_locked()
+                        self._release_err = self.error
+                        if self.error is not None:
+                            raise self.error from e
+                        raise
+                    self._stop = threading.Event()
+                self._thread = threading.Thread(target=self._keep_alive, name=f"baton-renew-{self.name}",
+                                                daemon=True)
+                self._thread.start()
+                self.c._watch.register(self)
+                raise
+            with self._mu:
+                self._released = True
+                self._finish_locked()
+                self._release_err = self.error
+            if self._release_err is not None:
+                raise self._release_err
+            return result
+
     def release_quietly(self) -> None:
         try:
             self.release()
@@ -623,6 +669,17 @@ class Leadership(_Kept):
         info = self._hold.c.proclaim(self._hold.name, self._hold.token, value)
         with self._info_mu:
             self._set_locked(info)
+
+    def transfer(self, to: str) -> LeaderInfo:
+        """Hands the leadership to the candidate to, which must be waiting
+        in line, ahead of the others (Client.transfer_leadership), and
+        returns the new leader's. The leadership is then over, as after
+        resign(): done is set, lost is not. When the transfer is refused
+        and the leadership goes on (CandidateNotWaitingError,
+        ElectionHeldError inside its at-least window) or gets no answer,
+        it keeps renewing itself and the error is raised; LockLostError
+        when it was lost before."""
+        return self._hold.hand_on(lambda: self._hold.c.transfer_leadership(self._hold.name, self._hold.token, to))
 
     def resign(self) -> None:
         """Stops renewing and resigns by token; raises LockLostError when

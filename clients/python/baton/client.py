@@ -41,6 +41,7 @@ from ._hold import RWLOCK, SEMAPHORE, HoldKind, HoldWatcher, Leadership, Lock, P
 from ._http import Transport, parse_endpoint
 from ._lockset import LockSet
 from ._sse import DEFAULT_IDLE, EventSource, KeySource, ObserveSource, Stream
+from ._streamsession import StreamSession
 from .errors import BatonError, InvalidError, SessionNotFoundError
 from .types import (Cluster, Event, FencedValue, HoldInfo, Key, KeyList, LeaderInfo, LockInfo, LockSetInfo, RWLockInfo,
                     SemaphoreInfo, Session, YieldRequested, decode, duration_seconds, format_duration)
@@ -409,6 +410,23 @@ class Client:
                                          "grace": format_duration(grace)}))
         return decode(Session, w)
 
+    def open_stream_session(self, owner: str | None = None, grace=None, timeout: float | None = None) -> StreamSession:
+        """Makes a session bound to a stream (create_session with
+        bind="stream"; grace None: 2s, from 500ms to 1m), opens its stream
+        and holds it open from a thread until close(), or until the
+        session ends (its done event). It returns once the stream is open:
+        within timeout (None: the client's), else it deletes the session
+        and raises UnavailableError. Acquire in it with session=ss.id; in
+        a with block it is closed on exit.
+
+        The stream is opened again at once on the next endpoint when it
+        breaks or goes silent for half the grace; the session ends only
+        when that fails for the whole grace. Not retried, as
+        create_session is not: a session made by a request whose answer
+        was lost ends by itself after its grace."""
+        info = self.create_session(owner=owner, bind="stream", grace=grace)
+        return StreamSession(self, info)._open(self._t.timeout if timeout is None else timeout)
+
     def get_session(self, id: str) -> Session:
         """The session with its locks; SessionNotFoundError. Retried."""
         return decode(Session, self._do(f"get session {id}", "GET", "/v1/sessions/" + _q(id), idempotent=True)[1])
@@ -601,6 +619,20 @@ class Client:
         """Sets the value of the leadership token holds. Retried."""
         _, w = self._do(f"proclaim in {name!r}", "POST", _election_path(name) + "/proclaim",
                         body={"token": token, "value": value}, idempotent=True)
+        return decode(LeaderInfo, w)
+
+    def transfer_leadership(self, name: str, token: int, to: str) -> LeaderInfo:
+        """Ends the leadership token holds in favour of the candidate to,
+        waiting in line: in one transaction to leads, ahead of the line,
+        with the next term, and its campaign returns that leadership.
+        Returns the new leadership. CandidateNotWaitingError when no
+        campaign of to waits (the leader still leads); ElectionHeldError,
+        with retry_after, inside the leadership's at-least window;
+        NoLeaderError or TokenMismatchError when token no longer leads.
+        Retried: a repeat after it applied answers TokenMismatchError. A
+        Leadership transfers itself (Leadership.transfer)."""
+        _, w = self._do(f"transfer leadership of {name!r} to {to!r}", "POST", _election_path(name) + "/leader/transfer",
+                        body={"token": token, "to": to}, idempotent=True)
         return decode(LeaderInfo, w)
 
     def renew_leadership(self, name: str, token: int) -> LeaderInfo:

@@ -266,7 +266,8 @@ class Front:
         with self.mu:
             return sum(1 for m, p in self.seen if (method is None or m == method) and p.startswith(prefix))
 
-    def close(self):
+    def cut_streams(self):
+        """Breaks every event stream it relays, as a network failure would."""
         with self.mu:
             streams = list(self.streams)
         for sock, conn in streams:
@@ -276,6 +277,9 @@ class Front:
                         s.shutdown(socket.SHUT_RDWR)
                     except OSError:
                         pass
+
+    def close(self):
+        self.cut_streams()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -6,6 +6,7 @@ import os
 import queue
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,6 +59,48 @@ class ElectionTest(LiveTest):
             self.assertTrue(q.empty())
         with self.assertRaises(baton.NoLeaderError):
             self.c.leader(name)
+
+    def test_a_transfer_hands_the_leadership_to_the_named_candidate(self):
+        name = self.name("e")
+        a = self.c.campaign(name, candidate="a")
+        got = {}
+        for who in ("b", "c"):
+            cl = self.client()
+            threading.Thread(target=lambda who=who, cl=cl: got.setdefault(who, cl.campaign(name, candidate=who,
+                                                                                           wait="20s")),
+                             daemon=True).start()
+            wait_until(lambda who=who: who in {x.candidate for x in self.c.leader(name).candidates},
+                       what=f"{who} waiting in line")
+        nxt = a.transfer("c")  # ahead of b, who waited longer
+        self.assertEqual((nxt.candidate, nxt.term), ("c", 2))
+        c = wait_until(lambda: got.get("c"), what="c's campaign returns")
+        self.addCleanup(c._hold.release_quietly)
+        self.assertEqual((c.token, c.term), (nxt.token, 2))
+        self.assertTrue(a.done.is_set())
+        self.assertFalse(a.lost.is_set(), "a transfer is no loss")
+        self.assertEqual(self.c.leader(name).candidate, "c")
+        with self.assertRaises(baton.LockLostError):
+            a.transfer("b")
+        c.resign()
+        b = wait_until(lambda: got.get("b"), what="b's campaign returns")
+        b.resign()
+
+    def test_a_transfer_to_a_candidate_not_waiting_leaves_the_leadership_held(self):
+        name = self.name("e")
+        a = self.c.campaign(name, candidate="a", ttl="2s")
+        self.addCleanup(a._hold.release_quietly)
+        with self.assertRaises(baton.CandidateNotWaitingError):
+            a.transfer("nobody")
+        # Its renewal resumed: it outlives its TTL, and is not lost.
+        past = time.monotonic() + 3.0
+
+        def still_leads():
+            self.assertEqual(self.c.leader(name).token, a.token)
+            self.assertFalse(a.lost.is_set(), a.error)
+            return time.monotonic() > past
+
+        wait_until(still_leads, timeout=10, what="the leadership outlives its TTL")
+        a.resign()
 
     def test_a_revoke_sets_the_leaderships_lost_within_a_second(self):
         name = self.name("e")

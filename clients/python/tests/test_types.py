@@ -46,7 +46,7 @@ class TypesTest(unittest.TestCase):
                                     "min_hold", "metadata"},
                 "FencedRequest": {"token", "value", "lock", "election", "rwlock"},
                 "SessionRequest": {"owner", "ttl", "bind", "grace"}, "RenewRequest": {"token"},
-                "ProclaimRequest": {"token", "value"}, "RevokeRequest": {"reason"},
+                "ProclaimRequest": {"token", "value"}, "TransferRequest": {"token", "to"}, "RevokeRequest": {"reason"},
                 "PermitRequest": {"limit", "owner", "ttl", "session", "wait", "keep_place", "min_hold", "metadata"},
                 "RWRequest": {"mode", "owner", "ttl", "session", "wait", "keep_place", "min_hold", "metadata"},
                 "HoldRevokeRequest": {"token", "reason"}, "YieldRequest": {"owner", "reason", "token"},
