@@ -2,6 +2,7 @@ import { BatonError, errorFromProblem, InvalidRequestError, SessionNotFoundError
 import { Hold, HoldWatcher, kindElection, kindLock, kindLockSet, kindRWLock, kindSemaphore, type Grant } from "./hold.js";
 import { Leadership, Lock, Permit, RWHold, type Kept } from "./lock.js";
 import { LockSet } from "./lockset.js";
+import { StreamSession, type StreamSessionOptions } from "./streamsession.js";
 import { Channel, EventsSource, isJSON, KeysSource, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
 import type { Cluster, Event, FencedValue, Key, KeyEvent, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session, YieldRequested } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
@@ -805,12 +806,31 @@ export class Client {
   /**
    * createSession makes a session: one lease (ttl, default 30 s) that many
    * locks and leaderships share. Keep it alive with renewSession, or by
-   * holding a Lock in it (whose renewals renew the session). Not retried:
-   * a repeat would make a second session.
+   * holding a Lock in it (whose renewals renew the session). With bind
+   * "stream" (and grace, default 2 s; ttl absent) it lives while its stream
+   * is held open instead: openStreamSession does that. Not retried: a
+   * repeat would make a second session.
    */
-  async createSession(o: CallOptions & { ttl?: Duration; owner?: string } = {}): Promise<Session> {
-    const body = { ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined, owner: o.owner || undefined };
+  async createSession(o: CallOptions & { ttl?: Duration; owner?: string; bind?: "stream"; grace?: Duration } = {}): Promise<Session> {
+    const body = {
+      ttl: o.ttl !== undefined ? toWire(o.ttl) : undefined, owner: o.owner || undefined,
+      bind: o.bind, grace: o.grace !== undefined ? toWire(o.grace) : undefined,
+    };
     return (await this.call<Session>({ op: "create session", method: "POST", path: "/v1/sessions", body, idempotent: false, signal: o.signal })).data;
+  }
+
+  /**
+   * openStreamSession makes a session bound to a stream (grace from 500 ms
+   * to 1 m, default 2 s), opens its stream and holds it open in the
+   * background until close(), or until the session ends (done). It
+   * resolves once the stream is open, within the client's timeout, else
+   * it deletes the session and rejects. Not retried, as createSession is
+   * not: a session made by a request whose answer was lost ends by itself
+   * after its grace.
+   */
+  async openStreamSession(o: StreamSessionOptions = {}): Promise<StreamSession> {
+    const info = await this.createSession({ owner: o.owner, bind: "stream", grace: o.grace, signal: o.signal });
+    return new StreamSession(this, info, sessionPath(info.id) + "/stream").open(o.signal);
   }
 
   /** getSession returns the session with its locks, or SessionNotFoundError. Retried. */
@@ -1039,6 +1059,23 @@ export class Client {
   async proclaim(name: string, token: number, value: unknown, o: CallOptions = {}): Promise<LeaderInfo> {
     return (await this.call<LeaderInfo>({
       op: `proclaim in ${JSON.stringify(name)}`, method: "POST", path: electionPath(name) + "/proclaim", body: { token, value: value === undefined ? null : value }, idempotent: true, signal: o.signal,
+    })).data;
+  }
+
+  /**
+   * transferLeadership ends the leadership token holds in favour of the
+   * candidate to, waiting in line: in one transaction to leads, ahead of
+   * the line, with the next term, and its campaign resolves with that
+   * leadership. It returns the new leadership. CandidateNotWaitingError
+   * when no campaign of to waits (the leader still leads);
+   * ElectionHeldError, with retryAfter, inside the leadership's at-least
+   * window; NoLeaderError or TokenMismatchError when token no longer
+   * leads. Retried: a repeat after it applied answers TokenMismatchError.
+   * A Leadership transfers itself (Leadership.transfer).
+   */
+  async transferLeadership(name: string, token: number, to: string, o: CallOptions = {}): Promise<LeaderInfo> {
+    return (await this.call<LeaderInfo>({
+      op: `transfer leadership of ${JSON.stringify(name)} to ${JSON.stringify(to)}`, method: "POST", path: electionPath(name) + "/leader/transfer", body: { token, to }, idempotent: true, signal: o.signal,
     })).data;
   }
 

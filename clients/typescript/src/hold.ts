@@ -73,7 +73,8 @@ export class Hold {
   private readonly lostCtl = new AbortController();
   /** Aborts, with a LockLostError as its reason, when the hold is known lost. */
   readonly lost = this.lostCtl.signal;
-  private readonly stopCtl = new AbortController();
+  // Replaced when a refused handOn resumes the renewal.
+  private stopCtl = new AbortController();
   private renewing: Promise<void> = Promise.resolve();
   private ttl = 0;
   private deadline = 0;
@@ -82,6 +83,7 @@ export class Hold {
   private err?: LockLostError;
   private finished = false;
   private releasing?: Promise<void>;
+  private handing?: Promise<unknown>;
   private released = false;
   private releaseErr?: unknown;
   // Requests to yield: the callback onYield set, and those heard before
@@ -281,12 +283,66 @@ export class Hold {
    * no answer (UnavailableError), another call tries again.
    */
   release(signal?: AbortSignal): Promise<void> {
+    // After a hand-on under way: if it ended the hold, this answers as a release repeated.
+    if (this.handing) return this.handing.then(() => this.release(signal), () => this.release(signal));
     if (!this.releasing) {
       this.releasing = this.doRelease(signal).finally(() => {
         if (!this.released) this.releasing = undefined;
       });
     }
     return this.releasing;
+  }
+
+  /**
+   * handOn ends the hold by call, a request that hands it to another (a
+   * leadership's transfer), as release ends it by its release, and
+   * resolves with what call does: the renewal and the watch stop first,
+   * so its own end is no loss. A refusal that says the hold goes on
+   * (CandidateNotWaitingError, ElectionHeldError), or no answer, resumes
+   * them and rejects with it: if the hold did change hands unseen, the
+   * next renew finds it lost. It rejects with the LockLostError when the
+   * hold was lost before.
+   */
+  handOn<T>(call: (signal?: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const before = Promise.all([this.handing, this.releasing].map((p) => p?.catch(() => {})));
+    const p = before.then(() => this.doHandOn(call, signal));
+    const mine = p.finally(() => {
+      if (this.handing === mine) this.handing = undefined;
+    });
+    mine.catch(() => {});
+    this.handing = mine;
+    return p;
+  }
+
+  private async doHandOn<T>(call: (signal?: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (this.released) throw this.releaseErr ?? new LockLostError(this.key.kind, this.key.name, this.key.token, "given up already");
+    this.stopCtl.abort();
+    await this.renewing;
+    this.c.watcher.unregister(this);
+    let result: T;
+    try {
+      result = await call(signal);
+    } catch (e) {
+      const lost = isLostAnswer(e);
+      if (lost) this.lose(`answered: ${(e as Error).message}`, e);
+      if (lost || this.finished) {
+        this.released = true;
+        this.finish();
+        this.releaseErr = this.err;
+        throw this.err ?? e;
+      }
+      this.stopCtl = new AbortController();
+      this.renewing = this.keepAlive().catch((e) => this.lose(`renewal failed: ${(e as Error)?.message ?? e}`, e));
+      this.c.watcher.register(this);
+      throw e;
+    }
+    this.released = true;
+    this.finish();
+    if (this.err) {
+      this.releaseErr = this.err;
+      throw this.err;
+    }
+    return result;
   }
 
   private async doRelease(signal?: AbortSignal): Promise<void> {

@@ -5,6 +5,8 @@ export type { AcquireOptions, CallOptions, CampaignOptions, ClientOptions, Delet
 export { Lock, Leadership, Permit, RWHold } from "./lock.js";
 export { LockSet } from "./lockset.js";
 export { Stream } from "./sse.js";
+export { StreamSession, defaultStreamGrace, minStreamGrace } from "./streamsession.js";
+export type { StreamSessionOptions } from "./streamsession.js";
 export type { EventsOptions } from "./sse.js";
 export * from "./errors.js";
 export type * from "./types.js";

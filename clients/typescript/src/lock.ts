@@ -181,6 +181,20 @@ export class Leadership {
     return this.hold.release(signal);
   }
 
+  /**
+   * transfer hands the leadership to the candidate to, which must be
+   * waiting in line, ahead of the others (Client.transferLeadership), and
+   * resolves with the new leader's. The leadership is then over, as after
+   * resign(): lost does not abort. When the transfer is refused and the
+   * leadership goes on (CandidateNotWaitingError, ElectionHeldError inside
+   * its at-least window) or gets no answer, it keeps renewing itself and
+   * the promise rejects with that error; with the LockLostError when the
+   * leadership was lost before.
+   */
+  transfer(to: string, signal?: AbortSignal): Promise<LeaderInfo> {
+    return this.hold.handOn((s) => this.c.transferLeadership(this.name, this.token, to, { signal: s }), signal);
+  }
+
   /** @internal */
   async renew(timeout: number, signal: AbortSignal): Promise<number> {
     const seq = this.proclaims;

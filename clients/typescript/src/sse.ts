@@ -92,7 +92,8 @@ async function connect(c: Client, endpoint: number, what: string, src: SseSource
     return { connected, retryAfter: 0, err: unavailable(base, `${what} stream ended`) };
   } catch (e) {
     if (signal.aborted) return { connected, retryAfter: 0, err: signal.reason };
-    const why = ctl.signal.aborted ? ctl.signal.reason : unavailable(base, `${what} stream: ${String((e as Error)?.message ?? e)}`, e);
+    // A source's own verdict (a session's stream saying it ended) stands as it is.
+    const why = ctl.signal.aborted ? ctl.signal.reason : e instanceof BatonError ? e : unavailable(base, `${what} stream: ${String((e as Error)?.message ?? e)}`, e);
     return { connected, retryAfter: 0, err: why };
   } finally {
     clearTimeout(watchdog);
