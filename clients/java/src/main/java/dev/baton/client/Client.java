@@ -456,6 +456,27 @@ public final class Client implements AutoCloseable {
         return SessionInfo.from(call(new Req("create session", "POST", "/v1/sessions", null, body, false, null)).obj());
     }
 
+    /**
+     * openStreamSession makes a session bound to a stream, opens its stream
+     * and holds it open in the background until {@link StreamSession#close()},
+     * or until the session ends ({@link StreamSession#done()}). It returns
+     * once the stream is open, within the client's timeout; otherwise it
+     * deletes the session and throws. Not retried, as createSession is not:
+     * a session made by a request whose answer was lost ends by itself
+     * after its grace.
+     *
+     * @param owner its label, or null for the client's address
+     * @param grace how long it outlives its last stream (500 ms to 1 m), or null for 2 s
+     */
+    public StreamSession openStreamSession(String owner, Duration grace) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        put(body, "owner", owner);
+        body.put("bind", "stream");
+        put(body, "grace", grace == null ? null : Durations.wire(grace));
+        SessionInfo info = SessionInfo.from(call(new Req("create stream session", "POST", "/v1/sessions", null, body, false, null)).obj());
+        return new StreamSession(this, info, sessionPath(info.id()) + "/stream").open();
+    }
+
     /** session returns the session with the holds it has. Retried. @throws SessionNotFoundException when it is over */
     public SessionInfo session(String id) {
         return SessionInfo.from(call(new Req("get session " + id, "GET", sessionPath(id), null, null, true, null)).obj());
@@ -694,6 +715,27 @@ public final class Client implements AutoCloseable {
         body.put("value", value);
         return LeaderInfo.from(call(new Req("proclaim in " + quote(name), "POST", electionPath(name) + "/proclaim", null, body, true,
                 null)).obj());
+    }
+
+    /**
+     * transferLeadership ends the leadership token holds in favour of the
+     * candidate to, waiting in line: in one transaction to leads, ahead of
+     * the line, with the next term, and its campaign returns that
+     * leadership. Retried: a repeat after it applied answers
+     * {@link TokenMismatchException}. A {@link Leadership} transfers itself
+     * ({@link Leadership#transfer}).
+     *
+     * @return the new leadership
+     * @throws CandidateNotWaitingException when no campaign of to waits (the leader still leads)
+     * @throws ElectionHeldException with retryAfter, inside the leadership's at-least window
+     * @throws NoLeaderException or {@link TokenMismatchException} when token no longer leads
+     */
+    public LeaderInfo transferLeadership(String name, long token, String to) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("token", token);
+        body.put("to", to);
+        return LeaderInfo.from(call(new Req("transfer leadership of " + quote(name) + " to " + quote(to), "POST",
+                electionPath(name) + "/leader/transfer", null, body, true, null)).obj());
     }
 
     /** renewLeadership extends the lease of the leadership token holds (a {@link Leadership} renews itself). Retried. */

@@ -365,6 +365,82 @@ final class Keeper {
         }
     }
 
+    /** stopRenewal stops the renewal and waits for a renew under way; under releaseMu. */
+    private void stopRenewal() {
+        synchronized (mu) {
+            stopped = true;
+            if (renewTimer != null) {
+                renewTimer.cancel(false);
+            }
+            boolean interrupted = false;
+            while (renewing) {
+                try {
+                    mu.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * handOn ends the hold by call, a request that hands it to another (a
+     * leadership's transfer), as release ends it by its release, and returns
+     * what call does: the renewal and the watch stop first, so its own end
+     * is no loss. A refusal that says the hold goes on
+     * (CandidateNotWaitingException, ElectionHeldException), or no answer,
+     * resumes them and is thrown: if the hold did change hands unseen, the
+     * next renew finds it lost. It throws the LockLostException when the
+     * hold was lost before.
+     */
+    <T> T handOn(java.util.function.Supplier<T> call) {
+        synchronized (releaseMu) {
+            if (released) {
+                LockLostException l = err;
+                throw l != null ? l : new LockLostException(key.kind(), key.name(), key.token(), "given up already", null, null);
+            }
+            stopRenewal();
+            c.watcher().unregister(this);
+            T result;
+            try {
+                result = call.get();
+            } catch (RuntimeException e) {
+                boolean lostAnswer = isLostAnswer(e);
+                if (lostAnswer) {
+                    lose("answered: " + e.getMessage(), e, null);
+                }
+                boolean over;
+                synchronized (mu) {
+                    over = finished;
+                    if (!over) {
+                        stopped = false;
+                        failures = 0;
+                        scheduleRenewLocked();
+                    }
+                }
+                if (over) {
+                    released = true;
+                    LockLostException l = err;
+                    throw l != null ? l : e;
+                }
+                c.watcher().register(this);
+                throw e;
+            }
+            released = true;
+            synchronized (mu) {
+                finishLocked();
+            }
+            LockLostException l = err;
+            if (l != null) {
+                throw l;
+            }
+            return result;
+        }
+    }
+
     /**
      * release stops the renewal and gives the hold back with its token. It
      * returns when it did, and throws the LockLostException when the hold
@@ -382,23 +458,7 @@ final class Keeper {
             }
             // Renewal stops first: a renew racing the release could only
             // make a lost hold look held for a moment, or a released one lost.
-            synchronized (mu) {
-                stopped = true;
-                if (renewTimer != null) {
-                    renewTimer.cancel(false);
-                }
-                boolean interrupted = false;
-                while (renewing) {
-                    try {
-                        mu.wait();
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
+            stopRenewal();
             // Before the release: its own end's event is no loss.
             c.watcher().unregister(this);
             // Even a hold the client judged lost is given back: its clock

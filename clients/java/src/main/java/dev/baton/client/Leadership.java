@@ -58,6 +58,22 @@ public final class Leadership extends Hold {
         release();
     }
 
+    /**
+     * transfer hands the leadership to the candidate to, which must be
+     * waiting in line, ahead of the others ({@link Client#transferLeadership}),
+     * and returns the new leader's. The leadership is then over, as after
+     * {@link #resign()}: {@link #lost()} does not complete. When the transfer
+     * is refused and the leadership goes on, or gets no answer, it keeps
+     * renewing itself and the refusal is thrown.
+     *
+     * @throws CandidateNotWaitingException when to has no campaign waiting; the leadership goes on
+     * @throws ElectionHeldException inside the leadership's at-least window; the leadership goes on
+     * @throws LockLostException when the leadership was lost before
+     */
+    public LeaderInfo transfer(String to) {
+        return keeper.handOn(() -> c.transferLeadership(name(), token(), to));
+    }
+
     java.time.Duration renew(java.time.Duration timeout) {
         int seq = proclaims;
         LeaderInfo i = c.renewLeadership(name(), token(), timeout);
