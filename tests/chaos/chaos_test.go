@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/tests/chaos/check"
+	"github.com/baton-dev/baton/tests/chaos/check/streamcheck"
 	"github.com/baton-dev/baton/tests/testcluster"
 )
 
@@ -48,6 +49,8 @@ var (
 
 	flagKVClients = flag.Int("chaos.kv", 3, "concurrent key clients, spread over the nodes, beside the others (0: none)")
 	flagKVKeys    = flag.Int("chaos.kv-keys", 3, "the keys the key clients read and write")
+
+	flagStreamClients = flag.Int("chaos.streams", 3, "concurrent stream-bound session clients, beside the others (0: none)")
 )
 
 var bin string
@@ -117,7 +120,7 @@ const (
 )
 
 func nemesisClient(role int) int {
-	return *flagClients + *flagElectors + *flagSemClients + *flagRWClients + *flagSetClients + *flagKVClients + role
+	return *flagClients + *flagElectors + *flagSemClients + *flagRWClients + *flagSetClients + *flagKVClients + *flagStreamClients + role
 }
 
 // run is one seed's state.
@@ -145,6 +148,10 @@ type run struct {
 	faults []string       // what the nemesis did, with times
 	counts map[string]int // faults by kind
 	frozen []frozen       // when a member was SIGSTOPped
+	// downs are when a node could not serve or end streams, and streams
+	// the stream records' watch: streamcheck's (stream_test.go).
+	downs   []streamcheck.Fault
+	streams *streamWatch
 }
 
 // frozen is a time a node was SIGSTOPped: it could answer nothing then.
@@ -208,6 +215,9 @@ func runChaos(t *testing.T, seed uint64, p plan) {
 	defer r.save()
 
 	ctx, stop := context.WithCancel(context.Background())
+	wctx, unwatch := context.WithCancel(context.Background())
+	defer unwatch()
+	r.streams = r.watchStreams(wctx)
 	var wg sync.WaitGroup
 	// Client IDs run on from one kind of client to the next, in this
 	// order (nemesisClient): porcupine draws client ID n on row n.
@@ -218,6 +228,7 @@ func runChaos(t *testing.T, seed uint64, p plan) {
 	}{
 		{*flagClients, (*run).client}, {*flagElectors, (*run).elector}, {*flagSemClients, (*run).semaphoreClient},
 		{*flagRWClients, (*run).rwClient}, {*flagSetClients, (*run).setClient}, {*flagKVClients, (*run).kvClient},
+		{*flagStreamClients, (*run).streamClient},
 	} {
 		for i := first; i < first+w.n; i++ {
 			wg.Add(1)
@@ -333,9 +344,11 @@ func (r *run) nemesis(rng *rand.Rand) {
 			d := ttl + time.Second + time.Duration(rng.Int64N(int64(ttl)))
 			r.logf("SIGSTOP %s for %s", n.Name, d)
 			from := r.h.Now()
+			up := r.fault(n.Index, "pause")
 			n.Stop()
 			r.quiet(rng, d, d)
 			n.Cont()
+			up()
 			r.mu.Lock()
 			r.frozen = append(r.frozen, frozen{node: n.Index, from: from, to: r.h.Now()})
 			r.mu.Unlock()
@@ -343,11 +356,15 @@ func (r *run) nemesis(rng *rand.Rand) {
 		case "pause-client":
 			r.pauseClient(rng)
 		case "move-leader":
+			up := r.fault(-1, "move-leader")
 			r.moveLeader(rng)
+			up()
 		case "partition-leader":
 			r.partition(rng)
 		case "burst":
+			up := r.fault(-1, "burst")
 			r.burst(rng)
+			up()
 		}
 		r.waitWhole()
 	}
@@ -389,12 +406,19 @@ func (r *run) kill(rng *rand.Rand, leader bool) {
 	held := d.Acquire(ctx, orphan, "dies-with-"+r.c.Nodes[victim].Name)
 	n := r.c.Nodes[victim]
 	r.logf("SIGKILL %s (leader: %v)", n.Name, victim == l)
+	// A leader's death stops every node's etcd writes until the next
+	// election.
+	up := r.fault(victim, "kill")
+	if victim == l {
+		up = r.fault(-1, "kill-leader")
+	}
 	n.Kill()
 	r.quiet(rng, time.Second, 3*time.Second)
 	if err := n.Restart(); err != nil {
 		r.t.Fatalf("restart %s: %v", n.Name, err)
 	}
 	r.waitWhole()
+	up()
 	r.logf("restarted %s", n.Name)
 	if held.Result != check.OK {
 		return
@@ -458,6 +482,8 @@ func (r *run) partition(rng *rand.Rand) {
 	l := r.leader()
 	n := r.c.Nodes[l]
 	r.logf("partition %s (the leader) from the others", n.Name)
+	up := r.fault(-1, "partition-leader")
+	defer up()
 	if err := r.c.Partition(l); err != nil {
 		r.t.Fatalf("partition: %v", err)
 	}
@@ -590,6 +616,7 @@ func (r *run) check() {
 	r.checkRWLocks(ops, events)
 	r.checkLockSets(ops, events)
 	r.checkKeys(ops, events)
+	r.checkStreams(ops, events)
 }
 
 // settledHistory waits until no lock, permit or rwlock hold is held,

@@ -143,6 +143,26 @@
 // limit; a window starts at its acquired event's time, the hold's
 // acquired_at, and the nodes share one clock).
 //
+// Stream-bound session clients create sessions bound to a stream with a
+// grace of 600ms to 1s, open the stream (GET /v1/sessions/{id}/stream) on
+// a node, take one or two locks in the session, hold the stream for a
+// while and cancel it, then reopen it on another node within the grace,
+// after it, or never (and at once when it broke); a watch of etcd's
+// stream records gives the server's time of each detach. Package
+// streamcheck (tests/chaos/check/streamcheck) holds the trail's ends of
+// the sessions' holds against them (CheckStreams: after a close with no
+// reattach within the grace, the session's holds end (session_expired)
+// within the grace, one keep-alive interval (500ms) and 250ms of slack of
+// the server's detach (of the client's cancel when the watch missed it),
+// and no attach takes after that; a close with a fault from it to that
+// deadline (a node killed, paused or cut off, leadership moved, a burst)
+// or a stream that broke gets the lease's TTL and an election timeout
+// from the close or the fault's end instead, as the node that would end
+// the session may be dead and the lease ends it; no session ends while a
+// stream of it is open on a node without a fault within a lease TTL
+// before, nor before its grace has passed since its last close). A run
+// with stream clients keeps the records and the faults in streams.json.
+//
 // TestChaos_TrailStopped runs the same workload and checks with another
 // nemesis: it halts every node's audit trail writer (the failpoint of a
 // baton built with -tags failpoints, testcluster.Node.HaltTrail) for three
@@ -161,8 +181,9 @@
 // the read/write lock clients (0: none), -chaos.locksets the lock set
 // clients (0: none), -chaos.lockset-locks the locks of their pool,
 // -chaos.lockset-sharers how many lock clients take single locks of it,
-// -chaos.min-hold the longest at-least window (0: none), and -chaos.kv
-// the key clients (0: none) and -chaos.kv-keys their keys.
+// -chaos.min-hold the longest at-least window (0: none), -chaos.kv
+// the key clients (0: none) and -chaos.kv-keys their keys, and
+// -chaos.streams the stream-bound session clients (0: none).
 // Two-minute seeds,
 // with go test's timeout lifted:
 //

@@ -55,6 +55,10 @@ type Op struct {
 	Key        string `json:"key,omitempty"`
 	Session    string `json:"session,omitempty"`
 	IfRevision *int64 `json:"if_revision,omitempty"`
+	// Grace is a stream-session op's grace; Value names the stream of a
+	// stream-open or stream-close op. Stream ops are package
+	// streamcheck's (tests/chaos/check/streamcheck).
+	Grace string `json:"grace,omitempty"`
 
 	// Call and Return are nanoseconds since the run began. An Unknown
 	// op's Return is when its client gave up; the checker treats it as
@@ -151,13 +155,18 @@ const (
 	SessionCreate Kind = "session-create" // POST /v1/sessions
 	SessionRenew  Kind = "session-renew"  // POST /v1/sessions/{id}/renew
 	SessionDelete Kind = "session-delete" // DELETE /v1/sessions/{id}
+
+	StreamSession Kind = "stream-session" // POST /v1/sessions {"bind":"stream","grace":…}
+	StreamOpen    Kind = "stream-open"    // GET /v1/sessions/{id}/stream, until its attached event
+	StreamClose   Kind = "stream-close"   // its end: cancelled by the client (Code ""), or lost
+	StreamAcquire Kind = "stream-acquire" // POST /v1/locks/{name} {"session":…}
 )
 
 // lockKinds, electionKinds, semaphoreKinds, rwKinds and setKinds are the
 // kinds of each model; fput and fget belong to the election model when
 // they have Election set, to the rwlock model when they have RWLock set;
 // lock ops with Pool set belong to the lock set model. kvKinds are the
-// keys' checkers'.
+// keys' checkers', streamKinds the stream-bound sessions' (streamcheck).
 var (
 	lockKinds      = []Kind{Acquire, Renew, Release, Get, FPut, FGet}
 	electionKinds  = []Kind{Campaign, Proclaim, Resign, RenewLeader, Leader}
@@ -165,11 +174,12 @@ var (
 	rwKinds        = []Kind{RWAcquire, RWRenew, RWRelease, RWGet}
 	setKinds       = []Kind{SetAcquire, SetRenew, SetRelease}
 	kvKinds        = []Kind{KVPut, KVGet, KVDelete, SessionCreate, SessionRenew, SessionDelete}
+	streamKinds    = []Kind{StreamSession, StreamOpen, StreamClose, StreamAcquire}
 )
 
 // allKinds are the kinds of every model.
 func allKinds() []Kind {
-	return slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds, setKinds, kvKinds)
+	return slices.Concat(lockKinds, electionKinds, semaphoreKinds, rwKinds, setKinds, kvKinds, streamKinds)
 }
 
 // Name is what op is about: its key or session, its election, semaphore
@@ -179,7 +189,7 @@ func (op Op) Name() string {
 	switch {
 	case op.Key != "":
 		return op.Key
-	case op.OnKV():
+	case op.OnKV() || op.OnStream():
 		return op.Session
 	case len(op.Set) > 0:
 		return strings.Join(op.Set, ",")
@@ -211,8 +221,12 @@ func (op Op) OnRWLock() bool {
 // onLock reports whether op is a lock op: LockModel's unless it is in a
 // lock set pool (OnLockSet), and CheckAudit's either way.
 func (op Op) onLock() bool {
-	return !op.onElection() && !op.OnSemaphore() && !op.OnRWLock() && len(op.Set) == 0 && !op.OnKV()
+	return !op.onElection() && !op.OnSemaphore() && !op.OnRWLock() && len(op.Set) == 0 && !op.OnKV() && !op.OnStream()
 }
+
+// OnStream reports whether op is a stream-bound session's op: package
+// streamcheck's, and no model's here.
+func (op Op) OnStream() bool { return slices.Contains(streamKinds, op.Kind) }
 
 // OnKV reports whether op is a key op or a session op: the keys'
 // checkers' (kvcheck), and no model's here.
