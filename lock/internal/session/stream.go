@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -118,8 +119,19 @@ func (m *Registry) Attach(ctx context.Context, id string) (*Stream, error) {
 			return nil, hold.ErrSessionNotFound
 		}
 		rev, ok, err := m.putStream(ctx, id, lid, resp.Kvs[0].ModRevision, streamRecord{Node: m.node, Open: true, Since: store.NowUTC()})
-		if err != nil || ok {
-			return &Stream{m: m, id: id, lease: lid, grace: rec.Grace, rev: rev}, err
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			// Renew at once: the last renewal may be a TTL old (streams
+			// closed within a renewal interval, or a node that stopped
+			// renewing), and the next comes KeepAliveEvery later. So a
+			// stream's close always finds a renewal within KeepAliveEvery.
+			st := &Stream{m: m, id: id, lease: lid, grace: rec.Grace, rev: rev}
+			if err := st.KeepAlive(ctx); errors.Is(err, hold.ErrSessionNotFound) {
+				return nil, err
+			}
+			return st, nil
 		}
 	}
 	return nil, fmt.Errorf("session %s's stream changes hands too fast: %w", id, hold.ErrUnavailable)
