@@ -93,11 +93,11 @@ type stream struct {
 // package says.
 func CheckStreams(ops []check.Op, events []check.AuditEvent, recs []Record, faults []Fault, cfg Config) Report {
 	ss := sessions(ops)
-	ends(ss, events, cfg)
 	byID := map[string][]Record{}
 	for _, r := range recs {
 		byID[r.Session] = append(byID[r.Session], r)
 	}
+	ends(ss, events, byID, cfg)
 	var rep Report
 	for _, id := range slices.Sorted(maps.Keys(ss)) {
 		s := ss[id]
@@ -146,8 +146,12 @@ func sessions(ops []check.Op) map[string]*session {
 }
 
 // ends sets each session's end: the earliest session_expired of its
-// holds (their Session, or their locks, which no other session takes).
-func ends(ss map[string]*session, events []check.AuditEvent, cfg Config) {
+// holds (their Session, or their locks, which no other session takes),
+// or, when the watch saw the lease's end delete the stream record
+// first, that. Both come no sooner than the end: the trail stamps a
+// derived end when it reads the revision, which a stopped trail does
+// late; the watch sees the delete a delivery after it.
+func ends(ss map[string]*session, events []check.AuditEvent, recs map[string][]Record, cfg Config) {
 	byLock := map[string]*session{}
 	for _, s := range ss {
 		for l := range s.locks {
@@ -167,6 +171,16 @@ func ends(ss map[string]*session, events []check.AuditEvent, cfg Config) {
 		}
 		if at := ev.Time.Sub(cfg.Start).Nanoseconds(); s.end < 0 || at < s.end {
 			s.end, s.endRev = at, ev.Revision
+		}
+	}
+	for id, s := range ss {
+		if s.end < 0 {
+			continue // no hold ended: the end is unseen (Report.Unseen)
+		}
+		for _, r := range recs[id] {
+			if r.Deleted && r.Seen < s.end {
+				s.end = r.Seen
+			}
 		}
 	}
 }

@@ -116,3 +116,17 @@ func TestCheckStreams_EndBeforeTheGraceFails(t *testing.T) {
 		t.Fatalf("problems %q; want none: its node was paused, so its lease may have run out", rep.Problems)
 	}
 }
+
+// A stopped trail stamps the end late; the watch's delete of the stream
+// record, seen in time, is the end.
+func TestCheckStreams_AStoppedTrailIsTimedByTheRecordsDelete(t *testing.T) {
+	recs := append(detachAt(1000*ms), streamcheck.Record{Session: "s1", Revision: 9, Deleted: true, Seen: 1900 * ms})
+	rep := streamcheck.CheckStreams(scenario(), endAt(90000*ms), recs, nil, cfg)
+	if len(rep.Problems) > 0 || rep.Strict != 1 {
+		t.Fatalf("report %+v; want the delete's time to bound it, no problem", rep)
+	}
+	late := append(detachAt(1000*ms), streamcheck.Record{Session: "s1", Revision: 9, Deleted: true, Seen: 2700 * ms})
+	if rep := streamcheck.CheckStreams(scenario(), endAt(90000*ms), late, nil, cfg); len(rep.Problems) != 1 {
+		t.Fatalf("problems %q; want the delete seen past the bound reported", rep.Problems)
+	}
+}
