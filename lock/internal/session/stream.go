@@ -181,13 +181,18 @@ func (s *Stream) ID() string { return s.id }
 // Close records that the stream closed and starts its grace: unless a
 // stream attaches again meanwhile, on any node, the session ends when
 // the grace has passed. A stream that another attach took over already
-// has nothing to close.
+// has nothing to close. When etcd cannot record the close (no leader),
+// the grace runs from now all the same, against the record as our
+// attach left it: the end then requires that no stream attached since.
 func (s *Stream) Close() {
 	ctx, done := s.m.core.Etcd.CleanupCtx()
 	rev, ok, err := s.m.putStream(ctx, s.id, s.lease, s.rev, streamRecord{Node: s.m.node, Since: store.NowUTC()})
 	done()
-	if err != nil || !ok {
+	switch {
+	case errors.Is(err, hold.ErrSessionNotFound), err == nil && !ok:
 		return
+	case err != nil:
+		rev = s.rev
 	}
 	s.m.endAfterGrace(s.id, s.lease, rev, s.grace)
 }
@@ -205,14 +210,29 @@ func (m *Registry) endAfterGrace(id string, lid clientv3.LeaseID, rev int64, gra
 		case <-m.core.Stop.Done():
 			return
 		}
-		ctx, done := m.core.Etcd.CleanupCtx()
-		defer done()
-		_, ok, err := m.putStream(ctx, id, lid, rev, streamRecord{Node: m.node, Since: store.NowUTC(), Ended: true})
-		if err != nil || !ok {
-			return // ended already, or a stream attached again
+		// A failure to reach etcd (no leader) is tried again until the
+		// session ends, by us or its lease, or a stream attaches: giving
+		// up would leave the end to the lease, which etcd extends by its
+		// TTL at every change of leader.
+		for {
+			ctx, done := m.core.Etcd.CleanupCtx()
+			_, ok, err := m.putStream(ctx, id, lid, rev, streamRecord{Node: m.node, Since: store.NowUTC(), Ended: true})
+			done()
+			switch {
+			case err == nil && ok:
+				// The revoke deletes the session's keys, its holds among
+				// them; the expiry recorder records their ends as
+				// session_expired.
+				m.core.RevokeLease(id)
+				return
+			case err == nil, errors.Is(err, hold.ErrSessionNotFound):
+				return // a stream attached again, or the session is over
+			}
+			select {
+			case <-time.After(KeepAliveEvery / 5):
+			case <-m.core.Stop.Done():
+				return
+			}
 		}
-		// The revoke deletes the session's keys, its holds among them;
-		// the expiry recorder records their ends as session_expired.
-		m.core.RevokeLease(id)
 	}()
 }
