@@ -93,7 +93,7 @@ func TestServe_SIGHUPReloadsTheAuthFile(t *testing.T) {
 	}
 
 	// A bad file: logged with its line, and the credentials stay.
-	writeAtomically(t, authFile, "read "+newTok+"\nread "+oldTok+" trailing-field\n")
+	writeAtomically(t, authFile, "read "+newTok+"\nread "+oldTok+" # a trailing comment\n")
 	if err := syscall.Kill(n.Pid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

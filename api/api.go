@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/sse"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,10 +63,10 @@ func New(eng *lock.Engine, tr *trail.Trail, o Options) *API {
 		o.ReadyTimeout = 2 * time.Second
 	}
 	if o.Heartbeat == 0 {
-		o.Heartbeat = defaultHeartbeat
+		o.Heartbeat = sse.DefaultHeartbeat
 	}
 	if o.EventWriteTimeout == 0 {
-		o.EventWriteTimeout = defaultEventWriteTimeout
+		o.EventWriteTimeout = sse.DefaultWriteTimeout
 	}
 	a := &API{
 		eng:               eng,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
+	"github.com/baton-dev/baton/api/internal/sse"
 
 	"github.com/labstack/echo/v4"
 
@@ -237,7 +239,9 @@ func (a *API) listElections(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ls, next, err := a.eng.Elections(c.Request().Context(), o)
+	ls, next, err := scope.List(c, o, func(o lock.ListOptions) ([]*lock.Lock, string, error) {
+		return a.eng.Elections(c.Request().Context(), o)
+	}, func(x *lock.Lock) string { return x.Name })
 	if err != nil {
 		return err
 	}
@@ -443,7 +447,7 @@ func (a *API) observe(c echo.Context) error {
 		return err
 	}
 	defer o.Close()
-	send, ok := a.openStream(c)
+	send, ok := sse.Open(c, a.eventWriteTimeout)
 	if !ok {
 		return nil
 	}
@@ -454,7 +458,7 @@ func (a *API) observe(c echo.Context) error {
 		case ch, ok := <-o.C:
 			if !ok {
 				if err := o.Err(); err != nil && ctx.Err() == nil {
-					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
+					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sse.Sanitize(err)))
 				}
 				return nil
 			}

@@ -4,9 +4,11 @@ import (
 	"net/http"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -48,6 +50,11 @@ func (a *API) putFenced(c echo.Context) error {
 		h = lock.Holder{Kind: lock.KindElection, Name: req.Election}
 	case req.RWLock != "":
 		h = lock.Holder{Kind: lock.KindRWLock, Name: req.RWLock}
+	}
+	if h.Name != "" {
+		if err := scope.Check(c, auth.Read, h.Name); err != nil {
+			return err
+		}
 	}
 	f, err := a.eng.PutFencedHeld(c.Request().Context(), request.PathParam(c, "resource"), *req.Token, req.Value, h)
 	if err != nil {

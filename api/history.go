@@ -1,19 +1,19 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
+	"github.com/baton-dev/baton/api/internal/sse"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 )
@@ -35,6 +35,7 @@ import (
 //	@Param			from	query		string	false	"Only events at or after this time (RFC 3339)"	format(date-time)
 //	@Param			to		query		string	false	"Only events before this time (RFC 3339)"		format(date-time)
 //	@Success		200		{object}	api.History
+//	@Failure		403	{object}	api.Problem	"forbidden: lock or name is outside the credential's rules (`prefixes`)"
 //	@Security		BearerAuth
 //	@Router			/v1/history [get]
 func (a *API) history(c echo.Context) error {
@@ -62,6 +63,9 @@ func (a *API) history(c echo.Context) error {
 	if o.To, err = request.Time(q, "to"); err != nil {
 		return err
 	}
+	if err := scopeView(c, o.Lock, o.Name, &o.Allow); err != nil {
+		return err
+	}
 	evs, next, err := a.trail.History(c.Request().Context(), o)
 	if err != nil {
 		return err
@@ -72,16 +76,6 @@ func (a *API) history(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, out)
 }
-
-// defaultHeartbeat keeps idle streams alive through proxies that close
-// connections without traffic.
-const defaultHeartbeat = 15 * time.Second
-
-// defaultEventWriteTimeout bounds each write to an event stream: a client
-// that stops reading fills its socket buffers, the write blocks, and the
-// stream is dropped when this passes, instead of pinning a goroutine and a
-// subscription for as long as the connection lives.
-const defaultEventWriteTimeout = 10 * time.Second
 
 // events godoc
 //
@@ -98,6 +92,7 @@ const defaultEventWriteTimeout = 10 * time.Second
 //	@Success		200				{string}	string		"An endless text/event-stream"
 //	@Failure		429				{object}	api.Problem	"rate_limited, or too_many_streams (with `limit`): this client address or credential holds its maximum of streams on this node"
 //	@Failure		503				{object}	api.Problem	"unavailable, shutting_down, or too_many_streams (with `limit`): this node serves its maximum of streams"
+//	@Failure		403	{object}	api.Problem	"forbidden: lock or name is outside the credential's rules (`prefixes`)"
 //	@Security		BearerAuth
 //	@Router			/v1/events [get]
 func (a *API) events(c echo.Context) error {
@@ -105,7 +100,25 @@ func (a *API) events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scopeView(c, o.Lock, o.Name, &o.Allow); err != nil {
+		return err
+	}
 	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return appendEvent(b, ev), nil })
+}
+
+// scopeView fits a view of the trail (a history page, an event stream)
+// to the request's credential: a view of one thing (lock, or name) it may
+// not read is a 403; any other view keeps only the names it may read
+// (*allow).
+func scopeView(c echo.Context, lockName, name string, allow *func(string) bool) error {
+	switch {
+	case lockName != "":
+		return scope.Check(c, auth.Read, lockName)
+	case name != "":
+		return scope.Check(c, auth.Read, name)
+	}
+	*allow = scope.Filter(c)
+	return nil
 }
 
 // serveEvents answers with the stream of the trail's events o selects,
@@ -120,94 +133,12 @@ func (a *API) serveEvents(c echo.Context, o trail.SubscribeOptions, appendEv fun
 		return err
 	}
 	defer sub.Close()
-	send, ok := a.openStream(c)
+	send, ok := sse.Open(c, a.eventWriteTimeout)
 	if !ok {
 		return nil
 	}
-	a.streamWith(ctx, sub, send, appendEv)
+	sse.Pump(ctx, sub, send, appendEv, a.heartbeat)
 	return nil
-}
-
-// openStream begins a text/event-stream answer, and returns the function
-// that sends each part of it: ok is false when the client left already.
-func (a *API) openStream(c echo.Context) (send func([]byte) error, ok bool) {
-	w := c.Response()
-	rc := http.NewResponseController(w.Writer)
-	// The server's timeouts are for ordinary requests; a stream lives until
-	// the client or the server ends it. The read deadline matters too: when
-	// it passes, net/http cancels the request's context. Writes get a
-	// deadline each instead (send), so a healthy stream lives on and a
-	// client that stopped reading is dropped.
-	_ = rc.SetReadDeadline(time.Time{})
-	send = func(b []byte) error {
-		_ = rc.SetWriteDeadline(time.Now().Add(a.eventWriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // no buffering in nginx
-	w.WriteHeader(http.StatusOK)
-	return send, send([]byte("retry: 2000\n\n")) == nil
-}
-
-// streamWith sends sub's events, each rendered by appendEv, and a
-// heartbeat while there are none, until the subscription ends, the
-// client leaves, a write to it fails or appendEv fails (the client
-// resumes from the last event it has).
-func (a *API) streamWith(ctx context.Context, sub *trail.Subscription, send func([]byte) error, appendEv func([]byte, lock.Event) ([]byte, error)) {
-	beat := time.NewTicker(a.heartbeat)
-	defer beat.Stop()
-	var buf []byte
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				// Tell the client why, as a comment: the stream's status
-				// line is long gone. EventSource reconnects by itself.
-				if err := sub.Err(); err != nil && !errors.Is(err, ctx.Err()) {
-					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
-				}
-				return
-			}
-			var err error
-			buf, err = appendEv(buf[:0], ev)
-			// Whatever else is ready goes in the same write, so the events
-			// of one revision arrive together.
-			for more := err == nil; more; {
-				select {
-				case ev, ok := <-sub.C:
-					if !ok {
-						more = false
-						break
-					}
-					if buf, err = appendEv(buf, ev); err != nil {
-						more = false
-					}
-				default:
-					more = false
-				}
-			}
-			if err != nil {
-				// What was rendered of this revision is not sent: the
-				// client resumes from the last revision it has whole.
-				_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sanitize(err)))
-				return
-			}
-			if send(buf) != nil {
-				return // the client left, or stopped reading
-			}
-		case <-beat.C:
-			if send([]byte(": heartbeat\n\n")) != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 func appendEvent(b []byte, ev lock.Event) []byte {
@@ -215,17 +146,4 @@ func appendEvent(b []byte, ev lock.Event) []byte {
 	b = fmt.Appendf(b, "id: %d\nevent: %s\ndata: ", ev.Revision, ev.Type)
 	b = append(b, data...)
 	return append(b, '\n', '\n')
-}
-
-// sanitize keeps an error on one comment line and says nothing of etcd's
-// internals beyond our own wording.
-func sanitize(err error) string {
-	switch {
-	case errors.Is(err, trail.ErrSlowSubscriber):
-		return "client too slow; reconnect with Last-Event-ID"
-	case errors.Is(err, lock.ErrClosed):
-		return "node shutting down; reconnect"
-	default:
-		return "etcd unavailable; reconnect"
-	}
 }

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -74,8 +76,9 @@ type DeleteKeyRequest struct {
 	KeyFence
 }
 
-// fence is the engine's fence of f, or a 400 naming the field at fault.
-func (f KeyFence) fence() (lock.KeyFence, error) {
+// fence is the engine's fence of f, or a 400 naming the field at fault,
+// or a 403 when c's credential may not read the fence's hold.
+func (f KeyFence) fence(c echo.Context) (lock.KeyFence, error) {
 	var out lock.KeyFence
 	for _, h := range []struct {
 		kind lock.EventKind
@@ -96,6 +99,9 @@ func (f KeyFence) fence() (lock.KeyFence, error) {
 		return out, badRequest("token", "a token fences a write only with the hold it holds: give lock, election, semaphore or rwlock")
 	case f.Token != nil:
 		out.Token = *f.Token
+	}
+	if out.Name != "" {
+		return out, scope.Check(c, auth.Read, out.Name)
 	}
 	return out, nil
 }
@@ -139,7 +145,7 @@ func (a *API) putKey(c echo.Context) error {
 	if err := request.BodyUpTo(c, &req, false, request.MaxBodyBytes+a.eng.Config().MaxKeyValueBytes); err != nil {
 		return err
 	}
-	f, err := req.fence()
+	f, err := req.fence(c)
 	if err != nil {
 		return err
 	}
@@ -233,16 +239,30 @@ func (a *API) listKeys(c echo.Context) error {
 		}
 		o.After = string(b)
 	}
-	p, err := a.eng.KV().List(c.Request().Context(), o)
+	out := KeyList{Keys: []Key{}}
+	// A page of a scoped credential may span several reads: its revision
+	// is the first's, so a stream from it misses no change (it may repeat
+	// some of the later reads').
+	next, err := scope.Page(c, o.Prefix, o.After, o.Limit, func(prefix, after string, limit int) (int, string, string, error) {
+		p, err := a.eng.KV().List(c.Request().Context(), lock.KeyListOptions{Prefix: prefix, After: after, Limit: limit})
+		if err != nil {
+			return 0, "", "", err
+		}
+		if out.Revision == 0 {
+			out.Revision = p.Revision
+		}
+		last := ""
+		for _, e := range p.Keys {
+			out.Keys = append(out.Keys, toKey(e))
+			last = e.Key
+		}
+		return len(p.Keys), last, p.Next, nil
+	})
 	if err != nil {
 		return err
 	}
-	out := KeyList{Keys: make([]Key, len(p.Keys)), Revision: p.Revision}
-	for i, e := range p.Keys {
-		out.Keys[i] = toKey(e)
-	}
-	if p.Next != "" {
-		out.NextCursor = request.EncodeCursor(p.Next)
+	if next != "" {
+		out.NextCursor = request.EncodeCursor(next)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -279,7 +299,7 @@ func (a *API) deleteKey(c echo.Context) error {
 	if err := request.Body(c, &req, true); err != nil {
 		return err
 	}
-	f, err := req.fence()
+	f, err := req.fence(c)
 	if err != nil {
 		return err
 	}
@@ -318,7 +338,7 @@ func (a *API) keyEvents(c echo.Context) error {
 	if err := lock.CheckKeyPrefix("prefix", prefix); err != nil {
 		return err
 	}
-	o.Kind, o.NamePrefix = lock.KindKey, prefix
+	o.Kind, o.NamePrefix, o.Allow = lock.KindKey, prefix, scope.Filter(c)
 	ctx := c.Request().Context()
 	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return a.appendKeyEvent(ctx, b, ev) })
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
@@ -137,7 +138,20 @@ func (a *API) listLocks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	locks, delays, next, err := a.eng.ListWithDelays(c.Request().Context(), o)
+	var locks []*lock.Lock
+	var delays []lock.Delay
+	next, err := scope.Page(c, o.Prefix, o.After, o.Limit, func(prefix, after string, limit int) (int, string, string, error) {
+		ls, ds, next, err := a.eng.ListWithDelays(c.Request().Context(), lock.ListOptions{Prefix: prefix, After: after, Limit: limit})
+		if err != nil {
+			return 0, "", "", err
+		}
+		locks, delays = append(locks, ls...), append(delays, ds...)
+		last := ""
+		if len(ls) > 0 {
+			last = ls[len(ls)-1].Name
+		}
+		return len(ls), last, next, nil
+	})
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,11 @@ import (
 	"net/http"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -92,6 +94,9 @@ func (a *API) acquireLockSet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scope.Check(c, auth.Write, req.Names...); err != nil {
+		return err
+	}
 	lr := lock.LockSetRequest{Names: req.Names, Owner: owner(c, req.Owner), Metadata: req.Metadata, TTL: t.ttl, Wait: t.wait, Session: t.session}
 	if lr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
 		return err
@@ -128,6 +133,9 @@ func (a *API) releaseLockSet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scope.Check(c, auth.Write, names...); err != nil {
+		return err
+	}
 	if err := a.eng.ReleaseSet(c.Request().Context(), names, token); err != nil {
 		return err
 	}
@@ -154,6 +162,9 @@ func (a *API) releaseLockSet(c echo.Context) error {
 func (a *API) renewLockSet(c echo.Context) error {
 	names, token, err := decodeSetToken(c)
 	if err != nil {
+		return err
+	}
+	if err := scope.Check(c, auth.Write, names...); err != nil {
 		return err
 	}
 	s, err := a.eng.RenewSet(c.Request().Context(), names, token)

@@ -63,6 +63,16 @@ type Problem struct {
 	// (key_not_found): a blocking read from it waits for the key's next
 	// change.
 	Revision *int64 `json:"revision,omitempty" format:"int64" example:"4712"`
+	// Role is the role the refused call needs (forbidden by a role or
+	// by a rule).
+	Role string `json:"role,omitempty" example:"write" enums:"read,write,admin"`
+	// Prefixes are the prefixes of the credential's rules (forbidden by
+	// a credential scoped to prefixes): the names it may act on.
+	Prefixes []string `json:"prefixes,omitempty" example:"payments.,shared."`
+	// Quota names the credential's quota that was reached
+	// (quota_exceeded); Limit is its value (for rate, requests a second,
+	// rounded up).
+	Quota string `json:"quota,omitempty" example:"holds" enums:"holds,waiters,sessions,streams,rate"`
 }
 
 // requestIDHeader is echo.HeaderXRequestID in its canonical form: Get
@@ -129,6 +139,7 @@ var errorTable = []ErrorRow{
 	// (try later), 409 for what only the caller can clear (its own
 	// session's locks), 503 for this node's capacity (try another node).
 	{Err: lock.ErrTooManyWaiters, Code: problem.TooManyWaiters},
+	{Err: lock.ErrQuotaExceeded, Code: problem.QuotaExceeded},
 	{Err: lock.ErrTooManyLocks, Code: problem.TooManyLocksInSession},
 	{Err: lock.ErrTooManySessions, Code: problem.TooManySessions},
 	{Err: lock.ErrTooManyStreams, Code: problem.TooManyStreams, Status: http.StatusServiceUnavailable},
@@ -297,10 +308,18 @@ func addDetails(p *Problem, err error) {
 	}
 	var le *lock.LimitError
 	if errors.As(err, &le) {
-		p.Limit, p.Detail, p.Field = le.Limit, le.Reason, le.Field
+		p.Limit, p.Detail, p.Field, p.Quota = le.Limit, le.Reason, le.Field, le.Quota
 		if le.RetryAfter > 0 {
 			p.RetryAfter = ceilSeconds(le.RetryAfter)
 		}
+	}
+	var se *auth.ScopeError
+	if errors.As(err, &se) {
+		p.Role, p.Prefixes = se.Need.String(), se.Prefixes()
+	}
+	var roleErr *auth.RoleError
+	if errors.As(err, &roleErr) {
+		p.Role = roleErr.Need.String()
 	}
 	var ra retryAfterError
 	if errors.As(err, &ra) {

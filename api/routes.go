@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
@@ -29,6 +30,12 @@ type Route struct {
 	// with neither.
 	Role auth.Role
 	Open bool
+	// Name is the path parameter that names the thing the route acts on
+	// ("name", "resource", "*" for a key), whose rule of the credential
+	// must give Role (see authorize) before the handler runs; "" for
+	// routes that name nothing in their path, whose handlers check the
+	// names they touch.
+	Name string
 	// Query names the query parameters the route takes. Any other name,
 	// one given twice or a query string that does not parse is a 400
 	// before the handler runs, so a typo (?wiat=10s) is never silently
@@ -67,56 +74,56 @@ func (a *API) Routes() []Route {
 		{Method: get, Path: "/v1/sessions/:id/stream", Handler: a.sessionStream, Role: auth.Write, Stream: true, Leader: true},
 
 		{Method: get, Path: "/v1/locks", Handler: a.listLocks, Role: auth.Read, Query: list, Leader: true},
-		{Method: post, Path: "/v1/locks/:name", Handler: a.acquire, Role: auth.Write, Leader: true},
-		{Method: get, Path: "/v1/locks/:name", Handler: a.getLock, Role: auth.Read, Leader: true},
-		{Method: post, Path: "/v1/locks/:name/renew", Handler: a.renew, Role: auth.Write, Leader: true},
-		{Method: del, Path: "/v1/locks/:name", Handler: a.release, Role: auth.Write, Query: []string{"token"}, Leader: true},
-		{Method: post, Path: "/v1/locks/:name/revoke", Handler: a.revoke, Role: auth.Admin, Leader: true},
-		{Method: post, Path: "/v1/locks/:name/yield", Handler: a.yieldLock, Role: auth.Write, Leader: true},
-		{Method: del, Path: "/v1/locks/:name/delay", Handler: a.clearDelay, Role: auth.Admin, Query: []string{"reason"}, Leader: true},
+		{Method: post, Path: "/v1/locks/:name", Name: "name", Handler: a.acquire, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/locks/:name", Name: "name", Handler: a.getLock, Role: auth.Read, Leader: true},
+		{Method: post, Path: "/v1/locks/:name/renew", Name: "name", Handler: a.renew, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/locks/:name", Name: "name", Handler: a.release, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/locks/:name/revoke", Name: "name", Handler: a.revoke, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/locks/:name/yield", Name: "name", Handler: a.yieldLock, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/locks/:name/delay", Name: "name", Handler: a.clearDelay, Role: auth.Admin, Query: []string{"reason"}, Leader: true},
 
 		{Method: get, Path: "/v1/elections", Handler: a.listElections, Role: auth.Read, Query: list, Leader: true},
-		{Method: post, Path: "/v1/elections/:name/campaign", Handler: a.campaign, Role: auth.Write, Leader: true},
-		{Method: get, Path: "/v1/elections/:name", Handler: a.getElection, Role: auth.Read, Leader: true},
-		{Method: post, Path: "/v1/elections/:name/proclaim", Handler: a.proclaim, Role: auth.Write, Leader: true},
-		{Method: post, Path: "/v1/elections/:name/renew", Handler: a.renewLeadership, Role: auth.Write, Leader: true},
-		{Method: del, Path: "/v1/elections/:name/leader", Handler: a.resign, Role: auth.Write, Query: []string{"token"}, Leader: true},
-		{Method: post, Path: "/v1/elections/:name/leader/transfer", Handler: a.transferLeadership, Role: auth.Write, Leader: true},
-		{Method: post, Path: "/v1/elections/:name/revoke", Handler: a.revokeLeadership, Role: auth.Admin, Leader: true},
-		{Method: post, Path: "/v1/elections/:name/yield", Handler: a.yieldLeadership, Role: auth.Write, Leader: true},
-		{Method: get, Path: "/v1/elections/:name/observe", Handler: a.observe, Role: auth.Read, Stream: true, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/campaign", Name: "name", Handler: a.campaign, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/elections/:name", Name: "name", Handler: a.getElection, Role: auth.Read, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/proclaim", Name: "name", Handler: a.proclaim, Role: auth.Write, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/renew", Name: "name", Handler: a.renewLeadership, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/elections/:name/leader", Name: "name", Handler: a.resign, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/leader/transfer", Name: "name", Handler: a.transferLeadership, Role: auth.Write, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/revoke", Name: "name", Handler: a.revokeLeadership, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/elections/:name/yield", Name: "name", Handler: a.yieldLeadership, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/elections/:name/observe", Name: "name", Handler: a.observe, Role: auth.Read, Stream: true, Leader: true},
 
 		{Method: get, Path: "/v1/semaphores", Handler: a.listSemaphores, Role: auth.Read, Query: list, Leader: true},
-		{Method: post, Path: "/v1/semaphores/:name", Handler: a.acquirePermit, Role: auth.Write, Leader: true},
-		{Method: get, Path: "/v1/semaphores/:name", Handler: a.getSemaphore, Role: auth.Read, Leader: true},
-		{Method: post, Path: "/v1/semaphores/:name/renew", Handler: a.renewPermit, Role: auth.Write, Leader: true},
-		{Method: del, Path: "/v1/semaphores/:name", Handler: a.releasePermit, Role: auth.Write, Query: []string{"token"}, Leader: true},
-		{Method: post, Path: "/v1/semaphores/:name/revoke", Handler: a.revokePermit, Role: auth.Admin, Leader: true},
-		{Method: post, Path: "/v1/semaphores/:name/yield", Handler: a.yieldPermits, Role: auth.Write, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name", Name: "name", Handler: a.acquirePermit, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/semaphores/:name", Name: "name", Handler: a.getSemaphore, Role: auth.Read, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name/renew", Name: "name", Handler: a.renewPermit, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/semaphores/:name", Name: "name", Handler: a.releasePermit, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name/revoke", Name: "name", Handler: a.revokePermit, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/semaphores/:name/yield", Name: "name", Handler: a.yieldPermits, Role: auth.Write, Leader: true},
 
 		{Method: post, Path: "/v1/locksets", Handler: a.acquireLockSet, Role: auth.Write, Leader: true},
 		{Method: post, Path: "/v1/locksets/release", Handler: a.releaseLockSet, Role: auth.Write, Leader: true},
 		{Method: post, Path: "/v1/locksets/renew", Handler: a.renewLockSet, Role: auth.Write, Leader: true},
 
 		{Method: get, Path: "/v1/rwlocks", Handler: a.listRWLocks, Role: auth.Read, Query: list, Leader: true},
-		{Method: post, Path: "/v1/rwlocks/:name", Handler: a.acquireRW, Role: auth.Write, Leader: true},
-		{Method: get, Path: "/v1/rwlocks/:name", Handler: a.getRWLock, Role: auth.Read, Leader: true},
-		{Method: post, Path: "/v1/rwlocks/:name/renew", Handler: a.renewRW, Role: auth.Write, Leader: true},
-		{Method: del, Path: "/v1/rwlocks/:name", Handler: a.releaseRW, Role: auth.Write, Query: []string{"token"}, Leader: true},
-		{Method: post, Path: "/v1/rwlocks/:name/revoke", Handler: a.revokeRW, Role: auth.Admin, Leader: true},
-		{Method: post, Path: "/v1/rwlocks/:name/yield", Handler: a.yieldRW, Role: auth.Write, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name", Name: "name", Handler: a.acquireRW, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/rwlocks/:name", Name: "name", Handler: a.getRWLock, Role: auth.Read, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name/renew", Name: "name", Handler: a.renewRW, Role: auth.Write, Leader: true},
+		{Method: del, Path: "/v1/rwlocks/:name", Name: "name", Handler: a.releaseRW, Role: auth.Write, Query: []string{"token"}, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name/revoke", Name: "name", Handler: a.revokeRW, Role: auth.Admin, Leader: true},
+		{Method: post, Path: "/v1/rwlocks/:name/yield", Name: "name", Handler: a.yieldRW, Role: auth.Write, Leader: true},
 
-		{Method: put, Path: "/v1/fenced/:resource", Handler: a.putFenced, Role: auth.Write, Leader: true},
-		{Method: get, Path: "/v1/fenced/:resource", Handler: a.getFenced, Role: auth.Read, Leader: true},
-		{Method: del, Path: "/v1/fenced/:resource", Handler: a.resetFenced, Role: auth.Admin, Query: []string{"reason"}, Leader: true},
+		{Method: put, Path: "/v1/fenced/:resource", Name: "resource", Handler: a.putFenced, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/fenced/:resource", Name: "resource", Handler: a.getFenced, Role: auth.Read, Leader: true},
+		{Method: del, Path: "/v1/fenced/:resource", Name: "resource", Handler: a.resetFenced, Role: auth.Admin, Query: []string{"reason"}, Leader: true},
 
 		// A key's "/"s need echo's wildcard; /v1/kv/events, a static
 		// route, wins over it for GET (keyParam refuses that key).
 		{Method: get, Path: "/v1/kv", Handler: a.listKeys, Role: auth.Read, Query: list, Leader: true},
 		{Method: get, Path: "/v1/kv/events", Handler: a.keyEvents, Role: auth.Read, Stream: true, Leader: true, Query: []string{"prefix", "since"}},
-		{Method: put, Path: "/v1/kv/*", Handler: a.putKey, Role: auth.Write, Leader: true},
-		{Method: get, Path: "/v1/kv/*", Handler: a.getKey, Role: auth.Read, Query: []string{"wait_revision", "wait"}, Leader: true},
-		{Method: del, Path: "/v1/kv/*", Handler: a.deleteKey, Role: auth.Write, Query: []string{"if_revision"}, Leader: true},
+		{Method: put, Path: "/v1/kv/*", Name: "*", Handler: a.putKey, Role: auth.Write, Leader: true},
+		{Method: get, Path: "/v1/kv/*", Name: "*", Handler: a.getKey, Role: auth.Read, Query: []string{"wait_revision", "wait"}, Leader: true},
+		{Method: del, Path: "/v1/kv/*", Name: "*", Handler: a.deleteKey, Role: auth.Write, Query: []string{"if_revision"}, Leader: true},
 
 		{Method: get, Path: "/v1/history", Handler: a.history, Role: auth.Read, Leader: true,
 			Query: []string{"lock", "kind", "name", "limit", "before", "owner", "type", "from", "to"}},
@@ -142,7 +149,8 @@ func DocPath(echoPath string) string {
 }
 
 // Register adds routes to e, each handler behind the checks its row asks
-// for (a leader, the query's names). They wrap the handler here, once,
+// for: the query's names (400), the name the path gives against the
+// credential's rules (403), a leader (503). They wrap the handler here, once,
 // rather than as route middleware, which echo applies anew, a closure
 // allocated, on every request. Routes are added to e itself, not to a
 // group: echo gives a group with middleware a catch-all route, which
@@ -156,11 +164,14 @@ func (a *API) Register(e *echo.Echo, routes []Route) {
 			panic(fmt.Sprintf("api: route %s %s has no Role and is not Open", r.Method, r.Path))
 		}
 		h := r.Handler
-		if !r.AnyQuery {
-			h = checkQuery(r.Query, h)
-		}
 		if r.Leader {
 			h = a.requireLeader(h)
+		}
+		if r.Name != "" {
+			h = scope.Name(r.Name, r.Role, h)
+		}
+		if !r.AnyQuery {
+			h = checkQuery(r.Query, h)
 		}
 		e.Add(r.Method, r.Path, h)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
@@ -154,7 +155,9 @@ func (a *API) listRWLocks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rws, next, err := a.eng.RWLocks(c.Request().Context(), o)
+	rws, next, err := scope.List(c, o, func(o lock.ListOptions) ([]*lock.RWLock, string, error) {
+		return a.eng.RWLocks(c.Request().Context(), o)
+	}, func(x *lock.RWLock) string { return x.Name })
 	if err != nil {
 		return err
 	}

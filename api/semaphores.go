@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
@@ -198,7 +199,9 @@ func (a *API) listSemaphores(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ss, next, err := a.eng.Semaphores(c.Request().Context(), o)
+	ss, next, err := scope.List(c, o, func(o lock.ListOptions) ([]*lock.Semaphore, string, error) {
+		return a.eng.Semaphores(c.Request().Context(), o)
+	}, func(x *lock.Semaphore) string { return x.Name })
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,11 @@ import (
 	"net/http"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/scope"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -59,6 +61,9 @@ func (a *API) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := scope.Check(c, auth.Write, owner(c, req.Owner)); err != nil {
+		return err
+	}
 	var s *lock.Session
 	switch {
 	case bind != "" && req.TTL != nil:
@@ -105,7 +110,19 @@ func (a *API) listSessions(c echo.Context) error {
 		}
 		o.After = string(b)
 	}
-	sessions, next, err := a.eng.ListSessions(c.Request().Context(), o)
+	var sessions []*lock.Session
+	next, err := scope.Page(c, o.Prefix, o.After, o.Limit, func(prefix, after string, limit int) (int, string, string, error) {
+		ss, next, err := a.eng.ListSessions(c.Request().Context(), lock.SessionListOptions{Prefix: prefix, After: after, Limit: limit})
+		if err != nil {
+			return 0, "", "", err
+		}
+		sessions = append(sessions, ss...)
+		last := ""
+		if len(ss) > 0 {
+			last = ss[len(ss)-1].Owner + "\x00" + ss[len(ss)-1].ID
+		}
+		return len(ss), last, next, nil
+	})
 	if err != nil {
 		return err
 	}
@@ -131,11 +148,15 @@ func (a *API) listSessions(c echo.Context) error {
 //	@Param			id	path		string	true	"Session ID"
 //	@Success		200	{object}	api.Session
 //	@Failure		404	{object}	api.Problem	"session_not_found"
+//	@Failure		403	{object}	api.Problem	"forbidden: the session's owner is outside the credential's rules (`prefixes`)"
 //	@Security		BearerAuth
 //	@Router			/v1/sessions/{id} [get]
 func (a *API) getSession(c echo.Context) error {
 	s, err := a.eng.GetSession(c.Request().Context(), request.PathParam(c, "id"))
 	if err != nil {
+		return err
+	}
+	if err := scope.Check(c, auth.Read, s.Owner); err != nil {
 		return err
 	}
 	return writeSession(c, http.StatusOK, toSession(s))

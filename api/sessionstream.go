@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/api/internal/request"
+	"github.com/baton-dev/baton/api/internal/sse"
 	"github.com/baton-dev/baton/lock"
 )
 
@@ -36,7 +37,7 @@ func (a *API) sessionStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	send, ok := a.openStream(c)
+	send, ok := sse.Open(c, a.eventWriteTimeout)
 	if !ok {
 		return nil
 	}

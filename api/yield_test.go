@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/tests/testserver"
+	"github.com/baton-dev/baton/trail"
 )
 
 // yieldKeys are the members of docs/API.md's answer to a request to yield.
@@ -19,6 +20,12 @@ var yieldKeys = []string{"kind", "name", "tokens", "owner", "reason", "requested
 // says the request wrote nothing at all.
 func (s *testServer) revision() int64 {
 	s.t.Helper()
+	// The history index writes after the request whose event it records:
+	// wait until it holds every event so far, so that its write is not
+	// taken for the next request's.
+	if _, _, err := s.Trail.History(context.Background(), trail.HistoryOptions{Limit: 1}); err != nil {
+		s.t.Fatal(err)
+	}
 	resp, err := s.Eng.Client().Get(context.Background(), "/baton/none")
 	if err != nil {
 		s.t.Fatal(err)

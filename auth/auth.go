@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,10 +63,30 @@ func (r Role) Allows(need Role) bool { return need != 0 && r >= need }
 
 // Credential is who a valid token speaks for. It holds nothing secret.
 type Credential struct {
-	// ID is "cred-" and the first 12 hex digits of the token's SHA-256:
-	// stable across reloads as long as the token is, and safe to log.
-	ID   string
+	// ID names the credential in logs, metrics, rate limits and the lock
+	// engine's ownership checks: its name in a policy file, or, for a
+	// line of the line format, "cred-" and the first 12 hex digits of the
+	// token's SHA-256, stable across reloads as long as the token is.
+	ID string
+	// Role is the strongest role of its rules (Rules.Max).
 	Role Role
+	// Rules say what the credential may do to each name.
+	Rules *Rules
+	// Quotas bound what it may hold at once, and how fast it may ask.
+	Quotas Quotas
+}
+
+// Quotas bound one credential's use of a node; 0 is no bound. They come
+// on top of the node's own caps.
+type Quotas struct {
+	// Holds bounds the locks, leaderships, permits and read/write holds
+	// the credential holds at once; Waiters its requests waiting in
+	// queues; Sessions its sessions; Streams its open event streams.
+	Holds, Waiters, Sessions, Streams int
+	// Rate is the requests a second it may send on average, Burst at
+	// once (0: one second's worth).
+	Rate  float64
+	Burst int
 }
 
 // CredentialID is the ID of the credential whose token is token.
@@ -136,18 +157,29 @@ func (e *ParseError) Error() string {
 // never the token.
 type entry struct {
 	digest [sha256.Size]byte
-	cred   Credential
+	cred   *Credential
 }
 
 // Credentials is a parsed auth file. It holds digests of the tokens only.
 type Credentials struct {
 	entries []entry
+	// named are the policy file's credentials by name, with or without
+	// tokens (a certificate or a JWT may name them).
+	named map[string]*Credential
+	// seen and ids say where each token digest and credential ID was
+	// first given, while parsing.
+	seen map[[sha256.Size]byte]string
+	ids  map[string]string
+}
+
+func newCredentials() *Credentials {
+	return &Credentials{named: map[string]*Credential{}, seen: map[[sha256.Size]byte]string{}, ids: map[string]string{}}
 }
 
 // Len is the number of credentials.
 func (c *Credentials) Len() int { return len(c.entries) }
 
-// Count is the number of credentials with role r.
+// Count is the number of tokens whose credential's strongest role is r.
 func (c *Credentials) Count(r Role) int {
 	n := 0
 	for _, e := range c.entries {
@@ -158,16 +190,37 @@ func (c *Credentials) Count(r Role) int {
 	return n
 }
 
-// Parse reads an auth file: one "ROLE TOKEN" a line, "#" comments on
-// lines of their own, blank lines. It fails on the first line that cannot
-// be used, naming its number, and on a file without any credential, which
-// would refuse every call.
+// Named returns the policy file's credential of that name.
+func (c *Credentials) Named(name string) (*Credential, bool) {
+	cred, ok := c.named[name]
+	return cred, ok
+}
+
+// Find returns the credential that name names: a policy file's
+// credential name, or an ID ("cred-…") of the line format. It serves
+// tools (baton auth check), not requests: it is not constant-time.
+func (c *Credentials) Find(name string) (*Credential, bool) {
+	if cred, ok := c.named[name]; ok {
+		return cred, true
+	}
+	for _, e := range c.entries {
+		if e.cred.ID == name {
+			return e.cred, true
+		}
+	}
+	return nil, false
+}
+
+// Parse reads an auth file in the line format: one "ROLE TOKEN
+// [PREFIX…]" a line, "#" comments on lines of their own, blank lines.
+// Without prefixes the role holds on every name; with them, only on names
+// under them. It fails on the first line that cannot be used, naming its
+// number, and on a file without any credential, which would refuse every
+// call.
 func Parse(r io.Reader) (*Credentials, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
-	c := &Credentials{}
-	seen := map[[sha256.Size]byte]int{} // digest -> line
-	ids := map[string]int{}             // credential ID -> line
+	c := newCredentials()
 	n := 0
 	for sc.Scan() {
 		n++
@@ -179,31 +232,9 @@ func Parse(r io.Reader) (*Credentials, error) {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		fields := strings.Fields(text)
-		if len(fields) != 2 {
-			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("want ROLE TOKEN: two fields, comments on lines of their own; this line has %d", len(fields))}
+		if reason := c.addLine(n, strings.Fields(text)); reason != "" {
+			return nil, &ParseError{Line: n, Reason: reason}
 		}
-		role, ok := ParseRole(fields[0])
-		if !ok {
-			// Not quoted: a line written TOKEN ROLE has the token here.
-			return nil, &ParseError{Line: n, Reason: "the first field must be a role: read, write or admin"}
-		}
-		token := fields[1]
-		if err := checkToken(token); err != "" {
-			return nil, &ParseError{Line: n, Reason: err}
-		}
-		sum := sha256.Sum256([]byte(token))
-		if first, dup := seen[sum]; dup {
-			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("the same token as line %d: every credential needs a token of its own", first)}
-		}
-		id := idOf(sum)
-		if first, dup := ids[id]; dup {
-			// Two tokens whose IDs collide would count as one credential
-			// in ownership checks and rate limits.
-			return nil, &ParseError{Line: n, Reason: fmt.Sprintf("this token's credential ID equals line %d's; choose another token", first)}
-		}
-		seen[sum], ids[id] = n, n
-		c.entries = append(c.entries, entry{digest: sum, cred: Credential{ID: id, Role: role}})
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -212,9 +243,66 @@ func Parse(r io.Reader) (*Credentials, error) {
 		return nil, &ParseError{Reason: "read: " + err.Error()}
 	}
 	if len(c.entries) == 0 {
-		return nil, &ParseError{Reason: "no credentials: every /v1 call would be refused; add lines ROLE TOKEN"}
+		return nil, &ParseError{Reason: "no credentials: every /v1 call would be refused; add lines ROLE TOKEN [PREFIX…]"}
 	}
 	return c, nil
+}
+
+// addLine adds the credential of line n's fields, or says why it cannot,
+// quoting no field that may be a token.
+func (c *Credentials) addLine(n int, fields []string) string {
+	if len(fields) < 2 {
+		return "want ROLE TOKEN [PREFIX…]; this line has one field"
+	}
+	role, ok := ParseRole(fields[0])
+	if !ok {
+		// Not quoted: a line written TOKEN ROLE has the token here.
+		return "the first field must be a role: read, write or admin"
+	}
+	rules := make([]Rule, 0, len(fields)-2)
+	for i, p := range fields[2:] {
+		if strings.HasPrefix(p, "#") {
+			return "comments go on lines of their own"
+		}
+		if slices.ContainsFunc(rules, func(r Rule) bool { return r.Prefix == p }) {
+			return fmt.Sprintf("prefix %d appears twice", i+1)
+		}
+		rules = append(rules, Rule{Prefix: p, Role: role})
+	}
+	if len(rules) == 0 {
+		rules = append(rules, Rule{Prefix: "", Role: role})
+	}
+	rs, err := NewRules(rules)
+	if err != nil {
+		// A prefix may be a token written in the wrong place: the
+		// error names the field by position only.
+		return "a prefix must be printable ASCII without whitespace, at most 512 bytes"
+	}
+	token := fields[1]
+	if err := checkToken(token); err != "" {
+		return err
+	}
+	sum := sha256.Sum256([]byte(token))
+	id := idOf(sum)
+	if first, dup := c.ids[id]; dup {
+		// Two tokens whose IDs collide would count as one credential
+		// in ownership checks and rate limits.
+		return fmt.Sprintf("this token's credential ID equals %s's; choose another token", first)
+	}
+	where := fmt.Sprintf("line %d", n)
+	c.ids[id] = where
+	return c.addToken(where, sum, &Credential{ID: id, Role: role, Rules: rs})
+}
+
+// addToken adds the token whose digest is sum as cred's, given at where,
+// or says why it cannot, quoting neither.
+func (c *Credentials) addToken(where string, sum [sha256.Size]byte, cred *Credential) string {
+	if first, dup := c.seen[sum]; dup {
+		return fmt.Sprintf("the same token as %s: every credential needs a token of its own", first)
+	}
+	c.seen[sum] = where
+	c.entries = append(c.entries, entry{digest: sum, cred: cred})
+	return ""
 }
 
 // checkToken says what is wrong with a token, without quoting it.
@@ -268,7 +356,11 @@ func parseFile(path string) (*Credentials, error) {
 		return nil, fmt.Errorf("auth file: %w", err)
 	}
 	defer f.Close()
-	c, err := Parse(f)
+	parse := Parse
+	if IsPolicyFile(path) {
+		parse = ParsePolicy
+	}
+	c, err := parse(f)
 	var pe *ParseError
 	if errors.As(err, &pe) {
 		pe.Path = path
@@ -316,16 +408,24 @@ func (s *Store) Changed() <-chan struct{} {
 	return s.changed
 }
 
-// Check returns the credential whose token is token. It compares the
+// Check returns the credential whose token is token; see Lookup.
+func (s *Store) Check(token string) (Credential, bool) {
+	if c, ok := s.Lookup(token); ok {
+		return *c, true
+	}
+	return Credential{}, false
+}
+
+// Lookup returns the credential whose token is token. It compares the
 // token's SHA-256 with every credential's in constant time, and looks at
 // all of them whatever matches, so the time it takes tells nothing about
-// the tokens it holds.
-func (s *Store) Check(token string) (Credential, bool) {
+// the tokens it holds. The credential is shared and must not be changed.
+func (s *Store) Lookup(token string) (*Credential, bool) {
 	if token == "" || len(token) > MaxTokenLen {
-		return Credential{}, false
+		return nil, false
 	}
 	sum := sha256.Sum256([]byte(token))
-	var found Credential
+	var found *Credential
 	match := 0
 	for _, e := range s.cur.Load().entries {
 		if subtle.ConstantTimeCompare(sum[:], e.digest[:]) == 1 {
@@ -334,3 +434,13 @@ func (s *Store) Check(token string) (Credential, bool) {
 	}
 	return found, match == 1
 }
+
+// Named returns the credential in force named name (a policy file's), for
+// credentials proved otherwise than by a token: a client certificate, a
+// JWT.
+func (s *Store) Named(name string) (*Credential, bool) {
+	return s.cur.Load().Named(name)
+}
+
+// Current is the credentials in force.
+func (s *Store) Current() *Credentials { return s.cur.Load() }

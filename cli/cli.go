@@ -163,7 +163,7 @@ func Commands() []*cobra.Command {
 	for _, c := range cmds {
 		addGlobals(c, g)
 	}
-	return append(cmds, memberCmd(g), snapshotCmd(g), healthcheckCmd(g))
+	return append(cmds, memberCmd(g), snapshotCmd(g), healthcheckCmd(g), authCmd(g))
 }
 
 func addGlobals(c *cobra.Command, g *globals) {

@@ -183,6 +183,11 @@ type Error struct {
 	Limit int
 	// RetryAfter is how long the server asks to wait (lock-delay, 503).
 	RetryAfter time.Duration
+	// Role is the role the refused call needs (forbidden), and Prefixes
+	// the prefixes of the credential's rules, for a credential scoped to
+	// prefixes: the names it may act on.
+	Role     string
+	Prefixes []string
 }
 
 // Error is one line: the call, what the server said, and its status and
@@ -250,6 +255,8 @@ type wireProblem struct {
 	PlaceKept  bool        `json:"place_kept"`
 	RetryAfter int64       `json:"retry_after"`
 	Limit      int         `json:"limit"`
+	Role       string      `json:"role"`
+	Prefixes   []string    `json:"prefixes"`
 }
 
 // oneLine folds every run of white space in s, line breaks included, into
@@ -272,7 +279,7 @@ func decodeError(resp *http.Response) *Error {
 	var p wireProblem
 	if isJSON(resp.Header.Get("Content-Type")) && decodeProblem(body, &p) && p.Code != "" {
 		e.Code, e.Detail, e.Field, e.MaxToken, e.Limit, e.PlaceKept = p.Code, p.Detail, p.Field, p.MaxToken, p.Limit, p.PlaceKept
-		e.Revision = p.Revision
+		e.Revision, e.Role, e.Prefixes = p.Revision, p.Role, p.Prefixes
 		if p.Title != "" {
 			e.Title = p.Title
 		}

@@ -22,6 +22,7 @@ type (
 	HeldError          = hold.HeldError
 	LimitMismatchError = hold.LimitMismatchError
 	Caller             = hold.Caller
+	CallerQuotas       = hold.Quotas
 	DelayedError       = hold.DelayedError
 	Delay              = hold.Delay
 )
@@ -76,6 +77,7 @@ var (
 	ErrTokenMismatch       = hold.ErrTokenMismatch
 	ErrSessionNotFound     = hold.ErrSessionNotFound
 	ErrTooManyWaiters      = hold.ErrTooManyWaiters
+	ErrQuotaExceeded       = hold.ErrQuotaExceeded
 	ErrTooManyLocks        = hold.ErrTooManyLocks
 	ErrTooManySessions     = hold.ErrTooManySessions
 	ErrTooManyHeldLocks    = hold.ErrTooManyHeldLocks

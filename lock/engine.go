@@ -12,6 +12,7 @@ import (
 	"github.com/baton-dev/baton/lock/internal/expiry"
 	"github.com/baton-dev/baton/lock/internal/fence"
 	"github.com/baton-dev/baton/lock/internal/kv"
+	"github.com/baton-dev/baton/lock/internal/quota"
 	"github.com/baton-dev/baton/lock/internal/session"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -36,6 +37,11 @@ type Engine struct {
 	fenced *fence.Registers
 	// kv are the keys of coordination data (kv.go).
 	kv *kv.Store
+	// quota counts what credentials' quotas bound (lock/internal/quota).
+	quota *quota.Tally
+	// feeds are the engine's etcd watches, whose hearing the engine's
+	// readiness requires.
+	feeds []*watchfeed.Feed
 }
 
 // New starts an engine over cli. It does not own cli: closing the engine
@@ -56,6 +62,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 		e.core.Etcd.FollowLeader(e.core.Keys.Recorder())
 	}()
 	e.space = newSpace(e.core)
+	e.quota = quota.New(e.core)
 	e.sessions = session.New(e.core, e.space.sessions)
 	e.fenced = fence.New(fence.Config{
 		Client: cli, Etcd: e.core.Etcd, Keys: e.core.Keys, MaxValueBytes: cfg.MaxFencedValueBytes,
@@ -81,6 +88,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// The hubs start at the revision the recorder's cursor was read at:
 	// nobody waits on anything older.
 	e.core.Waits = e.core.NewWaiterHub(rec.Head + 1)
+	e.feeds = []*watchfeed.Feed{rec.Feed, e.core.Waits.Feed}
 	runs := []func(context.Context){rec.Run, e.core.Waits.Feed.Run}
 	for _, run := range runs {
 		e.wg.Add(1)
@@ -93,7 +101,7 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	// opened within OpTimeout keeps trying, and Ready says so meanwhile.
 	octx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 	defer cancel()
-	for _, f := range e.watches() {
+	for _, f := range e.feeds {
 		select {
 		case <-f.Opened():
 		case <-octx.Done():
@@ -107,11 +115,6 @@ func New(ctx context.Context, cli *clientv3.Client, cfg Config) (*Engine, error)
 	return e, nil
 }
 
-// feeds are the engine's etcd watches.
-func (e *Engine) watches() []*watchfeed.Feed {
-	return []*watchfeed.Feed{e.rec.Feed, e.core.Waits.Feed}
-}
-
 // errDeaf is wrapped in the ErrUnavailable that Ready returns while one of
 // the engine's watches is not hearing etcd.
 var errDeaf = errors.New("this node is not hearing etcd's watch")
@@ -121,7 +124,7 @@ var errDeaf = errors.New("this node is not hearing etcd's watch")
 // Waiters are then not woken, or expiries not recorded,
 // until the watch is open again.
 func (e *Engine) hearing() error {
-	for _, f := range e.watches() {
+	for _, f := range e.feeds {
 		if err := Heard(f); err != nil {
 			return err
 		}

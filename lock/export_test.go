@@ -43,7 +43,7 @@ func HubRegistrations(e *Engine) (keys int) {
 // opened again, as a wedged stream would. It returns how many times that
 // watch has been opened so far.
 func StallWatch(e *Engine, name string) (opened int) {
-	for _, f := range e.watches() {
+	for _, f := range e.feeds {
 		if f.Name() == name {
 			return int(f.Deafen())
 		}
@@ -53,7 +53,7 @@ func StallWatch(e *Engine, name string) (opened int) {
 
 // WatchGeneration is how many times e's watch named name has been opened.
 func WatchGeneration(e *Engine, name string) int {
-	for _, f := range e.watches() {
+	for _, f := range e.feeds {
 		if f.Name() == name {
 			return int(f.Generation())
 		}

@@ -58,6 +58,13 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest, newKind core.N
 		return nil, false, err
 	}
 	defer func() { endSlot(err == nil && fresh || mayHaveCreated(err)) }()
+	// The caller's quotas (lock/internal/quota): its holds, and its
+	// waiting acquires while this one may wait.
+	endQuota, err := e.quota.ReserveAcquire(ctx, max(len(members), 1), req.Wait > 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { endQuota(err == nil && fresh || mayHaveCreated(err)) }()
 	return a.Run(ctx)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/baton-dev/baton/lock/internal/quota"
 	"github.com/baton-dev/baton/lock/internal/session"
 )
 
@@ -36,8 +37,29 @@ const (
 // (a *LimitError), checked in constant time against the engine's tally
 // (lock/internal/caps), so the cap is approximate as CountRefresh says.
 func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Duration) (*Session, error) {
-	return e.sessions.Create(ctx, owner, ttl, "", 0)
+	done, err := e.quota.ReserveSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.sessions.Create(ctx, owner, ttl, "", 0)
+	done(err == nil || mayHaveCreated(err))
+	return s, err
 }
+
+// QuotaUsage is what the credential cred holds and waits for, as its
+// quotas count it: its holds and sessions across the cluster (as this
+// node's watch has seen them), and its acquires waiting on this node.
+// The first call starts the count of holds and sessions (it reads them
+// all once); ctx bounds that.
+func (e *Engine) QuotaUsage(ctx context.Context, cred string) (CallerQuotas, error) {
+	if err := e.quota.Ready(ctx); err != nil {
+		return CallerQuotas{}, err
+	}
+	return CallerQuotas{
+		Holds: e.quota.Count(cred, quota.Holds), Waiters: e.quota.Count(cred, quota.Waiters), Sessions: e.quota.Count(cred, quota.Sessions),
+	}, nil
+}
+
 
 // CreateStreamSession creates a session bound to a stream, as
 // ZooKeeper's is to its connection: it lives while a stream of it is
@@ -48,7 +70,13 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 // ends it by the lease's TTL: the grace and a keep-alive, in whole
 // seconds, and at least MinTTL.
 func (e *Engine) CreateStreamSession(ctx context.Context, owner string, grace time.Duration) (*Session, error) {
-	return e.sessions.Create(ctx, owner, 0, BindStream, grace)
+	done, err := e.quota.ReserveSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.sessions.Create(ctx, owner, 0, BindStream, grace)
+	done(err == nil || mayHaveCreated(err))
+	return s, err
 }
 
 // AttachSessionStream opens a stream of the stream-bound session id on

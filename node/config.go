@@ -286,7 +286,7 @@ func (c *Config) addHTTPFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "how long the embedded etcd member may wait, as the node starts, for a quorum of the initial cluster; the node then exits. 0 waits as long as it takes (leave the bound to a supervisor's startup probe)")
 	fs.BoolVar(&c.AccessLog, "access-log", c.AccessLog, `one "http request" line per request at info level (request ID, route, status, duration, credential ID; never tokens or query strings); --access-log=false to turn off`)
 	fs.StringSliceVar(&c.AllowedHosts, "allowed-hosts", c.AllowedHosts, "comma-separated Host names (no port; any port is answered) the HTTP API answers, * for any; others get 421 host_not_allowed; default: localhost, 127.0.0.1 and [::1] when --http-addr is a loopback address (against DNS rebinding), else any")
-	fs.StringVar(&c.AuthFile, "auth-file", c.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN\" a line (roles read, write, admin); turns authentication on for /v1 and /metrics; re-read on SIGHUP")
+	fs.StringVar(&c.AuthFile, "auth-file", c.AuthFile, "file of bearer-token credentials, one \"ROLE TOKEN [PREFIX…]\" a line (roles read, write, admin; prefixes scope the token to names under them), or a policy file (.yaml, .yml, .json) with named credentials and rules per prefix; turns authentication on for /v1 and /metrics; re-read on SIGHUP")
 }
 
 // addTLSFlags registers the TLS flags: of the HTTP API, of the embedded

@@ -47,6 +47,9 @@ const (
 	TooManyKeys           Code = "too_many_keys"
 	TooManyStreams        Code = "too_many_streams"
 	RateLimited           Code = "rate_limited"
+	// QuotaExceeded: the credential reached one of its quotas (the
+	// problem's quota and limit say which).
+	QuotaExceeded Code = "quota_exceeded"
 
 	// Who may call.
 	Unauthorized   Code = "unauthorized"
@@ -161,6 +164,7 @@ var table = []Info{
 	// node may have room.
 	{TooManyStreams, http.StatusTooManyRequests, "Too many event streams", Later, ExitBusy},
 	{RateLimited, http.StatusTooManyRequests, "Too many requests", Later, ExitBusy},
+	{QuotaExceeded, http.StatusTooManyRequests, "Quota exceeded", Later, ExitBusy},
 
 	{Unauthorized, http.StatusUnauthorized, "Unauthorized", Final, ExitDenied},
 	{Forbidden, http.StatusForbidden, "Forbidden", Final, ExitDenied},

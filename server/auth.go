@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/auth"
@@ -32,7 +34,16 @@ const CredentialKey = "baton.credential"
 // credential goes into the echo context (CredentialKey) and, for the lock
 // engine's ownership checks, into the request's context (lock.Caller).
 // The token itself is never logged nor stored.
-func requireAuth(store *auth.Store, routes routeTable, log *slog.Logger) echo.MiddlewareFunc {
+func requireAuth(store *auth.Store, routes routeTable, log *slog.Logger, reg prometheus.Registerer) echo.MiddlewareFunc {
+	denials := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_auth_denials_total",
+		Help: "Requests refused with 403 forbidden by a credential's role or rules, by credential and the rule that decided: " +
+			"a rule's quoted prefix, \"none\" (no rule covers the name), \"role\" (the credential's strongest role is too weak for the route) " +
+			"or \"global\" (a call across names needs admin on every name).",
+	}, []string{"credential", "rule"})
+	if reg != nil {
+		reg.MustRegister(denials)
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
@@ -50,18 +61,24 @@ func requireAuth(store *auth.Store, routes routeTable, log *slog.Logger) echo.Mi
 				log.Info("request refused", "status", http.StatusUnauthorized, "method", req.Method, "route", c.Path(), "remote", c.RealIP(), "reason", why)
 				return fmt.Errorf("%w: %s; send Authorization: Bearer TOKEN", auth.ErrUnauthorized, why)
 			}
-			cred, ok := store.Check(token)
+			cred, ok := store.Lookup(token)
 			if !ok {
 				log.Info("request refused", "status", http.StatusUnauthorized, "method", req.Method, "route", c.Path(), "remote", c.RealIP(), "reason", "unknown token")
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, api.WWWAuthenticate+`, error="invalid_token"`)
 				return fmt.Errorf("%w: the bearer token is not valid", auth.ErrUnauthorized)
 			}
-			if !cred.Role.Allows(route.Role) {
+			if rule, err := mayCall(cred, route); err != nil {
 				log.Info("request refused", "status", http.StatusForbidden, "method", req.Method, "route", c.Path(), "remote", c.RealIP(), "credential", cred.ID, "role", cred.Role, "need", route.Role)
-				return &auth.RoleError{Need: route.Role, Have: cred.Role}
+				denials.WithLabelValues(cred.ID, rule).Inc()
+				return err
 			}
 			c.Set(CredentialKey, cred.ID)
-			ctx := lock.WithCaller(req.Context(), lock.Caller{Credential: cred.ID, Admin: cred.Role == auth.Admin})
+			c.Set(api.AccessKey, cred)
+			q := cred.Quotas
+			ctx := lock.WithCaller(req.Context(), lock.Caller{
+				Credential: cred.ID, Admin: cred.Rules.Global(auth.Admin),
+				Quotas: lock.CallerQuotas{Holds: q.Holds, Waiters: q.Waiters, Sessions: q.Sessions},
+			})
 			if route.Stream {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
@@ -69,24 +86,48 @@ func requireAuth(store *auth.Store, routes routeTable, log *slog.Logger) echo.Mi
 				go endOnRevocation(ctx, cancel, store, changed, token, cred, route.Role, log)
 			}
 			c.SetRequest(req.WithContext(ctx))
-			return next(c)
+			err := next(c)
+			var se *auth.ScopeError
+			if err != nil && errors.As(err, &se) {
+				log.Info("request refused", "status", http.StatusForbidden, "method", req.Method, "route", c.Path(), "remote", c.RealIP(), "credential", cred.ID, "rule", se.RuleName(), "need", se.Need)
+				denials.WithLabelValues(cred.ID, se.RuleName()).Inc()
+			}
+			return err
 		}
 	}
 }
 
+// mayCall is nil when cred may call route, as far as the route alone
+// decides: its rules give the route's role somewhere. The names a request
+// touches are checked against the rules after (api.Route.Name, and the
+// handlers). A route that needs admin and names nothing acts across names
+// (maintenance): it needs admin on every name. rule labels a refusal in
+// baton_auth_denials_total.
+func mayCall(cred *auth.Credential, route *api.Route) (rule string, err error) {
+	if !cred.Role.Allows(route.Role) {
+		return "role", &auth.RoleError{Need: route.Role, Have: cred.Role}
+	}
+	if route.Role == auth.Admin && route.Name == "" && !cred.Rules.Global(auth.Admin) {
+		return "global", fmt.Errorf("%w: this call acts on every name and needs a rule \"\": admin; this credential's rules are %s", auth.ErrForbidden, cred.Rules)
+	}
+	return "", nil
+}
+
 // endOnRevocation ends a stream's request when a reload takes its
-// credential's access away: a token removed from the auth file must not
-// keep a stream open for days.
-func endOnRevocation(ctx context.Context, cancel context.CancelFunc, store *auth.Store, changed <-chan struct{}, token string, cred auth.Credential, need auth.Role, log *slog.Logger) {
+// credential's access away or changes its rules: a token removed from the
+// auth file must not keep a stream open for days, nor a stream show names
+// its credential no longer may see. A client resumes with Last-Event-ID,
+// under the rules in force.
+func endOnRevocation(ctx context.Context, cancel context.CancelFunc, store *auth.Store, changed <-chan struct{}, token string, cred *auth.Credential, need auth.Role, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 			changed = store.Changed()
-			now, ok := store.Check(token)
-			if !ok || !now.Role.Allows(need) {
-				log.Info("stream ended: its credential was removed or lost its role", "credential", cred.ID)
+			now, ok := store.Lookup(token)
+			if !ok || !now.Role.Allows(need) || !now.Rules.Equal(cred.Rules) {
+				log.Info("stream ended: its credential was removed or its rules changed", "credential", cred.ID)
 				cancel()
 				return
 			}

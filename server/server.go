@@ -140,9 +140,12 @@ func useMiddleware(e *echo.Echo, cfg Config, reg prometheus.Registerer, routes r
 	e.Use(rateLimitByAddress(cfg.RateLimit, reg))
 	e.Use(browserSafety(routes, cfg.Logger))
 	if cfg.Auth != nil {
-		e.Use(requireAuth(cfg.Auth, routes, cfg.Logger))
+		e.Use(requireAuth(cfg.Auth, routes, cfg.Logger, reg))
 	}
 	e.Use(rateLimitByCredential(cfg.CredentialRateLimit, reg))
+	if cfg.Auth != nil {
+		e.Use(enforceQuotas(routes, reg))
+	}
 	e.Use(limitStreams(cfg.StreamLimits, routes))
 }
 

@@ -32,10 +32,13 @@ type HistoryOptions struct {
 	// From and To keep only events recorded in [From, To); zero means
 	// unbounded.
 	From, To time.Time
+	// Allow, when set, keeps only the events about names it allows (a
+	// credential's view), and gaps, which are about no name.
+	Allow func(name string) bool
 }
 
 func (o HistoryOptions) filtered() bool {
-	return o.Owner != "" || len(o.Types) > 0 || !o.From.IsZero() || !o.To.IsZero() || o.Kind != ""
+	return o.Owner != "" || len(o.Types) > 0 || !o.From.IsZero() || !o.To.IsZero() || o.Kind != "" || o.Allow != nil
 }
 
 func (o HistoryOptions) keep(ev Event) bool {
@@ -57,7 +60,7 @@ func (o HistoryOptions) keep(ev Event) bool {
 	if !o.To.IsZero() && !ev.Time.Before(o.To) {
 		return false
 	}
-	return true
+	return o.Allow == nil || ev.Type == EventGap || o.Allow(ev.Name)
 }
 
 // History returns audit events newest first, and the Before of the next
@@ -255,31 +258,45 @@ func (t *Trail) filteredHistory(ctx context.Context, src trailSource, o HistoryO
 	events := []Event{}
 	pastFrom := false
 	candidate := o.prefilter()
-	next, err := t.scanTrail(ctx, src, o.Before, HistoryScanBudget, func(group []trailKV) bool {
-		for _, t := range group {
-			if !candidate(t.value) {
-				continue
+	next := o.Before
+	for round := 0; ; round++ {
+		var err error
+		next, err = t.scanTrail(ctx, src, next, HistoryScanBudget, func(group []trailKV) bool {
+			for _, t := range group {
+				if !candidate(t.value) {
+					continue
+				}
+				if ev, ok := t.decode(); ok && o.keep(ev) {
+					events = append(events, ev)
+				}
 			}
-			if ev, ok := t.decode(); ok && o.keep(ev) {
-				events = append(events, ev)
+			if !o.From.IsZero() {
+				if oldest, ok := group[len(group)-1].decode(); ok && oldest.Time.Before(o.From.Add(-clockSkew)) {
+					pastFrom = true // nothing older can match
+					return false
+				}
 			}
+			return len(events) < o.Limit
+		})
+		if err != nil {
+			return nil, 0, err
 		}
-		if !o.From.IsZero() {
-			if oldest, ok := group[len(group)-1].decode(); ok && oldest.Time.Before(o.From.Add(-clockSkew)) {
-				pastFrom = true // nothing older can match
-				return false
-			}
+		// A credential's view must not come back empty while its events
+		// remain further back: it scans on, up to scopedScanRounds
+		// budgets, before it answers an empty page with a cursor.
+		if len(events) > 0 || next == 0 || pastFrom || o.Allow == nil || round+1 == scopedScanRounds {
+			break
 		}
-		return len(events) < o.Limit
-	})
-	if err != nil {
-		return nil, 0, err
 	}
 	if pastFrom {
 		next = 0
 	}
 	return events, next, nil
 }
+
+// scopedScanRounds bounds the budgets a credential's view scans for its
+// first event (filteredHistory): 100,000 events, a second or so.
+const scopedScanRounds = 20
 
 // prefilter says, from an event's JSON alone, whether it may pass o's
 // owner, type and kind filters: most records of a scan fail them, and a

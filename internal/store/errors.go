@@ -64,6 +64,9 @@ type LimitError struct {
 	// Field names the request field at fault, when one is (the value
 	// of ErrValueTooLarge).
 	Field string
+	// Quota names the credential's quota that was reached (holds,
+	// waiters, sessions, streams, rate), for ErrQuotaExceeded.
+	Quota string
 }
 
 func (e *LimitError) Error() string { return e.Err.Error() + ": " + e.Reason }

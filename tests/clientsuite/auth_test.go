@@ -82,3 +82,27 @@ func TestEvents_AWrongTokenEndsTheStreamWithErrUnauthorized(t *testing.T) {
 		}
 	}
 }
+
+// TestClient_AScopedCredentialsRefusalNamesItsPrefixes: a token scoped to
+// prefixes gets ErrForbidden outside them, with the role needed and its
+// prefixes; its lists hold only its names.
+func TestClient_AScopedCredentialsRefusalNamesItsPrefixes(t *testing.T) {
+	const scopedTok = "client-scoped-token-0123456"
+	s := testserver.Start(t, testserver.WithAuth(t, authLines+"write "+scopedTok+" team-a. shared.\n"))
+	ctx := ctxFor(t, time.Minute)
+	scoped := clientWith(t, s.TS.URL, scopedTok)
+	_, err := scoped.TryAcquire(ctx, "team-b.nightly", client.AcquireOptions{})
+	var e *client.Error
+	if !errors.Is(err, client.ErrForbidden) || !errors.As(err, &e) || e.Role != "write" || strings.Join(e.Prefixes, " ") != "shared. team-a." {
+		t.Fatalf("acquire outside the prefixes: %v (%#v), want ErrForbidden with role write and both prefixes", err, e)
+	}
+	for _, name := range []string{"team-a.nightly", "team-b.nightly"} {
+		if _, err := clientWith(t, s.TS.URL, writeTok).TryAcquire(ctx, name, client.AcquireOptions{TTL: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locks, _, err := scoped.Locks(ctx, client.ListOptions{})
+	if err != nil || len(locks) != 1 || locks[0].Name != "team-a.nightly" {
+		t.Errorf("the scoped list: %v, %v; want team-a.nightly alone", locks, err)
+	}
+}

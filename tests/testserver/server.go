@@ -74,6 +74,18 @@ func WithAuth(t testing.TB, file string) Option {
 	return func(o *options) { o.auth = auth.NewStore(c) }
 }
 
+// WithPolicy turns authentication on with the credentials of doc, the
+// content of a policy file (YAML: named credentials with rules per
+// prefix and quotas, see package auth).
+func WithPolicy(t testing.TB, doc string) Option {
+	t.Helper()
+	c, err := auth.ParsePolicy(strings.NewReader(doc))
+	if err != nil {
+		t.Fatalf("testserver.WithPolicy: %v", err)
+	}
+	return func(o *options) { o.auth = auth.NewStore(c) }
+}
+
 // WithLog sends everything the server and the engine log, from debug
 // level up, to w (which must be safe for concurrent writes, as LogBuffer
 // is), so a test can read the log.

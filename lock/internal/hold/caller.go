@@ -17,6 +17,15 @@ type Caller struct {
 	Credential string
 	// Admin may act on any hold or session.
 	Admin bool
+	// Quotas bound what the credential may hold and wait for (0: no
+	// bound): the engine refuses past them with ErrQuotaExceeded.
+	Quotas Quotas
+}
+
+// Quotas are a caller's credential's bounds (auth.Quotas): its holds and
+// sessions across the cluster, its acquires waiting on this node.
+type Quotas struct {
+	Holds, Waiters, Sessions int
 }
 
 type callerKey struct{}

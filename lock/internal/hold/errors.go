@@ -33,6 +33,11 @@ var (
 	// acquires already; the error is a *LimitError. It clears as waiters
 	// are served or give up: try later.
 	ErrTooManyWaiters = errors.New("too many waiters for the lock")
+	// ErrQuotaExceeded means the caller's credential has reached one of
+	// its quotas (auth.Quotas); the error is a *LimitError naming it
+	// (Quota). It clears as the credential's holds, waits, sessions or
+	// streams end, or, for its request rate, after RetryAfter.
+	ErrQuotaExceeded = errors.New("quota exceeded")
 	// ErrTooManyLocks means the session holds Config.MaxLocksPerSession
 	// locks already; the error is a *LimitError. Only the session's owner
 	// can clear it, by releasing some.

@@ -13,15 +13,16 @@ import (
 // The answers every API route may give by what its row in api.Routes
 // says of it, which its handler's annotations leave out: a route that
 // checks its query answers 400; one that needs a credential 401, and 403
-// past the read role (a weaker role, or a browser's cross-origin
-// request), 421 (the Host check) and 429 (the rate limit); one that needs
+// past the read role or on a name (a weaker role, a rule of the
+// credential's that does not give the role on the name, or a browser's
+// cross-origin request), 421 (the Host check) and 429 (the rate limit); one that needs
 // a leader 503. 429 and 503 carry Retry-After, on every route. A handler
 // annotates such a status itself only to say more of it (too_many_waiters,
 // a session of another credential), and its text is kept.
 const (
 	descInvalid      = "invalid_request"
 	descUnauthorized = "unauthorized: no valid bearer token (when auth is on)"
-	descForbidden    = "forbidden: needs the %s role; or cross_origin: a browser sent it for a page of another origin"
+	descForbidden    = "forbidden: needs the %s role (on the name, for a credential with rules by prefix: the answer gives `role` and the credential's `prefixes`); or cross_origin: a browser sent it for a page of another origin"
 	descHost         = "host_not_allowed: the Host is not one this node answers (--allowed-hosts)"
 	descRateLimited  = "rate_limited"
 	descUnavailable  = "unavailable"
@@ -59,7 +60,7 @@ func standard(doc *openapi3.T) error {
 				add(http.StatusBadRequest, descInvalid)
 			}
 			add(http.StatusUnauthorized, descUnauthorized)
-			if r.Role > auth.Read {
+			if r.Role > auth.Read || r.Name != "" {
 				add(http.StatusForbidden, fmt.Sprintf(descForbidden, r.Role))
 			}
 			add(http.StatusMisdirectedRequest, descHost)
