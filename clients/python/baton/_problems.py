@@ -42,6 +42,7 @@ TABLE = [
     ("too_many_keys", 507, "Too many keys", FINAL),
     ("too_many_streams", 429, "Too many event streams", LATER),
     ("rate_limited", 429, "Too many requests", LATER),
+    ("quota_exceeded", 429, "Quota exceeded", LATER),
     ("unauthorized", 401, "Unauthorized", FINAL),
     ("forbidden", 403, "Forbidden", FINAL),
     ("cross_origin", 403, "Cross-origin request refused", FINAL),

@@ -3,7 +3,8 @@
 Every answer that is not a success raises a BatonError subclass chosen by
 the problem's code (HeldError for lock_held, and so on), carrying code,
 status, title, detail, retry_after (seconds, or None) and the problem's
-members (holder, holders, leader, max_token, limit, field, place_kept).
+members (holder, holders, leader, max_token, limit, field, place_kept,
+role, prefixes, quota).
 As in the Go client, every 5xx is also an UnavailableError, and so is a
 code retried elsewhere (shutting_down); any 401 is an UnauthorizedError
 and any 403 a ForbiddenError, body or not, since a proxy may answer
@@ -84,8 +85,28 @@ class BatonError(Exception):
     @property
     def limit(self) -> int | None:
         """The cap that was reached (too_many_waiters and the other caps),
-        or the semaphore's own limit (limit_mismatch)."""
+        the value of the credential's quota that was reached
+        (quota_exceeded), or the semaphore's own limit (limit_mismatch)."""
         return self.problem.limit if self.problem else None
+
+    @property
+    def role(self) -> str | None:
+        """The role the refused call needs, read, write or admin
+        (forbidden by the credential's role or by its rules by prefix)."""
+        return self.problem.role if self.problem else None
+
+    @property
+    def prefixes(self) -> list[str]:
+        """The prefixes of the credential's rules, for a credential scoped
+        to name prefixes (forbidden): the names it may act on."""
+        return list(self.problem.prefixes) if self.problem else []
+
+    @property
+    def quota(self) -> str | None:
+        """The credential's quota that was reached (quota_exceeded):
+        holds, waiters, sessions, streams or rate; .limit is its value
+        (for rate, requests a second, rounded up)."""
+        return self.problem.quota if self.problem else None
 
     @property
     def place_kept(self) -> bool:
@@ -149,8 +170,9 @@ class UnauthorizedError(BatonError):
 
 
 class ForbiddenError(BatonError):
-    """The credential's role does not allow the call, or the hold belongs
-    to another credential. Every 403 is one."""
+    """The credential's role does not allow the call (.role says the one
+    it needs), the name is outside the credential's prefixes (.prefixes),
+    or the hold belongs to another credential. Every 403 is one."""
 
     code = "forbidden"
 
@@ -192,6 +214,7 @@ TooManyFencedValuesError = CLASSES["too_many_fenced_values"]
 TooManyKeysError = CLASSES["too_many_keys"]
 TooManyStreamsError = CLASSES["too_many_streams"]
 RateLimitedError = CLASSES["rate_limited"]
+QuotaExceededError = CLASSES["quota_exceeded"]
 ShuttingDownError = CLASSES["shutting_down"]
 InsufficientStorageError = CLASSES["insufficient_storage"]
 NoSpaceError = CLASSES["nospace"]

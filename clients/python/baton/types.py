@@ -403,8 +403,11 @@ class Problem:
     retry_after: int | None = None
     delayed_until: datetime.datetime | None = None
     request_id: str | None = None
+    role: str | None = None
+    prefixes: list[str] = dataclasses.field(default_factory=list)
+    quota: str | None = None
     _convert = {"holder": _opt(LockInfo), "holders": _list(HoldInfo), "leader": _opt(LeaderInfo),
-                "delayed_until": parse_time}
+                "delayed_until": parse_time, "prefixes": _STRLIST}
 
 
 @dataclass

@@ -13,7 +13,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from live import LiveTest, baton, server  # noqa: E402
 
 WRITE, READ, ADMIN = "python-client-write-token", "python-client-read-token", "python-client-admin-token"
-AUTH = f"write {WRITE}\nread {READ}\nadmin {ADMIN}\n"
+# A write token scoped to the names under team-a.
+TEAM_A = "python-client-team-a-token"
+AUTH = f"write {WRITE}\nread {READ}\nadmin {ADMIN}\nwrite {TEAM_A} team-a.\n"
 CLEAN = {k: v for k, v in os.environ.items() if not k.startswith("BATON_")}
 
 
@@ -30,6 +32,23 @@ class AuthTest(LiveTest):
     def test_a_read_token_may_not_acquire(self):
         with self.assertRaises(baton.ForbiddenError):
             self.client(token=READ).acquire(self.name())
+
+    def test_a_token_scoped_to_a_prefix_acts_and_lists_under_it_only(self):
+        c = self.client(token=WRITE)
+        for name in ("team-a.x", "team-b.x"):
+            lk = c.acquire(name)
+            self.addCleanup(lk.release)
+        scoped = self.client(token=TEAM_A)
+        with self.assertRaises(baton.ForbiddenError) as cm:
+            scoped.acquire("team-b.x")
+        e = cm.exception
+        self.assertEqual((e.status, e.code), (403, "forbidden"))
+        self.assertEqual(e.role, "write")
+        self.assertEqual(e.prefixes, ["team-a."])
+        locks, _ = scoped.locks()
+        names = [lk.name for lk in locks]
+        self.assertIn("team-a.x", names)
+        self.assertEqual([n for n in names if not n.startswith("team-a.")], [], names)
 
     def test_the_token_from_the_environment_holds_and_watches_a_lock(self):
         with tempfile.NamedTemporaryFile("w") as f:

@@ -87,6 +87,22 @@ class DecodeErrorTest(unittest.TestCase):
         self.assertEqual((e.status, e.code, e.detail, e.retry_after), (409, "lock_held", "held", 3.0))
         self.assertEqual((e.holder.token, e.holder.ttl), (7, 30.0))
 
+    def test_a_forbidden_problem_gives_its_role_and_prefixes(self):
+        e = self.decode(403, "application/problem+json",
+                        b'{"type":"urn:baton:problem:forbidden","title":"Forbidden","status":403,"code":"forbidden",'
+                        b'"detail":"d","role":"write","prefixes":["team-a.","shared."]}')
+        self.assertIsInstance(e, baton.ForbiddenError)
+        self.assertEqual((e.role, e.prefixes, e.quota), ("write", ["team-a.", "shared."], None))
+
+    def test_a_quota_exceeded_problem_gives_its_quota_limit_and_retry_after(self):
+        e = self.decode(429, "application/problem+json",
+                        b'{"type":"urn:baton:problem:quota_exceeded","title":"Quota exceeded","status":429,'
+                        b'"code":"quota_exceeded","detail":"d","quota":"holds","limit":10,"retry_after":1}')
+        self.assertIsInstance(e, baton.QuotaExceededError)
+        self.assertEqual((e.status, e.code, e.quota, e.limit, e.retry_after), (429, "quota_exceeded", "holds", 10, 1.0))
+        self.assertEqual((e.role, e.prefixes), (None, []))
+        self.assertEqual(_problems.BY_CODE["quota_exceeded"][2], _problems.LATER)
+
     def test_the_retry_after_header_wins_over_the_body(self):
         e = self.decode(503, "application/problem+json", b'{"code":"unavailable","retry_after":9}', **{"Retry-After": "2"})
         self.assertEqual(e.retry_after, 2.0)

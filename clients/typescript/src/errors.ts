@@ -27,8 +27,25 @@ export class BatonError extends Error {
   field?: string;
   /** The largest token the resource has seen (stale_token). */
   maxToken?: number;
-  /** The cap that was reached (too_many_waiters and the other caps), or the semaphore's limit (limit_mismatch). */
+  /**
+   * The cap that was reached (too_many_waiters and the other caps), the
+   * value of the credential's quota that was reached (quota_exceeded), or
+   * the semaphore's limit (limit_mismatch).
+   */
   limit?: number;
+  /** The role the refused call needs (forbidden): "read", "write" or "admin". */
+  role?: "read" | "write" | "admin";
+  /**
+   * The prefixes of the credential's rules, for a credential scoped to
+   * name prefixes (forbidden): the names it may act on.
+   */
+  prefixes?: string[];
+  /**
+   * The credential's quota that was reached (quota_exceeded): "holds",
+   * "waiters", "sessions", "streams" or "rate"; limit is its value (for
+   * rate, requests a second, rounded up).
+   */
+  quota?: "holds" | "waiters" | "sessions" | "streams" | "rate";
   /** The key's revision (revision_mismatch; 0: it does not exist), or the revision the key was found missing at (key_not_found). */
   revision?: number;
   /** How long the server asks to wait, in milliseconds (lock-delay, 503, the caps). */
@@ -138,10 +155,17 @@ export class TooManyFencedValuesError extends BatonError {}
 export class TooManyKeysError extends BatonError {}
 export class TooManyStreamsError extends BatonError {}
 export class RateLimitedError extends BatonError {}
+/** The credential reached one of its quotas: quota says which, limit its value. */
+export class QuotaExceededError extends BatonError {}
 
 // Who may call. Any 401 is an UnauthorizedError and any 403 a
 // ForbiddenError: a proxy may answer them without a problem body.
 export class UnauthorizedError extends BatonError {}
+/**
+ * The credential's role does not allow the call (role: the one it needs),
+ * the name is outside the credential's prefixes (prefixes), or the hold
+ * belongs to another credential.
+ */
 export class ForbiddenError extends BatonError {}
 export class CrossOriginError extends ForbiddenError {}
 export class HostNotAllowedError extends BatonError {}
@@ -206,6 +230,7 @@ export const problemCodes: Readonly<Record<string, CodeInfo>> = {
   too_many_keys: { status: 507, retry: "final", error: TooManyKeysError },
   too_many_streams: { status: 429, retry: "later", error: TooManyStreamsError },
   rate_limited: { status: 429, retry: "later", error: RateLimitedError },
+  quota_exceeded: { status: 429, retry: "later", error: QuotaExceededError },
 
   unauthorized: { status: 401, retry: "final", error: UnauthorizedError },
   forbidden: { status: 403, retry: "final", error: ForbiddenError },
@@ -257,6 +282,9 @@ export function errorFromProblem(status: number, body: string, isJSON: boolean, 
   e.maxToken = p.max_token;
   e.revision = p.revision;
   e.limit = p.limit;
+  e.role = p.role;
+  e.prefixes = p.prefixes;
+  e.quota = p.quota;
   e.placeKept = p.place_kept === true;
   e.requestId = p.request_id;
   e.retryAfter = parseRetryAfter(retryAfterHeader) ?? (p.retry_after && p.retry_after > 0 ? p.retry_after * 1000 : undefined);

@@ -270,12 +270,18 @@ export interface Problem {
   place_kept?: boolean;
   /** Seconds. */
   retry_after?: number;
-  /** The cap reached, or the semaphore's limit (limit_mismatch). */
+  /** The cap reached, the credential's quota (quota_exceeded), or the semaphore's limit (limit_mismatch). */
   limit?: number;
   /** The key's revision (revision_mismatch; 0: it does not exist), or the revision the key was found missing at (key_not_found). */
   revision?: number;
   request_id?: string;
   delayed_until?: string;
+  /** The role the refused call needs (forbidden): "read", "write" or "admin". */
+  role?: "read" | "write" | "admin";
+  /** The prefixes of the credential's rules, for a credential scoped to name prefixes (forbidden): the names it may act on. */
+  prefixes?: string[];
+  /** The credential's quota that was reached (quota_exceeded); limit is its value (for rate, requests a second, rounded up). */
+  quota?: "holds" | "waiters" | "sessions" | "streams" | "rate";
 }
 
 /** The etcd cluster behind the service (schema Cluster). */

@@ -3,7 +3,7 @@
 // of it that can refuse, break and count requests, so the client's retry
 // and reconnection rules meet real failures.
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -39,8 +39,11 @@ export async function waitFor(cond, timeout = 5000, what = "condition") {
 /**
  * startBaton builds baton (or runs BATON_BIN, when set, as the Python
  * tests do) and starts one node; stop() kills it and removes its data.
+ * auth, when given, is the content of its --auth-file (its etcd client
+ * URL is then the socket only, as --auth-file requires without client
+ * certificates).
  */
-export async function startBaton() {
+export async function startBaton({ auth } = {}) {
   const dir = await mkdtemp(join(tmpdir(), "baton-ts-"));
   let bin = process.env.BATON_BIN;
   if (!bin) {
@@ -51,8 +54,15 @@ export async function startBaton() {
   const peer = `http://127.0.0.1:${peerPort}`;
   const args = [
     "--http-addr", `127.0.0.1:${httpPort}`, "--data-dir", join(dir, "data"),
-    "--peer-url", peer, "--client-url", `http://127.0.0.1:${clientPort}`, "--initial-cluster", `default=${peer}`,
+    "--peer-url", peer, "--initial-cluster", `default=${peer}`,
   ];
+  if (auth === undefined) {
+    args.push("--client-url", `http://127.0.0.1:${clientPort}`);
+  } else {
+    const path = join(dir, "auth");
+    await writeFile(path, auth, { mode: 0o600 });
+    args.push("--client-url", "", "--auth-file", path);
+  }
   const proc = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   proc.stderr.on("data", (b) => (log = (log + b).slice(-8000)));

@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import {
-  BatonError, ElectionHeldError, ForbiddenError, HeldError, InternalError, problemCodes, UnauthorizedError, UnavailableError,
-  errorFromProblem,
+  BatonError, ElectionHeldError, ForbiddenError, HeldError, InternalError, problemCodes, QuotaExceededError, UnauthorizedError,
+  UnavailableError, errorFromProblem,
 } from "../dist/index.js";
 
 const goFile = new URL("../../../problem/problem.go", import.meta.url);
@@ -68,6 +68,20 @@ test("each code's class is distinct, and an answer decodes to it with its member
   assert.equal(eh.placeKept, false);
   assert.equal(errorFromProblem(409, JSON.stringify({ title: "t", status: 409, code: "semaphore_full", place_kept: true }), true, null).placeKept, true);
   assert.equal(errorFromProblem(502, "bad gateway", false, null).placeKept, false);
+});
+
+test("forbidden and quota_exceeded decode their role, prefixes and quota", () => {
+  const fb = errorFromProblem(403, JSON.stringify({ type: "urn:baton:problem:forbidden", title: "Forbidden", status: 403, code: "forbidden", role: "write", prefixes: ["team-a.", "shared."] }), true, null);
+  assert.ok(fb instanceof ForbiddenError);
+  assert.equal(fb.role, "write");
+  assert.deepEqual(fb.prefixes, ["team-a.", "shared."]);
+  assert.equal(fb.quota, undefined);
+  const q = errorFromProblem(429, JSON.stringify({ type: "urn:baton:problem:quota_exceeded", title: "Quota exceeded", status: 429, code: "quota_exceeded", quota: "holds", limit: 10, retry_after: 1 }), true, null);
+  assert.ok(q instanceof QuotaExceededError);
+  assert.equal(q.quota, "holds");
+  assert.equal(q.limit, 10);
+  assert.equal(q.retryAfter, 1000);
+  assert.equal(problemCodes.quota_exceeded.retry, "later");
 });
 
 test("answers without a known code are classed by their status", () => {

@@ -1,6 +1,7 @@
 package dev.baton.client;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -70,9 +71,34 @@ public class BatonException extends RuntimeException {
         return p.members.get("revision") instanceof Number ? OptionalLong.of(Json.lng(p.members, "revision")) : OptionalLong.empty();
     }
 
-    /** The cap reached (the {@code too_many_*} codes, {@code value_too_large}), or a semaphore's limit ({@code limit_mismatch}). */
+    /**
+     * The cap reached (the {@code too_many_*} codes, {@code value_too_large}), the value of the credential's quota reached
+     * ({@code quota_exceeded}), or a semaphore's limit ({@code limit_mismatch}).
+     */
     public OptionalLong limit() {
         return p.members.get("limit") instanceof Number ? OptionalLong.of(Json.lng(p.members, "limit")) : OptionalLong.empty();
+    }
+
+    /** The role the refused call needs, {@code read}, {@code write} or {@code admin} ({@code forbidden}); empty otherwise. */
+    public String role() {
+        return Json.str(p.members, "role");
+    }
+
+    /**
+     * The prefixes of the credential's rules, for a credential scoped to name prefixes ({@code forbidden}): the names it may
+     * act on. Empty otherwise.
+     */
+    public List<String> prefixes() {
+        return Json.strings(p.members, "prefixes");
+    }
+
+    /**
+     * The credential's quota that was reached ({@code quota_exceeded}): {@code holds}, {@code waiters}, {@code sessions},
+     * {@code streams} or {@code rate}, with {@link #limit()} its value (for rate, requests a second, rounded up). Empty
+     * otherwise.
+     */
+    public String quota() {
+        return Json.str(p.members, "quota");
     }
 
     /**

@@ -1,7 +1,10 @@
 package dev.baton.client;
 
 /**
- * The credential's role or prefixes do not allow the call. Any 403 is one.
+ * The credential's role or prefixes do not allow the call: {@link
+ * BatonException#role()} is the role the call needs, and {@link
+ * BatonException#prefixes()}, for a credential scoped to name prefixes,
+ * the names it may act on. Any 403 is one.
  *
  * <p>Problem code {@code forbidden}, status 403.
  */

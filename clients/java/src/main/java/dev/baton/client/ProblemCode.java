@@ -46,6 +46,7 @@ public enum ProblemCode {
     TOO_MANY_KEYS("too_many_keys", 507, Retry.FINAL, TooManyKeysException.class, TooManyKeysException::new),
     TOO_MANY_STREAMS("too_many_streams", 429, Retry.LATER, TooManyStreamsException.class, TooManyStreamsException::new),
     RATE_LIMITED("rate_limited", 429, Retry.LATER, RateLimitedException.class, RateLimitedException::new),
+    QUOTA_EXCEEDED("quota_exceeded", 429, Retry.LATER, QuotaExceededException.class, QuotaExceededException::new),
     UNAUTHORIZED("unauthorized", 401, Retry.FINAL, UnauthorizedException.class, UnauthorizedException::new),
     FORBIDDEN("forbidden", 403, Retry.FINAL, ForbiddenException.class, ForbiddenException::new),
     CROSS_ORIGIN("cross_origin", 403, Retry.FINAL, CrossOriginException.class, CrossOriginException::new),

@@ -94,20 +94,35 @@ final class Live {
         System.exit(2);
     }
 
-    /** A node of a test's own, from BATON_BIN, that it can stop and start again on the same ports and data. */
+    /**
+     * A node of a test's own, from BATON_BIN, that it can stop and start again on the same ports and data; with an auth
+     * file, when given one.
+     */
     static final class Node implements AutoCloseable {
         final String addr;
         private final int httpPort;
         private final int peerPort;
         private final Path dir;
+        private final Path authFile;
         private Process proc;
 
         Node() throws IOException {
+            this(null);
+        }
+
+        /** A node run with {@code --auth-file}, of content auth (null: none). */
+        Node(String auth) throws IOException {
             int[] p = ports(2);
             httpPort = p[0];
             peerPort = p[1];
             addr = "http://127.0.0.1:" + httpPort;
             dir = Files.createTempDirectory("baton-java-");
+            if (auth != null) {
+                authFile = dir.resolve("auth");
+                Files.writeString(authFile, auth);
+            } else {
+                authFile = null;
+            }
             start();
         }
 
@@ -116,9 +131,13 @@ final class Live {
             if (bin == null || bin.isBlank()) {
                 throw new IllegalStateException("BATON_BIN is unset: run the tests with clients/java/build.sh");
             }
-            proc = new ProcessBuilder(bin, "serve", "--data-dir", dir.resolve("data").toString(), "--http-addr",
-                    "127.0.0.1:" + httpPort, "--peer-url", "http://127.0.0.1:" + peerPort, "--client-url", "", "--log-level", "warn")
-                    .redirectErrorStream(true).redirectOutput(dir.resolve("baton.log").toFile()).start();
+            List<String> args = new ArrayList<>(List.of(bin, "serve", "--data-dir", dir.resolve("data").toString(), "--http-addr",
+                    "127.0.0.1:" + httpPort, "--peer-url", "http://127.0.0.1:" + peerPort, "--client-url", "", "--log-level", "warn"));
+            if (authFile != null) {
+                args.add("--auth-file");
+                args.add(authFile.toString());
+            }
+            proc = new ProcessBuilder(args).redirectErrorStream(true).redirectOutput(dir.resolve("baton.log").toFile()).start();
             waitFor(() -> {
                 if (!proc.isAlive()) {
                     throw new AssertionError("baton exited with " + proc.exitValue() + "; see " + dir.resolve("baton.log"));

@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -172,6 +173,27 @@ class ProblemCodeTest {
         BatonException stale = ProblemCode.decode(409, "{\"code\":\"stale_token\",\"max_token\":4712,\"retry_after\":2}", true, null, "");
         assertEquals(4712, stale.maxToken().orElseThrow());
         assertEquals(Duration.ofSeconds(2), stale.retryAfter().orElseThrow());
+    }
+
+    @Test
+    void forbiddenAndQuotaExceededDecodeTheirRolePrefixesAndQuota() {
+        BatonException f = ProblemCode.decode(403, "{\"type\":\"urn:baton:problem:forbidden\",\"title\":\"Forbidden\",\"status\":403,"
+                + "\"code\":\"forbidden\",\"detail\":\"d\",\"role\":\"write\",\"prefixes\":[\"team-a.\",\"shared.\"]}", true, null, "");
+        assertSame(ForbiddenException.class, f.getClass());
+        assertEquals("write", f.role());
+        assertEquals(List.of("team-a.", "shared."), f.prefixes());
+        assertEquals("", f.quota());
+
+        BatonException q = ProblemCode.decode(429, "{\"type\":\"urn:baton:problem:quota_exceeded\",\"title\":\"Quota exceeded\","
+                + "\"status\":429,\"code\":\"quota_exceeded\",\"detail\":\"d\",\"quota\":\"holds\",\"limit\":10,\"retry_after\":1}",
+                true, null, "");
+        assertSame(QuotaExceededException.class, q.getClass());
+        assertEquals("holds", q.quota());
+        assertEquals(10, q.limit().orElseThrow());
+        assertEquals(Duration.ofSeconds(1), q.retryAfter().orElseThrow());
+        assertEquals(ProblemCode.Retry.LATER, q.problemCode().orElseThrow().retry());
+        assertEquals("", q.role());
+        assertEquals(List.of(), q.prefixes());
     }
 
     @Test

@@ -3,9 +3,14 @@ package dev.baton.client;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.IOException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.lang.reflect.RecordComponent;
 import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
@@ -33,5 +38,33 @@ class TypesTest {
             }
             assertEquals(want, have, p.getValue().getSimpleName() + " vs the " + p.getKey() + " schema");
         }
+    }
+
+    /**
+     * Every member of the Problem schema has an accessor, camel-cased, on
+     * BatonException or on the exception class of a code, but the ones read
+     * through {@link BatonException#problem()}.
+     */
+    @Test
+    void everyProblemMemberHasAnAccessor() throws IOException {
+        Map<String, Object> schemas = Json.obj(Json.obj(Json.obj(Json.parse(Files.readString(
+                Live.repo().resolve("openapi/openapi.json")))), "components"), "schemas");
+        Set<String> throughProblem = Set.of("type", "delayed_until");
+        TreeSet<String> have = new TreeSet<>();
+        List<Class<?>> classes = new ArrayList<>(List.of(BatonException.class));
+        for (ProblemCode pc : ProblemCode.values()) {
+            classes.add(pc.exceptionClass());
+        }
+        for (Class<?> cls : classes) {
+            for (Method m : cls.getMethods()) {
+                if (m.getParameterCount() == 0 && Modifier.isPublic(m.getModifiers())) {
+                    have.add(m.getName().replaceAll("([A-Z])", "_$1").toLowerCase());
+                }
+            }
+        }
+        TreeSet<String> missing = new TreeSet<>(Json.obj(Json.obj(schemas, "Problem"), "properties").keySet());
+        missing.removeAll(have);
+        missing.removeAll(throughProblem);
+        assertEquals(new TreeSet<String>(), missing, "members of the Problem schema without an accessor");
     }
 }
