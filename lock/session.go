@@ -60,7 +60,6 @@ func (e *Engine) QuotaUsage(ctx context.Context, cred string) (CallerQuotas, err
 	}, nil
 }
 
-
 // CreateStreamSession creates a session bound to a stream, as
 // ZooKeeper's is to its connection: it lives while a stream of it is
 // open on some node (AttachSessionStream), and ends, with every hold in
