@@ -313,12 +313,21 @@ func checkToken(t string) string {
 	if len(t) > MaxTokenLen {
 		return fmt.Sprintf("the token is longer than %d characters", MaxTokenLen)
 	}
-	for i := 0; i < len(t); i++ {
-		if t[i] <= ' ' || t[i] > '~' {
-			return "the token must be printable ASCII without whitespace"
-		}
+	if !printable(t) {
+		return "the token must be printable ASCII without whitespace"
 	}
 	return ""
+}
+
+// printable reports whether s is printable ASCII without whitespace, as
+// tokens and prefixes must be.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // Store holds the credentials in force. Check is safe for concurrent use

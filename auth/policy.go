@@ -93,10 +93,8 @@ func checkPrefix(p string) string {
 	if len(p) > MaxPrefixLen {
 		return fmt.Sprintf("longer than %d bytes", MaxPrefixLen)
 	}
-	for i := 0; i < len(p); i++ {
-		if p[i] <= ' ' || p[i] > '~' {
-			return "must be printable ASCII without whitespace"
-		}
+	if !printable(p) {
+		return "must be printable ASCII without whitespace"
 	}
 	return ""
 }

@@ -66,18 +66,24 @@ func TestQuota_HoldsAreCountedAcrossNodesAndFreedByTheirEnds(t *testing.T) {
 	if err := e1.Release(a, "a.1", one.Token); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "node 2 sees the release", func() bool {
-		l, _, err := e2.Acquire(a, lock.AcquireRequest{Name: "a.4", Owner: "w", TTL: 30 * time.Second})
-		if err == nil {
-			one = l
+	usage := func(e *lock.Engine, holds int) func() bool {
+		return func() bool {
+			u, err := e.QuotaUsage(ctx, "team-a")
+			return err == nil && u.Holds == holds
 		}
-		return err == nil
-	})
-	// The 2 s lease of a.2 expires: that frees the other.
-	poll.Until(t, 15*time.Second, "a.2 expires and frees its slot", func() bool {
-		_, _, err := e1.Acquire(a, lock.AcquireRequest{Name: "a.5", Owner: "w", TTL: 30 * time.Second})
-		return err == nil
-	})
+	}
+	poll.Until(t, 10*time.Second, "node 2 sees the release", usage(e2, 1))
+	if _, _, err := e2.Acquire(a, lock.AcquireRequest{Name: "a.4", Owner: "w", TTL: 30 * time.Second}); err != nil {
+		t.Fatalf("an acquire in the freed slot: %v", err)
+	}
+	poll.Until(t, 10*time.Second, "node 1 sees a.4", usage(e1, 2))
+	_, _, err = e1.Acquire(a, lock.AcquireRequest{Name: "a.5", Owner: "w", TTL: 30 * time.Second})
+	wantQuota(t, err, "holds", 2)
+	// The 2 s lease of a.2 expires: that frees the other slot.
+	poll.Until(t, 15*time.Second, "node 1 sees a.2 expire", usage(e1, 1))
+	if _, _, err := e1.Acquire(a, lock.AcquireRequest{Name: "a.5", Owner: "w", TTL: 30 * time.Second}); err != nil {
+		t.Fatalf("an acquire in the slot an expiry freed: %v", err)
+	}
 
 	// Team B, at its quota of one hold, is refused at once, even for an
 	// acquire that would wait.

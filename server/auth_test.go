@@ -537,23 +537,7 @@ func TestAuth_LogsNeverContainATokenButNameTheCredential(t *testing.T) {
 // token ends the event streams opened with it; the others go on.
 func TestAuth_AStreamEndsWhenItsCredentialIsRemoved(t *testing.T) {
 	s := startWithAuth(t)
-	open := func(token string) *bufio.Reader {
-		// Reads below block: the deadline ends them if no line comes.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		t.Cleanup(cancel)
-		req, _ := http.NewRequestWithContext(ctx, "GET", s.TS.URL+"/v1/events", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := s.TS.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("events with a valid token: %d", resp.StatusCode)
-		}
-		return bufio.NewReader(resp.Body)
-	}
-	reader, admin := open(readTok), open(adminTok)
+	reader, admin := openEvents(t, s, readTok, "/v1/events"), openEvents(t, s, adminTok, "/v1/events")
 	// Each stream starts with its retry line.
 	for _, r := range []*bufio.Reader{reader, admin} {
 		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry:") {

@@ -302,7 +302,8 @@ func TestScope_HistoryAndEventsShowOnlyReadableNames(t *testing.T) {
 	}
 }
 
-// openEvents opens an event stream as tok and returns its reader.
+// openEvents opens an event stream as tok and returns its reader. Reads
+// of it block: the deadline ends them if no line comes.
 func openEvents(t *testing.T, s *testserver.Server, tok, path string) *bufio.Reader {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

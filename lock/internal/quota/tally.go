@@ -257,35 +257,37 @@ func (t *Tally) handle(_ context.Context, wr clientv3.WatchResponse) error {
 	for _, ev := range wr.Events {
 		switch {
 		case ev.Type == mvccpb.PUT && ev.Kv.CreateRevision == ev.Kv.ModRevision:
-			if k, ok := t.keyOf(ev.Kv); ok {
-				t.counted[k]++
-				if t.lagging[k] > 0 {
-					t.lagging[k]--
-					clean(t.lagging, k)
-				}
-			}
+			t.seenCreated(ev.Kv)
 		case ev.Type == mvccpb.PUT && ev.PrevKv != nil:
 			// A handover puts the next holder's record over the lock:
 			// the hold moves from one credential to another.
-			if old, ok := t.keyOf(ev.PrevKv); ok {
-				t.counted[old]--
-				clean(t.counted, old)
-			}
-			if k, ok := t.keyOf(ev.Kv); ok {
-				t.counted[k]++
-				if t.lagging[k] > 0 {
-					t.lagging[k]--
-					clean(t.lagging, k)
-				}
-			}
+			t.seenEnded(ev.PrevKv)
+			t.seenCreated(ev.Kv)
 		case ev.Type == mvccpb.DELETE && ev.PrevKv != nil:
-			if k, ok := t.keyOf(ev.PrevKv); ok {
-				t.counted[k]--
-				clean(t.counted, k)
-			}
+			t.seenEnded(ev.PrevKv)
 		}
 	}
 	return nil
+}
+
+// seenCreated counts a record the watch saw begin: one this node counted
+// at once (lagging) is now counted by the watch instead. t.mu is held.
+func (t *Tally) seenCreated(kv *mvccpb.KeyValue) {
+	if k, ok := t.keyOf(kv); ok {
+		t.counted[k]++
+		if t.lagging[k] > 0 {
+			t.lagging[k]--
+			clean(t.lagging, k)
+		}
+	}
+}
+
+// seenEnded takes away a record the watch saw end. t.mu is held.
+func (t *Tally) seenEnded(kv *mvccpb.KeyValue) {
+	if k, ok := t.keyOf(kv); ok {
+		t.counted[k]--
+		clean(t.counted, k)
+	}
 }
 
 // keyOf is what kv counts for: a hold or a session of a credential.
