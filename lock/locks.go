@@ -64,8 +64,16 @@ func (e *Engine) acquire(ctx context.Context, req AcquireRequest, newKind core.N
 	if err != nil {
 		return nil, false, err
 	}
-	defer func() { endQuota(err == nil && fresh || mayHaveCreated(err)) }()
+	defer func() { endQuota(err == nil && fresh || mayHaveCreated(err), tokenOf(l)) }()
 	return a.Run(ctx)
+}
+
+// tokenOf is l's token, the revision its hold began at; 0 for no hold.
+func tokenOf(l *Lock) int64 {
+	if l == nil {
+		return 0
+	}
+	return l.Token
 }
 
 // Get returns the current holder of name, or ErrNotHeld.

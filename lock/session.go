@@ -42,7 +42,7 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 		return nil, err
 	}
 	s, err := e.sessions.Create(ctx, owner, ttl, "", 0)
-	done(err == nil || mayHaveCreated(err))
+	done(err == nil || mayHaveCreated(err), createdAt(s))
 	return s, err
 }
 
@@ -60,6 +60,14 @@ func (e *Engine) QuotaUsage(ctx context.Context, cred string) (CallerQuotas, err
 	}, nil
 }
 
+// createdAt is the revision s was created at; 0 for no session.
+func createdAt(s *Session) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.CreatedRevision
+}
+
 // CreateStreamSession creates a session bound to a stream, as
 // ZooKeeper's is to its connection: it lives while a stream of it is
 // open on some node (AttachSessionStream), and ends, with every hold in
@@ -74,7 +82,7 @@ func (e *Engine) CreateStreamSession(ctx context.Context, owner string, grace ti
 		return nil, err
 	}
 	s, err := e.sessions.Create(ctx, owner, 0, BindStream, grace)
-	done(err == nil || mayHaveCreated(err))
+	done(err == nil || mayHaveCreated(err), createdAt(s))
 	return s, err
 }
 

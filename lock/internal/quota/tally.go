@@ -14,8 +14,10 @@
 // The counts are as fresh as the watch: a create is counted when the
 // watch delivers it, usually within a millisecond. So that a client
 // cannot outrun that, the node counts its own creates at once, until the
-// watch delivers a create of the same credential (lagging); other nodes'
-// creates within the watch's delay can overshoot a quota by as much.
+// watch has passed the create's revision (lagging); a create whose
+// revision is unknown (etcd left the outcome unknown) is counted so for a
+// second. Other nodes' creates within the watch's delay can overshoot a
+// quota by as much.
 // Waiting acquires live in the node that serves them: they are counted
 // here exactly, per node.
 package quota
@@ -24,6 +26,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,28 +54,69 @@ type Tally struct {
 	loaded    chan struct{} // closed once the first read is counted
 
 	mu sync.Mutex
-	// counted are the watch's counts; lagging this node's creates the
-	// watch has not delivered yet; inflight creates under way and, for
-	// Waiters, the acquires waiting now.
-	counted, lagging, inflight map[key]int
+	// counted are the watch's counts, up to revision progress; lagging
+	// this node's creates the watch has not passed yet; inflight creates
+	// under way and, for Waiters, the acquires waiting now.
+	counted, inflight map[key]int
+	lagging           map[key][]lag
+	progress          int64
 }
 
 type key struct{ cred, what string }
 
+// lag is one of this node's creates that the watch may not have counted:
+// until the watch passes rev, or, with rev unknown (0), until until.
+type lag struct {
+	n     int
+	rev   int64
+	until time.Time
+}
+
+// lagUnknown is how long a create of unknown revision counts as lagging:
+// far longer than the watch's usual delay.
+const lagUnknown = time.Second
+
+// pending is how many of k's creates lag; t.mu is held.
+func (t *Tally) pending(k key, now time.Time) int {
+	n := 0
+	for _, l := range t.lagging[k] {
+		if l.rev > t.progress || l.rev == 0 && now.Before(l.until) {
+			n += l.n
+		}
+	}
+	return n
+}
+
+// prune drops the lagging creates the watch has passed, or that timed
+// out; t.mu is held.
+func (t *Tally) prune(now time.Time) {
+	for k, ls := range t.lagging {
+		ls = slices.DeleteFunc(ls, func(l lag) bool { return l.rev != 0 && l.rev <= t.progress || l.rev == 0 && !now.Before(l.until) })
+		if len(ls) == 0 {
+			delete(t.lagging, k)
+		} else {
+			t.lagging[k] = ls
+		}
+	}
+}
+
 // New is the tally of the engine c. Nothing runs until a check needs it.
 func New(c *core.Engine) *Tally {
-	return &Tally{c: c, loaded: make(chan struct{}), counted: map[key]int{}, lagging: map[key]int{}, inflight: map[key]int{}}
+	return &Tally{c: c, loaded: make(chan struct{}), counted: map[key]int{}, lagging: map[key][]lag{}, inflight: map[key]int{}}
 }
+
+// Done ends a reservation: created says whether it created what it was
+// for, at revision rev (0: unknown, as when etcd left the outcome unknown).
+type Done func(created bool, rev int64)
 
 // Reserve checks that cred has room for n more of what (Holds, Sessions,
 // Waiters) under limit, and counts them as under way until done is called
-// with whether they were created (a wait's done is its end: it creates
-// nothing). Past the quota it fails with a *hold.LimitError wrapping
-// hold.ErrQuotaExceeded. A limit of 0 or less is no quota: it counts
-// nothing and never fails.
-func (t *Tally) Reserve(ctx context.Context, cred, what string, n, limit int) (done func(created bool), err error) {
+// (a wait's done is its end: it creates nothing). Past the quota it fails
+// with a *hold.LimitError wrapping hold.ErrQuotaExceeded. A limit of 0 or
+// less is no quota: it counts nothing and never fails.
+func (t *Tally) Reserve(ctx context.Context, cred, what string, n, limit int) (done Done, err error) {
 	if limit <= 0 || cred == "" {
-		return func(bool) {}, nil
+		return func(bool, int64) {}, nil
 	}
 	if what != Waiters {
 		if err := t.Ready(ctx); err != nil {
@@ -81,7 +125,7 @@ func (t *Tally) Reserve(ctx context.Context, cred, what string, n, limit int) (d
 	}
 	k := key{cred, what}
 	t.mu.Lock()
-	have := t.counted[k] + t.lagging[k] + t.inflight[k]
+	have := t.counted[k] + t.pending(k, time.Now()) + t.inflight[k]
 	if have+n > limit {
 		t.mu.Unlock()
 		return nil, exceeded(cred, what, have, limit)
@@ -89,15 +133,16 @@ func (t *Tally) Reserve(ctx context.Context, cred, what string, n, limit int) (d
 	t.inflight[k] += n
 	t.mu.Unlock()
 	var once sync.Once
-	return func(created bool) {
+	return func(created bool, rev int64) {
 		once.Do(func() {
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.inflight[k] -= n
-			if created && what != Waiters {
-				t.lagging[k] += n
-			}
 			clean(t.inflight, k)
+			// A create the watch has passed is counted already.
+			if created && what != Waiters && (rev == 0 || rev > t.progress) {
+				t.lagging[k] = append(t.lagging[k], lag{n: n, rev: rev, until: time.Now().Add(lagUnknown)})
+			}
 		})
 	}, nil
 }
@@ -106,30 +151,30 @@ func (t *Tally) Reserve(ctx context.Context, cred, what string, n, limit int) (d
 // in ctx): holds for the n holds it may create and, when it may wait, a
 // waiting acquire. done ends the reservation, given whether it created
 // its holds. Without a caller or quotas it counts nothing.
-func (t *Tally) ReserveAcquire(ctx context.Context, n int, waits bool) (done func(created bool), err error) {
+func (t *Tally) ReserveAcquire(ctx context.Context, n int, waits bool) (done Done, err error) {
 	caller, ok := hold.CallerFrom(ctx)
 	if !ok || caller.Quotas == (hold.Quotas{}) {
-		return func(bool) {}, nil
+		return func(bool, int64) {}, nil
 	}
 	endHolds, err := t.Reserve(ctx, caller.Credential, Holds, n, caller.Quotas.Holds)
 	if err != nil {
 		return nil, err
 	}
-	endWait := func(bool) {}
+	endWait := Done(func(bool, int64) {})
 	if waits {
 		if endWait, err = t.Reserve(ctx, caller.Credential, Waiters, 1, caller.Quotas.Waiters); err != nil {
-			endHolds(false)
+			endHolds(false, 0)
 			return nil, err
 		}
 	}
-	return func(created bool) {
-		endHolds(created)
-		endWait(false)
+	return func(created bool, rev int64) {
+		endHolds(created, rev)
+		endWait(false, 0)
 	}, nil
 }
 
 // ReserveSession counts a new session against its caller's quota.
-func (t *Tally) ReserveSession(ctx context.Context) (done func(created bool), err error) {
+func (t *Tally) ReserveSession(ctx context.Context) (done Done, err error) {
 	caller, _ := hold.CallerFrom(ctx)
 	return t.Reserve(ctx, caller.Credential, Sessions, 1, caller.Quotas.Sessions)
 }
@@ -140,7 +185,7 @@ func (t *Tally) Count(cred, what string) int {
 	k := key{cred, what}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.counted[k] + t.lagging[k] + t.inflight[k]
+	return t.counted[k] + t.pending(k, time.Now()) + t.inflight[k]
 }
 
 func exceeded(cred, what string, have, limit int) error {
@@ -245,7 +290,8 @@ func (t *Tally) load(ctx context.Context) (int64, error) {
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	t.mu.Lock()
-	t.counted, t.lagging = counted, map[key]int{}
+	t.counted, t.progress = counted, rev
+	t.prune(time.Now())
 	t.mu.Unlock()
 	return rev, nil
 }
@@ -254,6 +300,12 @@ func (t *Tally) load(ctx context.Context) (int64, error) {
 func (t *Tally) handle(_ context.Context, wr clientv3.WatchResponse) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer func() {
+		// Progress notifications move it too: every create up to the
+		// response's revision is counted.
+		t.progress = max(t.progress, wr.Header.Revision)
+		t.prune(time.Now())
+	}()
 	for _, ev := range wr.Events {
 		switch {
 		case ev.Type == mvccpb.PUT && ev.Kv.CreateRevision == ev.Kv.ModRevision:
@@ -270,15 +322,10 @@ func (t *Tally) handle(_ context.Context, wr clientv3.WatchResponse) error {
 	return nil
 }
 
-// seenCreated counts a record the watch saw begin: one this node counted
-// at once (lagging) is now counted by the watch instead. t.mu is held.
+// seenCreated counts a record the watch saw begin. t.mu is held.
 func (t *Tally) seenCreated(kv *mvccpb.KeyValue) {
 	if k, ok := t.keyOf(kv); ok {
 		t.counted[k]++
-		if t.lagging[k] > 0 {
-			t.lagging[k]--
-			clean(t.lagging, k)
-		}
 	}
 }
 

@@ -79,7 +79,7 @@ func (m *Registry) Create(ctx context.Context, owner string, ttl time.Duration, 
 		ID: id, Owner: owner, TTL: time.Duration(g.TTL) * time.Second, CreatedAt: rec.CreatedAt,
 		ExpiresAt: core.ExpiryAt(start, time.Duration(g.TTL)*time.Second),
 		Locks:     []string{}, Elections: []string{}, Semaphores: []string{}, RWLocks: []string{},
-		Credential: rec.Credential, Bind: bind, Grace: grace,
+		Credential: rec.Credential, Bind: bind, Grace: grace, CreatedRevision: created0.Header.Revision,
 	}, nil
 }
 
@@ -385,6 +385,9 @@ type Session struct {
 	// Bind and Grace are a stream-bound session's (stream.go).
 	Bind  string
 	Grace time.Duration
+	// CreatedRevision is the revision that created the session, on the
+	// answer of Create only (quotas count it from there); 0 elsewhere.
+	CreatedRevision int64
 }
 
 // sessionBatches splits the holds of session, by key name, into the
