@@ -9,6 +9,7 @@
 //	go run ./bench -only history -history-events 100000
 //	go run ./bench -only session -trail-events 1000000 # beside a full trail
 //	go run ./bench -only election,zookeeper -clients 1  # elections beside both peers
+//	go run ./bench -only session -auth-rules 1000       # with a policy of 1,000 rules
 //
 // It starts one baton node (embedded etcd, engine and HTTP server) in this
 // process on a temporary data dir. With -trail-events N it first makes N

@@ -276,6 +276,9 @@ func readReplay(ctx context.Context, base string, newest int64, atNewest int) (r
 		return r, err
 	}
 	start := time.Now()
+	if httpapi.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+httpapi.Token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return r, fmt.Errorf("replay: %w", err)

@@ -159,6 +159,9 @@ func (b *bench) batonWatchNotify(ctx context.Context) (measure.Latency, error) {
 	if err != nil {
 		return measure.Latency{}, err
 	}
+	if httpapi.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+httpapi.Token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return measure.Latency{}, err

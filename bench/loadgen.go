@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/baton-dev/baton/bench/internal/contend"
+	"github.com/baton-dev/baton/bench/internal/httpapi"
 	"github.com/baton-dev/baton/bench/internal/load"
 	"github.com/baton-dev/baton/bench/internal/peer/etcdrecipe"
 	"github.com/baton-dev/baton/bench/internal/peer/redis"
@@ -23,6 +25,7 @@ const (
 // generate makes the load spec names, in a load generator: each kind is
 // a scenario's, or a peer's that runs in a generator as baton's do.
 func generate(ctx context.Context, spec load.Spec, p *load.Parent) error {
+	httpapi.Token = os.Getenv(tokenEnv)
 	switch spec.Kind {
 	case kindCycles:
 		return genCycles(ctx, spec, p)

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-dev/baton/bench/internal/httpapi"
 	"github.com/baton-dev/baton/bench/internal/load"
 	"github.com/baton-dev/baton/bench/internal/peer/redis"
 	"github.com/baton-dev/baton/bench/internal/peer/zookeeper"
@@ -56,6 +57,11 @@ type Config struct {
 	// before it reads them; HistoryRequests how many requests each of its
 	// reads is timed over (at most; each stops after 30 s).
 	HistoryEvents, HistoryRequests int
+	// AuthRules, when positive, runs the node with a policy file whose
+	// one credential, the bench's, has that many rules (the bench's own
+	// names' and the rest other teams' prefixes), and every HTTP request
+	// with its token: what authentication and permissions by prefix cost.
+	AuthRules int
 	// FailoverKills is how many holders each row of the failover
 	// scenario kills.
 	FailoverKills int
@@ -237,6 +243,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.TrailEvents, "trail-events", cfg.TrailEvents, "audit events the trail holds, indexed and compacted, before the first scenario (0: an empty trail)")
 	fs.BoolVar(&cfg.TrailKeepsHistory, "trail-keeps-history", false, "with -trail-events, do not compact etcd after the fill: run beside the keys it deleted too")
 	fs.IntVar(&cfg.HistoryRequests, "history-requests", cfg.HistoryRequests, "requests each history read is timed over (each stops after 30s)")
+	fs.IntVar(&cfg.AuthRules, "auth-rules", 0, "run the node with authentication and a policy of this many rules for the bench's credential (0: authentication off)")
 	fs.IntVar(&cfg.FailoverKills, "failover-kills", cfg.FailoverKills, "holders each row of the failover scenario kills")
 	only := fs.String("only", "", "comma-separated subset of "+strings.Join(scenarioNames, ",")+" (redis needs -redis, zookeeper the zookeeper package; history runs only when named)")
 	fs.StringVar(&cfg.Redis, "redis", "", "run the redis peer against the Redis server at `host:port`")
@@ -314,7 +321,7 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.runs("history") {
 		historyEvents += cfg.HistoryEvents
 	}
-	n, etcdURL, err := startNode(ctx, dir, historyEvents)
+	n, etcdURL, err := startNode(ctx, dir, historyEvents, cfg.AuthRules)
 	if err != nil {
 		return err
 	}
@@ -350,9 +357,16 @@ func run(ctx context.Context, cfg Config, out io.Writer) error {
 // the audit trail keeps at least twice that many events (and etcd's quota
 // grows to match), so the history scenario reads, and the scenarios after
 // -trail-events run beside, a trail retention has not trimmed.
-func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, string, error) {
+func startNode(ctx context.Context, dir string, historyEvents, authRules int) (*node.Node, string, error) {
 	gctune.Apply(slog.Default()) // the collector's settings of baton serve
 	nc := node.DefaultConfig()
+	if authRules > 0 {
+		path, err := writePolicy(dir, authRules)
+		if err != nil {
+			return nil, "", err
+		}
+		nc.AuthFile = path
+	}
 	nc.Name = "bench"
 	nc.DataDir = filepath.Join(dir, "data")
 	nc.HTTPAddr = "127.0.0.1:0"
@@ -376,6 +390,33 @@ func startNode(ctx context.Context, dir string, historyEvents int) (*node.Node, 
 		return nil, "", fmt.Errorf("start baton: %w", err)
 	}
 	return n, nc.ClientURL, nil
+}
+
+// benchToken is the bench credential's bearer token under -auth-rules,
+// and tokenEnv how the bench hands it to its load generators.
+const (
+	benchToken = "bench-token-0123456789abcdef"
+	tokenEnv   = "BATON_BENCH_TOKEN"
+)
+
+// writePolicy writes a policy file of one credential, the bench's, with
+// n rules: write on every name (the bench's locks have no common prefix),
+// and n-1 other teams' prefixes of many lengths, so that a decision looks
+// up as many lengths as a large policy's would. It points the HTTP
+// clients at the token.
+func writePolicy(dir string, n int) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "credentials:\n  - name: bench\n    tokens: [%q]\n    rules:\n      \"\": write\n", benchToken)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "      \"team-%04d.%s\": admin\n", i, strings.Repeat("x", i%40))
+	}
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return "", err
+	}
+	httpapi.Token = benchToken
+	// The load generators, processes of their own, inherit it.
+	return path, os.Setenv(tokenEnv, benchToken)
 }
 
 func (b *bench) scenarios(ctx context.Context, res *report.Results) error {

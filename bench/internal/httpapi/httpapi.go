@@ -21,6 +21,10 @@ type Client struct {
 	hc   *http.Client
 }
 
+// Token, when set, is sent as every request's bearer token (the bench's
+// -auth-rules). Set it before the first client is made.
+var Token string
+
 // RequestTimeout bounds every request, so a wedged server fails the run
 // instead of hanging it; the longest request is a contender's wait.
 const RequestTimeout = contend.Wait + 30*time.Second
@@ -68,6 +72,9 @@ func (a *Client) Call(ctx context.Context, method, path string, body []byte, wan
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if Token != "" {
+		req.Header.Set("Authorization", "Bearer "+Token)
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
