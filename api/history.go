@@ -63,7 +63,7 @@ func (a *API) history(c echo.Context) error {
 	if o.To, err = request.Time(q, "to"); err != nil {
 		return err
 	}
-	if err := scopeView(c, o.Lock, o.Name, &o.Allow); err != nil {
+	if err := scopeView(c, o.Lock, o.Name, &o.Scope); err != nil {
 		return err
 	}
 	evs, next, err := a.trail.History(c.Request().Context(), o)
@@ -100,7 +100,7 @@ func (a *API) events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := scopeView(c, o.Lock, o.Name, &o.Allow); err != nil {
+	if err := scopeView(c, o.Lock, o.Name, &o.Scope); err != nil {
 		return err
 	}
 	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return appendEvent(b, ev), nil })
@@ -109,15 +109,15 @@ func (a *API) events(c echo.Context) error {
 // scopeView fits a view of the trail (a history page, an event stream)
 // to the request's credential: a view of one thing (lock, or name) it may
 // not read is a 403; any other view keeps only the names it may read
-// (*allow).
-func scopeView(c echo.Context, lockName, name string, allow *func(string) bool) error {
+// (*view).
+func scopeView(c echo.Context, lockName, name string, view *trail.Scope) error {
 	switch {
 	case lockName != "":
 		return scope.Check(c, auth.Read, lockName)
 	case name != "":
 		return scope.Check(c, auth.Read, name)
 	}
-	*allow = scope.Filter(c)
+	*view = scope.Filter(c)
 	return nil
 }
 

@@ -338,7 +338,7 @@ func (a *API) keyEvents(c echo.Context) error {
 	if err := lock.CheckKeyPrefix("prefix", prefix); err != nil {
 		return err
 	}
-	o.Kind, o.NamePrefix, o.Allow = lock.KindKey, prefix, scope.Filter(c)
+	o.Kind, o.NamePrefix, o.Scope = lock.KindKey, prefix, scope.Filter(c)
 	ctx := c.Request().Context()
 	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return a.appendKeyEvent(ctx, b, ev) })
 }

@@ -397,6 +397,10 @@ func startNode(ctx context.Context, dir string, historyEvents, authRules int) (*
 const (
 	benchToken = "bench-token-0123456789abcdef"
 	tokenEnv   = "BATON_BENCH_TOKEN"
+	// scopedToken is a second credential's, which may read the names
+	// under a prefix nothing has: its history pages read the most a
+	// scoped view may (the history scenario's scoped row).
+	scopedToken = "bench-scoped-token-0123456789"
 )
 
 // writePolicy writes a policy file of one credential, the bench's, with
@@ -410,6 +414,7 @@ func writePolicy(dir string, n int) (string, error) {
 	for i := 1; i < n; i++ {
 		fmt.Fprintf(&b, "      \"team-%04d.%s\": admin\n", i, strings.Repeat("x", i%40))
 	}
+	fmt.Fprintf(&b, "  - name: scoped\n    tokens: [%q]\n    rules: {\"nothing-here.\": read}\n", scopedToken)
 	path := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return "", err

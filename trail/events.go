@@ -33,9 +33,9 @@ type SubscribeOptions struct {
 	// NamePrefix keeps only the events about things whose names start
 	// with it (keys under a prefix: "config/").
 	NamePrefix string
-	// Allow, when set, keeps only the events about names it allows (a
-	// credential's view), and gaps, which are about no name.
-	Allow func(name string) bool
+	// Scope, when not nil, keeps only the events about names under its
+	// prefixes (a credential's view), and gaps, as in HistoryOptions.
+	Scope Scope
 	// Buffer is how many events may wait for the reader; 0 means 1024.
 	Buffer int
 	// marks asks for a mark after each revision's events (eventFilter).
@@ -81,7 +81,7 @@ func (t *Trail) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscriptio
 	if err != nil {
 		return nil, err
 	}
-	f := eventFilter{kind: o.Kind, name: o.Name, prefix: o.NamePrefix, allow: o.Allow, marks: o.marks}
+	f := eventFilter{kind: o.Kind, name: o.Name, prefix: o.NamePrefix, scope: o.Scope, marks: o.marks}
 	if o.Lock != "" {
 		// A lock's, or an election's (lockOfName): the thing its key
 		// name keeps.
@@ -173,7 +173,7 @@ type eventFilter struct {
 	kind   EventKind
 	name   string
 	prefix string
-	allow  func(name string) bool
+	scope  Scope
 	marks  bool
 }
 
@@ -185,7 +185,7 @@ func isMark(ev Event) bool { return ev.Type == "" }
 
 func (f eventFilter) keep(ev Event) bool {
 	return (f.kind == "" || ev.Kind == f.kind) && (f.name == "" || ev.Name == f.name) && strings.HasPrefix(ev.Name, f.prefix) &&
-		(f.allow == nil || ev.Type == EventGap || f.allow(ev.Name))
+		f.scope.allows(ev)
 }
 
 // streamsRetryAfter is the hint given with ErrTooManyStreams.

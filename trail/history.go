@@ -32,13 +32,46 @@ type HistoryOptions struct {
 	// From and To keep only events recorded in [From, To); zero means
 	// unbounded.
 	From, To time.Time
-	// Allow, when set, keeps only the events about names it allows (a
-	// credential's view), and gaps, which are about no name.
-	Allow func(name string) bool
+	// Scope, when not nil, keeps only the events about names under one
+	// of its prefixes (a credential's view), and gaps, which are about no
+	// name.
+	Scope Scope
+}
+
+// Scope is the names a view may show: those under any of its prefixes.
+// nil is every name; an empty, non-nil Scope none.
+type Scope []string
+
+// allows reports whether s lets a view show the event ev.
+func (s Scope) allows(ev Event) bool {
+	if s == nil || ev.Type == EventGap {
+		return true
+	}
+	for _, p := range s {
+		if strings.HasPrefix(ev.Name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// markers are the bytes of which a trail value of an event s allows
+// holds one (prefilter): its name's or lock's field starting with a
+// prefix, or a gap's type. encoding/json writes names as they are: they
+// hold no character it escapes.
+func (s Scope) markers() [][]byte {
+	if s == nil {
+		return nil
+	}
+	out := [][]byte{[]byte(`"type":"gap"`)}
+	for _, p := range s {
+		out = append(out, []byte(`"name":"`+p), []byte(`"lock":"`+p))
+	}
+	return out
 }
 
 func (o HistoryOptions) filtered() bool {
-	return o.Owner != "" || len(o.Types) > 0 || !o.From.IsZero() || !o.To.IsZero() || o.Kind != "" || o.Allow != nil
+	return o.Owner != "" || len(o.Types) > 0 || !o.From.IsZero() || !o.To.IsZero() || o.Kind != "" || o.Scope != nil
 }
 
 func (o HistoryOptions) keep(ev Event) bool {
@@ -60,7 +93,7 @@ func (o HistoryOptions) keep(ev Event) bool {
 	if !o.To.IsZero() && !ev.Time.Before(o.To) {
 		return false
 	}
-	return o.Allow == nil || ev.Type == EventGap || o.Allow(ev.Name)
+	return o.Scope.allows(ev)
 }
 
 // History returns audit events newest first, and the Before of the next
@@ -284,7 +317,7 @@ func (t *Trail) filteredHistory(ctx context.Context, src trailSource, o HistoryO
 		// A credential's view must not come back empty while its events
 		// remain further back: it scans on, up to scopedScanRounds
 		// budgets, before it answers an empty page with a cursor.
-		if len(events) > 0 || next == 0 || pastFrom || o.Allow == nil || round+1 == scopedScanRounds {
+		if len(events) > 0 || next == 0 || pastFrom || o.Scope == nil || round+1 == scopedScanRounds {
 			break
 		}
 	}
@@ -315,13 +348,15 @@ func (o HistoryOptions) prefilter() func(value []byte) bool {
 	for i, t := range o.Types {
 		anyType[i] = jsonField("type", string(t))
 	}
+	inScope := o.Scope.markers()
 	return func(v []byte) bool {
 		for _, f := range all {
 			if !bytes.Contains(v, f) {
 				return false
 			}
 		}
-		return len(anyType) == 0 || slices.ContainsFunc(anyType, func(f []byte) bool { return bytes.Contains(v, f) })
+		contains := func(f []byte) bool { return bytes.Contains(v, f) }
+		return (len(anyType) == 0 || slices.ContainsFunc(anyType, contains)) && (inScope == nil || slices.ContainsFunc(inScope, contains))
 	}
 }
 

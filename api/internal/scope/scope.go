@@ -15,6 +15,7 @@ import (
 	"github.com/baton-dev/baton/api/internal/request"
 	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
+	"github.com/baton-dev/baton/trail"
 )
 
 // Key is the echo context key under which authentication leaves the
@@ -155,17 +156,18 @@ func List[T any](c echo.Context, o lock.ListOptions, list func(lock.ListOptions)
 	return out, next, err
 }
 
-// Filter is the filter of names for views that cannot be narrowed to
-// ranges (history pages, event streams): nil when c's credential may
-// read everything.
-func Filter(c echo.Context) func(name string) bool {
+// Filter is the scope of the views that cannot be narrowed to ranges
+// (history pages, event streams): the prefixes c's credential may read,
+// nil when it may read everything. Every role allows read, so what it may
+// read is the union of its rules' prefixes.
+func Filter(c echo.Context) trail.Scope {
 	cred := Of(c)
 	if cred == nil {
 		return nil
 	}
-	if _, all := cred.Rules.Readable(); all {
+	prefixes, all := cred.Rules.Readable()
+	if all {
 		return nil
 	}
-	rules := cred.Rules
-	return func(name string) bool { return rules.Allows(name, auth.Read) }
+	return append(trail.Scope{}, prefixes...)
 }

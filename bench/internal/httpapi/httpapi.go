@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 type Client struct {
 	base string
 	hc   *http.Client
+	// token, when set, is sent instead of Token.
+	token string
 }
 
 // Token, when set, is sent as every request's bearer token (the bench's
@@ -36,6 +39,13 @@ func New(base string, conns int) *Client {
 	tr.MaxIdleConns = conns
 	tr.MaxIdleConnsPerHost = conns
 	return &Client{base: base, hc: &http.Client{Transport: tr, Timeout: RequestTimeout}}
+}
+
+// As is a client like a that sends token instead of Token.
+func (a *Client) As(token string) *Client {
+	c := *a
+	c.token = token
+	return &c
 }
 
 // AcquireBody is the body of POST /v1/locks/{name}, or of a campaign
@@ -73,8 +83,8 @@ func (a *Client) Call(ctx context.Context, method, path string, body []byte, wan
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if Token != "" {
-		req.Header.Set("Authorization", "Bearer "+Token)
+	if tok := cmp.Or(a.token, Token); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {

@@ -39,8 +39,11 @@ type HistoryResult struct {
 	Oldest HistoryRead `json:"oldest"`
 	Lock   HistoryRead `json:"lock"`
 	// Filtered reads: an owner no event has, and the rare revokes.
-	Owner  HistoryRead   `json:"owner"`
-	Type   HistoryRead   `json:"type"`
+	Owner HistoryRead `json:"owner"`
+	Type  HistoryRead `json:"type"`
+	// Scoped, with the bench's -auth-rules, is a page read by a
+	// credential that may read none of the events.
+	Scoped *HistoryRead  `json:"scoped,omitempty"`
 	RSS    HistoryRSS    `json:"rss"`
 	Replay HistoryReplay `json:"replay"`
 }
@@ -99,7 +102,11 @@ type HistoryReplay struct {
 
 // Reads lists the timed reads in table order.
 func (h *HistoryResult) Reads() []HistoryRead {
-	return []HistoryRead{h.Newest, h.Middle, h.Oldest, h.Lock, h.Owner, h.Type}
+	reads := []HistoryRead{h.Newest, h.Middle, h.Oldest, h.Lock, h.Owner, h.Type}
+	if h.Scoped != nil {
+		reads = append(reads, *h.Scoped)
+	}
+	return reads
 }
 
 func printHistory(tw io.Writer, h *HistoryResult) {
