@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/internal/poll"
+	"github.com/baton-dev/baton/internal/testjwt"
 	"github.com/baton-dev/baton/tests/testcluster"
 	"github.com/baton-dev/baton/tests/testetcd"
 )
@@ -127,6 +130,51 @@ func TestServe_SIGHUPReloadsTheAuthFile(t *testing.T) {
 	}
 	if !strings.Contains(string(logs), "credentials swapped") {
 		t.Errorf("the log does not record the good reload:\n%s", logs)
+	}
+}
+
+// TestServe_SIGHUPRotatesTheAuthPolicyJWKS runs baton as a process with a
+// policy file that takes JWTs, rotates the JWKS file and sends SIGHUP:
+// the new key's tokens work, the old key's are refused, and no token
+// reaches the log.
+func TestServe_SIGHUPRotatesTheAuthPolicyJWKS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs baton as a process")
+	}
+	dir := t.TempDir()
+	policy, jwks := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "jwks.json")
+	old, rotated := testjwt.NewKey(t, "old", jose.ES256), testjwt.NewKey(t, "new", jose.EdDSA)
+	testjwt.WriteJWKS(t, jwks, old)
+	// jwks_file relative to the policy file, which is where baton looks.
+	writeAtomically(t, policy, "jwt: {jwks_file: jwks.json, audience: baton}\ncredentials:\n  - name: dashboards\n    rules: {\"\": read}\n")
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Nodes: 1, Args: []string{"--auth-file", policy, "--log-level", "info"}})
+	n := c.Nodes[0]
+	url := n.URL()
+	claims := testjwt.Claims("https://idp.test/", "baton", "dashboards", time.Hour)
+	oldJWT, newJWT := old.Sign(t, claims), rotated.Sign(t, claims)
+	if st := status(t, url, oldJWT); st != http.StatusOK {
+		t.Fatalf("the old key's JWT before the rotation: %d", st)
+	}
+
+	testjwt.WriteJWKS(t, jwks, rotated)
+	if err := syscall.Kill(n.Pid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "accepting the new key's JWT", func() bool { return status(t, url, newJWT) == http.StatusOK })
+	if st := status(t, url, oldJWT); st != http.StatusUnauthorized {
+		t.Errorf("the old key's JWT after the reload: %d, want 401", st)
+	}
+	n.Terminate()
+	<-n.Exited()
+	logs, err := os.ReadFile(n.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(logs), oldJWT) || strings.Contains(string(logs), newJWT) {
+		t.Errorf("the log contains a JWT:\n%s", logs)
+	}
+	if !strings.Contains(string(logs), "jwt_keys=1") || !strings.Contains(string(logs), "reason=\"unknown key\"") {
+		t.Errorf("the log records neither the reload's keys nor the refusal's reason:\n%s", logs)
 	}
 }
 

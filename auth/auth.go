@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -166,6 +166,11 @@ type Credentials struct {
 	// named are the policy file's credentials by name, with or without
 	// tokens (a certificate or a JWT may name them).
 	named map[string]*Credential
+	// certs are the credentials by the certificate names they list
+	// (certName's form); jwt checks bearer JWTs, nil without a jwt:
+	// section.
+	certs map[string]*Credential
+	jwt   *jwtVerifier
 	// seen and ids say where each token digest and credential ID was
 	// first given, while parsing.
 	seen map[[sha256.Size]byte]string
@@ -173,7 +178,7 @@ type Credentials struct {
 }
 
 func newCredentials() *Credentials {
-	return &Credentials{named: map[string]*Credential{}, seen: map[[sha256.Size]byte]string{}, ids: map[string]string{}}
+	return &Credentials{named: map[string]*Credential{}, certs: map[string]*Credential{}, seen: map[[sha256.Size]byte]string{}, ids: map[string]string{}}
 }
 
 // Len is the number of credentials.
@@ -367,7 +372,7 @@ func parseFile(path string) (*Credentials, error) {
 	defer f.Close()
 	parse := Parse
 	if IsPolicyFile(path) {
-		parse = ParsePolicy
+		parse = func(r io.Reader) (*Credentials, error) { return parsePolicy(r, filepath.Dir(path)) }
 	}
 	c, err := parse(f)
 	var pe *ParseError
@@ -429,19 +434,10 @@ func (s *Store) Check(token string) (Credential, bool) {
 // token's SHA-256 with every credential's in constant time, and looks at
 // all of them whatever matches, so the time it takes tells nothing about
 // the tokens it holds. The credential is shared and must not be changed.
+//
+// Lookup knows listed tokens only; Bearer also checks JWTs.
 func (s *Store) Lookup(token string) (*Credential, bool) {
-	if token == "" || len(token) > MaxTokenLen {
-		return nil, false
-	}
-	sum := sha256.Sum256([]byte(token))
-	var found *Credential
-	match := 0
-	for _, e := range s.cur.Load().entries {
-		if subtle.ConstantTimeCompare(sum[:], e.digest[:]) == 1 {
-			found, match = e.cred, 1
-		}
-	}
-	return found, match == 1
+	return s.cur.Load().lookup(token)
 }
 
 // Named returns the credential in force named name (a policy file's), for

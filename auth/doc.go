@@ -17,7 +17,13 @@
 //
 // A file named *.yaml, *.yml or *.json is a policy file instead
 // (policyfile.go): named credentials, each with tokens, rules per prefix
-// and quotas.
+// and quotas. A policy file's credentials may also be proved without a
+// shared secret: by a client certificate whose name (URI, DNS or email
+// SAN, or CommonName) a credential lists under certificates:
+// (certificate.go), or by a bearer JWT, signed by a key of the JWKS file
+// its jwt: section names, whose claim names the credential (jwt.go,
+// jwks.go). Bearer and Certificate return the Identity a request proves,
+// or a *ProofError saying what failed.
 //
 // Roles nest: admin may do what write may, and write what read may. A
 // credential's Rules give a role per prefix, and of the rules that cover a
@@ -37,9 +43,9 @@
 //
 //	st, err := auth.Load("/etc/baton/auth")
 //	if err != nil { ... } // names the line at fault
-//	cred, ok := st.Lookup(token)
-//	if !ok { ... } // 401
-//	if err := cred.Rules.Check(name, auth.Write); err != nil { ... } // 403, a *ScopeError
+//	id, err := st.Bearer(token, time.Now()) // or st.Certificate(verifiedLeaf)
+//	if err != nil { ... } // 401, a *ProofError
+//	if err := id.Cred.Rules.Check(name, auth.Write); err != nil { ... } // 403, a *ScopeError
 //	...
-//	err = st.Reload() // on SIGHUP: a bad file keeps the old credentials
+//	_, err = st.Reload() // on SIGHUP: a bad file, or a bad JWKS, keeps the old credentials
 package auth

@@ -146,6 +146,9 @@ func FuzzParsePolicy(f *testing.F) {
 		"credentials:\n  - name: a\n    tokens: [\"aaaaaaaaaaaaaaaaaaaa\", \"aaaaaaaaaaaaaaaaaaaa\"]\n    rules: {\"\": read}\n",
 		"credentials:\n  - name: a\n    tokens: [\"aaaaaaaaaaaaaaaaaaaa\"]\n    rules: {\"\": read}\n    quotas: {holds: -1}\n",
 		`{"credentials":[{"name":"j","tokens":["bbbbbbbbbbbbbbbbbbbb"],"rules":{"j.":"admin"}}]}`,
+		"credentials:\n  - name: a\n    certificates: [\"cn:a\", \"uri:spiffe://x/a\"]\n    rules: {\"\": read}\n",
+		"credentials:\n  - name: a\n    certificates: [\"a\"]\n    rules: {\"\": read}\n",
+		"jwt: {jwks_file: /nonexistent}\ncredentials:\n  - name: a\n    rules: {\"\": read}\n",
 		"credentials: [",
 		"",
 	} {

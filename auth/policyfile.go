@@ -23,21 +23,27 @@ import (
 //	  - name: payments            # logs, metrics and holds name it
 //	    tokens: ["…"]             # bearer tokens; several allow rotation
 //	    token_sha256: ["…"]       # or their SHA-256, hex, to keep no secret here
+//	    certificates:             # client certificates' names (certificate.go)
+//	      - uri:spiffe://example.org/payments
 //	    rules:                    # the longest prefix of a name decides
 //	      "payments.": write
 //	      "payments.audit.": read
 //	      "shared.": read
 //	    quotas: {holds: 500, waiters: 200, sessions: 100, streams: 10, rate: 50, burst: 100}
+//	jwt:                          # bearer JWTs whose claim names a credential (jwks.go)
+//	  jwks_file: /etc/baton/jwks.json
 type policyDoc struct {
 	Credentials []credentialDoc `json:"credentials"`
+	JWT         *jwtDoc         `json:"jwt"`
 }
 
 type credentialDoc struct {
-	Name        string            `json:"name"`
-	Tokens      []string          `json:"tokens"`
-	TokenSHA256 []string          `json:"token_sha256"`
-	Rules       map[string]string `json:"rules"`
-	Quotas      *Quotas           `json:"quotas"`
+	Name         string            `json:"name"`
+	Tokens       []string          `json:"tokens"`
+	TokenSHA256  []string          `json:"token_sha256"`
+	Certificates []string          `json:"certificates"`
+	Rules        map[string]string `json:"rules"`
+	Quotas       *Quotas           `json:"quotas"`
 }
 
 // UnmarshalJSON reads quotas as a policy file spells them, refusing
@@ -93,8 +99,12 @@ var credentialName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}$
 
 // ParsePolicy reads a policy file (YAML or JSON; see the format above).
 // Unknown fields are errors, so a misspelt quota is never silently
-// unlimited. Errors name the credential, never a token.
-func ParsePolicy(r io.Reader) (*Credentials, error) {
+// unlimited. Errors name the credential, never a token. A relative
+// jwks_file is relative to the working directory; Load reads it relative
+// to the policy file's.
+func ParsePolicy(r io.Reader) (*Credentials, error) { return parsePolicy(r, "") }
+
+func parsePolicy(r io.Reader, dir string) (*Credentials, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxPolicy+1))
 	if err != nil {
 		return nil, &ParseError{Reason: "read: " + err.Error()}
@@ -107,6 +117,15 @@ func ParsePolicy(r io.Reader) (*Credentials, error) {
 		return nil, &ParseError{Reason: scrub(err.Error())}
 	}
 	c := newCredentials()
+	if doc.JWT != nil {
+		// Before the credentials: whether a token has a JWT's form
+		// matters only with a jwt: section.
+		v, reason := newJWTVerifier(doc.JWT, dir)
+		if reason != "" {
+			return nil, &ParseError{Reason: "jwt: " + reason}
+		}
+		c.jwt = v
+	}
 	for i, d := range doc.Credentials {
 		if reason := c.addNamed(d); reason != "" {
 			who := fmt.Sprintf("credential %d", i+1)
@@ -169,6 +188,9 @@ func (c *Credentials) addNamed(d credentialDoc) string {
 		if err := checkToken(t); err != "" {
 			return fmt.Sprintf("token %d: %s", i+1, err)
 		}
+		if c.jwt != nil && IsJWT(t) {
+			return fmt.Sprintf("token %d has a JWT's form, and with jwt: a bearer JWT is checked as one: choose a random token (openssl rand -hex 24)", i+1)
+		}
 		if reason := c.addToken(where, sha256.Sum256([]byte(t)), cred); reason != "" {
 			return fmt.Sprintf("token %d: %s", i+1, reason)
 		}
@@ -181,6 +203,9 @@ func (c *Credentials) addNamed(d credentialDoc) string {
 		if reason := c.addToken(where, [sha256.Size]byte(sum), cred); reason != "" {
 			return fmt.Sprintf("token_sha256 %d: %s", i+1, reason)
 		}
+	}
+	if reason := c.addCertificates(cred, d.Certificates); reason != "" {
+		return reason
 	}
 	c.named[d.Name] = cred
 	return ""

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,8 @@ key) or a session's owner.
 
 CREDENTIAL is a credential's name in a policy file, an ID of the line format
 (cred-…, as logs show it), or - to read a token from stdin (it is never
-printed).
+printed): a listed token, or a JWT that the policy's jwt: section accepts
+now.
 
 Exit codes: 0 when a rule covers NAME (and gives --need, if set); 7 when
 none does, or the role is weaker than --need; 1 when the file or the
@@ -80,11 +82,12 @@ func findCredential(st *auth.Store, arg string, stdin interface{ Read([]byte) (i
 		if token == "" && err != nil {
 			return nil, fmt.Errorf("read a token from stdin: %w", err)
 		}
-		cred, ok := st.Lookup(token)
-		if !ok {
-			return nil, errors.New("the token on stdin is not one of the auth file's")
+		id, err := st.Bearer(token, time.Now())
+		var pe *auth.ProofError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("the token on stdin is not one of the auth file's: %s", pe.Detail)
 		}
-		return cred, nil
+		return id.Cred, err
 	}
 	cred, ok := st.Current().Find(arg)
 	if !ok {

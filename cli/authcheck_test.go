@@ -9,8 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/baton-dev/baton/auth"
+	"github.com/baton-dev/baton/internal/testjwt"
 )
 
 // TestCLI_AuthCheckSaysWhichRuleDecides: baton auth check reads the file
@@ -50,6 +54,29 @@ func TestCLI_AuthCheckSaysWhichRuleDecides(t *testing.T) {
 	var d struct{ Credential, Role string }
 	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || d.Credential != "payments" || d.Role != "write" || strings.Contains(out+errs, "payments-token") {
 		t.Errorf("auth check - (token on stdin): code %d, out %q, err %q", code, out, errs)
+	}
+}
+
+// TestCLI_AuthCheckTakesAJWTOnStdin: with a policy that takes JWTs, a
+// JWT on stdin is checked as the node would, and a refused one says why.
+func TestCLI_AuthCheckTakesAJWTOnStdin(t *testing.T) {
+	dir := t.TempDir()
+	k := testjwt.NewKey(t, "k1", jose.ES256)
+	testjwt.WriteJWKS(t, filepath.Join(dir, "jwks.json"), k)
+	policy := filepath.Join(dir, "policy.yaml")
+	doc := "jwt: {jwks_file: jwks.json, audience: baton}\ncredentials:\n  - name: payments\n    rules: {\"payments.\": write}\n"
+	if err := os.WriteFile(policy, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := k.Sign(t, testjwt.Claims("https://idp.test/", "baton", "payments", time.Hour))
+	out, errs, code := runStdin(t, good+"\n", "auth", "check", "--auth-file", policy, "-", "payments.x")
+	if code != 0 || !strings.Contains(out, "payments") || strings.Contains(out+errs, good) {
+		t.Errorf("auth check with a JWT: code %d, out %q, err %q", code, out, errs)
+	}
+	expired := k.Sign(t, testjwt.Claims("https://idp.test/", "baton", "payments", -time.Hour))
+	out, errs, code = runStdin(t, expired+"\n", "auth", "check", "--auth-file", policy, "-", "payments.x")
+	if code != 1 || !strings.Contains(errs, "expired") || strings.Contains(out+errs, expired) {
+		t.Errorf("auth check with an expired JWT: code %d, out %q, err %q; want 1 saying it expired", code, out, errs)
 	}
 }
 

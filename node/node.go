@@ -122,6 +122,7 @@ func (c Config) readFiles(log *slog.Logger) (f startFiles, err error) {
 			return f, err
 		}
 		warnLooseMode(log, c.AuthFile)
+		c.warnUnverifiedCertificates(log, f.auth.Current())
 	}
 	return f, nil
 }
@@ -363,8 +364,25 @@ func (n *Node) reloadAuth() error {
 		return err
 	}
 	warnLooseMode(n.log, n.auth.Path())
-	n.log.Info("reload: credentials swapped", "file", n.auth.Path(), "read", c.Count(auth.Read), "write", c.Count(auth.Write), "admin", c.Count(auth.Admin))
+	n.cfg.warnUnverifiedCertificates(n.log, c)
+	attrs := []any{"file", n.auth.Path(), "read", c.Count(auth.Read), "write", c.Count(auth.Write), "admin", c.Count(auth.Admin)}
+	if k := c.JWTKeys(); k > 0 {
+		attrs = append(attrs, "jwt_keys", k)
+	}
+	if k := c.Certificates(); k > 0 {
+		attrs = append(attrs, "certificates", k)
+	}
+	n.log.Info("reload: credentials swapped", attrs...)
 	return nil
+}
+
+// warnUnverifiedCertificates warns when the policy names credentials by
+// client certificates that the API never asks for: without
+// --tls-client-ca no request carries a verified one.
+func (c Config) warnUnverifiedCertificates(log *slog.Logger, creds *auth.Credentials) {
+	if creds.Certificates() > 0 && c.TLSClientCAFile == "" {
+		log.Warn("the auth file lists client certificates, but the API verifies none: they prove no credential without --tls-client-ca", "file", c.AuthFile)
+	}
 }
 
 // warnLooseMode warns when others than the file's owner may read an auth

@@ -10,8 +10,10 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -111,6 +113,29 @@ func (ca *CA) Server(t testing.TB, name string, hosts ...string) Pair {
 func (ca *CA) Client(t testing.TB, name string) Pair {
 	t.Helper()
 	return ca.issue(t, name, ca.template(t, name, x509.ExtKeyUsageClientAuth))
+}
+
+// ClientNamed issues a client certificate with CommonName name and the
+// subject alternative names sans: each a URI when it has "://", an email
+// address when it has "@", else a DNS name.
+func (ca *CA) ClientNamed(t testing.TB, name string, sans ...string) Pair {
+	t.Helper()
+	tmpl := ca.template(t, name, x509.ExtKeyUsageClientAuth)
+	for _, s := range sans {
+		switch {
+		case strings.Contains(s, "://"):
+			u, err := url.Parse(s)
+			if err != nil {
+				t.Fatalf("testcerts: URI %q: %v", s, err)
+			}
+			tmpl.URIs = append(tmpl.URIs, u)
+		case strings.Contains(s, "@"):
+			tmpl.EmailAddresses = append(tmpl.EmailAddresses, s)
+		default:
+			tmpl.DNSNames = append(tmpl.DNSNames, s)
+		}
+	}
+	return ca.issue(t, name, tmpl)
 }
 
 func (ca *CA) template(t testing.TB, name string, usage ...x509.ExtKeyUsage) *x509.Certificate {
