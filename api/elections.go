@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
 	"github.com/baton-dev/baton/api/internal/scope"
@@ -451,28 +450,8 @@ func (a *API) observe(c echo.Context) error {
 	if !ok {
 		return nil
 	}
-	beat := time.NewTicker(a.heartbeat)
-	defer beat.Stop()
-	for {
-		select {
-		case ch, ok := <-o.C:
-			if !ok {
-				if err := o.Err(); err != nil && ctx.Err() == nil {
-					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", sse.Sanitize(err)))
-				}
-				return nil
-			}
-			if send(appendChange(nil, name, ch)) != nil {
-				return nil
-			}
-		case <-beat.C:
-			if send([]byte(": heartbeat\n\n")) != nil {
-				return nil
-			}
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	sse.Follow(ctx, o.C, o.Err, send, func(ch trail.ElectionChange) []byte { return appendChange(nil, name, ch) }, a.heartbeat)
+	return nil
 }
 
 // appendChange appends an observer's message for ch.

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/baton-dev/baton/api/internal/jsonw"
+	"github.com/baton-dev/baton/api/internal/scope"
 )
 
 // The answers of the hot routes (acquire, renew, sessions) are written by
@@ -16,14 +17,36 @@ import (
 // and a fuzz target compare the two on every field, strings with
 // escapes, HTML characters and invalid UTF-8 included.
 
-// writeLock answers with l as c.JSON(status, l) would.
+// writeLock answers with l as c.JSON(status, l) would, without the names
+// c's credential may not read (redactLock).
 func writeLock(c echo.Context, status int, l *Lock) error {
+	redactLock(c, l)
 	return writeBuf(c, status, func(b []byte) []byte { return appendLock(b, l) })
 }
 
-// writeSession answers with s as c.JSON(status, s) would.
+// writeSession answers with s as c.JSON(status, s) would, without the
+// names c's credential may not read (redactSession).
 func writeSession(c echo.Context, status int, s *Session) error {
+	redactSession(c, s)
 	return writeBuf(c, status, func(b []byte) []byte { return appendSession(b, s) })
+}
+
+// redactLock leaves out of l the names of other locks that c's credential
+// may not read: its lock set's other members, and its waiters' sets'.
+func redactLock(c echo.Context, l *Lock) {
+	if l == nil {
+		return
+	}
+	l.Set = scope.Redact(c, l.Set)
+	for i := range l.Waiters {
+		l.Waiters[i].Set = scope.Redact(c, l.Waiters[i].Set)
+	}
+}
+
+// redactSession leaves out of s the holds c's credential may not read.
+func redactSession(c echo.Context, s *Session) {
+	s.Locks, s.Elections = scope.Redact(c, s.Locks), scope.Redact(c, s.Elections)
+	s.Semaphores, s.RWLocks = scope.Redact(c, s.Semaphores), scope.Redact(c, s.RWLocks)
 }
 
 // writeBuf sends what appendBody appends, as c.JSON does: Content-Type

@@ -13,7 +13,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/trail"
 )
@@ -63,7 +62,7 @@ func (a *API) history(c echo.Context) error {
 	if o.To, err = request.Time(q, "to"); err != nil {
 		return err
 	}
-	if err := scopeView(c, o.Lock, o.Name, &o.Scope); err != nil {
+	if o.Scope, err = scope.View(c, o.Lock, o.Name); err != nil {
 		return err
 	}
 	evs, next, err := a.trail.History(c.Request().Context(), o)
@@ -73,6 +72,7 @@ func (a *API) history(c echo.Context) error {
 	out := History{Events: make([]Event, len(evs)), NextBefore: next}
 	for i, e := range evs {
 		out.Events[i] = toEvent(e)
+		out.Events[i].Set = scope.Redact(c, e.Set)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -100,25 +100,10 @@ func (a *API) events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := scopeView(c, o.Lock, o.Name, &o.Scope); err != nil {
+	if o.Scope, err = scope.View(c, o.Lock, o.Name); err != nil {
 		return err
 	}
 	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return appendEvent(b, ev), nil })
-}
-
-// scopeView fits a view of the trail (a history page, an event stream)
-// to the request's credential: a view of one thing (lock, or name) it may
-// not read is a 403; any other view keeps only the names it may read
-// (*view).
-func scopeView(c echo.Context, lockName, name string, view *trail.Scope) error {
-	switch {
-	case lockName != "":
-		return scope.Check(c, auth.Read, lockName)
-	case name != "":
-		return scope.Check(c, auth.Read, name)
-	}
-	*view = scope.Filter(c)
-	return nil
 }
 
 // serveEvents answers with the stream of the trail's events o selects,
@@ -128,6 +113,11 @@ func scopeView(c echo.Context, lockName, name string, view *trail.Scope) error {
 func (a *API) serveEvents(c echo.Context, o trail.SubscribeOptions, appendEv func([]byte, lock.Event) ([]byte, error)) error {
 	o.Buffer = a.eventBuffer
 	ctx := c.Request().Context()
+	render := appendEv
+	appendEv = func(b []byte, ev lock.Event) ([]byte, error) {
+		ev.Set = scope.Redact(c, ev.Set)
+		return render(b, ev)
+	}
 	sub, err := a.trail.Subscribe(ctx, o)
 	if err != nil {
 		return err

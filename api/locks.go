@@ -158,6 +158,7 @@ func (a *API) listLocks(c echo.Context) error {
 	out := LockList{Locks: make([]*Lock, len(locks))}
 	for i, l := range locks {
 		out.Locks[i] = toLock(l)
+		redactLock(c, out.Locks[i])
 	}
 	for _, d := range delays {
 		out.Delayed = append(out.Delayed, Delay{Name: d.Name, DelayedUntil: Time(d.Until), RetryAfter: ceilSeconds(time.Until(d.Until)), Cause: string(d.Cause)})

@@ -370,6 +370,9 @@ func ErrorHandler(log *slog.Logger, extra ...ErrorRow) echo.HTTPErrorHandler {
 			cp := *p
 			cp.RequestID, p = id, &cp
 		}
+		// The holder in the way is the caller's to read; its lock set's
+		// other members may not be (toProblem made the holder anew).
+		redactLock(c, p.Holder)
 		if !known {
 			log.Error("unexpected error", "method", c.Request().Method, "path", c.Request().URL.Path, "request_id", p.RequestID, "err", err)
 		} else if p.Status >= 500 {

@@ -43,7 +43,9 @@ func (a *API) sessionStream(c echo.Context) error {
 	}
 	// A client reconnects at once: the grace may be half a second.
 	first := fmt.Appendf(nil, "retry: 100\n\nevent: attached\ndata: ")
-	first = appendSession(first, toSession(s))
+	out := toSession(s)
+	redactSession(c, out)
+	first = appendSession(first, out)
 	if send(append(first, '\n', '\n')) != nil {
 		return nil
 	}

@@ -339,3 +339,63 @@ func nextEventLock(t *testing.T, r *bufio.Reader) string {
 		}
 	}
 }
+
+// TestScope_WhatAThingNamesBesideItselfIsRedacted: a lock set's other
+// members and a session's other holds are another team's names; a view
+// of a lock or a session the credential may read leaves them out, in
+// answers, lists, problems, history pages and streams.
+func TestScope_WhatAThingNamesBesideItselfIsRedacted(t *testing.T) {
+	s := startTwoTeams(t)
+	testserver.WantStatus(t, s.DoAs(opsTok, "POST", "/v1/locksets", `{"names":["shared.a","c.secret"],"owner":"ops","ttl":"60s"}`), http.StatusCreated)
+	testserver.WantStatus(t, s.DoAs(opsTok, "POST", "/v1/locksets", `{"names":["a.held","c.other"],"owner":"ops","ttl":"60s"}`), http.StatusCreated)
+	sess := testserver.WantJSON[api.Session](t, s.DoAs(opsTok, "POST", "/v1/sessions", `{"owner":"shared.feeder","ttl":"60s"}`), http.StatusCreated)
+	for _, n := range []string{"shared.z", "c.hidden"} {
+		testserver.WantStatus(t, s.DoAs(opsTok, "POST", "/v1/locks/"+n, `{"owner":"ops","session":"`+sess.ID+`"}`), http.StatusCreated)
+	}
+	stream := openEvents(t, s, teamATok, "/v1/events?since=0")
+
+	wantOnly := func(what string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", what, got, want)
+		}
+	}
+	l := testserver.WantJSON[api.Lock](t, s.DoAs(teamATok, "GET", "/v1/locks/shared.a", ""), http.StatusOK)
+	wantOnly("GET /v1/locks/shared.a's set", l.Set, "shared.a")
+	list := testserver.WantJSON[api.LockList](t, s.DoAs(teamATok, "GET", "/v1/locks?prefix=shared.a", ""), http.StatusOK)
+	if len(list.Locks) != 1 {
+		t.Fatalf("list: %+v", list)
+	}
+	wantOnly("the listed lock's set", list.Locks[0].Set, "shared.a")
+	p := testserver.WantProblem(t, s.DoAs(teamATok, "POST", "/v1/locks/a.held", `{"owner":"w"}`), http.StatusConflict, "lock_held")
+	if p.Holder == nil {
+		t.Fatal("lock_held without its holder")
+	}
+	wantOnly("lock_held's holder's set", p.Holder.Set, "a.held")
+	got := testserver.WantJSON[api.Session](t, s.DoAs(teamATok, "GET", "/v1/sessions/"+sess.ID, ""), http.StatusOK)
+	wantOnly("the session's locks", got.Locks, "shared.z")
+	h := testserver.WantJSON[api.History](t, s.DoAs(teamATok, "GET", "/v1/history?lock=shared.a", ""), http.StatusOK)
+	for _, e := range h.Events {
+		wantOnly("a history event's set", e.Set, "shared.a")
+	}
+	for {
+		line, err := stream.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev api.Event
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(data, "c.") {
+			t.Fatalf("team A's stream names another team's lock: %s", data)
+		}
+		if ev.Lock == "shared.z" {
+			break // the last of the events made above
+		}
+	}
+}

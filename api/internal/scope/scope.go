@@ -156,6 +156,43 @@ func List[T any](c echo.Context, o lock.ListOptions, list func(lock.ListOptions)
 	return out, next, err
 }
 
+// Redact is names without those c's credential may not read: the other
+// members of a lock set, a session's holds. A view shows a thing the
+// credential may read, but what that thing names beside itself may be
+// another team's. It returns names itself when all may be read.
+func Redact(c echo.Context, names []string) []string {
+	if len(names) == 0 {
+		return names
+	}
+	cred := Of(c)
+	if cred == nil {
+		return names
+	}
+	if _, all := cred.Rules.Readable(); all {
+		return names
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if cred.Rules.Allows(n, auth.Read) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// View fits a view of the trail (a history page, an event stream) to c's
+// credential: a view of one thing (lockName, or name) it may not read is
+// a 403; any other view keeps only the names it may read (Filter).
+func View(c echo.Context, lockName, name string) (trail.Scope, error) {
+	switch {
+	case lockName != "":
+		return nil, Check(c, auth.Read, lockName)
+	case name != "":
+		return nil, Check(c, auth.Read, name)
+	}
+	return Filter(c), nil
+}
+
 // Filter is the scope of the views that cannot be narrowed to ranges
 // (history pages, event streams): the prefixes c's credential may read,
 // nil when it may read everything. Every role allows read, so what it may

@@ -108,6 +108,35 @@ func Pump(ctx context.Context, sub *trail.Subscription, send func([]byte) error,
 	}
 }
 
+// Follow sends each value of c, rendered by render, and a heartbeat every
+// beatEvery while none comes, until c closes (err then says why, told to
+// the client as a comment unless the client left), the client leaves, or
+// a write to it fails.
+func Follow[T any](ctx context.Context, c <-chan T, err func() error, send func([]byte) error, render func(T) []byte, beatEvery time.Duration) {
+	beat := time.NewTicker(beatEvery)
+	defer beat.Stop()
+	for {
+		select {
+		case v, ok := <-c:
+			if !ok {
+				if err := err(); err != nil && ctx.Err() == nil {
+					_ = send(fmt.Appendf(nil, ": stream ended: %s\n\n", Sanitize(err)))
+				}
+				return
+			}
+			if send(render(v)) != nil {
+				return
+			}
+		case <-beat.C:
+			if send([]byte(": heartbeat\n\n")) != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // Sanitize keeps an error on one comment line and says nothing of etcd's
 // internals beyond our own wording.
 func Sanitize(err error) string {
