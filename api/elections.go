@@ -248,9 +248,7 @@ func (a *API) listElections(c echo.Context) error {
 	for i, l := range ls {
 		out.Elections[i] = toLeader(l)
 	}
-	if next != "" {
-		out.NextCursor = request.EncodeCursor(next)
-	}
+	out.NextCursor = request.EncodeCursor(next) // "" on the last page
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -1,16 +1,14 @@
 package api
 
 import (
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
 	"github.com/baton-dev/baton/api/internal/scope"
+	"github.com/baton-dev/baton/api/internal/sse"
 
 	"github.com/labstack/echo/v4"
 
@@ -227,17 +225,9 @@ const defaultKeyWait = time.Minute
 //	@Security		BearerAuth
 //	@Router			/v1/kv [get]
 func (a *API) listKeys(c echo.Context) error {
-	q, limit, err := request.List(c, lock.MaxListLimit)
+	o, err := request.ListOf(c, func(key string) bool { return lock.CheckKey("cursor", key) == nil })
 	if err != nil {
 		return err
-	}
-	o := lock.KeyListOptions{Prefix: q.Get("prefix"), Limit: limit}
-	if cur := q.Get("cursor"); cur != "" {
-		b, err := base64.RawURLEncoding.DecodeString(cur)
-		if err != nil || lock.CheckKey("cursor", string(b)) != nil {
-			return badRequest("cursor", "cursor is not one returned by a previous page")
-		}
-		o.After = string(b)
 	}
 	out := KeyList{Keys: []Key{}}
 	// A page of a scoped credential may span several reads: its revision
@@ -261,9 +251,7 @@ func (a *API) listKeys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if next != "" {
-		out.NextCursor = request.EncodeCursor(next)
-	}
+	out.NextCursor = request.EncodeCursor(next) // "" on the last page
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -339,44 +327,11 @@ func (a *API) keyEvents(c echo.Context) error {
 		return err
 	}
 	o.Kind, o.NamePrefix, o.Scope = lock.KindKey, prefix, scope.Filter(c)
-	ctx := c.Request().Context()
-	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) { return a.appendKeyEvent(ctx, b, ev) })
-}
-
-// keyEvent is the data of a key stream's event.
-type keyEvent struct {
-	Key             string          `json:"key"`
-	Value           json.RawMessage `json:"value,omitempty"`
-	Revision        int64           `json:"revision"`
-	CreatedRevision int64           `json:"created_revision,omitempty"`
-	Version         int64           `json:"version,omitempty"`
-	Session         string          `json:"session,omitempty"`
-}
-
-// appendKeyEvent appends ev, a key's event, to b as the key stream
-// sends it: a replayed put (the history keeps no values) with its value
-// read from etcd at its revision.
-func (a *API) appendKeyEvent(ctx context.Context, b []byte, ev lock.Event) ([]byte, error) {
-	if ev.Type == lock.EventGap {
-		return appendEvent(b, ev), nil
-	}
-	ke := keyEvent{Key: ev.Name, Value: ev.Value, Revision: ev.Revision, Session: ev.Session}
-	if ev.Type == lock.EventPut {
-		ke.CreatedRevision, ke.Version = ev.CreatedRevision, ev.Version
-		if ke.Value == nil {
-			v, _, err := a.eng.KV().ValueAt(ctx, ev.Name, ev.Revision)
-			if err != nil {
-				return b, err
-			}
-			ke.Value = v
+	ctx, valueAt := c.Request().Context(), a.eng.KV().ValueAt
+	return a.serveEvents(c, o, func(b []byte, ev lock.Event) ([]byte, error) {
+		if ev.Type == lock.EventGap {
+			return appendEvent(b, ev), nil
 		}
-	}
-	data, _ := json.Marshal(ke)
-	b = append(b, "id: "...)
-	b = strconv.AppendInt(b, ev.Revision, 10)
-	b = append(b, "\nevent: "...)
-	b = append(b, ev.Type...)
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	return append(b, '\n', '\n'), nil
+		return sse.AppendKeyEvent(ctx, b, ev, valueAt)
+	})
 }

@@ -163,9 +163,7 @@ func (a *API) listLocks(c echo.Context) error {
 	for _, d := range delays {
 		out.Delayed = append(out.Delayed, Delay{Name: d.Name, DelayedUntil: Time(d.Until), RetryAfter: ceilSeconds(time.Until(d.Until)), Cause: string(d.Cause)})
 	}
-	if next != "" {
-		out.NextCursor = request.EncodeCursor(next)
-	}
+	out.NextCursor = request.EncodeCursor(next) // "" on the last page
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -65,6 +65,7 @@ func (a *API) Routes() []Route {
 		{Method: get, Path: "/healthz", Handler: a.healthz, Open: true, AnyQuery: true},
 		{Method: get, Path: "/readyz", Handler: a.readyz, Open: true, AnyQuery: true},
 		{Method: get, Path: "/v1/cluster", Handler: a.cluster, Role: auth.Read},
+		{Method: get, Path: "/v1/whoami", Handler: a.whoami, Role: auth.Read, Leader: true},
 
 		{Method: post, Path: "/v1/sessions", Handler: a.createSession, Role: auth.Write, Leader: true},
 		{Method: get, Path: "/v1/sessions", Handler: a.listSessions, Role: auth.Read, Query: list, Leader: true},

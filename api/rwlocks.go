@@ -165,9 +165,7 @@ func (a *API) listRWLocks(c echo.Context) error {
 	for i, rw := range rws {
 		out.RWLocks[i] = toRWLock(rw)
 	}
-	if next != "" {
-		out.NextCursor = request.EncodeCursor(next)
-	}
+	out.NextCursor = request.EncodeCursor(next) // "" on the last page
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -209,9 +209,7 @@ func (a *API) listSemaphores(c echo.Context) error {
 	for i, s := range ss {
 		out.Semaphores[i] = toSemaphore(s)
 	}
-	if next != "" {
-		out.NextCursor = request.EncodeCursor(next)
-	}
+	out.NextCursor = request.EncodeCursor(next) // "" on the last page
 	return c.JSON(http.StatusOK, out)
 }
 

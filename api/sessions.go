@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
 	"net/http"
 
 	"github.com/baton-dev/baton/api/internal/request"
@@ -97,18 +96,10 @@ func (a *API) createSession(c echo.Context) error {
 //	@Security		BearerAuth
 //	@Router			/v1/sessions [get]
 func (a *API) listSessions(c echo.Context) error {
-	q, limit, err := request.List(c, lock.MaxListLimit)
+	// The engine checks the cursor's shape (owner, NUL, ID).
+	o, err := request.ListOf(c, func(after string) bool { return after != "" })
 	if err != nil {
 		return err
-	}
-	o := lock.SessionListOptions{Prefix: q.Get("prefix"), Limit: limit}
-	if cur := q.Get("cursor"); cur != "" {
-		// The engine checks the cursor's shape (owner, NUL, ID).
-		b, err := base64.RawURLEncoding.DecodeString(cur)
-		if err != nil || len(b) == 0 {
-			return badRequest("cursor", "cursor is not one returned by a previous page")
-		}
-		o.After = string(b)
 	}
 	var sessions []*lock.Session
 	next, err := scope.Page(c, o.Prefix, o.After, o.Limit, func(prefix, after string, limit int) (int, string, string, error) {
@@ -132,9 +123,7 @@ func (a *API) listSessions(c echo.Context) error {
 			ID: s.ID, Owner: s.Owner, TTL: s.TTL.String(), CreatedAt: Time(s.CreatedAt), ExpiresAt: Time(s.ExpiresAt),
 		}
 	}
-	if next != "" {
-		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(next))
-	}
+	out.NextCursor = request.EncodeCursor(next) // "" on the last page
 	return c.JSON(http.StatusOK, out)
 }
 

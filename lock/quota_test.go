@@ -47,7 +47,7 @@ func TestQuota_HoldsAreCountedAcrossNodesAndFreedByTheirEnds(t *testing.T) {
 	}
 	// Node 1 learns of node 2's hold from its watch.
 	poll.Until(t, 10*time.Second, "node 1 counts team A's hold on node 2", func() bool {
-		u, err := e1.QuotaUsage(ctx, "team-a")
+		u, err := e1.QuotaUsage(ctx, "team-a", lock.CallerQuotas{Holds: 2})
 		return err == nil && u.Holds == 2
 	})
 	for _, e := range []*lock.Engine{e1, e2} {
@@ -163,6 +163,10 @@ func TestQuota_SessionsAndWaiters(t *testing.T) {
 		ws, err := e.Waiters(ctx, "busy")
 		return err == nil && len(ws) == 2
 	})
+	// Only the quotas asked about are counted.
+	if u, err := e.QuotaUsage(ctx, "team-a", lock.CallerQuotas{Waiters: 2, Sessions: 1}); err != nil || u != (lock.CallerQuotas{Waiters: 2, Sessions: 1}) {
+		t.Fatalf("usage %+v, %v; want 2 waiters and 1 session", u, err)
+	}
 	_, _, err = e.Acquire(a, lock.AcquireRequest{Name: "busy", Owner: "third", TTL: 30 * time.Second, Wait: time.Minute})
 	wantQuota(t, err, "waiters", 2)
 	if ws, _ := e.Waiters(ctx, "busy"); len(ws) != 2 {

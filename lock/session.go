@@ -46,18 +46,30 @@ func (e *Engine) CreateSession(ctx context.Context, owner string, ttl time.Durat
 	return s, err
 }
 
-// QuotaUsage is what the credential cred holds and waits for, as its
-// quotas count it: its holds and sessions across the cluster (as this
-// node's watch has seen them), and its acquires waiting on this node.
-// The first call starts the count of holds and sessions (it reads them
-// all once); ctx bounds that.
-func (e *Engine) QuotaUsage(ctx context.Context, cred string) (CallerQuotas, error) {
-	if err := e.quota.Ready(ctx); err != nil {
-		return CallerQuotas{}, err
+// QuotaUsage is what the credential cred holds and waits for, as the
+// quotas of set count it: its holds and sessions across the cluster (as
+// this node's watch has seen them), and its acquires waiting on this
+// node. A count whose quota set leaves at 0 (none) is not counted and
+// reads 0, so a credential with no holds or sessions quota starts no
+// count and reads nothing from etcd. Otherwise the first call starts the
+// count of holds and sessions (it reads them all once); ctx bounds that.
+func (e *Engine) QuotaUsage(ctx context.Context, cred string, set CallerQuotas) (CallerQuotas, error) {
+	var u CallerQuotas
+	if set.Holds > 0 || set.Sessions > 0 {
+		if err := e.quota.Ready(ctx); err != nil {
+			return CallerQuotas{}, err
+		}
 	}
-	return CallerQuotas{
-		Holds: e.quota.Count(cred, quota.Holds), Waiters: e.quota.Count(cred, quota.Waiters), Sessions: e.quota.Count(cred, quota.Sessions),
-	}, nil
+	if set.Holds > 0 {
+		u.Holds = e.quota.Count(cred, quota.Holds)
+	}
+	if set.Sessions > 0 {
+		u.Sessions = e.quota.Count(cred, quota.Sessions)
+	}
+	if set.Waiters > 0 {
+		u.Waiters = e.quota.Count(cred, quota.Waiters)
+	}
+	return u, nil
 }
 
 // createdAt is the revision s was created at; 0 for no session.

@@ -166,6 +166,7 @@ var samples = map[string]sample{
 	"GET /readyz":       fixed("GET", "/readyz", ""),
 	"GET /metrics":      fixed("GET", "/metrics", ""),
 	"GET /v1/cluster":   fixed("GET", "/v1/cluster", ""),
+	"GET /v1/whoami":    fixed("GET", "/v1/whoami", ""),
 	"GET /v1/locks":     fixed("GET", "/v1/locks", ""),
 	"GET /v1/history":   fixed("GET", "/v1/history", ""),
 	"GET /v1/events":    fixed("GET", "/v1/events", ""),

@@ -12,14 +12,18 @@ import (
 )
 
 // ListOptions reads a listing's query: prefix, limit and cursor.
-func ListOptions(c echo.Context) (lock.ListOptions, error) {
+func ListOptions(c echo.Context) (lock.ListOptions, error) { return ListOf(c, lock.ValidName) }
+
+// ListOf reads a listing's query, whose cursor encodes what valid
+// accepts (a name, a key, a session's owner and ID).
+func ListOf(c echo.Context, valid func(string) bool) (lock.ListOptions, error) {
 	q, limit, err := List(c, lock.MaxListLimit)
 	if err != nil {
 		return lock.ListOptions{}, err
 	}
 	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
 	if cur := q.Get("cursor"); cur != "" {
-		if o.After, err = DecodeCursor(cur, lock.ValidName); err != nil {
+		if o.After, err = DecodeCursor(cur, valid); err != nil {
 			return lock.ListOptions{}, err
 		}
 	}

@@ -1,6 +1,8 @@
 // Package sse writes the API's text/event-stream answers (Server-Sent
 // Events): the stream's head and each write under its own deadline
-// (Open), and the pump from a trail subscription with heartbeats (Pump).
+// (Open), the pump from a trail subscription with heartbeats (Pump), and
+// the relay of any other channel, such as an election's observation
+// (Relay).
 package sse
 
 import (

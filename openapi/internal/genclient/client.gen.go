@@ -245,6 +245,27 @@ func (e RWRequestMode) Valid() bool {
 	}
 }
 
+// Defines values for RuleRole.
+const (
+	RuleRoleAdmin RuleRole = "admin"
+	RuleRoleRead  RuleRole = "read"
+	RuleRoleWrite RuleRole = "write"
+)
+
+// Valid indicates whether the value is a known member of the RuleRole enum.
+func (e RuleRole) Valid() bool {
+	switch e {
+	case RuleRoleAdmin:
+		return true
+	case RuleRoleRead:
+		return true
+	case RuleRoleWrite:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionBind.
 const (
 	SessionBindStream SessionBind = "stream"
@@ -1204,6 +1225,39 @@ type PutKeyRequest struct {
 	Value AnyValue `json:"value"`
 }
 
+// QuotaUsage defines model for QuotaUsage.
+type QuotaUsage struct {
+	// Holds Example: 3
+	Holds *int `json:"holds,omitempty"`
+
+	// Sessions Example: 1
+	Sessions *int `json:"sessions,omitempty"`
+
+	// Waiters Example: 0
+	Waiters *int `json:"waiters,omitempty"`
+}
+
+// Quotas defines model for Quotas.
+type Quotas struct {
+	// Burst Example: 100
+	Burst *int `json:"burst,omitempty"`
+
+	// Holds Example: 500
+	Holds *int `json:"holds,omitempty"`
+
+	// Rate Example: 50
+	Rate *float32 `json:"rate,omitempty"`
+
+	// Sessions Example: 100
+	Sessions *int `json:"sessions,omitempty"`
+
+	// Streams Example: 10
+	Streams *int `json:"streams,omitempty"`
+
+	// Waiters Example: 200
+	Waiters *int `json:"waiters,omitempty"`
+}
+
 // RWLock defines model for RWLock.
 type RWLock struct {
 	// Holders Holders are the holds, oldest first.
@@ -1329,6 +1383,18 @@ type RevokeRequest struct {
 	// Example: holder wedged
 	Reason *string `json:"reason,omitempty"`
 }
+
+// Rule defines model for Rule.
+type Rule struct {
+	// Prefix Example: payments.
+	Prefix string `json:"prefix"`
+
+	// Role Example: write
+	Role RuleRole `json:"role"`
+}
+
+// RuleRole Example: write
+type RuleRole string
 
 // Semaphore defines model for Semaphore.
 type Semaphore struct {
@@ -1490,6 +1556,33 @@ type Waiter struct {
 //
 // Example: write
 type WaiterMode string
+
+// Whoami defines model for Whoami.
+type Whoami struct {
+	// Authentication Authentication is false when the node checks no token: then every
+	// request may do everything, as one rule "": admin says.
+	//
+	// Example: true
+	Authentication bool `json:"authentication"`
+
+	// Credential Credential is the credential's ID: its name in a policy file, or
+	// "cred-" and 12 hex digits of its token's SHA-256 in the line format.
+	//
+	// Example: payments
+	Credential *string `json:"credential,omitempty"`
+
+	// Quotas Quotas are the credential's quotas that are set; absent when none is.
+	Quotas *Quotas `json:"quotas,omitempty"`
+
+	// Rules Rules give a role on the names under each prefix, sorted by prefix:
+	// of those a name starts with, the longest decides; a name none
+	// covers may be neither touched nor seen.
+	Rules []Rule `json:"rules"`
+
+	// Usage Usage is what the quotas of holds, sessions and waiters count now,
+	// each only when its quota is set.
+	Usage *QuotaUsage `json:"usage,omitempty"`
+}
 
 // YieldRequest defines model for YieldRequest.
 type YieldRequest struct {
@@ -2574,6 +2667,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/sessions/{id}/stream (the `SessionStream` operationId).
 	SessionStream(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Whoami Who the request's credential is
+	//
+	// The credential the request's token speaks for (its ID, never the token), its rules (a role per name prefix; the longest prefix of a name decides) and its quotas, with what the quotas of holds, sessions and waiters count now. Without --auth-file: `{"authentication":false,"rules":[{"prefix":"","role":"admin"}]}`. Any credential may ask.
+	//
+	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+	Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz Liveness
@@ -4063,6 +4163,23 @@ func (c *Client) RenewSession(ctx context.Context, id string, reqEditors ...Requ
 // Corresponds with GET /v1/sessions/{id}/stream (the `SessionStream` operationId).
 func (c *Client) SessionStream(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSessionStreamRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Whoami Who the request's credential is
+//
+// The credential the request's token speaks for (its ID, never the token), its rules (a role per name prefix; the longest prefix of a name decides) and its quotas, with what the quotas of holds, sessions and waiters count now. Without --auth-file: `{"authentication":false,"rules":[{"prefix":"","role":"admin"}]}`. Any credential may ask.
+//
+// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+func (c *Client) Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhoamiRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -6964,6 +7081,33 @@ func NewSessionStreamRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewWhoamiRequest constructs an http.Request for the Whoami method
+func NewWhoamiRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -7756,6 +7900,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/sessions/{id}/stream (the `SessionStream` operationId).
 	SessionStreamWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*SessionStreamResponse, error)
+
+	// WhoamiWithResponse Who the request's credential is
+	//
+	// The credential the request's token speaks for (its ID, never the token), its rules (a role per name prefix; the longest prefix of a name decides) and its quotas, with what the quotas of holds, sessions and waiters count now. Without --auth-file: `{"authentication":false,"rules":[{"prefix":"","role":"admin"}]}`. Any credential may ask.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+	WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error)
 }
 
 type HealthzResponse struct {
@@ -13862,6 +14015,96 @@ func (r SessionStreamResponse) ContentType() string {
 	return ""
 }
 
+// WhoamiResponse429Headers the declared response headers of an HTTP 429 response for Whoami
+type WhoamiResponse429Headers struct {
+	RetryAfter *int
+}
+
+// WhoamiResponse503Headers the declared response headers of an HTTP 503 response for Whoami
+type WhoamiResponse503Headers struct {
+	RetryAfter *int
+}
+
+type WhoamiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Whoami
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON421 the response for an HTTP 421 `application/problem+json` response
+	ApplicationproblemJSON421 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WhoamiResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WhoamiResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WhoamiResponse) GetJSON200() *Whoami {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON421 returns the response for an HTTP 421 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON421() *Problem {
+	return r.ApplicationproblemJSON421
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WhoamiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhoamiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhoamiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhoamiResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthzWithResponse Liveness
 //
 // Answers 200 while the process runs, whatever etcd's state.
@@ -15095,6 +15338,21 @@ func (c *ClientWithResponses) SessionStreamWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseSessionStreamResponse(rsp)
+}
+
+// WhoamiWithResponse Who the request's credential is
+//
+// The credential the request's token speaks for (its ID, never the token), its rules (a role per name prefix; the longest prefix of a name decides) and its quotas, with what the quotas of holds, sessions and waiters count now. Without --auth-file: `{"authentication":false,"rules":[{"prefix":"","role":"admin"}]}`. Any credential may ask.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+func (c *ClientWithResponses) WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error) {
+	rsp, err := c.Whoami(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhoamiResponse(rsp)
 }
 
 // ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
@@ -20882,6 +21140,90 @@ func ParseSessionStreamResponse(rsp *http.Response) (*SessionStreamResponse, err
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SessionStreamResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWhoamiResponse parses an HTTP response from a WhoamiWithResponse call
+func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhoamiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Whoami
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers WhoamiResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WhoamiResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
