@@ -158,7 +158,7 @@ func Commands() []*cobra.Command {
 	cmds := []*cobra.Command{
 		acquireCmd(g), releaseCmd(g), renewCmd(g), statusCmd(g), listCmd(g),
 		historyCmd(g), revokeCmd(g), yieldCmd(g), watchCmd(g), sessionsCmd(g), execCmd(g),
-		electCmd(g), leaderCmd(g), transferCmd(g), maintenanceCmd(g), delayCmd(g), fencedCmd(g), kvCmd(g), membersCmd(g),
+		electCmd(g), leaderCmd(g), transferCmd(g), maintenanceCmd(g), delayCmd(g), fencedCmd(g), kvCmd(g), membersCmd(g), whoamiCmd(g),
 	}
 	for _, c := range cmds {
 		addGlobals(c, g)

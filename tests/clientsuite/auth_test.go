@@ -2,6 +2,7 @@ package clientsuite_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,47 @@ func TestClient_AScopedCredentialsRefusalNamesItsPrefixes(t *testing.T) {
 	locks, _, err := scoped.Locks(ctx, client.ListOptions{})
 	if err != nil || len(locks) != 1 || locks[0].Name != "team-a.nightly" {
 		t.Errorf("the scoped list: %v, %v; want team-a.nightly alone", locks, err)
+	}
+}
+
+// TestWhoami_SaysWhoTheTokenSpeaksForAndWhatItMayDo: a scoped credential
+// of a policy file reads its name, rules and quotas with their usage; a
+// node without authentication says so.
+func TestWhoami_SaysWhoTheTokenSpeaksForAndWhatItMayDo(t *testing.T) {
+	const tok = "client-payments-token-0123456"
+	s := testserver.Start(t, testserver.WithPolicy(t, `
+credentials:
+  - name: payments
+    tokens: ["`+tok+`"]
+    rules: {"payments.": write, "shared.": read}
+    quotas: {holds: 10, rate: 100}
+`))
+	ctx := ctxFor(t, time.Minute)
+	c := clientWith(t, s.TS.URL, tok)
+	if _, err := c.TryAcquire(ctx, "payments.ledger", client.AcquireOptions{TTL: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Whoami(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []client.Rule{{Prefix: "payments.", Role: "write"}, {Prefix: "shared.", Role: "read"}}
+	if !w.Authentication || w.Credential != "payments" || !slices.Equal(w.Rules, want) {
+		t.Errorf("whoami %+v, want payments with rules %v", w, want)
+	}
+	if w.Quotas == nil || *w.Quotas != (client.Quotas{Holds: 10, Rate: 100}) {
+		t.Errorf("quotas %+v", w.Quotas)
+	}
+	if u := w.Usage; u == nil || u.Holds == nil || *u.Holds != 1 || u.Sessions != nil || u.Waiters != nil {
+		t.Errorf("usage %+v, want one hold and nothing else", u)
+	}
+	if _, err := clientWith(t, s.TS.URL, wrongTok).Whoami(ctx); !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("whoami with a wrong token: %v, want ErrUnauthorized", err)
+	}
+
+	_, open, ctx := setup(t)
+	w, err = open.Whoami(ctx)
+	if err != nil || w.Authentication || w.Credential != "" || !slices.Equal(w.Rules, []client.Rule{{Prefix: "", Role: "admin"}}) || w.Quotas != nil || w.Usage != nil {
+		t.Errorf("whoami without authentication: %+v, %v", w, err)
 	}
 }
