@@ -3,7 +3,8 @@
 // index.html loads this one.
 //
 // The page is a client of the public API. It loads the held locks, the
-// elections, the semaphores, the read/write locks, the keys, the history and the cluster, then follows
+// elections, the semaphores, the read/write locks, the keys, the history,
+// the cluster and who the page is signed in as (GET /v1/whoami), then follows
 // GET /v1/events: every event makes it reload what the event changed (a
 // few coalesced requests), so what it shows is always what the API says,
 // whatever events were missed. Elections, semaphores, read/write locks and keys are changed by
@@ -17,6 +18,7 @@
 // This module connects the others: each exports what it does, and takes
 // what it must set off elsewhere (a reload, the revoke dialog) from here.
 
+import { initAccess, loadAccess, loadUsageSoon } from "./access.js";
 import { initAuth } from "./auth.js";
 import { tick } from "./clock.js";
 import { loadCluster, showRevision } from "./cluster.js";
@@ -37,9 +39,10 @@ import { markYields, yieldEvent } from "./yields.js";
 
 const ENDED = new Set(["released", "expired", "revoked", "session_expired", "resigned"]);
 const HOLDS = new Set(["lock", "election", "semaphore", "rwlock"]); // the kinds of hold the revoke dialog ends
-const CLUSTER_EVERY = 5000; // ms between cluster (and queue, candidate and waiter) refreshes
+const CLUSTER_EVERY = 5000; // ms between cluster (and access, queue, candidate and waiter) refreshes
 
 fillEmptyState();
+initAccess(renderLockStatus); // it says whether a name is outside the rules
 initLocks({
   revoke: openRevoke,
   rendered: () => {
@@ -92,6 +95,7 @@ initAuth(() => {
   loadHistorySoon();
   loadTimelineSoon();
   loadCluster();
+  loadAccess();
   connect();
 });
 initStream({
@@ -102,6 +106,7 @@ initStream({
   // The timeline reads its window again only when the stream (re)opens or
   // is down: while it is live, events extend the window as they come.
   connected: () => {
+    loadAccess(); // a reload of the auth file that changed the rules ends the stream
     loadTimelineSoon();
     loadElectionsSoon();
     loadSemaphoresSoon();
@@ -122,6 +127,7 @@ initStream({
     semaphoreEvent(e);
     rwlockEvent(e);
     keyEvent(e);
+    loadUsageSoon();
     if (yieldEvent(e)) markYields();
     const kind = e.kind || "lock";
     if (ENDED.has(e.type) && HOLDS.has(kind)) {
@@ -140,6 +146,7 @@ loadKeysSoon();
 loadHistorySoon();
 loadTimelineSoon();
 loadCluster();
+loadAccess();
 setInterval(() => {
   tick();
   tickTimeline();
@@ -147,6 +154,7 @@ setInterval(() => {
 setInterval(() => {
   if (state.authRequired && !storedToken()) return; // every call would be refused
   loadCluster();
+  loadAccess(); // usage counts waits too, which no event tells of
   loadQueuesSoon();
   loadCandidatesSoon();
   loadWaitersSoon();

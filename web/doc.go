@@ -7,8 +7,8 @@
 // GET /v1/locks, GET /v1/locks/{name} (for waiters), GET /v1/elections,
 // GET /v1/elections/{name} (for candidates), GET /v1/semaphores,
 // GET /v1/semaphores/{name} (for waiters), GET /v1/rwlocks,
-// GET /v1/rwlocks/{name} (for waiters), GET /v1/history and
-// GET /v1/cluster, follows GET /v1/events (Server-Sent Events, read with
+// GET /v1/rwlocks/{name} (for waiters), GET /v1/history,
+// GET /v1/cluster and GET /v1/whoami, follows GET /v1/events (Server-Sent Events, read with
 // fetch() so that it can send a bearer token) to update itself live, and
 // calls POST /v1/locks/{name}/revoke, POST /v1/elections/{name}/revoke,
 // POST /v1/semaphores/{name}/revoke, POST /v1/rwlocks/{name}/revoke and
@@ -53,6 +53,8 @@
 //	revoke.js   the revoke dialog, for a lock, a leadership, a permit or a
 //	            read/write hold
 //	cluster.js  the cluster panel
+//	access.js   who the page is signed in as and what it may do: the
+//	            credential, its rules by prefix, its quotas and their usage
 //	clock.js    relative times, against the server's clock
 //	dom.js, schedule.js, state.js, empty.js: helpers, shared state, the empty state
 //

@@ -3,24 +3,9 @@
 
 import { $, setText } from "./dom.js";
 
+// fillEmptyState writes the examples, and wires their copy button.
 export function fillEmptyState() {
-  const origin = location.origin;
-  $("empty-curl").textContent =
-    `curl -s -X POST ${origin}/v1/locks/my-first-lock \\\n` +
-    `     -H 'Content-Type: application/json' -d '{"owner":"me","ttl":"60s"}'`;
-  $("empty-release").textContent = `curl -s -X DELETE '${origin}/v1/locks/my-first-lock?token=TOKEN'`;
-  $("elections-empty-curl").textContent =
-    `curl -s -X POST ${origin}/v1/elections/my-first-election/campaign \\\n` +
-    `     -H 'Content-Type: application/json' -d '{"candidate":"me","value":{"addr":"10.0.0.5:8080"},"ttl":"15s"}'`;
-  $("semaphores-empty-curl").textContent =
-    `curl -s -X POST ${origin}/v1/semaphores/my-first-semaphore \\\n` +
-    `     -H 'Content-Type: application/json' -d '{"limit":3,"owner":"me","ttl":"60s"}'`;
-  $("rwlocks-empty-curl").textContent =
-    `curl -s -X POST ${origin}/v1/rwlocks/my-first-rwlock \\\n` +
-    `     -H 'Content-Type: application/json' -d '{"mode":"read","owner":"me","ttl":"60s"}'`;
-  $("keys-empty-curl").textContent =
-    `curl -s -X PUT ${origin}/v1/kv/config/my-first-key \\\n` +
-    `     -H 'Content-Type: application/json' -d '{"value":{"replicas":3}}'`;
+  examplesUnder("");
   const copy = $("copy-curl");
   if (navigator.clipboard && window.isSecureContext) {
     copy.hidden = false;
@@ -34,4 +19,28 @@ export function fillEmptyState() {
       setTimeout(() => setText(copy, "Copy"), 2000);
     });
   }
+}
+
+// examplesUnder names the examples' locks, elections, semaphores,
+// read/write locks and keys under prefix: one the signed-in credential may
+// write (access.js), so that they run as shown.
+export function examplesUnder(prefix) {
+  const origin = location.origin;
+  const p = prefix || "";
+  $("empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/locks/${p}my-first-lock \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"owner":"me","ttl":"60s"}'`;
+  $("empty-release").textContent = `curl -s -X DELETE '${origin}/v1/locks/${p}my-first-lock?token=TOKEN'`;
+  $("elections-empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/elections/${p}my-first-election/campaign \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"candidate":"me","value":{"addr":"10.0.0.5:8080"},"ttl":"15s"}'`;
+  $("semaphores-empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/semaphores/${p}my-first-semaphore \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"limit":3,"owner":"me","ttl":"60s"}'`;
+  $("rwlocks-empty-curl").textContent =
+    `curl -s -X POST ${origin}/v1/rwlocks/${p}my-first-rwlock \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"mode":"read","owner":"me","ttl":"60s"}'`;
+  $("keys-empty-curl").textContent =
+    `curl -s -X PUT ${origin}/v1/kv/${p}config/my-first-key \\\n` +
+    `     -H 'Content-Type: application/json' -d '{"value":{"replicas":3}}'`;
 }

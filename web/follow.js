@@ -1,6 +1,7 @@
 // Following one lock: a lock link (#lock=name) narrows the history to that
 // lock, highlights its row and says whether it is held now.
 
+import { mayNot } from "./access.js";
 import { $, el } from "./dom.js";
 import { loadHistorySoon, resetHistoryPaging } from "./history.js";
 import { renderHolders } from "./locks.js";
@@ -42,7 +43,8 @@ export function renderLockStatus() {
   const held = state.locks.find((l) => l.name === name);
   // Every refresh of the locks comes here: the box is rebuilt only when
   // what it says changes, so that its buttons keep the focus and a click.
-  const says = JSON.stringify([name, held ? [held.owner, held.token] : null]);
+  const hidden = !held && mayNot(name, "read");
+  const says = JSON.stringify([name, held ? [held.owner, held.token] : null, hidden]);
   if (boxSays === says && !box.hidden) return;
   boxSays = says;
   const kids = [];
@@ -56,6 +58,9 @@ export function renderLockStatus() {
       }
     });
     kids.push(el("code", {}, name), ` is held by ${held.owner} with token ${held.token}: `, show);
+  } else if (hidden) {
+    // Not held as far as this page can tell: it may not see the name.
+    kids.push(el("code", {}, name), " is outside the names your rules let you read (Your access).");
   } else {
     kids.push(el("code", {}, name), " is not held now.");
   }

@@ -31,6 +31,13 @@ async function loadHistory() {
     page = await api(`/v1/history?${query}`);
   } catch (err) {
     showProblem($("history-error"), err);
+    // A refused filter (a lock the credential may not read, say) shows
+    // no rows: those of another filter would pass for its answer.
+    if (err.status === 400 || err.status === 403) {
+      renderRows([]);
+      $("history-table").hidden = true;
+      $("history-empty").hidden = true;
+    }
     return;
   }
   if (query !== historyQuery()) {

@@ -55,4 +55,5 @@ export const state = {
   revision: 0, // the newest etcd revision seen (cluster.js)
   revoking: null, // the hold (a lock's, a leadership, a permit or a read/write hold) the revoke dialog is about (revoke.js)
   authRequired: false, // the API answered 401 at least once (auth.js)
+  access: null, // who this tab is and what it may do, as GET /v1/whoami answers (access.js)
 };
