@@ -68,7 +68,7 @@ func TestQuota_HoldsAreCountedAcrossNodesAndFreedByTheirEnds(t *testing.T) {
 	}
 	usage := func(e *lock.Engine, holds int) func() bool {
 		return func() bool {
-			u, err := e.QuotaUsage(ctx, "team-a")
+			u, err := e.QuotaUsage(ctx, "team-a", lock.CallerQuotas{Holds: 2})
 			return err == nil && u.Holds == holds
 		}
 	}
@@ -180,5 +180,42 @@ func TestQuota_SessionsAndWaiters(t *testing.T) {
 	wg.Wait()
 	if _, _, err := e.Acquire(a, lock.AcquireRequest{Name: "a.other", Owner: "x", TTL: 30 * time.Second, Wait: time.Second}); err != nil {
 		t.Fatalf("a wait once the others left: %v", err)
+	}
+}
+
+// TestQuota_AGrantIsCountedOnceWhicheverComesFirst: the node counts its
+// own grant when the acquire returns, and the watch counts it when it
+// delivers it; whichever comes first, the grant counts once, right after
+// the acquire returns and from then on.
+func TestQuota_AGrantIsCountedOnceWhicheverComesFirst(t *testing.T) {
+	e, _ := holdtest.NewEngine(t)
+	ctx := holdtest.Ctx(t)
+	q := lock.CallerQuotas{Holds: 10, Sessions: 10}
+	for i := range 40 {
+		cred := fmt.Sprintf("team-%d", i)
+		c := quotaed(ctx, cred, q)
+		if _, _, err := e.Acquire(c, lock.AcquireRequest{Name: fmt.Sprintf("job-%d", i), Owner: "w", TTL: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.CreateSession(c, "w", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if u, err := e.QuotaUsage(ctx, cred, q); err != nil || u != (lock.CallerQuotas{Holds: 1, Sessions: 1}) {
+			t.Fatalf("%s: usage %+v, %v right after one grant and one session; want one of each", cred, u, err)
+		}
+	}
+	// Once the watch has delivered every grant, each still counts once.
+	if _, _, err := e.Acquire(quotaed(ctx, "last", q), lock.AcquireRequest{Name: "last", Owner: "w", TTL: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the watch to deliver the last grant", func() bool {
+		u, err := e.QuotaUsage(ctx, "last", q)
+		return err == nil && u.Holds == 1
+	})
+	for i := range 40 {
+		cred := fmt.Sprintf("team-%d", i)
+		if u, err := e.QuotaUsage(ctx, cred, q); err != nil || u != (lock.CallerQuotas{Holds: 1, Sessions: 1}) {
+			t.Errorf("%s: usage %+v, %v; want one of each", cred, u, err)
+		}
 	}
 }
