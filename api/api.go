@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/baton-dev/baton/api/internal/request"
@@ -100,45 +99,8 @@ func owner(c echo.Context, o *string) string {
 	return c.RealIP()
 }
 
-// ttl reads an optional ttl member. The engine reads a TTL of 0 as its
-// default and checks every other against its MinTTL and MaxTTL; a ttl
-// the request names as 0 is below MinTTL, and this says so with the
-// engine's own bound, whatever it is configured to.
-func (a *API) ttl(s *string) (time.Duration, error) {
-	d, err := request.Duration("ttl", s)
-	if err == nil && s != nil && d == 0 {
-		err = badRequest("ttl", fmt.Sprintf("ttl must be at least %s", a.eng.Config().MinTTL))
-	}
-	return d, err
-}
-
-// holdTerms are the members of every acquire's body that say how the hold
-// lives and how long the acquire waits.
-type holdTerms struct {
-	ttl, wait time.Duration
-	session   string
-	keepPlace bool
-}
-
-// terms reads an acquire's ttl, wait, session and keep_place; the engine
-// checks them against its bounds.
-func (a *API) terms(ttl, wait, session *string, keepPlace *bool) (holdTerms, error) {
-	var (
-		t   holdTerms
-		err error
-	)
-	if t.ttl, err = a.ttl(ttl); err != nil {
-		return t, err
-	}
-	if t.wait, err = request.Duration("wait", wait); err != nil {
-		return t, err
-	}
-	if session != nil {
-		if *session == "" {
-			return t, badRequest("session", "session must not be empty when given")
-		}
-		t.session = *session
-	}
-	t.keepPlace = keepPlace != nil && *keepPlace
-	return t, nil
+// terms reads an acquire's ttl, wait, session and keep_place
+// (request.ReadTerms), under the engine's MinTTL.
+func (a *API) terms(ttl, wait, session *string, keepPlace *bool) (request.Terms, error) {
+	return request.ReadTerms(ttl, wait, session, keepPlace, a.eng.Config().MinTTL)
 }

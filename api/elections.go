@@ -165,7 +165,7 @@ func (a *API) campaign(c echo.Context) error {
 		return err
 	}
 	cr := lock.CampaignRequest{Name: request.PathParam(c, "name"), Candidate: owner(c, req.Candidate), Value: req.Value, Metadata: req.Metadata,
-		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
+		TTL: t.TTL, Wait: t.Wait, Session: t.Session, KeepPlace: t.KeepPlace}
 	if cr.LockDelay, err = request.Duration("lock_delay", req.LockDelay); err != nil {
 		return err
 	}

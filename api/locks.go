@@ -51,7 +51,7 @@ func (a *API) acquire(c echo.Context) error {
 		return err
 	}
 	lr := lock.AcquireRequest{Name: request.PathParam(c, "name"), Owner: owner(c, req.Owner), Metadata: req.Metadata,
-		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
+		TTL: t.TTL, Wait: t.Wait, Session: t.Session, KeepPlace: t.KeepPlace}
 	if lr.LockDelay, err = request.Duration("lock_delay", req.LockDelay); err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func (a *API) acquireLockSet(c echo.Context) error {
 	if err := scope.Check(c, auth.Write, req.Names...); err != nil {
 		return err
 	}
-	lr := lock.LockSetRequest{Names: req.Names, Owner: owner(c, req.Owner), Metadata: req.Metadata, TTL: t.ttl, Wait: t.wait, Session: t.session}
+	lr := lock.LockSetRequest{Names: req.Names, Owner: owner(c, req.Owner), Metadata: req.Metadata, TTL: t.TTL, Wait: t.Wait, Session: t.Session}
 	if lr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
 		return err
 	}

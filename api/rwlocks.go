@@ -100,7 +100,7 @@ func (a *API) acquireRW(c echo.Context) error {
 		return err
 	}
 	rr := lock.RWRequest{Name: request.PathParam(c, "name"), Mode: lock.RWMode(*req.Mode), Owner: owner(c, req.Owner), Metadata: req.Metadata,
-		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
+		TTL: t.TTL, Wait: t.Wait, Session: t.Session, KeepPlace: t.KeepPlace}
 	if rr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
 		return err
 	}

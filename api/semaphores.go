@@ -148,7 +148,7 @@ func (a *API) acquirePermit(c echo.Context) error {
 		return err
 	}
 	pr := lock.PermitRequest{Name: request.PathParam(c, "name"), Owner: owner(c, req.Owner), Limit: *req.Limit, Metadata: req.Metadata,
-		TTL: t.ttl, Wait: t.wait, Session: t.session, KeepPlace: t.keepPlace}
+		TTL: t.TTL, Wait: t.Wait, Session: t.Session, KeepPlace: t.KeepPlace}
 	if pr.MinHold, err = request.Duration("min_hold", req.MinHold); err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func (a *API) createSession(c echo.Context) error {
 	if err := request.Body(c, &req, true); err != nil {
 		return err
 	}
-	ttl, err := a.ttl(req.TTL)
+	ttl, err := request.TTL(req.TTL, a.eng.Config().MinTTL)
 	if err != nil {
 		return err
 	}

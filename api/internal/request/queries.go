@@ -1,9 +1,11 @@
 package request
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -73,4 +75,47 @@ func SubscribeOptions(c echo.Context) (trail.SubscribeOptions, error) {
 	return trail.SubscribeOptions{
 		Replay: replay, Since: since, Lock: q.Get("lock"), Kind: lock.EventKind(q.Get("kind")), Name: q.Get("name"),
 	}, nil
+}
+
+// TTL reads an optional ttl member. The engine reads a TTL of 0 as its
+// default and checks every other against its MinTTL and MaxTTL; a ttl the
+// request names as 0 is below MinTTL, and this says so with the engine's
+// own bound, minTTL, whatever it is configured to.
+func TTL(s *string, minTTL time.Duration) (time.Duration, error) {
+	d, err := Duration("ttl", s)
+	if err == nil && s != nil && d == 0 {
+		err = Invalid("ttl", fmt.Sprintf("ttl must be at least %s", minTTL))
+	}
+	return d, err
+}
+
+// Terms are the members of every acquire's body that say how the hold
+// lives and how long the acquire waits.
+type Terms struct {
+	TTL, Wait time.Duration
+	Session   string
+	KeepPlace bool
+}
+
+// ReadTerms reads an acquire's ttl, wait, session and keep_place; the
+// engine checks them against its bounds (minTTL is its MinTTL).
+func ReadTerms(ttl, wait, session *string, keepPlace *bool, minTTL time.Duration) (Terms, error) {
+	var (
+		t   Terms
+		err error
+	)
+	if t.TTL, err = TTL(ttl, minTTL); err != nil {
+		return t, err
+	}
+	if t.Wait, err = Duration("wait", wait); err != nil {
+		return t, err
+	}
+	if session != nil {
+		if *session == "" {
+			return t, Invalid("session", "session must not be empty when given")
+		}
+		t.Session = *session
+	}
+	t.KeepPlace = keepPlace != nil && *keepPlace
+	return t, nil
 }
