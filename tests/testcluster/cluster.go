@@ -35,6 +35,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/baton-dev/baton/api"
+	"github.com/baton-dev/baton/embedetcd"
 	"github.com/baton-dev/baton/tests/testetcd"
 )
 
@@ -82,6 +83,13 @@ type Options struct {
 	LogDir string
 	// Args are extra flags for every node.
 	Args []string
+	// AuthFile, when set, turns authentication on: every node starts
+	// with --auth-file AuthFile, and Token is the bearer token the
+	// cluster's own requests send (Status, Leader, GetJSON). Such nodes
+	// serve etcd's client API on the socket in their data dirs only
+	// (Node.EtcdURL): etcd's API knows no baton credential.
+	AuthFile string
+	Token    string
 }
 
 // Cluster is a running set of baton processes.
@@ -106,6 +114,7 @@ type Node struct {
 	args  []string // the flags it was started with
 	netns string   // its namespace, or ""
 	bin   string
+	auth  bool // started with --auth-file: no client TCP listener
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -115,6 +124,17 @@ type Node struct {
 
 // URL is the node's HTTP base URL.
 func (n *Node) URL() string { return "http://" + n.HTTPAddr }
+
+// EtcdURL is where an etcd client reaches the node's member: its
+// ClientURL, or with authentication on the socket in its data dir, which
+// a node with --auth-file and no client CA serves in its place. A
+// socket's path is the same from every network namespace.
+func (n *Node) EtcdURL() string {
+	if n.auth {
+		return embedetcd.SocketURL(n.DataDir)
+	}
+	return n.ClientURL
+}
 
 // Start starts the cluster and waits until every node answers /readyz.
 // Everything is stopped and removed when the test ends. The fast tier
@@ -150,7 +170,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	var ic []string
 	for i := range opts.Nodes {
-		n := &Node{Name: fmt.Sprintf("n%d", i+1), Index: i, DataDir: dataDir(t), bin: opts.Bin}
+		n := &Node{Name: fmt.Sprintf("n%d", i+1), Index: i, DataDir: dataDir(t), bin: opts.Bin, auth: opts.AuthFile != ""}
 		if c.net != nil {
 			n.netns = c.net.ns(i)
 			n.HTTPAddr = hosts[i] + ":8080"
@@ -172,6 +192,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 			"--initial-cluster", strings.Join(ic, ","), "--log-level", "warn",
 			"--shutdown-timeout", "5s",
 		}, opts.Args...)
+		if opts.AuthFile != "" {
+			n.args = append(n.args, "--auth-file", opts.AuthFile)
+		}
 		if err := n.start(); err != nil {
 			t.Fatalf("start %s: %v", n.Name, err)
 		}
@@ -380,7 +403,7 @@ func (n *Node) LogTail() string {
 // Status asks node i for /v1/cluster.
 func (c *Cluster) Status(ctx context.Context, i int) (*api.Cluster, error) {
 	var st api.Cluster
-	if err := GetJSON(ctx, c.Nodes[i].URL()+"/v1/cluster", &st); err != nil {
+	if err := c.GetJSON(ctx, c.Nodes[i].URL()+"/v1/cluster", &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
@@ -439,13 +462,13 @@ func (c *Cluster) MoveLeader(ctx context.Context, to int) error {
 		return nil
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{c.Nodes[from].ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		Endpoints: []string{c.Nodes[from].EtcdURL()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 	})
 	if err != nil {
 		return fmt.Errorf("etcd client of %s: %w", c.Nodes[from].Name, err)
 	}
 	defer cli.Close()
-	st, err := cli.Status(ctx, c.Nodes[to].ClientURL)
+	st, err := cli.Status(ctx, c.Nodes[to].EtcdURL())
 	if err != nil {
 		return fmt.Errorf("etcd status of %s: %w", c.Nodes[to].Name, err)
 	}
@@ -540,9 +563,21 @@ func dataDir(t testing.TB) string {
 
 // GetJSON decodes the JSON answer of a GET that must answer 200.
 func GetJSON(ctx context.Context, url string, out any) error {
+	return getJSON(ctx, url, "", out)
+}
+
+// GetJSON is the package's GetJSON with the cluster's Token, if any.
+func (c *Cluster) GetJSON(ctx context.Context, url string, out any) error {
+	return getJSON(ctx, url, c.opts.Token, out)
+}
+
+func getJSON(ctx context.Context, url, token string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
