@@ -317,6 +317,9 @@ type AuditEvent struct {
 	Session         string `json:"session,omitempty"`
 	CreatedRevision int64  `json:"created_revision,omitempty"`
 	Version         int64  `json:"version,omitempty"`
+	// Credential is the credential whose request the event records (the
+	// hold's acquirer's for an expiry): package scopecheck's.
+	Credential string `json:"credential,omitempty"`
 }
 
 // isLock reports whether ev is a lock's event, a set member's or not.
