@@ -51,7 +51,7 @@ func (r *run) burst(rng *rand.Rand) {
 		r.logf("burst on %s: could not take %s (%s %d %s); skipped", n.Name, name, held.Result, held.Status, held.Code)
 		return
 	}
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: burstWaiters}}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: bearer(operatorToken, &http.Transport{MaxIdleConnsPerHost: burstWaiters})}
 	defer hc.CloseIdleConnections()
 	sctx, drop := context.WithCancel(ctx)
 	defer drop()
@@ -125,9 +125,10 @@ func (r *run) burst(rng *rand.Rand) {
 
 // queued waits until owner is in lock's queue, as node base reports it.
 func (r *run) queued(base, lock, owner string) bool {
+	hc := NewHTTPClient()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/v1/locks/" + url.PathEscape(lock))
+		resp, err := hc.Get(base + "/v1/locks/" + url.PathEscape(lock))
 		if err == nil {
 			var l struct {
 				Waiters []struct {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/tests/chaos/check"
+	"github.com/baton-dev/baton/tests/chaos/check/scopecheck"
 	"github.com/baton-dev/baton/tests/chaos/check/streamcheck"
 	"github.com/baton-dev/baton/tests/testcluster"
 )
@@ -152,6 +153,9 @@ type run struct {
 	// the stream records' watch: streamcheck's (stream_test.go).
 	downs   []streamcheck.Fault
 	streams *streamWatch
+	// scope is the narrow clients' workload (scope_test.go); nil without
+	// them.
+	scope *scope
 }
 
 // frozen is a time a node was SIGSTOPped: it could answer nothing then.
@@ -204,7 +208,11 @@ func runChaos(t *testing.T, seed uint64, p plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := testcluster.Start(t, testcluster.Options{Bin: bin, Netns: true, LogDir: dir, Args: p.args})
+	policy, err := writePolicy(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, testcluster.Options{Bin: bin, Netns: true, LogDir: dir, Args: p.args, AuthFile: policy, Token: operatorToken})
 	r := &run{t: t, seed: seed, c: c, h: NewHistory(), dir: dir, counts: map[string]int{}, sems: sems, pool: pool, keys: kvKeys()}
 	for i := range *flagLocks {
 		r.locks = append(r.locks, fmt.Sprintf("chaos-%d", i))
@@ -239,6 +247,7 @@ func runChaos(t *testing.T, seed uint64, p plan) {
 		}
 		first += w.n
 	}
+	r.startScope(ctx, &wg, seed)
 	p.nemesis(r, rand.New(rand.NewPCG(seed, 0)))
 	stop()
 	wg.Wait()
@@ -566,10 +575,13 @@ func (r *run) check() {
 	t := r.t
 	// Wait until no lock is held (every workload TTL has run out) and
 	// every hold has its end in the audit trail.
-	events := r.settledHistory()
-	if b, err := json.MarshalIndent(events, "", " "); err == nil {
+	all := r.settledHistory()
+	if b, err := json.MarshalIndent(all, "", " "); err == nil {
 		os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
 	}
+	// The scope workload's names are its checker's alone: no op of the
+	// history explains their events.
+	events := scopecheck.Without(all, narrowPrefix, sharedPrefix)
 	ops := r.h.Ops()
 	t.Logf("history: %s", check.Summarize(ops))
 
@@ -603,7 +615,7 @@ func (r *run) check() {
 		t.Error("audit:", v)
 	}
 	r.checkWindows(ops, events)
-	for _, e := range events {
+	for _, e := range all {
 		// Compaction waits for the trail's cursor, up to bounds no run
 		// reaches: a gap is a loss.
 		if e.Type == "gap" {
@@ -617,6 +629,7 @@ func (r *run) check() {
 	r.checkLockSets(ops, events)
 	r.checkKeys(ops, events)
 	r.checkStreams(ops, events)
+	r.checkScope(all)
 }
 
 // settledHistory waits until no lock, permit or rwlock hold is held,
@@ -640,15 +653,15 @@ func (r *run) settledHistory() []check.AuditEvent {
 		var rws struct {
 			RWLocks []any `json:"rwlocks"`
 		}
-		err := testcluster.GetJSON(ctx, base+"/v1/locks", &locks)
+		err := r.c.GetJSON(ctx, base+"/v1/locks", &locks)
 		if err == nil {
-			err = testcluster.GetJSON(ctx, base+"/v1/elections", &elections)
+			err = r.c.GetJSON(ctx, base+"/v1/elections", &elections)
 		}
 		if err == nil {
-			err = testcluster.GetJSON(ctx, base+"/v1/semaphores", &sems)
+			err = r.c.GetJSON(ctx, base+"/v1/semaphores", &sems)
 		}
 		if err == nil {
-			err = testcluster.GetJSON(ctx, base+"/v1/rwlocks", &rws)
+			err = r.c.GetJSON(ctx, base+"/v1/rwlocks", &rws)
 		}
 		if err == nil && len(locks.Locks) == 0 && len(elections.Elections) == 0 && len(sems.Semaphores) == 0 && len(rws.RWLocks) == 0 {
 			evs, err := r.audit(ctx)
@@ -677,7 +690,7 @@ func (r *run) audit(ctx context.Context) ([]check.AuditEvent, error) {
 			Events     []check.AuditEvent `json:"events"`
 			NextBefore int64              `json:"next_before"`
 		}
-		if err := testcluster.GetJSON(ctx, u, &page); err != nil {
+		if err := r.c.GetJSON(ctx, u, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page.Events...)

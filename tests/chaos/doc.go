@@ -163,6 +163,39 @@
 // before, nor before its grace has passed since its last close). A run
 // with stream clients keeps the records and the faults in streams.json.
 //
+// Every run's nodes start with an auth policy file (policy.go) of two
+// credentials: the operator's, "": admin, with which every client and
+// checker above acts, as it would without authentication, and the narrow
+// clients', which may write names under "n." and read those under
+// "shared." (narrowRules). A narrow client, on a random node each
+// request, takes and ends holds of its own names of every kind (locks
+// with fenced writes, permits, rwlock holds, leaderships, lock sets,
+// keys, fenced keys, sessions with owners under "n.") and asks to revoke
+// them (an admin's call); tries every write and read of every kind on
+// the other clients' names and on names under "shared.", which a shared
+// writer fills with the operator's credential (holds, sets, keys,
+// sessions, and a session with an owner outside the rules that the
+// narrow client reads, renews, deletes and acquires into); lists every
+// kind one to three entries a page, following cursors, with prefixes
+// inside, outside and across its rules; and reads history pages. Two
+// more hold /v1/events and /v1/kv/events from revision 0 with the narrow
+// credential, moving to another node every 1 to 5 s or when a node
+// fails them, and resuming with Last-Event-ID. Package scopecheck
+// (tests/chaos/check/scopecheck) holds what they did and saw against
+// the rules (Check: no request outside the rules succeeded, each was
+// refused 403 forbidden, naming the credential's prefixes and the role
+// the call needs, or got no answer, 503 or 429, or session_not_found
+// for an ended session's ID; none inside them was refused as forbidden;
+// no list entry, history or stream event, session or holder it was
+// given names anything it may not read; each stream gave every event of
+// the trail about a name it may read between the revision each
+// connection resumed after and the last it gave; the trail has no event
+// of its credential on a name it may not write; and the run was not
+// vacuous: writes in its rules succeeded, writes under "shared." were
+// refused, the streams gave events, the trail has its events). The
+// other checkers read the trail without the names under "n." and
+// "shared." (scopecheck.Without): no op of theirs explains those.
+//
 // TestChaos_TrailStopped runs the same workload and checks with another
 // nemesis: it halts every node's audit trail writer (the failpoint of a
 // baton built with -tags failpoints, testcluster.Node.HaltTrail) for three
@@ -182,15 +215,18 @@
 // clients (0: none), -chaos.lockset-locks the locks of their pool,
 // -chaos.lockset-sharers how many lock clients take single locks of it,
 // -chaos.min-hold the longest at-least window (0: none), -chaos.kv
-// the key clients (0: none) and -chaos.kv-keys their keys, and
-// -chaos.streams the stream-bound session clients (0: none).
+// the key clients (0: none) and -chaos.kv-keys their keys,
+// -chaos.streams the stream-bound session clients (0: none), and
+// -chaos.narrow the narrow clients (0: none, and no stream holders or
+// shared writer either).
 // Two-minute seeds,
 // with go test's timeout lifted:
 //
 //	go test -race ./tests/chaos -run TestChaos -chaos.duration 2m -chaos.seeds 1,2,3 -timeout 0 -v
 //
-// A run's folder (history.json, audit.json, nemesis.log, node logs and
-// any porcupine visualisation, linearizability.html, elections.html,
+// A run's folder (history.json, audit.json, scope.json with the narrow
+// clients' requests, nemesis.log, node logs and any porcupine
+// visualisation, linearizability.html, elections.html,
 // semaphores.html, rwlocks.html, locksets.html or keys.html) is
 // kept when it fails, or with -chaos.keep; -chaos.replay FOLDER checks it
 // again without a cluster (TestReplay) and logs the ops where a model

@@ -63,11 +63,39 @@ type Driver struct {
 	MinHold time.Duration
 }
 
-// NewHTTPClient is the client drivers use: its timeout is above baton's
-// own bound on etcd calls (5 s), so a node that can reach etcd answers
-// before the client gives up, and below the Go client's default (10 s).
-func NewHTTPClient() *http.Client {
-	return &http.Client{Timeout: 8 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+// NewHTTPClient is the client drivers use, with the operator's
+// credential: its timeout is above baton's own bound on etcd calls (5 s),
+// so a node that can reach etcd answers before the client gives up, and
+// below the Go client's default (10 s).
+func NewHTTPClient() *http.Client { return newHTTPClientAs(operatorToken) }
+
+// newHTTPClientAs is NewHTTPClient with the credential of token.
+func newHTTPClientAs(token string) *http.Client {
+	return &http.Client{Timeout: 8 * time.Second, Transport: bearer(token, &http.Transport{MaxIdleConnsPerHost: 4})}
+}
+
+// bearer is rt sending token as every request's bearer token.
+func bearer(token string, rt http.RoundTripper) http.RoundTripper {
+	return bearerTransport{token: token, rt: rt}
+}
+
+type bearerTransport struct {
+	token string
+	rt    http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A RoundTripper must not change the request it is given.
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return b.rt.RoundTrip(req)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach rt.
+func (b bearerTransport) CloseIdleConnections() {
+	if c, ok := b.rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 type problem struct {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/baton-dev/baton/tests/chaos/check"
 	"github.com/baton-dev/baton/tests/chaos/check/kvcheck"
-	"github.com/baton-dev/baton/tests/testcluster"
 )
 
 // The key workload: clients beside the others that read, put,
@@ -192,7 +191,7 @@ func (r *run) keysSettled(ctx context.Context, evs []check.AuditEvent) bool {
 	var sessions struct {
 		Sessions []any `json:"sessions"`
 	}
-	if err := testcluster.GetJSON(ctx, r.c.Nodes[0].URL()+"/v1/sessions", &sessions); err != nil || len(sessions.Sessions) > 0 {
+	if err := r.c.GetJSON(ctx, r.c.Nodes[0].URL()+"/v1/sessions", &sessions); err != nil || len(sessions.Sessions) > 0 {
 		return false
 	}
 	if r.kvEnd == 0 {

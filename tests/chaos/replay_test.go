@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-dev/baton/tests/chaos/check"
 	"github.com/baton-dev/baton/tests/chaos/check/kvcheck"
+	"github.com/baton-dev/baton/tests/chaos/check/scopecheck"
 	"github.com/baton-dev/baton/tests/chaos/check/windowcheck"
 )
 
@@ -30,7 +31,10 @@ func TestReplay(t *testing.T) {
 	t.Logf("history: %s", check.Summarize(ops))
 	var events []check.AuditEvent
 	if _, err := os.Stat(filepath.Join(*flagReplay, "audit.json")); err == nil {
-		readJSON(t, filepath.Join(*flagReplay, "audit.json"), &events)
+		var all []check.AuditEvent
+		readJSON(t, filepath.Join(*flagReplay, "audit.json"), &all)
+		replayScope(t, all)
+		events = scopecheck.Without(all, narrowPrefix, sharedPrefix)
 		for _, v := range windowcheck.CheckWindows(ops, events) {
 			t.Error("at-least windows:", v)
 		}
@@ -120,6 +124,19 @@ func logIllegalPrefixes(t *testing.T, ops []check.Op, checker func([]check.Op, t
 		for _, op := range part[max(0, lo-30):lo] {
 			t.Logf("  [%.3fs, %.3fs] %s (%s)", float64(op.Call)/1e9, float64(op.Return)/1e9, check.DescribeOp(op), check.DescribeOpDetail(op))
 		}
+	}
+}
+
+// replayScope checks the narrow clients' requests (scope.json) again,
+// if the run had them.
+func replayScope(t *testing.T, all []check.AuditEvent) {
+	if _, err := os.Stat(filepath.Join(*flagReplay, "scope.json")); err != nil {
+		return
+	}
+	var reqs []scopecheck.Request
+	readJSON(t, filepath.Join(*flagReplay, "scope.json"), &reqs)
+	for _, p := range scopecheck.Check(reqs, all, scopecheck.Config{Credential: narrowCredential, Rules: narrowRules}).Problems {
+		t.Error("scope:", p)
 	}
 }
 

@@ -125,7 +125,7 @@ func (r *run) watchStreams(ctx context.Context) *streamWatch {
 	w := &streamWatch{}
 	var eps []string
 	for _, n := range r.c.Nodes {
-		eps = append(eps, n.ClientURL)
+		eps = append(eps, n.EtcdURL())
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {

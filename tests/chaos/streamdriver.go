@@ -68,7 +68,7 @@ type Stream struct {
 }
 
 // streamHTTP has no timeout: a stream lasts as long as its client wants.
-var streamHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+var streamHTTP = &http.Client{Transport: bearer(operatorToken, &http.Transport{MaxIdleConnsPerHost: 4})}
 
 // attachWithin is how long an open waits for its attached event.
 const attachWithin = 3 * time.Second

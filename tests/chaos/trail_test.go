@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,7 +79,7 @@ func (r *run) haltTrails(halt bool) {
 
 // holdBackRatio reads baton_trail_hold_back_ratio from the node at base.
 func holdBackRatio(base string) (float64, error) {
-	resp, err := http.Get(base + "/metrics")
+	resp, err := NewHTTPClient().Get(base + "/metrics")
 	if err != nil {
 		return 0, err
 	}
