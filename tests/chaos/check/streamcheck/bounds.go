@@ -35,7 +35,9 @@ func (rep *Report) bound(s *session, c closing, recs []Record, faults []Fault, c
 	kind := "strict"
 	if _, faulted := faultIn(faults, -1, c.at, deadline); faulted || c.lost {
 		kind = "faulted"
-		lease := (cfg.leaseTTL(s.grace) + cfg.ElectionTimeout + cfg.Slack).Nanoseconds()
+		// A new leader extends every lease by an election timeout, and
+		// its lessor looks for expired leases every lessorTick.
+		lease := (cfg.leaseTTL(s.grace) + cfg.ElectionTimeout + lessorTick + cfg.Slack).Nanoseconds()
 		from := c.at
 		if to, ok := faultIn(faults, -1, c.at, c.at+lease); ok {
 			from = max(from, to)

@@ -52,6 +52,10 @@ type Config struct {
 	MinTTL, ElectionTimeout time.Duration
 }
 
+// lessorTick is how often etcd's lessor looks for expired leases
+// (lease.lessor's runLoop): a lease ends up to this long after its TTL.
+const lessorTick = 500 * time.Millisecond
+
 // leaseTTL is the lease of a session of grace: the grace and one renewal
 // in whole seconds, at least MinTTL (lock/internal/session.StreamLeaseTTL).
 func (c Config) leaseTTL(grace time.Duration) time.Duration {

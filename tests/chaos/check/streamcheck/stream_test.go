@@ -70,12 +70,13 @@ func TestCheckStreams_ServerDetachTimesTheBound(t *testing.T) {
 
 func TestCheckStreams_FaultGetsTheLeaseTTL(t *testing.T) {
 	faults := []streamcheck.Fault{{Node: 0, From: 1500 * ms, To: 3000 * ms, What: "kill"}}
-	// From the fault's end: 3s + 2s + 1s + 250ms.
+	// From the fault's end: 3s + 2s (the lease) + 1s (the election) +
+	// 500ms (the lessor's tick) + 250ms.
 	rep := streamcheck.CheckStreams(scenario(), endAt(5000*ms), detachAt(1000*ms), faults, cfg)
 	if len(rep.Problems) > 0 || rep.Faulted != 1 {
 		t.Fatalf("report %+v; want the close bounded by the lease, no problem", rep)
 	}
-	rep = streamcheck.CheckStreams(scenario(), endAt(6500*ms), detachAt(1000*ms), faults, cfg)
+	rep = streamcheck.CheckStreams(scenario(), endAt(7000*ms), detachAt(1000*ms), faults, cfg)
 	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "faulted deadline") {
 		t.Fatalf("problems %q; want one past the faulted deadline", rep.Problems)
 	}
