@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/baton-dev/baton/internal/poll"
 	"github.com/baton-dev/baton/lock"
 	"github.com/baton-dev/baton/tests/holdtest"
+	"github.com/baton-dev/baton/tests/testetcd"
 )
 
 // TestQuota_ABurstPastTheQuotaCountsWhatItGot: many acquires at once
@@ -46,4 +48,22 @@ func TestQuota_ABurstPastTheQuotaCountsWhatItGot(t *testing.T) {
 		u, err := e.QuotaUsage(ctx, "runaway", q)
 		return err == nil && int64(u.Holds) == granted.Load()
 	})
+}
+
+// TestQuota_ACountEtcdCannotGiveIsUnavailable: the first count of a holds
+// quota reads every hold; with etcd gone it answers ErrUnavailable (503
+// with Retry-After) within the engine's OpTimeout rather than hold the
+// request until its client gives up.
+func TestQuota_ACountEtcdCannotGiveIsUnavailable(t *testing.T) {
+	m := testetcd.Start(t)
+	cfg := lock.DefaultConfig()
+	cfg.OpTimeout = time.Second
+	e := holdtest.StartEngine(t, m, cfg)
+	m.Close()
+	ctx, cancel := context.WithTimeout(holdtest.Ctx(t), 5*time.Second)
+	defer cancel()
+	_, err := e.QuotaUsage(ctx, "team-a", lock.CallerQuotas{Holds: 5})
+	if !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("the holds a quota counts, with etcd gone: %v, want ErrUnavailable", err)
+	}
 }

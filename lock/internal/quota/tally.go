@@ -205,9 +205,14 @@ func clean(m map[key]int, k key) {
 	}
 }
 
-// Ready starts the tally at its first use and waits for its first read.
+// Ready starts the tally at its first use and waits for its first read,
+// for at most the engine's OpTimeout: a count that etcd cannot give yet
+// (unavailable, or a read of many holds still under way) answers
+// ErrUnavailable, and the read goes on for the next request.
 func (t *Tally) Ready(ctx context.Context) error {
 	t.startOnce.Do(func() { go t.run() })
+	wait := time.NewTimer(t.c.Cfg.OpTimeout)
+	defer wait.Stop()
 	select {
 	case <-t.loaded:
 		return nil
@@ -215,6 +220,8 @@ func (t *Tally) Ready(ctx context.Context) error {
 		return ctx.Err()
 	case <-t.c.Stop.Done():
 		return hold.ErrClosed
+	case <-wait.C:
+		return fmt.Errorf("%w: the count of holds and sessions that quotas need is not read yet; retry", hold.ErrUnavailable)
 	}
 }
 
