@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,28 +9,10 @@ import (
 
 	"github.com/baton-dev/baton/api"
 	"github.com/baton-dev/baton/tests/testserver"
-	"github.com/baton-dev/baton/trail"
 )
 
 // yieldKeys are the members of docs/API.md's answer to a request to yield.
 var yieldKeys = []string{"kind", "name", "tokens", "owner", "reason", "requested_at", "revision"}
-
-// revision is etcd's current revision: unchanged across a request, it
-// says the request wrote nothing at all.
-func (s *testServer) revision() int64 {
-	s.t.Helper()
-	// The history index writes after the request whose event it records:
-	// wait until it holds every event so far, so that its write is not
-	// taken for the next request's.
-	if _, _, err := s.Trail.History(context.Background(), trail.HistoryOptions{Limit: 1}); err != nil {
-		s.t.Fatal(err)
-	}
-	resp, err := s.Eng.Client().Get(context.Background(), "/baton/none")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp.Header.Revision
-}
 
 // TestYield_RecordsTheRequestForTheHolderAndEndsNothing: a request to
 // yield answers 202 with the hold asked; the holder's event stream and the
@@ -101,10 +82,10 @@ func TestYield_ToNothingHeldAnswers404AndWritesNothing(t *testing.T) {
 		{"/v1/rwlocks/idle/yield", `{"reason":"x"}`, "not_held"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			before := s.revision()
+			before := s.Revision()
 			testserver.WantProblem(t, s.Do("POST", tc.path, tc.body), http.StatusNotFound, tc.code)
-			if after := s.revision(); after != before {
-				t.Fatalf("etcd's revision went from %d to %d: the refusal wrote", before, after)
+			if w := s.WrittenSince(before); len(w) > 0 {
+				t.Fatalf("the refusal wrote %q", w)
 			}
 		})
 	}
@@ -124,12 +105,12 @@ func TestYield_BadInputNamesTheFieldAndWritesNothing(t *testing.T) {
 		{"unknown member", "/v1/locks/held/yield", `{"reason":"x","force":true}`, "force"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			before := s.revision()
+			before := s.Revision()
 			if p := testserver.WantProblem(t, s.Do("POST", tc.path, tc.body), http.StatusBadRequest, "invalid_request"); p.Field != tc.field {
 				t.Errorf("problem names %q, want %q", p.Field, tc.field)
 			}
-			if after := s.revision(); after != before {
-				t.Fatalf("etcd's revision went from %d to %d: the refusal wrote", before, after)
+			if w := s.WrittenSince(before); len(w) > 0 {
+				t.Fatalf("the refusal wrote %q", w)
 			}
 		})
 	}

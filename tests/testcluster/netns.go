@@ -5,8 +5,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/baton-dev/baton/tests/hostnet"
 )
@@ -42,8 +44,12 @@ func newNetwork(nodes int) (*network, error) {
 	if nw.subnet == "" {
 		return nil, fmt.Errorf("no free 10.213.X.0/24")
 	}
+	// The host's side of the network (the bridge, the veths' ends) gets
+	// no IPv6 link-local address: the kernel would add it a moment after
+	// the link comes up, outside Change, where a browser sees it.
 	steps := [][]string{
 		{"link", "add", nw.bridge(), "type", "bridge"},
+		{"link", "set", nw.bridge(), "addrgenmode", "none"},
 		{"addr", "add", nw.subnet + ".254/24", "dev", nw.bridge()},
 		{"link", "set", nw.bridge(), "up"},
 	}
@@ -51,6 +57,7 @@ func newNetwork(nodes int) (*network, error) {
 		steps = append(steps,
 			[]string{"netns", "add", nw.ns(i)},
 			[]string{"link", "add", nw.veth(i), "type", "veth", "peer", "name", "eth0", "netns", nw.ns(i)},
+			[]string{"link", "set", nw.veth(i), "addrgenmode", "none"},
 			[]string{"link", "set", nw.veth(i), "master", nw.bridge(), "up"},
 			[]string{"-n", nw.ns(i), "addr", "add", nw.ip(i) + "/24", "dev", "eth0"},
 			[]string{"-n", nw.ns(i), "link", "set", "eth0", "up"},
@@ -65,7 +72,9 @@ func newNetwork(nodes int) (*network, error) {
 				return err
 			}
 		}
-		return nil
+		// The bridge's carrier comes up after its ports': let that
+		// change happen under Change too.
+		return nw.awaitUp()
 	})
 	if err != nil {
 		nw.close()
@@ -144,6 +153,9 @@ func (nw *network) blackhole(from, to int, on bool) error {
 func (nw *network) close() {
 	hostnet.Change(func() error {
 		for i := range nw.nodes {
+			// Deleting a veth takes its peer along at once; a namespace
+			// is torn down later, by the kernel, after Change.
+			exec.Command("ip", "link", "del", nw.veth(i)).Run()
 			exec.Command("ip", "netns", "del", nw.ns(i)).Run()
 		}
 		exec.Command("ip", "link", "del", nw.bridge()).Run()
@@ -152,6 +164,29 @@ func (nw *network) close() {
 	if nw.forwarding {
 		exec.Command("iptables", nw.forwardRule("-D")...).Run()
 	}
+}
+
+// awaitUp waits until the bridge and the host's ends of the veths are
+// up (operstate), or says which is not after five seconds.
+func (nw *network) awaitUp() error {
+	links := []string{nw.bridge()}
+	for i := range nw.nodes {
+		links = append(links, nw.veth(i))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, l := range links {
+		for {
+			b, err := os.ReadFile(filepath.Join("/sys/class/net", l, "operstate"))
+			if err == nil && strings.TrimSpace(string(b)) == "up" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s is not up after 5s (operstate %q, %v)", l, strings.TrimSpace(string(b)), err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 func ip(args ...string) error {

@@ -343,6 +343,57 @@ func (s *Server) Keys() map[string]bool {
 	return keys
 }
 
+// Revision is etcd's revision once the history index holds every event
+// so far: the index writes after the request whose event it records, and
+// that write is not to be taken for the next request's.
+func (s *Server) Revision() int64 {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.settle(ctx)
+	resp, err := s.Eng.Client().Get(ctx, "/baton/none", clientv3.WithCountOnly())
+	if err != nil {
+		s.t.Fatalf("read the revision: %v", err)
+	}
+	return resp.Header.Revision
+}
+
+// WrittenSince lists the keys put or deleted after revision rev, through
+// Revision now, except baton's bookkeeping under /baton/meta/: the
+// cursors of the expiry recorder and the history index move on timers
+// of their own, so etcd's revision alone cannot say that a request
+// wrote nothing.
+func (s *Server) WrittenSince(rev int64) []string {
+	s.t.Helper()
+	now := s.Revision()
+	if now <= rev {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var keys []string
+	for resp := range s.Eng.Client().Watch(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev+1)) {
+		if err := resp.Err(); err != nil {
+			s.t.Fatalf("watch the writes after revision %d: %v", rev, err)
+		}
+		reached := false
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision > now {
+				return keys
+			}
+			reached = ev.Kv.ModRevision == now
+			if k := string(ev.Kv.Key); !strings.HasPrefix(k, "/baton/meta/") {
+				keys = append(keys, k)
+			}
+		}
+		if reached {
+			return keys
+		}
+	}
+	s.t.Fatalf("watch the writes after revision %d: ended before revision %d", rev, now)
+	return nil
+}
+
 // Leases lists the etcd leases alive now, once the history index holds
 // every event so far (its bucket leases are among them).
 func (s *Server) Leases() map[clientv3.LeaseID]bool {
