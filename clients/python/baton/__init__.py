@@ -16,6 +16,7 @@ StaleTokenError, …). Standard library only.
 """
 
 from .client import DEFAULT_ADDR, MAX_REQUEST_WAIT, WAIT_FOREVER, Client, Fence
+from ._bearer import TOKEN_FILE_MAX_AGE
 from ._hold import Leadership, Lock, Permit, RWHold
 from ._lockset import LockSet
 from ._sse import Stream
@@ -27,8 +28,9 @@ from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, Key, KeyEv
                     YieldRequested)
 
 __all__ = [
-    "Client", "DEFAULT_ADDR", "MAX_REQUEST_WAIT", "WAIT_FOREVER", "Fence", "Lock", "Leadership", "Permit", "RWHold",
-    "LockSet", "Stream", "StreamSession", "BatonError", "LockLostError", "CLASSES", "error_class", "Candidate", "Cluster", "Event",
-    "FencedValue", "HoldInfo", "Key", "KeyEvent", "KeyList", "LeaderChange", "LeaderInfo", "LockInfo", "LockSetInfo",
-    "Member", "PermitInfo", "Problem", "RWLockInfo", "SemaphoreInfo", "Session", "Waiter", "YieldRequested",
+    "Client", "DEFAULT_ADDR", "MAX_REQUEST_WAIT", "TOKEN_FILE_MAX_AGE", "WAIT_FOREVER", "Fence", "Lock", "Leadership",
+    "Permit", "RWHold", "LockSet", "Stream", "StreamSession", "BatonError", "LockLostError", "CLASSES", "error_class",
+    "Candidate", "Cluster", "Event", "FencedValue", "HoldInfo", "Key", "KeyEvent", "KeyList", "LeaderChange",
+    "LeaderInfo", "LockInfo", "LockSetInfo", "Member", "PermitInfo", "Problem", "RWLockInfo", "SemaphoreInfo",
+    "Session", "Waiter", "YieldRequested",
 ] + [c.__name__ for c in CLASSES.values()]

@@ -19,6 +19,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
+from ._bearer import Bearer
 from .errors import BatonError, UnavailableError, error_class
 from .types import Problem, decode
 
@@ -114,10 +115,10 @@ def decode_error(status: int, reason: str, headers, body: bytes) -> BatonError:
 class Transport:
     """The endpoints and how to reach them."""
 
-    def __init__(self, endpoints: list[Endpoint], token: str, timeout: float, backoff: float,
+    def __init__(self, endpoints: list[Endpoint], bearer: Bearer, timeout: float, backoff: float,
                  retries: int, ssl_context: ssl.SSLContext | None):
         self.endpoints = endpoints
-        self.token = token
+        self.bearer = bearer
         self.timeout = timeout
         self.backoff0 = backoff
         self.retries = retries
@@ -140,8 +141,9 @@ class Transport:
         h = {"Accept": accept, "User-Agent": USER_AGENT}
         if payload is not None:
             h["Content-Type"] = "application/json"
-        if self.token:
-            h["Authorization"] = "Bearer " + self.token
+        token = self.bearer.token()
+        if token:
+            h["Authorization"] = "Bearer " + token
         return h
 
     def attempt(self, ep: Endpoint, method: str, target: str, payload: bytes | None, timeout: float):
@@ -192,6 +194,7 @@ class Transport:
         n = len(self.endpoints)
         start = self.preferred
         unsettled = False
+        reread = False  # the token file was read again after a 401
         attempt = 0
         while True:
             i = (start + attempt) % n
@@ -204,6 +207,11 @@ class Transport:
             if not isinstance(r, Attempt):
                 self.preferred = i
                 return r
+            # A 401 did nothing: with a new token from the file, the same
+            # node is asked again, once, whatever the call.
+            if r.err.status == 401 and not reread and self.bearer.reload():
+                reread = True
+                continue
             err = r.err
             err.op = op
             err.args = (err._message(),)

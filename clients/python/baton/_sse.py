@@ -6,7 +6,8 @@ stops, a proxy cuts it, the stream stays silent for idle seconds) it
 connects again, to the next endpoint, with Last-Event-ID, after a short
 backoff. It ends when closed, or when a node refuses the request itself
 (a 4xx whose code is final: a bad name, no valid bearer token), which it
-raises: no reconnection can mend that.
+raises: no reconnection can mend that, unless it is a 401 and the token
+file has a new token: then it connects again at once, to the same node.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ class Stream:
             if self._closed.is_set():
                 return
             if err is not None and refused(err):
+                # Unless the token file has a new token (a JWT renewed
+                # before the old one expired, which ended the stream).
+                if isinstance(err, BatonError) and err.status == 401 and self._t.bearer.reload():
+                    continue
                 if isinstance(err, BatonError):
                     err.op = self.what
                 raise err

@@ -37,6 +37,7 @@ import time
 import urllib.parse
 from typing import NamedTuple
 
+from ._bearer import Bearer
 from ._hold import RWLOCK, SEMAPHORE, HoldKind, HoldWatcher, Leadership, Lock, Permit, RWHold, _Held
 from ._http import Transport, parse_endpoint
 from ._lockset import LockSet
@@ -131,6 +132,12 @@ class Client:
     bearer token's variable is not BATON_TOKEN: `baton exec` gives its
     command the fencing token under that name.)
 
+    A token file (token_file or BATON_TOKEN_FILE) is read again after
+    TOKEN_FILE_MAX_AGE seconds and when a node answers 401, so a token
+    its issuer replaces in the file (a JWT that expires) is sent fresh; a
+    call a node refused with 401 is sent again, once, when the file has
+    a new token. A token given as a value is sent as is.
+
     timeout bounds each attempt (an acquire's gets its wait on top);
     retry_backoff is the first pause between rounds of retries, doubling
     up to 5 s; max_retries bounds retries of a call that is safe to repeat
@@ -161,11 +168,7 @@ class Client:
             token = os.environ.get("BATON_AUTH_TOKEN", "").strip()
         if not token:
             token_file = token_file or os.environ.get("BATON_TOKEN_FILE") or None
-            if token_file:
-                with open(token_file, encoding="utf-8") as f:
-                    token = f.read().strip()
-                if not token:
-                    raise ValueError(f"baton client: token file {token_file} is empty")
+        bearer = Bearer(token or "", token_file)
         if timeout < 0 or retry_backoff < 0:
             raise ValueError("baton client: timeout and retry_backoff must not be negative")
         max_wait = duration_seconds(max_request_wait) if max_request_wait is not None else 0.0
@@ -184,7 +187,7 @@ class Client:
                 ctx.load_verify_locations(cafile)
             if certfile:
                 ctx.load_cert_chain(certfile, keyfile)
-        self._t = Transport(endpoints, token or "", timeout or DEFAULT_TIMEOUT,
+        self._t = Transport(endpoints, bearer, timeout or DEFAULT_TIMEOUT,
                             retry_backoff or DEFAULT_RETRY_BACKOFF, retries, ctx)
         self._watch = HoldWatcher(self)
 

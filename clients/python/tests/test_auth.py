@@ -1,6 +1,7 @@
 """A node run with --auth-file: the client sends the bearer token from
 its argument, BATON_AUTH_TOKEN or BATON_TOKEN_FILE, on calls and on the
-event stream that watches its locks."""
+event stream that watches its locks, and reads a token file again when
+the node refuses its token."""
 
 import os
 import sys
@@ -10,9 +11,10 @@ from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from live import LiveTest, baton, server  # noqa: E402
+from live import Front, LiveTest, baton, server  # noqa: E402
 
 WRITE, READ, ADMIN = "python-client-write-token", "python-client-read-token", "python-client-admin-token"
+UNKNOWN = "python-client-unknown-token"
 # A write token scoped to the names under team-a.
 TEAM_A = "python-client-team-a-token"
 AUTH = f"write {WRITE}\nread {READ}\nadmin {ADMIN}\nwrite {TEAM_A} team-a.\n"
@@ -64,6 +66,57 @@ class AuthTest(LiveTest):
         # The revoke reaches lost through the event stream, which carried
         # the token too (renewals would take a third of the 30 s TTL).
         self.assertTrue(lk.lost.wait(1.0))
+
+
+class TokenFileTest(LiveTest):
+    """A token replaced in its file (a JWT renewed before it expires) is
+    read again when a node refuses the one the client sends."""
+
+    def setUp(self):
+        self.addr = server(AUTH).addr
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        self.file = os.path.join(d.name, "token")
+        self.front = Front(self.addr, lambda n, m, p: "forward")
+        self.addCleanup(self.front.close)
+
+    def put(self, token):
+        # As a renewer does: a new file renamed over the old one.
+        with open(self.file + ".new", "w") as f:
+            f.write(token + "\n")
+        os.replace(self.file + ".new", self.file)
+
+    def test_the_call_a_node_refused_is_sent_again_once_with_the_new_token(self):
+        name = self.name()
+        self.put(UNKNOWN)
+        c = self.client(self.front.url, token_file=self.file)
+        with self.assertRaises(baton.UnauthorizedError) as cm:
+            c.acquire(name)
+        self.assertEqual(cm.exception.status, 401)
+        # The file read again after that 401 held the same token: sent once.
+        self.assertEqual(self.front.count("POST", "/v1/locks/"), 1)
+        self.put(WRITE)
+        lk = c.acquire(name)
+        # Refused with the token read before, then sent again, though it
+        # is an acquire: a 401 did nothing.
+        self.assertEqual(self.front.count("POST", "/v1/locks/"), 3)
+        self.assertEqual(c.get(name).token, lk.token)
+        lk.release()
+        with self.assertRaises(baton.NotHeldError):
+            c.get(name)
+
+    def test_an_event_stream_refused_with_401_connects_again_with_the_new_token(self):
+        name = self.name()
+        writer = self.client(token=WRITE)
+        writer.acquire(name).release()
+        self.put(UNKNOWN)
+        c = self.client(self.front.url, token_file=self.file)
+        self.put(WRITE)
+        # since is given, so the stream's first request is its own, with
+        # the token read at construction.
+        with c.events(lock=name, since=0) as stream:
+            self.assertEqual([next(stream).type, next(stream).type], ["acquired", "released"])
+        self.assertEqual(self.front.count("GET", "/v1/events"), 2)
 
 
 if __name__ == "__main__":
