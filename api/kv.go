@@ -225,7 +225,7 @@ const defaultKeyWait = time.Minute
 //	@Security		BearerAuth
 //	@Router			/v1/kv [get]
 func (a *API) listKeys(c echo.Context) error {
-	o, err := request.ListOf(c, func(key string) bool { return lock.CheckKey("cursor", key) == nil })
+	o, err := request.ListOf(c, lock.CheckKeyPrefix, func(key string) bool { return lock.CheckKey("cursor", key) == nil })
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func (a *API) createSession(c echo.Context) error {
 //	@Router			/v1/sessions [get]
 func (a *API) listSessions(c echo.Context) error {
 	// The engine checks the cursor's shape (owner, NUL, ID).
-	o, err := request.ListOf(c, func(after string) bool { return after != "" })
+	o, err := request.ListOf(c, lock.CheckOwnerPrefix, func(after string) bool { return after != "" })
 	if err != nil {
 		return err
 	}

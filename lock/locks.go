@@ -180,6 +180,15 @@ func (e *Engine) list(ctx context.Context, k EventKind, o ListOptions) ([]*Lock,
 	return locks, next, nil
 }
 
+// CheckNamePrefix validates a list's prefix of names, the value of the
+// request field field: empty, or what may begin a name.
+func CheckNamePrefix(field, prefix string) error {
+	if prefix != "" && !ValidName(prefix) {
+		return hold.Invalid(field, "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
+	}
+	return nil
+}
+
 // checkListOptions checks o, and sets its default page size.
 func checkListOptions(o *ListOptions) error {
 	if o.Limit == 0 {
@@ -188,8 +197,8 @@ func checkListOptions(o *ListOptions) error {
 	if o.Limit < 1 || o.Limit > MaxListLimit {
 		return hold.Invalid("limit", "must be between 1 and %d", MaxListLimit)
 	}
-	if o.Prefix != "" && !ValidName(o.Prefix) {
-		return hold.Invalid("prefix", "must contain only A-Z a-z 0-9 . _ : - and be at most %d characters", MaxNameLen)
+	if err := CheckNamePrefix("prefix", o.Prefix); err != nil {
+		return err
 	}
 	if o.After != "" && !ValidName(o.After) {
 		return hold.Invalid("cursor", "is not a cursor returned by a previous page")

@@ -149,3 +149,8 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 func (e *Engine) ListSessions(ctx context.Context, o SessionListOptions) ([]*Session, string, error) {
 	return e.sessions.List(ctx, o)
 }
+
+// CheckOwnerPrefix validates a list's prefix of owners, the value of the
+// request field field: empty, or printable UTF-8 of at most MaxOwnerLen
+// characters.
+func CheckOwnerPrefix(field, prefix string) error { return session.CheckOwnerPrefix(field, prefix) }

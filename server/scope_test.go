@@ -219,6 +219,28 @@ func TestScope_ListsShowEachTeamOnlyItsNames(t *testing.T) {
 	}
 }
 
+// TestScope_AListsBadPrefixIsA400WhateverTheRules: a prefix no name (key,
+// owner) can begin with is a 400 naming prefix, for team A as for the
+// operator, though team A's page would read no range at all.
+func TestScope_AListsBadPrefixIsA400WhateverTheRules(t *testing.T) {
+	s := startTwoTeams(t)
+	for _, l := range []struct{ path, prefix string }{
+		{"/v1/locks", "b!"},
+		{"/v1/elections", "b!"},
+		{"/v1/semaphores", "b!"},
+		{"/v1/rwlocks", "b!"},
+		{"/v1/kv", "b//c"},
+		{"/v1/sessions", "b\x01"},
+	} {
+		for _, tok := range []string{teamATok, opsTok} {
+			r := s.DoAs(tok, "GET", l.path+"?"+url.Values{"prefix": {l.prefix}}.Encode(), "")
+			if p := testserver.WantProblem(t, r, http.StatusBadRequest, "invalid_request"); p.Field != "prefix" {
+				t.Errorf("%s?prefix=%q as %s: the problem names %q, want prefix", l.path, l.prefix, tok[:6], p.Field)
+			}
+		}
+	}
+}
+
 // pageThrough lists path two at a time and returns the field of every
 // entry; it fails on a page short of two that is not the last.
 func pageThrough(t *testing.T, s *testserver.Server, tok, path, prefix, member, field string) []string {

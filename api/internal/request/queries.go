@@ -14,16 +14,23 @@ import (
 )
 
 // ListOptions reads a listing's query: prefix, limit and cursor.
-func ListOptions(c echo.Context) (lock.ListOptions, error) { return ListOf(c, lock.ValidName) }
+func ListOptions(c echo.Context) (lock.ListOptions, error) {
+	return ListOf(c, lock.CheckNamePrefix, lock.ValidName)
+}
 
-// ListOf reads a listing's query, whose cursor encodes what valid
-// accepts (a name, a key, a session's owner and ID).
-func ListOf(c echo.Context, valid func(string) bool) (lock.ListOptions, error) {
+// ListOf reads a listing's query, whose prefix checkPrefix accepts and
+// whose cursor encodes what valid accepts (a name, a key, a session's
+// owner and ID). The prefix is checked here, not only by the engine's
+// list: a scoped credential's page may read no range at all.
+func ListOf(c echo.Context, checkPrefix func(field, prefix string) error, valid func(string) bool) (lock.ListOptions, error) {
 	q, limit, err := List(c, lock.MaxListLimit)
 	if err != nil {
 		return lock.ListOptions{}, err
 	}
 	o := lock.ListOptions{Prefix: q.Get("prefix"), Limit: limit}
+	if err := checkPrefix("prefix", o.Prefix); err != nil {
+		return lock.ListOptions{}, err
+	}
 	if cur := q.Get("cursor"); cur != "" {
 		if o.After, err = DecodeCursor(cur, valid); err != nil {
 			return lock.ListOptions{}, err

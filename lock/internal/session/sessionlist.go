@@ -64,7 +64,7 @@ func (m *Registry) List(ctx context.Context, o ListOptions) ([]*Session, string,
 	if o.Limit < 1 || o.Limit > hold.MaxListLimit {
 		return nil, "", hold.Invalid("limit", "must be between 1 and %d", hold.MaxListLimit)
 	}
-	if err := checkOwnerPrefix(o.Prefix); err != nil {
+	if err := CheckOwnerPrefix("prefix", o.Prefix); err != nil {
 		return nil, "", err
 	}
 	base := m.core.Keys.SessionOwners()
@@ -154,18 +154,19 @@ func (m *Registry) fillSessionExpiries(ctx context.Context, page []*Session) err
 	return firstErr
 }
 
-// checkOwnerPrefix accepts what may begin an owner: printable UTF-8 of at
-// most MaxOwnerLen characters, or nothing.
-func checkOwnerPrefix(p string) error {
+// CheckOwnerPrefix accepts what may begin an owner, the value of the
+// request field field: printable UTF-8 of at most MaxOwnerLen
+// characters, or nothing.
+func CheckOwnerPrefix(field, p string) error {
 	if p == "" {
 		return nil
 	}
 	if !utf8.ValidString(p) || utf8.RuneCountInString(p) > hold.MaxOwnerLen {
-		return hold.Invalid("prefix", "must be valid UTF-8 of at most %d characters", hold.MaxOwnerLen)
+		return hold.Invalid(field, "must be valid UTF-8 of at most %d characters", hold.MaxOwnerLen)
 	}
 	for _, r := range p {
 		if !unicode.IsPrint(r) {
-			return hold.Invalid("prefix", "must contain only printable characters")
+			return hold.Invalid(field, "must contain only printable characters")
 		}
 	}
 	return nil
