@@ -57,7 +57,9 @@ type Config struct {
 	// token, which identifies a hold.)
 	Token string
 	// TokenFile, when set and Token is empty, is read by NewWithConfig;
-	// its content, trimmed, is the bearer token.
+	// its content, trimmed, is the bearer token. The client reads it
+	// again after TokenFileMaxAge and when a node answers 401, so a token
+	// its issuer replaces in the file (a JWT that expires) is sent fresh.
 	TokenFile string
 	// TLSConfig is the TLS for https:// endpoints: a CA to trust and a
 	// client certificate. It applies to the client's own transport, so it
@@ -129,7 +131,7 @@ type Client struct {
 	// carries the request to a server that accepted it.
 	fresh     *http.Client
 	endpoints []string // base URLs, without a trailing slash
-	token     string
+	bearer    *bearer
 	timeout   time.Duration
 	backoff0  time.Duration
 	maxWait   time.Duration // Config.MaxRequestWait
@@ -177,7 +179,7 @@ func NewWithConfig(cfg Config) (*Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("baton client: no endpoints")
 	}
-	c := &Client{hc: cfg.HTTPClient, token: cfg.Token, timeout: cfg.Timeout, backoff0: cfg.RetryBackoff, maxWait: cfg.MaxRequestWait}
+	c := &Client{hc: cfg.HTTPClient, timeout: cfg.Timeout, backoff0: cfg.RetryBackoff, maxWait: cfg.MaxRequestWait}
 	c.watch.c = c
 	for _, e := range cfg.Endpoints {
 		base, err := parseEndpoint(e)
@@ -186,14 +188,9 @@ func NewWithConfig(cfg Config) (*Client, error) {
 		}
 		c.endpoints = append(c.endpoints, base)
 	}
-	if c.token == "" && cfg.TokenFile != "" {
-		b, err := os.ReadFile(cfg.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("baton client: read token file: %w", err)
-		}
-		if c.token = strings.TrimSpace(string(b)); c.token == "" {
-			return nil, fmt.Errorf("baton client: token file %s is empty", cfg.TokenFile)
-		}
+	var err error
+	if c.bearer, err = newBearer(cfg.Token, cfg.TokenFile); err != nil {
+		return nil, err
 	}
 	if err := c.durations(); err != nil {
 		return nil, err
@@ -305,12 +302,20 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 	// unseen, so that a later answer such as not_held can say it may be
 	// about that attempt's doing.
 	unsettled := false
+	reread := false // the token file was read again after a 401
 	for attempt := 0; ; attempt++ {
 		i := (start + attempt) % n
 		status, f := c.attempt(ctx, c.endpoints[i], &r, payload, out)
 		if f == nil {
 			c.preferred.Store(int64(i))
 			return status, nil
+		}
+		// A 401 did nothing: with a new token from the file, the same
+		// node is asked again, once, whatever the call.
+		if status == http.StatusUnauthorized && !reread && c.bearer.reload() {
+			reread = true
+			attempt--
+			continue
 		}
 		err := opError(r.op, f.err)
 		if unsettled && f.settled {
@@ -451,8 +456,8 @@ func (c *Client) newRequest(ctx context.Context, base, method, path string, q ur
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	req.Header.Set("User-Agent", userAgent)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if tok := c.bearer.token(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	return req, nil
 }

@@ -191,6 +191,11 @@ func (s *sseStream) run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if refused(err) {
+			// Unless the token file has a new token (a JWT renewed
+			// before the old one expired, which ended the stream).
+			if errors.Is(err, ErrUnauthorized) && s.c.bearer.reload() {
+				continue
+			}
 			return fmt.Errorf("%s: %w", s.what, err)
 		}
 		if connected {

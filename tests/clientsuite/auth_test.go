@@ -2,6 +2,8 @@ package clientsuite_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +28,43 @@ func clientWith(t *testing.T, url, token string) *client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestClient_ReadsItsTokenFileAgainWhenANodeRefusesTheToken: a token
+// replaced in its file (a JWT renewed before it expires) is sent from the
+// first 401 on; the refused call, which did nothing, is sent again with
+// it, though it is an acquire. The same token again is not.
+func TestClient_ReadsItsTokenFileAgainWhenANodeRefusesTheToken(t *testing.T) {
+	s := testserver.Start(t, testserver.WithAuth(t, authLines))
+	ctx := ctxFor(t, time.Minute)
+	name := lockName(t, "l")
+	file := filepath.Join(t.TempDir(), "token")
+	put := func(tok string) {
+		t.Helper()
+		// As a renewer does: a new file renamed over the old one.
+		if err := os.WriteFile(file+".new", []byte(tok+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(wrongTok)
+	c, err := client.NewWithConfig(client.Config{Endpoints: []string{s.TS.URL}, TokenFile: file, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryAcquire(ctx, name, client.AcquireOptions{TTL: 30 * time.Second}); !errors.Is(err, client.ErrUnauthorized) {
+		t.Fatalf("acquire with a token the node does not know: %v, want ErrUnauthorized", err)
+	}
+	put(writeTok)
+	lk, err := c.TryAcquire(ctx, name, client.AcquireOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire after the file got a good token: %v", err)
+	}
+	if err := c.Release(ctx, name, lk.Token()); err != nil {
+		t.Fatalf("release: %v", err)
+	}
 }
 
 func TestClient_AuthRefusalsAreTypedErrors(t *testing.T) {
