@@ -24,13 +24,13 @@ from ._streamsession import StreamSession
 from .errors import *  # noqa: F401,F403: one class per problem code
 from .errors import CLASSES, BatonError, LockLostError, error_class
 from .types import (Candidate, Cluster, Event, FencedValue, HoldInfo, Key, KeyEvent, KeyList, LeaderChange, LeaderInfo,
-                    LockInfo, LockSetInfo, Member, PermitInfo, Problem, RWLockInfo, SemaphoreInfo, Session, Waiter,
-                    YieldRequested)
+                    LockInfo, LockSetInfo, Member, PermitInfo, Problem, QuotaUsage, Quotas, Rule, RWLockInfo,
+                    SemaphoreInfo, Session, Waiter, Whoami, YieldRequested)
 
 __all__ = [
     "Client", "DEFAULT_ADDR", "MAX_REQUEST_WAIT", "TOKEN_FILE_MAX_AGE", "WAIT_FOREVER", "Fence", "Lock", "Leadership",
     "Permit", "RWHold", "LockSet", "Stream", "StreamSession", "BatonError", "LockLostError", "CLASSES", "error_class",
     "Candidate", "Cluster", "Event", "FencedValue", "HoldInfo", "Key", "KeyEvent", "KeyList", "LeaderChange",
-    "LeaderInfo", "LockInfo", "LockSetInfo", "Member", "PermitInfo", "Problem", "RWLockInfo", "SemaphoreInfo",
-    "Session", "Waiter", "YieldRequested",
+    "LeaderInfo", "LockInfo", "LockSetInfo", "Member", "PermitInfo", "Problem", "QuotaUsage", "Quotas", "Rule",
+    "RWLockInfo", "SemaphoreInfo", "Session", "Waiter", "Whoami", "YieldRequested",
 ] + [c.__name__ for c in CLASSES.values()]

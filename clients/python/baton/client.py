@@ -45,7 +45,7 @@ from ._sse import DEFAULT_IDLE, EventSource, KeySource, ObserveSource, Stream
 from ._streamsession import StreamSession
 from .errors import BatonError, InvalidError, SessionNotFoundError
 from .types import (Cluster, Event, FencedValue, HoldInfo, Key, KeyList, LeaderInfo, LockInfo, LockSetInfo, RWLockInfo,
-                    SemaphoreInfo, Session, YieldRequested, decode, duration_seconds, format_duration)
+                    SemaphoreInfo, Session, Whoami, YieldRequested, decode, duration_seconds, format_duration)
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 10.0
@@ -577,6 +577,11 @@ class Client:
     def cluster(self) -> Cluster:
         """The etcd members, leader, raft term and current revision. Retried."""
         return decode(Cluster, self._do("cluster", "GET", "/v1/cluster", idempotent=True)[1])
+
+    def whoami(self) -> Whoami:
+        """Who the client's token speaks for, its rules and its quotas,
+        with what they count now (any credential may ask). Retried."""
+        return decode(Whoami, self._do("whoami", "GET", "/v1/whoami", idempotent=True)[1])
 
     # Elections.
 

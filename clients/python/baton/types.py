@@ -433,6 +433,64 @@ class Cluster:
     _convert = {"members": _list(Member)}
 
 
+@dataclass
+class Rule:
+    """A role ("read", "write" or "admin") on the names that start with
+    prefix ("": every name)."""
+
+    prefix: str = ""
+    role: str = ""
+
+
+@dataclass
+class Quotas:
+    """What a credential may use (docs/SECURITY.md, Quotas): its holds
+    and sessions across the cluster, its waiting acquires and event
+    streams on each node, and its requests a second (rate, on average;
+    burst, at once). A quota that is not set is None."""
+
+    holds: int | None = None
+    sessions: int | None = None
+    waiters: int | None = None
+    streams: int | None = None
+    rate: float | None = None
+    burst: int | None = None
+
+
+@dataclass
+class QuotaUsage:
+    """What a credential's quotas count now: its holds and sessions
+    across the cluster (a waiting acquire's hold included), its acquires
+    waiting on the node asked. A count is None when its quota is not
+    set."""
+
+    holds: int | None = None
+    sessions: int | None = None
+    waiters: int | None = None
+
+
+@dataclass
+class Whoami:
+    """Who the client's token speaks for and what it may do.
+    authentication is False when the node checks no token: every request
+    may then do everything (rules is one rule "": admin). credential is
+    the credential's ID, its name in the node's policy file or "cred-…"
+    for a line of the line format (never the token); None without
+    authentication. rules give a role on the names under each prefix,
+    sorted by prefix: of those a name starts with, the longest decides,
+    and a name none covers may be neither touched nor seen. quotas are
+    the credential's quotas that are set, None when none is; usage is
+    what the quotas of holds, sessions and waiters count now, None when
+    none of them is set."""
+
+    authentication: bool = False
+    credential: str | None = None
+    rules: list[Rule] = field(default_factory=list)
+    quotas: Quotas | None = None
+    usage: QuotaUsage | None = None
+    _convert = {"rules": _list(Rule), "quotas": _opt(Quotas), "usage": _opt(QuotaUsage)}
+
+
 class LeaderChange(NamedTuple):
     """An election's state from revision on: who leads, or None. A tuple,
     so that `for revision, leader in c.observe(name)` reads it."""

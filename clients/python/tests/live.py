@@ -78,10 +78,11 @@ def _build() -> str:
 
 class _Server:
     """One baton node on free ports. auth, when given, is the content of
-    its --auth-file (its etcd client URL is then the socket only, as
+    its --auth-file, named auth_file (a name ending in .yaml makes it a
+    policy file; its etcd client URL is then the socket only, as
     --auth-file requires without client certificates)."""
 
-    def __init__(self, auth: str | None = None):
+    def __init__(self, auth: str | None = None, auth_file: str = "auth"):
         binary = _build()
         self.tmp = tempfile.mkdtemp(prefix="baton-py-")
         atexit.register(self.stop)
@@ -92,7 +93,7 @@ class _Server:
         if auth is None:
             args += ["--client-url", f"http://127.0.0.1:{client}"]
         else:
-            path = os.path.join(self.tmp, "auth")
+            path = os.path.join(self.tmp, auth_file)
             with open(path, "w") as f:
                 f.write(auth)
             args += ["--client-url", "", "--auth-file", path]
@@ -117,16 +118,16 @@ class _Server:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-_servers: dict[str | None, _Server] = {}
+_servers: dict[tuple[str | None, str], _Server] = {}
 _server_mu = threading.Lock()
 
 
-def server(auth: str | None = None) -> _Server:
+def server(auth: str | None = None, auth_file: str = "auth") -> _Server:
     """The node of this test run (one per auth file), started on first use."""
     with _server_mu:
-        if auth not in _servers:
-            _servers[auth] = _Server(auth)
-        return _servers[auth]
+        if (auth, auth_file) not in _servers:
+            _servers[auth, auth_file] = _Server(auth, auth_file)
+        return _servers[auth, auth_file]
 
 
 class LiveTest(unittest.TestCase):

@@ -19,7 +19,8 @@ MIRRORS = {
     baton.Session: "Session", baton.Event: "Event", baton.FencedValue: "FencedValue", baton.Problem: "Problem",
     baton.Cluster: "Cluster", baton.Member: "Member", baton.HoldInfo: "Hold", baton.SemaphoreInfo: "Semaphore",
     baton.RWLockInfo: "RWLock", baton.LockSetInfo: "LockSet", baton.Key: "Key", baton.KeyList: "KeyList",
-    baton.YieldRequested: "YieldRequested",
+    baton.YieldRequested: "YieldRequested", baton.Whoami: "Whoami", baton.Rule: "Rule", baton.Quotas: "Quotas",
+    baton.QuotaUsage: "QuotaUsage",
 }
 
 
