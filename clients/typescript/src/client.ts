@@ -4,7 +4,7 @@ import { Leadership, Lock, Permit, RWHold, type Kept } from "./lock.js";
 import { LockSet } from "./lockset.js";
 import { StreamSession, type StreamSessionOptions } from "./streamsession.js";
 import { Channel, EventsSource, isJSON, KeysSource, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
-import type { Cluster, Event, FencedValue, Key, KeyEvent, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session, YieldRequested } from "./types.js";
+import type { Cluster, Event, FencedValue, Key, KeyEvent, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session, Whoami, YieldRequested } from "./types.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
 
 /** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
@@ -890,6 +890,14 @@ export class Client {
   /** cluster returns the etcd members, the leader, the raft term and the current revision. Retried. */
   async cluster(o: CallOptions = {}): Promise<Cluster> {
     return (await this.call<Cluster>({ op: "cluster", method: "GET", path: "/v1/cluster", idempotent: true, signal: o.signal })).data;
+  }
+
+  /**
+   * whoami returns who the client's token speaks for, its rules and its
+   * quotas with what they count now (any credential may ask). Retried.
+   */
+  async whoami(o: CallOptions = {}): Promise<Whoami> {
+    return (await this.call<Whoami>({ op: "whoami", method: "GET", path: "/v1/whoami", idempotent: true, signal: o.signal })).data;
   }
 
   /**

@@ -302,6 +302,53 @@ export interface Member {
   is_leader: boolean;
 }
 
+/** Who the client's token speaks for and what it may do (schema Whoami). */
+export interface Whoami {
+  /** False when the node checks no token: every request may then do everything (rules is one rule "": admin). */
+  authentication: boolean;
+  /** The credential's ID: its name in the node's policy file, or "cred-…" for a line of the line format; never the token. Absent without authentication. */
+  credential?: string;
+  /** A role on the names under each prefix, sorted by prefix: of those a name starts with, the longest decides; a name none covers may be neither touched nor seen. */
+  rules: Rule[];
+  /** The credential's quotas that are set; absent when none is. */
+  quotas?: Quotas;
+  /** What the quotas of holds, sessions and waiters count now, each only when that quota is set; absent when none of them is. */
+  usage?: QuotaUsage;
+}
+
+/** A role on the names that start with prefix ("": every name) (schema Rule). */
+export interface Rule {
+  prefix: string;
+  role: "read" | "write" | "admin";
+}
+
+/**
+ * What a credential may use (schema Quotas): its holds and sessions
+ * across the cluster, its waiting acquires and event streams on each
+ * node, and its requests a second (rate, on average; burst, at once). A
+ * quota that is not set is absent.
+ */
+export interface Quotas {
+  holds?: number;
+  sessions?: number;
+  waiters?: number;
+  streams?: number;
+  rate?: number;
+  burst?: number;
+}
+
+/**
+ * What a credential's quotas count now (schema QuotaUsage): its holds and
+ * sessions across the cluster (a waiting acquire's hold included), its
+ * acquires waiting on the node asked. A count is absent when its quota is
+ * not set.
+ */
+export interface QuotaUsage {
+  holds?: number;
+  sessions?: number;
+  waiters?: number;
+}
+
 /** A change of an election's state, as observe() yields it. */
 export interface LeaderChange {
   /** The etcd revision of the change. */

@@ -39,11 +39,11 @@ export async function waitFor(cond, timeout = 5000, what = "condition") {
 /**
  * startBaton builds baton (or runs BATON_BIN, when set, as the Python
  * tests do) and starts one node; stop() kills it and removes its data.
- * auth, when given, is the content of its --auth-file (its etcd client
- * URL is then the socket only, as --auth-file requires without client
- * certificates).
+ * auth, when given, is the content of its --auth-file, named authFile (a
+ * name ending in .yaml makes it a policy file; its etcd client URL is then
+ * the socket only, as --auth-file requires without client certificates).
  */
-export async function startBaton({ auth } = {}) {
+export async function startBaton({ auth, authFile = "auth" } = {}) {
   const dir = await mkdtemp(join(tmpdir(), "baton-ts-"));
   let bin = process.env.BATON_BIN;
   if (!bin) {
@@ -59,7 +59,7 @@ export async function startBaton({ auth } = {}) {
   if (auth === undefined) {
     args.push("--client-url", `http://127.0.0.1:${clientPort}`);
   } else {
-    const path = join(dir, "auth");
+    const path = join(dir, authFile);
     await writeFile(path, auth, { mode: 0o600 });
     args.push("--client-url", "", "--auth-file", path);
   }

@@ -28,6 +28,10 @@ const pairs = {
   LockSet: "LockSetInfo",
   Key: "Key",
   YieldRequested: "YieldRequested",
+  Whoami: "Whoami",
+  Rule: "Rule",
+  Quotas: "Quotas",
+  QuotaUsage: "QuotaUsage",
 };
 
 /** fields reads an interface's fields from the source: name → optional. */
