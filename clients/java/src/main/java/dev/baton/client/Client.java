@@ -936,11 +936,19 @@ public final class Client implements AutoCloseable {
         call(new Req("revoke " + noun + " of " + quote(name), "POST", "/v1/" + kind + "/" + enc(name) + "/revoke", null, body, true, null));
     }
 
-    // ---- the cluster, the audit trail ----
+    // ---- the cluster, the credential, the audit trail ----
 
     /** cluster returns the cluster as the node sees it: members, leader, revision. Retried. */
     public ClusterInfo cluster() {
         return ClusterInfo.from(call(new Req("get cluster", "GET", "/v1/cluster", null, null, true, null)).obj());
+    }
+
+    /**
+     * whoami returns who the client's token speaks for, its rules and its quotas with what they count now (any
+     * credential may ask). Retried.
+     */
+    public Whoami whoami() {
+        return Whoami.from(call(new Req("whoami", "GET", "/v1/whoami", null, null, true, null)).obj());
     }
 
     /**

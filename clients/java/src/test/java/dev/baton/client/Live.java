@@ -112,13 +112,18 @@ final class Live {
 
         /** A node run with {@code --auth-file}, of content auth (null: none). */
         Node(String auth) throws IOException {
+            this(auth, "auth");
+        }
+
+        /** A node run with {@code --auth-file}, of content auth, named file: a name ending in .yaml makes it a policy file. */
+        Node(String auth, String file) throws IOException {
             int[] p = ports(2);
             httpPort = p[0];
             peerPort = p[1];
             addr = "http://127.0.0.1:" + httpPort;
             dir = Files.createTempDirectory("baton-java-");
             if (auth != null) {
-                authFile = dir.resolve("auth");
+                authFile = dir.resolve(file);
                 Files.writeString(authFile, auth);
             } else {
                 authFile = null;

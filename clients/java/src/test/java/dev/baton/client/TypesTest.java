@@ -29,7 +29,9 @@ class TypesTest {
                 Map.entry("Semaphore", SemaphoreInfo.class), Map.entry("RWLock", RWLockInfo.class),
                 Map.entry("LockSet", LockSetInfo.class), Map.entry("Session", SessionInfo.class), Map.entry("Event", Event.class),
                 Map.entry("FencedValue", FencedValue.class), Map.entry("Cluster", ClusterInfo.class), Map.entry("Member", Member.class),
-                Map.entry("Key", Key.class), Map.entry("KeyList", KeyList.class), Map.entry("YieldRequested", YieldRequested.class));
+                Map.entry("Key", Key.class), Map.entry("KeyList", KeyList.class), Map.entry("YieldRequested", YieldRequested.class),
+                Map.entry("Whoami", Whoami.class), Map.entry("Rule", Rule.class), Map.entry("Quotas", Quotas.class),
+                Map.entry("QuotaUsage", QuotaUsage.class));
         for (Map.Entry<String, Class<? extends Record>> p : pairs.entrySet()) {
             TreeSet<String> want = new TreeSet<>(Json.obj(Json.obj(schemas, p.getKey()), "properties").keySet());
             TreeSet<String> have = new TreeSet<>();
