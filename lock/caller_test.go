@@ -155,6 +155,17 @@ func TestCaller_SessionsBelongToTheirCreator(t *testing.T) {
 	if _, err := e.GetSession(ctx, s.ID); !errors.Is(err, lock.ErrSessionNotFound) {
 		t.Errorf("after the admin's delete: %v, want ErrSessionNotFound", err)
 	}
+	// What A's acquires remembered of the session's creator does not
+	// outlive the session: an acquire into it, waiting or not, finds it
+	// gone and writes nothing.
+	for _, wait := range []time.Duration{0, time.Second} {
+		if _, _, err := e.Acquire(a, lock.AcquireRequest{Name: "after", Owner: "w1", Session: s.ID, Wait: wait}); !errors.Is(err, lock.ErrSessionNotFound) {
+			t.Errorf("A acquires in its deleted session (wait %s): %v, want ErrSessionNotFound", wait, err)
+		}
+	}
+	if v, _ := rawValue(t, m.Client(), holdtest.Prefix+"locks/after"); v != "" {
+		t.Fatalf("an acquire into a deleted session wrote the lock: %s", v)
+	}
 
 	// A session made without a caller belongs to nobody in particular.
 	open, err := e.CreateSession(ctx, "w3", 30*time.Second)

@@ -359,7 +359,7 @@ func (k *setKind) HolderReads() []clientv3.Op {
 // ours in a member's queue, a member's lock-delay guard; any change of
 // one wakes it to attempt again.
 func (k *setKind) Analyse(ctx context.Context, resp *clientv3.TxnResponse, t *core.AcquireTxn, queueKey string) (core.AttemptResult, error) {
-	if k.A.Session != 0 && len(t.Lost.Session.KVs(resp)) == 0 {
+	if k.A.Session != 0 && k.A.E.SessionGone(k.A.Req.Session, k.A.SessionRev, t.Lost.Session.KVs(resp)) {
 		return core.AttemptResult{Outcome: core.NoSession}, nil
 	}
 	r := core.AttemptResult{Outcome: core.RetryNow, WatchRev: core.SeenBefore(resp)}

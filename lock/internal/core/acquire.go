@@ -265,21 +265,21 @@ func (a *Acquirer) handBack(ctx context.Context, l *hold.Lock) (*hold.Lock, bool
 }
 
 // checkSessionOwner refuses an acquire into a session that another
-// credential created (see Caller). It costs a read only when there is
-// something to check: a session, and a caller that is not an admin. The
-// read is local when the member has the session; the txn then requires
-// the very key that was read (SessionRev), so a session deleted and made
-// anew meanwhile cannot slip through.
+// credential created (see Caller). There is something to check only with
+// a session and a caller that is not an admin, and then it costs a read
+// the first time only (SessionOwner); the txn requires the very key that
+// was read (SessionRev), so a session deleted and made anew meanwhile
+// cannot slip through.
 func (a *Acquirer) checkSessionOwner(ctx context.Context) error {
 	c, ok := hold.CallerFrom(ctx)
 	if a.Session == 0 || !ok || c.Admin {
 		return nil
 	}
-	rec, rev, err := a.E.ReadSession(ctx, a.Req.Session)
+	cred, rev, err := a.E.SessionOwner(ctx, a.Req.Session)
 	if err != nil {
 		return err
 	}
-	if !hold.MayActOn(ctx, rec.Credential) {
+	if !hold.MayActOn(ctx, cred) {
 		return fmt.Errorf("session %s was created by another credential: %w", a.Req.Session, hold.ErrNotOwner)
 	}
 	a.SessionRev = rev

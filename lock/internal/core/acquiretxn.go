@@ -349,7 +349,7 @@ func (a *Acquirer) AnalyseHold(ctx context.Context, resp *clientv3.TxnResponse, 
 // holdOutcome is what a failed attempt of one hold found in its way.
 func (a *Acquirer) holdOutcome(ctx context.Context, resp *clientv3.TxnResponse, t *AcquireTxn, queueKey string) (AttemptResult, error) {
 	e, name, lost := a.E, a.Req.Name, &t.Lost
-	if a.Session != 0 && len(lost.Session.KVs(resp)) == 0 {
+	if a.Session != 0 && e.SessionGone(a.Req.Session, a.SessionRev, lost.Session.KVs(resp)) {
 		return AttemptResult{Outcome: NoSession}, nil
 	}
 	lockKVs := lost.Lock.KVs(resp)

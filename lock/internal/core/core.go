@@ -54,6 +54,9 @@ type Engine struct {
 	// LeaseClock knows how long the leases this node saw lately live, so
 	// that an answer's expiry needs no round trip (hold/leaseclock.go).
 	LeaseClock hold.LeaseClock
+	// owners remembers who created the sessions checked lately
+	// (sessionowners.go).
+	owners sessionOwners
 }
 
 // New makes the hold engine over cli with cfg, which the caller has

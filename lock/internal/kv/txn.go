@@ -38,11 +38,11 @@ func (s *Store) prepare(ctx context.Context, w *write, session string) error {
 		w.session, _ = store.ParseLeaseHex(session)
 		if c, ok := hold.CallerFrom(ctx); ok && !c.Admin {
 			id := store.LeaseHex(w.session)
-			rec, rev, err := s.core.ReadSession(ctx, id)
+			cred, rev, err := s.core.SessionOwner(ctx, id)
 			if err != nil {
 				return err
 			}
-			if !hold.MayActOn(ctx, rec.Credential) {
+			if !hold.MayActOn(ctx, cred) {
 				return fmt.Errorf("session %s was created by another credential: %w", id, hold.ErrNotOwner)
 			}
 			w.sessionRev = rev
@@ -135,7 +135,7 @@ func (s *Store) refusal(resp *clientv3.TxnResponse, t *txn, w *write) error {
 		}
 	}
 	if t.session.Ok() {
-		if kvs := t.session.KVs(resp); len(kvs) == 0 || w.sessionRev != 0 && kvs[0].CreateRevision != w.sessionRev {
+		if s.core.SessionGone(store.LeaseHex(w.session), w.sessionRev, t.session.KVs(resp)) {
 			return hold.ErrSessionNotFound
 		}
 	}
