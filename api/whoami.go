@@ -24,7 +24,7 @@ type Whoami struct {
 	// Quotas are the credential's quotas that are set; absent when none is.
 	Quotas *Quotas `json:"quotas,omitempty"`
 	// Usage is what the quotas of holds, sessions and waiters count now,
-	// each only when its quota is set.
+	// each only when its quota is set; absent when none of them is.
 	Usage *QuotaUsage `json:"usage,omitempty"`
 }
 

@@ -159,7 +159,6 @@ export interface ListedSession {
   expires_at: string;
 }
 
-/** An entry of the audit trail (schema Event). */
 /** What a request to yield asked: the tokens of the holds asked, each of which got a yield_requested event at revision. */
 export interface YieldRequested {
   kind: string;
@@ -172,6 +171,7 @@ export interface YieldRequested {
   revision: number;
 }
 
+/** An entry of the audit trail (schema Event). */
 export interface Event {
   /** The etcd revision it was recorded at; events of one transaction share it. */
   revision: number;

@@ -1580,7 +1580,7 @@ type Whoami struct {
 	Rules []Rule `json:"rules"`
 
 	// Usage Usage is what the quotas of holds, sessions and waiters count now,
-	// each only when its quota is set.
+	// each only when its quota is set; absent when none of them is.
 	Usage *QuotaUsage `json:"usage,omitempty"`
 }
 
