@@ -5,6 +5,7 @@ import { LockSet } from "./lockset.js";
 import { StreamSession, type StreamSessionOptions } from "./streamsession.js";
 import { Channel, EventsSource, isJSON, KeysSource, ObserveSource, runStream, Stream, unavailable, type EventsOptions } from "./sse.js";
 import type { Cluster, Event, FencedValue, Key, KeyEvent, LeaderChange, LeaderInfo, ListedSession, LockInfo, LockSetInfo, PermitInfo, RWHoldInfo, RWLockInfo, RWMode, SemaphoreInfo, Session, Whoami, YieldRequested } from "./types.js";
+import { Bearer } from "./bearer.js";
 import { env, jitter, linked, now, sleep, toMillis, toWire, type Duration } from "./util.js";
 
 /** Where `baton` listens by default; the endpoint when BATON_ADDR is unset. */
@@ -40,6 +41,18 @@ export interface ClientOptions {
    * fencing token.)
    */
   token?: string;
+  /**
+   * A file holding the bearer token, read when no token is given (neither
+   * token nor BATON_AUTH_TOKEN); default BATON_TOKEN_FILE on Node. Its
+   * content, trimmed, is the token; the constructor throws when it cannot
+   * be read or is empty. It is read again after TOKEN_FILE_MAX_AGE and at
+   * once when a node answers 401, so a token its issuer replaces in the
+   * file (a Kubernetes projected service-account token, a JWT a sidecar
+   * renews) is sent fresh; the refused call is then sent again, once. A
+   * read that fails or finds the file empty keeps the last token. Node
+   * only (≥ 20.16, which has process.getBuiltinModule).
+   */
+  tokenFile?: string;
   /** Bounds each attempt of a request; default 10 s. An acquire's attempt gets its wait on top. */
   timeout?: Duration;
   /** The first pause between rounds of retries; it doubles each round, up to 5 s. Default 200 ms. */
@@ -333,7 +346,7 @@ function isDialError(e: unknown): boolean {
 export class Client {
   /** The endpoints' base URLs, without a trailing slash. */
   readonly endpoints: string[];
-  private readonly token?: string;
+  private readonly bearer: Bearer;
   /** @internal */
   readonly timeoutMs: number;
   private readonly backoff0: number;
@@ -358,7 +371,8 @@ export class Client {
     const parts = (Array.isArray(list) ? list : list.split(",")).map((s) => s.trim()).filter((s) => s !== "");
     if (parts.length === 0) throw new TypeError("baton client: no endpoints");
     this.endpoints = parts.map(parseEndpoint);
-    this.token = options.token ?? env("BATON_AUTH_TOKEN");
+    const token = options.token ?? env("BATON_AUTH_TOKEN");
+    this.bearer = new Bearer(token, token ? undefined : options.tokenFile ?? env("BATON_TOKEN_FILE"));
     this.timeoutMs = toMillis(options.timeout ?? 10_000);
     this.backoff0 = toMillis(options.retryBackoff ?? 200);
     if (this.timeoutMs <= 0 || this.backoff0 < 0) throw new TypeError("baton client: timeout must be positive and retryBackoff not negative");
@@ -386,7 +400,16 @@ export class Client {
 
   /** @internal */
   authHeaders(): Record<string, string> {
-    return this.token ? { Authorization: `Bearer ${this.token}` } : {};
+    const token = this.bearer.token();
+    return token ? { Authorization: `Bearer ${token}` } : {};
+  }
+
+  /**
+   * @internal reloadToken reads the token file again at once (after a
+   * 401), and reports whether it holds a new token.
+   */
+  reloadToken(): boolean {
+    return this.bearer.reload();
   }
 
   /** @internal */
@@ -492,6 +515,7 @@ export class Client {
     // unsettled records that an earlier attempt may have taken effect
     // unseen, so that a later answer such as not_held can say so.
     let unsettled = false;
+    let reread = false; // the token file was read again after a 401
     for (let attempt = 0; ; attempt++) {
       const i = (start + attempt) % n;
       const res = await this.attempt<T>(this.endpoints[i], r, payload);
@@ -500,6 +524,13 @@ export class Client {
         return res;
       }
       const f = res;
+      // A 401 did nothing: with a new token from the file, the same node
+      // is asked again, once, whatever the call.
+      if (f.err.status === 401 && !reread && this.bearer.reload()) {
+        reread = true;
+        attempt--;
+        continue;
+      }
       const err = f.err.setOp(r.op);
       if (unsettled && f.settled) err.message += " (an earlier attempt got no answer and may have taken effect)";
       if (!r.idempotent && f.sent && !f.settled) {

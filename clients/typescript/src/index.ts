@@ -1,5 +1,6 @@
 // baton-client: the TypeScript client of baton, the distributed lock
 // service with fencing tokens. See README.md.
+export { TOKEN_FILE_MAX_AGE } from "./bearer.js";
 export { Client, defaultAddr, maxRequestWait, waitForever } from "./client.js";
 export type { AcquireOptions, CallOptions, CampaignOptions, ClientOptions, DeleteKeyOptions, Fence, HistoryOptions, ListOptions, LockSetOptions, PermitOptions, PutFencedOptions, PutKeyOptions, RWOptions, WaitKeyOptions, WatchKeysOptions, YieldOptions } from "./client.js";
 export { Lock, Leadership, Permit, RWHold } from "./lock.js";

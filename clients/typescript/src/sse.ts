@@ -44,7 +44,12 @@ export async function runStream(c: Client, what: string, src: SseSource, signal:
       err = e;
     }
     if (signal.aborted) return;
-    if (refused(err)) throw (err as BatonError).setOp(what);
+    if (refused(err)) {
+      // Unless the token file has a new token (a JWT renewed before the
+      // old one expired, which ended the stream): then the same node, at once.
+      if ((err as BatonError).status === 401 && c.reloadToken()) continue;
+      throw (err as BatonError).setOp(what);
+    }
     failures = connected ? 0 : failures + 1;
     endpoint = (endpoint + 1) % c.endpoints.length;
     // Even after a stream that worked there is a short pause: a node that
