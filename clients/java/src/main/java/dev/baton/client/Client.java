@@ -10,6 +10,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -86,9 +87,15 @@ public final class Client implements AutoCloseable {
     /** A blocking read's wait when it gives none: the node's default. */
     private static final Duration DEFAULT_KEY_WAIT = Duration.ofMinutes(1);
     private static final long MAX_BACKOFF_MS = 5_000;
+    /**
+     * How long the client sends a token read from its token file
+     * ({@link Builder#tokenFile}, BATON_TOKEN_FILE) before it reads the file
+     * again: a minute. A node's 401 makes it read the file at once.
+     */
+    public static final Duration TOKEN_FILE_MAX_AGE = Duration.ofMinutes(1);
 
     private final List<String> endpoints;
-    private final String authToken;
+    private final Bearer bearer;
     private final Duration timeout;
     private final Duration maxRequestWait;
     private final long backoff0;
@@ -114,7 +121,9 @@ public final class Client implements AutoCloseable {
             throw new IllegalArgumentException("baton client: no endpoints");
         }
         endpoints = Collections.unmodifiableList(eps);
-        authToken = b.token != null ? b.token : env("BATON_AUTH_TOKEN");
+        String token = b.token != null ? b.token : env("BATON_AUTH_TOKEN");
+        String file = b.tokenFile != null ? b.tokenFile.toString() : env("BATON_TOKEN_FILE");
+        bearer = new Bearer(token, token == null || token.isEmpty() ? (file == null ? null : Path.of(file)) : null);
         timeout = b.timeout;
         if (timeout.isNegative() || timeout.isZero() || b.retryBackoff.isNegative()) {
             throw new IllegalArgumentException("baton client: timeout must be positive and retryBackoff not negative");
@@ -158,6 +167,7 @@ public final class Client implements AutoCloseable {
     public static final class Builder {
         private List<String> endpoints;
         private String token;
+        private Path tokenFile;
         private Duration timeout = Duration.ofSeconds(10);
         private Duration retryBackoff = Duration.ofMillis(200);
         private Duration maxRequestWait = MAX_REQUEST_WAIT;
@@ -188,6 +198,22 @@ public final class Client implements AutoCloseable {
          */
         public Builder token(String token) {
             this.token = token;
+            return this;
+        }
+
+        /**
+         * A file holding the bearer token, read when no token is given
+         * (neither {@link #token} nor BATON_AUTH_TOKEN); default
+         * BATON_TOKEN_FILE. Its content, trimmed, is the token; build()
+         * throws when it cannot be read or is empty. It is read again after
+         * {@link Client#TOKEN_FILE_MAX_AGE} and at once when a node answers
+         * 401, so a token its issuer replaces in the file (a Kubernetes
+         * projected service-account token, a JWT a sidecar renews) is sent
+         * fresh; the refused call is then sent again, once. A read that
+         * fails or finds the file empty keeps the last token.
+         */
+        public Builder tokenFile(Path tokenFile) {
+            this.tokenFile = tokenFile;
             return this;
         }
 
@@ -1018,6 +1044,7 @@ public final class Client implements AutoCloseable {
         // unsettled records that an earlier attempt may have taken effect
         // unseen, so that a later answer such as not_held can say so.
         boolean unsettled = false;
+        boolean reread = false; // the token file was read again after a 401
         for (int attempt = 0;; attempt++) {
             int i = (start + attempt) % n;
             Object res = attempt(endpoints.get(i), r, payload);
@@ -1026,6 +1053,13 @@ public final class Client implements AutoCloseable {
                 return ok;
             }
             Failure f = (Failure) res;
+            // A 401 did nothing: with a new token from the file, the same
+            // node is asked again, once, whatever the call.
+            if (f.err().status() == 401 && !reread && bearer.reload()) {
+                reread = true;
+                attempt--;
+                continue;
+            }
             Problem p = f.err().data();
             if (unsettled && f.settled()) {
                 p = p.withDetail(p.detail + " (an earlier attempt got no answer and may have taken effect)");
@@ -1142,9 +1176,15 @@ public final class Client implements AutoCloseable {
     }
 
     void authorize(HttpRequest.Builder rb) {
-        if (authToken != null && !authToken.isEmpty()) {
-            rb.header("Authorization", "Bearer " + authToken);
+        String token = bearer.token();
+        if (!token.isEmpty()) {
+            rb.header("Authorization", "Bearer " + token);
         }
+    }
+
+    /** reloadToken reads the token file again at once (after a 401), and reports whether it holds a new token. */
+    boolean reloadToken() {
+        return bearer.reload();
     }
 
     String url(String base, String path, Map<String, String> query) {

@@ -188,15 +188,21 @@ final class Sse {
         /** ended takes the end of connection my, and reconnects after a pause unless the node refused the request itself. */
         private void ended(int my, boolean wasConnected, BatonException why) {
             long pause;
+            boolean stop;
             synchronized (mu) {
                 if (my != conn || stopped) {
                     return;
                 }
                 conn++;
                 closeLocked();
-                if (Client.refused(why)) {
+                // A 401 when the token file has a new token (a JWT renewed
+                // before the old one expired, which ended the stream): the
+                // same node again, at once.
+                boolean renewed = Client.refused(why) && why.status() == 401 && c.reloadToken();
+                stop = Client.refused(why) && !renewed;
+                if (stop) {
                     stopped = true;
-                } else {
+                } else if (!renewed) {
                     failures = wasConnected ? 0 : failures + 1;
                     endpoint = (endpoint + 1) % c.endpointCount();
                 }
@@ -204,9 +210,9 @@ final class Sse {
                 // node that accepts and at once drops the stream must not
                 // make us spin.
                 long ra = why.retryAfter().map(Duration::toMillis).orElse(0L);
-                pause = Math.max(c.backoffMillis(failures), Math.min(ra, Client.MAX_RETRY_AFTER_MS));
+                pause = renewed ? 0 : Math.max(c.backoffMillis(failures), Math.min(ra, Client.MAX_RETRY_AFTER_MS));
             }
-            if (Client.refused(why)) {
+            if (stop) {
                 refused.accept(why);
                 return;
             }

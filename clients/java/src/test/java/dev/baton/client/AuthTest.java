@@ -4,9 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A node run with --auth-file, of the test's own: a token scoped to a name
@@ -39,6 +43,30 @@ class AuthTest {
                 a.release();
                 b.release();
             }
+        }
+    }
+
+    /**
+     * A token replaced in its file (a JWT renewed before it expires) is read
+     * again when a node refuses the one the client sends, and the refused
+     * call, an acquire too, is sent again with it.
+     */
+    @Test
+    void aTokenFileIsReadAgainAfterA401(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("token");
+        Files.writeString(file, "java-client-unknown-token\n");
+        try (Live.Node node = new Live.Node("write " + WRITE + "\n");
+                Client c = Client.builder().endpoints(node.addr).tokenFile(file).build()) {
+            UnauthorizedException e = assertThrows(UnauthorizedException.class, () -> c.acquire("tokenfile"));
+            assertEquals(401, e.status());
+            // As a renewer does: a new file renamed over the old one.
+            Path tmp = dir.resolve("token.new");
+            Files.writeString(tmp, WRITE + "\n");
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            Lock lk = c.acquire("tokenfile");
+            assertEquals(lk.token(), c.getLock("tokenfile").token());
+            lk.release();
+            assertThrows(NotHeldException.class, () -> c.getLock("tokenfile"));
         }
     }
 }
