@@ -1,6 +1,7 @@
 package clientsuite_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/auth"
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/tests/testserver"
 )
@@ -64,6 +66,62 @@ func TestClient_ReadsItsTokenFileAgainWhenANodeRefusesTheToken(t *testing.T) {
 	}
 	if err := c.Release(ctx, name, lk.Token()); err != nil {
 		t.Fatalf("release: %v", err)
+	}
+}
+
+// TestClient_AStreamEndedByItsTokensRemovalGoesOnWithTheFilesNewToken: a
+// reload that drops the token a stream was opened with ends the stream;
+// the client reconnects, is refused, reads its token file again, finds
+// the token that replaced the old one there, and goes on without a gap.
+func TestClient_AStreamEndedByItsTokensRemovalGoesOnWithTheFilesNewToken(t *testing.T) {
+	s := testserver.Start(t, testserver.WithAuth(t, authLines))
+	ctx, cancel := context.WithCancel(ctxFor(t, time.Minute))
+	defer cancel()
+	name := lockName(t, "l")
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(readTok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewWithConfig(client.Config{Endpoints: []string{s.TS.URL}, TokenFile: file, Timeout: 5 * time.Second, RetryBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evc, errc := c.Events(ctx, client.EventsOptions{Lock: name})
+	writer := clientWith(t, s.TS.URL, writeTok)
+	hold := func() {
+		t.Helper()
+		lk, err := writer.TryAcquire(ctx, name, client.AcquireOptions{TTL: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		if err := lk.Release(ctx); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+	}
+	hold()
+	for _, typ := range []string{"acquired", "released"} {
+		if ev := nextEvent(t, evc, errc); ev.Type != typ {
+			t.Fatalf("got %+v, want %s", ev, typ)
+		}
+	}
+
+	// The read token is replaced: in the file first, then on the node.
+	if err := os.WriteFile(file+".new", []byte(otherTok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := auth.Parse(strings.NewReader("write " + writeTok + "\nwrite " + otherTok + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Auth.Swap(creds)
+	hold()
+	for _, typ := range []string{"acquired", "released"} {
+		if ev := nextEvent(t, evc, errc); ev.Type != typ {
+			t.Fatalf("after the token's removal: got %+v, want %s", ev, typ)
+		}
 	}
 }
 
