@@ -18,29 +18,6 @@ import (
 	"github.com/baton-dev/baton/internal/testjwt"
 )
 
-const (
-	issuer   = "https://idp.test/"
-	audience = "baton"
-	opsTok   = "ops-token-0123456789abcdef"
-)
-
-// jwtPolicy is a policy file whose jwt: section reads jwks (a path) with
-// the settings of extra (YAML lines under jwt:), and whose credentials
-// are team-a, proved by JWTs only, and ops, by a token too.
-func jwtPolicy(jwks, extra string) string {
-	return fmt.Sprintf(`jwt:
-  jwks_file: %q
-  issuer: %q
-  audience: %q
-%scredentials:
-  - name: team-a
-    rules: {"team-a.": write}
-  - name: ops
-    tokens: [%q]
-    rules: {"": admin}
-`, jwks, issuer, audience, extra, opsTok)
-}
-
 // loadPolicy writes doc as dir/policy.yaml and loads it.
 func loadPolicy(t testing.TB, dir, doc string) *auth.Store {
 	t.Helper()
@@ -63,14 +40,14 @@ func jwtStore(t testing.TB, keys ...*testjwt.Key) (st *auth.Store, jwksPath stri
 	jwksPath = filepath.Join(dir, "jwks.json")
 	testjwt.WriteJWKS(t, jwksPath, keys...)
 	// Relative: Load reads it beside the policy file.
-	return loadPolicy(t, dir, jwtPolicy("jwks.json", "")), jwksPath
+	return loadPolicy(t, dir, testjwt.Policy("jwks.json", "")), jwksPath
 }
 
 func TestJWT_AValidTokenActsAsTheCredentialItsClaimNames(t *testing.T) {
 	keys := []*testjwt.Key{testjwt.NewKey(t, "ec", jose.ES256), testjwt.NewKey(t, "ed", jose.EdDSA), testjwt.NewKey(t, "rsa", jose.PS256)}
 	st, _ := jwtStore(t, keys...)
 	for _, k := range keys {
-		claims := testjwt.Claims(issuer, audience, "team-a", time.Hour)
+		claims := testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", time.Hour)
 		id, err := st.Bearer(k.Sign(t, claims), time.Now())
 		if err != nil {
 			t.Fatalf("%s: Bearer: %v", k.Alg, err)
@@ -84,13 +61,13 @@ func TestJWT_AValidTokenActsAsTheCredentialItsClaimNames(t *testing.T) {
 		}
 	}
 	// An audience list holding baton's passes too.
-	claims := testjwt.Claims(issuer, audience, "team-a", time.Hour)
-	claims["aud"] = []string{"other", audience}
+	claims := testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", time.Hour)
+	claims["aud"] = []string{"other", testjwt.Audience}
 	if _, err := st.Bearer(keys[0].Sign(t, claims), time.Now()); err != nil {
 		t.Errorf("an aud list with baton's audience: %v", err)
 	}
 	// The listed token still works beside JWTs.
-	if id, err := st.Bearer(opsTok, time.Now()); err != nil || id.Cred.ID != "ops" || id.Via != auth.ViaToken || !id.Expires.IsZero() {
+	if id, err := st.Bearer(testjwt.OpsToken, time.Now()); err != nil || id.Cred.ID != "ops" || id.Via != auth.ViaToken || !id.Expires.IsZero() {
 		t.Errorf("Bearer(ops's token) = %+v, %v", id, err)
 	}
 }
@@ -99,8 +76,8 @@ func TestJWT_TheClaimIsConfigurable(t *testing.T) {
 	k := testjwt.NewKey(t, "k1", jose.ES256)
 	dir := t.TempDir()
 	testjwt.WriteJWKS(t, filepath.Join(dir, "jwks.json"), k)
-	st := loadPolicy(t, dir, jwtPolicy("jwks.json", "  claim: baton_credential\n  leeway: 0s\n"))
-	claims := testjwt.Claims(issuer, audience, "alice@example.com", time.Hour)
+	st := loadPolicy(t, dir, testjwt.Policy("jwks.json", "  claim: baton_credential\n  leeway: 0s\n"))
+	claims := testjwt.Claims(testjwt.Issuer, testjwt.Audience, "alice@example.com", time.Hour)
 	claims["baton_credential"] = "ops"
 	id, err := st.Bearer(k.Sign(t, claims), time.Now())
 	if err != nil || id.Cred.ID != "ops" {
@@ -117,7 +94,7 @@ type refusal struct {
 }
 
 func jwtRefusals(t *testing.T, k, stranger *testjwt.Key) []refusal {
-	good := func() map[string]any { return testjwt.Claims(issuer, audience, "team-a", time.Hour) }
+	good := func() map[string]any { return testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", time.Hour) }
 	with := func(key string, v any) map[string]any {
 		c := good()
 		if v == nil {
@@ -160,7 +137,7 @@ func TestJWT_RefusesWhatFailsACheckAndSaysWhatFailed(t *testing.T) {
 	k, stranger := testjwt.NewKey(t, "k1", jose.ES256), testjwt.NewKey(t, "k9", jose.ES256)
 	st, _ := jwtStore(t, k)
 	// The issuer's own clock: leeway passes a token a little off.
-	skewed := testjwt.Claims(issuer, audience, "team-a", time.Hour)
+	skewed := testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", time.Hour)
 	skewed["iat"] = time.Now().Add(auth.DefaultJWTLeeway / 2).Unix()
 	if _, err := st.Bearer(k.Sign(t, skewed), time.Now()); err != nil {
 		t.Errorf("iat within the leeway: %v", err)
@@ -186,14 +163,14 @@ func TestJWT_RefusesWhatFailsACheckAndSaysWhatFailed(t *testing.T) {
 
 func TestJWT_AJWTIsCheckedOnlyAsAJWTWhenThePolicyTakesThem(t *testing.T) {
 	k := testjwt.NewKey(t, "k1", jose.ES256)
-	token := k.Sign(t, testjwt.Claims(issuer, audience, "team-a", time.Hour))
+	token := k.Sign(t, testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", time.Hour))
 	for _, tc := range []struct {
 		tok  string
 		want bool
 	}{
 		{token, true},
 		{testjwt.Unsigned(t, "k1", map[string]any{"sub": "x"}), true},
-		{opsTok, false},
+		{testjwt.OpsToken, false},
 		{"abc.def.ghi", false},          // dots, but no JOSE header
 		{"eyJmb28iOjF9.e30.sig", false}, // a JSON header without alg
 		{strings.Replace(token, ".", "", 1), false},
@@ -265,7 +242,7 @@ func TestParsePolicy_RefusesABadJWTSectionOrJWKS(t *testing.T) {
 func TestStore_ReloadRotatesTheJWKSAndKeepsTheOldOnABadOne(t *testing.T) {
 	k1, k2 := testjwt.NewKey(t, "2026-01", jose.ES256), testjwt.NewKey(t, "2026-02", jose.EdDSA)
 	st, jwksPath := jwtStore(t, k1)
-	claims := testjwt.Claims(issuer, audience, "team-a", time.Hour)
+	claims := testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", time.Hour)
 	old, rotated := k1.Sign(t, claims), k2.Sign(t, claims)
 	if _, err := st.Bearer(old, time.Now()); err != nil {
 		t.Fatalf("k1's token before the rotation: %v", err)
@@ -303,14 +280,14 @@ func TestStore_ReloadRotatesTheJWKSAndKeepsTheOldOnABadOne(t *testing.T) {
 func FuzzBearer(f *testing.F) {
 	k := testjwt.NewKey(f, "k1", jose.ES256)
 	st, _ := jwtStore(f, k)
-	good := k.Sign(f, testjwt.Claims(issuer, audience, "team-a", 24*time.Hour))
-	for _, seed := range []string{good, testjwt.Tamper(f, good, map[string]any{"sub": "ops"}), testjwt.Unsigned(f, "k1", map[string]any{"sub": "ops"}), opsTok, "a.b.c", "eyJhbGciOiJFUzI1NiJ9..", ""} {
+	good := k.Sign(f, testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", 24*time.Hour))
+	for _, seed := range []string{good, testjwt.Tamper(f, good, map[string]any{"sub": "ops"}), testjwt.Unsigned(f, "k1", map[string]any{"sub": "ops"}), testjwt.OpsToken, "a.b.c", "eyJhbGciOiJFUzI1NiJ9..", ""} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, token string) {
 		id, err := st.Bearer(token, time.Now())
 		if err == nil {
-			if id.Cred.ID == "ops" && token != opsTok || id.Cred.ID == "team-a" && id.Via != auth.ViaJWT {
+			if id.Cred.ID == "ops" && token != testjwt.OpsToken || id.Cred.ID == "team-a" && id.Via != auth.ViaJWT {
 				t.Fatalf("Bearer accepted a token nobody signed or listed, as %s via %s", id.Cred.ID, id.Via)
 			}
 			return

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -16,39 +15,16 @@ import (
 	"github.com/baton-dev/baton/tests/testserver"
 )
 
-const (
-	jwtIssuer   = "https://idp.test/"
-	jwtAudience = "baton"
-	jwtOpsTok   = "ops-token-0123456789abcdef"
-)
-
-// jwtPolicyDoc is a policy whose jwt: section reads the JWKS at jwks, with
-// leeway, and whose credentials are team-a (JWTs only) and ops (a token).
-func jwtPolicyDoc(jwks, leeway string) string {
-	return fmt.Sprintf(`jwt:
-  jwks_file: %q
-  issuer: %q
-  audience: %q
-  leeway: %s
-credentials:
-  - name: team-a
-    rules: {"team-a.": write}
-  - name: ops
-    tokens: [%q]
-    rules: {"": admin}
-`, jwks, jwtIssuer, jwtAudience, leeway, jwtOpsTok)
-}
-
 // startWithJWT starts a server whose policy takes JWTs signed by key.
 func startWithJWT(t *testing.T, leeway string, key *testjwt.Key, opts ...testserver.Option) (*testserver.Server, string) {
 	t.Helper()
 	jwks := filepath.Join(t.TempDir(), "jwks.json")
 	testjwt.WriteJWKS(t, jwks, key)
-	return testserver.Start(t, append([]testserver.Option{testserver.WithPolicy(t, jwtPolicyDoc(jwks, leeway))}, opts...)...), jwks
+	return testserver.Start(t, append([]testserver.Option{testserver.WithPolicy(t, testjwt.Policy(jwks, "  leeway: "+leeway+"\n"))}, opts...)...), jwks
 }
 
 func teamAClaims(ttl time.Duration) map[string]any {
-	return testjwt.Claims(jwtIssuer, jwtAudience, "team-a", ttl)
+	return testjwt.Claims(testjwt.Issuer, testjwt.Audience, "team-a", ttl)
 }
 
 func TestJWT_ATokenActsAsTheCredentialItsClaimNames(t *testing.T) {
@@ -61,12 +37,12 @@ func TestJWT_ATokenActsAsTheCredentialItsClaimNames(t *testing.T) {
 		t.Errorf("403 detail %q", p.Detail)
 	}
 	// The hold is team-a's: the trail names the credential, not the token.
-	body := string(s.DoAs(jwtOpsTok, "GET", "/v1/history?lock=team-a.nightly", "").Body)
+	body := string(s.DoAs(testjwt.OpsToken, "GET", "/v1/history?lock=team-a.nightly", "").Body)
 	if !strings.Contains(body, `"credential":"team-a"`) || strings.Contains(body, token) {
 		t.Errorf("history of the JWT's hold:\n%s", body)
 	}
 	// A listed token works beside JWTs.
-	testserver.WantStatus(t, s.DoAs(jwtOpsTok, "GET", "/v1/locks", ""), http.StatusOK)
+	testserver.WantStatus(t, s.DoAs(testjwt.OpsToken, "GET", "/v1/locks", ""), http.StatusOK)
 }
 
 func TestJWT_ATokenThatFailsACheckIs401WithAnInvalidTokenChallenge(t *testing.T) {
@@ -139,7 +115,7 @@ func TestJWT_AStreamEndsWhenItsTokenExpiresOrItsKeyGoes(t *testing.T) {
 
 	rotated := filepath.Join(t.TempDir(), "jwks.json")
 	testjwt.WriteJWKS(t, rotated, testjwt.NewKey(t, "k2", jose.EdDSA))
-	c, err := auth.ParsePolicy(strings.NewReader(jwtPolicyDoc(rotated, "0s")))
+	c, err := auth.ParsePolicy(strings.NewReader(testjwt.Policy(rotated, "  leeway: 0s\n")))
 	if err != nil {
 		t.Fatal(err)
 	}

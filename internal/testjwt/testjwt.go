@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -148,4 +149,30 @@ func WriteJSON(t testing.TB, path string, v any) {
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The issuer, audience and operator's token of Policy.
+const (
+	Issuer   = "https://idp.test/"
+	Audience = "baton"
+	OpsToken = "ops-token-0123456789abcdef"
+)
+
+// Policy is a policy file whose jwt: section reads the JWKS at jwks (a
+// path) and wants Issuer and Audience, with the settings of extra (YAML
+// lines under jwt:, each ending in a newline), and whose credentials are
+// team-a, proved by JWTs only (write on "team-a."), and ops, by OpsToken
+// too (admin on every name).
+func Policy(jwks, extra string) string {
+	return fmt.Sprintf(`jwt:
+  jwks_file: %q
+  issuer: %q
+  audience: %q
+%scredentials:
+  - name: team-a
+    rules: {"team-a.": write}
+  - name: ops
+    tokens: [%q]
+    rules: {"": admin}
+`, jwks, Issuer, Audience, extra, OpsToken)
 }
